@@ -1,0 +1,237 @@
+// Package envtest is udnkit's shared test harness: it starts a real
+// kube-apiserver and etcd (controller-runtime's envtest, with binaries built
+// from the Go module proxy by build-binaries.sh), installs the CRDs the Helm
+// chart ships, and hands out clients. The end-to-end suites and `make run` use
+// it too.
+package envtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+)
+
+// EtcdVersion is the etcd that Kubernetes 1.37 pins; build-binaries.sh builds it.
+const EtcdVersion = "3.7.0"
+
+// RepoRoot is the root of the udnkit checkout this package was compiled from.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(file))
+}
+
+// CRDDirs are the chart's generated k8s.ovn.org CRDs and the IPAMClaim and
+// NetworkAttachmentDefinition CRDs copied from their modules.
+func CRDDirs() []string {
+	root := RepoRoot()
+	return []string{
+		filepath.Join(root, "charts", "udnkit", "files", "crds"),
+		filepath.Join(root, "charts", "udnkit", "files", "external-crds"),
+	}
+}
+
+// KubernetesVersion is the envtest Kubernetes version, derived from the
+// k8s.io/api version as the Makefile does (v0.37.2 -> 1.37.2): from the
+// binary's build information, or from the checkout's go.mod (test binaries
+// carry no dependency list).
+func KubernetesVersion() (string, error) {
+	apiVersion := ""
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == "k8s.io/api" {
+				apiVersion = dep.Version
+			}
+		}
+	}
+	if apiVersion == "" {
+		data, err := os.ReadFile(filepath.Join(RepoRoot(), "go.mod"))
+		if err != nil {
+			return "", fmt.Errorf("finding the k8s.io/api version: %w", err)
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "k8s.io/api" {
+				apiVersion = f[1]
+			}
+		}
+	}
+	if !strings.HasPrefix(apiVersion, "v0.") {
+		return "", fmt.Errorf("cannot derive the Kubernetes version from k8s.io/api %q", apiVersion)
+	}
+	return "1." + strings.TrimPrefix(apiVersion, "v0."), nil
+}
+
+// AssetsDir finds kube-apiserver, etcd and kubectl: KUBEBUILDER_ASSETS if set,
+// otherwise the per-version cache that `make envtest` fills.
+func AssetsDir() (string, error) {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		return dir, checkAssets(dir)
+	}
+	version, err := KubernetesVersion()
+	if err != nil {
+		return "", err
+	}
+	base := os.Getenv("XDG_DATA_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		base = filepath.Join(home, ".local", "share")
+	}
+	dir := filepath.Join(base, "kubebuilder-envtest", "k8s", version+"-linux-"+runtime.GOARCH)
+	return dir, checkAssets(dir)
+}
+
+func checkAssets(dir string) error {
+	for _, bin := range []string{"kube-apiserver", "etcd", "kubectl"} {
+		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
+			return fmt.Errorf("envtest binary %s missing in %s (run `make envtest` to build it): %w", bin, dir, err)
+		}
+	}
+	return nil
+}
+
+// Scheme returns a scheme with the Kubernetes built-ins, apiextensions and the
+// k8s.ovn.org/v1 API.
+func Scheme() *k8sruntime.Scheme {
+	s := k8sruntime.NewScheme()
+	for _, add := range []func(*k8sruntime.Scheme) error{
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, udnv1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
+	}
+	return s
+}
+
+// Environment is a running control plane with udnkit's CRDs installed.
+type Environment struct {
+	env *crenvtest.Environment
+	// Config is an admin connection to the apiserver.
+	Config *rest.Config
+	// Scheme knows the built-ins, apiextensions and k8s.ovn.org/v1.
+	Scheme *k8sruntime.Scheme
+	// Client is an admin client that asks for strict field validation, as
+	// kubectl does, so unknown fields are errors rather than dropped.
+	Client client.Client
+	// CRDs are the installed CustomResourceDefinitions.
+	CRDs []*apiextensionsv1.CustomResourceDefinition
+	// AssetsDir holds kube-apiserver, etcd and kubectl.
+	AssetsDir string
+}
+
+// Options configure Start.
+type Options struct {
+	// AttachOutput streams the apiserver's and etcd's logs to this process.
+	AttachOutput bool
+}
+
+// Start starts etcd and kube-apiserver and installs the CRDs. Stop it with Stop.
+func Start(opts Options) (*Environment, error) {
+	assets, err := AssetsDir()
+	if err != nil {
+		return nil, err
+	}
+	scheme := Scheme()
+	env := &crenvtest.Environment{
+		BinaryAssetsDirectory: assets,
+		Scheme:                scheme,
+		CRDInstallOptions: crenvtest.CRDInstallOptions{
+			Paths:              CRDDirs(),
+			ErrorIfPathMissing: true,
+			Scheme:             scheme,
+		},
+		AttachControlPlaneOutput: opts.AttachOutput,
+		ControlPlaneStartTimeout: startTimeout(),
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		_ = env.Stop()
+		return nil, fmt.Errorf("starting the control plane from %s: %w", assets, err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	return &Environment{
+		env:       env,
+		Config:    cfg,
+		Scheme:    scheme,
+		Client:    client.WithFieldValidation(c, metav1.FieldValidationStrict),
+		CRDs:      env.CRDs,
+		AssetsDir: assets,
+	}, nil
+}
+
+func startTimeout() time.Duration {
+	if v := os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT"); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	// Two cores shared by parallel test packages need more than envtest's 20 s.
+	return 90 * time.Second
+}
+
+// Stop stops the apiserver and etcd and removes their temporary directories.
+func (e *Environment) Stop() error { return e.env.Stop() }
+
+// WriteKubeconfig writes a kubeconfig for a system:masters user to path.
+func (e *Environment) WriteKubeconfig(path string) error {
+	user, err := e.env.ControlPlane.AddUser(crenvtest.User{Name: "udnkit-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o600)
+}
+
+// WaitForAPI polls /readyz until the apiserver answers ok or ctx ends.
+func (e *Environment) WaitForAPI(ctx context.Context) error {
+	rc, err := rest.RESTClientFor(restConfigForRaw(e.Config))
+	if err != nil {
+		return err
+	}
+	for {
+		body, err := rc.Get().AbsPath("/readyz").DoRaw(ctx)
+		if err == nil && string(body) == "ok" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("apiserver not ready: %w (last error: %v)", ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func restConfigForRaw(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.GroupVersion = &metav1.SchemeGroupVersion
+	c.APIPath = "/"
+	c.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
+	return c
+}
