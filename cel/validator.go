@@ -33,8 +33,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
@@ -261,6 +261,12 @@ func newKind(crd *apiextensionsv1.CustomResourceDefinition) (*kind, error) {
 	return k, nil
 }
 
+// Knows reports whether the Validator has the CRD of the object's kind.
+func (v *Validator) Knows(obj *unstructured.Unstructured) bool {
+	_, ok := v.kinds[obj.GroupVersionKind().GroupKind()]
+	return ok
+}
+
 // Kinds lists the kinds the Validator knows, sorted.
 func (v *Validator) Kinds() []schema.GroupKind {
 	var out []schema.GroupKind
@@ -304,8 +310,16 @@ func (v *Validator) Validate(ctx context.Context, obj, old *unstructured.Unstruc
 	if err != nil {
 		return res, fmt.Errorf("old object: %w", err)
 	}
+	// Files judged offline have no server-set metadata; give them what a
+	// stored object and a kubectl update of it would carry.
 	if oldObj.GetGeneration() == 0 {
 		oldObj.SetGeneration(1)
+	}
+	if oldObj.GetResourceVersion() == "" {
+		oldObj.SetResourceVersion("1")
+	}
+	if newObj.GetResourceVersion() == "" {
+		newObj.SetResourceVersion(oldObj.GetResourceVersion())
 	}
 	ver.strategy.PrepareForUpdate(ctx, newObj, oldObj)
 	res.Errors = ver.strategy.ValidateUpdate(ctx, newObj, oldObj)

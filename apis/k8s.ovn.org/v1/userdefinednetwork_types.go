@@ -34,8 +34,7 @@ type UserDefinedNetworkSpec struct {
 // +kubebuilder:resource:path=userdefinednetworks,scope=Namespaced,shortName=udn,categories=ovn;udnkit
 // +kubebuilder:printcolumn:name="Topology",type=string,JSONPath=`.spec.topology`
 // +kubebuilder:printcolumn:name="Role",type=string,JSONPath=`.spec.*.role`
-// +kubebuilder:printcolumn:name="Subnets",type=string,JSONPath=`.spec.layer2.subnets`
-// +kubebuilder:printcolumn:name="L3-Subnets",type=string,JSONPath=`.spec.layer3.subnets[*].cidr`,priority=1
+// +kubebuilder:printcolumn:name="Subnets",type=string,JSONPath=`.spec.*.subnets`
 // +kubebuilder:printcolumn:name="Created",type=string,JSONPath=`.status.conditions[?(@.type=="NetworkCreated")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type UserDefinedNetwork struct {

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestValidate(t *testing.T) {
+	root := filepath.Join("..", "..", "examples")
+	malformed := filepath.Join(t.TempDir(), "malformed.yaml")
+	if err := os.WriteFile(malformed, []byte("apiVersion: k8s.ovn.org/v1\nkind: [\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout []string // lines that must appear, in order
+		wantStderr string
+	}{
+		{"valid Layer2 UDN", []string{"validate", "-f", filepath.Join(root, "udn-layer2-primary.yaml")}, 0, nil, "tenant-blue/UserDefinedNetwork/blue: valid"},
+		{"the OKEP-5233 CUDN", []string{"validate", "-f", filepath.Join(root, "cudn-layer2-predefined-addresses.yaml")}, 0, nil, "ClusterUserDefinedNetwork/network-l2: valid"},
+		{"gateway outside the subnet and unmasked reserved range", []string{"validate", "-f", filepath.Join(root, "invalid", "udn-layer2-bad-gateway.yaml")}, 1,
+			[]string{
+				"spec.layer2.defaultGatewayIPs: Invalid value: defaultGatewayIPs must each belong to one of the subnets.",
+				`spec.layer2.reservedSubnets[0]: Invalid value: "10.50.0.201/29": CIDR must be a network address with no host bits set, such as 192.168.100.200/29.`,
+			}, "tenant-blue/UserDefinedNetwork/broken: rejected"},
+		{"Layer3 append as an update", []string{"validate", "-f", filepath.Join(root, "udn-layer3-append.yaml"), "--old", filepath.Join(root, "udn-layer3-primary.yaml")}, 0, nil, "tenant-green/UserDefinedNetwork/green: valid"},
+		{"Layer3 removal as an update", []string{"validate", "-f", filepath.Join(root, "invalid", "udn-layer3-remove-subnet.yaml"), "--old", filepath.Join(root, "udn-layer3-append.yaml")}, 1,
+			[]string{"spec.layer3: Invalid value: Existing subnets cannot be removed, reordered or changed; new subnets may only be appended."}, "rejected"},
+		{"the same removal judged as a create is fine", []string{"validate", "-f", filepath.Join(root, "invalid", "udn-layer3-remove-subnet.yaml")}, 0, nil, "valid"},
+		{"no file", []string{"validate"}, 2, nil, "-f FILE is required"},
+		{"missing file", []string{"validate", "-f", "does-not-exist.yaml"}, 2, nil, "no such file"},
+		{"malformed YAML", []string{"validate", "-f", malformed}, 2, nil, "malformed.yaml"},
+		{"only objects udnctl does not judge", []string{"validate", "-f", filepath.Join("..", "..", "charts", "udnkit", "files", "crds", "k8s.ovn.org_userdefinednetworks.yaml")}, 2, nil, "holds no object udnctl can judge"},
+		{"unknown command", []string{"frobnicate"}, 2, nil, `unknown command "frobnicate"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), c.args, &stdout, &stderr)
+			if code != c.wantCode {
+				t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, c.wantCode, stdout.String(), stderr.String())
+			}
+			lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+			if len(c.wantStdout) == 0 && stdout.Len() > 0 {
+				t.Errorf("unexpected violations:\n%s", stdout.String())
+			}
+			if len(c.wantStdout) > 0 && strings.Join(lines, "\n") != strings.Join(c.wantStdout, "\n") {
+				t.Errorf("violations:\n%s\nwant:\n%s", stdout.String(), strings.Join(c.wantStdout, "\n"))
+			}
+			if !strings.Contains(stderr.String(), c.wantStderr) {
+				t.Errorf("stderr %q does not contain %q", stderr.String(), c.wantStderr)
+			}
+		})
+	}
+}

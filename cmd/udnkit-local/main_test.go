@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/udnkit/udnkit/envtest"
+)
+
+// TestQuickstart is the end-to-end test of `make run`: it starts the built
+// udnkit-local, waits for "udnkit is ready", runs every command it prints
+// (the README's quickstart) and checks what each promises, then stops it with
+// SIGTERM and checks that the control plane is gone.
+func TestQuickstart(t *testing.T) {
+	if _, err := envtest.AssetsDir(); err != nil {
+		t.Fatal(err)
+	}
+	root := envtest.RepoRoot()
+	bin := filepath.Join(t.TempDir(), "udnkit-local")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	state := t.TempDir()
+	cmd := exec.Command(bin, "--repo-root", root, "--state-dir", state)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+		}
+	})
+
+	lines := make(chan string, 256)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		exited <- cmd.Wait()
+	}()
+
+	// Read up to the ready line, then the printed commands.
+	var commands []string
+	ready, inBlock := false, false
+	deadline := time.After(2 * time.Minute)
+	for done := false; !done; {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatal("udnkit-local exited before it was ready")
+			}
+			t.Log(line)
+			switch {
+			case strings.Contains(line, "udnkit is ready"):
+				ready = true
+			case strings.HasPrefix(line, "In another terminal"):
+				inBlock = true
+			case strings.HasPrefix(line, "Ctrl-C"):
+				done = true
+			case inBlock && strings.TrimSpace(line) != "":
+				commands = append(commands, strings.TrimSpace(line))
+			}
+		case <-deadline:
+			t.Fatal("no ready line within 2 minutes")
+		}
+	}
+	if !ready {
+		t.Fatal("no line contains 'udnkit is ready'")
+	}
+	if _, err := os.Stat(filepath.Join(state, "kubeconfig")); err != nil {
+		t.Fatalf("kubeconfig not written: %v", err)
+	}
+	if len(commands) < 5 || !strings.HasPrefix(commands[0], "export KUBECONFIG=") {
+		t.Fatalf("unexpected command block: %q", commands)
+	}
+
+	env := commands[0]
+	for _, c := range commands[1:] {
+		out, err := exec.Command("bash", "-c", env+"; cd "+root+"; "+c).CombinedOutput()
+		t.Logf("$ %s\n%s", c, out)
+		switch {
+		case strings.Contains(c, "# rejected"):
+			if err == nil || !strings.Contains(string(out), "is invalid") {
+				t.Errorf("%q should be rejected as invalid, got err=%v", c, err)
+			}
+			if strings.Contains(c, "bad-gateway") && !strings.Contains(string(out), "spec.layer2.defaultGatewayIPs") {
+				t.Errorf("the rejection should name spec.layer2.defaultGatewayIPs")
+			}
+		case err != nil:
+			t.Errorf("%q failed: %v", c, err)
+		case strings.HasPrefix(c, "kubectl get udn,cudn"):
+			for _, want := range []string{"tenant-blue", "blue", "green", "network-l2", "physnet-ext", "Layer2", "Layer3", "Localnet"} {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("kubectl get udn,cudn output lacks %q", want)
+				}
+			}
+		}
+	}
+	// The Layer3 append landed and the rejected removal changed nothing.
+	out, err := exec.Command("bash", "-c", env+"; kubectl get udn green -n tenant-green -o jsonpath='{.spec.layer3.subnets[*].cidr}'").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "10.200.0.0/16 10.201.0.0/16" {
+		t.Errorf("green's subnets: %q (%v), want both, in order", out, err)
+	}
+	host := apiserverHost(t, filepath.Join(state, "kubeconfig"))
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for range lines {
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("udnkit-local exited with %v after SIGTERM", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("udnkit-local did not stop within 30s of SIGTERM")
+	}
+	if _, err := os.Stat(filepath.Join(state, "kubeconfig")); !os.IsNotExist(err) {
+		t.Errorf("kubeconfig of a stopped control plane was left behind")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "bash", "-c", "exec 3<>/dev/tcp/"+host+" 2>/dev/null").CombinedOutput(); err == nil {
+		t.Errorf("the apiserver still listens on %s after stop: %s", host, out)
+	}
+}
+
+func apiserverHost(t *testing.T, kubeconfig string) string {
+	data, err := os.ReadFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if s := strings.TrimSpace(line); strings.HasPrefix(s, "server: https://") {
+			return strings.Replace(strings.TrimSuffix(strings.TrimPrefix(s, "server: https://"), "/"), ":", "/", 1)
+		}
+	}
+	t.Fatal("no server in kubeconfig")
+	return ""
+}
