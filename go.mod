@@ -3,6 +3,8 @@ module github.com/udnkit/udnkit
 go 1.26.0
 
 require (
+	github.com/k8snetworkplumbingwg/ipamclaims v0.5.1-alpha
+	github.com/k8snetworkplumbingwg/network-attachment-definition-client v1.7.7
 	github.com/onsi/ginkgo/v2 v2.34.0
 	github.com/onsi/gomega v1.44.0
 	k8s.io/api v0.37.2

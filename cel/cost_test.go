@@ -5,8 +5,8 @@ import (
 	"path"
 	"testing"
 
-	udnkitchart "github.com/udnkit/udnkit/charts/udnkit"
 	"github.com/udnkit/udnkit/cel"
+	udnkitchart "github.com/udnkit/udnkit/charts/udnkit"
 )
 
 // TestRuleCostsFitTheBudget checks every CRD udnkit ships with the
