@@ -37,9 +37,11 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object paths=./apis/...
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the CRDs into the chart and copy the IPAMClaim and NAD CRDs from their modules.
-	rm -f $(CRD_DIR)/*.yaml
+manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations into the chart; copy the IPAMClaim and NAD CRDs from their modules.
+	rm -f $(CRD_DIR)/*.yaml $(CHART_DIR)/files/rbac/*.yaml $(CHART_DIR)/files/webhook/*.yaml
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=$(CRD_DIR)
+	$(CONTROLLER_GEN) rbac:roleName=udnkit-manager webhook paths=./... \
+		output:rbac:artifacts:config=$(CHART_DIR)/files/rbac output:webhook:artifacts:config=$(CHART_DIR)/files/webhook
 	mkdir -p $(EXTERNAL_CRD_DIR)
 	$(GO) mod download $(IPAMCLAIMS_MODULE) $(NAD_MODULE)
 	install -m 0644 "$$($(GO) list -m -f '{{.Dir}}' $(IPAMCLAIMS_MODULE))/artifacts/k8s.cni.cncf.io_ipamclaims.yaml" $(EXTERNAL_CRD_DIR)/ipamclaims.k8s.cni.cncf.io.yaml
