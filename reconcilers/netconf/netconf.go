@@ -177,7 +177,6 @@ func joinCIDRs[T ~string](in []T) string {
 	return strings.Join(out, ",")
 }
 
-
 func joinPrefixes(in []netip.Prefix) string {
 	out := make([]string, 0, len(in))
 	for _, p := range in {
