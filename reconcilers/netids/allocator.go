@@ -3,6 +3,7 @@ package netids
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 )
 
@@ -115,6 +116,18 @@ func (a *IDAllocator) Owned(owner string) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return len(a.byOwner[owner])
+}
+
+// Held returns the ids owner holds, in ascending order.
+func (a *IDAllocator) Held(owner string) []int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]int, 0, len(a.byOwner[owner]))
+	for id := range a.byOwner[owner] {
+		out = append(out, id)
+	}
+	sort.Ints(out)
+	return out
 }
 
 // Owner returns who holds id.

@@ -128,9 +128,18 @@ func ChooseTransitSubnet(def netip.Prefix, used []netip.Prefix) (netip.Prefix, e
 }
 
 // TransitSubnets picks a transit subnet for each IP family the network's
-// subnets use (IPv4 first), avoiding every prefix in avoid (the network's
-// subnets and join subnets).
-func TransitSubnets(subnets, avoid []netip.Prefix) ([]netip.Prefix, error) {
+// subnets use (IPv4 first), starting from the defaults (DefaultTransitSubnetV4
+// and DefaultTransitSubnetV6 when nil) and avoiding every prefix in avoid
+// (the network's subnets and join subnets).
+func TransitSubnets(defaults, subnets, avoid []netip.Prefix) ([]netip.Prefix, error) {
+	def4, def6 := DefaultTransitSubnetV4, DefaultTransitSubnetV6
+	for _, d := range defaults {
+		if d.Addr().Is4() {
+			def4 = d
+		} else {
+			def6 = d
+		}
+	}
 	var has4, has6 bool
 	for _, s := range subnets {
 		if s.Addr().Is4() {
@@ -143,7 +152,7 @@ func TransitSubnets(subnets, avoid []netip.Prefix) ([]netip.Prefix, error) {
 	for _, fam := range []struct {
 		use bool
 		def netip.Prefix
-	}{{has4, DefaultTransitSubnetV4}, {has6, DefaultTransitSubnetV6}} {
+	}{{has4, def4}, {has6, def6}} {
 		if !fam.use {
 			continue
 		}

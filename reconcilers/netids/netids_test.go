@@ -61,6 +61,7 @@ func prefixes(ss ...string) []netip.Prefix {
 func TestTransitSubnets(t *testing.T) {
 	for _, tc := range []struct {
 		name            string
+		defaults        []netip.Prefix
 		subnets, avoid  []netip.Prefix
 		want            []string
 		wantErrContains string
@@ -72,10 +73,11 @@ func TestTransitSubnets(t *testing.T) {
 		{name: "IPv4 wide overlap steps past it", subnets: prefixes("100.88.0.0/15"), want: []string{"100.90.0.0/16"}},
 		{name: "IPv6 overlap", subnets: prefixes("fd97::/48"), want: []string{"fd97:0:1::/64"}},
 		{name: "join subnet avoided too", subnets: prefixes("10.0.0.0/16"), avoid: prefixes("100.88.0.0/16", "100.89.0.0/16"), want: []string{"100.90.0.0/16"}},
+		{name: "configured default", defaults: prefixes("100.70.0.0/16"), subnets: prefixes("100.70.0.0/24", "fd00::/64"), want: []string{"100.71.0.0/16", "fd97::/64"}},
 		{name: "no room", subnets: prefixes("96.0.0.0/3"), avoid: prefixes("96.0.0.0/3", "128.0.0.0/1"), wantErrContains: "no /16 transit subnet"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := TransitSubnets(tc.subnets, append(tc.avoid, tc.subnets...))
+			got, err := TransitSubnets(tc.defaults, tc.subnets, append(tc.avoid, tc.subnets...))
 			if tc.wantErrContains != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErrContains) {
 					t.Fatalf("error = %v, want %q", err, tc.wantErrContains)
