@@ -26,7 +26,9 @@ func (r *cudnReconciler) setup(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("clusteruserdefinednetwork").
 		For(&udnv1.ClusterUserDefinedNetwork{}).
-		Owns(&nadv1.NetworkAttachmentDefinition{}).
+		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+			return []ctrl.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
+		})).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.allCUDNs)).
 		WatchesMetadata(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
 			return r.networksOfPod(ctx, o, kindCUDN)

@@ -24,7 +24,11 @@ func (r *udnReconciler) setup(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("userdefinednetwork").
 		For(&udnv1.UserDefinedNetwork{}).
-		Owns(&nadv1.NetworkAttachmentDefinition{}).
+		// A NAD maps to the UDN of the same namespace and name, owned or
+		// not: a foreign NAD going away unblocks the UDN at once.
+		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+			return []ctrl.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
+		})).
 		WatchesMetadata(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
 			return r.networksOfPod(ctx, o, kindUDN)
 		}), builder.WithPredicates(podNetworksChanged)).
