@@ -187,7 +187,12 @@ func (a *networkAllocators) ensure(ctx context.Context, owner string, annotation
 	if wantKeys > 0 && len(keys) == 0 {
 		keys = a.tunnelKeys.Held(owner)
 	}
+	first, last := a.tunnelKeys.Range()
 	for _, k := range keys {
+		if k < first || k > last {
+			// Recorded before the range was narrowed: still valid, not ours to manage.
+			continue
+		}
 		if err := a.tunnelKeys.Reserve(owner, k); err != nil {
 			undo()
 			return networkIDs{}, nil, err

@@ -223,3 +223,5 @@ func deletePod(t *testing.T, pod *corev1.Pod) {
 		t.Fatal(err)
 	}
 }
+
+func newNAD() *nadv1.NetworkAttachmentDefinition { return &nadv1.NetworkAttachmentDefinition{} }
