@@ -38,6 +38,20 @@ func TestRestartKeepsAllocations(t *testing.T) {
 		ids[u.Namespace] = u.Annotations[udnv1.AnnotationNetworkID] + " " + u.Annotations[udnv1.AnnotationTunnelKeys]
 	}
 
+	// A manager that runs only the CUDN controller never reconciles the
+	// UDNs above, so only the start-up rebuild from annotations keeps it
+	// from handing out their IDs and keys again.
+	cfg := reconcilers.DefaultConfig()
+	cfg.Controllers = []string{reconcilers.ControllerCUDN}
+	restartManager(t, cfg)
+	sel := map[string]string{"restart": "cudn"}
+	newNamespace(t, "restart-cudn", sel)
+	cudn := makeCUDN("restart-l2", sel, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
+		Layer2: layer2(udnv1.NetworkRolePrimary, "10.77.0.0/16")})
+	g.Expect(k8s.Create(ctx, cudn)).To(Succeed())
+	expectCondition(t, cudn, metav1.ConditionTrue, udnv1.ReasonNADCreated)
+	expectUniqueAllocations(t)
+
 	restartManager(t, reconcilers.DefaultConfig())
 	after := createPrimaryL2(t, "restart", 3)
 	for _, u := range after {
@@ -49,6 +63,8 @@ func TestRestartKeepsAllocations(t *testing.T) {
 		g.Expect(getNAD(g, u.Namespace, "net").Annotations[udnv1.AnnotationNetworkID]).To(Equal(u.Annotations[udnv1.AnnotationNetworkID]))
 	}
 	expectUniqueAllocations(t)
+	g.Expect(k8s.Delete(ctx, cudn)).To(Succeed())
+	expectGone(t, cudn)
 }
 
 func TestTunnelKeyExhaustion(t *testing.T) {
