@@ -391,7 +391,7 @@ func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, nam
 		if err := r.client.Update(ctx, n.obj); err != nil {
 			undo()
 			if apierrors.IsConflict(err) {
-				return ctrl.Result{Requeue: true}, nil
+				return ctrl.Result{RequeueAfter: conflictRetry}, nil
 			}
 			return ctrl.Result{}, err
 		}
@@ -516,3 +516,7 @@ func (r *networkReconciler) networksOfPod(ctx context.Context, obj client.Object
 	}
 	return out
 }
+
+// conflictRetry is how soon a reconcile that lost an optimistic-concurrency
+// race runs again (after the cache has caught up).
+const conflictRetry = 200 * time.Millisecond

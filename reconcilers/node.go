@@ -358,7 +358,7 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		if apierrors.IsConflict(err) {
 			// What this process allocated stays held for the node, so the
 			// retry writes the same values.
-			return ctrl.Result{Requeue: true}, nil
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
