@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +36,10 @@ const (
 
 	// indexNADController indexes NADs by their controller's UID.
 	indexNADController = ".metadata.controllerUID"
+
+	// nadWorkers bounds the NAD writes one reconcile has in flight (a CUDN
+	// may select thousands of namespaces).
+	nadWorkers = 8
 
 	// maxPodsInMessage bounds the pods a condition names.
 	maxPodsInMessage = 5
@@ -84,6 +89,7 @@ func (n network) wantsTunnelKeys() int {
 
 type networkReconciler struct {
 	client   client.Client
+	reader   client.Reader
 	cfg      *parsed
 	ids      *networkAllocators
 	recorder recorder.EventRecorder
@@ -91,7 +97,7 @@ type networkReconciler struct {
 }
 
 func newNetworkReconciler(mgr ctrl.Manager, cfg *parsed, ids *networkAllocators, name string) *networkReconciler {
-	return &networkReconciler{client: mgr.GetClient(), cfg: cfg, ids: ids, recorder: mgr.GetEventRecorder(name), owner: name}
+	return &networkReconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), cfg: cfg, ids: ids, recorder: mgr.GetEventRecorder(name), owner: name}
 }
 
 func (r *networkReconciler) event(obj client.Object, reason, msg string) {
@@ -180,7 +186,7 @@ func inUseMessage(nad string, pods []string) string {
 	return fmt.Sprintf("NetworkAttachmentDefinition %s is in use by pods [%s]%s", nad, strings.Join(shown, ", "), more)
 }
 
-// ownedNADs lists the NADs n controls.
+// ownedNADs lists the NADs n controls, from the cache.
 func (r *networkReconciler) ownedNADs(ctx context.Context, n network) ([]nadv1.NetworkAttachmentDefinition, error) {
 	var list nadv1.NetworkAttachmentDefinitionList
 	opts := []client.ListOption{client.MatchingFields{indexNADController: string(n.obj.GetUID())}}
@@ -191,6 +197,26 @@ func (r *networkReconciler) ownedNADs(ctx context.Context, n network) ([]nadv1.N
 		return nil, err
 	}
 	return list.Items, nil
+}
+
+// ownedNADsLive lists the NADs n controls straight from the apiserver, so a
+// NAD created moments ago cannot be missed before the CR's finalizer goes.
+func (r *networkReconciler) ownedNADsLive(ctx context.Context, n network) ([]nadv1.NetworkAttachmentDefinition, error) {
+	var list nadv1.NetworkAttachmentDefinitionList
+	opts := []client.ListOption{client.HasLabels{udnv1.LabelUserDefinedNetwork}}
+	if n.kind == kindUDN {
+		opts = append(opts, client.InNamespace(n.obj.GetNamespace()))
+	}
+	if err := r.reader.List(ctx, &list, opts...); err != nil {
+		return nil, err
+	}
+	var out []nadv1.NetworkAttachmentDefinition
+	for _, nad := range list.Items {
+		if ref := metav1.GetControllerOf(&nad); ref != nil && ref.UID == n.obj.GetUID() {
+			out = append(out, nad)
+		}
+	}
+	return out, nil
 }
 
 // releaseNAD removes udnkit's finalizer from an owned NAD and deletes it,
@@ -407,12 +433,24 @@ func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, nam
 	var problems []string
 	var created []string
 	wanted := map[string]bool{}
-	for _, ns := range namespaces {
+	errs := make([]error, len(namespaces))
+	sem := make(chan struct{}, nadWorkers)
+	var wg sync.WaitGroup
+	for i, ns := range namespaces {
 		wanted[ns] = true
-		want, err := r.desiredNAD(n, ns, ids, transit)
-		if err == nil {
-			err = r.ensureNAD(ctx, n, want)
-		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			want, err := r.desiredNAD(n, ns, ids, transit)
+			if err == nil {
+				err = r.ensureNAD(ctx, n, want)
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
 		if err != nil {
 			if errors.Is(err, errForeignNAD) {
 				r.event(n.obj, eventForeignNAD, err.Error())
@@ -420,7 +458,7 @@ func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, nam
 			problems = append(problems, err.Error())
 			continue
 		}
-		created = append(created, ns)
+		created = append(created, namespaces[i])
 	}
 	owned, err := r.ownedNADs(ctx, n)
 	if err != nil {
@@ -463,7 +501,7 @@ func (r *networkReconciler) finalize(ctx context.Context, n network) (ctrl.Resul
 	if !controllerutil.ContainsFinalizer(n.obj, udnv1.FinalizerUserDefinedNetworkProtection) {
 		return ctrl.Result{}, nil
 	}
-	owned, err := r.ownedNADs(ctx, n)
+	owned, err := r.ownedNADsLive(ctx, n)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
