@@ -120,3 +120,34 @@ func setLabels(t *testing.T, name string, labels map[string]string) {
 	ns.Labels = labels
 	g.Expect(k8s.Update(ctx, &ns)).To(Succeed())
 }
+
+func TestCUDNSkipsTerminatingNamespaces(t *testing.T) {
+	g := NewWithT(t)
+	sel := map[string]string{"tenant": "terminating"}
+	a := newNamespace(t, "term", sel)
+	b := newNamespace(t, "term", sel)
+	spec := udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: layer2(udnv1.NetworkRoleSecondary, "10.90.0.0/16")}
+	cudn := makeCUDN("term-net", sel, spec)
+	g.Expect(k8s.Create(ctx, cudn)).To(Succeed())
+	g.Eventually(func(g Gomega) []string { return nadNamespaces(g, cudn) }).WithTimeout(timeout).Should(ConsistOf(a, b))
+
+	// No namespace controller runs here, so b stays Terminating: its NAD is
+	// released (the finalizer would otherwise block the namespace) and no
+	// CUDN creates one there again.
+	g.Expect(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: b}})).To(Succeed())
+	g.Eventually(func(g Gomega) []string { return nadNamespaces(g, cudn) }).WithTimeout(timeout).Should(ConsistOf(a))
+	expectCondition(t, cudn, metav1.ConditionTrue, udnv1.ReasonNADCreated, "following namespaces: ["+a+"]")
+	var ns corev1.Namespace
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: b}, &ns)).To(Succeed())
+	g.Expect(ns.DeletionTimestamp).NotTo(BeNil(), "the namespace is still terminating")
+
+	late := makeCUDN("term-late", sel, spec)
+	g.Expect(k8s.Create(ctx, late)).To(Succeed())
+	expectCondition(t, late, metav1.ConditionTrue, udnv1.ReasonNADCreated, "following namespaces: ["+a+"]")
+	g.Expect(nadNamespaces(g, late)).To(ConsistOf(a))
+
+	for _, c := range []*udnv1.ClusterUserDefinedNetwork{cudn, late} {
+		g.Expect(k8s.Delete(ctx, c)).To(Succeed())
+		expectGone(t, c)
+	}
+}

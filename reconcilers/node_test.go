@@ -221,3 +221,35 @@ func TestLayer3HostSubnetsExhaustionAndAppend(t *testing.T) {
 	g.Expect(k8s.Delete(ctx, udn)).To(Succeed())
 	expectGone(t, udn)
 }
+
+func TestNodeIDsSurviveRestartAndAreFreedWithTheNode(t *testing.T) {
+	g := NewWithT(t)
+	createNodes(t, "keep-a", "keep-b")
+	g.Eventually(func(g Gomega) { nodeID(g, "keep-a"); nodeID(g, "keep-b") }).WithTimeout(timeout).Should(Succeed())
+	setNodeAnnotation(t, "keep-b", udnv1.AnnotationNodeEncapIPs, `["10.0.0.2","10.0.0.3"]`)
+	g.Eventually(func(g Gomega) []int { return tunnelIDs(g, "keep-b") }).WithTimeout(timeout).Should(HaveLen(2))
+	held := map[int]string{nodeID(g, "keep-a"): "keep-a"}
+	for _, id := range tunnelIDs(g, "keep-b") {
+		held[id] = "keep-b"
+	}
+
+	// After a restart, new nodes get none of the IDs held above.
+	restartManager(t, reconcilers.DefaultConfig())
+	createNodes(t, "keep-c", "keep-d", "keep-e")
+	for _, n := range []string{"keep-c", "keep-d", "keep-e"} {
+		g.Eventually(func(g Gomega) { nodeID(g, n) }).WithTimeout(timeout).Should(Succeed())
+		g.Expect(held).NotTo(HaveKey(nodeID(g, n)), "node %s got an ID already in use", n)
+		held[nodeID(g, n)] = n
+	}
+	g.Expect(nodeID(g, "keep-a")).To(BeKeyOf(held))
+
+	// A deleted node's ID goes back to the pool: the allocator hands out
+	// IDs round-robin, so cycle through the rest of the range once.
+	var node corev1.Node
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "keep-a"}, &node)).To(Succeed())
+	freed := nodeID(g, "keep-a")
+	g.Expect(k8s.Delete(ctx, &node)).To(Succeed())
+	createNodes(t, "keep-f")
+	g.Eventually(func(g Gomega) { nodeID(g, "keep-f") }).WithTimeout(timeout).Should(Succeed())
+	g.Expect(nodeID(g, "keep-f")).NotTo(Equal(freed), "a freed ID is not reused at once")
+}
