@@ -72,6 +72,9 @@ type nodeReconciler struct {
 
 	netMu    sync.Mutex
 	networks map[string]*hostSubnetState
+	// removed are networks deleted while this process ran; their entries
+	// are dropped from k8s.ovn.org/node-subnets.
+	removed map[string]bool
 }
 
 func newNodeReconciler(mgr ctrl.Manager, cfg *parsed) *nodeReconciler {
@@ -79,6 +82,7 @@ func newNodeReconciler(mgr ctrl.Manager, cfg *parsed) *nodeReconciler {
 		client: mgr.GetClient(), reader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(nodeFieldOwner), cfg: cfg,
 		ids:      netids.NewIDAllocator("node ID", netids.FirstNodeID, netids.MaxNodeID),
 		networks: map[string]*hostSubnetState{},
+		removed:  map[string]bool{},
 	}
 }
 
@@ -152,7 +156,7 @@ func parseTunnelIDs(ann map[string]string) []int {
 	return ids
 }
 
-// layer3Networks lists the Layer3 networks that are not being deleted.
+// layer3Networks lists the Layer3 networks.
 func (r *nodeReconciler) layer3Networks(ctx context.Context) ([]layer3Network, error) {
 	var out []layer3Network
 	add := func(name, kind string, obj types.NamespacedName, uid types.UID, spec udnv1.NetworkSpec) {
@@ -177,24 +181,22 @@ func (r *nodeReconciler) layer3Networks(ctx context.Context) ([]layer3Network, e
 	if err := r.client.List(ctx, &udns); err != nil {
 		return nil, err
 	}
+	// Networks being deleted keep their host subnets until they are gone:
+	// their pods may still run.
 	for _, u := range udns.Items {
-		if u.DeletionTimestamp.IsZero() {
-			add(netconf.UDNNetworkName(u.Namespace, u.Name), kindUDN, client.ObjectKeyFromObject(&u), u.UID, u.Spec.Network())
-		}
+		add(netconf.UDNNetworkName(u.Namespace, u.Name), kindUDN, client.ObjectKeyFromObject(&u), u.UID, u.Spec.Network())
 	}
 	var cudns udnv1.ClusterUserDefinedNetworkList
 	if err := r.client.List(ctx, &cudns); err != nil {
 		return nil, err
 	}
 	for _, c := range cudns.Items {
-		if c.DeletionTimestamp.IsZero() {
-			add(netconf.CUDNNetworkName(c.Name), kindCUDN, client.ObjectKeyFromObject(&c), c.UID, c.Spec.Network)
-		}
+		add(netconf.CUDNNetworkName(c.Name), kindCUDN, client.ObjectKeyFromObject(&c), c.UID, c.Spec.Network)
 	}
 	return out, nil
 }
 
-// hostSubnetAllocator returns the network's allocator, creating it from the
+// syncNetworks returns each network's allocator, creating it from the
 // node-subnets annotations read straight from the apiserver, and dropping
 // allocators of networks that are gone (or were recreated).
 func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network) (map[string]*hostSubnetState, error) {
@@ -220,7 +222,8 @@ func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network)
 				}
 			}
 			for _, node := range nodes.Items {
-				for _, p := range nodeSubnets(node.Annotations)[n.name] {
+				parsed, _ := nodeSubnets(node.Annotations)
+				for _, p := range parsed[n.name] {
 					if pfx, err := netip.ParsePrefix(p); err == nil {
 						_ = alloc.Reserve(node.Name, pfx)
 					}
@@ -236,7 +239,11 @@ func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network)
 	for name := range r.networks {
 		if !live[name] {
 			delete(r.networks, name)
+			r.removed[name] = true
 		}
+	}
+	for name := range live {
+		delete(r.removed, name)
 	}
 	out := make(map[string]*hostSubnetState, len(r.networks))
 	for k, v := range r.networks {
@@ -245,15 +252,17 @@ func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network)
 	return out, nil
 }
 
-func nodeSubnets(ann map[string]string) map[string][]string {
-	out := map[string][]string{}
-	v, ok := ann[udnv1.AnnotationNodeSubnets]
-	if !ok {
-		return out
+// nodeSubnets parses k8s.ovn.org/node-subnets; ok is false when the
+// annotation is present but not a JSON object.
+func nodeSubnets(ann map[string]string) (out map[string][]string, ok bool) {
+	out = map[string][]string{}
+	v, present := ann[udnv1.AnnotationNodeSubnets]
+	if !present {
+		return out, true
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(v), &raw); err != nil {
-		return out
+		return out, false
 	}
 	for k, m := range raw {
 		var list []string
@@ -266,7 +275,7 @@ func nodeSubnets(ann map[string]string) map[string][]string {
 		}
 		out[k] = list
 	}
-	return out
+	return out, true
 }
 
 func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -319,8 +328,14 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, err
 	}
 
-	// Layer3 host subnets.
-	subnets := nodeSubnets(node.Annotations)
+	// Layer3 host subnets. A malformed annotation is reported, never
+	// overwritten.
+	subnets, parsedOK := nodeSubnets(node.Annotations)
+	if !parsedOK {
+		err := fmt.Errorf("node %s: annotation %s is not a JSON object of network names to CIDR lists", node.Name, udnv1.AnnotationNodeSubnets)
+		r.recorder.Eventf(&node, nil, corev1.EventTypeWarning, eventHostSubnetFailure, "Reconcile", "%v", err)
+		states = nil
+	}
 	names := make([]string, 0, len(states))
 	for name := range states {
 		names = append(names, name)
@@ -342,7 +357,16 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		subnets[name] = list
 		r.setLacking(ctx, st, node.Name, "")
 	}
-	if len(subnets) > 0 {
+	r.netMu.Lock()
+	for name := range r.removed {
+		delete(subnets, name)
+	}
+	r.netMu.Unlock()
+	switch {
+	case !parsedOK:
+	case len(subnets) == 0:
+		delete(want, udnv1.AnnotationNodeSubnets)
+	default:
 		b, _ := json.Marshal(subnets)
 		if old, ok := node.Annotations[udnv1.AnnotationNodeSubnets]; !ok || !sameJSON(old, b) {
 			want[udnv1.AnnotationNodeSubnets] = string(b)

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strconv"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -220,6 +221,23 @@ func TestLayer3HostSubnetsExhaustionAndAppend(t *testing.T) {
 	expectCondition(t, udn, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	g.Expect(k8s.Delete(ctx, udn)).To(Succeed())
 	expectGone(t, udn)
+	// The deleted network's entries go; other components' entries stay.
+	g.Eventually(func(g Gomega) {
+		for _, n := range nodes {
+			g.Expect(hostSubnets(g, n, network)).To(BeNil())
+		}
+		g.Expect(nodeAnnotations(g, "l3-a")[udnv1.AnnotationNodeSubnets]).To(ContainSubstring(`"default":["10.244.0.0/24"]`))
+	}).WithTimeout(timeout).Should(Succeed())
+
+	// A malformed annotation is left as it is.
+	setNodeAnnotation(t, "l3-b", udnv1.AnnotationNodeSubnets, `not json`)
+	udn2 := makeUDN(ns, "net2", l3Spec(udnv1.Layer3Subnet{CIDR: "10.62.0.0/16", HostSubnet: 24}))
+	g.Expect(k8s.Create(ctx, udn2)).To(Succeed())
+	g.Eventually(func(g Gomega) []string { return hostSubnets(g, "l3-c", ns+"_net2") }).WithTimeout(timeout).Should(HaveLen(1))
+	g.Consistently(func(g Gomega) string { return nodeAnnotations(g, "l3-b")[udnv1.AnnotationNodeSubnets] }).
+		WithTimeout(time.Second).Should(Equal("not json"))
+	g.Expect(k8s.Delete(ctx, udn2)).To(Succeed())
+	expectGone(t, udn2)
 }
 
 func TestNodeIDsSurviveRestartAndAreFreedWithTheNode(t *testing.T) {
