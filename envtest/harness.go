@@ -154,6 +154,9 @@ func Start(opts Options) (*Environment, error) {
 		_ = env.Stop()
 		return nil, fmt.Errorf("starting the control plane from %s: %w", assets, err)
 	}
+	// No client-side throttling against a local test apiserver: client-go's
+	// default (5 QPS, burst 10) would dominate every latency measured here.
+	cfg.QPS, cfg.Burst = -1, -1
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		_ = env.Stop()
