@@ -76,8 +76,10 @@ test: envtest ## Run every test: unit, CEL suite (apiserver + offline), envtest 
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) test $(TEST_FLAGS) ./...
 
 .PHONY: bench
-bench: envtest ## Run every benchmark.
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) test $(BENCH_FLAGS) ./...
+bench: envtest ## Run every benchmark and print one table (also in bin/bench-report.md).
+	mkdir -p $(LOCALBIN)
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) test $(BENCH_FLAGS) ./... | tee $(LOCALBIN)/bench-raw.txt
+	$(GO) run ./cmd/benchreport -o $(LOCALBIN)/bench-report.md < $(LOCALBIN)/bench-raw.txt
 
 ##@ Tools
 

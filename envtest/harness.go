@@ -23,10 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	ipamclaimsv1alpha1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
-	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
-
-	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/apis/scheme"
 )
 
 // EtcdVersion is the etcd that Kubernetes 1.37 pins; build-binaries.sh builds it.
@@ -109,20 +106,8 @@ func checkAssets(dir string) error {
 	return nil
 }
 
-// Scheme returns a scheme with the Kubernetes built-ins, apiextensions, the
-// k8s.ovn.org/v1 API, NetworkAttachmentDefinitions and IPAMClaims.
-func Scheme() *k8sruntime.Scheme {
-	s := k8sruntime.NewScheme()
-	for _, add := range []func(*k8sruntime.Scheme) error{
-		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, udnv1.AddToScheme,
-		nadv1.AddToScheme, ipamclaimsv1alpha1.AddToScheme,
-	} {
-		if err := add(s); err != nil {
-			panic(err)
-		}
-	}
-	return s
-}
+// Scheme returns the scheme every udnkit binary uses (apis/scheme).
+func Scheme() *k8sruntime.Scheme { return scheme.New() }
 
 // Environment is a running control plane with udnkit's CRDs installed.
 type Environment struct {
@@ -169,6 +154,9 @@ func Start(opts Options) (*Environment, error) {
 		_ = env.Stop()
 		return nil, fmt.Errorf("starting the control plane from %s: %w", assets, err)
 	}
+	// No client-side throttling against a local test apiserver: client-go's
+	// default (5 QPS, burst 10) would dominate every latency measured here.
+	cfg.QPS, cfg.Burst = -1, -1
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		_ = env.Stop()

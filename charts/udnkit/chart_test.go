@@ -1,0 +1,331 @@
+package udnkitchart_test
+
+import (
+	"context"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/udnkit/udnkit/cel"
+	"github.com/udnkit/udnkit/envtest"
+)
+
+const releaseNamespace = "udnkit-system"
+
+func chartDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(file)
+}
+
+func load(t *testing.T) *chart.Chart {
+	t.Helper()
+	c, err := loader.Load(chartDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// render renders the chart as `helm template` would, with user values vals.
+func render(t *testing.T, vals map[string]any) ([]*unstructured.Unstructured, error) {
+	t.Helper()
+	c := load(t)
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.KubeVersion = chartutil.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
+	values, err := chartutil.ToRenderValues(c, vals, chartutil.ReleaseOptions{Name: "udnkit", Namespace: releaseNamespace, IsInstall: true}, caps)
+	if err != nil {
+		return nil, err
+	}
+	files, err := engine.Render(c, values)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out []*unstructured.Unstructured
+	for _, name := range names {
+		if !strings.HasSuffix(name, ".yaml") {
+			continue
+		}
+		objs, err := cel.DecodeObjects([]byte(files[name]))
+		if err != nil {
+			t.Fatalf("%s does not parse: %v\n%s", name, err, files[name])
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
+}
+
+func find(objs []*unstructured.Unstructured, kind, nameSuffix string) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == kind && strings.HasSuffix(o.GetName(), nameSuffix) {
+			return o
+		}
+	}
+	return nil
+}
+
+func kinds(objs []*unstructured.Unstructured) map[string]int {
+	m := map[string]int{}
+	for _, o := range objs {
+		m[o.GetKind()]++
+	}
+	return m
+}
+
+func managerArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
+	t.Helper()
+	d := find(objs, "Deployment", "udnkit")
+	if d == nil {
+		t.Fatal("no Deployment rendered")
+	}
+	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+	return args
+}
+
+func TestLintStrict(t *testing.T) {
+	for name, vals := range map[string]map[string]any{
+		"defaults":     nil,
+		"cert-manager": {"webhook": map[string]any{"tls": map[string]any{"mode": "cert-manager"}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			linter := lint.AllWithKubeVersion(chartDir(), vals, releaseNamespace, &chartutil.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"})
+			for _, m := range linter.Messages {
+				// --strict: warnings fail too; INFO (e.g. "icon is recommended") does not.
+				if m.Severity >= support.WarningSev {
+					t.Errorf("helm lint --strict: %s", m)
+				}
+			}
+		})
+	}
+}
+
+func TestRenderDefaults(t *testing.T) {
+	objs, err := render(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := kinds(objs)
+	if k["CustomResourceDefinition"] != 2 {
+		t.Errorf("want the UDN and CUDN CRDs by default, got %d CRDs", k["CustomResourceDefinition"])
+	}
+	for _, crd := range objs {
+		if crd.GetKind() == "CustomResourceDefinition" && crd.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+			t.Errorf("CRD %s lacks helm.sh/resource-policy: keep", crd.GetName())
+		}
+	}
+	for _, kind := range []string{"Deployment", "ServiceAccount", "Role", "RoleBinding"} {
+		if k[kind] == 0 {
+			t.Errorf("no %s rendered", kind)
+		}
+	}
+	args := strings.Join(managerArgs(t, objs), " ")
+	for _, want := range []string{"--controllers=admission,nad,nodes,ipam,dataplane", "--leader-elect=true",
+		"--cluster-subnets=10.128.0.0/14", "--masquerade-subnets=169.254.0.0/17,fd69::/112",
+		"--preconfigured-udn-addresses-enable=false", "--ovn-nb-address=unix:/var/run/ovn/ovnnb_db.sock"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("manager args %q lack %q", args, want)
+		}
+	}
+	d := find(objs, "Deployment", "udnkit")
+	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	sc := containers[0].(map[string]any)["securityContext"].(map[string]any)
+	if sc["readOnlyRootFilesystem"] != true || sc["allowPrivilegeEscalation"] != false {
+		t.Errorf("manager container is not locked down: %v", sc)
+	}
+	if nonRoot, _, _ := unstructured.NestedBool(d.Object, "spec", "template", "spec", "securityContext", "runAsNonRoot"); !nonRoot {
+		t.Error("pod does not require a non-root user")
+	}
+	for _, o := range objs {
+		if o.GetKind() == "ClusterRole" || o.GetKind() == "Role" {
+			rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+			for _, r := range rules {
+				rm := r.(map[string]any)
+				for _, key := range []string{"verbs", "resources", "apiGroups"} {
+					for _, v := range toStrings(rm[key]) {
+						if v == "*" {
+							t.Errorf("%s %s grants a wildcard %s", o.GetKind(), o.GetName(), key)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func toStrings(v any) []string {
+	var out []string
+	if l, ok := v.([]any); ok {
+		for _, x := range l {
+			out = append(out, x.(string))
+		}
+	}
+	return out
+}
+
+func TestRenderOptions(t *testing.T) {
+	cases := []struct {
+		name  string
+		vals  map[string]any
+		check func(t *testing.T, objs []*unstructured.Unstructured)
+	}{
+		{"CRDs disabled", map[string]any{"crds": map[string]any{"enabled": false}}, func(t *testing.T, objs []*unstructured.Unstructured) {
+			if n := kinds(objs)["CustomResourceDefinition"]; n != 0 {
+				t.Errorf("%d CRDs rendered with crds.enabled=false", n)
+			}
+		}},
+		{"CRDs without keep", map[string]any{"crds": map[string]any{"keep": false}}, func(t *testing.T, objs []*unstructured.Unstructured) {
+			for _, o := range objs {
+				if _, ok := o.GetAnnotations()["helm.sh/resource-policy"]; ok && o.GetKind() == "CustomResourceDefinition" {
+					t.Errorf("%s keeps the resource-policy annotation", o.GetName())
+				}
+			}
+		}},
+		{"IPAMClaim and NAD CRDs", map[string]any{"crds": map[string]any{"ipamClaims": true, "networkAttachmentDefinitions": true}}, func(t *testing.T, objs []*unstructured.Unstructured) {
+			if find(objs, "CustomResourceDefinition", "ipamclaims.k8s.cni.cncf.io") == nil || find(objs, "CustomResourceDefinition", "network-attachment-definitions.k8s.cni.cncf.io") == nil {
+				t.Errorf("IPAMClaim or NAD CRD missing: %v", kinds(objs))
+			}
+		}},
+		{"feature flag on", map[string]any{"features": map[string]any{"preconfiguredUDNAddresses": true}}, func(t *testing.T, objs []*unstructured.Unstructured) {
+			if !strings.Contains(strings.Join(managerArgs(t, objs), " "), "--preconfigured-udn-addresses-enable=true") {
+				t.Error("flag not passed to the manager")
+			}
+		}},
+		{"admission only", map[string]any{"controllers": []any{"admission"}}, func(t *testing.T, objs []*unstructured.Unstructured) {
+			args := strings.Join(managerArgs(t, objs), " ")
+			if !strings.Contains(args, "--controllers=admission ") || strings.Contains(args, "--ovn-nb-address") {
+				t.Errorf("admission-only args: %s", args)
+			}
+		}},
+		{"no admission: no webhook Service or certificate", map[string]any{"controllers": []any{"nad", "nodes"}}, func(t *testing.T, objs []*unstructured.Unstructured) {
+			if find(objs, "Service", "-webhook") != nil || find(objs, "Secret", "-webhook-tls") != nil {
+				t.Error("webhook Service or Secret rendered without the admission controller")
+			}
+		}},
+		{"metrics off", map[string]any{"metrics": map[string]any{"enabled": false}}, func(t *testing.T, objs []*unstructured.Unstructured) {
+			if find(objs, "Service", "-metrics") != nil {
+				t.Error("metrics Service rendered with metrics.enabled=false")
+			}
+			if !strings.Contains(strings.Join(managerArgs(t, objs), " "), "--metrics-bind-address=0") {
+				t.Error("metrics endpoint not disabled")
+			}
+		}},
+		{"cert-manager with a self-signed issuer", map[string]any{"webhook": map[string]any{"tls": map[string]any{"mode": "cert-manager"}}}, func(t *testing.T, objs []*unstructured.Unstructured) {
+			k := kinds(objs)
+			if k["Certificate"] != 1 || k["Issuer"] != 1 {
+				t.Errorf("want one Certificate and one Issuer, got %v", k)
+			}
+			if find(objs, "Secret", "-webhook-tls") != nil {
+				t.Error("a Helm-generated Secret was rendered in cert-manager mode")
+			}
+		}},
+		{"cert-manager with a ClusterIssuer", map[string]any{"webhook": map[string]any{"tls": map[string]any{"mode": "cert-manager", "certManager": map[string]any{"issuerRef": map[string]any{"name": "corp-ca", "kind": "ClusterIssuer"}}}}}, func(t *testing.T, objs []*unstructured.Unstructured) {
+			if kinds(objs)["Issuer"] != 0 {
+				t.Error("an Issuer was rendered although issuerRef names one")
+			}
+			cert := find(objs, "Certificate", "-webhook")
+			if name, _, _ := unstructured.NestedString(cert.Object, "spec", "issuerRef", "name"); name != "corp-ca" {
+				t.Errorf("issuerRef.name = %q", name)
+			}
+		}},
+		{"Helm-generated TLS", nil, func(t *testing.T, objs []*unstructured.Unstructured) {
+			s := find(objs, "Secret", "-webhook-tls")
+			if s == nil {
+				t.Fatal("no TLS Secret")
+			}
+			for _, key := range []string{"ca.crt", "tls.crt", "tls.key"} {
+				if v, _, _ := unstructured.NestedString(s.Object, "data", key); len(v) < 100 {
+					t.Errorf("Secret %s is empty or short: %q", key, v)
+				}
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			objs, err := render(t, c.vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.check(t, objs)
+		})
+	}
+}
+
+func TestRenderRejectsBadValues(t *testing.T) {
+	for name, c := range map[string]struct {
+		vals map[string]any
+		want string
+	}{
+		"unknown top-level key":   {map[string]any{"replica": 3}, "replica"},
+		"unknown nested key":      {map[string]any{"webhook": map[string]any{"tlsMode": "helm"}}, "tlsMode"},
+		"unknown TLS mode":        {map[string]any{"webhook": map[string]any{"tls": map[string]any{"mode": "vault"}}}, "mode"},
+		"unknown controller":      {map[string]any{"controllers": []any{"admission", "magic"}}, "controllers"},
+		"bad OVN address":         {map[string]any{"ovn": map[string]any{"nbAddress": "10.0.0.1"}}, "nbAddress"},
+		"dataplane without OVN":   {map[string]any{"ovn": map[string]any{"nbAddress": ""}}, "ovn.nbAddress is required"},
+		"webhook timeout over 30": {map[string]any{"webhook": map[string]any{"timeoutSeconds": 31}}, "timeoutSeconds"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := render(t, c.vals)
+			if err == nil {
+				t.Fatal("rendered without error")
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %q does not mention %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestServerSideDryRun applies every rendered object to a real apiserver with
+// server-side apply in dry-run mode, which runs the apiserver's full
+// validation (schemas, CEL of CRDs, webhook configuration rules, RBAC
+// objects, ValidatingAdmissionPolicy expressions) without persisting anything.
+func TestServerSideDryRun(t *testing.T) {
+	env, err := envtest.Start(envtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = env.Stop() }()
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: releaseNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	for name, vals := range map[string]map[string]any{
+		"defaults":       nil,
+		"admission only": {"controllers": []any{"admission"}, "crds": map[string]any{"ipamClaims": true}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			objs, err := render(t, vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(objs) < 8 {
+				t.Fatalf("only %d objects rendered", len(objs))
+			}
+			for _, o := range objs {
+				err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o),
+					client.FieldOwner("udnkit-chart-test"), client.ForceOwnership, client.DryRunAll)
+				if err != nil {
+					t.Errorf("%s %s: %v", o.GetKind(), o.GetName(), err)
+				}
+			}
+		})
+	}
+}

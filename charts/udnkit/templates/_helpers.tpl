@@ -1,0 +1,59 @@
+{{- define "udnkit.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "udnkit.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else if contains (include "udnkit.name" .) .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name (include "udnkit.name" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{- define "udnkit.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "udnkit.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "udnkit.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{ include "udnkit.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "udnkit.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "udnkit.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "udnkit.webhookService" -}}
+{{- printf "%s-webhook" (include "udnkit.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "udnkit.webhookSecret" -}}
+{{- printf "%s-webhook-tls" (include "udnkit.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "udnkit.admissionEnabled" -}}
+{{- if has "admission" .Values.controllers }}true{{ end }}
+{{- end }}
+
+{{- define "udnkit.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{- /* YAML documents of a generated file, parsed, skipping empty ones. */ -}}
+{{- define "udnkit.documents" -}}
+{{- $out := list }}
+{{- range $doc := regexSplit "(?m)^---\\s*$" . -1 }}
+{{- $obj := $doc | fromYaml }}
+{{- if and $obj (hasKey $obj "kind") }}{{ $out = append $out $obj }}{{ end }}
+{{- end }}
+{{- toJson $out }}
+{{- end }}

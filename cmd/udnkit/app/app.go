@@ -1,0 +1,172 @@
+// Package app assembles udnkit's manager: one controller-runtime manager that
+// serves the admission webhooks and runs the reconcilers and the dataplane
+// controller selected with --controllers, under leader election. cmd/udnkit
+// runs it against a cluster; cmd/udnkit-local runs it in-process against the
+// local control plane of `make run`.
+package app
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/udnkit/udnkit/apis/scheme"
+)
+
+// Component is one selectable part of the manager.
+type Component struct {
+	// Name is what --controllers selects it by.
+	Name string
+	// Help describes it in --help.
+	Help string
+	// BindFlags registers the component's own flags.
+	BindFlags func(fs *flag.FlagSet)
+	// Setup registers the component's webhooks or controllers with mgr.
+	Setup func(mgr ctrl.Manager) error
+}
+
+// Options configure the manager.
+type Options struct {
+	Controllers             string
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	LeaderElectionID        string
+	MetricsBindAddress      string
+	HealthProbeBindAddress  string
+	WebhookHost             string
+	WebhookPort             int
+	WebhookCertDir          string
+	GracefulShutdownTimeout time.Duration
+
+	components []Component
+}
+
+// NewOptions returns the defaults and the components udnkit has.
+func NewOptions() *Options {
+	o := &Options{
+		LeaderElectionID:        "udnkit-manager.k8s.ovn.org",
+		MetricsBindAddress:      ":8080",
+		HealthProbeBindAddress:  ":8081",
+		WebhookPort:             9443,
+		WebhookCertDir:          "/tmp/k8s-webhook-server/serving-certs",
+		GracefulShutdownTimeout: 15 * time.Second,
+		components:              components(),
+	}
+	o.Controllers = strings.Join(o.Names(), ",")
+	return o
+}
+
+// Names lists the selectable components.
+func (o *Options) Names() []string {
+	var names []string
+	for _, c := range o.components {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// BindFlags registers the manager's flags and every component's.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	var help []string
+	for _, c := range o.components {
+		help = append(help, c.Name+" ("+c.Help+")")
+	}
+	fs.StringVar(&o.Controllers, "controllers", o.Controllers, "comma-separated components to run: "+strings.Join(help, ", "))
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect one active reconciler among replicas (webhooks are served by every replica)")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader-election Lease")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "name of the leader-election Lease")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "address of the Prometheus metrics endpoint; 0 disables it")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "address of /healthz and /readyz")
+	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "address the webhook server listens on (empty: all)")
+	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "port of the webhook server")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "directory with tls.crt and tls.key of the webhook server")
+	for _, c := range o.components {
+		if c.BindFlags != nil {
+			c.BindFlags(fs)
+		}
+	}
+}
+
+// Selected returns the components --controllers names, or an error naming an
+// unknown one.
+func (o *Options) Selected() ([]Component, error) {
+	known := o.Names()
+	var out []Component
+	seen := map[string]bool{}
+	for _, name := range strings.Split(o.Controllers, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" || seen[name] {
+			continue
+		}
+		seen[name] = true
+		i := slices.IndexFunc(o.components, func(c Component) bool { return c.Name == name })
+		if i < 0 {
+			sort.Strings(known)
+			return nil, fmt.Errorf("--controllers: unknown component %q (known: %s)", name, strings.Join(known, ", "))
+		}
+		out = append(out, o.components[i])
+	}
+	return out, nil
+}
+
+// New builds the manager with the selected components registered.
+func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
+	selected, err := o.Selected()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme.New(),
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        o.LeaderElectionID,
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		// Let a new leader take over at once when this one stops cleanly.
+		LeaderElectionReleaseOnCancel: true,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress:        o.HealthProbeBindAddress,
+		GracefulShutdownTimeout:       &o.GracefulShutdownTimeout,
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host:    o.WebhookHost,
+			Port:    o.WebhookPort,
+			CertDir: o.WebhookCertDir,
+		}),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	ready := healthz.Ping
+	for _, c := range selected {
+		if c.Name == "admission" {
+			ready = mgr.GetWebhookServer().StartedChecker()
+		}
+		if err := c.Setup(mgr); err != nil {
+			return nil, fmt.Errorf("setting up %s: %w", c.Name, err)
+		}
+	}
+	if err := mgr.AddReadyzCheck("ready", ready); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// Run builds the manager and runs it until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
+	mgr, err := New(cfg, o)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}

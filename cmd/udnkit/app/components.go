@@ -1,0 +1,6 @@
+package app
+
+// components lists what --controllers can select, in start order.
+func components() []Component {
+	return []Component{}
+}
