@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -59,32 +60,13 @@ func DefaultConfig() Config {
 	}
 }
 
-type listFlag struct{ v *[]string }
-
-func (l listFlag) String() string {
-	if l.v == nil {
-		return ""
-	}
-	return strings.Join(*l.v, ",")
-}
-
-func (l listFlag) Set(s string) error {
-	*l.v = nil
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			*l.v = append(*l.v, p)
-		}
-	}
-	return nil
-}
-
-// BindFlags registers the configuration's flags on fs.
+// BindFlags registers the configuration's flags on fs. Which controllers run
+// is the manager's --controllers (cmd/udnkit/app), so Controllers has no flag.
 func (c *Config) BindFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.DefaultJoinSubnets, "join-subnets", c.DefaultJoinSubnets, "default join subnets of Primary networks, comma-separated, one per IP family")
-	fs.StringVar(&c.DefaultTransitSubnets, "transit-subnets", c.DefaultTransitSubnets, "default transit subnets of Primary Layer2 networks, comma-separated, one per IP family")
+	fs.StringVar(&c.DefaultJoinSubnets, "udn-join-subnets", c.DefaultJoinSubnets, "default join subnets of Primary networks, comma-separated, one per IP family")
+	fs.StringVar(&c.DefaultTransitSubnets, "udn-transit-subnets", c.DefaultTransitSubnets, "default transit subnets of Primary Layer2 networks, comma-separated, one per IP family")
 	fs.BoolVar(&c.PreconfiguredUDNAddresses, "preconfigured-udn-addresses-enable", c.PreconfiguredUDNAddresses, "render reservedSubnets, infrastructureSubnets and defaultGatewayIPs of Primary Layer2 networks (OKEP-5233)")
-	fs.Var(listFlag{&c.Controllers}, "controllers", "controllers to run, comma-separated: udn, cudn, node")
-	fs.IntVar(&c.MaxConcurrentReconciles, "max-concurrent-reconciles", c.MaxConcurrentReconciles, "workers per controller")
+	fs.IntVar(&c.MaxConcurrentReconciles, "reconciler-workers", c.MaxConcurrentReconciles, "workers per reconciler (udn, cudn, node)")
 }
 
 // parsed is a validated Config.
@@ -119,10 +101,10 @@ func parseFamilies(field, s string) ([]netip.Prefix, error) {
 func (c Config) parse() (*parsed, error) {
 	p := &parsed{Config: c}
 	var err error
-	if p.joinSubnets, err = parseFamilies("join-subnets", c.DefaultJoinSubnets); err != nil {
+	if p.joinSubnets, err = parseFamilies("udn-join-subnets", c.DefaultJoinSubnets); err != nil {
 		return nil, err
 	}
-	if p.transitSubnets, err = parseFamilies("transit-subnets", c.DefaultTransitSubnets); err != nil {
+	if p.transitSubnets, err = parseFamilies("udn-transit-subnets", c.DefaultTransitSubnets); err != nil {
 		return nil, err
 	}
 	if c.MaxNetworkID < 1 || c.MaxNetworkID > netids.MaxNetworkID {
@@ -161,20 +143,49 @@ func (c Config) runs(name string) bool {
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// SetupWithManager registers the configured controllers with mgr. Run it
-// before mgr.Start; the controllers need leader election when several
-// managers run (the allocators are per process).
+// managerState is what the controllers of one manager share, however many
+// SetupWithManager calls register them: the UDN and CUDN controllers must
+// draw network IDs and tunnel keys from one allocator.
+type managerState struct {
+	ids      *networkAllocators
+	indexErr error
+}
+
+var (
+	statesMu sync.Mutex
+	states   = map[ctrl.Manager]*managerState{}
+)
+
+func stateFor(mgr ctrl.Manager, p *parsed) *managerState {
+	statesMu.Lock()
+	defer statesMu.Unlock()
+	st, ok := states[mgr]
+	if !ok {
+		st = &managerState{ids: newNetworkAllocators(mgr.GetAPIReader(), p)}
+		st.indexErr = setupIndexes(mgr)
+		states[mgr] = st
+	}
+	return st
+}
+
+// SetupWithManager registers the controllers cfg.Controllers names with mgr
+// (all when empty). It may be called once per controller: the calls for one
+// manager share one set of allocators (the first call's limits apply). Run
+// it before mgr.Start. The allocators are per process, so several replicas
+// need the manager's leader election.
 func SetupWithManager(mgr ctrl.Manager, cfg Config) error {
+	if len(cfg.Controllers) == 0 {
+		cfg.Controllers = DefaultConfig().Controllers
+	}
 	p, err := cfg.parse()
 	if err != nil {
 		return fmt.Errorf("reconcilers: %w", err)
 	}
-	ids := newNetworkAllocators(mgr.GetAPIReader(), p)
-	if p.runs(ControllerUDN) || p.runs(ControllerCUDN) {
-		if err := setupIndexes(mgr); err != nil {
-			return err
-		}
+	st := stateFor(mgr, p)
+	if st.indexErr != nil {
+		return st.indexErr
 	}
+	ids := st.ids
 	if p.runs(ControllerUDN) {
 		if err := (&udnReconciler{networkReconciler: newNetworkReconciler(mgr, p, ids, "udnkit-udn-controller")}).setup(mgr); err != nil {
 			return err

@@ -87,8 +87,14 @@ func startManager(cfg reconcilers.Config) error {
 	if err != nil {
 		return err
 	}
-	if err := reconcilers.SetupWithManager(mgr, cfg); err != nil {
-		return err
+	// One call per controller, as cmd/udnkit/app's components make them:
+	// the calls must share the allocators.
+	for _, name := range cfg.Controllers {
+		one := cfg
+		one.Controllers = []string{name}
+		if err := reconcilers.SetupWithManager(mgr, one); err != nil {
+			return err
+		}
 	}
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

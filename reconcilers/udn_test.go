@@ -211,6 +211,14 @@ func TestUDNConcurrentCreatesGetUniqueIDs(t *testing.T) {
 		ns := newNamespace(t, "conc", nil)
 		udns[i] = makeUDN(ns, "net", l2Spec(udnv1.NetworkRolePrimary, udnv1.CIDR(fmt.Sprintf("10.%d.0.0/16", 100+i))))
 	}
+	// CUDNs race the UDNs from the other controller, for the same pool.
+	sel := map[string]string{"conc": "cudn"}
+	newNamespace(t, "conc-cudn", sel)
+	var cudns []*udnv1.ClusterUserDefinedNetwork
+	for i := range n / 2 {
+		cudns = append(cudns, makeCUDN(fmt.Sprint("conc-", i), sel, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
+			Layer2: layer2(udnv1.NetworkRolePrimary, udnv1.CIDR(fmt.Sprintf("10.%d.0.0/16", 150+i)))}))
+	}
 	for _, u := range udns {
 		wg.Add(1)
 		go func() {
@@ -218,11 +226,25 @@ func TestUDNConcurrentCreatesGetUniqueIDs(t *testing.T) {
 			g.Expect(k8s.Create(ctx, u)).To(Succeed())
 		}()
 	}
+	for _, c := range cudns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g.Expect(k8s.Create(ctx, c)).To(Succeed())
+		}()
+	}
 	wg.Wait()
 	for _, u := range udns {
 		expectCondition(t, u, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	}
+	for _, c := range cudns {
+		expectCondition(t, c, metav1.ConditionTrue, udnv1.ReasonNADCreated)
+	}
 	expectUniqueAllocations(t)
+	for _, c := range cudns {
+		g.Expect(k8s.Delete(ctx, c)).To(Succeed())
+		expectGone(t, c)
+	}
 }
 
 // expectUniqueAllocations checks that no two networks share a network ID or
