@@ -43,6 +43,11 @@ const (
 
 	// maxPodsInMessage bounds the pods a condition names.
 	maxPodsInMessage = 5
+	// maxListedInMessage bounds the namespaces and problems a condition
+	// lists (a condition message holds at most 32768 bytes).
+	maxListedInMessage = 50
+	// maxEventNote is the events.k8s.io limit on an event's note.
+	maxEventNote = 1024
 
 	// Event reasons.
 	eventSyncError         = "SyncError"
@@ -100,7 +105,18 @@ func newNetworkReconciler(mgr ctrl.Manager, cfg *parsed, ids *networkAllocators,
 	return &networkReconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), cfg: cfg, ids: ids, recorder: mgr.GetEventRecorder(name), owner: name}
 }
 
+// listed joins up to max items and says how many more there are.
+func listed(items []string, sep string, max int) string {
+	if len(items) <= max {
+		return strings.Join(items, sep)
+	}
+	return fmt.Sprintf("%s%sand %d more", strings.Join(items[:max], sep), sep, len(items)-max)
+}
+
 func (r *networkReconciler) event(obj client.Object, reason, msg string) {
+	if len(msg) > maxEventNote {
+		msg = msg[:maxEventNote-3] + "..."
+	}
 	r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Reconcile", "%s", msg)
 }
 
@@ -478,7 +494,7 @@ func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, nam
 	}
 	if len(problems) > 0 {
 		sort.Strings(problems)
-		msg := strings.Join(problems, "; ")
+		msg := listed(problems, "; ", maxListedInMessage/5)
 		logger.Info("network not fully synced", "network", n.key(), "problems", msg)
 		r.event(n.obj, eventSyncError, msg)
 		if err := r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonSyncError, msg, transit); err != nil {
@@ -491,7 +507,7 @@ func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, nam
 	msg := "NetworkAttachmentDefinition has been created"
 	if n.kind == kindCUDN {
 		sort.Strings(created)
-		msg = fmt.Sprintf("NetworkAttachmentDefinition has been created in following namespaces: [%s]", strings.Join(created, ", "))
+		msg = fmt.Sprintf("NetworkAttachmentDefinition has been created in following namespaces: [%s]", listed(created, ", ", maxListedInMessage))
 	}
 	return ctrl.Result{}, r.applyStatus(ctx, n, metav1.ConditionTrue, udnv1.ReasonNADCreated, msg, transit)
 }

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/reconcilers/netconf"
@@ -75,6 +76,10 @@ type nodeReconciler struct {
 	// removed are networks deleted while this process ran; their entries
 	// are dropped from k8s.ovn.org/node-subnets.
 	removed map[string]bool
+
+	// retry re-enqueues nodes that lack a host subnet when a deleted node
+	// frees some.
+	retry chan event.GenericEvent
 }
 
 func newNodeReconciler(mgr ctrl.Manager, cfg *parsed) *nodeReconciler {
@@ -83,6 +88,7 @@ func newNodeReconciler(mgr ctrl.Manager, cfg *parsed) *nodeReconciler {
 		ids:      netids.NewIDAllocator("node ID", netids.FirstNodeID, netids.MaxNodeID),
 		networks: map[string]*hostSubnetState{},
 		removed:  map[string]bool{},
+		retry:    make(chan event.GenericEvent, 1024),
 	}
 }
 
@@ -104,6 +110,7 @@ func (r *nodeReconciler) setup(mgr ctrl.Manager) error {
 		For(&corev1.Node{}).
 		Watches(&udnv1.UserDefinedNetwork{}, allNodes, builder.WithPredicates(specOrDeletionChanged)).
 		Watches(&udnv1.ClusterUserDefinedNetwork{}, allNodes, builder.WithPredicates(specOrDeletionChanged)).
+		WatchesRawSource(source.Channel(r.retry, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.cfg.MaxConcurrentReconciles}).
 		Complete(r)
 }
@@ -297,9 +304,23 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		}
 		// The node is gone: its IDs and host subnets are free again.
 		r.ids.ReleaseOwner(req.Name)
+		var waiting []string
 		for _, st := range states {
 			st.alloc.Release(req.Name)
 			r.setLacking(ctx, st, req.Name, "")
+			r.netMu.Lock()
+			for n := range st.lacking {
+				waiting = append(waiting, n)
+			}
+			r.netMu.Unlock()
+		}
+		for _, n := range waiting {
+			ev := event.GenericEvent{Object: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}}
+			select {
+			case r.retry <- ev:
+			default:
+				go func() { r.retry <- ev }()
+			}
 		}
 		return ctrl.Result{}, nil
 	}

@@ -240,7 +240,7 @@ func TestLayer3HostSubnetsExhaustionAndAppend(t *testing.T) {
 	expectGone(t, udn2)
 }
 
-func TestNodeIDsSurviveRestartAndAreFreedWithTheNode(t *testing.T) {
+func TestNodeIDsSurviveRestart(t *testing.T) {
 	g := NewWithT(t)
 	createNodes(t, "keep-a", "keep-b")
 	g.Eventually(func(g Gomega) { nodeID(g, "keep-a"); nodeID(g, "keep-b") }).WithTimeout(timeout).Should(Succeed())
@@ -261,13 +261,31 @@ func TestNodeIDsSurviveRestartAndAreFreedWithTheNode(t *testing.T) {
 	}
 	g.Expect(nodeID(g, "keep-a")).To(BeKeyOf(held))
 
-	// A deleted node's ID goes back to the pool: the allocator hands out
-	// IDs round-robin, so cycle through the rest of the range once.
-	var node corev1.Node
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "keep-a"}, &node)).To(Succeed())
-	freed := nodeID(g, "keep-a")
-	g.Expect(k8s.Delete(ctx, &node)).To(Succeed())
-	createNodes(t, "keep-f")
-	g.Eventually(func(g Gomega) { nodeID(g, "keep-f") }).WithTimeout(timeout).Should(Succeed())
-	g.Expect(nodeID(g, "keep-f")).NotTo(Equal(freed), "a freed ID is not reused at once")
+}
+
+func TestDeletedNodeFreesItsHostSubnetForAWaitingNode(t *testing.T) {
+	g := NewWithT(t)
+	createNodes(t, "free-a", "free-b")
+	ns := newNamespace(t, "free", nil)
+	network := ns + "_net"
+	udn := makeUDN(ns, "net", l3Spec(udnv1.Layer3Subnet{CIDR: "10.63.0.0/24", HostSubnet: 25}))
+	g.Expect(k8s.Create(ctx, udn)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(ctx, udn) })
+	g.Eventually(func(g Gomega) {
+		g.Expect(hostSubnets(g, "free-a", network)).To(HaveLen(1))
+		g.Expect(hostSubnets(g, "free-b", network)).To(HaveLen(1))
+	}).WithTimeout(timeout).Should(Succeed())
+	freed := hostSubnets(g, "free-a", network)[0]
+
+	createNodes(t, "free-c")
+	g.Eventually(func(g Gomega) {
+		c := hostSubnetCondition(g, udn)
+		g.Expect(c.Reason).To(Equal(reconcilers.ReasonHostSubnetsExhausted))
+		g.Expect(c.Message).To(ContainSubstring("[free-c]"))
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Expect(hostSubnets(g, "free-c", network)).To(BeNil())
+
+	g.Expect(k8s.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "free-a"}})).To(Succeed())
+	g.Eventually(func(g Gomega) []string { return hostSubnets(g, "free-c", network) }).WithTimeout(timeout).Should(Equal([]string{freed}))
+	g.Eventually(func(g Gomega) metav1.ConditionStatus { return hostSubnetCondition(g, udn).Status }).WithTimeout(timeout).Should(Equal(metav1.ConditionTrue))
 }
