@@ -171,13 +171,15 @@ func (a *networkAllocators) ensure(ctx context.Context, owner string, annotation
 		}
 	}
 	switch held := a.networkIDs.Held(owner); {
+	case len(held) > 0 && (!hasID || held[0] != id):
+		// What this process holds wins over an edited annotation: a
+		// network's ID never changes while it exists.
+		ids.ID = held[0]
 	case hasID:
 		if err := a.networkIDs.Reserve(owner, id); err != nil {
 			return ids, nil, err
 		}
 		ids.ID = id
-	case len(held) > 0:
-		ids.ID = held[0]
 	default:
 		if ids.ID, err = a.networkIDs.Allocate(owner); err != nil {
 			return ids, nil, err

@@ -124,6 +124,17 @@ func TestUDNNADDriftRepair(t *testing.T) {
 		g.Expect(nad.Annotations[udnv1.AnnotationNetworkID]).To(Equal(orig.Annotations[udnv1.AnnotationNetworkID]))
 	}).WithTimeout(timeout).Should(Succeed())
 
+	// An edited network ID on the UDN itself is put back too.
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(udn), udn)).To(Succeed())
+	udn.Annotations[udnv1.AnnotationNetworkID] = "4001"
+	g.Expect(k8s.Update(ctx, udn)).To(Succeed())
+	g.Eventually(func(g Gomega) string {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(udn), udn)).To(Succeed())
+		return udn.Annotations[udnv1.AnnotationNetworkID]
+	}).WithTimeout(timeout).Should(Equal(orig.Annotations[udnv1.AnnotationNetworkID]))
+	g.Consistently(func(g Gomega) string { return getNAD(g, ns, "net").Annotations[udnv1.AnnotationNetworkID] }).
+		WithTimeout(time.Second).Should(Equal(orig.Annotations[udnv1.AnnotationNetworkID]))
+
 	// A deleted NAD comes back (a new object with the same content).
 	g.Expect(k8s.Delete(ctx, getNAD(g, ns, "net"))).To(Succeed())
 	g.Eventually(func(g Gomega) {
