@@ -12,6 +12,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/reconcilers"
 )
 
 func makeCUDN(name string, selector map[string]string, spec udnv1.NetworkSpec) *udnv1.ClusterUserDefinedNetwork {
@@ -150,4 +151,28 @@ func TestCUDNSkipsTerminatingNamespaces(t *testing.T) {
 		g.Expect(k8s.Delete(ctx, c)).To(Succeed())
 		expectGone(t, c)
 	}
+}
+
+func TestPredefinedAddressesFeatureFlag(t *testing.T) {
+	g := NewWithT(t)
+	cfg := reconcilers.DefaultConfig()
+	cfg.PreconfiguredUDNAddresses = true
+	restartManager(t, cfg)
+	defer restartManager(t, reconcilers.DefaultConfig())
+
+	sel := map[string]string{"tenant": "predefined"}
+	ns := newNamespace(t, "predef", sel)
+	cudn := makeCUDN("predef-l2", sel, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{
+		Role: udnv1.NetworkRolePrimary, Subnets: udnv1.DualStackCIDRs{"192.168.100.0/24"},
+		InfrastructureSubnets: []udnv1.NetworkCIDR{"192.168.100.0/30"}, ReservedSubnets: []udnv1.NetworkCIDR{"192.168.100.200/29"},
+		DefaultGatewayIPs: udnv1.DualStackIPs{"192.168.100.2"},
+	}})
+	g.Expect(k8s.Create(ctx, cudn)).To(Succeed())
+	expectCondition(t, cudn, metav1.ConditionTrue, udnv1.ReasonNADCreated)
+	conf := nadConfig(g, ns, "predef-l2")
+	g.Expect(conf).To(HaveKeyWithValue("infrastructureSubnets", "192.168.100.0/30"))
+	g.Expect(conf).To(HaveKeyWithValue("reservedSubnets", "192.168.100.200/29"))
+	g.Expect(conf).To(HaveKeyWithValue("defaultGatewayIPs", "192.168.100.2"))
+	g.Expect(k8s.Delete(ctx, cudn)).To(Succeed())
+	expectGone(t, cudn)
 }
