@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -30,6 +31,11 @@ type networkAllocators struct {
 
 	networkIDs *netids.IDAllocator
 	tunnelKeys *netids.IDAllocator
+
+	// unverified are owners whose newly allocated IDs have not yet been
+	// checked against the apiserver (see conflict).
+	unverifiedMu sync.Mutex
+	unverified   map[string]bool
 }
 
 func newNetworkAllocators(reader client.Reader, cfg *parsed) *networkAllocators {
@@ -38,6 +44,7 @@ func newNetworkAllocators(reader client.Reader, cfg *parsed) *networkAllocators 
 		cfg:        cfg,
 		networkIDs: netids.NewIDAllocator("network ID", 1, cfg.MaxNetworkID),
 		tunnelKeys: netids.NewIDAllocator("tunnel key", cfg.TunnelKeyFirst, cfg.TunnelKeyLast),
+		unverified: map[string]bool{},
 	}
 }
 
@@ -149,10 +156,10 @@ func (ids networkIDs) annotate(annotations map[string]string) bool {
 	return changed
 }
 
-// ensure returns the network's IDs: those its annotations record, those the
-// allocator already holds for it, or new ones. fresh lists what was newly
-// allocated, for release if the caller cannot persist it.
-func (a *networkAllocators) ensure(ctx context.Context, owner string, annotations map[string]string, wantKeys int) (ids networkIDs, fresh func(), err error) {
+// ensure returns the network's IDs: those the allocator already holds for
+// it, those its annotations record, or new ones. undo releases what was newly
+// allocated, for when the caller cannot persist it.
+func (a *networkAllocators) ensure(ctx context.Context, owner string, annotations map[string]string, wantKeys int) (ids networkIDs, undo func(), err error) {
 	if err := a.ensureInit(ctx); err != nil {
 		return ids, nil, err
 	}
@@ -162,7 +169,7 @@ func (a *networkAllocators) ensure(ctx context.Context, owner string, annotation
 	}
 	var newID bool
 	var newKeys []int
-	undo := func() {
+	undo = func() {
 		if newID {
 			a.networkIDs.Release(owner, ids.ID)
 		}
@@ -213,8 +220,67 @@ func (a *networkAllocators) ensure(ctx context.Context, owner string, annotation
 	return ids, undo, nil
 }
 
+func (a *networkAllocators) isUnverified(owner string) bool {
+	a.unverifiedMu.Lock()
+	defer a.unverifiedMu.Unlock()
+	return a.unverified[owner]
+}
+
+func (a *networkAllocators) setUnverified(owner string, v bool) {
+	a.unverifiedMu.Lock()
+	defer a.unverifiedMu.Unlock()
+	if v {
+		a.unverified[owner] = true
+	} else {
+		delete(a.unverified, owner)
+	}
+}
+
+// conflict looks, straight in the apiserver, for another network whose
+// annotations hold one of ids. Another process (a second manager without
+// leader election, or an old leader) may have written the same ID to a
+// different network; whichever writer lists after both writes sees it, so
+// a writer that finds a conflict yields and no ID stays on two networks. It
+// also makes this process's allocators learn the other network's IDs.
+func (a *networkAllocators) conflict(ctx context.Context, owner string, ids networkIDs) (other string, err error) {
+	for _, kind := range []string{kindUDN, kindCUDN} {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(udnv1.GroupVersion.WithKind(kind + "List"))
+		if err := a.reader.List(ctx, list); err != nil {
+			return "", fmt.Errorf("checking network IDs: %w", err)
+		}
+		for _, o := range list.Items {
+			other := networkKey(kind, o.Namespace, o.Name)
+			if other == owner {
+				continue
+			}
+			id, hasID, keys, err := parseIDs(o.Annotations)
+			if err != nil {
+				continue
+			}
+			clash := hasID && id == ids.ID
+			for _, k := range keys {
+				clash = clash || slices.Contains(ids.TunnelKeys, k)
+			}
+			if clash {
+				return other, nil
+			}
+		}
+	}
+	a.setUnverified(owner, false)
+	return "", nil
+}
+
+// yield gives up owner's IDs. It reserves nothing for the other network:
+// if both writers yield, neither may keep a phantom claim; the allocation
+// cursor has moved past the IDs anyway, and every write is checked again.
+func (a *networkAllocators) yield(owner string) {
+	a.release(owner)
+}
+
 // release frees everything owner holds.
 func (a *networkAllocators) release(owner string) {
+	a.setUnverified(owner, false)
 	a.networkIDs.ReleaseOwner(owner)
 	a.tunnelKeys.ReleaseOwner(owner)
 }

@@ -115,11 +115,7 @@ func TestCUDNPrimaryLayer2DeletionWaitsForPods(t *testing.T) {
 
 func setLabels(t *testing.T, name string, labels map[string]string) {
 	t.Helper()
-	g := NewWithT(t)
-	var ns corev1.Namespace
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, &ns)).To(Succeed())
-	ns.Labels = labels
-	g.Expect(k8s.Update(ctx, &ns)).To(Succeed())
+	updateObject(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, func(ns *corev1.Namespace) { ns.Labels = labels })
 }
 
 func TestCUDNSkipsTerminatingNamespaces(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"sort"
 	"strings"
@@ -437,6 +438,20 @@ func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, nam
 			}
 			return ctrl.Result{}, err
 		}
+		if changed {
+			r.ids.setUnverified(n.key(), true)
+		}
+	}
+	if r.ids.isUnverified(n.key()) {
+		// IDs were just written; before any NAD advertises them, make sure
+		// no other writer gave them to another network meanwhile.
+		other, err := r.ids.conflict(ctx, n.key(), ids)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if other != "" {
+			return r.yieldIDs(ctx, n, ids, other)
+		}
 	}
 
 	transit, err := r.transitSubnets(n.spec)
@@ -510,6 +525,25 @@ func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, nam
 		msg = fmt.Sprintf("NetworkAttachmentDefinition has been created in following namespaces: [%s]", listed(created, ", ", maxListedInMessage))
 	}
 	return ctrl.Result{}, r.applyStatus(ctx, n, metav1.ConditionTrue, udnv1.ReasonNADCreated, msg, transit)
+}
+
+// yieldIDs removes IDs that another network also holds from n's CR, so n
+// allocates again; the other network keeps them.
+func (r *networkReconciler) yieldIDs(ctx context.Context, n network, ids networkIDs, other string) (ctrl.Result, error) {
+	annotations := n.obj.GetAnnotations()
+	delete(annotations, udnv1.AnnotationNetworkID)
+	delete(annotations, udnv1.AnnotationTunnelKeys)
+	n.obj.SetAnnotations(annotations)
+	if err := r.client.Update(ctx, n.obj); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	r.ids.yield(n.key())
+	r.recorder.Eventf(n.obj, nil, corev1.EventTypeNormal, "NetworkIDConflict", "Reconcile",
+		"network ID %d / tunnel keys %v were also given to %s by another writer; allocating again", ids.ID, ids.TunnelKeys, other)
+	return ctrl.Result{RequeueAfter: conflictRetry + time.Duration(rand.Int64N(int64(conflictRetry)))}, nil
 }
 
 // finalize removes the NADs once no pod uses them, then the CR's finalizer.

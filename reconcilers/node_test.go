@@ -48,12 +48,7 @@ func nodeID(g Gomega, name string) int {
 
 func setNodeAnnotation(t *testing.T, name, key, value string) {
 	t.Helper()
-	g := NewWithT(t)
-	g.Eventually(func() error {
-		var node corev1.Node
-		if err := k8s.Get(ctx, client.ObjectKey{Name: name}, &node); err != nil {
-			return err
-		}
+	updateObject(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, func(node *corev1.Node) {
 		if node.Annotations == nil {
 			node.Annotations = map[string]string{}
 		}
@@ -62,8 +57,7 @@ func setNodeAnnotation(t *testing.T, name, key, value string) {
 		} else {
 			node.Annotations[key] = value
 		}
-		return k8s.Update(ctx, &node)
-	}).WithTimeout(timeout).Should(Succeed())
+	})
 }
 
 func tunnelIDs(g Gomega, name string) []int {
@@ -192,10 +186,10 @@ func TestLayer3HostSubnetsExhaustionAndAppend(t *testing.T) {
 
 	// Appending a subnet (with an IPv6 one) serves the third node and keeps
 	// every existing assignment.
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(udn), udn)).To(Succeed())
-	udn.Spec.Layer3.Subnets = append(udn.Spec.Layer3.Subnets,
-		udnv1.Layer3Subnet{CIDR: "10.61.0.0/23", HostSubnet: 24}, udnv1.Layer3Subnet{CIDR: "fd00:61::/48", HostSubnet: 64})
-	g.Expect(k8s.Update(ctx, udn)).To(Succeed())
+	updateObject(t, udn, func(u *udnv1.UserDefinedNetwork) {
+		u.Spec.Layer3.Subnets = append(u.Spec.Layer3.Subnets,
+			udnv1.Layer3Subnet{CIDR: "10.61.0.0/23", HostSubnet: 24}, udnv1.Layer3Subnet{CIDR: "fd00:61::/48", HostSubnet: 64})
+	})
 	g.Eventually(func(g Gomega) {
 		for _, n := range nodes {
 			s := hostSubnets(g, n, network)

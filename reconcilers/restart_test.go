@@ -1,13 +1,19 @@
 package reconcilers_test
 
 import (
+	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/reconcilers"
@@ -103,5 +109,44 @@ func TestTunnelKeyExhaustion(t *testing.T) {
 	// Back on the full range, the second network gets its keys.
 	restartManager(t, reconcilers.DefaultConfig())
 	expectCondition(t, second, metav1.ConditionTrue, udnv1.ReasonNADCreated)
+	expectUniqueAllocations(t)
+}
+
+// TestTwoManagersRacing runs a second manager beside the suite's, as happens
+// without leader election or while an old leader winds down: each has its
+// own allocators, so both hand out the same next IDs to different networks.
+// Writes are checked against the apiserver before any NAD advertises them,
+// and the writer that sees the clash yields.
+func TestTwoManagersRacing(t *testing.T) {
+	g := NewWithT(t)
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(reconcilers.SetupWithManager(mgr, reconcilers.DefaultConfig())).To(Succeed())
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	defer func() { cancel(); <-done }()
+	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
+
+	var wg sync.WaitGroup
+	var udns []*udnv1.UserDefinedNetwork
+	for i := range 16 {
+		ns := newNamespace(t, "race", nil)
+		udns = append(udns, makeUDN(ns, "net", l2Spec(udnv1.NetworkRolePrimary, udnv1.CIDR(fmt.Sprintf("10.%d.0.0/16", 30+i)))))
+	}
+	for _, u := range udns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g.Expect(k8s.Create(ctx, u)).To(Succeed())
+		}()
+	}
+	wg.Wait()
+	for _, u := range udns {
+		expectCondition(t, u, metav1.ConditionTrue, udnv1.ReasonNADCreated)
+	}
 	expectUniqueAllocations(t)
 }

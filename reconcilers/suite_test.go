@@ -231,3 +231,16 @@ func deletePod(t *testing.T, pod *corev1.Pod) {
 }
 
 func newNAD() *nadv1.NetworkAttachmentDefinition { return &nadv1.NetworkAttachmentDefinition{} }
+
+// updateObject re-reads obj and applies mutate until the update wins over
+// the controllers' concurrent writes.
+func updateObject[T client.Object](t *testing.T, obj T, mutate func(T)) {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		mutate(obj)
+		return k8s.Update(ctx, obj)
+	}).WithTimeout(timeout).Should(Succeed())
+}

@@ -93,8 +93,9 @@ func TestUDNLayer3AppendUpdatesNADInPlace(t *testing.T) {
 	expectCondition(t, udn, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	before := getNAD(g, ns, "green")
 
-	udn.Spec.Layer3.Subnets = append(udn.Spec.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: "10.201.0.0/16", HostSubnet: 24})
-	g.Expect(k8s.Update(ctx, udn)).To(Succeed())
+	updateObject(t, udn, func(u *udnv1.UserDefinedNetwork) {
+		u.Spec.Layer3.Subnets = append(u.Spec.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: "10.201.0.0/16", HostSubnet: 24})
+	})
 	g.Eventually(func(g Gomega) {
 		g.Expect(nadConfig(g, ns, "green")).To(HaveKeyWithValue("subnets", "10.200.0.0/16/24,10.201.0.0/16/24"))
 	}).WithTimeout(timeout).Should(Succeed())
@@ -112,11 +113,11 @@ func TestUDNNADDriftRepair(t *testing.T) {
 	orig := getNAD(g, ns, "net")
 
 	// Edited config, label and network ID are put back.
-	edited := orig.DeepCopy()
-	edited.Spec.Config = `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"hijack"}`
-	delete(edited.Labels, udnv1.LabelUserDefinedNetwork)
-	edited.Annotations[udnv1.AnnotationNetworkID] = "4000"
-	g.Expect(k8s.Update(ctx, edited)).To(Succeed())
+	updateObject(t, orig.DeepCopy(), func(edited *nadv1.NetworkAttachmentDefinition) {
+		edited.Spec.Config = `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"hijack"}`
+		delete(edited.Labels, udnv1.LabelUserDefinedNetwork)
+		edited.Annotations[udnv1.AnnotationNetworkID] = "4000"
+	})
 	g.Eventually(func(g Gomega) {
 		nad := getNAD(g, ns, "net")
 		g.Expect(nad.Spec.Config).To(Equal(orig.Spec.Config))
@@ -125,9 +126,7 @@ func TestUDNNADDriftRepair(t *testing.T) {
 	}).WithTimeout(timeout).Should(Succeed())
 
 	// An edited network ID on the UDN itself is put back too.
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(udn), udn)).To(Succeed())
-	udn.Annotations[udnv1.AnnotationNetworkID] = "4001"
-	g.Expect(k8s.Update(ctx, udn)).To(Succeed())
+	updateObject(t, udn, func(u *udnv1.UserDefinedNetwork) { u.Annotations[udnv1.AnnotationNetworkID] = "4001" })
 	g.Eventually(func(g Gomega) string {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(udn), udn)).To(Succeed())
 		return udn.Annotations[udnv1.AnnotationNetworkID]
