@@ -41,7 +41,8 @@ type Config struct {
 	Controllers []string
 	// MaxNetworkID bounds network IDs (1..MaxNetworkID); 4095 in production.
 	MaxNetworkID int
-	// TunnelKeyRange bounds centrally allocated tunnel keys; tests shrink it.
+	// TunnelKeyFirst and TunnelKeyLast bound the centrally allocated tunnel
+	// keys (default: above the 4096 legacy keys, up to 2^24 − 1).
 	TunnelKeyFirst, TunnelKeyLast int
 	// MaxConcurrentReconciles per controller.
 	MaxConcurrentReconciles int
