@@ -169,8 +169,8 @@ func TestNetworkWarnings(t *testing.T) {
 		t.Errorf("warnings = %q", got)
 	}
 	for name, s := range map[string]udnv1.NetworkSpec{
-		"secondary Layer2": l2(udnv1.NetworkRoleSecondary, "100.88.0.0/20"),
-		"disjoint":         l2(udnv1.NetworkRolePrimary, "10.100.0.0/16"),
+		"secondary Layer2":  l2(udnv1.NetworkRoleSecondary, "100.88.0.0/20"),
+		"disjoint":          l2(udnv1.NetworkRolePrimary, "10.100.0.0/16"),
 		"Layer3 (an error)": l3(udnv1.NetworkRolePrimary, sub("100.88.0.0/20", 24)),
 	} {
 		if w := NetworkWarnings(spec, s, cfg); len(w) != 0 {
