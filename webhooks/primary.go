@@ -38,18 +38,26 @@ type primaries struct {
 
 // loadPrimaries lists the Primary UDNs (of namespace, or of every namespace
 // when namespace is "") and every Primary CUDN.
+//
+// Both lists are consistent reads: after a write to any other resource the
+// apiserver serves them only once its watch cache has caught up, which takes
+// up to ~100 ms when the listed kind had no recent event. The two lists run
+// concurrently so a request waits for that at most once.
 func loadPrimaries(ctx context.Context, c client.Reader, namespace string) (*primaries, error) {
 	var udns udnv1.UserDefinedNetworkList
 	var opts []client.ListOption
 	if namespace != "" {
 		opts = append(opts, client.InNamespace(namespace))
 	}
-	if err := c.List(ctx, &udns, opts...); err != nil {
+	udnErr := make(chan error, 1)
+	go func() { udnErr <- c.List(ctx, &udns, opts...) }()
+	var cudns udnv1.ClusterUserDefinedNetworkList
+	cudnErr := c.List(ctx, &cudns)
+	if err := <-udnErr; err != nil {
 		return nil, fmt.Errorf("listing UserDefinedNetworks: %w", err)
 	}
-	var cudns udnv1.ClusterUserDefinedNetworkList
-	if err := c.List(ctx, &cudns); err != nil {
-		return nil, fmt.Errorf("listing ClusterUserDefinedNetworks: %w", err)
+	if cudnErr != nil {
+		return nil, fmt.Errorf("listing ClusterUserDefinedNetworks: %w", cudnErr)
 	}
 	p := &primaries{udns: map[string][]primaryNetwork{}}
 	for _, u := range udns.Items {
