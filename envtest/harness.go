@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	ipamclaimsv1alpha1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -168,6 +169,12 @@ type WebhookServing struct {
 	// CertDir holds tls.crt and tls.key, signed by the CA the webhook
 	// configurations trust.
 	CertDir string
+}
+
+// WebhookServerOptions are controller-runtime webhook server options that
+// serve where the installed webhook configurations call.
+func (w WebhookServing) WebhookServerOptions() webhook.Options {
+	return webhook.Options{Host: w.Host, Port: w.Port, CertDir: w.CertDir}
 }
 
 // Options configure Start.

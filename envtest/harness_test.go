@@ -25,15 +25,7 @@ import (
 // object of each kind udnkit installs: UDN, CUDN, NetworkAttachmentDefinition
 // and IPAMClaim, all from files in the repository (no network).
 func TestHarnessInstallsEveryCRD(t *testing.T) {
-	env, err := envtest.Start(envtest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			t.Error(err)
-		}
-	}()
+	env := start(t, envtest.Options{})
 	ctx := context.Background()
 	if len(env.CRDs) != 4 {
 		t.Errorf("installed %d CRDs, want 4 (UDN, CUDN, NAD, IPAMClaim)", len(env.CRDs))
@@ -88,15 +80,7 @@ func TestHarnessInstallsEveryCRD(t *testing.T) {
 // there and leaves nothing behind), and the ValidatingAdmissionPolicies are
 // installed with their bindings.
 func TestHarnessWebhooks(t *testing.T) {
-	env, err := envtest.Start(envtest.Options{Webhooks: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			t.Error(err)
-		}
-	}()
+	env := start(t, envtest.Options{Webhooks: true})
 	ctx := context.Background()
 	if env.Webhook.Port == 0 || env.Webhook.Host == "" {
 		t.Fatalf("webhook serving address %+v", env.Webhook)
@@ -142,11 +126,26 @@ func TestHarnessWebhooks(t *testing.T) {
 		Spec: udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
 			Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRoleSecondary, Subnets: udnv1.DualStackCIDRs{"10.0.0.0/24"}}},
 	}
-	err = env.Client.Create(ctx, udn)
+	err := env.Client.Create(ctx, udn)
 	if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
 		t.Fatalf("create with no webhook server: %v, want a failed webhook call", err)
 	}
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(udn), &udnv1.UserDefinedNetwork{}); !apierrors.IsNotFound(err) {
 		t.Errorf("after the failed create: %v, want NotFound", err)
 	}
+}
+
+// start starts the harness and stops it when the test ends.
+func start(t *testing.T, opts envtest.Options) *envtest.Environment {
+	t.Helper()
+	env, err := envtest.Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return env
 }

@@ -75,8 +75,7 @@ func startEnv(tb testing.TB) *envtest.Environment {
 			Scheme:                 env.Scheme,
 			Metrics:                metricsserver.Options{BindAddress: "0"},
 			HealthProbeBindAddress: "0",
-			WebhookServer: webhook.NewServer(webhook.Options{
-				Host: env.Webhook.Host, Port: env.Webhook.Port, CertDir: env.Webhook.CertDir}),
+			WebhookServer:          webhook.NewServer(env.Webhook.WebhookServerOptions()),
 		})
 		if err == nil {
 			err = webhooks.SetupWithManager(mgr, testConfig())

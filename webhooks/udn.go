@@ -62,9 +62,14 @@ func (v *UserDefinedNetworkValidator) validate(ctx context.Context, old, udn *ud
 		}
 		errs = append(errs, more...)
 	}
-	warnings := NetworkWarnings(path, spec, v.Config)
+	return verdict("UserDefinedNetwork", udn.Name, errs, NetworkWarnings(path, spec, v.Config))
+}
+
+// verdict turns a network's errors and warnings into the admission answer:
+// a 422 naming every field, with the warnings either way.
+func verdict(kind, name string, errs field.ErrorList, warnings []string) (admission.Warnings, error) {
 	if len(errs) > 0 {
-		return warnings, apierrors.NewInvalid(udnv1.GroupVersion.WithKind("UserDefinedNetwork").GroupKind(), udn.Name, errs)
+		return warnings, apierrors.NewInvalid(udnv1.GroupVersion.WithKind(kind).GroupKind(), name, errs)
 	}
 	return warnings, nil
 }
@@ -149,11 +154,7 @@ func (v *ClusterUserDefinedNetworkValidator) validate(ctx context.Context, old, 
 		}
 		errs = append(errs, more...)
 	}
-	warnings := NetworkWarnings(path, cudn.Spec.Network, v.Config)
-	if len(errs) > 0 {
-		return warnings, apierrors.NewInvalid(udnv1.GroupVersion.WithKind("ClusterUserDefinedNetwork").GroupKind(), cudn.Name, errs)
-	}
-	return warnings, nil
+	return verdict("ClusterUserDefinedNetwork", cudn.Name, errs, NetworkWarnings(path, cudn.Spec.Network, v.Config))
 }
 
 func (v *ClusterUserDefinedNetworkValidator) validatePrimary(ctx context.Context, cudn *udnv1.ClusterUserDefinedNetwork) (field.ErrorList, error) {

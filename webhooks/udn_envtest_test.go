@@ -1,14 +1,24 @@
 package webhooks_test
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/webhooks"
 )
 
@@ -204,4 +214,50 @@ func TestOnePrimaryNetworkPerNamespace(t *testing.T) {
 		err := c.Create(ctx, cu)
 		expectInvalid(t, err, "spec.namespaceSelector")
 	})
+}
+
+// TestExamplesAreAdmitted applies the README's examples (in file order, as
+// `kubectl apply` would: create, or update what exists) through the webhooks
+// with the default configuration: none may be refused.
+func TestExamplesAreAdmitted(t *testing.T) {
+	env := startEnv(t)
+	c, warns := clientWithWarnings(t, env)
+	files, err := filepath.Glob(filepath.Join(envtest.RepoRoot(), "examples", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("examples: %v %v", files, err)
+	}
+	// The append example updates the network another example creates.
+	sort.SliceStable(files, func(i, j int) bool {
+		return !strings.Contains(files[i], "append") && strings.Contains(files[j], "append")
+	})
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			obj := &unstructured.Unstructured{}
+			if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			err := c.Create(ctx, obj)
+			if apierrors.IsAlreadyExists(err) {
+				cur := &unstructured.Unstructured{}
+				cur.SetGroupVersionKind(obj.GroupVersionKind())
+				if err = c.Get(ctx, client.ObjectKeyFromObject(obj), cur); err == nil {
+					obj.SetResourceVersion(cur.GetResourceVersion())
+					err = c.Update(ctx, obj)
+				}
+			}
+			if err != nil {
+				t.Errorf("%s: %s %s: %v", filepath.Base(file), obj.GetKind(), obj.GetName(), err)
+			}
+		}
+	}
+	if w := warns.take(); len(w) != 0 {
+		t.Errorf("warnings: %q", w)
+	}
 }
