@@ -98,6 +98,20 @@ func ValidateNetworkSelection(path *field.Path, nse *nadv1.NetworkSelectionEleme
 	return errs
 }
 
+// NetworkSelectionWarnings returns what deserves a second look in an
+// element that passes ValidateNetworkSelection: a MAC with the 0a:58 prefix
+// OVN-Kubernetes derives pod MACs from their IPs with, which may collide
+// with a generated address.
+func NetworkSelectionWarnings(path *field.Path, nse *nadv1.NetworkSelectionElement) []string {
+	mac, err := net.ParseMAC(nse.MacRequest)
+	if err != nil || len(mac) != 6 || mac[0] != 0x0a || mac[1] != 0x58 {
+		return nil
+	}
+	return []string{fmt.Sprintf(
+		"%s: MAC %s has the 0a:58 prefix OVN-Kubernetes generates pod MACs with; it may collide with the MAC of a pod whose address is allocated automatically.",
+		path.Child("mac"), nse.MacRequest)}
+}
+
 func parseRequestedIP(s string) (netip.Addr, error) {
 	var ip netip.Addr
 	if strings.Contains(s, "/") {

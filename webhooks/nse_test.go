@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
@@ -124,6 +125,19 @@ func TestValidateNetworkSelection(t *testing.T) {
 			}
 			checkErrors(t, ValidateNetworkSelection(path, nse, tc.net), tc.want)
 		})
+	}
+}
+
+func TestNetworkSelectionWarnings(t *testing.T) {
+	path := field.NewPath("metadata", "annotations").Key(udnv1.AnnotationDefaultNetwork)
+	w := NetworkSelectionWarnings(path, &nadv1.NetworkSelectionElement{MacRequest: "0A:58:C0:A8:64:05"})
+	if len(w) != 1 || !strings.Contains(w[0], "metadata.annotations[v1.multus-cni.io/default-network].mac: MAC 0A:58:C0:A8:64:05 has the 0a:58 prefix") {
+		t.Errorf("warnings = %q", w)
+	}
+	for _, mac := range []string{"", "02:58:00:00:00:01", "0a:59:00:00:00:01", "not-a-mac"} {
+		if w := NetworkSelectionWarnings(path, &nadv1.NetworkSelectionElement{MacRequest: mac}); w != nil {
+			t.Errorf("%q: warnings = %q", mac, w)
+		}
 	}
 }
 

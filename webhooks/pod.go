@@ -72,7 +72,7 @@ func (v *PodValidator) ValidateCreate(ctx context.Context, pod *corev1.Pod) (adm
 	if len(errs) > 0 {
 		return nil, invalidPod(pod, errs)
 	}
-	return nil, nil
+	return NetworkSelectionWarnings(defaultNetworkPath, nse), nil
 }
 
 // ValidateUpdate implements admission.Validator: the default-network

@@ -79,6 +79,18 @@ func TestPodPredefinedAddresses(t *testing.T) {
 			expectAbsent(t, c, p)
 		})
 	}
+	t.Run("a Primary Layer2 CUDN's namespace is checked the same way", func(t *testing.T) {
+		namespace(t, c, "vms-cudn", true, map[string]string{"vms": "cudn"})
+		if err := c.Create(ctx, cudn("vms-cudn", map[string]string{"vms": "cudn"}, predefinedNetwork())); err != nil {
+			t.Fatal(err)
+		}
+		p := pod("vms-cudn", "bad", nse(`{"name": "default", "namespace": "ovn-kubernetes", "ips": ["192.168.100.1"]}`))
+		expectInvalid(t, c.Create(ctx, p), path+".ips[0]", "infrastructureSubnets entry 192.168.100.0/30")
+		expectAbsent(t, c, p)
+		if err := c.Create(ctx, pod("vms-cudn", "good", nse(`{"name": "default", "namespace": "ovn-kubernetes", "ips": ["192.168.100.201"]}`))); err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Run("pods without the annotation are untouched", func(t *testing.T) {
 		if err := c.Create(ctx, pod("vms", "plain", nil)); err != nil {
 			t.Fatal(err)

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -145,4 +146,13 @@ func refs(nets []primaryNetwork) string {
 		out[i] = n.ref
 	}
 	return strings.Join(out, ", ")
+}
+
+// firstNames lists names in order, at most maxNamed, then "and N more".
+func firstNames(names []string) string {
+	sorted := slices.Sorted(slices.Values(names))
+	if len(sorted) <= maxNamed {
+		return strings.Join(sorted, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(sorted[:maxNamed], ", "), len(sorted)-maxNamed)
 }

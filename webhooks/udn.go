@@ -147,45 +147,59 @@ func (v *ClusterUserDefinedNetworkValidator) validate(ctx context.Context, old, 
 	// The selector may change on update, so a Primary CUDN is checked again
 	// whenever it does.
 	selectorChanged := old == nil || !equalSelectors(old.Spec.NamespaceSelector, cudn.Spec.NamespaceSelector)
+	warnings := NetworkWarnings(path, cudn.Spec.Network, v.Config)
 	if cudn.Spec.Network.IsPrimary() && selectorChanged {
-		more, err := v.validatePrimary(ctx, cudn)
+		more, unlabelled, err := v.validatePrimary(ctx, cudn)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
 		errs = append(errs, more...)
+		if len(unlabelled) > 0 {
+			warnings = append(warnings, fmt.Sprintf(
+				"spec.namespaceSelector: selects %d namespace(s) without the label %s (%s); their pods keep the cluster default network.",
+				len(unlabelled), udnv1.LabelPrimaryUserDefinedNetwork, firstNames(unlabelled)))
+		}
 	}
-	return verdict("ClusterUserDefinedNetwork", cudn.Name, errs, NetworkWarnings(path, cudn.Spec.Network, v.Config))
+	return verdict("ClusterUserDefinedNetwork", cudn.Name, errs, warnings)
 }
 
-func (v *ClusterUserDefinedNetworkValidator) validatePrimary(ctx context.Context, cudn *udnv1.ClusterUserDefinedNetwork) (field.ErrorList, error) {
+// validatePrimary refuses a Primary CUDN that selects a namespace with
+// another primary network, and returns the selected namespaces that lack the
+// primary-network label (a warning: the label cannot be added later).
+func (v *ClusterUserDefinedNetworkValidator) validatePrimary(ctx context.Context, cudn *udnv1.ClusterUserDefinedNetwork) (field.ErrorList, []string, error) {
 	selPath := field.NewPath("spec", "namespaceSelector")
 	sel, err := metav1.LabelSelectorAsSelector(&cudn.Spec.NamespaceSelector)
 	if err != nil {
-		return field.ErrorList{field.Invalid(selPath, cudn.Spec.NamespaceSelector, err.Error())}, nil
+		return field.ErrorList{field.Invalid(selPath, cudn.Spec.NamespaceSelector, err.Error())}, nil, nil
 	}
 	var nss corev1.NamespaceList
 	if err := v.Client.List(ctx, &nss, client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return nil, fmt.Errorf("listing namespaces: %w", err)
+		return nil, nil, fmt.Errorf("listing namespaces: %w", err)
 	}
 	if len(nss.Items) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	p, err := loadPrimaries(ctx, v.Client, "")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	conflicts := map[string][]primaryNetwork{}
+	var unlabelled []string
 	for i := range nss.Items {
-		if others := p.of(&nss.Items[i], "ClusterUserDefinedNetwork", cudn.Name); len(others) > 0 {
-			conflicts[nss.Items[i].Name] = others
+		ns := &nss.Items[i]
+		if others := p.of(ns, "ClusterUserDefinedNetwork", cudn.Name); len(others) > 0 {
+			conflicts[ns.Name] = others
+		}
+		if _, ok := ns.Labels[udnv1.LabelPrimaryUserDefinedNetwork]; !ok {
+			unlabelled = append(unlabelled, ns.Name)
 		}
 	}
 	if len(conflicts) == 0 {
-		return nil, nil
+		return nil, unlabelled, nil
 	}
 	return field.ErrorList{field.Forbidden(selPath, fmt.Sprintf(
 		"selects %d namespace(s) that already have a primary network: %s; a namespace can have only one.",
-		len(conflicts), describeConflicts(conflicts)))}, nil
+		len(conflicts), describeConflicts(conflicts)))}, unlabelled, nil
 }
 
 func equalSelectors(a, b metav1.LabelSelector) bool {

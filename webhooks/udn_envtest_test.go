@@ -137,7 +137,7 @@ func TestLayer3AppendOnlyOverTLS(t *testing.T) {
 
 func TestOnePrimaryNetworkPerNamespace(t *testing.T) {
 	env := startEnv(t)
-	c := env.Client
+	c, warns := clientWithWarnings(t, env)
 	namespace(t, c, "tenant-a", true, map[string]string{"tenant": "a", "group": "ab"})
 	namespace(t, c, "tenant-b", true, map[string]string{"tenant": "b", "group": "ab"})
 	namespace(t, c, "unlabelled", false, nil)
@@ -180,6 +180,17 @@ func TestOnePrimaryNetworkPerNamespace(t *testing.T) {
 		u := udn("tenant-b", "own", primary)
 		expectInvalid(t, c.Create(ctx, u), "namespace tenant-b already has a primary network: ClusterUserDefinedNetwork tenant-b")
 		expectAbsent(t, c, u)
+	})
+	t.Run("a Primary CUDN over a namespace without the label is created with a warning", func(t *testing.T) {
+		warns.take()
+		cu := cudn("unlabelled", map[string]string{"kubernetes.io/metadata.name": "unlabelled"}, layer2(udnv1.NetworkRolePrimary, "10.59.0.0/16"))
+		if err := c.Create(ctx, cu); err != nil {
+			t.Fatal(err)
+		}
+		w := warns.take()
+		if len(w) != 1 || !strings.Contains(w[0], "selects 1 namespace(s) without the label k8s.ovn.org/primary-user-defined-network (unlabelled)") {
+			t.Errorf("warnings = %q", w)
+		}
 	})
 	t.Run("a second Primary CUDN over the same namespace", func(t *testing.T) {
 		cu := cudn("tenant-b-again", map[string]string{"tenant": "b"}, layer3(udnv1.NetworkRolePrimary, "10.56.0.0/16"))
