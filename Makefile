@@ -24,6 +24,7 @@ IPAMCLAIMS_MODULE := github.com/k8snetworkplumbingwg/ipamclaims
 NAD_MODULE := github.com/k8snetworkplumbingwg/network-attachment-definition-client
 
 TEST_FLAGS ?= -count=1 -timeout=30m
+FUZZTIME ?= 30s
 BENCH_FLAGS ?= -run='^$$' -bench=. -benchmem -count=1
 
 .PHONY: help
@@ -78,6 +79,10 @@ test: envtest ## Run every test: unit, CEL suite (apiserver + offline), envtest 
 .PHONY: bench
 bench: envtest ## Run every benchmark.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) test $(BENCH_FLAGS) ./...
+
+.PHONY: fuzz
+fuzz: ## Fuzz the pod annotation parser and address checks for FUZZTIME (default 30s).
+	$(GO) test ./webhooks/ -run='^$$' -fuzz=FuzzDefaultNetworkSelection -fuzztime=$(FUZZTIME)
 
 ##@ Tools
 
