@@ -2,11 +2,12 @@ package webhooks
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	ipamclaimsv1alpha1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -151,10 +152,16 @@ func (d *PodDefaulter) Handle(ctx context.Context, req admission.Request) admiss
 	if annotations == nil {
 		return admission.Allowed("").WithWarnings(warnings...)
 	}
-	pod.Annotations = annotations
-	raw, err := json.Marshal(&pod)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
-	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, raw).WithWarnings(warnings...)
+	// One JSON patch operation that adds the annotation (the map exists: it
+	// holds the old one), rather than a diff of the re-encoded pod.
+	return admission.Patched("", jsonpatch.JsonPatchOperation{
+		Operation: "add",
+		Path:      "/metadata/annotations/" + escapeJSONPointer(udnv1.AnnotationDefaultNetwork),
+		Value:     annotations[udnv1.AnnotationDefaultNetwork],
+	}).WithWarnings(warnings...)
+}
+
+// escapeJSONPointer escapes one JSON pointer token (RFC 6901).
+func escapeJSONPointer(s string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
 }

@@ -78,7 +78,9 @@ func verdict(kind, name string, errs field.ErrorList, warnings []string) (admiss
 // and no other primary network.
 func (v *UserDefinedNetworkValidator) validatePrimary(ctx context.Context, udn *udnv1.UserDefinedNetwork) (field.ErrorList, error) {
 	var ns corev1.Namespace
-	if err := v.Client.Get(ctx, client.ObjectKey{Name: udn.Namespace}, &ns); err != nil {
+	if err := v.Client.Get(ctx, client.ObjectKey{Name: udn.Namespace}, &ns); apierrors.IsNotFound(err) {
+		return field.ErrorList{field.NotFound(field.NewPath("metadata", "namespace"), udn.Namespace)}, nil
+	} else if err != nil {
 		return nil, fmt.Errorf("reading namespace %s: %w", udn.Namespace, err)
 	}
 	rolePath := field.NewPath("spec").Child(topologyField(udn.Spec.Topology)).Child("role")
