@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,10 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/webhooks"
 )
+
+// benchRun numbers benchmark runs, so each (-count, growing b.N) gets its
+// own namespace.
+var benchRun atomic.Int64
 
 // reportPercentiles adds p50 and p99 of d (in µs) to the benchmark's output.
 func reportPercentiles(b *testing.B, prefix string, d []time.Duration) time.Duration {
@@ -39,8 +44,8 @@ func BenchmarkUDNHandler(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	namespace(b, env.Client, fmt.Sprintf("bench-handler-%d", b.N), true, nil)
-	ns := fmt.Sprintf("bench-handler-%d", b.N)
+	ns := fmt.Sprintf("bench-handler-%d", benchRun.Add(1))
+	namespace(b, env.Client, ns, true, nil)
 	handler := admission.WithValidator(env.Scheme, &webhooks.UserDefinedNetworkValidator{Client: reader, Config: testConfig()})
 	for _, tc := range []struct {
 		name string
@@ -92,7 +97,7 @@ func BenchmarkCreateUDN(b *testing.B) {
 func benchmarkCreateUDN(b *testing.B, role udnv1.NetworkRole) {
 	env := startEnv(b)
 	c := env.Client
-	ns := fmt.Sprintf("bench-e2e-%s-%d", strings.ToLower(string(role)), b.N)
+	ns := fmt.Sprintf("bench-e2e-%s-%d", strings.ToLower(string(role)), benchRun.Add(1))
 	namespace(b, c, ns, true, nil)
 	measure := func() []time.Duration {
 		durations := make([]time.Duration, 0, b.N)
