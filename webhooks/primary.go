@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -124,20 +123,11 @@ const maxNamed = 3
 
 // describeConflicts renders "a (UserDefinedNetwork a/x), b (...) and 2 more".
 func describeConflicts(conflicts map[string][]primaryNetwork) string {
-	names := make([]string, 0, len(conflicts))
-	for n := range conflicts {
-		names = append(names, n)
+	parts := make([]string, 0, len(conflicts))
+	for n, nets := range conflicts {
+		parts = append(parts, fmt.Sprintf("%s (%s)", n, refs(nets)))
 	}
-	sort.Strings(names)
-	var parts []string
-	for i, n := range names {
-		if i == maxNamed {
-			parts = append(parts, fmt.Sprintf("and %d more", len(names)-maxNamed))
-			break
-		}
-		parts = append(parts, fmt.Sprintf("%s (%s)", n, refs(conflicts[n])))
-	}
-	return strings.Join(parts, ", ")
+	return firstNames(parts)
 }
 
 func refs(nets []primaryNetwork) string {
