@@ -24,6 +24,7 @@ IPAMCLAIMS_MODULE := github.com/k8snetworkplumbingwg/ipamclaims
 NAD_MODULE := github.com/k8snetworkplumbingwg/network-attachment-definition-client
 
 TEST_FLAGS ?= -count=1 -timeout=30m
+FUZZTIME ?= 30s
 BENCH_FLAGS ?= -run='^$$' -bench=. -benchmem -count=1
 
 .PHONY: help
@@ -80,6 +81,10 @@ bench: envtest ## Run every benchmark and print one table (also in bin/bench-rep
 	mkdir -p $(LOCALBIN)
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) test $(BENCH_FLAGS) ./... | tee $(LOCALBIN)/bench-raw.txt
 	$(GO) run ./cmd/benchreport -o $(LOCALBIN)/bench-report.md < $(LOCALBIN)/bench-raw.txt
+
+.PHONY: fuzz
+fuzz: ## Fuzz the pod annotation parser and address checks for FUZZTIME (default 30s).
+	$(GO) test ./webhooks/ -run='^$$' -fuzz=FuzzDefaultNetworkSelection -fuzztime=$(FUZZTIME)
 
 ##@ Tools
 
