@@ -96,6 +96,10 @@ func (c *Client) Apply(ctx context.Context, d *Desired) (Result, error) {
 	if err := d.validate(); err != nil {
 		return Result{}, err
 	}
+	// Plan only against a cache that the monitor has resynchronised.
+	if err := waitConnected(ctx, c.NB); err != nil {
+		return Result{}, err
+	}
 	ops, err := plan(c.NB, d)
 	if err != nil {
 		return Result{}, err
@@ -124,6 +128,17 @@ func transact(ctx context.Context, c client.Client, ops []ovsdb.Operation) error
 	}
 	if _, err := ovsdb.CheckOperationResults(results, ops); err != nil {
 		return err
+	}
+	return nil
+}
+
+func waitConnected(ctx context.Context, c client.Client) error {
+	for !c.Connected() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the OVN database %s to reconnect: %w", c.CurrentEndpoint(), ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 	return nil
 }

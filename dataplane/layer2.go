@@ -464,3 +464,35 @@ func SubnetPairPolicies(subnets []netip.Prefix) []nbdb.LogicalRouterPolicy {
 	}
 	return out
 }
+
+// Layer3SubnetPolicies is the OKEP-5377 piece of a Layer3 network: on the
+// network's cluster router (owned by the Layer3 topology, referenced by name)
+// the priority-102 allow policies for every ordered pair of the network's
+// subnets of the same family. Appending a subnet adds the new pairs; removing
+// one removes its pairs; other policies on the router are never touched.
+func Layer3SubnetPolicies(network string, subnets []netip.Prefix) (*Desired, error) {
+	if network == "" {
+		return nil, fmt.Errorf("network.name: must not be empty")
+	}
+	if len(subnets) == 0 {
+		return nil, fmt.Errorf("network.subnets: a Layer3 network needs at least one subnet")
+	}
+	seen := map[netip.Prefix]int{}
+	for i, s := range subnets {
+		if !s.IsValid() {
+			return nil, fmt.Errorf("network.subnets[%d]: not a valid CIDR", i)
+		}
+		if j, dup := seen[s.Masked()]; dup {
+			return nil, fmt.Errorf("network.subnets[%d]: %s repeats subnets[%d]", i, s, j)
+		}
+		seen[s.Masked()] = i
+	}
+	return &Desired{
+		Owner: Owner{Network: network, Topology: TopologyLayer3, Piece: PieceSubnetPolicies},
+		Routers: []Router{{
+			Row:      nbdb.LogicalRouter{Name: NamesFor(network).ClusterRouter()},
+			Ref:      true,
+			Policies: SubnetPairPolicies(subnets),
+		}},
+	}, nil
+}
