@@ -174,3 +174,35 @@ func waitForSocket(ctx context.Context, socket string, exited <-chan error) erro
 		}
 	}
 }
+
+// Local is the OVN control plane `make run` starts: the NB and SB databases on
+// dir/ovnnb.sock and dir/ovnsb.sock plus ovn-northd, so that
+// `ovn-nbctl --db=unix:<dir>/ovnnb.sock show` shows what udnkit programs.
+type Local struct {
+	Pair
+	Northd *Northd
+}
+
+// StartLocal starts (or restarts on existing database files) NB, SB and
+// ovn-northd in dir, which is created when missing and must be absolute.
+func StartLocal(ctx context.Context, dir string) (*Local, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	p, err := StartPair(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	n, err := StartNorthd(dir, p.NB, p.SB)
+	if err != nil {
+		p.Stop()
+		return nil, err
+	}
+	return &Local{Pair: *p, Northd: n}, nil
+}
+
+// Stop stops ovn-northd and both databases; the database files stay.
+func (l *Local) Stop() {
+	l.Northd.Stop()
+	l.Pair.Stop()
+}
