@@ -78,6 +78,8 @@ type Desired struct {
 	Owner    Owner
 	Routers  []Router
 	Switches []Switch
+	// DHCPOptions are root rows, identified by their cidr and k8s.ovn.org/vm external ID.
+	DHCPOptions []nbdb.DHCPOptions
 }
 
 // Result says what an Apply did.
@@ -235,6 +237,9 @@ func plan(api client.Client, d *Desired) ([]ovsdb.Operation, error) {
 	if err := p.switches(d.Switches); err != nil {
 		return nil, err
 	}
+	if err := roots(p, dhcpSpec, d.DHCPOptions); err != nil {
+		return nil, err
+	}
 	return p.ops, nil
 }
 
@@ -390,6 +395,40 @@ var (
 		},
 	}
 )
+
+// ExternalIDVM names the VM (namespace/name) a DHCP_Options row serves.
+const ExternalIDVM = "k8s.ovn.org/vm"
+
+var dhcpSpec = spec[nbdb.DHCPOptions]{
+	table:  nbdb.DHCPOptionsTable,
+	key:    func(r *nbdb.DHCPOptions) string { return r.ExternalIDs[ExternalIDVM] + "|" + r.Cidr },
+	uuid:   func(r *nbdb.DHCPOptions) *string { return &r.UUID },
+	ids:    func(r *nbdb.DHCPOptions) *map[string]string { return &r.ExternalIDs },
+	fields: func(r *nbdb.DHCPOptions) []any { return []any{&r.ExternalIDs, &r.Options} },
+}
+
+// roots diffs rows of a root table (kept until deleted) that this piece owns.
+func roots[T any, PT interface {
+	*T
+	model.Model
+}](p *planner, sp spec[T], desired []T) error {
+	var current []string
+	for u := range p.rows(sp.table) {
+		current = append(current, u)
+	}
+	_, remove, err := children[T, PT](p, sp, current, desired)
+	if err != nil {
+		return err
+	}
+	for _, u := range remove {
+		row := PT(new(T))
+		*sp.uuid((*T)(row)) = u
+		if err := p.add(p.api.Where(row).Delete()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // routers plans the routers and their children.
 func (p *planner) routers(desired []Router) error {
