@@ -172,3 +172,43 @@ func BenchmarkLayer2AddOneNodeTo1000(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkMultiVTEP1000Pods creates, in one transaction, the on-demand
+// transit switch ports and routes for 1000 pods on 250 remote 4-VTEP nodes
+// (every VTEP used: 1000 remote ports, 250 subnet routes, 750 /32 routes).
+func BenchmarkMultiVTEP1000Pods(b *testing.B) {
+	e := newEnv(b)
+	e.nbctl("lr-add", "bench.vtep_ovn_cluster_router")
+	e.nbctl("ls-add", "bench.vtep_transit_switch")
+	var nodes []VTEPNode
+	var pods []VTEPPod
+	for i := range 250 {
+		n := VTEPNode{Name: "node" + strconv.Itoa(i), Subnets: []netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i / 256), byte(i % 256), 0}), 24)}}
+		for v := range 4 {
+			n.EncapIPs = append(n.EncapIPs, netip.AddrFrom4([4]byte{172, 16, byte(i), byte(v + 1)}))
+			n.TunnelIDs = append(n.TunnelIDs, 2+4*i+v)
+			pods = append(pods, VTEPPod{Namespace: "ns", Name: "pod" + strconv.Itoa(4*i+v), Node: n.Name, EncapIP: n.EncapIPs[v],
+				IPs: []netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i / 256), byte(i % 256), byte(v + 4)}), 24)}})
+		}
+		nodes = append(nodes, n)
+	}
+	d, err := MultiVTEPPorts("bench-vtep", DefaultTransitSubnetV4, nodes, pods)
+	if err != nil {
+		b.Fatal(err)
+	}
+	empty, err := MultiVTEPPorts("bench-vtep", DefaultTransitSubnetV4, nodes, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := e.c.Apply(e.ctx, d); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		e.apply(empty)
+		b.StartTimer()
+	}
+	if n := e.c.NB.Cache().Table(nbdb.LogicalSwitchPortTable).Len(); n != 0 {
+		b.Fatalf("%d ports left after cleanup", n)
+	}
+}
