@@ -305,8 +305,13 @@ func children[T any, PT interface {
 			existing[sp.key((*T)(row))] = row
 		}
 	}
+	seen := make(map[string]bool, len(desired))
 	for i := range desired {
 		d := &desired[i]
+		if seen[sp.key(d)] {
+			return nil, nil, fmt.Errorf("desired rows: two %s rows with the same identity %q", sp.table, sp.key(d))
+		}
+		seen[sp.key(d)] = true
 		p.stamp(sp.ids(d))
 		ex, ok := existing[sp.key(d)]
 		if !ok {

@@ -3,6 +3,8 @@ package dataplane
 import (
 	"strings"
 	"testing"
+
+	"github.com/udnkit/udnkit/dataplane/nbdb"
 )
 
 // Rows udnkit does not own survive every apply; owned rows that are no longer
@@ -104,5 +106,26 @@ func TestApplyRefusesForeignRowWithDesiredName(t *testing.T) {
 	}
 	if got := e.nbctl("lr-route-list", tr); got != "" {
 		t.Errorf("a refused apply touched the foreign router: %s", got)
+	}
+}
+
+// Two desired rows with one identity would never converge: refused up front.
+func TestApplyRejectsDuplicateDesiredRows(t *testing.T) {
+	e := newEnv(t)
+	route := staticRoute("10.0.0.0/8", "10.1.1.1", "dst-ip", nil)
+	d := &Desired{
+		Owner:   Owner{Network: "n", Topology: TopologyLayer2, Piece: PieceTransitRouter},
+		Routers: []Router{{Row: nbdb.LogicalRouter{Name: "r"}, Routes: []nbdb.LogicalRouterStaticRoute{route, route}}},
+	}
+	_, err := e.c.Apply(e.ctx, d)
+	if err == nil || !strings.Contains(err.Error(), `two Logical_Router_Static_Route rows with the same identity "|10.0.0.0/8|10.1.1.1|dst-ip|"`) {
+		t.Fatalf("err = %v", err)
+	}
+	if got := e.nbctl("show"); got != "" {
+		t.Errorf("a refused apply wrote: %s", got)
+	}
+	d.Owner.Piece = ""
+	if _, err := e.c.Apply(e.ctx, d); err == nil || !strings.Contains(err.Error(), "owner needs network, topology and piece") {
+		t.Errorf("owner without piece: err = %v", err)
 	}
 }
