@@ -692,3 +692,21 @@ func deref(s *string) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Networks lists the networks that have routers of a topology piece in the
+// Northbound database, e.g. to remove the topology of deleted networks.
+func (c *Client) Networks(topology, piece string) []string {
+	seen := map[string]bool{}
+	for _, m := range c.NB.Cache().Table(nbdb.LogicalRouterTable).RowsShallow() {
+		ids := m.(*nbdb.LogicalRouter).ExternalIDs
+		if ids[ExternalIDTopology] == topology && ids[ExternalIDPiece] == piece && ids[ExternalIDNetwork] != "" {
+			seen[ids[ExternalIDNetwork]] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
