@@ -32,13 +32,9 @@ func Layer2EgressIPPolicies(net Layer2Network, nodes []Layer2Node, pods []Egress
 		return nil, err
 	}
 	names := NamesFor(net.Name)
-	transits := net.TransitSubnets
-	if len(transits) == 0 {
-		transits = []netip.Prefix{DefaultTransitSubnetV4, DefaultTransitSubnetV6}
-	}
 	peers := map[string]l2node{}
 	for i, n := range nodes {
-		ln, err := net.resolve(names, transits, n)
+		ln, err := net.resolve(names, net.transits(), n)
 		if err != nil {
 			return nil, fmt.Errorf("nodes[%d] (%s): %w", i, n.Name, err)
 		}

@@ -13,10 +13,7 @@ import (
 func TestLayer2EgressIPPoliciesOnTransitRouter(t *testing.T) {
 	e := newEnv(t)
 	net, nodes := exampleV4()
-	d, err := Layer2Topology(net, nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := mustLayer2(t, net, nodes)
 	e.apply(d)
 	pod := EgressIPPod{Namespace: "ns", Name: "pod1", IPs: []netip.Addr{addr("203.203.0.7")}, EgressNodes: []string{"node2", "node3"}}
 	eip := func(pods ...EgressIPPod) int {

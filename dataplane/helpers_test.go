@@ -145,3 +145,13 @@ func keys(m map[string]string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// mustLayer2 computes a Layer2 topology that the test expects to be valid.
+func mustLayer2(t testing.TB, net Layer2Network, nodes []Layer2Node) *Desired {
+	t.Helper()
+	d, err := Layer2Topology(net, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}

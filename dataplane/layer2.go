@@ -126,10 +126,7 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 		return nil, err
 	}
 	names := NamesFor(net.Name)
-	transits := net.TransitSubnets
-	if len(transits) == 0 {
-		transits = []netip.Prefix{DefaultTransitSubnetV4, DefaultTransitSubnetV6}
-	}
+	transits := net.transits()
 	var all []l2node
 	var locals []int
 	anyOld := false
@@ -291,6 +288,14 @@ func (net Layer2Network) gatewayRouter(n l2node) Router {
 		gr.Routes = append(gr.Routes, staticRoute(s.String(), trSide.Addr().String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, ptr(n.rtotr)))
 	}
 	return gr
+}
+
+// transits are the network's transit subnets or OVN-Kubernetes' defaults.
+func (net Layer2Network) transits() []netip.Prefix {
+	if len(net.TransitSubnets) == 0 {
+		return []netip.Prefix{DefaultTransitSubnetV4, DefaultTransitSubnetV6}
+	}
+	return net.TransitSubnets
 }
 
 func (net Layer2Network) validate() error {

@@ -12,10 +12,7 @@ import (
 func TestLayer2StaleRowsGoForeignRowsStay(t *testing.T) {
 	e := newEnv(t)
 	net, nodes := exampleV4()
-	d, err := Layer2Topology(net, nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := mustLayer2(t, net, nodes)
 	e.apply(d)
 
 	// Someone else's rows: a router, a route on our transit router, a port on our switch.
@@ -34,10 +31,7 @@ func TestLayer2StaleRowsGoForeignRowsStay(t *testing.T) {
 		legacyNet, legacyTopo, "--", "add", "Logical_Router", gr1, "nat", "@n")
 
 	// node3 leaves the cluster.
-	d, err = Layer2Topology(net, nodes[:2])
-	if err != nil {
-		t.Fatal(err)
-	}
+	d = mustLayer2(t, net, nodes[:2])
 	if ops := e.apply(d); ops == 0 {
 		t.Fatal("removing a node sent no operations")
 	}

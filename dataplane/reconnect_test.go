@@ -14,10 +14,7 @@ import (
 func TestClientReconnectsAndConverges(t *testing.T) {
 	e := newEnv(t)
 	net, nodes := exampleV4()
-	d, err := Layer2Topology(net, nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := mustLayer2(t, net, nodes)
 	e.apply(d)
 
 	if err := e.db.NB.Restart(e.ctx); err != nil {
@@ -29,10 +26,7 @@ func TestClientReconnectsAndConverges(t *testing.T) {
 
 	// The server is down when the apply starts; it comes back while Apply waits.
 	e.db.NB.Stop()
-	d, err = Layer2Topology(net, nodes[:2])
-	if err != nil {
-		t.Fatal(err)
-	}
+	d = mustLayer2(t, net, nodes[:2])
 	done := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
@@ -78,10 +72,7 @@ func TestNorthdAcceptsLayer2Topology(t *testing.T) {
 	}
 	t.Cleanup(northd.Stop)
 	net, nodes := exampleV4()
-	d, err := Layer2Topology(net, nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := mustLayer2(t, net, nodes)
 	e.apply(d)
 	e.nbctl("--timeout=60", "--wait=sb", "sync")
 	datapaths := lines(e.sbctl("--columns=external_ids,tunnel_key", "--format=csv", "--data=bare", "--no-headings", "list", "Datapath_Binding"))
