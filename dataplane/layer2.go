@@ -47,6 +47,9 @@ type Layer2Network struct {
 	MTU int
 	// MasqueradeIPs are the management-port SNAT external IPs, one per family (optional).
 	MasqueradeIPs []netip.Addr
+	// ServiceIPs (the API and DNS service IPs) are routed to the management
+	// port, the subnet's second address (optional).
+	ServiceIPs []netip.Addr
 }
 
 // Layer2Node is one node as the Layer2 topology sees it.
@@ -213,6 +216,11 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 			gr, _ := familyOf(n.grSide, s.Addr().Is6())
 			tr.Routes = append(tr.Routes, staticRoute(s.String(), gr.Addr().String(), nbdb.LogicalRouterStaticRoutePolicySrcIP, nil))
 		}
+		for _, svc := range net.ServiceIPs {
+			s, _ := familyOf(net.Subnets, svc.Is6())
+			mgmt, _ := AddrAt(s, 2)
+			tr.Routes = append(tr.Routes, staticRoute(svc.String(), mgmt.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
+		}
 		for _, ip := range n.NodeIPs {
 			s, _ := familyOf(net.Subnets, ip.Is6())
 			mgmt, _ := AddrAt(s, 2)
@@ -324,6 +332,11 @@ func (net Layer2Network) validate() error {
 		s, ok := familyOf(net.Subnets, gw.Is6())
 		if !ok || !s.Contains(gw) {
 			return fmt.Errorf("network.defaultGatewayIPs[%d]: %s is not inside a subnet of its family", i, gw)
+		}
+	}
+	for i, svc := range net.ServiceIPs {
+		if _, ok := familyOf(net.Subnets, svc.Is6()); !ok {
+			return fmt.Errorf("network.serviceIPs[%d]: %s has no subnet of its family", i, svc)
 		}
 	}
 	for i, m := range net.MasqueradeIPs {

@@ -51,6 +51,7 @@ func TestLayer2TopologyIPv4ThreeNodes(t *testing.T) {
 	e := newEnv(t)
 	net, nodes := exampleV4()
 	nodes[0].NodeIPs = []netip.Addr{addr("172.18.0.3")}
+	net.ServiceIPs = []netip.Addr{addr("10.96.0.1"), addr("10.96.0.10")}
 	d, err := Layer2Topology(net, nodes)
 	if err != nil {
 		t.Fatal(err)
@@ -79,6 +80,8 @@ func TestLayer2TopologyIPv4ThreeNodes(t *testing.T) {
 	wantLines(t, "transit router routes", e.nbctl("lr-route-list", tr),
 		"IPv4 Routes",
 		"Route Table <main>:",
+		"10.96.0.1 203.203.0.2 dst-ip",
+		"10.96.0.10 203.203.0.2 dst-ip",
 		"100.65.0.2 100.88.0.5 dst-ip",
 		"100.65.0.3 100.88.0.7 dst-ip",
 		"100.65.0.4 100.88.0.9 dst-ip",
@@ -257,6 +260,10 @@ func TestLayer2TopologyRejectsBadInput(t *testing.T) {
 		}, "network.joinSubnets: no join subnet for the ip4 family of subnet 203.203.0.0/24"},
 		{"no tunnel key", func(n *Layer2Network, ns []Layer2Node) []Layer2Node { n.TransitRouterTunnelKey = 0; return ns },
 			"network.tunnelKeys: the switch and transit router tunnel keys must be positive"},
+		{"IPv6 service without IPv6 subnet", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
+			n.ServiceIPs = []netip.Addr{addr("fd00::1")}
+			return ns
+		}, "network.serviceIPs[0]: fd00::1 has no subnet of its family"},
 		{"gateway outside subnet", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
 			n.DefaultGatewayIPs = []netip.Addr{addr("10.9.9.9")}
 			return ns

@@ -1,7 +1,10 @@
 package dataplane
 
 import (
+	"strings"
 	"testing"
+
+	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 )
 
 // OKEP-5094 "Rolling upgrade": while node2 still runs the old topology the
@@ -78,5 +81,44 @@ func TestLayer2LocalNodeWithPodsDoesNotSwitch(t *testing.T) {
 	if !Layer2NodeCanSwitch(Layer2Node{RunningPods: 0}) || Layer2NodeCanSwitch(Layer2Node{RunningPods: 2}) ||
 		!Layer2NodeCanSwitch(Layer2Node{RunningPods: 2, TopologyVersion: "2.0"}) {
 		t.Error("Layer2NodeCanSwitch: a node switches exactly when it has no running pods or already runs 2.0")
+	}
+}
+
+// Dual stack during the upgrade: the upgrade port carries the dummy join IP of
+// both families (the join subnets' last usable addresses) and the old node's
+// join IPs of both families are routed to themselves; ovn-northd accepts it.
+func TestLayer2UpgradeDualStackAcceptedByNorthd(t *testing.T) {
+	e := newEnv(t)
+	northd, err := ovsdbserver.StartNorthd(e.dir, e.db.NB, e.db.SB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(northd.Stop)
+	net, nodes := exampleV4()
+	net.Subnets = append(net.Subnets, pfx("2010:100:200::/60"))
+	net.JoinSubnets = append(net.JoinSubnets, pfx("fd99::/64"))
+	nodes[2].TopologyVersion = ""
+	e.apply(mustLayer2(t, net, nodes))
+	ports := e.rows("Logical_Router_Port", "mac", "networks")
+	if got := ports["trtos-"+sw+"-upgrade"]; got != "0a:58:64:41:00:02,100.65.255.254/16 fd99::ffff:ffff:ffff:fffe/64" {
+		t.Errorf("upgrade port = %q", got)
+	}
+	if got := e.rows("Logical_Switch_Port", "addresses")["stor-"+gr3]; got != "0a:58:64:41:00:04 100.65.0.4/16 fd99::4/64" {
+		t.Errorf("old node's remote port addresses = %q", got)
+	}
+	wantLines(t, "IPv6 transit router routes", e.nbctl("lr-route-list", tr),
+		"IPv4 Routes", "Route Table <main>:",
+		"100.65.0.2 100.88.0.5 dst-ip", "100.65.0.3 100.88.0.7 dst-ip", "100.65.0.4 100.65.0.4 dst-ip",
+		"203.203.0.0/24 100.88.0.5 src-ip",
+		"IPv6 Routes", "Route Table <main>:",
+		"fd99::2 fd97::5 dst-ip", "fd99::3 fd97::7 dst-ip", "fd99::4 fd99::4 dst-ip",
+		"2010:100:200::/60 fd97::5 src-ip",
+	)
+	e.nbctl("--timeout=60", "--wait=sb", "sync")
+	bindings := e.sbctl("--columns=logical_port,type", "--format=csv", "--data=bare", "--no-headings", "list", "Port_Binding")
+	for _, want := range []string{"stotr-" + sw + "-upgrade,patch", "trtos-" + sw + "-upgrade,patch", "stor-" + gr3 + ",remote"} {
+		if !strings.Contains(bindings, want) {
+			t.Errorf("no Port_Binding %q; have:\n%s", want, bindings)
+		}
 	}
 }
