@@ -155,3 +155,13 @@ func mustLayer2(t testing.TB, net Layer2Network, nodes []Layer2Node) *Desired {
 	}
 	return d
 }
+
+// startNorthd runs ovn-northd between the test's databases until the test ends.
+func (e *env) startNorthd() {
+	e.t.Helper()
+	northd, err := ovsdbserver.StartNorthd(e.dir, e.db.NB, e.db.SB)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(northd.Stop)
+}

@@ -4,8 +4,6 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
-
-	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 )
 
 // OKEP-5535's test list on a real database: ports created on demand per used
@@ -112,11 +110,7 @@ func TestMultiVTEPPortsAndRoutes(t *testing.T) {
 // their pod's encap IP in the Southbound database.
 func TestSetPortEncapsInSouthbound(t *testing.T) {
 	e := newEnv(t)
-	northd, err := ovsdbserver.StartNorthd(e.dir, e.db.NB, e.db.SB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(northd.Stop)
+	e.startNorthd()
 	e.nbctl("ls-add", sw)
 	e.nbctl("lsp-add", sw, "ns_pod-a", "--", "lsp-set-type", "ns_pod-a", "remote")
 	e.sbctl("chassis-add", "node-a", "geneve", "10.0.0.2")
@@ -125,7 +119,10 @@ func TestSetPortEncapsInSouthbound(t *testing.T) {
 	e.nbctl("--timeout=60", "--wait=sb", "sync")
 
 	ports := map[string]PortEncap{"ns_pod-a": {Chassis: "node-a", EncapIP: "10.0.0.3"}}
-	var n int
+	var (
+		n   int
+		err error
+	)
 	for try := 0; try < 200; try++ { // the SB monitor may trail northd's sync by a moment
 		n, err = e.c.SetPortEncaps(e.ctx, ports)
 		if err == nil || !strings.Contains(err.Error(), "no ") {

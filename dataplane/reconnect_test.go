@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 )
 
 // ovsdb-server restarts between and during applies: the client reconnects,
@@ -66,11 +64,7 @@ func TestClientRejectsBadAddresses(t *testing.T) {
 // patch ports, so only what it implements is asserted.)
 func TestNorthdAcceptsLayer2Topology(t *testing.T) {
 	e := newEnv(t)
-	northd, err := ovsdbserver.StartNorthd(e.dir, e.db.NB, e.db.SB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(northd.Stop)
+	e.startNorthd()
 	net, nodes := exampleV4()
 	d := mustLayer2(t, net, nodes)
 	e.apply(d)

@@ -3,8 +3,6 @@ package dataplane
 import (
 	"strings"
 	"testing"
-
-	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 )
 
 // OKEP-5094 "Rolling upgrade": while node2 still runs the old topology the
@@ -89,11 +87,7 @@ func TestLayer2LocalNodeWithPodsDoesNotSwitch(t *testing.T) {
 // join IPs of both families are routed to themselves; ovn-northd accepts it.
 func TestLayer2UpgradeDualStackAcceptedByNorthd(t *testing.T) {
 	e := newEnv(t)
-	northd, err := ovsdbserver.StartNorthd(e.dir, e.db.NB, e.db.SB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(northd.Stop)
+	e.startNorthd()
 	net, nodes := exampleV4()
 	net.Subnets = append(net.Subnets, pfx("2010:100:200::/60"))
 	net.JoinSubnets = append(net.JoinSubnets, pfx("fd99::/64"))
