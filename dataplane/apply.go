@@ -295,15 +295,24 @@ func children[T any, PT interface {
 }](p *planner, sp spec[T], current []string, desired []T) (insert, remove []string, err error) {
 	table := p.rows(sp.table)
 	existing := map[string]PT{}
-	for _, u := range current {
+	var extra []string
+	sorted := slices.Clone(current)
+	slices.Sort(sorted)
+	for _, u := range sorted {
 		m := table[u]
 		if m == nil {
 			continue
 		}
 		row := m.(PT)
-		if p.owner.owns(*sp.ids((*T)(row))) {
-			existing[sp.key((*T)(row))] = row
+		if !p.owner.owns(*sp.ids((*T)(row))) {
+			continue
 		}
+		if _, dup := existing[sp.key((*T)(row))]; dup {
+			// Duplicates (e.g. written by a racing writer) heal: one survives.
+			extra = append(extra, u)
+			continue
+		}
+		existing[sp.key((*T)(row))] = row
 	}
 	seen := make(map[string]bool, len(desired))
 	for i := range desired {
@@ -333,6 +342,7 @@ func children[T any, PT interface {
 	for _, row := range existing {
 		remove = append(remove, *sp.uuid((*T)(row)))
 	}
+	remove = append(remove, extra...)
 	sort.Strings(remove)
 	return insert, remove, nil
 }

@@ -123,3 +123,23 @@ func TestApplyRejectsDuplicateDesiredRows(t *testing.T) {
 		t.Errorf("owner without piece: err = %v", err)
 	}
 }
+
+// Two owned routes with one identity (a racing writer's leftovers) heal to one.
+func TestApplyHealsDuplicateOwnedRows(t *testing.T) {
+	e := newEnv(t)
+	net, nodes := exampleV4()
+	d := mustLayer2(t, net, nodes)
+	e.apply(d)
+	e.nbctl("--", "--id=@r", "create", "Logical_Router_Static_Route", `ip_prefix="100.65.0.3"`, `nexthop="100.88.0.7"`, "policy=dst-ip",
+		`external_ids:"k8s.ovn.org/network"=test12_namespace-scoped`, `external_ids:"k8s.ovn.org/topology"=layer2`,
+		`external_ids:"k8s.ovn.org/udnkit-piece"=transit-router`, "--", "add", "Logical_Router", tr, "static_routes", "@r")
+	if got := strings.Count(strings.Join(lines(e.nbctl("lr-route-list", tr)), "\n"), "100.65.0.3 100.88.0.7 dst-ip"); got != 2 {
+		t.Fatalf("setup: %d copies of the route", got)
+	}
+	if ops := e.apply(d); ops != 1 {
+		t.Errorf("healing sent %d operations, want 1 (one mutate of the router)", ops)
+	}
+	if got := strings.Count(strings.Join(lines(e.nbctl("lr-route-list", tr)), "\n"), "100.65.0.3 100.88.0.7 dst-ip"); got != 1 {
+		t.Errorf("%d copies of the route after healing, want 1", got)
+	}
+}
