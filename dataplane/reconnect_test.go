@@ -94,3 +94,43 @@ func TestNorthdAcceptsLayer2Topology(t *testing.T) {
 		}
 	}
 }
+
+// The client speaks tcp: endpoints too (--ovn-nb-address=tcp:HOST:PORT).
+func TestClientOverTCP(t *testing.T) {
+	e := newEnv(t)
+	if err := e.db.NB.ServeTCP(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.SB.ServeTCP(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewClient(e.ctx, e.db.NB.TCPAddress(), e.db.SB.TCPAddress())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	net, nodes := exampleV4()
+	d := mustLayer2(t, net, nodes)
+	res, err := c.Apply(e.ctx, d)
+	if err != nil || res.Operations == 0 {
+		t.Fatalf("apply over TCP: %+v, %v", res, err)
+	}
+	if _, ok := e.rows("Logical_Router_Port")["trtor-"+gr3]; !ok {
+		t.Error("rows applied over TCP are not in the database")
+	}
+	// The unix-socket client's monitor receives the same rows: nothing left to do.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ops, err := e.c.Plan(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ops) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the unix-socket client still plans %d operations after the TCP apply", len(ops))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -29,6 +29,7 @@ const (
 
 // Server is one ovsdb-server process serving one database file on a unix socket.
 type Server struct {
+	tcp    string // "127.0.0.1:PORT" when also served over TCP
 	db     Database
 	dir    string
 	file   string
@@ -61,11 +62,16 @@ func Start(ctx context.Context, dir string, db Database) (*Server, error) {
 func (s *Server) start(ctx context.Context) error {
 	_ = os.Remove(s.socket)
 	base := filepath.Join(s.dir, "ovn"+string(s.db))
-	s.cmd = exec.Command("ovsdb-server", s.file,
-		"--remote=punix:"+s.socket,
-		"--unixctl="+base+".ctl",
-		"--log-file="+base+".log",
-		"--no-chdir", "-vconsole:off", "-vfile:info")
+	args := []string{s.file,
+		"--remote=punix:" + s.socket,
+		"--unixctl=" + base + ".ctl",
+		"--log-file=" + base + ".log",
+		"--no-chdir", "-vconsole:off", "-vfile:info"}
+	if s.tcp != "" {
+		host, port, _ := net.SplitHostPort(s.tcp)
+		args = append(args, "--remote=ptcp:"+port+":"+host)
+	}
+	s.cmd = exec.Command("ovsdb-server", args...)
 	if err := s.cmd.Start(); err != nil {
 		return fmt.Errorf("start ovsdb-server for %s: %w", s.file, err)
 	}
@@ -76,6 +82,26 @@ func (s *Server) start(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// ServeTCP makes the server also listen on 127.0.0.1 at a free port from its
+// next (re)start on; TCPAddress then returns "tcp:127.0.0.1:PORT".
+func (s *Server) ServeTCP(ctx context.Context) error {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	s.tcp = l.Addr().String()
+	_ = l.Close()
+	return s.Restart(ctx)
+}
+
+// TCPAddress is the database's TCP endpoint ("" unless ServeTCP was called).
+func (s *Server) TCPAddress() string {
+	if s.tcp == "" {
+		return ""
+	}
+	return "tcp:" + s.tcp
 }
 
 // Address is the database's endpoint in libovsdb/ovn-nbctl form: unix:/abs/path.
