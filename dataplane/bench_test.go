@@ -180,6 +180,7 @@ func BenchmarkMultiVTEP1000Pods(b *testing.B) {
 	e := newEnv(b)
 	e.nbctl("lr-add", "bench.vtep_ovn_cluster_router")
 	e.nbctl("ls-add", "bench.vtep_transit_switch")
+	e.settle()
 	var nodes []VTEPNode
 	var pods []VTEPPod
 	for i := range 250 {

@@ -52,6 +52,7 @@ func newEnv(t testing.TB) *env {
 // apply applies and fails the test on error; it returns the operation count.
 func (e *env) apply(d *Desired) int {
 	e.t.Helper()
+	e.settle()
 	res, err := e.c.Apply(e.ctx, d)
 	if err != nil {
 		e.t.Fatalf("apply: %v", err)
@@ -164,4 +165,22 @@ func (e *env) startNorthd() {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(northd.Stop)
+}
+
+// settle waits until the client's cache holds as many rows as the database
+// for every table udnkit writes, so rows a test created with ovn-nbctl (another
+// client) are visible to the next plan.
+func (e *env) settle() {
+	e.t.Helper()
+	for _, table := range []string{"Logical_Router", "Logical_Router_Port", "Logical_Switch", "Logical_Switch_Port",
+		"Logical_Router_Static_Route", "Logical_Router_Policy", "NAT", "DHCP_Options"} {
+		out := e.nbctl("--columns=_uuid", "--data=bare", "--no-headings", "list", table)
+		want := len(strings.Fields(out))
+		for deadline := time.Now().Add(30 * time.Second); e.c.NB.Cache().Table(table).Len() != want; {
+			if time.Now().After(deadline) {
+				e.t.Fatalf("cache holds %d %s rows, the database %d", e.c.NB.Cache().Table(table).Len(), table, want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 )
 
 // OKEP-5535's test list on a real database: ports created on demand per used
@@ -129,6 +130,7 @@ func TestSetPortEncapsInSouthbound(t *testing.T) {
 			break
 		}
 		e.nbctl("--wait=sb", "sync")
+		time.Sleep(25 * time.Millisecond)
 	}
 	if err != nil || n != 1 {
 		t.Fatalf("SetPortEncaps = %d, %v", n, err)

@@ -84,6 +84,7 @@ func TestLayer2StaleRowsGoForeignRowsStay(t *testing.T) {
 func TestApplyRefusesForeignRowWithDesiredName(t *testing.T) {
 	e := newEnv(t)
 	e.nbctl("lr-add", tr)
+	e.settle()
 	net, nodes := exampleV4()
 	d, err := Layer2Topology(net, nodes)
 	if err != nil {
