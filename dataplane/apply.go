@@ -102,17 +102,27 @@ func (c *Client) Apply(ctx context.Context, d *Desired) (Result, error) {
 	if err := waitConnected(ctx, c.NB); err != nil {
 		return Result{}, err
 	}
-	ops, err := plan(c.NB, d)
+	p, err := newPlan(c.NB, d)
 	if err != nil {
 		return Result{}, err
 	}
-	if len(ops) == 0 {
+	if len(p.ops) == 0 {
 		return Result{}, nil
 	}
-	if err := transact(ctx, c.NB, ops); err != nil {
+	results, err := c.NB.Transact(ctx, p.ops...)
+	if err == nil {
+		_, err = ovsdb.CheckOperationResults(results, p.ops)
+	}
+	if err != nil {
 		return Result{}, fmt.Errorf("apply %s/%s/%s: %w", d.Owner.Network, d.Owner.Topology, d.Owner.Piece, err)
 	}
-	return Result{Operations: len(ops)}, c.waitConverged(ctx, d)
+	var inserted []rowRef
+	for i, op := range p.ops {
+		if op.Op == ovsdb.OperationInsert && i < len(results) {
+			inserted = append(inserted, rowRef{op.Table, results[i].UUID.GoUUID})
+		}
+	}
+	return Result{Operations: len(p.ops)}, c.waitVisible(ctx, d, inserted, p.gone)
 }
 
 // Plan returns the operations Apply would send, without sending them.
@@ -145,22 +155,36 @@ func waitConnected(ctx context.Context, c client.Client) error {
 	return nil
 }
 
-// waitConverged polls the cache (fed by the monitor) until planning again
-// yields nothing; the server sends the updates right after committing.
-func (c *Client) waitConverged(ctx context.Context, d *Desired) error {
+// waitVisible waits until the client's cache shows the committed
+// transaction, so that an immediate second Apply plans nothing: the rows it
+// inserted are there and the rows it removed are gone (the server sends one
+// transaction's changes in one update). A transaction of pure field updates has
+// no such marker; then the cache is polled until planning yields nothing.
+func (c *Client) waitVisible(ctx context.Context, d *Desired, inserted, gone []rowRef) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	has := func(r rowRef) bool {
+		t := c.NB.Cache().Table(r.table)
+		return t != nil && t.HasRow(r.uuid)
+	}
 	for {
-		ops, err := plan(c.NB, d)
-		if err != nil {
-			return err
+		var done bool
+		if len(inserted)+len(gone) > 0 {
+			done = !slices.ContainsFunc(inserted, func(r rowRef) bool { return !has(r) }) &&
+				!slices.ContainsFunc(gone, has)
+		} else {
+			pending, err := plan(c.NB, d)
+			if err != nil {
+				return err
+			}
+			done = len(pending) == 0
 		}
-		if len(ops) == 0 {
+		if done {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("cache did not converge after apply (%d operations pending): %w", len(ops), ctx.Err())
+			return fmt.Errorf("the committed changes did not reach the client's cache: %w", ctx.Err())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
@@ -211,7 +235,12 @@ type planner struct {
 	ops    []ovsdb.Operation
 	named  int
 	tables map[string]map[string]model.Model
+	// gone are the rows the plan deletes or unreferences (garbage-collected).
+	gone []rowRef
 }
+
+// rowRef names one row.
+type rowRef struct{ table, uuid string }
 
 // rows returns a read-only snapshot of a cached table by UUID.
 func (p *planner) rows(table string) map[string]model.Model {
@@ -230,6 +259,14 @@ func (p *planner) rows(table string) map[string]model.Model {
 }
 
 func plan(api client.Client, d *Desired) ([]ovsdb.Operation, error) {
+	p, err := newPlan(api, d)
+	if err != nil {
+		return nil, err
+	}
+	return p.ops, nil
+}
+
+func newPlan(api client.Client, d *Desired) (*planner, error) {
 	p := &planner{api: api, owner: d.Owner}
 	if err := p.routers(d.Routers); err != nil {
 		return nil, err
@@ -240,7 +277,7 @@ func plan(api client.Client, d *Desired) ([]ovsdb.Operation, error) {
 	if err := roots(p, dhcpSpec, d.DHCPOptions); err != nil {
 		return nil, err
 	}
-	return p.ops, nil
+	return p, nil
 }
 
 func (p *planner) name() string {
@@ -344,6 +381,9 @@ func children[T any, PT interface {
 	}
 	remove = append(remove, extra...)
 	sort.Strings(remove)
+	for _, u := range remove {
+		p.gone = append(p.gone, rowRef{sp.table, u})
+	}
 	return insert, remove, nil
 }
 
@@ -504,6 +544,7 @@ func (p *planner) routers(desired []Router) error {
 		}
 		if p.owner.owns(r.ExternalIDs) {
 			// Its ports, routes, policies and NATs are garbage-collected with it.
+			p.gone = append(p.gone, rowRef{nbdb.LogicalRouterTable, r.UUID})
 			if err := p.add(p.api.Where(r).Delete()); err != nil {
 				return err
 			}
@@ -561,6 +602,7 @@ func (p *planner) switches(desired []Switch) error {
 			continue
 		}
 		if p.owner.owns(s.ExternalIDs) {
+			p.gone = append(p.gone, rowRef{nbdb.LogicalSwitchTable, s.UUID})
 			if err := p.add(p.api.Where(s).Delete()); err != nil {
 				return err
 			}

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
@@ -21,6 +22,8 @@ import (
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 	"github.com/udnkit/udnkit/envtest"
 )
+
+var skipNameValidation = true
 
 const l2Config = `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1_tenant-blue",
  "netAttachDefName":"ns1/tenant-blue","topology":"layer2","role":"primary",
@@ -56,7 +59,10 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 
 	// Errors surface through the assertions; a test logger would outlive the test.
 	ctrl.SetLogger(logr.Discard())
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		// go test -count=N builds one manager per run in one process.
+		Controller: config.Controller{SkipNameValidation: &skipNameValidation}})
 	if err != nil {
 		t.Fatal(err)
 	}
