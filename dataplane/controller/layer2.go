@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -37,6 +38,9 @@ type Layer2Reconciler struct {
 	// Local says whether a node belongs to this OVN zone; nil means every node
 	// does (one zone, as `make run` has).
 	Local func(*corev1.Node) bool
+	// DrainPoll is how often a network waiting for a local node to drain is
+	// retried (pods are not watched); 0 means 30 s.
+	DrainPoll time.Duration
 }
 
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get;list;watch
@@ -92,18 +96,29 @@ func (r *Layer2Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 			// A malformed NAD is the NAD writer's bug; retrying will not fix it.
 			logger.Error(err, "skipping network")
 		} else if ok {
-			if err := r.apply(ctx, nad.Namespace, net); err != nil {
+			waiting, err := r.apply(ctx, nad.Namespace, net)
+			if err != nil {
 				return reconcile.Result{}, err
+			}
+			if waiting {
+				// Pods are not watched: look again for the node to drain.
+				poll := r.DrainPoll
+				if poll == 0 {
+					poll = 30 * time.Second
+				}
+				return reconcile.Result{RequeueAfter: poll}, r.collect(ctx)
 			}
 		}
 	}
 	return reconcile.Result{}, r.collect(ctx)
 }
 
-func (r *Layer2Reconciler) apply(ctx context.Context, namespace string, net dataplane.Layer2Network) error {
+// apply programs the network; waiting reports local nodes that still run pods
+// on the old topology and are left out until they drain.
+func (r *Layer2Reconciler) apply(ctx context.Context, namespace string, net dataplane.Layer2Network) (waiting bool, err error) {
 	var nodeList corev1.NodeList
 	if err := r.Client.List(ctx, &nodeList); err != nil {
-		return err
+		return false, err
 	}
 	var nodes []dataplane.Layer2Node
 	for i := range nodeList.Items {
@@ -116,14 +131,15 @@ func (r *Layer2Reconciler) apply(ctx context.Context, namespace string, net data
 		if n.Local && n.TopologyVersion != dataplane.Layer2TopologyVersion {
 			running, err := r.runningPods(ctx, namespace, node.Name)
 			if err != nil {
-				return err
+				return false, err
 			}
 			n.RunningPods = running
 			if !dataplane.Layer2NodeCanSwitch(n) {
+				waiting = true
 				continue // keeps the old topology until drained
 			}
 			if err := r.announce(ctx, node); err != nil {
-				return err
+				return false, err
 			}
 			n.TopologyVersion = dataplane.Layer2TopologyVersion
 		}
@@ -131,10 +147,10 @@ func (r *Layer2Reconciler) apply(ctx context.Context, namespace string, net data
 	}
 	d, err := dataplane.Layer2Topology(net, nodes)
 	if err != nil {
-		return err
+		return false, err
 	}
 	_, err = r.OVN.Apply(ctx, d)
-	return err
+	return waiting, err
 }
 
 // announce marks a node as running the transit-router topology.

@@ -66,7 +66,7 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (&Layer2Reconciler{Client: mgr.GetClient(), OVN: ovn}).SetupWithManager(mgr); err != nil {
+	if err := (&Layer2Reconciler{Client: mgr.GetClient(), OVN: ovn, DrainPoll: 200 * time.Millisecond}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = mgr.Start(ctx) }()
@@ -133,6 +133,41 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually("node3 programmed", func() bool { return strings.Contains(nbctl("show", tr), "trtor-GR_ns1_tenant.blue_node3") })
+
+	// node4 still runs a pod of the network: it keeps the old topology (not
+	// programmed, not announced) until the pod is gone.
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "vm-pod"},
+		Spec: corev1.PodSpec{NodeName: "node4", Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+	if err := c.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Phase = corev1.PodRunning
+	if err := c.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	// The reconciler reads pods from the manager's cache: let it see the pod first.
+	eventually("the manager's cache sees the running pod", func() bool {
+		var p corev1.Pod
+		return mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(pod), &p) == nil && p.Status.Phase == corev1.PodRunning
+	})
+	n4 := node("node4", "5")
+	if err := c.Create(ctx, n4); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // a negative check: give the reconciler a chance to act wrongly
+	if strings.Contains(nbctl("show", tr), "trtor-GR_ns1_tenant.blue_node4") {
+		t.Error("node4 switched topology while it runs a pod of the network")
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: "node4"}, n4); err != nil {
+		t.Fatal(err)
+	}
+	if v := n4.Annotations[udnv1.AnnotationLayer2TopologyVersion]; v == "2.0" {
+		t.Error("node4 was announced on 2.0 while it runs a pod")
+	}
+	if err := c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	eventually("node4 programmed after draining", func() bool { return strings.Contains(nbctl("show", tr), "trtor-GR_ns1_tenant.blue_node4") })
 
 	// The NAD goes: so does the network's topology.
 	if err := c.Delete(ctx, nad); err != nil {
