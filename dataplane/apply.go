@@ -491,7 +491,10 @@ func (p *planner) routers(desired []Router) error {
 	var current []*nbdb.LogicalRouter
 	for _, r := range rowsOf[nbdb.LogicalRouter](p, nbdb.LogicalRouterTable) {
 		current = append(current, r)
-		if prev, dup := byName[r.Name]; !dup || (!p.owner.owns(prev.ExternalIDs) && p.owner.owns(r.ExternalIDs)) {
+		size := func(x *nbdb.LogicalRouter) int {
+			return len(x.Ports) + len(x.StaticRoutes) + len(x.Policies) + len(x.Nat)
+		}
+		if prev, dup := byName[r.Name]; !dup || preferred(p.owner, prev.ExternalIDs, r.ExternalIDs, size(prev), size(r)) {
 			byName[r.Name] = r
 		}
 	}
@@ -539,7 +542,9 @@ func (p *planner) routers(desired []Router) error {
 		}
 	}
 	for _, r := range current {
-		if wanted[r.Name] {
+		// A second row with a wanted name (Logical_Router and Logical_Switch have
+		// no name index, so a race can create one) is handled like a stale row.
+		if wanted[r.Name] && byName[r.Name] == r {
 			continue
 		}
 		if p.owner.owns(r.ExternalIDs) {
@@ -551,8 +556,8 @@ func (p *planner) routers(desired []Router) error {
 			continue
 		}
 		if err := p.dropChildren(r, []childColumn{
-			{&r.Ports, lrpSpecOwned(p)}, {&r.StaticRoutes, routeSpecOwned(p)},
-			{&r.Policies, policySpecOwned(p)}, {&r.Nat, natSpecOwned(p)},
+			{&r.Ports, lrpSpec.table, ownedIn(p, lrpSpec)}, {&r.StaticRoutes, routeSpec.table, ownedIn(p, routeSpec)},
+			{&r.Policies, policySpec.table, ownedIn(p, policySpec)}, {&r.Nat, natSpec.table, ownedIn(p, natSpec)},
 		}); err != nil {
 			return err
 		}
@@ -566,7 +571,7 @@ func (p *planner) switches(desired []Switch) error {
 	var current []*nbdb.LogicalSwitch
 	for _, s := range rowsOf[nbdb.LogicalSwitch](p, nbdb.LogicalSwitchTable) {
 		current = append(current, s)
-		if prev, dup := byName[s.Name]; !dup || (!p.owner.owns(prev.ExternalIDs) && p.owner.owns(s.ExternalIDs)) {
+		if prev, dup := byName[s.Name]; !dup || preferred(p.owner, prev.ExternalIDs, s.ExternalIDs, len(prev.Ports), len(s.Ports)) {
 			byName[s.Name] = s
 		}
 	}
@@ -598,7 +603,9 @@ func (p *planner) switches(desired []Switch) error {
 		}
 	}
 	for _, s := range current {
-		if wanted[s.Name] {
+		// A second row with a wanted name (Logical_Router and Logical_Switch have
+		// no name index, so a race can create one) is handled like a stale row.
+		if wanted[s.Name] && byName[s.Name] == s {
 			continue
 		}
 		if p.owner.owns(s.ExternalIDs) {
@@ -608,11 +615,21 @@ func (p *planner) switches(desired []Switch) error {
 			}
 			continue
 		}
-		if err := p.dropChildren(s, []childColumn{{&s.Ports, lspSpecOwned(p)}}); err != nil {
+		if err := p.dropChildren(s, []childColumn{{&s.Ports, lspSpec.table, ownedIn(p, lspSpec)}}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// preferred says whether a second row with the same name should replace the
+// first as the one udnkit works on: an owned row beats a foreign one, then the
+// row with more children wins (the other is the leftover of a race).
+func preferred(owner Owner, prevIDs, nextIDs map[string]string, prevSize, nextSize int) bool {
+	if owner.owns(prevIDs) != owner.owns(nextIDs) {
+		return owner.owns(nextIDs)
+	}
+	return nextSize > prevSize
 }
 
 // parent creates a missing parent with its new children, or updates an
@@ -655,6 +672,7 @@ func (p *planner) parent(ex, row model.Model, ref bool, ids *map[string]string, 
 
 type childColumn struct {
 	col   *[]string
+	table string
 	owned func(uuid string) bool
 }
 
@@ -666,6 +684,7 @@ func (p *planner) dropChildren(parent model.Model, cols []childColumn) error {
 		for _, u := range *c.col {
 			if c.owned(u) {
 				drop = append(drop, u)
+				p.gone = append(p.gone, rowRef{c.table, u})
 			}
 		}
 		if len(drop) > 0 {
@@ -688,12 +707,6 @@ func ownedIn[T any](p *planner, sp spec[T]) func(string) bool {
 		return p.owner.owns(*sp.ids(m.(*T)))
 	}
 }
-
-func lrpSpecOwned(p *planner) func(string) bool    { return ownedIn(p, lrpSpec) }
-func routeSpecOwned(p *planner) func(string) bool  { return ownedIn(p, routeSpec) }
-func policySpecOwned(p *planner) func(string) bool { return ownedIn(p, policySpec) }
-func natSpecOwned(p *planner) func(string) bool    { return ownedIn(p, natSpec) }
-func lspSpecOwned(p *planner) func(string) bool    { return ownedIn(p, lspSpec) }
 
 // sameFields compares managed columns the way OVSDB stores them: sets are
 // unordered, an empty map equals a missing one, optional values compare by value.

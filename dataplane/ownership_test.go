@@ -144,3 +144,24 @@ func TestApplyHealsDuplicateOwnedRows(t *testing.T) {
 		t.Errorf("%d copies of the route after healing, want 1", got)
 	}
 }
+
+// A second owned router with a wanted name (Logical_Router has no name index)
+// is removed with its children; the first one stays.
+func TestApplyRemovesSecondOwnedRouterWithWantedName(t *testing.T) {
+	e := newEnv(t)
+	net, nodes := exampleV4()
+	d := mustLayer2(t, net, nodes)
+	e.apply(d)
+	e.nbctl("--", "create", "Logical_Router", "name="+tr, `external_ids:"k8s.ovn.org/network"=test12_namespace-scoped`,
+		`external_ids:"k8s.ovn.org/topology"=layer2`, `external_ids:"k8s.ovn.org/udnkit-piece"=transit-router`)
+	if ops := e.apply(d); ops != 1 {
+		t.Errorf("removing the second router sent %d operations, want 1", ops)
+	}
+	names := lines(e.nbctl("--columns=name", "--data=bare", "--no-headings", "list", "Logical_Router"))
+	if strings.Join(names, " ") != gr1+" "+tr {
+		t.Errorf("routers = %v, want one GR and one transit router", names)
+	}
+	if !strings.Contains(e.nbctl("show", tr), "trtor-"+gr3) {
+		t.Error("the surviving transit router lost its ports")
+	}
+}
