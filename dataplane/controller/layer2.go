@@ -288,3 +288,23 @@ func Layer2NodeFromNode(node *corev1.Node) (dataplane.Layer2Node, bool, error) {
 		LegacyTunnelKey: id,
 	}, true, nil
 }
+
+// Setup connects to OVN (the manager's --ovn-nb-address and --ovn-sb-address,
+// unix: or tcp:) and registers the Layer2 reconciler with the manager; every
+// node is local unless local says otherwise. The client closes when ctx ends.
+func Setup(ctx context.Context, mgr ctrl.Manager, nbAddress, sbAddress string, local func(*corev1.Node) bool) (*Layer2Reconciler, error) {
+	ovn, err := dataplane.NewClient(ctx, nbAddress, sbAddress)
+	if err != nil {
+		return nil, err
+	}
+	r := &Layer2Reconciler{Client: mgr.GetClient(), OVN: ovn, Local: local}
+	if err := r.SetupWithManager(mgr); err != nil {
+		ovn.Close()
+		return nil, err
+	}
+	go func() {
+		<-ctx.Done()
+		ovn.Close()
+	}()
+	return r, nil
+}

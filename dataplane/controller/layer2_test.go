@@ -18,7 +18,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
-	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 	"github.com/udnkit/udnkit/envtest"
 )
@@ -51,12 +50,6 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Stop)
-	ovn, err := dataplane.NewClient(ctx, db.NB.Address(), db.SB.Address())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ovn.Close)
-
 	// Errors surface through the assertions; a test logger would outlive the test.
 	ctrl.SetLogger(logr.Discard())
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme,
@@ -66,8 +59,14 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (&Layer2Reconciler{Client: mgr.GetClient(), OVN: ovn, DrainPoll: 200 * time.Millisecond}).SetupWithManager(mgr); err != nil {
+	r, err := Setup(ctx, mgr, db.NB.Address(), db.SB.Address(), nil)
+	if err != nil {
 		t.Fatal(err)
+	}
+	r.DrainPoll = 200 * time.Millisecond
+	if _, err := Setup(ctx, mgr, "/no/scheme.sock", db.SB.Address(), nil); err == nil ||
+		!strings.Contains(err.Error(), `--ovn-nb-address "/no/scheme.sock": must start with unix: or tcp:`) {
+		t.Errorf("bad NB address: err = %v", err)
 	}
 	go func() { _ = mgr.Start(ctx) }()
 
