@@ -342,18 +342,18 @@ func (p *Pool) Subnets() []netip.Prefix {
 
 // Gateways are the gateway addresses, one per subnet in order.
 func (p *Pool) Gateways() []netip.Addr {
-	out := make([]netip.Addr, len(p.subnets))
-	for i, sp := range p.subnets {
-		out[i] = sp.gateway
-	}
-	return out
+	return p.perSubnet(func(sp *subnetPool) netip.Addr { return sp.gateway })
 }
 
 // ManagementIPs are the management port addresses, one per subnet in order.
 func (p *Pool) ManagementIPs() []netip.Addr {
+	return p.perSubnet(func(sp *subnetPool) netip.Addr { return sp.mgmt })
+}
+
+func (p *Pool) perSubnet(f func(*subnetPool) netip.Addr) []netip.Addr {
 	out := make([]netip.Addr, len(p.subnets))
 	for i, sp := range p.subnets {
-		out[i] = sp.mgmt
+		out[i] = f(sp)
 	}
 	return out
 }

@@ -298,4 +298,3 @@ func TestLargeIPv6Subnet(t *testing.T) {
 		t.Fatalf("explicit request beyond the walked range: %v", err)
 	}
 }
-
