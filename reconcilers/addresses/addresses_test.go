@@ -231,6 +231,7 @@ var _ = Describe("IPAMClaims", func() {
 		pn := podNetwork(ns, "p", ns+"/tenant")
 		claim, _ := claimWith(ns, "old-style", metav1.ConditionTrue, addresses.ReasonSuccessfulAllocation)
 		Expect(claim.Status.IPs).To(Equal(pn.IPAddresses))
+		Expect(warning(ns, "p", addresses.ReasonDeprecatedAnnotation)).To(ContainSubstring("use ipam-claim-reference"))
 	})
 })
 

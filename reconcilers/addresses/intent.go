@@ -26,10 +26,12 @@ const (
 // intent is who owns a pod's addresses and what it asks for.
 type intent struct {
 	// owner is "claim/<ns>/<claim>", "vm/<ns>/<vm>" or "pod/<ns>/<pod>".
-	owner   string
-	claim   string
-	vm      vmInfo
-	request ipalloc.Request
+	owner string
+	claim string
+	// deprecatedClaim says the claim came from k8s.ovn.org/primary-udn-ipamclaim.
+	deprecatedClaim bool
+	vm              vmInfo
+	request         ipalloc.Request
 }
 
 func podOwner(pod *corev1.Pod) string { return "pod/" + pod.Namespace + "/" + pod.Name }
@@ -56,6 +58,7 @@ func (r *Reconciler) intentOf(pod *corev1.Pod, net *primaryLayer2) (intent, erro
 	}
 	if l2 := net.spec.Layer2; !nse && l2.IPAM != nil && l2.IPAM.Lifecycle == udnv1.IPAMLifecyclePersistent {
 		in.claim = pod.Annotations[udnv1.AnnotationPrimaryUDNIPAMClaim]
+		in.deprecatedClaim = in.claim != ""
 	}
 	switch {
 	case in.claim != "":

@@ -183,6 +183,10 @@ func (r *Reconciler) allocate(ctx context.Context, pod *corev1.Pod, net *primary
 		}
 		return reconcile.Result{}, nil
 	}
+	if in.deprecatedClaim {
+		r.warn(pod, ReasonDeprecatedAnnotation, fmt.Sprintf("annotation %s is deprecated and will be removed in a future release; use ipam-claim-reference in %s",
+			udnv1.AnnotationPrimaryUDNIPAMClaim, udnv1.AnnotationDefaultNetwork))
+	}
 	var claim *ipamclaimsv1alpha1.IPAMClaim
 	if in.claim != "" {
 		claim = &ipamclaimsv1alpha1.IPAMClaim{}
