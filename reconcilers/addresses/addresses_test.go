@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strings"
 
+	ipamclaimsv1alpha1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -72,6 +73,15 @@ var _ = Describe("the OKEP-5233 usage example", func() {
 		// The reserved range still serves explicit requests.
 		createPod(ns, "reserved-request", requesting([]string{"192.168.100.201"}, "", ""))
 		Expect(podNetwork(ns, "reserved-request", key).IPAddresses).To(Equal([]string{"192.168.100.201/24"}))
+
+		// The CUDN's pool spans its namespaces: a second namespace sees the same conflicts.
+		namespace("okep-example-2", map[string]string{udnv1.LabelPrimaryUserDefinedNetwork: "", "network": "network-l2"})
+		createPod("okep-example-2", "copycat", requesting([]string{"192.168.100.205"}, "", ""))
+		Expect(warning("okep-example-2", "copycat", ipalloc.ReasonIPAddressConflict)).To(
+			ContainSubstring("IP address 192.168.100.205 is already in use by pod/okep-example/migrated-app"))
+		expectNoAnnotation("okep-example-2", "copycat")
+		createPod("okep-example-2", "neighbour", requesting([]string{"192.168.100.206"}, "", ""))
+		Expect(podNetwork("okep-example-2", "neighbour", "okep-example-2/network-l2").IPAddresses).To(Equal([]string{"192.168.100.206/24"}))
 	})
 })
 
@@ -188,8 +198,10 @@ var _ = Describe("IPAMClaims", func() {
 		Expect(pn2.IPAddresses).To(Equal(pn.IPAddresses))
 		Expect(pn2.MACAddress).To(Equal(pn.MACAddress))
 		Eventually(func(g Gomega) {
-			claim, _ := claimWith(ns, "vm-a", metav1.ConditionTrue, addresses.ReasonSuccessfulAllocation)
-			g.Expect(claim.Status.OwnerPod.Name).To(Equal("launcher-2"))
+			var c ipamclaimsv1alpha1.IPAMClaim
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vm-a"}, &c)).To(Succeed())
+			g.Expect(c.Status.OwnerPod).To(HaveField("Name", "launcher-2"))
+			g.Expect(c.Status.IPs).To(Equal(pn.IPAddresses))
 		}).Should(Succeed())
 	})
 

@@ -67,8 +67,10 @@ func findNetwork(ctx context.Context, c client.Reader, namespace string) (*prima
 		}
 	}
 	var ns corev1.Namespace
+	// A pod's namespace exists; not finding it means the cache lags, and the
+	// error makes the pod come back.
 	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, &ns); err != nil {
-		return nil, client.IgnoreNotFound(err)
+		return nil, fmt.Errorf("namespace %s: %w", namespace, err)
 	}
 	var cudns udnv1.ClusterUserDefinedNetworkList
 	if err := c.List(ctx, &cudns); err != nil {
