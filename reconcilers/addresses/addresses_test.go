@@ -8,6 +8,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,73 +19,136 @@ import (
 
 func ipsOf(pn addresses.PodNetwork) []string { return pn.IPAddresses }
 
-var _ = Describe("the OKEP-5233 usage example", func() {
-	It("allocates .4-.199 and .208-.254 automatically and gives .205 with its MAC on request", func() {
-		const ns = "okep-example"
-		namespace(ns, map[string]string{udnv1.LabelPrimaryUserDefinedNetwork: "", "network": "network-l2"})
-		l2 := primaryLayer2("192.168.100.0/24")
-		l2.InfrastructureSubnets = []udnv1.NetworkCIDR{"192.168.100.0/30"}
-		l2.ReservedSubnets = []udnv1.NetworkCIDR{"192.168.100.200/29"}
-		l2.DefaultGatewayIPs = udnv1.DualStackIPs{"192.168.100.2"}
+// okepCase is OKEP-5233's usage example in one IP family, or both.
+type okepCase struct {
+	name                          string
+	subnets, infra, reserved, gws []string
+	request, requestWant          []string
+	reservedRequest, reservedWant []string
+	routes                        []addresses.PodRoute
+	autoCount                     int
+	autoWant                      [][][2]string // per family, the automatic ranges in order
+	exhaustedSubnet               string
+}
+
+func as[T ~string](in []string) []T {
+	var out []T
+	for _, s := range in {
+		out = append(out, T(s))
+	}
+	return out
+}
+
+func addrRange(rs ...[2]string) []string {
+	var out []string
+	for _, r := range rs {
+		for a := netip.MustParseAddr(r[0]); a.Compare(netip.MustParseAddr(r[1])) <= 0; a = a.Next() {
+			out = append(out, a.String())
+		}
+	}
+	return out
+}
+
+var (
+	okepV4Auto = [][2]string{{"192.168.100.4", "192.168.100.199"}, {"192.168.100.208", "192.168.100.254"}}
+	// IPv6 has no broadcast address: ::ff is a workload address.
+	okepV6Auto = [][2]string{{"fd00:100::4", "fd00:100::c7"}, {"fd00:100::d0", "fd00:100::ff"}}
+)
+
+var _ = DescribeTable("the OKEP-5233 usage example end to end",
+	func(tc okepCase) {
+		ns, cudn := "okep-"+tc.name, "network-l2-"+tc.name
+		namespace(ns, map[string]string{udnv1.LabelPrimaryUserDefinedNetwork: "", "network": cudn})
+		l2 := primaryLayer2(tc.subnets...)
+		l2.InfrastructureSubnets = as[udnv1.NetworkCIDR](tc.infra)
+		l2.ReservedSubnets = as[udnv1.NetworkCIDR](tc.reserved)
+		l2.DefaultGatewayIPs = as[udnv1.IP](tc.gws)
 		Expect(k8s.Create(ctx, &udnv1.ClusterUserDefinedNetwork{
-			ObjectMeta: metav1.ObjectMeta{Name: "network-l2"},
+			ObjectMeta: metav1.ObjectMeta{Name: cudn},
 			Spec: udnv1.ClusterUserDefinedNetworkSpec{
-				NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"network": "network-l2"}},
+				NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"network": cudn}},
 				Network:           udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: l2},
 			},
 		})).To(Succeed())
-		key := ns + "/network-l2"
+		key := ns + "/" + cudn
 
 		// The migrated workload first, so the automatic ones cannot race it.
-		createPod(ns, "migrated-app", requesting([]string{"192.168.100.205"}, "00:1A:2B:3C:4D:5E", ""))
+		createPod(ns, "migrated-app", requesting(tc.request, "00:1A:2B:3C:4D:5E", ""))
 		pn := podNetwork(ns, "migrated-app", key)
-		Expect(pn.IPAddresses).To(Equal([]string{"192.168.100.205/24"}))
+		Expect(pn.IPAddresses).To(Equal(tc.requestWant))
 		Expect(pn.MACAddress).To(Equal("00:1a:2b:3c:4d:5e"))
-		Expect(pn.GatewayIPs).To(Equal([]string{"192.168.100.2"}))
-		Expect(pn.IPAddress).To(Equal("192.168.100.205/24"))
-		Expect(pn.GatewayIP).To(Equal("192.168.100.2"))
+		Expect(pn.GatewayIPs).To(Equal(tc.gws))
 		Expect(pn.Role).To(Equal("primary"))
-		Expect(pn.Routes).To(Equal([]addresses.PodRoute{{Dest: "10.96.0.0/16", NextHop: "192.168.100.2"}}))
+		Expect(pn.Routes).To(Equal(tc.routes))
+		if len(tc.subnets) == 1 {
+			Expect(pn.IPAddress).To(Equal(tc.requestWant[0]))
+			Expect(pn.GatewayIP).To(Equal(tc.gws[0]))
+		} else {
+			Expect(pn.IPAddress).To(BeEmpty())
+			Expect(pn.GatewayIP).To(BeEmpty())
+		}
 
-		names := seq("auto-", 243)
+		names := seq("auto-", tc.autoCount)
 		for _, n := range names {
 			createPod(ns, n)
 		}
-		got := map[string]bool{}
+		got := make([][]string, len(tc.subnets))
 		for _, n := range names {
 			pn := podNetwork(ns, n, key)
-			Expect(pn.IPAddresses).To(HaveLen(1))
-			addr := netip.MustParsePrefix(pn.IPAddresses[0]).Addr()
-			Expect(pn.MACAddress).To(Equal(ipalloc.DeriveMAC(addr).String()))
-			got[addr.String()] = true
-		}
-		want := map[string]bool{}
-		for a := netip.MustParseAddr("192.168.100.4"); a.Compare(netip.MustParseAddr("192.168.100.254")) <= 0; a = a.Next() {
-			if a.As4()[3] < 200 || a.As4()[3] >= 208 {
-				want[a.String()] = true
+			Expect(pn.IPAddresses).To(HaveLen(len(tc.subnets)))
+			first := netip.MustParsePrefix(pn.IPAddresses[0]).Addr()
+			Expect(pn.MACAddress).To(Equal(ipalloc.DeriveMAC(first).String()))
+			for f, ip := range pn.IPAddresses {
+				got[f] = append(got[f], netip.MustParsePrefix(ip).Addr().String())
 			}
 		}
-		Expect(got).To(Equal(want), "the 243 automatic pods must hold exactly .4-.199 and .208-.254")
+		for f, ranges := range tc.autoWant {
+			all := addrRange(ranges...)
+			Expect(got[f]).To(ConsistOf(all[:tc.autoCount]), "family %d: the automatic pods must hold exactly the OKEP ranges", f)
+		}
 
 		// The next automatic pod finds the pool exhausted: an event, no annotation.
 		createPod(ns, "one-too-many")
-		Expect(warning(ns, "one-too-many", ipalloc.ReasonSubnetExhausted)).To(ContainSubstring("192.168.100.0/24"))
+		Expect(warning(ns, "one-too-many", ipalloc.ReasonSubnetExhausted)).To(ContainSubstring(tc.exhaustedSubnet))
 		expectNoAnnotation(ns, "one-too-many")
 		// The reserved range still serves explicit requests.
-		createPod(ns, "reserved-request", requesting([]string{"192.168.100.201"}, "", ""))
-		Expect(podNetwork(ns, "reserved-request", key).IPAddresses).To(Equal([]string{"192.168.100.201/24"}))
+		createPod(ns, "reserved-request", requesting(tc.reservedRequest, "", ""))
+		Expect(podNetwork(ns, "reserved-request", key).IPAddresses).To(Equal(tc.reservedWant))
 
 		// The CUDN's pool spans its namespaces: a second namespace sees the same conflicts.
-		namespace("okep-example-2", map[string]string{udnv1.LabelPrimaryUserDefinedNetwork: "", "network": "network-l2"})
-		createPod("okep-example-2", "copycat", requesting([]string{"192.168.100.205"}, "", ""))
-		Expect(warning("okep-example-2", "copycat", ipalloc.ReasonIPAddressConflict)).To(
-			ContainSubstring("IP address 192.168.100.205 is already in use by pod/okep-example/migrated-app"))
-		expectNoAnnotation("okep-example-2", "copycat")
-		createPod("okep-example-2", "neighbour", requesting([]string{"192.168.100.206"}, "", ""))
-		Expect(podNetwork("okep-example-2", "neighbour", "okep-example-2/network-l2").IPAddresses).To(Equal([]string{"192.168.100.206/24"}))
-	})
-})
-
+		ns2 := ns + "-2"
+		namespace(ns2, map[string]string{udnv1.LabelPrimaryUserDefinedNetwork: "", "network": cudn})
+		createPod(ns2, "copycat", requesting(tc.request, "", ""))
+		Expect(warning(ns2, "copycat", ipalloc.ReasonIPAddressConflict)).To(
+			ContainSubstring("is already in use by pod/" + ns + "/migrated-app"))
+		expectNoAnnotation(ns2, "copycat")
+	},
+	Entry("IPv4", okepCase{
+		name: "v4", subnets: []string{"192.168.100.0/24"}, infra: []string{"192.168.100.0/30"},
+		reserved: []string{"192.168.100.200/29"}, gws: []string{"192.168.100.2"},
+		request: []string{"192.168.100.205"}, requestWant: []string{"192.168.100.205/24"},
+		reservedRequest: []string{"192.168.100.201"}, reservedWant: []string{"192.168.100.201/24"},
+		routes:    []addresses.PodRoute{{Dest: "10.96.0.0/16", NextHop: "192.168.100.2"}},
+		autoCount: 243, autoWant: [][][2]string{okepV4Auto}, exhaustedSubnet: "192.168.100.0/24",
+	}),
+	Entry("IPv6", okepCase{
+		name: "v6", subnets: []string{"fd00:100::/120"}, infra: []string{"fd00:100::/126"},
+		reserved: []string{"fd00:100::c8/125"}, gws: []string{"fd00:100::2"},
+		request: []string{"fd00:100::cd"}, requestWant: []string{"fd00:100::cd/120"},
+		reservedRequest: []string{"fd00:100::c9"}, reservedWant: []string{"fd00:100::c9/120"},
+		routes:    []addresses.PodRoute{{Dest: "fd00:10:96::/112", NextHop: "fd00:100::2"}},
+		autoCount: 244, autoWant: [][][2]string{okepV6Auto}, exhaustedSubnet: "fd00:100::/120",
+	}),
+	Entry("dual-stack", okepCase{
+		name: "ds", subnets: []string{"192.168.100.0/24", "fd00:100::/120"}, infra: []string{"192.168.100.0/30", "fd00:100::/126"},
+		reserved: []string{"192.168.100.200/29", "fd00:100::c8/125"}, gws: []string{"192.168.100.2", "fd00:100::2"},
+		request: []string{"192.168.100.205", "fd00:100::cd"}, requestWant: []string{"192.168.100.205/24", "fd00:100::cd/120"},
+		reservedRequest: []string{"fd00:100::c9", "192.168.100.201"}, reservedWant: []string{"192.168.100.201/24", "fd00:100::c9/120"},
+		routes: []addresses.PodRoute{{Dest: "10.96.0.0/16", NextHop: "192.168.100.2"}, {Dest: "fd00:10:96::/112", NextHop: "fd00:100::2"}},
+		// IPv4 runs out first; IPv6 gives the first 243 of its automatic addresses.
+		autoCount: 243, autoWant: [][][2]string{okepV4Auto, okepV6Auto}, exhaustedSubnet: "192.168.100.0/24",
+	}),
+)
 var _ = Describe("requests through the default-network NetworkSelectionElement", func() {
 	DescribeTable("IP-only, MAC-only and both, per IP family",
 		func(ns string, subnets []string, ips []string, mac string, wantIPs []string, wantMAC string) {
@@ -291,5 +355,26 @@ var _ = Describe("live migration", func() {
 		Eventually(rec.MigratedVMs).ShouldNot(ContainElement(HaveField("VM", "vm1")))
 		createPod(ns, "heir", requesting([]string{strings.Split(src.IPAddresses[0], "/")[0], "fd00:40::98"}, "", ""))
 		Expect(podNetwork(ns, "heir", ns+"/tenant").IPAddresses[0]).To(Equal(src.IPAddresses[0]))
+	})
+})
+
+var _ = Describe("a namespace that a CUDN selects later", func() {
+	It("gets its waiting pods addressed when the label arrives", func() {
+		const ns = "late-label"
+		Expect(k8s.Create(ctx, &udnv1.ClusterUserDefinedNetwork{
+			ObjectMeta: metav1.ObjectMeta{Name: "late"},
+			Spec: udnv1.ClusterUserDefinedNetworkSpec{
+				NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"network": "late"}},
+				Network:           udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: primaryLayer2("10.70.0.0/24")},
+			},
+		})).To(Succeed())
+		namespace(ns, nil)
+		createPod(ns, "waiting")
+		expectNoAnnotation(ns, "waiting")
+		var n corev1.Namespace
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: ns}, &n)).To(Succeed())
+		n.Labels = map[string]string{"network": "late", udnv1.LabelPrimaryUserDefinedNetwork: ""}
+		Expect(k8s.Update(ctx, &n)).To(Succeed())
+		Expect(podNetwork(ns, "waiting", ns+"/late").IPAddresses).To(Equal([]string{"10.70.0.3/24"}))
 	})
 })

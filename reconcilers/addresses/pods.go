@@ -83,14 +83,21 @@ func NewReconciler(c client.Client, recorder events.EventRecorder, cfg Config) *
 		networks: map[string]*netState{}, pods: map[types.NamespacedName]podRecord{}}
 }
 
-// SetupWithManager watches pods, and UDNs and CUDNs to revisit their pods.
+// SetupWithManager watches pods, and UDNs, CUDNs and namespaces to revisit
+// their pods.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("addresses").
 		For(&corev1.Pod{}).
 		Watches(&udnv1.UserDefinedNetwork{}, handler.EnqueueRequestsFromMapFunc(r.podsOfUDN)).
 		Watches(&udnv1.ClusterUserDefinedNetwork{}, handler.EnqueueRequestsFromMapFunc(r.podsOfCUDN)).
+		// A namespace's labels decide which CUDN selects it.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.podsOfNamespace)).
 		Complete(r)
+}
+
+func (r *Reconciler) podsOfNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.podsIn(ctx, o.GetName())
 }
 
 func (r *Reconciler) podsOfUDN(ctx context.Context, o client.Object) []reconcile.Request {
