@@ -205,16 +205,13 @@ func (r *Reconciler) allocate(ctx context.Context, pod *corev1.Pod, net *primary
 			return reconcile.Result{}, err
 		}
 		if err := restoreClaim(st.pool, in, claim); err != nil {
-			return reconcile.Result{}, r.refuse(ctx, pod, claim, net, err)
+			return r.refuse(ctx, pod, claim, net, err)
 		}
 	}
 	_, held := st.pool.Lookup(in.owner)
 	alloc, err := st.pool.Allocate(in.owner, in.request)
 	if err != nil {
-		if rerr := r.refuse(ctx, pod, claim, net, err); rerr != nil {
-			return reconcile.Result{}, rerr
-		}
-		return reconcile.Result{RequeueAfter: retryConflicts}, nil
+		return r.refuse(ctx, pod, claim, net, err)
 	}
 	r.record(nn, podRecord{uid: pod.UID, network: net.ref.ID(), owner: in.owner, vm: in.vm})
 	if in.vm.name != "" && !held {
@@ -246,13 +243,19 @@ func (r *Reconciler) allocate(ctx context.Context, pod *corev1.Pod, net *primary
 	return reconcile.Result{}, nil
 }
 
-// refuse reports an allocation failure on the pod and its claim.
-func (r *Reconciler) refuse(ctx context.Context, pod *corev1.Pod, claim *ipamclaimsv1alpha1.IPAMClaim, net *primaryLayer2, err error) error {
+// refuse reports an allocation failure on the pod and its claim, and tries
+// again later: a conflict or an exhausted subnet clears when a pod goes.
+func (r *Reconciler) refuse(ctx context.Context, pod *corev1.Pod, claim *ipamclaimsv1alpha1.IPAMClaim, net *primaryLayer2, err error) (reconcile.Result, error) {
 	r.warn(pod, ipalloc.ReasonOf(err), fmt.Sprintf("failed to allocate addresses on network %s: %v", net.ref.Key(pod.Namespace), err))
 	if claim != nil {
-		return r.setClaimStatus(ctx, claim, pod, ipalloc.Allocation{}, err)
+		if serr := r.setClaimStatus(ctx, claim, pod, ipalloc.Allocation{}, err); serr != nil {
+			return reconcile.Result{}, serr
+		}
 	}
-	return nil
+	if ipalloc.ReasonOf(err) == ipalloc.ReasonInvalidRequest {
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{RequeueAfter: retryConflicts}, nil
 }
 
 // adopt records an allocation found in the pod's annotation (written before
