@@ -17,7 +17,6 @@ import (
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
 )
 
-func ipsOf(pn addresses.PodNetwork) []string { return pn.IPAddresses }
 
 // okepCase is OKEP-5233's usage example in one IP family, or both.
 type okepCase struct {
@@ -326,10 +325,17 @@ var _ = Describe("the ovn-kubernetes/default NAD stub", func() {
 	})
 })
 
-var _ = Describe("live migration", func() {
-	It("gives the target pod the source's addresses and frees them only with the VM's last pod", func() {
-		const ns = "kubevirt"
-		createUDN(ns, "tenant", primaryLayer2("10.40.0.0/24", "fd00:40::/64"))
+func addrsOf(pn addresses.PodNetwork) []string {
+	out := make([]string, len(pn.IPAddresses))
+	for i, ip := range pn.IPAddresses {
+		out[i] = strings.Split(ip, "/")[0]
+	}
+	return out
+}
+
+var _ = DescribeTable("live migration: the target pod shares the source's allocation, released only with the VM's last pod",
+	func(ns string, subnets []string, markRunning func(*corev1.Pod)) {
+		createUDN(ns, "tenant", primaryLayer2(subnets...))
 		vm := []podOpt{labelled(addresses.LabelVM, "vm1"), annotated(addresses.AnnotationAllowLiveMigration, "")}
 		createPod(ns, "virt-launcher-vm1-src", append(vm, onNode("node-a"))...)
 		src := podNetwork(ns, "virt-launcher-vm1-src", ns+"/tenant")
@@ -337,26 +343,35 @@ var _ = Describe("live migration", func() {
 		dst := podNetwork(ns, "virt-launcher-vm1-dst", ns+"/tenant")
 		Expect(dst.IPAddresses).To(Equal(src.IPAddresses))
 		Expect(dst.MACAddress).To(Equal(src.MACAddress))
-		Expect(rec.MigratedVMs()).NotTo(ContainElement(HaveField("VM", "vm1")), "until kubevirt marks the target, the VM runs on its owner node")
+		Expect(rec.MigratedVMs()).NotTo(ContainElement(HaveField("Namespace", ns)), "until kubevirt marks the target, the VM runs on its owner node")
 
 		// kubevirt marks the target once the VM runs there.
-		var p = getPod(ns, "virt-launcher-vm1-dst")
-		p.Labels[addresses.KeyNodeName] = "node-b"
+		p := getPod(ns, "virt-launcher-vm1-dst")
+		markRunning(p)
 		Expect(k8s.Update(ctx, p)).To(Succeed())
 		Eventually(rec.MigratedVMs).Should(ContainElement(And(
 			HaveField("VM", "vm1"), HaveField("Namespace", ns), HaveField("OwnerNode", "node-a"), HaveField("CurrentNode", "node-b"),
-			HaveField("IPs", HaveLen(2)))))
+			HaveField("IPs", HaveLen(len(subnets))))))
 
+		// The source pod goes (and with it the owner node's claim on the
+		// addresses): they stay reserved for the VM.
 		deletePod(ns, "virt-launcher-vm1-src")
-		createPod(ns, "squatter", requesting([]string{strings.Split(src.IPAddresses[0], "/")[0], "fd00:40::99"}, "", ""))
-		Expect(warning(ns, "squatter", ipalloc.ReasonIPAddressConflict)).To(ContainSubstring("vm/kubevirt/vm1"))
+		createPod(ns, "squatter", requesting(addrsOf(src), "", ""))
+		Expect(warning(ns, "squatter", ipalloc.ReasonIPAddressConflict)).To(ContainSubstring("in use by vm/" + ns + "/vm1"))
+		expectNoAnnotation(ns, "squatter")
 
 		deletePod(ns, "virt-launcher-vm1-dst")
-		Eventually(rec.MigratedVMs).ShouldNot(ContainElement(HaveField("VM", "vm1")))
-		createPod(ns, "heir", requesting([]string{strings.Split(src.IPAddresses[0], "/")[0], "fd00:40::98"}, "", ""))
-		Expect(podNetwork(ns, "heir", ns+"/tenant").IPAddresses[0]).To(Equal(src.IPAddresses[0]))
-	})
-})
+		Eventually(rec.MigratedVMs).ShouldNot(ContainElement(HaveField("Namespace", ns)))
+		createPod(ns, "heir", requesting(addrsOf(src), "", ""))
+		Expect(podNetwork(ns, "heir", ns+"/tenant").IPAddresses).To(Equal(src.IPAddresses))
+	},
+	Entry("IPv4, target marked with the kubevirt.io/nodeName label", "kubevirt-v4", []string{"10.40.0.0/24"},
+		func(p *corev1.Pod) { p.Labels[addresses.KeyNodeName] = "node-b" }),
+	Entry("IPv6, post-copy target marked with kubevirt.io/migration-target-start-timestamp", "kubevirt-v6", []string{"fd00:41::/64"},
+		func(p *corev1.Pod) { p.Annotations[addresses.AnnotationMigrationTargetStart] = "1700000000" }),
+	Entry("dual-stack", "kubevirt-ds", []string{"10.42.0.0/24", "fd00:42::/64"},
+		func(p *corev1.Pod) { p.Labels[addresses.KeyNodeName] = "node-b" }),
+)
 
 var _ = Describe("a namespace that a CUDN selects later", func() {
 	It("gets its waiting pods addressed when the label arrives", func() {
