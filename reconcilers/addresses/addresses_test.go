@@ -17,7 +17,6 @@ import (
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
 )
 
-
 // okepCase is OKEP-5233's usage example in one IP family, or both.
 type okepCase struct {
 	name                          string

@@ -20,6 +20,22 @@ func kubectl(stdin string, args ...string) string {
 	return string(out)
 }
 
+// podYAML is a pod in kubectl-demo with a default-network NSE carrying extra.
+func podYAML(name, node, extra string) string {
+	return `---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: ` + name + `
+  namespace: kubectl-demo
+  annotations:
+    v1.multus-cni.io/default-network: '{"name": "default", "namespace": "ovn-kubernetes", ` + extra + `}'
+spec:
+  nodeName: ` + node + `
+  containers: [{name: c, image: registry.k8s.io/pause:3.10}]
+`
+}
+
 var _ = Describe("a pod created with kubectl", func() {
 	It("gets its k8s.ovn.org/pod-networks annotation, or a Warning event kubectl shows", func() {
 		kubectl(`
@@ -41,35 +57,13 @@ spec:
     role: Primary
     subnets: ["10.80.0.0/24"]
     reservedSubnets: ["10.80.0.200/29"]
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: imported
-  namespace: kubectl-demo
-  annotations:
-    v1.multus-cni.io/default-network: '{"name": "default", "namespace": "ovn-kubernetes", "ips": ["10.80.0.201"], "mac": "02:00:00:00:80:01"}'
-spec:
-  nodeName: node-a
-  containers: [{name: c, image: registry.k8s.io/pause:3.10}]
-`, "apply", "-f", "-")
+`+podYAML("imported", "node-a", `"ips": ["10.80.0.201"], "mac": "02:00:00:00:80:01"`), "apply", "-f", "-")
 		Eventually(func() string {
 			return kubectl("", "get", "pod", "-n", "kubectl-demo", "imported", "-o", `jsonpath={.metadata.annotations.k8s\.ovn\.org/pod-networks}`)
 		}).Should(And(ContainSubstring(`"kubectl-demo/blue"`), ContainSubstring(`"ip_addresses":["10.80.0.201/24"]`),
 			ContainSubstring(`"mac_address":"02:00:00:00:80:01"`), ContainSubstring(`"role":"primary"`)))
 
-		kubectl(`
-apiVersion: v1
-kind: Pod
-metadata:
-  name: impostor
-  namespace: kubectl-demo
-  annotations:
-    v1.multus-cni.io/default-network: '{"name": "default", "namespace": "ovn-kubernetes", "ips": ["10.80.0.201"]}'
-spec:
-  nodeName: node-b
-  containers: [{name: c, image: registry.k8s.io/pause:3.10}]
-`, "apply", "-f", "-")
+		kubectl(podYAML("impostor", "node-b", `"ips": ["10.80.0.201"]`), "apply", "-f", "-")
 		Eventually(func() string {
 			return kubectl("", "get", "events", "-n", "kubectl-demo", "--field-selector", "involvedObject.name=impostor")
 		}).Should(And(ContainSubstring("Warning"), ContainSubstring("IPAddressConflict"),
