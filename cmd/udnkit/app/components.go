@@ -1,6 +1,59 @@
 package app
 
-// components lists what --controllers can select, in start order.
+import (
+	"context"
+	"errors"
+	"flag"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	dataplanecontroller "github.com/udnkit/udnkit/dataplane/controller"
+	"github.com/udnkit/udnkit/reconcilers/addresses"
+	"github.com/udnkit/udnkit/webhooks"
+)
+
+// flagAliases: setting the key also sets the value (one cluster fact, one flag).
+var flagAliases = map[string]string{
+	webhooks.FlagServiceCIDRs: "k8s-service-cidrs",
+}
+
+// components lists what --controllers can select, in start order. Each
+// component's configuration is bound to flags once, here.
 func components() []Component {
-	return []Component{}
+	admission := webhooks.DefaultConfig()
+	ipam := addresses.DefaultConfig()
+	var ovnNB, ovnSB string
+	return []Component{
+		{
+			Name:      "admission",
+			Help:      "UDN/CUDN and pod admission webhooks",
+			BindFlags: admission.BindFlags,
+			Setup: func(_ context.Context, mgr ctrl.Manager) error {
+				return webhooks.SetupWithManager(mgr, admission)
+			},
+		},
+		{
+			Name:      "ipam",
+			Help:      "pod addresses of Primary Layer2 networks, IPAMClaims, default NAD stub",
+			BindFlags: ipam.BindFlags,
+			Setup: func(_ context.Context, mgr ctrl.Manager) error {
+				return addresses.SetupWithManager(mgr, ipam)
+			},
+		},
+		{
+			Name: "dataplane",
+			Help: "OVN Northbound/Southbound programming",
+			BindFlags: func(fs *flag.FlagSet) {
+				fs.StringVar(&ovnNB, "ovn-nb-address", "", "OVN Northbound database (unix:/path or tcp:host:port)")
+				fs.StringVar(&ovnSB, "ovn-sb-address", "", "OVN Southbound database (unix:/path or tcp:host:port)")
+			},
+			Setup: func(ctx context.Context, mgr ctrl.Manager) error {
+				if ovnNB == "" || ovnSB == "" {
+					return errors.New("the dataplane needs --ovn-nb-address and --ovn-sb-address")
+				}
+				_, err := dataplanecontroller.Setup(ctx, mgr, ovnNB, ovnSB, nil)
+				return err
+			},
+		},
+	}
 }
