@@ -212,4 +212,3 @@ Ctrl-C stops everything.
 		return fmt.Errorf("the manager stopped: %w", err)
 	}
 }
-
