@@ -109,7 +109,9 @@ func (c *Client) Apply(ctx context.Context, d *Desired) (Result, error) {
 	if len(p.ops) == 0 {
 		return Result{}, nil
 	}
+	started := time.Now()
 	results, err := c.NB.Transact(ctx, p.ops...)
+	transactionSeconds.WithLabelValues(d.Owner.Topology, d.Owner.Piece).Observe(time.Since(started).Seconds())
 	if err == nil {
 		_, err = ovsdb.CheckOperationResults(results, p.ops)
 	}

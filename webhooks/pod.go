@@ -73,6 +73,7 @@ func (v *PodValidator) ValidateCreate(ctx context.Context, pod *corev1.Pod) (adm
 	if len(errs) > 0 {
 		return nil, invalidPod(pod, errs)
 	}
+	recordDecision("Pod", nil)
 	return NetworkSelectionWarnings(defaultNetworkPath, nse), nil
 }
 
@@ -107,6 +108,7 @@ func ValidateDefaultNetworkUnchanged(old, cur map[string]string) field.ErrorList
 }
 
 func invalidPod(pod *corev1.Pod, errs field.ErrorList) error {
+	recordDecision("Pod", errs)
 	name := pod.Name
 	if name == "" {
 		name = pod.GenerateName

@@ -68,6 +68,7 @@ func (v *UserDefinedNetworkValidator) validate(ctx context.Context, old, udn *ud
 // verdict turns a network's errors and warnings into the admission answer:
 // a 422 naming every field, with the warnings either way.
 func verdict(kind, name string, errs field.ErrorList, warnings []string) (admission.Warnings, error) {
+	recordDecision(kind, errs)
 	if len(errs) > 0 {
 		return warnings, apierrors.NewInvalid(udnv1.GroupVersion.WithKind(kind).GroupKind(), name, errs)
 	}

@@ -142,6 +142,7 @@ func (r *Reconciler) podsIn(ctx context.Context, namespace string) []reconcile.R
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer r.observePools()
 	var pod corev1.Pod
 	if err := r.client.Get(ctx, req.NamespacedName, &pod); err != nil {
 		if apierrors.IsNotFound(err) {
