@@ -23,7 +23,12 @@ EXTERNAL_CRD_DIR := $(CHART_DIR)/files/external-crds
 IPAMCLAIMS_MODULE := github.com/k8snetworkplumbingwg/ipamclaims
 NAD_MODULE := github.com/k8snetworkplumbingwg/network-attachment-definition-client
 
+# Debian's ovn-central provides ovsdb-server, ovn-northd and the OVN schemas the
+# dataplane models are generated from (OVN 23.03: NB 7.0.0, SB 20.27.0).
+OVN_SCHEMA_DIR ?= /usr/share/ovn
+
 TEST_FLAGS ?= -count=1 -timeout=30m
+FUZZTIME ?= 30s
 BENCH_FLAGS ?= -run='^$$' -bench=. -benchmem -count=1
 
 .PHONY: help
@@ -33,8 +38,11 @@ help: ## Show the targets.
 ##@ Generation
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
+generate: $(CONTROLLER_GEN) ovn ## Generate deepcopy code and the OVN NB/SB models (libovsdb modelgen).
 	$(CONTROLLER_GEN) object paths=./apis/...
+	rm -f dataplane/nbdb/*.go dataplane/sbdb/*.go
+	$(GO) tool modelgen -p nbdb -o dataplane/nbdb $(OVN_SCHEMA_DIR)/ovn-nb.ovsschema
+	$(GO) tool modelgen -p sbdb -o dataplane/sbdb $(OVN_SCHEMA_DIR)/ovn-sb.ovsschema
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations into the chart; copy the IPAMClaim and NAD CRDs from their modules.
@@ -71,15 +79,19 @@ run: envtest build ## Start a local control plane with udnkit installed; Ctrl-C 
 ##@ Test
 
 .PHONY: test
-test: envtest ## Run every test: unit, CEL suite (apiserver + offline), envtest suites.
+test: envtest ovn ## Run every test: unit, CEL suite (apiserver + offline), envtest suites.
 	$(GO) vet ./...
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) test $(TEST_FLAGS) ./...
 
 .PHONY: bench
-bench: envtest ## Run every benchmark and print one table (also in bin/bench-report.md).
+bench: envtest ovn ## Run every benchmark and print one table (also in bin/bench-report.md).
 	mkdir -p $(LOCALBIN)
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) test $(BENCH_FLAGS) ./... | tee $(LOCALBIN)/bench-raw.txt
 	$(GO) run ./cmd/benchreport -o $(LOCALBIN)/bench-report.md < $(LOCALBIN)/bench-raw.txt
+
+.PHONY: fuzz
+fuzz: ## Fuzz the pod annotation parser and address checks for FUZZTIME (default 30s).
+	$(GO) test ./webhooks/ -run='^$$' -fuzz=FuzzDefaultNetworkSelection -fuzztime=$(FUZZTIME)
 
 ##@ Tools
 
@@ -87,6 +99,13 @@ bench: envtest ## Run every benchmark and print one table (also in bin/bench-rep
 envtest: ## Build (first time, ~15 min) or reuse kube-apiserver, kubectl and etcd for envtest.
 	@K8S_VERSION=$(ENVTEST_K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) ENVTEST_STORE=$(ENVTEST_STORE) envtest/build-binaries.sh >/dev/null
 	@echo "envtest binaries: $(ENVTEST_ASSETS)"
+
+# Installs only when ovsdb-server, ovn-northd or the NB schema is missing.
+.PHONY: ovn
+ovn: ## Install Debian's ovn-central (ovsdb-server, ovn-northd, OVN schemas) when missing.
+	@if ! command -v ovsdb-server >/dev/null || ! command -v ovn-northd >/dev/null || [ ! -f $(OVN_SCHEMA_DIR)/ovn-nb.ovsschema ]; then \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ovn-central; \
+	fi
 
 $(CONTROLLER_GEN):
 	mkdir -p $(LOCALBIN)

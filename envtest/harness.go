@@ -7,7 +7,11 @@ package envtest
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,11 +21,14 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/udnkit/udnkit/apis/scheme"
 )
@@ -43,6 +50,16 @@ func CRDDirs() []string {
 		filepath.Join(root, "charts", "udnkit", "files", "crds"),
 		filepath.Join(root, "charts", "udnkit", "files", "external-crds"),
 	}
+}
+
+// WebhookDir holds the generated webhook configurations (make manifests).
+func WebhookDir() string {
+	return filepath.Join(RepoRoot(), "charts", "udnkit", "files", "webhook")
+}
+
+// PolicyDir holds the ValidatingAdmissionPolicies and their bindings.
+func PolicyDir() string {
+	return filepath.Join(RepoRoot(), "charts", "udnkit", "files", "policies")
 }
 
 // KubernetesVersion is the envtest Kubernetes version, derived from the
@@ -123,12 +140,37 @@ type Environment struct {
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 	// AssetsDir holds kube-apiserver, etcd and kubectl.
 	AssetsDir string
+	// Webhook is where the apiserver calls udnkit's webhooks when
+	// Options.Webhooks is set (zero otherwise).
+	Webhook WebhookServing
+}
+
+// WebhookServing is the local address and serving certificate the installed
+// webhook configurations point at: serve the webhooks there (for
+// controller-runtime, webhook.Options{Host, Port, CertDir}).
+type WebhookServing struct {
+	Host string
+	Port int
+	// CertDir holds tls.crt and tls.key, signed by the CA the webhook
+	// configurations trust.
+	CertDir string
+}
+
+// WebhookServerOptions are controller-runtime webhook server options that
+// serve where the installed webhook configurations call.
+func (w WebhookServing) WebhookServerOptions() webhook.Options {
+	return webhook.Options{Host: w.Host, Port: w.Port, CertDir: w.CertDir}
 }
 
 // Options configure Start.
 type Options struct {
 	// AttachOutput streams the apiserver's and etcd's logs to this process.
 	AttachOutput bool
+	// Webhooks installs the generated webhook configurations (WebhookDir),
+	// rewritten to call Environment.Webhook over TLS, and the
+	// ValidatingAdmissionPolicies (PolicyDir). Requests the webhooks match
+	// fail (failurePolicy Fail) until something serves them there.
+	Webhooks bool
 }
 
 // Start starts etcd and kube-apiserver and installs the CRDs. Stop it with Stop.
@@ -149,6 +191,9 @@ func Start(opts Options) (*Environment, error) {
 		AttachControlPlaneOutput: opts.AttachOutput,
 		ControlPlaneStartTimeout: startTimeout(),
 	}
+	if opts.Webhooks {
+		env.WebhookInstallOptions = crenvtest.WebhookInstallOptions{Paths: []string{WebhookDir()}}
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		_ = env.Stop()
@@ -162,14 +207,79 @@ func Start(opts Options) (*Environment, error) {
 		_ = env.Stop()
 		return nil, err
 	}
-	return &Environment{
+	e := &Environment{
 		env:       env,
 		Config:    cfg,
 		Scheme:    scheme,
 		Client:    client.WithFieldValidation(c, metav1.FieldValidationStrict),
 		CRDs:      env.CRDs,
 		AssetsDir: assets,
-	}, nil
+	}
+	if opts.Webhooks {
+		w := env.WebhookInstallOptions
+		e.Webhook = WebhookServing{Host: w.LocalServingHost, Port: w.LocalServingPort, CertDir: w.LocalServingCertDir}
+		if err := InstallPolicies(context.Background(), c, PolicyDir()); err != nil {
+			_ = env.Stop()
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// InstallPolicies creates every object (ValidatingAdmissionPolicies and
+// their bindings) in the YAML files of dir. A policy is enforced 0.1-1 s
+// after it is created.
+func InstallPolicies(ctx context.Context, c client.Client, dir string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("no policies in %s", dir)
+	}
+	for _, file := range files {
+		f, err := os.Open(file)
+		if err != nil {
+			return err
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+		for {
+			obj := &unstructured.Unstructured{}
+			if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				_ = f.Close()
+				return fmt.Errorf("%s: %w", file, err)
+			}
+			if len(obj.Object) == 0 {
+				continue
+			}
+			if err := c.Create(ctx, obj); err != nil {
+				_ = f.Close()
+				return fmt.Errorf("%s: creating %s %s: %w", file, obj.GetKind(), obj.GetName(), err)
+			}
+		}
+		_ = f.Close()
+	}
+	return nil
+}
+
+// WaitForWebhookServer polls until something serves TLS at e.Webhook, with
+// the certificate the webhook configurations trust, or ctx ends.
+func (e *Environment) WaitForWebhookServer(ctx context.Context) error {
+	addr := net.JoinHostPort(e.Webhook.Host, fmt.Sprint(e.Webhook.Port))
+	dialer := &tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // only checks that the server is up
+	for {
+		conn, err := dialer.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			return conn.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("webhook server at %s not serving: %w (last error: %v)", addr, ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func startTimeout() time.Duration {

@@ -2,12 +2,20 @@ package envtest_test
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	ipamclaimsv1alpha1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
@@ -17,15 +25,7 @@ import (
 // object of each kind udnkit installs: UDN, CUDN, NetworkAttachmentDefinition
 // and IPAMClaim, all from files in the repository (no network).
 func TestHarnessInstallsEveryCRD(t *testing.T) {
-	env, err := envtest.Start(envtest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			t.Error(err)
-		}
-	}()
+	env := start(t, envtest.Options{})
 	ctx := context.Background()
 	if len(env.CRDs) != 4 {
 		t.Errorf("installed %d CRDs, want 4 (UDN, CUDN, NAD, IPAMClaim)", len(env.CRDs))
@@ -72,4 +72,80 @@ func TestHarnessInstallsEveryCRD(t *testing.T) {
 	if err := c.Create(ctx, bad); err == nil {
 		t.Error("a UDN with two IPv4 subnets was accepted")
 	}
+}
+
+// TestHarnessWebhooks starts the control plane with Options.Webhooks and
+// nothing serving: the generated webhook configurations point at the
+// harness's local TLS address (so, failurePolicy Fail, a UDN create fails
+// there and leaves nothing behind), and the ValidatingAdmissionPolicies are
+// installed with their bindings.
+func TestHarnessWebhooks(t *testing.T) {
+	env := start(t, envtest.Options{Webhooks: true})
+	ctx := context.Background()
+	if env.Webhook.Port == 0 || env.Webhook.Host == "" {
+		t.Fatalf("webhook serving address %+v", env.Webhook)
+	}
+	for _, f := range []string{"tls.crt", "tls.key"} {
+		if _, err := os.Stat(filepath.Join(env.Webhook.CertDir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "validating-webhook-configuration"}, &vwc); err != nil {
+		t.Fatal(err)
+	}
+	// envtest joins host and path with a double slash, which the server accepts.
+	wantURL := fmt.Sprintf("https://%s/", net.JoinHostPort(env.Webhook.Host, fmt.Sprint(env.Webhook.Port)))
+	found := false
+	for _, w := range vwc.Webhooks {
+		u := w.ClientConfig.URL
+		if u != nil && strings.HasPrefix(*u, wantURL) && strings.HasSuffix(*u, "/validate-k8s-ovn-org-v1-userdefinednetwork") && len(w.ClientConfig.CABundle) > 0 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no webhook calls %s with a CA bundle", wantURL)
+	}
+	var policies admissionregistrationv1.ValidatingAdmissionPolicyList
+	var bindings admissionregistrationv1.ValidatingAdmissionPolicyBindingList
+	if err := env.Client.List(ctx, &policies); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.List(ctx, &bindings); err != nil {
+		t.Fatal(err)
+	}
+	if len(policies.Items) != 2 || len(bindings.Items) != 2 {
+		t.Errorf("%d policies and %d bindings installed, want 2 and 2", len(policies.Items), len(bindings.Items))
+	}
+
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "nobody-serves"}}); err != nil {
+		t.Fatal(err)
+	}
+	udn := &udnv1.UserDefinedNetwork{
+		ObjectMeta: metav1.ObjectMeta{Name: "u", Namespace: "nobody-serves"},
+		Spec: udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
+			Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRoleSecondary, Subnets: udnv1.DualStackCIDRs{"10.0.0.0/24"}}},
+	}
+	err := env.Client.Create(ctx, udn)
+	if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
+		t.Fatalf("create with no webhook server: %v, want a failed webhook call", err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(udn), &udnv1.UserDefinedNetwork{}); !apierrors.IsNotFound(err) {
+		t.Errorf("after the failed create: %v, want NotFound", err)
+	}
+}
+
+// start starts the harness and stops it when the test ends.
+func start(t *testing.T, opts envtest.Options) *envtest.Environment {
+	t.Helper()
+	env, err := envtest.Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return env
 }

@@ -4,7 +4,9 @@
 //	udnctl validate -f FILE [--old OLDFILE]
 //
 // validate judges every object in FILE exactly as a kube-apiserver with
-// udnkit's CRDs would (schema, CEL rules, strict unknown-field checks). With
+// udnkit's CRDs would (schema, CEL rules, strict unknown-field checks), then
+// runs the admission webhook's checks that need no cluster (overlap with the
+// cluster-internal ranges given by the same flags as the manager's). With
 // --old, each object is judged as an update of the object of the same kind,
 // namespace and name in OLDFILE, so transition rules (immutability,
 // append-only Layer3 subnets) apply. Each violation is printed as
@@ -18,16 +20,21 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/cel"
+	"github.com/udnkit/udnkit/webhooks"
 )
 
 const usage = `udnctl validates k8s.ovn.org manifests offline.
 
 Usage:
-  udnctl validate -f FILE [--old OLDFILE]
+  udnctl validate -f FILE [--old OLDFILE] [--cluster-subnets=...] [--service-cidrs=...] ...
 
 Commands:
   validate   judge every object of FILE as the apiserver would; with --old,
@@ -60,6 +67,8 @@ func validate(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.SetOutput(stderr)
 	file := fs.String("f", "", "manifest to validate (YAML or JSON, several documents allowed; - for stdin)")
 	oldFile := fs.String("old", "", "the objects as they are stored now; FILE is then judged as their update")
+	ranges := webhooks.DefaultConfig()
+	ranges.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -112,13 +121,27 @@ func validate(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			rejected++
 			continue
 		}
-		if res.OK() {
+		violations := res.Violations()
+		// The webhook's checks that need no cluster: overlap with the
+		// cluster-internal ranges (the flags) and the Layer3 rules.
+		static, warnings := staticChecks(obj, old, ranges)
+		for _, e := range static {
+			// The webhook repeats the CRD's Layer3 rules (for apiservers
+			// without CEL's network libraries); report each problem once.
+			if line := e.Field + ": " + e.ErrorBody(); !slices.Contains(violations, line) {
+				violations = append(violations, line)
+			}
+		}
+		for _, w := range warnings {
+			fmt.Fprintf(stderr, "%s: warning: %s\n", identity(obj), w)
+		}
+		if len(violations) == 0 {
 			fmt.Fprintf(stderr, "%s: valid\n", identity(obj))
 			continue
 		}
 		rejected++
 		fmt.Fprintf(stderr, "%s: rejected\n", identity(obj))
-		for _, line := range res.Violations() {
+		for _, line := range violations {
 			fmt.Fprintln(stdout, line)
 		}
 	}
@@ -148,6 +171,40 @@ func readObjects(file string) ([]*unstructured.Unstructured, error) {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return objs, nil
+}
+
+// staticChecks runs the admission webhook's cluster-independent checks on a
+// UDN or CUDN (not on other kinds, and not on objects that do not decode).
+func staticChecks(obj, old *unstructured.Unstructured, cfg webhooks.Config) (field.ErrorList, []string) {
+	spec, path, ok := networkSpec(obj)
+	if !ok {
+		return nil, nil
+	}
+	var oldSpec *udnv1.NetworkSpec
+	if old != nil {
+		if s, _, ok := networkSpec(old); ok {
+			oldSpec = &s
+		}
+	}
+	return webhooks.ValidateNetworkSpec(path, oldSpec, spec, cfg), webhooks.NetworkWarnings(path, spec, cfg)
+}
+
+func networkSpec(u *unstructured.Unstructured) (udnv1.NetworkSpec, *field.Path, bool) {
+	switch u.GetKind() {
+	case "UserDefinedNetwork":
+		var udn udnv1.UserDefinedNetwork
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &udn) != nil {
+			return udnv1.NetworkSpec{}, nil, false
+		}
+		return udn.Spec.Network(), field.NewPath("spec"), true
+	case "ClusterUserDefinedNetwork":
+		var cudn udnv1.ClusterUserDefinedNetwork
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &cudn) != nil {
+			return udnv1.NetworkSpec{}, nil, false
+		}
+		return cudn.Spec.Network, field.NewPath("spec", "network"), true
+	}
+	return udnv1.NetworkSpec{}, nil, false
 }
 
 // identity names an object as kubectl does, with its namespace when it has one.

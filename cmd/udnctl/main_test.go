@@ -15,6 +15,14 @@ func TestValidate(t *testing.T) {
 	if err := os.WriteFile(malformed, []byte("apiVersion: k8s.ovn.org/v1\nkind: [\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	overlap := filepath.Join(t.TempDir(), "overlap.yaml")
+	transit := filepath.Join(t.TempDir(), "transit.yaml")
+	for file, subnet := range map[string]string{overlap: "100.64.1.0/24", transit: "100.88.1.0/24"} {
+		udn := "apiVersion: k8s.ovn.org/v1\nkind: UserDefinedNetwork\nmetadata: {name: o, namespace: x}\nspec:\n  topology: Layer2\n  layer2: {role: Primary, subnets: [" + subnet + "]}\n"
+		if err := os.WriteFile(file, []byte(udn), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cases := []struct {
 		name       string
 		args       []string
@@ -33,6 +41,10 @@ func TestValidate(t *testing.T) {
 		{"Layer3 removal as an update", []string{"validate", "-f", filepath.Join(root, "invalid", "udn-layer3-remove-subnet.yaml"), "--old", filepath.Join(root, "udn-layer3-append.yaml")}, 1,
 			[]string{"spec.layer3: Invalid value: Existing subnets cannot be removed, reordered or changed; new subnets may only be appended."}, "rejected"},
 		{"the same removal judged as a create is fine", []string{"validate", "-f", filepath.Join(root, "invalid", "udn-layer3-remove-subnet.yaml")}, 0, nil, "valid"},
+		{"overlap with the default join subnet (webhook static check)", []string{"validate", "-f", overlap}, 1,
+			[]string{`spec.layer2.subnets[0]: Invalid value: "100.64.1.0/24": 100.64.1.0/24 overlaps the default join subnet 100.64.0.0/16 (--join-subnets); user defined networks must not overlap the cluster's internal ranges.`}, "rejected"},
+		{"the same network with another join subnet configured", []string{"validate", "-f", overlap, "--join-subnets=100.99.0.0/16"}, 0, nil, "valid"},
+		{"Primary Layer2 over the transit subnet is a warning", []string{"validate", "-f", transit}, 0, nil, "warning: spec.layer2.subnets[0]: 100.88.1.0/24 overlaps the default transit subnet"},
 		{"no file", []string{"validate"}, 2, nil, "-f FILE is required"},
 		{"missing file", []string{"validate", "-f", "does-not-exist.yaml"}, 2, nil, "no such file"},
 		{"malformed YAML", []string{"validate", "-f", malformed}, 2, nil, "malformed.yaml"},

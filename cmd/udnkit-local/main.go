@@ -1,29 +1,42 @@
-// Command udnkit-local is `make run`: it starts a local control plane
-// (kube-apiserver + etcd from the envtest cache), installs udnkit's CRDs and
-// the IPAMClaim and NetworkAttachmentDefinition CRDs, writes an admin
-// kubeconfig to .udnkit/kubeconfig at the repository root, prints a line
-// containing "udnkit is ready" and the kubectl commands to try, and runs until
-// SIGINT or SIGTERM, when it stops everything it started.
+// Command udnkit-local is `make run`: the whole of udnkit on one machine. It
+// starts a local control plane (kube-apiserver + etcd from the envtest cache)
+// with the CRDs, webhook configurations and ValidatingAdmissionPolicies the
+// chart installs; local OVN Northbound and Southbound ovsdb-servers and
+// ovn-northd (unix sockets .udnkit/ovnnb.sock and .udnkit/ovnsb.sock); the
+// manager with every component and preconfigured-udn-addresses-enable on; and
+// three Nodes (one with three VTEPs). It writes an admin kubeconfig to
+// .udnkit/kubeconfig, prints a line containing "udnkit is ready" and the
+// commands to try, and runs until SIGINT or SIGTERM, when it stops everything
+// it started.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
-	"github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/cmd/udnkit/app"
+	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 	"github.com/udnkit/udnkit/envtest"
 )
 
 func main() {
 	root := flag.String("repo-root", ".", "repository root, where examples/ is")
-	state := flag.String("state-dir", "", "where the kubeconfig and the kubectl link go (default <repo-root>/.udnkit)")
+	state := flag.String("state-dir", "", "where the kubeconfig, the kubectl link, the OVN sockets and the manager log go (default <repo-root>/.udnkit)")
 	attach := flag.Bool("attach-output", false, "stream the apiserver's and etcd's logs")
 	flag.Parse()
 
@@ -35,8 +48,19 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, root, stateDir string, attach bool, out io.Writer) error {
-	root, err := filepath.Abs(root)
+// localNodes are the Nodes make run creates: no kubelet runs, so they are
+// plain objects; the nodes reconciler gives them IDs and tunnel IDs.
+var localNodes = []struct {
+	name     string
+	encapIPs string
+}{
+	{"node-a", `["172.18.0.2"]`},
+	{"node-b", `["172.18.0.3","172.18.0.4","172.18.0.5"]`},
+	{"node-c", `["172.18.0.6"]`},
+}
+
+func run(ctx context.Context, root, stateDir string, attach bool, out io.Writer) (err error) {
+	root, err = filepath.Abs(root)
 	if err != nil {
 		return err
 	}
@@ -46,37 +70,100 @@ func run(ctx context.Context, root, stateDir string, attach bool, out io.Writer)
 	if stateDir, err = filepath.Abs(stateDir); err != nil {
 		return err
 	}
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		return err
+	}
 	kubeconfig := filepath.Join(stateDir, "kubeconfig")
 	// A kubeconfig left by an earlier run points at a dead apiserver.
 	_ = os.Remove(kubeconfig)
+	started := time.Now()
+
+	// The manager's log goes to a file: the terminal is for the quickstart.
+	logFile, err := os.Create(filepath.Join(stateDir, "manager.log"))
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
 
 	fmt.Fprintln(out, "starting kube-apiserver and etcd ...")
-	started := time.Now()
-	env, err := envtest.Start(envtest.Options{AttachOutput: attach})
+	env, err := envtest.Start(envtest.Options{AttachOutput: attach, Webhooks: true})
 	if err != nil {
 		return err
 	}
 	defer func() {
 		fmt.Fprintln(out, "stopping kube-apiserver and etcd ...")
 		if err := env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "udnkit-local: stopping: %v\n", err)
+			fmt.Fprintf(os.Stderr, "udnkit-local: stopping the control plane: %v\n", err)
 		}
 		_ = os.Remove(kubeconfig)
 		fmt.Fprintln(out, "stopped")
 	}()
 
-	readyCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	fmt.Fprintln(out, "starting OVN Northbound/Southbound ovsdb-server and ovn-northd ...")
+	ovn, err := ovsdbserver.StartLocal(ctx, stateDir)
+	if err != nil {
+		return fmt.Errorf("starting OVN (make run installs Debian's ovn-central first): %w", err)
+	}
+	defer func() {
+		fmt.Fprintln(out, "stopping OVN ...")
+		ovn.Stop()
+	}()
+
+	readyCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := env.WaitForAPI(readyCtx); err != nil {
 		return err
 	}
-	// The CRDs are established once their kinds can be listed.
-	if err := env.Client.List(readyCtx, &v1.UserDefinedNetworkList{}); err != nil {
-		return fmt.Errorf("listing UserDefinedNetworks: %w", err)
+
+	fmt.Fprintln(out, "starting the udnkit manager (every component) ...")
+	opts := app.NewOptions()
+	fs := flag.NewFlagSet("udnkit", flag.ContinueOnError)
+	opts.BindFlags(fs)
+	for name, value := range map[string]string{
+		"controllers":                        strings.Join(opts.Names(), ","),
+		"metrics-bind-address":               "0",
+		"health-probe-bind-address":          "0",
+		"preconfigured-udn-addresses-enable": "true",
+		"ovn-nb-address":                     ovn.NB.Address(),
+		"ovn-sb-address":                     ovn.SB.Address(),
+	} {
+		if err := fs.Set(name, value); err != nil {
+			return fmt.Errorf("--%s: %w", name, err)
+		}
 	}
-	if err := env.Client.List(readyCtx, &v1.ClusterUserDefinedNetworkList{}); err != nil {
-		return fmt.Errorf("listing ClusterUserDefinedNetworks: %w", err)
+	webhookOpts := env.Webhook.WebhookServerOptions()
+	opts.WebhookServer = &webhookOpts
+	mgrCtx, stopManager := context.WithCancel(ctx)
+	mgr, err := app.New(mgrCtx, env.Config, opts)
+	if err != nil {
+		stopManager()
+		return err
 	}
+	mgrDone := make(chan error, 1)
+	go func() { mgrDone <- mgr.Start(mgrCtx) }()
+	defer func() {
+		fmt.Fprintln(out, "stopping the manager ...")
+		stopManager()
+		if err := <-mgrDone; err != nil {
+			fmt.Fprintf(os.Stderr, "udnkit-local: manager: %v\n", err)
+		}
+	}()
+	if err := env.WaitForWebhookServer(readyCtx); err != nil {
+		return err
+	}
+	if !mgr.GetCache().WaitForCacheSync(readyCtx) {
+		return errors.New("the manager's caches did not sync")
+	}
+
+	for _, n := range localNodes {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name,
+			Annotations: map[string]string{udnv1.AnnotationNodeEncapIPs: n.encapIPs}}}
+		if err := env.Client.Create(readyCtx, node); err != nil {
+			return fmt.Errorf("creating node %s: %w", n.name, err)
+		}
+	}
+
 	if err := env.WriteKubeconfig(kubeconfig); err != nil {
 		return err
 	}
@@ -92,8 +179,9 @@ func run(ctx context.Context, root, stateDir string, attach bool, out io.Writer)
 	version, _ := envtest.KubernetesVersion()
 
 	fmt.Fprintf(out, `
-udnkit is ready: kube-apiserver v%s at %s (started in %.1fs)
+udnkit is ready: kube-apiserver v%s at %s, OVN at %s and %s (started in %.1fs)
 kubeconfig: %s
+manager log: %s
 
 In another terminal, from %s:
   export KUBECONFIG=%s PATH=%s:$PATH
@@ -105,11 +193,22 @@ In another terminal, from %s:
   kubectl apply -f examples/udn-layer3-append.yaml                 # append a Layer3 subnet
   kubectl apply -f examples/invalid/udn-layer2-bad-gateway.yaml     # rejected, naming the fields
   kubectl apply -f examples/invalid/udn-layer3-remove-subnet.yaml   # rejected: subnets are append-only
+  kubectl apply -f examples/pod-predefined-address.yaml
+  kubectl wait -n migrated-apps pod/migrated-app --for=jsonpath='{.metadata.annotations.k8s\.ovn\.org/pod-networks}' --timeout=60s
+  kubectl get -n migrated-apps pod/migrated-app -o jsonpath='{.metadata.annotations.k8s\.ovn\.org/pod-networks}{"\n"}'
+  kubectl apply -f examples/invalid/pod-reserved-conflict.yaml     # rejected: the gateway address
+  ovn-nbctl --db=%s show
 
-Ctrl-C stops the control plane.
-`, version, env.Config.Host, time.Since(started).Seconds(), kubeconfig, root, kubeconfig, binDir)
+Ctrl-C stops everything.
+`, version, env.Config.Host, ovn.NB.Address(), ovn.SB.Address(), time.Since(started).Seconds(),
+		kubeconfig, logFile.Name(), root, kubeconfig, binDir, ovn.NB.Address())
 
-	<-ctx.Done()
-	fmt.Fprintln(out, "\nsignal received")
-	return nil
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(out, "\nsignal received")
+		return nil
+	case err := <-mgrDone:
+		mgrDone <- nil
+		return fmt.Errorf("the manager stopped: %w", err)
+	}
 }

@@ -102,8 +102,17 @@ func TestQuickstart(t *testing.T) {
 			if strings.Contains(c, "bad-gateway") && !strings.Contains(string(out), "spec.layer2.defaultGatewayIPs") {
 				t.Errorf("the rejection should name spec.layer2.defaultGatewayIPs")
 			}
+			if strings.Contains(c, "pod-reserved-conflict") && !strings.Contains(string(out), "default gateway") {
+				t.Errorf("the pod rejection should name the gateway conflict")
+			}
 		case err != nil:
 			t.Errorf("%q failed: %v", c, err)
+		case strings.Contains(c, "pod/migrated-app -o jsonpath"):
+			for _, want := range []string{`"migrated-apps/network-l2"`, `"ip_addresses":["192.168.100.205/24"]`, `"mac_address":"00:1a:2b:3c:4d:5e"`, `"gateway_ips":["192.168.100.2"]`, `"role":"primary"`} {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("the pod's k8s.ovn.org/pod-networks lacks %s", want)
+				}
+			}
 		case strings.HasPrefix(c, "kubectl get udn,cudn"):
 			for _, want := range []string{"tenant-blue", "blue", "green", "network-l2", "physnet-ext", "Layer2", "Layer3", "Localnet"} {
 				if !strings.Contains(string(out), want) {

@@ -31,8 +31,9 @@ type Component struct {
 	Help string
 	// BindFlags registers the component's own flags.
 	BindFlags func(fs *flag.FlagSet)
-	// Setup registers the component's webhooks or controllers with mgr.
-	Setup func(mgr ctrl.Manager) error
+	// Setup registers the component's webhooks or controllers with mgr; ctx
+	// lives as long as the manager (for connections such as OVN's).
+	Setup func(ctx context.Context, mgr ctrl.Manager) error
 }
 
 // Options configure the manager.
@@ -47,6 +48,9 @@ type Options struct {
 	WebhookPort             int
 	WebhookCertDir          string
 	GracefulShutdownTimeout time.Duration
+	// WebhookServer, when set, replaces the webhook host, port and cert dir
+	// (make run serves on the local control plane's address and certificate).
+	WebhookServer *webhook.Options
 
 	components []Component
 }
@@ -91,10 +95,46 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "port of the webhook server")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "directory with tls.crt and tls.key of the webhook server")
 	for _, c := range o.components {
-		if c.BindFlags != nil {
-			c.BindFlags(fs)
+		if c.BindFlags == nil {
+			continue
+		}
+		// Components may share a flag (e.g. --preconfigured-udn-addresses-enable):
+		// it is registered once and setting it sets every component's copy.
+		own := flag.NewFlagSet(c.Name, flag.ContinueOnError)
+		c.BindFlags(own)
+		own.VisitAll(func(f *flag.Flag) {
+			if existing := fs.Lookup(f.Name); existing != nil {
+				existing.Value = fanOut{existing.Value, f.Value}
+				return
+			}
+			fs.Var(f.Value, f.Name, f.Usage)
+		})
+	}
+	for alias, target := range flagAliases {
+		if a, t := fs.Lookup(alias), fs.Lookup(target); a != nil && t != nil {
+			a.Value = fanOut{a.Value, t.Value}
 		}
 	}
+}
+
+// fanOut is a flag value that sets several components' copies of one flag.
+type fanOut []flag.Value
+
+func (f fanOut) String() string { return f[0].String() }
+
+func (f fanOut) Set(v string) error {
+	for _, value := range f {
+		if err := value.Set(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// IsBoolFlag keeps "--flag" (without =true) working for boolean flags.
+func (f fanOut) IsBoolFlag() bool {
+	b, ok := f[0].(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 // Selected returns the components --controllers names, or an error naming an
@@ -119,8 +159,9 @@ func (o *Options) Selected() ([]Component, error) {
 	return out, nil
 }
 
-// New builds the manager with the selected components registered.
-func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
+// New builds the manager with the selected components registered; ctx bounds
+// the components' own connections and should live as long as the manager.
+func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 	selected, err := o.Selected()
 	if err != nil {
 		return nil, err
@@ -135,11 +176,7 @@ func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
 		GracefulShutdownTimeout:       &o.GracefulShutdownTimeout,
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host:    o.WebhookHost,
-			Port:    o.WebhookPort,
-			CertDir: o.WebhookCertDir,
-		}),
+		WebhookServer:                 webhook.NewServer(o.webhookOptions()),
 	})
 	if err != nil {
 		return nil, err
@@ -152,7 +189,7 @@ func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 		if c.Name == "admission" {
 			ready = mgr.GetWebhookServer().StartedChecker()
 		}
-		if err := c.Setup(mgr); err != nil {
+		if err := c.Setup(ctx, mgr); err != nil {
 			return nil, fmt.Errorf("setting up %s: %w", c.Name, err)
 		}
 	}
@@ -164,9 +201,16 @@ func New(cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 
 // Run builds the manager and runs it until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
-	mgr, err := New(cfg, o)
+	mgr, err := New(ctx, cfg, o)
 	if err != nil {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+func (o *Options) webhookOptions() webhook.Options {
+	if o.WebhookServer != nil {
+		return *o.WebhookServer
+	}
+	return webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.WebhookCertDir}
 }

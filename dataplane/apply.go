@@ -1,0 +1,779 @@
+package dataplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/udnkit/udnkit/dataplane/nbdb"
+)
+
+// External ID keys that mark the rows udnkit owns. Network and Topology are
+// OVN-Kubernetes' own keys; Piece separates the topology pieces that share a
+// router (the Layer2 topology and the live-migration routes on one transit
+// router), so applying one piece never removes another's rows.
+const (
+	ExternalIDNetwork  = "k8s.ovn.org/network"
+	ExternalIDTopology = "k8s.ovn.org/topology"
+	ExternalIDPiece    = "k8s.ovn.org/udnkit-piece"
+)
+
+// Owner is the set of external_ids that marks every row of one topology piece
+// of one network. A row is owned when its external_ids contain all of them.
+type Owner struct {
+	Network  string
+	Topology string
+	Piece    string
+	// AdoptLegacy also claims rows that carry the network and topology but no
+	// piece: the rows of the topology this piece replaces (the old Layer2
+	// topology's GR-to-switch ports, routes and NATs), so they are cleaned up.
+	AdoptLegacy bool
+}
+
+func (o Owner) ids() map[string]string {
+	return map[string]string{ExternalIDNetwork: o.Network, ExternalIDTopology: o.Topology, ExternalIDPiece: o.Piece}
+}
+
+func (o Owner) owns(ids map[string]string) bool {
+	if ids[ExternalIDNetwork] != o.Network || ids[ExternalIDTopology] != o.Topology {
+		return false
+	}
+	piece, ok := ids[ExternalIDPiece]
+	return piece == o.Piece || (o.AdoptLegacy && !ok)
+}
+
+// Router is a desired Logical_Router with the children this piece owns on it.
+type Router struct {
+	// Row is the router itself; Name is required.
+	Row nbdb.LogicalRouter
+	// Ref marks a router another piece (or another component) owns: it is found
+	// by name and never created, updated or deleted; only this piece's ports,
+	// routes, policies and NATs on it are managed. Applying fails when it is missing.
+	Ref      bool
+	Ports    []nbdb.LogicalRouterPort
+	Routes   []nbdb.LogicalRouterStaticRoute
+	Policies []nbdb.LogicalRouterPolicy
+	NATs     []nbdb.NAT
+}
+
+// Switch is a desired Logical_Switch with the ports this piece owns on it.
+type Switch struct {
+	Row   nbdb.LogicalSwitch
+	Ref   bool
+	Ports []nbdb.LogicalSwitchPort
+}
+
+// Desired is everything one topology piece wants in the Northbound database.
+type Desired struct {
+	Owner    Owner
+	Routers  []Router
+	Switches []Switch
+	// DHCPOptions are root rows, identified by their cidr and k8s.ovn.org/vm external ID.
+	DHCPOptions []nbdb.DHCPOptions
+}
+
+// Result says what an Apply did.
+type Result struct {
+	// Operations is the number of OVSDB operations in the one transaction (0: nothing changed).
+	Operations int
+}
+
+// Apply makes the Northbound database hold exactly the desired rows of the
+// piece: it creates missing rows, updates rows whose managed columns differ and
+// removes the piece's rows that are no longer desired, in ONE transaction.
+// Rows without the piece's external_ids are never modified. When the
+// transaction commits, Apply waits until the client's cache shows the result,
+// so an immediate second Apply computes zero operations.
+func (c *Client) Apply(ctx context.Context, d *Desired) (Result, error) {
+	if err := d.validate(); err != nil {
+		return Result{}, err
+	}
+	// Plan only against a cache that the monitor has resynchronised.
+	if err := waitConnected(ctx, c.NB); err != nil {
+		return Result{}, err
+	}
+	p, err := newPlan(c.NB, d)
+	if err != nil {
+		return Result{}, err
+	}
+	if len(p.ops) == 0 {
+		return Result{}, nil
+	}
+	started := time.Now()
+	results, err := c.NB.Transact(ctx, p.ops...)
+	transactionSeconds.WithLabelValues(d.Owner.Topology, d.Owner.Piece).Observe(time.Since(started).Seconds())
+	if err == nil {
+		_, err = ovsdb.CheckOperationResults(results, p.ops)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("apply %s/%s/%s: %w", d.Owner.Network, d.Owner.Topology, d.Owner.Piece, err)
+	}
+	var inserted []rowRef
+	for i, op := range p.ops {
+		if op.Op == ovsdb.OperationInsert && i < len(results) {
+			inserted = append(inserted, rowRef{op.Table, results[i].UUID.GoUUID})
+		}
+	}
+	return Result{Operations: len(p.ops)}, c.waitVisible(ctx, d, inserted, p.gone)
+}
+
+// Plan returns the operations Apply would send, without sending them.
+func (c *Client) Plan(d *Desired) ([]ovsdb.Operation, error) {
+	if err := d.validate(); err != nil {
+		return nil, err
+	}
+	return plan(c.NB, d)
+}
+
+func transact(ctx context.Context, c client.Client, ops []ovsdb.Operation) error {
+	results, err := c.Transact(ctx, ops...)
+	if err != nil {
+		return err
+	}
+	if _, err := ovsdb.CheckOperationResults(results, ops); err != nil {
+		return err
+	}
+	return nil
+}
+
+func waitConnected(ctx context.Context, c client.Client) error {
+	for !c.Connected() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the OVN database %s to reconnect: %w", c.CurrentEndpoint(), ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// waitVisible waits until the client's cache shows the committed
+// transaction, so that an immediate second Apply plans nothing: the rows it
+// inserted are there and the rows it removed are gone (the server sends one
+// transaction's changes in one update). A transaction of pure field updates has
+// no such marker; then the cache is polled until planning yields nothing.
+func (c *Client) waitVisible(ctx context.Context, d *Desired, inserted, gone []rowRef) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	has := func(r rowRef) bool {
+		t := c.NB.Cache().Table(r.table)
+		return t != nil && t.HasRow(r.uuid)
+	}
+	for {
+		var done bool
+		if len(inserted)+len(gone) > 0 {
+			done = !slices.ContainsFunc(inserted, func(r rowRef) bool { return !has(r) }) &&
+				!slices.ContainsFunc(gone, has)
+		} else {
+			pending, err := plan(c.NB, d)
+			if err != nil {
+				return err
+			}
+			done = len(pending) == 0
+		}
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the committed changes did not reach the client's cache: %w", ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func (d *Desired) validate() error {
+	if d.Owner.Network == "" || d.Owner.Topology == "" || d.Owner.Piece == "" {
+		return errors.New("desired rows: owner needs network, topology and piece")
+	}
+	seen := map[string]bool{}
+	check := func(kind, name string) error {
+		if name == "" {
+			return fmt.Errorf("desired rows: a %s has no name", kind)
+		}
+		if seen[kind+"/"+name] {
+			return fmt.Errorf("desired rows: %s %q appears twice", kind, name)
+		}
+		seen[kind+"/"+name] = true
+		return nil
+	}
+	for _, r := range d.Routers {
+		if err := check("Logical_Router", r.Row.Name); err != nil {
+			return err
+		}
+		for _, p := range r.Ports {
+			if err := check("Logical_Router_Port", p.Name); err != nil {
+				return err
+			}
+		}
+	}
+	for _, s := range d.Switches {
+		if err := check("Logical_Switch", s.Row.Name); err != nil {
+			return err
+		}
+		for _, p := range s.Ports {
+			if err := check("Logical_Switch_Port", p.Name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// planner accumulates the operations of one transaction.
+type planner struct {
+	api    client.Client
+	owner  Owner
+	ops    []ovsdb.Operation
+	named  int
+	tables map[string]map[string]model.Model
+	// gone are the rows the plan deletes or unreferences (garbage-collected).
+	gone []rowRef
+}
+
+// rowRef names one row.
+type rowRef struct{ table, uuid string }
+
+// rows returns a read-only snapshot of a cached table by UUID.
+func (p *planner) rows(table string) map[string]model.Model {
+	if t, ok := p.tables[table]; ok {
+		return t
+	}
+	var m map[string]model.Model
+	if t := p.api.Cache().Table(table); t != nil {
+		m = t.RowsShallow()
+	}
+	if p.tables == nil {
+		p.tables = map[string]map[string]model.Model{}
+	}
+	p.tables[table] = m
+	return m
+}
+
+func plan(api client.Client, d *Desired) ([]ovsdb.Operation, error) {
+	p, err := newPlan(api, d)
+	if err != nil {
+		return nil, err
+	}
+	return p.ops, nil
+}
+
+func newPlan(api client.Client, d *Desired) (*planner, error) {
+	p := &planner{api: api, owner: d.Owner}
+	if err := p.routers(d.Routers); err != nil {
+		return nil, err
+	}
+	if err := p.switches(d.Switches); err != nil {
+		return nil, err
+	}
+	if err := roots(p, dhcpSpec, d.DHCPOptions); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *planner) name() string {
+	p.named++
+	return "udnkit" + strconv.Itoa(p.named)
+}
+
+func (p *planner) add(ops []ovsdb.Operation, err error) error {
+	if err != nil {
+		return err
+	}
+	p.ops = append(p.ops, ops...)
+	return nil
+}
+
+// spec describes how to diff one child table.
+type spec[T any] struct {
+	table string
+	// key identifies a row within its parent.
+	key func(*T) string
+	// uuid and ids give access to the row's _uuid and external_ids.
+	uuid func(*T) *string
+	ids  func(*T) *map[string]string
+	// fields are the columns udnkit manages (compared and updated).
+	fields func(*T) []any
+}
+
+// rowsOf returns the cached rows of a table, in a stable order.
+func rowsOf[T any, PT interface {
+	*T
+	model.Model
+}](p *planner, table string) []PT {
+	rows := p.rows(table)
+	uuids := make([]string, 0, len(rows))
+	for u := range rows {
+		uuids = append(uuids, u)
+	}
+	sort.Strings(uuids)
+	out := make([]PT, 0, len(uuids))
+	for _, u := range uuids {
+		out = append(out, rows[u].(PT))
+	}
+	return out
+}
+
+// children diffs the desired child rows against the parent's current children
+// that this piece owns; it emits creates and updates and returns the named
+// UUIDs to insert into the parent's column and the UUIDs to remove from it.
+func children[T any, PT interface {
+	*T
+	model.Model
+}](p *planner, sp spec[T], current []string, desired []T) (insert, remove []string, err error) {
+	table := p.rows(sp.table)
+	existing := map[string]PT{}
+	var extra []string
+	sorted := slices.Clone(current)
+	slices.Sort(sorted)
+	for _, u := range sorted {
+		m := table[u]
+		if m == nil {
+			continue
+		}
+		row := m.(PT)
+		if !p.owner.owns(*sp.ids((*T)(row))) {
+			continue
+		}
+		if _, dup := existing[sp.key((*T)(row))]; dup {
+			// Duplicates (e.g. written by a racing writer) heal: one survives.
+			extra = append(extra, u)
+			continue
+		}
+		existing[sp.key((*T)(row))] = row
+	}
+	seen := make(map[string]bool, len(desired))
+	for i := range desired {
+		d := &desired[i]
+		if seen[sp.key(d)] {
+			return nil, nil, fmt.Errorf("desired rows: two %s rows with the same identity %q", sp.table, sp.key(d))
+		}
+		seen[sp.key(d)] = true
+		p.stamp(sp.ids(d))
+		ex, ok := existing[sp.key(d)]
+		if !ok {
+			u := p.name()
+			*sp.uuid(d) = u
+			if err := p.add(p.api.Create(PT(d))); err != nil {
+				return nil, nil, err
+			}
+			insert = append(insert, u)
+			continue
+		}
+		delete(existing, sp.key(d))
+		if !sameFields(sp.fields(d), sp.fields((*T)(ex))) {
+			if err := p.add(p.api.Where(ex).Update(PT(d), sp.fields(d)...)); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	for _, row := range existing {
+		remove = append(remove, *sp.uuid((*T)(row)))
+	}
+	remove = append(remove, extra...)
+	sort.Strings(remove)
+	for _, u := range remove {
+		p.gone = append(p.gone, rowRef{sp.table, u})
+	}
+	return insert, remove, nil
+}
+
+// stamp adds the owner's external_ids to a desired row's.
+func (p *planner) stamp(ids *map[string]string) {
+	m := make(map[string]string, len(*ids)+3)
+	for k, v := range *ids {
+		m[k] = v
+	}
+	for k, v := range p.owner.ids() {
+		m[k] = v
+	}
+	*ids = m
+}
+
+var (
+	lrpSpec = spec[nbdb.LogicalRouterPort]{
+		table: nbdb.LogicalRouterPortTable,
+		key:   func(r *nbdb.LogicalRouterPort) string { return r.Name },
+		uuid:  func(r *nbdb.LogicalRouterPort) *string { return &r.UUID },
+		ids:   func(r *nbdb.LogicalRouterPort) *map[string]string { return &r.ExternalIDs },
+		fields: func(r *nbdb.LogicalRouterPort) []any {
+			return []any{&r.ExternalIDs, &r.MAC, &r.Networks, &r.Options, &r.Peer, &r.Ipv6RaConfigs}
+		},
+	}
+	routeSpec = spec[nbdb.LogicalRouterStaticRoute]{
+		table: nbdb.LogicalRouterStaticRouteTable,
+		key: func(r *nbdb.LogicalRouterStaticRoute) string {
+			pol := nbdb.LogicalRouterStaticRoutePolicyDstIP
+			if r.Policy != nil {
+				pol = *r.Policy
+			}
+			return strings.Join([]string{r.RouteTable, r.IPPrefix, r.Nexthop, pol, deref(r.OutputPort)}, "|")
+		},
+		uuid:   func(r *nbdb.LogicalRouterStaticRoute) *string { return &r.UUID },
+		ids:    func(r *nbdb.LogicalRouterStaticRoute) *map[string]string { return &r.ExternalIDs },
+		fields: func(r *nbdb.LogicalRouterStaticRoute) []any { return []any{&r.ExternalIDs, &r.Options} },
+	}
+	policySpec = spec[nbdb.LogicalRouterPolicy]{
+		table: nbdb.LogicalRouterPolicyTable,
+		key:   func(r *nbdb.LogicalRouterPolicy) string { return strconv.Itoa(r.Priority) + "|" + r.Match },
+		uuid:  func(r *nbdb.LogicalRouterPolicy) *string { return &r.UUID },
+		ids:   func(r *nbdb.LogicalRouterPolicy) *map[string]string { return &r.ExternalIDs },
+		fields: func(r *nbdb.LogicalRouterPolicy) []any {
+			return []any{&r.ExternalIDs, &r.Action, &r.Nexthops, &r.Options}
+		},
+	}
+	natSpec = spec[nbdb.NAT]{
+		table: nbdb.NATTable,
+		key: func(r *nbdb.NAT) string {
+			return strings.Join([]string{r.Type, r.LogicalIP, r.ExternalIP, deref(r.LogicalPort)}, "|")
+		},
+		uuid:   func(r *nbdb.NAT) *string { return &r.UUID },
+		ids:    func(r *nbdb.NAT) *map[string]string { return &r.ExternalIDs },
+		fields: func(r *nbdb.NAT) []any { return []any{&r.ExternalIDs, &r.Options, &r.ExternalPortRange} },
+	}
+	lspSpec = spec[nbdb.LogicalSwitchPort]{
+		table: nbdb.LogicalSwitchPortTable,
+		key:   func(r *nbdb.LogicalSwitchPort) string { return r.Name },
+		uuid:  func(r *nbdb.LogicalSwitchPort) *string { return &r.UUID },
+		ids:   func(r *nbdb.LogicalSwitchPort) *map[string]string { return &r.ExternalIDs },
+		fields: func(r *nbdb.LogicalSwitchPort) []any {
+			return []any{&r.ExternalIDs, &r.Type, &r.Addresses, &r.Options, &r.PortSecurity}
+		},
+	}
+)
+
+// ExternalIDVM names the VM (namespace/name) a DHCP_Options row serves.
+const ExternalIDVM = "k8s.ovn.org/vm"
+
+var dhcpSpec = spec[nbdb.DHCPOptions]{
+	table:  nbdb.DHCPOptionsTable,
+	key:    func(r *nbdb.DHCPOptions) string { return r.ExternalIDs[ExternalIDVM] + "|" + r.Cidr },
+	uuid:   func(r *nbdb.DHCPOptions) *string { return &r.UUID },
+	ids:    func(r *nbdb.DHCPOptions) *map[string]string { return &r.ExternalIDs },
+	fields: func(r *nbdb.DHCPOptions) []any { return []any{&r.ExternalIDs, &r.Options} },
+}
+
+// roots diffs rows of a root table (kept until deleted) that this piece owns.
+func roots[T any, PT interface {
+	*T
+	model.Model
+}](p *planner, sp spec[T], desired []T) error {
+	var current []string
+	for u := range p.rows(sp.table) {
+		current = append(current, u)
+	}
+	_, remove, err := children[T, PT](p, sp, current, desired)
+	if err != nil {
+		return err
+	}
+	for _, u := range remove {
+		row := PT(new(T))
+		*sp.uuid((*T)(row)) = u
+		if err := p.add(p.api.Where(row).Delete()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// routers plans the routers and their children.
+func (p *planner) routers(desired []Router) error {
+	byName := map[string]*nbdb.LogicalRouter{}
+	var current []*nbdb.LogicalRouter
+	for _, r := range rowsOf[nbdb.LogicalRouter](p, nbdb.LogicalRouterTable) {
+		current = append(current, r)
+		size := func(x *nbdb.LogicalRouter) int {
+			return len(x.Ports) + len(x.StaticRoutes) + len(x.Policies) + len(x.Nat)
+		}
+		if prev, dup := byName[r.Name]; !dup || preferred(p.owner, prev.ExternalIDs, r.ExternalIDs, size(prev), size(r)) {
+			byName[r.Name] = r
+		}
+	}
+	wanted := map[string]bool{}
+	for i := range desired {
+		d := &desired[i]
+		wanted[d.Row.Name] = true
+		ex := byName[d.Row.Name]
+		switch {
+		case d.Ref && ex == nil:
+			return fmt.Errorf("logical router %q not found: it is created by another piece and must exist first", d.Row.Name)
+		case !d.Ref && ex != nil && !p.owner.owns(ex.ExternalIDs):
+			return fmt.Errorf("logical router %q exists but is not owned by network %q (%s/%s): refusing to touch it",
+				d.Row.Name, p.owner.Network, p.owner.Topology, p.owner.Piece)
+		}
+		var cur nbdb.LogicalRouter
+		if ex != nil {
+			cur = *ex
+		}
+		mut := map[*[]string]*[2][]string{}
+		collect := func(col *[]string, ins, rem []string) {
+			mut[col] = &[2][]string{ins, rem}
+		}
+		row := d.Row
+		ins, rem, err := children[nbdb.LogicalRouterPort](p, lrpSpec, cur.Ports, d.Ports)
+		if err != nil {
+			return err
+		}
+		collect(&row.Ports, ins, rem)
+		if ins, rem, err = children[nbdb.LogicalRouterStaticRoute](p, routeSpec, cur.StaticRoutes, d.Routes); err != nil {
+			return err
+		}
+		collect(&row.StaticRoutes, ins, rem)
+		if ins, rem, err = children[nbdb.LogicalRouterPolicy](p, policySpec, cur.Policies, d.Policies); err != nil {
+			return err
+		}
+		collect(&row.Policies, ins, rem)
+		if ins, rem, err = children[nbdb.NAT](p, natSpec, cur.Nat, d.NATs); err != nil {
+			return err
+		}
+		collect(&row.Nat, ins, rem)
+		if err := p.parent(ex, &row, d.Ref, &row.ExternalIDs, []any{&row.ExternalIDs, &row.Options}, mut,
+			func() []any { return []any{&ex.ExternalIDs, &ex.Options} }); err != nil {
+			return err
+		}
+	}
+	for _, r := range current {
+		// A second row with a wanted name (Logical_Router and Logical_Switch have
+		// no name index, so a race can create one) is handled like a stale row.
+		if wanted[r.Name] && byName[r.Name] == r {
+			continue
+		}
+		if p.owner.owns(r.ExternalIDs) {
+			// Its ports, routes, policies and NATs are garbage-collected with it.
+			p.gone = append(p.gone, rowRef{nbdb.LogicalRouterTable, r.UUID})
+			if err := p.add(p.api.Where(r).Delete()); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := p.dropChildren(r, []childColumn{
+			{&r.Ports, lrpSpec.table, ownedIn(p, lrpSpec)}, {&r.StaticRoutes, routeSpec.table, ownedIn(p, routeSpec)},
+			{&r.Policies, policySpec.table, ownedIn(p, policySpec)}, {&r.Nat, natSpec.table, ownedIn(p, natSpec)},
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// switches plans the switches and their ports.
+func (p *planner) switches(desired []Switch) error {
+	byName := map[string]*nbdb.LogicalSwitch{}
+	var current []*nbdb.LogicalSwitch
+	for _, s := range rowsOf[nbdb.LogicalSwitch](p, nbdb.LogicalSwitchTable) {
+		current = append(current, s)
+		if prev, dup := byName[s.Name]; !dup || preferred(p.owner, prev.ExternalIDs, s.ExternalIDs, len(prev.Ports), len(s.Ports)) {
+			byName[s.Name] = s
+		}
+	}
+	wanted := map[string]bool{}
+	for i := range desired {
+		d := &desired[i]
+		wanted[d.Row.Name] = true
+		ex := byName[d.Row.Name]
+		switch {
+		case d.Ref && ex == nil:
+			return fmt.Errorf("logical switch %q not found: it is created by another piece and must exist first", d.Row.Name)
+		case !d.Ref && ex != nil && !p.owner.owns(ex.ExternalIDs):
+			return fmt.Errorf("logical switch %q exists but is not owned by network %q (%s/%s): refusing to touch it",
+				d.Row.Name, p.owner.Network, p.owner.Topology, p.owner.Piece)
+		}
+		var cur nbdb.LogicalSwitch
+		if ex != nil {
+			cur = *ex
+		}
+		row := d.Row
+		ins, rem, err := children[nbdb.LogicalSwitchPort](p, lspSpec, cur.Ports, d.Ports)
+		if err != nil {
+			return err
+		}
+		mut := map[*[]string]*[2][]string{&row.Ports: {ins, rem}}
+		if err := p.parent(ex, &row, d.Ref, &row.ExternalIDs, []any{&row.ExternalIDs, &row.OtherConfig}, mut,
+			func() []any { return []any{&ex.ExternalIDs, &ex.OtherConfig} }); err != nil {
+			return err
+		}
+	}
+	for _, s := range current {
+		// A second row with a wanted name (Logical_Router and Logical_Switch have
+		// no name index, so a race can create one) is handled like a stale row.
+		if wanted[s.Name] && byName[s.Name] == s {
+			continue
+		}
+		if p.owner.owns(s.ExternalIDs) {
+			p.gone = append(p.gone, rowRef{nbdb.LogicalSwitchTable, s.UUID})
+			if err := p.add(p.api.Where(s).Delete()); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := p.dropChildren(s, []childColumn{{&s.Ports, lspSpec.table, ownedIn(p, lspSpec)}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// preferred says whether a second row with the same name should replace the
+// first as the one udnkit works on: an owned row beats a foreign one, then the
+// row with more children wins (the other is the leftover of a race).
+func preferred(owner Owner, prevIDs, nextIDs map[string]string, prevSize, nextSize int) bool {
+	if owner.owns(prevIDs) != owner.owns(nextIDs) {
+		return owner.owns(nextIDs)
+	}
+	return nextSize > prevSize
+}
+
+// parent creates a missing parent with its new children, or updates an
+// existing one's managed columns and mutates its child columns.
+func (p *planner) parent(ex, row model.Model, ref bool, ids *map[string]string, fields []any,
+	mut map[*[]string]*[2][]string, exFields func() []any) error {
+	p.stamp(ids)
+	if reflect.ValueOf(ex).IsNil() {
+		for col, m := range mut {
+			*col = m[0]
+		}
+		return p.add(p.api.Create(row))
+	}
+	if !ref && !sameFields(fields, exFields()) {
+		if err := p.add(p.api.Where(ex).Update(row, fields...)); err != nil {
+			return err
+		}
+	}
+	var mutations []model.Mutation
+	cols := make([]*[]string, 0, len(mut))
+	for col := range mut {
+		cols = append(cols, col)
+	}
+	// A stable order keeps the plan deterministic.
+	sort.Slice(cols, func(i, j int) bool { return reflect.ValueOf(cols[i]).Pointer() < reflect.ValueOf(cols[j]).Pointer() })
+	for _, col := range cols {
+		m := mut[col]
+		if len(m[1]) > 0 {
+			mutations = append(mutations, model.Mutation{Field: col, Mutator: ovsdb.MutateOperationDelete, Value: m[1]})
+		}
+		if len(m[0]) > 0 {
+			mutations = append(mutations, model.Mutation{Field: col, Mutator: ovsdb.MutateOperationInsert, Value: m[0]})
+		}
+	}
+	if len(mutations) == 0 {
+		return nil
+	}
+	return p.add(p.api.Where(ex).Mutate(row, mutations...))
+}
+
+type childColumn struct {
+	col   *[]string
+	table string
+	owned func(uuid string) bool
+}
+
+// dropChildren removes this piece's children from a parent it does not own.
+func (p *planner) dropChildren(parent model.Model, cols []childColumn) error {
+	var mutations []model.Mutation
+	for _, c := range cols {
+		var drop []string
+		for _, u := range *c.col {
+			if c.owned(u) {
+				drop = append(drop, u)
+				p.gone = append(p.gone, rowRef{c.table, u})
+			}
+		}
+		if len(drop) > 0 {
+			mutations = append(mutations, model.Mutation{Field: c.col, Mutator: ovsdb.MutateOperationDelete, Value: drop})
+		}
+	}
+	if len(mutations) == 0 {
+		return nil
+	}
+	return p.add(p.api.Where(parent).Mutate(parent, mutations...))
+}
+
+func ownedIn[T any](p *planner, sp spec[T]) func(string) bool {
+	t := p.rows(sp.table)
+	return func(u string) bool {
+		m := t[u]
+		if m == nil {
+			return false
+		}
+		return p.owner.owns(*sp.ids(m.(*T)))
+	}
+}
+
+// sameFields compares managed columns the way OVSDB stores them: sets are
+// unordered, an empty map equals a missing one, optional values compare by value.
+func sameFields(a, b []any) bool {
+	for i := range a {
+		if !sameValue(reflect.ValueOf(a[i]).Elem(), reflect.ValueOf(b[i]).Elem()) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameValue(a, b reflect.Value) bool {
+	switch a.Kind() {
+	case reflect.Map:
+		if a.Len() == 0 && b.Len() == 0 {
+			return true
+		}
+		return reflect.DeepEqual(a.Interface(), b.Interface())
+	case reflect.Slice:
+		if a.Len() != b.Len() {
+			return false
+		}
+		x, okx := a.Interface().([]string)
+		y, oky := b.Interface().([]string)
+		if okx && oky {
+			x, y = slices.Clone(x), slices.Clone(y)
+			slices.Sort(x)
+			slices.Sort(y)
+			return slices.Equal(x, y)
+		}
+		return reflect.DeepEqual(a.Interface(), b.Interface())
+	case reflect.Pointer:
+		if a.IsNil() || b.IsNil() {
+			return a.IsNil() == b.IsNil()
+		}
+		return sameValue(a.Elem(), b.Elem())
+	default:
+		return reflect.DeepEqual(a.Interface(), b.Interface())
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Networks lists the networks that have routers of a topology piece in the
+// Northbound database, e.g. to remove the topology of deleted networks.
+func (c *Client) Networks(topology, piece string) []string {
+	seen := map[string]bool{}
+	for _, m := range c.NB.Cache().Table(nbdb.LogicalRouterTable).RowsShallow() {
+		ids := m.(*nbdb.LogicalRouter).ExternalIDs
+		if ids[ExternalIDTopology] == topology && ids[ExternalIDPiece] == piece && ids[ExternalIDNetwork] != "" {
+			seen[ids[ExternalIDNetwork]] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,215 @@
+package dataplane
+
+import (
+	"net/netip"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/udnkit/udnkit/dataplane/nbdb"
+)
+
+func manyNodes(n int) []Layer2Node {
+	nodes := make([]Layer2Node, n)
+	for i := range nodes {
+		nodes[i] = Layer2Node{Name: "node" + strconv.Itoa(i+1), ID: i + 2, TopologyVersion: Layer2TopologyVersion, Local: i == 0}
+	}
+	return nodes
+}
+
+func benchNetwork() Layer2Network {
+	return Layer2Network{
+		Name:                   "bench_net",
+		Subnets:                []netip.Prefix{pfx("10.128.0.0/16"), pfx("fd10::/64")},
+		JoinSubnets:            []netip.Prefix{pfx("100.65.0.0/16"), pfx("fd99::/64")},
+		SwitchTunnelKey:        16711685,
+		TransitRouterTunnelKey: 16715780,
+		MasqueradeIPs:          []netip.Addr{addr("169.254.0.12")},
+	}
+}
+
+// rawInsert is the baseline: the same rows inserted with plain libovsdb in one
+// transaction (named UUIDs, parents referencing children), with no cache
+// lookups, diffing or ownership checks.
+func rawInsert(b *testing.B, e *env, d *Desired) {
+	api := e.c.NB
+	var ops []ovsdb.Operation
+	n := 0
+	create := func(m model.Model, uuid *string) string {
+		n++
+		*uuid = "raw" + strconv.Itoa(n)
+		o, err := api.Create(m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ops = append(ops, o...)
+		return *uuid
+	}
+	ids := d.Owner.ids()
+	for _, r := range d.Routers {
+		row := r.Row
+		row.ExternalIDs = ids
+		for _, p := range r.Ports {
+			p.ExternalIDs = ids
+			row.Ports = append(row.Ports, create(&p, &p.UUID))
+		}
+		for _, s := range r.Routes {
+			s.ExternalIDs = ids
+			row.StaticRoutes = append(row.StaticRoutes, create(&s, &s.UUID))
+		}
+		for _, p := range r.Policies {
+			p.ExternalIDs = ids
+			row.Policies = append(row.Policies, create(&p, &p.UUID))
+		}
+		for _, x := range r.NATs {
+			x.ExternalIDs = ids
+			row.Nat = append(row.Nat, create(&x, &x.UUID))
+		}
+		create(&row, &row.UUID)
+	}
+	for _, s := range d.Switches {
+		row := s.Row
+		row.ExternalIDs = ids
+		for _, p := range s.Ports {
+			p.ExternalIDs = ids
+			row.Ports = append(row.Ports, create(&p, &p.UUID))
+		}
+		create(&row, &row.UUID)
+	}
+	if err := transact(e.ctx, api, ops); err != nil {
+		b.Fatal(err)
+	}
+	waitRows(b, api, nbdb.LogicalRouterPortTable, countPorts(d))
+}
+
+func countPorts(d *Desired) int {
+	n := 0
+	for _, r := range d.Routers {
+		n += len(r.Ports)
+	}
+	return n
+}
+
+// waitRows waits until the cache holds n rows of a table (the baseline's
+// equivalent of Apply waiting for its cache to converge).
+func waitRows(b *testing.B, api client.Client, table string, n int) {
+	deadline := time.Now().Add(time.Minute)
+	for api.Cache().Table(table).Len() != n {
+		if time.Now().After(deadline) {
+			b.Fatalf("cache has %d %s rows, want %d", api.Cache().Table(table).Len(), table, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// BenchmarkLayer2Topology1000Nodes programs the whole Layer2 topology of a
+// 1000-node network into an empty database in one transaction, and in the same
+// run inserts the same rows with raw libovsdb; it reports both and their ratio.
+func BenchmarkLayer2Topology1000Nodes(b *testing.B) {
+	e := newEnv(b)
+	d, err := Layer2Topology(benchNetwork(), manyNodes(1000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	empty := &Desired{Owner: d.Owner}
+	var udnkit, raw time.Duration
+	for b.Loop() {
+		start := time.Now()
+		if _, err := e.c.Apply(e.ctx, d); err != nil {
+			b.Fatal(err)
+		}
+		udnkit += time.Since(start)
+		if _, err := e.c.Apply(e.ctx, empty); err != nil {
+			b.Fatal(err)
+		}
+		waitRows(b, e.c.NB, nbdb.LogicalRouterPortTable, 0)
+
+		start = time.Now()
+		rawInsert(b, e, d)
+		raw += time.Since(start)
+		if _, err := e.c.Apply(e.ctx, empty); err != nil {
+			b.Fatal(err)
+		}
+		waitRows(b, e.c.NB, nbdb.LogicalRouterPortTable, 0)
+	}
+	reportRatio(b, udnkit, raw)
+}
+
+func reportRatio(b *testing.B, udnkit, raw time.Duration) {
+	b.ReportMetric(float64(udnkit.Milliseconds())/float64(b.N), "udnkit-ms/op")
+	b.ReportMetric(float64(raw.Milliseconds())/float64(b.N), "raw-ms/op")
+	b.ReportMetric(float64(udnkit)/float64(raw), "udnkit/raw")
+}
+
+// BenchmarkLayer2AddOneNodeTo1000 adds the 1001st node to a programmed
+// 1000-node network (one diff over the whole network, one small transaction).
+func BenchmarkLayer2AddOneNodeTo1000(b *testing.B) {
+	e := newEnv(b)
+	nodes := manyNodes(1001)
+	base, err := Layer2Topology(benchNetwork(), nodes[:1000])
+	if err != nil {
+		b.Fatal(err)
+	}
+	more, err := Layer2Topology(benchNetwork(), nodes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.apply(base)
+	for b.Loop() {
+		res, err := e.c.Apply(e.ctx, more)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Operations == 0 {
+			b.Fatal("adding a node sent no operations")
+		}
+		b.StopTimer()
+		e.apply(base)
+		b.StartTimer()
+	}
+}
+
+// BenchmarkMultiVTEP1000Pods creates, in one transaction, the on-demand
+// transit switch ports and routes for 1000 pods on 250 remote 4-VTEP nodes
+// (every VTEP used: 1000 remote ports, 250 subnet routes, 750 /32 routes).
+func BenchmarkMultiVTEP1000Pods(b *testing.B) {
+	e := newEnv(b)
+	e.nbctl("lr-add", "bench.vtep_ovn_cluster_router")
+	e.nbctl("ls-add", "bench.vtep_transit_switch")
+	e.settle()
+	var nodes []VTEPNode
+	var pods []VTEPPod
+	for i := range 250 {
+		n := VTEPNode{Name: "node" + strconv.Itoa(i), Subnets: []netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i / 256), byte(i % 256), 0}), 24)}}
+		for v := range 4 {
+			n.EncapIPs = append(n.EncapIPs, netip.AddrFrom4([4]byte{172, 16, byte(i), byte(v + 1)}))
+			n.TunnelIDs = append(n.TunnelIDs, 2+4*i+v)
+			pods = append(pods, VTEPPod{Namespace: "ns", Name: "pod" + strconv.Itoa(4*i+v), Node: n.Name, EncapIP: n.EncapIPs[v],
+				IPs: []netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i / 256), byte(i % 256), byte(v + 4)}), 24)}})
+		}
+		nodes = append(nodes, n)
+	}
+	d, err := MultiVTEPPorts("bench-vtep", DefaultTransitSubnetV4, nodes, pods)
+	if err != nil {
+		b.Fatal(err)
+	}
+	empty, err := MultiVTEPPorts("bench-vtep", DefaultTransitSubnetV4, nodes, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := e.c.Apply(e.ctx, d); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		e.apply(empty)
+		b.StartTimer()
+	}
+	if n := e.c.NB.Cache().Table(nbdb.LogicalSwitchPortTable).Len(); n != 0 {
+		b.Fatalf("%d ports left after cleanup", n)
+	}
+}

@@ -1,0 +1,310 @@
+// Package controller drives the dataplane from the API state: it reads each
+// primary Layer2 network's NetworkAttachmentDefinition (its OVN-Kubernetes
+// network config and the network ID and tunnel keys the reconcilers allocate)
+// and the Nodes (node IDs, topology version), and applies the OKEP-5094
+// topology to OVN.
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/dataplane"
+)
+
+// Default join subnets of a Layer2 network that does not set joinSubnets.
+var defaultJoinSubnets = []netip.Prefix{netip.MustParsePrefix("100.65.0.0/16"), netip.MustParsePrefix("fd99::/64")}
+
+// Layer2Reconciler programs the transit-router topology of every primary
+// Layer2 network. Requests are NetworkAttachmentDefinitions; Node changes
+// requeue every udnkit NAD.
+type Layer2Reconciler struct {
+	Client client.Client
+	OVN    *dataplane.Client
+	// Local says whether a node belongs to this OVN zone; nil means every node
+	// does (one zone, as `make run` has).
+	Local func(*corev1.Node) bool
+	// DrainPoll is how often a network waiting for a local node to drain is
+	// retried (pods are not watched); 0 means 30 s.
+	DrainPoll time.Duration
+}
+
+// +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+
+// SetupWithManager registers the reconciler.
+func (r *Layer2Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("dataplane-layer2").
+		For(&nadv1.NetworkAttachmentDefinition{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allNADs)).
+		Complete(r)
+}
+
+func (r *Layer2Reconciler) allNADs(ctx context.Context, _ client.Object) []reconcile.Request {
+	var nads nadv1.NetworkAttachmentDefinitionList
+	if err := r.Client.List(ctx, &nads, client.HasLabels{udnv1.LabelUserDefinedNetwork}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(nads.Items))
+	for _, n := range nads.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&n)})
+	}
+	return out
+}
+
+// netConf is the part of OVN-Kubernetes' network config (the NAD's spec.config) the topology needs.
+type netConf struct {
+	Name              string `json:"name"`
+	Topology          string `json:"topology"`
+	Role              string `json:"role"`
+	Subnets           string `json:"subnets"`
+	JoinSubnet        string `json:"joinSubnet"`
+	DefaultGatewayIPs string `json:"defaultGatewayIPs"`
+	TransitSubnet     string `json:"transitSubnet"`
+	MTU               int    `json:"mtu"`
+}
+
+// Reconcile applies one network's topology and removes the topology of
+// networks whose NADs are gone.
+func (r *Layer2Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	logger := log.FromContext(ctx)
+	var nad nadv1.NetworkAttachmentDefinition
+	err := r.Client.Get(ctx, req.NamespacedName, &nad)
+	if client.IgnoreNotFound(err) != nil {
+		return reconcile.Result{}, err
+	}
+	_, labeled := nad.Labels[udnv1.LabelUserDefinedNetwork]
+	if err == nil && nad.DeletionTimestamp.IsZero() && labeled {
+		net, ok, err := Layer2NetworkFromNAD(&nad)
+		if err != nil {
+			// A malformed NAD is the NAD writer's bug; retrying will not fix it.
+			logger.Error(err, "skipping network")
+		} else if ok {
+			waiting, err := r.apply(ctx, nad.Namespace, net)
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			if waiting {
+				// Pods are not watched: look again for the node to drain.
+				poll := r.DrainPoll
+				if poll == 0 {
+					poll = 30 * time.Second
+				}
+				return reconcile.Result{RequeueAfter: poll}, r.collect(ctx)
+			}
+		}
+	}
+	return reconcile.Result{}, r.collect(ctx)
+}
+
+// apply programs the network; waiting reports local nodes that still run pods
+// on the old topology and are left out until they drain.
+func (r *Layer2Reconciler) apply(ctx context.Context, namespace string, net dataplane.Layer2Network) (waiting bool, err error) {
+	var nodeList corev1.NodeList
+	if err := r.Client.List(ctx, &nodeList); err != nil {
+		return false, err
+	}
+	var nodes []dataplane.Layer2Node
+	for i := range nodeList.Items {
+		node := &nodeList.Items[i]
+		n, ok, err := Layer2NodeFromNode(node)
+		if err != nil || !ok {
+			continue // no node ID allocated yet: the node joins on its next update
+		}
+		n.Local = r.Local == nil || r.Local(node)
+		if n.Local && n.TopologyVersion != dataplane.Layer2TopologyVersion {
+			running, err := r.runningPods(ctx, namespace, node.Name)
+			if err != nil {
+				return false, err
+			}
+			n.RunningPods = running
+			if !dataplane.Layer2NodeCanSwitch(n) {
+				waiting = true
+				continue // keeps the old topology until drained
+			}
+			if err := r.announce(ctx, node); err != nil {
+				return false, err
+			}
+			n.TopologyVersion = dataplane.Layer2TopologyVersion
+		}
+		nodes = append(nodes, n)
+	}
+	d, err := dataplane.Layer2Topology(net, nodes)
+	if err != nil {
+		return false, err
+	}
+	_, err = r.OVN.Apply(ctx, d)
+	return waiting, err
+}
+
+// announce marks a node as running the transit-router topology.
+func (r *Layer2Reconciler) announce(ctx context.Context, node *corev1.Node) error {
+	patch := client.MergeFrom(node.DeepCopy())
+	if node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	node.Annotations[udnv1.AnnotationLayer2TopologyVersion] = dataplane.Layer2TopologyVersion
+	return r.Client.Patch(ctx, node, patch)
+}
+
+func (r *Layer2Reconciler) runningPods(ctx context.Context, namespace, node string) (int, error) {
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// collect removes the topology of networks that no NAD describes any more.
+func (r *Layer2Reconciler) collect(ctx context.Context) error {
+	var nads nadv1.NetworkAttachmentDefinitionList
+	if err := r.Client.List(ctx, &nads, client.HasLabels{udnv1.LabelUserDefinedNetwork}); err != nil {
+		return err
+	}
+	live := map[string]bool{}
+	for i := range nads.Items {
+		if net, ok, err := Layer2NetworkFromNAD(&nads.Items[i]); err == nil && ok && nads.Items[i].DeletionTimestamp.IsZero() {
+			live[net.Name] = true
+		}
+	}
+	for _, name := range r.OVN.Networks(dataplane.TopologyLayer2, dataplane.PieceTransitRouter) {
+		if live[name] {
+			continue
+		}
+		owner := dataplane.Owner{Network: name, Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceTransitRouter, AdoptLegacy: true}
+		if _, err := r.OVN.Apply(ctx, &dataplane.Desired{Owner: owner}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Layer2NetworkFromNAD reads a primary Layer2 network from its NAD: the
+// OVN-Kubernetes config in spec.config and the k8s.ovn.org/tunnel-keys
+// annotation ([switch key, transit router key]). ok is false for other
+// networks and for networks whose tunnel keys are not allocated yet.
+func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net dataplane.Layer2Network, ok bool, err error) {
+	var conf netConf
+	if err := json.Unmarshal([]byte(nad.Spec.Config), &conf); err != nil {
+		return net, false, fmt.Errorf("NAD %s/%s spec.config: %w", nad.Namespace, nad.Name, err)
+	}
+	if conf.Topology != "layer2" || conf.Role != "primary" {
+		return net, false, nil
+	}
+	keysText, found := nad.Annotations[udnv1.AnnotationTunnelKeys]
+	if !found {
+		return net, false, nil
+	}
+	var keys []int
+	if err := json.Unmarshal([]byte(keysText), &keys); err != nil || len(keys) < 2 {
+		return net, false, fmt.Errorf("NAD %s/%s annotation %s: %q must be a JSON list of the switch and transit router tunnel keys",
+			nad.Namespace, nad.Name, udnv1.AnnotationTunnelKeys, keysText)
+	}
+	field := func(name, text string) ([]netip.Prefix, error) {
+		var out []netip.Prefix
+		for _, s := range strings.Split(text, ",") {
+			if s = strings.TrimSpace(s); s == "" {
+				continue
+			}
+			p, err := netip.ParsePrefix(s)
+			if err != nil {
+				return nil, fmt.Errorf("NAD %s/%s spec.config %s: %w", nad.Namespace, nad.Name, name, err)
+			}
+			out = append(out, p)
+		}
+		return out, nil
+	}
+	net = dataplane.Layer2Network{Name: conf.Name, SwitchTunnelKey: keys[0], TransitRouterTunnelKey: keys[1], MTU: conf.MTU}
+	if net.Subnets, err = field("subnets", conf.Subnets); err != nil {
+		return net, false, err
+	}
+	if net.JoinSubnets, err = field("joinSubnet", conf.JoinSubnet); err != nil {
+		return net, false, err
+	}
+	if len(net.JoinSubnets) == 0 {
+		for _, j := range defaultJoinSubnets {
+			for _, s := range net.Subnets {
+				if s.Addr().Is4() == j.Addr().Is4() {
+					net.JoinSubnets = append(net.JoinSubnets, j)
+				}
+			}
+		}
+	}
+	if net.TransitSubnets, err = field("transitSubnet", conf.TransitSubnet); err != nil {
+		return net, false, err
+	}
+	for _, s := range strings.Split(conf.DefaultGatewayIPs, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return net, false, fmt.Errorf("NAD %s/%s spec.config defaultGatewayIPs: %w", nad.Namespace, nad.Name, err)
+		}
+		net.DefaultGatewayIPs = append(net.DefaultGatewayIPs, a)
+	}
+	return net, true, nil
+}
+
+// Layer2NodeFromNode reads a node's k8s.ovn.org/node-id and
+// k8s.ovn.org/layer2-topology-version; ok is false until the node has an ID.
+func Layer2NodeFromNode(node *corev1.Node) (dataplane.Layer2Node, bool, error) {
+	idText, found := node.Annotations[udnv1.AnnotationNodeID]
+	if !found {
+		return dataplane.Layer2Node{}, false, nil
+	}
+	id, err := strconv.Atoi(idText)
+	if err != nil || id < 1 {
+		return dataplane.Layer2Node{}, false, fmt.Errorf("node %s annotation %s: %q is not a node ID (an integer ≥ 1)",
+			node.Name, udnv1.AnnotationNodeID, idText)
+	}
+	return dataplane.Layer2Node{
+		Name: node.Name, ID: id,
+		TopologyVersion: node.Annotations[udnv1.AnnotationLayer2TopologyVersion],
+		// The old topology's per-node switch port tunnel key; only read while
+		// remote nodes still run the old topology.
+		LegacyTunnelKey: id,
+	}, true, nil
+}
+
+// Setup connects to OVN (the manager's --ovn-nb-address and --ovn-sb-address,
+// unix: or tcp:) and registers the Layer2 reconciler with the manager; every
+// node is local unless local says otherwise. The client closes when ctx ends.
+func Setup(ctx context.Context, mgr ctrl.Manager, nbAddress, sbAddress string, local func(*corev1.Node) bool) (*Layer2Reconciler, error) {
+	ovn, err := dataplane.NewClient(ctx, nbAddress, sbAddress)
+	if err != nil {
+		return nil, err
+	}
+	r := &Layer2Reconciler{Client: mgr.GetClient(), OVN: ovn, Local: local}
+	if err := r.SetupWithManager(mgr); err != nil {
+		ovn.Close()
+		return nil, err
+	}
+	go func() {
+		<-ctx.Done()
+		ovn.Close()
+	}()
+	return r, nil
+}

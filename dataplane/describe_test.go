@@ -1,0 +1,45 @@
+package dataplane
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestDescribe(t *testing.T) {
+	net, nodes := exampleV4()
+	d, err := Layer2Topology(net, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	d.Describe(&out)
+	text := out.String()
+	for _, want := range []string{
+		"# network test12_namespace-scoped, topology layer2",
+		"switch " + sw,
+		"router " + tr,
+		"requested-tnl-key=16715780",
+		"    port trtor-" + gr1 + " mac=",
+		"peer=rtotr-" + gr1,
+		"router " + gr1,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("plan lacks %q:\n%s", want, text)
+		}
+	}
+	local := 0
+	for _, n := range nodes {
+		if n.Local {
+			local++
+		}
+	}
+	// Gateway routers are programmed for this zone's nodes only; the others
+	// are reached through remote transit-router ports.
+	if n := strings.Count(text, "\nrouter GR_"); n != local {
+		t.Errorf("%d gateway routers described, want %d (the local nodes)", n, local)
+	}
+	if n := strings.Count(text, "port trtor-"); n != len(nodes) {
+		t.Errorf("%d transit-router ports described, want one per node (%d)", n, len(nodes))
+	}
+}

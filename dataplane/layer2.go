@@ -1,0 +1,516 @@
+package dataplane
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/udnkit/udnkit/dataplane/nbdb"
+)
+
+// Layer2TopologyVersion is the k8s.ovn.org/layer2-topology-version value of
+// nodes that run the transit-router topology (OKEP-5094).
+const Layer2TopologyVersion = "2.0"
+
+// Topology and piece names in the rows' external_ids.
+const (
+	TopologyLayer2       = "layer2"
+	TopologyLayer3       = "layer3"
+	PieceTransitRouter   = "transit-router"
+	PieceSubnetPolicies  = "subnet-policies"
+	PieceLiveMigration   = "live-migration"
+	PieceMultiVTEP       = "multi-vtep"
+	PolicyPriorityAllow  = 102  // DefaultNoReroutePriority
+	PolicyPriorityNodeIP = 1004 // reroute of traffic to a node IP to the management port
+	// PktMarkAllow is the pkt.mark of traffic that is always allowed (priority 102).
+	PktMarkAllow = 42
+)
+
+// Layer2Network is what the Layer2 transit-router topology needs to know about a network.
+type Layer2Network struct {
+	// Name is the network's k8s.ovn.org/network value, e.g. "ns1_tenant-blue".
+	Name string
+	// Subnets are the network's subnets, at most one per family.
+	Subnets []netip.Prefix
+	// JoinSubnets are the join subnets (one per family of Subnets).
+	JoinSubnets []netip.Prefix
+	// TransitSubnets default to 100.88.0.0/16 and fd97::/64.
+	TransitSubnets []netip.Prefix
+	// DefaultGatewayIPs override the first subnet address (.1 / ::1) as gateway.
+	DefaultGatewayIPs []netip.Addr
+	// SwitchTunnelKey and TransitRouterTunnelKey come from the network's tunnel keys.
+	SwitchTunnelKey        int
+	TransitRouterTunnelKey int
+	// MTU sets gateway_mtu on the gateway routers' rtotr- ports (0: unset).
+	MTU int
+	// MasqueradeIPs are the management-port SNAT external IPs, one per family (optional).
+	MasqueradeIPs []netip.Addr
+	// ServiceIPs (the API and DNS service IPs) are routed to the management
+	// port, the subnet's second address (optional).
+	ServiceIPs []netip.Addr
+}
+
+// Layer2Node is one node as the Layer2 topology sees it.
+type Layer2Node struct {
+	Name string
+	// ID is the node's cluster-unique k8s.ovn.org/node-id (≥ 1).
+	ID int
+	// Local marks nodes of this zone (their gateway routers are programmed here);
+	// the others get remote ports.
+	Local bool
+	// Chassis is the requested-chassis of remote ports and the GR's chassis (default Name).
+	Chassis string
+	// TopologyVersion is the node's k8s.ovn.org/layer2-topology-version.
+	TopologyVersion string
+	// RunningPods counts the node's running pods on this network; a local node
+	// that is not yet on version 2.0 switches only when it has none.
+	RunningPods int
+	// JoinIPs default to the join subnets' address at offset ID, with their prefix length.
+	JoinIPs []netip.Prefix
+	// TransitPeerSubnets default to the /31 and /127 at offset 2·ID of the transit subnets.
+	TransitPeerSubnets []netip.Prefix
+	// NodeIPs get a priority-1004 reroute to the management port on local nodes.
+	NodeIPs []netip.Addr
+	// LegacyTunnelKey is the tunnel key of the node's old stor-GR switch port,
+	// kept while some nodes still run the old topology.
+	LegacyTunnelKey int
+}
+
+// Layer2Names are the names OKEP-5094 gives the rows of one network.
+type Layer2Names struct{ prefix string }
+
+// NamesFor returns the row names of a network: OVN-Kubernetes' network
+// prefix is the network name with "-" replaced by "." followed by "_".
+func NamesFor(network string) Layer2Names {
+	return Layer2Names{prefix: strings.ReplaceAll(network, "-", ".") + "_"}
+}
+
+func (n Layer2Names) Switch() string        { return n.prefix + "ovn_layer2_switch" }
+func (n Layer2Names) TransitRouter() string { return n.prefix + "transit_router" }
+func (n Layer2Names) ClusterRouter() string { return n.prefix + "ovn_cluster_router" }
+func (n Layer2Names) GatewayRouter(node string) string {
+	return "GR_" + n.prefix + node
+}
+func (n Layer2Names) RouterToSwitch() string         { return "rtos-" + n.Switch() }
+func (n Layer2Names) SwitchToRouter() string         { return "stor-" + n.TransitRouter() }
+func (n Layer2Names) TransitToGR(node string) string { return "trtor-" + n.GatewayRouter(node) }
+func (n Layer2Names) GRToTransit(node string) string { return "rtotr-" + n.GatewayRouter(node) }
+func (n Layer2Names) SwitchToGR(node string) string  { return "stor-" + n.GatewayRouter(node) }
+func (n Layer2Names) GRToSwitch() string             { return "rtos-" + n.Switch() }
+func (n Layer2Names) UpgradeSwitchPort() string      { return "stotr-" + n.Switch() + "-upgrade" }
+func (n Layer2Names) UpgradeRouterPort() string      { return "trtos-" + n.Switch() + "-upgrade" }
+
+// Layer2NodeCanSwitch says whether a node may move this network to the
+// transit-router topology now: it already has, or it runs no pods on it.
+func Layer2NodeCanSwitch(n Layer2Node) bool {
+	return n.TopologyVersion == Layer2TopologyVersion || n.RunningPods == 0
+}
+
+// node is a Layer2Node with every address worked out.
+type l2node struct {
+	Layer2Node
+	gr, trtor, rtotr string
+	joinIPs          []netip.Prefix
+	trSide, grSide   []netip.Prefix // transit router's and GR's peer addresses
+	upgraded         bool
+}
+
+// Layer2Topology computes the rows of the OKEP-5094 topology of one network
+// for one zone: the transit router with its switch-facing port, the layer2
+// switch with its router port, per node the trtor-/rtotr- peer ports (remote
+// ports carry requested-chassis), the routes, policies and the management-port
+// SNAT, and — while some nodes still run the old topology — the temporary
+// upgrade ports and /32 join routes. Invalid input yields an error naming the
+// field; nothing is computed then.
+func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
+	if err := net.validate(); err != nil {
+		return nil, err
+	}
+	names := NamesFor(net.Name)
+	transits := net.transits()
+	var all []l2node
+	var locals []int
+	anyOld := false
+	seenID := map[int]string{}
+	for i, n := range nodes {
+		ln, err := net.resolve(names, transits, n)
+		if err != nil {
+			return nil, fmt.Errorf("nodes[%d] (%s): %w", i, n.Name, err)
+		}
+		if other, dup := seenID[n.ID]; dup {
+			return nil, fmt.Errorf("nodes[%d].id: node ID %d is used by %s and %s", i, n.ID, other, n.Name)
+		}
+		seenID[n.ID] = n.Name
+		if n.Local {
+			if !Layer2NodeCanSwitch(n) {
+				return nil, fmt.Errorf("nodes[%d] (%s): the local node still runs %d pods on network %s with topology version %q; it switches to %s only when it has none",
+					i, n.Name, n.RunningPods, net.Name, n.TopologyVersion, Layer2TopologyVersion)
+			}
+			ln.upgraded = true
+			locals = append(locals, len(all))
+		}
+		anyOld = anyOld || !ln.upgraded
+		all = append(all, ln)
+	}
+	if anyOld && len(locals) > 1 {
+		return nil, fmt.Errorf("nodes: the upgrade topology supports one local node per zone, got %d", len(locals))
+	}
+
+	tr := Router{Row: nbdb.LogicalRouter{
+		Name:    names.TransitRouter(),
+		Options: map[string]string{"requested-tnl-key": strconv.Itoa(net.TransitRouterTunnelKey)},
+	}}
+	sw := Switch{Row: nbdb.LogicalSwitch{
+		Name:        names.Switch(),
+		OtherConfig: map[string]string{"requested-tnl-key": strconv.Itoa(net.SwitchTunnelKey)},
+	}}
+	gws := net.gateways()
+	gwMAC := MACFromIP(gws[0].Addr()).String()
+	tr.Ports = append(tr.Ports, nbdb.LogicalRouterPort{
+		Name: names.RouterToSwitch(), MAC: gwMAC, Networks: prefixStrings(gws),
+	})
+	sw.Ports = append(sw.Ports, nbdb.LogicalSwitchPort{
+		Name: names.SwitchToRouter(), Type: "router", Addresses: []string{"router"},
+		Options: map[string]string{"router-port": names.RouterToSwitch()},
+	})
+	desired := &Desired{
+		Owner: Owner{Network: net.Name, Topology: TopologyLayer2, Piece: PieceTransitRouter, AdoptLegacy: true},
+	}
+	for _, n := range all {
+		if !n.upgraded {
+			// Old-topology node: keep its remote switch port and reach its join IP
+			// through the upgrade port (the document's "100.65.0.3 100.65.0.3 dst-ip").
+			sw.Ports = append(sw.Ports, nbdb.LogicalSwitchPort{
+				Name: names.SwitchToGR(n.Name), Type: "remote",
+				Addresses: []string{macAndIPs(n.joinIPs)},
+				Options: map[string]string{
+					"requested-tnl-key": strconv.Itoa(n.LegacyTunnelKey),
+					"requested-chassis": n.Chassis,
+				},
+			})
+			for _, j := range n.joinIPs {
+				tr.Routes = append(tr.Routes, staticRoute(j.Addr().String(), j.Addr().String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
+			}
+			continue
+		}
+		port := nbdb.LogicalRouterPort{
+			Name: n.trtor, MAC: MACFromIP(n.trSide[0].Addr()).String(), Networks: prefixStrings(n.trSide),
+			Options: map[string]string{"requested-tnl-key": strconv.Itoa(n.ID)},
+		}
+		if n.Local {
+			port.Peer = ptr(n.rtotr)
+		} else {
+			port.Options["requested-chassis"] = n.Chassis
+		}
+		tr.Ports = append(tr.Ports, port)
+		for _, j := range n.joinIPs {
+			gr, _ := familyOf(n.grSide, j.Addr().Is6())
+			tr.Routes = append(tr.Routes, staticRoute(j.Addr().String(), gr.Addr().String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
+		}
+		if !n.Local {
+			continue
+		}
+		for _, s := range net.Subnets {
+			gr, _ := familyOf(n.grSide, s.Addr().Is6())
+			tr.Routes = append(tr.Routes, staticRoute(s.String(), gr.Addr().String(), nbdb.LogicalRouterStaticRoutePolicySrcIP, nil))
+		}
+		for _, svc := range net.ServiceIPs {
+			s, _ := familyOf(net.Subnets, svc.Is6())
+			mgmt, _ := AddrAt(s, 2)
+			tr.Routes = append(tr.Routes, staticRoute(svc.String(), mgmt.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
+		}
+		for _, ip := range n.NodeIPs {
+			s, _ := familyOf(net.Subnets, ip.Is6())
+			mgmt, _ := AddrAt(s, 2)
+			tr.Policies = append(tr.Policies, nbdb.LogicalRouterPolicy{
+				Priority: PolicyPriorityNodeIP, Action: nbdb.LogicalRouterPolicyActionReroute,
+				Match: fmt.Sprintf(`inport == %q && %s.dst == %s /* %s */`,
+					names.RouterToSwitch(), ipFamily(ip), ip, names.Switch()),
+				Nexthops: []string{mgmt.String()},
+			})
+		}
+		desired.Routers = append(desired.Routers, net.gatewayRouter(n))
+	}
+	tr.Policies = append(tr.Policies, SubnetPairPolicies(net.Subnets)...)
+	tr.Policies = append(tr.Policies, nbdb.LogicalRouterPolicy{
+		Priority: PolicyPriorityAllow, Action: nbdb.LogicalRouterPolicyActionAllow,
+		Match: "pkt.mark == " + strconv.Itoa(PktMarkAllow),
+	})
+	for _, masq := range net.MasqueradeIPs {
+		s, _ := familyOf(net.Subnets, masq.Is6())
+		tr.NATs = append(tr.NATs, nbdb.NAT{
+			Type: nbdb.NATTypeSNAT, LogicalIP: s.String(), ExternalIP: masq.String(),
+			LogicalPort: ptr(names.RouterToSwitch()), Options: map[string]string{"stateless": "false"},
+		})
+	}
+	if anyOld && len(locals) == 1 {
+		local := all[locals[0]]
+		// The temporary upgrade pair: a router-type switch port with the local
+		// node's old tunnel key, peered with a transit router port that owns the
+		// GR's MAC and a dummy join-subnet IP (the last usable address).
+		var dummies []netip.Prefix
+		for _, j := range net.JoinSubnets {
+			last := lastAddr(j)
+			dummies = append(dummies, netip.PrefixFrom(last.Prev(), j.Bits()))
+		}
+		tr.Ports = append(tr.Ports, nbdb.LogicalRouterPort{
+			Name: names.UpgradeRouterPort(), MAC: MACFromIP(local.joinIPs[0].Addr()).String(),
+			Networks: prefixStrings(dummies),
+		})
+		sw.Ports = append(sw.Ports, nbdb.LogicalSwitchPort{
+			Name: names.UpgradeSwitchPort(), Type: "router", Addresses: []string{"router"},
+			Options: map[string]string{
+				"router-port":       names.UpgradeRouterPort(),
+				"requested-tnl-key": strconv.Itoa(local.LegacyTunnelKey),
+			},
+		})
+	}
+	desired.Routers = append([]Router{tr}, desired.Routers...)
+	desired.Switches = []Switch{sw}
+	return desired, nil
+}
+
+// gatewayRouter is a local node's GR with its rtotr- port and its route back
+// to the network through the transit router.
+func (net Layer2Network) gatewayRouter(n l2node) Router {
+	networks := append(slices.Clone(n.joinIPs), n.grSide...)
+	port := nbdb.LogicalRouterPort{
+		Name: n.rtotr, MAC: MACFromIP(n.joinIPs[0].Addr()).String(), Networks: prefixStrings(networks),
+		Peer: ptr(n.trtor),
+	}
+	if net.MTU > 0 {
+		port.Options = map[string]string{"gateway_mtu": strconv.Itoa(net.MTU)}
+	}
+	gr := Router{Row: nbdb.LogicalRouter{
+		Name: n.gr,
+		Options: map[string]string{
+			"chassis":                       n.Chassis,
+			"always_learn_from_arp_request": "false",
+			"dynamic_neigh_routers":         "true",
+		},
+	}, Ports: []nbdb.LogicalRouterPort{port}}
+	for _, s := range net.Subnets {
+		trSide, _ := familyOf(n.trSide, s.Addr().Is6())
+		gr.Routes = append(gr.Routes, staticRoute(s.String(), trSide.Addr().String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, ptr(n.rtotr)))
+	}
+	return gr
+}
+
+// transits are the network's transit subnets or OVN-Kubernetes' defaults.
+func (net Layer2Network) transits() []netip.Prefix {
+	if len(net.TransitSubnets) == 0 {
+		return []netip.Prefix{DefaultTransitSubnetV4, DefaultTransitSubnetV6}
+	}
+	return net.TransitSubnets
+}
+
+func (net Layer2Network) validate() error {
+	if net.Name == "" {
+		return fmt.Errorf("network.name: must not be empty")
+	}
+	if len(net.Subnets) == 0 || len(net.Subnets) > 2 {
+		return fmt.Errorf("network.subnets: a primary Layer2 network needs one subnet per IP family (1 or 2), got %d", len(net.Subnets))
+	}
+	if err := onePerFamily("network.subnets", net.Subnets); err != nil {
+		return err
+	}
+	if err := onePerFamily("network.joinSubnets", net.JoinSubnets); err != nil {
+		return err
+	}
+	for _, s := range net.Subnets {
+		if _, ok := familyOf(net.JoinSubnets, s.Addr().Is6()); !ok {
+			return fmt.Errorf("network.joinSubnets: no join subnet for the %s family of subnet %s", ipFamily(s.Addr()), s)
+		}
+	}
+	if net.SwitchTunnelKey <= 0 || net.TransitRouterTunnelKey <= 0 {
+		return fmt.Errorf("network.tunnelKeys: the switch and transit router tunnel keys must be positive, got %d and %d",
+			net.SwitchTunnelKey, net.TransitRouterTunnelKey)
+	}
+	for i, gw := range net.DefaultGatewayIPs {
+		s, ok := familyOf(net.Subnets, gw.Is6())
+		if !ok || !s.Contains(gw) {
+			return fmt.Errorf("network.defaultGatewayIPs[%d]: %s is not inside a subnet of its family", i, gw)
+		}
+	}
+	for i, svc := range net.ServiceIPs {
+		if _, ok := familyOf(net.Subnets, svc.Is6()); !ok {
+			return fmt.Errorf("network.serviceIPs[%d]: %s has no subnet of its family", i, svc)
+		}
+	}
+	for i, m := range net.MasqueradeIPs {
+		if _, ok := familyOf(net.Subnets, m.Is6()); !ok {
+			return fmt.Errorf("network.masqueradeIPs[%d]: %s has no subnet of its family", i, m)
+		}
+	}
+	return nil
+}
+
+func onePerFamily(field string, ps []netip.Prefix) error {
+	seen := map[bool]bool{}
+	for i, p := range ps {
+		if !p.IsValid() {
+			return fmt.Errorf("%s[%d]: not a valid CIDR", field, i)
+		}
+		if seen[p.Addr().Is6()] {
+			return fmt.Errorf("%s[%d]: %s is a second %s subnet; one per family is allowed", field, i, p, ipFamily(p.Addr()))
+		}
+		seen[p.Addr().Is6()] = true
+	}
+	return nil
+}
+
+// gateways returns the switch-facing gateway addresses with the subnets'
+// prefix lengths, IPv4 first: defaultGatewayIPs or each subnet's first address.
+func (net Layer2Network) gateways() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range sortedFamilies(net.Subnets) {
+		gw, _ := AddrAt(s, 1)
+		for _, g := range net.DefaultGatewayIPs {
+			if g.Is6() == s.Addr().Is6() {
+				gw = g
+			}
+		}
+		out = append(out, netip.PrefixFrom(gw, s.Bits()))
+	}
+	return out
+}
+
+func (net Layer2Network) resolve(names Layer2Names, transits []netip.Prefix, n Layer2Node) (l2node, error) {
+	if n.Name == "" {
+		return l2node{}, fmt.Errorf("name: must not be empty")
+	}
+	if n.ID < 1 {
+		return l2node{}, fmt.Errorf("id: node ID must be at least 1, got %d", n.ID)
+	}
+	ln := l2node{Layer2Node: n, gr: names.GatewayRouter(n.Name), trtor: names.TransitToGR(n.Name), rtotr: names.GRToTransit(n.Name)}
+	if ln.Chassis == "" {
+		ln.Chassis = n.Name
+	}
+	ln.upgraded = n.TopologyVersion == Layer2TopologyVersion
+	for _, s := range sortedFamilies(net.Subnets) {
+		v6 := s.Addr().Is6()
+		join, _ := familyOf(net.JoinSubnets, v6)
+		j, ok := familyOf(n.JoinIPs, v6)
+		if !ok {
+			a, err := AddrAt(join, uint64(n.ID))
+			if err != nil {
+				return l2node{}, fmt.Errorf("joinIPs: %w", err)
+			}
+			j = netip.PrefixFrom(a, join.Bits())
+		} else if !join.Contains(j.Addr()) {
+			return l2node{}, fmt.Errorf("joinIPs: %s is outside join subnet %s", j, join)
+		}
+		ln.joinIPs = append(ln.joinIPs, j)
+		peer, ok := familyOf(n.TransitPeerSubnets, v6)
+		if !ok {
+			transit, found := familyOf(transits, v6)
+			if !found {
+				return l2node{}, fmt.Errorf("transitSubnets: no %s transit subnet", ipFamily(s.Addr()))
+			}
+			p, err := TransitPeerSubnet(transit, n.ID)
+			if err != nil {
+				return l2node{}, fmt.Errorf("transitPeerSubnets: %w", err)
+			}
+			peer = p
+		} else if want := peer.Addr().BitLen() - 1; peer.Bits() != want {
+			return l2node{}, fmt.Errorf("transitPeerSubnets: %s must be a /%d", peer, want)
+		}
+		t, g := TransitPeerIPs(peer)
+		ln.trSide = append(ln.trSide, t)
+		ln.grSide = append(ln.grSide, g)
+	}
+	if !ln.upgraded && !n.Local && n.LegacyTunnelKey <= 0 {
+		return l2node{}, fmt.Errorf("legacyTunnelKey: a node on the old topology needs its old switch port tunnel key")
+	}
+	return ln, nil
+}
+
+// sortedFamilies returns the prefixes IPv4 first.
+func sortedFamilies(ps []netip.Prefix) []netip.Prefix {
+	out := slices.Clone(ps)
+	slices.SortStableFunc(out, func(a, b netip.Prefix) int {
+		if a.Addr().Is4() == b.Addr().Is4() {
+			return 0
+		}
+		if a.Addr().Is4() {
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+func prefixStrings(ps []netip.Prefix) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return out
+}
+
+// macAndIPs is a remote LSP address: the GR MAC and its join IPs.
+func macAndIPs(join []netip.Prefix) string {
+	parts := []string{MACFromIP(join[0].Addr()).String()}
+	for _, j := range join {
+		parts = append(parts, j.String())
+	}
+	return strings.Join(parts, " ")
+}
+
+func staticRoute(prefix, nexthop, policy string, out *string) nbdb.LogicalRouterStaticRoute {
+	return nbdb.LogicalRouterStaticRoute{IPPrefix: prefix, Nexthop: nexthop, Policy: ptr(policy), OutputPort: out}
+}
+
+// SubnetPairPolicies are the priority-102 allow policies for every ordered
+// pair of subnets of the same family (OKEP-5377), including each subnet with
+// itself: "ip4.src == A && ip4.dst == B".
+func SubnetPairPolicies(subnets []netip.Prefix) []nbdb.LogicalRouterPolicy {
+	var out []nbdb.LogicalRouterPolicy
+	for _, src := range subnets {
+		for _, dst := range subnets {
+			if src.Addr().Is6() != dst.Addr().Is6() {
+				continue
+			}
+			f := ipFamily(src.Addr())
+			out = append(out, nbdb.LogicalRouterPolicy{
+				Priority: PolicyPriorityAllow, Action: nbdb.LogicalRouterPolicyActionAllow,
+				Match: fmt.Sprintf("%s.src == %s && %s.dst == %s", f, src.Masked(), f, dst.Masked()),
+			})
+		}
+	}
+	return out
+}
+
+// Layer3SubnetPolicies is the OKEP-5377 piece of a Layer3 network: on the
+// network's cluster router (owned by the Layer3 topology, referenced by name)
+// the priority-102 allow policies for every ordered pair of the network's
+// subnets of the same family. Appending a subnet adds the new pairs; removing
+// one removes its pairs; other policies on the router are never touched.
+func Layer3SubnetPolicies(network string, subnets []netip.Prefix) (*Desired, error) {
+	if network == "" {
+		return nil, fmt.Errorf("network.name: must not be empty")
+	}
+	if len(subnets) == 0 {
+		return nil, fmt.Errorf("network.subnets: a Layer3 network needs at least one subnet")
+	}
+	seen := map[netip.Prefix]int{}
+	for i, s := range subnets {
+		if !s.IsValid() {
+			return nil, fmt.Errorf("network.subnets[%d]: not a valid CIDR", i)
+		}
+		if j, dup := seen[s.Masked()]; dup {
+			return nil, fmt.Errorf("network.subnets[%d]: %s repeats subnets[%d]", i, s, j)
+		}
+		seen[s.Masked()] = i
+	}
+	return &Desired{
+		Owner: Owner{Network: network, Topology: TopologyLayer3, Piece: PieceSubnetPolicies},
+		Routers: []Router{{
+			Row:      nbdb.LogicalRouter{Name: NamesFor(network).ClusterRouter()},
+			Ref:      true,
+			Policies: SubnetPairPolicies(subnets),
+		}},
+	}, nil
+}

@@ -1,0 +1,304 @@
+package dataplane
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+var (
+	pfx  = netip.MustParsePrefix
+	addr = netip.MustParseAddr
+)
+
+// The OKEP-5094 example network: "test12_namespace-scoped" with subnet
+// 203.203.0.0/24 and join subnet 100.65.0.0/16, three nodes with node IDs 2, 3
+// and 4 (join IPs .2, .3, .4, as in the document). Transit peer subnets follow
+// the document's chosen rule, offset 2·nodeID: node1 100.88.0.4/31 (as in the
+// document); node2 .6/31 and node3 .8/31 (the document's table lists those two
+// swapped, which contradicts both its rule and its join IPs).
+func exampleV4() (Layer2Network, []Layer2Node) {
+	net := Layer2Network{
+		Name:                   "test12_namespace-scoped",
+		Subnets:                []netip.Prefix{pfx("203.203.0.0/24")},
+		JoinSubnets:            []netip.Prefix{pfx("100.65.0.0/16")},
+		SwitchTunnelKey:        16711685,
+		TransitRouterTunnelKey: 16715780,
+		MTU:                    1400,
+		MasqueradeIPs:          []netip.Addr{addr("169.254.0.12")},
+	}
+	return net, threeNodes()
+}
+
+func threeNodes() []Layer2Node {
+	return []Layer2Node{
+		{Name: "node1", ID: 2, Local: true, TopologyVersion: "2.0", NodeIPs: nil, LegacyTunnelKey: 4},
+		{Name: "node2", ID: 3, TopologyVersion: "2.0", LegacyTunnelKey: 5},
+		{Name: "node3", ID: 4, TopologyVersion: "2.0", LegacyTunnelKey: 6},
+	}
+}
+
+const (
+	sw   = "test12_namespace.scoped_ovn_layer2_switch"
+	tr   = "test12_namespace.scoped_transit_router"
+	gr1  = "GR_test12_namespace.scoped_node1"
+	gr2  = "GR_test12_namespace.scoped_node2"
+	gr3  = "GR_test12_namespace.scoped_node3"
+	rtos = "rtos-" + sw
+)
+
+func TestLayer2TopologyIPv4ThreeNodes(t *testing.T) {
+	e := newEnv(t)
+	net, nodes := exampleV4()
+	nodes[0].NodeIPs = []netip.Addr{addr("172.18.0.3")}
+	net.ServiceIPs = []netip.Addr{addr("10.96.0.1"), addr("10.96.0.10")}
+	d, err := Layer2Topology(net, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ops := e.apply(d); ops == 0 {
+		t.Fatal("first apply sent no operations")
+	}
+
+	wantRows(t, "Logical_Router", e.rows("Logical_Router", "options"), map[string]string{
+		tr:  "requested-tnl-key=16715780",
+		gr1: "always_learn_from_arp_request=false chassis=node1 dynamic_neigh_routers=true",
+	})
+	wantRows(t, "Logical_Router_Port", e.rows("Logical_Router_Port", "mac", "networks", "peer", "options"), map[string]string{
+		rtos:           "0a:58:cb:cb:00:01,203.203.0.1/24,,",
+		"trtor-" + gr1: "0a:58:64:58:00:04,100.88.0.4/31,rtotr-" + gr1 + ",requested-tnl-key=2",
+		"trtor-" + gr2: "0a:58:64:58:00:06,100.88.0.6/31,,requested-chassis=node2 requested-tnl-key=3",
+		"trtor-" + gr3: "0a:58:64:58:00:08,100.88.0.8/31,,requested-chassis=node3 requested-tnl-key=4",
+		"rtotr-" + gr1: "0a:58:64:41:00:02,100.65.0.2/16 100.88.0.5/31,trtor-" + gr1 + ",gateway_mtu=1400",
+	})
+	wantRows(t, "Logical_Switch", e.rows("Logical_Switch", "other_config"), map[string]string{
+		sw: "requested-tnl-key=16711685",
+	})
+	wantRows(t, "Logical_Switch_Port", e.rows("Logical_Switch_Port", "type", "addresses", "options"), map[string]string{
+		"stor-" + tr: "router,router,router-port=" + rtos,
+	})
+	wantLines(t, "transit router routes", e.nbctl("lr-route-list", tr),
+		"IPv4 Routes",
+		"Route Table <main>:",
+		"10.96.0.1 203.203.0.2 dst-ip",
+		"10.96.0.10 203.203.0.2 dst-ip",
+		"100.65.0.2 100.88.0.5 dst-ip",
+		"100.65.0.3 100.88.0.7 dst-ip",
+		"100.65.0.4 100.88.0.9 dst-ip",
+		"203.203.0.0/24 100.88.0.5 src-ip",
+	)
+	wantLines(t, "gateway router routes", e.nbctl("lr-route-list", gr1),
+		"IPv4 Routes",
+		"Route Table <main>:",
+		"203.203.0.0/24 100.88.0.4 dst-ip rtotr-"+gr1,
+	)
+	wantLines(t, "transit router policies", e.nbctl("lr-policy-list", tr),
+		"Routing Policies",
+		`1004 inport == "`+rtos+`" && ip4.dst == 172.18.0.3 /* `+sw+` */ reroute 203.203.0.2`,
+		"102 ip4.src == 203.203.0.0/24 && ip4.dst == 203.203.0.0/24 allow",
+		"102 pkt.mark == 42 allow",
+	)
+	wantLines(t, "transit router NAT", e.nbctl("--columns=type,logical_ip,external_ip,logical_port,options",
+		"--format=csv", "--data=bare", "--no-headings", "list", "NAT"),
+		"snat,203.203.0.0/24,169.254.0.12,"+rtos+",stateless=false")
+	if got := e.nbctl("lr-nat-list", gr1); got != "" {
+		t.Errorf("the management-port SNAT belongs to the transit router, GR has: %s", got)
+	}
+	for _, row := range []string{"Logical_Router", "Logical_Router_Port", "Logical_Switch_Port", "Logical_Router_Static_Route", "Logical_Router_Policy", "NAT"} {
+		out := e.nbctl("--columns=external_ids", "--format=csv", "--data=bare", "--no-headings", "list", row)
+		for _, l := range strings.Split(out, "\n") {
+			if !strings.Contains(l, "k8s.ovn.org/network=test12_namespace-scoped") || !strings.Contains(l, "k8s.ovn.org/topology=layer2") {
+				t.Errorf("%s row without udnkit ownership external_ids: %q", row, l)
+			}
+		}
+	}
+
+	// Running it twice changes nothing.
+	if ops := e.apply(d); ops != 0 {
+		t.Errorf("second apply sent %d operations, want 0", ops)
+	}
+}
+
+// The OKEP-5094 IPv6 example: subnet 2010:100:200::/60, join fd99::/64,
+// transit fd97::/64. The gateway port's MAC comes from 2010:100:200::1 and the
+// link-local address the VMs learn is derived from that MAC.
+func TestLayer2TopologyIPv6ThreeNodes(t *testing.T) {
+	e := newEnv(t)
+	net := Layer2Network{
+		Name:                   "test12_namespace-scoped",
+		Subnets:                []netip.Prefix{pfx("2010:100:200::/60")},
+		JoinSubnets:            []netip.Prefix{pfx("fd99::/64")},
+		SwitchTunnelKey:        16711685,
+		TransitRouterTunnelKey: 16715780,
+		MasqueradeIPs:          []netip.Addr{addr("fd69::c")},
+	}
+	d, err := Layer2Topology(net, threeNodes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.apply(d)
+	wantRows(t, "Logical_Router_Port", e.rows("Logical_Router_Port", "mac", "networks", "peer"), map[string]string{
+		rtos:           "0a:58:00:00:00:01,2010:100:200::1/60,",
+		"trtor-" + gr1: "0a:58:00:00:00:04,fd97::4/127,rtotr-" + gr1,
+		"trtor-" + gr2: "0a:58:00:00:00:06,fd97::6/127,",
+		"trtor-" + gr3: "0a:58:00:00:00:08,fd97::8/127,",
+		"rtotr-" + gr1: "0a:58:00:00:00:02,fd97::5/127 fd99::2/64,trtor-" + gr1,
+	})
+	if got := LinkLocalFromMAC(MACFromIP(addr("2010:100:200::1"))); got != addr("fe80::858:ff:fe00:1") {
+		t.Errorf("gateway link-local address = %s", got)
+	}
+	wantLines(t, "transit router routes", e.nbctl("lr-route-list", tr),
+		"IPv6 Routes",
+		"Route Table <main>:",
+		"fd99::2 fd97::5 dst-ip",
+		"fd99::3 fd97::7 dst-ip",
+		"fd99::4 fd97::9 dst-ip",
+		"2010:100:200::/60 fd97::5 src-ip",
+	)
+	wantLines(t, "gateway router routes", e.nbctl("lr-route-list", gr1),
+		"IPv6 Routes",
+		"Route Table <main>:",
+		"2010:100:200::/60 fd97::4 dst-ip rtotr-"+gr1,
+	)
+	wantLines(t, "transit router policies", e.nbctl("lr-policy-list", tr),
+		"Routing Policies",
+		"102 ip6.src == 2010:100:200::/60 && ip6.dst == 2010:100:200::/60 allow",
+		"102 pkt.mark == 42 allow",
+	)
+	if ops := e.apply(d); ops != 0 {
+		t.Errorf("second apply sent %d operations, want 0", ops)
+	}
+}
+
+// Dual stack with defaultGatewayIPs: the gateway port carries both families,
+// its MAC is derived from the IPv4 gateway (0a:58:cb:cb:00:01 for 203.203.0.1,
+// fe80::858:cbff:fecb:1 as in the document), and the peer ports get /31 + /127.
+func TestLayer2TopologyDualStackDefaultGateway(t *testing.T) {
+	e := newEnv(t)
+	net, nodes := exampleV4()
+	net.Subnets = append(net.Subnets, pfx("2010:100:200::/60"))
+	net.JoinSubnets = append(net.JoinSubnets, pfx("fd99::/64"))
+	net.DefaultGatewayIPs = []netip.Addr{addr("203.203.0.1"), addr("2010:100:200::1")}
+	d, err := Layer2Topology(net, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.apply(d)
+	got := e.rows("Logical_Router_Port", "mac", "networks")
+	if got[rtos] != "0a:58:cb:cb:00:01,2010:100:200::1/60 203.203.0.1/24" {
+		t.Errorf("gateway port = %s", got[rtos])
+	}
+	if lla := LinkLocalFromMAC(MACFromIP(addr("203.203.0.1"))); lla != addr("fe80::858:cbff:fecb:1") {
+		t.Errorf("gateway link-local address = %s, the document says fe80::858:cbff:fecb:1", lla)
+	}
+	if got["trtor-"+gr1] != "0a:58:64:58:00:04,100.88.0.4/31 fd97::4/127" {
+		t.Errorf("trtor port = %s", got["trtor-"+gr1])
+	}
+	if got["rtotr-"+gr1] != "0a:58:64:41:00:02,100.65.0.2/16 100.88.0.5/31 fd97::5/127 fd99::2/64" {
+		t.Errorf("rtotr port = %s (the document's rtotr carries join and transit addresses of both families)", got["rtotr-"+gr1])
+	}
+	if ops := e.apply(d); ops != 0 {
+		t.Errorf("second apply sent %d operations, want 0", ops)
+	}
+}
+
+func TestAddressArithmetic(t *testing.T) {
+	for _, c := range []struct {
+		transit netip.Prefix
+		id      int
+		want    string
+		tr, gr  string
+	}{
+		{DefaultTransitSubnetV4, 2, "100.88.0.4/31", "100.88.0.4/31", "100.88.0.5/31"},
+		{DefaultTransitSubnetV4, 200, "100.88.1.144/31", "100.88.1.144/31", "100.88.1.145/31"},
+		{DefaultTransitSubnetV6, 4, "fd97::8/127", "fd97::8/127", "fd97::9/127"},
+	} {
+		got, err := TransitPeerSubnet(c.transit, c.id)
+		if err != nil || got.String() != c.want {
+			t.Errorf("TransitPeerSubnet(%s, %d) = %s, %v; want %s", c.transit, c.id, got, err, c.want)
+			continue
+		}
+		a, b := TransitPeerIPs(got)
+		if a.String() != c.tr || b.String() != c.gr {
+			t.Errorf("TransitPeerIPs(%s) = %s, %s; want %s, %s", got, a, b, c.tr, c.gr)
+		}
+	}
+	if _, err := TransitPeerSubnet(pfx("100.88.0.0/30"), 2); err == nil || !strings.Contains(err.Error(), "outside 100.88.0.0/30") {
+		t.Errorf("node ID beyond the transit subnet: err = %v", err)
+	}
+	if _, err := TransitPeerSubnet(DefaultTransitSubnetV4, -1); err == nil {
+		t.Error("negative node ID accepted")
+	}
+	if mac := MACFromIP(addr("100.65.0.2")).String(); mac != "0a:58:64:41:00:02" {
+		t.Errorf("MACFromIP(100.65.0.2) = %s, the document says 0a:58:64:41:00:02", mac)
+	}
+	if lla := LinkLocalFromMAC(MACFromIP(addr("100.65.0.4"))); lla != addr("fe80::858:64ff:fe41:4") {
+		t.Errorf("LinkLocalFromMAC(0a:58:64:41:00:04) = %s, the document says fe80::858:64ff:fe41:4", lla)
+	}
+	if last := lastAddr(pfx("100.65.0.0/16")).Prev(); last != addr("100.65.255.254") {
+		t.Errorf("dummy join IP = %s, the document says 100.65.255.254", last)
+	}
+}
+
+// Bad input names the field and the rule and writes nothing.
+func TestLayer2TopologyRejectsBadInput(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct {
+		name   string
+		mutate func(*Layer2Network, []Layer2Node) []Layer2Node
+		want   string
+	}{
+		{"no subnet", func(n *Layer2Network, ns []Layer2Node) []Layer2Node { n.Subnets = nil; return ns },
+			"network.subnets: a primary Layer2 network needs one subnet per IP family"},
+		{"two IPv4 subnets", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
+			n.Subnets = append(n.Subnets, pfx("10.0.0.0/24"))
+			return ns
+		}, "network.subnets[1]: 10.0.0.0/24 is a second ip4 subnet"},
+		{"missing join family", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
+			n.JoinSubnets = []netip.Prefix{pfx("fd99::/64")}
+			return ns
+		}, "network.joinSubnets: no join subnet for the ip4 family of subnet 203.203.0.0/24"},
+		{"no tunnel key", func(n *Layer2Network, ns []Layer2Node) []Layer2Node { n.TransitRouterTunnelKey = 0; return ns },
+			"network.tunnelKeys: the switch and transit router tunnel keys must be positive"},
+		{"IPv6 service without IPv6 subnet", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
+			n.ServiceIPs = []netip.Addr{addr("fd00::1")}
+			return ns
+		}, "network.serviceIPs[0]: fd00::1 has no subnet of its family"},
+		{"gateway outside subnet", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
+			n.DefaultGatewayIPs = []netip.Addr{addr("10.9.9.9")}
+			return ns
+		}, "network.defaultGatewayIPs[0]: 10.9.9.9 is not inside a subnet of its family"},
+		{"node ID zero", func(n *Layer2Network, ns []Layer2Node) []Layer2Node { ns[1].ID = 0; return ns },
+			"nodes[1] (node2): id: node ID must be at least 1, got 0"},
+		{"duplicate node ID", func(n *Layer2Network, ns []Layer2Node) []Layer2Node { ns[2].ID = 3; return ns },
+			"nodes[2].id: node ID 3 is used by node2 and node3"},
+		{"node ID beyond transit subnet", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
+			n.TransitSubnets = []netip.Prefix{pfx("100.88.0.0/29")}
+			return ns
+		}, "nodes[2] (node3): transitPeerSubnets: transit peer subnet of node ID 4: offset 8 is outside 100.88.0.0/29"},
+		{"join IP outside join subnet", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
+			ns[0].JoinIPs = []netip.Prefix{pfx("100.99.0.2/16")}
+			return ns
+		}, "nodes[0] (node1): joinIPs: 100.99.0.2/16 is outside join subnet 100.65.0.0/16"},
+		{"local node still has pods", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
+			ns[0].TopologyVersion, ns[0].RunningPods = "", 3
+			return ns
+		}, `nodes[0] (node1): the local node still runs 3 pods on network test12_namespace-scoped with topology version ""; it switches to 2.0 only when it has none`},
+		{"old remote node without legacy key", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
+			ns[1].TopologyVersion, ns[1].LegacyTunnelKey = "", 0
+			return ns
+		}, "nodes[1] (node2): legacyTunnelKey: a node on the old topology needs its old switch port tunnel key"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			net, nodes := exampleV4()
+			nodes = c.mutate(&net, nodes)
+			_, err := Layer2Topology(net, nodes)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v\nwant it to contain %q", err, c.want)
+			}
+		})
+	}
+	if got := e.nbctl("show"); got != "" {
+		t.Errorf("rejected input wrote to the database:\n%s", got)
+	}
+}

@@ -1,0 +1,72 @@
+package dataplane
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+// OKEP-5377: the cluster router allows east-west traffic between every
+// ordered pair of subnets of one family, updated when a subnet is appended.
+func TestLayer3SubnetPairPoliciesAfterAppend(t *testing.T) {
+	e := newEnv(t)
+	const router = "udn_udn.primary.layer3_ovn_cluster_router"
+	d, err := Layer3SubnetPolicies("udn_udn-primary-layer3", []netip.Prefix{pfx("10.1.0.0/16"), pfx("fd00:10:1::/48")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.Apply(e.ctx, d); err == nil || !strings.Contains(err.Error(), `logical router "`+router+`" not found`) {
+		t.Fatalf("missing cluster router: err = %v", err)
+	}
+	// The Layer3 topology owns the cluster router; it already has other policies.
+	e.nbctl("lr-add", router)
+	e.nbctl("lr-policy-add", router, "1004", "ip4.dst == 172.18.0.3", "reroute", "10.1.0.2")
+	e.apply(d)
+	wantLines(t, "one subnet per family", e.nbctl("lr-policy-list", router),
+		"Routing Policies",
+		"1004 ip4.dst == 172.18.0.3 reroute 10.1.0.2",
+		"102 ip4.src == 10.1.0.0/16 && ip4.dst == 10.1.0.0/16 allow",
+		"102 ip6.src == fd00:10:1::/48 && ip6.dst == fd00:10:1::/48 allow",
+	)
+
+	d, err = Layer3SubnetPolicies("udn_udn-primary-layer3",
+		[]netip.Prefix{pfx("10.1.0.0/16"), pfx("fd00:10:1::/48"), pfx("10.2.0.0/16")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ops := e.apply(d); ops == 0 {
+		t.Fatal("appending a subnet sent no operations")
+	}
+	wantLines(t, "after appending 10.2.0.0/16", e.nbctl("lr-policy-list", router),
+		"Routing Policies",
+		"1004 ip4.dst == 172.18.0.3 reroute 10.1.0.2",
+		"102 ip4.src == 10.1.0.0/16 && ip4.dst == 10.1.0.0/16 allow",
+		"102 ip4.src == 10.1.0.0/16 && ip4.dst == 10.2.0.0/16 allow",
+		"102 ip4.src == 10.2.0.0/16 && ip4.dst == 10.1.0.0/16 allow",
+		"102 ip4.src == 10.2.0.0/16 && ip4.dst == 10.2.0.0/16 allow",
+		"102 ip6.src == fd00:10:1::/48 && ip6.dst == fd00:10:1::/48 allow",
+	)
+	if ops := e.apply(d); ops != 0 {
+		t.Errorf("second apply sent %d operations, want 0", ops)
+	}
+
+	// The network is deleted: its policies go, the router and its other policy stay.
+	e.apply(&Desired{Owner: d.Owner})
+	wantLines(t, "after deleting the network", e.nbctl("lr-policy-list", router),
+		"Routing Policies",
+		"1004 ip4.dst == 172.18.0.3 reroute 10.1.0.2",
+	)
+
+	for _, c := range []struct {
+		subnets []netip.Prefix
+		want    string
+	}{
+		{nil, "network.subnets: a Layer3 network needs at least one subnet"},
+		{[]netip.Prefix{pfx("10.1.0.0/16"), pfx("10.1.0.0/16")}, "network.subnets[1]: 10.1.0.0/16 repeats subnets[0]"},
+		{[]netip.Prefix{{}}, "network.subnets[0]: not a valid CIDR"},
+	} {
+		if _, err := Layer3SubnetPolicies("n", c.subnets); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Layer3SubnetPolicies(%v): err = %v, want %q", c.subnets, err, c.want)
+		}
+	}
+}

@@ -1,0 +1,153 @@
+package dataplane
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/udnkit/udnkit/dataplane/nbdb"
+)
+
+// PolicyPriorityLiveMigration is the priority of the reroute policy that sends
+// a migrated VM's outbound traffic to the node it runs on.
+const PolicyPriorityLiveMigration = 10
+
+// LiveMigrationNetwork is the network side of the kubevirt point-to-point routing design.
+type LiveMigrationNetwork struct {
+	// Name is the network's k8s.ovn.org/network value.
+	Name string
+	// Topology is the network's topology ("layer3" or "layer2"); the routes go
+	// on its cluster router (layer3) or transit router (layer2), found by name.
+	Topology string
+	// DHCP configures the DHCP_Options rows of the network's VMs (optional).
+	DHCP *VMDHCP
+}
+
+// VMDHCP are the DHCP options the design delivers to VMs, per family.
+type VMDHCP struct {
+	// LeaseTime in seconds (the design uses 3500).
+	LeaseTime int
+	// ServerID is the DHCP server/router address (169.254.1.1 in the design)
+	// and ServerMAC its MAC (c0:ff:ee:00:00:01).
+	ServerID  netip.Addr
+	ServerMAC string
+	// DNSServers are the cluster DNS service IPs.
+	DNSServers []netip.Addr
+}
+
+// LiveMigrationNode is a node as the point-to-point routes see it.
+type LiveMigrationNode struct {
+	Name string
+	// RouterPort is the router port towards the node's switch, the routes' output port.
+	RouterPort string
+	// GatewayIPs are the node gateway router's join IPs: the reroute nexthops.
+	GatewayIPs []netip.Addr
+}
+
+// VM is a KubeVirt VM with its addresses and where it runs.
+type VM struct {
+	Namespace, Name string
+	// IPs are the VM's addresses with their subnet's prefix length.
+	IPs []netip.Prefix
+	// Node runs the VM now; OwnerNode owns the subnet its IPs came from.
+	Node, OwnerNode string
+}
+
+// LiveMigrationRoutes computes the point-to-point routing of migrated VMs:
+// for each VM on a node that does not own its IPs, a /32 (/128) static route
+// to the VM via the node's switch port and a reroute policy of its outbound
+// traffic to the node's gateway router; for every VM, one DHCP_Options row per
+// IP family. A VM back on its owner node, or deleted, has no routes.
+func LiveMigrationRoutes(net LiveMigrationNetwork, nodes []LiveMigrationNode, vms []VM) (*Desired, error) {
+	if net.Name == "" {
+		return nil, fmt.Errorf("network.name: must not be empty")
+	}
+	names := NamesFor(net.Name)
+	router := names.ClusterRouter()
+	switch net.Topology {
+	case TopologyLayer3:
+	case TopologyLayer2:
+		router = names.TransitRouter()
+	default:
+		return nil, fmt.Errorf("network.topology: %q is not layer2 or layer3", net.Topology)
+	}
+	byName := map[string]LiveMigrationNode{}
+	for i, n := range nodes {
+		if n.Name == "" || n.RouterPort == "" || len(n.GatewayIPs) == 0 {
+			return nil, fmt.Errorf("nodes[%d]: name, routerPort and gatewayIPs are required", i)
+		}
+		byName[n.Name] = n
+	}
+	r := Router{Row: nbdb.LogicalRouter{Name: router}, Ref: true}
+	d := &Desired{Owner: Owner{Network: net.Name, Topology: net.Topology, Piece: PieceLiveMigration}}
+	for i, vm := range vms {
+		field := fmt.Sprintf("vms[%d] (%s/%s)", i, vm.Namespace, vm.Name)
+		if vm.Namespace == "" || vm.Name == "" || len(vm.IPs) == 0 {
+			return nil, fmt.Errorf("%s: namespace, name and ips are required", field)
+		}
+		for _, ip := range vm.IPs {
+			if !ip.IsValid() {
+				return nil, fmt.Errorf("%s.ips: not a valid address/prefix", field)
+			}
+		}
+		if net.DHCP != nil {
+			d.DHCPOptions = append(d.DHCPOptions, net.DHCP.rows(vm)...)
+		}
+		if vm.Node == vm.OwnerNode {
+			continue
+		}
+		node, ok := byName[vm.Node]
+		if !ok {
+			return nil, fmt.Errorf("%s.node: node %q is not known", field, vm.Node)
+		}
+		for _, ip := range vm.IPs {
+			a := ip.Addr()
+			r.Routes = append(r.Routes, staticRoute(a.String(), a.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, ptr(node.RouterPort)))
+			gw := slices.IndexFunc(node.GatewayIPs, func(g netip.Addr) bool { return g.Is6() == a.Is6() })
+			if gw < 0 {
+				return nil, fmt.Errorf("%s: node %s has no %s gateway IP", field, node.Name, ipFamily(a))
+			}
+			r.Policies = append(r.Policies, nbdb.LogicalRouterPolicy{
+				Priority: PolicyPriorityLiveMigration, Action: nbdb.LogicalRouterPolicyActionReroute,
+				Match:    fmt.Sprintf("%s.src == %s", ipFamily(a), a),
+				Nexthops: []string{node.GatewayIPs[gw].String()},
+			})
+		}
+	}
+	d.Routers = []Router{r}
+	return d, nil
+}
+
+// rows are a VM's DHCP_Options: lease_time, router, dns_server, server_id and
+// server_mac for IPv4; server_id (the MAC) and dns_server for IPv6.
+func (o VMDHCP) rows(vm VM) []nbdb.DHCPOptions {
+	var out []nbdb.DHCPOptions
+	for _, ip := range vm.IPs {
+		var dns []string
+		for _, s := range o.DNSServers {
+			if s.Is6() == ip.Addr().Is6() {
+				dns = append(dns, s.String())
+			}
+		}
+		opts := map[string]string{}
+		if ip.Addr().Is4() {
+			opts["lease_time"] = strconv.Itoa(o.LeaseTime)
+			opts["router"] = o.ServerID.String()
+			opts["server_id"] = o.ServerID.String()
+			opts["server_mac"] = o.ServerMAC
+		} else {
+			opts["server_id"] = o.ServerMAC
+		}
+		if len(dns) > 0 {
+			opts["dns_server"] = "{" + strings.Join(dns, ",") + "}"
+		}
+		out = append(out, nbdb.DHCPOptions{
+			Cidr:        ip.Masked().String(),
+			ExternalIDs: map[string]string{ExternalIDVM: vm.Namespace + "/" + vm.Name},
+			Options:     opts,
+		})
+	}
+	return out
+}

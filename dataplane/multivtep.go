@@ -1,0 +1,228 @@
+package dataplane
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/sbdb"
+)
+
+// VTEPNode is a node with its encapsulation IPs (k8s.ovn.org/node-encap-ips)
+// and one transit switch port tunnel ID per encap IP
+// (k8s.ovn.org/node-transit-switch-port-tunnel-ids).
+type VTEPNode struct {
+	Name      string
+	Local     bool
+	EncapIPs  []netip.Addr
+	TunnelIDs []int
+	// Subnets are the node's subnets on this network (k8s.ovn.org/node-subnets).
+	Subnets []netip.Prefix
+}
+
+// VTEPPod is a pod with the encap IP of its interface (pod-networks "encap_ip").
+type VTEPPod struct {
+	Namespace, Name string
+	Node            string
+	IPs             []netip.Prefix
+	EncapIP         netip.Addr
+}
+
+// MultiVTEPPorts computes the OKEP-5535 transit switch ports of a Layer3
+// network for its multi-VTEP nodes, created on demand: for each encap IP used
+// by at least one pod, the port tstor-<node> (first encap IP) or
+// tstor-<node>_encapN with the encap IP's tunnel ID and the address at that
+// tunnel ID in the transit subnet; local nodes get the rtots- router port and a
+// router-type switch port, remote nodes a remote port. For remote nodes the
+// node-subnet route goes via the lowest-indexed used port and pods on other
+// VTEPs get /32 (/128) routes. Single-VTEP nodes are left to the Layer3
+// topology (their behaviour is unchanged); a port or route goes with its last pod.
+func MultiVTEPPorts(network string, transit netip.Prefix, nodes []VTEPNode, pods []VTEPPod) (*Desired, error) {
+	if network == "" {
+		return nil, fmt.Errorf("network.name: must not be empty")
+	}
+	names := NamesFor(network)
+	byNode := map[string]int{}
+	for i, n := range nodes {
+		if n.Name == "" {
+			return nil, fmt.Errorf("nodes[%d].name: must not be empty", i)
+		}
+		if len(n.TunnelIDs) != len(n.EncapIPs) {
+			return nil, fmt.Errorf("nodes[%d] (%s): %s lists %d tunnel IDs for %d encap IPs; they must match one to one",
+				i, n.Name, "k8s.ovn.org/node-transit-switch-port-tunnel-ids", len(n.TunnelIDs), len(n.EncapIPs))
+		}
+		byNode[n.Name] = i
+	}
+	// used[node][encap index] lists the pods on that VTEP.
+	used := map[int]map[int][]VTEPPod{}
+	for i, p := range pods {
+		ni, ok := byNode[p.Node]
+		if !ok {
+			return nil, fmt.Errorf("pods[%d] (%s/%s).node: node %q is not known", i, p.Namespace, p.Name, p.Node)
+		}
+		n := nodes[ni]
+		if len(n.EncapIPs) < 2 {
+			continue
+		}
+		idx := -1
+		for j, e := range n.EncapIPs {
+			if e == p.EncapIP {
+				idx = j
+			}
+		}
+		if idx < 0 {
+			return nil, fmt.Errorf("pods[%d] (%s/%s).encapIP: %s is not one of node %s's encap IPs %v",
+				i, p.Namespace, p.Name, p.EncapIP, n.Name, n.EncapIPs)
+		}
+		if used[ni] == nil {
+			used[ni] = map[int][]VTEPPod{}
+		}
+		used[ni][idx] = append(used[ni][idx], p)
+	}
+	cr := Router{Row: nbdb.LogicalRouter{Name: names.ClusterRouter()}, Ref: true}
+	ts := Switch{Row: nbdb.LogicalSwitch{Name: names.prefix + "transit_switch"}, Ref: true}
+	nodeOrder := make([]int, 0, len(used))
+	for ni := range used {
+		nodeOrder = append(nodeOrder, ni)
+	}
+	sort.Ints(nodeOrder)
+	for _, ni := range nodeOrder {
+		n := nodes[ni]
+		idxs := make([]int, 0, len(used[ni]))
+		for idx := range used[ni] {
+			idxs = append(idxs, idx)
+		}
+		sort.Ints(idxs)
+		for k, idx := range idxs {
+			suffix := ""
+			if idx > 0 {
+				suffix = "_encap" + strconv.Itoa(idx)
+			}
+			ip, err := AddrAt(transit, uint64(n.TunnelIDs[idx]))
+			if err != nil {
+				return nil, fmt.Errorf("nodes[%d] (%s): tunnel ID %d: %w", ni, n.Name, n.TunnelIDs[idx], err)
+			}
+			tsp := netip.PrefixFrom(ip, transit.Bits())
+			mac := MACFromIP(ip).String()
+			lsp := nbdb.LogicalSwitchPort{
+				Name:    names.prefix + "tstor-" + n.Name + suffix,
+				Options: map[string]string{"requested-tnl-key": strconv.Itoa(n.TunnelIDs[idx])},
+			}
+			if n.Local {
+				rtots := names.prefix + "rtots-" + n.Name + suffix
+				cr.Ports = append(cr.Ports, nbdb.LogicalRouterPort{Name: rtots, MAC: mac, Networks: []string{tsp.String()}})
+				lsp.Type, lsp.Addresses = "router", []string{"router"}
+				lsp.Options["router-port"] = rtots
+				ts.Ports = append(ts.Ports, lsp)
+				continue
+			}
+			lsp.Type, lsp.Addresses = "remote", []string{mac + " " + tsp.String()}
+			lsp.Options["requested-chassis"] = n.Name
+			ts.Ports = append(ts.Ports, lsp)
+			if k == 0 {
+				for _, s := range n.Subnets {
+					if s.Addr().Is4() == ip.Is4() {
+						cr.Routes = append(cr.Routes, staticRoute(s.Masked().String(), ip.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
+					}
+				}
+				continue
+			}
+			for _, p := range used[ni][idx] {
+				for _, pip := range p.IPs {
+					if pip.Addr().Is4() == ip.Is4() {
+						host := netip.PrefixFrom(pip.Addr(), pip.Addr().BitLen())
+						cr.Routes = append(cr.Routes, staticRoute(host.String(), ip.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
+					}
+				}
+			}
+		}
+	}
+	return &Desired{
+		Owner:    Owner{Network: network, Topology: TopologyLayer3, Piece: PieceMultiVTEP},
+		Routers:  []Router{cr},
+		Switches: []Switch{ts},
+	}, nil
+}
+
+// SetPortEncaps points the Southbound Port_Binding of each remote pod port of
+// a Layer2 network at the Encap row of its pod's encap IP on the pod's node
+// (OKEP-5535), in one transaction; bindings already right are left alone.
+// ports maps a logical switch port name to its node (chassis name) and encap IP.
+func (c *Client) SetPortEncaps(ctx context.Context, ports map[string]PortEncap) (int, error) {
+	if err := waitConnected(ctx, c.SB); err != nil {
+		return 0, err
+	}
+	encaps := map[PortEncap]string{}
+	for _, m := range c.SB.Cache().Table(sbdb.EncapTable).RowsShallow() {
+		e := m.(*sbdb.Encap)
+		encaps[PortEncap{Chassis: e.ChassisName, EncapIP: e.IP}] = e.UUID
+	}
+	bindings := map[string]*sbdb.PortBinding{}
+	for _, m := range c.SB.Cache().Table(sbdb.PortBindingTable).RowsShallow() {
+		pb := m.(*sbdb.PortBinding)
+		bindings[pb.LogicalPort] = pb
+	}
+	names := make([]string, 0, len(ports))
+	for name := range ports {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var ops []ovsdb.Operation
+	for _, name := range names {
+		want := ports[name]
+		encap, ok := encaps[want]
+		if !ok {
+			return 0, fmt.Errorf("port %s: no Encap row for chassis %q with IP %s", name, want.Chassis, want.EncapIP)
+		}
+		pb, ok := bindings[name]
+		if !ok {
+			return 0, fmt.Errorf("port %s: no Port_Binding yet (ovn-northd has not bound it)", name)
+		}
+		if deref(pb.Encap) == encap {
+			continue
+		}
+		upd := *pb
+		upd.Encap = ptr(encap)
+		o, err := c.SB.Where(pb).Update(&upd, &upd.Encap)
+		if err != nil {
+			return 0, err
+		}
+		ops = append(ops, o...)
+	}
+	if len(ops) == 0 {
+		return 0, nil
+	}
+	if err := transact(ctx, c.SB, ops); err != nil {
+		return 0, fmt.Errorf("set Port_Binding encaps: %w", err)
+	}
+	// Wait for the monitor to show the result, so a repeated call is a no-op.
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, name := range names {
+		want := encaps[ports[name]]
+		for {
+			m := c.SB.Cache().Table(sbdb.PortBindingTable).Row(bindings[name].UUID)
+			if m != nil && deref(m.(*sbdb.PortBinding).Encap) == want {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return len(ops), fmt.Errorf("port %s: cache did not show the new encap: %w", name, ctx.Err())
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	return len(ops), nil
+}
+
+// PortEncap is the node (its chassis name) and encap IP a port's traffic tunnels to.
+type PortEncap struct {
+	Chassis string
+	EncapIP string
+}

@@ -1,0 +1,152 @@
+package dataplane
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+)
+
+// OKEP-5535's test list on a real database: ports created on demand per used
+// VTEP, same VTEP -> node-subnet route, other VTEP -> /32, local pods on two
+// VTEPs, and ports and routes leaving with their last pod.
+func TestMultiVTEPPortsAndRoutes(t *testing.T) {
+	e := newEnv(t)
+	const (
+		network = "net-red"
+		router  = "net.red_ovn_cluster_router"
+		ts      = "net.red_transit_switch"
+	)
+	e.nbctl("lr-add", router)
+	e.nbctl("ls-add", ts)
+	transit := DefaultTransitSubnetV4
+	nodes := []VTEPNode{
+		{Name: "node-a", EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3"), addr("10.0.0.4")}, TunnelIDs: []int{6, 7, 8},
+			Subnets: []netip.Prefix{pfx("10.1.7.0/24")}},
+		{Name: "node-b", Local: true, EncapIPs: []netip.Addr{addr("10.0.1.2"), addr("10.0.1.3")}, TunnelIDs: []int{9, 10},
+			Subnets: []netip.Prefix{pfx("10.1.8.0/24")}},
+		{Name: "node-c", EncapIPs: []netip.Addr{addr("10.0.2.2")}, TunnelIDs: []int{11}, Subnets: []netip.Prefix{pfx("10.1.9.0/24")}},
+	}
+	podA := VTEPPod{Namespace: "ns", Name: "pod-a", Node: "node-a", IPs: []netip.Prefix{pfx("10.1.7.4/24")}, EncapIP: addr("10.0.0.3")}
+	podA2 := VTEPPod{Namespace: "ns", Name: "pod-a2", Node: "node-a", IPs: []netip.Prefix{pfx("10.1.7.6/24")}, EncapIP: addr("10.0.0.3")}
+	podA3 := VTEPPod{Namespace: "ns", Name: "pod-a3", Node: "node-a", IPs: []netip.Prefix{pfx("10.1.7.5/24")}, EncapIP: addr("10.0.0.4")}
+	podB := VTEPPod{Namespace: "ns", Name: "pod-b", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.8.4/24")}, EncapIP: addr("10.0.1.2")}
+	podB2 := VTEPPod{Namespace: "ns", Name: "pod-b2", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.8.5/24")}, EncapIP: addr("10.0.1.3")}
+	podC := VTEPPod{Namespace: "ns", Name: "pod-c", Node: "node-c", IPs: []netip.Prefix{pfx("10.1.9.4/24")}, EncapIP: addr("10.0.2.2")}
+	apply := func(pods ...VTEPPod) int {
+		t.Helper()
+		d, err := MultiVTEPPorts(network, transit, nodes, pods)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.apply(d)
+	}
+	switchPorts := func() map[string]string { return e.rows("Logical_Switch_Port", "type", "addresses", "options") }
+	routes := func() string { return e.nbctl("lr-route-list", router) }
+
+	// The first remote pod, on node-a's second VTEP: one remote port, the node-subnet route.
+	apply(podA, podC)
+	wantRows(t, "transit switch ports", switchPorts(), map[string]string{
+		"net.red_tstor-node-a_encap1": "remote,0a:58:64:58:00:07 100.88.0.7/16,requested-chassis=node-a requested-tnl-key=7",
+	})
+	wantLines(t, "routes after the first pod", routes(), "IPv4 Routes", "Route Table <main>:", "10.1.7.0/24 100.88.0.7 dst-ip")
+
+	// Another pod on the same VTEP changes nothing.
+	if ops := apply(podA, podA2, podC); ops != 0 {
+		t.Errorf("a second pod on the same VTEP sent %d operations, want 0", ops)
+	}
+
+	// A pod on another VTEP: a second remote port and a /32.
+	apply(podA, podA2, podA3, podC)
+	wantRows(t, "transit switch ports", switchPorts(), map[string]string{
+		"net.red_tstor-node-a_encap1": "remote,0a:58:64:58:00:07 100.88.0.7/16,requested-chassis=node-a requested-tnl-key=7",
+		"net.red_tstor-node-a_encap2": "remote,0a:58:64:58:00:08 100.88.0.8/16,requested-chassis=node-a requested-tnl-key=8",
+	})
+	wantLines(t, "routes with two VTEPs", routes(), "IPv4 Routes", "Route Table <main>:",
+		"10.1.7.0/24 100.88.0.7 dst-ip", "10.1.7.5 100.88.0.8 dst-ip") // ovn-nbctl prints host routes without /32
+
+	// Two local pods on different VTEPs: rtots- router ports and router-type switch ports.
+	apply(podA, podA2, podA3, podB, podB2, podC)
+	wantRows(t, "cluster router ports", e.rows("Logical_Router_Port", "mac", "networks"), map[string]string{
+		"net.red_rtots-node-b":        "0a:58:64:58:00:09,100.88.0.9/16",
+		"net.red_rtots-node-b_encap1": "0a:58:64:58:00:0a,100.88.0.10/16",
+	})
+	ports := switchPorts()
+	if got := ports["net.red_tstor-node-b_encap1"]; got != "router,router,requested-tnl-key=10 router-port=net.red_rtots-node-b_encap1" {
+		t.Errorf("local second-VTEP switch port = %q", got)
+	}
+	if got := ports["net.red_tstor-node-b"]; got != "router,router,requested-tnl-key=9 router-port=net.red_rtots-node-b" {
+		t.Errorf("local first-VTEP switch port = %q", got)
+	}
+
+	// The /32's pod goes, then every pod: ports and routes follow.
+	apply(podA, podA2, podB, podB2, podC)
+	if _, ok := switchPorts()["net.red_tstor-node-a_encap2"]; ok {
+		t.Error("the encap2 port survived its last pod")
+	}
+	wantLines(t, "routes after the /32 pod left", routes(), "IPv4 Routes", "Route Table <main>:", "10.1.7.0/24 100.88.0.7 dst-ip")
+	apply(podC)
+	if got := e.nbctl("lsp-list", ts); got != "" {
+		t.Errorf("ports left without pods: %s", got)
+	}
+	if got := routes(); got != "" {
+		t.Errorf("routes left without pods: %s", got)
+	}
+
+	bad := podA
+	bad.EncapIP = addr("10.9.9.9")
+	if _, err := MultiVTEPPorts(network, transit, nodes, []VTEPPod{bad}); err == nil ||
+		!strings.Contains(err.Error(), "pods[0] (ns/pod-a).encapIP: 10.9.9.9 is not one of node node-a's encap IPs") {
+		t.Errorf("unknown encap IP: err = %v", err)
+	}
+	short := nodes[0]
+	short.TunnelIDs = []int{6}
+	if _, err := MultiVTEPPorts(network, transit, []VTEPNode{short}, nil); err == nil ||
+		!strings.Contains(err.Error(), "nodes[0] (node-a): k8s.ovn.org/node-transit-switch-port-tunnel-ids lists 1 tunnel IDs for 3 encap IPs") {
+		t.Errorf("tunnel ID count mismatch: err = %v", err)
+	}
+}
+
+// Layer2 remote pod ports get Port_Binding.encap pointing at the Encap row of
+// their pod's encap IP in the Southbound database.
+func TestSetPortEncapsInSouthbound(t *testing.T) {
+	e := newEnv(t)
+	e.startNorthd()
+	e.nbctl("ls-add", sw)
+	e.nbctl("lsp-add", sw, "ns_pod-a", "--", "lsp-set-type", "ns_pod-a", "remote")
+	e.sbctl("chassis-add", "node-a", "geneve", "10.0.0.2")
+	e.sbctl("--", "--id=@e", "create", "Encap", "type=geneve", `ip="10.0.0.3"`, "chassis_name=node-a",
+		"options:csum=true", "--", "add", "Chassis", "node-a", "encaps", "@e")
+	e.nbctl("--timeout=60", "--wait=sb", "sync")
+
+	ports := map[string]PortEncap{"ns_pod-a": {Chassis: "node-a", EncapIP: "10.0.0.3"}}
+	var (
+		n   int
+		err error
+	)
+	for try := 0; try < 200; try++ { // the SB monitor may trail northd's sync by a moment
+		n, err = e.c.SetPortEncaps(e.ctx, ports)
+		if err == nil || !strings.Contains(err.Error(), "no ") {
+			break
+		}
+		e.nbctl("--wait=sb", "sync")
+		time.Sleep(25 * time.Millisecond)
+	}
+	if err != nil || n != 1 {
+		t.Fatalf("SetPortEncaps = %d, %v", n, err)
+	}
+	want := e.sbctl("--bare", "--columns=_uuid", "find", "Encap", `ip="10.0.0.3"`)
+	if got := e.sbctl("get", "Port_Binding", "ns_pod-a", "encap"); got != want {
+		t.Errorf("Port_Binding encap = %s, want the 10.0.0.3 Encap %s", got, want)
+	}
+	if n, err := e.c.SetPortEncaps(e.ctx, ports); err != nil || n != 0 {
+		t.Errorf("second SetPortEncaps = %d, %v; want 0 operations", n, err)
+	}
+	_, err = e.c.SetPortEncaps(e.ctx, map[string]PortEncap{"ns_pod-a": {Chassis: "node-a", EncapIP: "10.0.0.9"}})
+	if err == nil || !strings.Contains(err.Error(), `port ns_pod-a: no Encap row for chassis "node-a" with IP 10.0.0.9`) {
+		t.Errorf("unknown encap: err = %v", err)
+	}
+	if got := e.sbctl("get", "Port_Binding", "ns_pod-a", "encap"); got != want {
+		t.Errorf("a refused call changed the binding: %s", got)
+	}
+}

@@ -1,0 +1,51 @@
+package ovsdbserver
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// StartLocal serves both databases on the documented socket names with
+// ovn-northd translating between them, and keeps the data across a restart.
+func TestStartLocalServesNBAndSBWithNorthd(t *testing.T) {
+	dir, err := os.MkdirTemp("", "ovnl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	ctx := context.Background()
+	l, err := StartLocal(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nbctl := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("ovn-nbctl", append([]string{"--db=unix:" + dir + "/ovnnb.sock"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ovn-nbctl %v: %v: %s", args, err, out)
+		}
+		return string(out)
+	}
+	nbctl("ls-add", "sw0")
+	nbctl("--timeout=30", "--wait=sb", "sync")
+	out, err := exec.Command("ovn-sbctl", "--db=unix:"+dir+"/ovnsb.sock", "--columns=external_ids", "list", "Datapath_Binding").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "name=sw0") {
+		t.Fatalf("ovn-northd did not create the datapath of sw0: %v: %s", err, out)
+	}
+	l.Stop()
+
+	l, err = StartLocal(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop()
+	if got := nbctl("ls-list"); !strings.Contains(got, "sw0") {
+		t.Errorf("the database did not survive a restart: %s", got)
+	}
+	if _, err := Start(ctx, "relative/dir", Northbound); err == nil || !strings.Contains(err.Error(), "must be an absolute path") {
+		t.Errorf("relative directory: err = %v", err)
+	}
+}

@@ -1,0 +1,167 @@
+package dataplane
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/udnkit/udnkit/dataplane/nbdb"
+)
+
+// Rows udnkit does not own survive every apply; owned rows that are no longer
+// desired go, including the old topology's GR-to-switch port, GR route and NAT.
+func TestLayer2StaleRowsGoForeignRowsStay(t *testing.T) {
+	e := newEnv(t)
+	net, nodes := exampleV4()
+	d := mustLayer2(t, net, nodes)
+	e.apply(d)
+
+	// Someone else's rows: a router, a route on our transit router, a port on our switch.
+	e.nbctl("lr-add", "foreign-router", "--", "lr-route-add", "foreign-router", "10.0.0.0/8", "10.1.1.1")
+	e.nbctl("lr-route-add", tr, "192.0.2.0/24", "100.88.0.5")
+	e.nbctl("lsp-add", sw, "pod-a")
+	// The old Layer2 topology's rows on the GR, marked with the network and
+	// topology only (no piece): the GR-to-switch port, the GR's pod route and the
+	// management-port SNAT, which now lives on the transit router.
+	legacyNet, legacyTopo := `external_ids:"k8s.ovn.org/network"=test12_namespace-scoped`, `external_ids:"k8s.ovn.org/topology"=layer2`
+	e.nbctl("--", "--id=@p", "create", "Logical_Router_Port", "name=rtos-"+sw+"-old", `mac="0a:58:64:41:00:02"`,
+		`networks="203.203.0.1/24"`, legacyNet, legacyTopo, "--", "add", "Logical_Router", gr1, "ports", "@p")
+	e.nbctl("--", "--id=@r", "create", "Logical_Router_Static_Route", `ip_prefix="203.203.0.0/24"`, `nexthop="203.203.0.2"`,
+		legacyNet, legacyTopo, "--", "add", "Logical_Router", gr1, "static_routes", "@r")
+	e.nbctl("--", "--id=@n", "create", "NAT", "type=snat", `logical_ip="203.203.0.0/24"`, `external_ip="169.254.0.12"`,
+		legacyNet, legacyTopo, "--", "add", "Logical_Router", gr1, "nat", "@n")
+
+	// node3 leaves the cluster.
+	d = mustLayer2(t, net, nodes[:2])
+	if ops := e.apply(d); ops == 0 {
+		t.Fatal("removing a node sent no operations")
+	}
+	ports := e.rows("Logical_Router_Port")
+	if _, ok := ports["trtor-"+gr3]; ok {
+		t.Error("node3's trtor port survived its removal")
+	}
+	if _, ok := ports["rtos-"+sw+"-old"]; ok {
+		t.Error("the old topology's GR-to-switch port survived")
+	}
+	if _, ok := ports["trtor-"+gr2]; !ok {
+		t.Error("node2's trtor port went away")
+	}
+	wantLines(t, "transit router routes", e.nbctl("lr-route-list", tr),
+		"IPv4 Routes", "Route Table <main>:",
+		"100.65.0.2 100.88.0.5 dst-ip",
+		"100.65.0.3 100.88.0.7 dst-ip",
+		"192.0.2.0/24 100.88.0.5 dst-ip",
+		"203.203.0.0/24 100.88.0.5 src-ip",
+	)
+	wantLines(t, "gateway router routes", e.nbctl("lr-route-list", gr1),
+		"IPv4 Routes", "Route Table <main>:",
+		"203.203.0.0/24 100.88.0.4 dst-ip rtotr-"+gr1,
+	)
+	if got := e.nbctl("lr-nat-list", gr1); got != "" {
+		t.Errorf("the old GR SNAT survived: %s", got)
+	}
+	if got := e.nbctl("lr-route-list", "foreign-router"); !strings.Contains(got, "10.0.0.0/8") {
+		t.Errorf("foreign router's route was touched: %s", got)
+	}
+	if got := e.nbctl("lsp-list", sw); !strings.Contains(got, "pod-a") {
+		t.Errorf("foreign switch port was removed: %s", got)
+	}
+	if ops := e.apply(d); ops != 0 {
+		t.Errorf("second apply sent %d operations, want 0", ops)
+	}
+
+	// The network goes away: its routers and switch go, the foreign router stays.
+	if ops := e.apply(&Desired{Owner: d.Owner}); ops == 0 {
+		t.Fatal("deleting the network sent no operations")
+	}
+	wantLines(t, "routers left", e.nbctl("--columns=name", "--data=bare", "--no-headings", "list", "Logical_Router"), "foreign-router")
+	if got := e.nbctl("--columns=name", "--data=bare", "--no-headings", "list", "Logical_Switch"); got != "" {
+		t.Errorf("switch left after deleting the network: %s", got)
+	}
+}
+
+// A router with a desired name that udnkit does not own is refused, and the
+// whole transaction is not sent: nothing else is written either.
+func TestApplyRefusesForeignRowWithDesiredName(t *testing.T) {
+	e := newEnv(t)
+	e.nbctl("lr-add", tr)
+	e.settle()
+	net, nodes := exampleV4()
+	d, err := Layer2Topology(net, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.c.Apply(e.ctx, d)
+	want := `logical router "` + tr + `" exists but is not owned by network "test12_namespace-scoped"`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+	wantLines(t, "routers", e.nbctl("--columns=name", "--data=bare", "--no-headings", "list", "Logical_Router"), tr)
+	if got := e.nbctl("--columns=name", "--data=bare", "--no-headings", "list", "Logical_Switch"); got != "" {
+		t.Errorf("a refused apply created a switch: %s", got)
+	}
+	if got := e.nbctl("lr-route-list", tr); got != "" {
+		t.Errorf("a refused apply touched the foreign router: %s", got)
+	}
+}
+
+// Two desired rows with one identity would never converge: refused up front.
+func TestApplyRejectsDuplicateDesiredRows(t *testing.T) {
+	e := newEnv(t)
+	route := staticRoute("10.0.0.0/8", "10.1.1.1", "dst-ip", nil)
+	d := &Desired{
+		Owner:   Owner{Network: "n", Topology: TopologyLayer2, Piece: PieceTransitRouter},
+		Routers: []Router{{Row: nbdb.LogicalRouter{Name: "r"}, Routes: []nbdb.LogicalRouterStaticRoute{route, route}}},
+	}
+	_, err := e.c.Apply(e.ctx, d)
+	if err == nil || !strings.Contains(err.Error(), `two Logical_Router_Static_Route rows with the same identity "|10.0.0.0/8|10.1.1.1|dst-ip|"`) {
+		t.Fatalf("err = %v", err)
+	}
+	if got := e.nbctl("show"); got != "" {
+		t.Errorf("a refused apply wrote: %s", got)
+	}
+	d.Owner.Piece = ""
+	if _, err := e.c.Apply(e.ctx, d); err == nil || !strings.Contains(err.Error(), "owner needs network, topology and piece") {
+		t.Errorf("owner without piece: err = %v", err)
+	}
+}
+
+// Two owned routes with one identity (a racing writer's leftovers) heal to one.
+func TestApplyHealsDuplicateOwnedRows(t *testing.T) {
+	e := newEnv(t)
+	net, nodes := exampleV4()
+	d := mustLayer2(t, net, nodes)
+	e.apply(d)
+	e.nbctl("--", "--id=@r", "create", "Logical_Router_Static_Route", `ip_prefix="100.65.0.3"`, `nexthop="100.88.0.7"`, "policy=dst-ip",
+		`external_ids:"k8s.ovn.org/network"=test12_namespace-scoped`, `external_ids:"k8s.ovn.org/topology"=layer2`,
+		`external_ids:"k8s.ovn.org/udnkit-piece"=transit-router`, "--", "add", "Logical_Router", tr, "static_routes", "@r")
+	if got := strings.Count(strings.Join(lines(e.nbctl("lr-route-list", tr)), "\n"), "100.65.0.3 100.88.0.7 dst-ip"); got != 2 {
+		t.Fatalf("setup: %d copies of the route", got)
+	}
+	if ops := e.apply(d); ops != 1 {
+		t.Errorf("healing sent %d operations, want 1 (one mutate of the router)", ops)
+	}
+	if got := strings.Count(strings.Join(lines(e.nbctl("lr-route-list", tr)), "\n"), "100.65.0.3 100.88.0.7 dst-ip"); got != 1 {
+		t.Errorf("%d copies of the route after healing, want 1", got)
+	}
+}
+
+// A second owned router with a wanted name (Logical_Router has no name index)
+// is removed with its children; the first one stays.
+func TestApplyRemovesSecondOwnedRouterWithWantedName(t *testing.T) {
+	e := newEnv(t)
+	net, nodes := exampleV4()
+	d := mustLayer2(t, net, nodes)
+	e.apply(d)
+	e.nbctl("--", "create", "Logical_Router", "name="+tr, `external_ids:"k8s.ovn.org/network"=test12_namespace-scoped`,
+		`external_ids:"k8s.ovn.org/topology"=layer2`, `external_ids:"k8s.ovn.org/udnkit-piece"=transit-router`)
+	if ops := e.apply(d); ops != 1 {
+		t.Errorf("removing the second router sent %d operations, want 1", ops)
+	}
+	names := lines(e.nbctl("--columns=name", "--data=bare", "--no-headings", "list", "Logical_Router"))
+	if strings.Join(names, " ") != gr1+" "+tr {
+		t.Errorf("routers = %v, want one GR and one transit router", names)
+	}
+	if !strings.Contains(e.nbctl("show", tr), "trtor-"+gr3) {
+		t.Error("the surviving transit router lost its ports")
+	}
+}

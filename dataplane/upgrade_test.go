@@ -1,0 +1,118 @@
+package dataplane
+
+import (
+	"strings"
+	"testing"
+)
+
+// OKEP-5094 "Rolling upgrade": while node2 still runs the old topology the
+// upgraded zone keeps node2's remote switch port, adds the temporary
+// stotr-/trtos- upgrade pair and the per-join-IP route; once every node
+// reports 2.0, exactly those rows go and the result equals a fresh install.
+func TestLayer2UpgradeMixedNodesThenFinal(t *testing.T) {
+	e := newEnv(t)
+	net, nodes := exampleV4()
+	nodes[1].TopologyVersion = ""
+	d, err := Layer2Topology(net, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.apply(d)
+
+	upgradeSwitchPort := "stotr-" + sw + "-upgrade"
+	upgradeRouterPort := "trtos-" + sw + "-upgrade"
+	wantRows(t, "Logical_Switch_Port", e.rows("Logical_Switch_Port", "type", "addresses", "options"), map[string]string{
+		"stor-" + tr:      "router,router,router-port=" + rtos,
+		"stor-" + gr2:     "remote,0a:58:64:41:00:03 100.65.0.3/16,requested-chassis=node2 requested-tnl-key=5",
+		upgradeSwitchPort: "router,router,requested-tnl-key=4 router-port=" + upgradeRouterPort,
+	})
+	wantRows(t, "Logical_Router_Port", e.rows("Logical_Router_Port", "mac", "networks", "peer", "options"), map[string]string{
+		rtos:              "0a:58:cb:cb:00:01,203.203.0.1/24,,",
+		"trtor-" + gr1:    "0a:58:64:58:00:04,100.88.0.4/31,rtotr-" + gr1 + ",requested-tnl-key=2",
+		"trtor-" + gr3:    "0a:58:64:58:00:08,100.88.0.8/31,,requested-chassis=node3 requested-tnl-key=4",
+		"rtotr-" + gr1:    "0a:58:64:41:00:02,100.65.0.2/16 100.88.0.5/31,trtor-" + gr1 + ",gateway_mtu=1400",
+		upgradeRouterPort: "0a:58:64:41:00:02,100.65.255.254/16,,",
+	})
+	wantLines(t, "transit router routes during the upgrade", e.nbctl("lr-route-list", tr),
+		"IPv4 Routes", "Route Table <main>:",
+		"100.65.0.2 100.88.0.5 dst-ip",
+		"100.65.0.3 100.65.0.3 dst-ip",
+		"100.65.0.4 100.88.0.9 dst-ip",
+		"203.203.0.0/24 100.88.0.5 src-ip",
+	)
+	if ops := e.apply(d); ops != 0 {
+		t.Errorf("second apply during the upgrade sent %d operations, want 0", ops)
+	}
+
+	// node2 reports 2.0: the temporary rows go, node2 gets its transit router port.
+	nodes[1].TopologyVersion = Layer2TopologyVersion
+	d, err = Layer2Topology(net, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.apply(d)
+	ports := e.rows("Logical_Router_Port", "mac", "networks", "peer", "options")
+	switchPorts := e.rows("Logical_Switch_Port", "type", "addresses", "options")
+	routes := e.nbctl("lr-route-list", tr)
+
+	fresh := newEnv(t)
+	fresh.apply(d)
+	wantRows(t, "Logical_Router_Port after the upgrade", ports, fresh.rows("Logical_Router_Port", "mac", "networks", "peer", "options"))
+	wantRows(t, "Logical_Switch_Port after the upgrade", switchPorts, fresh.rows("Logical_Switch_Port", "type", "addresses", "options"))
+	wantLines(t, "transit router routes after the upgrade", routes, lines(fresh.nbctl("lr-route-list", tr))...)
+	if _, ok := ports["trtor-"+gr2]; !ok {
+		t.Error("node2 has no transit router port after reporting 2.0")
+	}
+	if ops := e.apply(d); ops != 0 {
+		t.Errorf("second apply after the upgrade sent %d operations, want 0", ops)
+	}
+}
+
+// A local node that still runs pods keeps the old topology: nothing is computed,
+// so nothing is written.
+func TestLayer2LocalNodeWithPodsDoesNotSwitch(t *testing.T) {
+	net, nodes := exampleV4()
+	nodes[0].TopologyVersion, nodes[0].RunningPods = "", 1
+	if _, err := Layer2Topology(net, nodes); err == nil {
+		t.Fatal("a local node with running pods switched topology")
+	}
+	if !Layer2NodeCanSwitch(Layer2Node{RunningPods: 0}) || Layer2NodeCanSwitch(Layer2Node{RunningPods: 2}) ||
+		!Layer2NodeCanSwitch(Layer2Node{RunningPods: 2, TopologyVersion: "2.0"}) {
+		t.Error("Layer2NodeCanSwitch: a node switches exactly when it has no running pods or already runs 2.0")
+	}
+}
+
+// Dual stack during the upgrade: the upgrade port carries the dummy join IP of
+// both families (the join subnets' last usable addresses) and the old node's
+// join IPs of both families are routed to themselves; ovn-northd accepts it.
+func TestLayer2UpgradeDualStackAcceptedByNorthd(t *testing.T) {
+	e := newEnv(t)
+	e.startNorthd()
+	net, nodes := exampleV4()
+	net.Subnets = append(net.Subnets, pfx("2010:100:200::/60"))
+	net.JoinSubnets = append(net.JoinSubnets, pfx("fd99::/64"))
+	nodes[2].TopologyVersion = ""
+	e.apply(mustLayer2(t, net, nodes))
+	ports := e.rows("Logical_Router_Port", "mac", "networks")
+	if got := ports["trtos-"+sw+"-upgrade"]; got != "0a:58:64:41:00:02,100.65.255.254/16 fd99::ffff:ffff:ffff:fffe/64" {
+		t.Errorf("upgrade port = %q", got)
+	}
+	if got := e.rows("Logical_Switch_Port", "addresses")["stor-"+gr3]; got != "0a:58:64:41:00:04 100.65.0.4/16 fd99::4/64" {
+		t.Errorf("old node's remote port addresses = %q", got)
+	}
+	wantLines(t, "IPv6 transit router routes", e.nbctl("lr-route-list", tr),
+		"IPv4 Routes", "Route Table <main>:",
+		"100.65.0.2 100.88.0.5 dst-ip", "100.65.0.3 100.88.0.7 dst-ip", "100.65.0.4 100.65.0.4 dst-ip",
+		"203.203.0.0/24 100.88.0.5 src-ip",
+		"IPv6 Routes", "Route Table <main>:",
+		"fd99::2 fd97::5 dst-ip", "fd99::3 fd97::7 dst-ip", "fd99::4 fd99::4 dst-ip",
+		"2010:100:200::/60 fd97::5 src-ip",
+	)
+	e.nbctl("--timeout=60", "--wait=sb", "sync")
+	bindings := e.sbctl("--columns=logical_port,type", "--format=csv", "--data=bare", "--no-headings", "list", "Port_Binding")
+	for _, want := range []string{"stotr-" + sw + "-upgrade,patch", "trtos-" + sw + "-upgrade,patch", "stor-" + gr3 + ",remote"} {
+		if !strings.Contains(bindings, want) {
+			t.Errorf("no Port_Binding %q; have:\n%s", want, bindings)
+		}
+	}
+}

@@ -1,0 +1,71 @@
+package addresses
+
+import (
+	"context"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+)
+
+// DefaultNADConfig is the stub's CNI config from OKEP-5233: Multus resolves
+// the default-network annotation against it and OVN-Kubernetes serves it.
+const DefaultNADConfig = `{"cniVersion": "0.4.0", "name": "ovn-kubernetes", "type": "ovn-k8s-cni-overlay"}`
+
+// defaultNAD keeps ovn-kubernetes/default in place: created at start,
+// recreated when deleted, its config restored when changed.
+type defaultNAD struct{ client client.Client }
+
+func setupDefaultNAD(mgr ctrl.Manager) error {
+	d := &defaultNAD{client: mgr.GetClient()}
+	isStub := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetNamespace() == udnv1.DefaultNetworkNamespace && o.GetName() == udnv1.DefaultNetworkName
+	})
+	if err := ctrl.NewControllerManagedBy(mgr).Named("default-nad").
+		For(&nadv1.NetworkAttachmentDefinition{}, builder.WithPredicates(isStub)).
+		Complete(d); err != nil {
+		return err
+	}
+	// The first ensure: no event arrives while the NAD does not exist.
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return nil
+		}
+		_, err := d.Reconcile(ctx, reconcile.Request{})
+		return err
+	}))
+}
+
+// Reconcile ensures the namespace and the stub NAD.
+func (d *defaultNAD) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: udnv1.DefaultNetworkNamespace}}
+	if err := d.client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return reconcile.Result{}, err
+	}
+	var nad nadv1.NetworkAttachmentDefinition
+	key := client.ObjectKey{Namespace: udnv1.DefaultNetworkNamespace, Name: udnv1.DefaultNetworkName}
+	err := d.client.Get(ctx, key, &nad)
+	switch {
+	case apierrors.IsNotFound(err):
+		nad = nadv1.NetworkAttachmentDefinition{
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
+			Spec:       nadv1.NetworkAttachmentDefinitionSpec{Config: DefaultNADConfig},
+		}
+		return reconcile.Result{}, client.IgnoreAlreadyExists(d.client.Create(ctx, &nad))
+	case err != nil:
+		return reconcile.Result{}, err
+	case nad.DeletionTimestamp == nil && nad.Spec.Config != DefaultNADConfig:
+		nad.Spec.Config = DefaultNADConfig
+		return reconcile.Result{}, d.client.Update(ctx, &nad)
+	}
+	return reconcile.Result{}, nil
+}

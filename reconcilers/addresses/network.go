@@ -1,0 +1,162 @@
+package addresses
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
+)
+
+// networkRef names a Primary Layer2 network: a UDN (Namespace set) or a CUDN.
+type networkRef struct {
+	Namespace string
+	Name      string
+}
+
+// ID is unique across UDNs and CUDNs.
+func (n networkRef) ID() string {
+	if n.Namespace != "" {
+		return "udn/" + n.Namespace + "/" + n.Name
+	}
+	return "cudn/" + n.Name
+}
+
+// Key is the network's key in a pod's k8s.ovn.org/pod-networks: the name of
+// its NAD in the pod's namespace.
+func (n networkRef) Key(podNamespace string) string { return podNamespace + "/" + n.Name }
+
+// NetworkName is the network's name in its NAD config, as IPAMClaims' spec.network
+// carries it: "<namespace>_<name>" for a UDN, "cluster_udn_<name>" for a CUDN.
+func (n networkRef) NetworkName() string {
+	if n.Namespace != "" {
+		return n.Namespace + "_" + n.Name
+	}
+	return "cluster_udn_" + n.Name
+}
+
+// primaryLayer2 is the network a namespace's pods get addresses from.
+type primaryLayer2 struct {
+	ref      networkRef
+	spec     udnv1.NetworkSpec
+	selector labels.Selector // CUDN only
+}
+
+func eligible(spec udnv1.NetworkSpec) bool {
+	return spec.Layer2 != nil && spec.IsPrimary() && len(spec.Layer2.Subnets) > 0 &&
+		(spec.Layer2.IPAM == nil || spec.Layer2.IPAM.Mode != udnv1.IPAMDisabled)
+}
+
+// findNetwork returns the namespace's Primary Layer2 network, if any: its
+// UDN, else the first CUDN (by name) whose namespaceSelector matches.
+func findNetwork(ctx context.Context, c client.Reader, namespace string) (*primaryLayer2, error) {
+	var udns udnv1.UserDefinedNetworkList
+	if err := c.List(ctx, &udns, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	for _, u := range udns.Items {
+		if u.DeletionTimestamp == nil && eligible(u.Spec.Network()) {
+			return &primaryLayer2{ref: networkRef{Namespace: namespace, Name: u.Name}, spec: u.Spec.Network()}, nil
+		}
+	}
+	var ns corev1.Namespace
+	// A pod's namespace exists; not finding it means the cache lags, and the
+	// error makes the pod come back.
+	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, &ns); err != nil {
+		return nil, fmt.Errorf("namespace %s: %w", namespace, err)
+	}
+	var cudns udnv1.ClusterUserDefinedNetworkList
+	if err := c.List(ctx, &cudns); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(cudns.Items, func(a, b udnv1.ClusterUserDefinedNetwork) int { return compare(a.Name, b.Name) })
+	for _, cu := range cudns.Items {
+		if cu.DeletionTimestamp != nil || !eligible(cu.Spec.Network) {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&cu.Spec.NamespaceSelector)
+		if err != nil {
+			continue
+		}
+		if sel.Matches(labels.Set(ns.Labels)) {
+			return &primaryLayer2{ref: networkRef{Name: cu.Name}, spec: cu.Spec.Network, selector: sel}, nil
+		}
+	}
+	return nil, nil
+}
+
+func compare(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// namespaces lists the namespaces the network spans.
+func (n *primaryLayer2) namespaces(ctx context.Context, c client.Reader) ([]string, error) {
+	if n.ref.Namespace != "" {
+		return []string{n.ref.Namespace}, nil
+	}
+	var list corev1.NamespaceList
+	if err := c.List(ctx, &list, client.MatchingLabelsSelector{Selector: n.selector}); err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(list.Items))
+	for _, ns := range list.Items {
+		out = append(out, ns.Name)
+	}
+	return out, nil
+}
+
+// poolConfig turns a Layer2 spec into the allocator's configuration.
+func poolConfig(spec udnv1.NetworkSpec) (ipalloc.Config, error) {
+	l2 := spec.Layer2
+	var cfg ipalloc.Config
+	parse := func(field string, in []string) ([]netip.Prefix, error) {
+		var out []netip.Prefix
+		for i, s := range in {
+			p, err := netip.ParsePrefix(s)
+			if err != nil {
+				return nil, fmt.Errorf("spec.layer2.%s[%d]: %w", field, i, err)
+			}
+			out = append(out, p)
+		}
+		return out, nil
+	}
+	var err error
+	if cfg.Subnets, err = parse("subnets", spec.SubnetCIDRs()); err != nil {
+		return cfg, err
+	}
+	if cfg.InfrastructureSubnets, err = parse("infrastructureSubnets", strs(l2.InfrastructureSubnets)); err != nil {
+		return cfg, err
+	}
+	if cfg.ReservedSubnets, err = parse("reservedSubnets", strs(l2.ReservedSubnets)); err != nil {
+		return cfg, err
+	}
+	for i, g := range l2.DefaultGatewayIPs {
+		a, err := netip.ParseAddr(string(g))
+		if err != nil {
+			return cfg, fmt.Errorf("spec.layer2.defaultGatewayIPs[%d]: %w", i, err)
+		}
+		cfg.DefaultGatewayIPs = append(cfg.DefaultGatewayIPs, a)
+	}
+	return cfg, nil
+}
+
+func strs[S ~string](in []S) []string {
+	out := make([]string, len(in))
+	for i, s := range in {
+		out[i] = string(s)
+	}
+	return out
+}

@@ -1,0 +1,428 @@
+package addresses
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"sync"
+	"time"
+
+	ipamclaimsv1alpha1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
+)
+
+// Event reasons besides the ipalloc reasons (IPAddressConflict,
+// MACAddressConflict, SubnetExhausted, InvalidRequest).
+const (
+	ReasonInvalidSelectionElement = "InvalidNetworkSelectionElement"
+	ReasonIPAMClaimNotFound       = "IPAMClaimNotFound"
+	ReasonDeprecatedAnnotation    = "DeprecatedAnnotation"
+	ReasonInvalidNetwork          = "InvalidNetwork"
+)
+
+// retryConflicts is how soon a refused pod is tried again: a conflict or an
+// exhausted subnet can clear when another pod goes away.
+const retryConflicts = 30 * time.Second
+
+// podRecord is what the reconciler remembers of a pod it gave addresses.
+type podRecord struct {
+	uid     types.UID
+	network string
+	owner   string
+	vm      vmInfo
+}
+
+// netState is one network's allocator.
+type netState struct {
+	ref  networkRef
+	cfg  ipalloc.Config
+	pool *ipalloc.Pool
+	// vmOrigin is the node where a VM's addresses were first allocated.
+	vmOrigin map[string]string
+}
+
+// Reconciler allocates pods' addresses on Primary Layer2 networks.
+type Reconciler struct {
+	client   client.Client
+	recorder events.EventRecorder
+	cfg      Config
+
+	mu       sync.Mutex
+	networks map[string]*netState
+	pods     map[types.NamespacedName]podRecord
+	// seq orders pods the reconciler met, to break creationTimestamp ties.
+	seq uint64
+}
+
+// record remembers a pod, keeping its place in the order if already known.
+func (r *Reconciler) record(nn types.NamespacedName, rec podRecord) {
+	if old, ok := r.pods[nn]; ok && old.uid == rec.uid {
+		rec.vm.seq = old.vm.seq
+	} else {
+		r.seq++
+		rec.vm.seq = r.seq
+	}
+	r.pods[nn] = rec
+}
+
+// NewReconciler returns a reconciler; SetupWithManager starts it.
+func NewReconciler(c client.Client, recorder events.EventRecorder, cfg Config) *Reconciler {
+	return &Reconciler{client: c, recorder: recorder, cfg: cfg,
+		networks: map[string]*netState{}, pods: map[types.NamespacedName]podRecord{}}
+}
+
+// SetupWithManager watches pods, and UDNs, CUDNs and namespaces to revisit
+// their pods.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("addresses").
+		For(&corev1.Pod{}).
+		Watches(&udnv1.UserDefinedNetwork{}, handler.EnqueueRequestsFromMapFunc(r.podsOfUDN)).
+		Watches(&udnv1.ClusterUserDefinedNetwork{}, handler.EnqueueRequestsFromMapFunc(r.podsOfCUDN)).
+		// A namespace's labels decide which CUDN selects it.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.podsOfNamespace)).
+		Complete(r)
+}
+
+func (r *Reconciler) podsOfNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.podsIn(ctx, o.GetName())
+}
+
+func (r *Reconciler) podsOfUDN(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.podsIn(ctx, o.GetNamespace())
+}
+
+func (r *Reconciler) podsOfCUDN(ctx context.Context, o client.Object) []reconcile.Request {
+	cudn, ok := o.(*udnv1.ClusterUserDefinedNetwork)
+	if !ok {
+		return nil
+	}
+	n := &primaryLayer2{ref: networkRef{Name: cudn.Name}}
+	sel, err := metaSelector(cudn)
+	if err != nil {
+		return nil
+	}
+	n.selector = sel
+	namespaces, err := n.namespaces(ctx, r.client)
+	if err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, ns := range namespaces {
+		out = append(out, r.podsIn(ctx, ns)...)
+	}
+	return out
+}
+
+func (r *Reconciler) podsIn(ctx context.Context, namespace string) []reconcile.Request {
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, len(pods.Items))
+	for i, p := range pods.Items {
+		out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)}
+	}
+	return out
+}
+
+// Reconcile gives a scheduled pod its addresses, or a Warning event.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	defer r.observePools()
+	var pod corev1.Pod
+	if err := r.client.Get(ctx, req.NamespacedName, &pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	if rec, ok := r.pods[req.NamespacedName]; ok && rec.uid != pod.UID {
+		r.forget(req.NamespacedName)
+	}
+	if pod.Spec.NodeName == "" || pod.Spec.HostNetwork {
+		return reconcile.Result{}, nil
+	}
+	if terminal(&pod) {
+		r.forget(req.NamespacedName)
+		return reconcile.Result{}, nil
+	}
+	net, err := findNetwork(ctx, r.client, pod.Namespace)
+	if err != nil || net == nil {
+		return reconcile.Result{}, err
+	}
+	st, err := r.network(ctx, net)
+	if err != nil {
+		r.warn(&pod, ReasonInvalidNetwork, err.Error())
+		return reconcile.Result{}, nil
+	}
+	return r.allocate(ctx, &pod, net, st)
+}
+
+func (r *Reconciler) allocate(ctx context.Context, pod *corev1.Pod, net *primaryLayer2, st *netState) (reconcile.Result, error) {
+	key := net.ref.Key(pod.Namespace)
+	in, err := r.intentOf(pod, net)
+	if err != nil {
+		r.warn(pod, ReasonInvalidSelectionElement, err.Error())
+		return reconcile.Result{}, nil
+	}
+	nn := client.ObjectKeyFromObject(pod)
+	if existing, err := podNetwork(pod, key); err != nil || existing != nil {
+		// The annotation is written once; what it says is the pod's allocation.
+		if err == nil {
+			err = r.adopt(pod, st, in, existing)
+		}
+		if err != nil {
+			r.warn(pod, ipalloc.ReasonOf(err), fmt.Sprintf("pod annotation %s[%q] cannot be used: %v", udnv1.AnnotationPodNetworks, key, err))
+		}
+		return reconcile.Result{}, nil
+	}
+	if in.deprecatedClaim {
+		r.warn(pod, ReasonDeprecatedAnnotation, fmt.Sprintf("annotation %s is deprecated and will be removed in a future release; use ipam-claim-reference in %s",
+			udnv1.AnnotationPrimaryUDNIPAMClaim, udnv1.AnnotationDefaultNetwork))
+	}
+	var claim *ipamclaimsv1alpha1.IPAMClaim
+	if in.claim != "" {
+		claim = &ipamclaimsv1alpha1.IPAMClaim{}
+		if err := r.client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: in.claim}, claim); err != nil {
+			if apierrors.IsNotFound(err) {
+				r.warn(pod, ReasonIPAMClaimNotFound, fmt.Sprintf("IPAMClaim %s/%s referenced by the pod does not exist", pod.Namespace, in.claim))
+				return reconcile.Result{RequeueAfter: retryConflicts}, nil
+			}
+			return reconcile.Result{}, err
+		}
+		if err := restoreClaim(st.pool, in, claim); err != nil {
+			return r.refuse(ctx, pod, claim, net, err)
+		}
+	}
+	_, held := st.pool.Lookup(in.owner)
+	alloc, err := st.pool.Allocate(in.owner, in.request)
+	if err != nil {
+		return r.refuse(ctx, pod, claim, net, err)
+	}
+	r.record(nn, podRecord{uid: pod.UID, network: net.ref.ID(), owner: in.owner, vm: in.vm})
+	if in.vm.name != "" && !held {
+		st.vmOrigin[in.owner] = pod.Spec.NodeName
+	}
+	if claim != nil {
+		if err := r.setClaimStatus(ctx, claim, pod, alloc, nil); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	pn := newPodNetwork(alloc, st.pool.Gateways(), r.cfg.ServiceCIDRs, encapIP(pod, key, net.ref.NetworkName()))
+	value, err := withPodNetwork(pod, key, pn)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	patch := client.MergeFromWithOptions(pod.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[udnv1.AnnotationPodNetworks] = value
+	if err := r.client.Patch(ctx, pod, patch); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(nn)
+			return reconcile.Result{}, nil
+		}
+		// The allocation stays with its owner; the retry writes it again.
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, nil
+}
+
+// refuse reports an allocation failure on the pod and its claim, and tries
+// again later: a conflict or an exhausted subnet clears when a pod goes.
+func (r *Reconciler) refuse(ctx context.Context, pod *corev1.Pod, claim *ipamclaimsv1alpha1.IPAMClaim, net *primaryLayer2, err error) (reconcile.Result, error) {
+	r.warn(pod, ipalloc.ReasonOf(err), fmt.Sprintf("failed to allocate addresses on network %s: %v", net.ref.Key(pod.Namespace), err))
+	if claim != nil {
+		if serr := r.setClaimStatus(ctx, claim, pod, ipalloc.Allocation{}, err); serr != nil {
+			return reconcile.Result{}, serr
+		}
+	}
+	if ipalloc.ReasonOf(err) == ipalloc.ReasonInvalidRequest {
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{RequeueAfter: retryConflicts}, nil
+}
+
+// adopt records an allocation found in the pod's annotation (written before
+// a restart, or by this reconciler a moment ago).
+func (r *Reconciler) adopt(pod *corev1.Pod, st *netState, in intent, pn *PodNetwork) error {
+	alloc, err := pn.allocation()
+	if err != nil {
+		return err
+	}
+	if held, ok := st.pool.Lookup(in.owner); !ok {
+		if err := st.pool.Restore(in.owner, alloc); err != nil {
+			return err
+		}
+		if in.vm.name != "" {
+			st.vmOrigin[in.owner] = pod.Spec.NodeName
+		}
+	} else if !sameAddresses(held, alloc) {
+		return fmt.Errorf("it holds %s but %s holds %v %s", pn.IPAddresses, in.owner, held.IPs, held.MAC)
+	}
+	r.record(client.ObjectKeyFromObject(pod), podRecord{uid: pod.UID, network: st.ref.ID(), owner: in.owner, vm: in.vm})
+	return nil
+}
+
+func sameAddresses(a, b ipalloc.Allocation) bool {
+	return reflect.DeepEqual(a.IPs, b.IPs) && a.MAC.String() == b.MAC.String()
+}
+
+// forget drops a pod that is gone or finished, freeing addresses only it
+// held: a claim keeps its addresses, a VM keeps them while any of its pods
+// remains.
+func (r *Reconciler) forget(nn types.NamespacedName) {
+	rec, ok := r.pods[nn]
+	if !ok {
+		return
+	}
+	delete(r.pods, nn)
+	st := r.networks[rec.network]
+	if st == nil || isClaimOwner(rec.owner) {
+		return
+	}
+	for _, other := range r.pods {
+		if other.network == rec.network && other.owner == rec.owner {
+			return
+		}
+	}
+	st.pool.Release(rec.owner)
+	delete(st.vmOrigin, rec.owner)
+}
+
+func (r *Reconciler) warn(pod *corev1.Pod, reason, note string) {
+	r.recorder.Eventf(pod, nil, corev1.EventTypeWarning, reason, "AllocateAddresses", "%s", note)
+}
+
+func terminal(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// network returns the network's allocator, building it from the cluster
+// (pods' annotations, IPAMClaims) before its first allocation.
+func (r *Reconciler) network(ctx context.Context, net *primaryLayer2) (*netState, error) {
+	cfg, err := poolConfig(net.spec)
+	if err != nil {
+		return nil, err
+	}
+	if st, ok := r.networks[net.ref.ID()]; ok && reflect.DeepEqual(st.cfg, cfg) {
+		return st, nil
+	}
+	pool, err := ipalloc.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("network %s: %w", net.ref.ID(), err)
+	}
+	namespaces, err := net.namespaces(ctx, r.client)
+	if err != nil {
+		return nil, err
+	}
+	var pods []corev1.Pod
+	var claims []ipamclaimsv1alpha1.IPAMClaim
+	for _, ns := range namespaces {
+		var pl corev1.PodList
+		if err := r.client.List(ctx, &pl, client.InNamespace(ns)); err != nil {
+			return nil, err
+		}
+		pods = append(pods, pl.Items...)
+		var cl ipamclaimsv1alpha1.IPAMClaimList
+		if err := r.client.List(ctx, &cl, client.InNamespace(ns)); err != nil {
+			return nil, err
+		}
+		claims = append(claims, cl.Items...)
+	}
+	st := &netState{ref: net.ref, cfg: cfg, pool: pool, vmOrigin: map[string]string{}}
+	records, errs := r.rebuild(st, net, pods, claims)
+	for _, p := range pods {
+		if rec, ok := records[client.ObjectKeyFromObject(&p)]; ok {
+			r.record(client.ObjectKeyFromObject(&p), rec)
+		}
+	}
+	for _, err := range errs {
+		log.FromContext(ctx).Error(err, "rebuilding the address pool", "network", net.ref.ID())
+	}
+	r.networks[net.ref.ID()] = st
+	return st, nil
+}
+
+// rebuild restores the pool from the pods' annotations and then from the
+// IPAMClaims no pod holds, so nothing handed out before is handed out again.
+func (r *Reconciler) rebuild(st *netState, net *primaryLayer2, pods []corev1.Pod, claims []ipamclaimsv1alpha1.IPAMClaim) (map[types.NamespacedName]podRecord, []error) {
+	records := map[types.NamespacedName]podRecord{}
+	var errs []error
+	for i := range pods {
+		pod := &pods[i]
+		if terminal(pod) || pod.Spec.NodeName == "" {
+			continue
+		}
+		pn, err := podNetwork(pod, net.ref.Key(pod.Namespace))
+		if err != nil || pn == nil {
+			if err != nil {
+				errs = append(errs, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
+			}
+			continue
+		}
+		in, err := r.intentOf(pod, net)
+		if err != nil {
+			in = intent{owner: podOwner(pod)}
+		}
+		alloc, err := pn.allocation()
+		if err == nil {
+			err = st.pool.Restore(in.owner, alloc)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
+			continue
+		}
+		records[client.ObjectKeyFromObject(pod)] = podRecord{uid: pod.UID, network: net.ref.ID(), owner: in.owner, vm: in.vm}
+	}
+	st.vmOrigin = vmOrigins(pods, records)
+	for i := range claims {
+		c := &claims[i]
+		if c.Spec.Network != net.ref.NetworkName() || len(c.Status.IPs) == 0 {
+			continue
+		}
+		if err := restoreClaim(st.pool, intent{owner: claimOwner(c.Namespace, c.Name)}, c); err != nil {
+			errs = append(errs, fmt.Errorf("IPAMClaim %s/%s: %w", c.Namespace, c.Name, err))
+		}
+	}
+	return records, errs
+}
+
+// restoreClaim gives the claim's owner the claim's recorded IPs, unless it
+// already holds addresses. The MAC is the requested one or the derived one.
+func restoreClaim(pool *ipalloc.Pool, in intent, claim *ipamclaimsv1alpha1.IPAMClaim) error {
+	if _, ok := pool.Lookup(in.owner); ok || len(claim.Status.IPs) == 0 {
+		return nil
+	}
+	var a ipalloc.Allocation
+	for _, s := range claim.Status.IPs {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return &ipalloc.Error{Reason: ipalloc.ReasonInternalError, Message: fmt.Sprintf("status.ips: %v", err)}
+		}
+		a.IPs = append(a.IPs, p)
+	}
+	a.MAC = ipalloc.DeriveMAC(a.IPs[0].Addr())
+	if in.request.MAC != "" {
+		if hw, err := parseHW(in.request.MAC); err == nil {
+			a.MAC = hw
+		}
+	}
+	return pool.Restore(in.owner, a)
+}

@@ -1,0 +1,260 @@
+package addresses_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	ipamclaimsv1alpha1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/reconcilers/addresses"
+)
+
+var (
+	env       *envtest.Environment
+	ctx       = context.Background()
+	k8s       client.Client
+	rec       *addresses.Reconciler
+	stopMgr   context.CancelFunc
+	mgrDone   chan struct{}
+	nodeNames = []string{"node-a", "node-b"}
+)
+
+func TestAddresses(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	RunSpecs(t, "addresses: pod addresses on Primary Layer2 networks")
+}
+
+var _ = BeforeSuite(func() {
+	var err error
+	env, err = envtest.Start(envtest.Options{})
+	Expect(err).NotTo(HaveOccurred())
+	// 250 pods in one spec: lift client-go's default 5 QPS.
+	fast := rest.CopyConfig(env.Config)
+	fast.QPS, fast.Burst = 1000, 2000
+	k8s, err = client.New(fast, client.Options{Scheme: env.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+	for _, n := range nodeNames {
+		Expect(k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})).To(Succeed())
+	}
+	startManager(featureOn())
+})
+
+var _ = AfterSuite(func() {
+	if stopMgr != nil {
+		stopManager()
+	}
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+func featureOn() addresses.Config {
+	cfg := addresses.DefaultConfig()
+	cfg.PreconfiguredUDNAddresses = true
+	return cfg
+}
+
+// startManager runs a fresh manager (a fresh allocator) with the address controllers.
+func startManager(cfg addresses.Config) {
+	fast := rest.CopyConfig(env.Config)
+	fast.QPS, fast.Burst = 1000, 2000
+	mgr, err := ctrl.NewManager(fast, ctrl.Options{
+		Scheme:                 env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	rec, err = addresses.Setup(mgr, cfg)
+	Expect(err).NotTo(HaveOccurred())
+	mctx, cancel := context.WithCancel(ctx)
+	stopMgr, mgrDone = cancel, make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(mgrDone)
+		Expect(mgr.Start(mctx)).To(Succeed())
+	}()
+}
+
+func stopManager() {
+	stopMgr()
+	Eventually(mgrDone).Should(BeClosed())
+	stopMgr = nil
+}
+
+// Object builders.
+
+func namespace(name string, labels map[string]string) {
+	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}})).To(Succeed())
+}
+
+func primaryLayer2(subnets ...string) *udnv1.Layer2Config {
+	l2 := &udnv1.Layer2Config{Role: udnv1.NetworkRolePrimary}
+	for _, s := range subnets {
+		l2.Subnets = append(l2.Subnets, udnv1.CIDR(s))
+	}
+	return l2
+}
+
+func createUDN(ns, name string, l2 *udnv1.Layer2Config) {
+	namespace(ns, map[string]string{udnv1.LabelPrimaryUserDefinedNetwork: ""})
+	Expect(k8s.Create(ctx, &udnv1.UserDefinedNetwork{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: l2},
+	})).To(Succeed())
+}
+
+type podOpt func(*corev1.Pod)
+
+func onNode(n string) podOpt { return func(p *corev1.Pod) { p.Spec.NodeName = n } }
+
+func annotated(k, v string) podOpt {
+	return func(p *corev1.Pod) {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[k] = v
+	}
+}
+
+func labelled(k, v string) podOpt {
+	return func(p *corev1.Pod) {
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		p.Labels[k] = v
+	}
+}
+
+// requesting sets the default-network NetworkSelectionElement.
+func requesting(ips []string, mac, claim string) podOpt {
+	nse := map[string]any{"name": udnv1.DefaultNetworkName, "namespace": udnv1.DefaultNetworkNamespace}
+	if ips != nil {
+		nse["ips"] = ips
+	}
+	if mac != "" {
+		nse["mac"] = mac
+	}
+	if claim != "" {
+		nse["ipam-claim-reference"] = claim
+	}
+	data, _ := json.Marshal(nse)
+	return annotated(udnv1.AnnotationDefaultNetwork, string(data))
+}
+
+func createPod(ns, name string, opts ...podOpt) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.PodSpec{
+			NodeName:   nodeNames[0],
+			Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}},
+		},
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	Expect(k8s.Create(ctx, p)).To(Succeed())
+	return p
+}
+
+func deletePod(ns, name string) {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	Expect(k8s.Delete(ctx, p, client.GracePeriodSeconds(0))).To(Succeed())
+	Eventually(func() bool { return apiNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(p), p)) }).Should(BeTrue())
+}
+
+func apiNotFound(err error) bool { return client.IgnoreNotFound(err) == nil && err != nil }
+
+// podNetwork waits for the pod's k8s.ovn.org/pod-networks entry under key.
+func podNetwork(ns, name, key string) addresses.PodNetwork {
+	var pn addresses.PodNetwork
+	Eventually(func(g Gomega) {
+		var p corev1.Pod
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p)).To(Succeed())
+		all := map[string]addresses.PodNetwork{}
+		g.Expect(p.Annotations).To(HaveKey(udnv1.AnnotationPodNetworks))
+		g.Expect(json.Unmarshal([]byte(p.Annotations[udnv1.AnnotationPodNetworks]), &all)).To(Succeed())
+		g.Expect(all).To(HaveKey(key))
+		pn = all[key]
+	}).Should(Succeed(), "pod %s/%s never got its %s annotation", ns, name, udnv1.AnnotationPodNetworks)
+	return pn
+}
+
+// warning waits for a Warning event on the pod with the reason and returns its note.
+func warning(ns, name, reason string) string {
+	var note string
+	Eventually(func(g Gomega) {
+		var list eventsv1.EventList
+		g.Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		for _, e := range list.Items {
+			if e.Regarding.Name == name && e.Type == corev1.EventTypeWarning && e.Reason == reason {
+				note = e.Note
+				return
+			}
+		}
+		g.Expect(list.Items).To(ContainElement(HaveField("Reason", reason)), "no %s event on %s/%s", reason, ns, name)
+	}).Should(Succeed())
+	return note
+}
+
+// expectNoAnnotation checks the pod has no pod-networks annotation, after
+// the warning event proved the reconciler handled it.
+func expectNoAnnotation(ns, name string) {
+	Consistently(func(g Gomega) {
+		var p corev1.Pod
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p)).To(Succeed())
+		g.Expect(p.Annotations).NotTo(HaveKey(udnv1.AnnotationPodNetworks))
+	}, time.Second, 200*time.Millisecond).Should(Succeed())
+}
+
+func createClaim(ns, name, network string) {
+	Expect(k8s.Create(ctx, &ipamclaimsv1alpha1.IPAMClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       ipamclaimsv1alpha1.IPAMClaimSpec{Network: network, Interface: "ovn-udn1"},
+	})).To(Succeed())
+}
+
+// claimWith waits for the claim's IPsAllocated condition to have the status and reason.
+func claimWith(ns, name string, status metav1.ConditionStatus, reason string) (ipamclaimsv1alpha1.IPAMClaim, metav1.Condition) {
+	var c ipamclaimsv1alpha1.IPAMClaim
+	var cond metav1.Condition
+	Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &c)).To(Succeed())
+		g.Expect(c.Status.Conditions).To(ContainElement(And(
+			HaveField("Type", addresses.ConditionIPsAllocated), HaveField("Status", status), HaveField("Reason", reason))))
+		cond = c.Status.Conditions[0]
+	}).Should(Succeed())
+	return c, cond
+}
+
+func seq(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%d", prefix, i)
+	}
+	return out
+}
+
+func getPod(ns, name string) *corev1.Pod {
+	var p corev1.Pod
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p)).To(Succeed())
+	return &p
+}

@@ -1,0 +1,227 @@
+package webhooks
+
+import (
+	"fmt"
+	"net/netip"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+)
+
+// Messages of the Layer3 append-only rules (OKEP-5377), word for word the
+// CRD's CEL messages, so a user sees the same sentence whichever enforced it.
+const (
+	MsgLayer3AppendOnly          = "Existing subnets cannot be removed, reordered or changed; new subnets may only be appended."
+	MsgLayer3HostSubnetImmutable = "hostSubnet of an existing subnet is immutable."
+	MsgLayer3SecondaryImmutable  = "subnets of a Secondary network are immutable."
+	MsgLayer3Overlap             = "subnets must not repeat, overlap or contain each other."
+	MsgLayer3HostSubnetPerFamily = "All subnets of one IP family must use the same hostSubnet."
+)
+
+// cidrField is one CIDR-valued field of a network spec.
+type cidrField struct {
+	path  *field.Path
+	value string
+	// subnet marks pod subnets and ranges inside them (not join subnets).
+	subnet bool
+}
+
+// cidrFields lists every CIDR of spec that must stay clear of the cluster's
+// internal ranges: subnets, joinSubnets, reservedSubnets and
+// infrastructureSubnets, with their field paths under path (the NetworkSpec).
+func cidrFields(path *field.Path, spec udnv1.NetworkSpec) []cidrField {
+	var out []cidrField
+	addList := func(p *field.Path, subnet bool, values ...string) {
+		for i, v := range values {
+			out = append(out, cidrField{path: p.Index(i), value: v, subnet: subnet})
+		}
+	}
+	switch {
+	case spec.Layer3 != nil:
+		p := path.Child("layer3")
+		for i, s := range spec.Layer3.Subnets {
+			out = append(out, cidrField{path: p.Child("subnets").Index(i).Child("cidr"), value: string(s.CIDR), subnet: true})
+		}
+		addList(p.Child("joinSubnets"), false, strs(spec.Layer3.JoinSubnets)...)
+	case spec.Layer2 != nil:
+		p := path.Child("layer2")
+		addList(p.Child("subnets"), true, strs(spec.Layer2.Subnets)...)
+		addList(p.Child("joinSubnets"), false, strs(spec.Layer2.JoinSubnets)...)
+		addList(p.Child("reservedSubnets"), true, strs(spec.Layer2.ReservedSubnets)...)
+		addList(p.Child("infrastructureSubnets"), true, strs(spec.Layer2.InfrastructureSubnets)...)
+	case spec.Localnet != nil:
+		addList(path.Child("localnet").Child("subnets"), true, strs(spec.Localnet.Subnets)...)
+	}
+	return out
+}
+
+func strs[S ~string](in []S) []string {
+	out := make([]string, len(in))
+	for i, v := range in {
+		out[i] = string(v)
+	}
+	return out
+}
+
+// ValidateNetworkAgainstRanges reports every CIDR of spec (subnets,
+// joinSubnets, reservedSubnets, infrastructureSubnets; path is the
+// NetworkSpec's path, e.g. spec for a UDN and spec.network for a CUDN) that
+// overlaps one of the cluster's internal ranges in cfg. The transit subnets
+// are errors for Layer3 networks only: a Primary Layer2 network gets a warning
+// from NetworkWarnings instead, and other networks do not use them. CIDRs
+// that do not parse are left to the CRD's CEL rules.
+func ValidateNetworkAgainstRanges(path *field.Path, spec udnv1.NetworkSpec, cfg Config) field.ErrorList {
+	return validateRanges(path, spec, nil, cfg)
+}
+
+// validateRanges is ValidateNetworkAgainstRanges that skips values old
+// already had, so a configuration change never blocks updating an existing
+// network, while an appended subnet is still checked.
+func validateRanges(path *field.Path, spec udnv1.NetworkSpec, old *udnv1.NetworkSpec, cfg Config) field.ErrorList {
+	ranges := cfg.internalRanges()
+	if spec.Layer3 != nil {
+		ranges = append(ranges, cfg.transitRanges()...)
+	}
+	existing := map[string]bool{}
+	if old != nil {
+		for _, f := range cidrFields(path, *old) {
+			existing[f.path.String()+"="+f.value] = true
+		}
+	}
+	var errs field.ErrorList
+	for _, f := range cidrFields(path, spec) {
+		if existing[f.path.String()+"="+f.value] {
+			continue
+		}
+		p, err := netip.ParsePrefix(f.value)
+		if err != nil {
+			continue
+		}
+		for _, r := range ranges {
+			if p.Overlaps(r.prefix) {
+				errs = append(errs, field.Invalid(f.path, f.value, fmt.Sprintf(
+					"%s overlaps the %s %s (--%s); user defined networks must not overlap the cluster's internal ranges.",
+					p.Masked(), r.what, r.prefix, r.flag)))
+			}
+		}
+	}
+	return errs
+}
+
+// NetworkWarnings returns what a user should look twice at without being
+// refused: the subnets of a Primary Layer2 network that overlap the transit
+// subnets (the reconciler picks another transit subnet for it, OKEP-5094
+// option 4).
+func NetworkWarnings(path *field.Path, spec udnv1.NetworkSpec, cfg Config) []string {
+	if spec.Layer2 == nil || spec.Layer2.Role != udnv1.NetworkRolePrimary {
+		return nil
+	}
+	var out []string
+	for _, f := range cidrFields(path, spec) {
+		p, err := netip.ParsePrefix(f.value)
+		if err != nil || !f.subnet {
+			continue
+		}
+		for _, r := range cfg.transitRanges() {
+			if p.Overlaps(r.prefix) {
+				out = append(out, fmt.Sprintf(
+					"%s: %s overlaps the default %s %s (--%s); the network will use another transit subnet, shown in status.transitSubnets.",
+					f.path, p.Masked(), r.what, r.prefix, r.flag))
+			}
+		}
+	}
+	return out
+}
+
+// ValidateLayer3 checks the Layer3 subnet rules that the CRD also expresses
+// in CEL, for apiservers without the CEL network libraries: on create (old
+// nil) subnets must not repeat, overlap or contain each other and use one
+// hostSubnet per IP family; on update, subnets are append-only (OKEP-5377),
+// hostSubnet of an existing subnet is immutable, and a Secondary network's
+// subnets are immutable. path is the layer3 field's path; the messages are
+// the CRD's.
+func ValidateLayer3(path *field.Path, old, cur *udnv1.Layer3Config) field.ErrorList {
+	if cur == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	subnets := make([]netip.Prefix, 0, len(cur.Subnets))
+	hostSubnet := map[bool]map[int32]bool{}
+	for _, s := range cur.Subnets {
+		p, err := netip.ParsePrefix(string(s.CIDR))
+		if err != nil {
+			return errs // malformed CIDRs are the CRD's to report
+		}
+		subnets = append(subnets, p)
+		v4 := p.Addr().Is4()
+		if hostSubnet[v4] == nil {
+			hostSubnet[v4] = map[int32]bool{}
+		}
+		hostSubnet[v4][s.HostSubnet] = true
+	}
+	if overlapping(subnets) {
+		errs = append(errs, field.Invalid(path, field.OmitValueType{}, MsgLayer3Overlap))
+	}
+	if len(hostSubnet[true]) > 1 || len(hostSubnet[false]) > 1 {
+		errs = append(errs, field.Invalid(path, field.OmitValueType{}, MsgLayer3HostSubnetPerFamily))
+	}
+	if old == nil {
+		return errs
+	}
+	if old.Role == udnv1.NetworkRoleSecondary && !equalSubnets(old.Subnets, cur.Subnets) {
+		errs = append(errs, field.Invalid(path, field.OmitValueType{}, MsgLayer3SecondaryImmutable))
+	}
+	appendOnly := len(cur.Subnets) >= len(old.Subnets)
+	for i := 0; appendOnly && i < len(old.Subnets); i++ {
+		appendOnly = cur.Subnets[i].CIDR == old.Subnets[i].CIDR
+	}
+	if !appendOnly {
+		errs = append(errs, field.Invalid(path, field.OmitValueType{}, MsgLayer3AppendOnly))
+	}
+	for i, o := range old.Subnets {
+		if i < len(cur.Subnets) && cur.Subnets[i].CIDR == o.CIDR && cur.Subnets[i].HostSubnet != o.HostSubnet {
+			errs = append(errs, field.Invalid(path, field.OmitValueType{}, MsgLayer3HostSubnetImmutable))
+			break
+		}
+	}
+	return errs
+}
+
+func overlapping(ps []netip.Prefix) bool {
+	for i := range ps {
+		for j := i + 1; j < len(ps); j++ {
+			if ps[i].Overlaps(ps[j]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func equalSubnets(a, b []udnv1.Layer3Subnet) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidateNetworkSpec runs every static check of this package on a network:
+// the internal ranges (only for values old did not have, when old is set) and
+// the Layer3 rules. path is the NetworkSpec's path; old is nil on create.
+func ValidateNetworkSpec(path *field.Path, old *udnv1.NetworkSpec, spec udnv1.NetworkSpec, cfg Config) field.ErrorList {
+	errs := validateRanges(path, spec, old, cfg)
+	var oldL3 *udnv1.Layer3Config
+	if old != nil {
+		oldL3 = old.Layer3
+		if oldL3 == nil && spec.Layer3 != nil {
+			return errs // topology changed: the CRD refuses it
+		}
+	}
+	return append(errs, ValidateLayer3(path.Child("layer3"), oldL3, spec.Layer3)...)
+}

@@ -1,0 +1,207 @@
+package webhooks
+
+import (
+	"flag"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+)
+
+// wantErr is the part of a field.Error a user relies on.
+type wantErr struct {
+	typ   field.ErrorType
+	field string
+	// detail is a substring of the message (optional).
+	detail string
+}
+
+func checkErrors(t *testing.T, got field.ErrorList, want []wantErr) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %d errors, want %d:\n%v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Type != w.typ || g.Field != w.field || !strings.Contains(g.Detail, w.detail) {
+			t.Errorf("error %d = %s %s %q, want %s %s containing %q", i, g.Type, g.Field, g.Detail, w.typ, w.field, w.detail)
+		}
+	}
+}
+
+func l2(role udnv1.NetworkRole, subnets ...udnv1.CIDR) udnv1.NetworkSpec {
+	return udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{Role: role, Subnets: subnets}}
+}
+
+func l3(role udnv1.NetworkRole, subnets ...udnv1.Layer3Subnet) udnv1.NetworkSpec {
+	return udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer3, Layer3: &udnv1.Layer3Config{Role: role, Subnets: subnets}}
+}
+
+func sub(cidr udnv1.CIDR, host int32) udnv1.Layer3Subnet {
+	return udnv1.Layer3Subnet{CIDR: cidr, HostSubnet: host}
+}
+
+var spec = field.NewPath("spec")
+
+func TestValidateNetworkAgainstRanges(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.NodeSubnets = mustPrefixes("192.168.10.0/24")
+	withL2 := func(mut func(*udnv1.Layer2Config)) udnv1.NetworkSpec {
+		s := l2(udnv1.NetworkRolePrimary, "10.100.0.0/16", "fd00:100::/64")
+		mut(s.Layer2)
+		return s
+	}
+	cases := []struct {
+		name string
+		spec udnv1.NetworkSpec
+		want []wantErr
+	}{
+		{"disjoint dual-stack Layer2", l2(udnv1.NetworkRolePrimary, "10.100.0.0/16", "fd00:100::/64"), nil},
+		{"disjoint Layer3", l3(udnv1.NetworkRolePrimary, sub("10.200.0.0/16", 24)), nil},
+		{"cluster subnet contained", l2(udnv1.NetworkRolePrimary, "10.244.8.0/24"),
+			[]wantErr{{field.ErrorTypeInvalid, "spec.layer2.subnets[0]", "overlaps the cluster default network subnet 10.244.0.0/16 (--cluster-subnets)"}}},
+		{"service CIDR contains the network", l3(udnv1.NetworkRoleSecondary, sub("10.96.1.0/24", 28)),
+			[]wantErr{{field.ErrorTypeInvalid, "spec.layer3.subnets[0].cidr", "10.96.1.0/24 overlaps the service CIDR 10.96.0.0/16 (--service-cidrs)"}}},
+		{"default join subnet, IPv6", l2(udnv1.NetworkRolePrimary, "10.100.0.0/16", "fd98::/48"),
+			[]wantErr{{field.ErrorTypeInvalid, "spec.layer2.subnets[1]", "fd98::/48 overlaps the default join subnet fd98::/64 (--join-subnets)"}}},
+		{"masquerade", l2(udnv1.NetworkRoleSecondary, "169.254.100.0/24"),
+			[]wantErr{{field.ErrorTypeInvalid, "spec.layer2.subnets[0]", "masquerade subnet 169.254.0.0/17"}}},
+		{"node subnet", l2(udnv1.NetworkRoleSecondary, "192.168.0.0/16"),
+			[]wantErr{{field.ErrorTypeInvalid, "spec.layer2.subnets[0]", "node subnet 192.168.10.0/24 (--node-subnets)"}}},
+		{"transit is an error for Layer3", l3(udnv1.NetworkRolePrimary, sub("100.88.0.0/14", 24)),
+			[]wantErr{{field.ErrorTypeInvalid, "spec.layer3.subnets[0].cidr", "transit subnet 100.88.0.0/16 (--transit-subnets)"}}},
+		{"transit is not an error for Layer2", l2(udnv1.NetworkRolePrimary, "100.88.0.0/16"), nil},
+		{"joinSubnets checked", withL2(func(c *udnv1.Layer2Config) { c.JoinSubnets = udnv1.DualStackCIDRs{"100.64.0.0/16"} }),
+			[]wantErr{{field.ErrorTypeInvalid, "spec.layer2.joinSubnets[0]", "default join subnet 100.64.0.0/16"}}},
+		{"reserved and infrastructure subnets checked", func() udnv1.NetworkSpec {
+			s := l2(udnv1.NetworkRolePrimary, "10.0.0.0/8")
+			s.Layer2.ReservedSubnets = []udnv1.NetworkCIDR{"10.96.0.0/24"}
+			s.Layer2.InfrastructureSubnets = []udnv1.NetworkCIDR{"10.244.0.0/30"}
+			return s
+		}(), []wantErr{
+			{field.ErrorTypeInvalid, "spec.layer2.subnets[0]", "cluster default network subnet"},
+			{field.ErrorTypeInvalid, "spec.layer2.subnets[0]", "service CIDR"},
+			{field.ErrorTypeInvalid, "spec.layer2.reservedSubnets[0]", "service CIDR 10.96.0.0/16"},
+			{field.ErrorTypeInvalid, "spec.layer2.infrastructureSubnets[0]", "cluster default network subnet 10.244.0.0/16"},
+		}},
+		{"localnet subnets checked", udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLocalnet,
+			Localnet: &udnv1.LocalnetConfig{Role: udnv1.NetworkRoleSecondary, PhysicalNetworkName: "p", Subnets: udnv1.DualStackCIDRs{"10.244.0.0/24"}}},
+			[]wantErr{{field.ErrorTypeInvalid, "spec.localnet.subnets[0]", "cluster default network subnet"}}},
+		{"malformed CIDR is left to CEL", l2(udnv1.NetworkRolePrimary, "10.244.0.0/99"), nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			checkErrors(t, ValidateNetworkAgainstRanges(spec, tc.spec, cfg), tc.want)
+		})
+	}
+}
+
+func TestValidateNetworkSpecUpdateChecksOnlyNewValues(t *testing.T) {
+	old := l3(udnv1.NetworkRolePrimary, sub("10.200.0.0/16", 24))
+	cfg := DefaultConfig()
+	// The cluster was reconfigured after the network was created: the
+	// existing subnet now overlaps, which must not block appending.
+	cfg.ClusterSubnets = mustPrefixes("10.200.0.0/16")
+	appended := l3(udnv1.NetworkRolePrimary, sub("10.200.0.0/16", 24), sub("10.201.0.0/16", 24))
+	checkErrors(t, ValidateNetworkSpec(spec, &old, appended, cfg), nil)
+	intoService := l3(udnv1.NetworkRolePrimary, sub("10.200.0.0/16", 24), sub("10.96.0.0/20", 24))
+	checkErrors(t, ValidateNetworkSpec(spec, &old, intoService, cfg), []wantErr{
+		{field.ErrorTypeInvalid, "spec.layer3.subnets[1].cidr", "overlaps the service CIDR 10.96.0.0/16"}})
+	// On create the same spec is refused for its first subnet.
+	checkErrors(t, ValidateNetworkSpec(spec, nil, appended, cfg), []wantErr{
+		{field.ErrorTypeInvalid, "spec.layer3.subnets[0].cidr", "cluster default network subnet 10.200.0.0/16"}})
+}
+
+func TestValidateLayer3(t *testing.T) {
+	p := field.NewPath("spec", "layer3")
+	prim := func(s ...udnv1.Layer3Subnet) *udnv1.Layer3Config { return l3(udnv1.NetworkRolePrimary, s...).Layer3 }
+	sec := func(s ...udnv1.Layer3Subnet) *udnv1.Layer3Config { return l3(udnv1.NetworkRoleSecondary, s...).Layer3 }
+	a, b, c := sub("10.1.0.0/16", 24), sub("10.2.0.0/16", 24), sub("fd00:3::/48", 64)
+	cases := []struct {
+		name     string
+		old, cur *udnv1.Layer3Config
+		want     []wantErr
+	}{
+		{"create, disjoint", nil, prim(a, b, c), nil},
+		{"create, contained", nil, prim(a, sub("10.1.2.0/24", 24)), []wantErr{{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3Overlap}}},
+		{"create, repeated", nil, prim(a, a), []wantErr{{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3Overlap}}},
+		{"create, two hostSubnets for IPv4", nil, prim(a, sub("10.2.0.0/16", 26)), []wantErr{{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3HostSubnetPerFamily}}},
+		{"append", prim(a), prim(a, b, c), nil},
+		{"unchanged", prim(a, b), prim(a, b), nil},
+		{"remove last", prim(a, b), prim(a), []wantErr{{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3AppendOnly}}},
+		{"reorder", prim(a, b), prim(b, a), []wantErr{{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3AppendOnly}}},
+		{"insert before", prim(b), prim(a, b), []wantErr{{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3AppendOnly}}},
+		{"append overlapping", prim(a), prim(a, sub("10.1.128.0/17", 24)), []wantErr{{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3Overlap}}},
+		{"hostSubnet changed", prim(a, b), prim(a, sub("10.2.0.0/16", 25)), []wantErr{
+			{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3HostSubnetPerFamily},
+			{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3HostSubnetImmutable}}},
+		{"secondary append", sec(a), sec(a, c), []wantErr{{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3SecondaryImmutable}}},
+		{"secondary unchanged", sec(a, c), sec(a, c), nil},
+		{"no layer3", nil, nil, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			checkErrors(t, ValidateLayer3(p, tc.old, tc.cur), tc.want)
+		})
+	}
+}
+
+func TestLayer3MessagesMatchTheCRD(t *testing.T) {
+	// The webhook repeats the CEL rules' messages word for word; find each in
+	// the generated CRD so a reworded rule cannot drift apart silently.
+	// YAML folds long plain scalars over lines; unfold them.
+	crd := strings.Join(strings.Fields(readRepoFile(t, "charts/udnkit/files/crds/k8s.ovn.org_userdefinednetworks.yaml")), " ")
+	for _, msg := range []string{MsgLayer3AppendOnly, MsgLayer3HostSubnetImmutable, MsgLayer3SecondaryImmutable, MsgLayer3Overlap, MsgLayer3HostSubnetPerFamily} {
+		if !strings.Contains(crd, msg) {
+			t.Errorf("message %q is not in the CRD", msg)
+		}
+	}
+}
+
+func TestNetworkWarnings(t *testing.T) {
+	cfg := DefaultConfig()
+	got := NetworkWarnings(spec, l2(udnv1.NetworkRolePrimary, "100.88.0.0/20", "fd97::/64"), cfg)
+	if len(got) != 2 || !strings.Contains(got[0], "spec.layer2.subnets[0]: 100.88.0.0/20 overlaps the default transit subnet 100.88.0.0/16") ||
+		!strings.Contains(got[1], "spec.layer2.subnets[1]: fd97::/64 overlaps the default transit subnet fd97::/64") {
+		t.Errorf("warnings = %q", got)
+	}
+	for name, s := range map[string]udnv1.NetworkSpec{
+		"secondary Layer2":  l2(udnv1.NetworkRoleSecondary, "100.88.0.0/20"),
+		"disjoint":          l2(udnv1.NetworkRolePrimary, "10.100.0.0/16"),
+		"Layer3 (an error)": l3(udnv1.NetworkRolePrimary, sub("100.88.0.0/20", 24)),
+	} {
+		if w := NetworkWarnings(spec, s, cfg); len(w) != 0 {
+			t.Errorf("%s: unexpected warnings %q", name, w)
+		}
+	}
+}
+
+func TestBindFlags(t *testing.T) {
+	cfg := DefaultConfig()
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	cfg.BindFlags(fs)
+	if got := fs.Lookup(FlagJoinSubnets).DefValue; got != "100.64.0.0/16,fd98::/64" {
+		t.Errorf("join-subnets default = %q", got)
+	}
+	err := fs.Parse([]string{"--cluster-subnets=10.128.0.0/14, fd01::/48", "--service-cidrs=172.30.0.0/16",
+		"--transit-subnets=", "--preconfigured-udn-addresses-enable"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []netip.Prefix{netip.MustParsePrefix("10.128.0.0/14"), netip.MustParsePrefix("fd01::/48")}
+	if len(cfg.ClusterSubnets) != 2 || cfg.ClusterSubnets[0] != want[0] || cfg.ClusterSubnets[1] != want[1] {
+		t.Errorf("cluster subnets = %v", cfg.ClusterSubnets)
+	}
+	if len(cfg.TransitSubnets) != 0 || !cfg.PreconfiguredUDNAddressesEnable || cfg.ServiceCIDRs[0].String() != "172.30.0.0/16" {
+		t.Errorf("config = %+v", cfg)
+	}
+	bad := flag.NewFlagSet("t", flag.ContinueOnError)
+	bad.SetOutput(&strings.Builder{})
+	cfg.BindFlags(bad)
+	if err := bad.Parse([]string{"--service-cidrs=10.96.0.0"}); err == nil || !strings.Contains(err.Error(), `"10.96.0.0" is not a CIDR`) {
+		t.Errorf("bad CIDR: err = %v", err)
+	}
+}

@@ -1,0 +1,222 @@
+package webhooks
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+)
+
+// ParseDefaultNetworkSelection parses a v1.multus-cni.io/default-network
+// value the way Multus reads it: a NetworkSelectionElement JSON object, a
+// JSON list holding exactly one, or the short form "namespace/name" (or
+// "name").
+func ParseDefaultNetworkSelection(value string) (*nadv1.NetworkSelectionElement, error) {
+	v := strings.TrimSpace(value)
+	switch {
+	case v == "":
+		return nil, errors.New("the value is empty")
+	case strings.HasPrefix(v, "{"):
+		var nse nadv1.NetworkSelectionElement
+		if err := json.Unmarshal([]byte(v), &nse); err != nil {
+			return nil, err
+		}
+		return &nse, nil
+	case strings.HasPrefix(v, "["):
+		var list []nadv1.NetworkSelectionElement
+		if err := json.Unmarshal([]byte(v), &list); err != nil {
+			return nil, err
+		}
+		if len(list) != 1 {
+			return nil, fmt.Errorf("a list must hold exactly one NetworkSelectionElement, this one holds %d", len(list))
+		}
+		return &list[0], nil
+	}
+	ns, name, found := strings.Cut(v, "/")
+	if !found {
+		ns, name = "", v
+	}
+	if name == "" || strings.ContainsAny(name, "/ {}[]\"") || strings.ContainsAny(ns, " {}[]\"") {
+		return nil, fmt.Errorf("%q is neither JSON nor a namespace/name reference", v)
+	}
+	return &nadv1.NetworkSelectionElement{Name: name, Namespace: ns}, nil
+}
+
+// ValidateNetworkSelection checks a default-network NetworkSelectionElement
+// of a pod whose namespace's primary network is the Layer2 network l2
+// (OKEP-5233): it must reference the default network's stub
+// (ovn-kubernetes/default); each requested IP must parse (with or without a
+// prefix length), be the only one of its IP family, lie inside one of the
+// subnets and outside the infrastructure subnets, and be neither the default
+// gateway nor the network or (IPv4) broadcast address; the MAC must be a
+// unicast EUI-48 address. path is the annotation's path. The referenced
+// IPAMClaim's existence needs a client and is checked by the webhook.
+func ValidateNetworkSelection(path *field.Path, nse *nadv1.NetworkSelectionElement, l2 *udnv1.Layer2Config) field.ErrorList {
+	var errs field.ErrorList
+	if nse.Name != udnv1.DefaultNetworkName || nse.Namespace != udnv1.DefaultNetworkNamespace {
+		errs = append(errs, field.Invalid(path.Child("name"), nse.Namespace+"/"+nse.Name, fmt.Sprintf(
+			"must reference %s/%s (name %q, namespace %q): in a namespace whose primary network is Layer2, the default network's stub NetworkAttachmentDefinition carries the requested addresses.",
+			udnv1.DefaultNetworkNamespace, udnv1.DefaultNetworkName, udnv1.DefaultNetworkName, udnv1.DefaultNetworkNamespace)))
+	}
+	seen := map[bool]bool{}
+	for i, raw := range nse.IPRequest {
+		p := path.Child("ips").Index(i)
+		ip, err := parseRequestedIP(raw)
+		if err != nil {
+			errs = append(errs, field.Invalid(p, raw, fmt.Sprintf(
+				"must be an IP address with or without a prefix length, such as 10.0.0.5 or 10.0.0.5/24: %v.", err)))
+			continue
+		}
+		if seen[ip.Is4()] {
+			errs = append(errs, field.Invalid(p, raw, fmt.Sprintf("is a second %s address; at most one IP per IP family may be requested.", family(ip))))
+			continue
+		}
+		seen[ip.Is4()] = true
+		if msg := checkRequestedIP(ip, l2); msg != "" {
+			errs = append(errs, field.Invalid(p, raw, msg))
+		}
+	}
+	if nse.MacRequest != "" {
+		p := path.Child("mac")
+		mac, err := net.ParseMAC(nse.MacRequest)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(p, nse.MacRequest, fmt.Sprintf("must be a MAC address such as 02:00:00:00:00:01: %v.", err)))
+		case len(mac) != 6:
+			errs = append(errs, field.Invalid(p, nse.MacRequest, "must be a 48-bit MAC address such as 02:00:00:00:00:01."))
+		case mac[0]&1 == 1:
+			errs = append(errs, field.Invalid(p, nse.MacRequest, "must be a unicast MAC address (the lowest bit of the first octet must be 0)."))
+		}
+	}
+	return errs
+}
+
+// NetworkSelectionWarnings returns what deserves a second look in an
+// element that passes ValidateNetworkSelection: a MAC with the 0a:58 prefix
+// OVN-Kubernetes derives pod MACs from their IPs with, which may collide
+// with a generated address.
+func NetworkSelectionWarnings(path *field.Path, nse *nadv1.NetworkSelectionElement) []string {
+	mac, err := net.ParseMAC(nse.MacRequest)
+	if err != nil || len(mac) != 6 || mac[0] != 0x0a || mac[1] != 0x58 {
+		return nil
+	}
+	return []string{fmt.Sprintf(
+		"%s: MAC %s has the 0a:58 prefix OVN-Kubernetes generates pod MACs with; it may collide with the MAC of a pod whose address is allocated automatically.",
+		path.Child("mac"), nse.MacRequest)}
+}
+
+func parseRequestedIP(s string) (netip.Addr, error) {
+	var ip netip.Addr
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return ip, err
+		}
+		ip = p.Addr()
+	} else {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return ip, err
+		}
+		ip = a
+	}
+	if ip.Zone() != "" {
+		return netip.Addr{}, errors.New("zones are not allowed")
+	}
+	return ip, nil
+}
+
+func family(ip netip.Addr) string {
+	if ip.Is4() {
+		return "IPv4"
+	}
+	return "IPv6"
+}
+
+// checkRequestedIP returns why ip cannot be requested on l2, or "".
+func checkRequestedIP(ip netip.Addr, l2 *udnv1.Layer2Config) string {
+	var subnet netip.Prefix
+	for _, s := range l2.Subnets {
+		if p, err := netip.ParsePrefix(string(s)); err == nil && p.Contains(ip) {
+			subnet = p.Masked()
+			break
+		}
+	}
+	if !subnet.IsValid() {
+		return fmt.Sprintf("is not inside any of the network's subnets %v.", strs(l2.Subnets))
+	}
+	if ip == subnet.Addr() {
+		return fmt.Sprintf("is the network address of subnet %s.", subnet)
+	}
+	if ip.Is4() && subnet.Bits() < 31 && ip == lastAddr(subnet) {
+		return fmt.Sprintf("is the broadcast address of subnet %s.", subnet)
+	}
+	gateway := subnet.Addr().Next()
+	for _, g := range l2.DefaultGatewayIPs {
+		if a, err := netip.ParseAddr(string(g)); err == nil && a.Is4() == ip.Is4() {
+			gateway = a
+		}
+	}
+	if ip == gateway {
+		return fmt.Sprintf("is the network's default gateway IP %s.", gateway)
+	}
+	if len(l2.InfrastructureSubnets) == 0 {
+		if mgmt := subnet.Addr().Next().Next(); ip == mgmt {
+			return fmt.Sprintf("is the management port address %s, which OVN-Kubernetes takes when infrastructureSubnets is unset.", mgmt)
+		}
+	}
+	for _, s := range l2.InfrastructureSubnets {
+		if p, err := netip.ParsePrefix(string(s)); err == nil && p.Contains(ip) {
+			return fmt.Sprintf("is inside infrastructureSubnets entry %s, reserved for OVN-Kubernetes.", p)
+		}
+	}
+	return ""
+}
+
+// lastAddr is the last address of p (the broadcast address of an IPv4 subnet).
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Masked().Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
+}
+
+// MigrateIPAMClaimAnnotation handles the deprecated
+// k8s.ovn.org/primary-udn-ipamclaim annotation (OKEP-5233): without a
+// v1.multus-cni.io/default-network annotation it returns a copy of
+// annotations with the equivalent NetworkSelectionElement added; with one,
+// it returns nil (no change: the NetworkSelectionElement wins). Either way
+// it returns a deprecation warning; with no old annotation, nothing.
+func MigrateIPAMClaimAnnotation(annotations map[string]string) (map[string]string, []string) {
+	claim, ok := annotations[udnv1.AnnotationPrimaryUDNIPAMClaim]
+	if !ok {
+		return nil, nil
+	}
+	if _, ok := annotations[udnv1.AnnotationDefaultNetwork]; ok {
+		return nil, []string{fmt.Sprintf(
+			"annotation %s is deprecated and ignored because %s is set; use its ipam-claim-reference field instead.",
+			udnv1.AnnotationPrimaryUDNIPAMClaim, udnv1.AnnotationDefaultNetwork)}
+	}
+	nse, err := json.Marshal(nadv1.NetworkSelectionElement{
+		Name: udnv1.DefaultNetworkName, Namespace: udnv1.DefaultNetworkNamespace, IPAMClaimReference: claim})
+	if err != nil {
+		return nil, nil // a struct of strings always marshals
+	}
+	out := make(map[string]string, len(annotations)+1)
+	for k, v := range annotations {
+		out[k] = v
+	}
+	out[udnv1.AnnotationDefaultNetwork] = string(nse)
+	return out, []string{fmt.Sprintf(
+		"annotation %s is deprecated; udnkit set the equivalent %s annotation %s, use it instead.",
+		udnv1.AnnotationPrimaryUDNIPAMClaim, udnv1.AnnotationDefaultNetwork, nse)}
+}

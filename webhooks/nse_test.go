@@ -1,0 +1,239 @@
+package webhooks
+
+import (
+	"encoding/json"
+	"net/netip"
+	"strings"
+	"testing"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+)
+
+// predefined is the OKEP-5233 example network, made dual-stack.
+func predefined() *udnv1.Layer2Config {
+	return &udnv1.Layer2Config{
+		Role:                  udnv1.NetworkRolePrimary,
+		Subnets:               udnv1.DualStackCIDRs{"192.168.100.0/24", "fd00:100::/64"},
+		InfrastructureSubnets: []udnv1.NetworkCIDR{"192.168.100.0/30", "fd00:100::/126"},
+		ReservedSubnets:       []udnv1.NetworkCIDR{"192.168.100.200/29"},
+		DefaultGatewayIPs:     udnv1.DualStackIPs{"192.168.100.2", "fd00:100::2"},
+	}
+}
+
+func TestParseDefaultNetworkSelection(t *testing.T) {
+	cases := []struct {
+		value, name, namespace, claim string
+		ips                           []string
+		err                           string
+	}{
+		{value: `{"name": "default", "namespace": "ovn-kubernetes", "ips": ["192.168.100.205"], "mac": "00:1A:2B:3C:4D:5E", "ipam-claim-reference": "my-claim"}`,
+			name: "default", namespace: "ovn-kubernetes", claim: "my-claim", ips: []string{"192.168.100.205"}},
+		{value: `[{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.205/24"]}]`, name: "default", namespace: "ovn-kubernetes", ips: []string{"192.168.100.205/24"}},
+		{value: "ovn-kubernetes/default", name: "default", namespace: "ovn-kubernetes"},
+		{value: " default ", name: "default"},
+		{value: `{"name": "default",`, err: "unexpected end of JSON input"},
+		{value: `{"name": 5}`, err: "cannot unmarshal number"},
+		{value: `[]`, err: "exactly one NetworkSelectionElement, this one holds 0"},
+		{value: `[{"name":"a"},{"name":"b"}]`, err: "this one holds 2"},
+		{value: "", err: "empty"},
+		{value: "a/b/c", err: "neither JSON nor a namespace/name reference"},
+	}
+	for _, tc := range cases {
+		nse, err := ParseDefaultNetworkSelection(tc.value)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: err = %v, want %q", tc.value, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.value, err)
+			continue
+		}
+		if nse.Name != tc.name || nse.Namespace != tc.namespace || nse.IPAMClaimReference != tc.claim || strings.Join(nse.IPRequest, ",") != strings.Join(tc.ips, ",") {
+			t.Errorf("%q: parsed %+v", tc.value, nse)
+		}
+	}
+}
+
+func TestValidateNetworkSelection(t *testing.T) {
+	path := field.NewPath("metadata", "annotations").Key(udnv1.AnnotationDefaultNetwork)
+	const p = "metadata.annotations[v1.multus-cni.io/default-network]"
+	noInfra := func() *udnv1.Layer2Config {
+		c := predefined()
+		c.InfrastructureSubnets, c.DefaultGatewayIPs = nil, nil
+		return c
+	}
+	cases := []struct {
+		name  string
+		value string
+		net   *udnv1.Layer2Config
+		want  []wantErr
+	}{
+		{"OKEP example", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.205"],"mac":"00:1A:2B:3C:4D:5E"}`, predefined(), nil},
+		{"dual-stack with prefix lengths", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.10/24","fd00:100::10/64"]}`, predefined(), nil},
+		{"old default gateway and management IPs are free once moved", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.4"]}`, predefined(), nil},
+		{"MAC only", `{"name":"default","namespace":"ovn-kubernetes","mac":"02:00:00:00:00:01"}`, predefined(), nil},
+		{"wrong name", `{"name":"blue","namespace":"ovn-kubernetes"}`, predefined(),
+			[]wantErr{{field.ErrorTypeInvalid, p + ".name", `must reference ovn-kubernetes/default`}}},
+		{"wrong namespace", `{"name":"default","namespace":"tenant"}`, predefined(),
+			[]wantErr{{field.ErrorTypeInvalid, p + ".name", `namespace "ovn-kubernetes"`}}},
+		{"unparsable IP", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.300"]}`, predefined(),
+			[]wantErr{{field.ErrorTypeInvalid, p + ".ips[0]", "must be an IP address with or without a prefix length"}}},
+		{"IP with zone", `{"name":"default","namespace":"ovn-kubernetes","ips":["fd00:100::10%eth0"]}`, predefined(),
+			[]wantErr{{field.ErrorTypeInvalid, p + ".ips[0]", "zones are not allowed"}}},
+		{"outside the subnets", `{"name":"default","namespace":"ovn-kubernetes","ips":["10.0.0.5"]}`, predefined(),
+			[]wantErr{{field.ErrorTypeInvalid, p + ".ips[0]", "is not inside any of the network's subnets [192.168.100.0/24 fd00:100::/64]"}}},
+		{"two IPv4", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.10","192.168.100.11"]}`, predefined(),
+			[]wantErr{{field.ErrorTypeInvalid, p + ".ips[1]", "is a second IPv4 address; at most one IP per IP family"}}},
+		{"infrastructure subnet", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.3"]}`, predefined(),
+			[]wantErr{{field.ErrorTypeInvalid, p + ".ips[0]", "is inside infrastructureSubnets entry 192.168.100.0/30"}}},
+		{"configured gateway", `{"name":"default","namespace":"ovn-kubernetes","ips":["fd00:100::2"]}`, predefined(),
+			[]wantErr{{field.ErrorTypeInvalid, p + ".ips[0]", "is the network's default gateway IP fd00:100::2"}}},
+		{"network address", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.0/24"]}`, predefined(),
+			[]wantErr{{field.ErrorTypeInvalid, p + ".ips[0]", "is the network address of subnet 192.168.100.0/24"}}},
+		{"IPv6 network address", `{"name":"default","namespace":"ovn-kubernetes","ips":["fd00:100::"]}`, predefined(),
+			[]wantErr{{field.ErrorTypeInvalid, p + ".ips[0]", "is the network address of subnet fd00:100::/64"}}},
+		{"broadcast", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.255"]}`, predefined(),
+			[]wantErr{{field.ErrorTypeInvalid, p + ".ips[0]", "is the broadcast address of subnet 192.168.100.0/24"}}},
+		{"IPv6 has no broadcast", `{"name":"default","namespace":"ovn-kubernetes","ips":["fd00:100::ffff:ffff:ffff:ffff"]}`, predefined(), nil},
+		{"default gateway is the first address", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.1"]}`, noInfra(),
+			[]wantErr{{field.ErrorTypeInvalid, p + ".ips[0]", "is the network's default gateway IP 192.168.100.1"}}},
+		{"default management port is the second address", `{"name":"default","namespace":"ovn-kubernetes","ips":["fd00:100::2"]}`, noInfra(),
+			[]wantErr{{field.ErrorTypeInvalid, p + ".ips[0]", "is the management port address fd00:100::2"}}},
+		{"multicast MAC", `{"name":"default","namespace":"ovn-kubernetes","mac":"01:00:5e:00:00:01"}`, predefined(),
+			[]wantErr{{field.ErrorTypeInvalid, p + ".mac", "must be a unicast MAC address"}}},
+		{"malformed MAC", `{"name":"default","namespace":"ovn-kubernetes","mac":"00:1A:2B:3C:4D"}`, predefined(),
+			[]wantErr{{field.ErrorTypeInvalid, p + ".mac", "must be a MAC address such as 02:00:00:00:00:01"}}},
+		{"EUI-64 MAC", `{"name":"default","namespace":"ovn-kubernetes","mac":"02:00:00:00:00:00:00:01"}`, predefined(),
+			[]wantErr{{field.ErrorTypeInvalid, p + ".mac", "must be a 48-bit MAC address"}}},
+		{"every error at once", `{"name":"x","ips":["bad","192.168.100.1","192.168.100.9"],"mac":"ff:ff:ff:ff:ff:ff"}`, predefined(), []wantErr{
+			{field.ErrorTypeInvalid, p + ".name", "must reference"},
+			{field.ErrorTypeInvalid, p + ".ips[0]", "must be an IP address"},
+			{field.ErrorTypeInvalid, p + ".ips[1]", "infrastructureSubnets"},
+			{field.ErrorTypeInvalid, p + ".ips[2]", "second IPv4"},
+			{field.ErrorTypeInvalid, p + ".mac", "unicast"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			nse, err := ParseDefaultNetworkSelection(tc.value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkErrors(t, ValidateNetworkSelection(path, nse, tc.net), tc.want)
+		})
+	}
+}
+
+func TestNetworkSelectionWarnings(t *testing.T) {
+	path := field.NewPath("metadata", "annotations").Key(udnv1.AnnotationDefaultNetwork)
+	w := NetworkSelectionWarnings(path, &nadv1.NetworkSelectionElement{MacRequest: "0A:58:C0:A8:64:05"})
+	if len(w) != 1 || !strings.Contains(w[0], "metadata.annotations[v1.multus-cni.io/default-network].mac: MAC 0A:58:C0:A8:64:05 has the 0a:58 prefix") {
+		t.Errorf("warnings = %q", w)
+	}
+	for _, mac := range []string{"", "02:58:00:00:00:01", "0a:59:00:00:00:01", "not-a-mac"} {
+		if w := NetworkSelectionWarnings(path, &nadv1.NetworkSelectionElement{MacRequest: mac}); w != nil {
+			t.Errorf("%q: warnings = %q", mac, w)
+		}
+	}
+}
+
+func TestMigrateIPAMClaimAnnotation(t *testing.T) {
+	in := map[string]string{udnv1.AnnotationPrimaryUDNIPAMClaim: "vm-a", "other": "kept"}
+	out, warnings := MigrateIPAMClaimAnnotation(in)
+	if out == nil || len(warnings) != 1 || !strings.Contains(warnings[0], "k8s.ovn.org/primary-udn-ipamclaim is deprecated") {
+		t.Fatalf("out = %v, warnings = %q", out, warnings)
+	}
+	nse, err := ParseDefaultNetworkSelection(out[udnv1.AnnotationDefaultNetwork])
+	if err != nil || nse.Name != "default" || nse.Namespace != "ovn-kubernetes" || nse.IPAMClaimReference != "vm-a" {
+		t.Errorf("written NSE %q (%v)", out[udnv1.AnnotationDefaultNetwork], err)
+	}
+	if out["other"] != "kept" || out[udnv1.AnnotationPrimaryUDNIPAMClaim] != "vm-a" || len(in) != 2 {
+		t.Errorf("annotations = %v, input = %v", out, in)
+	}
+
+	both := map[string]string{udnv1.AnnotationPrimaryUDNIPAMClaim: "vm-a", udnv1.AnnotationDefaultNetwork: `{"name":"default","namespace":"ovn-kubernetes","ipam-claim-reference":"vm-b"}`}
+	out, warnings = MigrateIPAMClaimAnnotation(both)
+	if out != nil || len(warnings) != 1 || !strings.Contains(warnings[0], "deprecated and ignored because v1.multus-cni.io/default-network is set") {
+		t.Errorf("both: out = %v, warnings = %q", out, warnings)
+	}
+	if out, warnings := MigrateIPAMClaimAnnotation(map[string]string{"a": "b"}); out != nil || warnings != nil {
+		t.Errorf("none: out = %v, warnings = %q", out, warnings)
+	}
+}
+
+func TestValidateDefaultNetworkUnchanged(t *testing.T) {
+	k := udnv1.AnnotationDefaultNetwork
+	for _, tc := range []struct {
+		name     string
+		old, cur map[string]string
+		refused  bool
+	}{
+		{"both absent", nil, map[string]string{"a": "b"}, false},
+		{"same value", map[string]string{k: "x"}, map[string]string{k: "x", "a": "b"}, false},
+		{"added", nil, map[string]string{k: "x"}, true},
+		{"removed", map[string]string{k: "x"}, map[string]string{}, true},
+		{"changed", map[string]string{k: "x"}, map[string]string{k: "y"}, true},
+		{"emptied", map[string]string{k: "x"}, map[string]string{k: ""}, true},
+	} {
+		errs := ValidateDefaultNetworkUnchanged(tc.old, tc.cur)
+		var want []wantErr
+		if tc.refused {
+			want = []wantErr{{field.ErrorTypeForbidden, "metadata.annotations[v1.multus-cni.io/default-network]", "cannot be added, removed or changed"}}
+		}
+		t.Run(tc.name, func(t *testing.T) { checkErrors(t, errs, want) })
+	}
+}
+
+// FuzzDefaultNetworkSelection feeds arbitrary annotation values through the
+// parser and the address checks: no panic, and whatever passes really is a
+// usable address of the network.
+func FuzzDefaultNetworkSelection(f *testing.F) {
+	for _, seed := range []string{
+		`{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.205"],"mac":"00:1A:2B:3C:4D:5E","ipam-claim-reference":"c"}`,
+		`[{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.10/24","fd00:100::10/64"]}]`,
+		`{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.255","fd00:100::","::ffff:192.168.100.9"]}`,
+		`{"name":"default","namespace":"ovn-kubernetes","ips":["fd00:100::10%eth0","1.2.3.4/33"],"mac":"ff:ff:ff:ff:ff:ff"}`,
+		`{"name": "default",`, `[]`, `ovn-kubernetes/default`, `a/b/c`, ``, `{"ips":[null]}`,
+	} {
+		f.Add(seed)
+	}
+	net := predefined()
+	path := field.NewPath("metadata", "annotations").Key(udnv1.AnnotationDefaultNetwork)
+	f.Fuzz(func(t *testing.T, value string) {
+		nse, err := ParseDefaultNetworkSelection(value)
+		if err != nil {
+			return
+		}
+		if errs := ValidateNetworkSelection(path, nse, net); len(errs) > 0 {
+			return
+		}
+		if nse.Name != "default" || nse.Namespace != "ovn-kubernetes" {
+			t.Fatalf("accepted %q with reference %s/%s", value, nse.Namespace, nse.Name)
+		}
+		for _, raw := range nse.IPRequest {
+			ip, err := parseRequestedIP(raw)
+			if err != nil {
+				t.Fatalf("accepted unparsable IP %q", raw)
+			}
+			inside := false
+			for _, s := range net.Subnets {
+				inside = inside || netip.MustParsePrefix(string(s)).Contains(ip)
+			}
+			for _, s := range net.InfrastructureSubnets {
+				if netip.MustParsePrefix(string(s)).Contains(ip) {
+					t.Fatalf("accepted %s inside the infrastructure subnet %s", ip, s)
+				}
+			}
+			if !inside {
+				t.Fatalf("accepted %s outside the subnets", ip)
+			}
+		}
+		if _, err := json.Marshal(nse); err != nil {
+			t.Fatalf("accepted element does not marshal: %v", err)
+		}
+	})
+}

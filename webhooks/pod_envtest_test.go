@@ -1,0 +1,298 @@
+package webhooks_test
+
+import (
+	"strings"
+	"testing"
+
+	ipamclaimsv1alpha1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+)
+
+func pod(ns, name string, annotations map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example/app:1"}}},
+	}
+}
+
+func nse(value string) map[string]string {
+	return map[string]string{udnv1.AnnotationDefaultNetwork: value}
+}
+
+// predefinedNetwork is the OKEP-5233 example: a Primary Layer2 network with
+// infrastructure, reserved subnets and a custom gateway.
+func predefinedNetwork() udnv1.NetworkSpec {
+	s := layer2(udnv1.NetworkRolePrimary, "192.168.100.0/24")
+	s.Layer2.InfrastructureSubnets = []udnv1.NetworkCIDR{"192.168.100.0/30"}
+	s.Layer2.ReservedSubnets = []udnv1.NetworkCIDR{"192.168.100.200/29"}
+	s.Layer2.DefaultGatewayIPs = udnv1.DualStackIPs{"192.168.100.2"}
+	return s
+}
+
+func claim(t *testing.T, c client.Client, ns, name string) {
+	t.Helper()
+	err := c.Create(ctx, &ipamclaimsv1alpha1.IPAMClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: ipamclaimsv1alpha1.IPAMClaimSpec{Network: "vms", Interface: "ovn-udn1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPodPredefinedAddresses(t *testing.T) {
+	env := startEnv(t)
+	c := env.Client
+	namespace(t, c, "vms", true, nil)
+	if err := c.Create(ctx, udn("vms", "vms", predefinedNetwork())); err != nil {
+		t.Fatal(err)
+	}
+	claim(t, c, "vms", "my-claim")
+
+	t.Run("the OKEP example is created", func(t *testing.T) {
+		p := pod("vms", "migrated-app", nse(`{"name": "default", "namespace": "ovn-kubernetes", "ips": ["192.168.100.205"], "mac": "00:1A:2B:3C:4D:5E", "ipam-claim-reference": "my-claim"}`))
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	})
+	const path = "metadata.annotations[v1.multus-cni.io/default-network]"
+	for _, tc := range []struct {
+		name, value string
+		want        []string
+	}{
+		{"malformed JSON", `{"name": "default", "ips": [`, []string{path, "must be a NetworkSelectionElement: unexpected end of JSON input"}},
+		{"wrong NAD", `{"name": "blue", "namespace": "vms", "ips": ["192.168.100.205"]}`, []string{path + ".name", "must reference ovn-kubernetes/default"}},
+		{"outside the subnet", `{"name": "default", "namespace": "ovn-kubernetes", "ips": ["192.168.101.5/24"]}`, []string{path + ".ips[0]", "is not inside any of the network's subnets"}},
+		{"infrastructure address", `{"name": "default", "namespace": "ovn-kubernetes", "ips": ["192.168.100.3"]}`, []string{path + ".ips[0]", "infrastructureSubnets entry 192.168.100.0/30"}},
+		{"gateway", `{"name": "default", "namespace": "ovn-kubernetes", "ips": ["192.168.100.2"]}`, []string{path + ".ips[0]"}},
+		{"broadcast", `{"name": "default", "namespace": "ovn-kubernetes", "ips": ["192.168.100.255"]}`, []string{"broadcast address of subnet 192.168.100.0/24"}},
+		{"two IPv4", `{"name": "default", "namespace": "ovn-kubernetes", "ips": ["192.168.100.10", "192.168.100.11"]}`, []string{path + ".ips[1]", "at most one IP per IP family"}},
+		{"multicast MAC", `{"name": "default", "namespace": "ovn-kubernetes", "mac": "01:00:5e:00:00:01"}`, []string{path + ".mac", "unicast"}},
+		{"missing IPAMClaim", `{"name": "default", "namespace": "ovn-kubernetes", "ipam-claim-reference": "nope"}`, []string{path + ".ipam-claim-reference", "IPAMClaim vms/nope does not exist"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pod("vms", "bad-"+strings.ReplaceAll(strings.ToLower(tc.name), " ", "-"), nse(tc.value))
+			expectInvalid(t, c.Create(ctx, p), tc.want...)
+			expectAbsent(t, c, p)
+		})
+	}
+	t.Run("a Primary Layer2 CUDN's namespace is checked the same way", func(t *testing.T) {
+		namespace(t, c, "vms-cudn", true, map[string]string{"vms": "cudn"})
+		if err := c.Create(ctx, cudn("vms-cudn", map[string]string{"vms": "cudn"}, predefinedNetwork())); err != nil {
+			t.Fatal(err)
+		}
+		p := pod("vms-cudn", "bad", nse(`{"name": "default", "namespace": "ovn-kubernetes", "ips": ["192.168.100.1"]}`))
+		expectInvalid(t, c.Create(ctx, p), path+".ips[0]", "infrastructureSubnets entry 192.168.100.0/30")
+		expectAbsent(t, c, p)
+		if err := c.Create(ctx, pod("vms-cudn", "good", nse(`{"name": "default", "namespace": "ovn-kubernetes", "ips": ["192.168.100.201"]}`))); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("pods without the annotation are untouched", func(t *testing.T) {
+		if err := c.Create(ctx, pod("vms", "plain", nil)); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("namespaces without a Primary Layer2 network keep Multus' meaning", func(t *testing.T) {
+		namespace(t, c, "l3", true, nil)
+		if err := c.Create(ctx, udn("l3", "n", layer3(udnv1.NetworkRolePrimary, "10.60.0.0/16"))); err != nil {
+			t.Fatal(err)
+		}
+		namespace(t, c, "labelled-empty", true, nil)
+		namespace(t, c, "default-network", false, nil)
+		for _, ns := range []string{"l3", "labelled-empty", "default-network"} {
+			if err := c.Create(ctx, pod(ns, "p", nse(`{"name": "macvlan", "ips": ["10.0.0.5/24"]}`))); err != nil {
+				t.Errorf("%s: %v", ns, err)
+			}
+		}
+	})
+}
+
+func TestPodDefaultNetworkCannotChange(t *testing.T) {
+	env := startEnv(t)
+	c := env.Client
+	namespace(t, c, "immutable", true, nil)
+	if err := c.Create(ctx, udn("immutable", "n", predefinedNetwork())); err != nil {
+		t.Fatal(err)
+	}
+	namespace(t, c, "immutable-plain", false, nil) // only the policy sees it
+	value := `{"name": "default", "namespace": "ovn-kubernetes", "ips": ["192.168.100.10"]}`
+	for _, ns := range []string{"immutable", "immutable-plain"} {
+		t.Run(ns, func(t *testing.T) {
+			with := pod(ns, "with", nse(value))
+			without := pod(ns, "without", nil)
+			for _, p := range []*corev1.Pod{with, without} {
+				if err := c.Create(ctx, p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, tc := range []struct {
+				name   string
+				pod    *corev1.Pod
+				mutate func(map[string]string)
+			}{
+				{"changed", with, func(a map[string]string) { a[udnv1.AnnotationDefaultNetwork] = strings.Replace(value, ".10", ".11", 1) }},
+				{"removed", with, func(a map[string]string) { delete(a, udnv1.AnnotationDefaultNetwork) }},
+				{"added", without, func(a map[string]string) { a[udnv1.AnnotationDefaultNetwork] = value }},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					eventually(t, func() error {
+						var cur corev1.Pod
+						if err := c.Get(ctx, client.ObjectKeyFromObject(tc.pod), &cur); err != nil {
+							return err
+						}
+						if cur.Annotations == nil {
+							cur.Annotations = map[string]string{}
+						}
+						tc.mutate(cur.Annotations)
+						err := c.Update(ctx, &cur)
+						if err == nil {
+							t.Fatalf("update %s the annotation was accepted", tc.name)
+						}
+						if !strings.Contains(err.Error(), "annotation cannot be added, removed or changed after the pod was created") {
+							return err
+						}
+						return nil
+					})
+					var after corev1.Pod
+					if err := c.Get(ctx, client.ObjectKeyFromObject(tc.pod), &after); err != nil {
+						t.Fatal(err)
+					}
+					if after.Annotations[udnv1.AnnotationDefaultNetwork] != tc.pod.Annotations[udnv1.AnnotationDefaultNetwork] {
+						t.Errorf("annotation is now %q", after.Annotations[udnv1.AnnotationDefaultNetwork])
+					}
+				})
+			}
+			t.Run("other changes are allowed", func(t *testing.T) {
+				var cur corev1.Pod
+				if err := c.Get(ctx, client.ObjectKeyFromObject(with), &cur); err != nil {
+					t.Fatal(err)
+				}
+				cur.Labels = map[string]string{"touched": "yes"}
+				if err := c.Update(ctx, &cur); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+func TestNamespacePrimaryLabelCannotChange(t *testing.T) {
+	env := startEnv(t)
+	c := env.Client
+	namespace(t, c, "label-add", false, nil)
+	namespace(t, c, "label-remove", true, nil)
+	for _, tc := range []struct {
+		ns     string
+		mutate func(map[string]string)
+	}{
+		{"label-add", func(l map[string]string) { l[udnv1.LabelPrimaryUserDefinedNetwork] = "" }},
+		{"label-remove", func(l map[string]string) { delete(l, udnv1.LabelPrimaryUserDefinedNetwork) }},
+	} {
+		t.Run(tc.ns, func(t *testing.T) {
+			eventually(t, func() error {
+				var ns corev1.Namespace
+				if err := c.Get(ctx, client.ObjectKey{Name: tc.ns}, &ns); err != nil {
+					return err
+				}
+				tc.mutate(ns.Labels)
+				err := c.Update(ctx, &ns)
+				if err == nil {
+					t.Fatal("label change accepted")
+				}
+				if !strings.Contains(err.Error(), "The k8s.ovn.org/primary-user-defined-network label cannot be added or removed after the namespace was created.") {
+					return err
+				}
+				return nil
+			})
+			var ns corev1.Namespace
+			if err := c.Get(ctx, client.ObjectKey{Name: tc.ns}, &ns); err != nil {
+				t.Fatal(err)
+			}
+			_, has := ns.Labels[udnv1.LabelPrimaryUserDefinedNetwork]
+			if has != (tc.ns == "label-remove") {
+				t.Errorf("label present = %v after the rejected update", has)
+			}
+			ns.Labels["team"] = "blue"
+			if err := c.Update(ctx, &ns); err != nil {
+				t.Errorf("changing another label: %v", err)
+			}
+		})
+	}
+}
+
+func TestPodIPAMClaimAnnotationMigration(t *testing.T) {
+	env := startEnv(t)
+	c, warns := clientWithWarnings(t, env)
+	namespace(t, c, "legacy", true, nil)
+	if err := c.Create(ctx, udn("legacy", "n", predefinedNetwork())); err != nil {
+		t.Fatal(err)
+	}
+	claim(t, c, "legacy", "vm-a")
+	warns.take()
+
+	t.Run("old annotation alone becomes a NetworkSelectionElement", func(t *testing.T) {
+		p := pod("legacy", "old", map[string]string{udnv1.AnnotationPrimaryUDNIPAMClaim: "vm-a"})
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := p.Annotations[udnv1.AnnotationDefaultNetwork], `{"name":"default","namespace":"ovn-kubernetes","ipam-claim-reference":"vm-a"}`; got != want {
+			t.Errorf("default-network = %q, want %q", got, want)
+		}
+		if w := warns.take(); len(w) != 1 || !strings.Contains(w[0], "k8s.ovn.org/primary-udn-ipamclaim is deprecated") {
+			t.Errorf("warnings = %q", w)
+		}
+	})
+	t.Run("with both, the NetworkSelectionElement wins", func(t *testing.T) {
+		value := `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.20"]}`
+		p := pod("legacy", "both", map[string]string{udnv1.AnnotationPrimaryUDNIPAMClaim: "vm-a", udnv1.AnnotationDefaultNetwork: value})
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Annotations[udnv1.AnnotationDefaultNetwork]; got != value {
+			t.Errorf("default-network = %q, want it unchanged", got)
+		}
+		if w := warns.take(); len(w) != 1 || !strings.Contains(w[0], "deprecated and ignored") {
+			t.Errorf("warnings = %q", w)
+		}
+	})
+	t.Run("the written element is validated: a missing claim is refused", func(t *testing.T) {
+		p := pod("legacy", "missing", map[string]string{udnv1.AnnotationPrimaryUDNIPAMClaim: "gone"})
+		expectInvalid(t, c.Create(ctx, p), "IPAMClaim legacy/gone does not exist")
+		expectAbsent(t, c, p)
+	})
+	t.Run("outside a Primary Layer2 namespace nothing is written", func(t *testing.T) {
+		namespace(t, c, "legacy-empty", true, nil)
+		p := pod("legacy-empty", "old", map[string]string{udnv1.AnnotationPrimaryUDNIPAMClaim: "vm-a"})
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := p.Annotations[udnv1.AnnotationDefaultNetwork]; ok {
+			t.Errorf("annotations = %v", p.Annotations)
+		}
+	})
+}
+
+// TestPodUpdateRuleOverTLS checks the pod webhook's own update rule (the
+// ValidatingAdmissionPolicy enforces the same in the apiserver, so only a
+// direct request shows the webhook's verdict, for clusters without VAP).
+func TestPodUpdateRuleOverTLS(t *testing.T) {
+	env := startEnv(t)
+	value := `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.10"]}`
+	old := pod("tls", "p", nse(value))
+	changed := pod("tls", "p", nse(strings.Replace(value, ".10", ".12", 1)))
+	resp := review(t, env, "/validate--v1-pod", admissionv1.Update, changed, old)
+	if resp.Allowed || resp.Result == nil || resp.Result.Code != 422 ||
+		!strings.Contains(resp.Result.Message, "the v1.multus-cni.io/default-network annotation cannot be added, removed or changed after the pod was created") {
+		t.Fatalf("response %+v", resp.Result)
+	}
+	same := pod("tls", "p", nse(value))
+	same.Labels = map[string]string{"x": "y"}
+	if resp := review(t, env, "/validate--v1-pod", admissionv1.Update, same, old); !resp.Allowed {
+		t.Fatalf("unrelated update refused: %+v", resp.Result)
+	}
+}

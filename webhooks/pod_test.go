@@ -1,0 +1,51 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+)
+
+// With preconfigured-udn-addresses-enable off the pod webhooks admit every
+// pod unchanged, without reading anything from the cluster (no client here:
+// a read would panic on the nil client).
+func TestPodWebhooksOffAdmitEverything(t *testing.T) {
+	cfg := DefaultConfig()
+	if cfg.PreconfiguredUDNAddressesEnable {
+		t.Fatal("the feature is on by default")
+	}
+	bad := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Annotations: map[string]string{
+		udnv1.AnnotationDefaultNetwork: `{"name":`, udnv1.AnnotationPrimaryUDNIPAMClaim: "claim"}}}
+	v := &PodValidator{Config: cfg}
+	if w, err := v.ValidateCreate(context.Background(), bad); err != nil || w != nil {
+		t.Errorf("create: %v %v", w, err)
+	}
+	changed := bad.DeepCopy()
+	changed.Annotations[udnv1.AnnotationDefaultNetwork] = "other"
+	if w, err := v.ValidateUpdate(context.Background(), bad, changed); err != nil || w != nil {
+		t.Errorf("update: %v %v", w, err)
+	}
+	raw, err := json.Marshal(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	d := &PodDefaulter{Config: cfg, Decoder: admission.NewDecoder(scheme)}
+	resp := d.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: admissionv1.Create, Namespace: "ns", Object: runtime.RawExtension{Raw: raw}}})
+	if !resp.Allowed || len(resp.Patches) != 0 || len(resp.Warnings) != 0 {
+		t.Errorf("defaulter: %+v", resp)
+	}
+}

@@ -1,0 +1,148 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+)
+
+// primaryNetwork is a Primary UDN or CUDN, as a namespace sees it.
+type primaryNetwork struct {
+	// ref names it for messages: "UserDefinedNetwork ns/name" or
+	// "ClusterUserDefinedNetwork name".
+	ref  string
+	name string // UDN or CUDN name, for skipping the object under review
+	kind string
+	spec udnv1.NetworkSpec
+}
+
+type cudnSelector struct {
+	net      primaryNetwork
+	selector labels.Selector
+}
+
+// primaries is a snapshot of the cluster's primary networks: the Primary
+// UDNs by namespace and the Primary CUDNs with their parsed selectors.
+type primaries struct {
+	udns  map[string][]primaryNetwork
+	cudns []cudnSelector
+}
+
+// loadPrimaries lists the Primary UDNs (of namespace, or of every namespace
+// when namespace is "") and every Primary CUDN.
+//
+// Both lists are consistent reads: after a write to any other resource the
+// apiserver serves them only once its watch cache has caught up, which takes
+// up to ~100 ms when the listed kind had no recent event. The two lists run
+// concurrently so a request waits for that at most once.
+func loadPrimaries(ctx context.Context, c client.Reader, namespace string) (*primaries, error) {
+	var udns udnv1.UserDefinedNetworkList
+	var opts []client.ListOption
+	if namespace != "" {
+		opts = append(opts, client.InNamespace(namespace))
+	}
+	udnErr := make(chan error, 1)
+	go func() { udnErr <- c.List(ctx, &udns, opts...) }()
+	var cudns udnv1.ClusterUserDefinedNetworkList
+	cudnErr := c.List(ctx, &cudns)
+	if err := <-udnErr; err != nil {
+		return nil, fmt.Errorf("listing UserDefinedNetworks: %w", err)
+	}
+	if cudnErr != nil {
+		return nil, fmt.Errorf("listing ClusterUserDefinedNetworks: %w", cudnErr)
+	}
+	p := &primaries{udns: map[string][]primaryNetwork{}}
+	for _, u := range udns.Items {
+		if spec := u.Spec.Network(); spec.IsPrimary() && u.DeletionTimestamp == nil {
+			p.udns[u.Namespace] = append(p.udns[u.Namespace], primaryNetwork{
+				ref: "UserDefinedNetwork " + u.Namespace + "/" + u.Name, name: u.Name, kind: "UserDefinedNetwork", spec: spec})
+		}
+	}
+	for _, cu := range cudns.Items {
+		if !cu.Spec.Network.IsPrimary() || cu.DeletionTimestamp != nil {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&cu.Spec.NamespaceSelector)
+		if err != nil {
+			continue // a CUDN with an invalid selector selects nothing
+		}
+		p.cudns = append(p.cudns, cudnSelector{selector: sel, net: primaryNetwork{
+			ref: "ClusterUserDefinedNetwork " + cu.Name, name: cu.Name, kind: "ClusterUserDefinedNetwork", spec: cu.Spec.Network}})
+	}
+	return p, nil
+}
+
+// of returns the primary networks of ns, except the one of the given kind
+// and name (the object under review).
+func (p *primaries) of(ns *corev1.Namespace, skipKind, skipName string) []primaryNetwork {
+	var out []primaryNetwork
+	for _, n := range p.udns[ns.Name] {
+		if n.kind != skipKind || n.name != skipName {
+			out = append(out, n)
+		}
+	}
+	set := labels.Set(ns.Labels)
+	for _, c := range p.cudns {
+		if (c.net.kind != skipKind || c.net.name != skipName) && c.selector.Matches(set) {
+			out = append(out, c.net)
+		}
+	}
+	return out
+}
+
+// PrimaryNetworkOf returns the spec of the primary network of namespace
+// (a Primary UDN in it, or a Primary CUDN selecting it) and a description
+// such as "UserDefinedNetwork ns/name", or nil when the namespace uses the
+// cluster default network.
+func PrimaryNetworkOf(ctx context.Context, c client.Reader, namespace string) (*udnv1.NetworkSpec, string, error) {
+	var ns corev1.Namespace
+	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, &ns); err != nil {
+		return nil, "", fmt.Errorf("reading namespace %s: %w", namespace, err)
+	}
+	p, err := loadPrimaries(ctx, c, namespace)
+	if err != nil {
+		return nil, "", err
+	}
+	nets := p.of(&ns, "", "")
+	if len(nets) == 0 {
+		return nil, "", nil
+	}
+	return &nets[0].spec, nets[0].ref, nil
+}
+
+// maxNamed is how many conflicting namespaces a message names.
+const maxNamed = 3
+
+// describeConflicts renders "a (UserDefinedNetwork a/x), b (...) and 2 more".
+func describeConflicts(conflicts map[string][]primaryNetwork) string {
+	parts := make([]string, 0, len(conflicts))
+	for n, nets := range conflicts {
+		parts = append(parts, fmt.Sprintf("%s (%s)", n, refs(nets)))
+	}
+	return firstNames(parts)
+}
+
+func refs(nets []primaryNetwork) string {
+	out := make([]string, len(nets))
+	for i, n := range nets {
+		out[i] = n.ref
+	}
+	return strings.Join(out, ", ")
+}
+
+// firstNames lists names in order, at most maxNamed, then "and N more".
+func firstNames(names []string) string {
+	sorted := slices.Sorted(slices.Values(names))
+	if len(sorted) <= maxNamed {
+		return strings.Join(sorted, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(sorted[:maxNamed], ", "), len(sorted)-maxNamed)
+}

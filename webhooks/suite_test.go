@@ -1,0 +1,252 @@
+package webhooks_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/webhooks"
+)
+
+// One control plane serves every envtest test of this package: udnkit's
+// webhook configurations and ValidatingAdmissionPolicies installed, and a
+// controller-runtime manager serving webhooks.SetupWithManager's webhooks over
+// TLS at the address the configurations point to. It starts on first use, so
+// the unit tests and the fuzz target run without it.
+var shared struct {
+	once   sync.Once
+	env    *envtest.Environment
+	cancel context.CancelFunc
+	done   chan error
+	err    error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.env != nil {
+		shared.cancel()
+		<-shared.done
+		if err := shared.env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+		}
+	}
+	os.Exit(code)
+}
+
+func testConfig() webhooks.Config {
+	cfg := webhooks.DefaultConfig()
+	cfg.PreconfiguredUDNAddressesEnable = true
+	return cfg
+}
+
+func startEnv(tb testing.TB) *envtest.Environment {
+	tb.Helper()
+	shared.once.Do(func() {
+		ctrl.SetLogger(logr.Discard())
+		env, err := envtest.Start(envtest.Options{Webhooks: true})
+		if err != nil {
+			shared.err = err
+			return
+		}
+		shared.env = env
+		mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+			Scheme:                 env.Scheme,
+			Metrics:                metricsserver.Options{BindAddress: "0"},
+			HealthProbeBindAddress: "0",
+			WebhookServer:          webhook.NewServer(env.Webhook.WebhookServerOptions()),
+		})
+		if err == nil {
+			err = webhooks.SetupWithManager(mgr, testConfig())
+		}
+		if err != nil {
+			shared.err = err
+			return
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		shared.cancel, shared.done = cancel, make(chan error, 1)
+		go func() { shared.done <- mgr.Start(ctx) }()
+		wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
+		defer wcancel()
+		shared.err = env.WaitForWebhookServer(wctx)
+	})
+	if shared.err != nil {
+		tb.Fatal(shared.err)
+	}
+	return shared.env
+}
+
+// warnings collects the apiserver's warning headers for one client.
+type warnings struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.list = append(w.list, text)
+}
+
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.list
+	w.list = nil
+	return out
+}
+
+// clientWithWarnings is an admin client whose warnings land in the result.
+func clientWithWarnings(t testing.TB, env *envtest.Environment) (client.Client, *warnings) {
+	t.Helper()
+	w := &warnings{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WarningHandler = w
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client.WithFieldValidation(c, metav1.FieldValidationStrict), w
+}
+
+var ctx = context.Background()
+
+func namespace(t testing.TB, c client.Client, name string, primaryLabel bool, labels map[string]string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}}
+	for k, v := range labels {
+		ns.Labels[k] = v
+	}
+	if primaryLabel {
+		ns.Labels[udnv1.LabelPrimaryUserDefinedNetwork] = ""
+	}
+	if err := c.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func udn(ns, name string, spec udnv1.NetworkSpec) *udnv1.UserDefinedNetwork {
+	return &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: udnv1.UserDefinedNetworkSpec{Topology: spec.Topology, Layer2: spec.Layer2, Layer3: spec.Layer3}}
+}
+
+func cudn(name string, selector map[string]string, spec udnv1.NetworkSpec) *udnv1.ClusterUserDefinedNetwork {
+	return &udnv1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: udnv1.ClusterUserDefinedNetworkSpec{NamespaceSelector: metav1.LabelSelector{MatchLabels: selector}, Network: spec}}
+}
+
+func layer2(role udnv1.NetworkRole, subnets ...udnv1.CIDR) udnv1.NetworkSpec {
+	return udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{Role: role, Subnets: subnets}}
+}
+
+func layer3(role udnv1.NetworkRole, cidrs ...udnv1.CIDR) udnv1.NetworkSpec {
+	s := udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer3, Layer3: &udnv1.Layer3Config{Role: role}}
+	for _, c := range cidrs {
+		s.Layer3.Subnets = append(s.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: c, HostSubnet: 24})
+	}
+	return s
+}
+
+// expectInvalid checks that err is a 422 whose message holds every want.
+func expectInvalid(t testing.TB, err error, want ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("accepted, want rejected with %q", want)
+	}
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("err = %v (%T), want 422 Invalid", err, err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not mention %q", err.Error(), w)
+		}
+	}
+}
+
+// expectAbsent checks that a rejected create left nothing behind.
+func expectAbsent(t testing.TB, c client.Client, obj client.Object) {
+	t.Helper()
+	err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("%s %s: get after a rejected create: %v, want NotFound", obj.GetObjectKind().GroupVersionKind().Kind, client.ObjectKeyFromObject(obj), err)
+	}
+}
+
+// review posts an AdmissionReview straight to the webhook server over TLS
+// (for rules the apiserver's CEL refuses before any webhook is called).
+func review(t testing.TB, env *envtest.Environment, path string, op admissionv1.Operation, obj, old runtime.Object) *admissionv1.AdmissionResponse {
+	t.Helper()
+	raw := func(o runtime.Object) runtime.RawExtension {
+		if o == nil {
+			return runtime.RawExtension{}
+		}
+		b, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runtime.RawExtension{Raw: b}
+	}
+	gvks, _, err := env.Scheme.ObjectKinds(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvk := gvks[0]
+	body, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{UID: "test", Operation: op, Object: raw(obj), OldObject: raw(old),
+			Kind:     metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
+			Resource: metav1.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: strings.ToLower(gvk.Kind) + "s"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // local test server
+	resp, err := hc.Post(fmt.Sprintf("https://%s:%d%s", env.Webhook.Host, env.Webhook.Port, path), "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var out admissionv1.AdmissionReview
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out.Response
+}
+
+// eventually retries f for up to 5 s (a ValidatingAdmissionPolicy is
+// enforced 0.1-1 s after it is created).
+func eventually(t testing.TB, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

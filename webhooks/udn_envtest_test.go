@@ -1,0 +1,274 @@
+package webhooks_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/webhooks"
+)
+
+func TestNetworksAgainstClusterRanges(t *testing.T) {
+	env := startEnv(t)
+	c, warns := clientWithWarnings(t, env)
+	namespace(t, c, "ranges", false, nil)
+
+	for _, tc := range []struct {
+		name string
+		spec udnv1.NetworkSpec
+		want []string
+	}{
+		{"cluster subnet", layer2(udnv1.NetworkRoleSecondary, "10.244.8.0/24"),
+			[]string{"spec.layer2.subnets[0]", "10.244.8.0/24 overlaps the cluster default network subnet 10.244.0.0/16 (--cluster-subnets)"}},
+		{"service CIDR", layer3(udnv1.NetworkRoleSecondary, "10.96.0.0/12"),
+			[]string{"spec.layer3.subnets[0].cidr", "overlaps the service CIDR 10.96.0.0/16"}},
+		{"masquerade IPv6", layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16", "fd69::/64"),
+			[]string{"spec.layer2.subnets[1]", "fd69::/64 overlaps the masquerade subnet fd69::/112"}},
+		{"transit subnet, Layer3", layer3(udnv1.NetworkRoleSecondary, "100.88.0.0/16"),
+			[]string{"overlaps the transit subnet 100.88.0.0/16 (--transit-subnets)"}},
+	} {
+		t.Run("UDN "+tc.name, func(t *testing.T) {
+			u := udn("ranges", strings.ReplaceAll(tc.name, " ", "-"), tc.spec)
+			u.Name = strings.ToLower(strings.ReplaceAll(u.Name, ",", ""))
+			expectInvalid(t, c.Create(ctx, u), tc.want...)
+			expectAbsent(t, c, u)
+		})
+	}
+
+	t.Run("CUDN joinSubnets and reservedSubnets", func(t *testing.T) {
+		spec := layer2(udnv1.NetworkRolePrimary, "10.0.0.0/8")
+		spec.Layer2.JoinSubnets = udnv1.DualStackCIDRs{"100.64.0.0/24"}
+		spec.Layer2.ReservedSubnets = []udnv1.NetworkCIDR{"10.244.0.0/24"}
+		cu := cudn("overlapping-join", map[string]string{"none": "none"}, spec)
+		expectInvalid(t, c.Create(ctx, cu),
+			"spec.network.layer2.joinSubnets[0]", "overlaps the default join subnet 100.64.0.0/16",
+			"spec.network.layer2.reservedSubnets[0]", "spec.network.layer2.subnets[0]")
+		expectAbsent(t, c, cu)
+	})
+
+	t.Run("disjoint networks are created", func(t *testing.T) {
+		if err := c.Create(ctx, udn("ranges", "ok", layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16", "fd00:100::/64"))); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Create(ctx, cudn("ranges-ok", map[string]string{"none": "none"}, layer3(udnv1.NetworkRolePrimary, "10.200.0.0/16"))); err != nil {
+			t.Fatal(err)
+		}
+		if w := warns.take(); len(w) != 0 {
+			t.Errorf("unexpected warnings %q", w)
+		}
+	})
+
+	t.Run("Primary Layer2 over the transit subnet is created with a warning", func(t *testing.T) {
+		cu := cudn("over-transit", map[string]string{"none": "none"}, layer2(udnv1.NetworkRolePrimary, "100.88.0.0/20"))
+		if err := c.Create(ctx, cu); err != nil {
+			t.Fatal(err)
+		}
+		w := warns.take()
+		if len(w) != 1 || !strings.Contains(w[0], "spec.network.layer2.subnets[0]: 100.88.0.0/20 overlaps the default transit subnet 100.88.0.0/16") {
+			t.Errorf("warnings = %q", w)
+		}
+	})
+}
+
+func TestLayer3AppendThroughTheAPIServer(t *testing.T) {
+	env := startEnv(t)
+	c := env.Client
+	namespace(t, c, "append", true, nil)
+	u := udn("append", "grow", layer3(udnv1.NetworkRolePrimary, "10.30.0.0/16"))
+	if err := c.Create(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	// CEL admits the append; only the webhook knows the service CIDR.
+	u.Spec.Layer3.Subnets = append(u.Spec.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: "10.96.128.0/20", HostSubnet: 24})
+	expectInvalid(t, c.Update(ctx, u), "spec.layer3.subnets[1].cidr", "overlaps the service CIDR 10.96.0.0/16")
+	var got udnv1.UserDefinedNetwork
+	if err := c.Get(ctx, client.ObjectKeyFromObject(u), &got); err != nil || len(got.Spec.Layer3.Subnets) != 1 {
+		t.Fatalf("after the rejected update: %v, subnets %v", err, got.Spec.Layer3.Subnets)
+	}
+	got.Spec.Layer3.Subnets = append(got.Spec.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: "10.31.0.0/16", HostSubnet: 24})
+	if err := c.Update(ctx, &got); err != nil {
+		t.Fatalf("appending a disjoint subnet: %v", err)
+	}
+}
+
+// TestLayer3AppendOnlyOverTLS sends the webhook what an apiserver without
+// the CEL network libraries would let through (this one's CRD rules refuse
+// it first) and checks the webhook's own verdict and messages.
+func TestLayer3AppendOnlyOverTLS(t *testing.T) {
+	env := startEnv(t)
+	const path = "/validate-k8s-ovn-org-v1-userdefinednetwork"
+	old := udn("append-tls", "n", layer3(udnv1.NetworkRolePrimary, "10.40.0.0/16", "10.41.0.0/16"))
+	for _, tc := range []struct {
+		name string
+		cur  udnv1.NetworkSpec
+		want string
+	}{
+		{"removed", layer3(udnv1.NetworkRolePrimary, "10.40.0.0/16"), webhooks.MsgLayer3AppendOnly},
+		{"reordered", layer3(udnv1.NetworkRolePrimary, "10.41.0.0/16", "10.40.0.0/16"), webhooks.MsgLayer3AppendOnly},
+		{"appended overlapping", layer3(udnv1.NetworkRolePrimary, "10.40.0.0/16", "10.41.0.0/16", "10.40.128.0/17"), webhooks.MsgLayer3Overlap},
+		{"appended into the join subnet", layer3(udnv1.NetworkRolePrimary, "10.40.0.0/16", "10.41.0.0/16", "100.64.0.0/20"), "overlaps the default join subnet 100.64.0.0/16"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := review(t, env, path, admissionv1.Update, udn("append-tls", "n", tc.cur), old)
+			if resp.Allowed || resp.Result == nil || resp.Result.Code != 422 || !strings.Contains(resp.Result.Message, tc.want) {
+				t.Fatalf("response %+v, want 422 with %q", resp.Result, tc.want)
+			}
+		})
+	}
+	resp := review(t, env, path, admissionv1.Update, udn("append-tls", "n", layer3(udnv1.NetworkRolePrimary, "10.40.0.0/16", "10.41.0.0/16", "fd00:42::/48")), old)
+	if !resp.Allowed {
+		t.Fatalf("appending a disjoint IPv6 subnet refused: %+v", resp.Result)
+	}
+}
+
+func TestOnePrimaryNetworkPerNamespace(t *testing.T) {
+	env := startEnv(t)
+	c, warns := clientWithWarnings(t, env)
+	namespace(t, c, "tenant-a", true, map[string]string{"tenant": "a", "group": "ab"})
+	namespace(t, c, "tenant-b", true, map[string]string{"tenant": "b", "group": "ab"})
+	namespace(t, c, "unlabelled", false, nil)
+	primary := layer2(udnv1.NetworkRolePrimary, "10.50.0.0/16")
+
+	if err := c.Create(ctx, udn("tenant-a", "first", primary)); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("second Primary UDN", func(t *testing.T) {
+		u := udn("tenant-a", "second", layer3(udnv1.NetworkRolePrimary, "10.51.0.0/16"))
+		expectInvalid(t, c.Create(ctx, u), "spec.layer3.role", "namespace tenant-a already has a primary network: UserDefinedNetwork tenant-a/first")
+		expectAbsent(t, c, u)
+	})
+	t.Run("a Secondary UDN beside it is fine", func(t *testing.T) {
+		if err := c.Create(ctx, udn("tenant-a", "extra", layer2(udnv1.NetworkRoleSecondary, "10.52.0.0/16"))); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("Primary UDN without the namespace label", func(t *testing.T) {
+		u := udn("unlabelled", "p", primary)
+		expectInvalid(t, c.Create(ctx, u), "metadata.namespace",
+			"requires its namespace unlabelled to have the label k8s.ovn.org/primary-user-defined-network")
+		expectAbsent(t, c, u)
+	})
+	t.Run("Primary CUDN selecting a namespace with a Primary UDN", func(t *testing.T) {
+		cu := cudn("group-ab", map[string]string{"group": "ab"}, layer2(udnv1.NetworkRolePrimary, "10.53.0.0/16"))
+		expectInvalid(t, c.Create(ctx, cu), "spec.namespaceSelector",
+			"selects 1 namespace(s) that already have a primary network: tenant-a (UserDefinedNetwork tenant-a/first)")
+		expectAbsent(t, c, cu)
+	})
+	t.Run("Secondary CUDN selecting it is fine", func(t *testing.T) {
+		if err := c.Create(ctx, cudn("group-ab-secondary", map[string]string{"group": "ab"}, layer2(udnv1.NetworkRoleSecondary, "10.54.0.0/16"))); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("Primary CUDN, then a Primary UDN in its namespace", func(t *testing.T) {
+		if err := c.Create(ctx, cudn("tenant-b", map[string]string{"tenant": "b"}, layer2(udnv1.NetworkRolePrimary, "10.55.0.0/16"))); err != nil {
+			t.Fatal(err)
+		}
+		u := udn("tenant-b", "own", primary)
+		expectInvalid(t, c.Create(ctx, u), "namespace tenant-b already has a primary network: ClusterUserDefinedNetwork tenant-b")
+		expectAbsent(t, c, u)
+	})
+	t.Run("a Primary CUDN over a namespace without the label is created with a warning", func(t *testing.T) {
+		warns.take()
+		cu := cudn("unlabelled", map[string]string{"kubernetes.io/metadata.name": "unlabelled"}, layer2(udnv1.NetworkRolePrimary, "10.59.0.0/16"))
+		if err := c.Create(ctx, cu); err != nil {
+			t.Fatal(err)
+		}
+		w := warns.take()
+		if len(w) != 1 || !strings.Contains(w[0], "selects 1 namespace(s) without the label k8s.ovn.org/primary-user-defined-network (unlabelled)") {
+			t.Errorf("warnings = %q", w)
+		}
+	})
+	t.Run("a second Primary CUDN over the same namespace", func(t *testing.T) {
+		cu := cudn("tenant-b-again", map[string]string{"tenant": "b"}, layer3(udnv1.NetworkRolePrimary, "10.56.0.0/16"))
+		expectInvalid(t, c.Create(ctx, cu), "tenant-b (ClusterUserDefinedNetwork tenant-b)")
+		expectAbsent(t, c, cu)
+	})
+	t.Run("widening a Primary CUDN's selector", func(t *testing.T) {
+		var cu udnv1.ClusterUserDefinedNetwork
+		if err := c.Get(ctx, client.ObjectKeyFromObject(cudn("tenant-b", nil, primary)), &cu); err != nil {
+			t.Fatal(err)
+		}
+		cu.Spec.NamespaceSelector.MatchLabels = map[string]string{"group": "ab"}
+		expectInvalid(t, c.Update(ctx, &cu), "spec.namespaceSelector", "tenant-a (UserDefinedNetwork tenant-a/first)")
+	})
+	t.Run("the message names at most a few namespaces", func(t *testing.T) {
+		for i := range 5 {
+			ns := fmt.Sprintf("many-%d", i)
+			namespace(t, c, ns, true, map[string]string{"many": "yes"})
+			if err := c.Create(ctx, udn(ns, "p", primary)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := c.Create(ctx, cudn("many", map[string]string{"many": "yes"}, layer2(udnv1.NetworkRolePrimary, "10.57.0.0/16")))
+		expectInvalid(t, err, "selects 5 namespace(s)", "many-0 (UserDefinedNetwork many-0/p), many-1", "and 2 more")
+		if strings.Contains(err.Error(), "many-4") {
+			t.Errorf("message names every namespace: %v", err)
+		}
+	})
+	t.Run("an invalid selector is refused by name", func(t *testing.T) {
+		cu := cudn("bad-selector", nil, layer2(udnv1.NetworkRolePrimary, "10.58.0.0/16"))
+		cu.Spec.NamespaceSelector.MatchLabels = map[string]string{"bad key!": "x"}
+		err := c.Create(ctx, cu)
+		expectInvalid(t, err, "spec.namespaceSelector")
+	})
+}
+
+// TestExamplesAreAdmitted applies the README's examples (in file order, as
+// `kubectl apply` would: create, or update what exists) through the webhooks
+// with the default configuration: none may be refused.
+func TestExamplesAreAdmitted(t *testing.T) {
+	env := startEnv(t)
+	c, warns := clientWithWarnings(t, env)
+	files, err := filepath.Glob(filepath.Join(envtest.RepoRoot(), "examples", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("examples: %v %v", files, err)
+	}
+	// The append example updates the network another example creates.
+	sort.SliceStable(files, func(i, j int) bool {
+		return !strings.Contains(files[i], "append") && strings.Contains(files[j], "append")
+	})
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			obj := &unstructured.Unstructured{}
+			if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			err := c.Create(ctx, obj)
+			if apierrors.IsAlreadyExists(err) {
+				cur := &unstructured.Unstructured{}
+				cur.SetGroupVersionKind(obj.GroupVersionKind())
+				if err = c.Get(ctx, client.ObjectKeyFromObject(obj), cur); err == nil {
+					obj.SetResourceVersion(cur.GetResourceVersion())
+					err = c.Update(ctx, obj)
+				}
+			}
+			if err != nil {
+				t.Errorf("%s: %s %s: %v", filepath.Base(file), obj.GetKind(), obj.GetName(), err)
+			}
+		}
+	}
+	if w := warns.take(); len(w) != 0 {
+		t.Errorf("warnings: %q", w)
+	}
+}
