@@ -52,9 +52,12 @@ func applyExample(t *testing.T, file string) []*unstructured.Unstructured {
 func TestExamples(t *testing.T) {
 	g := NewWithT(t)
 	var created []*unstructured.Unstructured
-	for _, f := range []string{"udn-layer2-primary.yaml", "udn-layer3-primary.yaml", "cudn-layer2-predefined-addresses.yaml", "cudn-localnet.yaml", "nodes.yaml"} {
+	for _, f := range []string{"udn-layer2-primary.yaml", "udn-layer3-primary.yaml", "cudn-layer2-predefined-addresses.yaml", "cudn-localnet.yaml"} {
 		created = append(created, applyExample(t, f)...)
 	}
+	// The nodes make run creates (cmd/udnkit-local): node-b has three VTEPs.
+	createNodes(t, "node-a", "node-b")
+	setNodeAnnotation(t, "node-b", udnv1.AnnotationNodeEncapIPs, `["172.18.0.3","172.18.0.4","172.18.0.5"]`)
 	t.Cleanup(func() {
 		for _, u := range created {
 			if u.GetKind() != "Namespace" {

@@ -85,7 +85,8 @@ func (n network) networkName() string {
 }
 
 // wantsTunnelKeys: the Layer2 switch and the transit router of a Primary
-// Layer2 network get centrally allocated keys (OKEP-5094 option 3).
+// Layer2 network get centrally allocated keys (OKEP-5094 option 3), recorded
+// in k8s.ovn.org/tunnel-keys in that order: [switch key, transit router key].
 func (n network) wantsTunnelKeys() int {
 	if n.spec.Topology == udnv1.NetworkTopologyLayer2 && n.spec.IsPrimary() {
 		return 2
