@@ -182,6 +182,18 @@ func TestLayer3HostSubnetsExhaustionAndAppend(t *testing.T) {
 	g.Expect(without).To(HaveLen(1))
 	g.Expect([]string{assigned[nodes[0]], assigned[nodes[1]], assigned[nodes[2]]}).To(ContainElements("10.60.0.0/24", "10.60.1.0/24"))
 	g.Expect(hostSubnetCondition(g, udn).Message).To(ContainSubstring("[" + without[0] + "]"))
+	// ... and a Warning event on the UDN names the node.
+	g.Eventually(func(g Gomega) []string {
+		var evs eventsv1.EventList
+		g.Expect(k8s.List(ctx, &evs, client.InNamespace(ns))).To(Succeed())
+		var notes []string
+		for _, e := range evs.Items {
+			if e.Regarding.UID == udn.UID && e.Reason == "HostSubnetAllocationFailed" && e.Type == "Warning" {
+				notes = append(notes, e.Note)
+			}
+		}
+		return notes
+	}).WithTimeout(timeout).Should(ContainElement(ContainSubstring("node " + without[0] + ": every IPv4 host subnet")))
 	g.Expect(nodeAnnotations(g, "l3-a")[udnv1.AnnotationNodeSubnets]).To(ContainSubstring(`"default":["10.244.0.0/24"]`))
 
 	// Appending a subnet (with an IPv6 one) serves the third node and keeps
