@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	dataplanecontroller "github.com/udnkit/udnkit/dataplane/controller"
+	"github.com/udnkit/udnkit/reconcilers"
 	"github.com/udnkit/udnkit/reconcilers/addresses"
 	"github.com/udnkit/udnkit/webhooks"
 )
@@ -21,8 +22,18 @@ var flagAliases = map[string]string{
 // component's configuration is bound to flags once, here.
 func components() []Component {
 	admission := webhooks.DefaultConfig()
+	rc := reconcilers.DefaultConfig()
 	ipam := addresses.DefaultConfig()
 	var ovnNB, ovnSB string
+	// The reconcilers share one configuration and, per manager, one set of
+	// allocators, whichever of nad and nodes run.
+	reconciler := func(names ...string) func(context.Context, ctrl.Manager) error {
+		return func(_ context.Context, mgr ctrl.Manager) error {
+			cfg := rc
+			cfg.Controllers = names
+			return reconcilers.SetupWithManager(mgr, cfg)
+		}
+	}
 	return []Component{
 		{
 			Name:      "admission",
@@ -31,6 +42,17 @@ func components() []Component {
 			Setup: func(_ context.Context, mgr ctrl.Manager) error {
 				return webhooks.SetupWithManager(mgr, admission)
 			},
+		},
+		{
+			Name:      "nad",
+			Help:      "UDNs and CUDNs to NetworkAttachmentDefinitions, network IDs, tunnel keys, transit subnets",
+			BindFlags: rc.BindFlags,
+			Setup:     reconciler(reconcilers.ControllerUDN, reconcilers.ControllerCUDN),
+		},
+		{
+			Name:  "nodes",
+			Help:  "node IDs, transit peer subnets, multi-VTEP tunnel IDs, Layer3 host subnets",
+			Setup: reconciler(reconcilers.ControllerNode),
 		},
 		{
 			Name:      "ipam",

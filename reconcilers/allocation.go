@@ -1,0 +1,286 @@
+package reconcilers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/reconcilers/netids"
+)
+
+// networkAllocators hold the network IDs and centrally allocated tunnel keys
+// of every network. They are rebuilt once, from the annotations on the UDNs,
+// CUDNs and NADs read straight from the apiserver, before the first
+// allocation; a network's IDs are then written to its CR with the CR's
+// resourceVersion, so a stale read can never commit a second ID.
+type networkAllocators struct {
+	reader client.Reader
+	cfg    *parsed
+
+	initMu sync.Mutex
+	inited bool
+
+	networkIDs *netids.IDAllocator
+	tunnelKeys *netids.IDAllocator
+
+	// unverified are owners whose newly allocated IDs have not yet been
+	// checked against the apiserver (see conflict).
+	unverifiedMu sync.Mutex
+	unverified   map[string]bool
+}
+
+func newNetworkAllocators(reader client.Reader, cfg *parsed) *networkAllocators {
+	return &networkAllocators{
+		reader:     reader,
+		cfg:        cfg,
+		networkIDs: netids.NewIDAllocator("network ID", 1, cfg.MaxNetworkID),
+		tunnelKeys: netids.NewIDAllocator("tunnel key", cfg.TunnelKeyFirst, cfg.TunnelKeyLast),
+		unverified: map[string]bool{},
+	}
+}
+
+// networkKey names a network's allocations.
+func networkKey(kind, namespace, name string) string {
+	if namespace == "" {
+		return kind + "/" + name
+	}
+	return kind + "/" + namespace + "/" + name
+}
+
+func parseIDs(annotations map[string]string) (id int, hasID bool, keys []int, err error) {
+	if v, ok := annotations[udnv1.AnnotationNetworkID]; ok {
+		if id, err = strconv.Atoi(v); err != nil {
+			return 0, false, nil, fmt.Errorf("annotation %s=%q is not an integer", udnv1.AnnotationNetworkID, v)
+		}
+		hasID = true
+	}
+	if v, ok := annotations[udnv1.AnnotationTunnelKeys]; ok {
+		if err = json.Unmarshal([]byte(v), &keys); err != nil {
+			return 0, false, nil, fmt.Errorf("annotation %s=%q is not a JSON list of integers", udnv1.AnnotationTunnelKeys, v)
+		}
+	}
+	return id, hasID, keys, nil
+}
+
+// reserveFrom records the IDs an object's annotations hold for owner.
+func (a *networkAllocators) reserveFrom(owner string, annotations map[string]string) {
+	id, hasID, keys, err := parseIDs(annotations)
+	if err != nil {
+		return
+	}
+	if hasID {
+		_ = a.networkIDs.Reserve(owner, id)
+	}
+	for _, k := range keys {
+		_ = a.tunnelKeys.Reserve(owner, k)
+	}
+}
+
+func (a *networkAllocators) ensureInit(ctx context.Context) error {
+	a.initMu.Lock()
+	defer a.initMu.Unlock()
+	if a.inited {
+		return nil
+	}
+	var udns udnv1.UserDefinedNetworkList
+	if err := a.reader.List(ctx, &udns); err != nil {
+		return fmt.Errorf("rebuilding network IDs: %w", err)
+	}
+	for _, u := range udns.Items {
+		a.reserveFrom(networkKey(kindUDN, u.Namespace, u.Name), u.Annotations)
+	}
+	var cudns udnv1.ClusterUserDefinedNetworkList
+	if err := a.reader.List(ctx, &cudns); err != nil {
+		return fmt.Errorf("rebuilding network IDs: %w", err)
+	}
+	for _, c := range cudns.Items {
+		a.reserveFrom(networkKey(kindCUDN, "", c.Name), c.Annotations)
+	}
+	// NADs carry the same annotations; a CR whose own annotation was lost
+	// still keeps the ID its NADs advertise.
+	var nads nadv1.NetworkAttachmentDefinitionList
+	if err := a.reader.List(ctx, &nads, client.HasLabels{udnv1.LabelUserDefinedNetwork}); err != nil {
+		return fmt.Errorf("rebuilding network IDs: %w", err)
+	}
+	for _, n := range nads.Items {
+		ref := metav1.GetControllerOf(&n)
+		if ref == nil {
+			continue
+		}
+		switch ref.Kind {
+		case kindUDN:
+			a.reserveFrom(networkKey(kindUDN, n.Namespace, ref.Name), n.Annotations)
+		case kindCUDN:
+			a.reserveFrom(networkKey(kindCUDN, "", ref.Name), n.Annotations)
+		}
+	}
+	a.inited = true
+	return nil
+}
+
+// networkIDs is what a network holds.
+type networkIDs struct {
+	ID         int
+	TunnelKeys []int
+}
+
+// annotate writes ids into annotations; it reports whether anything changed.
+func (ids networkIDs) annotate(annotations map[string]string) bool {
+	want := map[string]string{udnv1.AnnotationNetworkID: strconv.Itoa(ids.ID)}
+	if len(ids.TunnelKeys) > 0 {
+		b, _ := json.Marshal(ids.TunnelKeys)
+		want[udnv1.AnnotationTunnelKeys] = string(b)
+	}
+	changed := false
+	for k, v := range want {
+		if annotations[k] != v {
+			annotations[k] = v
+			changed = true
+		}
+	}
+	if _, ok := want[udnv1.AnnotationTunnelKeys]; !ok {
+		if _, had := annotations[udnv1.AnnotationTunnelKeys]; had {
+			delete(annotations, udnv1.AnnotationTunnelKeys)
+			changed = true
+		}
+	}
+	return changed
+}
+
+// ensure returns the network's IDs: those the allocator already holds for
+// it, those its annotations record, or new ones. undo releases what was newly
+// allocated, for when the caller cannot persist it.
+func (a *networkAllocators) ensure(ctx context.Context, owner string, annotations map[string]string, wantKeys int) (ids networkIDs, undo func(), err error) {
+	if err := a.ensureInit(ctx); err != nil {
+		return ids, nil, err
+	}
+	id, hasID, keys, err := parseIDs(annotations)
+	if err != nil {
+		return ids, nil, err
+	}
+	var newID bool
+	var newKeys []int
+	undo = func() {
+		if newID {
+			a.networkIDs.Release(owner, ids.ID)
+		}
+		for _, k := range newKeys {
+			a.tunnelKeys.Release(owner, k)
+		}
+	}
+	switch held := a.networkIDs.Held(owner); {
+	case len(held) > 0 && (!hasID || held[0] != id):
+		// What this process holds wins over an edited annotation: a
+		// network's ID never changes while it exists.
+		ids.ID = held[0]
+	case hasID:
+		if err := a.networkIDs.Reserve(owner, id); err != nil {
+			return ids, nil, err
+		}
+		ids.ID = id
+	default:
+		if ids.ID, err = a.networkIDs.Allocate(owner); err != nil {
+			return ids, nil, err
+		}
+		newID = true
+	}
+	if wantKeys > 0 && len(keys) == 0 {
+		keys = a.tunnelKeys.Held(owner)
+	}
+	first, last := a.tunnelKeys.Range()
+	for _, k := range keys {
+		if k < first || k > last {
+			// Recorded before the range was narrowed: still valid, not ours to manage.
+			continue
+		}
+		if err := a.tunnelKeys.Reserve(owner, k); err != nil {
+			undo()
+			return networkIDs{}, nil, err
+		}
+	}
+	for len(keys) < wantKeys {
+		k, err := a.tunnelKeys.Allocate(owner)
+		if err != nil {
+			undo()
+			return networkIDs{}, nil, err
+		}
+		keys = append(keys, k)
+		newKeys = append(newKeys, k)
+	}
+	ids.TunnelKeys = keys
+	return ids, undo, nil
+}
+
+func (a *networkAllocators) isUnverified(owner string) bool {
+	a.unverifiedMu.Lock()
+	defer a.unverifiedMu.Unlock()
+	return a.unverified[owner]
+}
+
+func (a *networkAllocators) setUnverified(owner string, v bool) {
+	a.unverifiedMu.Lock()
+	defer a.unverifiedMu.Unlock()
+	if v {
+		a.unverified[owner] = true
+	} else {
+		delete(a.unverified, owner)
+	}
+}
+
+// conflict looks, straight in the apiserver, for another network whose
+// annotations hold one of ids. Another process (a second manager without
+// leader election, or an old leader) may have written the same ID to a
+// different network; whichever writer lists after both writes sees it, so
+// a writer that finds a conflict yields and no ID stays on two networks. It
+// also makes this process's allocators learn the other network's IDs.
+func (a *networkAllocators) conflict(ctx context.Context, owner string, ids networkIDs) (other string, err error) {
+	for _, kind := range []string{kindUDN, kindCUDN} {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(udnv1.GroupVersion.WithKind(kind + "List"))
+		if err := a.reader.List(ctx, list); err != nil {
+			return "", fmt.Errorf("checking network IDs: %w", err)
+		}
+		for _, o := range list.Items {
+			other := networkKey(kind, o.Namespace, o.Name)
+			if other == owner {
+				continue
+			}
+			id, hasID, keys, err := parseIDs(o.Annotations)
+			if err != nil {
+				continue
+			}
+			clash := hasID && id == ids.ID
+			for _, k := range keys {
+				clash = clash || slices.Contains(ids.TunnelKeys, k)
+			}
+			if clash {
+				return other, nil
+			}
+		}
+	}
+	a.setUnverified(owner, false)
+	return "", nil
+}
+
+// yield gives up owner's IDs. It reserves nothing for the other network:
+// if both writers yield, neither may keep a phantom claim; the allocation
+// cursor has moved past the IDs anyway, and every write is checked again.
+func (a *networkAllocators) yield(owner string) {
+	a.release(owner)
+}
+
+// release frees everything owner holds.
+func (a *networkAllocators) release(owner string) {
+	a.setUnverified(owner, false)
+	a.networkIDs.ReleaseOwner(owner)
+	a.tunnelKeys.ReleaseOwner(owner)
+}

@@ -1,0 +1,79 @@
+package reconcilers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+)
+
+// cudnReconciler keeps one NAD per ClusterUserDefinedNetwork in every
+// namespace its selector matches.
+type cudnReconciler struct{ *networkReconciler }
+
+func (r *cudnReconciler) setup(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("clusteruserdefinednetwork").
+		For(&udnv1.ClusterUserDefinedNetwork{}).
+		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+			return []ctrl.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
+		})).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.allCUDNs)).
+		WatchesMetadata(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+			return r.networksOfPod(ctx, o, kindCUDN)
+		}), builder.WithPredicates(podNetworksChanged)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.cfg.MaxConcurrentReconciles}).
+		Complete(r)
+}
+
+// allCUDNs: a namespace that appears, goes, or changes labels may change
+// any CUDN's selection.
+func (r *cudnReconciler) allCUDNs(ctx context.Context, _ client.Object) []ctrl.Request {
+	var list udnv1.ClusterUserDefinedNetworkList
+	if err := r.client.List(ctx, &list); err != nil {
+		return nil
+	}
+	out := make([]ctrl.Request, 0, len(list.Items))
+	for _, c := range list.Items {
+		out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Name: c.Name}})
+	}
+	return out
+}
+
+func (r *cudnReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var cudn udnv1.ClusterUserDefinedNetwork
+	if err := r.client.Get(ctx, req.NamespacedName, &cudn); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	n := network{obj: &cudn, kind: kindCUDN, spec: cudn.Spec.Network, status: &cudn.Status}
+	var namespaces []string
+	if cudn.DeletionTimestamp.IsZero() {
+		sel, err := metav1.LabelSelectorAsSelector(&cudn.Spec.NamespaceSelector)
+		if err != nil {
+			msg := fmt.Sprintf("spec.namespaceSelector is invalid: %v", err)
+			r.event(&cudn, eventSyncError, msg)
+			return ctrl.Result{}, r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonSyncError, msg, nil)
+		}
+		var nsList corev1.NamespaceList
+		if err := r.client.List(ctx, &nsList, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			return ctrl.Result{}, err
+		}
+		for _, ns := range nsList.Items {
+			if ns.DeletionTimestamp.IsZero() && ns.Status.Phase != corev1.NamespaceTerminating {
+				namespaces = append(namespaces, ns.Name)
+			}
+		}
+	}
+	return r.reconcileNetwork(ctx, n, namespaces)
+}

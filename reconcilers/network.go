@@ -1,0 +1,610 @@
+package reconcilers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/reconcilers/netconf"
+	"github.com/udnkit/udnkit/reconcilers/netids"
+)
+
+const (
+	kindUDN  = "UserDefinedNetwork"
+	kindCUDN = "ClusterUserDefinedNetwork"
+
+	// indexNADController indexes NADs by their controller's UID.
+	indexNADController = ".metadata.controllerUID"
+
+	// nadWorkers bounds the NAD writes one reconcile has in flight (a CUDN
+	// may select thousands of namespaces).
+	nadWorkers = 8
+
+	// maxPodsInMessage bounds the pods a condition names.
+	maxPodsInMessage = 5
+	// maxListedInMessage bounds the namespaces and problems a condition
+	// lists (a condition message holds at most 32768 bytes).
+	maxListedInMessage = 50
+	// maxEventNote is the events.k8s.io limit on an event's note.
+	maxEventNote = 1024
+
+	// Event reasons.
+	eventSyncError         = "SyncError"
+	eventNetworkIDsFailed  = "NetworkIDAllocationFailed"
+	eventForeignNAD        = "ForeignNetworkAttachmentDefinition"
+	eventHostSubnetFailure = "HostSubnetAllocationFailed"
+)
+
+func setupIndexes(mgr ctrl.Manager) error {
+	return mgr.GetFieldIndexer().IndexField(context.Background(), &nadv1.NetworkAttachmentDefinition{}, indexNADController,
+		func(o client.Object) []string {
+			if ref := metav1.GetControllerOf(o); ref != nil {
+				return []string{string(ref.UID)}
+			}
+			return nil
+		})
+}
+
+// network is a UDN or CUDN seen through what the two share.
+type network struct {
+	obj    client.Object
+	kind   string
+	spec   udnv1.NetworkSpec
+	status *udnv1.NetworkStatus
+}
+
+func (n network) key() string { return networkKey(n.kind, n.obj.GetNamespace(), n.obj.GetName()) }
+
+func (n network) networkName() string {
+	if n.kind == kindUDN {
+		return netconf.UDNNetworkName(n.obj.GetNamespace(), n.obj.GetName())
+	}
+	return netconf.CUDNNetworkName(n.obj.GetName())
+}
+
+// wantsTunnelKeys: the Layer2 switch and the transit router of a Primary
+// Layer2 network get centrally allocated keys (OKEP-5094 option 3).
+func (n network) wantsTunnelKeys() int {
+	if n.spec.Topology == udnv1.NetworkTopologyLayer2 && n.spec.IsPrimary() {
+		return 2
+	}
+	return 0
+}
+
+type networkReconciler struct {
+	client   client.Client
+	reader   client.Reader
+	cfg      *parsed
+	ids      *networkAllocators
+	recorder recorder.EventRecorder
+	owner    string
+}
+
+func newNetworkReconciler(mgr ctrl.Manager, cfg *parsed, ids *networkAllocators, name string) *networkReconciler {
+	return &networkReconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), cfg: cfg, ids: ids, recorder: mgr.GetEventRecorder(name), owner: name}
+}
+
+// listed joins up to max items and says how many more there are.
+func listed(items []string, sep string, max int) string {
+	if len(items) <= max {
+		return strings.Join(items, sep)
+	}
+	return fmt.Sprintf("%s%sand %d more", strings.Join(items[:max], sep), sep, len(items)-max)
+}
+
+func (r *networkReconciler) event(obj client.Object, reason, msg string) {
+	if len(msg) > maxEventNote {
+		msg = msg[:maxEventNote-3] + "..."
+	}
+	r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Reconcile", "%s", msg)
+}
+
+// transitSubnets picks a Primary Layer2 network's transit subnets.
+func (r *networkReconciler) transitSubnets(spec udnv1.NetworkSpec) ([]netip.Prefix, error) {
+	if spec.Topology != udnv1.NetworkTopologyLayer2 || !spec.IsPrimary() {
+		return nil, nil
+	}
+	var subnets, avoid []netip.Prefix
+	for _, c := range spec.SubnetCIDRs() {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return nil, fmt.Errorf("spec subnet %q: %w", c, err)
+		}
+		subnets = append(subnets, p.Masked())
+	}
+	avoid = append(avoid, subnets...)
+	join := spec.JoinSubnetCIDRs()
+	if len(join) == 0 {
+		for _, p := range r.cfg.joinSubnets {
+			join = append(join, p.String())
+		}
+	}
+	for _, c := range join {
+		if p, err := netip.ParsePrefix(c); err == nil {
+			avoid = append(avoid, p.Masked())
+		}
+	}
+	return netids.TransitSubnets(r.cfg.transitSubnets, subnets, avoid)
+}
+
+// podsUsing lists (up to all) pods in namespace whose k8s.ovn.org/pod-networks
+// annotation has an entry for the NAD namespace/name.
+func (r *networkReconciler) podsUsing(ctx context.Context, namespace, name string) ([]string, error) {
+	pods := &metav1.PartialObjectMetadataList{}
+	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	if err := r.client.List(ctx, pods, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	key := namespace + "/" + name
+	var out []string
+	for _, p := range pods.Items {
+		if podUsesNAD(p.Annotations, key) {
+			out = append(out, p.Namespace+"/"+p.Name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func podNetworkKeys(annotations map[string]string) []string {
+	v, ok := annotations[udnv1.AnnotationPodNetworks]
+	if !ok {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(v), &m); err != nil {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+func podUsesNAD(annotations map[string]string, key string) bool {
+	for _, k := range podNetworkKeys(annotations) {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+func inUseMessage(nad string, pods []string) string {
+	shown := pods
+	more := ""
+	if len(shown) > maxPodsInMessage {
+		shown = shown[:maxPodsInMessage]
+		more = fmt.Sprintf(" and %d more", len(pods)-maxPodsInMessage)
+	}
+	return fmt.Sprintf("NetworkAttachmentDefinition %s is in use by pods [%s]%s", nad, strings.Join(shown, ", "), more)
+}
+
+// ownedNADs lists the NADs n controls, from the cache.
+func (r *networkReconciler) ownedNADs(ctx context.Context, n network) ([]nadv1.NetworkAttachmentDefinition, error) {
+	var list nadv1.NetworkAttachmentDefinitionList
+	opts := []client.ListOption{client.MatchingFields{indexNADController: string(n.obj.GetUID())}}
+	if n.kind == kindUDN {
+		opts = append(opts, client.InNamespace(n.obj.GetNamespace()))
+	}
+	if err := r.client.List(ctx, &list, opts...); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// ownedNADsLive lists the NADs n controls straight from the apiserver, so a
+// NAD created moments ago cannot be missed before the CR's finalizer goes.
+func (r *networkReconciler) ownedNADsLive(ctx context.Context, n network) ([]nadv1.NetworkAttachmentDefinition, error) {
+	var list nadv1.NetworkAttachmentDefinitionList
+	opts := []client.ListOption{client.HasLabels{udnv1.LabelUserDefinedNetwork}}
+	if n.kind == kindUDN {
+		opts = append(opts, client.InNamespace(n.obj.GetNamespace()))
+	}
+	if err := r.reader.List(ctx, &list, opts...); err != nil {
+		return nil, err
+	}
+	var out []nadv1.NetworkAttachmentDefinition
+	for _, nad := range list.Items {
+		if ref := metav1.GetControllerOf(&nad); ref != nil && ref.UID == n.obj.GetUID() {
+			out = append(out, nad)
+		}
+	}
+	return out, nil
+}
+
+// releaseNAD removes udnkit's finalizer from an owned NAD and deletes it,
+// unless a pod still uses it; then it returns the in-use message.
+func (r *networkReconciler) releaseNAD(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition) (string, error) {
+	pods, err := r.podsUsing(ctx, nad.Namespace, nad.Name)
+	if err != nil {
+		return "", err
+	}
+	if len(pods) > 0 {
+		return inUseMessage(nad.Namespace+"/"+nad.Name, pods), nil
+	}
+	if controllerutil.RemoveFinalizer(nad, udnv1.FinalizerUserDefinedNetworkProtection) {
+		if err := r.client.Update(ctx, nad); err != nil {
+			return "", client.IgnoreNotFound(err)
+		}
+	}
+	if nad.DeletionTimestamp.IsZero() {
+		if err := r.client.Delete(ctx, nad, client.Preconditions{UID: &nad.UID}); err != nil {
+			return "", client.IgnoreNotFound(err)
+		}
+	}
+	return "", nil
+}
+
+// desiredNAD builds the NAD n wants in namespace.
+func (r *networkReconciler) desiredNAD(n network, namespace string, ids networkIDs, transit []netip.Prefix) (*nadv1.NetworkAttachmentDefinition, error) {
+	conf, err := netconf.Render(n.spec, netconf.Options{
+		NetworkName: n.networkName(), NADName: namespace + "/" + n.obj.GetName(),
+		DefaultJoinSubnets: r.cfg.joinSubnets, TransitSubnets: transit, PredefinedAddresses: r.cfg.PreconfiguredUDNAddresses,
+	})
+	if err != nil {
+		return nil, err
+	}
+	labels := map[string]string{}
+	for k, v := range n.obj.GetLabels() {
+		labels[k] = v
+	}
+	labels[udnv1.LabelUserDefinedNetwork] = ""
+	annotations := map[string]string{}
+	ids.annotate(annotations)
+	nad := &nadv1.NetworkAttachmentDefinition{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: n.obj.GetName(), Namespace: namespace, Labels: labels, Annotations: annotations,
+			Finalizers: []string{udnv1.FinalizerUserDefinedNetworkProtection},
+		},
+		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: conf},
+	}
+	if err := controllerutil.SetControllerReference(n.obj, nad, r.client.Scheme()); err != nil {
+		return nil, err
+	}
+	return nad, nil
+}
+
+// errForeignNAD marks a NAD of the same name that udnkit does not own.
+var errForeignNAD = errors.New("foreign NetworkAttachmentDefinition")
+
+// ensureNAD creates or repairs the NAD; it never touches a foreign one.
+func (r *networkReconciler) ensureNAD(ctx context.Context, n network, want *nadv1.NetworkAttachmentDefinition) error {
+	var cur nadv1.NetworkAttachmentDefinition
+	err := r.client.Get(ctx, client.ObjectKeyFromObject(want), &cur)
+	if apierrors.IsNotFound(err) {
+		if err := r.client.Create(ctx, want); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("NetworkAttachmentDefinition %s/%s appeared while creating it; retrying: %w", want.Namespace, want.Name, err)
+			}
+			return fmt.Errorf("creating NetworkAttachmentDefinition %s/%s: %w", want.Namespace, want.Name, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if ref := metav1.GetControllerOf(&cur); ref == nil || ref.UID != n.obj.GetUID() {
+		return fmt.Errorf("%w %s/%s already exists and is not managed by this %s; udnkit will not overwrite it", errForeignNAD, cur.Namespace, cur.Name, n.kind)
+	}
+	if !cur.DeletionTimestamp.IsZero() {
+		// Someone deleted our NAD: once no pod uses it, let it go and
+		// create it again.
+		msg, err := r.releaseNAD(ctx, &cur)
+		if err != nil {
+			return err
+		}
+		if msg != "" {
+			return fmt.Errorf("NetworkAttachmentDefinition %s/%s is being deleted but cannot be restored yet: %s", cur.Namespace, cur.Name, msg)
+		}
+		return fmt.Errorf("NetworkAttachmentDefinition %s/%s was deleted; recreating it", cur.Namespace, cur.Name)
+	}
+	changed := false
+	if cur.Spec.Config != want.Spec.Config {
+		cur.Spec.Config, changed = want.Spec.Config, true
+	}
+	if cur.Labels == nil {
+		cur.Labels = map[string]string{}
+	}
+	for k, v := range want.Labels {
+		if old, ok := cur.Labels[k]; !ok || old != v {
+			cur.Labels[k], changed = v, true
+		}
+	}
+	if cur.Annotations == nil {
+		cur.Annotations = map[string]string{}
+	}
+	for k, v := range want.Annotations {
+		if cur.Annotations[k] != v {
+			cur.Annotations[k], changed = v, true
+		}
+	}
+	if controllerutil.AddFinalizer(&cur, udnv1.FinalizerUserDefinedNetworkProtection) {
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	if err := r.client.Update(ctx, &cur); err != nil {
+		return fmt.Errorf("updating NetworkAttachmentDefinition %s/%s: %w", cur.Namespace, cur.Name, err)
+	}
+	return nil
+}
+
+// applyStatus writes the NetworkCreated condition and transitSubnets with
+// server-side apply, keeping lastTransitionTime while the status holds.
+func (r *networkReconciler) applyStatus(ctx context.Context, n network, status metav1.ConditionStatus, reason, message string, transit []netip.Prefix) error {
+	cond := metav1.Condition{
+		Type: udnv1.ConditionNetworkCreated, Status: status, Reason: reason, Message: message,
+		ObservedGeneration: n.obj.GetGeneration(), LastTransitionTime: metav1.NewTime(time.Now().Truncate(time.Second)),
+	}
+	if old := meta.FindStatusCondition(n.status.Conditions, cond.Type); old != nil {
+		if old.Status == cond.Status {
+			cond.LastTransitionTime = old.LastTransitionTime
+			if old.Reason == cond.Reason && old.Message == cond.Message && old.ObservedGeneration == cond.ObservedGeneration && sameTransit(n.status.TransitSubnets, transit) {
+				return nil
+			}
+		}
+	}
+	st := map[string]any{
+		"conditions": []any{map[string]any{
+			"type": cond.Type, "status": string(cond.Status), "reason": cond.Reason, "message": cond.Message,
+			"observedGeneration": cond.ObservedGeneration, "lastTransitionTime": cond.LastTransitionTime.UTC().Format(time.RFC3339),
+		}},
+	}
+	if len(transit) > 0 {
+		ts := make([]any, 0, len(transit))
+		for _, p := range transit {
+			ts = append(ts, p.String())
+		}
+		st["transitSubnets"] = ts
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"status": st}}
+	u.SetAPIVersion(udnv1.GroupVersion.String())
+	u.SetKind(n.kind)
+	u.SetName(n.obj.GetName())
+	u.SetNamespace(n.obj.GetNamespace())
+	err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(r.owner), client.ForceOwnership)
+	return client.IgnoreNotFound(err)
+}
+
+func sameTransit(have udnv1.DualStackCIDRs, want []netip.Prefix) bool {
+	if len(have) != len(want) {
+		return false
+	}
+	for i := range have {
+		if string(have[i]) != want[i].String() {
+			return false
+		}
+	}
+	return true
+}
+
+// reconcileNetwork drives n towards one NAD in each of namespaces.
+func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, namespaces []string) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
+	if !n.obj.GetDeletionTimestamp().IsZero() {
+		return r.finalize(ctx, n)
+	}
+
+	// Finalizer and network IDs go onto the CR in one optimistic update.
+	ids, undo, err := r.ids.ensure(ctx, n.key(), n.obj.GetAnnotations(), n.wantsTunnelKeys())
+	if err != nil {
+		msg := fmt.Sprintf("failed to allocate network IDs: %v", err)
+		r.event(n.obj, eventNetworkIDsFailed, msg)
+		if serr := r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonSyncError, msg, nil); serr != nil {
+			return ctrl.Result{}, serr
+		}
+		if errors.Is(err, netids.ErrExhausted) {
+			// Freed IDs requeue nothing by themselves: retry slowly.
+			return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	annotations := n.obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	changed := ids.annotate(annotations)
+	if controllerutil.AddFinalizer(n.obj, udnv1.FinalizerUserDefinedNetworkProtection) || changed {
+		n.obj.SetAnnotations(annotations)
+		if err := r.client.Update(ctx, n.obj); err != nil {
+			undo()
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{RequeueAfter: conflictRetry}, nil
+			}
+			return ctrl.Result{}, err
+		}
+		if changed {
+			r.ids.setUnverified(n.key(), true)
+		}
+	}
+	if r.ids.isUnverified(n.key()) {
+		// IDs were just written; before any NAD advertises them, make sure
+		// no other writer gave them to another network meanwhile.
+		other, err := r.ids.conflict(ctx, n.key(), ids)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if other != "" {
+			return r.yieldIDs(ctx, n, ids, other)
+		}
+	}
+
+	transit, err := r.transitSubnets(n.spec)
+	if err != nil {
+		msg := fmt.Sprintf("failed to choose transit subnets: %v", err)
+		r.event(n.obj, eventSyncError, msg)
+		return ctrl.Result{}, r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonSyncError, msg, nil)
+	}
+
+	var problems []string
+	var created []string
+	wanted := map[string]bool{}
+	errs := make([]error, len(namespaces))
+	sem := make(chan struct{}, nadWorkers)
+	var wg sync.WaitGroup
+	for i, ns := range namespaces {
+		wanted[ns] = true
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			want, err := r.desiredNAD(n, ns, ids, transit)
+			if err == nil {
+				err = r.ensureNAD(ctx, n, want)
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			if errors.Is(err, errForeignNAD) {
+				r.event(n.obj, eventForeignNAD, err.Error())
+			}
+			problems = append(problems, err.Error())
+			continue
+		}
+		created = append(created, namespaces[i])
+	}
+	owned, err := r.ownedNADs(ctx, n)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for i := range owned {
+		if wanted[owned[i].Namespace] {
+			continue
+		}
+		msg, err := r.releaseNAD(ctx, &owned[i])
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if msg != "" {
+			problems = append(problems, "cannot remove "+msg)
+		}
+	}
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		msg := listed(problems, "; ", maxListedInMessage/5)
+		logger.Info("network not fully synced", "network", n.key(), "problems", msg)
+		r.event(n.obj, eventSyncError, msg)
+		if err := r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonSyncError, msg, transit); err != nil {
+			return ctrl.Result{}, err
+		}
+		// Foreign NADs and in-use NADs change through watched objects; the
+		// rest is retried with backoff.
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+	}
+	msg := "NetworkAttachmentDefinition has been created"
+	if n.kind == kindCUDN {
+		sort.Strings(created)
+		msg = fmt.Sprintf("NetworkAttachmentDefinition has been created in following namespaces: [%s]", listed(created, ", ", maxListedInMessage))
+	}
+	return ctrl.Result{}, r.applyStatus(ctx, n, metav1.ConditionTrue, udnv1.ReasonNADCreated, msg, transit)
+}
+
+// yieldIDs removes IDs that another network also holds from n's CR, so n
+// allocates again; the other network keeps them.
+func (r *networkReconciler) yieldIDs(ctx context.Context, n network, ids networkIDs, other string) (ctrl.Result, error) {
+	annotations := n.obj.GetAnnotations()
+	delete(annotations, udnv1.AnnotationNetworkID)
+	delete(annotations, udnv1.AnnotationTunnelKeys)
+	n.obj.SetAnnotations(annotations)
+	if err := r.client.Update(ctx, n.obj); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	r.ids.yield(n.key())
+	r.recorder.Eventf(n.obj, nil, corev1.EventTypeNormal, "NetworkIDConflict", "Reconcile",
+		"network ID %d / tunnel keys %v were also given to %s by another writer; allocating again", ids.ID, ids.TunnelKeys, other)
+	return ctrl.Result{RequeueAfter: conflictRetry + time.Duration(rand.Int64N(int64(conflictRetry)))}, nil
+}
+
+// finalize removes the NADs once no pod uses them, then the CR's finalizer.
+func (r *networkReconciler) finalize(ctx context.Context, n network) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(n.obj, udnv1.FinalizerUserDefinedNetworkProtection) {
+		return ctrl.Result{}, nil
+	}
+	owned, err := r.ownedNADsLive(ctx, n)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var blocked []string
+	for i := range owned {
+		msg, err := r.releaseNAD(ctx, &owned[i])
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if msg != "" {
+			blocked = append(blocked, msg)
+		}
+	}
+	if len(blocked) > 0 {
+		sort.Strings(blocked)
+		msg := "cannot delete the network: " + strings.Join(blocked, "; ")
+		return ctrl.Result{}, r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonSyncError, msg, nil)
+	}
+	if err := r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonNADDeleted, "NetworkAttachmentDefinition is being deleted", nil); err != nil {
+		return ctrl.Result{}, err
+	}
+	controllerutil.RemoveFinalizer(n.obj, udnv1.FinalizerUserDefinedNetworkProtection)
+	if err := r.client.Update(ctx, n.obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	r.ids.release(n.key())
+	return ctrl.Result{}, nil
+}
+
+// enqueueForPod maps a pod's k8s.ovn.org/pod-networks entries to the
+// networks that control those NADs.
+func (r *networkReconciler) networksOfPod(ctx context.Context, obj client.Object, kind string) []ctrl.Request {
+	var out []ctrl.Request
+	for _, key := range podNetworkKeys(obj.GetAnnotations()) {
+		ns, name, ok := strings.Cut(key, "/")
+		if !ok {
+			continue
+		}
+		var nad nadv1.NetworkAttachmentDefinition
+		if err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &nad); err != nil {
+			continue
+		}
+		if ref := metav1.GetControllerOf(&nad); ref != nil && ref.Kind == kind && ref.APIVersion == udnv1.GroupVersion.String() {
+			req := ctrl.Request{NamespacedName: types.NamespacedName{Name: ref.Name}}
+			if kind == kindUDN {
+				req.Namespace = ns
+			}
+			out = append(out, req)
+		}
+	}
+	return out
+}
+
+// conflictRetry is how soon a reconcile that lost an optimistic-concurrency
+// race runs again (after the cache has caught up).
+const conflictRetry = 200 * time.Millisecond

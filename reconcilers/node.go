@@ -1,0 +1,551 @@
+package reconcilers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/reconcilers/netconf"
+	"github.com/udnkit/udnkit/reconcilers/netids"
+)
+
+// Host subnet condition of Layer3 networks, written by the node controller
+// next to NetworkCreated (each condition has its own apply field manager).
+const (
+	ConditionHostSubnetsAllocated = "HostSubnetsAllocated"
+	ReasonHostSubnetsAllocated    = "HostSubnetsAllocated"
+	ReasonHostSubnetsExhausted    = "HostSubnetsExhausted"
+
+	nodeFieldOwner = "udnkit-node-controller"
+	// maxNodesInMessage bounds the nodes a condition names.
+	maxNodesInMessage = 5
+)
+
+// layer3Network is a Layer3 UDN or CUDN as the node controller sees it.
+type layer3Network struct {
+	name    string // OVN network name, the key in k8s.ovn.org/node-subnets
+	kind    string
+	obj     types.NamespacedName
+	uid     types.UID
+	subnets []netids.ClusterSubnet
+}
+
+type hostSubnetState struct {
+	alloc   *netids.HostSubnetAllocator
+	net     layer3Network
+	lacking map[string]string // node → error, nodes without a host subnet
+	written string            // last condition message applied
+}
+
+// nodeReconciler gives every node a node ID, one tunnel ID per encap IP
+// (multi-VTEP) and a host subnet per Layer3 network and IP family.
+type nodeReconciler struct {
+	client   client.Client
+	reader   client.Reader
+	recorder recorder.EventRecorder
+	cfg      *parsed
+
+	initMu sync.Mutex
+	inited bool
+	ids    *netids.IDAllocator // node IDs and multi-VTEP tunnel IDs
+
+	netMu    sync.Mutex
+	networks map[string]*hostSubnetState
+	// removed are networks deleted while this process ran; their entries
+	// are dropped from k8s.ovn.org/node-subnets.
+	removed map[string]bool
+
+	// retry re-enqueues nodes that lack a host subnet when a deleted node
+	// frees some.
+	retry chan event.GenericEvent
+}
+
+func newNodeReconciler(mgr ctrl.Manager, cfg *parsed) *nodeReconciler {
+	return &nodeReconciler{
+		client: mgr.GetClient(), reader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(nodeFieldOwner), cfg: cfg,
+		ids:      netids.NewIDAllocator("node ID", netids.FirstNodeID, netids.MaxNodeID),
+		networks: map[string]*hostSubnetState{},
+		removed:  map[string]bool{},
+		retry:    make(chan event.GenericEvent, 1024),
+	}
+}
+
+func (r *nodeReconciler) setup(mgr ctrl.Manager) error {
+	allNodes := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+		var nodes metav1.PartialObjectMetadataList
+		nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+		if err := r.client.List(ctx, &nodes); err != nil {
+			return nil
+		}
+		out := make([]ctrl.Request, 0, len(nodes.Items))
+		for _, n := range nodes.Items {
+			out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Name: n.Name}})
+		}
+		return out
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("node").
+		For(&corev1.Node{}).
+		Watches(&udnv1.UserDefinedNetwork{}, allNodes, builder.WithPredicates(specOrDeletionChanged)).
+		Watches(&udnv1.ClusterUserDefinedNetwork{}, allNodes, builder.WithPredicates(specOrDeletionChanged)).
+		WatchesRawSource(source.Channel(r.retry, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.cfg.MaxConcurrentReconciles}).
+		Complete(r)
+}
+
+// specOrDeletionChanged ignores status-only updates of networks.
+var specOrDeletionChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
+			e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
+	},
+}
+
+// ensureInit reserves every node's IDs, read straight from the apiserver.
+func (r *nodeReconciler) ensureInit(ctx context.Context) error {
+	r.initMu.Lock()
+	defer r.initMu.Unlock()
+	if r.inited {
+		return nil
+	}
+	var nodes corev1.NodeList
+	if err := r.reader.List(ctx, &nodes); err != nil {
+		return fmt.Errorf("rebuilding node IDs: %w", err)
+	}
+	for _, n := range nodes.Items {
+		if id, ok := parseNodeID(n.Annotations); ok {
+			_ = r.ids.Reserve(n.Name, id)
+		}
+		for _, id := range parseTunnelIDs(n.Annotations) {
+			_ = r.ids.Reserve(n.Name, id)
+		}
+	}
+	r.inited = true
+	return nil
+}
+
+func parseNodeID(ann map[string]string) (int, bool) {
+	v, ok := ann[udnv1.AnnotationNodeID]
+	if !ok {
+		return 0, false
+	}
+	id, err := strconv.Atoi(v)
+	return id, err == nil
+}
+
+func parseTunnelIDs(ann map[string]string) []int {
+	var ids []int
+	if v, ok := ann[udnv1.AnnotationNodeTransitSwitchPortTunnelIDs]; ok {
+		_ = json.Unmarshal([]byte(v), &ids)
+	}
+	return ids
+}
+
+// layer3Networks lists the Layer3 networks.
+func (r *nodeReconciler) layer3Networks(ctx context.Context) ([]layer3Network, error) {
+	var out []layer3Network
+	add := func(name, kind string, obj types.NamespacedName, uid types.UID, spec udnv1.NetworkSpec) {
+		if spec.Topology != udnv1.NetworkTopologyLayer3 || spec.Layer3 == nil {
+			return
+		}
+		n := layer3Network{name: name, kind: kind, obj: obj, uid: uid}
+		for _, s := range spec.Layer3.Subnets {
+			p, err := netip.ParsePrefix(string(s.CIDR))
+			if err != nil {
+				return
+			}
+			bits := int(s.HostSubnet)
+			if bits == 0 {
+				bits = netids.DefaultHostBits(p)
+			}
+			n.subnets = append(n.subnets, netids.ClusterSubnet{CIDR: p.Masked(), HostBits: bits})
+		}
+		out = append(out, n)
+	}
+	var udns udnv1.UserDefinedNetworkList
+	if err := r.client.List(ctx, &udns); err != nil {
+		return nil, err
+	}
+	// Networks being deleted keep their host subnets until they are gone:
+	// their pods may still run.
+	for _, u := range udns.Items {
+		add(netconf.UDNNetworkName(u.Namespace, u.Name), kindUDN, client.ObjectKeyFromObject(&u), u.UID, u.Spec.Network())
+	}
+	var cudns udnv1.ClusterUserDefinedNetworkList
+	if err := r.client.List(ctx, &cudns); err != nil {
+		return nil, err
+	}
+	for _, c := range cudns.Items {
+		add(netconf.CUDNNetworkName(c.Name), kindCUDN, client.ObjectKeyFromObject(&c), c.UID, c.Spec.Network)
+	}
+	return out, nil
+}
+
+// syncNetworks returns each network's allocator, creating it from the
+// node-subnets annotations read straight from the apiserver, and dropping
+// allocators of networks that are gone (or were recreated).
+func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network) (map[string]*hostSubnetState, error) {
+	r.netMu.Lock()
+	defer r.netMu.Unlock()
+	live := map[string]bool{}
+	var nodes *corev1.NodeList
+	for _, n := range nets {
+		live[n.name] = true
+		st := r.networks[n.name]
+		if st != nil && st.net.uid != n.uid {
+			st = nil
+		}
+		if st == nil {
+			alloc, err := netids.NewHostSubnetAllocator(n.subnets)
+			if err != nil {
+				return nil, fmt.Errorf("network %s: %w", n.name, err)
+			}
+			if nodes == nil {
+				nodes = &corev1.NodeList{}
+				if err := r.reader.List(ctx, nodes); err != nil {
+					return nil, fmt.Errorf("rebuilding host subnets: %w", err)
+				}
+			}
+			for _, node := range nodes.Items {
+				parsed, _ := nodeSubnets(node.Annotations)
+				for _, p := range parsed[n.name] {
+					if pfx, err := netip.ParsePrefix(p); err == nil {
+						_ = alloc.Reserve(node.Name, pfx)
+					}
+				}
+			}
+			st = &hostSubnetState{alloc: alloc, net: n, lacking: map[string]string{}}
+			r.networks[n.name] = st
+		} else if err := st.alloc.SetClusterSubnets(n.subnets); err != nil {
+			return nil, fmt.Errorf("network %s: %w", n.name, err)
+		}
+		st.net = n
+	}
+	for name := range r.networks {
+		if !live[name] {
+			delete(r.networks, name)
+			r.removed[name] = true
+		}
+	}
+	for name := range live {
+		delete(r.removed, name)
+	}
+	out := make(map[string]*hostSubnetState, len(r.networks))
+	for k, v := range r.networks {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// nodeSubnets parses k8s.ovn.org/node-subnets; ok is false when the
+// annotation is present but not a JSON object.
+func nodeSubnets(ann map[string]string) (out map[string][]string, ok bool) {
+	out = map[string][]string{}
+	v, present := ann[udnv1.AnnotationNodeSubnets]
+	if !present {
+		return out, true
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(v), &raw); err != nil {
+		return out, false
+	}
+	for k, m := range raw {
+		var list []string
+		if err := json.Unmarshal(m, &list); err != nil {
+			// OVN-Kubernetes also writes a single CIDR as a string.
+			var one string
+			if json.Unmarshal(m, &one) == nil {
+				list = []string{one}
+			}
+		}
+		out[k] = list
+	}
+	return out, true
+}
+
+func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if err := r.ensureInit(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	nets, err := r.layer3Networks(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	states, err := r.syncNetworks(ctx, nets)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var node corev1.Node
+	if err := r.client.Get(ctx, req.NamespacedName, &node); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		// The node is gone: its IDs and host subnets are free again.
+		r.ids.ReleaseOwner(req.Name)
+		var waiting []string
+		for _, st := range states {
+			st.alloc.Release(req.Name)
+			r.setLacking(ctx, st, req.Name, "")
+			r.netMu.Lock()
+			for n := range st.lacking {
+				waiting = append(waiting, n)
+			}
+			r.netMu.Unlock()
+		}
+		for _, n := range waiting {
+			ev := event.GenericEvent{Object: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}}
+			select {
+			case r.retry <- ev:
+			default:
+				go func() { r.retry <- ev }()
+			}
+		}
+		return ctrl.Result{}, nil
+	}
+	want := map[string]string{}
+	for k, v := range node.Annotations {
+		want[k] = v
+	}
+
+	// Node ID.
+	nodeID, ok := parseNodeID(node.Annotations)
+	if ok {
+		if err := r.ids.Reserve(node.Name, nodeID); err != nil {
+			return ctrl.Result{}, fmt.Errorf("node %s: annotation %s: %w", node.Name, udnv1.AnnotationNodeID, err)
+		}
+	} else {
+		if nodeID, err = r.allocNodeID(node.Name); err != nil {
+			r.recorder.Eventf(&node, nil, corev1.EventTypeWarning, "NodeIDAllocationFailed", "Reconcile", "%v", err)
+			return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+		}
+		want[udnv1.AnnotationNodeID] = strconv.Itoa(nodeID)
+	}
+
+	// Multi-VTEP tunnel IDs.
+	if err := r.tunnelIDs(&node, nodeID, want); err != nil {
+		r.recorder.Eventf(&node, nil, corev1.EventTypeWarning, "TunnelIDAllocationFailed", "Reconcile", "%v", err)
+		return ctrl.Result{}, err
+	}
+
+	// Layer3 host subnets. A malformed annotation is reported, never
+	// overwritten.
+	subnets, parsedOK := nodeSubnets(node.Annotations)
+	if !parsedOK {
+		err := fmt.Errorf("node %s: annotation %s is not a JSON object of network names to CIDR lists", node.Name, udnv1.AnnotationNodeSubnets)
+		r.recorder.Eventf(&node, nil, corev1.EventTypeWarning, eventHostSubnetFailure, "Reconcile", "%v", err)
+		states = nil
+	}
+	names := make([]string, 0, len(states))
+	for name := range states {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		st := states[name]
+		got, err := st.alloc.Allocate(node.Name)
+		if err != nil {
+			msg := fmt.Sprintf("node %s: %v", node.Name, err)
+			r.recorder.Eventf(st.net.ref(), nil, corev1.EventTypeWarning, eventHostSubnetFailure, "Reconcile", "%s", msg)
+			r.setLacking(ctx, st, node.Name, msg)
+			continue
+		}
+		list := make([]string, 0, len(got))
+		for _, p := range got {
+			list = append(list, p.String())
+		}
+		subnets[name] = list
+		r.setLacking(ctx, st, node.Name, "")
+	}
+	r.netMu.Lock()
+	for name := range r.removed {
+		delete(subnets, name)
+	}
+	r.netMu.Unlock()
+	switch {
+	case !parsedOK:
+	case len(subnets) == 0:
+		delete(want, udnv1.AnnotationNodeSubnets)
+	default:
+		b, _ := json.Marshal(subnets)
+		if old, ok := node.Annotations[udnv1.AnnotationNodeSubnets]; !ok || !sameJSON(old, b) {
+			want[udnv1.AnnotationNodeSubnets] = string(b)
+		}
+	}
+
+	if equalMaps(want, node.Annotations) {
+		return ctrl.Result{}, nil
+	}
+	patched := node.DeepCopy()
+	patched.Annotations = want
+	if err := r.client.Patch(ctx, patched, client.MergeFromWithOptions(&node, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) {
+			// What this process allocated stays held for the node, so the
+			// retry writes the same values.
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// allocNodeID returns the ID this process already holds for the node (a
+// retry after a conflict) or a new one.
+func (r *nodeReconciler) allocNodeID(node string) (int, error) {
+	if held := r.ids.Held(node); len(held) > 0 {
+		return held[0], nil
+	}
+	return r.ids.Allocate(node)
+}
+
+// tunnelIDs keeps k8s.ovn.org/node-transit-switch-port-tunnel-ids: one ID per
+// encap IP in k8s.ovn.org/node-encap-ips order, the node ID first.
+func (r *nodeReconciler) tunnelIDs(node *corev1.Node, nodeID int, want map[string]string) error {
+	var encap []string
+	if v, ok := node.Annotations[udnv1.AnnotationNodeEncapIPs]; ok {
+		if err := json.Unmarshal([]byte(v), &encap); err != nil {
+			return fmt.Errorf("node %s: annotation %s=%q is not a JSON list of IPs", node.Name, udnv1.AnnotationNodeEncapIPs, v)
+		}
+	}
+	if len(encap) > netids.MaxTunnelIDsPerNode {
+		return fmt.Errorf("node %s: annotation %s lists %d encap IPs; at most %d are supported", node.Name, udnv1.AnnotationNodeEncapIPs, len(encap), netids.MaxTunnelIDsPerNode)
+	}
+	current := parseTunnelIDs(node.Annotations)
+	var extras []int
+	if len(current) > 0 && current[0] == nodeID {
+		extras = current[1:]
+	} else {
+		for _, id := range r.ids.Held(node.Name) {
+			if id != nodeID {
+				extras = append(extras, id)
+			}
+		}
+	}
+	need := len(encap) - 1
+	if need < 0 {
+		need = 0
+	}
+	for _, id := range extras {
+		if err := r.ids.Reserve(node.Name, id); err != nil {
+			return fmt.Errorf("node %s: annotation %s: %w", node.Name, udnv1.AnnotationNodeTransitSwitchPortTunnelIDs, err)
+		}
+	}
+	for len(extras) > need {
+		r.ids.Release(node.Name, extras[len(extras)-1])
+		extras = extras[:len(extras)-1]
+	}
+	for len(extras) < need {
+		id, err := r.ids.Allocate(node.Name)
+		if err != nil {
+			return fmt.Errorf("node %s: tunnel IDs: %w", node.Name, err)
+		}
+		extras = append(extras, id)
+	}
+	if len(encap) < 2 {
+		delete(want, udnv1.AnnotationNodeTransitSwitchPortTunnelIDs)
+		return nil
+	}
+	b, _ := json.Marshal(append([]int{nodeID}, extras...))
+	want[udnv1.AnnotationNodeTransitSwitchPortTunnelIDs] = string(b)
+	return nil
+}
+
+func sameJSON(a string, b []byte) bool {
+	var x, y any
+	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return string(xb) == string(yb)
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// setLacking records whether node lacks a host subnet of the network and
+// applies the HostSubnetsAllocated condition when the summary changes.
+func (r *nodeReconciler) setLacking(ctx context.Context, st *hostSubnetState, node, msg string) {
+	r.netMu.Lock()
+	if msg == "" {
+		delete(st.lacking, node)
+	} else {
+		st.lacking[node] = msg
+	}
+	status, reason, summary := metav1.ConditionTrue, ReasonHostSubnetsAllocated, "every node has a host subnet"
+	if len(st.lacking) > 0 {
+		nodes := make([]string, 0, len(st.lacking))
+		for n := range st.lacking {
+			nodes = append(nodes, n)
+		}
+		sort.Strings(nodes)
+		first := st.lacking[nodes[0]]
+		more := ""
+		if len(nodes) > maxNodesInMessage {
+			more = fmt.Sprintf(" and %d more", len(nodes)-maxNodesInMessage)
+			nodes = nodes[:maxNodesInMessage]
+		}
+		status, reason = metav1.ConditionFalse, ReasonHostSubnetsExhausted
+		summary = fmt.Sprintf("nodes without a host subnet: [%s]%s; %s", strings.Join(nodes, ", "), more, first)
+	}
+	changed := summary != st.written
+	st.written = summary
+	net := st.net
+	r.netMu.Unlock()
+	if !changed {
+		return
+	}
+	cond := map[string]any{
+		"type": ConditionHostSubnetsAllocated, "status": string(status), "reason": reason, "message": summary,
+		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
+	}
+	u := net.ref()
+	u.SetUID("")
+	u.Object["status"] = map[string]any{"conditions": []any{cond}}
+	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(nodeFieldOwner), client.ForceOwnership); err != nil && !apierrors.IsNotFound(err) {
+		r.netMu.Lock()
+		st.written = "" // retry on the next reconcile
+		r.netMu.Unlock()
+	}
+}
+
+// ref is an object reference the event recorder accepts for the network.
+func (n layer3Network) ref() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(udnv1.GroupVersion.String())
+	u.SetKind(n.kind)
+	u.SetName(n.obj.Name)
+	u.SetNamespace(n.obj.Namespace)
+	u.SetUID(n.uid)
+	return u
+}

@@ -1,0 +1,285 @@
+package reconcilers_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/reconcilers"
+	"github.com/udnkit/udnkit/reconcilers/netids"
+)
+
+// createNodes creates plain Node objects, deleted when the test ends.
+func createNodes(t *testing.T, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := k8s.Create(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k8s.Delete(ctx, node) })
+	}
+}
+
+func nodeAnnotations(g Gomega, name string) map[string]string {
+	var node corev1.Node
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, &node)).To(Succeed())
+	return node.Annotations
+}
+
+func nodeID(g Gomega, name string) int {
+	v, ok := nodeAnnotations(g, name)[udnv1.AnnotationNodeID]
+	g.Expect(ok).To(BeTrue(), "node %s has no node ID yet", name)
+	id, err := strconv.Atoi(v)
+	g.Expect(err).NotTo(HaveOccurred())
+	return id
+}
+
+func setNodeAnnotation(t *testing.T, name, key, value string) {
+	t.Helper()
+	updateObject(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, func(node *corev1.Node) {
+		if node.Annotations == nil {
+			node.Annotations = map[string]string{}
+		}
+		if value == "" {
+			delete(node.Annotations, key)
+		} else {
+			node.Annotations[key] = value
+		}
+	})
+}
+
+func tunnelIDs(g Gomega, name string) []int {
+	v, ok := nodeAnnotations(g, name)[udnv1.AnnotationNodeTransitSwitchPortTunnelIDs]
+	if !ok {
+		return nil
+	}
+	var ids []int
+	g.Expect(json.Unmarshal([]byte(v), &ids)).To(Succeed())
+	return ids
+}
+
+func TestNodeIDsAndMultiVTEPTunnelIDs(t *testing.T) {
+	g := NewWithT(t)
+	createNodes(t, "vtep-a", "vtep-b", "vtep-c")
+	ids := map[int]string{}
+	for _, n := range []string{"vtep-a", "vtep-b", "vtep-c"} {
+		g.Eventually(func(g Gomega) { nodeID(g, n) }).WithTimeout(timeout).Should(Succeed())
+		id := nodeID(g, n)
+		g.Expect(id).To(BeNumerically(">=", netids.FirstNodeID))
+		g.Expect(ids).NotTo(HaveKey(id), "node ID %d handed out twice", id)
+		ids[id] = n
+		g.Expect(tunnelIDs(g, n)).To(BeNil(), "single-VTEP nodes get no tunnel IDs")
+	}
+
+	// Three encap IPs: the node ID first, then two IDs from the node-ID pool.
+	setNodeAnnotation(t, "vtep-a", udnv1.AnnotationNodeEncapIPs, `["10.0.0.2","10.0.0.3","10.0.0.4"]`)
+	idA := nodeID(g, "vtep-a")
+	g.Eventually(func(g Gomega) []int { return tunnelIDs(g, "vtep-a") }).WithTimeout(timeout).Should(HaveLen(3))
+	tun := tunnelIDs(g, "vtep-a")
+	g.Expect(tun[0]).To(Equal(idA))
+	for _, id := range tun[1:] {
+		g.Expect(ids).NotTo(HaveKey(id), "tunnel ID %d collides with a node ID", id)
+	}
+	g.Expect(tun[1]).NotTo(Equal(tun[2]))
+
+	// A node created now never gets one of those IDs.
+	createNodes(t, "vtep-d")
+	g.Eventually(func(g Gomega) { nodeID(g, "vtep-d") }).WithTimeout(timeout).Should(Succeed())
+	g.Expect(tun).NotTo(ContainElement(nodeID(g, "vtep-d")))
+
+	// Fewer encap IPs release the tail; one encap IP removes the annotation.
+	setNodeAnnotation(t, "vtep-a", udnv1.AnnotationNodeEncapIPs, `["10.0.0.2","10.0.0.3"]`)
+	g.Eventually(func(g Gomega) []int { return tunnelIDs(g, "vtep-a") }).WithTimeout(timeout).Should(Equal(tun[:2]))
+	setNodeAnnotation(t, "vtep-a", udnv1.AnnotationNodeEncapIPs, `["10.0.0.2"]`)
+	g.Eventually(func(g Gomega) map[string]string { return nodeAnnotations(g, "vtep-a") }).WithTimeout(timeout).
+		ShouldNot(HaveKey(udnv1.AnnotationNodeTransitSwitchPortTunnelIDs))
+	g.Expect(nodeID(g, "vtep-a")).To(Equal(idA), "the node ID never changes")
+
+	// More than eight encap IPs are refused with an event; nothing is written.
+	var nine []string
+	for i := range 9 {
+		nine = append(nine, fmt.Sprintf("10.0.1.%d", i+1))
+	}
+	b, _ := json.Marshal(nine)
+	setNodeAnnotation(t, "vtep-b", udnv1.AnnotationNodeEncapIPs, string(b))
+	g.Eventually(func(g Gomega) []string {
+		var evs eventsv1.EventList
+		g.Expect(k8s.List(ctx, &evs)).To(Succeed())
+		var notes []string
+		for _, e := range evs.Items {
+			if e.Regarding.Name == "vtep-b" && e.Reason == "TunnelIDAllocationFailed" {
+				notes = append(notes, e.Note)
+			}
+		}
+		return notes
+	}).WithTimeout(timeout).Should(ContainElement(ContainSubstring("lists 9 encap IPs; at most 8 are supported")))
+	g.Expect(tunnelIDs(g, "vtep-b")).To(BeNil())
+}
+
+func hostSubnets(g Gomega, node, network string) []string {
+	v, ok := nodeAnnotations(g, node)[udnv1.AnnotationNodeSubnets]
+	if !ok {
+		return nil
+	}
+	var m map[string][]string
+	g.Expect(json.Unmarshal([]byte(v), &m)).To(Succeed())
+	return m[network]
+}
+
+func hostSubnetCondition(g Gomega, udn *udnv1.UserDefinedNetwork) *metav1.Condition {
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(udn), udn)).To(Succeed())
+	c := meta.FindStatusCondition(udn.Status.Conditions, reconcilers.ConditionHostSubnetsAllocated)
+	g.Expect(c).NotTo(BeNil())
+	return c
+}
+
+func TestLayer3HostSubnetsExhaustionAndAppend(t *testing.T) {
+	g := NewWithT(t)
+	nodes := []string{"l3-a", "l3-b", "l3-c"}
+	createNodes(t, nodes...)
+	// Another component's entry must survive.
+	setNodeAnnotation(t, "l3-a", udnv1.AnnotationNodeSubnets, `{"default":["10.244.0.0/24"]}`)
+
+	ns := newNamespace(t, "hosts", nil)
+	network := ns + "_net"
+	udn := makeUDN(ns, "net", l3Spec(udnv1.Layer3Subnet{CIDR: "10.60.0.0/23", HostSubnet: 24}))
+	g.Expect(k8s.Create(ctx, udn)).To(Succeed())
+
+	// Two host subnets for three nodes: two nodes get one, the third none,
+	// and the UDN says which node is left out.
+	g.Eventually(func(g Gomega) {
+		c := hostSubnetCondition(g, udn)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(reconcilers.ReasonHostSubnetsExhausted))
+		g.Expect(c.Message).To(ContainSubstring("every IPv4 host subnet of 10.60.0.0/23 (hostSubnet 24) is in use"))
+	}).WithTimeout(timeout).Should(Succeed())
+	assigned := map[string]string{}
+	var without []string
+	g.Eventually(func(g Gomega) {
+		assigned, without = map[string]string{}, nil
+		for _, n := range nodes {
+			if s := hostSubnets(g, n, network); len(s) > 0 {
+				g.Expect(s).To(HaveLen(1))
+				assigned[n] = s[0]
+			} else {
+				without = append(without, n)
+			}
+		}
+		g.Expect(assigned).To(HaveLen(2))
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Expect(without).To(HaveLen(1))
+	g.Expect([]string{assigned[nodes[0]], assigned[nodes[1]], assigned[nodes[2]]}).To(ContainElements("10.60.0.0/24", "10.60.1.0/24"))
+	g.Expect(hostSubnetCondition(g, udn).Message).To(ContainSubstring("[" + without[0] + "]"))
+	g.Expect(nodeAnnotations(g, "l3-a")[udnv1.AnnotationNodeSubnets]).To(ContainSubstring(`"default":["10.244.0.0/24"]`))
+
+	// Appending a subnet (with an IPv6 one) serves the third node and keeps
+	// every existing assignment.
+	updateObject(t, udn, func(u *udnv1.UserDefinedNetwork) {
+		u.Spec.Layer3.Subnets = append(u.Spec.Layer3.Subnets,
+			udnv1.Layer3Subnet{CIDR: "10.61.0.0/23", HostSubnet: 24}, udnv1.Layer3Subnet{CIDR: "fd00:61::/48", HostSubnet: 64})
+	})
+	g.Eventually(func(g Gomega) {
+		for _, n := range nodes {
+			s := hostSubnets(g, n, network)
+			g.Expect(s).To(HaveLen(2), "node %s: one host subnet per family", n)
+			if old, ok := assigned[n]; ok {
+				g.Expect(s[0]).To(Equal(old), "node %s was reassigned", n)
+			} else {
+				g.Expect(s[0]).To(Equal("10.61.0.0/24"))
+			}
+			p := netip.MustParsePrefix(s[1])
+			g.Expect(p.Bits()).To(Equal(64))
+			g.Expect(netip.MustParsePrefix("fd00:61::/48").Contains(p.Addr())).To(BeTrue())
+		}
+		c := hostSubnetCondition(g, udn)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(timeout).Should(Succeed())
+	v6 := map[string]bool{}
+	for _, n := range nodes {
+		v6[hostSubnets(g, n, network)[1]] = true
+	}
+	g.Expect(v6).To(HaveLen(3), "IPv6 host subnets are unique")
+	// The NAD's condition is untouched by the host subnet condition.
+	expectCondition(t, udn, metav1.ConditionTrue, udnv1.ReasonNADCreated)
+	g.Expect(k8s.Delete(ctx, udn)).To(Succeed())
+	expectGone(t, udn)
+	// The deleted network's entries go; other components' entries stay.
+	g.Eventually(func(g Gomega) {
+		for _, n := range nodes {
+			g.Expect(hostSubnets(g, n, network)).To(BeNil())
+		}
+		g.Expect(nodeAnnotations(g, "l3-a")[udnv1.AnnotationNodeSubnets]).To(ContainSubstring(`"default":["10.244.0.0/24"]`))
+	}).WithTimeout(timeout).Should(Succeed())
+
+	// A malformed annotation is left as it is.
+	setNodeAnnotation(t, "l3-b", udnv1.AnnotationNodeSubnets, `not json`)
+	udn2 := makeUDN(ns, "net2", l3Spec(udnv1.Layer3Subnet{CIDR: "10.62.0.0/16", HostSubnet: 24}))
+	g.Expect(k8s.Create(ctx, udn2)).To(Succeed())
+	g.Eventually(func(g Gomega) []string { return hostSubnets(g, "l3-c", ns+"_net2") }).WithTimeout(timeout).Should(HaveLen(1))
+	g.Consistently(func(g Gomega) string { return nodeAnnotations(g, "l3-b")[udnv1.AnnotationNodeSubnets] }).
+		WithTimeout(time.Second).Should(Equal("not json"))
+	g.Expect(k8s.Delete(ctx, udn2)).To(Succeed())
+	expectGone(t, udn2)
+}
+
+func TestNodeIDsSurviveRestart(t *testing.T) {
+	g := NewWithT(t)
+	createNodes(t, "keep-a", "keep-b")
+	g.Eventually(func(g Gomega) { nodeID(g, "keep-a"); nodeID(g, "keep-b") }).WithTimeout(timeout).Should(Succeed())
+	setNodeAnnotation(t, "keep-b", udnv1.AnnotationNodeEncapIPs, `["10.0.0.2","10.0.0.3"]`)
+	g.Eventually(func(g Gomega) []int { return tunnelIDs(g, "keep-b") }).WithTimeout(timeout).Should(HaveLen(2))
+	held := map[int]string{nodeID(g, "keep-a"): "keep-a"}
+	for _, id := range tunnelIDs(g, "keep-b") {
+		held[id] = "keep-b"
+	}
+
+	// After a restart, new nodes get none of the IDs held above.
+	restartManager(t, reconcilers.DefaultConfig())
+	createNodes(t, "keep-c", "keep-d", "keep-e")
+	for _, n := range []string{"keep-c", "keep-d", "keep-e"} {
+		g.Eventually(func(g Gomega) { nodeID(g, n) }).WithTimeout(timeout).Should(Succeed())
+		g.Expect(held).NotTo(HaveKey(nodeID(g, n)), "node %s got an ID already in use", n)
+		held[nodeID(g, n)] = n
+	}
+	g.Expect(nodeID(g, "keep-a")).To(BeKeyOf(held))
+
+}
+
+func TestDeletedNodeFreesItsHostSubnetForAWaitingNode(t *testing.T) {
+	g := NewWithT(t)
+	createNodes(t, "free-a", "free-b")
+	ns := newNamespace(t, "free", nil)
+	network := ns + "_net"
+	udn := makeUDN(ns, "net", l3Spec(udnv1.Layer3Subnet{CIDR: "10.63.0.0/24", HostSubnet: 25}))
+	g.Expect(k8s.Create(ctx, udn)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(ctx, udn) })
+	g.Eventually(func(g Gomega) {
+		g.Expect(hostSubnets(g, "free-a", network)).To(HaveLen(1))
+		g.Expect(hostSubnets(g, "free-b", network)).To(HaveLen(1))
+	}).WithTimeout(timeout).Should(Succeed())
+	freed := hostSubnets(g, "free-a", network)[0]
+
+	createNodes(t, "free-c")
+	g.Eventually(func(g Gomega) {
+		c := hostSubnetCondition(g, udn)
+		g.Expect(c.Reason).To(Equal(reconcilers.ReasonHostSubnetsExhausted))
+		g.Expect(c.Message).To(ContainSubstring("[free-c]"))
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Expect(hostSubnets(g, "free-c", network)).To(BeNil())
+
+	g.Expect(k8s.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "free-a"}})).To(Succeed())
+	g.Eventually(func(g Gomega) []string { return hostSubnets(g, "free-c", network) }).WithTimeout(timeout).Should(Equal([]string{freed}))
+	g.Eventually(func(g Gomega) metav1.ConditionStatus { return hostSubnetCondition(g, udn).Status }).WithTimeout(timeout).Should(Equal(metav1.ConditionTrue))
+}

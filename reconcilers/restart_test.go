@@ -1,0 +1,152 @@
+package reconcilers_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/reconcilers"
+	"github.com/udnkit/udnkit/reconcilers/netids"
+)
+
+func createPrimaryL2(t *testing.T, prefix string, n int) []*udnv1.UserDefinedNetwork {
+	t.Helper()
+	g := NewWithT(t)
+	var out []*udnv1.UserDefinedNetwork
+	for i := range n {
+		ns := newNamespace(t, prefix, nil)
+		u := makeUDN(ns, "net", l2Spec(udnv1.NetworkRolePrimary, udnv1.CIDR(fmt.Sprintf("10.%d.0.0/16", 10+i))))
+		g.Expect(k8s.Create(ctx, u)).To(Succeed())
+		out = append(out, u)
+	}
+	return out
+}
+
+func TestRestartKeepsAllocations(t *testing.T) {
+	g := NewWithT(t)
+	before := createPrimaryL2(t, "restart", 3)
+	for _, u := range before {
+		expectCondition(t, u, metav1.ConditionTrue, udnv1.ReasonNADCreated)
+	}
+	ids := map[string]string{}
+	for _, u := range before {
+		ids[u.Namespace] = u.Annotations[udnv1.AnnotationNetworkID] + " " + u.Annotations[udnv1.AnnotationTunnelKeys]
+	}
+
+	// A manager that runs only the CUDN controller never reconciles the
+	// UDNs above, so only the start-up rebuild from annotations keeps it
+	// from handing out their IDs and keys again.
+	cfg := reconcilers.DefaultConfig()
+	cfg.Controllers = []string{reconcilers.ControllerCUDN}
+	restartManager(t, cfg)
+	sel := map[string]string{"restart": "cudn"}
+	newNamespace(t, "restart-cudn", sel)
+	cudn := makeCUDN("restart-l2", sel, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
+		Layer2: layer2(udnv1.NetworkRolePrimary, "10.77.0.0/16")})
+	g.Expect(k8s.Create(ctx, cudn)).To(Succeed())
+	expectCondition(t, cudn, metav1.ConditionTrue, udnv1.ReasonNADCreated)
+	expectUniqueAllocations(t)
+
+	restartManager(t, reconcilers.DefaultConfig())
+	after := createPrimaryL2(t, "restart", 3)
+	for _, u := range after {
+		expectCondition(t, u, metav1.ConditionTrue, udnv1.ReasonNADCreated)
+	}
+	for _, u := range before {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(u), u)).To(Succeed())
+		g.Expect(u.Annotations[udnv1.AnnotationNetworkID] + " " + u.Annotations[udnv1.AnnotationTunnelKeys]).To(Equal(ids[u.Namespace]))
+		g.Expect(getNAD(g, u.Namespace, "net").Annotations[udnv1.AnnotationNetworkID]).To(Equal(u.Annotations[udnv1.AnnotationNetworkID]))
+	}
+	expectUniqueAllocations(t)
+	g.Expect(k8s.Delete(ctx, cudn)).To(Succeed())
+	expectGone(t, cudn)
+}
+
+func TestTunnelKeyExhaustion(t *testing.T) {
+	g := NewWithT(t)
+	// Three keys: the first Primary Layer2 network takes two, the second
+	// cannot get its pair.
+	cfg := reconcilers.DefaultConfig()
+	cfg.TunnelKeyFirst, cfg.TunnelKeyLast = netids.LastInterconnectKey-2, netids.LastInterconnectKey
+	restartManager(t, cfg)
+	defer restartManager(t, reconcilers.DefaultConfig())
+
+	first := createPrimaryL2(t, "keys", 1)[0]
+	expectCondition(t, first, metav1.ConditionTrue, udnv1.ReasonNADCreated)
+	g.Expect(first.Annotations[udnv1.AnnotationTunnelKeys]).To(Equal(fmt.Sprintf("[%d,%d]", netids.LastInterconnectKey-2, netids.LastInterconnectKey-1)))
+
+	second := createPrimaryL2(t, "keys", 1)[0]
+	expectCondition(t, second, metav1.ConditionFalse, udnv1.ReasonSyncError,
+		fmt.Sprintf("failed to allocate network IDs: all 3 tunnel keys in [%d, %d] are in use: exhausted", netids.LastInterconnectKey-2, netids.LastInterconnectKey))
+	// Nothing partial: no IDs on the CR, no NAD.
+	g.Expect(second.Annotations).NotTo(HaveKey(udnv1.AnnotationNetworkID))
+	g.Expect(second.Annotations).NotTo(HaveKey(udnv1.AnnotationTunnelKeys))
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: second.Namespace, Name: "net"}, newNAD())).NotTo(Succeed())
+	// A Warning event says so too.
+	g.Eventually(func(g Gomega) {
+		var evs eventsv1.EventList
+		g.Expect(k8s.List(ctx, &evs, client.InNamespace(second.Namespace))).To(Succeed())
+		var reasons []string
+		for _, e := range evs.Items {
+			if e.Regarding.UID == second.UID && e.Type == "Warning" {
+				reasons = append(reasons, e.Reason)
+			}
+		}
+		g.Expect(reasons).To(ContainElement("NetworkIDAllocationFailed"))
+	}).WithTimeout(timeout).Should(Succeed())
+
+	// Back on the full range, the second network gets its keys.
+	restartManager(t, reconcilers.DefaultConfig())
+	expectCondition(t, second, metav1.ConditionTrue, udnv1.ReasonNADCreated)
+	expectUniqueAllocations(t)
+}
+
+// TestTwoManagersRacing runs a second manager beside the suite's, as happens
+// without leader election or while an old leader winds down: each has its
+// own allocators, so both hand out the same next IDs to different networks.
+// Writes are checked against the apiserver before any NAD advertises them,
+// and the writer that sees the clash yields.
+func TestTwoManagersRacing(t *testing.T) {
+	g := NewWithT(t)
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(reconcilers.SetupWithManager(mgr, reconcilers.DefaultConfig())).To(Succeed())
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	defer func() { cancel(); <-done }()
+	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
+
+	var wg sync.WaitGroup
+	var udns []*udnv1.UserDefinedNetwork
+	for i := range 16 {
+		ns := newNamespace(t, "race", nil)
+		udns = append(udns, makeUDN(ns, "net", l2Spec(udnv1.NetworkRolePrimary, udnv1.CIDR(fmt.Sprintf("10.%d.0.0/16", 30+i)))))
+	}
+	for _, u := range udns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g.Expect(k8s.Create(ctx, u)).To(Succeed())
+		}()
+	}
+	wg.Wait()
+	for _, u := range udns {
+		expectCondition(t, u, metav1.ConditionTrue, udnv1.ReasonNADCreated)
+	}
+	expectUniqueAllocations(t)
+}

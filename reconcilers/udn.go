@@ -1,0 +1,60 @@
+package reconcilers
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+)
+
+// udnReconciler keeps one NAD per UserDefinedNetwork, in its namespace.
+type udnReconciler struct{ *networkReconciler }
+
+func (r *udnReconciler) setup(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("userdefinednetwork").
+		For(&udnv1.UserDefinedNetwork{}).
+		// A NAD maps to the UDN of the same namespace and name, owned or
+		// not: a foreign NAD going away unblocks the UDN at once.
+		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+			return []ctrl.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
+		})).
+		WatchesMetadata(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+			return r.networksOfPod(ctx, o, kindUDN)
+		}), builder.WithPredicates(podNetworksChanged)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.cfg.MaxConcurrentReconciles}).
+		Complete(r)
+}
+
+func (r *udnReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var udn udnv1.UserDefinedNetwork
+	if err := r.client.Get(ctx, req.NamespacedName, &udn); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	n := network{obj: &udn, kind: kindUDN, spec: udn.Spec.Network(), status: &udn.Status}
+	return r.reconcileNetwork(ctx, n, []string{udn.Namespace})
+}
+
+// podNetworksChanged passes pods whose k8s.ovn.org/pod-networks annotation
+// appears, changes or goes away (including with the pod).
+var podNetworksChanged = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool { return false },
+	DeleteFunc: func(e event.DeleteEvent) bool {
+		_, ok := e.Object.GetAnnotations()[udnv1.AnnotationPodNetworks]
+		return ok
+	},
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetAnnotations()[udnv1.AnnotationPodNetworks] != e.ObjectNew.GetAnnotations()[udnv1.AnnotationPodNetworks]
+	},
+	GenericFunc: func(e event.GenericEvent) bool { return false },
+}
