@@ -15,7 +15,8 @@ import (
 
 // flagAliases: setting the key also sets the value (one cluster fact, one flag).
 var flagAliases = map[string]string{
-	webhooks.FlagServiceCIDRs: "k8s-service-cidrs",
+	webhooks.FlagServiceCIDRs:   "k8s-service-cidrs",
+	webhooks.FlagTransitSubnets: "udn-transit-subnets",
 }
 
 // components lists what --controllers can select, in start order. Each
