@@ -124,6 +124,25 @@ func (r *networkReconciler) event(obj client.Object, reason, msg string) {
 
 // transitSubnets picks a Primary Layer2 network's transit subnets.
 func (r *networkReconciler) transitSubnets(spec udnv1.NetworkSpec) ([]netip.Prefix, error) {
+	return transitSubnetsFor(spec, r.cfg.joinSubnets, r.cfg.transitSubnets)
+}
+
+// TransitSubnetsFor returns the transit subnets the nad reconciler picks for
+// a Primary Layer2 network under cfg (OKEP-5094 option 4), nil for others;
+// udnctl render uses it to show the same NetConf without a cluster.
+func TransitSubnetsFor(spec udnv1.NetworkSpec, cfg Config) ([]netip.Prefix, error) {
+	join, err := parseFamilies("udn-join-subnets", cfg.DefaultJoinSubnets)
+	if err != nil {
+		return nil, err
+	}
+	transit, err := parseFamilies("udn-transit-subnets", cfg.DefaultTransitSubnets)
+	if err != nil {
+		return nil, err
+	}
+	return transitSubnetsFor(spec, join, transit)
+}
+
+func transitSubnetsFor(spec udnv1.NetworkSpec, defaultJoin, defaultTransit []netip.Prefix) ([]netip.Prefix, error) {
 	if spec.Topology != udnv1.NetworkTopologyLayer2 || !spec.IsPrimary() {
 		return nil, nil
 	}
@@ -138,7 +157,7 @@ func (r *networkReconciler) transitSubnets(spec udnv1.NetworkSpec) ([]netip.Pref
 	avoid = append(avoid, subnets...)
 	join := spec.JoinSubnetCIDRs()
 	if len(join) == 0 {
-		for _, p := range r.cfg.joinSubnets {
+		for _, p := range defaultJoin {
 			join = append(join, p.String())
 		}
 	}
@@ -147,7 +166,7 @@ func (r *networkReconciler) transitSubnets(spec udnv1.NetworkSpec) ([]netip.Pref
 			avoid = append(avoid, p.Masked())
 		}
 	}
-	return netids.TransitSubnets(r.cfg.transitSubnets, subnets, avoid)
+	return netids.TransitSubnets(defaultTransit, subnets, avoid)
 }
 
 // podsUsing lists (up to all) pods in namespace whose k8s.ovn.org/pod-networks

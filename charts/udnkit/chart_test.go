@@ -2,6 +2,9 @@ package udnkitchart_test
 
 import (
 	"context"
+	"flag"
+	"fmt"
+	"io"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -20,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/udnkit/udnkit/cel"
+	"github.com/udnkit/udnkit/cmd/udnkit/app"
 	"github.com/udnkit/udnkit/envtest"
 )
 
@@ -131,14 +135,43 @@ func TestRenderDefaults(t *testing.T) {
 			t.Errorf("CRD %s lacks helm.sh/resource-policy: keep", crd.GetName())
 		}
 	}
-	for _, kind := range []string{"Deployment", "ServiceAccount", "Role", "RoleBinding"} {
+	for _, kind := range []string{"Deployment", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding",
+		"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
 		if k[kind] == 0 {
 			t.Errorf("no %s rendered", kind)
 		}
 	}
+	if k["ValidatingAdmissionPolicy"] != 2 || k["ValidatingAdmissionPolicyBinding"] != 2 {
+		t.Errorf("want 2 ValidatingAdmissionPolicies with bindings, got %v", k)
+	}
+	for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
+		cfg := find(objs, kind, "")
+		hooks, _, _ := unstructured.NestedSlice(cfg.Object, "webhooks")
+		if len(hooks) == 0 {
+			t.Fatalf("%s has no webhooks", kind)
+		}
+		for _, h := range hooks {
+			hm := h.(map[string]any)
+			svc, _, _ := unstructured.NestedString(hm, "clientConfig", "service", "name")
+			ns, _, _ := unstructured.NestedString(hm, "clientConfig", "service", "namespace")
+			ca, _, _ := unstructured.NestedString(hm, "clientConfig", "caBundle")
+			if svc != "udnkit-webhook" || ns != releaseNamespace || len(ca) < 100 {
+				t.Errorf("%s webhook %v points at %s/%s with caBundle of %d bytes", kind, hm["name"], ns, svc, len(ca))
+			}
+			if hm["failurePolicy"] != "Fail" || hm["sideEffects"] != "None" || fmt.Sprint(hm["timeoutSeconds"]) != "5" {
+				t.Errorf("%s webhook %v: failurePolicy %v, sideEffects %v, timeout %v", kind, hm["name"], hm["failurePolicy"], hm["sideEffects"], hm["timeoutSeconds"])
+			}
+		}
+	}
+	secret := find(objs, "Secret", "-webhook-tls")
+	vcfg := find(objs, "ValidatingWebhookConfiguration", "")
+	hooks, _, _ := unstructured.NestedSlice(vcfg.Object, "webhooks")
+	if ca, _, _ := unstructured.NestedString(hooks[0].(map[string]any), "clientConfig", "caBundle"); ca != secret.Object["data"].(map[string]any)["ca.crt"] {
+		t.Error("the webhooks' caBundle is not the CA in the serving Secret")
+	}
 	args := strings.Join(managerArgs(t, objs), " ")
 	for _, want := range []string{"--controllers=admission,nad,nodes,ipam,dataplane", "--leader-elect=true",
-		"--cluster-subnets=10.128.0.0/14", "--masquerade-subnets=169.254.0.0/17,fd69::/112",
+		"--cluster-subnets=10.244.0.0/16", "--masquerade-subnets=169.254.0.0/17,fd69::/112",
 		"--preconfigured-udn-addresses-enable=false", "--ovn-nb-address=unix:/var/run/ovn/ovnnb_db.sock"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("manager args %q lack %q", args, want)
@@ -167,6 +200,34 @@ func TestRenderDefaults(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestManagerAcceptsRenderedArgs parses the Deployment's arguments with the
+// manager's own flag set, for each values combination, so the chart can never
+// pass a flag the binary does not know.
+func TestManagerAcceptsRenderedArgs(t *testing.T) {
+	for name, vals := range map[string]map[string]any{
+		"defaults":       nil,
+		"admission only": {"controllers": []any{"admission"}},
+		"every option":   {"features": map[string]any{"preconfiguredUDNAddresses": true}, "network": map[string]any{"nodeSubnets": []any{"192.168.0.0/24"}}, "metrics": map[string]any{"enabled": false}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			objs, err := render(t, vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := app.NewOptions()
+			fs := flag.NewFlagSet("udnkit", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			opts.BindFlags(fs)
+			if err := fs.Parse(managerArgs(t, objs)); err != nil {
+				t.Fatalf("the manager refuses the chart's arguments: %v", err)
+			}
+			if _, err := opts.Selected(); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 

@@ -2,6 +2,8 @@
 // manifests without a cluster.
 //
 //	udnctl validate -f FILE [--old OLDFILE]
+//	udnctl render -f FILE [--namespaces a,b]
+//	udnctl plan -f FILE [--nodes N]
 //
 // validate judges every object in FILE exactly as a kube-apiserver with
 // udnkit's CRDs would (schema, CEL rules, strict unknown-field checks), then
@@ -35,10 +37,15 @@ const usage = `udnctl validates k8s.ovn.org manifests offline.
 
 Usage:
   udnctl validate -f FILE [--old OLDFILE] [--cluster-subnets=...] [--service-cidrs=...] ...
+  udnctl render -f FILE [--namespaces a,b] [--preconfigured-udn-addresses-enable]
+  udnctl plan -f FILE [--nodes N]
 
 Commands:
-  validate   judge every object of FILE as the apiserver would; with --old,
-             as updates of the objects of the same kind, namespace and name
+  validate   judge every object of FILE as the apiserver would, plus the
+             admission webhook's checks that need no cluster; with --old, as
+             updates of the objects of the same kind, namespace and name
+  render     print the NetworkAttachmentDefinitions the reconcilers would write
+  plan       print the OVN Northbound rows the dataplane would program on N nodes
 `
 
 func main() {
@@ -56,6 +63,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "validate":
 		return validate(ctx, args[1:], stdout, stderr)
+	case "render":
+		return render(ctx, args[1:], stdout, stderr)
+	case "plan":
+		return plan(ctx, args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "udnctl: unknown command %q\n\n%s", args[0], usage)
 		return 2

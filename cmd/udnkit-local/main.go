@@ -189,7 +189,10 @@ In another terminal, from %s:
   kubectl apply -f examples/udn-layer3-primary.yaml
   kubectl apply -f examples/cudn-layer2-predefined-addresses.yaml
   kubectl apply -f examples/cudn-localnet.yaml
+  kubectl wait -n tenant-blue udn/blue --for=condition=NetworkCreated --timeout=60s
   kubectl get udn,cudn -A
+  kubectl get net-attach-def -A
+  kubectl get nodes -o custom-columns='NAME:.metadata.name,NODE-ID:.metadata.annotations.k8s\.ovn\.org/node-id,TUNNEL-IDS:.metadata.annotations.k8s\.ovn\.org/node-transit-switch-port-tunnel-ids,L2-TOPOLOGY:.metadata.annotations.k8s\.ovn\.org/layer2-topology-version'
   kubectl apply -f examples/udn-layer3-append.yaml                 # append a Layer3 subnet
   kubectl apply -f examples/invalid/udn-layer2-bad-gateway.yaml     # rejected, naming the fields
   kubectl apply -f examples/invalid/udn-layer3-remove-subnet.yaml   # rejected: subnets are append-only

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -93,6 +94,12 @@ func TestQuickstart(t *testing.T) {
 	env := commands[0]
 	for _, c := range commands[1:] {
 		out, err := exec.Command("bash", "-c", env+"; cd "+root+"; "+c).CombinedOutput()
+		// The dataplane programs OVN asynchronously: give the topology a
+		// few seconds to appear before judging `ovn-nbctl show`.
+		for i := 0; strings.HasPrefix(c, "ovn-nbctl") && i < 60 && !strings.Contains(string(out), "trtor-GR_tenant.blue_blue_node-b"); i++ {
+			time.Sleep(500 * time.Millisecond)
+			out, err = exec.Command("bash", "-c", env+"; cd "+root+"; "+c).CombinedOutput()
+		}
 		t.Logf("$ %s\n%s", c, out)
 		switch {
 		case strings.Contains(c, "# rejected"):
@@ -113,8 +120,26 @@ func TestQuickstart(t *testing.T) {
 					t.Errorf("the pod's k8s.ovn.org/pod-networks lacks %s", want)
 				}
 			}
+		case strings.HasPrefix(c, "kubectl get net-attach-def"):
+			for _, want := range []string{"tenant-blue", "blue", "tenant-green", "green", "migrated-apps", "network-l2", "physnet-ext", "ovn-kubernetes"} {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("NADs lack %q", want)
+				}
+			}
+		case strings.HasPrefix(c, "kubectl get nodes"):
+			if !strings.Contains(string(out), "node-b") || !regexp.MustCompile(`node-b\s+(\d+)\s+\[(\d+),(\d+),(\d+)\]`).MatchString(string(out)) {
+				t.Errorf("node-b (three encap IPs) should show its node ID and three tunnel IDs")
+			}
+		case strings.HasPrefix(c, "ovn-nbctl"):
+			for _, want := range []string{"tenant.blue_blue_transit_router", "tenant.blue_blue_ovn_layer2_switch",
+				"trtor-GR_tenant.blue_blue_node-a", "trtor-GR_tenant.blue_blue_node-b", "trtor-GR_tenant.blue_blue_node-c",
+				"cluster_udn_network.l2_transit_router", `"192.168.100.2/24"`} {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("ovn-nbctl show lacks %s", want)
+				}
+			}
 		case strings.HasPrefix(c, "kubectl get udn,cudn"):
-			for _, want := range []string{"tenant-blue", "blue", "green", "network-l2", "physnet-ext", "Layer2", "Layer3", "Localnet"} {
+			for _, want := range []string{"tenant-blue", "blue", "green", "network-l2", "physnet-ext", "Layer2", "Layer3", "Localnet", "True"} {
 				if !strings.Contains(string(out), want) {
 					t.Errorf("kubectl get udn,cudn output lacks %q", want)
 				}

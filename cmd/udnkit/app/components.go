@@ -15,25 +15,26 @@ import (
 
 // flagAliases: setting the key also sets the value (one cluster fact, one flag).
 var flagAliases = map[string]string{
-	webhooks.FlagServiceCIDRs: "k8s-service-cidrs",
+	webhooks.FlagServiceCIDRs:   "k8s-service-cidrs",
+	webhooks.FlagTransitSubnets: "udn-transit-subnets",
 }
 
 // components lists what --controllers can select, in start order. Each
 // component's configuration is bound to flags once, here.
 func components() []Component {
 	admission := webhooks.DefaultConfig()
+	rc := reconcilers.DefaultConfig()
 	ipam := addresses.DefaultConfig()
-	// The udn, cudn and node reconcilers share one configuration and, per
-	// manager, one set of allocators.
-	networks := reconcilers.DefaultConfig()
-	reconciler := func(name string) func(context.Context, ctrl.Manager) error {
+	var ovnNB, ovnSB string
+	// The reconcilers share one configuration and, per manager, one set of
+	// allocators, whichever of nad and nodes run.
+	reconciler := func(names ...string) func(context.Context, ctrl.Manager) error {
 		return func(_ context.Context, mgr ctrl.Manager) error {
-			cfg := networks
-			cfg.Controllers = []string{name}
+			cfg := rc
+			cfg.Controllers = names
 			return reconcilers.SetupWithManager(mgr, cfg)
 		}
 	}
-	var ovnNB, ovnSB string
 	return []Component{
 		{
 			Name:      "admission",
@@ -44,28 +45,23 @@ func components() []Component {
 			},
 		},
 		{
+			Name:      "nad",
+			Help:      "UDNs and CUDNs to NetworkAttachmentDefinitions, network IDs, tunnel keys, transit subnets",
+			BindFlags: rc.BindFlags,
+			Setup:     reconciler(reconcilers.ControllerUDN, reconcilers.ControllerCUDN),
+		},
+		{
+			Name:  "nodes",
+			Help:  "node IDs, transit peer subnets, multi-VTEP tunnel IDs, Layer3 host subnets",
+			Setup: reconciler(reconcilers.ControllerNode),
+		},
+		{
 			Name:      "ipam",
 			Help:      "pod addresses of Primary Layer2 networks, IPAMClaims, default NAD stub",
 			BindFlags: ipam.BindFlags,
 			Setup: func(_ context.Context, mgr ctrl.Manager) error {
 				return addresses.SetupWithManager(mgr, ipam)
 			},
-		},
-		{
-			Name:      reconcilers.ControllerUDN,
-			Help:      "UserDefinedNetworks to NADs, network IDs, tunnel keys, transit subnets",
-			BindFlags: networks.BindFlags,
-			Setup:     reconciler(reconcilers.ControllerUDN),
-		},
-		{
-			Name:  reconcilers.ControllerCUDN,
-			Help:  "ClusterUserDefinedNetworks to NADs in the selected namespaces",
-			Setup: reconciler(reconcilers.ControllerCUDN),
-		},
-		{
-			Name:  reconcilers.ControllerNode,
-			Help:  "node IDs, multi-VTEP tunnel IDs, Layer3 host subnets",
-			Setup: reconciler(reconcilers.ControllerNode),
 		},
 		{
 			Name: "dataplane",

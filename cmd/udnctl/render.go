@@ -1,0 +1,242 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/cel"
+	"github.com/udnkit/udnkit/dataplane"
+	dataplanecontroller "github.com/udnkit/udnkit/dataplane/controller"
+	"github.com/udnkit/udnkit/reconcilers"
+	"github.com/udnkit/udnkit/reconcilers/netconf"
+	"github.com/udnkit/udnkit/reconcilers/netids"
+)
+
+// network is a valid UDN or CUDN from a file, with what the reconcilers
+// derive from it.
+type network struct {
+	obj      *unstructured.Unstructured
+	spec     udnv1.NetworkSpec
+	name     string   // OVN network name
+	nadName  string   // NAD name (the CR's)
+	targets  []string // namespaces that get a NAD
+	labels   map[string]string
+	isPrimL2 bool
+}
+
+// loadNetworks reads FILE, refuses it unless every network in it is valid
+// (as validate would judge it), and returns the networks in file order.
+func loadNetworks(ctx context.Context, file string, namespaces []string, stderr io.Writer) ([]network, int) {
+	objs, err := readObjects(file)
+	if err != nil {
+		fmt.Fprintf(stderr, "udnctl: %v\n", err)
+		return nil, 2
+	}
+	v, err := cel.NewDefault()
+	if err != nil {
+		fmt.Fprintf(stderr, "udnctl: loading the CRDs: %v\n", err)
+		return nil, 2
+	}
+	var out []network
+	for _, obj := range objs {
+		spec, _, ok := networkSpec(obj)
+		if !ok {
+			continue
+		}
+		res, err := v.Validate(ctx, obj, nil)
+		if err != nil || !res.OK() {
+			fmt.Fprintf(stderr, "udnctl: %s is invalid (see udnctl validate): %v %s\n", identity(obj), err, strings.Join(res.Violations(), "; "))
+			return nil, 1
+		}
+		n := network{obj: obj, spec: spec, nadName: obj.GetName(), labels: obj.GetLabels(),
+			isPrimL2: spec.Layer2 != nil && spec.IsPrimary()}
+		if obj.GetKind() == "UserDefinedNetwork" {
+			ns := obj.GetNamespace()
+			if ns == "" {
+				ns = "default"
+			}
+			n.name, n.targets = netconf.UDNNetworkName(ns, obj.GetName()), []string{ns}
+		} else {
+			n.name, n.targets = netconf.CUDNNetworkName(obj.GetName()), namespaces
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		fmt.Fprintf(stderr, "udnctl: %s holds no UserDefinedNetwork or ClusterUserDefinedNetwork\n", file)
+		return nil, 2
+	}
+	return out, 0
+}
+
+// nads renders the NetworkAttachmentDefinitions the nad reconciler would
+// write for n, with the defaults of a fresh manager.
+func (n network) nads(cfg reconcilers.Config) ([]*nadv1.NetworkAttachmentDefinition, error) {
+	join, err := prefixes(cfg.DefaultJoinSubnets)
+	if err != nil {
+		return nil, fmt.Errorf("--udn-join-subnets: %w", err)
+	}
+	transit, err := reconcilers.TransitSubnetsFor(n.spec, cfg)
+	if err != nil {
+		return nil, err
+	}
+	var out []*nadv1.NetworkAttachmentDefinition
+	for _, ns := range n.targets {
+		conf, err := netconf.Render(n.spec, netconf.Options{
+			NetworkName: n.name, NADName: ns + "/" + n.nadName,
+			DefaultJoinSubnets: join, TransitSubnets: transit, PredefinedAddresses: cfg.PreconfiguredUDNAddresses,
+		})
+		if err != nil {
+			return nil, err
+		}
+		labels := map[string]string{udnv1.LabelUserDefinedNetwork: ""}
+		for k, v := range n.labels {
+			labels[k] = v
+		}
+		out = append(out, &nadv1.NetworkAttachmentDefinition{
+			TypeMeta: metav1.TypeMeta{APIVersion: "k8s.cni.cncf.io/v1", Kind: "NetworkAttachmentDefinition"},
+			ObjectMeta: metav1.ObjectMeta{Name: n.nadName, Namespace: ns, Labels: labels,
+				Finalizers: []string{udnv1.FinalizerUserDefinedNetworkProtection}},
+			Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: conf},
+		})
+	}
+	return out, nil
+}
+
+func prefixes(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range strings.Split(list, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func render(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("render", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	file := fs.String("f", "", "manifest with UserDefinedNetworks and ClusterUserDefinedNetworks")
+	namespaces := fs.String("namespaces", "NAMESPACE", "comma-separated namespaces a CUDN's selector matches (no cluster to ask)")
+	cfg := reconcilers.DefaultConfig()
+	cfg.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *file == "" {
+		fmt.Fprintln(stderr, "udnctl render: -f FILE is required")
+		return 2
+	}
+	nets, code := loadNetworks(ctx, *file, strings.Split(*namespaces, ","), stderr)
+	if code != 0 {
+		return code
+	}
+	for _, n := range nets {
+		nads, err := n.nads(cfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "udnctl render: %s: %v\n", identity(n.obj), err)
+			return 1
+		}
+		for _, nad := range nads {
+			data, err := yaml.Marshal(nad)
+			if err != nil {
+				fmt.Fprintf(stderr, "udnctl render: %v\n", err)
+				return 1
+			}
+			fmt.Fprintf(stdout, "---\n# %s (network %s; k8s.ovn.org/network-id and k8s.ovn.org/tunnel-keys are assigned by the cluster)\n%s", identity(n.obj), n.name, data)
+		}
+	}
+	return 0
+}
+
+func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	file := fs.String("f", "", "manifest with UserDefinedNetworks and ClusterUserDefinedNetworks")
+	nodes := fs.Int("nodes", 3, "number of nodes (node-1 ... node-N, node IDs from 2, all in this OVN zone)")
+	cfg := reconcilers.DefaultConfig()
+	cfg.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *file == "" || *nodes < 1 || *nodes > netids.MaxNodeID-netids.FirstNodeID {
+		fmt.Fprintln(stderr, "udnctl plan: -f FILE and --nodes N (1 or more) are required")
+		return 2
+	}
+	nets, code := loadNetworks(ctx, *file, []string{"NAMESPACE"}, stderr)
+	if code != 0 {
+		return code
+	}
+	var l2Nodes []dataplane.Layer2Node
+	for i := 0; i < *nodes; i++ {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-" + strconv.Itoa(i+1), Annotations: map[string]string{
+			udnv1.AnnotationNodeID:                strconv.Itoa(netids.FirstNodeID + i),
+			udnv1.AnnotationLayer2TopologyVersion: dataplane.Layer2TopologyVersion,
+		}}}
+		n, _, err := dataplanecontroller.Layer2NodeFromNode(node)
+		if err != nil {
+			fmt.Fprintf(stderr, "udnctl plan: %v\n", err)
+			return 1
+		}
+		n.Local = true
+		l2Nodes = append(l2Nodes, n)
+	}
+	// Tunnel keys as a fresh cluster would allocate them, network by network.
+	nextKey := netids.FirstAllocatedTunnelKey
+	for _, n := range nets {
+		var desired *dataplane.Desired
+		switch {
+		case n.isPrimL2:
+			nads, err := n.nads(cfg)
+			if err != nil {
+				fmt.Fprintf(stderr, "udnctl plan: %s: %v\n", identity(n.obj), err)
+				return 1
+			}
+			keys, _ := json.Marshal([]int{nextKey, nextKey + 1})
+			nextKey += 2
+			nad := nads[0]
+			nad.Annotations = map[string]string{udnv1.AnnotationTunnelKeys: string(keys)}
+			net, _, err := dataplanecontroller.Layer2NetworkFromNAD(nad)
+			if err == nil {
+				desired, err = dataplane.Layer2Topology(net, l2Nodes)
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "udnctl plan: %s: %v\n", identity(n.obj), err)
+				return 1
+			}
+		case n.spec.Layer3 != nil && n.spec.IsPrimary():
+			subnets, err := prefixes(strings.Join(n.spec.SubnetCIDRs(), ","))
+			if err == nil {
+				desired, err = dataplane.Layer3SubnetPolicies(n.name, subnets)
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "udnctl plan: %s: %v\n", identity(n.obj), err)
+				return 1
+			}
+		default:
+			fmt.Fprintf(stdout, "# %s (network %s): udnkit programs no OVN rows for %s %s networks\n",
+				identity(n.obj), n.name, n.spec.Role(), n.spec.Topology)
+			continue
+		}
+		fmt.Fprintf(stdout, "# %s\n", identity(n.obj))
+		desired.Describe(stdout)
+	}
+	return 0
+}
