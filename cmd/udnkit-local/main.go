@@ -189,6 +189,8 @@ In another terminal, from %s:
   kubectl apply -f examples/udn-layer3-primary.yaml
   kubectl apply -f examples/cudn-layer2-predefined-addresses.yaml
   kubectl apply -f examples/cudn-localnet.yaml
+  kubectl apply -f examples/cudn-layer3-secondary.yaml
+  kubectl apply -f examples/node-multi-vtep.yaml
   kubectl wait -n tenant-blue udn/blue --for=condition=NetworkCreated --timeout=60s
   kubectl get udn,cudn -A
   kubectl get net-attach-def -A

@@ -121,14 +121,17 @@ func TestQuickstart(t *testing.T) {
 				}
 			}
 		case strings.HasPrefix(c, "kubectl get net-attach-def"):
-			for _, want := range []string{"tenant-blue", "blue", "tenant-green", "green", "migrated-apps", "network-l2", "physnet-ext", "ovn-kubernetes"} {
+			for _, want := range []string{"tenant-blue", "blue", "tenant-green", "green", "migrated-apps", "network-l2", "physnet-ext", "backend-l3", "ovn-kubernetes"} {
 				if !strings.Contains(string(out), want) {
 					t.Errorf("NADs lack %q", want)
 				}
 			}
 		case strings.HasPrefix(c, "kubectl get nodes"):
-			if !strings.Contains(string(out), "node-b") || !regexp.MustCompile(`node-b\s+(\d+)\s+\[(\d+),(\d+),(\d+)\]`).MatchString(string(out)) {
+			if !regexp.MustCompile(`node-b\s+(\d+)\s+\[(\d+),(\d+),(\d+)\]`).MatchString(string(out)) {
 				t.Errorf("node-b (three encap IPs) should show its node ID and three tunnel IDs")
+			}
+			if !regexp.MustCompile(`node-d\s+(\d+)\s+\[(\d+),(\d+)\]`).MatchString(string(out)) {
+				t.Errorf("node-d (examples/node-multi-vtep.yaml, two encap IPs) should show its node ID and two tunnel IDs")
 			}
 		case strings.HasPrefix(c, "ovn-nbctl"):
 			for _, want := range []string{"tenant.blue_blue_transit_router", "tenant.blue_blue_ovn_layer2_switch",
