@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"fmt"
+	"github.com/udnkit/udnkit/reconcilers/netids"
 	"math/big"
 	"net"
 	"net/netip"
@@ -45,14 +46,12 @@ func lastAddr(prefix netip.Prefix) netip.Addr {
 // OKEP-5094 chooses ("offset := 2 * nodeID"): a /31 for IPv4 and a /127 for IPv6
 // at offset 2·nodeID inside the network's transit subnet.
 func TransitPeerSubnet(transit netip.Prefix, nodeID int) (netip.Prefix, error) {
-	if nodeID < 0 {
-		return netip.Prefix{}, fmt.Errorf("node ID %d must not be negative", nodeID)
-	}
-	a, err := AddrAt(transit, 2*uint64(nodeID))
+	// One derivation for the reconcilers and the dataplane (issue 4).
+	tr, _, err := netids.TransitPeerSubnets(transit, nodeID)
 	if err != nil {
 		return netip.Prefix{}, fmt.Errorf("transit peer subnet of node ID %d: %w", nodeID, err)
 	}
-	return netip.PrefixFrom(a, a.BitLen()-1), nil
+	return tr.Masked(), nil
 }
 
 // TransitPeerIPs splits a transit peer subnet into the transit router's side

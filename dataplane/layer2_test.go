@@ -223,7 +223,7 @@ func TestAddressArithmetic(t *testing.T) {
 			t.Errorf("TransitPeerIPs(%s) = %s, %s; want %s, %s", got, a, b, c.tr, c.gr)
 		}
 	}
-	if _, err := TransitPeerSubnet(pfx("100.88.0.0/30"), 2); err == nil || !strings.Contains(err.Error(), "outside 100.88.0.0/30") {
+	if _, err := TransitPeerSubnet(pfx("100.88.0.0/30"), 2); err == nil || !strings.Contains(err.Error(), "node ID 2 does not fit transit subnet 100.88.0.0/30") {
 		t.Errorf("node ID beyond the transit subnet: err = %v", err)
 	}
 	if _, err := TransitPeerSubnet(DefaultTransitSubnetV4, -1); err == nil {
@@ -275,7 +275,7 @@ func TestLayer2TopologyRejectsBadInput(t *testing.T) {
 		{"node ID beyond transit subnet", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
 			n.TransitSubnets = []netip.Prefix{pfx("100.88.0.0/29")}
 			return ns
-		}, "nodes[2] (node3): transitPeerSubnets: transit peer subnet of node ID 4: offset 8 is outside 100.88.0.0/29"},
+		}, "nodes[2] (node3): transitPeerSubnets: transit peer subnet of node ID 4: node ID 4 does not fit transit subnet 100.88.0.0/29"},
 		{"join IP outside join subnet", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
 			ns[0].JoinIPs = []netip.Prefix{pfx("100.99.0.2/16")}
 			return ns
