@@ -216,6 +216,9 @@ func equalSubnets(a, b []udnv1.Layer3Subnet) bool {
 // the Layer3 rules. path is the NetworkSpec's path; old is nil on create.
 func ValidateNetworkSpec(path *field.Path, old *udnv1.NetworkSpec, spec udnv1.NetworkSpec, cfg Config) field.ErrorList {
 	errs := validateRanges(path, spec, old, cfg)
+	if old == nil {
+		errs = append(errs, ValidateDefaultGateways(path.Child("layer2"), spec.Layer2)...)
+	}
 	var oldL3 *udnv1.Layer3Config
 	if old != nil {
 		oldL3 = old.Layer3
@@ -224,4 +227,36 @@ func ValidateNetworkSpec(path *field.Path, old *udnv1.NetworkSpec, spec udnv1.Ne
 		}
 	}
 	return append(errs, ValidateLayer3(path.Child("layer3"), oldL3, spec.Layer3)...)
+}
+
+// ValidateDefaultGateways refuses a Layer2 defaultGatewayIPs entry that is its
+// subnet's network address or IPv4 broadcast address. The CRD cannot say this
+// in CEL: comparing IP values makes the rule's estimated cost unbounded.
+func ValidateDefaultGateways(path *field.Path, l2 *udnv1.Layer2Config) field.ErrorList {
+	if l2 == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for i, g := range l2.DefaultGatewayIPs {
+		ip, err := netip.ParseAddr(string(g))
+		if err != nil {
+			continue // the CRD reports it
+		}
+		for _, s := range l2.Subnets {
+			subnet, err := netip.ParsePrefix(string(s))
+			if err != nil || !subnet.Contains(ip) {
+				continue
+			}
+			subnet = subnet.Masked()
+			switch {
+			case ip == subnet.Addr():
+				errs = append(errs, field.Invalid(path.Child("defaultGatewayIPs").Index(i), string(g),
+					fmt.Sprintf("a default gateway must not be the network address of subnet %s.", subnet)))
+			case ip.Is4() && subnet.Bits() < 31 && ip == lastAddr(subnet):
+				errs = append(errs, field.Invalid(path.Child("defaultGatewayIPs").Index(i), string(g),
+					fmt.Sprintf("a default gateway must not be the broadcast address of subnet %s.", subnet)))
+			}
+		}
+	}
+	return errs
 }

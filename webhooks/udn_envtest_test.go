@@ -49,6 +49,15 @@ func TestNetworksAgainstClusterRanges(t *testing.T) {
 		})
 	}
 
+	t.Run("CUDN gateway on the broadcast address", func(t *testing.T) {
+		spec := layer2(udnv1.NetworkRolePrimary, "192.168.100.0/24")
+		spec.Layer2.DefaultGatewayIPs = udnv1.DualStackIPs{"192.168.100.255"}
+		cu := cudn("gateway-broadcast", map[string]string{"none": "none"}, spec)
+		expectInvalid(t, c.Create(ctx, cu), "spec.network.layer2.defaultGatewayIPs[0]",
+			"a default gateway must not be the broadcast address of subnet 192.168.100.0/24.")
+		expectAbsent(t, c, cu)
+	})
+
 	t.Run("CUDN joinSubnets and reservedSubnets", func(t *testing.T) {
 		spec := layer2(udnv1.NetworkRolePrimary, "10.0.0.0/8")
 		spec.Layer2.JoinSubnets = udnv1.DualStackCIDRs{"100.64.0.0/24"}
