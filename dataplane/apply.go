@@ -59,7 +59,12 @@ type Router struct {
 	// Ref marks a router another piece (or another component) owns: it is found
 	// by name and never created, updated or deleted; only this piece's ports,
 	// routes, policies and NATs on it are managed. Applying fails when it is missing.
-	Ref      bool
+	Ref bool
+	// Shared marks a router that another component may own: when it exists and
+	// this piece does not own it, it is handled like Ref (only this piece's
+	// children are managed); when it is missing, this piece creates and owns it
+	// (and removes it with the piece's last desired state).
+	Shared   bool
 	Ports    []nbdb.LogicalRouterPort
 	Routes   []nbdb.LogicalRouterStaticRoute
 	Policies []nbdb.LogicalRouterPolicy
@@ -505,9 +510,12 @@ func (p *planner) routers(desired []Router) error {
 		d := &desired[i]
 		wanted[d.Row.Name] = true
 		ex := byName[d.Row.Name]
+		ref := d.Ref
 		switch {
 		case d.Ref && ex == nil:
 			return fmt.Errorf("logical router %q not found: it is created by another piece and must exist first", d.Row.Name)
+		case d.Shared && ex != nil && !p.owner.owns(ex.ExternalIDs):
+			ref = true
 		case !d.Ref && ex != nil && !p.owner.owns(ex.ExternalIDs):
 			return fmt.Errorf("logical router %q exists but is not owned by network %q (%s/%s): refusing to touch it",
 				d.Row.Name, p.owner.Network, p.owner.Topology, p.owner.Piece)
@@ -538,7 +546,7 @@ func (p *planner) routers(desired []Router) error {
 			return err
 		}
 		collect(&row.Nat, ins, rem)
-		if err := p.parent(ex, &row, d.Ref, &row.ExternalIDs, []any{&row.ExternalIDs, &row.Options}, mut,
+		if err := p.parent(ex, &row, ref, &row.ExternalIDs, []any{&row.ExternalIDs, &row.Options}, mut,
 			func() []any { return []any{&ex.ExternalIDs, &ex.Options} }); err != nil {
 			return err
 		}
@@ -768,6 +776,52 @@ func (c *Client) Networks(topology, piece string) []string {
 		ids := m.(*nbdb.LogicalRouter).ExternalIDs
 		if ids[ExternalIDTopology] == topology && ids[ExternalIDPiece] == piece && ids[ExternalIDNetwork] != "" {
 			seen[ids[ExternalIDNetwork]] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// PieceNetworks lists the networks that own any Northbound row of a topology
+// piece (routers, switches, their children or DHCP options), including
+// pieces that only add rows to routers or switches they do not own.
+func (c *Client) PieceNetworks(topology, piece string) []string {
+	seen := map[string]bool{}
+	note := func(ids map[string]string) {
+		if ids[ExternalIDTopology] == topology && ids[ExternalIDPiece] == piece && ids[ExternalIDNetwork] != "" {
+			seen[ids[ExternalIDNetwork]] = true
+		}
+	}
+	for _, table := range []string{nbdb.LogicalRouterTable, nbdb.LogicalSwitchTable, nbdb.LogicalRouterPortTable,
+		nbdb.LogicalSwitchPortTable, nbdb.LogicalRouterStaticRouteTable, nbdb.LogicalRouterPolicyTable,
+		nbdb.NATTable, nbdb.DHCPOptionsTable} {
+		t := c.NB.Cache().Table(table)
+		if t == nil {
+			continue
+		}
+		for _, m := range t.RowsShallow() {
+			switch r := m.(type) {
+			case *nbdb.LogicalRouter:
+				note(r.ExternalIDs)
+			case *nbdb.LogicalSwitch:
+				note(r.ExternalIDs)
+			case *nbdb.LogicalRouterPort:
+				note(r.ExternalIDs)
+			case *nbdb.LogicalSwitchPort:
+				note(r.ExternalIDs)
+			case *nbdb.LogicalRouterStaticRoute:
+				note(r.ExternalIDs)
+			case *nbdb.LogicalRouterPolicy:
+				note(r.ExternalIDs)
+			case *nbdb.NAT:
+				note(r.ExternalIDs)
+			case *nbdb.DHCPOptions:
+				note(r.ExternalIDs)
+			}
 		}
 	}
 	out := make([]string, 0, len(seen))

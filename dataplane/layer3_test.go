@@ -15,9 +15,21 @@ func TestLayer3SubnetPairPoliciesAfterAppend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.c.Apply(e.ctx, d); err == nil || !strings.Contains(err.Error(), `logical router "`+router+`" not found`) {
-		t.Fatalf("missing cluster router: err = %v", err)
+	// No cluster router yet: the piece creates and owns it, and removes it with the network.
+	e.apply(d)
+	if got := e.nbctl("--bare", "--columns=external_ids", "find", "Logical_Router", "name="+router); !strings.Contains(got, "k8s.ovn.org/udnkit-piece=subnet-policies") {
+		t.Errorf("created cluster router is not owned by the piece: %q", got)
 	}
+	wantLines(t, "policies on the router the piece created", e.nbctl("lr-policy-list", router),
+		"Routing Policies",
+		"102 ip4.src == 10.1.0.0/16 && ip4.dst == 10.1.0.0/16 allow",
+		"102 ip6.src == fd00:10:1::/48 && ip6.dst == fd00:10:1::/48 allow",
+	)
+	e.apply(&Desired{Owner: d.Owner})
+	if got := e.nbctl("--bare", "--columns=name", "list", "Logical_Router"); got != "" {
+		t.Fatalf("the owned router survived the network: %q", got)
+	}
+
 	// The Layer3 topology owns the cluster router; it already has other policies.
 	e.nbctl("lr-add", router)
 	e.nbctl("lr-policy-add", router, "1004", "ip4.dst == 172.18.0.3", "reroute", "10.1.0.2")
@@ -50,8 +62,11 @@ func TestLayer3SubnetPairPoliciesAfterAppend(t *testing.T) {
 		t.Errorf("second apply sent %d operations, want 0", ops)
 	}
 
-	// The network is deleted: its policies go, the router and its other policy stay.
+	// The network is deleted: its policies go, the foreign router and its other policy stay.
 	e.apply(&Desired{Owner: d.Owner})
+	if got := e.nbctl("--bare", "--columns=external_ids", "find", "Logical_Router", "name="+router); got != "" {
+		t.Errorf("the piece changed the foreign router's external_ids: %q", got)
+	}
 	wantLines(t, "after deleting the network", e.nbctl("lr-policy-list", router),
 		"Routing Policies",
 		"1004 ip4.dst == 172.18.0.3 reroute 10.1.0.2",

@@ -84,14 +84,12 @@ type netConf struct {
 // networks whose NADs are gone.
 func (r *Layer2Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	logger := log.FromContext(ctx)
-	var nad nadv1.NetworkAttachmentDefinition
-	err := r.Client.Get(ctx, req.NamespacedName, &nad)
-	if client.IgnoreNotFound(err) != nil {
+	nad, live, err := liveNAD(ctx, r.Client, req)
+	if err != nil {
 		return reconcile.Result{}, err
 	}
-	_, labeled := nad.Labels[udnv1.LabelUserDefinedNetwork]
-	if err == nil && nad.DeletionTimestamp.IsZero() && labeled {
-		net, ok, err := Layer2NetworkFromNAD(&nad)
+	if live {
+		net, ok, err := Layer2NetworkFromNAD(nad)
 		if err != nil {
 			// A malformed NAD is the NAD writer's bug; retrying will not fix it.
 			logger.Error(err, "skipping network")
@@ -179,15 +177,12 @@ func (r *Layer2Reconciler) runningPods(ctx context.Context, namespace, node stri
 
 // collect removes the topology of networks that no NAD describes any more.
 func (r *Layer2Reconciler) collect(ctx context.Context) error {
-	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := r.Client.List(ctx, &nads, client.HasLabels{udnv1.LabelUserDefinedNetwork}); err != nil {
+	live, err := liveNetworks(ctx, r.Client, func(nad *nadv1.NetworkAttachmentDefinition) (string, bool) {
+		net, ok, err := Layer2NetworkFromNAD(nad)
+		return net.Name, ok && err == nil
+	})
+	if err != nil {
 		return err
-	}
-	live := map[string]bool{}
-	for i := range nads.Items {
-		if net, ok, err := Layer2NetworkFromNAD(&nads.Items[i]); err == nil && ok && nads.Items[i].DeletionTimestamp.IsZero() {
-			live[net.Name] = true
-		}
 	}
 	for _, name := range r.OVN.Networks(dataplane.TopologyLayer2, dataplane.PieceTransitRouter) {
 		if live[name] {
@@ -290,7 +285,7 @@ func Layer2NodeFromNode(node *corev1.Node) (dataplane.Layer2Node, bool, error) {
 }
 
 // Setup connects to OVN (the manager's --ovn-nb-address and --ovn-sb-address,
-// unix: or tcp:) and registers the Layer2 reconciler with the manager; every
+// unix: or tcp:) and registers the Layer2 and Layer3 reconcilers with the manager; every
 // node is local unless local says otherwise. The client closes when ctx ends.
 func Setup(ctx context.Context, mgr ctrl.Manager, nbAddress, sbAddress string, local func(*corev1.Node) bool) (*Layer2Reconciler, error) {
 	ovn, err := dataplane.NewClient(ctx, nbAddress, sbAddress)
@@ -302,9 +297,40 @@ func Setup(ctx context.Context, mgr ctrl.Manager, nbAddress, sbAddress string, l
 		ovn.Close()
 		return nil, err
 	}
+	if err := (&Layer3Reconciler{Client: mgr.GetClient(), OVN: ovn}).SetupWithManager(mgr); err != nil {
+		ovn.Close()
+		return nil, err
+	}
 	go func() {
 		<-ctx.Done()
 		ovn.Close()
 	}()
 	return r, nil
+}
+
+// liveNAD gets a request's NAD; live is false when it is gone, being deleted
+// or not udnkit's.
+func liveNAD(ctx context.Context, c client.Client, req reconcile.Request) (nad *nadv1.NetworkAttachmentDefinition, live bool, err error) {
+	nad = &nadv1.NetworkAttachmentDefinition{}
+	if err := c.Get(ctx, req.NamespacedName, nad); err != nil {
+		return nil, false, client.IgnoreNotFound(err)
+	}
+	_, labeled := nad.Labels[udnv1.LabelUserDefinedNetwork]
+	return nad, labeled && nad.DeletionTimestamp.IsZero(), nil
+}
+
+// liveNetworks names the networks that udnkit's NADs (not being deleted)
+// describe, as network reads them.
+func liveNetworks(ctx context.Context, c client.Client, network func(*nadv1.NetworkAttachmentDefinition) (string, bool)) (map[string]bool, error) {
+	var nads nadv1.NetworkAttachmentDefinitionList
+	if err := c.List(ctx, &nads, client.HasLabels{udnv1.LabelUserDefinedNetwork}); err != nil {
+		return nil, err
+	}
+	live := map[string]bool{}
+	for i := range nads.Items {
+		if name, ok := network(&nads.Items[i]); ok && nads.Items[i].DeletionTimestamp.IsZero() {
+			live[name] = true
+		}
+	}
+	return live, nil
 }
