@@ -60,6 +60,11 @@ func newStack(t *testing.T) *stack {
 	return &stack{t: t, ctx: ctx, dir: dir, db: db, mgr: mgr, c: env.Client}
 }
 
+// opts are Setup's options for the stack's databases.
+func (s *stack) opts() Options {
+	return Options{NBAddress: s.db.NB.Address(), SBAddress: s.db.SB.Address()}
+}
+
 func (s *stack) start() { go func() { _ = s.mgr.Start(s.ctx) }() }
 
 func (s *stack) create(objs ...client.Object) {

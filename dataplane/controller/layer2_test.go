@@ -26,12 +26,12 @@ const l2Config = `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1
 func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 	s := newStack(t)
 	ctx, mgr, db := s.ctx, s.mgr, s.db
-	r, err := Setup(ctx, mgr, db.NB.Address(), db.SB.Address(), nil)
+	r, err := Setup(ctx, mgr, Options{NBAddress: db.NB.Address(), SBAddress: db.SB.Address()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.DrainPoll = 200 * time.Millisecond
-	if _, err := Setup(ctx, mgr, "/no/scheme.sock", db.SB.Address(), nil); err == nil ||
+	r.Layer2.DrainPoll = 200 * time.Millisecond
+	if _, err := Setup(ctx, mgr, Options{NBAddress: "/no/scheme.sock", SBAddress: db.SB.Address()}); err == nil ||
 		!strings.Contains(err.Error(), `--ovn-nb-address "/no/scheme.sock": must start with unix: or tcp:`) {
 		t.Errorf("bad NB address: err = %v", err)
 	}

@@ -60,23 +60,11 @@ func (r *Layer3Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 
 // collect removes the policies of Layer3 networks that no NAD describes any more.
 func (r *Layer3Reconciler) collect(ctx context.Context) error {
-	live, err := liveNetworks(ctx, r.Client, func(nad *nadv1.NetworkAttachmentDefinition) (string, bool) {
-		name, _, ok, err := Layer3NetworkFromNAD(nad)
-		return name, ok && err == nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, name := range r.OVN.PieceNetworks(dataplane.TopologyLayer3, dataplane.PieceSubnetPolicies) {
-		if live[name] {
-			continue
-		}
-		owner := dataplane.Owner{Network: name, Topology: dataplane.TopologyLayer3, Piece: dataplane.PieceSubnetPolicies}
-		if _, err := r.OVN.Apply(ctx, &dataplane.Desired{Owner: owner}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return collectPiece(ctx, r.Client, r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer3, Piece: dataplane.PieceSubnetPolicies},
+		r.OVN.PieceNetworks, func(nad *nadv1.NetworkAttachmentDefinition) (string, bool) {
+			name, _, ok, err := Layer3NetworkFromNAD(nad)
+			return name, ok && err == nil
+		})
 }
 
 // Layer3NetworkFromNAD reads a primary Layer3 network's name and cluster

@@ -23,7 +23,7 @@ func TestLayer3PoliciesFromAPIState(t *testing.T) {
 	if err := reconcilers.SetupWithManager(s.mgr, cfg); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Setup(s.ctx, s.mgr, s.db.NB.Address(), s.db.SB.Address(), nil); err != nil {
+	if _, err := Setup(s.ctx, s.mgr, s.opts()); err != nil {
 		t.Fatal(err)
 	}
 	// The second network's cluster router belongs to someone else (the Layer3 topology).

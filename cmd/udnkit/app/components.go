@@ -74,7 +74,7 @@ func components() []Component {
 				if ovnNB == "" || ovnSB == "" {
 					return errors.New("the dataplane needs --ovn-nb-address and --ovn-sb-address")
 				}
-				_, err := dataplanecontroller.Setup(ctx, mgr, ovnNB, ovnSB, nil)
+				_, err := dataplanecontroller.Setup(ctx, mgr, dataplanecontroller.Options{NBAddress: ovnNB, SBAddress: ovnSB})
 				return err
 			},
 		},

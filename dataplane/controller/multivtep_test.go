@@ -1,0 +1,137 @@
+package controller
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
+)
+
+func blueNAD() *nadv1.NetworkAttachmentDefinition {
+	return &nadv1.NetworkAttachmentDefinition{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "tenant-blue",
+			Labels:      map[string]string{udnv1.LabelUserDefinedNetwork: ""},
+			Annotations: map[string]string{udnv1.AnnotationNetworkID: "1", udnv1.AnnotationTunnelKeys: "[16711685,16715780]"}},
+		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: l2Config},
+	}
+}
+
+// vtepPod is a pod of ns1/tenant-blue on node with its pod-networks entry.
+func vtepPod(name, node, ip, encap string) *corev1.Pod {
+	mac := dataplane.MACFromIP(netip.MustParseAddr(ip)).String()
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: name, Annotations: map[string]string{
+		udnv1.AnnotationPodNetworks: fmt.Sprintf(`{"ns1/tenant-blue":{"ip_addresses":["%s/24"],"mac_address":"%s","role":"primary","encap_ip":"%s"}}`,
+			ip, mac, encap)}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+}
+
+// OKEP-5535 for a primary Layer2 network, from the API state: pods on a
+// remote node with three VTEPs get remote ports on the layer2 switch whose
+// Southbound Port_Binding.encap is the Encap row of their encap_ip; local
+// pods and a pod with an unknown encap IP get none; a port goes with its pod
+// and all go with the NAD.
+func TestMultiVTEPFromAPIState(t *testing.T) {
+	s := newStack(t)
+	northd, err := ovsdbserver.StartNorthd(s.dir, s.db.NB, s.db.SB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(northd.Stop)
+	// node-b is in another zone: its chassis is remote, with one Encap per VTEP.
+	s.sbctl("chassis-add", "node-b", "geneve", "10.0.0.2")
+	for _, ip := range []string{"10.0.0.3", "10.0.0.4"} {
+		s.sbctl("--", "--id=@e", "create", "Encap", "type=geneve", `ip="`+ip+`"`, "chassis_name=node-b",
+			"options:csum=true", "--", "add", "Chassis", "node-b", "encaps", "@e")
+	}
+	o := s.opts()
+	o.Local = func(n *corev1.Node) bool { return n.Name != "node-b" }
+	rs, err := Setup(s.ctx, s.mgr, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs.MultiVTEP.EncapRetry = 100 * time.Millisecond
+	s.start()
+
+	nodeA := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", Annotations: map[string]string{udnv1.AnnotationNodeID: "2"}}}
+	nodeB := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b", Annotations: map[string]string{udnv1.AnnotationNodeID: "3",
+		udnv1.AnnotationNodeEncapIPs:                   `["10.0.0.2","10.0.0.3","10.0.0.4"]`,
+		udnv1.AnnotationNodeTransitSwitchPortTunnelIDs: "[3,4,5]"}}}
+	pod1 := vtepPod("pod-1", "node-b", "203.203.0.5", "10.0.0.3")
+	s.create(nodeA, nodeB, namespace("ns1"), blueNAD(), pod1,
+		vtepPod("local", "node-a", "203.203.0.6", "10.0.1.2"),
+		vtepPod("bad", "node-b", "203.203.0.7", "10.9.9.9"))
+
+	ports := func() string {
+		return normalized(s.nbctl("--format=csv", "--data=bare", "--no-headings", "--columns=name,type,addresses,options",
+			"find", "Logical_Switch_Port", "type=remote", `external_ids:"k8s.ovn.org/udnkit-piece"=multi-vtep`))
+	}
+	encapOf := func(port string) string {
+		return s.sbctl("get", "Encap", s.sbctl("get", "Port_Binding", port, "encap"), "ip")
+	}
+	const port1, port2 = "ns1.tenant.blue_ns1_pod-1", "ns1.tenant.blue_ns1_pod-2"
+	s.eventually("pod-1's remote port and encap", func() bool {
+		return ports() == port1+",remote,0a:58:cb:cb:00:05 203.203.0.5,requested-chassis=node-b" &&
+			strings.Contains(s.sbctl("--bare", "--columns=logical_port", "list", "Port_Binding"), port1) &&
+			s.sbctl("get", "Port_Binding", port1, "encap") != "[]" && encapOf(port1) == `"10.0.0.3"`
+	})
+
+	// A pod on another VTEP of the same node: its own port and Encap.
+	s.create(vtepPod("pod-2", "node-b", "203.203.0.8", "10.0.0.4"))
+	s.eventually("pod-2's remote port and encap", func() bool {
+		got := ports()
+		return strings.Contains(got, port2+",remote,0a:58:cb:cb:00:08 203.203.0.8,requested-chassis=node-b") &&
+			strings.Count(got, "\n") == 1 && s.sbctl("--bare", "--columns=logical_port", "find", "Port_Binding", "logical_port="+port2) != "" &&
+			s.sbctl("get", "Port_Binding", port2, "encap") != "[]" && encapOf(port2) == `"10.0.0.4"`
+	})
+	if got := encapOf(port1); got != `"10.0.0.3"` {
+		t.Errorf("pod-1's encap changed to %s", got)
+	}
+
+	// pod-1 goes: its port goes, pod-2's stays.
+	if err := s.c.Delete(s.ctx, pod1, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	s.eventually("pod-1's port removed", func() bool {
+		got := ports()
+		return !strings.Contains(got, port1) && strings.HasPrefix(got, port2+",")
+	})
+
+	// The NAD goes: every port of the network goes.
+	if err := s.c.Delete(s.ctx, blueNAD()); err != nil {
+		t.Fatal(err)
+	}
+	s.eventually("ports removed with the network", func() bool {
+		return s.nbctl("--bare", "--columns=name", "list", "Logical_Switch_Port") == ""
+	})
+
+	// Rejected annotations name the annotation and the field.
+	bad := vtepPod("p", "node-b", "203.203.0.9", "10.0.0.300")
+	if _, _, err := Layer2PodPortFromPod(bad, "ns1/tenant-blue"); err == nil ||
+		!strings.Contains(err.Error(), `pod ns1/p annotation k8s.ovn.org/pod-networks["ns1/tenant-blue"].encap_ip`) {
+		t.Errorf("bad encap_ip: err = %v", err)
+	}
+	noMAC := vtepPod("p", "node-b", "203.203.0.9", "10.0.0.3")
+	noMAC.Annotations[udnv1.AnnotationPodNetworks] = `{"ns1/tenant-blue":{"ip_addresses":["203.203.0.9/24"],"encap_ip":"10.0.0.3"}}`
+	if _, _, err := Layer2PodPortFromPod(noMAC, "ns1/tenant-blue"); err == nil ||
+		!strings.Contains(err.Error(), `pod ns1/p annotation k8s.ovn.org/pod-networks["ns1/tenant-blue"].mac_address`) {
+		t.Errorf("missing mac_address: err = %v", err)
+	}
+	if _, ok, err := Layer2PodPortFromPod(vtepPod("p", "node-b", "203.203.0.9", ""), "ns1/tenant-blue"); ok || err != nil {
+		t.Errorf("pod without encap_ip: ok = %v, err = %v; want left out", ok, err)
+	}
+	if _, err := VTEPNodeFromNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{
+		udnv1.AnnotationNodeEncapIPs: `["10.0.0.2","x"]`}}}); err == nil ||
+		!strings.Contains(err.Error(), `node n annotation k8s.ovn.org/node-encap-ips: "x" is not an IP`) {
+		t.Errorf("bad encap IP: err = %v", err)
+	}
+}
