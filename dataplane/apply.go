@@ -73,9 +73,11 @@ type Router struct {
 
 // Switch is a desired Logical_Switch with the ports this piece owns on it.
 type Switch struct {
-	Row   nbdb.LogicalSwitch
-	Ref   bool
-	Ports []nbdb.LogicalSwitchPort
+	Row nbdb.LogicalSwitch
+	// Ref and Shared mean what they mean for a Router.
+	Ref    bool
+	Shared bool
+	Ports  []nbdb.LogicalSwitchPort
 }
 
 // Desired is everything one topology piece wants in the Northbound database.
@@ -510,15 +512,9 @@ func (p *planner) routers(desired []Router) error {
 		d := &desired[i]
 		wanted[d.Row.Name] = true
 		ex := byName[d.Row.Name]
-		ref := d.Ref
-		switch {
-		case d.Ref && ex == nil:
-			return fmt.Errorf("logical router %q not found: it is created by another piece and must exist first", d.Row.Name)
-		case d.Shared && ex != nil && !p.owner.owns(ex.ExternalIDs):
-			ref = true
-		case !d.Ref && ex != nil && !p.owner.owns(ex.ExternalIDs):
-			return fmt.Errorf("logical router %q exists but is not owned by network %q (%s/%s): refusing to touch it",
-				d.Row.Name, p.owner.Network, p.owner.Topology, p.owner.Piece)
+		ref, err := p.reference("logical router", d.Row.Name, d.Ref, d.Shared, ex != nil, ex != nil && p.owner.owns(ex.ExternalIDs))
+		if err != nil {
+			return err
 		}
 		var cur nbdb.LogicalRouter
 		if ex != nil {
@@ -590,12 +586,9 @@ func (p *planner) switches(desired []Switch) error {
 		d := &desired[i]
 		wanted[d.Row.Name] = true
 		ex := byName[d.Row.Name]
-		switch {
-		case d.Ref && ex == nil:
-			return fmt.Errorf("logical switch %q not found: it is created by another piece and must exist first", d.Row.Name)
-		case !d.Ref && ex != nil && !p.owner.owns(ex.ExternalIDs):
-			return fmt.Errorf("logical switch %q exists but is not owned by network %q (%s/%s): refusing to touch it",
-				d.Row.Name, p.owner.Network, p.owner.Topology, p.owner.Piece)
+		ref, err := p.reference("logical switch", d.Row.Name, d.Ref, d.Shared, ex != nil, ex != nil && p.owner.owns(ex.ExternalIDs))
+		if err != nil {
+			return err
 		}
 		var cur nbdb.LogicalSwitch
 		if ex != nil {
@@ -607,7 +600,7 @@ func (p *planner) switches(desired []Switch) error {
 			return err
 		}
 		mut := map[*[]string]*[2][]string{&row.Ports: {ins, rem}}
-		if err := p.parent(ex, &row, d.Ref, &row.ExternalIDs, []any{&row.ExternalIDs, &row.OtherConfig}, mut,
+		if err := p.parent(ex, &row, ref, &row.ExternalIDs, []any{&row.ExternalIDs, &row.OtherConfig}, mut,
 			func() []any { return []any{&ex.ExternalIDs, &ex.OtherConfig} }); err != nil {
 			return err
 		}
@@ -630,6 +623,23 @@ func (p *planner) switches(desired []Switch) error {
 		}
 	}
 	return nil
+}
+
+// reference says whether a desired router or switch is handled as another's
+// (only this piece's children are managed), or fails: a Ref must exist; a
+// Shared one that exists but is foreign is referenced; any other that exists
+// must be this piece's.
+func (p *planner) reference(kind, name string, ref, shared, exists, owned bool) (bool, error) {
+	switch {
+	case ref && !exists:
+		return false, fmt.Errorf("%s %q not found: it is created by another piece and must exist first", kind, name)
+	case shared && exists && !owned:
+		return true, nil
+	case !ref && exists && !owned:
+		return false, fmt.Errorf("%s %q exists but is not owned by network %q (%s/%s): refusing to touch it",
+			kind, name, p.owner.Network, p.owner.Topology, p.owner.Piece)
+	}
+	return ref, nil
 }
 
 // preferred says whether a second row with the same name should replace the

@@ -46,6 +46,8 @@ type VTEPPod struct {
 // node-subnet route goes via the lowest-indexed used port and pods on other
 // VTEPs get /32 (/128) routes. Single-VTEP nodes are left to the Layer3
 // topology (their behaviour is unchanged); a port or route goes with its last pod.
+// The cluster router and the transit switch are shared: existing ones (the
+// Layer3 topology's) are referenced, missing ones are created and owned.
 func MultiVTEPPorts(network string, transit netip.Prefix, nodes []VTEPNode, pods []VTEPPod) (*Desired, error) {
 	if network == "" {
 		return nil, fmt.Errorf("network.name: must not be empty")
@@ -88,8 +90,8 @@ func MultiVTEPPorts(network string, transit netip.Prefix, nodes []VTEPNode, pods
 		}
 		used[ni][idx] = append(used[ni][idx], p)
 	}
-	cr := Router{Row: nbdb.LogicalRouter{Name: names.ClusterRouter()}, Ref: true}
-	ts := Switch{Row: nbdb.LogicalSwitch{Name: names.prefix + "transit_switch"}, Ref: true}
+	cr := Router{Row: nbdb.LogicalRouter{Name: names.ClusterRouter()}, Shared: true}
+	ts := Switch{Row: nbdb.LogicalSwitch{Name: names.prefix + "transit_switch"}, Shared: true}
 	nodeOrder := make([]int, 0, len(used))
 	for ni := range used {
 		nodeOrder = append(nodeOrder, ni)
@@ -146,11 +148,16 @@ func MultiVTEPPorts(network string, transit netip.Prefix, nodes []VTEPNode, pods
 			}
 		}
 	}
-	return &Desired{
-		Owner:    Owner{Network: network, Topology: TopologyLayer3, Piece: PieceMultiVTEP},
-		Routers:  []Router{cr},
-		Switches: []Switch{ts},
-	}, nil
+	d := &Desired{Owner: Owner{Network: network, Topology: TopologyLayer3, Piece: PieceMultiVTEP}}
+	// Without pods on multi-VTEP nodes nothing is wanted, not even an empty
+	// router or switch (both are shared with the Layer3 topology).
+	if len(cr.Ports)+len(cr.Routes) > 0 {
+		d.Routers = []Router{cr}
+	}
+	if len(ts.Ports) > 0 {
+		d.Switches = []Switch{ts}
+	}
+	return d, nil
 }
 
 // SetPortEncaps points the Southbound Port_Binding of each remote pod port of

@@ -61,10 +61,7 @@ func (r *Layer3Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 // collect removes the policies of Layer3 networks that no NAD describes any more.
 func (r *Layer3Reconciler) collect(ctx context.Context) error {
 	return collectPiece(ctx, r.Client, r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer3, Piece: dataplane.PieceSubnetPolicies},
-		r.OVN.PieceNetworks, func(nad *nadv1.NetworkAttachmentDefinition) (string, bool) {
-			name, _, ok, err := Layer3NetworkFromNAD(nad)
-			return name, ok && err == nil
-		})
+		r.OVN.PieceNetworks, layer3Name)
 }
 
 // Layer3NetworkFromNAD reads a primary Layer3 network's name and cluster

@@ -21,11 +21,14 @@ import (
 	"github.com/udnkit/udnkit/dataplane"
 )
 
-// MultiVTEPReconciler programs OKEP-5535 for primary Layer2 networks: pods
-// on remote nodes with several encap IPs (k8s.ovn.org/node-encap-ips) get a
-// remote port on the network's layer2 switch, and its Southbound
-// Port_Binding.encap points at the Encap row of the pod's encap_ip
-// (k8s.ovn.org/pod-networks). A port appears with its pod and goes with it.
+// MultiVTEPReconciler programs OKEP-5535 from nodes with several encap IPs
+// (k8s.ovn.org/node-encap-ips) and the encap_ip of pods in
+// k8s.ovn.org/pod-networks. Primary Layer2 networks: pods on remote such
+// nodes get a remote port on the network's layer2 switch, and its Southbound
+// Port_Binding.encap points at the Encap row of the pod's encap_ip; a port
+// appears with its pod and goes with it. Primary Layer3 networks: the
+// on-demand transit switch ports and routes of dataplane.MultiVTEPPorts; a
+// port appears with the first pod on its VTEP and goes with the last.
 // Requests are NADs; Node and Pod changes requeue the NADs they concern.
 type MultiVTEPReconciler struct {
 	Client client.Client
@@ -70,20 +73,32 @@ func (r *MultiVTEPReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 				}
 				return reconcile.Result{RequeueAfter: d}, r.collect(ctx)
 			}
+		} else if name, ok := layer3Name(nad); ok {
+			if err := r.applyLayer3(ctx, name); err != nil {
+				return reconcile.Result{}, err
+			}
 		}
 	}
 	return reconcile.Result{}, r.collect(ctx)
 }
 
-// apply programs one network; retry reports encaps that could not be set yet.
-func (r *MultiVTEPReconciler) apply(ctx context.Context, network string) (retry bool, err error) {
+func layer3Name(nad *nadv1.NetworkAttachmentDefinition) (string, bool) {
+	name, _, ok, err := Layer3NetworkFromNAD(nad)
+	return name, ok && err == nil
+}
+
+// vtepState reads the nodes and the pods (with an encap_ip) of one network;
+// nodes and pods with bad annotations are logged and left out, so one bad
+// object does not hold back the others.
+func (r *MultiVTEPReconciler) vtepState(ctx context.Context, network string, name func(*nadv1.NetworkAttachmentDefinition) (string, bool)) (
+	nodes []dataplane.VTEPNode, objs map[string]*corev1.Node, pods []dataplane.Layer2PodPort, err error) {
 	logger := log.FromContext(ctx).WithValues("network", network)
 	var nodeList corev1.NodeList
 	if err := r.Client.List(ctx, &nodeList); err != nil {
-		return false, err
+		return nil, nil, nil, err
 	}
-	nodes := make([]dataplane.VTEPNode, 0, len(nodeList.Items))
 	byName := map[string]dataplane.VTEPNode{}
+	objs = map[string]*corev1.Node{}
 	for i := range nodeList.Items {
 		n, err := VTEPNodeFromNode(&nodeList.Items[i])
 		if err != nil {
@@ -92,21 +107,20 @@ func (r *MultiVTEPReconciler) apply(ctx context.Context, network string) (retry 
 		}
 		n.Local = r.Local == nil || r.Local(&nodeList.Items[i])
 		nodes = append(nodes, n)
-		byName[n.Name] = n
+		byName[n.Name], objs[n.Name] = n, &nodeList.Items[i]
 	}
 	var nads nadv1.NetworkAttachmentDefinitionList
 	if err := r.Client.List(ctx, &nads, client.HasLabels{udnv1.LabelUserDefinedNetwork}); err != nil {
-		return false, err
+		return nil, nil, nil, err
 	}
-	var pods []dataplane.Layer2PodPort
 	for i := range nads.Items {
 		nad := &nads.Items[i]
-		if name, ok := layer2Name(nad); !ok || name != network || !nad.DeletionTimestamp.IsZero() {
+		if n, ok := name(nad); !ok || n != network || !nad.DeletionTimestamp.IsZero() {
 			continue
 		}
 		var list corev1.PodList
 		if err := r.Client.List(ctx, &list, client.InNamespace(nad.Namespace)); err != nil {
-			return false, err
+			return nil, nil, nil, err
 		}
 		for j := range list.Items {
 			p, ok, err := Layer2PodPortFromPod(&list.Items[j], nad.Namespace+"/"+nad.Name)
@@ -120,7 +134,6 @@ func (r *MultiVTEPReconciler) apply(ctx context.Context, network string) (retry 
 				}
 			}
 			if err != nil {
-				// One pod's bad annotation must not hold back the others.
 				logger.Error(err, "pod left out of multi-VTEP ports", "pod", client.ObjectKeyFromObject(&list.Items[j]))
 				continue
 			}
@@ -128,6 +141,15 @@ func (r *MultiVTEPReconciler) apply(ctx context.Context, network string) (retry 
 				pods = append(pods, p)
 			}
 		}
+	}
+	return nodes, objs, pods, nil
+}
+
+// apply programs one Layer2 network; retry reports encaps that could not be set yet.
+func (r *MultiVTEPReconciler) apply(ctx context.Context, network string) (retry bool, err error) {
+	nodes, _, pods, err := r.vtepState(ctx, network, layer2Name)
+	if err != nil {
+		return false, err
 	}
 	d, encaps, err := dataplane.Layer2MultiVTEPPorts(network, nodes, pods)
 	if err != nil {
@@ -140,16 +162,99 @@ func (r *MultiVTEPReconciler) apply(ctx context.Context, network string) (retry 
 		return false, nil
 	}
 	if _, err := r.OVN.SetPortEncaps(ctx, encaps); err != nil {
-		logger.Info("Port_Binding encaps not set yet", "reason", err.Error())
+		log.FromContext(ctx).Info("Port_Binding encaps not set yet", "network", network, "reason", err.Error())
 		return true, nil
 	}
 	return false, nil
 }
 
+// applyLayer3 programs one Layer3 network's on-demand transit switch ports
+// and routes (dataplane.MultiVTEPPorts) for its multi-VTEP nodes, with each
+// node's host subnet from k8s.ovn.org/node-subnets and one tunnel ID per
+// encap IP from k8s.ovn.org/node-transit-switch-port-tunnel-ids.
+func (r *MultiVTEPReconciler) applyLayer3(ctx context.Context, network string) error {
+	logger := log.FromContext(ctx).WithValues("network", network)
+	all, objs, allPods, err := r.vtepState(ctx, network, layer3Name)
+	if err != nil {
+		return err
+	}
+	var nodes []dataplane.VTEPNode
+	kept := map[string]bool{}
+	for _, n := range all {
+		if len(n.EncapIPs) < 2 {
+			continue // single-VTEP nodes keep the Layer3 topology's ports
+		}
+		if len(n.TunnelIDs) != len(n.EncapIPs) {
+			// The node reconciler has not allocated its tunnel IDs yet.
+			logger.Info("multi-VTEP node waits for its tunnel IDs", "node", n.Name)
+			continue
+		}
+		subnets, err := NodeSubnetsFromNode(objs[n.Name], network)
+		if err != nil {
+			logger.Error(err, "node left out of multi-VTEP ports")
+			continue
+		}
+		n.Subnets = subnets
+		nodes = append(nodes, n)
+		kept[n.Name] = true
+	}
+	var pods []dataplane.VTEPPod
+	for _, p := range allPods {
+		if kept[p.Node] {
+			pods = append(pods, p.VTEPPod)
+		}
+	}
+	d, err := dataplane.MultiVTEPPorts(network, dataplane.DefaultTransitSubnetV4, nodes, pods)
+	if err != nil {
+		return err
+	}
+	_, err = r.OVN.Apply(ctx, d)
+	return err
+}
+
+// NodeSubnetsFromNode reads a node's host subnets of one network from
+// k8s.ovn.org/node-subnets (a JSON object of network names to a CIDR or a
+// list of CIDRs).
+func NodeSubnetsFromNode(node *corev1.Node, network string) ([]netip.Prefix, error) {
+	v, ok := node.Annotations[udnv1.AnnotationNodeSubnets]
+	if !ok {
+		return nil, nil
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(v), &all); err != nil {
+		return nil, fmt.Errorf("node %s annotation %s: not a JSON object of network names to CIDRs: %w", node.Name, udnv1.AnnotationNodeSubnets, err)
+	}
+	raw, ok := all[network]
+	if !ok {
+		return nil, nil
+	}
+	var list []string
+	if err := json.Unmarshal(raw, &list); err != nil {
+		var one string
+		if json.Unmarshal(raw, &one) != nil {
+			return nil, fmt.Errorf("node %s annotation %s[%q]: not a CIDR or a list of CIDRs", node.Name, udnv1.AnnotationNodeSubnets, network)
+		}
+		list = []string{one}
+	}
+	var out []netip.Prefix
+	for _, s := range list {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("node %s annotation %s[%q]: %w", node.Name, udnv1.AnnotationNodeSubnets, network, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 // collect removes the ports of networks that no NAD describes any more.
 func (r *MultiVTEPReconciler) collect(ctx context.Context) error {
-	return collectPiece(ctx, r.Client, r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceMultiVTEP},
-		r.OVN.PieceNetworks, layer2Name)
+	if err := collectPiece(ctx, r.Client, r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceMultiVTEP},
+		r.OVN.PieceNetworks, layer2Name); err != nil {
+		return err
+	}
+	return collectPiece(ctx, r.Client, r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer3, Piece: dataplane.PieceMultiVTEP},
+		r.OVN.PieceNetworks, layer3Name)
 }
 
 // VTEPNodeFromNode reads a node's k8s.ovn.org/node-encap-ips and

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
+	"github.com/udnkit/udnkit/reconcilers"
 )
 
 func blueNAD() *nadv1.NetworkAttachmentDefinition {
@@ -133,5 +135,97 @@ func TestMultiVTEPFromAPIState(t *testing.T) {
 		udnv1.AnnotationNodeEncapIPs: `["10.0.0.2","x"]`}}}); err == nil ||
 		!strings.Contains(err.Error(), `node n annotation k8s.ovn.org/node-encap-ips: "x" is not an IP`) {
 		t.Errorf("bad encap IP: err = %v", err)
+	}
+}
+
+// OKEP-5535 for a primary Layer3 network, through the whole chain: the
+// reconcilers give the UDN its NAD and node-b (three VTEPs, another zone)
+// its tunnel IDs and host subnet; a pod there on its second VTEP gets the
+// tstor-node-b_encap1 remote port and the node-subnet route via it, a pod on
+// the third VTEP a second port and a /32; both go with their pods.
+func TestLayer3MultiVTEPFromAPIState(t *testing.T) {
+	s := newStack(t)
+	if err := reconcilers.SetupWithManager(s.mgr, reconcilers.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	o := s.opts()
+	o.Local = func(n *corev1.Node) bool { return n.Name != "node-b" }
+	if _, err := Setup(s.ctx, s.mgr, o); err != nil {
+		t.Fatal(err)
+	}
+	s.start()
+	ns := namespace("tenant-green")
+	ns.Labels = map[string]string{udnv1.LabelPrimaryUserDefinedNetwork: ""}
+	s.create(ns, &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-green", Name: "green"},
+		Spec: udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer3, Layer3: &udnv1.Layer3Config{
+			Role: udnv1.NetworkRolePrimary, Subnets: []udnv1.Layer3Subnet{{CIDR: "10.200.0.0/16", HostSubnet: 24}}}}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", Annotations: map[string]string{udnv1.AnnotationNodeEncapIPs: `["172.18.0.2"]`}}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b", Annotations: map[string]string{udnv1.AnnotationNodeEncapIPs: `["172.18.0.3","172.18.0.4","172.18.0.5"]`}}})
+
+	var tunnelIDs []int
+	var subnet netip.Prefix
+	s.eventually("node-b's tunnel IDs and host subnet", func() bool {
+		var n corev1.Node
+		if s.c.Get(s.ctx, client.ObjectKey{Name: "node-b"}, &n) != nil ||
+			json.Unmarshal([]byte(n.Annotations[udnv1.AnnotationNodeTransitSwitchPortTunnelIDs]), &tunnelIDs) != nil {
+			return false
+		}
+		subnets, err := NodeSubnetsFromNode(&n, "tenant-green_green")
+		if err != nil || len(subnets) != 1 || len(tunnelIDs) != 3 {
+			return false
+		}
+		subnet = subnets[0]
+		return true
+	})
+	podIP := func(host byte) string {
+		a := subnet.Addr().As4()
+		a[3] = host
+		return netip.AddrFrom4(a).String()
+	}
+	pod := func(name, ip, encap string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-green", Name: name, Annotations: map[string]string{
+			udnv1.AnnotationPodNetworks: fmt.Sprintf(`{"tenant-green/green":{"ip_addresses":["%s/24"],"mac_address":"%s","role":"primary","encap_ip":"%s"}}`,
+				ip, dataplane.MACFromIP(netip.MustParseAddr(ip)), encap)}},
+			Spec: corev1.PodSpec{NodeName: "node-b", Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+	}
+	const ts, cr = "tenant.green_green_transit_switch", "tenant.green_green_ovn_cluster_router"
+	// OKEP-5535's table: the port at tunnel ID k has 100.88.0.k and MAC 0a:58:64:58:00:k.
+	tsp := func(id int) string { return fmt.Sprintf("0a:58:64:58:00:%02x 100.88.0.%d/16", id, id) }
+	ports := func() string {
+		return normalized(s.nbctl("--format=csv", "--data=bare", "--no-headings", "--columns=name,type,addresses", "find", "Logical_Switch_Port", "type=remote"))
+	}
+	routes := func() string { return normalized(s.nbctl("lr-route-list", cr)) }
+
+	p1 := pod("pod-1", podIP(5), "172.18.0.4")
+	s.create(p1)
+	s.eventually("the encap1 port and the node-subnet route", func() bool {
+		return ports() == "tenant.green_green_tstor-node-b_encap1,remote,"+tsp(tunnelIDs[1]) &&
+			strings.Contains(routes(), fmt.Sprintf("%s 100.88.0.%d dst-ip", subnet, tunnelIDs[1]))
+	})
+	p2 := pod("pod-2", podIP(6), "172.18.0.5")
+	s.create(p2)
+	s.eventually("the encap2 port and the /32", func() bool {
+		return strings.Contains(ports(), "tenant.green_green_tstor-node-b_encap2,remote,"+tsp(tunnelIDs[2])) &&
+			strings.Contains(routes(), fmt.Sprintf("%s 100.88.0.%d dst-ip", podIP(6), tunnelIDs[2]))
+	})
+	if got := s.nbctl("--bare", "--columns=external_ids", "find", "Logical_Switch", "name="+ts); !strings.Contains(got, "k8s.ovn.org/udnkit-piece=multi-vtep") {
+		t.Errorf("the transit switch udnkit created is not owned by the multi-VTEP piece: %q", got)
+	}
+	for _, p := range []*corev1.Pod{p1, p2} {
+		if err := s.c.Delete(s.ctx, p, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.eventually("ports, routes and the created transit switch go with the pods", func() bool {
+		return ports() == "" && !strings.Contains(routes(), "100.88.0.") &&
+			s.nbctl("--bare", "--columns=name", "find", "Logical_Switch", "name="+ts) == ""
+	})
+	// The subnet policies' router stays.
+	if !strings.Contains(normalized(s.nbctl("lr-policy-list", cr)), "102 ip4.src == 10.200.0.0/16 && ip4.dst == 10.200.0.0/16 allow") {
+		t.Errorf("the cluster router lost its subnet policies:\n%s", s.nbctl("lr-policy-list", cr))
+	}
+	if _, err := NodeSubnetsFromNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{
+		udnv1.AnnotationNodeSubnets: `{"net":["10.1.0.0/33"]}`}}}, "net"); err == nil || !strings.Contains(err.Error(), `node n annotation k8s.ovn.org/node-subnets["net"]`) {
+		t.Errorf("bad node subnet: err = %v", err)
 	}
 }
