@@ -2,7 +2,9 @@ package dataplane
 
 import (
 	"net/netip"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -82,6 +84,49 @@ func TestLayer3SubnetPairPoliciesAfterAppend(t *testing.T) {
 	} {
 		if _, err := Layer3SubnetPolicies("n", c.subnets); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Layer3SubnetPolicies(%v): err = %v, want %q", c.subnets, err, c.want)
+		}
+	}
+}
+
+// Two pieces that share a missing cluster router, applied at the same time
+// (their controllers run concurrently), create it once: the second sees the
+// first's router and only adds its rows to it.
+func TestSharedRouterCreatedOnceByConcurrentPieces(t *testing.T) {
+	e := newEnv(t)
+	for i := range 10 {
+		network := "ns_race" + strconv.Itoa(i)
+		policies, err := Layer3SubnetPolicies(network, []netip.Prefix{pfx("10.1.0.0/16")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports, err := MultiVTEPPorts(network, DefaultTransitSubnetV4, []VTEPNode{{Name: "node-b", Local: true,
+			EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3")}, TunnelIDs: []int{3, 4}}},
+			[]VTEPPod{{Namespace: "ns", Name: "p", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.0.5/24")}, EncapIP: addr("10.0.0.3")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for j, d := range []*Desired{policies, ports} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[j] = e.c.Apply(e.ctx, d)
+			}()
+		}
+		wg.Wait()
+		if errs[0] != nil || errs[1] != nil {
+			t.Fatalf("concurrent applies: %v, %v", errs[0], errs[1])
+		}
+		router := NamesFor(network).ClusterRouter()
+		if got := e.nbctl("--bare", "--columns=_uuid", "find", "Logical_Router", "name="+router); len(strings.Fields(got)) != 1 {
+			t.Fatalf("round %d: %d routers named %s, want 1", i, len(strings.Fields(got)), router)
+		}
+		if got := e.nbctl("lr-policy-list", router); !strings.Contains(got, "10.1.0.0/16") {
+			t.Errorf("round %d: the shared router lacks the policies: %s", i, got)
+		}
+		if got := e.nbctl("--bare", "--columns=name", "find", "Logical_Router_Port", "name="+NamesFor(network).prefix+"rtots-node-b_encap1"); got == "" {
+			t.Errorf("round %d: the shared router lacks the multi-VTEP port", i)
 		}
 	}
 }
