@@ -527,6 +527,7 @@ func (p *planner) routers(desired []Router) error {
 			mut[col] = &[2][]string{ins, rem}
 		}
 		row := d.Row
+		markShared(&row.ExternalIDs, d.Shared)
 		ins, rem, err := children[nbdb.LogicalRouterPort](p, lrpSpec, cur.Ports, d.Ports)
 		if err != nil {
 			return err
@@ -555,7 +556,11 @@ func (p *planner) routers(desired []Router) error {
 		if wanted[r.Name] && byName[r.Name] == r {
 			continue
 		}
-		if p.owner.owns(r.ExternalIDs) {
+		cols := []childColumn{
+			{&r.Ports, lrpSpec.table, ownedIn(p, lrpSpec)}, {&r.StaticRoutes, routeSpec.table, ownedIn(p, routeSpec)},
+			{&r.Policies, policySpec.table, ownedIn(p, policySpec)}, {&r.Nat, natSpec.table, ownedIn(p, natSpec)},
+		}
+		if p.owner.owns(r.ExternalIDs) && !keepShared(r.ExternalIDs, cols) {
 			// Its ports, routes, policies and NATs are garbage-collected with it.
 			p.gone = append(p.gone, rowRef{nbdb.LogicalRouterTable, r.UUID})
 			if err := p.add(p.api.Where(r).Delete()); err != nil {
@@ -563,10 +568,7 @@ func (p *planner) routers(desired []Router) error {
 			}
 			continue
 		}
-		if err := p.dropChildren(r, []childColumn{
-			{&r.Ports, lrpSpec.table, ownedIn(p, lrpSpec)}, {&r.StaticRoutes, routeSpec.table, ownedIn(p, routeSpec)},
-			{&r.Policies, policySpec.table, ownedIn(p, policySpec)}, {&r.Nat, natSpec.table, ownedIn(p, natSpec)},
-		}); err != nil {
+		if err := p.dropChildren(r, cols); err != nil {
 			return err
 		}
 	}
@@ -597,6 +599,7 @@ func (p *planner) switches(desired []Switch) error {
 			cur = *ex
 		}
 		row := d.Row
+		markShared(&row.ExternalIDs, d.Shared)
 		ins, rem, err := children[nbdb.LogicalSwitchPort](p, lspSpec, cur.Ports, d.Ports)
 		if err != nil {
 			return err
@@ -613,18 +616,52 @@ func (p *planner) switches(desired []Switch) error {
 		if wanted[s.Name] && byName[s.Name] == s {
 			continue
 		}
-		if p.owner.owns(s.ExternalIDs) {
+		cols := []childColumn{{&s.Ports, lspSpec.table, ownedIn(p, lspSpec)}}
+		if p.owner.owns(s.ExternalIDs) && !keepShared(s.ExternalIDs, cols) {
 			p.gone = append(p.gone, rowRef{nbdb.LogicalSwitchTable, s.UUID})
 			if err := p.add(p.api.Where(s).Delete()); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := p.dropChildren(s, []childColumn{{&s.Ports, lspSpec.table, ownedIn(p, lspSpec)}}); err != nil {
+		if err := p.dropChildren(s, cols); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ExternalIDShared marks a router or switch a piece created as Shared.
+const ExternalIDShared = "k8s.ovn.org/udnkit-shared"
+
+func markShared(ids *map[string]string, shared bool) {
+	if !shared {
+		return
+	}
+	m := make(map[string]string, len(*ids)+1)
+	for k, v := range *ids {
+		m[k] = v
+	}
+	m[ExternalIDShared] = "true"
+	*ids = m
+}
+
+// keepShared says whether an owned Shared router or switch that its piece no
+// longer wants must stay because other pieces still have rows on it: then
+// only the piece's own rows go, and the row itself goes with a later Apply
+// of the piece that finds it bare.
+func keepShared(ids map[string]string, cols []childColumn) bool {
+	if ids[ExternalIDShared] != "true" {
+		return false
+	}
+	for _, c := range cols {
+		for _, u := range *c.col {
+			if !c.owned(u) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // reference says whether a desired router or switch is handled as another's

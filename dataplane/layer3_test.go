@@ -130,3 +130,42 @@ func TestSharedRouterCreatedOnceByConcurrentPieces(t *testing.T) {
 		}
 	}
 }
+
+// A shared router the multi-VTEP piece created stays while the subnet
+// policies are on it, and goes with the piece's next Apply once it is bare.
+func TestSharedRouterOutlivesItsCreatorWhileOthersUseIt(t *testing.T) {
+	e := newEnv(t)
+	const network = "ns_green"
+	router := NamesFor(network).ClusterRouter()
+	ports, err := MultiVTEPPorts(network, DefaultTransitSubnetV4, []VTEPNode{{Name: "node-b", Local: true,
+		EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3")}, TunnelIDs: []int{3, 4}}},
+		[]VTEPPod{{Namespace: "ns", Name: "p", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.0.5/24")}, EncapIP: addr("10.0.0.3")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policies, err := Layer3SubnetPolicies(network, []netip.Prefix{pfx("10.1.0.0/16")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.apply(ports)
+	e.apply(policies)
+	if got := e.nbctl("--bare", "--columns=external_ids", "find", "Logical_Router", "name="+router); !strings.Contains(got, "k8s.ovn.org/udnkit-piece=multi-vtep") ||
+		!strings.Contains(got, ExternalIDShared+"=true") {
+		t.Fatalf("router external_ids = %q, want created by the multi-VTEP piece and marked shared", got)
+	}
+	// The last multi-VTEP pod goes: the router stays for the policies.
+	e.apply(&Desired{Owner: ports.Owner})
+	wantLines(t, "policies after the creator left", e.nbctl("lr-policy-list", router),
+		"Routing Policies", "102 ip4.src == 10.1.0.0/16 && ip4.dst == 10.1.0.0/16 allow")
+	if got := e.nbctl("--bare", "--columns=name", "find", "Logical_Router_Port", "name="+NamesFor(network).prefix+"rtots-node-b_encap1"); got != "" {
+		t.Errorf("the creator's port survived: %q", got)
+	}
+	// The policies go; the bare router goes with the creator's next Apply.
+	e.apply(&Desired{Owner: policies.Owner})
+	if ops := e.apply(&Desired{Owner: ports.Owner}); ops == 0 {
+		t.Error("the bare shared router was not removed")
+	}
+	if got := e.nbctl("--bare", "--columns=name", "list", "Logical_Router"); got != "" {
+		t.Errorf("routers left: %q", got)
+	}
+}
