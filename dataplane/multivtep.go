@@ -105,10 +105,7 @@ func MultiVTEPPorts(network string, transit netip.Prefix, nodes []VTEPNode, pods
 		}
 		sort.Ints(idxs)
 		for k, idx := range idxs {
-			suffix := ""
-			if idx > 0 {
-				suffix = "_encap" + strconv.Itoa(idx)
-			}
+			suffix := strings.TrimPrefix(names.TransitSwitchPort(n.Name, idx), names.TransitSwitchPort(n.Name, 0))
 			ip, err := AddrAt(transit, uint64(n.TunnelIDs[idx]))
 			if err != nil {
 				return nil, fmt.Errorf("nodes[%d] (%s): tunnel ID %d: %w", ni, n.Name, n.TunnelIDs[idx], err)
@@ -235,6 +232,16 @@ func (c *Client) SetPortEncaps(ctx context.Context, ports map[string]PortEncap) 
 type PortEncap struct {
 	Chassis string
 	EncapIP string
+}
+
+// TransitSwitchPort is OKEP-5535's name of a node's transit switch port for
+// its encap IP at index idx: tstor-<node> for the first, tstor-<node>_encapN
+// for the others (with the network's prefix).
+func (n Layer2Names) TransitSwitchPort(node string, idx int) string {
+	if idx == 0 {
+		return n.prefix + "tstor-" + node
+	}
+	return n.prefix + "tstor-" + node + "_encap" + strconv.Itoa(idx)
 }
 
 // PodPortName is OVN-Kubernetes' logical switch port name of a pod on a

@@ -88,6 +88,35 @@ func (s *stack) ctl(tool, db string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// remoteChassis runs ovn-northd and registers a chassis of another zone with
+// one geneve Encap per IP, as OVN-Kubernetes' interconnect does.
+func (s *stack) remoteChassis(name string, ips ...string) {
+	s.t.Helper()
+	northd, err := ovsdbserver.StartNorthd(s.dir, s.db.NB, s.db.SB)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(northd.Stop)
+	s.sbctl("chassis-add", name, "geneve", ips[0])
+	for _, ip := range ips[1:] {
+		s.sbctl("--", "--id=@e", "create", "Encap", "type=geneve", `ip="`+ip+`"`, "chassis_name="+name,
+			"options:csum=true", "--", "add", "Chassis", name, "encaps", "@e")
+	}
+}
+
+// encapOf is the IP of the Encap a port's Port_Binding points at ("" without one).
+func (s *stack) encapOf(port string) string {
+	s.t.Helper()
+	if s.sbctl("--bare", "--columns=logical_port", "find", "Port_Binding", "logical_port="+port) == "" {
+		return ""
+	}
+	uuid := s.sbctl("get", "Port_Binding", port, "encap")
+	if uuid == "[]" {
+		return ""
+	}
+	return s.sbctl("get", "Encap", uuid, "ip")
+}
+
 // eventually polls ok for up to a minute and fails with the NB contents.
 func (s *stack) eventually(what string, ok func() bool) {
 	s.t.Helper()

@@ -61,25 +61,37 @@ func (r *MultiVTEPReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 		return reconcile.Result{}, err
 	}
 	if live {
+		var retry bool
 		if name, ok := layer2Name(nad); ok {
-			retry, err := r.apply(ctx, name)
-			if err != nil {
-				return reconcile.Result{}, err
-			}
-			if retry {
-				d := r.EncapRetry
-				if d == 0 {
-					d = 5 * time.Second
-				}
-				return reconcile.Result{RequeueAfter: d}, r.collect(ctx)
-			}
+			retry, err = r.apply(ctx, name)
 		} else if name, ok := layer3Name(nad); ok {
-			if err := r.applyLayer3(ctx, name); err != nil {
-				return reconcile.Result{}, err
+			retry, err = r.applyLayer3(ctx, name)
+		}
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if retry {
+			d := r.EncapRetry
+			if d == 0 {
+				d = 5 * time.Second
 			}
+			return reconcile.Result{RequeueAfter: d}, r.collect(ctx)
 		}
 	}
 	return reconcile.Result{}, r.collect(ctx)
+}
+
+// setEncaps points the ports' Port_Bindings at their Encap rows; retry
+// reports bindings (ovn-northd) or Encap rows (the remote chassis) not there yet.
+func (r *MultiVTEPReconciler) setEncaps(ctx context.Context, network string, encaps map[string]dataplane.PortEncap) (retry bool) {
+	if len(encaps) == 0 {
+		return false
+	}
+	if _, err := r.OVN.SetPortEncaps(ctx, encaps); err != nil {
+		log.FromContext(ctx).Info("Port_Binding encaps not set yet", "network", network, "reason", err.Error())
+		return true
+	}
+	return false
 }
 
 func layer3Name(nad *nadv1.NetworkAttachmentDefinition) (string, bool) {
@@ -158,25 +170,19 @@ func (r *MultiVTEPReconciler) apply(ctx context.Context, network string) (retry 
 	if _, err := r.OVN.Apply(ctx, d); err != nil {
 		return false, err
 	}
-	if len(encaps) == 0 {
-		return false, nil
-	}
-	if _, err := r.OVN.SetPortEncaps(ctx, encaps); err != nil {
-		log.FromContext(ctx).Info("Port_Binding encaps not set yet", "network", network, "reason", err.Error())
-		return true, nil
-	}
-	return false, nil
+	return r.setEncaps(ctx, network, encaps), nil
 }
 
 // applyLayer3 programs one Layer3 network's on-demand transit switch ports
 // and routes (dataplane.MultiVTEPPorts) for its multi-VTEP nodes, with each
 // node's host subnet from k8s.ovn.org/node-subnets and one tunnel ID per
-// encap IP from k8s.ovn.org/node-transit-switch-port-tunnel-ids.
-func (r *MultiVTEPReconciler) applyLayer3(ctx context.Context, network string) error {
+// encap IP from k8s.ovn.org/node-transit-switch-port-tunnel-ids, and points
+// each remote port's Port_Binding.encap at its encap IP's Encap row.
+func (r *MultiVTEPReconciler) applyLayer3(ctx context.Context, network string) (retry bool, err error) {
 	logger := log.FromContext(ctx).WithValues("network", network)
 	all, objs, allPods, err := r.vtepState(ctx, network, layer3Name)
 	if err != nil {
-		return err
+		return false, err
 	}
 	var nodes []dataplane.VTEPNode
 	kept := map[string]bool{}
@@ -199,17 +205,25 @@ func (r *MultiVTEPReconciler) applyLayer3(ctx context.Context, network string) e
 		kept[n.Name] = true
 	}
 	var pods []dataplane.VTEPPod
+	encaps := map[string]dataplane.PortEncap{}
+	names := dataplane.NamesFor(network)
 	for _, p := range allPods {
-		if kept[p.Node] {
-			pods = append(pods, p.VTEPPod)
+		if !kept[p.Node] {
+			continue
+		}
+		pods = append(pods, p.VTEPPod)
+		if n := nodes[slices.IndexFunc(nodes, func(n dataplane.VTEPNode) bool { return n.Name == p.Node })]; !n.Local {
+			encaps[names.TransitSwitchPort(n.Name, slices.Index(n.EncapIPs, p.EncapIP))] = dataplane.PortEncap{Chassis: n.Name, EncapIP: p.EncapIP.String()}
 		}
 	}
 	d, err := dataplane.MultiVTEPPorts(network, dataplane.DefaultTransitSubnetV4, nodes, pods)
 	if err != nil {
-		return err
+		return false, err
 	}
-	_, err = r.OVN.Apply(ctx, d)
-	return err
+	if _, err := r.OVN.Apply(ctx, d); err != nil {
+		return false, err
+	}
+	return r.setEncaps(ctx, network, encaps), nil
 }
 
 // NodeSubnetsFromNode reads a node's host subnets of one network from

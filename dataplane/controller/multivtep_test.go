@@ -15,7 +15,6 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/dataplane"
-	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 	"github.com/udnkit/udnkit/reconcilers"
 )
 
@@ -44,17 +43,7 @@ func vtepPod(name, node, ip, encap string) *corev1.Pod {
 // and all go with the NAD.
 func TestMultiVTEPFromAPIState(t *testing.T) {
 	s := newStack(t)
-	northd, err := ovsdbserver.StartNorthd(s.dir, s.db.NB, s.db.SB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(northd.Stop)
-	// node-b is in another zone: its chassis is remote, with one Encap per VTEP.
-	s.sbctl("chassis-add", "node-b", "geneve", "10.0.0.2")
-	for _, ip := range []string{"10.0.0.3", "10.0.0.4"} {
-		s.sbctl("--", "--id=@e", "create", "Encap", "type=geneve", `ip="`+ip+`"`, "chassis_name=node-b",
-			"options:csum=true", "--", "add", "Chassis", "node-b", "encaps", "@e")
-	}
+	s.remoteChassis("node-b", "10.0.0.2", "10.0.0.3", "10.0.0.4")
 	o := s.opts()
 	o.Local = func(n *corev1.Node) bool { return n.Name != "node-b" }
 	rs, err := Setup(s.ctx, s.mgr, o)
@@ -77,14 +66,12 @@ func TestMultiVTEPFromAPIState(t *testing.T) {
 		return normalized(s.nbctl("--format=csv", "--data=bare", "--no-headings", "--columns=name,type,addresses,options",
 			"find", "Logical_Switch_Port", "type=remote", `external_ids:"k8s.ovn.org/udnkit-piece"=multi-vtep`))
 	}
-	encapOf := func(port string) string {
-		return s.sbctl("get", "Encap", s.sbctl("get", "Port_Binding", port, "encap"), "ip")
-	}
+	encapOf := s.encapOf
 	const port1, port2 = "ns1.tenant.blue_ns1_pod-1", "ns1.tenant.blue_ns1_pod-2"
 	s.eventually("pod-1's remote port and encap", func() bool {
 		return ports() == port1+",remote,0a:58:cb:cb:00:05 203.203.0.5,requested-chassis=node-b" &&
 			strings.Contains(s.sbctl("--bare", "--columns=logical_port", "list", "Port_Binding"), port1) &&
-			s.sbctl("get", "Port_Binding", port1, "encap") != "[]" && encapOf(port1) == `"10.0.0.3"`
+			encapOf(port1) == `"10.0.0.3"`
 	})
 
 	// A pod on another VTEP of the same node: its own port and Encap.
@@ -93,7 +80,7 @@ func TestMultiVTEPFromAPIState(t *testing.T) {
 		got := ports()
 		return strings.Contains(got, port2+",remote,0a:58:cb:cb:00:08 203.203.0.8,requested-chassis=node-b") &&
 			strings.Count(got, "\n") == 1 && s.sbctl("--bare", "--columns=logical_port", "find", "Port_Binding", "logical_port="+port2) != "" &&
-			s.sbctl("get", "Port_Binding", port2, "encap") != "[]" && encapOf(port2) == `"10.0.0.4"`
+			encapOf(port2) == `"10.0.0.4"`
 	})
 	if got := encapOf(port1); got != `"10.0.0.3"` {
 		t.Errorf("pod-1's encap changed to %s", got)
@@ -148,11 +135,14 @@ func TestLayer3MultiVTEPFromAPIState(t *testing.T) {
 	if err := reconcilers.SetupWithManager(s.mgr, reconcilers.DefaultConfig()); err != nil {
 		t.Fatal(err)
 	}
+	s.remoteChassis("node-b", "172.18.0.3", "172.18.0.4", "172.18.0.5")
 	o := s.opts()
 	o.Local = func(n *corev1.Node) bool { return n.Name != "node-b" }
-	if _, err := Setup(s.ctx, s.mgr, o); err != nil {
+	rs, err := Setup(s.ctx, s.mgr, o)
+	if err != nil {
 		t.Fatal(err)
 	}
+	rs.MultiVTEP.EncapRetry = 100 * time.Millisecond
 	s.start()
 	ns := namespace("tenant-green")
 	ns.Labels = map[string]string{udnv1.LabelPrimaryUserDefinedNetwork: ""}
@@ -207,6 +197,9 @@ func TestLayer3MultiVTEPFromAPIState(t *testing.T) {
 	s.eventually("the encap2 port and the /32", func() bool {
 		return strings.Contains(ports(), "tenant.green_green_tstor-node-b_encap2,remote,"+tsp(tunnelIDs[2])) &&
 			strings.Contains(routes(), fmt.Sprintf("%s 100.88.0.%d dst-ip", podIP(6), tunnelIDs[2]))
+	})
+	s.eventually("each remote transit port's Port_Binding.encap is its VTEP's Encap", func() bool {
+		return s.encapOf("tenant.green_green_tstor-node-b_encap1") == `"172.18.0.4"` && s.encapOf("tenant.green_green_tstor-node-b_encap2") == `"172.18.0.5"`
 	})
 	if got := s.nbctl("--bare", "--columns=external_ids", "find", "Logical_Switch", "name="+ts); !strings.Contains(got, "k8s.ovn.org/udnkit-piece=multi-vtep") {
 		t.Errorf("the transit switch udnkit created is not owned by the multi-VTEP piece: %q", got)
