@@ -103,11 +103,7 @@ func (r *Layer2Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 			}
 			if waiting {
 				// Pods are not watched: look again for the node to drain.
-				poll := r.DrainPoll
-				if poll == 0 {
-					poll = 30 * time.Second
-				}
-				return reconcile.Result{RequeueAfter: poll}, r.collect(ctx)
+				return reconcile.Result{RequeueAfter: orDefault(r.DrainPoll, 30*time.Second)}, r.collect(ctx)
 			}
 		}
 	}
@@ -322,4 +318,12 @@ func liveNetworks(ctx context.Context, c client.Client, network func(*nadv1.Netw
 		}
 	}
 	return live, nil
+}
+
+// orDefault is d, or def when d is 0.
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
 }

@@ -69,10 +69,7 @@ func MigrationNetworkName(id string) string {
 // Reconcile applies every primary Layer2 network's routes.
 func (r *LiveMigrationReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	logger := log.FromContext(ctx)
-	poll := r.Poll
-	if poll == 0 {
-		poll = 5 * time.Second
-	}
+	poll := orDefault(r.Poll, 5*time.Second)
 	var nads nadv1.NetworkAttachmentDefinitionList
 	if err := r.Client.List(ctx, &nads); err != nil {
 		return reconcile.Result{}, err

@@ -71,11 +71,7 @@ func (r *MultiVTEPReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 			return reconcile.Result{}, err
 		}
 		if retry {
-			d := r.EncapRetry
-			if d == 0 {
-				d = 5 * time.Second
-			}
-			return reconcile.Result{RequeueAfter: d}, r.collect(ctx)
+			return reconcile.Result{RequeueAfter: orDefault(r.EncapRetry, 5*time.Second)}, r.collect(ctx)
 		}
 	}
 	return reconcile.Result{}, r.collect(ctx)
