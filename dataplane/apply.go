@@ -59,7 +59,12 @@ type Router struct {
 	// Ref marks a router another piece (or another component) owns: it is found
 	// by name and never created, updated or deleted; only this piece's ports,
 	// routes, policies and NATs on it are managed. Applying fails when it is missing.
-	Ref      bool
+	Ref bool
+	// Shared marks a router that another component may own: when it exists and
+	// this piece does not own it, it is handled like Ref (only this piece's
+	// children are managed); when it is missing, this piece creates and owns it
+	// (and removes it with the piece's last desired state).
+	Shared   bool
 	Ports    []nbdb.LogicalRouterPort
 	Routes   []nbdb.LogicalRouterStaticRoute
 	Policies []nbdb.LogicalRouterPolicy
@@ -68,9 +73,11 @@ type Router struct {
 
 // Switch is a desired Logical_Switch with the ports this piece owns on it.
 type Switch struct {
-	Row   nbdb.LogicalSwitch
-	Ref   bool
-	Ports []nbdb.LogicalSwitchPort
+	Row nbdb.LogicalSwitch
+	// Ref and Shared mean what they mean for a Router.
+	Ref    bool
+	Shared bool
+	Ports  []nbdb.LogicalSwitchPort
 }
 
 // Desired is everything one topology piece wants in the Northbound database.
@@ -98,6 +105,8 @@ func (c *Client) Apply(ctx context.Context, d *Desired) (Result, error) {
 	if err := d.validate(); err != nil {
 		return Result{}, err
 	}
+	c.apply.Lock()
+	defer c.apply.Unlock()
 	// Plan only against a cache that the monitor has resynchronised.
 	if err := waitConnected(ctx, c.NB); err != nil {
 		return Result{}, err
@@ -505,12 +514,9 @@ func (p *planner) routers(desired []Router) error {
 		d := &desired[i]
 		wanted[d.Row.Name] = true
 		ex := byName[d.Row.Name]
-		switch {
-		case d.Ref && ex == nil:
-			return fmt.Errorf("logical router %q not found: it is created by another piece and must exist first", d.Row.Name)
-		case !d.Ref && ex != nil && !p.owner.owns(ex.ExternalIDs):
-			return fmt.Errorf("logical router %q exists but is not owned by network %q (%s/%s): refusing to touch it",
-				d.Row.Name, p.owner.Network, p.owner.Topology, p.owner.Piece)
+		ref, err := p.reference("logical router", d.Row.Name, d.Ref, d.Shared, ex != nil, ex != nil && p.owner.owns(ex.ExternalIDs))
+		if err != nil {
+			return err
 		}
 		var cur nbdb.LogicalRouter
 		if ex != nil {
@@ -521,6 +527,7 @@ func (p *planner) routers(desired []Router) error {
 			mut[col] = &[2][]string{ins, rem}
 		}
 		row := d.Row
+		markShared(&row.ExternalIDs, d.Shared)
 		ins, rem, err := children[nbdb.LogicalRouterPort](p, lrpSpec, cur.Ports, d.Ports)
 		if err != nil {
 			return err
@@ -538,7 +545,7 @@ func (p *planner) routers(desired []Router) error {
 			return err
 		}
 		collect(&row.Nat, ins, rem)
-		if err := p.parent(ex, &row, d.Ref, &row.ExternalIDs, []any{&row.ExternalIDs, &row.Options}, mut,
+		if err := p.parent(ex, &row, ref, &row.ExternalIDs, []any{&row.ExternalIDs, &row.Options}, mut,
 			func() []any { return []any{&ex.ExternalIDs, &ex.Options} }); err != nil {
 			return err
 		}
@@ -549,7 +556,11 @@ func (p *planner) routers(desired []Router) error {
 		if wanted[r.Name] && byName[r.Name] == r {
 			continue
 		}
-		if p.owner.owns(r.ExternalIDs) {
+		cols := []childColumn{
+			{&r.Ports, lrpSpec.table, ownedIn(p, lrpSpec)}, {&r.StaticRoutes, routeSpec.table, ownedIn(p, routeSpec)},
+			{&r.Policies, policySpec.table, ownedIn(p, policySpec)}, {&r.Nat, natSpec.table, ownedIn(p, natSpec)},
+		}
+		if p.owner.owns(r.ExternalIDs) && !keepShared(r.ExternalIDs, cols) {
 			// Its ports, routes, policies and NATs are garbage-collected with it.
 			p.gone = append(p.gone, rowRef{nbdb.LogicalRouterTable, r.UUID})
 			if err := p.add(p.api.Where(r).Delete()); err != nil {
@@ -557,10 +568,7 @@ func (p *planner) routers(desired []Router) error {
 			}
 			continue
 		}
-		if err := p.dropChildren(r, []childColumn{
-			{&r.Ports, lrpSpec.table, ownedIn(p, lrpSpec)}, {&r.StaticRoutes, routeSpec.table, ownedIn(p, routeSpec)},
-			{&r.Policies, policySpec.table, ownedIn(p, policySpec)}, {&r.Nat, natSpec.table, ownedIn(p, natSpec)},
-		}); err != nil {
+		if err := p.dropChildren(r, cols); err != nil {
 			return err
 		}
 	}
@@ -582,24 +590,22 @@ func (p *planner) switches(desired []Switch) error {
 		d := &desired[i]
 		wanted[d.Row.Name] = true
 		ex := byName[d.Row.Name]
-		switch {
-		case d.Ref && ex == nil:
-			return fmt.Errorf("logical switch %q not found: it is created by another piece and must exist first", d.Row.Name)
-		case !d.Ref && ex != nil && !p.owner.owns(ex.ExternalIDs):
-			return fmt.Errorf("logical switch %q exists but is not owned by network %q (%s/%s): refusing to touch it",
-				d.Row.Name, p.owner.Network, p.owner.Topology, p.owner.Piece)
+		ref, err := p.reference("logical switch", d.Row.Name, d.Ref, d.Shared, ex != nil, ex != nil && p.owner.owns(ex.ExternalIDs))
+		if err != nil {
+			return err
 		}
 		var cur nbdb.LogicalSwitch
 		if ex != nil {
 			cur = *ex
 		}
 		row := d.Row
+		markShared(&row.ExternalIDs, d.Shared)
 		ins, rem, err := children[nbdb.LogicalSwitchPort](p, lspSpec, cur.Ports, d.Ports)
 		if err != nil {
 			return err
 		}
 		mut := map[*[]string]*[2][]string{&row.Ports: {ins, rem}}
-		if err := p.parent(ex, &row, d.Ref, &row.ExternalIDs, []any{&row.ExternalIDs, &row.OtherConfig}, mut,
+		if err := p.parent(ex, &row, ref, &row.ExternalIDs, []any{&row.ExternalIDs, &row.OtherConfig}, mut,
 			func() []any { return []any{&ex.ExternalIDs, &ex.OtherConfig} }); err != nil {
 			return err
 		}
@@ -610,18 +616,69 @@ func (p *planner) switches(desired []Switch) error {
 		if wanted[s.Name] && byName[s.Name] == s {
 			continue
 		}
-		if p.owner.owns(s.ExternalIDs) {
+		cols := []childColumn{{&s.Ports, lspSpec.table, ownedIn(p, lspSpec)}}
+		if p.owner.owns(s.ExternalIDs) && !keepShared(s.ExternalIDs, cols) {
 			p.gone = append(p.gone, rowRef{nbdb.LogicalSwitchTable, s.UUID})
 			if err := p.add(p.api.Where(s).Delete()); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := p.dropChildren(s, []childColumn{{&s.Ports, lspSpec.table, ownedIn(p, lspSpec)}}); err != nil {
+		if err := p.dropChildren(s, cols); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ExternalIDShared marks a router or switch a piece created as Shared.
+const ExternalIDShared = "k8s.ovn.org/udnkit-shared"
+
+func markShared(ids *map[string]string, shared bool) {
+	if !shared {
+		return
+	}
+	m := make(map[string]string, len(*ids)+1)
+	for k, v := range *ids {
+		m[k] = v
+	}
+	m[ExternalIDShared] = "true"
+	*ids = m
+}
+
+// keepShared says whether an owned Shared router or switch that its piece no
+// longer wants must stay because other pieces still have rows on it: then
+// only the piece's own rows go, and the row itself goes with a later Apply
+// of the piece that finds it bare.
+func keepShared(ids map[string]string, cols []childColumn) bool {
+	if ids[ExternalIDShared] != "true" {
+		return false
+	}
+	for _, c := range cols {
+		for _, u := range *c.col {
+			if !c.owned(u) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// reference says whether a desired router or switch is handled as another's
+// (only this piece's children are managed), or fails: a Ref must exist; a
+// Shared one that exists but is foreign is referenced; any other that exists
+// must be this piece's.
+func (p *planner) reference(kind, name string, ref, shared, exists, owned bool) (bool, error) {
+	switch {
+	case ref && !exists:
+		return false, fmt.Errorf("%s %q not found: it is created by another piece and must exist first", kind, name)
+	case shared && exists && !owned:
+		return true, nil
+	case !ref && exists && !owned:
+		return false, fmt.Errorf("%s %q exists but is not owned by network %q (%s/%s): refusing to touch it",
+			kind, name, p.owner.Network, p.owner.Topology, p.owner.Piece)
+	}
+	return ref, nil
 }
 
 // preferred says whether a second row with the same name should replace the
@@ -768,6 +825,52 @@ func (c *Client) Networks(topology, piece string) []string {
 		ids := m.(*nbdb.LogicalRouter).ExternalIDs
 		if ids[ExternalIDTopology] == topology && ids[ExternalIDPiece] == piece && ids[ExternalIDNetwork] != "" {
 			seen[ids[ExternalIDNetwork]] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// PieceNetworks lists the networks that own any Northbound row of a topology
+// piece (routers, switches, their children or DHCP options), including
+// pieces that only add rows to routers or switches they do not own.
+func (c *Client) PieceNetworks(topology, piece string) []string {
+	seen := map[string]bool{}
+	note := func(ids map[string]string) {
+		if ids[ExternalIDTopology] == topology && ids[ExternalIDPiece] == piece && ids[ExternalIDNetwork] != "" {
+			seen[ids[ExternalIDNetwork]] = true
+		}
+	}
+	for _, table := range []string{nbdb.LogicalRouterTable, nbdb.LogicalSwitchTable, nbdb.LogicalRouterPortTable,
+		nbdb.LogicalSwitchPortTable, nbdb.LogicalRouterStaticRouteTable, nbdb.LogicalRouterPolicyTable,
+		nbdb.NATTable, nbdb.DHCPOptionsTable} {
+		t := c.NB.Cache().Table(table)
+		if t == nil {
+			continue
+		}
+		for _, m := range t.RowsShallow() {
+			switch r := m.(type) {
+			case *nbdb.LogicalRouter:
+				note(r.ExternalIDs)
+			case *nbdb.LogicalSwitch:
+				note(r.ExternalIDs)
+			case *nbdb.LogicalRouterPort:
+				note(r.ExternalIDs)
+			case *nbdb.LogicalSwitchPort:
+				note(r.ExternalIDs)
+			case *nbdb.LogicalRouterStaticRoute:
+				note(r.ExternalIDs)
+			case *nbdb.LogicalRouterPolicy:
+				note(r.ExternalIDs)
+			case *nbdb.NAT:
+				note(r.ExternalIDs)
+			case *nbdb.DHCPOptions:
+				note(r.ExternalIDs)
+			}
 		}
 	}
 	out := make([]string, 0, len(seen))

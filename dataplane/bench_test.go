@@ -213,3 +213,75 @@ func BenchmarkMultiVTEP1000Pods(b *testing.B) {
 		b.Fatalf("%d ports left after cleanup", n)
 	}
 }
+
+// BenchmarkLayer2MultiVTEP1000Pods creates the OKEP-5535 Layer2 remote ports
+// of 1000 pods on 250 remote 4-VTEP nodes on an existing layer2 switch in
+// one Apply, and in the same run inserts the same ports with raw libovsdb
+// (one transaction: the ports and one mutation of the switch); it reports
+// both and their ratio.
+func BenchmarkLayer2MultiVTEP1000Pods(b *testing.B) {
+	e := newEnv(b)
+	const network = "bench-l2vtep"
+	e.nbctl("ls-add", NamesFor(network).Switch())
+	e.settle()
+	var nodes []VTEPNode
+	var pods []Layer2PodPort
+	for i := range 250 {
+		n := VTEPNode{Name: "node" + strconv.Itoa(i)}
+		for v := range 4 {
+			n.EncapIPs = append(n.EncapIPs, netip.AddrFrom4([4]byte{172, 16, byte(i), byte(v + 1)}))
+			ip := netip.AddrFrom4([4]byte{10, 128, byte(i), byte(v + 4)})
+			pods = append(pods, Layer2PodPort{NAD: "ns/bench-l2vtep", MAC: MACFromIP(ip).String(), VTEPPod: VTEPPod{
+				Namespace: "ns", Name: "pod" + strconv.Itoa(4*i+v), Node: n.Name, EncapIP: n.EncapIPs[v],
+				IPs: []netip.Prefix{netip.PrefixFrom(ip, 16)}}})
+		}
+		nodes = append(nodes, n)
+	}
+	d, _, err := Layer2MultiVTEPPorts(network, nodes, pods)
+	if err != nil {
+		b.Fatal(err)
+	}
+	empty := &Desired{Owner: d.Owner}
+	clean := func() {
+		if _, err := e.c.Apply(e.ctx, empty); err != nil {
+			b.Fatal(err)
+		}
+		waitRows(b, e.c.NB, nbdb.LogicalSwitchPortTable, 0)
+	}
+	var sw *nbdb.LogicalSwitch
+	for _, m := range e.c.NB.Cache().Table(nbdb.LogicalSwitchTable).RowsShallow() {
+		sw = m.(*nbdb.LogicalSwitch)
+	}
+	var udnkit, raw time.Duration
+	for b.Loop() {
+		start := time.Now()
+		if _, err := e.c.Apply(e.ctx, d); err != nil {
+			b.Fatal(err)
+		}
+		udnkit += time.Since(start)
+		clean()
+
+		start = time.Now()
+		var ops []ovsdb.Operation
+		var uuids []string
+		for i, p := range d.Switches[0].Ports {
+			p.UUID, p.ExternalIDs = "raw"+strconv.Itoa(i), d.Owner.ids()
+			o, err := e.c.NB.Create(&p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ops, uuids = append(ops, o...), append(uuids, p.UUID)
+		}
+		o, err := e.c.NB.Where(sw).Mutate(sw, model.Mutation{Field: &sw.Ports, Mutator: ovsdb.MutateOperationInsert, Value: uuids})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := transact(e.ctx, e.c.NB, append(ops, o...)); err != nil {
+			b.Fatal(err)
+		}
+		waitRows(b, e.c.NB, nbdb.LogicalSwitchPortTable, len(uuids))
+		raw += time.Since(start)
+		clean()
+	}
+	reportRatio(b, udnkit, raw)
+}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -22,6 +23,10 @@ import (
 type Client struct {
 	NB client.Client
 	SB client.Client
+	// apply serialises Apply: a piece plans against a cache that shows every
+	// earlier Apply, so two pieces sharing a missing router or switch
+	// (Shared) never both create it.
+	apply sync.Mutex
 }
 
 // NewClient connects to the OVN Northbound and Southbound databases. Addresses

@@ -28,7 +28,11 @@ func (d *Desired) Describe(w io.Writer) {
 		}
 	}
 	for _, r := range d.Routers {
-		fmt.Fprintf(w, "router %s%s%s\n", r.Row.Name, existing(r.Ref), kv(" options", r.Row.Options))
+		mark := existing(r.Ref)
+		if r.Shared {
+			mark = " (existing, or created when missing)"
+		}
+		fmt.Fprintf(w, "router %s%s%s\n", r.Row.Name, mark, kv(" options", r.Row.Options))
 		for _, p := range r.Ports {
 			fmt.Fprintf(w, "    port %s mac=%s networks=%q", p.Name, p.MAC, p.Networks)
 			if p.Peer != nil {

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"bytes"
+	"net/netip"
 	"strings"
 	"testing"
 )
@@ -41,5 +42,14 @@ func TestDescribe(t *testing.T) {
 	}
 	if n := strings.Count(text, "port trtor-"); n != len(nodes) {
 		t.Errorf("%d transit-router ports described, want one per node (%d)", n, len(nodes))
+	}
+	d, err = Layer3SubnetPolicies("ns_green", []netip.Prefix{pfx("10.200.0.0/16"), pfx("10.201.0.0/16")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	d.Describe(&out)
+	if want := "router ns_green_ovn_cluster_router (existing, or created when missing)"; !strings.Contains(out.String(), want) {
+		t.Errorf("Layer3 plan lacks %q:\n%s", want, out.String())
 	}
 }

@@ -484,10 +484,12 @@ func SubnetPairPolicies(subnets []netip.Prefix) []nbdb.LogicalRouterPolicy {
 }
 
 // Layer3SubnetPolicies is the OKEP-5377 piece of a Layer3 network: on the
-// network's cluster router (owned by the Layer3 topology, referenced by name)
-// the priority-102 allow policies for every ordered pair of the network's
-// subnets of the same family. Appending a subnet adds the new pairs; removing
-// one removes its pairs; other policies on the router are never touched.
+// network's cluster router the priority-102 allow policies for every ordered
+// pair of the network's subnets of the same family. The router is shared: an
+// existing one (owned by the Layer3 topology) is referenced by name and only
+// these policies on it are managed; a missing one is created and owned by this
+// piece. Appending a subnet adds the new pairs; removing one removes its pairs;
+// other policies on a foreign router are never touched.
 func Layer3SubnetPolicies(network string, subnets []netip.Prefix) (*Desired, error) {
 	if network == "" {
 		return nil, fmt.Errorf("network.name: must not be empty")
@@ -509,7 +511,7 @@ func Layer3SubnetPolicies(network string, subnets []netip.Prefix) (*Desired, err
 		Owner: Owner{Network: network, Topology: TopologyLayer3, Piece: PieceSubnetPolicies},
 		Routers: []Router{{
 			Row:      nbdb.LogicalRouter{Name: NamesFor(network).ClusterRouter()},
-			Ref:      true,
+			Shared:   true,
 			Policies: SubnetPairPolicies(subnets),
 		}},
 	}, nil

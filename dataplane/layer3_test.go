@@ -2,7 +2,9 @@ package dataplane
 
 import (
 	"net/netip"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -15,9 +17,21 @@ func TestLayer3SubnetPairPoliciesAfterAppend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.c.Apply(e.ctx, d); err == nil || !strings.Contains(err.Error(), `logical router "`+router+`" not found`) {
-		t.Fatalf("missing cluster router: err = %v", err)
+	// No cluster router yet: the piece creates and owns it, and removes it with the network.
+	e.apply(d)
+	if got := e.nbctl("--bare", "--columns=external_ids", "find", "Logical_Router", "name="+router); !strings.Contains(got, "k8s.ovn.org/udnkit-piece=subnet-policies") {
+		t.Errorf("created cluster router is not owned by the piece: %q", got)
 	}
+	wantLines(t, "policies on the router the piece created", e.nbctl("lr-policy-list", router),
+		"Routing Policies",
+		"102 ip4.src == 10.1.0.0/16 && ip4.dst == 10.1.0.0/16 allow",
+		"102 ip6.src == fd00:10:1::/48 && ip6.dst == fd00:10:1::/48 allow",
+	)
+	e.apply(&Desired{Owner: d.Owner})
+	if got := e.nbctl("--bare", "--columns=name", "list", "Logical_Router"); got != "" {
+		t.Fatalf("the owned router survived the network: %q", got)
+	}
+
 	// The Layer3 topology owns the cluster router; it already has other policies.
 	e.nbctl("lr-add", router)
 	e.nbctl("lr-policy-add", router, "1004", "ip4.dst == 172.18.0.3", "reroute", "10.1.0.2")
@@ -50,8 +64,11 @@ func TestLayer3SubnetPairPoliciesAfterAppend(t *testing.T) {
 		t.Errorf("second apply sent %d operations, want 0", ops)
 	}
 
-	// The network is deleted: its policies go, the router and its other policy stay.
+	// The network is deleted: its policies go, the foreign router and its other policy stay.
 	e.apply(&Desired{Owner: d.Owner})
+	if got := e.nbctl("--bare", "--columns=external_ids", "find", "Logical_Router", "name="+router); got != "" {
+		t.Errorf("the piece changed the foreign router's external_ids: %q", got)
+	}
 	wantLines(t, "after deleting the network", e.nbctl("lr-policy-list", router),
 		"Routing Policies",
 		"1004 ip4.dst == 172.18.0.3 reroute 10.1.0.2",
@@ -68,5 +85,87 @@ func TestLayer3SubnetPairPoliciesAfterAppend(t *testing.T) {
 		if _, err := Layer3SubnetPolicies("n", c.subnets); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Layer3SubnetPolicies(%v): err = %v, want %q", c.subnets, err, c.want)
 		}
+	}
+}
+
+// Two pieces that share a missing cluster router, applied at the same time
+// (their controllers run concurrently), create it once: the second sees the
+// first's router and only adds its rows to it.
+func TestSharedRouterCreatedOnceByConcurrentPieces(t *testing.T) {
+	e := newEnv(t)
+	for i := range 10 {
+		network := "ns_race" + strconv.Itoa(i)
+		policies, err := Layer3SubnetPolicies(network, []netip.Prefix{pfx("10.1.0.0/16")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports, err := MultiVTEPPorts(network, DefaultTransitSubnetV4, []VTEPNode{{Name: "node-b", Local: true,
+			EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3")}, TunnelIDs: []int{3, 4}}},
+			[]VTEPPod{{Namespace: "ns", Name: "p", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.0.5/24")}, EncapIP: addr("10.0.0.3")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for j, d := range []*Desired{policies, ports} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[j] = e.c.Apply(e.ctx, d)
+			}()
+		}
+		wg.Wait()
+		if errs[0] != nil || errs[1] != nil {
+			t.Fatalf("concurrent applies: %v, %v", errs[0], errs[1])
+		}
+		router := NamesFor(network).ClusterRouter()
+		if got := e.nbctl("--bare", "--columns=_uuid", "find", "Logical_Router", "name="+router); len(strings.Fields(got)) != 1 {
+			t.Fatalf("round %d: %d routers named %s, want 1", i, len(strings.Fields(got)), router)
+		}
+		if got := e.nbctl("lr-policy-list", router); !strings.Contains(got, "10.1.0.0/16") {
+			t.Errorf("round %d: the shared router lacks the policies: %s", i, got)
+		}
+		if got := e.nbctl("--bare", "--columns=name", "find", "Logical_Router_Port", "name="+NamesFor(network).prefix+"rtots-node-b_encap1"); got == "" {
+			t.Errorf("round %d: the shared router lacks the multi-VTEP port", i)
+		}
+	}
+}
+
+// A shared router the multi-VTEP piece created stays while the subnet
+// policies are on it, and goes with the piece's next Apply once it is bare.
+func TestSharedRouterOutlivesItsCreatorWhileOthersUseIt(t *testing.T) {
+	e := newEnv(t)
+	const network = "ns_green"
+	router := NamesFor(network).ClusterRouter()
+	ports, err := MultiVTEPPorts(network, DefaultTransitSubnetV4, []VTEPNode{{Name: "node-b", Local: true,
+		EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3")}, TunnelIDs: []int{3, 4}}},
+		[]VTEPPod{{Namespace: "ns", Name: "p", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.0.5/24")}, EncapIP: addr("10.0.0.3")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policies, err := Layer3SubnetPolicies(network, []netip.Prefix{pfx("10.1.0.0/16")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.apply(ports)
+	e.apply(policies)
+	if got := e.nbctl("--bare", "--columns=external_ids", "find", "Logical_Router", "name="+router); !strings.Contains(got, "k8s.ovn.org/udnkit-piece=multi-vtep") ||
+		!strings.Contains(got, ExternalIDShared+"=true") {
+		t.Fatalf("router external_ids = %q, want created by the multi-VTEP piece and marked shared", got)
+	}
+	// The last multi-VTEP pod goes: the router stays for the policies.
+	e.apply(&Desired{Owner: ports.Owner})
+	wantLines(t, "policies after the creator left", e.nbctl("lr-policy-list", router),
+		"Routing Policies", "102 ip4.src == 10.1.0.0/16 && ip4.dst == 10.1.0.0/16 allow")
+	if got := e.nbctl("--bare", "--columns=name", "find", "Logical_Router_Port", "name="+NamesFor(network).prefix+"rtots-node-b_encap1"); got != "" {
+		t.Errorf("the creator's port survived: %q", got)
+	}
+	// The policies go; the bare router goes with the creator's next Apply.
+	e.apply(&Desired{Owner: policies.Owner})
+	if ops := e.apply(&Desired{Owner: ports.Owner}); ops == 0 {
+		t.Error("the bare shared router was not removed")
+	}
+	if got := e.nbctl("--bare", "--columns=name", "list", "Logical_Router"); got != "" {
+		t.Errorf("routers left: %q", got)
 	}
 }

@@ -3,9 +3,12 @@ package dataplane
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
@@ -43,6 +46,8 @@ type VTEPPod struct {
 // node-subnet route goes via the lowest-indexed used port and pods on other
 // VTEPs get /32 (/128) routes. Single-VTEP nodes are left to the Layer3
 // topology (their behaviour is unchanged); a port or route goes with its last pod.
+// The cluster router and the transit switch are shared: existing ones (the
+// Layer3 topology's) are referenced, missing ones are created and owned.
 func MultiVTEPPorts(network string, transit netip.Prefix, nodes []VTEPNode, pods []VTEPPod) (*Desired, error) {
 	if network == "" {
 		return nil, fmt.Errorf("network.name: must not be empty")
@@ -85,8 +90,8 @@ func MultiVTEPPorts(network string, transit netip.Prefix, nodes []VTEPNode, pods
 		}
 		used[ni][idx] = append(used[ni][idx], p)
 	}
-	cr := Router{Row: nbdb.LogicalRouter{Name: names.ClusterRouter()}, Ref: true}
-	ts := Switch{Row: nbdb.LogicalSwitch{Name: names.prefix + "transit_switch"}, Ref: true}
+	cr := Router{Row: nbdb.LogicalRouter{Name: names.ClusterRouter()}, Shared: true}
+	ts := Switch{Row: nbdb.LogicalSwitch{Name: names.prefix + "transit_switch"}, Shared: true}
 	nodeOrder := make([]int, 0, len(used))
 	for ni := range used {
 		nodeOrder = append(nodeOrder, ni)
@@ -100,10 +105,7 @@ func MultiVTEPPorts(network string, transit netip.Prefix, nodes []VTEPNode, pods
 		}
 		sort.Ints(idxs)
 		for k, idx := range idxs {
-			suffix := ""
-			if idx > 0 {
-				suffix = "_encap" + strconv.Itoa(idx)
-			}
+			suffix := strings.TrimPrefix(names.TransitSwitchPort(n.Name, idx), names.TransitSwitchPort(n.Name, 0))
 			ip, err := AddrAt(transit, uint64(n.TunnelIDs[idx]))
 			if err != nil {
 				return nil, fmt.Errorf("nodes[%d] (%s): tunnel ID %d: %w", ni, n.Name, n.TunnelIDs[idx], err)
@@ -143,11 +145,16 @@ func MultiVTEPPorts(network string, transit netip.Prefix, nodes []VTEPNode, pods
 			}
 		}
 	}
-	return &Desired{
-		Owner:    Owner{Network: network, Topology: TopologyLayer3, Piece: PieceMultiVTEP},
-		Routers:  []Router{cr},
-		Switches: []Switch{ts},
-	}, nil
+	d := &Desired{Owner: Owner{Network: network, Topology: TopologyLayer3, Piece: PieceMultiVTEP}}
+	// Without pods on multi-VTEP nodes nothing is wanted, not even an empty
+	// router or switch (both are shared with the Layer3 topology).
+	if len(cr.Ports)+len(cr.Routes) > 0 {
+		d.Routers = []Router{cr}
+	}
+	if len(ts.Ports) > 0 {
+		d.Switches = []Switch{ts}
+	}
+	return d, nil
 }
 
 // SetPortEncaps points the Southbound Port_Binding of each remote pod port of
@@ -225,4 +232,91 @@ func (c *Client) SetPortEncaps(ctx context.Context, ports map[string]PortEncap) 
 type PortEncap struct {
 	Chassis string
 	EncapIP string
+}
+
+// TransitSwitchPort is OKEP-5535's name of a node's transit switch port for
+// its encap IP at index idx: tstor-<node> for the first, tstor-<node>_encapN
+// for the others (with the network's prefix).
+func (n Layer2Names) TransitSwitchPort(node string, idx int) string {
+	if idx == 0 {
+		return n.prefix + "tstor-" + node
+	}
+	return n.prefix + "tstor-" + node + "_encap" + strconv.Itoa(idx)
+}
+
+// PodPortName is OVN-Kubernetes' logical switch port name of a pod on a
+// user-defined network: the NAD key ("namespace/name") with "-" and "/"
+// replaced by ".", then "_<pod namespace>_<pod name>"
+// (ns1/tenant-blue, ns1/pod-a -> ns1.tenant.blue_ns1_pod-a).
+func PodPortName(nad, namespace, pod string) string {
+	return strings.NewReplacer("-", ".", "/", ".").Replace(nad) + "_" + namespace + "_" + pod
+}
+
+// Layer2PodPort is a pod of a Layer2 network as its remote port needs it.
+type Layer2PodPort struct {
+	VTEPPod
+	// NAD is the pod's NetworkAttachmentDefinition key ("namespace/name").
+	NAD string
+	// MAC is the pod's mac_address in k8s.ovn.org/pod-networks.
+	MAC string
+}
+
+// Layer2MultiVTEPPorts is OKEP-5535's Layer2 solution: every pod that runs on
+// a remote multi-VTEP node gets a remote port on the network's layer2 switch
+// (owned by the transit-router topology, referenced by name) with its MAC and
+// IPs and requested-chassis, and the returned encaps say which Encap row of
+// its node each port's Southbound Port_Binding must point at (SetPortEncaps).
+// A port appears with its pod and goes with it. Local pods (their ports and
+// encaps are the CNI's) and pods on single-VTEP nodes (today's behaviour) get
+// none. Invalid input yields an error naming the field; nothing is computed.
+func Layer2MultiVTEPPorts(network string, nodes []VTEPNode, pods []Layer2PodPort) (*Desired, map[string]PortEncap, error) {
+	if network == "" {
+		return nil, nil, fmt.Errorf("network.name: must not be empty")
+	}
+	byNode := map[string]VTEPNode{}
+	for i, n := range nodes {
+		if n.Name == "" {
+			return nil, nil, fmt.Errorf("nodes[%d].name: must not be empty", i)
+		}
+		byNode[n.Name] = n
+	}
+	names := NamesFor(network)
+	sw := Switch{Row: nbdb.LogicalSwitch{Name: names.Switch()}, Ref: true}
+	encaps := map[string]PortEncap{}
+	for i, p := range pods {
+		field := fmt.Sprintf("pods[%d] (%s/%s)", i, p.Namespace, p.Name)
+		n, ok := byNode[p.Node]
+		if !ok {
+			return nil, nil, fmt.Errorf("%s.node: node %q is not known", field, p.Node)
+		}
+		if n.Local || len(n.EncapIPs) < 2 {
+			continue
+		}
+		if !slices.Contains(n.EncapIPs, p.EncapIP) {
+			return nil, nil, fmt.Errorf("%s.encapIP: %s is not one of node %s's encap IPs %v", field, p.EncapIP, n.Name, n.EncapIPs)
+		}
+		if p.NAD == "" || p.Namespace == "" || p.Name == "" {
+			return nil, nil, fmt.Errorf("%s: nad, namespace and name are required", field)
+		}
+		mac, err := net.ParseMAC(p.MAC)
+		if err != nil || len(p.IPs) == 0 {
+			return nil, nil, fmt.Errorf("%s: a remote pod port needs the pod's MAC and IPs, got mac %q and %d IPs", field, p.MAC, len(p.IPs))
+		}
+		addrs := []string{mac.String()}
+		for _, ip := range p.IPs {
+			addrs = append(addrs, ip.Addr().String())
+		}
+		name := PodPortName(p.NAD, p.Namespace, p.Name)
+		sw.Ports = append(sw.Ports, nbdb.LogicalSwitchPort{
+			Name: name, Type: "remote", Addresses: []string{strings.Join(addrs, " ")},
+			Options: map[string]string{"requested-chassis": n.Name},
+		})
+		encaps[name] = PortEncap{Chassis: n.Name, EncapIP: p.EncapIP.String()}
+	}
+	d := &Desired{Owner: Owner{Network: network, Topology: TopologyLayer2, Piece: PieceMultiVTEP}}
+	if len(sw.Ports) > 0 {
+		// Without ports the switch is not needed: cleanup works before the topology exists.
+		d.Switches = []Switch{sw}
+	}
+	return d, encaps, nil
 }

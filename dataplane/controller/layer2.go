@@ -52,20 +52,23 @@ func (r *Layer2Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("dataplane-layer2").
 		For(&nadv1.NetworkAttachmentDefinition{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allNADs)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nadsIn(r.Client, ""))).
 		Complete(r)
 }
 
-func (r *Layer2Reconciler) allNADs(ctx context.Context, _ client.Object) []reconcile.Request {
-	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := r.Client.List(ctx, &nads, client.HasLabels{udnv1.LabelUserDefinedNetwork}); err != nil {
-		return nil
+// nadsIn maps an event to udnkit's NADs in namespace ("" for all).
+func nadsIn(c client.Client, namespace string) handler.MapFunc {
+	return func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var nads nadv1.NetworkAttachmentDefinitionList
+		if err := c.List(ctx, &nads, client.InNamespace(namespace), client.HasLabels{udnv1.LabelUserDefinedNetwork}); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(nads.Items))
+		for _, n := range nads.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&n)})
+		}
+		return out
 	}
-	out := make([]reconcile.Request, 0, len(nads.Items))
-	for _, n := range nads.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&n)})
-	}
-	return out
 }
 
 // netConf is the part of OVN-Kubernetes' network config (the NAD's spec.config) the topology needs.
@@ -84,14 +87,12 @@ type netConf struct {
 // networks whose NADs are gone.
 func (r *Layer2Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	logger := log.FromContext(ctx)
-	var nad nadv1.NetworkAttachmentDefinition
-	err := r.Client.Get(ctx, req.NamespacedName, &nad)
-	if client.IgnoreNotFound(err) != nil {
+	nad, live, err := liveNAD(ctx, r.Client, req)
+	if err != nil {
 		return reconcile.Result{}, err
 	}
-	_, labeled := nad.Labels[udnv1.LabelUserDefinedNetwork]
-	if err == nil && nad.DeletionTimestamp.IsZero() && labeled {
-		net, ok, err := Layer2NetworkFromNAD(&nad)
+	if live {
+		net, ok, err := Layer2NetworkFromNAD(nad)
 		if err != nil {
 			// A malformed NAD is the NAD writer's bug; retrying will not fix it.
 			logger.Error(err, "skipping network")
@@ -102,11 +103,7 @@ func (r *Layer2Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 			}
 			if waiting {
 				// Pods are not watched: look again for the node to drain.
-				poll := r.DrainPoll
-				if poll == 0 {
-					poll = 30 * time.Second
-				}
-				return reconcile.Result{RequeueAfter: poll}, r.collect(ctx)
+				return reconcile.Result{RequeueAfter: orDefault(r.DrainPoll, 30*time.Second)}, r.collect(ctx)
 			}
 		}
 	}
@@ -179,22 +176,29 @@ func (r *Layer2Reconciler) runningPods(ctx context.Context, namespace, node stri
 
 // collect removes the topology of networks that no NAD describes any more.
 func (r *Layer2Reconciler) collect(ctx context.Context) error {
-	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := r.Client.List(ctx, &nads, client.HasLabels{udnv1.LabelUserDefinedNetwork}); err != nil {
+	return collectPiece(ctx, r.Client, r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceTransitRouter, AdoptLegacy: true},
+		r.OVN.Networks, layer2Name)
+}
+
+func layer2Name(nad *nadv1.NetworkAttachmentDefinition) (string, bool) {
+	net, ok, err := Layer2NetworkFromNAD(nad)
+	return net.Name, ok && err == nil
+}
+
+// collectPiece removes a piece's rows (owner without a network) for every
+// network that has some (networks lists them) and that no live NAD names.
+func collectPiece(ctx context.Context, c client.Client, ovn *dataplane.Client, owner dataplane.Owner,
+	networks func(topology, piece string) []string, name func(*nadv1.NetworkAttachmentDefinition) (string, bool)) error {
+	live, err := liveNetworks(ctx, c, name)
+	if err != nil {
 		return err
 	}
-	live := map[string]bool{}
-	for i := range nads.Items {
-		if net, ok, err := Layer2NetworkFromNAD(&nads.Items[i]); err == nil && ok && nads.Items[i].DeletionTimestamp.IsZero() {
-			live[net.Name] = true
-		}
-	}
-	for _, name := range r.OVN.Networks(dataplane.TopologyLayer2, dataplane.PieceTransitRouter) {
-		if live[name] {
+	for _, n := range networks(owner.Topology, owner.Piece) {
+		if live[n] {
 			continue
 		}
-		owner := dataplane.Owner{Network: name, Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceTransitRouter, AdoptLegacy: true}
-		if _, err := r.OVN.Apply(ctx, &dataplane.Desired{Owner: owner}); err != nil {
+		owner.Network = n
+		if _, err := ovn.Apply(ctx, &dataplane.Desired{Owner: owner}); err != nil {
 			return err
 		}
 	}
@@ -289,22 +293,37 @@ func Layer2NodeFromNode(node *corev1.Node) (dataplane.Layer2Node, bool, error) {
 	}, true, nil
 }
 
-// Setup connects to OVN (the manager's --ovn-nb-address and --ovn-sb-address,
-// unix: or tcp:) and registers the Layer2 reconciler with the manager; every
-// node is local unless local says otherwise. The client closes when ctx ends.
-func Setup(ctx context.Context, mgr ctrl.Manager, nbAddress, sbAddress string, local func(*corev1.Node) bool) (*Layer2Reconciler, error) {
-	ovn, err := dataplane.NewClient(ctx, nbAddress, sbAddress)
-	if err != nil {
+// liveNAD gets a request's NAD; live is false when it is gone, being deleted
+// or not udnkit's.
+func liveNAD(ctx context.Context, c client.Client, req reconcile.Request) (nad *nadv1.NetworkAttachmentDefinition, live bool, err error) {
+	nad = &nadv1.NetworkAttachmentDefinition{}
+	if err := c.Get(ctx, req.NamespacedName, nad); err != nil {
+		return nil, false, client.IgnoreNotFound(err)
+	}
+	_, labeled := nad.Labels[udnv1.LabelUserDefinedNetwork]
+	return nad, labeled && nad.DeletionTimestamp.IsZero(), nil
+}
+
+// liveNetworks names the networks that udnkit's NADs (not being deleted)
+// describe, as network reads them.
+func liveNetworks(ctx context.Context, c client.Client, network func(*nadv1.NetworkAttachmentDefinition) (string, bool)) (map[string]bool, error) {
+	var nads nadv1.NetworkAttachmentDefinitionList
+	if err := c.List(ctx, &nads, client.HasLabels{udnv1.LabelUserDefinedNetwork}); err != nil {
 		return nil, err
 	}
-	r := &Layer2Reconciler{Client: mgr.GetClient(), OVN: ovn, Local: local}
-	if err := r.SetupWithManager(mgr); err != nil {
-		ovn.Close()
-		return nil, err
+	live := map[string]bool{}
+	for i := range nads.Items {
+		if name, ok := network(&nads.Items[i]); ok && nads.Items[i].DeletionTimestamp.IsZero() {
+			live[name] = true
+		}
 	}
-	go func() {
-		<-ctx.Done()
-		ovn.Close()
-	}()
-	return r, nil
+	return live, nil
+}
+
+// orDefault is d, or def when d is 0.
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
 }

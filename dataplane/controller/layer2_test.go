@@ -1,25 +1,16 @@
 package controller
 
 import (
-	"context"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
-	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
-	"github.com/udnkit/udnkit/envtest"
 )
 
 var skipNameValidation = true
@@ -33,44 +24,20 @@ const l2Config = `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1
 // version on drained nodes, follows a node added later, and removes the
 // network's rows when its NAD goes.
 func TestLayer2ReconcilerFromAPIState(t *testing.T) {
-	env, err := envtest.Start(envtest.Options{})
+	s := newStack(t)
+	ctx, mgr, db := s.ctx, s.mgr, s.db
+	r, err := Setup(ctx, mgr, Options{NBAddress: db.NB.Address(), SBAddress: db.SB.Address()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Stop() })
-	dir, err := os.MkdirTemp("", "ovnc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	db, err := ovsdbserver.StartPair(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Stop)
-	// Errors surface through the assertions; a test logger would outlive the test.
-	ctrl.SetLogger(logr.Discard())
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		// go test -count=N builds one manager per run in one process.
-		Controller: config.Controller{SkipNameValidation: &skipNameValidation}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Setup(ctx, mgr, db.NB.Address(), db.SB.Address(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.DrainPoll = 200 * time.Millisecond
-	if _, err := Setup(ctx, mgr, "/no/scheme.sock", db.SB.Address(), nil); err == nil ||
+	r.Layer2.DrainPoll = 200 * time.Millisecond
+	if _, err := Setup(ctx, mgr, Options{NBAddress: "/no/scheme.sock", SBAddress: db.SB.Address()}); err == nil ||
 		!strings.Contains(err.Error(), `--ovn-nb-address "/no/scheme.sock": must start with unix: or tcp:`) {
 		t.Errorf("bad NB address: err = %v", err)
 	}
-	go func() { _ = mgr.Start(ctx) }()
+	s.start()
 
-	c := env.Client
+	c := s.c
 	node := func(name, id string) *corev1.Node {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{udnv1.AnnotationNodeID: id}}}
 	}
@@ -92,22 +59,7 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	nbctl := func(args ...string) string {
-		out, err := exec.Command("ovn-nbctl", append([]string{"--db=" + db.NB.Address()}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("ovn-nbctl %v: %v: %s", args, err, out)
-		}
-		return string(out)
-	}
-	eventually := func(what string, ok func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(60 * time.Second); !ok(); {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not reached; NB:\n%s", what, nbctl("show"))
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
+	nbctl, eventually := s.nbctl, s.eventually
 	const tr = "ns1_tenant.blue_transit_router"
 	eventually("both nodes programmed", func() bool {
 		show := nbctl("show", tr)

@@ -26,6 +26,20 @@ func components() []Component {
 	rc := reconcilers.DefaultConfig()
 	ipam := addresses.DefaultConfig()
 	var ovnNB, ovnSB string
+	// The ipam component's pod address reconciler, shared with the dataplane
+	// component: it knows which VMs run away from the node owning their
+	// addresses. Components are set up in --controllers order, so the
+	// dataplane reads it lazily, once the manager runs. When only dataplane
+	// runs, it stays nil: the live-migration controller sees no migrated VMs
+	// and programs no routes (the other dataplane controllers run as usual);
+	// when only ipam runs, nobody reads it.
+	var addressReconciler *addresses.Reconciler
+	migratedVMs := func() []addresses.MigratedVM {
+		if addressReconciler == nil {
+			return nil
+		}
+		return addressReconciler.MigratedVMs()
+	}
 	// The reconcilers share one configuration and, per manager, one set of
 	// allocators, whichever of nad and nodes run.
 	reconciler := func(names ...string) func(context.Context, ctrl.Manager) error {
@@ -60,12 +74,14 @@ func components() []Component {
 			Help:      "pod addresses of Primary Layer2 networks, IPAMClaims, default NAD stub",
 			BindFlags: ipam.BindFlags,
 			Setup: func(_ context.Context, mgr ctrl.Manager) error {
-				return addresses.SetupWithManager(mgr, ipam)
+				r, err := addresses.Setup(mgr, ipam)
+				addressReconciler = r
+				return err
 			},
 		},
 		{
 			Name: "dataplane",
-			Help: "OVN Northbound/Southbound programming",
+			Help: "OVN Northbound/Southbound programming (live-migration routes need ipam in the same manager)",
 			BindFlags: func(fs *flag.FlagSet) {
 				fs.StringVar(&ovnNB, "ovn-nb-address", "", "OVN Northbound database (unix:/path or tcp:host:port)")
 				fs.StringVar(&ovnSB, "ovn-sb-address", "", "OVN Southbound database (unix:/path or tcp:host:port)")
@@ -74,7 +90,8 @@ func components() []Component {
 				if ovnNB == "" || ovnSB == "" {
 					return errors.New("the dataplane needs --ovn-nb-address and --ovn-sb-address")
 				}
-				_, err := dataplanecontroller.Setup(ctx, mgr, ovnNB, ovnSB, nil)
+				_, err := dataplanecontroller.Setup(ctx, mgr, dataplanecontroller.Options{
+					NBAddress: ovnNB, SBAddress: ovnSB, MigratedVMs: migratedVMs})
 				return err
 			},
 		},

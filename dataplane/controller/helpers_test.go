@@ -1,0 +1,144 @@
+package controller
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
+	"github.com/udnkit/udnkit/envtest"
+)
+
+// stack is a real apiserver, a real pair of OVN databases and an unstarted
+// manager for one test.
+type stack struct {
+	t   *testing.T
+	ctx context.Context
+	dir string
+	db  *ovsdbserver.Pair
+	mgr ctrl.Manager
+	c   client.Client
+}
+
+func newStack(t *testing.T) *stack {
+	t.Helper()
+	env, err := envtest.Start(envtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	dir, err := os.MkdirTemp("", "ovnc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	db, err := ovsdbserver.StartPair(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Stop)
+	ctrl.SetLogger(logr.Discard())
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: &skipNameValidation}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &stack{t: t, ctx: ctx, dir: dir, db: db, mgr: mgr, c: env.Client}
+}
+
+// opts are Setup's options for the stack's databases.
+func (s *stack) opts() Options {
+	return Options{NBAddress: s.db.NB.Address(), SBAddress: s.db.SB.Address()}
+}
+
+func (s *stack) start() { go func() { _ = s.mgr.Start(s.ctx) }() }
+
+func (s *stack) create(objs ...client.Object) {
+	s.t.Helper()
+	for _, o := range objs {
+		if err := s.c.Create(s.ctx, o); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+}
+
+func (s *stack) nbctl(args ...string) string { return s.ctl("ovn-nbctl", s.db.NB.Address(), args...) }
+func (s *stack) sbctl(args ...string) string { return s.ctl("ovn-sbctl", s.db.SB.Address(), args...) }
+
+func (s *stack) ctl(tool, db string, args ...string) string {
+	s.t.Helper()
+	out, err := exec.Command(tool, append([]string{"--db=" + db}, args...)...).CombinedOutput()
+	if err != nil {
+		s.t.Fatalf("%s %v: %v: %s", tool, args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// remoteChassis runs ovn-northd and registers a chassis of another zone with
+// one geneve Encap per IP, as OVN-Kubernetes' interconnect does.
+func (s *stack) remoteChassis(name string, ips ...string) {
+	s.t.Helper()
+	northd, err := ovsdbserver.StartNorthd(s.dir, s.db.NB, s.db.SB)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(northd.Stop)
+	s.sbctl("chassis-add", name, "geneve", ips[0])
+	for _, ip := range ips[1:] {
+		s.sbctl("--", "--id=@e", "create", "Encap", "type=geneve", `ip="`+ip+`"`, "chassis_name="+name,
+			"options:csum=true", "--", "add", "Chassis", name, "encaps", "@e")
+	}
+}
+
+// encapOf is the IP of the Encap a port's Port_Binding points at ("" without one).
+func (s *stack) encapOf(port string) string {
+	s.t.Helper()
+	if s.sbctl("--bare", "--columns=logical_port", "find", "Port_Binding", "logical_port="+port) == "" {
+		return ""
+	}
+	uuid := s.sbctl("get", "Port_Binding", port, "encap")
+	if uuid == "[]" {
+		return ""
+	}
+	return s.sbctl("get", "Encap", uuid, "ip")
+}
+
+// eventually polls ok for up to a minute and fails with the NB contents.
+func (s *stack) eventually(what string, ok func() bool) {
+	s.t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); !ok(); {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s: not reached; NB:\n%s", what, s.nbctl("show"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// normalized returns ovn-nbctl output with runs of blanks folded, one line per entry.
+func normalized(out string) string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if l = strings.Join(strings.Fields(l), " "); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func namespace(name string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}

@@ -1,0 +1,102 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/udnkit/udnkit/dataplane"
+)
+
+// Layer3Reconciler programs the OKEP-5377 priority-102 subnet pair policies
+// of every primary Layer3 network on its <net>_ovn_cluster_router, creating
+// (and owning) the router when no other component has. Requests are NADs; an
+// appended subnet changes the NAD's spec.config and so the policies.
+type Layer3Reconciler struct {
+	Client client.Client
+	OVN    *dataplane.Client
+}
+
+// SetupWithManager registers the reconciler.
+func (r *Layer3Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("dataplane-layer3").
+		For(&nadv1.NetworkAttachmentDefinition{}).
+		Complete(r)
+}
+
+// Reconcile applies one network's policies and removes the policies (and
+// owned routers) of networks whose NADs are gone.
+func (r *Layer3Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	nad, live, err := liveNAD(ctx, r.Client, req)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if live {
+		name, subnets, ok, err := Layer3NetworkFromNAD(nad)
+		if err != nil {
+			// A malformed NAD is the NAD writer's bug; retrying will not fix it.
+			log.FromContext(ctx).Error(err, "skipping network")
+		} else if ok {
+			d, err := dataplane.Layer3SubnetPolicies(name, subnets)
+			if err != nil {
+				log.FromContext(ctx).Error(err, "skipping network", "network", name)
+			} else if _, err := r.OVN.Apply(ctx, d); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+	}
+	return reconcile.Result{}, r.collect(ctx)
+}
+
+// collect removes the policies of Layer3 networks that no NAD describes any more.
+func (r *Layer3Reconciler) collect(ctx context.Context) error {
+	return collectPiece(ctx, r.Client, r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer3, Piece: dataplane.PieceSubnetPolicies},
+		r.OVN.PieceNetworks, layer3Name)
+}
+
+// Layer3NetworkFromNAD reads a primary Layer3 network's name and cluster
+// subnets from its NAD's spec.config, where each subnet is "CIDR" or
+// "CIDR/hostSubnet" (e.g. 10.200.0.0/16/24). ok is false for other networks.
+func Layer3NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (name string, subnets []netip.Prefix, ok bool, err error) {
+	var conf netConf
+	if err := json.Unmarshal([]byte(nad.Spec.Config), &conf); err != nil {
+		return "", nil, false, fmt.Errorf("NAD %s/%s spec.config: %w", nad.Namespace, nad.Name, err)
+	}
+	if conf.Topology != "layer3" || conf.Role != "primary" {
+		return "", nil, false, nil
+	}
+	for i, s := range strings.Split(conf.Subnets, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		cidr, host := s, ""
+		if parts := strings.Split(s, "/"); len(parts) == 3 {
+			cidr, host = parts[0]+"/"+parts[1], parts[2]
+		}
+		p, err := netip.ParsePrefix(cidr)
+		if err == nil && host != "" {
+			if bits, aerr := strconv.Atoi(host); aerr != nil || bits < p.Bits() || bits > p.Addr().BitLen() {
+				err = fmt.Errorf("hostSubnet %q is not a prefix length between %d and %d", host, p.Bits(), p.Addr().BitLen())
+			}
+		}
+		if err != nil {
+			return "", nil, false, fmt.Errorf("NAD %s/%s spec.config subnets[%d] %q: must be CIDR or CIDR/hostSubnet: %w",
+				nad.Namespace, nad.Name, i, s, err)
+		}
+		subnets = append(subnets, p.Masked())
+	}
+	if conf.Name == "" || len(subnets) == 0 {
+		return "", nil, false, fmt.Errorf("NAD %s/%s spec.config: a Layer3 network needs a name and subnets", nad.Namespace, nad.Name)
+	}
+	return conf.Name, subnets, true, nil
+}

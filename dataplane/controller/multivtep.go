@@ -1,0 +1,337 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"time"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/dataplane"
+)
+
+// MultiVTEPReconciler programs OKEP-5535 from nodes with several encap IPs
+// (k8s.ovn.org/node-encap-ips) and the encap_ip of pods in
+// k8s.ovn.org/pod-networks. Primary Layer2 networks: pods on remote such
+// nodes get a remote port on the network's layer2 switch, and its Southbound
+// Port_Binding.encap points at the Encap row of the pod's encap_ip; a port
+// appears with its pod and goes with it. Primary Layer3 networks: the
+// on-demand transit switch ports and routes of dataplane.MultiVTEPPorts; a
+// port appears with the first pod on its VTEP and goes with the last.
+// Requests are NADs; Node and Pod changes requeue the NADs they concern.
+type MultiVTEPReconciler struct {
+	Client client.Client
+	OVN    *dataplane.Client
+	// Local says whether a node belongs to this OVN zone; nil means every node
+	// does (then every pod's port and encap are the CNI's and nothing is written).
+	Local func(*corev1.Node) bool
+	// EncapRetry is how soon a port whose Port_Binding (ovn-northd) or Encap
+	// row (the remote chassis) is not there yet is tried again; 0 means 5 s.
+	EncapRetry time.Duration
+}
+
+// SetupWithManager registers the reconciler.
+func (r *MultiVTEPReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("dataplane-multi-vtep").
+		For(&nadv1.NetworkAttachmentDefinition{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nadsIn(r.Client, ""))).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return nadsIn(r.Client, o.GetNamespace())(ctx, o)
+		})).
+		Complete(r)
+}
+
+// Reconcile applies the ports of the NAD's network (every NAD of it: a CUDN
+// has one per namespace) and removes those of networks whose NADs are gone.
+func (r *MultiVTEPReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	nad, live, err := liveNAD(ctx, r.Client, req)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if live {
+		var retry bool
+		if name, ok := layer2Name(nad); ok {
+			retry, err = r.apply(ctx, name)
+		} else if name, ok := layer3Name(nad); ok {
+			retry, err = r.applyLayer3(ctx, name)
+		}
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if retry {
+			return reconcile.Result{RequeueAfter: orDefault(r.EncapRetry, 5*time.Second)}, r.collect(ctx)
+		}
+	}
+	return reconcile.Result{}, r.collect(ctx)
+}
+
+// setEncaps points the ports' Port_Bindings at their Encap rows; retry
+// reports bindings (ovn-northd) or Encap rows (the remote chassis) not there yet.
+func (r *MultiVTEPReconciler) setEncaps(ctx context.Context, network string, encaps map[string]dataplane.PortEncap) (retry bool) {
+	if len(encaps) == 0 {
+		return false
+	}
+	if _, err := r.OVN.SetPortEncaps(ctx, encaps); err != nil {
+		log.FromContext(ctx).Info("Port_Binding encaps not set yet", "network", network, "reason", err.Error())
+		return true
+	}
+	return false
+}
+
+func layer3Name(nad *nadv1.NetworkAttachmentDefinition) (string, bool) {
+	name, _, ok, err := Layer3NetworkFromNAD(nad)
+	return name, ok && err == nil
+}
+
+// vtepState reads the nodes and the pods (with an encap_ip) of one network;
+// nodes and pods with bad annotations are logged and left out, so one bad
+// object does not hold back the others.
+func (r *MultiVTEPReconciler) vtepState(ctx context.Context, network string, name func(*nadv1.NetworkAttachmentDefinition) (string, bool)) (
+	nodes []dataplane.VTEPNode, objs map[string]*corev1.Node, pods []dataplane.Layer2PodPort, err error) {
+	logger := log.FromContext(ctx).WithValues("network", network)
+	var nodeList corev1.NodeList
+	if err := r.Client.List(ctx, &nodeList); err != nil {
+		return nil, nil, nil, err
+	}
+	byName := map[string]dataplane.VTEPNode{}
+	objs = map[string]*corev1.Node{}
+	for i := range nodeList.Items {
+		n, err := VTEPNodeFromNode(&nodeList.Items[i])
+		if err != nil {
+			logger.Error(err, "node left out of multi-VTEP ports")
+			continue
+		}
+		n.Local = r.Local == nil || r.Local(&nodeList.Items[i])
+		nodes = append(nodes, n)
+		byName[n.Name], objs[n.Name] = n, &nodeList.Items[i]
+	}
+	var nads nadv1.NetworkAttachmentDefinitionList
+	if err := r.Client.List(ctx, &nads, client.HasLabels{udnv1.LabelUserDefinedNetwork}); err != nil {
+		return nil, nil, nil, err
+	}
+	for i := range nads.Items {
+		nad := &nads.Items[i]
+		if n, ok := name(nad); !ok || n != network || !nad.DeletionTimestamp.IsZero() {
+			continue
+		}
+		var list corev1.PodList
+		if err := r.Client.List(ctx, &list, client.InNamespace(nad.Namespace)); err != nil {
+			return nil, nil, nil, err
+		}
+		for j := range list.Items {
+			p, ok, err := Layer2PodPortFromPod(&list.Items[j], nad.Namespace+"/"+nad.Name)
+			if err == nil && ok {
+				node, known := byName[p.Node]
+				if !known {
+					continue // the node has no Node object (yet)
+				}
+				if len(node.EncapIPs) > 1 && !slices.Contains(node.EncapIPs, p.EncapIP) {
+					err = fmt.Errorf("encap_ip %s is not one of node %s's encap IPs %v", p.EncapIP, node.Name, node.EncapIPs)
+				}
+			}
+			if err != nil {
+				logger.Error(err, "pod left out of multi-VTEP ports", "pod", client.ObjectKeyFromObject(&list.Items[j]))
+				continue
+			}
+			if ok {
+				pods = append(pods, p)
+			}
+		}
+	}
+	return nodes, objs, pods, nil
+}
+
+// apply programs one Layer2 network; retry reports encaps that could not be set yet.
+func (r *MultiVTEPReconciler) apply(ctx context.Context, network string) (retry bool, err error) {
+	nodes, _, pods, err := r.vtepState(ctx, network, layer2Name)
+	if err != nil {
+		return false, err
+	}
+	d, encaps, err := dataplane.Layer2MultiVTEPPorts(network, nodes, pods)
+	if err != nil {
+		return false, err
+	}
+	if _, err := r.OVN.Apply(ctx, d); err != nil {
+		return false, err
+	}
+	return r.setEncaps(ctx, network, encaps), nil
+}
+
+// applyLayer3 programs one Layer3 network's on-demand transit switch ports
+// and routes (dataplane.MultiVTEPPorts) for its multi-VTEP nodes, with each
+// node's host subnet from k8s.ovn.org/node-subnets and one tunnel ID per
+// encap IP from k8s.ovn.org/node-transit-switch-port-tunnel-ids, and points
+// each remote port's Port_Binding.encap at its encap IP's Encap row.
+func (r *MultiVTEPReconciler) applyLayer3(ctx context.Context, network string) (retry bool, err error) {
+	logger := log.FromContext(ctx).WithValues("network", network)
+	all, objs, allPods, err := r.vtepState(ctx, network, layer3Name)
+	if err != nil {
+		return false, err
+	}
+	var nodes []dataplane.VTEPNode
+	kept := map[string]bool{}
+	for _, n := range all {
+		if len(n.EncapIPs) < 2 {
+			continue // single-VTEP nodes keep the Layer3 topology's ports
+		}
+		if len(n.TunnelIDs) != len(n.EncapIPs) {
+			// The node reconciler has not allocated its tunnel IDs yet.
+			logger.Info("multi-VTEP node waits for its tunnel IDs", "node", n.Name)
+			continue
+		}
+		subnets, err := NodeSubnetsFromNode(objs[n.Name], network)
+		if err != nil {
+			logger.Error(err, "node left out of multi-VTEP ports")
+			continue
+		}
+		n.Subnets = subnets
+		nodes = append(nodes, n)
+		kept[n.Name] = true
+	}
+	var pods []dataplane.VTEPPod
+	encaps := map[string]dataplane.PortEncap{}
+	names := dataplane.NamesFor(network)
+	for _, p := range allPods {
+		if !kept[p.Node] {
+			continue
+		}
+		pods = append(pods, p.VTEPPod)
+		if n := nodes[slices.IndexFunc(nodes, func(n dataplane.VTEPNode) bool { return n.Name == p.Node })]; !n.Local {
+			encaps[names.TransitSwitchPort(n.Name, slices.Index(n.EncapIPs, p.EncapIP))] = dataplane.PortEncap{Chassis: n.Name, EncapIP: p.EncapIP.String()}
+		}
+	}
+	d, err := dataplane.MultiVTEPPorts(network, dataplane.DefaultTransitSubnetV4, nodes, pods)
+	if err != nil {
+		return false, err
+	}
+	if _, err := r.OVN.Apply(ctx, d); err != nil {
+		return false, err
+	}
+	return r.setEncaps(ctx, network, encaps), nil
+}
+
+// NodeSubnetsFromNode reads a node's host subnets of one network from
+// k8s.ovn.org/node-subnets (a JSON object of network names to a CIDR or a
+// list of CIDRs).
+func NodeSubnetsFromNode(node *corev1.Node, network string) ([]netip.Prefix, error) {
+	v, ok := node.Annotations[udnv1.AnnotationNodeSubnets]
+	if !ok {
+		return nil, nil
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(v), &all); err != nil {
+		return nil, fmt.Errorf("node %s annotation %s: not a JSON object of network names to CIDRs: %w", node.Name, udnv1.AnnotationNodeSubnets, err)
+	}
+	raw, ok := all[network]
+	if !ok {
+		return nil, nil
+	}
+	var list []string
+	if err := json.Unmarshal(raw, &list); err != nil {
+		var one string
+		if json.Unmarshal(raw, &one) != nil {
+			return nil, fmt.Errorf("node %s annotation %s[%q]: not a CIDR or a list of CIDRs", node.Name, udnv1.AnnotationNodeSubnets, network)
+		}
+		list = []string{one}
+	}
+	var out []netip.Prefix
+	for _, s := range list {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("node %s annotation %s[%q]: %w", node.Name, udnv1.AnnotationNodeSubnets, network, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// collect removes the ports of networks that no NAD describes any more.
+func (r *MultiVTEPReconciler) collect(ctx context.Context) error {
+	if err := collectPiece(ctx, r.Client, r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceMultiVTEP},
+		r.OVN.PieceNetworks, layer2Name); err != nil {
+		return err
+	}
+	return collectPiece(ctx, r.Client, r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer3, Piece: dataplane.PieceMultiVTEP},
+		r.OVN.PieceNetworks, layer3Name)
+}
+
+// VTEPNodeFromNode reads a node's k8s.ovn.org/node-encap-ips and
+// k8s.ovn.org/node-transit-switch-port-tunnel-ids (both optional).
+func VTEPNodeFromNode(node *corev1.Node) (dataplane.VTEPNode, error) {
+	n := dataplane.VTEPNode{Name: node.Name}
+	if v, ok := node.Annotations[udnv1.AnnotationNodeEncapIPs]; ok {
+		var ips []string
+		if err := json.Unmarshal([]byte(v), &ips); err != nil {
+			return n, fmt.Errorf("node %s annotation %s: %q is not a JSON list of IPs", node.Name, udnv1.AnnotationNodeEncapIPs, v)
+		}
+		for _, s := range ips {
+			a, err := netip.ParseAddr(s)
+			if err != nil {
+				return n, fmt.Errorf("node %s annotation %s: %q is not an IP", node.Name, udnv1.AnnotationNodeEncapIPs, s)
+			}
+			n.EncapIPs = append(n.EncapIPs, a)
+		}
+	}
+	if v, ok := node.Annotations[udnv1.AnnotationNodeTransitSwitchPortTunnelIDs]; ok {
+		if err := json.Unmarshal([]byte(v), &n.TunnelIDs); err != nil {
+			return n, fmt.Errorf("node %s annotation %s: %q is not a JSON list of integers", node.Name, udnv1.AnnotationNodeTransitSwitchPortTunnelIDs, v)
+		}
+	}
+	return n, nil
+}
+
+// podNetwork is the part of a k8s.ovn.org/pod-networks entry the dataplane reads.
+type podNetwork struct {
+	IPAddresses []string `json:"ip_addresses"`
+	MACAddress  string   `json:"mac_address"`
+	EncapIP     string   `json:"encap_ip"`
+}
+
+// Layer2PodPortFromPod reads a scheduled, not finished pod's entry for the
+// NAD key in k8s.ovn.org/pod-networks; ok is false when it has no entry or
+// no encap_ip.
+func Layer2PodPortFromPod(pod *corev1.Pod, nadKey string) (dataplane.Layer2PodPort, bool, error) {
+	p := dataplane.Layer2PodPort{NAD: nadKey, VTEPPod: dataplane.VTEPPod{Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName}}
+	v, ok := pod.Annotations[udnv1.AnnotationPodNetworks]
+	if !ok || pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return p, false, nil
+	}
+	var all map[string]podNetwork
+	if err := json.Unmarshal([]byte(v), &all); err != nil {
+		return p, false, fmt.Errorf("pod %s/%s annotation %s: %w", pod.Namespace, pod.Name, udnv1.AnnotationPodNetworks, err)
+	}
+	pn, ok := all[nadKey]
+	if !ok || pn.EncapIP == "" {
+		return p, false, nil
+	}
+	field := fmt.Sprintf("pod %s/%s annotation %s[%q]", pod.Namespace, pod.Name, udnv1.AnnotationPodNetworks, nadKey)
+	var err error
+	if p.EncapIP, err = netip.ParseAddr(pn.EncapIP); err != nil {
+		return p, false, fmt.Errorf("%s.encap_ip: %w", field, err)
+	}
+	for _, s := range pn.IPAddresses {
+		ip, err := netip.ParsePrefix(s)
+		if err != nil {
+			return p, false, fmt.Errorf("%s.ip_addresses: %w", field, err)
+		}
+		p.IPs = append(p.IPs, ip)
+	}
+	mac, err := net.ParseMAC(pn.MACAddress)
+	if err != nil {
+		return p, false, fmt.Errorf("%s.mac_address: %w", field, err)
+	}
+	p.MAC = mac.String()
+	return p, true, nil
+}
