@@ -234,11 +234,12 @@ func review(t testing.TB, env *envtest.Environment, path string, op admissionv1.
 	return out.Response
 }
 
-// eventually retries f for up to 5 s (a ValidatingAdmissionPolicy is
-// enforced 0.1-1 s after it is created).
+// eventually retries f for up to 20 s (a ValidatingAdmissionPolicy is
+// enforced 0.1-1 s after it is created on an idle machine; make test loads
+// 2 cores with every package's apiserver at once).
 func eventually(t testing.TB, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for {
 		err := f()
 		if err == nil {

@@ -37,7 +37,7 @@ var (
 
 func TestAddresses(t *testing.T) {
 	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyTimeout(90 * time.Second) // an upper bound under a loaded make test
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	RunSpecs(t, "addresses: pod addresses on Primary Layer2 networks")
 }
