@@ -203,10 +203,11 @@ In another terminal, from %s:
   kubectl get -n migrated-apps pod/migrated-app -o jsonpath='{.metadata.annotations.k8s\.ovn\.org/pod-networks}{"\n"}'
   kubectl apply -f examples/invalid/pod-reserved-conflict.yaml     # rejected: the gateway address
   ovn-nbctl --db=%s show
+  ovn-nbctl --db=%s lr-policy-list tenant.green_green_ovn_cluster_router
 
 Ctrl-C stops everything.
 `, version, env.Config.Host, ovn.NB.Address(), ovn.SB.Address(), time.Since(started).Seconds(),
-		kubeconfig, logFile.Name(), root, kubeconfig, binDir, ovn.NB.Address())
+		kubeconfig, logFile.Name(), root, kubeconfig, binDir, ovn.NB.Address(), ovn.NB.Address())
 
 	select {
 	case <-ctx.Done():

@@ -96,7 +96,13 @@ func TestQuickstart(t *testing.T) {
 		out, err := exec.Command("bash", "-c", env+"; cd "+root+"; "+c).CombinedOutput()
 		// The dataplane programs OVN asynchronously: give the topology a
 		// few seconds to appear before judging `ovn-nbctl show`.
-		for i := 0; strings.HasPrefix(c, "ovn-nbctl") && i < 60 && !strings.Contains(string(out), "trtor-GR_tenant.blue_blue_node-b"); i++ {
+		settled := func() bool {
+			if strings.Contains(c, "lr-policy-list") {
+				return strings.Count(string(out), " 102 ") == 4
+			}
+			return strings.Contains(string(out), "trtor-GR_tenant.blue_blue_node-b")
+		}
+		for i := 0; strings.HasPrefix(c, "ovn-nbctl") && i < 60 && !settled(); i++ {
 			time.Sleep(500 * time.Millisecond)
 			out, err = exec.Command("bash", "-c", env+"; cd "+root+"; "+c).CombinedOutput()
 		}
@@ -132,6 +138,14 @@ func TestQuickstart(t *testing.T) {
 			}
 			if !regexp.MustCompile(`node-d\s+(\d+)\s+\[(\d+),(\d+)\]`).MatchString(string(out)) {
 				t.Errorf("node-d (examples/node-multi-vtep.yaml, two encap IPs) should show its node ID and two tunnel IDs")
+			}
+		case strings.Contains(c, "lr-policy-list"):
+			// OKEP-5377: every ordered pair of green's two subnets, after the append.
+			for _, want := range []string{"ip4.src == 10.200.0.0/16 && ip4.dst == 10.200.0.0/16", "ip4.src == 10.200.0.0/16 && ip4.dst == 10.201.0.0/16",
+				"ip4.src == 10.201.0.0/16 && ip4.dst == 10.200.0.0/16", "ip4.src == 10.201.0.0/16 && ip4.dst == 10.201.0.0/16"} {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("the Layer3 cluster router lacks the policy %s", want)
+				}
 			}
 		case strings.HasPrefix(c, "ovn-nbctl"):
 			for _, want := range []string{"tenant.blue_blue_transit_router", "tenant.blue_blue_ovn_layer2_switch",
