@@ -280,6 +280,25 @@ func TestRenderOptions(t *testing.T) {
 				t.Error("webhook Service or Secret rendered without the admission controller")
 			}
 		}},
+		{"OVN sockets from the host", map[string]any{"ovn": map[string]any{"socketHostPath": "/var/run/ovn"}}, func(t *testing.T, objs []*unstructured.Unstructured) {
+			d := find(objs, "Deployment", "udnkit")
+			volumes, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
+			found := false
+			for _, v := range volumes {
+				if p, _, _ := unstructured.NestedString(v.(map[string]any), "hostPath", "path"); p == "/var/run/ovn" {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("no hostPath volume for the OVN sockets: %v", volumes)
+			}
+			if objs, _ := render(t, nil); find(objs, "Deployment", "udnkit") != nil {
+				vols, _, _ := unstructured.NestedSlice(find(objs, "Deployment", "udnkit").Object, "spec", "template", "spec", "volumes")
+				if len(vols) != 1 {
+					t.Errorf("the default mounts %d volumes, want only the webhook certificate", len(vols))
+				}
+			}
+		}},
 		{"metrics off", map[string]any{"metrics": map[string]any{"enabled": false}}, func(t *testing.T, objs []*unstructured.Unstructured) {
 			if find(objs, "Service", "-metrics") != nil {
 				t.Error("metrics Service rendered with metrics.enabled=false")
@@ -341,6 +360,7 @@ func TestRenderRejectsBadValues(t *testing.T) {
 		"bad OVN address":         {map[string]any{"ovn": map[string]any{"nbAddress": "10.0.0.1"}}, "nbAddress"},
 		"dataplane without OVN":   {map[string]any{"ovn": map[string]any{"nbAddress": ""}}, "ovn.nbAddress is required"},
 		"webhook timeout over 30": {map[string]any{"webhook": map[string]any{"timeoutSeconds": 31}}, "timeoutSeconds"},
+		"relative socket path":    {map[string]any{"ovn": map[string]any{"socketHostPath": "var/run/ovn"}}, "socketHostPath"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := render(t, c.vals)
