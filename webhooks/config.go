@@ -10,9 +10,10 @@ package webhooks
 
 import (
 	"flag"
-	"fmt"
 	"net/netip"
 	"strings"
+
+	"github.com/udnkit/udnkit/reconcilers/netconf"
 )
 
 // Config is the cluster configuration the webhooks check against: the
@@ -126,16 +127,12 @@ func (l *prefixList) String() string {
 }
 
 func (l *prefixList) Set(v string) error {
-	var out []netip.Prefix
-	for _, f := range strings.Split(v, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(f)
-		if err != nil {
-			return fmt.Errorf("%q is not a CIDR: %w", f, err)
-		}
-		out = append(out, p.Masked())
+	out, err := netconf.ParsePrefixes(v)
+	if err != nil {
+		return err
+	}
+	for i := range out {
+		out[i] = out[i].Masked()
 	}
 	*l = out
 	return nil

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/netip"
 	"strconv"
 	"strings"
 
@@ -84,7 +83,7 @@ func loadNetworks(ctx context.Context, file string, namespaces []string, stderr 
 // nads renders the NetworkAttachmentDefinitions the nad reconciler would
 // write for n, with the defaults of a fresh manager.
 func (n network) nads(cfg reconcilers.Config) ([]*nadv1.NetworkAttachmentDefinition, error) {
-	join, err := prefixes(cfg.DefaultJoinSubnets)
+	join, err := netconf.ParsePrefixes(cfg.DefaultJoinSubnets)
 	if err != nil {
 		return nil, fmt.Errorf("--udn-join-subnets: %w", err)
 	}
@@ -111,21 +110,6 @@ func (n network) nads(cfg reconcilers.Config) ([]*nadv1.NetworkAttachmentDefinit
 				Finalizers: []string{udnv1.FinalizerUserDefinedNetworkProtection}},
 			Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: conf},
 		})
-	}
-	return out, nil
-}
-
-func prefixes(list string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, s := range strings.Split(list, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
 	}
 	return out, nil
 }
@@ -222,7 +206,7 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				return 1
 			}
 		case n.spec.Layer3 != nil && n.spec.IsPrimary():
-			subnets, err := prefixes(strings.Join(n.spec.SubnetCIDRs(), ","))
+			subnets, err := netconf.ParsePrefixes(strings.Join(n.spec.SubnetCIDRs(), ","))
 			if err == nil {
 				desired, err = dataplane.Layer3SubnetPolicies(n.name, subnets)
 			}

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
-	"strings"
 	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -24,6 +23,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/reconcilers/netconf"
 )
 
 // Default join subnets of a Layer2 network that does not set joinSubnets.
@@ -69,18 +69,6 @@ func nadsIn(c client.Client, namespace string) handler.MapFunc {
 		}
 		return out
 	}
-}
-
-// netConf is the part of OVN-Kubernetes' network config (the NAD's spec.config) the topology needs.
-type netConf struct {
-	Name              string `json:"name"`
-	Topology          string `json:"topology"`
-	Role              string `json:"role"`
-	Subnets           string `json:"subnets"`
-	JoinSubnet        string `json:"joinSubnet"`
-	DefaultGatewayIPs string `json:"defaultGatewayIPs"`
-	TransitSubnet     string `json:"transitSubnet"`
-	MTU               int    `json:"mtu"`
 }
 
 // Reconcile applies one network's topology and removes the topology of
@@ -210,8 +198,8 @@ func collectPiece(ctx context.Context, c client.Client, ovn *dataplane.Client, o
 // annotation ([switch key, transit router key]). ok is false for other
 // networks and for networks whose tunnel keys are not allocated yet.
 func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net dataplane.Layer2Network, ok bool, err error) {
-	var conf netConf
-	if err := json.Unmarshal([]byte(nad.Spec.Config), &conf); err != nil {
+	conf, err := netconf.Parse(nad.Spec.Config)
+	if err != nil {
 		return net, false, fmt.Errorf("NAD %s/%s spec.config: %w", nad.Namespace, nad.Name, err)
 	}
 	if conf.Topology != "layer2" || conf.Role != "primary" {
@@ -226,26 +214,15 @@ func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net dataplane
 		return net, false, fmt.Errorf("NAD %s/%s annotation %s: %q must be a JSON list of the switch and transit router tunnel keys",
 			nad.Namespace, nad.Name, udnv1.AnnotationTunnelKeys, keysText)
 	}
-	field := func(name, text string) ([]netip.Prefix, error) {
-		var out []netip.Prefix
-		for _, s := range strings.Split(text, ",") {
-			if s = strings.TrimSpace(s); s == "" {
-				continue
-			}
-			p, err := netip.ParsePrefix(s)
-			if err != nil {
-				return nil, fmt.Errorf("NAD %s/%s spec.config %s: %w", nad.Namespace, nad.Name, name, err)
-			}
-			out = append(out, p)
-		}
-		return out, nil
+	bad := func(name string, err error) error {
+		return fmt.Errorf("NAD %s/%s spec.config %s: %w", nad.Namespace, nad.Name, name, err)
 	}
-	net = dataplane.Layer2Network{Name: conf.Name, SwitchTunnelKey: keys[0], TransitRouterTunnelKey: keys[1], MTU: conf.MTU}
-	if net.Subnets, err = field("subnets", conf.Subnets); err != nil {
-		return net, false, err
+	net = dataplane.Layer2Network{Name: conf.Name, SwitchTunnelKey: keys[0], TransitRouterTunnelKey: keys[1], MTU: int(conf.MTU)}
+	if net.Subnets, err = netconf.ParsePrefixes(conf.Subnets); err != nil {
+		return net, false, bad("subnets", err)
 	}
-	if net.JoinSubnets, err = field("joinSubnet", conf.JoinSubnet); err != nil {
-		return net, false, err
+	if net.JoinSubnets, err = netconf.ParsePrefixes(conf.JoinSubnet); err != nil {
+		return net, false, bad("joinSubnet", err)
 	}
 	if len(net.JoinSubnets) == 0 {
 		for _, j := range defaultJoinSubnets {
@@ -256,18 +233,11 @@ func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net dataplane
 			}
 		}
 	}
-	if net.TransitSubnets, err = field("transitSubnet", conf.TransitSubnet); err != nil {
-		return net, false, err
+	if net.TransitSubnets, err = netconf.ParsePrefixes(conf.TransitSubnet); err != nil {
+		return net, false, bad("transitSubnet", err)
 	}
-	for _, s := range strings.Split(conf.DefaultGatewayIPs, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		a, err := netip.ParseAddr(s)
-		if err != nil {
-			return net, false, fmt.Errorf("NAD %s/%s spec.config defaultGatewayIPs: %w", nad.Namespace, nad.Name, err)
-		}
-		net.DefaultGatewayIPs = append(net.DefaultGatewayIPs, a)
+	if net.DefaultGatewayIPs, err = netconf.ParseAddrs(conf.DefaultGatewayIPs); err != nil {
+		return net, false, bad("defaultGatewayIPs", err)
 	}
 	return net, true, nil
 }

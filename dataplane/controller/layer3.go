@@ -2,11 +2,8 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
-	"strconv"
-	"strings"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/reconcilers/netconf"
 )
 
 // Layer3Reconciler programs the OKEP-5377 priority-102 subnet pair policies
@@ -68,32 +66,18 @@ func (r *Layer3Reconciler) collect(ctx context.Context) error {
 // subnets from its NAD's spec.config, where each subnet is "CIDR" or
 // "CIDR/hostSubnet" (e.g. 10.200.0.0/16/24). ok is false for other networks.
 func Layer3NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (name string, subnets []netip.Prefix, ok bool, err error) {
-	var conf netConf
-	if err := json.Unmarshal([]byte(nad.Spec.Config), &conf); err != nil {
+	conf, err := netconf.Parse(nad.Spec.Config)
+	if err != nil {
 		return "", nil, false, fmt.Errorf("NAD %s/%s spec.config: %w", nad.Namespace, nad.Name, err)
 	}
 	if conf.Topology != "layer3" || conf.Role != "primary" {
 		return "", nil, false, nil
 	}
-	for i, s := range strings.Split(conf.Subnets, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		cidr, host := s, ""
-		if parts := strings.Split(s, "/"); len(parts) == 3 {
-			cidr, host = parts[0]+"/"+parts[1], parts[2]
-		}
-		p, err := netip.ParsePrefix(cidr)
-		if err == nil && host != "" {
-			if bits, aerr := strconv.Atoi(host); aerr != nil || bits < p.Bits() || bits > p.Addr().BitLen() {
-				err = fmt.Errorf("hostSubnet %q is not a prefix length between %d and %d", host, p.Bits(), p.Addr().BitLen())
-			}
-		}
-		if err != nil {
-			return "", nil, false, fmt.Errorf("NAD %s/%s spec.config subnets[%d] %q: must be CIDR or CIDR/hostSubnet: %w",
-				nad.Namespace, nad.Name, i, s, err)
-		}
-		subnets = append(subnets, p.Masked())
+	if subnets, err = conf.SubnetPrefixes(); err != nil {
+		return "", nil, false, fmt.Errorf("NAD %s/%s spec.config %w", nad.Namespace, nad.Name, err)
+	}
+	for i := range subnets {
+		subnets[i] = subnets[i].Masked()
 	}
 	if conf.Name == "" || len(subnets) == 0 {
 		return "", nil, false, fmt.Errorf("NAD %s/%s spec.config: a Layer3 network needs a name and subnets", nad.Namespace, nad.Name)

@@ -1,0 +1,61 @@
+package netconf
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+)
+
+// What Render writes, Parse and SubnetPrefixes read back.
+func TestParseRoundTrip(t *testing.T) {
+	spec := udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer3, Layer3: &udnv1.Layer3Config{
+		Role: udnv1.NetworkRolePrimary, MTU: 1400,
+		Subnets: []udnv1.Layer3Subnet{{CIDR: "10.200.0.0/16", HostSubnet: 24}, {CIDR: "fd00:20::/48"}},
+	}}
+	config, err := Render(spec, Options{NetworkName: "ns_green", NADName: "ns/green",
+		DefaultJoinSubnets: []netip.Prefix{netip.MustParsePrefix("100.65.0.0/16"), netip.MustParsePrefix("fd99::/64")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := Parse(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nc.Name != "ns_green" || nc.Topology != "layer3" || nc.Role != "primary" || nc.MTU != 1400 {
+		t.Errorf("parsed %+v", nc)
+	}
+	subnets, err := nc.SubnetPrefixes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(subnets) != 2 || subnets[0].String() != "10.200.0.0/16" || subnets[1].String() != "fd00:20::/48" {
+		t.Errorf("subnets %v", subnets)
+	}
+	join, err := ParsePrefixes(nc.JoinSubnet)
+	if err != nil || len(join) != 2 {
+		t.Errorf("join subnets %v %v", join, err)
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	if _, err := Parse("{not json"); err == nil {
+		t.Error("malformed config accepted")
+	}
+	for _, bad := range []string{"10.0.0.0/16/8", "10.0.0.0/16/33", "10.0.0.0/16/x", "10.0.0.0"} {
+		nc := &NetConf{Subnets: "10.1.0.0/16," + bad}
+		if _, err := nc.SubnetPrefixes(); err == nil || !strings.Contains(err.Error(), "subnets[1]") {
+			t.Errorf("subnets %q: err = %v, want subnets[1] named", bad, err)
+		}
+	}
+	if _, err := ParsePrefixes("100.65.0.0/16,bogus"); err == nil {
+		t.Error("a bad CIDR list was accepted")
+	}
+	if _, err := ParseAddrs("10.0.0.1, 10.0.0.300"); err == nil {
+		t.Error("a bad address list was accepted")
+	}
+	if got, err := ParseAddrs(" 10.0.0.1 , ,fd00::1"); err != nil || len(got) != 2 {
+		t.Errorf("ParseAddrs = %v, %v", got, err)
+	}
+}
