@@ -260,6 +260,10 @@ type Layer2PodPort struct {
 	NAD string
 	// MAC is the pod's mac_address in k8s.ovn.org/pod-networks.
 	MAC string
+	// TunnelID is the pod's tunnel_id (0: none); a remote port requests it as
+	// its tunnel key, as OVN-Kubernetes does for remote Layer2 pods, so the
+	// key agrees with the pod's local port in its own zone.
+	TunnelID int
 }
 
 // Layer2MultiVTEPPorts is OKEP-5535's Layer2 solution: every pod that runs on
@@ -308,9 +312,12 @@ func Layer2MultiVTEPPorts(network string, nodes []VTEPNode, pods []Layer2PodPort
 			addrs = append(addrs, ip.Addr().String())
 		}
 		name := PodPortName(p.NAD, p.Namespace, p.Name)
+		opts := map[string]string{"requested-chassis": n.Name}
+		if p.TunnelID > 0 {
+			opts["requested-tnl-key"] = strconv.Itoa(p.TunnelID)
+		}
 		sw.Ports = append(sw.Ports, nbdb.LogicalSwitchPort{
-			Name: name, Type: "remote", Addresses: []string{strings.Join(addrs, " ")},
-			Options: map[string]string{"requested-chassis": n.Name},
+			Name: name, Type: "remote", Addresses: []string{strings.Join(addrs, " ")}, Options: opts,
 		})
 		encaps[name] = PortEncap{Chassis: n.Name, EncapIP: p.EncapIP.String()}
 	}

@@ -12,6 +12,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
 )
 
@@ -27,7 +28,7 @@ func makeCUDN(name string, selector map[string]string, spec udnv1.NetworkSpec) *
 // nadNamespaces lists the namespaces holding a NAD controlled by cudn.
 func nadNamespaces(g Gomega, cudn *udnv1.ClusterUserDefinedNetwork) []string {
 	var list nadv1.NetworkAttachmentDefinitionList
-	g.Expect(k8s.List(ctx, &list, client.HasLabels{udnv1.LabelUserDefinedNetwork})).To(Succeed())
+	g.Expect(k8s.List(ctx, &list, client.HasLabels{ovnk.LabelUserDefinedNetwork})).To(Succeed())
 	var out []string
 	for _, n := range list.Items {
 		if ref := metav1.GetControllerOf(&n); ref != nil && ref.UID == cudn.UID && n.DeletionTimestamp == nil {
@@ -53,12 +54,12 @@ func TestCUDNSelectsAndRelabels(t *testing.T) {
 		fmt.Sprintf("NetworkAttachmentDefinition has been created in following namespaces: [%s, %s]", a, b))
 	g.Expect(nadNamespaces(g, cudn)).To(ConsistOf(a, b))
 	g.Expect(nadConfig(g, a, "physnet-ext")).To(Equal(map[string]any{
-		"cniVersion": "1.0.0", "type": "ovn-k8s-cni-overlay", "name": "cluster_udn_physnet-ext", "netAttachDefName": a + "/physnet-ext",
+		"cniVersion": "1.1.0", "type": "ovn-k8s-cni-overlay", "name": "cluster_udn_physnet-ext", "netAttachDefName": a + "/physnet-ext",
 		"topology": "localnet", "role": "secondary", "mtu": 1500.0, "subnets": "192.0.2.0/24", "excludeSubnets": "192.0.2.0/28",
 		"physicalNetworkName": "physnet-ext", "vlanID": 200.0,
 	}))
-	idA := getNAD(g, a, "physnet-ext").Annotations[udnv1.AnnotationNetworkID]
-	g.Expect(getNAD(g, b, "physnet-ext").Annotations[udnv1.AnnotationNetworkID]).To(Equal(idA), "one network ID per network")
+	idA := getNAD(g, a, "physnet-ext").Annotations[ovnk.AnnotationNetworkID]
+	g.Expect(getNAD(g, b, "physnet-ext").Annotations[ovnk.AnnotationNetworkID]).To(Equal(idA), "one network ID per network")
 
 	// Relabel: c joins, b leaves.
 	setLabels(t, c, sel)
@@ -152,7 +153,7 @@ func TestCUDNSkipsTerminatingNamespaces(t *testing.T) {
 func TestPredefinedAddressesFeatureFlag(t *testing.T) {
 	g := NewWithT(t)
 	cfg := reconcilers.DefaultConfig()
-	cfg.PreconfiguredUDNAddresses = true
+	cfg.Cluster.PreconfiguredUDNAddresses = true
 	restartManager(t, cfg)
 	defer restartManager(t, reconcilers.DefaultConfig())
 
