@@ -15,6 +15,21 @@ const (
 	ReasonNADDeleted = "NetworkAttachmentDefinitionDeleted"
 	// ReasonSyncError: the NetworkAttachmentDefinitions could not be reconciled.
 	ReasonSyncError = "SyncError"
+
+	// ConditionTransportAccepted reports whether the transport a
+	// ClusterUserDefinedNetwork asks for (spec.network.transport, noOverlay,
+	// evpn) is in place. Upstream OVN-Kubernetes sets it only when transport
+	// is set; NotImplementedConditions returns it only then too.
+	ConditionTransportAccepted = "TransportAccepted"
+	// ConditionUplinksReady reports whether the Uplinks a
+	// ClusterUserDefinedNetwork names (spec.uplinks) carry its external
+	// traffic; the condition type is upstream OVN-Kubernetes'.
+	ConditionUplinksReady = "UplinksReady"
+
+	// ReasonFeatureNotImplemented: the spec sets fields that udnkit admits,
+	// so that upstream manifests apply unchanged, but does not implement.
+	// The condition is False and its message lists the fields.
+	ReasonFeatureNotImplemented = "FeatureNotImplemented"
 )
 
 // NetworkTopology is the shape of the OVN topology created for a network.
