@@ -20,6 +20,8 @@ type NADSource struct {
 	// annotations.
 	Meta metav1.ObjectMeta
 	Spec udnv1.NetworkSpec
+	// Uplinks is a CUDN's spec.uplinks.
+	Uplinks []string
 }
 
 // NetworkName is the source's OVN network name.
@@ -45,7 +47,7 @@ func NewNAD(src NADSource, namespace string, cluster ClusterConfig, transit []ne
 		NetworkName: src.NetworkName(), NADName: namespace + "/" + src.Meta.Name,
 		DefaultJoinSubnets: cluster.UDNJoinSubnets, ClusterMTU: cluster.MTU,
 		TransitSubnets: transit, PredefinedAddresses: cluster.PreconfiguredUDNAddresses,
-	})
+	}.withUplink(src.Uplinks))
 	if err != nil {
 		return nil, err
 	}
@@ -102,4 +104,11 @@ func TransitSubnetsFor(spec udnv1.NetworkSpec, cluster ClusterConfig) ([]netip.P
 		avoid = append(avoid, p.Masked())
 	}
 	return TransitSubnets(cluster.TransitSubnets, subnets, avoid)
+}
+
+func (o Options) withUplink(uplinks []string) Options {
+	if len(uplinks) > 0 {
+		o.Uplink = uplinks[0]
+	}
+	return o
 }

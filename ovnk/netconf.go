@@ -35,21 +35,47 @@ type NetConf struct {
 	AllowPersistentIPs    bool   `json:"allowPersistentIPs,omitempty"`
 	CNIVersion            string `json:"cniVersion"`
 	DefaultGatewayIPs     string `json:"defaultGatewayIPs,omitempty"`
+	EVPN                  *EVPN  `json:"evpn,omitempty"`
 	ExcludeSubnets        string `json:"excludeSubnets,omitempty"`
 	InfrastructureSubnets string `json:"infrastructureSubnets,omitempty"`
 	JoinSubnet            string `json:"joinSubnet,omitempty"`
 	MTU                   int32  `json:"mtu,omitempty"`
 	Name                  string `json:"name"`
 	NADName               string `json:"netAttachDefName"`
+	OutboundSNAT          string `json:"outboundSNAT,omitempty"`
 	PhysicalNetworkName   string `json:"physicalNetworkName,omitempty"`
 	ReservedSubnets       string `json:"reservedSubnets,omitempty"`
 	Role                  string `json:"role"`
 	Subnets               string `json:"subnets,omitempty"`
 	Topology              string `json:"topology"`
 	TransitSubnet         string `json:"transitSubnet,omitempty"`
+	Transport             string `json:"transport,omitempty"`
 	Type                  string `json:"type"`
+	Uplink                string `json:"uplink,omitempty"`
 	VLANID                int32  `json:"vlanID,omitempty"`
 }
+
+// EVPN is the NetConf's evpn object (upstream's cni types EVPNConfig); the
+// VRFs' VIDs, which upstream's cluster manager allocates, are not rendered:
+// udnkit does not implement EVPN (the network's TransportAccepted condition
+// says so).
+type EVPN struct {
+	VTEP   string `json:"vtep"`
+	MACVRF *VRF   `json:"macVRF,omitempty"`
+	IPVRF  *VRF   `json:"ipVRF,omitempty"`
+}
+
+// VRF is one EVPN VRF of the NetConf.
+type VRF struct {
+	VNI         int32  `json:"vni"`
+	RouteTarget string `json:"routeTarget,omitempty"`
+}
+
+// Transport values of the NetConf (upstream's types.NetworkTransport*).
+const (
+	TransportNoOverlay = "no-overlay"
+	TransportEVPN      = "evpn"
+)
 
 // Options are the parts of the NetConf that do not come from the spec.
 type Options struct {
@@ -64,6 +90,8 @@ type Options struct {
 	ClusterMTU int32
 	// TransitSubnets of a Primary Layer2 network (ovnk.TransitSubnets).
 	TransitSubnets []netip.Prefix
+	// Uplink is a CUDN's spec.uplinks[0].
+	Uplink string
 	// PredefinedAddresses renders reservedSubnets, infrastructureSubnets and
 	// defaultGatewayIPs (feature preconfigured-udn-addresses-enable).
 	PredefinedAddresses bool
@@ -140,6 +168,19 @@ func Build(spec udnv1.NetworkSpec, o Options) (*NetConf, error) {
 	default:
 		return nil, fmt.Errorf("spec topology %q is not one of Layer2, Layer3, Localnet", spec.Topology)
 	}
+	switch spec.Transport {
+	case udnv1.TransportOptionNoOverlay:
+		nc.Transport = TransportNoOverlay
+		if spec.NoOverlay != nil {
+			nc.OutboundSNAT = strings.ToLower(string(spec.NoOverlay.OutboundSNAT))
+		}
+	case udnv1.TransportOptionEVPN:
+		nc.Transport = TransportEVPN
+		if e := spec.EVPN; e != nil {
+			nc.EVPN = &EVPN{VTEP: e.VTEP, MACVRF: vrf(e.MACVRF), IPVRF: vrf(e.IPVRF)}
+		}
+	}
+	nc.Uplink = o.Uplink
 	if primary {
 		join := spec.JoinSubnetCIDRs()
 		if len(join) == 0 {
@@ -194,4 +235,11 @@ func joinPrefixes(in []netip.Prefix) string {
 		out = append(out, p.String())
 	}
 	return strings.Join(out, ",")
+}
+
+func vrf(v *udnv1.VRFConfig) *VRF {
+	if v == nil {
+		return nil
+	}
+	return &VRF{VNI: v.VNI, RouteTarget: string(v.RouteTarget)}
 }

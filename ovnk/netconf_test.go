@@ -90,6 +90,15 @@ func TestRender(t *testing.T) {
 			"topology":"layer2","role":"primary","subnets":"fd00:100::/64,10.100.0.0/16","joinSubnet":"100.65.0.0/16,fd99::/64",
 			"transitSubnet":"fd97::/64,100.88.0.0/16"}`,
 	}, {
+		name: "NoOverlay transport as upstream renders it (transport, lower-case outboundSNAT) and the CUDN's uplink",
+		spec: udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer3, Layer3: &udnv1.Layer3Config{
+			Role: udnv1.NetworkRolePrimary, Subnets: []udnv1.Layer3Subnet{{CIDR: "10.220.0.0/16", HostSubnet: 24}}},
+			Transport: udnv1.TransportOptionNoOverlay, NoOverlay: &udnv1.NoOverlayConfig{OutboundSNAT: udnv1.SNATEnabled, Routing: udnv1.RoutingManaged}},
+		opts: func() Options { o := udn; o.Uplink = "uplink-a"; return o }(),
+		want: `{"cniVersion":"1.1.0","type":"ovn-k8s-cni-overlay","name":"tenant-blue_blue","netAttachDefName":"tenant-blue/blue",
+			"topology":"layer3","role":"primary","subnets":"10.220.0.0/16/24","joinSubnet":"100.65.0.0/16,fd99::/64",
+			"transport":"no-overlay","outboundSNAT":"enabled","uplink":"uplink-a"}`,
+	}, {
 		name: "predefined addresses are left out while the feature is off",
 		spec: l2predef, opts: cudn,
 		want: `{"cniVersion":"1.1.0","type":"ovn-k8s-cni-overlay","name":"cluster_udn_network-l2","netAttachDefName":"migrated-apps/network-l2",

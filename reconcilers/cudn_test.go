@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -172,4 +173,40 @@ func TestPredefinedAddressesFeatureFlag(t *testing.T) {
 	g.Expect(conf).To(HaveKeyWithValue("defaultGatewayIPs", "192.168.100.2"))
 	g.Expect(k8s.Delete(ctx, cudn)).To(Succeed())
 	expectGone(t, cudn)
+}
+
+// Upstream's transport fields are admitted and rendered into the NetConf as
+// upstream renders them, and the CUDN says udnkit does not implement them.
+func TestCUDNUnimplementedTransportIsReported(t *testing.T) {
+	g := NewWithT(t)
+	sel := map[string]string{"tenant": "evpn"}
+	ns := newNamespace(t, "evpn", sel)
+	cudn := makeCUDN("red-evpn", sel, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
+		Layer2:    &udnv1.Layer2Config{Role: udnv1.NetworkRolePrimary, Subnets: udnv1.DualStackCIDRs{"10.210.0.0/16"}},
+		Transport: udnv1.TransportOptionEVPN,
+		EVPN: &udnv1.EVPNConfig{VTEP: "vtep-default", MACVRF: &udnv1.VRFConfig{VNI: 10210, RouteTarget: "65000:10210"},
+			IPVRF: &udnv1.VRFConfig{VNI: 20210}}})
+	g.Expect(k8s.Create(ctx, cudn)).To(Succeed())
+	expectCondition(t, cudn, metav1.ConditionTrue, udnv1.ReasonNADCreated)
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(cudn), cudn)).To(Succeed())
+		c := meta.FindStatusCondition(cudn.Status.Conditions, udnv1.ConditionTransportAccepted)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(udnv1.ReasonFeatureNotImplemented))
+		g.Expect(c.Message).To(Equal("udnkit accepts but does not implement spec.network.transport, spec.network.evpn."))
+		g.Expect(c.ObservedGeneration).To(Equal(cudn.Generation))
+	}).Should(Succeed())
+	conf := nadConfig(g, ns, "red-evpn")
+	g.Expect(conf).To(HaveKeyWithValue("transport", "evpn"))
+	g.Expect(conf).To(HaveKeyWithValue("evpn", map[string]any{"vtep": "vtep-default",
+		"macVRF": map[string]any{"vni": 10210.0, "routeTarget": "65000:10210"}, "ipVRF": map[string]any{"vni": 20210.0}}))
+
+	// A network without such fields reports no such condition.
+	plain := makeCUDN("plain-l2", map[string]string{"tenant": "none"}, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
+		Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRoleSecondary, Subnets: udnv1.DualStackCIDRs{"10.211.0.0/16"}}})
+	g.Expect(k8s.Create(ctx, plain)).To(Succeed())
+	expectCondition(t, plain, metav1.ConditionTrue, udnv1.ReasonNADCreated)
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(plain), plain)).To(Succeed())
+	g.Expect(meta.FindStatusCondition(plain.Status.Conditions, udnv1.ConditionTransportAccepted)).To(BeNil())
 }

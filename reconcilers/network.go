@@ -14,7 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -73,6 +72,11 @@ type network struct {
 	kind   string
 	spec   udnv1.NetworkSpec
 	status *udnv1.NetworkStatus
+	// uplinks is a CUDN's spec.uplinks.
+	uplinks []string
+	// conditions are written beside NetworkCreated: the fields udnkit
+	// admits (upstream's API) but does not implement.
+	conditions []metav1.Condition
 }
 
 func (n network) key() string { return networkKey(n.kind, n.obj.GetNamespace(), n.obj.GetName()) }
@@ -236,7 +240,7 @@ func (r *networkReconciler) releaseNAD(ctx context.Context, nad *nadv1.NetworkAt
 
 // desiredNAD builds the NAD n wants in namespace.
 func (r *networkReconciler) desiredNAD(n network, namespace string, ids ovnk.NetworkIDs, transit []netip.Prefix) (*nadv1.NetworkAttachmentDefinition, error) {
-	src := ovnk.NADSource{Kind: n.kind, Spec: n.spec, Meta: metav1.ObjectMeta{
+	src := ovnk.NADSource{Kind: n.kind, Spec: n.spec, Uplinks: n.uplinks, Meta: metav1.ObjectMeta{
 		Name: n.obj.GetName(), Namespace: n.obj.GetNamespace(), UID: n.obj.GetUID(),
 		Labels: n.obj.GetLabels(), Annotations: n.obj.GetAnnotations()}}
 	return ovnk.NewNAD(src, namespace, r.cfg.Cluster, transit, ids)
@@ -308,27 +312,24 @@ func (r *networkReconciler) ensureNAD(ctx context.Context, n network, want *nadv
 	return nil
 }
 
-// applyStatus writes the NetworkCreated condition and transitSubnets with
-// server-side apply, keeping lastTransitionTime while the status holds.
+// applyStatus writes the NetworkCreated condition, the network's other
+// conditions (n.conditions: the fields udnkit admits but does not implement)
+// and transitSubnets with server-side apply; conditionsChanged keeps each
+// condition's lastTransitionTime while its status holds.
 func (r *networkReconciler) applyStatus(ctx context.Context, n network, status metav1.ConditionStatus, reason, message string, transit []netip.Prefix) error {
-	cond := metav1.Condition{
-		Type: udnv1.ConditionNetworkCreated, Status: status, Reason: reason, Message: message,
-		ObservedGeneration: n.obj.GetGeneration(), LastTransitionTime: metav1.NewTime(time.Now().Truncate(time.Second)),
+	want := append([]metav1.Condition{{Type: udnv1.ConditionNetworkCreated, Status: status, Reason: reason, Message: message}}, n.conditions...)
+	conds, changed := conditionsChanged(n.status.Conditions, n.obj.GetGeneration(), want)
+	if !changed && sameTransit(n.status.TransitSubnets, transit) {
+		return nil
 	}
-	if old := meta.FindStatusCondition(n.status.Conditions, cond.Type); old != nil {
-		if old.Status == cond.Status {
-			cond.LastTransitionTime = old.LastTransitionTime
-			if old.Reason == cond.Reason && old.Message == cond.Message && old.ObservedGeneration == cond.ObservedGeneration && sameTransit(n.status.TransitSubnets, transit) {
-				return nil
-			}
-		}
+	list := make([]any, 0, len(conds))
+	for _, c := range conds {
+		list = append(list, map[string]any{
+			"type": c.Type, "status": string(c.Status), "reason": c.Reason, "message": c.Message,
+			"observedGeneration": c.ObservedGeneration, "lastTransitionTime": c.LastTransitionTime.UTC().Format(time.RFC3339),
+		})
 	}
-	st := map[string]any{
-		"conditions": []any{map[string]any{
-			"type": cond.Type, "status": string(cond.Status), "reason": cond.Reason, "message": cond.Message,
-			"observedGeneration": cond.ObservedGeneration, "lastTransitionTime": cond.LastTransitionTime.UTC().Format(time.RFC3339),
-		}},
-	}
+	st := map[string]any{"conditions": list}
 	if len(transit) > 0 {
 		ts := make([]any, 0, len(transit))
 		for _, p := range transit {
