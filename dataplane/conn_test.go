@@ -1,0 +1,302 @@
+package dataplane
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
+)
+
+// The client reaches ovsdb-server over ssl: with a client certificate and a
+// CA made here; a CA that did not sign the server's certificate, a server
+// name the certificate does not carry and a client certificate the server
+// does not trust are all refused.
+func TestClientOverSSL(t *testing.T) {
+	e := newEnv(t)
+	pki, err := ovsdbserver.NewPKI(e.dir, "ovn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := ovsdbserver.NewPKI(e.dir, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.NB.ServeSSL(e.ctx, pki); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.SB.ServeSSL(e.ctx, pki); err != nil {
+		t.Fatal(err)
+	}
+	good := TLS{CertFile: pki.ClientCert, KeyFile: pki.ClientKey, CAFile: pki.CACert}
+	cfg := Config{NBAddress: e.db.NB.SSLAddress(), SBAddress: e.db.SB.SSLAddress(), TLS: good}
+
+	c, err := Dial(e.ctx, cfg)
+	if err != nil {
+		t.Fatalf("ssl with the right CA and client certificate: %v", err)
+	}
+	net, nodes := exampleV4()
+	d := mustLayer2(t, net, nodes)
+	if res, err := c.Apply(e.ctx, d); err != nil || res.Operations == 0 {
+		t.Fatalf("apply over ssl: %+v, %v", res, err)
+	}
+	c.Close()
+	if _, ok := e.rows("Logical_Router_Port")["trtor-"+gr3]; !ok {
+		t.Error("rows applied over ssl are not in the database")
+	}
+
+	named := cfg
+	named.TLS.NBServerName, named.TLS.SBServerName = ovsdbserver.ServerDNSName, ovsdbserver.ServerDNSName
+	if c, err := Dial(e.ctx, named); err != nil {
+		t.Errorf("ssl checking the certificate's DNS name: %v", err)
+	} else {
+		c.Close()
+	}
+
+	for name, tc := range map[string]struct {
+		tls  TLS
+		want string
+	}{
+		"wrong CA":          {TLS{CertFile: pki.ClientCert, KeyFile: pki.ClientKey, CAFile: other.CACert}, "unknown authority"},
+		"wrong server name": {TLS{CertFile: pki.ClientCert, KeyFile: pki.ClientKey, CAFile: pki.CACert, NBServerName: "ovnsb.elsewhere"}, "ovnsb.elsewhere"},
+		"untrusted client":  {TLS{CertFile: other.ClientCert, KeyFile: other.ClientKey, CAFile: pki.CACert}, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			bad := cfg
+			bad.TLS = tc.tls
+			c, err := Dial(e.ctx, bad)
+			if err == nil {
+				c.Close()
+				t.Fatal("connected")
+			}
+			if !strings.Contains(err.Error(), "--ovn-nb-address") || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q should name --ovn-nb-address and %q", err, tc.want)
+			}
+		})
+	}
+
+	// The manager's path: Connect retries, Check reports why it cannot connect.
+	bad := cfg
+	bad.TLS.CAFile = other.CACert
+	c, err = New(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Check(nil); err != nil {
+		t.Errorf("a client that does not try to connect (a standby replica) reports %v", err)
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, 1500*time.Millisecond)
+	defer cancel()
+	if err := c.Connect(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Connect with a wrong CA returned %v, want the context's deadline", err)
+	}
+	if err := c.Check(nil); err == nil || !strings.Contains(err.Error(), "OVN NB database ssl:127.0.0.1:") ||
+		!strings.Contains(err.Error(), "unknown authority") {
+		t.Errorf("Check while the CA is wrong: %v", err)
+	}
+	if c.Connected() {
+		t.Error("Connected with a wrong CA")
+	}
+}
+
+func TestConfigRejectsBadTLS(t *testing.T) {
+	dir := t.TempDir()
+	pki, err := ovsdbserver.NewPKI(dir, "ovn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	garbage := dir + "/garbage.pem"
+	if err := os.WriteFile(garbage, []byte("not pem"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ssl := "ssl:127.0.0.1:6641"
+	for name, tc := range map[string]struct {
+		cfg  Config
+		want string
+	}{
+		"ssl without TLS":  {Config{NBAddress: ssl, SBAddress: "unix:/x"}, "ssl: endpoints need --ovn-client-cert"},
+		"missing key":      {Config{NBAddress: ssl, SBAddress: ssl, TLS: TLS{CertFile: pki.ClientCert, CAFile: pki.CACert}}, "needs all of"},
+		"missing CA file":  {Config{NBAddress: ssl, SBAddress: ssl, TLS: TLS{CertFile: pki.ClientCert, KeyFile: pki.ClientKey, CAFile: dir + "/nope.pem"}}, "--ovn-ca-cert"},
+		"CA not PEM":       {Config{NBAddress: ssl, SBAddress: ssl, TLS: TLS{CertFile: pki.ClientCert, KeyFile: pki.ClientKey, CAFile: garbage}}, "no PEM certificate"},
+		"key of other crt": {Config{NBAddress: ssl, SBAddress: ssl, TLS: TLS{CertFile: pki.ClientCert, KeyFile: pki.ServerKey, CAFile: pki.CACert}}, "--ovn-client-cert/--ovn-client-key"},
+		"relative socket":  {Config{NBAddress: "unix:ovnnb.sock", SBAddress: "unix:/x"}, "must be absolute"},
+		"no port":          {Config{NBAddress: "tcp:127.0.0.1:6641,tcp:127.0.0.2", SBAddress: "unix:/x"}, `endpoint "tcp:127.0.0.2"`},
+		"unknown scheme":   {Config{NBAddress: "udp:127.0.0.1:6641", SBAddress: "unix:/x"}, "must start with unix:, tcp: or ssl:"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, err := New(tc.cfg)
+			if err == nil {
+				c.Close()
+				t.Fatal("accepted")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not mention %q", err, tc.want)
+			}
+		})
+	}
+	eps, err := ParseEndpoints("--ovn-nb-address", "ssl:10.0.0.1:6641, ssl:[fd00::2]:6641,unix:/run/ovn/nb.sock")
+	if err != nil || len(eps) != 3 || eps[1] != "ssl:[fd00::2]:6641" {
+		t.Errorf("ParseEndpoints: %q, %v", eps, err)
+	}
+}
+
+// raftNodes are n nodes starting at node offset+1; every tenth is local, so
+// the topology has several gateway routers (Logical_Router has no name index:
+// a stale cache would duplicate them).
+func raftNodes(offset, n int) []Layer2Node {
+	nodes := make([]Layer2Node, n)
+	for i := range nodes {
+		k := offset + i + 1
+		nodes[i] = Layer2Node{Name: "node" + strconv.Itoa(k), ID: k + 1, TopologyVersion: Layer2TopologyVersion, Local: k%10 == 1}
+	}
+	return nodes
+}
+
+// A 3-member RAFT Northbound cluster loses its leader (SIGKILL) while an
+// apply is in flight, three times at different moments of the apply. Applying
+// again as a reconciler would (retry on error) converges to exactly the
+// desired rows: a new client planning against the new leader has nothing to
+// do, and every table holds exactly the desired number of rows (no duplicate
+// left by a transaction that committed after all, none stale).
+func TestRaftLeaderLossMidApplyConverges(t *testing.T) {
+	dir, err := os.MkdirTemp("", "ovnr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cluster, err := ovsdbserver.StartCluster(ctx, dir, ovsdbserver.Northbound, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Stop()
+	sb, err := ovsdbserver.Start(ctx, dir, ovsdbserver.Southbound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Stop()
+	cfg := Config{NBAddress: cluster.Address(), SBAddress: sb.Address()}
+	c, err := Dial(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	net := benchNetwork()
+	const n, shift = 300, 150
+	if _, err := c.Apply(ctx, mustLayer2(t, net, raftNodes(0, n))); err != nil {
+		t.Fatal(err)
+	}
+	// The duration of one apply that moves the window by shift nodes on a
+	// healthy cluster: the kills below land at fractions of it.
+	started := time.Now()
+	if _, err := c.Apply(ctx, mustLayer2(t, net, raftNodes(shift, n))); err != nil {
+		t.Fatal(err)
+	}
+	full := time.Since(started)
+	t.Logf("apply moving %d of %d nodes on a healthy 3-member cluster: %v", shift, n, full.Round(time.Millisecond))
+
+	for round, at := range []float64{0.1, 0.4, 0.7, 1.0} {
+		// Each round moves the node window: nodes leave (rows deleted), nodes
+		// join (rows inserted), the local nodes change (routers come and go).
+		d := mustLayer2(t, net, raftNodes(shift*(round+2), n))
+		leader, err := cluster.Leader(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead := cluster.Members[leader].TCPAddress()
+		inflight := make(chan error, 1)
+		go func() {
+			_, err := c.Apply(ctx, d)
+			inflight <- err
+		}()
+		time.Sleep(time.Duration(at * float64(full)))
+		cluster.Members[leader].Stop()
+		killed := time.Now()
+		firstErr := <-inflight
+
+		// Apply again as a reconciler does (requeue on error) until the
+		// client is on the new leader and has nothing left to do.
+		attempts := 0
+		for {
+			attempts++
+			actx, acancel := context.WithTimeout(ctx, 20*time.Second)
+			res, err := c.Apply(actx, d)
+			acancel()
+			if err == nil && res.Operations == 0 && c.Connected() && c.NB.CurrentEndpoint() != dead {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("round %d: no convergence: %v", round, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		converged := time.Since(killed)
+		t.Logf("round %d: leader m%d killed at %.0f%% of an apply (the in-flight apply %s); converged on %s %v after the kill, %d applies",
+			round, leader+1, at*100, errString(firstErr), c.NB.CurrentEndpoint(), converged.Round(time.Millisecond), attempts)
+
+		checkExactly(t, ctx, cfg, d)
+		if err := cluster.Members[leader].Restart(ctx); err != nil {
+			t.Fatalf("restarting the killed member: %v", err)
+		}
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "succeeded"
+	}
+	if len(err.Error()) > 120 {
+		return "failed: " + err.Error()[:120] + "..."
+	}
+	return "failed: " + err.Error()
+}
+
+// checkExactly connects a fresh client (its cache comes straight from the
+// current leader) and checks that the database holds exactly d.
+func checkExactly(t *testing.T, ctx context.Context, cfg Config, d *Desired) {
+	t.Helper()
+	fresh, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if err := fresh.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ops, err := fresh.Plan(d); err != nil || len(ops) != 0 {
+		t.Errorf("a fresh client plans %d operations (%v), want 0", len(ops), err)
+	}
+	want := map[string]int{nbdb.LogicalRouterTable: len(d.Routers), nbdb.LogicalSwitchTable: len(d.Switches),
+		nbdb.DHCPOptionsTable: len(d.DHCPOptions)}
+	for _, r := range d.Routers {
+		want[nbdb.LogicalRouterPortTable] += len(r.Ports)
+		want[nbdb.LogicalRouterStaticRouteTable] += len(r.Routes)
+		want[nbdb.LogicalRouterPolicyTable] += len(r.Policies)
+		want[nbdb.NATTable] += len(r.NATs)
+	}
+	for _, s := range d.Switches {
+		want[nbdb.LogicalSwitchPortTable] += len(s.Ports)
+	}
+	for table, n := range want {
+		if got := fresh.NB.Cache().Table(table).Len(); got != n {
+			t.Errorf("%s holds %d rows, want exactly %d", table, got, n)
+		}
+	}
+	names := map[string]int{}
+	for _, m := range fresh.NB.Cache().Table(nbdb.LogicalRouterTable).RowsShallow() {
+		names[m.(*nbdb.LogicalRouter).Name]++
+	}
+	for name, k := range names {
+		if k != 1 {
+			t.Errorf("router %s exists %d times", name, k)
+		}
+	}
+}
