@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // PolicyPriorityEgressIP is OVN-Kubernetes' EgressIP reroute priority.
@@ -47,7 +48,7 @@ func Layer2EgressIPPolicies(net Layer2Network, nodes []Layer2Node, pods []Egress
 			return nil, fmt.Errorf("%s: ips and egressNodes are required", field)
 		}
 		for _, ip := range p.IPs {
-			s, ok := familyOf(net.Subnets, ip.Is6())
+			s, ok := ovnk.FamilyOf(net.Subnets, ip.Is6())
 			if !ok || !s.Contains(ip) {
 				return nil, fmt.Errorf("%s.ips: %s is not inside the network's subnets", field, ip)
 			}
@@ -57,7 +58,7 @@ func Layer2EgressIPPolicies(net Layer2Network, nodes []Layer2Node, pods []Egress
 				if !ok {
 					return nil, fmt.Errorf("%s.egressNodes: node %q is not known", field, name)
 				}
-				gr, _ := familyOf(n.grSide, ip.Is6())
+				gr, _ := ovnk.FamilyOf(n.grSide, ip.Is6())
 				hops = append(hops, gr.Addr().String())
 			}
 			slices.Sort(hops)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/sbdb"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // VTEPNode is a node with its encapsulation IPs (k8s.ovn.org/node-encap-ips)
@@ -106,12 +107,12 @@ func MultiVTEPPorts(network string, transit netip.Prefix, nodes []VTEPNode, pods
 		sort.Ints(idxs)
 		for k, idx := range idxs {
 			suffix := strings.TrimPrefix(names.TransitSwitchPort(n.Name, idx), names.TransitSwitchPort(n.Name, 0))
-			ip, err := AddrAt(transit, uint64(n.TunnelIDs[idx]))
+			ip, err := ovnk.AddrAt(transit, uint64(n.TunnelIDs[idx]))
 			if err != nil {
 				return nil, fmt.Errorf("nodes[%d] (%s): tunnel ID %d: %w", ni, n.Name, n.TunnelIDs[idx], err)
 			}
 			tsp := netip.PrefixFrom(ip, transit.Bits())
-			mac := MACFromIP(ip).String()
+			mac := ovnk.MACFromIP(ip).String()
 			lsp := nbdb.LogicalSwitchPort{
 				Name:    names.prefix + "tstor-" + n.Name + suffix,
 				Options: map[string]string{"requested-tnl-key": strconv.Itoa(n.TunnelIDs[idx])},

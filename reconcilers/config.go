@@ -16,7 +16,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/udnkit/udnkit/reconcilers/netids"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // Controller names for Config.Controllers.
@@ -52,11 +52,11 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		DefaultJoinSubnets:      "100.65.0.0/16,fd99::/64",
-		DefaultTransitSubnets:   netids.DefaultTransitSubnetV4.String() + "," + netids.DefaultTransitSubnetV6.String(),
+		DefaultTransitSubnets:   ovnk.DefaultTransitSubnetV4.String() + "," + ovnk.DefaultTransitSubnetV6.String(),
 		Controllers:             []string{ControllerUDN, ControllerCUDN, ControllerNode},
-		MaxNetworkID:            netids.MaxNetworkID,
-		TunnelKeyFirst:          netids.FirstAllocatedTunnelKey,
-		TunnelKeyLast:           netids.LastInterconnectKey,
+		MaxNetworkID:            ovnk.MaxNetworkID,
+		TunnelKeyFirst:          ovnk.FirstAllocatedTunnelKey,
+		TunnelKeyLast:           ovnk.LastInterconnectKey,
 		MaxConcurrentReconciles: 2,
 	}
 }
@@ -108,11 +108,11 @@ func (c Config) parse() (*parsed, error) {
 	if p.transitSubnets, err = parseFamilies("udn-transit-subnets", c.DefaultTransitSubnets); err != nil {
 		return nil, err
 	}
-	if c.MaxNetworkID < 1 || c.MaxNetworkID > netids.MaxNetworkID {
-		return nil, fmt.Errorf("max network ID %d is outside [1, %d]", c.MaxNetworkID, netids.MaxNetworkID)
+	if c.MaxNetworkID < 1 || c.MaxNetworkID > ovnk.MaxNetworkID {
+		return nil, fmt.Errorf("max network ID %d is outside [1, %d]", c.MaxNetworkID, ovnk.MaxNetworkID)
 	}
-	if c.TunnelKeyFirst < netids.FirstAllocatedTunnelKey || c.TunnelKeyLast > netids.LastInterconnectKey || c.TunnelKeyFirst > c.TunnelKeyLast {
-		return nil, fmt.Errorf("tunnel key range [%d, %d] is not inside [%d, %d]", c.TunnelKeyFirst, c.TunnelKeyLast, netids.FirstAllocatedTunnelKey, netids.LastInterconnectKey)
+	if c.TunnelKeyFirst < ovnk.FirstAllocatedTunnelKey || c.TunnelKeyLast > ovnk.LastInterconnectKey || c.TunnelKeyFirst > c.TunnelKeyLast {
+		return nil, fmt.Errorf("tunnel key range [%d, %d] is not inside [%d, %d]", c.TunnelKeyFirst, c.TunnelKeyLast, ovnk.FirstAllocatedTunnelKey, ovnk.LastInterconnectKey)
 	}
 	for _, name := range c.Controllers {
 		switch name {

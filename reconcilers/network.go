@@ -27,7 +27,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
-	"github.com/udnkit/udnkit/reconcilers/netconf"
+	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/netids"
 )
 
@@ -79,9 +79,9 @@ func (n network) key() string { return networkKey(n.kind, n.obj.GetNamespace(), 
 
 func (n network) networkName() string {
 	if n.kind == kindUDN {
-		return netconf.UDNNetworkName(n.obj.GetNamespace(), n.obj.GetName())
+		return ovnk.UDNNetworkName(n.obj.GetNamespace(), n.obj.GetName())
 	}
-	return netconf.CUDNNetworkName(n.obj.GetName())
+	return ovnk.CUDNNetworkName(n.obj.GetName())
 }
 
 // wantsTunnelKeys: the Layer2 switch and the transit router of a Primary
@@ -166,7 +166,7 @@ func transitSubnetsFor(spec udnv1.NetworkSpec, defaultJoin, defaultTransit []net
 			avoid = append(avoid, p.Masked())
 		}
 	}
-	return netids.TransitSubnets(defaultTransit, subnets, avoid)
+	return ovnk.TransitSubnets(defaultTransit, subnets, avoid)
 }
 
 // podsUsing lists (up to all) pods in namespace whose k8s.ovn.org/pod-networks
@@ -281,7 +281,7 @@ func (r *networkReconciler) releaseNAD(ctx context.Context, nad *nadv1.NetworkAt
 
 // desiredNAD builds the NAD n wants in namespace.
 func (r *networkReconciler) desiredNAD(n network, namespace string, ids networkIDs, transit []netip.Prefix) (*nadv1.NetworkAttachmentDefinition, error) {
-	conf, err := netconf.Render(n.spec, netconf.Options{
+	conf, err := ovnk.Render(n.spec, ovnk.Options{
 		NetworkName: n.networkName(), NADName: namespace + "/" + n.obj.GetName(),
 		DefaultJoinSubnets: r.cfg.joinSubnets, TransitSubnets: transit, PredefinedAddresses: r.cfg.PreconfiguredUDNAddresses,
 	})

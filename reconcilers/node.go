@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
-	"github.com/udnkit/udnkit/reconcilers/netconf"
+	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/netids"
 )
 
@@ -85,7 +85,7 @@ type nodeReconciler struct {
 func newNodeReconciler(mgr ctrl.Manager, cfg *parsed) *nodeReconciler {
 	return &nodeReconciler{
 		client: mgr.GetClient(), reader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(nodeFieldOwner), cfg: cfg,
-		ids:      netids.NewIDAllocator("node ID", netids.FirstNodeID, netids.MaxNodeID),
+		ids:      netids.NewIDAllocator("node ID", ovnk.FirstNodeID, ovnk.MaxNodeID),
 		networks: map[string]*hostSubnetState{},
 		removed:  map[string]bool{},
 		retry:    make(chan event.GenericEvent, 1024),
@@ -191,14 +191,14 @@ func (r *nodeReconciler) layer3Networks(ctx context.Context) ([]layer3Network, e
 	// Networks being deleted keep their host subnets until they are gone:
 	// their pods may still run.
 	for _, u := range udns.Items {
-		add(netconf.UDNNetworkName(u.Namespace, u.Name), kindUDN, client.ObjectKeyFromObject(&u), u.UID, u.Spec.Network())
+		add(ovnk.UDNNetworkName(u.Namespace, u.Name), kindUDN, client.ObjectKeyFromObject(&u), u.UID, u.Spec.Network())
 	}
 	var cudns udnv1.ClusterUserDefinedNetworkList
 	if err := r.client.List(ctx, &cudns); err != nil {
 		return nil, err
 	}
 	for _, c := range cudns.Items {
-		add(netconf.CUDNNetworkName(c.Name), kindCUDN, client.ObjectKeyFromObject(&c), c.UID, c.Spec.Network)
+		add(ovnk.CUDNNetworkName(c.Name), kindCUDN, client.ObjectKeyFromObject(&c), c.UID, c.Spec.Network)
 	}
 	return out, nil
 }
@@ -428,8 +428,8 @@ func (r *nodeReconciler) tunnelIDs(node *corev1.Node, nodeID int, want map[strin
 			return fmt.Errorf("node %s: annotation %s=%q is not a JSON list of IPs", node.Name, udnv1.AnnotationNodeEncapIPs, v)
 		}
 	}
-	if len(encap) > netids.MaxTunnelIDsPerNode {
-		return fmt.Errorf("node %s: annotation %s lists %d encap IPs; at most %d are supported", node.Name, udnv1.AnnotationNodeEncapIPs, len(encap), netids.MaxTunnelIDsPerNode)
+	if len(encap) > ovnk.MaxTunnelIDsPerNode {
+		return fmt.Errorf("node %s: annotation %s lists %d encap IPs; at most %d are supported", node.Name, udnv1.AnnotationNodeEncapIPs, len(encap), ovnk.MaxTunnelIDsPerNode)
 	}
 	current := parseTunnelIDs(node.Annotations)
 	var extras []int

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
-	"github.com/udnkit/udnkit/reconcilers/netids"
 )
 
 // createNodes creates plain Node objects, deleted when the test ends.
@@ -77,7 +77,7 @@ func TestNodeIDsAndMultiVTEPTunnelIDs(t *testing.T) {
 	for _, n := range []string{"vtep-a", "vtep-b", "vtep-c"} {
 		g.Eventually(func(g Gomega) { nodeID(g, n) }).WithTimeout(timeout).Should(Succeed())
 		id := nodeID(g, n)
-		g.Expect(id).To(BeNumerically(">=", netids.FirstNodeID))
+		g.Expect(id).To(BeNumerically(">=", ovnk.FirstNodeID))
 		g.Expect(ids).NotTo(HaveKey(id), "node ID %d handed out twice", id)
 		ids[id] = n
 		g.Expect(tunnelIDs(g, n)).To(BeNil(), "single-VTEP nodes get no tunnel IDs")

@@ -16,8 +16,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
-	"github.com/udnkit/udnkit/reconcilers/netids"
 )
 
 func createPrimaryL2(t *testing.T, prefix string, n int) []*udnv1.UserDefinedNetwork {
@@ -78,17 +78,17 @@ func TestTunnelKeyExhaustion(t *testing.T) {
 	// Three keys: the first Primary Layer2 network takes two, the second
 	// cannot get its pair.
 	cfg := reconcilers.DefaultConfig()
-	cfg.TunnelKeyFirst, cfg.TunnelKeyLast = netids.LastInterconnectKey-2, netids.LastInterconnectKey
+	cfg.TunnelKeyFirst, cfg.TunnelKeyLast = ovnk.LastInterconnectKey-2, ovnk.LastInterconnectKey
 	restartManager(t, cfg)
 	defer restartManager(t, reconcilers.DefaultConfig())
 
 	first := createPrimaryL2(t, "keys", 1)[0]
 	expectCondition(t, first, metav1.ConditionTrue, udnv1.ReasonNADCreated)
-	g.Expect(first.Annotations[udnv1.AnnotationTunnelKeys]).To(Equal(fmt.Sprintf("[%d,%d]", netids.LastInterconnectKey-2, netids.LastInterconnectKey-1)))
+	g.Expect(first.Annotations[udnv1.AnnotationTunnelKeys]).To(Equal(fmt.Sprintf("[%d,%d]", ovnk.LastInterconnectKey-2, ovnk.LastInterconnectKey-1)))
 
 	second := createPrimaryL2(t, "keys", 1)[0]
 	expectCondition(t, second, metav1.ConditionFalse, udnv1.ReasonSyncError,
-		fmt.Sprintf("failed to allocate network IDs: all 3 tunnel keys in [%d, %d] are in use: exhausted", netids.LastInterconnectKey-2, netids.LastInterconnectKey))
+		fmt.Sprintf("failed to allocate network IDs: all 3 tunnel keys in [%d, %d] are in use: exhausted", ovnk.LastInterconnectKey-2, ovnk.LastInterconnectKey))
 	// Nothing partial: no IDs on the CR, no NAD.
 	g.Expect(second.Annotations).NotTo(HaveKey(udnv1.AnnotationNetworkID))
 	g.Expect(second.Annotations).NotTo(HaveKey(udnv1.AnnotationTunnelKeys))

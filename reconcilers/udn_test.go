@@ -17,7 +17,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
-	"github.com/udnkit/udnkit/reconcilers/netids"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 func TestUDNCreatesNAD(t *testing.T) {
@@ -47,14 +47,14 @@ func TestUDNCreatesNAD(t *testing.T) {
 	id, err := strconv.Atoi(nad.Annotations[udnv1.AnnotationNetworkID])
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(id).To(BeNumerically(">=", 1))
-	g.Expect(id).To(BeNumerically("<=", netids.MaxNetworkID))
+	g.Expect(id).To(BeNumerically("<=", ovnk.MaxNetworkID))
 	g.Expect(udn.Annotations).To(HaveKeyWithValue(udnv1.AnnotationNetworkID, strconv.Itoa(id)))
 	var keys []int
 	g.Expect(json.Unmarshal([]byte(nad.Annotations[udnv1.AnnotationTunnelKeys]), &keys)).To(Succeed())
 	g.Expect(keys).To(HaveLen(2))
 	for _, k := range keys {
-		g.Expect(k).To(BeNumerically(">=", netids.FirstAllocatedTunnelKey))
-		g.Expect(k).To(BeNumerically("<=", netids.LastInterconnectKey))
+		g.Expect(k).To(BeNumerically(">=", ovnk.FirstAllocatedTunnelKey))
+		g.Expect(k).To(BeNumerically("<=", ovnk.LastInterconnectKey))
 	}
 	g.Expect(keys[0]).NotTo(Equal(keys[1]))
 	g.Expect(udn.Status.TransitSubnets).To(Equal(udnv1.DualStackCIDRs{"100.88.0.0/16", "fd97::/64"}))

@@ -13,7 +13,7 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/udnkit/udnkit/reconcilers/netconf"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // Config is the cluster configuration the webhooks check against: the
@@ -127,7 +127,7 @@ func (l *prefixList) String() string {
 }
 
 func (l *prefixList) Set(v string) error {
-	out, err := netconf.ParsePrefixes(v)
+	out, err := ovnk.ParsePrefixes(v)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // Messages of the Layer3 append-only rules (OKEP-5377), word for word the
@@ -252,7 +253,7 @@ func ValidateDefaultGateways(path *field.Path, l2 *udnv1.Layer2Config) field.Err
 			case ip == subnet.Addr():
 				errs = append(errs, field.Invalid(path.Child("defaultGatewayIPs").Index(i), string(g),
 					fmt.Sprintf("a default gateway must not be the network address of subnet %s.", subnet)))
-			case ip.Is4() && subnet.Bits() < 31 && ip == lastAddr(subnet):
+			case ip.Is4() && subnet.Bits() < 31 && ip == ovnk.LastAddr(subnet):
 				errs = append(errs, field.Invalid(path.Child("defaultGatewayIPs").Index(i), string(g),
 					fmt.Sprintf("a default gateway must not be the broadcast address of subnet %s.", subnet)))
 			}

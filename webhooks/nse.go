@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // ParseDefaultNetworkSelection parses a v1.multus-cni.io/default-network
@@ -155,7 +156,7 @@ func checkRequestedIP(ip netip.Addr, l2 *udnv1.Layer2Config) string {
 	if ip == subnet.Addr() {
 		return fmt.Sprintf("is the network address of subnet %s.", subnet)
 	}
-	if ip.Is4() && subnet.Bits() < 31 && ip == lastAddr(subnet) {
+	if ip.Is4() && subnet.Bits() < 31 && ip == ovnk.LastAddr(subnet) {
 		return fmt.Sprintf("is the broadcast address of subnet %s.", subnet)
 	}
 	gateway := subnet.Addr().Next()
@@ -178,16 +179,6 @@ func checkRequestedIP(ip netip.Addr, l2 *udnv1.Layer2Config) string {
 		}
 	}
 	return ""
-}
-
-// lastAddr is the last address of p (the broadcast address of an IPv4 subnet).
-func lastAddr(p netip.Prefix) netip.Addr {
-	b := p.Masked().Addr().AsSlice()
-	for i := p.Bits(); i < len(b)*8; i++ {
-		b[i/8] |= 0x80 >> (i % 8)
-	}
-	a, _ := netip.AddrFromSlice(b)
-	return a
 }
 
 // MigrateIPAMClaimAnnotation handles the deprecated

@@ -19,9 +19,8 @@ import (
 	"github.com/udnkit/udnkit/cel"
 	"github.com/udnkit/udnkit/dataplane"
 	dataplanecontroller "github.com/udnkit/udnkit/dataplane/controller"
+	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
-	"github.com/udnkit/udnkit/reconcilers/netconf"
-	"github.com/udnkit/udnkit/reconcilers/netids"
 )
 
 // network is a valid UDN or CUDN from a file, with what the reconcilers
@@ -67,9 +66,9 @@ func loadNetworks(ctx context.Context, file string, namespaces []string, stderr 
 			if ns == "" {
 				ns = "default"
 			}
-			n.name, n.targets = netconf.UDNNetworkName(ns, obj.GetName()), []string{ns}
+			n.name, n.targets = ovnk.UDNNetworkName(ns, obj.GetName()), []string{ns}
 		} else {
-			n.name, n.targets = netconf.CUDNNetworkName(obj.GetName()), namespaces
+			n.name, n.targets = ovnk.CUDNNetworkName(obj.GetName()), namespaces
 		}
 		out = append(out, n)
 	}
@@ -83,7 +82,7 @@ func loadNetworks(ctx context.Context, file string, namespaces []string, stderr 
 // nads renders the NetworkAttachmentDefinitions the nad reconciler would
 // write for n, with the defaults of a fresh manager.
 func (n network) nads(cfg reconcilers.Config) ([]*nadv1.NetworkAttachmentDefinition, error) {
-	join, err := netconf.ParsePrefixes(cfg.DefaultJoinSubnets)
+	join, err := ovnk.ParsePrefixes(cfg.DefaultJoinSubnets)
 	if err != nil {
 		return nil, fmt.Errorf("--udn-join-subnets: %w", err)
 	}
@@ -93,7 +92,7 @@ func (n network) nads(cfg reconcilers.Config) ([]*nadv1.NetworkAttachmentDefinit
 	}
 	var out []*nadv1.NetworkAttachmentDefinition
 	for _, ns := range n.targets {
-		conf, err := netconf.Render(n.spec, netconf.Options{
+		conf, err := ovnk.Render(n.spec, ovnk.Options{
 			NetworkName: n.name, NADName: ns + "/" + n.nadName,
 			DefaultJoinSubnets: join, TransitSubnets: transit, PredefinedAddresses: cfg.PreconfiguredUDNAddresses,
 		})
@@ -160,7 +159,7 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *file == "" || *nodes < 1 || *nodes > netids.MaxNodeID-netids.FirstNodeID {
+	if *file == "" || *nodes < 1 || *nodes > ovnk.MaxNodeID-ovnk.FirstNodeID {
 		fmt.Fprintln(stderr, "udnctl plan: -f FILE and --nodes N (1 or more) are required")
 		return 2
 	}
@@ -171,7 +170,7 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var l2Nodes []dataplane.Layer2Node
 	for i := 0; i < *nodes; i++ {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-" + strconv.Itoa(i+1), Annotations: map[string]string{
-			udnv1.AnnotationNodeID:                strconv.Itoa(netids.FirstNodeID + i),
+			udnv1.AnnotationNodeID:                strconv.Itoa(ovnk.FirstNodeID + i),
 			udnv1.AnnotationLayer2TopologyVersion: dataplane.Layer2TopologyVersion,
 		}}}
 		n, _, err := dataplanecontroller.Layer2NodeFromNode(node)
@@ -183,7 +182,7 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		l2Nodes = append(l2Nodes, n)
 	}
 	// Tunnel keys as a fresh cluster would allocate them, network by network.
-	nextKey := netids.FirstAllocatedTunnelKey
+	nextKey := ovnk.FirstAllocatedTunnelKey
 	for _, n := range nets {
 		var desired *dataplane.Desired
 		switch {
@@ -206,7 +205,7 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				return 1
 			}
 		case n.spec.Layer3 != nil && n.spec.IsPrimary():
-			subnets, err := netconf.ParsePrefixes(strings.Join(n.spec.SubnetCIDRs(), ","))
+			subnets, err := ovnk.ParsePrefixes(strings.Join(n.spec.SubnetCIDRs(), ","))
 			if err == nil {
 				desired, err = dataplane.Layer3SubnetPolicies(n.name, subnets)
 			}

@@ -23,7 +23,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/dataplane"
-	"github.com/udnkit/udnkit/reconcilers/netconf"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // Default join subnets of a Layer2 network that does not set joinSubnets.
@@ -198,7 +198,7 @@ func collectPiece(ctx context.Context, c client.Client, ovn *dataplane.Client, o
 // annotation ([switch key, transit router key]). ok is false for other
 // networks and for networks whose tunnel keys are not allocated yet.
 func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net dataplane.Layer2Network, ok bool, err error) {
-	conf, err := netconf.Parse(nad.Spec.Config)
+	conf, err := ovnk.Parse(nad.Spec.Config)
 	if err != nil {
 		return net, false, fmt.Errorf("NAD %s/%s spec.config: %w", nad.Namespace, nad.Name, err)
 	}
@@ -218,10 +218,10 @@ func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net dataplane
 		return fmt.Errorf("NAD %s/%s spec.config %s: %w", nad.Namespace, nad.Name, name, err)
 	}
 	net = dataplane.Layer2Network{Name: conf.Name, SwitchTunnelKey: keys[0], TransitRouterTunnelKey: keys[1], MTU: int(conf.MTU)}
-	if net.Subnets, err = netconf.ParsePrefixes(conf.Subnets); err != nil {
+	if net.Subnets, err = ovnk.ParsePrefixes(conf.Subnets); err != nil {
 		return net, false, bad("subnets", err)
 	}
-	if net.JoinSubnets, err = netconf.ParsePrefixes(conf.JoinSubnet); err != nil {
+	if net.JoinSubnets, err = ovnk.ParsePrefixes(conf.JoinSubnet); err != nil {
 		return net, false, bad("joinSubnet", err)
 	}
 	if len(net.JoinSubnets) == 0 {
@@ -233,10 +233,10 @@ func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net dataplane
 			}
 		}
 	}
-	if net.TransitSubnets, err = netconf.ParsePrefixes(conf.TransitSubnet); err != nil {
+	if net.TransitSubnets, err = ovnk.ParsePrefixes(conf.TransitSubnet); err != nil {
 		return net, false, bad("transitSubnet", err)
 	}
-	if net.DefaultGatewayIPs, err = netconf.ParseAddrs(conf.DefaultGatewayIPs); err != nil {
+	if net.DefaultGatewayIPs, err = ovnk.ParseAddrs(conf.DefaultGatewayIPs); err != nil {
 		return net, false, bad("defaultGatewayIPs", err)
 	}
 	return net, true, nil

@@ -17,6 +17,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/addresses"
 )
 
@@ -138,7 +139,7 @@ func migrationNodes(net dataplane.Layer2Network, items []corev1.Node) []dataplan
 	names := dataplane.NamesFor(net.Name)
 	transits := net.TransitSubnets
 	if len(transits) == 0 {
-		transits = []netip.Prefix{dataplane.DefaultTransitSubnetV4, dataplane.DefaultTransitSubnetV6}
+		transits = []netip.Prefix{ovnk.DefaultTransitSubnetV4, ovnk.DefaultTransitSubnetV6}
 	}
 	var out []dataplane.LiveMigrationNode
 	for i := range items {
@@ -152,8 +153,8 @@ func migrationNodes(net dataplane.Layer2Network, items []corev1.Node) []dataplan
 				if tr.Addr().Is4() != s.Addr().Is4() {
 					continue
 				}
-				if peer, err := dataplane.TransitPeerSubnet(tr, n.ID); err == nil {
-					_, gr := dataplane.TransitPeerIPs(peer)
+				if peer, err := ovnk.TransitPeerSubnet(tr, n.ID); err == nil {
+					_, gr := ovnk.TransitPeerIPs(peer)
 					node.GatewayIPs = append(node.GatewayIPs, gr.Addr())
 				}
 			}

@@ -19,6 +19,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // MultiVTEPReconciler programs OKEP-5535 from nodes with several encap IPs
@@ -212,7 +213,7 @@ func (r *MultiVTEPReconciler) applyLayer3(ctx context.Context, network string) (
 			encaps[names.TransitSwitchPort(n.Name, slices.Index(n.EncapIPs, p.EncapIP))] = dataplane.PortEncap{Chassis: n.Name, EncapIP: p.EncapIP.String()}
 		}
 	}
-	d, err := dataplane.MultiVTEPPorts(network, dataplane.DefaultTransitSubnetV4, nodes, pods)
+	d, err := dataplane.MultiVTEPPorts(network, ovnk.DefaultTransitSubnetV4, nodes, pods)
 	if err != nil {
 		return false, err
 	}

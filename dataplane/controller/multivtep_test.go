@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
-	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
 )
 
@@ -29,7 +29,7 @@ func blueNAD() *nadv1.NetworkAttachmentDefinition {
 
 // vtepPod is a pod of ns1/tenant-blue on node with its pod-networks entry.
 func vtepPod(name, node, ip, encap string) *corev1.Pod {
-	mac := dataplane.MACFromIP(netip.MustParseAddr(ip)).String()
+	mac := ovnk.MACFromIP(netip.MustParseAddr(ip)).String()
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: name, Annotations: map[string]string{
 		udnv1.AnnotationPodNetworks: fmt.Sprintf(`{"ns1/tenant-blue":{"ip_addresses":["%s/24"],"mac_address":"%s","role":"primary","encap_ip":"%s"}}`,
 			ip, mac, encap)}},
@@ -175,7 +175,7 @@ func TestLayer3MultiVTEPFromAPIState(t *testing.T) {
 	pod := func(name, ip, encap string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-green", Name: name, Annotations: map[string]string{
 			udnv1.AnnotationPodNetworks: fmt.Sprintf(`{"tenant-green/green":{"ip_addresses":["%s/24"],"mac_address":"%s","role":"primary","encap_ip":"%s"}}`,
-				ip, dataplane.MACFromIP(netip.MustParseAddr(ip)), encap)}},
+				ip, ovnk.MACFromIP(netip.MustParseAddr(ip)), encap)}},
 			Spec: corev1.PodSpec{NodeName: "node-b", Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
 	}
 	const ts, cr = "tenant.green_green_transit_switch", "tenant.green_green_ovn_cluster_router"

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/addresses"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
 )
@@ -95,7 +96,7 @@ var _ = DescribeTable("the OKEP-5233 usage example end to end",
 			pn := podNetwork(ns, n, key)
 			Expect(pn.IPAddresses).To(HaveLen(len(tc.subnets)))
 			first := netip.MustParsePrefix(pn.IPAddresses[0]).Addr()
-			Expect(pn.MACAddress).To(Equal(ipalloc.DeriveMAC(first).String()))
+			Expect(pn.MACAddress).To(Equal(ovnk.MACFromIP(first).String()))
 			for f, ip := range pn.IPAddresses {
 				got[f] = append(got[f], netip.MustParsePrefix(ip).Addr().String())
 			}
@@ -158,7 +159,7 @@ var _ = Describe("requests through the default-network NetworkSelectionElement",
 			}
 			Expect(pn.IPAddresses).To(HaveLen(len(subnets)))
 			if wantMAC == "derived" {
-				wantMAC = ipalloc.DeriveMAC(netip.MustParsePrefix(pn.IPAddresses[0]).Addr()).String()
+				wantMAC = ovnk.MACFromIP(netip.MustParsePrefix(pn.IPAddresses[0]).Addr()).String()
 			}
 			Expect(pn.MACAddress).To(Equal(wantMAC))
 			Expect(pn.GatewayIPs).To(HaveLen(len(subnets)))

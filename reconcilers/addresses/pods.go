@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
 )
 
@@ -418,7 +419,7 @@ func restoreClaim(pool *ipalloc.Pool, in intent, claim *ipamclaimsv1alpha1.IPAMC
 		}
 		a.IPs = append(a.IPs, p)
 	}
-	a.MAC = ipalloc.DeriveMAC(a.IPs[0].Addr())
+	a.MAC = ovnk.MACFromIP(a.IPs[0].Addr())
 	if in.request.MAC != "" {
 		if hw, err := parseHW(in.request.MAC); err == nil {
 			a.MAC = hw

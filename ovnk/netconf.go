@@ -2,7 +2,7 @@
 // spec as the OVN-Kubernetes CNI NetConf JSON that goes into a
 // NetworkAttachmentDefinition's spec.config, field for field what
 // ovn-kubernetes nodes parse.
-package netconf
+package ovnk
 
 import (
 	"encoding/json"
@@ -51,7 +51,7 @@ type Options struct {
 	// DefaultJoinSubnets are used for Primary networks without joinSubnets,
 	// filtered to the IP families of the network's subnets.
 	DefaultJoinSubnets []netip.Prefix
-	// TransitSubnets of a Primary Layer2 network (netids.TransitSubnets).
+	// TransitSubnets of a Primary Layer2 network (ovnk.TransitSubnets).
 	TransitSubnets []netip.Prefix
 	// PredefinedAddresses renders reservedSubnets, infrastructureSubnets and
 	// defaultGatewayIPs (feature preconfigured-udn-addresses-enable).
