@@ -330,7 +330,9 @@ func newDatabase(label, flag, address string, tlsConfig *tls.Config, dbModel fun
 	// Client.watch probes with echo instead.)
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval = 50 * time.Millisecond
-	bo.MaxInterval = 5 * time.Second
+	// OVN-Kubernetes retries without any pause; a new RAFT leader is found
+	// within a quarter second of its election here.
+	bo.MaxInterval = 250 * time.Millisecond
 	bo.MaxElapsedTime = 0 // keep trying for as long as the manager runs
 	opts := []client.Option{
 		client.WithReconnect(10*time.Second, bo),
