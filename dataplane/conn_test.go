@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -356,5 +357,45 @@ func checkExactly(t *testing.T, ctx context.Context, cfg Config, d *Desired) {
 		if k != 1 {
 			t.Errorf("router %s exists %d times", name, k)
 		}
+	}
+}
+
+// The database changes while the client is disconnected (here: edited
+// offline with ovsdb-tool while the server is down, as a restore or another
+// writer could). An Apply issued during the outage waits for the reconnect
+// and plans against the resynchronised cache: it repairs the change instead
+// of trusting the cache from before the outage (libovsdb's Connected() stays
+// true while it reconnects, and that cache says nothing needs doing).
+func TestApplyDuringOutagePlansAgainstResynchronisedCache(t *testing.T) {
+	e := newEnv(t)
+	net, nodes := exampleV4()
+	d := mustLayer2(t, net, nodes)
+	e.apply(d)
+	wantMAC := e.rows("Logical_Router_Port", "mac")[rtos]
+
+	e.db.NB.Stop()
+	txn := `["OVN_Northbound",{"op":"update","table":"Logical_Router_Port","where":[["name","==","` + rtos + `"]],"row":{"mac":"0a:58:00:00:00:99"}}]`
+	if out, err := exec.Command("ovsdb-tool", "transact", e.db.NB.File(), txn).CombinedOutput(); err != nil {
+		t.Fatalf("ovsdb-tool transact: %v: %s", err, out)
+	}
+	done := make(chan Result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
+		defer cancel()
+		res, err := e.c.Apply(ctx, d)
+		if err != nil {
+			t.Errorf("apply during the outage: %v", err)
+		}
+		done <- res
+	}()
+	time.Sleep(300 * time.Millisecond) // the apply starts while the server is down
+	if err := e.db.NB.Restart(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-done; res.Operations == 0 {
+		t.Error("the apply during the outage planned nothing: it trusted the cache from before the outage")
+	}
+	if got := e.rows("Logical_Router_Port", "mac")[rtos]; got != wantMAC {
+		t.Errorf("%s mac after the apply: %s, want %s", rtos, got, wantMAC)
 	}
 }

@@ -144,6 +144,9 @@ func (s *Server) TCPAddress() string {
 // Address is the database's endpoint in libovsdb/ovn-nbctl form: unix:/abs/path.
 func (s *Server) Address() string { return "unix:" + s.socket }
 
+// File is the database file (for ovsdb-tool while the server is stopped).
+func (s *Server) File() string { return s.file }
+
 // Socket is the absolute path of the database's unix socket.
 func (s *Server) Socket() string { return s.socket }
 
