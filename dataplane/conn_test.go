@@ -12,6 +12,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // The client reaches ovsdb-server over ssl: with a client certificate and a
@@ -154,7 +155,7 @@ func raftNodes(offset, n int) []Layer2Node {
 	nodes := make([]Layer2Node, n)
 	for i := range nodes {
 		k := offset + i + 1
-		nodes[i] = Layer2Node{Name: "node" + strconv.Itoa(k), ID: k + 1, TopologyVersion: Layer2TopologyVersion, Local: k%10 == 1}
+		nodes[i] = Layer2Node{Name: "node" + strconv.Itoa(k), ID: k + 1, TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter, Local: k%10 == 1}
 	}
 	return nodes
 }

@@ -11,10 +11,6 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 )
 
-// Layer2TopologyVersion is the k8s.ovn.org/layer2-topology-version value of
-// nodes that run the transit-router topology (OKEP-5094).
-const Layer2TopologyVersion = "2.0"
-
 // Topology and piece names in the rows' external_ids.
 const (
 	TopologyLayer2       = "layer2"
@@ -106,7 +102,7 @@ func (n Layer2Names) UpgradeRouterPort() string      { return "trtos-" + n.Switc
 // Layer2NodeCanSwitch says whether a node may move this network to the
 // transit-router topology now: it already has, or it runs no pods on it.
 func Layer2NodeCanSwitch(n Layer2Node) bool {
-	return n.TopologyVersion == Layer2TopologyVersion || n.RunningPods == 0
+	return n.TopologyVersion == ovnk.Layer2TopologyVersionTransitRouter || n.RunningPods == 0
 }
 
 // node is a Layer2Node with every address worked out.
@@ -147,7 +143,7 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 		if n.Local {
 			if !Layer2NodeCanSwitch(n) {
 				return nil, fmt.Errorf("nodes[%d] (%s): the local node still runs %d pods on network %s with topology version %q; it switches to %s only when it has none",
-					i, n.Name, n.RunningPods, net.Name, n.TopologyVersion, Layer2TopologyVersion)
+					i, n.Name, n.RunningPods, net.Name, n.TopologyVersion, ovnk.Layer2TopologyVersionTransitRouter)
 			}
 			ln.upgraded = true
 			locals = append(locals, len(all))
@@ -389,7 +385,7 @@ func (net Layer2Network) resolve(names Layer2Names, transits []netip.Prefix, n L
 	if ln.Chassis == "" {
 		ln.Chassis = n.Name
 	}
-	ln.upgraded = n.TopologyVersion == Layer2TopologyVersion
+	ln.upgraded = n.TopologyVersion == ovnk.Layer2TopologyVersionTransitRouter
 	for _, s := range sortedFamilies(net.Subnets) {
 		v6 := s.Addr().Is6()
 		join, _ := ovnk.FamilyOf(net.JoinSubnets, v6)

@@ -54,6 +54,9 @@ const (
 	eventNetworkIDsFailed  = "NetworkIDAllocationFailed"
 	eventForeignNAD        = "ForeignNetworkAttachmentDefinition"
 	eventHostSubnetFailure = "HostSubnetAllocationFailed"
+	// eventInvalidNodeID: a node's k8s.ovn.org/node-id was malformed, out of
+	// range or another node's; the node gets a new ID.
+	eventInvalidNodeID = "InvalidNodeID"
 )
 
 func setupIndexes(mgr ctrl.Manager) error {

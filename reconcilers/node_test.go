@@ -295,3 +295,40 @@ func TestDeletedNodeFreesItsHostSubnetForAWaitingNode(t *testing.T) {
 	g.Eventually(func(g Gomega) []string { return hostSubnets(g, "free-c", network) }).WithTimeout(timeout).Should(Equal([]string{freed}))
 	g.Eventually(func(g Gomega) metav1.ConditionStatus { return hostSubnetCondition(g, udn).Status }).WithTimeout(timeout).Should(Equal(metav1.ConditionTrue))
 }
+
+// A node ID that is malformed, out of range, or another (older) node's is
+// rewritten with an Event; the older node keeps its ID.
+func TestBadOrDuplicateNodeIDIsRewritten(t *testing.T) {
+	g := NewWithT(t)
+	createNodes(t, "dup-old")
+	g.Eventually(func(g Gomega) { nodeID(g, "dup-old") }).WithTimeout(timeout).Should(Succeed())
+	old := nodeID(g, "dup-old")
+	time.Sleep(1100 * time.Millisecond) // creationTimestamp has second precision: dup-new is younger
+	createNodes(t, "dup-new")
+	g.Eventually(func(g Gomega) { nodeID(g, "dup-new") }).WithTimeout(timeout).Should(Succeed())
+
+	for _, bad := range []string{strconv.Itoa(old), "99999999", "1", "node-7"} {
+		setNodeAnnotation(t, "dup-new", ovnk.AnnotationNodeID, bad)
+		g.Eventually(func(g Gomega) {
+			id := nodeID(g, "dup-new")
+			g.Expect(id).NotTo(Equal(old))
+			g.Expect(id).To(BeNumerically(">=", ovnk.FirstNodeID))
+			g.Expect(id).To(BeNumerically("<=", ovnk.MaxNodeID))
+		}).WithTimeout(timeout).Should(Succeed(), "node-id %q was not rewritten", bad)
+		g.Expect(nodeID(g, "dup-old")).To(Equal(old), "the older node keeps its ID")
+	}
+	g.Eventually(func(g Gomega) []string {
+		var evs eventsv1.EventList
+		g.Expect(k8s.List(ctx, &evs)).To(Succeed())
+		var notes []string
+		for _, e := range evs.Items {
+			if e.Regarding.Name == "dup-new" && e.Reason == "InvalidNodeID" {
+				notes = append(notes, e.Note)
+			}
+		}
+		return notes
+	}).WithTimeout(timeout).Should(ContainElements(
+		ContainSubstring("is already held by dup-old"),
+		ContainSubstring(`k8s.ovn.org/node-id="99999999" is not a node ID (an integer in [2, 32767])`),
+		ContainSubstring(`k8s.ovn.org/node-id="node-7" is not a node ID`)))
+}

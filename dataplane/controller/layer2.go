@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"strconv"
 	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -112,7 +111,7 @@ func (r *Layer2Reconciler) apply(ctx context.Context, namespace string, net data
 			continue // no node ID allocated yet: the node joins on its next update
 		}
 		n.Local = r.Local == nil || r.Local(node)
-		if n.Local && n.TopologyVersion != dataplane.Layer2TopologyVersion {
+		if n.Local && n.TopologyVersion != ovnk.Layer2TopologyVersionTransitRouter {
 			running, err := r.runningPods(ctx, namespace, node.Name)
 			if err != nil {
 				return false, err
@@ -125,7 +124,7 @@ func (r *Layer2Reconciler) apply(ctx context.Context, namespace string, net data
 			if err := r.announce(ctx, node); err != nil {
 				return false, err
 			}
-			n.TopologyVersion = dataplane.Layer2TopologyVersion
+			n.TopologyVersion = ovnk.Layer2TopologyVersionTransitRouter
 		}
 		nodes = append(nodes, n)
 	}
@@ -143,7 +142,7 @@ func (r *Layer2Reconciler) announce(ctx context.Context, node *corev1.Node) erro
 	if node.Annotations == nil {
 		node.Annotations = map[string]string{}
 	}
-	node.Annotations[ovnk.AnnotationLayer2TopologyVersion] = dataplane.Layer2TopologyVersion
+	node.Annotations[ovnk.AnnotationLayer2TopologyVersion] = ovnk.Layer2TopologyVersionTransitRouter
 	return r.Client.Patch(ctx, node, patch)
 }
 
@@ -244,14 +243,9 @@ func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net dataplane
 // Layer2NodeFromNode reads a node's k8s.ovn.org/node-id and
 // k8s.ovn.org/layer2-topology-version; ok is false until the node has an ID.
 func Layer2NodeFromNode(node *corev1.Node) (dataplane.Layer2Node, bool, error) {
-	idText, found := node.Annotations[ovnk.AnnotationNodeID]
-	if !found {
-		return dataplane.Layer2Node{}, false, nil
-	}
-	id, err := strconv.Atoi(idText)
-	if err != nil || id < 1 {
-		return dataplane.Layer2Node{}, false, fmt.Errorf("node %s annotation %s: %q is not a node ID (an integer ≥ 1)",
-			node.Name, ovnk.AnnotationNodeID, idText)
+	id, ok, err := ovnk.DecodeNodeID(node)
+	if err != nil || !ok {
+		return dataplane.Layer2Node{}, false, err
 	}
 	return dataplane.Layer2Node{
 		Name: node.Name, ID: id,

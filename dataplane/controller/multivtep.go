@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -222,38 +221,13 @@ func (r *MultiVTEPReconciler) applyLayer3(ctx context.Context, network string) (
 }
 
 // NodeSubnetsFromNode reads a node's host subnets of one network from
-// k8s.ovn.org/node-subnets (a JSON object of network names to a CIDR or a
-// list of CIDRs).
+// k8s.ovn.org/node-subnets (ovnk.DecodeNodeSubnets).
 func NodeSubnetsFromNode(node *corev1.Node, network string) ([]netip.Prefix, error) {
-	v, ok := node.Annotations[ovnk.AnnotationNodeSubnets]
-	if !ok {
-		return nil, nil
+	all, err := ovnk.DecodeNodeSubnets(node)
+	if err != nil {
+		return nil, err
 	}
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(v), &all); err != nil {
-		return nil, fmt.Errorf("node %s annotation %s: not a JSON object of network names to CIDRs: %w", node.Name, ovnk.AnnotationNodeSubnets, err)
-	}
-	raw, ok := all[network]
-	if !ok {
-		return nil, nil
-	}
-	var list []string
-	if err := json.Unmarshal(raw, &list); err != nil {
-		var one string
-		if json.Unmarshal(raw, &one) != nil {
-			return nil, fmt.Errorf("node %s annotation %s[%q]: not a CIDR or a list of CIDRs", node.Name, ovnk.AnnotationNodeSubnets, network)
-		}
-		list = []string{one}
-	}
-	var out []netip.Prefix
-	for _, s := range list {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return nil, fmt.Errorf("node %s annotation %s[%q]: %w", node.Name, ovnk.AnnotationNodeSubnets, network, err)
-		}
-		out = append(out, p)
-	}
-	return out, nil
+	return all[network], nil
 }
 
 // collect removes the ports of networks that no NAD describes any more.
@@ -270,25 +244,12 @@ func (r *MultiVTEPReconciler) collect(ctx context.Context) error {
 // k8s.ovn.org/node-transit-switch-port-tunnel-ids (both optional).
 func VTEPNodeFromNode(node *corev1.Node) (dataplane.VTEPNode, error) {
 	n := dataplane.VTEPNode{Name: node.Name}
-	if v, ok := node.Annotations[ovnk.AnnotationNodeEncapIPs]; ok {
-		var ips []string
-		if err := json.Unmarshal([]byte(v), &ips); err != nil {
-			return n, fmt.Errorf("node %s annotation %s: %q is not a JSON list of IPs", node.Name, ovnk.AnnotationNodeEncapIPs, v)
-		}
-		for _, s := range ips {
-			a, err := netip.ParseAddr(s)
-			if err != nil {
-				return n, fmt.Errorf("node %s annotation %s: %q is not an IP", node.Name, ovnk.AnnotationNodeEncapIPs, s)
-			}
-			n.EncapIPs = append(n.EncapIPs, a)
-		}
+	var err error
+	if n.EncapIPs, err = ovnk.DecodeNodeEncapIPs(node); err != nil {
+		return n, err
 	}
-	if v, ok := node.Annotations[ovnk.AnnotationNodeTransitSwitchPortTunnelIDs]; ok {
-		if err := json.Unmarshal([]byte(v), &n.TunnelIDs); err != nil {
-			return n, fmt.Errorf("node %s annotation %s: %q is not a JSON list of integers", node.Name, ovnk.AnnotationNodeTransitSwitchPortTunnelIDs, v)
-		}
-	}
-	return n, nil
+	n.TunnelIDs, err = ovnk.DecodeNodeTunnelIDs(node)
+	return n, err
 }
 
 // Layer2PodPortFromPod reads a scheduled, not finished pod's entry for the
