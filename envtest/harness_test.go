@@ -114,8 +114,8 @@ func TestHarnessWebhooks(t *testing.T) {
 	if err := env.Client.List(ctx, &bindings); err != nil {
 		t.Fatal(err)
 	}
-	if len(policies.Items) != 2 || len(bindings.Items) != 2 {
-		t.Errorf("%d policies and %d bindings installed, want 2 and 2", len(policies.Items), len(bindings.Items))
+	if len(policies.Items) != 5 || len(bindings.Items) != 5 {
+		t.Errorf("%d policies and %d bindings installed, want 5 and 5", len(policies.Items), len(bindings.Items))
 	}
 
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "nobody-serves"}}); err != nil {

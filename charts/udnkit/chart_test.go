@@ -18,6 +18,7 @@ import (
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -141,8 +142,8 @@ func TestRenderDefaults(t *testing.T) {
 			t.Errorf("no %s rendered", kind)
 		}
 	}
-	if k["ValidatingAdmissionPolicy"] != 2 || k["ValidatingAdmissionPolicyBinding"] != 2 {
-		t.Errorf("want 2 ValidatingAdmissionPolicies with bindings, got %v", k)
+	if k["ValidatingAdmissionPolicy"] != 5 || k["ValidatingAdmissionPolicyBinding"] != 5 {
+		t.Errorf("want 5 ValidatingAdmissionPolicies with bindings, got %v", k)
 	}
 	for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
 		cfg := find(objs, kind, "")
@@ -303,6 +304,7 @@ func TestRenderOptions(t *testing.T) {
 			if find(objs, "Service", "-metrics") != nil {
 				t.Error("metrics Service rendered with metrics.enabled=false")
 			}
+
 			if !strings.Contains(strings.Join(managerArgs(t, objs), " "), "--metrics-bind-address=0") {
 				t.Error("metrics endpoint not disabled")
 			}
@@ -323,6 +325,18 @@ func TestRenderOptions(t *testing.T) {
 			cert := find(objs, "Certificate", "-webhook")
 			if name, _, _ := unstructured.NestedString(cert.Object, "spec", "issuerRef", "name"); name != "corp-ca" {
 				t.Errorf("issuerRef.name = %q", name)
+			}
+		}},
+		{"aggregated tenant roles", nil, func(t *testing.T, objs []*unstructured.Unstructured) {
+			for _, c := range []struct{ name, label string }{{"udnkit-admin", "admin"}, {"udnkit-edit", "edit"}, {"udnkit-view", "view"}} {
+				role := find(objs, "ClusterRole", c.name)
+				if role == nil {
+					t.Errorf("no %s ClusterRole", c.name)
+					continue
+				}
+				if role.GetLabels()["rbac.authorization.k8s.io/aggregate-to-"+c.label] != "true" || role.GetLabels()["app.kubernetes.io/instance"] != "udnkit" {
+					t.Errorf("%s labels %v", c.name, role.GetLabels())
+				}
 			}
 		}},
 		{"Helm-generated TLS", nil, func(t *testing.T, objs []*unstructured.Unstructured) {
@@ -361,6 +375,7 @@ func TestRenderRejectsBadValues(t *testing.T) {
 		"dataplane without OVN":   {map[string]any{"ovn": map[string]any{"nbAddress": ""}}, "ovn.nbAddress is required"},
 		"webhook timeout over 30": {map[string]any{"webhook": map[string]any{"timeoutSeconds": 31}}, "timeoutSeconds"},
 		"relative socket path":    {map[string]any{"ovn": map[string]any{"socketHostPath": "var/run/ovn"}}, "socketHostPath"},
+		"empty trusted user": {map[string]any{"policies": map[string]any{"ovnAnnotationWriters": map[string]any{"users": []any{""}}}}, "users"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := render(t, c.vals)
@@ -406,6 +421,61 @@ func TestServerSideDryRun(t *testing.T) {
 				if err != nil {
 					t.Errorf("%s %s: %v", o.GetKind(), o.GetName(), err)
 				}
+			}
+		})
+	}
+}
+
+// TestPoliciesMatchHarness: the chart fills the annotation-writer policies'
+// trusted identities from its values (and the manager's ServiceAccount) the
+// same way envtest.PolicyObjects does, so the suites that install policies
+// through the harness test what the chart installs.
+func TestPoliciesMatchHarness(t *testing.T) {
+	for name, c := range map[string]struct {
+		vals    map[string]any
+		writers envtest.AnnotationWriters
+	}{
+		"defaults": {nil, envtest.AnnotationWriters{
+			Users: []string{"system:serviceaccount:udnkit-system:udnkit",
+				"system:serviceaccount:ovn-kubernetes:ovnkube-cluster-manager", "system:serviceaccount:ovn-kubernetes:ovnkube-node"},
+			NodeGroup: "system:ovn-nodes"}},
+		"own writers, no node group": {map[string]any{
+			"serviceAccount": map[string]any{"name": "net-manager"},
+			"policies": map[string]any{"ovnAnnotationWriters": map[string]any{
+				"users": []any{"system:serviceaccount:udnkit-system:net-manager", "ovn-admin"}, "groups": []any{"ovn-operators"}, "nodeGroup": ""}}},
+			envtest.AnnotationWriters{Users: []string{"system:serviceaccount:udnkit-system:net-manager", "ovn-admin"}, Groups: []string{"ovn-operators"}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			objs, err := render(t, c.vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := envtest.PolicyObjects(envtest.PolicyDir(), c.writers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, w := range want {
+				got := find(objs, w.GetKind(), w.GetName())
+				if got == nil {
+					t.Errorf("the chart renders no %s %s", w.GetKind(), w.GetName())
+					continue
+				}
+				if !equality.Semantic.DeepEqual(got.Object["spec"], w.Object["spec"]) {
+					t.Errorf("%s %s differs:\nchart:   %v\nharness: %v", w.GetKind(), w.GetName(), got.Object["spec"], w.Object["spec"])
+				}
+				variables, _, _ := unstructured.NestedSlice(got.Object, "spec", "variables")
+				for _, v := range variables {
+					if v.(map[string]any)["name"] == "trustedUsers" {
+						n++
+						if e := v.(map[string]any)["expression"].(string); !strings.Contains(e, `"`+c.writers.Users[0]+`"`) {
+							t.Errorf("%s trusts %s, not the manager %s", w.GetName(), e, c.writers.Users[0])
+						}
+					}
+				}
+			}
+			if n != 3 {
+				t.Errorf("%d policies with trusted users, want 3 (pods, nodes, networks)", n)
 			}
 		})
 	}
