@@ -327,6 +327,14 @@ func TestRenderOptions(t *testing.T) {
 				t.Errorf("issuerRef.name = %q", name)
 			}
 		}},
+		{"one replica without leader election", map[string]any{"replicas": 1, "leaderElection": map[string]any{"enabled": false}}, func(t *testing.T, objs []*unstructured.Unstructured) {
+			if !strings.Contains(strings.Join(managerArgs(t, objs), " "), "--leader-elect=false") {
+				t.Error("leader election not disabled")
+			}
+			if find(objs, "Role", "-leader-election") != nil {
+				t.Error("leader-election Role rendered without leader election")
+			}
+		}},
 		{"aggregated tenant roles", nil, func(t *testing.T, objs []*unstructured.Unstructured) {
 			for _, c := range []struct{ name, label string }{{"udnkit-admin", "admin"}, {"udnkit-edit", "edit"}, {"udnkit-view", "view"}} {
 				role := find(objs, "ClusterRole", c.name)
@@ -375,6 +383,8 @@ func TestRenderRejectsBadValues(t *testing.T) {
 		"dataplane without OVN":   {map[string]any{"ovn": map[string]any{"nbAddress": ""}}, "ovn.nbAddress is required"},
 		"webhook timeout over 30": {map[string]any{"webhook": map[string]any{"timeoutSeconds": 31}}, "timeoutSeconds"},
 		"relative socket path":    {map[string]any{"ovn": map[string]any{"socketHostPath": "var/run/ovn"}}, "socketHostPath"},
+		"replicas without leader election": {map[string]any{"replicas": 2, "leaderElection": map[string]any{"enabled": false}},
+			"replicas is 2 but leaderElection.enabled is false"},
 		"empty trusted user": {map[string]any{"policies": map[string]any{"ovnAnnotationWriters": map[string]any{"users": []any{""}}}}, "users"},
 	} {
 		t.Run(name, func(t *testing.T) {
