@@ -304,7 +304,9 @@ func TestRenderOptions(t *testing.T) {
 			if find(objs, "Service", "-metrics") != nil {
 				t.Error("metrics Service rendered with metrics.enabled=false")
 			}
-
+			if find(objs, "ClusterRole", "-metrics-reader") != nil || find(objs, "ClusterRole", "udnkit-view") == nil {
+				t.Error("metrics off should drop the metrics reader and keep the tenant roles")
+			}
 			if !strings.Contains(strings.Join(managerArgs(t, objs), " "), "--metrics-bind-address=0") {
 				t.Error("metrics endpoint not disabled")
 			}
@@ -333,6 +335,46 @@ func TestRenderOptions(t *testing.T) {
 			}
 			if find(objs, "Role", "-leader-election") != nil {
 				t.Error("leader-election Role rendered without leader election")
+			}
+		}},
+		{"metrics over HTTPS for authorized callers", nil, func(t *testing.T, objs []*unstructured.Unstructured) {
+			if !strings.Contains(strings.Join(managerArgs(t, objs), " "), "--metrics-bind-address=:8443 --metrics-secure=true") {
+				t.Errorf("manager args %v do not serve secure metrics on 8443", managerArgs(t, objs))
+			}
+			svc := find(objs, "Service", "-metrics")
+			ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+			if len(ports) != 1 || ports[0].(map[string]any)["name"] != "https" || ports[0].(map[string]any)["targetPort"] != "https" {
+				t.Errorf("metrics Service ports %v, want one named https", ports)
+			}
+			reader := find(objs, "ClusterRole", "udnkit-metrics-reader")
+			if reader == nil {
+				t.Fatal("no udnkit-metrics-reader ClusterRole")
+			}
+			rules, _, _ := unstructured.NestedSlice(reader.Object, "rules")
+			if len(rules) != 1 || fmt.Sprint(rules[0].(map[string]any)["nonResourceURLs"]) != "[/metrics]" || fmt.Sprint(rules[0].(map[string]any)["verbs"]) != "[get]" {
+				t.Errorf("udnkit-metrics-reader rules %v, want get on /metrics only", rules)
+			}
+			manager := find(objs, "ClusterRole", "udnkit-manager")
+			var reviews []string
+			managerRules, _, _ := unstructured.NestedSlice(manager.Object, "rules")
+			for _, r := range managerRules {
+				for _, res := range toStrings(r.(map[string]any)["resources"]) {
+					if res == "tokenreviews" || res == "subjectaccessreviews" {
+						reviews = append(reviews, res+":"+strings.Join(toStrings(r.(map[string]any)["verbs"]), ","))
+					}
+				}
+			}
+			if strings.Join(reviews, " ") != "tokenreviews:create subjectaccessreviews:create" {
+				t.Errorf("the manager may %v, want to create tokenreviews and subjectaccessreviews", reviews)
+			}
+		}},
+		{"metrics over plain HTTP", map[string]any{"metrics": map[string]any{"secure": false, "port": 8080}}, func(t *testing.T, objs []*unstructured.Unstructured) {
+			if !strings.Contains(strings.Join(managerArgs(t, objs), " "), "--metrics-bind-address=:8080 --metrics-secure=false") {
+				t.Errorf("manager args %v", managerArgs(t, objs))
+			}
+			ports, _, _ := unstructured.NestedSlice(find(objs, "Service", "-metrics").Object, "spec", "ports")
+			if ports[0].(map[string]any)["name"] != "http" {
+				t.Errorf("metrics Service ports %v, want one named http", ports)
 			}
 		}},
 		{"aggregated tenant roles", nil, func(t *testing.T, objs []*unstructured.Unstructured) {
