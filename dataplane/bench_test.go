@@ -11,6 +11,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 func manyNodes(n int) []Layer2Node {
@@ -193,11 +194,11 @@ func BenchmarkMultiVTEP1000Pods(b *testing.B) {
 		}
 		nodes = append(nodes, n)
 	}
-	d, err := MultiVTEPPorts("bench-vtep", DefaultTransitSubnetV4, nodes, pods)
+	d, err := MultiVTEPPorts("bench-vtep", ovnk.DefaultTransitSubnetV4, nodes, pods)
 	if err != nil {
 		b.Fatal(err)
 	}
-	empty, err := MultiVTEPPorts("bench-vtep", DefaultTransitSubnetV4, nodes, nil)
+	empty, err := MultiVTEPPorts("bench-vtep", ovnk.DefaultTransitSubnetV4, nodes, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func BenchmarkLayer2MultiVTEP1000Pods(b *testing.B) {
 		for v := range 4 {
 			n.EncapIPs = append(n.EncapIPs, netip.AddrFrom4([4]byte{172, 16, byte(i), byte(v + 1)}))
 			ip := netip.AddrFrom4([4]byte{10, 128, byte(i), byte(v + 4)})
-			pods = append(pods, Layer2PodPort{NAD: "ns/bench-l2vtep", MAC: MACFromIP(ip).String(), VTEPPod: VTEPPod{
+			pods = append(pods, Layer2PodPort{NAD: "ns/bench-l2vtep", MAC: ovnk.MACFromIP(ip).String(), VTEPPod: VTEPPod{
 				Namespace: "ns", Name: "pod" + strconv.Itoa(4*i+v), Node: n.Name, EncapIP: n.EncapIPs[v],
 				IPs: []netip.Prefix{netip.PrefixFrom(ip, 16)}}})
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // Layer2TopologyVersion is the k8s.ovn.org/layer2-topology-version value of
@@ -167,7 +168,7 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 		OtherConfig: map[string]string{"requested-tnl-key": strconv.Itoa(net.SwitchTunnelKey)},
 	}}
 	gws := net.gateways()
-	gwMAC := MACFromIP(gws[0].Addr()).String()
+	gwMAC := ovnk.MACFromIP(gws[0].Addr()).String()
 	tr.Ports = append(tr.Ports, nbdb.LogicalRouterPort{
 		Name: names.RouterToSwitch(), MAC: gwMAC, Networks: prefixStrings(gws),
 	})
@@ -196,7 +197,7 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 			continue
 		}
 		port := nbdb.LogicalRouterPort{
-			Name: n.trtor, MAC: MACFromIP(n.trSide[0].Addr()).String(), Networks: prefixStrings(n.trSide),
+			Name: n.trtor, MAC: ovnk.MACFromIP(n.trSide[0].Addr()).String(), Networks: prefixStrings(n.trSide),
 			Options: map[string]string{"requested-tnl-key": strconv.Itoa(n.ID)},
 		}
 		if n.Local {
@@ -206,24 +207,24 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 		}
 		tr.Ports = append(tr.Ports, port)
 		for _, j := range n.joinIPs {
-			gr, _ := familyOf(n.grSide, j.Addr().Is6())
+			gr, _ := ovnk.FamilyOf(n.grSide, j.Addr().Is6())
 			tr.Routes = append(tr.Routes, staticRoute(j.Addr().String(), gr.Addr().String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
 		}
 		if !n.Local {
 			continue
 		}
 		for _, s := range net.Subnets {
-			gr, _ := familyOf(n.grSide, s.Addr().Is6())
+			gr, _ := ovnk.FamilyOf(n.grSide, s.Addr().Is6())
 			tr.Routes = append(tr.Routes, staticRoute(s.String(), gr.Addr().String(), nbdb.LogicalRouterStaticRoutePolicySrcIP, nil))
 		}
 		for _, svc := range net.ServiceIPs {
-			s, _ := familyOf(net.Subnets, svc.Is6())
-			mgmt, _ := AddrAt(s, 2)
+			s, _ := ovnk.FamilyOf(net.Subnets, svc.Is6())
+			mgmt, _ := ovnk.AddrAt(s, 2)
 			tr.Routes = append(tr.Routes, staticRoute(svc.String(), mgmt.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
 		}
 		for _, ip := range n.NodeIPs {
-			s, _ := familyOf(net.Subnets, ip.Is6())
-			mgmt, _ := AddrAt(s, 2)
+			s, _ := ovnk.FamilyOf(net.Subnets, ip.Is6())
+			mgmt, _ := ovnk.AddrAt(s, 2)
 			tr.Policies = append(tr.Policies, nbdb.LogicalRouterPolicy{
 				Priority: PolicyPriorityNodeIP, Action: nbdb.LogicalRouterPolicyActionReroute,
 				Match: fmt.Sprintf(`inport == %q && %s.dst == %s /* %s */`,
@@ -239,7 +240,7 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 		Match: "pkt.mark == " + strconv.Itoa(PktMarkAllow),
 	})
 	for _, masq := range net.MasqueradeIPs {
-		s, _ := familyOf(net.Subnets, masq.Is6())
+		s, _ := ovnk.FamilyOf(net.Subnets, masq.Is6())
 		tr.NATs = append(tr.NATs, nbdb.NAT{
 			Type: nbdb.NATTypeSNAT, LogicalIP: s.String(), ExternalIP: masq.String(),
 			LogicalPort: ptr(names.RouterToSwitch()), Options: map[string]string{"stateless": "false"},
@@ -252,11 +253,11 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 		// GR's MAC and a dummy join-subnet IP (the last usable address).
 		var dummies []netip.Prefix
 		for _, j := range net.JoinSubnets {
-			last := lastAddr(j)
+			last := ovnk.LastAddr(j)
 			dummies = append(dummies, netip.PrefixFrom(last.Prev(), j.Bits()))
 		}
 		tr.Ports = append(tr.Ports, nbdb.LogicalRouterPort{
-			Name: names.UpgradeRouterPort(), MAC: MACFromIP(local.joinIPs[0].Addr()).String(),
+			Name: names.UpgradeRouterPort(), MAC: ovnk.MACFromIP(local.joinIPs[0].Addr()).String(),
 			Networks: prefixStrings(dummies),
 		})
 		sw.Ports = append(sw.Ports, nbdb.LogicalSwitchPort{
@@ -277,7 +278,7 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 func (net Layer2Network) gatewayRouter(n l2node) Router {
 	networks := append(slices.Clone(n.joinIPs), n.grSide...)
 	port := nbdb.LogicalRouterPort{
-		Name: n.rtotr, MAC: MACFromIP(n.joinIPs[0].Addr()).String(), Networks: prefixStrings(networks),
+		Name: n.rtotr, MAC: ovnk.MACFromIP(n.joinIPs[0].Addr()).String(), Networks: prefixStrings(networks),
 		Peer: ptr(n.trtor),
 	}
 	if net.MTU > 0 {
@@ -292,7 +293,7 @@ func (net Layer2Network) gatewayRouter(n l2node) Router {
 		},
 	}, Ports: []nbdb.LogicalRouterPort{port}}
 	for _, s := range net.Subnets {
-		trSide, _ := familyOf(n.trSide, s.Addr().Is6())
+		trSide, _ := ovnk.FamilyOf(n.trSide, s.Addr().Is6())
 		gr.Routes = append(gr.Routes, staticRoute(s.String(), trSide.Addr().String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, ptr(n.rtotr)))
 	}
 	return gr
@@ -301,7 +302,7 @@ func (net Layer2Network) gatewayRouter(n l2node) Router {
 // transits are the network's transit subnets or OVN-Kubernetes' defaults.
 func (net Layer2Network) transits() []netip.Prefix {
 	if len(net.TransitSubnets) == 0 {
-		return []netip.Prefix{DefaultTransitSubnetV4, DefaultTransitSubnetV6}
+		return []netip.Prefix{ovnk.DefaultTransitSubnetV4, ovnk.DefaultTransitSubnetV6}
 	}
 	return net.TransitSubnets
 }
@@ -320,7 +321,7 @@ func (net Layer2Network) validate() error {
 		return err
 	}
 	for _, s := range net.Subnets {
-		if _, ok := familyOf(net.JoinSubnets, s.Addr().Is6()); !ok {
+		if _, ok := ovnk.FamilyOf(net.JoinSubnets, s.Addr().Is6()); !ok {
 			return fmt.Errorf("network.joinSubnets: no join subnet for the %s family of subnet %s", ipFamily(s.Addr()), s)
 		}
 	}
@@ -329,18 +330,18 @@ func (net Layer2Network) validate() error {
 			net.SwitchTunnelKey, net.TransitRouterTunnelKey)
 	}
 	for i, gw := range net.DefaultGatewayIPs {
-		s, ok := familyOf(net.Subnets, gw.Is6())
+		s, ok := ovnk.FamilyOf(net.Subnets, gw.Is6())
 		if !ok || !s.Contains(gw) {
 			return fmt.Errorf("network.defaultGatewayIPs[%d]: %s is not inside a subnet of its family", i, gw)
 		}
 	}
 	for i, svc := range net.ServiceIPs {
-		if _, ok := familyOf(net.Subnets, svc.Is6()); !ok {
+		if _, ok := ovnk.FamilyOf(net.Subnets, svc.Is6()); !ok {
 			return fmt.Errorf("network.serviceIPs[%d]: %s has no subnet of its family", i, svc)
 		}
 	}
 	for i, m := range net.MasqueradeIPs {
-		if _, ok := familyOf(net.Subnets, m.Is6()); !ok {
+		if _, ok := ovnk.FamilyOf(net.Subnets, m.Is6()); !ok {
 			return fmt.Errorf("network.masqueradeIPs[%d]: %s has no subnet of its family", i, m)
 		}
 	}
@@ -366,7 +367,7 @@ func onePerFamily(field string, ps []netip.Prefix) error {
 func (net Layer2Network) gateways() []netip.Prefix {
 	var out []netip.Prefix
 	for _, s := range sortedFamilies(net.Subnets) {
-		gw, _ := AddrAt(s, 1)
+		gw, _ := ovnk.AddrAt(s, 1)
 		for _, g := range net.DefaultGatewayIPs {
 			if g.Is6() == s.Addr().Is6() {
 				gw = g
@@ -391,10 +392,10 @@ func (net Layer2Network) resolve(names Layer2Names, transits []netip.Prefix, n L
 	ln.upgraded = n.TopologyVersion == Layer2TopologyVersion
 	for _, s := range sortedFamilies(net.Subnets) {
 		v6 := s.Addr().Is6()
-		join, _ := familyOf(net.JoinSubnets, v6)
-		j, ok := familyOf(n.JoinIPs, v6)
+		join, _ := ovnk.FamilyOf(net.JoinSubnets, v6)
+		j, ok := ovnk.FamilyOf(n.JoinIPs, v6)
 		if !ok {
-			a, err := AddrAt(join, uint64(n.ID))
+			a, err := ovnk.AddrAt(join, uint64(n.ID))
 			if err != nil {
 				return l2node{}, fmt.Errorf("joinIPs: %w", err)
 			}
@@ -403,13 +404,13 @@ func (net Layer2Network) resolve(names Layer2Names, transits []netip.Prefix, n L
 			return l2node{}, fmt.Errorf("joinIPs: %s is outside join subnet %s", j, join)
 		}
 		ln.joinIPs = append(ln.joinIPs, j)
-		peer, ok := familyOf(n.TransitPeerSubnets, v6)
+		peer, ok := ovnk.FamilyOf(n.TransitPeerSubnets, v6)
 		if !ok {
-			transit, found := familyOf(transits, v6)
+			transit, found := ovnk.FamilyOf(transits, v6)
 			if !found {
 				return l2node{}, fmt.Errorf("transitSubnets: no %s transit subnet", ipFamily(s.Addr()))
 			}
-			p, err := TransitPeerSubnet(transit, n.ID)
+			p, err := ovnk.TransitPeerSubnet(transit, n.ID)
 			if err != nil {
 				return l2node{}, fmt.Errorf("transitPeerSubnets: %w", err)
 			}
@@ -417,7 +418,7 @@ func (net Layer2Network) resolve(names Layer2Names, transits []netip.Prefix, n L
 		} else if want := peer.Addr().BitLen() - 1; peer.Bits() != want {
 			return l2node{}, fmt.Errorf("transitPeerSubnets: %s must be a /%d", peer, want)
 		}
-		t, g := TransitPeerIPs(peer)
+		t, g := ovnk.TransitPeerIPs(peer)
 		ln.trSide = append(ln.trSide, t)
 		ln.grSide = append(ln.grSide, g)
 	}
@@ -452,7 +453,7 @@ func prefixStrings(ps []netip.Prefix) []string {
 
 // macAndIPs is a remote LSP address: the GR MAC and its join IPs.
 func macAndIPs(join []netip.Prefix) string {
-	parts := []string{MACFromIP(join[0].Addr()).String()}
+	parts := []string{ovnk.MACFromIP(join[0].Addr()).String()}
 	for _, j := range join {
 		parts = append(parts, j.String())
 	}

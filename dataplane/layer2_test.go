@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 var (
@@ -121,7 +123,9 @@ func TestLayer2TopologyIPv4ThreeNodes(t *testing.T) {
 
 // The OKEP-5094 IPv6 example: subnet 2010:100:200::/60, join fd99::/64,
 // transit fd97::/64. The gateway port's MAC comes from 2010:100:200::1 and the
-// link-local address the VMs learn is derived from that MAC.
+// link-local address the VMs learn is derived from that MAC. IPv6 MACs are
+// OVN-Kubernetes' util.IPAddrToHWAddr: 0a:58 + the first four bytes of the
+// SHA-256 of the address text (sha256("2010:100:200::1") starts d7eb905e).
 func TestLayer2TopologyIPv6ThreeNodes(t *testing.T) {
 	e := newEnv(t)
 	net := Layer2Network{
@@ -138,13 +142,13 @@ func TestLayer2TopologyIPv6ThreeNodes(t *testing.T) {
 	}
 	e.apply(d)
 	wantRows(t, "Logical_Router_Port", e.rows("Logical_Router_Port", "mac", "networks", "peer"), map[string]string{
-		rtos:           "0a:58:00:00:00:01,2010:100:200::1/60,",
-		"trtor-" + gr1: "0a:58:00:00:00:04,fd97::4/127,rtotr-" + gr1,
-		"trtor-" + gr2: "0a:58:00:00:00:06,fd97::6/127,",
-		"trtor-" + gr3: "0a:58:00:00:00:08,fd97::8/127,",
-		"rtotr-" + gr1: "0a:58:00:00:00:02,fd97::5/127 fd99::2/64,trtor-" + gr1,
+		rtos:           "0a:58:d7:eb:90:5e,2010:100:200::1/60,",
+		"trtor-" + gr1: "0a:58:2b:22:eb:86,fd97::4/127,rtotr-" + gr1,
+		"trtor-" + gr2: "0a:58:c3:f8:4b:ae,fd97::6/127,",
+		"trtor-" + gr3: "0a:58:31:e2:6c:9b,fd97::8/127,",
+		"rtotr-" + gr1: "0a:58:4d:58:9e:f6,fd97::5/127 fd99::2/64,trtor-" + gr1,
 	})
-	if got := LinkLocalFromMAC(MACFromIP(addr("2010:100:200::1"))); got != addr("fe80::858:ff:fe00:1") {
+	if got := ovnk.LinkLocalFromMAC(ovnk.MACFromIP(addr("2010:100:200::1"))); got != addr("fe80::858:d7ff:feeb:905e") {
 		t.Errorf("gateway link-local address = %s", got)
 	}
 	wantLines(t, "transit router routes", e.nbctl("lr-route-list", tr),
@@ -188,7 +192,7 @@ func TestLayer2TopologyDualStackDefaultGateway(t *testing.T) {
 	if got[rtos] != "0a:58:cb:cb:00:01,2010:100:200::1/60 203.203.0.1/24" {
 		t.Errorf("gateway port = %s", got[rtos])
 	}
-	if lla := LinkLocalFromMAC(MACFromIP(addr("203.203.0.1"))); lla != addr("fe80::858:cbff:fecb:1") {
+	if lla := ovnk.LinkLocalFromMAC(ovnk.MACFromIP(addr("203.203.0.1"))); lla != addr("fe80::858:cbff:fecb:1") {
 		t.Errorf("gateway link-local address = %s, the document says fe80::858:cbff:fecb:1", lla)
 	}
 	if got["trtor-"+gr1] != "0a:58:64:58:00:04,100.88.0.4/31 fd97::4/127" {
@@ -209,33 +213,33 @@ func TestAddressArithmetic(t *testing.T) {
 		want    string
 		tr, gr  string
 	}{
-		{DefaultTransitSubnetV4, 2, "100.88.0.4/31", "100.88.0.4/31", "100.88.0.5/31"},
-		{DefaultTransitSubnetV4, 200, "100.88.1.144/31", "100.88.1.144/31", "100.88.1.145/31"},
-		{DefaultTransitSubnetV6, 4, "fd97::8/127", "fd97::8/127", "fd97::9/127"},
+		{ovnk.DefaultTransitSubnetV4, 2, "100.88.0.4/31", "100.88.0.4/31", "100.88.0.5/31"},
+		{ovnk.DefaultTransitSubnetV4, 200, "100.88.1.144/31", "100.88.1.144/31", "100.88.1.145/31"},
+		{ovnk.DefaultTransitSubnetV6, 4, "fd97::8/127", "fd97::8/127", "fd97::9/127"},
 	} {
-		got, err := TransitPeerSubnet(c.transit, c.id)
+		got, err := ovnk.TransitPeerSubnet(c.transit, c.id)
 		if err != nil || got.String() != c.want {
-			t.Errorf("TransitPeerSubnet(%s, %d) = %s, %v; want %s", c.transit, c.id, got, err, c.want)
+			t.Errorf("ovnk.TransitPeerSubnet(%s, %d) = %s, %v; want %s", c.transit, c.id, got, err, c.want)
 			continue
 		}
-		a, b := TransitPeerIPs(got)
+		a, b := ovnk.TransitPeerIPs(got)
 		if a.String() != c.tr || b.String() != c.gr {
-			t.Errorf("TransitPeerIPs(%s) = %s, %s; want %s, %s", got, a, b, c.tr, c.gr)
+			t.Errorf("ovnk.TransitPeerIPs(%s) = %s, %s; want %s, %s", got, a, b, c.tr, c.gr)
 		}
 	}
-	if _, err := TransitPeerSubnet(pfx("100.88.0.0/30"), 2); err == nil || !strings.Contains(err.Error(), "node ID 2 does not fit transit subnet 100.88.0.0/30") {
+	if _, err := ovnk.TransitPeerSubnet(pfx("100.88.0.0/30"), 2); err == nil || !strings.Contains(err.Error(), "node ID 2 does not fit transit subnet 100.88.0.0/30") {
 		t.Errorf("node ID beyond the transit subnet: err = %v", err)
 	}
-	if _, err := TransitPeerSubnet(DefaultTransitSubnetV4, -1); err == nil {
+	if _, err := ovnk.TransitPeerSubnet(ovnk.DefaultTransitSubnetV4, -1); err == nil {
 		t.Error("negative node ID accepted")
 	}
-	if mac := MACFromIP(addr("100.65.0.2")).String(); mac != "0a:58:64:41:00:02" {
-		t.Errorf("MACFromIP(100.65.0.2) = %s, the document says 0a:58:64:41:00:02", mac)
+	if mac := ovnk.MACFromIP(addr("100.65.0.2")).String(); mac != "0a:58:64:41:00:02" {
+		t.Errorf("ovnk.MACFromIP(100.65.0.2) = %s, the document says 0a:58:64:41:00:02", mac)
 	}
-	if lla := LinkLocalFromMAC(MACFromIP(addr("100.65.0.4"))); lla != addr("fe80::858:64ff:fe41:4") {
-		t.Errorf("LinkLocalFromMAC(0a:58:64:41:00:04) = %s, the document says fe80::858:64ff:fe41:4", lla)
+	if lla := ovnk.LinkLocalFromMAC(ovnk.MACFromIP(addr("100.65.0.4"))); lla != addr("fe80::858:64ff:fe41:4") {
+		t.Errorf("ovnk.LinkLocalFromMAC(0a:58:64:41:00:04) = %s, the document says fe80::858:64ff:fe41:4", lla)
 	}
-	if last := lastAddr(pfx("100.65.0.0/16")).Prev(); last != addr("100.65.255.254") {
+	if last := ovnk.LastAddr(pfx("100.65.0.0/16")).Prev(); last != addr("100.65.255.254") {
 		t.Errorf("dummy join IP = %s, the document says 100.65.255.254", last)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // OKEP-5377: the cluster router allows east-west traffic between every
@@ -99,7 +101,7 @@ func TestSharedRouterCreatedOnceByConcurrentPieces(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ports, err := MultiVTEPPorts(network, DefaultTransitSubnetV4, []VTEPNode{{Name: "node-b", Local: true,
+		ports, err := MultiVTEPPorts(network, ovnk.DefaultTransitSubnetV4, []VTEPNode{{Name: "node-b", Local: true,
 			EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3")}, TunnelIDs: []int{3, 4}}},
 			[]VTEPPod{{Namespace: "ns", Name: "p", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.0.5/24")}, EncapIP: addr("10.0.0.3")}})
 		if err != nil {
@@ -137,7 +139,7 @@ func TestSharedRouterOutlivesItsCreatorWhileOthersUseIt(t *testing.T) {
 	e := newEnv(t)
 	const network = "ns_green"
 	router := NamesFor(network).ClusterRouter()
-	ports, err := MultiVTEPPorts(network, DefaultTransitSubnetV4, []VTEPNode{{Name: "node-b", Local: true,
+	ports, err := MultiVTEPPorts(network, ovnk.DefaultTransitSubnetV4, []VTEPNode{{Name: "node-b", Local: true,
 		EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3")}, TunnelIDs: []int{3, 4}}},
 		[]VTEPPod{{Namespace: "ns", Name: "p", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.0.5/24")}, EncapIP: addr("10.0.0.3")}})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/sbdb"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // VTEPNode is a node with its encapsulation IPs (k8s.ovn.org/node-encap-ips)
@@ -106,12 +107,12 @@ func MultiVTEPPorts(network string, transit netip.Prefix, nodes []VTEPNode, pods
 		sort.Ints(idxs)
 		for k, idx := range idxs {
 			suffix := strings.TrimPrefix(names.TransitSwitchPort(n.Name, idx), names.TransitSwitchPort(n.Name, 0))
-			ip, err := AddrAt(transit, uint64(n.TunnelIDs[idx]))
+			ip, err := ovnk.AddrAt(transit, uint64(n.TunnelIDs[idx]))
 			if err != nil {
 				return nil, fmt.Errorf("nodes[%d] (%s): tunnel ID %d: %w", ni, n.Name, n.TunnelIDs[idx], err)
 			}
 			tsp := netip.PrefixFrom(ip, transit.Bits())
-			mac := MACFromIP(ip).String()
+			mac := ovnk.MACFromIP(ip).String()
 			lsp := nbdb.LogicalSwitchPort{
 				Name:    names.prefix + "tstor-" + n.Name + suffix,
 				Options: map[string]string{"requested-tnl-key": strconv.Itoa(n.TunnelIDs[idx])},
@@ -259,6 +260,10 @@ type Layer2PodPort struct {
 	NAD string
 	// MAC is the pod's mac_address in k8s.ovn.org/pod-networks.
 	MAC string
+	// TunnelID is the pod's tunnel_id (0: none); a remote port requests it as
+	// its tunnel key, as OVN-Kubernetes does for remote Layer2 pods, so the
+	// key agrees with the pod's local port in its own zone.
+	TunnelID int
 }
 
 // Layer2MultiVTEPPorts is OKEP-5535's Layer2 solution: every pod that runs on
@@ -307,9 +312,12 @@ func Layer2MultiVTEPPorts(network string, nodes []VTEPNode, pods []Layer2PodPort
 			addrs = append(addrs, ip.Addr().String())
 		}
 		name := PodPortName(p.NAD, p.Namespace, p.Name)
+		opts := map[string]string{"requested-chassis": n.Name}
+		if p.TunnelID > 0 {
+			opts["requested-tnl-key"] = strconv.Itoa(p.TunnelID)
+		}
 		sw.Ports = append(sw.Ports, nbdb.LogicalSwitchPort{
-			Name: name, Type: "remote", Addresses: []string{strings.Join(addrs, " ")},
-			Options: map[string]string{"requested-chassis": n.Name},
+			Name: name, Type: "remote", Addresses: []string{strings.Join(addrs, " ")}, Options: opts,
 		})
 		encaps[name] = PortEncap{Chassis: n.Name, EncapIP: p.EncapIP.String()}
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // OKEP-5535's test list on a real database: ports created on demand per used
@@ -19,7 +21,7 @@ func TestMultiVTEPPortsAndRoutes(t *testing.T) {
 	)
 	e.nbctl("lr-add", router)
 	e.nbctl("ls-add", ts)
-	transit := DefaultTransitSubnetV4
+	transit := ovnk.DefaultTransitSubnetV4
 	nodes := []VTEPNode{
 		{Name: "node-a", EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3"), addr("10.0.0.4")}, TunnelIDs: []int{6, 7, 8},
 			Subnets: []netip.Prefix{pfx("10.1.7.0/24")}},
@@ -160,7 +162,7 @@ func TestLayer2MultiVTEPPorts(t *testing.T) {
 		{Name: "node-c", EncapIPs: []netip.Addr{addr("10.0.2.2")}},
 	}
 	pod := func(name, node, ip, encap string) Layer2PodPort {
-		return Layer2PodPort{NAD: "ns1/tenant-blue", MAC: MACFromIP(addr(ip)).String(),
+		return Layer2PodPort{NAD: "ns1/tenant-blue", MAC: ovnk.MACFromIP(addr(ip)).String(),
 			VTEPPod: VTEPPod{Namespace: "ns1", Name: name, Node: node, IPs: []netip.Prefix{pfx(ip + "/24")}, EncapIP: addr(encap)}}
 	}
 	d, encaps, err := Layer2MultiVTEPPorts("ns1_tenant-blue", nodes, []Layer2PodPort{

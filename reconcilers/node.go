@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
-	"github.com/udnkit/udnkit/reconcilers/netconf"
+	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/netids"
 )
 
@@ -65,7 +65,7 @@ type nodeReconciler struct {
 	client   client.Client
 	reader   client.Reader
 	recorder recorder.EventRecorder
-	cfg      *parsed
+	cfg      *Config
 
 	initMu sync.Mutex
 	inited bool
@@ -82,10 +82,10 @@ type nodeReconciler struct {
 	retry chan event.GenericEvent
 }
 
-func newNodeReconciler(mgr ctrl.Manager, cfg *parsed) *nodeReconciler {
+func newNodeReconciler(mgr ctrl.Manager, cfg *Config) *nodeReconciler {
 	return &nodeReconciler{
 		client: mgr.GetClient(), reader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(nodeFieldOwner), cfg: cfg,
-		ids:      netids.NewIDAllocator("node ID", netids.FirstNodeID, netids.MaxNodeID),
+		ids:      netids.NewIDAllocator("node ID", ovnk.FirstNodeID, ovnk.MaxNodeID),
 		networks: map[string]*hostSubnetState{},
 		removed:  map[string]bool{},
 		retry:    make(chan event.GenericEvent, 1024),
@@ -147,7 +147,7 @@ func (r *nodeReconciler) ensureInit(ctx context.Context) error {
 }
 
 func parseNodeID(ann map[string]string) (int, bool) {
-	v, ok := ann[udnv1.AnnotationNodeID]
+	v, ok := ann[ovnk.AnnotationNodeID]
 	if !ok {
 		return 0, false
 	}
@@ -157,7 +157,7 @@ func parseNodeID(ann map[string]string) (int, bool) {
 
 func parseTunnelIDs(ann map[string]string) []int {
 	var ids []int
-	if v, ok := ann[udnv1.AnnotationNodeTransitSwitchPortTunnelIDs]; ok {
+	if v, ok := ann[ovnk.AnnotationNodeTransitSwitchPortTunnelIDs]; ok {
 		_ = json.Unmarshal([]byte(v), &ids)
 	}
 	return ids
@@ -191,14 +191,14 @@ func (r *nodeReconciler) layer3Networks(ctx context.Context) ([]layer3Network, e
 	// Networks being deleted keep their host subnets until they are gone:
 	// their pods may still run.
 	for _, u := range udns.Items {
-		add(netconf.UDNNetworkName(u.Namespace, u.Name), kindUDN, client.ObjectKeyFromObject(&u), u.UID, u.Spec.Network())
+		add(ovnk.UDNNetworkName(u.Namespace, u.Name), kindUDN, client.ObjectKeyFromObject(&u), u.UID, u.Spec.Network())
 	}
 	var cudns udnv1.ClusterUserDefinedNetworkList
 	if err := r.client.List(ctx, &cudns); err != nil {
 		return nil, err
 	}
 	for _, c := range cudns.Items {
-		add(netconf.CUDNNetworkName(c.Name), kindCUDN, client.ObjectKeyFromObject(&c), c.UID, c.Spec.Network)
+		add(ovnk.CUDNNetworkName(c.Name), kindCUDN, client.ObjectKeyFromObject(&c), c.UID, c.Spec.Network)
 	}
 	return out, nil
 }
@@ -263,7 +263,7 @@ func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network)
 // annotation is present but not a JSON object.
 func nodeSubnets(ann map[string]string) (out map[string][]string, ok bool) {
 	out = map[string][]string{}
-	v, present := ann[udnv1.AnnotationNodeSubnets]
+	v, present := ann[ovnk.AnnotationNodeSubnets]
 	if !present {
 		return out, true
 	}
@@ -333,14 +333,14 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	nodeID, ok := parseNodeID(node.Annotations)
 	if ok {
 		if err := r.ids.Reserve(node.Name, nodeID); err != nil {
-			return ctrl.Result{}, fmt.Errorf("node %s: annotation %s: %w", node.Name, udnv1.AnnotationNodeID, err)
+			return ctrl.Result{}, fmt.Errorf("node %s: annotation %s: %w", node.Name, ovnk.AnnotationNodeID, err)
 		}
 	} else {
 		if nodeID, err = r.allocNodeID(node.Name); err != nil {
 			r.recorder.Eventf(&node, nil, corev1.EventTypeWarning, "NodeIDAllocationFailed", "Reconcile", "%v", err)
 			return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 		}
-		want[udnv1.AnnotationNodeID] = strconv.Itoa(nodeID)
+		want[ovnk.AnnotationNodeID] = strconv.Itoa(nodeID)
 	}
 
 	// Multi-VTEP tunnel IDs.
@@ -353,7 +353,7 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	// overwritten.
 	subnets, parsedOK := nodeSubnets(node.Annotations)
 	if !parsedOK {
-		err := fmt.Errorf("node %s: annotation %s is not a JSON object of network names to CIDR lists", node.Name, udnv1.AnnotationNodeSubnets)
+		err := fmt.Errorf("node %s: annotation %s is not a JSON object of network names to CIDR lists", node.Name, ovnk.AnnotationNodeSubnets)
 		r.recorder.Eventf(&node, nil, corev1.EventTypeWarning, eventHostSubnetFailure, "Reconcile", "%v", err)
 		states = nil
 	}
@@ -386,11 +386,11 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	switch {
 	case !parsedOK:
 	case len(subnets) == 0:
-		delete(want, udnv1.AnnotationNodeSubnets)
+		delete(want, ovnk.AnnotationNodeSubnets)
 	default:
 		b, _ := json.Marshal(subnets)
-		if old, ok := node.Annotations[udnv1.AnnotationNodeSubnets]; !ok || !sameJSON(old, b) {
-			want[udnv1.AnnotationNodeSubnets] = string(b)
+		if old, ok := node.Annotations[ovnk.AnnotationNodeSubnets]; !ok || !sameJSON(old, b) {
+			want[ovnk.AnnotationNodeSubnets] = string(b)
 		}
 	}
 
@@ -423,13 +423,13 @@ func (r *nodeReconciler) allocNodeID(node string) (int, error) {
 // encap IP in k8s.ovn.org/node-encap-ips order, the node ID first.
 func (r *nodeReconciler) tunnelIDs(node *corev1.Node, nodeID int, want map[string]string) error {
 	var encap []string
-	if v, ok := node.Annotations[udnv1.AnnotationNodeEncapIPs]; ok {
+	if v, ok := node.Annotations[ovnk.AnnotationNodeEncapIPs]; ok {
 		if err := json.Unmarshal([]byte(v), &encap); err != nil {
-			return fmt.Errorf("node %s: annotation %s=%q is not a JSON list of IPs", node.Name, udnv1.AnnotationNodeEncapIPs, v)
+			return fmt.Errorf("node %s: annotation %s=%q is not a JSON list of IPs", node.Name, ovnk.AnnotationNodeEncapIPs, v)
 		}
 	}
-	if len(encap) > netids.MaxTunnelIDsPerNode {
-		return fmt.Errorf("node %s: annotation %s lists %d encap IPs; at most %d are supported", node.Name, udnv1.AnnotationNodeEncapIPs, len(encap), netids.MaxTunnelIDsPerNode)
+	if len(encap) > ovnk.MaxTunnelIDsPerNode {
+		return fmt.Errorf("node %s: annotation %s lists %d encap IPs; at most %d are supported", node.Name, ovnk.AnnotationNodeEncapIPs, len(encap), ovnk.MaxTunnelIDsPerNode)
 	}
 	current := parseTunnelIDs(node.Annotations)
 	var extras []int
@@ -448,7 +448,7 @@ func (r *nodeReconciler) tunnelIDs(node *corev1.Node, nodeID int, want map[strin
 	}
 	for _, id := range extras {
 		if err := r.ids.Reserve(node.Name, id); err != nil {
-			return fmt.Errorf("node %s: annotation %s: %w", node.Name, udnv1.AnnotationNodeTransitSwitchPortTunnelIDs, err)
+			return fmt.Errorf("node %s: annotation %s: %w", node.Name, ovnk.AnnotationNodeTransitSwitchPortTunnelIDs, err)
 		}
 	}
 	for len(extras) > need {
@@ -463,11 +463,11 @@ func (r *nodeReconciler) tunnelIDs(node *corev1.Node, nodeID int, want map[strin
 		extras = append(extras, id)
 	}
 	if len(encap) < 2 {
-		delete(want, udnv1.AnnotationNodeTransitSwitchPortTunnelIDs)
+		delete(want, ovnk.AnnotationNodeTransitSwitchPortTunnelIDs)
 		return nil
 	}
 	b, _ := json.Marshal(append([]int{nodeID}, extras...))
-	want[udnv1.AnnotationNodeTransitSwitchPortTunnelIDs] = string(b)
+	want[ovnk.AnnotationNodeTransitSwitchPortTunnelIDs] = string(b)
 	return nil
 }
 

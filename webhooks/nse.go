@@ -12,42 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 )
-
-// ParseDefaultNetworkSelection parses a v1.multus-cni.io/default-network
-// value the way Multus reads it: a NetworkSelectionElement JSON object, a
-// JSON list holding exactly one, or the short form "namespace/name" (or
-// "name").
-func ParseDefaultNetworkSelection(value string) (*nadv1.NetworkSelectionElement, error) {
-	v := strings.TrimSpace(value)
-	switch {
-	case v == "":
-		return nil, errors.New("the value is empty")
-	case strings.HasPrefix(v, "{"):
-		var nse nadv1.NetworkSelectionElement
-		if err := json.Unmarshal([]byte(v), &nse); err != nil {
-			return nil, err
-		}
-		return &nse, nil
-	case strings.HasPrefix(v, "["):
-		var list []nadv1.NetworkSelectionElement
-		if err := json.Unmarshal([]byte(v), &list); err != nil {
-			return nil, err
-		}
-		if len(list) != 1 {
-			return nil, fmt.Errorf("a list must hold exactly one NetworkSelectionElement, this one holds %d", len(list))
-		}
-		return &list[0], nil
-	}
-	ns, name, found := strings.Cut(v, "/")
-	if !found {
-		ns, name = "", v
-	}
-	if name == "" || strings.ContainsAny(name, "/ {}[]\"") || strings.ContainsAny(ns, " {}[]\"") {
-		return nil, fmt.Errorf("%q is neither JSON nor a namespace/name reference", v)
-	}
-	return &nadv1.NetworkSelectionElement{Name: name, Namespace: ns}, nil
-}
 
 // ValidateNetworkSelection checks a default-network NetworkSelectionElement
 // of a pod whose namespace's primary network is the Layer2 network l2
@@ -60,10 +26,10 @@ func ParseDefaultNetworkSelection(value string) (*nadv1.NetworkSelectionElement,
 // IPAMClaim's existence needs a client and is checked by the webhook.
 func ValidateNetworkSelection(path *field.Path, nse *nadv1.NetworkSelectionElement, l2 *udnv1.Layer2Config) field.ErrorList {
 	var errs field.ErrorList
-	if nse.Name != udnv1.DefaultNetworkName || nse.Namespace != udnv1.DefaultNetworkNamespace {
+	if nse.Name != ovnk.DefaultNetworkName || nse.Namespace != ovnk.DefaultNetworkNamespace {
 		errs = append(errs, field.Invalid(path.Child("name"), nse.Namespace+"/"+nse.Name, fmt.Sprintf(
 			"must reference %s/%s (name %q, namespace %q): in a namespace whose primary network is Layer2, the default network's stub NetworkAttachmentDefinition carries the requested addresses.",
-			udnv1.DefaultNetworkNamespace, udnv1.DefaultNetworkName, udnv1.DefaultNetworkName, udnv1.DefaultNetworkNamespace)))
+			ovnk.DefaultNetworkNamespace, ovnk.DefaultNetworkName, ovnk.DefaultNetworkName, ovnk.DefaultNetworkNamespace)))
 	}
 	seen := map[bool]bool{}
 	for i, raw := range nse.IPRequest {
@@ -155,7 +121,7 @@ func checkRequestedIP(ip netip.Addr, l2 *udnv1.Layer2Config) string {
 	if ip == subnet.Addr() {
 		return fmt.Sprintf("is the network address of subnet %s.", subnet)
 	}
-	if ip.Is4() && subnet.Bits() < 31 && ip == lastAddr(subnet) {
+	if ip.Is4() && subnet.Bits() < 31 && ip == ovnk.LastAddr(subnet) {
 		return fmt.Sprintf("is the broadcast address of subnet %s.", subnet)
 	}
 	gateway := subnet.Addr().Next()
@@ -180,16 +146,6 @@ func checkRequestedIP(ip netip.Addr, l2 *udnv1.Layer2Config) string {
 	return ""
 }
 
-// lastAddr is the last address of p (the broadcast address of an IPv4 subnet).
-func lastAddr(p netip.Prefix) netip.Addr {
-	b := p.Masked().Addr().AsSlice()
-	for i := p.Bits(); i < len(b)*8; i++ {
-		b[i/8] |= 0x80 >> (i % 8)
-	}
-	a, _ := netip.AddrFromSlice(b)
-	return a
-}
-
 // MigrateIPAMClaimAnnotation handles the deprecated
 // k8s.ovn.org/primary-udn-ipamclaim annotation (OKEP-5233): without a
 // v1.multus-cni.io/default-network annotation it returns a copy of
@@ -197,17 +153,18 @@ func lastAddr(p netip.Prefix) netip.Addr {
 // it returns nil (no change: the NetworkSelectionElement wins). Either way
 // it returns a deprecation warning; with no old annotation, nothing.
 func MigrateIPAMClaimAnnotation(annotations map[string]string) (map[string]string, []string) {
-	claim, ok := annotations[udnv1.AnnotationPrimaryUDNIPAMClaim]
+	claim, ok := annotations[ovnk.AnnotationPrimaryUDNIPAMClaim]
 	if !ok {
 		return nil, nil
 	}
-	if _, ok := annotations[udnv1.AnnotationDefaultNetwork]; ok {
+	if _, ok := annotations[ovnk.AnnotationDefaultNetwork]; ok {
 		return nil, []string{fmt.Sprintf(
 			"annotation %s is deprecated and ignored because %s is set; use its ipam-claim-reference field instead.",
-			udnv1.AnnotationPrimaryUDNIPAMClaim, udnv1.AnnotationDefaultNetwork)}
+			ovnk.AnnotationPrimaryUDNIPAMClaim, ovnk.AnnotationDefaultNetwork)}
 	}
-	nse, err := json.Marshal(nadv1.NetworkSelectionElement{
-		Name: udnv1.DefaultNetworkName, Namespace: udnv1.DefaultNetworkNamespace, IPAMClaimReference: claim})
+	// The list form: the one both udnkit and OVN-Kubernetes' parser read.
+	nse, err := json.Marshal([]nadv1.NetworkSelectionElement{{
+		Name: ovnk.DefaultNetworkName, Namespace: ovnk.DefaultNetworkNamespace, IPAMClaimReference: claim}})
 	if err != nil {
 		return nil, nil // a struct of strings always marshals
 	}
@@ -215,8 +172,8 @@ func MigrateIPAMClaimAnnotation(annotations map[string]string) (map[string]strin
 	for k, v := range annotations {
 		out[k] = v
 	}
-	out[udnv1.AnnotationDefaultNetwork] = string(nse)
+	out[ovnk.AnnotationDefaultNetwork] = string(nse)
 	return out, []string{fmt.Sprintf(
 		"annotation %s is deprecated; udnkit set the equivalent %s annotation %s, use it instead.",
-		udnv1.AnnotationPrimaryUDNIPAMClaim, udnv1.AnnotationDefaultNetwork, nse)}
+		ovnk.AnnotationPrimaryUDNIPAMClaim, ovnk.AnnotationDefaultNetwork, nse)}
 }

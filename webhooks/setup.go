@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // MutatePodPath is where PodDefaulter is served (the generated
@@ -18,7 +19,7 @@ const MutatePodPath = "/mutate--v1-pod"
 // read the cluster through mgr.GetAPIReader() (uncached), so a network
 // created a moment ago is seen by the next request. The manager's scheme must
 // know k8s.ovn.org/v1, core/v1 and IPAMClaims.
-func SetupWithManager(mgr ctrl.Manager, cfg Config) error {
+func SetupWithManager(mgr ctrl.Manager, cfg ovnk.ClusterConfig) error {
 	reader := mgr.GetAPIReader()
 	if err := ctrl.NewWebhookManagedBy(mgr, &udnv1.UserDefinedNetwork{}).
 		WithValidator(&UserDefinedNetworkValidator{Client: reader, Config: cfg}).Complete(); err != nil {

@@ -21,9 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/dataplane"
-	"github.com/udnkit/udnkit/reconcilers/netconf"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // Default join subnets of a Layer2 network that does not set joinSubnets.
@@ -60,7 +59,7 @@ func (r *Layer2Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func nadsIn(c client.Client, namespace string) handler.MapFunc {
 	return func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var nads nadv1.NetworkAttachmentDefinitionList
-		if err := c.List(ctx, &nads, client.InNamespace(namespace), client.HasLabels{udnv1.LabelUserDefinedNetwork}); err != nil {
+		if err := c.List(ctx, &nads, client.InNamespace(namespace), client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
 			return nil
 		}
 		out := make([]reconcile.Request, 0, len(nads.Items))
@@ -144,7 +143,7 @@ func (r *Layer2Reconciler) announce(ctx context.Context, node *corev1.Node) erro
 	if node.Annotations == nil {
 		node.Annotations = map[string]string{}
 	}
-	node.Annotations[udnv1.AnnotationLayer2TopologyVersion] = dataplane.Layer2TopologyVersion
+	node.Annotations[ovnk.AnnotationLayer2TopologyVersion] = dataplane.Layer2TopologyVersion
 	return r.Client.Patch(ctx, node, patch)
 }
 
@@ -198,30 +197,30 @@ func collectPiece(ctx context.Context, c client.Client, ovn *dataplane.Client, o
 // annotation ([switch key, transit router key]). ok is false for other
 // networks and for networks whose tunnel keys are not allocated yet.
 func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net dataplane.Layer2Network, ok bool, err error) {
-	conf, err := netconf.Parse(nad.Spec.Config)
+	conf, err := ovnk.Parse(nad.Spec.Config)
 	if err != nil {
 		return net, false, fmt.Errorf("NAD %s/%s spec.config: %w", nad.Namespace, nad.Name, err)
 	}
 	if conf.Topology != "layer2" || conf.Role != "primary" {
 		return net, false, nil
 	}
-	keysText, found := nad.Annotations[udnv1.AnnotationTunnelKeys]
+	keysText, found := nad.Annotations[ovnk.AnnotationTunnelKeys]
 	if !found {
 		return net, false, nil
 	}
 	var keys []int
 	if err := json.Unmarshal([]byte(keysText), &keys); err != nil || len(keys) < 2 {
 		return net, false, fmt.Errorf("NAD %s/%s annotation %s: %q must be a JSON list of the switch and transit router tunnel keys",
-			nad.Namespace, nad.Name, udnv1.AnnotationTunnelKeys, keysText)
+			nad.Namespace, nad.Name, ovnk.AnnotationTunnelKeys, keysText)
 	}
 	bad := func(name string, err error) error {
 		return fmt.Errorf("NAD %s/%s spec.config %s: %w", nad.Namespace, nad.Name, name, err)
 	}
 	net = dataplane.Layer2Network{Name: conf.Name, SwitchTunnelKey: keys[0], TransitRouterTunnelKey: keys[1], MTU: int(conf.MTU)}
-	if net.Subnets, err = netconf.ParsePrefixes(conf.Subnets); err != nil {
+	if net.Subnets, err = ovnk.ParsePrefixes(conf.Subnets); err != nil {
 		return net, false, bad("subnets", err)
 	}
-	if net.JoinSubnets, err = netconf.ParsePrefixes(conf.JoinSubnet); err != nil {
+	if net.JoinSubnets, err = ovnk.ParsePrefixes(conf.JoinSubnet); err != nil {
 		return net, false, bad("joinSubnet", err)
 	}
 	if len(net.JoinSubnets) == 0 {
@@ -233,10 +232,10 @@ func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net dataplane
 			}
 		}
 	}
-	if net.TransitSubnets, err = netconf.ParsePrefixes(conf.TransitSubnet); err != nil {
+	if net.TransitSubnets, err = ovnk.ParsePrefixes(conf.TransitSubnet); err != nil {
 		return net, false, bad("transitSubnet", err)
 	}
-	if net.DefaultGatewayIPs, err = netconf.ParseAddrs(conf.DefaultGatewayIPs); err != nil {
+	if net.DefaultGatewayIPs, err = ovnk.ParseAddrs(conf.DefaultGatewayIPs); err != nil {
 		return net, false, bad("defaultGatewayIPs", err)
 	}
 	return net, true, nil
@@ -245,18 +244,18 @@ func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net dataplane
 // Layer2NodeFromNode reads a node's k8s.ovn.org/node-id and
 // k8s.ovn.org/layer2-topology-version; ok is false until the node has an ID.
 func Layer2NodeFromNode(node *corev1.Node) (dataplane.Layer2Node, bool, error) {
-	idText, found := node.Annotations[udnv1.AnnotationNodeID]
+	idText, found := node.Annotations[ovnk.AnnotationNodeID]
 	if !found {
 		return dataplane.Layer2Node{}, false, nil
 	}
 	id, err := strconv.Atoi(idText)
 	if err != nil || id < 1 {
 		return dataplane.Layer2Node{}, false, fmt.Errorf("node %s annotation %s: %q is not a node ID (an integer ≥ 1)",
-			node.Name, udnv1.AnnotationNodeID, idText)
+			node.Name, ovnk.AnnotationNodeID, idText)
 	}
 	return dataplane.Layer2Node{
 		Name: node.Name, ID: id,
-		TopologyVersion: node.Annotations[udnv1.AnnotationLayer2TopologyVersion],
+		TopologyVersion: node.Annotations[ovnk.AnnotationLayer2TopologyVersion],
 		// The old topology's per-node switch port tunnel key; only read while
 		// remote nodes still run the old topology.
 		LegacyTunnelKey: id,
@@ -270,7 +269,7 @@ func liveNAD(ctx context.Context, c client.Client, req reconcile.Request) (nad *
 	if err := c.Get(ctx, req.NamespacedName, nad); err != nil {
 		return nil, false, client.IgnoreNotFound(err)
 	}
-	_, labeled := nad.Labels[udnv1.LabelUserDefinedNetwork]
+	_, labeled := nad.Labels[ovnk.LabelUserDefinedNetwork]
 	return nad, labeled && nad.DeletionTimestamp.IsZero(), nil
 }
 
@@ -278,7 +277,7 @@ func liveNAD(ctx context.Context, c client.Client, req reconcile.Request) (nad *
 // describe, as network reads them.
 func liveNetworks(ctx context.Context, c client.Client, network func(*nadv1.NetworkAttachmentDefinition) (string, bool)) (map[string]bool, error) {
 	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := c.List(ctx, &nads, client.HasLabels{udnv1.LabelUserDefinedNetwork}); err != nil {
+	if err := c.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
 		return nil, err
 	}
 	live := map[string]bool{}

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/udnkit/udnkit/dataplane"
-	"github.com/udnkit/udnkit/reconcilers/netconf"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // Layer3Reconciler programs the OKEP-5377 priority-102 subnet pair policies
@@ -66,7 +66,7 @@ func (r *Layer3Reconciler) collect(ctx context.Context) error {
 // subnets from its NAD's spec.config, where each subnet is "CIDR" or
 // "CIDR/hostSubnet" (e.g. 10.200.0.0/16/24). ok is false for other networks.
 func Layer3NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (name string, subnets []netip.Prefix, ok bool, err error) {
-	conf, err := netconf.Parse(nad.Spec.Config)
+	conf, err := ovnk.Parse(nad.Spec.Config)
 	if err != nil {
 		return "", nil, false, fmt.Errorf("NAD %s/%s spec.config: %w", nad.Namespace, nad.Name, err)
 	}

@@ -7,7 +7,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/udnkit/udnkit/dataplane"
-	"github.com/udnkit/udnkit/reconcilers/addresses"
 )
 
 // Options configure the dataplane controllers.
@@ -18,28 +17,22 @@ type Options struct {
 	// Local says whether a node belongs to this OVN zone; nil means every node
 	// does (one zone, as `make run` has).
 	Local func(*corev1.Node) bool
-	// MigratedVMs lists the VMs that run away from the node owning their
-	// addresses: the address reconciler's (*addresses.Reconciler).MigratedVMs,
-	// in the same manager. Nil (the ipam component does not run here): no
-	// live-migration routes are programmed, and none are removed either.
-	MigratedVMs func() []addresses.MigratedVM
 }
 
 // Reconcilers are the dataplane controllers Setup registered, sharing one
 // OVN client; their exported fields may be tuned before the manager starts.
 type Reconcilers struct {
-	OVN       *dataplane.Client
-	Layer2    *Layer2Reconciler
-	Layer3    *Layer3Reconciler
-	MultiVTEP *MultiVTEPReconciler
-	// LiveMigration is nil when Options.MigratedVMs is.
+	OVN           *dataplane.Client
+	Layer2        *Layer2Reconciler
+	Layer3        *Layer3Reconciler
+	MultiVTEP     *MultiVTEPReconciler
 	LiveMigration *LiveMigrationReconciler
 }
 
 // Setup connects to OVN and registers the dataplane controllers with the
 // manager: the Layer2 transit-router topology (OKEP-5094), the Layer3 subnet
 // pair policies (OKEP-5377), the Layer2 multi-VTEP ports and encaps
-// (OKEP-5535) and, given MigratedVMs, the kubevirt live-migration routes.
+// (OKEP-5535) and the kubevirt live-migration routes.
 // The client closes when ctx ends.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, error) {
 	ovn, err := dataplane.NewClient(ctx, o.NBAddress, o.SBAddress)
@@ -48,16 +41,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	}
 	c := mgr.GetClient()
 	rs := &Reconcilers{
-		OVN:       ovn,
-		Layer2:    &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local},
-		Layer3:    &Layer3Reconciler{Client: c, OVN: ovn},
-		MultiVTEP: &MultiVTEPReconciler{Client: c, OVN: ovn, Local: o.Local},
+		OVN:           ovn,
+		Layer2:        &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local},
+		Layer3:        &Layer3Reconciler{Client: c, OVN: ovn},
+		MultiVTEP:     &MultiVTEPReconciler{Client: c, OVN: ovn, Local: o.Local},
+		LiveMigration: &LiveMigrationReconciler{Client: c, OVN: ovn},
 	}
-	setups := []func(ctrl.Manager) error{rs.Layer2.SetupWithManager, rs.Layer3.SetupWithManager, rs.MultiVTEP.SetupWithManager}
-	if o.MigratedVMs != nil {
-		rs.LiveMigration = &LiveMigrationReconciler{Client: c, OVN: ovn, MigratedVMs: o.MigratedVMs}
-		setups = append(setups, rs.LiveMigration.SetupWithManager)
-	}
+	setups := []func(ctrl.Manager) error{rs.Layer2.SetupWithManager, rs.Layer3.SetupWithManager, rs.MultiVTEP.SetupWithManager,
+		rs.LiveMigration.SetupWithManager}
 	for _, setup := range setups {
 		if err := setup(mgr); err != nil {
 			ovn.Close()

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/addresses"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
 )
@@ -23,7 +24,8 @@ type okepCase struct {
 	subnets, infra, reserved, gws []string
 	request, requestWant          []string
 	reservedRequest, reservedWant []string
-	routes                        []addresses.PodRoute
+	routes                        []ovnk.PodRoute
+	lla                           string // ipv6_lla_gateway_ip
 	autoCount                     int
 	autoWant                      [][][2]string // per family, the automatic ranges in order
 	exhaustedSubnet               string
@@ -56,7 +58,7 @@ var (
 var _ = DescribeTable("the OKEP-5233 usage example end to end",
 	func(tc okepCase) {
 		ns, cudn := "okep-"+tc.name, "network-l2-"+tc.name
-		namespace(ns, map[string]string{udnv1.LabelPrimaryUserDefinedNetwork: "", "network": cudn})
+		namespace(ns, map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: "", "network": cudn})
 		l2 := primaryLayer2(tc.subnets...)
 		l2.InfrastructureSubnets = as[udnv1.NetworkCIDR](tc.infra)
 		l2.ReservedSubnets = as[udnv1.NetworkCIDR](tc.reserved)
@@ -78,6 +80,8 @@ var _ = DescribeTable("the OKEP-5233 usage example end to end",
 		Expect(pn.GatewayIPs).To(Equal(tc.gws))
 		Expect(pn.Role).To(Equal("primary"))
 		Expect(pn.Routes).To(Equal(tc.routes))
+		Expect(pn.GatewayIPv6LLA).To(Equal(tc.lla))
+		Expect(pn.TunnelID).To(Equal(ovnk.FirstPodTunnelID), "the first pod of the network gets the first pod tunnel ID")
 		if len(tc.subnets) == 1 {
 			Expect(pn.IPAddress).To(Equal(tc.requestWant[0]))
 			Expect(pn.GatewayIP).To(Equal(tc.gws[0]))
@@ -91,11 +95,15 @@ var _ = DescribeTable("the OKEP-5233 usage example end to end",
 			createPod(ns, n)
 		}
 		got := make([][]string, len(tc.subnets))
+		tunnelIDs := map[int]string{}
 		for _, n := range names {
 			pn := podNetwork(ns, n, key)
+			Expect(pn.TunnelID).To(BeNumerically(">=", ovnk.FirstPodTunnelID))
+			Expect(tunnelIDs).NotTo(HaveKey(pn.TunnelID), "tunnel_id %d given to two pods", pn.TunnelID)
+			tunnelIDs[pn.TunnelID] = n
 			Expect(pn.IPAddresses).To(HaveLen(len(tc.subnets)))
 			first := netip.MustParsePrefix(pn.IPAddresses[0]).Addr()
-			Expect(pn.MACAddress).To(Equal(ipalloc.DeriveMAC(first).String()))
+			Expect(pn.MACAddress).To(Equal(ovnk.MACFromIP(first).String()))
 			for f, ip := range pn.IPAddresses {
 				got[f] = append(got[f], netip.MustParsePrefix(ip).Addr().String())
 			}
@@ -115,7 +123,7 @@ var _ = DescribeTable("the OKEP-5233 usage example end to end",
 
 		// The CUDN's pool spans its namespaces: a second namespace sees the same conflicts.
 		ns2 := ns + "-2"
-		namespace(ns2, map[string]string{udnv1.LabelPrimaryUserDefinedNetwork: "", "network": cudn})
+		namespace(ns2, map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: "", "network": cudn})
 		createPod(ns2, "copycat", requesting(tc.request, "", ""))
 		Expect(warning(ns2, "copycat", ipalloc.ReasonIPAddressConflict)).To(
 			ContainSubstring("is already in use by pod/" + ns + "/migrated-app"))
@@ -126,7 +134,7 @@ var _ = DescribeTable("the OKEP-5233 usage example end to end",
 		reserved: []string{"192.168.100.200/29"}, gws: []string{"192.168.100.2"},
 		request: []string{"192.168.100.205"}, requestWant: []string{"192.168.100.205/24"},
 		reservedRequest: []string{"192.168.100.201"}, reservedWant: []string{"192.168.100.201/24"},
-		routes:    []addresses.PodRoute{{Dest: "10.96.0.0/16", NextHop: "192.168.100.2"}},
+		routes:    []ovnk.PodRoute{{Dest: "10.96.0.0/16", NextHop: "192.168.100.2"}, {Dest: "100.65.0.0/16", NextHop: "192.168.100.2"}},
 		autoCount: 243, autoWant: [][][2]string{okepV4Auto}, exhaustedSubnet: "192.168.100.0/24",
 	}),
 	Entry("IPv6", okepCase{
@@ -134,7 +142,9 @@ var _ = DescribeTable("the OKEP-5233 usage example end to end",
 		reserved: []string{"fd00:100::c8/125"}, gws: []string{"fd00:100::2"},
 		request: []string{"fd00:100::cd"}, requestWant: []string{"fd00:100::cd/120"},
 		reservedRequest: []string{"fd00:100::c9"}, reservedWant: []string{"fd00:100::c9/120"},
-		routes:    []addresses.PodRoute{{Dest: "fd00:10:96::/112", NextHop: "fd00:100::2"}},
+		routes: []ovnk.PodRoute{{Dest: "fd00:10:96::/112", NextHop: "fd00:100::2"}, {Dest: "fd99::/64", NextHop: "fd00:100::2"}},
+		// fd00:100::2's MAC is 0a:58 + sha256("fd00:100::2")[:4] = 0a:58:45:92:9e:61.
+		lla:       "fe80::858:45ff:fe92:9e61",
 		autoCount: 244, autoWant: [][][2]string{okepV6Auto}, exhaustedSubnet: "fd00:100::/120",
 	}),
 	Entry("dual-stack", okepCase{
@@ -142,7 +152,10 @@ var _ = DescribeTable("the OKEP-5233 usage example end to end",
 		reserved: []string{"192.168.100.200/29", "fd00:100::c8/125"}, gws: []string{"192.168.100.2", "fd00:100::2"},
 		request: []string{"192.168.100.205", "fd00:100::cd"}, requestWant: []string{"192.168.100.205/24", "fd00:100::cd/120"},
 		reservedRequest: []string{"fd00:100::c9", "192.168.100.201"}, reservedWant: []string{"192.168.100.201/24", "fd00:100::c9/120"},
-		routes: []addresses.PodRoute{{Dest: "10.96.0.0/16", NextHop: "192.168.100.2"}, {Dest: "fd00:10:96::/112", NextHop: "fd00:100::2"}},
+		routes: []ovnk.PodRoute{{Dest: "10.96.0.0/16", NextHop: "192.168.100.2"}, {Dest: "100.65.0.0/16", NextHop: "192.168.100.2"},
+			{Dest: "fd00:10:96::/112", NextHop: "fd00:100::2"}, {Dest: "fd99::/64", NextHop: "fd00:100::2"}},
+		// The router port's MAC comes from the IPv4 gateway: 0a:58:c0:a8:64:02.
+		lla: "fe80::858:c0ff:fea8:6402",
 		// IPv4 runs out first; IPv6 gives the first 243 of its automatic addresses.
 		autoCount: 243, autoWant: [][][2]string{okepV4Auto, okepV6Auto}, exhaustedSubnet: "192.168.100.0/24",
 	}),
@@ -158,7 +171,7 @@ var _ = Describe("requests through the default-network NetworkSelectionElement",
 			}
 			Expect(pn.IPAddresses).To(HaveLen(len(subnets)))
 			if wantMAC == "derived" {
-				wantMAC = ipalloc.DeriveMAC(netip.MustParsePrefix(pn.IPAddresses[0]).Addr()).String()
+				wantMAC = ovnk.MACFromIP(netip.MustParsePrefix(pn.IPAddresses[0]).Addr()).String()
 			}
 			Expect(pn.MACAddress).To(Equal(wantMAC))
 			Expect(pn.GatewayIPs).To(HaveLen(len(subnets)))
@@ -221,8 +234,8 @@ var _ = Describe("conflicts", func() {
 	It("reports a malformed NetworkSelectionElement and writes nothing", func() {
 		const ns = "c-malformed"
 		createUDN(ns, "tenant", primaryLayer2("10.27.0.0/24"))
-		createPod(ns, "bad", annotated(udnv1.AnnotationDefaultNetwork, `{"name": "default", "ips": "10.27.0.5"}`))
-		Expect(warning(ns, "bad", addresses.ReasonInvalidSelectionElement)).To(ContainSubstring(udnv1.AnnotationDefaultNetwork))
+		createPod(ns, "bad", annotated(ovnk.AnnotationDefaultNetwork, `{"name": "default", "ips": "10.27.0.5"}`))
+		Expect(warning(ns, "bad", addresses.ReasonInvalidSelectionElement)).To(ContainSubstring(ovnk.AnnotationDefaultNetwork))
 		expectNoAnnotation(ns, "bad")
 	})
 
@@ -301,7 +314,7 @@ var _ = Describe("IPAMClaims", func() {
 		l2.IPAM = &udnv1.IPAMConfig{Lifecycle: udnv1.IPAMLifecyclePersistent}
 		createUDN(ns, "tenant", l2)
 		createClaim(ns, "old-style", ns+"_tenant")
-		createPod(ns, "p", annotated(udnv1.AnnotationPrimaryUDNIPAMClaim, "old-style"))
+		createPod(ns, "p", annotated(ovnk.AnnotationPrimaryUDNIPAMClaim, "old-style"))
 		pn := podNetwork(ns, "p", ns+"/tenant")
 		claim, _ := claimWith(ns, "old-style", metav1.ConditionTrue, addresses.ReasonSuccessfulAllocation)
 		Expect(claim.Status.IPs).To(Equal(pn.IPAddresses))
@@ -311,7 +324,7 @@ var _ = Describe("IPAMClaims", func() {
 
 var _ = Describe("the ovn-kubernetes/default NAD stub", func() {
 	It("exists while the feature is on and comes back when deleted", func() {
-		key := client.ObjectKey{Namespace: udnv1.DefaultNetworkNamespace, Name: udnv1.DefaultNetworkName}
+		key := client.ObjectKey{Namespace: ovnk.DefaultNetworkNamespace, Name: ovnk.DefaultNetworkName}
 		var nad nadv1.NetworkAttachmentDefinition
 		Eventually(func() error { return k8s.Get(ctx, key, &nad) }).Should(Succeed())
 		Expect(nad.Spec.Config).To(ContainSubstring(`"type": "ovn-k8s-cni-overlay"`))
@@ -324,7 +337,7 @@ var _ = Describe("the ovn-kubernetes/default NAD stub", func() {
 	})
 })
 
-func addrsOf(pn addresses.PodNetwork) []string {
+func addrsOf(pn ovnk.PodNetwork) []string {
 	out := make([]string, len(pn.IPAddresses))
 	for i, ip := range pn.IPAddresses {
 		out[i] = strings.Split(ip, "/")[0]
@@ -335,22 +348,28 @@ func addrsOf(pn addresses.PodNetwork) []string {
 var _ = DescribeTable("live migration: the target pod shares the source's allocation, released only with the VM's last pod",
 	func(ns string, subnets []string, markRunning func(*corev1.Pod)) {
 		createUDN(ns, "tenant", primaryLayer2(subnets...))
-		vm := []podOpt{labelled(addresses.LabelVM, "vm1"), annotated(addresses.AnnotationAllowLiveMigration, "")}
+		vm := []podOpt{labelled(ovnk.LabelVM, "vm1"), annotated(ovnk.AnnotationAllowLiveMigration, "")}
 		createPod(ns, "virt-launcher-vm1-src", append(vm, onNode("node-a"))...)
 		src := podNetwork(ns, "virt-launcher-vm1-src", ns+"/tenant")
 		createPod(ns, "virt-launcher-vm1-dst", append(vm, onNode("node-b"))...)
 		dst := podNetwork(ns, "virt-launcher-vm1-dst", ns+"/tenant")
 		Expect(dst.IPAddresses).To(Equal(src.IPAddresses))
 		Expect(dst.MACAddress).To(Equal(src.MACAddress))
-		Expect(rec.MigratedVMs()).NotTo(ContainElement(HaveField("Namespace", ns)), "until kubevirt marks the target, the VM runs on its owner node")
+		// Both pods publish the node owning the VM's addresses, for the dataplane.
+		Eventually(func() []string {
+			return []string{getPod(ns, "virt-launcher-vm1-src").Annotations[ovnk.AnnotationAddressOwnerNode],
+				getPod(ns, "virt-launcher-vm1-dst").Annotations[ovnk.AnnotationAddressOwnerNode]}
+		}).Should(Equal([]string{"node-a", "node-a"}))
+		migrated := func() []ovnk.MigratedVM { return ovnk.MigratedVMs(listPods(ns)) }
+		Expect(migrated()).To(BeEmpty(), "until kubevirt marks the target, the VM runs on its owner node")
 
 		// kubevirt marks the target once the VM runs there.
 		p := getPod(ns, "virt-launcher-vm1-dst")
 		markRunning(p)
 		Expect(k8s.Update(ctx, p)).To(Succeed())
-		Eventually(rec.MigratedVMs).Should(ContainElement(And(
+		Eventually(migrated).Should(ConsistOf(And(
 			HaveField("VM", "vm1"), HaveField("Namespace", ns), HaveField("OwnerNode", "node-a"), HaveField("CurrentNode", "node-b"),
-			HaveField("IPs", HaveLen(len(subnets))))))
+			HaveField("Pod.Name", "virt-launcher-vm1-dst"))))
 
 		// The source pod goes (and with it the owner node's claim on the
 		// addresses): they stay reserved for the VM.
@@ -360,16 +379,16 @@ var _ = DescribeTable("live migration: the target pod shares the source's alloca
 		expectNoAnnotation(ns, "squatter")
 
 		deletePod(ns, "virt-launcher-vm1-dst")
-		Eventually(rec.MigratedVMs).ShouldNot(ContainElement(HaveField("Namespace", ns)))
+		Eventually(migrated).Should(BeEmpty())
 		createPod(ns, "heir", requesting(addrsOf(src), "", ""))
 		Expect(podNetwork(ns, "heir", ns+"/tenant").IPAddresses).To(Equal(src.IPAddresses))
 	},
 	Entry("IPv4, target marked with the kubevirt.io/nodeName label", "kubevirt-v4", []string{"10.40.0.0/24"},
-		func(p *corev1.Pod) { p.Labels[addresses.KeyNodeName] = "node-b" }),
+		func(p *corev1.Pod) { p.Labels[ovnk.KeyNodeName] = "node-b" }),
 	Entry("IPv6, post-copy target marked with kubevirt.io/migration-target-start-timestamp", "kubevirt-v6", []string{"fd00:41::/64"},
-		func(p *corev1.Pod) { p.Annotations[addresses.AnnotationMigrationTargetStart] = "1700000000" }),
+		func(p *corev1.Pod) { p.Annotations[ovnk.AnnotationMigrationTargetStart] = "1700000000" }),
 	Entry("dual-stack", "kubevirt-ds", []string{"10.42.0.0/24", "fd00:42::/64"},
-		func(p *corev1.Pod) { p.Labels[addresses.KeyNodeName] = "node-b" }),
+		func(p *corev1.Pod) { p.Labels[ovnk.KeyNodeName] = "node-b" }),
 )
 
 var _ = Describe("a namespace that a CUDN selects later", func() {
@@ -387,7 +406,7 @@ var _ = Describe("a namespace that a CUDN selects later", func() {
 		expectNoAnnotation(ns, "waiting")
 		var n corev1.Namespace
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: ns}, &n)).To(Succeed())
-		n.Labels = map[string]string{"network": "late", udnv1.LabelPrimaryUserDefinedNetwork: ""}
+		n.Labels = map[string]string{"network": "late", ovnk.LabelPrimaryUserDefinedNetwork: ""}
 		Expect(k8s.Update(ctx, &n)).To(Succeed())
 		Expect(podNetwork(ns, "waiting", ns+"/late").IPAddresses).To(Equal([]string{"10.70.0.3/24"}))
 	})

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
-	"github.com/udnkit/udnkit/reconcilers/netconf"
 )
 
 // networkRef names a Primary Layer2 network: a UDN (Namespace set) or a CUDN.
@@ -38,9 +38,9 @@ func (n networkRef) Key(podNamespace string) string { return podNamespace + "/" 
 // carries it: "<namespace>_<name>" for a UDN, "cluster_udn_<name>" for a CUDN.
 func (n networkRef) NetworkName() string {
 	if n.Namespace != "" {
-		return netconf.UDNNetworkName(n.Namespace, n.Name)
+		return ovnk.UDNNetworkName(n.Namespace, n.Name)
 	}
-	return netconf.CUDNNetworkName(n.Name)
+	return ovnk.CUDNNetworkName(n.Name)
 }
 
 // primaryLayer2 is the network a namespace's pods get addresses from.

@@ -5,6 +5,8 @@ import (
 	"math/big"
 	"net/netip"
 	"sync"
+
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // ClusterSubnet is one cluster subnet of a Layer3 network, split into host
@@ -76,7 +78,7 @@ func (a *HostSubnetAllocator) SetClusterSubnets(subnets []ClusterSubnet) error {
 func (s *clusterSubnetState) prefix(idx uint64) netip.Prefix {
 	bits := s.CIDR.Addr().BitLen()
 	off := new(big.Int).Lsh(new(big.Int).SetUint64(idx), uint(bits-s.HostBits))
-	return netip.PrefixFrom(addOffset(s.CIDR.Addr(), off), s.HostBits)
+	return netip.PrefixFrom(ovnk.AddOffset(s.CIDR.Addr(), off), s.HostBits)
 }
 
 func (s *clusterSubnetState) index(p netip.Prefix) (uint64, bool) {

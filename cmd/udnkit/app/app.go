@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/udnkit/udnkit/apis/scheme"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // Component is one selectable part of the manager.
@@ -56,6 +57,9 @@ type Options struct {
 	WebhookPort             int
 	WebhookCertDir          string
 	GracefulShutdownTimeout time.Duration
+	// Cluster are the cluster's facts, parsed once from flags and handed to
+	// every component.
+	Cluster ovnk.ClusterConfig
 	// WebhookServer, when set, replaces the webhook host, port and cert dir
 	// (make run serves on the local control plane's address and certificate).
 	WebhookServer *webhook.Options
@@ -73,8 +77,9 @@ func NewOptions() *Options {
 		WebhookPort:             9443,
 		WebhookCertDir:          "/tmp/k8s-webhook-server/serving-certs",
 		GracefulShutdownTimeout: 15 * time.Second,
-		components:              components(),
+		Cluster:                 ovnk.DefaultClusterConfig(),
 	}
+	o.components = components(&o.Cluster)
 	o.Controllers = strings.Join(o.Names(), ",")
 	return o
 }
@@ -105,47 +110,12 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "address the webhook server listens on (empty: all)")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "port of the webhook server")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "directory with tls.crt and tls.key of the webhook server")
+	o.Cluster.BindFlags(fs)
 	for _, c := range o.components {
-		if c.BindFlags == nil {
-			continue
-		}
-		// Components may share a flag (e.g. --preconfigured-udn-addresses-enable):
-		// it is registered once and setting it sets every component's copy.
-		own := flag.NewFlagSet(c.Name, flag.ContinueOnError)
-		c.BindFlags(own)
-		own.VisitAll(func(f *flag.Flag) {
-			if existing := fs.Lookup(f.Name); existing != nil {
-				existing.Value = fanOut{existing.Value, f.Value}
-				return
-			}
-			fs.Var(f.Value, f.Name, f.Usage)
-		})
-	}
-	for alias, target := range flagAliases {
-		if a, t := fs.Lookup(alias), fs.Lookup(target); a != nil && t != nil {
-			a.Value = fanOut{a.Value, t.Value}
+		if c.BindFlags != nil {
+			c.BindFlags(fs)
 		}
 	}
-}
-
-// fanOut is a flag value that sets several components' copies of one flag.
-type fanOut []flag.Value
-
-func (f fanOut) String() string { return f[0].String() }
-
-func (f fanOut) Set(v string) error {
-	for _, value := range f {
-		if err := value.Set(v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// IsBoolFlag keeps "--flag" (without =true) working for boolean flags.
-func (f fanOut) IsBoolFlag() bool {
-	b, ok := f[0].(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
 }
 
 // Selected returns the components --controllers names, or an error naming an
@@ -175,6 +145,9 @@ func (o *Options) Selected() ([]Component, error) {
 func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error) {
 	selected, err := o.Selected()
 	if err != nil {
+		return nil, err
+	}
+	if err := o.Cluster.Validate(); err != nil {
 		return nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{

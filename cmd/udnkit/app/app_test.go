@@ -37,30 +37,22 @@ func TestSelected(t *testing.T) {
 	}
 }
 
-// A flag two components share is registered once and sets both copies.
-func TestSharedFlagsFanOut(t *testing.T) {
+// The cluster's facts are one set of flags, parsed into the one
+// ClusterConfig every component is handed.
+func TestClusterFlagsParsedOnce(t *testing.T) {
 	o := NewOptions()
 	fs := flag.NewFlagSet("udnkit", flag.ContinueOnError)
 	o.BindFlags(fs)
 	if err := fs.Parse([]string{"--preconfigured-udn-addresses-enable", "--service-cidrs=10.43.0.0/16"}); err != nil {
 		t.Fatal(err)
 	}
-	if v := fs.Lookup("preconfigured-udn-addresses-enable").Value; v.String() != "true" {
-		t.Errorf("shared flag reads %q after --flag", v)
+	if !o.Cluster.PreconfiguredUDNAddresses || len(o.Cluster.ServiceCIDRs) != 1 || o.Cluster.ServiceCIDRs[0].String() != "10.43.0.0/16" {
+		t.Errorf("cluster config = %+v", o.Cluster)
 	}
-	if fan, ok := fs.Lookup("preconfigured-udn-addresses-enable").Value.(fanOut); !ok || len(fan) < 2 {
-		t.Fatalf("the shared flag does not reach every component: %T", fs.Lookup("preconfigured-udn-addresses-enable").Value)
-	} else {
-		for i, v := range fan {
-			if v.String() != "true" {
-				t.Errorf("component copy %d of the shared flag is %q", i, v)
-			}
+	for _, gone := range []string{"k8s-service-cidrs", "udn-transit-subnets"} {
+		if fs.Lookup(gone) != nil {
+			t.Errorf("--%s is an alias of a cluster fact; there must be one flag per fact", gone)
 		}
-	}
-	if fan, ok := fs.Lookup("service-cidrs").Value.(fanOut); !ok || len(fan) != 2 {
-		t.Errorf("--service-cidrs does not also set --k8s-service-cidrs: %T", fs.Lookup("service-cidrs").Value)
-	} else if err := fan.Set("not-a-cidr"); err == nil {
-		t.Error("a bad --service-cidrs value was accepted")
 	}
 	if err := fs.Set("cluster-subnets", "not-a-cidr"); err == nil {
 		t.Error("a bad CIDR flag value was accepted")

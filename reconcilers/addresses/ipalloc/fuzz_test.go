@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"testing"
+
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // model is the reference: plain sets, no offsets, no cursor.
@@ -33,13 +35,13 @@ func newModel(subnet netip.Prefix, infra, reserved []netip.Prefix, gw, mgmt neti
 	if subnet.Addr().Is4() {
 		m.forbidden[last] = true
 	}
-	m.macs[DeriveMAC(gw).String()], m.macs[DeriveMAC(mgmt).String()] = InfrastructureOwner, InfrastructureOwner
+	m.macs[ovnk.MACFromIP(gw).String()], m.macs[ovnk.MACFromIP(mgmt).String()] = InfrastructureOwner, InfrastructureOwner
 	return m
 }
 
 // dynamicCandidate reports whether dynamic allocation may hand out a.
 func (m *model) dynamicCandidate(a netip.Addr) bool {
-	return !m.forbidden[a] && !m.reserved[a] && m.ips[a] == "" && m.macs[DeriveMAC(a).String()] == ""
+	return !m.forbidden[a] && !m.reserved[a] && m.ips[a] == "" && m.macs[ovnk.MACFromIP(a).String()] == ""
 }
 
 func (m *model) anyDynamic() bool {
@@ -107,7 +109,7 @@ func FuzzPoolAgainstModel(f *testing.F) {
 					if !canAllocate || !m.dynamicCandidate(a.IPs[0].Addr()) {
 						t.Fatalf("dynamic allocation gave %v which the model does not allow", a.IPs)
 					}
-					if a.MAC.String() != DeriveMAC(a.IPs[0].Addr()).String() {
+					if a.MAC.String() != ovnk.MACFromIP(a.IPs[0].Addr()).String() {
 						t.Fatalf("dynamic MAC %s is not derived from %v", a.MAC, a.IPs[0])
 					}
 					m.take(owner, a)
@@ -118,7 +120,7 @@ func FuzzPoolAgainstModel(f *testing.F) {
 					ip = ip.Next()
 				}
 				req := Request{IPs: []string{ip.String()}}
-				wantMAC := DeriveMAC(ip).String()
+				wantMAC := ovnk.MACFromIP(ip).String()
 				if op == 3 {
 					wantMAC = fmt.Sprintf("02:00:00:00:00:%02x", arg%7)
 					req.MAC = wantMAC

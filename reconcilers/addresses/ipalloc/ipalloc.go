@@ -10,13 +10,14 @@
 package ipalloc
 
 import (
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // Reasons an allocation fails. The first four are the IPAMClaim condition
@@ -92,20 +93,6 @@ type mac [6]byte
 
 func toMAC(hw net.HardwareAddr) mac { var m mac; copy(m[:], hw); return m }
 
-// DeriveMAC is OVN-Kubernetes' MAC for an IP: 0a:58 then the four IPv4
-// octets, or the first four bytes of the SHA-256 of the IPv6 address string.
-func DeriveMAC(a netip.Addr) net.HardwareAddr {
-	hw := net.HardwareAddr{0x0a, 0x58, 0, 0, 0, 0}
-	if a.Is4() || a.Is4In6() {
-		b := a.Unmap().As4()
-		copy(hw[2:], b[:])
-		return hw
-	}
-	sum := sha256.Sum256([]byte(a.String()))
-	copy(hw[2:], sum[:4])
-	return hw
-}
-
 // interval is an inclusive range of host offsets.
 type interval struct{ lo, hi uint64 }
 
@@ -161,7 +148,7 @@ func New(cfg Config) (*Pool, error) {
 	for _, sp := range p.subnets {
 		for _, a := range []netip.Addr{sp.gateway, sp.mgmt} {
 			p.ips[a] = InfrastructureOwner
-			p.macs[toMAC(DeriveMAC(a))] = InfrastructureOwner
+			p.macs[toMAC(ovnk.MACFromIP(a))] = InfrastructureOwner
 		}
 	}
 	return p, nil
@@ -409,7 +396,7 @@ func (p *Pool) Allocate(owner string, req Request) (Allocation, error) {
 		return Allocation{}, err
 	}
 	if hw == nil {
-		hw = DeriveMAC(ips[0].Addr())
+		hw = ovnk.MACFromIP(ips[0].Addr())
 		if o := p.macs[toMAC(hw)]; o != "" {
 			return Allocation{}, macConflict(hw, o)
 		}
@@ -526,7 +513,7 @@ func (p *Pool) nextFree(deriveMAC bool) ([]netip.Prefix, error) {
 	for i, sp := range p.subnets {
 		skipMAC := deriveMAC && i == 0
 		a, ok := sp.next(func(a netip.Addr) bool {
-			return p.ips[a] != "" || skipMAC && p.macs[toMAC(DeriveMAC(a))] != ""
+			return p.ips[a] != "" || skipMAC && p.macs[toMAC(ovnk.MACFromIP(a))] != ""
 		})
 		if !ok {
 			return nil, &Error{Reason: ReasonSubnetExhausted, Address: sp.prefix.String(),

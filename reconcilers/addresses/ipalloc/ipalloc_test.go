@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 func pfx(ss ...string) []netip.Prefix {
@@ -144,7 +146,7 @@ func TestDualStackAndMACDerivation(t *testing.T) {
 	if a.MAC.String() != "0a:58:0a:01:00:03" {
 		t.Fatalf("derived MAC %s, want 0a:58 and the IPv4 octets", a.MAC)
 	}
-	v6 := DeriveMAC(netip.MustParseAddr("fd00:1::3"))
+	v6 := ovnk.MACFromIP(netip.MustParseAddr("fd00:1::3"))
 	// sha256("fd00:1::3") starts with these four bytes.
 	if v6.String()[:6] != "0a:58:" || len(v6) != 6 {
 		t.Fatalf("IPv6 derived MAC %s", v6)
@@ -164,8 +166,8 @@ func TestDualStackAndMACDerivation(t *testing.T) {
 
 func TestIPv6MACDerivationIsSHA256OfString(t *testing.T) {
 	// `echo -n fd00::5 | sha256sum` starts with 67cc136b.
-	if got := DeriveMAC(netip.MustParseAddr("fd00::5")).String(); got != "0a:58:67:cc:13:6b" {
-		t.Fatalf("DeriveMAC(fd00::5) = %s", got)
+	if got := ovnk.MACFromIP(netip.MustParseAddr("fd00::5")).String(); got != "0a:58:67:cc:13:6b" {
+		t.Fatalf("ovnk.MACFromIP(fd00::5) = %s", got)
 	}
 }
 
@@ -252,7 +254,7 @@ func TestReleaseAndReuseAndIdempotence(t *testing.T) {
 
 func TestRestore(t *testing.T) {
 	p := mustNew(t, okepExample())
-	alloc := Allocation{IPs: pfx("192.168.100.4/24"), MAC: DeriveMAC(netip.MustParseAddr("192.168.100.4"))}
+	alloc := Allocation{IPs: pfx("192.168.100.4/24"), MAC: ovnk.MACFromIP(netip.MustParseAddr("192.168.100.4"))}
 	if err := p.Restore("old", alloc); err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +268,7 @@ func TestRestore(t *testing.T) {
 	if err != nil || a.IPs[0].Addr().String() != "192.168.100.5" {
 		t.Fatalf("allocation after restore: %v %v", a.IPs, err)
 	}
-	if err := p.Restore("reserved", Allocation{IPs: pfx("192.168.100.201/24"), MAC: DeriveMAC(netip.MustParseAddr("192.168.100.201"))}); err != nil {
+	if err := p.Restore("reserved", Allocation{IPs: pfx("192.168.100.201/24"), MAC: ovnk.MACFromIP(netip.MustParseAddr("192.168.100.201"))}); err != nil {
 		t.Fatalf("reserved addresses restore: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package netconf
+package ovnk
 
 import (
 	"net/netip"

@@ -4,7 +4,7 @@
 // conflict", option 4) and each node's transit peer subnets. It has no
 // Kubernetes dependency, so the reconcilers and the dataplane share one
 // definition of every number.
-package netids
+package ovnk
 
 import (
 	"fmt"
@@ -78,25 +78,9 @@ func TransitPeerSubnets(transitSubnet netip.Prefix, nodeID int) (transitRouter, 
 	if offset.Cmp(new(big.Int).Sub(size, big.NewInt(1))) >= 0 {
 		return netip.Prefix{}, netip.Prefix{}, fmt.Errorf("node ID %d does not fit transit subnet %v (offset %v of %v addresses)", nodeID, transitSubnet, offset, size)
 	}
-	even := addOffset(transitSubnet.Addr(), offset)
+	even := AddOffset(transitSubnet.Addr(), offset)
 	odd := even.Next()
 	return netip.PrefixFrom(even, bits-1), netip.PrefixFrom(odd, bits-1), nil
-}
-
-// addOffset adds a non-negative offset to an address; callers ensure the
-// result stays inside the address family.
-func addOffset(a netip.Addr, off *big.Int) netip.Addr {
-	b := a.AsSlice()
-	n := new(big.Int).SetBytes(b)
-	n.Add(n, off)
-	out := n.FillBytes(make([]byte, len(b)))
-	r, _ := netip.AddrFromSlice(out)
-	return r
-}
-
-// prefixSize is the number of addresses in p as a big integer.
-func prefixSize(p netip.Prefix) *big.Int {
-	return new(big.Int).Lsh(big.NewInt(1), uint(p.Addr().BitLen()-p.Bits()))
 }
 
 // Overlaps reports whether p overlaps any of the prefixes.
@@ -114,7 +98,7 @@ func Overlaps(p netip.Prefix, others []netip.Prefix) bool {
 // same size until none of the network's subnets (used) overlap it.
 func ChooseTransitSubnet(def netip.Prefix, used []netip.Prefix) (netip.Prefix, error) {
 	cur := def.Masked()
-	step := prefixSize(cur)
+	step := PrefixSize(cur)
 	limit := new(big.Int).Lsh(big.NewInt(1), uint(cur.Addr().BitLen()))
 	start := new(big.Int).SetBytes(cur.Addr().AsSlice())
 	for n := new(big.Int).Set(start); n.Cmp(limit) < 0; n.Add(n, step) {
@@ -128,7 +112,7 @@ func ChooseTransitSubnet(def netip.Prefix, used []netip.Prefix) (netip.Prefix, e
 }
 
 // TransitSubnets picks a transit subnet for each IP family the network's
-// subnets use (IPv4 first), starting from the defaults (DefaultTransitSubnetV4
+// subnets use, in the order of the subnets, starting from the defaults (DefaultTransitSubnetV4
 // and DefaultTransitSubnetV6 when nil) and avoiding every prefix in avoid
 // (the network's subnets and join subnets).
 func TransitSubnets(defaults, subnets, avoid []netip.Prefix) ([]netip.Prefix, error) {
@@ -140,23 +124,22 @@ func TransitSubnets(defaults, subnets, avoid []netip.Prefix) ([]netip.Prefix, er
 			def6 = d
 		}
 	}
-	var has4, has6 bool
-	for _, s := range subnets {
-		if s.Addr().Is4() {
-			has4 = true
-		} else {
-			has6 = true
-		}
-	}
+	// One per family, in the order of the network's subnets: upstream's
+	// SetTransitSubnets walks netconf.Subnets, and its NetConf comparison is
+	// order-sensitive.
 	var out []netip.Prefix
-	for _, fam := range []struct {
-		use bool
-		def netip.Prefix
-	}{{has4, def4}, {has6, def6}} {
-		if !fam.use {
+	done := map[bool]bool{}
+	for _, sub := range subnets {
+		v4 := sub.Addr().Is4()
+		if done[v4] {
 			continue
 		}
-		p, err := ChooseTransitSubnet(fam.def, avoid)
+		done[v4] = true
+		def := def6
+		if v4 {
+			def = def4
+		}
+		p, err := ChooseTransitSubnet(def, avoid)
 		if err != nil {
 			return nil, err
 		}
