@@ -16,6 +16,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // The identities of the tenant suite. The manager is trusted by the
@@ -170,7 +171,7 @@ func (s *tenantSuite) testRBAC(t *testing.T) {
 
 func (s *tenantSuite) testPodNetworks(t *testing.T) {
 	ctx := context.Background()
-	key := udnv1.AnnotationPodNetworks
+	key := ovnk.AnnotationPodNetworks
 	forged := `{"alice/blue":{"ip_addresses":["10.0.0.9/24"],"mac_address":"0a:58:0a:00:00:09","role":"primary"}}`
 	genuine := `{"alice/blue":{"ip_addresses":["10.0.0.5/24"],"mac_address":"0a:58:0a:00:00:05","role":"primary"}}`
 	eventually(t, "alice creates pods", func() error { return s.alice.Create(ctx, pod("alice", "ready", ""), client.DryRunAll) })
@@ -223,7 +224,7 @@ func (s *tenantSuite) testPodNetworks(t *testing.T) {
 
 func (s *tenantSuite) testNetworkAnnotations(t *testing.T) {
 	ctx := context.Background()
-	id, keys := udnv1.AnnotationNetworkID, udnv1.AnnotationTunnelKeys
+	id, keys := ovnk.AnnotationNetworkID, ovnk.AnnotationTunnelKeys
 	refused(t, "alice creates a UDN with network-id", s.alice.Create(ctx, annotate(udn("alice", "forged-id"), id, "7")), id, "alice")
 	refused(t, "alice creates a UDN with tunnel-keys", s.alice.Create(ctx, annotate(udn("alice", "forged-keys"), keys, "[16711681]")), keys, "alice")
 	err := s.alice.Create(ctx, annotate(annotate(udn("alice", "forged-both"), id, "7"), keys, "[16711681]"))
@@ -261,36 +262,36 @@ func (s *tenantSuite) testNodeAnnotations(t *testing.T) {
 		must(t, c.Get(ctx, client.ObjectKey{Name: name}, n))
 		return n
 	}
-	for _, key := range []string{udnv1.AnnotationNodeID, udnv1.AnnotationNodeSubnets,
-		udnv1.AnnotationNodeTransitSwitchPortTunnelIDs, udnv1.AnnotationLayer2TopologyVersion} {
+	for _, key := range []string{ovnk.AnnotationNodeID, ovnk.AnnotationNodeSubnets,
+		ovnk.AnnotationNodeTransitSwitchPortTunnelIDs, ovnk.AnnotationLayer2TopologyVersion} {
 		refused(t, "an admin creates a node with "+key, s.admin.Create(ctx, annotate(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "forged"}}, key, "1")), key, s.adminUser)
 		refused(t, "an admin adds "+key, s.admin.Update(ctx, annotate(node(s.admin, "node-b"), key, "1")), key, s.adminUser)
 	}
-	b := annotate(node(s.manager, "node-b"), udnv1.AnnotationNodeID, "2")
-	annotate(b, udnv1.AnnotationNodeSubnets, `{"default":["10.244.1.0/24"]}`)
+	b := annotate(node(s.manager, "node-b"), ovnk.AnnotationNodeID, "2")
+	annotate(b, ovnk.AnnotationNodeSubnets, `{"default":["10.244.1.0/24"]}`)
 	if err := s.manager.Update(ctx, b); err != nil {
 		t.Fatalf("the manager cannot write node-id and node-subnets: %v", err)
 	}
 	refused(t, "an admin changes node-subnets through nodes/status",
-		s.admin.Status().Update(ctx, annotate(node(s.admin, "node-b"), udnv1.AnnotationNodeSubnets, `{"default":["10.244.9.0/24"]}`)),
-		udnv1.AnnotationNodeSubnets, s.adminUser)
+		s.admin.Status().Update(ctx, annotate(node(s.admin, "node-b"), ovnk.AnnotationNodeSubnets, `{"default":["10.244.9.0/24"]}`)),
+		ovnk.AnnotationNodeSubnets, s.adminUser)
 	noID := node(s.admin, "node-b")
-	delete(noID.Annotations, udnv1.AnnotationNodeID)
-	refused(t, "an admin removes node-id", s.admin.Update(ctx, noID), udnv1.AnnotationNodeID, s.adminUser)
-	if err := s.admin.Update(ctx, annotate(node(s.admin, "node-b"), udnv1.AnnotationNodeEncapIPs, `["172.18.0.7"]`)); err != nil {
+	delete(noID.Annotations, ovnk.AnnotationNodeID)
+	refused(t, "an admin removes node-id", s.admin.Update(ctx, noID), ovnk.AnnotationNodeID, s.adminUser)
+	if err := s.admin.Update(ctx, annotate(node(s.admin, "node-b"), ovnk.AnnotationNodeEncapIPs, `["172.18.0.7"]`)); err != nil {
 		t.Errorf("an admin cannot set node-encap-ips, which udnkit does not protect: %v", err)
 	}
 
 	// OVN-Kubernetes' node identity: its own layer2-topology-version only.
-	if err := s.nodeA.Status().Update(ctx, annotate(node(s.nodeA, "node-a"), udnv1.AnnotationLayer2TopologyVersion, "2.0")); err != nil {
+	if err := s.nodeA.Status().Update(ctx, annotate(node(s.nodeA, "node-a"), ovnk.AnnotationLayer2TopologyVersion, "2.0")); err != nil {
 		t.Errorf("node-a's identity cannot set its layer2-topology-version: %v", err)
 	}
 	refused(t, "node-a's identity sets node-b's layer2-topology-version",
-		s.nodeA.Status().Update(ctx, annotate(node(s.nodeA, "node-b"), udnv1.AnnotationLayer2TopologyVersion, "2.0")),
-		udnv1.AnnotationLayer2TopologyVersion, "system:ovn-node:node-a")
+		s.nodeA.Status().Update(ctx, annotate(node(s.nodeA, "node-b"), ovnk.AnnotationLayer2TopologyVersion, "2.0")),
+		ovnk.AnnotationLayer2TopologyVersion, "system:ovn-node:node-a")
 	refused(t, "node-a's identity sets its own node-id",
-		s.nodeA.Status().Update(ctx, annotate(node(s.nodeA, "node-a"), udnv1.AnnotationNodeID, "9")),
-		udnv1.AnnotationNodeID, "system:ovn-node:node-a")
+		s.nodeA.Status().Update(ctx, annotate(node(s.nodeA, "node-a"), ovnk.AnnotationNodeID, "9")),
+		ovnk.AnnotationNodeID, "system:ovn-node:node-a")
 }
 
 // waitForPolicies polls, with dry-run requests by an untrusted admin, until
@@ -300,13 +301,13 @@ func (s *tenantSuite) waitForPolicies(t *testing.T) {
 	ctx := context.Background()
 	probes := map[string]func() error{
 		"pods": func() error {
-			return s.admin.Create(ctx, annotate(pod("alice", "probe", ""), udnv1.AnnotationPodNetworks, "{}"), client.DryRunAll)
+			return s.admin.Create(ctx, annotate(pod("alice", "probe", ""), ovnk.AnnotationPodNetworks, "{}"), client.DryRunAll)
 		},
 		"nodes": func() error {
-			return s.admin.Create(ctx, annotate(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}, udnv1.AnnotationNodeID, "1"), client.DryRunAll)
+			return s.admin.Create(ctx, annotate(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}, ovnk.AnnotationNodeID, "1"), client.DryRunAll)
 		},
 		"networks": func() error {
-			return s.admin.Create(ctx, annotate(udn("alice", "probe"), udnv1.AnnotationNetworkID, "1"), client.DryRunAll)
+			return s.admin.Create(ctx, annotate(udn("alice", "probe"), ovnk.AnnotationNetworkID, "1"), client.DryRunAll)
 		},
 	}
 	for name, probe := range probes {
