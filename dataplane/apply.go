@@ -156,7 +156,7 @@ func transact(ctx context.Context, c client.Client, ops []ovsdb.Operation) error
 }
 
 func waitConnected(ctx context.Context, c client.Client) error {
-	for !c.Connected() {
+	for !up(c) {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for the OVN database %s to reconnect: %w", c.CurrentEndpoint(), ctx.Err())

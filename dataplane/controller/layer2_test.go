@@ -32,7 +32,7 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 	}
 	r.Layer2.DrainPoll = 200 * time.Millisecond
 	if _, err := Setup(ctx, mgr, Options{NBAddress: "/no/scheme.sock", SBAddress: db.SB.Address()}); err == nil ||
-		!strings.Contains(err.Error(), `--ovn-nb-address "/no/scheme.sock": must start with unix: or tcp:`) {
+		!strings.Contains(err.Error(), `--ovn-nb-address "/no/scheme.sock": must start with unix:, tcp: or ssl:`) {
 		t.Errorf("bad NB address: err = %v", err)
 	}
 	s.start()

@@ -1,10 +1,13 @@
 package app
 
 import (
+	"context"
 	"flag"
 	"io"
 	"strings"
 	"testing"
+
+	"k8s.io/client-go/rest"
 )
 
 func parse(t *testing.T, args ...string) (*Options, error) {
@@ -56,5 +59,26 @@ func TestClusterFlagsParsedOnce(t *testing.T) {
 	}
 	if err := fs.Set("cluster-subnets", "not-a-cidr"); err == nil {
 		t.Error("a bad CIDR flag value was accepted")
+	}
+}
+
+// Half an OVN configuration is a mistake the manager refuses at start-up;
+// none at all leaves the dataplane idle (checked against an apiserver in the
+// chart's install test).
+func TestDataplaneNeedsBothOVNAddresses(t *testing.T) {
+	o, err := parse(t, "--controllers=dataplane", "--ovn-nb-address=unix:/run/ovn/ovnnb_db.sock",
+		"--metrics-bind-address=0", "--health-probe-bind-address=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(context.Background(), &rest.Config{Host: "http://127.0.0.1:1"}, o)
+	if err == nil || !strings.Contains(err.Error(), "needs both --ovn-nb-address and --ovn-sb-address") {
+		t.Errorf("only --ovn-nb-address: err = %v", err)
+	}
+	o, _ = parse(t, "--controllers=dataplane", "--ovn-nb-address=ssl:10.0.0.1:6641", "--ovn-sb-address=ssl:10.0.0.1:6642",
+		"--metrics-bind-address=0", "--health-probe-bind-address=0")
+	if _, err := New(context.Background(), &rest.Config{Host: "http://127.0.0.1:1"}, o); err == nil ||
+		!strings.Contains(err.Error(), "--ovn-client-cert") {
+		t.Errorf("ssl: without a client certificate: err = %v", err)
 	}
 }
