@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -44,6 +45,13 @@ type Options struct {
 	LeaderElectionNamespace string
 	LeaderElectionID        string
 	MetricsBindAddress      string
+	// MetricsSecure serves /metrics over HTTPS, only to callers whose bearer
+	// token a TokenReview authenticates and a SubjectAccessReview allows
+	// (get on the non-resource URL /metrics).
+	MetricsSecure bool
+	// MetricsCertDir holds the metrics server's tls.crt and tls.key; empty
+	// or missing files: a self-signed certificate made at start.
+	MetricsCertDir          string
 	HealthProbeBindAddress  string
 	WebhookHost             string
 	WebhookPort             int
@@ -63,7 +71,8 @@ type Options struct {
 func NewOptions() *Options {
 	o := &Options{
 		LeaderElectionID:        "udnkit-manager.k8s.ovn.org",
-		MetricsBindAddress:      ":8080",
+		MetricsBindAddress:      ":8443",
+		MetricsSecure:           true,
 		HealthProbeBindAddress:  ":8081",
 		WebhookPort:             9443,
 		WebhookCertDir:          "/tmp/k8s-webhook-server/serving-certs",
@@ -95,6 +104,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader-election Lease")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "name of the leader-election Lease")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "address of the Prometheus metrics endpoint; 0 disables it")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "serve metrics over HTTPS to authenticated (TokenReview) and authorized (SubjectAccessReview) callers only; false: plain HTTP to anyone")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "directory with tls.crt and tls.key of the metrics server (empty: self-signed)")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "address of /healthz and /readyz")
 	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "address the webhook server listens on (empty: all)")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "port of the webhook server")
@@ -146,7 +157,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		// Let a new leader take over at once when this one stops cleanly.
 		LeaderElectionReleaseOnCancel: true,
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		Metrics:                       o.metricsOptions(),
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
 		GracefulShutdownTimeout:       &o.GracefulShutdownTimeout,
 		WebhookServer:                 webhook.NewServer(o.webhookOptions()),
@@ -179,6 +190,20 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// The metrics filter reviews callers' tokens and permissions with the apiserver.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+func (o *Options) metricsOptions() metricsserver.Options {
+	opts := metricsserver.Options{BindAddress: o.MetricsBindAddress}
+	if o.MetricsSecure {
+		opts.SecureServing = true
+		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+		opts.CertDir = o.MetricsCertDir
+	}
+	return opts
 }
 
 func (o *Options) webhookOptions() webhook.Options {
