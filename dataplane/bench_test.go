@@ -223,7 +223,7 @@ func BenchmarkMultiVTEP1000Pods(b *testing.B) {
 func BenchmarkLayer2MultiVTEP1000Pods(b *testing.B) {
 	e := newEnv(b)
 	const network = "bench-l2vtep"
-	e.nbctl("ls-add", NamesFor(network).Switch())
+	e.nbctl("ls-add", ovnk.NamesFor(network).Switch())
 	e.settle()
 	var nodes []VTEPNode
 	var pods []Layer2PodPort

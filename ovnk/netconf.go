@@ -97,12 +97,6 @@ type Options struct {
 	PredefinedAddresses bool
 }
 
-// UDNNetworkName is the OVN network name of a UserDefinedNetwork.
-func UDNNetworkName(namespace, name string) string { return namespace + "_" + name }
-
-// CUDNNetworkName is the OVN network name of a ClusterUserDefinedNetwork.
-func CUDNNetworkName(name string) string { return "cluster_udn_" + name }
-
 // Build returns the NetConf of spec.
 func Build(spec udnv1.NetworkSpec, o Options) (*NetConf, error) {
 	if o.NetworkName == "" || o.NADName == "" {

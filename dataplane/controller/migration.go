@@ -134,7 +134,7 @@ func isUDN(nad *nadv1.NetworkAttachmentDefinition) bool {
 // their gateway routers: the router's switch port and the GR side of each
 // node's transit peer subnets (OKEP-5094: offset 2·nodeID, odd address).
 func migrationNodes(net dataplane.Layer2Network, items []corev1.Node) []dataplane.LiveMigrationNode {
-	names := dataplane.NamesFor(net.Name)
+	names := ovnk.NamesFor(net.Name)
 	transits := net.TransitSubnets
 	if len(transits) == 0 {
 		transits = []netip.Prefix{ovnk.DefaultTransitSubnetV4, ovnk.DefaultTransitSubnetV6}

@@ -200,7 +200,7 @@ func (r *MultiVTEPReconciler) applyLayer3(ctx context.Context, network string) (
 	}
 	var pods []dataplane.VTEPPod
 	encaps := map[string]dataplane.PortEncap{}
-	names := dataplane.NamesFor(network)
+	names := ovnk.NamesFor(network)
 	for _, p := range allPods {
 		if !kept[p.Node] {
 			continue
