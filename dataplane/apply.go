@@ -83,6 +83,9 @@ type Desired struct {
 	Switches []Switch
 	// DHCPOptions are root rows, identified by their cidr and k8s.ovn.org/vm external ID.
 	DHCPOptions []nbdb.DHCPOptions
+	// AddressSets are root rows, identified by their name (which policies'
+	// matches reference as $name).
+	AddressSets []nbdb.AddressSet
 }
 
 // Result says what an Apply did.
@@ -265,7 +268,7 @@ func (c *Client) PieceNetworks(topology, piece string) []string {
 	}
 	for _, table := range []string{nbdb.LogicalRouterTable, nbdb.LogicalSwitchTable, nbdb.LogicalRouterPortTable,
 		nbdb.LogicalSwitchPortTable, nbdb.LogicalRouterStaticRouteTable, nbdb.LogicalRouterPolicyTable,
-		nbdb.NATTable, nbdb.DHCPOptionsTable} {
+		nbdb.NATTable, nbdb.DHCPOptionsTable, nbdb.AddressSetTable} {
 		t := c.NB.Cache().Table(table)
 		if t == nil {
 			continue
@@ -287,6 +290,8 @@ func (c *Client) PieceNetworks(topology, piece string) []string {
 			case *nbdb.NAT:
 				note(r.ExternalIDs)
 			case *nbdb.DHCPOptions:
+				note(r.ExternalIDs)
+			case *nbdb.AddressSet:
 				note(r.ExternalIDs)
 			}
 		}

@@ -100,7 +100,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	nb, err := newDatabase("nb", "--ovn-nb-address", cfg.NBAddress, tlsNB, nbModel,
 		&nbdb.LogicalRouter{}, &nbdb.LogicalRouterPort{}, &nbdb.LogicalSwitch{}, &nbdb.LogicalSwitchPort{},
-		&nbdb.LogicalRouterStaticRoute{}, &nbdb.LogicalRouterPolicy{}, &nbdb.NAT{}, &nbdb.DHCPOptions{})
+		&nbdb.LogicalRouterStaticRoute{}, &nbdb.LogicalRouterPolicy{}, &nbdb.NAT{}, &nbdb.DHCPOptions{}, &nbdb.AddressSet{})
 	if err != nil {
 		return nil, err
 	}

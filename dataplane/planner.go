@@ -64,6 +64,9 @@ func newPlan(api client.Client, d *Desired) (*planner, error) {
 	if err := roots(p, dhcpSpec, d.DHCPOptions); err != nil {
 		return nil, err
 	}
+	if err := roots(p, addressSetSpec, d.AddressSets); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -247,6 +250,14 @@ var dhcpSpec = spec[nbdb.DHCPOptions]{
 	uuid:   func(r *nbdb.DHCPOptions) *string { return &r.UUID },
 	ids:    func(r *nbdb.DHCPOptions) *map[string]string { return &r.ExternalIDs },
 	fields: func(r *nbdb.DHCPOptions) []any { return []any{&r.ExternalIDs, &r.Options} },
+}
+
+var addressSetSpec = spec[nbdb.AddressSet]{
+	table:  nbdb.AddressSetTable,
+	key:    func(r *nbdb.AddressSet) string { return r.Name },
+	uuid:   func(r *nbdb.AddressSet) *string { return &r.UUID },
+	ids:    func(r *nbdb.AddressSet) *map[string]string { return &r.ExternalIDs },
+	fields: func(r *nbdb.AddressSet) []any { return []any{&r.ExternalIDs, &r.Addresses} },
 }
 
 // roots diffs rows of a root table (kept until deleted) that this piece owns.

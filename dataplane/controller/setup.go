@@ -22,6 +22,8 @@ type Options struct {
 	// Local says whether a node belongs to this OVN zone; nil means every node
 	// does (one zone, as `make run` has).
 	Local func(*corev1.Node) bool
+	// Layer3PolicyForm is the manager's --layer3-subnet-policies (default: address-set).
+	Layer3PolicyForm dataplane.Layer3PolicyForm
 }
 
 // Reconcilers are the dataplane controllers Setup registered, sharing one
@@ -54,7 +56,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	rs := &Reconcilers{
 		OVN:           ovn,
 		Layer2:        &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local},
-		Layer3:        &Layer3Reconciler{Client: c, OVN: ovn},
+		Layer3:        &Layer3Reconciler{Client: c, OVN: ovn, Form: o.Layer3PolicyForm},
 		MultiVTEP:     &MultiVTEPReconciler{Client: c, OVN: ovn, Local: o.Local},
 		LiveMigration: &LiveMigrationReconciler{Client: c, OVN: ovn},
 	}
