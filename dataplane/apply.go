@@ -12,6 +12,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // External ID keys that mark the rows udnkit owns. Network and Topology are
@@ -104,8 +105,7 @@ func (c *Client) Apply(ctx context.Context, d *Desired) (Result, error) {
 	if err := d.validate(); err != nil {
 		return Result{}, err
 	}
-	c.apply.Lock()
-	defer c.apply.Unlock()
+	defer c.applying.lock(ovnk.NetworkPrefix(d.Owner.Network))()
 	// Plan only against a cache that the monitor has resynchronised.
 	if err := waitConnected(ctx, c.NB); err != nil {
 		return Result{}, err
@@ -116,6 +116,9 @@ func (c *Client) Apply(ctx context.Context, d *Desired) (Result, error) {
 	}
 	if len(p.ops) == 0 {
 		return Result{}, nil
+	}
+	if c.beforeTransact != nil {
+		c.beforeTransact(d.Owner)
 	}
 	started := time.Now()
 	results, err := c.NB.Transact(ctx, p.ops...)
