@@ -22,7 +22,11 @@ type l2 struct {
 	mgmtPort     string
 }
 
-func newLayer2(t *testing.T, subnets ...string) *l2 {
+func newLayer2(t *testing.T, subnets ...string) *l2 { return newLayer2At(t, 0, subnets...) }
+
+// newLayer2At builds the zone of nodes[local]; its local pod pod-a runs there
+// (a migrated VM keeps its addresses wherever it runs).
+func newLayer2At(t *testing.T, local int, subnets ...string) *l2 {
 	t.Helper()
 	cluster := ovnk.DefaultClusterConfig()
 	spec := udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{
@@ -31,7 +35,7 @@ func newLayer2(t *testing.T, subnets ...string) *l2 {
 		spec.Layer2.Subnets = append(spec.Layer2.Subnets, udnv1.CIDR(s))
 	}
 	nad := udnNAD(t, "tenant-blue", "blue", spec, cluster, ovnk.NetworkIDs{ID: 1, HasID: true, TunnelKeys: []int{16715776, 16715777}})
-	z := newZone(t, nodes[0])
+	z := newZone(t, nodes[local])
 	l := &l2{zone: z, network: ovnk.UDNNetworkName("tenant-blue", "blue"), nad: "tenant-blue/blue", subnets: pfx(subnets...)}
 	z.ovnkGateway(l.network)
 	var objs []client.Object
@@ -45,8 +49,8 @@ func newLayer2(t *testing.T, subnets ...string) *l2 {
 		b, _ := ovnk.AddrAt(s, 6)
 		localIPs, otherIPs = append(localIPs, a), append(otherIPs, b)
 	}
-	l.local = pod{namespace: "tenant-blue", name: "pod-a", node: "node-a", ips: localIPs}
-	l.other = pod{namespace: "tenant-blue", name: "pod-b", node: "node-b", ips: otherIPs, tunnelKey: 7}
+	l.local = pod{namespace: "tenant-blue", name: "pod-a", node: nodes[local].name, ips: localIPs}
+	l.other = pod{namespace: "tenant-blue", name: "pod-b", node: nodes[(local+1)%len(nodes)].name, ips: otherIPs, tunnelKey: 7}
 	l.localPort = z.ovnkPod(l.network, l.nad, l.local)
 	l.remotePort = z.ovnkPod(l.network, l.nad, l.other)
 	l.mgmtPort = z.ovnkManagementPort(l.network, l.subnets)
@@ -220,4 +224,59 @@ func TestLayer2IPv6(t *testing.T) {
 func TestLayer2DualStack(t *testing.T) {
 	subnets := []string{"10.100.0.0/16", "fd00:100::/64"}
 	runChecks(t, subnets, append(append(layer2Checks(0), layer2Checks(1)...), raCheck()))
+}
+
+// A KubeVirt VM live-migrated from node-a to node-b keeps its IP and MAC
+// (its port is now local in node-b's zone): its traffic leaves through
+// node-b's GR, and its ARP for the gateway is answered with the same
+// gateway MAC as on node-a, by the transit router's rtos- port (OKEP-5094
+// goal 1; the transit router makes the KubeVirt design's arp_proxy
+// unnecessary on Layer2).
+func TestLayer2LiveMigratedVM(t *testing.T) {
+	subnets := []string{"10.100.0.0/16", "fd00:100::/64"}
+	grB := func(l *l2) string { return l.names().GatewayRouter("node-b") }
+	for _, c := range []check{{
+		name: "the migrated VM's traffic leaves through the new node's GR",
+		trace: func(l *l2) string {
+			return l.trace(l.names().Switch(), `inport == "`+l.localPort+`" && eth.src == `+l.local.mac()+
+				` && eth.dst == `+l.gatewayMAC()+` && `+ipMatch(l.local.ips[0], netip.MustParseAddr("1.1.1.1")))
+		},
+		want: func(l *l2) []string {
+			return []string{`outport = "trtor-` + grB(l) + `"`, `ingress(dp="` + grB(l) + `"`, `output to "rtoe-` + grB(l) + `"`}
+		},
+		mutate: func(l *l2) {
+			l.nbctl("--policy=src-ip", "lr-route-del", l.names().TransitRouter(), l.subnets[0].String())
+		},
+	}, {
+		name: "the migrated VM's ARP for the gateway is answered with the same MAC",
+		trace: func(l *l2) string {
+			gw := ovnk.MustAddrAt(l.subnets[0], 1)
+			return l.trace(l.names().Switch(), `inport == "`+l.localPort+`" && eth.src == `+l.local.mac()+
+				` && eth.dst == ff:ff:ff:ff:ff:ff && arp.op == 1 && arp.sha == `+l.local.mac()+` && arp.spa == `+
+				l.local.ips[0].String()+` && arp.tha == 00:00:00:00:00:00 && arp.tpa == `+gw.String())
+		},
+		want: func(l *l2) []string {
+			return []string{`arp.op = 2`, `arp.sha = ` + l.gatewayMAC(), `output to "` + l.localPort + `"`}
+		},
+		mutate: func(l *l2) { l.nbctl("lrp-del", l.names().RouterToSwitch()) },
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			before := newLayer2At(t, 0, subnets...)
+			l := newLayer2At(t, 1, subnets...)
+			if before.local.addresses() != l.local.addresses() {
+				t.Fatalf("the VM's addresses changed: %s -> %s", before.local.addresses(), l.local.addresses())
+			}
+			if before.gatewayMAC() != l.gatewayMAC() {
+				t.Fatalf("gateway MAC differs between nodes: %s vs %s", before.gatewayMAC(), l.gatewayMAC())
+			}
+			out := c.trace(l)
+			if ok, missing := wantPath(out, c.want(l)); !ok {
+				t.Fatalf("trace misses %q:\n%s", missing, out)
+			}
+			c.mutate(l)
+			if ok, _ := wantPath(c.trace(l), c.want(l)); ok {
+				t.Fatal("mutation did not break the trace")
+			}
+		})
+	}
 }
