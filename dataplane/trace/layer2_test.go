@@ -280,3 +280,4 @@ func TestLayer2LiveMigratedVM(t *testing.T) {
 		})
 	}
 }
+
