@@ -280,4 +280,3 @@ func TestLayer2LiveMigratedVM(t *testing.T) {
 		})
 	}
 }
-
