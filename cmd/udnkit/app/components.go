@@ -107,7 +107,7 @@ func components(cluster *ovnk.ClusterConfig) []Component {
 					return err
 				}
 				rs, err := dataplanecontroller.Setup(ctx, mgr, dataplanecontroller.Options{
-					NBAddress: ovnNB, SBAddress: ovnSB, TLS: ovnTLS, Layer3PolicyForm: form})
+					NBAddress: ovnNB, SBAddress: ovnSB, TLS: ovnTLS, Cluster: *cluster, Layer3PolicyForm: form})
 				if err != nil {
 					return err
 				}
