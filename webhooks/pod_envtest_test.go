@@ -45,7 +45,7 @@ func claim(t *testing.T, c client.Client, ns, name string) {
 
 func TestPodPredefinedAddresses(t *testing.T) {
 	env := startEnv(t)
-	c := env.Client
+	c := synced(env.Client)
 	namespace(t, c, "vms", true, nil)
 	if err := c.Create(ctx, udn("vms", "vms", predefinedNetwork())); err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ func TestPodPredefinedAddresses(t *testing.T) {
 
 func TestPodDefaultNetworkCannotChange(t *testing.T) {
 	env := startEnv(t)
-	c := env.Client
+	c := synced(env.Client)
 	namespace(t, c, "immutable", true, nil)
 	if err := c.Create(ctx, udn("immutable", "n", predefinedNetwork())); err != nil {
 		t.Fatal(err)
@@ -183,7 +183,7 @@ func TestPodDefaultNetworkCannotChange(t *testing.T) {
 
 func TestNamespacePrimaryLabelCannotChange(t *testing.T) {
 	env := startEnv(t)
-	c := env.Client
+	c := synced(env.Client)
 	namespace(t, c, "label-add", false, nil)
 	namespace(t, c, "label-remove", true, nil)
 	for _, tc := range []struct {
