@@ -71,6 +71,7 @@ func TestPodPredefinedAddresses(t *testing.T) {
 		{"broadcast", `{"name": "default", "namespace": "ovn-kubernetes", "ips": ["192.168.100.255"]}`, []string{"broadcast address of subnet 192.168.100.0/24"}},
 		{"two IPv4", `{"name": "default", "namespace": "ovn-kubernetes", "ips": ["192.168.100.10", "192.168.100.11"]}`, []string{path + ".ips[1]", "at most one IP per IP family"}},
 		{"multicast MAC", `{"name": "default", "namespace": "ovn-kubernetes", "mac": "01:00:5e:00:00:01"}`, []string{path + ".mac", "unicast"}},
+		{"all-zero MAC", `{"name": "default", "namespace": "ovn-kubernetes", "mac": "00:00:00:00:00:00"}`, []string{path + ".mac", `Invalid value: "00:00:00:00:00:00": must not be the all-zero MAC address`}},
 		{"missing IPAMClaim", `{"name": "default", "namespace": "ovn-kubernetes", "ipam-claim-reference": "nope"}`, []string{path + ".ipam-claim-reference", "IPAMClaim vms/nope does not exist"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
