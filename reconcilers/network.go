@@ -73,6 +73,8 @@ type network struct {
 	kind   string
 	spec   udnv1.NetworkSpec
 	status *udnv1.NetworkStatus
+	// conflict, set by resolveConflicts (conflicts.go), overrides the status.
+	conflict *conflict
 }
 
 func (n network) key() string { return networkKey(n.kind, n.obj.GetNamespace(), n.obj.GetName()) }
@@ -377,6 +379,7 @@ func (r *networkReconciler) ensureNAD(ctx context.Context, n network, want *nadv
 // applyStatus writes the NetworkCreated condition and transitSubnets with
 // server-side apply, keeping lastTransitionTime while the status holds.
 func (r *networkReconciler) applyStatus(ctx context.Context, n network, status metav1.ConditionStatus, reason, message string, transit []netip.Prefix) error {
+	status, reason, message = n.conflict.override(status, reason, message)
 	cond := metav1.Condition{
 		Type: udnv1.ConditionNetworkCreated, Status: status, Reason: reason, Message: message,
 		ObservedGeneration: n.obj.GetGeneration(), LastTransitionTime: metav1.NewTime(time.Now().Truncate(time.Second)),
