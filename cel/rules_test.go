@@ -116,6 +116,67 @@ topology: Layer2
 layer2: {role: Primary, subnets: [10.10.0.0/24, "fd00::/64"], defaultGatewayIPs: [10.10.0.1, 10.10.0.2]}`).
 		rejected("A dual-stack list may hold at most one IP per IP family.")),
 
+	// --- CIDRs are network addresses (no host bits set), everywhere ---
+	Entry("Layer2 subnet with host bits set", udn(`
+topology: Layer2
+layer2: {role: Primary, subnets: [10.66.0.1/24]}`).
+		rejected(`spec.layer2.subnets[0]: Invalid value: "10.66.0.1/24": CIDR must be a network address with no host bits set, such as 192.168.100.200/29.`)),
+	Entry("IPv6 Layer2 subnet with host bits set", udn(`
+topology: Layer2
+layer2: {role: Primary, subnets: [10.66.0.0/24, "fd00:66::1/64"]}`).
+		rejected("spec.layer2.subnets[1]", "CIDR must be a network address with no host bits set")),
+	Entry("Layer2 join subnet with host bits set", udn(`
+topology: Layer2
+layer2: {role: Primary, subnets: [10.66.0.0/24], joinSubnets: [100.66.0.1/16]}`).
+		rejected("spec.layer2.joinSubnets[0]", "CIDR must be a network address with no host bits set")),
+	Entry("Layer3 cidr with host bits set", udn(`
+topology: Layer3
+layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/16, hostSubnet: 24}, {cidr: 10.21.3.0/16, hostSubnet: 24}]}`).
+		rejected("spec.layer3.subnets[1].cidr", "CIDR must be a network address with no host bits set")),
+	Entry("IPv6 Layer3 cidr with host bits set", udn(`
+topology: Layer3
+layer3: {role: Primary, subnets: [{cidr: "fd00:20::8000/48", hostSubnet: 64}]}`).
+		rejected("spec.layer3.subnets[0].cidr", "CIDR must be a network address with no host bits set")),
+	Entry("Layer3 join subnet with host bits set", udn(`
+topology: Layer3
+layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/16, hostSubnet: 24}], joinSubnets: ["fd99::1/64"]}`).
+		rejected("spec.layer3.joinSubnets[0]", "CIDR must be a network address with no host bits set")),
+	Entry("Localnet subnet with host bits set", cudn(`
+namespaceSelector: {}
+network: {topology: Localnet, localnet: {role: Secondary, physicalNetworkName: physnet, subnets: [192.0.2.1/24]}}`).
+		rejected("spec.network.localnet.subnets[0]", "CIDR must be a network address with no host bits set")),
+	Entry("Localnet exclude subnet with host bits set", cudn(`
+namespaceSelector: {}
+network: {topology: Localnet, localnet: {role: Secondary, physicalNetworkName: physnet, subnets: [192.0.2.0/24], excludeSubnets: [192.0.2.201/30]}}`).
+		rejected("spec.network.localnet.excludeSubnets[0]", "CIDR must be a network address with no host bits set")),
+	Entry("Localnet exclude subnets of single addresses", cudn(`
+namespaceSelector: {}
+network: {topology: Localnet, localnet: {role: Secondary, physicalNetworkName: physnet, subnets: [192.0.2.0/24, "2001:db8::/64"], excludeSubnets: [192.0.2.201/32, "2001:db8::c9/128"]}}`).accepted()),
+
+	// --- Layer2 subnets leave room for pods ---
+	Entry("Layer2 IPv4 /30 subnet", udn(`
+topology: Layer2
+layer2: {role: Primary, subnets: [10.66.0.0/30]}`).accepted()),
+	Entry("Layer2 IPv4 /31 subnet", udn(`
+topology: Layer2
+layer2: {role: Primary, subnets: [10.66.0.0/31]}`).
+		rejected("spec.layer2.subnets", "Layer2 subnets must leave room for pods: a prefix length of at most 30 for IPv4 and 126 for IPv6.")),
+	Entry("Layer2 IPv4 /32 subnet on a Secondary network", udn(`
+topology: Layer2
+layer2: {role: Secondary, subnets: [10.66.0.7/32]}`).
+		rejected("Layer2 subnets must leave room for pods: a prefix length of at most 30 for IPv4 and 126 for IPv6.")),
+	Entry("Layer2 IPv6 /126 subnet", udn(`
+topology: Layer2
+layer2: {role: Primary, subnets: [10.66.0.0/24, "fd00:66::/126"]}`).accepted()),
+	Entry("Layer2 IPv6 /127 subnet", udn(`
+topology: Layer2
+layer2: {role: Primary, subnets: [10.66.0.0/24, "fd00:66::/127"]}`).
+		rejected("spec.layer2.subnets", "Layer2 subnets must leave room for pods: a prefix length of at most 30 for IPv4 and 126 for IPv6.")),
+	Entry("CUDN Layer2 IPv6 /128 subnet", cudn(`
+namespaceSelector: {}
+network: {topology: Layer2, layer2: {role: Secondary, subnets: ["fd00:66::1/128"]}}`).
+		rejected("spec.network.layer2.subnets", "Layer2 subnets must leave room for pods: a prefix length of at most 30 for IPv4 and 126 for IPv6.")),
+
 	// --- MTU ---
 	Entry("mtu 576 with IPv4", udn(`
 topology: Layer2
@@ -376,13 +437,35 @@ layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/24, hostSubnet: 24}]}`).
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: "fd00:20::/64", hostSubnet: 48}]}`).
 		rejected("hostSubnet must be longer than the prefix length of cidr.")),
-	Entry("IPv4 hostSubnet 32", udn(`
-topology: Layer3
-layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/16, hostSubnet: 32}]}`).
-		rejected("hostSubnet must be less than 32 for an IPv4 cidr.")),
 	Entry("IPv6 hostSubnet 120", udn(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: "fd00:20::/64", hostSubnet: 120}]}`).accepted()),
+	Entry("IPv4 hostSubnet 30 leaves room for pods", udn(`
+topology: Layer3
+layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/16, hostSubnet: 30}]}`).accepted()),
+	Entry("IPv4 hostSubnet 31", udn(`
+topology: Layer3
+layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/16, hostSubnet: 31}]}`).
+		rejected("spec.layer3.subnets[0]", "hostSubnet must leave room for pods: at most 30 for an IPv4 cidr and 126 for an IPv6 cidr.")),
+	Entry("IPv4 hostSubnet 32", udn(`
+topology: Layer3
+layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/16, hostSubnet: 32}]}`).
+		rejected("hostSubnet must leave room for pods: at most 30 for an IPv4 cidr and 126 for an IPv6 cidr.")),
+	Entry("IPv6 hostSubnet 126 leaves room for pods", udn(`
+topology: Layer3
+layer3: {role: Primary, subnets: [{cidr: "fd00:20::/64", hostSubnet: 126}]}`).accepted()),
+	Entry("IPv6 hostSubnet 127", cudn(`
+namespaceSelector: {}
+network: {topology: Layer3, layer3: {role: Secondary, subnets: [{cidr: 10.30.0.0/16, hostSubnet: 24}, {cidr: "fd00:30::/64", hostSubnet: 127}]}}`).
+		rejected("spec.network.layer3.subnets[1]", "hostSubnet must leave room for pods: at most 30 for an IPv4 cidr and 126 for an IPv6 cidr.")),
+	Entry("IPv6 hostSubnet 128", udn(`
+topology: Layer3
+layer3: {role: Primary, subnets: [{cidr: "fd00:20::/64", hostSubnet: 128}]}`).
+		rejected("spec.layer3.subnets[0].hostSubnet in body should be less than or equal to 127",
+			"hostSubnet must leave room for pods: at most 30 for an IPv4 cidr and 126 for an IPv6 cidr.")),
+	Entry("hostSubnet 31 of an IPv6 cidr is fine", udn(`
+topology: Layer3
+layer3: {role: Primary, subnets: [{cidr: "fd00::/16", hostSubnet: 31}]}`).accepted()),
 	Entry(fmt.Sprintf("Layer3 Primary at the list maximum (%d subnets)", maxL3Subnets), udn(l3Primary4).with(func(o map[string]any) {
 		setPath(o, subnetsL3(maxL3Subnets), "spec", "layer3", "subnets")
 	}).accepted()),

@@ -17,7 +17,7 @@ import (
 func manyNodes(n int) []Layer2Node {
 	nodes := make([]Layer2Node, n)
 	for i := range nodes {
-		nodes[i] = Layer2Node{Name: "node" + strconv.Itoa(i+1), ID: i + 2, TopologyVersion: Layer2TopologyVersion, Local: i == 0}
+		nodes[i] = Layer2Node{Name: "node" + strconv.Itoa(i+1), ID: i + 2, TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter, Local: i == 0}
 	}
 	return nodes
 }
@@ -223,7 +223,7 @@ func BenchmarkMultiVTEP1000Pods(b *testing.B) {
 func BenchmarkLayer2MultiVTEP1000Pods(b *testing.B) {
 	e := newEnv(b)
 	const network = "bench-l2vtep"
-	e.nbctl("ls-add", NamesFor(network).Switch())
+	e.nbctl("ls-add", ovnk.NamesFor(network).Switch())
 	e.settle()
 	var nodes []VTEPNode
 	var pods []Layer2PodPort

@@ -11,10 +11,6 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 )
 
-// Layer2TopologyVersion is the k8s.ovn.org/layer2-topology-version value of
-// nodes that run the transit-router topology (OKEP-5094).
-const Layer2TopologyVersion = "2.0"
-
 // Topology and piece names in the rows' external_ids.
 const (
 	TopologyLayer2       = "layer2"
@@ -79,34 +75,10 @@ type Layer2Node struct {
 	LegacyTunnelKey int
 }
 
-// Layer2Names are the names OKEP-5094 gives the rows of one network.
-type Layer2Names struct{ prefix string }
-
-// NamesFor returns the row names of a network: OVN-Kubernetes' network
-// prefix is the network name with "-" replaced by "." followed by "_".
-func NamesFor(network string) Layer2Names {
-	return Layer2Names{prefix: strings.ReplaceAll(network, "-", ".") + "_"}
-}
-
-func (n Layer2Names) Switch() string        { return n.prefix + "ovn_layer2_switch" }
-func (n Layer2Names) TransitRouter() string { return n.prefix + "transit_router" }
-func (n Layer2Names) ClusterRouter() string { return n.prefix + "ovn_cluster_router" }
-func (n Layer2Names) GatewayRouter(node string) string {
-	return "GR_" + n.prefix + node
-}
-func (n Layer2Names) RouterToSwitch() string         { return "rtos-" + n.Switch() }
-func (n Layer2Names) SwitchToRouter() string         { return "stor-" + n.TransitRouter() }
-func (n Layer2Names) TransitToGR(node string) string { return "trtor-" + n.GatewayRouter(node) }
-func (n Layer2Names) GRToTransit(node string) string { return "rtotr-" + n.GatewayRouter(node) }
-func (n Layer2Names) SwitchToGR(node string) string  { return "stor-" + n.GatewayRouter(node) }
-func (n Layer2Names) GRToSwitch() string             { return "rtos-" + n.Switch() }
-func (n Layer2Names) UpgradeSwitchPort() string      { return "stotr-" + n.Switch() + "-upgrade" }
-func (n Layer2Names) UpgradeRouterPort() string      { return "trtos-" + n.Switch() + "-upgrade" }
-
 // Layer2NodeCanSwitch says whether a node may move this network to the
 // transit-router topology now: it already has, or it runs no pods on it.
 func Layer2NodeCanSwitch(n Layer2Node) bool {
-	return n.TopologyVersion == Layer2TopologyVersion || n.RunningPods == 0
+	return n.TopologyVersion == ovnk.Layer2TopologyVersionTransitRouter || n.RunningPods == 0
 }
 
 // node is a Layer2Node with every address worked out.
@@ -129,7 +101,7 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 	if err := net.validate(); err != nil {
 		return nil, err
 	}
-	names := NamesFor(net.Name)
+	names := ovnk.NamesFor(net.Name)
 	transits := net.transits()
 	var all []l2node
 	var locals []int
@@ -147,7 +119,7 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 		if n.Local {
 			if !Layer2NodeCanSwitch(n) {
 				return nil, fmt.Errorf("nodes[%d] (%s): the local node still runs %d pods on network %s with topology version %q; it switches to %s only when it has none",
-					i, n.Name, n.RunningPods, net.Name, n.TopologyVersion, Layer2TopologyVersion)
+					i, n.Name, n.RunningPods, net.Name, n.TopologyVersion, ovnk.Layer2TopologyVersionTransitRouter)
 			}
 			ln.upgraded = true
 			locals = append(locals, len(all))
@@ -378,7 +350,7 @@ func (net Layer2Network) gateways() []netip.Prefix {
 	return out
 }
 
-func (net Layer2Network) resolve(names Layer2Names, transits []netip.Prefix, n Layer2Node) (l2node, error) {
+func (net Layer2Network) resolve(names ovnk.Layer2Names, transits []netip.Prefix, n Layer2Node) (l2node, error) {
 	if n.Name == "" {
 		return l2node{}, fmt.Errorf("name: must not be empty")
 	}
@@ -389,7 +361,7 @@ func (net Layer2Network) resolve(names Layer2Names, transits []netip.Prefix, n L
 	if ln.Chassis == "" {
 		ln.Chassis = n.Name
 	}
-	ln.upgraded = n.TopologyVersion == Layer2TopologyVersion
+	ln.upgraded = n.TopologyVersion == ovnk.Layer2TopologyVersionTransitRouter
 	for _, s := range sortedFamilies(net.Subnets) {
 		v6 := s.Addr().Is6()
 		join, _ := ovnk.FamilyOf(net.JoinSubnets, v6)
@@ -466,54 +438,3 @@ func staticRoute(prefix, nexthop, policy string, out *string) nbdb.LogicalRouter
 
 // SubnetPairPolicies are the priority-102 allow policies for every ordered
 // pair of subnets of the same family (OKEP-5377), including each subnet with
-// itself: "ip4.src == A && ip4.dst == B".
-func SubnetPairPolicies(subnets []netip.Prefix) []nbdb.LogicalRouterPolicy {
-	var out []nbdb.LogicalRouterPolicy
-	for _, src := range subnets {
-		for _, dst := range subnets {
-			if src.Addr().Is6() != dst.Addr().Is6() {
-				continue
-			}
-			f := ipFamily(src.Addr())
-			out = append(out, nbdb.LogicalRouterPolicy{
-				Priority: PolicyPriorityAllow, Action: nbdb.LogicalRouterPolicyActionAllow,
-				Match: fmt.Sprintf("%s.src == %s && %s.dst == %s", f, src.Masked(), f, dst.Masked()),
-			})
-		}
-	}
-	return out
-}
-
-// Layer3SubnetPolicies is the OKEP-5377 piece of a Layer3 network: on the
-// network's cluster router the priority-102 allow policies for every ordered
-// pair of the network's subnets of the same family. The router is shared: an
-// existing one (owned by the Layer3 topology) is referenced by name and only
-// these policies on it are managed; a missing one is created and owned by this
-// piece. Appending a subnet adds the new pairs; removing one removes its pairs;
-// other policies on a foreign router are never touched.
-func Layer3SubnetPolicies(network string, subnets []netip.Prefix) (*Desired, error) {
-	if network == "" {
-		return nil, fmt.Errorf("network.name: must not be empty")
-	}
-	if len(subnets) == 0 {
-		return nil, fmt.Errorf("network.subnets: a Layer3 network needs at least one subnet")
-	}
-	seen := map[netip.Prefix]int{}
-	for i, s := range subnets {
-		if !s.IsValid() {
-			return nil, fmt.Errorf("network.subnets[%d]: not a valid CIDR", i)
-		}
-		if j, dup := seen[s.Masked()]; dup {
-			return nil, fmt.Errorf("network.subnets[%d]: %s repeats subnets[%d]", i, s, j)
-		}
-		seen[s.Masked()] = i
-	}
-	return &Desired{
-		Owner: Owner{Network: network, Topology: TopologyLayer3, Piece: PieceSubnetPolicies},
-		Routers: []Router{{
-			Row:      nbdb.LogicalRouter{Name: NamesFor(network).ClusterRouter()},
-			Shared:   true,
-			Policies: SubnetPairPolicies(subnets),
-		}},
-	}, nil
-}

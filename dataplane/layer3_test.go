@@ -120,14 +120,14 @@ func TestSharedRouterCreatedOnceByConcurrentPieces(t *testing.T) {
 		if errs[0] != nil || errs[1] != nil {
 			t.Fatalf("concurrent applies: %v, %v", errs[0], errs[1])
 		}
-		router := NamesFor(network).ClusterRouter()
+		router := ovnk.NamesFor(network).ClusterRouter()
 		if got := e.nbctl("--bare", "--columns=_uuid", "find", "Logical_Router", "name="+router); len(strings.Fields(got)) != 1 {
 			t.Fatalf("round %d: %d routers named %s, want 1", i, len(strings.Fields(got)), router)
 		}
 		if got := e.nbctl("lr-policy-list", router); !strings.Contains(got, "10.1.0.0/16") {
 			t.Errorf("round %d: the shared router lacks the policies: %s", i, got)
 		}
-		if got := e.nbctl("--bare", "--columns=name", "find", "Logical_Router_Port", "name="+NamesFor(network).prefix+"rtots-node-b_encap1"); got == "" {
+		if got := e.nbctl("--bare", "--columns=name", "find", "Logical_Router_Port", "name="+ovnk.NamesFor(network).RouterToTransitSwitch("node-b")+"_encap1"); got == "" {
 			t.Errorf("round %d: the shared router lacks the multi-VTEP port", i)
 		}
 	}
@@ -138,7 +138,7 @@ func TestSharedRouterCreatedOnceByConcurrentPieces(t *testing.T) {
 func TestSharedRouterOutlivesItsCreatorWhileOthersUseIt(t *testing.T) {
 	e := newEnv(t)
 	const network = "ns_green"
-	router := NamesFor(network).ClusterRouter()
+	router := ovnk.NamesFor(network).ClusterRouter()
 	ports, err := MultiVTEPPorts(network, ovnk.DefaultTransitSubnetV4, []VTEPNode{{Name: "node-b", Local: true,
 		EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3")}, TunnelIDs: []int{3, 4}}},
 		[]VTEPPod{{Namespace: "ns", Name: "p", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.0.5/24")}, EncapIP: addr("10.0.0.3")}})
@@ -159,7 +159,7 @@ func TestSharedRouterOutlivesItsCreatorWhileOthersUseIt(t *testing.T) {
 	e.apply(&Desired{Owner: ports.Owner})
 	wantLines(t, "policies after the creator left", e.nbctl("lr-policy-list", router),
 		"Routing Policies", "102 ip4.src == 10.1.0.0/16 && ip4.dst == 10.1.0.0/16 allow")
-	if got := e.nbctl("--bare", "--columns=name", "find", "Logical_Router_Port", "name="+NamesFor(network).prefix+"rtots-node-b_encap1"); got != "" {
+	if got := e.nbctl("--bare", "--columns=name", "find", "Logical_Router_Port", "name="+ovnk.NamesFor(network).RouterToTransitSwitch("node-b")+"_encap1"); got != "" {
 		t.Errorf("the creator's port survived: %q", got)
 	}
 	// The policies go; the bare router goes with the creator's next Apply.

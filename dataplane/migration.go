@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // PolicyPriorityLiveMigration is the priority of the reroute policy that sends
@@ -64,7 +65,7 @@ func LiveMigrationRoutes(net LiveMigrationNetwork, nodes []LiveMigrationNode, vm
 	if net.Name == "" {
 		return nil, fmt.Errorf("network.name: must not be empty")
 	}
-	names := NamesFor(net.Name)
+	names := ovnk.NamesFor(net.Name)
 	router := names.ClusterRouter()
 	switch net.Topology {
 	case TopologyLayer3:

@@ -53,7 +53,7 @@ func MultiVTEPPorts(network string, transit netip.Prefix, nodes []VTEPNode, pods
 	if network == "" {
 		return nil, fmt.Errorf("network.name: must not be empty")
 	}
-	names := NamesFor(network)
+	names := ovnk.NamesFor(network)
 	byNode := map[string]int{}
 	for i, n := range nodes {
 		if n.Name == "" {
@@ -92,7 +92,7 @@ func MultiVTEPPorts(network string, transit netip.Prefix, nodes []VTEPNode, pods
 		used[ni][idx] = append(used[ni][idx], p)
 	}
 	cr := Router{Row: nbdb.LogicalRouter{Name: names.ClusterRouter()}, Shared: true}
-	ts := Switch{Row: nbdb.LogicalSwitch{Name: names.prefix + "transit_switch"}, Shared: true}
+	ts := Switch{Row: nbdb.LogicalSwitch{Name: names.TransitSwitch()}, Shared: true}
 	nodeOrder := make([]int, 0, len(used))
 	for ni := range used {
 		nodeOrder = append(nodeOrder, ni)
@@ -114,11 +114,11 @@ func MultiVTEPPorts(network string, transit netip.Prefix, nodes []VTEPNode, pods
 			tsp := netip.PrefixFrom(ip, transit.Bits())
 			mac := ovnk.MACFromIP(ip).String()
 			lsp := nbdb.LogicalSwitchPort{
-				Name:    names.prefix + "tstor-" + n.Name + suffix,
+				Name:    names.TransitSwitchToRouter(n.Name) + suffix,
 				Options: map[string]string{"requested-tnl-key": strconv.Itoa(n.TunnelIDs[idx])},
 			}
 			if n.Local {
-				rtots := names.prefix + "rtots-" + n.Name + suffix
+				rtots := names.RouterToTransitSwitch(n.Name) + suffix
 				cr.Ports = append(cr.Ports, nbdb.LogicalRouterPort{Name: rtots, MAC: mac, Networks: []string{tsp.String()}})
 				lsp.Type, lsp.Addresses = "router", []string{"router"}
 				lsp.Options["router-port"] = rtots
@@ -235,24 +235,6 @@ type PortEncap struct {
 	EncapIP string
 }
 
-// TransitSwitchPort is OKEP-5535's name of a node's transit switch port for
-// its encap IP at index idx: tstor-<node> for the first, tstor-<node>_encapN
-// for the others (with the network's prefix).
-func (n Layer2Names) TransitSwitchPort(node string, idx int) string {
-	if idx == 0 {
-		return n.prefix + "tstor-" + node
-	}
-	return n.prefix + "tstor-" + node + "_encap" + strconv.Itoa(idx)
-}
-
-// PodPortName is OVN-Kubernetes' logical switch port name of a pod on a
-// user-defined network: the NAD key ("namespace/name") with "-" and "/"
-// replaced by ".", then "_<pod namespace>_<pod name>"
-// (ns1/tenant-blue, ns1/pod-a -> ns1.tenant.blue_ns1_pod-a).
-func PodPortName(nad, namespace, pod string) string {
-	return strings.NewReplacer("-", ".", "/", ".").Replace(nad) + "_" + namespace + "_" + pod
-}
-
 // Layer2PodPort is a pod of a Layer2 network as its remote port needs it.
 type Layer2PodPort struct {
 	VTEPPod
@@ -260,6 +242,10 @@ type Layer2PodPort struct {
 	NAD string
 	// MAC is the pod's mac_address in k8s.ovn.org/pod-networks.
 	MAC string
+	// TunnelID is the pod's tunnel_id (0: none); a remote port requests it as
+	// its tunnel key, as OVN-Kubernetes does for remote Layer2 pods, so the
+	// key agrees with the pod's local port in its own zone.
+	TunnelID int
 }
 
 // Layer2MultiVTEPPorts is OKEP-5535's Layer2 solution: every pod that runs on
@@ -281,7 +267,7 @@ func Layer2MultiVTEPPorts(network string, nodes []VTEPNode, pods []Layer2PodPort
 		}
 		byNode[n.Name] = n
 	}
-	names := NamesFor(network)
+	names := ovnk.NamesFor(network)
 	sw := Switch{Row: nbdb.LogicalSwitch{Name: names.Switch()}, Ref: true}
 	encaps := map[string]PortEncap{}
 	for i, p := range pods {
@@ -307,10 +293,13 @@ func Layer2MultiVTEPPorts(network string, nodes []VTEPNode, pods []Layer2PodPort
 		for _, ip := range p.IPs {
 			addrs = append(addrs, ip.Addr().String())
 		}
-		name := PodPortName(p.NAD, p.Namespace, p.Name)
+		name := ovnk.PodPortName(p.NAD, p.Namespace, p.Name)
+		opts := map[string]string{"requested-chassis": n.Name}
+		if p.TunnelID > 0 {
+			opts["requested-tnl-key"] = strconv.Itoa(p.TunnelID)
+		}
 		sw.Ports = append(sw.Ports, nbdb.LogicalSwitchPort{
-			Name: name, Type: "remote", Addresses: []string{strings.Join(addrs, " ")},
-			Options: map[string]string{"requested-chassis": n.Name},
+			Name: name, Type: "remote", Addresses: []string{strings.Join(addrs, " ")}, Options: opts,
 		})
 		encaps[name] = PortEncap{Chassis: n.Name, EncapIP: p.EncapIP.String()}
 	}

@@ -3,6 +3,8 @@ package dataplane
 import (
 	"strings"
 	"testing"
+
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // OKEP-5094 "Rolling upgrade": while node2 still runs the old topology the
@@ -45,7 +47,7 @@ func TestLayer2UpgradeMixedNodesThenFinal(t *testing.T) {
 	}
 
 	// node2 reports 2.0: the temporary rows go, node2 gets its transit router port.
-	nodes[1].TopologyVersion = Layer2TopologyVersion
+	nodes[1].TopologyVersion = ovnk.Layer2TopologyVersionTransitRouter
 	d, err = Layer2Topology(net, nodes)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ package envtest
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,12 +17,17 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -60,6 +66,12 @@ func WebhookDir() string {
 // PolicyDir holds the ValidatingAdmissionPolicies and their bindings.
 func PolicyDir() string {
 	return filepath.Join(RepoRoot(), "charts", "udnkit", "files", "policies")
+}
+
+// AccessDir holds the chart's ClusterRoles for people and Prometheus: the
+// UDN roles aggregated into admin, edit and view, and the metrics reader.
+func AccessDir() string {
+	return filepath.Join(RepoRoot(), "charts", "udnkit", "files", "access")
 }
 
 // KubernetesVersion is the envtest Kubernetes version, derived from the
@@ -171,6 +183,26 @@ type Options struct {
 	// ValidatingAdmissionPolicies (PolicyDir). Requests the webhooks match
 	// fail (failurePolicy Fail) until something serves them there.
 	Webhooks bool
+	// Policies installs the ValidatingAdmissionPolicies without the webhook
+	// configurations (Webhooks implies it).
+	Policies bool
+	// AnnotationWriters are the identities the policies trust to write the
+	// OVN annotations udnkit trusts. Nil: the harness's own admin identity
+	// (Environment.Config's user, which the suites' managers run as) only.
+	AnnotationWriters *AnnotationWriters
+}
+
+// AnnotationWriters are the identities trusted to add, change or remove the
+// OVN annotations of files/policies/ovn-annotation-writers.yaml; the chart
+// fills the same variables from policies.ovnAnnotationWriters.
+type AnnotationWriters struct {
+	// Users are trusted for every protected annotation.
+	Users []string
+	// Groups: any member is trusted for every protected annotation.
+	Groups []string
+	// NodeGroup is OVN-Kubernetes' per-node identity group: its users
+	// system:ovn-node:<node> are trusted for their own node only. Empty: none.
+	NodeGroup string
 }
 
 // Start starts etcd and kube-apiserver and installs the CRDs. Stop it with Stop.
@@ -218,7 +250,19 @@ func Start(opts Options) (*Environment, error) {
 	if opts.Webhooks {
 		w := env.WebhookInstallOptions
 		e.Webhook = WebhookServing{Host: w.LocalServingHost, Port: w.LocalServingPort, CertDir: w.LocalServingCertDir}
-		if err := InstallPolicies(context.Background(), c, PolicyDir()); err != nil {
+	}
+	if opts.Webhooks || opts.Policies {
+		ctx := context.Background()
+		writers := opts.AnnotationWriters
+		if writers == nil {
+			admin, err := e.Whoami(ctx, cfg)
+			if err != nil {
+				_ = env.Stop()
+				return nil, err
+			}
+			writers = &AnnotationWriters{Users: []string{admin}}
+		}
+		if err := InstallPolicies(ctx, c, PolicyDir(), *writers); err != nil {
 			_ = env.Stop()
 			return nil, err
 		}
@@ -226,42 +270,176 @@ func Start(opts Options) (*Environment, error) {
 	return e, nil
 }
 
+// Whoami returns the user name the apiserver authenticates cfg as (a
+// SelfSubjectReview).
+func (e *Environment) Whoami(ctx context.Context, cfg *rest.Config) (string, error) {
+	c, err := client.New(cfg, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		return "", err
+	}
+	review := &authenticationv1.SelfSubjectReview{}
+	if err := c.Create(ctx, review); err != nil {
+		return "", fmt.Errorf("who am I: %w", err)
+	}
+	return review.Status.UserInfo.Username, nil
+}
+
 // InstallPolicies creates every object (ValidatingAdmissionPolicies and
-// their bindings) in the YAML files of dir. A policy is enforced 0.1-1 s
-// after it is created.
-func InstallPolicies(ctx context.Context, c client.Client, dir string) error {
+// their bindings) of PolicyObjects(dir, writers). A policy is enforced
+// 0.1-1 s after it is created.
+func InstallPolicies(ctx context.Context, c client.Client, dir string, writers AnnotationWriters) error {
+	objs, err := PolicyObjects(dir, writers)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		if err := c.Create(ctx, obj); err != nil {
+			return fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// PolicyObjects reads the objects of the YAML files in dir and fills the
+// policies' trustedUsers, trustedGroups and nodeGroup variables with
+// writers, as CEL literals, the way the chart's templates/policies.yaml does.
+func PolicyObjects(dir string, writers AnnotationWriters) ([]*unstructured.Unstructured, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no policies in %s", dir)
+	}
+	literals := map[string]any{
+		"trustedUsers":  append([]string{}, writers.Users...),
+		"trustedGroups": append([]string{}, writers.Groups...),
+		"nodeGroup":     writers.NodeGroup,
+	}
+	var out []*unstructured.Unstructured
+	for _, file := range files {
+		objs, err := decodeFile(file)
+		if err != nil {
+			return nil, err
+		}
+		for _, obj := range objs {
+			variables, _, _ := unstructured.NestedSlice(obj.Object, "spec", "variables")
+			for _, v := range variables {
+				v := v.(map[string]any)
+				if lit, ok := literals[fmt.Sprint(v["name"])]; ok {
+					data, err := json.Marshal(lit)
+					if err != nil {
+						return nil, err
+					}
+					v["expression"] = string(data)
+				}
+			}
+			if variables != nil {
+				if err := unstructured.SetNestedSlice(obj.Object, variables, "spec", "variables"); err != nil {
+					return nil, err
+				}
+			}
+			out = append(out, obj)
+		}
+	}
+	return out, nil
+}
+
+// InstallObjects creates every object in the YAML files of dir (for example
+// AccessDir's ClusterRoles).
+func InstallObjects(ctx context.Context, c client.Client, dir string) error {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
 		return err
 	}
 	if len(files) == 0 {
-		return fmt.Errorf("no policies in %s", dir)
+		return fmt.Errorf("no objects in %s", dir)
 	}
 	for _, file := range files {
-		f, err := os.Open(file)
+		objs, err := decodeFile(file)
 		if err != nil {
 			return err
 		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-		for {
-			obj := &unstructured.Unstructured{}
-			if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				_ = f.Close()
-				return fmt.Errorf("%s: %w", file, err)
-			}
-			if len(obj.Object) == 0 {
-				continue
-			}
+		for _, obj := range objs {
 			if err := c.Create(ctx, obj); err != nil {
-				_ = f.Close()
 				return fmt.Errorf("%s: creating %s %s: %w", file, obj.GetKind(), obj.GetName(), err)
 			}
 		}
-		_ = f.Close()
 	}
 	return nil
+}
+
+// AggregateClusterRoles does once what kube-controller-manager's
+// clusterrole-aggregation controller does continuously, and envtest runs no
+// controller manager: every ClusterRole with an aggregationRule gets the
+// rules of the ClusterRoles its selectors match, until nothing changes (admin
+// aggregates edit, which aggregates view). Call it after installing
+// ClusterRoles with aggregate-to-* labels.
+func AggregateClusterRoles(ctx context.Context, c client.Client) error {
+	for pass := 0; pass < 10; pass++ {
+		var roles rbacv1.ClusterRoleList
+		if err := c.List(ctx, &roles); err != nil {
+			return err
+		}
+		changed := false
+		for i := range roles.Items {
+			role := &roles.Items[i]
+			if role.AggregationRule == nil {
+				continue
+			}
+			var rules []rbacv1.PolicyRule
+			for _, sel := range role.AggregationRule.ClusterRoleSelectors {
+				selector, err := metav1.LabelSelectorAsSelector(&sel)
+				if err != nil {
+					return err
+				}
+				for _, other := range roles.Items {
+					if other.Name == role.Name || !selector.Matches(labels.Set(other.Labels)) {
+						continue
+					}
+					for _, r := range other.Rules {
+						if !slices.ContainsFunc(rules, func(have rbacv1.PolicyRule) bool { return equality.Semantic.DeepEqual(have, r) }) {
+							rules = append(rules, r)
+						}
+					}
+				}
+			}
+			if equality.Semantic.DeepEqual(rules, role.Rules) {
+				continue
+			}
+			role.Rules = rules
+			if err := c.Update(ctx, role); err != nil {
+				return fmt.Errorf("aggregating ClusterRole %s: %w", role.Name, err)
+			}
+			changed = true
+		}
+		if !changed {
+			return nil
+		}
+	}
+	return errors.New("ClusterRole aggregation did not settle in 10 passes")
+}
+
+// decodeFile returns the objects of a multi-document YAML file.
+func decodeFile(file string) ([]*unstructured.Unstructured, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	var out []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		if len(obj.Object) > 0 {
+			out = append(out, obj)
+		}
+	}
 }
 
 // WaitForWebhookServer polls until something serves TLS at e.Webhook, with
@@ -279,6 +457,23 @@ func (e *Environment) WaitForWebhookServer(ctx context.Context) error {
 			return fmt.Errorf("webhook server at %s not serving: %w (last error: %v)", addr, ctx.Err(), err)
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+// Poll calls f every 100 ms until it returns nil, or returns its last error
+// once timeout has passed. Policies, RBAC bindings and aggregated roles take
+// effect a moment after they are written; 20 s covers a loaded 2-core machine.
+func Poll(timeout time.Duration, f func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("still failing after %s: %w", timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

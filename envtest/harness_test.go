@@ -15,10 +15,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // TestHarnessInstallsEveryCRD starts the shared control plane and creates one
@@ -114,8 +116,8 @@ func TestHarnessWebhooks(t *testing.T) {
 	if err := env.Client.List(ctx, &bindings); err != nil {
 		t.Fatal(err)
 	}
-	if len(policies.Items) != 2 || len(bindings.Items) != 2 {
-		t.Errorf("%d policies and %d bindings installed, want 2 and 2", len(policies.Items), len(bindings.Items))
+	if len(policies.Items) != 5 || len(bindings.Items) != 5 {
+		t.Errorf("%d policies and %d bindings installed, want 5 and 5", len(policies.Items), len(bindings.Items))
 	}
 
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "nobody-serves"}}); err != nil {
@@ -148,4 +150,42 @@ func start(t *testing.T, opts envtest.Options) *envtest.Environment {
 		}
 	})
 	return env
+}
+
+// TestPolicyProtectsOVNKAnnotations: the annotation-writer policies protect
+// exactly the annotations udnkit trusts, by ovnk's names, per kind.
+func TestPolicyProtectsOVNKAnnotations(t *testing.T) {
+	objs, err := envtest.PolicyObjects(envtest.PolicyDir(), envtest.AnnotationWriters{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"udnkit-pod-ovn-annotation-writers": fmt.Sprintf("['%s']", ovnk.AnnotationPodNetworks),
+		"udnkit-node-ovn-annotation-writers": fmt.Sprintf("['%s', '%s', '%s', '%s']", ovnk.AnnotationNodeID, ovnk.AnnotationNodeSubnets,
+			ovnk.AnnotationNodeTransitSwitchPortTunnelIDs, ovnk.AnnotationLayer2TopologyVersion),
+		"udnkit-network-ovn-annotation-writers": fmt.Sprintf("['%s', '%s']", ovnk.AnnotationNetworkID, ovnk.AnnotationTunnelKeys),
+	}
+	for _, o := range objs {
+		if o.GetKind() != "ValidatingAdmissionPolicy" || want[o.GetName()] == "" {
+			continue
+		}
+		variables, _, _ := unstructured.NestedSlice(o.Object, "spec", "variables")
+		for _, v := range variables {
+			v := v.(map[string]any)
+			switch v["name"] {
+			case "keys":
+				if v["expression"] != want[o.GetName()] {
+					t.Errorf("%s protects %v, want %s", o.GetName(), v["expression"], want[o.GetName()])
+				}
+				delete(want, o.GetName())
+			case "trustedUsers", "trustedGroups":
+				if v["expression"] != "[]" {
+					t.Errorf("%s: no writers, yet %s is %v", o.GetName(), v["name"], v["expression"])
+				}
+			}
+		}
+	}
+	for name := range want {
+		t.Errorf("no policy %s with keys", name)
+	}
 }

@@ -112,7 +112,7 @@ func ChooseTransitSubnet(def netip.Prefix, used []netip.Prefix) (netip.Prefix, e
 }
 
 // TransitSubnets picks a transit subnet for each IP family the network's
-// subnets use (IPv4 first), starting from the defaults (DefaultTransitSubnetV4
+// subnets use, in the order of the subnets, starting from the defaults (DefaultTransitSubnetV4
 // and DefaultTransitSubnetV6 when nil) and avoiding every prefix in avoid
 // (the network's subnets and join subnets).
 func TransitSubnets(defaults, subnets, avoid []netip.Prefix) ([]netip.Prefix, error) {
@@ -124,23 +124,22 @@ func TransitSubnets(defaults, subnets, avoid []netip.Prefix) ([]netip.Prefix, er
 			def6 = d
 		}
 	}
-	var has4, has6 bool
-	for _, s := range subnets {
-		if s.Addr().Is4() {
-			has4 = true
-		} else {
-			has6 = true
-		}
-	}
+	// One per family, in the order of the network's subnets: upstream's
+	// SetTransitSubnets walks netconf.Subnets, and its NetConf comparison is
+	// order-sensitive.
 	var out []netip.Prefix
-	for _, fam := range []struct {
-		use bool
-		def netip.Prefix
-	}{{has4, def4}, {has6, def6}} {
-		if !fam.use {
+	done := map[bool]bool{}
+	for _, sub := range subnets {
+		v4 := sub.Addr().Is4()
+		if done[v4] {
 			continue
 		}
-		p, err := ChooseTransitSubnet(fam.def, avoid)
+		done[v4] = true
+		def := def6
+		if v4 {
+			def = def4
+		}
+		p, err := ChooseTransitSubnet(def, avoid)
 		if err != nil {
 			return nil, err
 		}

@@ -5,6 +5,7 @@
 package ovnk
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/netip"
@@ -14,33 +15,67 @@ import (
 )
 
 const (
-	// CNIVersion is the CNI spec version of the rendered config.
-	CNIVersion = "1.0.0"
+	// CNIVersion is upstream's config.CNISpecVersion.
+	CNIVersion = "1.1.0"
 	// PluginType is the OVN-Kubernetes CNI plugin for secondary and UDN networks.
 	PluginType = "ovn-k8s-cni-overlay"
+	// DefaultMTU is OVN-Kubernetes' default overlay MTU (--mtu).
+	DefaultMTU = 1400
+	// localnetMTUOverhead: a Localnet network without mtu gets the cluster
+	// MTU plus the overlay's 100 bytes, since its underlay is not the overlay
+	// (upstream's localnetMTU: 1500 by default).
+	localnetMTUOverhead = 100
 )
 
 // NetConf is OVN-Kubernetes' CNI network configuration (ovncnitypes.NetConf),
-// limited to what UDNs set.
+// limited to what UDNs set. Upstream renders it from a map, so its keys come
+// out sorted: the fields here are in the alphabetical order of their JSON
+// keys, and json.Marshal writes the same bytes.
 type NetConf struct {
+	AllowPersistentIPs    bool   `json:"allowPersistentIPs,omitempty"`
 	CNIVersion            string `json:"cniVersion"`
-	Type                  string `json:"type"`
+	DefaultGatewayIPs     string `json:"defaultGatewayIPs,omitempty"`
+	EVPN                  *EVPN  `json:"evpn,omitempty"`
+	ExcludeSubnets        string `json:"excludeSubnets,omitempty"`
+	InfrastructureSubnets string `json:"infrastructureSubnets,omitempty"`
+	JoinSubnet            string `json:"joinSubnet,omitempty"`
+	MTU                   int32  `json:"mtu,omitempty"`
 	Name                  string `json:"name"`
 	NADName               string `json:"netAttachDefName"`
-	Topology              string `json:"topology"`
-	Role                  string `json:"role"`
-	MTU                   int32  `json:"mtu,omitempty"`
-	Subnets               string `json:"subnets,omitempty"`
-	JoinSubnet            string `json:"joinSubnet,omitempty"`
-	TransitSubnet         string `json:"transitSubnet,omitempty"`
-	AllowPersistentIPs    bool   `json:"allowPersistentIPs,omitempty"`
-	ExcludeSubnets        string `json:"excludeSubnets,omitempty"`
+	OutboundSNAT          string `json:"outboundSNAT,omitempty"`
 	PhysicalNetworkName   string `json:"physicalNetworkName,omitempty"`
-	VLANID                int32  `json:"vlanID,omitempty"`
 	ReservedSubnets       string `json:"reservedSubnets,omitempty"`
-	InfrastructureSubnets string `json:"infrastructureSubnets,omitempty"`
-	DefaultGatewayIPs     string `json:"defaultGatewayIPs,omitempty"`
+	Role                  string `json:"role"`
+	Subnets               string `json:"subnets,omitempty"`
+	Topology              string `json:"topology"`
+	TransitSubnet         string `json:"transitSubnet,omitempty"`
+	Transport             string `json:"transport,omitempty"`
+	Type                  string `json:"type"`
+	Uplink                string `json:"uplink,omitempty"`
+	VLANID                int32  `json:"vlanID,omitempty"`
 }
+
+// EVPN is the NetConf's evpn object (upstream's cni types EVPNConfig); the
+// VRFs' VIDs, which upstream's cluster manager allocates, are not rendered:
+// udnkit does not implement EVPN (the network's TransportAccepted condition
+// says so).
+type EVPN struct {
+	VTEP   string `json:"vtep"`
+	MACVRF *VRF   `json:"macVRF,omitempty"`
+	IPVRF  *VRF   `json:"ipVRF,omitempty"`
+}
+
+// VRF is one EVPN VRF of the NetConf.
+type VRF struct {
+	VNI         int32  `json:"vni"`
+	RouteTarget string `json:"routeTarget,omitempty"`
+}
+
+// Transport values of the NetConf (upstream's types.NetworkTransport*).
+const (
+	TransportNoOverlay = "no-overlay"
+	TransportEVPN      = "evpn"
+)
 
 // Options are the parts of the NetConf that do not come from the spec.
 type Options struct {
@@ -49,20 +84,18 @@ type Options struct {
 	// NADName is the NAD's `<namespace>/<name>`.
 	NADName string
 	// DefaultJoinSubnets are used for Primary networks without joinSubnets,
-	// filtered to the IP families of the network's subnets.
+	// both families whatever the network's (as upstream renders them).
 	DefaultJoinSubnets []netip.Prefix
+	// ClusterMTU is the cluster's overlay MTU; 0 means DefaultMTU.
+	ClusterMTU int32
 	// TransitSubnets of a Primary Layer2 network (ovnk.TransitSubnets).
 	TransitSubnets []netip.Prefix
+	// Uplink is a CUDN's spec.uplinks[0].
+	Uplink string
 	// PredefinedAddresses renders reservedSubnets, infrastructureSubnets and
 	// defaultGatewayIPs (feature preconfigured-udn-addresses-enable).
 	PredefinedAddresses bool
 }
-
-// UDNNetworkName is the OVN network name of a UserDefinedNetwork.
-func UDNNetworkName(namespace, name string) string { return namespace + "_" + name }
-
-// CUDNNetworkName is the OVN network name of a ClusterUserDefinedNetwork.
-func CUDNNetworkName(name string) string { return "cluster_udn_" + name }
 
 // Build returns the NetConf of spec.
 func Build(spec udnv1.NetworkSpec, o Options) (*NetConf, error) {
@@ -116,6 +149,9 @@ func Build(spec udnv1.NetworkSpec, o Options) (*NetConf, error) {
 			return nil, fmt.Errorf("spec.localnet is required when topology is Localnet")
 		}
 		nc.MTU = c.MTU
+		if nc.MTU == 0 {
+			nc.MTU = cmp.Or(o.ClusterMTU, DefaultMTU) + localnetMTUOverhead
+		}
 		nc.Subnets = joinCIDRs(c.Subnets)
 		nc.ExcludeSubnets = joinCIDRs(c.ExcludeSubnets)
 		nc.PhysicalNetworkName = c.PhysicalNetworkName
@@ -126,14 +162,24 @@ func Build(spec udnv1.NetworkSpec, o Options) (*NetConf, error) {
 	default:
 		return nil, fmt.Errorf("spec topology %q is not one of Layer2, Layer3, Localnet", spec.Topology)
 	}
+	switch spec.Transport {
+	case udnv1.TransportOptionNoOverlay:
+		nc.Transport = TransportNoOverlay
+		if spec.NoOverlay != nil {
+			nc.OutboundSNAT = strings.ToLower(string(spec.NoOverlay.OutboundSNAT))
+		}
+	case udnv1.TransportOptionEVPN:
+		nc.Transport = TransportEVPN
+		if e := spec.EVPN; e != nil {
+			nc.EVPN = &EVPN{VTEP: e.VTEP, MACVRF: vrf(e.MACVRF), IPVRF: vrf(e.IPVRF)}
+		}
+	}
+	nc.Uplink = o.Uplink
 	if primary {
 		join := spec.JoinSubnetCIDRs()
 		if len(join) == 0 {
-			fams := Families(spec)
 			for _, p := range o.DefaultJoinSubnets {
-				if (p.Addr().Is4() && fams.IPv4) || (p.Addr().Is6() && fams.IPv6) {
-					join = append(join, p.String())
-				}
+				join = append(join, p.String())
 			}
 		}
 		nc.JoinSubnet = strings.Join(join, ",")
@@ -183,4 +229,11 @@ func joinPrefixes(in []netip.Prefix) string {
 		out = append(out, p.String())
 	}
 	return strings.Join(out, ",")
+}
+
+func vrf(v *udnv1.VRFConfig) *VRF {
+	if v == nil {
+		return nil
+	}
+	return &VRF{VNI: v.VNI, RouteTarget: string(v.RouteTarget)}
 }

@@ -2,10 +2,8 @@ package reconcilers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +12,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/netids"
 )
 
@@ -24,7 +23,7 @@ import (
 // resourceVersion, so a stale read can never commit a second ID.
 type networkAllocators struct {
 	reader client.Reader
-	cfg    *parsed
+	cfg    *Config
 
 	initMu sync.Mutex
 	inited bool
@@ -38,7 +37,7 @@ type networkAllocators struct {
 	unverified   map[string]bool
 }
 
-func newNetworkAllocators(reader client.Reader, cfg *parsed) *networkAllocators {
+func newNetworkAllocators(reader client.Reader, cfg *Config) *networkAllocators {
 	return &networkAllocators{
 		reader:     reader,
 		cfg:        cfg,
@@ -56,24 +55,10 @@ func networkKey(kind, namespace, name string) string {
 	return kind + "/" + namespace + "/" + name
 }
 
-func parseIDs(annotations map[string]string) (id int, hasID bool, keys []int, err error) {
-	if v, ok := annotations[udnv1.AnnotationNetworkID]; ok {
-		if id, err = strconv.Atoi(v); err != nil {
-			return 0, false, nil, fmt.Errorf("annotation %s=%q is not an integer", udnv1.AnnotationNetworkID, v)
-		}
-		hasID = true
-	}
-	if v, ok := annotations[udnv1.AnnotationTunnelKeys]; ok {
-		if err = json.Unmarshal([]byte(v), &keys); err != nil {
-			return 0, false, nil, fmt.Errorf("annotation %s=%q is not a JSON list of integers", udnv1.AnnotationTunnelKeys, v)
-		}
-	}
-	return id, hasID, keys, nil
-}
-
 // reserveFrom records the IDs an object's annotations hold for owner.
 func (a *networkAllocators) reserveFrom(owner string, annotations map[string]string) {
-	id, hasID, keys, err := parseIDs(annotations)
+	dec, err := ovnk.DecodeNetworkIDs(annotations)
+	id, hasID, keys := dec.ID, dec.HasID, dec.TunnelKeys
 	if err != nil {
 		return
 	}
@@ -108,7 +93,7 @@ func (a *networkAllocators) ensureInit(ctx context.Context) error {
 	// NADs carry the same annotations; a CR whose own annotation was lost
 	// still keeps the ID its NADs advertise.
 	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := a.reader.List(ctx, &nads, client.HasLabels{udnv1.LabelUserDefinedNetwork}); err != nil {
+	if err := a.reader.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
 		return fmt.Errorf("rebuilding network IDs: %w", err)
 	}
 	for _, n := range nads.Items {
@@ -127,43 +112,15 @@ func (a *networkAllocators) ensureInit(ctx context.Context) error {
 	return nil
 }
 
-// networkIDs is what a network holds.
-type networkIDs struct {
-	ID         int
-	TunnelKeys []int
-}
-
-// annotate writes ids into annotations; it reports whether anything changed.
-func (ids networkIDs) annotate(annotations map[string]string) bool {
-	want := map[string]string{udnv1.AnnotationNetworkID: strconv.Itoa(ids.ID)}
-	if len(ids.TunnelKeys) > 0 {
-		b, _ := json.Marshal(ids.TunnelKeys)
-		want[udnv1.AnnotationTunnelKeys] = string(b)
-	}
-	changed := false
-	for k, v := range want {
-		if annotations[k] != v {
-			annotations[k] = v
-			changed = true
-		}
-	}
-	if _, ok := want[udnv1.AnnotationTunnelKeys]; !ok {
-		if _, had := annotations[udnv1.AnnotationTunnelKeys]; had {
-			delete(annotations, udnv1.AnnotationTunnelKeys)
-			changed = true
-		}
-	}
-	return changed
-}
-
 // ensure returns the network's IDs: those the allocator already holds for
 // it, those its annotations record, or new ones. undo releases what was newly
 // allocated, for when the caller cannot persist it.
-func (a *networkAllocators) ensure(ctx context.Context, owner string, annotations map[string]string, wantKeys int) (ids networkIDs, undo func(), err error) {
+func (a *networkAllocators) ensure(ctx context.Context, owner string, annotations map[string]string, wantKeys int) (ids ovnk.NetworkIDs, undo func(), err error) {
 	if err := a.ensureInit(ctx); err != nil {
 		return ids, nil, err
 	}
-	id, hasID, keys, err := parseIDs(annotations)
+	dec, err := ovnk.DecodeNetworkIDs(annotations)
+	id, hasID, keys := dec.ID, dec.HasID, dec.TunnelKeys
 	if err != nil {
 		return ids, nil, err
 	}
@@ -194,7 +151,18 @@ func (a *networkAllocators) ensure(ctx context.Context, owner string, annotation
 		newID = true
 	}
 	if wantKeys > 0 && len(keys) == 0 {
-		keys = a.tunnelKeys.Held(owner)
+		// OKEP-5094 option 3, as upstream's TunnelKeysAllocator: the first key
+		// (the Layer2 switch's) stays the legacy key derived from the network
+		// ID; only the transit router's comes from the allocated range.
+		// Networks annotated before keep what they recorded.
+		if keys = a.tunnelKeys.Held(owner); len(keys) < wantKeys {
+			legacy, err := ovnk.LegacyTransitSwitchKey(ids.ID)
+			if err != nil {
+				undo()
+				return ovnk.NetworkIDs{}, nil, err
+			}
+			keys = append([]int{legacy}, keys...)
+		}
 	}
 	first, last := a.tunnelKeys.Range()
 	for _, k := range keys {
@@ -204,14 +172,14 @@ func (a *networkAllocators) ensure(ctx context.Context, owner string, annotation
 		}
 		if err := a.tunnelKeys.Reserve(owner, k); err != nil {
 			undo()
-			return networkIDs{}, nil, err
+			return ovnk.NetworkIDs{}, nil, err
 		}
 	}
 	for len(keys) < wantKeys {
 		k, err := a.tunnelKeys.Allocate(owner)
 		if err != nil {
 			undo()
-			return networkIDs{}, nil, err
+			return ovnk.NetworkIDs{}, nil, err
 		}
 		keys = append(keys, k)
 		newKeys = append(newKeys, k)
@@ -242,7 +210,7 @@ func (a *networkAllocators) setUnverified(owner string, v bool) {
 // different network; whichever writer lists after both writes sees it, so
 // a writer that finds a conflict yields and no ID stays on two networks. It
 // also makes this process's allocators learn the other network's IDs.
-func (a *networkAllocators) conflict(ctx context.Context, owner string, ids networkIDs) (other string, err error) {
+func (a *networkAllocators) conflict(ctx context.Context, owner string, ids ovnk.NetworkIDs) (other string, err error) {
 	for _, kind := range []string{kindUDN, kindCUDN} {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(udnv1.GroupVersion.WithKind(kind + "List"))
@@ -254,7 +222,8 @@ func (a *networkAllocators) conflict(ctx context.Context, owner string, ids netw
 			if other == owner {
 				continue
 			}
-			id, hasID, keys, err := parseIDs(o.Annotations)
+			dec, err := ovnk.DecodeNetworkIDs(o.Annotations)
+			id, hasID, keys := dec.ID, dec.HasID, dec.TunnelKeys
 			if err != nil {
 				continue
 			}

@@ -13,6 +13,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 const benchNamespaces = 1000
@@ -89,7 +90,7 @@ func BenchmarkNADs1000Namespaces(b *testing.B) {
 
 func countOwned(b *testing.B, cudn *udnv1.ClusterUserDefinedNetwork) int {
 	var list nadv1.NetworkAttachmentDefinitionList
-	if err := k8s.List(ctx, &list, client.HasLabels{udnv1.LabelUserDefinedNetwork}); err != nil {
+	if err := k8s.List(ctx, &list, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
 		b.Fatal(err)
 	}
 	count := 0

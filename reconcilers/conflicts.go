@@ -403,7 +403,7 @@ func (r *networkReconciler) usedRanges(ctx context.Context, n network, namespace
 	var out []usedRange
 	join := n.spec.JoinSubnetCIDRs()
 	if len(join) == 0 {
-		for _, p := range r.cfg.joinSubnets {
+		for _, p := range r.cfg.Cluster.UDNJoinSubnets {
 			join = append(join, p.String())
 		}
 	}
@@ -412,7 +412,7 @@ func (r *networkReconciler) usedRanges(ctx context.Context, n network, namespace
 			out = append(out, usedRange{p.Masked(), "the network's join subnet " + p.Masked().String()})
 		}
 	}
-	for _, p := range r.cfg.transitSubnets {
+	for _, p := range r.cfg.Cluster.TransitSubnets {
 		out = append(out, usedRange{p, "the transit subnet " + p.String()})
 	}
 	for _, ns := range namespaces {

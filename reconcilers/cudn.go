@@ -56,7 +56,8 @@ func (r *cudnReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err := r.client.Get(ctx, req.NamespacedName, &cudn); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	n := network{obj: &cudn, kind: kindCUDN, spec: cudn.Spec.Network, status: &cudn.Status}
+	n := network{obj: &cudn, kind: kindCUDN, spec: cudn.Spec.Network, status: &cudn.Status,
+		uplinks: cudn.Spec.Uplinks, conditions: cudn.Spec.NotImplementedConditions()}
 	var namespaces []string
 	if cudn.DeletionTimestamp.IsZero() {
 		sel, err := metav1.LabelSelectorAsSelector(&cudn.Spec.NamespaceSelector)

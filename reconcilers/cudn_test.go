@@ -6,12 +6,14 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
 )
 
@@ -27,7 +29,7 @@ func makeCUDN(name string, selector map[string]string, spec udnv1.NetworkSpec) *
 // nadNamespaces lists the namespaces holding a NAD controlled by cudn.
 func nadNamespaces(g Gomega, cudn *udnv1.ClusterUserDefinedNetwork) []string {
 	var list nadv1.NetworkAttachmentDefinitionList
-	g.Expect(k8s.List(ctx, &list, client.HasLabels{udnv1.LabelUserDefinedNetwork})).To(Succeed())
+	g.Expect(k8s.List(ctx, &list, client.HasLabels{ovnk.LabelUserDefinedNetwork})).To(Succeed())
 	var out []string
 	for _, n := range list.Items {
 		if ref := metav1.GetControllerOf(&n); ref != nil && ref.UID == cudn.UID && n.DeletionTimestamp == nil {
@@ -53,12 +55,12 @@ func TestCUDNSelectsAndRelabels(t *testing.T) {
 		fmt.Sprintf("NetworkAttachmentDefinition has been created in following namespaces: [%s, %s]", a, b))
 	g.Expect(nadNamespaces(g, cudn)).To(ConsistOf(a, b))
 	g.Expect(nadConfig(g, a, "physnet-ext")).To(Equal(map[string]any{
-		"cniVersion": "1.0.0", "type": "ovn-k8s-cni-overlay", "name": "cluster_udn_physnet-ext", "netAttachDefName": a + "/physnet-ext",
+		"cniVersion": "1.1.0", "type": "ovn-k8s-cni-overlay", "name": "cluster_udn_physnet-ext", "netAttachDefName": a + "/physnet-ext",
 		"topology": "localnet", "role": "secondary", "mtu": 1500.0, "subnets": "192.0.2.0/24", "excludeSubnets": "192.0.2.0/28",
 		"physicalNetworkName": "physnet-ext", "vlanID": 200.0,
 	}))
-	idA := getNAD(g, a, "physnet-ext").Annotations[udnv1.AnnotationNetworkID]
-	g.Expect(getNAD(g, b, "physnet-ext").Annotations[udnv1.AnnotationNetworkID]).To(Equal(idA), "one network ID per network")
+	idA := getNAD(g, a, "physnet-ext").Annotations[ovnk.AnnotationNetworkID]
+	g.Expect(getNAD(g, b, "physnet-ext").Annotations[ovnk.AnnotationNetworkID]).To(Equal(idA), "one network ID per network")
 
 	// Relabel: c joins, b leaves.
 	setLabels(t, c, sel)
@@ -152,7 +154,7 @@ func TestCUDNSkipsTerminatingNamespaces(t *testing.T) {
 func TestPredefinedAddressesFeatureFlag(t *testing.T) {
 	g := NewWithT(t)
 	cfg := reconcilers.DefaultConfig()
-	cfg.PreconfiguredUDNAddresses = true
+	cfg.Cluster.PreconfiguredUDNAddresses = true
 	restartManager(t, cfg)
 	defer restartManager(t, reconcilers.DefaultConfig())
 
@@ -171,4 +173,40 @@ func TestPredefinedAddressesFeatureFlag(t *testing.T) {
 	g.Expect(conf).To(HaveKeyWithValue("defaultGatewayIPs", "192.168.100.2"))
 	g.Expect(k8s.Delete(ctx, cudn)).To(Succeed())
 	expectGone(t, cudn)
+}
+
+// Upstream's transport fields are admitted and rendered into the NetConf as
+// upstream renders them, and the CUDN says udnkit does not implement them.
+func TestCUDNUnimplementedTransportIsReported(t *testing.T) {
+	g := NewWithT(t)
+	sel := map[string]string{"tenant": "evpn"}
+	ns := newNamespace(t, "evpn", sel)
+	cudn := makeCUDN("red-evpn", sel, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
+		Layer2:    &udnv1.Layer2Config{Role: udnv1.NetworkRolePrimary, Subnets: udnv1.DualStackCIDRs{"10.210.0.0/16"}},
+		Transport: udnv1.TransportOptionEVPN,
+		EVPN: &udnv1.EVPNConfig{VTEP: "vtep-default", MACVRF: &udnv1.VRFConfig{VNI: 10210, RouteTarget: "65000:10210"},
+			IPVRF: &udnv1.VRFConfig{VNI: 20210}}})
+	g.Expect(k8s.Create(ctx, cudn)).To(Succeed())
+	expectCondition(t, cudn, metav1.ConditionTrue, udnv1.ReasonNADCreated)
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(cudn), cudn)).To(Succeed())
+		c := meta.FindStatusCondition(cudn.Status.Conditions, udnv1.ConditionTransportAccepted)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(udnv1.ReasonFeatureNotImplemented))
+		g.Expect(c.Message).To(Equal("udnkit accepts but does not implement spec.network.transport, spec.network.evpn."))
+		g.Expect(c.ObservedGeneration).To(Equal(cudn.Generation))
+	}).Should(Succeed())
+	conf := nadConfig(g, ns, "red-evpn")
+	g.Expect(conf).To(HaveKeyWithValue("transport", "evpn"))
+	g.Expect(conf).To(HaveKeyWithValue("evpn", map[string]any{"vtep": "vtep-default",
+		"macVRF": map[string]any{"vni": 10210.0, "routeTarget": "65000:10210"}, "ipVRF": map[string]any{"vni": 20210.0}}))
+
+	// A network without such fields reports no such condition.
+	plain := makeCUDN("plain-l2", map[string]string{"tenant": "none"}, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
+		Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRoleSecondary, Subnets: udnv1.DualStackCIDRs{"10.211.0.0/16"}}})
+	g.Expect(k8s.Create(ctx, plain)).To(Succeed())
+	expectCondition(t, plain, metav1.ConditionTrue, udnv1.ReasonNADCreated)
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(plain), plain)).To(Succeed())
+	g.Expect(meta.FindStatusCondition(plain.Status.Conditions, udnv1.ConditionTransportAccepted)).To(BeNil())
 }

@@ -15,6 +15,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // applyExample server-side applies every object of an examples/ manifest,
@@ -57,7 +58,7 @@ func TestExamples(t *testing.T) {
 	}
 	// The nodes make run creates (cmd/udnkit-local): node-b has three VTEPs.
 	createNodes(t, "node-a", "node-b")
-	setNodeAnnotation(t, "node-b", udnv1.AnnotationNodeEncapIPs, `["172.18.0.3","172.18.0.4","172.18.0.5"]`)
+	setNodeAnnotation(t, "node-b", ovnk.AnnotationNodeEncapIPs, `["172.18.0.3","172.18.0.4","172.18.0.5"]`)
 	t.Cleanup(func() {
 		for _, u := range created {
 			if u.GetKind() != "Namespace" {

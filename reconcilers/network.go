@@ -14,7 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,8 +31,8 @@ import (
 )
 
 const (
-	kindUDN  = "UserDefinedNetwork"
-	kindCUDN = "ClusterUserDefinedNetwork"
+	kindUDN  = udnv1.KindUserDefinedNetwork
+	kindCUDN = udnv1.KindClusterUserDefinedNetwork
 
 	// indexNADController indexes NADs by their controller's UID.
 	indexNADController = ".metadata.controllerUID"
@@ -55,6 +54,9 @@ const (
 	eventNetworkIDsFailed  = "NetworkIDAllocationFailed"
 	eventForeignNAD        = "ForeignNetworkAttachmentDefinition"
 	eventHostSubnetFailure = "HostSubnetAllocationFailed"
+	// eventInvalidNodeID: a node's k8s.ovn.org/node-id was malformed, out of
+	// range or another node's; the node gets a new ID.
+	eventInvalidNodeID = "InvalidNodeID"
 )
 
 func setupIndexes(mgr ctrl.Manager) error {
@@ -75,15 +77,17 @@ type network struct {
 	status *udnv1.NetworkStatus
 	// conflict, set by resolveConflicts (conflicts.go), overrides the status.
 	conflict *conflict
+	// uplinks is a CUDN's spec.uplinks.
+	uplinks []string
+	// conditions are written beside NetworkCreated: the fields udnkit
+	// admits (upstream's API) but does not implement.
+	conditions []metav1.Condition
 }
 
 func (n network) key() string { return networkKey(n.kind, n.obj.GetNamespace(), n.obj.GetName()) }
 
 func (n network) networkName() string {
-	if n.kind == kindUDN {
-		return ovnk.UDNNetworkName(n.obj.GetNamespace(), n.obj.GetName())
-	}
-	return ovnk.CUDNNetworkName(n.obj.GetName())
+	return ovnk.NADSource{Kind: n.kind, Meta: metav1.ObjectMeta{Name: n.obj.GetName(), Namespace: n.obj.GetNamespace()}}.NetworkName()
 }
 
 // wantsTunnelKeys: the Layer2 switch and the transit router of a Primary
@@ -99,13 +103,13 @@ func (n network) wantsTunnelKeys() int {
 type networkReconciler struct {
 	client   client.Client
 	reader   client.Reader
-	cfg      *parsed
+	cfg      *Config
 	ids      *networkAllocators
 	recorder recorder.EventRecorder
 	owner    string
 }
 
-func newNetworkReconciler(mgr ctrl.Manager, cfg *parsed, ids *networkAllocators, name string) *networkReconciler {
+func newNetworkReconciler(mgr ctrl.Manager, cfg *Config, ids *networkAllocators, name string) *networkReconciler {
 	return &networkReconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), cfg: cfg, ids: ids, recorder: mgr.GetEventRecorder(name), owner: name}
 }
 
@@ -126,49 +130,7 @@ func (r *networkReconciler) event(obj client.Object, reason, msg string) {
 
 // transitSubnets picks a Primary Layer2 network's transit subnets.
 func (r *networkReconciler) transitSubnets(spec udnv1.NetworkSpec) ([]netip.Prefix, error) {
-	return transitSubnetsFor(spec, r.cfg.joinSubnets, r.cfg.transitSubnets)
-}
-
-// TransitSubnetsFor returns the transit subnets the nad reconciler picks for
-// a Primary Layer2 network under cfg (OKEP-5094 option 4), nil for others;
-// udnctl render uses it to show the same NetConf without a cluster.
-func TransitSubnetsFor(spec udnv1.NetworkSpec, cfg Config) ([]netip.Prefix, error) {
-	join, err := parseFamilies("udn-join-subnets", cfg.DefaultJoinSubnets)
-	if err != nil {
-		return nil, err
-	}
-	transit, err := parseFamilies("udn-transit-subnets", cfg.DefaultTransitSubnets)
-	if err != nil {
-		return nil, err
-	}
-	return transitSubnetsFor(spec, join, transit)
-}
-
-func transitSubnetsFor(spec udnv1.NetworkSpec, defaultJoin, defaultTransit []netip.Prefix) ([]netip.Prefix, error) {
-	if spec.Topology != udnv1.NetworkTopologyLayer2 || !spec.IsPrimary() {
-		return nil, nil
-	}
-	var subnets, avoid []netip.Prefix
-	for _, c := range spec.SubnetCIDRs() {
-		p, err := netip.ParsePrefix(c)
-		if err != nil {
-			return nil, fmt.Errorf("spec subnet %q: %w", c, err)
-		}
-		subnets = append(subnets, p.Masked())
-	}
-	avoid = append(avoid, subnets...)
-	join := spec.JoinSubnetCIDRs()
-	if len(join) == 0 {
-		for _, p := range defaultJoin {
-			join = append(join, p.String())
-		}
-	}
-	for _, c := range join {
-		if p, err := netip.ParsePrefix(c); err == nil {
-			avoid = append(avoid, p.Masked())
-		}
-	}
-	return ovnk.TransitSubnets(defaultTransit, subnets, avoid)
+	return ovnk.TransitSubnetsFor(spec, r.cfg.Cluster)
 }
 
 // podsUsing lists (up to all) pods in namespace whose k8s.ovn.org/pod-networks
@@ -191,7 +153,7 @@ func (r *networkReconciler) podsUsing(ctx context.Context, namespace, name strin
 }
 
 func podNetworkKeys(annotations map[string]string) []string {
-	v, ok := annotations[udnv1.AnnotationPodNetworks]
+	v, ok := annotations[ovnk.AnnotationPodNetworks]
 	if !ok {
 		return nil
 	}
@@ -242,7 +204,7 @@ func (r *networkReconciler) ownedNADs(ctx context.Context, n network) ([]nadv1.N
 // NAD created moments ago cannot be missed before the CR's finalizer goes.
 func (r *networkReconciler) ownedNADsLive(ctx context.Context, n network) ([]nadv1.NetworkAttachmentDefinition, error) {
 	var list nadv1.NetworkAttachmentDefinitionList
-	opts := []client.ListOption{client.HasLabels{udnv1.LabelUserDefinedNetwork}}
+	opts := []client.ListOption{client.HasLabels{ovnk.LabelUserDefinedNetwork}}
 	if n.kind == kindUDN {
 		opts = append(opts, client.InNamespace(n.obj.GetNamespace()))
 	}
@@ -268,7 +230,7 @@ func (r *networkReconciler) releaseNAD(ctx context.Context, nad *nadv1.NetworkAt
 	if len(pods) > 0 {
 		return inUseMessage(nad.Namespace+"/"+nad.Name, pods), nil
 	}
-	if controllerutil.RemoveFinalizer(nad, udnv1.FinalizerUserDefinedNetworkProtection) {
+	if controllerutil.RemoveFinalizer(nad, ovnk.FinalizerUserDefinedNetworkProtection) {
 		if err := r.client.Update(ctx, nad); err != nil {
 			return "", client.IgnoreNotFound(err)
 		}
@@ -282,32 +244,11 @@ func (r *networkReconciler) releaseNAD(ctx context.Context, nad *nadv1.NetworkAt
 }
 
 // desiredNAD builds the NAD n wants in namespace.
-func (r *networkReconciler) desiredNAD(n network, namespace string, ids networkIDs, transit []netip.Prefix) (*nadv1.NetworkAttachmentDefinition, error) {
-	conf, err := ovnk.Render(n.spec, ovnk.Options{
-		NetworkName: n.networkName(), NADName: namespace + "/" + n.obj.GetName(),
-		DefaultJoinSubnets: r.cfg.joinSubnets, TransitSubnets: transit, PredefinedAddresses: r.cfg.PreconfiguredUDNAddresses,
-	})
-	if err != nil {
-		return nil, err
-	}
-	labels := map[string]string{}
-	for k, v := range n.obj.GetLabels() {
-		labels[k] = v
-	}
-	labels[udnv1.LabelUserDefinedNetwork] = ""
-	annotations := map[string]string{}
-	ids.annotate(annotations)
-	nad := &nadv1.NetworkAttachmentDefinition{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: n.obj.GetName(), Namespace: namespace, Labels: labels, Annotations: annotations,
-			Finalizers: []string{udnv1.FinalizerUserDefinedNetworkProtection},
-		},
-		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: conf},
-	}
-	if err := controllerutil.SetControllerReference(n.obj, nad, r.client.Scheme()); err != nil {
-		return nil, err
-	}
-	return nad, nil
+func (r *networkReconciler) desiredNAD(n network, namespace string, ids ovnk.NetworkIDs, transit []netip.Prefix) (*nadv1.NetworkAttachmentDefinition, error) {
+	src := ovnk.NADSource{Kind: n.kind, Spec: n.spec, Uplinks: n.uplinks, Meta: metav1.ObjectMeta{
+		Name: n.obj.GetName(), Namespace: n.obj.GetNamespace(), UID: n.obj.GetUID(),
+		Labels: n.obj.GetLabels(), Annotations: n.obj.GetAnnotations()}}
+	return ovnk.NewNAD(src, namespace, r.cfg.Cluster, transit, ids)
 }
 
 // errForeignNAD marks a NAD of the same name that udnkit does not own.
@@ -364,7 +305,7 @@ func (r *networkReconciler) ensureNAD(ctx context.Context, n network, want *nadv
 			cur.Annotations[k], changed = v, true
 		}
 	}
-	if controllerutil.AddFinalizer(&cur, udnv1.FinalizerUserDefinedNetworkProtection) {
+	if controllerutil.AddFinalizer(&cur, ovnk.FinalizerUserDefinedNetworkProtection) {
 		changed = true
 	}
 	if !changed {
@@ -376,28 +317,25 @@ func (r *networkReconciler) ensureNAD(ctx context.Context, n network, want *nadv
 	return nil
 }
 
-// applyStatus writes the NetworkCreated condition and transitSubnets with
-// server-side apply, keeping lastTransitionTime while the status holds.
+// applyStatus writes the NetworkCreated condition, the network's other
+// conditions (n.conditions: the fields udnkit admits but does not implement)
+// and transitSubnets with server-side apply; conditionsChanged keeps each
+// condition's lastTransitionTime while its status holds.
 func (r *networkReconciler) applyStatus(ctx context.Context, n network, status metav1.ConditionStatus, reason, message string, transit []netip.Prefix) error {
 	status, reason, message = n.conflict.override(status, reason, message)
-	cond := metav1.Condition{
-		Type: udnv1.ConditionNetworkCreated, Status: status, Reason: reason, Message: message,
-		ObservedGeneration: n.obj.GetGeneration(), LastTransitionTime: metav1.NewTime(time.Now().Truncate(time.Second)),
+	want := append([]metav1.Condition{{Type: udnv1.ConditionNetworkCreated, Status: status, Reason: reason, Message: message}}, n.conditions...)
+	conds, changed := conditionsChanged(n.status.Conditions, n.obj.GetGeneration(), want)
+	if !changed && sameTransit(n.status.TransitSubnets, transit) {
+		return nil
 	}
-	if old := meta.FindStatusCondition(n.status.Conditions, cond.Type); old != nil {
-		if old.Status == cond.Status {
-			cond.LastTransitionTime = old.LastTransitionTime
-			if old.Reason == cond.Reason && old.Message == cond.Message && old.ObservedGeneration == cond.ObservedGeneration && sameTransit(n.status.TransitSubnets, transit) {
-				return nil
-			}
-		}
+	list := make([]any, 0, len(conds))
+	for _, c := range conds {
+		list = append(list, map[string]any{
+			"type": c.Type, "status": string(c.Status), "reason": c.Reason, "message": c.Message,
+			"observedGeneration": c.ObservedGeneration, "lastTransitionTime": c.LastTransitionTime.UTC().Format(time.RFC3339),
+		})
 	}
-	st := map[string]any{
-		"conditions": []any{map[string]any{
-			"type": cond.Type, "status": string(cond.Status), "reason": cond.Reason, "message": cond.Message,
-			"observedGeneration": cond.ObservedGeneration, "lastTransitionTime": cond.LastTransitionTime.UTC().Format(time.RFC3339),
-		}},
-	}
+	st := map[string]any{"conditions": list}
 	if len(transit) > 0 {
 		ts := make([]any, 0, len(transit))
 		for _, p := range transit {
@@ -451,8 +389,8 @@ func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, nam
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	changed := ids.annotate(annotations)
-	if controllerutil.AddFinalizer(n.obj, udnv1.FinalizerUserDefinedNetworkProtection) || changed {
+	changed := ids.Encode(annotations)
+	if controllerutil.AddFinalizer(n.obj, ovnk.FinalizerUserDefinedNetworkProtection) || changed {
 		n.obj.SetAnnotations(annotations)
 		if err := r.client.Update(ctx, n.obj); err != nil {
 			undo()
@@ -552,10 +490,10 @@ func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, nam
 
 // yieldIDs removes IDs that another network also holds from n's CR, so n
 // allocates again; the other network keeps them.
-func (r *networkReconciler) yieldIDs(ctx context.Context, n network, ids networkIDs, other string) (ctrl.Result, error) {
+func (r *networkReconciler) yieldIDs(ctx context.Context, n network, ids ovnk.NetworkIDs, other string) (ctrl.Result, error) {
 	annotations := n.obj.GetAnnotations()
-	delete(annotations, udnv1.AnnotationNetworkID)
-	delete(annotations, udnv1.AnnotationTunnelKeys)
+	delete(annotations, ovnk.AnnotationNetworkID)
+	delete(annotations, ovnk.AnnotationTunnelKeys)
 	n.obj.SetAnnotations(annotations)
 	if err := r.client.Update(ctx, n.obj); err != nil {
 		if apierrors.IsConflict(err) {
@@ -571,7 +509,7 @@ func (r *networkReconciler) yieldIDs(ctx context.Context, n network, ids network
 
 // finalize removes the NADs once no pod uses them, then the CR's finalizer.
 func (r *networkReconciler) finalize(ctx context.Context, n network) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(n.obj, udnv1.FinalizerUserDefinedNetworkProtection) {
+	if !controllerutil.ContainsFinalizer(n.obj, ovnk.FinalizerUserDefinedNetworkProtection) {
 		return ctrl.Result{}, nil
 	}
 	owned, err := r.ownedNADsLive(ctx, n)
@@ -596,7 +534,7 @@ func (r *networkReconciler) finalize(ctx context.Context, n network) (ctrl.Resul
 	if err := r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonNADDeleted, "NetworkAttachmentDefinition is being deleted", nil); err != nil {
 		return ctrl.Result{}, err
 	}
-	controllerutil.RemoveFinalizer(n.obj, udnv1.FinalizerUserDefinedNetworkProtection)
+	controllerutil.RemoveFinalizer(n.obj, ovnk.FinalizerUserDefinedNetworkProtection)
 	if err := r.client.Update(ctx, n.obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

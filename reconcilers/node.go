@@ -1,10 +1,12 @@
 package reconcilers
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,7 +67,7 @@ type nodeReconciler struct {
 	client   client.Client
 	reader   client.Reader
 	recorder recorder.EventRecorder
-	cfg      *parsed
+	cfg      *Config
 
 	initMu sync.Mutex
 	inited bool
@@ -82,7 +84,7 @@ type nodeReconciler struct {
 	retry chan event.GenericEvent
 }
 
-func newNodeReconciler(mgr ctrl.Manager, cfg *parsed) *nodeReconciler {
+func newNodeReconciler(mgr ctrl.Manager, cfg *Config) *nodeReconciler {
 	return &nodeReconciler{
 		client: mgr.GetClient(), reader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(nodeFieldOwner), cfg: cfg,
 		ids:      netids.NewIDAllocator("node ID", ovnk.FirstNodeID, ovnk.MaxNodeID),
@@ -134,33 +136,24 @@ func (r *nodeReconciler) ensureInit(ctx context.Context) error {
 	if err := r.reader.List(ctx, &nodes); err != nil {
 		return fmt.Errorf("rebuilding node IDs: %w", err)
 	}
-	for _, n := range nodes.Items {
-		if id, ok := parseNodeID(n.Annotations); ok {
+	// Oldest first: when two nodes claim one ID (a second writer, a hand
+	// edit), the older node keeps it and Reconcile gives the other a new one.
+	slices.SortFunc(nodes.Items, func(a, b corev1.Node) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
+	})
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if id, ok, err := ovnk.DecodeNodeID(n); err == nil && ok {
 			_ = r.ids.Reserve(n.Name, id)
 		}
-		for _, id := range parseTunnelIDs(n.Annotations) {
-			_ = r.ids.Reserve(n.Name, id)
+		if ids, err := ovnk.DecodeNodeTunnelIDs(n); err == nil {
+			for _, id := range ids {
+				_ = r.ids.Reserve(n.Name, id)
+			}
 		}
 	}
 	r.inited = true
 	return nil
-}
-
-func parseNodeID(ann map[string]string) (int, bool) {
-	v, ok := ann[udnv1.AnnotationNodeID]
-	if !ok {
-		return 0, false
-	}
-	id, err := strconv.Atoi(v)
-	return id, err == nil
-}
-
-func parseTunnelIDs(ann map[string]string) []int {
-	var ids []int
-	if v, ok := ann[udnv1.AnnotationNodeTransitSwitchPortTunnelIDs]; ok {
-		_ = json.Unmarshal([]byte(v), &ids)
-	}
-	return ids
 }
 
 // layer3Networks lists the Layer3 networks.
@@ -228,12 +221,10 @@ func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network)
 					return nil, fmt.Errorf("rebuilding host subnets: %w", err)
 				}
 			}
-			for _, node := range nodes.Items {
-				parsed, _ := nodeSubnets(node.Annotations)
-				for _, p := range parsed[n.name] {
-					if pfx, err := netip.ParsePrefix(p); err == nil {
-						_ = alloc.Reserve(node.Name, pfx)
-					}
+			for i := range nodes.Items {
+				parsed, _ := ovnk.DecodeNodeSubnets(&nodes.Items[i])
+				for _, pfx := range parsed[n.name] {
+					_ = alloc.Reserve(nodes.Items[i].Name, pfx)
 				}
 			}
 			st = &hostSubnetState{alloc: alloc, net: n, lacking: map[string]string{}}
@@ -257,32 +248,6 @@ func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network)
 		out[k] = v
 	}
 	return out, nil
-}
-
-// nodeSubnets parses k8s.ovn.org/node-subnets; ok is false when the
-// annotation is present but not a JSON object.
-func nodeSubnets(ann map[string]string) (out map[string][]string, ok bool) {
-	out = map[string][]string{}
-	v, present := ann[udnv1.AnnotationNodeSubnets]
-	if !present {
-		return out, true
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(v), &raw); err != nil {
-		return out, false
-	}
-	for k, m := range raw {
-		var list []string
-		if err := json.Unmarshal(m, &list); err != nil {
-			// OVN-Kubernetes also writes a single CIDR as a string.
-			var one string
-			if json.Unmarshal(m, &one) == nil {
-				list = []string{one}
-			}
-		}
-		out[k] = list
-	}
-	return out, true
 }
 
 func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -329,18 +294,25 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		want[k] = v
 	}
 
-	// Node ID.
-	nodeID, ok := parseNodeID(node.Annotations)
-	if ok {
+	// Node ID. One that is malformed, out of range or held by an older node
+	// cannot be used by anyone (OVN would refuse it, or two nodes would share
+	// transit ports): this node gets a new one, with an Event.
+	nodeID, ok, derr := ovnk.DecodeNodeID(&node)
+	if derr != nil {
+		r.recorder.Eventf(&node, nil, corev1.EventTypeWarning, eventInvalidNodeID, "Reconcile", "%v; allocating a new node ID", derr)
+	} else if ok {
 		if err := r.ids.Reserve(node.Name, nodeID); err != nil {
-			return ctrl.Result{}, fmt.Errorf("node %s: annotation %s: %w", node.Name, udnv1.AnnotationNodeID, err)
+			r.recorder.Eventf(&node, nil, corev1.EventTypeWarning, eventInvalidNodeID, "Reconcile",
+				"node %s annotation %s: %v; allocating a new node ID", node.Name, ovnk.AnnotationNodeID, err)
+			ok = false
 		}
-	} else {
+	}
+	if !ok {
 		if nodeID, err = r.allocNodeID(node.Name); err != nil {
 			r.recorder.Eventf(&node, nil, corev1.EventTypeWarning, "NodeIDAllocationFailed", "Reconcile", "%v", err)
 			return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 		}
-		want[udnv1.AnnotationNodeID] = strconv.Itoa(nodeID)
+		want[ovnk.AnnotationNodeID] = strconv.Itoa(nodeID)
 	}
 
 	// Multi-VTEP tunnel IDs.
@@ -351,10 +323,10 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 
 	// Layer3 host subnets. A malformed annotation is reported, never
 	// overwritten.
-	subnets, parsedOK := nodeSubnets(node.Annotations)
+	subnets, derr := ovnk.DecodeNodeSubnets(&node)
+	parsedOK := derr == nil
 	if !parsedOK {
-		err := fmt.Errorf("node %s: annotation %s is not a JSON object of network names to CIDR lists", node.Name, udnv1.AnnotationNodeSubnets)
-		r.recorder.Eventf(&node, nil, corev1.EventTypeWarning, eventHostSubnetFailure, "Reconcile", "%v", err)
+		r.recorder.Eventf(&node, nil, corev1.EventTypeWarning, eventHostSubnetFailure, "Reconcile", "%v", derr)
 		states = nil
 	}
 	names := make([]string, 0, len(states))
@@ -371,11 +343,7 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			r.setLacking(ctx, st, node.Name, msg)
 			continue
 		}
-		list := make([]string, 0, len(got))
-		for _, p := range got {
-			list = append(list, p.String())
-		}
-		subnets[name] = list
+		subnets[name] = got
 		r.setLacking(ctx, st, node.Name, "")
 	}
 	r.netMu.Lock()
@@ -386,11 +354,11 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	switch {
 	case !parsedOK:
 	case len(subnets) == 0:
-		delete(want, udnv1.AnnotationNodeSubnets)
+		delete(want, ovnk.AnnotationNodeSubnets)
 	default:
-		b, _ := json.Marshal(subnets)
-		if old, ok := node.Annotations[udnv1.AnnotationNodeSubnets]; !ok || !sameJSON(old, b) {
-			want[udnv1.AnnotationNodeSubnets] = string(b)
+		b := ovnk.EncodeNodeSubnets(subnets)
+		if old, ok := node.Annotations[ovnk.AnnotationNodeSubnets]; !ok || !sameJSON(old, []byte(b)) {
+			want[ovnk.AnnotationNodeSubnets] = b
 		}
 	}
 
@@ -422,16 +390,14 @@ func (r *nodeReconciler) allocNodeID(node string) (int, error) {
 // tunnelIDs keeps k8s.ovn.org/node-transit-switch-port-tunnel-ids: one ID per
 // encap IP in k8s.ovn.org/node-encap-ips order, the node ID first.
 func (r *nodeReconciler) tunnelIDs(node *corev1.Node, nodeID int, want map[string]string) error {
-	var encap []string
-	if v, ok := node.Annotations[udnv1.AnnotationNodeEncapIPs]; ok {
-		if err := json.Unmarshal([]byte(v), &encap); err != nil {
-			return fmt.Errorf("node %s: annotation %s=%q is not a JSON list of IPs", node.Name, udnv1.AnnotationNodeEncapIPs, v)
-		}
+	encap, err := ovnk.DecodeNodeEncapIPs(node)
+	if err != nil {
+		return err
 	}
-	if len(encap) > ovnk.MaxTunnelIDsPerNode {
-		return fmt.Errorf("node %s: annotation %s lists %d encap IPs; at most %d are supported", node.Name, udnv1.AnnotationNodeEncapIPs, len(encap), ovnk.MaxTunnelIDsPerNode)
+	current, err := ovnk.DecodeNodeTunnelIDs(node)
+	if err != nil {
+		current = nil // rewritten below
 	}
-	current := parseTunnelIDs(node.Annotations)
 	var extras []int
 	if len(current) > 0 && current[0] == nodeID {
 		extras = current[1:]
@@ -448,7 +414,7 @@ func (r *nodeReconciler) tunnelIDs(node *corev1.Node, nodeID int, want map[strin
 	}
 	for _, id := range extras {
 		if err := r.ids.Reserve(node.Name, id); err != nil {
-			return fmt.Errorf("node %s: annotation %s: %w", node.Name, udnv1.AnnotationNodeTransitSwitchPortTunnelIDs, err)
+			return fmt.Errorf("node %s: annotation %s: %w", node.Name, ovnk.AnnotationNodeTransitSwitchPortTunnelIDs, err)
 		}
 	}
 	for len(extras) > need {
@@ -463,11 +429,10 @@ func (r *nodeReconciler) tunnelIDs(node *corev1.Node, nodeID int, want map[strin
 		extras = append(extras, id)
 	}
 	if len(encap) < 2 {
-		delete(want, udnv1.AnnotationNodeTransitSwitchPortTunnelIDs)
+		delete(want, ovnk.AnnotationNodeTransitSwitchPortTunnelIDs)
 		return nil
 	}
-	b, _ := json.Marshal(append([]int{nodeID}, extras...))
-	want[udnv1.AnnotationNodeTransitSwitchPortTunnelIDs] = string(b)
+	want[ovnk.AnnotationNodeTransitSwitchPortTunnelIDs] = ovnk.EncodeNodeTunnelIDs(append([]int{nodeID}, extras...))
 	return nil
 }
 

@@ -39,7 +39,7 @@ func nodeAnnotations(g Gomega, name string) map[string]string {
 }
 
 func nodeID(g Gomega, name string) int {
-	v, ok := nodeAnnotations(g, name)[udnv1.AnnotationNodeID]
+	v, ok := nodeAnnotations(g, name)[ovnk.AnnotationNodeID]
 	g.Expect(ok).To(BeTrue(), "node %s has no node ID yet", name)
 	id, err := strconv.Atoi(v)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -61,7 +61,7 @@ func setNodeAnnotation(t *testing.T, name, key, value string) {
 }
 
 func tunnelIDs(g Gomega, name string) []int {
-	v, ok := nodeAnnotations(g, name)[udnv1.AnnotationNodeTransitSwitchPortTunnelIDs]
+	v, ok := nodeAnnotations(g, name)[ovnk.AnnotationNodeTransitSwitchPortTunnelIDs]
 	if !ok {
 		return nil
 	}
@@ -84,7 +84,7 @@ func TestNodeIDsAndMultiVTEPTunnelIDs(t *testing.T) {
 	}
 
 	// Three encap IPs: the node ID first, then two IDs from the node-ID pool.
-	setNodeAnnotation(t, "vtep-a", udnv1.AnnotationNodeEncapIPs, `["10.0.0.2","10.0.0.3","10.0.0.4"]`)
+	setNodeAnnotation(t, "vtep-a", ovnk.AnnotationNodeEncapIPs, `["10.0.0.2","10.0.0.3","10.0.0.4"]`)
 	idA := nodeID(g, "vtep-a")
 	g.Eventually(func(g Gomega) []int { return tunnelIDs(g, "vtep-a") }).WithTimeout(timeout).Should(HaveLen(3))
 	tun := tunnelIDs(g, "vtep-a")
@@ -100,11 +100,11 @@ func TestNodeIDsAndMultiVTEPTunnelIDs(t *testing.T) {
 	g.Expect(tun).NotTo(ContainElement(nodeID(g, "vtep-d")))
 
 	// Fewer encap IPs release the tail; one encap IP removes the annotation.
-	setNodeAnnotation(t, "vtep-a", udnv1.AnnotationNodeEncapIPs, `["10.0.0.2","10.0.0.3"]`)
+	setNodeAnnotation(t, "vtep-a", ovnk.AnnotationNodeEncapIPs, `["10.0.0.2","10.0.0.3"]`)
 	g.Eventually(func(g Gomega) []int { return tunnelIDs(g, "vtep-a") }).WithTimeout(timeout).Should(Equal(tun[:2]))
-	setNodeAnnotation(t, "vtep-a", udnv1.AnnotationNodeEncapIPs, `["10.0.0.2"]`)
+	setNodeAnnotation(t, "vtep-a", ovnk.AnnotationNodeEncapIPs, `["10.0.0.2"]`)
 	g.Eventually(func(g Gomega) map[string]string { return nodeAnnotations(g, "vtep-a") }).WithTimeout(timeout).
-		ShouldNot(HaveKey(udnv1.AnnotationNodeTransitSwitchPortTunnelIDs))
+		ShouldNot(HaveKey(ovnk.AnnotationNodeTransitSwitchPortTunnelIDs))
 	g.Expect(nodeID(g, "vtep-a")).To(Equal(idA), "the node ID never changes")
 
 	// More than eight encap IPs are refused with an event; nothing is written.
@@ -113,7 +113,7 @@ func TestNodeIDsAndMultiVTEPTunnelIDs(t *testing.T) {
 		nine = append(nine, fmt.Sprintf("10.0.1.%d", i+1))
 	}
 	b, _ := json.Marshal(nine)
-	setNodeAnnotation(t, "vtep-b", udnv1.AnnotationNodeEncapIPs, string(b))
+	setNodeAnnotation(t, "vtep-b", ovnk.AnnotationNodeEncapIPs, string(b))
 	g.Eventually(func(g Gomega) []string {
 		var evs eventsv1.EventList
 		g.Expect(k8s.List(ctx, &evs)).To(Succeed())
@@ -129,7 +129,7 @@ func TestNodeIDsAndMultiVTEPTunnelIDs(t *testing.T) {
 }
 
 func hostSubnets(g Gomega, node, network string) []string {
-	v, ok := nodeAnnotations(g, node)[udnv1.AnnotationNodeSubnets]
+	v, ok := nodeAnnotations(g, node)[ovnk.AnnotationNodeSubnets]
 	if !ok {
 		return nil
 	}
@@ -150,7 +150,7 @@ func TestLayer3HostSubnetsExhaustionAndAppend(t *testing.T) {
 	nodes := []string{"l3-a", "l3-b", "l3-c"}
 	createNodes(t, nodes...)
 	// Another component's entry must survive.
-	setNodeAnnotation(t, "l3-a", udnv1.AnnotationNodeSubnets, `{"default":["10.244.0.0/24"]}`)
+	setNodeAnnotation(t, "l3-a", ovnk.AnnotationNodeSubnets, `{"default":["10.244.0.0/24"]}`)
 
 	ns := newNamespace(t, "hosts", nil)
 	network := ns + "_net"
@@ -194,7 +194,7 @@ func TestLayer3HostSubnetsExhaustionAndAppend(t *testing.T) {
 		}
 		return notes
 	}).WithTimeout(timeout).Should(ContainElement(ContainSubstring("node " + without[0] + ": every IPv4 host subnet")))
-	g.Expect(nodeAnnotations(g, "l3-a")[udnv1.AnnotationNodeSubnets]).To(ContainSubstring(`"default":["10.244.0.0/24"]`))
+	g.Expect(nodeAnnotations(g, "l3-a")[ovnk.AnnotationNodeSubnets]).To(ContainSubstring(`"default":["10.244.0.0/24"]`))
 
 	// Appending a subnet (with an IPv6 one) serves the third node and keeps
 	// every existing assignment.
@@ -232,15 +232,15 @@ func TestLayer3HostSubnetsExhaustionAndAppend(t *testing.T) {
 		for _, n := range nodes {
 			g.Expect(hostSubnets(g, n, network)).To(BeNil())
 		}
-		g.Expect(nodeAnnotations(g, "l3-a")[udnv1.AnnotationNodeSubnets]).To(ContainSubstring(`"default":["10.244.0.0/24"]`))
+		g.Expect(nodeAnnotations(g, "l3-a")[ovnk.AnnotationNodeSubnets]).To(ContainSubstring(`"default":["10.244.0.0/24"]`))
 	}).WithTimeout(timeout).Should(Succeed())
 
 	// A malformed annotation is left as it is.
-	setNodeAnnotation(t, "l3-b", udnv1.AnnotationNodeSubnets, `not json`)
+	setNodeAnnotation(t, "l3-b", ovnk.AnnotationNodeSubnets, `not json`)
 	udn2 := makeUDN(ns, "net2", l3Spec(udnv1.Layer3Subnet{CIDR: "10.62.0.0/16", HostSubnet: 24}))
 	g.Expect(k8s.Create(ctx, udn2)).To(Succeed())
 	g.Eventually(func(g Gomega) []string { return hostSubnets(g, "l3-c", ns+"_net2") }).WithTimeout(timeout).Should(HaveLen(1))
-	g.Consistently(func(g Gomega) string { return nodeAnnotations(g, "l3-b")[udnv1.AnnotationNodeSubnets] }).
+	g.Consistently(func(g Gomega) string { return nodeAnnotations(g, "l3-b")[ovnk.AnnotationNodeSubnets] }).
 		WithTimeout(time.Second).Should(Equal("not json"))
 	g.Expect(k8s.Delete(ctx, udn2)).To(Succeed())
 	expectGone(t, udn2)
@@ -250,7 +250,7 @@ func TestNodeIDsSurviveRestart(t *testing.T) {
 	g := NewWithT(t)
 	createNodes(t, "keep-a", "keep-b")
 	g.Eventually(func(g Gomega) { nodeID(g, "keep-a"); nodeID(g, "keep-b") }).WithTimeout(timeout).Should(Succeed())
-	setNodeAnnotation(t, "keep-b", udnv1.AnnotationNodeEncapIPs, `["10.0.0.2","10.0.0.3"]`)
+	setNodeAnnotation(t, "keep-b", ovnk.AnnotationNodeEncapIPs, `["10.0.0.2","10.0.0.3"]`)
 	g.Eventually(func(g Gomega) []int { return tunnelIDs(g, "keep-b") }).WithTimeout(timeout).Should(HaveLen(2))
 	held := map[int]string{nodeID(g, "keep-a"): "keep-a"}
 	for _, id := range tunnelIDs(g, "keep-b") {
@@ -294,4 +294,41 @@ func TestDeletedNodeFreesItsHostSubnetForAWaitingNode(t *testing.T) {
 	g.Expect(k8s.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "free-a"}})).To(Succeed())
 	g.Eventually(func(g Gomega) []string { return hostSubnets(g, "free-c", network) }).WithTimeout(timeout).Should(Equal([]string{freed}))
 	g.Eventually(func(g Gomega) metav1.ConditionStatus { return hostSubnetCondition(g, udn).Status }).WithTimeout(timeout).Should(Equal(metav1.ConditionTrue))
+}
+
+// A node ID that is malformed, out of range, or another (older) node's is
+// rewritten with an Event; the older node keeps its ID.
+func TestBadOrDuplicateNodeIDIsRewritten(t *testing.T) {
+	g := NewWithT(t)
+	createNodes(t, "dup-old")
+	g.Eventually(func(g Gomega) { nodeID(g, "dup-old") }).WithTimeout(timeout).Should(Succeed())
+	old := nodeID(g, "dup-old")
+	time.Sleep(1100 * time.Millisecond) // creationTimestamp has second precision: dup-new is younger
+	createNodes(t, "dup-new")
+	g.Eventually(func(g Gomega) { nodeID(g, "dup-new") }).WithTimeout(timeout).Should(Succeed())
+
+	for _, bad := range []string{strconv.Itoa(old), "99999999", "1", "node-7"} {
+		setNodeAnnotation(t, "dup-new", ovnk.AnnotationNodeID, bad)
+		g.Eventually(func(g Gomega) {
+			id := nodeID(g, "dup-new")
+			g.Expect(id).NotTo(Equal(old))
+			g.Expect(id).To(BeNumerically(">=", ovnk.FirstNodeID))
+			g.Expect(id).To(BeNumerically("<=", ovnk.MaxNodeID))
+		}).WithTimeout(timeout).Should(Succeed(), "node-id %q was not rewritten", bad)
+		g.Expect(nodeID(g, "dup-old")).To(Equal(old), "the older node keeps its ID")
+	}
+	g.Eventually(func(g Gomega) []string {
+		var evs eventsv1.EventList
+		g.Expect(k8s.List(ctx, &evs)).To(Succeed())
+		var notes []string
+		for _, e := range evs.Items {
+			if e.Regarding.Name == "dup-new" && e.Reason == "InvalidNodeID" {
+				notes = append(notes, e.Note)
+			}
+		}
+		return notes
+	}).WithTimeout(timeout).Should(ContainElements(
+		ContainSubstring("is already held by dup-old"),
+		ContainSubstring(`k8s.ovn.org/node-id="99999999" is not a node ID (an integer in [2, 32767])`),
+		ContainSubstring(`k8s.ovn.org/node-id="node-7" is not a node ID`)))
 }

@@ -3,6 +3,7 @@ package reconcilers_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -41,7 +42,7 @@ func TestRestartKeepsAllocations(t *testing.T) {
 	}
 	ids := map[string]string{}
 	for _, u := range before {
-		ids[u.Namespace] = u.Annotations[udnv1.AnnotationNetworkID] + " " + u.Annotations[udnv1.AnnotationTunnelKeys]
+		ids[u.Namespace] = u.Annotations[ovnk.AnnotationNetworkID] + " " + u.Annotations[ovnk.AnnotationTunnelKeys]
 	}
 
 	// A manager that runs only the CUDN controller never reconciles the
@@ -65,8 +66,8 @@ func TestRestartKeepsAllocations(t *testing.T) {
 	}
 	for _, u := range before {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(u), u)).To(Succeed())
-		g.Expect(u.Annotations[udnv1.AnnotationNetworkID] + " " + u.Annotations[udnv1.AnnotationTunnelKeys]).To(Equal(ids[u.Namespace]))
-		g.Expect(getNAD(g, u.Namespace, "net").Annotations[udnv1.AnnotationNetworkID]).To(Equal(u.Annotations[udnv1.AnnotationNetworkID]))
+		g.Expect(u.Annotations[ovnk.AnnotationNetworkID] + " " + u.Annotations[ovnk.AnnotationTunnelKeys]).To(Equal(ids[u.Namespace]))
+		g.Expect(getNAD(g, u.Namespace, "net").Annotations[ovnk.AnnotationNetworkID]).To(Equal(u.Annotations[ovnk.AnnotationNetworkID]))
 	}
 	expectUniqueAllocations(t)
 	g.Expect(k8s.Delete(ctx, cudn)).To(Succeed())
@@ -75,23 +76,26 @@ func TestRestartKeepsAllocations(t *testing.T) {
 
 func TestTunnelKeyExhaustion(t *testing.T) {
 	g := NewWithT(t)
-	// Three keys: the first Primary Layer2 network takes two, the second
-	// cannot get its pair.
+	// One allocatable key: the first Primary Layer2 network takes it for its
+	// transit router (its switch keeps the legacy key derived from its network
+	// ID, OKEP-5094 option 3); the second cannot get one.
 	cfg := reconcilers.DefaultConfig()
-	cfg.TunnelKeyFirst, cfg.TunnelKeyLast = ovnk.LastInterconnectKey-2, ovnk.LastInterconnectKey
+	cfg.TunnelKeyFirst, cfg.TunnelKeyLast = ovnk.LastInterconnectKey, ovnk.LastInterconnectKey
 	restartManager(t, cfg)
 	defer restartManager(t, reconcilers.DefaultConfig())
 
 	first := createPrimaryL2(t, "keys", 1)[0]
 	expectCondition(t, first, metav1.ConditionTrue, udnv1.ReasonNADCreated)
-	g.Expect(first.Annotations[udnv1.AnnotationTunnelKeys]).To(Equal(fmt.Sprintf("[%d,%d]", ovnk.LastInterconnectKey-2, ovnk.LastInterconnectKey-1)))
+	id, err := strconv.Atoi(first.Annotations[ovnk.AnnotationNetworkID])
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(first.Annotations[ovnk.AnnotationTunnelKeys]).To(Equal(fmt.Sprintf("[%d,%d]", ovnk.FirstInterconnectKey+id, ovnk.LastInterconnectKey)))
 
 	second := createPrimaryL2(t, "keys", 1)[0]
 	expectCondition(t, second, metav1.ConditionFalse, udnv1.ReasonSyncError,
-		fmt.Sprintf("failed to allocate network IDs: all 3 tunnel keys in [%d, %d] are in use: exhausted", ovnk.LastInterconnectKey-2, ovnk.LastInterconnectKey))
+		fmt.Sprintf("failed to allocate network IDs: all 1 tunnel keys in [%d, %d] are in use: exhausted", ovnk.LastInterconnectKey, ovnk.LastInterconnectKey))
 	// Nothing partial: no IDs on the CR, no NAD.
-	g.Expect(second.Annotations).NotTo(HaveKey(udnv1.AnnotationNetworkID))
-	g.Expect(second.Annotations).NotTo(HaveKey(udnv1.AnnotationTunnelKeys))
+	g.Expect(second.Annotations).NotTo(HaveKey(ovnk.AnnotationNetworkID))
+	g.Expect(second.Annotations).NotTo(HaveKey(ovnk.AnnotationTunnelKeys))
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: second.Namespace, Name: "net"}, newNAD())).NotTo(Succeed())
 	// A Warning event says so too.
 	g.Eventually(func(g Gomega) {

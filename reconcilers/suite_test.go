@@ -26,6 +26,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
 )
 
@@ -89,12 +90,14 @@ func startManager(cfg reconcilers.Config) error {
 	if err != nil {
 		return err
 	}
-	// One call per controller, as cmd/udnkit/app's components make them:
-	// the calls must share the allocators.
+	// One Setup per controller, as cmd/udnkit/app's components make them:
+	// the calls share the allocators New built.
+	shared, err := reconcilers.New(mgr, cfg)
+	if err != nil {
+		return err
+	}
 	for _, name := range cfg.Controllers {
-		one := cfg
-		one.Controllers = []string{name}
-		if err := reconcilers.SetupWithManager(mgr, one); err != nil {
+		if err := shared.Setup(mgr, name); err != nil {
 			return err
 		}
 	}
@@ -215,7 +218,7 @@ func usePod(t *testing.T, ns, name, nadKey string) *corev1.Pod {
 	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{
-			udnv1.AnnotationPodNetworks: fmt.Sprintf(`{%q:{"ip_addresses":["10.100.0.5/16"],"mac_address":"0a:58:0a:64:00:05","role":"primary"}}`, nadKey),
+			ovnk.AnnotationPodNetworks: fmt.Sprintf(`{%q:{"ip_addresses":["10.100.0.5/16"],"mac_address":"0a:58:0a:64:00:05","role":"primary"}}`, nadKey),
 		}},
 		Spec: corev1.PodSpec{NodeName: "node-x", Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
 	}

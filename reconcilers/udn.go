@@ -15,6 +15,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // udnReconciler keeps one NAD per UserDefinedNetwork, in its namespace.
@@ -54,11 +55,11 @@ func (r *udnReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 var podNetworksChanged = predicate.Funcs{
 	CreateFunc: func(e event.CreateEvent) bool { return false },
 	DeleteFunc: func(e event.DeleteEvent) bool {
-		_, ok := e.Object.GetAnnotations()[udnv1.AnnotationPodNetworks]
+		_, ok := e.Object.GetAnnotations()[ovnk.AnnotationPodNetworks]
 		return ok
 	},
 	UpdateFunc: func(e event.UpdateEvent) bool {
-		return e.ObjectOld.GetAnnotations()[udnv1.AnnotationPodNetworks] != e.ObjectNew.GetAnnotations()[udnv1.AnnotationPodNetworks]
+		return e.ObjectOld.GetAnnotations()[ovnk.AnnotationPodNetworks] != e.ObjectNew.GetAnnotations()[ovnk.AnnotationPodNetworks]
 	},
 	GenericFunc: func(e event.GenericEvent) bool { return false },
 }

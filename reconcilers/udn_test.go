@@ -30,12 +30,14 @@ func TestUDNCreatesNAD(t *testing.T) {
 
 	expectCondition(t, udn, metav1.ConditionTrue, udnv1.ReasonNADCreated, "NetworkAttachmentDefinition has been created")
 	nad := getNAD(g, ns, "blue")
-	g.Expect(nad.Spec.Config).To(MatchJSON(fmt.Sprintf(`{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"%[1]s_blue",
-		"netAttachDefName":"%[1]s/blue","topology":"layer2","role":"primary","subnets":"10.100.0.0/16,fd00:100::/64",
-		"joinSubnet":"100.65.0.0/16,fd99::/64","transitSubnet":"100.88.0.0/16,fd97::/64","allowPersistentIPs":true}`, ns)))
-	g.Expect(nad.Labels).To(HaveKeyWithValue(udnv1.LabelUserDefinedNetwork, ""))
+	// Byte for byte what upstream's renderer writes (a marshalled map: sorted keys).
+	g.Expect(nad.Spec.Config).To(Equal(fmt.Sprintf(`{"allowPersistentIPs":true,"cniVersion":"1.1.0",`+
+		`"joinSubnet":"100.65.0.0/16,fd99::/64","name":"%[1]s_blue","netAttachDefName":"%[1]s/blue","role":"primary",`+
+		`"subnets":"10.100.0.0/16,fd00:100::/64","topology":"layer2","transitSubnet":"100.88.0.0/16,fd97::/64","type":"ovn-k8s-cni-overlay"}`, ns)))
+	g.Expect(nad.Annotations).To(HaveKeyWithValue(ovnk.AnnotationNetworkName, ns+"_blue"))
+	g.Expect(nad.Labels).To(HaveKeyWithValue(ovnk.LabelUserDefinedNetwork, ""))
 	g.Expect(nad.Labels).To(HaveKeyWithValue("team", "blue"))
-	g.Expect(nad.Finalizers).To(ContainElement(udnv1.FinalizerUserDefinedNetworkProtection))
+	g.Expect(nad.Finalizers).To(ContainElement(ovnk.FinalizerUserDefinedNetworkProtection))
 	ref := metav1.GetControllerOf(nad)
 	g.Expect(ref).NotTo(BeNil())
 	g.Expect(ref.Kind).To(Equal("UserDefinedNetwork"))
@@ -43,20 +45,20 @@ func TestUDNCreatesNAD(t *testing.T) {
 
 	// The CR carries the finalizer, and the CR and NAD the same network ID
 	// and two tunnel keys above the legacy range.
-	g.Expect(udn.Finalizers).To(ContainElement(udnv1.FinalizerUserDefinedNetworkProtection))
-	id, err := strconv.Atoi(nad.Annotations[udnv1.AnnotationNetworkID])
+	g.Expect(udn.Finalizers).To(ContainElement(ovnk.FinalizerUserDefinedNetworkProtection))
+	id, err := strconv.Atoi(nad.Annotations[ovnk.AnnotationNetworkID])
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(id).To(BeNumerically(">=", 1))
 	g.Expect(id).To(BeNumerically("<=", ovnk.MaxNetworkID))
-	g.Expect(udn.Annotations).To(HaveKeyWithValue(udnv1.AnnotationNetworkID, strconv.Itoa(id)))
+	g.Expect(udn.Annotations).To(HaveKeyWithValue(ovnk.AnnotationNetworkID, strconv.Itoa(id)))
 	var keys []int
-	g.Expect(json.Unmarshal([]byte(nad.Annotations[udnv1.AnnotationTunnelKeys]), &keys)).To(Succeed())
+	g.Expect(json.Unmarshal([]byte(nad.Annotations[ovnk.AnnotationTunnelKeys]), &keys)).To(Succeed())
+	// OKEP-5094 option 3: the switch keeps the legacy key of its network ID,
+	// the transit router's key comes from above the legacy range.
 	g.Expect(keys).To(HaveLen(2))
-	for _, k := range keys {
-		g.Expect(k).To(BeNumerically(">=", ovnk.FirstAllocatedTunnelKey))
-		g.Expect(k).To(BeNumerically("<=", ovnk.LastInterconnectKey))
-	}
-	g.Expect(keys[0]).NotTo(Equal(keys[1]))
+	g.Expect(keys[0]).To(Equal(ovnk.FirstInterconnectKey + id))
+	g.Expect(keys[1]).To(BeNumerically(">=", ovnk.FirstAllocatedTunnelKey))
+	g.Expect(keys[1]).To(BeNumerically("<=", ovnk.LastInterconnectKey))
 	g.Expect(udn.Status.TransitSubnets).To(Equal(udnv1.DualStackCIDRs{"100.88.0.0/16", "fd97::/64"}))
 }
 
@@ -78,10 +80,10 @@ func TestUDNSecondaryLayer3(t *testing.T) {
 	g.Expect(k8s.Create(ctx, udn)).To(Succeed())
 	expectCondition(t, udn, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	nad := getNAD(g, ns, "sec")
-	g.Expect(nad.Spec.Config).To(MatchJSON(fmt.Sprintf(`{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"%[1]s_sec",
+	g.Expect(nad.Spec.Config).To(MatchJSON(fmt.Sprintf(`{"cniVersion":"1.1.0","type":"ovn-k8s-cni-overlay","name":"%[1]s_sec",
 		"netAttachDefName":"%[1]s/sec","topology":"layer3","role":"secondary","subnets":"10.30.0.0/16/24"}`, ns)))
-	g.Expect(nad.Annotations).To(HaveKey(udnv1.AnnotationNetworkID))
-	g.Expect(nad.Annotations).NotTo(HaveKey(udnv1.AnnotationTunnelKeys), "only Primary Layer2 networks get central tunnel keys")
+	g.Expect(nad.Annotations).To(HaveKey(ovnk.AnnotationNetworkID))
+	g.Expect(nad.Annotations).To(HaveKeyWithValue(ovnk.AnnotationTunnelKeys, "[]"), "only Primary Layer2 networks get central tunnel keys; upstream writes [] for the others")
 	g.Expect(udn.Status.TransitSubnets).To(BeEmpty())
 }
 
@@ -101,7 +103,7 @@ func TestUDNLayer3AppendUpdatesNADInPlace(t *testing.T) {
 	}).WithTimeout(timeout).Should(Succeed())
 	after := getNAD(g, ns, "green")
 	g.Expect(after.UID).To(Equal(before.UID), "the NAD is updated in place, not recreated")
-	g.Expect(after.Annotations[udnv1.AnnotationNetworkID]).To(Equal(before.Annotations[udnv1.AnnotationNetworkID]))
+	g.Expect(after.Annotations[ovnk.AnnotationNetworkID]).To(Equal(before.Annotations[ovnk.AnnotationNetworkID]))
 }
 
 func TestUDNNADDriftRepair(t *testing.T) {
@@ -115,24 +117,24 @@ func TestUDNNADDriftRepair(t *testing.T) {
 	// Edited config, label and network ID are put back.
 	updateObject(t, orig.DeepCopy(), func(edited *nadv1.NetworkAttachmentDefinition) {
 		edited.Spec.Config = `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"hijack"}`
-		delete(edited.Labels, udnv1.LabelUserDefinedNetwork)
-		edited.Annotations[udnv1.AnnotationNetworkID] = "4000"
+		delete(edited.Labels, ovnk.LabelUserDefinedNetwork)
+		edited.Annotations[ovnk.AnnotationNetworkID] = "4000"
 	})
 	g.Eventually(func(g Gomega) {
 		nad := getNAD(g, ns, "net")
 		g.Expect(nad.Spec.Config).To(Equal(orig.Spec.Config))
-		g.Expect(nad.Labels).To(HaveKey(udnv1.LabelUserDefinedNetwork))
-		g.Expect(nad.Annotations[udnv1.AnnotationNetworkID]).To(Equal(orig.Annotations[udnv1.AnnotationNetworkID]))
+		g.Expect(nad.Labels).To(HaveKey(ovnk.LabelUserDefinedNetwork))
+		g.Expect(nad.Annotations[ovnk.AnnotationNetworkID]).To(Equal(orig.Annotations[ovnk.AnnotationNetworkID]))
 	}).WithTimeout(timeout).Should(Succeed())
 
 	// An edited network ID on the UDN itself is put back too.
-	updateObject(t, udn, func(u *udnv1.UserDefinedNetwork) { u.Annotations[udnv1.AnnotationNetworkID] = "4001" })
+	updateObject(t, udn, func(u *udnv1.UserDefinedNetwork) { u.Annotations[ovnk.AnnotationNetworkID] = "4001" })
 	g.Eventually(func(g Gomega) string {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(udn), udn)).To(Succeed())
-		return udn.Annotations[udnv1.AnnotationNetworkID]
-	}).WithTimeout(timeout).Should(Equal(orig.Annotations[udnv1.AnnotationNetworkID]))
-	g.Consistently(func(g Gomega) string { return getNAD(g, ns, "net").Annotations[udnv1.AnnotationNetworkID] }).
-		WithTimeout(time.Second).Should(Equal(orig.Annotations[udnv1.AnnotationNetworkID]))
+		return udn.Annotations[ovnk.AnnotationNetworkID]
+	}).WithTimeout(timeout).Should(Equal(orig.Annotations[ovnk.AnnotationNetworkID]))
+	g.Consistently(func(g Gomega) string { return getNAD(g, ns, "net").Annotations[ovnk.AnnotationNetworkID] }).
+		WithTimeout(time.Second).Should(Equal(orig.Annotations[ovnk.AnnotationNetworkID]))
 
 	// A deleted NAD comes back (a new object with the same content).
 	g.Expect(k8s.Delete(ctx, getNAD(g, ns, "net"))).To(Succeed())
@@ -201,7 +203,7 @@ func TestUDNDeletionWaitsForPods(t *testing.T) {
 	c := condition(g, udn)
 	g.Expect(c.Message).NotTo(ContainSubstring("other"))
 	g.Consistently(func(g Gomega) {
-		g.Expect(getNAD(g, ns, "net").Finalizers).To(ContainElement(udnv1.FinalizerUserDefinedNetworkProtection))
+		g.Expect(getNAD(g, ns, "net").Finalizers).To(ContainElement(ovnk.FinalizerUserDefinedNetworkProtection))
 	}).WithTimeout(time.Second).Should(Succeed())
 
 	for _, p := range pods {
@@ -267,13 +269,13 @@ func expectUniqueAllocations(t *testing.T) {
 	ids := map[string]string{}
 	keys := map[int]string{}
 	record := func(owner string, ann map[string]string) {
-		if v, ok := ann[udnv1.AnnotationNetworkID]; ok {
+		if v, ok := ann[ovnk.AnnotationNetworkID]; ok {
 			if prev, dup := ids[v]; dup && prev != owner {
 				t.Errorf("network ID %s held by %s and %s", v, prev, owner)
 			}
 			ids[v] = owner
 		}
-		if v, ok := ann[udnv1.AnnotationTunnelKeys]; ok {
+		if v, ok := ann[ovnk.AnnotationTunnelKeys]; ok {
 			var ks []int
 			g.Expect(json.Unmarshal([]byte(v), &ks)).To(Succeed())
 			for _, k := range ks {
@@ -300,7 +302,7 @@ func expectUniqueAllocations(t *testing.T) {
 		record(owner, c.Annotations)
 	}
 	var nads nadv1.NetworkAttachmentDefinitionList
-	g.Expect(k8s.List(ctx, &nads, client.HasLabels{udnv1.LabelUserDefinedNetwork})).To(Succeed())
+	g.Expect(k8s.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork})).To(Succeed())
 	for _, n := range nads.Items {
 		if ref := metav1.GetControllerOf(&n); ref != nil && uids[string(ref.UID)] != "" {
 			record(uids[string(ref.UID)], n.Annotations)

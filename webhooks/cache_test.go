@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // builderIndexer registers IndexFields' indexes on a fake client builder,
@@ -91,7 +92,7 @@ func TestPrimaryIndexHoldsOnlyLivePrimaries(t *testing.T) {
 // apiserver, so a network the cache still holds after its deletion blocks
 // nothing.
 func TestCacheRefusalConfirmedByAPIReader(t *testing.T) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{udnv1.LabelPrimaryUserDefinedNetwork: ""}}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}}}
 	stale := l2UDN("a", "gone", udnv1.NetworkRolePrimary)
 	cache := indexedReader(t, ns, stale)
 	apiWithout := indexedReader(t, ns)
@@ -105,7 +106,7 @@ func TestCacheRefusalConfirmedByAPIReader(t *testing.T) {
 		{"the apiserver has it too: refused", apiWith, true},
 		{"no APIReader: the cache's word is final", nil, true},
 	} {
-		v := &UserDefinedNetworkValidator{Client: cache, APIReader: tc.api, Config: DefaultConfig()}
+		v := &UserDefinedNetworkValidator{Client: cache, APIReader: tc.api, Config: ovnk.DefaultClusterConfig()}
 		_, err := v.ValidateCreate(context.Background(), l2UDN("a", "new", udnv1.NetworkRolePrimary))
 		if tc.refused {
 			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "already has a primary network: UserDefinedNetwork a/gone") {
@@ -116,7 +117,7 @@ func TestCacheRefusalConfirmedByAPIReader(t *testing.T) {
 		}
 	}
 	// A namespace the cache has not seen yet is read from the apiserver.
-	v := &UserDefinedNetworkValidator{Client: indexedReader(t), APIReader: apiWithout, Config: DefaultConfig()}
+	v := &UserDefinedNetworkValidator{Client: indexedReader(t), APIReader: apiWithout, Config: ovnk.DefaultClusterConfig()}
 	if _, err := v.ValidateCreate(context.Background(), l2UDN("a", "new", udnv1.NetworkRolePrimary)); err != nil {
 		t.Errorf("namespace missing from the cache: %v", err)
 	}
@@ -128,12 +129,12 @@ func TestCacheRefusalConfirmedByAPIReader(t *testing.T) {
 
 func TestCUDNCacheRefusalConfirmedByAPIReader(t *testing.T) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{
-		udnv1.LabelPrimaryUserDefinedNetwork: "", "team": "x"}}}
+		ovnk.LabelPrimaryUserDefinedNetwork: "", "team": "x"}}}
 	stale := l2UDN("a", "gone", udnv1.NetworkRolePrimary)
 	cu := &udnv1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: "c"},
 		Spec: udnv1.ClusterUserDefinedNetworkSpec{NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"team": "x"}},
 			Network: l2UDN("", "", udnv1.NetworkRolePrimary).Spec.Network()}}
-	v := &ClusterUserDefinedNetworkValidator{Client: indexedReader(t, ns, stale), APIReader: indexedReader(t, ns), Config: DefaultConfig()}
+	v := &ClusterUserDefinedNetworkValidator{Client: indexedReader(t, ns, stale), APIReader: indexedReader(t, ns), Config: ovnk.DefaultClusterConfig()}
 	if _, err := v.ValidateCreate(context.Background(), cu); err != nil {
 		t.Errorf("stale cache entry refused the CUDN: %v", err)
 	}

@@ -72,17 +72,17 @@ func strs[S ~string](in []S) []string {
 // are errors for Layer3 networks only: a Primary Layer2 network gets a warning
 // from NetworkWarnings instead, and other networks do not use them. CIDRs
 // that do not parse are left to the CRD's CEL rules.
-func ValidateNetworkAgainstRanges(path *field.Path, spec udnv1.NetworkSpec, cfg Config) field.ErrorList {
+func ValidateNetworkAgainstRanges(path *field.Path, spec udnv1.NetworkSpec, cfg ovnk.ClusterConfig) field.ErrorList {
 	return validateRanges(path, spec, nil, cfg)
 }
 
 // validateRanges is ValidateNetworkAgainstRanges that skips values old
 // already had, so a configuration change never blocks updating an existing
 // network, while an appended subnet is still checked.
-func validateRanges(path *field.Path, spec udnv1.NetworkSpec, old *udnv1.NetworkSpec, cfg Config) field.ErrorList {
-	ranges := cfg.internalRanges()
+func validateRanges(path *field.Path, spec udnv1.NetworkSpec, old *udnv1.NetworkSpec, cfg ovnk.ClusterConfig) field.ErrorList {
+	ranges := internalRanges(cfg)
 	if spec.Layer3 != nil {
-		ranges = append(ranges, cfg.transitRanges()...)
+		ranges = append(ranges, transitRanges(cfg)...)
 	}
 	existing := map[string]bool{}
 	if old != nil {
@@ -114,7 +114,7 @@ func validateRanges(path *field.Path, spec udnv1.NetworkSpec, old *udnv1.Network
 // refused: the subnets of a Primary Layer2 network that overlap the transit
 // subnets (the reconciler picks another transit subnet for it, OKEP-5094
 // option 4).
-func NetworkWarnings(path *field.Path, spec udnv1.NetworkSpec, cfg Config) []string {
+func NetworkWarnings(path *field.Path, spec udnv1.NetworkSpec, cfg ovnk.ClusterConfig) []string {
 	if spec.Layer2 == nil || spec.Layer2.Role != udnv1.NetworkRolePrimary {
 		return nil
 	}
@@ -124,7 +124,7 @@ func NetworkWarnings(path *field.Path, spec udnv1.NetworkSpec, cfg Config) []str
 		if err != nil || !f.subnet {
 			continue
 		}
-		for _, r := range cfg.transitRanges() {
+		for _, r := range transitRanges(cfg) {
 			if p.Overlaps(r.prefix) {
 				out = append(out, fmt.Sprintf(
 					"%s: %s overlaps the default %s %s (--%s); the network will use another transit subnet, shown in status.transitSubnets.",
@@ -215,7 +215,7 @@ func equalSubnets(a, b []udnv1.Layer3Subnet) bool {
 // ValidateNetworkSpec runs every static check of this package on a network:
 // the internal ranges (only for values old did not have, when old is set) and
 // the Layer3 rules. path is the NetworkSpec's path; old is nil on create.
-func ValidateNetworkSpec(path *field.Path, old *udnv1.NetworkSpec, spec udnv1.NetworkSpec, cfg Config) field.ErrorList {
+func ValidateNetworkSpec(path *field.Path, old *udnv1.NetworkSpec, spec udnv1.NetworkSpec, cfg ovnk.ClusterConfig) field.ErrorList {
 	errs := validateRanges(path, spec, old, cfg)
 	if old == nil {
 		errs = append(errs, ValidateDefaultGateways(path.Child("layer2"), spec.Layer2)...)

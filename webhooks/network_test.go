@@ -1,7 +1,6 @@
 package webhooks
 
 import (
-	"flag"
 	"net/netip"
 	"strings"
 	"testing"
@@ -9,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // wantErr is the part of a field.Error a user relies on.
@@ -47,7 +47,7 @@ func sub(cidr udnv1.CIDR, host int32) udnv1.Layer3Subnet {
 var spec = field.NewPath("spec")
 
 func TestValidateNetworkAgainstRanges(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := ovnk.DefaultClusterConfig()
 	cfg.NodeSubnets = mustPrefixes("192.168.10.0/24")
 	withL2 := func(mut func(*udnv1.Layer2Config)) udnv1.NetworkSpec {
 		s := l2(udnv1.NetworkRolePrimary, "10.100.0.0/16", "fd00:100::/64")
@@ -101,7 +101,7 @@ func TestValidateNetworkAgainstRanges(t *testing.T) {
 
 func TestValidateNetworkSpecUpdateChecksOnlyNewValues(t *testing.T) {
 	old := l3(udnv1.NetworkRolePrimary, sub("10.200.0.0/16", 24))
-	cfg := DefaultConfig()
+	cfg := ovnk.DefaultClusterConfig()
 	// The cluster was reconfigured after the network was created: the
 	// existing subnet now overlaps, which must not block appending.
 	cfg.ClusterSubnets = mustPrefixes("10.200.0.0/16")
@@ -162,7 +162,7 @@ func TestLayer3MessagesMatchTheCRD(t *testing.T) {
 }
 
 func TestNetworkWarnings(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := ovnk.DefaultClusterConfig()
 	got := NetworkWarnings(spec, l2(udnv1.NetworkRolePrimary, "100.88.0.0/20", "fd97::/64"), cfg)
 	if len(got) != 2 || !strings.Contains(got[0], "spec.layer2.subnets[0]: 100.88.0.0/20 overlaps the default transit subnet 100.88.0.0/16") ||
 		!strings.Contains(got[1], "spec.layer2.subnets[1]: fd97::/64 overlaps the default transit subnet fd97::/64") {
@@ -179,29 +179,10 @@ func TestNetworkWarnings(t *testing.T) {
 	}
 }
 
-func TestBindFlags(t *testing.T) {
-	cfg := DefaultConfig()
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	cfg.BindFlags(fs)
-	if got := fs.Lookup(FlagJoinSubnets).DefValue; got != "100.64.0.0/16,fd98::/64" {
-		t.Errorf("join-subnets default = %q", got)
+func mustPrefixes(cidrs ...string) []netip.Prefix {
+	out := make([]netip.Prefix, len(cidrs))
+	for i, c := range cidrs {
+		out[i] = netip.MustParsePrefix(c)
 	}
-	err := fs.Parse([]string{"--cluster-subnets=10.128.0.0/14, fd01::/48", "--service-cidrs=172.30.0.0/16",
-		"--transit-subnets=", "--preconfigured-udn-addresses-enable"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []netip.Prefix{netip.MustParsePrefix("10.128.0.0/14"), netip.MustParsePrefix("fd01::/48")}
-	if len(cfg.ClusterSubnets) != 2 || cfg.ClusterSubnets[0] != want[0] || cfg.ClusterSubnets[1] != want[1] {
-		t.Errorf("cluster subnets = %v", cfg.ClusterSubnets)
-	}
-	if len(cfg.TransitSubnets) != 0 || !cfg.PreconfiguredUDNAddressesEnable || cfg.ServiceCIDRs[0].String() != "172.30.0.0/16" {
-		t.Errorf("config = %+v", cfg)
-	}
-	bad := flag.NewFlagSet("t", flag.ContinueOnError)
-	bad.SetOutput(&strings.Builder{})
-	cfg.BindFlags(bad)
-	if err := bad.Parse([]string{"--service-cidrs=10.96.0.0"}); err == nil || !strings.Contains(err.Error(), `"10.96.0.0" is not a CIDR`) {
-		t.Errorf("bad CIDR: err = %v", err)
-	}
+	return out
 }

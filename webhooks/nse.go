@@ -16,41 +16,6 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 )
 
-// ParseDefaultNetworkSelection parses a v1.multus-cni.io/default-network
-// value the way Multus reads it: a NetworkSelectionElement JSON object, a
-// JSON list holding exactly one, or the short form "namespace/name" (or
-// "name").
-func ParseDefaultNetworkSelection(value string) (*nadv1.NetworkSelectionElement, error) {
-	v := strings.TrimSpace(value)
-	switch {
-	case v == "":
-		return nil, errors.New("the value is empty")
-	case strings.HasPrefix(v, "{"):
-		var nse nadv1.NetworkSelectionElement
-		if err := json.Unmarshal([]byte(v), &nse); err != nil {
-			return nil, err
-		}
-		return &nse, nil
-	case strings.HasPrefix(v, "["):
-		var list []nadv1.NetworkSelectionElement
-		if err := json.Unmarshal([]byte(v), &list); err != nil {
-			return nil, err
-		}
-		if len(list) != 1 {
-			return nil, fmt.Errorf("a list must hold exactly one NetworkSelectionElement, this one holds %d", len(list))
-		}
-		return &list[0], nil
-	}
-	ns, name, found := strings.Cut(v, "/")
-	if !found {
-		ns, name = "", v
-	}
-	if name == "" || strings.ContainsAny(name, "/ {}[]\"") || strings.ContainsAny(ns, " {}[]\"") {
-		return nil, fmt.Errorf("%q is neither JSON nor a namespace/name reference", v)
-	}
-	return &nadv1.NetworkSelectionElement{Name: name, Namespace: ns}, nil
-}
-
 // ValidateNetworkSelection checks a default-network NetworkSelectionElement
 // of a pod whose namespace's primary network is the Layer2 network l2
 // (OKEP-5233): it must reference the default network's stub
@@ -63,10 +28,10 @@ func ParseDefaultNetworkSelection(value string) (*nadv1.NetworkSelectionElement,
 // is checked by the webhook.
 func ValidateNetworkSelection(path *field.Path, nse *nadv1.NetworkSelectionElement, l2 *udnv1.Layer2Config) field.ErrorList {
 	var errs field.ErrorList
-	if nse.Name != udnv1.DefaultNetworkName || nse.Namespace != udnv1.DefaultNetworkNamespace {
+	if nse.Name != ovnk.DefaultNetworkName || nse.Namespace != ovnk.DefaultNetworkNamespace {
 		errs = append(errs, field.Invalid(path.Child("name"), nse.Namespace+"/"+nse.Name, fmt.Sprintf(
 			"must reference %s/%s (name %q, namespace %q): in a namespace whose primary network is Layer2, the default network's stub NetworkAttachmentDefinition carries the requested addresses.",
-			udnv1.DefaultNetworkNamespace, udnv1.DefaultNetworkName, udnv1.DefaultNetworkName, udnv1.DefaultNetworkNamespace)))
+			ovnk.DefaultNetworkNamespace, ovnk.DefaultNetworkName, ovnk.DefaultNetworkName, ovnk.DefaultNetworkNamespace)))
 	}
 	seen := map[bool]bool{}
 	for i, raw := range nse.IPRequest {
@@ -194,17 +159,18 @@ func checkRequestedIP(ip netip.Addr, l2 *udnv1.Layer2Config) string {
 // it returns nil (no change: the NetworkSelectionElement wins). Either way
 // it returns a deprecation warning; with no old annotation, nothing.
 func MigrateIPAMClaimAnnotation(annotations map[string]string) (map[string]string, []string) {
-	claim, ok := annotations[udnv1.AnnotationPrimaryUDNIPAMClaim]
+	claim, ok := annotations[ovnk.AnnotationPrimaryUDNIPAMClaim]
 	if !ok {
 		return nil, nil
 	}
-	if _, ok := annotations[udnv1.AnnotationDefaultNetwork]; ok {
+	if _, ok := annotations[ovnk.AnnotationDefaultNetwork]; ok {
 		return nil, []string{fmt.Sprintf(
 			"annotation %s is deprecated and ignored because %s is set; use its ipam-claim-reference field instead.",
-			udnv1.AnnotationPrimaryUDNIPAMClaim, udnv1.AnnotationDefaultNetwork)}
+			ovnk.AnnotationPrimaryUDNIPAMClaim, ovnk.AnnotationDefaultNetwork)}
 	}
-	nse, err := json.Marshal(nadv1.NetworkSelectionElement{
-		Name: udnv1.DefaultNetworkName, Namespace: udnv1.DefaultNetworkNamespace, IPAMClaimReference: claim})
+	// The list form: the one both udnkit and OVN-Kubernetes' parser read.
+	nse, err := json.Marshal([]nadv1.NetworkSelectionElement{{
+		Name: ovnk.DefaultNetworkName, Namespace: ovnk.DefaultNetworkNamespace, IPAMClaimReference: claim}})
 	if err != nil {
 		return nil, nil // a struct of strings always marshals
 	}
@@ -212,8 +178,8 @@ func MigrateIPAMClaimAnnotation(annotations map[string]string) (map[string]strin
 	for k, v := range annotations {
 		out[k] = v
 	}
-	out[udnv1.AnnotationDefaultNetwork] = string(nse)
+	out[ovnk.AnnotationDefaultNetwork] = string(nse)
 	return out, []string{fmt.Sprintf(
 		"annotation %s is deprecated; udnkit set the equivalent %s annotation %s, use it instead.",
-		udnv1.AnnotationPrimaryUDNIPAMClaim, udnv1.AnnotationDefaultNetwork, nse)}
+		ovnk.AnnotationPrimaryUDNIPAMClaim, ovnk.AnnotationDefaultNetwork, nse)}
 }

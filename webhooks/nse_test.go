@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // predefined is the OKEP-5233 example network, made dual-stack.
@@ -23,44 +24,8 @@ func predefined() *udnv1.Layer2Config {
 	}
 }
 
-func TestParseDefaultNetworkSelection(t *testing.T) {
-	cases := []struct {
-		value, name, namespace, claim string
-		ips                           []string
-		err                           string
-	}{
-		{value: `{"name": "default", "namespace": "ovn-kubernetes", "ips": ["192.168.100.205"], "mac": "00:1A:2B:3C:4D:5E", "ipam-claim-reference": "my-claim"}`,
-			name: "default", namespace: "ovn-kubernetes", claim: "my-claim", ips: []string{"192.168.100.205"}},
-		{value: `[{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.205/24"]}]`, name: "default", namespace: "ovn-kubernetes", ips: []string{"192.168.100.205/24"}},
-		{value: "ovn-kubernetes/default", name: "default", namespace: "ovn-kubernetes"},
-		{value: " default ", name: "default"},
-		{value: `{"name": "default",`, err: "unexpected end of JSON input"},
-		{value: `{"name": 5}`, err: "cannot unmarshal number"},
-		{value: `[]`, err: "exactly one NetworkSelectionElement, this one holds 0"},
-		{value: `[{"name":"a"},{"name":"b"}]`, err: "this one holds 2"},
-		{value: "", err: "empty"},
-		{value: "a/b/c", err: "neither JSON nor a namespace/name reference"},
-	}
-	for _, tc := range cases {
-		nse, err := ParseDefaultNetworkSelection(tc.value)
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%q: err = %v, want %q", tc.value, err, tc.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%q: %v", tc.value, err)
-			continue
-		}
-		if nse.Name != tc.name || nse.Namespace != tc.namespace || nse.IPAMClaimReference != tc.claim || strings.Join(nse.IPRequest, ",") != strings.Join(tc.ips, ",") {
-			t.Errorf("%q: parsed %+v", tc.value, nse)
-		}
-	}
-}
-
 func TestValidateNetworkSelection(t *testing.T) {
-	path := field.NewPath("metadata", "annotations").Key(udnv1.AnnotationDefaultNetwork)
+	path := field.NewPath("metadata", "annotations").Key(ovnk.AnnotationDefaultNetwork)
 	const p = "metadata.annotations[v1.multus-cni.io/default-network]"
 	noInfra := func() *udnv1.Layer2Config {
 		c := predefined()
@@ -123,7 +88,7 @@ func TestValidateNetworkSelection(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			nse, err := ParseDefaultNetworkSelection(tc.value)
+			nse, _, err := ovnk.DecodeDefaultNetworkSelection(tc.value, "tenant")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +98,7 @@ func TestValidateNetworkSelection(t *testing.T) {
 }
 
 func TestNetworkSelectionWarnings(t *testing.T) {
-	path := field.NewPath("metadata", "annotations").Key(udnv1.AnnotationDefaultNetwork)
+	path := field.NewPath("metadata", "annotations").Key(ovnk.AnnotationDefaultNetwork)
 	w := NetworkSelectionWarnings(path, &nadv1.NetworkSelectionElement{MacRequest: "0A:58:C0:A8:64:05"})
 	if len(w) != 1 || !strings.Contains(w[0], "metadata.annotations[v1.multus-cni.io/default-network].mac: MAC 0A:58:C0:A8:64:05 has the 0a:58 prefix") {
 		t.Errorf("warnings = %q", w)
@@ -146,20 +111,20 @@ func TestNetworkSelectionWarnings(t *testing.T) {
 }
 
 func TestMigrateIPAMClaimAnnotation(t *testing.T) {
-	in := map[string]string{udnv1.AnnotationPrimaryUDNIPAMClaim: "vm-a", "other": "kept"}
+	in := map[string]string{ovnk.AnnotationPrimaryUDNIPAMClaim: "vm-a", "other": "kept"}
 	out, warnings := MigrateIPAMClaimAnnotation(in)
 	if out == nil || len(warnings) != 1 || !strings.Contains(warnings[0], "k8s.ovn.org/primary-udn-ipamclaim is deprecated") {
 		t.Fatalf("out = %v, warnings = %q", out, warnings)
 	}
-	nse, err := ParseDefaultNetworkSelection(out[udnv1.AnnotationDefaultNetwork])
+	nse, _, err := ovnk.DecodeDefaultNetworkSelection(out[ovnk.AnnotationDefaultNetwork], "tenant")
 	if err != nil || nse.Name != "default" || nse.Namespace != "ovn-kubernetes" || nse.IPAMClaimReference != "vm-a" {
-		t.Errorf("written NSE %q (%v)", out[udnv1.AnnotationDefaultNetwork], err)
+		t.Errorf("written NSE %q (%v)", out[ovnk.AnnotationDefaultNetwork], err)
 	}
-	if out["other"] != "kept" || out[udnv1.AnnotationPrimaryUDNIPAMClaim] != "vm-a" || len(in) != 2 {
+	if out["other"] != "kept" || out[ovnk.AnnotationPrimaryUDNIPAMClaim] != "vm-a" || len(in) != 2 {
 		t.Errorf("annotations = %v, input = %v", out, in)
 	}
 
-	both := map[string]string{udnv1.AnnotationPrimaryUDNIPAMClaim: "vm-a", udnv1.AnnotationDefaultNetwork: `{"name":"default","namespace":"ovn-kubernetes","ipam-claim-reference":"vm-b"}`}
+	both := map[string]string{ovnk.AnnotationPrimaryUDNIPAMClaim: "vm-a", ovnk.AnnotationDefaultNetwork: `{"name":"default","namespace":"ovn-kubernetes","ipam-claim-reference":"vm-b"}`}
 	out, warnings = MigrateIPAMClaimAnnotation(both)
 	if out != nil || len(warnings) != 1 || !strings.Contains(warnings[0], "deprecated and ignored because v1.multus-cni.io/default-network is set") {
 		t.Errorf("both: out = %v, warnings = %q", out, warnings)
@@ -170,7 +135,7 @@ func TestMigrateIPAMClaimAnnotation(t *testing.T) {
 }
 
 func TestValidateDefaultNetworkUnchanged(t *testing.T) {
-	k := udnv1.AnnotationDefaultNetwork
+	k := ovnk.AnnotationDefaultNetwork
 	for _, tc := range []struct {
 		name     string
 		old, cur map[string]string
@@ -206,9 +171,9 @@ func FuzzDefaultNetworkSelection(f *testing.F) {
 		f.Add(seed)
 	}
 	net := predefined()
-	path := field.NewPath("metadata", "annotations").Key(udnv1.AnnotationDefaultNetwork)
+	path := field.NewPath("metadata", "annotations").Key(ovnk.AnnotationDefaultNetwork)
 	f.Fuzz(func(t *testing.T, value string) {
-		nse, err := ParseDefaultNetworkSelection(value)
+		nse, _, err := ovnk.DecodeDefaultNetworkSelection(value, "tenant")
 		if err != nil {
 			return
 		}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // The pod webhooks only see namespaces that can have a primary user defined
@@ -26,12 +27,12 @@ import (
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=ipamclaims,verbs=get;list;watch
 
 // defaultNetworkPath is the field path of the default-network annotation.
-var defaultNetworkPath = field.NewPath("metadata", "annotations").Key(udnv1.AnnotationDefaultNetwork)
+var defaultNetworkPath = field.NewPath("metadata", "annotations").Key(ovnk.AnnotationDefaultNetwork)
 
 // PodValidator validates predefined addresses (OKEP-5233) in the
 // v1.multus-cni.io/default-network annotation of pods whose namespace has a
 // Primary Layer2 network, and keeps the annotation unchanged after create.
-// With Config.PreconfiguredUDNAddressesEnable off it admits every pod.
+// With Config.PreconfiguredUDNAddresses off it admits every pod.
 type PodValidator struct {
 	// Client reads namespaces, UDNs, CUDNs and IPAMClaims: the manager's
 	// cache (see UserDefinedNetworkValidator).
@@ -39,15 +40,15 @@ type PodValidator struct {
 	// APIReader, when set, confirms against the apiserver what the cache
 	// does not hold yet (a namespace or IPAMClaim created moments ago).
 	APIReader client.Reader
-	Config    Config
+	Config    ovnk.ClusterConfig
 }
 
 var _ admission.Validator[*corev1.Pod] = &PodValidator{}
 
 // ValidateCreate implements admission.Validator.
 func (v *PodValidator) ValidateCreate(ctx context.Context, pod *corev1.Pod) (admission.Warnings, error) {
-	value, ok := pod.Annotations[udnv1.AnnotationDefaultNetwork]
-	if !v.Config.PreconfiguredUDNAddressesEnable || !ok {
+	value, ok := pod.Annotations[ovnk.AnnotationDefaultNetwork]
+	if !v.Config.PreconfiguredUDNAddresses || !ok {
 		return nil, nil
 	}
 	spec, err := cachedPrimaryNetworkOf(ctx, v.Client, v.APIReader, pod.Namespace)
@@ -57,7 +58,7 @@ func (v *PodValidator) ValidateCreate(ctx context.Context, pod *corev1.Pod) (adm
 	if spec == nil || spec.Layer2 == nil {
 		return nil, nil // the annotation keeps its usual Multus meaning
 	}
-	nse, err := ParseDefaultNetworkSelection(value)
+	nse, warnings, err := ovnk.DecodeDefaultNetworkSelection(value, pod.Namespace)
 	if err != nil {
 		return nil, invalidPod(pod, field.ErrorList{field.Invalid(defaultNetworkPath, value,
 			fmt.Sprintf("must be a NetworkSelectionElement: %v.", err))})
@@ -83,14 +84,14 @@ func (v *PodValidator) ValidateCreate(ctx context.Context, pod *corev1.Pod) (adm
 		return nil, invalidPod(pod, errs)
 	}
 	recordDecision("Pod", nil)
-	return NetworkSelectionWarnings(defaultNetworkPath, nse), nil
+	return append(warnings, NetworkSelectionWarnings(defaultNetworkPath, nse)...), nil
 }
 
 // ValidateUpdate implements admission.Validator: the default-network
 // annotation cannot be added, removed or changed (the same rule as the
 // ValidatingAdmissionPolicy, for clusters without one).
 func (v *PodValidator) ValidateUpdate(_ context.Context, old, pod *corev1.Pod) (admission.Warnings, error) {
-	if !v.Config.PreconfiguredUDNAddressesEnable {
+	if !v.Config.PreconfiguredUDNAddresses {
 		return nil, nil
 	}
 	if errs := ValidateDefaultNetworkUnchanged(old.Annotations, pod.Annotations); len(errs) > 0 {
@@ -107,13 +108,13 @@ func (v *PodValidator) ValidateDelete(context.Context, *corev1.Pod) (admission.W
 // ValidateDefaultNetworkUnchanged refuses adding, removing or changing the
 // v1.multus-cni.io/default-network annotation between old and cur.
 func ValidateDefaultNetworkUnchanged(old, cur map[string]string) field.ErrorList {
-	o, hadOld := old[udnv1.AnnotationDefaultNetwork]
-	n, hasNew := cur[udnv1.AnnotationDefaultNetwork]
+	o, hadOld := old[ovnk.AnnotationDefaultNetwork]
+	n, hasNew := cur[ovnk.AnnotationDefaultNetwork]
 	if hadOld == hasNew && o == n {
 		return nil
 	}
 	return field.ErrorList{field.Forbidden(defaultNetworkPath, fmt.Sprintf(
-		"the %s annotation cannot be added, removed or changed after the pod was created.", udnv1.AnnotationDefaultNetwork))}
+		"the %s annotation cannot be added, removed or changed after the pod was created.", ovnk.AnnotationDefaultNetwork))}
 }
 
 func invalidPod(pod *corev1.Pod, errs field.ErrorList) error {
@@ -134,20 +135,20 @@ type PodDefaulter struct {
 	// Client and APIReader: see PodValidator.
 	Client    client.Reader
 	APIReader client.Reader
-	Config    Config
+	Config    ovnk.ClusterConfig
 	Decoder   admission.Decoder
 }
 
 // Handle implements admission.Handler.
 func (d *PodDefaulter) Handle(ctx context.Context, req admission.Request) admission.Response {
-	if !d.Config.PreconfiguredUDNAddressesEnable || req.Operation != admissionv1.Create {
+	if !d.Config.PreconfiguredUDNAddresses || req.Operation != admissionv1.Create {
 		return admission.Allowed("")
 	}
 	var pod corev1.Pod
 	if err := d.Decoder.Decode(req, &pod); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	if _, ok := pod.Annotations[udnv1.AnnotationPrimaryUDNIPAMClaim]; !ok {
+	if _, ok := pod.Annotations[ovnk.AnnotationPrimaryUDNIPAMClaim]; !ok {
 		return admission.Allowed("")
 	}
 	namespace := pod.Namespace
@@ -169,8 +170,8 @@ func (d *PodDefaulter) Handle(ctx context.Context, req admission.Request) admiss
 	// holds the old one), rather than a diff of the re-encoded pod.
 	return admission.Patched("", jsonpatch.JsonPatchOperation{
 		Operation: "add",
-		Path:      "/metadata/annotations/" + escapeJSONPointer(udnv1.AnnotationDefaultNetwork),
-		Value:     annotations[udnv1.AnnotationDefaultNetwork],
+		Path:      "/metadata/annotations/" + escapeJSONPointer(ovnk.AnnotationDefaultNetwork),
+		Value:     annotations[ovnk.AnnotationDefaultNetwork],
 	}).WithWarnings(warnings...)
 }
 

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 func pod(ns, name string, annotations map[string]string) *corev1.Pod {
@@ -21,7 +22,7 @@ func pod(ns, name string, annotations map[string]string) *corev1.Pod {
 }
 
 func nse(value string) map[string]string {
-	return map[string]string{udnv1.AnnotationDefaultNetwork: value}
+	return map[string]string{ovnk.AnnotationDefaultNetwork: value}
 }
 
 // predefinedNetwork is the OKEP-5233 example: a Primary Layer2 network with
@@ -136,9 +137,9 @@ func TestPodDefaultNetworkCannotChange(t *testing.T) {
 				pod    *corev1.Pod
 				mutate func(map[string]string)
 			}{
-				{"changed", with, func(a map[string]string) { a[udnv1.AnnotationDefaultNetwork] = strings.Replace(value, ".10", ".11", 1) }},
-				{"removed", with, func(a map[string]string) { delete(a, udnv1.AnnotationDefaultNetwork) }},
-				{"added", without, func(a map[string]string) { a[udnv1.AnnotationDefaultNetwork] = value }},
+				{"changed", with, func(a map[string]string) { a[ovnk.AnnotationDefaultNetwork] = strings.Replace(value, ".10", ".11", 1) }},
+				{"removed", with, func(a map[string]string) { delete(a, ovnk.AnnotationDefaultNetwork) }},
+				{"added", without, func(a map[string]string) { a[ovnk.AnnotationDefaultNetwork] = value }},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					eventually(t, func() error {
@@ -163,8 +164,8 @@ func TestPodDefaultNetworkCannotChange(t *testing.T) {
 					if err := c.Get(ctx, client.ObjectKeyFromObject(tc.pod), &after); err != nil {
 						t.Fatal(err)
 					}
-					if after.Annotations[udnv1.AnnotationDefaultNetwork] != tc.pod.Annotations[udnv1.AnnotationDefaultNetwork] {
-						t.Errorf("annotation is now %q", after.Annotations[udnv1.AnnotationDefaultNetwork])
+					if after.Annotations[ovnk.AnnotationDefaultNetwork] != tc.pod.Annotations[ovnk.AnnotationDefaultNetwork] {
+						t.Errorf("annotation is now %q", after.Annotations[ovnk.AnnotationDefaultNetwork])
 					}
 				})
 			}
@@ -191,8 +192,8 @@ func TestNamespacePrimaryLabelCannotChange(t *testing.T) {
 		ns     string
 		mutate func(map[string]string)
 	}{
-		{"label-add", func(l map[string]string) { l[udnv1.LabelPrimaryUserDefinedNetwork] = "" }},
-		{"label-remove", func(l map[string]string) { delete(l, udnv1.LabelPrimaryUserDefinedNetwork) }},
+		{"label-add", func(l map[string]string) { l[ovnk.LabelPrimaryUserDefinedNetwork] = "" }},
+		{"label-remove", func(l map[string]string) { delete(l, ovnk.LabelPrimaryUserDefinedNetwork) }},
 	} {
 		t.Run(tc.ns, func(t *testing.T) {
 			eventually(t, func() error {
@@ -214,7 +215,7 @@ func TestNamespacePrimaryLabelCannotChange(t *testing.T) {
 			if err := c.Get(ctx, client.ObjectKey{Name: tc.ns}, &ns); err != nil {
 				t.Fatal(err)
 			}
-			_, has := ns.Labels[udnv1.LabelPrimaryUserDefinedNetwork]
+			_, has := ns.Labels[ovnk.LabelPrimaryUserDefinedNetwork]
 			if has != (tc.ns == "label-remove") {
 				t.Errorf("label present = %v after the rejected update", has)
 			}
@@ -237,11 +238,11 @@ func TestPodIPAMClaimAnnotationMigration(t *testing.T) {
 	warns.take()
 
 	t.Run("old annotation alone becomes a NetworkSelectionElement", func(t *testing.T) {
-		p := pod("legacy", "old", map[string]string{udnv1.AnnotationPrimaryUDNIPAMClaim: "vm-a"})
+		p := pod("legacy", "old", map[string]string{ovnk.AnnotationPrimaryUDNIPAMClaim: "vm-a"})
 		if err := c.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := p.Annotations[udnv1.AnnotationDefaultNetwork], `{"name":"default","namespace":"ovn-kubernetes","ipam-claim-reference":"vm-a"}`; got != want {
+		if got, want := p.Annotations[ovnk.AnnotationDefaultNetwork], `[{"name":"default","namespace":"ovn-kubernetes","ipam-claim-reference":"vm-a"}]`; got != want {
 			t.Errorf("default-network = %q, want %q", got, want)
 		}
 		if w := warns.take(); len(w) != 1 || !strings.Contains(w[0], "k8s.ovn.org/primary-udn-ipamclaim is deprecated") {
@@ -249,12 +250,12 @@ func TestPodIPAMClaimAnnotationMigration(t *testing.T) {
 		}
 	})
 	t.Run("with both, the NetworkSelectionElement wins", func(t *testing.T) {
-		value := `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.20"]}`
-		p := pod("legacy", "both", map[string]string{udnv1.AnnotationPrimaryUDNIPAMClaim: "vm-a", udnv1.AnnotationDefaultNetwork: value})
+		value := `[{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.20"]}]`
+		p := pod("legacy", "both", map[string]string{ovnk.AnnotationPrimaryUDNIPAMClaim: "vm-a", ovnk.AnnotationDefaultNetwork: value})
 		if err := c.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
-		if got := p.Annotations[udnv1.AnnotationDefaultNetwork]; got != value {
+		if got := p.Annotations[ovnk.AnnotationDefaultNetwork]; got != value {
 			t.Errorf("default-network = %q, want it unchanged", got)
 		}
 		if w := warns.take(); len(w) != 1 || !strings.Contains(w[0], "deprecated and ignored") {
@@ -262,17 +263,17 @@ func TestPodIPAMClaimAnnotationMigration(t *testing.T) {
 		}
 	})
 	t.Run("the written element is validated: a missing claim is refused", func(t *testing.T) {
-		p := pod("legacy", "missing", map[string]string{udnv1.AnnotationPrimaryUDNIPAMClaim: "gone"})
+		p := pod("legacy", "missing", map[string]string{ovnk.AnnotationPrimaryUDNIPAMClaim: "gone"})
 		expectInvalid(t, c.Create(ctx, p), "IPAMClaim legacy/gone does not exist")
 		expectAbsent(t, c, p)
 	})
 	t.Run("outside a Primary Layer2 namespace nothing is written", func(t *testing.T) {
 		namespace(t, c, "legacy-empty", true, nil)
-		p := pod("legacy-empty", "old", map[string]string{udnv1.AnnotationPrimaryUDNIPAMClaim: "vm-a"})
+		p := pod("legacy-empty", "old", map[string]string{ovnk.AnnotationPrimaryUDNIPAMClaim: "vm-a"})
 		if err := c.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := p.Annotations[udnv1.AnnotationDefaultNetwork]; ok {
+		if _, ok := p.Annotations[ovnk.AnnotationDefaultNetwork]; ok {
 			t.Errorf("annotations = %v", p.Annotations)
 		}
 	})

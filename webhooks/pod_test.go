@@ -12,25 +12,25 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // With preconfigured-udn-addresses-enable off the pod webhooks admit every
 // pod unchanged, without reading anything from the cluster (no client here:
 // a read would panic on the nil client).
 func TestPodWebhooksOffAdmitEverything(t *testing.T) {
-	cfg := DefaultConfig()
-	if cfg.PreconfiguredUDNAddressesEnable {
+	cfg := ovnk.DefaultClusterConfig()
+	if cfg.PreconfiguredUDNAddresses {
 		t.Fatal("the feature is on by default")
 	}
 	bad := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Annotations: map[string]string{
-		udnv1.AnnotationDefaultNetwork: `{"name":`, udnv1.AnnotationPrimaryUDNIPAMClaim: "claim"}}}
+		ovnk.AnnotationDefaultNetwork: `{"name":`, ovnk.AnnotationPrimaryUDNIPAMClaim: "claim"}}}
 	v := &PodValidator{Config: cfg}
 	if w, err := v.ValidateCreate(context.Background(), bad); err != nil || w != nil {
 		t.Errorf("create: %v %v", w, err)
 	}
 	changed := bad.DeepCopy()
-	changed.Annotations[udnv1.AnnotationDefaultNetwork] = "other"
+	changed.Annotations[ovnk.AnnotationDefaultNetwork] = "other"
 	if w, err := v.ValidateUpdate(context.Background(), bad, changed); err != nil || w != nil {
 		t.Errorf("update: %v %v", w, err)
 	}

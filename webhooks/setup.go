@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // MutatePodPath is where PodDefaulter is served (the generated
@@ -24,7 +25,7 @@ const MutatePodPath = "/mutate--v1-pod"
 // created moments ago: two Primary networks for one namespace admitted in
 // that window are settled by the reconcilers (the older keeps it). The
 // manager's scheme must know k8s.ovn.org/v1, core/v1 and IPAMClaims.
-func SetupWithManager(mgr ctrl.Manager, cfg Config) error {
+func SetupWithManager(mgr ctrl.Manager, cfg ovnk.ClusterConfig) error {
 	ctx := context.Background()
 	if err := IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err

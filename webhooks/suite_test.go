@@ -29,6 +29,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/webhooks"
 )
 
@@ -58,9 +59,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func testConfig() webhooks.Config {
-	cfg := webhooks.DefaultConfig()
-	cfg.PreconfiguredUDNAddressesEnable = true
+func testConfig() ovnk.ClusterConfig {
+	cfg := ovnk.DefaultClusterConfig()
+	cfg.PreconfiguredUDNAddresses = true
 	return cfg
 }
 
@@ -205,7 +206,7 @@ func namespace(t testing.TB, c client.Client, name string, primaryLabel bool, la
 		ns.Labels[k] = v
 	}
 	if primaryLabel {
-		ns.Labels[udnv1.LabelPrimaryUserDefinedNetwork] = ""
+		ns.Labels[ovnk.LabelPrimaryUserDefinedNetwork] = ""
 	}
 	if err := c.Create(ctx, ns); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // +kubebuilder:webhook:path=/validate-k8s-ovn-org-v1-userdefinednetwork,mutating=false,failurePolicy=fail,sideEffects=None,groups=k8s.ovn.org,resources=userdefinednetworks,verbs=create;update,versions=v1,name=userdefinednetworks.udnkit.k8s.ovn.org,admissionReviewVersions=v1,timeoutSeconds=5
@@ -32,7 +33,7 @@ type UserDefinedNetworkValidator struct {
 	// suggests, so a network or namespace the cache is behind on never gets
 	// a request refused. Only refusals pay for it.
 	APIReader client.Reader
-	Config    Config
+	Config    ovnk.ClusterConfig
 }
 
 var _ admission.Validator[*udnv1.UserDefinedNetwork] = &UserDefinedNetworkValidator{}
@@ -101,10 +102,10 @@ func (v *UserDefinedNetworkValidator) checkPrimary(ctx context.Context, r reader
 	}
 	rolePath := field.NewPath("spec").Child(topologyField(udn.Spec.Topology)).Child("role")
 	var errs field.ErrorList
-	if _, ok := ns.Labels[udnv1.LabelPrimaryUserDefinedNetwork]; !ok {
+	if _, ok := ns.Labels[ovnk.LabelPrimaryUserDefinedNetwork]; !ok {
 		errs = append(errs, field.Forbidden(field.NewPath("metadata", "namespace"), fmt.Sprintf(
 			"a Primary UserDefinedNetwork requires its namespace %s to have the label %s, set when the namespace is created.",
-			ns.Name, udnv1.LabelPrimaryUserDefinedNetwork)))
+			ns.Name, ovnk.LabelPrimaryUserDefinedNetwork)))
 	}
 	p, err := loadPrimaries(ctx, r, udn.Namespace)
 	if err != nil {
@@ -135,7 +136,7 @@ type ClusterUserDefinedNetworkValidator struct {
 	// Client and APIReader: see UserDefinedNetworkValidator.
 	Client    client.Reader
 	APIReader client.Reader
-	Config    Config
+	Config    ovnk.ClusterConfig
 }
 
 var _ admission.Validator[*udnv1.ClusterUserDefinedNetwork] = &ClusterUserDefinedNetworkValidator{}
@@ -175,7 +176,7 @@ func (v *ClusterUserDefinedNetworkValidator) validate(ctx context.Context, old, 
 		if len(unlabelled) > 0 {
 			warnings = append(warnings, fmt.Sprintf(
 				"spec.namespaceSelector: selects %d namespace(s) without the label %s (%s); their pods keep the cluster default network.",
-				len(unlabelled), udnv1.LabelPrimaryUserDefinedNetwork, firstNames(unlabelled)))
+				len(unlabelled), ovnk.LabelPrimaryUserDefinedNetwork, firstNames(unlabelled)))
 		}
 	}
 	return verdict("ClusterUserDefinedNetwork", cudn.Name, errs, warnings)
@@ -221,7 +222,7 @@ func (v *ClusterUserDefinedNetworkValidator) checkPrimary(ctx context.Context, r
 		if others := p.of(ns, "ClusterUserDefinedNetwork", cudn.Name); len(others) > 0 {
 			conflicts[ns.Name] = others
 		}
-		if _, ok := ns.Labels[udnv1.LabelPrimaryUserDefinedNetwork]; !ok {
+		if _, ok := ns.Labels[ovnk.LabelPrimaryUserDefinedNetwork]; !ok {
 			unlabelled = append(unlabelled, ns.Name)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -141,8 +142,8 @@ func TestRenderDefaults(t *testing.T) {
 			t.Errorf("no %s rendered", kind)
 		}
 	}
-	if k["ValidatingAdmissionPolicy"] != 2 || k["ValidatingAdmissionPolicyBinding"] != 2 {
-		t.Errorf("want 2 ValidatingAdmissionPolicies with bindings, got %v", k)
+	if k["ValidatingAdmissionPolicy"] != 5 || k["ValidatingAdmissionPolicyBinding"] != 5 {
+		t.Errorf("want 5 ValidatingAdmissionPolicies with bindings, got %v", k)
 	}
 	for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
 		cfg := find(objs, kind, "")
@@ -303,6 +304,9 @@ func TestRenderOptions(t *testing.T) {
 			if find(objs, "Service", "-metrics") != nil {
 				t.Error("metrics Service rendered with metrics.enabled=false")
 			}
+			if find(objs, "ClusterRole", "-metrics-reader") != nil || find(objs, "ClusterRole", "udnkit-view") == nil {
+				t.Error("metrics off should drop the metrics reader and keep the tenant roles")
+			}
 			if !strings.Contains(strings.Join(managerArgs(t, objs), " "), "--metrics-bind-address=0") {
 				t.Error("metrics endpoint not disabled")
 			}
@@ -323,6 +327,66 @@ func TestRenderOptions(t *testing.T) {
 			cert := find(objs, "Certificate", "-webhook")
 			if name, _, _ := unstructured.NestedString(cert.Object, "spec", "issuerRef", "name"); name != "corp-ca" {
 				t.Errorf("issuerRef.name = %q", name)
+			}
+		}},
+		{"one replica without leader election", map[string]any{"replicas": 1, "leaderElection": map[string]any{"enabled": false}}, func(t *testing.T, objs []*unstructured.Unstructured) {
+			if !strings.Contains(strings.Join(managerArgs(t, objs), " "), "--leader-elect=false") {
+				t.Error("leader election not disabled")
+			}
+			if find(objs, "Role", "-leader-election") != nil {
+				t.Error("leader-election Role rendered without leader election")
+			}
+		}},
+		{"metrics over HTTPS for authorized callers", nil, func(t *testing.T, objs []*unstructured.Unstructured) {
+			if !strings.Contains(strings.Join(managerArgs(t, objs), " "), "--metrics-bind-address=:8443 --metrics-secure=true") {
+				t.Errorf("manager args %v do not serve secure metrics on 8443", managerArgs(t, objs))
+			}
+			svc := find(objs, "Service", "-metrics")
+			ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+			if len(ports) != 1 || ports[0].(map[string]any)["name"] != "https" || ports[0].(map[string]any)["targetPort"] != "https" {
+				t.Errorf("metrics Service ports %v, want one named https", ports)
+			}
+			reader := find(objs, "ClusterRole", "udnkit-metrics-reader")
+			if reader == nil {
+				t.Fatal("no udnkit-metrics-reader ClusterRole")
+			}
+			rules, _, _ := unstructured.NestedSlice(reader.Object, "rules")
+			if len(rules) != 1 || fmt.Sprint(rules[0].(map[string]any)["nonResourceURLs"]) != "[/metrics]" || fmt.Sprint(rules[0].(map[string]any)["verbs"]) != "[get]" {
+				t.Errorf("udnkit-metrics-reader rules %v, want get on /metrics only", rules)
+			}
+			manager := find(objs, "ClusterRole", "udnkit-manager")
+			var reviews []string
+			managerRules, _, _ := unstructured.NestedSlice(manager.Object, "rules")
+			for _, r := range managerRules {
+				for _, res := range toStrings(r.(map[string]any)["resources"]) {
+					if res == "tokenreviews" || res == "subjectaccessreviews" {
+						reviews = append(reviews, res+":"+strings.Join(toStrings(r.(map[string]any)["verbs"]), ","))
+					}
+				}
+			}
+			if strings.Join(reviews, " ") != "tokenreviews:create subjectaccessreviews:create" {
+				t.Errorf("the manager may %v, want to create tokenreviews and subjectaccessreviews", reviews)
+			}
+		}},
+		{"metrics over plain HTTP", map[string]any{"metrics": map[string]any{"secure": false, "port": 8080}}, func(t *testing.T, objs []*unstructured.Unstructured) {
+			if !strings.Contains(strings.Join(managerArgs(t, objs), " "), "--metrics-bind-address=:8080 --metrics-secure=false") {
+				t.Errorf("manager args %v", managerArgs(t, objs))
+			}
+			ports, _, _ := unstructured.NestedSlice(find(objs, "Service", "-metrics").Object, "spec", "ports")
+			if ports[0].(map[string]any)["name"] != "http" {
+				t.Errorf("metrics Service ports %v, want one named http", ports)
+			}
+		}},
+		{"aggregated tenant roles", nil, func(t *testing.T, objs []*unstructured.Unstructured) {
+			for _, c := range []struct{ name, label string }{{"udnkit-admin", "admin"}, {"udnkit-edit", "edit"}, {"udnkit-view", "view"}} {
+				role := find(objs, "ClusterRole", c.name)
+				if role == nil {
+					t.Errorf("no %s ClusterRole", c.name)
+					continue
+				}
+				if role.GetLabels()["rbac.authorization.k8s.io/aggregate-to-"+c.label] != "true" || role.GetLabels()["app.kubernetes.io/instance"] != "udnkit" {
+					t.Errorf("%s labels %v", c.name, role.GetLabels())
+				}
 			}
 		}},
 		{"Helm-generated TLS", nil, func(t *testing.T, objs []*unstructured.Unstructured) {
@@ -361,6 +425,9 @@ func TestRenderRejectsBadValues(t *testing.T) {
 		"dataplane without OVN":   {map[string]any{"ovn": map[string]any{"nbAddress": ""}}, "ovn.nbAddress is required"},
 		"webhook timeout over 30": {map[string]any{"webhook": map[string]any{"timeoutSeconds": 31}}, "timeoutSeconds"},
 		"relative socket path":    {map[string]any{"ovn": map[string]any{"socketHostPath": "var/run/ovn"}}, "socketHostPath"},
+		"replicas without leader election": {map[string]any{"replicas": 2, "leaderElection": map[string]any{"enabled": false}},
+			"replicas is 2 but leaderElection.enabled is false"},
+		"empty trusted user": {map[string]any{"policies": map[string]any{"ovnAnnotationWriters": map[string]any{"users": []any{""}}}}, "users"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := render(t, c.vals)
@@ -406,6 +473,61 @@ func TestServerSideDryRun(t *testing.T) {
 				if err != nil {
 					t.Errorf("%s %s: %v", o.GetKind(), o.GetName(), err)
 				}
+			}
+		})
+	}
+}
+
+// TestPoliciesMatchHarness: the chart fills the annotation-writer policies'
+// trusted identities from its values (and the manager's ServiceAccount) the
+// same way envtest.PolicyObjects does, so the suites that install policies
+// through the harness test what the chart installs.
+func TestPoliciesMatchHarness(t *testing.T) {
+	for name, c := range map[string]struct {
+		vals    map[string]any
+		writers envtest.AnnotationWriters
+	}{
+		"defaults": {nil, envtest.AnnotationWriters{
+			Users: []string{"system:serviceaccount:udnkit-system:udnkit",
+				"system:serviceaccount:ovn-kubernetes:ovnkube-cluster-manager", "system:serviceaccount:ovn-kubernetes:ovnkube-node"},
+			NodeGroup: "system:ovn-nodes"}},
+		"own writers, no node group": {map[string]any{
+			"serviceAccount": map[string]any{"name": "net-manager"},
+			"policies": map[string]any{"ovnAnnotationWriters": map[string]any{
+				"users": []any{"system:serviceaccount:udnkit-system:net-manager", "ovn-admin"}, "groups": []any{"ovn-operators"}, "nodeGroup": ""}}},
+			envtest.AnnotationWriters{Users: []string{"system:serviceaccount:udnkit-system:net-manager", "ovn-admin"}, Groups: []string{"ovn-operators"}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			objs, err := render(t, c.vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := envtest.PolicyObjects(envtest.PolicyDir(), c.writers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, w := range want {
+				got := find(objs, w.GetKind(), w.GetName())
+				if got == nil {
+					t.Errorf("the chart renders no %s %s", w.GetKind(), w.GetName())
+					continue
+				}
+				if !equality.Semantic.DeepEqual(got.Object["spec"], w.Object["spec"]) {
+					t.Errorf("%s %s differs:\nchart:   %v\nharness: %v", w.GetKind(), w.GetName(), got.Object["spec"], w.Object["spec"])
+				}
+				variables, _, _ := unstructured.NestedSlice(got.Object, "spec", "variables")
+				for _, v := range variables {
+					if v.(map[string]any)["name"] == "trustedUsers" {
+						n++
+						if e := v.(map[string]any)["expression"].(string); !strings.Contains(e, `"`+c.writers.Users[0]+`"`) {
+							t.Errorf("%s trusts %s, not the manager %s", w.GetName(), e, c.writers.Users[0])
+						}
+					}
+				}
+			}
+			if n != 3 {
+				t.Errorf("%d policies with trusted users, want 3 (pods, nodes, networks)", n)
 			}
 		})
 	}

@@ -30,6 +30,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/cel"
+	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/webhooks"
 )
 
@@ -78,7 +79,7 @@ func validate(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.SetOutput(stderr)
 	file := fs.String("f", "", "manifest to validate (YAML or JSON, several documents allowed; - for stdin)")
 	oldFile := fs.String("old", "", "the objects as they are stored now; FILE is then judged as their update")
-	ranges := webhooks.DefaultConfig()
+	ranges := ovnk.DefaultClusterConfig()
 	ranges.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -186,7 +187,7 @@ func readObjects(file string) ([]*unstructured.Unstructured, error) {
 
 // staticChecks runs the admission webhook's cluster-independent checks on a
 // UDN or CUDN (not on other kinds, and not on objects that do not decode).
-func staticChecks(obj, old *unstructured.Unstructured, cfg webhooks.Config) (field.ErrorList, []string) {
+func staticChecks(obj, old *unstructured.Unstructured, cfg ovnk.ClusterConfig) (field.ErrorList, []string) {
 	spec, path, ok := networkSpec(obj)
 	if !ok {
 		return nil, nil

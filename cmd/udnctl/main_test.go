@@ -37,6 +37,12 @@ func TestValidate(t *testing.T) {
 				"spec.layer2.defaultGatewayIPs: Invalid value: defaultGatewayIPs must each belong to one of the subnets.",
 				`spec.layer2.reservedSubnets[0]: Invalid value: "10.50.0.201/29": CIDR must be a network address with no host bits set, such as 192.168.100.200/29.`,
 			}, "tenant-blue/UserDefinedNetwork/broken: rejected"},
+		{"Layer3 cidr with host bits and a hostSubnet with no room for pods", []string{"validate", "-f", filepath.Join(root, "invalid", "udn-layer3-no-room-for-pods.yaml")}, 1,
+			[]string{
+				"spec.layer3.subnets[0]: Invalid value: hostSubnet must leave room for pods: at most 30 for an IPv4 cidr and 126 for an IPv6 cidr.",
+				`spec.layer3.subnets[0].cidr: Invalid value: "10.66.0.1/16": CIDR must be a network address with no host bits set, such as 192.168.100.200/29.`,
+			}, "tenant-green/UserDefinedNetwork/cramped: rejected"},
+		{"EVPN CUDN written for upstream", []string{"validate", "-f", filepath.Join(root, "cudn-evpn.yaml")}, 0, nil, "ClusterUserDefinedNetwork/red-evpn: valid"},
 		{"Layer3 append as an update", []string{"validate", "-f", filepath.Join(root, "udn-layer3-append.yaml"), "--old", filepath.Join(root, "udn-layer3-primary.yaml")}, 0, nil, "tenant-green/UserDefinedNetwork/green: valid"},
 		{"Layer3 removal as an update", []string{"validate", "-f", filepath.Join(root, "invalid", "udn-layer3-remove-subnet.yaml"), "--old", filepath.Join(root, "udn-layer3-append.yaml")}, 1,
 			[]string{"spec.layer3: Invalid value: Existing subnets cannot be removed, reordered or changed; new subnets may only be appended."}, "rejected"},

@@ -20,7 +20,6 @@ import (
 	"github.com/udnkit/udnkit/dataplane"
 	dataplanecontroller "github.com/udnkit/udnkit/dataplane/controller"
 	"github.com/udnkit/udnkit/ovnk"
-	"github.com/udnkit/udnkit/reconcilers"
 )
 
 // network is a valid UDN or CUDN from a file, with what the reconcilers
@@ -80,35 +79,28 @@ func loadNetworks(ctx context.Context, file string, namespaces []string, stderr 
 }
 
 // nads renders the NetworkAttachmentDefinitions the nad reconciler would
-// write for n, with the defaults of a fresh manager.
-func (n network) nads(cfg reconcilers.Config) ([]*nadv1.NetworkAttachmentDefinition, error) {
-	join, err := ovnk.ParsePrefixes(cfg.DefaultJoinSubnets)
-	if err != nil {
-		return nil, fmt.Errorf("--udn-join-subnets: %w", err)
-	}
-	transit, err := reconcilers.TransitSubnetsFor(n.spec, cfg)
+// write for n (ovnk.NewNAD, the reconciler's own renderer), without the
+// network-id and tunnel-keys annotations only a cluster can assign.
+func (n network) nads(cluster ovnk.ClusterConfig) ([]*nadv1.NetworkAttachmentDefinition, error) {
+	transit, err := ovnk.TransitSubnetsFor(n.spec, cluster)
 	if err != nil {
 		return nil, err
 	}
+	src := ovnk.NADSource{Kind: n.obj.GetKind(), Spec: n.spec, Meta: metav1.ObjectMeta{
+		Name: n.obj.GetName(), Namespace: n.obj.GetNamespace(), UID: n.obj.GetUID(),
+		Labels: n.obj.GetLabels(), Annotations: n.obj.GetAnnotations()}}
+	if src.Meta.Namespace == "" && src.Kind == udnv1.KindUserDefinedNetwork {
+		src.Meta.Namespace = "default"
+	}
 	var out []*nadv1.NetworkAttachmentDefinition
 	for _, ns := range n.targets {
-		conf, err := ovnk.Render(n.spec, ovnk.Options{
-			NetworkName: n.name, NADName: ns + "/" + n.nadName,
-			DefaultJoinSubnets: join, TransitSubnets: transit, PredefinedAddresses: cfg.PreconfiguredUDNAddresses,
-		})
+		nad, err := ovnk.NewNAD(src, ns, cluster, transit, ovnk.NetworkIDs{})
 		if err != nil {
 			return nil, err
 		}
-		labels := map[string]string{udnv1.LabelUserDefinedNetwork: ""}
-		for k, v := range n.labels {
-			labels[k] = v
-		}
-		out = append(out, &nadv1.NetworkAttachmentDefinition{
-			TypeMeta: metav1.TypeMeta{APIVersion: "k8s.cni.cncf.io/v1", Kind: "NetworkAttachmentDefinition"},
-			ObjectMeta: metav1.ObjectMeta{Name: n.nadName, Namespace: ns, Labels: labels,
-				Finalizers: []string{udnv1.FinalizerUserDefinedNetworkProtection}},
-			Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: conf},
-		})
+		delete(nad.Annotations, ovnk.AnnotationNetworkID)
+		delete(nad.Annotations, ovnk.AnnotationTunnelKeys)
+		out = append(out, nad)
 	}
 	return out, nil
 }
@@ -118,7 +110,7 @@ func render(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	file := fs.String("f", "", "manifest with UserDefinedNetworks and ClusterUserDefinedNetworks")
 	namespaces := fs.String("namespaces", "NAMESPACE", "comma-separated namespaces a CUDN's selector matches (no cluster to ask)")
-	cfg := reconcilers.DefaultConfig()
+	cfg := ovnk.DefaultClusterConfig()
 	cfg.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -154,7 +146,7 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	file := fs.String("f", "", "manifest with UserDefinedNetworks and ClusterUserDefinedNetworks")
 	nodes := fs.Int("nodes", 3, "number of nodes (node-1 ... node-N, node IDs from 2, all in this OVN zone)")
-	cfg := reconcilers.DefaultConfig()
+	cfg := ovnk.DefaultClusterConfig()
 	cfg.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -170,8 +162,8 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var l2Nodes []dataplane.Layer2Node
 	for i := 0; i < *nodes; i++ {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-" + strconv.Itoa(i+1), Annotations: map[string]string{
-			udnv1.AnnotationNodeID:                strconv.Itoa(ovnk.FirstNodeID + i),
-			udnv1.AnnotationLayer2TopologyVersion: dataplane.Layer2TopologyVersion,
+			ovnk.AnnotationNodeID:                strconv.Itoa(ovnk.FirstNodeID + i),
+			ovnk.AnnotationLayer2TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter,
 		}}}
 		n, _, err := dataplanecontroller.Layer2NodeFromNode(node)
 		if err != nil {
@@ -181,8 +173,9 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		n.Local = true
 		l2Nodes = append(l2Nodes, n)
 	}
-	// Tunnel keys as a fresh cluster would allocate them, network by network.
-	nextKey := ovnk.FirstAllocatedTunnelKey
+	// Network IDs and tunnel keys as a fresh cluster would allocate them,
+	// network by network (OKEP-5094 option 3: the switch keeps the legacy key).
+	nextID, nextKey := 1, ovnk.FirstAllocatedTunnelKey
 	for _, n := range nets {
 		var desired *dataplane.Desired
 		switch {
@@ -192,10 +185,15 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stderr, "udnctl plan: %s: %v\n", identity(n.obj), err)
 				return 1
 			}
-			keys, _ := json.Marshal([]int{nextKey, nextKey + 1})
-			nextKey += 2
+			legacy, err := ovnk.LegacyTransitSwitchKey(nextID)
+			if err != nil {
+				fmt.Fprintf(stderr, "udnctl plan: %s: %v\n", identity(n.obj), err)
+				return 1
+			}
+			keys, _ := json.Marshal([]int{legacy, nextKey})
+			nextID, nextKey = nextID+1, nextKey+1
 			nad := nads[0]
-			nad.Annotations = map[string]string{udnv1.AnnotationTunnelKeys: string(keys)}
+			nad.Annotations = map[string]string{ovnk.AnnotationTunnelKeys: string(keys)}
 			net, _, err := dataplanecontroller.Layer2NetworkFromNAD(nad)
 			if err == nil {
 				desired, err = dataplane.Layer2Topology(net, l2Nodes)

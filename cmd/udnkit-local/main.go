@@ -28,10 +28,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/cmd/udnkit/app"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 func main() {
@@ -158,7 +158,7 @@ func run(ctx context.Context, root, stateDir string, attach bool, out io.Writer)
 
 	for _, n := range localNodes {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name,
-			Annotations: map[string]string{udnv1.AnnotationNodeEncapIPs: n.encapIPs}}}
+			Annotations: map[string]string{ovnk.AnnotationNodeEncapIPs: n.encapIPs}}}
 		if err := env.Client.Create(readyCtx, node); err != nil {
 			return fmt.Errorf("creating node %s: %w", n.name, err)
 		}

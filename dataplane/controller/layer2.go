@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"strconv"
 	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -21,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -60,7 +58,7 @@ func (r *Layer2Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func nadsIn(c client.Client, namespace string) handler.MapFunc {
 	return func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var nads nadv1.NetworkAttachmentDefinitionList
-		if err := c.List(ctx, &nads, client.InNamespace(namespace), client.HasLabels{udnv1.LabelUserDefinedNetwork}); err != nil {
+		if err := c.List(ctx, &nads, client.InNamespace(namespace), client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
 			return nil
 		}
 		out := make([]reconcile.Request, 0, len(nads.Items))
@@ -113,7 +111,7 @@ func (r *Layer2Reconciler) apply(ctx context.Context, namespace string, net data
 			continue // no node ID allocated yet: the node joins on its next update
 		}
 		n.Local = r.Local == nil || r.Local(node)
-		if n.Local && n.TopologyVersion != dataplane.Layer2TopologyVersion {
+		if n.Local && n.TopologyVersion != ovnk.Layer2TopologyVersionTransitRouter {
 			running, err := r.runningPods(ctx, namespace, node.Name)
 			if err != nil {
 				return false, err
@@ -126,7 +124,7 @@ func (r *Layer2Reconciler) apply(ctx context.Context, namespace string, net data
 			if err := r.announce(ctx, node); err != nil {
 				return false, err
 			}
-			n.TopologyVersion = dataplane.Layer2TopologyVersion
+			n.TopologyVersion = ovnk.Layer2TopologyVersionTransitRouter
 		}
 		nodes = append(nodes, n)
 	}
@@ -144,7 +142,7 @@ func (r *Layer2Reconciler) announce(ctx context.Context, node *corev1.Node) erro
 	if node.Annotations == nil {
 		node.Annotations = map[string]string{}
 	}
-	node.Annotations[udnv1.AnnotationLayer2TopologyVersion] = dataplane.Layer2TopologyVersion
+	node.Annotations[ovnk.AnnotationLayer2TopologyVersion] = ovnk.Layer2TopologyVersionTransitRouter
 	return r.Client.Patch(ctx, node, patch)
 }
 
@@ -205,14 +203,14 @@ func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net dataplane
 	if conf.Topology != "layer2" || conf.Role != "primary" {
 		return net, false, nil
 	}
-	keysText, found := nad.Annotations[udnv1.AnnotationTunnelKeys]
+	keysText, found := nad.Annotations[ovnk.AnnotationTunnelKeys]
 	if !found {
 		return net, false, nil
 	}
 	var keys []int
 	if err := json.Unmarshal([]byte(keysText), &keys); err != nil || len(keys) < 2 {
 		return net, false, fmt.Errorf("NAD %s/%s annotation %s: %q must be a JSON list of the switch and transit router tunnel keys",
-			nad.Namespace, nad.Name, udnv1.AnnotationTunnelKeys, keysText)
+			nad.Namespace, nad.Name, ovnk.AnnotationTunnelKeys, keysText)
 	}
 	bad := func(name string, err error) error {
 		return fmt.Errorf("NAD %s/%s spec.config %s: %w", nad.Namespace, nad.Name, name, err)
@@ -245,18 +243,13 @@ func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net dataplane
 // Layer2NodeFromNode reads a node's k8s.ovn.org/node-id and
 // k8s.ovn.org/layer2-topology-version; ok is false until the node has an ID.
 func Layer2NodeFromNode(node *corev1.Node) (dataplane.Layer2Node, bool, error) {
-	idText, found := node.Annotations[udnv1.AnnotationNodeID]
-	if !found {
-		return dataplane.Layer2Node{}, false, nil
-	}
-	id, err := strconv.Atoi(idText)
-	if err != nil || id < 1 {
-		return dataplane.Layer2Node{}, false, fmt.Errorf("node %s annotation %s: %q is not a node ID (an integer ≥ 1)",
-			node.Name, udnv1.AnnotationNodeID, idText)
+	id, ok, err := ovnk.DecodeNodeID(node)
+	if err != nil || !ok {
+		return dataplane.Layer2Node{}, false, err
 	}
 	return dataplane.Layer2Node{
 		Name: node.Name, ID: id,
-		TopologyVersion: node.Annotations[udnv1.AnnotationLayer2TopologyVersion],
+		TopologyVersion: node.Annotations[ovnk.AnnotationLayer2TopologyVersion],
 		// The old topology's per-node switch port tunnel key; only read while
 		// remote nodes still run the old topology.
 		LegacyTunnelKey: id,
@@ -270,7 +263,7 @@ func liveNAD(ctx context.Context, c client.Client, req reconcile.Request) (nad *
 	if err := c.Get(ctx, req.NamespacedName, nad); err != nil {
 		return nil, false, client.IgnoreNotFound(err)
 	}
-	_, labeled := nad.Labels[udnv1.LabelUserDefinedNetwork]
+	_, labeled := nad.Labels[ovnk.LabelUserDefinedNetwork]
 	return nad, labeled && nad.DeletionTimestamp.IsZero(), nil
 }
 
@@ -278,7 +271,7 @@ func liveNAD(ctx context.Context, c client.Client, req reconcile.Request) (nad *
 // describe, as network reads them.
 func liveNetworks(ctx context.Context, c client.Client, network func(*nadv1.NetworkAttachmentDefinition) (string, bool)) (map[string]bool, error) {
 	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := c.List(ctx, &nads, client.HasLabels{udnv1.LabelUserDefinedNetwork}); err != nil {
+	if err := c.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
 		return nil, err
 	}
 	live := map[string]bool{}

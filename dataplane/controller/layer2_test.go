@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 var skipNameValidation = true
@@ -32,14 +32,14 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 	}
 	r.Layer2.DrainPoll = 200 * time.Millisecond
 	if _, err := Setup(ctx, mgr, Options{NBAddress: "/no/scheme.sock", SBAddress: db.SB.Address()}); err == nil ||
-		!strings.Contains(err.Error(), `--ovn-nb-address "/no/scheme.sock": must start with unix: or tcp:`) {
+		!strings.Contains(err.Error(), `--ovn-nb-address "/no/scheme.sock": must start with unix:, tcp: or ssl:`) {
 		t.Errorf("bad NB address: err = %v", err)
 	}
 	s.start()
 
 	c := s.c
 	node := func(name, id string) *corev1.Node {
-		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{udnv1.AnnotationNodeID: id}}}
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{ovnk.AnnotationNodeID: id}}}
 	}
 	for _, n := range []*corev1.Node{node("node1", "2"), node("node2", "3")} {
 		if err := c.Create(ctx, n); err != nil {
@@ -51,8 +51,8 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 	}
 	nad := &nadv1.NetworkAttachmentDefinition{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "tenant-blue",
-			Labels:      map[string]string{udnv1.LabelUserDefinedNetwork: ""},
-			Annotations: map[string]string{udnv1.AnnotationNetworkID: "1", udnv1.AnnotationTunnelKeys: "[16711685,16715780]"}},
+			Labels:      map[string]string{ovnk.LabelUserDefinedNetwork: ""},
+			Annotations: map[string]string{ovnk.AnnotationNetworkID: "1", ovnk.AnnotationTunnelKeys: "[16711685,16715780]"}},
 		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: l2Config},
 	}
 	if err := c.Create(ctx, nad); err != nil {
@@ -75,7 +75,7 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Name: "node1"}, &n1); err != nil {
 		t.Fatal(err)
 	}
-	if v := n1.Annotations[udnv1.AnnotationLayer2TopologyVersion]; v != "2.0" {
+	if v := n1.Annotations[ovnk.AnnotationLayer2TopologyVersion]; v != "2.0" {
 		t.Errorf("drained node1 was not announced on topology 2.0: %q", v)
 	}
 
@@ -112,7 +112,7 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Name: "node4"}, n4); err != nil {
 		t.Fatal(err)
 	}
-	if v := n4.Annotations[udnv1.AnnotationLayer2TopologyVersion]; v == "2.0" {
+	if v := n4.Annotations[ovnk.AnnotationLayer2TopologyVersion]; v == "2.0" {
 		t.Error("node4 was announced on 2.0 while it runs a pod")
 	}
 	if err := c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
@@ -128,14 +128,14 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 
 	// A NAD whose tunnel keys are not a list is not programmed.
 	if _, _, err := Layer2NetworkFromNAD(&nadv1.NetworkAttachmentDefinition{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "bad", Annotations: map[string]string{udnv1.AnnotationTunnelKeys: "7"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "bad", Annotations: map[string]string{ovnk.AnnotationTunnelKeys: "7"}},
 		Spec:       nadv1.NetworkAttachmentDefinitionSpec{Config: l2Config},
 	}); err == nil || !strings.Contains(err.Error(), "annotation k8s.ovn.org/tunnel-keys: \"7\" must be a JSON list") {
 		t.Errorf("bad tunnel keys: err = %v", err)
 	}
 	if _, _, err := Layer2NodeFromNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "nodeX",
-		Annotations: map[string]string{udnv1.AnnotationNodeID: "zero"}}}); err == nil ||
-		!strings.Contains(err.Error(), `node nodeX annotation k8s.ovn.org/node-id: "zero" is not a node ID`) {
+		Annotations: map[string]string{ovnk.AnnotationNodeID: "zero"}}}); err == nil ||
+		!strings.Contains(err.Error(), `node nodeX annotation k8s.ovn.org/node-id="zero" is not a node ID (an integer in [2, 32767])`) {
 		t.Errorf("bad node ID: err = %v", err)
 	}
 }

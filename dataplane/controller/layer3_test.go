@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
 )
 
@@ -32,7 +33,7 @@ func TestLayer3PoliciesFromAPIState(t *testing.T) {
 	s.nbctl("lr-policy-add", foreign, "1004", "ip4.dst == 172.18.0.3", "reroute", "10.210.0.2")
 	s.start()
 
-	label := map[string]string{udnv1.LabelPrimaryUserDefinedNetwork: ""}
+	label := map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}
 	green, red := namespace("tenant-green"), namespace("tenant-red")
 	green.Labels, red.Labels = label, label
 	udn := func(ns, name string, cidrs ...string) *udnv1.UserDefinedNetwork {

@@ -3,8 +3,6 @@ package controller
 import (
 	"context"
 	"net/netip"
-	"strings"
-	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,28 +13,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/ovnk"
-	"github.com/udnkit/udnkit/reconcilers/addresses"
 )
 
 // LiveMigrationReconciler programs the kubevirt point-to-point routing of
 // primary Layer2 networks on their transit routers: for every VM that runs on
-// a node that does not own its addresses (addresses.Reconciler.MigratedVMs),
+// a node that does not own its addresses (ovnk.MigratedVMs: the owner node the
+// address reconciler publishes on the VM's pods, and the pod it runs in),
 // a /32 (/128) route to the VM via the router's switch port and a
 // priority-10 reroute of its traffic to the transit peer address of the
 // gateway router of the node it runs on; both go when the VM returns or is
-// deleted. There is one request for everything: any pod, node or NAD change,
-// and a poll, because MigratedVMs is the address reconciler's memory and
-// changes after that reconciler, not this one, has seen a pod.
+// deleted. There is one request for everything: any pod, node or NAD change.
 type LiveMigrationReconciler struct {
 	Client client.Client
 	OVN    *dataplane.Client
-	// MigratedVMs lists the VMs away from their owner node.
-	MigratedVMs func() []addresses.MigratedVM
-	// Poll is how often MigratedVMs is read again without an event; 0 means 5 s.
-	Poll time.Duration
 }
 
 var liveMigrationRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "live-migration"}}
@@ -54,42 +45,49 @@ func (r *LiveMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// MigrationNetworkName is the OVN network name of a MigratedVM's network
-// ID: udn/<namespace>/<name> -> <namespace>_<name>, cudn/<name> -> cluster_udn_<name>.
-func MigrationNetworkName(id string) string {
-	parts := strings.Split(id, "/")
-	switch {
-	case len(parts) == 3 && parts[0] == "udn":
-		return parts[1] + "_" + parts[2]
-	case len(parts) == 2 && parts[0] == "cudn":
-		return "cluster_udn_" + parts[1]
-	}
-	return ""
-}
-
 // Reconcile applies every primary Layer2 network's routes.
 func (r *LiveMigrationReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	logger := log.FromContext(ctx)
-	poll := orDefault(r.Poll, 5*time.Second)
 	var nads nadv1.NetworkAttachmentDefinitionList
 	if err := r.Client.List(ctx, &nads); err != nil {
 		return reconcile.Result{}, err
 	}
 	networks := map[string]dataplane.Layer2Network{}
+	networkOfKey := map[string]string{} // pod-networks key (NAD namespace/name) -> network
 	for i := range nads.Items {
 		nad := &nads.Items[i]
 		if net, ok, err := Layer2NetworkFromNAD(nad); err == nil && ok && nad.DeletionTimestamp.IsZero() && isUDN(nad) {
 			networks[net.Name] = net
+			networkOfKey[nad.Namespace+"/"+nad.Name] = net.Name
 		}
+	}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods); err != nil {
+		return reconcile.Result{}, err
 	}
 	var nodeList corev1.NodeList
 	if err := r.Client.List(ctx, &nodeList); err != nil {
 		return reconcile.Result{}, err
 	}
 	vms := map[string][]dataplane.VM{}
-	for _, m := range r.MigratedVMs() {
-		name := MigrationNetworkName(m.Network)
-		vms[name] = append(vms[name], dataplane.VM{Namespace: m.Namespace, Name: m.VM, IPs: m.IPs, Node: m.CurrentNode, OwnerNode: m.OwnerNode})
+	for _, m := range ovnk.MigratedVMs(pods.Items) {
+		all, err := ovnk.DecodePodNetworks(m.Pod.Annotations)
+		if err != nil {
+			logger.Error(err, "skipping migrated VM", "vm", m.Namespace+"/"+m.VM)
+			continue
+		}
+		for key, pn := range all {
+			name, ok := networkOfKey[key]
+			if !ok || pn.Role != ovnk.RolePrimary {
+				continue
+			}
+			addrs, err := pn.Parse()
+			if err != nil {
+				logger.Error(err, "skipping migrated VM", "vm", m.Namespace+"/"+m.VM, "field", ovnk.PodNetworkField(key))
+				continue
+			}
+			vms[name] = append(vms[name], dataplane.VM{Namespace: m.Namespace, Name: m.VM, IPs: addrs.IPs, Node: m.CurrentNode, OwnerNode: m.OwnerNode})
+		}
 	}
 	var failed error
 	for name, net := range networks {
@@ -124,11 +122,11 @@ func (r *LiveMigrationReconciler) Reconcile(ctx context.Context, _ reconcile.Req
 	}
 	err := collectPiece(ctx, r.Client, r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceLiveMigration},
 		r.OVN.PieceNetworks, layer2Name)
-	return reconcile.Result{RequeueAfter: poll}, err
+	return reconcile.Result{}, err
 }
 
 func isUDN(nad *nadv1.NetworkAttachmentDefinition) bool {
-	_, ok := nad.Labels[udnv1.LabelUserDefinedNetwork]
+	_, ok := nad.Labels[ovnk.LabelUserDefinedNetwork]
 	return ok
 }
 
@@ -136,7 +134,7 @@ func isUDN(nad *nadv1.NetworkAttachmentDefinition) bool {
 // their gateway routers: the router's switch port and the GR side of each
 // node's transit peer subnets (OKEP-5094: offset 2·nodeID, odd address).
 func migrationNodes(net dataplane.Layer2Network, items []corev1.Node) []dataplane.LiveMigrationNode {
-	names := dataplane.NamesFor(net.Name)
+	names := ovnk.NamesFor(net.Name)
 	transits := net.TransitSubnets
 	if len(transits) == 0 {
 		transits = []netip.Prefix{ovnk.DefaultTransitSubnetV4, ovnk.DefaultTransitSubnetV6}

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
 	"github.com/udnkit/udnkit/reconcilers/addresses"
 )
@@ -28,21 +28,16 @@ func TestLiveMigrationRoutesFromAPIState(t *testing.T) {
 	if err := reconcilers.SetupWithManager(s.mgr, reconcilers.DefaultConfig()); err != nil {
 		t.Fatal(err)
 	}
-	addrs, err := addresses.Setup(s.mgr, addresses.DefaultConfig())
-	if err != nil {
+	if err := addresses.SetupWithManager(s.mgr, ovnk.DefaultClusterConfig()); err != nil {
 		t.Fatal(err)
 	}
-	o := s.opts()
-	o.MigratedVMs = addrs.MigratedVMs
-	rs, err := Setup(s.ctx, s.mgr, o)
-	if err != nil {
+	if _, err := Setup(s.ctx, s.mgr, s.opts()); err != nil {
 		t.Fatal(err)
 	}
-	rs.LiveMigration.Poll = 200 * time.Millisecond
 	s.start()
 
 	ns := namespace("tenant-vm")
-	ns.Labels = map[string]string{udnv1.LabelPrimaryUserDefinedNetwork: ""}
+	ns.Labels = map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}
 	udn := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-vm", Name: "vmnet"},
 		Spec: udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
 			Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRolePrimary, Subnets: udnv1.DualStackCIDRs{"10.150.0.0/16", "fd00:150::/64"}}}}
@@ -57,8 +52,8 @@ func TestLiveMigrationRoutesFromAPIState(t *testing.T) {
 
 	vmPod := func(name, node string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-vm", Name: name,
-			Labels:      map[string]string{addresses.LabelVM: "vm1"},
-			Annotations: map[string]string{addresses.AnnotationAllowLiveMigration: ""}},
+			Labels:      map[string]string{ovnk.LabelVM: "vm1"},
+			Annotations: map[string]string{ovnk.AnnotationAllowLiveMigration: ""}},
 			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
 	}
 	src, dst := vmPod("virt-launcher-vm1-src", "node-a"), vmPod("virt-launcher-vm1-dst", "node-b")
@@ -78,7 +73,7 @@ func TestLiveMigrationRoutesFromAPIState(t *testing.T) {
 	if err := s.c.Get(s.ctx, client.ObjectKeyFromObject(dst), dst); err != nil {
 		t.Fatal(err)
 	}
-	dst.Labels[addresses.KeyNodeName] = "node-b"
+	dst.Labels[ovnk.KeyNodeName] = "node-b"
 	if err := s.c.Update(s.ctx, dst); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +81,7 @@ func TestLiveMigrationRoutesFromAPIState(t *testing.T) {
 	if err := s.c.Get(s.ctx, client.ObjectKey{Name: "node-b"}, &nodeB); err != nil {
 		t.Fatal(err)
 	}
-	id, err := strconv.Atoi(nodeB.Annotations[udnv1.AnnotationNodeID])
+	id, err := strconv.Atoi(nodeB.Annotations[ovnk.AnnotationNodeID])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,12 +115,6 @@ func TestLiveMigrationRoutesFromAPIState(t *testing.T) {
 	if !strings.Contains(policies(), "102 ") {
 		t.Errorf("the Layer2 topology's own policies went with the migration rows:\n%s", policies())
 	}
-
-	for id, want := range map[string]string{"udn/ns1/blue": "ns1_blue", "cudn/red": "cluster_udn_red", "bogus": ""} {
-		if got := MigrationNetworkName(id); got != want {
-			t.Errorf("MigrationNetworkName(%q) = %q, want %q", id, got, want)
-		}
-	}
 }
 
 // podIPs waits for the pod's addresses on tenant-vm/vmnet and returns them without prefix length.
@@ -137,8 +126,8 @@ func podIPs(s *stack, pod *corev1.Pod) []string {
 		if s.c.Get(s.ctx, client.ObjectKeyFromObject(pod), &p) != nil {
 			return false
 		}
-		var all map[string]podNetwork
-		if json.Unmarshal([]byte(p.Annotations[udnv1.AnnotationPodNetworks]), &all) != nil {
+		all, err := ovnk.DecodePodNetworks(p.Annotations)
+		if err != nil {
 			return false
 		}
 		ips = nil

@@ -2,9 +2,7 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net"
 	"net/netip"
 	"slices"
 	"time"
@@ -17,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -119,7 +116,7 @@ func (r *MultiVTEPReconciler) vtepState(ctx context.Context, network string, nam
 		byName[n.Name], objs[n.Name] = n, &nodeList.Items[i]
 	}
 	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := r.Client.List(ctx, &nads, client.HasLabels{udnv1.LabelUserDefinedNetwork}); err != nil {
+	if err := r.Client.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
 		return nil, nil, nil, err
 	}
 	for i := range nads.Items {
@@ -203,7 +200,7 @@ func (r *MultiVTEPReconciler) applyLayer3(ctx context.Context, network string) (
 	}
 	var pods []dataplane.VTEPPod
 	encaps := map[string]dataplane.PortEncap{}
-	names := dataplane.NamesFor(network)
+	names := ovnk.NamesFor(network)
 	for _, p := range allPods {
 		if !kept[p.Node] {
 			continue
@@ -224,38 +221,13 @@ func (r *MultiVTEPReconciler) applyLayer3(ctx context.Context, network string) (
 }
 
 // NodeSubnetsFromNode reads a node's host subnets of one network from
-// k8s.ovn.org/node-subnets (a JSON object of network names to a CIDR or a
-// list of CIDRs).
+// k8s.ovn.org/node-subnets (ovnk.DecodeNodeSubnets).
 func NodeSubnetsFromNode(node *corev1.Node, network string) ([]netip.Prefix, error) {
-	v, ok := node.Annotations[udnv1.AnnotationNodeSubnets]
-	if !ok {
-		return nil, nil
+	all, err := ovnk.DecodeNodeSubnets(node)
+	if err != nil {
+		return nil, err
 	}
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(v), &all); err != nil {
-		return nil, fmt.Errorf("node %s annotation %s: not a JSON object of network names to CIDRs: %w", node.Name, udnv1.AnnotationNodeSubnets, err)
-	}
-	raw, ok := all[network]
-	if !ok {
-		return nil, nil
-	}
-	var list []string
-	if err := json.Unmarshal(raw, &list); err != nil {
-		var one string
-		if json.Unmarshal(raw, &one) != nil {
-			return nil, fmt.Errorf("node %s annotation %s[%q]: not a CIDR or a list of CIDRs", node.Name, udnv1.AnnotationNodeSubnets, network)
-		}
-		list = []string{one}
-	}
-	var out []netip.Prefix
-	for _, s := range list {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return nil, fmt.Errorf("node %s annotation %s[%q]: %w", node.Name, udnv1.AnnotationNodeSubnets, network, err)
-		}
-		out = append(out, p)
-	}
-	return out, nil
+	return all[network], nil
 }
 
 // collect removes the ports of networks that no NAD describes any more.
@@ -272,67 +244,33 @@ func (r *MultiVTEPReconciler) collect(ctx context.Context) error {
 // k8s.ovn.org/node-transit-switch-port-tunnel-ids (both optional).
 func VTEPNodeFromNode(node *corev1.Node) (dataplane.VTEPNode, error) {
 	n := dataplane.VTEPNode{Name: node.Name}
-	if v, ok := node.Annotations[udnv1.AnnotationNodeEncapIPs]; ok {
-		var ips []string
-		if err := json.Unmarshal([]byte(v), &ips); err != nil {
-			return n, fmt.Errorf("node %s annotation %s: %q is not a JSON list of IPs", node.Name, udnv1.AnnotationNodeEncapIPs, v)
-		}
-		for _, s := range ips {
-			a, err := netip.ParseAddr(s)
-			if err != nil {
-				return n, fmt.Errorf("node %s annotation %s: %q is not an IP", node.Name, udnv1.AnnotationNodeEncapIPs, s)
-			}
-			n.EncapIPs = append(n.EncapIPs, a)
-		}
+	var err error
+	if n.EncapIPs, err = ovnk.DecodeNodeEncapIPs(node); err != nil {
+		return n, err
 	}
-	if v, ok := node.Annotations[udnv1.AnnotationNodeTransitSwitchPortTunnelIDs]; ok {
-		if err := json.Unmarshal([]byte(v), &n.TunnelIDs); err != nil {
-			return n, fmt.Errorf("node %s annotation %s: %q is not a JSON list of integers", node.Name, udnv1.AnnotationNodeTransitSwitchPortTunnelIDs, v)
-		}
-	}
-	return n, nil
-}
-
-// podNetwork is the part of a k8s.ovn.org/pod-networks entry the dataplane reads.
-type podNetwork struct {
-	IPAddresses []string `json:"ip_addresses"`
-	MACAddress  string   `json:"mac_address"`
-	EncapIP     string   `json:"encap_ip"`
+	n.TunnelIDs, err = ovnk.DecodeNodeTunnelIDs(node)
+	return n, err
 }
 
 // Layer2PodPortFromPod reads a scheduled, not finished pod's entry for the
-// NAD key in k8s.ovn.org/pod-networks; ok is false when it has no entry or
-// no encap_ip.
+// NAD key in k8s.ovn.org/pod-networks (ovnk's codec, with its checks); ok is
+// false when it has no entry or no encap_ip.
 func Layer2PodPortFromPod(pod *corev1.Pod, nadKey string) (dataplane.Layer2PodPort, bool, error) {
 	p := dataplane.Layer2PodPort{NAD: nadKey, VTEPPod: dataplane.VTEPPod{Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName}}
-	v, ok := pod.Annotations[udnv1.AnnotationPodNetworks]
-	if !ok || pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return p, false, nil
 	}
-	var all map[string]podNetwork
-	if err := json.Unmarshal([]byte(v), &all); err != nil {
-		return p, false, fmt.Errorf("pod %s/%s annotation %s: %w", pod.Namespace, pod.Name, udnv1.AnnotationPodNetworks, err)
-	}
-	pn, ok := all[nadKey]
-	if !ok || pn.EncapIP == "" {
-		return p, false, nil
-	}
-	field := fmt.Sprintf("pod %s/%s annotation %s[%q]", pod.Namespace, pod.Name, udnv1.AnnotationPodNetworks, nadKey)
-	var err error
-	if p.EncapIP, err = netip.ParseAddr(pn.EncapIP); err != nil {
-		return p, false, fmt.Errorf("%s.encap_ip: %w", field, err)
-	}
-	for _, s := range pn.IPAddresses {
-		ip, err := netip.ParsePrefix(s)
-		if err != nil {
-			return p, false, fmt.Errorf("%s.ip_addresses: %w", field, err)
-		}
-		p.IPs = append(p.IPs, ip)
-	}
-	mac, err := net.ParseMAC(pn.MACAddress)
+	pn, err := ovnk.DecodePodNetwork(pod.Annotations, nadKey)
 	if err != nil {
-		return p, false, fmt.Errorf("%s.mac_address: %w", field, err)
+		return p, false, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	p.MAC = mac.String()
+	if pn == nil || pn.EncapIP == "" {
+		return p, false, nil
+	}
+	a, err := pn.Parse()
+	if err != nil {
+		return p, false, fmt.Errorf("pod %s/%s annotation %s.%w", pod.Namespace, pod.Name, ovnk.PodNetworkField(nadKey), err)
+	}
+	p.EncapIP, p.IPs, p.MAC, p.TunnelID = a.EncapIP, a.IPs, a.MAC.String(), a.TunnelID
 	return p, true, nil
 }

@@ -21,8 +21,8 @@ import (
 func blueNAD() *nadv1.NetworkAttachmentDefinition {
 	return &nadv1.NetworkAttachmentDefinition{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "tenant-blue",
-			Labels:      map[string]string{udnv1.LabelUserDefinedNetwork: ""},
-			Annotations: map[string]string{udnv1.AnnotationNetworkID: "1", udnv1.AnnotationTunnelKeys: "[16711685,16715780]"}},
+			Labels:      map[string]string{ovnk.LabelUserDefinedNetwork: ""},
+			Annotations: map[string]string{ovnk.AnnotationNetworkID: "1", ovnk.AnnotationTunnelKeys: "[16711685,16715780]"}},
 		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: l2Config},
 	}
 }
@@ -31,7 +31,7 @@ func blueNAD() *nadv1.NetworkAttachmentDefinition {
 func vtepPod(name, node, ip, encap string) *corev1.Pod {
 	mac := ovnk.MACFromIP(netip.MustParseAddr(ip)).String()
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: name, Annotations: map[string]string{
-		udnv1.AnnotationPodNetworks: fmt.Sprintf(`{"ns1/tenant-blue":{"ip_addresses":["%s/24"],"mac_address":"%s","role":"primary","encap_ip":"%s"}}`,
+		ovnk.AnnotationPodNetworks: fmt.Sprintf(`{"ns1/tenant-blue":{"ip_addresses":["%s/24"],"mac_address":"%s","role":"primary","encap_ip":"%s"}}`,
 			ip, mac, encap)}},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
 }
@@ -53,10 +53,10 @@ func TestMultiVTEPFromAPIState(t *testing.T) {
 	rs.MultiVTEP.EncapRetry = 100 * time.Millisecond
 	s.start()
 
-	nodeA := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", Annotations: map[string]string{udnv1.AnnotationNodeID: "2"}}}
-	nodeB := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b", Annotations: map[string]string{udnv1.AnnotationNodeID: "3",
-		udnv1.AnnotationNodeEncapIPs:                   `["10.0.0.2","10.0.0.3","10.0.0.4"]`,
-		udnv1.AnnotationNodeTransitSwitchPortTunnelIDs: "[3,4,5]"}}}
+	nodeA := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", Annotations: map[string]string{ovnk.AnnotationNodeID: "2"}}}
+	nodeB := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b", Annotations: map[string]string{ovnk.AnnotationNodeID: "3",
+		ovnk.AnnotationNodeEncapIPs:                   `["10.0.0.2","10.0.0.3","10.0.0.4"]`,
+		ovnk.AnnotationNodeTransitSwitchPortTunnelIDs: "[3,4,5]"}}}
 	pod1 := vtepPod("pod-1", "node-b", "203.203.0.5", "10.0.0.3")
 	s.create(nodeA, nodeB, namespace("ns1"), blueNAD(), pod1,
 		vtepPod("local", "node-a", "203.203.0.6", "10.0.1.2"),
@@ -110,7 +110,7 @@ func TestMultiVTEPFromAPIState(t *testing.T) {
 		t.Errorf("bad encap_ip: err = %v", err)
 	}
 	noMAC := vtepPod("p", "node-b", "203.203.0.9", "10.0.0.3")
-	noMAC.Annotations[udnv1.AnnotationPodNetworks] = `{"ns1/tenant-blue":{"ip_addresses":["203.203.0.9/24"],"encap_ip":"10.0.0.3"}}`
+	noMAC.Annotations[ovnk.AnnotationPodNetworks] = `{"ns1/tenant-blue":{"ip_addresses":["203.203.0.9/24"],"encap_ip":"10.0.0.3"}}`
 	if _, _, err := Layer2PodPortFromPod(noMAC, "ns1/tenant-blue"); err == nil ||
 		!strings.Contains(err.Error(), `pod ns1/p annotation k8s.ovn.org/pod-networks["ns1/tenant-blue"].mac_address`) {
 		t.Errorf("missing mac_address: err = %v", err)
@@ -119,7 +119,7 @@ func TestMultiVTEPFromAPIState(t *testing.T) {
 		t.Errorf("pod without encap_ip: ok = %v, err = %v; want left out", ok, err)
 	}
 	if _, err := VTEPNodeFromNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{
-		udnv1.AnnotationNodeEncapIPs: `["10.0.0.2","x"]`}}}); err == nil ||
+		ovnk.AnnotationNodeEncapIPs: `["10.0.0.2","x"]`}}}); err == nil ||
 		!strings.Contains(err.Error(), `node n annotation k8s.ovn.org/node-encap-ips: "x" is not an IP`) {
 		t.Errorf("bad encap IP: err = %v", err)
 	}
@@ -145,19 +145,19 @@ func TestLayer3MultiVTEPFromAPIState(t *testing.T) {
 	rs.MultiVTEP.EncapRetry = 100 * time.Millisecond
 	s.start()
 	ns := namespace("tenant-green")
-	ns.Labels = map[string]string{udnv1.LabelPrimaryUserDefinedNetwork: ""}
+	ns.Labels = map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}
 	s.create(ns, &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-green", Name: "green"},
 		Spec: udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer3, Layer3: &udnv1.Layer3Config{
 			Role: udnv1.NetworkRolePrimary, Subnets: []udnv1.Layer3Subnet{{CIDR: "10.200.0.0/16", HostSubnet: 24}}}}},
-		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", Annotations: map[string]string{udnv1.AnnotationNodeEncapIPs: `["172.18.0.2"]`}}},
-		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b", Annotations: map[string]string{udnv1.AnnotationNodeEncapIPs: `["172.18.0.3","172.18.0.4","172.18.0.5"]`}}})
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", Annotations: map[string]string{ovnk.AnnotationNodeEncapIPs: `["172.18.0.2"]`}}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b", Annotations: map[string]string{ovnk.AnnotationNodeEncapIPs: `["172.18.0.3","172.18.0.4","172.18.0.5"]`}}})
 
 	var tunnelIDs []int
 	var subnet netip.Prefix
 	s.eventually("node-b's tunnel IDs and host subnet", func() bool {
 		var n corev1.Node
 		if s.c.Get(s.ctx, client.ObjectKey{Name: "node-b"}, &n) != nil ||
-			json.Unmarshal([]byte(n.Annotations[udnv1.AnnotationNodeTransitSwitchPortTunnelIDs]), &tunnelIDs) != nil {
+			json.Unmarshal([]byte(n.Annotations[ovnk.AnnotationNodeTransitSwitchPortTunnelIDs]), &tunnelIDs) != nil {
 			return false
 		}
 		subnets, err := NodeSubnetsFromNode(&n, "tenant-green_green")
@@ -174,7 +174,7 @@ func TestLayer3MultiVTEPFromAPIState(t *testing.T) {
 	}
 	pod := func(name, ip, encap string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-green", Name: name, Annotations: map[string]string{
-			udnv1.AnnotationPodNetworks: fmt.Sprintf(`{"tenant-green/green":{"ip_addresses":["%s/24"],"mac_address":"%s","role":"primary","encap_ip":"%s"}}`,
+			ovnk.AnnotationPodNetworks: fmt.Sprintf(`{"tenant-green/green":{"ip_addresses":["%s/24"],"mac_address":"%s","role":"primary","encap_ip":"%s"}}`,
 				ip, ovnk.MACFromIP(netip.MustParseAddr(ip)), encap)}},
 			Spec: corev1.PodSpec{NodeName: "node-b", Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
 	}
@@ -218,7 +218,7 @@ func TestLayer3MultiVTEPFromAPIState(t *testing.T) {
 		t.Errorf("the cluster router lost its subnet policies:\n%s", s.nbctl("lr-policy-list", cr))
 	}
 	if _, err := NodeSubnetsFromNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{
-		udnv1.AnnotationNodeSubnets: `{"net":["10.1.0.0/33"]}`}}}, "net"); err == nil || !strings.Contains(err.Error(), `node n annotation k8s.ovn.org/node-subnets["net"]`) {
+		ovnk.AnnotationNodeSubnets: `{"net":["10.1.0.0/33"]}`}}}, "net"); err == nil || !strings.Contains(err.Error(), `node n annotation k8s.ovn.org/node-subnets["net"]`) {
 		t.Errorf("bad node subnet: err = %v", err)
 	}
 }

@@ -2,71 +2,94 @@ package controller
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/udnkit/udnkit/dataplane"
-	"github.com/udnkit/udnkit/reconcilers/addresses"
 )
 
 // Options configure the dataplane controllers.
 type Options struct {
 	// NBAddress and SBAddress are the manager's --ovn-nb-address and
-	// --ovn-sb-address: "unix:/abs/path.sock" or "tcp:host:port".
+	// --ovn-sb-address: "unix:/abs/path.sock", "tcp:host:port" or
+	// "ssl:host:port", comma-separated for a RAFT cluster.
 	NBAddress, SBAddress string
+	// TLS is what ssl: endpoints use (--ovn-client-cert, --ovn-client-key,
+	// --ovn-ca-cert, --ovn-nb-server-name, --ovn-sb-server-name).
+	TLS dataplane.TLS
 	// Local says whether a node belongs to this OVN zone; nil means every node
 	// does (one zone, as `make run` has).
 	Local func(*corev1.Node) bool
-	// MigratedVMs lists the VMs that run away from the node owning their
-	// addresses: the address reconciler's (*addresses.Reconciler).MigratedVMs,
-	// in the same manager. Nil (the ipam component does not run here): no
-	// live-migration routes are programmed, and none are removed either.
-	MigratedVMs func() []addresses.MigratedVM
 }
 
 // Reconcilers are the dataplane controllers Setup registered, sharing one
 // OVN client; their exported fields may be tuned before the manager starts.
 type Reconcilers struct {
-	OVN       *dataplane.Client
-	Layer2    *Layer2Reconciler
-	Layer3    *Layer3Reconciler
-	MultiVTEP *MultiVTEPReconciler
-	// LiveMigration is nil when Options.MigratedVMs is.
+	OVN           *dataplane.Client
+	Layer2        *Layer2Reconciler
+	Layer3        *Layer3Reconciler
+	MultiVTEP     *MultiVTEPReconciler
 	LiveMigration *LiveMigrationReconciler
 }
 
-// Setup connects to OVN and registers the dataplane controllers with the
-// manager: the Layer2 transit-router topology (OKEP-5094), the Layer3 subnet
-// pair policies (OKEP-5377), the Layer2 multi-VTEP ports and encaps
-// (OKEP-5535) and, given MigratedVMs, the kubevirt live-migration routes.
-// The client closes when ctx ends.
+// Setup registers the dataplane controllers with the manager: the Layer2
+// transit-router topology (OKEP-5094), the Layer3 subnet pair policies
+// (OKEP-5377), the Layer2 multi-VTEP ports and encaps (OKEP-5535) and the
+// kubevirt live-migration routes.
+//
+// Setup checks the OVN configuration but does not connect: once the manager
+// runs (on the elected leader), a runnable connects to both databases,
+// retrying with backoff for as long as it takes, and only then starts the
+// controllers. An unreachable OVN so never holds up the manager, its
+// webhooks or the other controllers; Reconcilers.OVN.Check and the
+// udnkit_ovn_connected metric report it. The client closes when ctx ends.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, error) {
-	ovn, err := dataplane.NewClient(ctx, o.NBAddress, o.SBAddress)
+	ovn, err := dataplane.New(dataplane.Config{NBAddress: o.NBAddress, SBAddress: o.SBAddress, TLS: o.TLS})
 	if err != nil {
 		return nil, err
 	}
 	c := mgr.GetClient()
 	rs := &Reconcilers{
-		OVN:       ovn,
-		Layer2:    &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local},
-		Layer3:    &Layer3Reconciler{Client: c, OVN: ovn},
-		MultiVTEP: &MultiVTEPReconciler{Client: c, OVN: ovn, Local: o.Local},
+		OVN:           ovn,
+		Layer2:        &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local},
+		Layer3:        &Layer3Reconciler{Client: c, OVN: ovn},
+		MultiVTEP:     &MultiVTEPReconciler{Client: c, OVN: ovn, Local: o.Local},
+		LiveMigration: &LiveMigrationReconciler{Client: c, OVN: ovn},
 	}
-	setups := []func(ctrl.Manager) error{rs.Layer2.SetupWithManager, rs.Layer3.SetupWithManager, rs.MultiVTEP.SetupWithManager}
-	if o.MigratedVMs != nil {
-		rs.LiveMigration = &LiveMigrationReconciler{Client: c, OVN: ovn, MigratedVMs: o.MigratedVMs}
-		setups = append(setups, rs.LiveMigration.SetupWithManager)
-	}
-	for _, setup := range setups {
-		if err := setup(mgr); err != nil {
-			ovn.Close()
-			return nil, err
-		}
+	setups := []func(ctrl.Manager) error{rs.Layer2.SetupWithManager, rs.Layer3.SetupWithManager, rs.MultiVTEP.SetupWithManager,
+		rs.LiveMigration.SetupWithManager}
+	if err := mgr.Add(&connector{ovn: ovn, mgr: mgr, setups: setups}); err != nil {
+		return nil, err
 	}
 	go func() {
 		<-ctx.Done()
 		ovn.Close()
 	}()
 	return rs, nil
+}
+
+// connector connects to OVN in the background and then starts the dataplane
+// controllers (controller-runtime starts controllers added to a running
+// manager at once). It needs leader election, as the controllers do: replicas
+// that are not the leader do not connect.
+type connector struct {
+	ovn    *dataplane.Client
+	mgr    ctrl.Manager
+	setups []func(ctrl.Manager) error
+}
+
+func (r *connector) Start(ctx context.Context) error {
+	if err := r.ovn.Connect(ctx); err != nil {
+		return nil // the manager stops
+	}
+	for _, setup := range r.setups {
+		if err := setup(r.mgr); err != nil {
+			return fmt.Errorf("starting the dataplane controllers: %w", err)
+		}
+	}
+	<-ctx.Done()
+	r.ovn.Close()
+	return nil
 }

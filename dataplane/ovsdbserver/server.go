@@ -30,6 +30,8 @@ const (
 // Server is one ovsdb-server process serving one database file on a unix socket.
 type Server struct {
 	tcp    string // "127.0.0.1:PORT" when also served over TCP
+	ssl    string // "127.0.0.1:PORT" when also served over SSL
+	pki    *PKI   // the server's certificate, key and CA for ssl
 	db     Database
 	dir    string
 	file   string
@@ -71,6 +73,11 @@ func (s *Server) start(ctx context.Context) error {
 		host, port, _ := net.SplitHostPort(s.tcp)
 		args = append(args, "--remote=ptcp:"+port+":"+host)
 	}
+	if s.ssl != "" {
+		host, port, _ := net.SplitHostPort(s.ssl)
+		args = append(args, "--remote=pssl:"+port+":"+host,
+			"--private-key="+s.pki.ServerKey, "--certificate="+s.pki.ServerCert, "--ca-cert="+s.pki.CACert)
+	}
 	s.cmd = exec.Command("ovsdb-server", args...)
 	if err := s.cmd.Start(); err != nil {
 		return fmt.Errorf("start ovsdb-server for %s: %w", s.file, err)
@@ -87,13 +94,43 @@ func (s *Server) start(ctx context.Context) error {
 // ServeTCP makes the server also listen on 127.0.0.1 at a free port from its
 // next (re)start on; TCPAddress then returns "tcp:127.0.0.1:PORT".
 func (s *Server) ServeTCP(ctx context.Context) error {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freePort()
 	if err != nil {
 		return err
 	}
-	s.tcp = l.Addr().String()
-	_ = l.Close()
+	s.tcp = addr
 	return s.Restart(ctx)
+}
+
+// ServeSSL makes the server also listen for SSL on 127.0.0.1 at a free port
+// from its next (re)start on, with pki's server certificate; it accepts
+// clients whose certificate chains to pki's CA. SSLAddress then returns
+// "ssl:127.0.0.1:PORT".
+func (s *Server) ServeSSL(ctx context.Context, pki *PKI) error {
+	addr, err := freePort()
+	if err != nil {
+		return err
+	}
+	s.ssl, s.pki = addr, pki
+	return s.Restart(ctx)
+}
+
+// SSLAddress is the database's SSL endpoint ("" unless ServeSSL was called).
+func (s *Server) SSLAddress() string {
+	if s.ssl == "" {
+		return ""
+	}
+	return "ssl:" + s.ssl
+}
+
+// freePort returns "127.0.0.1:PORT" with a port that was free a moment ago.
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
 }
 
 // TCPAddress is the database's TCP endpoint ("" unless ServeTCP was called).
@@ -107,10 +144,14 @@ func (s *Server) TCPAddress() string {
 // Address is the database's endpoint in libovsdb/ovn-nbctl form: unix:/abs/path.
 func (s *Server) Address() string { return "unix:" + s.socket }
 
+// File is the database file (for ovsdb-tool while the server is stopped).
+func (s *Server) File() string { return s.file }
+
 // Socket is the absolute path of the database's unix socket.
 func (s *Server) Socket() string { return s.socket }
 
-// Stop terminates the server and waits for it; the database file stays.
+// Stop kills the server (SIGKILL, as a crash would) and waits for it; the
+// database file stays.
 func (s *Server) Stop() {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return

@@ -49,3 +49,52 @@ func TestStartLocalServesNBAndSBWithNorthd(t *testing.T) {
 		t.Errorf("relative directory: err = %v", err)
 	}
 }
+
+// A 3-member cluster elects a leader, takes writes through any endpoint list
+// and elects another leader that still has the data when the first is killed.
+func TestClusterSurvivesLeaderLoss(t *testing.T) {
+	dir, err := os.MkdirTemp("", "ovnr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	ctx := context.Background()
+	c, err := StartCluster(ctx, dir, Northbound, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	if n := strings.Count(c.Address(), ",tcp:127.0.0.1:"); n != 2 || !strings.HasPrefix(c.Address(), "tcp:127.0.0.1:") {
+		t.Errorf("cluster address %q: want three tcp endpoints", c.Address())
+	}
+	nbctl := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("ovn-nbctl", append([]string{"--timeout=30", "--db=" + c.Address()}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ovn-nbctl %v: %v: %s", args, err, out)
+		}
+		return string(out)
+	}
+	nbctl("ls-add", "sw0")
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Members[leader].Stop()
+	next, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next == leader {
+		t.Fatalf("member %d is still reported leader after it was killed", leader)
+	}
+	if got := nbctl("ls-list"); !strings.Contains(got, "sw0") {
+		t.Errorf("the new leader lost a committed write: %q", got)
+	}
+	if err := c.Members[leader].Restart(ctx); err != nil {
+		t.Fatalf("the killed member does not restart: %v", err)
+	}
+	if _, err := StartCluster(ctx, "relative", Northbound, 3); err == nil {
+		t.Error("a relative cluster directory was accepted")
+	}
+}

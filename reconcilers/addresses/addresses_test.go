@@ -1,6 +1,8 @@
 package addresses_test
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"net/netip"
 	"strings"
 
@@ -24,7 +26,8 @@ type okepCase struct {
 	subnets, infra, reserved, gws []string
 	request, requestWant          []string
 	reservedRequest, reservedWant []string
-	routes                        []addresses.PodRoute
+	routes                        []ovnk.PodRoute
+	lla                           string // ipv6_lla_gateway_ip
 	autoCount                     int
 	autoWant                      [][][2]string // per family, the automatic ranges in order
 	exhaustedSubnet               string
@@ -57,7 +60,7 @@ var (
 var _ = DescribeTable("the OKEP-5233 usage example end to end",
 	func(tc okepCase) {
 		ns, cudn := "okep-"+tc.name, "network-l2-"+tc.name
-		namespace(ns, map[string]string{udnv1.LabelPrimaryUserDefinedNetwork: "", "network": cudn})
+		namespace(ns, map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: "", "network": cudn})
 		l2 := primaryLayer2(tc.subnets...)
 		l2.InfrastructureSubnets = as[udnv1.NetworkCIDR](tc.infra)
 		l2.ReservedSubnets = as[udnv1.NetworkCIDR](tc.reserved)
@@ -79,6 +82,8 @@ var _ = DescribeTable("the OKEP-5233 usage example end to end",
 		Expect(pn.GatewayIPs).To(Equal(tc.gws))
 		Expect(pn.Role).To(Equal("primary"))
 		Expect(pn.Routes).To(Equal(tc.routes))
+		Expect(pn.GatewayIPv6LLA).To(Equal(tc.lla))
+		Expect(pn.TunnelID).To(Equal(ovnk.FirstPodTunnelID), "the first pod of the network gets the first pod tunnel ID")
 		if len(tc.subnets) == 1 {
 			Expect(pn.IPAddress).To(Equal(tc.requestWant[0]))
 			Expect(pn.GatewayIP).To(Equal(tc.gws[0]))
@@ -92,8 +97,12 @@ var _ = DescribeTable("the OKEP-5233 usage example end to end",
 			createPod(ns, n)
 		}
 		got := make([][]string, len(tc.subnets))
+		tunnelIDs := map[int]string{}
 		for _, n := range names {
 			pn := podNetwork(ns, n, key)
+			Expect(pn.TunnelID).To(BeNumerically(">=", ovnk.FirstPodTunnelID))
+			Expect(tunnelIDs).NotTo(HaveKey(pn.TunnelID), "tunnel_id %d given to two pods", pn.TunnelID)
+			tunnelIDs[pn.TunnelID] = n
 			Expect(pn.IPAddresses).To(HaveLen(len(tc.subnets)))
 			first := netip.MustParsePrefix(pn.IPAddresses[0]).Addr()
 			Expect(pn.MACAddress).To(Equal(ovnk.MACFromIP(first).String()))
@@ -116,7 +125,7 @@ var _ = DescribeTable("the OKEP-5233 usage example end to end",
 
 		// The CUDN's pool spans its namespaces: a second namespace sees the same conflicts.
 		ns2 := ns + "-2"
-		namespace(ns2, map[string]string{udnv1.LabelPrimaryUserDefinedNetwork: "", "network": cudn})
+		namespace(ns2, map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: "", "network": cudn})
 		createPod(ns2, "copycat", requesting(tc.request, "", ""))
 		Expect(warning(ns2, "copycat", ipalloc.ReasonIPAddressConflict)).To(
 			ContainSubstring("is already in use by pod/" + ns + "/migrated-app"))
@@ -127,7 +136,7 @@ var _ = DescribeTable("the OKEP-5233 usage example end to end",
 		reserved: []string{"192.168.100.200/29"}, gws: []string{"192.168.100.2"},
 		request: []string{"192.168.100.205"}, requestWant: []string{"192.168.100.205/24"},
 		reservedRequest: []string{"192.168.100.201"}, reservedWant: []string{"192.168.100.201/24"},
-		routes:    []addresses.PodRoute{{Dest: "10.96.0.0/16", NextHop: "192.168.100.2"}},
+		routes:    []ovnk.PodRoute{{Dest: "10.96.0.0/16", NextHop: "192.168.100.2"}, {Dest: "100.65.0.0/16", NextHop: "192.168.100.2"}},
 		autoCount: 243, autoWant: [][][2]string{okepV4Auto}, exhaustedSubnet: "192.168.100.0/24",
 	}),
 	Entry("IPv6", okepCase{
@@ -135,7 +144,9 @@ var _ = DescribeTable("the OKEP-5233 usage example end to end",
 		reserved: []string{"fd00:100::c8/125"}, gws: []string{"fd00:100::2"},
 		request: []string{"fd00:100::cd"}, requestWant: []string{"fd00:100::cd/120"},
 		reservedRequest: []string{"fd00:100::c9"}, reservedWant: []string{"fd00:100::c9/120"},
-		routes:    []addresses.PodRoute{{Dest: "fd00:10:96::/112", NextHop: "fd00:100::2"}},
+		routes: []ovnk.PodRoute{{Dest: "fd00:10:96::/112", NextHop: "fd00:100::2"}, {Dest: "fd99::/64", NextHop: "fd00:100::2"}},
+		// fd00:100::2's MAC is 0a:58 + sha256("fd00:100::2")[:4] = 0a:58:45:92:9e:61.
+		lla:       "fe80::858:45ff:fe92:9e61",
 		autoCount: 244, autoWant: [][][2]string{okepV6Auto}, exhaustedSubnet: "fd00:100::/120",
 	}),
 	Entry("dual-stack", okepCase{
@@ -143,7 +154,10 @@ var _ = DescribeTable("the OKEP-5233 usage example end to end",
 		reserved: []string{"192.168.100.200/29", "fd00:100::c8/125"}, gws: []string{"192.168.100.2", "fd00:100::2"},
 		request: []string{"192.168.100.205", "fd00:100::cd"}, requestWant: []string{"192.168.100.205/24", "fd00:100::cd/120"},
 		reservedRequest: []string{"fd00:100::c9", "192.168.100.201"}, reservedWant: []string{"192.168.100.201/24", "fd00:100::c9/120"},
-		routes: []addresses.PodRoute{{Dest: "10.96.0.0/16", NextHop: "192.168.100.2"}, {Dest: "fd00:10:96::/112", NextHop: "fd00:100::2"}},
+		routes: []ovnk.PodRoute{{Dest: "10.96.0.0/16", NextHop: "192.168.100.2"}, {Dest: "100.65.0.0/16", NextHop: "192.168.100.2"},
+			{Dest: "fd00:10:96::/112", NextHop: "fd00:100::2"}, {Dest: "fd99::/64", NextHop: "fd00:100::2"}},
+		// The router port's MAC comes from the IPv4 gateway: 0a:58:c0:a8:64:02.
+		lla: "fe80::858:c0ff:fea8:6402",
 		// IPv4 runs out first; IPv6 gives the first 243 of its automatic addresses.
 		autoCount: 243, autoWant: [][][2]string{okepV4Auto, okepV6Auto}, exhaustedSubnet: "192.168.100.0/24",
 	}),
@@ -222,8 +236,8 @@ var _ = Describe("conflicts", func() {
 	It("reports a malformed NetworkSelectionElement and writes nothing", func() {
 		const ns = "c-malformed"
 		createUDN(ns, "tenant", primaryLayer2("10.27.0.0/24"))
-		createPod(ns, "bad", annotated(udnv1.AnnotationDefaultNetwork, `{"name": "default", "ips": "10.27.0.5"}`))
-		Expect(warning(ns, "bad", addresses.ReasonInvalidSelectionElement)).To(ContainSubstring(udnv1.AnnotationDefaultNetwork))
+		createPod(ns, "bad", annotated(ovnk.AnnotationDefaultNetwork, `{"name": "default", "ips": "10.27.0.5"}`))
+		Expect(warning(ns, "bad", addresses.ReasonInvalidSelectionElement)).To(ContainSubstring(ovnk.AnnotationDefaultNetwork))
 		expectNoAnnotation(ns, "bad")
 	})
 
@@ -302,7 +316,7 @@ var _ = Describe("IPAMClaims", func() {
 		l2.IPAM = &udnv1.IPAMConfig{Lifecycle: udnv1.IPAMLifecyclePersistent}
 		createUDN(ns, "tenant", l2)
 		createClaim(ns, "old-style", ns+"_tenant")
-		createPod(ns, "p", annotated(udnv1.AnnotationPrimaryUDNIPAMClaim, "old-style"))
+		createPod(ns, "p", annotated(ovnk.AnnotationPrimaryUDNIPAMClaim, "old-style"))
 		pn := podNetwork(ns, "p", ns+"/tenant")
 		claim, _ := claimWith(ns, "old-style", metav1.ConditionTrue, addresses.ReasonSuccessfulAllocation)
 		Expect(claim.Status.IPs).To(Equal(pn.IPAddresses))
@@ -312,7 +326,7 @@ var _ = Describe("IPAMClaims", func() {
 
 var _ = Describe("the ovn-kubernetes/default NAD stub", func() {
 	It("exists while the feature is on and comes back when deleted", func() {
-		key := client.ObjectKey{Namespace: udnv1.DefaultNetworkNamespace, Name: udnv1.DefaultNetworkName}
+		key := client.ObjectKey{Namespace: ovnk.DefaultNetworkNamespace, Name: ovnk.DefaultNetworkName}
 		var nad nadv1.NetworkAttachmentDefinition
 		Eventually(func() error { return k8s.Get(ctx, key, &nad) }).Should(Succeed())
 		Expect(nad.Spec.Config).To(ContainSubstring(`"type": "ovn-k8s-cni-overlay"`))
@@ -325,7 +339,7 @@ var _ = Describe("the ovn-kubernetes/default NAD stub", func() {
 	})
 })
 
-func addrsOf(pn addresses.PodNetwork) []string {
+func addrsOf(pn ovnk.PodNetwork) []string {
 	out := make([]string, len(pn.IPAddresses))
 	for i, ip := range pn.IPAddresses {
 		out[i] = strings.Split(ip, "/")[0]
@@ -336,22 +350,28 @@ func addrsOf(pn addresses.PodNetwork) []string {
 var _ = DescribeTable("live migration: the target pod shares the source's allocation, released only with the VM's last pod",
 	func(ns string, subnets []string, markRunning func(*corev1.Pod)) {
 		createUDN(ns, "tenant", primaryLayer2(subnets...))
-		vm := []podOpt{labelled(addresses.LabelVM, "vm1"), annotated(addresses.AnnotationAllowLiveMigration, "")}
+		vm := []podOpt{labelled(ovnk.LabelVM, "vm1"), annotated(ovnk.AnnotationAllowLiveMigration, "")}
 		createPod(ns, "virt-launcher-vm1-src", append(vm, onNode("node-a"))...)
 		src := podNetwork(ns, "virt-launcher-vm1-src", ns+"/tenant")
 		createPod(ns, "virt-launcher-vm1-dst", append(vm, onNode("node-b"))...)
 		dst := podNetwork(ns, "virt-launcher-vm1-dst", ns+"/tenant")
 		Expect(dst.IPAddresses).To(Equal(src.IPAddresses))
 		Expect(dst.MACAddress).To(Equal(src.MACAddress))
-		Expect(rec.MigratedVMs()).NotTo(ContainElement(HaveField("Namespace", ns)), "until kubevirt marks the target, the VM runs on its owner node")
+		// Both pods publish the node owning the VM's addresses, for the dataplane.
+		Eventually(func() []string {
+			return []string{getPod(ns, "virt-launcher-vm1-src").Annotations[ovnk.AnnotationAddressOwnerNode],
+				getPod(ns, "virt-launcher-vm1-dst").Annotations[ovnk.AnnotationAddressOwnerNode]}
+		}).Should(Equal([]string{"node-a", "node-a"}))
+		migrated := func() []ovnk.MigratedVM { return ovnk.MigratedVMs(listPods(ns)) }
+		Expect(migrated()).To(BeEmpty(), "until kubevirt marks the target, the VM runs on its owner node")
 
 		// kubevirt marks the target once the VM runs there.
 		p := getPod(ns, "virt-launcher-vm1-dst")
 		markRunning(p)
 		Expect(k8s.Update(ctx, p)).To(Succeed())
-		Eventually(rec.MigratedVMs).Should(ContainElement(And(
+		Eventually(migrated).Should(ConsistOf(And(
 			HaveField("VM", "vm1"), HaveField("Namespace", ns), HaveField("OwnerNode", "node-a"), HaveField("CurrentNode", "node-b"),
-			HaveField("IPs", HaveLen(len(subnets))))))
+			HaveField("Pod.Name", "virt-launcher-vm1-dst"))))
 
 		// The source pod goes (and with it the owner node's claim on the
 		// addresses): they stay reserved for the VM.
@@ -361,16 +381,16 @@ var _ = DescribeTable("live migration: the target pod shares the source's alloca
 		expectNoAnnotation(ns, "squatter")
 
 		deletePod(ns, "virt-launcher-vm1-dst")
-		Eventually(rec.MigratedVMs).ShouldNot(ContainElement(HaveField("Namespace", ns)))
+		Eventually(migrated).Should(BeEmpty())
 		createPod(ns, "heir", requesting(addrsOf(src), "", ""))
 		Expect(podNetwork(ns, "heir", ns+"/tenant").IPAddresses).To(Equal(src.IPAddresses))
 	},
 	Entry("IPv4, target marked with the kubevirt.io/nodeName label", "kubevirt-v4", []string{"10.40.0.0/24"},
-		func(p *corev1.Pod) { p.Labels[addresses.KeyNodeName] = "node-b" }),
+		func(p *corev1.Pod) { p.Labels[ovnk.KeyNodeName] = "node-b" }),
 	Entry("IPv6, post-copy target marked with kubevirt.io/migration-target-start-timestamp", "kubevirt-v6", []string{"fd00:41::/64"},
-		func(p *corev1.Pod) { p.Annotations[addresses.AnnotationMigrationTargetStart] = "1700000000" }),
+		func(p *corev1.Pod) { p.Annotations[ovnk.AnnotationMigrationTargetStart] = "1700000000" }),
 	Entry("dual-stack", "kubevirt-ds", []string{"10.42.0.0/24", "fd00:42::/64"},
-		func(p *corev1.Pod) { p.Labels[addresses.KeyNodeName] = "node-b" }),
+		func(p *corev1.Pod) { p.Labels[ovnk.KeyNodeName] = "node-b" }),
 )
 
 var _ = Describe("a namespace that a CUDN selects later", func() {
@@ -388,8 +408,34 @@ var _ = Describe("a namespace that a CUDN selects later", func() {
 		expectNoAnnotation(ns, "waiting")
 		var n corev1.Namespace
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: ns}, &n)).To(Succeed())
-		n.Labels = map[string]string{"network": "late", udnv1.LabelPrimaryUserDefinedNetwork: ""}
+		n.Labels = map[string]string{"network": "late", ovnk.LabelPrimaryUserDefinedNetwork: ""}
 		Expect(k8s.Update(ctx, &n)).To(Succeed())
 		Expect(podNetwork(ns, "waiting", ns+"/late").IPAddresses).To(Equal([]string{"10.70.0.3/24"}))
+	})
+})
+
+var _ = Describe("the contract with OVN-Kubernetes", func() {
+	It("addresses a pod whose default-network annotation uses the short form", func() {
+		const ns = "short-form"
+		createUDN(ns, "tenant", primaryLayer2("10.80.0.0/24"))
+		createPod(ns, "short", annotated(ovnk.AnnotationDefaultNetwork, ovnk.DefaultNetworkNamespace+"/"+ovnk.DefaultNetworkName))
+		pn := podNetwork(ns, "short", ns+"/tenant")
+		Expect(pn.IPAddresses).To(HaveLen(1))
+		Expect(pn.MACAddress).To(Equal(ovnk.MACFromIP(netip.MustParsePrefix(pn.IPAddresses[0]).Addr()).String()))
+	})
+
+	It("never hands an IPv6-only network's gateway MAC (upstream's SHA-256 derivation) to a pod", func() {
+		const ns = "v6-gateway-mac"
+		createUDN(ns, "tenant", primaryLayer2("fd00:81::/64"))
+		first := podNetwork(ns, func() string { createPod(ns, "first"); return "first" }(), ns+"/tenant")
+		gw := netip.MustParseAddr(first.GatewayIPs[0])
+		gwMAC := ovnk.MACFromIP(gw)
+		// 0a:58 + the first four bytes of sha256 of the address text.
+		sum := sha256.Sum256([]byte(gw.String()))
+		Expect(gwMAC.String()).To(Equal(fmt.Sprintf("0a:58:%02x:%02x:%02x:%02x", sum[0], sum[1], sum[2], sum[3])))
+		Expect(first.MACAddress).NotTo(Equal(gwMAC.String()))
+		createPod(ns, "wants-gw-mac", requesting(nil, gwMAC.String(), ""))
+		Expect(warning(ns, "wants-gw-mac", ipalloc.ReasonMACAddressConflict)).To(ContainSubstring(gwMAC.String()))
+		expectNoAnnotation(ns, "wants-gw-mac")
 	})
 })

@@ -7,13 +7,16 @@ import (
 	"strings"
 
 	ipamclaimsv1alpha1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
 )
 
@@ -34,7 +37,9 @@ type intent struct {
 	request         ipalloc.Request
 }
 
-func podOwner(pod *corev1.Pod) string { return "pod/" + pod.Namespace + "/" + pod.Name }
+func podOwner(pod *corev1.Pod) string { return podOwnerOf(client.ObjectKeyFromObject(pod)) }
+
+func podOwnerOf(nn types.NamespacedName) string { return "pod/" + nn.Namespace + "/" + nn.Name }
 
 func claimOwner(namespace, name string) string { return "claim/" + namespace + "/" + name }
 
@@ -46,9 +51,12 @@ func (r *Reconciler) intentOf(pod *corev1.Pod, net *primaryLayer2) (intent, erro
 	in := intent{owner: podOwner(pod), vm: vmOf(pod)}
 	var nse bool
 	if r.cfg.PreconfiguredUDNAddresses {
-		e, err := selectionElement(pod)
-		if err != nil {
-			return in, err
+		var e *nadv1.NetworkSelectionElement
+		if v, ok := pod.Annotations[ovnk.AnnotationDefaultNetwork]; ok {
+			var err error
+			if e, _, err = ovnk.DecodeDefaultNetworkSelection(v, pod.Namespace); err != nil {
+				return in, fmt.Errorf("annotation %s: %w", ovnk.AnnotationDefaultNetwork, err)
+			}
 		}
 		if e != nil {
 			nse = true
@@ -57,7 +65,7 @@ func (r *Reconciler) intentOf(pod *corev1.Pod, net *primaryLayer2) (intent, erro
 		}
 	}
 	if l2 := net.spec.Layer2; !nse && l2.IPAM != nil && l2.IPAM.Lifecycle == udnv1.IPAMLifecyclePersistent {
-		in.claim = pod.Annotations[udnv1.AnnotationPrimaryUDNIPAMClaim]
+		in.claim = pod.Annotations[ovnk.AnnotationPrimaryUDNIPAMClaim]
 		in.deprecatedClaim = in.claim != ""
 	}
 	switch {

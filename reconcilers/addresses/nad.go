@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // DefaultNADConfig is the stub's CNI config from OKEP-5233: Multus resolves
@@ -28,7 +28,7 @@ type defaultNAD struct{ client client.Client }
 func setupDefaultNAD(mgr ctrl.Manager) error {
 	d := &defaultNAD{client: mgr.GetClient()}
 	isStub := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetNamespace() == udnv1.DefaultNetworkNamespace && o.GetName() == udnv1.DefaultNetworkName
+		return o.GetNamespace() == ovnk.DefaultNetworkNamespace && o.GetName() == ovnk.DefaultNetworkName
 	})
 	if err := ctrl.NewControllerManagedBy(mgr).Named("default-nad").
 		For(&nadv1.NetworkAttachmentDefinition{}, builder.WithPredicates(isStub)).
@@ -47,12 +47,12 @@ func setupDefaultNAD(mgr ctrl.Manager) error {
 
 // Reconcile ensures the namespace and the stub NAD.
 func (d *defaultNAD) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: udnv1.DefaultNetworkNamespace}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ovnk.DefaultNetworkNamespace}}
 	if err := d.client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return reconcile.Result{}, err
 	}
 	var nad nadv1.NetworkAttachmentDefinition
-	key := client.ObjectKey{Namespace: udnv1.DefaultNetworkNamespace, Name: udnv1.DefaultNetworkName}
+	key := client.ObjectKey{Namespace: ovnk.DefaultNetworkNamespace, Name: ovnk.DefaultNetworkName}
 	err := d.client.Get(ctx, key, &nad)
 	switch {
 	case apierrors.IsNotFound(err):

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
+	"github.com/udnkit/udnkit/reconcilers/netids"
 )
 
 // Event reasons besides the ipalloc reasons (IPAddressConflict,
@@ -50,6 +52,11 @@ type netState struct {
 	ref  networkRef
 	cfg  ipalloc.Config
 	pool *ipalloc.Pool
+	// tunnels hands out the pods' tunnel_id (one per pod, as upstream's
+	// cluster manager does for Layer2 networks).
+	tunnels *netids.IDAllocator
+	// joinSubnets are routed via the gateway in every pod's entry.
+	joinSubnets []netip.Prefix
 	// vmOrigin is the node where a VM's addresses were first allocated.
 	vmOrigin map[string]string
 }
@@ -58,7 +65,7 @@ type netState struct {
 type Reconciler struct {
 	client   client.Client
 	recorder events.EventRecorder
-	cfg      Config
+	cfg      ovnk.ClusterConfig
 
 	mu       sync.Mutex
 	networks map[string]*netState
@@ -79,7 +86,7 @@ func (r *Reconciler) record(nn types.NamespacedName, rec podRecord) {
 }
 
 // NewReconciler returns a reconciler; SetupWithManager starts it.
-func NewReconciler(c client.Client, recorder events.EventRecorder, cfg Config) *Reconciler {
+func NewReconciler(c client.Client, recorder events.EventRecorder, cfg ovnk.ClusterConfig) *Reconciler {
 	return &Reconciler{client: c, recorder: recorder, cfg: cfg,
 		networks: map[string]*netState{}, pods: map[types.NamespacedName]podRecord{}}
 }
@@ -188,13 +195,14 @@ func (r *Reconciler) allocate(ctx context.Context, pod *corev1.Pod, net *primary
 			err = r.adopt(pod, st, in, existing)
 		}
 		if err != nil {
-			r.warn(pod, ipalloc.ReasonOf(err), fmt.Sprintf("pod annotation %s[%q] cannot be used: %v", udnv1.AnnotationPodNetworks, key, err))
+			r.warn(pod, ipalloc.ReasonOf(err), fmt.Sprintf("pod annotation %s[%q] cannot be used: %v", ovnk.AnnotationPodNetworks, key, err))
+			return reconcile.Result{}, nil
 		}
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, r.publishOwnerNode(ctx, pod, st, in)
 	}
 	if in.deprecatedClaim {
 		r.warn(pod, ReasonDeprecatedAnnotation, fmt.Sprintf("annotation %s is deprecated and will be removed in a future release; use ipam-claim-reference in %s",
-			udnv1.AnnotationPrimaryUDNIPAMClaim, udnv1.AnnotationDefaultNetwork))
+			ovnk.AnnotationPrimaryUDNIPAMClaim, ovnk.AnnotationDefaultNetwork))
 	}
 	var claim *ipamclaimsv1alpha1.IPAMClaim
 	if in.claim != "" {
@@ -224,8 +232,18 @@ func (r *Reconciler) allocate(ctx context.Context, pod *corev1.Pod, net *primary
 			return reconcile.Result{}, err
 		}
 	}
-	pn := newPodNetwork(alloc, st.pool.Gateways(), r.cfg.ServiceCIDRs, encapIP(pod, key, net.ref.NetworkName()))
-	value, err := withPodNetwork(pod, key, pn)
+	tunnelID, err := 0, error(nil)
+	if held := st.tunnels.Held(podOwner(pod)); len(held) > 0 {
+		tunnelID = held[0] // a write that failed before; the retry keeps it
+	} else if tunnelID, err = st.tunnels.Allocate(podOwner(pod)); err != nil {
+		return r.refuse(ctx, pod, claim, net, &ipalloc.Error{Reason: ipalloc.ReasonSubnetExhausted, Message: err.Error()})
+	}
+	pn, err := ovnk.Layer2PrimaryPodNetwork(alloc.IPs, alloc.MAC, st.pool.Gateways(), r.cfg.ServiceCIDRs, st.joinSubnets,
+		tunnelID, encapIP(pod, key, net.ref.NetworkName()))
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	value, err := ovnk.WithPodNetwork(pod.Annotations, key, pn)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -233,7 +251,10 @@ func (r *Reconciler) allocate(ctx context.Context, pod *corev1.Pod, net *primary
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Annotations[udnv1.AnnotationPodNetworks] = value
+	pod.Annotations[ovnk.AnnotationPodNetworks] = value
+	if in.vm.name != "" {
+		pod.Annotations[ovnk.AnnotationAddressOwnerNode] = st.vmOrigin[in.owner]
+	}
 	if err := r.client.Patch(ctx, pod, patch); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(nn)
@@ -262,9 +283,12 @@ func (r *Reconciler) refuse(ctx context.Context, pod *corev1.Pod, claim *ipamcla
 
 // adopt records an allocation found in the pod's annotation (written before
 // a restart, or by this reconciler a moment ago).
-func (r *Reconciler) adopt(pod *corev1.Pod, st *netState, in intent, pn *PodNetwork) error {
-	alloc, err := pn.allocation()
+func (r *Reconciler) adopt(pod *corev1.Pod, st *netState, in intent, pn *ovnk.PodNetwork) error {
+	alloc, tunnelID, err := allocationOf(pn)
 	if err != nil {
+		return err
+	}
+	if err := st.reserveTunnel(pod, tunnelID); err != nil {
 		return err
 	}
 	if held, ok := st.pool.Lookup(in.owner); !ok {
@@ -295,7 +319,11 @@ func (r *Reconciler) forget(nn types.NamespacedName) {
 	}
 	delete(r.pods, nn)
 	st := r.networks[rec.network]
-	if st == nil || isClaimOwner(rec.owner) {
+	if st == nil {
+		return
+	}
+	st.tunnels.ReleaseOwner(podOwnerOf(nn))
+	if isClaimOwner(rec.owner) {
 		return
 	}
 	for _, other := range r.pods {
@@ -347,7 +375,9 @@ func (r *Reconciler) network(ctx context.Context, net *primaryLayer2) (*netState
 		}
 		claims = append(claims, cl.Items...)
 	}
-	st := &netState{ref: net.ref, cfg: cfg, pool: pool, vmOrigin: map[string]string{}}
+	st := &netState{ref: net.ref, cfg: cfg, pool: pool, vmOrigin: map[string]string{},
+		tunnels:     netids.NewIDAllocator("pod tunnel ID", ovnk.FirstPodTunnelID, ovnk.MaxPodTunnelID),
+		joinSubnets: r.joinSubnets(net.spec)}
 	records, errs := r.rebuild(st, net, pods, claims)
 	for _, p := range pods {
 		if rec, ok := records[client.ObjectKeyFromObject(&p)]; ok {
@@ -382,9 +412,14 @@ func (r *Reconciler) rebuild(st *netState, net *primaryLayer2, pods []corev1.Pod
 		if err != nil {
 			in = intent{owner: podOwner(pod)}
 		}
-		alloc, err := pn.allocation()
+		alloc, tunnelID, err := allocationOf(pn)
 		if err == nil {
 			err = st.pool.Restore(in.owner, alloc)
+		}
+		if err == nil {
+			if err = st.reserveTunnel(pod, tunnelID); err != nil {
+				st.pool.Release(in.owner)
+			}
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
@@ -426,4 +461,35 @@ func restoreClaim(pool *ipalloc.Pool, in intent, claim *ipamclaimsv1alpha1.IPAMC
 		}
 	}
 	return pool.Restore(in.owner, a)
+}
+
+// reserveTunnel records a pod's tunnel_id read back from its annotation; a
+// pod written before tunnel IDs were allocated (0) gets none here and keeps
+// working, one out of range or held by another pod is refused.
+func (st *netState) reserveTunnel(pod *corev1.Pod, id int) error {
+	if id == 0 {
+		return nil
+	}
+	return st.tunnels.Reserve(podOwner(pod), id)
+}
+
+// joinSubnets are the network's join subnets, or the cluster's default UDN
+// join subnets of the network's IP families.
+func (r *Reconciler) joinSubnets(spec udnv1.NetworkSpec) []netip.Prefix {
+	if own, err := ovnk.ParsePrefixes(strings.Join(spec.JoinSubnetCIDRs(), ",")); err == nil && len(own) > 0 {
+		return own
+	}
+	return r.cfg.UDNJoinSubnets
+}
+
+// publishOwnerNode writes, on a live-migratable VM's pod, the node that owns
+// the VM's addresses (ovnk.AnnotationAddressOwnerNode), for the dataplane.
+func (r *Reconciler) publishOwnerNode(ctx context.Context, pod *corev1.Pod, st *netState, in intent) error {
+	origin := st.vmOrigin[in.owner]
+	if in.vm.name == "" || origin == "" || pod.Annotations[ovnk.AnnotationAddressOwnerNode] == origin {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(pod.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	pod.Annotations[ovnk.AnnotationAddressOwnerNode] = origin
+	return client.IgnoreNotFound(r.client.Patch(ctx, pod, patch))
 }

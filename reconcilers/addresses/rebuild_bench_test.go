@@ -10,7 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
+	"github.com/udnkit/udnkit/reconcilers/netids"
 )
 
 // rebuildFixture is a dual-stack network and n pods annotated with
@@ -36,11 +38,16 @@ func rebuildFixture(tb testing.TB, n int) (*primaryLayer2, []corev1.Pod) {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		v, err := withPodNetwork(p, net.ref.Key("bench"), newPodNetwork(a, src.Gateways(), DefaultConfig().ServiceCIDRs, ""))
+		cluster := ovnk.DefaultClusterConfig()
+		pn, err := ovnk.Layer2PrimaryPodNetwork(a.IPs, a.MAC, src.Gateways(), cluster.ServiceCIDRs, cluster.UDNJoinSubnets, ovnk.FirstPodTunnelID+i, "")
 		if err != nil {
 			tb.Fatal(err)
 		}
-		p.Annotations = map[string]string{udnv1.AnnotationPodNetworks: v}
+		v, err := ovnk.WithPodNetwork(p.Annotations, net.ref.Key("bench"), pn)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		p.Annotations = map[string]string{ovnk.AnnotationPodNetworks: v}
 	}
 	return net, pods
 }
@@ -51,8 +58,8 @@ func rebuildOnce(tb testing.TB, net *primaryLayer2, pods []corev1.Pod) *netState
 	if err != nil {
 		tb.Fatal(err)
 	}
-	st := &netState{ref: net.ref, cfg: cfg, pool: pool}
-	r := NewReconciler(nil, nil, DefaultConfig())
+	st := &netState{ref: net.ref, cfg: cfg, pool: pool, tunnels: netids.NewIDAllocator("pod tunnel ID", ovnk.FirstPodTunnelID, ovnk.MaxPodTunnelID)}
+	r := NewReconciler(nil, nil, ovnk.DefaultClusterConfig())
 	records, errs := r.rebuild(st, net, pods, nil)
 	if len(errs) > 0 || len(records) != len(pods) {
 		tb.Fatalf("rebuild: %d records, errors %v", len(records), errs)
@@ -83,7 +90,7 @@ func TestRebuildRestoresEveryAnnotation(t *testing.T) {
 	// A duplicated annotation is refused, not double-counted.
 	dup := pods[0].DeepCopy()
 	dup.Name, dup.UID = "copy", "copy"
-	_, errs := NewReconciler(nil, nil, DefaultConfig()).rebuild(st, net, []corev1.Pod{*dup}, nil)
+	_, errs := NewReconciler(nil, nil, ovnk.DefaultClusterConfig()).rebuild(st, net, []corev1.Pod{*dup}, nil)
 	if len(errs) != 1 || ipalloc.ReasonOf(errs[0]) != ipalloc.ReasonIPAddressConflict {
 		t.Fatalf("duplicate annotation: %v", errs)
 	}
@@ -102,8 +109,8 @@ func BenchmarkRebuild10000(b *testing.B) {
 	b.Run("baseline-decode-only", func(b *testing.B) {
 		for b.Loop() {
 			for i := range pods {
-				all := map[string]PodNetwork{}
-				if err := json.Unmarshal([]byte(pods[i].Annotations[udnv1.AnnotationPodNetworks]), &all); err != nil {
+				all := map[string]ovnk.PodNetwork{}
+				if err := json.Unmarshal([]byte(pods[i].Annotations[ovnk.AnnotationPodNetworks]), &all); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/addresses"
 )
 
@@ -24,7 +25,7 @@ var _ = Describe("a restart", func() {
 			createPod(ns, n)
 		}
 		seen := map[string]string{}
-		owned := func(name string, pn addresses.PodNetwork) {
+		owned := func(name string, pn ovnk.PodNetwork) {
 			for _, ip := range append(pn.IPAddresses, pn.MACAddress) {
 				Expect(seen).NotTo(HaveKey(ip), "%s of %s is also held by %s", ip, name, seen[ip])
 				seen[ip] = name
@@ -57,7 +58,7 @@ var _ = Describe("a restart", func() {
 var _ = Describe("with preconfigured-udn-addresses-enable off", func() {
 	It("ignores the NetworkSelectionElement and allocates dynamically", func() {
 		stopManager()
-		startManager(addresses.DefaultConfig())
+		startManager(ovnk.DefaultClusterConfig())
 		DeferCleanup(func() {
 			stopManager()
 			startManager(featureOn())

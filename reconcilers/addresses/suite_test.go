@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/addresses"
 )
 
@@ -66,14 +68,15 @@ var _ = AfterSuite(func() {
 	}
 })
 
-func featureOn() addresses.Config {
-	cfg := addresses.DefaultConfig()
+func featureOn() ovnk.ClusterConfig {
+	cfg := ovnk.DefaultClusterConfig()
 	cfg.PreconfiguredUDNAddresses = true
+	cfg.ServiceCIDRs = []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16"), netip.MustParsePrefix("fd00:10:96::/112")}
 	return cfg
 }
 
 // startManager runs a fresh manager (a fresh allocator) with the address controllers.
-func startManager(cfg addresses.Config) {
+func startManager(cfg ovnk.ClusterConfig) {
 	fast := rest.CopyConfig(env.Config)
 	fast.QPS, fast.Burst = 1000, 2000
 	mgr, err := ctrl.NewManager(fast, ctrl.Options{
@@ -115,7 +118,7 @@ func primaryLayer2(subnets ...string) *udnv1.Layer2Config {
 }
 
 func createUDN(ns, name string, l2 *udnv1.Layer2Config) {
-	namespace(ns, map[string]string{udnv1.LabelPrimaryUserDefinedNetwork: ""})
+	namespace(ns, map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""})
 	Expect(k8s.Create(ctx, &udnv1.UserDefinedNetwork{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec:       udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: l2},
@@ -146,7 +149,7 @@ func labelled(k, v string) podOpt {
 
 // requesting sets the default-network NetworkSelectionElement.
 func requesting(ips []string, mac, claim string) podOpt {
-	nse := map[string]any{"name": udnv1.DefaultNetworkName, "namespace": udnv1.DefaultNetworkNamespace}
+	nse := map[string]any{"name": ovnk.DefaultNetworkName, "namespace": ovnk.DefaultNetworkNamespace}
 	if ips != nil {
 		nse["ips"] = ips
 	}
@@ -156,8 +159,8 @@ func requesting(ips []string, mac, claim string) podOpt {
 	if claim != "" {
 		nse["ipam-claim-reference"] = claim
 	}
-	data, _ := json.Marshal(nse)
-	return annotated(udnv1.AnnotationDefaultNetwork, string(data))
+	data, _ := json.Marshal([]any{nse}) // the list form, which upstream's parser reads too
+	return annotated(ovnk.AnnotationDefaultNetwork, string(data))
 }
 
 func createPod(ns, name string, opts ...podOpt) *corev1.Pod {
@@ -184,17 +187,17 @@ func deletePod(ns, name string) {
 func apiNotFound(err error) bool { return client.IgnoreNotFound(err) == nil && err != nil }
 
 // podNetwork waits for the pod's k8s.ovn.org/pod-networks entry under key.
-func podNetwork(ns, name, key string) addresses.PodNetwork {
-	var pn addresses.PodNetwork
+func podNetwork(ns, name, key string) ovnk.PodNetwork {
+	var pn ovnk.PodNetwork
 	Eventually(func(g Gomega) {
 		var p corev1.Pod
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p)).To(Succeed())
-		all := map[string]addresses.PodNetwork{}
-		g.Expect(p.Annotations).To(HaveKey(udnv1.AnnotationPodNetworks))
-		g.Expect(json.Unmarshal([]byte(p.Annotations[udnv1.AnnotationPodNetworks]), &all)).To(Succeed())
+		all := map[string]ovnk.PodNetwork{}
+		g.Expect(p.Annotations).To(HaveKey(ovnk.AnnotationPodNetworks))
+		g.Expect(json.Unmarshal([]byte(p.Annotations[ovnk.AnnotationPodNetworks]), &all)).To(Succeed())
 		g.Expect(all).To(HaveKey(key))
 		pn = all[key]
-	}).Should(Succeed(), "pod %s/%s never got its %s annotation", ns, name, udnv1.AnnotationPodNetworks)
+	}).Should(Succeed(), "pod %s/%s never got its %s annotation", ns, name, ovnk.AnnotationPodNetworks)
 	return pn
 }
 
@@ -221,7 +224,7 @@ func expectNoAnnotation(ns, name string) {
 	Consistently(func(g Gomega) {
 		var p corev1.Pod
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p)).To(Succeed())
-		g.Expect(p.Annotations).NotTo(HaveKey(udnv1.AnnotationPodNetworks))
+		g.Expect(p.Annotations).NotTo(HaveKey(ovnk.AnnotationPodNetworks))
 	}, time.Second, 200*time.Millisecond).Should(Succeed())
 }
 
@@ -257,4 +260,10 @@ func getPod(ns, name string) *corev1.Pod {
 	var p corev1.Pod
 	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p)).To(Succeed())
 	return &p
+}
+
+func listPods(ns string) []corev1.Pod {
+	var pl corev1.PodList
+	Expect(k8s.List(ctx, &pl, client.InNamespace(ns))).To(Succeed())
+	return pl.Items
 }

@@ -15,3 +15,9 @@ var (
 	// AddToScheme adds the types of this package to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// Kinds of this API.
+const (
+	KindUserDefinedNetwork        = "UserDefinedNetwork"
+	KindClusterUserDefinedNetwork = "ClusterUserDefinedNetwork"
+)

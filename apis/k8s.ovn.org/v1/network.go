@@ -1,5 +1,11 @@
 package v1
 
+import (
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
 // Accessors that let webhooks, reconcilers and the dataplane treat a
 // UserDefinedNetwork and a ClusterUserDefinedNetwork alike.
 
@@ -59,4 +65,58 @@ func (n NetworkSpec) JoinSubnetCIDRs() []string {
 		out = append(out, string(c))
 	}
 	return out
+}
+
+// UnimplementedFeatures lists the fields of n that udnkit admits (they are
+// upstream OVN-Kubernetes API) but does not implement, as paths in a
+// ClusterUserDefinedNetwork, in spec order; nil when there are none.
+func (n NetworkSpec) UnimplementedFeatures() []string {
+	var out []string
+	if n.Transport != "" {
+		out = append(out, "spec.network.transport")
+	}
+	if n.NoOverlay != nil {
+		out = append(out, "spec.network.noOverlay")
+	}
+	if n.EVPN != nil {
+		out = append(out, "spec.network.evpn")
+	}
+	return out
+}
+
+// UnimplementedFeatures lists the fields of s that udnkit admits but does not
+// implement: spec.uplinks and those of the network.
+func (s ClusterUserDefinedNetworkSpec) UnimplementedFeatures() []string {
+	var out []string
+	if len(s.Uplinks) > 0 {
+		out = append(out, "spec.uplinks")
+	}
+	return append(out, s.Network.UnimplementedFeatures()...)
+}
+
+// NotImplementedConditions are the conditions a ClusterUserDefinedNetwork
+// with unimplemented fields reports, with the condition types upstream
+// OVN-Kubernetes uses for them: TransportAccepted when spec.network.transport
+// is set, UplinksReady when spec.uplinks is; each False with reason
+// FeatureNotImplemented and a message naming the fields. The caller sets
+// ObservedGeneration and LastTransitionTime. It returns nil when every field
+// s sets is implemented.
+func (s ClusterUserDefinedNetworkSpec) NotImplementedConditions() []metav1.Condition {
+	var out []metav1.Condition
+	if len(s.Uplinks) > 0 {
+		out = append(out, notImplemented(ConditionUplinksReady, []string{"spec.uplinks"}))
+	}
+	if f := s.Network.UnimplementedFeatures(); len(f) > 0 {
+		out = append(out, notImplemented(ConditionTransportAccepted, f))
+	}
+	return out
+}
+
+func notImplemented(conditionType string, fields []string) metav1.Condition {
+	return metav1.Condition{
+		Type:    conditionType,
+		Status:  metav1.ConditionFalse,
+		Reason:  ReasonFeatureNotImplemented,
+		Message: "udnkit accepts but does not implement " + strings.Join(fields, ", ") + ".",
+	}
 }

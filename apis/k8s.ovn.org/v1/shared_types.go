@@ -26,6 +26,21 @@ const (
 	// namespaces); the NetworkAttachmentDefinitions keep their old subnets
 	// until the conflict is gone.
 	ReasonSubnetConflict = "SubnetConflict"
+
+	// ConditionTransportAccepted reports whether the transport a
+	// ClusterUserDefinedNetwork asks for (spec.network.transport, noOverlay,
+	// evpn) is in place. Upstream OVN-Kubernetes sets it only when transport
+	// is set; NotImplementedConditions returns it only then too.
+	ConditionTransportAccepted = "TransportAccepted"
+	// ConditionUplinksReady reports whether the Uplinks a
+	// ClusterUserDefinedNetwork names (spec.uplinks) carry its external
+	// traffic; the condition type is upstream OVN-Kubernetes'.
+	ConditionUplinksReady = "UplinksReady"
+
+	// ReasonFeatureNotImplemented: the spec sets fields that udnkit admits,
+	// so that upstream manifests apply unchanged, but does not implement.
+	// The condition is False and its message lists the fields.
+	ReasonFeatureNotImplemented = "FeatureNotImplemented"
 )
 
 // NetworkTopology is the shape of the OVN topology created for a network.
@@ -60,17 +75,20 @@ type NetworkIPAMLifecycle string
 
 const IPAMLifecyclePersistent NetworkIPAMLifecycle = "Persistent"
 
-// CIDR is an IPv4 or IPv6 prefix in CIDR notation, such as 10.128.0.0/16.
-// +kubebuilder:validation:MaxLength=43
-// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="CIDR must be a valid IPv4 or IPv6 prefix such as 10.128.0.0/16."
-type CIDR string
+// Upstream OVN-Kubernetes refuses host bits only in reservedSubnets and
+// infrastructureSubnets; udnkit refuses them in every CIDR, because
+// 10.66.0.1/24 is a typo more often than it means 10.66.0.0/24.
 
-// NetworkCIDR is a CIDR whose address is the network address of the prefix
-// (no host bits set), such as 192.168.100.200/29.
+// CIDR is an IPv4 or IPv6 network prefix in CIDR notation, with no host bits
+// set, such as 10.128.0.0/16.
 // +kubebuilder:validation:MaxLength=43
 // +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="CIDR must be a valid IPv4 or IPv6 prefix such as 10.128.0.0/16."
 // +kubebuilder:validation:XValidation:rule="!isCIDR(self) || cidr(self) == cidr(self).masked()",message="CIDR must be a network address with no host bits set, such as 192.168.100.200/29."
-type NetworkCIDR string
+type CIDR string
+
+// NetworkCIDR is the name reservedSubnets and infrastructureSubnets used
+// when only they refused host bits; every CIDR does now.
+type NetworkCIDR = CIDR
 
 // IP is an IPv4 or IPv6 address.
 // +kubebuilder:validation:MaxLength=45
@@ -143,14 +161,15 @@ type Layer3Config struct {
 // Layer3Subnet is one cluster subnet of a Layer3 network.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.hostSubnet) || !isCIDR(self.cidr) || self.hostSubnet > cidr(self.cidr).prefixLength()",message="hostSubnet must be longer than the prefix length of cidr."
-// +kubebuilder:validation:XValidation:rule="!has(self.hostSubnet) || !isCIDR(self.cidr) || cidr(self.cidr).ip().family() != 4 || self.hostSubnet < 32",message="hostSubnet must be less than 32 for an IPv4 cidr."
+// +kubebuilder:validation:XValidation:rule="!has(self.hostSubnet) || !isCIDR(self.cidr) || self.hostSubnet <= (cidr(self.cidr).ip().family() == 4 ? 30 : 126)",message="hostSubnet must leave room for pods: at most 30 for an IPv4 cidr and 126 for an IPv6 cidr."
 type Layer3Subnet struct {
 	// cidr is the cluster subnet, split into per-node subnets.
 	//
 	// +required
 	CIDR CIDR `json:"cidr"`
 
-	// hostSubnet is the prefix length of each node's subnet. When omitted it is
+	// hostSubnet is the prefix length of each node's subnet; it must leave
+	// room for pods (at most 30 for IPv4, 126 for IPv6). When omitted it is
 	// chosen automatically (24 for IPv4, 64 for IPv6).
 	//
 	// +kubebuilder:validation:Minimum=1
@@ -200,8 +219,10 @@ type Layer2Config struct {
 	MTU int32 `json:"mtu,omitempty"`
 
 	// subnets are the pod subnets of the network, one per IP family. Required
-	// unless ipam.mode is Disabled, and forbidden when it is.
+	// unless ipam.mode is Disabled, and forbidden when it is. Each must leave
+	// room for pods: /30 or shorter for IPv4, /126 or shorter for IPv6.
 	//
+	// +kubebuilder:validation:XValidation:rule="self.all(s, !isCIDR(s) || cidr(s).prefixLength() <= (cidr(s).ip().family() == 4 ? 30 : 126))",message="Layer2 subnets must leave room for pods: a prefix length of at most 30 for IPv4 and 126 for IPv6."
 	// +optional
 	Subnets DualStackCIDRs `json:"subnets,omitempty"`
 

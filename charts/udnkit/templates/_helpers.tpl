@@ -44,6 +44,10 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if has "admission" .Values.controllers }}true{{ end }}
 {{- end }}
 
+{{- define "udnkit.metricsPortName" -}}
+{{- if .Values.metrics.secure }}https{{ else }}http{{ end }}
+{{- end }}
+
 {{- define "udnkit.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}

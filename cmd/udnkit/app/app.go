@@ -17,10 +17,12 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/udnkit/udnkit/apis/scheme"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // Component is one selectable part of the manager.
@@ -43,11 +45,21 @@ type Options struct {
 	LeaderElectionNamespace string
 	LeaderElectionID        string
 	MetricsBindAddress      string
+	// MetricsSecure serves /metrics over HTTPS, only to callers whose bearer
+	// token a TokenReview authenticates and a SubjectAccessReview allows
+	// (get on the non-resource URL /metrics).
+	MetricsSecure bool
+	// MetricsCertDir holds the metrics server's tls.crt and tls.key; empty
+	// or missing files: a self-signed certificate made at start.
+	MetricsCertDir          string
 	HealthProbeBindAddress  string
 	WebhookHost             string
 	WebhookPort             int
 	WebhookCertDir          string
 	GracefulShutdownTimeout time.Duration
+	// Cluster are the cluster's facts, parsed once from flags and handed to
+	// every component.
+	Cluster ovnk.ClusterConfig
 	// WebhookServer, when set, replaces the webhook host, port and cert dir
 	// (make run serves on the local control plane's address and certificate).
 	WebhookServer *webhook.Options
@@ -59,13 +71,15 @@ type Options struct {
 func NewOptions() *Options {
 	o := &Options{
 		LeaderElectionID:        "udnkit-manager.k8s.ovn.org",
-		MetricsBindAddress:      ":8080",
+		MetricsBindAddress:      ":8443",
+		MetricsSecure:           true,
 		HealthProbeBindAddress:  ":8081",
 		WebhookPort:             9443,
 		WebhookCertDir:          "/tmp/k8s-webhook-server/serving-certs",
 		GracefulShutdownTimeout: 15 * time.Second,
-		components:              components(),
+		Cluster:                 ovnk.DefaultClusterConfig(),
 	}
+	o.components = components(&o.Cluster)
 	o.Controllers = strings.Join(o.Names(), ",")
 	return o
 }
@@ -90,51 +104,18 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "namespace of the leader-election Lease")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "name of the leader-election Lease")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "address of the Prometheus metrics endpoint; 0 disables it")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "serve metrics over HTTPS to authenticated (TokenReview) and authorized (SubjectAccessReview) callers only; false: plain HTTP to anyone")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "directory with tls.crt and tls.key of the metrics server (empty: self-signed)")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "address of /healthz and /readyz")
 	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "address the webhook server listens on (empty: all)")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "port of the webhook server")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "directory with tls.crt and tls.key of the webhook server")
+	o.Cluster.BindFlags(fs)
 	for _, c := range o.components {
-		if c.BindFlags == nil {
-			continue
-		}
-		// Components may share a flag (e.g. --preconfigured-udn-addresses-enable):
-		// it is registered once and setting it sets every component's copy.
-		own := flag.NewFlagSet(c.Name, flag.ContinueOnError)
-		c.BindFlags(own)
-		own.VisitAll(func(f *flag.Flag) {
-			if existing := fs.Lookup(f.Name); existing != nil {
-				existing.Value = fanOut{existing.Value, f.Value}
-				return
-			}
-			fs.Var(f.Value, f.Name, f.Usage)
-		})
-	}
-	for alias, target := range flagAliases {
-		if a, t := fs.Lookup(alias), fs.Lookup(target); a != nil && t != nil {
-			a.Value = fanOut{a.Value, t.Value}
+		if c.BindFlags != nil {
+			c.BindFlags(fs)
 		}
 	}
-}
-
-// fanOut is a flag value that sets several components' copies of one flag.
-type fanOut []flag.Value
-
-func (f fanOut) String() string { return f[0].String() }
-
-func (f fanOut) Set(v string) error {
-	for _, value := range f {
-		if err := value.Set(v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// IsBoolFlag keeps "--flag" (without =true) working for boolean flags.
-func (f fanOut) IsBoolFlag() bool {
-	b, ok := f[0].(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
 }
 
 // Selected returns the components --controllers names, or an error naming an
@@ -166,6 +147,9 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 	if err != nil {
 		return nil, err
 	}
+	if err := o.Cluster.Validate(); err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme.New(),
 		LeaderElection:          o.LeaderElect,
@@ -173,7 +157,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		// Let a new leader take over at once when this one stops cleanly.
 		LeaderElectionReleaseOnCancel: true,
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		Metrics:                       o.metricsOptions(),
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
 		GracefulShutdownTimeout:       &o.GracefulShutdownTimeout,
 		WebhookServer:                 webhook.NewServer(o.webhookOptions()),
@@ -206,6 +190,20 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// The metrics filter reviews callers' tokens and permissions with the apiserver.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+func (o *Options) metricsOptions() metricsserver.Options {
+	opts := metricsserver.Options{BindAddress: o.MetricsBindAddress}
+	if o.MetricsSecure {
+		opts.SecureServing = true
+		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+		opts.CertDir = o.MetricsCertDir
+	}
+	return opts
 }
 
 func (o *Options) webhookOptions() webhook.Options {

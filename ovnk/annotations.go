@@ -1,4 +1,4 @@
-package v1
+package ovnk
 
 // Annotations, labels and finalizers shared by the webhooks, reconcilers and
 // dataplane. The names are OVN-Kubernetes' own, so nodes and CNI see what

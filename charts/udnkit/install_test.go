@@ -1,0 +1,203 @@
+package udnkitchart_test
+
+import (
+	"context"
+	"flag"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/cmd/udnkit/app"
+	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/ovnk"
+)
+
+// A default install comes up where OVN is not reachable: the manager, run
+// with the Deployment's default arguments (leader election, every component,
+// the default OVN unix sockets, which nothing serves here), stays up; its
+// webhooks admit a UDN and reject an overlapping one; the NAD reconciler
+// writes the admitted network's NetworkAttachmentDefinition; the dataplane
+// reports that it waits for OVN (udnkit_ovn_connected{db="nb"} 0 and a
+// failing /readyz/dataplane) while the kubelet's readiness path stays ok.
+// Then, with no OVN address at all, the dataplane is idle and says so.
+func TestDefaultInstallComesUpWithoutOVN(t *testing.T) {
+	objs, err := render(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := managerArgs(t, objs)
+	nbSocket := ""
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--ovn-nb-address=unix:"); ok {
+			nbSocket = v
+		}
+	}
+	if nbSocket == "" {
+		t.Fatalf("the default arguments have no unix: --ovn-nb-address: %v", args)
+	}
+	if c, err := net.Dial("unix", nbSocket); err == nil {
+		_ = c.Close()
+		t.Skipf("an OVN Northbound database serves %s on this machine; this test needs it unreachable", nbSocket)
+	}
+	env, err := envtest.Start(envtest.Options{Webhooks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = env.Stop() }()
+	ctx := context.Background()
+	// The leader-election Lease lives in the release namespace.
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: releaseNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	probe := readinessPath(t, objs)
+
+	health, stop := startManager(t, env, args)
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + health + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	eventually(t, "the dataplane reports the unreachable Northbound database", func() bool {
+		code, body := get("/readyz/" + app.DataplaneCheck)
+		return code == http.StatusInternalServerError && strings.Contains(body, "OVN NB database unix:"+nbSocket+": not connected")
+	})
+	eventually(t, `udnkit_ovn_connected{db="nb"} is 0`, func() bool { v, ok := gauge(t, "udnkit_ovn_connected", "nb"); return ok && v == 0 })
+	if code, body := get(probe); code != http.StatusOK {
+		t.Errorf("the kubelet's readiness path %s answers %d: %s", probe, code, body)
+	}
+
+	c := env.Client
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-blue", Labels: map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}}}
+	if err := c.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	udn := func(name, subnet string) *udnv1.UserDefinedNetwork {
+		return &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: name},
+			Spec: udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
+				Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRoleSecondary, Subnets: udnv1.DualStackCIDRs{udnv1.CIDR(subnet)}}}}
+	}
+	err = c.Create(ctx, udn("overlapping", "10.244.8.0/24"))
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "overlaps the cluster default network subnet 10.244.0.0/16") {
+		t.Errorf("a UDN overlapping the default --cluster-subnets: err = %v", err)
+	}
+	if err := c.Create(ctx, udn("blue", "10.100.0.0/16")); err != nil {
+		t.Fatalf("a valid UDN is refused: %v", err)
+	}
+	eventually(t, "the NAD reconciler writes the NetworkAttachmentDefinition", func() bool {
+		return c.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "blue"}, &nadv1.NetworkAttachmentDefinition{}) == nil
+	})
+	if code, body := get("/readyz/" + app.DataplaneCheck); code != http.StatusInternalServerError {
+		t.Errorf("the dataplane check answers %d while OVN is unreachable: %s", code, body)
+	}
+	stop()
+
+	// No OVN address at all: the dataplane is idle and says so; the webhooks
+	// still work. (Only components that register no controllers: controller
+	// names are unique per process.)
+	health, stop = startManager(t, env, append(args, "--controllers=admission,dataplane", "--ovn-nb-address=", "--ovn-sb-address="))
+	eventually(t, "the idle dataplane says why", func() bool {
+		code, body := get("/readyz/" + app.DataplaneCheck)
+		return code == http.StatusInternalServerError && strings.Contains(body, "idle: no --ovn-nb-address and --ovn-sb-address configured")
+	})
+	if code, body := get(probe); code != http.StatusOK {
+		t.Errorf("the kubelet's readiness path %s answers %d with an idle dataplane: %s", probe, code, body)
+	}
+	if err := c.Create(ctx, udn("overlapping", "10.244.8.0/24")); !apierrors.IsInvalid(err) {
+		t.Errorf("with an idle dataplane an overlapping UDN is not refused: %v", err)
+	}
+	stop()
+}
+
+// startManager runs the manager with args (the chart's) on loopback ports and
+// the webhook address the environment's webhook configurations call. It
+// returns the health probe address and stop, which fails the test if the
+// manager had exited on its own.
+func startManager(t *testing.T, env *envtest.Environment, args []string) (health string, stop func()) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	health = l.Addr().String()
+	_ = l.Close()
+	opts := app.NewOptions()
+	fs := flag.NewFlagSet("udnkit", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	opts.BindFlags(fs)
+	if err := fs.Parse(append(args[:len(args):len(args)], "--metrics-bind-address=0", "--health-probe-bind-address="+health)); err != nil {
+		t.Fatal(err)
+	}
+	ws := env.Webhook.WebhookServerOptions()
+	opts.WebhookServer = &ws
+	ctx, cancel := context.WithCancel(context.Background())
+	mgr, err := app.New(ctx, env.Config, opts)
+	if err != nil {
+		cancel()
+		t.Fatalf("the manager does not build: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer wcancel()
+	if err := env.WaitForWebhookServer(wctx); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	return health, func() {
+		select {
+		case err := <-done:
+			t.Errorf("the manager exited on its own: %v", err)
+		default:
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the manager stopped with %v", err)
+		}
+	}
+}
+
+// gauge reads one gauge of the manager's metrics registry by its db label.
+func gauge(t *testing.T, name, db string) (float64, bool) {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "db" && l.GetValue() == db {
+					return m.GetGauge().GetValue(), true
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
+func eventually(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(90 * time.Second); !ok(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 90 s", what)
+		}
+	}
+}

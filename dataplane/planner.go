@@ -1,0 +1,594 @@
+package dataplane
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/udnkit/udnkit/dataplane/nbdb"
+)
+
+// planner accumulates the operations of one transaction.
+type planner struct {
+	api    client.Client
+	owner  Owner
+	ops    []ovsdb.Operation
+	named  int
+	tables map[string]map[string]model.Model
+	// gone are the rows the plan deletes or unreferences (garbage-collected).
+	gone []rowRef
+}
+
+// rowRef names one row.
+type rowRef struct{ table, uuid string }
+
+// rows returns a read-only snapshot of a cached table by UUID.
+func (p *planner) rows(table string) map[string]model.Model {
+	if t, ok := p.tables[table]; ok {
+		return t
+	}
+	var m map[string]model.Model
+	if t := p.api.Cache().Table(table); t != nil {
+		m = t.RowsShallow()
+	}
+	if p.tables == nil {
+		p.tables = map[string]map[string]model.Model{}
+	}
+	p.tables[table] = m
+	return m
+}
+
+func plan(api client.Client, d *Desired) ([]ovsdb.Operation, error) {
+	p, err := newPlan(api, d)
+	if err != nil {
+		return nil, err
+	}
+	return p.ops, nil
+}
+
+func newPlan(api client.Client, d *Desired) (*planner, error) {
+	p := &planner{api: api, owner: d.Owner}
+	if err := p.routers(d.Routers); err != nil {
+		return nil, err
+	}
+	if err := p.switches(d.Switches); err != nil {
+		return nil, err
+	}
+	if err := roots(p, dhcpSpec, d.DHCPOptions); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *planner) name() string {
+	p.named++
+	return "udnkit" + strconv.Itoa(p.named)
+}
+
+func (p *planner) add(ops []ovsdb.Operation, err error) error {
+	if err != nil {
+		return err
+	}
+	p.ops = append(p.ops, ops...)
+	return nil
+}
+
+// spec describes how to diff one child table.
+type spec[T any] struct {
+	table string
+	// key identifies a row within its parent.
+	key func(*T) string
+	// uuid and ids give access to the row's _uuid and external_ids.
+	uuid func(*T) *string
+	ids  func(*T) *map[string]string
+	// fields are the columns udnkit manages (compared and updated).
+	fields func(*T) []any
+}
+
+// rowsOf returns the cached rows of a table, in a stable order.
+func rowsOf[T any, PT interface {
+	*T
+	model.Model
+}](p *planner, table string) []PT {
+	rows := p.rows(table)
+	uuids := make([]string, 0, len(rows))
+	for u := range rows {
+		uuids = append(uuids, u)
+	}
+	sort.Strings(uuids)
+	out := make([]PT, 0, len(uuids))
+	for _, u := range uuids {
+		out = append(out, rows[u].(PT))
+	}
+	return out
+}
+
+// children diffs the desired child rows against the parent's current children
+// that this piece owns; it emits creates and updates and returns the named
+// UUIDs to insert into the parent's column and the UUIDs to remove from it.
+func children[T any, PT interface {
+	*T
+	model.Model
+}](p *planner, sp spec[T], current []string, desired []T) (insert, remove []string, err error) {
+	table := p.rows(sp.table)
+	existing := map[string]PT{}
+	var extra []string
+	sorted := slices.Clone(current)
+	slices.Sort(sorted)
+	for _, u := range sorted {
+		m := table[u]
+		if m == nil {
+			continue
+		}
+		row := m.(PT)
+		if !p.owner.owns(*sp.ids((*T)(row))) {
+			continue
+		}
+		if _, dup := existing[sp.key((*T)(row))]; dup {
+			// Duplicates (e.g. written by a racing writer) heal: one survives.
+			extra = append(extra, u)
+			continue
+		}
+		existing[sp.key((*T)(row))] = row
+	}
+	seen := make(map[string]bool, len(desired))
+	for i := range desired {
+		d := &desired[i]
+		if seen[sp.key(d)] {
+			return nil, nil, fmt.Errorf("desired rows: two %s rows with the same identity %q", sp.table, sp.key(d))
+		}
+		seen[sp.key(d)] = true
+		p.stamp(sp.ids(d))
+		ex, ok := existing[sp.key(d)]
+		if !ok {
+			u := p.name()
+			*sp.uuid(d) = u
+			if err := p.add(p.api.Create(PT(d))); err != nil {
+				return nil, nil, err
+			}
+			insert = append(insert, u)
+			continue
+		}
+		delete(existing, sp.key(d))
+		if !sameFields(sp.fields(d), sp.fields((*T)(ex))) {
+			if err := p.add(p.api.Where(ex).Update(PT(d), sp.fields(d)...)); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	for _, row := range existing {
+		remove = append(remove, *sp.uuid((*T)(row)))
+	}
+	remove = append(remove, extra...)
+	sort.Strings(remove)
+	for _, u := range remove {
+		p.gone = append(p.gone, rowRef{sp.table, u})
+	}
+	return insert, remove, nil
+}
+
+// stamp adds the owner's external_ids to a desired row's.
+func (p *planner) stamp(ids *map[string]string) {
+	m := make(map[string]string, len(*ids)+3)
+	for k, v := range *ids {
+		m[k] = v
+	}
+	for k, v := range p.owner.ids() {
+		m[k] = v
+	}
+	*ids = m
+}
+
+var (
+	lrpSpec = spec[nbdb.LogicalRouterPort]{
+		table: nbdb.LogicalRouterPortTable,
+		key:   func(r *nbdb.LogicalRouterPort) string { return r.Name },
+		uuid:  func(r *nbdb.LogicalRouterPort) *string { return &r.UUID },
+		ids:   func(r *nbdb.LogicalRouterPort) *map[string]string { return &r.ExternalIDs },
+		fields: func(r *nbdb.LogicalRouterPort) []any {
+			return []any{&r.ExternalIDs, &r.MAC, &r.Networks, &r.Options, &r.Peer, &r.Ipv6RaConfigs}
+		},
+	}
+	routeSpec = spec[nbdb.LogicalRouterStaticRoute]{
+		table: nbdb.LogicalRouterStaticRouteTable,
+		key: func(r *nbdb.LogicalRouterStaticRoute) string {
+			pol := nbdb.LogicalRouterStaticRoutePolicyDstIP
+			if r.Policy != nil {
+				pol = *r.Policy
+			}
+			return strings.Join([]string{r.RouteTable, r.IPPrefix, r.Nexthop, pol, deref(r.OutputPort)}, "|")
+		},
+		uuid:   func(r *nbdb.LogicalRouterStaticRoute) *string { return &r.UUID },
+		ids:    func(r *nbdb.LogicalRouterStaticRoute) *map[string]string { return &r.ExternalIDs },
+		fields: func(r *nbdb.LogicalRouterStaticRoute) []any { return []any{&r.ExternalIDs, &r.Options} },
+	}
+	policySpec = spec[nbdb.LogicalRouterPolicy]{
+		table: nbdb.LogicalRouterPolicyTable,
+		key:   func(r *nbdb.LogicalRouterPolicy) string { return strconv.Itoa(r.Priority) + "|" + r.Match },
+		uuid:  func(r *nbdb.LogicalRouterPolicy) *string { return &r.UUID },
+		ids:   func(r *nbdb.LogicalRouterPolicy) *map[string]string { return &r.ExternalIDs },
+		fields: func(r *nbdb.LogicalRouterPolicy) []any {
+			return []any{&r.ExternalIDs, &r.Action, &r.Nexthops, &r.Options}
+		},
+	}
+	natSpec = spec[nbdb.NAT]{
+		table: nbdb.NATTable,
+		key: func(r *nbdb.NAT) string {
+			return strings.Join([]string{r.Type, r.LogicalIP, r.ExternalIP, deref(r.LogicalPort)}, "|")
+		},
+		uuid:   func(r *nbdb.NAT) *string { return &r.UUID },
+		ids:    func(r *nbdb.NAT) *map[string]string { return &r.ExternalIDs },
+		fields: func(r *nbdb.NAT) []any { return []any{&r.ExternalIDs, &r.Options, &r.ExternalPortRange} },
+	}
+	lspSpec = spec[nbdb.LogicalSwitchPort]{
+		table: nbdb.LogicalSwitchPortTable,
+		key:   func(r *nbdb.LogicalSwitchPort) string { return r.Name },
+		uuid:  func(r *nbdb.LogicalSwitchPort) *string { return &r.UUID },
+		ids:   func(r *nbdb.LogicalSwitchPort) *map[string]string { return &r.ExternalIDs },
+		fields: func(r *nbdb.LogicalSwitchPort) []any {
+			return []any{&r.ExternalIDs, &r.Type, &r.Addresses, &r.Options, &r.PortSecurity}
+		},
+	}
+)
+
+// ExternalIDVM names the VM (namespace/name) a DHCP_Options row serves.
+const ExternalIDVM = "k8s.ovn.org/vm"
+
+var dhcpSpec = spec[nbdb.DHCPOptions]{
+	table:  nbdb.DHCPOptionsTable,
+	key:    func(r *nbdb.DHCPOptions) string { return r.ExternalIDs[ExternalIDVM] + "|" + r.Cidr },
+	uuid:   func(r *nbdb.DHCPOptions) *string { return &r.UUID },
+	ids:    func(r *nbdb.DHCPOptions) *map[string]string { return &r.ExternalIDs },
+	fields: func(r *nbdb.DHCPOptions) []any { return []any{&r.ExternalIDs, &r.Options} },
+}
+
+// roots diffs rows of a root table (kept until deleted) that this piece owns.
+func roots[T any, PT interface {
+	*T
+	model.Model
+}](p *planner, sp spec[T], desired []T) error {
+	var current []string
+	for u := range p.rows(sp.table) {
+		current = append(current, u)
+	}
+	_, remove, err := children[T, PT](p, sp, current, desired)
+	if err != nil {
+		return err
+	}
+	for _, u := range remove {
+		row := PT(new(T))
+		*sp.uuid((*T)(row)) = u
+		if err := p.add(p.api.Where(row).Delete()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// routers plans the routers and their children.
+func (p *planner) routers(desired []Router) error {
+	byName := map[string]*nbdb.LogicalRouter{}
+	var current []*nbdb.LogicalRouter
+	for _, r := range rowsOf[nbdb.LogicalRouter](p, nbdb.LogicalRouterTable) {
+		current = append(current, r)
+		size := func(x *nbdb.LogicalRouter) int {
+			return len(x.Ports) + len(x.StaticRoutes) + len(x.Policies) + len(x.Nat)
+		}
+		if prev, dup := byName[r.Name]; !dup || preferred(p.owner, prev.ExternalIDs, r.ExternalIDs, size(prev), size(r)) {
+			byName[r.Name] = r
+		}
+	}
+	wanted := map[string]bool{}
+	for i := range desired {
+		d := &desired[i]
+		wanted[d.Row.Name] = true
+		ex := byName[d.Row.Name]
+		ref, err := p.reference("logical router", d.Row.Name, d.Ref, d.Shared, ex != nil, ex != nil && p.owner.owns(ex.ExternalIDs))
+		if err != nil {
+			return err
+		}
+		var cur nbdb.LogicalRouter
+		if ex != nil {
+			cur = *ex
+		}
+		mut := map[*[]string]*[2][]string{}
+		collect := func(col *[]string, ins, rem []string) {
+			mut[col] = &[2][]string{ins, rem}
+		}
+		row := d.Row
+		markShared(&row.ExternalIDs, d.Shared)
+		ins, rem, err := children[nbdb.LogicalRouterPort](p, lrpSpec, cur.Ports, d.Ports)
+		if err != nil {
+			return err
+		}
+		collect(&row.Ports, ins, rem)
+		if ins, rem, err = children[nbdb.LogicalRouterStaticRoute](p, routeSpec, cur.StaticRoutes, d.Routes); err != nil {
+			return err
+		}
+		collect(&row.StaticRoutes, ins, rem)
+		if ins, rem, err = children[nbdb.LogicalRouterPolicy](p, policySpec, cur.Policies, d.Policies); err != nil {
+			return err
+		}
+		collect(&row.Policies, ins, rem)
+		if ins, rem, err = children[nbdb.NAT](p, natSpec, cur.Nat, d.NATs); err != nil {
+			return err
+		}
+		collect(&row.Nat, ins, rem)
+		if err := p.parent(ex, &row, ref, &row.ExternalIDs, []any{&row.ExternalIDs, &row.Options}, mut,
+			func() []any { return []any{&ex.ExternalIDs, &ex.Options} }); err != nil {
+			return err
+		}
+	}
+	for _, r := range current {
+		// A second row with a wanted name (Logical_Router and Logical_Switch have
+		// no name index, so a race can create one) is handled like a stale row.
+		if wanted[r.Name] && byName[r.Name] == r {
+			continue
+		}
+		cols := []childColumn{
+			{&r.Ports, lrpSpec.table, ownedIn(p, lrpSpec)}, {&r.StaticRoutes, routeSpec.table, ownedIn(p, routeSpec)},
+			{&r.Policies, policySpec.table, ownedIn(p, policySpec)}, {&r.Nat, natSpec.table, ownedIn(p, natSpec)},
+		}
+		if p.owner.owns(r.ExternalIDs) && !keepShared(r.ExternalIDs, cols) {
+			// Its ports, routes, policies and NATs are garbage-collected with it.
+			p.gone = append(p.gone, rowRef{nbdb.LogicalRouterTable, r.UUID})
+			if err := p.add(p.api.Where(r).Delete()); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := p.dropChildren(r, cols); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// switches plans the switches and their ports.
+func (p *planner) switches(desired []Switch) error {
+	byName := map[string]*nbdb.LogicalSwitch{}
+	var current []*nbdb.LogicalSwitch
+	for _, s := range rowsOf[nbdb.LogicalSwitch](p, nbdb.LogicalSwitchTable) {
+		current = append(current, s)
+		if prev, dup := byName[s.Name]; !dup || preferred(p.owner, prev.ExternalIDs, s.ExternalIDs, len(prev.Ports), len(s.Ports)) {
+			byName[s.Name] = s
+		}
+	}
+	wanted := map[string]bool{}
+	for i := range desired {
+		d := &desired[i]
+		wanted[d.Row.Name] = true
+		ex := byName[d.Row.Name]
+		ref, err := p.reference("logical switch", d.Row.Name, d.Ref, d.Shared, ex != nil, ex != nil && p.owner.owns(ex.ExternalIDs))
+		if err != nil {
+			return err
+		}
+		var cur nbdb.LogicalSwitch
+		if ex != nil {
+			cur = *ex
+		}
+		row := d.Row
+		markShared(&row.ExternalIDs, d.Shared)
+		ins, rem, err := children[nbdb.LogicalSwitchPort](p, lspSpec, cur.Ports, d.Ports)
+		if err != nil {
+			return err
+		}
+		mut := map[*[]string]*[2][]string{&row.Ports: {ins, rem}}
+		if err := p.parent(ex, &row, ref, &row.ExternalIDs, []any{&row.ExternalIDs, &row.OtherConfig}, mut,
+			func() []any { return []any{&ex.ExternalIDs, &ex.OtherConfig} }); err != nil {
+			return err
+		}
+	}
+	for _, s := range current {
+		// A second row with a wanted name (Logical_Router and Logical_Switch have
+		// no name index, so a race can create one) is handled like a stale row.
+		if wanted[s.Name] && byName[s.Name] == s {
+			continue
+		}
+		cols := []childColumn{{&s.Ports, lspSpec.table, ownedIn(p, lspSpec)}}
+		if p.owner.owns(s.ExternalIDs) && !keepShared(s.ExternalIDs, cols) {
+			p.gone = append(p.gone, rowRef{nbdb.LogicalSwitchTable, s.UUID})
+			if err := p.add(p.api.Where(s).Delete()); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := p.dropChildren(s, cols); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ExternalIDShared marks a router or switch a piece created as Shared.
+const ExternalIDShared = "k8s.ovn.org/udnkit-shared"
+
+func markShared(ids *map[string]string, shared bool) {
+	if !shared {
+		return
+	}
+	m := make(map[string]string, len(*ids)+1)
+	for k, v := range *ids {
+		m[k] = v
+	}
+	m[ExternalIDShared] = "true"
+	*ids = m
+}
+
+// keepShared says whether an owned Shared router or switch that its piece no
+// longer wants must stay because other pieces still have rows on it: then
+// only the piece's own rows go, and the row itself goes with a later Apply
+// of the piece that finds it bare.
+func keepShared(ids map[string]string, cols []childColumn) bool {
+	if ids[ExternalIDShared] != "true" {
+		return false
+	}
+	for _, c := range cols {
+		for _, u := range *c.col {
+			if !c.owned(u) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// reference says whether a desired router or switch is handled as another's
+// (only this piece's children are managed), or fails: a Ref must exist; a
+// Shared one that exists but is foreign is referenced; any other that exists
+// must be this piece's.
+func (p *planner) reference(kind, name string, ref, shared, exists, owned bool) (bool, error) {
+	switch {
+	case ref && !exists:
+		return false, fmt.Errorf("%s %q not found: it is created by another piece and must exist first", kind, name)
+	case shared && exists && !owned:
+		return true, nil
+	case !ref && exists && !owned:
+		return false, fmt.Errorf("%s %q exists but is not owned by network %q (%s/%s): refusing to touch it",
+			kind, name, p.owner.Network, p.owner.Topology, p.owner.Piece)
+	}
+	return ref, nil
+}
+
+// preferred says whether a second row with the same name should replace the
+// first as the one udnkit works on: an owned row beats a foreign one, then the
+// row with more children wins (the other is the leftover of a race).
+func preferred(owner Owner, prevIDs, nextIDs map[string]string, prevSize, nextSize int) bool {
+	if owner.owns(prevIDs) != owner.owns(nextIDs) {
+		return owner.owns(nextIDs)
+	}
+	return nextSize > prevSize
+}
+
+// parent creates a missing parent with its new children, or updates an
+// existing one's managed columns and mutates its child columns.
+func (p *planner) parent(ex, row model.Model, ref bool, ids *map[string]string, fields []any,
+	mut map[*[]string]*[2][]string, exFields func() []any) error {
+	p.stamp(ids)
+	if reflect.ValueOf(ex).IsNil() {
+		for col, m := range mut {
+			*col = m[0]
+		}
+		return p.add(p.api.Create(row))
+	}
+	if !ref && !sameFields(fields, exFields()) {
+		if err := p.add(p.api.Where(ex).Update(row, fields...)); err != nil {
+			return err
+		}
+	}
+	var mutations []model.Mutation
+	cols := make([]*[]string, 0, len(mut))
+	for col := range mut {
+		cols = append(cols, col)
+	}
+	// A stable order keeps the plan deterministic.
+	sort.Slice(cols, func(i, j int) bool { return reflect.ValueOf(cols[i]).Pointer() < reflect.ValueOf(cols[j]).Pointer() })
+	for _, col := range cols {
+		m := mut[col]
+		if len(m[1]) > 0 {
+			mutations = append(mutations, model.Mutation{Field: col, Mutator: ovsdb.MutateOperationDelete, Value: m[1]})
+		}
+		if len(m[0]) > 0 {
+			mutations = append(mutations, model.Mutation{Field: col, Mutator: ovsdb.MutateOperationInsert, Value: m[0]})
+		}
+	}
+	if len(mutations) == 0 {
+		return nil
+	}
+	return p.add(p.api.Where(ex).Mutate(row, mutations...))
+}
+
+type childColumn struct {
+	col   *[]string
+	table string
+	owned func(uuid string) bool
+}
+
+// dropChildren removes this piece's children from a parent it does not own.
+func (p *planner) dropChildren(parent model.Model, cols []childColumn) error {
+	var mutations []model.Mutation
+	for _, c := range cols {
+		var drop []string
+		for _, u := range *c.col {
+			if c.owned(u) {
+				drop = append(drop, u)
+				p.gone = append(p.gone, rowRef{c.table, u})
+			}
+		}
+		if len(drop) > 0 {
+			mutations = append(mutations, model.Mutation{Field: c.col, Mutator: ovsdb.MutateOperationDelete, Value: drop})
+		}
+	}
+	if len(mutations) == 0 {
+		return nil
+	}
+	return p.add(p.api.Where(parent).Mutate(parent, mutations...))
+}
+
+func ownedIn[T any](p *planner, sp spec[T]) func(string) bool {
+	t := p.rows(sp.table)
+	return func(u string) bool {
+		m := t[u]
+		if m == nil {
+			return false
+		}
+		return p.owner.owns(*sp.ids(m.(*T)))
+	}
+}
+
+// sameFields compares managed columns the way OVSDB stores them: sets are
+// unordered, an empty map equals a missing one, optional values compare by value.
+func sameFields(a, b []any) bool {
+	for i := range a {
+		if !sameValue(reflect.ValueOf(a[i]).Elem(), reflect.ValueOf(b[i]).Elem()) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameValue(a, b reflect.Value) bool {
+	switch a.Kind() {
+	case reflect.Map:
+		if a.Len() == 0 && b.Len() == 0 {
+			return true
+		}
+		return reflect.DeepEqual(a.Interface(), b.Interface())
+	case reflect.Slice:
+		if a.Len() != b.Len() {
+			return false
+		}
+		x, okx := a.Interface().([]string)
+		y, oky := b.Interface().([]string)
+		if okx && oky {
+			x, y = slices.Clone(x), slices.Clone(y)
+			slices.Sort(x)
+			slices.Sort(y)
+			return slices.Equal(x, y)
+		}
+		return reflect.DeepEqual(a.Interface(), b.Interface())
+	case reflect.Pointer:
+		if a.IsNil() || b.IsNil() {
+			return a.IsNil() == b.IsNil()
+		}
+		return sameValue(a.Elem(), b.Elem())
+	default:
+		return reflect.DeepEqual(a.Interface(), b.Interface())
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func ptr[T any](v T) *T { return &v }

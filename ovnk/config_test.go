@@ -1,0 +1,53 @@
+package ovnk
+
+import (
+	"flag"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func TestClusterConfigFlags(t *testing.T) {
+	cfg := DefaultClusterConfig()
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(&strings.Builder{})
+	cfg.BindFlags(fs)
+	for name, want := range map[string]string{
+		FlagJoinSubnets: "100.64.0.0/16,fd98::/64", FlagServiceCIDRs: "10.96.0.0/16", FlagTransitSubnets: "100.88.0.0/16,fd97::/64",
+		FlagUDNJoinSubnets: "100.65.0.0/16,fd99::/64", FlagClusterSubnets: "10.244.0.0/16", FlagMasqueradeSubnets: "169.254.0.0/17,fd69::/112",
+	} {
+		if got := fs.Lookup(name).DefValue; got != want {
+			t.Errorf("--%s default = %q, want %q", name, got, want)
+		}
+	}
+	err := fs.Parse([]string{"--cluster-subnets=10.128.0.0/14, fd01::/48", "--service-cidrs=172.30.0.0/16",
+		"--transit-subnets=", "--preconfigured-udn-addresses-enable", "--mtu=8900"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []netip.Prefix{netip.MustParsePrefix("10.128.0.0/14"), netip.MustParsePrefix("fd01::/48")}
+	if len(cfg.ClusterSubnets) != 2 || cfg.ClusterSubnets[0] != want[0] || cfg.ClusterSubnets[1] != want[1] {
+		t.Errorf("cluster subnets = %v", cfg.ClusterSubnets)
+	}
+	if len(cfg.TransitSubnets) != 0 || !cfg.PreconfiguredUDNAddresses || cfg.ServiceCIDRs[0].String() != "172.30.0.0/16" || cfg.MTU != 8900 {
+		t.Errorf("config = %+v", cfg)
+	}
+	for _, bad := range []struct{ arg, want string }{
+		{"--service-cidrs=10.96.0.0", `"10.96.0.0" is not a CIDR`},
+		{"--join-subnets=100.64.0.1/16", "100.64.0.1/16 has host bits set; use 100.64.0.0/16"},
+		{"--mtu=70000", `"70000" is not an MTU`},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(&strings.Builder{})
+		c := DefaultClusterConfig()
+		c.BindFlags(fs)
+		if err := fs.Parse([]string{bad.arg}); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: err = %v, want %q", bad.arg, err, bad.want)
+		}
+	}
+	two := DefaultClusterConfig()
+	two.UDNJoinSubnets = append(two.UDNJoinSubnets, netip.MustParsePrefix("100.66.0.0/16"))
+	if err := two.Validate(); err == nil || !strings.Contains(err.Error(), "--udn-join-subnets: at most one CIDR per IP family") {
+		t.Errorf("two IPv4 UDN join subnets: err = %v", err)
+	}
+}

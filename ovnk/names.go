@@ -1,0 +1,70 @@
+package ovnk
+
+import (
+	"strconv"
+	"strings"
+)
+
+// UDNNetworkName is the OVN network name of a UserDefinedNetwork.
+func UDNNetworkName(namespace, name string) string { return namespace + "_" + name }
+
+// CUDNNetworkName is the OVN network name of a ClusterUserDefinedNetwork.
+func CUDNNetworkName(name string) string { return "cluster_udn_" + name }
+
+// NetworkPrefix is the prefix of every OVN object of a user-defined network,
+// upstream's util.GetUserDefinedNetworkPrefix: the network name with "-" and
+// "/" replaced by ".", then "_". Two networks whose names differ only there
+// (CUDNs col-x and col.x) share their OVN names.
+func NetworkPrefix(network string) string {
+	return strings.NewReplacer("-", ".", "/", ".").Replace(network) + "_"
+}
+
+// Layer2Names are the names OKEP-5094 gives the rows of one network.
+type Layer2Names struct{ prefix string }
+
+// NamesFor returns the row names of a network, under NetworkPrefix.
+func NamesFor(network string) Layer2Names {
+	return Layer2Names{prefix: NetworkPrefix(network)}
+}
+
+func (n Layer2Names) Switch() string        { return n.prefix + "ovn_layer2_switch" }
+func (n Layer2Names) TransitRouter() string { return n.prefix + "transit_router" }
+func (n Layer2Names) ClusterRouter() string { return n.prefix + "ovn_cluster_router" }
+func (n Layer2Names) GatewayRouter(node string) string {
+	return "GR_" + n.prefix + node
+}
+func (n Layer2Names) RouterToSwitch() string         { return "rtos-" + n.Switch() }
+func (n Layer2Names) SwitchToRouter() string         { return "stor-" + n.TransitRouter() }
+func (n Layer2Names) TransitToGR(node string) string { return "trtor-" + n.GatewayRouter(node) }
+func (n Layer2Names) GRToTransit(node string) string { return "rtotr-" + n.GatewayRouter(node) }
+func (n Layer2Names) SwitchToGR(node string) string  { return "stor-" + n.GatewayRouter(node) }
+func (n Layer2Names) GRToSwitch() string             { return "rtos-" + n.Switch() }
+func (n Layer2Names) UpgradeSwitchPort() string      { return "stotr-" + n.Switch() + "-upgrade" }
+func (n Layer2Names) UpgradeRouterPort() string      { return "trtos-" + n.Switch() + "-upgrade" }
+
+// PodPortName is OVN-Kubernetes' logical switch port name of a pod on a
+// user-defined network (util.GetUserDefinedNetworkLogicalPortName): the NAD
+// key's NetworkPrefix, then "<pod namespace>_<pod name>"
+// (ns1/tenant-blue, ns1/pod-a -> ns1.tenant.blue_ns1_pod-a).
+func PodPortName(nad, namespace, pod string) string {
+	return NetworkPrefix(nad) + namespace + "_" + pod
+}
+
+// TransitSwitchPort is OKEP-5535's name of a node's transit switch port for
+// its encap IP at index idx: tstor-<node> for the first, tstor-<node>_encapN
+// for the others (with the network's prefix).
+func (n Layer2Names) TransitSwitchPort(node string, idx int) string {
+	if idx == 0 {
+		return n.prefix + "tstor-" + node
+	}
+	return n.prefix + "tstor-" + node + "_encap" + strconv.Itoa(idx)
+}
+
+// TransitSwitch is a Layer3 network's transit switch.
+func (n Layer2Names) TransitSwitch() string { return n.prefix + "transit_switch" }
+
+// TransitSwitchToRouter is a node's port on the transit switch (OKEP-5535's tstor-<node>).
+func (n Layer2Names) TransitSwitchToRouter(node string) string { return n.prefix + "tstor-" + node }
+
+// RouterToTransitSwitch is the cluster router's port to the transit switch of a node.
+func (n Layer2Names) RouterToTransitSwitch(node string) string { return n.prefix + "rtots-" + node }

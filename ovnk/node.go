@@ -1,0 +1,156 @@
+package ovnk
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Layer2TopologyVersionTransitRouter is the k8s.ovn.org/layer2-topology-version
+// value of nodes on OKEP-5094's transit-router topology (upstream's
+// types.TransitRouterTopoVersion).
+const Layer2TopologyVersionTransitRouter = "2.0"
+
+// AnnotationZoneName is the interconnect zone older OVN-Kubernetes versions
+// publish on a node. Upstream (since Aug 2026) no longer writes it: a zone is
+// a single node and is named after it. udnkit reads it when present, for
+// clusters still running a version that writes it.
+const AnnotationZoneName = "k8s.ovn.org/zone-name"
+
+// ZoneOf is the interconnect zone a node belongs to: its
+// k8s.ovn.org/zone-name when an older OVN-Kubernetes set one, else the
+// node's name (upstream's single-node zones).
+func ZoneOf(node *corev1.Node) string {
+	if z := node.Annotations[AnnotationZoneName]; z != "" {
+		return z
+	}
+	return node.Name
+}
+
+// DecodeNodeID reads k8s.ovn.org/node-id: ok is false when the node has
+// none; a value that is not an integer in [FirstNodeID, MaxNodeID] is an
+// error naming the annotation and the rule (an ID outside it cannot be a
+// port tunnel key nor fit a /16 transit subnet).
+func DecodeNodeID(node *corev1.Node) (id int, ok bool, err error) {
+	v, found := node.Annotations[AnnotationNodeID]
+	if !found {
+		return 0, false, nil
+	}
+	id, err = strconv.Atoi(v)
+	if err != nil || id < FirstNodeID || id > MaxNodeID {
+		return 0, false, fmt.Errorf("node %s annotation %s=%q is not a node ID (an integer in [%d, %d])", node.Name, AnnotationNodeID, v, FirstNodeID, MaxNodeID)
+	}
+	return id, true, nil
+}
+
+// DecodeNodeSubnets reads k8s.ovn.org/node-subnets: network name to host
+// subnets; each value is a CIDR or a list of CIDRs (upstream's
+// parseSubnetAnnotation reads both). An absent annotation is an empty map.
+func DecodeNodeSubnets(node *corev1.Node) (map[string][]netip.Prefix, error) {
+	out := map[string][]netip.Prefix{}
+	v, ok := node.Annotations[AnnotationNodeSubnets]
+	if !ok {
+		return out, nil
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(v), &raw); err != nil {
+		return nil, fmt.Errorf("node %s annotation %s is not a JSON object of network names to CIDRs: %w", node.Name, AnnotationNodeSubnets, err)
+	}
+	for network, m := range raw {
+		var list []string
+		if err := json.Unmarshal(m, &list); err != nil {
+			var one string
+			if json.Unmarshal(m, &one) != nil {
+				return nil, fmt.Errorf("node %s annotation %s[%q] is not a CIDR or a list of CIDRs", node.Name, AnnotationNodeSubnets, network)
+			}
+			list = []string{one}
+		}
+		for _, s := range list {
+			p, err := netip.ParsePrefix(s)
+			if err != nil {
+				return nil, fmt.Errorf("node %s annotation %s[%q]: %w", node.Name, AnnotationNodeSubnets, network, err)
+			}
+			out[network] = append(out[network], p)
+		}
+	}
+	return out, nil
+}
+
+// EncodeNodeSubnets writes the annotation value as upstream's
+// updateSubnetAnnotation does: every network a list of CIDRs, keys sorted;
+// "" when there are none (the annotation is then removed).
+func EncodeNodeSubnets(subnets map[string][]netip.Prefix) string {
+	if len(subnets) == 0 {
+		return ""
+	}
+	out := make(map[string][]string, len(subnets))
+	for _, k := range slices.Sorted(maps.Keys(subnets)) {
+		for _, p := range subnets[k] {
+			out[k] = append(out[k], p.String())
+		}
+	}
+	b, _ := json.Marshal(out)
+	return string(b)
+}
+
+// DecodeNodeEncapIPs reads k8s.ovn.org/node-encap-ips (a JSON list of IPs,
+// OKEP-5535), at most MaxTunnelIDsPerNode of them, none repeated.
+func DecodeNodeEncapIPs(node *corev1.Node) ([]netip.Addr, error) {
+	v, ok := node.Annotations[AnnotationNodeEncapIPs]
+	if !ok {
+		return nil, nil
+	}
+	var list []string
+	if err := json.Unmarshal([]byte(v), &list); err != nil {
+		return nil, fmt.Errorf("node %s annotation %s=%q is not a JSON list of IPs", node.Name, AnnotationNodeEncapIPs, v)
+	}
+	if len(list) > MaxTunnelIDsPerNode {
+		return nil, fmt.Errorf("node %s annotation %s lists %d encap IPs; at most %d are supported", node.Name, AnnotationNodeEncapIPs, len(list), MaxTunnelIDsPerNode)
+	}
+	var out []netip.Addr
+	for _, s := range list {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("node %s annotation %s: %q is not an IP", node.Name, AnnotationNodeEncapIPs, s)
+		}
+		if slices.Contains(out, a) {
+			return nil, fmt.Errorf("node %s annotation %s lists %s twice", node.Name, AnnotationNodeEncapIPs, a)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// DecodeNodeTunnelIDs reads k8s.ovn.org/node-transit-switch-port-tunnel-ids
+// (OKEP-5535: a JSON list, one ID per encap IP, the node ID first); each must
+// be a node ID.
+func DecodeNodeTunnelIDs(node *corev1.Node) ([]int, error) {
+	v, ok := node.Annotations[AnnotationNodeTransitSwitchPortTunnelIDs]
+	if !ok {
+		return nil, nil
+	}
+	var ids []int
+	if err := json.Unmarshal([]byte(v), &ids); err != nil {
+		return nil, fmt.Errorf("node %s annotation %s=%q is not a JSON list of integers", node.Name, AnnotationNodeTransitSwitchPortTunnelIDs, v)
+	}
+	if len(ids) > MaxTunnelIDsPerNode {
+		return nil, fmt.Errorf("node %s annotation %s lists %d IDs; at most %d are supported", node.Name, AnnotationNodeTransitSwitchPortTunnelIDs, len(ids), MaxTunnelIDsPerNode)
+	}
+	for _, id := range ids {
+		if id < FirstNodeID || id > MaxNodeID {
+			return nil, fmt.Errorf("node %s annotation %s: %d is outside [%d, %d]", node.Name, AnnotationNodeTransitSwitchPortTunnelIDs, id, FirstNodeID, MaxNodeID)
+		}
+	}
+	return ids, nil
+}
+
+// EncodeNodeTunnelIDs is the annotation value of ids.
+func EncodeNodeTunnelIDs(ids []int) string {
+	b, _ := json.Marshal(ids)
+	return string(b)
+}

@@ -1,0 +1,55 @@
+package ovnk
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	nadutils "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/utils"
+)
+
+// WarningObjectSelection is returned by DecodeDefaultNetworkSelection for the
+// single-object form: OKEP-5233 shows it, udnkit honours it, but upstream
+// OVN-Kubernetes parses the annotation with the NAD client's
+// ParseNetworkAnnotation, which reads only a JSON list or the short form.
+const WarningObjectSelection = "a single JSON object in " + AnnotationDefaultNetwork +
+	" is read by udnkit but not by OVN-Kubernetes' own parser; write it as a one-element list [{...}] to work with both"
+
+// DecodeDefaultNetworkSelection reads a v1.multus-cni.io/default-network
+// value as OVN-Kubernetes does (util.GetK8sPodDefaultNetworkSelection: the NAD
+// client's ParseNetworkAnnotation, a JSON list or the short form
+// "namespace/name[@ifname]" with the pod's namespace as default, and at most
+// one element), and also the single JSON object OKEP-5233 shows, for which
+// it returns WarningObjectSelection.
+func DecodeDefaultNetworkSelection(value, podNamespace string) (*nadv1.NetworkSelectionElement, []string, error) {
+	v := strings.TrimSpace(value)
+	if v == "" {
+		return nil, nil, errors.New("the value is empty")
+	}
+	if strings.HasPrefix(v, "{") {
+		var nse nadv1.NetworkSelectionElement
+		if err := json.Unmarshal([]byte(v), &nse); err != nil {
+			return nil, nil, err
+		}
+		if nse.Namespace == "" {
+			nse.Namespace = podNamespace
+		}
+		if nse.Name == "" {
+			return nil, nil, errors.New("name is required")
+		}
+		return &nse, []string{WarningObjectSelection}, nil
+	}
+	list, err := nadutils.ParseNetworkAnnotation(v, podNamespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(list) != 1 {
+		return nil, nil, fmt.Errorf("must select exactly one network, this value selects %d", len(list))
+	}
+	if list[0].Name == "" {
+		return nil, nil, errors.New("name is required")
+	}
+	return list[0], nil, nil
+}

@@ -1,0 +1,54 @@
+package ovnk
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDecodeDefaultNetworkSelection(t *testing.T) {
+	cases := []struct {
+		value, name, namespace, claim, iface string
+		ips                                  []string
+		warn                                 bool
+		err                                  string
+	}{
+		// OKEP-5233's example, a single object: read, with a warning.
+		{value: `{"name": "default", "namespace": "ovn-kubernetes", "ips": ["192.168.100.205"], "mac": "00:1A:2B:3C:4D:5E", "ipam-claim-reference": "my-claim"}`,
+			name: "default", namespace: "ovn-kubernetes", claim: "my-claim", ips: []string{"192.168.100.205"}, warn: true},
+		{value: `[{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.205/24"]}]`, name: "default", namespace: "ovn-kubernetes", ips: []string{"192.168.100.205/24"}},
+		// The short form, as the NAD client library reads it: the pod's
+		// namespace by default, an optional @interface.
+		{value: "ovn-kubernetes/default", name: "default", namespace: "ovn-kubernetes"},
+		{value: " default ", name: "default", namespace: "tenant"},
+		{value: "ovn-kubernetes/default@eth0", name: "default", namespace: "ovn-kubernetes", iface: "eth0"},
+		{value: `[{"name":"default"}]`, name: "default", namespace: "tenant"},
+		{value: `{"name": "default",`, err: "unexpected end of JSON input"},
+		{value: `{"name": 5}`, err: "cannot unmarshal number"},
+		{value: `{"namespace": "x"}`, err: "name is required"},
+		{value: `[]`, err: "exactly one network, this value selects 0"},
+		{value: `[{"name":"a"},{"name":"b"}]`, err: "this value selects 2"},
+		{value: "a,b", err: "this value selects 2"},
+		{value: "", err: "empty"},
+		{value: "a/b/c", err: "parsePodNetworkAnnotation"},
+	}
+	for _, tc := range cases {
+		nse, warnings, err := DecodeDefaultNetworkSelection(tc.value, "tenant")
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: err = %v, want %q", tc.value, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.value, err)
+			continue
+		}
+		if nse.Name != tc.name || nse.Namespace != tc.namespace || nse.IPAMClaimReference != tc.claim || nse.InterfaceRequest != tc.iface ||
+			strings.Join(nse.IPRequest, ",") != strings.Join(tc.ips, ",") {
+			t.Errorf("%q: parsed %+v", tc.value, nse)
+		}
+		if got := len(warnings) == 1 && warnings[0] == WarningObjectSelection; got != tc.warn {
+			t.Errorf("%q: warnings = %q", tc.value, warnings)
+		}
+	}
+}

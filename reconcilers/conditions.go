@@ -1,0 +1,30 @@
+package reconcilers
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// conditionsChanged is the one place the reconcilers compute conditions:
+// each wanted condition gets observedGeneration gen and keeps the
+// lastTransitionTime it has in have while its status holds (now otherwise).
+// It reports whether any differs from have, or have holds another condition
+// type that want drops.
+func conditionsChanged(have []metav1.Condition, gen int64, want []metav1.Condition) ([]metav1.Condition, bool) {
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	out := make([]metav1.Condition, 0, len(want))
+	changed := len(have) != len(want)
+	for _, c := range want {
+		c.ObservedGeneration, c.LastTransitionTime = gen, now
+		if old := meta.FindStatusCondition(have, c.Type); old != nil && old.Status == c.Status {
+			c.LastTransitionTime = old.LastTransitionTime
+			changed = changed || old.Reason != c.Reason || old.Message != c.Message || old.ObservedGeneration != gen
+		} else {
+			changed = true
+		}
+		out = append(out, c)
+	}
+	return out, changed
+}
