@@ -40,8 +40,8 @@ import (
 //     lives until its finalizer goes.
 //   - Appended Layer3 subnets: a subnet in the spec but not yet in the
 //     network's NADs must not overlap the network's join subnets, the
-//     transit subnets, or a subnet of another network's NAD in one of its
-//     namespaces (a pod there would get both). Otherwise the NADs keep their
+//     cluster's internal or transit ranges, or a subnet of another network's
+//     NAD in one of its namespaces (a pod there would get both). Otherwise the NADs keep their
 //     old subnets and NetworkCreated=False with reason SubnetConflict and a
 //     Warning event, until the conflict is gone.
 
@@ -397,8 +397,9 @@ func (r *networkReconciler) appendedSubnetConflicts(ctx context.Context, n netwo
 }
 
 // usedRanges are the ranges an appended subnet of n must stay clear of: n's
-// join subnets, the transit subnets, and the subnets of other networks'
-// NADs in n's namespaces.
+// join subnets, the cluster's internal and transit ranges (as configured
+// now, which may differ from when the subnet was admitted), and the subnets
+// of other networks' NADs in n's namespaces.
 func (r *networkReconciler) usedRanges(ctx context.Context, n network, namespaces []string) ([]usedRange, error) {
 	var out []usedRange
 	join := n.spec.JoinSubnetCIDRs()
@@ -412,8 +413,8 @@ func (r *networkReconciler) usedRanges(ctx context.Context, n network, namespace
 			out = append(out, usedRange{p.Masked(), "the network's join subnet " + p.Masked().String()})
 		}
 	}
-	for _, p := range r.cfg.Cluster.TransitSubnets {
-		out = append(out, usedRange{p, "the transit subnet " + p.String()})
+	for _, c := range append(r.cfg.Cluster.InternalRanges(), r.cfg.Cluster.TransitRanges()...) {
+		out = append(out, usedRange{c.Prefix, fmt.Sprintf("the %s %s (--%s)", c.What, c.Prefix, c.Flag)})
 	}
 	for _, ns := range namespaces {
 		var nads nadv1.NetworkAttachmentDefinitionList

@@ -235,12 +235,13 @@ func TestLayer3AppendOverAUsedRange(t *testing.T) {
 		u.Spec.Layer3.Subnets = append(u.Spec.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: "100.88.0.0/16", HostSubnet: 24})
 	})
 	expectCondition(t, green, metav1.ConditionFalse, udnv1.ReasonSubnetConflict,
-		"spec.layer3.subnets[2] 100.88.0.0/16 overlaps the transit subnet 100.88.0.0/16", "keep the subnets [10.200.0.0/16, 10.210.0.0/16]")
+		"spec.layer3.subnets[2] 100.88.0.0/16 overlaps the transit subnet 100.88.0.0/16 (--transit-subnets)", "keep the subnets [10.200.0.0/16, 10.210.0.0/16]")
 	g.Consistently(func(g Gomega) map[string]any { return nadConfig(g, ns, "green") }).
 		WithTimeout(time.Second).WithPolling(interval).Should(HaveKeyWithValue("subnets", "10.200.0.0/16/24,10.210.0.0/16/24"))
 }
 
-// A CUDN reports the conflict with the spec.network path.
+// A CUDN reports the conflict with the spec.network path; the network's own
+// join subnet and the cluster's ranges count as used.
 func TestCUDNLayer3AppendOverAUsedRange(t *testing.T) {
 	g := NewWithT(t)
 	sel := map[string]string{"cudn-append": "yes"}
@@ -250,10 +251,12 @@ func TestCUDNLayer3AppendOverAUsedRange(t *testing.T) {
 	g.Expect(k8s.Create(ctx, cu)).To(Succeed())
 	expectCondition(t, cu, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	updateObject(t, cu, func(c *udnv1.ClusterUserDefinedNetwork) {
-		c.Spec.Network.Layer3.Subnets = append(c.Spec.Network.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: "100.65.0.0/16", HostSubnet: 24})
+		c.Spec.Network.Layer3.Subnets = append(c.Spec.Network.Layer3.Subnets,
+			udnv1.Layer3Subnet{CIDR: "100.65.0.0/16", HostSubnet: 24}, udnv1.Layer3Subnet{CIDR: "10.244.0.0/16", HostSubnet: 24})
 	})
 	expectCondition(t, cu, metav1.ConditionFalse, udnv1.ReasonSubnetConflict,
-		"spec.network.layer3.subnets[1] 100.65.0.0/16 overlaps the network's join subnet 100.65.0.0/16")
+		"spec.network.layer3.subnets[1] 100.65.0.0/16 overlaps the network's join subnet 100.65.0.0/16",
+		"spec.network.layer3.subnets[2] 10.244.0.0/16 overlaps the cluster default network subnet 10.244.0.0/16 (--cluster-subnets)")
 	g.Expect(nadConfig(g, ns, "cudn-append")).To(HaveKeyWithValue("subnets", "10.220.0.0/16/24"))
 	g.Expect(k8s.Delete(ctx, cu)).To(Succeed())
 	expectGone(t, cu)

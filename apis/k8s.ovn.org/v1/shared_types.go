@@ -22,9 +22,10 @@ const (
 	ReasonPrimaryNetworkConflict = "PrimaryNetworkConflict"
 	// ReasonSubnetConflict: a Layer3 subnet appended after the network's
 	// NetworkAttachmentDefinitions were written (OKEP-5377) overlaps a range
-	// in use (a cluster range, or a subnet of another network in one of its
-	// namespaces); the NetworkAttachmentDefinitions keep their old subnets
-	// until the conflict is gone.
+	// in use (the network's join subnet, a cluster range, or a subnet of
+	// another network in one of its namespaces); the
+	// NetworkAttachmentDefinitions keep their old subnets until the conflict
+	// is gone.
 	ReasonSubnetConflict = "SubnetConflict"
 
 	// ConditionTransportAccepted reports whether the transport a
