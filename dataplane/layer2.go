@@ -153,6 +153,7 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 		Owner: Owner{Network: net.Name, Topology: TopologyLayer2, Piece: PieceTransitRouter, AdoptLegacy: true,
 			Legacy: Layer2Legacy(net.Subnets, net.MasqueradeIPs)},
 	}
+	serviceRoutes := false
 	for _, n := range all {
 		if !n.upgraded {
 			// Old-topology node: keep its remote switch port and reach its join IP
@@ -191,10 +192,15 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 			gr, _ := ovnk.FamilyOf(n.grSide, s.Addr().Is6())
 			tr.Routes = append(tr.Routes, staticRoute(s.String(), gr.Addr().String(), nbdb.LogicalRouterStaticRoutePolicySrcIP, nil))
 		}
-		for _, svc := range net.ServiceIPs {
-			s, _ := ovnk.FamilyOf(net.Subnets, svc.Is6())
-			mgmt, _ := ovnk.AddrAt(s, 2)
-			tr.Routes = append(tr.Routes, staticRoute(svc.String(), mgmt.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
+		if !serviceRoutes {
+			// Once per zone, whatever its number of local nodes (one in
+			// OVN-Kubernetes' interconnect mode, all of them in a single zone).
+			serviceRoutes = true
+			for _, svc := range net.ServiceIPs {
+				s, _ := ovnk.FamilyOf(net.Subnets, svc.Is6())
+				mgmt, _ := ovnk.AddrAt(s, 2)
+				tr.Routes = append(tr.Routes, staticRoute(svc.String(), mgmt.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
+			}
 		}
 		for _, ip := range n.NodeIPs {
 			s, ok := ovnk.FamilyOf(net.Subnets, ip.Is6())
