@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -32,6 +33,10 @@ type l3 struct {
 	podAPort       string
 	// other is an address of another network, per family.
 	other []netip.Addr
+	// vtepC makes node-c a multi-VTEP node: OVN-Kubernetes then creates no
+	// transit switch port for it; udnkit's multi-VTEP reconciler does, on demand.
+	vtepC  bool
+	nadObj client.Object
 }
 
 // The transit and join subnets OVN-Kubernetes uses for Layer3 UDNs.
@@ -76,13 +81,18 @@ func routerPort(n uint64, prefixes ...netip.Prefix) (mac string, networks []stri
 // Layer3 reconciler in the given policy form on its NAD.
 func newLayer3(t *testing.T, form dataplane.Layer3PolicyForm, subnets ...string) *l3 {
 	t.Helper()
+	return newLayer3With(t, form, false, subnets...)
+}
+
+func newLayer3With(t *testing.T, form dataplane.Layer3PolicyForm, vtepC bool, subnets ...string) *l3 {
+	t.Helper()
 	spec := udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer3, Layer3: &udnv1.Layer3Config{Role: udnv1.NetworkRolePrimary}}
 	for _, s := range subnets {
 		spec.Layer3.Subnets = append(spec.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: udnv1.CIDR(s)})
 	}
 	cluster := ovnk.DefaultClusterConfig()
 	nad := udnNAD(t, "tenant-green", "green", spec, cluster, ovnk.NetworkIDs{ID: 2, HasID: true})
-	l := &l3{zone: newZone(t, nodes[0]), network: ovnk.UDNNetworkName("tenant-green", "green"), clusterSubnets: pfx(subnets...)}
+	l := &l3{zone: newZone(t, nodes[0]), network: ovnk.UDNNetworkName("tenant-green", "green"), clusterSubnets: pfx(subnets...), vtepC: vtepC, nadObj: nad}
 	// Host subnets: node-a gets one from the first subnet of each family,
 	// node-b from the appended one (the OKEP-5377 allocator hands out the
 	// appended range once the first is used up).
@@ -161,6 +171,9 @@ func (l *l3) ovnkLayer3() {
 	for _, n := range nodes {
 		mac, nets := routerPort(uint64(n.id), tr...)
 		port := l.tstor(n.name)
+		if n.name == "node-c" && l.vtepC {
+			continue
+		}
 		if n.name == l.local.name {
 			rtots := ovnk.NamesFor(l.network).RouterToTransitSwitch(n.name)
 			l.nbctl(append([]string{"lrp-add", cr, rtots, mac}, nets...)...)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/dataplane/controller"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -200,6 +201,133 @@ func TestLayer2MultiVTEP(t *testing.T) {
 					l, port, trace := setup()
 					mutate(l.zone, port)
 					if ok, _ := wantPath(trace(), want(port)); ok {
+						t.Errorf("mutation %q did not break the trace", name)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestLayer3MultiVTEP: node-c has two VTEPs with transit switch port tunnel
+// IDs 4 and 9; pod-c1 uses its second VTEP, pod-c2 its first. In node-a's
+// zone the manager's multi-VTEP reconciler creates, on demand, the remote
+// transit switch ports tstor-node-c (tunnel ID 4) and tstor-node-c_encap1
+// (tunnel ID 9, Port_Binding.encap = the second Encap), the route of
+// node-c's host subnet via the first and a /32 (/128) route of pod-c1 via
+// the second (OKEP-5535's Layer 3 solution). ovn-trace shows each pod's
+// packets leave by the port of its VTEP; the encap is read from the
+// Southbound Port_Binding.
+func TestLayer3MultiVTEP(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		subnets []string
+		v6encap bool
+	}{
+		{"IPv4", []string{"10.200.0.0/16", "10.201.0.0/16"}, false},
+		{"IPv6", []string{"fd00:200::/48", "fd00:201::/48"}, true},
+		{"dual-stack", []string{"10.200.0.0/16", "fd00:200::/48", "10.201.0.0/16", "fd00:201::/48"}, false},
+	} {
+		type vtepPod struct {
+			name string
+			vtep int
+			host uint64
+		}
+		for _, c := range []struct {
+			name string
+			pod  vtepPod
+			// mutations break the check; they get the pod's addresses.
+			mutations map[string]func(l *l3, port string, ips []netip.Addr)
+		}{{
+			name: "a pod behind node-c's second VTEP is reached by tstor-node-c_encap1, bound to that encap",
+			pod:  vtepPod{"pod-c1", 1, 5},
+			mutations: map[string]func(l *l3, port string, ips []netip.Addr){
+				"remove the pod's /32 route (node-c's subnet route takes it to the first VTEP)": func(l *l3, _ string, ips []netip.Addr) {
+					for _, ip := range ips {
+						l.nbctl("lr-route-del", l.router(), netip.PrefixFrom(ip, ip.BitLen()).String())
+					}
+				},
+				"clear the port's Port_Binding.encap": func(l *l3, port string, _ []netip.Addr) {
+					l.sbctl("clear", "Port_Binding", port, "encap")
+				},
+			},
+		}, {
+			name: "a pod behind node-c's first VTEP is reached by tstor-node-c, bound to that encap",
+			pod:  vtepPod{"pod-c2", 0, 6},
+			mutations: map[string]func(l *l3, port string, ips []netip.Addr){
+				"remove the port": func(l *l3, port string, _ []netip.Addr) {
+					l.nbctl("lsp-del", port)
+				},
+			},
+		}} {
+			t.Run(tc.name+"/"+c.name, func(t *testing.T) {
+				encaps := vtepEncaps(tc.v6encap)
+				setup := func() (*l3, string, []netip.Addr, func() string) {
+					l := newLayer3With(t, dataplane.PolicyFormAddressSet, true, tc.subnets...)
+					l.remoteChassis("node-c", encaps)
+					var hostC []netip.Prefix
+					for _, h := range l.hostA {
+						// node-c's host subnet: the one after node-b's in node-a's range.
+						for _, s := range l.clusterSubnets {
+							if s.Contains(h.Addr()) {
+								hostC = append(hostC, hostSubnet(s, h.Bits(), 4))
+							}
+						}
+					}
+					var objs []client.Object
+					for _, n := range nodes {
+						o := nodeObject(n)
+						if n.name == "node-c" {
+							b, _ := json.Marshal(encaps)
+							o.Annotations[ovnk.AnnotationNodeEncapIPs] = string(b)
+							o.Annotations[ovnk.AnnotationNodeTransitSwitchPortTunnelIDs] = ovnk.EncodeNodeTunnelIDs([]int{4, 9})
+							o.Annotations[ovnk.AnnotationNodeSubnets] = ovnk.EncodeNodeSubnets(map[string][]netip.Prefix{l.network: hostC})
+						}
+						objs = append(objs, o)
+					}
+					var target []netip.Addr
+					for _, p := range []vtepPod{{"pod-c1", 1, 5}, {"pod-c2", 0, 6}} {
+						var ips []netip.Addr
+						for _, h := range hostC {
+							ips = append(ips, ovnk.MustAddrAt(h, p.host))
+						}
+						if p.name == c.pod.name {
+							target = ips
+						}
+						objs = append(objs, podObject(t, pod{namespace: "tenant-green", name: p.name, node: "node-c", ips: ips},
+							"tenant-green/green", hostC, 0, encaps[p.vtep]))
+					}
+					l.programMultiVTEP(l.nadObj, objs...)
+					port := ovnk.NamesFor(l.network).TransitSwitchPort("node-c", c.pod.vtep)
+					run := func() string {
+						var out []string
+						for fam := range l.podA {
+							out = append(out, l.fromPodA(fam, target[fam]), l.binding(port))
+						}
+						return strings.Join(out, "\n")
+					}
+					return l, port, target, run
+				}
+				want := func(l *l3, port string) []string {
+					var all []string
+					for range l.podA {
+						all = append(all, `ingress(dp="`+l.router()+`"`, `priority 102`, `output to "`+port+`", type "remote"`,
+							"binding of "+port+": requested-chassis node-c encap node-c "+encaps[c.pod.vtep].String())
+					}
+					return all
+				}
+				l, port, _, trace := setup()
+				out := trace()
+				if os.Getenv("TRACE_SHOW") != "" {
+					t.Log(out)
+				}
+				if ok, missing := wantPath(out, want(l, port)); !ok {
+					t.Fatalf("trace misses %q:\n%s\nNB:\n%s\n%s", missing, out, l.nbctl("show"), l.nbctl("lr-route-list", l.router()))
+				}
+				for name, mutate := range c.mutations {
+					l, port, target, trace := setup()
+					mutate(l, port, target)
+					if ok, _ := wantPath(trace(), want(l, port)); ok {
 						t.Errorf("mutation %q did not break the trace", name)
 					}
 				}
