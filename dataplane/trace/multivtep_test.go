@@ -2,6 +2,7 @@ package trace
 
 import (
 	"encoding/json"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -62,6 +63,22 @@ func (z *zone) binding(port string) string {
 		out += " encap " + z.sbctl("get", "Encap", e, "chassis_name") + " " + strings.Trim(z.sbctl("get", "Encap", e, "ip"), `"`)
 	}
 	return out
+}
+
+// nodesWithVTEPs are the fixture's Node objects with node-c's encap IPs
+// (k8s.ovn.org/node-encap-ips) and its other annotations.
+func nodesWithVTEPs(encaps []netip.Addr, annotations map[string]string) []client.Object {
+	var objs []client.Object
+	for _, n := range nodes {
+		o := nodeObject(n)
+		if n.name == "node-c" {
+			b, _ := json.Marshal(encaps)
+			o.Annotations[ovnk.AnnotationNodeEncapIPs] = string(b)
+			maps.Copy(o.Annotations, annotations)
+		}
+		objs = append(objs, o)
+	}
+	return objs
 }
 
 // podObject is a pod as the address reconciler leaves it on a Primary
@@ -159,15 +176,7 @@ func TestLayer2MultiVTEP(t *testing.T) {
 						ips = append(ips, ovnk.MustAddrAt(s, 7))
 					}
 					pc := pod{namespace: "tenant-blue", name: "pod-c", node: "node-c", ips: ips}
-					var objs []client.Object
-					for _, n := range nodes {
-						o := nodeObject(n)
-						if n.name == "node-c" {
-							b, _ := json.Marshal(encaps)
-							o.Annotations[ovnk.AnnotationNodeEncapIPs] = string(b)
-						}
-						objs = append(objs, o)
-					}
+					objs := nodesWithVTEPs(encaps, nil)
 					objs = append(objs, podObject(t, pc, l.nad, l.subnets, 12, encaps[1]))
 					l.programMultiVTEP(l.nadObj, objs...)
 					port := ovnk.PodPortName(l.nad, pc.namespace, pc.name)
@@ -274,17 +283,10 @@ func TestLayer3MultiVTEP(t *testing.T) {
 							}
 						}
 					}
-					var objs []client.Object
-					for _, n := range nodes {
-						o := nodeObject(n)
-						if n.name == "node-c" {
-							b, _ := json.Marshal(encaps)
-							o.Annotations[ovnk.AnnotationNodeEncapIPs] = string(b)
-							o.Annotations[ovnk.AnnotationNodeTransitSwitchPortTunnelIDs] = ovnk.EncodeNodeTunnelIDs([]int{4, 9})
-							o.Annotations[ovnk.AnnotationNodeSubnets] = ovnk.EncodeNodeSubnets(map[string][]netip.Prefix{l.network: hostC})
-						}
-						objs = append(objs, o)
-					}
+					objs := nodesWithVTEPs(encaps, map[string]string{
+						ovnk.AnnotationNodeTransitSwitchPortTunnelIDs: ovnk.EncodeNodeTunnelIDs([]int{4, 9}),
+						ovnk.AnnotationNodeSubnets:                    ovnk.EncodeNodeSubnets(map[string][]netip.Prefix{l.network: hostC}),
+					})
 					var target []netip.Addr
 					for _, p := range []vtepPod{{"pod-c1", 1, 5}, {"pod-c2", 0, 6}} {
 						var ips []netip.Addr
