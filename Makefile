@@ -100,7 +100,7 @@ bench: envtest ovn ## Run every benchmark and print one table (also in bin/bench
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) test $(BENCH_FLAGS) ./... | tee $(LOCALBIN)/bench-raw.txt
 	$(GO) run ./cmd/benchreport -o $(LOCALBIN)/bench-report.md < $(LOCALBIN)/bench-raw.txt
 
-# make scale: issue 15's scale suite (outside make test). Every run has
+# make scale: the scale suite (outside make test). Every run has
 # SCALE_NODES Nodes; SCALE_FRACTIONS are fractions of SCALE_NETWORKS and
 # SCALE_PODS, one run each (each doubles the last). The default sizes finish
 # within ~15 minutes on this project's 2-core machine; the full size is

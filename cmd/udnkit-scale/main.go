@@ -1,4 +1,4 @@
-// Command udnkit-scale is `make scale`: issue 15's scale suite. For each size
+// Command udnkit-scale is `make scale`, the scale suite. For each size
 // it starts the embedded control plane (envtest's kube-apiserver and etcd,
 // with the webhook configurations and policies the chart installs), runs the
 // manager's control-plane components (admission, nad, nodes, ipam) as a child
