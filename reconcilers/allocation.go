@@ -33,8 +33,7 @@ type networkAllocators struct {
 
 	// unverified are owners whose newly allocated IDs have not yet been
 	// checked against the apiserver (see conflict).
-	unverifiedMu sync.Mutex
-	unverified   map[string]bool
+	unverified unverifiedSet
 }
 
 func newNetworkAllocators(reader client.Reader, cfg *Config) *networkAllocators {
@@ -43,7 +42,6 @@ func newNetworkAllocators(reader client.Reader, cfg *Config) *networkAllocators 
 		cfg:        cfg,
 		networkIDs: netids.NewIDAllocator("network ID", 1, cfg.MaxNetworkID),
 		tunnelKeys: netids.NewIDAllocator("tunnel key", cfg.TunnelKeyFirst, cfg.TunnelKeyLast),
-		unverified: map[string]bool{},
 	}
 }
 
@@ -188,19 +186,33 @@ func (a *networkAllocators) ensure(ctx context.Context, owner string, annotation
 	return ids, undo, nil
 }
 
-func (a *networkAllocators) isUnverified(owner string) bool {
-	a.unverifiedMu.Lock()
-	defer a.unverifiedMu.Unlock()
-	return a.unverified[owner]
+func (a *networkAllocators) isUnverified(owner string) bool { return a.unverified.has(owner) }
+
+func (a *networkAllocators) setUnverified(owner string, v bool) { a.unverified.set(owner, v) }
+
+// unverifiedSet holds the owners whose last write is not yet verified
+// (write-then-verify; see networkAllocators.conflict and nodeReconciler.verify).
+type unverifiedSet struct {
+	mu sync.Mutex
+	m  map[string]bool
 }
 
-func (a *networkAllocators) setUnverified(owner string, v bool) {
-	a.unverifiedMu.Lock()
-	defer a.unverifiedMu.Unlock()
+func (s *unverifiedSet) has(owner string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[owner]
+}
+
+func (s *unverifiedSet) set(owner string, v bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]bool{}
+	}
 	if v {
-		a.unverified[owner] = true
+		s.m[owner] = true
 	} else {
-		delete(a.unverified, owner)
+		delete(s.m, owner)
 	}
 }
 

@@ -1,7 +1,6 @@
 package reconcilers
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -78,6 +77,9 @@ type nodeReconciler struct {
 	// removed are networks deleted while this process ran; their entries
 	// are dropped from k8s.ovn.org/node-subnets.
 	removed map[string]bool
+	// unverified are nodes whose newly written IDs or host subnets have not
+	// yet been checked against every other node (see verify).
+	unverified unverifiedSet
 
 	// retry re-enqueues nodes that lack a host subnet when a deleted node
 	// frees some.
@@ -138,9 +140,7 @@ func (r *nodeReconciler) ensureInit(ctx context.Context) error {
 	}
 	// Oldest first: when two nodes claim one ID (a second writer, a hand
 	// edit), the older node keeps it and Reconcile gives the other a new one.
-	slices.SortFunc(nodes.Items, func(a, b corev1.Node) int {
-		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
-	})
+	slices.SortFunc(nodes.Items, func(a, b corev1.Node) int { return olderNode(&a, &b) })
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		if id, ok, err := ovnk.DecodeNodeID(n); err == nil && ok {
@@ -220,6 +220,9 @@ func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network)
 				if err := r.reader.List(ctx, nodes); err != nil {
 					return nil, fmt.Errorf("rebuilding host subnets: %w", err)
 				}
+				// Oldest first: of two nodes claiming one host subnet the
+				// older keeps it, the other is given a new one.
+				slices.SortFunc(nodes.Items, func(a, b corev1.Node) int { return olderNode(&a, &b) })
 			}
 			for i := range nodes.Items {
 				parsed, _ := ovnk.DecodeNodeSubnets(&nodes.Items[i])
@@ -269,6 +272,7 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		}
 		// The node is gone: its IDs and host subnets are free again.
 		r.ids.ReleaseOwner(req.Name)
+		r.unverified.set(req.Name, false)
 		var waiting []string
 		for _, st := range states {
 			st.alloc.Release(req.Name)
@@ -362,18 +366,23 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		}
 	}
 
-	if equalMaps(want, node.Annotations) {
-		return ctrl.Result{}, nil
-	}
-	patched := node.DeepCopy()
-	patched.Annotations = want
-	if err := r.client.Patch(ctx, patched, client.MergeFromWithOptions(&node, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsConflict(err) {
-			// What this process allocated stays held for the node, so the
-			// retry writes the same values.
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	if !equalMaps(want, node.Annotations) {
+		patched := node.DeepCopy()
+		patched.Annotations = want
+		if err := r.client.Patch(ctx, patched, client.MergeFromWithOptions(&node, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsConflict(err) {
+				// What this process allocated stays held for the node, so the
+				// retry writes the same values.
+				return ctrl.Result{RequeueAfter: conflictRetry}, nil
+			}
+			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if uniqueAnnotationsChanged(node.Annotations, want) {
+			r.unverified.set(node.Name, true)
+		}
+	}
+	if r.unverified.has(node.Name) {
+		return r.verify(ctx, node.Name, states)
 	}
 	return ctrl.Result{}, nil
 }
