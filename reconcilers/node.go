@@ -340,6 +340,7 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	sort.Strings(names)
 	for _, name := range names {
 		st := states[name]
+		adoptHostSubnets(st.alloc, node.Name, subnets[name])
 		got, err := st.alloc.Allocate(node.Name)
 		if err != nil {
 			msg := fmt.Sprintf("node %s: %v", node.Name, err)
@@ -409,7 +410,14 @@ func (r *nodeReconciler) tunnelIDs(node *corev1.Node, nodeID int, want map[strin
 	}
 	var extras []int
 	if len(current) > 0 && current[0] == nodeID {
+		// The annotation is what the apiserver holds: anything else this
+		// process held for the node (a write that lost a race) is free.
 		extras = current[1:]
+		for _, id := range r.ids.Held(node.Name) {
+			if id != nodeID && !slices.Contains(extras, id) {
+				r.ids.Release(node.Name, id)
+			}
+		}
 	} else {
 		for _, id := range r.ids.Held(node.Name) {
 			if id != nodeID {
@@ -421,11 +429,18 @@ func (r *nodeReconciler) tunnelIDs(node *corev1.Node, nodeID int, want map[strin
 	if need < 0 {
 		need = 0
 	}
+	kept := extras[:0:0]
 	for _, id := range extras {
+		// Another node's (a second writer's) ID is given up, like a
+		// duplicate node ID: this node gets a new one.
 		if err := r.ids.Reserve(node.Name, id); err != nil {
-			return fmt.Errorf("node %s: annotation %s: %w", node.Name, ovnk.AnnotationNodeTransitSwitchPortTunnelIDs, err)
+			r.recorder.Eventf(node, nil, corev1.EventTypeWarning, eventInvalidNodeID, "Reconcile",
+				"node %s annotation %s: %v; allocating a new tunnel ID", node.Name, ovnk.AnnotationNodeTransitSwitchPortTunnelIDs, err)
+			continue
 		}
+		kept = append(kept, id)
 	}
+	extras = kept
 	for len(extras) > need {
 		r.ids.Release(node.Name, extras[len(extras)-1])
 		extras = extras[:len(extras)-1]
@@ -522,4 +537,26 @@ func (n layer3Network) ref() *unstructured.Unstructured {
 	u.SetNamespace(n.obj.Namespace)
 	u.SetUID(n.uid)
 	return u
+}
+
+// adoptHostSubnets makes the allocator hold what the node's annotation
+// records when that differs from what it holds (another writer's value, or
+// this process's write that lost a race): the apiserver's value wins unless
+// this process knows another node holds it, and then the allocator's stands
+// and is written over it.
+func adoptHostSubnets(alloc *netids.HostSubnetAllocator, node string, recorded []netip.Prefix) {
+	held := alloc.Owned(node)
+	if len(recorded) == 0 || slices.Equal(held, recorded) {
+		return
+	}
+	alloc.Release(node)
+	for _, p := range recorded {
+		if alloc.Reserve(node, p) != nil {
+			alloc.Release(node)
+			for _, q := range held {
+				_ = alloc.Reserve(node, q)
+			}
+			return
+		}
+	}
 }
