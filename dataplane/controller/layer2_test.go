@@ -135,7 +135,7 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 	}
 	if _, _, err := Layer2NodeFromNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "nodeX",
 		Annotations: map[string]string{ovnk.AnnotationNodeID: "zero"}}}); err == nil ||
-		!strings.Contains(err.Error(), `node nodeX annotation k8s.ovn.org/node-id: "zero" is not a node ID`) {
+		!strings.Contains(err.Error(), `node nodeX annotation k8s.ovn.org/node-id="zero" is not a node ID (an integer in [2, 32767])`) {
 		t.Errorf("bad node ID: err = %v", err)
 	}
 }

@@ -1,6 +1,8 @@
 package addresses_test
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"net/netip"
 	"strings"
 
@@ -409,5 +411,31 @@ var _ = Describe("a namespace that a CUDN selects later", func() {
 		n.Labels = map[string]string{"network": "late", ovnk.LabelPrimaryUserDefinedNetwork: ""}
 		Expect(k8s.Update(ctx, &n)).To(Succeed())
 		Expect(podNetwork(ns, "waiting", ns+"/late").IPAddresses).To(Equal([]string{"10.70.0.3/24"}))
+	})
+})
+
+var _ = Describe("the contract with OVN-Kubernetes", func() {
+	It("addresses a pod whose default-network annotation uses the short form", func() {
+		const ns = "short-form"
+		createUDN(ns, "tenant", primaryLayer2("10.80.0.0/24"))
+		createPod(ns, "short", annotated(ovnk.AnnotationDefaultNetwork, ovnk.DefaultNetworkNamespace+"/"+ovnk.DefaultNetworkName))
+		pn := podNetwork(ns, "short", ns+"/tenant")
+		Expect(pn.IPAddresses).To(HaveLen(1))
+		Expect(pn.MACAddress).To(Equal(ovnk.MACFromIP(netip.MustParsePrefix(pn.IPAddresses[0]).Addr()).String()))
+	})
+
+	It("never hands an IPv6-only network's gateway MAC (upstream's SHA-256 derivation) to a pod", func() {
+		const ns = "v6-gateway-mac"
+		createUDN(ns, "tenant", primaryLayer2("fd00:81::/64"))
+		first := podNetwork(ns, func() string { createPod(ns, "first"); return "first" }(), ns+"/tenant")
+		gw := netip.MustParseAddr(first.GatewayIPs[0])
+		gwMAC := ovnk.MACFromIP(gw)
+		// 0a:58 + the first four bytes of sha256 of the address text.
+		sum := sha256.Sum256([]byte(gw.String()))
+		Expect(gwMAC.String()).To(Equal(fmt.Sprintf("0a:58:%02x:%02x:%02x:%02x", sum[0], sum[1], sum[2], sum[3])))
+		Expect(first.MACAddress).NotTo(Equal(gwMAC.String()))
+		createPod(ns, "wants-gw-mac", requesting(nil, gwMAC.String(), ""))
+		Expect(warning(ns, "wants-gw-mac", ipalloc.ReasonMACAddressConflict)).To(ContainSubstring(gwMAC.String()))
+		expectNoAnnotation(ns, "wants-gw-mac")
 	})
 })

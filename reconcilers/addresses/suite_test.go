@@ -159,7 +159,7 @@ func requesting(ips []string, mac, claim string) podOpt {
 	if claim != "" {
 		nse["ipam-claim-reference"] = claim
 	}
-	data, _ := json.Marshal(nse)
+	data, _ := json.Marshal([]any{nse}) // the list form, which upstream's parser reads too
 	return annotated(ovnk.AnnotationDefaultNetwork, string(data))
 }
 

@@ -1,0 +1,266 @@
+package ovnk
+
+import (
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Golden bytes for k8s.ovn.org/pod-networks, as upstream's
+// MarshalPodAnnotation writes them: fields in podAnnotation's order,
+// ip_address/gateway_ip only for a single address, routes per address
+// (service CIDRs, then the join subnet), ipv6_lla_gateway_ip for networks with
+// IPv6, tunnel_id, role; plus OKEP-5535's encap_ip.
+func TestPodNetworksGolden(t *testing.T) {
+	pfx := netip.MustParsePrefix
+	addr := netip.MustParseAddr
+	svc := []netip.Prefix{pfx("10.96.0.0/16"), pfx("fd00:10:96::/112")}
+	join := []netip.Prefix{DefaultUDNJoinSubnetV4, DefaultUDNJoinSubnetV6}
+	mac, _ := net.ParseMAC("00:1a:2b:3c:4d:5e")
+	for _, tc := range []struct {
+		name     string
+		ips      []netip.Prefix
+		gws      []netip.Addr
+		tunnelID int
+		encap    string
+		want     string
+	}{{
+		// OKEP-5233's usage example.
+		name: "IPv4", ips: []netip.Prefix{pfx("192.168.100.205/24")}, gws: []netip.Addr{addr("192.168.100.2")}, tunnelID: 10,
+		want: `{"migrated-apps/network-l2":{"ip_addresses":["192.168.100.205/24"],"mac_address":"00:1a:2b:3c:4d:5e",` +
+			`"gateway_ips":["192.168.100.2"],"routes":[{"dest":"10.96.0.0/16","nextHop":"192.168.100.2"},{"dest":"100.65.0.0/16","nextHop":"192.168.100.2"}],` +
+			`"ip_address":"192.168.100.205/24","gateway_ip":"192.168.100.2","tunnel_id":10,"role":"primary"}}`,
+	}, {
+		// The gateway's MAC: 0a:58 + sha256("fd00:100::2")[:4] = 0a:58:45:92:9e:61.
+		name: "IPv6", ips: []netip.Prefix{pfx("fd00:100::cd/64")}, gws: []netip.Addr{addr("fd00:100::2")}, tunnelID: 11,
+		want: `{"migrated-apps/network-l2":{"ip_addresses":["fd00:100::cd/64"],"mac_address":"00:1a:2b:3c:4d:5e",` +
+			`"gateway_ips":["fd00:100::2"],"routes":[{"dest":"fd00:10:96::/112","nextHop":"fd00:100::2"},{"dest":"fd99::/64","nextHop":"fd00:100::2"}],` +
+			`"ip_address":"fd00:100::cd/64","gateway_ip":"fd00:100::2","ipv6_lla_gateway_ip":"fe80::858:45ff:fe92:9e61","tunnel_id":11,"role":"primary"}}`,
+	}, {
+		// Dual-stack: the router port's MAC comes from the IPv4 gateway
+		// (0a:58:c0:a8:64:02); OKEP-5535's encap_ip.
+		name: "dual-stack with an encap IP", ips: []netip.Prefix{pfx("192.168.100.205/24"), pfx("fd00:100::cd/64")},
+		gws: []netip.Addr{addr("192.168.100.2"), addr("fd00:100::2")}, tunnelID: 12, encap: "10.0.0.3",
+		want: `{"migrated-apps/network-l2":{"ip_addresses":["192.168.100.205/24","fd00:100::cd/64"],"mac_address":"00:1a:2b:3c:4d:5e",` +
+			`"gateway_ips":["192.168.100.2","fd00:100::2"],"routes":[{"dest":"10.96.0.0/16","nextHop":"192.168.100.2"},` +
+			`{"dest":"100.65.0.0/16","nextHop":"192.168.100.2"},{"dest":"fd00:10:96::/112","nextHop":"fd00:100::2"},{"dest":"fd99::/64","nextHop":"fd00:100::2"}],` +
+			`"ipv6_lla_gateway_ip":"fe80::858:c0ff:fea8:6402","tunnel_id":12,"role":"primary","encap_ip":"10.0.0.3"}}`,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			pn, err := Layer2PrimaryPodNetwork(tc.ips, mac, tc.gws, svc, join, tc.tunnelID, tc.encap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := WithPodNetwork(nil, "migrated-apps/network-l2", pn)
+			if err != nil || got != tc.want {
+				t.Fatalf("encoded (%v):\n got %s\nwant %s", err, got, tc.want)
+			}
+			// Round trip: decode, parse, and the same bytes again.
+			back, err := DecodePodNetwork(map[string]string{AnnotationPodNetworks: got}, "migrated-apps/network-l2")
+			if err != nil || back == nil {
+				t.Fatalf("decode: %v", err)
+			}
+			a, err := back.Parse()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.TunnelID != tc.tunnelID || a.MAC.String() != mac.String() || len(a.IPs) != len(tc.ips) || a.IPs[0] != tc.ips[0] {
+				t.Errorf("parsed %+v", a)
+			}
+			again, _ := WithPodNetwork(map[string]string{AnnotationPodNetworks: got}, "migrated-apps/network-l2", *back)
+			if again != got {
+				t.Errorf("re-encoded differently:\n%s\n%s", again, got)
+			}
+		})
+	}
+	// Other networks' entries are kept byte for byte in meaning.
+	other := map[string]string{AnnotationPodNetworks: `{"default":{"ip_addresses":["10.244.1.5/24"],"mac_address":"0a:58:0a:f4:01:05","role":"infrastructure-locked"}}`}
+	v, err := WithPodNetwork(other, "ns/n", PodNetwork{IPAddresses: []string{"10.1.0.5/16"}, MACAddress: "0a:58:0a:01:00:05"})
+	if err != nil || !strings.HasPrefix(v, `{"default":{"ip_addresses":["10.244.1.5/24"],"mac_address":"0a:58:0a:f4:01:05","role":"infrastructure-locked"},"ns/n":`) {
+		t.Errorf("kept entry: %s (%v)", v, err)
+	}
+}
+
+// Every malformed class has its own error naming the field.
+func TestPodNetworkParseRejects(t *testing.T) {
+	ok := `"ip_addresses":["10.1.0.5/16"],"mac_address":"0a:58:0a:01:00:05"`
+	for _, tc := range []struct{ entry, want string }{
+		{`{"ip_addresses":["10.1.0.5/16"],"mac_address":"zz"}`, `mac_address "zz"`},
+		{`{"ip_addresses":["10.1.0.5/16"],"mac_address":"00:00:00:00:00:00"}`, "must not be the all-zero MAC address"},
+		{`{"ip_addresses":["10.1.0.5/16"],"mac_address":"01:00:5e:00:00:01"}`, "must be a unicast MAC address"},
+		{`{"ip_addresses":["10.1.0.5/16"],"mac_address":"02:00:00:00:00:00:00:01"}`, "must be an EUI-48 MAC address"},
+		{`{"mac_address":"0a:58:0a:01:00:05"}`, "ip_addresses: at least one address is required"},
+		{`{"ip_addresses":["10.1.0.5"],"mac_address":"0a:58:0a:01:00:05"}`, `ip_addresses[0] "10.1.0.5"`},
+		{`{"ip_addresses":["10.1.0.5/16","10.1.0.6/16"],"mac_address":"0a:58:0a:01:00:05"}`, "a second address of its IP family"},
+		{`{` + ok + `,"ip_address":"10.1.0.6/16"}`, "ip_address \"10.1.0.6/16\" and ip_addresses"},
+		{`{` + ok + `,"gateway_ips":["10.1.0.x"]}`, `gateway_ips[0] "10.1.0.x"`},
+		{`{` + ok + `,"gateway_ips":["10.1.0.1"],"gateway_ip":"10.1.0.2"}`, "gateway_ip \"10.1.0.2\" and gateway_ips"},
+		{`{` + ok + `,"routes":[{"dest":"0.0.0.0/0","nextHop":"10.1.0.1"}]}`, "a default route must be given as a gateway"},
+		{`{` + ok + `,"routes":[{"dest":"10.96.0.0/16","nextHop":"fd00::1"}]}`, "of another IP family"},
+		{`{` + ok + `,"ipv6_lla_gateway_ip":"fd00::1"}`, "is not an IPv6 link-local address"},
+		{`{` + ok + `,"tunnel_id":40000}`, "tunnel_id 40000 is outside [0, 32767]"},
+		{`{` + ok + `,"encap_ip":"10.0.0.300"}`, `encap_ip "10.0.0.300"`},
+	} {
+		pn, err := DecodePodNetwork(map[string]string{AnnotationPodNetworks: `{"k":` + tc.entry + `}`}, "k")
+		if err != nil {
+			t.Fatalf("%s: decode: %v", tc.entry, err)
+		}
+		if _, err := pn.Parse(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %q", tc.entry, err, tc.want)
+		}
+	}
+	if _, err := DecodePodNetworks(map[string]string{AnnotationPodNetworks: `["not","an","object"]`}); err == nil ||
+		!strings.Contains(err.Error(), "annotation k8s.ovn.org/pod-networks is not a JSON object of networks") {
+		t.Errorf("not an object: err = %v", err)
+	}
+	if pn, err := DecodePodNetwork(nil, "k"); pn != nil || err != nil {
+		t.Errorf("no annotation: %v, %v", pn, err)
+	}
+}
+
+func TestNetworkIDsGolden(t *testing.T) {
+	// OKEP-5094 option 3: [switch key (legacy: 16711680 + network ID), transit router key].
+	ann := map[string]string{}
+	if !(NetworkIDs{ID: 5, TunnelKeys: []int{16711685, 16715780}}).Encode(ann) {
+		t.Fatal("nothing written")
+	}
+	if ann[AnnotationNetworkID] != "5" || ann[AnnotationTunnelKeys] != "[16711685,16715780]" {
+		t.Errorf("annotations = %v", ann)
+	}
+	if (NetworkIDs{ID: 5, TunnelKeys: []int{16711685, 16715780}}).Encode(ann) {
+		t.Error("a second Encode of the same IDs reports a change")
+	}
+	back, err := DecodeNetworkIDs(ann)
+	if err != nil || !back.HasID || back.ID != 5 || len(back.TunnelKeys) != 2 || back.TunnelKeys[1] != 16715780 {
+		t.Errorf("decoded %+v, %v", back, err)
+	}
+	none := map[string]string{}
+	NetworkIDs{ID: 7}.Encode(none)
+	if none[AnnotationTunnelKeys] != "[]" {
+		t.Errorf("no keys: tunnel-keys = %q, upstream writes []", none[AnnotationTunnelKeys])
+	}
+	if k, _ := LegacyTransitSwitchKey(5); k != 16711685 {
+		t.Errorf("legacy key of network 5 = %d", k)
+	}
+	for _, tc := range []struct{ id, keys, want string }{
+		{"x", "", `k8s.ovn.org/network-id="x" is not an integer`},
+		{"4096", "", "k8s.ovn.org/network-id=4096 is outside [0, 4095]"},
+		{"1", "7", `k8s.ovn.org/tunnel-keys="7" is not a JSON list of integers`},
+		{"1", "[5]", "tunnel key 5 is outside the interconnect range"},
+	} {
+		ann := map[string]string{AnnotationNetworkID: tc.id}
+		if tc.keys != "" {
+			ann[AnnotationTunnelKeys] = tc.keys
+		}
+		if _, err := DecodeNetworkIDs(ann); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want %q", ann, err, tc.want)
+		}
+	}
+}
+
+func node(name string, ann map[string]string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: ann}}
+}
+
+func TestNodeCodecsGolden(t *testing.T) {
+	// OKEP-5535's node-a.
+	a := node("node-a", map[string]string{AnnotationNodeID: "6", AnnotationNodeEncapIPs: `["10.0.0.2","10.0.0.3","10.0.0.4"]`,
+		AnnotationNodeTransitSwitchPortTunnelIDs: "[6,7,8]", AnnotationNodeSubnets: `{"default":["10.244.1.0/24"],"tenant.green_green":"10.200.3.0/24"}`})
+	if id, ok, err := DecodeNodeID(a); id != 6 || !ok || err != nil {
+		t.Errorf("node-id = %d, %v, %v", id, ok, err)
+	}
+	encaps, err := DecodeNodeEncapIPs(a)
+	if err != nil || len(encaps) != 3 || encaps[2] != netip.MustParseAddr("10.0.0.4") {
+		t.Errorf("encap IPs = %v, %v", encaps, err)
+	}
+	ids, err := DecodeNodeTunnelIDs(a)
+	if err != nil || EncodeNodeTunnelIDs(ids) != "[6,7,8]" {
+		t.Errorf("tunnel IDs = %v, %v", ids, err)
+	}
+	// A single CIDR (as older upstream versions write it) reads as a list;
+	// writing is upstream's updateSubnetAnnotation: lists, keys sorted.
+	subnets, err := DecodeNodeSubnets(a)
+	if err != nil || len(subnets["tenant.green_green"]) != 1 {
+		t.Fatalf("node-subnets = %v, %v", subnets, err)
+	}
+	if got := EncodeNodeSubnets(subnets); got != `{"default":["10.244.1.0/24"],"tenant.green_green":["10.200.3.0/24"]}` {
+		t.Errorf("encoded node-subnets = %s", got)
+	}
+	if EncodeNodeSubnets(nil) != "" {
+		t.Error("no subnets must remove the annotation")
+	}
+	if ZoneOf(a) != "node-a" || ZoneOf(node("n", map[string]string{AnnotationZoneName: "global"})) != "global" {
+		t.Error("a node's zone is its name unless an older OVN-Kubernetes set k8s.ovn.org/zone-name")
+	}
+	if _, ok, err := DecodeNodeID(node("fresh", nil)); ok || err != nil {
+		t.Error("a node without node-id has none, without error")
+	}
+	for _, tc := range []struct {
+		ann  map[string]string
+		want string
+	}{
+		{map[string]string{AnnotationNodeID: "99999999"}, `k8s.ovn.org/node-id="99999999" is not a node ID (an integer in [2, 32767])`},
+		{map[string]string{AnnotationNodeID: "1"}, "is not a node ID"},
+		{map[string]string{AnnotationNodeEncapIPs: `"10.0.0.2"`}, "is not a JSON list of IPs"},
+		{map[string]string{AnnotationNodeEncapIPs: `["10.0.0.2","10.0.0.2"]`}, "lists 10.0.0.2 twice"},
+		{map[string]string{AnnotationNodeEncapIPs: `["1.1.1.1","1.1.1.2","1.1.1.3","1.1.1.4","1.1.1.5","1.1.1.6","1.1.1.7","1.1.1.8","1.1.1.9"]`}, "at most 8 are supported"},
+		{map[string]string{AnnotationNodeTransitSwitchPortTunnelIDs: "[6,0]"}, "0 is outside [2, 32767]"},
+		{map[string]string{AnnotationNodeSubnets: `["10.0.0.0/24"]`}, "is not a JSON object of network names to CIDRs"},
+		{map[string]string{AnnotationNodeSubnets: `{"n":5}`}, `k8s.ovn.org/node-subnets["n"] is not a CIDR or a list of CIDRs`},
+		{map[string]string{AnnotationNodeSubnets: `{"n":["10.0.0.0"]}`}, `k8s.ovn.org/node-subnets["n"]`},
+	} {
+		n := node("bad", tc.ann)
+		_, _, e1 := DecodeNodeID(n)
+		_, e2 := DecodeNodeEncapIPs(n)
+		_, e3 := DecodeNodeTunnelIDs(n)
+		_, e4 := DecodeNodeSubnets(n)
+		var msgs []string
+		for _, e := range []error{e1, e2, e3, e4} {
+			if e != nil {
+				msgs = append(msgs, e.Error())
+			}
+		}
+		if len(msgs) != 1 || !strings.Contains(msgs[0], tc.want) || !strings.HasPrefix(msgs[0], "node bad annotation ") {
+			t.Errorf("%v: errors %q, want one containing %q", tc.ann, msgs, tc.want)
+		}
+	}
+}
+
+func TestNamesAndMACsGolden(t *testing.T) {
+	// OKEP-5094's names and addresses for network test12_namespace-scoped.
+	n := NamesFor("test12_namespace-scoped")
+	for got, want := range map[string]string{
+		n.Switch():                                     "test12_namespace.scoped_ovn_layer2_switch",
+		n.TransitRouter():                              "test12_namespace.scoped_transit_router",
+		n.GatewayRouter("node1"):                       "GR_test12_namespace.scoped_node1",
+		n.TransitToGR("node1"):                         "trtor-GR_test12_namespace.scoped_node1",
+		n.GRToTransit("node1"):                         "rtotr-GR_test12_namespace.scoped_node1",
+		n.RouterToSwitch():                             "rtos-test12_namespace.scoped_ovn_layer2_switch",
+		n.TransitSwitchPort("a", 2):                    "test12_namespace.scoped_tstor-a_encap2",
+		PodPortName("ns1/tenant-blue", "ns1", "pod-a"): "ns1.tenant.blue_ns1_pod-a",
+		UDNNetworkName("tenant-blue", "blue"):          "tenant-blue_blue",
+		CUDNNetworkName("network-l2"):                  "cluster_udn_network-l2",
+		NetworkPrefix(CUDNNetworkName("col-x")):        NetworkPrefix(CUDNNetworkName("col.x")),
+	} {
+		if got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	}
+	for ip, want := range map[string]string{
+		"100.65.0.2":      "0a:58:64:41:00:02", // OKEP-5094's join address example
+		"203.203.0.1":     "0a:58:cb:cb:00:01",
+		"2010:100:200::1": "0a:58:d7:eb:90:5e", // 0a:58 + sha256("2010:100:200::1")[:4]
+		"fd00:100::2":     "0a:58:45:92:9e:61",
+	} {
+		if got := MACFromIP(netip.MustParseAddr(ip)).String(); got != want {
+			t.Errorf("MACFromIP(%s) = %s, want %s", ip, got, want)
+		}
+	}
+	if lla := LinkLocalFromMAC(MACFromIP(netip.MustParseAddr("100.65.0.4"))); lla != netip.MustParseAddr("fe80::858:64ff:fe41:4") {
+		t.Errorf("link-local of 0a:58:64:41:00:04 = %s, OKEP-5094 says fe80::858:64ff:fe41:4", lla)
+	}
+}
