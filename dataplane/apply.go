@@ -34,18 +34,28 @@ type Owner struct {
 	// piece: the rows of the topology this piece replaces (the old Layer2
 	// topology's GR-to-switch ports, routes and NATs), so they are cleaned up.
 	AdoptLegacy bool
+	// Legacy narrows AdoptLegacy to the rows it accepts (the row is a
+	// *nbdb.LogicalRouter, *nbdb.LogicalRouterPort, ... of the table at hand).
+	// OVN-Kubernetes labels its own rows of a network (the gateway router, its
+	// rtoe- port and default routes, the external switch) with the same
+	// network and topology and no piece: without Legacy they would be adopted
+	// and removed. nil adopts every such row.
+	Legacy func(row any) bool
 }
 
 func (o Owner) ids() map[string]string {
 	return map[string]string{ExternalIDNetwork: o.Network, ExternalIDTopology: o.Topology, ExternalIDPiece: o.Piece}
 }
 
-func (o Owner) owns(ids map[string]string) bool {
+func (o Owner) owns(ids map[string]string, row any) bool {
 	if ids[ExternalIDNetwork] != o.Network || ids[ExternalIDTopology] != o.Topology {
 		return false
 	}
 	piece, ok := ids[ExternalIDPiece]
-	return piece == o.Piece || (o.AdoptLegacy && !ok)
+	if piece == o.Piece {
+		return true
+	}
+	return o.AdoptLegacy && !ok && (o.Legacy == nil || o.Legacy(row))
 }
 
 // Router is a desired Logical_Router with the children this piece owns on it.

@@ -143,14 +143,17 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 	gwMAC := ovnk.MACFromIP(gws[0].Addr()).String()
 	tr.Ports = append(tr.Ports, nbdb.LogicalRouterPort{
 		Name: names.RouterToSwitch(), MAC: gwMAC, Networks: prefixStrings(gws),
+		Ipv6RaConfigs: net.raConfigs(),
 	})
 	sw.Ports = append(sw.Ports, nbdb.LogicalSwitchPort{
 		Name: names.SwitchToRouter(), Type: "router", Addresses: []string{"router"},
 		Options: map[string]string{"router-port": names.RouterToSwitch()},
 	})
 	desired := &Desired{
-		Owner: Owner{Network: net.Name, Topology: TopologyLayer2, Piece: PieceTransitRouter, AdoptLegacy: true},
+		Owner: Owner{Network: net.Name, Topology: TopologyLayer2, Piece: PieceTransitRouter, AdoptLegacy: true,
+			Legacy: Layer2Legacy(net.Subnets, net.MasqueradeIPs)},
 	}
+	serviceRoutes := false
 	for _, n := range all {
 		if !n.upgraded {
 			// Old-topology node: keep its remote switch port and reach its join IP
@@ -189,13 +192,21 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 			gr, _ := ovnk.FamilyOf(n.grSide, s.Addr().Is6())
 			tr.Routes = append(tr.Routes, staticRoute(s.String(), gr.Addr().String(), nbdb.LogicalRouterStaticRoutePolicySrcIP, nil))
 		}
-		for _, svc := range net.ServiceIPs {
-			s, _ := ovnk.FamilyOf(net.Subnets, svc.Is6())
-			mgmt, _ := ovnk.AddrAt(s, 2)
-			tr.Routes = append(tr.Routes, staticRoute(svc.String(), mgmt.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
+		if !serviceRoutes {
+			// Once per zone, whatever its number of local nodes (one in
+			// OVN-Kubernetes' interconnect mode, all of them in a single zone).
+			serviceRoutes = true
+			for _, svc := range net.ServiceIPs {
+				s, _ := ovnk.FamilyOf(net.Subnets, svc.Is6())
+				mgmt, _ := ovnk.AddrAt(s, 2)
+				tr.Routes = append(tr.Routes, staticRoute(svc.String(), mgmt.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
+			}
 		}
 		for _, ip := range n.NodeIPs {
-			s, _ := ovnk.FamilyOf(net.Subnets, ip.Is6())
+			s, ok := ovnk.FamilyOf(net.Subnets, ip.Is6())
+			if !ok {
+				continue // a node IP of a family the network does not have
+			}
 			mgmt, _ := ovnk.AddrAt(s, 2)
 			tr.Policies = append(tr.Policies, nbdb.LogicalRouterPolicy{
 				Priority: PolicyPriorityNodeIP, Action: nbdb.LogicalRouterPolicyActionReroute,
@@ -256,7 +267,11 @@ func (net Layer2Network) gatewayRouter(n l2node) Router {
 	if net.MTU > 0 {
 		port.Options = map[string]string{"gateway_mtu": strconv.Itoa(net.MTU)}
 	}
-	gr := Router{Row: nbdb.LogicalRouter{
+	// OVN-Kubernetes' gateway controller owns the GR (with its rtoe- port,
+	// external switch and default routes): an existing one is referenced and
+	// only the rtotr- port and the route back to the network are udnkit's; a
+	// missing one (no OVN-Kubernetes, as in `make run`) is created.
+	gr := Router{Shared: true, Row: nbdb.LogicalRouter{
 		Name: n.gr,
 		Options: map[string]string{
 			"chassis":                       n.Chassis,
@@ -269,6 +284,61 @@ func (net Layer2Network) gatewayRouter(n l2node) Router {
 		gr.Routes = append(gr.Routes, staticRoute(s.String(), trSide.Addr().String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, ptr(n.rtotr)))
 	}
 	return gr
+}
+
+// raConfigs are the rtos- port's ipv6_ra_configs on a network with an IPv6
+// subnet, as upstream's syncNodeClusterRouterPort sets them for primary
+// Layer2 networks: guests learn their default route from the router
+// advertisements (stateful DHCPv6 addresses), at a low preference so a
+// static gateway wins.
+func (net Layer2Network) raConfigs() map[string]string {
+	if _, ok := ovnk.FamilyOf(net.Subnets, true); !ok {
+		return nil
+	}
+	ra := map[string]string{
+		"address_mode": "dhcpv6_stateful", "send_periodic": "true",
+		"max_interval": "900", "min_interval": "300", "router_preference": "LOW",
+	}
+	if net.MTU > 0 {
+		ra["mtu"] = strconv.Itoa(net.MTU)
+	}
+	return ra
+}
+
+// Layer2Legacy says which rows of a network, labelled with its network and
+// topology but no udnkit piece, are the old Layer2 topology's and so adopted
+// (and removed when not desired): the transit router and layer2 switch by
+// name, the old GR-to-switch ports (rtos-<switch>, stor-GR_...), routes whose
+// nexthop is inside the network's subnets (the old GR route to the
+// management port) and SNATs to the management port's masquerade IPs. Rows
+// OVN-Kubernetes keeps in the new topology (the GR itself, its rtoe- port and
+// default routes, the external switch, node SNATs) carry the same labels and
+// are never adopted.
+func Layer2Legacy(subnets []netip.Prefix, masqueradeIPs []netip.Addr) func(any) bool {
+	inSubnets := func(a string) bool {
+		ip, err := netip.ParseAddr(a)
+		return err == nil && slices.ContainsFunc(subnets, func(s netip.Prefix) bool { return s.Contains(ip) })
+	}
+	return func(row any) bool {
+		switch r := row.(type) {
+		case *nbdb.LogicalRouter:
+			return strings.HasSuffix(r.Name, "transit_router")
+		case *nbdb.LogicalSwitch:
+			return strings.HasSuffix(r.Name, "ovn_layer2_switch")
+		case *nbdb.LogicalRouterPort:
+			return strings.HasPrefix(r.Name, "rtos-") || strings.HasPrefix(r.Name, "trtor-") || strings.HasPrefix(r.Name, "rtotr-")
+		case *nbdb.LogicalSwitchPort:
+			return strings.HasPrefix(r.Name, "stor-")
+		case *nbdb.LogicalRouterStaticRoute:
+			return inSubnets(r.Nexthop)
+		case *nbdb.NAT:
+			ext, err := netip.ParseAddr(r.ExternalIP)
+			return err == nil && slices.Contains(masqueradeIPs, ext)
+		case *nbdb.LogicalRouterPolicy:
+			return true
+		}
+		return false
+	}
 }
 
 // transits are the network's transit subnets or OVN-Kubernetes' defaults.

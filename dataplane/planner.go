@@ -128,7 +128,7 @@ func children[T any, PT interface {
 			continue
 		}
 		row := m.(PT)
-		if !p.owner.owns(*sp.ids((*T)(row))) {
+		if !p.owner.owns(*sp.ids((*T)(row)), row) {
 			continue
 		}
 		if _, dup := existing[sp.key((*T)(row))]; dup {
@@ -281,7 +281,7 @@ func (p *planner) routers(desired []Router) error {
 		size := func(x *nbdb.LogicalRouter) int {
 			return len(x.Ports) + len(x.StaticRoutes) + len(x.Policies) + len(x.Nat)
 		}
-		if prev, dup := byName[r.Name]; !dup || preferred(p.owner, prev.ExternalIDs, r.ExternalIDs, size(prev), size(r)) {
+		if prev, dup := byName[r.Name]; !dup || preferred(p.owner, prev.ExternalIDs, r.ExternalIDs, prev, r, size(prev), size(r)) {
 			byName[r.Name] = r
 		}
 	}
@@ -290,7 +290,7 @@ func (p *planner) routers(desired []Router) error {
 		d := &desired[i]
 		wanted[d.Row.Name] = true
 		ex := byName[d.Row.Name]
-		ref, err := p.reference("logical router", d.Row.Name, d.Ref, d.Shared, ex != nil, ex != nil && p.owner.owns(ex.ExternalIDs))
+		ref, err := p.reference("logical router", d.Row.Name, d.Ref, d.Shared, ex != nil, ex != nil && p.owner.owns(ex.ExternalIDs, ex))
 		if err != nil {
 			return err
 		}
@@ -336,7 +336,7 @@ func (p *planner) routers(desired []Router) error {
 			{&r.Ports, lrpSpec.table, ownedIn(p, lrpSpec)}, {&r.StaticRoutes, routeSpec.table, ownedIn(p, routeSpec)},
 			{&r.Policies, policySpec.table, ownedIn(p, policySpec)}, {&r.Nat, natSpec.table, ownedIn(p, natSpec)},
 		}
-		if p.owner.owns(r.ExternalIDs) && !keepShared(r.ExternalIDs, cols) {
+		if p.owner.owns(r.ExternalIDs, r) && !keepShared(r.ExternalIDs, cols) {
 			// Its ports, routes, policies and NATs are garbage-collected with it.
 			p.gone = append(p.gone, rowRef{nbdb.LogicalRouterTable, r.UUID})
 			if err := p.add(p.api.Where(r).Delete()); err != nil {
@@ -357,7 +357,7 @@ func (p *planner) switches(desired []Switch) error {
 	var current []*nbdb.LogicalSwitch
 	for _, s := range rowsOf[nbdb.LogicalSwitch](p, nbdb.LogicalSwitchTable) {
 		current = append(current, s)
-		if prev, dup := byName[s.Name]; !dup || preferred(p.owner, prev.ExternalIDs, s.ExternalIDs, len(prev.Ports), len(s.Ports)) {
+		if prev, dup := byName[s.Name]; !dup || preferred(p.owner, prev.ExternalIDs, s.ExternalIDs, prev, s, len(prev.Ports), len(s.Ports)) {
 			byName[s.Name] = s
 		}
 	}
@@ -366,7 +366,7 @@ func (p *planner) switches(desired []Switch) error {
 		d := &desired[i]
 		wanted[d.Row.Name] = true
 		ex := byName[d.Row.Name]
-		ref, err := p.reference("logical switch", d.Row.Name, d.Ref, d.Shared, ex != nil, ex != nil && p.owner.owns(ex.ExternalIDs))
+		ref, err := p.reference("logical switch", d.Row.Name, d.Ref, d.Shared, ex != nil, ex != nil && p.owner.owns(ex.ExternalIDs, ex))
 		if err != nil {
 			return err
 		}
@@ -393,7 +393,7 @@ func (p *planner) switches(desired []Switch) error {
 			continue
 		}
 		cols := []childColumn{{&s.Ports, lspSpec.table, ownedIn(p, lspSpec)}}
-		if p.owner.owns(s.ExternalIDs) && !keepShared(s.ExternalIDs, cols) {
+		if p.owner.owns(s.ExternalIDs, s) && !keepShared(s.ExternalIDs, cols) {
 			p.gone = append(p.gone, rowRef{nbdb.LogicalSwitchTable, s.UUID})
 			if err := p.add(p.api.Where(s).Delete()); err != nil {
 				return err
@@ -460,9 +460,9 @@ func (p *planner) reference(kind, name string, ref, shared, exists, owned bool) 
 // preferred says whether a second row with the same name should replace the
 // first as the one udnkit works on: an owned row beats a foreign one, then the
 // row with more children wins (the other is the leftover of a race).
-func preferred(owner Owner, prevIDs, nextIDs map[string]string, prevSize, nextSize int) bool {
-	if owner.owns(prevIDs) != owner.owns(nextIDs) {
-		return owner.owns(nextIDs)
+func preferred(owner Owner, prevIDs, nextIDs map[string]string, prev, next any, prevSize, nextSize int) bool {
+	if owner.owns(prevIDs, prev) != owner.owns(nextIDs, next) {
+		return owner.owns(nextIDs, next)
 	}
 	return nextSize > prevSize
 }
@@ -539,7 +539,7 @@ func ownedIn[T any](p *planner, sp spec[T]) func(string) bool {
 		if m == nil {
 			return false
 		}
-		return p.owner.owns(*sp.ids(m.(*T)))
+		return p.owner.owns(*sp.ids(m.(*T)), m)
 	}
 }
 

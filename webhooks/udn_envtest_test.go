@@ -95,7 +95,7 @@ func TestNetworksAgainstClusterRanges(t *testing.T) {
 
 func TestLayer3AppendThroughTheAPIServer(t *testing.T) {
 	env := startEnv(t)
-	c := env.Client
+	c := synced(env.Client)
 	namespace(t, c, "append", true, nil)
 	u := udn("append", "grow", layer3(udnv1.NetworkRolePrimary, "10.30.0.0/16"))
 	if err := c.Create(ctx, u); err != nil {

@@ -39,6 +39,10 @@ type Layer2Reconciler struct {
 	// DrainPoll is how often a network waiting for a local node to drain is
 	// retried (pods are not watched); 0 means 30 s.
 	DrainPoll time.Duration
+	// Cluster gives the service CIDRs (the first address of each, the
+	// kubernetes API service, is routed to the management port) and the
+	// masquerade subnets (the management-port SNAT's external IPs).
+	Cluster ovnk.ClusterConfig
 }
 
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get;list;watch
@@ -83,6 +87,10 @@ func (r *Layer2Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 			// A malformed NAD is the NAD writer's bug; retrying will not fix it.
 			logger.Error(err, "skipping network")
 		} else if ok {
+			if err := r.clusterFacts(nad, &net); err != nil {
+				logger.Error(err, "skipping network")
+				return reconcile.Result{}, r.collect(ctx)
+			}
 			waiting, err := r.apply(ctx, nad.Namespace, net)
 			if err != nil {
 				return reconcile.Result{}, err
@@ -94,6 +102,34 @@ func (r *Layer2Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		}
 	}
 	return reconcile.Result{}, r.collect(ctx)
+}
+
+// clusterFacts adds what comes from the cluster configuration and the
+// network ID: the API service IPs and the management port's masquerade IPs,
+// one per family of the network's subnets.
+func (r *Layer2Reconciler) clusterFacts(nad *nadv1.NetworkAttachmentDefinition, net *dataplane.Layer2Network) error {
+	ids, err := ovnk.DecodeNetworkIDs(nad.Annotations)
+	if err != nil {
+		return fmt.Errorf("NAD %s/%s: %w", nad.Namespace, nad.Name, err)
+	}
+	for _, s := range net.Subnets {
+		v6 := s.Addr().Is6()
+		if svc, ok := ovnk.FamilyOf(r.Cluster.ServiceCIDRs, v6); ok {
+			api, err := ovnk.AddrAt(svc, 1)
+			if err != nil {
+				return fmt.Errorf("--%s %s: %w", ovnk.FlagServiceCIDRs, svc, err)
+			}
+			net.ServiceIPs = append(net.ServiceIPs, api)
+		}
+		if masq, ok := ovnk.FamilyOf(r.Cluster.MasqueradeSubnets, v6); ok && ids.HasID && ids.ID > 0 {
+			_, mgmt, err := ovnk.UDNMasqueradeIPs(masq, ids.ID)
+			if err != nil {
+				return fmt.Errorf("--%s %s: %w", ovnk.FlagMasqueradeSubnets, masq, err)
+			}
+			net.MasqueradeIPs = append(net.MasqueradeIPs, mgmt)
+		}
+	}
+	return nil
 }
 
 // apply programs the network; waiting reports local nodes that still run pods
@@ -162,7 +198,8 @@ func (r *Layer2Reconciler) runningPods(ctx context.Context, namespace, node stri
 
 // collect removes the topology of networks that no NAD describes any more.
 func (r *Layer2Reconciler) collect(ctx context.Context) error {
-	return collectPiece(ctx, r.Client, r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceTransitRouter, AdoptLegacy: true},
+	return collectPiece(ctx, r.Client, r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceTransitRouter, AdoptLegacy: true,
+		Legacy: dataplane.Layer2Legacy(nil, nil)},
 		r.OVN.Networks, layer2Name)
 }
 
@@ -247,8 +284,17 @@ func Layer2NodeFromNode(node *corev1.Node) (dataplane.Layer2Node, bool, error) {
 	if err != nil || !ok {
 		return dataplane.Layer2Node{}, false, err
 	}
+	var ips []netip.Addr
+	for _, a := range node.Status.Addresses {
+		if a.Type != corev1.NodeInternalIP {
+			continue
+		}
+		if ip, err := netip.ParseAddr(a.Address); err == nil {
+			ips = append(ips, ip.Unmap())
+		}
+	}
 	return dataplane.Layer2Node{
-		Name: node.Name, ID: id,
+		Name: node.Name, ID: id, NodeIPs: ips,
 		TopologyVersion: node.Annotations[ovnk.AnnotationLayer2TopologyVersion],
 		// The old topology's per-node switch port tunnel key; only read while
 		// remote nodes still run the old topology.

@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // Options configure the dataplane controllers.
@@ -22,6 +23,11 @@ type Options struct {
 	// Local says whether a node belongs to this OVN zone; nil means every node
 	// does (one zone, as `make run` has).
 	Local func(*corev1.Node) bool
+	// Cluster are the cluster facts (--service-cidrs, --masquerade-subnets,
+	// --mtu...): the Layer2 topology routes the API service IP to the
+	// management port and SNATs management-port traffic to the network's
+	// masquerade IP.
+	Cluster ovnk.ClusterConfig
 }
 
 // Reconcilers are the dataplane controllers Setup registered, sharing one
@@ -53,7 +59,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	c := mgr.GetClient()
 	rs := &Reconcilers{
 		OVN:           ovn,
-		Layer2:        &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local},
+		Layer2:        &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local, Cluster: o.Cluster},
 		Layer3:        &Layer3Reconciler{Client: c, OVN: ovn},
 		MultiVTEP:     &MultiVTEPReconciler{Client: c, OVN: ovn, Local: o.Local},
 		LiveMigration: &LiveMigrationReconciler{Client: c, OVN: ovn},

@@ -100,7 +100,7 @@ func components(cluster *ovnk.ClusterConfig) []Component {
 					return errors.New("the dataplane needs both --ovn-nb-address and --ovn-sb-address")
 				}
 				rs, err := dataplanecontroller.Setup(ctx, mgr, dataplanecontroller.Options{
-					NBAddress: ovnNB, SBAddress: ovnSB, TLS: ovnTLS})
+					NBAddress: ovnNB, SBAddress: ovnSB, TLS: ovnTLS, Cluster: *cluster})
 				if err != nil {
 					return err
 				}
