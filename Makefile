@@ -101,8 +101,9 @@ bench: envtest ovn ## Run every benchmark and print one table (also in bin/bench
 	$(GO) run ./cmd/benchreport -o $(LOCALBIN)/bench-report.md < $(LOCALBIN)/bench-raw.txt
 
 .PHONY: fuzz
-fuzz: ## Fuzz the pod annotation parser and address checks for FUZZTIME (default 30s).
+fuzz: ## Fuzz the pod annotation parser and address checks, and admitted spec to OVN rows, for FUZZTIME (default 30s) each.
 	$(GO) test ./webhooks/ -run='^$$' -fuzz=FuzzDefaultNetworkSelection -fuzztime=$(FUZZTIME)
+	$(GO) test ./dataplane/controller/ -run='^$$' -fuzz=FuzzAdmittedSpecToRows -fuzztime=$(FUZZTIME)
 
 ##@ Tools
 

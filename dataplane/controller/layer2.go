@@ -287,13 +287,14 @@ func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net dataplane
 	if net.JoinSubnets, err = ovnk.ParsePrefixes(conf.JoinSubnet); err != nil {
 		return net, false, bad("joinSubnet", err)
 	}
-	if len(net.JoinSubnets) == 0 {
-		for _, j := range defaultJoinSubnets {
-			for _, s := range net.Subnets {
-				if s.Addr().Is4() == j.Addr().Is4() {
-					net.JoinSubnets = append(net.JoinSubnets, j)
-				}
-			}
+	// A family of the subnets without a join subnet gets the default one
+	// (the spec may give joinSubnets for one family of a dual-stack network;
+	// found by FuzzAdmittedSpecToRows).
+	for _, j := range defaultJoinSubnets {
+		_, hasJoin := ovnk.FamilyOf(net.JoinSubnets, j.Addr().Is6())
+		_, hasSubnet := ovnk.FamilyOf(net.Subnets, j.Addr().Is6())
+		if hasSubnet && !hasJoin {
+			net.JoinSubnets = append(net.JoinSubnets, j)
 		}
 	}
 	if net.TransitSubnets, err = ovnk.ParsePrefixes(conf.TransitSubnet); err != nil {
