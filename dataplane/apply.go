@@ -12,6 +12,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // External ID keys that mark the rows udnkit owns. Network and Topology are
@@ -93,6 +94,9 @@ type Desired struct {
 	Switches []Switch
 	// DHCPOptions are root rows, identified by their cidr and k8s.ovn.org/vm external ID.
 	DHCPOptions []nbdb.DHCPOptions
+	// AddressSets are root rows, identified by their name (which policies'
+	// matches reference as $name).
+	AddressSets []nbdb.AddressSet
 }
 
 // Result says what an Apply did.
@@ -111,8 +115,7 @@ func (c *Client) Apply(ctx context.Context, d *Desired) (Result, error) {
 	if err := d.validate(); err != nil {
 		return Result{}, err
 	}
-	c.apply.Lock()
-	defer c.apply.Unlock()
+	defer c.applying.lock(ovnk.NetworkPrefix(d.Owner.Network))()
 	// Plan only against a cache that the monitor has resynchronised.
 	if err := waitConnected(ctx, c.NB); err != nil {
 		return Result{}, err
@@ -123,6 +126,9 @@ func (c *Client) Apply(ctx context.Context, d *Desired) (Result, error) {
 	}
 	if len(p.ops) == 0 {
 		return Result{}, nil
+	}
+	if c.beforeTransact != nil {
+		c.beforeTransact(d.Owner)
 	}
 	started := time.Now()
 	results, err := c.NB.Transact(ctx, p.ops...)
@@ -275,7 +281,7 @@ func (c *Client) PieceNetworks(topology, piece string) []string {
 	}
 	for _, table := range []string{nbdb.LogicalRouterTable, nbdb.LogicalSwitchTable, nbdb.LogicalRouterPortTable,
 		nbdb.LogicalSwitchPortTable, nbdb.LogicalRouterStaticRouteTable, nbdb.LogicalRouterPolicyTable,
-		nbdb.NATTable, nbdb.DHCPOptionsTable} {
+		nbdb.NATTable, nbdb.DHCPOptionsTable, nbdb.AddressSetTable} {
 		t := c.NB.Cache().Table(table)
 		if t == nil {
 			continue
@@ -297,6 +303,8 @@ func (c *Client) PieceNetworks(topology, piece string) []string {
 			case *nbdb.NAT:
 				note(r.ExternalIDs)
 			case *nbdb.DHCPOptions:
+				note(r.ExternalIDs)
+			case *nbdb.AddressSet:
 				note(r.ExternalIDs)
 			}
 		}

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -22,6 +23,9 @@ type planner struct {
 	ops    []ovsdb.Operation
 	named  int
 	tables map[string]map[string]model.Model
+	// ownerIDs is the owner's external_ids, shared read-only by the desired
+	// rows that have no other external_ids.
+	ownerIDs map[string]string
 	// gone are the rows the plan deletes or unreferences (garbage-collected).
 	gone []rowRef
 }
@@ -62,6 +66,9 @@ func newPlan(api client.Client, d *Desired) (*planner, error) {
 		return nil, err
 	}
 	if err := roots(p, dhcpSpec, d.DHCPOptions); err != nil {
+		return nil, err
+	}
+	if err := roots(p, addressSetSpec, d.AddressSets); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -174,8 +181,16 @@ func children[T any, PT interface {
 	return insert, remove, nil
 }
 
-// stamp adds the owner's external_ids to a desired row's.
+// stamp adds the owner's external_ids to a desired row's. Rows with no
+// external_ids of their own (most of them) share one read-only map.
 func (p *planner) stamp(ids *map[string]string) {
+	if len(*ids) == 0 {
+		if p.ownerIDs == nil {
+			p.ownerIDs = p.owner.ids()
+		}
+		*ids = p.ownerIDs
+		return
+	}
 	m := make(map[string]string, len(*ids)+3)
 	for k, v := range *ids {
 		m[k] = v
@@ -247,6 +262,14 @@ var dhcpSpec = spec[nbdb.DHCPOptions]{
 	uuid:   func(r *nbdb.DHCPOptions) *string { return &r.UUID },
 	ids:    func(r *nbdb.DHCPOptions) *map[string]string { return &r.ExternalIDs },
 	fields: func(r *nbdb.DHCPOptions) []any { return []any{&r.ExternalIDs, &r.Options} },
+}
+
+var addressSetSpec = spec[nbdb.AddressSet]{
+	table:  nbdb.AddressSetTable,
+	key:    func(r *nbdb.AddressSet) string { return r.Name },
+	uuid:   func(r *nbdb.AddressSet) *string { return &r.UUID },
+	ids:    func(r *nbdb.AddressSet) *map[string]string { return &r.ExternalIDs },
+	fields: func(r *nbdb.AddressSet) []any { return []any{&r.ExternalIDs, &r.Addresses} },
 }
 
 // roots diffs rows of a root table (kept until deleted) that this piece owns.
@@ -547,11 +570,45 @@ func ownedIn[T any](p *planner, sp spec[T]) func(string) bool {
 // unordered, an empty map equals a missing one, optional values compare by value.
 func sameFields(a, b []any) bool {
 	for i := range a {
-		if !sameValue(reflect.ValueOf(a[i]).Elem(), reflect.ValueOf(b[i]).Elem()) {
+		if !sameField(a[i], b[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+// sameField compares one managed column: the column types of the rows udnkit
+// writes without reflection (it is the planner's inner loop: every desired row
+// of a network is compared on every Apply), any other through sameValue.
+func sameField(a, b any) bool {
+	switch x := a.(type) {
+	case *map[string]string:
+		y := b.(*map[string]string)
+		return maps.Equal(*x, *y) // nil and empty compare equal, as OVSDB stores them
+	case *[]string:
+		y := b.(*[]string)
+		if len(*x) != len(*y) {
+			return false
+		}
+		if slices.Equal(*x, *y) {
+			return true
+		}
+		xs, ys := slices.Clone(*x), slices.Clone(*y)
+		slices.Sort(xs)
+		slices.Sort(ys)
+		return slices.Equal(xs, ys)
+	case **string:
+		y := b.(**string)
+		if *x == nil || *y == nil {
+			return *x == nil && *y == nil
+		}
+		return **x == **y
+	case *string:
+		return *x == *b.(*string)
+	case *int:
+		return *x == *b.(*int)
+	}
+	return sameValue(reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem())
 }
 
 func sameValue(a, b reflect.Value) bool {

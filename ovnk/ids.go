@@ -25,10 +25,15 @@ const (
 	FirstInterconnectKey = 1<<24 - 1<<16
 	// LastInterconnectKey is the last tunnel key OVN allows.
 	LastInterconnectKey = 1<<24 - 1
-	// FirstAllocatedTunnelKey is the first centrally allocated key: the first
-	// MaxNetworkID+1 keys of the interconnect range stay reserved for the
-	// legacy per-network transit switch keys (OKEP-5094 option 3).
-	FirstAllocatedTunnelKey = FirstInterconnectKey + MaxNetworkID + 1
+	// BaseTransitSwitchTunnelKey is upstream's base of the per-network transit
+	// switch keys (BaseTransitSwitchTunnelKey = 16711683: a network's legacy
+	// key is base + network ID; see its TunnelKeysAllocator).
+	BaseTransitSwitchTunnelKey = 16711683
+	// FirstAllocatedTunnelKey is the first centrally allocated key: the 4096
+	// keys from BaseTransitSwitchTunnelKey stay reserved for the legacy
+	// per-network transit switch keys (OKEP-5094 option 3), as upstream's
+	// allocator keeps them (its rangeStart = 16711683 + 4096).
+	FirstAllocatedTunnelKey = BaseTransitSwitchTunnelKey + MaxNetworkID + 1
 
 	// FirstNodeID is the first node ID handed out: 0 means "no ID" and 1 is
 	// kept for the transit switch's router port, as OVN-Kubernetes does.
@@ -53,7 +58,7 @@ func LegacyTransitSwitchKey(networkID int) (int, error) {
 	if networkID < 0 || networkID > MaxNetworkID {
 		return 0, fmt.Errorf("network ID %d is outside [0, %d]", networkID, MaxNetworkID)
 	}
-	return FirstInterconnectKey + networkID, nil
+	return BaseTransitSwitchTunnelKey + networkID, nil
 }
 
 // TransitPeerSubnets are a node's point-to-point subnets inside a network's

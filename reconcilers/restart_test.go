@@ -83,7 +83,7 @@ func TestTunnelKeyExhaustion(t *testing.T) {
 	expectCondition(t, first, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	id, err := strconv.Atoi(first.Annotations[ovnk.AnnotationNetworkID])
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(first.Annotations[ovnk.AnnotationTunnelKeys]).To(Equal(fmt.Sprintf("[%d,%d]", ovnk.FirstInterconnectKey+id, ovnk.LastInterconnectKey)))
+	g.Expect(first.Annotations[ovnk.AnnotationTunnelKeys]).To(Equal(fmt.Sprintf("[%d,%d]", ovnk.BaseTransitSwitchTunnelKey+id, ovnk.LastInterconnectKey)))
 
 	second := createPrimaryL2(t, "keys", 1)[0]
 	expectCondition(t, second, metav1.ConditionFalse, udnv1.ReasonSyncError,

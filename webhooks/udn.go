@@ -62,6 +62,13 @@ func (v *UserDefinedNetworkValidator) validate(ctx context.Context, old, udn *ud
 		oldSpec = &s
 	}
 	errs := ValidateNetworkSpec(path, oldSpec, spec, v.Config)
+	if old == nil {
+		more, err := ovnNameCollision(ctx, v.Client, v.APIReader, udnv1.KindUserDefinedNetwork, udn.Namespace, udn.Name, udnPrefix(udn))
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		errs = append(errs, more...)
+	}
 	if old == nil && spec.IsPrimary() {
 		more, err := v.validatePrimary(ctx, udn)
 		if err != nil {
@@ -163,6 +170,13 @@ func (v *ClusterUserDefinedNetworkValidator) validate(ctx context.Context, old, 
 		oldSpec = &old.Spec.Network
 	}
 	errs := ValidateNetworkSpec(path, oldSpec, cudn.Spec.Network, v.Config)
+	if old == nil {
+		more, err := ovnNameCollision(ctx, v.Client, v.APIReader, udnv1.KindClusterUserDefinedNetwork, "", cudn.Name, cudnPrefix(cudn))
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		errs = append(errs, more...)
+	}
 	// The selector may change on update, so a Primary CUDN is checked again
 	// whenever it does.
 	selectorChanged := old == nil || !equalSelectors(old.Spec.NamespaceSelector, cudn.Spec.NamespaceSelector)

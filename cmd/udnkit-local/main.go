@@ -204,10 +204,11 @@ In another terminal, from %s:
   kubectl apply -f examples/invalid/pod-reserved-conflict.yaml     # rejected: the gateway address
   ovn-nbctl --db=%s show
   ovn-nbctl --db=%s lr-policy-list tenant.green_green_ovn_cluster_router
+  ovn-nbctl --db=%s --columns=name,addresses list Address_Set
 
 Ctrl-C stops everything.
 `, version, env.Config.Host, ovn.NB.Address(), ovn.SB.Address(), time.Since(started).Seconds(),
-		kubeconfig, logFile.Name(), root, kubeconfig, binDir, ovn.NB.Address(), ovn.NB.Address())
+		kubeconfig, logFile.Name(), root, kubeconfig, binDir, ovn.NB.Address(), ovn.NB.Address(), ovn.NB.Address())
 
 	select {
 	case <-ctx.Done():

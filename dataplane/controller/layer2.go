@@ -303,6 +303,9 @@ func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net dataplane
 	if net.DefaultGatewayIPs, err = ovnk.ParseAddrs(conf.DefaultGatewayIPs); err != nil {
 		return net, false, bad("defaultGatewayIPs", err)
 	}
+	if net.InfrastructureSubnets, err = ovnk.ParsePrefixes(conf.InfrastructureSubnets); err != nil {
+		return net, false, bad("infrastructureSubnets", err)
+	}
 	return net, true, nil
 }
 

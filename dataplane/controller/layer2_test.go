@@ -65,7 +65,7 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 		show := nbctl("show", tr)
 		return strings.Contains(show, "trtor-GR_ns1_tenant.blue_node1") && strings.Contains(show, "trtor-GR_ns1_tenant.blue_node2")
 	})
-	if got := nbctl("get", "Logical_Router_Port", "rtos-ns1_tenant.blue_ovn_layer2_switch", "networks"); !strings.Contains(got, `"203.203.0.1/24"`) || !strings.Contains(got, `"2010:100:200::1/60"`) {
+	if got := nbctl("get", "Logical_Router_Port", "trtos-ns1_tenant.blue_ovn_layer2_switch", "networks"); !strings.Contains(got, `"203.203.0.1/24"`) || !strings.Contains(got, `"2010:100:200::1/60"`) {
 		t.Errorf("gateway port networks = %s", got)
 	}
 	if got := nbctl("get", "Logical_Router_Port", "rtotr-GR_ns1_tenant.blue_node2", "networks"); !strings.Contains(got, `"100.65.0.3/16"`) || !strings.Contains(got, `"fd97::7/127"`) {

@@ -28,6 +28,8 @@ type Options struct {
 	// management port and SNATs management-port traffic to the network's
 	// masquerade IP.
 	Cluster ovnk.ClusterConfig
+	// Layer3PolicyForm is the manager's --layer3-subnet-policies (default: address-set).
+	Layer3PolicyForm dataplane.Layer3PolicyForm
 }
 
 // Reconcilers are the dataplane controllers Setup registered, sharing one
@@ -60,8 +62,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	rs := &Reconcilers{
 		OVN:           ovn,
 		Layer2:        &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local, Cluster: o.Cluster, Recorder: mgr.GetEventRecorder("udnkit-dataplane")},
-		Layer3:        &Layer3Reconciler{Client: c, OVN: ovn},
-		MultiVTEP:     &MultiVTEPReconciler{Client: c, OVN: ovn, Local: o.Local},
+		Layer3:        &Layer3Reconciler{Client: c, OVN: ovn, Form: o.Layer3PolicyForm},
+		MultiVTEP:     &MultiVTEPReconciler{Client: c, OVN: ovn, Local: o.Local, Transit: o.Cluster.TransitSubnets},
 		LiveMigration: &LiveMigrationReconciler{Client: c, OVN: ovn},
 	}
 	setups := []func(ctrl.Manager) error{rs.Layer2.SetupWithManager, rs.Layer3.SetupWithManager, rs.MultiVTEP.SetupWithManager,

@@ -355,7 +355,7 @@ func terminal(pod *corev1.Pod) bool {
 // network returns the network's allocator, building it from the cluster
 // (pods' annotations, IPAMClaims) before its first allocation.
 func (r *Reconciler) network(ctx context.Context, net *primaryLayer2) (*netState, error) {
-	cfg, err := poolConfig(net.spec)
+	cfg, err := poolConfig(net.spec, r.cfg.PreconfiguredUDNAddresses)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -60,6 +61,9 @@ type Options struct {
 	// Cluster are the cluster's facts, parsed once from flags and handed to
 	// every component.
 	Cluster ovnk.ClusterConfig
+	// SkipControllerNameValidation lets one process build several managers
+	// with the same controllers (tests that restart or compare managers).
+	SkipControllerNameValidation bool
 	// WebhookServer, when set, replaces the webhook host, port and cert dir
 	// (make run serves on the local control plane's address and certificate).
 	WebhookServer *webhook.Options
@@ -161,6 +165,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
 		GracefulShutdownTimeout:       &o.GracefulShutdownTimeout,
 		WebhookServer:                 webhook.NewServer(o.webhookOptions()),
+		Controller:                    config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
 	})
 	if err != nil {
 		return nil, err

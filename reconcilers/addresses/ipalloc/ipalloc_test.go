@@ -309,11 +309,19 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{Config{Subnets: pfx("10.0.0.0/24", "10.1.0.0/24")}, "second subnet of its IP family"},
 		{Config{Subnets: pfx("10.0.0.0/31")}, "too small"},
 		{Config{Subnets: pfx("10.0.0.0/24"), ReservedSubnets: pfx("10.1.0.0/28")}, "not inside any of the subnets"},
-		{Config{Subnets: pfx("10.0.0.0/24"), InfrastructureSubnets: pfx("10.0.0.0/31")}, "leave no address"},
 	} {
 		if _, err := New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("New(%+v) = %v, want %q", tc.cfg, err, tc.msg)
 		}
+	}
+	// Infrastructure subnets too small for both: as upstream, the management
+	// port falls back to the subnet's second address.
+	p, err := New(Config{Subnets: pfx("10.0.0.0/24"), InfrastructureSubnets: pfx("10.0.0.0/31")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gws, mgmts := p.Gateways(), p.ManagementIPs(); gws[0].String() != "10.0.0.1" || mgmts[0].String() != "10.0.0.2" {
+		t.Errorf("gateway %v, management %v; want 10.0.0.1 and 10.0.0.2", gws, mgmts)
 	}
 }
 
