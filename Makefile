@@ -119,8 +119,9 @@ scale: envtest ovn ## Scale suite: nodes, networks, pods on the embedded control
 		-pods=$(SCALE_PODS) -fractions=$(SCALE_FRACTIONS) -out=$(LOCALBIN)/scale-report.md -state-dir=$(LOCALBIN)/scale $(SCALE_FLAGS)
 
 .PHONY: fuzz
-fuzz: ## Fuzz the pod annotation parser and address checks for FUZZTIME (default 30s).
+fuzz: ## Fuzz the pod annotation parser and address checks, and admitted spec to OVN rows, for FUZZTIME (default 30s) each.
 	$(GO) test ./webhooks/ -run='^$$' -fuzz=FuzzDefaultNetworkSelection -fuzztime=$(FUZZTIME)
+	$(GO) test ./dataplane/controller/ -run='^$$' -fuzz=FuzzAdmittedSpecToRows -fuzztime=$(FUZZTIME)
 
 ##@ Tools
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/netip"
+	"slices"
 )
 
 const (
@@ -106,11 +107,21 @@ func ChooseTransitSubnet(def netip.Prefix, used []netip.Prefix) (netip.Prefix, e
 	step := PrefixSize(cur)
 	limit := new(big.Int).Lsh(big.NewInt(1), uint(cur.Addr().BitLen()))
 	start := new(big.Int).SetBytes(cur.Addr().AsSlice())
-	for n := new(big.Int).Set(start); n.Cmp(limit) < 0; n.Add(n, step) {
+	for n := new(big.Int).Set(start); n.Cmp(limit) < 0; {
 		a, _ := netip.AddrFromSlice(n.FillBytes(make([]byte, cur.Addr().BitLen()/8)))
 		cand := netip.PrefixFrom(a, cur.Bits())
-		if !Overlaps(cand, used) {
+		i := slices.IndexFunc(used, cand.Overlaps)
+		if i < 0 {
 			return cand, nil
+		}
+		// Jump past the used prefix, not one transit-sized step: a /127
+		// stepping through an admitted fd00::/8 would never end. A used
+		// prefix larger than the candidate ends on a step boundary.
+		u := used[i].Masked()
+		end := new(big.Int).Add(new(big.Int).SetBytes(u.Addr().AsSlice()), PrefixSize(u))
+		n.Add(n, step)
+		if end.Cmp(n) > 0 {
+			n.Set(end)
 		}
 	}
 	return netip.Prefix{}, fmt.Errorf("no /%d transit subnet at or above %v avoids the network's subnets", cur.Bits(), def)

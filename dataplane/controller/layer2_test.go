@@ -130,7 +130,7 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 	if _, _, err := Layer2NetworkFromNAD(&nadv1.NetworkAttachmentDefinition{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "bad", Annotations: map[string]string{ovnk.AnnotationTunnelKeys: "7"}},
 		Spec:       nadv1.NetworkAttachmentDefinitionSpec{Config: l2Config},
-	}); err == nil || !strings.Contains(err.Error(), "annotation k8s.ovn.org/tunnel-keys: \"7\" must be a JSON list") {
+	}); err == nil || !strings.Contains(err.Error(), "annotation k8s.ovn.org/tunnel-keys=\"7\" is not a JSON list of integers") {
 		t.Errorf("bad tunnel keys: err = %v", err)
 	}
 	if _, _, err := Layer2NodeFromNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "nodeX",

@@ -409,6 +409,14 @@ func (p *Pool) Restore(owner string, a Allocation) error {
 	if len(a.MAC) != 6 {
 		return &Error{Reason: ReasonInvalidRequest, Message: fmt.Sprintf("%s: MAC %q is not 6 bytes", owner, a.MAC)}
 	}
+	// Nothing udnkit writes is multicast or all-zero: such a MAC was not
+	// allocated here and is never restored.
+	if _, err := parseMAC(a.MAC.String()); err != nil {
+		return err
+	}
+	if slices.Equal(a.MAC, net.HardwareAddr{0, 0, 0, 0, 0, 0}) {
+		return &Error{Reason: ReasonInvalidRequest, Address: a.MAC.String(), Message: fmt.Sprintf("mac: %s is all zeros; a pod needs a unicast MAC", a.MAC)}
+	}
 	if o := p.macs[toMAC(a.MAC)]; o != "" {
 		return macConflict(a.MAC, o)
 	}

@@ -3,6 +3,7 @@ package ipalloc
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"strings"
@@ -270,6 +271,32 @@ func TestRestore(t *testing.T) {
 	}
 	if err := p.Restore("reserved", Allocation{IPs: pfx("192.168.100.201/24"), MAC: ovnk.MACFromIP(netip.MustParseAddr("192.168.100.201"))}); err != nil {
 		t.Fatalf("reserved addresses restore: %v", err)
+	}
+}
+
+// TestRestoreRefusesWhatWasNeverAllocated: the rebuild trusts nothing it
+// could not have written; each refusal says why.
+func TestRestoreRefusesWhatWasNeverAllocated(t *testing.T) {
+	p := mustNew(t, okepExample())
+	mac := func(s string) net.HardwareAddr { hw, _ := net.ParseMAC(s); return hw }
+	for _, tc := range []struct {
+		name string
+		a    Allocation
+		msg  string
+	}{
+		{"outside the pool", Allocation{IPs: pfx("10.9.0.4/24"), MAC: mac("0a:58:0a:09:00:04")}, "is not inside any of the network's subnets"},
+		{"broadcast", Allocation{IPs: pfx("192.168.100.255/24"), MAC: mac("0a:58:c0:a8:64:ff")}, "network or broadcast address"},
+		{"multicast MAC", Allocation{IPs: pfx("192.168.100.9/24"), MAC: mac("01:00:5e:00:00:09")}, "is a multicast address"},
+		{"all-zero MAC", Allocation{IPs: pfx("192.168.100.9/24"), MAC: mac("00:00:00:00:00:00")}, "is all zeros"},
+	} {
+		err := p.Restore("x", tc.a)
+		if ReasonOf(err) != ReasonInvalidRequest || !strings.Contains(fmt.Sprint(err), tc.msg) {
+			t.Errorf("%s: Restore = %v, want InvalidRequest %q", tc.name, err, tc.msg)
+		}
+	}
+	// Nothing was kept: the address is still free for a valid owner.
+	if err := p.Restore("x", Allocation{IPs: pfx("192.168.100.9/24"), MAC: mac("0a:58:c0:a8:64:09")}); err != nil {
+		t.Fatalf("a refused restore must leave nothing behind: %v", err)
 	}
 }
 
