@@ -37,6 +37,13 @@ type Config struct {
 	TunnelKeyFirst, TunnelKeyLast int
 	// MaxConcurrentReconciles per controller.
 	MaxConcurrentReconciles int
+	// SingleWriter says this manager is the only writer of IDs and host
+	// subnets (it runs under leader election): the check after each write,
+	// a consistent read of every network or node straight from the
+	// apiserver that lets a second writer's clash be found and yielded, is
+	// skipped. It costs O(networks) per new network, so O(networks²) to
+	// create a cluster's networks. Without leader election it must be false.
+	SingleWriter bool
 }
 
 // DefaultConfig is the production configuration.

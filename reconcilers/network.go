@@ -405,7 +405,7 @@ func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, nam
 			}
 			return ctrl.Result{}, err
 		}
-		if changed {
+		if changed && !r.cfg.SingleWriter {
 			r.ids.setUnverified(n.key(), true)
 		}
 	}

@@ -378,7 +378,7 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			}
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
-		if uniqueAnnotationsChanged(node.Annotations, want) {
+		if uniqueAnnotationsChanged(node.Annotations, want) && !r.cfg.SingleWriter {
 			r.unverified.set(node.Name, true)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,6 +55,13 @@ func runChild(c childFlags) error {
 			"metrics-bind-address":      c.metrics,
 			"metrics-secure":            "false",
 			"health-probe-bind-address": "0",
+			// As the chart runs it: under leader election (so the one writer
+			// skips the after-write verification), unthrottled like make run.
+			"leader-elect":              "true",
+			"leader-election-namespace": "default",
+			"leader-election-id":        "udnkit-scale-" + c.role + "-" + strings.ReplaceAll(c.controllers, ",", "-"),
+			"kube-api-qps":              "-1",
+			"kube-api-burst":            "-1",
 		} {
 			if err := fs.Set(name, value); err != nil {
 				return fmt.Errorf("--%s: %w", name, err)

@@ -90,7 +90,7 @@ func NewOptions() *Options {
 		KubeAPIBurst:            200,
 		Cluster:                 ovnk.DefaultClusterConfig(),
 	}
-	o.components = components(&o.Cluster)
+	o.components = components(&o.Cluster, &o.LeaderElect)
 	o.Controllers = strings.Join(o.Names(), ",")
 	return o
 }

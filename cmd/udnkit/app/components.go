@@ -27,7 +27,7 @@ var errDataplaneIdle = errors.New("idle: no --ovn-nb-address and --ovn-sb-addres
 // components lists what --controllers can select, in start order. cluster
 // is parsed once from flags (Options.BindFlags) and handed to each component;
 // each component's own configuration is bound to flags here.
-func components(cluster *ovnk.ClusterConfig) []Component {
+func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 	rc := reconcilers.DefaultConfig()
 	var ovnNB, ovnSB string
 	var ovnTLS dataplane.TLS
@@ -40,6 +40,8 @@ func components(cluster *ovnk.ClusterConfig) []Component {
 			if shared == nil {
 				cfg := rc
 				cfg.Cluster = *cluster
+				// Under leader election this manager is the only writer.
+				cfg.SingleWriter = *leaderElect
 				r, err := reconcilers.New(mgr, cfg)
 				if err != nil {
 					return err
