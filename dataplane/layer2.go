@@ -61,8 +61,10 @@ type Layer2Node struct {
 	Chassis string
 	// TopologyVersion is the node's k8s.ovn.org/layer2-topology-version.
 	TopologyVersion string
-	// RunningPods counts the node's running pods on this network; a local node
-	// that is not yet on version 2.0 switches only when it has none.
+	// RunningPods counts the node's running pods on any primary Layer2 network
+	// (OKEP-5094: a node moves all networks at once); a local node that is not
+	// yet on version 2.0 switches only when it has none, and until then keeps
+	// the old topology while the zone's upgraded node gets the upgrade rows.
 	RunningPods int
 	// JoinIPs default to the join subnets' address at offset ID, with their prefix length.
 	JoinIPs []netip.Prefix
@@ -104,7 +106,8 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 	names := ovnk.NamesFor(net.Name)
 	transits := net.transits()
 	var all []l2node
-	var locals []int
+	var locals []int      // upgraded local nodes
+	var localOld []string // local nodes that still run pods on the old topology
 	anyOld := false
 	seenID := map[int]string{}
 	for i, n := range nodes {
@@ -117,18 +120,28 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 		}
 		seenID[n.ID] = n.Name
 		if n.Local {
-			if !Layer2NodeCanSwitch(n) {
-				return nil, fmt.Errorf("nodes[%d] (%s): the local node still runs %d pods on network %s with topology version %q; it switches to %s only when it has none",
-					i, n.Name, n.RunningPods, net.Name, n.TopologyVersion, ovnk.Layer2TopologyVersionTransitRouter)
+			if Layer2NodeCanSwitch(n) {
+				ln.upgraded = true
+				locals = append(locals, len(all))
+			} else {
+				localOld = append(localOld, n.Name)
 			}
-			ln.upgraded = true
-			locals = append(locals, len(all))
 		}
 		anyOld = anyOld || !ln.upgraded
 		all = append(all, ln)
 	}
 	if anyOld && len(locals) > 1 {
-		return nil, fmt.Errorf("nodes: the upgrade topology supports one local node per zone, got %d", len(locals))
+		return nil, fmt.Errorf("nodes: the upgrade topology supports one upgraded local node per zone (OVN-Kubernetes runs a zone per node), got %d while %d nodes still run the old topology",
+			len(locals), countOld(all))
+	}
+	desired := &Desired{
+		Owner: Owner{Network: net.Name, Topology: TopologyLayer2, Piece: PieceTransitRouter, AdoptLegacy: true},
+	}
+	if len(localOld) > 0 && len(locals) == 0 {
+		// Every local node still runs pods on the old topology, whose gateway
+		// router holds the network's gateway address on the switch: the zone
+		// gets no transit router until one of them has drained.
+		return desired, nil
 	}
 
 	tr := Router{Row: nbdb.LogicalRouter{
@@ -148,13 +161,17 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 		Name: names.SwitchToRouter(), Type: "router", Addresses: []string{"router"},
 		Options: map[string]string{"router-port": names.RouterToSwitch()},
 	})
-	desired := &Desired{
-		Owner: Owner{Network: net.Name, Topology: TopologyLayer2, Piece: PieceTransitRouter, AdoptLegacy: true},
-	}
 	for _, n := range all {
 		if !n.upgraded {
-			// Old-topology node: keep its remote switch port and reach its join IP
-			// through the upgrade port (the document's "100.65.0.3 100.65.0.3 dst-ip").
+			// Old-topology node: reach its join IP through the upgrade port (the
+			// document's "100.65.0.3 100.65.0.3 dst-ip"); a remote one keeps its
+			// remote switch port (a local one's router port is its own GR's).
+			for _, j := range n.joinIPs {
+				tr.Routes = append(tr.Routes, staticRoute(j.Addr().String(), j.Addr().String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
+			}
+			if n.Local {
+				continue
+			}
 			sw.Ports = append(sw.Ports, nbdb.LogicalSwitchPort{
 				Name: names.SwitchToGR(n.Name), Type: "remote",
 				Addresses: []string{macAndIPs(n.joinIPs)},
@@ -163,9 +180,6 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 					"requested-chassis": n.Chassis,
 				},
 			})
-			for _, j := range n.joinIPs {
-				tr.Routes = append(tr.Routes, staticRoute(j.Addr().String(), j.Addr().String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
-			}
 			continue
 		}
 		port := nbdb.LogicalRouterPort{
@@ -398,6 +412,16 @@ func (net Layer2Network) resolve(names ovnk.Layer2Names, transits []netip.Prefix
 		return l2node{}, fmt.Errorf("legacyTunnelKey: a node on the old topology needs its old switch port tunnel key")
 	}
 	return ln, nil
+}
+
+func countOld(all []l2node) int {
+	n := 0
+	for _, ln := range all {
+		if !ln.upgraded {
+			n++
+		}
+	}
+	return n
 }
 
 // sortedFamilies returns the prefixes IPv4 first.

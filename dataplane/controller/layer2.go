@@ -83,7 +83,7 @@ func (r *Layer2Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 			// A malformed NAD is the NAD writer's bug; retrying will not fix it.
 			logger.Error(err, "skipping network")
 		} else if ok {
-			waiting, err := r.apply(ctx, nad.Namespace, net)
+			waiting, err := r.apply(ctx, net)
 			if err != nil {
 				return reconcile.Result{}, err
 			}
@@ -97,13 +97,15 @@ func (r *Layer2Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 }
 
 // apply programs the network; waiting reports local nodes that still run pods
-// on the old topology and are left out until they drain.
-func (r *Layer2Reconciler) apply(ctx context.Context, namespace string, net dataplane.Layer2Network) (waiting bool, err error) {
+// of a primary Layer2 network on the old topology: they stay on it (the
+// zone's upgraded node gets the OKEP-5094 upgrade rows) until they drain.
+func (r *Layer2Reconciler) apply(ctx context.Context, net dataplane.Layer2Network) (waiting bool, err error) {
 	var nodeList corev1.NodeList
 	if err := r.Client.List(ctx, &nodeList); err != nil {
 		return false, err
 	}
 	var nodes []dataplane.Layer2Node
+	var primaryL2 map[string]bool // read once, for the first local node not on 2.0
 	for i := range nodeList.Items {
 		node := &nodeList.Items[i]
 		n, ok, err := Layer2NodeFromNode(node)
@@ -112,19 +114,24 @@ func (r *Layer2Reconciler) apply(ctx context.Context, namespace string, net data
 		}
 		n.Local = r.Local == nil || r.Local(node)
 		if n.Local && n.TopologyVersion != ovnk.Layer2TopologyVersionTransitRouter {
-			running, err := r.runningPods(ctx, namespace, node.Name)
+			if primaryL2 == nil {
+				if primaryL2, err = r.primaryLayer2Namespaces(ctx); err != nil {
+					return false, err
+				}
+			}
+			running, err := r.runningPods(ctx, primaryL2, node.Name)
 			if err != nil {
 				return false, err
 			}
 			n.RunningPods = running
-			if !dataplane.Layer2NodeCanSwitch(n) {
-				waiting = true
-				continue // keeps the old topology until drained
+			if dataplane.Layer2NodeCanSwitch(n) {
+				if err := r.announce(ctx, node); err != nil {
+					return false, err
+				}
+				n.TopologyVersion = ovnk.Layer2TopologyVersionTransitRouter
+			} else {
+				waiting = true // keeps the old topology until drained
 			}
-			if err := r.announce(ctx, node); err != nil {
-				return false, err
-			}
-			n.TopologyVersion = ovnk.Layer2TopologyVersionTransitRouter
 		}
 		nodes = append(nodes, n)
 	}
@@ -146,15 +153,38 @@ func (r *Layer2Reconciler) announce(ctx context.Context, node *corev1.Node) erro
 	return r.Client.Patch(ctx, node, patch)
 }
 
-func (r *Layer2Reconciler) runningPods(ctx context.Context, namespace, node string) (int, error) {
-	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
-		return 0, err
+// primaryLayer2Namespaces are the namespaces of every primary Layer2
+// network's NADs (a CUDN has one per namespace): the pods OKEP-5094 counts
+// before a node moves.
+func (r *Layer2Reconciler) primaryLayer2Namespaces(ctx context.Context) (map[string]bool, error) {
+	var nads nadv1.NetworkAttachmentDefinitionList
+	if err := r.Client.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
+		return nil, err
 	}
+	out := map[string]bool{}
+	for i := range nads.Items {
+		conf, err := ovnk.Parse(nads.Items[i].Spec.Config)
+		if err == nil && conf.Topology == "layer2" && conf.Role == "primary" {
+			out[nads.Items[i].Namespace] = true
+		}
+	}
+	return out, nil
+}
+
+// runningPods counts the node's running pods of any primary Layer2 network
+// (in namespaces): OKEP-5094 moves a node, all its networks at once, only
+// when it runs none, as OVN-Kubernetes checks every primary Layer2 switch.
+func (r *Layer2Reconciler) runningPods(ctx context.Context, namespaces map[string]bool, node string) (int, error) {
 	n := 0
-	for _, p := range pods.Items {
-		if p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning {
-			n++
+	for ns := range namespaces {
+		var pods corev1.PodList
+		if err := r.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			return 0, err
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning {
+				n++
+			}
 		}
 	}
 	return n, nil
