@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // Options configure the dataplane controllers.
@@ -22,6 +23,17 @@ type Options struct {
 	// Local says whether a node belongs to this OVN zone; nil means every node
 	// does (one zone, as `make run` has).
 	Local func(*corev1.Node) bool
+}
+
+// InZone is Options.Local for the manager's --zone: a node is local iff
+// its OVN interconnect zone (ovnk.ZoneOf: the node's name, or the
+// k8s.ovn.org/zone-name an older OVN-Kubernetes set) is zone. The empty zone
+// is the single zone of `make run`, where every node is local (nil).
+func InZone(zone string) func(*corev1.Node) bool {
+	if zone == "" {
+		return nil
+	}
+	return func(n *corev1.Node) bool { return ovnk.ZoneOf(n) == zone }
 }
 
 // Reconcilers are the dataplane controllers Setup registered, sharing one

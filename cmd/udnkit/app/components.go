@@ -29,7 +29,7 @@ var errDataplaneIdle = errors.New("idle: no --ovn-nb-address and --ovn-sb-addres
 // each component's own configuration is bound to flags here.
 func components(cluster *ovnk.ClusterConfig) []Component {
 	rc := reconcilers.DefaultConfig()
-	var ovnNB, ovnSB string
+	var ovnNB, ovnSB, zone string
 	var ovnTLS dataplane.TLS
 	// nad and nodes share one set of allocators, built by whichever is set
 	// up first.
@@ -85,6 +85,7 @@ func components(cluster *ovnk.ClusterConfig) []Component {
 				fs.StringVar(&ovnTLS.CAFile, "ovn-ca-cert", "", "PEM CA certificates that sign the OVN databases' server certificates")
 				fs.StringVar(&ovnTLS.NBServerName, "ovn-nb-server-name", "", "name the Northbound server certificate must carry (default: each endpoint's host)")
 				fs.StringVar(&ovnTLS.SBServerName, "ovn-sb-server-name", "", "name the Southbound server certificate must carry (default: each endpoint's host)")
+				fs.StringVar(&zone, "zone", "", "OVN interconnect zone these databases serve: nodes of other zones get remote ports (a node's zone is its name, or the k8s.ovn.org/zone-name of an older OVN-Kubernetes); empty: one zone where every node is local")
 			},
 			Setup: func(ctx context.Context, mgr ctrl.Manager) error {
 				// The dataplane never holds up the manager: with no OVN
@@ -100,7 +101,7 @@ func components(cluster *ovnk.ClusterConfig) []Component {
 					return errors.New("the dataplane needs both --ovn-nb-address and --ovn-sb-address")
 				}
 				rs, err := dataplanecontroller.Setup(ctx, mgr, dataplanecontroller.Options{
-					NBAddress: ovnNB, SBAddress: ovnSB, TLS: ovnTLS})
+					NBAddress: ovnNB, SBAddress: ovnSB, TLS: ovnTLS, Local: dataplanecontroller.InZone(zone)})
 				if err != nil {
 					return err
 				}
