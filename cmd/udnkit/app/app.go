@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -63,6 +64,10 @@ type Options struct {
 	// WebhookServer, when set, replaces the webhook host, port and cert dir
 	// (make run serves on the local control plane's address and certificate).
 	WebhookServer *webhook.Options
+	// SeveralInProcess lets this manager's controllers share names with
+	// another manager's in the same process (make run ZONES=n runs one
+	// dataplane manager per zone; so does the zone suite).
+	SeveralInProcess bool
 
 	components []Component
 }
@@ -161,6 +166,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
 		GracefulShutdownTimeout:       &o.GracefulShutdownTimeout,
 		WebhookServer:                 webhook.NewServer(o.webhookOptions()),
+		Controller:                    config.Controller{SkipNameValidation: &o.SeveralInProcess},
 	})
 	if err != nil {
 		return nil, err
