@@ -73,8 +73,10 @@ build: ## Build the binaries into ./bin.
 	$(GO) build -o $(LOCALBIN)/ ./cmd/...
 
 .PHONY: run
-run: envtest build ## Start a local control plane with udnkit installed; Ctrl-C stops it.
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(LOCALBIN)/udnkit-local --repo-root=$(CURDIR)
+# ZONES=n: n nodes, each its own OVN zone with its own NB/SB, northd and dataplane (.udnkit/zone-<node>/).
+ZONES ?= 0
+run: envtest build ## Start a local control plane with udnkit installed (ZONES=3: one OVN zone per node); Ctrl-C stops it.
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(LOCALBIN)/udnkit-local --repo-root=$(CURDIR) --zones=$(ZONES)
 
 ##@ Test
 

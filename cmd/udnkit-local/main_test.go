@@ -206,3 +206,24 @@ func apiserverHost(t *testing.T, kubeconfig string) string {
 	t.Fatal("no server in kubeconfig")
 	return ""
 }
+
+// make run ZONES=n makes n nodes, one per zone: make run's three first.
+func TestZoneNodes(t *testing.T) {
+	nodes, err := zoneNodes(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, n := range nodes {
+		names = append(names, n.name)
+	}
+	if got := strings.Join(names, ","); got != "node-a,node-b,node-c,node-d,node-e" {
+		t.Errorf("zone nodes = %s", got)
+	}
+	if nodes[1].encapIPs != localNodes[1].encapIPs {
+		t.Errorf("node-b lost its three VTEPs: %s", nodes[1].encapIPs)
+	}
+	if _, err := zoneNodes(27); err == nil || !strings.Contains(err.Error(), "at most 26 zones") {
+		t.Errorf("27 zones: err = %v", err)
+	}
+}
