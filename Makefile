@@ -75,6 +75,17 @@ verify: generate manifests ## Regenerate everything and fail if the tree changed
 build: ## Build the binaries into ./bin.
 	$(GO) build -o $(LOCALBIN)/ ./cmd/...
 
+CHART_VERSION := $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}/\1/p' $(CHART_DIR)/Chart.yaml)
+IMAGE_REPOSITORY := $(shell sed -n 's/^  repository: *//p' $(CHART_DIR)/values.yaml | head -1)
+IMAGE ?= $(IMAGE_REPOSITORY):$(CHART_VERSION)
+
+.PHONY: image
+image: ## Build the manager image ($(IMAGE), the chart's default) as bin/udnkit-image.tar, without a container engine.
+	mkdir -p $(LOCALBIN)
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/image/udnkit ./cmd/udnkit
+	$(GO) run ./cmd/imagebuild -binary $(LOCALBIN)/image/udnkit -ref $(IMAGE) -o $(LOCALBIN)/udnkit-image.tar
+	@echo "image $(IMAGE): $(LOCALBIN)/udnkit-image.tar (docker load -i, podman load -i, or crane push)"
+
 .PHONY: run
 # ZONES=n: n nodes, each its own OVN zone with its own NB/SB, northd and dataplane (.udnkit/zone-<node>/).
 ZONES ?= 0

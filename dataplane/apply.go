@@ -12,6 +12,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // External ID keys that mark the rows udnkit owns. Network and Topology are
@@ -34,18 +35,28 @@ type Owner struct {
 	// piece: the rows of the topology this piece replaces (the old Layer2
 	// topology's GR-to-switch ports, routes and NATs), so they are cleaned up.
 	AdoptLegacy bool
+	// Legacy narrows AdoptLegacy to the rows it accepts (the row is a
+	// *nbdb.LogicalRouter, *nbdb.LogicalRouterPort, ... of the table at hand).
+	// OVN-Kubernetes labels its own rows of a network (the gateway router, its
+	// rtoe- port and default routes, the external switch) with the same
+	// network and topology and no piece: without Legacy they would be adopted
+	// and removed. nil adopts every such row.
+	Legacy func(row any) bool
 }
 
 func (o Owner) ids() map[string]string {
 	return map[string]string{ExternalIDNetwork: o.Network, ExternalIDTopology: o.Topology, ExternalIDPiece: o.Piece}
 }
 
-func (o Owner) owns(ids map[string]string) bool {
+func (o Owner) owns(ids map[string]string, row any) bool {
 	if ids[ExternalIDNetwork] != o.Network || ids[ExternalIDTopology] != o.Topology {
 		return false
 	}
 	piece, ok := ids[ExternalIDPiece]
-	return piece == o.Piece || (o.AdoptLegacy && !ok)
+	if piece == o.Piece {
+		return true
+	}
+	return o.AdoptLegacy && !ok && (o.Legacy == nil || o.Legacy(row))
 }
 
 // Router is a desired Logical_Router with the children this piece owns on it.
@@ -83,6 +94,9 @@ type Desired struct {
 	Switches []Switch
 	// DHCPOptions are root rows, identified by their cidr and k8s.ovn.org/vm external ID.
 	DHCPOptions []nbdb.DHCPOptions
+	// AddressSets are root rows, identified by their name (which policies'
+	// matches reference as $name).
+	AddressSets []nbdb.AddressSet
 }
 
 // Result says what an Apply did.
@@ -101,8 +115,7 @@ func (c *Client) Apply(ctx context.Context, d *Desired) (Result, error) {
 	if err := d.validate(); err != nil {
 		return Result{}, err
 	}
-	c.apply.Lock()
-	defer c.apply.Unlock()
+	defer c.applying.lock(ovnk.NetworkPrefix(d.Owner.Network))()
 	// Plan only against a cache that the monitor has resynchronised.
 	if err := waitConnected(ctx, c.NB); err != nil {
 		return Result{}, err
@@ -113,6 +126,9 @@ func (c *Client) Apply(ctx context.Context, d *Desired) (Result, error) {
 	}
 	if len(p.ops) == 0 {
 		return Result{}, nil
+	}
+	if c.beforeTransact != nil {
+		c.beforeTransact(d.Owner)
 	}
 	started := time.Now()
 	results, err := c.NB.Transact(ctx, p.ops...)
@@ -265,7 +281,7 @@ func (c *Client) PieceNetworks(topology, piece string) []string {
 	}
 	for _, table := range []string{nbdb.LogicalRouterTable, nbdb.LogicalSwitchTable, nbdb.LogicalRouterPortTable,
 		nbdb.LogicalSwitchPortTable, nbdb.LogicalRouterStaticRouteTable, nbdb.LogicalRouterPolicyTable,
-		nbdb.NATTable, nbdb.DHCPOptionsTable} {
+		nbdb.NATTable, nbdb.DHCPOptionsTable, nbdb.AddressSetTable} {
 		t := c.NB.Cache().Table(table)
 		if t == nil {
 			continue
@@ -287,6 +303,8 @@ func (c *Client) PieceNetworks(topology, piece string) []string {
 			case *nbdb.NAT:
 				note(r.ExternalIDs)
 			case *nbdb.DHCPOptions:
+				note(r.ExternalIDs)
+			case *nbdb.AddressSet:
 				note(r.ExternalIDs)
 			}
 		}

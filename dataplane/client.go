@@ -61,10 +61,16 @@ type TLS struct {
 type Client struct {
 	NB client.Client
 	SB client.Client
-	// apply serialises Apply: a piece plans against a cache that shows every
-	// earlier Apply, so two pieces sharing a missing router or switch
-	// (Shared) never both create it.
-	apply sync.Mutex
+	// applying serialises the Applies of one network (by its OVN name
+	// prefix, which every row name of the network starts with): a piece plans
+	// against a cache that shows every earlier Apply of its network, so two
+	// pieces sharing a missing router or switch (Shared) never both create
+	// it. Networks share no rows, so different networks apply concurrently:
+	// a large network's transaction never delays another's.
+	applying networkLocks
+	// beforeTransact, when set (by benchmarks), runs in Apply after planning,
+	// with the network's lock held, just before the transaction is sent.
+	beforeTransact func(Owner)
 
 	dbs []*database
 	// connecting is set once Connect runs (on the leader, in the manager).
@@ -100,7 +106,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	nb, err := newDatabase("nb", "--ovn-nb-address", cfg.NBAddress, tlsNB, nbModel,
 		&nbdb.LogicalRouter{}, &nbdb.LogicalRouterPort{}, &nbdb.LogicalSwitch{}, &nbdb.LogicalSwitchPort{},
-		&nbdb.LogicalRouterStaticRoute{}, &nbdb.LogicalRouterPolicy{}, &nbdb.NAT{}, &nbdb.DHCPOptions{})
+		&nbdb.LogicalRouterStaticRoute{}, &nbdb.LogicalRouterPolicy{}, &nbdb.NAT{}, &nbdb.DHCPOptions{}, &nbdb.AddressSet{})
 	if err != nil {
 		return nil, err
 	}
@@ -428,3 +434,39 @@ var connected = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 }, []string{"db"})
 
 func init() { metrics.Registry.MustRegister(connected) }
+
+// networkLocks is one mutex per key, existing only while someone holds or
+// waits for it.
+type networkLocks struct {
+	mu    sync.Mutex
+	locks map[string]*networkLock
+}
+
+type networkLock struct {
+	sync.Mutex
+	users int
+}
+
+// lock locks key and returns its unlock.
+func (l *networkLocks) lock(key string) func() {
+	l.mu.Lock()
+	if l.locks == nil {
+		l.locks = map[string]*networkLock{}
+	}
+	nl := l.locks[key]
+	if nl == nil {
+		nl = &networkLock{}
+		l.locks[key] = nl
+	}
+	nl.users++
+	l.mu.Unlock()
+	nl.Lock()
+	return func() {
+		nl.Unlock()
+		l.mu.Lock()
+		if nl.users--; nl.users == 0 {
+			delete(l.locks, key)
+		}
+		l.mu.Unlock()
+	}
+}

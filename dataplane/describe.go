@@ -62,6 +62,9 @@ func (d *Desired) Describe(w io.Writer) {
 			fmt.Fprintf(w, "    nat %s %s -> %s\n", n.Type, n.LogicalIP, n.ExternalIP)
 		}
 	}
+	for _, a := range d.AddressSets {
+		fmt.Fprintf(w, "address_set %s addresses=%q\n", a.Name, a.Addresses)
+	}
 	for _, o := range d.DHCPOptions {
 		fmt.Fprintf(w, "dhcp_options %s%s\n", o.Cidr, kv(" options", o.Options))
 	}

@@ -62,9 +62,8 @@ type Layer2Node struct {
 	// TopologyVersion is the node's k8s.ovn.org/layer2-topology-version.
 	TopologyVersion string
 	// RunningPods counts the node's running pods on any primary Layer2 network
-	// (OKEP-5094: a node moves all networks at once); a local node that is not
-	// yet on version 2.0 switches only when it has none, and until then keeps
-	// the old topology while the zone's upgraded node gets the upgrade rows.
+	// (OKEP-5094: a node moves all its networks at once); a local node that is
+	// not yet on version 2.0 switches only when it has none.
 	RunningPods int
 	// JoinIPs default to the join subnets' address at offset ID, with their prefix length.
 	JoinIPs []netip.Prefix
@@ -106,8 +105,7 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 	names := ovnk.NamesFor(net.Name)
 	transits := net.transits()
 	var all []l2node
-	var locals []int      // upgraded local nodes
-	var localOld []string // local nodes that still run pods on the old topology
+	var locals []int
 	anyOld := false
 	seenID := map[int]string{}
 	for i, n := range nodes {
@@ -120,28 +118,18 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 		}
 		seenID[n.ID] = n.Name
 		if n.Local {
-			if Layer2NodeCanSwitch(n) {
-				ln.upgraded = true
-				locals = append(locals, len(all))
-			} else {
-				localOld = append(localOld, n.Name)
+			if !Layer2NodeCanSwitch(n) {
+				return nil, fmt.Errorf("nodes[%d] (%s): the local node still runs %d pods on network %s with topology version %q; it switches to %s only when it has none",
+					i, n.Name, n.RunningPods, net.Name, n.TopologyVersion, ovnk.Layer2TopologyVersionTransitRouter)
 			}
+			ln.upgraded = true
+			locals = append(locals, len(all))
 		}
 		anyOld = anyOld || !ln.upgraded
 		all = append(all, ln)
 	}
 	if anyOld && len(locals) > 1 {
-		return nil, fmt.Errorf("nodes: the upgrade topology supports one upgraded local node per zone (OVN-Kubernetes runs a zone per node), got %d while %d nodes still run the old topology",
-			len(locals), countOld(all))
-	}
-	desired := &Desired{
-		Owner: Owner{Network: net.Name, Topology: TopologyLayer2, Piece: PieceTransitRouter, AdoptLegacy: true},
-	}
-	if len(localOld) > 0 && len(locals) == 0 {
-		// Every local node still runs pods on the old topology, whose gateway
-		// router holds the network's gateway address on the switch: the zone
-		// gets no transit router until one of them has drained.
-		return desired, nil
+		return nil, fmt.Errorf("nodes: the upgrade topology supports one local node per zone, got %d", len(locals))
 	}
 
 	tr := Router{Row: nbdb.LogicalRouter{
@@ -156,22 +144,21 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 	gwMAC := ovnk.MACFromIP(gws[0].Addr()).String()
 	tr.Ports = append(tr.Ports, nbdb.LogicalRouterPort{
 		Name: names.RouterToSwitch(), MAC: gwMAC, Networks: prefixStrings(gws),
+		Ipv6RaConfigs: net.raConfigs(),
 	})
 	sw.Ports = append(sw.Ports, nbdb.LogicalSwitchPort{
 		Name: names.SwitchToRouter(), Type: "router", Addresses: []string{"router"},
 		Options: map[string]string{"router-port": names.RouterToSwitch()},
 	})
+	desired := &Desired{
+		Owner: Owner{Network: net.Name, Topology: TopologyLayer2, Piece: PieceTransitRouter, AdoptLegacy: true,
+			Legacy: Layer2Legacy(net.Subnets, net.MasqueradeIPs)},
+	}
+	serviceRoutes := false
 	for _, n := range all {
 		if !n.upgraded {
-			// Old-topology node: reach its join IP through the upgrade port (the
-			// document's "100.65.0.3 100.65.0.3 dst-ip"); a remote one keeps its
-			// remote switch port (a local one's router port is its own GR's).
-			for _, j := range n.joinIPs {
-				tr.Routes = append(tr.Routes, staticRoute(j.Addr().String(), j.Addr().String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
-			}
-			if n.Local {
-				continue
-			}
+			// Old-topology node: keep its remote switch port and reach its join IP
+			// through the upgrade port (the document's "100.65.0.3 100.65.0.3 dst-ip").
 			sw.Ports = append(sw.Ports, nbdb.LogicalSwitchPort{
 				Name: names.SwitchToGR(n.Name), Type: "remote",
 				Addresses: []string{macAndIPs(n.joinIPs)},
@@ -180,6 +167,9 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 					"requested-chassis": n.Chassis,
 				},
 			})
+			for _, j := range n.joinIPs {
+				tr.Routes = append(tr.Routes, staticRoute(j.Addr().String(), j.Addr().String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
+			}
 			continue
 		}
 		port := nbdb.LogicalRouterPort{
@@ -203,13 +193,21 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 			gr, _ := ovnk.FamilyOf(n.grSide, s.Addr().Is6())
 			tr.Routes = append(tr.Routes, staticRoute(s.String(), gr.Addr().String(), nbdb.LogicalRouterStaticRoutePolicySrcIP, nil))
 		}
-		for _, svc := range net.ServiceIPs {
-			s, _ := ovnk.FamilyOf(net.Subnets, svc.Is6())
-			mgmt, _ := ovnk.AddrAt(s, 2)
-			tr.Routes = append(tr.Routes, staticRoute(svc.String(), mgmt.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
+		if !serviceRoutes {
+			// Once per zone, whatever its number of local nodes (one in
+			// OVN-Kubernetes' interconnect mode, all of them in a single zone).
+			serviceRoutes = true
+			for _, svc := range net.ServiceIPs {
+				s, _ := ovnk.FamilyOf(net.Subnets, svc.Is6())
+				mgmt, _ := ovnk.AddrAt(s, 2)
+				tr.Routes = append(tr.Routes, staticRoute(svc.String(), mgmt.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
+			}
 		}
 		for _, ip := range n.NodeIPs {
-			s, _ := ovnk.FamilyOf(net.Subnets, ip.Is6())
+			s, ok := ovnk.FamilyOf(net.Subnets, ip.Is6())
+			if !ok {
+				continue // a node IP of a family the network does not have
+			}
 			mgmt, _ := ovnk.AddrAt(s, 2)
 			tr.Policies = append(tr.Policies, nbdb.LogicalRouterPolicy{
 				Priority: PolicyPriorityNodeIP, Action: nbdb.LogicalRouterPolicyActionReroute,
@@ -270,7 +268,11 @@ func (net Layer2Network) gatewayRouter(n l2node) Router {
 	if net.MTU > 0 {
 		port.Options = map[string]string{"gateway_mtu": strconv.Itoa(net.MTU)}
 	}
-	gr := Router{Row: nbdb.LogicalRouter{
+	// OVN-Kubernetes' gateway controller owns the GR (with its rtoe- port,
+	// external switch and default routes): an existing one is referenced and
+	// only the rtotr- port and the route back to the network are udnkit's; a
+	// missing one (no OVN-Kubernetes, as in `make run`) is created.
+	gr := Router{Shared: true, Row: nbdb.LogicalRouter{
 		Name: n.gr,
 		Options: map[string]string{
 			"chassis":                       n.Chassis,
@@ -283,6 +285,61 @@ func (net Layer2Network) gatewayRouter(n l2node) Router {
 		gr.Routes = append(gr.Routes, staticRoute(s.String(), trSide.Addr().String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, ptr(n.rtotr)))
 	}
 	return gr
+}
+
+// raConfigs are the rtos- port's ipv6_ra_configs on a network with an IPv6
+// subnet, as upstream's syncNodeClusterRouterPort sets them for primary
+// Layer2 networks: guests learn their default route from the router
+// advertisements (stateful DHCPv6 addresses), at a low preference so a
+// static gateway wins.
+func (net Layer2Network) raConfigs() map[string]string {
+	if _, ok := ovnk.FamilyOf(net.Subnets, true); !ok {
+		return nil
+	}
+	ra := map[string]string{
+		"address_mode": "dhcpv6_stateful", "send_periodic": "true",
+		"max_interval": "900", "min_interval": "300", "router_preference": "LOW",
+	}
+	if net.MTU > 0 {
+		ra["mtu"] = strconv.Itoa(net.MTU)
+	}
+	return ra
+}
+
+// Layer2Legacy says which rows of a network, labelled with its network and
+// topology but no udnkit piece, are the old Layer2 topology's and so adopted
+// (and removed when not desired): the transit router and layer2 switch by
+// name, the old GR-to-switch ports (rtos-<switch>, stor-GR_...), routes whose
+// nexthop is inside the network's subnets (the old GR route to the
+// management port) and SNATs to the management port's masquerade IPs. Rows
+// OVN-Kubernetes keeps in the new topology (the GR itself, its rtoe- port and
+// default routes, the external switch, node SNATs) carry the same labels and
+// are never adopted.
+func Layer2Legacy(subnets []netip.Prefix, masqueradeIPs []netip.Addr) func(any) bool {
+	inSubnets := func(a string) bool {
+		ip, err := netip.ParseAddr(a)
+		return err == nil && slices.ContainsFunc(subnets, func(s netip.Prefix) bool { return s.Contains(ip) })
+	}
+	return func(row any) bool {
+		switch r := row.(type) {
+		case *nbdb.LogicalRouter:
+			return strings.HasSuffix(r.Name, "transit_router")
+		case *nbdb.LogicalSwitch:
+			return strings.HasSuffix(r.Name, "ovn_layer2_switch")
+		case *nbdb.LogicalRouterPort:
+			return strings.HasPrefix(r.Name, "rtos-") || strings.HasPrefix(r.Name, "trtor-") || strings.HasPrefix(r.Name, "rtotr-")
+		case *nbdb.LogicalSwitchPort:
+			return strings.HasPrefix(r.Name, "stor-")
+		case *nbdb.LogicalRouterStaticRoute:
+			return inSubnets(r.Nexthop)
+		case *nbdb.NAT:
+			ext, err := netip.ParseAddr(r.ExternalIP)
+			return err == nil && slices.Contains(masqueradeIPs, ext)
+		case *nbdb.LogicalRouterPolicy:
+			return true
+		}
+		return false
+	}
 }
 
 // transits are the network's transit subnets or OVN-Kubernetes' defaults.
@@ -412,16 +469,6 @@ func (net Layer2Network) resolve(names ovnk.Layer2Names, transits []netip.Prefix
 		return l2node{}, fmt.Errorf("legacyTunnelKey: a node on the old topology needs its old switch port tunnel key")
 	}
 	return ln, nil
-}
-
-func countOld(all []l2node) int {
-	n := 0
-	for _, ln := range all {
-		if !ln.upgraded {
-			n++
-		}
-	}
-	return n
 }
 
 // sortedFamilies returns the prefixes IPv4 first.

@@ -284,6 +284,10 @@ func TestLayer2TopologyRejectsBadInput(t *testing.T) {
 			ns[0].JoinIPs = []netip.Prefix{pfx("100.99.0.2/16")}
 			return ns
 		}, "nodes[0] (node1): joinIPs: 100.99.0.2/16 is outside join subnet 100.65.0.0/16"},
+		{"local node still has pods", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
+			ns[0].TopologyVersion, ns[0].RunningPods = "", 3
+			return ns
+		}, `nodes[0] (node1): the local node still runs 3 pods on network test12_namespace-scoped with topology version ""; it switches to 2.0 only when it has none`},
 		{"old remote node without legacy key", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
 			ns[1].TopologyVersion, ns[1].LegacyTunnelKey = "", 0
 			return ns

@@ -26,14 +26,50 @@ func SubnetPairPolicies(subnets []netip.Prefix) []nbdb.LogicalRouterPolicy {
 	return out
 }
 
-// Layer3SubnetPolicies is the OKEP-5377 piece of a Layer3 network: on the
-// network's cluster router the priority-102 allow policies for every ordered
-// pair of the network's subnets of the same family. The router is shared: an
-// existing one (owned by the Layer3 topology) is referenced by name and only
-// these policies on it are managed; a missing one is created and owned by this
-// piece. Appending a subnet adds the new pairs; removing one removes its pairs;
-// other policies on a foreign router are never touched.
+// Layer3PolicyForm chooses the rows of the OKEP-5377 "every subnet pair is
+// allowed" rule.
+type Layer3PolicyForm string
+
+const (
+	// PolicyFormAddressSet (the default) writes O(subnets) rows: a family
+	// with one subnet gets upstream's single policy
+	// "ip4.src == S && ip4.dst == S"; a family with more gets one
+	// Address_Set of its subnets and one policy "ip4.src == $set && ip4.dst == $set".
+	// The verdict is the same as the pair form's for every packet.
+	PolicyFormAddressSet Layer3PolicyForm = "address-set"
+	// PolicyFormPairs writes what upstream OVN-Kubernetes writes
+	// (createDefaultNoReroutePodPolicies): one policy per ordered pair of
+	// subnets of a family, O(subnets²) rows (200 subnets: 40,000 policies).
+	PolicyFormPairs Layer3PolicyForm = "pairs"
+)
+
+// ParseLayer3PolicyForm reads the manager's --layer3-subnet-policies ("" is the default).
+func ParseLayer3PolicyForm(s string) (Layer3PolicyForm, error) {
+	switch f := Layer3PolicyForm(s); f {
+	case "":
+		return PolicyFormAddressSet, nil
+	case PolicyFormAddressSet, PolicyFormPairs:
+		return f, nil
+	}
+	return "", fmt.Errorf("layer3 subnet policy form %q: want %q or %q", s, PolicyFormAddressSet, PolicyFormPairs)
+}
+
+// Layer3SubnetPolicies is the OKEP-5377 piece of a Layer3 network in the
+// default form (PolicyFormAddressSet).
 func Layer3SubnetPolicies(network string, subnets []netip.Prefix) (*Desired, error) {
+	return Layer3SubnetPoliciesForm(network, subnets, PolicyFormAddressSet)
+}
+
+// Layer3SubnetPoliciesForm is the OKEP-5377 piece of a Layer3 network: on the
+// network's cluster router, priority-102 allow policies that let traffic
+// between any two of the network's subnets of one family through, in the
+// chosen form. The router is shared: an existing one (owned by the Layer3
+// topology) is referenced by name and only these policies on it are managed;
+// a missing one is created and owned by this piece. Appending a subnet
+// changes the rows (pair form: adds the new pairs; address-set form: adds the
+// subnet to the set, or replaces a family's single policy by the set's);
+// other policies on a foreign router are never touched.
+func Layer3SubnetPoliciesForm(network string, subnets []netip.Prefix, form Layer3PolicyForm) (*Desired, error) {
 	if network == "" {
 		return nil, fmt.Errorf("network.name: must not be empty")
 	}
@@ -50,12 +86,38 @@ func Layer3SubnetPolicies(network string, subnets []netip.Prefix) (*Desired, err
 		}
 		seen[s.Masked()] = i
 	}
-	return &Desired{
-		Owner: Owner{Network: network, Topology: TopologyLayer3, Piece: PieceSubnetPolicies},
-		Routers: []Router{{
-			Row:      nbdb.LogicalRouter{Name: ovnk.NamesFor(network).ClusterRouter()},
-			Shared:   true,
-			Policies: SubnetPairPolicies(subnets),
-		}},
-	}, nil
+	d := &Desired{
+		Owner:   Owner{Network: network, Topology: TopologyLayer3, Piece: PieceSubnetPolicies},
+		Routers: []Router{{Row: nbdb.LogicalRouter{Name: ovnk.NamesFor(network).ClusterRouter()}, Shared: true}},
+	}
+	switch form {
+	case PolicyFormPairs:
+		d.Routers[0].Policies = SubnetPairPolicies(subnets)
+	case PolicyFormAddressSet, "":
+		for _, v6 := range []bool{false, true} {
+			var family []netip.Prefix
+			for _, s := range subnets {
+				if s.Addr().Is6() == v6 {
+					family = append(family, s.Masked())
+				}
+			}
+			if len(family) < 2 {
+				d.Routers[0].Policies = append(d.Routers[0].Policies, SubnetPairPolicies(family)...)
+				continue
+			}
+			f := ipFamily(family[0].Addr())
+			set := nbdb.AddressSet{Name: ovnk.NamesFor(network).SubnetsAddressSet(f)}
+			for _, s := range family {
+				set.Addresses = append(set.Addresses, s.String())
+			}
+			d.AddressSets = append(d.AddressSets, set)
+			d.Routers[0].Policies = append(d.Routers[0].Policies, nbdb.LogicalRouterPolicy{
+				Priority: PolicyPriorityAllow, Action: nbdb.LogicalRouterPolicyActionAllow,
+				Match: fmt.Sprintf("%s.src == $%s && %s.dst == $%s", f, set.Name, f, set.Name),
+			})
+		}
+	default:
+		return nil, fmt.Errorf("layer3 subnet policy form %q: want %q or %q", form, PolicyFormAddressSet, PolicyFormPairs)
+	}
+	return d, nil
 }

@@ -10,12 +10,13 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 )
 
-// OKEP-5377: the cluster router allows east-west traffic between every
-// ordered pair of subnets of one family, updated when a subnet is appended.
+// OKEP-5377 in upstream's pair form: the cluster router allows east-west
+// traffic between every ordered pair of subnets of one family, updated when a
+// subnet is appended.
 func TestLayer3SubnetPairPoliciesAfterAppend(t *testing.T) {
 	e := newEnv(t)
 	const router = "udn_udn.primary.layer3_ovn_cluster_router"
-	d, err := Layer3SubnetPolicies("udn_udn-primary-layer3", []netip.Prefix{pfx("10.1.0.0/16"), pfx("fd00:10:1::/48")})
+	d, err := Layer3SubnetPoliciesForm("udn_udn-primary-layer3", []netip.Prefix{pfx("10.1.0.0/16"), pfx("fd00:10:1::/48")}, PolicyFormPairs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,8 +46,8 @@ func TestLayer3SubnetPairPoliciesAfterAppend(t *testing.T) {
 		"102 ip6.src == fd00:10:1::/48 && ip6.dst == fd00:10:1::/48 allow",
 	)
 
-	d, err = Layer3SubnetPolicies("udn_udn-primary-layer3",
-		[]netip.Prefix{pfx("10.1.0.0/16"), pfx("fd00:10:1::/48"), pfx("10.2.0.0/16")})
+	d, err = Layer3SubnetPoliciesForm("udn_udn-primary-layer3",
+		[]netip.Prefix{pfx("10.1.0.0/16"), pfx("fd00:10:1::/48"), pfx("10.2.0.0/16")}, PolicyFormPairs)
 	if err != nil {
 		t.Fatal(err)
 	}

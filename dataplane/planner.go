@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -22,6 +23,9 @@ type planner struct {
 	ops    []ovsdb.Operation
 	named  int
 	tables map[string]map[string]model.Model
+	// ownerIDs is the owner's external_ids, shared read-only by the desired
+	// rows that have no other external_ids.
+	ownerIDs map[string]string
 	// gone are the rows the plan deletes or unreferences (garbage-collected).
 	gone []rowRef
 }
@@ -62,6 +66,9 @@ func newPlan(api client.Client, d *Desired) (*planner, error) {
 		return nil, err
 	}
 	if err := roots(p, dhcpSpec, d.DHCPOptions); err != nil {
+		return nil, err
+	}
+	if err := roots(p, addressSetSpec, d.AddressSets); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -128,7 +135,7 @@ func children[T any, PT interface {
 			continue
 		}
 		row := m.(PT)
-		if !p.owner.owns(*sp.ids((*T)(row))) {
+		if !p.owner.owns(*sp.ids((*T)(row)), row) {
 			continue
 		}
 		if _, dup := existing[sp.key((*T)(row))]; dup {
@@ -174,8 +181,16 @@ func children[T any, PT interface {
 	return insert, remove, nil
 }
 
-// stamp adds the owner's external_ids to a desired row's.
+// stamp adds the owner's external_ids to a desired row's. Rows with no
+// external_ids of their own (most of them) share one read-only map.
 func (p *planner) stamp(ids *map[string]string) {
+	if len(*ids) == 0 {
+		if p.ownerIDs == nil {
+			p.ownerIDs = p.owner.ids()
+		}
+		*ids = p.ownerIDs
+		return
+	}
 	m := make(map[string]string, len(*ids)+3)
 	for k, v := range *ids {
 		m[k] = v
@@ -249,6 +264,14 @@ var dhcpSpec = spec[nbdb.DHCPOptions]{
 	fields: func(r *nbdb.DHCPOptions) []any { return []any{&r.ExternalIDs, &r.Options} },
 }
 
+var addressSetSpec = spec[nbdb.AddressSet]{
+	table:  nbdb.AddressSetTable,
+	key:    func(r *nbdb.AddressSet) string { return r.Name },
+	uuid:   func(r *nbdb.AddressSet) *string { return &r.UUID },
+	ids:    func(r *nbdb.AddressSet) *map[string]string { return &r.ExternalIDs },
+	fields: func(r *nbdb.AddressSet) []any { return []any{&r.ExternalIDs, &r.Addresses} },
+}
+
 // roots diffs rows of a root table (kept until deleted) that this piece owns.
 func roots[T any, PT interface {
 	*T
@@ -281,7 +304,7 @@ func (p *planner) routers(desired []Router) error {
 		size := func(x *nbdb.LogicalRouter) int {
 			return len(x.Ports) + len(x.StaticRoutes) + len(x.Policies) + len(x.Nat)
 		}
-		if prev, dup := byName[r.Name]; !dup || preferred(p.owner, prev.ExternalIDs, r.ExternalIDs, size(prev), size(r)) {
+		if prev, dup := byName[r.Name]; !dup || preferred(p.owner, prev.ExternalIDs, r.ExternalIDs, prev, r, size(prev), size(r)) {
 			byName[r.Name] = r
 		}
 	}
@@ -290,7 +313,7 @@ func (p *planner) routers(desired []Router) error {
 		d := &desired[i]
 		wanted[d.Row.Name] = true
 		ex := byName[d.Row.Name]
-		ref, err := p.reference("logical router", d.Row.Name, d.Ref, d.Shared, ex != nil, ex != nil && p.owner.owns(ex.ExternalIDs))
+		ref, err := p.reference("logical router", d.Row.Name, d.Ref, d.Shared, ex != nil, ex != nil && p.owner.owns(ex.ExternalIDs, ex))
 		if err != nil {
 			return err
 		}
@@ -336,7 +359,7 @@ func (p *planner) routers(desired []Router) error {
 			{&r.Ports, lrpSpec.table, ownedIn(p, lrpSpec)}, {&r.StaticRoutes, routeSpec.table, ownedIn(p, routeSpec)},
 			{&r.Policies, policySpec.table, ownedIn(p, policySpec)}, {&r.Nat, natSpec.table, ownedIn(p, natSpec)},
 		}
-		if p.owner.owns(r.ExternalIDs) && !keepShared(r.ExternalIDs, cols) {
+		if p.owner.owns(r.ExternalIDs, r) && !keepShared(r.ExternalIDs, cols) {
 			// Its ports, routes, policies and NATs are garbage-collected with it.
 			p.gone = append(p.gone, rowRef{nbdb.LogicalRouterTable, r.UUID})
 			if err := p.add(p.api.Where(r).Delete()); err != nil {
@@ -357,7 +380,7 @@ func (p *planner) switches(desired []Switch) error {
 	var current []*nbdb.LogicalSwitch
 	for _, s := range rowsOf[nbdb.LogicalSwitch](p, nbdb.LogicalSwitchTable) {
 		current = append(current, s)
-		if prev, dup := byName[s.Name]; !dup || preferred(p.owner, prev.ExternalIDs, s.ExternalIDs, len(prev.Ports), len(s.Ports)) {
+		if prev, dup := byName[s.Name]; !dup || preferred(p.owner, prev.ExternalIDs, s.ExternalIDs, prev, s, len(prev.Ports), len(s.Ports)) {
 			byName[s.Name] = s
 		}
 	}
@@ -366,7 +389,7 @@ func (p *planner) switches(desired []Switch) error {
 		d := &desired[i]
 		wanted[d.Row.Name] = true
 		ex := byName[d.Row.Name]
-		ref, err := p.reference("logical switch", d.Row.Name, d.Ref, d.Shared, ex != nil, ex != nil && p.owner.owns(ex.ExternalIDs))
+		ref, err := p.reference("logical switch", d.Row.Name, d.Ref, d.Shared, ex != nil, ex != nil && p.owner.owns(ex.ExternalIDs, ex))
 		if err != nil {
 			return err
 		}
@@ -393,7 +416,7 @@ func (p *planner) switches(desired []Switch) error {
 			continue
 		}
 		cols := []childColumn{{&s.Ports, lspSpec.table, ownedIn(p, lspSpec)}}
-		if p.owner.owns(s.ExternalIDs) && !keepShared(s.ExternalIDs, cols) {
+		if p.owner.owns(s.ExternalIDs, s) && !keepShared(s.ExternalIDs, cols) {
 			p.gone = append(p.gone, rowRef{nbdb.LogicalSwitchTable, s.UUID})
 			if err := p.add(p.api.Where(s).Delete()); err != nil {
 				return err
@@ -460,9 +483,9 @@ func (p *planner) reference(kind, name string, ref, shared, exists, owned bool) 
 // preferred says whether a second row with the same name should replace the
 // first as the one udnkit works on: an owned row beats a foreign one, then the
 // row with more children wins (the other is the leftover of a race).
-func preferred(owner Owner, prevIDs, nextIDs map[string]string, prevSize, nextSize int) bool {
-	if owner.owns(prevIDs) != owner.owns(nextIDs) {
-		return owner.owns(nextIDs)
+func preferred(owner Owner, prevIDs, nextIDs map[string]string, prev, next any, prevSize, nextSize int) bool {
+	if owner.owns(prevIDs, prev) != owner.owns(nextIDs, next) {
+		return owner.owns(nextIDs, next)
 	}
 	return nextSize > prevSize
 }
@@ -539,7 +562,7 @@ func ownedIn[T any](p *planner, sp spec[T]) func(string) bool {
 		if m == nil {
 			return false
 		}
-		return p.owner.owns(*sp.ids(m.(*T)))
+		return p.owner.owns(*sp.ids(m.(*T)), m)
 	}
 }
 
@@ -547,11 +570,45 @@ func ownedIn[T any](p *planner, sp spec[T]) func(string) bool {
 // unordered, an empty map equals a missing one, optional values compare by value.
 func sameFields(a, b []any) bool {
 	for i := range a {
-		if !sameValue(reflect.ValueOf(a[i]).Elem(), reflect.ValueOf(b[i]).Elem()) {
+		if !sameField(a[i], b[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+// sameField compares one managed column: the column types of the rows udnkit
+// writes without reflection (it is the planner's inner loop: every desired row
+// of a network is compared on every Apply), any other through sameValue.
+func sameField(a, b any) bool {
+	switch x := a.(type) {
+	case *map[string]string:
+		y := b.(*map[string]string)
+		return maps.Equal(*x, *y) // nil and empty compare equal, as OVSDB stores them
+	case *[]string:
+		y := b.(*[]string)
+		if len(*x) != len(*y) {
+			return false
+		}
+		if slices.Equal(*x, *y) {
+			return true
+		}
+		xs, ys := slices.Clone(*x), slices.Clone(*y)
+		slices.Sort(xs)
+		slices.Sort(ys)
+		return slices.Equal(xs, ys)
+	case **string:
+		y := b.(**string)
+		if *x == nil || *y == nil {
+			return *x == nil && *y == nil
+		}
+		return **x == **y
+	case *string:
+		return *x == *b.(*string)
+	case *int:
+		return *x == *b.(*int)
+	}
+	return sameValue(reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem())
 }
 
 func sameValue(a, b reflect.Value) bool {

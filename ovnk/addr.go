@@ -74,3 +74,12 @@ func TransitPeerSubnet(transit netip.Prefix, nodeID int) (netip.Prefix, error) {
 	}
 	return tr.Masked(), nil
 }
+
+// MustAddrAt is AddrAt for offsets known to fit (tests, the gateway's .1).
+func MustAddrAt(prefix netip.Prefix, n uint64) netip.Addr {
+	a, err := AddrAt(prefix, n)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}

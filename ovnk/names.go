@@ -1,6 +1,7 @@
 package ovnk
 
 import (
+	"hash/fnv"
 	"strconv"
 	"strings"
 )
@@ -68,3 +69,22 @@ func (n Layer2Names) TransitSwitchToRouter(node string) string { return n.prefix
 
 // RouterToTransitSwitch is the cluster router's port to the transit switch of a node.
 func (n Layer2Names) RouterToTransitSwitch(node string) string { return n.prefix + "rtots-" + node }
+
+// HashForOVN is upstream's util.HashForOVN: "a" and the decimal FNV-1a
+// 64-bit hash of s. OVN-Kubernetes names its Address_Set rows so, because a
+// set's name must be an OVN identifier in matches ($name) and network names
+// hold characters that are not.
+func HashForOVN(s string) string {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(s))
+	return "a" + strconv.FormatUint(h.Sum64(), 10)
+}
+
+// SubnetsAddressSet is the Address_Set holding a Layer3 network's cluster
+// subnets of one family ("ip4" or "ip6"), which its priority-102 allow
+// policy matches as "ip4.src == $set && ip4.dst == $set". The hashed name
+// is unique per network and family; the set is udnkit's (upstream writes one
+// policy per subnet pair instead).
+func (n Layer2Names) SubnetsAddressSet(family string) string {
+	return HashForOVN("udnkit:" + n.prefix + "cluster_subnets:" + family)
+}

@@ -23,7 +23,7 @@ import (
 type cudnReconciler struct{ *networkReconciler }
 
 func (r *cudnReconciler) setup(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	return r.watchConflicts(ctrl.NewControllerManagedBy(mgr), kindCUDN).
 		Named("clusteruserdefinednetwork").
 		For(&udnv1.ClusterUserDefinedNetwork{}).
 		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
@@ -75,6 +75,10 @@ func (r *cudnReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 				namespaces = append(namespaces, ns.Name)
 			}
 		}
+	}
+	namespaces, err := r.resolveConflicts(ctx, &n, namespaces)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	return r.reconcileNetwork(ctx, n, namespaces)
 }

@@ -75,6 +75,8 @@ type network struct {
 	kind   string
 	spec   udnv1.NetworkSpec
 	status *udnv1.NetworkStatus
+	// conflict, set by resolveConflicts (conflicts.go), overrides the status.
+	conflict *conflict
 	// uplinks is a CUDN's spec.uplinks.
 	uplinks []string
 	// conditions are written beside NetworkCreated: the fields udnkit
@@ -320,6 +322,7 @@ func (r *networkReconciler) ensureNAD(ctx context.Context, n network, want *nadv
 // and transitSubnets with server-side apply; conditionsChanged keeps each
 // condition's lastTransitionTime while its status holds.
 func (r *networkReconciler) applyStatus(ctx context.Context, n network, status metav1.ConditionStatus, reason, message string, transit []netip.Prefix) error {
+	status, reason, message = n.conflict.override(status, reason, message)
 	want := append([]metav1.Condition{{Type: udnv1.ConditionNetworkCreated, Status: status, Reason: reason, Message: message}}, n.conditions...)
 	conds, changed := conditionsChanged(n.status.Conditions, n.obj.GetGeneration(), want)
 	if !changed && sameTransit(n.status.TransitSubnets, transit) {

@@ -22,7 +22,7 @@ import (
 type udnReconciler struct{ *networkReconciler }
 
 func (r *udnReconciler) setup(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	return r.watchConflicts(ctrl.NewControllerManagedBy(mgr), kindUDN).
 		Named("userdefinednetwork").
 		For(&udnv1.UserDefinedNetwork{}).
 		// A NAD maps to the UDN of the same namespace and name, owned or
@@ -43,7 +43,11 @@ func (r *udnReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	n := network{obj: &udn, kind: kindUDN, spec: udn.Spec.Network(), status: &udn.Status}
-	return r.reconcileNetwork(ctx, n, []string{udn.Namespace})
+	namespaces, err := r.resolveConflicts(ctx, &n, []string{udn.Namespace})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return r.reconcileNetwork(ctx, n, namespaces)
 }
 
 // podNetworksChanged passes pods whose k8s.ovn.org/pod-networks annotation

@@ -223,11 +223,12 @@ func TestUDNConcurrentCreatesGetUniqueIDs(t *testing.T) {
 		ns := newNamespace(t, "conc", nil)
 		udns[i] = makeUDN(ns, "net", l2Spec(udnv1.NetworkRolePrimary, udnv1.CIDR(fmt.Sprintf("10.%d.0.0/16", 100+i))))
 	}
-	// CUDNs race the UDNs from the other controller, for the same pool.
-	sel := map[string]string{"conc": "cudn"}
-	newNamespace(t, "conc-cudn", sel)
+	// CUDNs race the UDNs from the other controller, for the same pool; each
+	// selects a namespace of its own (one Primary network per namespace).
 	var cudns []*udnv1.ClusterUserDefinedNetwork
 	for i := range n / 2 {
+		sel := map[string]string{"conc-cudn": fmt.Sprint(i)}
+		newNamespace(t, "conc-cudn", sel)
 		cudns = append(cudns, makeCUDN(fmt.Sprint("conc-", i), sel, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
 			Layer2: layer2(udnv1.NetworkRolePrimary, udnv1.CIDR(fmt.Sprintf("10.%d.0.0/16", 150+i)))}))
 	}

@@ -80,9 +80,9 @@ func ValidateNetworkAgainstRanges(path *field.Path, spec udnv1.NetworkSpec, cfg 
 // already had, so a configuration change never blocks updating an existing
 // network, while an appended subnet is still checked.
 func validateRanges(path *field.Path, spec udnv1.NetworkSpec, old *udnv1.NetworkSpec, cfg ovnk.ClusterConfig) field.ErrorList {
-	ranges := internalRanges(cfg)
+	ranges := cfg.InternalRanges()
 	if spec.Layer3 != nil {
-		ranges = append(ranges, transitRanges(cfg)...)
+		ranges = append(ranges, cfg.TransitRanges()...)
 	}
 	existing := map[string]bool{}
 	if old != nil {
@@ -100,10 +100,10 @@ func validateRanges(path *field.Path, spec udnv1.NetworkSpec, old *udnv1.Network
 			continue
 		}
 		for _, r := range ranges {
-			if p.Overlaps(r.prefix) {
+			if p.Overlaps(r.Prefix) {
 				errs = append(errs, field.Invalid(f.path, f.value, fmt.Sprintf(
 					"%s overlaps the %s %s (--%s); user defined networks must not overlap the cluster's internal ranges.",
-					p.Masked(), r.what, r.prefix, r.flag)))
+					p.Masked(), r.What, r.Prefix, r.Flag)))
 			}
 		}
 	}
@@ -124,11 +124,11 @@ func NetworkWarnings(path *field.Path, spec udnv1.NetworkSpec, cfg ovnk.ClusterC
 		if err != nil || !f.subnet {
 			continue
 		}
-		for _, r := range transitRanges(cfg) {
-			if p.Overlaps(r.prefix) {
+		for _, r := range cfg.TransitRanges() {
+			if p.Overlaps(r.Prefix) {
 				out = append(out, fmt.Sprintf(
 					"%s: %s overlaps the default %s %s (--%s); the network will use another transit subnet, shown in status.transitSubnets.",
-					f.path, p.Masked(), r.what, r.prefix, r.flag))
+					f.path, p.Masked(), r.What, r.Prefix, r.Flag))
 			}
 		}
 	}

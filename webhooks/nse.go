@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,8 +23,9 @@ import (
 // prefix length), be the only one of its IP family, lie inside one of the
 // subnets and outside the infrastructure subnets, and be neither the default
 // gateway nor the network or (IPv4) broadcast address; the MAC must be a
-// unicast EUI-48 address. path is the annotation's path. The referenced
-// IPAMClaim's existence needs a client and is checked by the webhook.
+// unicast EUI-48 address other than 00:00:00:00:00:00. path is the
+// annotation's path. The referenced IPAMClaim's existence needs a client and
+// is checked by the webhook.
 func ValidateNetworkSelection(path *field.Path, nse *nadv1.NetworkSelectionElement, l2 *udnv1.Layer2Config) field.ErrorList {
 	var errs field.ErrorList
 	if nse.Name != ovnk.DefaultNetworkName || nse.Namespace != ovnk.DefaultNetworkNamespace {
@@ -59,10 +61,14 @@ func ValidateNetworkSelection(path *field.Path, nse *nadv1.NetworkSelectionEleme
 			errs = append(errs, field.Invalid(p, nse.MacRequest, "must be a 48-bit MAC address such as 02:00:00:00:00:01."))
 		case mac[0]&1 == 1:
 			errs = append(errs, field.Invalid(p, nse.MacRequest, "must be a unicast MAC address (the lowest bit of the first octet must be 0)."))
+		case bytes.Equal(mac, zeroMAC):
+			errs = append(errs, field.Invalid(p, nse.MacRequest, "must not be the all-zero MAC address 00:00:00:00:00:00, which no interface can use; request a unicast address such as 02:00:00:00:00:01."))
 		}
 	}
 	return errs
 }
+
+var zeroMAC = net.HardwareAddr{0, 0, 0, 0, 0, 0}
 
 // NetworkSelectionWarnings returns what deserves a second look in an
 // element that passes ValidateNetworkSelection: a MAC with the 0a:58 prefix

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -33,9 +34,13 @@ var defaultNetworkPath = field.NewPath("metadata", "annotations").Key(ovnk.Annot
 // Primary Layer2 network, and keeps the annotation unchanged after create.
 // With Config.PreconfiguredUDNAddresses off it admits every pod.
 type PodValidator struct {
-	// Client reads namespaces, UDNs, CUDNs and IPAMClaims (uncached).
+	// Client reads namespaces, UDNs, CUDNs and IPAMClaims: the manager's
+	// cache (see UserDefinedNetworkValidator).
 	Client client.Reader
-	Config ovnk.ClusterConfig
+	// APIReader, when set, confirms against the apiserver what the cache
+	// does not hold yet (a namespace or IPAMClaim created moments ago).
+	APIReader client.Reader
+	Config    ovnk.ClusterConfig
 }
 
 var _ admission.Validator[*corev1.Pod] = &PodValidator{}
@@ -46,7 +51,7 @@ func (v *PodValidator) ValidateCreate(ctx context.Context, pod *corev1.Pod) (adm
 	if !v.Config.PreconfiguredUDNAddresses || !ok {
 		return nil, nil
 	}
-	spec, _, err := PrimaryNetworkOf(ctx, v.Client, pod.Namespace)
+	spec, err := cachedPrimaryNetworkOf(ctx, v.Client, v.APIReader, pod.Namespace)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
@@ -61,7 +66,12 @@ func (v *PodValidator) ValidateCreate(ctx context.Context, pod *corev1.Pod) (adm
 	errs := ValidateNetworkSelection(defaultNetworkPath, nse, spec.Layer2)
 	if ref := nse.IPAMClaimReference; ref != "" {
 		var claim ipamclaimsv1alpha1.IPAMClaim
-		err := v.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: ref}, &claim)
+		key := client.ObjectKey{Namespace: pod.Namespace, Name: ref}
+		err := v.Client.Get(ctx, key, &claim)
+		if apierrors.IsNotFound(err) && v.APIReader != nil {
+			// Created moments ago, perhaps: ask the apiserver before refusing.
+			err = v.APIReader.Get(ctx, key, &claim)
+		}
 		switch {
 		case apierrors.IsNotFound(err):
 			errs = append(errs, field.Invalid(defaultNetworkPath.Child("ipam-claim-reference"), ref, fmt.Sprintf(
@@ -122,9 +132,11 @@ func invalidPod(pod *corev1.Pod, errs field.ErrorList) error {
 // with a deprecation warning (see MigrateIPAMClaimAnnotation). It is a plain
 // admission.Handler because typed defaulters cannot return warnings.
 type PodDefaulter struct {
-	Client  client.Reader
-	Config  ovnk.ClusterConfig
-	Decoder admission.Decoder
+	// Client and APIReader: see PodValidator.
+	Client    client.Reader
+	APIReader client.Reader
+	Config    ovnk.ClusterConfig
+	Decoder   admission.Decoder
 }
 
 // Handle implements admission.Handler.
@@ -143,7 +155,7 @@ func (d *PodDefaulter) Handle(ctx context.Context, req admission.Request) admiss
 	if namespace == "" {
 		namespace = req.Namespace
 	}
-	spec, _, err := PrimaryNetworkOf(ctx, d.Client, namespace)
+	spec, err := cachedPrimaryNetworkOf(ctx, d.Client, d.APIReader, namespace)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
@@ -161,6 +173,16 @@ func (d *PodDefaulter) Handle(ctx context.Context, req admission.Request) admiss
 		Path:      "/metadata/annotations/" + escapeJSONPointer(ovnk.AnnotationDefaultNetwork),
 		Value:     annotations[ovnk.AnnotationDefaultNetwork],
 	}).WithWarnings(warnings...)
+}
+
+// cachedPrimaryNetworkOf is PrimaryNetworkOf on the indexed cache c; a
+// namespace the cache does not hold yet is read from live (when set).
+func cachedPrimaryNetworkOf(ctx context.Context, c, live client.Reader, namespace string) (*udnv1.NetworkSpec, error) {
+	spec, _, err := primaryNetworkOf(ctx, reader{Reader: c, indexed: true}, namespace)
+	if apierrors.IsNotFound(err) && live != nil {
+		spec, _, err = primaryNetworkOf(ctx, reader{Reader: live}, namespace)
+	}
+	return spec, err
 }
 
 // escapeJSONPointer escapes one JSON pointer token (RFC 6901).

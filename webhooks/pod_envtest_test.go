@@ -46,7 +46,7 @@ func claim(t *testing.T, c client.Client, ns, name string) {
 
 func TestPodPredefinedAddresses(t *testing.T) {
 	env := startEnv(t)
-	c := env.Client
+	c := synced(env.Client)
 	namespace(t, c, "vms", true, nil)
 	if err := c.Create(ctx, udn("vms", "vms", predefinedNetwork())); err != nil {
 		t.Fatal(err)
@@ -72,6 +72,7 @@ func TestPodPredefinedAddresses(t *testing.T) {
 		{"broadcast", `{"name": "default", "namespace": "ovn-kubernetes", "ips": ["192.168.100.255"]}`, []string{"broadcast address of subnet 192.168.100.0/24"}},
 		{"two IPv4", `{"name": "default", "namespace": "ovn-kubernetes", "ips": ["192.168.100.10", "192.168.100.11"]}`, []string{path + ".ips[1]", "at most one IP per IP family"}},
 		{"multicast MAC", `{"name": "default", "namespace": "ovn-kubernetes", "mac": "01:00:5e:00:00:01"}`, []string{path + ".mac", "unicast"}},
+		{"all-zero MAC", `{"name": "default", "namespace": "ovn-kubernetes", "mac": "00:00:00:00:00:00"}`, []string{path + ".mac", `Invalid value: "00:00:00:00:00:00": must not be the all-zero MAC address`}},
 		{"missing IPAMClaim", `{"name": "default", "namespace": "ovn-kubernetes", "ipam-claim-reference": "nope"}`, []string{path + ".ipam-claim-reference", "IPAMClaim vms/nope does not exist"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,7 +116,7 @@ func TestPodPredefinedAddresses(t *testing.T) {
 
 func TestPodDefaultNetworkCannotChange(t *testing.T) {
 	env := startEnv(t)
-	c := env.Client
+	c := synced(env.Client)
 	namespace(t, c, "immutable", true, nil)
 	if err := c.Create(ctx, udn("immutable", "n", predefinedNetwork())); err != nil {
 		t.Fatal(err)
@@ -184,7 +185,7 @@ func TestPodDefaultNetworkCannotChange(t *testing.T) {
 
 func TestNamespacePrimaryLabelCannotChange(t *testing.T) {
 	env := startEnv(t)
-	c := env.Client
+	c := synced(env.Client)
 	namespace(t, c, "label-add", false, nil)
 	namespace(t, c, "label-remove", true, nil)
 	for _, tc := range []struct {

@@ -36,37 +36,87 @@ type primaries struct {
 	cudns []cudnSelector
 }
 
-// loadPrimaries lists the Primary UDNs (of namespace, or of every namespace
-// when namespace is "") and every Primary CUDN.
-//
-// Both lists are consistent reads: after a write to any other resource the
-// apiserver serves them only once its watch cache has caught up, which takes
-// up to ~100 ms when the listed kind had no recent event. The two lists run
-// concurrently so a request waits for that at most once.
-func loadPrimaries(ctx context.Context, c client.Reader, namespace string) (*primaries, error) {
+// IndexPrimary is the field index udnkit's webhooks register on
+// UserDefinedNetworks and ClusterUserDefinedNetworks (see IndexFields): "true"
+// for a Primary network that is not being deleted. Listing with it (and, for
+// UDNs, a namespace) reads only the networks a one-primary-per-namespace
+// decision needs.
+const IndexPrimary = "udnkit.webhooks.primary"
+
+// IndexFields registers IndexPrimary with indexer (a manager's
+// GetFieldIndexer(), before the manager starts). The webhooks' Client must
+// be a cache with these indexes; see SetupWithManager.
+func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &udnv1.UserDefinedNetwork{}, IndexPrimary, func(o client.Object) []string {
+		u := o.(*udnv1.UserDefinedNetwork)
+		return primaryIndexValue(u.Spec.Network().IsPrimary() && u.DeletionTimestamp == nil)
+	}); err != nil {
+		return fmt.Errorf("indexing UserDefinedNetworks: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &udnv1.ClusterUserDefinedNetwork{}, IndexPrimary, func(o client.Object) []string {
+		cu := o.(*udnv1.ClusterUserDefinedNetwork)
+		return primaryIndexValue(cu.Spec.Network.IsPrimary() && cu.DeletionTimestamp == nil)
+	}); err != nil {
+		return fmt.Errorf("indexing ClusterUserDefinedNetworks: %w", err)
+	}
+	return indexOVNPrefixes(ctx, indexer)
+}
+
+var primaryTrue = []string{"true"}
+
+func primaryIndexValue(primary bool) []string {
+	if primary {
+		return primaryTrue
+	}
+	return nil
+}
+
+// reader is where the webhooks read the cluster: a cache with IndexFields'
+// indexes (indexed) or, to confirm a refusal, the apiserver itself.
+type reader struct {
+	client.Reader
+	indexed bool
+}
+
+// primaryOpts narrows a list to Primary networks: through the index (and
+// without copying the cached objects, which are only read) on a cache, on
+// the client side otherwise.
+func (r reader) primaryOpts(opts ...client.ListOption) []client.ListOption {
+	if r.indexed {
+		opts = append(opts, client.MatchingFields{IndexPrimary: "true"}, client.UnsafeDisableDeepCopy)
+	}
+	return opts
+}
+
+// loadPrimaries reads the Primary UDNs (of namespace, or of every namespace
+// when namespace is "") and every Primary CUDN: from the cache through
+// IndexPrimary, O(Primary networks) with no copy, or from the apiserver.
+func loadPrimaries(ctx context.Context, r reader, namespace string) (*primaries, error) {
 	var udns udnv1.UserDefinedNetworkList
 	var opts []client.ListOption
 	if namespace != "" {
 		opts = append(opts, client.InNamespace(namespace))
 	}
-	udnErr := make(chan error, 1)
-	go func() { udnErr <- c.List(ctx, &udns, opts...) }()
-	var cudns udnv1.ClusterUserDefinedNetworkList
-	cudnErr := c.List(ctx, &cudns)
-	if err := <-udnErr; err != nil {
+	if err := r.List(ctx, &udns, r.primaryOpts(opts...)...); err != nil {
 		return nil, fmt.Errorf("listing UserDefinedNetworks: %w", err)
 	}
-	if cudnErr != nil {
-		return nil, fmt.Errorf("listing ClusterUserDefinedNetworks: %w", cudnErr)
+	var cudns udnv1.ClusterUserDefinedNetworkList
+	if err := r.List(ctx, &cudns, r.primaryOpts()...); err != nil {
+		return nil, fmt.Errorf("listing ClusterUserDefinedNetworks: %w", err)
 	}
-	p := &primaries{udns: map[string][]primaryNetwork{}}
-	for _, u := range udns.Items {
+	p := &primaries{}
+	for i := range udns.Items {
+		u := &udns.Items[i]
 		if spec := u.Spec.Network(); spec.IsPrimary() && u.DeletionTimestamp == nil {
+			if p.udns == nil {
+				p.udns = map[string][]primaryNetwork{}
+			}
 			p.udns[u.Namespace] = append(p.udns[u.Namespace], primaryNetwork{
 				ref: "UserDefinedNetwork " + u.Namespace + "/" + u.Name, name: u.Name, kind: "UserDefinedNetwork", spec: spec})
 		}
 	}
-	for _, cu := range cudns.Items {
+	for i := range cudns.Items {
+		cu := &cudns.Items[i]
 		if !cu.Spec.Network.IsPrimary() || cu.DeletionTimestamp != nil {
 			continue
 		}
@@ -101,13 +151,18 @@ func (p *primaries) of(ns *corev1.Namespace, skipKind, skipName string) []primar
 // PrimaryNetworkOf returns the spec of the primary network of namespace
 // (a Primary UDN in it, or a Primary CUDN selecting it) and a description
 // such as "UserDefinedNetwork ns/name", or nil when the namespace uses the
-// cluster default network.
+// cluster default network. c is read as the apiserver (no field index); the
+// webhooks use primaryNetworkOf on their cache.
 func PrimaryNetworkOf(ctx context.Context, c client.Reader, namespace string) (*udnv1.NetworkSpec, string, error) {
+	return primaryNetworkOf(ctx, reader{Reader: c}, namespace)
+}
+
+func primaryNetworkOf(ctx context.Context, r reader, namespace string) (*udnv1.NetworkSpec, string, error) {
 	var ns corev1.Namespace
-	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, &ns); err != nil {
+	if err := r.Get(ctx, client.ObjectKey{Name: namespace}, &ns); err != nil {
 		return nil, "", fmt.Errorf("reading namespace %s: %w", namespace, err)
 	}
-	p, err := loadPrimaries(ctx, c, namespace)
+	p, err := loadPrimaries(ctx, r, namespace)
 	if err != nil {
 		return nil, "", err
 	}

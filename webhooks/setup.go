@@ -1,8 +1,11 @@
 package webhooks
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -16,25 +19,38 @@ const MutatePodPath = "/mutate--v1-pod"
 
 // SetupWithManager registers every udnkit webhook on mgr's webhook server:
 // the UDN and CUDN validators, the pod validator and the pod defaulter. They
-// read the cluster through mgr.GetAPIReader() (uncached), so a network
-// created a moment ago is seen by the next request. The manager's scheme must
-// know k8s.ovn.org/v1, core/v1 and IPAMClaims.
+// decide from mgr's informer cache, indexed by IndexFields, so a request costs
+// no apiserver round trip and reads only the Primary networks that matter; a
+// refusal is confirmed with mgr.GetAPIReader(). The cache may miss a network
+// created moments ago: two Primary networks for one namespace admitted in
+// that window are settled by the reconcilers (the older keeps it). The
+// manager's scheme must know k8s.ovn.org/v1, core/v1 and IPAMClaims.
 func SetupWithManager(mgr ctrl.Manager, cfg ovnk.ClusterConfig) error {
-	reader := mgr.GetAPIReader()
+	ctx := context.Background()
+	if err := IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	// Start the informers with the manager rather than on the first request.
+	for _, obj := range []client.Object{&corev1.Namespace{}, &udnv1.UserDefinedNetwork{}, &udnv1.ClusterUserDefinedNetwork{}} {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			return err
+		}
+	}
+	cached, live := mgr.GetCache(), mgr.GetAPIReader()
 	if err := ctrl.NewWebhookManagedBy(mgr, &udnv1.UserDefinedNetwork{}).
-		WithValidator(&UserDefinedNetworkValidator{Client: reader, Config: cfg}).Complete(); err != nil {
+		WithValidator(&UserDefinedNetworkValidator{Client: cached, APIReader: live, Config: cfg}).Complete(); err != nil {
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &udnv1.ClusterUserDefinedNetwork{}).
-		WithValidator(&ClusterUserDefinedNetworkValidator{Client: reader, Config: cfg}).Complete(); err != nil {
+		WithValidator(&ClusterUserDefinedNetworkValidator{Client: cached, APIReader: live, Config: cfg}).Complete(); err != nil {
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).
-		WithValidator(&PodValidator{Client: reader, Config: cfg}).Complete(); err != nil {
+		WithValidator(&PodValidator{Client: cached, APIReader: live, Config: cfg}).Complete(); err != nil {
 		return err
 	}
 	mgr.GetWebhookServer().Register(MutatePodPath, &webhook.Admission{
-		Handler: &PodDefaulter{Client: reader, Config: cfg, Decoder: admission.NewDecoder(mgr.GetScheme())},
+		Handler: &PodDefaulter{Client: cached, APIReader: live, Config: cfg, Decoder: admission.NewDecoder(mgr.GetScheme())},
 	})
 	return nil
 }

@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	ipamclaimsv1alpha1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,6 +41,7 @@ import (
 var shared struct {
 	once   sync.Once
 	env    *envtest.Environment
+	mgr    ctrl.Manager
 	cancel context.CancelFunc
 	done   chan error
 	err    error
@@ -81,6 +84,7 @@ func startEnv(tb testing.TB) *envtest.Environment {
 		if err == nil {
 			err = webhooks.SetupWithManager(mgr, testConfig())
 		}
+		shared.mgr = mgr
 		if err != nil {
 			shared.err = err
 			return
@@ -128,7 +132,69 @@ func clientWithWarnings(t testing.TB, env *envtest.Environment) (client.Client, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return client.WithFieldValidation(c, metav1.FieldValidationStrict), w
+	return synced(client.WithFieldValidation(c, metav1.FieldValidationStrict)), w
+}
+
+// syncedClient returns from a write of a kind the webhooks read (namespaces,
+// UDNs, CUDNs, IPAMClaims) once the webhooks' informer cache reflects it, so
+// a test's next request is judged on what the test just wrote. (The window
+// in which the cache lags is the reconcilers' to settle; their suite races
+// two creates on purpose.)
+type syncedClient struct {
+	client.Client
+}
+
+func synced(c client.Client) client.Client { return syncedClient{c} }
+
+func (c syncedClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if err := c.Client.Create(ctx, obj, opts...); err != nil {
+		return err
+	}
+	return waitCached(ctx, obj, false)
+}
+
+func (c syncedClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	if err := c.Client.Update(ctx, obj, opts...); err != nil {
+		return err
+	}
+	return waitCached(ctx, obj, false)
+}
+
+func (c syncedClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	if err := c.Client.Delete(ctx, obj, opts...); err != nil {
+		return err
+	}
+	return waitCached(ctx, obj, true)
+}
+
+// waitCached polls the webhooks' cache until it holds obj at obj's
+// resourceVersion or later (gone or being deleted, when deleted).
+func waitCached(ctx context.Context, obj client.Object, deleted bool) error {
+	switch obj.(type) {
+	case *corev1.Namespace, *udnv1.UserDefinedNetwork, *udnv1.ClusterUserDefinedNetwork, *ipamclaimsv1alpha1.IPAMClaim:
+	default:
+		return nil
+	}
+	want, _ := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		cur := obj.DeepCopyObject().(client.Object)
+		err := shared.mgr.GetCache().Get(ctx, client.ObjectKeyFromObject(obj), cur)
+		switch {
+		case deleted && (apierrors.IsNotFound(err) || err == nil && cur.GetDeletionTimestamp() != nil):
+			return nil
+		case !deleted && err == nil:
+			if have, _ := strconv.ParseUint(cur.GetResourceVersion(), 10, 64); have >= want {
+				return nil
+			}
+		case err != nil && !apierrors.IsNotFound(err):
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the webhooks' cache did not catch up with %T %s in 10 s", obj, client.ObjectKeyFromObject(obj))
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 var ctx = context.Background()

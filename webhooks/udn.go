@@ -24,10 +24,16 @@ import (
 // the cluster's internal ranges, one primary network per namespace and the
 // namespace label a Primary UDN needs.
 type UserDefinedNetworkValidator struct {
-	// Client reads namespaces, UDNs and CUDNs; use an uncached reader so two
-	// networks created back to back see each other.
+	// Client reads namespaces, UDNs and CUDNs: the manager's cache, with
+	// IndexFields' indexes (SetupWithManager). A network created moments ago
+	// may not be in it yet; the reconcilers settle the conflict that lets
+	// through (the older network keeps the namespace).
 	Client client.Reader
-	Config ovnk.ClusterConfig
+	// APIReader, when set, reads the apiserver to confirm a refusal the cache
+	// suggests, so a network or namespace the cache is behind on never gets
+	// a request refused. Only refusals pay for it.
+	APIReader client.Reader
+	Config    ovnk.ClusterConfig
 }
 
 var _ admission.Validator[*udnv1.UserDefinedNetwork] = &UserDefinedNetworkValidator{}
@@ -56,6 +62,13 @@ func (v *UserDefinedNetworkValidator) validate(ctx context.Context, old, udn *ud
 		oldSpec = &s
 	}
 	errs := ValidateNetworkSpec(path, oldSpec, spec, v.Config)
+	if old == nil {
+		more, err := ovnNameCollision(ctx, v.Client, v.APIReader, udnv1.KindUserDefinedNetwork, udn.Namespace, udn.Name, udnPrefix(udn))
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		errs = append(errs, more...)
+	}
 	if old == nil && spec.IsPrimary() {
 		more, err := v.validatePrimary(ctx, udn)
 		if err != nil {
@@ -77,10 +90,19 @@ func verdict(kind, name string, errs field.ErrorList, warnings []string) (admiss
 }
 
 // validatePrimary checks a new Primary UDN against its namespace: the label
-// and no other primary network.
+// and no other primary network. It decides from the cache and confirms a
+// refusal against the apiserver.
 func (v *UserDefinedNetworkValidator) validatePrimary(ctx context.Context, udn *udnv1.UserDefinedNetwork) (field.ErrorList, error) {
+	errs, err := v.checkPrimary(ctx, reader{Reader: v.Client, indexed: true}, udn)
+	if err != nil || len(errs) == 0 || v.APIReader == nil {
+		return errs, err
+	}
+	return v.checkPrimary(ctx, reader{Reader: v.APIReader}, udn)
+}
+
+func (v *UserDefinedNetworkValidator) checkPrimary(ctx context.Context, r reader, udn *udnv1.UserDefinedNetwork) (field.ErrorList, error) {
 	var ns corev1.Namespace
-	if err := v.Client.Get(ctx, client.ObjectKey{Name: udn.Namespace}, &ns); apierrors.IsNotFound(err) {
+	if err := r.Get(ctx, client.ObjectKey{Name: udn.Namespace}, &ns); apierrors.IsNotFound(err) {
 		return field.ErrorList{field.NotFound(field.NewPath("metadata", "namespace"), udn.Namespace)}, nil
 	} else if err != nil {
 		return nil, fmt.Errorf("reading namespace %s: %w", udn.Namespace, err)
@@ -92,7 +114,7 @@ func (v *UserDefinedNetworkValidator) validatePrimary(ctx context.Context, udn *
 			"a Primary UserDefinedNetwork requires its namespace %s to have the label %s, set when the namespace is created.",
 			ns.Name, ovnk.LabelPrimaryUserDefinedNetwork)))
 	}
-	p, err := loadPrimaries(ctx, v.Client, udn.Namespace)
+	p, err := loadPrimaries(ctx, r, udn.Namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -118,10 +140,10 @@ func topologyField(t udnv1.NetworkTopology) string {
 // ClusterUserDefinedNetwork: the cluster's internal ranges and that a Primary
 // CUDN selects no namespace that already has a primary network.
 type ClusterUserDefinedNetworkValidator struct {
-	// Client reads namespaces, UDNs and CUDNs (uncached, see
-	// UserDefinedNetworkValidator).
-	Client client.Reader
-	Config ovnk.ClusterConfig
+	// Client and APIReader: see UserDefinedNetworkValidator.
+	Client    client.Reader
+	APIReader client.Reader
+	Config    ovnk.ClusterConfig
 }
 
 var _ admission.Validator[*udnv1.ClusterUserDefinedNetwork] = &ClusterUserDefinedNetworkValidator{}
@@ -148,6 +170,13 @@ func (v *ClusterUserDefinedNetworkValidator) validate(ctx context.Context, old, 
 		oldSpec = &old.Spec.Network
 	}
 	errs := ValidateNetworkSpec(path, oldSpec, cudn.Spec.Network, v.Config)
+	if old == nil {
+		more, err := ovnNameCollision(ctx, v.Client, v.APIReader, udnv1.KindClusterUserDefinedNetwork, "", cudn.Name, cudnPrefix(cudn))
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		errs = append(errs, more...)
+	}
 	// The selector may change on update, so a Primary CUDN is checked again
 	// whenever it does.
 	selectorChanged := old == nil || !equalSelectors(old.Spec.NamespaceSelector, cudn.Spec.NamespaceSelector)
@@ -169,21 +198,34 @@ func (v *ClusterUserDefinedNetworkValidator) validate(ctx context.Context, old, 
 
 // validatePrimary refuses a Primary CUDN that selects a namespace with
 // another primary network, and returns the selected namespaces that lack the
-// primary-network label (a warning: the label cannot be added later).
+// primary-network label (a warning: the label cannot be added later). It
+// decides from the cache and confirms a refusal against the apiserver.
 func (v *ClusterUserDefinedNetworkValidator) validatePrimary(ctx context.Context, cudn *udnv1.ClusterUserDefinedNetwork) (field.ErrorList, []string, error) {
+	errs, unlabelled, err := v.checkPrimary(ctx, reader{Reader: v.Client, indexed: true}, cudn)
+	if err != nil || len(errs) == 0 || v.APIReader == nil {
+		return errs, unlabelled, err
+	}
+	return v.checkPrimary(ctx, reader{Reader: v.APIReader}, cudn)
+}
+
+func (v *ClusterUserDefinedNetworkValidator) checkPrimary(ctx context.Context, r reader, cudn *udnv1.ClusterUserDefinedNetwork) (field.ErrorList, []string, error) {
 	selPath := field.NewPath("spec", "namespaceSelector")
 	sel, err := metav1.LabelSelectorAsSelector(&cudn.Spec.NamespaceSelector)
 	if err != nil {
 		return field.ErrorList{field.Invalid(selPath, cudn.Spec.NamespaceSelector, err.Error())}, nil, nil
 	}
 	var nss corev1.NamespaceList
-	if err := v.Client.List(ctx, &nss, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: sel}}
+	if r.indexed {
+		opts = append(opts, client.UnsafeDisableDeepCopy)
+	}
+	if err := r.List(ctx, &nss, opts...); err != nil {
 		return nil, nil, fmt.Errorf("listing namespaces: %w", err)
 	}
 	if len(nss.Items) == 0 {
 		return nil, nil, nil
 	}
-	p, err := loadPrimaries(ctx, v.Client, "")
+	p, err := loadPrimaries(ctx, r, "")
 	if err != nil {
 		return nil, nil, err
 	}

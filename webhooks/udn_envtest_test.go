@@ -2,6 +2,7 @@ package webhooks_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -95,7 +96,7 @@ func TestNetworksAgainstClusterRanges(t *testing.T) {
 
 func TestLayer3AppendThroughTheAPIServer(t *testing.T) {
 	env := startEnv(t)
-	c := env.Client
+	c := synced(env.Client)
 	namespace(t, c, "append", true, nil)
 	u := udn("append", "grow", layer3(udnv1.NetworkRolePrimary, "10.30.0.0/16"))
 	if err := c.Create(ctx, u); err != nil {
@@ -279,5 +280,40 @@ func TestExamplesAreAdmitted(t *testing.T) {
 	}
 	if w := warns.take(); len(w) != 0 {
 		t.Errorf("warnings: %q", w)
+	}
+}
+
+// Two networks whose names differ only in '-' versus '.' would share every
+// OVN object name (OVN-Kubernetes' network prefix): the second is refused,
+// naming the first; a name that differs otherwise is admitted.
+func TestOVNNameCollisionsRefused(t *testing.T) {
+	env := startEnv(t)
+	c, _ := clientWithWarnings(t, env)
+	namespace(t, c, "names", false, nil)
+	ctx := context.Background()
+
+	first := cudn("col-x", map[string]string{"none": "none"}, layer2(udnv1.NetworkRoleSecondary, "10.91.0.0/24"))
+	if err := c.Create(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	second := cudn("col.x", map[string]string{"none": "none"}, layer2(udnv1.NetworkRoleSecondary, "10.92.0.0/24"))
+	expectInvalid(t, c.Create(ctx, second), "metadata.name: Duplicate value",
+		"its OVN objects would be named like those of ClusterUserDefinedNetwork col-x", "giving both the prefix cluster_udn_col.x_")
+	expectAbsent(t, c, second)
+	if err := c.Create(ctx, cudn("col-y", map[string]string{"none": "none"}, layer2(udnv1.NetworkRoleSecondary, "10.93.0.0/24"))); err != nil {
+		t.Errorf("a CUDN whose name differs otherwise is refused: %v", err)
+	}
+
+	u := udn("names", "net-a", layer2(udnv1.NetworkRoleSecondary, "10.94.0.0/24"))
+	if err := c.Create(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	dup := udn("names", "net.a", layer2(udnv1.NetworkRoleSecondary, "10.95.0.0/24"))
+	expectInvalid(t, c.Create(ctx, dup), "its OVN objects would be named like those of UserDefinedNetwork names/net-a")
+	expectAbsent(t, c, dup)
+	// Updating the first network is not a collision with itself.
+	first.Labels = map[string]string{"touched": "yes"}
+	if err := c.Update(ctx, first); err != nil {
+		t.Errorf("updating col-x: %v", err)
 	}
 }

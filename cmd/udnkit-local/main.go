@@ -92,7 +92,7 @@ func startManager(ctx context.Context, env *envtest.Environment, flags map[strin
 		webhookOpts := env.Webhook.WebhookServerOptions()
 		opts.WebhookServer = &webhookOpts
 	}
-	opts.SeveralInProcess = true
+	opts.SkipControllerNameValidation = true
 	mgrCtx, cancel := context.WithCancel(ctx)
 	mgr, err = app.New(mgrCtx, env.Config, opts)
 	if err != nil {
@@ -305,10 +305,11 @@ In another terminal, from %s:
   kubectl apply -f examples/invalid/pod-reserved-conflict.yaml     # rejected: the gateway address
   ovn-nbctl --db=%s show
   ovn-nbctl --db=%s lr-policy-list tenant.green_green_ovn_cluster_router
+  ovn-nbctl --db=%s --columns=name,addresses list Address_Set
 
 Ctrl-C stops everything.
 `, version, env.Config.Host, strings.Join(where, "; "), time.Since(started).Seconds(),
-		kubeconfig, logFile.Name(), root, kubeconfig, binDir, ovns[0].ovn.NB.Address(), ovns[0].ovn.NB.Address())
+		kubeconfig, logFile.Name(), root, kubeconfig, binDir, ovns[0].ovn.NB.Address(), ovns[0].ovn.NB.Address(), ovns[0].ovn.NB.Address())
 
 	select {
 	case <-ctx.Done():

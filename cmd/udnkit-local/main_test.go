@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // TestQuickstart is the end-to-end test of `make run`: it starts the built
@@ -92,13 +93,17 @@ func TestQuickstart(t *testing.T) {
 	}
 
 	env := commands[0]
+	greenSet := ovnk.NamesFor("tenant-green_green").SubnetsAddressSet("ip4")
 	for _, c := range commands[1:] {
 		out, err := exec.Command("bash", "-c", env+"; cd "+root+"; "+c).CombinedOutput()
 		// The dataplane programs OVN asynchronously: give the topology a
 		// few seconds to appear before judging `ovn-nbctl show`.
 		settled := func() bool {
 			if strings.Contains(c, "lr-policy-list") {
-				return strings.Count(string(out), " 102 ") == 4
+				return strings.Contains(string(out), "$"+greenSet)
+			}
+			if strings.Contains(c, "Address_Set") {
+				return strings.Contains(string(out), "10.201.0.0/16")
 			}
 			return strings.Contains(string(out), "trtor-GR_tenant.blue_blue_node-b")
 		}
@@ -140,12 +145,13 @@ func TestQuickstart(t *testing.T) {
 				t.Errorf("node-d (examples/node-multi-vtep.yaml, two encap IPs) should show its node ID and two tunnel IDs")
 			}
 		case strings.Contains(c, "lr-policy-list"):
-			// OKEP-5377: every ordered pair of green's two subnets, after the append.
-			for _, want := range []string{"ip4.src == 10.200.0.0/16 && ip4.dst == 10.200.0.0/16", "ip4.src == 10.200.0.0/16 && ip4.dst == 10.201.0.0/16",
-				"ip4.src == 10.201.0.0/16 && ip4.dst == 10.200.0.0/16", "ip4.src == 10.201.0.0/16 && ip4.dst == 10.201.0.0/16"} {
-				if !strings.Contains(string(out), want) {
-					t.Errorf("the Layer3 cluster router lacks the policy %s", want)
-				}
+			// OKEP-5377 after the append: one policy over the set of green's two subnets.
+			if want := "102 ip4.src == $" + greenSet + " && ip4.dst == $" + greenSet + " allow"; strings.Join(strings.Fields(string(out)), " ") != "Routing Policies "+want {
+				t.Errorf("the Layer3 cluster router's policies are not just %q", want)
+			}
+		case strings.Contains(c, "Address_Set"):
+			if !regexp.MustCompile(`name\s*: "?` + greenSet + `"?\s+addresses\s*: \["10.200.0.0/16", "10.201.0.0/16"\]`).MatchString(string(out)) {
+				t.Errorf("green's subnets address set %s should hold both subnets", greenSet)
 			}
 		case strings.HasPrefix(c, "ovn-nbctl"):
 			for _, want := range []string{"tenant.blue_blue_transit_router", "tenant.blue_blue_ovn_layer2_switch",

@@ -39,6 +39,10 @@ type Layer2Reconciler struct {
 	// DrainPoll is how often a network waiting for a local node to drain is
 	// retried (pods are not watched); 0 means 30 s.
 	DrainPoll time.Duration
+	// Cluster gives the service CIDRs (the first address of each, the
+	// kubernetes API service, is routed to the management port) and the
+	// masquerade subnets (the management-port SNAT's external IPs).
+	Cluster ovnk.ClusterConfig
 }
 
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get;list;watch
@@ -83,6 +87,10 @@ func (r *Layer2Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 			// A malformed NAD is the NAD writer's bug; retrying will not fix it.
 			logger.Error(err, "skipping network")
 		} else if ok {
+			if err := r.clusterFacts(nad, &net); err != nil {
+				logger.Error(err, "skipping network")
+				return reconcile.Result{}, r.collect(ctx)
+			}
 			waiting, err := r.apply(ctx, net)
 			if err != nil {
 				return reconcile.Result{}, err
@@ -96,15 +104,47 @@ func (r *Layer2Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	return reconcile.Result{}, r.collect(ctx)
 }
 
-// apply programs the network; waiting reports local nodes that still run pods
-// of a primary Layer2 network on the old topology: they stay on it (the
-// zone's upgraded node gets the OKEP-5094 upgrade rows) until they drain.
+// clusterFacts adds what comes from the cluster configuration and the
+// network ID: the API service IPs and the management port's masquerade IPs,
+// one per family of the network's subnets.
+func (r *Layer2Reconciler) clusterFacts(nad *nadv1.NetworkAttachmentDefinition, net *dataplane.Layer2Network) error {
+	ids, err := ovnk.DecodeNetworkIDs(nad.Annotations)
+	if err != nil {
+		return fmt.Errorf("NAD %s/%s: %w", nad.Namespace, nad.Name, err)
+	}
+	for _, s := range net.Subnets {
+		v6 := s.Addr().Is6()
+		if svc, ok := ovnk.FamilyOf(r.Cluster.ServiceCIDRs, v6); ok {
+			api, err := ovnk.AddrAt(svc, 1)
+			if err != nil {
+				return fmt.Errorf("--%s %s: %w", ovnk.FlagServiceCIDRs, svc, err)
+			}
+			net.ServiceIPs = append(net.ServiceIPs, api)
+		}
+		if masq, ok := ovnk.FamilyOf(r.Cluster.MasqueradeSubnets, v6); ok && ids.HasID && ids.ID > 0 {
+			_, mgmt, err := ovnk.UDNMasqueradeIPs(masq, ids.ID)
+			if err != nil {
+				return fmt.Errorf("--%s %s: %w", ovnk.FlagMasqueradeSubnets, masq, err)
+			}
+			net.MasqueradeIPs = append(net.MasqueradeIPs, mgmt)
+		}
+	}
+	return nil
+}
+
+// apply programs the network in this zone; waiting reports a local node that
+// is not on 2.0 and still runs pods of a primary Layer2 network: the zone then
+// stays on the old topology, untouched and unannounced, until it drains
+// (OVN-Kubernetes moves a zone, all networks at once, when its node runs no
+// such pod). The zones of drained nodes keep the OKEP-5094 upgrade rows while
+// any node is on the old topology and drop them once all have moved.
 func (r *Layer2Reconciler) apply(ctx context.Context, net dataplane.Layer2Network) (waiting bool, err error) {
 	var nodeList corev1.NodeList
 	if err := r.Client.List(ctx, &nodeList); err != nil {
 		return false, err
 	}
 	var nodes []dataplane.Layer2Node
+	var switching []*corev1.Node  // drained local nodes still to announce
 	var primaryL2 map[string]bool // read once, for the first local node not on 2.0
 	for i := range nodeList.Items {
 		node := &nodeList.Items[i]
@@ -119,21 +159,24 @@ func (r *Layer2Reconciler) apply(ctx context.Context, net dataplane.Layer2Networ
 					return false, err
 				}
 			}
-			running, err := r.runningPods(ctx, primaryL2, node.Name)
-			if err != nil {
+			if n.RunningPods, err = r.runningPods(ctx, primaryL2, node.Name); err != nil {
 				return false, err
 			}
-			n.RunningPods = running
-			if dataplane.Layer2NodeCanSwitch(n) {
-				if err := r.announce(ctx, node); err != nil {
-					return false, err
-				}
-				n.TopologyVersion = ovnk.Layer2TopologyVersionTransitRouter
-			} else {
-				waiting = true // keeps the old topology until drained
+			if !dataplane.Layer2NodeCanSwitch(n) {
+				// The zone still runs OVN-Kubernetes' old topology for this
+				// node (its GR holds the gateway port on the switch): leave
+				// the zone's rows as they are until the node has drained.
+				return true, nil
 			}
+			switching = append(switching, node)
+			n.TopologyVersion = ovnk.Layer2TopologyVersionTransitRouter
 		}
 		nodes = append(nodes, n)
+	}
+	for _, node := range switching {
+		if err := r.announce(ctx, node); err != nil {
+			return false, err
+		}
 	}
 	d, err := dataplane.Layer2Topology(net, nodes)
 	if err != nil {
@@ -192,7 +235,8 @@ func (r *Layer2Reconciler) runningPods(ctx context.Context, namespaces map[strin
 
 // collect removes the topology of networks that no NAD describes any more.
 func (r *Layer2Reconciler) collect(ctx context.Context) error {
-	return collectPiece(ctx, r.Client, r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceTransitRouter, AdoptLegacy: true},
+	return collectPiece(ctx, r.Client, r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceTransitRouter, AdoptLegacy: true,
+		Legacy: dataplane.Layer2Legacy(nil, nil)},
 		r.OVN.Networks, layer2Name)
 }
 
@@ -277,8 +321,17 @@ func Layer2NodeFromNode(node *corev1.Node) (dataplane.Layer2Node, bool, error) {
 	if err != nil || !ok {
 		return dataplane.Layer2Node{}, false, err
 	}
+	var ips []netip.Addr
+	for _, a := range node.Status.Addresses {
+		if a.Type != corev1.NodeInternalIP {
+			continue
+		}
+		if ip, err := netip.ParseAddr(a.Address); err == nil {
+			ips = append(ips, ip.Unmap())
+		}
+	}
 	return dataplane.Layer2Node{
-		Name: node.Name, ID: id,
+		Name: node.Name, ID: id, NodeIPs: ips,
 		TopologyVersion: node.Annotations[ovnk.AnnotationLayer2TopologyVersion],
 		// The old topology's per-node switch port tunnel key; only read while
 		// remote nodes still run the old topology.

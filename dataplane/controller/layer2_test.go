@@ -24,12 +24,11 @@ const redConfig = `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns
 
 // The reconciler programs a primary Layer2 network from its NAD and the Nodes
 // created through the apiserver (as kubectl would) for its zone (node1 and
-// node4 are local, node2 and node3 are in zones of their own and already on
-// 2.0), announces the topology version on drained local nodes, follows a
-// node added later, keeps a node that runs a pod of ANY primary Layer2
-// network on the old topology with the OKEP-5094 upgrade rows in place,
-// removes them once it drained, and removes the network's rows when its NAD
-// goes.
+// node4 are local, node2 and node3 are in zones of their own), announces the
+// topology version on drained local nodes, keeps the OKEP-5094 upgrade rows
+// while another zone's node is on the old topology and drops them once it
+// moved, leaves the zone alone while a local node runs a pod of ANY primary
+// Layer2 network, and removes the network's rows when its NAD goes.
 func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 	s := newStack(t)
 	ctx, mgr, db := s.ctx, s.mgr, s.db
@@ -99,21 +98,54 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 		t.Error("drained node1 was not announced on topology 2.0")
 	}
 
-	// A node created later joins the topology.
-	if err := c.Create(ctx, node("node3", "4", "2.0")); err != nil {
+	// node3 (its own zone) joins still on the old topology: this zone keeps
+	// its remote switch port, routes its join IP to itself and adds node1's
+	// upgrade pair (OKEP-5094); once node3 reports 2.0 exactly those go.
+	if err := c.Create(ctx, node("node3", "4", "")); err != nil {
 		t.Fatal(err)
 	}
-	eventually("node3 programmed", func() bool { return strings.Contains(nbctl("show", tr), "trtor-GR_ns1_tenant.blue_node3") })
+	const upgradePort = "trtos-ns1_tenant.blue_ovn_layer2_switch-upgrade"
+	eventually("the upgrade rows for node1 while node3 is old", func() bool {
+		return strings.Contains(normalized(nbctl("lr-route-list", tr)), "100.65.0.4 100.65.0.4 dst-ip") &&
+			strings.Contains(nbctl("show", tr), upgradePort)
+	})
+	if got := nbctl("get", "Logical_Switch_Port", "stotr-ns1_tenant.blue_ovn_layer2_switch-upgrade", "options"); got != `{requested-tnl-key="2", router-port=`+upgradePort+`}` {
+		t.Errorf("upgrade switch port options = %s (node1's old tunnel key)", got)
+	}
+	if got := nbctl("get", "Logical_Router_Port", upgradePort, "mac"); got != `"0a:58:64:41:00:02"` {
+		t.Errorf("upgrade router port MAC = %s, want node1's GR MAC", got)
+	}
+	if got := nbctl("get", "Logical_Switch_Port", "stor-GR_ns1_tenant.blue_node3", "type"); got != "remote" {
+		t.Errorf("old node3's switch port type = %s", got)
+	}
+	if announced("node3") {
+		t.Error("this zone announced node3, another zone's node")
+	}
+	n3 := &corev1.Node{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "node3"}, n3); err != nil {
+		t.Fatal(err)
+	}
+	n3.Annotations[ovnk.AnnotationLayer2TopologyVersion] = "2.0"
+	if err := c.Update(ctx, n3); err != nil {
+		t.Fatal(err)
+	}
+	eventually("node3 on 2.0: its transit router port, no upgrade rows", func() bool {
+		show := nbctl("show", tr)
+		return strings.Contains(show, "trtor-GR_ns1_tenant.blue_node3") && !strings.Contains(show, upgradePort) &&
+			!strings.Contains(normalized(nbctl("lr-route-list", tr)), "100.65.0.4 100.65.0.4 dst-ip") &&
+			!strings.Contains(nbctl("show"), "stor-GR_ns1_tenant.blue_node3")
+	})
 
-	// node4 runs a pod of another primary Layer2 network (ns2/tenant-red):
-	// it keeps the old topology for tenant-blue too (not programmed, not
-	// announced), and node1 gets the upgrade rows, until the pod is gone.
+	// node4 joins this zone running a pod of another primary Layer2 network
+	// (ns2/tenant-red): the zone stays as it is for every network (node4 not
+	// programmed, not announced, node1 untouched) until the pod is gone.
 	s.create(&nadv1.NetworkAttachmentDefinition{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns2", Name: "tenant-red",
 			Labels:      map[string]string{ovnk.LabelUserDefinedNetwork: ""},
 			Annotations: map[string]string{ovnk.AnnotationNetworkID: "2", ovnk.AnnotationTunnelKeys: "[16711686,16715781]"}},
 		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: redConfig},
 	})
+	eventually("tenant-red programmed", func() bool { return strings.Contains(nbctl("show"), "trtor-GR_ns2_tenant.red_node1") })
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns2", Name: "vm-pod"},
 		Spec: corev1.PodSpec{NodeName: "node4", Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
 	if err := c.Create(ctx, pod); err != nil {
@@ -128,22 +160,13 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 		var p corev1.Pod
 		return mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(pod), &p) == nil && p.Status.Phase == corev1.PodRunning
 	})
+	before := nbctl("show")
 	if err := c.Create(ctx, node("node4", "5", "")); err != nil {
 		t.Fatal(err)
 	}
-	const upgradePort = "trtos-ns1_tenant.blue_ovn_layer2_switch-upgrade"
-	eventually("tenant-blue's upgrade rows for node1 while node4 is old", func() bool {
-		return strings.Contains(normalized(nbctl("lr-route-list", tr)), "100.65.0.5 100.65.0.5 dst-ip") &&
-			strings.Contains(nbctl("show", tr), upgradePort)
-	})
-	if got := nbctl("get", "Logical_Switch_Port", "stotr-ns1_tenant.blue_ovn_layer2_switch-upgrade", "options"); got != `{requested-tnl-key="2", router-port=`+upgradePort+`}` {
-		t.Errorf("upgrade switch port options = %s (node1's old tunnel key)", got)
-	}
-	if got := nbctl("get", "Logical_Router_Port", upgradePort, "mac"); got != `"0a:58:64:41:00:02"` {
-		t.Errorf("upgrade router port MAC = %s, want node1's GR MAC", got)
-	}
-	if strings.Contains(nbctl("show"), "_node4") {
-		t.Error("node4 switched topology while it runs a pod of a primary Layer2 network")
+	time.Sleep(time.Second) // a negative check: give the reconciler a chance to act wrongly
+	if after := nbctl("show"); after != before {
+		t.Errorf("the zone changed while node4 runs a pod of a primary Layer2 network:\n%s", after)
 	}
 	if announced("node4") {
 		t.Error("node4 was announced on 2.0 while it runs a pod of a primary Layer2 network")
@@ -151,10 +174,9 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 	if err := c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
-	eventually("node4 programmed after draining, upgrade rows gone", func() bool {
-		show := nbctl("show", tr)
-		return strings.Contains(show, "trtor-GR_ns1_tenant.blue_node4") && !strings.Contains(show, upgradePort) &&
-			!strings.Contains(normalized(nbctl("lr-route-list", tr)), "100.65.0.5 100.65.0.5 dst-ip")
+	eventually("node4 programmed in both networks after draining", func() bool {
+		show := nbctl("show")
+		return strings.Contains(show, "trtor-GR_ns1_tenant.blue_node4") && strings.Contains(show, "trtor-GR_ns2_tenant.red_node4")
 	})
 	if !announced("node4") {
 		t.Error("drained node4 was not announced on topology 2.0")

@@ -15,13 +15,15 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 )
 
-// Layer3Reconciler programs the OKEP-5377 priority-102 subnet pair policies
+// Layer3Reconciler programs the OKEP-5377 priority-102 subnet policies
 // of every primary Layer3 network on its <net>_ovn_cluster_router, creating
 // (and owning) the router when no other component has. Requests are NADs; an
 // appended subnet changes the NAD's spec.config and so the policies.
 type Layer3Reconciler struct {
 	Client client.Client
 	OVN    *dataplane.Client
+	// Form is the policies' form (default: one Address_Set policy per family).
+	Form dataplane.Layer3PolicyForm
 }
 
 // SetupWithManager registers the reconciler.
@@ -45,7 +47,7 @@ func (r *Layer3Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 			// A malformed NAD is the NAD writer's bug; retrying will not fix it.
 			log.FromContext(ctx).Error(err, "skipping network")
 		} else if ok {
-			d, err := dataplane.Layer3SubnetPolicies(name, subnets)
+			d, err := dataplane.Layer3SubnetPoliciesForm(name, subnets, r.Form)
 			if err != nil {
 				log.FromContext(ctx).Error(err, "skipping network", "network", name)
 			} else if _, err := r.OVN.Apply(ctx, d); err != nil {

@@ -64,7 +64,7 @@ func TestLayer3PoliciesFromAPIState(t *testing.T) {
 			"102 ip4.src == 10.210.0.0/16 && ip4.dst == 10.210.0.0/16 allow"
 	})
 
-	// Append a subnet (OKEP-5377): the four ordered pairs.
+	// Append a subnet (OKEP-5377): one policy over the set of both subnets.
 	if err := s.c.Get(s.ctx, client.ObjectKeyFromObject(g), g); err != nil {
 		t.Fatal(err)
 	}
@@ -72,12 +72,12 @@ func TestLayer3PoliciesFromAPIState(t *testing.T) {
 	if err := s.c.Update(s.ctx, g); err != nil {
 		t.Fatal(err)
 	}
-	want := "Routing Policies\n" +
-		"102 ip4.src == 10.200.0.0/16 && ip4.dst == 10.200.0.0/16 allow\n" +
-		"102 ip4.src == 10.200.0.0/16 && ip4.dst == 10.201.0.0/16 allow\n" +
-		"102 ip4.src == 10.201.0.0/16 && ip4.dst == 10.200.0.0/16 allow\n" +
-		"102 ip4.src == 10.201.0.0/16 && ip4.dst == 10.201.0.0/16 allow"
-	s.eventually("the appended subnet's pairs", func() bool { return policies(router) == want })
+	set := ovnk.NamesFor("tenant-green_green").SubnetsAddressSet("ip4")
+	want := "Routing Policies\n102 ip4.src == $" + set + " && ip4.dst == $" + set + " allow"
+	s.eventually("one policy over the address set of both subnets", func() bool {
+		return policies(router) == want &&
+			s.nbctl("--bare", "--columns=addresses", "find", "Address_Set", "name="+set) == "10.200.0.0/16 10.201.0.0/16"
+	})
 
 	// Deleting the UDNs: green's router goes (udnkit owned it); red's
 	// foreign router stays with its own policy only.
@@ -86,8 +86,9 @@ func TestLayer3PoliciesFromAPIState(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s.eventually("green's router and red's policy removed", func() bool {
+	s.eventually("green's router, address set and red's policy removed", func() bool {
 		return s.nbctl("--bare", "--columns=name", "list", "Logical_Router") == foreign &&
+			s.nbctl("--bare", "--columns=name", "list", "Address_Set") == "" &&
 			policies(foreign) == "Routing Policies\n1004 ip4.dst == 172.18.0.3 reroute 10.210.0.2"
 	})
 

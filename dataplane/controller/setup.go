@@ -23,6 +23,13 @@ type Options struct {
 	// Local says whether a node belongs to this OVN zone; nil means every node
 	// does (one zone, as `make run` has).
 	Local func(*corev1.Node) bool
+	// Cluster are the cluster facts (--service-cidrs, --masquerade-subnets,
+	// --mtu...): the Layer2 topology routes the API service IP to the
+	// management port and SNATs management-port traffic to the network's
+	// masquerade IP.
+	Cluster ovnk.ClusterConfig
+	// Layer3PolicyForm is the manager's --layer3-subnet-policies (default: address-set).
+	Layer3PolicyForm dataplane.Layer3PolicyForm
 }
 
 // InZone is Options.Local for the manager's --zone: a node is local iff
@@ -65,8 +72,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	c := mgr.GetClient()
 	rs := &Reconcilers{
 		OVN:           ovn,
-		Layer2:        &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local},
-		Layer3:        &Layer3Reconciler{Client: c, OVN: ovn},
+		Layer2:        &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local, Cluster: o.Cluster},
+		Layer3:        &Layer3Reconciler{Client: c, OVN: ovn, Form: o.Layer3PolicyForm},
 		MultiVTEP:     &MultiVTEPReconciler{Client: c, OVN: ovn, Local: o.Local},
 		LiveMigration: &LiveMigrationReconciler{Client: c, OVN: ovn},
 	}

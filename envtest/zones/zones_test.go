@@ -141,7 +141,7 @@ func startManager(ctx context.Context, t *testing.T, env *envtest.Environment, a
 	if err := fs.Parse(append([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0"}, args...)); err != nil {
 		t.Fatal(err)
 	}
-	o.SeveralInProcess = true
+	o.SkipControllerNameValidation = true
 	mgr, err := app.New(ctx, env.Config, o)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,18 @@ const (
 	ReasonNADDeleted = "NetworkAttachmentDefinitionDeleted"
 	// ReasonSyncError: the NetworkAttachmentDefinitions could not be reconciled.
 	ReasonSyncError = "SyncError"
+	// ReasonPrimaryNetworkConflict: another Primary network, older by
+	// creationTimestamp (then kind, then name), holds a namespace this
+	// Primary network selects; it gets no NetworkAttachmentDefinition there
+	// until the other one is gone.
+	ReasonPrimaryNetworkConflict = "PrimaryNetworkConflict"
+	// ReasonSubnetConflict: a Layer3 subnet appended after the network's
+	// NetworkAttachmentDefinitions were written (OKEP-5377) overlaps a range
+	// in use (the network's join subnet, a cluster range, or a subnet of
+	// another network in one of its namespaces); the
+	// NetworkAttachmentDefinitions keep their old subnets until the conflict
+	// is gone.
+	ReasonSubnetConflict = "SubnetConflict"
 
 	// ConditionTransportAccepted reports whether the transport a
 	// ClusterUserDefinedNetwork asks for (spec.network.transport, noOverlay,

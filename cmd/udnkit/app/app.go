@@ -61,13 +61,12 @@ type Options struct {
 	// Cluster are the cluster's facts, parsed once from flags and handed to
 	// every component.
 	Cluster ovnk.ClusterConfig
+	// SkipControllerNameValidation lets one process build several managers
+	// with the same controllers (tests that restart or compare managers).
+	SkipControllerNameValidation bool
 	// WebhookServer, when set, replaces the webhook host, port and cert dir
 	// (make run serves on the local control plane's address and certificate).
 	WebhookServer *webhook.Options
-	// SeveralInProcess lets this manager's controllers share names with
-	// another manager's in the same process (make run ZONES=n runs one
-	// dataplane manager per zone; so does the zone suite).
-	SeveralInProcess bool
 
 	components []Component
 }
@@ -166,7 +165,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
 		GracefulShutdownTimeout:       &o.GracefulShutdownTimeout,
 		WebhookServer:                 webhook.NewServer(o.webhookOptions()),
-		Controller:                    config.Controller{SkipNameValidation: &o.SeveralInProcess},
+		Controller:                    config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
 	})
 	if err != nil {
 		return nil, err

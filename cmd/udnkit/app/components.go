@@ -31,6 +31,7 @@ func components(cluster *ovnk.ClusterConfig) []Component {
 	rc := reconcilers.DefaultConfig()
 	var ovnNB, ovnSB, zone string
 	var ovnTLS dataplane.TLS
+	var layer3Form string
 	// nad and nodes share one set of allocators, built by whichever is set
 	// up first.
 	var shared *reconcilers.Reconcilers
@@ -86,6 +87,8 @@ func components(cluster *ovnk.ClusterConfig) []Component {
 				fs.StringVar(&ovnTLS.NBServerName, "ovn-nb-server-name", "", "name the Northbound server certificate must carry (default: each endpoint's host)")
 				fs.StringVar(&ovnTLS.SBServerName, "ovn-sb-server-name", "", "name the Southbound server certificate must carry (default: each endpoint's host)")
 				fs.StringVar(&zone, "zone", "", "OVN interconnect zone these databases serve: nodes of other zones get remote ports (a node's zone is its name, or the k8s.ovn.org/zone-name of an older OVN-Kubernetes); empty: one zone where every node is local")
+				fs.StringVar(&layer3Form, "layer3-subnet-policies", string(dataplane.PolicyFormAddressSet),
+					"rows of the OKEP-5377 Layer3 subnet-pair rule: address-set (one policy per family, O(subnets)) or pairs (upstream's one policy per subnet pair, O(subnets²))")
 			},
 			Setup: func(ctx context.Context, mgr ctrl.Manager) error {
 				// The dataplane never holds up the manager: with no OVN
@@ -100,8 +103,13 @@ func components(cluster *ovnk.ClusterConfig) []Component {
 				if ovnNB == "" || ovnSB == "" {
 					return errors.New("the dataplane needs both --ovn-nb-address and --ovn-sb-address")
 				}
+				form, err := dataplane.ParseLayer3PolicyForm(layer3Form)
+				if err != nil {
+					return err
+				}
 				rs, err := dataplanecontroller.Setup(ctx, mgr, dataplanecontroller.Options{
-					NBAddress: ovnNB, SBAddress: ovnSB, TLS: ovnTLS, Local: dataplanecontroller.InZone(zone)})
+					NBAddress: ovnNB, SBAddress: ovnSB, TLS: ovnTLS, Cluster: *cluster, Layer3PolicyForm: form,
+					Local: dataplanecontroller.InZone(zone)})
 				if err != nil {
 					return err
 				}

@@ -1,0 +1,263 @@
+package trace
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/controller"
+	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
+	"github.com/udnkit/udnkit/ovnk"
+)
+
+// node is one cluster node of the fixture: its ID, its node IPs (Node
+// status InternalIP addresses, also the gateway router's external address)
+// and the physical gateway its GR's default route points at.
+type node struct {
+	name string
+	id   int
+	ips  []netip.Prefix
+	gws  []netip.Addr
+}
+
+// The three nodes every trace uses.
+var nodes = []node{
+	{"node-a", 2, pfx("172.18.0.2/24", "fc00:f853:ccd:e793::2/64"), addrs("172.18.0.1", "fc00:f853:ccd:e793::1")},
+	{"node-b", 3, pfx("172.18.0.3/24", "fc00:f853:ccd:e793::3/64"), addrs("172.18.0.1", "fc00:f853:ccd:e793::1")},
+	{"node-c", 4, pfx("172.18.0.4/24", "fc00:f853:ccd:e793::4/64"), addrs("172.18.0.1", "fc00:f853:ccd:e793::1")},
+}
+
+// zone is one node's OVN zone: its own NB, SB and ovn-northd, as
+// OVN-Kubernetes interconnect runs one per node.
+type zone struct {
+	t     *testing.T
+	ctx   context.Context
+	local node
+	db    *ovsdbserver.Local
+	ovn   *dataplane.Client
+}
+
+func newZone(t *testing.T, local node) *zone {
+	t.Helper()
+	if _, err := exec.LookPath("ovn-trace"); err != nil {
+		t.Fatalf("ovn-trace is needed (make ovn installs Debian's ovn-central): %v", err)
+	}
+	// Unix socket paths are limited to ~108 bytes: keep the directory short.
+	dir, err := os.MkdirTemp("", "trace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	db, err := ovsdbserver.StartLocal(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Stop)
+	c, err := dataplane.NewClient(ctx, db.NB.Address(), db.SB.Address())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return &zone{t: t, ctx: ctx, local: local, db: db, ovn: c}
+}
+
+func (z *zone) nbctl(args ...string) string {
+	z.t.Helper()
+	return run(z.t, "ovn-nbctl", append([]string{"--db=" + z.db.NB.Address()}, args...)...)
+}
+
+func run(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// trace compiles the Northbound rows (ovn-northd) and runs one packet
+// through the logical flows of datapath, returning ovn-trace's report.
+func (z *zone) trace(datapath, microflow string) string {
+	z.t.Helper()
+	z.nbctl("--wait=sb", "sync")
+	return run(z.t, "ovn-trace", "--db="+z.db.SB.Address(), "--no-leader-only", datapath, microflow)
+}
+
+// ids are the external_ids OVN-Kubernetes puts on a user-defined network's
+// rows (util.GenerateExternalIDsForSwitchOrRouter), as ovn-nbctl arguments.
+func ids(network string) []string {
+	return []string{`external_ids:"k8s.ovn.org/network"="` + network + `"`, `external_ids:"k8s.ovn.org/topology"=layer2`}
+}
+
+// ovnkGateway creates what OVN-Kubernetes' gateway controller owns for the
+// local node on a Layer2 network: the gateway router GR_<prefix><node> with
+// its chassis, the external switch ext_<prefix><node> with the localnet port
+// breth0_<prefix><node> and the etor-/rtoe- pair carrying the node IPs, and
+// the GR's default routes via the physical gateway. (No NAT: ovn-trace has no
+// connection tracking to un-NAT a reply.)
+func (z *zone) ovnkGateway(network string) {
+	n := z.local
+	names := ovnk.NamesFor(network)
+	scoped := ovnk.NetworkPrefix(network) + n.name
+	gr, ext := names.GatewayRouter(n.name), "ext_"+scoped
+	rtoe, etor := "rtoe-"+gr, "etor-"+gr
+	mac := ovnk.MACFromIP(n.ips[0].Addr()).String()
+	args := []string{"lr-add", gr, "--", "set", "Logical_Router", gr, "options:chassis=" + n.name,
+		`external_ids:physical_ip="` + n.ips[0].Addr().String() + `"`}
+	z.nbctl(append(args, ids(network)...)...)
+	lrp := []string{"lrp-add", gr, rtoe, mac}
+	for _, ip := range n.ips {
+		lrp = append(lrp, ip.String())
+	}
+	z.nbctl(lrp...)
+	z.nbctl(append([]string{"set", "Logical_Router_Port", rtoe, `external_ids:"gateway-physical-ip"=yes`}, ids(network)...)...)
+	z.nbctl(append([]string{"ls-add", ext, "--", "set", "Logical_Switch", ext}, ids(network)...)...)
+	z.nbctl("lsp-add", ext, "breth0_"+scoped, "--", "lsp-set-type", "breth0_"+scoped, "localnet",
+		"--", "lsp-set-addresses", "breth0_"+scoped, "unknown", "--", "lsp-set-options", "breth0_"+scoped, "network_name=physnet")
+	z.nbctl("lsp-add", ext, etor, "--", "lsp-set-type", etor, "router", "--", "lsp-set-addresses", etor, mac,
+		"--", "lsp-set-options", etor, "router-port="+rtoe)
+	for _, gw := range n.gws {
+		def := "0.0.0.0/0"
+		if gw.Is6() {
+			def = "::/0"
+		}
+		z.nbctl("lr-route-add", gr, def, gw.String(), rtoe)
+	}
+}
+
+// pod is a pod's port on the layer2 switch, as OVN-Kubernetes creates it:
+// local pods a VIF port, pods of other zones a remote port with
+// requested-chassis and their tunnel key.
+type pod struct {
+	namespace, name, node string
+	ips                   []netip.Addr
+	tunnelKey             int
+}
+
+func (p pod) mac() string { return ovnk.MACFromIP(p.ips[0]).String() }
+
+func (p pod) addresses() string {
+	parts := []string{p.mac()}
+	for _, ip := range p.ips {
+		parts = append(parts, ip.String())
+	}
+	return strings.Join(parts, " ")
+}
+
+// ovnkPod adds the pod's port to the network's layer2 switch.
+func (z *zone) ovnkPod(network, nad string, p pod) string {
+	sw := ovnk.NamesFor(network).Switch()
+	port := ovnk.PodPortName(nad, p.namespace, p.name)
+	z.nbctl("lsp-add", sw, port, "--", "lsp-set-addresses", port, p.addresses())
+	if p.node == z.local.name {
+		z.nbctl("lsp-set-port-security", port, p.addresses())
+	} else {
+		z.nbctl("lsp-set-type", port, "remote", "--", "lsp-set-options", port,
+			"requested-chassis="+p.node, fmt.Sprintf("requested-tnl-key=%d", p.tunnelKey))
+	}
+	return port
+}
+
+// ovnkManagementPort adds the local node's management port <prefix>k8s-<node>
+// to the layer2 switch, at the subnets' second address.
+func (z *zone) ovnkManagementPort(network string, subnets []netip.Prefix) string {
+	port := ovnk.NetworkPrefix(network) + "k8s-" + z.local.name
+	var ips []netip.Addr
+	for _, s := range subnets {
+		a, _ := ovnk.AddrAt(s, 2)
+		ips = append(ips, a)
+	}
+	p := pod{ips: ips}
+	z.nbctl("lsp-add", ovnk.NamesFor(network).Switch(), port, "--", "lsp-set-addresses", port, p.addresses())
+	return port
+}
+
+// api is the API state the manager reads, behind a fake client.
+type api struct {
+	objs []client.Object
+}
+
+func scheme(t *testing.T) *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, nadv1.AddToScheme, udnv1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// nodeObject is a Node as the reconcilers leave it: node ID, topology
+// version 2.0 and the node IPs in status.
+func nodeObject(n node) *corev1.Node {
+	o := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Annotations: map[string]string{
+		ovnk.AnnotationNodeID:                fmt.Sprint(n.id),
+		ovnk.AnnotationLayer2TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter,
+	}}}
+	for _, ip := range n.ips {
+		o.Status.Addresses = append(o.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip.Addr().String()})
+	}
+	return o
+}
+
+// udnNAD renders a UDN's NAD exactly as the NAD reconciler does, with its
+// network ID and tunnel keys.
+func udnNAD(t *testing.T, namespace, name string, spec udnv1.NetworkSpec, cluster ovnk.ClusterConfig, ids ovnk.NetworkIDs) *nadv1.NetworkAttachmentDefinition {
+	t.Helper()
+	transit, err := ovnk.TransitSubnetsFor(spec, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nad, err := ovnk.NewNAD(ovnk.NADSource{Kind: udnv1.KindUserDefinedNetwork,
+		Meta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: spec}, namespace, cluster, transit, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nad
+}
+
+// programLayer2 runs the manager's Layer2 reconciler for the zone on the API state.
+func (z *zone) programLayer2(cluster ovnk.ClusterConfig, nad *nadv1.NetworkAttachmentDefinition, objs ...client.Object) {
+	z.t.Helper()
+	c := fake.NewClientBuilder().WithScheme(scheme(z.t)).WithObjects(append(objs, nad)...).Build()
+	r := &controller.Layer2Reconciler{Client: c, OVN: z.ovn, Cluster: cluster,
+		Local: func(n *corev1.Node) bool { return n.Name == z.local.name }}
+	if _, err := r.Reconcile(z.ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: nad.Namespace, Name: nad.Name}}); err != nil {
+		z.t.Fatalf("layer2 reconcile: %v", err)
+	}
+}
+
+func pfx(ss ...string) []netip.Prefix {
+	out := make([]netip.Prefix, len(ss))
+	for i, s := range ss {
+		out[i] = netip.MustParsePrefix(s)
+	}
+	return out
+}
+
+func addrs(ss ...string) []netip.Addr {
+	out := make([]netip.Addr, len(ss))
+	for i, s := range ss {
+		out[i] = netip.MustParseAddr(s)
+	}
+	return out
+}

@@ -1,0 +1,29 @@
+package ovnk
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+// udnMasqueradeIPBase is upstream's userDefinedNetworkMasqueradeIPBase
+// (pkg/generator/udn/masquerade_ips.go).
+const udnMasqueradeIPBase = 10
+
+// UDNMasqueradeIPs are a user-defined network's masquerade addresses in one
+// masquerade subnet, as upstream's allocateMasqueradeIPs computes them: the
+// gateway router's at offset 10+2·ID−1 and the management port's at
+// 10+2·ID (network ID 1 in 169.254.0.0/17: 169.254.0.11 and 169.254.0.12).
+// The management port's is the external IP of the network's management-port SNAT.
+func UDNMasqueradeIPs(masqueradeSubnet netip.Prefix, networkID int) (gatewayRouter, managementPort netip.Addr, err error) {
+	if networkID < 1 {
+		return netip.Addr{}, netip.Addr{}, fmt.Errorf("masquerade IPs: network ID %d must be at least 1", networkID)
+	}
+	off := uint64(udnMasqueradeIPBase + 2*networkID)
+	if gatewayRouter, err = AddrAt(masqueradeSubnet, off-1); err != nil {
+		return netip.Addr{}, netip.Addr{}, fmt.Errorf("masquerade IPs of network ID %d: %w", networkID, err)
+	}
+	if managementPort, err = AddrAt(masqueradeSubnet, off); err != nil {
+		return netip.Addr{}, netip.Addr{}, fmt.Errorf("masquerade IPs of network ID %d: %w", networkID, err)
+	}
+	return gatewayRouter, managementPort, nil
+}

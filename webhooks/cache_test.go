@@ -1,0 +1,145 @@
+package webhooks
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
+)
+
+// builderIndexer registers IndexFields' indexes on a fake client builder,
+// as a manager's cache would hold them.
+type builderIndexer struct{ b *fake.ClientBuilder }
+
+func (i builderIndexer) IndexField(_ context.Context, obj client.Object, field string, f client.IndexerFunc) error {
+	i.b.WithIndex(obj, field, f)
+	return nil
+}
+
+func testScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := udnv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// indexedReader is a fake cache holding objs with IndexFields' indexes.
+func indexedReader(t *testing.T, objs ...client.Object) client.Reader {
+	t.Helper()
+	b := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...)
+	if err := IndexFields(context.Background(), builderIndexer{b}); err != nil {
+		t.Fatal(err)
+	}
+	return b.Build()
+}
+
+func l2UDN(ns, name string, role udnv1.NetworkRole) *udnv1.UserDefinedNetwork {
+	return &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
+			Layer2: &udnv1.Layer2Config{Role: role, Subnets: udnv1.DualStackCIDRs{"10.100.0.0/16"}}}}
+}
+
+func TestPrimaryIndexHoldsOnlyLivePrimaries(t *testing.T) {
+	deleting := l2UDN("a", "deleting", udnv1.NetworkRolePrimary)
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	deleting.Finalizers = []string{"keep"}
+	otherNS := l2UDN("b", "p", udnv1.NetworkRolePrimary)
+	cudnP := &udnv1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cp"},
+		Spec: udnv1.ClusterUserDefinedNetworkSpec{Network: l2UDN("", "", udnv1.NetworkRolePrimary).Spec.Network()}}
+	cudnS := &udnv1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cs"},
+		Spec: udnv1.ClusterUserDefinedNetworkSpec{Network: l2UDN("", "", udnv1.NetworkRoleSecondary).Spec.Network()}}
+	r := reader{Reader: indexedReader(t, l2UDN("a", "p", udnv1.NetworkRolePrimary), l2UDN("a", "s", udnv1.NetworkRoleSecondary),
+		deleting, otherNS, cudnP, cudnS), indexed: true}
+	p, err := loadPrimaries(context.Background(), r, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := refs(p.udns["a"]); got != "UserDefinedNetwork a/p" {
+		t.Errorf("Primary UDNs of a = %q, want only a/p (not the Secondary, not the one being deleted)", got)
+	}
+	if len(p.udns["b"]) != 0 {
+		t.Errorf("namespace b leaked into a's read: %v", p.udns["b"])
+	}
+	if len(p.cudns) != 1 || p.cudns[0].net.name != "cp" {
+		t.Errorf("Primary CUDNs = %+v, want only cp", p.cudns)
+	}
+	all, err := loadPrimaries(context.Background(), r, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all.udns) != 2 {
+		t.Errorf("every namespace: %v, want a and b", all.udns)
+	}
+}
+
+// The cache decides; a refusal it suggests is confirmed against the
+// apiserver, so a network the cache still holds after its deletion blocks
+// nothing.
+func TestCacheRefusalConfirmedByAPIReader(t *testing.T) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}}}
+	stale := l2UDN("a", "gone", udnv1.NetworkRolePrimary)
+	cache := indexedReader(t, ns, stale)
+	apiWithout := indexedReader(t, ns)
+	apiWith := indexedReader(t, ns, stale)
+	for _, tc := range []struct {
+		name    string
+		api     client.Reader
+		refused bool
+	}{
+		{"the apiserver no longer has it: admitted", apiWithout, false},
+		{"the apiserver has it too: refused", apiWith, true},
+		{"no APIReader: the cache's word is final", nil, true},
+	} {
+		v := &UserDefinedNetworkValidator{Client: cache, APIReader: tc.api, Config: ovnk.DefaultClusterConfig()}
+		_, err := v.ValidateCreate(context.Background(), l2UDN("a", "new", udnv1.NetworkRolePrimary))
+		if tc.refused {
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "already has a primary network: UserDefinedNetwork a/gone") {
+				t.Errorf("%s: err = %v", tc.name, err)
+			}
+		} else if err != nil {
+			t.Errorf("%s: refused: %v", tc.name, err)
+		}
+	}
+	// A namespace the cache has not seen yet is read from the apiserver.
+	v := &UserDefinedNetworkValidator{Client: indexedReader(t), APIReader: apiWithout, Config: ovnk.DefaultClusterConfig()}
+	if _, err := v.ValidateCreate(context.Background(), l2UDN("a", "new", udnv1.NetworkRolePrimary)); err != nil {
+		t.Errorf("namespace missing from the cache: %v", err)
+	}
+	v.APIReader = nil
+	if _, err := v.ValidateCreate(context.Background(), l2UDN("a", "new", udnv1.NetworkRolePrimary)); !apierrors.IsInvalid(err) {
+		t.Errorf("namespace missing everywhere: err = %v, want Invalid (metadata.namespace not found)", err)
+	}
+}
+
+func TestCUDNCacheRefusalConfirmedByAPIReader(t *testing.T) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{
+		ovnk.LabelPrimaryUserDefinedNetwork: "", "team": "x"}}}
+	stale := l2UDN("a", "gone", udnv1.NetworkRolePrimary)
+	cu := &udnv1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: "c"},
+		Spec: udnv1.ClusterUserDefinedNetworkSpec{NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"team": "x"}},
+			Network: l2UDN("", "", udnv1.NetworkRolePrimary).Spec.Network()}}
+	v := &ClusterUserDefinedNetworkValidator{Client: indexedReader(t, ns, stale), APIReader: indexedReader(t, ns), Config: ovnk.DefaultClusterConfig()}
+	if _, err := v.ValidateCreate(context.Background(), cu); err != nil {
+		t.Errorf("stale cache entry refused the CUDN: %v", err)
+	}
+	v.APIReader = indexedReader(t, ns, stale)
+	if _, err := v.ValidateCreate(context.Background(), cu); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "a (UserDefinedNetwork a/gone)") {
+		t.Errorf("err = %v, want the conflict with a/gone", err)
+	}
+}
