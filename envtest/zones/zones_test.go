@@ -142,13 +142,16 @@ func startManager(ctx context.Context, t *testing.T, env *envtest.Environment, a
 		t.Fatal(err)
 	}
 	o.SkipControllerNameValidation = true
+	ctx, cancel := context.WithCancel(ctx)
 	mgr, err := app.New(ctx, env.Config, o)
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	t.Cleanup(func() {
+		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("manager %v: %v", args, err)
 		}
@@ -168,7 +171,7 @@ func TestThreeZones(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel) // runs before the managers' cleanups wait for them
+	t.Cleanup(cancel)
 	c := env.Client
 
 	// Per zone: NB, SB, northd, every chassis (the local one as
