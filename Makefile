@@ -105,9 +105,28 @@ bench: envtest ovn ## Run every benchmark and print one table (also in bin/bench
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) test $(BENCH_FLAGS) ./... | tee $(LOCALBIN)/bench-raw.txt
 	$(GO) run ./cmd/benchreport -o $(LOCALBIN)/bench-report.md < $(LOCALBIN)/bench-raw.txt
 
+# make scale: the scale suite (outside make test). Every run has
+# SCALE_NODES Nodes; SCALE_FRACTIONS are fractions of SCALE_NETWORKS and
+# SCALE_PODS, one run each (each doubles the last). The default sizes finish
+# within ~15 minutes on this project's 2-core machine; the full size is
+# SCALE_FRACTIONS=1/1.
+SCALE_NODES ?= 500
+SCALE_NETWORKS ?= 4095
+SCALE_PODS ?= 20000
+SCALE_FRACTIONS ?= 1/64,1/32,1/16
+SCALE_FLAGS ?=
+
+.PHONY: scale
+scale: envtest ovn ## Scale suite: nodes, networks, pods on the embedded control plane and one zone's ovsdb-server; table in bin/scale-report.md.
+	mkdir -p $(LOCALBIN)
+	$(GO) build -o $(LOCALBIN)/udnkit-scale ./cmd/udnkit-scale
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(LOCALBIN)/udnkit-scale -nodes=$(SCALE_NODES) -networks=$(SCALE_NETWORKS) \
+		-pods=$(SCALE_PODS) -fractions=$(SCALE_FRACTIONS) -out=$(LOCALBIN)/scale-report.md -state-dir=$(LOCALBIN)/scale $(SCALE_FLAGS)
+
 .PHONY: fuzz
-fuzz: ## Fuzz the pod annotation parser and address checks for FUZZTIME (default 30s).
+fuzz: ## Fuzz the pod annotation parser and address checks, and admitted spec to OVN rows, for FUZZTIME (default 30s) each.
 	$(GO) test ./webhooks/ -run='^$$' -fuzz=FuzzDefaultNetworkSelection -fuzztime=$(FUZZTIME)
+	$(GO) test ./dataplane/controller/ -run='^$$' -fuzz=FuzzAdmittedSpecToRows -fuzztime=$(FUZZTIME)
 
 ##@ Tools
 

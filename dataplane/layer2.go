@@ -35,8 +35,11 @@ type Layer2Network struct {
 	JoinSubnets []netip.Prefix
 	// TransitSubnets default to 100.88.0.0/16 and fd97::/64.
 	TransitSubnets []netip.Prefix
-	// DefaultGatewayIPs override the first subnet address (.1 / ::1) as gateway.
-	DefaultGatewayIPs []netip.Addr
+	// DefaultGatewayIPs and InfrastructureSubnets (the NetConf's, present with
+	// preconfigured-udn-addresses-enable) choose the gateway and management
+	// addresses by upstream's rule (ovnk.Layer2GatewayAndManagement).
+	DefaultGatewayIPs     []netip.Addr
+	InfrastructureSubnets []netip.Prefix
 	// SwitchTunnelKey and TransitRouterTunnelKey come from the network's tunnel keys.
 	SwitchTunnelKey        int
 	TransitRouterTunnelKey int
@@ -198,17 +201,15 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 			// OVN-Kubernetes' interconnect mode, all of them in a single zone).
 			serviceRoutes = true
 			for _, svc := range net.ServiceIPs {
-				s, _ := ovnk.FamilyOf(net.Subnets, svc.Is6())
-				mgmt, _ := ovnk.AddrAt(s, 2)
+				mgmt := net.managementIP(svc.Is6())
 				tr.Routes = append(tr.Routes, staticRoute(svc.String(), mgmt.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
 			}
 		}
 		for _, ip := range n.NodeIPs {
-			s, ok := ovnk.FamilyOf(net.Subnets, ip.Is6())
-			if !ok {
+			mgmt := net.managementIP(ip.Is6())
+			if !mgmt.IsValid() {
 				continue // a node IP of a family the network does not have
 			}
-			mgmt, _ := ovnk.AddrAt(s, 2)
 			tr.Policies = append(tr.Policies, nbdb.LogicalRouterPolicy{
 				Priority: PolicyPriorityNodeIP, Action: nbdb.LogicalRouterPolicyActionReroute,
 				Match: fmt.Sprintf(`inport == %q && %s.dst == %s /* %s */`,
@@ -406,19 +407,33 @@ func onePerFamily(field string, ps []netip.Prefix) error {
 }
 
 // gateways returns the switch-facing gateway addresses with the subnets'
-// prefix lengths, IPv4 first: defaultGatewayIPs or each subnet's first address.
+// prefix lengths, IPv4 first, by upstream's rule (the one the address
+// allocator and the pod webhook use).
 func (net Layer2Network) gateways() []netip.Prefix {
-	var out []netip.Prefix
-	for _, s := range sortedFamilies(net.Subnets) {
-		gw, _ := ovnk.AddrAt(s, 1)
-		for _, g := range net.DefaultGatewayIPs {
-			if g.Is6() == s.Addr().Is6() {
-				gw = g
-			}
-		}
-		out = append(out, netip.PrefixFrom(gw, s.Bits()))
+	subnets := sortedFamilies(net.Subnets)
+	gws, _, err := ovnk.Layer2GatewayAndManagement(subnets, net.InfrastructureSubnets, net.DefaultGatewayIPs)
+	if err != nil {
+		return nil // validate refuses such subnets first
+	}
+	out := make([]netip.Prefix, len(gws))
+	for i, gw := range gws {
+		out[i] = netip.PrefixFrom(gw, subnets[i].Bits())
 	}
 	return out
+}
+
+// managementIP is the management port's address of one family (invalid
+// when the network has no subnet of it), by upstream's rule.
+func (net Layer2Network) managementIP(v6 bool) netip.Addr {
+	s, ok := ovnk.FamilyOf(net.Subnets, v6)
+	if !ok {
+		return netip.Addr{}
+	}
+	_, mgmts, err := ovnk.Layer2GatewayAndManagement([]netip.Prefix{s}, net.InfrastructureSubnets, net.DefaultGatewayIPs)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return mgmts[0]
 }
 
 func (net Layer2Network) resolve(names ovnk.Layer2Names, transits []netip.Prefix, n Layer2Node) (l2node, error) {

@@ -46,7 +46,7 @@ const (
 	gr1  = "GR_test12_namespace.scoped_node1"
 	gr2  = "GR_test12_namespace.scoped_node2"
 	gr3  = "GR_test12_namespace.scoped_node3"
-	rtos = "rtos-" + sw
+	rtos = "trtos-" + sw
 )
 
 func TestLayer2TopologyIPv4ThreeNodes(t *testing.T) {
@@ -77,7 +77,7 @@ func TestLayer2TopologyIPv4ThreeNodes(t *testing.T) {
 		sw: "requested-tnl-key=16711685",
 	})
 	wantRows(t, "Logical_Switch_Port", e.rows("Logical_Switch_Port", "type", "addresses", "options"), map[string]string{
-		"stor-" + tr: "router,router,router-port=" + rtos,
+		"stotr-" + sw: "router,router,router-port=" + rtos,
 	})
 	wantLines(t, "transit router routes", e.nbctl("lr-route-list", tr),
 		"IPv4 Routes",

@@ -50,6 +50,19 @@ type VTEPPod struct {
 // The cluster router and the transit switch are shared: existing ones (the
 // Layer3 topology's) are referenced, missing ones are created and owned.
 func MultiVTEPPorts(network string, transit netip.Prefix, nodes []VTEPNode, pods []VTEPPod) (*Desired, error) {
+	return MultiVTEPPortsDual(network, []netip.Prefix{transit}, nodes, pods)
+}
+
+// MultiVTEPPortsDual is MultiVTEPPorts with one transit subnet per IP family
+// (--transit-subnets): a node's ports get the address at their tunnel ID in
+// the transit subnet of each family of the node's subnets (every given
+// family when the node lists none), their MAC from the first such address,
+// and each route its own family's next hop, as upstream's dual-stack
+// transit switch ports (100.88.0.6/16 and fd97::6/64) do.
+func MultiVTEPPortsDual(network string, transits []netip.Prefix, nodes []VTEPNode, pods []VTEPPod) (*Desired, error) {
+	if len(transits) == 0 {
+		return nil, fmt.Errorf("transit subnets: at least one is required")
+	}
 	if network == "" {
 		return nil, fmt.Errorf("network.name: must not be empty")
 	}
@@ -107,30 +120,50 @@ func MultiVTEPPorts(network string, transit netip.Prefix, nodes []VTEPNode, pods
 		sort.Ints(idxs)
 		for k, idx := range idxs {
 			suffix := strings.TrimPrefix(names.TransitSwitchPort(n.Name, idx), names.TransitSwitchPort(n.Name, 0))
-			ip, err := ovnk.AddrAt(transit, uint64(n.TunnelIDs[idx]))
-			if err != nil {
-				return nil, fmt.Errorf("nodes[%d] (%s): tunnel ID %d: %w", ni, n.Name, n.TunnelIDs[idx], err)
+			var tsps []netip.Prefix
+			var nets []string
+			for _, transit := range transits {
+				if len(n.Subnets) > 0 && !slices.ContainsFunc(n.Subnets, func(s netip.Prefix) bool { return s.Addr().Is4() == transit.Addr().Is4() }) {
+					continue
+				}
+				ip, err := ovnk.AddrAt(transit, uint64(n.TunnelIDs[idx]))
+				if err != nil {
+					return nil, fmt.Errorf("nodes[%d] (%s): tunnel ID %d: %w", ni, n.Name, n.TunnelIDs[idx], err)
+				}
+				tsps = append(tsps, netip.PrefixFrom(ip, transit.Bits()))
+				nets = append(nets, tsps[len(tsps)-1].String())
 			}
-			tsp := netip.PrefixFrom(ip, transit.Bits())
-			mac := ovnk.MACFromIP(ip).String()
+			if len(tsps) == 0 {
+				return nil, fmt.Errorf("nodes[%d] (%s): no transit subnet of the families of its subnets %v", ni, n.Name, n.Subnets)
+			}
+			// hop is the port's address of a family (invalid without one).
+			hop := func(is4 bool) netip.Addr {
+				for _, t := range tsps {
+					if t.Addr().Is4() == is4 {
+						return t.Addr()
+					}
+				}
+				return netip.Addr{}
+			}
+			mac := ovnk.MACFromIP(tsps[0].Addr()).String()
 			lsp := nbdb.LogicalSwitchPort{
 				Name:    names.TransitSwitchToRouter(n.Name) + suffix,
 				Options: map[string]string{"requested-tnl-key": strconv.Itoa(n.TunnelIDs[idx])},
 			}
 			if n.Local {
 				rtots := names.RouterToTransitSwitch(n.Name) + suffix
-				cr.Ports = append(cr.Ports, nbdb.LogicalRouterPort{Name: rtots, MAC: mac, Networks: []string{tsp.String()}})
+				cr.Ports = append(cr.Ports, nbdb.LogicalRouterPort{Name: rtots, MAC: mac, Networks: nets})
 				lsp.Type, lsp.Addresses = "router", []string{"router"}
 				lsp.Options["router-port"] = rtots
 				ts.Ports = append(ts.Ports, lsp)
 				continue
 			}
-			lsp.Type, lsp.Addresses = "remote", []string{mac + " " + tsp.String()}
+			lsp.Type, lsp.Addresses = "remote", []string{mac + " " + strings.Join(nets, " ")}
 			lsp.Options["requested-chassis"] = n.Name
 			ts.Ports = append(ts.Ports, lsp)
 			if k == 0 {
 				for _, s := range n.Subnets {
-					if s.Addr().Is4() == ip.Is4() {
+					if ip := hop(s.Addr().Is4()); ip.IsValid() {
 						cr.Routes = append(cr.Routes, staticRoute(s.Masked().String(), ip.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
 					}
 				}
@@ -138,7 +171,7 @@ func MultiVTEPPorts(network string, transit netip.Prefix, nodes []VTEPNode, pods
 			}
 			for _, p := range used[ni][idx] {
 				for _, pip := range p.IPs {
-					if pip.Addr().Is4() == ip.Is4() {
+					if ip := hop(pip.Addr().Is4()); ip.IsValid() {
 						host := netip.PrefixFrom(pip.Addr(), pip.Addr().BitLen())
 						cr.Routes = append(cr.Routes, staticRoute(host.String(), ip.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
 					}

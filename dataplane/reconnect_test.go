@@ -83,7 +83,7 @@ func TestNorthdAcceptsLayer2Topology(t *testing.T) {
 		t.Errorf("datapaths: %v, want the GR, the switch and the transit router", datapaths)
 	}
 	bindings := lines(e.sbctl("--columns=logical_port", "--data=bare", "--no-headings", "list", "Port_Binding"))
-	want := []string{"rtotr-" + gr1, rtos, "stor-" + tr, "trtor-" + gr1, "trtor-" + gr2, "trtor-" + gr3}
+	want := []string{"rtotr-" + gr1, rtos, "stotr-" + sw, "trtor-" + gr1, "trtor-" + gr2, "trtor-" + gr3}
 	for _, w := range want {
 		found := false
 		for _, b := range bindings {

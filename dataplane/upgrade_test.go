@@ -24,7 +24,7 @@ func TestLayer2UpgradeMixedNodesThenFinal(t *testing.T) {
 	upgradeSwitchPort := "stotr-" + sw + "-upgrade"
 	upgradeRouterPort := "trtos-" + sw + "-upgrade"
 	wantRows(t, "Logical_Switch_Port", e.rows("Logical_Switch_Port", "type", "addresses", "options"), map[string]string{
-		"stor-" + tr:      "router,router,router-port=" + rtos,
+		"stotr-" + sw:     "router,router,router-port=" + rtos,
 		"stor-" + gr2:     "remote,0a:58:64:41:00:03 100.65.0.3/16,requested-chassis=node2 requested-tnl-key=5",
 		upgradeSwitchPort: "router,router,requested-tnl-key=4 router-port=" + upgradeRouterPort,
 	})

@@ -490,9 +490,13 @@ func startTimeout() time.Duration {
 // Stop stops the apiserver and etcd and removes their temporary directories.
 func (e *Environment) Stop() error { return e.env.Stop() }
 
-// WriteKubeconfig writes a kubeconfig for a system:masters user to path.
+// KubeconfigUser is the system:masters user of WriteKubeconfig's kubeconfig.
+const KubeconfigUser = "udnkit-admin"
+
+// WriteKubeconfig writes a kubeconfig for a system:masters user
+// (KubeconfigUser) to path.
 func (e *Environment) WriteKubeconfig(path string) error {
-	user, err := e.env.ControlPlane.AddUser(crenvtest.User{Name: "udnkit-admin", Groups: []string{"system:masters"}}, nil)
+	user, err := e.env.ControlPlane.AddUser(crenvtest.User{Name: KubeconfigUser, Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return err
 	}

@@ -123,19 +123,19 @@ func TestPodNetworkParseRejects(t *testing.T) {
 }
 
 func TestNetworkIDsGolden(t *testing.T) {
-	// OKEP-5094 option 3: [switch key (legacy: 16711680 + network ID), transit router key].
+	// OKEP-5094 option 3 as upstream: [switch key (legacy: BaseTransitSwitchTunnelKey 16711683 + network ID), transit router key (from 16711683 + 4096)].
 	ann := map[string]string{}
-	if !(NetworkIDs{ID: 5, TunnelKeys: []int{16711685, 16715780}}).Encode(ann) {
+	if !(NetworkIDs{ID: 5, TunnelKeys: []int{16711688, 16715779}}).Encode(ann) {
 		t.Fatal("nothing written")
 	}
-	if ann[AnnotationNetworkID] != "5" || ann[AnnotationTunnelKeys] != "[16711685,16715780]" {
+	if ann[AnnotationNetworkID] != "5" || ann[AnnotationTunnelKeys] != "[16711688,16715779]" {
 		t.Errorf("annotations = %v", ann)
 	}
-	if (NetworkIDs{ID: 5, TunnelKeys: []int{16711685, 16715780}}).Encode(ann) {
+	if (NetworkIDs{ID: 5, TunnelKeys: []int{16711688, 16715779}}).Encode(ann) {
 		t.Error("a second Encode of the same IDs reports a change")
 	}
 	back, err := DecodeNetworkIDs(ann)
-	if err != nil || !back.HasID || back.ID != 5 || len(back.TunnelKeys) != 2 || back.TunnelKeys[1] != 16715780 {
+	if err != nil || !back.HasID || back.ID != 5 || len(back.TunnelKeys) != 2 || back.TunnelKeys[1] != 16715779 {
 		t.Errorf("decoded %+v, %v", back, err)
 	}
 	none := map[string]string{}
@@ -143,7 +143,7 @@ func TestNetworkIDsGolden(t *testing.T) {
 	if none[AnnotationTunnelKeys] != "[]" {
 		t.Errorf("no keys: tunnel-keys = %q, upstream writes []", none[AnnotationTunnelKeys])
 	}
-	if k, _ := LegacyTransitSwitchKey(5); k != 16711685 {
+	if k, _ := LegacyTransitSwitchKey(5); k != 16711688 || FirstAllocatedTunnelKey != 16715779 {
 		t.Errorf("legacy key of network 5 = %d", k)
 	}
 	for _, tc := range []struct{ id, keys, want string }{
@@ -239,7 +239,7 @@ func TestNamesAndMACsGolden(t *testing.T) {
 		n.GatewayRouter("node1"):                       "GR_test12_namespace.scoped_node1",
 		n.TransitToGR("node1"):                         "trtor-GR_test12_namespace.scoped_node1",
 		n.GRToTransit("node1"):                         "rtotr-GR_test12_namespace.scoped_node1",
-		n.RouterToSwitch():                             "rtos-test12_namespace.scoped_ovn_layer2_switch",
+		n.RouterToSwitch():                             "trtos-test12_namespace.scoped_ovn_layer2_switch",
 		n.TransitSwitchPort("a", 2):                    "test12_namespace.scoped_tstor-a_encap2",
 		PodPortName("ns1/tenant-blue", "ns1", "pod-a"): "ns1.tenant.blue_ns1_pod-a",
 		UDNNetworkName("tenant-blue", "blue"):          "tenant-blue_blue",

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/netip"
+	"slices"
 )
 
 const (
@@ -24,10 +25,15 @@ const (
 	FirstInterconnectKey = 1<<24 - 1<<16
 	// LastInterconnectKey is the last tunnel key OVN allows.
 	LastInterconnectKey = 1<<24 - 1
-	// FirstAllocatedTunnelKey is the first centrally allocated key: the first
-	// MaxNetworkID+1 keys of the interconnect range stay reserved for the
-	// legacy per-network transit switch keys (OKEP-5094 option 3).
-	FirstAllocatedTunnelKey = FirstInterconnectKey + MaxNetworkID + 1
+	// BaseTransitSwitchTunnelKey is upstream's base of the per-network transit
+	// switch keys (BaseTransitSwitchTunnelKey = 16711683: a network's legacy
+	// key is base + network ID; see its TunnelKeysAllocator).
+	BaseTransitSwitchTunnelKey = 16711683
+	// FirstAllocatedTunnelKey is the first centrally allocated key: the 4096
+	// keys from BaseTransitSwitchTunnelKey stay reserved for the legacy
+	// per-network transit switch keys (OKEP-5094 option 3), as upstream's
+	// allocator keeps them (its rangeStart = 16711683 + 4096).
+	FirstAllocatedTunnelKey = BaseTransitSwitchTunnelKey + MaxNetworkID + 1
 
 	// FirstNodeID is the first node ID handed out: 0 means "no ID" and 1 is
 	// kept for the transit switch's router port, as OVN-Kubernetes does.
@@ -52,7 +58,7 @@ func LegacyTransitSwitchKey(networkID int) (int, error) {
 	if networkID < 0 || networkID > MaxNetworkID {
 		return 0, fmt.Errorf("network ID %d is outside [0, %d]", networkID, MaxNetworkID)
 	}
-	return FirstInterconnectKey + networkID, nil
+	return BaseTransitSwitchTunnelKey + networkID, nil
 }
 
 // TransitPeerSubnets are a node's point-to-point subnets inside a network's
@@ -101,11 +107,21 @@ func ChooseTransitSubnet(def netip.Prefix, used []netip.Prefix) (netip.Prefix, e
 	step := PrefixSize(cur)
 	limit := new(big.Int).Lsh(big.NewInt(1), uint(cur.Addr().BitLen()))
 	start := new(big.Int).SetBytes(cur.Addr().AsSlice())
-	for n := new(big.Int).Set(start); n.Cmp(limit) < 0; n.Add(n, step) {
+	for n := new(big.Int).Set(start); n.Cmp(limit) < 0; {
 		a, _ := netip.AddrFromSlice(n.FillBytes(make([]byte, cur.Addr().BitLen()/8)))
 		cand := netip.PrefixFrom(a, cur.Bits())
-		if !Overlaps(cand, used) {
+		i := slices.IndexFunc(used, cand.Overlaps)
+		if i < 0 {
 			return cand, nil
+		}
+		// Jump past the used prefix, not one transit-sized step: a /127
+		// stepping through an admitted fd00::/8 would never end. A used
+		// prefix larger than the candidate ends on a step boundary.
+		u := used[i].Masked()
+		end := new(big.Int).Add(new(big.Int).SetBytes(u.Addr().AsSlice()), PrefixSize(u))
+		n.Add(n, step)
+		if end.Cmp(n) > 0 {
+			n.Set(end)
 		}
 	}
 	return netip.Prefix{}, fmt.Errorf("no /%d transit subnet at or above %v avoids the network's subnets", cur.Bits(), def)

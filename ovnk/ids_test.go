@@ -94,7 +94,7 @@ func TestTransitSubnets(t *testing.T) {
 
 func TestLegacyTransitSwitchKey(t *testing.T) {
 	k, err := LegacyTransitSwitchKey(7)
-	if err != nil || k != 16711680+7 {
+	if err != nil || k != 16711683+7 {
 		t.Fatalf("got %d, %v", k, err)
 	}
 	last, _ := LegacyTransitSwitchKey(MaxNetworkID)

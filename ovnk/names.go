@@ -34,8 +34,8 @@ func (n Layer2Names) ClusterRouter() string { return n.prefix + "ovn_cluster_rou
 func (n Layer2Names) GatewayRouter(node string) string {
 	return "GR_" + n.prefix + node
 }
-func (n Layer2Names) RouterToSwitch() string         { return "rtos-" + n.Switch() }
-func (n Layer2Names) SwitchToRouter() string         { return "stor-" + n.TransitRouter() }
+func (n Layer2Names) RouterToSwitch() string         { return "trtos-" + n.Switch() }
+func (n Layer2Names) SwitchToRouter() string         { return "stotr-" + n.Switch() }
 func (n Layer2Names) TransitToGR(node string) string { return "trtor-" + n.GatewayRouter(node) }
 func (n Layer2Names) GRToTransit(node string) string { return "rtotr-" + n.GatewayRouter(node) }
 func (n Layer2Names) SwitchToGR(node string) string  { return "stor-" + n.GatewayRouter(node) }

@@ -1,12 +1,14 @@
 package reconcilers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -33,8 +35,7 @@ type networkAllocators struct {
 
 	// unverified are owners whose newly allocated IDs have not yet been
 	// checked against the apiserver (see conflict).
-	unverifiedMu sync.Mutex
-	unverified   map[string]bool
+	unverified unverifiedSet
 }
 
 func newNetworkAllocators(reader client.Reader, cfg *Config) *networkAllocators {
@@ -43,7 +44,6 @@ func newNetworkAllocators(reader client.Reader, cfg *Config) *networkAllocators 
 		cfg:        cfg,
 		networkIDs: netids.NewIDAllocator("network ID", 1, cfg.MaxNetworkID),
 		tunnelKeys: netids.NewIDAllocator("tunnel key", cfg.TunnelKeyFirst, cfg.TunnelKeyLast),
-		unverified: map[string]bool{},
 	}
 }
 
@@ -55,7 +55,9 @@ func networkKey(kind, namespace, name string) string {
 	return kind + "/" + namespace + "/" + name
 }
 
-// reserveFrom records the IDs an object's annotations hold for owner.
+// reserveFrom records the IDs an object's annotations hold for owner. What
+// another network already holds is not reserved: ensure gives the network
+// new IDs, with an Event, when it next reconciles.
 func (a *networkAllocators) reserveFrom(owner string, annotations map[string]string) {
 	dec, err := ovnk.DecodeNetworkIDs(annotations)
 	id, hasID, keys := dec.ID, dec.HasID, dec.TunnelKeys
@@ -70,28 +72,39 @@ func (a *networkAllocators) reserveFrom(owner string, annotations map[string]str
 	}
 }
 
+// recorded is one object whose annotations record a network's IDs.
+type recorded struct {
+	owner       string
+	created     metav1.Time
+	annotations map[string]string
+}
+
 func (a *networkAllocators) ensureInit(ctx context.Context) error {
 	a.initMu.Lock()
 	defer a.initMu.Unlock()
 	if a.inited {
 		return nil
 	}
+	var all []recorded
+	created := map[types.UID]metav1.Time{}
 	var udns udnv1.UserDefinedNetworkList
 	if err := a.reader.List(ctx, &udns); err != nil {
 		return fmt.Errorf("rebuilding network IDs: %w", err)
 	}
 	for _, u := range udns.Items {
-		a.reserveFrom(networkKey(kindUDN, u.Namespace, u.Name), u.Annotations)
+		created[u.UID] = u.CreationTimestamp
+		all = append(all, recorded{networkKey(kindUDN, u.Namespace, u.Name), u.CreationTimestamp, u.Annotations})
 	}
 	var cudns udnv1.ClusterUserDefinedNetworkList
 	if err := a.reader.List(ctx, &cudns); err != nil {
 		return fmt.Errorf("rebuilding network IDs: %w", err)
 	}
 	for _, c := range cudns.Items {
-		a.reserveFrom(networkKey(kindCUDN, "", c.Name), c.Annotations)
+		created[c.UID] = c.CreationTimestamp
+		all = append(all, recorded{networkKey(kindCUDN, "", c.Name), c.CreationTimestamp, c.Annotations})
 	}
 	// NADs carry the same annotations; a CR whose own annotation was lost
-	// still keeps the ID its NADs advertise.
+	// still keeps the ID its NADs advertise. A NAD counts as old as its CR.
 	var nads nadv1.NetworkAttachmentDefinitionList
 	if err := a.reader.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
 		return fmt.Errorf("rebuilding network IDs: %w", err)
@@ -101,12 +114,25 @@ func (a *networkAllocators) ensureInit(ctx context.Context) error {
 		if ref == nil {
 			continue
 		}
+		at, ok := created[ref.UID]
+		if !ok {
+			at = n.CreationTimestamp
+		}
 		switch ref.Kind {
 		case kindUDN:
-			a.reserveFrom(networkKey(kindUDN, n.Namespace, ref.Name), n.Annotations)
+			all = append(all, recorded{networkKey(kindUDN, n.Namespace, ref.Name), at, n.Annotations})
 		case kindCUDN:
-			a.reserveFrom(networkKey(kindCUDN, "", ref.Name), n.Annotations)
+			all = append(all, recorded{networkKey(kindCUDN, "", ref.Name), at, n.Annotations})
 		}
+	}
+	// Oldest network first, whatever its kind: of two networks recording
+	// one ID (a forged annotation, a second writer) the older keeps it and
+	// the younger is given a new one; it can never take an older one's.
+	slices.SortStableFunc(all, func(x, y recorded) int {
+		return cmp.Or(x.created.Compare(y.created.Time), cmp.Compare(x.owner, y.owner))
+	})
+	for _, r := range all {
+		a.reserveFrom(r.owner, r.annotations)
 	}
 	a.inited = true
 	return nil
@@ -114,15 +140,18 @@ func (a *networkAllocators) ensureInit(ctx context.Context) error {
 
 // ensure returns the network's IDs: those the allocator already holds for
 // it, those its annotations record, or new ones. undo releases what was newly
-// allocated, for when the caller cannot persist it.
-func (a *networkAllocators) ensure(ctx context.Context, owner string, annotations map[string]string, wantKeys int) (ids ovnk.NetworkIDs, undo func(), err error) {
+// allocated, for when the caller cannot persist it. Recorded values udnkit
+// could not have written for this network (held by an older network, out of
+// range) are replaced; ignored says which, without naming the other network,
+// for an Event on this one.
+func (a *networkAllocators) ensure(ctx context.Context, owner string, annotations map[string]string, wantKeys int) (ids ovnk.NetworkIDs, undo func(), ignored []string, err error) {
 	if err := a.ensureInit(ctx); err != nil {
-		return ids, nil, err
+		return ids, nil, nil, err
 	}
 	dec, err := ovnk.DecodeNetworkIDs(annotations)
 	id, hasID, keys := dec.ID, dec.HasID, dec.TunnelKeys
 	if err != nil {
-		return ids, nil, err
+		return ids, nil, nil, err
 	}
 	var newID bool
 	var newKeys []int
@@ -139,16 +168,22 @@ func (a *networkAllocators) ensure(ctx context.Context, owner string, annotation
 		// What this process holds wins over an edited annotation: a
 		// network's ID never changes while it exists.
 		ids.ID = held[0]
-	case hasID:
-		if err := a.networkIDs.Reserve(owner, id); err != nil {
-			return ids, nil, err
-		}
+	case hasID && a.networkIDs.Reserve(owner, id) == nil:
 		ids.ID = id
 	default:
+		if hasID {
+			first, last := a.networkIDs.Range()
+			ignored = append(ignored, fmt.Sprintf("network ID %d (held by an older network, or outside [%d, %d])", id, first, last))
+			keys = nil // the switch key derives from the ID
+		}
 		if ids.ID, err = a.networkIDs.Allocate(owner); err != nil {
-			return ids, nil, err
+			return ids, nil, nil, err
 		}
 		newID = true
+	}
+	if k, held := a.heldByOther(owner, keys); held {
+		ignored = append(ignored, fmt.Sprintf("tunnel keys %v (key %d is held by an older network)", keys, k))
+		keys = nil
 	}
 	if wantKeys > 0 && len(keys) == 0 {
 		// OKEP-5094 option 3, as upstream's TunnelKeysAllocator: the first key
@@ -159,7 +194,7 @@ func (a *networkAllocators) ensure(ctx context.Context, owner string, annotation
 			legacy, err := ovnk.LegacyTransitSwitchKey(ids.ID)
 			if err != nil {
 				undo()
-				return ovnk.NetworkIDs{}, nil, err
+				return ovnk.NetworkIDs{}, nil, nil, err
 			}
 			keys = append([]int{legacy}, keys...)
 		}
@@ -172,35 +207,59 @@ func (a *networkAllocators) ensure(ctx context.Context, owner string, annotation
 		}
 		if err := a.tunnelKeys.Reserve(owner, k); err != nil {
 			undo()
-			return ovnk.NetworkIDs{}, nil, err
+			return ovnk.NetworkIDs{}, nil, nil, err
 		}
 	}
 	for len(keys) < wantKeys {
 		k, err := a.tunnelKeys.Allocate(owner)
 		if err != nil {
 			undo()
-			return ovnk.NetworkIDs{}, nil, err
+			return ovnk.NetworkIDs{}, nil, nil, err
 		}
 		keys = append(keys, k)
 		newKeys = append(newKeys, k)
 	}
 	ids.TunnelKeys = keys
-	return ids, undo, nil
+	return ids, undo, ignored, nil
 }
 
-func (a *networkAllocators) isUnverified(owner string) bool {
-	a.unverifiedMu.Lock()
-	defer a.unverifiedMu.Unlock()
-	return a.unverified[owner]
+// heldByOther returns a key of keys another owner holds.
+func (a *networkAllocators) heldByOther(owner string, keys []int) (int, bool) {
+	for _, k := range keys {
+		if o, ok := a.tunnelKeys.Owner(k); ok && o != owner {
+			return k, true
+		}
+	}
+	return 0, false
 }
 
-func (a *networkAllocators) setUnverified(owner string, v bool) {
-	a.unverifiedMu.Lock()
-	defer a.unverifiedMu.Unlock()
+func (a *networkAllocators) isUnverified(owner string) bool { return a.unverified.has(owner) }
+
+func (a *networkAllocators) setUnverified(owner string, v bool) { a.unverified.set(owner, v) }
+
+// unverifiedSet holds the owners whose last write is not yet verified
+// (write-then-verify; see networkAllocators.conflict and nodeReconciler.verify).
+type unverifiedSet struct {
+	mu sync.Mutex
+	m  map[string]bool
+}
+
+func (s *unverifiedSet) has(owner string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[owner]
+}
+
+func (s *unverifiedSet) set(owner string, v bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]bool{}
+	}
 	if v {
-		a.unverified[owner] = true
+		s.m[owner] = true
 	} else {
-		delete(a.unverified, owner)
+		delete(s.m, owner)
 	}
 }
 

@@ -18,7 +18,7 @@ func TestConfigRejects(t *testing.T) {
 		}, "--transit-subnets: at most one CIDR per IP family"},
 		{"unknown controller", func(c *Config) { c.Controllers = []string{"udn", "pods"} }, `controllers: unknown controller "pods"`},
 		{"network ID too big", func(c *Config) { c.MaxNetworkID = 4096 }, "max network ID 4096 is outside [1, 4095]"},
-		{"tunnel keys in the legacy range", func(c *Config) { c.TunnelKeyFirst = 16711680 }, "tunnel key range [16711680, 16777215] is not inside [16715776, 16777215]"},
+		{"tunnel keys in the legacy range", func(c *Config) { c.TunnelKeyFirst = 16711680 }, "tunnel key range [16711680, 16777215] is not inside [16715779, 16777215]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -193,7 +193,7 @@ func (r *networkReconciler) resolveConflicts(ctx context.Context, n *network, na
 		}
 		if len(lost) > 0 {
 			reason = udnv1.ReasonPrimaryNetworkConflict
-			msgs = append(msgs, lostMessage(lost))
+			msgs = append(msgs, lostMessage(lost, n.kind))
 			namespaces = kept
 		}
 	}
@@ -314,10 +314,17 @@ func (r *networkReconciler) primaryWinners(ctx context.Context, n network, names
 	return kept, lost, nil
 }
 
-func lostMessage(lost map[string]rival) string {
+// lostMessage is read by whoever may read the network reporting it
+// (reporter is its kind): a UDN's tenant may not read CUDNs, so a UDN's
+// message calls the CUDN that won "a ClusterUserDefinedNetwork" only.
+func lostMessage(lost map[string]rival, reporter string) string {
 	var parts []string
 	for ns, w := range lost {
-		parts = append(parts, fmt.Sprintf("%s (%s)", ns, w.ref()))
+		name := w.ref()
+		if reporter == kindUDN && w.kind == kindCUDN {
+			name = "a " + kindCUDN
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", ns, name))
 	}
 	sort.Strings(parts)
 	return fmt.Sprintf("%d namespace(s) already have an older primary network: %s; this network gets no NetworkAttachmentDefinition there until that network is deleted.",

@@ -50,8 +50,11 @@ const (
 	maxEventNote = 1024
 
 	// Event reasons.
-	eventSyncError         = "SyncError"
-	eventNetworkIDsFailed  = "NetworkIDAllocationFailed"
+	eventSyncError        = "SyncError"
+	eventNetworkIDsFailed = "NetworkIDAllocationFailed"
+	// eventNetworkIDIgnored: a network's recorded ID or tunnel keys were
+	// another (older) network's or out of range; it gets new ones.
+	eventNetworkIDIgnored  = "NetworkIDIgnored"
 	eventForeignNAD        = "ForeignNetworkAttachmentDefinition"
 	eventHostSubnetFailure = "HostSubnetAllocationFailed"
 	// eventInvalidNodeID: a node's k8s.ovn.org/node-id was malformed, out of
@@ -372,7 +375,10 @@ func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, nam
 	}
 
 	// Finalizer and network IDs go onto the CR in one optimistic update.
-	ids, undo, err := r.ids.ensure(ctx, n.key(), n.obj.GetAnnotations(), n.wantsTunnelKeys())
+	ids, undo, ignored, err := r.ids.ensure(ctx, n.key(), n.obj.GetAnnotations(), n.wantsTunnelKeys())
+	if len(ignored) > 0 {
+		r.event(n.obj, eventNetworkIDIgnored, fmt.Sprintf("ignored what this network's annotations record: %s; udnkit could not have written it; allocating anew", strings.Join(ignored, "; ")))
+	}
 	if err != nil {
 		msg := fmt.Sprintf("failed to allocate network IDs: %v", err)
 		r.event(n.obj, eventNetworkIDsFailed, msg)
@@ -411,7 +417,8 @@ func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, nam
 			return ctrl.Result{}, err
 		}
 		if other != "" {
-			return r.yieldIDs(ctx, n, ids, other)
+			log.FromContext(ctx).Info("network IDs clash; yielding", "network", n.key(), "other", other)
+			return r.yieldIDs(ctx, n, ids)
 		}
 	}
 
@@ -490,7 +497,9 @@ func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, nam
 
 // yieldIDs removes IDs that another network also holds from n's CR, so n
 // allocates again; the other network keeps them.
-func (r *networkReconciler) yieldIDs(ctx context.Context, n network, ids ovnk.NetworkIDs, other string) (ctrl.Result, error) {
+// The Event does not name the other network: the tenant who reads this
+// network's events may not be allowed to read it.
+func (r *networkReconciler) yieldIDs(ctx context.Context, n network, ids ovnk.NetworkIDs) (ctrl.Result, error) {
 	annotations := n.obj.GetAnnotations()
 	delete(annotations, ovnk.AnnotationNetworkID)
 	delete(annotations, ovnk.AnnotationTunnelKeys)
@@ -503,7 +512,7 @@ func (r *networkReconciler) yieldIDs(ctx context.Context, n network, ids ovnk.Ne
 	}
 	r.ids.yield(n.key())
 	r.recorder.Eventf(n.obj, nil, corev1.EventTypeNormal, "NetworkIDConflict", "Reconcile",
-		"network ID %d / tunnel keys %v were also given to %s by another writer; allocating again", ids.ID, ids.TunnelKeys, other)
+		"network ID %d / tunnel keys %v were also given to another network by another writer; allocating again", ids.ID, ids.TunnelKeys)
 	return ctrl.Result{RequeueAfter: conflictRetry + time.Duration(rand.Int64N(int64(conflictRetry)))}, nil
 }
 

@@ -1,7 +1,6 @@
 package reconcilers
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -78,6 +77,9 @@ type nodeReconciler struct {
 	// removed are networks deleted while this process ran; their entries
 	// are dropped from k8s.ovn.org/node-subnets.
 	removed map[string]bool
+	// unverified are nodes whose newly written IDs or host subnets have not
+	// yet been checked against every other node (see verify).
+	unverified unverifiedSet
 
 	// retry re-enqueues nodes that lack a host subnet when a deleted node
 	// frees some.
@@ -138,9 +140,7 @@ func (r *nodeReconciler) ensureInit(ctx context.Context) error {
 	}
 	// Oldest first: when two nodes claim one ID (a second writer, a hand
 	// edit), the older node keeps it and Reconcile gives the other a new one.
-	slices.SortFunc(nodes.Items, func(a, b corev1.Node) int {
-		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
-	})
+	slices.SortFunc(nodes.Items, func(a, b corev1.Node) int { return olderNode(&a, &b) })
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		if id, ok, err := ovnk.DecodeNodeID(n); err == nil && ok {
@@ -220,6 +220,9 @@ func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network)
 				if err := r.reader.List(ctx, nodes); err != nil {
 					return nil, fmt.Errorf("rebuilding host subnets: %w", err)
 				}
+				// Oldest first: of two nodes claiming one host subnet the
+				// older keeps it, the other is given a new one.
+				slices.SortFunc(nodes.Items, func(a, b corev1.Node) int { return olderNode(&a, &b) })
 			}
 			for i := range nodes.Items {
 				parsed, _ := ovnk.DecodeNodeSubnets(&nodes.Items[i])
@@ -269,6 +272,7 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		}
 		// The node is gone: its IDs and host subnets are free again.
 		r.ids.ReleaseOwner(req.Name)
+		r.unverified.set(req.Name, false)
 		var waiting []string
 		for _, st := range states {
 			st.alloc.Release(req.Name)
@@ -336,6 +340,7 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	sort.Strings(names)
 	for _, name := range names {
 		st := states[name]
+		adoptHostSubnets(st.alloc, node.Name, subnets[name])
 		got, err := st.alloc.Allocate(node.Name)
 		if err != nil {
 			msg := fmt.Sprintf("node %s: %v", node.Name, err)
@@ -362,18 +367,23 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		}
 	}
 
-	if equalMaps(want, node.Annotations) {
-		return ctrl.Result{}, nil
-	}
-	patched := node.DeepCopy()
-	patched.Annotations = want
-	if err := r.client.Patch(ctx, patched, client.MergeFromWithOptions(&node, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsConflict(err) {
-			// What this process allocated stays held for the node, so the
-			// retry writes the same values.
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	if !equalMaps(want, node.Annotations) {
+		patched := node.DeepCopy()
+		patched.Annotations = want
+		if err := r.client.Patch(ctx, patched, client.MergeFromWithOptions(&node, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsConflict(err) {
+				// What this process allocated stays held for the node, so the
+				// retry writes the same values.
+				return ctrl.Result{RequeueAfter: conflictRetry}, nil
+			}
+			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if uniqueAnnotationsChanged(node.Annotations, want) {
+			r.unverified.set(node.Name, true)
+		}
+	}
+	if r.unverified.has(node.Name) {
+		return r.verify(ctx, node.Name, states)
 	}
 	return ctrl.Result{}, nil
 }
@@ -400,7 +410,14 @@ func (r *nodeReconciler) tunnelIDs(node *corev1.Node, nodeID int, want map[strin
 	}
 	var extras []int
 	if len(current) > 0 && current[0] == nodeID {
+		// The annotation is what the apiserver holds: anything else this
+		// process held for the node (a write that lost a race) is free.
 		extras = current[1:]
+		for _, id := range r.ids.Held(node.Name) {
+			if id != nodeID && !slices.Contains(extras, id) {
+				r.ids.Release(node.Name, id)
+			}
+		}
 	} else {
 		for _, id := range r.ids.Held(node.Name) {
 			if id != nodeID {
@@ -412,11 +429,18 @@ func (r *nodeReconciler) tunnelIDs(node *corev1.Node, nodeID int, want map[strin
 	if need < 0 {
 		need = 0
 	}
+	kept := extras[:0:0]
 	for _, id := range extras {
+		// Another node's (a second writer's) ID is given up, like a
+		// duplicate node ID: this node gets a new one.
 		if err := r.ids.Reserve(node.Name, id); err != nil {
-			return fmt.Errorf("node %s: annotation %s: %w", node.Name, ovnk.AnnotationNodeTransitSwitchPortTunnelIDs, err)
+			r.recorder.Eventf(node, nil, corev1.EventTypeWarning, eventInvalidNodeID, "Reconcile",
+				"node %s annotation %s: %v; allocating a new tunnel ID", node.Name, ovnk.AnnotationNodeTransitSwitchPortTunnelIDs, err)
+			continue
 		}
+		kept = append(kept, id)
 	}
+	extras = kept
 	for len(extras) > need {
 		r.ids.Release(node.Name, extras[len(extras)-1])
 		extras = extras[:len(extras)-1]
@@ -513,4 +537,26 @@ func (n layer3Network) ref() *unstructured.Unstructured {
 	u.SetNamespace(n.obj.Namespace)
 	u.SetUID(n.uid)
 	return u
+}
+
+// adoptHostSubnets makes the allocator hold what the node's annotation
+// records when that differs from what it holds (another writer's value, or
+// this process's write that lost a race): the apiserver's value wins unless
+// this process knows another node holds it, and then the allocator's stands
+// and is written over it.
+func adoptHostSubnets(alloc *netids.HostSubnetAllocator, node string, recorded []netip.Prefix) {
+	held := alloc.Owned(node)
+	if len(recorded) == 0 || slices.Equal(held, recorded) {
+		return
+	}
+	alloc.Release(node)
+	for _, p := range recorded {
+		if alloc.Reserve(node, p) != nil {
+			alloc.Release(node)
+			for _, q := range held {
+				_ = alloc.Reserve(node, q)
+			}
+			return
+		}
+	}
 }

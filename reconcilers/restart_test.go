@@ -1,7 +1,6 @@
 package reconcilers_test
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"sync"
@@ -10,11 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
@@ -88,7 +83,7 @@ func TestTunnelKeyExhaustion(t *testing.T) {
 	expectCondition(t, first, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	id, err := strconv.Atoi(first.Annotations[ovnk.AnnotationNetworkID])
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(first.Annotations[ovnk.AnnotationTunnelKeys]).To(Equal(fmt.Sprintf("[%d,%d]", ovnk.FirstInterconnectKey+id, ovnk.LastInterconnectKey)))
+	g.Expect(first.Annotations[ovnk.AnnotationTunnelKeys]).To(Equal(fmt.Sprintf("[%d,%d]", ovnk.BaseTransitSwitchTunnelKey+id, ovnk.LastInterconnectKey)))
 
 	second := createPrimaryL2(t, "keys", 1)[0]
 	expectCondition(t, second, metav1.ConditionFalse, udnv1.ReasonSyncError,
@@ -123,17 +118,7 @@ func TestTunnelKeyExhaustion(t *testing.T) {
 // and the writer that sees the clash yields.
 func TestTwoManagersRacing(t *testing.T) {
 	g := NewWithT(t)
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(reconcilers.SetupWithManager(mgr, reconcilers.DefaultConfig())).To(Succeed())
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	defer func() { cancel(); <-done }()
-	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
+	startSecondManager(t)
 
 	var wg sync.WaitGroup
 	var udns []*udnv1.UserDefinedNetwork

@@ -56,7 +56,7 @@ func TestUDNCreatesNAD(t *testing.T) {
 	// OKEP-5094 option 3: the switch keeps the legacy key of its network ID,
 	// the transit router's key comes from above the legacy range.
 	g.Expect(keys).To(HaveLen(2))
-	g.Expect(keys[0]).To(Equal(ovnk.FirstInterconnectKey + id))
+	g.Expect(keys[0]).To(Equal(ovnk.BaseTransitSwitchTunnelKey + id))
 	g.Expect(keys[1]).To(BeNumerically(">=", ovnk.FirstAllocatedTunnelKey))
 	g.Expect(keys[1]).To(BeNumerically("<=", ovnk.LastInterconnectKey))
 	g.Expect(udn.Status.TransitSubnets).To(Equal(udnv1.DualStackCIDRs{"100.88.0.0/16", "fd97::/64"}))

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -132,8 +133,22 @@ func NetworkWarnings(path *field.Path, spec udnv1.NetworkSpec, cfg ovnk.ClusterC
 			}
 		}
 	}
+	if !cfg.PreconfiguredUDNAddresses {
+		l2 := spec.Layer2
+		for name, set := range map[string]bool{"defaultGatewayIPs": len(l2.DefaultGatewayIPs) > 0,
+			"infrastructureSubnets": len(l2.InfrastructureSubnets) > 0, "reservedSubnets": len(l2.ReservedSubnets) > 0} {
+			if set {
+				out = append(out, fmt.Sprintf(
+					"%s: ignored while --%s is off, as OVN-Kubernetes ignores it: the gateway is each subnet's first address and the management port its second.",
+					layer2Path(path).Child(name), ovnk.FlagPreconfiguredUDNAddressesEnable))
+			}
+		}
+		slices.Sort(out)
+	}
 	return out
 }
+
+func layer2Path(path *field.Path) *field.Path { return path.Child("layer2") }
 
 // ValidateLayer3 checks the Layer3 subnet rules that the CRD also expresses
 // in CEL, for apiservers without the CEL network libraries: on create (old

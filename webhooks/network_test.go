@@ -186,3 +186,21 @@ func mustPrefixes(cidrs ...string) []netip.Prefix {
 	}
 	return out
 }
+
+func TestPredefinedFieldsWarnWhileTheFeatureIsOff(t *testing.T) {
+	spec := l2(udnv1.NetworkRolePrimary, "192.168.100.0/24")
+	spec.Layer2.DefaultGatewayIPs = udnv1.DualStackIPs{"192.168.100.2"}
+	spec.Layer2.InfrastructureSubnets = []udnv1.NetworkCIDR{"192.168.100.0/30"}
+	path := field.NewPath("spec")
+	off := ovnk.DefaultClusterConfig()
+	got := NetworkWarnings(path, spec, off)
+	if len(got) != 2 || !strings.Contains(got[0], "spec.layer2.defaultGatewayIPs: ignored while --preconfigured-udn-addresses-enable is off") ||
+		!strings.Contains(got[1], "spec.layer2.infrastructureSubnets: ignored") {
+		t.Errorf("feature off: warnings = %q", got)
+	}
+	on := off
+	on.PreconfiguredUDNAddresses = true
+	if got := NetworkWarnings(path, spec, on); len(got) != 0 {
+		t.Errorf("feature on: warnings = %q", got)
+	}
+}

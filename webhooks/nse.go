@@ -130,24 +130,31 @@ func checkRequestedIP(ip netip.Addr, l2 *udnv1.Layer2Config) string {
 	if ip.Is4() && subnet.Bits() < 31 && ip == ovnk.LastAddr(subnet) {
 		return fmt.Sprintf("is the broadcast address of subnet %s.", subnet)
 	}
-	gateway := subnet.Addr().Next()
+	// The gateway and management addresses by upstream's rule, the one the
+	// address allocator and the dataplane use.
+	var infra []netip.Prefix
+	for _, s := range l2.InfrastructureSubnets {
+		if p, err := netip.ParsePrefix(string(s)); err == nil {
+			infra = append(infra, p)
+		}
+	}
+	var gws []netip.Addr
 	for _, g := range l2.DefaultGatewayIPs {
-		if a, err := netip.ParseAddr(string(g)); err == nil && a.Is4() == ip.Is4() {
-			gateway = a
+		if a, err := netip.ParseAddr(string(g)); err == nil {
+			gws = append(gws, a)
 		}
 	}
-	if ip == gateway {
-		return fmt.Sprintf("is the network's default gateway IP %s.", gateway)
-	}
-	if len(l2.InfrastructureSubnets) == 0 {
-		if mgmt := subnet.Addr().Next().Next(); ip == mgmt {
-			return fmt.Sprintf("is the management port address %s, which OVN-Kubernetes takes when infrastructureSubnets is unset.", mgmt)
-		}
+	gw, mgmt, err := ovnk.Layer2GatewayAndManagement([]netip.Prefix{subnet}, infra, gws)
+	if err == nil && ip == gw[0] {
+		return fmt.Sprintf("is the network's default gateway IP %s.", gw[0])
 	}
 	for _, s := range l2.InfrastructureSubnets {
 		if p, err := netip.ParsePrefix(string(s)); err == nil && p.Contains(ip) {
 			return fmt.Sprintf("is inside infrastructureSubnets entry %s, reserved for OVN-Kubernetes.", p)
 		}
+	}
+	if err == nil && ip == mgmt[0] {
+		return fmt.Sprintf("is the management port address %s.", mgmt[0])
 	}
 	return ""
 }

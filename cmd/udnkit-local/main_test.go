@@ -105,9 +105,12 @@ func TestQuickstart(t *testing.T) {
 			if strings.Contains(c, "Address_Set") {
 				return strings.Contains(string(out), "10.201.0.0/16")
 			}
+			if strings.HasPrefix(c, "ovn-trace") {
+				return strings.Contains(string(out), `output to "trtor-GR_tenant.blue_blue_node-`)
+			}
 			return strings.Contains(string(out), "trtor-GR_tenant.blue_blue_node-b")
 		}
-		for i := 0; strings.HasPrefix(c, "ovn-nbctl") && i < 60 && !settled(); i++ {
+		for i := 0; (strings.HasPrefix(c, "ovn-nbctl") || strings.HasPrefix(c, "ovn-trace")) && i < 60 && !settled(); i++ {
 			time.Sleep(500 * time.Millisecond)
 			out, err = exec.Command("bash", "-c", env+"; cd "+root+"; "+c).CombinedOutput()
 		}
@@ -152,6 +155,13 @@ func TestQuickstart(t *testing.T) {
 		case strings.Contains(c, "Address_Set"):
 			if !regexp.MustCompile(`name\s*: "?` + greenSet + `"?\s+addresses\s*: \["10.200.0.0/16", "10.201.0.0/16"\]`).MatchString(string(out)) {
 				t.Errorf("green's subnets address set %s should hold both subnets", greenSet)
+			}
+		case strings.HasPrefix(c, "ovn-trace"):
+			// OKEP-5094: from the layer2 switch the transit router sends the
+			// packet to a node's gateway router (ECMP over the zone's nodes:
+			// make run is one zone), through the trtor- patch port.
+			if !regexp.MustCompile(`output to "trtor-GR_tenant\.blue_blue_node-[abc]", type "patch"`).MatchString(string(out)) {
+				t.Errorf("ovn-trace: the packet does not leave the transit router towards a gateway router:\n%s", out)
 			}
 		case strings.HasPrefix(c, "ovn-nbctl"):
 			for _, want := range []string{"tenant.blue_blue_transit_router", "tenant.blue_blue_ovn_layer2_switch",

@@ -6,10 +6,11 @@
 package controller
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -17,8 +18,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/ovnk"
@@ -43,6 +44,9 @@ type Layer2Reconciler struct {
 	// kubernetes API service, is routed to the management port) and the
 	// masquerade subnets (the management-port SNAT's external IPs).
 	Cluster ovnk.ClusterConfig
+	// Recorder, when set, raises a Warning Event on each object left out
+	// (see skip).
+	Recorder recorder.EventRecorder
 }
 
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get;list;watch
@@ -76,7 +80,6 @@ func nadsIn(c client.Client, namespace string) handler.MapFunc {
 // Reconcile applies one network's topology and removes the topology of
 // networks whose NADs are gone.
 func (r *Layer2Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	logger := log.FromContext(ctx)
 	nad, live, err := liveNAD(ctx, r.Client, req)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -85,10 +88,10 @@ func (r *Layer2Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		net, ok, err := Layer2NetworkFromNAD(nad)
 		if err != nil {
 			// A malformed NAD is the NAD writer's bug; retrying will not fix it.
-			logger.Error(err, "skipping network")
+			skip(ctx, r.Recorder, nad, "NetworkAttachmentDefinition", ReasonMalformedNetwork, err)
 		} else if ok {
 			if err := r.clusterFacts(nad, &net); err != nil {
-				logger.Error(err, "skipping network")
+				skip(ctx, r.Recorder, nad, "NetworkAttachmentDefinition", ReasonMalformedNetwork, err)
 				return reconcile.Result{}, r.collect(ctx)
 			}
 			waiting, err := r.apply(ctx, net)
@@ -143,15 +146,34 @@ func (r *Layer2Reconciler) apply(ctx context.Context, net dataplane.Layer2Networ
 	if err := r.Client.List(ctx, &nodeList); err != nil {
 		return false, err
 	}
-	var nodes []dataplane.Layer2Node
-	var switching []*corev1.Node  // drained local nodes still to announce
-	var primaryL2 map[string]bool // read once, for the first local node not on 2.0
+	// Oldest first: of two nodes with one ID, the younger is left out.
+	slices.SortFunc(nodeList.Items, func(a, b corev1.Node) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
+	})
+	objs := map[string]*corev1.Node{}
+	var all []dataplane.Layer2Node
 	for i := range nodeList.Items {
 		node := &nodeList.Items[i]
 		n, ok, err := Layer2NodeFromNode(node)
-		if err != nil || !ok {
+		if err != nil {
+			skip(ctx, r.Recorder, node, "Node", ReasonInvalidNodeID, err)
+			continue
+		}
+		if !ok {
 			continue // no node ID allocated yet: the node joins on its next update
 		}
+		objs[n.Name] = node
+		all = append(all, n)
+	}
+	usable, skipped := dataplane.Layer2UsableNodes(net, all)
+	for _, s := range skipped {
+		skip(ctx, r.Recorder, objs[s.Name], "Node", s.Reason, s.Err)
+	}
+	var nodes []dataplane.Layer2Node
+	var switching []*corev1.Node  // drained local nodes still to announce
+	var primaryL2 map[string]bool // read once, for the first local node not on 2.0
+	for _, n := range usable {
+		node := objs[n.Name]
 		n.Local = r.Local == nil || r.Local(node)
 		if n.Local && n.TopologyVersion != ovnk.Layer2TopologyVersionTransitRouter {
 			if primaryL2 == nil {
@@ -281,8 +303,14 @@ func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net dataplane
 	if !found {
 		return net, false, nil
 	}
-	var keys []int
-	if err := json.Unmarshal([]byte(keysText), &keys); err != nil || len(keys) < 2 {
+	// ovnk's codec refuses keys outside the interconnect range: nothing out
+	// of range reaches OVN.
+	ids, err := ovnk.DecodeNetworkIDs(nad.Annotations)
+	if err != nil {
+		return net, false, fmt.Errorf("NAD %s/%s: %w", nad.Namespace, nad.Name, err)
+	}
+	keys := ids.TunnelKeys
+	if len(keys) < 2 {
 		return net, false, fmt.Errorf("NAD %s/%s annotation %s: %q must be a JSON list of the switch and transit router tunnel keys",
 			nad.Namespace, nad.Name, ovnk.AnnotationTunnelKeys, keysText)
 	}
@@ -296,13 +324,14 @@ func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net dataplane
 	if net.JoinSubnets, err = ovnk.ParsePrefixes(conf.JoinSubnet); err != nil {
 		return net, false, bad("joinSubnet", err)
 	}
-	if len(net.JoinSubnets) == 0 {
-		for _, j := range defaultJoinSubnets {
-			for _, s := range net.Subnets {
-				if s.Addr().Is4() == j.Addr().Is4() {
-					net.JoinSubnets = append(net.JoinSubnets, j)
-				}
-			}
+	// A family of the subnets without a join subnet gets the default one
+	// (the spec may give joinSubnets for one family of a dual-stack network;
+	// found by FuzzAdmittedSpecToRows).
+	for _, j := range defaultJoinSubnets {
+		_, hasJoin := ovnk.FamilyOf(net.JoinSubnets, j.Addr().Is6())
+		_, hasSubnet := ovnk.FamilyOf(net.Subnets, j.Addr().Is6())
+		if hasSubnet && !hasJoin {
+			net.JoinSubnets = append(net.JoinSubnets, j)
 		}
 	}
 	if net.TransitSubnets, err = ovnk.ParsePrefixes(conf.TransitSubnet); err != nil {
@@ -310,6 +339,9 @@ func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net dataplane
 	}
 	if net.DefaultGatewayIPs, err = ovnk.ParseAddrs(conf.DefaultGatewayIPs); err != nil {
 		return net, false, bad("defaultGatewayIPs", err)
+	}
+	if net.InfrastructureSubnets, err = ovnk.ParsePrefixes(conf.InfrastructureSubnets); err != nil {
+		return net, false, bad("infrastructureSubnets", err)
 	}
 	return net, true, nil
 }

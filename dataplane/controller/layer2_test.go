@@ -75,7 +75,7 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 		show := nbctl("show", tr)
 		return strings.Contains(show, "trtor-GR_ns1_tenant.blue_node1") && strings.Contains(show, "trtor-GR_ns1_tenant.blue_node2")
 	})
-	if got := nbctl("get", "Logical_Router_Port", "rtos-ns1_tenant.blue_ovn_layer2_switch", "networks"); !strings.Contains(got, `"203.203.0.1/24"`) || !strings.Contains(got, `"2010:100:200::1/60"`) {
+	if got := nbctl("get", "Logical_Router_Port", "trtos-ns1_tenant.blue_ovn_layer2_switch", "networks"); !strings.Contains(got, `"203.203.0.1/24"`) || !strings.Contains(got, `"2010:100:200::1/60"`) {
 		t.Errorf("gateway port networks = %s", got)
 	}
 	if got := nbctl("get", "Logical_Router_Port", "rtotr-GR_ns1_tenant.blue_node1", "networks"); !strings.Contains(got, `"100.65.0.2/16"`) || !strings.Contains(got, `"fd97::5/127"`) {
@@ -195,7 +195,7 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 	if _, _, err := Layer2NetworkFromNAD(&nadv1.NetworkAttachmentDefinition{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "bad", Annotations: map[string]string{ovnk.AnnotationTunnelKeys: "7"}},
 		Spec:       nadv1.NetworkAttachmentDefinitionSpec{Config: l2Config},
-	}); err == nil || !strings.Contains(err.Error(), "annotation k8s.ovn.org/tunnel-keys: \"7\" must be a JSON list") {
+	}); err == nil || !strings.Contains(err.Error(), "annotation k8s.ovn.org/tunnel-keys=\"7\" is not a JSON list of integers") {
 		t.Errorf("bad tunnel keys: err = %v", err)
 	}
 	if _, _, err := Layer2NodeFromNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "nodeX",

@@ -87,7 +87,7 @@ func TestLiveMigrationRoutesFromAPIState(t *testing.T) {
 	}
 	// OKEP-5094: node-b's transit peer subnets start at 2·ID; the GR takes the odd address.
 	grV4, grV6 := fmt.Sprintf("100.88.0.%d", 2*id+1), fmt.Sprintf("fd97::%x", 2*id+1)
-	wantRoutes := []string{ips[0] + " " + ips[0] + " dst-ip rtos-" + sw, ips[1] + " " + ips[1] + " dst-ip rtos-" + sw}
+	wantRoutes := []string{ips[0] + " " + ips[0] + " dst-ip trtos-" + sw, ips[1] + " " + ips[1] + " dst-ip trtos-" + sw}
 	wantPolicies := []string{"10 ip4.src == " + ips[0] + " reroute " + grV4, "10 ip6.src == " + ips[1] + " reroute " + grV6}
 	s.eventually("the migrated VM's route and reroute policy", func() bool {
 		r, p := routes(), policies()

@@ -37,6 +37,9 @@ type MultiVTEPReconciler struct {
 	// EncapRetry is how soon a port whose Port_Binding (ovn-northd) or Encap
 	// row (the remote chassis) is not there yet is tried again; 0 means 5 s.
 	EncapRetry time.Duration
+	// Transit are the cluster's transit subnets, one per IP family
+	// (--transit-subnets); nil means OVN-Kubernetes' defaults.
+	Transit []netip.Prefix
 }
 
 // SetupWithManager registers the reconciler.
@@ -210,7 +213,11 @@ func (r *MultiVTEPReconciler) applyLayer3(ctx context.Context, network string) (
 			encaps[names.TransitSwitchPort(n.Name, slices.Index(n.EncapIPs, p.EncapIP))] = dataplane.PortEncap{Chassis: n.Name, EncapIP: p.EncapIP.String()}
 		}
 	}
-	d, err := dataplane.MultiVTEPPorts(network, ovnk.DefaultTransitSubnetV4, nodes, pods)
+	transit := r.Transit
+	if len(transit) == 0 {
+		transit = ovnk.DefaultClusterConfig().TransitSubnets
+	}
+	d, err := dataplane.MultiVTEPPortsDual(network, transit, nodes, pods)
 	if err != nil {
 		return false, err
 	}

@@ -72,9 +72,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	c := mgr.GetClient()
 	rs := &Reconcilers{
 		OVN:           ovn,
-		Layer2:        &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local, Cluster: o.Cluster},
+		Layer2:        &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local, Cluster: o.Cluster, Recorder: mgr.GetEventRecorder("udnkit-dataplane")},
 		Layer3:        &Layer3Reconciler{Client: c, OVN: ovn, Form: o.Layer3PolicyForm},
-		MultiVTEP:     &MultiVTEPReconciler{Client: c, OVN: ovn, Local: o.Local},
+		MultiVTEP:     &MultiVTEPReconciler{Client: c, OVN: ovn, Local: o.Local, Transit: o.Cluster.TransitSubnets},
 		LiveMigration: &LiveMigrationReconciler{Client: c, OVN: ovn},
 	}
 	setups := []func(ctrl.Manager) error{rs.Layer2.SetupWithManager, rs.Layer3.SetupWithManager, rs.MultiVTEP.SetupWithManager,

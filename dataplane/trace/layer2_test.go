@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
@@ -20,6 +21,8 @@ type l2 struct {
 	localPort    string
 	remotePort   string
 	mgmtPort     string
+	// nadObj is the network's NAD as the NAD reconciler renders it.
+	nadObj *nadv1.NetworkAttachmentDefinition
 }
 
 func newLayer2(t *testing.T, subnets ...string) *l2 { return newLayer2At(t, 0, subnets...) }
@@ -36,7 +39,7 @@ func newLayer2At(t *testing.T, local int, subnets ...string) *l2 {
 	}
 	nad := udnNAD(t, "tenant-blue", "blue", spec, cluster, ovnk.NetworkIDs{ID: 1, HasID: true, TunnelKeys: []int{16715776, 16715777}})
 	z := newZone(t, nodes[local])
-	l := &l2{zone: z, network: ovnk.UDNNetworkName("tenant-blue", "blue"), nad: "tenant-blue/blue", subnets: pfx(subnets...)}
+	l := &l2{zone: z, network: ovnk.UDNNetworkName("tenant-blue", "blue"), nad: "tenant-blue/blue", subnets: pfx(subnets...), nadObj: nad}
 	z.ovnkGateway(l.network)
 	var objs []client.Object
 	for _, n := range nodes {

@@ -23,7 +23,8 @@ func podNetwork(pod *corev1.Pod, key string) (*ovnk.PodNetwork, error) {
 func allocationOf(pn *ovnk.PodNetwork) (ipalloc.Allocation, int, error) {
 	a, err := pn.Parse()
 	if err != nil {
-		return ipalloc.Allocation{}, 0, err
+		// Malformed or not unicast: udnkit never wrote it.
+		return ipalloc.Allocation{}, 0, &ipalloc.Error{Reason: ipalloc.ReasonInvalidRequest, Message: err.Error()}
 	}
 	return ipalloc.Allocation{IPs: a.IPs, MAC: a.MAC}, a.TunnelID, nil
 }

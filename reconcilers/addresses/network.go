@@ -119,8 +119,12 @@ func (n *primaryLayer2) namespaces(ctx context.Context, c client.Reader) ([]stri
 	return out, nil
 }
 
-// poolConfig turns a Layer2 spec into the allocator's configuration.
-func poolConfig(spec udnv1.NetworkSpec) (ipalloc.Config, error) {
+// poolConfig turns a Layer2 spec into the allocator's configuration. With
+// preconfigured-udn-addresses-enable off OVN-Kubernetes ignores
+// reservedSubnets, infrastructureSubnets and defaultGatewayIPs (they are not
+// in the NetConf), so the pool does too: the gateway, the management port
+// and every pod address then agree with the NAD and OVN.
+func poolConfig(spec udnv1.NetworkSpec, predefined bool) (ipalloc.Config, error) {
 	l2 := spec.Layer2
 	var cfg ipalloc.Config
 	parse := func(field string, in []string) ([]netip.Prefix, error) {
@@ -137,6 +141,9 @@ func poolConfig(spec udnv1.NetworkSpec) (ipalloc.Config, error) {
 	var err error
 	if cfg.Subnets, err = parse("subnets", spec.SubnetCIDRs()); err != nil {
 		return cfg, err
+	}
+	if !predefined {
+		return cfg, nil
 	}
 	if cfg.InfrastructureSubnets, err = parse("infrastructureSubnets", strs(l2.InfrastructureSubnets)); err != nil {
 		return cfg, err

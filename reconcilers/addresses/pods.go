@@ -1,10 +1,12 @@
 package addresses
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -195,6 +197,7 @@ func (r *Reconciler) allocate(ctx context.Context, pod *corev1.Pod, net *primary
 			err = r.adopt(pod, st, in, existing)
 		}
 		if err != nil {
+			err = forNamespace(err, pod.Namespace)
 			r.warn(pod, ipalloc.ReasonOf(err), fmt.Sprintf("pod annotation %s[%q] cannot be used: %v", ovnk.AnnotationPodNetworks, key, err))
 			return reconcile.Result{}, nil
 		}
@@ -269,6 +272,7 @@ func (r *Reconciler) allocate(ctx context.Context, pod *corev1.Pod, net *primary
 // refuse reports an allocation failure on the pod and its claim, and tries
 // again later: a conflict or an exhausted subnet clears when a pod goes.
 func (r *Reconciler) refuse(ctx context.Context, pod *corev1.Pod, claim *ipamclaimsv1alpha1.IPAMClaim, net *primaryLayer2, err error) (reconcile.Result, error) {
+	err = forNamespace(err, pod.Namespace)
 	r.warn(pod, ipalloc.ReasonOf(err), fmt.Sprintf("failed to allocate addresses on network %s: %v", net.ref.Key(pod.Namespace), err))
 	if claim != nil {
 		if serr := r.setClaimStatus(ctx, claim, pod, ipalloc.Allocation{}, err); serr != nil {
@@ -288,11 +292,14 @@ func (r *Reconciler) adopt(pod *corev1.Pod, st *netState, in intent, pn *ovnk.Po
 	if err != nil {
 		return err
 	}
-	if err := st.reserveTunnel(pod, tunnelID); err != nil {
-		return err
-	}
+	// Addresses first, then the tunnel ID, as rebuild restores them: a
+	// copied annotation is reported as the address conflict it is.
 	if held, ok := st.pool.Lookup(in.owner); !ok {
 		if err := st.pool.Restore(in.owner, alloc); err != nil {
+			return err
+		}
+		if err := st.reserveTunnel(pod, tunnelID); err != nil {
+			st.pool.Release(in.owner)
 			return err
 		}
 		if in.vm.name != "" {
@@ -300,6 +307,8 @@ func (r *Reconciler) adopt(pod *corev1.Pod, st *netState, in intent, pn *ovnk.Po
 		}
 	} else if !sameAddresses(held, alloc) {
 		return fmt.Errorf("it holds %s but %s holds %v %s", pn.IPAddresses, in.owner, held.IPs, held.MAC)
+	} else if err := st.reserveTunnel(pod, tunnelID); err != nil {
+		return err
 	}
 	r.record(client.ObjectKeyFromObject(pod), podRecord{uid: pod.UID, network: st.ref.ID(), owner: in.owner, vm: in.vm})
 	return nil
@@ -346,7 +355,7 @@ func terminal(pod *corev1.Pod) bool {
 // network returns the network's allocator, building it from the cluster
 // (pods' annotations, IPAMClaims) before its first allocation.
 func (r *Reconciler) network(ctx context.Context, net *primaryLayer2) (*netState, error) {
-	cfg, err := poolConfig(net.spec)
+	cfg, err := poolConfig(net.spec, r.cfg.PreconfiguredUDNAddresses)
 	if err != nil {
 		return nil, err
 	}
@@ -396,6 +405,13 @@ func (r *Reconciler) network(ctx context.Context, net *primaryLayer2) (*netState
 func (r *Reconciler) rebuild(st *netState, net *primaryLayer2, pods []corev1.Pod, claims []ipamclaimsv1alpha1.IPAMClaim) (map[types.NamespacedName]podRecord, []error) {
 	records := map[types.NamespacedName]podRecord{}
 	var errs []error
+	// Oldest pod first: of two annotations claiming one address (a forged
+	// one, written before the admission policies) the older pod's is
+	// restored; the younger pod's is ignored, and its reconcile reports it
+	// in an Event.
+	slices.SortStableFunc(pods, func(a, b corev1.Pod) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
 	for i := range pods {
 		pod := &pods[i]
 		if terminal(pod) || pod.Spec.NodeName == "" {
@@ -470,7 +486,11 @@ func (st *netState) reserveTunnel(pod *corev1.Pod, id int) error {
 	if id == 0 {
 		return nil
 	}
-	return st.tunnels.Reserve(podOwner(pod), id)
+	if err := st.tunnels.Reserve(podOwner(pod), id); err != nil {
+		owner, _ := st.tunnels.Owner(id)
+		return &ipalloc.Error{Reason: ipalloc.ReasonInvalidRequest, Owner: owner, Message: err.Error()}
+	}
+	return nil
 }
 
 // joinSubnets are the network's join subnets, or the cluster's default UDN

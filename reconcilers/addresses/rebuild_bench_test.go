@@ -21,7 +21,7 @@ func rebuildFixture(tb testing.TB, n int) (*primaryLayer2, []corev1.Pod) {
 	tb.Helper()
 	l2 := &udnv1.Layer2Config{Role: udnv1.NetworkRolePrimary, Subnets: udnv1.DualStackCIDRs{"10.60.0.0/16", "fd00:60::/64"}}
 	net := &primaryLayer2{ref: networkRef{Namespace: "bench", Name: "tenant"}, spec: udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: l2}}
-	cfg, err := poolConfig(net.spec)
+	cfg, err := poolConfig(net.spec, true)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func rebuildFixture(tb testing.TB, n int) (*primaryLayer2, []corev1.Pod) {
 }
 
 func rebuildOnce(tb testing.TB, net *primaryLayer2, pods []corev1.Pod) *netState {
-	cfg, _ := poolConfig(net.spec)
+	cfg, _ := poolConfig(net.spec, true)
 	pool, err := ipalloc.New(cfg)
 	if err != nil {
 		tb.Fatal(err)

@@ -58,6 +58,11 @@ type Options struct {
 	WebhookPort             int
 	WebhookCertDir          string
 	GracefulShutdownTimeout time.Duration
+	// KubeAPIQPS and KubeAPIBurst bound the manager's requests to the
+	// apiserver (client-go's defaults, 5 and 10, or controller-runtime's 20
+	// and 30, throttle a cluster with thousands of networks and pods).
+	KubeAPIQPS   float64
+	KubeAPIBurst int
 	// Cluster are the cluster's facts, parsed once from flags and handed to
 	// every component.
 	Cluster ovnk.ClusterConfig
@@ -81,6 +86,8 @@ func NewOptions() *Options {
 		WebhookPort:             9443,
 		WebhookCertDir:          "/tmp/k8s-webhook-server/serving-certs",
 		GracefulShutdownTimeout: 15 * time.Second,
+		KubeAPIQPS:              100,
+		KubeAPIBurst:            200,
 		Cluster:                 ovnk.DefaultClusterConfig(),
 	}
 	o.components = components(&o.Cluster)
@@ -113,6 +120,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "address of /healthz and /readyz")
 	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "address the webhook server listens on (empty: all)")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "port of the webhook server")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "requests per second to the apiserver (sustained)")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "requests to the apiserver in a burst")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "directory with tls.crt and tls.key of the webhook server")
 	o.Cluster.BindFlags(fs)
 	for _, c := range o.components {
@@ -153,6 +162,13 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 	}
 	if err := o.Cluster.Validate(); err != nil {
 		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	if o.KubeAPIQPS > 0 {
+		cfg.QPS = float32(o.KubeAPIQPS)
+	}
+	if o.KubeAPIBurst > 0 {
+		cfg.Burst = o.KubeAPIBurst
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme.New(),

@@ -178,33 +178,12 @@ func newSubnetPool(s netip.Prefix, cfg Config) (*subnetPool, error) {
 			sp.infra = append(sp.infra, r.Masked())
 		}
 	}
-	for _, g := range cfg.DefaultGatewayIPs {
-		if s.Contains(g) {
-			sp.gateway = g
-		}
+	// The gateway and the management port: upstream's rule, one home (ovnk).
+	gws, mgmts, err := ovnk.Layer2GatewayAndManagement([]netip.Prefix{s}, sp.infra, cfg.DefaultGatewayIPs)
+	if err != nil {
+		return nil, err
 	}
-	// Without infrastructureSubnets the first usable addresses serve the
-	// gateway and the management port; with them, the first usable ones in
-	// the infrastructure ranges.
-	candidates := []netip.Prefix{s}
-	if len(sp.infra) > 0 {
-		candidates = sp.infra
-	}
-	for _, c := range candidates {
-		for a := c.Addr(); c.Contains(a) && (!sp.gateway.IsValid() || !sp.mgmt.IsValid()); a = a.Next() {
-			if slices.Contains(sp.forbidden, a) || a == sp.gateway {
-				continue
-			}
-			if !sp.gateway.IsValid() {
-				sp.gateway = a
-			} else {
-				sp.mgmt = a
-			}
-		}
-	}
-	if !sp.gateway.IsValid() || !sp.mgmt.IsValid() {
-		return nil, fmt.Errorf("%s: infrastructureSubnets leave no address for the gateway and the management port", s)
-	}
+	sp.gateway, sp.mgmt = gws[0], mgmts[0]
 	for _, a := range []netip.Addr{sp.gateway, sp.mgmt} {
 		if off, ok := sp.offset(a); ok {
 			sp.excluded = append(sp.excluded, interval{off, off})
@@ -429,6 +408,14 @@ func (p *Pool) Restore(owner string, a Allocation) error {
 	}
 	if len(a.MAC) != 6 {
 		return &Error{Reason: ReasonInvalidRequest, Message: fmt.Sprintf("%s: MAC %q is not 6 bytes", owner, a.MAC)}
+	}
+	// Nothing udnkit writes is multicast or all-zero: such a MAC was not
+	// allocated here and is never restored.
+	if _, err := parseMAC(a.MAC.String()); err != nil {
+		return err
+	}
+	if slices.Equal(a.MAC, net.HardwareAddr{0, 0, 0, 0, 0, 0}) {
+		return &Error{Reason: ReasonInvalidRequest, Address: a.MAC.String(), Message: fmt.Sprintf("mac: %s is all zeros; a pod needs a unicast MAC", a.MAC)}
 	}
 	if o := p.macs[toMAC(a.MAC)]; o != "" {
 		return macConflict(a.MAC, o)

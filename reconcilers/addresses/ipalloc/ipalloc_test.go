@@ -3,6 +3,7 @@ package ipalloc
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"strings"
@@ -273,6 +274,32 @@ func TestRestore(t *testing.T) {
 	}
 }
 
+// TestRestoreRefusesWhatWasNeverAllocated: the rebuild trusts nothing it
+// could not have written; each refusal says why.
+func TestRestoreRefusesWhatWasNeverAllocated(t *testing.T) {
+	p := mustNew(t, okepExample())
+	mac := func(s string) net.HardwareAddr { hw, _ := net.ParseMAC(s); return hw }
+	for _, tc := range []struct {
+		name string
+		a    Allocation
+		msg  string
+	}{
+		{"outside the pool", Allocation{IPs: pfx("10.9.0.4/24"), MAC: mac("0a:58:0a:09:00:04")}, "is not inside any of the network's subnets"},
+		{"broadcast", Allocation{IPs: pfx("192.168.100.255/24"), MAC: mac("0a:58:c0:a8:64:ff")}, "network or broadcast address"},
+		{"multicast MAC", Allocation{IPs: pfx("192.168.100.9/24"), MAC: mac("01:00:5e:00:00:09")}, "is a multicast address"},
+		{"all-zero MAC", Allocation{IPs: pfx("192.168.100.9/24"), MAC: mac("00:00:00:00:00:00")}, "is all zeros"},
+	} {
+		err := p.Restore("x", tc.a)
+		if ReasonOf(err) != ReasonInvalidRequest || !strings.Contains(fmt.Sprint(err), tc.msg) {
+			t.Errorf("%s: Restore = %v, want InvalidRequest %q", tc.name, err, tc.msg)
+		}
+	}
+	// Nothing was kept: the address is still free for a valid owner.
+	if err := p.Restore("x", Allocation{IPs: pfx("192.168.100.9/24"), MAC: mac("0a:58:c0:a8:64:09")}); err != nil {
+		t.Fatalf("a refused restore must leave nothing behind: %v", err)
+	}
+}
+
 func TestNewRejectsBadConfig(t *testing.T) {
 	for _, tc := range []struct {
 		cfg Config
@@ -282,11 +309,19 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{Config{Subnets: pfx("10.0.0.0/24", "10.1.0.0/24")}, "second subnet of its IP family"},
 		{Config{Subnets: pfx("10.0.0.0/31")}, "too small"},
 		{Config{Subnets: pfx("10.0.0.0/24"), ReservedSubnets: pfx("10.1.0.0/28")}, "not inside any of the subnets"},
-		{Config{Subnets: pfx("10.0.0.0/24"), InfrastructureSubnets: pfx("10.0.0.0/31")}, "leave no address"},
 	} {
 		if _, err := New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("New(%+v) = %v, want %q", tc.cfg, err, tc.msg)
 		}
+	}
+	// Infrastructure subnets too small for both: as upstream, the management
+	// port falls back to the subnet's second address.
+	p, err := New(Config{Subnets: pfx("10.0.0.0/24"), InfrastructureSubnets: pfx("10.0.0.0/31")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gws, mgmts := p.Gateways(), p.ManagementIPs(); gws[0].String() != "10.0.0.1" || mgmts[0].String() != "10.0.0.2" {
+		t.Errorf("gateway %v, management %v; want 10.0.0.1 and 10.0.0.2", gws, mgmts)
 	}
 }
 

@@ -1,0 +1,758 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/ovnk"
+)
+
+// reconcilers are the manager components the measured child runs.
+const reconcilers = "nad,nodes,ipam"
+
+type driverFlags struct {
+	nodes, networks, pods, workers int
+	fractions                      [][2]int
+	dataplane                      bool
+	timeout                        time.Duration
+	out, stateDir                  string
+}
+
+// kind is one of the eight network kinds, assigned round-robin by index.
+type kind struct {
+	cluster, layer3, primary bool
+}
+
+func kindOf(i int) kind {
+	return kind{cluster: i&4 != 0, layer3: i&1 != 0, primary: i&2 == 0}
+}
+
+func (k kind) String() string {
+	s := "UDN"
+	if k.cluster {
+		s = "CUDN"
+	}
+	s += map[bool]string{true: " Layer3", false: " Layer2"}[k.layer3]
+	return s + map[bool]string{true: " Primary", false: " Secondary"}[k.primary]
+}
+
+// size is one run.
+type size struct {
+	label                  string
+	nodes, networks, pods  int
+	primaryL2, l3, l2Pods  int // expected counts derived from the kinds
+	primaryL3              int
+	expectedTransitRouters int
+}
+
+func newSize(label string, nodes, networks, pods int) size {
+	s := size{label: label, nodes: nodes, networks: networks, pods: pods}
+	for i := range networks {
+		k := kindOf(i)
+		switch {
+		case k.layer3:
+			s.l3++
+			if k.primary {
+				s.primaryL3++
+			}
+		case k.primary:
+			s.primaryL2++
+		}
+	}
+	for p := range pods {
+		if k := kindOf(p % networks); k.primary && !k.layer3 {
+			s.l2Pods++
+		}
+	}
+	return s
+}
+
+// result is what one run measured; durations are from the first create.
+type result struct {
+	size
+	createAll, nads, ids, hostSubnets, addresses time.Duration
+	createErrors                                 int64
+	rssMiB, peakMiB, cpuSeconds                  float64
+	webhookRSSMiB, webhookCPUSeconds             float64
+	requests, restartRequests                    map[string]float64
+	restart                                      time.Duration
+	restartPeakMiB                               float64
+	ovn                                          *ovnResult
+}
+
+type ovnResult struct {
+	allRows              time.Duration
+	rows                 map[string]int
+	dbMiB                float64
+	rssMiB, peakMiB, cpu float64
+}
+
+func runDriver(d driverFlags) error {
+	if d.timeout == 0 {
+		d.timeout = 20 * time.Minute
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	state, err := filepath.Abs(d.stateDir)
+	if err != nil {
+		return err
+	}
+	var results []result
+	for _, f := range d.fractions {
+		networks := max(1, d.networks*f[0]/f[1])
+		pods := max(1, d.pods*f[0]/f[1])
+		s := newSize(fmt.Sprintf("%d/%d", f[0], f[1]), d.nodes, networks, pods)
+		fmt.Printf("== run %s: %d nodes, %d networks, %d pods\n", s.label, s.nodes, s.networks, s.pods)
+		r, err := runSize(d, self, filepath.Join(state, strings.ReplaceAll(s.label, "/", "-")), s)
+		if err != nil {
+			return fmt.Errorf("run %s: %w", s.label, err)
+		}
+		results = append(results, r)
+		if err := writeReport(d, results); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("report: %s\n", d.out)
+	return nil
+}
+
+func runSize(d driverFlags, self, dir string, s size) (result, error) {
+	r := result{size: s}
+	if err := os.RemoveAll(dir); err != nil {
+		return r, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return r, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*d.timeout)
+	defer cancel()
+	// The driver and the children all connect as the kubeconfig's user, the
+	// one the policies trust to write the OVN annotations (as in make run,
+	// where the manager and the admin share one identity).
+	env, err := envtest.Start(envtest.Options{Webhooks: true,
+		AnnotationWriters: &envtest.AnnotationWriters{Users: []string{envtest.KubeconfigUser}}})
+	if err != nil {
+		return r, err
+	}
+	defer env.Stop()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+		return r, err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return r, err
+	}
+	cfg.QPS, cfg.Burst = -1, -1
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		return r, err
+	}
+	c = client.WithFieldValidation(c, metav1.FieldValidationStrict)
+	// The driver watches what it waits for through its own informers: one
+	// LIST and one WATCH per kind, before the baseline of the request counts.
+	watch, err := cache.New(cfg, cache.Options{Scheme: env.Scheme})
+	if err != nil {
+		return r, err
+	}
+	for _, obj := range []client.Object{&nadv1.NetworkAttachmentDefinition{}, &corev1.Node{}, &corev1.Pod{}} {
+		if _, err := watch.GetInformer(ctx, obj); err != nil {
+			return r, err
+		}
+	}
+	go func() { _ = watch.Start(ctx) }()
+	if !watch.WaitForCacheSync(ctx) {
+		return r, errors.New("the driver's cache did not sync")
+	}
+	metricsHTTP, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return r, err
+	}
+	before, err := apiserverRequests(ctx, metricsHTTP, env.Config.Host)
+	if err != nil {
+		return r, err
+	}
+
+	// The webhooks run in their own child for the whole run (every replica
+	// serves them, so they stay up while the reconcilers restart); the
+	// reconcilers' child is the one measured and restarted.
+	webhookMetrics, err := freeAddr()
+	if err != nil {
+		return r, err
+	}
+	webhooks, err := startChild(self, filepath.Join(dir, "webhooks.log"), "-role=manager", "-controllers=admission",
+		"-child-kubeconfig="+kubeconfig, "-metrics="+webhookMetrics,
+		"-webhook-host="+env.Webhook.Host, "-webhook-port="+strconv.Itoa(env.Webhook.Port), "-webhook-cert-dir="+env.Webhook.CertDir)
+	if err != nil {
+		return r, err
+	}
+	defer webhooks.stop()
+	if err := env.WaitForWebhookServer(ctx); err != nil {
+		return r, err
+	}
+	managerMetrics, err := freeAddr()
+	if err != nil {
+		return r, err
+	}
+	managerArgs := []string{"-role=manager", "-controllers=" + reconcilers, "-child-kubeconfig=" + kubeconfig, "-metrics=" + managerMetrics}
+	mgr, err := startChild(self, filepath.Join(dir, "manager.log"), managerArgs...)
+	if err != nil {
+		return r, err
+	}
+	defer mgr.stop()
+	if err := waitManagerSynced(ctx, managerMetrics); err != nil {
+		return r, err
+	}
+
+	// Everything at once, as fast as the apiserver takes it: Nodes first
+	// (as a cluster has them before its networks), then each network's
+	// namespace and network, then the pods.
+	start := time.Now()
+	var failed atomic.Int64
+	run := func(jobs int, job func(int) error) {
+		var wg sync.WaitGroup
+		next := atomic.Int64{}
+		for range d.workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := int(next.Add(1) - 1); i < jobs; i = int(next.Add(1) - 1) {
+					if err := retry(ctx, func() error { return job(i) }); err != nil {
+						if failed.Add(1) <= 5 {
+							fmt.Fprintf(os.Stderr, "create: %v\n", err)
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	run(s.nodes, func(i int) error { return c.Create(ctx, scaleNode(i)) })
+	run(s.networks, func(i int) error {
+		ns, network := scaleNetwork(i)
+		if err := c.Create(ctx, ns); err != nil && !isExists(err) {
+			return err
+		}
+		if err := c.Create(ctx, network); err != nil && !isExists(err) {
+			return err
+		}
+		return nil
+	})
+	run(s.pods, func(i int) error { return c.Create(ctx, scalePod(i, s)) })
+	r.createAll = time.Since(start)
+	r.createErrors = failed.Load()
+	fmt.Printf("   created everything in %s (%d failed creates)\n", r.createAll.Round(time.Millisecond), r.createErrors)
+
+	if err := waitConverged(ctx, d.timeout, watch, s, start, &r); err != nil {
+		return r, err
+	}
+	r.rssMiB, r.peakMiB, r.cpuSeconds = mgr.usage()
+	r.webhookRSSMiB, _, r.webhookCPUSeconds = webhooks.usage()
+	after, err := apiserverRequests(ctx, metricsHTTP, env.Config.Host)
+	if err != nil {
+		return r, err
+	}
+	r.requests = delta(before, after)
+
+	// Restart: stop the manager, create one more Primary Layer2 network and
+	// a pod on it while it is down, start it again; converged is when both
+	// have their IDs and address and the manager's work queues are empty.
+	mgr.stop()
+	ns, network := scaleNetwork(s.networks * 8) // index ≡ 0 mod 8: UDN Layer2 Primary
+	extra := size{networks: s.networks*8 + 1}
+	pod := scalePod(s.networks*8, extra)
+	for _, obj := range []client.Object{ns, network, pod} {
+		if err := c.Create(ctx, obj); err != nil {
+			return r, fmt.Errorf("creating %s while the manager is down: %w", obj.GetName(), err)
+		}
+	}
+	before = after
+	restarted := time.Now()
+	mgr, err = startChild(self, filepath.Join(dir, "manager-restart.log"), managerArgs...)
+	if err != nil {
+		return r, err
+	}
+	defer mgr.stop()
+	if err := waitRestarted(ctx, d.timeout, watch, managerMetrics, ns.Name, network.GetName(), pod); err != nil {
+		return r, err
+	}
+	r.restart = time.Since(restarted)
+	_, r.restartPeakMiB, _ = mgr.usage()
+	after, err = apiserverRequests(ctx, metricsHTTP, env.Config.Host)
+	if err != nil {
+		return r, err
+	}
+	r.restartRequests = delta(before, after)
+	fmt.Printf("   restart to converged %s\n", r.restart.Round(time.Millisecond))
+
+	if d.dataplane {
+		ovn, err := measureDataplane(ctx, d, self, dir, kubeconfig, watch, s)
+		if err != nil {
+			return r, err
+		}
+		r.ovn = ovn
+	}
+	return r, nil
+}
+
+func isExists(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "already exists")
+}
+
+// retry retries a create that a webhook or the apiserver refused for a
+// moment (a namespace's network not cached yet, a timeout), five times.
+func retry(ctx context.Context, f func() error) error {
+	var err error
+	for attempt := range 5 {
+		if err = f(); err == nil || isExists(err) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(100<<attempt) * time.Millisecond):
+		}
+	}
+	return err
+}
+
+func nodeName(i int) string { return fmt.Sprintf("node-%04d", i) }
+
+// scaleNode is a Node as OVN-Kubernetes leaves it once it runs the Layer2
+// transit-router topology: an encap IP and the topology version.
+func scaleNode(i int) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName(i), Annotations: map[string]string{
+		ovnk.AnnotationNodeEncapIPs:          fmt.Sprintf(`["172.20.%d.%d"]`, i/250, i%250+1),
+		ovnk.AnnotationLayer2TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter,
+	}}}
+}
+
+func namespaceName(i int) string { return fmt.Sprintf("scale-%05d", i) }
+
+// scaleNetwork is network i's namespace and its UDN or CUDN (which selects
+// that namespace only).
+func scaleNetwork(i int) (*corev1.Namespace, client.Object) {
+	k := kindOf(i)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespaceName(i)}}
+	if k.primary {
+		ns.Labels = map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}
+	}
+	role := v1.NetworkRoleSecondary
+	if k.primary {
+		role = v1.NetworkRolePrimary
+	}
+	topology := v1.NetworkTopologyLayer2
+	var l2 *v1.Layer2Config
+	var l3 *v1.Layer3Config
+	if k.layer3 {
+		topology = v1.NetworkTopologyLayer3
+		l3 = &v1.Layer3Config{Role: role, Subnets: []v1.Layer3Subnet{{CIDR: "172.16.0.0/12", HostSubnet: 24}}}
+	} else {
+		l2 = &v1.Layer2Config{Role: role, Subnets: v1.DualStackCIDRs{"10.100.0.0/16"}}
+	}
+	name := fmt.Sprintf("net-%05d", i)
+	if !k.cluster {
+		return ns, &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name},
+			Spec: v1.UserDefinedNetworkSpec{Topology: topology, Layer2: l2, Layer3: l3}}
+	}
+	return ns, &v1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1.ClusterUserDefinedNetworkSpec{
+			NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns.Name}},
+			Network:           v1.NetworkSpec{Topology: topology, Layer2: l2, Layer3: l3},
+		}}
+}
+
+// scalePod is pod p, in network p mod networks's namespace, bound to a node
+// (no scheduler or kubelet runs: it stays Pending).
+func scalePod(p int, s size) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%05d", p), Namespace: namespaceName(p % s.networks)},
+		Spec: corev1.PodSpec{
+			NodeName:   nodeName(p % max(1, s.nodes)),
+			Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}},
+		},
+	}
+}
+
+// waitConverged watches the driver's informer cache (no API requests) until
+// every NAD, network ID, Layer3 host subnet and Primary Layer2 pod address
+// is there, recording when each kind completed.
+func waitConverged(ctx context.Context, timeout time.Duration, watch cache.Cache, s size, start time.Time, r *result) error {
+	deadline := time.Now().Add(timeout)
+	var nadsAt, idsAt, subnetsAt, addrsAt time.Duration
+	for {
+		var nads nadv1.NetworkAttachmentDefinitionList
+		if err := watch.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
+			return err
+		}
+		withIDs := 0
+		l3Names := map[string]bool{}
+		for _, nad := range nads.Items {
+			if ids, err := ovnk.DecodeNetworkIDs(nad.Annotations); err == nil && ids.HasID {
+				withIDs++
+			}
+			idx, err := strconv.Atoi(strings.TrimPrefix(nad.Namespace, "scale-"))
+			if err == nil && idx < s.networks && kindOf(idx).layer3 {
+				l3Names[nad.Annotations[ovnk.AnnotationNetworkName]] = true
+			}
+		}
+		var nodes corev1.NodeList
+		if err := watch.List(ctx, &nodes); err != nil {
+			return err
+		}
+		subnets := 0
+		for i := range nodes.Items {
+			m, err := ovnk.DecodeNodeSubnets(&nodes.Items[i])
+			if err != nil {
+				continue
+			}
+			for name := range l3Names {
+				if len(m[name]) > 0 {
+					subnets++
+				}
+			}
+		}
+		var pods corev1.PodList
+		if err := watch.List(ctx, &pods); err != nil {
+			return err
+		}
+		addressed := 0
+		for i := range pods.Items {
+			if pns, err := ovnk.DecodePodNetworks(pods.Items[i].Annotations); err == nil && len(pns) > 0 {
+				for _, pn := range pns {
+					if pn.Role == ovnk.RolePrimary {
+						addressed++
+						break
+					}
+				}
+			}
+		}
+		now := time.Since(start)
+		if nadsAt == 0 && len(nads.Items) >= s.networks {
+			nadsAt = now
+		}
+		if idsAt == 0 && withIDs >= s.networks {
+			idsAt = now
+		}
+		if subnetsAt == 0 && len(l3Names) == s.l3 && subnets >= s.l3*s.nodes {
+			subnetsAt = now
+		}
+		if addrsAt == 0 && addressed >= s.l2Pods {
+			addrsAt = now
+		}
+		if nadsAt > 0 && idsAt > 0 && subnetsAt > 0 && addrsAt > 0 {
+			r.nads, r.ids, r.hostSubnets, r.addresses = nadsAt, idsAt, subnetsAt, addrsAt
+			fmt.Printf("   NADs %s, IDs %s, host subnets %s, addresses %s\n", nadsAt.Round(time.Millisecond),
+				idsAt.Round(time.Millisecond), subnetsAt.Round(time.Millisecond), addrsAt.Round(time.Millisecond))
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not converged after %s: NADs %d/%d, IDs %d/%d, host subnets %d/%d, addresses %d/%d",
+				timeout, len(nads.Items), s.networks, withIDs, s.networks, subnets, s.l3*s.nodes, addressed, s.l2Pods)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// waitRestarted waits for the network and pod created while the manager was
+// down to get their IDs and address, and for the manager's work queues to
+// be empty.
+func waitRestarted(ctx context.Context, timeout time.Duration, watch cache.Cache, metricsAddr, namespace, network string, pod *corev1.Pod) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		done := false
+		var nad nadv1.NetworkAttachmentDefinition
+		if err := watch.Get(ctx, client.ObjectKey{Namespace: namespace, Name: network}, &nad); err == nil {
+			var p corev1.Pod
+			if ids, err := ovnk.DecodeNetworkIDs(nad.Annotations); err == nil && ids.HasID &&
+				watch.Get(ctx, client.ObjectKeyFromObject(pod), &p) == nil && p.Annotations[ovnk.AnnotationPodNetworks] != "" {
+				depth, err := queueDepth(ctx, metricsAddr)
+				done = err == nil && depth == 0
+			}
+		}
+		if done {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the restarted manager did not converge in %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitManagerSynced waits until the manager child serves metrics and its
+// controllers have started (their work queues exist).
+func waitManagerSynced(ctx context.Context, addr string) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	var err error
+	for time.Now().Before(deadline) {
+		var m samples
+		if m, err = scrape(ctx, localHTTP, "http://"+addr+"/metrics"); err == nil && m.has("workqueue_adds_total") {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("the manager child did not start its controllers within 2 minutes (metrics: %v)", err)
+}
+
+// localHTTP reaches the child's metrics on loopback, never through a proxy.
+var localHTTP = &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}
+
+// queueDepth is the manager's work in progress: reconciles running and
+// unfinished work (controller-runtime 0.25's priority queue exports no
+// workqueue_depth).
+func queueDepth(ctx context.Context, addr string) (float64, error) {
+	m, err := scrape(ctx, localHTTP, "http://"+addr+"/metrics")
+	if err != nil {
+		return 0, err
+	}
+	if !m.has("workqueue_adds_total") {
+		return 0, errors.New("no work queues yet")
+	}
+	total := 0.0
+	for _, s := range m {
+		if s.name == "controller_runtime_active_workers" || s.name == "workqueue_unfinished_work_seconds" {
+			total += s.value
+		}
+	}
+	return total, nil
+}
+
+// sample is one Prometheus text-format sample.
+type sample struct {
+	name   string
+	labels map[string]string
+	value  float64
+}
+
+type samples []sample
+
+func (m samples) has(name string) bool {
+	for _, s := range m {
+		if s.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// scrape reads a Prometheus text exposition (only what this program needs:
+// name{k="v",...} value).
+func scrape(ctx context.Context, hc *http.Client, url string) (samples, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	var out samples
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		head := line[:i]
+		s := sample{value: v, labels: map[string]string{}}
+		if b := strings.IndexByte(head, '{'); b >= 0 {
+			s.name = head[:b]
+			for _, kv := range splitLabels(strings.TrimSuffix(head[b+1:], "}")) {
+				k, val, _ := strings.Cut(kv, "=")
+				s.labels[k] = strings.Trim(val, `"`)
+			}
+		} else {
+			s.name = head
+		}
+		out = append(out, s)
+	}
+	return out, sc.Err()
+}
+
+// splitLabels splits k="v",k2="v2" at the commas outside quotes.
+func splitLabels(s string) []string {
+	var out []string
+	quoted, from := false, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '"':
+			quoted = !quoted
+		case ',':
+			if !quoted {
+				out = append(out, s[from:i])
+				from = i + 1
+			}
+		}
+	}
+	if from < len(s) {
+		out = append(out, s[from:])
+	}
+	return out
+}
+
+// apiserverRequests sums apiserver_request_total by "VERB resource[/subresource]".
+func apiserverRequests(ctx context.Context, hc *http.Client, host string) (map[string]float64, error) {
+	m, err := scrape(ctx, hc, strings.TrimSuffix(host, "/")+"/metrics")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, s := range m {
+		if s.name != "apiserver_request_total" {
+			continue
+		}
+		res := s.labels["resource"]
+		if s.labels["subresource"] != "" {
+			res += "/" + s.labels["subresource"]
+		}
+		out[s.labels["verb"]+" "+res] += s.value
+	}
+	return out, nil
+}
+
+func delta(before, after map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// child is a running child process.
+type child struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	once sync.Once
+}
+
+func startChild(self, logPath string, args ...string) (*child, error) {
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return nil, err
+	}
+	c := &child{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		log.Close()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+// stop sends SIGTERM and waits (SIGKILL after 30 s).
+func (c *child) stop() {
+	c.once.Do(func() {
+		_ = c.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-c.done:
+		case <-time.After(30 * time.Second):
+			_ = c.cmd.Process.Kill()
+			<-c.done
+		}
+	})
+}
+
+// usage is the child's RSS and peak RSS in MiB (VmRSS, VmHWM) and its CPU
+// seconds (user + system).
+func (c *child) usage() (rss, peak, cpu float64) {
+	pid := c.cmd.Process.Pid
+	if f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fields := strings.Fields(sc.Text())
+			if len(fields) >= 2 {
+				kb, _ := strconv.ParseFloat(fields[1], 64)
+				switch fields[0] {
+				case "VmRSS:":
+					rss = kb / 1024
+				case "VmHWM:":
+					peak = kb / 1024
+				}
+			}
+		}
+		f.Close()
+	}
+	if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		// Fields after the command's closing parenthesis; utime and stime
+		// are fields 14 and 15 of the whole line, in clock ticks (100 Hz).
+		if i := strings.LastIndexByte(string(data), ')'); i >= 0 {
+			f := strings.Fields(string(data[i+1:]))
+			if len(f) > 13 {
+				ut, _ := strconv.ParseFloat(f[11], 64)
+				st, _ := strconv.ParseFloat(f[12], 64)
+				cpu = (ut + st) / 100
+			}
+		}
+	}
+	return rss, peak, cpu
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
+
+// writeReport writes the Markdown report of the runs so far: one column per
+// run, the growth of each figure from one run to the next (the runs double
+// the networks and pods), a power-law projection to the full size, and the
+// apiserver's requests by verb and resource.
+func writeReport(d driverFlags, rs []result) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# udnkit scale report\n\n")
+	fmt.Fprintf(&b, "%d Nodes in every run; networks and pods are fractions of %d networks and %d pods, "+
+		"one namespace per network, the networks round-robin over UDN/CUDN × Layer2/Layer3 × Primary/Secondary. "+
+		"Times are from the first create; created: all objects accepted by the apiserver (%d concurrent creates).\n\n",
+		d.nodes, d.networks, d.pods, d.workers)
+	head := "| figure |"
+	sep := "|---|"
+	for _, r := range rs {
+		head += fmt.Sprintf(" %s (%d networks, %d pods) |", r.label, r.networks, r.pods)
+		sep += "---|"
+	}
+	if len(rs) > 1 {
+		head += " growth per doubling (target ≤ 2.2×) |"
+		sep += "---|"
+		if d.networks > rs[len(rs)-1].networks {
+			head += fmt.Sprintf(" projected to %d networks |", d.networks)
+			sep += "---|"
+		}
+	}
+	b.WriteString(head + "\n" + sep + "\n")
+	type row struct {
+		name   string
+		val    func(result) (float64, bool)
+		format string
+		growth bool
+	}
+	dur := func(f func(result) time.Duration) func(result) (float64, bool) {
+		return func(r result) (float64, bool) { return f(r).Seconds(), true }
+	}
+	ovn := func(f func(*ovnResult) float64) func(result) (float64, bool) {
+		return func(r result) (float64, bool) {
+			if r.ovn == nil {
+				return 0, false
+			}
+			return f(r.ovn), true
+		}
+	}
+	rows := []row{
+		{"Primary Layer2 / Layer3 networks, Secondary", func(r result) (float64, bool) { return 0, false }, "", false},
+		{"all objects created", dur(func(r result) time.Duration { return r.createAll }), "%.1f s", true},
+		{"failed creates (after 5 tries)", func(r result) (float64, bool) { return float64(r.createErrors), true }, "%.0f", false},
+		{"all NADs", dur(func(r result) time.Duration { return r.nads }), "%.1f s", true},
+		{"all network IDs", dur(func(r result) time.Duration { return r.ids }), "%.1f s", true},
+		{"all Layer3 host subnets (nodes × Layer3 networks)", dur(func(r result) time.Duration { return r.hostSubnets }), "%.1f s", true},
+		{"all Primary Layer2 pod addresses", dur(func(r result) time.Duration { return r.addresses }), "%.1f s", true},
+		{"webhooks child (admission): RSS, CPU", func(r result) (float64, bool) { return 0, false }, "webhooks", false},
+		{"manager (nad,nodes,ipam) RSS at converged", func(r result) (float64, bool) { return r.rssMiB, true }, "%.0f MiB", true},
+		{"manager peak RSS", func(r result) (float64, bool) { return r.peakMiB, true }, "%.0f MiB", true},
+		{"manager CPU to converged", func(r result) (float64, bool) { return r.cpuSeconds, true }, "%.1f s", true},
+		{"restart to converged (target ≤ 30 s)", dur(func(r result) time.Duration { return r.restart }), "%.1f s", true},
+		{"restarted manager peak RSS", func(r result) (float64, bool) { return r.restartPeakMiB, true }, "%.0f MiB", true},
+		{"dataplane: all OVN rows (one zone)", ovn(func(o *ovnResult) float64 { return o.allRows.Seconds() }), "%.1f s", true},
+		{"dataplane: Northbound rows", ovn(func(o *ovnResult) float64 { return float64(o.total()) }), "%.0f", true},
+		{"dataplane: Northbound file", ovn(func(o *ovnResult) float64 { return o.dbMiB }), "%.0f MiB", true},
+		{"dataplane: RSS", ovn(func(o *ovnResult) float64 { return o.rssMiB }), "%.0f MiB", true},
+		{"dataplane: CPU", ovn(func(o *ovnResult) float64 { return o.cpu }), "%.1f s", true},
+	}
+	for _, rw := range rows {
+		line := "| " + rw.name + " |"
+		var vals []float64
+		for _, r := range rs {
+			if rw.format == "webhooks" {
+				line += fmt.Sprintf(" %.0f MiB, %.1f s |", r.webhookRSSMiB, r.webhookCPUSeconds)
+				continue
+			}
+			if rw.format == "" {
+				line += fmt.Sprintf(" %d / %d, %d |", r.primaryL2, r.primaryL3, r.networks-r.primaryL2-r.primaryL3)
+				continue
+			}
+			v, ok := rw.val(r)
+			if !ok {
+				line += " — |"
+				continue
+			}
+			vals = append(vals, v)
+			line += " " + fmt.Sprintf(rw.format, v) + " |"
+		}
+		if len(rs) > 1 {
+			if rw.growth && len(vals) == len(rs) {
+				var gs []string
+				for i := 1; i < len(vals); i++ {
+					if vals[i-1] > 0 {
+						gs = append(gs, fmt.Sprintf("%.2f×", vals[i]/vals[i-1]))
+					}
+				}
+				line += " " + strings.Join(gs, ", ") + " |"
+				if d.networks > rs[len(rs)-1].networks {
+					line += " " + project(rw.format, rs, vals, d.networks) + " |"
+				}
+			} else {
+				line += " |"
+				if d.networks > rs[len(rs)-1].networks {
+					line += " |"
+				}
+			}
+		}
+		b.WriteString(line + "\n")
+	}
+	fmt.Fprintf(&b, "\nProjection: a power law through the last two runs (v × (N/n)^k, k = log(v2/v1)/log(n2/n1)).\n")
+
+	writeRequests(&b, "apiserver requests to converged (apiserver_request_total; creates by the driver, the rest by the manager)",
+		rs, func(r result) map[string]float64 { return r.requests })
+	writeRequests(&b, "apiserver requests from the restart to converged",
+		rs, func(r result) map[string]float64 { return r.restartRequests })
+
+	if err := os.MkdirAll(filepath.Dir(d.out), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(d.out, []byte(b.String()), 0o644)
+}
+
+func project(format string, rs []result, vals []float64, full int) string {
+	n1, n2 := float64(rs[len(rs)-2].networks), float64(rs[len(rs)-1].networks)
+	v1, v2 := vals[len(vals)-2], vals[len(vals)-1]
+	if v1 <= 0 || v2 <= 0 || n1 == n2 {
+		return "—"
+	}
+	k := math.Log(v2/v1) / math.Log(n2/n1)
+	return fmt.Sprintf(format, v2*math.Pow(float64(full)/n2, k))
+}
+
+func writeRequests(b *strings.Builder, title string, rs []result, get func(result) map[string]float64) {
+	keys := map[string]bool{}
+	for _, r := range rs {
+		for k := range get(r) {
+			keys[k] = true
+		}
+	}
+	var sorted []string
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	fmt.Fprintf(b, "\n%s:\n\n| verb resource |", title)
+	for _, r := range rs {
+		fmt.Fprintf(b, " %s |", r.label)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(rs)) + "\n")
+	for _, k := range sorted {
+		b.WriteString("| " + k + " |")
+		for _, r := range rs {
+			fmt.Fprintf(b, " %.0f |", get(r)[k])
+		}
+		b.WriteString("\n")
+	}
+}
