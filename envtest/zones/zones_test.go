@@ -224,7 +224,7 @@ func TestThreeZones(t *testing.T) {
 	})
 	ids := map[string]int{}
 	var bTunnelIDs []int
-	var bGreenSubnet netip.Prefix
+	var bGreenSubnet, bGreenSubnet6 netip.Prefix
 	eventually(t, "node IDs, node-b's tunnel IDs and its tenant-green host subnet", func() error {
 		for _, n := range nodes {
 			var node corev1.Node
@@ -249,9 +249,11 @@ func TestThreeZones(t *testing.T) {
 			for _, s := range subnets["tenant-green_green"] {
 				if s.Addr().Is4() {
 					bGreenSubnet = s
+				} else {
+					bGreenSubnet6 = s
 				}
 			}
-			if !bGreenSubnet.IsValid() {
+			if !bGreenSubnet.IsValid() || !bGreenSubnet6.IsValid() {
 				return fmt.Errorf("node-b has no tenant-green host subnet yet: %v", subnets)
 			}
 		}
@@ -265,15 +267,17 @@ func TestThreeZones(t *testing.T) {
 	// on the old Layer2 topology.
 	greenPod1, _ := ovnk.AddrAt(bGreenSubnet, 5)
 	greenPod2, _ := ovnk.AddrAt(bGreenSubnet, 6)
+	greenPod1v6, _ := ovnk.AddrAt(bGreenSubnet6, 5)
+	greenPod2v6, _ := ovnk.AddrAt(bGreenSubnet6, 6)
 	pods := []struct{ ns, name, nad, encap, v4, v6 string }{
 		{"tenant-blue", "vm-1", "tenant-blue/blue", "172.18.0.4", "10.100.0.5", "fd00:100::5"},
-		{"tenant-green", "web-1", "tenant-green/green", "172.18.0.3", greenPod1.String(), ""},
-		{"tenant-green", "web-2", "tenant-green/green", "172.18.0.5", greenPod2.String(), ""},
+		{"tenant-green", "web-1", "tenant-green/green", "172.18.0.3", greenPod1.String(), greenPod1v6.String()},
+		{"tenant-green", "web-2", "tenant-green/green", "172.18.0.5", greenPod2.String(), greenPod2v6.String()},
 	}
 	for _, p := range pods {
 		ips := fmt.Sprintf(`"%s/16","%s/64"`, p.v4, p.v6)
-		if p.v6 == "" {
-			ips = fmt.Sprintf(`"%s/24"`, p.v4)
+		if p.ns == "tenant-green" {
+			ips = fmt.Sprintf(`"%s/24","%s/64"`, p.v4, p.v6)
 		}
 		mac := ovnk.MACFromIP(netip.MustParseAddr(p.v4))
 		if err := c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: p.name,
@@ -291,7 +295,7 @@ func TestThreeZones(t *testing.T) {
 		t.Run(z.name, func(t *testing.T) {
 			checkLayer2(t, z, blue, ids, blueKeys, agreed)
 			checkLayer2MultiVTEP(t, z, blue, "tenant-blue/blue", "vm-1", "172.18.0.4", "10.100.0.5", "fd00:100::5")
-			checkLayer3MultiVTEP(t, z, green, bTunnelIDs, bGreenSubnet, greenPod2)
+			checkLayer3MultiVTEP(t, z, green, bTunnelIDs, []netip.Prefix{bGreenSubnet, bGreenSubnet6}, []netip.Addr{greenPod2, greenPod2v6})
 			t.Logf("zone %s: %d rows checked", z.name, z.checked)
 		})
 	}
@@ -407,11 +411,12 @@ func checkLayer2MultiVTEP(t *testing.T, z *zone, names ovnk.Layer2Names, nad, po
 // and their transit addresses; node-b's zone has them as router ports, the
 // other zones as remote ports with Port_Binding.encap at those VTEPs, the
 // node subnet routed via the first and the pod on the third VTEP by a /32.
-func checkLayer3MultiVTEP(t *testing.T, z *zone, names ovnk.Layer2Names, tunnelIDs []int, subnet netip.Prefix, pod2 netip.Addr) {
+func checkLayer3MultiVTEP(t *testing.T, z *zone, names ovnk.Layer2Names, tunnelIDs []int, subnets []netip.Prefix, pod2 []netip.Addr) {
 	encaps := map[int]string{0: "172.18.0.3", 2: "172.18.0.5"}
 	for _, idx := range []int{0, 2} {
 		lsp := names.TransitSwitchPort("node-b", idx)
 		transit, _ := ovnk.AddrAt(ovnk.DefaultTransitSubnetV4, uint64(tunnelIDs[idx]))
+		transit6, _ := ovnk.AddrAt(ovnk.DefaultTransitSubnetV6, uint64(tunnelIDs[idx]))
 		key := fmt.Sprintf("requested-tnl-key=%d", tunnelIDs[idx])
 		eventually(t, "tenant-green's transit switch port "+lsp, func() error {
 			if z.get(t, "Logical_Switch_Port", lsp, "name") == "" {
@@ -431,14 +436,14 @@ func checkLayer3MultiVTEP(t *testing.T, z *zone, names ovnk.Layer2Names, tunnelI
 			if typ := z.get(t, "Logical_Switch_Port", lsp, "type"); typ != "router" || !strings.Contains(opts, "router-port="+rtots) {
 				t.Errorf("local %s: type %q options %q", lsp, typ, opts)
 			}
-			if got, want := z.get(t, "Logical_Router_Port", rtots, "networks"), transit.String()+"/16"; got != want {
+			if got, want := z.get(t, "Logical_Router_Port", rtots, "networks"), transit.String()+"/16 "+transit6.String()+"/64"; got != want {
 				t.Errorf("%s networks = %q, want %q", rtots, got, want)
 			}
 			if got := z.encapOf(t, lsp); got != "" {
 				t.Errorf("local %s has Port_Binding.encap %s", lsp, got)
 			}
 		} else {
-			want := fmt.Sprintf("%s %s/16", ovnk.MACFromIP(transit), transit)
+			want := fmt.Sprintf("%s %s/16 %s/64", ovnk.MACFromIP(transit), transit, transit6)
 			if typ, addrs := z.get(t, "Logical_Switch_Port", lsp, "type"), z.get(t, "Logical_Switch_Port", lsp, "addresses"); typ != "remote" || addrs != want ||
 				!strings.Contains(opts, "requested-chassis=node-b") {
 				t.Errorf("remote %s: type %q addresses %q options %q, want remote, %q and requested-chassis=node-b", lsp, typ, addrs, opts, want)
@@ -447,9 +452,14 @@ func checkLayer3MultiVTEP(t *testing.T, z *zone, names ovnk.Layer2Names, tunnelI
 		z.checked += 3
 	}
 	routes := z.nbctl(t, "lr-route-list", names.ClusterRouter())
-	first, _ := ovnk.AddrAt(ovnk.DefaultTransitSubnetV4, uint64(tunnelIDs[0]))
-	third, _ := ovnk.AddrAt(ovnk.DefaultTransitSubnetV4, uint64(tunnelIDs[2]))
-	for _, r := range []string{subnet.String() + " " + first.String(), pod2.String() + " " + third.String()} {
+	var want []string
+	for f, transit := range []netip.Prefix{ovnk.DefaultTransitSubnetV4, ovnk.DefaultTransitSubnetV6} {
+		first, _ := ovnk.AddrAt(transit, uint64(tunnelIDs[0]))
+		third, _ := ovnk.AddrAt(transit, uint64(tunnelIDs[2]))
+		want = append(want, subnets[f].String()+" "+first.String(),
+			netip.PrefixFrom(pod2[f], pod2[f].BitLen()).Masked().Addr().String()+" "+third.String())
+	}
+	for _, r := range want {
 		has := slices.ContainsFunc(strings.Split(routes, "\n"), func(l string) bool {
 			return strings.HasPrefix(strings.Join(strings.Fields(l), " "), r+" ")
 		})
