@@ -46,10 +46,13 @@ generate: $(CONTROLLER_GEN) ovn ## Generate deepcopy code and the OVN NB/SB mode
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations into the chart; copy the IPAMClaim and NAD CRDs from their modules.
-	rm -f $(CRD_DIR)/*.yaml $(CHART_DIR)/files/rbac/*.yaml $(CHART_DIR)/files/webhook/*.yaml
+	rm -f $(CRD_DIR)/*.yaml $(CHART_DIR)/files/rbac/*.yaml $(CHART_DIR)/files/rbac-dataplane/*.yaml $(CHART_DIR)/files/webhook/*.yaml
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=$(CRD_DIR)
 	$(CONTROLLER_GEN) rbac:roleName=udnkit-manager webhook paths=./... \
 		output:rbac:artifacts:config=$(CHART_DIR)/files/rbac output:webhook:artifacts:config=$(CHART_DIR)/files/webhook
+	# The dataplane DaemonSet's role (dataplane.mode=daemonset): the dataplane's and the manager's own rules only.
+	$(CONTROLLER_GEN) rbac:roleName=udnkit-dataplane paths="./dataplane/...;./cmd/udnkit/app/..." \
+		output:rbac:artifacts:config=$(CHART_DIR)/files/rbac-dataplane
 	mkdir -p $(EXTERNAL_CRD_DIR)
 	$(GO) mod download $(IPAMCLAIMS_MODULE) $(NAD_MODULE)
 	install -m 0644 "$$($(GO) list -m -f '{{.Dir}}' $(IPAMCLAIMS_MODULE))/artifacts/k8s.cni.cncf.io_ipamclaims.yaml" $(EXTERNAL_CRD_DIR)/ipamclaims.k8s.cni.cncf.io.yaml
@@ -84,8 +87,10 @@ image: ## Build the manager image ($(IMAGE), the chart's default) as bin/udnkit-
 	@echo "image $(IMAGE): $(LOCALBIN)/udnkit-image.tar (docker load -i, podman load -i, or crane push)"
 
 .PHONY: run
-run: envtest build ## Start a local control plane with udnkit installed; Ctrl-C stops it.
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(LOCALBIN)/udnkit-local --repo-root=$(CURDIR)
+# ZONES=n: n nodes, each its own OVN zone with its own NB/SB, northd and dataplane (.udnkit/zone-<node>/).
+ZONES ?= 0
+run: envtest build ## Start a local control plane with udnkit installed (ZONES=3: one OVN zone per node); Ctrl-C stops it.
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(LOCALBIN)/udnkit-local --repo-root=$(CURDIR) --zones=$(ZONES)
 
 ##@ Test
 

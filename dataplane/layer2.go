@@ -64,8 +64,9 @@ type Layer2Node struct {
 	Chassis string
 	// TopologyVersion is the node's k8s.ovn.org/layer2-topology-version.
 	TopologyVersion string
-	// RunningPods counts the node's running pods on this network; a local node
-	// that is not yet on version 2.0 switches only when it has none.
+	// RunningPods counts the node's running pods on any primary Layer2 network
+	// (OKEP-5094: a node moves all its networks at once); a local node that is
+	// not yet on version 2.0 switches only when it has none.
 	RunningPods int
 	// JoinIPs default to the join subnets' address at offset ID, with their prefix length.
 	JoinIPs []netip.Prefix

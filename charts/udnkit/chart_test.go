@@ -456,8 +456,9 @@ func TestServerSideDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, vals := range map[string]map[string]any{
-		"defaults":       nil,
-		"admission only": {"controllers": []any{"admission"}, "crds": map[string]any{"ipamClaims": true}},
+		"defaults":           nil,
+		"admission only":     {"controllers": []any{"admission"}, "crds": map[string]any{"ipamClaims": true}},
+		"dataplane per node": daemonSetValues,
 	} {
 		t.Run(name, func(t *testing.T) {
 			objs, err := render(t, vals)

@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -38,11 +40,12 @@ func main() {
 	root := flag.String("repo-root", ".", "repository root, where examples/ is")
 	state := flag.String("state-dir", "", "where the kubeconfig, the kubectl link, the OVN sockets and the manager log go (default <repo-root>/.udnkit)")
 	attach := flag.Bool("attach-output", false, "stream the apiserver's and etcd's logs")
+	zones := flag.Int("zones", 0, "OVN interconnect zones (0: one zone where every node is local); n > 0 makes n nodes, each its own zone named after it as OVN-Kubernetes does, with its own NB/SB and ovn-northd in <state-dir>/zone-<zone>/ and its own dataplane manager (--zone)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *root, *state, *attach, os.Stdout); err != nil {
+	if err := run(ctx, *root, *state, *attach, *zones, os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "udnkit-local: %v\n", err)
 		os.Exit(1)
 	}
@@ -50,16 +53,58 @@ func main() {
 
 // localNodes are the Nodes make run creates: no kubelet runs, so they are
 // plain objects; the nodes reconciler gives them IDs and tunnel IDs.
-var localNodes = []struct {
+type localNode struct {
 	name     string
 	encapIPs string
-}{
+}
+
+var localNodes = []localNode{
 	{"node-a", `["172.18.0.2"]`},
 	{"node-b", `["172.18.0.3","172.18.0.4","172.18.0.5"]`},
 	{"node-c", `["172.18.0.6"]`},
 }
 
-func run(ctx context.Context, root, stateDir string, attach bool, out io.Writer) (err error) {
+// zoneNodes are the nodes of `make run ZONES=n`: make run's three, then
+// node-d, node-e, ... with one VTEP each.
+func zoneNodes(n int) ([]localNode, error) {
+	if n > 26 {
+		return nil, fmt.Errorf("--zones=%d: at most 26 zones (node-a to node-z)", n)
+	}
+	out := slices.Clone(localNodes)
+	for i := len(out); i < n; i++ {
+		out = append(out, localNode{fmt.Sprintf("node-%c", 'a'+i), fmt.Sprintf(`["172.18.1.%d"]`, i)})
+	}
+	return out[:n], nil
+}
+
+// startManager builds the manager with these flags and starts it; stop
+// stops it and reports how it ended.
+func startManager(ctx context.Context, env *envtest.Environment, flags map[string]string, webhooks bool) (stop func() error, done chan error, mgr ctrl.Manager, err error) {
+	opts := app.NewOptions()
+	fs := flag.NewFlagSet("udnkit", flag.ContinueOnError)
+	opts.BindFlags(fs)
+	for name, value := range flags {
+		if err := fs.Set(name, value); err != nil {
+			return nil, nil, nil, fmt.Errorf("--%s: %w", name, err)
+		}
+	}
+	if webhooks {
+		webhookOpts := env.Webhook.WebhookServerOptions()
+		opts.WebhookServer = &webhookOpts
+	}
+	opts.SkipControllerNameValidation = true
+	mgrCtx, cancel := context.WithCancel(ctx)
+	mgr, err = app.New(mgrCtx, env.Config, opts)
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	ch := make(chan error, 1)
+	go func() { ch <- mgr.Start(mgrCtx) }()
+	return func() error { cancel(); err := <-ch; ch <- nil; return err }, ch, mgr, nil
+}
+
+func run(ctx context.Context, root, stateDir string, attach bool, zones int, out io.Writer) (err error) {
 	root, err = filepath.Abs(root)
 	if err != nil {
 		return err
@@ -100,15 +145,54 @@ func run(ctx context.Context, root, stateDir string, attach bool, out io.Writer)
 		fmt.Fprintln(out, "stopped")
 	}()
 
-	fmt.Fprintln(out, "starting OVN Northbound/Southbound ovsdb-server and ovn-northd ...")
-	ovn, err := ovsdbserver.StartLocal(ctx, stateDir)
-	if err != nil {
-		return fmt.Errorf("starting OVN (make run installs Debian's ovn-central first): %w", err)
+	nodes := localNodes
+	if zones > 0 {
+		if nodes, err = zoneNodes(zones); err != nil {
+			return err
+		}
 	}
+	// One OVN (NB, SB, northd) for the single zone, or one per zone.
+	type zoneOVN struct {
+		zone string
+		ovn  *ovsdbserver.Local
+	}
+	var ovns []zoneOVN
 	defer func() {
-		fmt.Fprintln(out, "stopping OVN ...")
-		ovn.Stop()
+		if len(ovns) > 0 {
+			fmt.Fprintln(out, "stopping OVN ...")
+		}
+		for _, z := range ovns {
+			z.ovn.Stop()
+		}
 	}()
+	if zones == 0 {
+		fmt.Fprintln(out, "starting OVN Northbound/Southbound ovsdb-server and ovn-northd ...")
+		ovn, err := ovsdbserver.StartLocal(ctx, stateDir)
+		if err != nil {
+			return fmt.Errorf("starting OVN (make run installs Debian's ovn-central first): %w", err)
+		}
+		ovns = append(ovns, zoneOVN{"", ovn})
+	} else {
+		fmt.Fprintf(out, "starting OVN Northbound/Southbound ovsdb-server and ovn-northd for %d zones ...\n", zones)
+		for _, n := range nodes {
+			ovn, err := ovsdbserver.StartLocal(ctx, filepath.Join(stateDir, "zone-"+n.name))
+			if err != nil {
+				return fmt.Errorf("starting OVN of zone %s (make run installs Debian's ovn-central first): %w", n.name, err)
+			}
+			ovns = append(ovns, zoneOVN{n.name, ovn})
+			// Every chassis, as the zone's ovn-controller (its own) and
+			// OVN-Kubernetes' interconnect (the others') register them.
+			for _, m := range nodes {
+				var ips []string
+				if err := json.Unmarshal([]byte(m.encapIPs), &ips); err != nil {
+					return err
+				}
+				if err := ovsdbserver.AddChassis(ovn.SB, m.name, m.name != n.name, ips...); err != nil {
+					return err
+				}
+			}
+		}
+	}
 
 	readyCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -116,39 +200,48 @@ func run(ctx context.Context, root, stateDir string, attach bool, out io.Writer)
 		return err
 	}
 
-	fmt.Fprintln(out, "starting the udnkit manager (every component) ...")
-	opts := app.NewOptions()
-	fs := flag.NewFlagSet("udnkit", flag.ContinueOnError)
-	opts.BindFlags(fs)
-	for name, value := range map[string]string{
-		"controllers":                        strings.Join(opts.Names(), ","),
+	main := map[string]string{
+		"controllers":                        strings.Join(app.NewOptions().Names(), ","),
 		"metrics-bind-address":               "0",
 		"health-probe-bind-address":          "0",
 		"preconfigured-udn-addresses-enable": "true",
-		"ovn-nb-address":                     ovn.NB.Address(),
-		"ovn-sb-address":                     ovn.SB.Address(),
-	} {
-		if err := fs.Set(name, value); err != nil {
-			return fmt.Errorf("--%s: %w", name, err)
-		}
 	}
-	webhookOpts := env.Webhook.WebhookServerOptions()
-	opts.WebhookServer = &webhookOpts
-	mgrCtx, stopManager := context.WithCancel(ctx)
-	mgr, err := app.New(mgrCtx, env.Config, opts)
+	if zones == 0 {
+		fmt.Fprintln(out, "starting the udnkit manager (every component) ...")
+		main["ovn-nb-address"], main["ovn-sb-address"] = ovns[0].ovn.NB.Address(), ovns[0].ovn.SB.Address()
+	} else {
+		fmt.Fprintf(out, "starting the udnkit manager (every component but the dataplane) and %d dataplane managers (--zone) ...\n", zones)
+		names := slices.DeleteFunc(app.NewOptions().Names(), func(n string) bool { return n == "dataplane" })
+		main["controllers"] = strings.Join(names, ",")
+	}
+	stopManager, mgrDone, mgr, err := startManager(ctx, env, main, true)
 	if err != nil {
-		stopManager()
 		return err
 	}
-	mgrDone := make(chan error, 1)
-	go func() { mgrDone <- mgr.Start(mgrCtx) }()
 	defer func() {
 		fmt.Fprintln(out, "stopping the manager ...")
-		stopManager()
-		if err := <-mgrDone; err != nil {
+		if err := stopManager(); err != nil {
 			fmt.Fprintf(os.Stderr, "udnkit-local: manager: %v\n", err)
 		}
 	}()
+	for _, z := range ovns {
+		if z.zone == "" {
+			continue
+		}
+		stop, _, _, err := startManager(ctx, env, map[string]string{
+			"controllers": "dataplane", "zone": z.zone,
+			"ovn-nb-address": z.ovn.NB.Address(), "ovn-sb-address": z.ovn.SB.Address(),
+			"metrics-bind-address": "0", "health-probe-bind-address": "0",
+		}, false)
+		if err != nil {
+			return fmt.Errorf("the dataplane manager of zone %s: %w", z.zone, err)
+		}
+		defer func() {
+			if err := stop(); err != nil {
+				fmt.Fprintf(os.Stderr, "udnkit-local: dataplane manager of zone %s: %v\n", z.zone, err)
+			}
+		}()
+	}
 	if err := env.WaitForWebhookServer(readyCtx); err != nil {
 		return err
 	}
@@ -156,7 +249,7 @@ func run(ctx context.Context, root, stateDir string, attach bool, out io.Writer)
 		return errors.New("the manager's caches did not sync")
 	}
 
-	for _, n := range localNodes {
+	for _, n := range nodes {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name,
 			Annotations: map[string]string{ovnk.AnnotationNodeEncapIPs: n.encapIPs}}}
 		if err := env.Client.Create(readyCtx, node); err != nil {
@@ -177,9 +270,17 @@ func run(ctx context.Context, root, stateDir string, attach bool, out io.Writer)
 		return err
 	}
 	version, _ := envtest.KubernetesVersion()
+	var where []string
+	for _, z := range ovns {
+		at := z.ovn.NB.Address() + " and " + z.ovn.SB.Address()
+		if z.zone != "" {
+			at = "zone " + z.zone + ": " + at
+		}
+		where = append(where, at)
+	}
 
 	fmt.Fprintf(out, `
-udnkit is ready: kube-apiserver v%s at %s, OVN at %s and %s (started in %.1fs)
+udnkit is ready: kube-apiserver v%s at %s, OVN at %s (started in %.1fs)
 kubeconfig: %s
 manager log: %s
 
@@ -208,8 +309,9 @@ In another terminal, from %s:
   ovn-trace --db=%s --summary tenant.blue_blue_transit_router 'inport == "trtos-tenant.blue_blue_ovn_layer2_switch" && eth.src == 0a:58:0a:64:00:05 && eth.dst == 0a:58:0a:64:00:01 && ip4.src == 10.100.0.5 && ip4.dst == 1.1.1.1 && ip.ttl == 64' | grep 'output to'   # a blue pod's packet to the outside leaves via a node's gateway router
 
 Ctrl-C stops everything.
-`, version, env.Config.Host, ovn.NB.Address(), ovn.SB.Address(), time.Since(started).Seconds(),
-		kubeconfig, logFile.Name(), root, kubeconfig, binDir, ovn.NB.Address(), ovn.NB.Address(), ovn.NB.Address(), ovn.SB.Address())
+`, version, env.Config.Host, strings.Join(where, "; "), time.Since(started).Seconds(),
+		kubeconfig, logFile.Name(), root, kubeconfig, binDir, ovns[0].ovn.NB.Address(), ovns[0].ovn.NB.Address(), ovns[0].ovn.NB.Address(),
+		ovns[0].ovn.SB.Address())
 
 	select {
 	case <-ctx.Done():

@@ -159,8 +159,8 @@ func TestQuickstart(t *testing.T) {
 		case strings.HasPrefix(c, "ovn-trace"):
 			// OKEP-5094: from the layer2 switch the transit router sends the
 			// packet to a node's gateway router (ECMP over the zone's nodes:
-			// make run is one zone), through the trtor- patch port.
-			if !regexp.MustCompile(`output to "trtor-GR_tenant\.blue_blue_node-[abc]", type "patch"`).MatchString(string(out)) {
+			// make run is one zone, node-d from examples/node-multi-vtep.yaml included), through the trtor- patch port.
+			if !regexp.MustCompile(`output to "trtor-GR_tenant\.blue_blue_node-[a-d]", type "patch"`).MatchString(string(out)) {
 				t.Errorf("ovn-trace: the packet does not leave the transit router towards a gateway router:\n%s", out)
 			}
 		case strings.HasPrefix(c, "ovn-nbctl"):
@@ -221,4 +221,25 @@ func apiserverHost(t *testing.T, kubeconfig string) string {
 	}
 	t.Fatal("no server in kubeconfig")
 	return ""
+}
+
+// make run ZONES=n makes n nodes, one per zone: make run's three first.
+func TestZoneNodes(t *testing.T) {
+	nodes, err := zoneNodes(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, n := range nodes {
+		names = append(names, n.name)
+	}
+	if got := strings.Join(names, ","); got != "node-a,node-b,node-c,node-d,node-e" {
+		t.Errorf("zone nodes = %s", got)
+	}
+	if nodes[1].encapIPs != localNodes[1].encapIPs {
+		t.Errorf("node-b lost its three VTEPs: %s", nodes[1].encapIPs)
+	}
+	if _, err := zoneNodes(27); err == nil || !strings.Contains(err.Error(), "at most 26 zones") {
+		t.Errorf("27 zones: err = %v", err)
+	}
 }

@@ -97,10 +97,8 @@ func (s *stack) remoteChassis(name string, ips ...string) {
 		s.t.Fatal(err)
 	}
 	s.t.Cleanup(northd.Stop)
-	s.sbctl("chassis-add", name, "geneve", ips[0])
-	for _, ip := range ips[1:] {
-		s.sbctl("--", "--id=@e", "create", "Encap", "type=geneve", `ip="`+ip+`"`, "chassis_name="+name,
-			"options:csum=true", "--", "add", "Chassis", name, "encaps", "@e")
+	if err := ovsdbserver.AddChassis(s.db.SB, name, true, ips...); err != nil {
+		s.t.Fatal(err)
 	}
 }
 

@@ -94,7 +94,7 @@ func (r *Layer2Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 				skip(ctx, r.Recorder, nad, "NetworkAttachmentDefinition", ReasonMalformedNetwork, err)
 				return reconcile.Result{}, r.collect(ctx)
 			}
-			waiting, err := r.apply(ctx, nad.Namespace, net)
+			waiting, err := r.apply(ctx, net)
 			if err != nil {
 				return reconcile.Result{}, err
 			}
@@ -135,9 +135,13 @@ func (r *Layer2Reconciler) clusterFacts(nad *nadv1.NetworkAttachmentDefinition, 
 	return nil
 }
 
-// apply programs the network; waiting reports local nodes that still run pods
-// on the old topology and are left out until they drain.
-func (r *Layer2Reconciler) apply(ctx context.Context, namespace string, net dataplane.Layer2Network) (waiting bool, err error) {
+// apply programs the network in this zone; waiting reports a local node that
+// is not on 2.0 and still runs pods of a primary Layer2 network: the zone then
+// stays on the old topology, untouched and unannounced, until it drains
+// (OVN-Kubernetes moves a zone, all networks at once, when its node runs no
+// such pod). The zones of drained nodes keep the OKEP-5094 upgrade rows while
+// any node is on the old topology and drop them once all have moved.
+func (r *Layer2Reconciler) apply(ctx context.Context, net dataplane.Layer2Network) (waiting bool, err error) {
 	var nodeList corev1.NodeList
 	if err := r.Client.List(ctx, &nodeList); err != nil {
 		return false, err
@@ -166,25 +170,35 @@ func (r *Layer2Reconciler) apply(ctx context.Context, namespace string, net data
 		skip(ctx, r.Recorder, objs[s.Name], "Node", s.Reason, s.Err)
 	}
 	var nodes []dataplane.Layer2Node
+	var switching []*corev1.Node  // drained local nodes still to announce
+	var primaryL2 map[string]bool // read once, for the first local node not on 2.0
 	for _, n := range usable {
 		node := objs[n.Name]
 		n.Local = r.Local == nil || r.Local(node)
 		if n.Local && n.TopologyVersion != ovnk.Layer2TopologyVersionTransitRouter {
-			running, err := r.runningPods(ctx, namespace, node.Name)
-			if err != nil {
+			if primaryL2 == nil {
+				if primaryL2, err = r.primaryLayer2Namespaces(ctx); err != nil {
+					return false, err
+				}
+			}
+			if n.RunningPods, err = r.runningPods(ctx, primaryL2, node.Name); err != nil {
 				return false, err
 			}
-			n.RunningPods = running
 			if !dataplane.Layer2NodeCanSwitch(n) {
-				waiting = true
-				continue // keeps the old topology until drained
+				// The zone still runs OVN-Kubernetes' old topology for this
+				// node (its GR holds the gateway port on the switch): leave
+				// the zone's rows as they are until the node has drained.
+				return true, nil
 			}
-			if err := r.announce(ctx, node); err != nil {
-				return false, err
-			}
+			switching = append(switching, node)
 			n.TopologyVersion = ovnk.Layer2TopologyVersionTransitRouter
 		}
 		nodes = append(nodes, n)
+	}
+	for _, node := range switching {
+		if err := r.announce(ctx, node); err != nil {
+			return false, err
+		}
 	}
 	d, err := dataplane.Layer2Topology(net, nodes)
 	if err != nil {
@@ -204,15 +218,38 @@ func (r *Layer2Reconciler) announce(ctx context.Context, node *corev1.Node) erro
 	return r.Client.Patch(ctx, node, patch)
 }
 
-func (r *Layer2Reconciler) runningPods(ctx context.Context, namespace, node string) (int, error) {
-	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
-		return 0, err
+// primaryLayer2Namespaces are the namespaces of every primary Layer2
+// network's NADs (a CUDN has one per namespace): the pods OKEP-5094 counts
+// before a node moves.
+func (r *Layer2Reconciler) primaryLayer2Namespaces(ctx context.Context) (map[string]bool, error) {
+	var nads nadv1.NetworkAttachmentDefinitionList
+	if err := r.Client.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
+		return nil, err
 	}
+	out := map[string]bool{}
+	for i := range nads.Items {
+		conf, err := ovnk.Parse(nads.Items[i].Spec.Config)
+		if err == nil && conf.Topology == "layer2" && conf.Role == "primary" {
+			out[nads.Items[i].Namespace] = true
+		}
+	}
+	return out, nil
+}
+
+// runningPods counts the node's running pods of any primary Layer2 network
+// (in namespaces): OKEP-5094 moves a node, all its networks at once, only
+// when it runs none, as OVN-Kubernetes checks every primary Layer2 switch.
+func (r *Layer2Reconciler) runningPods(ctx context.Context, namespaces map[string]bool, node string) (int, error) {
 	n := 0
-	for _, p := range pods.Items {
-		if p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning {
-			n++
+	for ns := range namespaces {
+		var pods corev1.PodList
+		if err := r.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			return 0, err
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning {
+				n++
+			}
 		}
 	}
 	return n, nil

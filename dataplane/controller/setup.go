@@ -32,6 +32,17 @@ type Options struct {
 	Layer3PolicyForm dataplane.Layer3PolicyForm
 }
 
+// InZone is Options.Local for the manager's --zone: a node is local iff
+// its OVN interconnect zone (ovnk.ZoneOf: the node's name, or the
+// k8s.ovn.org/zone-name an older OVN-Kubernetes set) is zone. The empty zone
+// is the single zone of `make run`, where every node is local (nil).
+func InZone(zone string) func(*corev1.Node) bool {
+	if zone == "" {
+		return nil
+	}
+	return func(n *corev1.Node) bool { return ovnk.ZoneOf(n) == zone }
+}
+
 // Reconcilers are the dataplane controllers Setup registered, sharing one
 // OVN client; their exported fields may be tuned before the manager starts.
 type Reconcilers struct {

@@ -17,6 +17,13 @@ app.kubernetes.io/name: {{ include "udnkit.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
+{{- /* The dataplane DaemonSet's pods: not the manager's selector, so the
+webhook Service and the PodDisruptionBudget never pick them. */ -}}
+{{- define "udnkit.dataplaneSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "udnkit.name" . }}-dataplane
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
 {{- define "udnkit.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{ include "udnkit.selectorLabels" . }}
@@ -60,4 +67,28 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if and $obj (hasKey $obj "kind") }}{{ $out = append $out $obj }}{{ end }}
 {{- end }}
 {{- toJson $out }}
+{{- end }}
+
+{{- /* The Deployment's components: all but the dataplane when a DaemonSet runs it. */ -}}
+{{- define "udnkit.deploymentControllers" -}}
+{{- if eq .Values.dataplane.mode "daemonset" }}{{ without .Values.controllers "dataplane" | toJson }}{{ else }}{{ .Values.controllers | toJson }}{{ end }}
+{{- end }}
+
+{{- /* The dataplane's OVN arguments (both run modes). */ -}}
+{{- define "udnkit.ovnArgs" -}}
+- --ovn-nb-address={{ required "ovn.nbAddress is required when the dataplane controller runs" .Values.ovn.nbAddress }}
+- --ovn-sb-address={{ required "ovn.sbAddress is required when the dataplane controller runs" .Values.ovn.sbAddress }}
+{{- if .Values.ovn.tls.secretName }}
+- --ovn-client-cert=/etc/udnkit/ovn-tls/tls.crt
+- --ovn-client-key=/etc/udnkit/ovn-tls/tls.key
+- --ovn-ca-cert=/etc/udnkit/ovn-tls/ca.crt
+{{- with .Values.ovn.tls.nbServerName }}
+- --ovn-nb-server-name={{ . }}
+{{- end }}
+{{- with .Values.ovn.tls.sbServerName }}
+- --ovn-sb-server-name={{ . }}
+{{- end }}
+{{- else if or (contains "ssl:" .Values.ovn.nbAddress) (contains "ssl:" .Values.ovn.sbAddress) }}
+{{- fail "ovn.tls.secretName is required when ovn.nbAddress or ovn.sbAddress uses ssl:" }}
+{{- end }}
 {{- end }}

@@ -29,7 +29,7 @@ var errDataplaneIdle = errors.New("idle: no --ovn-nb-address and --ovn-sb-addres
 // each component's own configuration is bound to flags here.
 func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 	rc := reconcilers.DefaultConfig()
-	var ovnNB, ovnSB string
+	var ovnNB, ovnSB, zone string
 	var ovnTLS dataplane.TLS
 	var layer3Form string
 	// nad and nodes share one set of allocators, built by whichever is set
@@ -88,6 +88,7 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 				fs.StringVar(&ovnTLS.CAFile, "ovn-ca-cert", "", "PEM CA certificates that sign the OVN databases' server certificates")
 				fs.StringVar(&ovnTLS.NBServerName, "ovn-nb-server-name", "", "name the Northbound server certificate must carry (default: each endpoint's host)")
 				fs.StringVar(&ovnTLS.SBServerName, "ovn-sb-server-name", "", "name the Southbound server certificate must carry (default: each endpoint's host)")
+				fs.StringVar(&zone, "zone", "", "OVN interconnect zone these databases serve: nodes of other zones get remote ports (a node's zone is its name, or the k8s.ovn.org/zone-name of an older OVN-Kubernetes); empty: one zone where every node is local")
 				fs.StringVar(&layer3Form, "layer3-subnet-policies", string(dataplane.PolicyFormAddressSet),
 					"rows of the OKEP-5377 Layer3 subnet-pair rule: address-set (one policy per family, O(subnets)) or pairs (upstream's one policy per subnet pair, O(subnets²))")
 			},
@@ -109,7 +110,8 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 					return err
 				}
 				rs, err := dataplanecontroller.Setup(ctx, mgr, dataplanecontroller.Options{
-					NBAddress: ovnNB, SBAddress: ovnSB, TLS: ovnTLS, Cluster: *cluster, Layer3PolicyForm: form})
+					NBAddress: ovnNB, SBAddress: ovnSB, TLS: ovnTLS, Cluster: *cluster, Layer3PolicyForm: form,
+					Local: dataplanecontroller.InZone(zone)})
 				if err != nil {
 					return err
 				}

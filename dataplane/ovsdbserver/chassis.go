@@ -1,0 +1,32 @@
+package ovsdbserver
+
+import (
+	"fmt"
+	"os/exec"
+	"strconv"
+)
+
+// AddChassis registers a chassis in a Southbound database with one geneve
+// Encap per IP, as ovn-controller does for its own chassis and OVN-Kubernetes'
+// interconnect does for the chassis of other zones (remote: marked
+// other_config:is-remote=true). Interconnect remote ports' Port_Binding.encap
+// point at these Encap rows.
+func AddChassis(sb *Server, name string, remote bool, encapIPs ...string) error {
+	if len(encapIPs) == 0 {
+		return fmt.Errorf("chassis %s: at least one encap IP is needed", name)
+	}
+	args := []string{"chassis-add", name, "geneve", encapIPs[0]}
+	for i, ip := range encapIPs[1:] {
+		id := "@e" + strconv.Itoa(i)
+		args = append(args, "--", "--id="+id, "create", "Encap", "type=geneve", `ip="`+ip+`"`, "chassis_name="+name,
+			"options:csum=true", "--", "add", "Chassis", name, "encaps", id)
+	}
+	if remote {
+		args = append(args, "--", "set", "Chassis", name, "other_config:is-remote=true")
+	}
+	out, err := exec.Command("ovn-sbctl", append([]string{"--db=" + sb.Address()}, args...)...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ovn-sbctl chassis-add %s: %w: %s", name, err, out)
+	}
+	return nil
+}
