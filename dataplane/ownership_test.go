@@ -1,14 +1,17 @@
 package dataplane
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 )
 
-// Rows udnkit does not own survive every apply; owned rows that are no longer
-// desired go, including the old topology's GR-to-switch port, GR route and NAT.
+// Rows udnkit does not own survive every apply, including the old Layer2
+// topology's rows OVN-Kubernetes created (byte for byte); owned rows that are
+// no longer desired go, and with --migrate-legacy-layer2 so do exactly those
+// legacy rows: the GR-to-switch port, GR route and NAT.
 func TestLayer2StaleRowsGoForeignRowsStay(t *testing.T) {
 	e := newEnv(t)
 	net, nodes := exampleV4()
@@ -30,7 +33,37 @@ func TestLayer2StaleRowsGoForeignRowsStay(t *testing.T) {
 	e.nbctl("--", "--id=@n", "create", "NAT", "type=snat", `logical_ip="203.203.0.0/24"`, `external_ip="169.254.0.12"`,
 		legacyNet, legacyTopo, "--", "add", "Logical_Router", gr1, "nat", "@n")
 
-	// node3 leaves the cluster.
+	// Without --migrate-legacy-layer2 those rows are OVN-Kubernetes': every
+	// apply leaves them byte for byte.
+	legacyRows := func() string {
+		var out []string
+		for table, cols := range map[string]string{"Logical_Router_Port": "_uuid,name,mac,networks,external_ids",
+			"Logical_Router_Static_Route": "_uuid,ip_prefix,nexthop,external_ids", "NAT": "_uuid,type,logical_ip,external_ip,external_ids"} {
+			for _, line := range strings.Split(e.nbctl("--format=csv", "--no-headings", "--columns="+cols, "find", table,
+				`external_ids:"k8s.ovn.org/network"=test12_namespace-scoped`), "\n") {
+				if !strings.Contains(line, "udnkit-piece") {
+					out = append(out, line)
+				}
+			}
+		}
+		slices.Sort(out)
+		return strings.Join(out, "\n")
+	}
+	before := legacyRows()
+	if !strings.Contains(before, "rtos-"+sw+"-old") || !strings.Contains(before, "169.254.0.12") {
+		t.Fatalf("fixture: the legacy rows are not there:\n%s", before)
+	}
+	for i := 0; i < 3; i++ {
+		e.apply(mustLayer2(t, net, nodes[:2+i%2]))
+		if after := legacyRows(); after != before {
+			t.Fatalf("apply %d changed OVN-Kubernetes' rows without --migrate-legacy-layer2:\nbefore:\n%s\nafter:\n%s", i, before, after)
+		}
+	}
+
+	// node3 leaves the cluster, and the migration option is on: the old
+	// topology's rows go.
+	net.MigrateLegacy = true
+	e.apply(mustLayer2(t, net, nodes))
 	d = mustLayer2(t, net, nodes[:2])
 	if ops := e.apply(d); ops == 0 {
 		t.Fatal("removing a node sent no operations")

@@ -25,9 +25,12 @@ import (
 	"syscall"
 	"time"
 
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/udnkit/udnkit/cmd/udnkit/app"
@@ -254,6 +257,22 @@ func run(ctx context.Context, root, stateDir string, attach bool, zones int, out
 			Annotations: map[string]string{ovnk.AnnotationNodeEncapIPs: n.encapIPs}}}
 		if err := env.Client.Create(readyCtx, node); err != nil {
 			return fmt.Errorf("creating node %s: %w", n.name, err)
+		}
+	}
+
+	// Ready means what the quickstart reads is there: the ipam component's
+	// ovn-kubernetes/default NAD stub (OKEP-5233) is written once its
+	// controller starts.
+	for {
+		err := env.Client.Get(readyCtx, client.ObjectKey{Namespace: ovnk.DefaultNetworkNamespace, Name: ovnk.DefaultNetworkName},
+			&nadv1.NetworkAttachmentDefinition{})
+		if err == nil {
+			break
+		}
+		select {
+		case <-readyCtx.Done():
+			return fmt.Errorf("the %s/%s NetworkAttachmentDefinition never appeared: %w", ovnk.DefaultNetworkNamespace, ovnk.DefaultNetworkName, err)
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 

@@ -47,6 +47,8 @@ type Layer2Reconciler struct {
 	// Recorder, when set, raises a Warning Event on each object left out
 	// (see skip).
 	Recorder recorder.EventRecorder
+	// MigrateLegacy is --migrate-legacy-layer2 (dataplane.Layer2Network).
+	MigrateLegacy bool
 }
 
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get;list;watch
@@ -142,6 +144,7 @@ func (r *Layer2Reconciler) clusterFacts(nad *nadv1.NetworkAttachmentDefinition, 
 // such pod). The zones of drained nodes keep the OKEP-5094 upgrade rows while
 // any node is on the old topology and drop them once all have moved.
 func (r *Layer2Reconciler) apply(ctx context.Context, net dataplane.Layer2Network) (waiting bool, err error) {
+	net.MigrateLegacy = r.MigrateLegacy
 	var nodeList corev1.NodeList
 	if err := r.Client.List(ctx, &nodeList); err != nil {
 		return false, err
@@ -257,7 +260,7 @@ func (r *Layer2Reconciler) runningPods(ctx context.Context, namespaces map[strin
 
 // collect removes the topology of networks that no NAD describes any more.
 func (r *Layer2Reconciler) collect(ctx context.Context) error {
-	return collectPiece(ctx, r.Client, r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceTransitRouter, AdoptLegacy: true,
+	return collectPiece(ctx, r.Client, r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceTransitRouter, AdoptLegacy: r.MigrateLegacy,
 		Legacy: dataplane.Layer2Legacy(nil, nil)},
 		r.OVN.Networks, layer2Name)
 }

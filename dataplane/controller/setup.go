@@ -28,6 +28,10 @@ type Options struct {
 	// management port and SNATs management-port traffic to the network's
 	// masquerade IP.
 	Cluster ovnk.ClusterConfig
+	// MigrateLegacyLayer2 is --migrate-legacy-layer2: take over and remove
+	// the old Layer2 topology's rows OVN-Kubernetes created (see
+	// dataplane.Layer2Legacy). Off, udnkit never touches a row it did not create.
+	MigrateLegacyLayer2 bool
 	// Layer3PolicyForm is the manager's --layer3-subnet-policies (default: address-set).
 	Layer3PolicyForm dataplane.Layer3PolicyForm
 }
@@ -72,7 +76,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	c := mgr.GetClient()
 	rs := &Reconcilers{
 		OVN:           ovn,
-		Layer2:        &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local, Cluster: o.Cluster, Recorder: mgr.GetEventRecorder("udnkit-dataplane")},
+		Layer2:        &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local, Cluster: o.Cluster, Recorder: mgr.GetEventRecorder("udnkit-dataplane"), MigrateLegacy: o.MigrateLegacyLayer2},
 		Layer3:        &Layer3Reconciler{Client: c, OVN: ovn, Form: o.Layer3PolicyForm},
 		MultiVTEP:     &MultiVTEPReconciler{Client: c, OVN: ovn, Local: o.Local, Transit: o.Cluster.TransitSubnets},
 		LiveMigration: &LiveMigrationReconciler{Client: c, OVN: ovn},

@@ -31,6 +31,7 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 	rc := reconcilers.DefaultConfig()
 	var ovnNB, ovnSB, zone string
 	var ovnTLS dataplane.TLS
+	var migrateLegacy bool
 	var layer3Form string
 	// nad and nodes share one set of allocators, built by whichever is set
 	// up first.
@@ -83,6 +84,7 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 			BindFlags: func(fs *flag.FlagSet) {
 				fs.StringVar(&ovnNB, "ovn-nb-address", "", "OVN Northbound database: unix:/path, tcp:host:port or ssl:host:port; comma-separated endpoints of a RAFT cluster (the leader is used)")
 				fs.StringVar(&ovnSB, "ovn-sb-address", "", "OVN Southbound database, in the form of --ovn-nb-address")
+				fs.BoolVar(&migrateLegacy, "migrate-legacy-layer2", false, "let the Layer2 transit-router topology take over and remove the old topology's rows of each network that OVN-Kubernetes created (OKEP-5094 upgrade cleanup: the old transit router and layer2 switch by name, their rtos-/stor- ports, routes via the network's subnets, SNATs to its masquerade IPs); off, udnkit never modifies or deletes a row it did not create")
 				fs.StringVar(&ovnTLS.CertFile, "ovn-client-cert", "", "PEM client certificate for ssl: OVN endpoints (re-read at every connection)")
 				fs.StringVar(&ovnTLS.KeyFile, "ovn-client-key", "", "PEM private key of --ovn-client-cert")
 				fs.StringVar(&ovnTLS.CAFile, "ovn-ca-cert", "", "PEM CA certificates that sign the OVN databases' server certificates")
@@ -110,7 +112,7 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 					return err
 				}
 				rs, err := dataplanecontroller.Setup(ctx, mgr, dataplanecontroller.Options{
-					NBAddress: ovnNB, SBAddress: ovnSB, TLS: ovnTLS, Cluster: *cluster, Layer3PolicyForm: form,
+					NBAddress: ovnNB, SBAddress: ovnSB, TLS: ovnTLS, Cluster: *cluster, Layer3PolicyForm: form, MigrateLegacyLayer2: migrateLegacy,
 					Local: dataplanecontroller.InZone(zone)})
 				if err != nil {
 					return err
