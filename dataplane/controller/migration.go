@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/ovnk"
@@ -28,6 +29,22 @@ import (
 type LiveMigrationReconciler struct {
 	Client client.Client
 	OVN    *dataplane.Client
+	// Recorder, when set, raises a Warning Event on a migrated VM's pod
+	// whose routes cannot be programmed (its node has no node ID yet, its
+	// addresses are malformed, the routes are refused).
+	Recorder recorder.EventRecorder
+}
+
+// Event reasons of live migration.
+const (
+	ReasonLiveMigrationWaiting = "LiveMigrationWaiting"
+	ReasonLiveMigrationFailed  = "LiveMigrationFailed"
+)
+
+func (r *LiveMigrationReconciler) warn(pod *corev1.Pod, reason, format string, args ...any) {
+	if r.Recorder != nil && pod != nil {
+		r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, reason, "ProgramLiveMigration", format, args...)
+	}
 }
 
 var liveMigrationRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "live-migration"}}
@@ -70,10 +87,13 @@ func (r *LiveMigrationReconciler) Reconcile(ctx context.Context, _ reconcile.Req
 		return reconcile.Result{}, err
 	}
 	vms := map[string][]dataplane.VM{}
+	podOf := map[string]*corev1.Pod{} // namespace/VM -> the pod it runs in
 	for _, m := range ovnk.MigratedVMs(pods.Items) {
+		podOf[m.Namespace+"/"+m.VM] = m.Pod
 		all, err := ovnk.DecodePodNetworks(m.Pod.Annotations)
 		if err != nil {
 			logger.Error(err, "skipping migrated VM", "vm", m.Namespace+"/"+m.VM)
+			r.warn(m.Pod, ReasonLiveMigrationFailed, "no live-migration routes for VM %s: %v", m.VM, err)
 			continue
 		}
 		for key, pn := range all {
@@ -84,6 +104,7 @@ func (r *LiveMigrationReconciler) Reconcile(ctx context.Context, _ reconcile.Req
 			addrs, err := pn.Parse()
 			if err != nil {
 				logger.Error(err, "skipping migrated VM", "vm", m.Namespace+"/"+m.VM, "field", ovnk.PodNetworkField(key))
+				r.warn(m.Pod, ReasonLiveMigrationFailed, "no live-migration routes for VM %s: annotation %s.%v", m.VM, ovnk.PodNetworkField(key), err)
 				continue
 			}
 			vms[name] = append(vms[name], dataplane.VM{Namespace: m.Namespace, Name: m.VM, IPs: addrs.IPs, Node: m.CurrentNode, OwnerNode: m.OwnerNode})
@@ -101,6 +122,8 @@ func (r *LiveMigrationReconciler) Reconcile(ctx context.Context, _ reconcile.Req
 			if !known[vm.Node] {
 				// Its node has no node ID yet: routed once it has.
 				logger.Info("migrated VM waits for its node", "network", name, "vm", vm.Namespace+"/"+vm.Name, "node", vm.Node)
+				r.warn(podOf[vm.Namespace+"/"+vm.Name], ReasonLiveMigrationWaiting,
+					"VM %s runs on node %s, which has no %s yet: its live-migration routes are programmed once it has", vm.Name, vm.Node, ovnk.AnnotationNodeID)
 				continue
 			}
 			keep = append(keep, vm)
@@ -110,6 +133,9 @@ func (r *LiveMigrationReconciler) Reconcile(ctx context.Context, _ reconcile.Req
 			var err error
 			if d, err = dataplane.LiveMigrationRoutes(dataplane.LiveMigrationNetwork{Name: name, Topology: dataplane.TopologyLayer2}, nodes, keep); err != nil {
 				logger.Error(err, "skipping network's live-migration routes", "network", name)
+				for _, vm := range keep {
+					r.warn(podOf[vm.Namespace+"/"+vm.Name], ReasonLiveMigrationFailed, "no live-migration routes for VM %s: %v", vm.Name, err)
+				}
 				continue
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -114,6 +115,35 @@ func TestLiveMigrationRoutesFromAPIState(t *testing.T) {
 	})
 	if !strings.Contains(policies(), "102 ") {
 		t.Errorf("the Layer2 topology's own policies went with the migration rows:\n%s", policies())
+	}
+
+	// The VM moves to a node that has no node ID (no Node object at all):
+	// no route can be programmed, and its pod says why.
+	ghost := vmPod("virt-launcher-vm1-ghost", "node-ghost")
+	s.create(ghost)
+	_ = podIPs(s, ghost)
+	if err := s.c.Get(s.ctx, client.ObjectKeyFromObject(ghost), ghost); err != nil {
+		t.Fatal(err)
+	}
+	ghost.Labels[ovnk.KeyNodeName] = "node-ghost"
+	if err := s.c.Update(s.ctx, ghost); err != nil {
+		t.Fatal(err)
+	}
+	s.eventually("a Warning Event on the VM's pod", func() bool {
+		var evs eventsv1.EventList
+		if s.c.List(s.ctx, &evs, client.InNamespace("tenant-vm")) != nil {
+			return false
+		}
+		for _, e := range evs.Items {
+			if e.Regarding.Name == ghost.Name && e.Reason == ReasonLiveMigrationWaiting && e.Type == corev1.EventTypeWarning &&
+				strings.Contains(e.Note, "runs on node node-ghost, which has no k8s.ovn.org/node-id yet") {
+				return true
+			}
+		}
+		return false
+	})
+	if strings.Contains(policies(), " reroute ") {
+		t.Errorf("a reroute was programmed for a node without a node ID:\n%s", policies())
 	}
 }
 

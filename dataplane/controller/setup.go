@@ -79,7 +79,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 		Layer2:        &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local, Cluster: o.Cluster, Recorder: mgr.GetEventRecorder("udnkit-dataplane"), MigrateLegacy: o.MigrateLegacyLayer2},
 		Layer3:        &Layer3Reconciler{Client: c, OVN: ovn, Form: o.Layer3PolicyForm},
 		MultiVTEP:     &MultiVTEPReconciler{Client: c, OVN: ovn, Local: o.Local, Transit: o.Cluster.TransitSubnets},
-		LiveMigration: &LiveMigrationReconciler{Client: c, OVN: ovn},
+		LiveMigration: &LiveMigrationReconciler{Client: c, OVN: ovn, Recorder: mgr.GetEventRecorder("udnkit-dataplane")},
 	}
 	setups := []func(ctrl.Manager) error{rs.Layer2.SetupWithManager, rs.Layer3.SetupWithManager, rs.MultiVTEP.SetupWithManager,
 		rs.LiveMigration.SetupWithManager}
