@@ -102,7 +102,7 @@ func TestRenderDataplaneDaemonSet(t *testing.T) {
 		}
 	}
 	slices.Sort(granted)
-	want := []string{"network-attachment-definitions:get,list,watch", "nodes:get,list,patch,watch", "pods:get,list,watch",
+	want := []string{"events:create,patch", "network-attachment-definitions:get,list,watch", "nodes:get,list,patch,watch", "pods:get,list,watch",
 		"subjectaccessreviews:create", "tokenreviews:create"}
 	if !slices.Equal(granted, want) {
 		t.Errorf("dataplane rules = %v, want %v", granted, want)
