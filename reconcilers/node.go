@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/netids"
@@ -114,6 +115,8 @@ func (r *nodeReconciler) setup(mgr ctrl.Manager) error {
 		For(&corev1.Node{}).
 		Watches(&udnv1.UserDefinedNetwork{}, allNodes, builder.WithPredicates(specOrDeletionChanged)).
 		Watches(&udnv1.ClusterUserDefinedNetwork{}, allNodes, builder.WithPredicates(specOrDeletionChanged)).
+		// A Layer3 subnet gets host subnets once its NAD carries it.
+		Watches(&nadv1.NetworkAttachmentDefinition{}, allNodes).
 		WatchesRawSource(source.Channel(r.retry, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.cfg.MaxConcurrentReconciles}).
 		Complete(r)
@@ -164,10 +167,16 @@ func (r *nodeReconciler) layer3Networks(ctx context.Context) ([]layer3Network, e
 			return
 		}
 		n := layer3Network{name: name, kind: kind, obj: obj, uid: uid}
+		published, known := r.nadSubnets(ctx, uid)
 		for _, s := range spec.Layer3.Subnets {
 			p, err := netip.ParsePrefix(string(s.CIDR))
 			if err != nil {
 				return
+			}
+			if known && !published[p.Masked()] {
+				// Appended but held back (a conflict after admission, or the
+				// NAD not yet updated): no host subnets before the NAD has it.
+				continue
 			}
 			bits := int(s.HostSubnet)
 			if bits == 0 {
@@ -559,4 +568,27 @@ func adoptHostSubnets(alloc *netids.HostSubnetAllocator, node string, recorded [
 			return
 		}
 	}
+}
+
+// nadSubnets are the subnets a network's NAD publishes (any of its NADs: they
+// share the config); known is false while it has none, and the spec's subnets
+// are used.
+func (r *nodeReconciler) nadSubnets(ctx context.Context, uid types.UID) (map[netip.Prefix]bool, bool) {
+	var nads nadv1.NetworkAttachmentDefinitionList
+	if err := r.client.List(ctx, &nads, client.MatchingFields{indexNADController: string(uid)}); err != nil || len(nads.Items) == 0 {
+		return nil, false
+	}
+	conf, err := ovnk.Parse(nads.Items[0].Spec.Config)
+	if err != nil {
+		return nil, false
+	}
+	subnets, err := conf.SubnetPrefixes()
+	if err != nil {
+		return nil, false
+	}
+	out := make(map[netip.Prefix]bool, len(subnets))
+	for _, p := range subnets {
+		out[p.Masked()] = true
+	}
+	return out, true
 }

@@ -332,3 +332,43 @@ func TestBadOrDuplicateNodeIDIsRewritten(t *testing.T) {
 		ContainSubstring(`k8s.ovn.org/node-id="99999999" is not a node ID (an integer in [2, 32767])`),
 		ContainSubstring(`k8s.ovn.org/node-id="node-7" is not a node ID`)))
 }
+
+// A Layer3 subnet appended over a range in use after admission is held back
+// (OKEP-5377): the NAD keeps its old subnets, and no node gets a host subnet
+// of it until the conflict is gone.
+func TestHeldBackLayer3SubnetGetsNoHostSubnets(t *testing.T) {
+	g := NewWithT(t)
+	createNodes(t, "held-a", "held-b", "held-c")
+	ns := newNamespace(t, "held", nil)
+	network := ns + "_green"
+	green := makeUDN(ns, "green", l3Spec(udnv1.Layer3Subnet{CIDR: "10.230.0.0/24", HostSubnet: 25}))
+	g.Expect(k8s.Create(ctx, green)).To(Succeed())
+	// Two host subnets (/25 of a /24) for three nodes: one of them waits.
+	var waiting string
+	g.Eventually(func(g Gomega) {
+		waiting = ""
+		got := 0
+		for _, n := range []string{"held-a", "held-b", "held-c"} {
+			if len(hostSubnets(g, n, network)) == 1 {
+				got++
+			} else {
+				waiting = n
+			}
+		}
+		g.Expect(got).To(Equal(2))
+	}).WithTimeout(timeout).Should(Succeed())
+
+	backend := makeUDN(ns, "backend", l2Spec(udnv1.NetworkRoleSecondary, "10.231.0.0/16"))
+	g.Expect(k8s.Create(ctx, backend)).To(Succeed())
+	expectCondition(t, backend, metav1.ConditionTrue, udnv1.ReasonNADCreated)
+	updateObject(t, green, func(u *udnv1.UserDefinedNetwork) {
+		u.Spec.Layer3.Subnets = append(u.Spec.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: "10.231.0.0/16", HostSubnet: 25})
+	})
+	expectCondition(t, green, metav1.ConditionFalse, udnv1.ReasonSubnetConflict)
+	g.Consistently(func(g Gomega) []string { return hostSubnets(g, waiting, network) }).
+		WithTimeout(2*time.Second).WithPolling(100*time.Millisecond).Should(BeEmpty(), "a node got a host subnet of the held-back subnet")
+
+	g.Expect(k8s.Delete(ctx, backend)).To(Succeed())
+	g.Eventually(func(g Gomega) []string { return hostSubnets(g, waiting, network) }).WithTimeout(timeout).
+		Should(ConsistOf(HavePrefix("10.231.")))
+}
