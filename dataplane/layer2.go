@@ -527,6 +527,3 @@ func macAndIPs(join []netip.Prefix) string {
 func staticRoute(prefix, nexthop, policy string, out *string) nbdb.LogicalRouterStaticRoute {
 	return nbdb.LogicalRouterStaticRoute{IPPrefix: prefix, Nexthop: nexthop, Policy: ptr(policy), OutputPort: out}
 }
-
-// SubnetPairPolicies are the priority-102 allow policies for every ordered
-// pair of subnets of the same family (OKEP-5377), including each subnet with

@@ -8,6 +8,8 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 )
 
+// SubnetPairPolicies are the priority-102 allow policies for every ordered
+// pair of subnets of the same family (OKEP-5377), including each subnet with
 // itself: "ip4.src == A && ip4.dst == B".
 func SubnetPairPolicies(subnets []netip.Prefix) []nbdb.LogicalRouterPolicy {
 	var out []nbdb.LogicalRouterPolicy

@@ -14,8 +14,6 @@ import (
 )
 
 const (
-	// DefaultNetworkID is the default (cluster) network's ID.
-	DefaultNetworkID = 0
 	// MaxNetworkID is the largest network ID OVN-Kubernetes supports.
 	MaxNetworkID = 4095
 

@@ -197,24 +197,6 @@ func Render(spec udnv1.NetworkSpec, o Options) (string, error) {
 	return string(b), err
 }
 
-// FamilySet says which IP families a network's subnets use.
-type FamilySet struct{ IPv4, IPv6 bool }
-
-// Families returns the IP families of the network's subnets.
-func Families(spec udnv1.NetworkSpec) FamilySet {
-	var f FamilySet
-	for _, c := range spec.SubnetCIDRs() {
-		if p, err := netip.ParsePrefix(c); err == nil {
-			if p.Addr().Is4() {
-				f.IPv4 = true
-			} else {
-				f.IPv6 = true
-			}
-		}
-	}
-	return f
-}
-
 func joinCIDRs[T ~string](in []T) string {
 	out := make([]string, 0, len(in))
 	for _, c := range in {

@@ -104,7 +104,7 @@ func WithPodNetwork(annotations map[string]string, nadKey string, pn PodNetwork)
 	return all.Encode()
 }
 
-// Field is the annotation path of a NAD key's entry, for error messages.
+// PodNetworkField is the annotation path of a NAD key's entry, for error messages.
 func PodNetworkField(nadKey string) string {
 	return fmt.Sprintf("%s[%q]", AnnotationPodNetworks, nadKey)
 }
