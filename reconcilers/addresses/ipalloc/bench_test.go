@@ -2,6 +2,7 @@ package ipalloc
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"testing"
 )
@@ -40,20 +41,76 @@ next:
 	return netip.Addr{}, false
 }
 
-// BenchmarkDynamicAllocation: one dynamic allocation per op in the /16 with
-// 25 reserved ranges; the pool is refilled when full. The baseline is the
-// naive scan; compare ns/op of the two sub-benchmarks.
+// benchOwners are n owners named as the reconciler names pods, made before
+// the clock starts.
+func benchOwners(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("pod/tenant-%d/web-%d", i%50, i)
+	}
+	return out
+}
+
+var gatewaysSink []netip.Addr
+
+// allocatePod is the pool's part of giving a pod its addresses, as
+// reconcilers/addresses does it: the owner is not known yet, its dynamic
+// allocation, the gateways for its annotation.
+func allocatePod(p *Pool, owner string) error {
+	if _, held := p.Lookup(owner); held {
+		return fmt.Errorf("%s already holds addresses", owner)
+	}
+	if _, err := p.Allocate(owner, Request{}); err != nil {
+		return err
+	}
+	gatewaysSink = p.Gateways()
+	return nil
+}
+
+// dynamicCapacity is how many dynamic allocations cfg's pool takes.
+func dynamicCapacity(b *testing.B, cfg Config) int {
+	p, _ := New(cfg)
+	n := 0
+	for ; ; n++ {
+		if _, err := p.Allocate(fmt.Sprint(n), Request{}); err != nil {
+			if ReasonOf(err) != ReasonSubnetExhausted {
+				b.Fatal(err)
+			}
+			return n
+		}
+	}
+}
+
+func reportRate(b *testing.B) {
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "addrs/s")
+}
+
+// BenchmarkDynamicAllocation: one pod's dynamic allocation per op in the /16
+// with 25 reserved ranges, filled from empty to full and then replaced by a
+// new pool off the clock. The baseline is the naive scan; compare ns/op of
+// the two sub-benchmarks. high-fill: the same allocation while the pool is
+// 99% to 100% full (pods leaving at random make the holes, off the clock),
+// against its baseline of a pool 0% to 1% full.
 func BenchmarkDynamicAllocation(b *testing.B) {
 	cfg := benchNetwork()
+	capacity := dynamicCapacity(b, cfg)
 	b.Run("udnkit", func(b *testing.B) {
+		owners := benchOwners(capacity)
 		p, _ := New(cfg)
-		for i := 0; b.Loop(); i++ {
-			if _, err := p.Allocate(fmt.Sprint(i), Request{}); err != nil {
+		i := 0
+		for b.Loop() {
+			if i == len(owners) {
 				b.StopTimer()
 				p, _ = New(cfg)
+				i = 0
 				b.StartTimer()
 			}
+			if err := allocatePod(p, owners[i]); err != nil {
+				b.Fatal(err)
+			}
+			i++
 		}
+		reportRate(b)
 	})
 	b.Run("baseline-naive-scan", func(b *testing.B) {
 		n := &naivePool{cfg: cfg, used: map[netip.Addr]bool{}}
@@ -64,7 +121,47 @@ func BenchmarkDynamicAllocation(b *testing.B) {
 				b.StartTimer()
 			}
 		}
+		reportRate(b)
 	})
+	b.Run("high-fill", func(b *testing.B) {
+		batch := capacity / 100
+		b.Run("udnkit-99pct-full", func(b *testing.B) { benchChurn(b, cfg, capacity, capacity-batch, batch) })
+		b.Run("baseline-empty-subnet", func(b *testing.B) { benchChurn(b, cfg, capacity, 0, batch) })
+	})
+}
+
+// benchChurn holds level owners, then allocates batch pods on the clock and
+// releases batch held owners chosen at random off it, again and again.
+func benchChurn(b *testing.B, cfg Config, capacity, level, batch int) {
+	p, _ := New(cfg)
+	owners := benchOwners(capacity)
+	held, pending := owners[:level:level], owners[level:level+batch]
+	for _, o := range held {
+		if err := allocatePod(p, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(15, 99))
+	for b.Loop() {
+		if len(pending) == 0 {
+			b.StopTimer()
+			for range batch {
+				i := rng.IntN(len(held))
+				p.Release(held[i])
+				pending = append(pending, held[i])
+				held[i] = held[len(held)-1]
+				held = held[:len(held)-1]
+			}
+			b.StartTimer()
+		}
+		o := pending[len(pending)-1]
+		pending = pending[:len(pending)-1]
+		if err := allocatePod(p, o); err != nil {
+			b.Fatal(err)
+		}
+		held = append(held, o)
+	}
+	reportRate(b)
 }
 
 // BenchmarkConflictCheck: a refused request (its IP is held) against a pool
