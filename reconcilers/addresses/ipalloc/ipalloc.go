@@ -3,15 +3,20 @@
 // network and broadcast addresses, the infrastructureSubnets (or, when they
 // are omitted, the gateway and management port addresses), the
 // defaultGatewayIPs, and that gives addresses in reservedSubnets only to
-// explicit requests. IP and MAC conflicts are detected with one map lookup
-// each; MACs are derived from the first IP as OVN-Kubernetes does.
+// explicit requests. Each subnet keeps its held addresses in a chunked
+// bitmap with the holder per address (held.go): dynamic allocation scans it
+// a word at a time from a next-free cursor, and an IP conflict is one array
+// read; a MAC conflict is one map lookup. MACs are derived from the first IP
+// as OVN-Kubernetes does.
 //
 // A Pool is not safe for concurrent use; callers hold their own lock.
 package ipalloc
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"net"
 	"net/netip"
 	"slices"
@@ -111,14 +116,73 @@ type subnetPool struct {
 	// dynamicFree counts addresses dynamic allocation may still use.
 	dynamicFree uint64
 	cursor      uint64
+	// held are the holders of the walked range; beyond those of requested
+	// addresses past it (IPv6 subnets wider than /66).
+	held   holders
+	beyond map[netip.Addr]uint32
 }
 
-// Pool allocates the addresses of one network.
+// Pool allocates the addresses of one network. Holders are numbered: ids
+// index recs, 0 is no one and infrastructureID the network infrastructure.
 type Pool struct {
 	subnets []*subnetPool
-	owners  map[string]Allocation
-	ips     map[netip.Addr]string
-	macs    map[mac]string
+	owners  map[string]uint32
+	recs    records
+	freeIDs []uint32
+	macs    map[mac]uint32
+}
+
+// records is a growable array of records in pages that double in size, so
+// that growing never copies (nor write-barriers) the records already there.
+// Page 0 holds ids 0..15, page k>0 ids 16<<(k-1) .. (16<<k)-1.
+type records struct {
+	pages [][]record
+	n     uint32
+}
+
+func recordPage(id uint32) (page int, index uint32) {
+	if page = bits.Len32(id >> 4); page > 0 {
+		index = id - 16<<(page-1)
+	} else {
+		index = id
+	}
+	return page, index
+}
+
+func (rs *records) at(id uint32) *record {
+	page, i := recordPage(id)
+	return &rs.pages[page][i]
+}
+
+// add appends r and returns its id.
+func (rs *records) add(r record) uint32 {
+	id := rs.n
+	if page, _ := recordPage(id); page == len(rs.pages) {
+		size := 16
+		if page > 0 {
+			size <<= page - 1
+		}
+		rs.pages = append(rs.pages, make([]record, size))
+	}
+	rs.n++
+	*rs.at(id) = r
+	return id
+}
+
+// record is a holder and its allocation's storage (nil for the
+// infrastructure).
+type record struct {
+	owner string
+	st    *storage
+}
+
+const infrastructureID = 1
+
+// storage backs an allocation's slices with one heap object; it is never
+// written after commit.
+type storage struct {
+	ips [2]netip.Prefix
+	mac mac
 }
 
 // New builds a pool; it fails when the configuration is inconsistent.
@@ -126,7 +190,9 @@ func New(cfg Config) (*Pool, error) {
 	if len(cfg.Subnets) == 0 || len(cfg.Subnets) > 2 {
 		return nil, fmt.Errorf("subnets: need one or two subnets, got %d", len(cfg.Subnets))
 	}
-	p := &Pool{owners: map[string]Allocation{}, ips: map[netip.Addr]string{}, macs: map[mac]string{}}
+	p := &Pool{owners: map[string]uint32{}, macs: map[mac]uint32{}}
+	p.recs.add(record{})
+	p.recs.add(record{owner: InfrastructureOwner})
 	for i, s := range cfg.Subnets {
 		s = s.Masked()
 		for _, o := range p.subnets {
@@ -147,8 +213,8 @@ func New(cfg Config) (*Pool, error) {
 	}
 	for _, sp := range p.subnets {
 		for _, a := range []netip.Addr{sp.gateway, sp.mgmt} {
-			p.ips[a] = InfrastructureOwner
-			p.macs[toMAC(ovnk.MACFromIP(a))] = InfrastructureOwner
+			sp.hold(a, infrastructureID)
+			p.macs[toMAC(ovnk.MACFromIP(a))] = infrastructureID
 		}
 	}
 	return p, nil
@@ -160,6 +226,7 @@ func newSubnetPool(s netip.Prefix, cfg Config) (*subnetPool, error) {
 		return nil, fmt.Errorf("%s is too small for a gateway, a management port and a workload", s)
 	}
 	sp := &subnetPool{prefix: s, size: 1 << min(hostBits, maxHostBits)}
+	sp.held = newHolders(sp.size)
 	// The network address; for IPv4 also the broadcast address.
 	sp.forbidden = append(sp.forbidden, s.Addr())
 	sp.excluded = append(sp.excluded, interval{0, 0})
@@ -224,12 +291,9 @@ func (sp *subnetPool) offset(a netip.Addr) (uint64, bool) {
 		return 0, false
 	}
 	x, b := a.As16(), sp.prefix.Addr().As16()
-	var hi, lo uint64
-	for i := 0; i < 8; i++ {
-		hi = hi<<8 | uint64(x[i]^b[i])
-		lo = lo<<8 | uint64(x[8+i]^b[8+i])
-	}
-	if hi != 0 || lo >= sp.size {
+	be := binary.BigEndian
+	lo := be.Uint64(x[8:]) ^ be.Uint64(b[8:])
+	if be.Uint64(x[:8]) != be.Uint64(b[:8]) || lo >= sp.size {
 		return 0, false
 	}
 	return lo, true
@@ -237,10 +301,7 @@ func (sp *subnetPool) offset(a netip.Addr) (uint64, bool) {
 
 func (sp *subnetPool) addr(off uint64) netip.Addr {
 	b := sp.prefix.Addr().As16()
-	for i := 15; i >= 8; i-- {
-		b[i] |= byte(off)
-		off >>= 8
-	}
+	binary.BigEndian.PutUint64(b[8:], binary.BigEndian.Uint64(b[8:])|off)
 	a := netip.AddrFrom16(b)
 	if sp.prefix.Addr().Is4() {
 		return a.Unmap()
@@ -262,30 +323,74 @@ func (sp *subnetPool) rangeOf(r netip.Prefix) (interval, bool) {
 	return interval{lo, min(lo+(1<<hostBits)-1, sp.size-1)}, true
 }
 
+// excludedFrom is the index of the first excluded range that ends at or
+// after off (len(sp.excluded) when none does).
+func (sp *subnetPool) excludedFrom(off uint64) int {
+	lo, hi := 0, len(sp.excluded)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if sp.excluded[m].hi < off {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
 // excludedAt returns the excluded range holding off, if any.
 func (sp *subnetPool) excludedAt(off uint64) (interval, bool) {
-	i, _ := slices.BinarySearchFunc(sp.excluded, off, func(iv interval, t uint64) int {
-		switch {
-		case iv.hi < t:
-			return -1
-		case iv.lo > t:
-			return 1
-		}
-		return 0
-	})
-	if i < len(sp.excluded) && sp.excluded[i].lo <= off && off <= sp.excluded[i].hi {
+	if i := sp.excludedFrom(off); i < len(sp.excluded) && sp.excluded[i].lo <= off {
 		return sp.excluded[i], true
 	}
 	return interval{}, false
 }
 
-func (sp *subnetPool) dynamic(a netip.Addr) bool {
+// hold records id as the holder of a, an address of the subnet.
+func (sp *subnetPool) hold(a netip.Addr, id uint32) {
 	off, ok := sp.offset(a)
-	if !ok {
-		return false
+	switch {
+	case !ok:
+		if sp.beyond == nil {
+			sp.beyond = map[netip.Addr]uint32{}
+		}
+		sp.beyond[a] = id
+	case sp.held.get(off) == 0:
+		sp.held.set(off, id)
+		if _, ex := sp.excludedAt(off); !ex {
+			sp.dynamicFree--
+		}
 	}
-	_, ex := sp.excludedAt(off)
-	return !ex
+}
+
+// unhold frees a, an address of the subnet.
+func (sp *subnetPool) unhold(a netip.Addr) {
+	off, ok := sp.offset(a)
+	switch {
+	case !ok:
+		delete(sp.beyond, a)
+	case sp.held.get(off) != 0:
+		sp.held.clear(off)
+		if _, ex := sp.excludedAt(off); !ex {
+			sp.dynamicFree++
+		}
+	}
+}
+
+// holder is the id holding a, an address of the subnet (0: free).
+func (sp *subnetPool) holder(a netip.Addr) uint32 {
+	if off, ok := sp.offset(a); ok {
+		return sp.held.get(off)
+	}
+	return sp.beyond[a]
+}
+
+// ownerID is the id holding a (0: free or outside the subnets).
+func (p *Pool) ownerID(a netip.Addr) uint32 {
+	if sp := p.subnetOf(a); sp != nil {
+		return sp.holder(a)
+	}
+	return 0
 }
 
 func (p *Pool) subnetOf(a netip.Addr) *subnetPool {
@@ -326,19 +431,19 @@ func (p *Pool) perSubnet(f func(*subnetPool) netip.Addr) []netip.Addr {
 
 // Lookup returns the owner's allocation.
 func (p *Pool) Lookup(owner string) (Allocation, bool) {
-	a, ok := p.owners[owner]
-	return a, ok
+	id, ok := p.owners[owner]
+	return p.allocation(id), ok
 }
 
 // OwnerOfIP returns who holds the address ("" when free).
-func (p *Pool) OwnerOfIP(a netip.Addr) string { return p.ips[a] }
+func (p *Pool) OwnerOfIP(a netip.Addr) string { return p.recs.at(p.ownerID(a)).owner }
 
 // OwnerOfMAC returns who holds the MAC ("" when free).
 func (p *Pool) OwnerOfMAC(hw net.HardwareAddr) string {
 	if len(hw) != 6 {
 		return ""
 	}
-	return p.macs[toMAC(hw)]
+	return p.recs.at(p.macHolder(toMAC(hw))).owner
 }
 
 // Len is the number of owners holding an allocation.
@@ -348,48 +453,46 @@ func (p *Pool) Len() int { return len(p.owners) }
 // checks, otherwise the next free dynamic ones. An owner that already holds
 // an allocation gets it back unchanged. On error nothing changes.
 func (p *Pool) Allocate(owner string, req Request) (Allocation, error) {
-	if a, ok := p.owners[owner]; ok {
-		return a, nil
+	if id, ok := p.owners[owner]; ok {
+		return p.allocation(id), nil
 	}
 	if owner == "" || owner == InfrastructureOwner {
 		return Allocation{}, &Error{Reason: ReasonInternalError, Message: fmt.Sprintf("invalid owner %q", owner)}
 	}
-	var hw net.HardwareAddr
+	st := new(storage)
 	if req.MAC != "" {
-		var err error
-		if hw, err = parseMAC(req.MAC); err != nil {
+		hw, err := parseMAC(req.MAC)
+		if err != nil {
 			return Allocation{}, err
 		}
-		if o := p.macs[toMAC(hw)]; o != "" {
-			return Allocation{}, macConflict(hw, o)
+		st.mac = toMAC(hw)
+		if id := p.macHolder(st.mac); id != 0 {
+			return Allocation{}, macConflict(hw, p.recs.at(id).owner)
 		}
 	}
-	var ips []netip.Prefix
-	var err error
+	ips := st.ips[:len(p.subnets)]
 	if len(req.IPs) > 0 {
-		ips, err = p.requested(req.IPs)
-	} else {
-		ips, err = p.nextFree(hw == nil)
-	}
-	if err != nil {
+		if err := p.requested(req.IPs, ips); err != nil {
+			return Allocation{}, err
+		}
+		if req.MAC == "" {
+			st.mac = toMAC(ovnk.MACFromIP(ips[0].Addr()))
+			if id := p.macHolder(st.mac); id != 0 {
+				return Allocation{}, macConflict(st.mac[:], p.recs.at(id).owner)
+			}
+		}
+	} else if err := p.nextFree(req.MAC == "", ips, &st.mac); err != nil {
 		return Allocation{}, err
 	}
-	if hw == nil {
-		hw = ovnk.MACFromIP(ips[0].Addr())
-		if o := p.macs[toMAC(hw)]; o != "" {
-			return Allocation{}, macConflict(hw, o)
-		}
-	}
-	a := Allocation{IPs: ips, MAC: hw}
-	p.commit(owner, a)
-	return a, nil
+	return p.allocation(p.commit(owner, st, req.MAC == "")), nil
 }
 
 // Restore records an allocation read back from the cluster (a pod
 // annotation, an IPAMClaim status), reserved addresses included. It refuses
 // addresses another owner holds and forbidden ones; on error nothing changes.
 func (p *Pool) Restore(owner string, a Allocation) error {
-	if old, ok := p.owners[owner]; ok {
+	if id, ok := p.owners[owner]; ok {
+		old := p.allocation(id)
 		if equal(old, a) {
 			return nil
 		}
@@ -398,136 +501,220 @@ func (p *Pool) Restore(owner string, a Allocation) error {
 	if len(a.IPs) != len(p.subnets) {
 		return &Error{Reason: ReasonInvalidRequest, Message: fmt.Sprintf("%s: need one address per subnet (%d), got %d", owner, len(p.subnets), len(a.IPs))}
 	}
-	strs := make([]string, len(a.IPs))
-	for i, ip := range a.IPs {
-		strs[i] = ip.Addr().String()
-	}
-	ips, err := p.requested(strs)
-	if err != nil {
-		return err
+	st := new(storage)
+	ips := st.ips[:len(p.subnets)]
+	for _, ip := range a.IPs {
+		if err := p.place("", ip.Addr().Unmap(), -1, ips); err != nil {
+			return err
+		}
 	}
 	if len(a.MAC) != 6 {
 		return &Error{Reason: ReasonInvalidRequest, Message: fmt.Sprintf("%s: MAC %q is not 6 bytes", owner, a.MAC)}
 	}
 	// Nothing udnkit writes is multicast or all-zero: such a MAC was not
 	// allocated here and is never restored.
-	if _, err := parseMAC(a.MAC.String()); err != nil {
+	if a.MAC[0]&1 != 0 {
+		_, err := parseMAC(a.MAC.String())
 		return err
 	}
-	if slices.Equal(a.MAC, net.HardwareAddr{0, 0, 0, 0, 0, 0}) {
+	if st.mac = toMAC(a.MAC); st.mac == (mac{}) {
 		return &Error{Reason: ReasonInvalidRequest, Address: a.MAC.String(), Message: fmt.Sprintf("mac: %s is all zeros; a pod needs a unicast MAC", a.MAC)}
 	}
-	if o := p.macs[toMAC(a.MAC)]; o != "" {
-		return macConflict(a.MAC, o)
+	if id := p.macHolder(st.mac); id != 0 {
+		return macConflict(a.MAC, p.recs.at(id).owner)
 	}
-	p.commit(owner, Allocation{IPs: ips, MAC: slices.Clone(a.MAC)})
+	p.commit(owner, st, false)
 	return nil
 }
 
 // Release frees the owner's addresses; it reports whether it held any.
 func (p *Pool) Release(owner string) bool {
-	a, ok := p.owners[owner]
+	id, ok := p.owners[owner]
 	if !ok {
 		return false
 	}
+	st := p.recs.at(id).st
 	delete(p.owners, owner)
-	for _, ip := range a.IPs {
-		delete(p.ips, ip.Addr())
-		if sp := p.subnetOf(ip.Addr()); sp != nil && sp.dynamic(ip.Addr()) {
-			sp.dynamicFree++
-		}
+	for i, sp := range p.subnets {
+		sp.unhold(st.ips[i].Addr())
 	}
-	delete(p.macs, toMAC(a.MAC))
+	if p.macs[st.mac] == id {
+		delete(p.macs, st.mac)
+	}
+	*p.recs.at(id) = record{}
+	p.freeIDs = append(p.freeIDs, id)
 	return true
 }
 
-func (p *Pool) commit(owner string, a Allocation) {
-	p.owners[owner] = a
-	for _, ip := range a.IPs {
-		p.ips[ip.Addr()] = owner
-		if sp := p.subnetOf(ip.Addr()); sp.dynamic(ip.Addr()) {
-			sp.dynamicFree--
-		}
+// commit records st, whose IPs are free and in subnet order, and its MAC
+// (derived: by ovnk.MACFromIP from the first IP) for owner, and returns
+// owner's id.
+func (p *Pool) commit(owner string, st *storage, derived bool) uint32 {
+	var id uint32
+	if n := len(p.freeIDs); n > 0 {
+		id = p.freeIDs[n-1]
+		p.freeIDs = p.freeIDs[:n-1]
+		*p.recs.at(id) = record{owner: owner, st: st}
+	} else {
+		id = p.recs.add(record{owner: owner, st: st})
 	}
-	p.macs[toMAC(a.MAC)] = owner
+	p.owners[owner] = id
+	for i, sp := range p.subnets {
+		sp.hold(st.ips[i].Addr(), id)
+	}
+	if !p.derivedV4(st, derived) {
+		p.macs[st.mac] = id
+	}
+	return id
+}
+
+// derivedV4 reports whether st's MAC is derived from its first address, an
+// IPv4 one, and ends with that address: macHolder finds such a MAC through
+// the address, so p.macs need not hold it. Dynamic allocation in an IPv4
+// network thus costs no MAC map entry, only the lookup for requested MACs.
+func (p *Pool) derivedV4(st *storage, derived bool) bool {
+	a := st.ips[0].Addr()
+	return a.Is4() && [4]byte(st.mac[2:]) == a.As4() && (derived || st.mac == toMAC(ovnk.MACFromIP(a)))
+}
+
+// macHolder is the id holding MAC m (0: none): in p.macs, or the holder of
+// the IPv4 address m ends with, when that address is its first and m its
+// derived MAC (derivedV4).
+func (p *Pool) macHolder(m mac) uint32 {
+	if id := p.macs[m]; id != 0 {
+		return id
+	}
+	sp := p.subnets[0]
+	a := netip.AddrFrom4([4]byte(m[2:]))
+	if !sp.prefix.Contains(a) {
+		return 0
+	}
+	if id := sp.holder(a); id > infrastructureID && p.recs.at(id).st.ips[0].Addr() == a && p.recs.at(id).st.mac == m {
+		return id
+	}
+	return 0
+}
+
+// allocation is the allocation of id, over its storage.
+func (p *Pool) allocation(id uint32) Allocation {
+	st := p.recs.at(id).st
+	if st == nil {
+		return Allocation{}
+	}
+	n := len(p.subnets)
+	return Allocation{IPs: st.ips[:n:n], MAC: st.mac[:]}
 }
 
 // requested validates explicit IPs: one per subnet, inside it, not
-// forbidden, not infrastructure, not held. The result is in subnet order.
-func (p *Pool) requested(reqs []string) ([]netip.Prefix, error) {
+// forbidden, not infrastructure, not held. It fills out, one per subnet, in
+// subnet order.
+func (p *Pool) requested(reqs []string, out []netip.Prefix) error {
 	if len(reqs) != len(p.subnets) {
-		return nil, &Error{Reason: ReasonInvalidRequest, Message: fmt.Sprintf(
+		return &Error{Reason: ReasonInvalidRequest, Message: fmt.Sprintf(
 			"ips: must hold exactly one address for each of the network's subnets %v, got %d", p.Subnets(), len(reqs))}
 	}
-	out := make([]netip.Prefix, len(p.subnets))
 	for _, r := range reqs {
 		a, bits, err := parseIP(r)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		idx := slices.IndexFunc(p.subnets, func(sp *subnetPool) bool { return sp.prefix.Contains(a) })
-		if idx < 0 {
-			return nil, &Error{Reason: ReasonInvalidRequest, Address: r, Message: fmt.Sprintf("ips: %s is not inside any of the network's subnets %v", r, p.Subnets())}
+		if err := p.place(r, a, bits, out); err != nil {
+			return err
 		}
-		sp := p.subnets[idx]
-		switch {
-		case bits >= 0 && bits != sp.prefix.Bits():
-			return nil, &Error{Reason: ReasonInvalidRequest, Address: r, Message: fmt.Sprintf("ips: %s must have the prefix length of its subnet %s", r, sp.prefix)}
-		case out[idx].IsValid():
-			return nil, &Error{Reason: ReasonInvalidRequest, Address: r, Message: fmt.Sprintf("ips: %s is the second address for subnet %s", r, sp.prefix)}
-		case slices.Contains(sp.forbidden, a):
-			return nil, &Error{Reason: ReasonInvalidRequest, Address: a.String(), Message: fmt.Sprintf("ips: %s is the network or broadcast address of %s", a, sp.prefix)}
-		}
-		if o := p.ips[a]; o != "" {
-			return nil, ipConflict(a, o)
-		}
-		for _, in := range sp.infra {
-			if in.Contains(a) {
-				return nil, ipConflict(a, InfrastructureOwner+" (infrastructureSubnets "+in.String()+")")
-			}
-		}
-		out[idx] = netip.PrefixFrom(a, sp.prefix.Bits())
 	}
-	return out, nil
+	return nil
 }
 
-// nextFree picks the next free dynamic address of each subnet. When the MAC
-// will be derived, a first-subnet address whose derived MAC is taken is
-// skipped. Cursors move only when the picks are committed by the caller, but
-// moving them early is harmless: they only say where the next search starts.
-func (p *Pool) nextFree(deriveMAC bool) ([]netip.Prefix, error) {
-	out := make([]netip.Prefix, len(p.subnets))
+// place validates a, requested as r (a's text when empty) with prefix length
+// bits (-1: none), and puts it in out at its subnet's index.
+func (p *Pool) place(r string, a netip.Addr, bits int, out []netip.Prefix) error {
+	idx := slices.IndexFunc(p.subnets, func(sp *subnetPool) bool { return sp.prefix.Contains(a) })
+	if idx < 0 || out[idx].IsValid() || bits >= 0 && bits != p.subnets[idx].prefix.Bits() {
+		if r == "" {
+			r = a.String()
+		}
+	}
+	if idx < 0 {
+		return &Error{Reason: ReasonInvalidRequest, Address: r, Message: fmt.Sprintf("ips: %s is not inside any of the network's subnets %v", r, p.Subnets())}
+	}
+	sp := p.subnets[idx]
+	switch {
+	case bits >= 0 && bits != sp.prefix.Bits():
+		return &Error{Reason: ReasonInvalidRequest, Address: r, Message: fmt.Sprintf("ips: %s must have the prefix length of its subnet %s", r, sp.prefix)}
+	case out[idx].IsValid():
+		return &Error{Reason: ReasonInvalidRequest, Address: r, Message: fmt.Sprintf("ips: %s is the second address for subnet %s", r, sp.prefix)}
+	case slices.Contains(sp.forbidden, a):
+		return &Error{Reason: ReasonInvalidRequest, Address: a.String(), Message: fmt.Sprintf("ips: %s is the network or broadcast address of %s", a, sp.prefix)}
+	}
+	if id := sp.holder(a); id != 0 {
+		return ipConflict(a, p.recs.at(id).owner)
+	}
+	for _, in := range sp.infra {
+		if in.Contains(a) {
+			return ipConflict(a, InfrastructureOwner+" (infrastructureSubnets "+in.String()+")")
+		}
+	}
+	out[idx] = netip.PrefixFrom(a, sp.prefix.Bits())
+	return nil
+}
+
+// nextFree fills out with the next free dynamic address of each subnet.
+// When the MAC will be derived (into hw), a first-subnet address whose
+// derived MAC is taken is skipped. Cursors move only when the picks are
+// committed by the caller, but moving them early is harmless: they only say
+// where the next search starts.
+func (p *Pool) nextFree(deriveMAC bool, out []netip.Prefix, hw *mac) error {
 	for i, sp := range p.subnets {
-		skipMAC := deriveMAC && i == 0
-		a, ok := sp.next(func(a netip.Addr) bool {
-			return p.ips[a] != "" || skipMAC && p.macs[toMAC(ovnk.MACFromIP(a))] != ""
-		})
+		var a netip.Addr
+		var ok bool
+		if deriveMAC && i == 0 {
+			a, ok = sp.next(func(a netip.Addr) bool {
+				*hw = toMAC(ovnk.MACFromIP(a))
+				return p.macHolder(*hw) == 0
+			})
+		} else {
+			a, ok = sp.next(nil)
+		}
 		if !ok {
-			return nil, &Error{Reason: ReasonSubnetExhausted, Address: sp.prefix.String(),
+			return &Error{Reason: ReasonSubnetExhausted, Address: sp.prefix.String(),
 				Message: fmt.Sprintf("subnet %s has no free address left for automatic allocation", sp.prefix)}
 		}
 		out[i] = netip.PrefixFrom(a, sp.prefix.Bits())
 	}
-	return out, nil
+	return nil
 }
 
-// next walks from the cursor to the first non-excluded address taken()
-// refuses, wrapping once.
-func (sp *subnetPool) next(taken func(netip.Addr) bool) (netip.Addr, bool) {
+// next walks from the cursor, wrapping once, to the first address that is
+// neither excluded nor held and that accept (when set) takes. Excluded
+// ranges are skipped by their intervals, held addresses by the bitmap.
+func (sp *subnetPool) next(accept func(netip.Addr) bool) (netip.Addr, bool) {
 	if sp.dynamicFree == 0 {
 		return netip.Addr{}, false
 	}
 	off := sp.cursor
 	for walked := uint64(0); walked < sp.size; {
-		if iv, ex := sp.excludedAt(off); ex {
-			walked += iv.hi - off + 1
-			off = (iv.hi + 1) % sp.size
+		// The run of non-excluded offsets from off: up to the next excluded
+		// range, or the end of the walked range.
+		end := sp.size
+		if i := sp.excludedFrom(off); i < len(sp.excluded) {
+			if iv := sp.excluded[i]; iv.lo <= off {
+				walked += iv.hi - off + 1
+				off = (iv.hi + 1) % sp.size
+				continue
+			} else {
+				end = iv.lo
+			}
+		}
+		free, ok := sp.held.firstFree(off, end)
+		if !ok {
+			walked += end - off
+			off = end % sp.size
 			continue
 		}
-		a := sp.addr(off)
-		off = (off + 1) % sp.size
-		walked++
-		if !taken(a) {
+		walked += free - off + 1
+		off = (free + 1) % sp.size
+		a := sp.addr(free)
+		if accept == nil || accept(a) {
 			sp.cursor = off
 			return a, true
 		}
