@@ -459,7 +459,8 @@ func (p *Pool) Allocate(owner string, req Request) (Allocation, error) {
 	if owner == "" || owner == InfrastructureOwner {
 		return Allocation{}, &Error{Reason: ReasonInternalError, Message: fmt.Sprintf("invalid owner %q", owner)}
 	}
-	st := new(storage)
+	// Built on the stack; only a committed allocation goes to the heap.
+	var st storage
 	if req.MAC != "" {
 		hw, err := parseMAC(req.MAC)
 		if err != nil {
@@ -478,13 +479,16 @@ func (p *Pool) Allocate(owner string, req Request) (Allocation, error) {
 		if req.MAC == "" {
 			st.mac = toMAC(ovnk.MACFromIP(ips[0].Addr()))
 			if id := p.macHolder(st.mac); id != 0 {
-				return Allocation{}, macConflict(st.mac[:], p.recs.at(id).owner)
+				m := st.mac
+				return Allocation{}, macConflict(m[:], p.recs.at(id).owner)
 			}
 		}
 	} else if err := p.nextFree(req.MAC == "", ips, &st.mac); err != nil {
 		return Allocation{}, err
 	}
-	return p.allocation(p.commit(owner, st, req.MAC == "")), nil
+	heap := new(storage)
+	*heap = st
+	return p.allocation(p.commit(owner, heap, req.MAC == "")), nil
 }
 
 // Restore records an allocation read back from the cluster (a pod
@@ -668,9 +672,11 @@ func (p *Pool) nextFree(deriveMAC bool, out []netip.Prefix, hw *mac) error {
 		var a netip.Addr
 		var ok bool
 		if deriveMAC && i == 0 {
+			// Only p.macs can hold a's derived MAC: the one address
+			// macHolder would also look at is a itself, which is free.
 			a, ok = sp.next(func(a netip.Addr) bool {
 				*hw = toMAC(ovnk.MACFromIP(a))
-				return p.macHolder(*hw) == 0
+				return p.macs[*hw] == 0
 			})
 		} else {
 			a, ok = sp.next(nil)
