@@ -160,3 +160,53 @@ func mustMAC(t *testing.T, s string) net.HardwareAddr {
 }
 
 func contains(err error, s string) bool { return err != nil && strings.Contains(err.Error(), s) }
+
+// TestOwnersSurviveHashCollisions: with every owner name hashing alike, the
+// pool still tells owners apart: lookups, idempotent allocation, release,
+// reuse and counts behave as with distinct hashes.
+func TestOwnersSurviveHashCollisions(t *testing.T) {
+	cfg := Config{Subnets: pfx("10.33.0.0/24", "fd00:33::/64")}
+	plain, colliding := mustNew(t, cfg), mustNew(t, cfg)
+	colliding.owners.hash = func(string) uint64 { return 42 }
+	for _, p := range []*Pool{plain, colliding} {
+		for i := 0; i < 6; i++ {
+			if _, err := p.Allocate(fmt.Sprint("pod-", i), Request{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The first owner sits in the hash map, the others beside it.
+		for _, o := range []string{"pod-0", "pod-3"} {
+			if !p.Release(o) || p.Release(o) {
+				t.Fatalf("Release(%s) must succeed once", o)
+			}
+		}
+		if _, err := p.Allocate("pod-6", Request{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Allocate("pod-0", Request{IPs: []string{"10.33.0.200", "fd00:33::200"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if plain.Len() != 6 || colliding.Len() != 6 {
+		t.Fatalf("Len: %d and %d, want 6", plain.Len(), colliding.Len())
+	}
+	for i := 0; i <= 7; i++ {
+		o := fmt.Sprint("pod-", i)
+		want, wantOK := plain.Lookup(o)
+		got, ok := colliding.Lookup(o)
+		if ok != wantOK || !equal(got, want) {
+			t.Fatalf("Lookup(%s) = %v %v with colliding hashes, %v %v without", o, got, ok, want, wantOK)
+		}
+		if !ok {
+			continue
+		}
+		if again, err := colliding.Allocate(o, Request{}); err != nil || !equal(again, got) {
+			t.Fatalf("Allocate(%s) again gave %v %v, want its allocation %v", o, again, err, got)
+		}
+		for _, ip := range got.IPs {
+			if colliding.OwnerOfIP(ip.Addr()) != o {
+				t.Fatalf("%v is held by %q, want %s", ip, colliding.OwnerOfIP(ip.Addr()), o)
+			}
+		}
+	}
+}

@@ -126,7 +126,7 @@ type subnetPool struct {
 // index recs, 0 is no one and infrastructureID the network infrastructure.
 type Pool struct {
 	subnets []*subnetPool
-	owners  map[string]uint32
+	owners  owners
 	recs    records
 	freeIDs []uint32
 	macs    map[mac]uint32
@@ -190,7 +190,7 @@ func New(cfg Config) (*Pool, error) {
 	if len(cfg.Subnets) == 0 || len(cfg.Subnets) > 2 {
 		return nil, fmt.Errorf("subnets: need one or two subnets, got %d", len(cfg.Subnets))
 	}
-	p := &Pool{owners: map[string]uint32{}, macs: map[mac]uint32{}}
+	p := &Pool{owners: newOwners(), macs: map[mac]uint32{}}
 	p.recs.add(record{})
 	p.recs.add(record{owner: InfrastructureOwner})
 	for i, s := range cfg.Subnets {
@@ -431,7 +431,7 @@ func (p *Pool) perSubnet(f func(*subnetPool) netip.Addr) []netip.Addr {
 
 // Lookup returns the owner's allocation.
 func (p *Pool) Lookup(owner string) (Allocation, bool) {
-	id, ok := p.owners[owner]
+	id, ok := p.owners.find(owner, &p.recs)
 	return p.allocation(id), ok
 }
 
@@ -447,13 +447,13 @@ func (p *Pool) OwnerOfMAC(hw net.HardwareAddr) string {
 }
 
 // Len is the number of owners holding an allocation.
-func (p *Pool) Len() int { return len(p.owners) }
+func (p *Pool) Len() int { return p.owners.len() }
 
 // Allocate gives owner its addresses: the requested ones after the conflict
 // checks, otherwise the next free dynamic ones. An owner that already holds
 // an allocation gets it back unchanged. On error nothing changes.
 func (p *Pool) Allocate(owner string, req Request) (Allocation, error) {
-	if id, ok := p.owners[owner]; ok {
+	if id, ok := p.owners.find(owner, &p.recs); ok {
 		return p.allocation(id), nil
 	}
 	if owner == "" || owner == InfrastructureOwner {
@@ -472,6 +472,7 @@ func (p *Pool) Allocate(owner string, req Request) (Allocation, error) {
 		}
 	}
 	ips := st.ips[:len(p.subnets)]
+	var offs []uint64
 	if len(req.IPs) > 0 {
 		if err := p.requested(req.IPs, ips); err != nil {
 			return Allocation{}, err
@@ -483,19 +484,23 @@ func (p *Pool) Allocate(owner string, req Request) (Allocation, error) {
 				return Allocation{}, macConflict(m[:], p.recs.at(id).owner)
 			}
 		}
-	} else if err := p.nextFree(req.MAC == "", ips, &st.mac); err != nil {
-		return Allocation{}, err
+	} else {
+		var picked [2]uint64
+		offs = picked[:len(p.subnets)]
+		if err := p.nextFree(req.MAC == "", ips, offs, &st.mac); err != nil {
+			return Allocation{}, err
+		}
 	}
 	heap := new(storage)
 	*heap = st
-	return p.allocation(p.commit(owner, heap, req.MAC == "")), nil
+	return p.allocation(p.commit(owner, heap, req.MAC == "", offs)), nil
 }
 
 // Restore records an allocation read back from the cluster (a pod
 // annotation, an IPAMClaim status), reserved addresses included. It refuses
 // addresses another owner holds and forbidden ones; on error nothing changes.
 func (p *Pool) Restore(owner string, a Allocation) error {
-	if id, ok := p.owners[owner]; ok {
+	if id, ok := p.owners.find(owner, &p.recs); ok {
 		old := p.allocation(id)
 		if equal(old, a) {
 			return nil
@@ -527,18 +532,18 @@ func (p *Pool) Restore(owner string, a Allocation) error {
 	if id := p.macHolder(st.mac); id != 0 {
 		return macConflict(a.MAC, p.recs.at(id).owner)
 	}
-	p.commit(owner, st, false)
+	p.commit(owner, st, false, nil)
 	return nil
 }
 
 // Release frees the owner's addresses; it reports whether it held any.
 func (p *Pool) Release(owner string) bool {
-	id, ok := p.owners[owner]
+	id, ok := p.owners.find(owner, &p.recs)
 	if !ok {
 		return false
 	}
 	st := p.recs.at(id).st
-	delete(p.owners, owner)
+	p.owners.remove(owner, id)
 	for i, sp := range p.subnets {
 		sp.unhold(st.ips[i].Addr())
 	}
@@ -552,8 +557,9 @@ func (p *Pool) Release(owner string) bool {
 
 // commit records st, whose IPs are free and in subnet order, and its MAC
 // (derived: by ovnk.MACFromIP from the first IP) for owner, and returns
-// owner's id.
-func (p *Pool) commit(owner string, st *storage, derived bool) uint32 {
+// owner's id. offs, when set, are the IPs' offsets as dynamic allocation
+// picked them (so neither excluded nor beyond the walked range).
+func (p *Pool) commit(owner string, st *storage, derived bool, offs []uint64) uint32 {
 	var id uint32
 	if n := len(p.freeIDs); n > 0 {
 		id = p.freeIDs[n-1]
@@ -562,9 +568,14 @@ func (p *Pool) commit(owner string, st *storage, derived bool) uint32 {
 	} else {
 		id = p.recs.add(record{owner: owner, st: st})
 	}
-	p.owners[owner] = id
+	p.owners.add(owner, id)
 	for i, sp := range p.subnets {
-		sp.hold(st.ips[i].Addr(), id)
+		if offs != nil {
+			sp.held.set(offs[i], id)
+			sp.dynamicFree--
+		} else {
+			sp.hold(st.ips[i].Addr(), id)
+		}
 	}
 	if !p.derivedV4(st, derived) {
 		p.macs[st.mac] = id
@@ -662,24 +673,25 @@ func (p *Pool) place(r string, a netip.Addr, bits int, out []netip.Prefix) error
 	return nil
 }
 
-// nextFree fills out with the next free dynamic address of each subnet.
+// nextFree fills out with the next free dynamic address of each subnet,
+// and offs with their offsets.
 // When the MAC will be derived (into hw), a first-subnet address whose
 // derived MAC is taken is skipped. Cursors move only when the picks are
 // committed by the caller, but moving them early is harmless: they only say
 // where the next search starts.
-func (p *Pool) nextFree(deriveMAC bool, out []netip.Prefix, hw *mac) error {
+func (p *Pool) nextFree(deriveMAC bool, out []netip.Prefix, offs []uint64, hw *mac) error {
 	for i, sp := range p.subnets {
 		var a netip.Addr
 		var ok bool
 		if deriveMAC && i == 0 {
 			// Only p.macs can hold a's derived MAC: the one address
 			// macHolder would also look at is a itself, which is free.
-			a, ok = sp.next(func(a netip.Addr) bool {
+			a, offs[i], ok = sp.next(func(a netip.Addr) bool {
 				*hw = toMAC(ovnk.MACFromIP(a))
 				return p.macs[*hw] == 0
 			})
 		} else {
-			a, ok = sp.next(nil)
+			a, offs[i], ok = sp.next(nil)
 		}
 		if !ok {
 			return &Error{Reason: ReasonSubnetExhausted, Address: sp.prefix.String(),
@@ -691,11 +703,12 @@ func (p *Pool) nextFree(deriveMAC bool, out []netip.Prefix, hw *mac) error {
 }
 
 // next walks from the cursor, wrapping once, to the first address that is
-// neither excluded nor held and that accept (when set) takes. Excluded
+// neither excluded nor held and that accept (when set) takes; it returns
+// the address and its offset. Excluded
 // ranges are skipped by their intervals, held addresses by the bitmap.
-func (sp *subnetPool) next(accept func(netip.Addr) bool) (netip.Addr, bool) {
+func (sp *subnetPool) next(accept func(netip.Addr) bool) (netip.Addr, uint64, bool) {
 	if sp.dynamicFree == 0 {
-		return netip.Addr{}, false
+		return netip.Addr{}, 0, false
 	}
 	off := sp.cursor
 	for walked := uint64(0); walked < sp.size; {
@@ -722,10 +735,10 @@ func (sp *subnetPool) next(accept func(netip.Addr) bool) (netip.Addr, bool) {
 		a := sp.addr(free)
 		if accept == nil || accept(a) {
 			sp.cursor = off
-			return a, true
+			return a, free, true
 		}
 	}
-	return netip.Addr{}, false
+	return netip.Addr{}, 0, false
 }
 
 func parseIP(s string) (netip.Addr, int, error) {

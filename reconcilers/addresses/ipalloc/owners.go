@@ -1,0 +1,55 @@
+package ipalloc
+
+import "hash/maphash"
+
+// owners finds a holder's id by its name. Its main map is keyed by a 64-bit
+// hash of the name and holds no pointers: growing it rehashes integers
+// instead of reading every name again (that was a third of a dynamic
+// allocation), and the garbage collector does not scan it. A name whose
+// hash another holder already has goes to a plain map beside it; a hit in
+// the main map is confirmed against the holder's record.
+type owners struct {
+	hash     func(string) uint64
+	byHash   map[uint64]uint32
+	collided map[string]uint32
+}
+
+func newOwners() owners {
+	seed := maphash.MakeSeed()
+	return owners{
+		hash:   func(s string) uint64 { return maphash.String(seed, s) },
+		byHash: map[uint64]uint32{},
+	}
+}
+
+func (o *owners) find(name string, recs *records) (uint32, bool) {
+	if id, ok := o.byHash[o.hash(name)]; ok && recs.at(id).owner == name {
+		return id, true
+	}
+	id, ok := o.collided[name]
+	return id, ok
+}
+
+// add records name, which holds nothing yet, as id.
+func (o *owners) add(name string, id uint32) {
+	h := o.hash(name)
+	if _, taken := o.byHash[h]; !taken {
+		o.byHash[h] = id
+		return
+	}
+	if o.collided == nil {
+		o.collided = map[string]uint32{}
+	}
+	o.collided[name] = id
+}
+
+// remove forgets name, which holds id.
+func (o *owners) remove(name string, id uint32) {
+	if h := o.hash(name); o.byHash[h] == id {
+		delete(o.byHash, h)
+		return
+	}
+	delete(o.collided, name)
+}
+
+func (o *owners) len() int { return len(o.byHash) + len(o.collided) }
