@@ -300,13 +300,14 @@ func (sp *subnetPool) offset(a netip.Addr) (uint64, bool) {
 }
 
 func (sp *subnetPool) addr(off uint64) netip.Addr {
+	if sp.prefix.Addr().Is4() {
+		b := sp.prefix.Addr().As4()
+		binary.BigEndian.PutUint32(b[:], binary.BigEndian.Uint32(b[:])|uint32(off))
+		return netip.AddrFrom4(b)
+	}
 	b := sp.prefix.Addr().As16()
 	binary.BigEndian.PutUint64(b[8:], binary.BigEndian.Uint64(b[8:])|off)
-	a := netip.AddrFrom16(b)
-	if sp.prefix.Addr().Is4() {
-		return a.Unmap()
-	}
-	return a
+	return netip.AddrFrom16(b)
 }
 
 // rangeOf is r's offset range clipped to the walked range.
@@ -431,7 +432,7 @@ func (p *Pool) perSubnet(f func(*subnetPool) netip.Addr) []netip.Addr {
 
 // Lookup returns the owner's allocation.
 func (p *Pool) Lookup(owner string) (Allocation, bool) {
-	id, ok := p.owners.find(owner, &p.recs)
+	id, ok, _ := p.owners.find(owner, &p.recs)
 	return p.allocation(id), ok
 }
 
@@ -453,7 +454,8 @@ func (p *Pool) Len() int { return p.owners.len() }
 // checks, otherwise the next free dynamic ones. An owner that already holds
 // an allocation gets it back unchanged. On error nothing changes.
 func (p *Pool) Allocate(owner string, req Request) (Allocation, error) {
-	if id, ok := p.owners.find(owner, &p.recs); ok {
+	id, ok, key := p.owners.find(owner, &p.recs)
+	if ok {
 		return p.allocation(id), nil
 	}
 	if owner == "" || owner == InfrastructureOwner {
@@ -493,14 +495,15 @@ func (p *Pool) Allocate(owner string, req Request) (Allocation, error) {
 	}
 	heap := new(storage)
 	*heap = st
-	return p.allocation(p.commit(owner, heap, req.MAC == "", offs)), nil
+	return p.allocation(p.commit(key, heap, req.MAC == "", offs)), nil
 }
 
 // Restore records an allocation read back from the cluster (a pod
 // annotation, an IPAMClaim status), reserved addresses included. It refuses
 // addresses another owner holds and forbidden ones; on error nothing changes.
 func (p *Pool) Restore(owner string, a Allocation) error {
-	if id, ok := p.owners.find(owner, &p.recs); ok {
+	id, ok, key := p.owners.find(owner, &p.recs)
+	if ok {
 		old := p.allocation(id)
 		if equal(old, a) {
 			return nil
@@ -532,13 +535,13 @@ func (p *Pool) Restore(owner string, a Allocation) error {
 	if id := p.macHolder(st.mac); id != 0 {
 		return macConflict(a.MAC, p.recs.at(id).owner)
 	}
-	p.commit(owner, st, false, nil)
+	p.commit(key, st, false, nil)
 	return nil
 }
 
 // Release frees the owner's addresses; it reports whether it held any.
 func (p *Pool) Release(owner string) bool {
-	id, ok := p.owners.find(owner, &p.recs)
+	id, ok, _ := p.owners.find(owner, &p.recs)
 	if !ok {
 		return false
 	}
@@ -556,19 +559,20 @@ func (p *Pool) Release(owner string) bool {
 }
 
 // commit records st, whose IPs are free and in subnet order, and its MAC
-// (derived: by ovnk.MACFromIP from the first IP) for owner, and returns
-// owner's id. offs, when set, are the IPs' offsets as dynamic allocation
-// picked them (so neither excluded nor beyond the walked range).
-func (p *Pool) commit(owner string, st *storage, derived bool, offs []uint64) uint32 {
+// (derived: by ovnk.MACFromIP from the first IP) for the owner that find
+// gave key for, and returns the owner's id. offs, when set, are the IPs'
+// offsets as dynamic allocation picked them (so neither excluded nor beyond
+// the walked range).
+func (p *Pool) commit(key ownerKey, st *storage, derived bool, offs []uint64) uint32 {
 	var id uint32
 	if n := len(p.freeIDs); n > 0 {
 		id = p.freeIDs[n-1]
 		p.freeIDs = p.freeIDs[:n-1]
-		*p.recs.at(id) = record{owner: owner, st: st}
+		*p.recs.at(id) = record{owner: key.name, st: st}
 	} else {
-		id = p.recs.add(record{owner: owner, st: st})
+		id = p.recs.add(record{owner: key.name, st: st})
 	}
-	p.owners.add(owner, id)
+	p.owners.add(key, id)
 	for i, sp := range p.subnets {
 		if offs != nil {
 			sp.held.set(offs[i], id)

@@ -22,25 +22,37 @@ func newOwners() owners {
 	}
 }
 
-func (o *owners) find(name string, recs *records) (uint32, bool) {
-	if id, ok := o.byHash[o.hash(name)]; ok && recs.at(id).owner == name {
-		return id, true
-	}
-	id, ok := o.collided[name]
-	return id, ok
+// ownerKey is what find learnt of a name that holds nothing: its hash and
+// whether another holder has that hash. It is good for add until the
+// owners change.
+type ownerKey struct {
+	name  string
+	hash  uint64
+	taken bool
 }
 
-// add records name, which holds nothing yet, as id.
-func (o *owners) add(name string, id uint32) {
+func (o *owners) find(name string, recs *records) (uint32, bool, ownerKey) {
 	h := o.hash(name)
-	if _, taken := o.byHash[h]; !taken {
-		o.byHash[h] = id
+	id, taken := o.byHash[h]
+	if taken && recs.at(id).owner == name {
+		return id, true, ownerKey{}
+	}
+	if id, ok := o.collided[name]; ok {
+		return id, true, ownerKey{}
+	}
+	return 0, false, ownerKey{name, h, taken}
+}
+
+// add records k's name as id.
+func (o *owners) add(k ownerKey, id uint32) {
+	if !k.taken {
+		o.byHash[k.hash] = id
 		return
 	}
 	if o.collided == nil {
 		o.collided = map[string]uint32{}
 	}
-	o.collided[name] = id
+	o.collided[k.name] = id
 }
 
 // remove forgets name, which holds id.
