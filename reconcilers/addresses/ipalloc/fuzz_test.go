@@ -87,7 +87,7 @@ func FuzzPoolAgainstModel(f *testing.F) {
 			t.Fatal(err)
 		}
 		if ops[0]&4 != 0 { // every owner name hashes alike
-			p.owners.hash = func(string) uint64 { return 0 }
+			p.owners.hash = func(string) uint32 { return 0 }
 		}
 		m := newModel(cfg.Subnets[0], cfg.InfrastructureSubnets, cfg.ReservedSubnets, p.Gateways()[0], p.ManagementIPs()[0])
 		if m.forbidden[p.Gateways()[0]] != true || !cfg.Subnets[0].Contains(p.ManagementIPs()[0]) {

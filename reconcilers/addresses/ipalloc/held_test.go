@@ -167,7 +167,7 @@ func contains(err error, s string) bool { return err != nil && strings.Contains(
 func TestOwnersSurviveHashCollisions(t *testing.T) {
 	cfg := Config{Subnets: pfx("10.33.0.0/24", "fd00:33::/64")}
 	plain, colliding := mustNew(t, cfg), mustNew(t, cfg)
-	colliding.owners.hash = func(string) uint64 { return 42 }
+	colliding.owners.hash = func(string) uint32 { return 42 }
 	for _, p := range []*Pool{plain, colliding} {
 		for i := 0; i < 6; i++ {
 			if _, err := p.Allocate(fmt.Sprint("pod-", i), Request{}); err != nil {
