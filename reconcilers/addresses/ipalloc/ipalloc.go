@@ -677,12 +677,11 @@ func (p *Pool) place(r string, a netip.Addr, bits int, out []netip.Prefix) error
 	return nil
 }
 
-// nextFree fills out with the next free dynamic address of each subnet,
-// and offs with their offsets.
-// When the MAC will be derived (into hw), a first-subnet address whose
-// derived MAC is taken is skipped. Cursors move only when the picks are
-// committed by the caller, but moving them early is harmless: they only say
-// where the next search starts.
+// nextFree fills out with the next free dynamic address of each subnet, and
+// offs with their offsets. When the MAC will be derived (into hw), a
+// first-subnet address whose derived MAC is taken is skipped. Cursors move
+// only when the picks are committed by the caller, but moving them early is
+// harmless: they only say where the next search starts.
 func (p *Pool) nextFree(deriveMAC bool, out []netip.Prefix, offs []uint64, hw *mac) error {
 	for i, sp := range p.subnets {
 		var a netip.Addr
@@ -708,8 +707,8 @@ func (p *Pool) nextFree(deriveMAC bool, out []netip.Prefix, offs []uint64, hw *m
 
 // next walks from the cursor, wrapping once, to the first address that is
 // neither excluded nor held and that accept (when set) takes; it returns
-// the address and its offset. Excluded
-// ranges are skipped by their intervals, held addresses by the bitmap.
+// the address and its offset. Excluded ranges are skipped by their
+// intervals, held addresses by the bitmap.
 func (sp *subnetPool) next(accept func(netip.Addr) bool) (netip.Addr, uint64, bool) {
 	if sp.dynamicFree == 0 {
 		return netip.Addr{}, 0, false
@@ -720,13 +719,13 @@ func (sp *subnetPool) next(accept func(netip.Addr) bool) (netip.Addr, uint64, bo
 		// range, or the end of the walked range.
 		end := sp.size
 		if i := sp.excludedFrom(off); i < len(sp.excluded) {
-			if iv := sp.excluded[i]; iv.lo <= off {
+			iv := sp.excluded[i]
+			if iv.lo <= off {
 				walked += iv.hi - off + 1
 				off = (iv.hi + 1) % sp.size
 				continue
-			} else {
-				end = iv.lo
 			}
+			end = iv.lo
 		}
 		free, ok := sp.held.firstFree(off, end)
 		if !ok {
