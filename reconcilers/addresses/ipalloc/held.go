@@ -47,6 +47,10 @@ func (c *chunk) firstFree(lo, hi uint64) (uint64, bool) {
 type holders struct {
 	dense  []*chunk
 	sparse map[uint64]*chunk
+	// last is the sparse chunk used last, at index lastCI: consecutive
+	// allocations mostly fall in one chunk.
+	last   *chunk
+	lastCI uint64
 }
 
 func newHolders(size uint64) holders {
@@ -60,7 +64,14 @@ func (h *holders) chunk(ci uint64) *chunk {
 	if h.sparse == nil {
 		return h.dense[ci]
 	}
-	return h.sparse[ci]
+	if h.last != nil && h.lastCI == ci {
+		return h.last
+	}
+	c := h.sparse[ci]
+	if c != nil {
+		h.last, h.lastCI = c, ci
+	}
+	return c
 }
 
 func (h *holders) get(off uint64) uint32 {
@@ -112,6 +123,9 @@ func (h *holders) clear(off uint64) {
 		h.dense[ci] = nil
 	} else {
 		delete(h.sparse, ci)
+		if h.last == c {
+			h.last = nil
+		}
 	}
 }
 

@@ -87,6 +87,24 @@ func TestMemoryFollowsUse(t *testing.T) {
 	if p.OwnerOfIP(netip.MustParseAddr(far[3])) != "" {
 		t.Fatalf("a released address past the walked range is free again")
 	}
+	// A dropped chunk comes back when its addresses are held again, also
+	// right after it was dropped.
+	for i, a := range []string{far[1], far[1], far[0], far[1]} {
+		if o := p.OwnerOfIP(netip.MustParseAddr(a)); o != "" {
+			t.Fatalf("released %s is still held by %q", a, o)
+		}
+		owner := fmt.Sprint("again-", i)
+		if _, err := p.Allocate(owner, Request{IPs: []string{fmt.Sprint("10.31.202.", i+1), a}}); err != nil {
+			t.Fatalf("request %s again: %v", a, err)
+		}
+		if p.OwnerOfIP(p.Gateways()[1]) != InfrastructureOwner || p.OwnerOfIP(netip.MustParseAddr(a)) != owner || len(v6.held.sparse) != 2 {
+			t.Fatalf("%s is held by %q, want %s, in one of 2 chunks (%d)", a, p.OwnerOfIP(netip.MustParseAddr(a)), owner, len(v6.held.sparse))
+		}
+		p.Release(owner)
+	}
+	if len(v6.held.sparse) != 1 {
+		t.Fatalf("after release only the infrastructure chunk stays: %d", len(v6.held.sparse))
+	}
 }
 
 // TestDerivedMACConflictsWithoutTheMACMap: a MAC derived from its holder's
