@@ -115,12 +115,15 @@ func (c *Client) Apply(ctx context.Context, d *Desired) (Result, error) {
 	if err := d.validate(); err != nil {
 		return Result{}, err
 	}
+	step := c.stepper(d.Owner)
 	defer c.applying.lock(ovnk.NetworkPrefix(d.Owner.Network))()
+	step("lock")
 	// Plan only against a cache that the monitor has resynchronised.
 	if err := waitConnected(ctx, c.NB); err != nil {
 		return Result{}, err
 	}
 	p, err := newPlan(c.NB, d)
+	step("plan")
 	if err != nil {
 		return Result{}, err
 	}
@@ -133,6 +136,7 @@ func (c *Client) Apply(ctx context.Context, d *Desired) (Result, error) {
 	started := time.Now()
 	results, err := c.NB.Transact(ctx, p.ops...)
 	transactionSeconds.WithLabelValues(d.Owner.Topology, d.Owner.Piece).Observe(time.Since(started).Seconds())
+	step("transact")
 	if err == nil {
 		_, err = ovsdb.CheckOperationResults(results, p.ops)
 	}
@@ -145,7 +149,23 @@ func (c *Client) Apply(ctx context.Context, d *Desired) (Result, error) {
 			inserted = append(inserted, rowRef{op.Table, results[i].UUID.GoUUID})
 		}
 	}
-	return Result{Operations: len(p.ops)}, c.waitVisible(ctx, d, inserted, p.gone)
+	err = c.waitVisible(ctx, d, inserted, p.gone)
+	step("visible")
+	return Result{Operations: len(p.ops)}, err
+}
+
+// stepper returns a function that reports to c.observe, when set, the time
+// since its previous call (or since stepper) under a step's name.
+func (c *Client) stepper(o Owner) func(step string) {
+	if c.observe == nil {
+		return func(string) {}
+	}
+	last := time.Now()
+	return func(step string) {
+		now := time.Now()
+		c.observe(o, step, now.Sub(last))
+		last = now
+	}
 }
 
 // Plan returns the operations Apply would send, without sending them.

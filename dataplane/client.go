@@ -71,6 +71,11 @@ type Client struct {
 	// beforeTransact, when set (by benchmarks), runs in Apply after planning,
 	// with the network's lock held, just before the transaction is sent.
 	beforeTransact func(Owner)
+	// observe, when set (by benchmarks), is told how long each step of an
+	// Apply took: "lock" (waiting for the network's lock), "plan",
+	// "transact" (the round trip of a transaction) and "visible" (waiting
+	// for the client's cache to show the result).
+	observe func(o Owner, step string, d time.Duration)
 
 	dbs []*database
 	// connecting is set once Connect runs (on the leader, in the manager).
