@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
@@ -101,16 +102,25 @@ type Desired struct {
 
 // Result says what an Apply did.
 type Result struct {
-	// Operations is the number of OVSDB operations in the one transaction (0: nothing changed).
+	// Operations is the number of OVSDB operations sent (0: nothing changed).
 	Operations int
+	// Transactions is the number of transactions they were sent in (see
+	// Client.MaxTransactionOps).
+	Transactions int
 }
 
 // Apply makes the Northbound database hold exactly the desired rows of the
 // piece: it creates missing rows, updates rows whose managed columns differ and
-// removes the piece's rows that are no longer desired, in ONE transaction.
-// Rows without the piece's external_ids are never modified. When the
-// transaction commits, Apply waits until the client's cache shows the result,
-// so an immediate second Apply computes zero operations.
+// removes the piece's rows that are no longer desired, in one transaction,
+// or, when the plan has more than Client.MaxTransactionOps operations, in a
+// sequence of bounded transactions that each leave a consistent topology (see
+// split), so that a large network never holds up another's Apply for long.
+// Everything is validated and planned (ownership refusals included) before
+// the first transaction; when a later transaction fails, Apply returns the
+// error and the next Apply completes the topology. Rows without the piece's
+// external_ids are never modified. When the transactions commit, Apply waits
+// until the client's cache shows the result, so an immediate second Apply
+// computes zero operations.
 func (c *Client) Apply(ctx context.Context, d *Desired) (Result, error) {
 	if err := d.validate(); err != nil {
 		return Result{}, err
@@ -130,28 +140,75 @@ func (c *Client) Apply(ctx context.Context, d *Desired) (Result, error) {
 	if len(p.ops) == 0 {
 		return Result{}, nil
 	}
+	chunks := split(p.ops, c.maxOps(), c.cachedRow)
 	if c.beforeTransact != nil {
 		c.beforeTransact(d.Owner)
 	}
-	started := time.Now()
-	results, err := c.NB.Transact(ctx, p.ops...)
-	transactionSeconds.WithLabelValues(d.Owner.Topology, d.Owner.Piece).Observe(time.Since(started).Seconds())
-	step("transact")
-	if err == nil {
-		_, err = ovsdb.CheckOperationResults(results, p.ops)
-	}
-	if err != nil {
-		return Result{}, fmt.Errorf("apply %s/%s/%s: %w", d.Owner.Network, d.Owner.Topology, d.Owner.Piece, err)
-	}
+	// Chunks go one after another on the client's one connection, so the
+	// transaction of another network's Apply goes in between (the server and
+	// the client's update stream handle one transaction at a time, in order).
+	real := map[string]string{} // named UUIDs of earlier chunks' inserts
 	var inserted []rowRef
-	for i, op := range p.ops {
-		if op.Op == ovsdb.OperationInsert && i < len(results) {
-			inserted = append(inserted, rowRef{op.Table, results[i].UUID.GoUUID})
+	for k, ch := range chunks {
+		ops := ch.resolve(real)
+		started := time.Now()
+		results, err := c.NB.Transact(ctx, ops...)
+		transactionSeconds.WithLabelValues(d.Owner.Topology, d.Owner.Piece).Observe(time.Since(started).Seconds())
+		step("transact")
+		if err == nil {
+			_, err = ovsdb.CheckOperationResults(results, ops)
+		}
+		if err != nil {
+			if len(chunks) == 1 {
+				return Result{}, fmt.Errorf("apply %s/%s/%s: %w", d.Owner.Network, d.Owner.Topology, d.Owner.Piece, err)
+			}
+			// The earlier chunks are committed: let the cache show them, so
+			// the next Apply plans the rest and not the same rows again.
+			if k > 0 {
+				settle, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				_ = c.waitVisible(settle, d, inserted, nil)
+				cancel()
+			}
+			return Result{Operations: sent(chunks[:k]), Transactions: k}, fmt.Errorf("apply %s/%s/%s: transaction %d of %d (the earlier ones are committed; the next Apply completes the topology): %w",
+				d.Owner.Network, d.Owner.Topology, d.Owner.Piece, k+1, len(chunks), err)
+		}
+		for i, op := range ops {
+			if op.Op == ovsdb.OperationInsert && i < len(results) {
+				inserted = append(inserted, rowRef{op.Table, results[i].UUID.GoUUID})
+				if op.UUIDName != "" {
+					real[op.UUIDName] = results[i].UUID.GoUUID
+				}
+			}
+		}
+		if c.afterTransaction != nil {
+			c.afterTransaction(d.Owner, k+1, len(chunks))
 		}
 	}
 	err = c.waitVisible(ctx, d, inserted, p.gone)
 	step("visible")
-	return Result{Operations: len(p.ops)}, err
+	return Result{Operations: sent(chunks), Transactions: len(chunks)}, err
+}
+
+func sent(chunks []chunk) int {
+	n := 0
+	for _, ch := range chunks {
+		n += len(ch)
+	}
+	return n
+}
+
+func (c *Client) maxOps() int {
+	if c.MaxTransactionOps == 0 {
+		return DefaultMaxTransactionOps
+	}
+	return c.MaxTransactionOps
+}
+
+func (c *Client) cachedRow(table, uuid string) model.Model {
+	if t := c.NB.Cache().Table(table); t != nil {
+		return t.Row(uuid)
+	}
+	return nil
 }
 
 // stepper returns a function that reports to c.observe, when set, the time

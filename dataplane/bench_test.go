@@ -323,10 +323,12 @@ func BenchmarkLayer3Subnets200(b *testing.B) {
 // BenchmarkUnrelatedNetworkDuringLargeApply measures a small Layer2 network's
 // Apply (3 nodes, into a database that already holds a 1000-node network)
 // alone (the baseline) and while a second 1000-node network's Apply is in
-// its transaction: a large network must not delay an unrelated one. It also
-// reports where the small Apply's time goes (lock-ms, plan-ms, transact-ms:
-// the round trip, visible-ms: waiting for the cache) and, while a large one
-// runs, that large Apply's own total time (large-ms).
+// its transactions: a large network must not delay an unrelated one. The
+// large Apply is split into bounded transactions (the default), or sent as
+// one (the comparison, large-one-transaction). It also reports where the
+// small Apply's time goes (lock-ms, plan-ms, transact-ms: its round trip,
+// visible-ms: waiting for the cache) and, while a large one runs, that large
+// Apply's own total time (large-ms): the cost of splitting it.
 func BenchmarkUnrelatedNetworkDuringLargeApply(b *testing.B) {
 	large := func(name string) *Desired {
 		n := benchNetwork()
@@ -343,9 +345,13 @@ func BenchmarkUnrelatedNetworkDuringLargeApply(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, mode := range []string{"baseline-alone", "during-large-apply"} {
-		b.Run(mode, func(b *testing.B) {
+	for _, mode := range []struct {
+		name   string
+		maxOps int
+	}{{"baseline-alone", 0}, {"during-large-apply", 0}, {"during-large-one-transaction", -1}} {
+		b.Run(mode.name, func(b *testing.B) {
 			e := newEnv(b)
+			e.c.MaxTransactionOps = mode.maxOps
 			e.apply(large("bench_resident"))
 			big := large("bench_big")
 			var mu sync.Mutex
@@ -362,7 +368,7 @@ func BenchmarkUnrelatedNetworkDuringLargeApply(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				var done chan error
-				if mode == "during-large-apply" {
+				if mode.name != "baseline-alone" {
 					inTransaction := make(chan struct{})
 					var once sync.Once
 					e.c.beforeTransact = func(o Owner) {
@@ -404,7 +410,7 @@ func BenchmarkUnrelatedNetworkDuringLargeApply(b *testing.B) {
 			for _, step := range []string{"lock", "plan", "transact", "visible"} {
 				b.ReportMetric(float64(steps[step].Microseconds())/1000/float64(b.N), step+"-ms")
 			}
-			if mode == "during-large-apply" {
+			if mode.name != "baseline-alone" {
 				b.ReportMetric(float64(largeTotal.Microseconds())/1000/float64(b.N), "large-ms")
 			}
 		})

@@ -68,9 +68,19 @@ type Client struct {
 	// it. Networks share no rows, so different networks apply concurrently:
 	// a large network's transaction never delays another's.
 	applying networkLocks
+	// MaxTransactionOps bounds one transaction of an Apply: its operations
+	// plus the child references they add or remove. A larger plan is sent
+	// as a sequence of transactions of about this size (rows that belong
+	// together, such as one node's, are never split). 0 means
+	// DefaultMaxTransactionOps; a negative value never splits. Set it before
+	// the first Apply.
+	MaxTransactionOps int
 	// beforeTransact, when set (by benchmarks), runs in Apply after planning,
-	// with the network's lock held, just before the transaction is sent.
+	// with the network's lock held, just before the first transaction is sent.
 	beforeTransact func(Owner)
+	// afterTransaction, when set (by tests), runs in Apply after transaction
+	// k of n has committed.
+	afterTransaction func(o Owner, k, n int)
 	// observe, when set (by benchmarks), is told how long each step of an
 	// Apply took: "lock" (waiting for the network's lock), "plan",
 	// "transact" (the round trip of a transaction) and "visible" (waiting
