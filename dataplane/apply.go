@@ -122,12 +122,27 @@ type Result struct {
 // until the client's cache shows the result, so an immediate second Apply
 // computes zero operations.
 func (c *Client) Apply(ctx context.Context, d *Desired) (Result, error) {
+	return c.ApplyUnless(ctx, d, nil)
+}
+
+// ApplyUnless is Apply, except that it does nothing when unless (nil: never)
+// says so. unless is asked with the network's lock held, so no other Apply
+// of the network runs between its answer and this Apply: a controller
+// removing a network whose NAD is gone asks whether the NAD is back, and so
+// never removes the rows a concurrent reconcile of the new NAD has just
+// written.
+func (c *Client) ApplyUnless(ctx context.Context, d *Desired, unless func(context.Context) (bool, error)) (Result, error) {
 	if err := d.validate(); err != nil {
 		return Result{}, err
 	}
 	step := c.stepper(d.Owner)
-	defer c.applying.lock(ovnk.NetworkPrefix(d.Owner.Network))()
+	defer c.applying.Lock(ovnk.NetworkPrefix(d.Owner.Network))()
 	step("lock")
+	if unless != nil {
+		if skip, err := unless(ctx); err != nil || skip {
+			return Result{}, err
+		}
+	}
 	// Plan only against a cache that the monitor has resynchronised.
 	if err := waitConnected(ctx, c.NB); err != nil {
 		return Result{}, err

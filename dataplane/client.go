@@ -67,7 +67,7 @@ type Client struct {
 	// pieces sharing a missing router or switch (Shared) never both create
 	// it. Networks share no rows, so different networks apply concurrently:
 	// a large network's transaction never delays another's.
-	applying networkLocks
+	applying KeyLocks
 	// MaxTransactionOps bounds one transaction of an Apply: its operations
 	// plus the child references they add or remove. A larger plan is sent
 	// as a sequence of transactions of about this size (rows that belong
@@ -450,27 +450,38 @@ var connected = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 
 func init() { metrics.Registry.MustRegister(connected) }
 
-// networkLocks is one mutex per key, existing only while someone holds or
-// waits for it.
-type networkLocks struct {
+// KeyLocks is one mutex per key (a network), existing only while someone
+// holds or waits for it; the zero value is ready. Different keys never wait
+// for each other.
+type KeyLocks struct {
 	mu    sync.Mutex
-	locks map[string]*networkLock
+	locks map[string]*keyLock
 }
 
-type networkLock struct {
+type keyLock struct {
 	sync.Mutex
 	users int
 }
 
-// lock locks key and returns its unlock.
-func (l *networkLocks) lock(key string) func() {
+// Waiting is how many wait for key (for tests).
+func (l *KeyLocks) Waiting(key string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if nl := l.locks[key]; nl != nil {
+		return nl.users - 1
+	}
+	return 0
+}
+
+// Lock locks key and returns its unlock.
+func (l *KeyLocks) Lock(key string) func() {
 	l.mu.Lock()
 	if l.locks == nil {
-		l.locks = map[string]*networkLock{}
+		l.locks = map[string]*keyLock{}
 	}
 	nl := l.locks[key]
 	if nl == nil {
-		nl = &networkLock{}
+		nl = &keyLock{}
 		l.locks[key] = nl
 	}
 	nl.users++
