@@ -1,11 +1,13 @@
 package dataplane
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/ovn-kubernetes/libovsdb/client"
@@ -138,6 +140,9 @@ func (c *Client) ApplyUnless(ctx context.Context, d *Desired, unless func(contex
 	step := c.stepper(d.Owner)
 	defer c.applying.Lock(ovnk.NetworkPrefix(d.Owner.Network))()
 	step("lock")
+	// Until it turns out to be split, an Apply goes ahead of split ones.
+	done := c.ahead.enter()
+	defer done()
 	if unless != nil {
 		if skip, err := unless(ctx); err != nil || skip {
 			return Result{}, err
@@ -156,15 +161,26 @@ func (c *Client) ApplyUnless(ctx context.Context, d *Desired, unless func(contex
 		return Result{}, nil
 	}
 	chunks := split(p.ops, c.maxOps(), c.cachedRow)
+	step("split")
+	if len(chunks) > 1 {
+		done()
+	}
 	if c.beforeTransact != nil {
 		c.beforeTransact(d.Owner)
 	}
 	// Chunks go one after another on the client's one connection, so the
 	// transaction of another network's Apply goes in between (the server and
-	// the client's update stream handle one transaction at a time, in order).
+	// the client's update stream handle one transaction at a time, in order);
+	// before each further chunk, the Applies of one transaction under way
+	// finish first (briefly: see yieldAtMost), so they do not share the
+	// database, the update stream and the CPU with this one.
 	real := map[string]string{} // named UUIDs of earlier chunks' inserts
 	var inserted []rowRef
 	for k, ch := range chunks {
+		if k > 0 {
+			c.ahead.yield(ctx, cmp.Or(c.yieldAtMost, yieldAtMost))
+			step("yield")
+		}
 		ops := ch.resolve(real)
 		started := time.Now()
 		results, err := c.NB.Transact(ctx, ops...)
@@ -202,6 +218,62 @@ func (c *Client) ApplyUnless(ctx context.Context, d *Desired, unless func(contex
 	err = c.waitVisible(ctx, d, inserted, p.gone)
 	step("visible")
 	return Result{Operations: sent(chunks), Transactions: len(chunks)}, err
+}
+
+// yieldAtMost bounds how long a split Apply waits for other Applies before
+// each of its further transactions, so a stream of small Applies delays a
+// large one by at most this much per transaction.
+const yieldAtMost = 100 * time.Millisecond
+
+// priority counts the Applies that go ahead of split ones: those holding
+// their network's lock that are not (yet) known to be split.
+type priority struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0
+	// waits, when set (by tests), runs when a yield starts waiting.
+	waits func()
+}
+
+// enter counts an Apply in and returns its (idempotent) exit.
+func (p *priority) enter() func() {
+	p.mu.Lock()
+	if p.n == 0 {
+		p.idle = make(chan struct{})
+	}
+	p.n++
+	p.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			if p.n--; p.n == 0 {
+				close(p.idle)
+			}
+			p.mu.Unlock()
+		})
+	}
+}
+
+// yield waits until no counted Apply is under way, for at most max.
+func (p *priority) yield(ctx context.Context, max time.Duration) {
+	p.mu.Lock()
+	if p.n == 0 {
+		p.mu.Unlock()
+		return
+	}
+	idle := p.idle
+	p.mu.Unlock()
+	if p.waits != nil {
+		p.waits()
+	}
+	t := time.NewTimer(max)
+	defer t.Stop()
+	select {
+	case <-idle:
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 func sent(chunks []chunk) int {

@@ -3,11 +3,16 @@ package dataplane
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/udnkit/udnkit/dataplane/nbdb"
 )
 
 // chunkNodes are 20 nodes, the first three local (with a gateway router and
@@ -234,5 +239,62 @@ func TestSplitApplyRefusesBeforeItsFirstTransaction(t *testing.T) {
 	}
 	if after := dump(e); after != before {
 		t.Fatalf("the database changed:\n%s\nwas:\n%s", after, before)
+	}
+}
+
+// TestSplitApplyLetsOneTransactionApplyGoFirst: an Apply of one transaction
+// that is under way when a split Apply has committed a transaction
+// completes before the split Apply sends its next one, even when it sends
+// its own transaction after the split one could have sent its next.
+func TestSplitApplyLetsOneTransactionApplyGoFirst(t *testing.T) {
+	e := newEnv(t)
+	e.c.MaxTransactionOps = 8
+	e.c.yieldAtMost = time.Minute // only the order matters here
+	small := &Desired{Owner: Owner{Network: "small_net", Topology: TopologyLayer2, Piece: PieceTransitRouter},
+		Routers: []Router{{Row: nbdb.LogicalRouter{Name: "small_net_router"},
+			Ports: []nbdb.LogicalRouterPort{{Name: "small_net_port", MAC: "0a:58:0a:00:00:01", Networks: []string{"10.0.0.1/24"}}}}}}
+	// The small Apply, once planned, sends its transaction only when the
+	// split one waits for it (or, were it not to wait, when the split one
+	// has committed its second transaction: then the check below fails).
+	planned, send := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(send) }) }
+	e.c.beforeTransact = func(o Owner) {
+		if o.Network == small.Owner.Network {
+			close(planned)
+			<-send
+		}
+	}
+	e.c.ahead.waits = release
+	done := make(chan error, 1)
+	order := []string{}
+	e.c.afterTransaction = func(o Owner, k, n int) {
+		if o.Network != benchNetwork().Name {
+			return
+		}
+		if k == 1 {
+			go func() {
+				res, err := e.c.Apply(e.ctx, small)
+				if err == nil && res.Transactions != 1 {
+					err = fmt.Errorf("the small Apply was split: %+v", res)
+				}
+				done <- err
+			}()
+			<-planned
+			return
+		}
+		if k == 2 {
+			defer release()
+			ports := e.rows("Logical_Router_Port")
+			_, ok := ports["small_net_port"]
+			order = append(order, fmt.Sprintf("small committed before transaction 2: %v", ok))
+		}
+	}
+	e.apply(mustLayer2(t, benchNetwork(), chunkNodes(20)))
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(order) != 1 || order[0] != "small committed before transaction 2: true" {
+		t.Fatalf("order: %v", order)
 	}
 }

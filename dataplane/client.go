@@ -68,6 +68,11 @@ type Client struct {
 	// it. Networks share no rows, so different networks apply concurrently:
 	// a large network's transaction never delays another's.
 	applying KeyLocks
+	// ahead lets Applies of one transaction go before the next transaction
+	// of a split (large) Apply.
+	ahead priority
+	// yieldAtMost, when set (by tests), replaces the package's yieldAtMost.
+	yieldAtMost time.Duration
 	// MaxTransactionOps bounds one transaction of an Apply: its operations
 	// plus the child references they add or remove. A larger plan is sent
 	// as a sequence of transactions of about this size (rows that belong
@@ -83,8 +88,10 @@ type Client struct {
 	afterTransaction func(o Owner, k, n int)
 	// observe, when set (by benchmarks), is told how long each step of an
 	// Apply took: "lock" (waiting for the network's lock), "plan",
-	// "transact" (the round trip of a transaction) and "visible" (waiting
-	// for the client's cache to show the result).
+	// "split" (cutting a large plan into transactions), "transact" (the
+	// round trip of a transaction), "yield" (a split Apply letting others go
+	// first) and "visible" (waiting for the client's cache to show the
+	// result).
 	observe func(o Owner, step string, d time.Duration)
 
 	dbs []*database
