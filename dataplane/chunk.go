@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"maps"
 	"net/netip"
 	"slices"
 	"sort"
@@ -13,11 +14,14 @@ import (
 )
 
 // DefaultMaxTransactionOps bounds one Northbound transaction of an Apply
-// (Client.MaxTransactionOps): about 50 inserted rows, a dozen nodes. The one ovsdb-server
-// commits one transaction at a time and the client's single update stream
-// applies one transaction's update at a time (holding its cache's lock), so
-// an unrelated network's transaction waits behind at most one bounded
-// transaction of a large network, never behind the whole network.
+// (Client.MaxTransactionOps): about 50 inserted rows, a dozen nodes. The
+// one ovsdb-server commits one transaction at a time and the client's single
+// update stream applies one transaction's update at a time (holding its
+// cache's lock), so an unrelated network's transaction waits behind at most
+// one bounded transaction of a large network, never behind the whole
+// network. Smaller bounds barely shorten that wait (each transaction that
+// changes a router with thousands of children costs the client a copy of
+// the router's row) and make the large Apply longer.
 const DefaultMaxTransactionOps = 100
 
 // A large plan is split into a sequence of transactions ("chunks"), each of
@@ -33,7 +37,9 @@ const DefaultMaxTransactionOps = 100
 //   - a parent is inserted in the first transaction that adds one of its
 //     children, later ones mutate it by the UUID the first one returned;
 //   - root rows (address sets, DHCP options) are inserted first, so nothing
-//     refers to a missing one, and deleted last, as are routers and switches.
+//     refers to a missing one, and deleted last, as are routers and switches;
+//     a router or switch with more children than one transaction takes loses
+//     them first, a node's rows at a time.
 //
 // Planning (validation, ownership refusals) is done for the whole plan before
 // the first transaction; a failure between transactions leaves a consistent
@@ -49,7 +55,9 @@ type unit struct {
 	order  int // position of its first operation in the plan
 	ops    []ovsdb.Operation
 	refs   []childRef // children it adds to (or removes from) a parent's column
-	weight int
+	gc     int        // children garbage-collected with a parent it deletes
+	merged bool       // into another unit
+	weight int        // see weigh
 }
 
 // childRef is one child UUID to insert into (named: inserted by the same
@@ -80,7 +88,7 @@ func split(ops []ovsdb.Operation, max int, cached func(table, uuid string) model
 	if max <= 0 || weigh(ops, cached) <= max {
 		return []chunk{ops}
 	}
-	units, parents := unitsOf(ops, cached)
+	units, parents := unitsOf(ops, max, cached)
 	sort.SliceStable(units, func(i, j int) bool { return units[i].order < units[j].order })
 	var chunks []chunk
 	inserted := map[string]bool{} // parents inserted by an earlier chunk
@@ -124,10 +132,10 @@ func weigh(ops []ovsdb.Operation, cached func(table, uuid string) model.Model) i
 
 // unitsOf groups a plan's operations into units; parents are the plan's
 // inserts of routers and switches, by named UUID, without their children.
-func unitsOf(ops []ovsdb.Operation, cached func(table, uuid string) model.Model) ([]*unit, map[string]ovsdb.Operation) {
+func unitsOf(ops []ovsdb.Operation, max int, cached func(table, uuid string) model.Model) ([]*unit, map[string]ovsdb.Operation) {
 	var units []*unit
 	byChild := map[string]*unit{} // named UUID of an inserted child -> its unit
-	rows := map[*unit]row{}       // the child row of a unit that inserts or removes one
+	var members []member          // the child rows units insert or remove
 	parents := map[string]ovsdb.Operation{}
 	parentOrder := map[string]int{}
 	for i, op := range ops {
@@ -135,11 +143,11 @@ func unitsOf(ops []ovsdb.Operation, cached func(table, uuid string) model.Model)
 			u := &unit{order: i, ops: []ovsdb.Operation{op}}
 			units = append(units, u)
 			byChild[op.UUIDName] = u
-			rows[u] = insertedRow(op)
+			members = append(members, member{u: u, row: insertedRow(op), insert: true})
 		}
 	}
 	standalone := func(op ovsdb.Operation, order int) {
-		units = append(units, &unit{order: order, ops: []ovsdb.Operation{op}, weight: 1})
+		units = append(units, &unit{order: order, ops: []ovsdb.Operation{op}})
 	}
 	for i, op := range ops {
 		cols := childColumns[op.Table]
@@ -186,7 +194,7 @@ func unitsOf(ops []ovsdb.Operation, cached func(table, uuid string) model.Model)
 						u := &unit{order: i, refs: []childRef{ref}}
 						units = append(units, u)
 						if m := cached(cols[m.Column], c); m != nil {
-							rows[u] = cachedChild(m)
+							members = append(members, member{u: u, row: cachedChild(m), parent: ref.parent})
 						}
 					}
 				}
@@ -198,9 +206,26 @@ func unitsOf(ops []ovsdb.Operation, cached func(table, uuid string) model.Model)
 		case op.Op == ovsdb.OperationInsert && isRoot(op.Table):
 			standalone(op, -len(ops)+i) // before everything that may refer to it
 		case op.Op == ovsdb.OperationDelete && cols != nil:
-			u := &unit{order: len(ops) + i, ops: []ovsdb.Operation{op}, weight: 1}
-			if m := cached(op.Table, whereUUID(op)); m != nil {
-				u.weight += childCount(m) // garbage-collected with it
+			u := &unit{order: 2*len(ops) + i, ops: []ovsdb.Operation{op}}
+			m, at := cached(op.Table, whereUUID(op)), whereUUID(op)
+			n := childCount(m)
+			if n <= max {
+				u.gc = n
+			}
+			// Its children go with it (few) or first (many, without it),
+			// a node's rows together, like any removed children.
+			children := childUUIDs(m)
+			for _, col := range slices.Sorted(maps.Keys(children)) {
+				for _, c := range children[col] {
+					r := u
+					if n > max {
+						r = &unit{order: len(ops) + i, refs: []childRef{{parent: at, table: op.Table, column: col, uuid: c}}}
+						units = append(units, r)
+					}
+					if child := cached(cols[col], c); child != nil {
+						members = append(members, member{u: r, row: cachedChild(child), parent: at})
+					}
+				}
 			}
 			units = append(units, u)
 		case op.Op == ovsdb.OperationDelete:
@@ -209,22 +234,18 @@ func unitsOf(ops []ovsdb.Operation, cached func(table, uuid string) model.Model)
 			standalone(op, i)
 		}
 	}
-	// Inserted children without a parent operation (none are planned) stay
-	// out of grouping, which needs the parent.
-	for u := range rows {
-		if len(u.refs) == 0 {
-			delete(rows, u)
+	for i := range members {
+		if m := &members[i]; m.insert && len(m.u.refs) > 0 {
+			m.parent = m.u.refs[0].parent
 		}
 	}
-	group(units, rows)
+	group(members)
 	var out []*unit
 	for _, u := range units {
-		if u.weight < 0 {
-			continue // merged into another unit
+		if u.merged {
+			continue
 		}
-		if u.weight == 0 {
-			u.weight = len(u.ops) + len(u.refs)
-		}
+		u.weight = len(u.ops) + len(u.refs) + u.gc
 		out = append(out, u)
 	}
 	// A parent inserted without children of its own is a unit too.
@@ -253,14 +274,31 @@ func childTable(table string) bool {
 	return false
 }
 
-func childCount(m model.Model) int {
+// childUUIDs are a cached router's or switch's children by column.
+func childUUIDs(m model.Model) map[string][]string {
 	switch r := m.(type) {
 	case *nbdb.LogicalRouter:
-		return len(r.Ports) + len(r.StaticRoutes) + len(r.Policies) + len(r.Nat)
+		return map[string][]string{"ports": r.Ports, "static_routes": r.StaticRoutes, "policies": r.Policies, "nat": r.Nat}
 	case *nbdb.LogicalSwitch:
-		return len(r.Ports)
+		return map[string][]string{"ports": r.Ports}
 	}
-	return 0
+	return nil
+}
+
+func childCount(m model.Model) int {
+	n := 0
+	for _, uuids := range childUUIDs(m) {
+		n += len(uuids)
+	}
+	return n
+}
+
+// member is one child row a unit inserts or removes, under its parent.
+type member struct {
+	u      *unit
+	row    row
+	parent string
+	insert bool
 }
 
 // row is what grouping needs to know of one child row.
@@ -328,10 +366,10 @@ func cachedChild(m model.Model) row {
 	return row{}
 }
 
-// group merges the units of one child row each that belong together (see
-// the rules above): inserted rows with inserted rows, removed rows with
-// removed rows. Merged-away units get weight -1.
-func group(units []*unit, rows map[*unit]row) {
+// group merges the units whose rows belong together (see the rules
+// above): inserted rows with inserted rows, removed rows with removed rows.
+// Merged-away units are marked merged.
+func group(members []member) {
 	parent := map[*unit]*unit{}
 	var find func(u *unit) *unit
 	find = func(u *unit) *unit {
@@ -363,15 +401,13 @@ func group(units []*unit, rows map[*unit]row) {
 	portByName := map[side]*unit{}
 	portByNet := map[net]*unit{} // router ports by (insert, parent, network)
 	bits := map[int]bool{}       // the prefix lengths of those networks
-	for _, u := range units {
-		r, ok := rows[u]
-		if !ok || r.table != nbdb.LogicalRouterPortTable {
+	for _, m := range members {
+		if m.row.table != nbdb.LogicalRouterPortTable {
 			continue
 		}
-		ref := u.refs[0]
-		portByName[side{ref.insert, r.name}] = u
-		for _, n := range r.networks {
-			portByNet[net{side{ref.insert, ref.parent}, n}] = u
+		portByName[side{m.insert, m.row.name}] = m.u
+		for _, n := range m.row.networks {
+			portByNet[net{side{m.insert, m.parent}, n}] = m.u
 			bits[n.Bits()] = true
 		}
 	}
@@ -382,50 +418,46 @@ func group(units []*unit, rows map[*unit]row) {
 	sort.Sort(sort.Reverse(sort.IntSlice(lengths)))
 	// portFor is the router port on the same router, of the same side, whose
 	// networks hold addr most specifically.
-	portFor := func(u *unit, addr string) *unit {
+	portFor := func(m member, addr string) *unit {
 		a, err := netip.ParseAddr(addr)
 		if err != nil {
 			return nil
 		}
-		at := side{u.refs[0].insert, u.refs[0].parent}
 		for _, b := range lengths {
 			p, err := a.Prefix(b)
 			if err != nil {
 				continue
 			}
-			if port := portByNet[net{at, p}]; port != nil {
+			if port := portByNet[net{side{m.insert, m.parent}, p}]; port != nil {
 				return port
 			}
 		}
 		return nil
 	}
-	var members []*unit
-	for _, u := range units {
-		r, ok := rows[u]
-		if !ok {
-			continue
+	for _, m := range members {
+		if m.row.peer != "" {
+			union(m.u, portByName[side{m.insert, m.row.peer}])
 		}
-		members = append(members, u)
-		in := u.refs[0].insert
-		if r.peer != "" {
-			union(u, portByName[side{in, r.peer}])
+		if m.row.port != "" {
+			union(m.u, portByName[side{m.insert, m.row.port}])
 		}
-		if r.port != "" {
-			union(u, portByName[side{in, r.port}])
-		}
-		for _, nh := range r.nexthops {
-			union(u, portFor(u, nh))
+		for _, nh := range m.row.nexthops {
+			union(m.u, portFor(m, nh))
 		}
 	}
-	for _, u := range members {
+	seen := map[*unit]bool{}
+	for _, m := range members {
+		u := m.u
 		r := find(u)
-		if r == u {
+		if r == u || seen[u] {
 			continue
 		}
+		seen[u] = true
 		r.ops = append(r.ops, u.ops...)
 		r.refs = append(r.refs, u.refs...)
 		r.order = min(r.order, u.order)
-		u.weight = -1
+		r.gc += u.gc
+		u.merged = true
 	}
 }
 
@@ -483,12 +515,9 @@ func assemble(units []*unit, parents map[string]ovsdb.Operation, inserted map[st
 		ops = append(ops, op)
 	}
 	// Parents inserted without children in this chunk (their unit).
-	for i, op := range ops {
-		if op.Op == ovsdb.OperationInsert && op.UUIDName != "" {
-			if _, ok := parents[op.UUIDName]; ok {
-				inserted[op.UUIDName] = true
-				ops[i] = op
-			}
+	for _, op := range ops {
+		if _, ok := parents[op.UUIDName]; ok && op.Op == ovsdb.OperationInsert {
+			inserted[op.UUIDName] = true
 		}
 	}
 	return ops

@@ -163,7 +163,7 @@ func TestLargeApplyIsSplitIntoWholeNodeTransactions(t *testing.T) {
 }
 
 // TestInterruptedSplitApplyConverges cancels an Apply's context after its
-// second transaction, growing and then shrinking a network: the Apply
+// second transaction, growing, shrinking and removing a network: the Apply
 // fails, the database holds whole nodes only, and the next Apply converges
 // to exactly the desired rows (those one transaction writes).
 func TestInterruptedSplitApplyConverges(t *testing.T) {
@@ -174,11 +174,18 @@ func TestInterruptedSplitApplyConverges(t *testing.T) {
 	}{
 		{"grow from nothing", 0, 20, func(n int) bool { return n > 0 && n < 20 }},
 		{"shrink", 20, 5, func(n int) bool { return n > 5 && n < 20 }},
+		{"remove the network", 20, 0, func(n int) bool { return n > 0 && n < 20 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			desired := func() *Desired {
+				if tc.to == 0 {
+					return &Desired{Owner: mustLayer2(t, benchNetwork(), nil).Owner}
+				}
+				return mustLayer2(t, benchNetwork(), chunkNodes(tc.to))
+			}
 			ref := newEnv(t)
 			ref.c.MaxTransactionOps = -1
-			ref.apply(mustLayer2(t, benchNetwork(), chunkNodes(tc.to)))
+			ref.apply(desired())
 			want := dump(ref)
 
 			e := newEnv(t)
@@ -193,7 +200,7 @@ func TestInterruptedSplitApplyConverges(t *testing.T) {
 					cancel()
 				}
 			}
-			res, err := e.c.Apply(ctx, mustLayer2(t, benchNetwork(), chunkNodes(tc.to)))
+			res, err := e.c.Apply(ctx, desired())
 			if !errors.Is(err, context.Canceled) || res.Transactions != 2 {
 				t.Fatalf("interrupted apply: %+v, %v; want 2 transactions and context.Canceled", res, err)
 			}
@@ -201,11 +208,11 @@ func TestInterruptedSplitApplyConverges(t *testing.T) {
 				t.Fatalf("after the interruption: %d nodes", n)
 			}
 			e.c.afterTransaction = nil
-			e.apply(mustLayer2(t, benchNetwork(), chunkNodes(tc.to)))
+			e.apply(desired())
 			if got := dump(e); got != want {
 				t.Fatalf("after the next apply:\n got:\n%s\nwant:\n%s", got, want)
 			}
-			if ops, _ := e.c.Plan(mustLayer2(t, benchNetwork(), chunkNodes(tc.to))); len(ops) != 0 {
+			if ops, _ := e.c.Plan(desired()); len(ops) != 0 {
 				t.Fatalf("a fresh plan has %d operations", len(ops))
 			}
 		})
