@@ -80,14 +80,25 @@ func isRoot(table string) bool {
 	return table == nbdb.AddressSetTable || table == nbdb.DHCPOptionsTable
 }
 
-// split splits a plan's operations into chunks that weigh about max each
-// (see weigh; a unit heavier than max gets a chunk of its own). A plan that
-// weighs at most max is one chunk, exactly as planned. cached looks a row up in the
-// client's cache (for the weight of deleted routers and switches).
-func split(ops []ovsdb.Operation, max int, cached func(table, uuid string) model.Model) []chunk {
-	if max <= 0 || weigh(ops, cached) <= max {
+// maxTransactions is about the most transactions a plan is split into: a
+// larger plan gets heavier ones. Each transaction that changes a router or
+// switch with n children costs O(n) (the server and the client's cache
+// copy the row), so a fixed bound would make a huge plan (the 40,000
+// policies of the pair form) quadratic; this keeps the split Apply within
+// a small factor of one transaction.
+const maxTransactions = 64
+
+// split splits a plan's operations into chunks that weigh about bound each
+// (see weigh; at least a 1/maxTransactions share of the plan; a unit heavier
+// than that gets a chunk of its own). A plan that weighs at most bound is
+// one chunk, exactly as planned. cached looks a row up in the client's
+// cache (for the children of deleted routers and switches).
+func split(ops []ovsdb.Operation, bound int, cached func(table, uuid string) model.Model) []chunk {
+	total := weigh(ops, cached)
+	if bound <= 0 || total <= bound {
 		return []chunk{ops}
 	}
+	max := max(bound, (total+maxTransactions-1)/maxTransactions)
 	units, parents := unitsOf(ops, max, cached)
 	sort.SliceStable(units, func(i, j int) bool { return units[i].order < units[j].order })
 	var chunks []chunk
