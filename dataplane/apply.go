@@ -1,14 +1,17 @@
 package dataplane
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
@@ -101,51 +104,212 @@ type Desired struct {
 
 // Result says what an Apply did.
 type Result struct {
-	// Operations is the number of OVSDB operations in the one transaction (0: nothing changed).
+	// Operations is the number of OVSDB operations sent (0: nothing changed).
 	Operations int
+	// Transactions is the number of transactions they were sent in (see
+	// Client.MaxTransactionOps).
+	Transactions int
 }
 
 // Apply makes the Northbound database hold exactly the desired rows of the
 // piece: it creates missing rows, updates rows whose managed columns differ and
-// removes the piece's rows that are no longer desired, in ONE transaction.
-// Rows without the piece's external_ids are never modified. When the
-// transaction commits, Apply waits until the client's cache shows the result,
-// so an immediate second Apply computes zero operations.
+// removes the piece's rows that are no longer desired, in one transaction,
+// or, when the plan has more than Client.MaxTransactionOps operations, in a
+// sequence of bounded transactions that each leave a consistent topology (see
+// split), so that a large network never holds up another's Apply for long.
+// Everything is validated and planned (ownership refusals included) before
+// the first transaction; when a later transaction fails, Apply returns the
+// error and the next Apply completes the topology. Rows without the piece's
+// external_ids are never modified. When the transactions commit, Apply waits
+// until the client's cache shows the result, so an immediate second Apply
+// computes zero operations.
 func (c *Client) Apply(ctx context.Context, d *Desired) (Result, error) {
+	return c.ApplyUnless(ctx, d, nil)
+}
+
+// ApplyUnless is Apply, except that it does nothing when unless (nil: never)
+// says so. unless is asked with the network's lock held, so no other Apply
+// of the network runs between its answer and this Apply: a controller
+// removing a network whose NAD is gone asks whether the NAD is back, and so
+// never removes the rows a concurrent reconcile of the new NAD has just
+// written.
+func (c *Client) ApplyUnless(ctx context.Context, d *Desired, unless func(context.Context) (bool, error)) (Result, error) {
 	if err := d.validate(); err != nil {
 		return Result{}, err
 	}
-	defer c.applying.lock(ovnk.NetworkPrefix(d.Owner.Network))()
+	step := c.stepper(d.Owner)
+	defer c.applying.Lock(ovnk.NetworkPrefix(d.Owner.Network))()
+	step("lock")
+	// Until it turns out to be split, an Apply goes ahead of split ones.
+	done := c.ahead.enter()
+	defer done()
+	if unless != nil {
+		if skip, err := unless(ctx); err != nil || skip {
+			return Result{}, err
+		}
+	}
 	// Plan only against a cache that the monitor has resynchronised.
 	if err := waitConnected(ctx, c.NB); err != nil {
 		return Result{}, err
 	}
 	p, err := newPlan(c.NB, d)
+	step("plan")
 	if err != nil {
 		return Result{}, err
 	}
 	if len(p.ops) == 0 {
 		return Result{}, nil
 	}
+	chunks := split(p.ops, c.maxOps(), c.cachedRow)
+	step("split")
+	if len(chunks) > 1 {
+		done()
+	}
 	if c.beforeTransact != nil {
 		c.beforeTransact(d.Owner)
 	}
-	started := time.Now()
-	results, err := c.NB.Transact(ctx, p.ops...)
-	transactionSeconds.WithLabelValues(d.Owner.Topology, d.Owner.Piece).Observe(time.Since(started).Seconds())
-	if err == nil {
-		_, err = ovsdb.CheckOperationResults(results, p.ops)
-	}
-	if err != nil {
-		return Result{}, fmt.Errorf("apply %s/%s/%s: %w", d.Owner.Network, d.Owner.Topology, d.Owner.Piece, err)
-	}
+	// Chunks go one after another on the client's one connection, so the
+	// transaction of another network's Apply goes in between (the server and
+	// the client's update stream handle one transaction at a time, in order);
+	// before each further chunk, the Applies of one transaction under way
+	// finish first (briefly: see yieldAtMost), so they do not share the
+	// database, the update stream and the CPU with this one.
+	real := map[string]string{} // named UUIDs of earlier chunks' inserts
 	var inserted []rowRef
-	for i, op := range p.ops {
-		if op.Op == ovsdb.OperationInsert && i < len(results) {
-			inserted = append(inserted, rowRef{op.Table, results[i].UUID.GoUUID})
+	for k, ch := range chunks {
+		if k > 0 {
+			c.ahead.yield(ctx, cmp.Or(c.yieldAtMost, yieldAtMost))
+			step("yield")
+		}
+		ops := ch.resolve(real)
+		started := time.Now()
+		results, err := c.NB.Transact(ctx, ops...)
+		transactionSeconds.WithLabelValues(d.Owner.Topology, d.Owner.Piece).Observe(time.Since(started).Seconds())
+		step("transact")
+		if err == nil {
+			_, err = ovsdb.CheckOperationResults(results, ops)
+		}
+		if err != nil {
+			if len(chunks) == 1 {
+				return Result{}, fmt.Errorf("apply %s/%s/%s: %w", d.Owner.Network, d.Owner.Topology, d.Owner.Piece, err)
+			}
+			// The earlier chunks are committed: let the cache show them, so
+			// the next Apply plans the rest and not the same rows again.
+			if k > 0 {
+				settle, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				_ = c.waitVisible(settle, d, inserted, nil)
+				cancel()
+			}
+			return Result{Operations: sent(chunks[:k]), Transactions: k}, fmt.Errorf("apply %s/%s/%s: transaction %d of %d (the earlier ones are committed; the next Apply completes the topology): %w",
+				d.Owner.Network, d.Owner.Topology, d.Owner.Piece, k+1, len(chunks), err)
+		}
+		for i, op := range ops {
+			if op.Op == ovsdb.OperationInsert && i < len(results) {
+				inserted = append(inserted, rowRef{op.Table, results[i].UUID.GoUUID})
+				if op.UUIDName != "" {
+					real[op.UUIDName] = results[i].UUID.GoUUID
+				}
+			}
+		}
+		if c.afterTransaction != nil {
+			c.afterTransaction(d.Owner, k+1, len(chunks))
 		}
 	}
-	return Result{Operations: len(p.ops)}, c.waitVisible(ctx, d, inserted, p.gone)
+	err = c.waitVisible(ctx, d, inserted, p.gone)
+	step("visible")
+	return Result{Operations: sent(chunks), Transactions: len(chunks)}, err
+}
+
+// yieldAtMost bounds how long a split Apply waits for other Applies before
+// each of its further transactions, so a stream of small Applies delays a
+// large one by at most this much per transaction.
+const yieldAtMost = 100 * time.Millisecond
+
+// priority counts the Applies that go ahead of split ones: those holding
+// their network's lock that are not (yet) known to be split.
+type priority struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0
+	// waits, when set (by tests), runs when a yield starts waiting.
+	waits func()
+}
+
+// enter counts an Apply in and returns its (idempotent) exit.
+func (p *priority) enter() func() {
+	p.mu.Lock()
+	if p.n == 0 {
+		p.idle = make(chan struct{})
+	}
+	p.n++
+	p.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			if p.n--; p.n == 0 {
+				close(p.idle)
+			}
+			p.mu.Unlock()
+		})
+	}
+}
+
+// yield waits until no counted Apply is under way, for at most max.
+func (p *priority) yield(ctx context.Context, max time.Duration) {
+	p.mu.Lock()
+	if p.n == 0 {
+		p.mu.Unlock()
+		return
+	}
+	idle := p.idle
+	p.mu.Unlock()
+	if p.waits != nil {
+		p.waits()
+	}
+	t := time.NewTimer(max)
+	defer t.Stop()
+	select {
+	case <-idle:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+func sent(chunks []chunk) int {
+	n := 0
+	for _, ch := range chunks {
+		n += len(ch)
+	}
+	return n
+}
+
+func (c *Client) maxOps() int {
+	if c.MaxTransactionOps == 0 {
+		return DefaultMaxTransactionOps
+	}
+	return c.MaxTransactionOps
+}
+
+func (c *Client) cachedRow(table, uuid string) model.Model {
+	if t := c.NB.Cache().Table(table); t != nil {
+		return t.Row(uuid)
+	}
+	return nil
+}
+
+// stepper returns a function that reports to c.observe, when set, the time
+// since its previous call (or since stepper) under a step's name.
+func (c *Client) stepper(o Owner) func(step string) {
+	if c.observe == nil {
+		return func(string) {}
+	}
+	last := time.Now()
+	return func(step string) {
+		now := time.Now()
+		c.observe(o, step, now.Sub(last))
+		last = now
+	}
 }
 
 // Plan returns the operations Apply would send, without sending them.

@@ -67,10 +67,32 @@ type Client struct {
 	// pieces sharing a missing router or switch (Shared) never both create
 	// it. Networks share no rows, so different networks apply concurrently:
 	// a large network's transaction never delays another's.
-	applying networkLocks
+	applying KeyLocks
+	// ahead lets Applies of one transaction go before the next transaction
+	// of a split (large) Apply.
+	ahead priority
+	// yieldAtMost, when set (by tests), replaces the package's yieldAtMost.
+	yieldAtMost time.Duration
+	// MaxTransactionOps bounds one transaction of an Apply: its operations
+	// plus the child references they add or remove. A larger plan is sent
+	// as a sequence of transactions of about this size (rows that belong
+	// together, such as one node's, are never split). 0 means
+	// DefaultMaxTransactionOps; a negative value never splits. Set it before
+	// the first Apply.
+	MaxTransactionOps int
 	// beforeTransact, when set (by benchmarks), runs in Apply after planning,
-	// with the network's lock held, just before the transaction is sent.
+	// with the network's lock held, just before the first transaction is sent.
 	beforeTransact func(Owner)
+	// afterTransaction, when set (by tests), runs in Apply after transaction
+	// k of n has committed.
+	afterTransaction func(o Owner, k, n int)
+	// observe, when set (by benchmarks), is told how long each step of an
+	// Apply took: "lock" (waiting for the network's lock), "plan",
+	// "split" (cutting a large plan into transactions), "transact" (the
+	// round trip of a transaction), "yield" (a split Apply letting others go
+	// first) and "visible" (waiting for the client's cache to show the
+	// result).
+	observe func(o Owner, step string, d time.Duration)
 
 	dbs []*database
 	// connecting is set once Connect runs (on the leader, in the manager).
@@ -435,27 +457,38 @@ var connected = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 
 func init() { metrics.Registry.MustRegister(connected) }
 
-// networkLocks is one mutex per key, existing only while someone holds or
-// waits for it.
-type networkLocks struct {
+// KeyLocks is one mutex per key (a network), existing only while someone
+// holds or waits for it; the zero value is ready. Different keys never wait
+// for each other.
+type KeyLocks struct {
 	mu    sync.Mutex
-	locks map[string]*networkLock
+	locks map[string]*keyLock
 }
 
-type networkLock struct {
+type keyLock struct {
 	sync.Mutex
 	users int
 }
 
-// lock locks key and returns its unlock.
-func (l *networkLocks) lock(key string) func() {
+// Waiting is how many wait for key (for tests).
+func (l *KeyLocks) Waiting(key string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if nl := l.locks[key]; nl != nil {
+		return nl.users - 1
+	}
+	return 0
+}
+
+// Lock locks key and returns its unlock.
+func (l *KeyLocks) Lock(key string) func() {
 	l.mu.Lock()
 	if l.locks == nil {
-		l.locks = map[string]*networkLock{}
+		l.locks = map[string]*keyLock{}
 	}
 	nl := l.locks[key]
 	if nl == nil {
-		nl = &networkLock{}
+		nl = &keyLock{}
 		l.locks[key] = nl
 	}
 	nl.users++

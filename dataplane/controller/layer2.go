@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -49,6 +50,14 @@ type Layer2Reconciler struct {
 	Recorder recorder.EventRecorder
 	// MigrateLegacy is --migrate-legacy-layer2 (dataplane.Layer2Network).
 	MigrateLegacy bool
+	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
+	Workers int
+
+	// networks serialises the reconciles of one network: the NADs of a
+	// CUDN (one per namespace) are separate requests that workers may take
+	// at once, and each reads the network's nodes before it applies, so an
+	// older read could otherwise be applied after a newer one.
+	networks dataplane.KeyLocks
 }
 
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get;list;watch
@@ -60,6 +69,7 @@ type Layer2Reconciler struct {
 func (r *Layer2Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("dataplane-layer2").
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.Workers)}).
 		For(&nadv1.NetworkAttachmentDefinition{}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nadsIn(r.Client, ""))).
 		Complete(r)
@@ -97,7 +107,9 @@ func (r *Layer2Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 				skip(ctx, r.Recorder, nad, "NetworkAttachmentDefinition", ReasonMalformedNetwork, err)
 				return reconcile.Result{}, r.collect(ctx)
 			}
+			unlock := r.networks.Lock(net.Name)
 			waiting, err := r.apply(ctx, net)
+			unlock()
 			if err != nil {
 				return reconcile.Result{}, err
 			}
@@ -275,16 +287,26 @@ func layer2Name(nad *nadv1.NetworkAttachmentDefinition) (string, bool) {
 // network that has some (networks lists them) and that no live NAD names.
 func collectPiece(ctx context.Context, c client.Client, ovn *dataplane.Client, owner dataplane.Owner,
 	networks func(topology, piece string) []string, name func(*nadv1.NetworkAttachmentDefinition) (string, bool)) error {
+	// The networks in OVN first, then the live NADs: a network whose rows
+	// are there was applied from a NAD this list then has (reconciles run
+	// concurrently, with one informer cache).
+	candidates := networks(owner.Topology, owner.Piece)
 	live, err := liveNetworks(ctx, c, name)
 	if err != nil {
 		return err
 	}
-	for _, n := range networks(owner.Topology, owner.Piece) {
+	for _, n := range candidates {
 		if live[n] {
 			continue
 		}
 		owner.Network = n
-		if _, err := ovn.Apply(ctx, &dataplane.Desired{Owner: owner}); err != nil {
+		// Asked again under the network's lock: a new NAD of the network
+		// may have been applied since (by another worker).
+		revived := func(ctx context.Context) (bool, error) {
+			live, err := liveNetworks(ctx, c, name)
+			return live[n], err
+		}
+		if _, err := ovn.ApplyUnless(ctx, &dataplane.Desired{Owner: owner}, revived); err != nil {
 			return err
 		}
 	}
@@ -408,4 +430,16 @@ func orDefault(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// DefaultWorkers is how many networks each dataplane controller reconciles
+// at once: a large network's reconcile (a long Apply) never queues a small
+// one's behind it.
+const DefaultWorkers = 4
+
+func workers(n int) int {
+	if n <= 0 {
+		return DefaultWorkers
+	}
+	return n
 }

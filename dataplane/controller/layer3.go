@@ -8,6 +8,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -24,12 +25,15 @@ type Layer3Reconciler struct {
 	OVN    *dataplane.Client
 	// Form is the policies' form (default: one Address_Set policy per family).
 	Form dataplane.Layer3PolicyForm
+	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
+	Workers int
 }
 
 // SetupWithManager registers the reconciler.
 func (r *Layer3Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("dataplane-layer3").
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.Workers)}).
 		For(&nadv1.NetworkAttachmentDefinition{}).
 		Complete(r)
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -40,12 +41,19 @@ type MultiVTEPReconciler struct {
 	// Transit are the cluster's transit subnets, one per IP family
 	// (--transit-subnets); nil means OVN-Kubernetes' defaults.
 	Transit []netip.Prefix
+	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
+	Workers int
+
+	// networks serialises the reconciles of one network (its NADs are
+	// separate requests; each reads the network's nodes and pods).
+	networks dataplane.KeyLocks
 }
 
 // SetupWithManager registers the reconciler.
 func (r *MultiVTEPReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("dataplane-multi-vtep").
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.Workers)}).
 		For(&nadv1.NetworkAttachmentDefinition{}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nadsIn(r.Client, ""))).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
@@ -64,9 +72,13 @@ func (r *MultiVTEPReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	if live {
 		var retry bool
 		if name, ok := layer2Name(nad); ok {
+			unlock := r.networks.Lock(name)
 			retry, err = r.apply(ctx, name)
+			unlock()
 		} else if name, ok := layer3Name(nad); ok {
+			unlock := r.networks.Lock(name)
 			retry, err = r.applyLayer3(ctx, name)
+			unlock()
 		}
 		if err != nil {
 			return reconcile.Result{}, err

@@ -34,6 +34,11 @@ type Options struct {
 	MigrateLegacyLayer2 bool
 	// Layer3PolicyForm is the manager's --layer3-subnet-policies (default: address-set).
 	Layer3PolicyForm dataplane.Layer3PolicyForm
+	// Workers is how many networks each of the Layer2, Layer3 and
+	// multi-VTEP controllers reconciles at once (0: DefaultWorkers), so a
+	// large network's reconcile never holds a small one in the workqueue.
+	// The live-migration controller reconciles everything as one request.
+	Workers int
 }
 
 // InZone is Options.Local for the manager's --zone: a node is local iff
@@ -75,10 +80,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	}
 	c := mgr.GetClient()
 	rs := &Reconcilers{
-		OVN:           ovn,
-		Layer2:        &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local, Cluster: o.Cluster, Recorder: mgr.GetEventRecorder("udnkit-dataplane"), MigrateLegacy: o.MigrateLegacyLayer2},
-		Layer3:        &Layer3Reconciler{Client: c, OVN: ovn, Form: o.Layer3PolicyForm},
-		MultiVTEP:     &MultiVTEPReconciler{Client: c, OVN: ovn, Local: o.Local, Transit: o.Cluster.TransitSubnets},
+		OVN: ovn,
+		Layer2: &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local, Cluster: o.Cluster, Recorder: mgr.GetEventRecorder("udnkit-dataplane"),
+			MigrateLegacy: o.MigrateLegacyLayer2, Workers: o.Workers},
+		Layer3:        &Layer3Reconciler{Client: c, OVN: ovn, Form: o.Layer3PolicyForm, Workers: o.Workers},
+		MultiVTEP:     &MultiVTEPReconciler{Client: c, OVN: ovn, Local: o.Local, Transit: o.Cluster.TransitSubnets, Workers: o.Workers},
 		LiveMigration: &LiveMigrationReconciler{Client: c, OVN: ovn, Recorder: mgr.GetEventRecorder("udnkit-dataplane")},
 	}
 	setups := []func(ctrl.Manager) error{rs.Layer2.SetupWithManager, rs.Layer3.SetupWithManager, rs.MultiVTEP.SetupWithManager,
