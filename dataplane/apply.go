@@ -120,7 +120,7 @@ func (c *Client) Apply(ctx context.Context, d *Desired) (Result, error) {
 	if err := waitConnected(ctx, c.NB); err != nil {
 		return Result{}, err
 	}
-	p, err := newPlan(c.NB, d)
+	p, err := c.newPlan(d)
 	if err != nil {
 		return Result{}, err
 	}

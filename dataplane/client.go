@@ -71,6 +71,9 @@ type Client struct {
 	// beforeTransact, when set (by benchmarks), runs in Apply after planning,
 	// with the network's lock held, just before the transaction is sent.
 	beforeTransact func(Owner)
+	// memos remember, per topology piece, the keys of its cached rows
+	// between Applies (planner.go).
+	memos keyMemos
 
 	dbs []*database
 	// connecting is set once Connect runs (on the leader, in the manager).

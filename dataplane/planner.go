@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
@@ -28,10 +29,131 @@ type planner struct {
 	ownerIDs map[string]string
 	// gone are the rows the plan deletes or unreferences (garbage-collected).
 	gone []rowRef
+	// memo, when set, remembers the keys of the owner's cached rows between plans.
+	memo *keyMemo
 }
 
 // rowRef names one row.
 type rowRef struct{ table, uuid string }
+
+// keyMemo remembers, by the cached model's pointer, whether a cached row is
+// the owner's and its identity key. libovsdb replaces a cached model with a
+// new one whenever its row changes (and refills the cache with new models
+// after a reconnect) and never modifies one in place, so a pointer seen again
+// is the same row content and what was computed from it still holds: the memo
+// only saves work (the route and NAT keys are built strings, and every owned
+// child of a network's routers is keyed on every Apply), it never changes a
+// plan.
+type keyMemo struct {
+	rows map[model.Model]memoRow
+	// used counts this plan's lookups, to forget the models the cache dropped.
+	used int
+}
+
+type memoRow struct {
+	key   string
+	owned bool
+}
+
+// keyMemos holds one keyMemo per owner (network, topology and piece).
+type keyMemos struct {
+	mu sync.Mutex
+	// off makes every plan a plain full diff (benchmark baselines, tests).
+	off   bool
+	memos map[[3]string]*keyMemo
+}
+
+func (k *keyMemos) get(o Owner) *keyMemo {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.off {
+		return nil
+	}
+	key := [3]string{o.Network, o.Topology, o.Piece}
+	if k.memos == nil {
+		k.memos = map[[3]string]*keyMemo{}
+	}
+	m := k.memos[key]
+	if m == nil {
+		m = &keyMemo{rows: map[model.Model]memoRow{}}
+		k.memos[key] = m
+	}
+	return m
+}
+
+// reset forgets every memo; with off, later plans do not memoise.
+func (k *keyMemos) reset(off bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.memos, k.off = nil, off
+}
+
+// memoKey says whether a cached child row is the owner's and returns its key.
+// Ownership is remembered only when it does not depend on the owner's
+// AdoptLegacy and Legacy (which one owner's Applies may change): the row
+// carries a piece or another network or topology.
+func memoKey[T any](p *planner, m model.Model, sp spec[T], row *T) (string, bool) {
+	if p.memo != nil {
+		p.memo.used++
+		if r, ok := p.memo.rows[m]; ok {
+			return r.key, r.owned
+		}
+	}
+	ids := *sp.ids(row)
+	if !p.owner.owns(ids, m) {
+		return "", false
+	}
+	k := sp.key(row)
+	if _, hasPiece := ids[ExternalIDPiece]; p.memo != nil && hasPiece {
+		p.memo.rows[m] = memoRow{key: k, owned: true}
+	}
+	return k, true
+}
+
+// prune forgets every key when most of them are of models the cache no
+// longer holds (they are computed again when next needed).
+func (m *keyMemo) prune() {
+	if len(m.rows) > 2*m.used+1024 {
+		m.rows = map[model.Model]memoRow{}
+	}
+	m.used = 0
+}
+
+// mutate mutates the columns of one cached row, found by its UUID (the
+// condition libovsdb's Where(row) builds too). Where(row) looks the row up in
+// the cache and clones it through JSON, which for a transit router with
+// thousands of ports and routes costs milliseconds on every Apply that adds
+// or removes a node.
+func (p *planner) mutate(target, row model.Model, mutations []model.Mutation) error {
+	dbModel := p.api.Cache().DatabaseModel()
+	table := dbModel.FindTable(reflect.TypeOf(row))
+	at, err := dbModel.NewModelInfo(target)
+	if err != nil {
+		return err
+	}
+	where, err := dbModel.Mapper.NewEqualityCondition(at)
+	if err != nil {
+		return err
+	}
+	info, err := dbModel.NewModelInfo(row)
+	if err != nil {
+		return err
+	}
+	op := ovsdb.Operation{Op: ovsdb.OperationMutate, Table: table, Where: where}
+	for _, m := range mutations {
+		column, err := info.ColumnByPtr(m.Field)
+		if err != nil {
+			return err
+		}
+		mut, err := dbModel.Mapper.NewMutation(info, column, m.Mutator, m.Value)
+		if err != nil {
+			return err
+		}
+		op.Mutations = append(op.Mutations, *mut)
+	}
+	p.ops = append(p.ops, op)
+	return nil
+}
 
 // rows returns a read-only snapshot of a cached table by UUID.
 func (p *planner) rows(table string) map[string]model.Model {
@@ -58,7 +180,22 @@ func plan(api client.Client, d *Desired) ([]ovsdb.Operation, error) {
 }
 
 func newPlan(api client.Client, d *Desired) (*planner, error) {
-	p := &planner{api: api, owner: d.Owner}
+	return newPlanWith(api, d, nil)
+}
+
+// newPlan plans an Apply of d with the owner's key memo (under the
+// network's lock, which Apply holds).
+func (c *Client) newPlan(d *Desired) (*planner, error) {
+	memo := c.memos.get(d.Owner)
+	p, err := newPlanWith(c.NB, d, memo)
+	if memo != nil {
+		memo.prune()
+	}
+	return p, err
+}
+
+func newPlanWith(api client.Client, d *Desired, memo *keyMemo) (*planner, error) {
+	p := &planner{api: api, owner: d.Owner, memo: memo}
 	if err := p.routers(d.Routers); err != nil {
 		return nil, err
 	}
@@ -125,35 +262,39 @@ func children[T any, PT interface {
 	model.Model
 }](p *planner, sp spec[T], current []string, desired []T) (insert, remove []string, err error) {
 	table := p.rows(sp.table)
-	existing := map[string]PT{}
+	existing := make(map[string]PT, len(current))
 	var extra []string
-	sorted := slices.Clone(current)
-	slices.Sort(sorted)
-	for _, u := range sorted {
+	for _, u := range current {
 		m := table[u]
 		if m == nil {
 			continue
 		}
 		row := m.(PT)
-		if !p.owner.owns(*sp.ids((*T)(row)), row) {
+		k, owned := memoKey(p, m, sp, (*T)(row))
+		if !owned {
 			continue
 		}
-		if _, dup := existing[sp.key((*T)(row))]; dup {
-			// Duplicates (e.g. written by a racing writer) heal: one survives.
+		if prev, dup := existing[k]; dup {
+			// Duplicates (e.g. written by a racing writer) heal: the row with
+			// the smallest UUID survives, whatever the column's order.
+			if pu := *sp.uuid((*T)(prev)); u < pu {
+				existing[k], u = row, pu
+			}
 			extra = append(extra, u)
 			continue
 		}
-		existing[sp.key((*T)(row))] = row
+		existing[k] = row
 	}
-	seen := make(map[string]bool, len(desired))
+	seen := make(map[string]struct{}, len(desired))
 	for i := range desired {
 		d := &desired[i]
-		if seen[sp.key(d)] {
-			return nil, nil, fmt.Errorf("desired rows: two %s rows with the same identity %q", sp.table, sp.key(d))
+		k := sp.key(d)
+		if _, dup := seen[k]; dup {
+			return nil, nil, fmt.Errorf("desired rows: two %s rows with the same identity %q", sp.table, k)
 		}
-		seen[sp.key(d)] = true
+		seen[k] = struct{}{}
 		p.stamp(sp.ids(d))
-		ex, ok := existing[sp.key(d)]
+		ex, ok := existing[k]
 		if !ok {
 			u := p.name()
 			*sp.uuid(d) = u
@@ -163,7 +304,7 @@ func children[T any, PT interface {
 			insert = append(insert, u)
 			continue
 		}
-		delete(existing, sp.key(d))
+		delete(existing, k)
 		if !sameFields(sp.fields(d), sp.fields((*T)(ex))) {
 			if err := p.add(p.api.Where(ex).Update(PT(d), sp.fields(d)...)); err != nil {
 				return nil, nil, err
@@ -191,11 +332,24 @@ func (p *planner) stamp(ids *map[string]string) {
 		*ids = p.ownerIDs
 		return
 	}
+	if p.ownerIDs == nil {
+		p.ownerIDs = p.owner.ids()
+	}
+	stamped := true
+	for k, v := range p.ownerIDs {
+		if w, ok := (*ids)[k]; !ok || w != v {
+			stamped = false
+			break
+		}
+	}
+	if stamped {
+		return // stamped by an earlier plan of the same desired rows
+	}
 	m := make(map[string]string, len(*ids)+3)
 	for k, v := range *ids {
 		m[k] = v
 	}
-	for k, v := range p.owner.ids() {
+	for k, v := range p.ownerIDs {
 		m[k] = v
 	}
 	*ids = m
@@ -525,7 +679,7 @@ func (p *planner) parent(ex, row model.Model, ref bool, ids *map[string]string, 
 	if len(mutations) == 0 {
 		return nil
 	}
-	return p.add(p.api.Where(ex).Mutate(row, mutations...))
+	return p.mutate(ex, row, mutations)
 }
 
 type childColumn struct {
@@ -552,7 +706,7 @@ func (p *planner) dropChildren(parent model.Model, cols []childColumn) error {
 	if len(mutations) == 0 {
 		return nil
 	}
-	return p.add(p.api.Where(parent).Mutate(parent, mutations...))
+	return p.mutate(parent, parent, mutations)
 }
 
 func ownedIn[T any](p *planner, sp spec[T]) func(string) bool {
