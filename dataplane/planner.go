@@ -48,6 +48,8 @@ type keyMemo struct {
 	rows map[model.Model]memoRow
 	// used counts this plan's lookups, to forget the models the cache dropped.
 	used int
+	// hits counts the lookups answered from memory (tests).
+	hits int
 }
 
 type memoRow struct {
@@ -96,6 +98,7 @@ func memoKey[T any](p *planner, m model.Model, sp spec[T], row *T) (string, bool
 	if p.memo != nil {
 		p.memo.used++
 		if r, ok := p.memo.rows[m]; ok {
+			p.memo.hits++
 			return r.key, r.owned
 		}
 	}
