@@ -55,6 +55,10 @@ type keyMemo struct {
 type memoRow struct {
 	key   string
 	owned bool
+	// ownerIDs: the row's external_ids are exactly the owner's (as most
+	// desired rows' are), so comparing them with a desired row's that are
+	// the planner's shared ownerIDs map needs no map comparison.
+	ownerIDs bool
 }
 
 // keyMemos holds one keyMemo per owner (network, topology and piece).
@@ -90,27 +94,27 @@ func (k *keyMemos) reset(off bool) {
 	k.memos, k.off = nil, off
 }
 
-// memoKey says whether a cached child row is the owner's and returns its key.
+// memoKey says whether a cached child row is the owner's, with its key.
 // Ownership is remembered only when it does not depend on the owner's
 // AdoptLegacy and Legacy (which one owner's Applies may change): the row
-// carries a piece or another network or topology.
-func memoKey[T any](p *planner, m model.Model, sp spec[T], row *T) (string, bool) {
+// carries a piece.
+func memoKey[T any](p *planner, m model.Model, sp spec[T], row *T) memoRow {
 	if p.memo != nil {
 		p.memo.used++
 		if r, ok := p.memo.rows[m]; ok {
 			p.memo.hits++
-			return r.key, r.owned
+			return r
 		}
 	}
 	ids := *sp.ids(row)
 	if !p.owner.owns(ids, m) {
-		return "", false
+		return memoRow{}
 	}
-	k := sp.key(row)
+	r := memoRow{key: sp.key(row), owned: true, ownerIDs: maps.Equal(ids, p.sharedIDs())}
 	if _, hasPiece := ids[ExternalIDPiece]; p.memo != nil && hasPiece {
-		p.memo.rows[m] = memoRow{key: k, owned: true}
+		p.memo.rows[m] = r
 	}
-	return k, true
+	return r
 }
 
 // prune forgets every key when most of them are of models the cache no
@@ -235,7 +239,8 @@ type spec[T any] struct {
 	// uuid and ids give access to the row's _uuid and external_ids.
 	uuid func(*T) *string
 	ids  func(*T) *map[string]string
-	// fields are the columns udnkit manages (compared and updated).
+	// fields are the columns udnkit manages (compared and updated),
+	// external_ids first.
 	fields func(*T) []any
 }
 
@@ -265,7 +270,11 @@ func children[T any, PT interface {
 	model.Model
 }](p *planner, sp spec[T], current []string, desired []T) (insert, remove []string, err error) {
 	table := p.rows(sp.table)
-	existing := make(map[string]PT, len(current))
+	type found struct {
+		row      PT
+		ownerIDs bool
+	}
+	existing := make(map[string]found, len(current))
 	var extra []string
 	for _, u := range current {
 		m := table[u]
@@ -273,20 +282,20 @@ func children[T any, PT interface {
 			continue
 		}
 		row := m.(PT)
-		k, owned := memoKey(p, m, sp, (*T)(row))
-		if !owned {
+		r := memoKey(p, m, sp, (*T)(row))
+		if !r.owned {
 			continue
 		}
-		if prev, dup := existing[k]; dup {
+		if prev, dup := existing[r.key]; dup {
 			// Duplicates (e.g. written by a racing writer) heal: the row with
 			// the smallest UUID survives, whatever the column's order.
-			if pu := *sp.uuid((*T)(prev)); u < pu {
-				existing[k], u = row, pu
+			if pu := *sp.uuid((*T)(prev.row)); u < pu {
+				existing[r.key], u = found{row, r.ownerIDs}, pu
 			}
 			extra = append(extra, u)
 			continue
 		}
-		existing[k] = row
+		existing[r.key] = found{row, r.ownerIDs}
 	}
 	seen := make(map[string]struct{}, len(desired))
 	for i := range desired {
@@ -296,7 +305,7 @@ func children[T any, PT interface {
 			return nil, nil, fmt.Errorf("desired rows: two %s rows with the same identity %q", sp.table, k)
 		}
 		seen[k] = struct{}{}
-		p.stamp(sp.ids(d))
+		shared := p.stamp(sp.ids(d))
 		ex, ok := existing[k]
 		if !ok {
 			u := p.name()
@@ -308,14 +317,19 @@ func children[T any, PT interface {
 			continue
 		}
 		delete(existing, k)
-		if !sameFields(sp.fields(d), sp.fields((*T)(ex))) {
-			if err := p.add(p.api.Where(ex).Update(PT(d), sp.fields(d)...)); err != nil {
+		want, have := sp.fields(d), sp.fields((*T)(ex.row))
+		if shared && ex.ownerIDs && want[0] == any(sp.ids(d)) {
+			// Both external_ids are exactly the owner's: compare the rest.
+			want, have = want[1:], have[1:]
+		}
+		if !sameFields(want, have) {
+			if err := p.add(p.api.Where(ex.row).Update(PT(d), sp.fields(d)...)); err != nil {
 				return nil, nil, err
 			}
 		}
 	}
-	for _, row := range existing {
-		remove = append(remove, *sp.uuid((*T)(row)))
+	for _, f := range existing {
+		remove = append(remove, *sp.uuid((*T)(f.row)))
 	}
 	remove = append(remove, extra...)
 	sort.Strings(remove)
@@ -327,16 +341,10 @@ func children[T any, PT interface {
 
 // stamp adds the owner's external_ids to a desired row's. Rows with no
 // external_ids of their own (most of them) share one read-only map.
-func (p *planner) stamp(ids *map[string]string) {
-	if len(*ids) == 0 {
-		if p.ownerIDs == nil {
-			p.ownerIDs = p.owner.ids()
-		}
-		*ids = p.ownerIDs
-		return
-	}
-	if p.ownerIDs == nil {
-		p.ownerIDs = p.owner.ids()
+func (p *planner) stamp(ids *map[string]string) (shared bool) {
+	if len(*ids) == 0 || sameMap(*ids, p.sharedIDs()) {
+		*ids = p.sharedIDs()
+		return true
 	}
 	stamped := true
 	for k, v := range p.ownerIDs {
@@ -346,7 +354,12 @@ func (p *planner) stamp(ids *map[string]string) {
 		}
 	}
 	if stamped {
-		return // stamped by an earlier plan of the same desired rows
+		// Stamped by an earlier plan of the same desired rows.
+		if len(*ids) == len(p.ownerIDs) {
+			*ids = p.ownerIDs
+			return true
+		}
+		return false
 	}
 	m := make(map[string]string, len(*ids)+3)
 	for k, v := range *ids {
@@ -356,6 +369,21 @@ func (p *planner) stamp(ids *map[string]string) {
 		m[k] = v
 	}
 	*ids = m
+	return false
+}
+
+// sharedIDs is the owner's external_ids, shared read-only by the desired
+// rows that have no other external_ids.
+func (p *planner) sharedIDs() map[string]string {
+	if p.ownerIDs == nil {
+		p.ownerIDs = p.owner.ids()
+	}
+	return p.ownerIDs
+}
+
+// sameMap says whether a and b are one map (not merely equal ones).
+func sameMap(a, b map[string]string) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 var (
