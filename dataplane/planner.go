@@ -31,6 +31,8 @@ type planner struct {
 	gone []rowRef
 	// memo, when set, remembers the keys of the owner's cached rows between plans.
 	memo *keyMemo
+	// want and have hold the columns of the two rows being compared.
+	want, have [8]any
 }
 
 // rowRef names one row.
@@ -239,9 +241,9 @@ type spec[T any] struct {
 	// uuid and ids give access to the row's _uuid and external_ids.
 	uuid func(*T) *string
 	ids  func(*T) *map[string]string
-	// fields are the columns udnkit manages (compared and updated),
-	// external_ids first.
-	fields func(*T) []any
+	// fields appends to buf the columns udnkit manages (compared and
+	// updated), external_ids first.
+	fields func(r *T, buf []any) []any
 }
 
 // rowsOf returns the cached rows of a table, in a stable order.
@@ -273,6 +275,7 @@ func children[T any, PT interface {
 	type found struct {
 		row      PT
 		ownerIDs bool
+		claimed  bool // by a desired row
 	}
 	existing := make(map[string]found, len(current))
 	var extra []string
@@ -290,24 +293,27 @@ func children[T any, PT interface {
 			// Duplicates (e.g. written by a racing writer) heal: the row with
 			// the smallest UUID survives, whatever the column's order.
 			if pu := *sp.uuid((*T)(prev.row)); u < pu {
-				existing[r.key], u = found{row, r.ownerIDs}, pu
+				existing[r.key], u = found{row: row, ownerIDs: r.ownerIDs}, pu
 			}
 			extra = append(extra, u)
 			continue
 		}
-		existing[r.key] = found{row, r.ownerIDs}
+		existing[r.key] = found{row: row, ownerIDs: r.ownerIDs}
 	}
-	seen := make(map[string]struct{}, len(desired))
+	var created map[string]bool
 	for i := range desired {
 		d := &desired[i]
 		k := sp.key(d)
-		if _, dup := seen[k]; dup {
+		ex, ok := existing[k]
+		if ok && ex.claimed || !ok && created[k] {
 			return nil, nil, fmt.Errorf("desired rows: two %s rows with the same identity %q", sp.table, k)
 		}
-		seen[k] = struct{}{}
 		shared := p.stamp(sp.ids(d))
-		ex, ok := existing[k]
 		if !ok {
+			if created == nil {
+				created = map[string]bool{}
+			}
+			created[k] = true
 			u := p.name()
 			*sp.uuid(d) = u
 			if err := p.add(p.api.Create(PT(d))); err != nil {
@@ -316,20 +322,23 @@ func children[T any, PT interface {
 			insert = append(insert, u)
 			continue
 		}
-		delete(existing, k)
-		want, have := sp.fields(d), sp.fields((*T)(ex.row))
+		ex.claimed = true
+		existing[k] = ex
+		want, have := sp.fields(d, p.want[:0]), sp.fields((*T)(ex.row), p.have[:0])
 		if shared && ex.ownerIDs && want[0] == any(sp.ids(d)) {
 			// Both external_ids are exactly the owner's: compare the rest.
 			want, have = want[1:], have[1:]
 		}
 		if !sameFields(want, have) {
-			if err := p.add(p.api.Where(ex.row).Update(PT(d), sp.fields(d)...)); err != nil {
+			if err := p.add(p.api.Where(ex.row).Update(PT(d), sp.fields(d, nil)...)); err != nil {
 				return nil, nil, err
 			}
 		}
 	}
 	for _, f := range existing {
-		remove = append(remove, *sp.uuid((*T)(f.row)))
+		if !f.claimed {
+			remove = append(remove, *sp.uuid((*T)(f.row)))
+		}
 	}
 	remove = append(remove, extra...)
 	sort.Strings(remove)
@@ -392,8 +401,8 @@ var (
 		key:   func(r *nbdb.LogicalRouterPort) string { return r.Name },
 		uuid:  func(r *nbdb.LogicalRouterPort) *string { return &r.UUID },
 		ids:   func(r *nbdb.LogicalRouterPort) *map[string]string { return &r.ExternalIDs },
-		fields: func(r *nbdb.LogicalRouterPort) []any {
-			return []any{&r.ExternalIDs, &r.MAC, &r.Networks, &r.Options, &r.Peer, &r.Ipv6RaConfigs}
+		fields: func(r *nbdb.LogicalRouterPort, buf []any) []any {
+			return append(buf, &r.ExternalIDs, &r.MAC, &r.Networks, &r.Options, &r.Peer, &r.Ipv6RaConfigs)
 		},
 	}
 	routeSpec = spec[nbdb.LogicalRouterStaticRoute]{
@@ -405,17 +414,19 @@ var (
 			}
 			return strings.Join([]string{r.RouteTable, r.IPPrefix, r.Nexthop, pol, deref(r.OutputPort)}, "|")
 		},
-		uuid:   func(r *nbdb.LogicalRouterStaticRoute) *string { return &r.UUID },
-		ids:    func(r *nbdb.LogicalRouterStaticRoute) *map[string]string { return &r.ExternalIDs },
-		fields: func(r *nbdb.LogicalRouterStaticRoute) []any { return []any{&r.ExternalIDs, &r.Options} },
+		uuid: func(r *nbdb.LogicalRouterStaticRoute) *string { return &r.UUID },
+		ids:  func(r *nbdb.LogicalRouterStaticRoute) *map[string]string { return &r.ExternalIDs },
+		fields: func(r *nbdb.LogicalRouterStaticRoute, buf []any) []any {
+			return append(buf, &r.ExternalIDs, &r.Options)
+		},
 	}
 	policySpec = spec[nbdb.LogicalRouterPolicy]{
 		table: nbdb.LogicalRouterPolicyTable,
 		key:   func(r *nbdb.LogicalRouterPolicy) string { return strconv.Itoa(r.Priority) + "|" + r.Match },
 		uuid:  func(r *nbdb.LogicalRouterPolicy) *string { return &r.UUID },
 		ids:   func(r *nbdb.LogicalRouterPolicy) *map[string]string { return &r.ExternalIDs },
-		fields: func(r *nbdb.LogicalRouterPolicy) []any {
-			return []any{&r.ExternalIDs, &r.Action, &r.Nexthops, &r.Options}
+		fields: func(r *nbdb.LogicalRouterPolicy, buf []any) []any {
+			return append(buf, &r.ExternalIDs, &r.Action, &r.Nexthops, &r.Options)
 		},
 	}
 	natSpec = spec[nbdb.NAT]{
@@ -423,17 +434,19 @@ var (
 		key: func(r *nbdb.NAT) string {
 			return strings.Join([]string{r.Type, r.LogicalIP, r.ExternalIP, deref(r.LogicalPort)}, "|")
 		},
-		uuid:   func(r *nbdb.NAT) *string { return &r.UUID },
-		ids:    func(r *nbdb.NAT) *map[string]string { return &r.ExternalIDs },
-		fields: func(r *nbdb.NAT) []any { return []any{&r.ExternalIDs, &r.Options, &r.ExternalPortRange} },
+		uuid: func(r *nbdb.NAT) *string { return &r.UUID },
+		ids:  func(r *nbdb.NAT) *map[string]string { return &r.ExternalIDs },
+		fields: func(r *nbdb.NAT, buf []any) []any {
+			return append(buf, &r.ExternalIDs, &r.Options, &r.ExternalPortRange)
+		},
 	}
 	lspSpec = spec[nbdb.LogicalSwitchPort]{
 		table: nbdb.LogicalSwitchPortTable,
 		key:   func(r *nbdb.LogicalSwitchPort) string { return r.Name },
 		uuid:  func(r *nbdb.LogicalSwitchPort) *string { return &r.UUID },
 		ids:   func(r *nbdb.LogicalSwitchPort) *map[string]string { return &r.ExternalIDs },
-		fields: func(r *nbdb.LogicalSwitchPort) []any {
-			return []any{&r.ExternalIDs, &r.Type, &r.Addresses, &r.Options, &r.PortSecurity}
+		fields: func(r *nbdb.LogicalSwitchPort, buf []any) []any {
+			return append(buf, &r.ExternalIDs, &r.Type, &r.Addresses, &r.Options, &r.PortSecurity)
 		},
 	}
 )
@@ -446,7 +459,7 @@ var dhcpSpec = spec[nbdb.DHCPOptions]{
 	key:    func(r *nbdb.DHCPOptions) string { return r.ExternalIDs[ExternalIDVM] + "|" + r.Cidr },
 	uuid:   func(r *nbdb.DHCPOptions) *string { return &r.UUID },
 	ids:    func(r *nbdb.DHCPOptions) *map[string]string { return &r.ExternalIDs },
-	fields: func(r *nbdb.DHCPOptions) []any { return []any{&r.ExternalIDs, &r.Options} },
+	fields: func(r *nbdb.DHCPOptions, buf []any) []any { return append(buf, &r.ExternalIDs, &r.Options) },
 }
 
 var addressSetSpec = spec[nbdb.AddressSet]{
@@ -454,7 +467,7 @@ var addressSetSpec = spec[nbdb.AddressSet]{
 	key:    func(r *nbdb.AddressSet) string { return r.Name },
 	uuid:   func(r *nbdb.AddressSet) *string { return &r.UUID },
 	ids:    func(r *nbdb.AddressSet) *map[string]string { return &r.ExternalIDs },
-	fields: func(r *nbdb.AddressSet) []any { return []any{&r.ExternalIDs, &r.Addresses} },
+	fields: func(r *nbdb.AddressSet, buf []any) []any { return append(buf, &r.ExternalIDs, &r.Addresses) },
 }
 
 // roots diffs rows of a root table (kept until deleted) that this piece owns.
