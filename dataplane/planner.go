@@ -52,6 +52,9 @@ type keyMemo struct {
 	used int
 	// hits counts the lookups answered from memory (tests).
 	hits int
+	// ids is the owner's external_ids map the plans share, so that desired
+	// rows stamped by an earlier plan are recognised as stamped by the map.
+	ids map[string]string
 }
 
 type memoRow struct {
@@ -205,6 +208,12 @@ func (c *Client) newPlan(d *Desired) (*planner, error) {
 
 func newPlanWith(api client.Client, d *Desired, memo *keyMemo) (*planner, error) {
 	p := &planner{api: api, owner: d.Owner, memo: memo}
+	if memo != nil {
+		if memo.ids == nil {
+			memo.ids = d.Owner.ids()
+		}
+		p.ownerIDs = memo.ids
+	}
 	if err := p.routers(d.Routers); err != nil {
 		return nil, err
 	}
