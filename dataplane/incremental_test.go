@@ -220,6 +220,19 @@ func testIncrementalPlan(t *testing.T, r *rand.Rand) {
 	if hits == 0 {
 		t.Error("no plan used the remembered keys: the incremental path was not exercised")
 	}
+	// The networks go away: their rows and their memos.
+	for _, d := range randomIncrState(r).desired(t) {
+		e.apply(&Desired{Owner: d.Owner})
+		for _, table := range []string{"Logical_Router", "Logical_Router_Port", "Logical_Router_Static_Route", "Address_Set"} {
+			if got := e.nbctl("--bare", "--columns=_uuid", "find", table,
+				fmt.Sprintf(`external_ids:"%s"=%s`, ExternalIDPiece, d.Owner.Piece)); got != "" {
+				t.Errorf("%s rows of %s left after its deletion: %s", table, d.Owner.Network, got)
+			}
+		}
+	}
+	if n := len(e.c.memos.memos); n != 0 {
+		t.Errorf("%d memos left after the networks' deletion", n)
+	}
 	if len(done) != modifyKinds {
 		t.Errorf("only %d of the %d kinds of change were made", len(done), modifyKinds)
 	}

@@ -92,6 +92,13 @@ func (k *keyMemos) get(o Owner) *keyMemo {
 	return m
 }
 
+// drop forgets an owner's memo.
+func (k *keyMemos) drop(o Owner) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.memos, [3]string{o.Network, o.Topology, o.Piece})
+}
+
 // reset forgets every memo; with off, later plans do not memoise.
 func (k *keyMemos) reset(off bool) {
 	k.mu.Lock()
@@ -198,6 +205,11 @@ func newPlan(api client.Client, d *Desired) (*planner, error) {
 // newPlan plans an Apply of d with the owner's key memo (under the
 // network's lock, which Apply holds).
 func (c *Client) newPlan(d *Desired) (*planner, error) {
+	if len(d.Routers)+len(d.Switches)+len(d.DHCPOptions)+len(d.AddressSets) == 0 {
+		// The piece goes away (its network was deleted): so does its memo.
+		c.memos.drop(d.Owner)
+		return newPlanWith(c.NB, d, nil)
+	}
 	memo := c.memos.get(d.Owner)
 	p, err := newPlanWith(c.NB, d, memo)
 	if memo != nil {
