@@ -260,10 +260,23 @@ const modifyKinds = 11
 func (e *env) modifyOwnedRow(r *rand.Rand, n int, kind int) string {
 	e.t.Helper()
 	tr := ovnk.NamesFor(incrNet).TransitRouter()
+	// owned lists the UUIDs of a network's rows ordered by their content
+	// (not by their UUIDs, which differ from run to run), so that a seed
+	// picks the same rows every run.
+	content := map[string]string{"Logical_Router_Static_Route": "ip_prefix,nexthop,output_port,external_ids",
+		"Logical_Router_Port": "name", "Logical_Router_Policy": "priority,match", "Address_Set": "name"}
 	owned := func(table, network string) []string {
-		out := strings.Fields(e.nbctl("--bare", "--columns=_uuid", "find", table,
-			fmt.Sprintf(`external_ids:"%s"=%s`, ExternalIDNetwork, network)))
-		slices.Sort(out)
+		var rows [][2]string
+		for _, line := range lines(e.nbctl("--format=csv", "--no-headings", "--columns=_uuid,"+content[table], "find", table,
+			fmt.Sprintf(`external_ids:"%s"=%s`, ExternalIDNetwork, network))) {
+			uuid, rest, _ := strings.Cut(line, ",")
+			rows = append(rows, [2]string{rest, uuid})
+		}
+		slices.SortFunc(rows, func(a, b [2]string) int { return strings.Compare(a[0]+a[1], b[0]+b[1]) })
+		out := make([]string, len(rows))
+		for i, row := range rows {
+			out[i] = row[1]
+		}
 		return out
 	}
 	pick := func(table, network string) string {
