@@ -41,8 +41,8 @@ help: ## Show the targets.
 generate: $(CONTROLLER_GEN) ovn ## Generate deepcopy code and the OVN NB/SB models (libovsdb modelgen).
 	$(CONTROLLER_GEN) object paths=./apis/...
 	rm -f dataplane/nbdb/*.go dataplane/sbdb/*.go
-	$(GO) tool modelgen -p nbdb -o dataplane/nbdb $(OVN_SCHEMA_DIR)/ovn-nb.ovsschema
-	$(GO) tool modelgen -p sbdb -o dataplane/sbdb $(OVN_SCHEMA_DIR)/ovn-sb.ovsschema
+	$(GO) tool modelgen -extended -p nbdb -o dataplane/nbdb $(OVN_SCHEMA_DIR)/ovn-nb.ovsschema
+	$(GO) tool modelgen -extended -p sbdb -o dataplane/sbdb $(OVN_SCHEMA_DIR)/ovn-sb.ovsschema
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations into the chart; copy the IPAMClaim and NAD CRDs from their modules.

@@ -152,7 +152,7 @@ func (c *Client) ApplyUnless(ctx context.Context, d *Desired, unless func(contex
 	if err := waitConnected(ctx, c.NB); err != nil {
 		return Result{}, err
 	}
-	p, err := newPlan(c.NB, d)
+	p, err := c.newPlan(d)
 	step("plan")
 	if err != nil {
 		return Result{}, err

@@ -150,31 +150,83 @@ func reportRatio(b *testing.B, udnkit, raw time.Duration) {
 }
 
 // BenchmarkLayer2AddOneNodeTo1000 adds the 1001st node to a programmed
-// 1000-node network (one diff over the whole network, one small transaction).
+// 1000-node network (add) and removes it again (remove): one Apply of the whole
+// desired network that sends one small transaction. Each is measured as
+// udnkit plans it (incremental: the ownership and keys of the cached rows
+// are remembered between Applies) and, as the baseline of the same run,
+// without that memory (the plain full diff, as Plan computes it). ops/op is
+// the operations sent, rows/op the rows they write (inserted, updated,
+// mutated or deleted).
 func BenchmarkLayer2AddOneNodeTo1000(b *testing.B) {
-	e := newEnv(b)
 	nodes := manyNodes(1001)
-	base, err := Layer2Topology(benchNetwork(), nodes[:1000])
-	if err != nil {
-		b.Fatal(err)
-	}
-	more, err := Layer2Topology(benchNetwork(), nodes)
-	if err != nil {
-		b.Fatal(err)
-	}
-	e.apply(base)
-	for b.Loop() {
-		res, err := e.c.Apply(e.ctx, more)
-		if err != nil {
-			b.Fatal(err)
+	for _, step := range []struct {
+		name         string
+		before, want *Desired
+	}{
+		{"add", mustLayer2(b, benchNetwork(), nodes[:1000]), mustLayer2(b, benchNetwork(), nodes)},
+		{"remove", mustLayer2(b, benchNetwork(), nodes), mustLayer2(b, benchNetwork(), nodes[:1000])},
+	} {
+		for _, mode := range []string{"incremental", "baseline-full-diff"} {
+			b.Run(step.name+"/"+mode, func(b *testing.B) {
+				e := newEnv(b)
+				// The baseline plans every Apply without memory (the full diff).
+				e.c.memos.reset(mode != "incremental")
+				e.apply(step.before)
+				p, err := newPlan(e.c.NB, step.want)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ops, rows := p.ops, rowsWritten(p)
+				// One Apply of the target first: the incremental plans then run
+				// with warm memory, as in a running controller.
+				e.apply(step.want)
+				e.apply(step.before)
+				for b.Loop() {
+					res, err := e.c.Apply(e.ctx, step.want)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if res.Operations != len(ops) {
+						b.Fatalf("sent %d operations, want %d", res.Operations, len(ops))
+					}
+					b.StopTimer()
+					e.apply(step.before)
+					b.StartTimer()
+				}
+				b.ReportMetric(float64(len(ops)), "ops/op")
+				b.ReportMetric(float64(rows), "rows/op")
+			})
 		}
-		if res.Operations == 0 {
-			b.Fatal("adding a node sent no operations")
-		}
-		b.StopTimer()
-		e.apply(base)
-		b.StartTimer()
 	}
+}
+
+// rowsWritten counts the rows a plan's operations write: each insert one,
+// each row the other operations name by _uuid and each row they remove
+// (garbage-collected children included) once.
+func rowsWritten(p *planner) int {
+	n := 0
+	seen := map[rowRef]bool{}
+	count := func(r rowRef) {
+		if !seen[r] {
+			seen[r] = true
+			n++
+		}
+	}
+	for _, op := range p.ops {
+		if op.Op == ovsdb.OperationInsert {
+			n++
+			continue
+		}
+		for _, c := range op.Where {
+			if u, ok := c.Value.(ovsdb.UUID); ok && c.Column == "_uuid" {
+				count(rowRef{op.Table, u.GoUUID})
+			}
+		}
+	}
+	for _, r := range p.gone {
+		count(r)
+	}
+	return n
 }
 
 // BenchmarkMultiVTEP1000Pods creates, in one transaction, the on-demand

@@ -93,6 +93,9 @@ type Client struct {
 	// first) and "visible" (waiting for the client's cache to show the
 	// result).
 	observe func(o Owner, step string, d time.Duration)
+	// memos remember, per topology piece, the keys of its cached rows
+	// between Applies (planner.go).
+	memos keyMemos
 
 	dbs []*database
 	// connecting is set once Connect runs (on the leader, in the manager).

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
@@ -28,10 +29,150 @@ type planner struct {
 	ownerIDs map[string]string
 	// gone are the rows the plan deletes or unreferences (garbage-collected).
 	gone []rowRef
+	// memo, when set, remembers the keys of the owner's cached rows between plans.
+	memo *keyMemo
+	// want and have hold the columns of the two rows being compared.
+	want, have [8]any
 }
 
 // rowRef names one row.
 type rowRef struct{ table, uuid string }
+
+// keyMemo remembers, by the cached model's pointer, whether a cached row is
+// the owner's and its identity key. libovsdb replaces a cached model with a
+// new one whenever its row changes (and refills the cache with new models
+// after a reconnect) and never modifies one in place, so a pointer seen again
+// is the same row content and what was computed from it still holds: the memo
+// only saves work (the route and NAT keys are built strings, and every owned
+// child of a network's routers is keyed on every Apply), it never changes a
+// plan.
+type keyMemo struct {
+	rows map[model.Model]memoRow
+	// used counts this plan's lookups, to forget the models the cache dropped.
+	used int
+	// hits counts the lookups answered from memory (tests).
+	hits int
+	// ids is the owner's external_ids map the plans share, so that desired
+	// rows stamped by an earlier plan are recognised as stamped by the map.
+	ids map[string]string
+}
+
+type memoRow struct {
+	key   string
+	owned bool
+	// ownerIDs: the row's external_ids are exactly the owner's (as most
+	// desired rows' are), so comparing them with a desired row's that are
+	// the planner's shared ownerIDs map needs no map comparison.
+	ownerIDs bool
+}
+
+// keyMemos holds one keyMemo per owner (network, topology and piece).
+type keyMemos struct {
+	mu sync.Mutex
+	// off makes every plan a plain full diff (benchmark baselines, tests).
+	off   bool
+	memos map[[3]string]*keyMemo
+}
+
+func (k *keyMemos) get(o Owner) *keyMemo {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.off {
+		return nil
+	}
+	key := [3]string{o.Network, o.Topology, o.Piece}
+	if k.memos == nil {
+		k.memos = map[[3]string]*keyMemo{}
+	}
+	m := k.memos[key]
+	if m == nil {
+		m = &keyMemo{rows: map[model.Model]memoRow{}}
+		k.memos[key] = m
+	}
+	return m
+}
+
+// drop forgets an owner's memo.
+func (k *keyMemos) drop(o Owner) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.memos, [3]string{o.Network, o.Topology, o.Piece})
+}
+
+// reset forgets every memo; with off, later plans do not memoise.
+func (k *keyMemos) reset(off bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.memos, k.off = nil, off
+}
+
+// memoKey says whether a cached child row is the owner's, with its key.
+// Ownership is remembered only when it does not depend on the owner's
+// AdoptLegacy and Legacy (which one owner's Applies may change): the row
+// carries a piece.
+func memoKey[T any](p *planner, m model.Model, sp spec[T], row *T) memoRow {
+	if p.memo != nil {
+		p.memo.used++
+		if r, ok := p.memo.rows[m]; ok {
+			p.memo.hits++
+			return r
+		}
+	}
+	ids := *sp.ids(row)
+	if !p.owner.owns(ids, m) {
+		return memoRow{}
+	}
+	r := memoRow{key: sp.key(row), owned: true, ownerIDs: maps.Equal(ids, p.sharedIDs())}
+	if _, hasPiece := ids[ExternalIDPiece]; p.memo != nil && hasPiece {
+		p.memo.rows[m] = r
+	}
+	return r
+}
+
+// prune forgets every key when most of them are of models the cache no
+// longer holds (they are computed again when next needed).
+func (m *keyMemo) prune() {
+	if len(m.rows) > 2*m.used+1024 {
+		m.rows = map[model.Model]memoRow{}
+	}
+	m.used = 0
+}
+
+// mutate mutates the columns of one cached row, found by its UUID (the
+// condition libovsdb's Where(row) builds too). Where(row) looks the row up in
+// the cache and clones it through JSON, which for a transit router with
+// thousands of ports and routes costs milliseconds on every Apply that adds
+// or removes a node.
+func (p *planner) mutate(target, row model.Model, mutations []model.Mutation) error {
+	dbModel := p.api.Cache().DatabaseModel()
+	table := dbModel.FindTable(reflect.TypeOf(row))
+	at, err := dbModel.NewModelInfo(target)
+	if err != nil {
+		return err
+	}
+	where, err := dbModel.Mapper.NewEqualityCondition(at)
+	if err != nil {
+		return err
+	}
+	info, err := dbModel.NewModelInfo(row)
+	if err != nil {
+		return err
+	}
+	op := ovsdb.Operation{Op: ovsdb.OperationMutate, Table: table, Where: where}
+	for _, m := range mutations {
+		column, err := info.ColumnByPtr(m.Field)
+		if err != nil {
+			return err
+		}
+		mut, err := dbModel.Mapper.NewMutation(info, column, m.Mutator, m.Value)
+		if err != nil {
+			return err
+		}
+		op.Mutations = append(op.Mutations, *mut)
+	}
+	p.ops = append(p.ops, op)
+	return nil
+}
 
 // rows returns a read-only snapshot of a cached table by UUID.
 func (p *planner) rows(table string) map[string]model.Model {
@@ -58,7 +199,33 @@ func plan(api client.Client, d *Desired) ([]ovsdb.Operation, error) {
 }
 
 func newPlan(api client.Client, d *Desired) (*planner, error) {
-	p := &planner{api: api, owner: d.Owner}
+	return newPlanWith(api, d, nil)
+}
+
+// newPlan plans an Apply of d with the owner's key memo (under the
+// network's lock, which Apply holds).
+func (c *Client) newPlan(d *Desired) (*planner, error) {
+	if len(d.Routers)+len(d.Switches)+len(d.DHCPOptions)+len(d.AddressSets) == 0 {
+		// The piece goes away (its network was deleted): so does its memo.
+		c.memos.drop(d.Owner)
+		return newPlanWith(c.NB, d, nil)
+	}
+	memo := c.memos.get(d.Owner)
+	p, err := newPlanWith(c.NB, d, memo)
+	if memo != nil {
+		memo.prune()
+	}
+	return p, err
+}
+
+func newPlanWith(api client.Client, d *Desired, memo *keyMemo) (*planner, error) {
+	p := &planner{api: api, owner: d.Owner, memo: memo}
+	if memo != nil {
+		if memo.ids == nil {
+			memo.ids = d.Owner.ids()
+		}
+		p.ownerIDs = memo.ids
+	}
 	if err := p.routers(d.Routers); err != nil {
 		return nil, err
 	}
@@ -95,8 +262,9 @@ type spec[T any] struct {
 	// uuid and ids give access to the row's _uuid and external_ids.
 	uuid func(*T) *string
 	ids  func(*T) *map[string]string
-	// fields are the columns udnkit manages (compared and updated).
-	fields func(*T) []any
+	// fields appends to buf the columns udnkit manages (compared and
+	// updated), external_ids first.
+	fields func(r *T, buf []any) []any
 }
 
 // rowsOf returns the cached rows of a table, in a stable order.
@@ -125,36 +293,48 @@ func children[T any, PT interface {
 	model.Model
 }](p *planner, sp spec[T], current []string, desired []T) (insert, remove []string, err error) {
 	table := p.rows(sp.table)
-	existing := map[string]PT{}
+	type found struct {
+		row      PT
+		ownerIDs bool
+		claimed  bool // by a desired row
+	}
+	existing := make(map[string]found, len(current))
 	var extra []string
-	sorted := slices.Clone(current)
-	slices.Sort(sorted)
-	for _, u := range sorted {
+	for _, u := range current {
 		m := table[u]
 		if m == nil {
 			continue
 		}
 		row := m.(PT)
-		if !p.owner.owns(*sp.ids((*T)(row)), row) {
+		r := memoKey(p, m, sp, (*T)(row))
+		if !r.owned {
 			continue
 		}
-		if _, dup := existing[sp.key((*T)(row))]; dup {
-			// Duplicates (e.g. written by a racing writer) heal: one survives.
+		if prev, dup := existing[r.key]; dup {
+			// Duplicates (e.g. written by a racing writer) heal: the row with
+			// the smallest UUID survives, whatever the column's order.
+			if pu := *sp.uuid((*T)(prev.row)); u < pu {
+				existing[r.key], u = found{row: row, ownerIDs: r.ownerIDs}, pu
+			}
 			extra = append(extra, u)
 			continue
 		}
-		existing[sp.key((*T)(row))] = row
+		existing[r.key] = found{row: row, ownerIDs: r.ownerIDs}
 	}
-	seen := make(map[string]bool, len(desired))
+	var created map[string]bool
 	for i := range desired {
 		d := &desired[i]
-		if seen[sp.key(d)] {
-			return nil, nil, fmt.Errorf("desired rows: two %s rows with the same identity %q", sp.table, sp.key(d))
+		k := sp.key(d)
+		ex, ok := existing[k]
+		if ok && ex.claimed || !ok && created[k] {
+			return nil, nil, fmt.Errorf("desired rows: two %s rows with the same identity %q", sp.table, k)
 		}
-		seen[sp.key(d)] = true
-		p.stamp(sp.ids(d))
-		ex, ok := existing[sp.key(d)]
+		shared := p.stamp(sp.ids(d))
 		if !ok {
+			if created == nil {
+				created = map[string]bool{}
+			}
+			created[k] = true
 			u := p.name()
 			*sp.uuid(d) = u
 			if err := p.add(p.api.Create(PT(d))); err != nil {
@@ -163,15 +343,23 @@ func children[T any, PT interface {
 			insert = append(insert, u)
 			continue
 		}
-		delete(existing, sp.key(d))
-		if !sameFields(sp.fields(d), sp.fields((*T)(ex))) {
-			if err := p.add(p.api.Where(ex).Update(PT(d), sp.fields(d)...)); err != nil {
+		ex.claimed = true
+		existing[k] = ex
+		want, have := sp.fields(d, p.want[:0]), sp.fields((*T)(ex.row), p.have[:0])
+		if shared && ex.ownerIDs && want[0] == any(sp.ids(d)) {
+			// Both external_ids are exactly the owner's: compare the rest.
+			want, have = want[1:], have[1:]
+		}
+		if !sameFields(want, have) {
+			if err := p.add(p.api.Where(ex.row).Update(PT(d), sp.fields(d, nil)...)); err != nil {
 				return nil, nil, err
 			}
 		}
 	}
-	for _, row := range existing {
-		remove = append(remove, *sp.uuid((*T)(row)))
+	for _, f := range existing {
+		if !f.claimed {
+			remove = append(remove, *sp.uuid((*T)(f.row)))
+		}
 	}
 	remove = append(remove, extra...)
 	sort.Strings(remove)
@@ -183,22 +371,49 @@ func children[T any, PT interface {
 
 // stamp adds the owner's external_ids to a desired row's. Rows with no
 // external_ids of their own (most of them) share one read-only map.
-func (p *planner) stamp(ids *map[string]string) {
-	if len(*ids) == 0 {
-		if p.ownerIDs == nil {
-			p.ownerIDs = p.owner.ids()
+func (p *planner) stamp(ids *map[string]string) (shared bool) {
+	if len(*ids) == 0 || sameMap(*ids, p.sharedIDs()) {
+		*ids = p.sharedIDs()
+		return true
+	}
+	stamped := true
+	for k, v := range p.ownerIDs {
+		if w, ok := (*ids)[k]; !ok || w != v {
+			stamped = false
+			break
 		}
-		*ids = p.ownerIDs
-		return
+	}
+	if stamped {
+		// Stamped by an earlier plan of the same desired rows.
+		if len(*ids) == len(p.ownerIDs) {
+			*ids = p.ownerIDs
+			return true
+		}
+		return false
 	}
 	m := make(map[string]string, len(*ids)+3)
 	for k, v := range *ids {
 		m[k] = v
 	}
-	for k, v := range p.owner.ids() {
+	for k, v := range p.ownerIDs {
 		m[k] = v
 	}
 	*ids = m
+	return false
+}
+
+// sharedIDs is the owner's external_ids, shared read-only by the desired
+// rows that have no other external_ids.
+func (p *planner) sharedIDs() map[string]string {
+	if p.ownerIDs == nil {
+		p.ownerIDs = p.owner.ids()
+	}
+	return p.ownerIDs
+}
+
+// sameMap says whether a and b are one map (not merely equal ones).
+func sameMap(a, b map[string]string) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 var (
@@ -207,8 +422,8 @@ var (
 		key:   func(r *nbdb.LogicalRouterPort) string { return r.Name },
 		uuid:  func(r *nbdb.LogicalRouterPort) *string { return &r.UUID },
 		ids:   func(r *nbdb.LogicalRouterPort) *map[string]string { return &r.ExternalIDs },
-		fields: func(r *nbdb.LogicalRouterPort) []any {
-			return []any{&r.ExternalIDs, &r.MAC, &r.Networks, &r.Options, &r.Peer, &r.Ipv6RaConfigs}
+		fields: func(r *nbdb.LogicalRouterPort, buf []any) []any {
+			return append(buf, &r.ExternalIDs, &r.MAC, &r.Networks, &r.Options, &r.Peer, &r.Ipv6RaConfigs)
 		},
 	}
 	routeSpec = spec[nbdb.LogicalRouterStaticRoute]{
@@ -220,17 +435,19 @@ var (
 			}
 			return strings.Join([]string{r.RouteTable, r.IPPrefix, r.Nexthop, pol, deref(r.OutputPort)}, "|")
 		},
-		uuid:   func(r *nbdb.LogicalRouterStaticRoute) *string { return &r.UUID },
-		ids:    func(r *nbdb.LogicalRouterStaticRoute) *map[string]string { return &r.ExternalIDs },
-		fields: func(r *nbdb.LogicalRouterStaticRoute) []any { return []any{&r.ExternalIDs, &r.Options} },
+		uuid: func(r *nbdb.LogicalRouterStaticRoute) *string { return &r.UUID },
+		ids:  func(r *nbdb.LogicalRouterStaticRoute) *map[string]string { return &r.ExternalIDs },
+		fields: func(r *nbdb.LogicalRouterStaticRoute, buf []any) []any {
+			return append(buf, &r.ExternalIDs, &r.Options)
+		},
 	}
 	policySpec = spec[nbdb.LogicalRouterPolicy]{
 		table: nbdb.LogicalRouterPolicyTable,
 		key:   func(r *nbdb.LogicalRouterPolicy) string { return strconv.Itoa(r.Priority) + "|" + r.Match },
 		uuid:  func(r *nbdb.LogicalRouterPolicy) *string { return &r.UUID },
 		ids:   func(r *nbdb.LogicalRouterPolicy) *map[string]string { return &r.ExternalIDs },
-		fields: func(r *nbdb.LogicalRouterPolicy) []any {
-			return []any{&r.ExternalIDs, &r.Action, &r.Nexthops, &r.Options}
+		fields: func(r *nbdb.LogicalRouterPolicy, buf []any) []any {
+			return append(buf, &r.ExternalIDs, &r.Action, &r.Nexthops, &r.Options)
 		},
 	}
 	natSpec = spec[nbdb.NAT]{
@@ -238,17 +455,19 @@ var (
 		key: func(r *nbdb.NAT) string {
 			return strings.Join([]string{r.Type, r.LogicalIP, r.ExternalIP, deref(r.LogicalPort)}, "|")
 		},
-		uuid:   func(r *nbdb.NAT) *string { return &r.UUID },
-		ids:    func(r *nbdb.NAT) *map[string]string { return &r.ExternalIDs },
-		fields: func(r *nbdb.NAT) []any { return []any{&r.ExternalIDs, &r.Options, &r.ExternalPortRange} },
+		uuid: func(r *nbdb.NAT) *string { return &r.UUID },
+		ids:  func(r *nbdb.NAT) *map[string]string { return &r.ExternalIDs },
+		fields: func(r *nbdb.NAT, buf []any) []any {
+			return append(buf, &r.ExternalIDs, &r.Options, &r.ExternalPortRange)
+		},
 	}
 	lspSpec = spec[nbdb.LogicalSwitchPort]{
 		table: nbdb.LogicalSwitchPortTable,
 		key:   func(r *nbdb.LogicalSwitchPort) string { return r.Name },
 		uuid:  func(r *nbdb.LogicalSwitchPort) *string { return &r.UUID },
 		ids:   func(r *nbdb.LogicalSwitchPort) *map[string]string { return &r.ExternalIDs },
-		fields: func(r *nbdb.LogicalSwitchPort) []any {
-			return []any{&r.ExternalIDs, &r.Type, &r.Addresses, &r.Options, &r.PortSecurity}
+		fields: func(r *nbdb.LogicalSwitchPort, buf []any) []any {
+			return append(buf, &r.ExternalIDs, &r.Type, &r.Addresses, &r.Options, &r.PortSecurity)
 		},
 	}
 )
@@ -261,7 +480,7 @@ var dhcpSpec = spec[nbdb.DHCPOptions]{
 	key:    func(r *nbdb.DHCPOptions) string { return r.ExternalIDs[ExternalIDVM] + "|" + r.Cidr },
 	uuid:   func(r *nbdb.DHCPOptions) *string { return &r.UUID },
 	ids:    func(r *nbdb.DHCPOptions) *map[string]string { return &r.ExternalIDs },
-	fields: func(r *nbdb.DHCPOptions) []any { return []any{&r.ExternalIDs, &r.Options} },
+	fields: func(r *nbdb.DHCPOptions, buf []any) []any { return append(buf, &r.ExternalIDs, &r.Options) },
 }
 
 var addressSetSpec = spec[nbdb.AddressSet]{
@@ -269,7 +488,7 @@ var addressSetSpec = spec[nbdb.AddressSet]{
 	key:    func(r *nbdb.AddressSet) string { return r.Name },
 	uuid:   func(r *nbdb.AddressSet) *string { return &r.UUID },
 	ids:    func(r *nbdb.AddressSet) *map[string]string { return &r.ExternalIDs },
-	fields: func(r *nbdb.AddressSet) []any { return []any{&r.ExternalIDs, &r.Addresses} },
+	fields: func(r *nbdb.AddressSet, buf []any) []any { return append(buf, &r.ExternalIDs, &r.Addresses) },
 }
 
 // roots diffs rows of a root table (kept until deleted) that this piece owns.
@@ -525,7 +744,7 @@ func (p *planner) parent(ex, row model.Model, ref bool, ids *map[string]string, 
 	if len(mutations) == 0 {
 		return nil
 	}
-	return p.add(p.api.Where(ex).Mutate(row, mutations...))
+	return p.mutate(ex, row, mutations)
 }
 
 type childColumn struct {
@@ -552,7 +771,7 @@ func (p *planner) dropChildren(parent model.Model, cols []childColumn) error {
 	if len(mutations) == 0 {
 		return nil
 	}
-	return p.add(p.api.Where(parent).Mutate(parent, mutations...))
+	return p.mutate(parent, parent, mutations)
 }
 
 func ownedIn[T any](p *planner, sp spec[T]) func(string) bool {
