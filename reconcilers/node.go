@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,6 +53,9 @@ type layer3Network struct {
 	obj     types.NamespacedName
 	uid     types.UID
 	subnets []netids.ClusterSubnet
+	// hostSubnets is the network's HostSubnetsAllocated condition as last
+	// read (nil when it has none).
+	hostSubnets *metav1.Condition
 }
 
 type hostSubnetState struct {
@@ -162,11 +166,11 @@ func (r *nodeReconciler) ensureInit(ctx context.Context) error {
 // layer3Networks lists the Layer3 networks.
 func (r *nodeReconciler) layer3Networks(ctx context.Context) ([]layer3Network, error) {
 	var out []layer3Network
-	add := func(name, kind string, obj types.NamespacedName, uid types.UID, spec udnv1.NetworkSpec) {
+	add := func(name, kind string, obj types.NamespacedName, uid types.UID, spec udnv1.NetworkSpec, conds []metav1.Condition) {
 		if spec.Topology != udnv1.NetworkTopologyLayer3 || spec.Layer3 == nil {
 			return
 		}
-		n := layer3Network{name: name, kind: kind, obj: obj, uid: uid}
+		n := layer3Network{name: name, kind: kind, obj: obj, uid: uid, hostSubnets: meta.FindStatusCondition(conds, ConditionHostSubnetsAllocated)}
 		published, known := r.nadSubnets(ctx, uid)
 		for _, s := range spec.Layer3.Subnets {
 			p, err := netip.ParsePrefix(string(s.CIDR))
@@ -193,14 +197,14 @@ func (r *nodeReconciler) layer3Networks(ctx context.Context) ([]layer3Network, e
 	// Networks being deleted keep their host subnets until they are gone:
 	// their pods may still run.
 	for _, u := range udns.Items {
-		add(ovnk.UDNNetworkName(u.Namespace, u.Name), kindUDN, client.ObjectKeyFromObject(&u), u.UID, u.Spec.Network())
+		add(ovnk.UDNNetworkName(u.Namespace, u.Name), kindUDN, client.ObjectKeyFromObject(&u), u.UID, u.Spec.Network(), u.Status.Conditions)
 	}
 	var cudns udnv1.ClusterUserDefinedNetworkList
 	if err := r.client.List(ctx, &cudns); err != nil {
 		return nil, err
 	}
 	for _, c := range cudns.Items {
-		add(ovnk.CUDNNetworkName(c.Name), kindCUDN, client.ObjectKeyFromObject(&c), c.UID, c.Spec.Network)
+		add(ovnk.CUDNNetworkName(c.Name), kindCUDN, client.ObjectKeyFromObject(&c), c.UID, c.Spec.Network, c.Status.Conditions)
 	}
 	return out, nil
 }
@@ -240,6 +244,11 @@ func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network)
 				}
 			}
 			st = &hostSubnetState{alloc: alloc, net: n, lacking: map[string]string{}}
+			if n.hostSubnets != nil {
+				// What an earlier process applied stands until the summary
+				// changes: a restart rewrites no network's status.
+				st.written = n.hostSubnets.Message
+			}
 			r.networks[n.name] = st
 		} else if err := st.alloc.SetClusterSubnets(n.subnets); err != nil {
 			return nil, fmt.Errorf("network %s: %w", n.name, err)
@@ -523,9 +532,13 @@ func (r *nodeReconciler) setLacking(ctx context.Context, st *hostSubnetState, no
 	if !changed {
 		return
 	}
+	transition := time.Now().UTC()
+	if old := net.hostSubnets; old != nil && old.Status == status {
+		transition = old.LastTransitionTime.UTC()
+	}
 	cond := map[string]any{
 		"type": ConditionHostSubnetsAllocated, "status": string(status), "reason": reason, "message": summary,
-		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
+		"lastTransitionTime": transition.Format(time.RFC3339),
 	}
 	u := net.ref()
 	u.SetUID("")
