@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -54,6 +55,11 @@ func (r *cudnReconciler) allCUDNs(ctx context.Context, _ client.Object) []ctrl.R
 func (r *cudnReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var cudn udnv1.ClusterUserDefinedNetwork
 	if err := r.client.Get(ctx, req.NamespacedName, &cudn); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Gone (its finalizer removed by hand): no check of its
+			// IDs will come; networks waiting for one stop waiting.
+			r.ids.setUnverified(networkKey(kindCUDN, "", req.Name), false)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	n := network{obj: &cudn, kind: kindCUDN, spec: cudn.Spec.Network, status: &cudn.Status,
