@@ -183,11 +183,12 @@ func (a *networkAllocators) ensure(ctx context.Context, owner string, annotation
 			a.tunnelKeys.Release(owner, k)
 		}
 	}
-	if held := a.networkIDs.Held(owner); !a.cfg.SingleWriter && hasID && len(held) > 0 && held[0] != id {
-		// With more than one writer, a recorded ID other than the one this
-		// process holds was written by another writer (and is checked by
-		// it): follow it rather than write this process's back, which made
-		// the two writers take turns and published each one's IDs in turn.
+	if held := a.networkIDs.Held(owner); hasID && len(held) > 0 && held[0] != id && a.isUnverified(owner) {
+		// This process's IDs for the network were never confirmed (its
+		// check is still to come, or found a clash) and another writer
+		// recorded others: follow those rather than write these back, which
+		// made two writers take turns publishing their own. Verified IDs
+		// still win over an edited annotation (below).
 		a.networkIDs.ReleaseOwner(owner)
 		a.tunnelKeys.ReleaseOwner(owner)
 	}
