@@ -110,6 +110,8 @@ type networkReconciler struct {
 	ids      *networkAllocators
 	recorder recorder.EventRecorder
 	owner    string
+	// selectors are the CUDNs' parsed namespaceSelectors (conflicts.go).
+	selectors selectorCache
 }
 
 func newNetworkReconciler(mgr ctrl.Manager, cfg *Config, ids *networkAllocators, name string) *networkReconciler {
