@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -94,6 +95,13 @@ type nodeReconciler struct {
 	// yet been checked against every other node (see verify).
 	unverified unverifiedSet
 
+	// netsGen counts network and NAD events; netsCache is layer3Networks
+	// as of netsCacheGen.
+	netsGen      atomic.Int64
+	netsCacheMu  sync.Mutex
+	netsCache    []layer3Network
+	netsCacheGen int64
+
 	// nadParsed caches nadSubnets per network UID.
 	nadMu     sync.Mutex
 	nadParsed map[types.UID]parsedNAD
@@ -116,6 +124,10 @@ func newNodeReconciler(mgr ctrl.Manager, cfg *Config) *nodeReconciler {
 
 func (r *nodeReconciler) setup(mgr ctrl.Manager) error {
 	allNodes := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+		// The cache holds the changed network or NAD already (informers
+		// update their store before they notify): the next reconcile lists
+		// the Layer3 networks again.
+		r.netsGen.Add(1)
 		var nodes metav1.PartialObjectMetadataList
 		nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
 		if err := r.client.List(ctx, &nodes); err != nil {
@@ -213,6 +225,23 @@ func (r *nodeReconciler) ensureInit(ctx context.Context) error {
 	}
 	r.inited = true
 	return nil
+}
+
+// cachedLayer3Networks is layer3Networks, listed once per change of a
+// network or NAD rather than once per node: a change reconciles every node.
+func (r *nodeReconciler) cachedLayer3Networks(ctx context.Context) ([]layer3Network, error) {
+	gen := r.netsGen.Load()
+	r.netsCacheMu.Lock()
+	defer r.netsCacheMu.Unlock()
+	if r.netsCache != nil && r.netsCacheGen == gen {
+		return r.netsCache, nil
+	}
+	nets, err := r.layer3Networks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.netsCache, r.netsCacheGen = nets, gen
+	return nets, nil
 }
 
 // layer3Networks lists the Layer3 networks.
@@ -392,7 +421,7 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err := r.ensureInit(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
-	nets, err := r.layer3Networks(ctx)
+	nets, err := r.cachedLayer3Networks(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
