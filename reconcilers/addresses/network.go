@@ -58,8 +58,10 @@ func eligible(spec udnv1.NetworkSpec) bool {
 // findNetwork returns the namespace's Primary Layer2 network, if any: its
 // UDN, else the first CUDN (by name) whose namespaceSelector matches.
 func findNetwork(ctx context.Context, c client.Reader, namespace string) (*primaryLayer2, error) {
+	// Listed without copies (read only): every pod's reconcile looks its
+	// network up, and copying every CUDN made that O(networks) allocations.
 	var udns udnv1.UserDefinedNetworkList
-	if err := c.List(ctx, &udns, client.InNamespace(namespace)); err != nil {
+	if err := c.List(ctx, &udns, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	for _, u := range udns.Items {
@@ -74,14 +76,17 @@ func findNetwork(ctx context.Context, c client.Reader, namespace string) (*prima
 		return nil, fmt.Errorf("namespace %s: %w", namespace, err)
 	}
 	var cudns udnv1.ClusterUserDefinedNetworkList
-	if err := c.List(ctx, &cudns); err != nil {
+	if err := c.List(ctx, &cudns, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(cudns.Items, func(a, b udnv1.ClusterUserDefinedNetwork) int { return compare(a.Name, b.Name) })
-	for _, cu := range cudns.Items {
-		if cu.DeletionTimestamp != nil || !eligible(cu.Spec.Network) {
-			continue
+	var candidates []*udnv1.ClusterUserDefinedNetwork
+	for i := range cudns.Items {
+		if cu := &cudns.Items[i]; cu.DeletionTimestamp == nil && eligible(cu.Spec.Network) {
+			candidates = append(candidates, cu)
 		}
+	}
+	slices.SortFunc(candidates, func(a, b *udnv1.ClusterUserDefinedNetwork) int { return compare(a.Name, b.Name) })
+	for _, cu := range candidates {
 		sel, err := metav1.LabelSelectorAsSelector(&cu.Spec.NamespaceSelector)
 		if err != nil {
 			continue
