@@ -130,7 +130,7 @@ func (r *nodeReconciler) setup(mgr ctrl.Manager) error {
 		r.netsGen.Add(1)
 		var nodes metav1.PartialObjectMetadataList
 		nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
-		if err := r.client.List(ctx, &nodes); err != nil {
+		if err := r.client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 			return nil
 		}
 		out := make([]ctrl.Request, 0, len(nodes.Items))
