@@ -3,6 +3,7 @@ package reconcilers
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -30,12 +31,18 @@ type networkAllocators struct {
 	initMu sync.Mutex
 	inited bool
 
+	ensureMu sync.Mutex
+
 	networkIDs *netids.IDAllocator
 	tunnelKeys *netids.IDAllocator
 
 	// unverified are owners whose newly allocated IDs have not yet been
 	// checked against the apiserver (see conflict).
 	unverified unverifiedSet
+	// learned are owners whose IDs this process only learned from another
+	// writer's network (see yield), not allocated or read from the owner's
+	// own annotations.
+	learned unverifiedSet
 }
 
 func newNetworkAllocators(reader client.Reader, cfg *Config) *networkAllocators {
@@ -153,6 +160,19 @@ func (a *networkAllocators) ensure(ctx context.Context, owner string, annotation
 	if err != nil {
 		return ids, nil, nil, err
 	}
+	// One network's IDs at a time: what ensure reads of another network's
+	// claim (held, unverified) is never half-way through an ensure.
+	a.ensureMu.Lock()
+	defer a.ensureMu.Unlock()
+	if a.learned.has(owner) {
+		// Learned claims keep the IDs from other networks; they never
+		// outrank what the owner's own annotations record.
+		a.learned.set(owner, false)
+		if !hasID || !slices.Equal(a.networkIDs.Held(owner), []int{id}) || !slices.Equal(a.tunnelKeys.Held(owner), sortedInRange(keys, a.tunnelKeys)) {
+			a.networkIDs.ReleaseOwner(owner)
+			a.tunnelKeys.ReleaseOwner(owner)
+		}
+	}
 	var newID bool
 	var newKeys []int
 	undo = func() {
@@ -163,11 +183,37 @@ func (a *networkAllocators) ensure(ctx context.Context, owner string, annotation
 			a.tunnelKeys.Release(owner, k)
 		}
 	}
+	if held := a.networkIDs.Held(owner); hasID && len(held) > 0 && held[0] != id && a.isUnverified(owner) {
+		// This process's IDs for the network were never confirmed (its
+		// check is still to come, or found a clash) and another writer
+		// recorded others: follow those rather than write these back, which
+		// made two writers take turns publishing their own. Verified IDs
+		// still win over an edited annotation (below).
+		a.networkIDs.ReleaseOwner(owner)
+		a.tunnelKeys.ReleaseOwner(owner)
+	}
+	if hasID && len(a.networkIDs.Held(owner)) == 0 {
+		// Another network's claim that this process has not yet checked
+		// against the apiserver is no reason to give this network new IDs:
+		// it may be the claim that yields. Wait for the check. (A network
+		// that waits holds nothing, one that holds something never waits:
+		// no two wait for each other.)
+		if o, ok := a.networkIDs.Owner(id); ok && o != owner && a.isUnverified(o) {
+			return ids, nil, nil, errClaimUnverified
+		}
+		for _, k := range keys {
+			if o, ok := a.tunnelKeys.Owner(k); ok && o != owner && a.isUnverified(o) {
+				return ids, nil, nil, errClaimUnverified
+			}
+		}
+	}
 	switch held := a.networkIDs.Held(owner); {
 	case len(held) > 0 && (!hasID || held[0] != id):
 		// What this process holds wins over an edited annotation: a
-		// network's ID never changes while it exists.
+		// network's ID never changes while it exists. The recorded keys
+		// went with the recorded ID (the switch key derives from it).
 		ids.ID = held[0]
+		keys = nil
 	case hasID && a.networkIDs.Reserve(owner, id) == nil:
 		ids.ID = id
 	default:
@@ -180,6 +226,10 @@ func (a *networkAllocators) ensure(ctx context.Context, owner string, annotation
 			return ids, nil, nil, err
 		}
 		newID = true
+	}
+	if k, ok := legacyKeyMismatch(keys, ids.ID); ok {
+		ignored = append(ignored, fmt.Sprintf("tunnel keys %v (key %d is not network ID %d's switch key)", keys, k, ids.ID))
+		keys = nil
 	}
 	if k, held := a.heldByOther(owner, keys); held {
 		ignored = append(ignored, fmt.Sprintf("tunnel keys %v (key %d is held by an older network)", keys, k))
@@ -220,7 +270,38 @@ func (a *networkAllocators) ensure(ctx context.Context, owner string, annotation
 		newKeys = append(newKeys, k)
 	}
 	ids.TunnelKeys = keys
+	if !a.cfg.SingleWriter {
+		// IDs about to be written are unverified from this moment, not
+		// from after the write: another worker must not take them as
+		// checked (see errClaimUnverified) while the write is in flight.
+		probe := make(map[string]string, len(annotations))
+		for k, v := range annotations {
+			probe[k] = v
+		}
+		if ids.Encode(probe) {
+			a.setUnverified(owner, true)
+		}
+	}
 	return ids, undo, ignored, nil
+}
+
+// errClaimUnverified: a network's recorded IDs are claimed by another
+// network whose write this process has not verified yet; retry shortly.
+var errClaimUnverified = errors.New("the recorded network IDs are also claimed by a network whose IDs are being verified")
+
+// legacyKeyMismatch returns a key of keys in the legacy transit switch key
+// range that is not network id's: only id's own switch key may be there.
+func legacyKeyMismatch(keys []int, id int) (int, bool) {
+	want, err := ovnk.LegacyTransitSwitchKey(id)
+	if err != nil {
+		return 0, false
+	}
+	for _, k := range keys {
+		if k >= ovnk.BaseTransitSwitchTunnelKey && k < ovnk.FirstAllocatedTunnelKey && k != want {
+			return k, true
+		}
+	}
+	return 0, false
 }
 
 // heldByOther returns a key of keys another owner holds.
@@ -263,52 +344,113 @@ func (s *unverifiedSet) set(owner string, v bool) {
 	}
 }
 
+// sortedInRange returns the keys inside the allocator's range, sorted.
+func sortedInRange(keys []int, alloc *netids.IDAllocator) []int {
+	first, last := alloc.Range()
+	out := make([]int, 0, len(keys))
+	for _, k := range keys {
+		if k >= first && k <= last {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// idClash is another network found holding some of a network's IDs.
+type idClash struct {
+	owner string
+	ids   ovnk.NetworkIDs
+}
+
 // conflict looks, straight in the apiserver, for another network whose
 // annotations hold one of ids. Another process (a second manager without
 // leader election, or an old leader) may have written the same ID to a
 // different network; whichever writer lists after both writes sees it, so
-// a writer that finds a conflict yields and no ID stays on two networks. It
-// also makes this process's allocators learn the other network's IDs.
-func (a *networkAllocators) conflict(ctx context.Context, owner string, ids ovnk.NetworkIDs) (other string, err error) {
+// a writer that finds a conflict yields and no ID stays on two networks.
+// The other network and the IDs it records are returned for yield.
+// superseded says owner's own CR no longer records ids (another writer gave
+// it other IDs, or it is gone): they must not be published either.
+func (a *networkAllocators) conflict(ctx context.Context, owner string, ids ovnk.NetworkIDs) (other *idClash, superseded bool, err error) {
+	superseded = true
 	for _, kind := range []string{kindUDN, kindCUDN} {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(udnv1.GroupVersion.WithKind(kind + "List"))
 		if err := a.reader.List(ctx, list); err != nil {
-			return "", fmt.Errorf("checking network IDs: %w", err)
+			return nil, false, fmt.Errorf("checking network IDs: %w", err)
 		}
 		for _, o := range list.Items {
 			other := networkKey(kind, o.Namespace, o.Name)
-			if other == owner {
-				continue
-			}
 			dec, err := ovnk.DecodeNetworkIDs(o.Annotations)
 			id, hasID, keys := dec.ID, dec.HasID, dec.TunnelKeys
+			if other == owner {
+				if err == nil && hasID && id == ids.ID && slices.Equal(keys, ids.TunnelKeys) {
+					superseded = false
+				}
+				continue
+			}
 			if err != nil {
 				continue
 			}
-			clash := hasID && id == ids.ID
+			found := hasID && id == ids.ID
 			for _, k := range keys {
-				clash = clash || slices.Contains(ids.TunnelKeys, k)
+				found = found || slices.Contains(ids.TunnelKeys, k)
 			}
-			if clash {
-				return other, nil
+			if found {
+				return &idClash{owner: other, ids: dec}, false, nil
 			}
 		}
 	}
+	if superseded {
+		return nil, true, nil
+	}
 	a.setUnverified(owner, false)
-	return "", nil
+	return nil, false, nil
 }
 
-// yield gives up owner's IDs. It reserves nothing for the other network:
-// if both writers yield, neither may keep a phantom claim; the allocation
-// cursor has moved past the IDs anyway, and every write is checked again.
-func (a *networkAllocators) yield(owner string) {
+// superseded gives up owner's IDs in this process only: its CR records
+// others now, which its next reconcile reads and checks again.
+func (a *networkAllocators) superseded(owner string) {
 	a.release(owner)
+	a.setUnverified(owner, true)
+}
+
+// yield gives up owner's IDs once its CR no longer records them, and learns
+// the IDs the other network records. Without learning them, this process's
+// allocators would count those IDs free: a reconcile of owner from a cache
+// that still shows the yielded annotation would reserve them again and,
+// the annotation looking unchanged, publish them in owner's NAD beside the
+// other network's. For the same reason owner stays unverified: whatever IDs
+// it uses next are checked against the apiserver before a NAD shows them.
+// A learned claim only keeps the IDs from other owners; when the other
+// network itself is reconciled its own annotations decide (ensure), so a
+// claim learned from a write that was itself yielded is dropped then.
+func (a *networkAllocators) yield(owner string, other *idClash) {
+	a.release(owner)
+	a.setUnverified(owner, true)
+	if other == nil || len(a.networkIDs.Held(other.owner))+len(a.tunnelKeys.Held(other.owner)) > 0 {
+		// This process has its own view of the other network already.
+		return
+	}
+	learned := false
+	if other.ids.HasID && a.networkIDs.Reserve(other.owner, other.ids.ID) == nil {
+		learned = true
+	}
+	first, last := a.tunnelKeys.Range()
+	for _, k := range other.ids.TunnelKeys {
+		if k >= first && k <= last && a.tunnelKeys.Reserve(other.owner, k) == nil {
+			learned = true
+		}
+	}
+	if learned {
+		a.learned.set(other.owner, true)
+	}
 }
 
 // release frees everything owner holds.
 func (a *networkAllocators) release(owner string) {
 	a.setUnverified(owner, false)
+	a.learned.set(owner, false)
 	a.networkIDs.ReleaseOwner(owner)
 	a.tunnelKeys.ReleaseOwner(owner)
 }

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -93,7 +94,7 @@ func (r *networkReconciler) rivalsOf(ctx context.Context, kind string, changed c
 	if kind == kindUDN {
 		for _, ns := range namespaces {
 			var udns udnv1.UserDefinedNetworkList
-			if err := r.client.List(ctx, &udns, client.InNamespace(ns)); err != nil {
+			if err := r.client.List(ctx, &udns, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 				continue
 			}
 			for _, u := range udns.Items {
@@ -104,26 +105,98 @@ func (r *networkReconciler) rivalsOf(ctx context.Context, kind string, changed c
 		}
 		return out
 	}
-	var cudns udnv1.ClusterUserDefinedNetworkList
-	if err := r.client.List(ctx, &cudns); err != nil {
-		return nil
-	}
-	wanted := map[string]bool{}
+	nsLabels := make([]labels.Set, 0, len(namespaces))
 	for _, ns := range namespaces {
-		wanted[ns] = true
-	}
-	for i := range cudns.Items {
-		cu := &cudns.Items[i]
-		if !cu.Spec.Network.IsPrimary() || self(cu) {
-			continue
+		var nsObj corev1.Namespace
+		if err := r.client.Get(ctx, client.ObjectKey{Name: ns}, &nsObj, client.UnsafeDisableDeepCopy); err == nil {
+			nsLabels = append(nsLabels, labels.Set(nsObj.Labels))
 		}
-		for _, ns := range r.selectedNamespaces(ctx, cu) {
-			if wanted[ns] {
-				out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Name: cu.Name}})
+	}
+	for _, c := range r.primaryCUDNs(ctx, changed.GetUID()) {
+		for _, l := range nsLabels {
+			if c.sel.Matches(l) {
+				out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Name: c.name}})
 				break
 			}
 		}
 	}
+	return out
+}
+
+// cudnSelector is a Primary CUDN as the age rule sees it, with its parsed
+// namespaceSelector.
+type cudnSelector struct {
+	rival
+	sel labels.Selector
+}
+
+// selectorCache parses each CUDN's namespaceSelector once per generation:
+// every Primary network's reconcile matches every Primary CUDN's selector.
+type selectorCache struct {
+	mu sync.Mutex
+	m  map[types.UID]parsedSelector
+}
+
+type parsedSelector struct {
+	generation int64
+	sel        labels.Selector
+	err        error
+}
+
+func (c *selectorCache) get(cu *udnv1.ClusterUserDefinedNetwork) (labels.Selector, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p, ok := c.m[cu.UID]; ok && p.generation == cu.Generation {
+		return p.sel, p.err
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&cu.Spec.NamespaceSelector)
+	if c.m == nil {
+		c.m = map[types.UID]parsedSelector{}
+	}
+	c.m[cu.UID] = parsedSelector{cu.Generation, sel, err}
+	return sel, err
+}
+
+// keep drops the selectors of CUDNs not among live, once the cache holds
+// far more than live.
+func (c *selectorCache) keep(live []udnv1.ClusterUserDefinedNetwork) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) <= 2*len(live)+64 {
+		return
+	}
+	uids := make(map[types.UID]bool, len(live))
+	for i := range live {
+		uids[live[i].UID] = true
+	}
+	for uid := range c.m {
+		if !uids[uid] {
+			delete(c.m, uid)
+		}
+	}
+}
+
+// primaryCUDNs lists the Primary CUDNs other than except, from the cache
+// without copying them, with their parsed selectors (an invalid selector
+// selects nothing).
+func (r *networkReconciler) primaryCUDNs(ctx context.Context, except types.UID) []cudnSelector {
+	var cudns udnv1.ClusterUserDefinedNetworkList
+	if err := r.client.List(ctx, &cudns, client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	var out []cudnSelector
+	for i := range cudns.Items {
+		cu := &cudns.Items[i]
+		if !cu.Spec.Network.IsPrimary() || cu.UID == except {
+			continue
+		}
+		sel, err := r.selectors.get(cu)
+		if err != nil {
+			continue
+		}
+		out = append(out, cudnSelector{rival{kind: kindCUDN, name: cu.Name, created: cu.CreationTimestamp}, sel})
+	}
+	r.selectors.keep(cudns.Items)
 	return out
 }
 
@@ -155,7 +228,7 @@ func (r *networkReconciler) subnetConflicted(ctx context.Context, kind, namespac
 	var out []ctrl.Request
 	if kind == kindUDN {
 		var udns udnv1.UserDefinedNetworkList
-		if err := r.client.List(ctx, &udns, client.InNamespace(namespace)); err == nil {
+		if err := r.client.List(ctx, &udns, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err == nil {
 			for _, u := range udns.Items {
 				if conflicted(u.Status.Conditions) {
 					out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: u.Namespace, Name: u.Name}})
@@ -165,7 +238,7 @@ func (r *networkReconciler) subnetConflicted(ctx context.Context, kind, namespac
 		return out
 	}
 	var cudns udnv1.ClusterUserDefinedNetworkList
-	if err := r.client.List(ctx, &cudns); err == nil {
+	if err := r.client.List(ctx, &cudns, client.UnsafeDisableDeepCopy); err == nil {
 		for _, cu := range cudns.Items {
 			if conflicted(cu.Status.Conditions) {
 				out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Name: cu.Name}})
@@ -256,26 +329,7 @@ func (a rival) olderThan(b rival) bool {
 // Primary network holds (namespace -> that network).
 func (r *networkReconciler) primaryWinners(ctx context.Context, n network, namespaces []string) ([]string, map[string]rival, error) {
 	self := rival{kind: n.kind, namespace: n.obj.GetNamespace(), name: n.obj.GetName(), created: n.obj.GetCreationTimestamp()}
-	var cudns udnv1.ClusterUserDefinedNetworkList
-	if err := r.client.List(ctx, &cudns); err != nil {
-		return nil, nil, err
-	}
-	type selector struct {
-		rival
-		sel labels.Selector
-	}
-	var primaryCUDNs []selector
-	for i := range cudns.Items {
-		cu := &cudns.Items[i]
-		if !cu.Spec.Network.IsPrimary() || cu.UID == n.obj.GetUID() {
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(&cu.Spec.NamespaceSelector)
-		if err != nil {
-			continue // selects nothing
-		}
-		primaryCUDNs = append(primaryCUDNs, selector{rival{kind: kindCUDN, name: cu.Name, created: cu.CreationTimestamp}, sel})
-	}
+	primaryCUDNs := r.primaryCUDNs(ctx, n.obj.GetUID())
 	var kept []string
 	lost := map[string]rival{}
 	for _, ns := range namespaces {
@@ -286,7 +340,7 @@ func (r *networkReconciler) primaryWinners(ctx context.Context, n network, names
 			}
 		}
 		var udns udnv1.UserDefinedNetworkList
-		if err := r.client.List(ctx, &udns, client.InNamespace(ns)); err != nil {
+		if err := r.client.List(ctx, &udns, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 			return nil, nil, err
 		}
 		for _, u := range udns.Items {
@@ -296,7 +350,7 @@ func (r *networkReconciler) primaryWinners(ctx context.Context, n network, names
 		}
 		var nsObj corev1.Namespace
 		if len(primaryCUDNs) > 0 {
-			if err := r.client.Get(ctx, client.ObjectKey{Name: ns}, &nsObj); client.IgnoreNotFound(err) != nil {
+			if err := r.client.Get(ctx, client.ObjectKey{Name: ns}, &nsObj, client.UnsafeDisableDeepCopy); client.IgnoreNotFound(err) != nil {
 				return nil, nil, err
 			}
 		}

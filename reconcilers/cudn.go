@@ -5,7 +5,9 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -29,7 +31,7 @@ func (r *cudnReconciler) setup(mgr ctrl.Manager) error {
 		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 			return []ctrl.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
 		})).
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.allCUDNs)).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.cudnsSelecting)).
 		WatchesMetadata(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
 			return r.networksOfPod(ctx, o, kindCUDN)
 		}), builder.WithPredicates(podNetworksChanged)).
@@ -37,23 +39,35 @@ func (r *cudnReconciler) setup(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// allCUDNs: a namespace that appears, goes, or changes labels may change
-// any CUDN's selection.
-func (r *cudnReconciler) allCUDNs(ctx context.Context, _ client.Object) []ctrl.Request {
+// cudnsSelecting: a namespace that appears, goes, or changes labels changes
+// the selection of the CUDNs whose selector matches it (for a label change
+// the handler maps the old and the new namespace both). Not every CUDN: each
+// namespace created would otherwise reconcile every CUDN.
+func (r *cudnReconciler) cudnsSelecting(ctx context.Context, ns client.Object) []ctrl.Request {
 	var list udnv1.ClusterUserDefinedNetworkList
-	if err := r.client.List(ctx, &list); err != nil {
+	if err := r.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
-	out := make([]ctrl.Request, 0, len(list.Items))
-	for _, c := range list.Items {
-		out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Name: c.Name}})
+	set := labels.Set(ns.GetLabels())
+	var out []ctrl.Request
+	for i := range list.Items {
+		sel, err := r.selectors.get(&list.Items[i])
+		if err == nil && sel.Matches(set) {
+			out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
+		}
 	}
+	r.selectors.keep(list.Items)
 	return out
 }
 
 func (r *cudnReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var cudn udnv1.ClusterUserDefinedNetwork
 	if err := r.client.Get(ctx, req.NamespacedName, &cudn); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Gone (its finalizer removed by hand): no check of its
+			// IDs will come; networks waiting for one stop waiting.
+			r.ids.setUnverified(networkKey(kindCUDN, "", req.Name), false)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	n := network{obj: &cudn, kind: kindCUDN, spec: cudn.Spec.Network, status: &cudn.Status,

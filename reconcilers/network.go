@@ -110,6 +110,8 @@ type networkReconciler struct {
 	ids      *networkAllocators
 	recorder recorder.EventRecorder
 	owner    string
+	// selectors are the CUDNs' parsed namespaceSelectors (conflicts.go).
+	selectors selectorCache
 }
 
 func newNetworkReconciler(mgr ctrl.Manager, cfg *Config, ids *networkAllocators, name string) *networkReconciler {
@@ -376,6 +378,9 @@ func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, nam
 
 	// Finalizer and network IDs go onto the CR in one optimistic update.
 	ids, undo, ignored, err := r.ids.ensure(ctx, n.key(), n.obj.GetAnnotations(), n.wantsTunnelKeys())
+	if errors.Is(err, errClaimUnverified) {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
 	if len(ignored) > 0 {
 		r.event(n.obj, eventNetworkIDIgnored, fmt.Sprintf("ignored what this network's annotations record: %s; udnkit could not have written it; allocating anew", strings.Join(ignored, "; ")))
 	}
@@ -405,20 +410,23 @@ func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, nam
 			}
 			return ctrl.Result{}, err
 		}
-		if changed && !r.cfg.SingleWriter {
-			r.ids.setUnverified(n.key(), true)
-		}
 	}
 	if r.ids.isUnverified(n.key()) {
 		// IDs were just written; before any NAD advertises them, make sure
 		// no other writer gave them to another network meanwhile.
-		other, err := r.ids.conflict(ctx, n.key(), ids)
+		other, superseded, err := r.ids.conflict(ctx, n.key(), ids)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if other != "" {
-			log.FromContext(ctx).Info("network IDs clash; yielding", "network", n.key(), "other", other)
-			return r.yieldIDs(ctx, n, ids)
+		if superseded {
+			// Another writer changed this network's IDs after this
+			// process wrote them: its next reconcile starts from those.
+			r.ids.superseded(n.key())
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
+		if other != nil {
+			log.FromContext(ctx).Info("network IDs clash; yielding", "network", n.key(), "other", other.owner)
+			return r.yieldIDs(ctx, n, ids, other)
 		}
 	}
 
@@ -499,7 +507,7 @@ func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, nam
 // allocates again; the other network keeps them.
 // The Event does not name the other network: the tenant who reads this
 // network's events may not be allowed to read it.
-func (r *networkReconciler) yieldIDs(ctx context.Context, n network, ids ovnk.NetworkIDs) (ctrl.Result, error) {
+func (r *networkReconciler) yieldIDs(ctx context.Context, n network, ids ovnk.NetworkIDs, other *idClash) (ctrl.Result, error) {
 	annotations := n.obj.GetAnnotations()
 	delete(annotations, ovnk.AnnotationNetworkID)
 	delete(annotations, ovnk.AnnotationTunnelKeys)
@@ -510,7 +518,7 @@ func (r *networkReconciler) yieldIDs(ctx context.Context, n network, ids ovnk.Ne
 		}
 		return ctrl.Result{}, err
 	}
-	r.ids.yield(n.key())
+	r.ids.yield(n.key(), other)
 	r.recorder.Eventf(n.obj, nil, corev1.EventTypeNormal, "NetworkIDConflict", "Reconcile",
 		"network ID %d / tunnel keys %v were also given to another network by another writer; allocating again", ids.ID, ids.TunnelKeys)
 	return ctrl.Result{RequeueAfter: conflictRetry + time.Duration(rand.Int64N(int64(conflictRetry)))}, nil

@@ -10,10 +10,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,6 +54,9 @@ type layer3Network struct {
 	obj     types.NamespacedName
 	uid     types.UID
 	subnets []netids.ClusterSubnet
+	// hostSubnets is the network's HostSubnetsAllocated condition as last
+	// read (nil when it has none).
+	hostSubnets *metav1.Condition
 }
 
 type hostSubnetState struct {
@@ -78,9 +83,28 @@ type nodeReconciler struct {
 	// removed are networks deleted while this process ran; their entries
 	// are dropped from k8s.ovn.org/node-subnets.
 	removed map[string]bool
+	// rebuilt: the node-subnets annotations have been read once, straight
+	// from the apiserver (the first reconcile).
+	rebuilt bool
+	// orphans are host subnets nodes record (or recorded until lately) for
+	// network names without a network: networks deleted before this process
+	// started or while it ran. A network created later under such a name
+	// starts from them instead of a new read of every node.
+	orphans map[string]map[string][]netip.Prefix
 	// unverified are nodes whose newly written IDs or host subnets have not
 	// yet been checked against every other node (see verify).
 	unverified unverifiedSet
+
+	// netsGen counts network and NAD events; netsCache is layer3Networks
+	// as of netsCacheGen.
+	netsGen      atomic.Int64
+	netsCacheMu  sync.Mutex
+	netsCache    []layer3Network
+	netsCacheGen int64
+
+	// nadParsed caches nadSubnets per network UID.
+	nadMu     sync.Mutex
+	nadParsed map[types.UID]parsedNAD
 
 	// retry re-enqueues nodes that lack a host subnet when a deleted node
 	// frees some.
@@ -93,15 +117,20 @@ func newNodeReconciler(mgr ctrl.Manager, cfg *Config) *nodeReconciler {
 		ids:      netids.NewIDAllocator("node ID", ovnk.FirstNodeID, ovnk.MaxNodeID),
 		networks: map[string]*hostSubnetState{},
 		removed:  map[string]bool{},
+		orphans:  map[string]map[string][]netip.Prefix{},
 		retry:    make(chan event.GenericEvent, 1024),
 	}
 }
 
 func (r *nodeReconciler) setup(mgr ctrl.Manager) error {
 	allNodes := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+		// The cache holds the changed network or NAD already (informers
+		// update their store before they notify): the next reconcile lists
+		// the Layer3 networks again.
+		r.netsGen.Add(1)
 		var nodes metav1.PartialObjectMetadataList
 		nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
-		if err := r.client.List(ctx, &nodes); err != nil {
+		if err := r.client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 			return nil
 		}
 		out := make([]ctrl.Request, 0, len(nodes.Items))
@@ -113,13 +142,52 @@ func (r *nodeReconciler) setup(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("node").
 		For(&corev1.Node{}).
-		Watches(&udnv1.UserDefinedNetwork{}, allNodes, builder.WithPredicates(specOrDeletionChanged)).
-		Watches(&udnv1.ClusterUserDefinedNetwork{}, allNodes, builder.WithPredicates(specOrDeletionChanged)).
+		Watches(&udnv1.UserDefinedNetwork{}, allNodes, builder.WithPredicates(specOrDeletionChanged, isLayer3Network)).
+		Watches(&udnv1.ClusterUserDefinedNetwork{}, allNodes, builder.WithPredicates(specOrDeletionChanged, isLayer3Network)).
 		// A Layer3 subnet gets host subnets once its NAD carries it.
-		Watches(&nadv1.NetworkAttachmentDefinition{}, allNodes).
+		Watches(&nadv1.NetworkAttachmentDefinition{}, allNodes, builder.WithPredicates(layer3NADConfigChanged)).
 		WatchesRawSource(source.Channel(r.retry, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.cfg.MaxConcurrentReconciles}).
 		Complete(r)
+}
+
+// isLayer3Network passes Layer3 networks (before or after the change): only
+// they have host subnets. Every node is reconciled for each event passed.
+var isLayer3Network = predicate.NewPredicateFuncs(func(o client.Object) bool {
+	switch n := o.(type) {
+	case *udnv1.UserDefinedNetwork:
+		return n.Spec.Topology == udnv1.NetworkTopologyLayer3
+	case *udnv1.ClusterUserDefinedNetwork:
+		return n.Spec.Network.Topology == udnv1.NetworkTopologyLayer3
+	}
+	return true
+})
+
+// layer3NADConfigChanged passes NADs of Layer3 networks that appear, go, or
+// change their config (the subnets they publish); not annotation or
+// finalizer updates, and not other topologies' NADs.
+var layer3NADConfigChanged = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool { return isLayer3NAD(e.Object) },
+	DeleteFunc: func(e event.DeleteEvent) bool { return isLayer3NAD(e.Object) },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, okO := e.ObjectOld.(*nadv1.NetworkAttachmentDefinition)
+		n, okN := e.ObjectNew.(*nadv1.NetworkAttachmentDefinition)
+		if !okO || !okN {
+			return true
+		}
+		return (isLayer3NAD(o) || isLayer3NAD(n)) &&
+			(o.Spec.Config != n.Spec.Config || o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero())
+	},
+	GenericFunc: func(e event.GenericEvent) bool { return isLayer3NAD(e.Object) },
+}
+
+func isLayer3NAD(o client.Object) bool {
+	nad, ok := o.(*nadv1.NetworkAttachmentDefinition)
+	if !ok {
+		return true
+	}
+	conf, err := ovnk.Parse(nad.Spec.Config)
+	return err != nil || conf.Topology == "layer3"
 }
 
 // specOrDeletionChanged ignores status-only updates of networks.
@@ -159,14 +227,35 @@ func (r *nodeReconciler) ensureInit(ctx context.Context) error {
 	return nil
 }
 
+// cachedLayer3Networks is layer3Networks, listed once per change of a
+// network or NAD rather than once per node: a change reconciles every node.
+func (r *nodeReconciler) cachedLayer3Networks(ctx context.Context) ([]layer3Network, error) {
+	gen := r.netsGen.Load()
+	r.netsCacheMu.Lock()
+	defer r.netsCacheMu.Unlock()
+	if r.netsCache != nil && r.netsCacheGen == gen {
+		return r.netsCache, nil
+	}
+	nets, err := r.layer3Networks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.netsCache, r.netsCacheGen = nets, gen
+	return nets, nil
+}
+
 // layer3Networks lists the Layer3 networks.
 func (r *nodeReconciler) layer3Networks(ctx context.Context) ([]layer3Network, error) {
 	var out []layer3Network
-	add := func(name, kind string, obj types.NamespacedName, uid types.UID, spec udnv1.NetworkSpec) {
+	add := func(name, kind string, obj types.NamespacedName, uid types.UID, spec udnv1.NetworkSpec, conds []metav1.Condition) {
 		if spec.Topology != udnv1.NetworkTopologyLayer3 || spec.Layer3 == nil {
 			return
 		}
 		n := layer3Network{name: name, kind: kind, obj: obj, uid: uid}
+		if c := meta.FindStatusCondition(conds, ConditionHostSubnetsAllocated); c != nil {
+			cc := *c // conds is the cache's own (listed without a copy)
+			n.hostSubnets = &cc
+		}
 		published, known := r.nadSubnets(ctx, uid)
 		for _, s := range spec.Layer3.Subnets {
 			p, err := netip.ParsePrefix(string(s.CIDR))
@@ -187,36 +276,67 @@ func (r *nodeReconciler) layer3Networks(ctx context.Context) ([]layer3Network, e
 		out = append(out, n)
 	}
 	var udns udnv1.UserDefinedNetworkList
-	if err := r.client.List(ctx, &udns); err != nil {
+	if err := r.client.List(ctx, &udns, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	// Networks being deleted keep their host subnets until they are gone:
 	// their pods may still run.
 	for _, u := range udns.Items {
-		add(ovnk.UDNNetworkName(u.Namespace, u.Name), kindUDN, client.ObjectKeyFromObject(&u), u.UID, u.Spec.Network())
+		add(ovnk.UDNNetworkName(u.Namespace, u.Name), kindUDN, client.ObjectKeyFromObject(&u), u.UID, u.Spec.Network(), u.Status.Conditions)
 	}
 	var cudns udnv1.ClusterUserDefinedNetworkList
-	if err := r.client.List(ctx, &cudns); err != nil {
+	if err := r.client.List(ctx, &cudns, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	for _, c := range cudns.Items {
-		add(ovnk.CUDNNetworkName(c.Name), kindCUDN, client.ObjectKeyFromObject(&c), c.UID, c.Spec.Network)
+		add(ovnk.CUDNNetworkName(c.Name), kindCUDN, client.ObjectKeyFromObject(&c), c.UID, c.Spec.Network, c.Status.Conditions)
 	}
 	return out, nil
 }
 
-// syncNetworks returns each network's allocator, creating it from the
-// node-subnets annotations read straight from the apiserver, and dropping
-// allocators of networks that are gone (or were recreated).
+// syncNetworks returns each network's allocator, dropping allocators of
+// networks that are gone (or were recreated). The first call reads every
+// node's k8s.ovn.org/node-subnets straight from the apiserver, once, and
+// rebuilds the allocators from it; a network that appears later starts from
+// what nodes record under its name (orphans), which costs nothing per other
+// network. Without leader election (another writer may have allocated for it
+// already) a new network is still rebuilt from a fresh read.
 func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network) (map[string]*hostSubnetState, error) {
 	r.netMu.Lock()
 	defer r.netMu.Unlock()
 	live := map[string]bool{}
 	var nodes *corev1.NodeList
+	var recorded []map[string][]netip.Prefix // nodes' parsed annotations, read once per call
+	read := func() error {
+		if nodes != nil {
+			return nil
+		}
+		list := &corev1.NodeList{}
+		if err := r.reader.List(ctx, list); err != nil {
+			return fmt.Errorf("rebuilding host subnets: %w", err)
+		}
+		// Oldest first: of two nodes claiming one host subnet the older
+		// keeps it, the other is given a new one.
+		slices.SortFunc(list.Items, func(a, b corev1.Node) int { return olderNode(&a, &b) })
+		nodes = list
+		recorded = make([]map[string][]netip.Prefix, len(list.Items))
+		for i := range list.Items {
+			recorded[i], _ = ovnk.DecodeNodeSubnets(&list.Items[i])
+		}
+		return nil
+	}
+	if !r.rebuilt {
+		if err := read(); err != nil {
+			return nil, err
+		}
+	}
 	for _, n := range nets {
 		live[n.name] = true
 		st := r.networks[n.name]
 		if st != nil && st.net.uid != n.uid {
+			// Recreated: the old network's host subnets stay on the nodes
+			// until their next write.
+			r.orphan(n.name, st.alloc)
 			st = nil
 		}
 		if st == nil {
@@ -224,30 +344,50 @@ func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network)
 			if err != nil {
 				return nil, fmt.Errorf("network %s: %w", n.name, err)
 			}
-			if nodes == nil {
-				nodes = &corev1.NodeList{}
-				if err := r.reader.List(ctx, nodes); err != nil {
-					return nil, fmt.Errorf("rebuilding host subnets: %w", err)
+			if !r.cfg.SingleWriter {
+				if err := read(); err != nil {
+					return nil, err
 				}
-				// Oldest first: of two nodes claiming one host subnet the
-				// older keeps it, the other is given a new one.
-				slices.SortFunc(nodes.Items, func(a, b corev1.Node) int { return olderNode(&a, &b) })
 			}
-			for i := range nodes.Items {
-				parsed, _ := ovnk.DecodeNodeSubnets(&nodes.Items[i])
-				for _, pfx := range parsed[n.name] {
+			for i := range recorded {
+				for _, pfx := range recorded[i][n.name] {
 					_ = alloc.Reserve(nodes.Items[i].Name, pfx)
 				}
 			}
+			for node, ps := range r.orphans[n.name] {
+				for _, pfx := range ps {
+					_ = alloc.Reserve(node, pfx)
+				}
+			}
+			delete(r.orphans, n.name)
 			st = &hostSubnetState{alloc: alloc, net: n, lacking: map[string]string{}}
+			if n.hostSubnets != nil {
+				// What an earlier process applied stands until the summary
+				// changes: a restart rewrites no network's status.
+				st.written = n.hostSubnets.Message
+			}
 			r.networks[n.name] = st
 		} else if err := st.alloc.SetClusterSubnets(n.subnets); err != nil {
 			return nil, fmt.Errorf("network %s: %w", n.name, err)
 		}
 		st.net = n
 	}
-	for name := range r.networks {
+	if !r.rebuilt {
+		for i := range recorded {
+			for name, ps := range recorded[i] {
+				if !live[name] {
+					if r.orphans[name] == nil {
+						r.orphans[name] = map[string][]netip.Prefix{}
+					}
+					r.orphans[name][nodes.Items[i].Name] = ps
+				}
+			}
+		}
+		r.rebuilt = true
+	}
+	for name, st := range r.networks {
 		if !live[name] {
+			r.orphan(name, st.alloc)
 			delete(r.networks, name)
 			r.removed[name] = true
 		}
@@ -262,11 +402,26 @@ func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network)
 	return out, nil
 }
 
+// orphan keeps what alloc holds as the host subnets nodes record under the
+// network name name (r.netMu held).
+func (r *nodeReconciler) orphan(name string, alloc *netids.HostSubnetAllocator) {
+	held := alloc.Holdings()
+	if len(held) == 0 {
+		return
+	}
+	if r.orphans[name] == nil {
+		r.orphans[name] = map[string][]netip.Prefix{}
+	}
+	for node, ps := range held {
+		r.orphans[name][node] = ps
+	}
+}
+
 func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	if err := r.ensureInit(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
-	nets, err := r.layer3Networks(ctx)
+	nets, err := r.cachedLayer3Networks(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -282,6 +437,11 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		// The node is gone: its IDs and host subnets are free again.
 		r.ids.ReleaseOwner(req.Name)
 		r.unverified.set(req.Name, false)
+		r.netMu.Lock()
+		for _, held := range r.orphans {
+			delete(held, req.Name)
+		}
+		r.netMu.Unlock()
 		var waiting []string
 		for _, st := range states {
 			st.alloc.Release(req.Name)
@@ -371,7 +531,7 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		delete(want, ovnk.AnnotationNodeSubnets)
 	default:
 		b := ovnk.EncodeNodeSubnets(subnets)
-		if old, ok := node.Annotations[ovnk.AnnotationNodeSubnets]; !ok || !sameJSON(old, []byte(b)) {
+		if old, ok := node.Annotations[ovnk.AnnotationNodeSubnets]; !ok || (old != b && !sameJSON(old, []byte(b))) {
 			want[ovnk.AnnotationNodeSubnets] = b
 		}
 	}
@@ -523,9 +683,13 @@ func (r *nodeReconciler) setLacking(ctx context.Context, st *hostSubnetState, no
 	if !changed {
 		return
 	}
+	transition := time.Now().UTC()
+	if old := net.hostSubnets; old != nil && old.Status == status {
+		transition = old.LastTransitionTime.UTC()
+	}
 	cond := map[string]any{
 		"type": ConditionHostSubnetsAllocated, "status": string(status), "reason": reason, "message": summary,
-		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
+		"lastTransitionTime": transition.Format(time.RFC3339),
 	}
 	u := net.ref()
 	u.SetUID("")
@@ -575,10 +739,38 @@ func adoptHostSubnets(alloc *netids.HostSubnetAllocator, node string, recorded [
 // are used.
 func (r *nodeReconciler) nadSubnets(ctx context.Context, uid types.UID) (map[netip.Prefix]bool, bool) {
 	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := r.client.List(ctx, &nads, client.MatchingFields{indexNADController: string(uid)}); err != nil || len(nads.Items) == 0 {
+	if err := r.client.List(ctx, &nads, client.MatchingFields{indexNADController: string(uid)}, client.UnsafeDisableDeepCopy); err != nil || len(nads.Items) == 0 {
 		return nil, false
 	}
-	conf, err := ovnk.Parse(nads.Items[0].Spec.Config)
+	nad := &nads.Items[0]
+	// Every node's reconcile asks for every Layer3 network's subnets: parse
+	// each network's NAD config once per network (its first NAD's version).
+	r.nadMu.Lock()
+	defer r.nadMu.Unlock()
+	if p, ok := r.nadParsed[uid]; ok && p.nad == nad.UID && p.version == nad.ResourceVersion {
+		return p.subnets, p.ok
+	}
+	out, ok := parseNADSubnets(nad)
+	if r.nadParsed == nil || len(r.nadParsed) > maxParsedNADs {
+		r.nadParsed = map[types.UID]parsedNAD{} // drop deleted networks' entries now and then
+	}
+	r.nadParsed[uid] = parsedNAD{nad: nad.UID, version: nad.ResourceVersion, subnets: out, ok: ok}
+	return out, ok
+}
+
+// maxParsedNADs bounds nadParsed: four times the network IDs there are.
+const maxParsedNADs = 4 * ovnk.MaxNetworkID
+
+// parsedNAD is one network's NAD subnets, for the NAD's version.
+type parsedNAD struct {
+	nad     types.UID
+	version string
+	subnets map[netip.Prefix]bool
+	ok      bool
+}
+
+func parseNADSubnets(nad *nadv1.NetworkAttachmentDefinition) (map[netip.Prefix]bool, bool) {
+	conf, err := ovnk.Parse(nad.Spec.Config)
 	if err != nil {
 		return nil, false
 	}

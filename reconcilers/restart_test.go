@@ -2,14 +2,19 @@ package reconcilers_test
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
@@ -138,4 +143,113 @@ func TestTwoManagersRacing(t *testing.T) {
 		expectCondition(t, u, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	}
 	expectUniqueAllocations(t)
+}
+
+// reconcileCounts sums controller_runtime_reconcile_total per controller and
+// the reconciles running now, from the process's metrics registry (every
+// manager the suite starts registers there).
+func reconcileCounts(g Gomega) (total map[string]float64, running float64) {
+	mfs, err := metrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	total = map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			var controller string
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" {
+					controller = l.GetValue()
+				}
+			}
+			switch mf.GetName() {
+			case "controller_runtime_reconcile_total":
+				total[controller] += m.GetCounter().GetValue()
+			case "controller_runtime_active_workers":
+				running += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return total, running
+}
+
+// TestRestartWritesNothing: a manager restarted over networks, NADs and nodes
+// it left converged writes none of them; each write is one more request per
+// object on the apiserver (at scale, a restart re-applied every Layer3
+// network's status). A write shows as a changed resourceVersion.
+func TestRestartWritesNothing(t *testing.T) {
+	g := NewWithT(t)
+	createNodes(t, "still-a", "still-b")
+	l2 := createPrimaryL2(t, "still", 1)[0]
+	l3 := makeUDN(newNamespace(t, "still-l3", nil), "net", l3Spec(udnv1.Layer3Subnet{CIDR: "10.140.0.0/16", HostSubnet: 24}))
+	g.Expect(k8s.Create(ctx, l3)).To(Succeed())
+	sel := map[string]string{"still": "cudn"}
+	cudnNS := []string{newNamespace(t, "still-cudn", sel), newNamespace(t, "still-cudn", sel)}
+	cudn := makeCUDN("still-l3", sel, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer3,
+		Layer3: &udnv1.Layer3Config{Role: udnv1.NetworkRoleSecondary, Subnets: []udnv1.Layer3Subnet{{CIDR: "10.141.0.0/16", HostSubnet: 24}}}})
+	g.Expect(k8s.Create(ctx, cudn)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(ctx, cudn) })
+	for _, o := range []client.Object{l2, l3, cudn} {
+		expectCondition(t, o, metav1.ConditionTrue, udnv1.ReasonNADCreated)
+	}
+	l3Name, cudnName := ovnk.UDNNetworkName(l3.Namespace, l3.Name), ovnk.CUDNNetworkName(cudn.Name)
+	g.Eventually(func(g Gomega) {
+		g.Expect(hostSubnetCondition(g, l3).Status).To(Equal(metav1.ConditionTrue))
+		for _, n := range []string{"still-a", "still-b"} {
+			nodeID(g, n)
+			g.Expect(hostSubnets(g, n, l3Name)).To(HaveLen(1))
+			g.Expect(hostSubnets(g, n, cudnName)).To(HaveLen(1))
+		}
+	}).WithTimeout(timeout).Should(Succeed())
+
+	objects := []client.Object{l2, l3, cudn,
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "still-a"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "still-b"}},
+		newNADNamed(l2.Namespace, l2.Name), newNADNamed(l3.Namespace, l3.Name),
+		newNADNamed(cudnNS[0], cudn.Name), newNADNamed(cudnNS[1], cudn.Name)}
+	versions := func(g Gomega) map[string]string {
+		out := map[string]string{}
+		for _, o := range objects {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(o), o)).To(Succeed())
+			out[fmt.Sprintf("%T %s", o, client.ObjectKeyFromObject(o))] = o.GetResourceVersion()
+		}
+		return out
+	}
+	// Converged: the manager has nothing left to do.
+	g.Eventually(func(g Gomega) {
+		_, running := reconcileCounts(g)
+		g.Expect(running).To(BeZero())
+	}).WithTimeout(timeout).Should(Succeed())
+	stopManager()
+	before := versions(g)
+	counts, _ := reconcileCounts(g)
+	var networks udnv1.UserDefinedNetworkList
+	g.Expect(k8s.List(ctx, &networks)).To(Succeed())
+	var cnetworks udnv1.ClusterUserDefinedNetworkList
+	g.Expect(k8s.List(ctx, &cnetworks)).To(Succeed())
+	var nodes corev1.NodeList
+	g.Expect(k8s.List(ctx, &nodes)).To(Succeed())
+
+	if err := startManager(reconcilers.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	// The restarted manager has reconciled every network and node once (its
+	// informers' first lists enqueue each) and runs nothing.
+	g.Eventually(func(g Gomega) {
+		now, running := reconcileCounts(g)
+		g.Expect(now["userdefinednetwork"] - counts["userdefinednetwork"]).To(BeNumerically(">=", len(networks.Items)))
+		g.Expect(now["clusteruserdefinednetwork"] - counts["clusteruserdefinednetwork"]).To(BeNumerically(">=", len(cnetworks.Items)))
+		g.Expect(now["node"] - counts["node"]).To(BeNumerically(">=", len(nodes.Items)))
+		g.Expect(running).To(BeZero())
+	}).WithTimeout(timeout).Should(Succeed())
+	after := versions(g)
+	var written []string
+	for k, v := range before {
+		if after[k] != v {
+			written = append(written, k)
+		}
+	}
+	sort.Strings(written)
+	g.Expect(written).To(BeEmpty(), "the restarted manager wrote these")
+}
+
+func newNADNamed(namespace, name string) *nadv1.NetworkAttachmentDefinition {
+	return &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,6 +41,11 @@ func (r *udnReconciler) setup(mgr ctrl.Manager) error {
 func (r *udnReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var udn udnv1.UserDefinedNetwork
 	if err := r.client.Get(ctx, req.NamespacedName, &udn); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Gone (its finalizer removed by hand): no check of its
+			// IDs will come; networks waiting for one stop waiting.
+			r.ids.setUnverified(networkKey(kindUDN, req.Namespace, req.Name), false)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	n := network{obj: &udn, kind: kindUDN, spec: udn.Spec.Network(), status: &udn.Status}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -29,6 +30,7 @@ type childFlags struct {
 	metrics                     string
 	nb, sb, zoneNode            string
 	controllers                 string
+	cpuProfile                  string
 }
 
 // runChild runs one child process until SIGTERM. A manager child is
@@ -45,6 +47,17 @@ func runChild(c childFlags) error {
 		return err
 	}
 	cfg.QPS, cfg.Burst = -1, -1
+	if c.cpuProfile != "" {
+		f, err := os.Create(c.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	switch c.role {
 	case "manager":
 		opts := app.NewOptions()

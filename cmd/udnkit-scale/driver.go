@@ -39,7 +39,11 @@ type driverFlags struct {
 	dataplane                      bool
 	timeout                        time.Duration
 	out, stateDir                  string
+	cpuProfile                     bool
 }
+
+// profileChildren: every child writes a CPU profile beside its log (-cpuprofile).
+var profileChildren bool
 
 // kind is one of the eight network kinds, assigned round-robin by index.
 type kind struct {
@@ -99,7 +103,7 @@ type result struct {
 	webhookRSSMiB, webhookCPUSeconds             float64
 	requests, restartRequests                    map[string]float64
 	restart                                      time.Duration
-	restartPeakMiB                               float64
+	restartPeakMiB, restartCPUSeconds            float64
 	ovn                                          *ovnResult
 }
 
@@ -114,6 +118,7 @@ func runDriver(d driverFlags) error {
 	if d.timeout == 0 {
 		d.timeout = 20 * time.Minute
 	}
+	profileChildren = d.cpuProfile
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -302,7 +307,7 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 		return r, err
 	}
 	r.restart = time.Since(restarted)
-	_, r.restartPeakMiB, _ = mgr.usage()
+	_, r.restartPeakMiB, r.restartCPUSeconds = mgr.usage()
 	after, err = apiserverRequests(ctx, metricsHTTP, env.Config.Host)
 	if err != nil {
 		return r, err
@@ -644,6 +649,11 @@ func splitLabels(s string) []string {
 }
 
 // apiserverRequests sums apiserver_request_total by "VERB resource[/subresource]".
+// apiserverCPU is the kube-apiserver's own CPU seconds
+// (process_cpu_seconds_total) among apiserverRequests' counts: the
+// manager's CPU is its child's, the apiserver's is this.
+const apiserverCPU = "apiserver CPU seconds"
+
 func apiserverRequests(ctx context.Context, hc *http.Client, host string) (map[string]float64, error) {
 	m, err := scrape(ctx, hc, strings.TrimSuffix(host, "/")+"/metrics")
 	if err != nil {
@@ -651,6 +661,9 @@ func apiserverRequests(ctx context.Context, hc *http.Client, host string) (map[s
 	}
 	out := map[string]float64{}
 	for _, s := range m {
+		if s.name == "process_cpu_seconds_total" {
+			out[apiserverCPU] = s.value
+		}
 		if s.name != "apiserver_request_total" {
 			continue
 		}
@@ -690,6 +703,9 @@ type child struct {
 }
 
 func startChild(self, logPath string, args ...string) (*child, error) {
+	if profileChildren {
+		args = append(args, "-child-cpuprofile="+strings.TrimSuffix(logPath, ".log")+".pprof")
+	}
 	log, err := os.Create(logPath)
 	if err != nil {
 		return nil, err

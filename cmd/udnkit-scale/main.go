@@ -37,6 +37,7 @@ func main() {
 	flag.StringVar(&c.sb, "sb", "", "internal: the dataplane child's OVN Southbound address")
 	flag.StringVar(&c.controllers, "controllers", "", "internal: the manager child's components")
 	flag.StringVar(&c.zoneNode, "zone-node", "", "internal: the one node of the dataplane child's OVN zone")
+	flag.StringVar(&c.cpuProfile, "child-cpuprofile", "", "internal: where the child writes its CPU profile when it stops")
 
 	flag.IntVar(&d.nodes, "nodes", 500, "Nodes in every run")
 	flag.IntVar(&d.networks, "networks", 4095, "networks at full size (fraction 1)")
@@ -47,6 +48,7 @@ func main() {
 	flag.DurationVar(&d.timeout, "timeout", 0, "give up waiting for one phase after this long (0: 20 minutes)")
 	flag.StringVar(&d.out, "out", "bin/scale-report.md", "where the Markdown report goes")
 	flag.StringVar(&d.stateDir, "state-dir", "bin/scale", "kubeconfigs, OVN databases and child logs")
+	flag.BoolVar(&d.cpuProfile, "cpuprofile", false, "write each child's CPU profile (manager.pprof, manager-restart.pprof, dataplane.pprof) beside its log")
 	flag.Parse()
 
 	if c.role != "" {

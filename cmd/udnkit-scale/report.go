@@ -67,7 +67,9 @@ func writeReport(d driverFlags, rs []result) error {
 		{"manager (nad,nodes,ipam) RSS at converged", func(r result) (float64, bool) { return r.rssMiB, true }, "%.0f MiB", true},
 		{"manager peak RSS", func(r result) (float64, bool) { return r.peakMiB, true }, "%.0f MiB", true},
 		{"manager CPU to converged", func(r result) (float64, bool) { return r.cpuSeconds, true }, "%.1f s", true},
+		{"kube-apiserver CPU to converged (etcd not counted)", func(r result) (float64, bool) { v, ok := r.requests[apiserverCPU]; return v, ok }, "%.1f s", true},
 		{"restart to converged (target ≤ 30 s)", dur(func(r result) time.Duration { return r.restart }), "%.1f s", true},
+		{"restart: manager CPU, kube-apiserver CPU", func(r result) (float64, bool) { return 0, false }, "restart-cpu", false},
 		{"restarted manager peak RSS", func(r result) (float64, bool) { return r.restartPeakMiB, true }, "%.0f MiB", true},
 		{"dataplane: all OVN rows (one zone)", ovn(func(o *ovnResult) float64 { return o.allRows.Seconds() }), "%.1f s", true},
 		{"dataplane: Northbound rows", ovn(func(o *ovnResult) float64 { return float64(o.total()) }), "%.0f", true},
@@ -81,6 +83,10 @@ func writeReport(d driverFlags, rs []result) error {
 		for _, r := range rs {
 			if rw.format == "webhooks" {
 				line += fmt.Sprintf(" %.0f MiB, %.1f s |", r.webhookRSSMiB, r.webhookCPUSeconds)
+				continue
+			}
+			if rw.format == "restart-cpu" {
+				line += fmt.Sprintf(" %.1f s, %.1f s |", r.restartCPUSeconds, r.restartRequests[apiserverCPU])
 				continue
 			}
 			if rw.format == "" {
@@ -157,6 +163,9 @@ func writeRequests(b *strings.Builder, title string, rs []result, get func(resul
 	}
 	b.WriteString("\n|---|" + strings.Repeat("---|", len(rs)) + "\n")
 	for _, k := range sorted {
+		if k == apiserverCPU {
+			continue
+		}
 		b.WriteString("| " + k + " |")
 		for _, r := range rs {
 			fmt.Fprintf(b, " %.0f |", get(r)[k])

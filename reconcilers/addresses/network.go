@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,9 +59,11 @@ func eligible(spec udnv1.NetworkSpec) bool {
 
 // findNetwork returns the namespace's Primary Layer2 network, if any: its
 // UDN, else the first CUDN (by name) whose namespaceSelector matches.
-func findNetwork(ctx context.Context, c client.Reader, namespace string) (*primaryLayer2, error) {
+func findNetwork(ctx context.Context, c client.Reader, cudns *cudnCandidates, namespace string) (*primaryLayer2, error) {
+	// Listed without copies (read only): every pod's reconcile looks its
+	// network up.
 	var udns udnv1.UserDefinedNetworkList
-	if err := c.List(ctx, &udns, client.InNamespace(namespace)); err != nil {
+	if err := c.List(ctx, &udns, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	for _, u := range udns.Items {
@@ -73,12 +77,44 @@ func findNetwork(ctx context.Context, c client.Reader, namespace string) (*prima
 	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, &ns); err != nil {
 		return nil, fmt.Errorf("namespace %s: %w", namespace, err)
 	}
-	var cudns udnv1.ClusterUserDefinedNetworkList
-	if err := c.List(ctx, &cudns); err != nil {
+	candidates, err := cudns.get(ctx, c)
+	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(cudns.Items, func(a, b udnv1.ClusterUserDefinedNetwork) int { return compare(a.Name, b.Name) })
-	for _, cu := range cudns.Items {
+	for _, cu := range candidates {
+		if cu.selector.Matches(labels.Set(ns.Labels)) {
+			return &primaryLayer2{ref: cu.ref, spec: cu.spec, selector: cu.selector}, nil
+		}
+	}
+	return nil, nil
+}
+
+// cudnCandidates are the Primary Layer2 CUDNs by name with their parsed
+// selectors, listed again only after a CUDN event (changed counts them):
+// every pod's lookup used to list, copy and sort every CUDN.
+type cudnCandidates struct {
+	changed atomic.Int64
+
+	mu    sync.Mutex
+	built bool
+	gen   int64
+	list  []primaryLayer2
+}
+
+func (cc *cudnCandidates) get(ctx context.Context, c client.Reader) ([]primaryLayer2, error) {
+	gen := cc.changed.Load()
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.built && cc.gen == gen {
+		return cc.list, nil
+	}
+	var cudns udnv1.ClusterUserDefinedNetworkList
+	if err := c.List(ctx, &cudns, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	var list []primaryLayer2
+	for i := range cudns.Items {
+		cu := &cudns.Items[i]
 		if cu.DeletionTimestamp != nil || !eligible(cu.Spec.Network) {
 			continue
 		}
@@ -86,11 +122,11 @@ func findNetwork(ctx context.Context, c client.Reader, namespace string) (*prima
 		if err != nil {
 			continue
 		}
-		if sel.Matches(labels.Set(ns.Labels)) {
-			return &primaryLayer2{ref: networkRef{Name: cu.Name}, spec: cu.Spec.Network, selector: sel}, nil
-		}
+		list = append(list, primaryLayer2{ref: networkRef{Name: cu.Name}, spec: *cu.Spec.Network.DeepCopy(), selector: sel})
 	}
-	return nil, nil
+	slices.SortFunc(list, func(a, b primaryLayer2) int { return compare(a.ref.Name, b.ref.Name) })
+	cc.list, cc.gen, cc.built = list, gen, true
+	return list, nil
 }
 
 func compare(a, b string) int {

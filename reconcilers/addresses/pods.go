@@ -69,6 +69,9 @@ type Reconciler struct {
 	recorder events.EventRecorder
 	cfg      ovnk.ClusterConfig
 
+	// cudns are the Primary Layer2 CUDNs a namespace may get its network from.
+	cudns cudnCandidates
+
 	mu       sync.Mutex
 	networks map[string]*netState
 	pods     map[types.NamespacedName]podRecord
@@ -115,6 +118,9 @@ func (r *Reconciler) podsOfUDN(ctx context.Context, o client.Object) []reconcile
 }
 
 func (r *Reconciler) podsOfCUDN(ctx context.Context, o client.Object) []reconcile.Request {
+	// The cache holds the changed CUDN already (informers update their
+	// store before they notify): the next lookup lists the CUDNs again.
+	r.cudns.changed.Add(1)
 	cudn, ok := o.(*udnv1.ClusterUserDefinedNetwork)
 	if !ok {
 		return nil
@@ -171,7 +177,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
-	net, err := findNetwork(ctx, r.client, pod.Namespace)
+	net, err := findNetwork(ctx, r.client, &r.cudns, pod.Namespace)
 	if err != nil || net == nil {
 		return reconcile.Result{}, err
 	}

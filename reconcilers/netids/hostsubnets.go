@@ -219,6 +219,17 @@ func (a *HostSubnetAllocator) Release(owner string) {
 	delete(a.owners, owner)
 }
 
+// Holdings returns every owner's host subnets.
+func (a *HostSubnetAllocator) Holdings() map[string][]netip.Prefix {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make(map[string][]netip.Prefix, len(a.owners))
+	for o, ps := range a.owners {
+		out[o] = append([]netip.Prefix(nil), ps...)
+	}
+	return out
+}
+
 // Owned returns owner's host subnets.
 func (a *HostSubnetAllocator) Owned(owner string) []netip.Prefix {
 	a.mu.Lock()
