@@ -58,6 +58,7 @@ type Layer2Reconciler struct {
 	// at once, and each reads the network's nodes before it applies, so an
 	// older read could otherwise be applied after a newer one.
 	networks dataplane.KeyLocks
+	sweeps   sweeps
 }
 
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get;list;watch
@@ -97,16 +98,19 @@ func (r *Layer2Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	var result reconcile.Result
+	network := ""
 	if live {
 		net, ok, err := Layer2NetworkFromNAD(nad)
-		if err != nil {
+		if err == nil && ok {
+			err = r.clusterFacts(nad, &net)
+		}
+		switch {
+		case err != nil:
 			// A malformed NAD is the NAD writer's bug; retrying will not fix it.
 			skip(ctx, r.Recorder, nad, "NetworkAttachmentDefinition", ReasonMalformedNetwork, err)
-		} else if ok {
-			if err := r.clusterFacts(nad, &net); err != nil {
-				skip(ctx, r.Recorder, nad, "NetworkAttachmentDefinition", ReasonMalformedNetwork, err)
-				return reconcile.Result{}, r.collect(ctx)
-			}
+		case ok:
+			network = net.Name
 			unlock := r.networks.Lock(net.Name)
 			waiting, err := r.apply(ctx, net)
 			unlock()
@@ -115,11 +119,11 @@ func (r *Layer2Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 			}
 			if waiting {
 				// Pods are not watched: look again for the node to drain.
-				return reconcile.Result{RequeueAfter: orDefault(r.DrainPoll, 30*time.Second)}, r.collect(ctx)
+				result.RequeueAfter = orDefault(r.DrainPoll, 30*time.Second)
 			}
 		}
 	}
-	return reconcile.Result{}, r.collect(ctx)
+	return result, r.sweeps.sweep(ctx, req.NamespacedName, network, deleted(nad), r.collect)
 }
 
 // clusterFacts adds what comes from the cluster configuration and the
@@ -283,36 +287,6 @@ func layer2Name(nad *nadv1.NetworkAttachmentDefinition) (string, bool) {
 	return net.Name, ok && err == nil
 }
 
-// collectPiece removes a piece's rows (owner without a network) for every
-// network that has some (networks lists them) and that no live NAD names.
-func collectPiece(ctx context.Context, c client.Client, ovn *dataplane.Client, owner dataplane.Owner,
-	networks func(topology, piece string) []string, name func(*nadv1.NetworkAttachmentDefinition) (string, bool)) error {
-	// The networks in OVN first, then the live NADs: a network whose rows
-	// are there was applied from a NAD this list then has (reconciles run
-	// concurrently, with one informer cache).
-	candidates := networks(owner.Topology, owner.Piece)
-	live, err := liveNetworks(ctx, c, name)
-	if err != nil {
-		return err
-	}
-	for _, n := range candidates {
-		if live[n] {
-			continue
-		}
-		owner.Network = n
-		// Asked again under the network's lock: a new NAD of the network
-		// may have been applied since (by another worker).
-		revived := func(ctx context.Context) (bool, error) {
-			live, err := liveNetworks(ctx, c, name)
-			return live[n], err
-		}
-		if _, err := ovn.ApplyUnless(ctx, &dataplane.Desired{Owner: owner}, revived); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Layer2NetworkFromNAD reads a primary Layer2 network from its NAD: the
 // OVN-Kubernetes config in spec.config and the k8s.ovn.org/tunnel-keys
 // annotation ([switch key, transit router key]). ok is false for other
@@ -406,6 +380,11 @@ func liveNAD(ctx context.Context, c client.Client, req reconcile.Request) (nad *
 	}
 	_, labeled := nad.Labels[ovnk.LabelUserDefinedNetwork]
 	return nad, labeled && nad.DeletionTimestamp.IsZero(), nil
+}
+
+// deleted says whether a NAD liveNAD read is gone or being deleted.
+func deleted(nad *nadv1.NetworkAttachmentDefinition) bool {
+	return nad == nil || !nad.DeletionTimestamp.IsZero()
 }
 
 // liveNetworks names the networks that udnkit's NADs (not being deleted)

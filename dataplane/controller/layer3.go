@@ -27,6 +27,8 @@ type Layer3Reconciler struct {
 	Form dataplane.Layer3PolicyForm
 	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
 	Workers int
+
+	sweeps sweeps
 }
 
 // SetupWithManager registers the reconciler.
@@ -45,12 +47,14 @@ func (r *Layer3Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	network := ""
 	if live {
 		name, subnets, ok, err := Layer3NetworkFromNAD(nad)
 		if err != nil {
 			// A malformed NAD is the NAD writer's bug; retrying will not fix it.
 			log.FromContext(ctx).Error(err, "skipping network")
 		} else if ok {
+			network = name
 			d, err := dataplane.Layer3SubnetPoliciesForm(name, subnets, r.Form)
 			if err != nil {
 				log.FromContext(ctx).Error(err, "skipping network", "network", name)
@@ -59,7 +63,7 @@ func (r *Layer3Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 			}
 		}
 	}
-	return reconcile.Result{}, r.collect(ctx)
+	return reconcile.Result{}, r.sweeps.sweep(ctx, req.NamespacedName, network, deleted(nad), r.collect)
 }
 
 // collect removes the policies of Layer3 networks that no NAD describes any more.

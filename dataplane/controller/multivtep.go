@@ -47,6 +47,7 @@ type MultiVTEPReconciler struct {
 	// networks serialises the reconciles of one network (its NADs are
 	// separate requests; each reads the network's nodes and pods).
 	networks dataplane.KeyLocks
+	sweeps   sweeps
 }
 
 // SetupWithManager registers the reconciler.
@@ -64,18 +65,21 @@ func (r *MultiVTEPReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile applies the ports of the NAD's network (every NAD of it: a CUDN
 // has one per namespace) and removes those of networks whose NADs are gone.
-func (r *MultiVTEPReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *MultiVTEPReconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, _ error) {
 	nad, live, err := liveNAD(ctx, r.Client, req)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	network := ""
 	if live {
 		var retry bool
 		if name, ok := layer2Name(nad); ok {
+			network = name
 			unlock := r.networks.Lock(name)
 			retry, err = r.apply(ctx, name)
 			unlock()
 		} else if name, ok := layer3Name(nad); ok {
+			network = name
 			unlock := r.networks.Lock(name)
 			retry, err = r.applyLayer3(ctx, name)
 			unlock()
@@ -84,10 +88,10 @@ func (r *MultiVTEPReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 			return reconcile.Result{}, err
 		}
 		if retry {
-			return reconcile.Result{RequeueAfter: orDefault(r.EncapRetry, 5*time.Second)}, r.collect(ctx)
+			result = reconcile.Result{RequeueAfter: orDefault(r.EncapRetry, 5*time.Second)}
 		}
 	}
-	return reconcile.Result{}, r.collect(ctx)
+	return result, r.sweeps.sweep(ctx, req.NamespacedName, network, deleted(nad), r.collect)
 }
 
 // setEncaps points the ports' Port_Bindings at their Encap rows; retry
