@@ -1,6 +1,13 @@
 package ovnk
 
-import "net/netip"
+import (
+	"net/netip"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // InternalRange is one of the cluster's internal ranges, described for
 // messages: "overlaps the <What> <Prefix> (--<Flag>)".
@@ -37,4 +44,44 @@ func (c ClusterConfig) TransitRanges() []InternalRange {
 		out = append(out, InternalRange{Prefix: p.Masked(), What: "transit subnet", Flag: FlagTransitSubnets})
 	}
 	return out
+}
+
+// AdmissionParamsConfigMap is the ConfigMap, in the manager's namespace, from
+// which udnkit's ValidatingAdmissionPolicies read the cluster's ranges
+// (their paramRef): the manager writes AdmissionParams into it at start.
+const AdmissionParamsConfigMap = "udnkit-admission-params"
+
+// Keys of AdmissionParams. A range list holds one range per line, as
+// "<prefix>|<what>|<flag>" (10.244.0.0/16|cluster default network subnet|cluster-subnets),
+// so a policy's message reads as the webhook's did.
+const (
+	ParamInternalRanges            = "internalRanges"
+	ParamTransitRanges             = "transitRanges"
+	ParamPreconfiguredUDNAddresses = "preconfiguredUDNAddresses"
+)
+
+// AdmissionParams renders c for udnkit's ValidatingAdmissionPolicies: the
+// data of AdmissionParamsConfigMap.
+func (c ClusterConfig) AdmissionParams() map[string]string {
+	lines := func(rs []InternalRange) string {
+		out := make([]string, len(rs))
+		for i, r := range rs {
+			out[i] = r.Prefix.String() + "|" + r.What + "|" + r.Flag
+		}
+		return strings.Join(out, "\n")
+	}
+	return map[string]string{
+		ParamInternalRanges:            lines(c.InternalRanges()),
+		ParamTransitRanges:             lines(c.TransitRanges()),
+		ParamPreconfiguredUDNAddresses: strconv.FormatBool(c.PreconfiguredUDNAddresses),
+	}
+}
+
+// AdmissionParamsObject is the ConfigMap AdmissionParamsConfigMap in
+// namespace, holding c.AdmissionParams().
+func (c ClusterConfig) AdmissionParamsObject(namespace string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: AdmissionParamsConfigMap},
+		Data:       c.AdmissionParams(),
+	}
 }

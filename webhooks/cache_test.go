@@ -91,42 +91,6 @@ func TestPrimaryIndexHoldsOnlyLivePrimaries(t *testing.T) {
 // The cache decides; a refusal it suggests is confirmed against the
 // apiserver, so a network the cache still holds after its deletion blocks
 // nothing.
-func TestCacheRefusalConfirmedByAPIReader(t *testing.T) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}}}
-	stale := l2UDN("a", "gone", udnv1.NetworkRolePrimary)
-	cache := indexedReader(t, ns, stale)
-	apiWithout := indexedReader(t, ns)
-	apiWith := indexedReader(t, ns, stale)
-	for _, tc := range []struct {
-		name    string
-		api     client.Reader
-		refused bool
-	}{
-		{"the apiserver no longer has it: admitted", apiWithout, false},
-		{"the apiserver has it too: refused", apiWith, true},
-		{"no APIReader: the cache's word is final", nil, true},
-	} {
-		v := &UserDefinedNetworkValidator{Client: cache, APIReader: tc.api, Config: ovnk.DefaultClusterConfig()}
-		_, err := v.ValidateCreate(context.Background(), l2UDN("a", "new", udnv1.NetworkRolePrimary))
-		if tc.refused {
-			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "already has a primary network: UserDefinedNetwork a/gone") {
-				t.Errorf("%s: err = %v", tc.name, err)
-			}
-		} else if err != nil {
-			t.Errorf("%s: refused: %v", tc.name, err)
-		}
-	}
-	// A namespace the cache has not seen yet is read from the apiserver.
-	v := &UserDefinedNetworkValidator{Client: indexedReader(t), APIReader: apiWithout, Config: ovnk.DefaultClusterConfig()}
-	if _, err := v.ValidateCreate(context.Background(), l2UDN("a", "new", udnv1.NetworkRolePrimary)); err != nil {
-		t.Errorf("namespace missing from the cache: %v", err)
-	}
-	v.APIReader = nil
-	if _, err := v.ValidateCreate(context.Background(), l2UDN("a", "new", udnv1.NetworkRolePrimary)); !apierrors.IsInvalid(err) {
-		t.Errorf("namespace missing everywhere: err = %v, want Invalid (metadata.namespace not found)", err)
-	}
-}
-
 func TestCUDNCacheRefusalConfirmedByAPIReader(t *testing.T) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{
 		ovnk.LabelPrimaryUserDefinedNetwork: "", "team": "x"}}}
@@ -134,7 +98,7 @@ func TestCUDNCacheRefusalConfirmedByAPIReader(t *testing.T) {
 	cu := &udnv1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: "c"},
 		Spec: udnv1.ClusterUserDefinedNetworkSpec{NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"team": "x"}},
 			Network: l2UDN("", "", udnv1.NetworkRolePrimary).Spec.Network()}}
-	v := &ClusterUserDefinedNetworkValidator{Client: indexedReader(t, ns, stale), APIReader: indexedReader(t, ns), Config: ovnk.DefaultClusterConfig()}
+	v := &ClusterUserDefinedNetworkValidator{Client: indexedReader(t, ns, stale), APIReader: indexedReader(t, ns)}
 	if _, err := v.ValidateCreate(context.Background(), cu); err != nil {
 		t.Errorf("stale cache entry refused the CUDN: %v", err)
 	}

@@ -59,7 +59,7 @@ func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 	}); err != nil {
 		return fmt.Errorf("indexing ClusterUserDefinedNetworks: %w", err)
 	}
-	return indexOVNPrefixes(ctx, indexer)
+	return nil
 }
 
 var primaryTrue = []string{"true"}

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -20,7 +19,6 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
-	"github.com/udnkit/udnkit/webhooks"
 )
 
 func TestNetworksAgainstClusterRanges(t *testing.T) {
@@ -115,36 +113,6 @@ func TestLayer3AppendThroughTheAPIServer(t *testing.T) {
 	}
 }
 
-// TestLayer3AppendOnlyOverTLS sends the webhook what an apiserver without
-// the CEL network libraries would let through (this one's CRD rules refuse
-// it first) and checks the webhook's own verdict and messages.
-func TestLayer3AppendOnlyOverTLS(t *testing.T) {
-	env := startEnv(t)
-	const path = "/validate-k8s-ovn-org-v1-userdefinednetwork"
-	old := udn("append-tls", "n", layer3(udnv1.NetworkRolePrimary, "10.40.0.0/16", "10.41.0.0/16"))
-	for _, tc := range []struct {
-		name string
-		cur  udnv1.NetworkSpec
-		want string
-	}{
-		{"removed", layer3(udnv1.NetworkRolePrimary, "10.40.0.0/16"), webhooks.MsgLayer3AppendOnly},
-		{"reordered", layer3(udnv1.NetworkRolePrimary, "10.41.0.0/16", "10.40.0.0/16"), webhooks.MsgLayer3AppendOnly},
-		{"appended overlapping", layer3(udnv1.NetworkRolePrimary, "10.40.0.0/16", "10.41.0.0/16", "10.40.128.0/17"), webhooks.MsgLayer3Overlap},
-		{"appended into the join subnet", layer3(udnv1.NetworkRolePrimary, "10.40.0.0/16", "10.41.0.0/16", "100.64.0.0/20"), "overlaps the default join subnet 100.64.0.0/16"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			resp := review(t, env, path, admissionv1.Update, udn("append-tls", "n", tc.cur), old)
-			if resp.Allowed || resp.Result == nil || resp.Result.Code != 422 || !strings.Contains(resp.Result.Message, tc.want) {
-				t.Fatalf("response %+v, want 422 with %q", resp.Result, tc.want)
-			}
-		})
-	}
-	resp := review(t, env, path, admissionv1.Update, udn("append-tls", "n", layer3(udnv1.NetworkRolePrimary, "10.40.0.0/16", "10.41.0.0/16", "fd00:42::/48")), old)
-	if !resp.Allowed {
-		t.Fatalf("appending a disjoint IPv6 subnet refused: %+v", resp.Result)
-	}
-}
-
 func TestOnePrimaryNetworkPerNamespace(t *testing.T) {
 	env := startEnv(t)
 	c, warns := clientWithWarnings(t, env)
@@ -158,7 +126,7 @@ func TestOnePrimaryNetworkPerNamespace(t *testing.T) {
 	}
 	t.Run("second Primary UDN", func(t *testing.T) {
 		u := udn("tenant-a", "second", layer3(udnv1.NetworkRolePrimary, "10.51.0.0/16"))
-		expectInvalid(t, c.Create(ctx, u), "spec.layer3.role", "namespace tenant-a already has a primary network: UserDefinedNetwork tenant-a/first")
+		expectInvalid(t, createRefused(t, c, u), "spec.layer3.role", "namespace tenant-a already has a primary network: UserDefinedNetwork tenant-a/first; a namespace can have only one.")
 		expectAbsent(t, c, u)
 	})
 	t.Run("a Secondary UDN beside it is fine", func(t *testing.T) {
@@ -188,7 +156,7 @@ func TestOnePrimaryNetworkPerNamespace(t *testing.T) {
 			t.Fatal(err)
 		}
 		u := udn("tenant-b", "own", primary)
-		expectInvalid(t, c.Create(ctx, u), "namespace tenant-b already has a primary network: ClusterUserDefinedNetwork tenant-b")
+		expectInvalid(t, createRefused(t, c, u), "spec.layer2.role: namespace tenant-b already has a primary network: ClusterUserDefinedNetwork tenant-b")
 		expectAbsent(t, c, u)
 	})
 	t.Run("a Primary CUDN over a namespace without the label is created with a warning", func(t *testing.T) {
@@ -297,8 +265,8 @@ func TestOVNNameCollisionsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := cudn("col.x", map[string]string{"none": "none"}, layer2(udnv1.NetworkRoleSecondary, "10.92.0.0/24"))
-	expectInvalid(t, c.Create(ctx, second), "metadata.name: Duplicate value",
-		"its OVN objects would be named like those of ClusterUserDefinedNetwork col-x", "giving both the prefix cluster_udn_col.x_")
+	expectInvalid(t, createRefused(t, c, second), "metadata.name: col.x: its OVN objects would be named like those of ClusterUserDefinedNetwork col-x",
+		"giving both the prefix cluster_udn_col.x_); choose another name.")
 	expectAbsent(t, c, second)
 	if err := c.Create(ctx, cudn("col-y", map[string]string{"none": "none"}, layer2(udnv1.NetworkRoleSecondary, "10.93.0.0/24"))); err != nil {
 		t.Errorf("a CUDN whose name differs otherwise is refused: %v", err)
@@ -309,7 +277,8 @@ func TestOVNNameCollisionsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	dup := udn("names", "net.a", layer2(udnv1.NetworkRoleSecondary, "10.95.0.0/24"))
-	expectInvalid(t, c.Create(ctx, dup), "its OVN objects would be named like those of UserDefinedNetwork names/net-a")
+	expectInvalid(t, createRefused(t, c, dup), "metadata.name: net.a: its OVN objects would be named like those of UserDefinedNetwork names/net-a",
+		"giving both the prefix names_net.a_")
 	expectAbsent(t, c, dup)
 	// Updating the first network is not a collision with itself.
 	first.Labels = map[string]string{"touched": "yes"}
