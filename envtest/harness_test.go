@@ -229,6 +229,8 @@ func TestNetworkPoliciesUseOVNKNames(t *testing.T) {
 		t.Errorf("%d bindings read %s, want 2 (udnkit-network-config, udnkit-network-warnings)", bindings, ovnk.AdmissionParamsConfigMap)
 	}
 	for _, want := range []string{"params.data.?" + ovnk.ParamInternalRanges, "params.data.?" + ovnk.ParamTransitRanges,
+		"params.data." + ovnk.ParamInternalCIDRs4, "params.data." + ovnk.ParamTransitCIDRs4,
+		"params.data." + ovnk.ParamInternalCIDRs6, "params.data." + ovnk.ParamTransitCIDRs6,
 		"params.data.?" + ovnk.ParamPreconfiguredUDNAddresses, ovnk.LabelPrimaryUserDefinedNetwork, "--" + ovnk.FlagPreconfiguredUDNAddressesEnable} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the network policies never mention %q", want)

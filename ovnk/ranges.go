@@ -51,11 +51,18 @@ func (c ClusterConfig) TransitRanges() []InternalRange {
 // (their paramRef): the manager writes AdmissionParams into it at start.
 const AdmissionParamsConfigMap = "udnkit-admission-params"
 
-// Keys of AdmissionParams. A range list holds one range per line, as
-// "<prefix>|<what>|<flag>" (10.244.0.0/16|cluster default network subnet|cluster-subnets),
-// so a policy's message reads as the webhook's did.
+// Keys of AdmissionParams. The CIDR keys hold one family's prefixes only,
+// separated by spaces, for the policies' checks (a value is compared with
+// its own family's); the range keys the ranges one per line as
+// "<prefix>|<what>|<flag>" (10.244.0.0/16|cluster default network
+// subnet|cluster-subnets), read only to word a refusal as the webhook did.
+// The apiserver pays for every CEL operation on every request.
 const (
+	ParamInternalCIDRs4            = "internalCIDRs4"
+	ParamInternalCIDRs6            = "internalCIDRs6"
 	ParamInternalRanges            = "internalRanges"
+	ParamTransitCIDRs4             = "transitCIDRs4"
+	ParamTransitCIDRs6             = "transitCIDRs6"
 	ParamTransitRanges             = "transitRanges"
 	ParamPreconfiguredUDNAddresses = "preconfiguredUDNAddresses"
 )
@@ -70,8 +77,21 @@ func (c ClusterConfig) AdmissionParams() map[string]string {
 		}
 		return strings.Join(out, "\n")
 	}
+	cidrs := func(rs []InternalRange, v4 bool) string {
+		var out []string
+		for _, r := range rs {
+			if r.Prefix.Addr().Is4() == v4 {
+				out = append(out, r.Prefix.String())
+			}
+		}
+		return strings.Join(out, " ")
+	}
 	return map[string]string{
+		ParamInternalCIDRs4:            cidrs(c.InternalRanges(), true),
+		ParamInternalCIDRs6:            cidrs(c.InternalRanges(), false),
 		ParamInternalRanges:            lines(c.InternalRanges()),
+		ParamTransitCIDRs4:             cidrs(c.TransitRanges(), true),
+		ParamTransitCIDRs6:             cidrs(c.TransitRanges(), false),
 		ParamTransitRanges:             lines(c.TransitRanges()),
 		ParamPreconfiguredUDNAddresses: strconv.FormatBool(c.PreconfiguredUDNAddresses),
 	}
