@@ -15,10 +15,10 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 )
 
-// The CUDN webhook is called only for what its ValidatingAdmissionPolicies
-// (files/policies) cannot see: a Primary CUDN on create, or when its
-// namespaceSelector changes (the match condition; the webhook compares the
-// selectors semantically).
+// The CUDN webhook is called only for what the ValidatingAdmissionPolicies
+// (files/policies) cannot see, every namespace: a Primary CUDN on create, or
+// when its namespaceSelector changes (the match condition; the webhook
+// compares the selectors semantically).
 // +kubebuilder:webhook:path=/validate-k8s-ovn-org-v1-clusteruserdefinednetwork,mutating=false,failurePolicy=fail,sideEffects=None,groups=k8s.ovn.org,resources=clusteruserdefinednetworks,verbs=create;update,versions=v1,name=clusteruserdefinednetworks.udnkit.k8s.ovn.org,admissionReviewVersions=v1,timeoutSeconds=5,patch=`{"matchConditions":[{"name":"primary-selector-set","expression":"object.spec.network.?layer2.?role.orValue(object.spec.network.?layer3.?role.orValue('')) == 'Primary' && (request.operation == 'CREATE' || object.spec.namespaceSelector != oldObject.spec.namespaceSelector)"}]}`
 // +kubebuilder:rbac:groups=k8s.ovn.org,resources=userdefinednetworks;clusteruserdefinednetworks,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
@@ -27,8 +27,8 @@ import (
 // ValidatingAdmissionPolicy can on a ClusterUserDefinedNetwork, as it needs
 // every namespace: that a Primary CUDN selects no namespace that already has
 // a primary network, and which of them lack the primary-network label (a
-// warning). The network's own spec is the policies' (udnkit-network-config,
-// udnkit-network-warnings, udnkit-cudn-peers).
+// warning). The network's own spec and name are the policies'
+// (udnkit-network-config, udnkit-network-warnings, udnkit-cudn-peers).
 type ClusterUserDefinedNetworkValidator struct {
 	// Client reads namespaces, UDNs and CUDNs: the manager's cache, with
 	// IndexFields' indexes (SetupWithManager). A network created moments ago

@@ -149,9 +149,10 @@ func containsAny(list []string, sub string) bool {
 	return false
 }
 
-// A Primary UDN is refused in a namespace a Primary CUDN selects, with the
-// apimachinery's LabelSelector semantics: each selector below is checked
-// against what metav1.LabelSelectorAsSelector says of the namespace.
+// A Primary UDN is refused in a namespace a Primary CUDN selects (the UDN
+// webhook, reading its cache), with apimachinery's LabelSelector semantics:
+// each selector below is checked against what
+// metav1.LabelSelectorAsSelector says of the namespace.
 func TestPrimaryCUDNSelectorSemantics(t *testing.T) {
 	env := startEnv(t)
 	c := synced(env.Client)
@@ -202,8 +203,8 @@ func TestPrimaryCUDNSelectorSemantics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The apiserver's informer delivers in order: once the last case's
-	// CUDN counts, every earlier one does.
+	// The webhooks' cache delivers in order: once the last case's CUDN
+	// counts, every earlier one does.
 	sentinel := fmt.Sprintf("selector-%d", len(cases))
 	namespace(t, c, sentinel, true, nil)
 	if err := c.Create(ctx, cudn(sentinel, map[string]string{"kubernetes.io/metadata.name": sentinel}, layer2(udnv1.NetworkRolePrimary, "10.70.0.0/16"))); err != nil {
@@ -216,7 +217,7 @@ func TestPrimaryCUDNSelectorSemantics(t *testing.T) {
 			ns := fmt.Sprintf("selector-%d", i)
 			err := c.Create(ctx, udn(ns, "p", layer2(udnv1.NetworkRolePrimary, "10.71.0.0/16")), client.DryRunAll)
 			if tc.want {
-				expectInvalid(t, err, "spec.layer2.role: namespace "+ns+" already has a primary network: ClusterUserDefinedNetwork "+ns+"; a namespace can have only one.")
+				expectInvalid(t, err, "spec.layer2.role: Forbidden: namespace "+ns+" already has a primary network: ClusterUserDefinedNetwork "+ns+"; a namespace can have only one.")
 			} else if err != nil {
 				t.Errorf("refused although the CUDN does not select %s: %v", ns, err)
 			}

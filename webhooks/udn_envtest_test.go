@@ -156,7 +156,7 @@ func TestOnePrimaryNetworkPerNamespace(t *testing.T) {
 			t.Fatal(err)
 		}
 		u := udn("tenant-b", "own", primary)
-		expectInvalid(t, createRefused(t, c, u), "spec.layer2.role: namespace tenant-b already has a primary network: ClusterUserDefinedNetwork tenant-b")
+		expectInvalid(t, createRefused(t, c, u), "spec.layer2.role: Forbidden: namespace tenant-b already has a primary network: ClusterUserDefinedNetwork tenant-b; a namespace can have only one.")
 		expectAbsent(t, c, u)
 	})
 	t.Run("a Primary CUDN over a namespace without the label is created with a warning", func(t *testing.T) {
