@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
@@ -147,82 +146,6 @@ func containsAny(list []string, sub string) bool {
 		}
 	}
 	return false
-}
-
-// A Primary UDN is refused in a namespace a Primary CUDN selects (the UDN
-// webhook, reading its cache), with apimachinery's LabelSelector semantics:
-// each selector below is checked against what
-// metav1.LabelSelectorAsSelector says of the namespace.
-func TestPrimaryCUDNSelectorSemantics(t *testing.T) {
-	env := startEnv(t)
-	c := synced(env.Client)
-	nsLabels := map[string]string{"tier": "web", "env": "prod"}
-	req := func(key string, op metav1.LabelSelectorOperator, values ...string) metav1.LabelSelectorRequirement {
-		return metav1.LabelSelectorRequirement{Key: key, Operator: op, Values: values}
-	}
-	cases := []struct {
-		name   string
-		labels map[string]string
-		exprs  []metav1.LabelSelectorRequirement
-		want   bool // the selector selects the namespace
-	}{
-		{"In, listed", nil, []metav1.LabelSelectorRequirement{req("tier", metav1.LabelSelectorOpIn, "db", "web")}, true},
-		{"In, not listed", nil, []metav1.LabelSelectorRequirement{req("tier", metav1.LabelSelectorOpIn, "db")}, false},
-		{"In, key absent", nil, []metav1.LabelSelectorRequirement{req("zone", metav1.LabelSelectorOpIn, "a")}, false},
-		{"NotIn, not listed", nil, []metav1.LabelSelectorRequirement{req("tier", metav1.LabelSelectorOpNotIn, "db")}, true},
-		{"NotIn, listed", nil, []metav1.LabelSelectorRequirement{req("tier", metav1.LabelSelectorOpNotIn, "web")}, false},
-		{"NotIn, key absent", nil, []metav1.LabelSelectorRequirement{req("zone", metav1.LabelSelectorOpNotIn, "a")}, true},
-		{"Exists", nil, []metav1.LabelSelectorRequirement{req("env", metav1.LabelSelectorOpExists)}, true},
-		{"Exists, key absent", nil, []metav1.LabelSelectorRequirement{req("zone", metav1.LabelSelectorOpExists)}, false},
-		{"DoesNotExist", nil, []metav1.LabelSelectorRequirement{req("zone", metav1.LabelSelectorOpDoesNotExist)}, true},
-		{"DoesNotExist, key present", nil, []metav1.LabelSelectorRequirement{req("env", metav1.LabelSelectorOpDoesNotExist)}, false},
-		{"labels and expressions", map[string]string{"env": "prod"}, []metav1.LabelSelectorRequirement{req("tier", metav1.LabelSelectorOpIn, "web")}, true},
-		{"labels differ", map[string]string{"env": "dev"}, nil, false},
-		{"labels, one of two differs", map[string]string{"env": "prod", "tier": "db"}, nil, false},
-	}
-	// One namespace and one Primary CUDN per case; the CUDN also selects
-	// the case's own namespace by name, so nothing else.
-	for i, tc := range cases {
-		ns := fmt.Sprintf("selector-%d", i)
-		namespace(t, c, ns, true, nsLabels)
-		sel := metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}, MatchExpressions: tc.exprs}
-		for k, v := range tc.labels {
-			sel.MatchLabels[k] = v
-		}
-		s, err := metav1.LabelSelectorAsSelector(&sel)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := s.Matches(labels.Set(map[string]string{"kubernetes.io/metadata.name": ns, "tier": "web", "env": "prod",
-			ovnk.LabelPrimaryUserDefinedNetwork: ""})); got != tc.want {
-			t.Fatalf("%s: the case is wrong: apimachinery says %v", tc.name, got)
-		}
-		cu := cudn(ns, nil, layer2(udnv1.NetworkRolePrimary, "10.70.0.0/16"))
-		cu.Spec.NamespaceSelector = sel
-		if err := c.Create(ctx, cu); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The webhooks' cache delivers in order: once the last case's CUDN
-	// counts, every earlier one does.
-	sentinel := fmt.Sprintf("selector-%d", len(cases))
-	namespace(t, c, sentinel, true, nil)
-	if err := c.Create(ctx, cudn(sentinel, map[string]string{"kubernetes.io/metadata.name": sentinel}, layer2(udnv1.NetworkRolePrimary, "10.70.0.0/16"))); err != nil {
-		t.Fatal(err)
-	}
-	expectInvalid(t, createRefused(t, c, udn(sentinel, "p", layer2(udnv1.NetworkRolePrimary, "10.71.0.0/16"))),
-		"already has a primary network: ClusterUserDefinedNetwork "+sentinel)
-	for i, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			ns := fmt.Sprintf("selector-%d", i)
-			err := c.Create(ctx, udn(ns, "p", layer2(udnv1.NetworkRolePrimary, "10.71.0.0/16")), client.DryRunAll)
-			if tc.want {
-				expectInvalid(t, err, "spec.layer2.role: Forbidden: namespace "+ns+" already has a primary network: ClusterUserDefinedNetwork "+ns+"; a namespace can have only one.")
-			} else if err != nil {
-				t.Errorf("refused although the CUDN does not select %s: %v", ns, err)
-			}
-		})
-	}
 }
 
 // writeParams makes the policies see cfg: it writes the params as the
