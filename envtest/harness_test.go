@@ -197,7 +197,8 @@ func TestPolicyProtectsOVNKAnnotations(t *testing.T) {
 }
 
 // TestNetworkPoliciesUseOVNKNames: the UDN and CUDN policies read the
-// ConfigMap, keys, label and flag that ovnk names, and the harness points
+// ConfigMap, keys and flag that ovnk names (the namespace label is the UDN
+// webhook's: a new Primary UDN is not theirs), and the harness points
 // their bindings at the namespace it writes the ConfigMap to.
 func TestNetworkPoliciesUseOVNKNames(t *testing.T) {
 	objs, err := envtest.PolicyObjects(envtest.PolicyDir(), envtest.AnnotationWriters{}, "params-ns")
@@ -231,7 +232,7 @@ func TestNetworkPoliciesUseOVNKNames(t *testing.T) {
 	for _, want := range []string{"params.data.?" + ovnk.ParamInternalRanges, "params.data.?" + ovnk.ParamTransitRanges,
 		"params.data." + ovnk.ParamInternalCIDRs4, "params.data." + ovnk.ParamTransitCIDRs4,
 		"params.data." + ovnk.ParamInternalCIDRs6, "params.data." + ovnk.ParamTransitCIDRs6,
-		"params.data.?" + ovnk.ParamPreconfiguredUDNAddresses, ovnk.LabelPrimaryUserDefinedNetwork, "--" + ovnk.FlagPreconfiguredUDNAddressesEnable} {
+		"params.data.?" + ovnk.ParamPreconfiguredUDNAddresses, "--" + ovnk.FlagPreconfiguredUDNAddressesEnable} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the network policies never mention %q", want)
 		}

@@ -56,8 +56,9 @@ func primaryCUDNReview(b *testing.B, run string) []byte {
 
 // BenchmarkUDNHandler measures the UDN validating webhook, which the
 // apiserver calls for a new Primary UDN only, in process from the decoded
-// AdmissionRequest to the response: a namespace read and two indexed lists
-// of the manager's informer cache, as in production.
+// AdmissionRequest to the response: every check of that request (the
+// ranges, a namespace read and three indexed lists of the manager's informer
+// cache), as in production.
 func BenchmarkUDNHandler(b *testing.B) {
 	env := startEnv(b)
 	ns := fmt.Sprintf("bench-handler-%d", benchRun.Add(1))
@@ -67,7 +68,7 @@ func BenchmarkUDNHandler(b *testing.B) {
 		b.Fatal(err)
 	}
 	benchmarkHandler(b, admission.WithValidator(env.Scheme, &webhooks.UserDefinedNetworkValidator{
-		Client: shared.mgr.GetCache(), APIReader: shared.mgr.GetAPIReader()}),
+		Client: shared.mgr.GetCache(), APIReader: shared.mgr.GetAPIReader(), Config: testConfig()}),
 		admissionv1.AdmissionRequest{UID: "bench", Operation: admissionv1.Create, Namespace: ns, Name: "n",
 			Kind:   metav1.GroupVersionKind{Group: "k8s.ovn.org", Version: "v1", Kind: "UserDefinedNetwork"},
 			Object: runtime.RawExtension{Raw: raw}})

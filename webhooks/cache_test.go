@@ -109,7 +109,28 @@ func TestCacheRefusalConfirmedByAPIReader(t *testing.T) {
 		v := &UserDefinedNetworkValidator{Client: cache, APIReader: tc.api}
 		_, err := v.ValidateCreate(context.Background(), l2UDN("a", "new", udnv1.NetworkRolePrimary))
 		if tc.refused {
-			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.layer2.role: Forbidden: namespace a already has a primary network: UserDefinedNetwork a/gone; a namespace can have only one.") {
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.layer2.role: namespace a already has a primary network: UserDefinedNetwork a/gone; a namespace can have only one.") {
+				t.Errorf("%s: err = %v", tc.name, err)
+			}
+		} else if err != nil {
+			t.Errorf("%s: refused: %v", tc.name, err)
+		}
+	}
+	// So is an OVN name collision: UDN a/gone-x, gone from the apiserver,
+	// does not block a/gone.x.
+	collider := l2UDN("a", "gone-x", udnv1.NetworkRoleSecondary)
+	for _, tc := range []struct {
+		name    string
+		api     client.Reader
+		refused bool
+	}{
+		{"collision, the apiserver no longer has it: admitted", indexedReader(t, ns), false},
+		{"collision, the apiserver has it too: refused", indexedReader(t, ns, collider), true},
+	} {
+		v := &UserDefinedNetworkValidator{Client: indexedReader(t, ns, collider), APIReader: tc.api}
+		_, err := v.ValidateCreate(context.Background(), l2UDN("a", "gone.x", udnv1.NetworkRolePrimary))
+		if tc.refused {
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "metadata.name: gone.x: its OVN objects would be named like those of UserDefinedNetwork a/gone-x") {
 				t.Errorf("%s: err = %v", tc.name, err)
 			}
 		} else if err != nil {

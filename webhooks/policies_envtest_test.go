@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,10 +55,16 @@ func TestPoliciesTypeCheck(t *testing.T) {
 	}
 }
 
-// The policies and udnctl's offline checks (webhooks.ValidateNetworkSpec,
-// webhooks.NetworkWarnings) give the same verdict in the same words: the
-// apiserver's message holds "<field>: <detail>" of every Go error, and its
-// warnings every Go warning.
+// The policies, the UDN webhook and udnctl's offline checks
+// (webhooks.ValidateNetworkSpec, webhooks.NetworkWarnings) give the same
+// verdict in the same words. Each spec is created (dry run) as a UDN with
+// its role, decided by the UDN webhook when Primary and by the policies
+// otherwise, and as a CUDN, always the policies': every refusal's message
+// holds "<field>: <detail>" of every Go error, the webhook's is exactly
+// those, space-separated, and a UDN's refusal reads word for word as the
+// CUDN's (but for the field path's spec.network); the warnings are the
+// offline ones. A UDN name collision reads the same from the webhook
+// (Primary) as from udnkit-udn-peers (Secondary).
 func TestPoliciesAgreeWithOfflineChecks(t *testing.T) {
 	env := startEnv(t)
 	c, warns := clientWithWarnings(t, env)
@@ -73,11 +80,15 @@ func TestPoliciesAgreeWithOfflineChecks(t *testing.T) {
 	}
 	for name, spec := range map[string]udnv1.NetworkSpec{
 		"disjoint dual-stack":           layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16", "fd00:100::/64"),
+		"disjoint Primary":              layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16", "fd00:100::/64"),
 		"IPv6 beside IPv4 ranges":       layer2(udnv1.NetworkRoleSecondary, "::/0"),
 		"contains the cluster subnet":   layer2(udnv1.NetworkRoleSecondary, "10.0.0.0/8"),
+		"Primary contains it":           layer2(udnv1.NetworkRolePrimary, "10.0.0.0/8"),
 		"contains the service CIDR":     layer3(udnv1.NetworkRoleSecondary, "10.96.0.0/12"),
+		"Primary Layer3 service CIDR":   layer3(udnv1.NetworkRolePrimary, "10.96.0.0/12", "10.244.0.0/16"),
 		"inside the cluster subnet":     layer2(udnv1.NetworkRoleSecondary, "10.244.1.0/24"),
 		"masquerade IPv6":               layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16", "fd69::/64"),
+		"Primary masquerade IPv6":       layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16", "fd69::/64"),
 		"Layer3 over transit":           layer3(udnv1.NetworkRolePrimary, "100.88.0.0/14"),
 		"Layer2 Secondary over transit": layer2(udnv1.NetworkRoleSecondary, "100.88.0.0/16"),
 		"Layer2 Primary over transit": withL2(layer2(udnv1.NetworkRolePrimary, "100.88.0.0/20"), func(l *udnv1.Layer2Config) {
@@ -103,40 +114,108 @@ func TestPoliciesAgreeWithOfflineChecks(t *testing.T) {
 		"gateway on the first host address": gateway("192.168.100.0/24", "192.168.100.1"),
 	} {
 		t.Run(name, func(t *testing.T) {
-			goErrs := webhooks.ValidateNetworkSpec(field.NewPath("spec"), nil, spec, testConfig())
-			goWarns := webhooks.NetworkWarnings(field.NewPath("spec"), spec, testConfig())
-			warns.take()
-			err := c.Create(ctx, udn("parity", "n", spec), client.DryRunAll)
-			got := warns.take()
-			if len(goErrs) == 0 && err != nil {
-				t.Fatalf("offline checks admit, the apiserver refuses: %v", err)
-			}
-			if len(goErrs) > 0 && !apierrors.IsInvalid(err) {
-				t.Fatalf("offline checks refuse (%v), the apiserver answers %v", goErrs, err)
-			}
-			for _, e := range goErrs {
-				if want := e.Field + ": " + e.Detail; !strings.Contains(err.Error(), want) {
-					t.Errorf("the apiserver's message %q lacks %q", err.Error(), want)
+			primary := spec.IsPrimary()
+			var tails []string
+			for _, obj := range []client.Object{udn("parity", "n", spec), cudn("parity-n", map[string]string{"none": "none"}, spec)} {
+				path := field.NewPath("spec")
+				byWebhook := primary
+				if _, isCUDN := obj.(*udnv1.ClusterUserDefinedNetwork); isCUDN {
+					path, byWebhook = path.Child("network"), false
 				}
-			}
-			// A policy's warning joins its sentences: every warning must be
-			// made of offline warnings, and hold each of them.
-			for _, g := range got {
-				_, rest, _ := strings.Cut(g, "': ")
+				goErrs := webhooks.ValidateNetworkSpec(path, nil, spec, testConfig())
+				goWarns := webhooks.NetworkWarnings(path, spec, testConfig())
+				warns.take()
+				err := c.Create(ctx, obj, client.DryRunAll)
+				got := warns.take()
+				kind := fmt.Sprintf("%T", obj)
+				if len(goErrs) == 0 && err != nil {
+					t.Fatalf("%s: offline checks admit, the apiserver refuses: %v", kind, err)
+				}
+				if len(goErrs) > 0 {
+					if !apierrors.IsInvalid(err) {
+						t.Fatalf("%s: offline checks refuse (%v), the apiserver answers %v", kind, goErrs, err)
+					}
+					for _, e := range goErrs {
+						if want := e.Field + ": " + e.Detail; !strings.Contains(err.Error(), want) {
+							t.Errorf("%s: the apiserver's message %q lacks %q", kind, err.Error(), want)
+						}
+					}
+					tail := refusal(t, err, byWebhook)
+					if byWebhook && tail != webhooks.PolicyMessage(goErrs) {
+						t.Errorf("the webhook says %q, want exactly %q", tail, webhooks.PolicyMessage(goErrs))
+					}
+					tails = append(tails, strings.ReplaceAll(tail, "spec.network.", "spec."))
+				}
+				if byWebhook {
+					// The webhook's warnings are the offline ones, one each.
+					if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(goWarns))) {
+						t.Errorf("webhook warnings %q, want %q", got, goWarns)
+					}
+					continue
+				}
+				// A policy's warning joins its sentences: every warning must be
+				// made of offline warnings, and hold each of them.
+				for _, g := range got {
+					_, rest, found := strings.Cut(g, "': ")
+					if !found || !strings.HasPrefix(g, "Validation failed for ValidatingAdmissionPolicy 'udnkit-network-warnings'") {
+						t.Errorf("%s: warning %q is not udnkit-network-warnings'", kind, g)
+					}
+					for _, w := range goWarns {
+						rest = strings.ReplaceAll(rest, w, "")
+					}
+					if strings.TrimSpace(rest) != "" {
+						t.Errorf("%s: warning %q says more than the offline warnings %q", kind, g, goWarns)
+					}
+				}
 				for _, w := range goWarns {
-					rest = strings.ReplaceAll(rest, w, "")
-				}
-				if strings.TrimSpace(rest) != "" {
-					t.Errorf("warning %q says more than the offline warnings %q", g, goWarns)
+					if !containsAny(got, w) {
+						t.Errorf("%s: warnings %q lack %q", kind, got, w)
+					}
 				}
 			}
-			for _, w := range goWarns {
-				if !containsAny(got, w) {
-					t.Errorf("warnings %q lack %q", got, w)
-				}
+			if len(tails) == 2 && tails[0] != tails[1] {
+				t.Errorf("the UDN's refusal %q differs from the CUDN's %q", tails[0], tails[1])
 			}
 		})
 	}
+	t.Run("OVN name collision", func(t *testing.T) {
+		if err := c.Create(ctx, udn("parity", "agree-a", layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16"))); err != nil {
+			t.Fatal(err)
+		}
+		secondary := refusal(t, createRefused(t, c, udn("parity", "agree.a", layer2(udnv1.NetworkRoleSecondary, "10.101.0.0/16"))), false)
+		primary := refusal(t, c.Create(ctx, udn("parity", "agree.a", layer2(udnv1.NetworkRolePrimary, "10.101.0.0/16")), client.DryRunAll), true)
+		const want = "metadata.name: agree.a: its OVN objects would be named like those of UserDefinedNetwork parity/agree-a " +
+			"(OVN-Kubernetes replaces '-' and '/' with '.', giving both the prefix parity_agree.a_); choose another name."
+		if secondary != want || primary != want {
+			t.Errorf("udnkit-udn-peers says %q, the webhook %q; want both %q", secondary, primary, want)
+		}
+	})
+}
+
+// refusal checks that err is a 422 from the UDN webhook (byWebhook) or from
+// a udnkit policy, and returns what it says past the mechanism's name. The
+// apiserver runs the policies before any webhook, so a refusal by the
+// webhook also proves no policy refused the request.
+func refusal(t testing.TB, err error, byWebhook bool) string {
+	t.Helper()
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("err = %v, want 422 Invalid", err)
+	}
+	msg := err.Error()
+	sep := "ValidatingAdmissionPolicy 'udnkit-"
+	if byWebhook {
+		sep = `admission webhook "userdefinednetworks.udnkit.k8s.ovn.org" denied the request: `
+	}
+	_, tail, found := strings.Cut(msg, sep)
+	if !found {
+		t.Fatalf("refused, but not by %q: %v", sep, msg)
+	}
+	if !byWebhook {
+		_, tail, _ = strings.Cut(tail, " denied request: ")
+	} else if strings.Contains(msg, "ValidatingAdmissionPolicy") {
+		t.Errorf("a policy answered a new Primary UDN: %v", msg)
+	}
+	return tail
 }
 
 func containsAny(list []string, sub string) bool {
@@ -207,19 +286,20 @@ func TestPoliciesFollowTheManagersConfiguration(t *testing.T) {
 			t.Fatalf("appending a disjoint subnet: %v", err)
 		}
 	})
+	// A Primary CUDN: the policies' (a new Primary UDN is the UDN webhook's,
+	// which reads the manager's configuration, not the params).
 	t.Run("addresses the disabled feature governs draw warnings", func(t *testing.T) {
-		namespace(t, c, "reconfigured-addresses", true, nil)
 		warns.take()
 		l2 := layer2(udnv1.NetworkRolePrimary, "10.63.0.0/16")
 		l2.Layer2.ReservedSubnets = []udnv1.NetworkCIDR{"10.63.0.0/24"}
 		l2.Layer2.InfrastructureSubnets = []udnv1.NetworkCIDR{"10.63.1.0/24"}
 		l2.Layer2.DefaultGatewayIPs = udnv1.DualStackIPs{"10.63.1.1"}
-		if err := c.Create(ctx, udn("reconfigured-addresses", "addresses", l2), client.DryRunAll); err != nil {
+		if err := c.Create(ctx, cudn("reconfigured-addresses", map[string]string{"none": "none"}, l2), client.DryRunAll); err != nil {
 			t.Fatal(err)
 		}
 		got := warns.take()
 		for _, f := range []string{"defaultGatewayIPs", "infrastructureSubnets", "reservedSubnets"} {
-			if !containsAny(got, "spec.layer2."+f+": ignored while --preconfigured-udn-addresses-enable is off") {
+			if !containsAny(got, "spec.network.layer2."+f+": ignored while --preconfigured-udn-addresses-enable is off") {
 				t.Errorf("no warning about %s in %q", f, got)
 			}
 		}

@@ -22,10 +22,10 @@ const MutatePodPath = "/mutate--v1-pod"
 // SetupWithManager writes the cluster's ranges for udnkit's
 // ValidatingAdmissionPolicies (the ConfigMap ovnk.AdmissionParamsConfigMap in
 // paramsNamespace, see WriteAdmissionParams) and registers every udnkit
-// webhook on mgr's webhook server: the UDN validator (a new Primary UDN
-// only), the CUDN validator, the pod validator and the pod defaulter. The
-// policies, evaluated in the apiserver, check everything else about UDNs
-// and CUDNs. The webhooks decide from mgr's informer cache,
+// webhook on mgr's webhook server: the UDN validator (every check of a new
+// Primary UDN, a request the policies skip), the CUDN validator, the pod
+// validator and the pod defaulter. The policies, evaluated in the
+// apiserver, check every other UDN request and the CUDNs' own specs. The webhooks decide from mgr's informer cache,
 // indexed by IndexFields, so a request costs no apiserver round trip and
 // reads only the Primary networks that matter; a refusal is confirmed with
 // mgr.GetAPIReader(). The cache may miss a network created moments ago: two
@@ -48,7 +48,7 @@ func SetupWithManager(mgr ctrl.Manager, cfg ovnk.ClusterConfig, paramsNamespace 
 	}
 	cached, live := mgr.GetCache(), mgr.GetAPIReader()
 	if err := ctrl.NewWebhookManagedBy(mgr, &udnv1.UserDefinedNetwork{}).
-		WithValidator(&UserDefinedNetworkValidator{Client: cached, APIReader: live}).Complete(); err != nil {
+		WithValidator(&UserDefinedNetworkValidator{Client: cached, APIReader: live, Config: cfg}).Complete(); err != nil {
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &udnv1.ClusterUserDefinedNetwork{}).

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
@@ -103,7 +104,8 @@ func TestLayer3AppendThroughTheAPIServer(t *testing.T) {
 	if err := c.Create(ctx, u); err != nil {
 		t.Fatal(err)
 	}
-	// CEL admits the append; only the webhook knows the service CIDR.
+	// CEL admits the append; udnkit-network-config (updates of every UDN,
+	// Primary too, are the policies') knows the service CIDR.
 	u.Spec.Layer3.Subnets = append(u.Spec.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: "10.96.128.0/20", HostSubnet: 24})
 	expectInvalid(t, c.Update(ctx, u), "spec.layer3.subnets[1].cidr", "overlaps the service CIDR 10.96.0.0/16")
 	var got udnv1.UserDefinedNetwork
@@ -159,7 +161,7 @@ func TestOnePrimaryNetworkPerNamespace(t *testing.T) {
 			t.Fatal(err)
 		}
 		u := udn("tenant-b", "own", primary)
-		expectInvalid(t, createRefused(t, c, u), "spec.layer2.role: Forbidden: namespace tenant-b already has a primary network: ClusterUserDefinedNetwork tenant-b; a namespace can have only one.")
+		expectInvalid(t, createRefused(t, c, u), "spec.layer2.role: namespace tenant-b already has a primary network: ClusterUserDefinedNetwork tenant-b; a namespace can have only one.")
 		expectAbsent(t, c, u)
 	})
 	t.Run("a Primary CUDN over a namespace without the label is created with a warning", func(t *testing.T) {
@@ -358,10 +360,141 @@ func TestPrimaryCUDNSelectorSemantics(t *testing.T) {
 			ns := fmt.Sprintf("selector-%d", i)
 			err := c.Create(ctx, udn(ns, "p", layer2(udnv1.NetworkRolePrimary, "10.71.0.0/16")), client.DryRunAll)
 			if tc.want {
-				expectInvalid(t, err, "spec.layer2.role: Forbidden: namespace "+ns+" already has a primary network: ClusterUserDefinedNetwork "+ns+"; a namespace can have only one.")
+				expectInvalid(t, err, "spec.layer2.role: namespace "+ns+" already has a primary network: ClusterUserDefinedNetwork "+ns+"; a namespace can have only one.")
 			} else if err != nil {
 				t.Errorf("refused although the CUDN does not select %s: %v", ns, err)
 			}
 		})
 	}
+}
+
+// udnWebhookCalls is how many requests the manager's webhook server has
+// served on the UDN webhook's path (controller-runtime's
+// controller_runtime_webhook_requests_total).
+func udnWebhookCalls(t testing.TB) float64 {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_webhook_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "webhook" && l.GetValue() == "/validate-k8s-ovn-org-v1-userdefinednetwork" {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return n
+}
+
+// A new Primary UDN is the UDN webhook's alone: each rule refuses it with
+// the webhook's answer in the policies' words, and no policy answers, though
+// each would have refused or warned (the apiserver runs the policies before
+// any webhook, so their refusal would come first). A Secondary UDN calls no
+// webhook; an update of a Primary UDN is the policies'.
+func TestPrimaryUDNCreateIsTheWebhooks(t *testing.T) {
+	env := startEnv(t)
+	c, warns := clientWithWarnings(t, env)
+	namespace(t, c, "by-webhook", true, nil)
+	namespace(t, c, "by-webhook-unlabelled", false, nil)
+	if err := c.Create(ctx, udn("by-webhook", "web-a", layer2(udnv1.NetworkRoleSecondary, "10.110.0.0/16"))); err != nil {
+		t.Fatal(err)
+	}
+	gw := layer2(udnv1.NetworkRolePrimary, "192.168.100.0/24")
+	gw.Layer2.DefaultGatewayIPs = udnv1.DualStackIPs{"192.168.100.255"}
+	for _, tc := range []struct {
+		name string
+		obj  *udnv1.UserDefinedNetwork
+		want string
+	}{
+		{"internal ranges", udn("by-webhook", "ranges", layer3(udnv1.NetworkRolePrimary, "10.244.0.0/16")),
+			"spec.layer3.subnets[0].cidr: 10.244.0.0/16 overlaps the cluster default network subnet 10.244.0.0/16 (--cluster-subnets); " +
+				"user defined networks must not overlap the cluster's internal ranges."},
+		{"default gateway", udn("by-webhook", "gateway", gw),
+			"spec.layer2.defaultGatewayIPs[0]: a default gateway must not be the broadcast address of subnet 192.168.100.0/24."},
+		{"namespace label", udn("by-webhook-unlabelled", "p", layer2(udnv1.NetworkRolePrimary, "10.111.0.0/16")),
+			"metadata.namespace: a Primary UserDefinedNetwork requires its namespace by-webhook-unlabelled to have the label " +
+				"k8s.ovn.org/primary-user-defined-network, set when the namespace is created."},
+		{"OVN name collision", udn("by-webhook", "web.a", layer2(udnv1.NetworkRolePrimary, "10.111.0.0/16")),
+			"metadata.name: web.a: its OVN objects would be named like those of UserDefinedNetwork by-webhook/web-a " +
+				"(OVN-Kubernetes replaces '-' and '/' with '.', giving both the prefix by.webhook_web.a_); choose another name."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := refusal(t, createRefused(t, c, tc.obj), true); got != tc.want {
+				t.Errorf("refused with %q, want %q", got, tc.want)
+			}
+			expectAbsent(t, c, tc.obj)
+		})
+	}
+
+	t.Run("warnings", func(t *testing.T) {
+		warns.take()
+		u := udn("by-webhook", "transit", layer2(udnv1.NetworkRolePrimary, "100.88.0.0/20"))
+		if err := c.Create(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		const want = "spec.layer2.subnets[0]: 100.88.0.0/20 overlaps the default transit subnet 100.88.0.0/16 (--transit-subnets); " +
+			"the network will use another transit subnet, shown in status.transitSubnets."
+		if got := warns.take(); len(got) != 1 || got[0] != want {
+			t.Errorf("warnings %q, want only the webhook's %q", got, want)
+		}
+	})
+
+	t.Run("a second primary network", func(t *testing.T) {
+		u := udn("by-webhook", "second", layer2(udnv1.NetworkRolePrimary, "10.112.0.0/16"))
+		const want = "spec.layer2.role: namespace by-webhook already has a primary network: UserDefinedNetwork by-webhook/transit; a namespace can have only one."
+		if got := refusal(t, createRefused(t, c, u), true); got != want {
+			t.Errorf("refused with %q, want %q", got, want)
+		}
+		expectAbsent(t, c, u)
+	})
+
+	t.Run("every rule at once", func(t *testing.T) {
+		u := udn("by-webhook", "web.a", layer2(udnv1.NetworkRolePrimary, "10.244.0.0/24"))
+		got := refusal(t, c.Create(ctx, u, client.DryRunAll), true)
+		for _, want := range []string{"spec.layer2.subnets[0]: 10.244.0.0/24 overlaps", "metadata.name: web.a:", "spec.layer2.role: namespace by-webhook already has"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("%q lacks %q", got, want)
+			}
+		}
+	})
+
+	t.Run("a Secondary UDN calls no webhook, a Primary one does", func(t *testing.T) {
+		before := udnWebhookCalls(t)
+		if err := c.Create(ctx, udn("by-webhook", "secondary", layer2(udnv1.NetworkRoleSecondary, "10.113.0.0/16"))); err != nil {
+			t.Fatal(err)
+		}
+		// And the policies still decide a Secondary UDN.
+		refusal(t, c.Create(ctx, udn("by-webhook", "secondary-ranges", layer2(udnv1.NetworkRoleSecondary, "10.244.0.0/24")), client.DryRunAll), false)
+		if after := udnWebhookCalls(t); after != before {
+			t.Errorf("the UDN webhook served %v requests for Secondary UDN creates, want 0", after-before)
+		}
+		if err := c.Create(ctx, udn("by-webhook", "primary-probe", layer2(udnv1.NetworkRolePrimary, "10.114.0.0/16")), client.DryRunAll); err == nil {
+			t.Error("a second Primary UDN was admitted")
+		}
+		if after := udnWebhookCalls(t); after != before+1 {
+			t.Errorf("the UDN webhook served %v requests for one Primary UDN create, want 1", after-before)
+		}
+	})
+
+	t.Run("an update of a Primary UDN is the policies'", func(t *testing.T) {
+		var cur udnv1.UserDefinedNetwork
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "by-webhook", Name: "transit"}, &cur); err != nil {
+			t.Fatal(err)
+		}
+		before := udnWebhookCalls(t)
+		cur.Labels = map[string]string{"touched": "yes"}
+		if err := c.Update(ctx, &cur); err != nil {
+			t.Fatal(err)
+		}
+		if after := udnWebhookCalls(t); after != before {
+			t.Errorf("the UDN webhook served %v requests for an update, want 0", after-before)
+		}
+	})
 }
