@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/udnkit/udnkit/apis/scheme"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // EtcdVersion is the etcd that Kubernetes 1.37 pins; build-binaries.sh builds it.
@@ -262,7 +263,11 @@ func Start(opts Options) (*Environment, error) {
 			}
 			writers = &AnnotationWriters{Users: []string{admin}}
 		}
-		if err := InstallPolicies(ctx, c, PolicyDir(), *writers); err != nil {
+		if err := c.Create(ctx, ovnk.DefaultClusterConfig().AdmissionParamsObject(ParamsNamespace)); err != nil {
+			_ = env.Stop()
+			return nil, fmt.Errorf("writing the policies' params: %w", err)
+		}
+		if err := InstallPolicies(ctx, c, PolicyDir(), *writers, ParamsNamespace); err != nil {
 			_ = env.Stop()
 			return nil, err
 		}
@@ -284,11 +289,16 @@ func (e *Environment) Whoami(ctx context.Context, cfg *rest.Config) (string, err
 	return review.Status.UserInfo.Username, nil
 }
 
+// ParamsNamespace is where Start writes the policies' params, the ConfigMap
+// ovnk.AdmissionParamsConfigMap (from ovnk.DefaultClusterConfig; a manager
+// run with webhooks.SetupWithManager there overwrites it with its own).
+const ParamsNamespace = "default"
+
 // InstallPolicies creates every object (ValidatingAdmissionPolicies and
-// their bindings) of PolicyObjects(dir, writers). A policy is enforced
-// 0.1-1 s after it is created.
-func InstallPolicies(ctx context.Context, c client.Client, dir string, writers AnnotationWriters) error {
-	objs, err := PolicyObjects(dir, writers)
+// their bindings) of PolicyObjects(dir, writers, paramsNamespace). A policy
+// is enforced 0.1-1 s after it is created.
+func InstallPolicies(ctx context.Context, c client.Client, dir string, writers AnnotationWriters, paramsNamespace string) error {
+	objs, err := PolicyObjects(dir, writers, paramsNamespace)
 	if err != nil {
 		return err
 	}
@@ -300,10 +310,12 @@ func InstallPolicies(ctx context.Context, c client.Client, dir string, writers A
 	return nil
 }
 
-// PolicyObjects reads the objects of the YAML files in dir and fills the
+// PolicyObjects reads the objects of the YAML files in dir, fills the
 // policies' trustedUsers, trustedGroups and nodeGroup variables with
-// writers, as CEL literals, the way the chart's templates/policies.yaml does.
-func PolicyObjects(dir string, writers AnnotationWriters) ([]*unstructured.Unstructured, error) {
+// writers, as CEL literals, and points the bindings whose paramRef names
+// ovnk.AdmissionParamsConfigMap at paramsNamespace, the way the chart's
+// templates/policies.yaml does.
+func PolicyObjects(dir string, writers AnnotationWriters, paramsNamespace string) ([]*unstructured.Unstructured, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
 		return nil, err
@@ -336,6 +348,11 @@ func PolicyObjects(dir string, writers AnnotationWriters) ([]*unstructured.Unstr
 			}
 			if variables != nil {
 				if err := unstructured.SetNestedSlice(obj.Object, variables, "spec", "variables"); err != nil {
+					return nil, err
+				}
+			}
+			if name, _, _ := unstructured.NestedString(obj.Object, "spec", "paramRef", "name"); name == ovnk.AdmissionParamsConfigMap {
+				if err := unstructured.SetNestedField(obj.Object, paramsNamespace, "spec", "paramRef", "namespace"); err != nil {
 					return nil, err
 				}
 			}

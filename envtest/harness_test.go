@@ -2,6 +2,7 @@ package envtest_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -13,6 +14,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -78,9 +80,9 @@ func TestHarnessInstallsEveryCRD(t *testing.T) {
 
 // TestHarnessWebhooks starts the control plane with Options.Webhooks and
 // nothing serving: the generated webhook configurations point at the
-// harness's local TLS address (so, failurePolicy Fail, a UDN create fails
-// there and leaves nothing behind), and the ValidatingAdmissionPolicies are
-// installed with their bindings.
+// harness's local TLS address (so, failurePolicy Fail, a Primary CUDN create
+// fails there and leaves nothing behind), and the ValidatingAdmissionPolicies
+// are installed with their bindings and params.
 func TestHarnessWebhooks(t *testing.T) {
 	env := start(t, envtest.Options{Webhooks: true})
 	ctx := context.Background()
@@ -101,7 +103,7 @@ func TestHarnessWebhooks(t *testing.T) {
 	found := false
 	for _, w := range vwc.Webhooks {
 		u := w.ClientConfig.URL
-		if u != nil && strings.HasPrefix(*u, wantURL) && strings.HasSuffix(*u, "/validate-k8s-ovn-org-v1-userdefinednetwork") && len(w.ClientConfig.CABundle) > 0 {
+		if u != nil && strings.HasPrefix(*u, wantURL) && strings.HasSuffix(*u, "/validate-k8s-ovn-org-v1-clusteruserdefinednetwork") && len(w.ClientConfig.CABundle) > 0 {
 			found = true
 		}
 	}
@@ -116,23 +118,27 @@ func TestHarnessWebhooks(t *testing.T) {
 	if err := env.Client.List(ctx, &bindings); err != nil {
 		t.Fatal(err)
 	}
-	if len(policies.Items) != 5 || len(bindings.Items) != 5 {
-		t.Errorf("%d policies and %d bindings installed, want 5 and 5", len(policies.Items), len(bindings.Items))
+	if len(policies.Items) != 9 || len(bindings.Items) != 9 {
+		t.Errorf("%d policies and %d bindings installed, want 9 and 9", len(policies.Items), len(bindings.Items))
+	}
+	var params corev1.ConfigMap
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: envtest.ParamsNamespace, Name: ovnk.AdmissionParamsConfigMap}, &params); err != nil {
+		t.Errorf("the policies' params: %v", err)
+	} else if !equality.Semantic.DeepEqual(params.Data, ovnk.DefaultClusterConfig().AdmissionParams()) {
+		t.Errorf("the policies' params %v, want the default configuration's", params.Data)
 	}
 
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "nobody-serves"}}); err != nil {
-		t.Fatal(err)
+	cudn := &udnv1.ClusterUserDefinedNetwork{
+		ObjectMeta: metav1.ObjectMeta{Name: "nobody-serves"},
+		Spec: udnv1.ClusterUserDefinedNetworkSpec{NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"none": "none"}},
+			Network: udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
+				Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRolePrimary, Subnets: udnv1.DualStackCIDRs{"10.0.0.0/24"}}}},
 	}
-	udn := &udnv1.UserDefinedNetwork{
-		ObjectMeta: metav1.ObjectMeta{Name: "u", Namespace: "nobody-serves"},
-		Spec: udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
-			Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRoleSecondary, Subnets: udnv1.DualStackCIDRs{"10.0.0.0/24"}}},
-	}
-	err := env.Client.Create(ctx, udn)
+	err := env.Client.Create(ctx, cudn)
 	if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
 		t.Fatalf("create with no webhook server: %v, want a failed webhook call", err)
 	}
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(udn), &udnv1.UserDefinedNetwork{}); !apierrors.IsNotFound(err) {
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cudn), &udnv1.ClusterUserDefinedNetwork{}); !apierrors.IsNotFound(err) {
 		t.Errorf("after the failed create: %v, want NotFound", err)
 	}
 }
@@ -155,7 +161,7 @@ func start(t *testing.T, opts envtest.Options) *envtest.Environment {
 // TestPolicyProtectsOVNKAnnotations: the annotation-writer policies protect
 // exactly the annotations udnkit trusts, by ovnk's names, per kind.
 func TestPolicyProtectsOVNKAnnotations(t *testing.T) {
-	objs, err := envtest.PolicyObjects(envtest.PolicyDir(), envtest.AnnotationWriters{})
+	objs, err := envtest.PolicyObjects(envtest.PolicyDir(), envtest.AnnotationWriters{}, envtest.ParamsNamespace)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,5 +193,48 @@ func TestPolicyProtectsOVNKAnnotations(t *testing.T) {
 	}
 	for name := range want {
 		t.Errorf("no policy %s with keys", name)
+	}
+}
+
+// TestNetworkPoliciesUseOVNKNames: the UDN and CUDN policies read the
+// ConfigMap, keys and flag that ovnk names (the namespace label is the UDN
+// webhook's: a new Primary UDN is not theirs), and the harness points
+// their bindings at the namespace it writes the ConfigMap to.
+func TestNetworkPoliciesUseOVNKNames(t *testing.T) {
+	objs, err := envtest.PolicyObjects(envtest.PolicyDir(), envtest.AnnotationWriters{}, "params-ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	bindings := 0
+	for _, o := range objs {
+		if o.GetLabels()["udnkit.k8s.ovn.org/component"] != "admission" {
+			continue
+		}
+		data, err := json.Marshal(o.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text.Write(data)
+		if name, _, _ := unstructured.NestedString(o.Object, "spec", "paramRef", "name"); name != "" {
+			bindings++
+			if name != ovnk.AdmissionParamsConfigMap {
+				t.Errorf("%s reads ConfigMap %s, want %s", o.GetName(), name, ovnk.AdmissionParamsConfigMap)
+			}
+			if ns, _, _ := unstructured.NestedString(o.Object, "spec", "paramRef", "namespace"); ns != "params-ns" {
+				t.Errorf("%s reads its params from namespace %q, want params-ns", o.GetName(), ns)
+			}
+		}
+	}
+	if bindings != 2 {
+		t.Errorf("%d bindings read %s, want 2 (udnkit-network-config, udnkit-network-warnings)", bindings, ovnk.AdmissionParamsConfigMap)
+	}
+	for _, want := range []string{"params.data.?" + ovnk.ParamInternalRanges, "params.data.?" + ovnk.ParamTransitRanges,
+		"params.data." + ovnk.ParamInternalCIDRs4, "params.data." + ovnk.ParamTransitCIDRs4,
+		"params.data." + ovnk.ParamInternalCIDRs6, "params.data." + ovnk.ParamTransitCIDRs6,
+		"params.data.?" + ovnk.ParamPreconfiguredUDNAddresses, "--" + ovnk.FlagPreconfiguredUDNAddressesEnable} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the network policies never mention %q", want)
+		}
 	}
 }

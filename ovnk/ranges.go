@@ -1,6 +1,13 @@
 package ovnk
 
-import "net/netip"
+import (
+	"net/netip"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // InternalRange is one of the cluster's internal ranges, described for
 // messages: "overlaps the <What> <Prefix> (--<Flag>)".
@@ -37,4 +44,64 @@ func (c ClusterConfig) TransitRanges() []InternalRange {
 		out = append(out, InternalRange{Prefix: p.Masked(), What: "transit subnet", Flag: FlagTransitSubnets})
 	}
 	return out
+}
+
+// AdmissionParamsConfigMap is the ConfigMap, in the manager's namespace, from
+// which udnkit's ValidatingAdmissionPolicies read the cluster's ranges
+// (their paramRef): the manager writes AdmissionParams into it at start.
+const AdmissionParamsConfigMap = "udnkit-admission-params"
+
+// Keys of AdmissionParams. The CIDR keys hold one family's prefixes only,
+// separated by spaces, for the policies' checks (a value is compared with
+// its own family's); the range keys the ranges one per line as
+// "<prefix>|<what>|<flag>" (10.244.0.0/16|cluster default network
+// subnet|cluster-subnets), read only to word a refusal as the webhook did.
+// The apiserver pays for every CEL operation on every request.
+const (
+	ParamInternalCIDRs4            = "internalCIDRs4"
+	ParamInternalCIDRs6            = "internalCIDRs6"
+	ParamInternalRanges            = "internalRanges"
+	ParamTransitCIDRs4             = "transitCIDRs4"
+	ParamTransitCIDRs6             = "transitCIDRs6"
+	ParamTransitRanges             = "transitRanges"
+	ParamPreconfiguredUDNAddresses = "preconfiguredUDNAddresses"
+)
+
+// AdmissionParams renders c for udnkit's ValidatingAdmissionPolicies: the
+// data of AdmissionParamsConfigMap.
+func (c ClusterConfig) AdmissionParams() map[string]string {
+	lines := func(rs []InternalRange) string {
+		out := make([]string, len(rs))
+		for i, r := range rs {
+			out[i] = r.Prefix.String() + "|" + r.What + "|" + r.Flag
+		}
+		return strings.Join(out, "\n")
+	}
+	cidrs := func(rs []InternalRange, v4 bool) string {
+		var out []string
+		for _, r := range rs {
+			if r.Prefix.Addr().Is4() == v4 {
+				out = append(out, r.Prefix.String())
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	return map[string]string{
+		ParamInternalCIDRs4:            cidrs(c.InternalRanges(), true),
+		ParamInternalCIDRs6:            cidrs(c.InternalRanges(), false),
+		ParamInternalRanges:            lines(c.InternalRanges()),
+		ParamTransitCIDRs4:             cidrs(c.TransitRanges(), true),
+		ParamTransitCIDRs6:             cidrs(c.TransitRanges(), false),
+		ParamTransitRanges:             lines(c.TransitRanges()),
+		ParamPreconfiguredUDNAddresses: strconv.FormatBool(c.PreconfiguredUDNAddresses),
+	}
+}
+
+// AdmissionParamsObject is the ConfigMap AdmissionParamsConfigMap in
+// namespace, holding c.AdmissionParams().
+func (c ClusterConfig) AdmissionParamsObject(namespace string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: AdmissionParamsConfigMap},
+		Data:       c.AdmissionParams(),
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/webhooks"
 )
 
@@ -41,63 +43,110 @@ func reportPercentiles(b *testing.B, prefix string, d []time.Duration) time.Dura
 	return p50
 }
 
-// BenchmarkUDNHandler measures the UDN validating webhook in process, from
-// the decoded AdmissionRequest to the response: a Secondary network (static
-// checks only) and a Primary one (plus a namespace read and two indexed
-// lists of the manager's informer cache, as in production).
+// primaryCUDNReview is the JSON of a Primary CUDN that selects the
+// namespaces labelled bench=<run>.
+func primaryCUDNReview(b *testing.B, run string) []byte {
+	b.Helper()
+	raw, err := json.Marshal(cudn("bench-"+run, map[string]string{"bench": run}, layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return raw
+}
+
+// BenchmarkUDNHandler measures the UDN validating webhook, which the
+// apiserver calls for a new Primary UDN only, in process from the decoded
+// AdmissionRequest to the response: every check of that request (the
+// ranges, a namespace read and three indexed lists of the manager's informer
+// cache), as in production.
 func BenchmarkUDNHandler(b *testing.B) {
 	env := startEnv(b)
 	ns := fmt.Sprintf("bench-handler-%d", benchRun.Add(1))
 	namespace(b, synced(env.Client), ns, true, nil)
-	handler := admission.WithValidator(env.Scheme, &webhooks.UserDefinedNetworkValidator{
-		Client: shared.mgr.GetCache(), APIReader: shared.mgr.GetAPIReader(), Config: testConfig()})
-	for _, tc := range []struct {
-		name string
-		spec udnv1.NetworkSpec
-	}{
-		{"secondary", layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16", "fd00:100::/64")},
-		{"primary", layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16", "fd00:100::/64")},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			raw, err := json.Marshal(udn(ns, "n", tc.spec))
-			if err != nil {
-				b.Fatal(err)
-			}
-			req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
-				UID: "bench", Operation: admissionv1.Create, Namespace: ns, Name: "n",
-				Kind:   metav1.GroupVersionKind{Group: "k8s.ovn.org", Version: "v1", Kind: "UserDefinedNetwork"},
-				Object: runtime.RawExtension{Raw: raw}}}
-			// Warm up: the first request discovers the API (REST mapping).
-			if resp := handler.Handle(ctx, req); !resp.Allowed {
-				b.Fatalf("refused: %+v", resp.Result)
-			}
-			durations := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for range b.N {
-				start := time.Now()
-				resp := handler.Handle(ctx, req)
-				durations = append(durations, time.Since(start))
-				if !resp.Allowed {
-					b.Fatalf("refused: %+v", resp.Result)
-				}
-			}
-			b.StopTimer()
-			reportPercentiles(b, "", durations)
-		})
+	raw, err := json.Marshal(udn(ns, "n", layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16", "fd00:100::/64")))
+	if err != nil {
+		b.Fatal(err)
 	}
+	benchmarkHandler(b, admission.WithValidator(env.Scheme, &webhooks.UserDefinedNetworkValidator{
+		Client: shared.mgr.GetCache(), APIReader: shared.mgr.GetAPIReader(), Config: testConfig()}),
+		admissionv1.AdmissionRequest{UID: "bench", Operation: admissionv1.Create, Namespace: ns, Name: "n",
+			Kind:   metav1.GroupVersionKind{Group: "k8s.ovn.org", Version: "v1", Kind: "UserDefinedNetwork"},
+			Object: runtime.RawExtension{Raw: raw}})
 }
 
-// BenchmarkCreateUDN measures creating a Layer2 UDN through the apiserver
-// with udnkit's UDN webhook called, and without it, on the same control plane
-// in the same run: the webhook's entry excludes a second namespace by
-// namespaceSelector, and the creates alternate between the two namespaces,
-// so the machine's load drifts alike for both. It reports both and their
-// ratio (webhook-overhead-ratio, p50 over p50). Each UDN is deleted (untimed,
-// and until the webhooks' cache has dropped it) so its namespace can take
-// the next.
+// BenchmarkCUDNHandler measures the CUDN validating webhook in process: a
+// new Primary CUDN selecting 10 labelled namespaces (a namespace list and
+// two indexed lists of the manager's informer cache).
+func BenchmarkCUDNHandler(b *testing.B) {
+	env := startEnv(b)
+	run := strconv.FormatInt(benchRun.Add(1), 10)
+	for i := range 10 {
+		namespace(b, synced(env.Client), fmt.Sprintf("bench-handler-%s-%d", run, i), true, map[string]string{"bench": run})
+	}
+	benchmarkHandler(b, admission.WithValidator(env.Scheme, &webhooks.ClusterUserDefinedNetworkValidator{
+		Client: shared.mgr.GetCache(), APIReader: shared.mgr.GetAPIReader()}),
+		admissionv1.AdmissionRequest{UID: "bench", Operation: admissionv1.Create, Name: "bench-" + run,
+			Kind:   metav1.GroupVersionKind{Group: "k8s.ovn.org", Version: "v1", Kind: "ClusterUserDefinedNetwork"},
+			Object: runtime.RawExtension{Raw: primaryCUDNReview(b, run)}})
+}
+
+// benchmarkHandler times handler on req, which it must admit, and reports
+// p50 and p99.
+func benchmarkHandler(b *testing.B, handler admission.Handler, req admissionv1.AdmissionRequest) {
+	// Warm up: the first request discovers the API (REST mapping).
+	if resp := handler.Handle(ctx, admission.Request{AdmissionRequest: req}); !resp.Allowed {
+		b.Fatalf("refused: %+v", resp.Result)
+	}
+	durations := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		resp := handler.Handle(ctx, admission.Request{AdmissionRequest: req})
+		durations = append(durations, time.Since(start))
+		if !resp.Allowed {
+			b.Fatalf("refused: %+v", resp.Result)
+		}
+	}
+	b.StopTimer()
+	reportPercentiles(b, "", durations)
+}
+
+// BenchmarkCreateUDN measures creating a Layer2 UDN through the apiserver in
+// a namespace covered by all of udnkit's admission (its
+// ValidatingAdmissionPolicies, and the UDN webhook, whose match condition
+// calls it for a Primary UDN only) and in one excluded from all of it (every
+// udnkit binding's matchResources.namespaceSelector and every such
+// webhook's namespaceSelector leave it out), on the same control plane in
+// the same run. The creates alternate between the two namespaces, so the
+// machine's load drifts alike for both. It reports both p50s and their
+// ratio (admission-overhead-ratio), for a Secondary and a Primary UDN, and
+// for both with 500 (Secondary) CUDNs present (a policy with CUDN params
+// would be evaluated once per CUDN; the webhook reads an indexed cache).
+// Each UDN is deleted (untimed) so its namespace can take the next.
 func BenchmarkCreateUDN(b *testing.B) {
 	for _, role := range []udnv1.NetworkRole{udnv1.NetworkRoleSecondary, udnv1.NetworkRolePrimary} {
 		b.Run(string(role), func(b *testing.B) { benchmarkCreateUDN(b, role) })
+	}
+	const many = 500
+	var cudns []client.Object
+	defer func() {
+		for _, cu := range cudns {
+			if err := startEnv(b).Client.Delete(ctx, cu); err != nil {
+				b.Error(err)
+			}
+		}
+	}()
+	for _, role := range []udnv1.NetworkRole{udnv1.NetworkRoleSecondary, udnv1.NetworkRolePrimary} {
+		b.Run(fmt.Sprintf("%s-%dCUDNs", role, many), func(b *testing.B) {
+			for i := len(cudns); i < many; i++ { // once, untimed: b.Run calls this for each b.N
+				cu := cudn(fmt.Sprintf("bench-many-%d", i), map[string]string{"none": "none"}, layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16"))
+				if err := startEnv(b).Client.Create(ctx, cu); err != nil {
+					b.Fatal(err)
+				}
+				cudns = append(cudns, cu)
+			}
+			benchmarkCreateUDN(b, role)
+		})
 	}
 }
 
@@ -106,10 +155,10 @@ func benchmarkCreateUDN(b *testing.B, role udnv1.NetworkRole) {
 	c := env.Client
 	run := benchRun.Add(1)
 	withNS := fmt.Sprintf("bench-e2e-%s-%d", strings.ToLower(string(role)), run)
-	withoutNS := withNS + "-nowebhook"
+	withoutNS := withNS + "-excluded"
 	namespace(b, synced(c), withNS, true, nil)
 	namespace(b, synced(c), withoutNS, true, nil)
-	restore := excludeFromUDNWebhook(b, c, withNS, withoutNS)
+	restore := excludeFromAdmission(b, c, withNS, withoutNS)
 	defer restore()
 	create := func(ns string) time.Duration {
 		u := udn(ns, "n", layer2(role, "10.100.0.0/16"))
@@ -119,15 +168,15 @@ func benchmarkCreateUDN(b *testing.B, role udnv1.NetworkRole) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := synced(c).Delete(ctx, u); err != nil {
+		if err := c.Delete(ctx, u); err != nil {
 			b.Fatal(err)
 		}
 		return d
 	}
-	// Warm up: the apiserver's first call to the webhook sets up its client.
+	// Warm up both paths.
 	create(withNS)
 	create(withoutNS)
-	callsBefore, secondsBefore := apiserverWebhookCalls(b)
+	callsBefore, secondsBefore := apiserverVAPCalls(b)
 	with := make([]time.Duration, 0, b.N)
 	without := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
@@ -143,81 +192,119 @@ func benchmarkCreateUDN(b *testing.B, role udnv1.NetworkRole) {
 		}
 	}
 	b.StopTimer()
-	calls, seconds := apiserverWebhookCalls(b)
-	if calls > callsBefore {
-		// How long the apiserver itself spent per call to the UDN webhook.
-		b.ReportMetric((seconds-secondsBefore)/(calls-callsBefore)*1e6, "apiserver-webhook-call-mean-µs")
+	if calls, seconds := apiserverVAPCalls(b); calls > callsBefore {
+		// The apiserver's own time in its ValidatingAdmissionPolicy
+		// plugin per admitted create, both namespaces together (it
+		// exposes no per-policy latency of admitted requests).
+		b.ReportMetric((seconds-secondsBefore)/(calls-callsBefore)*1e6, "apiserver-vap-plugin-mean-µs")
 	}
-	p50With := reportPercentiles(b, "webhook-", with)
-	p50Without := reportPercentiles(b, "nowebhook-", without)
-	b.ReportMetric(float64(p50With)/float64(p50Without), "webhook-overhead-ratio")
+	p50With := reportPercentiles(b, "admission-", with)
+	p50Without := reportPercentiles(b, "excluded-", without)
+	b.ReportMetric(float64(p50With)/float64(p50Without), "admission-overhead-ratio")
 }
 
-// excludeFromUDNWebhook adds a namespaceSelector to the UDN entry of
-// udnkit's ValidatingWebhookConfiguration that leaves out namespace without,
-// and waits until the apiserver calls the webhook for UDNs in with and not
-// for UDNs in without (a UDN only the webhook refuses gets through); the
-// returned function restores the entry.
-func excludeFromUDNWebhook(b *testing.B, c client.Client, with, without string) func() {
+// excludeFromAdmission leaves namespace without out of every udnkit
+// ValidatingAdmissionPolicyBinding (matchResources.namespaceSelector) and
+// every webhook of udnkit's configurations that matches UDNs
+// (namespaceSelector), and waits until a UDN only the policies refuse is
+// refused in with and admitted in without; the returned function restores
+// them all and waits until without is covered again.
+func excludeFromAdmission(b *testing.B, c client.Client, with, without string) func() {
 	b.Helper()
-	const name = "validating-webhook-configuration"
-	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-	if err := c.Get(ctx, client.ObjectKey{Name: name}, &vwc); err != nil {
+	notIn := metav1.LabelSelectorRequirement{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{without}}
+	exclude := func(sel *metav1.LabelSelector) *metav1.LabelSelector {
+		out := &metav1.LabelSelector{}
+		if sel != nil {
+			out = sel.DeepCopy()
+		}
+		out.MatchExpressions = append(out.MatchExpressions, notIn)
+		return out
+	}
+	var restores []func()
+	var bindings admissionregistrationv1.ValidatingAdmissionPolicyBindingList
+	if err := c.List(ctx, &bindings); err != nil {
 		b.Fatal(err)
 	}
-	saved := slices.Clone(vwc.Webhooks)
-	i := slices.IndexFunc(vwc.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool {
-		return w.Name == "userdefinednetworks.udnkit.k8s.ovn.org"
-	})
-	if i < 0 {
-		b.Fatal("the UDN webhook is not registered")
+	for i := range bindings.Items {
+		binding := &bindings.Items[i]
+		if !strings.HasPrefix(binding.Name, "udnkit-") {
+			continue
+		}
+		saved := binding.Spec.MatchResources.DeepCopy()
+		if binding.Spec.MatchResources == nil {
+			binding.Spec.MatchResources = &admissionregistrationv1.MatchResources{}
+		}
+		binding.Spec.MatchResources.NamespaceSelector = exclude(binding.Spec.MatchResources.NamespaceSelector)
+		if err := c.Update(ctx, binding); err != nil {
+			b.Fatal(err)
+		}
+		name := binding.Name
+		restores = append(restores, func() {
+			var cur admissionregistrationv1.ValidatingAdmissionPolicyBinding
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, &cur); err != nil {
+				b.Fatal(err)
+			}
+			cur.Spec.MatchResources = saved
+			if err := c.Update(ctx, &cur); err != nil {
+				b.Fatal(err)
+			}
+		})
 	}
-	vwc.Webhooks[i].NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{without}}}}
+	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+	if err := c.Get(ctx, client.ObjectKey{Name: "validating-webhook-configuration"}, &vwc); err != nil {
+		b.Fatal(err)
+	}
+	savedHooks := slices.Clone(vwc.Webhooks)
+	for i, w := range vwc.Webhooks {
+		if slices.ContainsFunc(w.Rules, func(r admissionregistrationv1.RuleWithOperations) bool {
+			return slices.Contains(r.Resources, "userdefinednetworks")
+		}) {
+			vwc.Webhooks[i].NamespaceSelector = exclude(w.NamespaceSelector)
+		}
+	}
 	if err := c.Update(ctx, &vwc); err != nil {
 		b.Fatal(err)
 	}
-	waitForUDNWebhook(b, c, without, false)
-	waitForUDNWebhook(b, c, with, true)
-	return func() {
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, &vwc); err != nil {
+	restores = append(restores, func() {
+		if err := c.Get(ctx, client.ObjectKey{Name: vwc.Name}, &vwc); err != nil {
 			b.Fatal(err)
 		}
-		vwc.Webhooks = saved
+		vwc.Webhooks = savedHooks
 		if err := c.Update(ctx, &vwc); err != nil {
 			b.Fatal(err)
 		}
-		waitForUDNWebhook(b, c, without, true)
+	})
+	waitForAdmission(b, c, without, false)
+	waitForAdmission(b, c, with, true)
+	return func() {
+		for _, r := range restores {
+			r()
+		}
+		waitForAdmission(b, c, without, true)
 	}
 }
 
-// waitForUDNWebhook polls with a Secondary UDN inside the cluster subnet,
-// which only the webhook refuses, until the webhook is (or is not) called.
-func waitForUDNWebhook(b *testing.B, c client.Client, ns string, called bool) {
+// waitForAdmission polls with a dry-run Secondary UDN inside the cluster
+// subnet, which only udnkit-network-config refuses, until udnkit's
+// admission covers namespace ns (or does not).
+func waitForAdmission(b *testing.B, c client.Client, ns string, covered bool) {
 	b.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		probe := udn(ns, "probe", layer2(udnv1.NetworkRoleSecondary, "10.244.0.0/24"))
-		err := c.Create(ctx, probe)
-		if err == nil {
-			if err := c.Delete(ctx, probe); err != nil {
-				b.Fatal(err)
-			}
+	err := envtest.Poll(20*time.Second, func() error {
+		err := c.Create(ctx, udn(ns, "probe", layer2(udnv1.NetworkRoleSecondary, "10.244.0.0/24")), client.DryRunAll)
+		if (err != nil) != covered {
+			return fmt.Errorf("namespace %s: admission covers it: %v, want %v (last error: %v)", ns, err != nil, covered, err)
 		}
-		if (err != nil) == called {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("the UDN webhook is still %s after 10 s (last error: %v)", map[bool]string{true: "not called", false: "called"}[called], err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
 }
 
-// apiserverWebhookCalls reads the apiserver's count and total seconds of
-// admitted CREATE calls to the UDN webhook
-// (apiserver_admission_webhook_admission_duration_seconds).
-func apiserverWebhookCalls(b *testing.B) (count, sum float64) {
+// apiserverVAPCalls reads the apiserver's count and total seconds of
+// admitted CREATEs through its ValidatingAdmissionPolicy plugin
+// (apiserver_admission_controller_admission_duration_seconds).
+func apiserverVAPCalls(b *testing.B) (count, sum float64) {
 	b.Helper()
 	cs, err := kubernetes.NewForConfig(startEnv(b).Config)
 	if err != nil {
@@ -227,41 +314,42 @@ func apiserverWebhookCalls(b *testing.B) (count, sum float64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	const labels = `{name="userdefinednetworks.udnkit.k8s.ovn.org",operation="CREATE",rejected="false",type="validating"} `
+	const labels = `{name="ValidatingAdmissionPolicy",operation="CREATE",rejected="false",type="validate"} `
+	found := false
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		for suffix, into := range map[string]*float64{"_count": &count, "_sum": &sum} {
-			if v, ok := strings.CutPrefix(sc.Text(), "apiserver_admission_webhook_admission_duration_seconds"+suffix+labels); ok {
+			if v, ok := strings.CutPrefix(sc.Text(), "apiserver_admission_controller_admission_duration_seconds"+suffix+labels); ok {
 				*into, _ = strconv.ParseFloat(v, 64)
+				found = true
 			}
 		}
+	}
+	if !found {
+		b.Error(errors.New("the apiserver exposes no ValidatingAdmissionPolicy plugin latency"))
 	}
 	return count, sum
 }
 
-// BenchmarkUDNWebhookOverTLS posts a Secondary UDN's AdmissionReview straight
+// BenchmarkCUDNWebhookOverTLS posts a Primary CUDN's AdmissionReview straight
 // to the webhook server over TLS and HTTP/2 with one reused connection, as
-// the apiserver does: the server's share of a webhook call (compare
-// BenchmarkCreateUDN's apiserver-webhook-call-mean-µs).
-func BenchmarkUDNWebhookOverTLS(b *testing.B) {
+// the apiserver does: the server's share of a webhook call.
+func BenchmarkCUDNWebhookOverTLS(b *testing.B) {
 	env := startEnv(b)
-	raw, err := json.Marshal(udn("over-tls", "n", layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16")))
-	if err != nil {
-		b.Fatal(err)
-	}
+	run := strconv.FormatInt(benchRun.Add(1), 10)
 	body, err := json.Marshal(admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{UID: "bench", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
-			Kind:     metav1.GroupVersionKind{Group: "k8s.ovn.org", Version: "v1", Kind: "UserDefinedNetwork"},
-			Resource: metav1.GroupVersionResource{Group: "k8s.ovn.org", Version: "v1", Resource: "userdefinednetworks"}},
+		Request: &admissionv1.AdmissionRequest{UID: "bench", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: primaryCUDNReview(b, run)},
+			Kind:     metav1.GroupVersionKind{Group: "k8s.ovn.org", Version: "v1", Kind: "ClusterUserDefinedNetwork"},
+			Resource: metav1.GroupVersionResource{Group: "k8s.ovn.org", Version: "v1", Resource: "clusteruserdefinednetworks"}},
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
 	hc := &http.Client{Transport: &http.Transport{ForceAttemptHTTP2: true,
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // local test server
-	url := fmt.Sprintf("https://%s:%d/validate-k8s-ovn-org-v1-userdefinednetwork", env.Webhook.Host, env.Webhook.Port)
+	url := fmt.Sprintf("https://%s:%d/validate-k8s-ovn-org-v1-clusteruserdefinednetwork", env.Webhook.Host, env.Webhook.Port)
 	post := func() {
 		resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
 		if err != nil {

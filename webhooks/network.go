@@ -78,8 +78,9 @@ func ValidateNetworkAgainstRanges(path *field.Path, spec udnv1.NetworkSpec, cfg 
 }
 
 // validateRanges is ValidateNetworkAgainstRanges that skips values old
-// already had, so a configuration change never blocks updating an existing
-// network, while an appended subnet is still checked.
+// already had (in any of the fields), so a configuration change never
+// blocks updating an existing network, while an appended subnet is still
+// checked. udnkit-network-config does the same in the apiserver.
 func validateRanges(path *field.Path, spec udnv1.NetworkSpec, old *udnv1.NetworkSpec, cfg ovnk.ClusterConfig) field.ErrorList {
 	ranges := cfg.InternalRanges()
 	if spec.Layer3 != nil {
@@ -88,12 +89,12 @@ func validateRanges(path *field.Path, spec udnv1.NetworkSpec, old *udnv1.Network
 	existing := map[string]bool{}
 	if old != nil {
 		for _, f := range cidrFields(path, *old) {
-			existing[f.path.String()+"="+f.value] = true
+			existing[f.value] = true
 		}
 	}
 	var errs field.ErrorList
 	for _, f := range cidrFields(path, spec) {
-		if existing[f.path.String()+"="+f.value] {
+		if existing[f.value] {
 			continue
 		}
 		p, err := netip.ParsePrefix(f.value)

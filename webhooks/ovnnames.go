@@ -11,64 +11,44 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 )
 
-// IndexOVNPrefix is the field index (see IndexFields) of a UDN's or CUDN's
-// OVN object prefix, ovnk.NetworkPrefix of its network name: OVN-Kubernetes
-// replaces "-" and "/" with ".", so CUDNs col-x and col.x (or UDNs x-y and
-// x.y of one namespace) would share every OVN object name.
+// IndexOVNPrefix is the field index (see IndexFields) of a UDN's OVN object
+// prefix, ovnk.NetworkPrefix of its network name: OVN-Kubernetes replaces
+// "-" and "/" with ".", so UDNs x-y and x.y of one namespace would share
+// every OVN object name. The UDN webhook looks a new Primary UDN's prefix up
+// in it (udnkit-udn-peers checks every other new UDN, in the apiserver).
 const IndexOVNPrefix = "udnkit.webhooks.ovnprefix"
 
 func udnPrefix(u *udnv1.UserDefinedNetwork) string {
 	return ovnk.NetworkPrefix(ovnk.UDNNetworkName(u.Namespace, u.Name))
 }
 
-func cudnPrefix(c *udnv1.ClusterUserDefinedNetwork) string {
-	return ovnk.NetworkPrefix(ovnk.CUDNNetworkName(c.Name))
-}
-
-func indexOVNPrefixes(ctx context.Context, indexer client.FieldIndexer) error {
+func indexOVNPrefix(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &udnv1.UserDefinedNetwork{}, IndexOVNPrefix, func(o client.Object) []string {
 		return []string{udnPrefix(o.(*udnv1.UserDefinedNetwork))}
 	}); err != nil {
 		return fmt.Errorf("indexing UserDefinedNetworks: %w", err)
 	}
-	if err := indexer.IndexField(ctx, &udnv1.ClusterUserDefinedNetwork{}, IndexOVNPrefix, func(o client.Object) []string {
-		return []string{cudnPrefix(o.(*udnv1.ClusterUserDefinedNetwork))}
-	}); err != nil {
-		return fmt.Errorf("indexing ClusterUserDefinedNetworks: %w", err)
-	}
 	return nil
 }
 
-// ovnNameCollision refuses a new network whose OVN names another network
-// already has, naming it (a UDN can only collide with a UDN of its own
-// namespace, which its author may read; a CUDN with a CUDN). It reads the
+// ovnNameCollision refuses a new UDN whose OVN names another UDN of its
+// namespace already has, naming it, in udnkit-udn-peers' words. It reads the
 // cache through IndexOVNPrefix and confirms a collision against the
-// apiserver before refusing.
-func ovnNameCollision(ctx context.Context, cache, api client.Reader, kind, namespace, name, prefix string) (field.ErrorList, error) {
+// apiserver (api, when set) before refusing.
+func ovnNameCollision(ctx context.Context, cache, api client.Reader, udn *udnv1.UserDefinedNetwork) (field.ErrorList, error) {
+	prefix := udnPrefix(udn)
 	find := func(r client.Reader, indexed bool) (string, error) {
-		var opts []client.ListOption
+		opts := []client.ListOption{client.InNamespace(udn.Namespace)}
 		if indexed {
-			opts = append(opts, client.MatchingFields{IndexOVNPrefix: prefix})
+			opts = append(opts, client.MatchingFields{IndexOVNPrefix: prefix}, client.UnsafeDisableDeepCopy)
 		}
-		if kind == udnv1.KindUserDefinedNetwork {
-			var list udnv1.UserDefinedNetworkList
-			if err := r.List(ctx, &list, append(opts, client.InNamespace(namespace))...); err != nil {
-				return "", err
-			}
-			for i := range list.Items {
-				if u := &list.Items[i]; u.Name != name && udnPrefix(u) == prefix {
-					return "UserDefinedNetwork " + u.Namespace + "/" + u.Name, nil
-				}
-			}
-			return "", nil
-		}
-		var list udnv1.ClusterUserDefinedNetworkList
+		var list udnv1.UserDefinedNetworkList
 		if err := r.List(ctx, &list, opts...); err != nil {
-			return "", err
+			return "", fmt.Errorf("listing UserDefinedNetworks: %w", err)
 		}
 		for i := range list.Items {
-			if c := &list.Items[i]; c.Name != name && cudnPrefix(c) == prefix {
-				return "ClusterUserDefinedNetwork " + c.Name, nil
+			if u := &list.Items[i]; u.Name != udn.Name && udnPrefix(u) == prefix {
+				return u.Namespace + "/" + u.Name, nil
 			}
 		}
 		return "", nil
@@ -82,7 +62,7 @@ func ovnNameCollision(ctx context.Context, cache, api client.Reader, kind, names
 			return nil, err
 		}
 	}
-	return field.ErrorList{field.Duplicate(field.NewPath("metadata", "name"), fmt.Sprintf(
-		"%s: its OVN objects would be named like those of %s (OVN-Kubernetes replaces '-' and '/' with '.', giving both the prefix %s); choose another name",
-		name, other, prefix))}, nil
+	return field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), udn.Name, fmt.Sprintf(
+		"%s: its OVN objects would be named like those of UserDefinedNetwork %s (OVN-Kubernetes replaces '-' and '/' with '.', giving both the prefix %s); choose another name.",
+		udn.Name, other, prefix))}, nil
 }

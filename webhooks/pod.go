@@ -35,7 +35,7 @@ var defaultNetworkPath = field.NewPath("metadata", "annotations").Key(ovnk.Annot
 // With Config.PreconfiguredUDNAddresses off it admits every pod.
 type PodValidator struct {
 	// Client reads namespaces, UDNs, CUDNs and IPAMClaims: the manager's
-	// cache (see UserDefinedNetworkValidator).
+	// cache (see ClusterUserDefinedNetworkValidator).
 	Client client.Reader
 	// APIReader, when set, confirms against the apiserver what the cache
 	// does not hold yet (a namespace or IPAMClaim created moments ago).

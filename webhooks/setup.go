@@ -2,8 +2,10 @@ package webhooks
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -17,16 +19,24 @@ import (
 // MutatingWebhookConfiguration points there).
 const MutatePodPath = "/mutate--v1-pod"
 
-// SetupWithManager registers every udnkit webhook on mgr's webhook server:
-// the UDN and CUDN validators, the pod validator and the pod defaulter. They
-// decide from mgr's informer cache, indexed by IndexFields, so a request costs
-// no apiserver round trip and reads only the Primary networks that matter; a
-// refusal is confirmed with mgr.GetAPIReader(). The cache may miss a network
-// created moments ago: two Primary networks for one namespace admitted in
-// that window are settled by the reconcilers (the older keeps it). The
-// manager's scheme must know k8s.ovn.org/v1, core/v1 and IPAMClaims.
-func SetupWithManager(mgr ctrl.Manager, cfg ovnk.ClusterConfig) error {
+// SetupWithManager writes the cluster's ranges for udnkit's
+// ValidatingAdmissionPolicies (the ConfigMap ovnk.AdmissionParamsConfigMap in
+// paramsNamespace, see WriteAdmissionParams) and registers every udnkit
+// webhook on mgr's webhook server: the UDN validator (every check of a new
+// Primary UDN, a request the policies skip), the CUDN validator, the pod
+// validator and the pod defaulter. The policies, evaluated in the
+// apiserver, check every other UDN request and the CUDNs' own specs. The webhooks decide from mgr's informer cache,
+// indexed by IndexFields, so a request costs no apiserver round trip and
+// reads only the Primary networks that matter; a refusal is confirmed with
+// mgr.GetAPIReader(). The cache may miss a network created moments ago: two
+// Primary networks for one namespace admitted in that window are settled by
+// the reconcilers (the older keeps it). The manager's scheme must know
+// k8s.ovn.org/v1, core/v1 and IPAMClaims.
+func SetupWithManager(mgr ctrl.Manager, cfg ovnk.ClusterConfig, paramsNamespace string) error {
 	ctx := context.Background()
+	if err := WriteAdmissionParams(ctx, mgr.GetClient(), paramsNamespace, cfg); err != nil {
+		return err
+	}
 	if err := IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
@@ -42,7 +52,7 @@ func SetupWithManager(mgr ctrl.Manager, cfg ovnk.ClusterConfig) error {
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &udnv1.ClusterUserDefinedNetwork{}).
-		WithValidator(&ClusterUserDefinedNetworkValidator{Client: cached, APIReader: live, Config: cfg}).Complete(); err != nil {
+		WithValidator(&ClusterUserDefinedNetworkValidator{Client: cached, APIReader: live}).Complete(); err != nil {
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).
@@ -52,5 +62,24 @@ func SetupWithManager(mgr ctrl.Manager, cfg ovnk.ClusterConfig) error {
 	mgr.GetWebhookServer().Register(MutatePodPath, &webhook.Admission{
 		Handler: &PodDefaulter{Client: cached, APIReader: live, Config: cfg, Decoder: admission.NewDecoder(mgr.GetScheme())},
 	})
+	return nil
+}
+
+// FieldOwner is the field manager of the objects the admission component
+// writes.
+const FieldOwner = "udnkit-admission"
+
+// WriteAdmissionParams creates or updates (server-side apply, one request)
+// the ConfigMap ovnk.AdmissionParamsConfigMap in namespace with
+// cfg.AdmissionParams(): the ranges udnkit's ValidatingAdmissionPolicies
+// check networks against. Every replica writes the same data. The
+// apiserver's policies see it a moment later; until it first exists they
+// refuse every network (parameterNotFoundAction Deny).
+func WriteAdmissionParams(ctx context.Context, c client.Client, namespace string, cfg ovnk.ClusterConfig) error {
+	obj := cfg.AdmissionParamsObject(namespace)
+	ac := corev1ac.ConfigMap(obj.Name, obj.Namespace).WithData(obj.Data)
+	if err := c.Apply(ctx, ac, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("writing the admission policies' params %s/%s: %w", namespace, obj.Name, err)
+	}
 	return nil
 }

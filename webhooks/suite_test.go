@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -36,8 +37,9 @@ import (
 // One control plane serves every envtest test of this package: udnkit's
 // webhook configurations and ValidatingAdmissionPolicies installed, and a
 // controller-runtime manager serving webhooks.SetupWithManager's webhooks over
-// TLS at the address the configurations point to. It starts on first use, so
-// the unit tests and the fuzz target run without it.
+// TLS at the address the configurations point to (and writing testConfig()
+// as the policies' params). It starts on first use, so the unit tests and
+// the fuzz target run without it.
 var shared struct {
 	once   sync.Once
 	env    *envtest.Environment
@@ -82,7 +84,7 @@ func startEnv(tb testing.TB) *envtest.Environment {
 			WebhookServer:          webhook.NewServer(env.Webhook.WebhookServerOptions()),
 		})
 		if err == nil {
-			err = webhooks.SetupWithManager(mgr, testConfig())
+			err = webhooks.SetupWithManager(mgr, testConfig(), envtest.ParamsNamespace)
 		}
 		shared.mgr = mgr
 		if err != nil {
@@ -94,7 +96,9 @@ func startEnv(tb testing.TB) *envtest.Environment {
 		go func() { shared.done <- mgr.Start(ctx) }()
 		wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
 		defer wcancel()
-		shared.err = env.WaitForWebhookServer(wctx)
+		if shared.err = env.WaitForWebhookServer(wctx); shared.err == nil {
+			shared.err = waitForPolicies(env)
+		}
 	})
 	if shared.err != nil {
 		tb.Fatal(shared.err)
@@ -149,6 +153,9 @@ func synced(c client.Client) client.Client { return syncedClient{c} }
 func (c syncedClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
 	if err := c.Client.Create(ctx, obj, opts...); err != nil {
 		return err
+	}
+	if o := (&client.CreateOptions{}).ApplyOptions(opts); len(o.DryRun) > 0 {
+		return nil // nothing was written
 	}
 	return waitCached(ctx, obj, false)
 }
@@ -317,4 +324,70 @@ func eventually(t testing.TB, f func() error) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// waitForPolicies returns once the apiserver enforces every UDN and CUDN
+// policy with testConfig()'s params (a policy is enforced 0.1-1 s after it is
+// created, a param seen a moment after it is written): a UDN in the cluster
+// subnet is refused, one with reservedSubnets admitted without a warning
+// (PreconfiguredUDNAddresses), and names that collide with an existing UDN
+// and CUDN are refused.
+func waitForPolicies(env *envtest.Environment) error {
+	w := &warnings{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WarningHandler = w
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		return err
+	}
+	const ns = "policy-probe"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+		Labels: map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}}}); err != nil {
+		return err
+	}
+	reserved := layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")
+	reserved.Layer2.ReservedSubnets = []udnv1.NetworkCIDR{"10.100.0.0/24"}
+	peer := udn(ns, "probe-a", reserved)
+	peerCUDN := cudn("probe-a", map[string]string{"none": "none"}, layer2(udnv1.NetworkRoleSecondary, "10.101.0.0/16"))
+	return envtest.Poll(30*time.Second, func() error {
+		if err := c.Create(ctx, udn(ns, "overlap", layer2(udnv1.NetworkRoleSecondary, "10.244.0.0/24")), client.DryRunAll); err == nil {
+			return errors.New("udnkit-network-config not enforced yet")
+		}
+		w.take()
+		if err := c.Create(ctx, peer, client.DryRunAll); err != nil {
+			return err
+		}
+		if got := w.take(); len(got) > 0 {
+			return fmt.Errorf("the policies do not see testConfig() yet: %q", got)
+		}
+		for _, obj := range []client.Object{peer, peerCUDN} {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object)); apierrors.IsNotFound(err) {
+				err = c.Create(ctx, obj.DeepCopyObject().(client.Object))
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if err := c.Create(ctx, udn(ns, "probe.a", layer2(udnv1.NetworkRoleSecondary, "10.103.0.0/16")), client.DryRunAll); err == nil {
+			return errors.New("udnkit-udn-peers not enforced yet")
+		}
+		if err := c.Create(ctx, cudn("probe.a", map[string]string{"none": "none"}, layer2(udnv1.NetworkRoleSecondary, "10.102.0.0/16")), client.DryRunAll); err == nil {
+			return errors.New("udnkit-cudn-peers not enforced yet")
+		}
+		return nil
+	})
+}
+
+// createRefused creates obj once a dry run of it is refused (for up to 10 s)
+// and returns the create's error: the policies read other networks from the
+// apiserver's informer, a moment behind what a test just wrote.
+func createRefused(t testing.TB, c client.Client, obj client.Object) error {
+	t.Helper()
+	_ = envtest.Poll(10*time.Second, func() error {
+		if c.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll) == nil {
+			return errors.New("admitted")
+		}
+		return nil
+	})
+	return c.Create(ctx, obj)
 }

@@ -12,15 +12,17 @@ import (
 	"strings"
 	"testing"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
-	"github.com/udnkit/udnkit/webhooks"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 func TestNetworksAgainstClusterRanges(t *testing.T) {
@@ -102,7 +104,8 @@ func TestLayer3AppendThroughTheAPIServer(t *testing.T) {
 	if err := c.Create(ctx, u); err != nil {
 		t.Fatal(err)
 	}
-	// CEL admits the append; only the webhook knows the service CIDR.
+	// CEL admits the append; udnkit-network-config (updates of every UDN,
+	// Primary too, are the policies') knows the service CIDR.
 	u.Spec.Layer3.Subnets = append(u.Spec.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: "10.96.128.0/20", HostSubnet: 24})
 	expectInvalid(t, c.Update(ctx, u), "spec.layer3.subnets[1].cidr", "overlaps the service CIDR 10.96.0.0/16")
 	var got udnv1.UserDefinedNetwork
@@ -112,36 +115,6 @@ func TestLayer3AppendThroughTheAPIServer(t *testing.T) {
 	got.Spec.Layer3.Subnets = append(got.Spec.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: "10.31.0.0/16", HostSubnet: 24})
 	if err := c.Update(ctx, &got); err != nil {
 		t.Fatalf("appending a disjoint subnet: %v", err)
-	}
-}
-
-// TestLayer3AppendOnlyOverTLS sends the webhook what an apiserver without
-// the CEL network libraries would let through (this one's CRD rules refuse
-// it first) and checks the webhook's own verdict and messages.
-func TestLayer3AppendOnlyOverTLS(t *testing.T) {
-	env := startEnv(t)
-	const path = "/validate-k8s-ovn-org-v1-userdefinednetwork"
-	old := udn("append-tls", "n", layer3(udnv1.NetworkRolePrimary, "10.40.0.0/16", "10.41.0.0/16"))
-	for _, tc := range []struct {
-		name string
-		cur  udnv1.NetworkSpec
-		want string
-	}{
-		{"removed", layer3(udnv1.NetworkRolePrimary, "10.40.0.0/16"), webhooks.MsgLayer3AppendOnly},
-		{"reordered", layer3(udnv1.NetworkRolePrimary, "10.41.0.0/16", "10.40.0.0/16"), webhooks.MsgLayer3AppendOnly},
-		{"appended overlapping", layer3(udnv1.NetworkRolePrimary, "10.40.0.0/16", "10.41.0.0/16", "10.40.128.0/17"), webhooks.MsgLayer3Overlap},
-		{"appended into the join subnet", layer3(udnv1.NetworkRolePrimary, "10.40.0.0/16", "10.41.0.0/16", "100.64.0.0/20"), "overlaps the default join subnet 100.64.0.0/16"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			resp := review(t, env, path, admissionv1.Update, udn("append-tls", "n", tc.cur), old)
-			if resp.Allowed || resp.Result == nil || resp.Result.Code != 422 || !strings.Contains(resp.Result.Message, tc.want) {
-				t.Fatalf("response %+v, want 422 with %q", resp.Result, tc.want)
-			}
-		})
-	}
-	resp := review(t, env, path, admissionv1.Update, udn("append-tls", "n", layer3(udnv1.NetworkRolePrimary, "10.40.0.0/16", "10.41.0.0/16", "fd00:42::/48")), old)
-	if !resp.Allowed {
-		t.Fatalf("appending a disjoint IPv6 subnet refused: %+v", resp.Result)
 	}
 }
 
@@ -158,7 +131,7 @@ func TestOnePrimaryNetworkPerNamespace(t *testing.T) {
 	}
 	t.Run("second Primary UDN", func(t *testing.T) {
 		u := udn("tenant-a", "second", layer3(udnv1.NetworkRolePrimary, "10.51.0.0/16"))
-		expectInvalid(t, c.Create(ctx, u), "spec.layer3.role", "namespace tenant-a already has a primary network: UserDefinedNetwork tenant-a/first")
+		expectInvalid(t, createRefused(t, c, u), "spec.layer3.role", "namespace tenant-a already has a primary network: UserDefinedNetwork tenant-a/first; a namespace can have only one.")
 		expectAbsent(t, c, u)
 	})
 	t.Run("a Secondary UDN beside it is fine", func(t *testing.T) {
@@ -188,7 +161,7 @@ func TestOnePrimaryNetworkPerNamespace(t *testing.T) {
 			t.Fatal(err)
 		}
 		u := udn("tenant-b", "own", primary)
-		expectInvalid(t, c.Create(ctx, u), "namespace tenant-b already has a primary network: ClusterUserDefinedNetwork tenant-b")
+		expectInvalid(t, createRefused(t, c, u), "spec.layer2.role: namespace tenant-b already has a primary network: ClusterUserDefinedNetwork tenant-b; a namespace can have only one.")
 		expectAbsent(t, c, u)
 	})
 	t.Run("a Primary CUDN over a namespace without the label is created with a warning", func(t *testing.T) {
@@ -297,8 +270,8 @@ func TestOVNNameCollisionsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := cudn("col.x", map[string]string{"none": "none"}, layer2(udnv1.NetworkRoleSecondary, "10.92.0.0/24"))
-	expectInvalid(t, c.Create(ctx, second), "metadata.name: Duplicate value",
-		"its OVN objects would be named like those of ClusterUserDefinedNetwork col-x", "giving both the prefix cluster_udn_col.x_")
+	expectInvalid(t, createRefused(t, c, second), "metadata.name: col.x: its OVN objects would be named like those of ClusterUserDefinedNetwork col-x",
+		"giving both the prefix cluster_udn_col.x_); choose another name.")
 	expectAbsent(t, c, second)
 	if err := c.Create(ctx, cudn("col-y", map[string]string{"none": "none"}, layer2(udnv1.NetworkRoleSecondary, "10.93.0.0/24"))); err != nil {
 		t.Errorf("a CUDN whose name differs otherwise is refused: %v", err)
@@ -309,11 +282,219 @@ func TestOVNNameCollisionsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	dup := udn("names", "net.a", layer2(udnv1.NetworkRoleSecondary, "10.95.0.0/24"))
-	expectInvalid(t, c.Create(ctx, dup), "its OVN objects would be named like those of UserDefinedNetwork names/net-a")
+	expectInvalid(t, createRefused(t, c, dup), "metadata.name: net.a: its OVN objects would be named like those of UserDefinedNetwork names/net-a",
+		"giving both the prefix names_net.a_")
 	expectAbsent(t, c, dup)
 	// Updating the first network is not a collision with itself.
 	first.Labels = map[string]string{"touched": "yes"}
 	if err := c.Update(ctx, first); err != nil {
 		t.Errorf("updating col-x: %v", err)
 	}
+}
+
+// A Primary UDN is refused in a namespace a Primary CUDN selects (the UDN
+// webhook, reading its cache), with apimachinery's LabelSelector semantics:
+// each selector below is checked against what
+// metav1.LabelSelectorAsSelector says of the namespace.
+func TestPrimaryCUDNSelectorSemantics(t *testing.T) {
+	env := startEnv(t)
+	c := synced(env.Client)
+	nsLabels := map[string]string{"tier": "web", "env": "prod"}
+	req := func(key string, op metav1.LabelSelectorOperator, values ...string) metav1.LabelSelectorRequirement {
+		return metav1.LabelSelectorRequirement{Key: key, Operator: op, Values: values}
+	}
+	cases := []struct {
+		name   string
+		labels map[string]string
+		exprs  []metav1.LabelSelectorRequirement
+		want   bool // the selector selects the namespace
+	}{
+		{"In, listed", nil, []metav1.LabelSelectorRequirement{req("tier", metav1.LabelSelectorOpIn, "db", "web")}, true},
+		{"In, not listed", nil, []metav1.LabelSelectorRequirement{req("tier", metav1.LabelSelectorOpIn, "db")}, false},
+		{"In, key absent", nil, []metav1.LabelSelectorRequirement{req("zone", metav1.LabelSelectorOpIn, "a")}, false},
+		{"NotIn, not listed", nil, []metav1.LabelSelectorRequirement{req("tier", metav1.LabelSelectorOpNotIn, "db")}, true},
+		{"NotIn, listed", nil, []metav1.LabelSelectorRequirement{req("tier", metav1.LabelSelectorOpNotIn, "web")}, false},
+		{"NotIn, key absent", nil, []metav1.LabelSelectorRequirement{req("zone", metav1.LabelSelectorOpNotIn, "a")}, true},
+		{"Exists", nil, []metav1.LabelSelectorRequirement{req("env", metav1.LabelSelectorOpExists)}, true},
+		{"Exists, key absent", nil, []metav1.LabelSelectorRequirement{req("zone", metav1.LabelSelectorOpExists)}, false},
+		{"DoesNotExist", nil, []metav1.LabelSelectorRequirement{req("zone", metav1.LabelSelectorOpDoesNotExist)}, true},
+		{"DoesNotExist, key present", nil, []metav1.LabelSelectorRequirement{req("env", metav1.LabelSelectorOpDoesNotExist)}, false},
+		{"labels and expressions", map[string]string{"env": "prod"}, []metav1.LabelSelectorRequirement{req("tier", metav1.LabelSelectorOpIn, "web")}, true},
+		{"labels differ", map[string]string{"env": "dev"}, nil, false},
+		{"labels, one of two differs", map[string]string{"env": "prod", "tier": "db"}, nil, false},
+	}
+	// One namespace and one Primary CUDN per case; the CUDN also selects
+	// the case's own namespace by name, so nothing else.
+	for i, tc := range cases {
+		ns := fmt.Sprintf("selector-%d", i)
+		namespace(t, c, ns, true, nsLabels)
+		sel := metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}, MatchExpressions: tc.exprs}
+		for k, v := range tc.labels {
+			sel.MatchLabels[k] = v
+		}
+		s, err := metav1.LabelSelectorAsSelector(&sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Matches(labels.Set(map[string]string{"kubernetes.io/metadata.name": ns, "tier": "web", "env": "prod",
+			ovnk.LabelPrimaryUserDefinedNetwork: ""})); got != tc.want {
+			t.Fatalf("%s: the case is wrong: apimachinery says %v", tc.name, got)
+		}
+		cu := cudn(ns, nil, layer2(udnv1.NetworkRolePrimary, "10.70.0.0/16"))
+		cu.Spec.NamespaceSelector = sel
+		if err := c.Create(ctx, cu); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The webhooks' cache delivers in order: once the last case's CUDN
+	// counts, every earlier one does.
+	sentinel := fmt.Sprintf("selector-%d", len(cases))
+	namespace(t, c, sentinel, true, nil)
+	if err := c.Create(ctx, cudn(sentinel, map[string]string{"kubernetes.io/metadata.name": sentinel}, layer2(udnv1.NetworkRolePrimary, "10.70.0.0/16"))); err != nil {
+		t.Fatal(err)
+	}
+	expectInvalid(t, createRefused(t, c, udn(sentinel, "p", layer2(udnv1.NetworkRolePrimary, "10.71.0.0/16"))),
+		"already has a primary network: ClusterUserDefinedNetwork "+sentinel)
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := fmt.Sprintf("selector-%d", i)
+			err := c.Create(ctx, udn(ns, "p", layer2(udnv1.NetworkRolePrimary, "10.71.0.0/16")), client.DryRunAll)
+			if tc.want {
+				expectInvalid(t, err, "spec.layer2.role: namespace "+ns+" already has a primary network: ClusterUserDefinedNetwork "+ns+"; a namespace can have only one.")
+			} else if err != nil {
+				t.Errorf("refused although the CUDN does not select %s: %v", ns, err)
+			}
+		})
+	}
+}
+
+// udnWebhookCalls is how many requests the manager's webhook server has
+// served on the UDN webhook's path (controller-runtime's
+// controller_runtime_webhook_requests_total).
+func udnWebhookCalls(t testing.TB) float64 {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_webhook_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "webhook" && l.GetValue() == "/validate-k8s-ovn-org-v1-userdefinednetwork" {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return n
+}
+
+// A new Primary UDN is the UDN webhook's alone: each rule refuses it with
+// the webhook's answer in the policies' words, and no policy answers, though
+// each would have refused or warned (the apiserver runs the policies before
+// any webhook, so their refusal would come first). A Secondary UDN calls no
+// webhook; an update of a Primary UDN is the policies'.
+func TestPrimaryUDNCreateIsTheWebhooks(t *testing.T) {
+	env := startEnv(t)
+	c, warns := clientWithWarnings(t, env)
+	namespace(t, c, "by-webhook", true, nil)
+	namespace(t, c, "by-webhook-unlabelled", false, nil)
+	if err := c.Create(ctx, udn("by-webhook", "web-a", layer2(udnv1.NetworkRoleSecondary, "10.110.0.0/16"))); err != nil {
+		t.Fatal(err)
+	}
+	gw := layer2(udnv1.NetworkRolePrimary, "192.168.100.0/24")
+	gw.Layer2.DefaultGatewayIPs = udnv1.DualStackIPs{"192.168.100.255"}
+	for _, tc := range []struct {
+		name string
+		obj  *udnv1.UserDefinedNetwork
+		want string
+	}{
+		{"internal ranges", udn("by-webhook", "ranges", layer3(udnv1.NetworkRolePrimary, "10.244.0.0/16")),
+			"spec.layer3.subnets[0].cidr: 10.244.0.0/16 overlaps the cluster default network subnet 10.244.0.0/16 (--cluster-subnets); " +
+				"user defined networks must not overlap the cluster's internal ranges."},
+		{"default gateway", udn("by-webhook", "gateway", gw),
+			"spec.layer2.defaultGatewayIPs[0]: a default gateway must not be the broadcast address of subnet 192.168.100.0/24."},
+		{"namespace label", udn("by-webhook-unlabelled", "p", layer2(udnv1.NetworkRolePrimary, "10.111.0.0/16")),
+			"metadata.namespace: a Primary UserDefinedNetwork requires its namespace by-webhook-unlabelled to have the label " +
+				"k8s.ovn.org/primary-user-defined-network, set when the namespace is created."},
+		{"OVN name collision", udn("by-webhook", "web.a", layer2(udnv1.NetworkRolePrimary, "10.111.0.0/16")),
+			"metadata.name: web.a: its OVN objects would be named like those of UserDefinedNetwork by-webhook/web-a " +
+				"(OVN-Kubernetes replaces '-' and '/' with '.', giving both the prefix by.webhook_web.a_); choose another name."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := refusal(t, createRefused(t, c, tc.obj), true); got != tc.want {
+				t.Errorf("refused with %q, want %q", got, tc.want)
+			}
+			expectAbsent(t, c, tc.obj)
+		})
+	}
+
+	t.Run("warnings", func(t *testing.T) {
+		warns.take()
+		u := udn("by-webhook", "transit", layer2(udnv1.NetworkRolePrimary, "100.88.0.0/20"))
+		if err := c.Create(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		const want = "spec.layer2.subnets[0]: 100.88.0.0/20 overlaps the default transit subnet 100.88.0.0/16 (--transit-subnets); " +
+			"the network will use another transit subnet, shown in status.transitSubnets."
+		if got := warns.take(); len(got) != 1 || got[0] != want {
+			t.Errorf("warnings %q, want only the webhook's %q", got, want)
+		}
+	})
+
+	t.Run("a second primary network", func(t *testing.T) {
+		u := udn("by-webhook", "second", layer2(udnv1.NetworkRolePrimary, "10.112.0.0/16"))
+		const want = "spec.layer2.role: namespace by-webhook already has a primary network: UserDefinedNetwork by-webhook/transit; a namespace can have only one."
+		if got := refusal(t, createRefused(t, c, u), true); got != want {
+			t.Errorf("refused with %q, want %q", got, want)
+		}
+		expectAbsent(t, c, u)
+	})
+
+	t.Run("every rule at once", func(t *testing.T) {
+		u := udn("by-webhook", "web.a", layer2(udnv1.NetworkRolePrimary, "10.244.0.0/24"))
+		got := refusal(t, c.Create(ctx, u, client.DryRunAll), true)
+		for _, want := range []string{"spec.layer2.subnets[0]: 10.244.0.0/24 overlaps", "metadata.name: web.a:", "spec.layer2.role: namespace by-webhook already has"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("%q lacks %q", got, want)
+			}
+		}
+	})
+
+	t.Run("a Secondary UDN calls no webhook, a Primary one does", func(t *testing.T) {
+		before := udnWebhookCalls(t)
+		if err := c.Create(ctx, udn("by-webhook", "secondary", layer2(udnv1.NetworkRoleSecondary, "10.113.0.0/16"))); err != nil {
+			t.Fatal(err)
+		}
+		// And the policies still decide a Secondary UDN.
+		refusal(t, c.Create(ctx, udn("by-webhook", "secondary-ranges", layer2(udnv1.NetworkRoleSecondary, "10.244.0.0/24")), client.DryRunAll), false)
+		if after := udnWebhookCalls(t); after != before {
+			t.Errorf("the UDN webhook served %v requests for Secondary UDN creates, want 0", after-before)
+		}
+		if err := c.Create(ctx, udn("by-webhook", "primary-probe", layer2(udnv1.NetworkRolePrimary, "10.114.0.0/16")), client.DryRunAll); err == nil {
+			t.Error("a second Primary UDN was admitted")
+		}
+		if after := udnWebhookCalls(t); after != before+1 {
+			t.Errorf("the UDN webhook served %v requests for one Primary UDN create, want 1", after-before)
+		}
+	})
+
+	t.Run("an update of a Primary UDN is the policies'", func(t *testing.T) {
+		var cur udnv1.UserDefinedNetwork
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "by-webhook", Name: "transit"}, &cur); err != nil {
+			t.Fatal(err)
+		}
+		before := udnWebhookCalls(t)
+		cur.Labels = map[string]string{"touched": "yes"}
+		if err := c.Update(ctx, &cur); err != nil {
+			t.Fatal(err)
+		}
+		if after := udnWebhookCalls(t); after != before {
+			t.Errorf("the UDN webhook served %v requests for an update, want 0", after-before)
+		}
+	})
 }

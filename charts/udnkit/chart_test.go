@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -142,8 +143,8 @@ func TestRenderDefaults(t *testing.T) {
 			t.Errorf("no %s rendered", kind)
 		}
 	}
-	if k["ValidatingAdmissionPolicy"] != 5 || k["ValidatingAdmissionPolicyBinding"] != 5 {
-		t.Errorf("want 5 ValidatingAdmissionPolicies with bindings, got %v", k)
+	if k["ValidatingAdmissionPolicy"] != 9 || k["ValidatingAdmissionPolicyBinding"] != 9 {
+		t.Errorf("want 9 ValidatingAdmissionPolicies with bindings, got %v", k)
 	}
 	for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
 		cfg := find(objs, kind, "")
@@ -275,10 +276,26 @@ func TestRenderOptions(t *testing.T) {
 			if !strings.Contains(args, "--controllers=admission ") || strings.Contains(args, "--ovn-nb-address") {
 				t.Errorf("admission-only args: %s", args)
 			}
+			if !slices.Contains(managerArgs(t, objs), "--admission-params-namespace="+releaseNamespace) {
+				t.Errorf("the manager does not write the policies' params where their bindings read them: %s", args)
+			}
+			if find(objs, "Role", "-admission-params") == nil || find(objs, "RoleBinding", "-admission-params") == nil {
+				t.Error("the manager may not write the policies' params")
+			}
 		}},
 		{"no admission: no webhook Service or certificate", map[string]any{"controllers": []any{"nad", "nodes"}}, func(t *testing.T, objs []*unstructured.Unstructured) {
 			if find(objs, "Service", "-webhook") != nil || find(objs, "Secret", "-webhook-tls") != nil {
 				t.Error("webhook Service or Secret rendered without the admission controller")
+			}
+			// Nothing writes the params the network policies read: they
+			// would refuse every network.
+			for _, o := range objs {
+				if o.GetLabels()["udnkit.k8s.ovn.org/component"] == "admission" || o.GetKind() == "Role" && strings.HasSuffix(o.GetName(), "-admission-params") {
+					t.Errorf("%s %s rendered without the admission controller", o.GetKind(), o.GetName())
+				}
+			}
+			if n := kinds(objs)["ValidatingAdmissionPolicy"]; n != 5 {
+				t.Errorf("%d policies without the admission controller, want the 5 others", n)
 			}
 		}},
 		{"OVN sockets from the host", map[string]any{"ovn": map[string]any{"socketHostPath": "/var/run/ovn"}}, func(t *testing.T, objs []*unstructured.Unstructured) {
@@ -503,7 +520,7 @@ func TestPoliciesMatchHarness(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := envtest.PolicyObjects(envtest.PolicyDir(), c.writers)
+			want, err := envtest.PolicyObjects(envtest.PolicyDir(), c.writers, releaseNamespace)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -33,6 +33,7 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 	var ovnTLS dataplane.TLS
 	var migrateLegacy bool
 	var layer3Form string
+	paramsNamespace := "default"
 	// nad and nodes share one set of allocators, built by whichever is set
 	// up first.
 	var shared *reconcilers.Reconcilers
@@ -55,9 +56,13 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 	return []Component{
 		{
 			Name: "admission",
-			Help: "UDN/CUDN and pod admission webhooks",
+			Help: "UDN/CUDN admission policies' params, CUDN and pod admission webhooks",
+			BindFlags: func(fs *flag.FlagSet) {
+				fs.StringVar(&paramsNamespace, "admission-params-namespace", paramsNamespace,
+					"namespace of the ConfigMap "+ovnk.AdmissionParamsConfigMap+", written at start, from which udnkit's ValidatingAdmissionPolicies read the cluster's ranges (the chart: the release namespace)")
+			},
 			Setup: func(_ context.Context, mgr ctrl.Manager) error {
-				return webhooks.SetupWithManager(mgr, *cluster)
+				return webhooks.SetupWithManager(mgr, *cluster, paramsNamespace)
 			},
 		},
 		{

@@ -1,0 +1,334 @@
+package webhooks_test
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/cel/openapi/resolver"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/webhooks"
+)
+
+// Every udnkit policy type-checks against the schemas of what it matches
+// and of its params, as kube-controller-manager's policy status controller
+// does (envtest runs none): a misspelt field is only a type-check warning
+// when the policy is created, and an error at every admission.
+func TestPoliciesTypeCheck(t *testing.T) {
+	env := startEnv(t)
+	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checker := &validating.TypeChecker{SchemaResolver: &resolver.ClientDiscoveryResolver{Discovery: dc}, RestMapper: env.Client.RESTMapper()}
+	var list admissionregistrationv1.ValidatingAdmissionPolicyList
+	if err := env.Client.List(ctx, &list); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i := range list.Items {
+		p := &list.Items[i]
+		if !strings.HasPrefix(p.Name, "udnkit-") {
+			continue
+		}
+		n++
+		for _, w := range checker.Check(p) {
+			t.Errorf("%s: %s: %s", p.Name, w.FieldRef, w.Warning)
+		}
+	}
+	if n < 7 {
+		t.Errorf("%d udnkit policies, want at least 7", n)
+	}
+}
+
+// The policies, the UDN webhook and udnctl's offline checks
+// (webhooks.ValidateNetworkSpec, webhooks.NetworkWarnings) give the same
+// verdict in the same words. Each spec is created (dry run) as a UDN with
+// its role, decided by the UDN webhook when Primary and by the policies
+// otherwise, and as a CUDN, always the policies': every refusal's message
+// holds "<field>: <detail>" of every Go error, the webhook's is exactly
+// those, space-separated, and a UDN's refusal reads word for word as the
+// CUDN's (but for the field path's spec.network); the warnings are the
+// offline ones. A UDN name collision reads the same from the webhook
+// (Primary) as from udnkit-udn-peers (Secondary).
+func TestPoliciesAgreeWithOfflineChecks(t *testing.T) {
+	env := startEnv(t)
+	c, warns := clientWithWarnings(t, env)
+	namespace(t, c, "parity", true, nil)
+	gateway := func(subnet udnv1.CIDR, gw udnv1.IP) udnv1.NetworkSpec {
+		s := layer2(udnv1.NetworkRolePrimary, subnet)
+		s.Layer2.DefaultGatewayIPs = udnv1.DualStackIPs{gw}
+		return s
+	}
+	withL2 := func(s udnv1.NetworkSpec, mut func(*udnv1.Layer2Config)) udnv1.NetworkSpec {
+		mut(s.Layer2)
+		return s
+	}
+	for name, spec := range map[string]udnv1.NetworkSpec{
+		"disjoint dual-stack":           layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16", "fd00:100::/64"),
+		"disjoint Primary":              layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16", "fd00:100::/64"),
+		"IPv6 beside IPv4 ranges":       layer2(udnv1.NetworkRoleSecondary, "::/0"),
+		"contains the cluster subnet":   layer2(udnv1.NetworkRoleSecondary, "10.0.0.0/8"),
+		"Primary contains it":           layer2(udnv1.NetworkRolePrimary, "10.0.0.0/8"),
+		"contains the service CIDR":     layer3(udnv1.NetworkRoleSecondary, "10.96.0.0/12"),
+		"Primary Layer3 service CIDR":   layer3(udnv1.NetworkRolePrimary, "10.96.0.0/12", "10.244.0.0/16"),
+		"inside the cluster subnet":     layer2(udnv1.NetworkRoleSecondary, "10.244.1.0/24"),
+		"masquerade IPv6":               layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16", "fd69::/64"),
+		"Primary masquerade IPv6":       layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16", "fd69::/64"),
+		"Layer3 over transit":           layer3(udnv1.NetworkRolePrimary, "100.88.0.0/14"),
+		"Layer2 Secondary over transit": layer2(udnv1.NetworkRoleSecondary, "100.88.0.0/16"),
+		"Layer2 Primary over transit": withL2(layer2(udnv1.NetworkRolePrimary, "100.88.0.0/20"), func(l *udnv1.Layer2Config) {
+			l.ReservedSubnets = []udnv1.NetworkCIDR{"100.88.0.0/24"}
+		}),
+		"join, reserved, infrastructure": withL2(layer2(udnv1.NetworkRolePrimary, "10.0.0.0/8"), func(l *udnv1.Layer2Config) {
+			l.JoinSubnets = udnv1.DualStackCIDRs{"100.64.0.0/24"}
+			l.ReservedSubnets = []udnv1.NetworkCIDR{"10.96.0.0/24"}
+			l.InfrastructureSubnets = []udnv1.NetworkCIDR{"10.244.0.0/30"}
+		}),
+		"Layer3 join subnet": func() udnv1.NetworkSpec {
+			s := layer3(udnv1.NetworkRolePrimary, "10.30.0.0/16")
+			s.Layer3.JoinSubnets = udnv1.DualStackCIDRs{"fd98::/96"}
+			return s
+		}(),
+		"gateway on the network address":    gateway("192.168.100.0/24", "192.168.100.0"),
+		"gateway on the broadcast address":  gateway("192.168.100.0/24", "192.168.100.255"),
+		"gateway on a /20 broadcast":        gateway("10.20.0.0/20", "10.20.15.255"),
+		"gateway inside a /20":              gateway("10.20.0.0/20", "10.20.14.255"),
+		"gateway on a /22 broadcast":        gateway("10.20.0.0/22", "10.20.3.255"),
+		"gateway on an IPv6 network":        gateway("fd00:20::/64", "fd00:20::"),
+		"gateway on the last IPv6 address":  gateway("fd00:20::/64", "fd00:20::ffff:ffff:ffff:ffff"),
+		"gateway on the first host address": gateway("192.168.100.0/24", "192.168.100.1"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			primary := spec.IsPrimary()
+			var tails []string
+			for _, obj := range []client.Object{udn("parity", "n", spec), cudn("parity-n", map[string]string{"none": "none"}, spec)} {
+				path := field.NewPath("spec")
+				byWebhook := primary
+				if _, isCUDN := obj.(*udnv1.ClusterUserDefinedNetwork); isCUDN {
+					path, byWebhook = path.Child("network"), false
+				}
+				goErrs := webhooks.ValidateNetworkSpec(path, nil, spec, testConfig())
+				goWarns := webhooks.NetworkWarnings(path, spec, testConfig())
+				warns.take()
+				err := c.Create(ctx, obj, client.DryRunAll)
+				got := warns.take()
+				kind := fmt.Sprintf("%T", obj)
+				if len(goErrs) == 0 && err != nil {
+					t.Fatalf("%s: offline checks admit, the apiserver refuses: %v", kind, err)
+				}
+				if len(goErrs) > 0 {
+					if !apierrors.IsInvalid(err) {
+						t.Fatalf("%s: offline checks refuse (%v), the apiserver answers %v", kind, goErrs, err)
+					}
+					for _, e := range goErrs {
+						if want := e.Field + ": " + e.Detail; !strings.Contains(err.Error(), want) {
+							t.Errorf("%s: the apiserver's message %q lacks %q", kind, err.Error(), want)
+						}
+					}
+					tail := refusal(t, err, byWebhook)
+					if byWebhook && tail != webhooks.PolicyMessage(goErrs) {
+						t.Errorf("the webhook says %q, want exactly %q", tail, webhooks.PolicyMessage(goErrs))
+					}
+					tails = append(tails, strings.ReplaceAll(tail, "spec.network.", "spec."))
+				}
+				if byWebhook {
+					// The webhook's warnings are the offline ones, one each.
+					if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(goWarns))) {
+						t.Errorf("webhook warnings %q, want %q", got, goWarns)
+					}
+					continue
+				}
+				// A policy's warning joins its sentences: every warning must be
+				// made of offline warnings, and hold each of them.
+				for _, g := range got {
+					_, rest, found := strings.Cut(g, "': ")
+					if !found || !strings.HasPrefix(g, "Validation failed for ValidatingAdmissionPolicy 'udnkit-network-warnings'") {
+						t.Errorf("%s: warning %q is not udnkit-network-warnings'", kind, g)
+					}
+					for _, w := range goWarns {
+						rest = strings.ReplaceAll(rest, w, "")
+					}
+					if strings.TrimSpace(rest) != "" {
+						t.Errorf("%s: warning %q says more than the offline warnings %q", kind, g, goWarns)
+					}
+				}
+				for _, w := range goWarns {
+					if !containsAny(got, w) {
+						t.Errorf("%s: warnings %q lack %q", kind, got, w)
+					}
+				}
+			}
+			if len(tails) == 2 && tails[0] != tails[1] {
+				t.Errorf("the UDN's refusal %q differs from the CUDN's %q", tails[0], tails[1])
+			}
+		})
+	}
+	t.Run("OVN name collision", func(t *testing.T) {
+		if err := c.Create(ctx, udn("parity", "agree-a", layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16"))); err != nil {
+			t.Fatal(err)
+		}
+		secondary := refusal(t, createRefused(t, c, udn("parity", "agree.a", layer2(udnv1.NetworkRoleSecondary, "10.101.0.0/16"))), false)
+		primary := refusal(t, c.Create(ctx, udn("parity", "agree.a", layer2(udnv1.NetworkRolePrimary, "10.101.0.0/16")), client.DryRunAll), true)
+		const want = "metadata.name: agree.a: its OVN objects would be named like those of UserDefinedNetwork parity/agree-a " +
+			"(OVN-Kubernetes replaces '-' and '/' with '.', giving both the prefix parity_agree.a_); choose another name."
+		if secondary != want || primary != want {
+			t.Errorf("udnkit-udn-peers says %q, the webhook %q; want both %q", secondary, primary, want)
+		}
+	})
+}
+
+// refusal checks that err is a 422 from the UDN webhook (byWebhook) or from
+// a udnkit policy, and returns what it says past the mechanism's name. The
+// apiserver runs the policies before any webhook, so a refusal by the
+// webhook also proves no policy refused the request.
+func refusal(t testing.TB, err error, byWebhook bool) string {
+	t.Helper()
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("err = %v, want 422 Invalid", err)
+	}
+	msg := err.Error()
+	sep := "ValidatingAdmissionPolicy 'udnkit-"
+	if byWebhook {
+		sep = `admission webhook "userdefinednetworks.udnkit.k8s.ovn.org" denied the request: `
+	}
+	_, tail, found := strings.Cut(msg, sep)
+	if !found {
+		t.Fatalf("refused, but not by %q: %v", sep, msg)
+	}
+	if !byWebhook {
+		_, tail, _ = strings.Cut(tail, " denied request: ")
+	} else if strings.Contains(msg, "ValidatingAdmissionPolicy") {
+		t.Errorf("a policy answered a new Primary UDN: %v", msg)
+	}
+	return tail
+}
+
+func containsAny(list []string, sub string) bool {
+	for _, s := range list {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeParams makes the policies see cfg: it writes the params as the
+// manager does and waits until probe's verdict changes as ready says.
+func writeParams(t *testing.T, c client.Client, cfg ovnk.ClusterConfig, ready func() error) {
+	t.Helper()
+	if err := webhooks.WriteAdmissionParams(ctx, c, envtest.ParamsNamespace, cfg); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ready)
+}
+
+// The ranges are the manager's configuration: after it changes, an
+// existing network can still be updated, while a new value is checked
+// against the new ranges; with --preconfigured-udn-addresses-enable off the
+// addresses it governs draw warnings.
+func TestPoliciesFollowTheManagersConfiguration(t *testing.T) {
+	env := startEnv(t)
+	c, warns := clientWithWarnings(t, env)
+	namespace(t, c, "reconfigured", true, nil)
+	u := udn("reconfigured", "grow", layer3(udnv1.NetworkRolePrimary, "10.60.0.0/16"))
+	if err := c.Create(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.NodeSubnets = []netip.Prefix{netip.MustParsePrefix("10.60.0.0/15")}
+	cfg.PreconfiguredUDNAddresses = false
+	writeParams(t, c, cfg, func() error {
+		err := c.Create(ctx, udn("reconfigured", "probe", layer2(udnv1.NetworkRoleSecondary, "10.60.8.0/24")), client.DryRunAll)
+		if err == nil {
+			return errors.New("the new node subnet is not checked yet")
+		}
+		return nil
+	})
+	defer writeParams(t, c, testConfig(), func() error {
+		if err := c.Create(ctx, udn("reconfigured", "probe", layer2(udnv1.NetworkRoleSecondary, "10.60.8.0/24")), client.DryRunAll); err != nil {
+			return fmt.Errorf("the old configuration is not back yet: %w", err)
+		}
+		return nil
+	})
+
+	t.Run("a new network is checked against the new ranges", func(t *testing.T) {
+		err := c.Create(ctx, udn("reconfigured", "new", layer2(udnv1.NetworkRoleSecondary, "10.61.128.0/24")), client.DryRunAll)
+		expectInvalid(t, err, "spec.layer2.subnets[0]: 10.61.128.0/24 overlaps the node subnet 10.60.0.0/15 (--node-subnets); user defined networks must not overlap the cluster's internal ranges.")
+	})
+	t.Run("the existing values of a network are not", func(t *testing.T) {
+		var cur udnv1.UserDefinedNetwork
+		if err := c.Get(ctx, client.ObjectKeyFromObject(u), &cur); err != nil {
+			t.Fatal(err)
+		}
+		cur.Labels = map[string]string{"touched": "yes"}
+		if err := c.Update(ctx, &cur); err != nil {
+			t.Fatalf("updating a network whose subnet the new configuration covers: %v", err)
+		}
+		cur.Spec.Layer3.Subnets = append(cur.Spec.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: "10.61.0.0/16", HostSubnet: 24})
+		expectInvalid(t, c.Update(ctx, &cur), "spec.layer3.subnets[1].cidr: 10.61.0.0/16 overlaps the node subnet 10.60.0.0/15")
+		cur.Spec.Layer3.Subnets[1].CIDR = "10.62.0.0/16"
+		if err := c.Update(ctx, &cur); err != nil {
+			t.Fatalf("appending a disjoint subnet: %v", err)
+		}
+	})
+	// A Primary CUDN: the policies' (a new Primary UDN is the UDN webhook's,
+	// which reads the manager's configuration, not the params).
+	t.Run("addresses the disabled feature governs draw warnings", func(t *testing.T) {
+		warns.take()
+		l2 := layer2(udnv1.NetworkRolePrimary, "10.63.0.0/16")
+		l2.Layer2.ReservedSubnets = []udnv1.NetworkCIDR{"10.63.0.0/24"}
+		l2.Layer2.InfrastructureSubnets = []udnv1.NetworkCIDR{"10.63.1.0/24"}
+		l2.Layer2.DefaultGatewayIPs = udnv1.DualStackIPs{"10.63.1.1"}
+		if err := c.Create(ctx, cudn("reconfigured-addresses", map[string]string{"none": "none"}, l2), client.DryRunAll); err != nil {
+			t.Fatal(err)
+		}
+		got := warns.take()
+		for _, f := range []string{"defaultGatewayIPs", "infrastructureSubnets", "reservedSubnets"} {
+			if !containsAny(got, "spec.network.layer2."+f+": ignored while --preconfigured-udn-addresses-enable is off") {
+				t.Errorf("no warning about %s in %q", f, got)
+			}
+		}
+		if len(got) != 1 {
+			t.Errorf("%d warnings, want one naming the three fields: %q", len(got), got)
+		}
+	})
+}
+
+// Without the manager's ConfigMap the policies cannot know the ranges, and
+// refuse every network rather than admit one that may overlap them.
+func TestNetworksRefusedWithoutParams(t *testing.T) {
+	env := startEnv(t)
+	c, _ := clientWithWarnings(t, env)
+	namespace(t, c, "no-params", false, nil)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: envtest.ParamsNamespace, Name: ovnk.AdmissionParamsConfigMap}}
+	if err := c.Delete(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	ok := udn("no-params", "n", layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16"))
+	defer writeParams(t, c, testConfig(), func() error { return c.Create(ctx, ok, client.DryRunAll) })
+	eventually(t, func() error {
+		err := c.Create(ctx, ok, client.DryRunAll)
+		if err == nil {
+			return errors.New("still admitted")
+		}
+		if !strings.Contains(err.Error(), "ValidatingAdmissionPolicy 'udnkit-network-config'") || !strings.Contains(err.Error(), "no params found") {
+			return fmt.Errorf("refused, but not for the missing params: %w", err)
+		}
+		return nil
+	})
+}
