@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -182,6 +183,9 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 		GracefulShutdownTimeout:       &o.GracefulShutdownTimeout,
 		WebhookServer:                 webhook.NewServer(o.webhookOptions()),
 		Controller:                    config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
+		// No component reads managedFields; with thousands of networks, pods
+		// and nodes they are a large share of the informers' memory.
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 	})
 	if err != nil {
 		return nil, err
