@@ -87,16 +87,6 @@ func TransitPeerSubnets(transitSubnet netip.Prefix, nodeID int) (transitRouter, 
 	return netip.PrefixFrom(even, bits-1), netip.PrefixFrom(odd, bits-1), nil
 }
 
-// Overlaps reports whether p overlaps any of the prefixes.
-func Overlaps(p netip.Prefix, others []netip.Prefix) bool {
-	for _, o := range others {
-		if p.Overlaps(o) {
-			return true
-		}
-	}
-	return false
-}
-
 // ChooseTransitSubnet implements OKEP-5094 "Transit subnet conflict" option 4
 // for one IP family: it starts at def and steps to the next subnet of the
 // same size until none of the network's subnets (used) overlap it.

@@ -89,10 +89,6 @@ type network struct {
 
 func (n network) key() string { return networkKey(n.kind, n.obj.GetNamespace(), n.obj.GetName()) }
 
-func (n network) networkName() string {
-	return ovnk.NADSource{Kind: n.kind, Meta: metav1.ObjectMeta{Name: n.obj.GetName(), Namespace: n.obj.GetNamespace()}}.NetworkName()
-}
-
 // wantsTunnelKeys: the Layer2 switch and the transit router of a Primary
 // Layer2 network get centrally allocated keys (OKEP-5094 option 3), recorded
 // in k8s.ovn.org/tunnel-keys in that order: [switch key, transit router key].

@@ -54,15 +54,6 @@ func kindOf(i int) kind {
 	return kind{cluster: i&4 != 0, layer3: i&1 != 0, primary: i&2 == 0}
 }
 
-func (k kind) String() string {
-	s := "UDN"
-	if k.cluster {
-		s = "CUDN"
-	}
-	s += map[bool]string{true: " Layer3", false: " Layer2"}[k.layer3]
-	return s + map[bool]string{true: " Primary", false: " Secondary"}[k.primary]
-}
-
 // size is one run.
 type size struct {
 	label                  string

@@ -10,8 +10,6 @@ import (
 	"time"
 )
 
-func secs(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
-
 // writeReport writes the Markdown report of the runs so far: one column per
 // run, the growth of each figure from one run to the next (the runs double
 // the networks and pods), a power-law projection to the full size, and the
