@@ -21,6 +21,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // compiledPolicy is one ValidatingAdmissionPolicy compiled as the
@@ -62,28 +63,37 @@ func compiledPolicy(tb testing.TB, policy *admissionregistrationv1.ValidatingAdm
 // BenchmarkPolicyEvaluation evaluates, in process with the apiserver's own
 // validator, each of udnkit's ValidatingAdmissionPolicies that matches a
 // UserDefinedNetwork create, on a Secondary and a Primary Layer2 UDN that
-// every policy admits: the CPU each policy costs the apiserver per create,
-// without the apiserver's other work (BenchmarkCreateUDN measures the
-// whole).
+// every policy admits: the CPU each policy costs the apiserver per create
+// (per param object, for those with several), without the apiserver's
+// other work (BenchmarkCreateUDN measures the whole).
 func BenchmarkPolicyEvaluation(b *testing.B) {
 	objs, err := envtest.PolicyObjects(envtest.PolicyDir(), envtest.AnnotationWriters{Users: []string{"admin"}}, "udnkit")
 	if err != nil {
 		b.Fatal(err)
 	}
-	params := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "udnkit"}, Data: testConfig().AdmissionParams()}
+	// One param of each kind, as the apiserver's informers hand them over:
+	// the manager's ConfigMap; for the policies that evaluate once per
+	// network of the namespace, one other (Secondary) UDN and a Secondary
+	// CUDN's NAD.
+	other := udn("bench", "other", layer2(udnv1.NetworkRoleSecondary, "10.101.0.0/16"))
+	other.SetGroupVersionKind(udnv1.GroupVersion.WithKind(udnv1.KindUserDefinedNetwork))
+	cu := cudn("bench-secondary", nil, layer2(udnv1.NetworkRoleSecondary, "10.102.0.0/16"))
+	nad, err := ovnk.NewNAD(ovnk.NADSource{Kind: udnv1.KindClusterUserDefinedNetwork, Meta: cu.ObjectMeta, Spec: cu.Spec.Network},
+		"bench", testConfig(), nil, ovnk.NetworkIDs{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	paramsOf := map[string]runtime.Object{
+		"ConfigMap":                   &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "udnkit"}, Data: testConfig().AdmissionParams()},
+		"UserDefinedNetwork":          asUnstructured(b, other),
+		"NetworkAttachmentDefinition": asUnstructured(b, nad),
+	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench", Labels: map[string]string{"k8s.ovn.org/primary-user-defined-network": ""}}}
 	gvr := schema.GroupVersionResource{Group: "k8s.ovn.org", Version: "v1", Resource: "userdefinednetworks"}
 	for _, role := range []udnv1.NetworkRole{udnv1.NetworkRoleSecondary, udnv1.NetworkRolePrimary} {
 		u := udn("bench", "n", layer2(role, "10.100.0.0/16"))
 		u.SetGroupVersionKind(udnv1.GroupVersion.WithKind(udnv1.KindUserDefinedNetwork))
-		raw, err := json.Marshal(u)
-		if err != nil {
-			b.Fatal(err)
-		}
-		obj := &unstructured.Unstructured{}
-		if err := obj.UnmarshalJSON(raw); err != nil {
-			b.Fatal(err)
-		}
+		obj := asUnstructured(b, u)
 		// A request's attributes, made anew for each evaluation as the
 		// apiserver does (VersionedObject caches its CEL value).
 		attr := func() *admission.VersionedAttributes {
@@ -106,8 +116,11 @@ func BenchmarkPolicyEvaluation(b *testing.B) {
 			}
 			v := compiledPolicy(b, &policy)
 			var p runtime.Object
-			if policy.Spec.ParamKind != nil && policy.Spec.ParamKind.Kind == "ConfigMap" {
-				p = params
+			if policy.Spec.ParamKind != nil {
+				p = paramsOf[policy.Spec.ParamKind.Kind]
+				if p == nil {
+					b.Fatalf("%s: no param of kind %s", policy.Name, policy.Spec.ParamKind.Kind)
+				}
 			}
 			b.Run(string(role)+"/"+policy.Name, func(b *testing.B) {
 				for b.Loop() {
@@ -121,6 +134,19 @@ func BenchmarkPolicyEvaluation(b *testing.B) {
 			})
 		}
 	}
+}
+
+func asUnstructured(tb testing.TB, obj runtime.Object) *unstructured.Unstructured {
+	tb.Helper()
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := &unstructured.Unstructured{}
+	if err := out.UnmarshalJSON(raw); err != nil {
+		tb.Fatal(err)
+	}
+	return out
 }
 
 func matchesUDNCreate(p *admissionregistrationv1.ValidatingAdmissionPolicy) bool {
