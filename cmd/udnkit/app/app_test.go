@@ -81,4 +81,10 @@ func TestDataplaneNeedsBothOVNAddresses(t *testing.T) {
 		!strings.Contains(err.Error(), "--ovn-client-cert") {
 		t.Errorf("ssl: without a client certificate: err = %v", err)
 	}
+	o, _ = parse(t, "--controllers=dataplane", "--ovn-nb-address=unix:/nb.sock", "--ovn-sb-address=unix:/sb.sock", "--dataplane-workers=0",
+		"--metrics-bind-address=0", "--health-probe-bind-address=0")
+	if _, err := New(context.Background(), &rest.Config{Host: "http://127.0.0.1:1"}, o); err == nil ||
+		!strings.Contains(err.Error(), "--dataplane-workers=0: the dataplane needs at least 1 worker") {
+		t.Errorf("--dataplane-workers=0: err = %v", err)
+	}
 }
