@@ -3,8 +3,8 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"flag"
+	"fmt"
 	"net/http"
 
 	ctrl "sigs.k8s.io/controller-runtime"
