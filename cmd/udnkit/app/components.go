@@ -101,7 +101,7 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 				fs.StringVar(&layer3Form, "layer3-subnet-policies", string(dataplane.PolicyFormAddressSet),
 					"rows of the OKEP-5377 Layer3 subnet-pair rule: address-set (one policy per family, O(subnets)) or pairs (upstream's one policy per subnet pair, O(subnets²))")
 				fs.IntVar(&workers, "dataplane-workers", dataplanecontroller.DefaultWorkers,
-					"networks each of the Layer2, Layer3 and multi-VTEP controllers programs at once (one at a time per network), so that a large network's Apply does not hold up the others")
+					"networks each of the Layer2, Layer3, multi-VTEP and live-migration controllers programs at once (one at a time per network), so that a large network's Apply does not hold up the others")
 			},
 			Setup: func(ctx context.Context, mgr ctrl.Manager) error {
 				// The dataplane never holds up the manager: with no OVN
