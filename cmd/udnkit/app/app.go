@@ -184,7 +184,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 		GracefulShutdownTimeout:       &o.GracefulShutdownTimeout,
 		WebhookServer:                 webhook.NewServer(o.webhookOptions()),
 		Controller:                    config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
-		Cache: cacheOptions(),
+		Cache:                         cacheOptions(),
 	})
 	if err != nil {
 		return nil, err
