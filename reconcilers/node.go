@@ -209,6 +209,12 @@ func (r *nodeReconciler) passDelay(nodes int) time.Duration {
 	return min(max(d, minPassDelay), maxPassDelay)
 }
 
+// listAge is how old the networks a reconcile uses may be during a burst of
+// network changes: the last pass delay.
+func (r *nodeReconciler) listAge() time.Duration {
+	return max(time.Duration(r.lastPassDelay.Load()), minPassDelay)
+}
+
 // timeReconcile folds one reconcile's duration into reconcileAvg (an
 // exponentially weighted average, weight 1/8).
 func (r *nodeReconciler) timeReconcile(start time.Time) {
@@ -303,14 +309,14 @@ func (r *nodeReconciler) ensureInit(ctx context.Context) error {
 
 // cachedLayer3Networks is layer3Networks, listed once per change of a
 // network or NAD rather than once per node (a change reconciles every node),
-// and during a burst of changes at most once per minPassDelay: a burst would
+// and during a burst of changes at most once per pass delay: a burst would
 // otherwise list every network once per node reconcile. stale says that
 // networks changed since the list; the caller reconciles again later.
 func (r *nodeReconciler) cachedLayer3Networks(ctx context.Context) (nets []layer3Network, gen int64, stale bool, err error) {
 	gen = r.netsGen.Load()
 	r.netsCacheMu.Lock()
 	defer r.netsCacheMu.Unlock()
-	if r.netsCache != nil && (r.netsCacheGen == gen || time.Since(r.netsCacheAt) < minPassDelay) {
+	if r.netsCache != nil && (r.netsCacheGen == gen || time.Since(r.netsCacheAt) < r.listAge()) {
 		return r.netsCache, r.netsCacheGen, r.netsCacheGen != gen, nil
 	}
 	at := time.Now()
@@ -592,7 +598,7 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 		// The change this reconcile may be for is not in nets yet: again
 		// once the list may be refreshed.
 		defer func() {
-			again := max(time.Duration(r.lastPassDelay.Load()), minPassDelay)
+			again := r.listAge()
 			if err == nil && (res.RequeueAfter == 0 || res.RequeueAfter > again) {
 				res.RequeueAfter = again
 			}
