@@ -54,26 +54,6 @@ func primaryCUDNReview(b *testing.B, run string) []byte {
 	return raw
 }
 
-// BenchmarkUDNHandler measures the UDN validating webhook, which the
-// apiserver calls for a new Primary UDN only, in process from the decoded
-// AdmissionRequest to the response: every check of that request (the
-// ranges, a namespace read and three indexed lists of the manager's informer
-// cache), as in production.
-func BenchmarkUDNHandler(b *testing.B) {
-	env := startEnv(b)
-	ns := fmt.Sprintf("bench-handler-%d", benchRun.Add(1))
-	namespace(b, synced(env.Client), ns, true, nil)
-	raw, err := json.Marshal(udn(ns, "n", layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16", "fd00:100::/64")))
-	if err != nil {
-		b.Fatal(err)
-	}
-	benchmarkHandler(b, admission.WithValidator(env.Scheme, &webhooks.UserDefinedNetworkValidator{
-		Client: shared.mgr.GetCache(), APIReader: shared.mgr.GetAPIReader(), Config: testConfig()}),
-		admissionv1.AdmissionRequest{UID: "bench", Operation: admissionv1.Create, Namespace: ns, Name: "n",
-			Kind:   metav1.GroupVersionKind{Group: "k8s.ovn.org", Version: "v1", Kind: "UserDefinedNetwork"},
-			Object: runtime.RawExtension{Raw: raw}})
-}
-
 // BenchmarkCUDNHandler measures the CUDN validating webhook in process: a
 // new Primary CUDN selecting 10 labelled namespaces (a namespace list and
 // two indexed lists of the manager's informer cache).
@@ -113,15 +93,15 @@ func benchmarkHandler(b *testing.B, handler admission.Handler, req admissionv1.A
 
 // BenchmarkCreateUDN measures creating a Layer2 UDN through the apiserver in
 // a namespace covered by all of udnkit's admission (its
-// ValidatingAdmissionPolicies, and the UDN webhook, whose match condition
-// calls it for a Primary UDN only) and in one excluded from all of it (every
-// udnkit binding's matchResources.namespaceSelector and every such
-// webhook's namespaceSelector leave it out), on the same control plane in
-// the same run. The creates alternate between the two namespaces, so the
-// machine's load drifts alike for both. It reports both p50s and their
-// ratio (admission-overhead-ratio), for a Secondary and a Primary UDN, and
-// for both with 500 (Secondary) CUDNs present (a policy with CUDN params
-// would be evaluated once per CUDN; the webhook reads an indexed cache).
+// ValidatingAdmissionPolicies; no UDN request calls a webhook) and in one
+// excluded from all of it (every udnkit binding's
+// matchResources.namespaceSelector and every udnkit webhook's
+// namespaceSelector leave it out), on the same control plane in the same
+// run. The creates alternate between the two namespaces, so the machine's
+// load drifts alike for both. It reports both p50s and their ratio
+// (admission-overhead-ratio), for a Secondary and a Primary UDN, and for
+// both with 500 (Secondary) CUDNs present (a policy with CUDN params would
+// be evaluated once per CUDN; udnkit's read the namespace's UDNs and NADs).
 // Each UDN is deleted (untimed) so its namespace can take the next.
 func BenchmarkCreateUDN(b *testing.B) {
 	for _, role := range []udnv1.NetworkRole{udnv1.NetworkRoleSecondary, udnv1.NetworkRolePrimary} {

@@ -91,68 +91,6 @@ func TestPrimaryIndexHoldsOnlyLivePrimaries(t *testing.T) {
 // The cache decides; a refusal it suggests is confirmed against the
 // apiserver, so a network the cache still holds after its deletion blocks
 // nothing.
-func TestCacheRefusalConfirmedByAPIReader(t *testing.T) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}}}
-	stale := l2UDN("a", "gone", udnv1.NetworkRolePrimary)
-	cache := indexedReader(t, ns, stale)
-	apiWithout := indexedReader(t, ns)
-	apiWith := indexedReader(t, ns, stale)
-	for _, tc := range []struct {
-		name    string
-		api     client.Reader
-		refused bool
-	}{
-		{"the apiserver no longer has it: admitted", apiWithout, false},
-		{"the apiserver has it too: refused", apiWith, true},
-		{"no APIReader: the cache's word is final", nil, true},
-	} {
-		v := &UserDefinedNetworkValidator{Client: cache, APIReader: tc.api}
-		_, err := v.ValidateCreate(context.Background(), l2UDN("a", "new", udnv1.NetworkRolePrimary))
-		if tc.refused {
-			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.layer2.role: namespace a already has a primary network: UserDefinedNetwork a/gone; a namespace can have only one.") {
-				t.Errorf("%s: err = %v", tc.name, err)
-			}
-		} else if err != nil {
-			t.Errorf("%s: refused: %v", tc.name, err)
-		}
-	}
-	// So is an OVN name collision: UDN a/gone-x, gone from the apiserver,
-	// does not block a/gone.x.
-	collider := l2UDN("a", "gone-x", udnv1.NetworkRoleSecondary)
-	for _, tc := range []struct {
-		name    string
-		api     client.Reader
-		refused bool
-	}{
-		{"collision, the apiserver no longer has it: admitted", indexedReader(t, ns), false},
-		{"collision, the apiserver has it too: refused", indexedReader(t, ns, collider), true},
-	} {
-		v := &UserDefinedNetworkValidator{Client: indexedReader(t, ns, collider), APIReader: tc.api}
-		_, err := v.ValidateCreate(context.Background(), l2UDN("a", "gone.x", udnv1.NetworkRolePrimary))
-		if tc.refused {
-			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "metadata.name: gone.x: its OVN objects would be named like those of UserDefinedNetwork a/gone-x") {
-				t.Errorf("%s: err = %v", tc.name, err)
-			}
-		} else if err != nil {
-			t.Errorf("%s: refused: %v", tc.name, err)
-		}
-	}
-	// A namespace the cache has not seen yet is read from the apiserver.
-	v := &UserDefinedNetworkValidator{Client: indexedReader(t), APIReader: apiWithout}
-	if _, err := v.ValidateCreate(context.Background(), l2UDN("a", "new", udnv1.NetworkRolePrimary)); err != nil {
-		t.Errorf("namespace missing from the cache: %v", err)
-	}
-	v.APIReader = nil
-	if _, err := v.ValidateCreate(context.Background(), l2UDN("a", "new", udnv1.NetworkRolePrimary)); !apierrors.IsInvalid(err) {
-		t.Errorf("namespace missing everywhere: err = %v, want Invalid (metadata.namespace not found)", err)
-	}
-	// A Secondary UDN is never refused here (the match condition does not
-	// even send it).
-	if _, err := (&UserDefinedNetworkValidator{Client: cache}).ValidateCreate(context.Background(), l2UDN("a", "new", udnv1.NetworkRoleSecondary)); err != nil {
-		t.Errorf("a Secondary UDN beside a Primary one: %v", err)
-	}
-}
-
 func TestCUDNCacheRefusalConfirmedByAPIReader(t *testing.T) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{
 		ovnk.LabelPrimaryUserDefinedNetwork: "", "team": "x"}}}

@@ -43,7 +43,7 @@ type primaries struct {
 // decision needs.
 const IndexPrimary = "udnkit.webhooks.primary"
 
-// IndexFields registers IndexPrimary and IndexOVNPrefix with indexer (a manager's
+// IndexFields registers IndexPrimary with indexer (a manager's
 // GetFieldIndexer(), before the manager starts). The webhooks' Client must
 // be a cache with these indexes; see SetupWithManager.
 func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
@@ -59,7 +59,7 @@ func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 	}); err != nil {
 		return fmt.Errorf("indexing ClusterUserDefinedNetworks: %w", err)
 	}
-	return indexOVNPrefix(ctx, indexer)
+	return nil
 }
 
 var primaryTrue = []string{"true"}

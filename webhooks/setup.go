@@ -22,15 +22,16 @@ const MutatePodPath = "/mutate--v1-pod"
 // SetupWithManager writes the cluster's ranges for udnkit's
 // ValidatingAdmissionPolicies (the ConfigMap ovnk.AdmissionParamsConfigMap in
 // paramsNamespace, see WriteAdmissionParams) and registers every udnkit
-// webhook on mgr's webhook server: the UDN validator (every check of a new
-// Primary UDN, a request the policies skip), the CUDN validator, the pod
-// validator and the pod defaulter. The policies, evaluated in the
-// apiserver, check every other UDN request and the CUDNs' own specs. The webhooks decide from mgr's informer cache,
-// indexed by IndexFields, so a request costs no apiserver round trip and
-// reads only the Primary networks that matter; a refusal is confirmed with
-// mgr.GetAPIReader(). The cache may miss a network created moments ago: two
-// Primary networks for one namespace admitted in that window are settled by
-// the reconcilers (the older keeps it). The manager's scheme must know
+// webhook on mgr's webhook server: the CUDN validator (a Primary CUDN's
+// namespaces), the pod validator and the pod defaulter. Every
+// UserDefinedNetwork request, and the CUDNs' own specs, are the policies',
+// evaluated in the apiserver: no UDN request calls a webhook. The webhooks
+// decide from mgr's informer cache, indexed by IndexFields, so a request
+// costs no apiserver round trip and reads only the Primary networks that
+// matter; a refusal is confirmed with mgr.GetAPIReader(). The cache (and the
+// policies' params) may miss a network created moments ago: two Primary
+// networks for one namespace admitted in that window are settled by the
+// reconcilers (the older keeps it). The manager's scheme must know
 // k8s.ovn.org/v1, core/v1 and IPAMClaims.
 func SetupWithManager(mgr ctrl.Manager, cfg ovnk.ClusterConfig, paramsNamespace string) error {
 	ctx := context.Background()
@@ -47,10 +48,6 @@ func SetupWithManager(mgr ctrl.Manager, cfg ovnk.ClusterConfig, paramsNamespace 
 		}
 	}
 	cached, live := mgr.GetCache(), mgr.GetAPIReader()
-	if err := ctrl.NewWebhookManagedBy(mgr, &udnv1.UserDefinedNetwork{}).
-		WithValidator(&UserDefinedNetworkValidator{Client: cached, APIReader: live, Config: cfg}).Complete(); err != nil {
-		return err
-	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &udnv1.ClusterUserDefinedNetwork{}).
 		WithValidator(&ClusterUserDefinedNetworkValidator{Client: cached, APIReader: live}).Complete(); err != nil {
 		return err

@@ -8,17 +8,18 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
@@ -157,10 +158,17 @@ func TestOnePrimaryNetworkPerNamespace(t *testing.T) {
 		}
 	})
 	t.Run("Primary CUDN, then a Primary UDN in its namespace", func(t *testing.T) {
-		if err := c.Create(ctx, cudn("tenant-b", map[string]string{"tenant": "b"}, layer2(udnv1.NetworkRolePrimary, "10.55.0.0/16"))); err != nil {
+		cu := cudn("tenant-b", map[string]string{"tenant": "b"}, layer2(udnv1.NetworkRolePrimary, "10.55.0.0/16"))
+		if err := c.Create(ctx, cu); err != nil {
 			t.Fatal(err)
 		}
 		u := udn("tenant-b", "own", primary)
+		// Until the CUDN's NAD is in the namespace, admission cannot see
+		// the CUDN there (the reconcilers settle what it admits meanwhile).
+		if err := c.Create(ctx, u, client.DryRunAll); err != nil {
+			t.Fatalf("before the CUDN's NAD: %v", err)
+		}
+		writeNAD(t, c, cu, "tenant-b")
 		expectInvalid(t, createRefused(t, c, u), "spec.layer2.role: namespace tenant-b already has a primary network: ClusterUserDefinedNetwork tenant-b; a namespace can have only one.")
 		expectAbsent(t, c, u)
 	})
@@ -292,9 +300,29 @@ func TestOVNNameCollisionsRefused(t *testing.T) {
 	}
 }
 
-// A Primary UDN is refused in a namespace a Primary CUDN selects (the UDN
-// webhook, reading its cache), with apimachinery's LabelSelector semantics:
-// each selector below is checked against what
+// writeNAD writes the NetworkAttachmentDefinition the CUDN reconciler writes
+// for cu in namespace ns (ovnk.NewNAD), as the webhooks' suite runs no
+// reconciler.
+func writeNAD(t testing.TB, c client.Client, cu *udnv1.ClusterUserDefinedNetwork, ns string) {
+	t.Helper()
+	var cur udnv1.ClusterUserDefinedNetwork
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cu), &cur); err != nil {
+		t.Fatal(err)
+	}
+	nad, err := ovnk.NewNAD(ovnk.NADSource{Kind: udnv1.KindClusterUserDefinedNetwork, Meta: cur.ObjectMeta, Spec: cur.Spec.Network},
+		ns, testConfig(), nil, ovnk.NetworkIDs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nad.Finalizers = nil
+	if err := c.Create(ctx, nad); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A Primary CUDN is refused over a namespace that has a Primary UDN (the
+// CUDN webhook, reading its cache), with apimachinery's LabelSelector
+// semantics: each selector below is checked against what
 // metav1.LabelSelectorAsSelector says of the namespace.
 func TestPrimaryCUDNSelectorSemantics(t *testing.T) {
 	env := startEnv(t)
@@ -323,44 +351,41 @@ func TestPrimaryCUDNSelectorSemantics(t *testing.T) {
 		{"labels differ", map[string]string{"env": "dev"}, nil, false},
 		{"labels, one of two differs", map[string]string{"env": "prod", "tier": "db"}, nil, false},
 	}
-	// One namespace and one Primary CUDN per case; the CUDN also selects
-	// the case's own namespace by name, so nothing else.
-	for i, tc := range cases {
+	// One namespace with a Primary UDN per case.
+	for i := range cases {
 		ns := fmt.Sprintf("selector-%d", i)
 		namespace(t, c, ns, true, nsLabels)
-		sel := metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}, MatchExpressions: tc.exprs}
-		for k, v := range tc.labels {
-			sel.MatchLabels[k] = v
-		}
-		s, err := metav1.LabelSelectorAsSelector(&sel)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := s.Matches(labels.Set(map[string]string{"kubernetes.io/metadata.name": ns, "tier": "web", "env": "prod",
-			ovnk.LabelPrimaryUserDefinedNetwork: ""})); got != tc.want {
-			t.Fatalf("%s: the case is wrong: apimachinery says %v", tc.name, got)
-		}
-		cu := cudn(ns, nil, layer2(udnv1.NetworkRolePrimary, "10.70.0.0/16"))
-		cu.Spec.NamespaceSelector = sel
-		if err := c.Create(ctx, cu); err != nil {
+		if err := c.Create(ctx, udn(ns, "p", layer2(udnv1.NetworkRolePrimary, "10.71.0.0/16"))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// The webhooks' cache delivers in order: once the last case's CUDN
+	// The webhook's cache delivers in order: once the last namespace's UDN
 	// counts, every earlier one does.
-	sentinel := fmt.Sprintf("selector-%d", len(cases))
-	namespace(t, c, sentinel, true, nil)
-	if err := c.Create(ctx, cudn(sentinel, map[string]string{"kubernetes.io/metadata.name": sentinel}, layer2(udnv1.NetworkRolePrimary, "10.70.0.0/16"))); err != nil {
-		t.Fatal(err)
-	}
-	expectInvalid(t, createRefused(t, c, udn(sentinel, "p", layer2(udnv1.NetworkRolePrimary, "10.71.0.0/16"))),
-		"already has a primary network: ClusterUserDefinedNetwork "+sentinel)
+	last := fmt.Sprintf("selector-%d", len(cases)-1)
+	expectInvalid(t, createRefused(t, c, cudn("probe", map[string]string{"kubernetes.io/metadata.name": last}, layer2(udnv1.NetworkRolePrimary, "10.70.0.0/16"))),
+		last+" (UserDefinedNetwork "+last+"/p)")
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := fmt.Sprintf("selector-%d", i)
-			err := c.Create(ctx, udn(ns, "p", layer2(udnv1.NetworkRolePrimary, "10.71.0.0/16")), client.DryRunAll)
+			// The CUDN also selects the case's own namespace by name, so
+			// nothing else.
+			sel := metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}, MatchExpressions: tc.exprs}
+			for k, v := range tc.labels {
+				sel.MatchLabels[k] = v
+			}
+			s, err := metav1.LabelSelectorAsSelector(&sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.Matches(labels.Set(map[string]string{"kubernetes.io/metadata.name": ns, "tier": "web", "env": "prod",
+				ovnk.LabelPrimaryUserDefinedNetwork: ""})); got != tc.want {
+				t.Fatalf("the case is wrong: apimachinery says %v", got)
+			}
+			cu := cudn(ns, nil, layer2(udnv1.NetworkRolePrimary, "10.70.0.0/16"))
+			cu.Spec.NamespaceSelector = sel
+			err = c.Create(ctx, cu, client.DryRunAll)
 			if tc.want {
-				expectInvalid(t, err, "spec.layer2.role: namespace "+ns+" already has a primary network: ClusterUserDefinedNetwork "+ns+"; a namespace can have only one.")
+				expectInvalid(t, err, "spec.namespaceSelector", "selects 1 namespace(s) that already have a primary network: "+ns+" (UserDefinedNetwork "+ns+"/p)")
 			} else if err != nil {
 				t.Errorf("refused although the CUDN does not select %s: %v", ns, err)
 			}
@@ -368,42 +393,52 @@ func TestPrimaryCUDNSelectorSemantics(t *testing.T) {
 	}
 }
 
-// udnWebhookCalls is how many requests the manager's webhook server has
-// served on the UDN webhook's path (controller-runtime's
-// controller_runtime_webhook_requests_total).
-func udnWebhookCalls(t testing.TB) float64 {
+// udnWebhooks are the webhooks of udnkit's webhook configurations that
+// match UserDefinedNetworks.
+func udnWebhooks(t testing.TB, c client.Client) []string {
 	t.Helper()
-	families, err := crmetrics.Registry.Gather()
-	if err != nil {
+	var names []string
+	var vwcs admissionregistrationv1.ValidatingWebhookConfigurationList
+	if err := c.List(ctx, &vwcs); err != nil {
 		t.Fatal(err)
 	}
-	var n float64
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_webhook_requests_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "webhook" && l.GetValue() == "/validate-k8s-ovn-org-v1-userdefinednetwork" {
-					n += m.GetCounter().GetValue()
-				}
+	var mwcs admissionregistrationv1.MutatingWebhookConfigurationList
+	if err := c.List(ctx, &mwcs); err != nil {
+		t.Fatal(err)
+	}
+	matches := func(name string, rules []admissionregistrationv1.RuleWithOperations) {
+		for _, r := range rules {
+			if slices.Contains(r.Resources, "userdefinednetworks") || slices.Contains(r.Resources, "*") {
+				names = append(names, name)
 			}
 		}
 	}
-	return n
+	for _, cfg := range vwcs.Items {
+		for _, w := range cfg.Webhooks {
+			matches(w.Name, w.Rules)
+		}
+	}
+	for _, cfg := range mwcs.Items {
+		for _, w := range cfg.Webhooks {
+			matches(w.Name, w.Rules)
+		}
+	}
+	return names
 }
 
-// A new Primary UDN is the UDN webhook's alone: each rule refuses it with
-// the webhook's answer in the policies' words, and no policy answers, though
-// each would have refused or warned (the apiserver runs the policies before
-// any webhook, so their refusal would come first). A Secondary UDN calls no
-// webhook; an update of a Primary UDN is the policies'.
-func TestPrimaryUDNCreateIsTheWebhooks(t *testing.T) {
+// A new Primary UDN is the policies': each rule refuses it in the words of
+// the Go checks, and no webhook is registered for UserDefinedNetworks at
+// all (a webhook call costs the apiserver more than every policy together,
+// BenchmarkCreateUDN).
+func TestPrimaryUDNCreateIsThePolicies(t *testing.T) {
 	env := startEnv(t)
 	c, warns := clientWithWarnings(t, env)
-	namespace(t, c, "by-webhook", true, nil)
-	namespace(t, c, "by-webhook-unlabelled", false, nil)
-	if err := c.Create(ctx, udn("by-webhook", "web-a", layer2(udnv1.NetworkRoleSecondary, "10.110.0.0/16"))); err != nil {
+	if hooks := udnWebhooks(t, c); len(hooks) != 0 {
+		t.Errorf("webhooks registered for UserDefinedNetworks: %q", hooks)
+	}
+	namespace(t, c, "by-policy", true, nil)
+	namespace(t, c, "by-policy-unlabelled", false, nil)
+	if err := c.Create(ctx, udn("by-policy", "web-a", layer2(udnv1.NetworkRoleSecondary, "10.110.0.0/16"))); err != nil {
 		t.Fatal(err)
 	}
 	gw := layer2(udnv1.NetworkRolePrimary, "192.168.100.0/24")
@@ -413,20 +448,20 @@ func TestPrimaryUDNCreateIsTheWebhooks(t *testing.T) {
 		obj  *udnv1.UserDefinedNetwork
 		want string
 	}{
-		{"internal ranges", udn("by-webhook", "ranges", layer3(udnv1.NetworkRolePrimary, "10.244.0.0/16")),
+		{"internal ranges", udn("by-policy", "ranges", layer3(udnv1.NetworkRolePrimary, "10.244.0.0/16")),
 			"spec.layer3.subnets[0].cidr: 10.244.0.0/16 overlaps the cluster default network subnet 10.244.0.0/16 (--cluster-subnets); " +
 				"user defined networks must not overlap the cluster's internal ranges."},
-		{"default gateway", udn("by-webhook", "gateway", gw),
+		{"default gateway", udn("by-policy", "gateway", gw),
 			"spec.layer2.defaultGatewayIPs[0]: a default gateway must not be the broadcast address of subnet 192.168.100.0/24."},
-		{"namespace label", udn("by-webhook-unlabelled", "p", layer2(udnv1.NetworkRolePrimary, "10.111.0.0/16")),
-			"metadata.namespace: a Primary UserDefinedNetwork requires its namespace by-webhook-unlabelled to have the label " +
+		{"namespace label", udn("by-policy-unlabelled", "p", layer2(udnv1.NetworkRolePrimary, "10.111.0.0/16")),
+			"metadata.namespace: a Primary UserDefinedNetwork requires its namespace by-policy-unlabelled to have the label " +
 				"k8s.ovn.org/primary-user-defined-network, set when the namespace is created."},
-		{"OVN name collision", udn("by-webhook", "web.a", layer2(udnv1.NetworkRolePrimary, "10.111.0.0/16")),
-			"metadata.name: web.a: its OVN objects would be named like those of UserDefinedNetwork by-webhook/web-a " +
-				"(OVN-Kubernetes replaces '-' and '/' with '.', giving both the prefix by.webhook_web.a_); choose another name."},
+		{"OVN name collision", udn("by-policy", "web.a", layer2(udnv1.NetworkRolePrimary, "10.111.0.0/16")),
+			"metadata.name: web.a: its OVN objects would be named like those of UserDefinedNetwork by-policy/web-a " +
+				"(OVN-Kubernetes replaces '-' and '/' with '.', giving both the prefix by.policy_web.a_); choose another name."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := refusal(t, createRefused(t, c, tc.obj), true); got != tc.want {
+			if got := refusal(t, createRefused(t, c, tc.obj)); got != tc.want {
 				t.Errorf("refused with %q, want %q", got, tc.want)
 			}
 			expectAbsent(t, c, tc.obj)
@@ -435,66 +470,57 @@ func TestPrimaryUDNCreateIsTheWebhooks(t *testing.T) {
 
 	t.Run("warnings", func(t *testing.T) {
 		warns.take()
-		u := udn("by-webhook", "transit", layer2(udnv1.NetworkRolePrimary, "100.88.0.0/20"))
+		u := udn("by-policy", "transit", layer2(udnv1.NetworkRolePrimary, "100.88.0.0/20"))
 		if err := c.Create(ctx, u); err != nil {
 			t.Fatal(err)
 		}
-		const want = "spec.layer2.subnets[0]: 100.88.0.0/20 overlaps the default transit subnet 100.88.0.0/16 (--transit-subnets); " +
+		const want = "Validation failed for ValidatingAdmissionPolicy 'udnkit-network-warnings' with binding 'udnkit-network-warnings': " +
+			"spec.layer2.subnets[0]: 100.88.0.0/20 overlaps the default transit subnet 100.88.0.0/16 (--transit-subnets); " +
 			"the network will use another transit subnet, shown in status.transitSubnets."
 		if got := warns.take(); len(got) != 1 || got[0] != want {
-			t.Errorf("warnings %q, want only the webhook's %q", got, want)
+			t.Errorf("warnings %q, want only %q", got, want)
 		}
 	})
 
 	t.Run("a second primary network", func(t *testing.T) {
-		u := udn("by-webhook", "second", layer2(udnv1.NetworkRolePrimary, "10.112.0.0/16"))
-		const want = "spec.layer2.role: namespace by-webhook already has a primary network: UserDefinedNetwork by-webhook/transit; a namespace can have only one."
-		if got := refusal(t, createRefused(t, c, u), true); got != want {
+		u := udn("by-policy", "second", layer2(udnv1.NetworkRolePrimary, "10.112.0.0/16"))
+		const want = "spec.layer2.role: namespace by-policy already has a primary network: UserDefinedNetwork by-policy/transit; a namespace can have only one."
+		if got := refusal(t, createRefused(t, c, u)); got != want {
 			t.Errorf("refused with %q, want %q", got, want)
 		}
 		expectAbsent(t, c, u)
 	})
 
-	t.Run("every rule at once", func(t *testing.T) {
-		u := udn("by-webhook", "web.a", layer2(udnv1.NetworkRolePrimary, "10.244.0.0/24"))
-		got := refusal(t, c.Create(ctx, u, client.DryRunAll), true)
-		for _, want := range []string{"spec.layer2.subnets[0]: 10.244.0.0/24 overlaps", "metadata.name: web.a:", "spec.layer2.role: namespace by-webhook already has"} {
-			if !strings.Contains(got, want) {
-				t.Errorf("%q lacks %q", got, want)
-			}
+	t.Run("a Primary CUDN's NAD in the namespace", func(t *testing.T) {
+		namespace(t, c, "by-policy-cudn", true, nil)
+		cu := cudn("by-policy-cudn", map[string]string{"kubernetes.io/metadata.name": "by-policy-cudn"}, layer2(udnv1.NetworkRolePrimary, "10.115.0.0/16"))
+		if err := c.Create(ctx, cu); err != nil {
+			t.Fatal(err)
+		}
+		writeNAD(t, c, cu, "by-policy-cudn")
+		u := udn("by-policy-cudn", "p", layer2(udnv1.NetworkRolePrimary, "10.116.0.0/16"))
+		const want = "spec.layer2.role: namespace by-policy-cudn already has a primary network: ClusterUserDefinedNetwork by-policy-cudn; a namespace can have only one."
+		if got := refusal(t, createRefused(t, c, u)); got != want {
+			t.Errorf("refused with %q, want %q", got, want)
+		}
+		// A Secondary CUDN's NAD is no primary network.
+		namespace(t, c, "by-policy-secondary", true, nil)
+		sec := cudn("by-policy-secondary", map[string]string{"kubernetes.io/metadata.name": "by-policy-secondary"}, layer2(udnv1.NetworkRoleSecondary, "10.117.0.0/16"))
+		if err := c.Create(ctx, sec); err != nil {
+			t.Fatal(err)
+		}
+		writeNAD(t, c, sec, "by-policy-secondary")
+		if err := c.Create(ctx, udn("by-policy-secondary", "p", layer2(udnv1.NetworkRolePrimary, "10.118.0.0/16")), client.DryRunAll); err != nil {
+			t.Errorf("a Primary UDN beside a Secondary CUDN's NAD: %v", err)
 		}
 	})
 
-	t.Run("a Secondary UDN calls no webhook, a Primary one does", func(t *testing.T) {
-		before := udnWebhookCalls(t)
-		if err := c.Create(ctx, udn("by-webhook", "secondary", layer2(udnv1.NetworkRoleSecondary, "10.113.0.0/16"))); err != nil {
-			t.Fatal(err)
-		}
-		// And the policies still decide a Secondary UDN.
-		refusal(t, c.Create(ctx, udn("by-webhook", "secondary-ranges", layer2(udnv1.NetworkRoleSecondary, "10.244.0.0/24")), client.DryRunAll), false)
-		if after := udnWebhookCalls(t); after != before {
-			t.Errorf("the UDN webhook served %v requests for Secondary UDN creates, want 0", after-before)
-		}
-		if err := c.Create(ctx, udn("by-webhook", "primary-probe", layer2(udnv1.NetworkRolePrimary, "10.114.0.0/16")), client.DryRunAll); err == nil {
-			t.Error("a second Primary UDN was admitted")
-		}
-		if after := udnWebhookCalls(t); after != before+1 {
-			t.Errorf("the UDN webhook served %v requests for one Primary UDN create, want 1", after-before)
-		}
-	})
-
-	t.Run("an update of a Primary UDN is the policies'", func(t *testing.T) {
-		var cur udnv1.UserDefinedNetwork
-		if err := c.Get(ctx, client.ObjectKey{Namespace: "by-webhook", Name: "transit"}, &cur); err != nil {
-			t.Fatal(err)
-		}
-		before := udnWebhookCalls(t)
-		cur.Labels = map[string]string{"touched": "yes"}
-		if err := c.Update(ctx, &cur); err != nil {
-			t.Fatal(err)
-		}
-		if after := udnWebhookCalls(t); after != before {
-			t.Errorf("the UDN webhook served %v requests for an update, want 0", after-before)
+	t.Run("every rule at once: refused, naming at least one", func(t *testing.T) {
+		u := udn("by-policy", "web.a", layer2(udnv1.NetworkRolePrimary, "10.244.0.0/24"))
+		got := refusal(t, c.Create(ctx, u, client.DryRunAll))
+		if !strings.Contains(got, "spec.layer2.subnets[0]: 10.244.0.0/24 overlaps") && !strings.Contains(got, "metadata.name: web.a:") &&
+			!strings.Contains(got, "spec.layer2.role: namespace by-policy already has") {
+			t.Errorf("%q names none of the three rules", got)
 		}
 	})
 }

@@ -6,9 +6,9 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -25,7 +25,9 @@ import (
 // a /32 (/128) route to the VM via the router's switch port and a
 // priority-10 reroute of its traffic to the transit peer address of the
 // gateway router of the node it runs on; both go when the VM returns or is
-// deleted. There is one request for everything: any pod, node or NAD change.
+// deleted. A request is one NAD, and programs its network: a VM pod's
+// change reconciles the NADs of its namespace, a node's every network, as
+// the Layer2 reconciler does; reconciles of one network take turns.
 type LiveMigrationReconciler struct {
 	Client client.Client
 	OVN    *dataplane.Client
@@ -33,6 +35,11 @@ type LiveMigrationReconciler struct {
 	// whose routes cannot be programmed (its node has no node ID yet, its
 	// addresses are malformed, the routes are refused).
 	Recorder recorder.EventRecorder
+	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
+	Workers int
+
+	networks dataplane.KeyLocks
+	sweeps   sweeps
 }
 
 // Event reasons of live migration.
@@ -47,57 +54,89 @@ func (r *LiveMigrationReconciler) warn(pod *corev1.Pod, reason, format string, a
 	}
 }
 
-var liveMigrationRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "live-migration"}}
-
 // SetupWithManager registers the reconciler.
 func (r *LiveMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
-		return []reconcile.Request{liveMigrationRequest}
-	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("dataplane-live-migration").
-		Watches(&corev1.Pod{}, one).
-		Watches(&corev1.Node{}, one).
-		Watches(&nadv1.NetworkAttachmentDefinition{}, one).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.Workers)}).
+		For(&nadv1.NetworkAttachmentDefinition{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.vmPodRequests)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nadsIn(r.Client, ""))).
 		Complete(r)
 }
 
-// Reconcile applies every primary Layer2 network's routes.
-func (r *LiveMigrationReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
-	logger := log.FromContext(ctx)
-	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := r.Client.List(ctx, &nads); err != nil {
+// vmPodRequests maps a pod event to udnkit's NADs in its namespace if it is
+// one of KubeVirt's VM pods (kubevirt.io/vm); every other pod event is
+// dropped before it is queued.
+func (r *LiveMigrationReconciler) vmPodRequests(ctx context.Context, o client.Object) []reconcile.Request {
+	if _, ok := o.GetLabels()[ovnk.LabelVM]; !ok {
+		return nil
+	}
+	return nadsIn(r.Client, o.GetNamespace())(ctx, o)
+}
+
+// Reconcile applies the routes of the request's NAD's network, and removes
+// those of networks whose NADs are gone.
+func (r *LiveMigrationReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	nad, live, err := liveNAD(ctx, r.Client, req)
+	if err != nil {
 		return reconcile.Result{}, err
 	}
-	networks := map[string]dataplane.Layer2Network{}
-	networkOfKey := map[string]string{} // pod-networks key (NAD namespace/name) -> network
-	for i := range nads.Items {
-		nad := &nads.Items[i]
-		if net, ok, err := Layer2NetworkFromNAD(nad); err == nil && ok && nad.DeletionTimestamp.IsZero() && isUDN(nad) {
-			networks[net.Name] = net
-			networkOfKey[nad.Namespace+"/"+nad.Name] = net.Name
+	network := ""
+	if live {
+		if net, ok, err := Layer2NetworkFromNAD(nad); err == nil && ok {
+			network = net.Name
+			unlock := r.networks.Lock(net.Name)
+			err := r.apply(ctx, nad, net)
+			unlock()
+			if err != nil {
+				return reconcile.Result{}, err
+			}
 		}
+		// A malformed NAD is the Layer2 reconciler's to report.
 	}
-	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods); err != nil {
-		return reconcile.Result{}, err
+	return reconcile.Result{}, r.sweeps.sweep(ctx, req.NamespacedName, network, deleted(nad), r.collect)
+}
+
+func (r *LiveMigrationReconciler) collect(ctx context.Context) error {
+	return collectPiece(ctx, r.Client, r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceLiveMigration},
+		r.OVN.PieceNetworks, layer2Name)
+}
+
+// apply programs net's routes: the migrated VMs of the namespaces of its
+// NADs (a CUDN's NADs share its name, one per namespace), to the nodes that
+// have a node ID.
+func (r *LiveMigrationReconciler) apply(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition, net dataplane.Layer2Network) error {
+	logger := log.FromContext(ctx).WithValues("network", net.Name)
+	// The cache's objects are only read here (no copies).
+	var nads nadv1.NetworkAttachmentDefinitionList
+	if err := r.Client.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}, client.UnsafeDisableDeepCopy); err != nil {
+		return err
 	}
-	var nodeList corev1.NodeList
-	if err := r.Client.List(ctx, &nodeList); err != nil {
-		return reconcile.Result{}, err
-	}
-	vms := map[string][]dataplane.VM{}
+	var vms []dataplane.VM
 	podOf := map[string]*corev1.Pod{} // namespace/VM -> the pod it runs in
-	for _, m := range ovnk.MigratedVMs(pods.Items) {
-		podOf[m.Namespace+"/"+m.VM] = m.Pod
-		all, err := ovnk.DecodePodNetworks(m.Pod.Annotations)
-		if err != nil {
-			logger.Error(err, "skipping migrated VM", "vm", m.Namespace+"/"+m.VM)
-			r.warn(m.Pod, ReasonLiveMigrationFailed, "no live-migration routes for VM %s: %v", m.VM, err)
+	for i := range nads.Items {
+		other := &nads.Items[i]
+		if other.Name != nad.Name || !other.DeletionTimestamp.IsZero() {
 			continue
 		}
-		for key, pn := range all {
-			name, ok := networkOfKey[key]
+		if on, ok, err := Layer2NetworkFromNAD(other); err != nil || !ok || on.Name != net.Name {
+			continue
+		}
+		var pods corev1.PodList
+		if err := r.Client.List(ctx, &pods, client.InNamespace(other.Namespace), client.HasLabels{ovnk.LabelVM}, client.UnsafeDisableDeepCopy); err != nil {
+			return err
+		}
+		key := other.Namespace + "/" + other.Name
+		for _, m := range ovnk.MigratedVMs(pods.Items) {
+			podOf[m.Namespace+"/"+m.VM] = m.Pod
+			all, err := ovnk.DecodePodNetworks(m.Pod.Annotations)
+			if err != nil {
+				logger.Error(err, "skipping migrated VM", "vm", m.Namespace+"/"+m.VM)
+				r.warn(m.Pod, ReasonLiveMigrationFailed, "no live-migration routes for VM %s: %v", m.VM, err)
+				continue
+			}
+			pn, ok := all[key]
 			if !ok || pn.Role != ovnk.RolePrimary {
 				continue
 			}
@@ -107,48 +146,42 @@ func (r *LiveMigrationReconciler) Reconcile(ctx context.Context, _ reconcile.Req
 				r.warn(m.Pod, ReasonLiveMigrationFailed, "no live-migration routes for VM %s: annotation %s.%v", m.VM, ovnk.PodNetworkField(key), err)
 				continue
 			}
-			vms[name] = append(vms[name], dataplane.VM{Namespace: m.Namespace, Name: m.VM, IPs: addrs.IPs, Node: m.CurrentNode, OwnerNode: m.OwnerNode})
+			vms = append(vms, dataplane.VM{Namespace: m.Namespace, Name: m.VM, IPs: addrs.IPs, Node: m.CurrentNode, OwnerNode: m.OwnerNode})
 		}
 	}
-	var failed error
-	for name, net := range networks {
-		nodes := migrationNodes(net, nodeList.Items)
-		known := map[string]bool{}
-		for _, n := range nodes {
-			known[n.Name] = true
+	var nodeList corev1.NodeList
+	if err := r.Client.List(ctx, &nodeList, client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	nodes := migrationNodes(net, nodeList.Items)
+	known := map[string]bool{}
+	for _, n := range nodes {
+		known[n.Name] = true
+	}
+	var keep []dataplane.VM
+	for _, vm := range vms {
+		if !known[vm.Node] {
+			// Its node has no node ID yet: routed once it has.
+			logger.Info("migrated VM waits for its node", "vm", vm.Namespace+"/"+vm.Name, "node", vm.Node)
+			r.warn(podOf[vm.Namespace+"/"+vm.Name], ReasonLiveMigrationWaiting,
+				"VM %s runs on node %s, which has no %s yet: its live-migration routes are programmed once it has", vm.Name, vm.Node, ovnk.AnnotationNodeID)
+			continue
 		}
-		var keep []dataplane.VM
-		for _, vm := range vms[name] {
-			if !known[vm.Node] {
-				// Its node has no node ID yet: routed once it has.
-				logger.Info("migrated VM waits for its node", "network", name, "vm", vm.Namespace+"/"+vm.Name, "node", vm.Node)
-				r.warn(podOf[vm.Namespace+"/"+vm.Name], ReasonLiveMigrationWaiting,
-					"VM %s runs on node %s, which has no %s yet: its live-migration routes are programmed once it has", vm.Name, vm.Node, ovnk.AnnotationNodeID)
-				continue
+		keep = append(keep, vm)
+	}
+	d := &dataplane.Desired{Owner: dataplane.Owner{Network: net.Name, Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceLiveMigration}}
+	if len(keep) > 0 {
+		var err error
+		if d, err = dataplane.LiveMigrationRoutes(dataplane.LiveMigrationNetwork{Name: net.Name, Topology: dataplane.TopologyLayer2}, nodes, keep); err != nil {
+			logger.Error(err, "skipping network's live-migration routes")
+			for _, vm := range keep {
+				r.warn(podOf[vm.Namespace+"/"+vm.Name], ReasonLiveMigrationFailed, "no live-migration routes for VM %s: %v", vm.Name, err)
 			}
-			keep = append(keep, vm)
-		}
-		d := &dataplane.Desired{Owner: dataplane.Owner{Network: name, Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceLiveMigration}}
-		if len(keep) > 0 {
-			var err error
-			if d, err = dataplane.LiveMigrationRoutes(dataplane.LiveMigrationNetwork{Name: name, Topology: dataplane.TopologyLayer2}, nodes, keep); err != nil {
-				logger.Error(err, "skipping network's live-migration routes", "network", name)
-				for _, vm := range keep {
-					r.warn(podOf[vm.Namespace+"/"+vm.Name], ReasonLiveMigrationFailed, "no live-migration routes for VM %s: %v", vm.Name, err)
-				}
-				continue
-			}
-		}
-		if _, err := r.OVN.Apply(ctx, d); err != nil && failed == nil {
-			failed = err // the other networks still get theirs
+			return nil // the same input fails again: wait for a change
 		}
 	}
-	if failed != nil {
-		return reconcile.Result{}, failed
-	}
-	err := collectPiece(ctx, r.Client, r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceLiveMigration},
-		r.OVN.PieceNetworks, layer2Name)
-	return reconcile.Result{}, err
+	_, err := r.OVN.Apply(ctx, d)
+	return err
 }
 
 func isUDN(nad *nadv1.NetworkAttachmentDefinition) bool {

@@ -34,10 +34,10 @@ type Options struct {
 	MigrateLegacyLayer2 bool
 	// Layer3PolicyForm is the manager's --layer3-subnet-policies (default: address-set).
 	Layer3PolicyForm dataplane.Layer3PolicyForm
-	// Workers is how many networks each of the Layer2, Layer3 and
-	// multi-VTEP controllers reconciles at once (0: DefaultWorkers), so a
-	// large network's reconcile never holds a small one in the workqueue.
-	// The live-migration controller reconciles everything as one request.
+	// Workers is how many networks each of the Layer2, Layer3, multi-VTEP
+	// and live-migration controllers reconciles at once (0:
+	// DefaultWorkers), so a large network's reconcile never holds a small
+	// one in the workqueue.
 	Workers int
 }
 
@@ -85,7 +85,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 			MigrateLegacy: o.MigrateLegacyLayer2, Workers: o.Workers},
 		Layer3:        &Layer3Reconciler{Client: c, OVN: ovn, Form: o.Layer3PolicyForm, Workers: o.Workers},
 		MultiVTEP:     &MultiVTEPReconciler{Client: c, OVN: ovn, Local: o.Local, Transit: o.Cluster.TransitSubnets, Workers: o.Workers},
-		LiveMigration: &LiveMigrationReconciler{Client: c, OVN: ovn, Recorder: mgr.GetEventRecorder("udnkit-dataplane")},
+		LiveMigration: &LiveMigrationReconciler{Client: c, OVN: ovn, Recorder: mgr.GetEventRecorder("udnkit-dataplane"), Workers: o.Workers},
 	}
 	setups := []func(ctrl.Manager) error{rs.Layer2.SetupWithManager, rs.Layer3.SetupWithManager, rs.MultiVTEP.SetupWithManager,
 		rs.LiveMigration.SetupWithManager}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -183,9 +184,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 		GracefulShutdownTimeout:       &o.GracefulShutdownTimeout,
 		WebhookServer:                 webhook.NewServer(o.webhookOptions()),
 		Controller:                    config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
-		// No component reads managedFields; with thousands of networks, pods
-		// and nodes they are a large share of the informers' memory.
-		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		Cache: cacheOptions(),
 	})
 	if err != nil {
 		return nil, err
@@ -236,4 +235,52 @@ func (o *Options) webhookOptions() webhook.Options {
 		return *o.WebhookServer
 	}
 	return webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.WebhookCertDir}
+}
+
+// cacheOptions trims what the manager's informers hold. No component reads
+// managedFields; with thousands of networks, pods and nodes they are a large
+// share of the informers' memory. Of a pod, udnkit reads only its metadata,
+// spec.nodeName, spec.hostNetwork and status.phase; of a node its metadata
+// and status.addresses: a real pod's containers and volumes, or a node's
+// images and conditions, are kilobytes each, times 20,000 pods or 500
+// nodes. Every write udnkit makes to a pod or node is a merge patch
+// computed between two copies of the trimmed object (annotations only), so
+// what is trimmed is never sent back.
+func cacheOptions() cache.Options {
+	// One DefaultTransform that tells the kinds apart: ByObject would make
+	// building the manager need the apiserver's discovery.
+	strip := cache.TransformStripManagedFields()
+	return cache.Options{DefaultTransform: func(obj any) (any, error) {
+		switch obj.(type) {
+		case *corev1.Pod:
+			return trimPod(obj)
+		case *corev1.Node:
+			return trimNode(obj)
+		}
+		return strip(obj)
+	}}
+}
+
+// trimPod keeps what udnkit reads of a pod (see cacheOptions).
+func trimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return cache.TransformStripManagedFields()(obj)
+	}
+	pod.ManagedFields = nil
+	pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName, HostNetwork: pod.Spec.HostNetwork}
+	pod.Status = corev1.PodStatus{Phase: pod.Status.Phase}
+	return pod, nil
+}
+
+// trimNode keeps what udnkit reads of a node (see cacheOptions).
+func trimNode(obj any) (any, error) {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return cache.TransformStripManagedFields()(obj)
+	}
+	node.ManagedFields = nil
+	node.Spec = corev1.NodeSpec{}
+	node.Status = corev1.NodeStatus{Addresses: node.Status.Addresses}
+	return node, nil
 }

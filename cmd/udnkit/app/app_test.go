@@ -7,7 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 )
 
 func parse(t *testing.T, args ...string) (*Options, error) {
@@ -80,5 +84,54 @@ func TestDataplaneNeedsBothOVNAddresses(t *testing.T) {
 	if _, err := New(context.Background(), &rest.Config{Host: "http://127.0.0.1:1"}, o); err == nil ||
 		!strings.Contains(err.Error(), "--ovn-client-cert") {
 		t.Errorf("ssl: without a client certificate: err = %v", err)
+	}
+	o, _ = parse(t, "--controllers=dataplane", "--ovn-nb-address=unix:/nb.sock", "--ovn-sb-address=unix:/sb.sock", "--dataplane-workers=0",
+		"--metrics-bind-address=0", "--health-probe-bind-address=0")
+	if _, err := New(context.Background(), &rest.Config{Host: "http://127.0.0.1:1"}, o); err == nil ||
+		!strings.Contains(err.Error(), "--dataplane-workers=0: the dataplane needs at least 1 worker") {
+		t.Errorf("--dataplane-workers=0: err = %v", err)
+	}
+}
+
+// The informers keep of a pod and a node exactly what udnkit reads, and
+// pass on what is no pod or node (a deletion tombstone) with only its
+// managedFields stripped.
+func TestCacheTrimsPodsAndNodes(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "n", Labels: map[string]string{"kubevirt.io/vm": "vm1"},
+			Annotations:   map[string]string{"k8s.ovn.org/pod-networks": "{}"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+		Spec: corev1.PodSpec{NodeName: "node-a", HostNetwork: true, Containers: []corev1.Container{{Name: "c", Image: "i"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
+	got, err := trimPod(pod.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := pod.DeepCopy()
+	want.ManagedFields = nil
+	want.Spec = corev1.PodSpec{NodeName: "node-a", HostNetwork: true}
+	want.Status = corev1.PodStatus{Phase: corev1.PodRunning}
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("trimmed pod = %+v, want %+v", got, want)
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-a", Annotations: map[string]string{"k8s.ovn.org/node-id": "4"}},
+		Spec:       corev1.NodeSpec{PodCIDR: "10.244.1.0/24", Taints: []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "172.18.0.2"}},
+			Images: []corev1.ContainerImage{{Names: []string{"big"}, SizeBytes: 1 << 30}}},
+	}
+	gotNode, err := trimNode(node.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantNode := &corev1.Node{ObjectMeta: node.ObjectMeta, Status: corev1.NodeStatus{Addresses: node.Status.Addresses}}
+	if !equality.Semantic.DeepEqual(gotNode, wantNode) {
+		t.Errorf("trimmed node = %+v, want %+v", gotNode, wantNode)
+	}
+	tombstone := toolscache.DeletedFinalStateUnknown{Key: "n/p", Obj: pod}
+	if out, err := trimPod(tombstone); err != nil || out.(toolscache.DeletedFinalStateUnknown).Key != "n/p" {
+		t.Errorf("tombstone: %v, %v", out, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"net/http"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,6 +34,7 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 	var ovnTLS dataplane.TLS
 	var migrateLegacy bool
 	var layer3Form string
+	var workers int
 	paramsNamespace := "default"
 	// nad and nodes share one set of allocators, built by whichever is set
 	// up first.
@@ -98,6 +100,8 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 				fs.StringVar(&zone, "zone", "", "OVN interconnect zone these databases serve: nodes of other zones get remote ports (a node's zone is its name, or the k8s.ovn.org/zone-name of an older OVN-Kubernetes); empty: one zone where every node is local")
 				fs.StringVar(&layer3Form, "layer3-subnet-policies", string(dataplane.PolicyFormAddressSet),
 					"rows of the OKEP-5377 Layer3 subnet-pair rule: address-set (one policy per family, O(subnets)) or pairs (upstream's one policy per subnet pair, O(subnets²))")
+				fs.IntVar(&workers, "dataplane-workers", dataplanecontroller.DefaultWorkers,
+					"networks each of the Layer2, Layer3, multi-VTEP and live-migration controllers programs at once (one at a time per network), so that a large network's Apply does not hold up the others")
 			},
 			Setup: func(ctx context.Context, mgr ctrl.Manager) error {
 				// The dataplane never holds up the manager: with no OVN
@@ -112,13 +116,16 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 				if ovnNB == "" || ovnSB == "" {
 					return errors.New("the dataplane needs both --ovn-nb-address and --ovn-sb-address")
 				}
+				if workers < 1 {
+					return fmt.Errorf("--dataplane-workers=%d: the dataplane needs at least 1 worker", workers)
+				}
 				form, err := dataplane.ParseLayer3PolicyForm(layer3Form)
 				if err != nil {
 					return err
 				}
 				rs, err := dataplanecontroller.Setup(ctx, mgr, dataplanecontroller.Options{
 					NBAddress: ovnNB, SBAddress: ovnSB, TLS: ovnTLS, Cluster: *cluster, Layer3PolicyForm: form, MigrateLegacyLayer2: migrateLegacy,
-					Local: dataplanecontroller.InZone(zone)})
+					Local: dataplanecontroller.InZone(zone), Workers: workers})
 				if err != nil {
 					return err
 				}
