@@ -677,9 +677,10 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 
 	// Layer3 host subnets. A malformed annotation is reported, never
 	// overwritten. A pass over every node for a network change costs each
-	// node a decode (cached per annotation value) and a check per network;
-	// the annotation is encoded only when something changes.
-	recorded, derr := r.decodeSubnets(&node)
+	// node a decode and a check per network changed since its value was
+	// complete; a value complete for the current networks, neither. The
+	// annotation is encoded only when something changes.
+	recorded, derr := r.decodeSubnets(&node, synced.seq)
 	var next map[string][]netip.Prefix // the annotation's new entries; nil: unchanged
 	if derr != nil {
 		r.recorder.Eventf(&node, nil, corev1.EventTypeWarning, eventHostSubnetFailure, "Reconcile", "%v", derr)
@@ -880,7 +881,7 @@ func annotationsPatch(node *corev1.Node, want map[string]string) []byte {
 // nodeSubnets is a node's k8s.ovn.org/node-subnets value as decoded.
 type nodeSubnets struct {
 	value   string
-	subnets map[string][]netip.Prefix // shared: read only
+	subnets map[string][]netip.Prefix // nil when kept or not needed
 	// canonical: value is what EncodeNodeSubnets writes for subnets (as
 	// JSON); otherwise it is rewritten so.
 	canonical bool
@@ -889,22 +890,33 @@ type nodeSubnets struct {
 	complete int64
 }
 
-// decodeSubnets decodes node's k8s.ovn.org/node-subnets, once per value: the
-// last value decoded or written for each node is kept.
-func (r *nodeReconciler) decodeSubnets(node *corev1.Node) (nodeSubnets, error) {
+// decodeSubnets decodes node's k8s.ovn.org/node-subnets. What is known of
+// the last value decoded or written for each node is kept, not its entries
+// (they would double the annotations' memory): a value complete for the
+// networks numbered seq is not decoded at all.
+func (r *nodeReconciler) decodeSubnets(node *corev1.Node, seq int64) (nodeSubnets, error) {
 	v, ok := node.Annotations[ovnk.AnnotationNodeSubnets]
 	if !ok {
 		return nodeSubnets{canonical: true}, nil
 	}
 	r.seenMu.Lock()
 	seen, hit := r.seen[node.Name]
+	hit = hit && seen.value == v
+	if hit {
+		seen.value = v // the informer's copy: this process keeps no other
+		r.seen[node.Name] = seen
+	}
 	r.seenMu.Unlock()
-	if hit && seen.value == v {
+	if hit && seen.complete == seq {
 		return seen, nil
 	}
 	subnets, err := ovnk.DecodeNodeSubnets(node)
 	if err != nil {
 		return nodeSubnets{}, err
+	}
+	if hit {
+		seen.subnets = subnets
+		return seen, nil
 	}
 	b := ovnk.EncodeNodeSubnets(subnets)
 	seen = nodeSubnets{value: v, subnets: subnets, canonical: v == b || sameJSON(v, []byte(b))}
@@ -915,6 +927,7 @@ func (r *nodeReconciler) decodeSubnets(node *corev1.Node) (nodeSubnets, error) {
 // rememberSubnets records node's k8s.ovn.org/node-subnets as decoded or
 // written.
 func (r *nodeReconciler) rememberSubnets(node string, s nodeSubnets) {
+	s.subnets = nil
 	r.seenMu.Lock()
 	r.seen[node] = s
 	r.seenMu.Unlock()
