@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"sort"
@@ -19,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -86,6 +88,11 @@ type nodeReconciler struct {
 	// rebuilt: the node-subnets annotations have been read once, straight
 	// from the apiserver (the first reconcile).
 	rebuilt bool
+	// synced is what syncNetworks returned for network generation syncedGen.
+	synced    *nodeNetworks
+	syncedGen int64
+	seq       int64
+	changes   []networkChange // consecutive seqs, oldest first
 	// orphans are host subnets nodes record (or recorded until lately) for
 	// network names without a network: networks deleted before this process
 	// started or while it ran. A network created later under such a name
@@ -101,10 +108,22 @@ type nodeReconciler struct {
 	netsCacheMu  sync.Mutex
 	netsCache    []layer3Network
 	netsCacheGen int64
+	netsCacheAt  time.Time
 
 	// nadParsed caches nadSubnets per network UID.
 	nadMu     sync.Mutex
 	nadParsed map[types.UID]parsedNAD
+
+	// seen is each node's k8s.ovn.org/node-subnets as last decoded or
+	// written (see decodeSubnets).
+	seenMu sync.Mutex
+	seen   map[string]nodeSubnets
+
+	// reconcileAvg is the running average duration in nanoseconds of a
+	// reconcile that checks the node's host subnets (see passDelay);
+	// lastPassDelay is the last passDelay.
+	reconcileAvg  atomic.Int64
+	lastPassDelay atomic.Int64
 
 	// retry re-enqueues nodes that lack a host subnet when a deleted node
 	// frees some.
@@ -118,27 +137,26 @@ func newNodeReconciler(mgr ctrl.Manager, cfg *Config) *nodeReconciler {
 		networks: map[string]*hostSubnetState{},
 		removed:  map[string]bool{},
 		orphans:  map[string]map[string][]netip.Prefix{},
+		seen:     map[string]nodeSubnets{},
 		retry:    make(chan event.GenericEvent, 1024),
 	}
 }
 
 func (r *nodeReconciler) setup(mgr ctrl.Manager) error {
-	allNodes := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
-		// The cache holds the changed network or NAD already (informers
-		// update their store before they notify): the next reconcile lists
-		// the Layer3 networks again.
-		r.netsGen.Add(1)
-		var nodes metav1.PartialObjectMetadataList
-		nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
-		if err := r.client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
-			return nil
-		}
-		out := make([]ctrl.Request, 0, len(nodes.Items))
-		for _, n := range nodes.Items {
-			out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Name: n.Name}})
-		}
-		return out
-	})
+	allNodes := handler.Funcs{
+		CreateFunc: func(ctx context.Context, _ event.CreateEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+			r.enqueueAllNodes(ctx, q)
+		},
+		UpdateFunc: func(ctx context.Context, _ event.UpdateEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+			r.enqueueAllNodes(ctx, q)
+		},
+		DeleteFunc: func(ctx context.Context, _ event.DeleteEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+			r.enqueueAllNodes(ctx, q)
+		},
+		GenericFunc: func(ctx context.Context, _ event.GenericEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+			r.enqueueAllNodes(ctx, q)
+		},
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("node").
 		For(&corev1.Node{}).
@@ -149,6 +167,68 @@ func (r *nodeReconciler) setup(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Channel(r.retry, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.cfg.MaxConcurrentReconciles}).
 		Complete(r)
+}
+
+// enqueueAllNodes reconciles every node for a change of a Layer3 network or
+// its NAD, after passDelay: the changes that arrive meanwhile land in the same
+// reconcile of each node (a pending add keeps its earlier time), so a burst of
+// N networks costs a few passes over the nodes rather than N, each of which
+// decodes and re-encodes every node's k8s.ovn.org/node-subnets (O(networks)).
+func (r *nodeReconciler) enqueueAllNodes(ctx context.Context, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+	// The cache holds the changed network or NAD already (informers update
+	// their store before they notify): the next reconcile lists the Layer3
+	// networks again.
+	r.netsGen.Add(1)
+	var nodes metav1.PartialObjectMetadataList
+	nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+	if err := r.client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return
+	}
+	delay := r.passDelay(len(nodes.Items))
+	r.lastPassDelay.Store(int64(delay))
+	for _, n := range nodes.Items {
+		q.AddAfter(ctrl.Request{NamespacedName: types.NamespacedName{Name: n.Name}}, delay)
+	}
+}
+
+// Bounds of passDelay: the shortest keeps a lone network change prompt, the
+// longest bounds what the last network of a burst waits.
+const (
+	minPassDelay = 100 * time.Millisecond
+	maxPassDelay = 3 * time.Second
+)
+
+// passDelay is how long a pass over nodes nodes takes, from the running
+// average of a node reconcile that checks host subnets: waiting as long
+// before the next pass keeps the passes of a burst of network changes to
+// about half of the node workers' time, however many networks each pass
+// re-encodes.
+func (r *nodeReconciler) passDelay(nodes int) time.Duration {
+	workers := max(1, r.cfg.MaxConcurrentReconciles)
+	d := time.Duration(r.reconcileAvg.Load()) * time.Duration(nodes) / time.Duration(workers)
+	return min(max(d, minPassDelay), maxPassDelay)
+}
+
+// listAge is how old the networks a reconcile uses may be during a burst of
+// network changes: the last pass delay.
+func (r *nodeReconciler) listAge() time.Duration {
+	return max(time.Duration(r.lastPassDelay.Load()), minPassDelay)
+}
+
+// timeReconcile folds one reconcile's duration into reconcileAvg (an
+// exponentially weighted average, weight 1/8).
+func (r *nodeReconciler) timeReconcile(start time.Time) {
+	took := int64(time.Since(start))
+	for {
+		old := r.reconcileAvg.Load()
+		next := old + (took-old)/8
+		if old == 0 {
+			next = took
+		}
+		if r.reconcileAvg.CompareAndSwap(old, next) {
+			return
+		}
+	}
 }
 
 // isLayer3Network passes Layer3 networks (before or after the change): only
@@ -228,20 +308,23 @@ func (r *nodeReconciler) ensureInit(ctx context.Context) error {
 }
 
 // cachedLayer3Networks is layer3Networks, listed once per change of a
-// network or NAD rather than once per node: a change reconciles every node.
-func (r *nodeReconciler) cachedLayer3Networks(ctx context.Context) ([]layer3Network, error) {
-	gen := r.netsGen.Load()
+// network or NAD rather than once per node (a change reconciles every node),
+// and during a burst of changes at most once per pass delay: a burst would
+// otherwise list every network once per node reconcile. stale says that
+// networks changed since the list; the caller reconciles again later.
+func (r *nodeReconciler) cachedLayer3Networks(ctx context.Context) (nets []layer3Network, gen int64, stale bool, err error) {
+	gen = r.netsGen.Load()
 	r.netsCacheMu.Lock()
 	defer r.netsCacheMu.Unlock()
-	if r.netsCache != nil && r.netsCacheGen == gen {
-		return r.netsCache, nil
+	if r.netsCache != nil && (r.netsCacheGen == gen || time.Since(r.netsCacheAt) < r.listAge()) {
+		return r.netsCache, r.netsCacheGen, r.netsCacheGen != gen, nil
 	}
-	nets, err := r.layer3Networks(ctx)
-	if err != nil {
-		return nil, err
+	at := time.Now()
+	if nets, err = r.layer3Networks(ctx); err != nil {
+		return nil, 0, false, err
 	}
-	r.netsCache, r.netsCacheGen = nets, gen
-	return nets, nil
+	r.netsCache, r.netsCacheGen, r.netsCacheAt = nets, gen, at
+	return nets, gen, false, nil
 }
 
 // layer3Networks lists the Layer3 networks.
@@ -294,17 +377,90 @@ func (r *nodeReconciler) layer3Networks(ctx context.Context) ([]layer3Network, e
 	return out, nil
 }
 
+// nodeNetworks is what a node reconcile works on: each Layer3 network's
+// state by name, and the names sorted. It is shared: read only. seq numbers
+// the syncs that changed something; changes records which networks each
+// changed (see changedSince).
+type nodeNetworks struct {
+	states map[string]*hostSubnetState
+	names  []string
+	seq    int64
+}
+
+// networkChange is what the sync numbered seq changed: networks added,
+// removed or given other cluster subnets (all: anything, every node checks
+// every network).
+type networkChange struct {
+	seq   int64
+	names []string
+	all   bool
+}
+
+// maxNetworkChanges bounds the changes kept: a node last checked further
+// back checks every network.
+const maxNetworkChanges = 1024
+
+// changedSince returns the networks changed after sync from up to sync to,
+// sorted; ok is false when they are not known (every network may have).
+func (r *nodeReconciler) changedSince(from, to int64) (names []string, ok bool) {
+	r.netMu.Lock()
+	defer r.netMu.Unlock()
+	if from >= to {
+		return nil, true
+	}
+	if len(r.changes) == 0 || r.changes[0].seq > from+1 {
+		return nil, false
+	}
+	seen := map[string]bool{}
+	for _, c := range r.changes[from+1-r.changes[0].seq:] {
+		if c.seq > to {
+			break
+		}
+		if c.all {
+			return nil, false
+		}
+		for _, n := range c.names {
+			if !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	sort.Strings(names)
+	return names, true
+}
+
+// newSnapshot makes states the networks of every node reconcile from now on,
+// recording what changed (r.netMu held).
+func (r *nodeReconciler) newSnapshot(states map[string]*hostSubnetState, names []string, change networkChange) *nodeNetworks {
+	r.seq++
+	change.seq = r.seq
+	if len(r.changes) == maxNetworkChanges {
+		r.changes = slices.Delete(r.changes, 0, maxNetworkChanges/2)
+	}
+	r.changes = append(r.changes, change)
+	r.synced = &nodeNetworks{states: states, names: names, seq: r.seq}
+	return r.synced
+}
+
 // syncNetworks returns each network's allocator, dropping allocators of
-// networks that are gone (or were recreated). The first call reads every
+// networks that are gone (or were recreated). nets are the networks as of
+// network generation gen: once synced, a generation (or an older one, which
+// another worker's sync overtook) returns the same networks at no cost, so
+// that a pass over every node does not sync every network once per node. The first call reads every
 // node's k8s.ovn.org/node-subnets straight from the apiserver, once, and
 // rebuilds the allocators from it; a network that appears later starts from
 // what nodes record under its name (orphans), which costs nothing per other
 // network. Without leader election (another writer may have allocated for it
 // already) a new network is still rebuilt from a fresh read.
-func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network) (map[string]*hostSubnetState, error) {
+func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network, gen int64) (*nodeNetworks, error) {
 	r.netMu.Lock()
 	defer r.netMu.Unlock()
+	if r.synced != nil && gen <= r.syncedGen {
+		return r.synced, nil
+	}
 	live := map[string]bool{}
+	var changed []string
 	var nodes *corev1.NodeList
 	var recorded []map[string][]netip.Prefix // nodes' parsed annotations, read once per call
 	read := func() error {
@@ -367,8 +523,12 @@ func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network)
 				st.written = n.hostSubnets.Message
 			}
 			r.networks[n.name] = st
-		} else if err := st.alloc.SetClusterSubnets(n.subnets); err != nil {
-			return nil, fmt.Errorf("network %s: %w", n.name, err)
+			changed = append(changed, n.name)
+		} else if !slices.Equal(st.net.subnets, n.subnets) {
+			if err := st.alloc.SetClusterSubnets(n.subnets); err != nil {
+				return nil, fmt.Errorf("network %s: %w", n.name, err)
+			}
+			changed = append(changed, n.name)
 		}
 		st.net = n
 	}
@@ -390,16 +550,24 @@ func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network)
 			r.orphan(name, st.alloc)
 			delete(r.networks, name)
 			r.removed[name] = true
+			changed = append(changed, name)
 		}
 	}
 	for name := range live {
 		delete(r.removed, name)
 	}
-	out := make(map[string]*hostSubnetState, len(r.networks))
-	for k, v := range r.networks {
-		out[k] = v
+	r.syncedGen = gen
+	if r.synced != nil && len(changed) == 0 {
+		return r.synced, nil
 	}
-	return out, nil
+	states := make(map[string]*hostSubnetState, len(r.networks))
+	names := make([]string, 0, len(r.networks))
+	for k, v := range r.networks {
+		states[k] = v
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return r.newSnapshot(states, names, networkChange{names: changed}), nil
 }
 
 // orphan keeps what alloc holds as the host subnets nodes record under the
@@ -417,18 +585,30 @@ func (r *nodeReconciler) orphan(name string, alloc *netids.HostSubnetAllocator) 
 	}
 }
 
-func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
+	start := time.Now()
 	if err := r.ensureInit(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
-	nets, err := r.cachedLayer3Networks(ctx)
+	nets, gen, stale, err := r.cachedLayer3Networks(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	states, err := r.syncNetworks(ctx, nets)
+	if stale {
+		// The change this reconcile may be for is not in nets yet: again
+		// once the list may be refreshed.
+		defer func() {
+			again := r.listAge()
+			if err == nil && (res.RequeueAfter == 0 || res.RequeueAfter > again) {
+				res.RequeueAfter = again
+			}
+		}()
+	}
+	synced, err := r.syncNetworks(ctx, nets, gen)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	states := synced.states
 	var node corev1.Node
 	if err := r.client.Get(ctx, req.NamespacedName, &node); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -437,6 +617,7 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		// The node is gone: its IDs and host subnets are free again.
 		r.ids.ReleaseOwner(req.Name)
 		r.unverified.set(req.Name, false)
+		r.forgetSubnets(req.Name)
 		r.netMu.Lock()
 		for _, held := range r.orphans {
 			delete(held, req.Name)
@@ -495,57 +676,106 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 
 	// Layer3 host subnets. A malformed annotation is reported, never
-	// overwritten.
-	subnets, derr := ovnk.DecodeNodeSubnets(&node)
-	parsedOK := derr == nil
-	if !parsedOK {
+	// overwritten. A pass over every node for a network change costs each
+	// node a decode and a check per network changed since its value was
+	// complete; a value complete for the current networks, neither. The
+	// annotation is encoded only when something changes.
+	recorded, derr := r.decodeSubnets(&node, synced.seq)
+	var next map[string][]netip.Prefix // the annotation's new entries; nil: unchanged
+	if derr != nil {
 		r.recorder.Eventf(&node, nil, corev1.EventTypeWarning, eventHostSubnetFailure, "Reconcile", "%v", derr)
 		states = nil
-	}
-	names := make([]string, 0, len(states))
-	for name := range states {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		st := states[name]
-		adoptHostSubnets(st.alloc, node.Name, subnets[name])
-		got, err := st.alloc.Allocate(node.Name)
-		if err != nil {
-			msg := fmt.Sprintf("node %s: %v", node.Name, err)
-			r.recorder.Eventf(st.net.ref(), nil, corev1.EventTypeWarning, eventHostSubnetFailure, "Reconcile", "%s", msg)
-			r.setLacking(ctx, st, node.Name, msg)
-			continue
+	} else if recorded.complete != synced.seq {
+		// Only the networks changed since the node was last complete, if
+		// they are known.
+		names := synced.names
+		if recorded.complete != 0 {
+			if changed, ok := r.changedSince(recorded.complete, synced.seq); ok {
+				names = changed
+			}
 		}
-		subnets[name] = got
-		r.setLacking(ctx, st, node.Name, "")
-	}
-	r.netMu.Lock()
-	for name := range r.removed {
-		delete(subnets, name)
-	}
-	r.netMu.Unlock()
-	switch {
-	case !parsedOK:
-	case len(subnets) == 0:
-		delete(want, ovnk.AnnotationNodeSubnets)
-	default:
-		b := ovnk.EncodeNodeSubnets(subnets)
-		if old, ok := node.Annotations[ovnk.AnnotationNodeSubnets]; !ok || (old != b && !sameJSON(old, []byte(b))) {
-			want[ovnk.AnnotationNodeSubnets] = b
+		defer r.timeReconcile(start)
+		lacking := false
+		change := func(name string, ps []netip.Prefix) {
+			if next == nil {
+				next = make(map[string][]netip.Prefix, len(recorded.subnets)+1)
+				maps.Copy(next, recorded.subnets)
+			}
+			if ps == nil {
+				delete(next, name)
+			} else {
+				next[name] = ps
+			}
+		}
+		for _, name := range names {
+			st := states[name]
+			if st == nil {
+				continue // removed: below
+			}
+			had := recorded.subnets[name]
+			if st.alloc.Complete(node.Name, had) {
+				r.setLacking(ctx, st, node.Name, "")
+				continue
+			}
+			adoptHostSubnets(st.alloc, node.Name, had)
+			got, err := st.alloc.Allocate(node.Name)
+			if err != nil {
+				msg := fmt.Sprintf("node %s: %v", node.Name, err)
+				r.recorder.Eventf(st.net.ref(), nil, corev1.EventTypeWarning, eventHostSubnetFailure, "Reconcile", "%s", msg)
+				r.setLacking(ctx, st, node.Name, msg)
+				lacking = true
+				continue
+			}
+			if !slices.Equal(got, had) {
+				change(name, got)
+			}
+			r.setLacking(ctx, st, node.Name, "")
+		}
+		r.netMu.Lock()
+		if len(r.removed) < len(recorded.subnets) {
+			for name := range r.removed {
+				if _, ok := recorded.subnets[name]; ok {
+					change(name, nil)
+				}
+			}
+		} else {
+			for name := range recorded.subnets {
+				if r.removed[name] {
+					change(name, nil)
+				}
+			}
+		}
+		r.netMu.Unlock()
+		if next == nil && !recorded.canonical {
+			next = recorded.subnets // rewritten as upstream writes it
+		}
+		if !lacking {
+			// Until the networks or the value change, this node has
+			// nothing to check.
+			recorded.complete = synced.seq
+		}
+		switch {
+		case next == nil:
+			r.rememberSubnets(node.Name, recorded)
+		case len(next) == 0:
+			delete(want, ovnk.AnnotationNodeSubnets)
+		default:
+			want[ovnk.AnnotationNodeSubnets] = ovnk.EncodeNodeSubnets(next)
 		}
 	}
 
 	if !equalMaps(want, node.Annotations) {
-		patched := node.DeepCopy()
-		patched.Annotations = want
-		if err := r.client.Patch(ctx, patched, client.MergeFromWithOptions(&node, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := r.client.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}},
+			client.RawPatch(types.MergePatchType, annotationsPatch(&node, want))); err != nil {
 			if apierrors.IsConflict(err) {
 				// What this process allocated stays held for the node, so the
 				// retry writes the same values.
 				return ctrl.Result{RequeueAfter: conflictRetry}, nil
 			}
 			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		if v, ok := want[ovnk.AnnotationNodeSubnets]; ok && next != nil {
+			r.rememberSubnets(node.Name, nodeSubnets{value: v, subnets: next, canonical: true, complete: recorded.complete})
 		}
 		if uniqueAnnotationsChanged(node.Annotations, want) && !r.cfg.SingleWriter {
 			r.unverified.set(node.Name, true)
@@ -629,6 +859,86 @@ func (r *nodeReconciler) tunnelIDs(node *corev1.Node, nodeID int, want map[strin
 	return nil
 }
 
+// annotationsPatch is the JSON merge patch from node's annotations to want,
+// under the node's resourceVersion (as client.MergeFromWithOptimisticLock
+// makes it, without encoding the whole node twice to diff it).
+func annotationsPatch(node *corev1.Node, want map[string]string) []byte {
+	diff := map[string]any{}
+	for k, v := range want {
+		if old, ok := node.Annotations[k]; !ok || old != v {
+			diff[k] = v
+		}
+	}
+	for k := range node.Annotations {
+		if _, ok := want[k]; !ok {
+			diff[k] = nil
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": diff, "resourceVersion": node.ResourceVersion}})
+	return b
+}
+
+// nodeSubnets is a node's k8s.ovn.org/node-subnets value as decoded.
+type nodeSubnets struct {
+	value   string
+	subnets map[string][]netip.Prefix // nil when kept or not needed
+	// canonical: value is what EncodeNodeSubnets writes for subnets (as
+	// JSON); otherwise it is rewritten so.
+	canonical bool
+	// complete: the node holds a host subnet of every network of the
+	// networks numbered complete and value records them (0: not known).
+	complete int64
+}
+
+// decodeSubnets decodes node's k8s.ovn.org/node-subnets. What is known of
+// the last value decoded or written for each node is kept, not its entries
+// (they would double the annotations' memory): a value complete for the
+// networks numbered seq is not decoded at all.
+func (r *nodeReconciler) decodeSubnets(node *corev1.Node, seq int64) (nodeSubnets, error) {
+	v, ok := node.Annotations[ovnk.AnnotationNodeSubnets]
+	if !ok {
+		return nodeSubnets{canonical: true}, nil
+	}
+	r.seenMu.Lock()
+	seen, hit := r.seen[node.Name]
+	hit = hit && seen.value == v
+	if hit {
+		seen.value = v // the informer's copy: this process keeps no other
+		r.seen[node.Name] = seen
+	}
+	r.seenMu.Unlock()
+	if hit && seen.complete == seq {
+		return seen, nil
+	}
+	subnets, err := ovnk.DecodeNodeSubnets(node)
+	if err != nil {
+		return nodeSubnets{}, err
+	}
+	if hit {
+		seen.subnets = subnets
+		return seen, nil
+	}
+	b := ovnk.EncodeNodeSubnets(subnets)
+	seen = nodeSubnets{value: v, subnets: subnets, canonical: v == b || sameJSON(v, []byte(b))}
+	r.rememberSubnets(node.Name, seen)
+	return seen, nil
+}
+
+// rememberSubnets records node's k8s.ovn.org/node-subnets as decoded or
+// written.
+func (r *nodeReconciler) rememberSubnets(node string, s nodeSubnets) {
+	s.subnets = nil
+	r.seenMu.Lock()
+	r.seen[node] = s
+	r.seenMu.Unlock()
+}
+
+func (r *nodeReconciler) forgetSubnets(node string) {
+	r.seenMu.Lock()
+	delete(r.seen, node)
+	r.seenMu.Unlock()
+}
+
 func sameJSON(a string, b []byte) bool {
 	var x, y any
 	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal(b, &y) != nil {
@@ -651,16 +961,24 @@ func equalMaps(a, b map[string]string) bool {
 	return true
 }
 
+// everyNodeAllocated is the HostSubnetsAllocated message when no node lacks a
+// host subnet.
+const everyNodeAllocated = "every node has a host subnet"
+
 // setLacking records whether node lacks a host subnet of the network and
 // applies the HostSubnetsAllocated condition when the summary changes.
 func (r *nodeReconciler) setLacking(ctx context.Context, st *hostSubnetState, node, msg string) {
 	r.netMu.Lock()
+	if msg == "" && len(st.lacking) == 0 && st.written == everyNodeAllocated {
+		r.netMu.Unlock() // as applied already: every reconcile of every node comes here
+		return
+	}
 	if msg == "" {
 		delete(st.lacking, node)
 	} else {
 		st.lacking[node] = msg
 	}
-	status, reason, summary := metav1.ConditionTrue, ReasonHostSubnetsAllocated, "every node has a host subnet"
+	status, reason, summary := metav1.ConditionTrue, ReasonHostSubnetsAllocated, everyNodeAllocated
 	if len(st.lacking) > 0 {
 		nodes := make([]string, 0, len(st.lacking))
 		for n := range st.lacking {
@@ -697,6 +1015,10 @@ func (r *nodeReconciler) setLacking(ctx context.Context, st *hostSubnetState, no
 	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(nodeFieldOwner), client.ForceOwnership); err != nil && !apierrors.IsNotFound(err) {
 		r.netMu.Lock()
 		st.written = "" // retry on the next reconcile
+		if r.synced != nil {
+			// ... of any node, complete or not.
+			r.newSnapshot(r.synced.states, r.synced.names, networkChange{all: true})
+		}
 		r.netMu.Unlock()
 	}
 }

@@ -93,6 +93,7 @@ type result struct {
 	rssMiB, peakMiB, cpuSeconds                  float64
 	webhookRSSMiB, webhookCPUSeconds             float64
 	requests, restartRequests                    map[string]float64
+	reconciles                                   map[string]float64 // the manager's, by controller
 	restart                                      time.Duration
 	restartPeakMiB, restartCPUSeconds            float64
 	ovn                                          *ovnResult
@@ -268,6 +269,9 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 		return r, err
 	}
 	r.rssMiB, r.peakMiB, r.cpuSeconds = mgr.usage()
+	if r.reconciles, err = managerReconciles(ctx, managerMetrics); err != nil {
+		return r, err
+	}
 	r.webhookRSSMiB, _, r.webhookCPUSeconds = webhooks.usage()
 	after, err := apiserverRequests(ctx, metricsHTTP, env.Config.Host)
 	if err != nil {
@@ -549,6 +553,22 @@ func queueDepth(ctx context.Context, addr string) (float64, error) {
 		}
 	}
 	return total, nil
+}
+
+// managerReconciles is the manager's reconciles so far by controller
+// (controller_runtime_reconcile_total, every result).
+func managerReconciles(ctx context.Context, addr string) (map[string]float64, error) {
+	m, err := scrape(ctx, localHTTP, "http://"+addr+"/metrics")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, s := range m {
+		if s.name == "controller_runtime_reconcile_total" {
+			out[s.labels["controller"]] += s.value
+		}
+	}
+	return out, nil
 }
 
 // sample is one Prometheus text-format sample.

@@ -122,9 +122,11 @@ func writeReport(d driverFlags, rs []result) error {
 	}
 	fmt.Fprintf(&b, "\nProjection: a power law through the last two runs (v × (N/n)^k, k = log(v2/v1)/log(n2/n1)).\n")
 
-	writeRequests(&b, "apiserver requests to converged (apiserver_request_total; creates by the driver, the rest by the manager)",
+	writeRequests(&b, "apiserver requests to converged (apiserver_request_total; creates by the driver, the rest by the manager)", "verb resource",
 		rs, func(r result) map[string]float64 { return r.requests })
-	writeRequests(&b, "apiserver requests from the restart to converged",
+	writeRequests(&b, "the manager's reconciles to converged (controller_runtime_reconcile_total), by controller", "controller",
+		rs, func(r result) map[string]float64 { return r.reconciles })
+	writeRequests(&b, "apiserver requests from the restart to converged", "verb resource",
 		rs, func(r result) map[string]float64 { return r.restartRequests })
 
 	if err := os.MkdirAll(filepath.Dir(d.out), 0o755); err != nil {
@@ -143,7 +145,7 @@ func project(format string, rs []result, vals []float64, full int) string {
 	return fmt.Sprintf(format, v2*math.Pow(float64(full)/n2, k))
 }
 
-func writeRequests(b *strings.Builder, title string, rs []result, get func(result) map[string]float64) {
+func writeRequests(b *strings.Builder, title, column string, rs []result, get func(result) map[string]float64) {
 	keys := map[string]bool{}
 	for _, r := range rs {
 		for k := range get(r) {
@@ -155,7 +157,7 @@ func writeRequests(b *strings.Builder, title string, rs []result, get func(resul
 		sorted = append(sorted, k)
 	}
 	sort.Strings(sorted)
-	fmt.Fprintf(b, "\n%s:\n\n| verb resource |", title)
+	fmt.Fprintf(b, "\n%s:\n\n| %s |", title, column)
 	for _, r := range rs {
 		fmt.Fprintf(b, " %s |", r.label)
 	}

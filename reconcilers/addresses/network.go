@@ -9,8 +9,10 @@ import (
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
@@ -144,6 +146,25 @@ func (n *primaryLayer2) namespaces(ctx context.Context, c client.Reader) ([]stri
 	if n.ref.Namespace != "" {
 		return []string{n.ref.Namespace}, nil
 	}
+	if names, ok := namedNamespaces(n.selector); ok {
+		// A selector that names its namespaces (the usual way to select
+		// given ones) gets them one by one: a list with a selector tests
+		// every namespace, and a CUDN event would cost O(namespaces).
+		var out []string
+		for _, name := range names {
+			var ns corev1.Namespace
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue
+				}
+				return nil, err
+			}
+			if n.selector.Matches(labels.Set(ns.Labels)) {
+				out = append(out, name)
+			}
+		}
+		return out, nil
+	}
 	var list corev1.NamespaceList
 	if err := c.List(ctx, &list, client.MatchingLabelsSelector{Selector: n.selector}); err != nil {
 		return nil, err
@@ -153,6 +174,25 @@ func (n *primaryLayer2) namespaces(ctx context.Context, c client.Reader) ([]stri
 		out = append(out, ns.Name)
 	}
 	return out, nil
+}
+
+// namedNamespaces returns the names sel requires of kubernetes.io/metadata.name
+// (= or in), if it requires any: only those namespaces can match.
+func namedNamespaces(sel labels.Selector) ([]string, bool) {
+	reqs, selectable := sel.Requirements()
+	if !selectable {
+		return nil, false
+	}
+	for _, req := range reqs {
+		if req.Key() != corev1.LabelMetadataName {
+			continue
+		}
+		switch req.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			return req.Values().List(), true
+		}
+	}
+	return nil, false
 }
 
 // poolConfig turns a Layer2 spec into the allocator's configuration. With

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/netip"
+	"slices"
 	"sync"
 
 	"github.com/udnkit/udnkit/ovnk"
@@ -235,4 +236,23 @@ func (a *HostSubnetAllocator) Owned(owner string) []netip.Prefix {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return append([]netip.Prefix(nil), a.owners[owner]...)
+}
+
+// Complete reports whether owner holds exactly ps, in that order, and a host
+// subnet of every IP family of the cluster subnets: Allocate would return ps
+// and change nothing.
+func (a *HostSubnetAllocator) Complete(owner string, ps []netip.Prefix) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	held := a.owners[owner]
+	if len(held) == 0 || !slices.Equal(held, ps) {
+		return false
+	}
+	for _, s := range a.subnets {
+		is4 := s.CIDR.Addr().Is4()
+		if !slices.ContainsFunc(held, func(p netip.Prefix) bool { return p.Addr().Is4() == is4 }) {
+			return false
+		}
+	}
+	return true
 }
