@@ -342,29 +342,29 @@ func waitConnected(ctx context.Context, c client.Client) error {
 	return nil
 }
 
-// waitVisible waits until the client's cache shows the committed
-// transaction, so that an immediate second Apply plans nothing: the rows it
-// inserted are there and the rows it removed are gone (the server sends one
-// transaction's changes in one update). A transaction of pure field updates has
-// no such marker; then the cache is polled until planning yields nothing.
+// waitVisible waits until the client's index (which follows its cache)
+// shows the committed transaction, so that an immediate second Apply plans
+// nothing: the rows it inserted are there and the rows it removed are gone
+// (the server sends one transaction's changes in one update). A transaction
+// of pure field updates has no such marker; then the index is polled until
+// planning yields nothing.
 func (c *Client) waitVisible(ctx context.Context, d *Desired, inserted, gone []rowRef) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	has := func(r rowRef) bool {
-		t := c.NB.Cache().Table(r.table)
-		return t != nil && t.HasRow(r.uuid)
-	}
+	has := func(r rowRef) bool { _, ok := c.index.rows[r.table][r.uuid]; return ok }
 	for {
 		var done bool
 		if len(inserted)+len(gone) > 0 {
+			unlock := c.index.read(c.NB)
 			done = !slices.ContainsFunc(inserted, func(r rowRef) bool { return !has(r) }) &&
 				!slices.ContainsFunc(gone, has)
+			unlock()
 		} else {
-			pending, err := plan(c.NB, d)
+			pending, err := c.indexPlan(d, nil)
 			if err != nil {
 				return err
 			}
-			done = len(pending) == 0
+			done = len(pending.ops) == 0
 		}
 		if done {
 			return nil

@@ -1,0 +1,361 @@
+package dataplane
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"github.com/ovn-kubernetes/libovsdb/cache"
+	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
+
+	"github.com/udnkit/udnkit/dataplane/nbdb"
+)
+
+// rowIndex holds the Northbound rows the planner reads, with where to find
+// a piece's rows, so that an Apply costs what its network holds and not what
+// the database holds: libovsdb's cache offers one row only as a clone and a
+// table only as a copy of all its rows (of every network), and a plan that
+// scanned every router's children for the piece's costs milliseconds at a
+// thousand networks.
+//
+// It is kept up to date from the cache's events, which libovsdb delivers in
+// order but after the cache has changed: the index may lag the cache by the
+// events in flight, as the cache lags the server. It is rebuilt from the
+// cache when the cache was refilled after a reconnect (its row caches are
+// new) and when libovsdb dropped events (its event buffer was full). An
+// Apply waits until the index, not only the cache, shows its transaction
+// (waitVisible), so the next plan sees it.
+//
+// The models are the ones the events carry (or the cache's, after a
+// rebuild): libovsdb stores a clone of the same row content and never
+// modifies either in place, so, as with the cache, a model seen again is
+// the same row content (keyMemo relies on it).
+type rowIndex struct {
+	// mu guards pending and lost; the event handler takes only mu, so it
+	// never waits for a plan.
+	mu      sync.Mutex
+	pending []rowEvent
+	lost    bool
+
+	// rw guards the rest: plans read under its read lock.
+	rw sync.RWMutex
+	// from are the row caches the index was built from (nil: never built).
+	from map[string]*cache.RowCache
+	rows map[string]map[string]model.Model
+	// byNet: table → network (external_ids) → UUIDs.
+	byNet map[string]map[string]uuidSet
+	// byName: Logical_Router and Logical_Switch name → UUIDs.
+	byName map[string]map[string]uuidSet
+	// parents: child UUID → the routers and switches whose columns hold it.
+	parents map[string]uuidSet
+}
+
+type uuidSet = map[string]struct{}
+
+type rowEvent struct {
+	table, uuid string
+	row         model.Model // nil: deleted
+}
+
+// indexedTables are the tables the planner reads.
+var indexedTables = []string{nbdb.LogicalRouterTable, nbdb.LogicalRouterPortTable, nbdb.LogicalRouterStaticRouteTable,
+	nbdb.LogicalRouterPolicyTable, nbdb.NATTable, nbdb.LogicalSwitchTable, nbdb.LogicalSwitchPortTable,
+	nbdb.DHCPOptionsTable, nbdb.AddressSetTable}
+
+// drainAt is how many pending events make the event handler apply them
+// itself (when no plan reads the index).
+const drainAt = 4096
+
+func (ix *rowIndex) push(table string, m model.Model, deleted bool) {
+	uuid, _, _, ok := rowFields(m)
+	if !ok {
+		return
+	}
+	if deleted {
+		m = nil
+	}
+	ix.mu.Lock()
+	ix.pending = append(ix.pending, rowEvent{table, uuid, m})
+	n := len(ix.pending)
+	ix.mu.Unlock()
+	if n >= drainAt && ix.rw.TryLock() {
+		ix.drain()
+		ix.rw.Unlock()
+	}
+}
+
+// OnAdd, OnUpdate and OnDelete make the index a cache.EventHandler.
+func (ix *rowIndex) OnAdd(table string, m model.Model)       { ix.push(table, m, false) }
+func (ix *rowIndex) OnUpdate(table string, _, m model.Model) { ix.push(table, m, false) }
+func (ix *rowIndex) OnDelete(table string, m model.Model)    { ix.push(table, m, true) }
+func (ix *rowIndex) dropped()                                { ix.mu.Lock(); ix.lost = true; ix.mu.Unlock() }
+
+// drain applies the pending events (with rw held for writing).
+func (ix *rowIndex) drain() {
+	ix.mu.Lock()
+	events, lost := ix.pending, ix.lost
+	ix.pending, ix.lost = nil, false
+	ix.mu.Unlock()
+	if lost {
+		ix.from = nil // rebuilt by the next read
+	}
+	if ix.rows == nil {
+		return
+	}
+	for _, e := range events {
+		ix.put(e.table, e.uuid, e.row)
+	}
+}
+
+// read brings the index up to date with the events delivered so far (and
+// rebuilds it from api's cache when it must and api is connected), then
+// read-locks it; the caller reads it until it calls the returned unlock.
+func (ix *rowIndex) read(api client.Client) (unlock func()) {
+	ix.rw.RLock()
+	ix.mu.Lock()
+	clean := len(ix.pending) == 0 && !ix.lost
+	ix.mu.Unlock()
+	if clean && ix.current(api) {
+		return ix.rw.RUnlock
+	}
+	ix.rw.RUnlock()
+	ix.rw.Lock()
+	ix.drain()
+	// Rebuild only from a resynchronised cache (see up): while libovsdb
+	// reconnects, its new row caches fill up.
+	for !ix.current(api) && up(api) {
+		ix.rebuild(api)
+	}
+	ix.rw.Unlock()
+	ix.rw.RLock()
+	return ix.rw.RUnlock
+}
+
+// current says whether the index was built from api's row caches.
+func (ix *rowIndex) current(api client.Client) bool {
+	if ix.from == nil {
+		return false
+	}
+	c := api.Cache()
+	for _, t := range indexedTables {
+		if c == nil || c.Table(t) != ix.from[t] {
+			return false
+		}
+	}
+	return true
+}
+
+// rebuild fills the index from api's cache. The events pending now show
+// what the cache already shows; those delivered later are applied on top.
+func (ix *rowIndex) rebuild(api client.Client) {
+	ix.mu.Lock()
+	ix.pending, ix.lost = nil, false
+	ix.mu.Unlock()
+	ix.from = map[string]*cache.RowCache{}
+	ix.rows = map[string]map[string]model.Model{}
+	ix.byNet = map[string]map[string]uuidSet{}
+	ix.byName = map[string]map[string]uuidSet{}
+	ix.parents = map[string]uuidSet{}
+	for _, t := range indexedTables {
+		rc := api.Cache().Table(t)
+		ix.from[t] = rc
+		ix.rows[t] = map[string]model.Model{}
+		if rc == nil {
+			continue
+		}
+		for u, m := range rc.RowsShallow() {
+			ix.put(t, u, m)
+		}
+	}
+}
+
+// put sets (nil: deletes) one row and what is derived from it.
+func (ix *rowIndex) put(table, uuid string, m model.Model) {
+	rows, ok := ix.rows[table]
+	if !ok {
+		return
+	}
+	if old := rows[uuid]; old != nil {
+		ix.link(table, uuid, old, false)
+	}
+	if m == nil {
+		delete(rows, uuid)
+		return
+	}
+	rows[uuid] = m
+	ix.link(table, uuid, m, true)
+}
+
+// link adds (or removes) a row's entries in byNet, byName and parents.
+func (ix *rowIndex) link(table, uuid string, m model.Model, add bool) {
+	_, ids, name, _ := rowFields(m)
+	mark(ix.byNet, table, ids[ExternalIDNetwork], uuid, add)
+	var cols [][]string
+	switch r := m.(type) {
+	case *nbdb.LogicalRouter:
+		mark(ix.byName, table, name, uuid, add)
+		cols = [][]string{r.Ports, r.StaticRoutes, r.Policies, r.Nat}
+	case *nbdb.LogicalSwitch:
+		mark(ix.byName, table, name, uuid, add)
+		cols = [][]string{r.Ports}
+	}
+	for _, col := range cols {
+		for _, c := range col {
+			if add {
+				if ix.parents[c] == nil {
+					ix.parents[c] = uuidSet{}
+				}
+				ix.parents[c][uuid] = struct{}{}
+			} else if s := ix.parents[c]; s != nil {
+				delete(s, uuid)
+				if len(s) == 0 {
+					delete(ix.parents, c)
+				}
+			}
+		}
+	}
+}
+
+func mark(m map[string]map[string]uuidSet, table, key, uuid string, add bool) {
+	if key == "" {
+		return
+	}
+	byKey := m[table]
+	if byKey == nil {
+		if !add {
+			return
+		}
+		byKey = map[string]uuidSet{}
+		m[table] = byKey
+	}
+	s := byKey[key]
+	if add {
+		if s == nil {
+			s = uuidSet{}
+			byKey[key] = s
+		}
+		s[uuid] = struct{}{}
+		return
+	}
+	delete(s, uuid)
+	if len(s) == 0 {
+		delete(byKey, key)
+	}
+}
+
+// scan returns, in UUID order, the rows of a root table a plan for owner
+// looks at: those of the owner's network, those named one of names, and
+// the parents of the network's rows of the child tables. Every row the
+// owner owns carries its network, so the rows left out are neither the
+// owner's nor have children that are: a plan finds nothing to do on them.
+func (ix *rowIndex) scan(table, network string, names []string, children ...string) []string {
+	seen := uuidSet{}
+	for u := range ix.byNet[table][network] {
+		seen[u] = struct{}{}
+	}
+	for _, n := range names {
+		for u := range ix.byName[table][n] {
+			seen[u] = struct{}{}
+		}
+	}
+	for _, ct := range children {
+		for c := range ix.byNet[ct][network] {
+			for u := range ix.parents[c] {
+				if _, ok := ix.rows[table][u]; ok {
+					seen[u] = struct{}{}
+				}
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for u := range seen {
+		out = append(out, u)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// rowFields returns an indexed row's UUID, external_ids and name (routers
+// and switches); ok is false for the rows of other tables.
+func rowFields(m model.Model) (uuid string, ids map[string]string, name string, ok bool) {
+	switch r := m.(type) {
+	case *nbdb.LogicalRouter:
+		return r.UUID, r.ExternalIDs, r.Name, true
+	case *nbdb.LogicalSwitch:
+		return r.UUID, r.ExternalIDs, r.Name, true
+	case *nbdb.LogicalRouterPort:
+		return r.UUID, r.ExternalIDs, "", true
+	case *nbdb.LogicalSwitchPort:
+		return r.UUID, r.ExternalIDs, "", true
+	case *nbdb.LogicalRouterStaticRoute:
+		return r.UUID, r.ExternalIDs, "", true
+	case *nbdb.LogicalRouterPolicy:
+		return r.UUID, r.ExternalIDs, "", true
+	case *nbdb.NAT:
+		return r.UUID, r.ExternalIDs, "", true
+	case *nbdb.DHCPOptions:
+		return r.UUID, r.ExternalIDs, "", true
+	case *nbdb.AddressSet:
+		return r.UUID, r.ExternalIDs, "", true
+	}
+	return "", nil, "", false
+}
+
+// dropSink passes libovsdb's log on (to a nil sink: nowhere) and tells the
+// index when the cache dropped an event (its event buffer was full): then
+// the index is rebuilt.
+type dropSink struct {
+	inner   logr.LogSink
+	dropped func()
+}
+
+func newDropSink(inner logr.LogSink, dropped func()) dropSink {
+	if cd, ok := inner.(logr.CallDepthLogSink); ok {
+		inner = cd.WithCallDepth(1) // the caller's file and line, not dropSink's
+	}
+	return dropSink{inner, dropped}
+}
+
+// droppedEvent is what libovsdb's cache logs when it drops an event.
+const droppedEvent = "dropping event because event buffer is full"
+
+func (s dropSink) Init(info logr.RuntimeInfo) {
+	if s.inner != nil {
+		s.inner.Init(info)
+	}
+}
+
+// Enabled is true at level 0 (the dropped event's) whatever the inner sink says.
+func (s dropSink) Enabled(level int) bool { return level == 0 || s.enabled(level) }
+
+func (s dropSink) enabled(level int) bool { return s.inner != nil && s.inner.Enabled(level) }
+
+func (s dropSink) Info(level int, msg string, kv ...any) {
+	if msg == droppedEvent {
+		s.dropped()
+	}
+	if s.enabled(level) {
+		s.inner.Info(level, msg, kv...)
+	}
+}
+
+func (s dropSink) Error(err error, msg string, kv ...any) {
+	if s.inner != nil {
+		s.inner.Error(err, msg, kv...)
+	}
+}
+
+func (s dropSink) WithValues(kv ...any) logr.LogSink {
+	if s.inner != nil {
+		s.inner = s.inner.WithValues(kv...)
+	}
+	return s
+}
+
+func (s dropSink) WithName(name string) logr.LogSink {
+	if s.inner != nil {
+		s.inner = s.inner.WithName(name)
+	}
+	return s
+}
