@@ -352,13 +352,21 @@ func (c *Client) waitVisible(ctx context.Context, d *Desired, inserted, gone []r
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	has := func(r rowRef) bool { _, ok := c.index.rows[r.table][r.uuid]; return ok }
+	marked := len(inserted)+len(gone) > 0
+	// The rows seen are not looked at again (a large Apply's are many).
+	inserted, gone = slices.Clone(inserted), slices.Clone(gone)
 	for {
+		// The index changes with events, which libovsdb delivers after the
+		// cache has changed: wait for the next one, or poll (while the
+		// index waits for a reconnect to rebuild).
+		next := c.index.next()
 		var done bool
-		if len(inserted)+len(gone) > 0 {
+		if marked {
 			unlock := c.index.read(c.NB)
-			done = !slices.ContainsFunc(inserted, func(r rowRef) bool { return !has(r) }) &&
-				!slices.ContainsFunc(gone, has)
+			inserted = slices.DeleteFunc(inserted, has)
+			gone = slices.DeleteFunc(gone, func(r rowRef) bool { return !has(r) })
 			unlock()
+			done = len(inserted)+len(gone) == 0
 		} else {
 			pending, err := c.indexPlan(d, nil)
 			if err != nil {
@@ -372,6 +380,7 @@ func (c *Client) waitVisible(ctx context.Context, d *Desired, inserted, gone []r
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("the committed changes did not reach the client's cache: %w", ctx.Err())
+		case <-next:
 		case <-time.After(5 * time.Millisecond):
 		}
 	}

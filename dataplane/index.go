@@ -32,11 +32,13 @@ import (
 // modifies either in place, so, as with the cache, a model seen again is
 // the same row content (keyMemo relies on it).
 type rowIndex struct {
-	// mu guards pending and lost; the event handler takes only mu, so it
-	// never waits for a plan.
+	// mu guards pending, lost and changed; the event handler takes only
+	// mu, so it never waits for a plan.
 	mu      sync.Mutex
 	pending []rowEvent
 	lost    bool
+	// changed, when set, is closed by the next event (see next).
+	changed chan struct{}
 
 	// rw guards the rest: plans read under its read lock.
 	rw sync.RWMutex
@@ -78,6 +80,10 @@ func (ix *rowIndex) push(table string, m model.Model, deleted bool) {
 	ix.mu.Lock()
 	ix.pending = append(ix.pending, rowEvent{table, uuid, m})
 	n := len(ix.pending)
+	if ix.changed != nil {
+		close(ix.changed)
+		ix.changed = nil
+	}
 	ix.mu.Unlock()
 	if n >= drainAt && ix.rw.TryLock() {
 		ix.drain()
@@ -90,6 +96,16 @@ func (ix *rowIndex) OnAdd(table string, m model.Model)       { ix.push(table, m,
 func (ix *rowIndex) OnUpdate(table string, _, m model.Model) { ix.push(table, m, false) }
 func (ix *rowIndex) OnDelete(table string, m model.Model)    { ix.push(table, m, true) }
 func (ix *rowIndex) dropped()                                { ix.mu.Lock(); ix.lost = true; ix.mu.Unlock() }
+
+// next returns a channel that the next event closes.
+func (ix *rowIndex) next() <-chan struct{} {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.changed == nil {
+		ix.changed = make(chan struct{})
+	}
+	return ix.changed
+}
 
 // drain applies the pending events (with rw held for writing).
 func (ix *rowIndex) drain() {
