@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -427,65 +426,14 @@ func (d *Desired) validate() error {
 // Networks lists the networks that have routers of a topology piece in the
 // Northbound database, e.g. to remove the topology of deleted networks.
 func (c *Client) Networks(topology, piece string) []string {
-	seen := map[string]bool{}
-	for _, m := range c.NB.Cache().Table(nbdb.LogicalRouterTable).RowsShallow() {
-		ids := m.(*nbdb.LogicalRouter).ExternalIDs
-		if ids[ExternalIDTopology] == topology && ids[ExternalIDPiece] == piece && ids[ExternalIDNetwork] != "" {
-			seen[ids[ExternalIDNetwork]] = true
-		}
-	}
-	out := make([]string, 0, len(seen))
-	for n := range seen {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	defer c.index.read(c.NB)()
+	return c.index.networks(topology, piece, nbdb.LogicalRouterTable)
 }
 
 // PieceNetworks lists the networks that own any Northbound row of a topology
 // piece (routers, switches, their children or DHCP options), including
 // pieces that only add rows to routers or switches they do not own.
 func (c *Client) PieceNetworks(topology, piece string) []string {
-	seen := map[string]bool{}
-	note := func(ids map[string]string) {
-		if ids[ExternalIDTopology] == topology && ids[ExternalIDPiece] == piece && ids[ExternalIDNetwork] != "" {
-			seen[ids[ExternalIDNetwork]] = true
-		}
-	}
-	for _, table := range []string{nbdb.LogicalRouterTable, nbdb.LogicalSwitchTable, nbdb.LogicalRouterPortTable,
-		nbdb.LogicalSwitchPortTable, nbdb.LogicalRouterStaticRouteTable, nbdb.LogicalRouterPolicyTable,
-		nbdb.NATTable, nbdb.DHCPOptionsTable, nbdb.AddressSetTable} {
-		t := c.NB.Cache().Table(table)
-		if t == nil {
-			continue
-		}
-		for _, m := range t.RowsShallow() {
-			switch r := m.(type) {
-			case *nbdb.LogicalRouter:
-				note(r.ExternalIDs)
-			case *nbdb.LogicalSwitch:
-				note(r.ExternalIDs)
-			case *nbdb.LogicalRouterPort:
-				note(r.ExternalIDs)
-			case *nbdb.LogicalSwitchPort:
-				note(r.ExternalIDs)
-			case *nbdb.LogicalRouterStaticRoute:
-				note(r.ExternalIDs)
-			case *nbdb.LogicalRouterPolicy:
-				note(r.ExternalIDs)
-			case *nbdb.NAT:
-				note(r.ExternalIDs)
-			case *nbdb.DHCPOptions:
-				note(r.ExternalIDs)
-			case *nbdb.AddressSet:
-				note(r.ExternalIDs)
-			}
-		}
-	}
-	out := make([]string, 0, len(seen))
-	for n := range seen {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	defer c.index.read(c.NB)()
+	return c.index.networks(topology, piece, indexedTables...)
 }

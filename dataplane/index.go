@@ -51,6 +51,8 @@ type rowIndex struct {
 	byName map[string]map[string]uuidSet
 	// parents: child UUID → the routers and switches whose columns hold it.
 	parents map[string]uuidSet
+	// pieces: table → topology and piece (external_ids) → network → rows.
+	pieces map[string]map[[2]string]map[string]int
 }
 
 type uuidSet = map[string]struct{}
@@ -173,6 +175,7 @@ func (ix *rowIndex) rebuild(api client.Client) {
 	ix.byNet = map[string]map[string]uuidSet{}
 	ix.byName = map[string]map[string]uuidSet{}
 	ix.parents = map[string]uuidSet{}
+	ix.pieces = map[string]map[[2]string]map[string]int{}
 	for _, t := range indexedTables {
 		rc := api.Cache().Table(t)
 		ix.from[t] = rc
@@ -207,6 +210,7 @@ func (ix *rowIndex) put(table, uuid string, m model.Model) {
 func (ix *rowIndex) link(table, uuid string, m model.Model, add bool) {
 	_, ids, name, _ := rowFields(m)
 	mark(ix.byNet, table, ids[ExternalIDNetwork], uuid, add)
+	ix.count(table, ids, add)
 	var cols [][]string
 	switch r := m.(type) {
 	case *nbdb.LogicalRouter:
@@ -231,6 +235,51 @@ func (ix *rowIndex) link(table, uuid string, m model.Model, add bool) {
 			}
 		}
 	}
+}
+
+// count counts a row in (or out of) pieces.
+func (ix *rowIndex) count(table string, ids map[string]string, add bool) {
+	network := ids[ExternalIDNetwork]
+	if network == "" {
+		return
+	}
+	piece := [2]string{ids[ExternalIDTopology], ids[ExternalIDPiece]}
+	byPiece := ix.pieces[table]
+	if byPiece == nil {
+		byPiece = map[[2]string]map[string]int{}
+		ix.pieces[table] = byPiece
+	}
+	nets := byPiece[piece]
+	if nets == nil {
+		nets = map[string]int{}
+		byPiece[piece] = nets
+	}
+	if add {
+		nets[network]++
+		return
+	}
+	if nets[network]--; nets[network] <= 0 {
+		delete(nets, network)
+		if len(nets) == 0 {
+			delete(byPiece, piece)
+		}
+		if len(byPiece) == 0 {
+			delete(ix.pieces, table)
+		}
+	}
+}
+
+// networks returns, sorted, the networks with rows of a topology piece in
+// the tables.
+func (ix *rowIndex) networks(topology, piece string, tables ...string) []string {
+	var out []string
+	for _, t := range tables {
+		for n := range ix.pieces[t][[2]string{topology, piece}] {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func mark(m map[string]map[string]uuidSet, table, key, uuid string, add bool) {

@@ -43,6 +43,9 @@ func indexDiff(c *Client) string {
 	if !sameSets(ix.byName, fresh.byName) {
 		diffs = append(diffs, fmt.Sprintf("by name: %v, afresh %v", ix.byName, fresh.byName))
 	}
+	if !reflect.DeepEqual(ix.pieces, fresh.pieces) {
+		diffs = append(diffs, fmt.Sprintf("pieces: %v, afresh %v", ix.pieces, fresh.pieces))
+	}
 	if !maps.EqualFunc(ix.parents, fresh.parents, func(a, b uuidSet) bool { return maps.Equal(a, b) }) {
 		diffs = append(diffs, fmt.Sprintf("parents: %v, afresh %v", ix.parents, fresh.parents))
 	}
