@@ -181,10 +181,16 @@ func (c *Client) ApplyUnless(ctx context.Context, d *Desired, unless func(contex
 			step("yield")
 		}
 		ops := ch.resolve(real)
-		started := time.Now()
-		results, err := c.NB.Transact(ctx, ops...)
-		transactionSeconds.WithLabelValues(d.Owner.Topology, d.Owner.Piece).Observe(time.Since(started).Seconds())
-		step("transact")
+		// libovsdb sends a transaction even when ctx is done (and then may
+		// or may not return its result): a cancelled Apply sends no more.
+		var results []ovsdb.OperationResult
+		err := ctx.Err()
+		if err == nil {
+			started := time.Now()
+			results, err = c.NB.Transact(ctx, ops...)
+			transactionSeconds.WithLabelValues(d.Owner.Topology, d.Owner.Piece).Observe(time.Since(started).Seconds())
+			step("transact")
+		}
 		if err == nil {
 			_, err = ovsdb.CheckOperationResults(results, ops)
 		}
