@@ -49,8 +49,10 @@ type rowIndex struct {
 	byNet map[string]map[string]uuidSet
 	// byName: Logical_Router and Logical_Switch name → UUIDs.
 	byName map[string]map[string]uuidSet
-	// parents: child UUID → the routers and switches whose columns hold it.
-	parents map[string]uuidSet
+	// parents: child UUID → the routers and switches whose columns hold it
+	// (one, but for another client's doing; a slice is a fraction of a
+	// set's memory, with a quarter of a million children).
+	parents map[string][]string
 	// pieces: table → topology and piece (external_ids) → network → rows.
 	pieces map[string]map[[2]string]map[string]int
 }
@@ -174,7 +176,7 @@ func (ix *rowIndex) rebuild(api client.Client) {
 	ix.rows = map[string]map[string]model.Model{}
 	ix.byNet = map[string]map[string]uuidSet{}
 	ix.byName = map[string]map[string]uuidSet{}
-	ix.parents = map[string]uuidSet{}
+	ix.parents = map[string][]string{}
 	ix.pieces = map[string]map[[2]string]map[string]int{}
 	for _, t := range indexedTables {
 		rc := api.Cache().Table(t)
@@ -222,16 +224,14 @@ func (ix *rowIndex) link(table, uuid string, m model.Model, add bool) {
 	}
 	for _, col := range cols {
 		for _, c := range col {
-			if add {
-				if ix.parents[c] == nil {
-					ix.parents[c] = uuidSet{}
-				}
-				ix.parents[c][uuid] = struct{}{}
-			} else if s := ix.parents[c]; s != nil {
-				delete(s, uuid)
-				if len(s) == 0 {
-					delete(ix.parents, c)
-				}
+			ps := ix.parents[c]
+			switch i := slices.Index(ps, uuid); {
+			case add && i < 0:
+				ix.parents[c] = append(ps, uuid)
+			case !add && i >= 0 && len(ps) == 1:
+				delete(ix.parents, c)
+			case !add && i >= 0:
+				ix.parents[c] = slices.Delete(slices.Clone(ps), i, i+1)
 			}
 		}
 	}
@@ -326,7 +326,7 @@ func (ix *rowIndex) scan(table, network string, names []string, children ...stri
 	}
 	for _, ct := range children {
 		for c := range ix.byNet[ct][network] {
-			for u := range ix.parents[c] {
+			for _, u := range ix.parents[c] {
 				if _, ok := ix.rows[table][u]; ok {
 					seen[u] = struct{}{}
 				}
