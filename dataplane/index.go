@@ -1,8 +1,10 @@
 package dataplane
 
 import (
+	"reflect"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/go-logr/logr"
 	"github.com/ovn-kubernetes/libovsdb/cache"
@@ -27,10 +29,10 @@ import (
 // Apply waits until the index, not only the cache, shows its transaction
 // (waitVisible), so the next plan sees it.
 //
-// The models are the ones the events carry (or the cache's, after a
-// rebuild): libovsdb stores a clone of the same row content and never
-// modifies either in place, so, as with the cache, a model seen again is
-// the same row content (keyMemo relies on it).
+// The models are the cache's own (see rowCacheLayout), looked up when an
+// event names their row: libovsdb replaces a cached model when its row
+// changes and never modifies one in place, so a model seen again is the
+// same row content (keyMemo relies on it).
 type rowIndex struct {
 	// mu guards pending, lost and changed; the event handler takes only
 	// mu, so it never waits for a plan.
@@ -124,8 +126,40 @@ func (ix *rowIndex) drain() {
 		return
 	}
 	for _, e := range events {
-		ix.put(e.table, e.uuid, e.row)
+		m := e.row
+		if rc := ix.from[e.table]; rc != nil && rowCacheLayout.ok {
+			// The cache's own model, as of now (nil: deleted since).
+			m = cachedModel(rc, e.uuid)
+		}
+		ix.put(e.table, e.uuid, m)
 	}
+}
+
+// rowCacheLayout locates the unexported map of models and its lock in
+// libovsdb's RowCache (v0.8.1). The index holds the cache's own models and
+// not the events' (which the cache clones before it stores them): the
+// events' would double the memory the rows take (tests check that the
+// layout is found; without it the index holds the events' models).
+var rowCacheLayout = func() (l struct {
+	ok           bool
+	cache, mutex uintptr
+}) {
+	t := reflect.TypeFor[cache.RowCache]()
+	c, okC := t.FieldByName("cache")
+	m, okM := t.FieldByName("mutex")
+	l.ok = okC && okM && c.Type == reflect.TypeFor[map[string]model.Model]() && m.Type == reflect.TypeFor[sync.RWMutex]()
+	l.cache, l.mutex = c.Offset, m.Offset
+	return l
+}()
+
+// cachedModel returns the model rc holds for uuid (nil: none), not a clone
+// (RowCache.Row's): read-only, like RowsShallow's.
+func cachedModel(rc *cache.RowCache, uuid string) model.Model {
+	mu := (*sync.RWMutex)(unsafe.Add(unsafe.Pointer(rc), rowCacheLayout.mutex))
+	rows := (*map[string]model.Model)(unsafe.Add(unsafe.Pointer(rc), rowCacheLayout.cache))
+	mu.RLock()
+	defer mu.RUnlock()
+	return (*rows)[uuid]
 }
 
 // read brings the index up to date with the events delivered so far (and

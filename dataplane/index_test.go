@@ -169,3 +169,29 @@ func TestDropSinkTellsTheIndex(t *testing.T) {
 		}
 	}
 }
+
+// The index holds the cache's own models (not copies), so the rows take
+// their memory once.
+func TestIndexHoldsTheCachesModels(t *testing.T) {
+	if !rowCacheLayout.ok {
+		t.Fatal("libovsdb's RowCache has no longer its cache map and mutex: the index holds copies of every changed row")
+	}
+	e := newEnv(t)
+	net, nodes := exampleV4()
+	e.apply(mustLayer2(t, net, nodes))
+	e.nbctl("lrp-del", "trtor-"+gr3)
+	e.settle()
+	defer e.c.index.read(e.c.NB)()
+	n := 0
+	for _, table := range indexedTables {
+		for u, m := range e.c.NB.Cache().Table(table).RowsShallow() {
+			if e.c.index.rows[table][u] != m {
+				t.Errorf("%s %s: the index holds another model than the cache", table, u)
+			}
+			n++
+		}
+	}
+	if n < 10 {
+		t.Errorf("only %d rows compared", n)
+	}
+}
