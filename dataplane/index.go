@@ -228,45 +228,72 @@ func (ix *rowIndex) rebuild(api client.Client) {
 // put sets (nil: deletes) one row and what is derived from it.
 func (ix *rowIndex) put(table, uuid string, m model.Model) {
 	rows, ok := ix.rows[table]
-	if !ok {
+	old := rows[uuid]
+	if !ok || old == m {
+		// The same model is the same row content (the cache's model looked
+		// up again: a row changed more than once since the last drain).
 		return
 	}
-	if old := rows[uuid]; old != nil {
+	if old != nil {
 		ix.link(table, uuid, old, false)
 	}
 	if m == nil {
 		delete(rows, uuid)
-		return
+	} else {
+		rows[uuid] = m
+		ix.link(table, uuid, m, true)
 	}
-	rows[uuid] = m
-	ix.link(table, uuid, m, true)
+	// A router's child columns: only those that changed (a transaction that
+	// adds a node's port to a router with thousands leaves its routes).
+	was, is := childrenOf(old), childrenOf(m)
+	for i := range max(len(was), len(is)) {
+		var from, to []string
+		if i < len(was) {
+			from = was[i]
+		}
+		if i < len(is) {
+			to = is[i]
+		}
+		if !slices.Equal(from, to) {
+			ix.adopt(uuid, from, false)
+			ix.adopt(uuid, to, true)
+		}
+	}
 }
 
-// link adds (or removes) a row's entries in byNet, byName and parents.
+// link adds (or removes) a row's entries in byNet, byName and pieces.
 func (ix *rowIndex) link(table, uuid string, m model.Model, add bool) {
 	_, ids, name, _ := rowFields(m)
 	mark(ix.byNet, table, ids[ExternalIDNetwork], uuid, add)
 	ix.count(table, ids, add)
-	var cols [][]string
+	switch m.(type) {
+	case *nbdb.LogicalRouter, *nbdb.LogicalSwitch:
+		mark(ix.byName, table, name, uuid, add)
+	}
+}
+
+// childrenOf returns a router's or switch's columns of children.
+func childrenOf(m model.Model) [][]string {
 	switch r := m.(type) {
 	case *nbdb.LogicalRouter:
-		mark(ix.byName, table, name, uuid, add)
-		cols = [][]string{r.Ports, r.StaticRoutes, r.Policies, r.Nat}
+		return [][]string{r.Ports, r.StaticRoutes, r.Policies, r.Nat}
 	case *nbdb.LogicalSwitch:
-		mark(ix.byName, table, name, uuid, add)
-		cols = [][]string{r.Ports}
+		return [][]string{r.Ports}
 	}
-	for _, col := range cols {
-		for _, c := range col {
-			ps := ix.parents[c]
-			switch i := slices.Index(ps, uuid); {
-			case add && i < 0:
-				ix.parents[c] = append(ps, uuid)
-			case !add && i >= 0 && len(ps) == 1:
-				delete(ix.parents, c)
-			case !add && i >= 0:
-				ix.parents[c] = slices.Delete(slices.Clone(ps), i, i+1)
-			}
+	return nil
+}
+
+// adopt makes parent one of (or no longer one of) the children's parents.
+func (ix *rowIndex) adopt(parent string, children []string, add bool) {
+	for _, c := range children {
+		ps := ix.parents[c]
+		switch i := slices.Index(ps, parent); {
+		case add && i < 0:
+			ix.parents[c] = append(ps, parent)
+		case !add && i >= 0 && len(ps) == 1:
+			delete(ix.parents, c)
+		case !add && i >= 0:
+			ix.parents[c] = slices.Delete(slices.Clone(ps), i, i+1)
 		}
 	}
 }
