@@ -356,7 +356,15 @@ func waitConnected(ctx context.Context, c client.Client) error {
 func (c *Client) waitVisible(ctx context.Context, d *Desired, inserted, gone []rowRef) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	has := func(r rowRef) bool { _, ok := c.index.rows[r.table][r.uuid]; return ok }
+	// In the index (where plans find rows) and in the cache (what they read).
+	has := func(r rowRef) bool {
+		_, ok := c.index.rows[r.table][r.uuid]
+		return ok && c.index.row(c.NB.Cache().Table(r.table), r.table, r.uuid) != nil
+	}
+	hasNot := func(r rowRef) bool {
+		_, ok := c.index.rows[r.table][r.uuid]
+		return !ok && c.index.row(c.NB.Cache().Table(r.table), r.table, r.uuid) == nil
+	}
 	marked := len(inserted)+len(gone) > 0
 	// The rows seen are not looked at again (a large Apply's are many).
 	inserted, gone = slices.Clone(inserted), slices.Clone(gone)
@@ -369,7 +377,7 @@ func (c *Client) waitVisible(ctx context.Context, d *Desired, inserted, gone []r
 		if marked {
 			unlock := c.index.read(c.NB)
 			inserted = slices.DeleteFunc(inserted, has)
-			gone = slices.DeleteFunc(gone, func(r rowRef) bool { return !has(r) })
+			gone = slices.DeleteFunc(gone, hasNot)
 			unlock()
 			done = len(inserted)+len(gone) == 0
 		} else {

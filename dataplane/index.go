@@ -370,6 +370,21 @@ func mark(m map[string]map[string]uuidSet, table, key, uuid string, add bool) {
 	}
 }
 
+// row returns a row as the cache holds it now (the index says where rows
+// are; the cache what they hold: the events of one transaction arrive one
+// by one, and a plan must not see a router without the port whose row it
+// sees). Without rowCacheLayout, the index's model.
+// rc is the cache's table.
+func (ix *rowIndex) row(rc *cache.RowCache, table, uuid string) model.Model {
+	if !rowCacheLayout.ok {
+		return ix.rows[table][uuid]
+	}
+	if rc == nil {
+		return nil
+	}
+	return cachedModel(rc, uuid)
+}
+
 // scan returns, in UUID order, the rows of a root table a plan for owner
 // looks at: those of the owner's network, those named one of names, and
 // the parents of the network's rows of the child tables. Every row the

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ovn-kubernetes/libovsdb/cache"
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
@@ -26,6 +27,7 @@ type planner struct {
 	// ix, when set, is where the plan reads the cached rows (read-locked);
 	// otherwise tables holds the snapshots of whole tables it read.
 	ix     *rowIndex
+	caches map[string]*cache.RowCache // the cache's tables, with ix
 	tables map[string]map[string]model.Model
 	// ownerIDs is the owner's external_ids, shared read-only by the desired
 	// rows that have no other external_ids.
@@ -180,7 +182,15 @@ func (p *planner) mutate(target, row model.Model, mutations []model.Mutation) er
 // row returns a cached row (read-only) by UUID, nil when there is none.
 func (p *planner) row(table, uuid string) model.Model {
 	if p.ix != nil {
-		return p.ix.rows[table][uuid]
+		if p.caches == nil {
+			p.caches = map[string]*cache.RowCache{}
+		}
+		rc, ok := p.caches[table]
+		if !ok {
+			rc = p.api.Cache().Table(table)
+			p.caches[table] = rc
+		}
+		return p.ix.row(rc, table, uuid)
 	}
 	return p.rows(table)[uuid]
 }
@@ -313,7 +323,9 @@ func rowsOf[T any, PT interface {
 	uuids := p.scan(table, names, children...)
 	out := make([]PT, 0, len(uuids))
 	for _, u := range uuids {
-		out = append(out, p.row(table, u).(PT))
+		if m := p.row(table, u); m != nil { // nil: deleted since the index saw it
+			out = append(out, m.(PT))
+		}
 	}
 	return out
 }
