@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -182,10 +181,16 @@ func (c *Client) ApplyUnless(ctx context.Context, d *Desired, unless func(contex
 			step("yield")
 		}
 		ops := ch.resolve(real)
-		started := time.Now()
-		results, err := c.NB.Transact(ctx, ops...)
-		transactionSeconds.WithLabelValues(d.Owner.Topology, d.Owner.Piece).Observe(time.Since(started).Seconds())
-		step("transact")
+		// libovsdb sends a transaction even when ctx is done (and then may
+		// or may not return its result): a cancelled Apply sends no more.
+		var results []ovsdb.OperationResult
+		err := ctx.Err()
+		if err == nil {
+			started := time.Now()
+			results, err = c.NB.Transact(ctx, ops...)
+			transactionSeconds.WithLabelValues(d.Owner.Topology, d.Owner.Piece).Observe(time.Since(started).Seconds())
+			step("transact")
+		}
 		if err == nil {
 			_, err = ovsdb.CheckOperationResults(results, ops)
 		}
@@ -342,29 +347,45 @@ func waitConnected(ctx context.Context, c client.Client) error {
 	return nil
 }
 
-// waitVisible waits until the client's cache shows the committed
-// transaction, so that an immediate second Apply plans nothing: the rows it
-// inserted are there and the rows it removed are gone (the server sends one
-// transaction's changes in one update). A transaction of pure field updates has
-// no such marker; then the cache is polled until planning yields nothing.
+// waitVisible waits until the client's index (which follows its cache)
+// shows the committed transaction, so that an immediate second Apply plans
+// nothing: the rows it inserted are there and the rows it removed are gone
+// (the server sends one transaction's changes in one update). A transaction
+// of pure field updates has no such marker; then the index is polled until
+// planning yields nothing.
 func (c *Client) waitVisible(ctx context.Context, d *Desired, inserted, gone []rowRef) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	// In the index (where plans find rows) and in the cache (what they read).
 	has := func(r rowRef) bool {
-		t := c.NB.Cache().Table(r.table)
-		return t != nil && t.HasRow(r.uuid)
+		_, ok := c.index.rows[r.table][r.uuid]
+		return ok && c.index.row(c.NB.Cache().Table(r.table), r.table, r.uuid) != nil
 	}
+	hasNot := func(r rowRef) bool {
+		_, ok := c.index.rows[r.table][r.uuid]
+		return !ok && c.index.row(c.NB.Cache().Table(r.table), r.table, r.uuid) == nil
+	}
+	marked := len(inserted)+len(gone) > 0
+	// The rows seen are not looked at again (a large Apply's are many).
+	inserted, gone = slices.Clone(inserted), slices.Clone(gone)
 	for {
+		// The index changes with events, which libovsdb delivers after the
+		// cache has changed: wait for the next one, or poll (while the
+		// index waits for a reconnect to rebuild).
+		next := c.index.next()
 		var done bool
-		if len(inserted)+len(gone) > 0 {
-			done = !slices.ContainsFunc(inserted, func(r rowRef) bool { return !has(r) }) &&
-				!slices.ContainsFunc(gone, has)
+		if marked {
+			unlock := c.index.read(c.NB)
+			inserted = slices.DeleteFunc(inserted, has)
+			gone = slices.DeleteFunc(gone, hasNot)
+			unlock()
+			done = len(inserted)+len(gone) == 0
 		} else {
-			pending, err := plan(c.NB, d)
+			pending, err := c.indexPlan(d, nil)
 			if err != nil {
 				return err
 			}
-			done = len(pending) == 0
+			done = len(pending.ops) == 0
 		}
 		if done {
 			return nil
@@ -372,6 +393,7 @@ func (c *Client) waitVisible(ctx context.Context, d *Desired, inserted, gone []r
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("the committed changes did not reach the client's cache: %w", ctx.Err())
+		case <-next:
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
@@ -418,65 +440,14 @@ func (d *Desired) validate() error {
 // Networks lists the networks that have routers of a topology piece in the
 // Northbound database, e.g. to remove the topology of deleted networks.
 func (c *Client) Networks(topology, piece string) []string {
-	seen := map[string]bool{}
-	for _, m := range c.NB.Cache().Table(nbdb.LogicalRouterTable).RowsShallow() {
-		ids := m.(*nbdb.LogicalRouter).ExternalIDs
-		if ids[ExternalIDTopology] == topology && ids[ExternalIDPiece] == piece && ids[ExternalIDNetwork] != "" {
-			seen[ids[ExternalIDNetwork]] = true
-		}
-	}
-	out := make([]string, 0, len(seen))
-	for n := range seen {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	defer c.index.read(c.NB)()
+	return c.index.networks(topology, piece, nbdb.LogicalRouterTable)
 }
 
 // PieceNetworks lists the networks that own any Northbound row of a topology
 // piece (routers, switches, their children or DHCP options), including
 // pieces that only add rows to routers or switches they do not own.
 func (c *Client) PieceNetworks(topology, piece string) []string {
-	seen := map[string]bool{}
-	note := func(ids map[string]string) {
-		if ids[ExternalIDTopology] == topology && ids[ExternalIDPiece] == piece && ids[ExternalIDNetwork] != "" {
-			seen[ids[ExternalIDNetwork]] = true
-		}
-	}
-	for _, table := range []string{nbdb.LogicalRouterTable, nbdb.LogicalSwitchTable, nbdb.LogicalRouterPortTable,
-		nbdb.LogicalSwitchPortTable, nbdb.LogicalRouterStaticRouteTable, nbdb.LogicalRouterPolicyTable,
-		nbdb.NATTable, nbdb.DHCPOptionsTable, nbdb.AddressSetTable} {
-		t := c.NB.Cache().Table(table)
-		if t == nil {
-			continue
-		}
-		for _, m := range t.RowsShallow() {
-			switch r := m.(type) {
-			case *nbdb.LogicalRouter:
-				note(r.ExternalIDs)
-			case *nbdb.LogicalSwitch:
-				note(r.ExternalIDs)
-			case *nbdb.LogicalRouterPort:
-				note(r.ExternalIDs)
-			case *nbdb.LogicalSwitchPort:
-				note(r.ExternalIDs)
-			case *nbdb.LogicalRouterStaticRoute:
-				note(r.ExternalIDs)
-			case *nbdb.LogicalRouterPolicy:
-				note(r.ExternalIDs)
-			case *nbdb.NAT:
-				note(r.ExternalIDs)
-			case *nbdb.DHCPOptions:
-				note(r.ExternalIDs)
-			case *nbdb.AddressSet:
-				note(r.ExternalIDs)
-			}
-		}
-	}
-	out := make([]string, 0, len(seen))
-	for n := range seen {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	defer c.index.read(c.NB)()
+	return c.index.networks(topology, piece, indexedTables...)
 }

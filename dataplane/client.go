@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/go-logr/logr"
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/prometheus/client_golang/prometheus"
@@ -96,6 +97,8 @@ type Client struct {
 	// memos remember, per topology piece, the keys of its cached rows
 	// between Applies (planner.go).
 	memos keyMemos
+	// index holds the Northbound rows plans read (index.go).
+	index *rowIndex
 
 	dbs []*database
 	// connecting is set once Connect runs (on the leader, in the manager).
@@ -114,6 +117,9 @@ type database struct {
 	monitor   []client.MonitorOption
 	monitored atomic.Bool
 	lastErr   atomic.Pointer[error]
+	// index, when set, follows the cache's events from the first connection on.
+	index     *rowIndex
+	indexOnce sync.Once
 }
 
 // New validates cfg and builds a client that is not connected yet: Connect
@@ -129,18 +135,19 @@ func New(cfg Config) (*Client, error) {
 		tlsNB, tlsSB = base.Clone(), base.Clone()
 		tlsNB.ServerName, tlsSB.ServerName = cfg.TLS.NBServerName, cfg.TLS.SBServerName
 	}
-	nb, err := newDatabase("nb", "--ovn-nb-address", cfg.NBAddress, tlsNB, nbModel,
+	index := &rowIndex{}
+	nb, err := newDatabase("nb", "--ovn-nb-address", cfg.NBAddress, tlsNB, nbModel, index,
 		&nbdb.LogicalRouter{}, &nbdb.LogicalRouterPort{}, &nbdb.LogicalSwitch{}, &nbdb.LogicalSwitchPort{},
 		&nbdb.LogicalRouterStaticRoute{}, &nbdb.LogicalRouterPolicy{}, &nbdb.NAT{}, &nbdb.DHCPOptions{}, &nbdb.AddressSet{})
 	if err != nil {
 		return nil, err
 	}
-	sb, err := newDatabase("sb", "--ovn-sb-address", cfg.SBAddress, tlsSB, sbModel,
+	sb, err := newDatabase("sb", "--ovn-sb-address", cfg.SBAddress, tlsSB, sbModel, nil,
 		&sbdb.PortBinding{}, &sbdb.Encap{}, &sbdb.Chassis{})
 	if err != nil {
 		return nil, err
 	}
-	return &Client{NB: nb.api, SB: sb.api, dbs: []*database{nb, sb}, stopWatch: make(chan struct{})}, nil
+	return &Client{NB: nb.api, SB: sb.api, index: index, dbs: []*database{nb, sb}, stopWatch: make(chan struct{})}, nil
 }
 
 // NewClient connects to the OVN Northbound and Southbound databases and
@@ -342,7 +349,8 @@ func ParseEndpoints(flag, address string) ([]string, error) {
 	return out, nil
 }
 
-func newDatabase(label, flag, address string, tlsConfig *tls.Config, dbModel func() (model.ClientDBModel, error), tables ...model.Model) (*database, error) {
+func newDatabase(label, flag, address string, tlsConfig *tls.Config, dbModel func() (model.ClientDBModel, error),
+	index *rowIndex, tables ...model.Model) (*database, error) {
 	endpoints, err := ParseEndpoints(flag, address)
 	if err != nil {
 		return nil, err
@@ -352,6 +360,9 @@ func newDatabase(label, flag, address string, tlsConfig *tls.Config, dbModel fun
 		return nil, err
 	}
 	logger := log.Log.WithName("libovsdb").WithValues("db", label)
+	if index != nil {
+		logger = logr.New(newDropSink(logger.GetSink(), index.dropped))
+	}
 	// After the first connection libovsdb reconnects by itself: a lost
 	// connection (or a leader that steps down) is retried with backoff and the
 	// monitors are re-established before transactions flow again, so every
@@ -386,7 +397,7 @@ func newDatabase(label, flag, address string, tlsConfig *tls.Config, dbModel fun
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: %w", flag, address, err)
 	}
-	db := &database{label: label, flag: flag, address: address, api: api}
+	db := &database{label: label, flag: flag, address: address, api: api, index: index}
 	for _, t := range tables {
 		db.monitor = append(db.monitor, client.WithTable(t))
 	}
@@ -412,6 +423,10 @@ func (db *database) connectOnce(ctx context.Context) error {
 	defer cancel()
 	if err := db.api.Connect(attempt); err != nil {
 		return fmt.Errorf("%s %q: connect: %w", db.flag, db.address, err)
+	}
+	if db.index != nil {
+		// The cache exists from the first connection on; the monitor fills it.
+		db.indexOnce.Do(func() { db.api.Cache().AddEventHandler(db.index) })
 	}
 	if _, err := db.api.Monitor(attempt, db.api.NewMonitor(db.monitor...)); err != nil {
 		return fmt.Errorf("%s %q: monitor: %w", db.flag, db.address, err)

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"sort"
@@ -28,7 +29,14 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// A benchmark runs as many iterations as fit its -benchtime, each with
+	// setup outside the timer (a large network applied and removed): the
+	// faster its Applies, the longer it runs.
+	timeout := 2 * time.Minute
+	if _, ok := t.(*testing.B); ok {
+		timeout = 10 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	db, err := ovsdbserver.StartPair(ctx, dir)
 	if err != nil {
 		cancel()
@@ -168,7 +176,8 @@ func (e *env) startNorthd() {
 }
 
 // settle waits until the client's cache holds as many rows as the database
-// for every table udnkit writes, so rows a test created with ovn-nbctl (another
+// for every table udnkit writes, and its index as many as the cache (in
+// tests: the same rows), so rows a test created with ovn-nbctl (another
 // client) are visible to the next plan.
 func (e *env) settle() {
 	e.t.Helper()
@@ -181,6 +190,28 @@ func (e *env) settle() {
 				e.t.Fatalf("cache holds %d %s rows, the database %d", e.c.NB.Cache().Table(table).Len(), table, want)
 			}
 			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if _, ok := e.t.(*testing.T); ok {
+		waitIndexed(e.t, e.c)
+		return
+	}
+	// Benchmarks: the index catches up (comparing it row by row would take
+	// longer than the Applies measured).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		unlock := e.c.index.read(e.c.NB)
+		behind := ""
+		for _, table := range indexedTables {
+			if n, want := len(e.c.index.rows[table]), e.c.NB.Cache().Table(table).Len(); n != want {
+				behind = fmt.Sprintf("the index holds %d %s rows, the cache %d", n, table, want)
+			}
+		}
+		unlock()
+		if behind == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatal(behind)
 		}
 	}
 }

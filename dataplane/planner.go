@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ovn-kubernetes/libovsdb/cache"
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
@@ -19,10 +20,14 @@ import (
 
 // planner accumulates the operations of one transaction.
 type planner struct {
-	api    client.Client
-	owner  Owner
-	ops    []ovsdb.Operation
-	named  int
+	api   client.Client
+	owner Owner
+	ops   []ovsdb.Operation
+	named int
+	// ix, when set, is where the plan reads the cached rows (read-locked);
+	// otherwise tables holds the snapshots of whole tables it read.
+	ix     *rowIndex
+	caches map[string]*cache.RowCache // the cache's tables, with ix
 	tables map[string]map[string]model.Model
 	// ownerIDs is the owner's external_ids, shared read-only by the desired
 	// rows that have no other external_ids.
@@ -174,6 +179,38 @@ func (p *planner) mutate(target, row model.Model, mutations []model.Mutation) er
 	return nil
 }
 
+// row returns a cached row (read-only) by UUID, nil when there is none.
+func (p *planner) row(table, uuid string) model.Model {
+	if p.ix != nil {
+		if p.caches == nil {
+			p.caches = map[string]*cache.RowCache{}
+		}
+		rc, ok := p.caches[table]
+		if !ok {
+			rc = p.api.Cache().Table(table)
+			p.caches[table] = rc
+		}
+		return p.ix.row(rc, table, uuid)
+	}
+	return p.rows(table)[uuid]
+}
+
+// scan returns, in UUID order, the rows of a root table the plan looks at:
+// with the index, the owner's and those that may matter to it (see
+// rowIndex.scan); without it (a full diff), every row.
+func (p *planner) scan(table string, names []string, children ...string) []string {
+	if p.ix != nil {
+		return p.ix.scan(table, p.owner.Network, names, children...)
+	}
+	rows := p.rows(table)
+	uuids := make([]string, 0, len(rows))
+	for u := range rows {
+		uuids = append(uuids, u)
+	}
+	sort.Strings(uuids)
+	return uuids
+}
+
 // rows returns a read-only snapshot of a cached table by UUID.
 func (p *planner) rows(table string) map[string]model.Model {
 	if t, ok := p.tables[table]; ok {
@@ -190,6 +227,7 @@ func (p *planner) rows(table string) map[string]model.Model {
 	return m
 }
 
+// plan is the full diff of d against api's cache.
 func plan(api client.Client, d *Desired) ([]ovsdb.Operation, error) {
 	p, err := newPlan(api, d)
 	if err != nil {
@@ -199,27 +237,36 @@ func plan(api client.Client, d *Desired) ([]ovsdb.Operation, error) {
 }
 
 func newPlan(api client.Client, d *Desired) (*planner, error) {
-	return newPlanWith(api, d, nil)
+	return newPlanWith(api, d, nil, nil)
 }
 
-// newPlan plans an Apply of d with the owner's key memo (under the
-// network's lock, which Apply holds).
+// newPlan plans an Apply of d against the client's index with the owner's
+// key memo (under the network's lock, which Apply holds).
 func (c *Client) newPlan(d *Desired) (*planner, error) {
 	if len(d.Routers)+len(d.Switches)+len(d.DHCPOptions)+len(d.AddressSets) == 0 {
 		// The piece goes away (its network was deleted): so does its memo.
 		c.memos.drop(d.Owner)
-		return newPlanWith(c.NB, d, nil)
+		return c.indexPlan(d, nil)
 	}
 	memo := c.memos.get(d.Owner)
-	p, err := newPlanWith(c.NB, d, memo)
+	p, err := c.indexPlan(d, memo)
 	if memo != nil {
 		memo.prune()
 	}
 	return p, err
 }
 
-func newPlanWith(api client.Client, d *Desired, memo *keyMemo) (*planner, error) {
-	p := &planner{api: api, owner: d.Owner, memo: memo}
+// indexPlan plans d against the client's index.
+func (c *Client) indexPlan(d *Desired, memo *keyMemo) (*planner, error) {
+	defer c.index.read(c.NB)()
+	if c.index.rows == nil {
+		return nil, fmt.Errorf("the OVN database %s is not connected yet", c.NB.CurrentEndpoint())
+	}
+	return newPlanWith(c.NB, d, memo, c.index)
+}
+
+func newPlanWith(api client.Client, d *Desired, memo *keyMemo, ix *rowIndex) (*planner, error) {
+	p := &planner{api: api, owner: d.Owner, memo: memo, ix: ix}
 	if memo != nil {
 		if memo.ids == nil {
 			memo.ids = d.Owner.ids()
@@ -267,20 +314,18 @@ type spec[T any] struct {
 	fields func(r *T, buf []any) []any
 }
 
-// rowsOf returns the cached rows of a table, in a stable order.
+// rowsOf returns the cached rows of a root table the plan looks at (see
+// scan), in UUID order.
 func rowsOf[T any, PT interface {
 	*T
 	model.Model
-}](p *planner, table string) []PT {
-	rows := p.rows(table)
-	uuids := make([]string, 0, len(rows))
-	for u := range rows {
-		uuids = append(uuids, u)
-	}
-	sort.Strings(uuids)
+}](p *planner, table string, names []string, children ...string) []PT {
+	uuids := p.scan(table, names, children...)
 	out := make([]PT, 0, len(uuids))
 	for _, u := range uuids {
-		out = append(out, rows[u].(PT))
+		if m := p.row(table, u); m != nil { // nil: deleted since the index saw it
+			out = append(out, m.(PT))
+		}
 	}
 	return out
 }
@@ -292,7 +337,6 @@ func children[T any, PT interface {
 	*T
 	model.Model
 }](p *planner, sp spec[T], current []string, desired []T) (insert, remove []string, err error) {
-	table := p.rows(sp.table)
 	type found struct {
 		row      PT
 		ownerIDs bool
@@ -301,7 +345,7 @@ func children[T any, PT interface {
 	existing := make(map[string]found, len(current))
 	var extra []string
 	for _, u := range current {
-		m := table[u]
+		m := p.row(sp.table, u)
 		if m == nil {
 			continue
 		}
@@ -496,11 +540,7 @@ func roots[T any, PT interface {
 	*T
 	model.Model
 }](p *planner, sp spec[T], desired []T) error {
-	var current []string
-	for u := range p.rows(sp.table) {
-		current = append(current, u)
-	}
-	_, remove, err := children[T, PT](p, sp, current, desired)
+	_, remove, err := children[T, PT](p, sp, p.scan(sp.table, nil), desired)
 	if err != nil {
 		return err
 	}
@@ -518,7 +558,12 @@ func roots[T any, PT interface {
 func (p *planner) routers(desired []Router) error {
 	byName := map[string]*nbdb.LogicalRouter{}
 	var current []*nbdb.LogicalRouter
-	for _, r := range rowsOf[nbdb.LogicalRouter](p, nbdb.LogicalRouterTable) {
+	names := make([]string, len(desired))
+	for i := range desired {
+		names[i] = desired[i].Row.Name
+	}
+	for _, r := range rowsOf[nbdb.LogicalRouter](p, nbdb.LogicalRouterTable, names,
+		lrpSpec.table, routeSpec.table, policySpec.table, natSpec.table) {
 		current = append(current, r)
 		size := func(x *nbdb.LogicalRouter) int {
 			return len(x.Ports) + len(x.StaticRoutes) + len(x.Policies) + len(x.Nat)
@@ -597,7 +642,11 @@ func (p *planner) routers(desired []Router) error {
 func (p *planner) switches(desired []Switch) error {
 	byName := map[string]*nbdb.LogicalSwitch{}
 	var current []*nbdb.LogicalSwitch
-	for _, s := range rowsOf[nbdb.LogicalSwitch](p, nbdb.LogicalSwitchTable) {
+	names := make([]string, len(desired))
+	for i := range desired {
+		names[i] = desired[i].Row.Name
+	}
+	for _, s := range rowsOf[nbdb.LogicalSwitch](p, nbdb.LogicalSwitchTable, names, lspSpec.table) {
 		current = append(current, s)
 		if prev, dup := byName[s.Name]; !dup || preferred(p.owner, prev.ExternalIDs, s.ExternalIDs, prev, s, len(prev.Ports), len(s.Ports)) {
 			byName[s.Name] = s
@@ -775,9 +824,8 @@ func (p *planner) dropChildren(parent model.Model, cols []childColumn) error {
 }
 
 func ownedIn[T any](p *planner, sp spec[T]) func(string) bool {
-	t := p.rows(sp.table)
 	return func(u string) bool {
-		m := t[u]
+		m := p.row(sp.table, u)
 		if m == nil {
 			return false
 		}

@@ -1,0 +1,502 @@
+package dataplane
+
+import (
+	"reflect"
+	"slices"
+	"sync"
+	"unsafe"
+
+	"github.com/go-logr/logr"
+	"github.com/ovn-kubernetes/libovsdb/cache"
+	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
+
+	"github.com/udnkit/udnkit/dataplane/nbdb"
+)
+
+// rowIndex holds the Northbound rows the planner reads, with where to find
+// a piece's rows, so that an Apply costs what its network holds and not what
+// the database holds: libovsdb's cache offers one row only as a clone and a
+// table only as a copy of all its rows (of every network), and a plan that
+// scanned every router's children for the piece's costs milliseconds at a
+// thousand networks.
+//
+// It is kept up to date from the cache's events, which libovsdb delivers in
+// order but after the cache has changed: the index may lag the cache by the
+// events in flight, as the cache lags the server. It is rebuilt from the
+// cache when the cache was refilled after a reconnect (its row caches are
+// new) and when libovsdb dropped events (its event buffer was full). An
+// Apply waits until the index, not only the cache, shows its transaction
+// (waitVisible), so the next plan sees it.
+//
+// The models are the cache's own (see rowCacheLayout), looked up when an
+// event names their row: libovsdb replaces a cached model when its row
+// changes and never modifies one in place, so a model seen again is the
+// same row content (keyMemo relies on it).
+type rowIndex struct {
+	// mu guards pending, lost and changed; the event handler takes only
+	// mu, so it never waits for a plan.
+	mu      sync.Mutex
+	pending []rowEvent
+	lost    bool
+	// changed, when set, is closed by the next event (see next).
+	changed chan struct{}
+
+	// rw guards the rest: plans read under its read lock.
+	rw sync.RWMutex
+	// from are the row caches the index was built from (nil: never built).
+	from map[string]*cache.RowCache
+	rows map[string]map[string]model.Model
+	// byNet: table → network (external_ids) → UUIDs.
+	byNet map[string]map[string]uuidSet
+	// byName: Logical_Router and Logical_Switch name → UUIDs.
+	byName map[string]map[string]uuidSet
+	// parents: child UUID → the routers and switches whose columns hold it
+	// (one, but for another client's doing; a slice is a fraction of a
+	// set's memory, with a quarter of a million children).
+	parents map[string][]string
+	// pieces: table → topology and piece (external_ids) → network → rows.
+	pieces map[string]map[[2]string]map[string]int
+}
+
+type uuidSet = map[string]struct{}
+
+type rowEvent struct {
+	table, uuid string
+	row         model.Model // nil: deleted
+}
+
+// indexedTables are the tables the planner reads.
+var indexedTables = []string{nbdb.LogicalRouterTable, nbdb.LogicalRouterPortTable, nbdb.LogicalRouterStaticRouteTable,
+	nbdb.LogicalRouterPolicyTable, nbdb.NATTable, nbdb.LogicalSwitchTable, nbdb.LogicalSwitchPortTable,
+	nbdb.DHCPOptionsTable, nbdb.AddressSetTable}
+
+// drainAt is how many pending events make the event handler apply them
+// itself (when no plan reads the index).
+const drainAt = 4096
+
+func (ix *rowIndex) push(table string, m model.Model, deleted bool) {
+	uuid, _, _, ok := rowFields(m)
+	if !ok {
+		return
+	}
+	if deleted {
+		m = nil
+	}
+	ix.mu.Lock()
+	ix.pending = append(ix.pending, rowEvent{table, uuid, m})
+	n := len(ix.pending)
+	if ix.changed != nil {
+		close(ix.changed)
+		ix.changed = nil
+	}
+	ix.mu.Unlock()
+	if n >= drainAt && ix.rw.TryLock() {
+		ix.drain()
+		ix.rw.Unlock()
+	}
+}
+
+// OnAdd, OnUpdate and OnDelete make the index a cache.EventHandler.
+func (ix *rowIndex) OnAdd(table string, m model.Model)       { ix.push(table, m, false) }
+func (ix *rowIndex) OnUpdate(table string, _, m model.Model) { ix.push(table, m, false) }
+func (ix *rowIndex) OnDelete(table string, m model.Model)    { ix.push(table, m, true) }
+func (ix *rowIndex) dropped()                                { ix.mu.Lock(); ix.lost = true; ix.mu.Unlock() }
+
+// next returns a channel that the next event closes.
+func (ix *rowIndex) next() <-chan struct{} {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.changed == nil {
+		ix.changed = make(chan struct{})
+	}
+	return ix.changed
+}
+
+// drain applies the pending events (with rw held for writing).
+func (ix *rowIndex) drain() {
+	ix.mu.Lock()
+	events, lost := ix.pending, ix.lost
+	ix.pending, ix.lost = nil, false
+	ix.mu.Unlock()
+	if lost {
+		ix.from = nil // rebuilt by the next read
+	}
+	if ix.rows == nil {
+		return
+	}
+	for _, e := range events {
+		m := e.row
+		if rc := ix.from[e.table]; rc != nil && rowCacheLayout.ok {
+			// The cache's own model, as of now (nil: deleted since).
+			m = cachedModel(rc, e.uuid)
+		}
+		ix.put(e.table, e.uuid, m)
+	}
+}
+
+// rowCacheLayout locates the unexported map of models and its lock in
+// libovsdb's RowCache (v0.8.1). The index holds the cache's own models and
+// not the events' (which the cache clones before it stores them): the
+// events' would double the memory the rows take (tests check that the
+// layout is found; without it the index holds the events' models).
+var rowCacheLayout = func() (l struct {
+	ok           bool
+	cache, mutex uintptr
+}) {
+	t := reflect.TypeFor[cache.RowCache]()
+	c, okC := t.FieldByName("cache")
+	m, okM := t.FieldByName("mutex")
+	l.ok = okC && okM && c.Type == reflect.TypeFor[map[string]model.Model]() && m.Type == reflect.TypeFor[sync.RWMutex]()
+	l.cache, l.mutex = c.Offset, m.Offset
+	return l
+}()
+
+// cachedModel returns the model rc holds for uuid (nil: none), not a clone
+// (RowCache.Row's): read-only, like RowsShallow's.
+func cachedModel(rc *cache.RowCache, uuid string) model.Model {
+	mu := (*sync.RWMutex)(unsafe.Add(unsafe.Pointer(rc), rowCacheLayout.mutex))
+	rows := (*map[string]model.Model)(unsafe.Add(unsafe.Pointer(rc), rowCacheLayout.cache))
+	mu.RLock()
+	defer mu.RUnlock()
+	return (*rows)[uuid]
+}
+
+// read brings the index up to date with the events delivered so far (and
+// rebuilds it from api's cache when it must and api is connected), then
+// read-locks it; the caller reads it until it calls the returned unlock.
+func (ix *rowIndex) read(api client.Client) (unlock func()) {
+	ix.rw.RLock()
+	ix.mu.Lock()
+	clean := len(ix.pending) == 0 && !ix.lost
+	ix.mu.Unlock()
+	if clean && ix.current(api) {
+		return ix.rw.RUnlock
+	}
+	ix.rw.RUnlock()
+	ix.rw.Lock()
+	ix.drain()
+	// Rebuild only from a resynchronised cache (see up): while libovsdb
+	// reconnects, its new row caches fill up.
+	for !ix.current(api) && up(api) {
+		ix.rebuild(api)
+	}
+	ix.rw.Unlock()
+	ix.rw.RLock()
+	return ix.rw.RUnlock
+}
+
+// current says whether the index was built from api's row caches.
+func (ix *rowIndex) current(api client.Client) bool {
+	if ix.from == nil {
+		return false
+	}
+	c := api.Cache()
+	for _, t := range indexedTables {
+		if c == nil || c.Table(t) != ix.from[t] {
+			return false
+		}
+	}
+	return true
+}
+
+// rebuild fills the index from api's cache. The events pending now show
+// what the cache already shows; those delivered later are applied on top.
+func (ix *rowIndex) rebuild(api client.Client) {
+	ix.mu.Lock()
+	ix.pending, ix.lost = nil, false
+	ix.mu.Unlock()
+	ix.from = map[string]*cache.RowCache{}
+	ix.rows = map[string]map[string]model.Model{}
+	ix.byNet = map[string]map[string]uuidSet{}
+	ix.byName = map[string]map[string]uuidSet{}
+	ix.parents = map[string][]string{}
+	ix.pieces = map[string]map[[2]string]map[string]int{}
+	for _, t := range indexedTables {
+		rc := api.Cache().Table(t)
+		ix.from[t] = rc
+		ix.rows[t] = map[string]model.Model{}
+		if rc == nil {
+			continue
+		}
+		for u, m := range rc.RowsShallow() {
+			ix.put(t, u, m)
+		}
+	}
+}
+
+// put sets (nil: deletes) one row and what is derived from it.
+func (ix *rowIndex) put(table, uuid string, m model.Model) {
+	rows, ok := ix.rows[table]
+	old := rows[uuid]
+	if !ok || old == m {
+		// The same model is the same row content (the cache's model looked
+		// up again: a row changed more than once since the last drain).
+		return
+	}
+	if old != nil {
+		ix.link(table, uuid, old, false)
+	}
+	if m == nil {
+		delete(rows, uuid)
+	} else {
+		rows[uuid] = m
+		ix.link(table, uuid, m, true)
+	}
+	// A router's child columns: only those that changed (a transaction that
+	// adds a node's port to a router with thousands leaves its routes).
+	was, is := childrenOf(old), childrenOf(m)
+	for i := range max(len(was), len(is)) {
+		var from, to []string
+		if i < len(was) {
+			from = was[i]
+		}
+		if i < len(is) {
+			to = is[i]
+		}
+		if !slices.Equal(from, to) {
+			ix.adopt(uuid, from, false)
+			ix.adopt(uuid, to, true)
+		}
+	}
+}
+
+// link adds (or removes) a row's entries in byNet, byName and pieces.
+func (ix *rowIndex) link(table, uuid string, m model.Model, add bool) {
+	_, ids, name, _ := rowFields(m)
+	mark(ix.byNet, table, ids[ExternalIDNetwork], uuid, add)
+	ix.count(table, ids, add)
+	switch m.(type) {
+	case *nbdb.LogicalRouter, *nbdb.LogicalSwitch:
+		mark(ix.byName, table, name, uuid, add)
+	}
+}
+
+// childrenOf returns a router's or switch's columns of children.
+func childrenOf(m model.Model) [][]string {
+	switch r := m.(type) {
+	case *nbdb.LogicalRouter:
+		return [][]string{r.Ports, r.StaticRoutes, r.Policies, r.Nat}
+	case *nbdb.LogicalSwitch:
+		return [][]string{r.Ports}
+	}
+	return nil
+}
+
+// adopt makes parent one of (or no longer one of) the children's parents.
+func (ix *rowIndex) adopt(parent string, children []string, add bool) {
+	for _, c := range children {
+		ps := ix.parents[c]
+		switch i := slices.Index(ps, parent); {
+		case add && i < 0:
+			ix.parents[c] = append(ps, parent)
+		case !add && i >= 0 && len(ps) == 1:
+			delete(ix.parents, c)
+		case !add && i >= 0:
+			ix.parents[c] = slices.Delete(slices.Clone(ps), i, i+1)
+		}
+	}
+}
+
+// count counts a row in (or out of) pieces.
+func (ix *rowIndex) count(table string, ids map[string]string, add bool) {
+	network := ids[ExternalIDNetwork]
+	if network == "" {
+		return
+	}
+	piece := [2]string{ids[ExternalIDTopology], ids[ExternalIDPiece]}
+	byPiece := ix.pieces[table]
+	if byPiece == nil {
+		byPiece = map[[2]string]map[string]int{}
+		ix.pieces[table] = byPiece
+	}
+	nets := byPiece[piece]
+	if nets == nil {
+		nets = map[string]int{}
+		byPiece[piece] = nets
+	}
+	if add {
+		nets[network]++
+		return
+	}
+	if nets[network]--; nets[network] <= 0 {
+		delete(nets, network)
+		if len(nets) == 0 {
+			delete(byPiece, piece)
+		}
+		if len(byPiece) == 0 {
+			delete(ix.pieces, table)
+		}
+	}
+}
+
+// networks returns, sorted, the networks with rows of a topology piece in
+// the tables.
+func (ix *rowIndex) networks(topology, piece string, tables ...string) []string {
+	var out []string
+	for _, t := range tables {
+		for n := range ix.pieces[t][[2]string{topology, piece}] {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func mark(m map[string]map[string]uuidSet, table, key, uuid string, add bool) {
+	if key == "" {
+		return
+	}
+	byKey := m[table]
+	if byKey == nil {
+		if !add {
+			return
+		}
+		byKey = map[string]uuidSet{}
+		m[table] = byKey
+	}
+	s := byKey[key]
+	if add {
+		if s == nil {
+			s = uuidSet{}
+			byKey[key] = s
+		}
+		s[uuid] = struct{}{}
+		return
+	}
+	delete(s, uuid)
+	if len(s) == 0 {
+		delete(byKey, key)
+	}
+}
+
+// row returns a row as the cache holds it now (the index says where rows
+// are; the cache what they hold: the events of one transaction arrive one
+// by one, and a plan must not see a router without the port whose row it
+// sees). Without rowCacheLayout, the index's model.
+// rc is the cache's table.
+func (ix *rowIndex) row(rc *cache.RowCache, table, uuid string) model.Model {
+	if !rowCacheLayout.ok {
+		return ix.rows[table][uuid]
+	}
+	if rc == nil {
+		return nil
+	}
+	return cachedModel(rc, uuid)
+}
+
+// scan returns, in UUID order, the rows of a root table a plan for owner
+// looks at: those of the owner's network, those named one of names, and
+// the parents of the network's rows of the child tables. Every row the
+// owner owns carries its network, so the rows left out are neither the
+// owner's nor have children that are: a plan finds nothing to do on them.
+func (ix *rowIndex) scan(table, network string, names []string, children ...string) []string {
+	seen := uuidSet{}
+	for u := range ix.byNet[table][network] {
+		seen[u] = struct{}{}
+	}
+	for _, n := range names {
+		for u := range ix.byName[table][n] {
+			seen[u] = struct{}{}
+		}
+	}
+	for _, ct := range children {
+		for c := range ix.byNet[ct][network] {
+			for _, u := range ix.parents[c] {
+				if _, ok := ix.rows[table][u]; ok {
+					seen[u] = struct{}{}
+				}
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for u := range seen {
+		out = append(out, u)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// rowFields returns an indexed row's UUID, external_ids and name (routers
+// and switches); ok is false for the rows of other tables.
+func rowFields(m model.Model) (uuid string, ids map[string]string, name string, ok bool) {
+	switch r := m.(type) {
+	case *nbdb.LogicalRouter:
+		return r.UUID, r.ExternalIDs, r.Name, true
+	case *nbdb.LogicalSwitch:
+		return r.UUID, r.ExternalIDs, r.Name, true
+	case *nbdb.LogicalRouterPort:
+		return r.UUID, r.ExternalIDs, "", true
+	case *nbdb.LogicalSwitchPort:
+		return r.UUID, r.ExternalIDs, "", true
+	case *nbdb.LogicalRouterStaticRoute:
+		return r.UUID, r.ExternalIDs, "", true
+	case *nbdb.LogicalRouterPolicy:
+		return r.UUID, r.ExternalIDs, "", true
+	case *nbdb.NAT:
+		return r.UUID, r.ExternalIDs, "", true
+	case *nbdb.DHCPOptions:
+		return r.UUID, r.ExternalIDs, "", true
+	case *nbdb.AddressSet:
+		return r.UUID, r.ExternalIDs, "", true
+	}
+	return "", nil, "", false
+}
+
+// dropSink passes libovsdb's log on (to a nil sink: nowhere) and tells the
+// index when the cache dropped an event (its event buffer was full): then
+// the index is rebuilt.
+type dropSink struct {
+	inner   logr.LogSink
+	dropped func()
+}
+
+func newDropSink(inner logr.LogSink, dropped func()) dropSink {
+	if cd, ok := inner.(logr.CallDepthLogSink); ok {
+		inner = cd.WithCallDepth(1) // the caller's file and line, not dropSink's
+	}
+	return dropSink{inner, dropped}
+}
+
+// droppedEvent is what libovsdb's cache logs when it drops an event.
+const droppedEvent = "dropping event because event buffer is full"
+
+func (s dropSink) Init(info logr.RuntimeInfo) {
+	if s.inner != nil {
+		s.inner.Init(info)
+	}
+}
+
+// Enabled is true at level 0 (the dropped event's) whatever the inner sink says.
+func (s dropSink) Enabled(level int) bool { return level == 0 || s.enabled(level) }
+
+func (s dropSink) enabled(level int) bool { return s.inner != nil && s.inner.Enabled(level) }
+
+func (s dropSink) Info(level int, msg string, kv ...any) {
+	if msg == droppedEvent {
+		s.dropped()
+	}
+	if s.enabled(level) {
+		s.inner.Info(level, msg, kv...)
+	}
+}
+
+func (s dropSink) Error(err error, msg string, kv ...any) {
+	if s.inner != nil {
+		s.inner.Error(err, msg, kv...)
+	}
+}
+
+func (s dropSink) WithValues(kv ...any) logr.LogSink {
+	if s.inner != nil {
+		s.inner = s.inner.WithValues(kv...)
+	}
+	return s
+}
+
+func (s dropSink) WithName(name string) logr.LogSink {
+	if s.inner != nil {
+		s.inner = s.inner.WithName(name)
+	}
+	return s
+}

@@ -1,0 +1,197 @@
+package dataplane
+
+import (
+	"fmt"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// indexDiff says how the client's index differs from one built afresh from
+// its cache ("" when it does not): the same models (by content) under the
+// same UUIDs, and the same rows by network, name and parent.
+func indexDiff(c *Client) string {
+	defer c.index.read(c.NB)()
+	ix := c.index
+	fresh := &rowIndex{}
+	fresh.rebuild(c.NB)
+	var diffs []string
+	for _, t := range indexedTables {
+		got, want := ix.rows[t], fresh.rows[t]
+		for u, w := range want {
+			if g, ok := got[u]; !ok {
+				diffs = append(diffs, fmt.Sprintf("%s %s missing", t, u))
+			} else if !reflect.DeepEqual(g, w) {
+				diffs = append(diffs, fmt.Sprintf("%s %s is %+v, the cache's %+v", t, u, g, w))
+			}
+		}
+		for u := range got {
+			if _, ok := want[u]; !ok {
+				diffs = append(diffs, fmt.Sprintf("%s %s is not in the cache", t, u))
+			}
+		}
+	}
+	if !sameSets(ix.byNet, fresh.byNet) {
+		diffs = append(diffs, fmt.Sprintf("by network: %v, afresh %v", ix.byNet, fresh.byNet))
+	}
+	if !sameSets(ix.byName, fresh.byName) {
+		diffs = append(diffs, fmt.Sprintf("by name: %v, afresh %v", ix.byName, fresh.byName))
+	}
+	if !reflect.DeepEqual(ix.pieces, fresh.pieces) {
+		diffs = append(diffs, fmt.Sprintf("pieces: %v, afresh %v", ix.pieces, fresh.pieces))
+	}
+	if !maps.EqualFunc(ix.parents, fresh.parents, func(a, b []string) bool {
+		return len(a) == len(b) && !slices.ContainsFunc(a, func(u string) bool { return !slices.Contains(b, u) })
+	}) {
+		diffs = append(diffs, fmt.Sprintf("parents: %v, afresh %v", ix.parents, fresh.parents))
+	}
+	slices.Sort(diffs)
+	return strings.Join(diffs, "\n")
+}
+
+// sameSets compares two table → key → UUIDs maps, empty maps counting as missing.
+func sameSets(a, b map[string]map[string]uuidSet) bool {
+	nonEmpty := func(m map[string]map[string]uuidSet) map[string]map[string]uuidSet {
+		out := map[string]map[string]uuidSet{}
+		for t, byKey := range m {
+			for k, s := range byKey {
+				if len(s) > 0 {
+					if out[t] == nil {
+						out[t] = map[string]uuidSet{}
+					}
+					out[t][k] = s
+				}
+			}
+		}
+		return out
+	}
+	return reflect.DeepEqual(nonEmpty(a), nonEmpty(b))
+}
+
+// waitIndexed waits until the client's index equals one built afresh from
+// its cache (the events in flight are delivered).
+func waitIndexed(t testing.TB, c *Client) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		diff := indexDiff(c)
+		if diff == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the index differs from the cache:\n%s", diff)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// The index follows the cache through Applies, another client's writes
+// (a foreign router of the network, a port moved to it, an owned port's
+// network changed, a port deleted), a server restart after rows were
+// deleted while it was down (the cache is refilled: no events for them)
+// and lost events; plans read from it stay the full diff's.
+func TestIndexFollowsCache(t *testing.T) {
+	e := newEnv(t)
+	net, nodes := exampleV4()
+	d := mustLayer2(t, net, nodes)
+	e.apply(d)
+	check := func(what string, changed bool) {
+		t.Helper()
+		e.settle() // waits until the index equals the cache, or fails
+		full, err := plan(e.c.NB, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := e.c.newPlan(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := canonical(t, p.ops), canonical(t, full); got != want {
+			t.Fatalf("%s: the plan differs from the full diff:\n%s\nwant:\n%s", what, got, want)
+		}
+		if changed && len(full) == 0 {
+			t.Errorf("%s: nothing to plan", what)
+		}
+		e.apply(d)
+	}
+	check("applied", false)
+
+	e.nbctl("lr-add", "foreign-router", "--", "set", "Logical_Router", "foreign-router",
+		`external_ids:"`+ExternalIDNetwork+`"=`+net.Name)
+	e.nbctl("--", "--id=@p", "create", "Logical_Router_Port", "name=foreign-port", "mac=00\\:00\\:00\\:00\\:00\\:01",
+		"networks=10.9.9.1/24", `external_ids:"`+ExternalIDNetwork+`"=`+net.Name,
+		"--", "add", "Logical_Router", "foreign-router", "ports", "@p")
+	check("written by another client", false)
+	e.nbctl("set", "Logical_Router_Port", "trtor-"+gr2, "mac=00\\:00\\:00\\:00\\:00\\:02")
+	e.nbctl("set", "Logical_Router_Port", "foreign-port", `external_ids:"`+ExternalIDNetwork+`"=other`)
+	e.nbctl("set", "Logical_Router", "foreign-router", "name=foreign-router2")
+	e.nbctl("lrp-del", "trtor-"+gr3)
+	check("changed by another client", true)
+
+	// Rows go while the server is down: the restarted server's refill has
+	// them no more, and no event says so.
+	e.db.NB.Stop()
+	run(t, "ovsdb-tool", "transact", e.db.NB.File(),
+		`["OVN_Northbound",{"op":"update","table":"Logical_Router","where":[],"row":{"static_routes":["set",[]]}}]`)
+	if err := e.db.NB.Restart(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitConnected(e.ctx, e.c.NB); err != nil {
+		t.Fatal(err)
+	}
+	check("deleted while the server was down", true)
+
+	// Lost events: the next read rebuilds the index.
+	e.nbctl("lrp-del", "trtor-"+gr2)
+	e.c.index.dropped()
+	check("after lost events", true)
+}
+
+// libovsdb's log of a dropped event reaches the index through the logger.
+func TestDropSinkTellsTheIndex(t *testing.T) {
+	ix := &rowIndex{}
+	for _, inner := range []logr.Logger{logr.Discard(), testr.New(t)} {
+		ix.lost = false
+		logger := logr.New(newDropSink(inner.GetSink(), ix.dropped)).WithName("cache").WithValues("db", "nb")
+		logger.Info("something else")
+		if ix.lost {
+			t.Fatal("another message marked events lost")
+		}
+		logger.Info(droppedEvent)
+		if !ix.lost {
+			t.Errorf("the dropped event was not noticed (inner sink %T)", inner.GetSink())
+		}
+	}
+}
+
+// The index holds the cache's own models (not copies), so the rows take
+// their memory once.
+func TestIndexHoldsTheCachesModels(t *testing.T) {
+	if !rowCacheLayout.ok {
+		t.Fatal("libovsdb's RowCache has no longer its cache map and mutex: the index holds copies of every changed row")
+	}
+	e := newEnv(t)
+	net, nodes := exampleV4()
+	e.apply(mustLayer2(t, net, nodes))
+	e.nbctl("lrp-del", "trtor-"+gr3)
+	e.settle()
+	defer e.c.index.read(e.c.NB)()
+	n := 0
+	for _, table := range indexedTables {
+		for u, m := range e.c.NB.Cache().Table(table).RowsShallow() {
+			if e.c.index.rows[table][u] != m {
+				t.Errorf("%s %s: the index holds another model than the cache", table, u)
+			}
+			n++
+		}
+	}
+	if n < 10 {
+		t.Errorf("only %d rows compared", n)
+	}
+}
