@@ -65,7 +65,20 @@ type hostSubnetState struct {
 	alloc   *netids.HostSubnetAllocator
 	net     layer3Network
 	lacking map[string]string // node → error, nodes without a host subnet
-	written string            // last condition message applied
+	written string            // last condition message computed (under netMu)
+	want    hostSubnetsCondition
+
+	// applyMu orders the condition's writes: reconciles of several nodes
+	// compute summaries in turn but write them concurrently, so each writer
+	// writes the latest summary (want), not its own, and skips it when
+	// applied already. Otherwise an older summary could land last.
+	applyMu sync.Mutex
+	applied string // the summary last written (under applyMu)
+}
+
+type hostSubnetsCondition struct {
+	status          metav1.ConditionStatus
+	reason, summary string
 }
 
 // nodeReconciler gives every node a node ID, one tunnel ID per encap IP
@@ -520,7 +533,7 @@ func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network,
 			if n.hostSubnets != nil {
 				// What an earlier process applied stands until the summary
 				// changes: a restart rewrites no network's status.
-				st.written = n.hostSubnets.Message
+				st.written, st.applied = n.hostSubnets.Message, n.hostSubnets.Message
 			}
 			r.networks[n.name] = st
 			changed = append(changed, n.name)
@@ -996,17 +1009,25 @@ func (r *nodeReconciler) setLacking(ctx context.Context, st *hostSubnetState, no
 	}
 	changed := summary != st.written
 	st.written = summary
-	net := st.net
+	st.want = hostSubnetsCondition{status: status, reason: reason, summary: summary}
 	r.netMu.Unlock()
 	if !changed {
 		return
 	}
+	st.applyMu.Lock()
+	defer st.applyMu.Unlock()
+	r.netMu.Lock()
+	want, net := st.want, st.net
+	r.netMu.Unlock()
+	if want.summary == st.applied {
+		return
+	}
 	transition := time.Now().UTC()
-	if old := net.hostSubnets; old != nil && old.Status == status {
+	if old := net.hostSubnets; old != nil && old.Status == want.status {
 		transition = old.LastTransitionTime.UTC()
 	}
 	cond := map[string]any{
-		"type": ConditionHostSubnetsAllocated, "status": string(status), "reason": reason, "message": summary,
+		"type": ConditionHostSubnetsAllocated, "status": string(want.status), "reason": want.reason, "message": want.summary,
 		"lastTransitionTime": transition.Format(time.RFC3339),
 	}
 	u := net.ref()
@@ -1020,7 +1041,9 @@ func (r *nodeReconciler) setLacking(ctx context.Context, st *hostSubnetState, no
 			r.newSnapshot(r.synced.states, r.synced.names, networkChange{all: true})
 		}
 		r.netMu.Unlock()
+		return
 	}
+	st.applied = want.summary
 }
 
 // ref is an object reference the event recorder accepts for the network.
