@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/go-logr/logr"
@@ -170,7 +171,7 @@ func (ix *rowIndex) read(api client.Client) (unlock func()) {
 	ix.mu.Lock()
 	clean := len(ix.pending) == 0 && !ix.lost
 	ix.mu.Unlock()
-	if clean && ix.current(api) {
+	if clean && ix.current(api) && !ix.behind() {
 		return ix.rw.RUnlock
 	}
 	ix.rw.RUnlock()
@@ -181,9 +182,37 @@ func (ix *rowIndex) read(api client.Client) (unlock func()) {
 	for !ix.current(api) && up(api) {
 		ix.rebuild(api)
 	}
+	// The cache may already hold rows whose events are not delivered yet
+	// (another client's insert or delete that a caller waited for in the
+	// cache): wait a moment for them, so that a plan sees what the cache
+	// shows (BenchmarkLayer2MultiVTEP1000Pods planned nothing against an
+	// index that had not seen another client's thousand ports yet).
+	for deadline := time.Now().Add(catchUpWait); ix.current(api) && ix.behind() && time.Now().Before(deadline); {
+		select {
+		case <-ix.next():
+		case <-time.After(time.Millisecond):
+		}
+		ix.drain()
+	}
 	ix.rw.Unlock()
 	ix.rw.RLock()
 	return ix.rw.RUnlock
+}
+
+// catchUpWait bounds how long read waits for events the cache has already
+// applied.
+const catchUpWait = 500 * time.Millisecond
+
+// behind says whether a row cache holds a different number of rows than
+// the index: events the cache applied are still on their way (with ix.rw
+// held).
+func (ix *rowIndex) behind() bool {
+	for t, rc := range ix.from {
+		if rc != nil && rc.Len() != len(ix.rows[t]) {
+			return true
+		}
+	}
+	return false
 }
 
 // current says whether the index was built from api's row caches.
