@@ -184,11 +184,6 @@ func (r *LiveMigrationReconciler) apply(ctx context.Context, nad *nadv1.NetworkA
 	return err
 }
 
-func isUDN(nad *nadv1.NetworkAttachmentDefinition) bool {
-	_, ok := nad.Labels[ovnk.LabelUserDefinedNetwork]
-	return ok
-}
-
 // migrationNodes are the nodes with a node ID, as the transit router reaches
 // their gateway routers: the router's switch port and the GR side of each
 // node's transit peer subnets (OKEP-5094: offset 2·nodeID, odd address).
