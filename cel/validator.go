@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"sort"
 	"strings"
@@ -134,23 +133,6 @@ func NewDefault() (*Validator, error) {
 			}
 			crds = append(crds, more...)
 		}
-	}
-	return New(crds...)
-}
-
-// NewFromFiles returns a Validator for the CRDs in the given YAML files.
-func NewFromFiles(paths ...string) (*Validator, error) {
-	var crds []*apiextensionsv1.CustomResourceDefinition
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		more, err := DecodeCRDs(data)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-		crds = append(crds, more...)
 	}
 	return New(crds...)
 }

@@ -65,8 +65,9 @@ type hostSubnetState struct {
 	alloc   *netids.HostSubnetAllocator
 	net     layer3Network
 	lacking map[string]string // node → error, nodes without a host subnet
-	written string            // last condition message computed (under netMu)
-	want    hostSubnetsCondition
+	// want is the condition last computed (under netMu); its summary ""
+	// makes the next reconcile write it again.
+	want hostSubnetsCondition
 
 	// applyMu orders the condition's writes: reconciles of several nodes
 	// compute summaries in turn but write them concurrently, so each writer
@@ -533,7 +534,7 @@ func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network,
 			if n.hostSubnets != nil {
 				// What an earlier process applied stands until the summary
 				// changes: a restart rewrites no network's status.
-				st.written, st.applied = n.hostSubnets.Message, n.hostSubnets.Message
+				st.want.summary, st.applied = n.hostSubnets.Message, n.hostSubnets.Message
 			}
 			r.networks[n.name] = st
 			changed = append(changed, n.name)
@@ -982,7 +983,7 @@ const everyNodeAllocated = "every node has a host subnet"
 // applies the HostSubnetsAllocated condition when the summary changes.
 func (r *nodeReconciler) setLacking(ctx context.Context, st *hostSubnetState, node, msg string) {
 	r.netMu.Lock()
-	if msg == "" && len(st.lacking) == 0 && st.written == everyNodeAllocated {
+	if msg == "" && len(st.lacking) == 0 && st.want.summary == everyNodeAllocated {
 		r.netMu.Unlock() // as applied already: every reconcile of every node comes here
 		return
 	}
@@ -1007,8 +1008,7 @@ func (r *nodeReconciler) setLacking(ctx context.Context, st *hostSubnetState, no
 		status, reason = metav1.ConditionFalse, ReasonHostSubnetsExhausted
 		summary = fmt.Sprintf("nodes without a host subnet: [%s]%s; %s", strings.Join(nodes, ", "), more, first)
 	}
-	changed := summary != st.written
-	st.written = summary
+	changed := summary != st.want.summary
 	st.want = hostSubnetsCondition{status: status, reason: reason, summary: summary}
 	r.netMu.Unlock()
 	if !changed {
@@ -1035,7 +1035,7 @@ func (r *nodeReconciler) setLacking(ctx context.Context, st *hostSubnetState, no
 	u.Object["status"] = map[string]any{"conditions": []any{cond}}
 	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(nodeFieldOwner), client.ForceOwnership); err != nil && !apierrors.IsNotFound(err) {
 		r.netMu.Lock()
-		st.written = "" // retry on the next reconcile
+		st.want.summary = "" // retry on the next reconcile
 		if r.synced != nil {
 			// ... of any node, complete or not.
 			r.newSnapshot(r.synced.states, r.synced.names, networkChange{all: true})

@@ -175,7 +175,7 @@ func (d *PodDefaulter) Handle(ctx context.Context, req admission.Request) admiss
 	}).WithWarnings(warnings...)
 }
 
-// cachedPrimaryNetworkOf is PrimaryNetworkOf on the indexed cache c; a
+// cachedPrimaryNetworkOf is primaryNetworkOf on the indexed cache c; a
 // namespace the cache does not hold yet is read from live (when set).
 func cachedPrimaryNetworkOf(ctx context.Context, c, live client.Reader, namespace string) (*udnv1.NetworkSpec, error) {
 	spec, _, err := primaryNetworkOf(ctx, reader{Reader: c, indexed: true}, namespace)

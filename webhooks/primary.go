@@ -148,15 +148,10 @@ func (p *primaries) of(ns *corev1.Namespace, skipKind, skipName string) []primar
 	return out
 }
 
-// PrimaryNetworkOf returns the spec of the primary network of namespace
+// primaryNetworkOf returns the spec of the primary network of namespace
 // (a Primary UDN in it, or a Primary CUDN selecting it) and a description
 // such as "UserDefinedNetwork ns/name", or nil when the namespace uses the
-// cluster default network. c is read as the apiserver (no field index); the
-// webhooks use primaryNetworkOf on their cache.
-func PrimaryNetworkOf(ctx context.Context, c client.Reader, namespace string) (*udnv1.NetworkSpec, string, error) {
-	return primaryNetworkOf(ctx, reader{Reader: c}, namespace)
-}
-
+// cluster default network.
 func primaryNetworkOf(ctx context.Context, r reader, namespace string) (*udnv1.NetworkSpec, string, error) {
 	var ns corev1.Namespace
 	if err := r.Get(ctx, client.ObjectKey{Name: namespace}, &ns); err != nil {

@@ -147,9 +147,6 @@ func (s *Server) Address() string { return "unix:" + s.socket }
 // File is the database file (for ovsdb-tool while the server is stopped).
 func (s *Server) File() string { return s.file }
 
-// Socket is the absolute path of the database's unix socket.
-func (s *Server) Socket() string { return s.socket }
-
 // Stop kills the server (SIGKILL, as a crash would) and waits for it; the
 // database file stays.
 func (s *Server) Stop() {
