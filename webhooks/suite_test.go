@@ -354,7 +354,9 @@ func waitForPolicies(env *envtest.Environment) error {
 			return errors.New("udnkit-network-config not enforced yet")
 		}
 		w.take()
-		if err := c.Create(ctx, peer, client.DryRunAll); err != nil {
+		// AlreadyExists: an earlier try created it below, after this check
+		// had passed.
+		if err := c.Create(ctx, peer, client.DryRunAll); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 		if got := w.take(); len(got) > 0 {
