@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -351,6 +352,9 @@ func PolicyObjects(dir string, writers AnnotationWriters, paramsNamespace string
 					return nil, err
 				}
 			}
+			if err := inlineMatchConditionVariables(obj, variables); err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", file, obj.GetName(), err)
+			}
 			if name, _, _ := unstructured.NestedString(obj.Object, "spec", "paramRef", "name"); name == ovnk.AdmissionParamsConfigMap {
 				if err := unstructured.SetNestedField(obj.Object, paramsNamespace, "spec", "paramRef", "namespace"); err != nil {
 					return nil, err
@@ -552,4 +556,51 @@ func restConfigForRaw(cfg *rest.Config) *rest.Config {
 	c.APIPath = "/"
 	c.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
 	return c
+}
+
+// variableRef is a reference to a policy variable in a CEL expression.
+var variableRef = regexp.MustCompile(`\bvariables\.([A-Za-z_][A-Za-z0-9_]*)\b`)
+
+// inlineMatchConditionVariables replaces each variables.<name> in a policy's
+// matchConditions with its expression in parentheses, until none is left:
+// the apiserver refuses variables in match conditions, and udnkit's policies
+// state each check once, as variables, and match on it (so an admitted
+// request costs one evaluation). The chart's templates/policies.yaml does
+// the same (TestChartRendersThePolicyFiles compares them).
+func inlineMatchConditionVariables(obj *unstructured.Unstructured, variables []any) error {
+	conditions, _, _ := unstructured.NestedSlice(obj.Object, "spec", "matchConditions")
+	if len(conditions) == 0 {
+		return nil
+	}
+	exprs := map[string]string{}
+	for _, v := range variables {
+		v := v.(map[string]any)
+		exprs[fmt.Sprint(v["name"])] = fmt.Sprint(v["expression"])
+	}
+	for _, c := range conditions {
+		c := c.(map[string]any)
+		expr := fmt.Sprint(c["expression"])
+		for range len(exprs) + 1 {
+			if !variableRef.MatchString(expr) {
+				break
+			}
+			var unknown error
+			expr = variableRef.ReplaceAllStringFunc(expr, func(ref string) string {
+				name := variableRef.FindStringSubmatch(ref)[1]
+				e, ok := exprs[name]
+				if !ok {
+					unknown = fmt.Errorf("match condition %v refers to variables.%s, which the policy does not define", c["name"], name)
+				}
+				return "(" + e + ")"
+			})
+			if unknown != nil {
+				return unknown
+			}
+		}
+		if variableRef.MatchString(expr) {
+			return fmt.Errorf("match condition %v: variables refer to each other in a cycle", c["name"])
+		}
+		c["expression"] = expr
+	}
+	return unstructured.SetNestedSlice(obj.Object, conditions, "spec", "matchConditions")
 }
