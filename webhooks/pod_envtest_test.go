@@ -1,16 +1,20 @@
 package webhooks_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	ipamclaimsv1alpha1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -296,5 +300,93 @@ func TestPodUpdateRuleOverTLS(t *testing.T) {
 	same.Labels = map[string]string{"x": "y"}
 	if resp := review(t, env, "/validate--v1-pod", admissionv1.Update, same, old); !resp.Allowed {
 		t.Fatalf("unrelated update refused: %+v", resp.Result)
+	}
+}
+
+// webhookCalls is how many requests the in-process webhook server has
+// served on path (controller-runtime's controller_runtime_webhook_requests_total).
+func webhookCalls(t *testing.T, path string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0.0
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_webhook_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "webhook" && l.GetValue() == path {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return n
+}
+
+// TestPodWebhooksAreCalledOnlyForTheirAnnotations: in a namespace with a
+// Primary Layer2 network, a pod without udnkit's annotations is created and
+// updated without a webhook call (the webhooks' matchConditions); the
+// validating webhook is called for a pod with v1.multus-cni.io/default-network
+// and for an update that changes it, the mutating one for a pod with
+// k8s.ovn.org/primary-udn-ipamclaim.
+func TestPodWebhooksAreCalledOnlyForTheirAnnotations(t *testing.T) {
+	env := startEnv(t)
+	c := env.Client
+	namespace(t, c, "quiet", true, nil)
+	if err := c.Create(ctx, udn("quiet", "n", predefinedNetwork())); err != nil {
+		t.Fatal(err)
+	}
+	claim(t, c, "quiet", "vm-a")
+	const validate, mutate = "/validate--v1-pod", "/mutate--v1-pod"
+	expect := func(path string, want float64) {
+		t.Helper()
+		err := envtest.Poll(5*time.Second, func() error {
+			if got := webhookCalls(t, path); got != want {
+				return fmt.Errorf("%s served %v requests, want %v", path, got, want)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	v0, m0 := webhookCalls(t, validate), webhookCalls(t, mutate)
+
+	plain := pod("quiet", "plain", map[string]string{"team": "a"})
+	if err := c.Create(ctx, plain); err != nil {
+		t.Fatal(err)
+	}
+	plain.Annotations["team"] = "b"
+	plain.Labels = map[string]string{"app": "x"}
+	if err := c.Update(ctx, plain); err != nil {
+		t.Fatal(err)
+	}
+	// Then one call each, so a call for the plain pod would show as two.
+	static := pod("quiet", "static", nse(`[{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.20"]}]`))
+	if err := c.Create(ctx, static); err != nil {
+		t.Fatal(err)
+	}
+	expect(validate, v0+1)
+	legacy := pod("quiet", "legacy", map[string]string{ovnk.AnnotationPrimaryUDNIPAMClaim: "vm-a"})
+	if err := c.Create(ctx, legacy); err != nil {
+		t.Fatal(err)
+	}
+	expect(mutate, m0+1)
+	expect(validate, v0+2) // the mutated pod carries the default-network annotation
+
+	// An update that keeps the annotation is not the webhook's; one that
+	// changes it is (and is refused, by the policy or the webhook).
+	static.Labels = map[string]string{"app": "y"}
+	if err := c.Update(ctx, static); err != nil {
+		t.Fatal(err)
+	}
+	expect(validate, v0+2)
+	static.Annotations[ovnk.AnnotationDefaultNetwork] = `[{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.21"]}]`
+	if err := c.Update(ctx, static); err == nil {
+		t.Error("changing the default-network annotation was admitted")
 	}
 }
