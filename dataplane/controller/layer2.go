@@ -72,7 +72,7 @@ func (r *Layer2Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("dataplane-layer2").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.Workers)}).
 		For(&nadv1.NetworkAttachmentDefinition{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nadsIn(r.Client, ""))).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nadsIn(r.Client, "")), layer2NodeFacts.predicate()).
 		Complete(r)
 }
 
@@ -80,7 +80,7 @@ func (r *Layer2Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func nadsIn(c client.Client, namespace string) handler.MapFunc {
 	return func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var nads nadv1.NetworkAttachmentDefinitionList
-		if err := c.List(ctx, &nads, client.InNamespace(namespace), client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
+		if err := c.List(ctx, &nads, client.InNamespace(namespace), client.HasLabels{ovnk.LabelUserDefinedNetwork}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil
 		}
 		out := make([]reconcile.Request, 0, len(nads.Items))
@@ -162,8 +162,10 @@ func (r *Layer2Reconciler) clusterFacts(nad *nadv1.NetworkAttachmentDefinition, 
 // any node is on the old topology and drop them once all have moved.
 func (r *Layer2Reconciler) apply(ctx context.Context, net dataplane.Layer2Network) (waiting bool, err error) {
 	net.MigrateLegacy = r.MigrateLegacy
+	// Read-only (announce copies the node it patches): the informer's own
+	// objects, not a copy of every node for each network.
 	var nodeList corev1.NodeList
-	if err := r.Client.List(ctx, &nodeList); err != nil {
+	if err := r.Client.List(ctx, &nodeList, client.UnsafeDisableDeepCopy); err != nil {
 		return false, err
 	}
 	// Oldest first: of two nodes with one ID, the younger is left out.
@@ -229,8 +231,9 @@ func (r *Layer2Reconciler) apply(ctx context.Context, net dataplane.Layer2Networ
 }
 
 // announce marks a node as running the transit-router topology.
-func (r *Layer2Reconciler) announce(ctx context.Context, node *corev1.Node) error {
-	patch := client.MergeFrom(node.DeepCopy())
+func (r *Layer2Reconciler) announce(ctx context.Context, cached *corev1.Node) error {
+	patch := client.MergeFrom(cached)
+	node := cached.DeepCopy()
 	if node.Annotations == nil {
 		node.Annotations = map[string]string{}
 	}

@@ -61,7 +61,7 @@ func (r *LiveMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.Workers)}).
 		For(&nadv1.NetworkAttachmentDefinition{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.vmPodRequests)).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nadsIn(r.Client, ""))).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nadsIn(r.Client, "")), layer2NodeFacts.predicate()).
 		Complete(r)
 }
 

@@ -56,10 +56,10 @@ func (r *MultiVTEPReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("dataplane-multi-vtep").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.Workers)}).
 		For(&nadv1.NetworkAttachmentDefinition{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nadsIn(r.Client, ""))).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nadsIn(r.Client, "")), vtepNodeFacts.predicate()).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return nadsIn(r.Client, o.GetNamespace())(ctx, o)
-		})).
+		}), podPortChanged()).
 		Complete(r)
 }
 
@@ -118,8 +118,10 @@ func layer3Name(nad *nadv1.NetworkAttachmentDefinition) (string, bool) {
 func (r *MultiVTEPReconciler) vtepState(ctx context.Context, network string, name func(*nadv1.NetworkAttachmentDefinition) (string, bool)) (
 	nodes []dataplane.VTEPNode, objs map[string]*corev1.Node, pods []dataplane.Layer2PodPort, err error) {
 	logger := log.FromContext(ctx).WithValues("network", network)
+	// Read-only: the informer's own objects, not copies of every node and
+	// pod for each network.
 	var nodeList corev1.NodeList
-	if err := r.Client.List(ctx, &nodeList); err != nil {
+	if err := r.Client.List(ctx, &nodeList, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, nil, err
 	}
 	byName := map[string]dataplane.VTEPNode{}
@@ -134,8 +136,11 @@ func (r *MultiVTEPReconciler) vtepState(ctx context.Context, network string, nam
 		nodes = append(nodes, n)
 		byName[n.Name], objs[n.Name] = n, &nodeList.Items[i]
 	}
+	// The network's NADs (a CUDN has one per namespace), by the cache's
+	// index, not every NAD of the cluster for each network.
 	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := r.Client.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
+	if err := r.Client.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}, client.MatchingFields{nadNetworkField: network},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, nil, err
 	}
 	for i := range nads.Items {
@@ -144,7 +149,7 @@ func (r *MultiVTEPReconciler) vtepState(ctx context.Context, network string, nam
 			continue
 		}
 		var list corev1.PodList
-		if err := r.Client.List(ctx, &list, client.InNamespace(nad.Namespace)); err != nil {
+		if err := r.Client.List(ctx, &list, client.InNamespace(nad.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 			return nil, nil, nil, err
 		}
 		for j := range list.Items {

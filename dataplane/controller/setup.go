@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -76,6 +77,10 @@ type Reconcilers struct {
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, error) {
 	ovn, err := dataplane.New(dataplane.Config{NBAddress: o.NBAddress, SBAddress: o.SBAddress, TLS: o.TLS})
 	if err != nil {
+		return nil, err
+	}
+	// Before the manager starts: an informer takes no index once it runs.
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &nadv1.NetworkAttachmentDefinition{}, nadNetworkField, nadNetwork); err != nil {
 		return nil, err
 	}
 	c := mgr.GetClient()

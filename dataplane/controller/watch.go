@@ -1,0 +1,93 @@
+package controller
+
+import (
+	"slices"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/udnkit/udnkit/ovnk"
+)
+
+// What each controller reads of a node or pod: a Node or Pod update that
+// changes none of it queues nothing. Without this, every node update (the
+// manager rewrites k8s.ovn.org/node-subnets on every node for each new
+// Layer3 network) queued every network of the cluster in each controller
+// that watches nodes, and every pod status update its namespace's networks.
+var (
+	// Layer2NodeFromNode, and InZone (Local).
+	layer2NodeFacts = nodeFacts{annotations: []string{ovnk.AnnotationNodeID, ovnk.AnnotationLayer2TopologyVersion, ovnk.AnnotationZoneName}, addresses: true}
+	// VTEPNodeFromNode, NodeSubnetsFromNode, and InZone (Local).
+	vtepNodeFacts = nodeFacts{annotations: []string{ovnk.AnnotationNodeEncapIPs, ovnk.AnnotationNodeTransitSwitchPortTunnelIDs,
+		ovnk.AnnotationNodeSubnets, ovnk.AnnotationZoneName}}
+)
+
+// nadNetworkField indexes udnkit's NADs by their network's name (the
+// config's "name": Layer2 or Layer3), for the controllers that read all of
+// a network's NADs.
+const nadNetworkField = "udnkit.network"
+
+func nadNetwork(o client.Object) []string {
+	nad, ok := o.(*nadv1.NetworkAttachmentDefinition)
+	if !ok {
+		return nil
+	}
+	if name, ok := layer2Name(nad); ok {
+		return []string{name}
+	}
+	if name, ok := layer3Name(nad); ok {
+		return []string{name}
+	}
+	return nil
+}
+
+// nodeFacts are the annotations (and, if addresses, status.addresses) a
+// controller reads of a node.
+type nodeFacts struct {
+	annotations []string
+	addresses   bool
+}
+
+// changed says whether an update from old to cur changes one of the facts.
+func (f nodeFacts) changed(old, cur *corev1.Node) bool {
+	for _, k := range f.annotations {
+		o, hadOld := old.Annotations[k]
+		n, hasNew := cur.Annotations[k]
+		if hadOld != hasNew || o != n {
+			return true
+		}
+	}
+	return f.addresses && !slices.Equal(old.Status.Addresses, cur.Status.Addresses)
+}
+
+// predicate passes every create, delete and generic event, and an update
+// only when it changes one of the facts.
+func (f nodeFacts) predicate() builder.WatchesOption {
+	return builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		old, ok1 := e.ObjectOld.(*corev1.Node)
+		cur, ok2 := e.ObjectNew.(*corev1.Node)
+		return !ok1 || !ok2 || f.changed(old, cur)
+	}})
+}
+
+// podPortChanged passes a Pod update only when it changes what
+// Layer2PodPortFromPod reads: spec.nodeName, status.phase or
+// k8s.ovn.org/pod-networks.
+func podPortChanged() builder.WatchesOption {
+	return builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		old, ok1 := e.ObjectOld.(*corev1.Pod)
+		cur, ok2 := e.ObjectNew.(*corev1.Pod)
+		return !ok1 || !ok2 || podPortUpdate(old, cur)
+	}})
+}
+
+func podPortUpdate(old, cur *corev1.Pod) bool {
+	o, hadOld := old.Annotations[ovnk.AnnotationPodNetworks]
+	n, hasNew := cur.Annotations[ovnk.AnnotationPodNetworks]
+	return hadOld != hasNew || o != n || old.Spec.NodeName != cur.Spec.NodeName || old.Status.Phase != cur.Status.Phase
+}

@@ -1,0 +1,111 @@
+package controller
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/udnkit/udnkit/ovnk"
+)
+
+// factsNode is OKEP-5535's node-a with every node annotation udnkit or
+// OVN-Kubernetes writes, and an InternalIP.
+func factsNode() *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-a", Annotations: map[string]string{
+			ovnk.AnnotationNodeID: "6", ovnk.AnnotationNodeEncapIPs: `["10.0.0.2","10.0.0.3","10.0.0.4"]`,
+			ovnk.AnnotationNodeTransitSwitchPortTunnelIDs: "[6,7,8]",
+			ovnk.AnnotationNodeSubnets:                    `{"default":["10.244.1.0/24"],"tenant.green_green":["10.200.3.0/24"]}`,
+			ovnk.AnnotationLayer2TopologyVersion:          ovnk.Layer2TopologyVersionTransitRouter,
+			ovnk.AnnotationZoneName:                       "zone-a",
+			"example.com/unrelated":                       "x",
+		}},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "172.18.0.2"}}},
+	}
+}
+
+// nodeEdits change one fact of factsNode to another valid value each.
+var nodeEdits = map[string]func(*corev1.Node){
+	ovnk.AnnotationNodeID: func(n *corev1.Node) { n.Annotations[ovnk.AnnotationNodeID] = "7" },
+	ovnk.AnnotationNodeEncapIPs: func(n *corev1.Node) {
+		n.Annotations[ovnk.AnnotationNodeEncapIPs] = `["10.0.0.2","10.0.0.3","10.0.0.5"]`
+	},
+	ovnk.AnnotationNodeTransitSwitchPortTunnelIDs: func(n *corev1.Node) { n.Annotations[ovnk.AnnotationNodeTransitSwitchPortTunnelIDs] = "[6,7,9]" },
+	ovnk.AnnotationNodeSubnets: func(n *corev1.Node) {
+		n.Annotations[ovnk.AnnotationNodeSubnets] = `{"default":["10.244.1.0/24"],"tenant.green_green":["10.200.4.0/24"]}`
+	},
+	ovnk.AnnotationLayer2TopologyVersion: func(n *corev1.Node) { delete(n.Annotations, ovnk.AnnotationLayer2TopologyVersion) },
+	ovnk.AnnotationZoneName:              func(n *corev1.Node) { n.Annotations[ovnk.AnnotationZoneName] = "zone-b" },
+	"example.com/unrelated":              func(n *corev1.Node) { n.Annotations["example.com/unrelated"] = "y" },
+	"status.addresses": func(n *corev1.Node) {
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "172.18.0.3"}}
+	},
+}
+
+// TestNodeFactsCoverWhatReadersRead: an edit that changes what a
+// controller reads of a node passes its Node watch's predicate, and an edit
+// of anything else does not (so the watch drops it).
+func TestNodeFactsCoverWhatReadersRead(t *testing.T) {
+	zone := InZone("zone-a")
+	readers := map[string]struct {
+		facts nodeFacts
+		read  func(*corev1.Node) any
+	}{
+		"layer2 and live migration": {layer2NodeFacts, func(n *corev1.Node) any {
+			l2, ok, err := Layer2NodeFromNode(n)
+			return fmt.Sprint(l2, ok, err, zone(n))
+		}},
+		"multi-VTEP": {vtepNodeFacts, func(n *corev1.Node) any {
+			v, err := VTEPNodeFromNode(n)
+			s, serr := NodeSubnetsFromNode(n, "tenant.green_green")
+			return fmt.Sprint(v, err, s, serr, zone(n))
+		}},
+	}
+	for name, r := range readers {
+		for edit, f := range nodeEdits {
+			old, cur := factsNode(), factsNode()
+			f(cur)
+			reads := !reflect.DeepEqual(r.read(old), r.read(cur))
+			passes := r.facts.changed(old, cur)
+			if reads != passes {
+				t.Errorf("%s, edit of %s: the reader's result changes: %v, the predicate passes: %v", name, edit, reads, passes)
+			}
+		}
+	}
+	// Every fact listed is one the edits exercise.
+	for _, k := range slices.Concat(layer2NodeFacts.annotations, vtepNodeFacts.annotations) {
+		if nodeEdits[k] == nil {
+			t.Errorf("no edit of %s", k)
+		}
+	}
+}
+
+func TestPodPortChanged(t *testing.T) {
+	base := func() *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p",
+			Annotations: map[string]string{ovnk.AnnotationPodNetworks: "{}", "x": "1"}, Labels: map[string]string{"a": "b"}},
+			Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	}
+	for edit, tc := range map[string]struct {
+		f    func(*corev1.Pod)
+		want bool
+	}{
+		"pod-networks":      {func(p *corev1.Pod) { p.Annotations[ovnk.AnnotationPodNetworks] = `{"a/b":{}}` }, true},
+		"pod-networks gone": {func(p *corev1.Pod) { delete(p.Annotations, ovnk.AnnotationPodNetworks) }, true},
+		"nodeName":          {func(p *corev1.Pod) { p.Spec.NodeName = "node-b" }, true},
+		"phase":             {func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }, true},
+		"other annotation":  {func(p *corev1.Pod) { p.Annotations["x"] = "2" }, false},
+		"labels":            {func(p *corev1.Pod) { p.Labels["a"] = "c" }, false},
+		"conditions":        {func(p *corev1.Pod) { p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady}} }, false},
+	} {
+		old, cur := base(), base()
+		tc.f(cur)
+		if got := podPortUpdate(old, cur); got != tc.want {
+			t.Errorf("%s: passes %v, want %v", edit, got, tc.want)
+		}
+	}
+}
