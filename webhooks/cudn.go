@@ -16,19 +16,26 @@ import (
 )
 
 // The CUDN webhook is called only for what the ValidatingAdmissionPolicies
-// (files/policies) cannot see, every namespace: a Primary CUDN on create, or
-// when its namespaceSelector changes (the match condition; the webhook
-// compares the selectors semantically).
-// +kubebuilder:webhook:path=/validate-k8s-ovn-org-v1-clusteruserdefinednetwork,mutating=false,failurePolicy=fail,sideEffects=None,groups=k8s.ovn.org,resources=clusteruserdefinednetworks,verbs=create;update,versions=v1,name=clusteruserdefinednetworks.udnkit.k8s.ovn.org,admissionReviewVersions=v1,timeoutSeconds=5,patch=`{"matchConditions":[{"name":"primary-selector-set","expression":"object.spec.network.?layer2.?role.orValue(object.spec.network.?layer3.?role.orValue('')) == 'Primary' && (request.operation == 'CREATE' || object.spec.namespaceSelector != oldObject.spec.namespaceSelector)"}]}`
+// (files/policies) cannot see cheaply (the match condition):
+//   - every namespace: a Primary CUDN on create, or when its
+//     namespaceSelector changes (the webhook compares the selectors
+//     semantically);
+//   - every CUDN: a new CUDN whose name holds '-' or '.' (only such names can
+//     share OVN names with another, see ovnk.NetworkPrefix). A policy with
+//     CUDN params is evaluated once per CUDN of the cluster on each CUDN
+//     create, which makes creating n CUDNs cost O(n²); the webhook reads one
+//     index entry.
+// +kubebuilder:webhook:path=/validate-k8s-ovn-org-v1-clusteruserdefinednetwork,mutating=false,failurePolicy=fail,sideEffects=None,groups=k8s.ovn.org,resources=clusteruserdefinednetworks,verbs=create;update,versions=v1,name=clusteruserdefinednetworks.udnkit.k8s.ovn.org,admissionReviewVersions=v1,timeoutSeconds=5,patch=`{"matchConditions":[{"name":"primary-selector-set-or-new-separated-name","expression":"request.operation == 'CREATE' \u0026\u0026 (object.metadata.name.contains('-') || object.metadata.name.contains('.')) || object.spec.network.?layer2.?role.orValue(object.spec.network.?layer3.?role.orValue('')) == 'Primary' \u0026\u0026 (request.operation == 'CREATE' || object.spec.namespaceSelector != oldObject.spec.namespaceSelector)"}]}`
 // +kubebuilder:rbac:groups=k8s.ovn.org,resources=userdefinednetworks;clusteruserdefinednetworks,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // ClusterUserDefinedNetworkValidator checks what neither CEL nor a
 // ValidatingAdmissionPolicy can on a ClusterUserDefinedNetwork, as it needs
-// every namespace: that a Primary CUDN selects no namespace that already has
-// a primary network, and which of them lack the primary-network label (a
-// warning). The network's own spec and name are the policies'
-// (udnkit-network-config, udnkit-network-warnings, udnkit-cudn-peers).
+// every namespace or every CUDN: that a Primary CUDN selects no namespace
+// that already has a primary network, and which of them lack the
+// primary-network label (a warning); and that a new CUDN's OVN objects are
+// not named like another's. The network's own spec is the policies'
+// (udnkit-network-config, udnkit-network-warnings).
 type ClusterUserDefinedNetworkValidator struct {
 	// Client reads namespaces, UDNs and CUDNs: the manager's cache, with
 	// IndexFields' indexes (SetupWithManager). A network created moments ago
@@ -59,17 +66,25 @@ func (v *ClusterUserDefinedNetworkValidator) ValidateDelete(context.Context, *ud
 }
 
 func (v *ClusterUserDefinedNetworkValidator) validate(ctx context.Context, old, cudn *udnv1.ClusterUserDefinedNetwork) (admission.Warnings, error) {
+	var errs field.ErrorList
+	if old == nil {
+		var err error
+		if errs, err = v.validateName(ctx, cudn); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+	}
 	// The selector may change on update, so a Primary CUDN is checked again
 	// whenever it does (the match condition sends only those requests; this
 	// repeats it for a server without match conditions and for selectors
 	// that differ only in form).
 	if !cudn.Spec.Network.IsPrimary() || old != nil && equalSelectors(old.Spec.NamespaceSelector, cudn.Spec.NamespaceSelector) {
-		return verdict("ClusterUserDefinedNetwork", cudn.Name, nil, nil)
+		return verdict("ClusterUserDefinedNetwork", cudn.Name, errs, nil)
 	}
-	errs, unlabelled, err := v.validatePrimary(ctx, cudn)
+	primaryErrs, unlabelled, err := v.validatePrimary(ctx, cudn)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
+	errs = append(errs, primaryErrs...)
 	var warnings []string
 	if len(unlabelled) > 0 {
 		warnings = append(warnings, fmt.Sprintf(
@@ -148,4 +163,42 @@ func equalSelectors(a, b metav1.LabelSelector) bool {
 		return false
 	}
 	return sa.String() == sb.String()
+}
+
+// validateName refuses a new CUDN whose OVN objects would be named like
+// another CUDN's (names that differ only in '-' versus '.'). It decides from
+// the cache's IndexOVNPrefix and confirms a refusal against the apiserver.
+func (v *ClusterUserDefinedNetworkValidator) validateName(ctx context.Context, cudn *udnv1.ClusterUserDefinedNetwork) (field.ErrorList, error) {
+	prefix := ovnk.NetworkPrefix(ovnk.CUDNNetworkName(cudn.Name))
+	var list udnv1.ClusterUserDefinedNetworkList
+	if err := v.Client.List(ctx, &list, client.MatchingFields{IndexOVNPrefix: prefix}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing ClusterUserDefinedNetworks: %w", err)
+	}
+	other := namedLike(list.Items, cudn.Name)
+	if other != "" && v.APIReader != nil {
+		// The cache may hold a CUDN deleted moments ago: only one the
+		// apiserver has refuses.
+		if err := v.APIReader.List(ctx, &list); err != nil {
+			return nil, fmt.Errorf("listing ClusterUserDefinedNetworks: %w", err)
+		}
+		other = namedLike(list.Items, cudn.Name)
+	}
+	if other == "" {
+		return nil, nil
+	}
+	return field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), cudn.Name, fmt.Sprintf(
+		"its OVN objects would be named like those of ClusterUserDefinedNetwork %s (OVN-Kubernetes replaces '-' and '/' with '.', giving both the prefix %s); choose another name.",
+		other, prefix))}, nil
+}
+
+// namedLike returns the first CUDN of items, other than name itself, whose
+// OVN prefix is name's.
+func namedLike(items []udnv1.ClusterUserDefinedNetwork, name string) string {
+	prefix := ovnk.NetworkPrefix(ovnk.CUDNNetworkName(name))
+	for i := range items {
+		if n := items[i].Name; n != name && ovnk.NetworkPrefix(ovnk.CUDNNetworkName(n)) == prefix {
+			return n
+		}
+	}
+	return ""
 }

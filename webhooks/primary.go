@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // primaryNetwork is a Primary UDN or CUDN, as a namespace sees it.
@@ -59,8 +60,18 @@ func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 	}); err != nil {
 		return fmt.Errorf("indexing ClusterUserDefinedNetworks: %w", err)
 	}
+	if err := indexer.IndexField(ctx, &udnv1.ClusterUserDefinedNetwork{}, IndexOVNPrefix, func(o client.Object) []string {
+		return []string{ovnk.NetworkPrefix(ovnk.CUDNNetworkName(o.GetName()))}
+	}); err != nil {
+		return fmt.Errorf("indexing ClusterUserDefinedNetworks: %w", err)
+	}
 	return nil
 }
+
+// IndexOVNPrefix is the field index of ClusterUserDefinedNetworks by the
+// prefix of their OVN objects (ovnk.NetworkPrefix): CUDNs whose names differ
+// only in '-' versus '.' share it.
+const IndexOVNPrefix = "udnkit.webhooks.ovnPrefix"
 
 var primaryTrue = []string{"true"}
 

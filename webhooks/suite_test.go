@@ -374,7 +374,7 @@ func waitForPolicies(env *envtest.Environment) error {
 			return errors.New("udnkit-udn-peers not enforced yet")
 		}
 		if err := c.Create(ctx, cudn("probe.a", map[string]string{"none": "none"}, layer2(udnv1.NetworkRoleSecondary, "10.102.0.0/16")), client.DryRunAll); err == nil {
-			return errors.New("udnkit-cudn-peers not enforced yet")
+			return errors.New("the CUDN webhook's name check is not served yet")
 		}
 		return nil
 	})

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -278,7 +279,7 @@ func TestOVNNameCollisionsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := cudn("col.x", map[string]string{"none": "none"}, layer2(udnv1.NetworkRoleSecondary, "10.92.0.0/24"))
-	expectInvalid(t, createRefused(t, c, second), "metadata.name: col.x: its OVN objects would be named like those of ClusterUserDefinedNetwork col-x",
+	expectInvalid(t, createRefused(t, c, second), `metadata.name: Invalid value: "col.x": its OVN objects would be named like those of ClusterUserDefinedNetwork col-x`,
 		"giving both the prefix cluster_udn_col.x_); choose another name.")
 	expectAbsent(t, c, second)
 	if err := c.Create(ctx, cudn("col-y", map[string]string{"none": "none"}, layer2(udnv1.NetworkRoleSecondary, "10.93.0.0/24"))); err != nil {
@@ -540,4 +541,29 @@ func TestPrimaryUDNCreateIsThePolicies(t *testing.T) {
 			t.Errorf("%q names none of the three rules", got)
 		}
 	})
+}
+
+// TestCUDNWebhookCalledOnlyWhenNeeded: a new Secondary CUDN whose name holds
+// neither '-' nor '.' (it cannot share OVN names with another) is created
+// without a webhook call; one whose name holds either is checked.
+func TestCUDNWebhookCalledOnlyWhenNeeded(t *testing.T) {
+	env := startEnv(t)
+	c := env.Client
+	const path = "/validate-k8s-ovn-org-v1-clusteruserdefinednetwork"
+	before := webhookCalls(t, path)
+	if err := c.Create(context.Background(), cudn("plainname", map[string]string{"none": "none"}, layer2(udnv1.NetworkRoleSecondary, "10.118.8.0/24"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(context.Background(), cudn("with-dash", map[string]string{"none": "none"}, layer2(udnv1.NetworkRoleSecondary, "10.118.9.0/24"))); err != nil {
+		t.Fatal(err)
+	}
+	err := envtest.Poll(5*time.Second, func() error {
+		if got := webhookCalls(t, path); got != before+1 {
+			return fmt.Errorf("the CUDN webhook served %v requests, want %v", got, before+1)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
 }

@@ -143,8 +143,8 @@ func TestRenderDefaults(t *testing.T) {
 			t.Errorf("no %s rendered", kind)
 		}
 	}
-	if k["ValidatingAdmissionPolicy"] != 11 || k["ValidatingAdmissionPolicyBinding"] != 11 {
-		t.Errorf("want 11 ValidatingAdmissionPolicies with bindings, got %v", k)
+	if k["ValidatingAdmissionPolicy"] != 10 || k["ValidatingAdmissionPolicyBinding"] != 10 {
+		t.Errorf("want 10 ValidatingAdmissionPolicies with bindings, got %v", k)
 	}
 	for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
 		cfg := find(objs, kind, "")
