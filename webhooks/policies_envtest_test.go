@@ -305,3 +305,39 @@ func TestNetworksRefusedWithoutParams(t *testing.T) {
 		return nil
 	})
 }
+
+// TestPoliciesTakeTheLargestNetwork: the policies' match conditions run on
+// the apiserver's smaller match-condition cost budget; a Layer3 network with
+// the most subnets the CRD allows (200) is still admitted, and refused with
+// the right field when its last subnet overlaps a cluster range, as a create
+// and as an update that appends it.
+func TestPoliciesTakeTheLargestNetwork(t *testing.T) {
+	env := startEnv(t)
+	c := env.Client
+	l3 := func(first int, last udnv1.CIDR) udnv1.NetworkSpec {
+		s := layer3(udnv1.NetworkRolePrimary)
+		for i := range 199 {
+			s.Layer3.Subnets = append(s.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: udnv1.CIDR(fmt.Sprintf("%d.%d.0.0/16", first, i)), HostSubnet: 24})
+		}
+		if last != "" {
+			s.Layer3.Subnets = append(s.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: last, HostSubnet: 24})
+		}
+		return s
+	}
+	for _, ns := range []string{"largest-a", "largest-b", "largest-c"} {
+		namespace(t, c, ns, true, nil)
+	}
+	if err := c.Create(ctx, udn("largest-a", "big", l3(20, "21.0.0.0/16"))); err != nil {
+		t.Fatalf("a Layer3 UDN with 200 subnets: %v", err)
+	}
+	bad := udn("largest-b", "bad", l3(20, "10.244.0.0/16"))
+	expectInvalid(t, c.Create(ctx, bad), "spec.layer3.subnets[199].cidr: 10.244.0.0/16 overlaps the cluster default network subnet 10.244.0.0/16")
+	expectAbsent(t, c, bad)
+
+	grow := udn("largest-c", "grow", l3(22, ""))
+	if err := c.Create(ctx, grow); err != nil {
+		t.Fatal(err)
+	}
+	grow.Spec.Layer3.Subnets = append(grow.Spec.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: "10.244.0.0/16", HostSubnet: 24})
+	expectInvalid(t, c.Update(ctx, grow), "spec.layer3.subnets[199].cidr: 10.244.0.0/16 overlaps the cluster default network subnet 10.244.0.0/16")
+}
