@@ -164,21 +164,22 @@ func (c *Client) ApplyUnless(ctx context.Context, d *Desired, unless func(contex
 	if len(chunks) > 1 {
 		done()
 	}
-	if c.beforeTransact != nil {
-		c.beforeTransact(d.Owner)
-	}
 	// Chunks go one after another on the client's one connection, so the
 	// transaction of another network's Apply goes in between (the server and
 	// the client's update stream handle one transaction at a time, in order);
-	// before each further chunk, the Applies of one transaction under way
-	// finish first (briefly: see yieldAtMost), so they do not share the
+	// before each chunk, the first one included (other Applies may have
+	// started while this one planned), the Applies of one transaction under
+	// way finish first (briefly: see yieldAtMost), so they do not share the
 	// database, the update stream and the CPU with this one.
 	real := map[string]string{} // named UUIDs of earlier chunks' inserts
 	var inserted []rowRef
 	for k, ch := range chunks {
-		if k > 0 {
+		if len(chunks) > 1 {
 			c.ahead.yield(ctx, cmp.Or(c.yieldAtMost, yieldAtMost))
 			step("yield")
+		}
+		if k == 0 && c.beforeTransact != nil {
+			c.beforeTransact(d.Owner)
 		}
 		ops := ch.resolve(real)
 		// libovsdb sends a transaction even when ctx is done (and then may
@@ -226,7 +227,7 @@ func (c *Client) ApplyUnless(ctx context.Context, d *Desired, unless func(contex
 }
 
 // yieldAtMost bounds how long a split Apply waits for other Applies before
-// each of its further transactions, so a stream of small Applies delays a
+// each of its transactions, so a stream of small Applies delays a
 // large one by at most this much per transaction.
 const yieldAtMost = 100 * time.Millisecond
 

@@ -255,24 +255,10 @@ func TestSplitApplyRefusesBeforeItsFirstTransaction(t *testing.T) {
 // its own transaction after the split one could have sent its next.
 func TestSplitApplyLetsOneTransactionApplyGoFirst(t *testing.T) {
 	e := newEnv(t)
-	e.c.MaxTransactionOps = 8
-	e.c.yieldAtMost = time.Minute // only the order matters here
-	small := &Desired{Owner: Owner{Network: "small_net", Topology: TopologyLayer2, Piece: PieceTransitRouter},
-		Routers: []Router{{Row: nbdb.LogicalRouter{Name: "small_net_router"},
-			Ports: []nbdb.LogicalRouterPort{{Name: "small_net_port", MAC: "0a:58:0a:00:00:01", Networks: []string{"10.0.0.1/24"}}}}}}
 	// The small Apply, once planned, sends its transaction only when the
 	// split one waits for it (or, were it not to wait, when the split one
 	// has committed its second transaction: then the check below fails).
-	planned, send := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	release := func() { once.Do(func() { close(send) }) }
-	e.c.beforeTransact = func(o Owner) {
-		if o.Network == small.Owner.Network {
-			close(planned)
-			<-send
-		}
-	}
-	e.c.ahead.waits = release
+	small, planned, release := heldOneTransactionApply(e)
 	done := make(chan error, 1)
 	order := []string{}
 	e.c.afterTransaction = func(o Owner, k, n int) {
@@ -280,13 +266,7 @@ func TestSplitApplyLetsOneTransactionApplyGoFirst(t *testing.T) {
 			return
 		}
 		if k == 1 {
-			go func() {
-				res, err := e.c.Apply(e.ctx, small)
-				if err == nil && res.Transactions != 1 {
-					err = fmt.Errorf("the small Apply was split: %+v", res)
-				}
-				done <- err
-			}()
+			go func() { done <- applyOnce(e, small) }()
 			<-planned
 			return
 		}
@@ -304,4 +284,68 @@ func TestSplitApplyLetsOneTransactionApplyGoFirst(t *testing.T) {
 	if len(order) != 1 || order[0] != "small committed before transaction 2: true" {
 		t.Fatalf("order: %v", order)
 	}
+}
+
+// TestSplitApplyLetsOneTransactionApplyGoFirstBeforeItsFirst: an Apply of
+// one transaction that is under way when a split Apply has planned (it
+// started while the split one planned) completes before the split Apply
+// sends its first transaction, not only before its later ones.
+func TestSplitApplyLetsOneTransactionApplyGoFirstBeforeItsFirst(t *testing.T) {
+	e := newEnv(t)
+	// The small Apply, once planned, sends its transaction only when the
+	// split one waits for it or, were it not to wait, when the split one
+	// has committed its first transaction: then the check below fails.
+	small, planned, release := heldOneTransactionApply(e)
+	var order []string
+	e.c.afterTransaction = func(o Owner, k, n int) {
+		if o.Network != benchNetwork().Name || k != 1 {
+			return
+		}
+		defer release()
+		_, ok := e.rows("Logical_Router_Port")["small_net_port"]
+		order = append(order, fmt.Sprintf("small committed before transaction 1: %v", ok))
+	}
+	done := make(chan error, 1)
+	go func() { done <- applyOnce(e, small) }()
+	<-planned
+	e.apply(mustLayer2(t, benchNetwork(), chunkNodes(20)))
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(order) != 1 || order[0] != "small committed before transaction 1: true" {
+		t.Fatalf("order: %v", order)
+	}
+}
+
+// heldOneTransactionApply prepares the split-Apply ordering tests (whose
+// split Apply sends transactions of at most 8 operations and waits for
+// others as long as it takes): a small network whose Apply, once planned,
+// closes planned and sends its one transaction only when release is
+// called, which the split Apply's yield does when it starts waiting.
+func heldOneTransactionApply(e *env) (small *Desired, planned <-chan struct{}, release func()) {
+	e.c.MaxTransactionOps = 8
+	e.c.yieldAtMost = time.Minute // only the order matters here
+	small = &Desired{Owner: Owner{Network: "small_net", Topology: TopologyLayer2, Piece: PieceTransitRouter},
+		Routers: []Router{{Row: nbdb.LogicalRouter{Name: "small_net_router"},
+			Ports: []nbdb.LogicalRouterPort{{Name: "small_net_port", MAC: "0a:58:0a:00:00:01", Networks: []string{"10.0.0.1/24"}}}}}}
+	p, send := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(send) }) }
+	e.c.beforeTransact = func(o Owner) {
+		if o.Network == small.Owner.Network {
+			close(p)
+			<-send
+		}
+	}
+	e.c.ahead.waits = release
+	return small, p, release
+}
+
+// applyOnce applies d and fails unless it took one transaction.
+func applyOnce(e *env, d *Desired) error {
+	res, err := e.c.Apply(e.ctx, d)
+	if err == nil && res.Transactions != 1 {
+		err = fmt.Errorf("the small Apply was split: %+v", res)
+	}
+	return err
 }

@@ -81,8 +81,9 @@ type Client struct {
 	// DefaultMaxTransactionOps; a negative value never splits. Set it before
 	// the first Apply.
 	MaxTransactionOps int
-	// beforeTransact, when set (by benchmarks), runs in Apply after planning,
-	// with the network's lock held, just before the first transaction is sent.
+	// beforeTransact, when set (by benchmarks and tests), runs in Apply after
+	// planning (and a split Apply's yield), with the network's lock held,
+	// just before the first transaction is sent.
 	beforeTransact func(Owner)
 	// afterTransaction, when set (by tests), runs in Apply after transaction
 	// k of n has committed.

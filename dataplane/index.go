@@ -272,8 +272,10 @@ func (ix *rowIndex) put(table, uuid string, m model.Model) {
 		rows[uuid] = m
 		ix.link(table, uuid, m, true)
 	}
-	// A router's child columns: only those that changed (a transaction that
-	// adds a node's port to a router with thousands leaves its routes).
+	// A router's child columns: only the children that changed (each
+	// transaction of a large Apply adds a few nodes' rows to a router with
+	// thousands, and the index follows on the events goroutine, which a
+	// small Apply's waitVisible waits for).
 	was, is := childrenOf(old), childrenOf(m)
 	for i := range max(len(was), len(is)) {
 		var from, to []string
@@ -283,11 +285,45 @@ func (ix *rowIndex) put(table, uuid string, m model.Model) {
 		if i < len(is) {
 			to = is[i]
 		}
-		if !slices.Equal(from, to) {
-			ix.adopt(uuid, from, false)
-			ix.adopt(uuid, to, true)
+		gone, added := childDiff(from, to)
+		ix.adopt(uuid, gone, false)
+		ix.adopt(uuid, added, true)
+	}
+}
+
+// childDiff returns the children in from and not in to, and those in to
+// and not in from. libovsdb applies an update's set difference to the old
+// row's slice in place: it moves the last elements into the removed ones'
+// places and appends the added ones, so the common case, a prefix kept
+// and children appended, is found without a map.
+func childDiff(from, to []string) (gone, added []string) {
+	n := 0
+	for n < len(from) && n < len(to) && from[n] == to[n] {
+		n++
+	}
+	if n == len(from) {
+		return nil, to[n:]
+	}
+	if n == len(to) {
+		return from[n:], nil
+	}
+	in := make(map[string]bool, len(to)-n)
+	for _, c := range to[n:] {
+		in[c] = true
+	}
+	for _, c := range from[n:] {
+		if in[c] {
+			delete(in, c)
+		} else {
+			gone = append(gone, c)
 		}
 	}
+	for _, c := range to[n:] {
+		if in[c] {
+			added = append(added, c)
+		}
+	}
+	return gone, added
 }
 
 // link adds (or removes) a row's entries in byNet, byName and pieces.

@@ -195,3 +195,26 @@ func TestIndexHoldsTheCachesModels(t *testing.T) {
 		t.Errorf("only %d rows compared", n)
 	}
 }
+
+// childDiff finds the children a router update removed and added, whether
+// libovsdb appended them (the fast path) or moved others into the removed
+// ones' places.
+func TestChildDiff(t *testing.T) {
+	for _, c := range []struct {
+		from, to, gone, added []string
+	}{
+		{nil, nil, nil, nil},
+		{nil, []string{"a"}, nil, []string{"a"}},
+		{[]string{"a", "b"}, []string{"a", "b", "c", "d"}, nil, []string{"c", "d"}},
+		{[]string{"a", "b", "c"}, []string{"a"}, []string{"b", "c"}, nil},
+		// b removed (d moved into its place), e appended
+		{[]string{"a", "b", "c", "d"}, []string{"a", "d", "c", "e"}, []string{"b"}, []string{"e"}},
+		{[]string{"a", "b"}, []string{"b", "a"}, nil, nil},
+		{[]string{"a", "b"}, []string{"c"}, []string{"a", "b"}, []string{"c"}},
+	} {
+		gone, added := childDiff(c.from, c.to)
+		if !slices.Equal(gone, c.gone) || !slices.Equal(added, c.added) {
+			t.Errorf("childDiff(%v, %v) = %v, %v; want %v, %v", c.from, c.to, gone, added, c.gone, c.added)
+		}
+	}
+}
