@@ -139,7 +139,7 @@ func (r *MultiVTEPReconciler) vtepState(ctx context.Context, network string, nam
 	// The network's NADs (a CUDN has one per namespace), by the cache's
 	// index, not every NAD of the cluster for each network.
 	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := r.Client.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}, client.MatchingFields{nadNetworkField: network},
+	if err := r.Client.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}, client.MatchingFields{NADNetworkField: network},
 		client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, nil, err
 	}

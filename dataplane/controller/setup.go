@@ -80,7 +80,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 		return nil, err
 	}
 	// Before the manager starts: an informer takes no index once it runs.
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &nadv1.NetworkAttachmentDefinition{}, nadNetworkField, nadNetwork); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &nadv1.NetworkAttachmentDefinition{}, NADNetworkField, NADNetwork); err != nil {
 		return nil, err
 	}
 	c := mgr.GetClient()

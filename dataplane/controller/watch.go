@@ -27,12 +27,14 @@ var (
 		ovnk.AnnotationNodeSubnets, ovnk.AnnotationZoneName}}
 )
 
-// nadNetworkField indexes udnkit's NADs by their network's name (the
-// config's "name": Layer2 or Layer3), for the controllers that read all of
-// a network's NADs.
-const nadNetworkField = "udnkit.network"
+// NADNetworkField indexes udnkit's NADs by their network's name (the
+// config's "name": Layer2 or Layer3; NADNetwork), for the controllers that
+// read all of a network's NADs. Setup registers it; a MultiVTEPReconciler
+// built otherwise needs its Client to have it.
+const NADNetworkField = "udnkit.network"
 
-func nadNetwork(o client.Object) []string {
+// NADNetwork is NADNetworkField's index function.
+func NADNetwork(o client.Object) []string {
 	nad, ok := o.(*nadv1.NetworkAttachmentDefinition)
 	if !ok {
 		return nil
