@@ -156,7 +156,13 @@ func (r *Reconciler) podsIn(ctx context.Context, namespace string) []reconcile.R
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	defer r.observePools()
+	// Only the pool the pod held and the one it gets can change here:
+	// publishing every pool after every reconcile cost pods × networks.
+	var touched []string
+	if rec, ok := r.pods[req.NamespacedName]; ok {
+		touched = append(touched, rec.network)
+	}
+	defer func() { r.observePools(touched...) }()
 	var pod corev1.Pod
 	if err := r.client.Get(ctx, req.NamespacedName, &pod); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -179,6 +185,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil || net == nil {
 		return reconcile.Result{}, err
 	}
+	touched = append(touched, net.ref.ID())
 	st, err := r.network(ctx, net)
 	if err != nil {
 		r.warn(&pod, ReasonInvalidNetwork, err.Error())
