@@ -299,6 +299,10 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 		if err := freeNetworkID(ctx, c, d.timeout, s); err != nil {
 			return r, err
 		}
+		// The deletion's requests are not the restart's.
+		if after, err = apiserverRequests(ctx, metricsHTTP, env.Config.Host); err != nil {
+			return r, err
+		}
 	}
 	mgr.stop()
 	ns, network := scaleNetwork(s.networks * 8) // index ≡ 0 mod 8: UDN Layer2 Primary
