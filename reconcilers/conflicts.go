@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -23,6 +22,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/reconcilers/nsselect"
 )
 
 // Conflicts the webhooks cannot rule out. They decide from an informer
@@ -105,99 +105,88 @@ func (r *networkReconciler) rivalsOf(ctx context.Context, kind string, changed c
 		}
 		return out
 	}
-	nsLabels := make([]labels.Set, 0, len(namespaces))
+	seen := map[string]bool{}
 	for _, ns := range namespaces {
 		var nsObj corev1.Namespace
-		if err := r.client.Get(ctx, client.ObjectKey{Name: ns}, &nsObj, client.UnsafeDisableDeepCopy); err == nil {
-			nsLabels = append(nsLabels, labels.Set(nsObj.Labels))
+		if err := r.client.Get(ctx, client.ObjectKey{Name: ns}, &nsObj, client.UnsafeDisableDeepCopy); err != nil {
+			continue
 		}
-	}
-	for _, c := range r.primaryCUDNs(ctx, changed.GetUID()) {
-		for _, l := range nsLabels {
-			if c.sel.Matches(l) {
+		cudns, err := r.primaryCUDNs(ctx, changed.GetUID(), &nsObj)
+		if err != nil {
+			continue
+		}
+		for _, c := range cudns {
+			if !seen[c.name] {
+				seen[c.name] = true
 				out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Name: c.name}})
-				break
 			}
 		}
 	}
 	return out
 }
 
-// cudnSelector is a Primary CUDN as the age rule sees it, with its parsed
-// namespaceSelector.
-type cudnSelector struct {
-	rival
-	sel labels.Selector
-}
+// indexCUDNNamespaces indexes CUDNs by the namespaces their selector names
+// (nsselect.IndexKeys), and indexCUDNSubnetConflict the CUDNs whose
+// condition reports a subnet conflict: every network's reconcile, and every
+// namespace and NAD event, used to list every CUDN.
+const (
+	indexCUDNNamespaces     = "reconcilers.cudn.selectedNamespaces"
+	indexCUDNSubnetConflict = "reconcilers.cudn.subnetConflict"
+)
 
-// selectorCache parses each CUDN's namespaceSelector once per generation:
-// every Primary network's reconcile matches every Primary CUDN's selector.
-type selectorCache struct {
-	mu sync.Mutex
-	m  map[types.UID]parsedSelector
-}
-
-type parsedSelector struct {
-	generation int64
-	sel        labels.Selector
-	err        error
-}
-
-func (c *selectorCache) get(cu *udnv1.ClusterUserDefinedNetwork) (labels.Selector, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if p, ok := c.m[cu.UID]; ok && p.generation == cu.Generation {
-		return p.sel, p.err
+func setupConflictIndexes(indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(context.Background(), &udnv1.ClusterUserDefinedNetwork{}, indexCUDNNamespaces, nsselect.IndexKeys); err != nil {
+		return err
 	}
-	sel, err := metav1.LabelSelectorAsSelector(&cu.Spec.NamespaceSelector)
-	if c.m == nil {
-		c.m = map[types.UID]parsedSelector{}
-	}
-	c.m[cu.UID] = parsedSelector{cu.Generation, sel, err}
-	return sel, err
-}
-
-// keep drops the selectors of CUDNs not among live, once the cache holds
-// far more than live.
-func (c *selectorCache) keep(live []udnv1.ClusterUserDefinedNetwork) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.m) <= 2*len(live)+64 {
-		return
-	}
-	uids := make(map[types.UID]bool, len(live))
-	for i := range live {
-		uids[live[i].UID] = true
-	}
-	for uid := range c.m {
-		if !uids[uid] {
-			delete(c.m, uid)
+	return indexer.IndexField(context.Background(), &udnv1.ClusterUserDefinedNetwork{}, indexCUDNSubnetConflict, func(o client.Object) []string {
+		if cu, ok := o.(*udnv1.ClusterUserDefinedNetwork); ok && subnetConflictReported(cu.Status.Conditions) {
+			return []string{"true"}
 		}
-	}
-}
-
-// primaryCUDNs lists the Primary CUDNs other than except, from the cache
-// without copying them, with their parsed selectors (an invalid selector
-// selects nothing).
-func (r *networkReconciler) primaryCUDNs(ctx context.Context, except types.UID) []cudnSelector {
-	var cudns udnv1.ClusterUserDefinedNetworkList
-	if err := r.client.List(ctx, &cudns, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
+	})
+}
+
+func subnetConflictReported(conds []metav1.Condition) bool {
+	c := meta.FindStatusCondition(conds, udnv1.ConditionNetworkCreated)
+	return c != nil && c.Reason == udnv1.ReasonSubnetConflict
+}
+
+// selecting lists the CUDNs that keep accepts and whose selector
+// matches ns, from the cache index: only those that name ns or name no
+// namespace are tested. An invalid selector selects nothing.
+func (r *networkReconciler) selecting(ctx context.Context, ns client.Object, keep func(*udnv1.ClusterUserDefinedNetwork) bool) ([]*udnv1.ClusterUserDefinedNetwork, error) {
+	candidates, err := nsselect.Candidates(ctx, r.client, indexCUDNNamespaces, ns.GetName())
+	if err != nil {
+		return nil, err
 	}
-	var out []cudnSelector
-	for i := range cudns.Items {
-		cu := &cudns.Items[i]
-		if !cu.Spec.Network.IsPrimary() || cu.UID == except {
+	set := labels.Set(ns.GetLabels())
+	var out []*udnv1.ClusterUserDefinedNetwork
+	for i := range candidates {
+		cu := &candidates[i]
+		if !keep(cu) {
 			continue
 		}
-		sel, err := r.selectors.get(cu)
-		if err != nil {
-			continue
+		if sel, err := metav1.LabelSelectorAsSelector(&cu.Spec.NamespaceSelector); err == nil && sel.Matches(set) {
+			out = append(out, cu)
 		}
-		out = append(out, cudnSelector{rival{kind: kindCUDN, name: cu.Name, created: cu.CreationTimestamp}, sel})
 	}
-	r.selectors.keep(cudns.Items)
-	return out
+	return out, nil
+}
+
+// primaryCUDNs lists the Primary CUDNs other than except whose selector
+// matches ns, as the age rule sees them.
+func (r *networkReconciler) primaryCUDNs(ctx context.Context, except types.UID, ns client.Object) ([]rival, error) {
+	cudns, err := r.selecting(ctx, ns, func(cu *udnv1.ClusterUserDefinedNetwork) bool {
+		return cu.Spec.Network.IsPrimary() && cu.UID != except
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]rival, 0, len(cudns))
+	for _, cu := range cudns {
+		out = append(out, rival{kind: kindCUDN, name: cu.Name, created: cu.CreationTimestamp})
+	}
+	return out, nil
 }
 
 // selectedNamespaces lists the namespaces cu's selector matches (none when
@@ -207,12 +196,12 @@ func (r *networkReconciler) selectedNamespaces(ctx context.Context, cu *udnv1.Cl
 	if err != nil {
 		return nil
 	}
-	var list corev1.NamespaceList
-	if err := r.client.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	list, err := nsselect.Namespaces(ctx, r.client, sel)
+	if err != nil {
 		return nil
 	}
-	out := make([]string, 0, len(list.Items))
-	for _, ns := range list.Items {
+	out := make([]string, 0, len(list))
+	for _, ns := range list {
 		out = append(out, ns.Name)
 	}
 	return out
@@ -221,16 +210,12 @@ func (r *networkReconciler) selectedNamespaces(ctx context.Context, cu *udnv1.Cl
 // subnetConflicted lists the networks of the controller's kind whose
 // condition reports a subnet conflict and that may have a NAD in namespace.
 func (r *networkReconciler) subnetConflicted(ctx context.Context, kind, namespace string) []ctrl.Request {
-	conflicted := func(conds []metav1.Condition) bool {
-		c := meta.FindStatusCondition(conds, udnv1.ConditionNetworkCreated)
-		return c != nil && c.Reason == udnv1.ReasonSubnetConflict
-	}
 	var out []ctrl.Request
 	if kind == kindUDN {
 		var udns udnv1.UserDefinedNetworkList
 		if err := r.client.List(ctx, &udns, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err == nil {
 			for _, u := range udns.Items {
-				if conflicted(u.Status.Conditions) {
+				if subnetConflictReported(u.Status.Conditions) {
 					out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: u.Namespace, Name: u.Name}})
 				}
 			}
@@ -238,9 +223,9 @@ func (r *networkReconciler) subnetConflicted(ctx context.Context, kind, namespac
 		return out
 	}
 	var cudns udnv1.ClusterUserDefinedNetworkList
-	if err := r.client.List(ctx, &cudns, client.UnsafeDisableDeepCopy); err == nil {
+	if err := r.client.List(ctx, &cudns, client.MatchingFields{indexCUDNSubnetConflict: "true"}, client.UnsafeDisableDeepCopy); err == nil {
 		for _, cu := range cudns.Items {
-			if conflicted(cu.Status.Conditions) {
+			if subnetConflictReported(cu.Status.Conditions) {
 				out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Name: cu.Name}})
 			}
 		}
@@ -329,7 +314,6 @@ func (a rival) olderThan(b rival) bool {
 // Primary network holds (namespace -> that network).
 func (r *networkReconciler) primaryWinners(ctx context.Context, n network, namespaces []string) ([]string, map[string]rival, error) {
 	self := rival{kind: n.kind, namespace: n.obj.GetNamespace(), name: n.obj.GetName(), created: n.obj.GetCreationTimestamp()}
-	primaryCUDNs := r.primaryCUDNs(ctx, n.obj.GetUID())
 	var kept []string
 	lost := map[string]rival{}
 	for _, ns := range namespaces {
@@ -348,16 +332,17 @@ func (r *networkReconciler) primaryWinners(ctx context.Context, n network, names
 				older(rival{kind: kindUDN, namespace: u.Namespace, name: u.Name, created: u.CreationTimestamp})
 			}
 		}
-		var nsObj corev1.Namespace
-		if len(primaryCUDNs) > 0 {
-			if err := r.client.Get(ctx, client.ObjectKey{Name: ns}, &nsObj, client.UnsafeDisableDeepCopy); client.IgnoreNotFound(err) != nil {
-				return nil, nil, err
-			}
+		// A namespace not in the cache (yet) has no labels, as before.
+		nsObj := corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+		if err := r.client.Get(ctx, client.ObjectKey{Name: ns}, &nsObj, client.UnsafeDisableDeepCopy); client.IgnoreNotFound(err) != nil {
+			return nil, nil, err
 		}
-		for _, c := range primaryCUDNs {
-			if c.sel.Matches(labels.Set(nsObj.Labels)) {
-				older(c.rival)
-			}
+		cudns, err := r.primaryCUDNs(ctx, n.obj.GetUID(), &nsObj)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, c := range cudns {
+			older(c)
 		}
 		if winner == nil {
 			kept = append(kept, ns)

@@ -268,3 +268,41 @@ func TestCUDNLayer3AppendOverAUsedRange(t *testing.T) {
 	g.Expect(k8s.Delete(ctx, cu)).To(Succeed())
 	expectGone(t, cu)
 }
+
+// A Primary CUDN that names its namespaces is found through the cache index
+// of named namespaces: when its selector comes to name a namespace after
+// the index was built (it named another one before), the younger Primary
+// UDN there loses the namespace to it, and gets it back when the CUDN goes.
+func TestNamedCUDNRenamedOntoAYoungerUDN(t *testing.T) {
+	g := NewWithT(t)
+	elsewhere := newNamespace(t, "named-elsewhere", nil)
+	ns := newNamespace(t, "named-target", nil)
+	named := func(names ...string) metav1.LabelSelector {
+		return metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: names}}}
+	}
+	cu := makeCUDN("named-older", nil, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
+		Layer2: layer2(udnv1.NetworkRolePrimary, "10.104.0.0/16")})
+	cu.Spec.NamespaceSelector = named(elsewhere)
+	g.Expect(k8s.Create(ctx, cu)).To(Succeed())
+	expectCondition(t, cu, metav1.ConditionTrue, udnv1.ReasonNADCreated)
+	time.Sleep(1100 * time.Millisecond) // the UDN is younger, whatever the names
+	u := makeUDN(ns, "younger", l2Spec(udnv1.NetworkRolePrimary, "10.105.0.0/16"))
+	g.Expect(k8s.Create(ctx, u)).To(Succeed())
+	expectCondition(t, u, metav1.ConditionTrue, udnv1.ReasonNADCreated)
+	getNAD(g, ns, "younger")
+
+	updateObject(t, cu, func(c *udnv1.ClusterUserDefinedNetwork) { c.Spec.NamespaceSelector = named(elsewhere, ns) })
+	expectCondition(t, u, metav1.ConditionFalse, udnv1.ReasonPrimaryNetworkConflict,
+		fmt.Sprintf("1 namespace(s) already have an older primary network: %s (a ClusterUserDefinedNetwork)", ns))
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "younger"}, newNAD()))
+	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "the younger UDN's NAD stays")
+	g.Eventually(func(g Gomega) []string { return nadNamespaces(g, cu) }).WithTimeout(timeout).Should(ConsistOf(elsewhere, ns))
+
+	g.Expect(k8s.Delete(ctx, cu)).To(Succeed())
+	expectGone(t, cu)
+	expectCondition(t, u, metav1.ConditionTrue, udnv1.ReasonNADCreated)
+	g.Eventually(func(g Gomega) { getNAD(g, ns, "younger") }).WithTimeout(timeout).Should(Succeed())
+	g.Expect(k8s.Delete(ctx, u)).To(Succeed())
+}

@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -18,6 +17,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/reconcilers/nsselect"
 )
 
 // cudnReconciler keeps one NAD per ClusterUserDefinedNetwork in every
@@ -44,19 +44,14 @@ func (r *cudnReconciler) setup(mgr ctrl.Manager) error {
 // the handler maps the old and the new namespace both). Not every CUDN: each
 // namespace created would otherwise reconcile every CUDN.
 func (r *cudnReconciler) cudnsSelecting(ctx context.Context, ns client.Object) []ctrl.Request {
-	var list udnv1.ClusterUserDefinedNetworkList
-	if err := r.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+	cudns, err := r.selecting(ctx, ns, func(*udnv1.ClusterUserDefinedNetwork) bool { return true })
+	if err != nil {
 		return nil
 	}
-	set := labels.Set(ns.GetLabels())
-	var out []ctrl.Request
-	for i := range list.Items {
-		sel, err := r.selectors.get(&list.Items[i])
-		if err == nil && sel.Matches(set) {
-			out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
-		}
+	out := make([]ctrl.Request, 0, len(cudns))
+	for _, cu := range cudns {
+		out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Name: cu.Name}})
 	}
-	r.selectors.keep(list.Items)
 	return out
 }
 
@@ -80,11 +75,11 @@ func (r *cudnReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			r.event(&cudn, eventSyncError, msg)
 			return ctrl.Result{}, r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonSyncError, msg, nil)
 		}
-		var nsList corev1.NamespaceList
-		if err := r.client.List(ctx, &nsList, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		selected, err := nsselect.Namespaces(ctx, r.client, sel)
+		if err != nil {
 			return ctrl.Result{}, err
 		}
-		for _, ns := range nsList.Items {
+		for _, ns := range selected {
 			if ns.DeletionTimestamp.IsZero() && ns.Status.Phase != corev1.NamespaceTerminating {
 				namespaces = append(namespaces, ns.Name)
 			}

@@ -63,13 +63,17 @@ const (
 )
 
 func setupIndexes(mgr ctrl.Manager) error {
-	return mgr.GetFieldIndexer().IndexField(context.Background(), &nadv1.NetworkAttachmentDefinition{}, indexNADController,
+	indexer := mgr.GetFieldIndexer()
+	if err := indexer.IndexField(context.Background(), &nadv1.NetworkAttachmentDefinition{}, indexNADController,
 		func(o client.Object) []string {
 			if ref := metav1.GetControllerOf(o); ref != nil {
 				return []string{string(ref.UID)}
 			}
 			return nil
-		})
+		}); err != nil {
+		return err
+	}
+	return setupConflictIndexes(indexer)
 }
 
 // network is a UDN or CUDN seen through what the two share.
@@ -106,8 +110,6 @@ type networkReconciler struct {
 	ids      *networkAllocators
 	recorder recorder.EventRecorder
 	owner    string
-	// selectors are the CUDNs' parsed namespaceSelectors (conflicts.go).
-	selectors selectorCache
 }
 
 func newNetworkReconciler(mgr ctrl.Manager, cfg *Config, ids *networkAllocators, name string) *networkReconciler {

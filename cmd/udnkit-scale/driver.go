@@ -19,6 +19,7 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -282,6 +283,27 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 	// Restart: stop the manager, create one more Primary Layer2 network and
 	// a pod on it while it is down, start it again; converged is when both
 	// have their IDs and address and the manager's work queues are empty.
+	//
+	// At the network-ID ceiling (full size: 4095 networks hold IDs 1..4095)
+	// there is no ID for one more network, so it would never converge. There
+	// the step replaces a network instead: one Secondary Layer2 UDN (no pod
+	// uses a Secondary network, so its finalizer goes at once) is deleted
+	// while the manager is still up, and the step waits until it is gone,
+	// its ID free. Deleting it while the manager is down instead would make
+	// the result depend on the restarted manager's queue order: if it tried
+	// the new network before finalizing the old one, the new one would wait
+	// out the 30 s retry for exhausted IDs. This way the restart does the
+	// same work at every size (resync everything, one new network and pod)
+	// and the times stay comparable.
+	if s.networks >= ovnk.MaxNetworkID {
+		if err := freeNetworkID(ctx, c, d.timeout, s); err != nil {
+			return r, err
+		}
+		// The deletion's requests are not the restart's.
+		if after, err = apiserverRequests(ctx, metricsHTTP, env.Config.Host); err != nil {
+			return r, err
+		}
+	}
 	mgr.stop()
 	ns, network := scaleNetwork(s.networks * 8) // index ≡ 0 mod 8: UDN Layer2 Primary
 	extra := size{networks: s.networks*8 + 1}
@@ -479,6 +501,40 @@ func waitConverged(ctx context.Context, timeout time.Duration, watch cache.Cache
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// freeNetworkID deletes the last Secondary Layer2 UDN of s and waits until
+// it is gone, which is when the manager has released its network ID.
+func freeNetworkID(ctx context.Context, c client.Client, timeout time.Duration, s size) error {
+	victim := -1
+	for i := s.networks - 1; i >= 0; i-- {
+		if k := kindOf(i); !k.cluster && !k.layer3 && !k.primary {
+			victim = i
+			break
+		}
+	}
+	if victim < 0 {
+		return errors.New("no Secondary Layer2 UDN to replace at the network-ID ceiling")
+	}
+	_, network := scaleNetwork(victim)
+	if err := c.Delete(ctx, network); err != nil {
+		return fmt.Errorf("deleting %s to free a network ID: %w", network.GetName(), err)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		err := c.Get(ctx, client.ObjectKeyFromObject(network), network)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s was not finalized in %s (last error: %v)", network.GetName(), timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }

@@ -14,9 +14,12 @@ var poolAllocations = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 
 func init() { metrics.Registry.MustRegister(poolAllocations) }
 
-// observePools publishes every pool's usage; the caller holds r.mu.
-func (r *Reconciler) observePools() {
-	for id, st := range r.networks {
-		poolAllocations.WithLabelValues(id).Set(float64(st.pool.Len()))
+// observePools publishes the usage of the pools of networks (IDs); the
+// caller holds r.mu.
+func (r *Reconciler) observePools(networks ...string) {
+	for _, id := range networks {
+		if st := r.networks[id]; st != nil {
+			poolAllocations.WithLabelValues(id).Set(float64(st.pool.Len()))
+		}
 	}
 }

@@ -20,12 +20,12 @@ func TestObservePools(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r.observePools()
+	r.observePools("metrics-ns/net")
 	if got := testutil.ToFloat64(poolAllocations.WithLabelValues("metrics-ns/net")); got != 2 {
 		t.Errorf("pool usage %v, want 2", got)
 	}
 	pool.Release("pod/a")
-	r.observePools()
+	r.observePools("metrics-ns/net")
 	if got := testutil.ToFloat64(poolAllocations.WithLabelValues("metrics-ns/net")); got != 1 {
 		t.Errorf("pool usage after a release %v, want 1", got)
 	}

@@ -4,20 +4,16 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"slices"
-	"sync"
-	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
+	"github.com/udnkit/udnkit/reconcilers/nsselect"
 )
 
 // networkRef names a Primary Layer2 network: a UDN (Namespace set) or a CUDN.
@@ -59,9 +55,15 @@ func eligible(spec udnv1.NetworkSpec) bool {
 		(spec.Layer2.IPAM == nil || spec.Layer2.IPAM.Mode != udnv1.IPAMDisabled)
 }
 
+// indexCUDNNamespaces indexes CUDNs by the namespaces their selector names
+// (nsselect.IndexKeys): every pod's reconcile looks its network up, and
+// listing every CUDN for it made the addresses cost grow with pods times
+// CUDNs.
+const indexCUDNNamespaces = "addresses.cudn.selectedNamespaces"
+
 // findNetwork returns the namespace's Primary Layer2 network, if any: its
 // UDN, else the first CUDN (by name) whose namespaceSelector matches.
-func findNetwork(ctx context.Context, c client.Reader, cudns *cudnCandidates, namespace string) (*primaryLayer2, error) {
+func findNetwork(ctx context.Context, c client.Reader, namespace string) (*primaryLayer2, error) {
 	// Listed without copies (read only): every pod's reconcile looks its
 	// network up.
 	var udns udnv1.UserDefinedNetworkList
@@ -79,44 +81,12 @@ func findNetwork(ctx context.Context, c client.Reader, cudns *cudnCandidates, na
 	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, &ns); err != nil {
 		return nil, fmt.Errorf("namespace %s: %w", namespace, err)
 	}
-	candidates, err := cudns.get(ctx, c)
+	candidates, err := nsselect.Candidates(ctx, c, indexCUDNNamespaces, namespace)
 	if err != nil {
 		return nil, err
 	}
-	for _, cu := range candidates {
-		if cu.selector.Matches(labels.Set(ns.Labels)) {
-			return &primaryLayer2{ref: cu.ref, spec: cu.spec, selector: cu.selector}, nil
-		}
-	}
-	return nil, nil
-}
-
-// cudnCandidates are the Primary Layer2 CUDNs by name with their parsed
-// selectors, listed again only after a CUDN event (changed counts them):
-// every pod's lookup used to list, copy and sort every CUDN.
-type cudnCandidates struct {
-	changed atomic.Int64
-
-	mu    sync.Mutex
-	built bool
-	gen   int64
-	list  []primaryLayer2
-}
-
-func (cc *cudnCandidates) get(ctx context.Context, c client.Reader) ([]primaryLayer2, error) {
-	gen := cc.changed.Load()
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if cc.built && cc.gen == gen {
-		return cc.list, nil
-	}
-	var cudns udnv1.ClusterUserDefinedNetworkList
-	if err := c.List(ctx, &cudns, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	var list []primaryLayer2
-	for i := range cudns.Items {
-		cu := &cudns.Items[i]
+	for i := range candidates {
+		cu := &candidates[i]
 		if cu.DeletionTimestamp != nil || !eligible(cu.Spec.Network) {
 			continue
 		}
@@ -124,21 +94,11 @@ func (cc *cudnCandidates) get(ctx context.Context, c client.Reader) ([]primaryLa
 		if err != nil {
 			continue
 		}
-		list = append(list, primaryLayer2{ref: networkRef{Name: cu.Name}, spec: *cu.Spec.Network.DeepCopy(), selector: sel})
+		if sel.Matches(labels.Set(ns.Labels)) {
+			return &primaryLayer2{ref: networkRef{Name: cu.Name}, spec: *cu.Spec.Network.DeepCopy(), selector: sel}, nil
+		}
 	}
-	slices.SortFunc(list, func(a, b primaryLayer2) int { return compare(a.ref.Name, b.ref.Name) })
-	cc.list, cc.gen, cc.built = list, gen, true
-	return list, nil
-}
-
-func compare(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return nil, nil
 }
 
 // namespaces lists the namespaces the network spans.
@@ -146,53 +106,15 @@ func (n *primaryLayer2) namespaces(ctx context.Context, c client.Reader) ([]stri
 	if n.ref.Namespace != "" {
 		return []string{n.ref.Namespace}, nil
 	}
-	if names, ok := namedNamespaces(n.selector); ok {
-		// A selector that names its namespaces (the usual way to select
-		// given ones) gets them one by one: a list with a selector tests
-		// every namespace, and a CUDN event would cost O(namespaces).
-		var out []string
-		for _, name := range names {
-			var ns corev1.Namespace
-			if err := c.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
-				if apierrors.IsNotFound(err) {
-					continue
-				}
-				return nil, err
-			}
-			if n.selector.Matches(labels.Set(ns.Labels)) {
-				out = append(out, name)
-			}
-		}
-		return out, nil
-	}
-	var list corev1.NamespaceList
-	if err := c.List(ctx, &list, client.MatchingLabelsSelector{Selector: n.selector}); err != nil {
+	list, err := nsselect.Namespaces(ctx, c, n.selector)
+	if err != nil {
 		return nil, err
 	}
-	out := make([]string, 0, len(list.Items))
-	for _, ns := range list.Items {
+	out := make([]string, 0, len(list))
+	for _, ns := range list {
 		out = append(out, ns.Name)
 	}
 	return out, nil
-}
-
-// namedNamespaces returns the names sel requires of kubernetes.io/metadata.name
-// (= or in), if it requires any: only those namespaces can match.
-func namedNamespaces(sel labels.Selector) ([]string, bool) {
-	reqs, selectable := sel.Requirements()
-	if !selectable {
-		return nil, false
-	}
-	for _, req := range reqs {
-		if req.Key() != corev1.LabelMetadataName {
-			continue
-		}
-		switch req.Operator() {
-		case selection.Equals, selection.DoubleEquals, selection.In:
-			return req.Values().List(), true
-		}
-	}
-	return nil, false
 }
 
 // poolConfig turns a Layer2 spec into the allocator's configuration. With

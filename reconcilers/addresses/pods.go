@@ -26,6 +26,7 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
 	"github.com/udnkit/udnkit/reconcilers/netids"
+	"github.com/udnkit/udnkit/reconcilers/nsselect"
 )
 
 // Event reasons besides the ipalloc reasons (IPAddressConflict,
@@ -69,9 +70,6 @@ type Reconciler struct {
 	recorder events.EventRecorder
 	cfg      ovnk.ClusterConfig
 
-	// cudns are the Primary Layer2 CUDNs a namespace may get its network from.
-	cudns cudnCandidates
-
 	mu       sync.Mutex
 	networks map[string]*netState
 	pods     map[types.NamespacedName]podRecord
@@ -99,6 +97,9 @@ func NewReconciler(c client.Client, recorder events.EventRecorder, cfg ovnk.Clus
 // SetupWithManager watches pods, and UDNs, CUDNs and namespaces to revisit
 // their pods.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &udnv1.ClusterUserDefinedNetwork{}, indexCUDNNamespaces, nsselect.IndexKeys); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("addresses").
 		For(&corev1.Pod{}).
@@ -118,9 +119,6 @@ func (r *Reconciler) podsOfUDN(ctx context.Context, o client.Object) []reconcile
 }
 
 func (r *Reconciler) podsOfCUDN(ctx context.Context, o client.Object) []reconcile.Request {
-	// The cache holds the changed CUDN already (informers update their
-	// store before they notify): the next lookup lists the CUDNs again.
-	r.cudns.changed.Add(1)
 	cudn, ok := o.(*udnv1.ClusterUserDefinedNetwork)
 	if !ok {
 		return nil
@@ -158,7 +156,13 @@ func (r *Reconciler) podsIn(ctx context.Context, namespace string) []reconcile.R
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	defer r.observePools()
+	// Only the pool the pod held and the one it gets can change here:
+	// publishing every pool after every reconcile cost pods × networks.
+	var touched []string
+	if rec, ok := r.pods[req.NamespacedName]; ok {
+		touched = append(touched, rec.network)
+	}
+	defer func() { r.observePools(touched...) }()
 	var pod corev1.Pod
 	if err := r.client.Get(ctx, req.NamespacedName, &pod); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -177,10 +181,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
-	net, err := findNetwork(ctx, r.client, &r.cudns, pod.Namespace)
+	net, err := findNetwork(ctx, r.client, pod.Namespace)
 	if err != nil || net == nil {
 		return reconcile.Result{}, err
 	}
+	touched = append(touched, net.ref.ID())
 	st, err := r.network(ctx, net)
 	if err != nil {
 		r.warn(&pod, ReasonInvalidNetwork, err.Error())

@@ -1,0 +1,110 @@
+// Package nsselect answers "which ClusterUserDefinedNetworks may select
+// this namespace" and "which namespaces does this selector match" from the
+// manager's informer cache without scanning every CUDN or every namespace.
+// A CUDN's namespaceSelector usually names its namespaces
+// (kubernetes.io/metadata.name = or in); such a selector can only match
+// those, so a cache index keyed by the named namespaces (and AnyNamespace
+// for a selector that names none) finds the candidates for a namespace in
+// O(candidates), and the named namespaces are read one by one. Callers still
+// match each candidate's selector against the namespace's labels: the index
+// only narrows, it never decides.
+package nsselect
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+)
+
+// AnyNamespace is the index key of a CUDN whose selector names no
+// namespace: it may match any. No namespace is called "*".
+const AnyNamespace = "*"
+
+// IndexKeys are a CUDN's keys in an index IndexField builds with it: the
+// namespaces its selector names, else AnyNamespace; none when the selector
+// is invalid (it selects nothing).
+func IndexKeys(o client.Object) []string {
+	cu, ok := o.(*udnv1.ClusterUserDefinedNetwork)
+	if !ok {
+		return nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&cu.Spec.NamespaceSelector)
+	if err != nil {
+		return nil
+	}
+	if names, ok := NamedNamespaces(sel); ok {
+		return names
+	}
+	return []string{AnyNamespace}
+}
+
+// Candidates lists, through the cache index field (built with IndexKeys),
+// the CUDNs whose selector may match namespace, by name, without copies:
+// callers must not modify them.
+func Candidates(ctx context.Context, c client.Reader, field, namespace string) ([]udnv1.ClusterUserDefinedNetwork, error) {
+	var named, anyNS udnv1.ClusterUserDefinedNetworkList
+	if err := c.List(ctx, &named, client.MatchingFields{field: namespace}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	if err := c.List(ctx, &anyNS, client.MatchingFields{field: AnyNamespace}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	out := append(named.Items, anyNS.Items...)
+	slices.SortFunc(out, func(a, b udnv1.ClusterUserDefinedNetwork) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// NamedNamespaces returns the names sel requires of kubernetes.io/metadata.name
+// (= or in), if it requires any: only those namespaces can match.
+func NamedNamespaces(sel labels.Selector) ([]string, bool) {
+	reqs, selectable := sel.Requirements()
+	if !selectable {
+		return nil, false
+	}
+	for _, req := range reqs {
+		if req.Key() != corev1.LabelMetadataName {
+			continue
+		}
+		switch req.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			return req.Values().List(), true
+		}
+	}
+	return nil, false
+}
+
+// Namespaces lists the namespaces sel matches. A selector that names its
+// namespaces gets them one by one: a list with a selector tests every
+// namespace, which each CUDN reconcile or event would pay.
+func Namespaces(ctx context.Context, c client.Reader, sel labels.Selector) ([]corev1.Namespace, error) {
+	if names, ok := NamedNamespaces(sel); ok {
+		var out []corev1.Namespace
+		for _, name := range names {
+			var ns corev1.Namespace
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue
+				}
+				return nil, err
+			}
+			if sel.Matches(labels.Set(ns.Labels)) {
+				out = append(out, ns)
+			}
+		}
+		return out, nil
+	}
+	var list corev1.NamespaceList
+	if err := c.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
