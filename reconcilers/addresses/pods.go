@@ -73,25 +73,50 @@ type Reconciler struct {
 	mu       sync.Mutex
 	networks map[string]*netState
 	pods     map[types.NamespacedName]podRecord
+	// holders counts the pods recorded per network and owner (a VM's pods
+	// share their owner), so forgetting one pod does not scan every pod.
+	holders map[holderKey]int
 	// seq orders pods the reconciler met, to break creationTimestamp ties.
 	seq uint64
 }
 
+// holderKey is a network and an owner of addresses on it.
+type holderKey struct{ network, owner string }
+
 // record remembers a pod, keeping its place in the order if already known.
 func (r *Reconciler) record(nn types.NamespacedName, rec podRecord) {
-	if old, ok := r.pods[nn]; ok && old.uid == rec.uid {
+	old, ok := r.pods[nn]
+	if ok && old.uid == rec.uid {
 		rec.vm.seq = old.vm.seq
 	} else {
 		r.seq++
 		rec.vm.seq = r.seq
 	}
+	if ok {
+		r.unhold(old)
+	}
 	r.pods[nn] = rec
+	if r.holders == nil {
+		r.holders = map[holderKey]int{}
+	}
+	r.holders[holderKey{rec.network, rec.owner}]++
+}
+
+// unhold drops rec from holders and says whether another pod still holds
+// its network and owner.
+func (r *Reconciler) unhold(rec podRecord) bool {
+	k := holderKey{rec.network, rec.owner}
+	if r.holders[k]--; r.holders[k] <= 0 {
+		delete(r.holders, k)
+		return false
+	}
+	return true
 }
 
 // NewReconciler returns a reconciler; SetupWithManager starts it.
 func NewReconciler(c client.Client, recorder events.EventRecorder, cfg ovnk.ClusterConfig) *Reconciler {
 	return &Reconciler{client: c, recorder: recorder, cfg: cfg,
-		networks: map[string]*netState{}, pods: map[types.NamespacedName]podRecord{}}
+		networks: map[string]*netState{}, pods: map[types.NamespacedName]podRecord{}, holders: map[holderKey]int{}}
 }
 
 // SetupWithManager watches pods, and UDNs, CUDNs and namespaces to revisit
@@ -338,6 +363,7 @@ func (r *Reconciler) forget(nn types.NamespacedName) {
 		return
 	}
 	delete(r.pods, nn)
+	held := r.unhold(rec)
 	st := r.networks[rec.network]
 	if st == nil {
 		return
@@ -346,10 +372,8 @@ func (r *Reconciler) forget(nn types.NamespacedName) {
 	if isClaimOwner(rec.owner) {
 		return
 	}
-	for _, other := range r.pods {
-		if other.network == rec.network && other.owner == rec.owner {
-			return
-		}
+	if held {
+		return // another pod (of the same VM) holds the addresses
 	}
 	st.pool.Release(rec.owner)
 	delete(st.vmOrigin, rec.owner)
