@@ -107,3 +107,25 @@ func TestCUDNCacheRefusalConfirmedByAPIReader(t *testing.T) {
 		t.Errorf("err = %v, want the conflict with a/gone", err)
 	}
 }
+
+// A new CUDN named like one the cache still holds after its deletion is
+// admitted; one named like a CUDN the apiserver has is refused.
+func TestCUDNNameRefusalConfirmedByAPIReader(t *testing.T) {
+	secondary := l2UDN("", "", udnv1.NetworkRoleSecondary).Spec.Network()
+	cudn := func(name string) *udnv1.ClusterUserDefinedNetwork {
+		return &udnv1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: udnv1.ClusterUserDefinedNetworkSpec{Network: secondary}}
+	}
+	v := &ClusterUserDefinedNetworkValidator{Client: indexedReader(t, cudn("col-x")), APIReader: indexedReader(t)}
+	if _, err := v.ValidateCreate(context.Background(), cudn("col.x")); err != nil {
+		t.Errorf("stale cache entry refused the CUDN: %v", err)
+	}
+	v.APIReader = indexedReader(t, cudn("col-x"))
+	if _, err := v.ValidateCreate(context.Background(), cudn("col.x")); !apierrors.IsInvalid(err) ||
+		!strings.Contains(err.Error(), "its OVN objects would be named like those of ClusterUserDefinedNetwork col-x") {
+		t.Errorf("err = %v, want the collision with col-x", err)
+	}
+	if _, err := v.ValidateCreate(context.Background(), cudn("col-y")); err != nil {
+		t.Errorf("a name that differs otherwise: %v", err)
+	}
+}

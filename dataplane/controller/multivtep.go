@@ -115,7 +115,7 @@ func layer3Name(nad *nadv1.NetworkAttachmentDefinition) (string, bool) {
 // vtepState reads the nodes and the pods (with an encap_ip) of one network;
 // nodes and pods with bad annotations are logged and left out, so one bad
 // object does not hold back the others.
-func (r *MultiVTEPReconciler) vtepState(ctx context.Context, network string, name func(*nadv1.NetworkAttachmentDefinition) (string, bool)) (
+func (r *MultiVTEPReconciler) vtepState(ctx context.Context, network string) (
 	nodes []dataplane.VTEPNode, objs map[string]*corev1.Node, pods []dataplane.Layer2PodPort, err error) {
 	logger := log.FromContext(ctx).WithValues("network", network)
 	// Read-only: the informer's own objects, not copies of every node and
@@ -137,7 +137,8 @@ func (r *MultiVTEPReconciler) vtepState(ctx context.Context, network string, nam
 		byName[n.Name], objs[n.Name] = n, &nodeList.Items[i]
 	}
 	// The network's NADs (a CUDN has one per namespace), by the cache's
-	// index, not every NAD of the cluster for each network.
+	// index (which parsed each NAD's config once), not every NAD of the
+	// cluster for each network.
 	var nads nadv1.NetworkAttachmentDefinitionList
 	if err := r.Client.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}, client.MatchingFields{NADNetworkField: network},
 		client.UnsafeDisableDeepCopy); err != nil {
@@ -145,7 +146,7 @@ func (r *MultiVTEPReconciler) vtepState(ctx context.Context, network string, nam
 	}
 	for i := range nads.Items {
 		nad := &nads.Items[i]
-		if n, ok := name(nad); !ok || n != network || !nad.DeletionTimestamp.IsZero() {
+		if !nad.DeletionTimestamp.IsZero() {
 			continue
 		}
 		var list corev1.PodList
@@ -177,7 +178,7 @@ func (r *MultiVTEPReconciler) vtepState(ctx context.Context, network string, nam
 
 // apply programs one Layer2 network; retry reports encaps that could not be set yet.
 func (r *MultiVTEPReconciler) apply(ctx context.Context, network string) (retry bool, err error) {
-	nodes, _, pods, err := r.vtepState(ctx, network, layer2Name)
+	nodes, _, pods, err := r.vtepState(ctx, network)
 	if err != nil {
 		return false, err
 	}
@@ -198,7 +199,7 @@ func (r *MultiVTEPReconciler) apply(ctx context.Context, network string) (retry 
 // each remote port's Port_Binding.encap at its encap IP's Encap row.
 func (r *MultiVTEPReconciler) applyLayer3(ctx context.Context, network string) (retry bool, err error) {
 	logger := log.FromContext(ctx).WithValues("network", network)
-	all, objs, allPods, err := r.vtepState(ctx, network, layer3Name)
+	all, objs, allPods, err := r.vtepState(ctx, network)
 	if err != nil {
 		return false, err
 	}

@@ -96,9 +96,6 @@ func (r *Reconciler) record(nn types.NamespacedName, rec podRecord) {
 		r.unhold(old)
 	}
 	r.pods[nn] = rec
-	if r.holders == nil {
-		r.holders = map[holderKey]int{}
-	}
 	r.holders[holderKey{rec.network, rec.owner}]++
 }
 
