@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -151,32 +150,10 @@ func subnetConflictReported(conds []metav1.Condition) bool {
 	return c != nil && c.Reason == udnv1.ReasonSubnetConflict
 }
 
-// selecting lists the CUDNs that keep accepts and whose selector
-// matches ns, from the cache index: only those that name ns or name no
-// namespace are tested. An invalid selector selects nothing.
-func (r *networkReconciler) selecting(ctx context.Context, ns client.Object, keep func(*udnv1.ClusterUserDefinedNetwork) bool) ([]*udnv1.ClusterUserDefinedNetwork, error) {
-	candidates, err := nsselect.Candidates(ctx, r.client, indexCUDNNamespaces, ns.GetName())
-	if err != nil {
-		return nil, err
-	}
-	set := labels.Set(ns.GetLabels())
-	var out []*udnv1.ClusterUserDefinedNetwork
-	for i := range candidates {
-		cu := &candidates[i]
-		if !keep(cu) {
-			continue
-		}
-		if sel, err := metav1.LabelSelectorAsSelector(&cu.Spec.NamespaceSelector); err == nil && sel.Matches(set) {
-			out = append(out, cu)
-		}
-	}
-	return out, nil
-}
-
 // primaryCUDNs lists the Primary CUDNs other than except whose selector
 // matches ns, as the age rule sees them.
 func (r *networkReconciler) primaryCUDNs(ctx context.Context, except types.UID, ns client.Object) ([]rival, error) {
-	cudns, err := r.selecting(ctx, ns, func(cu *udnv1.ClusterUserDefinedNetwork) bool {
+	cudns, err := nsselect.Selecting(ctx, r.client, indexCUDNNamespaces, ns, func(cu *udnv1.ClusterUserDefinedNetwork) bool {
 		return cu.Spec.Network.IsPrimary() && cu.UID != except
 	})
 	if err != nil {

@@ -44,7 +44,7 @@ func (r *cudnReconciler) setup(mgr ctrl.Manager) error {
 // the handler maps the old and the new namespace both). Not every CUDN: each
 // namespace created would otherwise reconcile every CUDN.
 func (r *cudnReconciler) cudnsSelecting(ctx context.Context, ns client.Object) []ctrl.Request {
-	cudns, err := r.selecting(ctx, ns, func(*udnv1.ClusterUserDefinedNetwork) bool { return true })
+	cudns, err := nsselect.Selecting(ctx, r.client, indexCUDNNamespaces, ns, func(*udnv1.ClusterUserDefinedNetwork) bool { return true })
 	if err != nil {
 		return nil
 	}

@@ -6,7 +6,6 @@ import (
 	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -81,24 +80,14 @@ func findNetwork(ctx context.Context, c client.Reader, namespace string) (*prima
 	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, &ns); err != nil {
 		return nil, fmt.Errorf("namespace %s: %w", namespace, err)
 	}
-	candidates, err := nsselect.Candidates(ctx, c, indexCUDNNamespaces, namespace)
-	if err != nil {
+	selecting, err := nsselect.Selecting(ctx, c, indexCUDNNamespaces, &ns, func(cu *udnv1.ClusterUserDefinedNetwork) bool {
+		return cu.DeletionTimestamp == nil && eligible(cu.Spec.Network)
+	})
+	if err != nil || len(selecting) == 0 {
 		return nil, err
 	}
-	for i := range candidates {
-		cu := &candidates[i]
-		if cu.DeletionTimestamp != nil || !eligible(cu.Spec.Network) {
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(&cu.Spec.NamespaceSelector)
-		if err != nil {
-			continue
-		}
-		if sel.Matches(labels.Set(ns.Labels)) {
-			return &primaryLayer2{ref: networkRef{Name: cu.Name}, spec: *cu.Spec.Network.DeepCopy(), selector: sel}, nil
-		}
-	}
-	return nil, nil
+	cu := selecting[0]
+	return &primaryLayer2{ref: networkRef{Name: cu.Name}, spec: *cu.Spec.Network.DeepCopy(), selector: cu.Selector}, nil
 }
 
 // namespaces lists the namespaces the network spans.

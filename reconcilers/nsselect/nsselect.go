@@ -63,6 +63,36 @@ func Candidates(ctx context.Context, c client.Reader, field, namespace string) (
 	return out, nil
 }
 
+// Selected is a CUDN whose namespaceSelector matches a namespace, with that
+// selector parsed.
+type Selected struct {
+	*udnv1.ClusterUserDefinedNetwork
+	Selector labels.Selector
+}
+
+// Selecting lists, by name and through the cache index field, the CUDNs
+// that keep accepts and whose selector matches ns (its name and labels),
+// without copies: callers must not modify them. An invalid selector selects
+// nothing.
+func Selecting(ctx context.Context, c client.Reader, field string, ns client.Object, keep func(*udnv1.ClusterUserDefinedNetwork) bool) ([]Selected, error) {
+	candidates, err := Candidates(ctx, c, field, ns.GetName())
+	if err != nil {
+		return nil, err
+	}
+	set := labels.Set(ns.GetLabels())
+	var out []Selected
+	for i := range candidates {
+		cu := &candidates[i]
+		if !keep(cu) {
+			continue
+		}
+		if sel, err := metav1.LabelSelectorAsSelector(&cu.Spec.NamespaceSelector); err == nil && sel.Matches(set) {
+			out = append(out, Selected{cu, sel})
+		}
+	}
+	return out, nil
+}
+
 // NamedNamespaces returns the names sel requires of kubernetes.io/metadata.name
 // (= or in), if it requires any: only those namespaces can match.
 func NamedNamespaces(sel labels.Selector) ([]string, bool) {

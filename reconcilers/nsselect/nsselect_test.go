@@ -127,3 +127,31 @@ func TestNamespaces(t *testing.T) {
 		t.Error("the empty selector names no namespace")
 	}
 }
+
+// Selecting keeps, of the candidates, those keep accepts whose selector
+// matches the namespace's labels, by name, with their parsed selectors.
+func TestSelecting(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithIndex(&udnv1.ClusterUserDefinedNetwork{}, field, IndexKeys).
+		WithObjects(
+			cudn("b-named", byName("red")),
+			cudn("a-team-x", metav1.LabelSelector{MatchLabels: map[string]string{"team": "x"}}),
+			cudn("c-team-y", metav1.LabelSelector{MatchLabels: map[string]string{"team": "y"}}),
+			cudn("d-skipped", byName("red")),
+		).Build()
+	red := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "red", Labels: map[string]string{corev1.LabelMetadataName: "red", "team": "x"}}}
+	got, err := Selecting(ctx, c, field, red, func(cu *udnv1.ClusterUserDefinedNetwork) bool { return cu.Name != "d-skipped" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotNames []string
+	for _, s := range got {
+		gotNames = append(gotNames, s.Name)
+		if !s.Selector.Matches(labels.Set(red.Labels)) {
+			t.Errorf("%s: its parsed selector %v does not match red", s.Name, s.Selector)
+		}
+	}
+	if want := []string{"a-team-x", "b-named"}; !slices.Equal(gotNames, want) {
+		t.Errorf("selecting red: %v, want %v", gotNames, want)
+	}
+}
