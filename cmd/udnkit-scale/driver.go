@@ -522,21 +522,16 @@ func freeNetworkID(ctx context.Context, c client.Client, timeout time.Duration, 
 	if err := c.Delete(ctx, network); err != nil {
 		return fmt.Errorf("deleting %s to free a network ID: %w", network.GetName(), err)
 	}
-	deadline := time.Now().Add(timeout)
-	for {
-		err := c.Get(ctx, client.ObjectKeyFromObject(network), network)
-		if apierrors.IsNotFound(err) {
-			return nil
+	err := envtest.Poll(timeout, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(network), network); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("%s is not finalized yet (get: %v)", network.GetName(), err)
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s was not finalized in %s (last error: %v)", network.GetName(), timeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("freeing a network ID: %w", err)
 	}
+	return nil
 }
 
 // waitRestarted waits for the network and pod created while the manager was
