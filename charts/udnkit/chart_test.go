@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -48,7 +49,12 @@ func load(t *testing.T) *chart.Chart {
 // render renders the chart as `helm template` would, with user values vals.
 func render(t *testing.T, vals map[string]any) ([]*unstructured.Unstructured, error) {
 	t.Helper()
-	c := load(t)
+	return renderChart(t, load(t), vals)
+}
+
+// renderChart renders c as `helm template` would, with user values vals.
+func renderChart(t *testing.T, c *chart.Chart, vals map[string]any) ([]*unstructured.Unstructured, error) {
+	t.Helper()
 	caps := chartutil.DefaultCapabilities.Copy()
 	caps.KubeVersion = chartutil.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
 	values, err := chartutil.ToRenderValues(c, vals, chartutil.ReleaseOptions{Name: "udnkit", Namespace: releaseNamespace, IsInstall: true}, caps)
@@ -546,6 +552,58 @@ func TestPoliciesMatchHarness(t *testing.T) {
 			}
 			if n != 3 {
 				t.Errorf("%d policies with trusted users, want 3 (pods, nodes, networks)", n)
+			}
+		})
+	}
+}
+
+// TestPolicyInliningRefusesBadVariables: templates/policies.yaml inlines
+// the variables a match condition names (the apiserver refuses variables
+// there); a name the policy does not define, or variables that name each
+// other in a cycle, fail the render with the policy's and the condition's
+// names instead of shipping a condition the apiserver would refuse.
+func TestPolicyInliningRefusesBadVariables(t *testing.T) {
+	policy := func(condition string, variables ...[2]string) []byte {
+		var b strings.Builder
+		b.WriteString("apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata:\n  name: zz-bad\nspec:\n")
+		b.WriteString("  matchConstraints:\n    resourceRules:\n    - apiGroups: [\"\"]\n      apiVersions: [v1]\n      operations: [CREATE]\n      resources: [configmaps]\n")
+		b.WriteString("  matchConditions:\n  - name: refused\n    expression: " + strconv.Quote(condition) + "\n  variables:\n")
+		for _, v := range variables {
+			b.WriteString("  - name: " + v[0] + "\n    expression: " + strconv.Quote(v[1]) + "\n")
+		}
+		b.WriteString("  validations:\n  - expression: \"true\"\n")
+		return []byte(b.String())
+	}
+	for name, c := range map[string]struct {
+		file []byte
+		want string // in the error; "" = renders
+	}{
+		"nested variables": {policy("variables.a", [2]string{"a", "variables.b || false"}, [2]string{"b", "true"}), ""},
+		"unknown variable": {policy("variables.a && variables.nope", [2]string{"a", "true"}),
+			"policy zz-bad, match condition refused: a variable it refers to is not defined"},
+		"cycle": {policy("variables.a", [2]string{"a", "variables.b"}, [2]string{"b", "!variables.a"}),
+			"policy zz-bad, match condition refused: a variable it refers to is not defined, or variables refer to each other in a cycle"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ch := load(t)
+			ch.Files = append(ch.Files, &chart.File{Name: "files/policies/zz-bad.yaml", Data: c.file})
+			objs, err := renderChart(t, ch, nil)
+			if c.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := find(objs, "ValidatingAdmissionPolicy", "zz-bad")
+				if got == nil {
+					t.Fatal("the chart renders no policy zz-bad")
+				}
+				conditions, _, _ := unstructured.NestedSlice(got.Object, "spec", "matchConditions")
+				if e := conditions[0].(map[string]any)["expression"]; e != "((true) || false)" {
+					t.Errorf("match condition %q, want the variables inlined: ((true) || false)", e)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("render error %v, want one containing %q", err, c.want)
 			}
 		})
 	}
