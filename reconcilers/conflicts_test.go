@@ -61,16 +61,21 @@ func olderFirst(a, b client.Object, kindA, kindB string) (client.Object, client.
 func expectWarning(t *testing.T, obj client.Object, reason, msg string) {
 	t.Helper()
 	NewWithT(t).Eventually(func(g Gomega) []string {
-		var evs eventsv1.EventList
-		g.Expect(k8s.List(ctx, &evs)).To(Succeed())
-		var notes []string
-		for _, e := range evs.Items {
-			if e.Regarding.UID == obj.GetUID() && e.Type == "Warning" && e.Reason == reason {
-				notes = append(notes, e.Note)
-			}
-		}
-		return notes
+		return eventNotes(g, obj, "Warning", reason)
 	}).WithTimeout(timeout).WithPolling(interval).Should(ContainElement(ContainSubstring(msg)))
+}
+
+// eventNotes are the notes of obj's events of type and reason.
+func eventNotes(g Gomega, obj client.Object, typ, reason string) []string {
+	var evs eventsv1.EventList
+	g.Expect(k8s.List(ctx, &evs)).To(Succeed())
+	var notes []string
+	for _, e := range evs.Items {
+		if e.Regarding.UID == obj.GetUID() && e.Type == typ && e.Reason == reason {
+			notes = append(notes, e.Note)
+		}
+	}
+	return notes
 }
 
 // expectNoNAD checks, for a while, that ns has no NAD named name.

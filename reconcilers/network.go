@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -50,8 +51,12 @@ const (
 	maxEventNote = 1024
 
 	// Event reasons.
-	eventSyncError        = "SyncError"
-	eventNetworkIDsFailed = "NetworkIDAllocationFailed"
+	eventSyncError = "SyncError"
+	// eventTransitSubnetsMoved (Normal): a Primary Layer2 network's subnets
+	// overlap the default transit subnets, so it got others (OKEP-5094
+	// option 4). Admission does not warn about it (udnctl validate does).
+	eventTransitSubnetsMoved = "TransitSubnetsMoved"
+	eventNetworkIDsFailed    = "NetworkIDAllocationFailed"
 	// eventNetworkIDIgnored: a network's recorded ID or tunnel keys were
 	// another (older) network's or out of range; it gets new ones.
 	eventNetworkIDIgnored  = "NetworkIDIgnored"
@@ -435,6 +440,12 @@ func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, nam
 		return ctrl.Result{}, r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonSyncError, msg, nil)
 	}
 
+	if !sameTransit(n.status.TransitSubnets, transit) && slices.ContainsFunc(transit, func(p netip.Prefix) bool { return !slices.Contains(r.cfg.Cluster.TransitSubnets, p) }) {
+		r.recorder.Eventf(n.obj, nil, corev1.EventTypeNormal, eventTransitSubnetsMoved, "Reconcile",
+			"the network's subnets overlap the default transit subnets %s (--%s); it uses %s instead, shown in status.transitSubnets.",
+			joinPrefixes(r.cfg.Cluster.TransitSubnets), ovnk.FlagTransitSubnets, joinPrefixes(transit))
+	}
+
 	var problems []string
 	var created []string
 	wanted := map[string]bool{}
@@ -584,3 +595,11 @@ func (r *networkReconciler) networksOfPod(ctx context.Context, obj client.Object
 // conflictRetry is how soon a reconcile that lost an optimistic-concurrency
 // race runs again (after the cache has caught up).
 const conflictRetry = 200 * time.Millisecond
+
+func joinPrefixes(ps []netip.Prefix) string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return strings.Join(out, ",")
+}

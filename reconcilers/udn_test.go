@@ -70,6 +70,16 @@ func TestUDNTransitSubnetAvoidsOverlap(t *testing.T) {
 	expectCondition(t, udn, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	g.Expect(udn.Status.TransitSubnets).To(Equal(udnv1.DualStackCIDRs{"100.89.0.0/16"}))
 	g.Expect(nadConfig(g, ns, "net")).To(HaveKeyWithValue("transitSubnet", "100.89.0.0/16"))
+	// Admission does not warn about it: the reconciler says it, once.
+	g.Eventually(func(g Gomega) []string { return eventNotes(g, udn, "Normal", "TransitSubnetsMoved") }).WithTimeout(timeout).WithPolling(interval).
+		Should(Equal([]string{"the network's subnets overlap the default transit subnets 100.88.0.0/16,fd97::/64 (--transit-subnets); it uses 100.89.0.0/16 instead, shown in status.transitSubnets."}))
+
+	// A network on the default transit subnets gets no such Event.
+	other := makeUDN(newNamespace(t, "no-overlap", nil), "net", l2Spec(udnv1.NetworkRolePrimary, "10.100.0.0/16"))
+	g.Expect(k8s.Create(ctx, other)).To(Succeed())
+	expectCondition(t, other, metav1.ConditionTrue, udnv1.ReasonNADCreated)
+	g.Consistently(func(g Gomega) []string { return eventNotes(g, other, "Normal", "TransitSubnetsMoved") }).WithTimeout(time.Second).WithPolling(interval).
+		Should(BeEmpty())
 }
 
 func TestUDNSecondaryLayer3(t *testing.T) {

@@ -112,11 +112,13 @@ func validateRanges(path *field.Path, spec udnv1.NetworkSpec, old *udnv1.Network
 	return errs
 }
 
-// NetworkWarnings returns what a user should look twice at without being
-// refused: the subnets of a Primary Layer2 network that overlap the transit
-// subnets (the reconciler picks another transit subnet for it, OKEP-5094
-// option 4).
-func NetworkWarnings(path *field.Path, spec udnv1.NetworkSpec, cfg ovnk.ClusterConfig) []string {
+// TransitNotes says which subnets of a Primary Layer2 network overlap the
+// default transit subnets: not an error, the reconciler picks other transit
+// subnets for it (OKEP-5094 option 4), shows them in status.transitSubnets
+// and reports them in a TransitSubnetsMoved Event. Admission does not say
+// it (a policy that did cost every Primary Layer2 create); udnctl validate
+// does, offline.
+func TransitNotes(path *field.Path, spec udnv1.NetworkSpec, cfg ovnk.ClusterConfig) []string {
 	if spec.Layer2 == nil || spec.Layer2.Role != udnv1.NetworkRolePrimary {
 		return nil
 	}
@@ -134,6 +136,18 @@ func NetworkWarnings(path *field.Path, spec udnv1.NetworkSpec, cfg ovnk.ClusterC
 			}
 		}
 	}
+	return out
+}
+
+// NetworkWarnings returns what a user should look twice at without being
+// refused, as the policy udnkit-network-warnings says it at admission: the
+// Layer2 fields OVN-Kubernetes ignores while
+// --preconfigured-udn-addresses-enable is off.
+func NetworkWarnings(path *field.Path, spec udnv1.NetworkSpec, cfg ovnk.ClusterConfig) []string {
+	if spec.Layer2 == nil {
+		return nil
+	}
+	var out []string
 	if !cfg.PreconfiguredUDNAddresses {
 		l2 := spec.Layer2
 		for name, set := range map[string]bool{"defaultGatewayIPs": len(l2.DefaultGatewayIPs) > 0,

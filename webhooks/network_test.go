@@ -161,20 +161,24 @@ func TestLayer3MessagesMatchTheCRD(t *testing.T) {
 	}
 }
 
-func TestNetworkWarnings(t *testing.T) {
+func TestTransitNotes(t *testing.T) {
 	cfg := ovnk.DefaultClusterConfig()
-	got := NetworkWarnings(spec, l2(udnv1.NetworkRolePrimary, "100.88.0.0/20", "fd97::/64"), cfg)
+	over := l2(udnv1.NetworkRolePrimary, "100.88.0.0/20", "fd97::/64")
+	if w := NetworkWarnings(spec, over, cfg); len(w) != 0 {
+		t.Errorf("admission warnings %q: the transit subnets are the reconciler's to report", w)
+	}
+	got := TransitNotes(spec, over, cfg)
 	if len(got) != 2 || !strings.Contains(got[0], "spec.layer2.subnets[0]: 100.88.0.0/20 overlaps the default transit subnet 100.88.0.0/16") ||
 		!strings.Contains(got[1], "spec.layer2.subnets[1]: fd97::/64 overlaps the default transit subnet fd97::/64") {
-		t.Errorf("warnings = %q", got)
+		t.Errorf("notes = %q", got)
 	}
 	for name, s := range map[string]udnv1.NetworkSpec{
 		"secondary Layer2":  l2(udnv1.NetworkRoleSecondary, "100.88.0.0/20"),
 		"disjoint":          l2(udnv1.NetworkRolePrimary, "10.100.0.0/16"),
 		"Layer3 (an error)": l3(udnv1.NetworkRolePrimary, sub("100.88.0.0/20", 24)),
 	} {
-		if w := NetworkWarnings(spec, s, cfg); len(w) != 0 {
-			t.Errorf("%s: unexpected warnings %q", name, w)
+		if w := TransitNotes(spec, s, cfg); len(w) != 0 {
+			t.Errorf("%s: unexpected notes %q", name, w)
 		}
 	}
 }

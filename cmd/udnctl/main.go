@@ -198,7 +198,9 @@ func staticChecks(obj, old *unstructured.Unstructured, cfg ovnk.ClusterConfig) (
 			oldSpec = &s
 		}
 	}
-	return webhooks.ValidateNetworkSpec(path, oldSpec, spec, cfg), webhooks.NetworkWarnings(path, spec, cfg)
+	// Offline, also what the reconciler reports after admission: transit
+	// subnets it will move.
+	return webhooks.ValidateNetworkSpec(path, oldSpec, spec, cfg), append(webhooks.NetworkWarnings(path, spec, cfg), webhooks.TransitNotes(path, spec, cfg)...)
 }
 
 func networkSpec(u *unstructured.Unstructured) (udnv1.NetworkSpec, *field.Path, bool) {
