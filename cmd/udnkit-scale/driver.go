@@ -90,7 +90,7 @@ func newSize(label string, nodes, networks, pods int) size {
 type result struct {
 	size
 	createAll, nads, ids, hostSubnets, addresses time.Duration
-	createErrors                                 int64
+	createErrors, createRetries                  int64
 	rssMiB, peakMiB, cpuSeconds                  float64
 	webhookRSSMiB, webhookCPUSeconds             float64
 	requests, restartRequests                    map[string]float64
@@ -231,7 +231,11 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 	// (as a cluster has them before its networks), then each network's
 	// namespace and network, then the pods.
 	start := time.Now()
-	var failed atomic.Int64
+	stopProfile := func() {}
+	if d.cpuProfile {
+		stopProfile = profileAPIServer(ctx, metricsHTTP, env.Config.Host, filepath.Join(dir, "apiserver"))
+	}
+	var failed, retried atomic.Int64
 	run := func(jobs int, job func(int) error) {
 		var wg sync.WaitGroup
 		next := atomic.Int64{}
@@ -240,7 +244,7 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 			go func() {
 				defer wg.Done()
 				for i := int(next.Add(1) - 1); i < jobs; i = int(next.Add(1) - 1) {
-					if err := retry(ctx, func() error { return job(i) }); err != nil {
+					if err := retry(ctx, &retried, func() error { return job(i) }); err != nil {
 						if failed.Add(1) <= 5 {
 							fmt.Fprintf(os.Stderr, "create: %v\n", err)
 						}
@@ -263,10 +267,12 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 	})
 	run(s.pods, func(i int) error { return c.Create(ctx, scalePod(i, s)) })
 	r.createAll = time.Since(start)
-	r.createErrors = failed.Load()
-	fmt.Printf("   created everything in %s (%d failed creates)\n", r.createAll.Round(time.Millisecond), r.createErrors)
+	r.createErrors, r.createRetries = failed.Load(), retried.Load()
+	fmt.Printf("   created everything in %s (%d failed creates, %d retries)\n", r.createAll.Round(time.Millisecond), r.createErrors, r.createRetries)
 
-	if err := waitConverged(ctx, d.timeout, watch, s, start, &r); err != nil {
+	err = waitConverged(ctx, d.timeout, watch, s, start, &r)
+	stopProfile()
+	if err != nil {
 		return r, err
 	}
 	r.rssMiB, r.peakMiB, r.cpuSeconds = mgr.usage()
@@ -347,12 +353,19 @@ func isExists(err error) bool {
 }
 
 // retry retries a create that a webhook or the apiserver refused for a
-// moment (a namespace's network not cached yet, a timeout), five times.
-func retry(ctx context.Context, f func() error) error {
-	var err error
-	for attempt := range 5 {
-		if err = f(); err == nil || isExists(err) {
+// moment (a namespace's network not cached yet, a timeout), five times,
+// counting the retries in retried (the first few are printed).
+func retry(ctx context.Context, retried *atomic.Int64, f func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := f()
+		if err == nil || isExists(err) {
 			return nil
+		}
+		if attempt == 4 {
+			return err
+		}
+		if retried.Add(1) <= 5 {
+			fmt.Fprintf(os.Stderr, "create (retried): %v\n", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -360,7 +373,6 @@ func retry(ctx context.Context, f func() error) error {
 		case <-time.After(time.Duration(100<<attempt) * time.Millisecond):
 		}
 	}
-	return err
 }
 
 func nodeName(i int) string { return fmt.Sprintf("node-%04d", i) }

@@ -57,6 +57,7 @@ func writeReport(d driverFlags, rs []result) error {
 		{"Primary Layer2 / Layer3 networks, Secondary", func(r result) (float64, bool) { return 0, false }, "", false},
 		{"all objects created", dur(func(r result) time.Duration { return r.createAll }), "%.1f s", true},
 		{"failed creates (after 5 tries)", func(r result) (float64, bool) { return float64(r.createErrors), true }, "%.0f", false},
+		{"retried creates", func(r result) (float64, bool) { return float64(r.createRetries), true }, "%.0f", false},
 		{"all NADs", dur(func(r result) time.Duration { return r.nads }), "%.1f s", true},
 		{"all network IDs", dur(func(r result) time.Duration { return r.ids }), "%.1f s", true},
 		{"all Layer3 host subnets (nodes × Layer3 networks)", dur(func(r result) time.Duration { return r.hostSubnets }), "%.1f s", true},
