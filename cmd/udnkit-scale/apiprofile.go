@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 )
@@ -64,4 +65,20 @@ func fetchTo(ctx context.Context, hc *http.Client, url, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// profileDriver writes this process's CPU profile to path until the returned
+// stop is called.
+func profileDriver(path string) (stop func()) {
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "driver profile: %v\n", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintf(os.Stderr, "driver profile: %v\n", err)
+		f.Close()
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }

@@ -93,6 +93,7 @@ type result struct {
 	createErrors, createRetries                  int64
 	rssMiB, peakMiB, cpuSeconds                  float64
 	webhookRSSMiB, webhookCPUSeconds             float64
+	driverCPUSeconds                             float64
 	requests, restartRequests                    map[string]float64
 	reconciles                                   map[string]float64 // the manager's, by controller
 	restart                                      time.Duration
@@ -231,9 +232,13 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 	// (as a cluster has them before its networks), then each network's
 	// namespace and network, then the pods.
 	start := time.Now()
+	_, _, driverCPU := procUsage(os.Getpid())
 	stopProfile := func() {}
 	if d.cpuProfile {
 		stopProfile = profileAPIServer(ctx, metricsHTTP, env.Config.Host, filepath.Join(dir, "apiserver"))
+		stopDriver := profileDriver(filepath.Join(dir, "driver.pprof"))
+		stopAPIServer := stopProfile
+		stopProfile = func() { stopDriver(); stopAPIServer() }
 	}
 	var failed, retried atomic.Int64
 	run := func(jobs int, job func(int) error) {
@@ -275,6 +280,8 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 	if err != nil {
 		return r, err
 	}
+	_, _, cpu := procUsage(os.Getpid())
+	r.driverCPUSeconds = cpu - driverCPU
 	r.rssMiB, r.peakMiB, r.cpuSeconds = mgr.usage()
 	if r.reconciles, err = managerReconciles(ctx, managerMetrics); err != nil {
 		return r, err
@@ -815,7 +822,11 @@ func (c *child) stop() {
 // usage is the child's RSS and peak RSS in MiB (VmRSS, VmHWM) and its CPU
 // seconds (user + system).
 func (c *child) usage() (rss, peak, cpu float64) {
-	pid := c.cmd.Process.Pid
+	return procUsage(c.cmd.Process.Pid)
+}
+
+// procUsage is process pid's RSS and peak RSS in MiB and its CPU seconds.
+func procUsage(pid int) (rss, peak, cpu float64) {
 	if f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {

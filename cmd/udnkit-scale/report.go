@@ -67,6 +67,7 @@ func writeReport(d driverFlags, rs []result) error {
 		{"manager peak RSS", func(r result) (float64, bool) { return r.peakMiB, true }, "%.0f MiB", true},
 		{"manager CPU to converged", func(r result) (float64, bool) { return r.cpuSeconds, true }, "%.1f s", true},
 		{"kube-apiserver CPU to converged (etcd not counted)", func(r result) (float64, bool) { v, ok := r.requests[apiserverCPU]; return v, ok }, "%.1f s", true},
+		{"driver CPU to converged (creates, informers, waiting)", func(r result) (float64, bool) { return r.driverCPUSeconds, true }, "%.1f s", true},
 		{"restart to converged (target ≤ 30 s)", dur(func(r result) time.Duration { return r.restart }), "%.1f s", true},
 		{"restart: manager CPU, kube-apiserver CPU", func(r result) (float64, bool) { return 0, false }, "restart-cpu", false},
 		{"restarted manager peak RSS", func(r result) (float64, bool) { return r.restartPeakMiB, true }, "%.0f MiB", true},
