@@ -532,7 +532,7 @@ func newConvergence(s size) *convergence {
 		nodes: map[string]versioned[int]{}, pods: map[string]versioned[bool]{}}
 }
 
-func (c *convergence) count(ctx context.Context, watch cache.Cache) (convergenceCounts, error) {
+func (c *convergence) count(ctx context.Context, watch client.Reader) (convergenceCounts, error) {
 	var out convergenceCounts
 	// The lists are only read: no copies of the cached objects.
 	var nads nadv1.NetworkAttachmentDefinitionList
