@@ -51,8 +51,7 @@ const IndexPrimaryCUDNNamespaces = "udnkit.webhooks.primaryCUDNNamespaces"
 // see SetupWithManager.
 func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &udnv1.UserDefinedNetwork{}, IndexPrimary, func(o client.Object) []string {
-		u := o.(*udnv1.UserDefinedNetwork)
-		return primaryIndexValue(u.Spec.Network().IsPrimary() && u.DeletionTimestamp == nil)
+		return primaryIndexValue(livePrimaryUDN(o.(*udnv1.UserDefinedNetwork)))
 	}); err != nil {
 		return fmt.Errorf("indexing UserDefinedNetworks: %w", err)
 	}
