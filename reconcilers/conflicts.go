@@ -21,7 +21,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
-	"github.com/udnkit/udnkit/reconcilers/nsselect"
+	"github.com/udnkit/udnkit/ovnk/nsselect"
 )
 
 // Conflicts the webhooks cannot rule out. They decide from an informer

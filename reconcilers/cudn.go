@@ -17,7 +17,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
-	"github.com/udnkit/udnkit/reconcilers/nsselect"
+	"github.com/udnkit/udnkit/ovnk/nsselect"
 )
 
 // cudnReconciler keeps one NAD per ClusterUserDefinedNetwork in every

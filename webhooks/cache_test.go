@@ -16,6 +16,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/nsselect"
 )
 
 // builderIndexer registers IndexFields' indexes on a fake client builder,
@@ -55,36 +56,43 @@ func l2UDN(ns, name string, role udnv1.NetworkRole) *udnv1.UserDefinedNetwork {
 			Layer2: &udnv1.Layer2Config{Role: role, Subnets: udnv1.DualStackCIDRs{"10.100.0.0/16"}}}}
 }
 
-func TestPrimaryIndexHoldsOnlyLivePrimaries(t *testing.T) {
+func TestPrimaryIndexesHoldOnlyLivePrimaries(t *testing.T) {
 	deleting := l2UDN("a", "deleting", udnv1.NetworkRolePrimary)
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 	deleting.Finalizers = []string{"keep"}
 	otherNS := l2UDN("b", "p", udnv1.NetworkRolePrimary)
-	cudnP := &udnv1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cp"},
-		Spec: udnv1.ClusterUserDefinedNetworkSpec{Network: l2UDN("", "", udnv1.NetworkRolePrimary).Spec.Network()}}
+	every := metav1.LabelSelector{}
+	cudnDeleting := primaryCUDN("cd", every)
+	cudnDeleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	cudnDeleting.Finalizers = []string{"keep"}
 	cudnS := &udnv1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cs"},
 		Spec: udnv1.ClusterUserDefinedNetworkSpec{Network: l2UDN("", "", udnv1.NetworkRoleSecondary).Spec.Network()}}
-	r := reader{Reader: indexedReader(t, l2UDN("a", "p", udnv1.NetworkRolePrimary), l2UDN("a", "s", udnv1.NetworkRoleSecondary),
-		deleting, otherNS, cudnP, cudnS), indexed: true}
-	p, err := loadPrimaries(context.Background(), r, "a")
+	c := indexedReader(t, l2UDN("a", "p", udnv1.NetworkRolePrimary), l2UDN("a", "s", udnv1.NetworkRoleSecondary),
+		deleting, otherNS, primaryCUDN("cp", every), cudnS, cudnDeleting)
+	var udns udnv1.UserDefinedNetworkList
+	if err := c.List(context.Background(), &udns, client.MatchingFields{IndexPrimary: "true"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(udns.Items) != 2 {
+		t.Errorf("IndexPrimary holds %d UDNs, want a/p and b/p (not the Secondary, not the one being deleted)", len(udns.Items))
+	}
+	var cudns udnv1.ClusterUserDefinedNetworkList
+	if err := c.List(context.Background(), &cudns, client.MatchingFields{IndexPrimaryCUDNNamespaces: nsselect.AnyNamespace}); err != nil {
+		t.Fatal(err)
+	}
+	if len(cudns.Items) != 1 || cudns.Items[0].Name != "cp" {
+		t.Errorf("IndexPrimaryCUDNNamespaces holds %v, want only cp", cudns.Items)
+	}
+	p, err := loadPrimaries(context.Background(), reader{Reader: c, indexed: true}, "a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := refs(p.udns["a"]); got != "UserDefinedNetwork a/p" {
-		t.Errorf("Primary UDNs of a = %q, want only a/p (not the Secondary, not the one being deleted)", got)
-	}
-	if len(p.udns["b"]) != 0 {
-		t.Errorf("namespace b leaked into a's read: %v", p.udns["b"])
-	}
-	if len(p.cudns) != 1 || p.cudns[0].net.name != "cp" {
-		t.Errorf("Primary CUDNs = %+v, want only cp", p.cudns)
-	}
-	all, err := loadPrimaries(context.Background(), r, "")
+	nets, err := p.of(context.Background(), namespace("a", nil), "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(all.udns) != 2 {
-		t.Errorf("every namespace: %v, want a and b", all.udns)
+	if got := refs(nets); got != "UserDefinedNetwork a/p, ClusterUserDefinedNetwork cp" {
+		t.Errorf("primary networks of a = %q, want a/p and cp", got)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -13,6 +12,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/nsselect"
 )
 
 // The CUDN webhook is called only for what the ValidatingAdmissionPolicies
@@ -122,15 +122,12 @@ func (v *ClusterUserDefinedNetworkValidator) checkPrimary(ctx context.Context, r
 	if err != nil {
 		return field.ErrorList{field.Invalid(selPath, cudn.Spec.NamespaceSelector, err.Error())}, nil, nil
 	}
-	var nss corev1.NamespaceList
-	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: sel}}
-	if r.indexed {
-		opts = append(opts, client.UnsafeDisableDeepCopy)
-	}
-	if err := r.List(ctx, &nss, opts...); err != nil {
+	// A selector that names its namespaces reads only those.
+	nss, err := nsselect.Namespaces(ctx, r, sel)
+	if err != nil {
 		return nil, nil, fmt.Errorf("listing namespaces: %w", err)
 	}
-	if len(nss.Items) == 0 {
+	if len(nss) == 0 {
 		return nil, nil, nil
 	}
 	p, err := loadPrimaries(ctx, r, "")
@@ -139,9 +136,13 @@ func (v *ClusterUserDefinedNetworkValidator) checkPrimary(ctx context.Context, r
 	}
 	conflicts := map[string][]primaryNetwork{}
 	var unlabelled []string
-	for i := range nss.Items {
-		ns := &nss.Items[i]
-		if others := p.of(ns, "ClusterUserDefinedNetwork", cudn.Name); len(others) > 0 {
+	for i := range nss {
+		ns := &nss[i]
+		others, err := p.of(ctx, ns, "ClusterUserDefinedNetwork", cudn.Name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(others) > 0 {
 			conflicts[ns.Name] = others
 		}
 		if _, ok := ns.Labels[ovnk.LabelPrimaryUserDefinedNetwork]; !ok {

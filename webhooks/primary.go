@@ -13,6 +13,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/nsselect"
 )
 
 // primaryNetwork is a Primary UDN or CUDN, as a namespace sees it.
@@ -30,33 +31,35 @@ type cudnSelector struct {
 	selector labels.Selector
 }
 
-// primaries is a snapshot of the cluster's primary networks: the Primary
-// UDNs by namespace and the Primary CUDNs with their parsed selectors.
-type primaries struct {
-	udns  map[string][]primaryNetwork
-	cudns []cudnSelector
-}
-
 // IndexPrimary is the field index udnkit's webhooks register on
-// UserDefinedNetworks and ClusterUserDefinedNetworks (see IndexFields): "true"
-// for a Primary network that is not being deleted. Listing with it (and, for
-// UDNs, a namespace) reads only the networks a one-primary-per-namespace
-// decision needs.
+// UserDefinedNetworks (see IndexFields): "true" for a Primary network that
+// is not being deleted. Listing with it and a namespace reads only the
+// networks a one-primary-per-namespace decision needs.
 const IndexPrimary = "udnkit.webhooks.primary"
 
-// IndexFields registers IndexPrimary with indexer (a manager's
-// GetFieldIndexer(), before the manager starts). The webhooks' Client must
-// be a cache with these indexes; see SetupWithManager.
+// IndexPrimaryCUDNNamespaces is the field index udnkit's webhooks register
+// on ClusterUserDefinedNetworks (see IndexFields): a Primary CUDN that is
+// not being deleted under the namespaces its selector names, or
+// nsselect.AnyNamespace (nsselect.IndexKeys); other CUDNs under none. The
+// Primary CUDNs that may select a namespace are read in O(candidates), not
+// O(Primary CUDNs) with every selector parsed.
+const IndexPrimaryCUDNNamespaces = "udnkit.webhooks.primaryCUDNNamespaces"
+
+// IndexFields registers IndexPrimary, IndexPrimaryCUDNNamespaces and
+// IndexOVNPrefix with indexer (a manager's GetFieldIndexer(), before the
+// manager starts). The webhooks' Client must be a cache with these indexes;
+// see SetupWithManager.
 func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &udnv1.UserDefinedNetwork{}, IndexPrimary, func(o client.Object) []string {
-		u := o.(*udnv1.UserDefinedNetwork)
-		return primaryIndexValue(u.Spec.Network().IsPrimary() && u.DeletionTimestamp == nil)
+		return primaryIndexValue(livePrimaryUDN(o.(*udnv1.UserDefinedNetwork)))
 	}); err != nil {
 		return fmt.Errorf("indexing UserDefinedNetworks: %w", err)
 	}
-	if err := indexer.IndexField(ctx, &udnv1.ClusterUserDefinedNetwork{}, IndexPrimary, func(o client.Object) []string {
-		cu := o.(*udnv1.ClusterUserDefinedNetwork)
-		return primaryIndexValue(cu.Spec.Network.IsPrimary() && cu.DeletionTimestamp == nil)
+	if err := indexer.IndexField(ctx, &udnv1.ClusterUserDefinedNetwork{}, IndexPrimaryCUDNNamespaces, func(o client.Object) []string {
+		if !livePrimaryCUDN(o.(*udnv1.ClusterUserDefinedNetwork)) {
+			return nil
+		}
+		return nsselect.IndexKeys(o)
 	}); err != nil {
 		return fmt.Errorf("indexing ClusterUserDefinedNetworks: %w", err)
 	}
@@ -82,6 +85,16 @@ func primaryIndexValue(primary bool) []string {
 	return nil
 }
 
+// livePrimaryUDN and livePrimaryCUDN: a Primary network not being deleted
+// holds its namespaces (one being deleted frees them).
+func livePrimaryUDN(u *udnv1.UserDefinedNetwork) bool {
+	return u.Spec.Network().IsPrimary() && u.DeletionTimestamp == nil
+}
+
+func livePrimaryCUDN(cu *udnv1.ClusterUserDefinedNetwork) bool {
+	return cu.Spec.Network.IsPrimary() && cu.DeletionTimestamp == nil
+}
+
 // reader is where the webhooks read the cluster: a cache with IndexFields'
 // indexes (indexed) or, to confirm a refusal, the apiserver itself.
 type reader struct {
@@ -89,74 +102,106 @@ type reader struct {
 	indexed bool
 }
 
-// primaryOpts narrows a list to Primary networks: through the index (and
-// without copying the cached objects, which are only read) on a cache, on
-// the client side otherwise.
-func (r reader) primaryOpts(opts ...client.ListOption) []client.ListOption {
-	if r.indexed {
-		opts = append(opts, client.MatchingFields{IndexPrimary: "true"}, client.UnsafeDisableDeepCopy)
-	}
-	return opts
+// primaries finds the primary networks of namespaces. On a cache it reads
+// each namespace's through the indexes: its Primary UDNs and the Primary
+// CUDNs whose selector may match it, with no copy. On the apiserver (only a
+// refusal is confirmed there) it reads every Primary network once.
+type primaries struct {
+	r reader
+	// On the apiserver: the Primary UDNs by namespace and the Primary
+	// CUDNs with their parsed selectors.
+	udns  map[string][]primaryNetwork
+	cudns []cudnSelector
 }
 
-// loadPrimaries reads the Primary UDNs (of namespace, or of every namespace
-// when namespace is "") and every Primary CUDN: from the cache through
-// IndexPrimary, O(Primary networks) with no copy, or from the apiserver.
+// loadPrimaries prepares to find primary networks through r: on a cache,
+// nothing is read yet; on the apiserver, the Primary UDNs (of namespace, or
+// of every namespace when namespace is "") and every Primary CUDN.
 func loadPrimaries(ctx context.Context, r reader, namespace string) (*primaries, error) {
+	p := &primaries{r: r}
+	if r.indexed {
+		return p, nil
+	}
 	var udns udnv1.UserDefinedNetworkList
 	var opts []client.ListOption
 	if namespace != "" {
 		opts = append(opts, client.InNamespace(namespace))
 	}
-	if err := r.List(ctx, &udns, r.primaryOpts(opts...)...); err != nil {
+	if err := r.List(ctx, &udns, opts...); err != nil {
 		return nil, fmt.Errorf("listing UserDefinedNetworks: %w", err)
 	}
 	var cudns udnv1.ClusterUserDefinedNetworkList
-	if err := r.List(ctx, &cudns, r.primaryOpts()...); err != nil {
+	if err := r.List(ctx, &cudns); err != nil {
 		return nil, fmt.Errorf("listing ClusterUserDefinedNetworks: %w", err)
 	}
-	p := &primaries{}
+	p.udns = map[string][]primaryNetwork{}
 	for i := range udns.Items {
-		u := &udns.Items[i]
-		if spec := u.Spec.Network(); spec.IsPrimary() && u.DeletionTimestamp == nil {
-			if p.udns == nil {
-				p.udns = map[string][]primaryNetwork{}
-			}
-			p.udns[u.Namespace] = append(p.udns[u.Namespace], primaryNetwork{
-				ref: "UserDefinedNetwork " + u.Namespace + "/" + u.Name, name: u.Name, kind: "UserDefinedNetwork", spec: spec})
+		if u := &udns.Items[i]; livePrimaryUDN(u) {
+			p.udns[u.Namespace] = append(p.udns[u.Namespace], udnPrimary(u))
 		}
 	}
 	for i := range cudns.Items {
 		cu := &cudns.Items[i]
-		if !cu.Spec.Network.IsPrimary() || cu.DeletionTimestamp != nil {
+		if !livePrimaryCUDN(cu) {
 			continue
 		}
 		sel, err := metav1.LabelSelectorAsSelector(&cu.Spec.NamespaceSelector)
 		if err != nil {
 			continue // a CUDN with an invalid selector selects nothing
 		}
-		p.cudns = append(p.cudns, cudnSelector{selector: sel, net: primaryNetwork{
-			ref: "ClusterUserDefinedNetwork " + cu.Name, name: cu.Name, kind: "ClusterUserDefinedNetwork", spec: cu.Spec.Network}})
+		p.cudns = append(p.cudns, cudnSelector{selector: sel, net: cudnPrimary(cu)})
 	}
 	return p, nil
 }
 
+func udnPrimary(u *udnv1.UserDefinedNetwork) primaryNetwork {
+	return primaryNetwork{ref: "UserDefinedNetwork " + u.Namespace + "/" + u.Name, name: u.Name, kind: "UserDefinedNetwork", spec: u.Spec.Network()}
+}
+
+func cudnPrimary(cu *udnv1.ClusterUserDefinedNetwork) primaryNetwork {
+	return primaryNetwork{ref: "ClusterUserDefinedNetwork " + cu.Name, name: cu.Name, kind: "ClusterUserDefinedNetwork", spec: cu.Spec.Network}
+}
+
 // of returns the primary networks of ns, except the one of the given kind
 // and name (the object under review).
-func (p *primaries) of(ns *corev1.Namespace, skipKind, skipName string) []primaryNetwork {
+func (p *primaries) of(ctx context.Context, ns *corev1.Namespace, skipKind, skipName string) ([]primaryNetwork, error) {
+	skip := func(n primaryNetwork) bool { return n.kind == skipKind && n.name == skipName }
 	var out []primaryNetwork
-	for _, n := range p.udns[ns.Name] {
-		if n.kind != skipKind || n.name != skipName {
-			out = append(out, n)
+	if !p.r.indexed {
+		for _, n := range p.udns[ns.Name] {
+			if !skip(n) {
+				out = append(out, n)
+			}
+		}
+		set := labels.Set(ns.Labels)
+		for _, c := range p.cudns {
+			if !skip(c.net) && c.selector.Matches(set) {
+				out = append(out, c.net)
+			}
+		}
+		return out, nil
+	}
+	var udns udnv1.UserDefinedNetworkList
+	if err := p.r.List(ctx, &udns, client.InNamespace(ns.Name), client.MatchingFields{IndexPrimary: "true"}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing UserDefinedNetworks: %w", err)
+	}
+	for i := range udns.Items {
+		if u := &udns.Items[i]; livePrimaryUDN(u) {
+			if n := udnPrimary(u); !skip(n) {
+				out = append(out, n)
+			}
 		}
 	}
-	set := labels.Set(ns.Labels)
-	for _, c := range p.cudns {
-		if (c.net.kind != skipKind || c.net.name != skipName) && c.selector.Matches(set) {
-			out = append(out, c.net)
-		}
+	cudns, err := nsselect.Selecting(ctx, p.r, IndexPrimaryCUDNNamespaces, ns, func(cu *udnv1.ClusterUserDefinedNetwork) bool {
+		return livePrimaryCUDN(cu) && (skipKind != "ClusterUserDefinedNetwork" || cu.Name != skipName)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing ClusterUserDefinedNetworks: %w", err)
 	}
-	return out
+	for _, cu := range cudns {
+		out = append(out, cudnPrimary(cu.ClusterUserDefinedNetwork))
+	}
+	return out, nil
 }
 
 // primaryNetworkOf returns the spec of the primary network of namespace
@@ -172,9 +217,9 @@ func primaryNetworkOf(ctx context.Context, r reader, namespace string) (*udnv1.N
 	if err != nil {
 		return nil, "", err
 	}
-	nets := p.of(&ns, "", "")
-	if len(nets) == 0 {
-		return nil, "", nil
+	nets, err := p.of(ctx, &ns, "", "")
+	if err != nil || len(nets) == 0 {
+		return nil, "", err
 	}
 	return &nets[0].spec, nets[0].ref, nil
 }

@@ -1,22 +1,50 @@
 package webhooks
 
 import (
+	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
-func TestPrimariesOf(t *testing.T) {
-	udnA := primaryNetwork{ref: "UserDefinedNetwork a/x", name: "x", kind: "UserDefinedNetwork"}
-	cudnT := primaryNetwork{ref: "ClusterUserDefinedNetwork t", name: "t", kind: "ClusterUserDefinedNetwork"}
-	p := &primaries{
-		udns:  map[string][]primaryNetwork{"a": {udnA}},
-		cudns: []cudnSelector{{net: cudnT, selector: labels.SelectorFromSet(labels.Set{"team": "t"})}},
+func namespace(name string, l map[string]string) *corev1.Namespace {
+	labels := map[string]string{corev1.LabelMetadataName: name} // as the apiserver sets it
+	for k, v := range l {
+		labels[k] = v
 	}
-	ns := func(name string, l map[string]string) *corev1.Namespace {
-		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+}
+
+func primaryCUDN(name string, sel metav1.LabelSelector) *udnv1.ClusterUserDefinedNetwork {
+	return &udnv1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: udnv1.ClusterUserDefinedNetworkSpec{NamespaceSelector: sel, Network: l2UDN("", "", udnv1.NetworkRolePrimary).Spec.Network()}}
+}
+
+func namesNamespaces(names ...string) metav1.LabelSelector {
+	return metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: names}}}
+}
+
+// The cache (through the indexes) and the apiserver (every Primary network
+// read once) find the same primary networks of a namespace.
+func TestPrimariesOf(t *testing.T) {
+	team := metav1.LabelSelector{MatchLabels: map[string]string{"team": "t"}}
+	objs := []client.Object{
+		l2UDN("a", "x", udnv1.NetworkRolePrimary), l2UDN("a", "s", udnv1.NetworkRoleSecondary),
+		primaryCUDN("t", team), primaryCUDN("named", namesNamespaces("c", "d")),
+	}
+	readers := map[string]reader{
+		"cache":     {Reader: indexedReader(t, objs...), indexed: true},
+		"apiserver": {Reader: indexedReader(t, objs...)},
 	}
 	for _, tc := range []struct {
 		name               string
@@ -24,16 +52,90 @@ func TestPrimariesOf(t *testing.T) {
 		skipKind, skipName string
 		want               string
 	}{
-		{"UDN", ns("a", nil), "", "", "UserDefinedNetwork a/x"},
-		{"UDN and selecting CUDN", ns("a", map[string]string{"team": "t"}), "", "", "UserDefinedNetwork a/x, ClusterUserDefinedNetwork t"},
-		{"the object under review is skipped", ns("a", nil), "UserDefinedNetwork", "x", ""},
-		{"same name, other kind is not skipped", ns("a", nil), "ClusterUserDefinedNetwork", "x", "UserDefinedNetwork a/x"},
-		{"CUDN only", ns("b", map[string]string{"team": "t"}), "", "", "ClusterUserDefinedNetwork t"},
-		{"nothing", ns("b", map[string]string{"team": "u"}), "", "", ""},
+		{"UDN", namespace("a", nil), "", "", "UserDefinedNetwork a/x"},
+		{"UDN and selecting CUDN", namespace("a", map[string]string{"team": "t"}), "", "", "UserDefinedNetwork a/x, ClusterUserDefinedNetwork t"},
+		{"the object under review is skipped", namespace("a", nil), "UserDefinedNetwork", "x", ""},
+		{"same name, other kind is not skipped", namespace("a", nil), "ClusterUserDefinedNetwork", "x", "UserDefinedNetwork a/x"},
+		{"CUDN only", namespace("b", map[string]string{"team": "t"}), "", "", "ClusterUserDefinedNetwork t"},
+		{"a CUDN under review is skipped", namespace("b", map[string]string{"team": "t"}), "ClusterUserDefinedNetwork", "t", ""},
+		{"CUDN naming the namespace", namespace("d", nil), "", "", "ClusterUserDefinedNetwork named"},
+		{"CUDNs naming it and selecting it", namespace("c", map[string]string{"team": "t"}), "", "", "ClusterUserDefinedNetwork named, ClusterUserDefinedNetwork t"},
+		{"nothing", namespace("b", map[string]string{"team": "u"}), "", "", ""},
 	} {
-		if got := refs(p.of(tc.ns, tc.skipKind, tc.skipName)); got != tc.want {
-			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		for rname, r := range readers {
+			p, err := loadPrimaries(context.Background(), r, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			nets, err := p.of(context.Background(), tc.ns, tc.skipKind, tc.skipName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := refs(nets); got != tc.want {
+				t.Errorf("%s, %s: %q, want %q", tc.name, rname, got, tc.want)
+			}
 		}
+	}
+}
+
+// countingReader counts the objects its Gets and Lists return.
+type countingReader struct {
+	client.Reader
+	read int
+}
+
+func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := c.Reader.Get(ctx, key, obj, opts...)
+	if err == nil {
+		c.read++
+	}
+	return err
+}
+
+func (c *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	err := c.Reader.List(ctx, list, opts...)
+	if err == nil {
+		c.read += meta.LenList(list)
+	}
+	return err
+}
+
+// Admitting a Primary CUDN that names its namespace, or a pod's primary
+// network lookup, reads that namespace's networks and the CUDNs that may
+// select it, not every Primary network of the cluster: creating n Primary
+// CUDNs used to cost O(n²).
+func TestPrimaryChecksReadOnlyTheirNamespaces(t *testing.T) {
+	const n = 200
+	objs := []client.Object{namespace("new", map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""})}
+	for i := range n {
+		u, c := fmt.Sprintf("u-%d", i), fmt.Sprintf("c-%d", i)
+		objs = append(objs, namespace(u, map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}), l2UDN(u, "p", udnv1.NetworkRolePrimary),
+			namespace(c, map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}), primaryCUDN(c, namesNamespaces(c)))
+	}
+	cache := &countingReader{Reader: indexedReader(t, objs...)}
+	v := &ClusterUserDefinedNetworkValidator{Client: cache, APIReader: indexedReader(t, objs...)}
+	const most = 3 // the namespace, the CUDN under review as a candidate, a conflicting network
+	for _, tc := range []struct{ selects, conflict string }{
+		{"new", ""},
+		{"u-7", "u-7 (UserDefinedNetwork u-7/p)"},
+		{"c-7", "c-7 (ClusterUserDefinedNetwork c-7)"},
+	} {
+		cache.read = 0
+		_, err := v.ValidateCreate(context.Background(), primaryCUDN("probe", namesNamespaces(tc.selects)))
+		if tc.conflict == "" && err != nil || tc.conflict != "" && (!apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.conflict)) {
+			t.Errorf("selecting %s: err = %v, want conflict %q", tc.selects, err, tc.conflict)
+		}
+		if cache.read > most {
+			t.Errorf("selecting %s read %d objects from the cache, want at most %d", tc.selects, cache.read, most)
+		}
+	}
+	cache.read = 0
+	spec, err := cachedPrimaryNetworkOf(context.Background(), cache, nil, "c-7")
+	if err != nil || spec == nil {
+		t.Fatalf("primary network of c-7: %v, %v", spec, err)
+	}
+	if cache.read > 2 {
+		t.Errorf("a pod's primary network lookup read %d objects from the cache, want at most 2 (the namespace and its network)", cache.read)
 	}
 }
 

@@ -90,9 +90,10 @@ func newSize(label string, nodes, networks, pods int) size {
 type result struct {
 	size
 	createAll, nads, ids, hostSubnets, addresses time.Duration
-	createErrors                                 int64
+	createErrors, createRetries                  int64
 	rssMiB, peakMiB, cpuSeconds                  float64
 	webhookRSSMiB, webhookCPUSeconds             float64
+	driverCPUSeconds                             float64
 	requests, restartRequests                    map[string]float64
 	reconciles                                   map[string]float64 // the manager's, by controller
 	restart                                      time.Duration
@@ -231,7 +232,15 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 	// (as a cluster has them before its networks), then each network's
 	// namespace and network, then the pods.
 	start := time.Now()
-	var failed atomic.Int64
+	_, _, driverCPU := procUsage(os.Getpid())
+	stopProfile := func() {}
+	if d.cpuProfile {
+		stopProfile = profileAPIServer(ctx, metricsHTTP, env.Config.Host, filepath.Join(dir, "apiserver"))
+		stopDriver := profileDriver(filepath.Join(dir, "driver.pprof"))
+		stopAPIServer := stopProfile
+		stopProfile = func() { stopDriver(); stopAPIServer() }
+	}
+	var failed, retried atomic.Int64
 	run := func(jobs int, job func(int) error) {
 		var wg sync.WaitGroup
 		next := atomic.Int64{}
@@ -240,7 +249,7 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 			go func() {
 				defer wg.Done()
 				for i := int(next.Add(1) - 1); i < jobs; i = int(next.Add(1) - 1) {
-					if err := retry(ctx, func() error { return job(i) }); err != nil {
+					if err := retry(ctx, &retried, func() error { return job(i) }); err != nil {
 						if failed.Add(1) <= 5 {
 							fmt.Fprintf(os.Stderr, "create: %v\n", err)
 						}
@@ -263,12 +272,16 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 	})
 	run(s.pods, func(i int) error { return c.Create(ctx, scalePod(i, s)) })
 	r.createAll = time.Since(start)
-	r.createErrors = failed.Load()
-	fmt.Printf("   created everything in %s (%d failed creates)\n", r.createAll.Round(time.Millisecond), r.createErrors)
+	r.createErrors, r.createRetries = failed.Load(), retried.Load()
+	fmt.Printf("   created everything in %s (%d failed creates, %d retries)\n", r.createAll.Round(time.Millisecond), r.createErrors, r.createRetries)
 
-	if err := waitConverged(ctx, d.timeout, watch, s, start, &r); err != nil {
+	err = waitConverged(ctx, d.timeout, watch, s, start, &r)
+	stopProfile()
+	if err != nil {
 		return r, err
 	}
+	_, _, cpu := procUsage(os.Getpid())
+	r.driverCPUSeconds = cpu - driverCPU
 	r.rssMiB, r.peakMiB, r.cpuSeconds = mgr.usage()
 	if r.reconciles, err = managerReconciles(ctx, managerMetrics); err != nil {
 		return r, err
@@ -347,12 +360,19 @@ func isExists(err error) bool {
 }
 
 // retry retries a create that a webhook or the apiserver refused for a
-// moment (a namespace's network not cached yet, a timeout), five times.
-func retry(ctx context.Context, f func() error) error {
-	var err error
-	for attempt := range 5 {
-		if err = f(); err == nil || isExists(err) {
+// moment (a namespace's network not cached yet, a timeout), five times,
+// counting the retries in retried (the first few are printed).
+func retry(ctx context.Context, retried *atomic.Int64, f func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := f()
+		if err == nil || isExists(err) {
 			return nil
+		}
+		if attempt == 4 {
+			return err
+		}
+		if retried.Add(1) <= 5 {
+			fmt.Fprintf(os.Stderr, "create (retried): %v\n", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -360,7 +380,6 @@ func retry(ctx context.Context, f func() error) error {
 		case <-time.After(time.Duration(100<<attempt) * time.Millisecond):
 		}
 	}
-	return err
 }
 
 func nodeName(i int) string { return fmt.Sprintf("node-%04d", i) }
@@ -423,68 +442,32 @@ func scalePod(p int, s size) *corev1.Pod {
 
 // waitConverged watches the driver's informer cache (no API requests) until
 // every NAD, network ID, Layer3 host subnet and Primary Layer2 pod address
-// is there, recording when each kind completed.
+// is there, recording when each kind completed. It polls every 200 ms and
+// decodes only the objects that changed since the last poll (see
+// convergence): decoding every node's k8s.ovn.org/node-subnets and every
+// pod's annotation on each poll cost O(networks × nodes + pods) per poll, so
+// the driver's own CPU, which competes with the apiserver and the manager
+// for the same cores, grew quadratically with the run.
 func waitConverged(ctx context.Context, timeout time.Duration, watch cache.Cache, s size, start time.Time, r *result) error {
 	deadline := time.Now().Add(timeout)
 	var nadsAt, idsAt, subnetsAt, addrsAt time.Duration
+	c := newConvergence(s)
 	for {
-		var nads nadv1.NetworkAttachmentDefinitionList
-		if err := watch.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
+		counts, err := c.count(ctx, watch)
+		if err != nil {
 			return err
-		}
-		withIDs := 0
-		l3Names := map[string]bool{}
-		for _, nad := range nads.Items {
-			if ids, err := ovnk.DecodeNetworkIDs(nad.Annotations); err == nil && ids.HasID {
-				withIDs++
-			}
-			idx, err := strconv.Atoi(strings.TrimPrefix(nad.Namespace, "scale-"))
-			if err == nil && idx < s.networks && kindOf(idx).layer3 {
-				l3Names[nad.Annotations[ovnk.AnnotationNetworkName]] = true
-			}
-		}
-		var nodes corev1.NodeList
-		if err := watch.List(ctx, &nodes); err != nil {
-			return err
-		}
-		subnets := 0
-		for i := range nodes.Items {
-			m, err := ovnk.DecodeNodeSubnets(&nodes.Items[i])
-			if err != nil {
-				continue
-			}
-			for name := range l3Names {
-				if len(m[name]) > 0 {
-					subnets++
-				}
-			}
-		}
-		var pods corev1.PodList
-		if err := watch.List(ctx, &pods); err != nil {
-			return err
-		}
-		addressed := 0
-		for i := range pods.Items {
-			if pns, err := ovnk.DecodePodNetworks(pods.Items[i].Annotations); err == nil && len(pns) > 0 {
-				for _, pn := range pns {
-					if pn.Role == ovnk.RolePrimary {
-						addressed++
-						break
-					}
-				}
-			}
 		}
 		now := time.Since(start)
-		if nadsAt == 0 && len(nads.Items) >= s.networks {
+		if nadsAt == 0 && counts.nads >= s.networks {
 			nadsAt = now
 		}
-		if idsAt == 0 && withIDs >= s.networks {
+		if idsAt == 0 && counts.withIDs >= s.networks {
 			idsAt = now
 		}
-		if subnetsAt == 0 && len(l3Names) == s.l3 && subnets >= s.l3*s.nodes {
+		if subnetsAt == 0 && counts.l3Names == s.l3 && counts.subnets >= s.l3*s.nodes {
 			subnetsAt = now
 		}
-		if addrsAt == 0 && addressed >= s.l2Pods {
+		if addrsAt == 0 && counts.addressed >= s.l2Pods {
 			addrsAt = now
 		}
 		if nadsAt > 0 && idsAt > 0 && subnetsAt > 0 && addrsAt > 0 {
@@ -495,7 +478,7 @@ func waitConverged(ctx context.Context, timeout time.Duration, watch cache.Cache
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("not converged after %s: NADs %d/%d, IDs %d/%d, host subnets %d/%d, addresses %d/%d",
-				timeout, len(nads.Items), s.networks, withIDs, s.networks, subnets, s.l3*s.nodes, addressed, s.l2Pods)
+				timeout, counts.nads, s.networks, counts.withIDs, s.networks, counts.subnets, s.l3*s.nodes, counts.addressed, s.l2Pods)
 		}
 		select {
 		case <-ctx.Done():
@@ -503,6 +486,127 @@ func waitConverged(ctx context.Context, timeout time.Duration, watch cache.Cache
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// convergence counts what waitConverged waits for, remembering what it
+// decoded of each object by resourceVersion, so that a poll decodes only the
+// objects that changed since the last one.
+type convergence struct {
+	s    size
+	nads map[string]versioned[nadState] // by namespace/name
+	// l3Names are the OVN network names of the run's Layer3 networks, from
+	// their NADs; complete once there are s.l3.
+	l3Names map[string]bool
+	nodes   map[string]versioned[int]  // node → host subnets of l3Names (once complete)
+	pods    map[string]versioned[bool] // pod → has a primary network address
+}
+
+// versioned is what was decoded of an object at resourceVersion rv.
+type versioned[T any] struct {
+	rv string
+	v  T
+}
+
+// decoded is what decode makes of the object key at resourceVersion rv:
+// decoded again only when the object changed.
+func decoded[T any](m map[string]versioned[T], key, rv string, decode func() T) T {
+	if st, ok := m[key]; ok && st.rv == rv {
+		return st.v
+	}
+	v := decode()
+	m[key] = versioned[T]{rv: rv, v: v}
+	return v
+}
+
+type nadState struct {
+	hasID  bool
+	l3Name string // the network name when the NAD is of a Layer3 network of the run
+}
+
+type convergenceCounts struct {
+	nads, withIDs, l3Names, subnets, addressed int
+}
+
+func newConvergence(s size) *convergence {
+	return &convergence{s: s, nads: map[string]versioned[nadState]{}, l3Names: map[string]bool{},
+		nodes: map[string]versioned[int]{}, pods: map[string]versioned[bool]{}}
+}
+
+func (c *convergence) count(ctx context.Context, watch client.Reader) (convergenceCounts, error) {
+	var out convergenceCounts
+	// The lists are only read: no copies of the cached objects.
+	var nads nadv1.NetworkAttachmentDefinitionList
+	if err := watch.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}, client.UnsafeDisableDeepCopy); err != nil {
+		return out, err
+	}
+	for i := range nads.Items {
+		nad := &nads.Items[i]
+		st := decoded(c.nads, nad.Namespace+"/"+nad.Name, nad.ResourceVersion, func() nadState {
+			var st nadState
+			if ids, err := ovnk.DecodeNetworkIDs(nad.Annotations); err == nil && ids.HasID {
+				st.hasID = true
+			}
+			idx, err := strconv.Atoi(strings.TrimPrefix(nad.Namespace, "scale-"))
+			if err == nil && idx < c.s.networks && kindOf(idx).layer3 {
+				st.l3Name = nad.Annotations[ovnk.AnnotationNetworkName]
+			}
+			return st
+		})
+		if st.hasID {
+			out.withIDs++
+		}
+		if st.l3Name != "" {
+			c.l3Names[st.l3Name] = true
+		}
+	}
+	out.nads, out.l3Names = len(nads.Items), len(c.l3Names)
+	if out.l3Names == c.s.l3 {
+		// The names are complete: what a node holds of them is known by
+		// its resourceVersion.
+		var nodes corev1.NodeList
+		if err := watch.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
+			return out, err
+		}
+		for i := range nodes.Items {
+			n := &nodes.Items[i]
+			out.subnets += decoded(c.nodes, n.Name, n.ResourceVersion, func() int {
+				m, err := ovnk.DecodeNodeSubnets(n)
+				if err != nil {
+					return 0
+				}
+				held := 0
+				for name := range c.l3Names {
+					if len(m[name]) > 0 {
+						held++
+					}
+				}
+				return held
+			})
+		}
+	}
+	var pods corev1.PodList
+	if err := watch.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
+		return out, err
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		addressed := decoded(c.pods, p.Namespace+"/"+p.Name, p.ResourceVersion, func() bool {
+			pns, err := ovnk.DecodePodNetworks(p.Annotations)
+			if err != nil {
+				return false
+			}
+			for _, pn := range pns {
+				if pn.Role == ovnk.RolePrimary {
+					return true
+				}
+			}
+			return false
+		})
+		if addressed {
+			out.addressed++
+		}
+	}
+	return out, nil
 }
 
 // freeNetworkID deletes the last Secondary Layer2 UDN of s and waits until
@@ -803,7 +907,11 @@ func (c *child) stop() {
 // usage is the child's RSS and peak RSS in MiB (VmRSS, VmHWM) and its CPU
 // seconds (user + system).
 func (c *child) usage() (rss, peak, cpu float64) {
-	pid := c.cmd.Process.Pid
+	return procUsage(c.cmd.Process.Pid)
+}
+
+// procUsage is process pid's RSS and peak RSS in MiB and its CPU seconds.
+func procUsage(pid int) (rss, peak, cpu float64) {
 	if f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {

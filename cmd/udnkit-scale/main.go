@@ -48,7 +48,7 @@ func main() {
 	flag.DurationVar(&d.timeout, "timeout", 0, "give up waiting for one phase after this long (0: 20 minutes)")
 	flag.StringVar(&d.out, "out", "bin/scale-report.md", "where the Markdown report goes")
 	flag.StringVar(&d.stateDir, "state-dir", "bin/scale", "kubeconfigs, OVN databases and child logs")
-	flag.BoolVar(&d.cpuProfile, "cpuprofile", false, "write each child's CPU profile (manager.pprof, manager-restart.pprof, dataplane.pprof) beside its log")
+	flag.BoolVar(&d.cpuProfile, "cpuprofile", false, "write each child's CPU profile (manager.pprof, manager-restart.pprof, webhooks.pprof, dataplane.pprof) beside its log, and the kube-apiserver's and the driver's from the first create to converged (apiserver-NNN.pprof, 5 s each; driver.pprof)")
 	flag.Parse()
 
 	if c.role != "" {

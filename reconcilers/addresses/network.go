@@ -11,8 +11,8 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/nsselect"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
-	"github.com/udnkit/udnkit/reconcilers/nsselect"
 )
 
 // networkRef names a Primary Layer2 network: a UDN (Namespace set) or a CUDN.

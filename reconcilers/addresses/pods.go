@@ -24,9 +24,9 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/nsselect"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
 	"github.com/udnkit/udnkit/reconcilers/netids"
-	"github.com/udnkit/udnkit/reconcilers/nsselect"
 )
 
 // Event reasons besides the ipalloc reasons (IPAddressConflict,

@@ -1,6 +1,7 @@
 // Package nsselect answers "which ClusterUserDefinedNetworks may select
-// this namespace" and "which namespaces does this selector match" from the
-// manager's informer cache without scanning every CUDN or every namespace.
+// this namespace" and "which namespaces does this selector match" from an
+// informer cache (the reconcilers', the webhooks') without scanning every
+// CUDN or every namespace.
 // A CUDN's namespaceSelector usually names its namespaces
 // (kubernetes.io/metadata.name = or in); such a selector can only match
 // those, so a cache index keyed by the named namespaces (and AnyNamespace

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"sync"
+)
+
+// apiserverProfileChunk is the length of one kube-apiserver CPU profile
+// (/debug/pprof/profile cannot be stopped early, so a phase is profiled in
+// back-to-back chunks).
+const apiserverProfileChunk = 5
+
+// profileAPIServer writes the kube-apiserver's CPU profile (its
+// /debug/pprof/profile, on by default) in consecutive chunks
+// <prefix>-NNN.pprof until the returned stop is called, which waits for the
+// chunk under way. Merge them with `go tool pprof -proto <prefix>-*.pprof`.
+func profileAPIServer(ctx context.Context, hc *http.Client, host, prefix string) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(host, "/"), apiserverProfileChunk)
+		for i := 0; ctx.Err() == nil; i++ {
+			// The chunk under way finishes even after stop: its
+			// request runs on its own context.
+			if err := fetchTo(context.WithoutCancel(ctx), hc, url, fmt.Sprintf("%s-%03d.pprof", prefix, i)); err != nil {
+				fmt.Fprintf(os.Stderr, "apiserver profile: %v\n", err)
+				return
+			}
+		}
+	}()
+	return func() { cancel(); wg.Wait() }
+}
+
+func fetchTo(ctx context.Context, hc *http.Client, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// profileDriver writes this process's CPU profile to path until the returned
+// stop is called.
+func profileDriver(path string) (stop func()) {
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "driver profile: %v\n", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintf(os.Stderr, "driver profile: %v\n", err)
+		f.Close()
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
+}
