@@ -178,10 +178,11 @@ func testIncrementalPlan(t *testing.T, r *rand.Rand) {
 		e.settle()
 
 		for i, d := range state.desired(t) {
-			full, err := plan(e.c.NB, d)
+			fp, err := e.c.fullPlan(d)
 			if err != nil {
 				t.Fatalf("step %d: full plan: %v", step, err)
 			}
+			full := fp.ops
 			incr := state.desired(t)[i]
 			p, err := e.c.newPlan(incr)
 			if err != nil {
