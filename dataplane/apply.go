@@ -217,6 +217,11 @@ func (c *Client) ApplyUnless(ctx context.Context, d *Desired, unless func(contex
 				}
 			}
 		}
+		// The cache does not show which parent holds which child: the
+		// transaction says (links.go).
+		if links := committed(ops, results, real); len(links) > 0 {
+			c.index.enqueue(rowEvent{links: links})
+		}
 		if c.afterTransaction != nil {
 			c.afterTransaction(d.Owner, k+1, len(chunks))
 		}
@@ -225,6 +230,9 @@ func (c *Client) ApplyUnless(ctx context.Context, d *Desired, unless func(contex
 	step("visible")
 	return Result{Operations: sent(chunks), Transactions: len(chunks)}, err
 }
+
+// planWait bounds how long Plan waits for a connection.
+const planWait = 30 * time.Second
 
 // yieldAtMost bounds how long a split Apply waits for other Applies before
 // each of its transactions, so a stream of small Applies delays a
@@ -297,11 +305,19 @@ func (c *Client) maxOps() int {
 	return c.MaxTransactionOps
 }
 
+// cachedRow returns a copy of a cached row, a router's or switch's with
+// its children.
 func (c *Client) cachedRow(table, uuid string) model.Model {
-	if t := c.NB.Cache().Table(table); t != nil {
-		return t.Row(uuid)
+	t := c.NB.Cache().Table(table)
+	if t == nil {
+		return nil
 	}
-	return nil
+	m := t.Row(uuid)
+	if m != nil && childColumns[table] != nil {
+		defer c.index.read(c.NB)()
+		c.index.fill(m)
+	}
+	return m
 }
 
 // stepper returns a function that reports to c.observe, when set, the time
@@ -318,12 +334,23 @@ func (c *Client) stepper(o Owner) func(step string) {
 	}
 }
 
-// Plan returns the operations Apply would send, without sending them.
+// Plan returns the operations Apply would send, without sending them. Like
+// Apply, it waits (here up to planWait) for a connection that is being
+// made again.
 func (c *Client) Plan(d *Desired) ([]ovsdb.Operation, error) {
 	if err := d.validate(); err != nil {
 		return nil, err
 	}
-	return plan(c.NB, d)
+	ctx, cancel := context.WithTimeout(context.Background(), planWait)
+	defer cancel()
+	if err := waitConnected(ctx, c.NB); err != nil {
+		return nil, err
+	}
+	p, err := c.fullPlan(d)
+	if err != nil {
+		return nil, err
+	}
+	return p.ops, nil
 }
 
 func transact(ctx context.Context, c client.Client, ops []ovsdb.Operation) error {

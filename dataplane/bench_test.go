@@ -172,7 +172,7 @@ func BenchmarkLayer2AddOneNodeTo1000(b *testing.B) {
 				// The baseline plans every Apply without memory (the full diff).
 				e.c.memos.reset(mode != "incremental")
 				e.apply(step.before)
-				p, err := newPlan(e.c.NB, step.want)
+				p, err := e.c.fullPlan(step.want)
 				if err != nil {
 					b.Fatal(err)
 				}

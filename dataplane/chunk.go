@@ -14,20 +14,19 @@ import (
 )
 
 // DefaultMaxTransactionOps bounds one Northbound transaction of an Apply
-// (Client.MaxTransactionOps): about 30 inserted rows, a handful of nodes.
+// (Client.MaxTransactionOps): about 15 inserted rows, a few nodes.
 // The one ovsdb-server commits one transaction at a time and the client's
 // single update stream applies one transaction's update at a time (holding
 // its cache's lock), so an unrelated network's transaction waits behind at
 // most one bounded transaction of a large network, never behind the whole
-// network. What it waits for is the whole transaction's round trip (about
-// 28 µs per row, client and server) plus a fixed cost per transaction that
-// grows with the children of the router it changes (libovsdb walks and
-// copies the parent's whole child set on each update: 0.6 ms with 3000
-// children). With maxTransactions, this splits a 1000-node Layer2 network
-// into about 100 transactions: a small network applied meanwhile takes
-// 1.75-2.1× its time alone (64 transactions of about 100 operations gave
-// 2.3-2.7×), for 6-10% on the large Apply (160 transactions: 1.4-1.8×, +21%).
-const DefaultMaxTransactionOps = 60
+// network. What it waits for is that transaction's round trip, about 50 µs
+// per operation (client and server) plus a fixed 0.4 ms or so (the cache
+// no longer holds routers' child columns, whose every update libovsdb
+// walked and copied: nbMonitor). With maxTransactions, this splits a
+// 1000-node Layer2 network into about 200 transactions: a small network
+// applied meanwhile took 1.47× its time alone (100 transactions of about
+// 60: 1.8×), with the large Apply as fast as before.
+const DefaultMaxTransactionOps = 30
 
 // A large plan is split into a sequence of transactions ("chunks"), each of
 // which leaves a consistent topology:
@@ -91,7 +90,7 @@ func isRoot(table string) bool {
 // copy the row), so a fixed bound would make a huge plan (the 40,000
 // policies of the pair form) quadratic; this keeps the split Apply within
 // a small factor of one transaction.
-const maxTransactions = 100
+const maxTransactions = 200
 
 // split splits a plan's operations into chunks that weigh about bound each
 // (see weigh; at least a 1/maxTransactions share of the plan; a unit heavier

@@ -11,6 +11,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/cache"
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 )
@@ -52,19 +53,32 @@ type rowIndex struct {
 	byNet map[string]map[string]uuidSet
 	// byName: Logical_Router and Logical_Switch name → UUIDs.
 	byName map[string]map[string]uuidSet
+	// kids: router or switch UUID → column of children → the children
+	// (see links.go: the cache does not hold these columns).
+	kids map[string]map[string]uuidSet
 	// parents: child UUID → the routers and switches whose columns hold it
 	// (one, but for another client's doing; a slice is a fraction of a
 	// set's memory, with a quarter of a million children).
 	parents map[string][]string
+	// unparented: children a look-up found in no parent (removed since the
+	// cache showed them), not looked up again while their row is there.
+	unparented uuidSet
 	// pieces: table → topology and piece (external_ids) → network → rows.
 	pieces map[string]map[[2]string]map[string]int
 }
 
 type uuidSet = map[string]struct{}
 
+// rowEvent is a row the cache changed, or (table "") links learnt
+// otherwise (links.go), applied in the order they came.
 type rowEvent struct {
 	table, uuid string
 	row         model.Model // nil: deleted
+	links       []link
+	// unparented: children looked up in vain; all: every link (replaces
+	// the index's).
+	unparented []string
+	all        map[string]map[string]uuidSet
 }
 
 // indexedTables are the tables the planner reads.
@@ -84,8 +98,13 @@ func (ix *rowIndex) push(table string, m model.Model, deleted bool) {
 	if deleted {
 		m = nil
 	}
+	ix.enqueue(rowEvent{table: table, uuid: uuid, row: m})
+}
+
+// enqueue adds an event to the pending ones.
+func (ix *rowIndex) enqueue(e rowEvent) {
 	ix.mu.Lock()
-	ix.pending = append(ix.pending, rowEvent{table, uuid, m})
+	ix.pending = append(ix.pending, e)
 	n := len(ix.pending)
 	if ix.changed != nil {
 		close(ix.changed)
@@ -127,6 +146,10 @@ func (ix *rowIndex) drain() {
 		return
 	}
 	for _, e := range events {
+		if e.table == "" {
+			ix.learn(e)
+			continue
+		}
 		m := e.row
 		if rc := ix.from[e.table]; rc != nil && rowCacheLayout.ok {
 			// The cache's own model, as of now (nil: deleted since).
@@ -179,8 +202,10 @@ func (ix *rowIndex) read(api client.Client) (unlock func()) {
 	ix.drain()
 	// Rebuild only from a resynchronised cache (see up): while libovsdb
 	// reconnects, its new row caches fill up.
-	for !ix.current(api) && up(api) {
-		ix.rebuild(api)
+	for tries := 0; !ix.current(api) && up(api) && tries < 3; tries++ {
+		if err := ix.rebuild(api); err != nil {
+			log.Log.WithName("ovn").Info("reading the Northbound links failed, retrying", "error", err.Error())
+		}
 	}
 	// The cache may already hold rows whose events are not delivered yet
 	// (another client's insert or delete that a caller waited for in the
@@ -231,7 +256,7 @@ func (ix *rowIndex) current(api client.Client) bool {
 
 // rebuild fills the index from api's cache. The events pending now show
 // what the cache already shows; those delivered later are applied on top.
-func (ix *rowIndex) rebuild(api client.Client) {
+func (ix *rowIndex) rebuild(api client.Client) error {
 	ix.mu.Lock()
 	ix.pending, ix.lost = nil, false
 	ix.mu.Unlock()
@@ -239,8 +264,8 @@ func (ix *rowIndex) rebuild(api client.Client) {
 	ix.rows = map[string]map[string]model.Model{}
 	ix.byNet = map[string]map[string]uuidSet{}
 	ix.byName = map[string]map[string]uuidSet{}
-	ix.parents = map[string][]string{}
 	ix.pieces = map[string]map[[2]string]map[string]int{}
+	ix.setLinks(nil)
 	for _, t := range indexedTables {
 		rc := api.Cache().Table(t)
 		ix.from[t] = rc
@@ -252,6 +277,15 @@ func (ix *rowIndex) rebuild(api client.Client) {
 			ix.put(t, u, m)
 		}
 	}
+	// The links as the server has them now: at least as new as the
+	// cache's rows (the reply comes after the updates before it).
+	kids, err := selectLinks(api)
+	if err != nil {
+		ix.from = nil // built again by the next read
+		return err
+	}
+	ix.setLinks(kids)
+	return nil
 }
 
 // put sets (nil: deletes) one row and what is derived from it.
@@ -272,58 +306,12 @@ func (ix *rowIndex) put(table, uuid string, m model.Model) {
 		rows[uuid] = m
 		ix.link(table, uuid, m, true)
 	}
-	// A router's child columns: only the children that changed (each
-	// transaction of a large Apply adds a few nodes' rows to a router with
-	// thousands, and the index follows on the events goroutine, which a
-	// small Apply's waitVisible waits for).
-	was, is := childrenOf(old), childrenOf(m)
-	for i := range max(len(was), len(is)) {
-		var from, to []string
-		if i < len(was) {
-			from = was[i]
-		}
-		if i < len(is) {
-			to = is[i]
-		}
-		gone, added := childDiff(from, to)
-		ix.adopt(uuid, gone, false)
-		ix.adopt(uuid, added, true)
+	if m == nil {
+		// A deleted parent holds no children, a deleted child is in no
+		// parent (the server garbage-collects children no parent holds).
+		ix.orphan(uuid)
+		ix.disown(table, uuid)
 	}
-}
-
-// childDiff returns the children in from and not in to, and those in to
-// and not in from. libovsdb applies an update's set difference to the old
-// row's slice in place: it moves the last elements into the removed ones'
-// places and appends the added ones, so the common case, a prefix kept
-// and children appended, is found without a map.
-func childDiff(from, to []string) (gone, added []string) {
-	n := 0
-	for n < len(from) && n < len(to) && from[n] == to[n] {
-		n++
-	}
-	if n == len(from) {
-		return nil, to[n:]
-	}
-	if n == len(to) {
-		return from[n:], nil
-	}
-	in := make(map[string]bool, len(to)-n)
-	for _, c := range to[n:] {
-		in[c] = true
-	}
-	for _, c := range from[n:] {
-		if in[c] {
-			delete(in, c)
-		} else {
-			gone = append(gone, c)
-		}
-	}
-	for _, c := range to[n:] {
-		if in[c] {
-			added = append(added, c)
-		}
-	}
-	return gone, added
 }
 
 // link adds (or removes) a row's entries in byNet, byName and pieces.
@@ -334,32 +322,6 @@ func (ix *rowIndex) link(table, uuid string, m model.Model, add bool) {
 	switch m.(type) {
 	case *nbdb.LogicalRouter, *nbdb.LogicalSwitch:
 		mark(ix.byName, table, name, uuid, add)
-	}
-}
-
-// childrenOf returns a router's or switch's columns of children.
-func childrenOf(m model.Model) [][]string {
-	switch r := m.(type) {
-	case *nbdb.LogicalRouter:
-		return [][]string{r.Ports, r.StaticRoutes, r.Policies, r.Nat}
-	case *nbdb.LogicalSwitch:
-		return [][]string{r.Ports}
-	}
-	return nil
-}
-
-// adopt makes parent one of (or no longer one of) the children's parents.
-func (ix *rowIndex) adopt(parent string, children []string, add bool) {
-	for _, c := range children {
-		ps := ix.parents[c]
-		switch i := slices.Index(ps, parent); {
-		case add && i < 0:
-			ix.parents[c] = append(ps, parent)
-		case !add && i >= 0 && len(ps) == 1:
-			delete(ix.parents, c)
-		case !add && i >= 0:
-			ix.parents[c] = slices.Delete(slices.Clone(ps), i, i+1)
-		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -29,6 +30,12 @@ type planner struct {
 	ix     *rowIndex
 	caches map[string]*cache.RowCache // the cache's tables, with ix
 	tables map[string]map[string]model.Model
+	// links is the index whose links give the routers' and switches'
+	// children (read-locked), with or without ix; strict makes a decision
+	// that needs every child of a parent fail with errUnlinked while some
+	// child's parent is not known.
+	links  *rowIndex
+	strict bool
 	// ownerIDs is the owner's external_ids, shared read-only by the desired
 	// rows that have no other external_ids.
 	ownerIDs map[string]string
@@ -227,19 +234,6 @@ func (p *planner) rows(table string) map[string]model.Model {
 	return m
 }
 
-// plan is the full diff of d against api's cache.
-func plan(api client.Client, d *Desired) ([]ovsdb.Operation, error) {
-	p, err := newPlan(api, d)
-	if err != nil {
-		return nil, err
-	}
-	return p.ops, nil
-}
-
-func newPlan(api client.Client, d *Desired) (*planner, error) {
-	return newPlanWith(api, d, nil, nil)
-}
-
 // newPlan plans an Apply of d against the client's index with the owner's
 // key memo (under the network's lock, which Apply holds).
 func (c *Client) newPlan(d *Desired) (*planner, error) {
@@ -258,15 +252,53 @@ func (c *Client) newPlan(d *Desired) (*planner, error) {
 
 // indexPlan plans d against the client's index.
 func (c *Client) indexPlan(d *Desired, memo *keyMemo) (*planner, error) {
-	defer c.index.read(c.NB)()
-	if c.index.rows == nil {
-		return nil, fmt.Errorf("the OVN database %s is not connected yet", c.NB.CurrentEndpoint())
-	}
-	return newPlanWith(c.NB, d, memo, c.index)
+	return c.planAgainst(d, memo, true)
 }
 
-func newPlanWith(api client.Client, d *Desired, memo *keyMemo, ix *rowIndex) (*planner, error) {
-	p := &planner{api: api, owner: d.Owner, memo: memo, ix: ix}
+// fullPlan is the full diff of d against the client's cache (every row of
+// the tables read, no memo), with the index's links.
+func (c *Client) fullPlan(d *Desired) (*planner, error) {
+	return c.planAgainst(d, nil, false)
+}
+
+// planAgainst plans d once the index knows the parents of the network's
+// children (those another client inserted are looked up first), and of
+// every child when the plan needs it (errUnlinked).
+func (c *Client) planAgainst(d *Desired, memo *keyMemo, indexed bool) (*planner, error) {
+	lookedUp := map[string]bool{}
+	network := d.Owner.Network
+	for {
+		unlock := c.index.read(c.NB)
+		if c.index.rows == nil {
+			unlock()
+			return nil, fmt.Errorf("the OVN database %s is not connected yet", c.NB.CurrentEndpoint())
+		}
+		if !lookedUp[network] {
+			lookedUp[network] = true
+			if children := c.index.unlinked(network); len(children) > 0 {
+				unlock()
+				if err := c.index.lookUp(c.NB, children); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
+		var ix *rowIndex
+		if indexed {
+			ix = c.index
+		}
+		p, err := newPlanWith(c.NB, d, memo, ix, c.index, network != "")
+		unlock()
+		if errors.Is(err, errUnlinked) {
+			network = "" // every child's
+			continue
+		}
+		return p, err
+	}
+}
+
+func newPlanWith(api client.Client, d *Desired, memo *keyMemo, ix, links *rowIndex, strict bool) (*planner, error) {
+	p := &planner{api: api, owner: d.Owner, memo: memo, ix: ix, links: links, strict: strict}
 	if memo != nil {
 		if memo.ids == nil {
 			memo.ids = d.Owner.ids()
@@ -564,11 +596,16 @@ func (p *planner) routers(desired []Router) error {
 	}
 	for _, r := range rowsOf[nbdb.LogicalRouter](p, nbdb.LogicalRouterTable, names,
 		lrpSpec.table, routeSpec.table, policySpec.table, natSpec.table) {
+		r = withChildren(p.links, r)
 		current = append(current, r)
 		size := func(x *nbdb.LogicalRouter) int {
 			return len(x.Ports) + len(x.StaticRoutes) + len(x.Policies) + len(x.Nat)
 		}
-		if prev, dup := byName[r.Name]; !dup || preferred(p.owner, prev.ExternalIDs, r.ExternalIDs, prev, r, size(prev), size(r)) {
+		prev, dup := byName[r.Name]
+		if dup && p.unsure() {
+			return errUnlinked
+		}
+		if !dup || preferred(p.owner, prev.ExternalIDs, r.ExternalIDs, prev, r, size(prev), size(r)) {
 			byName[r.Name] = r
 		}
 	}
@@ -623,6 +660,9 @@ func (p *planner) routers(desired []Router) error {
 			{&r.Ports, lrpSpec.table, ownedIn(p, lrpSpec)}, {&r.StaticRoutes, routeSpec.table, ownedIn(p, routeSpec)},
 			{&r.Policies, policySpec.table, ownedIn(p, policySpec)}, {&r.Nat, natSpec.table, ownedIn(p, natSpec)},
 		}
+		if r.ExternalIDs[ExternalIDShared] == "true" && p.unsure() {
+			return errUnlinked
+		}
 		if p.owner.owns(r.ExternalIDs, r) && !keepShared(r.ExternalIDs, cols) {
 			// Its ports, routes, policies and NATs are garbage-collected with it.
 			p.gone = append(p.gone, rowRef{nbdb.LogicalRouterTable, r.UUID})
@@ -647,8 +687,13 @@ func (p *planner) switches(desired []Switch) error {
 		names[i] = desired[i].Row.Name
 	}
 	for _, s := range rowsOf[nbdb.LogicalSwitch](p, nbdb.LogicalSwitchTable, names, lspSpec.table) {
+		s = withChildren(p.links, s)
 		current = append(current, s)
-		if prev, dup := byName[s.Name]; !dup || preferred(p.owner, prev.ExternalIDs, s.ExternalIDs, prev, s, len(prev.Ports), len(s.Ports)) {
+		prev, dup := byName[s.Name]
+		if dup && p.unsure() {
+			return errUnlinked
+		}
+		if !dup || preferred(p.owner, prev.ExternalIDs, s.ExternalIDs, prev, s, len(prev.Ports), len(s.Ports)) {
 			byName[s.Name] = s
 		}
 	}
@@ -684,6 +729,9 @@ func (p *planner) switches(desired []Switch) error {
 			continue
 		}
 		cols := []childColumn{{&s.Ports, lspSpec.table, ownedIn(p, lspSpec)}}
+		if s.ExternalIDs[ExternalIDShared] == "true" && p.unsure() {
+			return errUnlinked
+		}
 		if p.owner.owns(s.ExternalIDs, s) && !keepShared(s.ExternalIDs, cols) {
 			p.gone = append(p.gone, rowRef{nbdb.LogicalSwitchTable, s.UUID})
 			if err := p.add(p.api.Where(s).Delete()); err != nil {
@@ -696,6 +744,12 @@ func (p *planner) switches(desired []Switch) error {
 		}
 	}
 	return nil
+}
+
+// unsure says whether a decision that needs every child of a parent must
+// wait until the parent of every child is known.
+func (p *planner) unsure() bool {
+	return p.strict && len(p.links.unlinked("")) > 0
 }
 
 // ExternalIDShared marks a router or switch a piece created as Shared.

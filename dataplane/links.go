@@ -1,0 +1,327 @@
+package dataplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/udnkit/udnkit/dataplane/nbdb"
+)
+
+// The client's cache does not hold the routers' and switches' columns of
+// children (nbMonitor says why); the index knows which parent holds each
+// child (its links) instead:
+//
+//   - when it is built, from the server (one select of those columns);
+//   - from every transaction Apply commits, which says exactly which
+//     children it added to and removed from which parent;
+//   - from the cache's events: a deleted parent holds no children, and a
+//     deleted child is in no parent (OVSDB garbage-collects the children
+//     no parent holds, so removing a child from its parent deletes it);
+//   - a child another client inserted arrives as a row with no known
+//     parent: before a plan reads a network's rows, its children with no
+//     known parent are looked up on the server (a select per child).
+//
+// What it does not see is another client moving an existing child from
+// one parent to another in one transaction (OVN's own tools never do), or
+// adding an existing child to a second parent; the next rebuild (after a
+// reconnect) sees them.
+
+// link is one child in (or out of) a parent's column of children.
+type link struct {
+	parent, column, child string
+	add                   bool
+}
+
+// parentColumns: child table → the parent table and column that hold its rows.
+var parentColumns = func() map[string][2]string {
+	out := map[string][2]string{}
+	for parent, cols := range childColumns {
+		for col, child := range cols {
+			out[child] = [2]string{parent, col}
+		}
+	}
+	return out
+}()
+
+// lookUpTimeout bounds a select the index sends.
+const lookUpTimeout = 30 * time.Second
+
+// lookUpAtMost is how many children a look-up selects one by one; more
+// are found with one select of every router's and switch's children.
+const lookUpAtMost = 64
+
+// learn applies links learnt otherwise than from a row (with rw held for
+// writing).
+func (ix *rowIndex) learn(e rowEvent) {
+	if e.all != nil {
+		ix.setLinks(e.all)
+	}
+	for _, l := range e.links {
+		ix.relate(l)
+	}
+	for _, c := range e.unparented {
+		if len(ix.parents[c]) == 0 {
+			ix.unparented[c] = struct{}{}
+		}
+	}
+}
+
+// setLinks replaces every link.
+func (ix *rowIndex) setLinks(kids map[string]map[string]uuidSet) {
+	ix.kids = map[string]map[string]uuidSet{}
+	ix.parents = map[string][]string{}
+	ix.unparented = uuidSet{}
+	for parent, cols := range kids {
+		for col, children := range cols {
+			for c := range children {
+				ix.relate(link{parent: parent, column: col, child: c, add: true})
+			}
+		}
+	}
+}
+
+// relate adds or removes one link.
+func (ix *rowIndex) relate(l link) {
+	cols := ix.kids[l.parent]
+	ps := ix.parents[l.child]
+	i := slices.Index(ps, l.parent)
+	if l.add {
+		if cols == nil {
+			cols = map[string]uuidSet{}
+			ix.kids[l.parent] = cols
+		}
+		if cols[l.column] == nil {
+			cols[l.column] = uuidSet{}
+		}
+		cols[l.column][l.child] = struct{}{}
+		if i < 0 {
+			ix.parents[l.child] = append(ps, l.parent)
+		}
+		delete(ix.unparented, l.child)
+		return
+	}
+	if cols != nil {
+		delete(cols[l.column], l.child)
+	}
+	switch {
+	case i >= 0 && len(ps) == 1:
+		delete(ix.parents, l.child)
+	case i >= 0:
+		ix.parents[l.child] = slices.Delete(slices.Clone(ps), i, i+1)
+	}
+}
+
+// orphan forgets a (deleted) parent's children.
+func (ix *rowIndex) orphan(parent string) {
+	for col, children := range ix.kids[parent] {
+		for c := range children {
+			ix.relate(link{parent: parent, column: col, child: c})
+		}
+	}
+	delete(ix.kids, parent)
+}
+
+// disown takes a (deleted) child out of its parents.
+func (ix *rowIndex) disown(table, child string) {
+	pc, ok := parentColumns[table]
+	if !ok {
+		return
+	}
+	for _, p := range slices.Clone(ix.parents[child]) {
+		ix.relate(link{parent: p, column: pc[1], child: child})
+	}
+	delete(ix.unparented, child)
+}
+
+// children returns a parent's children in a column, sorted.
+func (ix *rowIndex) children(parent, column string) []string {
+	set := ix.kids[parent][column]
+	if len(set) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// fill sets a router's or switch's columns of children (on a copy the
+// caller owns) from the links.
+func (ix *rowIndex) fill(m model.Model) {
+	switch r := m.(type) {
+	case *nbdb.LogicalRouter:
+		r.Ports, r.StaticRoutes = ix.children(r.UUID, "ports"), ix.children(r.UUID, "static_routes")
+		r.Policies, r.Nat = ix.children(r.UUID, "policies"), ix.children(r.UUID, "nat")
+	case *nbdb.LogicalSwitch:
+		r.Ports = ix.children(r.UUID, "ports")
+	}
+}
+
+// withChildren returns a copy of a cached router or switch with its
+// columns of children.
+func withChildren[T any, PT interface {
+	*T
+	model.Model
+}](ix *rowIndex, m PT) PT {
+	c := PT(new(T))
+	*c = *m
+	ix.fill(c)
+	return c
+}
+
+// unlinked returns the children of a network (of every network: "") that
+// no known parent holds and that were not looked up in vain.
+func (ix *rowIndex) unlinked(network string) []rowRef {
+	var out []rowRef
+	for _, table := range slices.Sorted(maps.Keys(parentColumns)) {
+		consider := func(c string) {
+			if _, ok := ix.unparented[c]; !ok && len(ix.parents[c]) == 0 {
+				out = append(out, rowRef{table, c})
+			}
+		}
+		if network != "" {
+			for c := range ix.byNet[table][network] {
+				consider(c)
+			}
+			continue
+		}
+		for c := range ix.rows[table] {
+			consider(c)
+		}
+	}
+	return out
+}
+
+// errUnlinked is what a plan returns when a decision needs every child of a
+// parent (whether a shared router still holds another's rows, which of two
+// routers of one name to keep) while some child's parent is unknown.
+var errUnlinked = errors.New("some children's parents are not known yet")
+
+// lookUp finds the parents of children (by a select) and queues what it
+// found for the index.
+func (ix *rowIndex) lookUp(api client.Client, children []rowRef) error {
+	if len(children) > lookUpAtMost {
+		kids, err := selectLinks(api)
+		if err != nil {
+			return err
+		}
+		ix.enqueue(rowEvent{all: kids})
+		return nil
+	}
+	ops := make([]ovsdb.Operation, 0, len(children))
+	for _, c := range children {
+		pc := parentColumns[c.table]
+		ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationSelect, Table: pc[0], Columns: []string{"_uuid"},
+			Where: []ovsdb.Condition{ovsdb.NewCondition(pc[1], ovsdb.ConditionIncludes, set(c.uuid))}})
+	}
+	results, err := selectRows(api, ops)
+	if err != nil {
+		return err
+	}
+	var e rowEvent
+	for i, c := range children {
+		if len(results[i].Rows) == 0 {
+			e.unparented = append(e.unparented, c.uuid)
+		}
+		for _, row := range results[i].Rows {
+			for _, p := range uuids(row["_uuid"]) {
+				e.links = append(e.links, link{parent: p, column: parentColumns[c.table][1], child: c.uuid, add: true})
+			}
+		}
+	}
+	ix.enqueue(e)
+	return nil
+}
+
+// selectLinks reads every router's and switch's children from the server.
+func selectLinks(api client.Client) (map[string]map[string]uuidSet, error) {
+	tables := slices.Sorted(maps.Keys(childColumns))
+	ops := make([]ovsdb.Operation, 0, len(tables))
+	for _, t := range tables {
+		ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationSelect, Table: t,
+			Columns: append([]string{"_uuid"}, slices.Sorted(maps.Keys(childColumns[t]))...)})
+	}
+	results, err := selectRows(api, ops)
+	if err != nil {
+		return nil, err
+	}
+	kids := map[string]map[string]uuidSet{}
+	for i, t := range tables {
+		for _, row := range results[i].Rows {
+			for _, parent := range uuids(row["_uuid"]) {
+				cols := map[string]uuidSet{}
+				for col := range childColumns[t] {
+					for _, c := range uuids(row[col]) {
+						if cols[col] == nil {
+							cols[col] = uuidSet{}
+						}
+						cols[col][c] = struct{}{}
+					}
+				}
+				kids[parent] = cols
+			}
+		}
+	}
+	return kids, nil
+}
+
+func selectRows(api client.Client, ops []ovsdb.Operation) ([]ovsdb.OperationResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), lookUpTimeout)
+	defer cancel()
+	results, err := api.Transact(ctx, ops...)
+	if err == nil {
+		_, err = ovsdb.CheckOperationResults(results, ops)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading which routers and switches hold which rows: %w", err)
+	}
+	return results, nil
+}
+
+// committed returns the links a committed transaction made and unmade:
+// children inserted with a new parent, added to or removed from one by a
+// mutation. real maps the named UUIDs of its (and earlier transactions')
+// inserts to the UUIDs the server gave them.
+func committed(ops []ovsdb.Operation, results []ovsdb.OperationResult, real map[string]string) []link {
+	resolve := func(u string) string {
+		if r, ok := real[u]; ok {
+			return r
+		}
+		return u
+	}
+	var out []link
+	for i, op := range ops {
+		cols := childColumns[op.Table]
+		if cols == nil {
+			continue
+		}
+		switch op.Op {
+		case ovsdb.OperationInsert:
+			if i >= len(results) {
+				continue
+			}
+			parent := results[i].UUID.GoUUID
+			for col := range cols {
+				for _, c := range uuids(op.Row[col]) {
+					out = append(out, link{parent: parent, column: col, child: resolve(c), add: true})
+				}
+			}
+		case ovsdb.OperationMutate:
+			parent := resolve(whereUUID(op))
+			for _, m := range op.Mutations {
+				if cols[m.Column] == "" || (m.Mutator != ovsdb.MutateOperationInsert && m.Mutator != ovsdb.MutateOperationDelete) {
+					continue
+				}
+				for _, c := range uuids(m.Value) {
+					out = append(out, link{parent: parent, column: m.Column, child: resolve(c), add: m.Mutator == ovsdb.MutateOperationInsert})
+				}
+			}
+		}
+	}
+	return out
+}
