@@ -22,6 +22,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
 )
 
 func main() {
@@ -68,6 +71,10 @@ func main() {
 		}
 		d.fractions = append(d.fractions, [2]int{n, m})
 	}
+	// The driver prints its own progress; its informers' and watches'
+	// logs would only interleave with it (and controller-runtime prints a
+	// stack trace once when no logger is set).
+	ctrl.SetLogger(logr.Discard())
 	if err := runDriver(d); err != nil {
 		fmt.Fprintf(os.Stderr, "udnkit-scale: %v\n", err)
 		os.Exit(1)
