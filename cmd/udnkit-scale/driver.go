@@ -317,6 +317,12 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 			return r, err
 		}
 	}
+	// Stop only a manager with nothing left to do: the counts above can be
+	// complete while it still writes (statuses, node annotations), and that
+	// work would otherwise land in the restart's figures.
+	if err := waitDrained(ctx, d.timeout, managerMetrics); err != nil {
+		return r, err
+	}
 	mgr.stop()
 	ns, network := scaleNetwork(s.networks * 8) // index ≡ 0 mod 8: UDN Layer2 Primary
 	extra := size{networks: s.networks*8 + 1}
@@ -659,6 +665,24 @@ func waitRestarted(ctx context.Context, timeout time.Duration, watch cache.Cache
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the restarted manager did not converge in %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitDrained waits until the manager's work queues are empty.
+func waitDrained(ctx context.Context, timeout time.Duration, metricsAddr string) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if depth, err := queueDepth(ctx, metricsAddr); err == nil && depth == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the manager's work queues did not drain in %s", timeout)
 		}
 		select {
 		case <-ctx.Done():
