@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
-	"strings"
 )
 
 // Flag names of ClusterConfig; messages name them so a user knows which
@@ -119,11 +118,7 @@ func (l *prefixList) String() string {
 	if l == nil {
 		return ""
 	}
-	s := make([]string, len(*l))
-	for i, p := range *l {
-		s[i] = p.String()
-	}
-	return strings.Join(s, ",")
+	return JoinPrefixes(*l)
 }
 
 func (l *prefixList) Set(v string) error {

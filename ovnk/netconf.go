@@ -132,7 +132,7 @@ func Build(spec udnv1.NetworkSpec, o Options) (*NetConf, error) {
 		nc.Subnets = joinCIDRs(c.Subnets)
 		nc.AllowPersistentIPs = c.IPAM != nil && c.IPAM.Lifecycle == udnv1.IPAMLifecyclePersistent
 		if primary {
-			nc.TransitSubnet = joinPrefixes(o.TransitSubnets)
+			nc.TransitSubnet = JoinPrefixes(o.TransitSubnets)
 		}
 		if primary && o.PredefinedAddresses {
 			nc.ReservedSubnets = joinCIDRs(c.ReservedSubnets)
@@ -205,7 +205,9 @@ func joinCIDRs[T ~string](in []T) string {
 	return strings.Join(out, ",")
 }
 
-func joinPrefixes(in []netip.Prefix) string {
+// JoinPrefixes writes prefixes comma-separated: the form of a NetConf's
+// transitSubnet and of the ranges' flags (--transit-subnets, ...).
+func JoinPrefixes(in []netip.Prefix) string {
 	out := make([]string, 0, len(in))
 	for _, p := range in {
 		out = append(out, p.String())

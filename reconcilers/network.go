@@ -443,7 +443,7 @@ func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, nam
 	if !sameTransit(n.status.TransitSubnets, transit) && slices.ContainsFunc(transit, func(p netip.Prefix) bool { return !slices.Contains(r.cfg.Cluster.TransitSubnets, p) }) {
 		r.recorder.Eventf(n.obj, nil, corev1.EventTypeNormal, eventTransitSubnetsMoved, "Reconcile",
 			"the network's subnets overlap the default transit subnets %s (--%s); it uses %s instead, shown in status.transitSubnets.",
-			joinPrefixes(r.cfg.Cluster.TransitSubnets), ovnk.FlagTransitSubnets, joinPrefixes(transit))
+			ovnk.JoinPrefixes(r.cfg.Cluster.TransitSubnets), ovnk.FlagTransitSubnets, ovnk.JoinPrefixes(transit))
 	}
 
 	var problems []string
@@ -595,11 +595,3 @@ func (r *networkReconciler) networksOfPod(ctx context.Context, obj client.Object
 // conflictRetry is how soon a reconcile that lost an optimistic-concurrency
 // race runs again (after the cache has caught up).
 const conflictRetry = 200 * time.Millisecond
-
-func joinPrefixes(ps []netip.Prefix) string {
-	out := make([]string, len(ps))
-	for i, p := range ps {
-		out[i] = p.String()
-	}
-	return strings.Join(out, ",")
-}

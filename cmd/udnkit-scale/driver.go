@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -648,48 +649,40 @@ func freeNetworkID(ctx context.Context, c client.Client, timeout time.Duration, 
 // down to get their IDs and address, and for the manager's work queues to
 // be empty.
 func waitRestarted(ctx context.Context, timeout time.Duration, watch cache.Cache, metricsAddr, namespace, network string, pod *corev1.Pod) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		done := false
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		var nad nadv1.NetworkAttachmentDefinition
-		if err := watch.Get(ctx, client.ObjectKey{Namespace: namespace, Name: network}, &nad); err == nil {
-			var p corev1.Pod
-			if ids, err := ovnk.DecodeNetworkIDs(nad.Annotations); err == nil && ids.HasID &&
-				watch.Get(ctx, client.ObjectKeyFromObject(pod), &p) == nil && p.Annotations[ovnk.AnnotationPodNetworks] != "" {
-				depth, err := queueDepth(ctx, metricsAddr)
-				done = err == nil && depth == 0
-			}
+		if err := watch.Get(ctx, client.ObjectKey{Namespace: namespace, Name: network}, &nad); err != nil {
+			return false, nil
 		}
-		if done {
-			return nil
+		var p corev1.Pod
+		if ids, err := ovnk.DecodeNetworkIDs(nad.Annotations); err != nil || !ids.HasID ||
+			watch.Get(ctx, client.ObjectKeyFromObject(pod), &p) != nil || p.Annotations[ovnk.AnnotationPodNetworks] == "" {
+			return false, nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the restarted manager did not converge in %s", timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+		return drained(ctx, metricsAddr), nil
+	})
+	if err != nil {
+		return fmt.Errorf("the restarted manager did not converge in %s: %w", timeout, err)
 	}
+	return nil
 }
 
 // waitDrained waits until the manager's work queues are empty.
 func waitDrained(ctx context.Context, timeout time.Duration, metricsAddr string) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		if depth, err := queueDepth(ctx, metricsAddr); err == nil && depth == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the manager's work queues did not drain in %s", timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		return drained(ctx, metricsAddr), nil
+	})
+	if err != nil {
+		return fmt.Errorf("the manager's work queues did not drain in %s: %w", timeout, err)
 	}
+	return nil
+}
+
+// drained says whether the manager runs no reconcile and has no work queued
+// (false while its metrics cannot be read).
+func drained(ctx context.Context, metricsAddr string) bool {
+	depth, err := queueDepth(ctx, metricsAddr)
+	return err == nil && depth == 0
 }
 
 // waitManagerSynced waits until the manager child serves metrics and its
