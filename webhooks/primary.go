@@ -108,6 +108,9 @@ type reader struct {
 // refusal is confirmed there) it reads every Primary network once.
 type primaries struct {
 	r reader
+	// On a cache: the Primary CUDNs by the namespaces their selectors may
+	// match, those that name none read once for every namespace asked.
+	cudnsOf *nsselect.Matcher
 	// On the apiserver: the Primary UDNs by namespace and the Primary
 	// CUDNs with their parsed selectors.
 	udns  map[string][]primaryNetwork
@@ -120,6 +123,7 @@ type primaries struct {
 func loadPrimaries(ctx context.Context, r reader, namespace string) (*primaries, error) {
 	p := &primaries{r: r}
 	if r.indexed {
+		p.cudnsOf = nsselect.NewMatcher(r, IndexPrimaryCUDNNamespaces, livePrimaryCUDN)
 		return p, nil
 	}
 	var udns udnv1.UserDefinedNetworkList
@@ -185,21 +189,19 @@ func (p *primaries) of(ctx context.Context, ns *corev1.Namespace, skipKind, skip
 	if err := p.r.List(ctx, &udns, client.InNamespace(ns.Name), client.MatchingFields{IndexPrimary: "true"}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing UserDefinedNetworks: %w", err)
 	}
-	for i := range udns.Items {
-		if u := &udns.Items[i]; livePrimaryUDN(u) {
-			if n := udnPrimary(u); !skip(n) {
-				out = append(out, n)
-			}
+	for i := range udns.Items { // IndexPrimary holds live Primary UDNs only
+		if n := udnPrimary(&udns.Items[i]); !skip(n) {
+			out = append(out, n)
 		}
 	}
-	cudns, err := nsselect.Selecting(ctx, p.r, IndexPrimaryCUDNNamespaces, ns, func(cu *udnv1.ClusterUserDefinedNetwork) bool {
-		return livePrimaryCUDN(cu) && (skipKind != "ClusterUserDefinedNetwork" || cu.Name != skipName)
-	})
+	cudns, err := p.cudnsOf.Selecting(ctx, ns)
 	if err != nil {
 		return nil, fmt.Errorf("listing ClusterUserDefinedNetworks: %w", err)
 	}
 	for _, cu := range cudns {
-		out = append(out, cudnPrimary(cu.ClusterUserDefinedNetwork))
+		if n := cudnPrimary(cu.ClusterUserDefinedNetwork); !skip(n) {
+			out = append(out, n)
+		}
 	}
 	return out, nil
 }

@@ -48,22 +48,6 @@ func IndexKeys(o client.Object) []string {
 	return []string{AnyNamespace}
 }
 
-// Candidates lists, through the cache index field (built with IndexKeys),
-// the CUDNs whose selector may match namespace, by name, without copies:
-// callers must not modify them.
-func Candidates(ctx context.Context, c client.Reader, field, namespace string) ([]udnv1.ClusterUserDefinedNetwork, error) {
-	var named, anyNS udnv1.ClusterUserDefinedNetworkList
-	if err := c.List(ctx, &named, client.MatchingFields{field: namespace}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	if err := c.List(ctx, &anyNS, client.MatchingFields{field: AnyNamespace}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	out := append(named.Items, anyNS.Items...)
-	slices.SortFunc(out, func(a, b udnv1.ClusterUserDefinedNetwork) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
-}
-
 // Selected is a CUDN whose namespaceSelector matches a namespace, with that
 // selector parsed.
 type Selected struct {
@@ -76,18 +60,70 @@ type Selected struct {
 // without copies: callers must not modify them. An invalid selector selects
 // nothing.
 func Selecting(ctx context.Context, c client.Reader, field string, ns client.Object, keep func(*udnv1.ClusterUserDefinedNetwork) bool) ([]Selected, error) {
-	candidates, err := Candidates(ctx, c, field, ns.GetName())
+	return NewMatcher(c, field, keep).Selecting(ctx, ns)
+}
+
+// Matcher answers Selecting for many namespaces: the CUDNs indexed under
+// AnyNamespace (they are every namespace's candidates) are read, and their
+// selectors parsed, once; each namespace then costs only the CUDNs that name
+// it. Not safe for concurrent use; one per decision, as the cache moves on.
+type Matcher struct {
+	c     client.Reader
+	field string
+	keep  func(*udnv1.ClusterUserDefinedNetwork) bool
+	// anyNS: the kept CUDNs under AnyNamespace with valid selectors, once
+	// loaded is set.
+	anyNS  []Selected
+	loaded bool
+}
+
+// NewMatcher returns a Matcher of the CUDNs keep accepts, through the cache
+// index field (built with IndexKeys).
+func NewMatcher(c client.Reader, field string, keep func(*udnv1.ClusterUserDefinedNetwork) bool) *Matcher {
+	return &Matcher{c: c, field: field, keep: keep}
+}
+
+// Selecting is the package's Selecting for ns, with m's reader, index and
+// keep.
+func (m *Matcher) Selecting(ctx context.Context, ns client.Object) ([]Selected, error) {
+	if !m.loaded {
+		anyNS, err := m.parsed(ctx, AnyNamespace)
+		if err != nil {
+			return nil, err
+		}
+		m.anyNS, m.loaded = anyNS, true
+	}
+	named, err := m.parsed(ctx, ns.GetName())
 	if err != nil {
 		return nil, err
 	}
 	set := labels.Set(ns.GetLabels())
 	var out []Selected
-	for i := range candidates {
-		cu := &candidates[i]
-		if !keep(cu) {
+	for _, group := range [][]Selected{named, m.anyNS} {
+		for _, s := range group {
+			if s.Selector.Matches(set) {
+				out = append(out, s)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Selected) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// parsed lists the kept CUDNs under key, with their selectors parsed (an
+// invalid selector selects nothing: left out).
+func (m *Matcher) parsed(ctx context.Context, key string) ([]Selected, error) {
+	var list udnv1.ClusterUserDefinedNetworkList
+	if err := m.c.List(ctx, &list, client.MatchingFields{m.field: key}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	var out []Selected
+	for i := range list.Items {
+		cu := &list.Items[i]
+		if !m.keep(cu) {
 			continue
 		}
-		if sel, err := metav1.LabelSelectorAsSelector(&cu.Spec.NamespaceSelector); err == nil && sel.Matches(set) {
+		if sel, err := metav1.LabelSelectorAsSelector(&cu.Spec.NamespaceSelector); err == nil {
 			out = append(out, Selected{cu, sel})
 		}
 	}
@@ -113,7 +149,8 @@ func NamedNamespaces(sel labels.Selector) ([]string, bool) {
 	return nil, false
 }
 
-// Namespaces lists the namespaces sel matches. A selector that names its
+// Namespaces lists the namespaces sel matches, without copies from a cache:
+// callers must not modify them. A selector that names its
 // namespaces gets them one by one: a list with a selector tests every
 // namespace, which each CUDN reconcile or event would pay.
 func Namespaces(ctx context.Context, c client.Reader, sel labels.Selector) ([]corev1.Namespace, error) {
@@ -134,7 +171,7 @@ func Namespaces(ctx context.Context, c client.Reader, sel labels.Selector) ([]co
 		return out, nil
 	}
 	var list corev1.NamespaceList
-	if err := c.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	if err := c.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	return list.Items, nil

@@ -2,6 +2,7 @@ package nsselect
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"testing"
 
@@ -27,18 +28,11 @@ func byName(names ...string) metav1.LabelSelector {
 		Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: names}}}
 }
 
-func names(items []udnv1.ClusterUserDefinedNetwork) []string {
-	var out []string
-	for _, i := range items {
-		out = append(out, i.Name)
-	}
-	return out
-}
-
 // The index only narrows: a CUDN that names a namespace is a candidate for
 // that namespace only, one that names none for every namespace, and one
 // with an invalid selector for none; a selector changed to name another
-// namespace moves the CUDN's candidacy with it.
+// namespace moves the CUDN's candidacy with it. (Every namespace here is
+// labelled team=x, so each candidate's selector matches.)
 func TestCandidates(t *testing.T) {
 	ctx := context.Background()
 	invalid := metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "x", Operator: "Bogus"}}}
@@ -49,18 +43,29 @@ func TestCandidates(t *testing.T) {
 			cudn("c-eq", metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: "green", "team": "x"}}),
 			cudn("d-invalid", invalid),
 		).Build()
+	all := func(*udnv1.ClusterUserDefinedNetwork) bool { return true }
+	candidates := func(m *Matcher, ns string) []string {
+		t.Helper()
+		got, err := m.Selecting(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+			Labels: map[string]string{corev1.LabelMetadataName: ns, "team": "x"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, s := range got {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	m := NewMatcher(c, field, all)
 	for ns, want := range map[string][]string{
 		"red":   {"a-labels", "b-named"},
 		"blue":  {"a-labels", "b-named"},
 		"green": {"a-labels", "c-eq"},
 		"other": {"a-labels"},
 	} {
-		got, err := Candidates(ctx, c, field, ns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(names(got), want) {
-			t.Errorf("candidates for %s: %v, want %v (by name)", ns, names(got), want)
+		if got := candidates(m, ns); !slices.Equal(got, want) {
+			t.Errorf("candidates for %s: %v, want %v (by name)", ns, got, want)
 		}
 	}
 
@@ -73,14 +78,46 @@ func TestCandidates(t *testing.T) {
 	if err := c.Update(ctx, &moved); err != nil {
 		t.Fatal(err)
 	}
+	m = NewMatcher(c, field, all)
 	for ns, want := range map[string][]string{"red": {"a-labels"}, "other": {"a-labels", "b-named"}} {
-		got, err := Candidates(ctx, c, field, ns)
-		if err != nil {
+		if got := candidates(m, ns); !slices.Equal(got, want) {
+			t.Errorf("after the rename, candidates for %s: %v, want %v", ns, got, want)
+		}
+	}
+}
+
+// countingReader counts List calls by the index key they match.
+type countingReader struct {
+	client.Reader
+	lists map[string]int
+}
+
+func (r *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	o := &client.ListOptions{}
+	o.ApplyOptions(opts)
+	if o.FieldSelector != nil {
+		if v, ok := o.FieldSelector.RequiresExactMatch(field); ok {
+			r.lists[v]++
+		}
+	}
+	return r.Reader.List(ctx, list, opts...)
+}
+
+// One Matcher asked for many namespaces reads the CUDNs that name no
+// namespace once, and each namespace's named ones.
+func TestMatcherReadsAnyNamespaceOnce(t *testing.T) {
+	ctx := context.Background()
+	c := &countingReader{Reader: fake.NewClientBuilder().WithScheme(scheme.New()).WithIndex(&udnv1.ClusterUserDefinedNetwork{}, field, IndexKeys).
+		WithObjects(cudn("a-labels", metav1.LabelSelector{MatchLabels: map[string]string{"team": "x"}}), cudn("b-named", byName("red"))).Build(),
+		lists: map[string]int{}}
+	m := NewMatcher(c, field, func(*udnv1.ClusterUserDefinedNetwork) bool { return true })
+	for _, ns := range []string{"red", "blue", "green"} {
+		if _, err := m.Selecting(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"team": "x"}}}); err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(names(got), want) {
-			t.Errorf("after the rename, candidates for %s: %v, want %v", ns, names(got), want)
-		}
+	}
+	if want := map[string]int{AnyNamespace: 1, "red": 1, "blue": 1, "green": 1}; !maps.Equal(c.lists, want) {
+		t.Errorf("lists by index key %v, want %v", c.lists, want)
 	}
 }
 
