@@ -1,13 +1,12 @@
 package netids
 
 import (
+	"encoding/binary"
 	"fmt"
-	"math/big"
+	"math/bits"
 	"net/netip"
 	"slices"
 	"sync"
-
-	"github.com/udnkit/udnkit/ovnk"
 )
 
 // ClusterSubnet is one cluster subnet of a Layer3 network, split into host
@@ -28,23 +27,41 @@ func DefaultHostBits(cidr netip.Prefix) int {
 
 type clusterSubnetState struct {
 	ClusterSubnet
+	is4   bool
 	count uint64 // host subnets in the cluster subnet (capped at 2^62)
-	used  map[uint64]string
+	used  map[uint64]ownerID
 	next  uint64
+	base  uint128 // the cluster subnet's first address
+	shift uint    // address bits - HostBits: a host subnet is 2^shift addresses
 }
+
+// hold is one host subnet an owner holds: the index of its cluster subnet
+// in HostSubnetAllocator.subnets plus one (0: none) and its index there.
+type hold struct {
+	idx uint64
+	sub uint32
+}
+
+// holds is what one owner holds: at most one host subnet per IP family, in
+// the order they were taken.
+type holds [2]hold
 
 // HostSubnetAllocator gives each node one host subnet per IP family of a
 // Layer3 network, trying the cluster subnets in spec order. Appending cluster
 // subnets keeps every assignment. It is safe for concurrent use.
+//
+// One allocator per Layer3 network holds a host subnet per node: at 2,000
+// networks and 500 nodes that is a million entries, so an entry is a few
+// integers (owners are interned, see ownerID), not strings and slices.
 type HostSubnetAllocator struct {
 	mu      sync.Mutex
 	subnets []*clusterSubnetState
-	owners  map[string][]netip.Prefix
+	owners  map[ownerID]holds
 }
 
 // NewHostSubnetAllocator returns an allocator over the cluster subnets.
 func NewHostSubnetAllocator(subnets []ClusterSubnet) (*HostSubnetAllocator, error) {
-	a := &HostSubnetAllocator{owners: map[string][]netip.Prefix{}}
+	a := &HostSubnetAllocator{owners: map[ownerID]holds{}}
 	return a, a.SetClusterSubnets(subnets)
 }
 
@@ -67,32 +84,45 @@ func (a *HostSubnetAllocator) SetClusterSubnets(subnets []ClusterSubnet) error {
 		if s.HostBits <= s.CIDR.Bits() || s.HostBits > bits {
 			return fmt.Errorf("hostSubnet /%d must be longer than cluster subnet %v and at most /%d", s.HostBits, s.CIDR, bits)
 		}
-		shift := s.HostBits - s.CIDR.Bits()
-		if shift > 62 {
-			shift = 62
+		n := s.HostBits - s.CIDR.Bits()
+		if n > 62 {
+			n = 62
 		}
-		a.subnets = append(a.subnets, &clusterSubnetState{ClusterSubnet: s, count: 1 << shift, used: map[uint64]string{}})
+		a.subnets = append(a.subnets, &clusterSubnetState{ClusterSubnet: s, is4: s.CIDR.Addr().Is4(), count: 1 << n,
+			used: map[uint64]ownerID{}, base: u128(s.CIDR.Addr()), shift: uint(bits - s.HostBits)})
 	}
 	return nil
 }
 
 func (s *clusterSubnetState) prefix(idx uint64) netip.Prefix {
-	bits := s.CIDR.Addr().BitLen()
-	off := new(big.Int).Lsh(new(big.Int).SetUint64(idx), uint(bits-s.HostBits))
-	return netip.PrefixFrom(ovnk.AddOffset(s.CIDR.Addr(), off), s.HostBits)
+	return netip.PrefixFrom(s.base.add(uint128{lo: idx}.shl(s.shift)).addr(s.is4), s.HostBits)
 }
 
 func (s *clusterSubnetState) index(p netip.Prefix) (uint64, bool) {
 	if p.Bits() != s.HostBits || !s.CIDR.Contains(p.Addr()) || p.Masked() != p {
 		return 0, false
 	}
-	bits := s.CIDR.Addr().BitLen()
-	diff := new(big.Int).Sub(new(big.Int).SetBytes(p.Addr().AsSlice()), new(big.Int).SetBytes(s.CIDR.Addr().AsSlice()))
-	idx := diff.Rsh(diff, uint(bits-s.HostBits))
-	if !idx.IsUint64() || idx.Uint64() >= s.count {
+	idx := u128(p.Addr()).sub(s.base).shr(s.shift)
+	if idx.hi != 0 || idx.lo >= s.count {
 		return 0, false
 	}
-	return idx.Uint64(), true
+	return idx.lo, true
+}
+
+// prefixOf is the host subnet h names.
+func (a *HostSubnetAllocator) prefixOf(h hold) netip.Prefix {
+	return a.subnets[h.sub-1].prefix(h.idx)
+}
+
+// list is what hs holds, in the order taken.
+func (a *HostSubnetAllocator) list(hs holds) []netip.Prefix {
+	var out []netip.Prefix
+	for _, h := range hs {
+		if h.sub != 0 {
+			out = append(out, a.prefixOf(h))
+		}
+	}
+	return out
 }
 
 // Reserve records that owner holds host subnet p (rebuilding state from
@@ -101,27 +131,40 @@ func (s *clusterSubnetState) index(p netip.Prefix) (uint64, bool) {
 func (a *HostSubnetAllocator) Reserve(owner string, p netip.Prefix) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, s := range a.subnets {
+	for i, s := range a.subnets {
 		idx, ok := s.index(p)
 		if !ok {
 			continue
 		}
+		id := internOwner(owner)
 		if cur, used := s.used[idx]; used {
-			if cur == owner {
+			if cur == id {
 				return nil
 			}
-			return fmt.Errorf("host subnet %v is already held by %s", p, cur)
+			return fmt.Errorf("host subnet %v is already held by %s", p, ownerName(cur))
 		}
-		for _, q := range a.owners[owner] {
-			if q.Addr().Is4() == p.Addr().Is4() {
-				return fmt.Errorf("%s already holds host subnet %v of the same IP family as %v", owner, q, p)
+		hs := a.owners[id]
+		for _, h := range hs {
+			if h.sub != 0 && a.subnets[h.sub-1].is4 == s.is4 {
+				return fmt.Errorf("%s already holds host subnet %v of the same IP family as %v", owner, a.prefixOf(h), p)
 			}
 		}
-		s.used[idx] = owner
-		a.owners[owner] = append(a.owners[owner], p)
+		s.used[idx] = id
+		hs.add(hold{idx: idx, sub: uint32(i + 1)})
+		a.owners[id] = hs
 		return nil
 	}
 	return fmt.Errorf("%v is not a host subnet of any cluster subnet", p)
+}
+
+// add puts h in the first free slot (an owner holds at most one host subnet
+// per IP family).
+func (hs *holds) add(h hold) {
+	if hs[0].sub == 0 {
+		hs[0] = h
+	} else {
+		hs[1] = h
+	}
 }
 
 // Allocate returns owner's host subnets, one per IP family of the cluster
@@ -129,45 +172,46 @@ func (a *HostSubnetAllocator) Reserve(owner string, p netip.Prefix) error {
 func (a *HostSubnetAllocator) Allocate(owner string) ([]netip.Prefix, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	have := map[bool]bool{}
-	for _, p := range a.owners[owner] {
-		have[p.Addr().Is4()] = true
+	id := internOwner(owner)
+	hs := a.owners[id]
+	have := func(is4 bool) bool {
+		return slices.ContainsFunc(hs[:], func(h hold) bool { return h.sub != 0 && a.subnets[h.sub-1].is4 == is4 })
 	}
-	var added []netip.Prefix
-	var addedIn []*clusterSubnetState
-	var addedIdx []uint64
+	var took []hold
 	for _, is4 := range []bool{true, false} {
-		if have[is4] {
+		if have(is4) {
 			continue
 		}
 		found, exists := false, false
-		for _, s := range a.subnets {
-			if s.CIDR.Addr().Is4() != is4 {
+		for i, s := range a.subnets {
+			if s.is4 != is4 {
 				continue
 			}
 			exists = true
 			if idx, ok := s.free(); ok {
-				s.used[idx] = owner
-				added = append(added, s.prefix(idx))
-				addedIn, addedIdx = append(addedIn, s), append(addedIdx, idx)
+				s.used[idx] = id
+				took = append(took, hold{idx: idx, sub: uint32(i + 1)})
 				found = true
 				break
 			}
 		}
 		if exists && !found {
-			for i, s := range addedIn {
-				delete(s.used, addedIdx[i])
+			for _, h := range took {
+				delete(a.subnets[h.sub-1].used, h.idx)
 			}
 			return nil, fmt.Errorf("every %s host subnet of %s is in use: %w", family(is4), a.describe(is4), ErrExhausted)
 		}
 	}
-	a.owners[owner] = append(a.owners[owner], added...)
-	for _, s := range addedIn {
+	for _, h := range took {
+		hs.add(h)
 		// advance the cursor past what was just taken
-		s.next = (addedIdx[0] + 1) % s.count
-		addedIdx = addedIdx[1:]
+		s := a.subnets[h.sub-1]
+		s.next = (h.idx + 1) % s.count
 	}
-	return append([]netip.Prefix(nil), a.owners[owner]...), nil
+	if hs[0].sub != 0 {
+		a.owners[id] = hs
+	}
+	return a.list(hs), nil
 }
 
 func (s *clusterSubnetState) free() (uint64, bool) {
@@ -210,14 +254,18 @@ func family(is4 bool) string {
 func (a *HostSubnetAllocator) Release(owner string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, p := range a.owners[owner] {
-		for _, s := range a.subnets {
-			if idx, ok := s.index(p); ok && s.used[idx] == owner {
-				delete(s.used, idx)
+	id, ok := lookupOwner(owner)
+	if !ok {
+		return
+	}
+	for _, h := range a.owners[id] {
+		if h.sub != 0 {
+			if s := a.subnets[h.sub-1]; s.used[h.idx] == id {
+				delete(s.used, h.idx)
 			}
 		}
 	}
-	delete(a.owners, owner)
+	delete(a.owners, id)
 }
 
 // Holdings returns every owner's host subnets.
@@ -225,8 +273,8 @@ func (a *HostSubnetAllocator) Holdings() map[string][]netip.Prefix {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	out := make(map[string][]netip.Prefix, len(a.owners))
-	for o, ps := range a.owners {
-		out[o] = append([]netip.Prefix(nil), ps...)
+	for id, hs := range a.owners {
+		out[ownerName(id)] = a.list(hs)
 	}
 	return out
 }
@@ -235,7 +283,11 @@ func (a *HostSubnetAllocator) Holdings() map[string][]netip.Prefix {
 func (a *HostSubnetAllocator) Owned(owner string) []netip.Prefix {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return append([]netip.Prefix(nil), a.owners[owner]...)
+	id, ok := lookupOwner(owner)
+	if !ok {
+		return nil
+	}
+	return a.list(a.owners[id])
 }
 
 // Complete reports whether owner holds exactly ps, in that order, and a host
@@ -244,15 +296,120 @@ func (a *HostSubnetAllocator) Owned(owner string) []netip.Prefix {
 func (a *HostSubnetAllocator) Complete(owner string, ps []netip.Prefix) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	held := a.owners[owner]
+	id, ok := lookupOwner(owner)
+	if !ok {
+		return false
+	}
+	held := a.list(a.owners[id])
 	if len(held) == 0 || !slices.Equal(held, ps) {
 		return false
 	}
 	for _, s := range a.subnets {
-		is4 := s.CIDR.Addr().Is4()
-		if !slices.ContainsFunc(held, func(p netip.Prefix) bool { return p.Addr().Is4() == is4 }) {
+		if !slices.ContainsFunc(held, func(p netip.Prefix) bool { return p.Addr().Is4() == s.is4 }) {
 			return false
 		}
 	}
 	return true
+}
+
+// ownerID is an interned owner (node) name. Every Layer3 network's
+// allocator names the same few hundred nodes, each up to a million times in
+// all: an ID is 4 bytes where a string is a 16-byte header. Names are never
+// forgotten: they are the node names this process has seen.
+type ownerID uint32
+
+var owners struct {
+	mu    sync.RWMutex
+	ids   map[string]ownerID
+	names []string
+}
+
+func internOwner(name string) ownerID {
+	if id, ok := lookupOwner(name); ok {
+		return id
+	}
+	owners.mu.Lock()
+	defer owners.mu.Unlock()
+	if id, ok := owners.ids[name]; ok {
+		return id
+	}
+	if owners.ids == nil {
+		owners.ids = map[string]ownerID{}
+	}
+	id := ownerID(len(owners.names))
+	owners.names = append(owners.names, name)
+	owners.ids[name] = id
+	return id
+}
+
+func lookupOwner(name string) (ownerID, bool) {
+	owners.mu.RLock()
+	defer owners.mu.RUnlock()
+	id, ok := owners.ids[name]
+	return id, ok
+}
+
+func ownerName(id ownerID) string {
+	owners.mu.RLock()
+	defer owners.mu.RUnlock()
+	return owners.names[id]
+}
+
+// uint128 is an IP address as an integer (IPv4 in the low 32 bits), for
+// host subnet arithmetic without allocating.
+type uint128 struct{ hi, lo uint64 }
+
+func u128(a netip.Addr) uint128 {
+	if a.Is4() {
+		b := a.As4()
+		return uint128{lo: uint64(binary.BigEndian.Uint32(b[:]))}
+	}
+	b := a.As16()
+	return uint128{hi: binary.BigEndian.Uint64(b[:8]), lo: binary.BigEndian.Uint64(b[8:])}
+}
+
+func (u uint128) addr(is4 bool) netip.Addr {
+	if is4 {
+		var b [4]byte
+		binary.BigEndian.PutUint32(b[:], uint32(u.lo))
+		return netip.AddrFrom4(b)
+	}
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], u.hi)
+	binary.BigEndian.PutUint64(b[8:], u.lo)
+	return netip.AddrFrom16(b)
+}
+
+func (u uint128) add(v uint128) uint128 {
+	lo, carry := bits.Add64(u.lo, v.lo, 0)
+	hi, _ := bits.Add64(u.hi, v.hi, carry)
+	return uint128{hi, lo}
+}
+
+func (u uint128) sub(v uint128) uint128 {
+	lo, borrow := bits.Sub64(u.lo, v.lo, 0)
+	hi, _ := bits.Sub64(u.hi, v.hi, borrow)
+	return uint128{hi, lo}
+}
+
+// shl shifts left by n < 128.
+func (u uint128) shl(n uint) uint128 {
+	switch {
+	case n == 0:
+		return u
+	case n >= 64:
+		return uint128{hi: u.lo << (n - 64)}
+	}
+	return uint128{hi: u.hi<<n | u.lo>>(64-n), lo: u.lo << n}
+}
+
+// shr shifts right by n < 128.
+func (u uint128) shr(n uint) uint128 {
+	switch {
+	case n == 0:
+		return u
+	case n >= 64:
+		return uint128{lo: u.hi >> (n - 64)}
+	}
+	return uint128{hi: u.hi >> n, lo: u.lo>>n | u.hi<<(64-n)}
 }

@@ -3,10 +3,14 @@ package netids
 import (
 	"errors"
 	"fmt"
+	"math/big"
+	"math/rand/v2"
 	"net/netip"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 func TestIDAllocator(t *testing.T) {
@@ -123,5 +127,86 @@ func TestHostSubnetAllocator(t *testing.T) {
 	got, err = a.Allocate("node-d")
 	if err != nil || fmt.Sprint(got) != "[10.0.0.0/24 fd00:0:0:1::/64]" {
 		t.Fatalf("node-d after release: %v, %v", got, err)
+	}
+}
+
+// TestHostSubnetArithmetic holds the allocator's integer arithmetic to
+// math/big's (ovnk.AddOffset) for host subnets on both sides of the 64-bit
+// boundary, and index to be prefix's inverse.
+func TestHostSubnetArithmetic(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, c := range []struct {
+		cidr     string
+		hostBits int
+	}{
+		{"10.0.0.0/8", 24}, {"10.128.0.0/14", 23}, {"0.0.0.0/0", 32}, {"192.168.4.0/22", 30},
+		{"fd00::/48", 64}, {"fd00::/60", 64}, {"fd00:1:2::/56", 65}, {"fd00::/32", 120},
+		{"2001:db8::/64", 128}, {"::/0", 64}, {"fd00::/8", 72},
+	} {
+		a, err := NewHostSubnetAllocator([]ClusterSubnet{{CIDR: netip.MustParsePrefix(c.cidr), HostBits: c.hostBits}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := a.subnets[0]
+		for _, idx := range []uint64{0, 1, s.count - 1, rng.Uint64N(s.count), rng.Uint64N(s.count)} {
+			got := s.prefix(idx)
+			bits := s.CIDR.Addr().BitLen()
+			off := new(big.Int).Lsh(new(big.Int).SetUint64(idx), uint(bits-c.hostBits))
+			want := netip.PrefixFrom(ovnk.AddOffset(s.CIDR.Addr(), off), c.hostBits)
+			if got != want {
+				t.Errorf("%s /%d: host subnet %d is %v, want %v", c.cidr, c.hostBits, idx, got, want)
+			}
+			if back, ok := s.index(got); !ok || back != idx {
+				t.Errorf("%s /%d: index(%v) = %d, %v; want %d", c.cidr, c.hostBits, got, back, ok, idx)
+			}
+		}
+		// Not host subnets of it: another length, unmasked, outside.
+		bad := []netip.Prefix{netip.PrefixFrom(s.CIDR.Addr(), c.hostBits-1)}
+		if c.hostBits < s.CIDR.Addr().BitLen() {
+			bad = append(bad, netip.PrefixFrom(s.prefix(1).Addr().Next(), c.hostBits))
+		}
+		if s.CIDR.Bits() > 0 {
+			last := s.prefix(s.count - 1)
+			outside := last.Addr()
+			for range 1 << min(s.CIDR.Addr().BitLen()-c.hostBits, 20) {
+				outside = outside.Next()
+			}
+			if !s.CIDR.Contains(outside) && outside.IsValid() {
+				bad = append(bad, netip.PrefixFrom(outside, c.hostBits).Masked())
+			}
+		}
+		for _, p := range bad {
+			if _, ok := s.index(p); ok {
+				t.Errorf("%s /%d: index(%v) accepted", c.cidr, c.hostBits, p)
+			}
+		}
+	}
+}
+
+// TestHostSubnetOwnersAreNamed: errors and holdings name owners as given.
+func TestHostSubnetOwnersAreNamed(t *testing.T) {
+	a, err := NewHostSubnetAllocator([]ClusterSubnet{{CIDR: netip.MustParsePrefix("10.9.0.0/16"), HostBits: 24}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Reserve("worker-1", netip.MustParsePrefix("10.9.3.0/24")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Reserve("worker-2", netip.MustParsePrefix("10.9.3.0/24")); err == nil || err.Error() != "host subnet 10.9.3.0/24 is already held by worker-1" {
+		t.Fatalf("want the holder named, got %v", err)
+	}
+	if err := a.Reserve("worker-1", netip.MustParsePrefix("10.9.4.0/24")); err == nil || !strings.Contains(err.Error(), "worker-1 already holds host subnet 10.9.3.0/24") {
+		t.Fatalf("want the family clash named, got %v", err)
+	}
+	if got := fmt.Sprint(a.Holdings()); got != "map[worker-1:[10.9.3.0/24]]" {
+		t.Fatalf("holdings %s", got)
+	}
+	if a.Owned("nobody") != nil || a.Complete("nobody", nil) {
+		t.Fatal("an unknown owner holds something")
+	}
+	a.Release("nobody")
+	a.Release("worker-1")
+	if got, err := a.Allocate("worker-2"); err != nil || fmt.Sprint(got) != "[10.9.0.0/24]" {
+		t.Fatalf("after release: %v, %v", got, err)
 	}
 }
