@@ -299,15 +299,14 @@ func (r *nodeReconciler) ensureInit(ctx context.Context) error {
 	if r.inited {
 		return nil
 	}
-	var nodes corev1.NodeList
-	if err := r.reader.List(ctx, &nodes); err != nil {
-		return fmt.Errorf("rebuilding node IDs: %w", err)
-	}
 	// Oldest first: when two nodes claim one ID (a second writer, a hand
 	// edit), the older node keeps it and Reconcile gives the other a new one.
-	slices.SortFunc(nodes.Items, func(a, b corev1.Node) int { return olderNode(&a, &b) })
-	for i := range nodes.Items {
-		n := &nodes.Items[i]
+	nodes, err := listNodesOldestFirst(ctx, r.reader)
+	if err != nil {
+		return fmt.Errorf("rebuilding node IDs: %w", err)
+	}
+	for i := range nodes {
+		n := &corev1.Node{ObjectMeta: nodes[i].ObjectMeta}
 		if id, ok, err := ovnk.DecodeNodeID(n); err == nil && ok {
 			_ = r.ids.Reserve(n.Name, id)
 		}
@@ -475,29 +474,21 @@ func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network,
 	}
 	live := map[string]bool{}
 	var changed []string
-	var nodes *corev1.NodeList
-	var recorded []map[string][]netip.Prefix // nodes' parsed annotations, read once per call
-	read := func() error {
-		if nodes != nil {
-			return nil
-		}
-		list := &corev1.NodeList{}
-		if err := r.reader.List(ctx, list); err != nil {
-			return fmt.Errorf("rebuilding host subnets: %w", err)
-		}
-		// Oldest first: of two nodes claiming one host subnet the older
-		// keeps it, the other is given a new one.
-		slices.SortFunc(list.Items, func(a, b corev1.Node) int { return olderNode(&a, &b) })
-		nodes = list
-		recorded = make([]map[string][]netip.Prefix, len(list.Items))
-		for i := range list.Items {
-			recorded[i], _ = ovnk.DecodeNodeSubnets(&list.Items[i])
-		}
-		return nil
-	}
-	if !r.rebuilt {
-		if err := read(); err != nil {
-			return nil, err
+	// Networks new to this process, whose allocators start from what the
+	// nodes record.
+	fresh := map[string]*hostSubnetState{}
+	// The nodes' annotations are read straight from the apiserver when
+	// this process rebuilds its state, and, with another writer about, for
+	// every new network; before anything changes, so that a failed read
+	// leaves the state as it was.
+	var nodes []metav1.PartialObjectMetadata
+	if !r.rebuilt || (!r.cfg.SingleWriter && slices.ContainsFunc(nets, func(n layer3Network) bool {
+		st := r.networks[n.name]
+		return st == nil || st.net.uid != n.uid
+	})) {
+		var err error
+		if nodes, err = listNodesOldestFirst(ctx, r.reader); err != nil {
+			return nil, fmt.Errorf("rebuilding host subnets: %w", err)
 		}
 	}
 	for _, n := range nets {
@@ -514,29 +505,13 @@ func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network,
 			if err != nil {
 				return nil, fmt.Errorf("network %s: %w", n.name, err)
 			}
-			if !r.cfg.SingleWriter {
-				if err := read(); err != nil {
-					return nil, err
-				}
-			}
-			for i := range recorded {
-				for _, pfx := range recorded[i][n.name] {
-					_ = alloc.Reserve(nodes.Items[i].Name, pfx)
-				}
-			}
-			for node, ps := range r.orphans[n.name] {
-				for _, pfx := range ps {
-					_ = alloc.Reserve(node, pfx)
-				}
-			}
-			delete(r.orphans, n.name)
 			st = &hostSubnetState{alloc: alloc, net: n, lacking: map[string]string{}}
 			if n.hostSubnets != nil {
 				// What an earlier process applied stands until the summary
 				// changes: a restart rewrites no network's status.
 				st.want.summary, st.applied = n.hostSubnets.Message, n.hostSubnets.Message
 			}
-			r.networks[n.name] = st
+			fresh[n.name] = st
 			changed = append(changed, n.name)
 		} else if !slices.Equal(st.net.subnets, n.subnets) {
 			if err := st.alloc.SetClusterSubnets(n.subnets); err != nil {
@@ -546,18 +521,36 @@ func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network,
 		}
 		st.net = n
 	}
-	if !r.rebuilt {
-		for i := range recorded {
-			for name, ps := range recorded[i] {
-				if !live[name] {
+	// Decoded one node at a time, oldest first (of two nodes claiming one
+	// host subnet the older keeps it): with thousands of Layer3 networks
+	// every node's annotation is ~100 kB, and all of them decoded at once
+	// were the largest part of a restarted manager's memory.
+	if nodes != nil || !r.rebuilt {
+		for i := range nodes {
+			recorded, _ := ovnk.DecodeNodeSubnets(&corev1.Node{ObjectMeta: nodes[i].ObjectMeta})
+			for name, ps := range recorded {
+				if st := fresh[name]; st != nil {
+					for _, pfx := range ps {
+						_ = st.alloc.Reserve(nodes[i].Name, pfx)
+					}
+				} else if !r.rebuilt && !live[name] {
 					if r.orphans[name] == nil {
 						r.orphans[name] = map[string][]netip.Prefix{}
 					}
-					r.orphans[name][nodes.Items[i].Name] = ps
+					r.orphans[name][nodes[i].Name] = ps
 				}
 			}
 		}
 		r.rebuilt = true
+	}
+	for name, st := range fresh {
+		for node, ps := range r.orphans[name] {
+			for _, pfx := range ps {
+				_ = st.alloc.Reserve(node, pfx)
+			}
+		}
+		delete(r.orphans, name)
+		r.networks[name] = st
 	}
 	for name, st := range r.networks {
 		if !live[name] {
@@ -582,6 +575,33 @@ func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network,
 	}
 	sort.Strings(names)
 	return r.newSnapshot(states, names, networkChange{names: changed}), nil
+}
+
+// nodePage is how many nodes one LIST of listNodesOldestFirst returns (a
+// variable for the tests, which page through a few nodes).
+var nodePage int64 = 100
+
+// listNodesOldestFirst reads every node's metadata straight from the
+// apiserver, a page at a time (a node's annotations can be ~100 kB each),
+// oldest first.
+func listNodesOldestFirst(ctx context.Context, reader client.Reader) ([]metav1.PartialObjectMetadata, error) {
+	var nodes []metav1.PartialObjectMetadata
+	cont := ""
+	for {
+		// A new list per page: decoding into the last one's items would
+		// merge into their maps.
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+		if err := reader.List(ctx, list, client.Limit(nodePage), client.Continue(cont)); err != nil {
+			return nil, err
+		}
+		nodes = append(nodes, list.Items...)
+		if cont = list.Continue; cont == "" {
+			break
+		}
+	}
+	slices.SortFunc(nodes, func(a, b metav1.PartialObjectMetadata) int { return olderNode(&a, &b) })
+	return nodes, nil
 }
 
 // orphan keeps what alloc holds as the host subnets nodes record under the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -371,4 +372,33 @@ func TestHeldBackLayer3SubnetGetsNoHostSubnets(t *testing.T) {
 	g.Expect(k8s.Delete(ctx, backend)).To(Succeed())
 	g.Eventually(func(g Gomega) []string { return hostSubnets(g, waiting, network) }).WithTimeout(timeout).
 		Should(ConsistOf(HavePrefix("10.231.")))
+}
+
+// TestRebuildReadsEveryNodeOldestFirst: a restarted manager rebuilds node
+// IDs and host subnets from every node, read a page at a time (2 in these
+// tests), oldest first (of two nodes claiming one value the older keeps it).
+func TestRebuildReadsEveryNodeOldestFirst(t *testing.T) {
+	g := NewWithT(t)
+	createNodes(t, "page-e", "page-d", "page-c")
+	// Creation timestamps are whole seconds.
+	time.Sleep(1100 * time.Millisecond)
+	createNodes(t, "page-b", "page-a")
+
+	got, err := reconcilers.NodesOldestFirst(ctx, k8s)
+	g.Expect(err).NotTo(HaveOccurred())
+	var all corev1.NodeList
+	g.Expect(k8s.List(ctx, &all)).To(Succeed())
+	g.Expect(len(all.Items)).To(BeNumerically(">", 4), "the nodes span several pages")
+	var names []string
+	for _, n := range all.Items {
+		names = append(names, n.Name)
+	}
+	g.Expect(got).To(ConsistOf(names))
+	var ours []string
+	for _, n := range got {
+		if strings.HasPrefix(n, "page-") {
+			ours = append(ours, n)
+		}
+	}
+	g.Expect(ours).To(Equal([]string{"page-c", "page-d", "page-e", "page-a", "page-b"}))
 }

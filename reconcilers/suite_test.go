@@ -62,6 +62,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	k8s = env.Client
+	// Every rebuild in these tests reads the nodes over several pages.
+	reconcilers.SetNodePage(2)
 	if err := startManager(reconcilers.DefaultConfig()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		_ = env.Stop()
