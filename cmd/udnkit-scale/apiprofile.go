@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strings"
 	"sync"
+	"time"
 )
 
 // apiserverProfileChunk is the length of one kube-apiserver CPU profile
@@ -81,4 +83,43 @@ func profileDriver(path string) (stop func()) {
 		return func() {}
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }
+}
+
+// profilePeakHeap writes the process's heap profile to path each time its
+// live heap (as of the last GC) is the largest seen so far, checking every
+// 50 ms until ctx ends: a peak such as a restart's resync lasts a few GCs,
+// which a profile at exit would miss. The profile's inuse figures are those
+// of the GC that set the peak.
+func profilePeakHeap(ctx context.Context, path string) {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	var peak uint64
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		metrics.Read(sample)
+		if live := sample[0].Value.Uint64(); live > peak+peak/20 {
+			peak = live
+			if err := writeHeapProfile(path); err != nil {
+				fmt.Fprintf(os.Stderr, "heap profile: %v\n", err)
+				return
+			}
+		}
+	}
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

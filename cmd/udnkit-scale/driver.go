@@ -887,7 +887,8 @@ type child struct {
 
 func startChild(self, logPath string, args ...string) (*child, error) {
 	if profileChildren {
-		args = append(args, "-child-cpuprofile="+strings.TrimSuffix(logPath, ".log")+".pprof")
+		base := strings.TrimSuffix(logPath, ".log")
+		args = append(args, "-child-cpuprofile="+base+".pprof", "-child-peakheapprofile="+base+".heap")
 	}
 	log, err := os.Create(logPath)
 	if err != nil {

@@ -41,6 +41,7 @@ func main() {
 	flag.StringVar(&c.controllers, "controllers", "", "internal: the manager child's components")
 	flag.StringVar(&c.zoneNode, "zone-node", "", "internal: the one node of the dataplane child's OVN zone")
 	flag.StringVar(&c.cpuProfile, "child-cpuprofile", "", "internal: where the child writes its CPU profile when it stops")
+	flag.StringVar(&c.peakHeapProfile, "child-peakheapprofile", "", "internal: where the child writes its heap profile at its largest live heap")
 
 	flag.IntVar(&d.nodes, "nodes", 500, "Nodes in every run")
 	flag.IntVar(&d.networks, "networks", 4095, "networks at full size (fraction 1)")
@@ -51,7 +52,7 @@ func main() {
 	flag.DurationVar(&d.timeout, "timeout", 0, "give up waiting for one phase after this long (0: 20 minutes)")
 	flag.StringVar(&d.out, "out", "bin/scale-report.md", "where the Markdown report goes")
 	flag.StringVar(&d.stateDir, "state-dir", "bin/scale", "kubeconfigs, OVN databases and child logs")
-	flag.BoolVar(&d.cpuProfile, "cpuprofile", false, "write each child's CPU profile (manager.pprof, manager-restart.pprof, webhooks.pprof, dataplane.pprof) beside its log, and the kube-apiserver's and the driver's from the first create to converged (apiserver-NNN.pprof, 5 s each; driver.pprof)")
+	flag.BoolVar(&d.cpuProfile, "cpuprofile", false, "write each child's CPU profile (manager.pprof, manager-restart.pprof, webhooks.pprof, dataplane.pprof) beside its log, and the kube-apiserver's and the driver's from the first create to converged (apiserver-NNN.pprof, 5 s each; driver.pprof), and each child's heap profile at its largest live heap (manager.heap, …)")
 	flag.Parse()
 
 	if c.role != "" {
