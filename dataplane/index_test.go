@@ -66,6 +66,19 @@ func indexDiff(c *Client) string {
 	if !reflect.DeepEqual(nonEmptyKids(ix.kids), nonEmptyKids(fresh.kids)) {
 		diffs = append(diffs, fmt.Sprintf("children: %v, afresh %v", ix.kids, fresh.kids))
 	}
+	// The children with no known parent, kept as the index changes, are
+	// those a scan of every child finds.
+	loose := uuidSet{}
+	for t := range parentColumns {
+		for c := range ix.rows[t] {
+			if _, looked := ix.unparented[c]; !looked && len(ix.parents[c]) == 0 {
+				loose[c] = struct{}{}
+			}
+		}
+	}
+	if !maps.Equal(ix.loose, loose) && len(ix.loose)+len(loose) > 0 {
+		diffs = append(diffs, fmt.Sprintf("children with no known parent: %v, by a scan %v", ix.loose, loose))
+	}
 	slices.Sort(diffs)
 	return strings.Join(diffs, "\n")
 }

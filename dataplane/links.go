@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -70,8 +71,34 @@ func (ix *rowIndex) learn(e rowEvent) {
 	for _, c := range e.unparented {
 		if len(ix.parents[c]) == 0 {
 			ix.unparented[c] = struct{}{}
+			ix.recheck(c)
 		}
 	}
+}
+
+// recheck puts a child in loose, or takes it out, as its row, parents and
+// look-ups now say.
+func (ix *rowIndex) recheck(c string) {
+	if ix.loose == nil {
+		ix.loose = uuidSet{}
+	}
+	_, looked := ix.unparented[c]
+	if _, ok := ix.childTable(c); ok && !looked && len(ix.parents[c]) == 0 {
+		ix.loose[c] = struct{}{}
+		return
+	}
+	delete(ix.loose, c)
+}
+
+// childTable is the table of a child's row (UUIDs are unique across
+// tables), if the index has it.
+func (ix *rowIndex) childTable(c string) (string, bool) {
+	for t := range parentColumns {
+		if _, ok := ix.rows[t][c]; ok {
+			return t, true
+		}
+	}
+	return "", false
 }
 
 // setLinks replaces every link.
@@ -79,11 +106,17 @@ func (ix *rowIndex) setLinks(kids map[string]map[string]uuidSet) {
 	ix.kids = map[string]map[string]uuidSet{}
 	ix.parents = map[string][]string{}
 	ix.unparented = uuidSet{}
+	ix.loose = uuidSet{}
 	for parent, cols := range kids {
 		for col, children := range cols {
 			for c := range children {
 				ix.relate(link{parent: parent, column: col, child: c, add: true})
 			}
+		}
+	}
+	for t := range parentColumns {
+		for c := range ix.rows[t] {
+			ix.recheck(c)
 		}
 	}
 }
@@ -106,6 +139,7 @@ func (ix *rowIndex) relate(l link) {
 			ix.parents[l.child] = append(ps, l.parent)
 		}
 		delete(ix.unparented, l.child)
+		delete(ix.loose, l.child)
 		return
 	}
 	if cols != nil {
@@ -114,6 +148,7 @@ func (ix *rowIndex) relate(l link) {
 	switch {
 	case i >= 0 && len(ps) == 1:
 		delete(ix.parents, l.child)
+		ix.recheck(l.child)
 	case i >= 0:
 		ix.parents[l.child] = slices.Delete(slices.Clone(ps), i, i+1)
 	}
@@ -139,6 +174,7 @@ func (ix *rowIndex) disown(table, child string) {
 		ix.relate(link{parent: p, column: pc[1], child: child})
 	}
 	delete(ix.unparented, child)
+	ix.recheck(child)
 }
 
 // children returns a parent's children in a column, sorted.
@@ -178,19 +214,21 @@ func withChildren[T any, PT interface {
 // no known parent holds and that were not looked up in vain.
 func (ix *rowIndex) unlinked(network string) []rowRef {
 	var out []rowRef
+	if network == "" {
+		for c := range ix.loose {
+			t, _ := ix.childTable(c)
+			out = append(out, rowRef{t, c})
+		}
+		slices.SortFunc(out, func(a, b rowRef) int { return cmp.Or(cmp.Compare(a.table, b.table), cmp.Compare(a.uuid, b.uuid)) })
+		return out
+	}
 	for _, table := range slices.Sorted(maps.Keys(parentColumns)) {
 		consider := func(c string) {
 			if _, ok := ix.unparented[c]; !ok && len(ix.parents[c]) == 0 {
 				out = append(out, rowRef{table, c})
 			}
 		}
-		if network != "" {
-			for c := range ix.byNet[table][network] {
-				consider(c)
-			}
-			continue
-		}
-		for c := range ix.rows[table] {
+		for c := range ix.byNet[table][network] {
 			consider(c)
 		}
 	}

@@ -749,7 +749,7 @@ func (p *planner) switches(desired []Switch) error {
 // unsure says whether a decision that needs every child of a parent must
 // wait until the parent of every child is known.
 func (p *planner) unsure() bool {
-	return p.strict && len(p.links.unlinked("")) > 0
+	return p.strict && len(p.links.loose) > 0
 }
 
 // ExternalIDShared marks a router or switch a piece created as Shared.
