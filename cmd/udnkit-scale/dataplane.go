@@ -86,6 +86,7 @@ func measureDataplane(ctx context.Context, d driverFlags, self, dir, kubeconfig 
 	if err != nil {
 		return nil, err
 	}
+	_, _, nbCPUBefore := procUsage(pair.NB.Pid())
 	start := time.Now()
 	dp, err := startChild(self, filepath.Join(dir, "dataplane.log"), "-role=dataplane", "-child-kubeconfig="+kubeconfig,
 		"-metrics="+metrics, "-nb="+pair.NB.Address(), "-sb="+pair.SB.Address(), "-zone-node="+nodeName(0))
@@ -123,6 +124,8 @@ func measureDataplane(ctx context.Context, d driverFlags, self, dir, kubeconfig 
 	}
 	out := &ovnResult{allRows: time.Since(start)}
 	out.rssMiB, out.peakMiB, out.cpu = dp.usage()
+	_, _, nbCPU := procUsage(pair.NB.Pid())
+	out.serverCPU = nbCPU - nbCPUBefore
 	if out.rows, err = countRows(ctx, nb, dbModel); err != nil {
 		return nil, err
 	}

@@ -107,6 +107,7 @@ type ovnResult struct {
 	rows                 map[string]int
 	dbMiB                float64
 	rssMiB, peakMiB, cpu float64
+	serverCPU            float64 // the Northbound ovsdb-server's
 }
 
 func runDriver(d driverFlags) error {

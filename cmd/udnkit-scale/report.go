@@ -67,6 +67,10 @@ func writeReport(d driverFlags, rs []result) error {
 		{"manager peak RSS", func(r result) (float64, bool) { return r.peakMiB, true }, "%.0f MiB", true},
 		{"manager CPU to converged", func(r result) (float64, bool) { return r.cpuSeconds, true }, "%.1f s", true},
 		{"kube-apiserver CPU to converged (etcd not counted)", func(r result) (float64, bool) { v, ok := r.requests[apiserverCPU]; return v, ok }, "%.1f s", true},
+		{"manager CPU per kube-apiserver CPU (same run: machine speed cancels)", func(r result) (float64, bool) {
+			v, ok := r.requests[apiserverCPU]
+			return r.cpuSeconds / v, ok && v > 0
+		}, "%.3f", true},
 		{"driver CPU to converged (creates, informers, waiting)", func(r result) (float64, bool) { return r.driverCPUSeconds, true }, "%.1f s", true},
 		{"restart to converged (target ≤ 30 s)", dur(func(r result) time.Duration { return r.restart }), "%.1f s", true},
 		{"restart: manager CPU, kube-apiserver CPU", func(r result) (float64, bool) { return 0, false }, "restart-cpu", false},
@@ -76,6 +80,14 @@ func writeReport(d driverFlags, rs []result) error {
 		{"dataplane: Northbound file", ovn(func(o *ovnResult) float64 { return o.dbMiB }), "%.0f MiB", true},
 		{"dataplane: RSS", ovn(func(o *ovnResult) float64 { return o.rssMiB }), "%.0f MiB", true},
 		{"dataplane: CPU", ovn(func(o *ovnResult) float64 { return o.cpu }), "%.1f s", true},
+		{"Northbound ovsdb-server CPU (same rows)", ovn(func(o *ovnResult) float64 { return o.serverCPU }), "%.1f s", true},
+		{"dataplane CPU per ovsdb-server CPU (machine speed cancels)", func(r result) (float64, bool) {
+			if r.ovn == nil || r.ovn.serverCPU <= 0 {
+				return 0, false
+			}
+			return r.ovn.cpu / r.ovn.serverCPU, true
+		}, "%.2f", true},
+		{"dataplane CPU per 1000 Northbound rows", ovn(func(o *ovnResult) float64 { return 1000 * o.cpu / float64(o.total()) }), "%.3f s", true},
 	}
 	for _, rw := range rows {
 		line := "| " + rw.name + " |"

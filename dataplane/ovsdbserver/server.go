@@ -144,6 +144,15 @@ func (s *Server) TCPAddress() string {
 // Address is the database's endpoint in libovsdb/ovn-nbctl form: unix:/abs/path.
 func (s *Server) Address() string { return "unix:" + s.socket }
 
+// Pid is the running server's process ID (0 when stopped), for reading its
+// resource use.
+func (s *Server) Pid() int {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // File is the database file (for ovsdb-tool while the server is stopped).
 func (s *Server) File() string { return s.file }
 
