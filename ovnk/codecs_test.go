@@ -1,6 +1,7 @@
 package ovnk
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"strings"
@@ -190,6 +191,10 @@ func TestNodeCodecsGolden(t *testing.T) {
 	if got := EncodeNodeSubnets(subnets); got != `{"default":["10.244.1.0/24"],"tenant.green_green":["10.200.3.0/24"]}` {
 		t.Errorf("encoded node-subnets = %s", got)
 	}
+	// null and [] are no host subnets (upstream reads both as empty lists).
+	if got, err := DecodeNodeSubnets(node("n", map[string]string{AnnotationNodeSubnets: `{"a":null,"b":[],"c":"10.0.0.0/24"}`})); err != nil || fmt.Sprint(got) != "map[c:[10.0.0.0/24]]" {
+		t.Errorf("node-subnets with null and [] = %v, %v", got, err)
+	}
 	if EncodeNodeSubnets(nil) != "" {
 		t.Error("no subnets must remove the annotation")
 	}
@@ -262,5 +267,22 @@ func TestNamesAndMACsGolden(t *testing.T) {
 	}
 	if lla := LinkLocalFromMAC(MACFromIP(netip.MustParseAddr("100.65.0.4"))); lla != netip.MustParseAddr("fe80::858:64ff:fe41:4") {
 		t.Errorf("link-local of 0a:58:64:41:00:04 = %s, OKEP-5094 says fe80::858:64ff:fe41:4", lla)
+	}
+}
+
+// BenchmarkDecodeNodeSubnets decodes a node's k8s.ovn.org/node-subnets with
+// 2048 Layer3 networks (make scale's full size: ~100 kB).
+func BenchmarkDecodeNodeSubnets(b *testing.B) {
+	subnets := map[string][]netip.Prefix{}
+	for i := range 2048 {
+		subnets[fmt.Sprintf("tenant-%04d.network", i)] = []netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 0}), 24)}
+	}
+	n := node("big", map[string]string{AnnotationNodeSubnets: EncodeNodeSubnets(subnets)})
+	b.ReportAllocs()
+	for b.Loop() {
+		got, err := DecodeNodeSubnets(n)
+		if err != nil || len(got) != len(subnets) {
+			b.Fatal(len(got), err)
+		}
 	}
 }
