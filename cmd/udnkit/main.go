@@ -20,6 +20,7 @@ func main() {
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	app.SetMemoryLimitFromCgroup("/", ctrl.Log.WithName("setup"))
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
