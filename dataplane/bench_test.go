@@ -7,11 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/ovnk"
@@ -385,9 +383,6 @@ func BenchmarkLayer3Subnets200(b *testing.B) {
 // Apply's and stay 0 here) and, while a large one runs, that large Apply's
 // own total time (large-ms): the cost of splitting it.
 func BenchmarkUnrelatedNetworkDuringLargeApply(b *testing.B) {
-	// Without a logger, controller-runtime warns once on the output, which
-	// can land inside this benchmark's result line.
-	ctrllog.SetLogger(logr.Discard())
 	large := func(name string) *Desired {
 		n := benchNetwork()
 		n.Name = name

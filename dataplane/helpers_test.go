@@ -10,8 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 )
+
+// Without a logger, controller-runtime warns once on the output 30 s after
+// the first log call, which can land inside a benchmark's result line.
+func init() { ctrllog.SetLogger(logr.Discard()) }
 
 // env is one fresh pair of real OVN databases and a connected client.
 type env struct {
