@@ -63,11 +63,12 @@ type rowIndex struct {
 	// unparented: children a look-up found in no parent (removed since the
 	// cache showed them), not looked up again while their row is there.
 	unparented uuidSet
-	// loose: children with a row, no known parent and not looked up in
-	// vain (what unlinked("") lists), kept as the rest changes: a plan that
-	// needs every child's parent asks whether there is any, and a scan of
-	// every child for that grew each plan with the whole database.
-	loose uuidSet
+	// loose: child → its table, for the children with a row, no known
+	// parent and not looked up in vain (what unlinked("") lists), kept as
+	// the rest changes: a plan that needs every child's parent asks whether
+	// there is any, and a scan of every child for that grew each plan with
+	// the whole database.
+	loose map[string]string
 	// pieces: table → topology and piece (external_ids) → network → rows.
 	pieces map[string]map[[2]string]map[string]int
 }
@@ -318,7 +319,7 @@ func (ix *rowIndex) put(table, uuid string, m model.Model) {
 		ix.disown(table, uuid)
 	}
 	if _, child := parentColumns[table]; child {
-		ix.recheck(uuid)
+		ix.recheck(table, uuid)
 	}
 }
 

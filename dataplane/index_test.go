@@ -68,11 +68,11 @@ func indexDiff(c *Client) string {
 	}
 	// The children with no known parent, kept as the index changes, are
 	// those a scan of every child finds.
-	loose := uuidSet{}
+	loose := map[string]string{}
 	for t := range parentColumns {
 		for c := range ix.rows[t] {
 			if _, looked := ix.unparented[c]; !looked && len(ix.parents[c]) == 0 {
-				loose[c] = struct{}{}
+				loose[c] = t
 			}
 		}
 	}

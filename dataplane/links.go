@@ -71,20 +71,20 @@ func (ix *rowIndex) learn(e rowEvent) {
 	for _, c := range e.unparented {
 		if len(ix.parents[c]) == 0 {
 			ix.unparented[c] = struct{}{}
-			ix.recheck(c)
+			delete(ix.loose, c)
 		}
 	}
 }
 
-// recheck puts a child in loose, or takes it out, as its row, parents and
-// look-ups now say.
-func (ix *rowIndex) recheck(c string) {
+// recheck puts a child of table in loose, or takes it out, as its row,
+// parents and look-ups now say.
+func (ix *rowIndex) recheck(table, c string) {
 	if ix.loose == nil {
-		ix.loose = uuidSet{}
+		ix.loose = map[string]string{}
 	}
 	_, looked := ix.unparented[c]
-	if _, ok := ix.childTable(c); ok && !looked && len(ix.parents[c]) == 0 {
-		ix.loose[c] = struct{}{}
+	if _, ok := ix.rows[table][c]; ok && !looked && len(ix.parents[c]) == 0 {
+		ix.loose[c] = table
 		return
 	}
 	delete(ix.loose, c)
@@ -106,7 +106,7 @@ func (ix *rowIndex) setLinks(kids map[string]map[string]uuidSet) {
 	ix.kids = map[string]map[string]uuidSet{}
 	ix.parents = map[string][]string{}
 	ix.unparented = uuidSet{}
-	ix.loose = uuidSet{}
+	ix.loose = map[string]string{}
 	for parent, cols := range kids {
 		for col, children := range cols {
 			for c := range children {
@@ -116,7 +116,7 @@ func (ix *rowIndex) setLinks(kids map[string]map[string]uuidSet) {
 	}
 	for t := range parentColumns {
 		for c := range ix.rows[t] {
-			ix.recheck(c)
+			ix.recheck(t, c)
 		}
 	}
 }
@@ -148,7 +148,9 @@ func (ix *rowIndex) relate(l link) {
 	switch {
 	case i >= 0 && len(ps) == 1:
 		delete(ix.parents, l.child)
-		ix.recheck(l.child)
+		if t, ok := ix.childTable(l.child); ok {
+			ix.recheck(t, l.child)
+		}
 	case i >= 0:
 		ix.parents[l.child] = slices.Delete(slices.Clone(ps), i, i+1)
 	}
@@ -174,7 +176,6 @@ func (ix *rowIndex) disown(table, child string) {
 		ix.relate(link{parent: p, column: pc[1], child: child})
 	}
 	delete(ix.unparented, child)
-	ix.recheck(child)
 }
 
 // children returns a parent's children in a column, sorted.
@@ -215,8 +216,7 @@ func withChildren[T any, PT interface {
 func (ix *rowIndex) unlinked(network string) []rowRef {
 	var out []rowRef
 	if network == "" {
-		for c := range ix.loose {
-			t, _ := ix.childTable(c)
+		for c, t := range ix.loose {
 			out = append(out, rowRef{t, c})
 		}
 		slices.SortFunc(out, func(a, b rowRef) int { return cmp.Or(cmp.Compare(a.table, b.table), cmp.Compare(a.uuid, b.uuid)) })
