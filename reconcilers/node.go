@@ -482,10 +482,11 @@ func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network,
 	// every new network; before anything changes, so that a failed read
 	// leaves the state as it was.
 	var nodes []metav1.PartialObjectMetadata
-	if !r.rebuilt || (!r.cfg.SingleWriter && slices.ContainsFunc(nets, func(n layer3Network) bool {
+	read := !r.rebuilt || (!r.cfg.SingleWriter && slices.ContainsFunc(nets, func(n layer3Network) bool {
 		st := r.networks[n.name]
 		return st == nil || st.net.uid != n.uid
-	})) {
+	}))
+	if read {
 		var err error
 		if nodes, err = listNodesOldestFirst(ctx, r.reader); err != nil {
 			return nil, fmt.Errorf("rebuilding host subnets: %w", err)
@@ -525,7 +526,7 @@ func (r *nodeReconciler) syncNetworks(ctx context.Context, nets []layer3Network,
 	// host subnet the older keeps it): with thousands of Layer3 networks
 	// every node's annotation is ~100 kB, and all of them decoded at once
 	// were the largest part of a restarted manager's memory.
-	if nodes != nil || !r.rebuilt {
+	if read {
 		for i := range nodes {
 			recorded, _ := ovnk.DecodeNodeSubnets(&corev1.Node{ObjectMeta: nodes[i].ObjectMeta})
 			for name, ps := range recorded {
