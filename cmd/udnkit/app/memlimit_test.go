@@ -1,9 +1,13 @@
 package app
 
 import (
+	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
+
+	"github.com/go-logr/logr"
 )
 
 // TestCgroupMemoryLimit reads the limit as a container runtime lays it out:
@@ -26,19 +30,52 @@ func TestCgroupMemoryLimit(t *testing.T) {
 		{"no cgroup file", nil, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root := t.TempDir()
-			for name, content := range tc.files {
-				p := filepath.Join(root, name)
-				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			got, ok := cgroupMemoryLimit(root)
+			got, ok := cgroupMemoryLimit(cgroupRoot(t, tc.files))
 			if got != tc.want || ok != tc.wantOK {
 				t.Fatalf("limit %d, %v; want %d, %v", got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+}
+
+// cgroupRoot lays files out under a new root directory.
+func cgroupRoot(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// TestSetMemoryLimitFromCgroup: the runtime's soft limit becomes 90% of the
+// container's, and stays as it was when GOMEMLIMIT is set or there is no
+// limit.
+func TestSetMemoryLimitFromCgroup(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	limited := cgroupRoot(t, map[string]string{"proc/self/cgroup": "0::/\n", "sys/fs/cgroup/memory.max": "1000000000\n"})
+	unlimited := cgroupRoot(t, map[string]string{"proc/self/cgroup": "0::/\n", "sys/fs/cgroup/memory.max": "max\n"})
+	for _, tc := range []struct {
+		name, gomemlimit, root string
+		want                   int64
+	}{
+		{"limited", "", limited, 900000000},
+		{"GOMEMLIMIT set", "2GiB", limited, math.MaxInt64},
+		{"no limit", "", unlimited, math.MaxInt64},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("GOMEMLIMIT", tc.gomemlimit)
+			debug.SetMemoryLimit(math.MaxInt64)
+			SetMemoryLimitFromCgroup(tc.root, logr.Discard())
+			if got := debug.SetMemoryLimit(-1); got != tc.want {
+				t.Errorf("soft memory limit %d, want %d", got, tc.want)
 			}
 		})
 	}
