@@ -42,6 +42,8 @@ func runChild(c childFlags) error {
 	if err != nil {
 		return err
 	}
+	// Unthrottled like make run (app keeps the config's rate unless
+	// --kube-api-qps/--kube-api-burst are positive).
 	cfg.QPS, cfg.Burst = -1, -1
 	if c.cpuProfile != "" {
 		f, err := os.Create(c.cpuProfile)
@@ -62,11 +64,9 @@ func runChild(c childFlags) error {
 		"metrics-secure":            "false",
 		"health-probe-bind-address": "0",
 		// As the chart runs it: under leader election (so the one writer
-		// skips the after-write verification), unthrottled like make run.
+		// skips the after-write verification).
 		"leader-elect":              "true",
 		"leader-election-namespace": "default",
-		"kube-api-qps":              "-1",
-		"kube-api-burst":            "-1",
 	}
 	switch c.role {
 	case "manager":
