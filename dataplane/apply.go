@@ -368,7 +368,9 @@ func waitConnected(ctx context.Context, c client.Client) error {
 	for !up(c) {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for the OVN database %s to reconnect: %w", c.CurrentEndpoint(), ctx.Err())
+			// (CurrentEndpoint is empty until libovsdb is connected again.)
+			return fmt.Errorf("waiting for the OVN database %s to reconnect (libovsdb retries every endpoint): %w",
+				c.Schema().Name, ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

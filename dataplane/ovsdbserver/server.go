@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -88,6 +89,18 @@ func (s *Server) start(ctx context.Context) error {
 		s.Stop()
 		return err
 	}
+	// ovsdb-server does not exit when it cannot bind a remote (it logs and
+	// retries): a port taken by another process would leave it unreachable
+	// there, so a start is done when every remote answers.
+	for _, addr := range []string{s.tcp, s.ssl} {
+		if addr == "" {
+			continue
+		}
+		if err := waitForSocket(ctx, "tcp:"+addr, s.done); err != nil {
+			s.Stop()
+			return err
+		}
+	}
 	return nil
 }
 
@@ -121,16 +134,6 @@ func (s *Server) SSLAddress() string {
 		return ""
 	}
 	return "ssl:" + s.ssl
-}
-
-// freePort returns "127.0.0.1:PORT" with a port that was free a moment ago.
-func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // TCPAddress is the database's TCP endpoint ("" unless ServeTCP was called).
@@ -230,11 +233,17 @@ func (p *Pair) Stop() {
 	p.SB.Stop()
 }
 
+// waitForSocket waits until socket (a unix socket's path, or "tcp:HOST:PORT")
+// accepts a connection, the process exits or 20 s pass.
 func waitForSocket(ctx context.Context, socket string, exited <-chan error) error {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	for {
-		if c, err := net.Dial("unix", socket); err == nil {
+		network, address := "unix", socket
+		if a, ok := strings.CutPrefix(socket, "tcp:"); ok {
+			network, address = "tcp", a
+		}
+		if c, err := net.Dial(network, address); err == nil {
 			_ = c.Close()
 			return nil
 		}
