@@ -7,10 +7,12 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -60,7 +62,8 @@ func (r *LiveMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("dataplane-live-migration").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.Workers)}).
 		For(&nadv1.NetworkAttachmentDefinition{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.vmPodRequests)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.vmPodRequests),
+			builder.WithPredicates(predicate.Funcs{CreateFunc: createdLater})).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nadsIn(r.Client, "")), layer2NodeFacts.predicate()).
 		Complete(r)
 }

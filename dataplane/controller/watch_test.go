@@ -4,11 +4,16 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -108,4 +113,58 @@ func TestPodPortChanged(t *testing.T) {
 			t.Errorf("%s: passes %v, want %v", edit, got, tc.want)
 		}
 	}
+}
+
+// The node and pod watches drop the creates of their initial list (the
+// NADs' own initial list queues every NAD) and pass every later create,
+// delete and fact-changing update.
+func TestSecondaryWatchesSkipOnlyTheInitialList(t *testing.T) {
+	node, pod := factsNode(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}
+	for name, tc := range map[string]struct {
+		f   predicate.Funcs
+		obj client.Object
+	}{
+		"layer2 node": {layer2NodeFacts.funcs(), node}, "multi-VTEP node": {vtepNodeFacts.funcs(), node},
+		"pod port": {podPortFuncs, pod},
+	} {
+		if tc.f.Create(event.CreateEvent{Object: tc.obj, IsInInitialList: true}) {
+			t.Errorf("%s: a create of the initial list passes", name)
+		}
+		if !tc.f.Create(event.CreateEvent{Object: tc.obj}) {
+			t.Errorf("%s: a later create is dropped", name)
+		}
+		if !tc.f.Delete(event.DeleteEvent{Object: tc.obj}) {
+			t.Errorf("%s: a delete is dropped", name)
+		}
+	}
+}
+
+// Objects that exist before the dataplane starts are programmed (the NADs'
+// initial list covers the nodes the node watch no longer maps at start),
+// and a node created after the start still reaches every network.
+func TestStartProgramsWhatExistedBefore(t *testing.T) {
+	s := newStack(t)
+	node := func(name, id string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{ovnk.AnnotationNodeID: id}}}
+	}
+	s.create(node("node1", "2"), node("node2", "3"), namespace("ns1"),
+		&nadv1.NetworkAttachmentDefinition{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "tenant-blue",
+				Labels:      map[string]string{ovnk.LabelUserDefinedNetwork: ""},
+				Annotations: map[string]string{ovnk.AnnotationNetworkID: "1", ovnk.AnnotationTunnelKeys: "[16711685,16715780]"}},
+			Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: l2Config},
+		})
+	if _, err := Setup(s.ctx, s.mgr, s.opts()); err != nil {
+		t.Fatal(err)
+	}
+	s.start()
+	const tr = "ns1_tenant.blue_transit_router"
+	s.eventually("the nodes that existed before the start", func() bool {
+		show := s.nbctl("show", tr)
+		return strings.Contains(show, "trtor-GR_ns1_tenant.blue_node1") && strings.Contains(show, "trtor-GR_ns1_tenant.blue_node2")
+	})
+	s.create(node("node3", "4"))
+	s.eventually("a node created after the start", func() bool {
+		return strings.Contains(s.nbctl("show", tr), "trtor-GR_ns1_tenant.blue_node3")
+	})
 }
