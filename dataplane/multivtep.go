@@ -30,6 +30,10 @@ type VTEPNode struct {
 	Subnets []netip.Prefix
 }
 
+// MultiVTEP says whether the node has more than one encap IP: only such a
+// node gets OKEP-5535's ports; the others keep their topology's.
+func (n VTEPNode) MultiVTEP() bool { return len(n.EncapIPs) > 1 }
+
 // VTEPPod is a pod with the encap IP of its interface (pod-networks "encap_ip").
 type VTEPPod struct {
 	Namespace, Name string
@@ -86,7 +90,7 @@ func MultiVTEPPortsDual(network string, transits []netip.Prefix, nodes []VTEPNod
 			return nil, fmt.Errorf("pods[%d] (%s/%s).node: node %q is not known", i, p.Namespace, p.Name, p.Node)
 		}
 		n := nodes[ni]
-		if len(n.EncapIPs) < 2 {
+		if !n.MultiVTEP() {
 			continue
 		}
 		idx := -1
@@ -309,7 +313,7 @@ func Layer2MultiVTEPPorts(network string, nodes []VTEPNode, pods []Layer2PodPort
 		if !ok {
 			return nil, nil, fmt.Errorf("%s.node: node %q is not known", field, p.Node)
 		}
-		if n.Local || len(n.EncapIPs) < 2 {
+		if n.Local || !n.MultiVTEP() {
 			continue
 		}
 		if !slices.Contains(n.EncapIPs, p.EncapIP) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -272,17 +273,67 @@ func TestNamesAndMACsGolden(t *testing.T) {
 
 // BenchmarkDecodeNodeSubnets decodes a node's k8s.ovn.org/node-subnets with
 // 2048 Layer3 networks (make scale's full size: ~100 kB).
-func BenchmarkDecodeNodeSubnets(b *testing.B) {
+// bigNodeSubnets is a node's host subnets at 2048 Layer3 networks.
+func bigNodeSubnets() map[string][]netip.Prefix {
 	subnets := map[string][]netip.Prefix{}
 	for i := range 2048 {
 		subnets[fmt.Sprintf("tenant-%04d.network", i)] = []netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 0}), 24)}
 	}
+	return subnets
+}
+
+func BenchmarkDecodeNodeSubnets(b *testing.B) {
+	subnets := bigNodeSubnets()
 	n := node("big", map[string]string{AnnotationNodeSubnets: EncodeNodeSubnets(subnets)})
 	b.ReportAllocs()
 	for b.Loop() {
 		got, err := DecodeNodeSubnets(n)
 		if err != nil || len(got) != len(subnets) {
 			b.Fatal(len(got), err)
+		}
+	}
+}
+
+// BenchmarkNodeSubnetsChanged compares two values of a 2048-network
+// annotation that differ in one network (the update a new Layer3 network
+// makes on every node), beside BenchmarkDecodeNodeSubnets, which decodes one.
+func BenchmarkNodeSubnetsChanged(b *testing.B) {
+	subnets := bigNodeSubnets()
+	old := EncodeNodeSubnets(subnets)
+	subnets["tenant-9999.network"] = []netip.Prefix{netip.MustParsePrefix("10.99.0.0/24")}
+	cur := EncodeNodeSubnets(subnets)
+	b.ReportAllocs()
+	for b.Loop() {
+		got, err := NodeSubnetsChanged(old, cur)
+		if err != nil || len(got) != 1 {
+			b.Fatal(got, err)
+		}
+	}
+}
+
+// NodeSubnetsChanged names exactly the networks whose entry was added,
+// removed or rewritten, and refuses a value that is not a JSON object.
+func TestNodeSubnetsChanged(t *testing.T) {
+	for name, tc := range map[string]struct {
+		old, cur string
+		want     []string
+	}{
+		"same":             {`{"a":["10.0.0.0/24"],"b":["10.0.1.0/24"]}`, `{"a":["10.0.0.0/24"],"b":["10.0.1.0/24"]}`, nil},
+		"one rewritten":    {`{"a":["10.0.0.0/24"],"b":["10.0.1.0/24"]}`, `{"a":["10.0.0.0/24"],"b":["10.0.2.0/24"]}`, []string{"b"}},
+		"one added":        {`{"a":["10.0.0.0/24"]}`, `{"a":["10.0.0.0/24"],"c":"10.0.3.0/24"}`, []string{"c"}},
+		"one removed":      {`{"a":["10.0.0.0/24"],"b":["10.0.1.0/24"]}`, `{"b":["10.0.1.0/24"]}`, []string{"a"}},
+		"annotation added": {``, `{"b":["10.0.1.0/24"],"a":["10.0.0.0/24"]}`, []string{"a", "b"}},
+		"annotation gone":  {`{"a":["10.0.0.0/24"]}`, ``, []string{"a"}},
+		"reformatted":      {`{"a":"10.0.0.0/24"}`, `{"a":["10.0.0.0/24"]}`, []string{"a"}},
+	} {
+		got, err := NodeSubnetsChanged(tc.old, tc.cur)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: got %v, %v; want %v", name, got, err, tc.want)
+		}
+	}
+	for _, bad := range [][2]string{{`[]`, `{}`}, {`{}`, `{"a":`}} {
+		if _, err := NodeSubnetsChanged(bad[0], bad[1]); err == nil || !strings.Contains(err.Error(), AnnotationNodeSubnets) {
+			t.Errorf("%q → %q: err = %v, want one naming %s", bad[0], bad[1], err, AnnotationNodeSubnets)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package ovnk
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -79,6 +80,45 @@ func DecodeNodeSubnets(node *corev1.Node) (map[string][]netip.Prefix, error) {
 		}
 	}
 	return out, nil
+}
+
+// NodeSubnetsChanged returns the networks whose entry differs between two
+// values of k8s.ovn.org/node-subnets ("" for an absent annotation), sorted:
+// entries added, removed, or written differently (a value re-formatted
+// without changing its CIDRs counts as changed). Reading both values costs
+// about what one DecodeNodeSubnets does (BenchmarkNodeSubnetsChanged).
+func NodeSubnetsChanged(old, cur string) ([]string, error) {
+	read := func(v string) (map[string]json.RawMessage, error) {
+		var raw map[string]json.RawMessage
+		if v == "" {
+			return raw, nil
+		}
+		if err := json.Unmarshal([]byte(v), &raw); err != nil {
+			return nil, fmt.Errorf("annotation %s is not a JSON object of network names to CIDRs: %w", AnnotationNodeSubnets, err)
+		}
+		return raw, nil
+	}
+	o, err := read(old)
+	if err != nil {
+		return nil, err
+	}
+	c, err := read(cur)
+	if err != nil {
+		return nil, err
+	}
+	var changed []string
+	for k, v := range c {
+		if ov, ok := o[k]; !ok || !bytes.Equal(ov, v) {
+			changed = append(changed, k)
+		}
+	}
+	for k := range o {
+		if _, ok := c[k]; !ok {
+			changed = append(changed, k)
+		}
+	}
+	slices.Sort(changed)
+	return changed, nil
 }
 
 // EncodeNodeSubnets writes the annotation value as upstream's

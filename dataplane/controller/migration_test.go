@@ -13,8 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -179,13 +177,7 @@ func podIPs(s *stack, pod *corev1.Pod) []string {
 // pods, as requests for udnkit's NADs of the pod's namespace alone: its
 // network's routes, not every network's.
 func TestLiveMigrationRequestsFollowVMPods(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := nadv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := nadScheme(t)
 	nad := func(ns, name string, udn bool) *nadv1.NetworkAttachmentDefinition {
 		n := &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 		if udn {

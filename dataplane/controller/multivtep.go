@@ -9,9 +9,11 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -56,11 +58,52 @@ func (r *MultiVTEPReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("dataplane-multi-vtep").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.Workers)}).
 		For(&nadv1.NetworkAttachmentDefinition{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nadsIn(r.Client, "")), vtepNodeFacts.predicate()).
+		Watches(&corev1.Node{}, r.nodeHandler(), vtepNodeFacts.predicate()).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return nadsIn(r.Client, o.GetNamespace())(ctx, o)
 		}), podPortChanged()).
 		Complete(r)
+}
+
+// nodeHandler maps a node event to the NADs it concerns: every NAD, but
+// for an update that changes only k8s.ovn.org/node-subnets. That one the
+// node reconciler makes on every node whenever a Layer3 network is created
+// or deleted, and it concerns only that network, and only on multi-VTEP
+// nodes (the others keep the Layer3 topology's ports): mapped to every NAD,
+// each new network cost every network's reconcile once per node, which
+// grew with the square of the networks.
+func (r *MultiVTEPReconciler) nodeHandler() handler.EventHandler {
+	all := handler.EnqueueRequestsFromMapFunc(nadsIn(r.Client, ""))
+	others := vtepNodeFacts.without(ovnk.AnnotationNodeSubnets)
+	return handler.Funcs{CreateFunc: all.Create, DeleteFunc: all.Delete, GenericFunc: all.Generic,
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			old, ok1 := e.ObjectOld.(*corev1.Node)
+			cur, ok2 := e.ObjectNew.(*corev1.Node)
+			if !ok1 || !ok2 || others.changed(old, cur) {
+				all.Update(ctx, e, q)
+				return
+			}
+			// Encap IPs are unchanged (others), so the node was and stays
+			// what it is now.
+			if n, err := VTEPNodeFromNode(cur); err == nil && !n.MultiVTEP() {
+				return
+			}
+			networks, err := ovnk.NodeSubnetsChanged(old.Annotations[ovnk.AnnotationNodeSubnets], cur.Annotations[ovnk.AnnotationNodeSubnets])
+			if err != nil {
+				all.Update(ctx, e, q) // each reconcile reports the malformed annotation
+				return
+			}
+			for _, network := range networks {
+				var nads nadv1.NetworkAttachmentDefinitionList
+				if err := r.Client.List(ctx, &nads, client.MatchingFields{NADNetworkField: network}, client.UnsafeDisableDeepCopy); err != nil {
+					all.Update(ctx, e, q)
+					return
+				}
+				for i := range nads.Items {
+					q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&nads.Items[i])})
+				}
+			}
+		}}
 }
 
 // Reconcile applies the ports of the NAD's network (every NAD of it: a CUDN
@@ -160,7 +203,7 @@ func (r *MultiVTEPReconciler) vtepState(ctx context.Context, network string) (
 				if !known {
 					continue // the node has no Node object (yet)
 				}
-				if len(node.EncapIPs) > 1 && !slices.Contains(node.EncapIPs, p.EncapIP) {
+				if node.MultiVTEP() && !slices.Contains(node.EncapIPs, p.EncapIP) {
 					err = fmt.Errorf("encap_ip %s is not one of node %s's encap IPs %v", p.EncapIP, node.Name, node.EncapIPs)
 				}
 			}
@@ -206,7 +249,7 @@ func (r *MultiVTEPReconciler) applyLayer3(ctx context.Context, network string) (
 	var nodes []dataplane.VTEPNode
 	kept := map[string]bool{}
 	for _, n := range all {
-		if len(n.EncapIPs) < 2 {
+		if !n.MultiVTEP() {
 			continue // single-VTEP nodes keep the Layer3 topology's ports
 		}
 		if len(n.TunnelIDs) != len(n.EncapIPs) {

@@ -54,6 +54,12 @@ type nodeFacts struct {
 	addresses   bool
 }
 
+// without returns the facts but the annotation k.
+func (f nodeFacts) without(k string) nodeFacts {
+	f.annotations = slices.DeleteFunc(slices.Clone(f.annotations), func(a string) bool { return a == k })
+	return f
+}
+
 // changed says whether an update from old to cur changes one of the facts.
 func (f nodeFacts) changed(old, cur *corev1.Node) bool {
 	for _, k := range f.annotations {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"slices"
@@ -9,9 +10,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"github.com/udnkit/udnkit/ovnk"
@@ -167,4 +171,73 @@ func TestStartProgramsWhatExistedBefore(t *testing.T) {
 	s.eventually("a node created after the start", func() bool {
 		return strings.Contains(s.nbctl("show", tr), "trtor-GR_ns1_tenant.blue_node3")
 	})
+}
+
+// A node update that changes only k8s.ovn.org/node-subnets queues the NADs
+// of the networks whose entry changed, and only for a multi-VTEP node; any
+// other fact, or an annotation that cannot be read, queues every NAD.
+func TestMultiVTEPNodeUpdateQueuesOnlyChangedNetworks(t *testing.T) {
+	scheme := nadScheme(t)
+	l3 := func(ns, name, network string) *nadv1.NetworkAttachmentDefinition {
+		return &nadv1.NetworkAttachmentDefinition{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{ovnk.LabelUserDefinedNetwork: ""}},
+			Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"` + network +
+				`","topology":"layer3","role":"primary","subnets":"10.1.0.0/16/24"}`},
+		}
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).
+		WithIndex(&nadv1.NetworkAttachmentDefinition{}, NADNetworkField, NADNetwork).
+		WithObjects(l3("a", "green", "cluster.udn.green"), l3("b", "green", "cluster.udn.green"),
+			l3("a", "blue", "a_blue"), l2NAD("c", "red")).Build()
+	h := (&MultiVTEPReconciler{Client: c}).nodeHandler()
+	const (
+		multi  = `["10.0.0.2","10.0.0.3"]`
+		single = `["10.0.0.2"]`
+	)
+	withFacts := func(encaps, subnets string) *corev1.Node {
+		n := factsNode()
+		n.Annotations[ovnk.AnnotationNodeEncapIPs] = encaps
+		n.Annotations[ovnk.AnnotationNodeTransitSwitchPortTunnelIDs] = "[6,7]"
+		n.Annotations[ovnk.AnnotationNodeSubnets] = subnets
+		return n
+	}
+	before := `{"a_blue":["10.2.1.0/24"],"cluster.udn.green":["10.1.1.0/24"]}`
+	greenMoved := `{"a_blue":["10.2.1.0/24"],"cluster.udn.green":["10.1.2.0/24"]}`
+	everyNAD := []string{"a/blue", "a/green", "b/green", "c/red"}
+	for name, tc := range map[string]struct {
+		old, cur *corev1.Node
+		want     []string
+	}{
+		"green's subnet on a multi-VTEP node":  {withFacts(multi, before), withFacts(multi, greenMoved), []string{"a/green", "b/green"}},
+		"blue removed on a multi-VTEP node":    {withFacts(multi, before), withFacts(multi, `{"cluster.udn.green":["10.1.1.0/24"]}`), []string{"a/blue"}},
+		"green's subnet on a single-VTEP node": {withFacts(single, before), withFacts(single, greenMoved), nil},
+		"encap IPs and subnets":                {withFacts(single, before), withFacts(multi, greenMoved), everyNAD},
+		"zone": {withFacts(multi, before), func() *corev1.Node {
+			n := withFacts(multi, before)
+			n.Annotations[ovnk.AnnotationZoneName] = "zone-b"
+			return n
+		}(), everyNAD},
+		"unreadable subnets": {withFacts(multi, before), withFacts(multi, `{"cluster.udn.green":`), everyNAD},
+	} {
+		q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+		h.Update(context.Background(), event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.cur}, q)
+		var got []string
+		for q.Len() > 0 {
+			r, _ := q.Get()
+			got = append(got, r.String())
+			q.Done(r)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: queued %v, want %v", name, got, tc.want)
+		}
+		q.ShutDown()
+	}
+}
+
+func l2NAD(ns, name string) *nadv1.NetworkAttachmentDefinition {
+	return &nadv1.NetworkAttachmentDefinition{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{ovnk.LabelUserDefinedNetwork: ""}},
+		Spec:       nadv1.NetworkAttachmentDefinitionSpec{Config: l2Config},
+	}
 }
