@@ -24,22 +24,93 @@ import (
 )
 
 // measureDataplane starts one zone's OVN databases (NB and SB, no northd),
-// runs the dataplane child with node-0000 as the zone's only node, and
-// waits until every Primary Layer2 network's transit router has a port per
-// node plus its switch port, and every Primary Layer3 network's cluster
-// router has its subnet policy. It watches the Northbound routers through
-// its own libovsdb monitor, and counts every table's rows once at the end.
+// runs the dataplane child with node-0000 as the zone's only node once the
+// control plane has converged (a zone's dataplane catching up with a whole
+// cluster, as after its restart), and waits for every row (dataplaneRun.wait).
 func measureDataplane(ctx context.Context, d driverFlags, self, dir, kubeconfig string, watch cache.Cache, s size) (*ovnResult, error) {
-	ovnDir := filepath.Join(dir, "ovn")
+	run, err := startDataplane(ctx, self, dir, "dataplane", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	defer run.stop()
+	return run.wait(ctx, d, watch, s)
+}
+
+// dataplaneRun is one zone's OVN databases and its dataplane child, and the
+// driver's own Northbound client that watches the routers.
+type dataplaneRun struct {
+	name        string
+	pair        *ovsdbserver.Pair
+	nb          ovsdbclient.Client
+	dbModel     model.ClientDBModel
+	dp          *child
+	start       time.Time
+	nbCPUBefore float64
+}
+
+// startDataplane starts the databases in dir/<name>-ovn and the dataplane
+// child (log dir/<name>.log).
+func startDataplane(ctx context.Context, self, dir, name, kubeconfig string) (_ *dataplaneRun, err error) {
+	ovnDir := filepath.Join(dir, name+"-ovn")
 	if err := os.MkdirAll(ovnDir, 0o755); err != nil {
 		return nil, err
 	}
-	pair, err := ovsdbserver.StartPair(ctx, ovnDir)
-	if err != nil {
+	r := &dataplaneRun{name: name}
+	defer func() {
+		if err != nil {
+			r.stop()
+		}
+	}()
+	if r.pair, err = ovsdbserver.StartPair(ctx, ovnDir); err != nil {
 		return nil, fmt.Errorf("starting OVN (make scale installs Debian's ovn-central first): %w", err)
 	}
-	defer pair.Stop()
+	if r.dbModel, err = nbdb.FullDatabaseModel(); err != nil {
+		return nil, err
+	}
+	if r.nb, err = ovsdbclient.NewOVSDBClient(r.dbModel, ovsdbclient.WithEndpoint(r.pair.NB.Address())); err != nil {
+		return nil, err
+	}
+	if err := r.nb.Connect(ctx); err != nil {
+		return nil, err
+	}
+	// Only what the wait reads: a monitor of the whole database made the
+	// driver (and ovsdb-server, which sends every update to each monitor)
+	// do the dataplane child's cache work a second time while it is timed.
+	var lr nbdb.LogicalRouter
+	if _, err := r.nb.Monitor(ctx, r.nb.NewMonitor(ovsdbclient.WithTable(&lr, &lr.Name, &lr.Ports, &lr.Policies))); err != nil {
+		return nil, err
+	}
+	metrics, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	_, _, r.nbCPUBefore = procUsage(r.pair.NB.Pid())
+	r.start = time.Now()
+	r.dp, err = startChild(self, filepath.Join(dir, name+".log"), "-role=dataplane", "-child-kubeconfig="+kubeconfig,
+		"-metrics="+metrics, "-nb="+r.pair.NB.Address(), "-sb="+r.pair.SB.Address(), "-zone-node="+nodeName(0))
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
 
+func (r *dataplaneRun) stop() {
+	if r.dp != nil {
+		r.dp.stop() // first: its lease is released for the next dataplane child
+	}
+	if r.nb != nil {
+		r.nb.Close()
+	}
+	if r.pair != nil {
+		r.pair.Stop()
+	}
+}
+
+// wait waits until every Primary Layer2 network's transit router has a port
+// per node plus its switch port, and every Primary Layer3 network's cluster
+// router has its subnet policy (the networks as the NADs are now), then
+// counts every table's rows once. Times and CPU are from the child's start.
+func (r *dataplaneRun) wait(ctx context.Context, d driverFlags, watch cache.Cache, s size) (*ovnResult, error) {
 	var nads nadv1.NetworkAttachmentDefinitionList
 	if err := watch.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
 		return nil, err
@@ -47,7 +118,7 @@ func measureDataplane(ctx context.Context, d driverFlags, self, dir, kubeconfig 
 	transitRouters, clusterRouters := map[string]bool{}, map[string]bool{}
 	for _, nad := range nads.Items {
 		idx, err := strconv.Atoi(strings.TrimPrefix(nad.Namespace, "scale-"))
-		if err != nil {
+		if err != nil || !nad.DeletionTimestamp.IsZero() {
 			continue
 		}
 		k := kindOf(idx)
@@ -61,51 +132,18 @@ func measureDataplane(ctx context.Context, d driverFlags, self, dir, kubeconfig 
 			transitRouters[names.TransitRouter()] = true
 		}
 	}
-
-	dbModel, err := nbdb.FullDatabaseModel()
-	if err != nil {
-		return nil, err
-	}
-	nb, err := ovsdbclient.NewOVSDBClient(dbModel, ovsdbclient.WithEndpoint(pair.NB.Address()))
-	if err != nil {
-		return nil, err
-	}
-	if err := nb.Connect(ctx); err != nil {
-		return nil, err
-	}
-	defer nb.Close()
-	// Only what the wait reads: a monitor of the whole database made the
-	// driver (and ovsdb-server, which sends every update to each monitor)
-	// do the dataplane child's cache work a second time while it is timed.
-	var lr nbdb.LogicalRouter
-	if _, err := nb.Monitor(ctx, nb.NewMonitor(ovsdbclient.WithTable(&lr, &lr.Name, &lr.Ports, &lr.Policies))); err != nil {
-		return nil, err
-	}
-
-	metrics, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	_, _, nbCPUBefore := procUsage(pair.NB.Pid())
-	start := time.Now()
-	dp, err := startChild(self, filepath.Join(dir, "dataplane.log"), "-role=dataplane", "-child-kubeconfig="+kubeconfig,
-		"-metrics="+metrics, "-nb="+pair.NB.Address(), "-sb="+pair.SB.Address(), "-zone-node="+nodeName(0))
-	if err != nil {
-		return nil, err
-	}
-	defer dp.stop()
 	deadline := time.Now().Add(d.timeout)
 	for {
 		var routers []nbdb.LogicalRouter
-		if err := nb.List(ctx, &routers); err != nil {
+		if err := r.nb.List(ctx, &routers); err != nil {
 			return nil, err
 		}
 		trDone, crDone := 0, 0
-		for _, r := range routers {
-			if transitRouters[r.Name] && len(r.Ports) == s.nodes+1 {
+		for _, lr := range routers {
+			if transitRouters[lr.Name] && len(lr.Ports) == s.nodes+1 {
 				trDone++
 			}
-			if clusterRouters[r.Name] && len(r.Policies) > 0 {
+			if clusterRouters[lr.Name] && len(lr.Policies) > 0 {
 				crDone++
 			}
 		}
@@ -113,8 +151,8 @@ func measureDataplane(ctx context.Context, d driverFlags, self, dir, kubeconfig 
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("OVN rows not complete after %s: transit routers %d/%d, Layer3 cluster routers %d/%d",
-				d.timeout, trDone, len(transitRouters), crDone, len(clusterRouters))
+			return nil, fmt.Errorf("%s: OVN rows not complete after %s: transit routers %d/%d, Layer3 cluster routers %d/%d",
+				r.name, d.timeout, trDone, len(transitRouters), crDone, len(clusterRouters))
 		}
 		select {
 		case <-ctx.Done():
@@ -122,17 +160,18 @@ func measureDataplane(ctx context.Context, d driverFlags, self, dir, kubeconfig 
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	out := &ovnResult{allRows: time.Since(start)}
-	out.rssMiB, out.peakMiB, out.cpu = dp.usage()
-	_, _, nbCPU := procUsage(pair.NB.Pid())
-	out.serverCPU = nbCPU - nbCPUBefore
-	if out.rows, err = countRows(ctx, nb, dbModel); err != nil {
+	out := &ovnResult{allRows: time.Since(r.start)}
+	out.rssMiB, out.peakMiB, out.cpu = r.dp.usage()
+	_, _, nbCPU := procUsage(r.pair.NB.Pid())
+	out.serverCPU = nbCPU - r.nbCPUBefore
+	var err error
+	if out.rows, err = countRows(ctx, r.nb, r.dbModel); err != nil {
 		return nil, err
 	}
-	if st, err := os.Stat(pair.NB.File()); err == nil {
+	if st, err := os.Stat(r.pair.NB.File()); err == nil {
 		out.dbMiB = float64(st.Size()) / (1 << 20)
 	}
-	fmt.Printf("   OVN: all rows in %s, %d rows, dataplane RSS %.0f MiB\n", out.allRows.Round(time.Millisecond), out.total(), out.rssMiB)
+	fmt.Printf("   OVN (%s): all rows in %s, %d rows, dataplane RSS %.0f MiB\n", r.name, out.allRows.Round(time.Millisecond), out.total(), out.rssMiB)
 	return out, nil
 }
 

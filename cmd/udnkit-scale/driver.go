@@ -38,7 +38,7 @@ const reconcilers = "nad,nodes,ipam"
 type driverFlags struct {
 	nodes, networks, pods, workers int
 	fractions                      [][2]int
-	dataplane                      bool
+	dataplane, dataplaneLive       bool
 	timeout                        time.Duration
 	out, stateDir                  string
 	cpuProfile                     bool
@@ -100,6 +100,8 @@ type result struct {
 	restart                                      time.Duration
 	restartPeakMiB, restartCPUSeconds            float64
 	ovn                                          *ovnResult
+	// ovnLive: the dataplane that ran from before the first create (-dataplane-live).
+	ovnLive *ovnResult
 }
 
 type ovnResult struct {
@@ -230,6 +232,17 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 		return r, err
 	}
 
+	// -dataplane-live: a zone's dataplane that follows the creation, as a
+	// cluster's does (reacting to every NAD, node and pod change on the
+	// way), not only catching up with the result.
+	var live *dataplaneRun
+	if d.dataplaneLive {
+		if live, err = startDataplane(ctx, self, dir, "dataplane-live", kubeconfig); err != nil {
+			return r, err
+		}
+		defer live.stop()
+	}
+
 	// Everything at once, as fast as the apiserver takes it: Nodes first
 	// (as a cluster has them before its networks), then each network's
 	// namespace and network, then the pods.
@@ -281,6 +294,20 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 	stopProfile()
 	if err != nil {
 		return r, err
+	}
+	// Every NAD exists now: the live dataplane's rows are waited for while
+	// the restart below runs, so its time is when its rows were complete,
+	// not when the driver got round to looking.
+	type liveResult struct {
+		ovn *ovnResult
+		err error
+	}
+	liveDone := make(chan liveResult, 1)
+	if live != nil {
+		go func() {
+			o, err := live.wait(ctx, d, watch, s)
+			liveDone <- liveResult{o, err}
+		}()
 	}
 	_, _, cpu := procUsage(os.Getpid())
 	r.driverCPUSeconds = cpu - driverCPU
@@ -353,6 +380,14 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 	r.restartRequests = delta(before, after)
 	fmt.Printf("   restart to converged %s\n", r.restart.Round(time.Millisecond))
 
+	if live != nil {
+		res := <-liveDone
+		if res.err != nil {
+			return r, res.err
+		}
+		r.ovnLive = res.ovn
+		live.stop()
+	}
 	if d.dataplane {
 		ovn, err := measureDataplane(ctx, d, self, dir, kubeconfig, watch, s)
 		if err != nil {

@@ -3,7 +3,11 @@ package main
 import (
 	"context"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -78,5 +82,40 @@ func TestConvergenceCounts(t *testing.T) {
 	want.subnets = 2
 	if got, err := conv.count(context.Background(), c); err != nil || got != want {
 		t.Errorf("after node-0001 got its host subnet: %+v, %v, want %+v", got, err, want)
+	}
+}
+
+// The report has the live dataplane's rows only when a run measured it, and
+// its ratios from that run's own figures.
+func TestReportLiveDataplaneRows(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "report.md")
+	d := driverFlags{nodes: 500, networks: 4095, pods: 20000, workers: 32, out: out}
+	caughtUp := &ovnResult{allRows: 10 * time.Second, rows: map[string]int{"Logical_Switch_Port": 4000}, cpu: 8, serverCPU: 2}
+	runs := []result{{size: newSize("1/8", 500, 511, 2500), ovn: caughtUp}, {size: newSize("1/4", 500, 1023, 5000), ovn: caughtUp}}
+	read := func() string {
+		t.Helper()
+		if err := writeReport(d, runs); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if got := read(); strings.Contains(got, "live dataplane") || !strings.Contains(got, "| dataplane CPU per ovsdb-server CPU (machine speed cancels) | 4.00 | 4.00 | 1.00× |") {
+		t.Errorf("without a live run:\n%s", got)
+	}
+	runs[0].ovnLive = &ovnResult{allRows: 20 * time.Second, rows: map[string]int{"Logical_Switch_Port": 4000}, cpu: 12, serverCPU: 4}
+	runs[1].ovnLive = &ovnResult{allRows: 44 * time.Second, rows: map[string]int{"Logical_Switch_Port": 8000}, cpu: 30, serverCPU: 6}
+	got := read()
+	for _, want := range []string{
+		"| live dataplane (from before the first create): all OVN rows | 20.0 s | 44.0 s | 2.20× |",
+		"| live dataplane: CPU per ovsdb-server CPU | 3.00 | 5.00 | 1.67× |",
+		"| live dataplane: CPU per 1000 Northbound rows | 3.000 s | 3.750 s | 1.25× |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("with a live run, no line %q in:\n%s", want, got)
+		}
 	}
 }

@@ -49,6 +49,8 @@ func main() {
 	fractions := flag.String("fractions", "1/64,1/32,1/16", "comma-separated fractions of -networks and -pods, one run each")
 	flag.IntVar(&d.workers, "workers", 32, "concurrent creates")
 	flag.BoolVar(&d.dataplane, "dataplane", true, "also measure the dataplane on a real ovsdb-server")
+	flag.BoolVar(&d.dataplaneLive, "dataplane-live", false, "also run a second zone's dataplane from before the first create, following the creation as a cluster's does "+
+		"(it competes with the control plane for this machine's cores: the control plane's figures of such a run are not comparable to those of a run without it)")
 	flag.DurationVar(&d.timeout, "timeout", 0, "give up waiting for one phase after this long (0: 20 minutes)")
 	flag.StringVar(&d.out, "out", "bin/scale-report.md", "where the Markdown report goes")
 	flag.StringVar(&d.stateDir, "state-dir", "bin/scale", "kubeconfigs, OVN databases and child logs")

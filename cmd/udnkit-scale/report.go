@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -45,14 +46,26 @@ func writeReport(d driverFlags, rs []result) error {
 	dur := func(f func(result) time.Duration) func(result) (float64, bool) {
 		return func(r result) (float64, bool) { return f(r).Seconds(), true }
 	}
-	ovn := func(f func(*ovnResult) float64) func(result) (float64, bool) {
+	ovnOf := func(pick func(result) *ovnResult, f func(*ovnResult) float64) func(result) (float64, bool) {
 		return func(r result) (float64, bool) {
-			if r.ovn == nil {
+			o := pick(r)
+			if o == nil {
 				return 0, false
 			}
-			return f(r.ovn), true
+			v := f(o)
+			return v, !math.IsNaN(v)
 		}
 	}
+	caughtUp := func(r result) *ovnResult { return r.ovn }
+	live := func(r result) *ovnResult { return r.ovnLive }
+	ovn := func(f func(*ovnResult) float64) func(result) (float64, bool) { return ovnOf(caughtUp, f) }
+	perServer := func(o *ovnResult) float64 {
+		if o.serverCPU <= 0 {
+			return math.NaN()
+		}
+		return o.cpu / o.serverCPU
+	}
+	perRows := func(o *ovnResult) float64 { return 1000 * o.cpu / float64(o.total()) }
 	rows := []row{
 		{"Primary Layer2 / Layer3 networks, Secondary", func(r result) (float64, bool) { return 0, false }, "", false},
 		{"all objects created", dur(func(r result) time.Duration { return r.createAll }), "%.1f s", true},
@@ -81,15 +94,19 @@ func writeReport(d driverFlags, rs []result) error {
 		{"dataplane: RSS", ovn(func(o *ovnResult) float64 { return o.rssMiB }), "%.0f MiB", true},
 		{"dataplane: CPU", ovn(func(o *ovnResult) float64 { return o.cpu }), "%.1f s", true},
 		{"Northbound ovsdb-server CPU (same rows)", ovn(func(o *ovnResult) float64 { return o.serverCPU }), "%.1f s", true},
-		{"dataplane CPU per ovsdb-server CPU (machine speed cancels)", func(r result) (float64, bool) {
-			if r.ovn == nil || r.ovn.serverCPU <= 0 {
-				return 0, false
-			}
-			return r.ovn.cpu / r.ovn.serverCPU, true
-		}, "%.2f", true},
-		{"dataplane CPU per 1000 Northbound rows", ovn(func(o *ovnResult) float64 { return 1000 * o.cpu / float64(o.total()) }), "%.3f s", true},
+		{"dataplane CPU per ovsdb-server CPU (machine speed cancels)", ovn(perServer), "%.2f", true},
+		{"dataplane CPU per 1000 Northbound rows", ovn(perRows), "%.3f s", true},
+		{"live dataplane (from before the first create): all OVN rows", ovnOf(live, func(o *ovnResult) float64 { return o.allRows.Seconds() }), "%.1f s", true},
+		{"live dataplane: RSS", ovnOf(live, func(o *ovnResult) float64 { return o.rssMiB }), "%.0f MiB", true},
+		{"live dataplane: CPU", ovnOf(live, func(o *ovnResult) float64 { return o.cpu }), "%.1f s", true},
+		{"live dataplane: CPU per ovsdb-server CPU", ovnOf(live, perServer), "%.2f", true},
+		{"live dataplane: CPU per 1000 Northbound rows", ovnOf(live, perRows), "%.3f s", true},
 	}
 	for _, rw := range rows {
+		if special := rw.format == "" || rw.format == "webhooks" || rw.format == "restart-cpu"; !special &&
+			!slices.ContainsFunc(rs, func(r result) bool { _, ok := rw.val(r); return ok }) {
+			continue // measured in no run (e.g. the live dataplane without -dataplane-live)
+		}
 		line := "| " + rw.name + " |"
 		var vals []float64
 		for _, r := range rs {
