@@ -39,7 +39,20 @@ type Config struct {
 	NBAddress, SBAddress string
 	// TLS is what ssl: endpoints use; required when any endpoint is ssl:.
 	TLS TLS
+	// ConnectTimeout bounds one connection attempt, from the dial to the
+	// monitor's initial copy of the tables (0: DefaultConnectTimeout). That
+	// copy grows with the database: it must fit the zone's largest.
+	ConnectTimeout time.Duration
 }
+
+// DefaultConnectTimeout is Config.ConnectTimeout's default
+// (--ovn-connect-timeout). The monitor's initial copy of a zone's Northbound
+// took 36 s at half of `make scale`'s full size (520,000 rows) and 78 s at
+// full size (1.04 million rows) here: it grows with the rows (about 75 µs
+// each), so the default leaves room for a slower machine. The old 10 s
+// made a dataplane that restarts, or reconnects, against more than about
+// 130,000 rows retry forever.
+const DefaultConnectTimeout = 5 * time.Minute
 
 // TLS holds the PEM files of the client side of ssl: connections (OVN's
 // ovsdb-server requires a client certificate signed by a CA it trusts).
@@ -118,6 +131,8 @@ type database struct {
 	monitor   []client.MonitorOption
 	monitored atomic.Bool
 	lastErr   atomic.Pointer[error]
+	// timeout bounds one connection attempt (Config.ConnectTimeout).
+	timeout time.Duration
 	// index, when set, follows the cache's events from the first connection on.
 	index     *rowIndex
 	indexOnce sync.Once
@@ -137,11 +152,15 @@ func New(cfg Config) (*Client, error) {
 		tlsNB.ServerName, tlsSB.ServerName = cfg.TLS.NBServerName, cfg.TLS.SBServerName
 	}
 	index := &rowIndex{}
-	nb, err := newDatabase("nb", "--ovn-nb-address", cfg.NBAddress, tlsNB, nbModel, index, nbMonitor()...)
+	timeout := cfg.ConnectTimeout
+	if timeout <= 0 {
+		timeout = DefaultConnectTimeout
+	}
+	nb, err := newDatabase("nb", "--ovn-nb-address", cfg.NBAddress, tlsNB, timeout, nbModel, index, nbMonitor()...)
 	if err != nil {
 		return nil, err
 	}
-	sb, err := newDatabase("sb", "--ovn-sb-address", cfg.SBAddress, tlsSB, sbModel, nil,
+	sb, err := newDatabase("sb", "--ovn-sb-address", cfg.SBAddress, tlsSB, timeout, sbModel, nil,
 		client.WithTable(&sbdb.PortBinding{}), client.WithTable(&sbdb.Encap{}), client.WithTable(&sbdb.Chassis{}))
 	if err != nil {
 		return nil, err
@@ -370,7 +389,7 @@ func ParseEndpoints(flag, address string) ([]string, error) {
 	return out, nil
 }
 
-func newDatabase(label, flag, address string, tlsConfig *tls.Config, dbModel func() (model.ClientDBModel, error),
+func newDatabase(label, flag, address string, tlsConfig *tls.Config, timeout time.Duration, dbModel func() (model.ClientDBModel, error),
 	index *rowIndex, monitor ...client.MonitorOption) (*database, error) {
 	endpoints, err := ParseEndpoints(flag, address)
 	if err != nil {
@@ -398,7 +417,7 @@ func newDatabase(label, flag, address string, tlsConfig *tls.Config, dbModel fun
 	bo.MaxInterval = 250 * time.Millisecond
 	bo.MaxElapsedTime = 0 // keep trying for as long as the manager runs
 	opts := []client.Option{
-		client.WithReconnect(10*time.Second, bo),
+		client.WithReconnect(timeout, bo),
 		client.WithLogger(&logger),
 		// A clustered database is written through its leader only: a
 		// follower may lag behind, and planning against a lagging cache
@@ -418,7 +437,7 @@ func newDatabase(label, flag, address string, tlsConfig *tls.Config, dbModel fun
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: %w", flag, address, err)
 	}
-	return &database{label: label, flag: flag, address: address, api: api, monitor: monitor, index: index}, nil
+	return &database{label: label, flag: flag, address: address, api: api, monitor: monitor, index: index, timeout: timeout}, nil
 }
 
 // connect makes one attempt to connect (a no-op when connected) and to start
@@ -436,7 +455,7 @@ func (db *database) connectOnce(ctx context.Context) error {
 	if db.monitored.Load() {
 		return nil
 	}
-	attempt, cancel := context.WithTimeout(ctx, 10*time.Second)
+	attempt, cancel := context.WithTimeout(ctx, db.timeout)
 	defer cancel()
 	if err := db.api.Connect(attempt); err != nil {
 		return fmt.Errorf("%s %q: connect: %w", db.flag, db.address, err)

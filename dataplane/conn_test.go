@@ -3,6 +3,7 @@ package dataplane
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -398,5 +399,52 @@ func TestApplyDuringOutagePlansAgainstResynchronisedCache(t *testing.T) {
 	}
 	if got := e.rows("Logical_Router_Port", "mac")[rtos]; got != wantMAC {
 		t.Errorf("%s mac after the apply: %s, want %s", rtos, got, wantMAC)
+	}
+}
+
+// One connection attempt is bounded by Config.ConnectTimeout: against a
+// server that accepts and never answers (a hung ovsdb-server) Dial gives up
+// after it, naming the flag; unset, the bound is DefaultConnectTimeout,
+// which leaves room for the initial copy of a large database.
+func TestConnectTimeoutBoundsAnAttempt(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		var held []net.Conn // read nothing, answer nothing
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	hung := "tcp:" + l.Addr().String()
+	started := time.Now()
+	_, err = Dial(context.Background(), Config{NBAddress: hung, SBAddress: hung, ConnectTimeout: 500 * time.Millisecond})
+	took := time.Since(started)
+	if err == nil || !strings.Contains(err.Error(), `--ovn-nb-address "`+hung+`": connect`) {
+		t.Errorf("Dial to a server that never answers: %v", err)
+	}
+	if took < 400*time.Millisecond || took > 5*time.Second {
+		t.Errorf("Dial gave up after %v, want about the 500ms ConnectTimeout", took)
+	}
+	c, err := New(Config{NBAddress: hung, SBAddress: hung})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, db := range c.dbs {
+		if db.timeout != DefaultConnectTimeout {
+			t.Errorf("%s: timeout %v without ConnectTimeout, want %v", db.label, db.timeout, DefaultConnectTimeout)
+		}
 	}
 }

@@ -448,6 +448,7 @@ func TestRenderRejectsBadValues(t *testing.T) {
 		"dataplane without OVN":   {map[string]any{"ovn": map[string]any{"nbAddress": ""}}, "ovn.nbAddress is required"},
 		"webhook timeout over 30": {map[string]any{"webhook": map[string]any{"timeoutSeconds": 31}}, "timeoutSeconds"},
 		"relative socket path":    {map[string]any{"ovn": map[string]any{"socketHostPath": "var/run/ovn"}}, "socketHostPath"},
+		"connect timeout no unit": {map[string]any{"ovn": map[string]any{"connectTimeout": "300"}}, "connectTimeout"},
 		"replicas without leader election": {map[string]any{"replicas": 2, "leaderElection": map[string]any{"enabled": false}},
 			"replicas is 2 but leaderElection.enabled is false"},
 		"empty trusted user": {map[string]any{"policies": map[string]any{"ovnAnnotationWriters": map[string]any{"users": []any{""}}}}, "users"},

@@ -57,7 +57,7 @@ func TestRenderDataplaneDaemonSet(t *testing.T) {
 	c := container(t, ds)
 	dsArgs, _, _ := unstructured.NestedStringSlice(c, "args")
 	for _, want := range []string{"--controllers=dataplane", "--zone=$(NODE_NAME)", "--leader-elect=false",
-		"--ovn-nb-address=unix:/var/run/ovn/ovnnb_db.sock", "--ovn-sb-address=unix:/var/run/ovn/ovnsb_db.sock"} {
+		"--ovn-nb-address=unix:/var/run/ovn/ovnnb_db.sock", "--ovn-sb-address=unix:/var/run/ovn/ovnsb_db.sock", "--ovn-connect-timeout=5m"} {
 		if !slices.Contains(dsArgs, want) {
 			t.Errorf("DaemonSet args lack %s: %v", want, dsArgs)
 		}

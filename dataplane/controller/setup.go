@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +22,8 @@ type Options struct {
 	// TLS is what ssl: endpoints use (--ovn-client-cert, --ovn-client-key,
 	// --ovn-ca-cert, --ovn-nb-server-name, --ovn-sb-server-name).
 	TLS dataplane.TLS
+	// ConnectTimeout is --ovn-connect-timeout (0: dataplane.DefaultConnectTimeout).
+	ConnectTimeout time.Duration
 	// Local says whether a node belongs to this OVN zone; nil means every node
 	// does (one zone, as `make run` has).
 	Local func(*corev1.Node) bool
@@ -75,7 +78,7 @@ type Reconcilers struct {
 // webhooks or the other controllers; Reconcilers.OVN.Check and the
 // udnkit_ovn_connected metric report it. The client closes when ctx ends.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, error) {
-	ovn, err := dataplane.New(dataplane.Config{NBAddress: o.NBAddress, SBAddress: o.SBAddress, TLS: o.TLS})
+	ovn, err := dataplane.New(dataplane.Config{NBAddress: o.NBAddress, SBAddress: o.SBAddress, TLS: o.TLS, ConnectTimeout: o.ConnectTimeout})
 	if err != nil {
 		return nil, err
 	}
