@@ -33,7 +33,14 @@ func measureDataplane(ctx context.Context, d driverFlags, self, dir, kubeconfig 
 		return nil, err
 	}
 	defer run.stop()
-	return run.wait(ctx, d, watch, s)
+	out, err := run.wait(ctx, d, watch, s)
+	if err != nil {
+		return nil, err
+	}
+	if err := run.restart(ctx, d, self, dir, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // dataplaneRun is one zone's OVN databases and its dataplane child, and the
@@ -44,8 +51,12 @@ type dataplaneRun struct {
 	nb          ovsdbclient.Client
 	dbModel     model.ClientDBModel
 	dp          *child
+	args        []string // the child's
+	metrics     string   // its metrics address
 	start       time.Time
 	nbCPUBefore float64
+	// nads is how many UDN NADs wait saw.
+	nads int
 }
 
 // startDataplane starts the databases in dir/<name>-ovn and the dataplane
@@ -80,18 +91,74 @@ func startDataplane(ctx context.Context, self, dir, name, kubeconfig string) (_ 
 	if _, err := r.nb.Monitor(ctx, r.nb.NewMonitor(ovsdbclient.WithTable(&lr, &lr.Name, &lr.Ports, &lr.Policies))); err != nil {
 		return nil, err
 	}
-	metrics, err := freeAddr()
-	if err != nil {
+	if r.metrics, err = freeAddr(); err != nil {
 		return nil, err
 	}
+	r.args = []string{"-role=dataplane", "-child-kubeconfig=" + kubeconfig,
+		"-metrics=" + r.metrics, "-nb=" + r.pair.NB.Address(), "-sb=" + r.pair.SB.Address(), "-zone-node=" + nodeName(0)}
 	_, _, r.nbCPUBefore = procUsage(r.pair.NB.Pid())
 	r.start = time.Now()
-	r.dp, err = startChild(self, filepath.Join(dir, name+".log"), "-role=dataplane", "-child-kubeconfig="+kubeconfig,
-		"-metrics="+metrics, "-nb="+r.pair.NB.Address(), "-sb="+r.pair.SB.Address(), "-zone-node="+nodeName(0))
-	if err != nil {
+	if r.dp, err = startChild(self, filepath.Join(dir, name+".log"), r.args...); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// restart stops the dataplane child once its rows are complete and starts
+// it again on the same databases, as a zone's dataplane restarts (an
+// upgrade, a node reboot): converged is when it is connected to both
+// databases with its caches filled (udnkit_ovn_connected), has queued every
+// NAD and has no work left. The rows must be exactly those before.
+func (r *dataplaneRun) restart(ctx context.Context, d driverFlags, self, dir string, out *ovnResult) error {
+	r.dp.stop()
+	restarted := time.Now()
+	var err error
+	if r.dp, err = startChild(self, filepath.Join(dir, r.name+"-restart.log"), r.args...); err != nil {
+		return err
+	}
+	deadline := restarted.Add(d.timeout)
+	for {
+		if m, err := scrape(ctx, localHTTP, "http://"+r.metrics+"/metrics"); err == nil && dataplaneConverged(m, r.nads) {
+			if depth, err := queueDepth(ctx, r.metrics); err == nil && depth == 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: the restarted dataplane did not converge within %s", r.name, d.timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	out.restart = time.Since(restarted)
+	_, out.restartPeakMiB, out.restartCPU = r.dp.usage()
+	rows, err := countRows(ctx, r.nb, r.dbModel)
+	if err != nil {
+		return err
+	}
+	if !maps.Equal(rows, out.rows) {
+		return fmt.Errorf("%s: the restarted dataplane changed the rows: %v before, %v after", r.name, out.rows, rows)
+	}
+	fmt.Printf("   OVN (%s): restart to converged %s\n", r.name, out.restart.Round(time.Millisecond))
+	return nil
+}
+
+// dataplaneConverged says whether a dataplane child's metrics show both
+// databases connected and at least nads requests queued by its Layer2
+// controller (every UDN NAD, from the initial list).
+func dataplaneConverged(m samples, nads int) bool {
+	up, adds := 0, 0.0
+	for _, s := range m {
+		switch {
+		case s.name == "udnkit_ovn_connected" && s.value == 1:
+			up++
+		case s.name == "workqueue_adds_total" && s.labels["name"] == "dataplane-layer2":
+			adds += s.value
+		}
+	}
+	return up == 2 && adds >= float64(nads)
 }
 
 func (r *dataplaneRun) stop() {
@@ -115,6 +182,7 @@ func (r *dataplaneRun) wait(ctx context.Context, d driverFlags, watch cache.Cach
 	if err := watch.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
 		return nil, err
 	}
+	r.nads = len(nads.Items)
 	transitRouters, clusterRouters := map[string]bool{}, map[string]bool{}
 	for _, nad := range nads.Items {
 		idx, err := strconv.Atoi(strings.TrimPrefix(nad.Namespace, "scale-"))

@@ -110,6 +110,10 @@ type ovnResult struct {
 	dbMiB                float64
 	rssMiB, peakMiB, cpu float64
 	serverCPU            float64 // the Northbound ovsdb-server's
+	// restart: the child stopped and started again on the same databases
+	// (measureDataplane only): to converged, its peak RSS and CPU.
+	restart                    time.Duration
+	restartPeakMiB, restartCPU float64
 }
 
 func runDriver(d driverFlags) error {
