@@ -66,6 +66,12 @@ func indexDiff(c *Client) string {
 	if !reflect.DeepEqual(nonEmptyKids(ix.kids), nonEmptyKids(fresh.kids)) {
 		diffs = append(diffs, fmt.Sprintf("children: %v, afresh %v", ix.kids, fresh.kids))
 	}
+	// The sorted children plans read are the sets as they are now.
+	for key, s := range ix.sorted {
+		if want := slices.Sorted(maps.Keys(ix.kids[key[0]][key[1]])); !slices.Equal(s, want) {
+			diffs = append(diffs, fmt.Sprintf("sorted children of %s %s: %v, the set %v", key[0], key[1], s, want))
+		}
+	}
 	// The children with no known parent, kept as the index changes, are
 	// those a scan of every child finds.
 	loose := map[string]string{}

@@ -104,6 +104,9 @@ func (ix *rowIndex) childTable(c string) (string, bool) {
 // setLinks replaces every link.
 func (ix *rowIndex) setLinks(kids map[string]map[string]uuidSet) {
 	ix.kids = map[string]map[string]uuidSet{}
+	ix.sortedMu.Lock()
+	ix.sorted = nil
+	ix.sortedMu.Unlock()
 	ix.parents = map[string][]string{}
 	ix.unparented = uuidSet{}
 	ix.loose = map[string]string{}
@@ -123,6 +126,9 @@ func (ix *rowIndex) setLinks(kids map[string]map[string]uuidSet) {
 
 // relate adds or removes one link.
 func (ix *rowIndex) relate(l link) {
+	ix.sortedMu.Lock()
+	delete(ix.sorted, [2]string{l.parent, l.column})
+	ix.sortedMu.Unlock()
 	cols := ix.kids[l.parent]
 	ps := ix.parents[l.child]
 	i := slices.Index(ps, l.parent)
@@ -178,13 +184,29 @@ func (ix *rowIndex) disown(table, child string) {
 	delete(ix.unparented, child)
 }
 
-// children returns a parent's children in a column, sorted.
+// children returns a parent's children in a column, sorted: a slice the
+// index keeps until the set changes, which callers must not modify (its
+// capacity is its length, so an append copies).
 func (ix *rowIndex) children(parent, column string) []string {
+	key := [2]string{parent, column}
+	ix.sortedMu.Lock()
+	s, ok := ix.sorted[key]
+	ix.sortedMu.Unlock()
+	if ok {
+		return s
+	}
 	set := ix.kids[parent][column]
 	if len(set) == 0 {
 		return nil
 	}
-	return slices.Sorted(maps.Keys(set))
+	s = slices.Clip(slices.Sorted(maps.Keys(set)))
+	ix.sortedMu.Lock()
+	if ix.sorted == nil {
+		ix.sorted = map[[2]string][]string{}
+	}
+	ix.sorted[key] = s
+	ix.sortedMu.Unlock()
+	return s
 }
 
 // fill sets a router's or switch's columns of children (on a copy the
