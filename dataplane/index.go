@@ -56,10 +56,10 @@ type rowIndex struct {
 	// kids: router or switch UUID → column of children → the children
 	// (see links.go: the cache does not hold these columns).
 	kids map[string]map[string]uuidSet
-	// sorted caches children's sorted slices, by parent and column, until
-	// relate changes the set (sorting a large router's ports for every
-	// plan was a tenth of adding one node to a 1000-node network). Plans
-	// fill it under rw's read lock, so it has its own lock.
+	// sorted keeps children's sorted slices, by parent and column, and
+	// relate keeps them in step with the sets (sorting a large router's
+	// ports for every plan was a tenth of adding one node to a 1000-node
+	// network). Plans fill it under rw's read lock, so it has its own lock.
 	sortedMu sync.Mutex
 	sorted   map[[2]string][]string
 	// parents: child UUID → the routers and switches whose columns hold it

@@ -126,9 +126,7 @@ func (ix *rowIndex) setLinks(kids map[string]map[string]uuidSet) {
 
 // relate adds or removes one link.
 func (ix *rowIndex) relate(l link) {
-	ix.sortedMu.Lock()
-	delete(ix.sorted, [2]string{l.parent, l.column})
-	ix.sortedMu.Unlock()
+	ix.resort(l)
 	cols := ix.kids[l.parent]
 	ps := ix.parents[l.child]
 	i := slices.Index(ps, l.parent)
@@ -162,6 +160,31 @@ func (ix *rowIndex) relate(l link) {
 	}
 }
 
+// resort applies a link's change to the parent's kept sorted children, if
+// any: into a new slice (a plan may still read the old one), a copy rather
+// than a sort of the whole set (adding a node to a large network changes
+// its routers' sets at every Apply).
+func (ix *rowIndex) resort(l link) {
+	key := [2]string{l.parent, l.column}
+	ix.sortedMu.Lock()
+	defer ix.sortedMu.Unlock()
+	s, ok := ix.sorted[key]
+	if !ok {
+		return
+	}
+	i, found := slices.BinarySearch(s, l.child)
+	switch {
+	case l.add && !found:
+		ns := make([]string, len(s)+1)
+		copy(ns, s[:i])
+		ns[i] = l.child
+		copy(ns[i+1:], s[i:])
+		ix.sorted[key] = ns
+	case !l.add && found:
+		ix.sorted[key] = slices.Concat(s[:i], s[i+1:])
+	}
+}
+
 // orphan forgets a (deleted) parent's children.
 func (ix *rowIndex) orphan(parent string) {
 	for col, children := range ix.kids[parent] {
@@ -185,8 +208,8 @@ func (ix *rowIndex) disown(table, child string) {
 }
 
 // children returns a parent's children in a column, sorted: a slice the
-// index keeps until the set changes, which callers must not modify (its
-// capacity is its length, so an append copies).
+// index keeps (relate replaces it as the set changes), which callers must
+// not modify (its capacity is its length, so an append copies).
 func (ix *rowIndex) children(parent, column string) []string {
 	key := [2]string{parent, column}
 	ix.sortedMu.Lock()
