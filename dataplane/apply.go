@@ -369,8 +369,7 @@ func waitConnected(ctx context.Context, c client.Client) error {
 		select {
 		case <-ctx.Done():
 			// (CurrentEndpoint is empty until libovsdb is connected again.)
-			return fmt.Errorf("waiting for the OVN database %s to reconnect (libovsdb retries every endpoint): %w",
-				c.Schema().Name, ctx.Err())
+			return fmt.Errorf("waiting for the OVN database %s to reconnect: %w", c.Schema().Name, ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -3,14 +3,16 @@ package dataplane
 import (
 	"fmt"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/testr"
 	"maps"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
+	"github.com/ovn-kubernetes/libovsdb/model"
 )
 
 // indexDiff says how the client's index differs from one built afresh from
@@ -66,8 +68,12 @@ func indexDiff(c *Client) string {
 	if !reflect.DeepEqual(nonEmptyKids(ix.kids), nonEmptyKids(fresh.kids)) {
 		diffs = append(diffs, fmt.Sprintf("children: %v, afresh %v", ix.kids, fresh.kids))
 	}
-	// The sorted children plans read are the sets as they are now.
+	// The sorted children plans read are the sets as they are now, and
+	// none is kept for an empty set (a gone parent's would be a leak).
 	for key, s := range ix.sorted {
+		if len(s) == 0 {
+			diffs = append(diffs, fmt.Sprintf("sorted children of %s %s kept for an empty set", key[0], key[1]))
+		}
 		if want := slices.Sorted(maps.Keys(ix.kids[key[0]][key[1]])); !slices.Equal(s, want) {
 			diffs = append(diffs, fmt.Sprintf("sorted children of %s %s: %v, the set %v", key[0], key[1], s, want))
 		}
@@ -230,5 +236,43 @@ func TestIndexHoldsTheCachesModels(t *testing.T) {
 	}
 	if n < 10 {
 		t.Errorf("only %d rows compared", n)
+	}
+}
+
+// A parent's kept sorted children follow every link change (into a new
+// slice: a plan may still hold the old one), and nothing is kept once the
+// set is empty.
+func TestSortedChildrenFollowLinks(t *testing.T) {
+	ix := &rowIndex{rows: map[string]map[string]model.Model{}}
+	ix.setLinks(map[string]map[string]uuidSet{"r": {"ports": {"b": {}, "d": {}}}})
+	first := ix.children("r", "ports")
+	if !slices.Equal(first, []string{"b", "d"}) || cap(first) != len(first) {
+		t.Fatalf("children = %v (cap %d), want [b d] with no spare capacity", first, cap(first))
+	}
+	steps := []struct {
+		l    link
+		want []string
+	}{
+		{link{parent: "r", column: "ports", child: "c", add: true}, []string{"b", "c", "d"}},
+		{link{parent: "r", column: "ports", child: "a", add: true}, []string{"a", "b", "c", "d"}},
+		{link{parent: "r", column: "ports", child: "a", add: true}, []string{"a", "b", "c", "d"}},
+		{link{parent: "r", column: "ports", child: "c"}, []string{"a", "b", "d"}},
+		{link{parent: "r", column: "ports", child: "z"}, []string{"a", "b", "d"}},
+	}
+	for _, st := range steps {
+		ix.relate(st.l)
+		if got := ix.children("r", "ports"); !slices.Equal(got, st.want) {
+			t.Fatalf("after %+v: children = %v, want %v", st.l, got, st.want)
+		}
+	}
+	if !slices.Equal(first, []string{"b", "d"}) {
+		t.Errorf("a slice handed out before the changes changed: %v", first)
+	}
+	ix.orphan("r")
+	if got := ix.children("r", "ports"); got != nil {
+		t.Errorf("children of a gone parent = %v", got)
+	}
+	if len(ix.sorted) != 0 {
+		t.Errorf("kept after the parent went: %v", ix.sorted)
 	}
 }

@@ -180,6 +180,8 @@ func (ix *rowIndex) resort(l link) {
 		ns[i] = l.child
 		copy(ns[i+1:], s[i:])
 		ix.sorted[key] = ns
+	case !l.add && found && len(s) == 1:
+		delete(ix.sorted, key) // nothing kept for a parent that lost its last child (or is gone)
 	case !l.add && found:
 		ix.sorted[key] = slices.Concat(s[:i], s[i+1:])
 	}
