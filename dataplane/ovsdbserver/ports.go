@@ -71,11 +71,13 @@ func freePort() (string, error) {
 // pickRange is portRange (tests narrow it).
 var pickRange = portRange
 
-// portRange is where freePort picks: from 20000 up to the start of the
-// kernel's ephemeral range (net.ipv4.ip_local_port_range), or above its end
-// when the range starts too low to leave room below it.
-func portRange() (lo, hi int) {
-	start, end := 32768, 60999 // the kernel's default
+// portRange is where freePort picks: outside the kernel's ephemeral range.
+func portRange() (lo, hi int) { return outside(ephemeralRange()) }
+
+// ephemeralRange is net.ipv4.ip_local_port_range (the kernel's default
+// when it cannot be read).
+func ephemeralRange() (start, end int) {
+	start, end = 32768, 60999
 	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
 		if f := strings.Fields(string(b)); len(f) == 2 {
 			s, err1 := strconv.Atoi(f[0])
@@ -85,12 +87,20 @@ func portRange() (lo, hi int) {
 			}
 		}
 	}
+	return start, end
+}
+
+// outside is a range of at least 1000 ports clear of [start, end]: from
+// 20000 up to start, or above end when start leaves no room below it; the
+// whole unprivileged range when neither side has room (the lock files then
+// still keep this package's users apart).
+func outside(start, end int) (lo, hi int) {
 	switch {
 	case start-1 >= 20000+1000:
 		return 20000, start - 1
 	case 65535-end >= 1000:
 		return end + 1, 65535
-	default: // no room outside it: the lock files still keep this package's users apart
+	default:
 		return 1024, 65535
 	}
 }

@@ -14,16 +14,19 @@ import (
 // call, and skip a port another process has reserved or bound; when none is
 // left the error names the range.
 func TestFreePortReservesOutsideTheEphemeralRange(t *testing.T) {
+	start, end := ephemeralRange()
 	lo, hi := portRange()
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		t.Skip("no /proc/sys/net/ipv4/ip_local_port_range")
-	}
-	f := strings.Fields(string(b))
-	start, _ := strconv.Atoi(f[0])
-	end, _ := strconv.Atoi(f[1])
 	if !(hi < start || lo > end) {
 		t.Fatalf("portRange %d-%d overlaps the ephemeral range %d-%d", lo, hi, start, end)
+	}
+	for _, c := range []struct{ start, end, lo, hi int }{
+		{32768, 60999, 20000, 32767}, // the kernel's default: below it
+		{15000, 60000, 60001, 65535}, // no room below: above it
+		{1024, 65000, 1024, 65535},   // no room either side
+	} {
+		if lo, hi := outside(c.start, c.end); lo != c.lo || hi != c.hi {
+			t.Errorf("outside(%d, %d) = %d-%d, want %d-%d", c.start, c.end, lo, hi, c.lo, c.hi)
+		}
 	}
 	seen := map[string]bool{}
 	for range 5 {
