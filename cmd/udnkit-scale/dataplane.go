@@ -15,6 +15,7 @@ import (
 	ovsdbclient "github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -116,21 +117,12 @@ func (r *dataplaneRun) restart(ctx context.Context, d driverFlags, self, dir str
 	if r.dp, err = startChild(self, filepath.Join(dir, r.name+"-restart.log"), r.args...); err != nil {
 		return err
 	}
-	deadline := restarted.Add(d.timeout)
-	for {
-		if m, err := scrape(ctx, localHTTP, "http://"+r.metrics+"/metrics"); err == nil && dataplaneConverged(m, r.nads) {
-			if depth, err := queueDepth(ctx, r.metrics); err == nil && depth == 0 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: the restarted dataplane did not converge within %s", r.name, d.timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, d.timeout, true, func(ctx context.Context) (bool, error) {
+		m, err := scrape(ctx, localHTTP, "http://"+r.metrics+"/metrics")
+		return err == nil && dataplaneConverged(m, r.nads), nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: the restarted dataplane did not converge within %s: %w", r.name, d.timeout, err)
 	}
 	out.restart = time.Since(restarted)
 	_, out.restartPeakMiB, out.restartCPU = r.dp.usage()
@@ -146,9 +138,12 @@ func (r *dataplaneRun) restart(ctx context.Context, d driverFlags, self, dir str
 }
 
 // dataplaneConverged says whether a dataplane child's metrics show both
-// databases connected and at least nads requests queued by its Layer2
-// controller (every UDN NAD, from the initial list).
+// databases connected, at least nads requests queued by its Layer2
+// controller (every UDN NAD, from the initial list) and no work left.
 func dataplaneConverged(m samples, nads int) bool {
+	if depth, err := m.queueDepth(); err != nil || depth > 0 {
+		return false
+	}
 	up, adds := 0, 0.0
 	for _, s := range m {
 		switch {

@@ -755,6 +755,11 @@ func queueDepth(ctx context.Context, addr string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return m.queueDepth()
+}
+
+// queueDepth is queueDepth of one scrape.
+func (m samples) queueDepth() (float64, error) {
 	if !m.has("workqueue_adds_total") {
 		return 0, errors.New("no work queues yet")
 	}

@@ -119,3 +119,34 @@ func TestReportLiveDataplaneRows(t *testing.T) {
 		}
 	}
 }
+
+// A restarted dataplane has converged only with both databases connected,
+// every NAD queued by its Layer2 controller and no work left.
+func TestDataplaneConverged(t *testing.T) {
+	metric := func(name string, labels map[string]string, v float64) sample {
+		return sample{name: name, labels: labels, value: v}
+	}
+	base := func(nb, sb, adds, active float64) samples {
+		return samples{
+			metric("udnkit_ovn_connected", map[string]string{"db": "nb"}, nb),
+			metric("udnkit_ovn_connected", map[string]string{"db": "sb"}, sb),
+			metric("workqueue_adds_total", map[string]string{"name": "dataplane-layer2"}, adds),
+			metric("workqueue_adds_total", map[string]string{"name": "dataplane-layer3"}, 100),
+			metric("controller_runtime_active_workers", map[string]string{"controller": "dataplane-layer2"}, active),
+		}
+	}
+	for name, tc := range map[string]struct {
+		m    samples
+		want bool
+	}{
+		"converged":                {base(1, 1, 10, 0), true},
+		"Southbound not connected": {base(1, 0, 10, 0), false},
+		"not every NAD queued":     {base(1, 1, 9, 0), false},
+		"a reconcile running":      {base(1, 1, 10, 1), false},
+		"no work queues yet":       {base(1, 1, 10, 0)[:2], false},
+	} {
+		if got := dataplaneConverged(tc.m, 10); got != tc.want {
+			t.Errorf("%s: %v, want %v", name, got, tc.want)
+		}
+	}
+}
