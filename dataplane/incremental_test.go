@@ -143,7 +143,7 @@ func TestIncrementalPlanEqualsFullDiff(t *testing.T) {
 func testIncrementalPlan(t *testing.T, r *rand.Rand) {
 	e := newEnv(t)
 	names := ovnk.NamesFor(incrNet)
-	hits, foreign, changes := 0, 0, 0
+	hits, colHits, fpHits, foreign, changes := 0, 0, 0, 0, 0
 	var deck []int // the kinds of change still to make, shuffled
 	done := map[int]bool{}
 	for step := range 20 {
@@ -189,6 +189,8 @@ func testIncrementalPlan(t *testing.T, r *rand.Rand) {
 				t.Fatalf("step %d: incremental plan: %v", step, err)
 			}
 			hits += p.memo.hits
+			colHits += p.memo.colHits
+			fpHits += p.memo.fpHits
 			if got, want := canonical(t, p.ops), canonical(t, full); got != want {
 				t.Fatalf("step %d, %s: the incremental plan differs from the full diff:\n%s\nwant:\n%s", step, d.Owner.Network, got, want)
 			}
@@ -221,6 +223,12 @@ func testIncrementalPlan(t *testing.T, r *rand.Rand) {
 	}
 	if hits == 0 {
 		t.Error("no plan used the remembered keys: the incremental path was not exercised")
+	}
+	if colHits == 0 {
+		t.Error("no plan brought a remembered column up to date: the column memo was not exercised")
+	}
+	if fpHits == 0 {
+		t.Error("no desired row matched a remembered fingerprint: the comparisons were never skipped")
 	}
 	// The networks go away: their rows and their memos. (A shared router
 	// udnkit created stays while it holds a foreign row, e.g. a route given

@@ -75,6 +75,18 @@ type rowIndex struct {
 	// there is any, and a scan of every child for that grew each plan with
 	// the whole database.
 	loose map[string]string
+	// netParents: network → router or switch UUID → how many of the
+	// network's indexed children it holds (what scan adds to a network's
+	// own rows), kept as rows and links change: collecting them from every
+	// child of the network grew each plan with the network's size.
+	netParents map[string]map[string]int
+	// gen counts the times every link was replaced (setLinks: a rebuild or
+	// a look-up of every child); log lists the rows and children whose row
+	// or links changed since, in order, logStart being the position of
+	// log[0] (see changedSince).
+	gen      uint64
+	log      []string
+	logStart uint64
 	// pieces: table → topology and piece (external_ids) → network → rows.
 	pieces map[string]map[[2]string]map[string]int
 }
@@ -309,6 +321,7 @@ func (ix *rowIndex) put(table, uuid string, m model.Model) {
 		// up again: a row changed more than once since the last drain).
 		return
 	}
+	ix.logChange(uuid)
 	if old != nil {
 		ix.link(table, uuid, old, false)
 	}
@@ -334,6 +347,11 @@ func (ix *rowIndex) link(table, uuid string, m model.Model, add bool) {
 	_, ids, name, _ := rowFields(m)
 	mark(ix.byNet, table, ids[ExternalIDNetwork], uuid, add)
 	ix.count(table, ids, add)
+	if _, child := parentColumns[table]; child {
+		for _, p := range ix.parents[uuid] {
+			ix.holds(ids[ExternalIDNetwork], p, add)
+		}
+	}
 	switch m.(type) {
 	case *nbdb.LogicalRouter, *nbdb.LogicalSwitch:
 		mark(ix.byName, table, name, uuid, add)
@@ -429,10 +447,10 @@ func (ix *rowIndex) row(rc *cache.RowCache, table, uuid string) model.Model {
 
 // scan returns, in UUID order, the rows of a root table a plan for owner
 // looks at: those of the owner's network, those named one of names, and
-// the parents of the network's rows of the child tables. Every row the
+// (parents) those holding the network's child rows. Every row the
 // owner owns carries its network, so the rows left out are neither the
 // owner's nor have children that are: a plan finds nothing to do on them.
-func (ix *rowIndex) scan(table, network string, names []string, children ...string) []string {
+func (ix *rowIndex) scan(table, network string, names []string, parents bool) []string {
 	seen := uuidSet{}
 	for u := range ix.byNet[table][network] {
 		seen[u] = struct{}{}
@@ -442,12 +460,10 @@ func (ix *rowIndex) scan(table, network string, names []string, children ...stri
 			seen[u] = struct{}{}
 		}
 	}
-	for _, ct := range children {
-		for c := range ix.byNet[ct][network] {
-			for _, u := range ix.parents[c] {
-				if _, ok := ix.rows[table][u]; ok {
-					seen[u] = struct{}{}
-				}
+	if parents {
+		for u := range ix.netParents[network] {
+			if _, ok := ix.rows[table][u]; ok {
+				seen[u] = struct{}{}
 			}
 		}
 	}
@@ -457,6 +473,33 @@ func (ix *rowIndex) scan(table, network string, names []string, children ...stri
 	}
 	slices.Sort(out)
 	return out
+}
+
+// logKept bounds the change log: a memo further behind is built again.
+const logKept = 1 << 15
+
+// logChange records that a row, or a child's links, changed.
+func (ix *rowIndex) logChange(uuid string) {
+	if len(ix.log) >= 2*logKept {
+		n := len(ix.log) - logKept
+		ix.log = append([]string(nil), ix.log[n:]...)
+		ix.logStart += uint64(n)
+	}
+	ix.log = append(ix.log, uuid)
+}
+
+// logEnd is the change log's position after its last entry.
+func (ix *rowIndex) logEnd() uint64 { return ix.logStart + uint64(len(ix.log)) }
+
+// changedSince returns the rows and children whose row or links changed
+// after a position of the log of a generation (read-only), and the
+// position after them; ok is false when the log no longer says (another
+// generation, or entries dropped).
+func (ix *rowIndex) changedSince(gen, seq uint64) (changed []string, end uint64, ok bool) {
+	if gen != ix.gen || seq < ix.logStart || seq > ix.logEnd() {
+		return nil, 0, false
+	}
+	return ix.log[seq-ix.logStart:], ix.logEnd(), true
 }
 
 // rowFields returns an indexed row's UUID, external_ids and name (routers

@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/udnkit/udnkit/dataplane/nbdb"
 )
 
 // indexDiff says how the client's index differs from one built afresh from
@@ -90,6 +91,25 @@ func indexDiff(c *Client) string {
 	}
 	if !maps.Equal(ix.loose, loose) && len(ix.loose)+len(loose) > 0 {
 		diffs = append(diffs, fmt.Sprintf("children with no known parent: %v, by a scan %v", ix.loose, loose))
+	}
+	// The parents holding each network's children, kept as the index
+	// changes, are those a scan of every child finds.
+	held := map[string]map[string]int{}
+	for t := range parentColumns {
+		for c, m := range ix.rows[t] {
+			_, ids, _, _ := rowFields(m)
+			for _, p := range ix.parents[c] {
+				if n := ids[ExternalIDNetwork]; n != "" {
+					if held[n] == nil {
+						held[n] = map[string]int{}
+					}
+					held[n][p]++
+				}
+			}
+		}
+	}
+	if !reflect.DeepEqual(ix.netParents, held) && len(ix.netParents)+len(held) > 0 {
+		diffs = append(diffs, fmt.Sprintf("parents holding each network's children: %v, by a scan %v", ix.netParents, held))
 	}
 	slices.Sort(diffs)
 	return strings.Join(diffs, "\n")
@@ -274,5 +294,67 @@ func TestSortedChildrenFollowLinks(t *testing.T) {
 	}
 	if len(ix.sorted) != 0 {
 		t.Errorf("kept after the parent went: %v", ix.sorted)
+	}
+}
+
+// TestNetworkChildrenAndTheirParents follows one network's children through
+// inserts, links, a change of network and deletes: unlinked(network) lists
+// exactly its children without a known parent, and scan finds exactly the
+// routers holding one of its children.
+func TestNetworkChildrenAndTheirParents(t *testing.T) {
+	ix := &rowIndex{rows: map[string]map[string]model.Model{}, byNet: map[string]map[string]uuidSet{},
+		byName: map[string]map[string]uuidSet{}, pieces: map[string]map[[2]string]map[string]int{}}
+	for _, tb := range indexedTables {
+		ix.rows[tb] = map[string]model.Model{}
+	}
+	ix.setLinks(nil)
+	port := func(uuid, network string) *nbdb.LogicalRouterPort {
+		return &nbdb.LogicalRouterPort{UUID: uuid, ExternalIDs: map[string]string{ExternalIDNetwork: network}}
+	}
+	router := func(uuid string) *nbdb.LogicalRouter { return &nbdb.LogicalRouter{UUID: uuid, Name: uuid} }
+	check := func(step string, unlinked []string, parents []string) {
+		t.Helper()
+		var got []string
+		for _, r := range ix.unlinked("blue") {
+			got = append(got, r.uuid)
+		}
+		if !slices.Equal(got, unlinked) {
+			t.Errorf("%s: unlinked(blue) = %v, want %v", step, got, unlinked)
+		}
+		if got := ix.scan(nbdb.LogicalRouterTable, "blue", nil, true); !slices.Equal(got, parents) {
+			t.Errorf("%s: routers holding blue's children = %v, want %v", step, got, parents)
+		}
+		if got := ix.scan(nbdb.LogicalRouterTable, "blue", nil, false); len(got) != 0 {
+			t.Errorf("%s: without parents, scan = %v (no router is blue's)", step, got)
+		}
+	}
+	ix.put(nbdb.LogicalRouterTable, "r1", router("r1"))
+	ix.put(nbdb.LogicalRouterTable, "r2", router("r2"))
+	ix.put(nbdb.LogicalRouterPortTable, "p1", port("p1", "blue"))
+	ix.put(nbdb.LogicalRouterPortTable, "p2", port("p2", "blue"))
+	ix.put(nbdb.LogicalRouterPortTable, "q1", port("q1", "red"))
+	check("inserted", []string{"p1", "p2"}, nil)
+	ix.relate(link{parent: "r1", column: "ports", child: "p1", add: true})
+	ix.relate(link{parent: "r2", column: "ports", child: "q1", add: true})
+	check("p1 in r1, red's q1 in r2", []string{"p2"}, []string{"r1"})
+	ix.relate(link{parent: "r2", column: "ports", child: "p2", add: true})
+	ix.relate(link{parent: "r2", column: "ports", child: "p2", add: true})
+	check("p2 in r2 (twice)", nil, []string{"r1", "r2"})
+	ix.put(nbdb.LogicalRouterPortTable, "p2", port("p2", "red"))
+	check("p2 now red's", nil, []string{"r1"})
+	ix.put(nbdb.LogicalRouterPortTable, "q1", port("q1", "blue"))
+	check("q1 now blue's", nil, []string{"r1", "r2"})
+	ix.relate(link{parent: "r1", column: "ports", child: "p1"})
+	check("p1 out of r1", []string{"p1"}, []string{"r2"})
+	ix.learn(rowEvent{unparented: []string{"p1"}})
+	check("p1 looked up in vain", nil, []string{"r2"})
+	ix.put(nbdb.LogicalRouterTable, "r2", nil)
+	check("r2 deleted", []string{"q1"}, nil)
+	ix.put(nbdb.LogicalRouterPortTable, "q1", nil)
+	ix.put(nbdb.LogicalRouterPortTable, "p1", nil)
+	ix.put(nbdb.LogicalRouterPortTable, "p2", nil)
+	check("ports deleted", nil, nil)
+	if len(ix.netParents) != 0 || len(ix.loose) != 0 {
+		t.Errorf("left behind: parents %v, loose %v", ix.netParents, ix.loose)
 	}
 }

@@ -110,6 +110,7 @@ func (ix *rowIndex) setLinks(kids map[string]map[string]uuidSet) {
 	ix.parents = map[string][]string{}
 	ix.unparented = uuidSet{}
 	ix.loose = map[string]string{}
+	ix.netParents = map[string]map[string]int{}
 	for parent, cols := range kids {
 		for col, children := range cols {
 			for c := range children {
@@ -122,11 +123,15 @@ func (ix *rowIndex) setLinks(kids map[string]map[string]uuidSet) {
 			ix.recheck(t, c)
 		}
 	}
+	// Memos built from the links replaced are built again.
+	ix.gen++
+	ix.log, ix.logStart = nil, 0
 }
 
 // relate adds or removes one link.
 func (ix *rowIndex) relate(l link) {
 	ix.resort(l)
+	ix.logChange(l.child)
 	cols := ix.kids[l.parent]
 	ps := ix.parents[l.child]
 	i := slices.Index(ps, l.parent)
@@ -141,6 +146,7 @@ func (ix *rowIndex) relate(l link) {
 		cols[l.column][l.child] = struct{}{}
 		if i < 0 {
 			ix.parents[l.child] = append(ps, l.parent)
+			ix.holds(ix.childNetwork(l.child), l.parent, true)
 		}
 		delete(ix.unparented, l.child)
 		delete(ix.loose, l.child)
@@ -148,6 +154,9 @@ func (ix *rowIndex) relate(l link) {
 	}
 	if cols != nil {
 		delete(cols[l.column], l.child)
+	}
+	if i >= 0 {
+		ix.holds(ix.childNetwork(l.child), l.parent, false)
 	}
 	switch {
 	case i >= 0 && len(ps) == 1:
@@ -185,6 +194,43 @@ func (ix *rowIndex) resort(l link) {
 	case !l.add && found:
 		ix.sorted[key] = slices.Concat(s[:i], s[i+1:])
 	}
+}
+
+// holds counts one of a network's children in (or out of) a parent's
+// netParents entry.
+func (ix *rowIndex) holds(network, parent string, add bool) {
+	if network == "" {
+		return
+	}
+	byParent := ix.netParents[network]
+	if add {
+		if byParent == nil {
+			if ix.netParents == nil {
+				ix.netParents = map[string]map[string]int{}
+			}
+			byParent = map[string]int{}
+			ix.netParents[network] = byParent
+		}
+		byParent[parent]++
+		return
+	}
+	if byParent[parent]--; byParent[parent] <= 0 {
+		delete(byParent, parent)
+		if len(byParent) == 0 {
+			delete(ix.netParents, network)
+		}
+	}
+}
+
+// childNetwork is the network (external_ids) of an indexed child row, ""
+// when the index has no row for it.
+func (ix *rowIndex) childNetwork(c string) string {
+	t, ok := ix.childTable(c)
+	if !ok {
+		return ""
+	}
+	_, ids, _, _ := rowFields(ix.rows[t][c])
+	return ids[ExternalIDNetwork]
 }
 
 // orphan forgets a (deleted) parent's children.
@@ -259,26 +305,17 @@ func withChildren[T any, PT interface {
 }
 
 // unlinked returns the children of a network (of every network: "") that
-// no known parent holds and that were not looked up in vain.
+// no known parent holds and that were not looked up in vain: loose's
+// (every plan asks; a scan of the network's children grew it with the
+// network's size).
 func (ix *rowIndex) unlinked(network string) []rowRef {
 	var out []rowRef
-	if network == "" {
-		for c, t := range ix.loose {
+	for c, t := range ix.loose {
+		if _, ok := ix.byNet[t][network][c]; network == "" || ok {
 			out = append(out, rowRef{t, c})
 		}
-		slices.SortFunc(out, func(a, b rowRef) int { return cmp.Or(cmp.Compare(a.table, b.table), cmp.Compare(a.uuid, b.uuid)) })
-		return out
 	}
-	for _, table := range slices.Sorted(maps.Keys(parentColumns)) {
-		consider := func(c string) {
-			if _, ok := ix.unparented[c]; !ok && len(ix.parents[c]) == 0 {
-				out = append(out, rowRef{table, c})
-			}
-		}
-		for c := range ix.byNet[table][network] {
-			consider(c)
-		}
-	}
+	slices.SortFunc(out, func(a, b rowRef) int { return cmp.Or(cmp.Compare(a.table, b.table), cmp.Compare(a.uuid, b.uuid)) })
 	return out
 }
 

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/ovn-kubernetes/libovsdb/cache"
@@ -67,6 +66,15 @@ type keyMemo struct {
 	// ids is the owner's external_ids map the plans share, so that desired
 	// rows stamped by an earlier plan are recognised as stamped by the map.
 	ids map[string]string
+	// cols remembers the parents' columns of children (colmemo.go);
+	// colHits counts the columns brought up to date rather than read
+	// afresh (tests).
+	cols    map[colKey]*columnMemo
+	colHits int
+	// fpHits counts the desired rows not compared (fingerprint matched).
+	fpHits int
+	// idsFP is the fingerprint of ids.
+	idsFP uint64
 }
 
 type memoRow struct {
@@ -130,15 +138,20 @@ func memoKey[T any](p *planner, m model.Model, sp spec[T], row *T) memoRow {
 			return r
 		}
 	}
+	r := ownedKey(p, m, sp, row)
+	if _, hasPiece := (*sp.ids(row))[ExternalIDPiece]; r.owned && p.memo != nil && hasPiece {
+		p.memo.rows[m] = r
+	}
+	return r
+}
+
+// ownedKey is memoKey without the memo.
+func ownedKey[T any](p *planner, m model.Model, sp spec[T], row *T) memoRow {
 	ids := *sp.ids(row)
 	if !p.owner.owns(ids, m) {
 		return memoRow{}
 	}
-	r := memoRow{key: sp.key(row), owned: true, ownerIDs: maps.Equal(ids, p.sharedIDs())}
-	if _, hasPiece := ids[ExternalIDPiece]; p.memo != nil && hasPiece {
-		p.memo.rows[m] = r
-	}
-	return r
+	return memoRow{key: sp.key(row), owned: true, ownerIDs: maps.Equal(ids, p.sharedIDs())}
 }
 
 // prune forgets every key when most of them are of models the cache no
@@ -148,6 +161,13 @@ func (m *keyMemo) prune() {
 		m.rows = map[model.Model]memoRow{}
 	}
 	m.used = 0
+	// And the columns the plan did not read (their parent is gone).
+	for k, c := range m.cols {
+		if !c.used {
+			delete(m.cols, k)
+		}
+		c.used = false
+	}
 }
 
 // mutate mutates the columns of one cached row, found by its UUID (the
@@ -205,9 +225,9 @@ func (p *planner) row(table, uuid string) model.Model {
 // scan returns, in UUID order, the rows of a root table the plan looks at:
 // with the index, the owner's and those that may matter to it (see
 // rowIndex.scan); without it (a full diff), every row.
-func (p *planner) scan(table string, names []string, children ...string) []string {
+func (p *planner) scan(table string, names []string, parents bool) []string {
 	if p.ix != nil {
-		return p.ix.scan(table, p.owner.Network, names, children...)
+		return p.ix.scan(table, p.owner.Network, names, parents)
 	}
 	rows := p.rows(table)
 	uuids := make([]string, 0, len(rows))
@@ -351,8 +371,8 @@ type spec[T any] struct {
 func rowsOf[T any, PT interface {
 	*T
 	model.Model
-}](p *planner, table string, names []string, children ...string) []PT {
-	uuids := p.scan(table, names, children...)
+}](p *planner, table string, names []string) []PT {
+	uuids := p.scan(table, names, true)
 	out := make([]PT, 0, len(uuids))
 	for _, u := range uuids {
 		if m := p.row(table, u); m != nil { // nil: deleted since the index saw it
@@ -363,12 +383,23 @@ func rowsOf[T any, PT interface {
 }
 
 // children diffs the desired child rows against the parent's current children
-// that this piece owns; it emits creates and updates and returns the named
-// UUIDs to insert into the parent's column and the UUIDs to remove from it.
+// (in its column: parentColumns) that this piece owns; it emits creates and updates and
+// returns the named UUIDs to insert into the parent's column and the UUIDs
+// to remove from it. parent is "" for a root table's rows (current: every
+// row the plan looks at).
 func children[T any, PT interface {
 	*T
 	model.Model
-}](p *planner, sp spec[T], current []string, desired []T) (insert, remove []string, err error) {
+}](p *planner, sp spec[T], parent string, current []string, desired []T) (insert, remove []string, err error) {
+	if cm := column[T, PT](p, sp, parent, current); cm != nil {
+		ops := len(p.ops)
+		insert, remove, err := rememberedChildren[T, PT](p, sp, cm, desired)
+		if !errors.Is(err, errMemoBehind) {
+			return insert, remove, err
+		}
+		p.ops = p.ops[:ops]
+		delete(p.memo.cols, colKey{parent, parentColumns[sp.table][1]})
+	}
 	type found struct {
 		row      PT
 		ownerIDs bool
@@ -407,13 +438,8 @@ func children[T any, PT interface {
 		}
 		shared := p.stamp(sp.ids(d))
 		if !ok {
-			if created == nil {
-				created = map[string]bool{}
-			}
-			created[k] = true
-			u := p.name()
-			*sp.uuid(d) = u
-			if err := p.add(p.api.Create(PT(d))); err != nil {
+			u, err := createChild[T, PT](p, sp, d, k, &created)
+			if err != nil {
 				return nil, nil, err
 			}
 			insert = append(insert, u)
@@ -421,15 +447,8 @@ func children[T any, PT interface {
 		}
 		ex.claimed = true
 		existing[k] = ex
-		want, have := sp.fields(d, p.want[:0]), sp.fields((*T)(ex.row), p.have[:0])
-		if shared && ex.ownerIDs && want[0] == any(sp.ids(d)) {
-			// Both external_ids are exactly the owner's: compare the rest.
-			want, have = want[1:], have[1:]
-		}
-		if !sameFields(want, have) {
-			if err := p.add(p.api.Where(ex.row).Update(PT(d), sp.fields(d, nil)...)); err != nil {
-				return nil, nil, err
-			}
+		if _, err := updateChild(p, sp, d, ex.row, shared, ex.ownerIDs); err != nil {
+			return nil, nil, err
 		}
 	}
 	for _, f := range existing {
@@ -443,6 +462,38 @@ func children[T any, PT interface {
 		p.gone = append(p.gone, rowRef{sp.table, u})
 	}
 	return insert, remove, nil
+}
+
+// createChild emits the insert of a desired child and returns its named UUID.
+func createChild[T any, PT interface {
+	*T
+	model.Model
+}](p *planner, sp spec[T], d *T, k string, created *map[string]bool) (string, error) {
+	if *created == nil {
+		*created = map[string]bool{}
+	}
+	(*created)[k] = true
+	u := p.name()
+	*sp.uuid(d) = u
+	return u, p.add(p.api.Create(PT(d)))
+}
+
+// updateChild compares a desired child with its cached row and emits an
+// update when they differ; same says they did not. stamped and ownerIDs say
+// the desired and the cached external_ids are exactly the owner's.
+func updateChild[T any, PT interface {
+	*T
+	model.Model
+}](p *planner, sp spec[T], d *T, row PT, stamped, ownerIDs bool) (same bool, err error) {
+	want, have := sp.fields(d, p.want[:0]), sp.fields((*T)(row), p.have[:0])
+	if stamped && ownerIDs && want[0] == any(sp.ids(d)) {
+		// Both external_ids are exactly the owner's: compare the rest.
+		want, have = want[1:], have[1:]
+	}
+	if sameFields(want, have) {
+		return true, nil
+	}
+	return false, p.add(p.api.Where(row).Update(PT(d), sp.fields(d, nil)...))
 }
 
 // stamp adds the owner's external_ids to a desired row's. Rows with no
@@ -509,7 +560,9 @@ var (
 			if r.Policy != nil {
 				pol = *r.Policy
 			}
-			return strings.Join([]string{r.RouteTable, r.IPPrefix, r.Nexthop, pol, deref(r.OutputPort)}, "|")
+			// One concatenation, one allocation: every desired route's key is
+			// built on every Apply of its network.
+			return r.RouteTable + "|" + r.IPPrefix + "|" + r.Nexthop + "|" + pol + "|" + deref(r.OutputPort)
 		},
 		uuid: func(r *nbdb.LogicalRouterStaticRoute) *string { return &r.UUID },
 		ids:  func(r *nbdb.LogicalRouterStaticRoute) *map[string]string { return &r.ExternalIDs },
@@ -529,7 +582,7 @@ var (
 	natSpec = spec[nbdb.NAT]{
 		table: nbdb.NATTable,
 		key: func(r *nbdb.NAT) string {
-			return strings.Join([]string{r.Type, r.LogicalIP, r.ExternalIP, deref(r.LogicalPort)}, "|")
+			return r.Type + "|" + r.LogicalIP + "|" + r.ExternalIP + "|" + deref(r.LogicalPort)
 		},
 		uuid: func(r *nbdb.NAT) *string { return &r.UUID },
 		ids:  func(r *nbdb.NAT) *map[string]string { return &r.ExternalIDs },
@@ -572,7 +625,7 @@ func roots[T any, PT interface {
 	*T
 	model.Model
 }](p *planner, sp spec[T], desired []T) error {
-	_, remove, err := children[T, PT](p, sp, p.scan(sp.table, nil), desired)
+	_, remove, err := children[T, PT](p, sp, "", p.scan(sp.table, nil, false), desired)
 	if err != nil {
 		return err
 	}
@@ -594,8 +647,7 @@ func (p *planner) routers(desired []Router) error {
 	for i := range desired {
 		names[i] = desired[i].Row.Name
 	}
-	for _, r := range rowsOf[nbdb.LogicalRouter](p, nbdb.LogicalRouterTable, names,
-		lrpSpec.table, routeSpec.table, policySpec.table, natSpec.table) {
+	for _, r := range rowsOf[nbdb.LogicalRouter](p, nbdb.LogicalRouterTable, names) {
 		r = withChildren(p.links, r)
 		current = append(current, r)
 		size := func(x *nbdb.LogicalRouter) int {
@@ -628,20 +680,20 @@ func (p *planner) routers(desired []Router) error {
 		}
 		row := d.Row
 		markShared(&row.ExternalIDs, d.Shared)
-		ins, rem, err := children[nbdb.LogicalRouterPort](p, lrpSpec, cur.Ports, d.Ports)
+		ins, rem, err := children[nbdb.LogicalRouterPort](p, lrpSpec, cur.UUID, cur.Ports, d.Ports)
 		if err != nil {
 			return err
 		}
 		collect(&row.Ports, ins, rem)
-		if ins, rem, err = children[nbdb.LogicalRouterStaticRoute](p, routeSpec, cur.StaticRoutes, d.Routes); err != nil {
+		if ins, rem, err = children[nbdb.LogicalRouterStaticRoute](p, routeSpec, cur.UUID, cur.StaticRoutes, d.Routes); err != nil {
 			return err
 		}
 		collect(&row.StaticRoutes, ins, rem)
-		if ins, rem, err = children[nbdb.LogicalRouterPolicy](p, policySpec, cur.Policies, d.Policies); err != nil {
+		if ins, rem, err = children[nbdb.LogicalRouterPolicy](p, policySpec, cur.UUID, cur.Policies, d.Policies); err != nil {
 			return err
 		}
 		collect(&row.Policies, ins, rem)
-		if ins, rem, err = children[nbdb.NAT](p, natSpec, cur.Nat, d.NATs); err != nil {
+		if ins, rem, err = children[nbdb.NAT](p, natSpec, cur.UUID, cur.Nat, d.NATs); err != nil {
 			return err
 		}
 		collect(&row.Nat, ins, rem)
@@ -686,7 +738,7 @@ func (p *planner) switches(desired []Switch) error {
 	for i := range desired {
 		names[i] = desired[i].Row.Name
 	}
-	for _, s := range rowsOf[nbdb.LogicalSwitch](p, nbdb.LogicalSwitchTable, names, lspSpec.table) {
+	for _, s := range rowsOf[nbdb.LogicalSwitch](p, nbdb.LogicalSwitchTable, names) {
 		s = withChildren(p.links, s)
 		current = append(current, s)
 		prev, dup := byName[s.Name]
@@ -712,7 +764,7 @@ func (p *planner) switches(desired []Switch) error {
 		}
 		row := d.Row
 		markShared(&row.ExternalIDs, d.Shared)
-		ins, rem, err := children[nbdb.LogicalSwitchPort](p, lspSpec, cur.Ports, d.Ports)
+		ins, rem, err := children[nbdb.LogicalSwitchPort](p, lspSpec, cur.UUID, cur.Ports, d.Ports)
 		if err != nil {
 			return err
 		}
