@@ -110,11 +110,20 @@ func (ix *rowIndex) setLinks(kids map[string]map[string]uuidSet) {
 	ix.parents = map[string][]string{}
 	ix.unparented = uuidSet{}
 	ix.loose = map[string]string{}
-	ix.netParents = map[string]map[string]int{}
+	ix.netParents = nil // counted below, in one pass over the children
 	for parent, cols := range kids {
 		for col, children := range cols {
 			for c := range children {
 				ix.relate(link{parent: parent, column: col, child: c, add: true})
+			}
+		}
+	}
+	ix.netParents = map[string]map[string]int{}
+	for t := range parentColumns {
+		for c, m := range ix.rows[t] {
+			_, ids, _, _ := rowFields(m)
+			for _, p := range ix.parents[c] {
+				ix.holds(ids[ExternalIDNetwork], p, true)
 			}
 		}
 	}
@@ -146,7 +155,9 @@ func (ix *rowIndex) relate(l link) {
 		cols[l.column][l.child] = struct{}{}
 		if i < 0 {
 			ix.parents[l.child] = append(ps, l.parent)
-			ix.holds(ix.childNetwork(l.child), l.parent, true)
+			if ix.netParents != nil {
+				ix.holds(ix.childNetwork(l.child), l.parent, true)
+			}
 		}
 		delete(ix.unparented, l.child)
 		delete(ix.loose, l.child)
@@ -197,17 +208,14 @@ func (ix *rowIndex) resort(l link) {
 }
 
 // holds counts one of a network's children in (or out of) a parent's
-// netParents entry.
+// netParents entry (none while setLinks relates every link).
 func (ix *rowIndex) holds(network, parent string, add bool) {
-	if network == "" {
+	if network == "" || ix.netParents == nil {
 		return
 	}
 	byParent := ix.netParents[network]
 	if add {
 		if byParent == nil {
-			if ix.netParents == nil {
-				ix.netParents = map[string]map[string]int{}
-			}
 			byParent = map[string]int{}
 			ix.netParents[network] = byParent
 		}
