@@ -50,6 +50,14 @@ func (o Owner) ids() map[string]string {
 	return map[string]string{ExternalIDNetwork: o.Network, ExternalIDTopology: o.Topology, ExternalIDPiece: o.Piece}
 }
 
+// settled says whether o.owns answers alike for a row with these
+// external_ids whatever AdoptLegacy and Legacy are (which one owner's
+// Applies may change): what the planner's memos may remember.
+func (o Owner) settled(ids map[string]string) bool {
+	_, piece := ids[ExternalIDPiece]
+	return piece || ids[ExternalIDNetwork] != o.Network || ids[ExternalIDTopology] != o.Topology
+}
+
 func (o Owner) owns(ids map[string]string, row any) bool {
 	if ids[ExternalIDNetwork] != o.Network || ids[ExternalIDTopology] != o.Topology {
 		return false

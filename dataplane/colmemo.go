@@ -141,8 +141,7 @@ func addChild[T any, PT interface {
 		return true
 	}
 	row := m.(PT)
-	ids := *sp.ids((*T)(row))
-	if _, piece := ids[ExternalIDPiece]; !piece && ids[ExternalIDNetwork] == p.owner.Network && ids[ExternalIDTopology] == p.owner.Topology {
+	if !p.owner.settled(*sp.ids((*T)(row))) {
 		return false
 	}
 	// Not memoKey: the column's memo holds the key, the key memo would

@@ -82,3 +82,58 @@ func TestFingerprintFollowsSameFields(t *testing.T) {
 		t.Error("a fingerprint for an unknown column type")
 	}
 }
+
+// A column's memo that holds a model the cache has replaced (an event on
+// its way) is not trusted: the plan reads the column afresh, plans what
+// the full read plans (here nothing) and forgets the memo, which the next
+// plan builds again.
+func TestColumnMemoBehindTheCacheIsReadAfresh(t *testing.T) {
+	e := newEnv(t)
+	d := func() *Desired {
+		return &Desired{
+			Owner: Owner{Network: "n", Topology: TopologyLayer2, Piece: PieceTransitRouter},
+			Routers: []Router{{Row: nbdb.LogicalRouter{Name: "r"}, Routes: []nbdb.LogicalRouterStaticRoute{
+				staticRoute("10.0.0.0/8", "10.1.1.1", "dst-ip", nil), staticRoute("10.2.0.0/16", "10.1.1.1", "dst-ip", nil)}}},
+		}
+	}
+	e.apply(d())
+	e.apply(d())
+	memo := e.c.memos.get(d().Owner)
+	var ck colKey
+	var cm *columnMemo
+	for k, c := range memo.cols {
+		if k.column == "static_routes" {
+			ck, cm = k, c
+		}
+	}
+	if cm == nil || len(cm.byKey) != 2 {
+		t.Fatalf("no memo of the router's two routes: %+v", memo.cols)
+	}
+	var stale *colRow
+	for _, r := range cm.byKey {
+		stale = r
+	}
+	cached := *stale.m.(*nbdb.LogicalRouterStaticRoute)
+	stale.m, stale.fp = &cached, 0 // equal content, not the cache's model
+	p, err := e.c.newPlan(d())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.ops) != 0 {
+		t.Errorf("planned %d operations against an unchanged database", len(p.ops))
+	}
+	if memo.cols[ck] != nil {
+		t.Fatal("the memo behind the cache was kept")
+	}
+	// The next plan builds it again, from the cache's models.
+	if p, err := e.c.newPlan(d()); err != nil || len(p.ops) != 0 {
+		t.Fatalf("second plan: %v, %d operations", err, len(p.ops))
+	}
+	rebuilt := memo.cols[ck]
+	if rebuilt == nil {
+		t.Fatal("no memo after the next plan")
+	}
+	if r := rebuilt.byKey[routeSpec.key(stale.m.(*nbdb.LogicalRouterStaticRoute))]; r == nil || r.m == stale.m {
+		t.Errorf("the rebuilt memo holds %+v, not the cache's model", r)
+	}
+}

@@ -125,10 +125,6 @@ func (ix *rowIndex) setLinks(kids map[string]map[string]uuidSet) {
 			for _, p := range ix.parents[c] {
 				ix.holds(ids[ExternalIDNetwork], p, true)
 			}
-		}
-	}
-	for t := range parentColumns {
-		for c := range ix.rows[t] {
 			ix.recheck(t, c)
 		}
 	}

@@ -152,6 +152,31 @@ func TestApplyRejectsDuplicateDesiredRows(t *testing.T) {
 	if got := e.nbctl("show"); got != "" {
 		t.Errorf("a refused apply wrote: %s", got)
 	}
+	// The same with the router and a route there, planned through the
+	// column's memo (a key already held, and a new key twice).
+	other := staticRoute("10.2.0.0/16", "10.1.1.1", "dst-ip", nil)
+	d.Routers[0].Routes = []nbdb.LogicalRouterStaticRoute{route}
+	e.apply(d)
+	e.apply(d)
+	before := e.nbctl("lr-route-list", "r")
+	hits := e.c.memos.get(d.Owner).colHits
+	for name, routes := range map[string][]nbdb.LogicalRouterStaticRoute{
+		"held key twice": {route, other, route},
+		"new key twice":  {route, other, other},
+	} {
+		d.Routers[0].Routes = routes
+		_, err := e.c.Apply(e.ctx, d)
+		if err == nil || !strings.Contains(err.Error(), "rows with the same identity") {
+			t.Errorf("%s: err = %v", name, err)
+		}
+		if got := e.nbctl("lr-route-list", "r"); got != before {
+			t.Errorf("%s: a refused apply changed the routes:\n%s\nwas:\n%s", name, got, before)
+		}
+	}
+	if e.c.memos.get(d.Owner).colHits == hits {
+		t.Error("the refused plans did not go through the column's memo")
+	}
+	d.Routers[0].Routes = []nbdb.LogicalRouterStaticRoute{route, route}
 	d.Owner.Piece = ""
 	if _, err := e.c.Apply(e.ctx, d); err == nil || !strings.Contains(err.Error(), "owner needs network, topology and piece") {
 		t.Errorf("owner without piece: err = %v", err)

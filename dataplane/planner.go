@@ -128,8 +128,7 @@ func (k *keyMemos) reset(off bool) {
 
 // memoKey says whether a cached child row is the owner's, with its key.
 // Ownership is remembered only when it does not depend on the owner's
-// AdoptLegacy and Legacy (which one owner's Applies may change): the row
-// carries a piece.
+// AdoptLegacy and Legacy (Owner.settled).
 func memoKey[T any](p *planner, m model.Model, sp spec[T], row *T) memoRow {
 	if p.memo != nil {
 		p.memo.used++
@@ -139,7 +138,7 @@ func memoKey[T any](p *planner, m model.Model, sp spec[T], row *T) memoRow {
 		}
 	}
 	r := ownedKey(p, m, sp, row)
-	if _, hasPiece := (*sp.ids(row))[ExternalIDPiece]; r.owned && p.memo != nil && hasPiece {
+	if r.owned && p.memo != nil && p.owner.settled(*sp.ids(row)) {
 		p.memo.rows[m] = r
 	}
 	return r
