@@ -13,7 +13,7 @@ import (
 // parent's column of children: its owned children by key (with the cached
 // model each was read from) and, for each, a fingerprint of the desired row
 // last found equal to it. A plan brings it up to date with the rows and
-// links the index changed since (rowIndex.changedSince), so adding one node
+// links the index changed since (rowIndex.changesSince), so adding one node
 // to a network whose transit router holds a thousand ports reads the few
 // changed ports instead of every port and every route again (reading each
 // cached row of a large column was most of such a plan: cold memory), and
@@ -23,9 +23,10 @@ import (
 // by another client whose event is still on its way is seen by the plan
 // after the event, as it would be had the change come a moment later.
 type columnMemo struct {
-	// gen and seq are the index's generation and change-log position the
-	// memo follows.
-	gen, seq uint64
+	// log and seq are the column's change log and the position in it the
+	// memo is up to date with.
+	log *changeLog
+	seq uint64
 	// seen: every child of the column → its key ("" when the child is not
 	// the owner's or has no cached row).
 	seen map[string]string
@@ -52,8 +53,8 @@ type colRow struct {
 type colKey struct{ parent, column string }
 
 // changedBound is the largest share of a column's size that a memo applies
-// changes for: beyond it (e.g. after another network's large Apply, whose
-// changes the log also holds) building it afresh is as cheap.
+// changes for: beyond it (e.g. after the network's own large Apply)
+// building it afresh is as cheap, and the column's log keeps no more.
 func changedBound(children int) int { return children/4 + 64 }
 
 // column returns the memo of a parent's column brought up to date with the
@@ -76,7 +77,7 @@ func column[T any, PT interface {
 	ix := p.links
 	cm := p.memo.cols[ck]
 	if cm != nil {
-		changed, end, ok := ix.changedSince(cm.gen, cm.seq)
+		changed, end, ok := ix.changesSince(ck, cm.log, cm.seq)
 		if !ok || len(changed) > changedBound(len(current)) {
 			cm = nil
 		}
@@ -99,7 +100,8 @@ func column[T any, PT interface {
 	}
 	if cm == nil {
 		delete(p.memo.cols, ck)
-		cm = &columnMemo{gen: ix.gen, seq: ix.logEnd(), seen: make(map[string]string, len(current)), byKey: make(map[string]*colRow, len(current))}
+		cl, seq := ix.follow(ck)
+		cm = &columnMemo{log: cl, seq: seq, seen: make(map[string]string, len(current)), byKey: make(map[string]*colRow, len(current))}
 		for _, u := range current {
 			if !addChild[T, PT](p, sp, cm, u) {
 				return nil

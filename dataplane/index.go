@@ -80,13 +80,15 @@ type rowIndex struct {
 	// own rows), kept as rows and links change: collecting them from every
 	// child of the network grew each plan with the network's size.
 	netParents map[string]map[string]int
-	// gen counts the times every link was replaced (setLinks: a rebuild or
-	// a look-up of every child); log lists the rows and children whose row
-	// or links changed since, in order, logStart being the position of
-	// log[0] (see changedSince).
-	gen      uint64
-	log      []string
-	logStart uint64
+	// follows: the parents' columns of children that a plan's column memo
+	// follows → the children whose row or link changed since (changesSince).
+	// Only followed columns log their changes: one log of every change
+	// held the UUIDs of every row deleted lately (a large network's Apply
+	// and removal), heap the garbage collector marked while another
+	// network's Apply waited. Writers (with rw held for writing) use it
+	// freely; plans, which hold rw for reading, under followMu.
+	followMu sync.Mutex
+	follows  map[colKey]*changeLog
 	// pieces: table → topology and piece (external_ids) → network → rows.
 	pieces map[string]map[[2]string]map[string]int
 }
@@ -321,7 +323,11 @@ func (ix *rowIndex) put(table, uuid string, m model.Model) {
 		// up again: a row changed more than once since the last drain).
 		return
 	}
-	ix.logChange(uuid)
+	if pc, child := parentColumns[table]; child {
+		for _, p := range ix.parents[uuid] {
+			ix.logChange(p, pc[1], uuid)
+		}
+	}
 	if old != nil {
 		ix.link(table, uuid, old, false)
 	}
@@ -336,6 +342,9 @@ func (ix *rowIndex) put(table, uuid string, m model.Model) {
 		// parent (the server garbage-collects children no parent holds).
 		ix.orphan(uuid)
 		ix.disown(table, uuid)
+		for col := range childColumns[table] {
+			delete(ix.follows, colKey{uuid, col})
+		}
 	}
 	if _, child := parentColumns[table]; child {
 		ix.recheck(table, uuid)
@@ -475,31 +484,60 @@ func (ix *rowIndex) scan(table, network string, names []string, parents bool) []
 	return out
 }
 
-// logKept bounds the change log: a memo further behind is built again.
-const logKept = 1 << 15
-
-// logChange records that a row, or a child's links, changed.
-func (ix *rowIndex) logChange(uuid string) {
-	if len(ix.log) >= 2*logKept {
-		n := len(ix.log) - logKept
-		ix.log = append([]string(nil), ix.log[n:]...)
-		ix.logStart += uint64(n)
-	}
-	ix.log = append(ix.log, uuid)
+// changeLog lists the children of a parent's column whose row or link
+// changed, in order; start is the position of entries[0].
+type changeLog struct {
+	start   uint64
+	entries []string
 }
 
-// logEnd is the change log's position after its last entry.
-func (ix *rowIndex) logEnd() uint64 { return ix.logStart + uint64(len(ix.log)) }
+// end is the log's position after its last entry.
+func (cl *changeLog) end() uint64 { return cl.start + uint64(len(cl.entries)) }
 
-// changedSince returns the rows and children whose row or links changed
-// after a position of the log of a generation (read-only), and the
-// position after them; ok is false when the log no longer says (another
-// generation, or entries dropped).
-func (ix *rowIndex) changedSince(gen, seq uint64) (changed []string, end uint64, ok bool) {
-	if gen != ix.gen || seq < ix.logStart || seq > ix.logEnd() {
+// logChange records, when a memo follows the column, that a child's row or
+// link changed (with rw held for writing). The log keeps what a memo may
+// apply (changedBound of the column's size) and drops older entries: a
+// memo further behind is built again.
+func (ix *rowIndex) logChange(parent, column, child string) {
+	cl := ix.follows[colKey{parent, column}]
+	if cl == nil {
+		return
+	}
+	if keep := changedBound(len(ix.kids[parent][column])) + 1; len(cl.entries) >= 2*keep {
+		n := len(cl.entries) - keep
+		cl.entries = append([]string(nil), cl.entries[n:]...)
+		cl.start += uint64(n)
+	}
+	cl.entries = append(cl.entries, child)
+}
+
+// follow starts logging a column's changes, if not yet, and returns its
+// log and position now (with rw held for reading).
+func (ix *rowIndex) follow(ck colKey) (*changeLog, uint64) {
+	ix.followMu.Lock()
+	defer ix.followMu.Unlock()
+	cl := ix.follows[ck]
+	if cl == nil {
+		if ix.follows == nil {
+			ix.follows = map[colKey]*changeLog{}
+		}
+		cl = &changeLog{}
+		ix.follows[ck] = cl
+	}
+	return cl, cl.end()
+}
+
+// changesSince returns the children of a column whose row or link changed
+// after a position of its log (read-only), and the position after them; ok
+// is false when the log no longer says: the column is followed anew (every
+// link replaced, or the parent deleted) or the entries were dropped.
+func (ix *rowIndex) changesSince(ck colKey, cl *changeLog, seq uint64) (changed []string, end uint64, ok bool) {
+	ix.followMu.Lock()
+	defer ix.followMu.Unlock()
+	if ix.follows[ck] != cl || seq < cl.start || seq > cl.end() {
 		return nil, 0, false
 	}
-	return ix.log[seq-ix.logStart:], ix.logEnd(), true
+	return cl.entries[seq-cl.start:], cl.end(), true
 }
 
 // rowFields returns an indexed row's UUID, external_ids and name (routers

@@ -302,12 +302,7 @@ func TestSortedChildrenFollowLinks(t *testing.T) {
 // exactly its children without a known parent, and scan finds exactly the
 // routers holding one of its children.
 func TestNetworkChildrenAndTheirParents(t *testing.T) {
-	ix := &rowIndex{rows: map[string]map[string]model.Model{}, byNet: map[string]map[string]uuidSet{},
-		byName: map[string]map[string]uuidSet{}, pieces: map[string]map[[2]string]map[string]int{}}
-	for _, tb := range indexedTables {
-		ix.rows[tb] = map[string]model.Model{}
-	}
-	ix.setLinks(nil)
+	ix := emptyIndex()
 	port := func(uuid, network string) *nbdb.LogicalRouterPort {
 		return &nbdb.LogicalRouterPort{UUID: uuid, ExternalIDs: map[string]string{ExternalIDNetwork: network}}
 	}
@@ -357,4 +352,81 @@ func TestNetworkChildrenAndTheirParents(t *testing.T) {
 	if len(ix.netParents) != 0 || len(ix.loose) != 0 {
 		t.Errorf("left behind: parents %v, loose %v", ix.netParents, ix.loose)
 	}
+}
+
+// Only the columns a memo follows log their changes: another column's,
+// another router's and a row no followed column holds log nothing; a
+// column's log keeps what a memo may apply and drops the rest; a deleted
+// parent's, and every log when every link is replaced, are forgotten, so a
+// memo that followed them is built again.
+func TestColumnLogsOnlyWhatAMemoFollows(t *testing.T) {
+	ix := emptyIndex()
+	port := func(uuid, mac string) *nbdb.LogicalRouterPort {
+		return &nbdb.LogicalRouterPort{UUID: uuid, MAC: mac, ExternalIDs: map[string]string{ExternalIDNetwork: "blue"}}
+	}
+	ix.put(nbdb.LogicalRouterTable, "r1", &nbdb.LogicalRouter{UUID: "r1", Name: "r1"})
+	ix.put(nbdb.LogicalRouterTable, "r2", &nbdb.LogicalRouter{UUID: "r2", Name: "r2"})
+	ports := colKey{"r1", "ports"}
+	cl, seq := ix.follow(ports)
+	if again, s := ix.follow(ports); again != cl || s != seq {
+		t.Fatal("following a followed column started another log")
+	}
+	since := func(step string, want ...string) {
+		t.Helper()
+		got, _, ok := ix.changesSince(ports, cl, seq)
+		if !ok || !slices.Equal(got, want) {
+			t.Errorf("%s: changes = %v (ok %v), want %v", step, got, ok, want)
+		}
+	}
+	ix.put(nbdb.LogicalRouterPortTable, "p1", port("p1", "a"))
+	since("an unlinked port inserted")
+	ix.relate(link{parent: "r1", column: "ports", child: "p1", add: true})
+	since("p1 into r1", "p1")
+	ix.put(nbdb.LogicalRouterPortTable, "q1", port("q1", "a"))
+	ix.relate(link{parent: "r2", column: "ports", child: "q1", add: true})
+	ix.put(nbdb.LogicalRouterPortTable, "q1", port("q1", "b"))
+	ix.put(nbdb.LogicalRouterStaticRouteTable, "s1", &nbdb.LogicalRouterStaticRoute{UUID: "s1"})
+	ix.relate(link{parent: "r1", column: "static_routes", child: "s1", add: true})
+	since("r2's port and r1's route changed", "p1")
+	if len(ix.follows) != 1 {
+		t.Errorf("logs kept for %v, want only r1's ports", slices.Collect(maps.Keys(ix.follows)))
+	}
+	ix.put(nbdb.LogicalRouterPortTable, "p1", port("p1", "b"))
+	since("p1 changed", "p1", "p1")
+	_, end, _ := ix.changesSince(ports, cl, seq)
+	// A one-port column keeps changedBound(1)+1 of its changes, at most
+	// twice that.
+	keep := changedBound(1) + 1
+	for i := range 3 * keep {
+		ix.put(nbdb.LogicalRouterPortTable, "p1", port("p1", fmt.Sprint(i)))
+	}
+	if n := len(cl.entries); n < keep || n >= 2*keep {
+		t.Errorf("the log holds %d entries, want %d to %d", n, keep, 2*keep-1)
+	}
+	if _, _, ok := ix.changesSince(ports, cl, end); ok {
+		t.Error("a memo further behind than the log keeps was answered")
+	}
+	if got, e, ok := ix.changesSince(ports, cl, cl.end()-1); !ok || len(got) != 1 || e != cl.end() {
+		t.Errorf("the last change: %v, %d, %v", got, e, ok)
+	}
+	ix.put(nbdb.LogicalRouterTable, "r1", nil)
+	if _, _, ok := ix.changesSince(ports, cl, cl.end()); ok || len(ix.follows) != 0 {
+		t.Errorf("a deleted router's log is kept: %v", ix.follows)
+	}
+	cl2, _ := ix.follow(colKey{"r2", "ports"})
+	ix.setLinks(nil)
+	if _, _, ok := ix.changesSince(colKey{"r2", "ports"}, cl2, cl2.end()); ok || ix.follows != nil {
+		t.Error("a log survived every link being replaced")
+	}
+}
+
+// emptyIndex is an index of an empty database, fed by hand.
+func emptyIndex() *rowIndex {
+	ix := &rowIndex{rows: map[string]map[string]model.Model{}, byNet: map[string]map[string]uuidSet{},
+		byName: map[string]map[string]uuidSet{}, pieces: map[string]map[[2]string]map[string]int{}}
+	for _, tb := range indexedTables {
+		ix.rows[tb] = map[string]model.Model{}
+	}
+	ix.setLinks(nil)
+	return ix
 }

@@ -129,14 +129,13 @@ func (ix *rowIndex) setLinks(kids map[string]map[string]uuidSet) {
 		}
 	}
 	// Memos built from the links replaced are built again.
-	ix.gen++
-	ix.log, ix.logStart = nil, 0
+	ix.follows = nil
 }
 
 // relate adds or removes one link.
 func (ix *rowIndex) relate(l link) {
 	ix.resort(l)
-	ix.logChange(l.child)
+	ix.logChange(l.parent, l.column, l.child)
 	cols := ix.kids[l.parent]
 	ps := ix.parents[l.child]
 	i := slices.Index(ps, l.parent)
