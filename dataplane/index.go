@@ -57,11 +57,13 @@ type rowIndex struct {
 	// (see links.go: the cache does not hold these columns).
 	kids map[string]map[string]uuidSet
 	// sorted keeps children's sorted slices, by parent and column, and
-	// relate keeps them in step with the sets (sorting a large router's
-	// ports for every plan was a tenth of adding one node to a 1000-node
-	// network). Plans fill it under rw's read lock, so it has its own lock.
+	// relate notes the sets' changes in edits, which the next read applies
+	// (sorting a large router's ports for every plan was a tenth of adding
+	// one node to a 1000-node network). Plans fill both under rw's read
+	// lock, so they have their own lock.
 	sortedMu sync.Mutex
 	sorted   map[[2]string][]string
+	edits    map[[2]string]*sortEdits
 	// parents: child UUID → the routers and switches whose columns hold it
 	// (one, but for another client's doing; a slice is a fraction of a
 	// set's memory, with a quarter of a million children).

@@ -71,6 +71,9 @@ func indexDiff(c *Client) string {
 	}
 	// The sorted children plans read are the sets as they are now, and
 	// none is kept for an empty set (a gone parent's would be a leak).
+	for _, key := range slices.Collect(maps.Keys(ix.sorted)) {
+		ix.children(key[0], key[1]) // applies the edits noted since
+	}
 	for key, s := range ix.sorted {
 		if len(s) == 0 {
 			diffs = append(diffs, fmt.Sprintf("sorted children of %s %s kept for an empty set", key[0], key[1]))
@@ -288,12 +291,35 @@ func TestSortedChildrenFollowLinks(t *testing.T) {
 	if !slices.Equal(first, []string{"b", "d"}) {
 		t.Errorf("a slice handed out before the changes changed: %v", first)
 	}
+	// Several changes between reads, some undoing others, are read at once.
+	held := ix.children("r", "ports")
+	for _, l := range []link{{child: "e", add: true}, {child: "f", add: true}, {child: "b"}, {child: "b", add: true},
+		{child: "f"}, {child: "z"}, {child: "a"}, {child: "0", add: true}} {
+		l.parent, l.column = "r", "ports"
+		ix.relate(l)
+	}
+	if got := ix.children("r", "ports"); !slices.Equal(got, []string{"0", "b", "d", "e"}) || cap(got) != len(got) {
+		t.Errorf("after a batch: children = %v (cap %d), want [0 b d e] with no spare capacity", got, cap(got))
+	}
+	if !slices.Equal(held, []string{"a", "b", "d"}) {
+		t.Errorf("a slice handed out before the batch changed: %v", held)
+	}
+	// More changes than a sort of the set costs: the set is sorted anew.
+	var want []string
+	for i := range 200 {
+		c := fmt.Sprintf("n%03d", i)
+		ix.relate(link{parent: "r", column: "ports", child: c, add: true})
+		want = append(want, c)
+	}
+	if got := ix.children("r", "ports"); !slices.Equal(got, append([]string{"0", "b", "d", "e"}, want...)) {
+		t.Errorf("after 200 adds: children = %v", got)
+	}
 	ix.orphan("r")
 	if got := ix.children("r", "ports"); got != nil {
 		t.Errorf("children of a gone parent = %v", got)
 	}
-	if len(ix.sorted) != 0 {
-		t.Errorf("kept after the parent went: %v", ix.sorted)
+	if len(ix.sorted) != 0 || len(ix.edits) != 0 {
+		t.Errorf("kept after the parent went: %v, %v", ix.sorted, ix.edits)
 	}
 }
 

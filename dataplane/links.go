@@ -105,7 +105,7 @@ func (ix *rowIndex) childTable(c string) (string, bool) {
 func (ix *rowIndex) setLinks(kids map[string]map[string]uuidSet) {
 	ix.kids = map[string]map[string]uuidSet{}
 	ix.sortedMu.Lock()
-	ix.sorted = nil
+	ix.sorted, ix.edits = nil, nil
 	ix.sortedMu.Unlock()
 	ix.parents = map[string][]string{}
 	ix.unparented = uuidSet{}
@@ -134,7 +134,7 @@ func (ix *rowIndex) setLinks(kids map[string]map[string]uuidSet) {
 
 // relate adds or removes one link.
 func (ix *rowIndex) relate(l link) {
-	ix.resort(l)
+	defer ix.resort(l)
 	ix.logChange(l.parent, l.column, l.child)
 	cols := ix.kids[l.parent]
 	ps := ix.parents[l.child]
@@ -175,10 +175,12 @@ func (ix *rowIndex) relate(l link) {
 	}
 }
 
-// resort applies a link's change to the parent's kept sorted children, if
-// any: into a new slice (a plan may still read the old one), a copy rather
-// than a sort of the whole set (adding a node to a large network changes
-// its routers' sets at every Apply).
+// resort notes a link's change for the parent's kept sorted children, if
+// any (after the set changed): the next children of the parent applies the
+// changes noted since, in one copy (the slice handed out before stays as
+// it was). A copy per change cost a large network's Apply, and its removal,
+// a copy of its routers' ports per port: quadratic, and most of what the
+// garbage collector had to do while another network's Apply waited.
 func (ix *rowIndex) resort(l link) {
 	key := [2]string{l.parent, l.column}
 	ix.sortedMu.Lock()
@@ -187,19 +189,71 @@ func (ix *rowIndex) resort(l link) {
 	if !ok {
 		return
 	}
-	i, found := slices.BinarySearch(s, l.child)
-	switch {
-	case l.add && !found:
-		ns := make([]string, len(s)+1)
-		copy(ns, s[:i])
-		ns[i] = l.child
-		copy(ns[i+1:], s[i:])
-		ix.sorted[key] = ns
-	case !l.add && found && len(s) == 1:
-		delete(ix.sorted, key) // nothing kept for a parent that lost its last child (or is gone)
-	case !l.add && found:
-		ix.sorted[key] = slices.Concat(s[:i], s[i+1:])
+	e := ix.edits[key]
+	if len(ix.kids[l.parent][l.column]) == 0 || e != nil && len(e.add)+len(e.del) >= len(s)/2+64 {
+		// Nothing kept for a parent that lost its last child (or is gone),
+		// nor when sorting the set anew is as cheap.
+		delete(ix.sorted, key)
+		delete(ix.edits, key)
+		return
 	}
+	if e == nil {
+		if ix.edits == nil {
+			ix.edits = map[[2]string]*sortEdits{}
+		}
+		e = &sortEdits{}
+		ix.edits[key] = e
+	}
+	if l.add {
+		e.add = append(e.add, l.child)
+	} else {
+		e.del = append(e.del, l.child)
+	}
+}
+
+// sortEdits are the children added to and removed from a parent's column
+// since its kept sorted slice was made (each may since be undone).
+type sortEdits struct{ add, del []string }
+
+// apply returns s with the edits, as set now holds them: a new slice
+// whose capacity is its length (s itself when nothing changed).
+func (e *sortEdits) apply(s []string, set uuidSet) []string {
+	var gone, add []string
+	for _, c := range e.del {
+		if _, in := set[c]; !in {
+			if _, found := slices.BinarySearch(s, c); found {
+				gone = append(gone, c)
+			}
+		}
+	}
+	for _, c := range e.add {
+		if _, in := set[c]; in {
+			if _, found := slices.BinarySearch(s, c); !found {
+				add = append(add, c)
+			}
+		}
+	}
+	if len(gone) == 0 && len(add) == 0 {
+		return s
+	}
+	slices.Sort(gone)
+	gone = slices.Compact(gone)
+	slices.Sort(add)
+	add = slices.Compact(add)
+	out := make([]string, 0, len(s)-len(gone)+len(add))
+	g, a := 0, 0
+	for _, c := range s {
+		for a < len(add) && add[a] < c {
+			out = append(out, add[a])
+			a++
+		}
+		if g < len(gone) && gone[g] == c {
+			g++
+			continue
+		}
+		out = append(out, c)
+	}
+	return append(out, add[a:]...)
 }
 
 // holds counts one of a network's children in (or out of) a parent's
@@ -238,6 +292,12 @@ func (ix *rowIndex) childNetwork(c string) string {
 
 // orphan forgets a (deleted) parent's children.
 func (ix *rowIndex) orphan(parent string) {
+	ix.sortedMu.Lock()
+	for col := range ix.kids[parent] {
+		delete(ix.sorted, [2]string{parent, col})
+		delete(ix.edits, [2]string{parent, col})
+	}
+	ix.sortedMu.Unlock()
 	for col, children := range ix.kids[parent] {
 		for c := range children {
 			ix.relate(link{parent: parent, column: col, child: c})
@@ -265,6 +325,11 @@ func (ix *rowIndex) children(parent, column string) []string {
 	key := [2]string{parent, column}
 	ix.sortedMu.Lock()
 	s, ok := ix.sorted[key]
+	if e := ix.edits[key]; ok && e != nil {
+		s = e.apply(s, ix.kids[parent][column])
+		ix.sorted[key] = s
+		delete(ix.edits, key)
+	}
 	ix.sortedMu.Unlock()
 	if ok {
 		return s
