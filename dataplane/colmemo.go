@@ -76,7 +76,17 @@ func column[T any, PT interface {
 	ck := colKey{parent, col}
 	ix := p.links
 	cm := p.memo.cols[ck]
-	if cm != nil {
+	switch {
+	case cm == nil:
+		// A column is remembered from its second plan on: a restart plans
+		// every network once, most networks are planned once for a long
+		// while, and a memo costs memory and a plan building it. Until
+		// then its place holds no children (seen nil).
+		p.memo.cols[ck] = &columnMemo{used: true}
+		return nil
+	case cm.seen == nil:
+		cm = nil // the second plan: built below
+	default:
 		changed, end, ok := ix.changesSince(ck, cm.log, cm.seq)
 		if !ok || len(changed) > changedBound(len(current)) {
 			cm = nil

@@ -156,8 +156,9 @@ func TestApplyRejectsDuplicateDesiredRows(t *testing.T) {
 	// column's memo (a key already held, and a new key twice).
 	other := staticRoute("10.2.0.0/16", "10.1.1.1", "dst-ip", nil)
 	d.Routers[0].Routes = []nbdb.LogicalRouterStaticRoute{route}
-	e.apply(d)
-	e.apply(d)
+	e.apply(d) // creates the router
+	e.apply(d) // its first plan of the router's routes
+	e.apply(d) // the second: builds the column's memo
 	before := e.nbctl("lr-route-list", "r")
 	hits := e.c.memos.get(d.Owner).colHits
 	for name, routes := range map[string][]nbdb.LogicalRouterStaticRoute{
