@@ -381,7 +381,11 @@ func BenchmarkLayer3Subnets200(b *testing.B) {
 // the small Apply's time goes (lock-ms, plan-ms, transact-ms: its round
 // trip, visible-ms: waiting for the cache; split-ms and yield-ms are a large
 // Apply's and stay 0 here) and, while a large one runs, that large Apply's
-// own total time (large-ms): the cost of splitting it.
+// own total time (large-ms): the cost of splitting it. The during modes
+// also time the small Apply alone between their iterations
+// (alone-interleaved-ms) and report during/alone-interleaved, the ratio of
+// the two means: this machine's speed drifts within minutes, and the
+// baseline sub-benchmark runs minutes apart from the others.
 func BenchmarkUnrelatedNetworkDuringLargeApply(b *testing.B) {
 	large := func(name string) *Desired {
 		n := benchNetwork()
@@ -409,7 +413,7 @@ func BenchmarkUnrelatedNetworkDuringLargeApply(b *testing.B) {
 			big := large("bench_big")
 			var mu sync.Mutex
 			steps := map[string]time.Duration{}
-			var largeTotal time.Duration
+			var largeTotal, alone time.Duration
 			measuring := false
 			e.c.observe = func(o Owner, step string, d time.Duration) {
 				mu.Lock()
@@ -456,6 +460,12 @@ func BenchmarkUnrelatedNetworkDuringLargeApply(b *testing.B) {
 						b.Fatal(err)
 					}
 					e.apply(&Desired{Owner: big.Owner})
+					e.apply(&Desired{Owner: small.Owner})
+					start := time.Now()
+					if _, err := e.c.Apply(e.ctx, small); err != nil {
+						b.Fatal(err)
+					}
+					alone += time.Since(start)
 				}
 				e.apply(&Desired{Owner: small.Owner})
 				b.StartTimer()
@@ -465,6 +475,8 @@ func BenchmarkUnrelatedNetworkDuringLargeApply(b *testing.B) {
 			}
 			if mode.name != "baseline-alone" {
 				b.ReportMetric(float64(largeTotal.Microseconds())/1000/float64(b.N), "large-ms")
+				b.ReportMetric(float64(alone.Microseconds())/1000/float64(b.N), "alone-interleaved-ms")
+				b.ReportMetric(float64(b.Elapsed())/float64(alone), "during/alone-interleaved")
 			}
 		})
 	}

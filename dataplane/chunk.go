@@ -14,7 +14,9 @@ import (
 )
 
 // DefaultMaxTransactionOps bounds one Northbound transaction of an Apply
-// (Client.MaxTransactionOps): about 15 inserted rows, a few nodes.
+// (Client.MaxTransactionOps): about 15 inserted rows, a few nodes; a plan
+// that does not fit is split into transactions of two thirds of it (see
+// split).
 // The one ovsdb-server commits one transaction at a time and the client's
 // single update stream applies one transaction's update at a time (holding
 // its cache's lock), so an unrelated network's transaction waits behind at
@@ -23,9 +25,10 @@ import (
 // per operation (client and server) plus a fixed 0.4 ms or so (the cache
 // no longer holds routers' child columns, whose every update libovsdb
 // walked and copied: nbMonitor). With maxTransactions, this splits a
-// 1000-node Layer2 network into about 200 transactions: a small network
-// applied meanwhile took 1.47× its time alone (100 transactions of about
-// 60: 1.8×), with the large Apply as fast as before.
+// 1000-node Layer2 network into 336 transactions of at most 11 operations
+// (3014 in all); a small network applied meanwhile took 1.20-1.43× its time
+// alone (200 transactions of about 15: 1.31-1.73× in the same runs; 100 of
+// about 30: 1.8×), the large Apply ~10% longer than with 200.
 const DefaultMaxTransactionOps = 30
 
 // A large plan is split into a sequence of transactions ("chunks"), each of
@@ -92,17 +95,22 @@ func isRoot(table string) bool {
 // a small factor of one transaction.
 const maxTransactions = 200
 
-// split splits a plan's operations into chunks that weigh about bound each
-// (see weigh; at least a 1/maxTransactions share of the plan; a unit heavier
-// than that gets a chunk of its own). A plan that weighs at most bound is
-// one chunk, exactly as planned. cached looks a row up in the client's
-// cache (for the children of deleted routers and switches).
+// split splits a plan's operations into chunks that weigh at most two
+// thirds of bound each (see weigh; at least a 1/maxTransactions share of
+// the plan; a unit heavier than that gets a chunk of its own). A plan that
+// weighs at most bound is one chunk, exactly as planned: a small network's
+// Apply stays one transaction, while an unrelated one waits behind a
+// large one's smaller chunks (two thirds: the small Apply of
+// BenchmarkUnrelatedNetworkDuringLargeApply took ~0.5 ms less, the large
+// one ~10% longer; a half: ~0.8 ms less, ~35% longer). cached looks a row
+// up in the client's cache (for the children of deleted routers and
+// switches).
 func split(ops []ovsdb.Operation, bound int, cached func(table, uuid string) model.Model) []chunk {
 	total := weigh(ops, cached)
 	if bound <= 0 || total <= bound {
 		return []chunk{ops}
 	}
-	max := max(bound, (total+maxTransactions-1)/maxTransactions)
+	max := max(bound*2/3, (total+maxTransactions-1)/maxTransactions, 1)
 	units, parents := unitsOf(ops, max, cached)
 	sort.SliceStable(units, func(i, j int) bool { return units[i].order < units[j].order })
 	var chunks []chunk

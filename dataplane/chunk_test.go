@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 )
 
@@ -348,4 +350,42 @@ func applyOnce(e *env, d *Desired) error {
 		err = fmt.Errorf("the small Apply was split: %+v", res)
 	}
 	return err
+}
+
+// A plan that fits the bound is one transaction, exactly as planned; a
+// larger one goes in transactions of at most two thirds of it, so an
+// unrelated Apply waits behind less of it.
+func TestSplitBound(t *testing.T) {
+	e := newEnv(t)
+	small := mustLayer2(t, benchNetwork(), chunkNodes(3))
+	p, err := e.c.newPlan(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := weigh(p.ops, e.c.cachedRow)
+	if ch := split(p.ops, w, e.c.cachedRow); len(ch) != 1 || !slices.Equal(opKinds(ch[0]), opKinds(p.ops)) {
+		t.Fatalf("a plan of weight %d split at %d: %d chunks", w, w, len(ch))
+	}
+	chunks := split(p.ops, w-1, e.c.cachedRow)
+	if len(chunks) < 2 {
+		t.Fatalf("a plan of weight %d is one chunk at bound %d", w, w-1)
+	}
+	n := 0
+	for i, ch := range chunks {
+		n += len(ch)
+		if cw := weigh(ch, e.c.cachedRow); cw > (w-1)*2/3 {
+			t.Errorf("chunk %d weighs %d, more than two thirds of %d", i, cw, w-1)
+		}
+	}
+	if n < len(p.ops) {
+		t.Errorf("the chunks hold %d operations, the plan %d", n, len(p.ops))
+	}
+}
+
+func opKinds(ops []ovsdb.Operation) []string {
+	var out []string
+	for _, op := range ops {
+		out = append(out, op.Op+" "+op.Table)
+	}
+	return out
 }

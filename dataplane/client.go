@@ -89,8 +89,8 @@ type Client struct {
 	yieldAtMost time.Duration
 	// MaxTransactionOps bounds one transaction of an Apply: its operations
 	// plus the child references they add or remove. A larger plan is sent
-	// as a sequence of transactions of about this size (rows that belong
-	// together, such as one node's, are never split). 0 means
+	// as a sequence of transactions of at most two thirds of this size
+	// (rows that belong together, such as one node's, are never split). 0 means
 	// DefaultMaxTransactionOps; a negative value never splits. Set it before
 	// the first Apply.
 	MaxTransactionOps int
