@@ -2,9 +2,7 @@ package dataplane
 
 import (
 	"errors"
-	"fmt"
 	"hash/maphash"
-	"slices"
 
 	"github.com/ovn-kubernetes/libovsdb/model"
 )
@@ -245,7 +243,7 @@ func rememberedChildren[T any, PT interface {
 		k := sp.key(d)
 		ex := cm.byKey[k]
 		if ex != nil && ex.epoch == epoch || ex == nil && created[k] {
-			return nil, nil, fmt.Errorf("desired rows: two %s rows with the same identity %q", sp.table, k)
+			return nil, nil, duplicateRows(sp.table, k)
 		}
 		stamped := p.stamp(sp.ids(d))
 		if ex == nil {
@@ -285,10 +283,6 @@ func rememberedChildren[T any, PT interface {
 				remove = append(remove, r.uuid)
 			}
 		}
-	}
-	slices.Sort(remove)
-	for _, u := range remove {
-		p.gone = append(p.gone, rowRef{sp.table, u})
 	}
 	return insert, remove, nil
 }

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
@@ -142,5 +143,54 @@ func TestColumnMemoBehindTheCacheIsReadAfresh(t *testing.T) {
 	}
 	if r := rebuilt.byKey[routeSpec.key(stale.m.(*nbdb.LogicalRouterStaticRoute))]; r == nil || r.m == stale.m {
 		t.Errorf("the rebuilt memo holds %+v, not the cache's model", r)
+	}
+}
+
+// A plan through a column's memo that takes children out of the column
+// notes them gone, in UUID order, as the full read does: Apply waits until
+// the cache shows them deleted, so the next plan finds nothing to do.
+func TestColumnMemoRemovalsAreNotedGone(t *testing.T) {
+	e := newEnv(t)
+	routes := []nbdb.LogicalRouterStaticRoute{staticRoute("10.0.0.0/8", "10.1.1.1", "dst-ip", nil),
+		staticRoute("10.2.0.0/16", "10.1.1.1", "dst-ip", nil), staticRoute("10.3.0.0/16", "10.1.1.1", "dst-ip", nil)}
+	d := func(rs ...nbdb.LogicalRouterStaticRoute) *Desired {
+		return &Desired{
+			Owner:   Owner{Network: "n", Topology: TopologyLayer2, Piece: PieceTransitRouter},
+			Routers: []Router{{Row: nbdb.LogicalRouter{Name: "r"}, Routes: rs}},
+		}
+	}
+	for range 3 { // creates the router, reads its routes once, builds the memo
+		e.apply(d(routes...))
+	}
+	memo := e.c.memos.get(d().Owner)
+	hits := memo.colHits
+	p, err := e.c.newPlan(d(routes[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if memo.colHits == hits {
+		t.Fatal("the plan did not go through the column's memo")
+	}
+	var gone []string
+	for _, r := range p.gone {
+		if r.table == nbdb.LogicalRouterStaticRouteTable {
+			gone = append(gone, r.uuid)
+		}
+	}
+	var want []string
+	for _, m := range e.c.NB.Cache().Table(nbdb.LogicalRouterStaticRouteTable).RowsShallow() {
+		if r := m.(*nbdb.LogicalRouterStaticRoute); r.IPPrefix != routes[1].IPPrefix {
+			want = append(want, r.UUID)
+		}
+	}
+	slices.Sort(want)
+	if len(want) != 2 || !slices.Equal(gone, want) {
+		t.Errorf("noted gone %v, want the two removed routes in order %v", gone, want)
+	}
+	if ops := e.apply(d(routes[1])); ops == 0 {
+		t.Fatal("the removal sent nothing")
+	}
+	if p, err := e.c.newPlan(d(routes[1])); err != nil || len(p.ops) != 0 {
+		t.Errorf("the next plan: %v, %d operations", err, len(p.ops))
 	}
 }

@@ -342,11 +342,8 @@ func (ix *rowIndex) put(table, uuid string, m model.Model) {
 	if m == nil {
 		// A deleted parent holds no children, a deleted child is in no
 		// parent (the server garbage-collects children no parent holds).
-		ix.orphan(uuid)
+		ix.orphan(table, uuid)
 		ix.disown(table, uuid)
-		for col := range childColumns[table] {
-			delete(ix.follows, colKey{uuid, col})
-		}
 	}
 	if _, child := parentColumns[table]; child {
 		ix.recheck(table, uuid)

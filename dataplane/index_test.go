@@ -314,7 +314,7 @@ func TestSortedChildrenFollowLinks(t *testing.T) {
 	if got := ix.children("r", "ports"); !slices.Equal(got, append([]string{"0", "b", "d", "e"}, want...)) {
 		t.Errorf("after 200 adds: children = %v", got)
 	}
-	ix.orphan("r")
+	ix.orphan(nbdb.LogicalRouterTable, "r")
 	if got := ix.children("r", "ports"); got != nil {
 		t.Errorf("children of a gone parent = %v", got)
 	}

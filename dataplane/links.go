@@ -290,12 +290,14 @@ func (ix *rowIndex) childNetwork(c string) string {
 	return ids[ExternalIDNetwork]
 }
 
-// orphan forgets a (deleted) parent's children.
-func (ix *rowIndex) orphan(parent string) {
+// orphan forgets a (deleted) parent of table: its children, and the sorted
+// lists and change logs kept for its columns.
+func (ix *rowIndex) orphan(table, parent string) {
 	ix.sortedMu.Lock()
-	for col := range ix.kids[parent] {
+	for col := range childColumns[table] {
 		delete(ix.sorted, [2]string{parent, col})
 		delete(ix.edits, [2]string{parent, col})
+		delete(ix.follows, colKey{parent, col})
 	}
 	ix.sortedMu.Unlock()
 	for col, children := range ix.kids[parent] {

@@ -393,8 +393,11 @@ func children[T any, PT interface {
 	if cm := column[T, PT](p, sp, parent, current); cm != nil {
 		ops := len(p.ops)
 		insert, remove, err := rememberedChildren[T, PT](p, sp, cm, desired)
+		if err == nil {
+			return insert, p.removing(sp.table, remove), nil
+		}
 		if !errors.Is(err, errMemoBehind) {
-			return insert, remove, err
+			return nil, nil, err
 		}
 		p.ops = p.ops[:ops]
 		delete(p.memo.cols, colKey{parent, parentColumns[sp.table][1]})
@@ -433,7 +436,7 @@ func children[T any, PT interface {
 		k := sp.key(d)
 		ex, ok := existing[k]
 		if ok && ex.claimed || !ok && created[k] {
-			return nil, nil, fmt.Errorf("desired rows: two %s rows with the same identity %q", sp.table, k)
+			return nil, nil, duplicateRows(sp.table, k)
 		}
 		shared := p.stamp(sp.ids(d))
 		if !ok {
@@ -455,12 +458,22 @@ func children[T any, PT interface {
 			remove = append(remove, *sp.uuid((*T)(f.row)))
 		}
 	}
-	remove = append(remove, extra...)
-	sort.Strings(remove)
-	for _, u := range remove {
-		p.gone = append(p.gone, rowRef{sp.table, u})
+	return insert, p.removing(sp.table, append(remove, extra...)), nil
+}
+
+// removing sorts the children a plan takes out of their parent's column
+// and notes them gone (Apply waits until the cache shows them deleted).
+func (p *planner) removing(table string, uuids []string) []string {
+	slices.Sort(uuids)
+	for _, u := range uuids {
+		p.gone = append(p.gone, rowRef{table, u})
 	}
-	return insert, remove, nil
+	return uuids
+}
+
+// duplicateRows is the refusal of two desired rows with one identity.
+func duplicateRows(table, key string) error {
+	return fmt.Errorf("desired rows: two %s rows with the same identity %q", table, key)
 }
 
 // createChild emits the insert of a desired child and returns its named UUID.
