@@ -83,7 +83,7 @@ IMAGE ?= $(IMAGE_REPOSITORY):$(CHART_VERSION)
 image: ## Build the manager image ($(IMAGE), the chart's default) as bin/udnkit-image.tar, without a container engine.
 	mkdir -p $(LOCALBIN)
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/image/udnkit ./cmd/udnkit
-	$(GO) run ./cmd/imagebuild -binary $(LOCALBIN)/image/udnkit -ref $(IMAGE) -o $(LOCALBIN)/udnkit-image.tar
+	$(GO) run ./hack/imagebuild -binary $(LOCALBIN)/image/udnkit -ref $(IMAGE) -o $(LOCALBIN)/udnkit-image.tar
 	@echo "image $(IMAGE): $(LOCALBIN)/udnkit-image.tar (docker load -i, podman load -i, or crane push)"
 
 .PHONY: run
@@ -103,7 +103,7 @@ test: envtest ovn ## Run every test: unit, CEL suite (apiserver + offline), envt
 bench: envtest ovn ## Run every benchmark and print one table (also in bin/bench-report.md).
 	mkdir -p $(LOCALBIN)
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) test $(BENCH_FLAGS) ./... | tee $(LOCALBIN)/bench-raw.txt
-	$(GO) run ./cmd/benchreport -o $(LOCALBIN)/bench-report.md < $(LOCALBIN)/bench-raw.txt
+	$(GO) run ./hack/benchreport -o $(LOCALBIN)/bench-report.md < $(LOCALBIN)/bench-raw.txt
 
 # make scale: the scale suite (outside make test). Every run has
 # SCALE_NODES Nodes; SCALE_FRACTIONS are fractions of SCALE_NETWORKS and
@@ -119,7 +119,7 @@ SCALE_FLAGS ?=
 .PHONY: scale
 scale: envtest ovn ## Scale suite: nodes, networks, pods on the embedded control plane and one zone's ovsdb-server; table in bin/scale-report.md.
 	mkdir -p $(LOCALBIN)
-	$(GO) build -o $(LOCALBIN)/udnkit-scale ./cmd/udnkit-scale
+	$(GO) build -o $(LOCALBIN)/udnkit-scale ./test/scale
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(LOCALBIN)/udnkit-scale -nodes=$(SCALE_NODES) -networks=$(SCALE_NETWORKS) \
 		-pods=$(SCALE_PODS) -fractions=$(SCALE_FRACTIONS) -out=$(LOCALBIN)/scale-report.md -state-dir=$(LOCALBIN)/scale $(SCALE_FLAGS)
 

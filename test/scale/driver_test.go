@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -148,5 +151,51 @@ func TestDataplaneConverged(t *testing.T) {
 		if got := dataplaneConverged(tc.m, 10); got != tc.want {
 			t.Errorf("%s: %v, want %v", name, got, tc.want)
 		}
+	}
+}
+
+// scrape reads what a Prometheus registry exposes: label values with commas
+// and escaped quotes, counters and gauges; histograms are left out.
+func TestScrapeReadsTheTextExposition(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, `# HELP apiserver_request_total Requests.
+# TYPE apiserver_request_total counter
+apiserver_request_total{resource="pods",verb="LIST",component="a,b \"c\""} 7
+# TYPE udnkit_ovn_connected gauge
+udnkit_ovn_connected{db="nb"} 1
+# TYPE lat histogram
+lat_bucket{le="+Inf"} 3
+lat_sum 1.5
+lat_count 3
+`)
+	}))
+	defer srv.Close()
+	m, err := scrape(context.Background(), srv.Client(), srv.URL+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != 2 {
+		t.Fatalf("scrape: %d samples %v, want the counter and the gauge", len(m), m)
+	}
+	for _, s := range m {
+		switch s.name {
+		case "apiserver_request_total":
+			if s.value != 7 || s.labels["component"] != `a,b "c"` || s.labels["verb"] != "LIST" {
+				t.Errorf("counter: %+v", s)
+			}
+		case "udnkit_ovn_connected":
+			if s.value != 1 || s.labels["db"] != "nb" {
+				t.Errorf("gauge: %+v", s)
+			}
+		default:
+			t.Errorf("unexpected sample %+v", s)
+		}
+	}
+	if _, err := scrape(context.Background(), srv.Client(), srv.URL+"/missing"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("scrape of a missing page: %v, want the 404", err)
 	}
 }

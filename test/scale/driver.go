@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +17,9 @@ import (
 	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/procfs"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -806,8 +808,9 @@ func (m samples) has(name string) bool {
 	return false
 }
 
-// scrape reads a Prometheus text exposition (only what this program needs:
-// name{k="v",...} value).
+// scrape reads a Prometheus text exposition with expfmt and flattens it
+// into samples: counters, gauges and untyped values by name and labels
+// (summaries and histograms are not read by this program).
 func scrape(ctx context.Context, hc *http.Client, url string) (samples, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -821,59 +824,32 @@ func scrape(ctx context.Context, hc *http.Client, url string) (samples, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
 	var out samples
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		head := line[:i]
-		s := sample{value: v, labels: map[string]string{}}
-		if b := strings.IndexByte(head, '{'); b >= 0 {
-			s.name = head[:b]
-			for _, kv := range splitLabels(strings.TrimSuffix(head[b+1:], "}")) {
-				k, val, _ := strings.Cut(kv, "=")
-				s.labels[k] = strings.Trim(val, `"`)
+	for name, f := range families {
+		for _, m := range f.GetMetric() {
+			s := sample{name: name, labels: map[string]string{}}
+			for _, l := range m.GetLabel() {
+				s.labels[l.GetName()] = l.GetValue()
 			}
-		} else {
-			s.name = head
-		}
-		out = append(out, s)
-	}
-	return out, sc.Err()
-}
-
-// splitLabels splits k="v",k2="v2" at the commas outside quotes.
-func splitLabels(s string) []string {
-	var out []string
-	quoted, from := false, 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '\\':
-			i++
-		case '"':
-			quoted = !quoted
-		case ',':
-			if !quoted {
-				out = append(out, s[from:i])
-				from = i + 1
+			switch {
+			case m.Counter != nil:
+				s.value = m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				s.value = m.GetGauge().GetValue()
+			case m.Untyped != nil:
+				s.value = m.GetUntyped().GetValue()
+			default:
+				continue
 			}
+			out = append(out, s)
 		}
 	}
-	if from < len(s) {
-		out = append(out, s[from:])
-	}
-	return out
+	return out, nil
 }
 
 // apiserverRequests sums apiserver_request_total by "VERB resource[/subresource]".
@@ -973,35 +949,18 @@ func (c *child) usage() (rss, peak, cpu float64) {
 	return procUsage(c.cmd.Process.Pid)
 }
 
-// procUsage is process pid's RSS and peak RSS in MiB and its CPU seconds.
+// procUsage is process pid's RSS and peak RSS in MiB (VmRSS, VmHWM) and its
+// CPU seconds (user + system), read with procfs; zeros when the process is gone.
 func procUsage(pid int) (rss, peak, cpu float64) {
-	if f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			fields := strings.Fields(sc.Text())
-			if len(fields) >= 2 {
-				kb, _ := strconv.ParseFloat(fields[1], 64)
-				switch fields[0] {
-				case "VmRSS:":
-					rss = kb / 1024
-				case "VmHWM:":
-					peak = kb / 1024
-				}
-			}
-		}
-		f.Close()
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return 0, 0, 0
 	}
-	if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		// Fields after the command's closing parenthesis; utime and stime
-		// are fields 14 and 15 of the whole line, in clock ticks (100 Hz).
-		if i := strings.LastIndexByte(string(data), ')'); i >= 0 {
-			f := strings.Fields(string(data[i+1:]))
-			if len(f) > 13 {
-				ut, _ := strconv.ParseFloat(f[11], 64)
-				st, _ := strconv.ParseFloat(f[12], 64)
-				cpu = (ut + st) / 100
-			}
-		}
+	if st, err := p.NewStatus(); err == nil {
+		rss, peak = float64(st.VmRSS)/(1<<20), float64(st.VmHWM)/(1<<20)
+	}
+	if st, err := p.Stat(); err == nil {
+		cpu = st.CPUTime()
 	}
 	return rss, peak, cpu
 }
