@@ -23,8 +23,13 @@ EXTERNAL_CRD_DIR := $(CHART_DIR)/files/external-crds
 IPAMCLAIMS_MODULE := github.com/k8snetworkplumbingwg/ipamclaims
 NAD_MODULE := github.com/k8snetworkplumbingwg/network-attachment-definition-client
 
-# Debian's ovn-central provides ovsdb-server, ovn-northd and the OVN schemas the
-# dataplane models are generated from (OVN 23.03: NB 7.0.0, SB 20.27.0).
+# OVN and Open vSwitch: the releases dataplane/ovsdbserver/ovn.go names (OVN 26.03.1:
+# NB 7.18.0, SB 21.8.0), provisioned from Debian's archive into a cache
+# outside the checkout (make ovn).
+OVN_VERSION := $(shell sed -n 's/^\tOVNVersion = "\(.*\)"$$/\1/p' dataplane/ovsdbserver/ovn.go)
+OVS_VERSION := $(shell sed -n 's/^\tOVSVersion = "\(.*\)"$$/\1/p' dataplane/ovsdbserver/ovn.go)
+OVN_PROVISION := OVN_VERSION=$(OVN_VERSION) OVS_VERSION=$(OVS_VERSION) dataplane/ovsdbserver/provision-ovn.sh
+OVN_DIR := $(shell $(OVN_PROVISION) --print-dir)
 OVN_SCHEMA_DIR ?= /usr/share/ovn
 
 TEST_FLAGS ?= -count=1 -timeout=30m
@@ -89,7 +94,7 @@ image: ## Build the manager image ($(IMAGE), the chart's default) as bin/udnkit-
 .PHONY: run
 # ZONES=n: n nodes, each its own OVN zone with its own NB/SB, northd and dataplane (.udnkit/zone-<node>/).
 ZONES ?= 0
-run: envtest build ## Start a local control plane with udnkit installed (ZONES=3: one OVN zone per node); Ctrl-C stops it.
+run: envtest ovn build ## Start a local control plane with udnkit installed (ZONES=3: one OVN zone per node); Ctrl-C stops it.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(LOCALBIN)/udnkit-local --repo-root=$(CURDIR) --zones=$(ZONES)
 
 ##@ Test
@@ -135,12 +140,15 @@ envtest: ## Build (first time, ~15 min) or reuse kube-apiserver, kubectl and etc
 	@K8S_VERSION=$(ENVTEST_K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) ENVTEST_STORE=$(ENVTEST_STORE) envtest/build-binaries.sh >/dev/null
 	@echo "envtest binaries: $(ENVTEST_ASSETS)"
 
-# Installs only when ovsdb-server, ovn-northd or the NB schema is missing.
+# The first run builds the root filesystem (about a minute); later runs only
+# check the versions.
 .PHONY: ovn
-ovn: ## Install Debian's ovn-central (ovsdb-server, ovn-northd, OVN schemas) when missing.
+ovn: ## Provision (first time, ~1 min) or reuse OVN and Open vSwitch (dataplane/ovsdbserver/ovn.go) from Debian, no container engine.
+	@$(OVN_PROVISION) >/dev/null
 	@if ! command -v ovsdb-server >/dev/null || ! command -v ovn-northd >/dev/null || [ ! -f $(OVN_SCHEMA_DIR)/ovn-nb.ovsschema ]; then \
 		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ovn-central; \
 	fi
+	@echo "OVN: $(OVN_DIR)/bin ($$($(OVN_DIR)/bin/ovn-nbctl --version | head -1))"
 
 $(CONTROLLER_GEN):
 	mkdir -p $(LOCALBIN)
