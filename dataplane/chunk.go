@@ -21,14 +21,11 @@ import (
 // single update stream applies one transaction's update at a time (holding
 // its cache's lock), so an unrelated network's transaction waits behind at
 // most one bounded transaction of a large network, never behind the whole
-// network. What it waits for is that transaction's round trip, about 50 µs
-// per operation (client and server) plus a fixed 0.4 ms or so (the cache
-// no longer holds routers' child columns, whose every update libovsdb
-// walked and copied: nbMonitor). With maxTransactions, this splits a
-// 1000-node Layer2 network into 336 transactions of at most 11 operations
-// (3014 in all); a small network applied meanwhile took 1.20-1.43× its time
-// alone (200 transactions of about 15: 1.31-1.73× in the same runs; 100 of
-// about 30: 1.8×), the large Apply ~10% longer than with 200.
+// network. What it waits for is that transaction's round trip, which grows
+// with its operations (the cache holds no routers' child columns, whose
+// every update libovsdb would walk and copy: nbMonitor). The bound trades
+// the large Apply's length against how long an unrelated Apply waits;
+// BenchmarkUnrelatedNetworkDuringLargeApply measures both.
 const DefaultMaxTransactionOps = 30
 
 // A large plan is split into a sequence of transactions ("chunks"), each of
@@ -100,9 +97,9 @@ const maxTransactions = 200
 // the plan; a unit heavier than that gets a chunk of its own). A plan that
 // weighs at most bound is one chunk, exactly as planned: a small network's
 // Apply stays one transaction, while an unrelated one waits behind a
-// large one's smaller chunks (two thirds: the small Apply of
-// BenchmarkUnrelatedNetworkDuringLargeApply took ~0.5 ms less, the large
-// one ~10% longer; a half: ~0.8 ms less, ~35% longer). cached looks a row
+// large one's smaller chunks (BenchmarkUnrelatedNetworkDuringLargeApply
+// measures the trade: a smaller bound lets the small Apply in sooner and
+// makes the large one longer). cached looks a row
 // up in the client's cache (for the children of deleted routers and
 // switches).
 func split(ops []ovsdb.Operation, bound int, cached func(table, uuid string) model.Model) []chunk {

@@ -1,6 +1,8 @@
 // Package dataplane programs OVN for udnkit's networks with libovsdb: it
 // computes the desired Northbound rows of each topology piece from plain inputs
-// and applies the difference against the live database in one transaction.
+// and applies the difference against the live database: in one transaction, or
+// for a large difference in a sequence of bounded transactions that each leave
+// a consistent topology (chunk.go).
 package dataplane
 
 import (
@@ -47,11 +49,10 @@ type Config struct {
 
 // DefaultConnectTimeout is Config.ConnectTimeout's default
 // (--ovn-connect-timeout). The monitor's initial copy of a zone's Northbound
-// took 36 s at half of `make scale`'s full size (520,000 rows) and 78 s at
-// full size (1.04 million rows) here: it grows with the rows (about 75 µs
-// each), so the default leaves room for a slower machine. The old 10 s
-// made a dataplane that restarts, or reconnects, against more than about
-// 130,000 rows retry forever.
+// grows with its rows (tens of microseconds each; a full-size `make scale`
+// zone holds about a million), and a connect that times out is retried from
+// the start, so the default leaves room for the largest zone on a slow
+// machine.
 const DefaultConnectTimeout = 5 * time.Minute
 
 // TLS holds the PEM files of the client side of ssl: connections (OVN's

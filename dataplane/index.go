@@ -58,8 +58,8 @@ type rowIndex struct {
 	kids map[string]map[string]uuidSet
 	// sorted keeps children's sorted slices, by parent and column, and
 	// relate notes the sets' changes in edits, which the next read applies
-	// (sorting a large router's ports for every plan was a tenth of adding
-	// one node to a 1000-node network). Plans fill both under rw's read
+	// (so a plan of a large router does not sort its ports again). Plans
+	// fill both under rw's read
 	// lock, so they have their own lock.
 	sortedMu sync.Mutex
 	sorted   map[[2]string][]string

@@ -1,10 +1,10 @@
-// Package netids holds the pure arithmetic of udnkit's cluster-wide
-// identifiers: network IDs, OVN interconnect tunnel keys, node IDs, the
-// transit subnet of a Primary Layer2 network (OKEP-5094 "Transit subnet
-// conflict", option 4) and each node's transit peer subnets. It has no
-// Kubernetes dependency, so the reconcilers and the dataplane share one
-// definition of every number.
 package ovnk
+
+// This file holds the pure arithmetic of udnkit's cluster-wide identifiers:
+// network IDs, OVN interconnect tunnel keys, node IDs, the transit subnet of
+// a Primary Layer2 network (OKEP-5094 "Transit subnet conflict", option 4)
+// and each node's transit peer subnets. It has no Kubernetes dependency, so
+// the reconcilers and the dataplane share one definition of every number.
 
 import (
 	"fmt"

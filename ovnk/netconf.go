@@ -1,8 +1,9 @@
-// Package netconf renders a UserDefinedNetwork's or ClusterUserDefinedNetwork's
+package ovnk
+
+// This file renders a UserDefinedNetwork's or ClusterUserDefinedNetwork's
 // spec as the OVN-Kubernetes CNI NetConf JSON that goes into a
 // NetworkAttachmentDefinition's spec.config, field for field what
 // ovn-kubernetes nodes parse.
-package ovnk
 
 import (
 	"cmp"

@@ -118,7 +118,7 @@ func startSecondManager(t *testing.T) {
 	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
 }
 
-// TestTwoManagersFiftyNodesFiftyNetworks is issue 13's race: two managers
+// TestTwoManagersFiftyNodesFiftyNetworks is the allocators' race: two managers
 // without leader election, 50 nodes (every fifth with three VTEPs) and 50
 // Primary networks (25 Layer3, 25 Layer2) created at once. Both managers
 // hand out the same next values; write-then-verify must leave no node ID,

@@ -27,12 +27,10 @@ func warningNotes(g Gomega, obj client.Object, reason string) []string {
 	return out
 }
 
-// TestRebuildIgnoresAnotherNetworksIDs is issue 13's network-ID theft: a UDN
-// created, while no manager runs, with an existing CUDN's network ID and
-// tunnel keys in its annotations. UDNs used to be rebuilt before CUDNs, so
-// the UDN took the IDs and the CUDN lost its NADs. Now the older network
-// keeps them; the younger gets new ones and an Event that does not name the
-// CUDN.
+// TestRebuildIgnoresAnotherNetworksIDs is network-ID theft: a UDN created,
+// while no manager runs, with an existing CUDN's network ID and tunnel keys
+// in its annotations. The older network keeps them, whatever its kind; the
+// younger gets new ones and an Event that does not name the CUDN.
 func TestRebuildIgnoresAnotherNetworksIDs(t *testing.T) {
 	g := NewWithT(t)
 	sel := map[string]string{"rebuild": "victim"}

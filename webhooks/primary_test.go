@@ -102,8 +102,8 @@ func (c *countingReader) List(ctx context.Context, list client.ObjectList, opts 
 
 // Admitting a Primary CUDN that names its namespace, or a pod's primary
 // network lookup, reads that namespace's networks and the CUDNs that may
-// select it, not every Primary network of the cluster: creating n Primary
-// CUDNs used to cost O(n²).
+// select it, not every Primary network of the cluster, so creating n Primary
+// CUDNs costs O(n), not O(n²).
 func TestPrimaryChecksReadOnlyTheirNamespaces(t *testing.T) {
 	const n = 200
 	objs := []client.Object{namespace("new", map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""})}

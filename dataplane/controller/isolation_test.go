@@ -13,10 +13,9 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 )
 
-// Issue 13's "one bad node stalls the cluster": a duplicate node ID used to
-// fail every Primary Layer2 network's rows, and a malformed NAD was only
-// logged. Now each bad object is left out on its own, with a Warning Event
-// and udnkit_dataplane_skipped_objects_total, and every network keeps being
+// One bad node must not stall the cluster: a duplicate node ID or a malformed
+// NAD is left out on its own, with a Warning Event and
+// udnkit_dataplane_skipped_objects_total, and every network keeps being
 // programmed with the good nodes.
 func TestOneBadObjectAffectsOnlyItself(t *testing.T) {
 	s := newStack(t)

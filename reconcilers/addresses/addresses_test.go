@@ -125,8 +125,8 @@ var _ = DescribeTable("the OKEP-5233 usage example end to end",
 
 		// The CUDN's pool spans its namespaces: a second namespace sees the
 		// same conflicts, without learning which pod of which tenant holds
-		// the address (issue 13: tenant-facing messages name only what the
-		// tenant may read).
+		// the address (tenant-facing messages name only what the tenant may
+		// read).
 		ns2 := ns + "-2"
 		namespace(ns2, map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: "", "network": cudn})
 		createPod(ns2, "copycat", requesting(tc.request, "", ""))

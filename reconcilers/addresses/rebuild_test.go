@@ -12,7 +12,7 @@ import (
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
 )
 
-// Issue 13's address theft: pod-networks annotations written while no
+// Address theft: pod-networks annotations written while no
 // manager runs (before the admission policies existed, or by a writer they
 // trust by mistake) claim another tenant's live IP and MAC, a multicast MAC,
 // or an address outside the pool. The rebuild restores the older pod's
