@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
@@ -236,5 +238,59 @@ func TestNetworkPoliciesUseOVNKNames(t *testing.T) {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the network policies never mention %q", want)
 		}
+	}
+}
+
+// TestGetShowsWhyANetworkIsNotCreated: `kubectl get udn,cudn` prints the
+// NetworkCreated condition's status and reason, so a user sees why a network
+// has no NADs without reading its YAML.
+func TestGetShowsWhyANetworkIsNotCreated(t *testing.T) {
+	env := start(t, envtest.Options{})
+	ctx := context.Background()
+	c := env.Client
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "columns"}}); err != nil {
+		t.Fatal(err)
+	}
+	udn := &udnv1.UserDefinedNetwork{
+		ObjectMeta: metav1.ObjectMeta{Name: "blocked", Namespace: "columns"},
+		Spec: udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
+			Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRolePrimary, Subnets: udnv1.DualStackCIDRs{"10.0.0.0/24"}}},
+	}
+	if err := c.Create(ctx, udn); err != nil {
+		t.Fatal(err)
+	}
+	udn.Status.Conditions = []metav1.Condition{{Type: udnv1.ConditionNetworkCreated, Status: metav1.ConditionFalse,
+		Reason: udnv1.ReasonPrimaryNetworkConflict, Message: "another Primary network holds the namespace", LastTransitionTime: metav1.Now()}}
+	if err := c.Status().Update(ctx, udn); err != nil {
+		t.Fatal(err)
+	}
+	hc, err := rest.HTTPClientFor(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
+		strings.TrimSuffix(env.Config.Host, "/")+"/apis/k8s.ovn.org/v1/namespaces/columns/userdefinednetworks", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var table metav1.Table
+	if err := json.NewDecoder(resp.Body).Decode(&table); err != nil {
+		t.Fatal(err)
+	}
+	if len(table.Rows) != 1 {
+		t.Fatalf("table rows: %d, want 1", len(table.Rows))
+	}
+	got := map[string]any{}
+	for i, col := range table.ColumnDefinitions {
+		got[col.Name] = table.Rows[0].Cells[i]
+	}
+	if got["Created"] != "False" || got["Reason"] != udnv1.ReasonPrimaryNetworkConflict {
+		t.Errorf("kubectl get udn columns %v: want Created False and Reason %s", got, udnv1.ReasonPrimaryNetworkConflict)
 	}
 }

@@ -109,6 +109,7 @@ type ClusterUserDefinedNetworkSpec struct {
 // +kubebuilder:printcolumn:name="Role",type=string,JSONPath=`.spec.network.*.role`
 // +kubebuilder:printcolumn:name="Subnets",type=string,JSONPath=`.spec.network.*.subnets`
 // +kubebuilder:printcolumn:name="Created",type=string,JSONPath=`.status.conditions[?(@.type=="NetworkCreated")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="NetworkCreated")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ClusterUserDefinedNetwork struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -375,7 +375,20 @@ type AccessVLANConfig struct {
 // NetworkStatus is the observed state shared by UserDefinedNetwork and
 // ClusterUserDefinedNetwork.
 type NetworkStatus struct {
-	// conditions report the state of the network; see ConditionNetworkCreated.
+	// conditions report the state of the network:
+	//
+	// NetworkCreated: True when every NetworkAttachmentDefinition of the
+	// network exists and matches the spec (reason
+	// NetworkAttachmentDefinitionCreated); False with reason SyncError (the
+	// message says why), PrimaryNetworkConflict (an older Primary network
+	// holds a namespace this one selects), SubnetConflict (an appended Layer3
+	// subnet overlaps a range in use) or NetworkAttachmentDefinitionDeleted
+	// (the network is being deleted).
+	//
+	// TransportAccepted (ClusterUserDefinedNetwork, only when
+	// spec.network.transport is set) and UplinksReady (only when spec.uplinks
+	// is set): False with reason FeatureNotImplemented, naming the fields
+	// udnkit admits but does not implement.
 	//
 	// +listType=map
 	// +listMapKey=type

@@ -36,6 +36,7 @@ type UserDefinedNetworkSpec struct {
 // +kubebuilder:printcolumn:name="Role",type=string,JSONPath=`.spec.*.role`
 // +kubebuilder:printcolumn:name="Subnets",type=string,JSONPath=`.spec.*.subnets`
 // +kubebuilder:printcolumn:name="Created",type=string,JSONPath=`.status.conditions[?(@.type=="NetworkCreated")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="NetworkCreated")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type UserDefinedNetwork struct {
 	metav1.TypeMeta   `json:",inline"`
