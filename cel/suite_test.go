@@ -11,6 +11,7 @@ import (
 
 	"github.com/udnkit/udnkit/cel"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/internal/testenv"
 )
 
 // The CEL suite runs every case twice, through a real kube-apiserver with
@@ -27,6 +28,7 @@ var (
 )
 
 func TestCEL(t *testing.T) {
+	testenv.Real(t, "kube-apiserver")
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "CEL rules: apiserver and offline evaluator")
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
+	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -171,6 +172,7 @@ type raftEnv struct {
 }
 
 func newRaftEnv(tb testing.TB) *raftEnv {
+	testenv.Real(tb, "ovsdb-server")
 	tb.Helper()
 	dir, err := os.MkdirTemp("", "ovnr")
 	if err != nil {

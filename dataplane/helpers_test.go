@@ -14,6 +14,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
+	"github.com/udnkit/udnkit/internal/testenv"
 )
 
 // Without a logger, controller-runtime warns once on the output 30 s after
@@ -30,6 +31,7 @@ type env struct {
 }
 
 func newEnv(t testing.TB) *env {
+	testenv.Real(t, "ovsdb-server")
 	t.Helper()
 	// Unix socket paths are limited to ~108 bytes: keep the directory short.
 	dir, err := os.MkdirTemp("", "ovn")

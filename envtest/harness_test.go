@@ -24,6 +24,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -148,6 +149,7 @@ func TestHarnessWebhooks(t *testing.T) {
 // start starts the harness and stops it when the test ends.
 func start(t *testing.T, opts envtest.Options) *envtest.Environment {
 	t.Helper()
+	testenv.Real(t, "kube-apiserver")
 	env, err := envtest.Start(opts)
 	if err != nil {
 		t.Fatal(err)

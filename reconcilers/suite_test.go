@@ -3,6 +3,7 @@ package reconcilers_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"sync"
@@ -50,6 +51,13 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		// Every test of this package runs against the one control plane
+		// and manager started here.
+		fmt.Println("reconcilers: every test needs kube-apiserver (run without -short)")
+		os.Exit(0)
+	}
 	if os.Getenv("UDNKIT_TEST_LOG") != "" {
 		log.SetLogger(zap.New(zap.UseDevMode(true)))
 	} else {

@@ -30,6 +30,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/webhooks"
 )
@@ -69,6 +70,7 @@ func testConfig() ovnk.ClusterConfig {
 
 func startEnv(tb testing.TB) *envtest.Environment {
 	tb.Helper()
+	testenv.Real(tb, "kube-apiserver")
 	shared.once.Do(func() {
 		ctrl.SetLogger(logr.Discard())
 		env, err := envtest.Start(envtest.Options{Webhooks: true})

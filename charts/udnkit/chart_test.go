@@ -28,6 +28,7 @@ import (
 	"github.com/udnkit/udnkit/cel"
 	"github.com/udnkit/udnkit/cmd/udnkit/app"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/internal/testenv"
 )
 
 const releaseNamespace = "udnkit-system"
@@ -470,6 +471,7 @@ func TestRenderRejectsBadValues(t *testing.T) {
 // validation (schemas, CEL of CRDs, webhook configuration rules, RBAC
 // objects, ValidatingAdmissionPolicy expressions) without persisting anything.
 func TestServerSideDryRun(t *testing.T) {
+	testenv.Real(t, "kube-apiserver")
 	env, err := envtest.Start(envtest.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/cmd/udnkit/app"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -32,6 +33,7 @@ import (
 // failing /readyz/dataplane) while the kubelet's readiness path stays ok.
 // Then, with no OVN address at all, the dataplane is idle and says so.
 func TestDefaultInstallComesUpWithoutOVN(t *testing.T) {
+	testenv.Real(t, "kube-apiserver")
 	objs, err := render(t, nil)
 	if err != nil {
 		t.Fatal(err)

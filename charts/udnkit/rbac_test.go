@@ -23,6 +23,7 @@ import (
 	"github.com/udnkit/udnkit/cmd/udnkit/app"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -72,6 +73,7 @@ func TestManagerRunsUnderTheChartsRBAC(t *testing.T) {
 // ClusterRole's rules when prune is set), runs the manager as the chart's
 // ServiceAccount, and returns the first thing a user would miss.
 func runUnderChartRBAC(t *testing.T, objs []*unstructured.Unstructured, what string, prune func([]any) []any, wait time.Duration) error {
+	testenv.Real(t, "kube-apiserver and ovsdb-server")
 	t.Helper()
 	sa := ""
 	for _, o := range objs {

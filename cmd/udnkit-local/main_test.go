@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -21,6 +22,7 @@ import (
 // (the README's quickstart) and checks what each promises, then stops it with
 // SIGTERM and checks that the control plane is gone.
 func TestQuickstart(t *testing.T) {
+	testenv.Real(t, "kube-apiserver, ovsdb-server and a go build")
 	if _, err := envtest.AssetsDir(); err != nil {
 		t.Fatal(err)
 	}

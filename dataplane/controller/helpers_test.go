@@ -21,6 +21,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/internal/testenv"
 )
 
 // stack is a real apiserver, a real pair of OVN databases and an unstarted
@@ -35,6 +36,7 @@ type stack struct {
 }
 
 func newStack(t *testing.T) *stack {
+	testenv.Real(t, "kube-apiserver and ovsdb-server")
 	t.Helper()
 	env, err := envtest.Start(envtest.Options{})
 	if err != nil {

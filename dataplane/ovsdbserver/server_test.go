@@ -6,11 +6,14 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/udnkit/udnkit/internal/testenv"
 )
 
 // StartLocal serves both databases on the documented socket names with
 // ovn-northd translating between them, and keeps the data across a restart.
 func TestStartLocalServesNBAndSBWithNorthd(t *testing.T) {
+	testenv.Real(t, "ovsdb-server and ovn-northd")
 	dir, err := os.MkdirTemp("", "ovnl")
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +56,7 @@ func TestStartLocalServesNBAndSBWithNorthd(t *testing.T) {
 // A 3-member cluster elects a leader, takes writes through any endpoint list
 // and elects another leader that still has the data when the first is killed.
 func TestClusterSurvivesLeaderLoss(t *testing.T) {
+	testenv.Real(t, "ovsdb-server")
 	dir, err := os.MkdirTemp("", "ovnr")
 	if err != nil {
 		t.Fatal(err)

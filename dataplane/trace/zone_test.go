@@ -24,6 +24,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/dataplane/controller"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
+	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -55,6 +56,7 @@ type zone struct {
 }
 
 func newZone(t *testing.T, local node) *zone {
+	testenv.Real(t, "ovsdb-server, ovn-northd and ovn-trace")
 	t.Helper()
 	if _, err := exec.LookPath("ovn-trace"); err != nil {
 		t.Fatalf("ovn-trace is needed (make ovn installs Debian's ovn-central): %v", err)

@@ -37,6 +37,7 @@ import (
 	"github.com/udnkit/udnkit/cmd/udnkit/app"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -159,6 +160,7 @@ func startManager(ctx context.Context, t *testing.T, env *envtest.Environment, a
 }
 
 func TestThreeZones(t *testing.T) {
+	testenv.Real(t, "kube-apiserver and ovsdb-server")
 	ctrl.SetLogger(logr.Discard())
 	env, err := envtest.Start(envtest.Options{})
 	if err != nil {

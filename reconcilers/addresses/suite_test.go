@@ -23,6 +23,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/addresses"
 )
@@ -38,6 +39,7 @@ var (
 )
 
 func TestAddresses(t *testing.T) {
+	testenv.Real(t, "kube-apiserver")
 	RegisterFailHandler(Fail)
 	SetDefaultEventuallyTimeout(90 * time.Second) // an upper bound under a loaded make test
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/udnkit/udnkit/cmd/udnkit/app"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/internal/testenv"
 )
 
 // TestMetricsNeedAuthorizedToken runs the manager as the chart's manager
@@ -32,6 +33,7 @@ import (
 // udnkit-metrics-reader role 403, a token bound to it the metrics; plain HTTP
 // gets none.
 func TestMetricsNeedAuthorizedToken(t *testing.T) {
+	testenv.Real(t, "kube-apiserver")
 	env, err := envtest.Start(envtest.Options{})
 	if err != nil {
 		t.Fatal(err)
