@@ -1,0 +1,353 @@
+package datapath
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
+	"github.com/udnkit/udnkit/ovnk"
+)
+
+// Prefix starts the name of everything a cluster creates: directories under
+// the temporary directory and network namespaces.
+const Prefix = "udnk-"
+
+// Underlay is the nodes' underlay subnet (RFC 5737 TEST-NET-1): node i holds
+// its address at offset 10+i, the external host at offset 1.
+var Underlay = netip.MustParsePrefix("192.0.2.0/24")
+
+// Node is one cluster node: its network namespace with ovs-vswitchd and
+// ovn-controller, and its OVN zone.
+type Node struct {
+	Name string
+	// Netns is the node's network namespace.
+	Netns string
+	// UnderlayIP is the node's address on breth0: its geneve encap IP.
+	UnderlayIP netip.Addr
+	// Zone is the node's OVN zone: Northbound, Southbound and ovn-northd.
+	Zone *ovsdbserver.Local
+
+	dir   string
+	procs []*proc
+}
+
+// ChassisID is the node's chassis name (its Open_vSwitch
+// external_ids:system-id), which the node's k8s.ovn.org/node-chassis-id
+// annotation carries. It is the node's name: udnkit's dataplane names a
+// remote node's chassis after the node.
+func (n *Node) ChassisID() string { return n.Name }
+
+// env points Open vSwitch's and OVN's programs at the node's run directory.
+func (n *Node) env() []string {
+	return []string{"OVS_RUNDIR=" + n.dir, "OVS_LOGDIR=" + n.dir, "OVS_DBDIR=" + n.dir,
+		"OVN_RUNDIR=" + n.dir, "OVN_LOGDIR=" + n.dir}
+}
+
+// Vsctl runs ovs-vsctl on the node's Open_vSwitch database.
+func (n *Node) Vsctl(args ...string) (string, error) {
+	return run("", n.env(), append([]string{"ovs-vsctl", "--timeout=30", "--db=unix:" + n.db()}, args...)...)
+}
+
+func (n *Node) db() string { return filepath.Join(n.dir, "db.sock") }
+
+// Cluster is a running real-datapath cluster.
+type Cluster struct {
+	// Run is the run ID in every name the cluster creates.
+	Run   string
+	Dir   string
+	Nodes []*Node
+	// Underlay is the namespace whose bridge joins the nodes' breth0.
+	Underlay string
+
+	lock  *os.File
+	pods  []*Pod
+	netns []string // every namespace created, removed by Stop
+}
+
+// Node returns the node of that name (nil when there is none).
+func (c *Cluster) Node(name string) *Node {
+	for _, n := range c.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// Preflight checks what the cluster needs from the machine: /dev/net/tun
+// (the userspace datapath's internal ports are tap devices) and permission to
+// create network namespaces; the error says what is missing.
+func Preflight() error {
+	f, err := os.OpenFile("/dev/net/tun", os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("the userspace datapath needs /dev/net/tun (its internal ports are tap devices): %w", err)
+	}
+	_ = f.Close()
+	name := fmt.Sprintf("%spreflight-%d", Prefix, os.Getpid())
+	if err := ip("netns", "add", name); err != nil {
+		return fmt.Errorf("the cluster needs permission to create network namespaces (root, or CAP_SYS_ADMIN and CAP_NET_ADMIN): %w", err)
+	}
+	return ip("netns", "del", name)
+}
+
+// Start sweeps what earlier runs left behind and starts a cluster of nodes
+// named names, each its own OVN zone, joined by the underlay; every zone's
+// Southbound knows the other nodes' chassis. On error, everything started is
+// stopped again.
+func Start(ctx context.Context, names ...string) (c *Cluster, err error) {
+	if _, err := SetupTools(); err != nil {
+		return nil, err
+	}
+	if err := Preflight(); err != nil {
+		return nil, err
+	}
+	if err := Sweep(); err != nil {
+		return nil, err
+	}
+	id := make([]byte, 3)
+	_, _ = rand.Read(id)
+	c = &Cluster{Run: hex.EncodeToString(id)}
+	c.Dir = filepath.Join(os.TempDir(), Prefix+"run-"+c.Run)
+	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	if c.lock, err = os.Create(filepath.Join(c.Dir, "lock")); err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(c.lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", c.Dir, err)
+	}
+	defer func() {
+		if err != nil {
+			c.Stop()
+			c = nil
+		}
+	}()
+	c.Underlay = c.name("underlay")
+	if err := c.addNetns(c.Underlay); err != nil {
+		return c, err
+	}
+	if err := ip("-n", c.Underlay, "link", "add", "br0", "type", "bridge"); err != nil {
+		return c, err
+	}
+	if err := ip("-n", c.Underlay, "link", "set", "br0", "up"); err != nil {
+		return c, err
+	}
+	for i, name := range names {
+		n, err := c.startNode(ctx, i, name)
+		if n != nil {
+			c.Nodes = append(c.Nodes, n)
+		}
+		if err != nil {
+			return c, fmt.Errorf("node %s: %w", name, err)
+		}
+	}
+	// OVN-Kubernetes' zone-interconnect chassis handler: every zone knows the
+	// other nodes' chassis, remote, with their geneve encaps and the node
+	// name as hostname (pkg/ovn/zone_interconnect/chassis_handler.go).
+	for _, z := range c.Nodes {
+		for _, m := range c.Nodes {
+			if m == z {
+				continue
+			}
+			if err := ovsdbserver.AddChassis(z.Zone.SB, m.ChassisID(), true, m.UnderlayIP.String()); err != nil {
+				return c, err
+			}
+			if _, err := run("", nil, "ovn-sbctl", "--db="+z.Zone.SB.Address(), "set", "Chassis", m.ChassisID(), "hostname="+m.Name); err != nil {
+				return c, err
+			}
+		}
+	}
+	for _, n := range c.Nodes {
+		if err := n.waitChassis(ctx); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// name is a namespace name of this run.
+func (c *Cluster) name(s string) string { return Prefix + c.Run + "-" + s }
+
+func (c *Cluster) addNetns(name string) error {
+	if err := ip("netns", "add", name); err != nil {
+		return err
+	}
+	c.netns = append(c.netns, name)
+	return ip("-n", name, "link", "set", "lo", "up")
+}
+
+// startNode starts node i: its zone, its namespace linked to the underlay,
+// its Open_vSwitch database, ovs-vswitchd with breth0 holding the underlay
+// address, and ovn-controller configured as ovnkube-node configures it.
+func (c *Cluster) startNode(ctx context.Context, i int, name string) (*Node, error) {
+	tools, _ := SetupTools()
+	n := &Node{Name: name, Netns: c.name(name), dir: filepath.Join(c.Dir, name)}
+	n.UnderlayIP = ovnk.MustAddrAt(Underlay, uint64(10+i))
+	zone, err := ovsdbserver.StartLocal(ctx, filepath.Join(n.dir, "zone"))
+	if err != nil {
+		return nil, err
+	}
+	n.Zone = zone
+	if err := c.addNetns(n.Netns); err != nil {
+		return n, err
+	}
+	// The node's uplink: eth0 in the node, n<i> on the underlay's bridge.
+	peer := fmt.Sprintf("n%d", i)
+	if err := ip("link", "add", "eth0", "netns", n.Netns, "type", "veth", "peer", "name", peer, "netns", c.Underlay); err != nil {
+		return n, err
+	}
+	for _, args := range [][]string{
+		{"-n", c.Underlay, "link", "set", peer, "master", "br0", "up"},
+		{"-n", n.Netns, "link", "set", "eth0", "up"},
+	} {
+		if err := ip(args...); err != nil {
+			return n, err
+		}
+	}
+	conf := filepath.Join(n.dir, "conf.db")
+	if _, err := run("", nil, "ovsdb-tool", "create", conf, tools.VSwitchSchema); err != nil {
+		return n, err
+	}
+	p, err := spawn(n.dir, n.Netns, "ovsdb-server", n.env(), "ovsdb-server", conf,
+		"--remote=punix:"+n.db(), "--unixctl="+filepath.Join(n.dir, "ovsdb-server.ctl"),
+		"--log-file="+filepath.Join(n.dir, "ovsdb-server.log"), "--no-chdir", "-vconsole:off")
+	if err != nil {
+		return n, err
+	}
+	n.procs = append(n.procs, p)
+	if err := waitFor(ctx, 20*time.Second, "the Open_vSwitch database", p, func() error {
+		_, err := run("", nil, "ovs-vsctl", "--db=unix:"+n.db(), "--no-wait", "init")
+		return err
+	}); err != nil {
+		return n, err
+	}
+	p, err = spawn(n.dir, n.Netns, "ovs-vswitchd", n.env(), "ovs-vswitchd", "unix:"+n.db(), "--disable-system",
+		"--unixctl="+filepath.Join(n.dir, "ovs-vswitchd.ctl"),
+		"--log-file="+filepath.Join(n.dir, "ovs-vswitchd.log"), "--no-chdir", "-vconsole:off")
+	if err != nil {
+		return n, err
+	}
+	n.procs = append(n.procs, p)
+	// ovnkube-node's settings (pkg/node/default_node_network_controller.go):
+	// geneve from the node's encap IP, the node an interconnect gateway, the
+	// tunnel's local IP set; the netdev datapath and the physnet bridge
+	// mapping as OVN-Kubernetes' gateway sets them on breth0.
+	if _, err := n.Vsctl("--may-exist", "add-br", "breth0", "--", "set", "Bridge", "breth0", "datapath_type=netdev",
+		"--", "--may-exist", "add-port", "breth0", "eth0",
+		"--", "set", "Open_vSwitch", ".",
+		"external_ids:system-id="+n.ChassisID(),
+		"external_ids:hostname="+n.Name,
+		"external_ids:ovn-remote="+n.Zone.SB.Address(),
+		"external_ids:ovn-encap-type=geneve",
+		"external_ids:ovn-encap-ip="+n.UnderlayIP.String(),
+		"external_ids:ovn-is-interconn=true",
+		`external_ids:ovn-set-local-ip="true"`,
+		"external_ids:ovn-bridge-datapath-type=netdev",
+		"external_ids:ovn-bridge-mappings=physnet:breth0"); err != nil {
+		return n, err
+	}
+	for _, args := range [][]string{
+		{"-n", n.Netns, "addr", "add", netip.PrefixFrom(n.UnderlayIP, Underlay.Bits()).String(), "dev", "breth0"},
+		{"-n", n.Netns, "link", "set", "breth0", "up"},
+	} {
+		if err := ip(args...); err != nil {
+			return n, err
+		}
+	}
+	p, err = spawn(n.dir, n.Netns, "ovn-controller", n.env(), "ovn-controller", "unix:"+n.db(),
+		"--unixctl="+filepath.Join(n.dir, "ovn-controller.ctl"),
+		"--log-file="+filepath.Join(n.dir, "ovn-controller.log"), "--no-chdir", "-vconsole:off")
+	if err != nil {
+		return n, err
+	}
+	n.procs = append(n.procs, p)
+	return n, nil
+}
+
+// waitChassis waits until the node's ovn-controller has registered its
+// chassis in its zone and created br-int.
+func (n *Node) waitChassis(ctx context.Context) error {
+	return waitFor(ctx, 60*time.Second, "ovn-controller's chassis "+n.ChassisID(), n.procs[len(n.procs)-1], func() error {
+		out, err := run("", nil, "ovn-sbctl", "--db="+n.Zone.SB.Address(), "--bare", "--columns=encaps", "find", "Chassis", "name="+n.ChassisID())
+		if err != nil {
+			return err
+		}
+		if out == "" {
+			return errors.New("no chassis yet")
+		}
+		_, err = n.Vsctl("br-exists", "br-int")
+		return err
+	})
+}
+
+// Logs returns the tails of the node's daemon logs, for a failed test's
+// report.
+func (n *Node) Logs(lines int) string {
+	var b strings.Builder
+	for _, name := range []string{"ovn-controller.log", "ovs-vswitchd.log"} {
+		data, _ := os.ReadFile(filepath.Join(n.dir, name))
+		all := strings.Split(strings.TrimSpace(string(data)), "\n")
+		if len(all) > lines {
+			all = all[len(all)-lines:]
+		}
+		fmt.Fprintf(&b, "== %s %s\n%s\n", n.Name, name, strings.Join(all, "\n"))
+	}
+	return b.String()
+}
+
+// Stop stops every daemon, removes every namespace and the run directory.
+func (c *Cluster) Stop() {
+	for _, p := range c.pods {
+		_ = ip("netns", "del", p.Netns)
+	}
+	c.pods = nil
+	for _, n := range c.Nodes {
+		for i := len(n.procs) - 1; i >= 0; i-- {
+			n.procs[i].stop()
+		}
+		n.procs = nil
+		if n.Zone != nil {
+			n.Zone.Stop()
+		}
+	}
+	for _, ns := range c.netns {
+		_ = ip("netns", "del", ns)
+	}
+	c.netns = nil
+	_ = os.RemoveAll(c.Dir)
+	if c.lock != nil {
+		_ = c.lock.Close()
+	}
+}
+
+// waitFor polls ok every 50 ms until it succeeds, p exits or timeout passes.
+func waitFor(ctx context.Context, timeout time.Duration, what string, p *proc, ok func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		err := ok()
+		if err == nil {
+			return nil
+		}
+		if p != nil {
+			if exit := p.exited(); exit != nil {
+				return fmt.Errorf("waiting for %s: %w", what, exit)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w (last: %v)", what, ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

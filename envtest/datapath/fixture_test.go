@@ -1,0 +1,297 @@
+package datapath_test
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/controller"
+	"github.com/udnkit/udnkit/envtest/datapath"
+	"github.com/udnkit/udnkit/ovnk"
+)
+
+// The fixture writes what OVN-Kubernetes owns (pod ports, the Node
+// objects the reconcilers leave) and runs udnkit's own Layer2 reconciler in
+// every zone for what udnkit writes; nothing else touches OVN.
+
+var cfg = ovnk.DefaultClusterConfig()
+
+// ovnClients are the dataplane's connections, one per zone.
+var (
+	clientsMu  sync.Mutex
+	ovnClients = map[string]*dataplane.Client{}
+)
+
+func ovnClient(t *testing.T, n *datapath.Node) *dataplane.Client {
+	t.Helper()
+	clientsMu.Lock()
+	defer clientsMu.Unlock()
+	if c, ok := ovnClients[n.Name]; ok {
+		return c
+	}
+	c, err := dataplane.NewClient(context.Background(), n.Zone.NB.Address(), n.Zone.SB.Address())
+	if err != nil {
+		t.Fatalf("connect the dataplane to %s's zone: %v", n.Name, err)
+	}
+	ovnClients[n.Name] = c
+	return c
+}
+
+// nodeObject is a Node as udnkit's reconcilers leave it: node ID (the
+// node's index + 2), topology version 2.0, its underlay IP as InternalIP.
+func nodeObject(i int, n *datapath.Node) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Annotations: map[string]string{
+			ovnk.AnnotationNodeID:                strconv.Itoa(i + 2),
+			ovnk.AnnotationLayer2TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter,
+			ovnk.AnnotationNodeEncapIPs:          `["` + n.UnderlayIP.String() + `"]`,
+		}},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.UnderlayIP.String()}}},
+	}
+}
+
+// network is one Primary Layer2 UDN.
+type network struct {
+	namespace, name string
+	subnets         []netip.Prefix
+	nad             *nadv1.NetworkAttachmentDefinition
+}
+
+func (n *network) ovnName() string { return ovnk.UDNNetworkName(n.namespace, n.name) }
+func (n *network) key() string     { return n.namespace + "/" + n.name }
+func (n *network) names() ovnk.Layer2Names {
+	return ovnk.NamesFor(n.ovnName())
+}
+
+// gateway is the network's default gateway of a family (the subnet's
+// first address).
+func (n *network) gateway(v6 bool) netip.Addr {
+	s, _ := ovnk.FamilyOf(n.subnets, v6)
+	return ovnk.MustAddrAt(s, 1)
+}
+
+// newNetwork renders a Primary Layer2 UDN's NAD as the NAD reconciler
+// does, with network ID id and tunnel keys from the interconnect range.
+func newNetwork(t *testing.T, namespace, name string, id int, subnets ...string) *network {
+	t.Helper()
+	spec := udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRolePrimary}}
+	n := &network{namespace: namespace, name: name}
+	for _, s := range subnets {
+		spec.Layer2.Subnets = append(spec.Layer2.Subnets, udnv1.CIDR(s))
+		n.subnets = append(n.subnets, netip.MustParsePrefix(s))
+	}
+	transit, err := ovnk.TransitSubnetsFor(spec, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := ovnk.NetworkIDs{ID: id, HasID: true, TunnelKeys: []int{16715776 + 2*id, 16715777 + 2*id}}
+	n.nad, err = ovnk.NewNAD(ovnk.NADSource{Kind: udnv1.KindUserDefinedNetwork,
+		Meta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: spec}, namespace, cfg, transit, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// program runs udnkit's Layer2 reconciler in every zone, each zone local
+// to its own node, on the same API state.
+func program(t *testing.T, c *datapath.Cluster, nets ...*network) {
+	t.Helper()
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, nadv1.AddToScheme, udnv1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, zone := range c.Nodes {
+		b := fake.NewClientBuilder().WithScheme(s)
+		for i, n := range c.Nodes {
+			b = b.WithObjects(nodeObject(i, n))
+		}
+		for _, net := range nets {
+			b = b.WithObjects(net.nad.DeepCopy())
+		}
+		r := &controller.Layer2Reconciler{Client: b.Build(), OVN: ovnClient(t, zone), Cluster: cfg,
+			Local: func(n *corev1.Node) bool { return n.Name == zone.Name }}
+		for _, net := range nets {
+			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: net.nad.Namespace, Name: net.nad.Name}}
+			if _, err := r.Reconcile(context.Background(), req); err != nil {
+				t.Fatalf("udnkit's Layer2 reconciler in %s's zone: %v", zone.Name, err)
+			}
+		}
+	}
+}
+
+// pod is a pod of a network: its address is the subnets' address at
+// offset index, its tunnel ID the one OVN-Kubernetes' cluster manager would
+// allocate.
+type pod struct {
+	net       *network
+	name      string
+	node      *datapath.Node
+	index     uint64
+	tunnelID  int
+	datapath  *datapath.Pod
+	annotated map[string]string
+}
+
+func (p *pod) port() string { return ovnk.PodPortName(p.net.key(), p.net.namespace, p.name) }
+
+// annotation is the pod's k8s.ovn.org/pod-networks, as udnkit's address
+// allocator writes it for a Primary Layer2 network (ovnk's codec).
+func (p *pod) annotation(t *testing.T) map[string]string {
+	t.Helper()
+	var ips []netip.Prefix
+	var gws []netip.Addr
+	for _, s := range p.net.subnets {
+		ips = append(ips, netip.PrefixFrom(ovnk.MustAddrAt(s, p.index), s.Bits()))
+		gws = append(gws, p.net.gateway(s.Addr().Is6()))
+	}
+	joins := []netip.Prefix{netip.MustParsePrefix("100.65.0.0/16"), netip.MustParsePrefix("fd99::/64")}
+	pn, err := ovnk.Layer2PrimaryPodNetwork(ips, ovnk.MACFromIP(ips[0].Addr()), gws, cfg.ServiceCIDRs, joins, p.tunnelID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := ovnk.PodNetworks{p.net.key(): pn}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{ovnk.AnnotationPodNetworks: v}
+}
+
+// addresses is the pod port's "MAC IP..." as OVN-Kubernetes writes it.
+func (p *pod) addresses(t *testing.T) string {
+	t.Helper()
+	pn, err := ovnk.DecodePodNetwork(p.annotation(t), p.net.key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := pn.Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := a.MAC.String()
+	for _, ip := range a.IPs {
+		s += " " + ip.Addr().String()
+	}
+	return s
+}
+
+// ovnkPodPorts adds the pods' logical switch ports in every zone as
+// OVN-Kubernetes' pod controller writes them
+// (pkg/ovn/base_network_controller_pods.go addLogicalPortToNetwork, and
+// zone_interconnect's AddTransitPortConfig for Layer2): addresses and port
+// security "MAC IP...", requested-chassis the node's chassis ID,
+// requested-tnl-key the pod's tunnel ID, the network's external IDs; in
+// zones other than the pod's own, type remote.
+func ovnkPodPorts(t *testing.T, c *datapath.Cluster, pods ...*pod) {
+	t.Helper()
+	for _, zone := range c.Nodes {
+		for _, p := range pods {
+			port, addrs := p.port(), p.addresses(t)
+			args := []string{"--may-exist", "lsp-add", p.net.names().Switch(), port,
+				"--", "lsp-set-addresses", port, addrs,
+				"--", "lsp-set-port-security", port, addrs,
+				"--", "lsp-set-options", port, "requested-chassis=" + p.node.ChassisID(), "requested-tnl-key=" + strconv.Itoa(p.tunnelID),
+				"--", "set", "Logical_Switch_Port", port,
+				`external_ids:namespace="` + p.net.namespace + `"`, `external_ids:pod="true"`,
+				`external_ids:"k8s.ovn.org/network"="` + p.net.ovnName() + `"`,
+				`external_ids:"k8s.ovn.org/nad"="` + p.net.key() + `"`,
+				`external_ids:"k8s.ovn.org/topology"=layer2`}
+			if zone != p.node {
+				args = append(args, "--", "lsp-set-type", port, "remote")
+			}
+			nbctl(t, zone, args...)
+		}
+	}
+}
+
+// startPods creates the pods' namespaces on their nodes, configured from
+// their annotations.
+func startPods(t *testing.T, c *datapath.Cluster, pods ...*pod) {
+	t.Helper()
+	for _, p := range pods {
+		dp, err := c.AddPod(context.Background(), p.node, datapath.PodSpec{Namespace: p.net.namespace, Name: p.name,
+			Annotations: p.annotation(t), NAD: p.net.key(), Port: p.port()})
+		if err != nil {
+			t.Fatalf("%v\n%s", err, p.node.Logs(20))
+		}
+		p.datapath = dp
+	}
+}
+
+func nbctl(t *testing.T, n *datapath.Node, args ...string) string {
+	t.Helper()
+	out, err := runCmd("ovn-nbctl", append([]string{"--db=" + n.Zone.NB.Address()}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// settle waits until every zone's ovn-controller has installed the
+// current Northbound contents.
+func settle(t *testing.T, c *datapath.Cluster) {
+	t.Helper()
+	for _, n := range c.Nodes {
+		nbctl(t, n, "--timeout=30", "--wait=hv", "sync")
+	}
+}
+
+// reach fails the test unless from gets an echo reply from dst.
+func reach(t *testing.T, c *datapath.Cluster, from *pod, dst netip.Addr) {
+	t.Helper()
+	if err := from.datapath.Reach(dst, 10*time.Second); err != nil {
+		t.Fatalf("%v\n%s%s", err, from.node.Logs(10), strings.Join(zoneShows(c), "\n"))
+	}
+}
+
+// unreachable fails the test if from gets any echo reply from dst within
+// two seconds.
+func unreachable(t *testing.T, from *pod, dst netip.Addr) {
+	t.Helper()
+	n, err := from.datapath.Ping(dst, 10, 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n > 0 {
+		t.Fatalf("%s/%s reached %s (%d echo replies), which it must not", from.net.namespace, from.name, dst, n)
+	}
+}
+
+func zoneShows(c *datapath.Cluster) []string {
+	var out []string
+	for _, n := range c.Nodes {
+		s, _ := runCmd("ovn-nbctl", "--db="+n.Zone.NB.Address(), "show")
+		out = append(out, fmt.Sprintf("== %s NB\n%s", n.Name, s))
+	}
+	return out
+}
+
+func runCmd(name string, args ...string) (string, error) {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// ip is the pod's address of a family.
+func (p *pod) ip(v6 bool) netip.Addr { return p.datapath.IP(v6) }

@@ -1,0 +1,128 @@
+package datapath_test
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/udnkit/udnkit/ovnk"
+)
+
+// TestLayer2Primary sends packets through what udnkit's dataplane writes
+// for two dual-stack Primary Layer2 networks (OKEP-5094's transit-router
+// topology) with the same subnets, each programmed in three zones: pods on
+// one node and pods in different zones reach each other over the layer2
+// switch (across zones through Geneve), every node's pods find the default
+// gateway at the same MAC, and neither network reaches the other's pods.
+// Each check then has a mutation of a row udnkit wrote that must break it,
+// after which the reconciler's next pass must heal it.
+func TestLayer2Primary(t *testing.T) {
+	c := needCluster(t)
+	a, b, cc := c.Node("node-a"), c.Node("node-b"), c.Node("node-c")
+	subnets := []string{"10.100.0.0/16", "fd00:100::/64"}
+	blue := newNetwork(t, "tenant-blue", "blue", 1, subnets...)
+	green := newNetwork(t, "tenant-green", "green", 2, subnets...)
+	program(t, c, blue, green)
+	blueA := &pod{net: blue, name: "pod-a", node: a, index: 5, tunnelID: 10}
+	blueA2 := &pod{net: blue, name: "pod-a2", node: a, index: 7, tunnelID: 11}
+	blueB := &pod{net: blue, name: "pod-b", node: b, index: 6, tunnelID: 12}
+	blueC := &pod{net: blue, name: "pod-c", node: cc, index: 9, tunnelID: 13}
+	greenA := &pod{net: green, name: "pod-a", node: a, index: 5, tunnelID: 10}
+	greenB := &pod{net: green, name: "pod-b", node: b, index: 6, tunnelID: 11}
+	greenOnly := &pod{net: green, name: "pod-only", node: b, index: 8, tunnelID: 12}
+	all := []*pod{blueA, blueA2, blueB, blueC, greenA, greenB, greenOnly}
+	ovnkPodPorts(t, c, all...)
+	startPods(t, c, all...)
+	heal := func(t *testing.T) {
+		t.Helper()
+		program(t, c, blue, green)
+		settle(t, c)
+	}
+	families := []bool{false, true}
+	for _, v6 := range families {
+		fam := map[bool]string{false: "IPv4", true: "IPv6"}[v6]
+		t.Run(fam+": pods on one node reach each other", func(t *testing.T) {
+			reach(t, c, blueA, blueA2.ip(v6))
+			reach(t, c, greenA, greenOnly.ip(v6))
+		})
+		t.Run(fam+": pods in different zones reach each other over Geneve", func(t *testing.T) {
+			reach(t, c, blueA, blueB.ip(v6))
+			reach(t, c, blueB, blueC.ip(v6))
+			reach(t, c, blueC, blueA.ip(v6))
+			reach(t, c, greenB, greenA.ip(v6))
+		})
+		t.Run(fam+": the default gateway answers at the same MAC on every node", func(t *testing.T) {
+			gw := blue.gateway(v6)
+			// The transit router's switch port: one MAC for both families,
+			// derived from the IPv4 gateway (ovnk.GatewayRouterPortMAC).
+			want := ovnk.GatewayRouterPortMAC([]netip.Addr{blue.gateway(false), blue.gateway(true)}).String()
+			for _, p := range []*pod{blueA, blueB, blueC} {
+				reach(t, c, p, gw)
+				got, err := p.datapath.Neighbor(gw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != want {
+					t.Errorf("%s on %s resolves the gateway %s to %q, want %s", p.name, p.node.Name, gw, got, want)
+				}
+			}
+		})
+		t.Run(fam+": two networks with one subnet stay isolated", func(t *testing.T) {
+			reach(t, c, blueA, blueB.ip(v6))
+			// blue pod-a's peer at the shared address is blue pod-b, never
+			// green pod-b: blue pod-b sees every request, green pod-b none.
+			var atBlue int
+			atGreen, err := greenB.datapath.EchoRequestsSeen(blueA.ip(v6), func() (err error) {
+				atBlue, err = blueB.datapath.EchoRequestsSeen(blueA.ip(v6), func() error {
+					_, err := blueA.datapath.Ping(blueB.ip(v6), 5, 100e6)
+					return err
+				})
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if atBlue != 5 || atGreen != 0 {
+				t.Fatalf("blue pod-a pinged %s 5 times: blue pod-b saw %d requests (want 5), green pod-b at the same address %d (want 0)",
+					blueB.ip(v6), atBlue, atGreen)
+			}
+			// An address only the green network has is not reached from blue.
+			unreachable(t, blueA, greenOnly.ip(v6))
+		})
+	}
+
+	// Each mutation changes one row udnkit wrote in one zone: the path
+	// through it must break (in both families) while a path that does not
+	// use it keeps working, and the reconciler's next pass must heal it.
+	for _, m := range []struct {
+		name   string
+		mutate func()
+		broken func(v6 bool) (*pod, netip.Addr)
+		kept   func(v6 bool) (*pod, netip.Addr)
+	}{{
+		name: "a zone's switch tunnel key changed breaks the cross-zone path",
+		mutate: func() {
+			nbctl(t, b, "set", "Logical_Switch", blue.names().Switch(), "other_config:requested-tnl-key=16000000")
+		},
+		broken: func(v6 bool) (*pod, netip.Addr) { return blueA, blueB.ip(v6) },
+		kept:   func(v6 bool) (*pod, netip.Addr) { return blueA, blueA2.ip(v6) },
+	}, {
+		name:   "the transit router's switch port removed silences the gateway on that node",
+		mutate: func() { nbctl(t, a, "lrp-del", blue.names().RouterToSwitch()) },
+		broken: func(v6 bool) (*pod, netip.Addr) { return blueA, blue.gateway(v6) },
+		kept:   func(v6 bool) (*pod, netip.Addr) { return blueB, blue.gateway(v6) },
+	}} {
+		t.Run("mutation: "+m.name, func(t *testing.T) {
+			m.mutate()
+			settle(t, c)
+			for _, v6 := range families {
+				from, dst := m.broken(v6)
+				unreachable(t, from, dst)
+				from, dst = m.kept(v6)
+				reach(t, c, from, dst)
+			}
+			heal(t)
+			from, dst := m.broken(false)
+			reach(t, c, from, dst)
+		})
+	}
+}

@@ -1,0 +1,183 @@
+package datapath
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// inNetns runs fn on an OS thread that has entered network namespace name:
+// sockets fn opens live in that namespace. The thread is never returned to
+// the Go scheduler (the goroutine exits locked), so no other goroutine runs
+// in the namespace.
+func inNetns(name string, fn func() error) error {
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		f, err := os.Open(filepath.Join("/run/netns", name))
+		if err != nil {
+			done <- err
+			return
+		}
+		defer f.Close()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			done <- fmt.Errorf("enter network namespace %s: %w", name, err)
+			return
+		}
+		done <- fn()
+	}()
+	return <-done
+}
+
+// icmp is the raw ICMP socket of one IP family and its echo types.
+type icmp struct {
+	conn           net.PacketConn
+	request, reply byte
+	buf            []byte
+}
+
+// listenICMP opens a raw ICMP socket of the family of v6 in the calling
+// thread's network namespace.
+func listenICMP(v6 bool) (*icmp, error) {
+	network, laddr, i := "ip4:icmp", "0.0.0.0", &icmp{request: 8, reply: 0, buf: make([]byte, 1500)}
+	if v6 {
+		network, laddr, i.request, i.reply = "ip6:ipv6-icmp", "::", 128, 129
+	}
+	var err error
+	i.conn, err = net.ListenPacket(network, laddr)
+	return i, err
+}
+
+// next reads the next ICMP message (type, identifier, sequence number and
+// source) until deadline; ok is false when none came.
+func (i *icmp) next(deadline time.Time) (typ byte, id, seq uint16, from netip.Addr, ok bool, err error) {
+	_ = i.conn.SetReadDeadline(deadline)
+	for {
+		n, src, err := i.conn.ReadFrom(i.buf)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return 0, 0, 0, netip.Addr{}, false, nil
+		}
+		if err != nil {
+			return 0, 0, 0, netip.Addr{}, false, err
+		}
+		if n < 8 {
+			continue
+		}
+		from, _ = netip.AddrFromSlice(src.(*net.IPAddr).IP)
+		return i.buf[0], binary.BigEndian.Uint16(i.buf[4:]), binary.BigEndian.Uint16(i.buf[6:]), from.Unmap(), true, nil
+	}
+}
+
+// echo sends ICMP echo requests to dst from namespace netns, one every
+// interval, until one is answered (when untilReply) or count requests went
+// out, and returns how many were sent and answered.
+func echo(netns string, dst netip.Addr, count int, interval time.Duration, untilReply bool) (sent, answered int, err error) {
+	err = inNetns(netns, func() error {
+		sock, err := listenICMP(dst.Is6())
+		if err != nil {
+			return err
+		}
+		defer sock.conn.Close()
+		id := uint16(rand.UintN(1 << 16))
+		for seq := range count {
+			msg := make([]byte, 8+32)
+			msg[0] = sock.request
+			binary.BigEndian.PutUint16(msg[4:], id)
+			binary.BigEndian.PutUint16(msg[6:], uint16(seq))
+			if dst.Is4() {
+				// The kernel computes ICMPv6 checksums; ICMPv4's is ours.
+				binary.BigEndian.PutUint16(msg[2:], checksum(msg))
+			}
+			if _, err := sock.conn.WriteTo(msg, &net.IPAddr{IP: dst.AsSlice()}); err != nil {
+				return err
+			}
+			sent++
+			deadline := time.Now().Add(interval)
+			for {
+				typ, gotID, gotSeq, from, ok, err := sock.next(deadline)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					break
+				}
+				if typ == sock.reply && from == dst && gotID == id && gotSeq == uint16(seq) {
+					answered++
+					if untilReply {
+						return nil
+					}
+					time.Sleep(time.Until(deadline))
+					break
+				}
+			}
+		}
+		return nil
+	})
+	return sent, answered, err
+}
+
+// echoRequestsSeen counts the ICMP echo requests from src that reach
+// namespace netns while during runs.
+func echoRequestsSeen(netns string, src netip.Addr, during func() error) (int, error) {
+	ready, stop := make(chan error, 1), make(chan struct{})
+	result := make(chan int, 1)
+	go func() {
+		seen := 0
+		err := inNetns(netns, func() error {
+			sock, err := listenICMP(src.Is6())
+			if err != nil {
+				return err
+			}
+			defer sock.conn.Close()
+			ready <- nil
+			for {
+				select {
+				case <-stop:
+					return nil
+				default:
+				}
+				typ, _, _, from, ok, err := sock.next(time.Now().Add(50 * time.Millisecond))
+				if err != nil {
+					return err
+				}
+				if ok && typ == sock.request && from == src {
+					seen++
+				}
+			}
+		})
+		if err != nil {
+			ready <- err
+		}
+		result <- seen
+	}()
+	if err := <-ready; err != nil {
+		return 0, err
+	}
+	err := during()
+	close(stop)
+	return <-result, err
+}
+
+// checksum is the Internet checksum (RFC 1071).
+func checksum(b []byte) uint16 {
+	var sum uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		sum += uint32(b[i])<<8 | uint32(b[i+1])
+	}
+	if len(b)%2 == 1 {
+		sum += uint32(b[len(b)-1]) << 8
+	}
+	for sum>>16 != 0 {
+		sum = sum&0xffff + sum>>16
+	}
+	return ^uint16(sum)
+}

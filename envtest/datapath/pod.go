@@ -1,0 +1,187 @@
+package datapath
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/udnkit/udnkit/ovnk"
+)
+
+// Pod is a pod's network namespace with its interface on a node's br-int.
+type Pod struct {
+	Namespace, Name string
+	Node            *Node
+	// Netns is the pod's network namespace.
+	Netns string
+	// Iface is the pod's interface: an OVS internal port of the node's
+	// br-int moved into Netns.
+	Iface string
+	// Port is the logical switch port the interface binds to
+	// (external_ids:iface-id).
+	Port string
+	// Addresses are what the interface was configured with.
+	Addresses ovnk.PodAddresses
+}
+
+// PodSpec is what a pod's interface is made from: the pod's
+// k8s.ovn.org/pod-networks annotation (the only source of its addresses,
+// MAC, gateways and routes, as OVN-Kubernetes' CNI reads it) and the entry
+// of its primary network there.
+type PodSpec struct {
+	Namespace, Name string
+	// Annotations are the pod's annotations.
+	Annotations map[string]string
+	// NAD is the key of the pod's primary network in the annotation
+	// ("namespace/name" of its NetworkAttachmentDefinition).
+	NAD string
+	// Port is the pod's logical switch port name (iface-id).
+	Port string
+	// MTU is the network's MTU (the NAD's "mtu"; 0: 1400).
+	MTU int
+}
+
+// AddPod creates the pod on node: its namespace, an internal port on br-int
+// with external_ids:iface-id set to the logical switch port, moved into the
+// namespace and configured from the annotation: MAC, addresses, MTU, a
+// default route via each gateway, and the annotation's routes. It returns
+// once ovn-controller has installed the port's flows
+// (external_ids:ovn-installed, which OVN-Kubernetes' CNI waits for too).
+func (c *Cluster) AddPod(ctx context.Context, node *Node, spec PodSpec) (*Pod, error) {
+	pn, err := ovnk.DecodePodNetwork(spec.Annotations, spec.NAD)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s/%s: %w", spec.Namespace, spec.Name, err)
+	}
+	if pn == nil {
+		return nil, fmt.Errorf("pod %s/%s: annotation %s has no entry for network %s", spec.Namespace, spec.Name, ovnk.AnnotationPodNetworks, spec.NAD)
+	}
+	addrs, err := pn.Parse()
+	if err != nil {
+		return nil, fmt.Errorf("pod %s/%s: %s: %w", spec.Namespace, spec.Name, ovnk.PodNetworkField(spec.NAD), err)
+	}
+	sum := sha256.Sum256([]byte(spec.Namespace + "/" + spec.Name + "/" + spec.NAD))
+	p := &Pod{Namespace: spec.Namespace, Name: spec.Name, Node: node, Port: spec.Port, Addresses: addrs,
+		Netns: c.name("pod-" + hex.EncodeToString(sum[:4])), Iface: "p" + hex.EncodeToString(sum[:6])}
+	if err := ip("netns", "add", p.Netns); err != nil {
+		return nil, err
+	}
+	c.pods = append(c.pods, p)
+	if _, err := node.Vsctl("add-port", "br-int", p.Iface, "--", "set", "Interface", p.Iface, "type=internal",
+		"external_ids:iface-id="+spec.Port); err != nil {
+		return nil, err
+	}
+	if err := waitFor(ctx, 10*time.Second, "interface "+p.Iface, nil, func() error {
+		return ip("-n", node.Netns, "link", "show", p.Iface)
+	}); err != nil {
+		return nil, err
+	}
+	mtu := spec.MTU
+	if mtu == 0 {
+		mtu = 1400
+	}
+	cmds := [][]string{
+		{"-n", node.Netns, "link", "set", p.Iface, "netns", p.Netns},
+		{"-n", p.Netns, "link", "set", "lo", "up"},
+		{"-n", p.Netns, "link", "set", p.Iface, "address", addrs.MAC.String(), "mtu", strconv.Itoa(mtu)},
+	}
+	for _, a := range addrs.IPs {
+		add := []string{"-n", p.Netns, "addr", "add", a.String(), "dev", p.Iface}
+		if a.Addr().Is6() {
+			add = append(add, "nodad")
+		}
+		cmds = append(cmds, add)
+	}
+	cmds = append(cmds, []string{"-n", p.Netns, "link", "set", p.Iface, "up"})
+	for _, gw := range addrs.Gateways {
+		cmds = append(cmds, []string{"-n", p.Netns, family(gw), "route", "add", "default", "via", gw.String(), "dev", p.Iface})
+	}
+	for _, r := range pn.Routes {
+		add := []string{"-n", p.Netns, "route", "add", r.Dest, "dev", p.Iface}
+		if r.NextHop != "" {
+			add = []string{"-n", p.Netns, "route", "add", r.Dest, "via", r.NextHop, "dev", p.Iface}
+		}
+		cmds = append(cmds, add)
+	}
+	for _, args := range cmds {
+		if err := ip(args...); err != nil {
+			return nil, fmt.Errorf("pod %s/%s: %w", spec.Namespace, spec.Name, err)
+		}
+	}
+	if err := waitFor(ctx, 30*time.Second, "ovn-installed on "+p.Iface, nil, func() error {
+		out, err := node.Vsctl("--if-exists", "get", "Interface", p.Iface, "external_ids:ovn-installed")
+		if err != nil {
+			return err
+		}
+		if strings.Trim(out, `"`) != "true" {
+			return fmt.Errorf("logical port %s not bound on %s", spec.Port, node.Name)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// IP is the pod's address of dst's family.
+func (p *Pod) IP(v6 bool) netip.Addr {
+	for _, a := range p.Addresses.IPs {
+		if a.Addr().Is6() == v6 {
+			return a.Addr()
+		}
+	}
+	return netip.Addr{}
+}
+
+// Reach sends echo requests to dst, one every 200 ms, until one is
+// answered; the error says how many went unanswered within timeout.
+func (p *Pod) Reach(dst netip.Addr, timeout time.Duration) error {
+	interval := 200 * time.Millisecond
+	sent, answered, err := echo(p.Netns, dst, int(timeout/interval), interval, true)
+	if err != nil {
+		return err
+	}
+	if answered == 0 {
+		return fmt.Errorf("%s/%s (%s on %s) got no echo reply from %s: %d requests in %s", p.Namespace, p.Name, p.IP(dst.Is6()), p.Node.Name, dst, sent, timeout)
+	}
+	return nil
+}
+
+// Ping sends count echo requests to dst, one every interval, and returns
+// how many were answered.
+func (p *Pod) Ping(dst netip.Addr, count int, interval time.Duration) (int, error) {
+	_, answered, err := echo(p.Netns, dst, count, interval, false)
+	return answered, err
+}
+
+// Neighbor is the MAC the pod's neighbour table holds for ip ("" for none).
+func (p *Pod) Neighbor(ip netip.Addr) (string, error) {
+	out, err := run("", nil, "ip", "-n", p.Netns, "neigh", "show", ip.String(), "dev", p.Iface)
+	if err != nil {
+		return "", err
+	}
+	f := strings.Fields(out)
+	for i := range f {
+		if f[i] == "lladdr" && i+1 < len(f) {
+			return f[i+1], nil
+		}
+	}
+	return "", nil
+}
+
+// EchoRequestsSeen counts the ICMP echo requests from src that reach the
+// pod while during runs.
+func (p *Pod) EchoRequestsSeen(src netip.Addr, during func() error) (int, error) {
+	return echoRequestsSeen(p.Netns, src, during)
+}
+
+func family(a netip.Addr) string {
+	if a.Is6() {
+		return "-6"
+	}
+	return "-4"
+}

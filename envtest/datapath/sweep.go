@@ -1,0 +1,116 @@
+package datapath
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Sweep removes what earlier runs left behind: for every run directory
+// whose lock no process holds (its cluster crashed or was interrupted), the
+// processes started with that directory in their arguments, the run's
+// network namespaces and the directory; and namespaces of runs whose
+// directory is gone. Running clusters are left alone.
+func Sweep() error {
+	dirs, err := filepath.Glob(filepath.Join(os.TempDir(), Prefix+"run-*"))
+	if err != nil {
+		return err
+	}
+	live := map[string]bool{}
+	for _, dir := range dirs {
+		run := strings.TrimPrefix(filepath.Base(dir), Prefix+"run-")
+		held, err := locked(filepath.Join(dir, "lock"))
+		if err != nil {
+			return err
+		}
+		if held {
+			live[run] = true
+			continue
+		}
+		if err := killUsing(dir); err != nil {
+			return err
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+	}
+	entries, err := os.ReadDir("/run/netns")
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), Prefix)
+		if !ok {
+			continue
+		}
+		run, _, _ := strings.Cut(rest, "-")
+		if live[run] {
+			continue
+		}
+		if err := ip("netns", "del", e.Name()); err != nil {
+			return fmt.Errorf("sweeping a previous run's namespace: %w", err)
+		}
+	}
+	return nil
+}
+
+// locked reports whether some process holds the lock file (a missing file
+// is not held).
+func locked(path string) (bool, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return true, nil
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false, nil
+}
+
+// killUsing kills (SIGKILL) every process whose arguments name a path
+// inside dir (a previous run's daemons: each has its sockets and logs
+// there) and waits for them to go.
+func killUsing(dir string) error {
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return err
+	}
+	needle := []byte(dir + "/")
+	var pids []int
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(cmdline, needle) {
+			continue
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		alive := 0
+		for _, pid := range pids {
+			if syscall.Kill(pid, 0) == nil {
+				alive++
+			}
+		}
+		if alive == 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("processes of the previous run in %s did not exit", dir)
+}
