@@ -121,8 +121,8 @@ func TestHarnessWebhooks(t *testing.T) {
 	if err := env.Client.List(ctx, &bindings); err != nil {
 		t.Fatal(err)
 	}
-	if len(policies.Items) != 10 || len(bindings.Items) != 10 {
-		t.Errorf("%d policies and %d bindings installed, want 10 and 10", len(policies.Items), len(bindings.Items))
+	if len(policies.Items) != 11 || len(bindings.Items) != 11 {
+		t.Errorf("%d policies and %d bindings installed, want 11 and 11", len(policies.Items), len(bindings.Items))
 	}
 	var params corev1.ConfigMap
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: envtest.ParamsNamespace, Name: ovnk.AdmissionParamsConfigMap}, &params); err != nil {
@@ -174,7 +174,10 @@ func TestPolicyProtectsOVNKAnnotations(t *testing.T) {
 		"udnkit-node-ovn-annotation-writers": fmt.Sprintf("['%s', '%s', '%s', '%s']", ovnk.AnnotationNodeID, ovnk.AnnotationNodeSubnets,
 			ovnk.AnnotationNodeTransitSwitchPortTunnelIDs, ovnk.AnnotationLayer2TopologyVersion),
 		"udnkit-network-ovn-annotation-writers": fmt.Sprintf("['%s', '%s']", ovnk.AnnotationNetworkID, ovnk.AnnotationTunnelKeys),
+		"udnkit-nad-writers":                    fmt.Sprintf("['%s', '%s', '%s']", ovnk.AnnotationNetworkID, ovnk.AnnotationTunnelKeys, ovnk.AnnotationNetworkName),
 	}
+	// The NAD policy's label is ovnk's too.
+	wantLabel := fmt.Sprintf("'%s'", ovnk.LabelUserDefinedNetwork)
 	for _, o := range objs {
 		if o.GetKind() != "ValidatingAdmissionPolicy" || want[o.GetName()] == "" {
 			continue
@@ -188,6 +191,10 @@ func TestPolicyProtectsOVNKAnnotations(t *testing.T) {
 					t.Errorf("%s protects %v, want %s", o.GetName(), v["expression"], want[o.GetName()])
 				}
 				delete(want, o.GetName())
+			case "label":
+				if v["expression"] != wantLabel {
+					t.Errorf("%s protects label %v, want %s", o.GetName(), v["expression"], wantLabel)
+				}
 			case "trustedUsers", "trustedGroups":
 				if v["expression"] != "[]" {
 					t.Errorf("%s: no writers, yet %s is %v", o.GetName(), v["name"], v["expression"])

@@ -10,7 +10,7 @@ import (
 func UDNNetworkName(namespace, name string) string { return namespace + "_" + name }
 
 // CUDNNetworkName is the OVN network name of a ClusterUserDefinedNetwork.
-func CUDNNetworkName(name string) string { return "cluster_udn_" + name }
+func CUDNNetworkName(name string) string { return cudnNetworkPrefix + name }
 
 // NetworkPrefix is the prefix of every OVN object of a user-defined network,
 // upstream's util.GetUserDefinedNetworkPrefix: the network name with "-" and

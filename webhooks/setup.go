@@ -23,7 +23,7 @@ const MutatePodPath = "/mutate--v1-pod"
 // ValidatingAdmissionPolicies (the ConfigMap ovnk.AdmissionParamsConfigMap in
 // paramsNamespace, see WriteAdmissionParams) and registers every udnkit
 // webhook on mgr's webhook server: the CUDN validator (a Primary CUDN's
-// namespaces), the pod validator and the pod defaulter. Every
+// namespaces), the pod validator, the pod defaulter and the NAD validator. Every
 // UserDefinedNetwork request, and the CUDNs' own specs, are the policies',
 // evaluated in the apiserver: no UDN request calls a webhook. The webhooks
 // decide from mgr's informer cache, indexed by IndexFields, so a request
@@ -54,6 +54,9 @@ func SetupWithManager(mgr ctrl.Manager, cfg ovnk.ClusterConfig, paramsNamespace 
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).
 		WithValidator(&PodValidator{Client: cached, APIReader: live, Config: cfg}).Complete(); err != nil {
+		return err
+	}
+	if err := setupNADValidator(mgr, cached, live); err != nil {
 		return err
 	}
 	mgr.GetWebhookServer().Register(MutatePodPath, &webhook.Admission{

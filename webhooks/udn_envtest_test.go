@@ -515,15 +515,23 @@ func TestPrimaryUDNCreateIsThePolicies(t *testing.T) {
 		// A UDN's own primary NAD is udnkit-udn-peers' to judge (through
 		// the UDN), not this policy's: one whose UDN is gone blocks nothing.
 		namespace(t, c, "by-policy-udn-nad", true, nil)
-		gone := udn("by-policy-udn-nad", "gone", layer2(udnv1.NetworkRolePrimary, "10.119.0.0/16"))
-		gone.UID = "00000000-0000-0000-0000-000000000001"
-		nad, err := ovnk.NewNAD(ovnk.NADSource{Kind: udnv1.KindUserDefinedNetwork, Meta: gone.ObjectMeta, Spec: gone.Spec.Network()},
+		// The NAD webhook admits a UDN's NAD only with its owner's UID: the
+		// owner exists (Secondary, so it blocks nothing itself) while the
+		// primary NAD is written, then goes.
+		gone := udn("by-policy-udn-nad", "gone", layer2(udnv1.NetworkRoleSecondary, "10.119.0.0/16"))
+		if err := c.Create(ctx, gone); err != nil {
+			t.Fatal(err)
+		}
+		nad, err := ovnk.NewNAD(ovnk.NADSource{Kind: udnv1.KindUserDefinedNetwork, Meta: gone.ObjectMeta, Spec: layer2(udnv1.NetworkRolePrimary, "10.119.0.0/16")},
 			"by-policy-udn-nad", testConfig(), nil, ovnk.NetworkIDs{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		nad.Finalizers = nil
 		if err := c.Create(ctx, nad); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Delete(ctx, gone); err != nil {
 			t.Fatal(err)
 		}
 		if err := c.Create(ctx, udn("by-policy-udn-nad", "p", layer2(udnv1.NetworkRolePrimary, "10.120.0.0/16")), client.DryRunAll); err != nil {

@@ -150,8 +150,8 @@ func TestRenderDefaults(t *testing.T) {
 			t.Errorf("no %s rendered", kind)
 		}
 	}
-	if k["ValidatingAdmissionPolicy"] != 10 || k["ValidatingAdmissionPolicyBinding"] != 10 {
-		t.Errorf("want 10 ValidatingAdmissionPolicies with bindings, got %v", k)
+	if k["ValidatingAdmissionPolicy"] != 11 || k["ValidatingAdmissionPolicyBinding"] != 11 {
+		t.Errorf("want 11 ValidatingAdmissionPolicies with bindings, got %v", k)
 	}
 	for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
 		cfg := find(objs, kind, "")
@@ -301,8 +301,8 @@ func TestRenderOptions(t *testing.T) {
 					t.Errorf("%s %s rendered without the admission controller", o.GetKind(), o.GetName())
 				}
 			}
-			if n := kinds(objs)["ValidatingAdmissionPolicy"]; n != 5 {
-				t.Errorf("%d policies without the admission controller, want the 5 others", n)
+			if n := kinds(objs)["ValidatingAdmissionPolicy"]; n != 6 {
+				t.Errorf("%d policies without the admission controller, want the 6 others", n)
 			}
 		}},
 		{"OVN sockets from the host", map[string]any{"ovn": map[string]any{"socketHostPath": "/var/run/ovn"}}, func(t *testing.T, objs []*unstructured.Unstructured) {
@@ -553,8 +553,8 @@ func TestPoliciesMatchHarness(t *testing.T) {
 					}
 				}
 			}
-			if n != 3 {
-				t.Errorf("%d policies with trusted users, want 3 (pods, nodes, networks)", n)
+			if n != 4 {
+				t.Errorf("%d policies with trusted users, want 4 (pods, nodes, networks, NADs)", n)
 			}
 		})
 	}

@@ -1,0 +1,207 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
+)
+
+// The NAD webhook keeps the network names of UDNs and CUDNs to the NADs
+// their reconciler writes, whoever writes them: who may write a NAD with
+// udnkit's label, OVN-Kubernetes' annotations or a k8s.ovn.org owner is the
+// ValidatingAdmissionPolicy udnkit-nad-writers' (identity, CEL); whether a
+// network name belongs to a UDN or CUDN takes parsing the config and a
+// lookup, so it is here. It is called (matchConditions) on a NAD create, on
+// an update that changes spec.config or adds a k8s.ovn.org owner reference,
+// and only when the config holds "_" or "\" (every UDN's and CUDN's network
+// name has an "_", which JSON can also spell "\u005f") or a k8s.ovn.org
+// owner is set: a NAD of another CNI, or an update that only touches
+// labels, finalizers or status, costs the apiserver no webhook call.
+// +kubebuilder:webhook:path=/validate-k8s-cni-cncf-io-v1-networkattachmentdefinition,mutating=false,failurePolicy=fail,sideEffects=None,groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=create;update,versions=v1,name=network-attachment-definitions.udnkit.k8s.ovn.org,admissionReviewVersions=v1,timeoutSeconds=5,patch=`{"matchConditions":[{"name":"config-or-owner-set","expression":"(request.operation == 'CREATE' || object.?spec.?config.orValue('') != oldObject.?spec.?config.orValue('') || object.metadata.?ownerReferences.orValue([]).exists(o, o.apiVersion.startsWith('k8s.ovn.org/') \u0026\u0026 !oldObject.metadata.?ownerReferences.orValue([]).exists(p, p == o))) \u0026\u0026 (object.?spec.?config.orValue('').contains('_') || object.?spec.?config.orValue('').contains('\\\\') || object.metadata.?ownerReferences.orValue([]).exists(o, o.apiVersion.startsWith('k8s.ovn.org/')))"}]}`
+// +kubebuilder:rbac:groups=k8s.ovn.org,resources=userdefinednetworks;clusteruserdefinednetworks,verbs=get;list;watch
+
+// nadResource names NADs in refusals.
+var nadResource = schema.GroupResource{Group: nadv1.SchemeGroupVersion.Group, Resource: "network-attachment-definitions"}
+
+// configPath is the field the network names are read from.
+var configPath = field.NewPath("spec", "config")
+
+// NetworkAttachmentDefinitionValidator refuses a NAD whose config names the
+// network of a UserDefinedNetwork or ClusterUserDefinedNetwork (see
+// ovnk.OwnerOfNetworkName: every such name, whether or not that network
+// exists yet, so no NAD can claim a network before its owner is created)
+// unless the NAD is that network's own: controlled by that UDN or CUDN,
+// with its UID, and named like it (in a UDN's namespace). It also refuses a
+// NAD controlled by a UDN or CUDN whose config names another network. Other
+// NADs, of any CNI, are admitted: user-written secondary networks of
+// OVN-Kubernetes' type stay possible, as upstream allows them.
+type NetworkAttachmentDefinitionValidator struct {
+	// Client reads UDNs and CUDNs: the manager's cache. A network created
+	// moments ago may be missing; a refusal is confirmed with APIReader.
+	Client client.Reader
+	// APIReader, when set, reads the apiserver to confirm a refusal the
+	// cache suggests (the reconciler writes a new network's NAD right after
+	// the network appears).
+	APIReader client.Reader
+}
+
+var _ admission.Validator[*nadv1.NetworkAttachmentDefinition] = &NetworkAttachmentDefinitionValidator{}
+
+// setupNADValidator registers the validator on mgr's webhook server, at the
+// path of the marker above.
+func setupNADValidator(mgr ctrl.Manager, cached, live client.Reader) error {
+	return ctrl.NewWebhookManagedBy(mgr, &nadv1.NetworkAttachmentDefinition{}).
+		WithValidator(&NetworkAttachmentDefinitionValidator{Client: cached, APIReader: live}).Complete()
+}
+
+// ValidateCreate implements admission.Validator.
+func (v *NetworkAttachmentDefinitionValidator) ValidateCreate(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition) (admission.Warnings, error) {
+	return v.validate(ctx, nil, nad)
+}
+
+// ValidateUpdate implements admission.Validator.
+func (v *NetworkAttachmentDefinitionValidator) ValidateUpdate(ctx context.Context, old, nad *nadv1.NetworkAttachmentDefinition) (admission.Warnings, error) {
+	return v.validate(ctx, old, nad)
+}
+
+// ValidateDelete implements admission.Validator. Deletes are admitted: a
+// tenant may delete only NADs of its own namespace, a deleted UDN or CUDN
+// NAD stays (finalizer) while a pod uses it and its reconciler writes it
+// again, and refusing deletes would hold up namespace deletion and the
+// garbage collector.
+func (v *NetworkAttachmentDefinitionValidator) ValidateDelete(context.Context, *nadv1.NetworkAttachmentDefinition) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v *NetworkAttachmentDefinitionValidator) validate(ctx context.Context, old, nad *nadv1.NetworkAttachmentDefinition) (admission.Warnings, error) {
+	if old != nil && old.Spec.Config == nad.Spec.Config && !addsNetworkOwner(old, nad) {
+		// Unchanged names and no new owner (the same test as the match
+		// condition): removing an owner reference, as the garbage collector
+		// does when orphaning, leaves a NAD nobody acts on.
+		return nil, nil
+	}
+	errs, err := v.checkNames(ctx, v.Client, nad)
+	if err == nil && len(errs) > 0 && v.APIReader != nil {
+		errs, err = v.checkNames(ctx, v.APIReader, nad)
+	}
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	recordDecision("NetworkAttachmentDefinition", errs)
+	if len(errs) > 0 {
+		return nil, apierrors.NewForbidden(nadResource, nad.Name, errs.ToAggregate())
+	}
+	return nil, nil
+}
+
+// checkNames applies the rule with r.
+func (v *NetworkAttachmentDefinitionValidator) checkNames(ctx context.Context, r client.Reader, nad *nadv1.NetworkAttachmentDefinition) (field.ErrorList, error) {
+	names := ovnk.NetConfNetworkNames(nad.Spec.Config)
+	var errs field.ErrorList
+	ref := networkController(nad)
+	if ref != nil && len(names) > 0 {
+		owner := ownerOfRef(nad, ref)
+		want := ovnk.NADSource{Kind: owner.Kind, Meta: metav1.ObjectMeta{Namespace: owner.Namespace, Name: owner.Name}}.NetworkName()
+		for _, name := range names {
+			if name != want {
+				errs = append(errs, field.Forbidden(configPath, fmt.Sprintf(
+					"network name %q is not the network of the NetworkAttachmentDefinition's controller %s (%q); a UserDefinedNetwork's or ClusterUserDefinedNetwork's NetworkAttachmentDefinition names its own network only",
+					name, owner, want)))
+			}
+		}
+	}
+	for _, name := range names {
+		owner, ok := ovnk.OwnerOfNetworkName(name)
+		if !ok {
+			continue
+		}
+		uid, exists, err := lookupNetwork(ctx, r, owner)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case !exists:
+			errs = append(errs, field.Forbidden(configPath, fmt.Sprintf(
+				"network name %q is reserved for %s, which does not exist; create that network instead of a NetworkAttachmentDefinition naming it",
+				name, owner)))
+		case ref == nil || ownerOfRef(nad, ref) != owner || ref.UID != uid || nad.Name != owner.Name:
+			errs = append(errs, field.Forbidden(configPath, fmt.Sprintf(
+				"network name %q belongs to %s; only the NetworkAttachmentDefinitions udnkit writes for it, named %q and controlled by it, may name it",
+				name, owner, owner.Name)))
+		}
+	}
+	return errs, nil
+}
+
+// networkController is nad's controller owner reference if it is a
+// k8s.ovn.org/v1 UserDefinedNetwork or ClusterUserDefinedNetwork.
+func networkController(nad *nadv1.NetworkAttachmentDefinition) *metav1.OwnerReference {
+	ref := metav1.GetControllerOfNoCopy(nad)
+	if ref == nil || ref.APIVersion != udnv1.GroupVersion.String() ||
+		ref.Kind != udnv1.KindUserDefinedNetwork && ref.Kind != udnv1.KindClusterUserDefinedNetwork {
+		return nil
+	}
+	return ref
+}
+
+// ownerOfRef is the network a controller reference of nad names: a
+// namespaced owner is in nad's namespace.
+func ownerOfRef(nad *nadv1.NetworkAttachmentDefinition, ref *metav1.OwnerReference) ovnk.NetworkOwner {
+	o := ovnk.NetworkOwner{Kind: ref.Kind, Name: ref.Name}
+	if ref.Kind == udnv1.KindUserDefinedNetwork {
+		o.Namespace = nad.Namespace
+	}
+	return o
+}
+
+// addsNetworkOwner reports whether nad has a k8s.ovn.org owner reference old
+// lacks.
+func addsNetworkOwner(old, nad *nadv1.NetworkAttachmentDefinition) bool {
+	for _, ref := range nad.OwnerReferences {
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err != nil || gv.Group != udnv1.GroupVersion.Group {
+			continue
+		}
+		if !slices.ContainsFunc(old.OwnerReferences, func(o metav1.OwnerReference) bool { return equality.Semantic.DeepEqual(o, ref) }) {
+			return true
+		}
+	}
+	return false
+}
+
+// lookupNetwork returns the UID of the UDN or CUDN owner, and whether it
+// exists.
+func lookupNetwork(ctx context.Context, r client.Reader, owner ovnk.NetworkOwner) (uid types.UID, exists bool, err error) {
+	if len(validation.IsDNS1123Subdomain(owner.Name)) > 0 {
+		// A name no object can have (a CUDN's network name is any name
+		// under cluster_udn_).
+		return "", false, nil
+	}
+	var obj client.Object = &udnv1.UserDefinedNetwork{}
+	if owner.Kind == udnv1.KindClusterUserDefinedNetwork {
+		obj = &udnv1.ClusterUserDefinedNetwork{}
+	}
+	err = r.Get(ctx, client.ObjectKey{Namespace: owner.Namespace, Name: owner.Name}, obj)
+	if apierrors.IsNotFound(err) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("reading %s: %w", owner, err)
+	}
+	return obj.GetUID(), true, nil
+}
