@@ -23,14 +23,16 @@ EXTERNAL_CRD_DIR := $(CHART_DIR)/files/external-crds
 IPAMCLAIMS_MODULE := github.com/k8snetworkplumbingwg/ipamclaims
 NAD_MODULE := github.com/k8snetworkplumbingwg/network-attachment-definition-client
 
-# OVN and Open vSwitch: the releases dataplane/ovsdbserver/ovn.go names (OVN 26.03.1:
+# OVN and Open vSwitch: the releases ovnk/ovn.go and dataplane/ovsdbserver/ovn.go name (OVN 26.03.1:
 # NB 7.18.0, SB 21.8.0), provisioned from Debian's archive into a cache
-# outside the checkout (make ovn).
-OVN_VERSION := $(shell sed -n 's/^\tOVNVersion = "\(.*\)"$$/\1/p' dataplane/ovsdbserver/ovn.go)
+# outside the checkout (make ovn). Every recipe finds those tools first on PATH;
+# the dataplane models are generated from their schemas.
+OVN_VERSION := $(shell sed -n 's/^const OVNVersion = "\(.*\)"$$/\1/p' ovnk/ovn.go)
 OVS_VERSION := $(shell sed -n 's/^\tOVSVersion = "\(.*\)"$$/\1/p' dataplane/ovsdbserver/ovn.go)
 OVN_PROVISION := OVN_VERSION=$(OVN_VERSION) OVS_VERSION=$(OVS_VERSION) dataplane/ovsdbserver/provision-ovn.sh
 OVN_DIR := $(shell $(OVN_PROVISION) --print-dir)
-OVN_SCHEMA_DIR ?= /usr/share/ovn
+OVN_SCHEMA_DIR := $(OVN_DIR)/rootfs/usr/share/ovn
+export PATH := $(OVN_DIR)/bin:$(PATH)
 
 TEST_FLAGS ?= -count=1 -timeout=30m
 FUZZTIME ?= 30s
@@ -143,12 +145,9 @@ envtest: ## Build (first time, ~15 min) or reuse kube-apiserver, kubectl and etc
 # The first run builds the root filesystem (about a minute); later runs only
 # check the versions.
 .PHONY: ovn
-ovn: ## Provision (first time, ~1 min) or reuse OVN and Open vSwitch (dataplane/ovsdbserver/ovn.go) from Debian, no container engine.
+ovn: ## Provision (first time, ~1 min) or reuse OVN and Open vSwitch (versions: ovnk/ovn.go, dataplane/ovsdbserver/ovn.go) from Debian, no container engine.
 	@$(OVN_PROVISION) >/dev/null
-	@if ! command -v ovsdb-server >/dev/null || ! command -v ovn-northd >/dev/null || [ ! -f $(OVN_SCHEMA_DIR)/ovn-nb.ovsschema ]; then \
-		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ovn-central; \
-	fi
-	@echo "OVN: $(OVN_DIR)/bin ($$($(OVN_DIR)/bin/ovn-nbctl --version | head -1))"
+	@echo "OVN: $(OVN_DIR)/bin ($$(ovn-nbctl --version | head -1), NB schema $$(ovsdb-tool schema-version $(OVN_SCHEMA_DIR)/ovn-nb.ovsschema))"
 
 $(CONTROLLER_GEN):
 	mkdir -p $(LOCALBIN)

@@ -129,6 +129,7 @@ type database struct {
 	flag      string // the flag that configured it, for messages
 	address   string
 	api       client.Client
+	schema    *schemaCheck
 	monitor   []client.MonitorOption
 	monitored atomic.Bool
 	lastErr   atomic.Pointer[error]
@@ -418,7 +419,6 @@ func newDatabase(label, flag, address string, tlsConfig *tls.Config, timeout tim
 	bo.MaxInterval = 250 * time.Millisecond
 	bo.MaxElapsedTime = 0 // keep trying for as long as the manager runs
 	opts := []client.Option{
-		client.WithReconnect(timeout, bo),
 		client.WithLogger(&logger),
 		// A clustered database is written through its leader only: a
 		// follower may lag behind, and planning against a lagging cache
@@ -434,11 +434,15 @@ func newDatabase(label, flag, address string, tlsConfig *tls.Config, timeout tim
 	if tlsConfig != nil {
 		opts = append(opts, client.WithTLSConfig(tlsConfig))
 	}
-	api, err := client.NewOVSDBClient(m, opts...)
+	schema, err := newSchemaCheck(label, m, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: %w", flag, address, err)
 	}
-	return &database{label: label, flag: flag, address: address, api: api, monitor: monitor, index: index, timeout: timeout}, nil
+	api, err := client.NewOVSDBClient(m, append(opts, client.WithReconnect(timeout, bo))...)
+	if err != nil {
+		return nil, fmt.Errorf("%s %q: %w", flag, address, err)
+	}
+	return &database{label: label, flag: flag, address: address, api: api, schema: schema, monitor: monitor, index: index, timeout: timeout}, nil
 }
 
 // connect makes one attempt to connect (a no-op when connected) and to start
@@ -459,8 +463,12 @@ func (db *database) connectOnce(ctx context.Context) error {
 	attempt, cancel := context.WithTimeout(ctx, db.timeout)
 	defer cancel()
 	if err := db.api.Connect(attempt); err != nil {
+		if old := db.schema.tooOld(attempt); old != nil {
+			err = old
+		}
 		return fmt.Errorf("%s %q: connect: %w", db.flag, db.address, err)
 	}
+	db.schema.connected()
 	if db.index != nil {
 		// The cache exists from the first connection on; the monitor fills it.
 		db.indexOnce.Do(func() { db.api.Cache().AddEventHandler(db.index) })

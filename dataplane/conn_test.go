@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -379,7 +378,7 @@ func TestApplyDuringOutagePlansAgainstResynchronisedCache(t *testing.T) {
 
 	e.db.NB.Stop()
 	txn := `["OVN_Northbound",{"op":"update","table":"Logical_Router_Port","where":[["name","==","` + rtos + `"]],"row":{"mac":"0a:58:00:00:00:99"}}]`
-	if out, err := exec.Command("ovsdb-tool", "transact", e.db.NB.File(), txn).CombinedOutput(); err != nil {
+	if out, err := ovsdbserver.Command("ovsdb-tool", "transact", e.db.NB.File(), txn).CombinedOutput(); err != nil {
 		t.Fatalf("ovsdb-tool transact: %v: %s", err, out)
 	}
 	done := make(chan Result, 1)

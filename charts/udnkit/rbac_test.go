@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -184,7 +183,7 @@ func runUnderChartRBAC(t *testing.T, objs []*unstructured.Unstructured, what str
 			return pod.Annotations[ovnk.AnnotationPodNetworks] != ""
 		}},
 		{"dataplane: the network's transit router in OVN", func() bool {
-			out, _ := exec.Command("ovn-nbctl", "--db="+dbs.NB.Address(), "--bare", "--columns=name", "list", "Logical_Router").CombinedOutput()
+			out, _ := ovsdbserver.Command("ovn-nbctl", "--db="+dbs.NB.Address(), "--bare", "--columns=name", "list", "Logical_Router").CombinedOutput()
 			return strings.Contains(string(out), ovnk.NamesFor(ovnk.UDNNetworkName(ns.Name, "blue")).TransitRouter())
 		}},
 		{"leader election: the Lease", func() bool {

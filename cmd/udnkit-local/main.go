@@ -172,7 +172,7 @@ func run(ctx context.Context, root, stateDir string, attach bool, zones int, out
 		fmt.Fprintln(out, "starting OVN Northbound/Southbound ovsdb-server and ovn-northd ...")
 		ovn, err := ovsdbserver.StartLocal(ctx, stateDir)
 		if err != nil {
-			return fmt.Errorf("starting OVN (make run installs Debian's ovn-central first): %w", err)
+			return fmt.Errorf("starting OVN (make run provisions OVN first): %w", err)
 		}
 		ovns = append(ovns, zoneOVN{"", ovn})
 	} else {
@@ -180,7 +180,7 @@ func run(ctx context.Context, root, stateDir string, attach bool, zones int, out
 		for _, n := range nodes {
 			ovn, err := ovsdbserver.StartLocal(ctx, filepath.Join(stateDir, "zone-"+n.name))
 			if err != nil {
-				return fmt.Errorf("starting OVN of zone %s (make run installs Debian's ovn-central first): %w", n.name, err)
+				return fmt.Errorf("starting OVN of zone %s (make run provisions OVN first): %w", n.name, err)
 			}
 			ovns = append(ovns, zoneOVN{n.name, ovn})
 			// Every chassis, as the zone's ovn-controller (its own) and
@@ -283,10 +283,20 @@ func run(ctx context.Context, root, stateDir string, attach bool, zones int, out
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		return err
 	}
-	link := filepath.Join(binDir, "kubectl")
-	_ = os.Remove(link)
-	if err := os.Symlink(filepath.Join(env.AssetsDir, "kubectl"), link); err != nil {
-		return err
+	// The quickstart's kubectl and OVN tools, by name on the printed PATH:
+	// the envtest kubectl and the OVN release the dataplane runs.
+	tools := map[string]string{"kubectl": filepath.Join(env.AssetsDir, "kubectl")}
+	for _, name := range []string{"ovn-nbctl", "ovn-sbctl", "ovn-trace"} {
+		if tools[name], err = ovsdbserver.Tool(name); err != nil {
+			return err
+		}
+	}
+	for name, target := range tools {
+		link := filepath.Join(binDir, name)
+		_ = os.Remove(link)
+		if err := os.Symlink(target, link); err != nil {
+			return err
+		}
 	}
 	version, _ := envtest.KubernetesVersion()
 	var where []string

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -86,7 +85,7 @@ func (s *stack) sbctl(args ...string) string { return s.ctl("ovn-sbctl", s.db.SB
 
 func (s *stack) ctl(tool, db string, args ...string) string {
 	s.t.Helper()
-	out, err := exec.Command(tool, append([]string{"--db=" + db}, args...)...).CombinedOutput()
+	out, err := ovsdbserver.Command(tool, append([]string{"--db=" + db}, args...)...).CombinedOutput()
 	if err != nil {
 		s.t.Fatalf("%s %v: %v: %s", tool, args, err, out)
 	}

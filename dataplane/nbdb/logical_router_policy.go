@@ -15,17 +15,22 @@ var (
 	LogicalRouterPolicyActionAllow   LogicalRouterPolicyAction = "allow"
 	LogicalRouterPolicyActionDrop    LogicalRouterPolicyAction = "drop"
 	LogicalRouterPolicyActionReroute LogicalRouterPolicyAction = "reroute"
+	LogicalRouterPolicyActionJump    LogicalRouterPolicyAction = "jump"
 )
 
 // LogicalRouterPolicy defines an object in Logical_Router_Policy table
 type LogicalRouterPolicy struct {
 	UUID        string                    `ovsdb:"_uuid"`
-	Action      LogicalRouterPolicyAction `ovsdb:"action" validate:"oneof='allow' 'drop' 'reroute'"`
+	Action      LogicalRouterPolicyAction `ovsdb:"action" validate:"oneof='allow' 'drop' 'reroute' 'jump'"`
+	BFDSessions []string                  `ovsdb:"bfd_sessions"`
+	Chain       *string                   `ovsdb:"chain"`
 	ExternalIDs map[string]string         `ovsdb:"external_ids"`
+	JumpChain   *string                   `ovsdb:"jump_chain"`
 	Match       string                    `ovsdb:"match"`
 	Nexthop     *string                   `ovsdb:"nexthop"`
 	Nexthops    []string                  `ovsdb:"nexthops"`
 	Options     map[string]string         `ovsdb:"options"`
+	OutputPort  *string                   `ovsdb:"output_port"`
 	Priority    int                       `ovsdb:"priority" validate:"min=0,max=32767"`
 }
 
@@ -35,6 +40,56 @@ func (a *LogicalRouterPolicy) GetUUID() string {
 
 func (a *LogicalRouterPolicy) GetAction() LogicalRouterPolicyAction {
 	return a.Action
+}
+
+func (a *LogicalRouterPolicy) GetBFDSessions() []string {
+	return a.BFDSessions
+}
+
+func copyLogicalRouterPolicyBFDSessions(a []string) []string {
+	if a == nil {
+		return nil
+	}
+	b := make([]string, len(a))
+	copy(b, a)
+	return b
+}
+
+func equalLogicalRouterPolicyBFDSessions(a, b []string) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for i, v := range a {
+		if b[i] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *LogicalRouterPolicy) GetChain() *string {
+	return a.Chain
+}
+
+func copyLogicalRouterPolicyChain(a *string) *string {
+	if a == nil {
+		return nil
+	}
+	b := *a
+	return &b
+}
+
+func equalLogicalRouterPolicyChain(a, b *string) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if a == b {
+		return true
+	}
+	return *a == *b
 }
 
 func (a *LogicalRouterPolicy) GetExternalIDs() map[string]string {
@@ -65,6 +120,28 @@ func equalLogicalRouterPolicyExternalIDs(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+func (a *LogicalRouterPolicy) GetJumpChain() *string {
+	return a.JumpChain
+}
+
+func copyLogicalRouterPolicyJumpChain(a *string) *string {
+	if a == nil {
+		return nil
+	}
+	b := *a
+	return &b
+}
+
+func equalLogicalRouterPolicyJumpChain(a, b *string) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if a == b {
+		return true
+	}
+	return *a == *b
 }
 
 func (a *LogicalRouterPolicy) GetMatch() string {
@@ -151,16 +228,42 @@ func equalLogicalRouterPolicyOptions(a, b map[string]string) bool {
 	return true
 }
 
+func (a *LogicalRouterPolicy) GetOutputPort() *string {
+	return a.OutputPort
+}
+
+func copyLogicalRouterPolicyOutputPort(a *string) *string {
+	if a == nil {
+		return nil
+	}
+	b := *a
+	return &b
+}
+
+func equalLogicalRouterPolicyOutputPort(a, b *string) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if a == b {
+		return true
+	}
+	return *a == *b
+}
+
 func (a *LogicalRouterPolicy) GetPriority() int {
 	return a.Priority
 }
 
 func (a *LogicalRouterPolicy) DeepCopyInto(b *LogicalRouterPolicy) {
 	*b = *a
+	b.BFDSessions = copyLogicalRouterPolicyBFDSessions(a.BFDSessions)
+	b.Chain = copyLogicalRouterPolicyChain(a.Chain)
 	b.ExternalIDs = copyLogicalRouterPolicyExternalIDs(a.ExternalIDs)
+	b.JumpChain = copyLogicalRouterPolicyJumpChain(a.JumpChain)
 	b.Nexthop = copyLogicalRouterPolicyNexthop(a.Nexthop)
 	b.Nexthops = copyLogicalRouterPolicyNexthops(a.Nexthops)
 	b.Options = copyLogicalRouterPolicyOptions(a.Options)
+	b.OutputPort = copyLogicalRouterPolicyOutputPort(a.OutputPort)
 }
 
 func (a *LogicalRouterPolicy) DeepCopy() *LogicalRouterPolicy {
@@ -181,11 +284,15 @@ func (a *LogicalRouterPolicy) CloneModel() model.Model {
 func (a *LogicalRouterPolicy) Equals(b *LogicalRouterPolicy) bool {
 	return a.UUID == b.UUID &&
 		a.Action == b.Action &&
+		equalLogicalRouterPolicyBFDSessions(a.BFDSessions, b.BFDSessions) &&
+		equalLogicalRouterPolicyChain(a.Chain, b.Chain) &&
 		equalLogicalRouterPolicyExternalIDs(a.ExternalIDs, b.ExternalIDs) &&
+		equalLogicalRouterPolicyJumpChain(a.JumpChain, b.JumpChain) &&
 		a.Match == b.Match &&
 		equalLogicalRouterPolicyNexthop(a.Nexthop, b.Nexthop) &&
 		equalLogicalRouterPolicyNexthops(a.Nexthops, b.Nexthops) &&
 		equalLogicalRouterPolicyOptions(a.Options, b.Options) &&
+		equalLogicalRouterPolicyOutputPort(a.OutputPort, b.OutputPort) &&
 		a.Priority == b.Priority
 }
 

@@ -2,7 +2,6 @@ package ovsdbserver
 
 import (
 	"fmt"
-	"os/exec"
 	"strconv"
 )
 
@@ -24,7 +23,7 @@ func AddChassis(sb *Server, name string, remote bool, encapIPs ...string) error 
 	if remote {
 		args = append(args, "--", "set", "Chassis", name, "other_config:is-remote=true")
 	}
-	out, err := exec.Command("ovn-sbctl", append([]string{"--db=" + sb.Address()}, args...)...).CombinedOutput()
+	out, err := Command("ovn-sbctl", append([]string{"--db=" + sb.Address()}, args...)...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("ovn-sbctl chassis-add %s: %w: %s", name, err, out)
 	}

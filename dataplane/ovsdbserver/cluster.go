@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -56,11 +55,11 @@ func StartCluster(ctx context.Context, dir string, db Database, n int) (*Cluster
 			socket: filepath.Join(mdir, "ovn"+string(db)+".sock")}
 		var args []string
 		if i == 0 {
-			args = []string{"create-cluster", s.file, filepath.Join(SchemaDir, "ovn-"+string(db)+".ovsschema"), raft[0]}
+			args = []string{"create-cluster", s.file, SchemaFile(db), raft[0]}
 		} else {
 			args = []string{"join-cluster", s.file, db.schemaName(), raft[i], raft[0]}
 		}
-		if out, err := exec.CommandContext(ctx, "ovsdb-tool", args...).CombinedOutput(); err != nil {
+		if out, err := CommandContext(ctx, "ovsdb-tool", args...).CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("ovsdb-tool %s: %v: %s", strings.Join(args, " "), err, out)
 		}
 		c.Members = append(c.Members, s)
@@ -98,7 +97,7 @@ func (c *Cluster) Leader(ctx context.Context) (int, error) {
 			if s.cmd == nil {
 				continue
 			}
-			out, err := exec.CommandContext(ctx, "ovs-appctl", "-t", filepath.Join(s.dir, "ovn"+string(s.db)+".ctl"),
+			out, err := CommandContext(ctx, "ovs-appctl", "-t", filepath.Join(s.dir, "ovn"+string(s.db)+".ctl"),
 				"cluster/status", c.DB.schemaName()).CombinedOutput()
 			if err == nil && strings.Contains(string(out), "Role: leader") {
 				return i, nil

@@ -8,14 +8,16 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/udnkit/udnkit/ovnk"
 )
 
-// OVNVersion and OVSVersion are the OVN and Open vSwitch releases udnkit runs,
-// tests against and generates its models from: those OVN-Kubernetes' image
-// ships. `make ovn` (provision-ovn.sh) provisions exactly these from Debian's
-// archive; the Makefile reads them here.
+// OVNVersion is ovnk.OVNVersion, the OVN release udnkit runs; OVSVersion is
+// the Open vSwitch release Debian builds it with. `make ovn`
+// (provision-ovn.sh) provisions exactly these from Debian's archive; the
+// Makefile reads them from their files.
 const (
-	OVNVersion = "26.03.1"
+	OVNVersion = ovnk.OVNVersion
 	OVSVersion = "4.0.0"
 )
 

@@ -1,6 +1,6 @@
-// Package ovsdbserver starts real OVN databases (Debian's ovsdb-server with the
-// OVN Northbound and Southbound schemas) and ovn-northd as child processes, for
-// tests, benchmarks and the local `make run` environment.
+// Package ovsdbserver starts real OVN databases (ovsdb-server with the OVN
+// Northbound and Southbound schemas) and ovn-northd of OVNVersion as child
+// processes, for tests, benchmarks and the local `make run` environment.
 package ovsdbserver
 
 import (
@@ -14,9 +14,6 @@ import (
 	"strings"
 	"time"
 )
-
-// SchemaDir holds the OVN schemas installed by Debian's ovn-central.
-var SchemaDir = "/usr/share/ovn"
 
 // Database names one of OVN's two databases.
 type Database string
@@ -54,8 +51,7 @@ func Start(ctx context.Context, dir string, db Database) (*Server, error) {
 		socket: filepath.Join(dir, "ovn"+string(db)+".sock"),
 	}
 	if _, err := os.Stat(s.file); errors.Is(err, os.ErrNotExist) {
-		schema := filepath.Join(SchemaDir, "ovn-"+string(db)+".ovsschema")
-		if out, err := exec.CommandContext(ctx, "ovsdb-tool", "create", s.file, schema).CombinedOutput(); err != nil {
+		if out, err := CommandContext(ctx, "ovsdb-tool", "create", s.file, SchemaFile(db)).CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("ovsdb-tool create %s: %v: %s", s.file, err, out)
 		}
 	}
@@ -79,7 +75,7 @@ func (s *Server) start(ctx context.Context) error {
 		args = append(args, "--remote=pssl:"+port+":"+host,
 			"--private-key="+s.pki.ServerKey, "--certificate="+s.pki.ServerCert, "--ca-cert="+s.pki.CACert)
 	}
-	s.cmd = exec.Command("ovsdb-server", args...)
+	s.cmd = Command("ovsdb-server", args...)
 	if err := s.cmd.Start(); err != nil {
 		return fmt.Errorf("start ovsdb-server for %s: %w", s.file, err)
 	}
@@ -189,7 +185,7 @@ type Northd struct {
 // StartNorthd runs ovn-northd between the two databases; its control socket and
 // log live in dir.
 func StartNorthd(dir string, nb, sb *Server) (*Northd, error) {
-	cmd := exec.Command("ovn-northd",
+	cmd := Command("ovn-northd",
 		"--ovnnb-db="+nb.Address(), "--ovnsb-db="+sb.Address(),
 		"--unixctl="+filepath.Join(dir, "ovn-northd.ctl"),
 		"--log-file="+filepath.Join(dir, "ovn-northd.log"),

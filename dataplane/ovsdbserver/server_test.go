@@ -3,7 +3,6 @@ package ovsdbserver
 import (
 	"context"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -26,7 +25,7 @@ func TestStartLocalServesNBAndSBWithNorthd(t *testing.T) {
 	}
 	nbctl := func(args ...string) string {
 		t.Helper()
-		out, err := exec.Command("ovn-nbctl", append([]string{"--db=unix:" + dir + "/ovnnb.sock"}, args...)...).CombinedOutput()
+		out, err := Command("ovn-nbctl", append([]string{"--db=unix:" + dir + "/ovnnb.sock"}, args...)...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("ovn-nbctl %v: %v: %s", args, err, out)
 		}
@@ -34,7 +33,7 @@ func TestStartLocalServesNBAndSBWithNorthd(t *testing.T) {
 	}
 	nbctl("ls-add", "sw0")
 	nbctl("--timeout=30", "--wait=sb", "sync")
-	out, err := exec.Command("ovn-sbctl", "--db=unix:"+dir+"/ovnsb.sock", "--columns=external_ids", "list", "Datapath_Binding").CombinedOutput()
+	out, err := Command("ovn-sbctl", "--db=unix:"+dir+"/ovnsb.sock", "--columns=external_ids", "list", "Datapath_Binding").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "name=sw0") {
 		t.Fatalf("ovn-northd did not create the datapath of sw0: %v: %s", err, out)
 	}
@@ -73,7 +72,7 @@ func TestClusterSurvivesLeaderLoss(t *testing.T) {
 	}
 	nbctl := func(args ...string) string {
 		t.Helper()
-		out, err := exec.Command("ovn-nbctl", append([]string{"--timeout=30", "--db=" + c.Address()}, args...)...).CombinedOutput()
+		out, err := Command("ovn-nbctl", append([]string{"--timeout=30", "--db=" + c.Address()}, args...)...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("ovn-nbctl %v: %v: %s", args, err, out)
 		}

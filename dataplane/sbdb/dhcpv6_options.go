@@ -12,9 +12,10 @@ type (
 )
 
 var (
-	DHCPv6OptionsTypeIpv6 DHCPv6OptionsType = "ipv6"
-	DHCPv6OptionsTypeStr  DHCPv6OptionsType = "str"
-	DHCPv6OptionsTypeMAC  DHCPv6OptionsType = "mac"
+	DHCPv6OptionsTypeIpv6   DHCPv6OptionsType = "ipv6"
+	DHCPv6OptionsTypeStr    DHCPv6OptionsType = "str"
+	DHCPv6OptionsTypeMAC    DHCPv6OptionsType = "mac"
+	DHCPv6OptionsTypeDomain DHCPv6OptionsType = "domain"
 )
 
 // DHCPv6Options defines an object in DHCPv6_Options table
@@ -22,7 +23,7 @@ type DHCPv6Options struct {
 	UUID string            `ovsdb:"_uuid"`
 	Code int               `ovsdb:"code" validate:"min=0,max=254"`
 	Name string            `ovsdb:"name"`
-	Type DHCPv6OptionsType `ovsdb:"type" validate:"oneof='ipv6' 'str' 'mac'"`
+	Type DHCPv6OptionsType `ovsdb:"type" validate:"oneof='ipv6' 'str' 'mac' 'domain'"`
 }
 
 func (a *DHCPv6Options) GetUUID() string {

@@ -13,7 +13,6 @@ type (
 
 var (
 	EncapTypeGeneve EncapType = "geneve"
-	EncapTypeSTT    EncapType = "stt"
 	EncapTypeVxlan  EncapType = "vxlan"
 )
 
@@ -23,7 +22,7 @@ type Encap struct {
 	ChassisName string            `ovsdb:"chassis_name"`
 	IP          string            `ovsdb:"ip"`
 	Options     map[string]string `ovsdb:"options"`
-	Type        EncapType         `ovsdb:"type" validate:"oneof='geneve' 'stt' 'vxlan'"`
+	Type        EncapType         `ovsdb:"type" validate:"oneof='geneve' 'vxlan'"`
 }
 
 func (a *Encap) GetUUID() string {

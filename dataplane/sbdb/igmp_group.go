@@ -9,11 +9,13 @@ const IGMPGroupTable = "IGMP_Group"
 
 // IGMPGroup defines an object in IGMP_Group table
 type IGMPGroup struct {
-	UUID     string   `ovsdb:"_uuid"`
-	Address  string   `ovsdb:"address"`
-	Chassis  *string  `ovsdb:"chassis"`
-	Datapath *string  `ovsdb:"datapath"`
-	Ports    []string `ovsdb:"ports"`
+	UUID        string   `ovsdb:"_uuid"`
+	Address     string   `ovsdb:"address"`
+	Chassis     *string  `ovsdb:"chassis"`
+	ChassisName string   `ovsdb:"chassis_name"`
+	Datapath    *string  `ovsdb:"datapath"`
+	Ports       []string `ovsdb:"ports"`
+	Protocol    string   `ovsdb:"protocol"`
 }
 
 func (a *IGMPGroup) GetUUID() string {
@@ -44,6 +46,10 @@ func equalIGMPGroupChassis(a, b *string) bool {
 		return true
 	}
 	return *a == *b
+}
+
+func (a *IGMPGroup) GetChassisName() string {
+	return a.ChassisName
 }
 
 func (a *IGMPGroup) GetDatapath() *string {
@@ -96,6 +102,10 @@ func equalIGMPGroupPorts(a, b []string) bool {
 	return true
 }
 
+func (a *IGMPGroup) GetProtocol() string {
+	return a.Protocol
+}
+
 func (a *IGMPGroup) DeepCopyInto(b *IGMPGroup) {
 	*b = *a
 	b.Chassis = copyIGMPGroupChassis(a.Chassis)
@@ -122,8 +132,10 @@ func (a *IGMPGroup) Equals(b *IGMPGroup) bool {
 	return a.UUID == b.UUID &&
 		a.Address == b.Address &&
 		equalIGMPGroupChassis(a.Chassis, b.Chassis) &&
+		a.ChassisName == b.ChassisName &&
 		equalIGMPGroupDatapath(a.Datapath, b.Datapath) &&
-		equalIGMPGroupPorts(a.Ports, b.Ports)
+		equalIGMPGroupPorts(a.Ports, b.Ports) &&
+		a.Protocol == b.Protocol
 }
 
 func (a *IGMPGroup) EqualsModel(b model.Model) bool {

@@ -10,32 +10,47 @@ const ServiceMonitorTable = "Service_Monitor"
 type (
 	ServiceMonitorProtocol = string
 	ServiceMonitorStatus   = string
+	ServiceMonitorType     = string
 )
 
 var (
-	ServiceMonitorProtocolTCP   ServiceMonitorProtocol = "tcp"
-	ServiceMonitorProtocolUDP   ServiceMonitorProtocol = "udp"
-	ServiceMonitorStatusOnline  ServiceMonitorStatus   = "online"
-	ServiceMonitorStatusOffline ServiceMonitorStatus   = "offline"
-	ServiceMonitorStatusError   ServiceMonitorStatus   = "error"
+	ServiceMonitorProtocolTCP           ServiceMonitorProtocol = "tcp"
+	ServiceMonitorProtocolUDP           ServiceMonitorProtocol = "udp"
+	ServiceMonitorProtocolICMP          ServiceMonitorProtocol = "icmp"
+	ServiceMonitorStatusOnline          ServiceMonitorStatus   = "online"
+	ServiceMonitorStatusOffline         ServiceMonitorStatus   = "offline"
+	ServiceMonitorStatusError           ServiceMonitorStatus   = "error"
+	ServiceMonitorTypeLoadBalancer      ServiceMonitorType     = "load-balancer"
+	ServiceMonitorTypeNetworkFunction   ServiceMonitorType     = "network-function"
+	ServiceMonitorTypeLogicalSwitchPort ServiceMonitorType     = "logical-switch-port"
 )
 
 // ServiceMonitor defines an object in Service_Monitor table
 type ServiceMonitor struct {
-	UUID        string                  `ovsdb:"_uuid"`
-	ExternalIDs map[string]string       `ovsdb:"external_ids"`
-	IP          string                  `ovsdb:"ip"`
-	LogicalPort string                  `ovsdb:"logical_port"`
-	Options     map[string]string       `ovsdb:"options"`
-	Port        int                     `ovsdb:"port" validate:"min=0,max=65535"`
-	Protocol    *ServiceMonitorProtocol `ovsdb:"protocol" validate:"omitempty,oneof='tcp' 'udp'"`
-	SrcIP       string                  `ovsdb:"src_ip"`
-	SrcMAC      string                  `ovsdb:"src_mac"`
-	Status      *ServiceMonitorStatus   `ovsdb:"status" validate:"omitempty,oneof='online' 'offline' 'error'"`
+	UUID             string                  `ovsdb:"_uuid"`
+	ChassisName      string                  `ovsdb:"chassis_name"`
+	ExternalIDs      map[string]string       `ovsdb:"external_ids"`
+	IcLearned        bool                    `ovsdb:"ic_learned"`
+	IP               string                  `ovsdb:"ip"`
+	LogicalInputPort string                  `ovsdb:"logical_input_port"`
+	LogicalPort      string                  `ovsdb:"logical_port"`
+	MAC              string                  `ovsdb:"mac"`
+	Options          map[string]string       `ovsdb:"options"`
+	Port             int                     `ovsdb:"port" validate:"min=0,max=65535"`
+	Protocol         *ServiceMonitorProtocol `ovsdb:"protocol" validate:"omitempty,oneof='tcp' 'udp' 'icmp'"`
+	Remote           bool                    `ovsdb:"remote"`
+	SrcIP            string                  `ovsdb:"src_ip"`
+	SrcMAC           string                  `ovsdb:"src_mac"`
+	Status           *ServiceMonitorStatus   `ovsdb:"status" validate:"omitempty,oneof='online' 'offline' 'error'"`
+	Type             *ServiceMonitorType     `ovsdb:"type" validate:"omitempty,oneof='load-balancer' 'network-function' 'logical-switch-port'"`
 }
 
 func (a *ServiceMonitor) GetUUID() string {
 	return a.UUID
+}
+
+func (a *ServiceMonitor) GetChassisName() string {
+	return a.ChassisName
 }
 
 func (a *ServiceMonitor) GetExternalIDs() map[string]string {
@@ -68,12 +83,24 @@ func equalServiceMonitorExternalIDs(a, b map[string]string) bool {
 	return true
 }
 
+func (a *ServiceMonitor) GetIcLearned() bool {
+	return a.IcLearned
+}
+
 func (a *ServiceMonitor) GetIP() string {
 	return a.IP
 }
 
+func (a *ServiceMonitor) GetLogicalInputPort() string {
+	return a.LogicalInputPort
+}
+
 func (a *ServiceMonitor) GetLogicalPort() string {
 	return a.LogicalPort
+}
+
+func (a *ServiceMonitor) GetMAC() string {
+	return a.MAC
 }
 
 func (a *ServiceMonitor) GetOptions() map[string]string {
@@ -132,6 +159,10 @@ func equalServiceMonitorProtocol(a, b *ServiceMonitorProtocol) bool {
 	return *a == *b
 }
 
+func (a *ServiceMonitor) GetRemote() bool {
+	return a.Remote
+}
+
 func (a *ServiceMonitor) GetSrcIP() string {
 	return a.SrcIP
 }
@@ -162,12 +193,35 @@ func equalServiceMonitorStatus(a, b *ServiceMonitorStatus) bool {
 	return *a == *b
 }
 
+func (a *ServiceMonitor) GetType() *ServiceMonitorType {
+	return a.Type
+}
+
+func copyServiceMonitorType(a *ServiceMonitorType) *ServiceMonitorType {
+	if a == nil {
+		return nil
+	}
+	b := *a
+	return &b
+}
+
+func equalServiceMonitorType(a, b *ServiceMonitorType) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if a == b {
+		return true
+	}
+	return *a == *b
+}
+
 func (a *ServiceMonitor) DeepCopyInto(b *ServiceMonitor) {
 	*b = *a
 	b.ExternalIDs = copyServiceMonitorExternalIDs(a.ExternalIDs)
 	b.Options = copyServiceMonitorOptions(a.Options)
 	b.Protocol = copyServiceMonitorProtocol(a.Protocol)
 	b.Status = copyServiceMonitorStatus(a.Status)
+	b.Type = copyServiceMonitorType(a.Type)
 }
 
 func (a *ServiceMonitor) DeepCopy() *ServiceMonitor {
@@ -187,15 +241,21 @@ func (a *ServiceMonitor) CloneModel() model.Model {
 
 func (a *ServiceMonitor) Equals(b *ServiceMonitor) bool {
 	return a.UUID == b.UUID &&
+		a.ChassisName == b.ChassisName &&
 		equalServiceMonitorExternalIDs(a.ExternalIDs, b.ExternalIDs) &&
+		a.IcLearned == b.IcLearned &&
 		a.IP == b.IP &&
+		a.LogicalInputPort == b.LogicalInputPort &&
 		a.LogicalPort == b.LogicalPort &&
+		a.MAC == b.MAC &&
 		equalServiceMonitorOptions(a.Options, b.Options) &&
 		a.Port == b.Port &&
 		equalServiceMonitorProtocol(a.Protocol, b.Protocol) &&
+		a.Remote == b.Remote &&
 		a.SrcIP == b.SrcIP &&
 		a.SrcMAC == b.SrcMAC &&
-		equalServiceMonitorStatus(a.Status, b.Status)
+		equalServiceMonitorStatus(a.Status, b.Status) &&
+		equalServiceMonitorType(a.Type, b.Type)
 }
 
 func (a *ServiceMonitor) EqualsModel(b model.Model) bool {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -58,8 +57,8 @@ type zone struct {
 func newZone(t *testing.T, local node) *zone {
 	testenv.Real(t, "ovsdb-server, ovn-northd and ovn-trace")
 	t.Helper()
-	if _, err := exec.LookPath("ovn-trace"); err != nil {
-		t.Fatalf("ovn-trace is needed (make ovn installs Debian's ovn-central): %v", err)
+	if _, err := ovsdbserver.Tool("ovn-trace"); err != nil {
+		t.Fatal(err)
 	}
 	// Unix socket paths are limited to ~108 bytes: keep the directory short.
 	dir, err := os.MkdirTemp("", "trace")
@@ -89,7 +88,7 @@ func (z *zone) nbctl(args ...string) string {
 
 func run(t *testing.T, name string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command(name, args...).CombinedOutput()
+	out, err := ovsdbserver.Command(name, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}

@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -96,7 +95,7 @@ func (z *zone) sbctl(t *testing.T, args ...string) string {
 
 func ctl(t *testing.T, tool, db string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command(tool, append([]string{"--db=" + db}, args...)...).CombinedOutput()
+	out, err := ovsdbserver.Command(tool, append([]string{"--db=" + db}, args...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s %v: %v: %s", tool, args, err, out)
 	}

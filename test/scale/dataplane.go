@@ -74,7 +74,7 @@ func startDataplane(ctx context.Context, self, dir, name, kubeconfig string) (_ 
 		}
 	}()
 	if r.pair, err = ovsdbserver.StartPair(ctx, ovnDir); err != nil {
-		return nil, fmt.Errorf("starting OVN (make scale installs Debian's ovn-central first): %w", err)
+		return nil, fmt.Errorf("starting OVN (make scale provisions OVN first): %w", err)
 	}
 	if r.dbModel, err = nbdb.FullDatabaseModel(); err != nil {
 		return nil, err
