@@ -51,7 +51,6 @@ func setupTools() (Tools, error) {
 	if err := os.Setenv("PATH", t.Bin+string(os.PathListSeparator)+os.Getenv("PATH")); err != nil {
 		return t, err
 	}
-	ovsdbserver.SchemaDir = filepath.Dir(ovsdbserver.SchemaFile(ovsdbserver.Northbound))
 	if _, err := exec.LookPath("ip"); err != nil {
 		return t, errors.New("ip(8) from iproute2 is needed to create the cluster's namespaces and links")
 	}
