@@ -22,8 +22,18 @@ import (
 const Prefix = "udnk-"
 
 // Underlay is the nodes' underlay subnet (RFC 5737 TEST-NET-1): node i holds
-// its address at offset 10+i, the external host at offset 1.
+// its address at offset 10+i, the external host (the nodes' physical
+// gateway) at ExternalGateway.
 var Underlay = netip.MustParsePrefix("192.0.2.0/24")
+
+// ExternalGateway is the external host's address on the underlay: the
+// default gateway of the nodes' gateway routers.
+var ExternalGateway = netip.MustParseAddr("192.0.2.1")
+
+// ExternalIP is an address beyond the external host (RFC 5737 TEST-NET-3),
+// held on its loopback: traffic to it leaves the cluster through a gateway
+// router.
+var ExternalIP = netip.MustParseAddr("203.0.113.1")
 
 // Node is one cluster node: its network namespace with ovs-vswitchd and
 // ovn-controller, and its OVN zone.
@@ -67,6 +77,10 @@ type Cluster struct {
 	Nodes []*Node
 	// Underlay is the namespace whose bridge joins the nodes' breth0.
 	Underlay string
+	// External is the host outside the cluster: on the underlay at
+	// ExternalGateway, holding ExternalIP; it has no route to any pod
+	// network, so it answers only what a gateway router SNATed to a node IP.
+	External Endpoint
 
 	lock  *os.File
 	pods  []*Pod
@@ -142,6 +156,9 @@ func Start(ctx context.Context, names ...string) (c *Cluster, err error) {
 	if err := ip("-n", c.Underlay, "link", "set", "br0", "up"); err != nil {
 		return c, err
 	}
+	if err := c.startExternal(); err != nil {
+		return c, err
+	}
 	for i, name := range names {
 		n, err := c.startNode(ctx, i, name)
 		if n != nil {
@@ -184,6 +201,26 @@ func (c *Cluster) addNetns(name string) error {
 	}
 	c.netns = append(c.netns, name)
 	return ip("-n", name, "link", "set", "lo", "up")
+}
+
+// startExternal creates the external host on the underlay.
+func (c *Cluster) startExternal() error {
+	c.External = Endpoint{Netns: c.name("external"), Label: "the external host"}
+	if err := c.addNetns(c.External.Netns); err != nil {
+		return err
+	}
+	for _, args := range [][]string{
+		{"link", "add", "eth0", "netns", c.External.Netns, "type", "veth", "peer", "name", "ext", "netns", c.Underlay},
+		{"-n", c.Underlay, "link", "set", "ext", "master", "br0", "up"},
+		{"-n", c.External.Netns, "addr", "add", netip.PrefixFrom(ExternalGateway, Underlay.Bits()).String(), "dev", "eth0"},
+		{"-n", c.External.Netns, "link", "set", "eth0", "up"},
+		{"-n", c.External.Netns, "addr", "add", netip.PrefixFrom(ExternalIP, 32).String(), "dev", "lo"},
+	} {
+		if err := ip(args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // startNode starts node i: its zone, its namespace linked to the underlay,
@@ -288,6 +325,59 @@ func (n *Node) waitChassis(ctx context.Context) error {
 		_, err = n.Vsctl("br-exists", "br-int")
 		return err
 	})
+}
+
+// BridgeMAC is the MAC of the node's breth0: OVN-Kubernetes gives a gateway
+// router's external port this MAC (l3-gateway-config's mac-address).
+func (n *Node) BridgeMAC() (string, error) {
+	out, err := run("", nil, "ip", "-n", n.Netns, "-br", "link", "show", "breth0")
+	if err != nil {
+		return "", err
+	}
+	f := strings.Fields(out)
+	if len(f) < 3 {
+		return "", fmt.Errorf("ip -br link show breth0 in %s: %q", n.Netns, out)
+	}
+	return f[2], nil
+}
+
+// SteerGateway installs on breth0 the flows ovnkube-node's shared gateway
+// keeps there (pkg/node/gateway_shared_intf.go) for one gateway router's
+// localnet port: the router's external port shares the node's IP and
+// breth0's MAC with the host, so connection tracking tells their traffic
+// apart. What leaves the router is committed with ct_mark 1 and sent out
+// eth0; IP arriving on eth0 for a connection marked 1 goes to the router,
+// everything else to the host; ARP from eth0 goes to both (they answer
+// with one MAC). It waits for ovn-controller to create the localnet's
+// patch port.
+func (n *Node) SteerGateway(ctx context.Context, localnetPort string) error {
+	// OpenFlow names ports with at most 15 characters: the patch port's
+	// flows use its number.
+	name, patch := "patch-"+localnetPort+"-to-br-int", ""
+	if err := waitFor(ctx, 30*time.Second, "patch port "+name, nil, func() error {
+		out, err := n.Vsctl("--if-exists", "get", "Interface", name, "ofport")
+		if err == nil && (out == "" || out == "-1" || out == "[]") {
+			err = errors.New("no patch port yet")
+		}
+		patch = out
+		return err
+	}); err != nil {
+		return err
+	}
+	flows := []string{
+		"priority=100,in_port=" + patch + ",ip,actions=ct(commit,zone=64000,exec(set_field:0x1->ct_mark)),output:eth0",
+		"priority=50,in_port=eth0,ip,actions=ct(zone=64000,table=1)",
+		"priority=10,in_port=eth0,arp,actions=output:LOCAL,output:" + patch,
+		"table=1,priority=100,ct_state=+trk+est,ct_mark=0x1,ip,actions=output:" + patch,
+		"table=1,priority=100,ct_state=+trk+rel,ct_mark=0x1,ip,actions=output:" + patch,
+		"table=1,priority=0,actions=output:LOCAL",
+	}
+	for _, f := range flows {
+		if _, err := run("", n.env(), "ovs-ofctl", "add-flow", "unix:"+filepath.Join(n.dir, "breth0.mgmt"), f); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Logs returns the tails of the node's daemon logs, for a failed test's

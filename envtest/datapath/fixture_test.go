@@ -295,3 +295,67 @@ func runCmd(name string, args ...string) (string, error) {
 
 // ip is the pod's address of a family.
 func (p *pod) ip(v6 bool) netip.Addr { return p.datapath.IP(v6) }
+
+// localnetPort is the localnet port of a network's external switch on a
+// node (upstream's GetNetworkScopedExtPortName: breth0_<prefix><node>).
+func (n *network) localnetPort(node *datapath.Node) string {
+	return "breth0_" + ovnk.NetworkPrefix(n.ovnName()) + node.Name
+}
+
+// ovnkGateway writes, in every zone, what OVN-Kubernetes' gateway
+// controller owns for the zone's node on the network
+// (pkg/ovn/gateway.go GatewayInit, updateGWRouterNAT): the gateway router
+// GR_<prefix><node> bound to the node's chassis, its external port
+// rtoe-<GR> with the node's IP and breth0's MAC, the external switch
+// ext_<prefix><node> with the localnet port onto breth0 (physnet) and the
+// etor- router port, the default route via the physical gateway, and the
+// SNAT of the network's IPv4 subnet to the node IP. udnkit's topology then
+// adds the router's transit-router port and its route back to the pods.
+func ovnkGateway(t *testing.T, c *datapath.Cluster, net *network) {
+	t.Helper()
+	for _, n := range c.Nodes {
+		mac, err := n.BridgeMAC()
+		if err != nil {
+			t.Fatal(err)
+		}
+		gr := net.names().GatewayRouter(n.Name)
+		rtoe, etor := "rtoe-"+gr, "etor-"+gr
+		ext, localnet := "ext_"+ovnk.NetworkPrefix(net.ovnName())+n.Name, net.localnetPort(n)
+		ids := []string{`external_ids:"k8s.ovn.org/network"="` + net.ovnName() + `"`, `external_ids:"k8s.ovn.org/topology"=layer2`}
+		nodeIP := netip.PrefixFrom(n.UnderlayIP, datapath.Underlay.Bits())
+		nbctl(t, n, append([]string{"lr-add", gr, "--", "set", "Logical_Router", gr, "options:chassis=" + n.ChassisID(),
+			`external_ids:physical_ip="` + n.UnderlayIP.String() + `"`}, ids...)...)
+		nbctl(t, n, "lrp-add", gr, rtoe, mac, nodeIP.String())
+		nbctl(t, n, append([]string{"set", "Logical_Router_Port", rtoe, `external_ids:"gateway-physical-ip"=yes`}, ids...)...)
+		nbctl(t, n, append([]string{"ls-add", ext, "--", "set", "Logical_Switch", ext}, ids...)...)
+		nbctl(t, n, "lsp-add", ext, localnet, "--", "lsp-set-type", localnet, "localnet",
+			"--", "lsp-set-addresses", localnet, "unknown", "--", "lsp-set-options", localnet, "network_name=physnet")
+		nbctl(t, n, "lsp-add", ext, etor, "--", "lsp-set-type", etor, "router", "--", "lsp-set-addresses", etor, mac,
+			"--", "lsp-set-options", etor, "router-port="+rtoe)
+		nbctl(t, n, "lr-route-add", gr, "0.0.0.0/0", datapath.ExternalGateway.String(), rtoe)
+		s, _ := ovnk.FamilyOf(net.subnets, false)
+		nbctl(t, n, "lr-nat-add", gr, "snat", n.UnderlayIP.String(), s.String())
+	}
+}
+
+// seenFromOthers runs during while the external host counts the echo
+// requests from every node but own, one count per node.
+func seenFromOthers(c *datapath.Cluster, own *datapath.Node, counts *[]int, during func() error) error {
+	var others []*datapath.Node
+	for _, n := range c.Nodes {
+		if n != own {
+			others = append(others, n)
+		}
+	}
+	*counts = make([]int, len(others))
+	var nest func(i int) error
+	nest = func(i int) error {
+		if i == len(others) {
+			return during()
+		}
+		var err error
+		(*counts)[i], err = c.External.EchoRequestsSeen(others[i].UnderlayIP, func() error { return nest(i + 1) })
+		return err
+	}
+	return nest(0)
+}

@@ -1,9 +1,14 @@
 package datapath_test
 
 import (
+	"context"
+	"fmt"
 	"net/netip"
+	"slices"
 	"testing"
+	"time"
 
+	"github.com/udnkit/udnkit/envtest/datapath"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -12,7 +17,9 @@ import (
 // topology) with the same subnets, each programmed in three zones: pods on
 // one node and pods in different zones reach each other over the layer2
 // switch (across zones through Geneve), every node's pods find the default
-// gateway at the same MAC, and neither network reaches the other's pods.
+// gateway at the same MAC, neither network reaches the other's pods, and a
+// pod's traffic to the external host leaves through its own node's gateway
+// router (the external host sees that node's IP) and the reply comes back.
 // Each check then has a mutation of a row udnkit wrote that must break it,
 // after which the reconciler's next pass must heal it.
 func TestLayer2Primary(t *testing.T) {
@@ -21,6 +28,9 @@ func TestLayer2Primary(t *testing.T) {
 	subnets := []string{"10.100.0.0/16", "fd00:100::/64"}
 	blue := newNetwork(t, "tenant-blue", "blue", 1, subnets...)
 	green := newNetwork(t, "tenant-green", "green", 2, subnets...)
+	// blue leaves the cluster through its gateway routers (green's share
+	// the node IPs, so only one network has external ports).
+	ovnkGateway(t, c, blue)
 	program(t, c, blue, green)
 	blueA := &pod{net: blue, name: "pod-a", node: a, index: 5, tunnelID: 10}
 	blueA2 := &pod{net: blue, name: "pod-a2", node: a, index: 7, tunnelID: 11}
@@ -32,6 +42,11 @@ func TestLayer2Primary(t *testing.T) {
 	all := []*pod{blueA, blueA2, blueB, blueC, greenA, greenB, greenOnly}
 	ovnkPodPorts(t, c, all...)
 	startPods(t, c, all...)
+	for _, n := range c.Nodes {
+		if err := n.SteerGateway(context.Background(), blue.localnetPort(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	heal := func(t *testing.T) {
 		t.Helper()
 		program(t, c, blue, green)
@@ -90,14 +105,41 @@ func TestLayer2Primary(t *testing.T) {
 		})
 	}
 
+	t.Run("IPv4: egress leaves through the pod's own node's gateway router and the reply comes back", func(t *testing.T) {
+		for _, p := range []*pod{blueA, blueB, blueC} {
+			reach(t, c, p, datapath.ExternalIP)
+			// The external host sees the pod's traffic from its own node's IP
+			// (the router's SNAT), from no other node's.
+			var others []int
+			own, err := c.External.EchoRequestsSeen(p.node.UnderlayIP, func() error {
+				return seenFromOthers(c, p.node, &others, func() error {
+					n, err := p.datapath.Ping(datapath.ExternalIP, 5, 100*time.Millisecond)
+					if err == nil && n != 5 {
+						err = fmt.Errorf("%d of 5 echo requests to %s answered", n, datapath.ExternalIP)
+					}
+					return err
+				})
+			})
+			if err != nil {
+				t.Fatalf("%s on %s: %v", p.name, p.node.Name, err)
+			}
+			if own != 5 || slices.Max(others) != 0 {
+				t.Fatalf("%s on %s pinged %s 5 times: the external host saw %d from %s's IP (want 5), %v from the other nodes' (want none)",
+					p.name, p.node.Name, datapath.ExternalIP, own, p.node.Name, others)
+			}
+		}
+	})
+
 	// Each mutation changes one row udnkit wrote in one zone: the path
-	// through it must break (in both families) while a path that does not
+	// through it must break while a path that does not
 	// use it keeps working, and the reconciler's next pass must heal it.
 	for _, m := range []struct {
 		name   string
 		mutate func()
 		broken func(v6 bool) (*pod, netip.Addr)
 		kept   func(v6 bool) (*pod, netip.Addr)
+		// families are the IP families the check runs in (nil: both).
+		families []bool
 	}{{
 		name: "a zone's switch tunnel key changed breaks the cross-zone path",
 		mutate: func() {
@@ -105,6 +147,15 @@ func TestLayer2Primary(t *testing.T) {
 		},
 		broken: func(v6 bool) (*pod, netip.Addr) { return blueA, blueB.ip(v6) },
 		kept:   func(v6 bool) (*pod, netip.Addr) { return blueA, blueA2.ip(v6) },
+	}, {
+		name: "the transit router's source route to a node's gateway router removed stops that node's egress",
+		mutate: func() {
+			s, _ := ovnk.FamilyOf(blue.subnets, false)
+			nbctl(t, a, "--policy=src-ip", "lr-route-del", blue.names().TransitRouter(), s.String())
+		},
+		families: []bool{false},
+		broken:   func(bool) (*pod, netip.Addr) { return blueA, datapath.ExternalIP },
+		kept:     func(bool) (*pod, netip.Addr) { return blueB, datapath.ExternalIP },
 	}, {
 		name:   "the transit router's switch port removed silences the gateway on that node",
 		mutate: func() { nbctl(t, a, "lrp-del", blue.names().RouterToSwitch()) },
@@ -114,7 +165,11 @@ func TestLayer2Primary(t *testing.T) {
 		t.Run("mutation: "+m.name, func(t *testing.T) {
 			m.mutate()
 			settle(t, c)
-			for _, v6 := range families {
+			fams := m.families
+			if fams == nil {
+				fams = families
+			}
+			for _, v6 := range fams {
 				from, dst := m.broken(v6)
 				unreachable(t, from, dst)
 				from, dst = m.kept(v6)

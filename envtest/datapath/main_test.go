@@ -2,6 +2,7 @@ package datapath_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -32,6 +33,12 @@ func stop() {
 }
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		// Every test of this package runs on the one cluster started here.
+		fmt.Println("envtest/datapath: every test needs network namespaces, ovs-vswitchd and ovn-controller (run without -short)")
+		os.Exit(0)
+	}
 	ctrl.SetLogger(logr.Discard())
 	start := time.Now()
 	cluster, startErr = datapath.Start(context.Background(), "node-a", "node-b", "node-c")

@@ -13,12 +13,19 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 )
 
+// Endpoint is a network namespace that sends and observes traffic.
+type Endpoint struct {
+	// Netns is the network namespace.
+	Netns string
+	// Label names it in errors.
+	Label string
+}
+
 // Pod is a pod's network namespace with its interface on a node's br-int.
 type Pod struct {
+	Endpoint
 	Namespace, Name string
 	Node            *Node
-	// Netns is the pod's network namespace.
-	Netns string
 	// Iface is the pod's interface: an OVS internal port of the node's
 	// br-int moved into Netns.
 	Iface string
@@ -66,7 +73,9 @@ func (c *Cluster) AddPod(ctx context.Context, node *Node, spec PodSpec) (*Pod, e
 	}
 	sum := sha256.Sum256([]byte(spec.Namespace + "/" + spec.Name + "/" + spec.NAD))
 	p := &Pod{Namespace: spec.Namespace, Name: spec.Name, Node: node, Port: spec.Port, Addresses: addrs,
-		Netns: c.name("pod-" + hex.EncodeToString(sum[:4])), Iface: "p" + hex.EncodeToString(sum[:6])}
+		Iface: "p" + hex.EncodeToString(sum[:6])}
+	p.Netns = c.name("pod-" + hex.EncodeToString(sum[:4]))
+	p.Label = fmt.Sprintf("%s/%s (%s on %s)", spec.Namespace, spec.Name, addrs.IPs[0].Addr(), node.Name)
 	if err := ip("netns", "add", p.Netns); err != nil {
 		return nil, err
 	}
@@ -139,22 +148,22 @@ func (p *Pod) IP(v6 bool) netip.Addr {
 
 // Reach sends echo requests to dst, one every 200 ms, until one is
 // answered; the error says how many went unanswered within timeout.
-func (p *Pod) Reach(dst netip.Addr, timeout time.Duration) error {
+func (e *Endpoint) Reach(dst netip.Addr, timeout time.Duration) error {
 	interval := 200 * time.Millisecond
-	sent, answered, err := echo(p.Netns, dst, int(timeout/interval), interval, true)
+	sent, answered, err := echo(e.Netns, dst, int(timeout/interval), interval, true)
 	if err != nil {
 		return err
 	}
 	if answered == 0 {
-		return fmt.Errorf("%s/%s (%s on %s) got no echo reply from %s: %d requests in %s", p.Namespace, p.Name, p.IP(dst.Is6()), p.Node.Name, dst, sent, timeout)
+		return fmt.Errorf("%s got no echo reply from %s: %d requests in %s", e.Label, dst, sent, timeout)
 	}
 	return nil
 }
 
 // Ping sends count echo requests to dst, one every interval, and returns
 // how many were answered.
-func (p *Pod) Ping(dst netip.Addr, count int, interval time.Duration) (int, error) {
-	_, answered, err := echo(p.Netns, dst, count, interval, false)
+func (e *Endpoint) Ping(dst netip.Addr, count int, interval time.Duration) (int, error) {
+	_, answered, err := echo(e.Netns, dst, count, interval, false)
 	return answered, err
 }
 
@@ -175,8 +184,8 @@ func (p *Pod) Neighbor(ip netip.Addr) (string, error) {
 
 // EchoRequestsSeen counts the ICMP echo requests from src that reach the
 // pod while during runs.
-func (p *Pod) EchoRequestsSeen(src netip.Addr, during func() error) (int, error) {
-	return echoRequestsSeen(p.Netns, src, during)
+func (e *Endpoint) EchoRequestsSeen(src netip.Addr, during func() error) (int, error) {
+	return echoRequestsSeen(e.Netns, src, during)
 }
 
 func family(a netip.Addr) string {
