@@ -102,8 +102,9 @@ func TestRenderDataplaneDaemonSet(t *testing.T) {
 		}
 	}
 	slices.Sort(granted)
-	want := []string{"events:create,patch", "network-attachment-definitions:get,list,watch", "nodes:get,list,patch,watch", "pods:get,list,watch",
-		"subjectaccessreviews:create", "tokenreviews:create"}
+	// UDNs and CUDNs are read to verify each NAD's owner (ovnk/nadtrust).
+	want := []string{"clusteruserdefinednetworks:get,list,watch", "events:create,patch", "network-attachment-definitions:get,list,watch",
+		"nodes:get,list,patch,watch", "pods:get,list,watch", "subjectaccessreviews:create", "tokenreviews:create", "userdefinednetworks:get,list,watch"}
 	if !slices.Equal(granted, want) {
 		t.Errorf("dataplane rules = %v, want %v", granted, want)
 	}

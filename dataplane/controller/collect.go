@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/ovnk/nadtrust"
 )
 
 // sweeps decides when a reconcile must look for networks whose NADs are
@@ -78,13 +79,13 @@ func (s *sweeps) sweep(ctx context.Context, key types.NamespacedName, network st
 
 // collectPiece removes a piece's rows (owner without a network) for every
 // network that has some (networks lists them) and that no live NAD names.
-func collectPiece(ctx context.Context, c client.Client, ovn *dataplane.Client, owner dataplane.Owner,
+func collectPiece(ctx context.Context, c client.Client, g *nadtrust.Guard, ovn *dataplane.Client, owner dataplane.Owner,
 	networks func(topology, piece string) []string, name func(*nadv1.NetworkAttachmentDefinition) (string, bool)) error {
 	// The networks in OVN first, then the live NADs: a network whose rows
 	// are there was applied from a NAD this list then has (reconciles run
 	// concurrently, with one informer cache).
 	candidates := networks(owner.Topology, owner.Piece)
-	live, err := liveNetworks(ctx, c, name)
+	live, err := liveNetworks(ctx, c, g, name)
 	if err != nil {
 		return err
 	}
@@ -96,7 +97,7 @@ func collectPiece(ctx context.Context, c client.Client, ovn *dataplane.Client, o
 		// Asked again under the network's lock: a new NAD of the network
 		// may have been applied since (by another worker).
 		revived := func(ctx context.Context) (bool, error) {
-			live, err := liveNetworks(ctx, c, name)
+			live, err := liveNetworks(ctx, c, g, name)
 			return live[n], err
 		}
 		if _, err := ovn.ApplyUnless(ctx, &dataplane.Desired{Owner: owner}, revived); err != nil {

@@ -40,10 +40,10 @@ func TestStuckNetworkReconcileDoesNotHoldOthers(t *testing.T) {
 			release()
 		}
 	}()
-	s.create(nad("ns1", "tenant-blue", l2Config))
+	s.createNAD(nad("ns1", "tenant-blue", l2Config))
 	s.eventually("a worker waits to reconcile the blue network", func() bool { return r.Layer2.networks.Waiting(blue) > 0 })
 
-	s.create(nad("ns2", "tenant-red", redConfig))
+	s.createNAD(nad("ns2", "tenant-red", redConfig))
 	routers := func() string { return s.nbctl("--bare", "--columns=name", "list", "Logical_Router") }
 	s.eventually("the red network is programmed while the blue one's reconcile waits", func() bool {
 		return strings.Contains(routers(), "ns2_tenant.red_transit_router")

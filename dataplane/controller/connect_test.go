@@ -30,13 +30,13 @@ func TestDataplaneStartsBeforeOVNAndCatchesUp(t *testing.T) {
 	s.start()
 	s.create(
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1", Annotations: map[string]string{ovnk.AnnotationNodeID: "2"}}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns1"}},
-		&nadv1.NetworkAttachmentDefinition{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "tenant-blue",
-				Labels:      map[string]string{ovnk.LabelUserDefinedNetwork: ""},
-				Annotations: map[string]string{ovnk.AnnotationNetworkID: "1", ovnk.AnnotationTunnelKeys: "[16711685,16715780]"}},
-			Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: l2Config},
-		})
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns1"}})
+	s.createNAD(&nadv1.NetworkAttachmentDefinition{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "tenant-blue",
+			Labels:      map[string]string{ovnk.LabelUserDefinedNetwork: ""},
+			Annotations: map[string]string{ovnk.AnnotationNetworkID: "1", ovnk.AnnotationTunnelKeys: "[16711685,16715780]"}},
+		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: l2Config},
+	})
 
 	waiting := func() bool {
 		err := rs.OVN.Check(nil)

@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -18,9 +19,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/internal/testenv"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // stack is a real apiserver, a real pair of OVN databases and an unstarted
@@ -78,6 +81,45 @@ func (s *stack) create(objs ...client.Object) {
 			s.t.Fatal(err)
 		}
 	}
+}
+
+// createNAD creates each NAD as udnkit's NAD reconciler writes it: after its
+// owner, a UserDefinedNetwork of the NAD's name in its namespace (created
+// unless it exists), with that owner as its controller.
+func (s *stack) createNAD(nads ...*nadv1.NetworkAttachmentDefinition) {
+	s.t.Helper()
+	for _, nad := range nads {
+		own(s.t, s.ctx, s.c, nad)
+		s.create(nad)
+	}
+}
+
+// own gets or creates nad's owner UDN (recording the NAD's network ID and
+// tunnel keys, as udnkit's reconciler writes them on both) and makes it nad's
+// controller.
+func own(t *testing.T, ctx context.Context, c client.Client, nad *nadv1.NetworkAttachmentDefinition) *udnv1.UserDefinedNetwork {
+	t.Helper()
+	ids := map[string]string{}
+	for _, k := range []string{ovnk.AnnotationNetworkID, ovnk.AnnotationTunnelKeys} {
+		if v, ok := nad.Annotations[k]; ok {
+			ids[k] = v
+		}
+	}
+	udn := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: nad.Namespace, Name: nad.Name, Annotations: ids},
+		Spec: udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
+			Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRoleSecondary, Subnets: udnv1.DualStackCIDRs{"10.99.0.0/16"}}}}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(udn), udn); apierrors.IsNotFound(err) {
+		err = c.Create(ctx, udn)
+		if err != nil {
+			t.Fatal(err)
+		}
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	nad.OwnerReferences = []metav1.OwnerReference{{APIVersion: udnv1.GroupVersion.String(), Kind: udnv1.KindUserDefinedNetwork,
+		Name: udn.Name, UID: udn.UID, Controller: &yes, BlockOwnerDeletion: &yes}}
+	return udn
 }
 
 func (s *stack) nbctl(args ...string) string { return s.ctl("ovn-nbctl", s.db.NB.Address(), args...) }

@@ -45,7 +45,7 @@ func TestOneBadObjectAffectsOnlyItself(t *testing.T) {
 	s.create(namespace("iso1"), namespace("iso2"), namespace("iso3"))
 	// iso3's tunnel keys are outside the interconnect range: never sent to OVN.
 	bad := l2("iso3", "net", "10.3.0.0/16", "[1,2]")
-	s.create(l2("iso1", "net", "10.1.0.0/16", "[16711685,16715780]"), l2("iso2", "net", "10.2.0.0/16", "[16711686,16715781]"), bad)
+	s.createNAD(l2("iso1", "net", "10.1.0.0/16", "[16711685,16715780]"), l2("iso2", "net", "10.2.0.0/16", "[16711686,16715781]"), bad)
 
 	for _, tr := range []string{"iso1_net_transit_router", "iso2_net_transit_router"} {
 		s.eventually(tr+" programmed with the good nodes", func() bool {

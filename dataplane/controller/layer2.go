@@ -24,6 +24,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/nadtrust"
 )
 
 // Default join subnets of a Layer2 network that does not set joinSubnets.
@@ -52,6 +53,10 @@ type Layer2Reconciler struct {
 	MigrateLegacy bool
 	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
 	Workers int
+	// Guard applies the NAD ownership rule (trust.go); nil: one reading
+	// through Client, without Events.
+	Guard *nadtrust.Guard
+	trust trusting
 
 	// networks serialises the reconciles of one network: the NADs of a
 	// CUDN (one per namespace) are separate requests that workers may take
@@ -65,13 +70,13 @@ type Layer2Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=k8s.ovn.org,resources=userdefinednetworks;clusteruserdefinednetworks,verbs=get;list;watch
 
 // SetupWithManager registers the reconciler.
 func (r *Layer2Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	return trustWatches(ctrl.NewControllerManagedBy(mgr).
 		Named("dataplane-layer2").
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.Workers)}).
-		For(&nadv1.NetworkAttachmentDefinition{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.Workers)}), r.Client, r.guard(), layer2Name).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nadsIn(r.Client, "")), layer2NodeFacts.predicate()).
 		Complete(r)
 }
@@ -94,21 +99,28 @@ func nadsIn(c client.Client, namespace string) handler.MapFunc {
 // Reconcile applies one network's topology and removes the topology of
 // networks whose NADs are gone.
 func (r *Layer2Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	nad, live, err := liveNAD(ctx, r.Client, req)
+	nad, owner, err := trustedNAD(ctx, r.Client, r.guard(), req)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	var result reconcile.Result
 	network := ""
-	if live {
-		net, ok, err := Layer2NetworkFromNAD(nad)
+	if owner != nil {
+		src, err := networkSource(ctx, r.Client, r.guard(), owner.Network, layer2Name)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if src == nil {
+			src = nad // not a network (yet), or malformed: reported below
+		}
+		net, ok, err := Layer2NetworkFromNAD(src)
 		if err == nil && ok {
-			err = r.clusterFacts(nad, &net)
+			err = r.clusterFacts(src, &net)
 		}
 		switch {
 		case err != nil:
 			// A malformed NAD is the NAD writer's bug; retrying will not fix it.
-			skip(ctx, r.Recorder, nad, "NetworkAttachmentDefinition", ReasonMalformedNetwork, err)
+			skip(ctx, r.Recorder, src, "NetworkAttachmentDefinition", ReasonMalformedNetwork, err)
 		case ok:
 			network = net.Name
 			unlock := r.networks.Lock(net.Name)
@@ -252,7 +264,12 @@ func (r *Layer2Reconciler) primaryLayer2Namespaces(ctx context.Context) (map[str
 	out := map[string]bool{}
 	for i := range nads.Items {
 		conf, err := ovnk.Parse(nads.Items[i].Spec.Config)
-		if err == nil && conf.Topology == "layer2" && conf.Role == "primary" {
+		if err != nil || conf.Topology != "layer2" || conf.Role != "primary" {
+			continue
+		}
+		if _, ok, err := r.guard().Trusted(ctx, &nads.Items[i]); err != nil {
+			return nil, err
+		} else if ok {
 			out[nads.Items[i].Namespace] = true
 		}
 	}
@@ -280,7 +297,7 @@ func (r *Layer2Reconciler) runningPods(ctx context.Context, namespaces map[strin
 
 // collect removes the topology of networks that no NAD describes any more.
 func (r *Layer2Reconciler) collect(ctx context.Context) error {
-	return collectPiece(ctx, r.Client, r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceTransitRouter, AdoptLegacy: r.MigrateLegacy,
+	return collectPiece(ctx, r.Client, r.guard(), r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceTransitRouter, AdoptLegacy: r.MigrateLegacy,
 		Legacy: dataplane.Layer2Legacy(nil, nil)},
 		r.OVN.Networks, layer2Name)
 }
@@ -391,15 +408,23 @@ func deleted(nad *nadv1.NetworkAttachmentDefinition) bool {
 }
 
 // liveNetworks names the networks that udnkit's NADs (not being deleted)
-// describe, as network reads them.
-func liveNetworks(ctx context.Context, c client.Client, network func(*nadv1.NetworkAttachmentDefinition) (string, bool)) (map[string]bool, error) {
+// describe, as network reads them, and that pass the ownership rule.
+func liveNetworks(ctx context.Context, c client.Client, g *nadtrust.Guard, network func(*nadv1.NetworkAttachmentDefinition) (string, bool)) (map[string]bool, error) {
 	var nads nadv1.NetworkAttachmentDefinitionList
 	if err := c.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
 		return nil, err
 	}
 	live := map[string]bool{}
 	for i := range nads.Items {
-		if name, ok := network(&nads.Items[i]); ok && nads.Items[i].DeletionTimestamp.IsZero() {
+		name, ok := network(&nads.Items[i])
+		if !ok || live[name] || !nads.Items[i].DeletionTimestamp.IsZero() {
+			continue
+		}
+		owner, trusted, err := g.Trusted(ctx, &nads.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		if trusted && owner.Network == name {
 			live[name] = true
 		}
 	}
@@ -425,3 +450,5 @@ func workers(n int) int {
 	}
 	return n
 }
+
+func (r *Layer2Reconciler) guard() *nadtrust.Guard { return r.trust.of(r.Guard, r.Client) }

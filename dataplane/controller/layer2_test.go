@@ -65,9 +65,7 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 			Annotations: map[string]string{ovnk.AnnotationNetworkID: "1", ovnk.AnnotationTunnelKeys: "[16711685,16715780]"}},
 		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: l2Config},
 	}
-	if err := c.Create(ctx, nad); err != nil {
-		t.Fatal(err)
-	}
+	s.createNAD(nad)
 
 	nbctl, eventually := s.nbctl, s.eventually
 	const tr = "ns1_tenant.blue_transit_router"
@@ -139,7 +137,7 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 	// node4 joins this zone running a pod of another primary Layer2 network
 	// (ns2/tenant-red): the zone stays as it is for every network (node4 not
 	// programmed, not announced, node1 untouched) until the pod is gone.
-	s.create(&nadv1.NetworkAttachmentDefinition{
+	s.createNAD(&nadv1.NetworkAttachmentDefinition{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns2", Name: "tenant-red",
 			Labels:      map[string]string{ovnk.LabelUserDefinedNetwork: ""},
 			Annotations: map[string]string{ovnk.AnnotationNetworkID: "2", ovnk.AnnotationTunnelKeys: "[16711686,16715781]"}},

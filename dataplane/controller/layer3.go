@@ -14,6 +14,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/nadtrust"
 )
 
 // Layer3Reconciler programs the OKEP-5377 priority-102 subnet policies
@@ -27,29 +28,39 @@ type Layer3Reconciler struct {
 	Form dataplane.Layer3PolicyForm
 	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
 	Workers int
+	// Guard applies the NAD ownership rule (trust.go); nil: one reading
+	// through Client, without Events.
+	Guard *nadtrust.Guard
+	trust trusting
 
 	sweeps sweeps
 }
 
 // SetupWithManager registers the reconciler.
 func (r *Layer3Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	return trustWatches(ctrl.NewControllerManagedBy(mgr).
 		Named("dataplane-layer3").
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.Workers)}).
-		For(&nadv1.NetworkAttachmentDefinition{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.Workers)}), r.Client, r.guard(), layer3Name).
 		Complete(r)
 }
 
 // Reconcile applies one network's policies and removes the policies (and
 // owned routers) of networks whose NADs are gone.
 func (r *Layer3Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	nad, live, err := liveNAD(ctx, r.Client, req)
+	nad, owner, err := trustedNAD(ctx, r.Client, r.guard(), req)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	network := ""
-	if live {
-		name, subnets, ok, err := Layer3NetworkFromNAD(nad)
+	if owner != nil {
+		src, err := networkSource(ctx, r.Client, r.guard(), owner.Network, layer3Name)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if src == nil {
+			src = nad // not a network, or malformed: reported below
+		}
+		name, subnets, ok, err := Layer3NetworkFromNAD(src)
 		if err != nil {
 			// A malformed NAD is the NAD writer's bug; retrying will not fix it.
 			log.FromContext(ctx).Error(err, "skipping network")
@@ -68,7 +79,7 @@ func (r *Layer3Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 
 // collect removes the policies of Layer3 networks that no NAD describes any more.
 func (r *Layer3Reconciler) collect(ctx context.Context) error {
-	return collectPiece(ctx, r.Client, r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer3, Piece: dataplane.PieceSubnetPolicies},
+	return collectPiece(ctx, r.Client, r.guard(), r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer3, Piece: dataplane.PieceSubnetPolicies},
 		r.OVN.PieceNetworks, layer3Name)
 }
 
@@ -94,3 +105,5 @@ func Layer3NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (name string, 
 	}
 	return conf.Name, subnets, true, nil
 }
+
+func (r *Layer3Reconciler) guard() *nadtrust.Guard { return r.trust.of(r.Guard, r.Client) }

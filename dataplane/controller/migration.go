@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/netip"
 
-	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/nadtrust"
 )
 
 // LiveMigrationReconciler programs the kubevirt point-to-point routing of
@@ -39,6 +39,10 @@ type LiveMigrationReconciler struct {
 	Recorder recorder.EventRecorder
 	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
 	Workers int
+	// Guard applies the NAD ownership rule (trust.go); nil: one reading
+	// through Client, without Events.
+	Guard *nadtrust.Guard
+	trust trusting
 
 	networks dataplane.KeyLocks
 	sweeps   sweeps
@@ -58,10 +62,9 @@ func (r *LiveMigrationReconciler) warn(pod *corev1.Pod, reason, format string, a
 
 // SetupWithManager registers the reconciler.
 func (r *LiveMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	return trustWatches(ctrl.NewControllerManagedBy(mgr).
 		Named("dataplane-live-migration").
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.Workers)}).
-		For(&nadv1.NetworkAttachmentDefinition{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.Workers)}), r.Client, r.guard(), layer2Name).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.vmPodRequests),
 			builder.WithPredicates(predicate.Funcs{CreateFunc: createdLater})).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nadsIn(r.Client, "")), layer2NodeFacts.predicate()).
@@ -81,16 +84,23 @@ func (r *LiveMigrationReconciler) vmPodRequests(ctx context.Context, o client.Ob
 // Reconcile applies the routes of the request's NAD's network, and removes
 // those of networks whose NADs are gone.
 func (r *LiveMigrationReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	nad, live, err := liveNAD(ctx, r.Client, req)
+	nad, owner, err := trustedNAD(ctx, r.Client, r.guard(), req)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	network := ""
-	if live {
-		if net, ok, err := Layer2NetworkFromNAD(nad); err == nil && ok {
+	if owner != nil {
+		src, err := networkSource(ctx, r.Client, r.guard(), owner.Network, layer2Name)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if src == nil {
+			src = nad
+		}
+		if net, ok, err := Layer2NetworkFromNAD(src); err == nil && ok {
 			network = net.Name
 			unlock := r.networks.Lock(net.Name)
-			err := r.apply(ctx, nad, net)
+			err := r.apply(ctx, net)
 			unlock()
 			if err != nil {
 				return reconcile.Result{}, err
@@ -102,30 +112,24 @@ func (r *LiveMigrationReconciler) Reconcile(ctx context.Context, req reconcile.R
 }
 
 func (r *LiveMigrationReconciler) collect(ctx context.Context) error {
-	return collectPiece(ctx, r.Client, r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceLiveMigration},
+	return collectPiece(ctx, r.Client, r.guard(), r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceLiveMigration},
 		r.OVN.PieceNetworks, layer2Name)
 }
 
 // apply programs net's routes: the migrated VMs of the namespaces of its
 // NADs (a CUDN's NADs share its name, one per namespace), to the nodes that
 // have a node ID.
-func (r *LiveMigrationReconciler) apply(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition, net dataplane.Layer2Network) error {
+func (r *LiveMigrationReconciler) apply(ctx context.Context, net dataplane.Layer2Network) error {
 	logger := log.FromContext(ctx).WithValues("network", net.Name)
-	// The cache's objects are only read here (no copies).
-	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := r.Client.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}, client.UnsafeDisableDeepCopy); err != nil {
+	// The network's NADs that pass the ownership rule (the cache's
+	// objects, only read here): a forged NAD naming it adds no VMs.
+	nads, err := trustedNamingNADs(ctx, r.Client, r.guard(), net.Name)
+	if err != nil {
 		return err
 	}
 	var vms []dataplane.VM
 	podOf := map[string]*corev1.Pod{} // namespace/VM -> the pod it runs in
-	for i := range nads.Items {
-		other := &nads.Items[i]
-		if other.Name != nad.Name || !other.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if on, ok, err := Layer2NetworkFromNAD(other); err != nil || !ok || on.Name != net.Name {
-			continue
-		}
+	for _, other := range nads {
 		var pods corev1.PodList
 		if err := r.Client.List(ctx, &pods, client.InNamespace(other.Namespace), client.HasLabels{ovnk.LabelVM}, client.UnsafeDisableDeepCopy); err != nil {
 			return err
@@ -183,7 +187,7 @@ func (r *LiveMigrationReconciler) apply(ctx context.Context, nad *nadv1.NetworkA
 			return nil // the same input fails again: wait for a change
 		}
 	}
-	_, err := r.OVN.Apply(ctx, d)
+	_, err = r.OVN.Apply(ctx, d)
 	return err
 }
 
@@ -220,3 +224,5 @@ func migrationNodes(net dataplane.Layer2Network, items []corev1.Node) []dataplan
 	}
 	return out
 }
+
+func (r *LiveMigrationReconciler) guard() *nadtrust.Guard { return r.trust.of(r.Guard, r.Client) }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/nadtrust"
 )
 
 // MultiVTEPReconciler programs OKEP-5535 from nodes with several encap IPs
@@ -45,6 +46,10 @@ type MultiVTEPReconciler struct {
 	Transit []netip.Prefix
 	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
 	Workers int
+	// Guard applies the NAD ownership rule (trust.go); nil: one reading
+	// through Client, without Events.
+	Guard *nadtrust.Guard
+	trust trusting
 
 	// networks serialises the reconciles of one network (its NADs are
 	// separate requests; each reads the network's nodes and pods).
@@ -54,10 +59,9 @@ type MultiVTEPReconciler struct {
 
 // SetupWithManager registers the reconciler.
 func (r *MultiVTEPReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	return trustWatches(ctrl.NewControllerManagedBy(mgr).
 		Named("dataplane-multi-vtep").
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.Workers)}).
-		For(&nadv1.NetworkAttachmentDefinition{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.Workers)}), r.Client, r.guard(), vtepName).
 		Watches(&corev1.Node{}, r.nodeHandler(), vtepNodeFacts.predicate()).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return nadsIn(r.Client, o.GetNamespace())(ctx, o)
@@ -109,12 +113,12 @@ func (r *MultiVTEPReconciler) nodeHandler() handler.EventHandler {
 // Reconcile applies the ports of the NAD's network (every NAD of it: a CUDN
 // has one per namespace) and removes those of networks whose NADs are gone.
 func (r *MultiVTEPReconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, _ error) {
-	nad, live, err := liveNAD(ctx, r.Client, req)
+	nad, owner, err := trustedNAD(ctx, r.Client, r.guard(), req)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	network := ""
-	if live {
+	if owner != nil {
 		var retry bool
 		if name, ok := layer2Name(nad); ok {
 			network = name
@@ -155,6 +159,14 @@ func layer3Name(nad *nadv1.NetworkAttachmentDefinition) (string, bool) {
 	return name, ok && err == nil
 }
 
+// vtepName is the network of a primary Layer2 or Layer3 NAD.
+func vtepName(nad *nadv1.NetworkAttachmentDefinition) (string, bool) {
+	if name, ok := layer2Name(nad); ok {
+		return name, true
+	}
+	return layer3Name(nad)
+}
+
 // vtepState reads the nodes and the pods (with an encap_ip) of one network;
 // nodes and pods with bad annotations are logged and left out, so one bad
 // object does not hold back the others.
@@ -182,16 +194,13 @@ func (r *MultiVTEPReconciler) vtepState(ctx context.Context, network string) (
 	// The network's NADs (a CUDN has one per namespace), by the cache's
 	// index (which parsed each NAD's config once), not every NAD of the
 	// cluster for each network.
-	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := r.Client.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}, client.MatchingFields{NADNetworkField: network},
-		client.UnsafeDisableDeepCopy); err != nil {
+	// Only NADs that pass the ownership rule: a forged NAD naming this
+	// network adds no pods of its namespace.
+	nads, err := trustedNamingNADs(ctx, r.Client, r.guard(), network)
+	if err != nil {
 		return nil, nil, nil, err
 	}
-	for i := range nads.Items {
-		nad := &nads.Items[i]
-		if !nad.DeletionTimestamp.IsZero() {
-			continue
-		}
+	for _, nad := range nads {
 		var list corev1.PodList
 		if err := r.Client.List(ctx, &list, client.InNamespace(nad.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 			return nil, nil, nil, err
@@ -304,11 +313,11 @@ func NodeSubnetsFromNode(node *corev1.Node, network string) ([]netip.Prefix, err
 
 // collect removes the ports of networks that no NAD describes any more.
 func (r *MultiVTEPReconciler) collect(ctx context.Context) error {
-	if err := collectPiece(ctx, r.Client, r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceMultiVTEP},
+	if err := collectPiece(ctx, r.Client, r.guard(), r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceMultiVTEP},
 		r.OVN.PieceNetworks, layer2Name); err != nil {
 		return err
 	}
-	return collectPiece(ctx, r.Client, r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer3, Piece: dataplane.PieceMultiVTEP},
+	return collectPiece(ctx, r.Client, r.guard(), r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer3, Piece: dataplane.PieceMultiVTEP},
 		r.OVN.PieceNetworks, layer3Name)
 }
 
@@ -346,3 +355,5 @@ func Layer2PodPortFromPod(pod *corev1.Pod, nadKey string) (dataplane.Layer2PodPo
 	p.EncapIP, p.IPs, p.MAC, p.TunnelID = a.EncapIP, a.IPs, a.MAC.String(), a.TunnelID
 	return p, true, nil
 }
+
+func (r *MultiVTEPReconciler) guard() *nadtrust.Guard { return r.trust.of(r.Guard, r.Client) }

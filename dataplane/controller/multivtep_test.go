@@ -58,7 +58,9 @@ func TestMultiVTEPFromAPIState(t *testing.T) {
 		ovnk.AnnotationNodeEncapIPs:                   `["10.0.0.2","10.0.0.3","10.0.0.4"]`,
 		ovnk.AnnotationNodeTransitSwitchPortTunnelIDs: "[3,4,5]"}}}
 	pod1 := vtepPod("pod-1", "node-b", "203.203.0.5", "10.0.0.3")
-	s.create(nodeA, nodeB, namespace("ns1"), blueNAD(), pod1,
+	s.create(nodeA, nodeB, namespace("ns1"))
+	s.createNAD(blueNAD())
+	s.create(pod1,
 		vtepPod("local", "node-a", "203.203.0.6", "10.0.1.2"),
 		vtepPod("bad", "node-b", "203.203.0.7", "10.9.9.9"))
 

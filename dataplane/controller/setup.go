@@ -11,6 +11,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/nadtrust"
 )
 
 // Options configure the dataplane controllers.
@@ -87,13 +88,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 		return nil, err
 	}
 	c := mgr.GetClient()
+	rec := mgr.GetEventRecorder("udnkit-dataplane")
+	// One guard for the four controllers: a NAD that fails the ownership
+	// rule is reported once per version, not once per controller.
+	guard := &nadtrust.Guard{Reader: c, Recorder: rec, Consumer: DataplaneConsumer}
 	rs := &Reconcilers{
 		OVN: ovn,
-		Layer2: &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local, Cluster: o.Cluster, Recorder: mgr.GetEventRecorder("udnkit-dataplane"),
-			MigrateLegacy: o.MigrateLegacyLayer2, Workers: o.Workers},
-		Layer3:        &Layer3Reconciler{Client: c, OVN: ovn, Form: o.Layer3PolicyForm, Workers: o.Workers},
-		MultiVTEP:     &MultiVTEPReconciler{Client: c, OVN: ovn, Local: o.Local, Transit: o.Cluster.TransitSubnets, Workers: o.Workers},
-		LiveMigration: &LiveMigrationReconciler{Client: c, OVN: ovn, Recorder: mgr.GetEventRecorder("udnkit-dataplane"), Workers: o.Workers},
+		Layer2: &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local, Cluster: o.Cluster, Recorder: rec,
+			MigrateLegacy: o.MigrateLegacyLayer2, Workers: o.Workers, Guard: guard},
+		Layer3:        &Layer3Reconciler{Client: c, OVN: ovn, Form: o.Layer3PolicyForm, Workers: o.Workers, Guard: guard},
+		MultiVTEP:     &MultiVTEPReconciler{Client: c, OVN: ovn, Local: o.Local, Transit: o.Cluster.TransitSubnets, Workers: o.Workers, Guard: guard},
+		LiveMigration: &LiveMigrationReconciler{Client: c, OVN: ovn, Recorder: rec, Workers: o.Workers, Guard: guard},
 	}
 	setups := []func(ctrl.Manager) error{rs.Layer2.SetupWithManager, rs.Layer3.SetupWithManager, rs.MultiVTEP.SetupWithManager,
 		rs.LiveMigration.SetupWithManager}

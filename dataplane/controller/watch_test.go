@@ -151,13 +151,13 @@ func TestStartProgramsWhatExistedBefore(t *testing.T) {
 	node := func(name, id string) *corev1.Node {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{ovnk.AnnotationNodeID: id}}}
 	}
-	s.create(node("node1", "2"), node("node2", "3"), namespace("ns1"),
-		&nadv1.NetworkAttachmentDefinition{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "tenant-blue",
-				Labels:      map[string]string{ovnk.LabelUserDefinedNetwork: ""},
-				Annotations: map[string]string{ovnk.AnnotationNetworkID: "1", ovnk.AnnotationTunnelKeys: "[16711685,16715780]"}},
-			Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: l2Config},
-		})
+	s.create(node("node1", "2"), node("node2", "3"), namespace("ns1"))
+	s.createNAD(&nadv1.NetworkAttachmentDefinition{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "tenant-blue",
+			Labels:      map[string]string{ovnk.LabelUserDefinedNetwork: ""},
+			Annotations: map[string]string{ovnk.AnnotationNetworkID: "1", ovnk.AnnotationTunnelKeys: "[16711685,16715780]"}},
+		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: l2Config},
+	})
 	if _, err := Setup(s.ctx, s.mgr, s.opts()); err != nil {
 		t.Fatal(err)
 	}

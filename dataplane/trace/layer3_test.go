@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -115,7 +114,7 @@ func newLayer3With(t *testing.T, form dataplane.Layer3PolicyForm, vtepC bool, su
 		l.other = append(l.other, map[bool]netip.Addr{true: netip.MustParseAddr("10.210.0.5"), false: netip.MustParseAddr("fd00:210::5")}[l.podA[i].Is4()])
 	}
 	l.ovnkLayer3()
-	c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(nad).Build()
+	c := apiState(t, nad)
 	r := &controller.Layer3Reconciler{Client: c, OVN: l.ovn, Form: form}
 	if _, err := r.Reconcile(l.ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: nad.Namespace, Name: nad.Name}}); err != nil {
 		t.Fatalf("layer3 reconcile: %v", err)

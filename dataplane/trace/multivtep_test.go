@@ -14,10 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/dataplane/controller"
 	"github.com/udnkit/udnkit/ovnk"
@@ -109,8 +107,7 @@ func podObject(t *testing.T, p pod, nad string, subnets []netip.Prefix, tunnelID
 // programMultiVTEP runs the manager's multi-VTEP reconciler for the zone.
 func (z *zone) programMultiVTEP(nad client.Object, objs ...client.Object) {
 	z.t.Helper()
-	c := fake.NewClientBuilder().WithScheme(scheme(z.t)).WithObjects(append(objs, nad)...).
-		WithIndex(&nadv1.NetworkAttachmentDefinition{}, controller.NADNetworkField, controller.NADNetwork).Build()
+	c := apiState(z.t, nad, objs...)
 	r := &controller.MultiVTEPReconciler{Client: c, OVN: z.ovn, Local: func(n *corev1.Node) bool { return n.Name == z.local.name }}
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: nad.GetNamespace(), Name: nad.GetName()}}
 	// The first pass writes the ports; their Port_Bindings appear once

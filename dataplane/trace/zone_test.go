@@ -229,17 +229,27 @@ func udnNAD(t *testing.T, namespace, name string, spec udnv1.NetworkSpec, cluste
 		t.Fatal(err)
 	}
 	nad, err := ovnk.NewNAD(ovnk.NADSource{Kind: udnv1.KindUserDefinedNetwork,
-		Meta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: spec}, namespace, cluster, transit, ids)
+		Meta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID(namespace + "-" + name)}, Spec: spec}, namespace, cluster, transit, ids)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return nad
 }
 
+// apiState is a client of the API state: objs, nad and the UDN that owns
+// it (udnNAD's owner reference), with the dataplane's NAD index.
+func apiState(t *testing.T, nad client.Object, objs ...client.Object) client.Client {
+	t.Helper()
+	owner := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: nad.GetNamespace(), Name: nad.GetName(),
+		UID: nad.GetOwnerReferences()[0].UID, Annotations: nad.GetAnnotations()}}
+	return fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(append(objs, nad, owner)...).
+		WithIndex(&nadv1.NetworkAttachmentDefinition{}, controller.NADNetworkField, controller.NADNetwork).Build()
+}
+
 // programLayer2 runs the manager's Layer2 reconciler for the zone on the API state.
 func (z *zone) programLayer2(cluster ovnk.ClusterConfig, nad *nadv1.NetworkAttachmentDefinition, objs ...client.Object) {
 	z.t.Helper()
-	c := fake.NewClientBuilder().WithScheme(scheme(z.t)).WithObjects(append(objs, nad)...).Build()
+	c := apiState(z.t, nad, objs...)
 	r := &controller.Layer2Reconciler{Client: c, OVN: z.ovn, Cluster: cluster,
 		Local: func(n *corev1.Node) bool { return n.Name == z.local.name }}
 	if _, err := r.Reconcile(z.ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: nad.Namespace, Name: nad.Name}}); err != nil {

@@ -1,0 +1,280 @@
+// Package nadtrust is the one rule by which udnkit's consumers (the
+// dataplane controllers, the network ID allocators and their start-up
+// rebuild, the host subnet reconciler) decide whether a
+// NetworkAttachmentDefinition carrying udnkit's label is one udnkit wrote:
+// a NAD is udnkit's to act on only when
+//
+//   - its controller owner reference is a UserDefinedNetwork or
+//     ClusterUserDefinedNetwork of k8s.ovn.org/v1 (NoController),
+//   - its name is the owner's name (a UDN's NAD is also in the UDN's
+//     namespace: a namespaced owner reference names an object of the NAD's
+//     namespace) (NameMismatch),
+//   - that owner exists in the consumer's cache (OwnerNotFound) with the
+//     reference's UID (OwnerUIDMismatch),
+//   - and its spec.config names the owner's network (ovnk's NADSource
+//     NetworkName) and the NAD itself (netAttachDefName)
+//     (NetworkNameMismatch, MalformedConfig),
+//   - and, when the owner records a network ID and tunnel keys (which only
+//     udnkit and OVN-Kubernetes may write on it), the NAD records the same
+//     (NetworkIDMismatch): a NAD cannot carry another network's IDs.
+//
+// A CUDN's NAD is not checked against the CUDN's namespace selector: the NAD
+// reconciler keeps a NAD in a namespace the CUDN no longer selects for as
+// long as pods use it, and the dataplane keeps serving those pods.
+//
+// Labels, the config's name and owner references are all a NAD writer's to
+// choose; the owner's existence and UID are not, and a tenant cannot create a
+// UDN in another tenant's namespace. Upstream OVN-Kubernetes' network manager
+// (pkg/networkmanager/nad_controller.go) acts on every NAD of its CNI type
+// whatever its owner: of two NADs naming one network with different
+// configs the first one it saw wins, and a network ID annotated on a NAD is
+// reserved if free. udnkit trusts only what it can verify.
+//
+// A Guard applies the rule for one consumer and reports each NAD that fails
+// it once per NAD version: a log line, a Warning Event
+// (UntrustedNetworkAttachmentDefinition) on the NAD naming the failed check,
+// and udnkit_untrusted_nads_total{consumer, reason}.
+package nadtrust
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
+)
+
+// EventReason is the reason of the Warning Event on an ignored NAD.
+const EventReason = "UntrustedNetworkAttachmentDefinition"
+
+// The checks a NAD can fail (the reason label of udnkit_untrusted_nads_total).
+const (
+	ReasonNoController        = "NoController"
+	ReasonNameMismatch        = "NameMismatch"
+	ReasonOwnerNotFound       = "OwnerNotFound"
+	ReasonOwnerUIDMismatch    = "OwnerUIDMismatch"
+	ReasonMalformedConfig     = "MalformedConfig"
+	ReasonNetworkNameMismatch = "NetworkNameMismatch"
+	ReasonNetworkIDMismatch   = "NetworkIDMismatch"
+	// ReasonClaimLost: a verified NAD records network IDs an older network
+	// holds (Guard.Report by the allocators' rebuild).
+	ReasonClaimLost = "ClaimLost"
+)
+
+// Untrusted is the error Verify returns for a NAD that fails the rule.
+type Untrusted struct {
+	// Reason is the failed check (Reason*).
+	Reason string
+	// Message names the check and the values that failed it.
+	Message string
+}
+
+func (e *Untrusted) Error() string { return e.Message }
+
+// IsUntrusted says whether err is a failed check (not a failed read).
+func IsUntrusted(err error) (*Untrusted, bool) {
+	var u *Untrusted
+	ok := errors.As(err, &u)
+	return u, ok
+}
+
+// Owner is the verified owner of a NAD.
+type Owner struct {
+	// Kind is UserDefinedNetwork or ClusterUserDefinedNetwork.
+	Kind string
+	// Namespace is a UDN's namespace ("" for a CUDN).
+	Namespace, Name string
+	UID             types.UID
+	// Created is the owner's creationTimestamp.
+	Created metav1.Time
+	// Network is the owner's OVN network name.
+	Network string
+}
+
+func untrusted(reason, format string, args ...any) error {
+	return &Untrusted{Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// Verify applies the rule to nad, reading its owner through r (a consumer's
+// cache). It returns an *Untrusted error for a NAD that fails a check, and
+// other errors only for failed reads.
+func Verify(ctx context.Context, r client.Reader, nad *nadv1.NetworkAttachmentDefinition) (Owner, error) {
+	return VerifyWith(nad, func(kind string, key types.NamespacedName) (client.Object, error) {
+		var obj client.Object = &udnv1.ClusterUserDefinedNetwork{}
+		if kind == udnv1.KindUserDefinedNetwork {
+			obj = &udnv1.UserDefinedNetwork{}
+		}
+		if err := r.Get(ctx, key, obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("reading the controller %s %s of NetworkAttachmentDefinition %s/%s: %w", kind, key, nad.Namespace, nad.Name, err)
+		}
+		return obj, nil
+	})
+}
+
+// Lookup returns the UDN (kind UserDefinedNetwork) or CUDN at key, nil
+// when there is none.
+type Lookup func(kind string, key types.NamespacedName) (client.Object, error)
+
+// VerifyWith is Verify with owners read through lookup (a rebuild's lists).
+func VerifyWith(nad *nadv1.NetworkAttachmentDefinition, lookup Lookup) (Owner, error) {
+	ref := metav1.GetControllerOf(nad)
+	if ref == nil {
+		return Owner{}, untrusted(ReasonNoController, "metadata.ownerReferences: no controller reference; udnkit acts only on NADs a UserDefinedNetwork or ClusterUserDefinedNetwork controls")
+	}
+	if ref.APIVersion != udnv1.GroupVersion.String() || (ref.Kind != udnv1.KindUserDefinedNetwork && ref.Kind != udnv1.KindClusterUserDefinedNetwork) {
+		return Owner{}, untrusted(ReasonNoController, "metadata.ownerReferences: the controller is %s %s, not a UserDefinedNetwork or ClusterUserDefinedNetwork of %s",
+			ref.APIVersion, ref.Kind, udnv1.GroupVersion)
+	}
+	if ref.Name != nad.Name {
+		return Owner{}, untrusted(ReasonNameMismatch, "metadata.name: %q is not the name of its controller %s %q", nad.Name, ref.Kind, ref.Name)
+	}
+	owner := Owner{Kind: ref.Kind, Name: ref.Name}
+	if ref.Kind == udnv1.KindUserDefinedNetwork {
+		owner.Namespace = nad.Namespace
+	}
+	obj, err := lookup(ref.Kind, types.NamespacedName{Namespace: owner.Namespace, Name: owner.Name})
+	if err != nil {
+		return Owner{}, err
+	}
+	if obj == nil {
+		return Owner{}, untrusted(ReasonOwnerNotFound, "metadata.ownerReferences: the controller %s %s does not exist", ref.Kind, refName(owner))
+	}
+	if obj.GetUID() != ref.UID {
+		return Owner{}, untrusted(ReasonOwnerUIDMismatch, "metadata.ownerReferences: the controller %s %s has UID %s, not %s", ref.Kind, refName(owner), obj.GetUID(), ref.UID)
+	}
+	owner.UID, owner.Created = ref.UID, obj.GetCreationTimestamp()
+	owner.Network = ovnk.NADSource{Kind: owner.Kind, Meta: metav1.ObjectMeta{Namespace: owner.Namespace, Name: owner.Name}}.NetworkName()
+	conf, err := ovnk.Parse(nad.Spec.Config)
+	if err != nil {
+		return Owner{}, untrusted(ReasonMalformedConfig, "spec.config: %v", err)
+	}
+	if conf.Name != owner.Network {
+		return Owner{}, untrusted(ReasonNetworkNameMismatch, "spec.config name %q is not %q, the network of its controller %s %s", conf.Name, owner.Network, ref.Kind, refName(owner))
+	}
+	if key := nad.Namespace + "/" + nad.Name; conf.NADName != key {
+		return Owner{}, untrusted(ReasonNetworkNameMismatch, "spec.config netAttachDefName %q is not the NAD's own %q", conf.NADName, key)
+	}
+	if err := sameIDs(obj.GetAnnotations(), nad.Annotations); err != nil {
+		return Owner{}, untrusted(ReasonNetworkIDMismatch, "metadata.annotations: %v", err)
+	}
+	return owner, nil
+}
+
+// sameIDs checks that the NAD records the network ID and tunnel keys its
+// owner records (only udnkit and OVN-Kubernetes may write them on a
+// UDN/CUDN: the ovn-annotation-writers policy). An owner that records none
+// (a network OVN-Kubernetes created, which annotates only its NADs) leaves
+// the NAD's unchecked.
+func sameIDs(owner, nad map[string]string) error {
+	want, err := ovnk.DecodeNetworkIDs(owner)
+	if err != nil {
+		return nil // the owner's are rewritten by its reconcile
+	}
+	got, err := ovnk.DecodeNetworkIDs(nad)
+	if err != nil {
+		return err
+	}
+	if want.HasID && (!got.HasID || got.ID != want.ID) {
+		return fmt.Errorf("%s=%q is not %d, its controller's", ovnk.AnnotationNetworkID, nad[ovnk.AnnotationNetworkID], want.ID)
+	}
+	if _, ok := owner[ovnk.AnnotationTunnelKeys]; ok && !slices.Equal(got.TunnelKeys, want.TunnelKeys) {
+		return fmt.Errorf("%s=%q is not %q, its controller's", ovnk.AnnotationTunnelKeys, nad[ovnk.AnnotationTunnelKeys], owner[ovnk.AnnotationTunnelKeys])
+	}
+	return nil
+}
+
+func refName(o Owner) string {
+	if o.Namespace == "" {
+		return o.Name
+	}
+	return o.Namespace + "/" + o.Name
+}
+
+var untrustedNADs = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "udnkit_untrusted_nads_total",
+	Help: "NetworkAttachmentDefinitions with udnkit's label that a consumer ignored because they fail the ownership rule (reason: the failed check) or lost a network ID claim to an older network (ClaimLost); counted once per NAD version and consumer.",
+}, []string{"consumer", "reason"})
+
+func init() { metrics.Registry.MustRegister(untrustedNADs) }
+
+// Guard verifies NADs for one consumer and reports each failure once per NAD
+// version. The zero value is not usable: Reader and Consumer are required.
+type Guard struct {
+	// Reader reads owners: the consumer's cache.
+	Reader client.Reader
+	// Recorder, when set, raises the Warning Event on a failed NAD.
+	Recorder recorder.EventRecorder
+	// Consumer names the consumer in the metric, the log and the Event.
+	Consumer string
+
+	mu       sync.Mutex
+	reported map[types.NamespacedName]string // NAD -> resourceVersion/reason last reported
+}
+
+// Trusted verifies nad; a NAD that fails is reported (once per version) and
+// trusted is false. err is a failed read only.
+func (g *Guard) Trusted(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition) (owner Owner, trusted bool, err error) {
+	owner, err = Verify(ctx, g.Reader, nad)
+	if u, ok := IsUntrusted(err); ok {
+		g.Report(ctx, nad, u.Reason, u.Message)
+		return Owner{}, false, nil
+	}
+	if err != nil {
+		return Owner{}, false, err
+	}
+	return owner, true, nil
+}
+
+// Report logs, counts and raises the Event for nad ignored for reason, once
+// per NAD version and reason.
+func (g *Guard) Report(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition, reason, message string) {
+	key := client.ObjectKeyFromObject(nad)
+	seen := nad.ResourceVersion + "/" + reason
+	g.mu.Lock()
+	if g.reported == nil {
+		g.reported = map[types.NamespacedName]string{}
+	}
+	again := g.reported[key] == seen
+	g.reported[key] = seen
+	g.mu.Unlock()
+	if again {
+		return
+	}
+	untrustedNADs.WithLabelValues(g.Consumer, reason).Inc()
+	log.FromContext(ctx).Info("NetworkAttachmentDefinition ignored", "consumer", g.Consumer, "nad", key, "reason", reason, "check", message)
+	if g.Recorder != nil {
+		g.Recorder.Eventf(nad, nil, corev1.EventTypeWarning, EventReason, "Verify", "%s ignores this NetworkAttachmentDefinition (%s): %s", g.Consumer, reason, message)
+	}
+}
+
+// Forget drops what the Guard remembers of a NAD that is gone.
+func (g *Guard) Forget(key types.NamespacedName) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.reported, key)
+}
+
+// Count is udnkit_untrusted_nads_total{consumer, reason}, for tests.
+func Count(consumer, reason string) float64 {
+	var m dto.Metric
+	_ = untrustedNADs.WithLabelValues(consumer, reason).Write(&m)
+	return m.GetCounter().GetValue()
+}

@@ -1,0 +1,145 @@
+package nadtrust_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/nadtrust"
+)
+
+// Each check of the rule, on a NAD as udnkit's reconciler renders it
+// (ovnk.NewNAD) and on one field changed at a time.
+func TestVerify(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := udnv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := nadv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{ovnk.AnnotationNetworkID: "7", ovnk.AnnotationTunnelKeys: "[16711687,16715782]"}
+	udn := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "blue", Name: "net", UID: "udn-uid", Annotations: ids}}
+	cudn := &udnv1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: "shared", UID: "cudn-uid"}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(udn, cudn).Build()
+	spec := udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRolePrimary, Subnets: udnv1.DualStackCIDRs{"10.1.0.0/24"}}}
+	render := func(kind string, meta metav1.ObjectMeta, ns string) *nadv1.NetworkAttachmentDefinition {
+		t.Helper()
+		nad, err := ovnk.NewNAD(ovnk.NADSource{Kind: kind, Meta: meta, Spec: spec}, ns, ovnk.DefaultClusterConfig(), nil,
+			ovnk.NetworkIDs{ID: 7, HasID: true, TunnelKeys: []int{16711687, 16715782}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return nad
+	}
+	udnNAD := func() *nadv1.NetworkAttachmentDefinition {
+		return render(udnv1.KindUserDefinedNetwork, udn.ObjectMeta, "blue")
+	}
+	cudnNAD := func() *nadv1.NetworkAttachmentDefinition {
+		return render(udnv1.KindClusterUserDefinedNetwork, cudn.ObjectMeta, "green")
+	}
+	for _, tc := range []struct {
+		name   string
+		nad    func() *nadv1.NetworkAttachmentDefinition
+		reason string // "" for trusted
+		msg    string
+	}{
+		{name: "UDN's NAD", nad: udnNAD},
+		{name: "CUDN's NAD in any namespace", nad: cudnNAD},
+		{name: "no owner", nad: func() *nadv1.NetworkAttachmentDefinition { n := udnNAD(); n.OwnerReferences = nil; return n },
+			reason: nadtrust.ReasonNoController, msg: "no controller reference"},
+		{name: "owner not a controller", nad: func() *nadv1.NetworkAttachmentDefinition {
+			n := udnNAD()
+			n.OwnerReferences[0].Controller = nil
+			return n
+		}, reason: nadtrust.ReasonNoController, msg: "no controller reference"},
+		{name: "another kind", nad: func() *nadv1.NetworkAttachmentDefinition {
+			n := udnNAD()
+			n.OwnerReferences[0].APIVersion, n.OwnerReferences[0].Kind = "apps/v1", "Deployment"
+			return n
+		}, reason: nadtrust.ReasonNoController, msg: "the controller is apps/v1 Deployment"},
+		{name: "another name", nad: func() *nadv1.NetworkAttachmentDefinition { n := udnNAD(); n.Name = "other"; return n },
+			reason: nadtrust.ReasonNameMismatch, msg: `metadata.name: "other" is not the name of its controller UserDefinedNetwork "net"`},
+		{name: "UDN of another namespace", nad: func() *nadv1.NetworkAttachmentDefinition { n := udnNAD(); n.Namespace = "evil"; return n },
+			reason: nadtrust.ReasonOwnerNotFound, msg: "the controller UserDefinedNetwork evil/net does not exist"},
+		{name: "forged UID", nad: func() *nadv1.NetworkAttachmentDefinition {
+			n := cudnNAD()
+			n.OwnerReferences[0].UID = "guess"
+			return n
+		},
+			reason: nadtrust.ReasonOwnerUIDMismatch, msg: "has UID cudn-uid, not guess"},
+		{name: "another network's name", nad: func() *nadv1.NetworkAttachmentDefinition {
+			n := udnNAD()
+			n.Spec.Config = strings.Replace(n.Spec.Config, `"name":"blue_net"`, `"name":"red_net"`, 1)
+			return n
+		}, reason: nadtrust.ReasonNetworkNameMismatch, msg: `spec.config name "red_net" is not "blue_net"`},
+		{name: "another NAD's key", nad: func() *nadv1.NetworkAttachmentDefinition {
+			n := cudnNAD()
+			n.Spec.Config = strings.Replace(n.Spec.Config, `"netAttachDefName":"green/shared"`, `"netAttachDefName":"red/shared"`, 1)
+			return n
+		}, reason: nadtrust.ReasonNetworkNameMismatch, msg: `netAttachDefName "red/shared" is not the NAD's own "green/shared"`},
+		{name: "malformed config", nad: func() *nadv1.NetworkAttachmentDefinition { n := udnNAD(); n.Spec.Config = "{"; return n },
+			reason: nadtrust.ReasonMalformedConfig, msg: "spec.config: "},
+		{name: "another network's ID", nad: func() *nadv1.NetworkAttachmentDefinition {
+			n := udnNAD()
+			n.Annotations[ovnk.AnnotationNetworkID] = "3"
+			return n
+		}, reason: nadtrust.ReasonNetworkIDMismatch, msg: `k8s.ovn.org/network-id="3" is not 7, its controller's`},
+		{name: "another network's tunnel keys", nad: func() *nadv1.NetworkAttachmentDefinition {
+			n := udnNAD()
+			n.Annotations[ovnk.AnnotationTunnelKeys] = "[16711687,16715783]"
+			return n
+		}, reason: nadtrust.ReasonNetworkIDMismatch, msg: `k8s.ovn.org/tunnel-keys="[16711687,16715783]" is not "[16711687,16715782]"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			owner, err := nadtrust.Verify(context.Background(), c, tc.nad())
+			if tc.reason == "" {
+				if err != nil {
+					t.Fatalf("Verify: %v, want trusted", err)
+				}
+				if owner.Network != "blue_net" && owner.Network != "cluster_udn_shared" {
+					t.Errorf("owner network = %q", owner.Network)
+				}
+				return
+			}
+			u, ok := nadtrust.IsUntrusted(err)
+			if !ok {
+				t.Fatalf("Verify: err = %v, want an untrusted %s", err, tc.reason)
+			}
+			if u.Reason != tc.reason || !strings.Contains(u.Message, tc.msg) {
+				t.Errorf("Verify: %s %q, want %s containing %q", u.Reason, u.Message, tc.reason, tc.msg)
+			}
+		})
+	}
+}
+
+// A Guard reports a failing NAD once per version: the counter moves once
+// for two reads of one version and again for the next version.
+func TestGuardReportsOncePerVersion(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := udnv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	g := &nadtrust.Guard{Reader: fake.NewClientBuilder().WithScheme(scheme).Build(), Consumer: "test-once"}
+	nad := &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "b", ResourceVersion: "1"}}
+	for range 2 {
+		if _, ok, err := g.Trusted(context.Background(), nad); ok || err != nil {
+			t.Fatalf("Trusted = %v, %v; want false, nil", ok, err)
+		}
+	}
+	if got := nadtrust.Count("test-once", nadtrust.ReasonNoController); got != 1 {
+		t.Errorf("counter after two reads of one version = %v, want 1", got)
+	}
+	nad.ResourceVersion = "2"
+	_, _, _ = g.Trusted(context.Background(), nad)
+	if got := nadtrust.Count("test-once", nadtrust.ReasonNoController); got != 2 {
+		t.Errorf("counter after the next version = %v, want 2", got)
+	}
+}
