@@ -380,6 +380,58 @@ func (n *Node) SteerGateway(ctx context.Context, localnetPort string) error {
 	return nil
 }
 
+// Host is the node's own network stack (its namespace), where the node IP
+// and management ports live.
+func (n *Node) Host() *Endpoint {
+	return &Endpoint{Netns: n.Netns, Label: "node " + n.Name}
+}
+
+// AddManagementPort gives the node a management port as ovnkube-node
+// creates it: an OVS internal port iface on br-int bound to logical switch
+// port port (external_ids:iface-id), kept in the node's namespace with mac
+// and addrs, and routes ("DEST via NEXTHOP") through it. It returns once
+// ovn-controller has installed the port's flows.
+func (n *Node) AddManagementPort(ctx context.Context, iface, port, mac string, addrs []netip.Prefix, routes [][2]string) error {
+	if _, err := n.Vsctl("add-port", "br-int", iface, "--", "set", "Interface", iface, "type=internal",
+		"external_ids:iface-id="+port); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, 10*time.Second, "interface "+iface, nil, func() error {
+		return ip("-n", n.Netns, "link", "show", iface)
+	}); err != nil {
+		return err
+	}
+	cmds := [][]string{{"-n", n.Netns, "link", "set", iface, "address", mac, "up"}}
+	for _, a := range addrs {
+		cmds = append(cmds, []string{"-n", n.Netns, "addr", "add", a.String(), "dev", iface})
+	}
+	for _, r := range routes {
+		cmds = append(cmds, []string{"-n", n.Netns, "route", "add", r[0], "via", r[1], "dev", iface})
+	}
+	for _, args := range cmds {
+		if err := ip(args...); err != nil {
+			return err
+		}
+	}
+	return n.waitInstalled(ctx, iface, port)
+}
+
+// waitInstalled waits until ovn-controller has bound port to iface and
+// installed its flows (external_ids:ovn-installed, which OVN-Kubernetes' CNI
+// waits for too).
+func (n *Node) waitInstalled(ctx context.Context, iface, port string) error {
+	return waitFor(ctx, 30*time.Second, "ovn-installed on "+iface, nil, func() error {
+		out, err := n.Vsctl("--if-exists", "get", "Interface", iface, "external_ids:ovn-installed")
+		if err != nil {
+			return err
+		}
+		if strings.Trim(out, `"`) != "true" {
+			return fmt.Errorf("logical port %s not bound on %s", port, n.Name)
+		}
+		return nil
+	})
+}
+
 // Logs returns the tails of the node's daemon logs, for a failed test's
 // report.
 func (n *Node) Logs(lines int) string {

@@ -359,3 +359,41 @@ func seenFromOthers(c *datapath.Cluster, own *datapath.Node, counts *[]int, duri
 	}
 	return nest(0)
 }
+
+// managementIP is the network's management port address of a family on
+// every node (the subnet's second address).
+func (n *network) managementIP(v6 bool) netip.Prefix {
+	s, _ := ovnk.FamilyOf(n.subnets, v6)
+	return netip.PrefixFrom(ovnk.MustAddrAt(s, 2), s.Bits())
+}
+
+// masqueradeIP is the external IP of udnkit's management-port SNAT for the
+// network (network ID id), IPv4.
+func masqueradeIP(t *testing.T, id int) netip.Addr {
+	t.Helper()
+	masq, _ := ovnk.FamilyOf(cfg.MasqueradeSubnets, false)
+	_, mgmt, err := ovnk.UDNMasqueradeIPs(masq, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mgmt
+}
+
+// ovnkManagementPorts gives every node the network's management port as
+// OVN-Kubernetes does: the logical switch port <prefix>k8s-<node> in the
+// node's zone at the subnet's second address (IPv4 here), and on the node
+// the interface ovn-k8s-mp<network ID> holding it, with the route back to
+// the management-port SNAT's masquerade IP through the network's gateway.
+func ovnkManagementPorts(t *testing.T, c *datapath.Cluster, net *network, id int) {
+	t.Helper()
+	mgmt := net.managementIP(false)
+	mac := ovnk.MACFromIP(mgmt.Addr()).String()
+	for _, n := range c.Nodes {
+		port := ovnk.NetworkPrefix(net.ovnName()) + "k8s-" + n.Name
+		nbctl(t, n, "--may-exist", "lsp-add", net.names().Switch(), port, "--", "lsp-set-addresses", port, mac+" "+mgmt.Addr().String())
+		routes := [][2]string{{masqueradeIP(t, id).String() + "/32", net.gateway(false).String()}}
+		if err := n.AddManagementPort(context.Background(), "ovn-k8s-mp"+strconv.Itoa(id), port, mac, []netip.Prefix{mgmt}, routes); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -42,6 +42,7 @@ func TestLayer2Primary(t *testing.T) {
 	all := []*pod{blueA, blueA2, blueB, blueC, greenA, greenB, greenOnly}
 	ovnkPodPorts(t, c, all...)
 	startPods(t, c, all...)
+	ovnkManagementPorts(t, c, blue, 1)
 	for _, n := range c.Nodes {
 		if err := n.SteerGateway(context.Background(), blue.localnetPort(n)); err != nil {
 			t.Fatal(err)
@@ -127,6 +128,50 @@ func TestLayer2Primary(t *testing.T) {
 				t.Fatalf("%s on %s pinged %s 5 times: the external host saw %d from %s's IP (want 5), %v from the other nodes' (want none)",
 					p.name, p.node.Name, datapath.ExternalIP, own, p.node.Name, others)
 			}
+		}
+	})
+
+	t.Run("IPv4: a pod reaches its node's IP through the management port", func(t *testing.T) {
+		masq := masqueradeIP(t, 1)
+		// The node's own stack sees the pod's echo requests (the transit
+		// router's priority-1004 reroute to the management port), from the
+		// pod's IP or from the management port's masquerade IP (udnkit's
+		// SNAT on the transit router's switch port); the GR, which also
+		// holds the node IP, would answer without the node seeing them.
+		seen := func(p *pod) (fromPod, fromMasq int) {
+			t.Helper()
+			host := p.node.Host()
+			fromPod, err := host.EchoRequestsSeen(p.ip(false), func() (err error) {
+				fromMasq, err = host.EchoRequestsSeen(masq, func() error {
+					_, err := p.datapath.Ping(p.node.UnderlayIP, 5, 100*time.Millisecond)
+					return err
+				})
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fromPod, fromMasq
+		}
+		for _, p := range []*pod{blueA, blueB} {
+			reach(t, c, p, p.node.UnderlayIP)
+			fromPod, fromMasq := seen(p)
+			if fromPod+fromMasq != 5 {
+				t.Fatalf("%s pinged %s's IP 5 times: the node saw %d echo requests from the pod and %d from %s (want 5 in all)",
+					p.name, p.node.Name, fromPod, fromMasq, masq)
+			}
+			t.Logf("%s's echo requests reached %s from the pod's IP %d times, from the masquerade IP %s %d times", p.name, p.node.Name, fromPod, masq, fromMasq)
+		}
+		// Mutation: without the reroute the node never sees the pod's traffic.
+		policy := `inport == "` + blue.names().RouterToSwitch() + `" && ip4.dst == ` + a.UnderlayIP.String() + ` /* ` + blue.names().Switch() + ` */`
+		nbctl(t, a, "lr-policy-del", blue.names().TransitRouter(), "1004", policy)
+		settle(t, c)
+		if fromPod, fromMasq := seen(blueA); fromPod+fromMasq != 0 {
+			t.Fatalf("mutation: with the priority-1004 policy removed node-a still saw %d echo requests", fromPod+fromMasq)
+		}
+		heal(t)
+		if fromPod, fromMasq := seen(blueA); fromPod+fromMasq != 5 {
+			t.Fatalf("after the reconciler's next pass node-a saw %d echo requests (want 5)", fromPod+fromMasq)
 		}
 	})
 

@@ -121,16 +121,7 @@ func (c *Cluster) AddPod(ctx context.Context, node *Node, spec PodSpec) (*Pod, e
 			return nil, fmt.Errorf("pod %s/%s: %w", spec.Namespace, spec.Name, err)
 		}
 	}
-	if err := waitFor(ctx, 30*time.Second, "ovn-installed on "+p.Iface, nil, func() error {
-		out, err := node.Vsctl("--if-exists", "get", "Interface", p.Iface, "external_ids:ovn-installed")
-		if err != nil {
-			return err
-		}
-		if strings.Trim(out, `"`) != "true" {
-			return fmt.Errorf("logical port %s not bound on %s", spec.Port, node.Name)
-		}
-		return nil
-	}); err != nil {
+	if err := node.waitInstalled(ctx, p.Iface, spec.Port); err != nil {
 		return nil, err
 	}
 	return p, nil
