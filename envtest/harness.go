@@ -195,8 +195,10 @@ type Options struct {
 }
 
 // AnnotationWriters are the identities trusted to add, change or remove the
-// OVN annotations of files/policies/ovn-annotation-writers.yaml; the chart
-// fills the same variables from policies.ovnAnnotationWriters.
+// OVN annotations of files/policies/ovn-annotation-writers.yaml, and (Users
+// and Groups) to write the NADs of UDNs and CUDNs
+// (files/policies/nad-writers.yaml); the chart fills the same variables from
+// policies.ovnAnnotationWriters.
 type AnnotationWriters struct {
 	// Users are trusted for every protected annotation.
 	Users []string

@@ -8,7 +8,9 @@
 // CUDN webhook is called for a Primary CUDN whose selector is new or
 // changed (every namespace it selects, which a policy could only check at a
 // cost per namespace or CUDN). The pod webhooks check predefined addresses
-// (OKEP-5233). Everything a single object can check is CEL in the CRDs. The
+// (OKEP-5233). The NAD webhook keeps a UDN's or CUDN's network name to that
+// network's own NADs (the policy udnkit-nad-writers keeps who writes them).
+// Everything a single object can check is CEL in the CRDs. The
 // pure checks are exported so `udnctl validate` can run them offline; the
 // policies give the same verdicts in the same words
 // (TestPoliciesAgreeWithOfflineChecks).
