@@ -6,16 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/nadtrust"
 	"github.com/udnkit/udnkit/reconcilers/netids"
 )
 
@@ -27,6 +30,8 @@ import (
 type networkAllocators struct {
 	reader client.Reader
 	cfg    *Config
+	// guard reports the NADs the rebuild ignores (ovnk/nadtrust).
+	guard *nadtrust.Guard
 
 	initMu sync.Mutex
 	inited bool
@@ -45,10 +50,15 @@ type networkAllocators struct {
 	learned unverifiedSet
 }
 
-func newNetworkAllocators(reader client.Reader, cfg *Config) *networkAllocators {
+// NetworkIDsConsumer is the consumer label of the rebuild's reports
+// (udnkit_untrusted_nads_total).
+const NetworkIDsConsumer = "network-ids"
+
+func newNetworkAllocators(reader client.Reader, cfg *Config, rec recorder.EventRecorder) *networkAllocators {
 	return &networkAllocators{
 		reader:     reader,
 		cfg:        cfg,
+		guard:      &nadtrust.Guard{Reader: reader, Recorder: rec, Consumer: NetworkIDsConsumer},
 		networkIDs: netids.NewIDAllocator("network ID", 1, cfg.MaxNetworkID),
 		tunnelKeys: netids.NewIDAllocator("tunnel key", cfg.TunnelKeyFirst, cfg.TunnelKeyLast),
 	}
@@ -64,19 +74,27 @@ func networkKey(kind, namespace, name string) string {
 
 // reserveFrom records the IDs an object's annotations hold for owner. What
 // another network already holds is not reserved: ensure gives the network
-// new IDs, with an Event, when it next reconciles.
-func (a *networkAllocators) reserveFrom(owner string, annotations map[string]string) {
+// new IDs, with an Event, when it next reconciles. lost says what was not
+// reserved because another network holds it, without naming that network.
+func (a *networkAllocators) reserveFrom(owner string, annotations map[string]string) (lost []string) {
 	dec, err := ovnk.DecodeNetworkIDs(annotations)
 	id, hasID, keys := dec.ID, dec.HasID, dec.TunnelKeys
 	if err != nil {
-		return
+		return nil
 	}
 	if hasID {
+		if o, held := a.networkIDs.Owner(id); held && o != owner {
+			lost = append(lost, fmt.Sprintf("network ID %d", id))
+		}
 		_ = a.networkIDs.Reserve(owner, id)
 	}
 	for _, k := range keys {
+		if o, held := a.tunnelKeys.Owner(k); held && o != owner {
+			lost = append(lost, fmt.Sprintf("tunnel key %d", k))
+		}
 		_ = a.tunnelKeys.Reserve(owner, k)
 	}
+	return lost
 }
 
 // recorded is one object whose annotations record a network's IDs.
@@ -84,6 +102,8 @@ type recorded struct {
 	owner       string
 	created     metav1.Time
 	annotations map[string]string
+	// nad is set when the object is a NAD (reported when its claim loses).
+	nad *nadv1.NetworkAttachmentDefinition
 }
 
 func (a *networkAllocators) ensureInit(ctx context.Context) error {
@@ -93,44 +113,48 @@ func (a *networkAllocators) ensureInit(ctx context.Context) error {
 		return nil
 	}
 	var all []recorded
-	created := map[types.UID]metav1.Time{}
+	owners := map[string]client.Object{} // networkKey -> the UDN or CUDN
 	var udns udnv1.UserDefinedNetworkList
 	if err := a.reader.List(ctx, &udns); err != nil {
 		return fmt.Errorf("rebuilding network IDs: %w", err)
 	}
-	for _, u := range udns.Items {
-		created[u.UID] = u.CreationTimestamp
-		all = append(all, recorded{networkKey(kindUDN, u.Namespace, u.Name), u.CreationTimestamp, u.Annotations})
+	for i := range udns.Items {
+		u := &udns.Items[i]
+		owners[networkKey(kindUDN, u.Namespace, u.Name)] = u
+		all = append(all, recorded{owner: networkKey(kindUDN, u.Namespace, u.Name), created: u.CreationTimestamp, annotations: u.Annotations})
 	}
 	var cudns udnv1.ClusterUserDefinedNetworkList
 	if err := a.reader.List(ctx, &cudns); err != nil {
 		return fmt.Errorf("rebuilding network IDs: %w", err)
 	}
-	for _, c := range cudns.Items {
-		created[c.UID] = c.CreationTimestamp
-		all = append(all, recorded{networkKey(kindCUDN, "", c.Name), c.CreationTimestamp, c.Annotations})
+	for i := range cudns.Items {
+		c := &cudns.Items[i]
+		owners[networkKey(kindCUDN, "", c.Name)] = c
+		all = append(all, recorded{owner: networkKey(kindCUDN, "", c.Name), created: c.CreationTimestamp, annotations: c.Annotations})
 	}
 	// NADs carry the same annotations; a CR whose own annotation was lost
-	// still keeps the ID its NADs advertise. A NAD counts as old as its CR.
+	// (a network OVN-Kubernetes created annotates only its NADs) still keeps
+	// the ID its NADs advertise. Only NADs that pass the ownership rule
+	// against the owners listed above count, each as old as its owner; the
+	// others are reported and ignored.
 	var nads nadv1.NetworkAttachmentDefinitionList
 	if err := a.reader.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
 		return fmt.Errorf("rebuilding network IDs: %w", err)
 	}
-	for _, n := range nads.Items {
-		ref := metav1.GetControllerOf(&n)
-		if ref == nil {
+	lookup := func(kind string, key types.NamespacedName) (client.Object, error) {
+		return owners[networkKey(kind, key.Namespace, key.Name)], nil
+	}
+	for i := range nads.Items {
+		n := &nads.Items[i]
+		owner, err := nadtrust.VerifyWith(n, lookup)
+		if u, ok := nadtrust.IsUntrusted(err); ok {
+			a.guard.Report(ctx, n, u.Reason, u.Message)
 			continue
 		}
-		at, ok := created[ref.UID]
-		if !ok {
-			at = n.CreationTimestamp
+		if err != nil {
+			return fmt.Errorf("rebuilding network IDs: %w", err)
 		}
-		switch ref.Kind {
-		case kindUDN:
-			all = append(all, recorded{networkKey(kindUDN, n.Namespace, ref.Name), at, n.Annotations})
-		case kindCUDN:
-			all = append(all, recorded{networkKey(kindCUDN, "", ref.Name), at, n.Annotations})
-		}
+		all = append(all, recorded{owner: networkKey(owner.Kind, owner.Namespace, owner.Name), created: owner.Created, annotations: n.Annotations, nad: n})
 	}
 	// Oldest network first, whatever its kind: of two networks recording
 	// one ID (a forged annotation, a second writer) the older keeps it and
@@ -139,7 +163,10 @@ func (a *networkAllocators) ensureInit(ctx context.Context) error {
 		return cmp.Or(x.created.Compare(y.created.Time), cmp.Compare(x.owner, y.owner))
 	})
 	for _, r := range all {
-		a.reserveFrom(r.owner, r.annotations)
+		if lost := a.reserveFrom(r.owner, r.annotations); len(lost) > 0 && r.nad != nil {
+			a.guard.Report(ctx, r.nad, nadtrust.ReasonClaimLost, fmt.Sprintf("%s: held by an older network; this network gets new ones when it is next reconciled",
+				strings.Join(lost, ", ")))
+		}
 	}
 	a.inited = true
 	return nil

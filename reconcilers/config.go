@@ -116,7 +116,7 @@ func New(mgr ctrl.Manager, cfg Config) (*Reconcilers, error) {
 	if err := setupIndexes(mgr); err != nil {
 		return nil, err
 	}
-	return &Reconcilers{cfg: &cfg, ids: newNetworkAllocators(mgr.GetAPIReader(), &cfg)}, nil
+	return &Reconcilers{cfg: &cfg, ids: newNetworkAllocators(mgr.GetAPIReader(), &cfg, mgr.GetEventRecorder("udnkit-network-ids"))}, nil
 }
 
 // Setup registers the named controllers (udn, cudn, node) with mgr.

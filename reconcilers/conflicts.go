@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
@@ -21,6 +22,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/nadtrust"
 	"github.com/udnkit/udnkit/ovnk/nsselect"
 )
 
@@ -359,10 +361,20 @@ type usedRange struct {
 // NAD yet there is nothing appended and nothing to keep.
 func (r *networkReconciler) appendedSubnetConflicts(ctx context.Context, n network, namespaces []string) (udnv1.NetworkSpec, string, error) {
 	owned, err := r.ownedNADs(ctx, n)
-	if err != nil || len(owned) == 0 {
+	if err != nil {
 		return n.spec, "", err
 	}
-	nc, err := ovnk.Parse(owned[0].Spec.Config)
+	// The subnets of a NAD that passes the ownership rule: another NAD
+	// claiming n's UID (a CUDN's lists every namespace) is not read here,
+	// and the reconcile removes it from namespaces n does not select.
+	i := slices.IndexFunc(owned, func(nad nadv1.NetworkAttachmentDefinition) bool {
+		_, err := nadtrust.Verify(ctx, r.client, &nad)
+		return err == nil
+	})
+	if i < 0 {
+		return n.spec, "", nil
+	}
+	nc, err := ovnk.Parse(owned[i].Spec.Config)
 	if err != nil {
 		return n.spec, "", nil // a NAD udnkit cannot read is rewritten from the spec
 	}

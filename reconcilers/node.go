@@ -34,6 +34,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/nadtrust"
 	"github.com/udnkit/udnkit/reconcilers/netids"
 )
 
@@ -89,6 +90,8 @@ type nodeReconciler struct {
 	reader   client.Reader
 	recorder recorder.EventRecorder
 	cfg      *Config
+	// nadGuard checks the NADs whose subnets nadSubnets reads.
+	nadGuard *nadtrust.Guard
 
 	initMu sync.Mutex
 	inited bool
@@ -147,6 +150,7 @@ type nodeReconciler struct {
 func newNodeReconciler(mgr ctrl.Manager, cfg *Config) *nodeReconciler {
 	return &nodeReconciler{
 		client: mgr.GetClient(), reader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(nodeFieldOwner), cfg: cfg,
+		nadGuard: &nadtrust.Guard{Reader: mgr.GetClient(), Recorder: mgr.GetEventRecorder(nodeFieldOwner), Consumer: HostSubnetsConsumer},
 		ids:      netids.NewIDAllocator("node ID", ovnk.FirstNodeID, ovnk.MaxNodeID),
 		networks: map[string]*hostSubnetState{},
 		removed:  map[string]bool{},
@@ -1100,21 +1104,35 @@ func adoptHostSubnets(alloc *netids.HostSubnetAllocator, node string, recorded [
 	}
 }
 
-// nadSubnets are the subnets a network's NAD publishes (any of its NADs: they
-// share the config); known is false while it has none, and the spec's subnets
-// are used.
+// nadSubnets are the subnets a network's NAD publishes (any of its NADs that
+// passes the ownership rule, ovnk/nadtrust: they share the config); known is
+// false while it has none, and the spec's subnets are used. A NAD that only
+// claims the network's UID is reported and never read.
 func (r *nodeReconciler) nadSubnets(ctx context.Context, uid types.UID) (map[netip.Prefix]bool, bool) {
 	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := r.client.List(ctx, &nads, client.MatchingFields{indexNADController: string(uid)}, client.UnsafeDisableDeepCopy); err != nil || len(nads.Items) == 0 {
+	if err := r.client.List(ctx, &nads, client.MatchingFields{indexNADController: string(uid)}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, false
 	}
-	nad := &nads.Items[0]
-	// Every node's reconcile asks for every Layer3 network's subnets: parse
-	// each network's NAD config once per network (its first NAD's version).
+	// Every node's reconcile asks for every Layer3 network's subnets: verify
+	// and parse each network's NAD config once per network (its first
+	// trusted NAD's version).
 	r.nadMu.Lock()
 	defer r.nadMu.Unlock()
-	if p, ok := r.nadParsed[uid]; ok && p.nad == nad.UID && p.version == nad.ResourceVersion {
-		return p.subnets, p.ok
+	var nad *nadv1.NetworkAttachmentDefinition
+	for i := range nads.Items {
+		n := &nads.Items[i]
+		if p, ok := r.nadParsed[uid]; ok && p.nad == n.UID && p.version == n.ResourceVersion {
+			return p.subnets, p.ok
+		}
+		if _, trusted, err := r.nadGuard.Trusted(ctx, n); err != nil {
+			return nil, false
+		} else if trusted {
+			nad = n
+			break
+		}
+	}
+	if nad == nil {
+		return nil, false
 	}
 	out, ok := parseNADSubnets(nad)
 	if r.nadParsed == nil || len(r.nadParsed) > maxParsedNADs {
@@ -1123,6 +1141,10 @@ func (r *nodeReconciler) nadSubnets(ctx context.Context, uid types.UID) (map[net
 	r.nadParsed[uid] = parsedNAD{nad: nad.UID, version: nad.ResourceVersion, subnets: out, ok: ok}
 	return out, ok
 }
+
+// HostSubnetsConsumer is the consumer label of the host subnet reconciler's
+// reports (udnkit_untrusted_nads_total).
+const HostSubnetsConsumer = "host-subnets"
 
 // maxParsedNADs bounds nadParsed: four times the network IDs there are.
 const maxParsedNADs = 4 * ovnk.MaxNetworkID

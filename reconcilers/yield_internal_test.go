@@ -89,7 +89,7 @@ func TestYieldThenStaleCache(t *testing.T) {
 
 	cfg := DefaultConfig()
 	sink := &eventSink{}
-	r := &networkReconciler{client: c, reader: c, cfg: &cfg, ids: newNetworkAllocators(c, &cfg), recorder: sink, owner: "test"}
+	r := &networkReconciler{client: c, reader: c, cfg: &cfg, ids: newNetworkAllocators(c, &cfg, nil), recorder: sink, owner: "test"}
 	reconcileX := func(obj *udnv1.UserDefinedNetwork) {
 		t.Helper()
 		_, err := r.reconcileNetwork(ctx, network{obj: obj, kind: kindUDN, spec: obj.Spec.Network(), status: &obj.Status}, []string{obj.Namespace})
