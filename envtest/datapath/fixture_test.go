@@ -103,7 +103,7 @@ func newNetwork(t *testing.T, namespace, name string, id int, subnets ...string)
 	}
 	ids := ovnk.NetworkIDs{ID: id, HasID: true, TunnelKeys: []int{16715776 + 2*id, 16715777 + 2*id}}
 	n.nad, err = ovnk.NewNAD(ovnk.NADSource{Kind: udnv1.KindUserDefinedNetwork,
-		Meta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: spec}, namespace, cfg, transit, ids)
+		Meta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID(namespace + "-" + name)}, Spec: spec}, namespace, cfg, transit, ids)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,12 +121,17 @@ func program(t *testing.T, c *datapath.Cluster, nets ...*network) {
 		}
 	}
 	for _, zone := range c.Nodes {
-		b := fake.NewClientBuilder().WithScheme(s)
+		b := fake.NewClientBuilder().WithScheme(s).
+			WithIndex(&nadv1.NetworkAttachmentDefinition{}, controller.NADNetworkField, controller.NADNetwork)
 		for i, n := range c.Nodes {
 			b = b.WithObjects(nodeObject(i, n))
 		}
 		for _, net := range nets {
-			b = b.WithObjects(net.nad.DeepCopy())
+			// The NAD and the UDN that owns it (the dataplane programs only
+			// NADs whose owner exists with their IDs).
+			owner := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: net.namespace, Name: net.name,
+				UID: net.nad.GetOwnerReferences()[0].UID, Annotations: net.nad.GetAnnotations()}}
+			b = b.WithObjects(net.nad.DeepCopy(), owner)
 		}
 		r := &controller.Layer2Reconciler{Client: b.Build(), OVN: ovnClient(t, zone), Cluster: cfg,
 			Local: func(n *corev1.Node) bool { return n.Name == zone.Name }}
