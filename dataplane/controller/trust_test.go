@@ -238,3 +238,47 @@ func TestForgedNADsLeaveOtherNetworksAlone(t *testing.T) {
 		})
 	}
 }
+
+// A CUDN's NADs (one per selected namespace) pass the rule wherever they
+// are, so a tenant who can read the CUDN's UID can write a copy in its own
+// namespace that passes too. The network's rows follow its oldest NAD that
+// passes: the copy, with its own subnets, changes no row, nor does its
+// deletion.
+func TestCUDNNADCopyDoesNotSteerRows(t *testing.T) {
+	s := newStack(t)
+	if _, err := Setup(s.ctx, s.mgr, s.opts()); err != nil {
+		t.Fatal(err)
+	}
+	s.start()
+	s.create(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1", Annotations: map[string]string{ovnk.AnnotationNodeID: "2"}}},
+		namespace("blue"), namespace("attacker"))
+	cudn := &udnv1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: "shared"},
+		Spec: udnv1.ClusterUserDefinedNetworkSpec{
+			NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "blue"}},
+			Network: udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
+				Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRolePrimary, Subnets: udnv1.DualStackCIDRs{"10.150.0.0/24"}}}}}
+	s.create(cudn)
+	yes := true
+	owned := func(ns, subnets string) *nadv1.NetworkAttachmentDefinition {
+		nad := labeledNAD(ns, "shared", l2Conf("cluster_udn_shared", ns+"/shared", subnets, ""), idAnnotations("4", "[16711684,16715779]"))
+		nad.OwnerReferences = []metav1.OwnerReference{{APIVersion: udnv1.GroupVersion.String(), Kind: udnv1.KindClusterUserDefinedNetwork,
+			Name: cudn.Name, UID: cudn.UID, Controller: &yes}}
+		return nad
+	}
+	s.create(owned("blue", "10.150.0.0/24"))
+	const router = "cluster_udn_shared_transit_router"
+	s.eventually("the CUDN's network programmed", func() bool {
+		return strings.Contains(s.nbctl("--bare", "--columns=name", "list", "Logical_Router"), router)
+	})
+	before := s.nbRows()
+	// The tie-breaker after creationTimestamp is the namespace: "attacker"
+	// sorts before "blue", so the copy must lose on its age alone.
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+	copied := owned("attacker", "10.66.0.0/24")
+	s.create(copied)
+	s.consistently("the Northbound rows with a copy of the CUDN's NAD", 3*time.Second, before, s.nbRows)
+	if err := s.c.Delete(s.ctx, copied); err != nil {
+		t.Fatal(err)
+	}
+	s.consistently("the Northbound rows after the copy went", 2*time.Second, before, s.nbRows)
+}

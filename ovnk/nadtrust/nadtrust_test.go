@@ -143,3 +143,26 @@ func TestGuardReportsOncePerVersion(t *testing.T) {
 		t.Errorf("counter after the next version = %v, want 2", got)
 	}
 }
+
+// BenchmarkVerify is one check of a rendered NAD against a cache-like
+// reader: what each dataplane reconcile adds per NAD it reads.
+func BenchmarkVerify(b *testing.B) {
+	scheme := runtime.NewScheme()
+	if err := udnv1.AddToScheme(scheme); err != nil {
+		b.Fatal(err)
+	}
+	udn := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "blue", Name: "net", UID: "udn-uid"}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(udn).Build()
+	nad, err := ovnk.NewNAD(ovnk.NADSource{Kind: udnv1.KindUserDefinedNetwork, Meta: udn.ObjectMeta,
+		Spec: udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRolePrimary, Subnets: udnv1.DualStackCIDRs{"10.1.0.0/24"}}}},
+		"blue", ovnk.DefaultClusterConfig(), nil, ovnk.NetworkIDs{ID: 7, HasID: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := nadtrust.Verify(context.Background(), c, nad); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
