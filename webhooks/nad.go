@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,6 +18,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/nadtrust"
 )
 
 // The NAD webhook keeps the network names of UDNs and CUDNs to the NADs
@@ -45,11 +45,12 @@ var configPath = field.NewPath("spec", "config")
 // network of a UserDefinedNetwork or ClusterUserDefinedNetwork (see
 // ovnk.OwnerOfNetworkName: every such name, whether or not that network
 // exists yet, so no NAD can claim a network before its owner is created)
-// unless the NAD is that network's own: controlled by that UDN or CUDN,
-// with its UID, and named like it (in a UDN's namespace). It also refuses a
-// NAD controlled by a UDN or CUDN whose config names another network. Other
-// NADs, of any CNI, are admitted: user-written secondary networks of
-// OVN-Kubernetes' type stay possible, as upstream allows them.
+// unless the NAD is that network's own by nadtrust's rule, the rule udnkit's
+// consumers apply: controlled by that UDN or CUDN, with its UID, named like
+// it (in a UDN's namespace), naming its network and itself, with its IDs. A
+// NAD a UDN or CUDN controls must pass that rule too. Other NADs, of any
+// CNI, are admitted: user-written secondary networks of OVN-Kubernetes' type
+// stay possible, as upstream allows them.
 type NetworkAttachmentDefinitionValidator struct {
 	// Client reads UDNs and CUDNs: the manager's cache. A network created
 	// moments ago may be missing; a refusal is confirmed with APIReader.
@@ -109,28 +110,37 @@ func (v *NetworkAttachmentDefinitionValidator) validate(ctx context.Context, old
 	return nil, nil
 }
 
-// checkNames applies the rule with r.
+// checkNames applies the rule with r. A NAD that names a UDN's or CUDN's
+// network, or that a UDN or CUDN controls, must pass nadtrust's rule (the
+// one udnkit's consumers apply: controlled by that network, with its UID,
+// named like it, naming its network) with that network as its owner.
 func (v *NetworkAttachmentDefinitionValidator) checkNames(ctx context.Context, r client.Reader, nad *nadv1.NetworkAttachmentDefinition) (field.ErrorList, error) {
+	type claim struct {
+		name  string
+		owner ovnk.NetworkOwner
+	}
 	names := ovnk.NetConfNetworkNames(nad.Spec.Config)
-	var errs field.ErrorList
-	ref := networkController(nad)
-	if ref != nil && len(names) > 0 {
-		owner := ownerOfRef(nad, ref)
-		want := ovnk.NADSource{Kind: owner.Kind, Meta: metav1.ObjectMeta{Namespace: owner.Namespace, Name: owner.Name}}.NetworkName()
-		for _, name := range names {
-			if name != want {
-				errs = append(errs, field.Forbidden(configPath, fmt.Sprintf(
-					"network name %q is not the network of the NetworkAttachmentDefinition's controller %s (%q); a UserDefinedNetwork's or ClusterUserDefinedNetwork's NetworkAttachmentDefinition names its own network only",
-					name, owner, want)))
-			}
+	var claims []claim
+	for _, name := range names {
+		if owner, ok := ovnk.OwnerOfNetworkName(name); ok {
+			claims = append(claims, claim{name, owner})
 		}
 	}
-	for _, name := range names {
-		owner, ok := ovnk.OwnerOfNetworkName(name)
-		if !ok {
-			continue
-		}
-		uid, exists, err := lookupNetwork(ctx, r, owner)
+	if len(claims) == 0 && (len(names) == 0 || networkController(nad) == nil) {
+		return nil, nil
+	}
+	verified, err := nadtrust.Verify(ctx, r, nad)
+	untrusted, isUntrusted := nadtrust.IsUntrusted(err)
+	if err != nil && !isUntrusted {
+		return nil, err
+	}
+	var errs field.ErrorList
+	if len(claims) == 0 {
+		return append(errs, field.Forbidden(configPath, fmt.Sprintf(
+			"a UserDefinedNetwork or ClusterUserDefinedNetwork controls this NetworkAttachmentDefinition, which fails udnkit's ownership rule: %s", untrusted.Message))), nil
+	}
+	for _, c := range claims {
+		exists, err := networkExists(ctx, r, c.owner)
 		if err != nil {
 			return nil, err
 		}
@@ -138,11 +148,15 @@ func (v *NetworkAttachmentDefinitionValidator) checkNames(ctx context.Context, r
 		case !exists:
 			errs = append(errs, field.Forbidden(configPath, fmt.Sprintf(
 				"network name %q is reserved for %s, which does not exist; create that network instead of a NetworkAttachmentDefinition naming it",
-				name, owner)))
-		case ref == nil || ownerOfRef(nad, ref) != owner || ref.UID != uid || nad.Name != owner.Name:
+				c.name, c.owner)))
+		case isUntrusted:
 			errs = append(errs, field.Forbidden(configPath, fmt.Sprintf(
-				"network name %q belongs to %s; only the NetworkAttachmentDefinitions udnkit writes for it, named %q and controlled by it, may name it",
-				name, owner, owner.Name)))
+				"network name %q belongs to %s; only its own NetworkAttachmentDefinitions, which udnkit writes, may name it, and this one fails udnkit's ownership rule: %s",
+				c.name, c.owner, untrusted.Message)))
+		case (ovnk.NetworkOwner{Kind: verified.Kind, Namespace: verified.Namespace, Name: verified.Name}) != c.owner:
+			errs = append(errs, field.Forbidden(configPath, fmt.Sprintf(
+				"network name %q belongs to %s, not to the NetworkAttachmentDefinition's controller %s %s",
+				c.name, c.owner, verified.Kind, verified.Name)))
 		}
 	}
 	return errs, nil
@@ -157,16 +171,6 @@ func networkController(nad *nadv1.NetworkAttachmentDefinition) *metav1.OwnerRefe
 		return nil
 	}
 	return ref
-}
-
-// ownerOfRef is the network a controller reference of nad names: a
-// namespaced owner is in nad's namespace.
-func ownerOfRef(nad *nadv1.NetworkAttachmentDefinition, ref *metav1.OwnerReference) ovnk.NetworkOwner {
-	o := ovnk.NetworkOwner{Kind: ref.Kind, Name: ref.Name}
-	if ref.Kind == udnv1.KindUserDefinedNetwork {
-		o.Namespace = nad.Namespace
-	}
-	return o
 }
 
 // addsNetworkOwner reports whether nad has a k8s.ovn.org owner reference old
@@ -184,24 +188,23 @@ func addsNetworkOwner(old, nad *nadv1.NetworkAttachmentDefinition) bool {
 	return false
 }
 
-// lookupNetwork returns the UID of the UDN or CUDN owner, and whether it
-// exists.
-func lookupNetwork(ctx context.Context, r client.Reader, owner ovnk.NetworkOwner) (uid types.UID, exists bool, err error) {
+// networkExists reports whether the UDN or CUDN owner exists.
+func networkExists(ctx context.Context, r client.Reader, owner ovnk.NetworkOwner) (bool, error) {
 	if len(validation.IsDNS1123Subdomain(owner.Name)) > 0 {
 		// A name no object can have (a CUDN's network name is any name
 		// under cluster_udn_).
-		return "", false, nil
+		return false, nil
 	}
 	var obj client.Object = &udnv1.UserDefinedNetwork{}
 	if owner.Kind == udnv1.KindClusterUserDefinedNetwork {
 		obj = &udnv1.ClusterUserDefinedNetwork{}
 	}
-	err = r.Get(ctx, client.ObjectKey{Namespace: owner.Namespace, Name: owner.Name}, obj)
+	err := r.Get(ctx, client.ObjectKey{Namespace: owner.Namespace, Name: owner.Name}, obj)
 	if apierrors.IsNotFound(err) {
-		return "", false, nil
+		return false, nil
 	}
 	if err != nil {
-		return "", false, fmt.Errorf("reading %s: %w", owner, err)
+		return false, fmt.Errorf("reading %s: %w", owner, err)
 	}
-	return obj.GetUID(), true, nil
+	return true, nil
 }

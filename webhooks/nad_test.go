@@ -24,10 +24,19 @@ func nadOf(t *testing.T, obj client.Object, spec udnv1.NetworkSpec, namespace st
 		kind = udnv1.KindClusterUserDefinedNetwork
 	}
 	meta := metav1.ObjectMeta{Name: obj.GetName(), Namespace: obj.GetNamespace(), UID: obj.GetUID()}
-	nad, err := ovnk.NewNAD(ovnk.NADSource{Kind: kind, Meta: meta, Spec: spec}, namespace, ovnk.DefaultClusterConfig(), nil, ovnk.NetworkIDs{})
+	ids, err := ovnk.DecodeNetworkIDs(obj.GetAnnotations())
 	if err != nil {
 		t.Fatal(err)
 	}
+	nad, err := ovnk.NewNAD(ovnk.NADSource{Kind: kind, Meta: meta, Spec: spec}, namespace, ovnk.DefaultClusterConfig(), nil, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nad
+}
+
+func annotated(nad *nadv1.NetworkAttachmentDefinition, key, value string) *nadv1.NetworkAttachmentDefinition {
+	nad.Annotations[key] = value
 	return nad
 }
 
@@ -39,6 +48,7 @@ func userNAD(namespace, name, config string) *nadv1.NetworkAttachmentDefinition 
 func TestNADValidator(t *testing.T) {
 	blue := l2UDN("bob", "blue", udnv1.NetworkRoleSecondary)
 	blue.UID = types.UID("uid-blue")
+	blue.Annotations = map[string]string{ovnk.AnnotationNetworkID: "7"}
 	red := l2UDN("alice", "red", udnv1.NetworkRoleSecondary)
 	red.UID = types.UID("uid-red")
 	shared := &udnv1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: "shared", UID: "uid-shared"},
@@ -80,12 +90,15 @@ func TestNADValidator(t *testing.T) {
 			return nad
 		}(), want: []string{`network name "bob_blue" belongs to UserDefinedNetwork bob/blue`}},
 		{desc: "a fake owner reference (UID)", nad: forgedOwner(nadOf(t, blue, spec, "bob"), "uid-forged"),
-			want: []string{`network name "bob_blue" belongs to UserDefinedNetwork bob/blue; only the NetworkAttachmentDefinitions udnkit writes for it`}},
+			want: []string{`network name "bob_blue" belongs to UserDefinedNetwork bob/blue; only its own NetworkAttachmentDefinitions`,
+				"the controller UserDefinedNetwork bob/blue has UID uid-blue, not uid-forged"}},
+		{desc: "a network's own NAD with another network ID", nad: annotated(nadOf(t, blue, spec, "bob"), ovnk.AnnotationNetworkID, "8"),
+			want: []string{`network name "bob_blue" belongs to UserDefinedNetwork bob/blue`, `k8s.ovn.org/network-id="8" is not 7, its controller's`}},
 		{desc: "a UDN's NAD renamed to name another network", old: nadOf(t, red, spec, "alice"), nad: renamed(nadOf(t, red, spec, "alice"), "bob_blue"),
-			want: []string{`network name "bob_blue" is not the network of the NetworkAttachmentDefinition's controller UserDefinedNetwork alice/red ("alice_red")`,
-				`network name "bob_blue" belongs to UserDefinedNetwork bob/blue`}},
+			want: []string{`network name "bob_blue" belongs to UserDefinedNetwork bob/blue`,
+				`spec.config name "bob_blue" is not "alice_red", the network of its controller UserDefinedNetwork alice/red`}},
 		{desc: "a UDN's NAD renamed to a network of no UDN", old: nadOf(t, red, spec, "alice"), nad: renamed(nadOf(t, red, spec, "alice"), "free"),
-			want: []string{`network name "free" is not the network of the NetworkAttachmentDefinition's controller UserDefinedNetwork alice/red`}},
+			want: []string{`a UserDefinedNetwork or ClusterUserDefinedNetwork controls this NetworkAttachmentDefinition, which fails udnkit's ownership rule: spec.config name "free" is not "alice_red"`}},
 		{desc: "an update that only removes the owner (garbage collector orphaning)", old: nadOf(t, blue, spec, "bob"), nad: func() *nadv1.NetworkAttachmentDefinition {
 			nad := nadOf(t, blue, spec, "bob")
 			nad.OwnerReferences = nil
