@@ -39,7 +39,10 @@ func TestOwnerOfNetworkName(t *testing.T) {
 }
 
 // NetConfNetworkNames reads every name an OVN-Kubernetes reader could take,
-// and none from a config that is not OVN-Kubernetes'.
+// and none from a config that is not OVN-Kubernetes'. The readers are
+// upstream's go-controller/pkg/config/cni.go (ParseNetConf: a single config
+// through encoding/json, a plugin list through libcni, the type
+// "ovn-k8s-cni-overlay" on the config or its first plugin).
 func TestNetConfNetworkNames(t *testing.T) {
 	for _, tc := range []struct {
 		desc, config string
