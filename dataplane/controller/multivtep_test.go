@@ -29,10 +29,16 @@ func blueNAD() *nadv1.NetworkAttachmentDefinition {
 
 // vtepPod is a pod of ns1/tenant-blue on node with its pod-networks entry.
 func vtepPod(name, node, ip, encap string) *corev1.Pod {
+	return vtepPodOf("ns1/tenant-blue", name, node, ip, encap)
+}
+
+// vtepPodOf is a pod in nad's namespace with a pod-networks entry for nad.
+func vtepPodOf(nad, name, node, ip, encap string) *corev1.Pod {
+	ns, _, _ := strings.Cut(nad, "/")
 	mac := ovnk.MACFromIP(netip.MustParseAddr(ip)).String()
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: name, Annotations: map[string]string{
-		ovnk.AnnotationPodNetworks: fmt.Sprintf(`{"ns1/tenant-blue":{"ip_addresses":["%s/24"],"mac_address":"%s","role":"primary","encap_ip":"%s"}}`,
-			ip, mac, encap)}},
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{
+		ovnk.AnnotationPodNetworks: fmt.Sprintf(`{%q:{"ip_addresses":["%s/24"],"mac_address":"%s","role":"primary","encap_ip":"%s"}}`,
+			nad, ip, mac, encap)}},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
 }
 
@@ -75,6 +81,14 @@ func TestMultiVTEPFromAPIState(t *testing.T) {
 			strings.Contains(s.sbctl("--bare", "--columns=logical_port", "list", "Port_Binding"), port1) &&
 			encapOf(port1) == `"10.0.0.3"`
 	})
+
+	// A NAD with udnkit's label and no owner names the network, and a pod
+	// of its namespace on node-b claims a VTEP of it: the dataplane ignores
+	// the NAD, so the pod gets no port on the network's switch.
+	s.create(namespace("attacker"), labeledNAD("attacker", "evil", l2Conf("ns1_tenant-blue", "attacker/evil", "203.203.0.0/24", ""),
+		idAnnotations("1", "[16711685,16715780]")), vtepPodOf("attacker/evil", "evil-pod", "node-b", "203.203.0.66", "10.0.0.2"))
+	s.consistently("the network's remote ports with a forged NAD's pod on node-b", 2*time.Second,
+		port1+",remote,0a:58:cb:cb:00:05 203.203.0.5,requested-chassis=node-b", ports)
 
 	// A pod on another VTEP of the same node: its own port and Encap.
 	s.create(vtepPod("pod-2", "node-b", "203.203.0.8", "10.0.0.4"))
