@@ -260,6 +260,10 @@ func settle(t *testing.T, c *datapath.Cluster) {
 	}
 }
 
+// pingInterval is how long a counted ping waits for each reply: long
+// enough for a loaded 2-core machine.
+const pingInterval = 250 * time.Millisecond
+
 // reach fails the test unless from gets an echo reply from dst.
 func reach(t *testing.T, c *datapath.Cluster, from *pod, dst netip.Addr) {
 	t.Helper()

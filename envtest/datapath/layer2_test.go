@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/udnkit/udnkit/envtest/datapath"
 	"github.com/udnkit/udnkit/ovnk"
@@ -89,7 +88,7 @@ func TestLayer2Primary(t *testing.T) {
 			var atBlue int
 			atGreen, err := greenB.datapath.EchoRequestsSeen(blueA.ip(v6), func() (err error) {
 				atBlue, err = blueB.datapath.EchoRequestsSeen(blueA.ip(v6), func() error {
-					_, err := blueA.datapath.Ping(blueB.ip(v6), 5, 100e6)
+					_, err := blueA.datapath.Ping(blueB.ip(v6), 5, pingInterval)
 					return err
 				})
 				return err
@@ -114,7 +113,7 @@ func TestLayer2Primary(t *testing.T) {
 			var others []int
 			own, err := c.External.EchoRequestsSeen(p.node.UnderlayIP, func() error {
 				return seenFromOthers(c, p.node, &others, func() error {
-					n, err := p.datapath.Ping(datapath.ExternalIP, 5, 100*time.Millisecond)
+					n, err := p.datapath.Ping(datapath.ExternalIP, 5, pingInterval)
 					if err == nil && n != 5 {
 						err = fmt.Errorf("%d of 5 echo requests to %s answered", n, datapath.ExternalIP)
 					}
@@ -143,7 +142,7 @@ func TestLayer2Primary(t *testing.T) {
 			host := p.node.Host()
 			fromPod, err := host.EchoRequestsSeen(p.ip(false), func() (err error) {
 				fromMasq, err = host.EchoRequestsSeen(masq, func() error {
-					_, err := p.datapath.Ping(p.node.UnderlayIP, 5, 100*time.Millisecond)
+					_, err := p.datapath.Ping(p.node.UnderlayIP, 5, pingInterval)
 					return err
 				})
 				return err
