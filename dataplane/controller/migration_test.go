@@ -109,6 +109,25 @@ func TestLiveMigrationRoutesFromAPIState(t *testing.T) {
 		return true
 	})
 
+	// A NAD with udnkit's label and no owner names the network, and a pod of
+	// its namespace poses as a VM migrated to node-b with an address of the
+	// network: the dataplane ignores the NAD, so no route or reroute is
+	// programmed for it on the network's transit router.
+	var victimNAD nadv1.NetworkAttachmentDefinition
+	if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: "tenant-vm", Name: "vmnet"}, &victimNAD); err != nil {
+		t.Fatal(err)
+	}
+	beforeRoutes, beforePolicies := routes(), policies()
+	forgedVM := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "attacker", Name: "virt-launcher-evil",
+		Labels: map[string]string{ovnk.LabelVM: "evil", ovnk.KeyNodeName: "node-b"},
+		Annotations: map[string]string{ovnk.AnnotationAllowLiveMigration: "", ovnk.AnnotationAddressOwnerNode: "node-a",
+			ovnk.AnnotationPodNetworks: `{"attacker/evil":{"ip_addresses":["10.150.0.200/16"],"mac_address":"0a:58:0a:96:00:c8","role":"primary"}}`}},
+		Spec: corev1.PodSpec{NodeName: "node-b", Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+	s.create(namespace("attacker"), labeledNAD("attacker", "evil", l2Conf("tenant-vm_vmnet", "attacker/evil", "10.150.0.0/16", ""),
+		idAnnotations(victimNAD.Annotations[ovnk.AnnotationNetworkID], victimNAD.Annotations[ovnk.AnnotationTunnelKeys])), forgedVM)
+	s.consistently("the transit router's routes with a forged NAD's VM pod", 2*time.Second, beforeRoutes+beforePolicies,
+		func() string { return routes() + policies() })
+
 	// The target pod goes: the VM is back in its source pod on node-a.
 	if err := s.c.Delete(s.ctx, dst, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
