@@ -181,6 +181,10 @@ func (c *Client) ApplyUnless(ctx context.Context, d *Desired, unless func(contex
 	// database, the update stream and the CPU with this one.
 	real := map[string]string{} // named UUIDs of earlier chunks' inserts
 	var inserted []rowRef
+	// The owned rows the transactions update or delete: their events are
+	// this Apply's own, not another client's edits (resync.go).
+	var own *ownEdit
+	defer func() { c.healing.own.finish(own, time.Now()) }()
 	for k, ch := range chunks {
 		if len(chunks) > 1 {
 			c.ahead.yield(ctx, cmp.Or(c.yieldAtMost, yieldAtMost))
@@ -195,6 +199,7 @@ func (c *Client) ApplyUnless(ctx context.Context, d *Desired, unless func(contex
 		var results []ovsdb.OperationResult
 		err := ctx.Err()
 		if err == nil {
+			own = c.healing.own.note(own, ops, c.children)
 			started := time.Now()
 			results, err = c.NB.Transact(ctx, ops...)
 			transactionSeconds.WithLabelValues(d.Owner.Topology, d.Owner.Piece).Observe(time.Since(started).Seconds())
@@ -326,6 +331,18 @@ func (c *Client) cachedRow(table, uuid string) model.Model {
 		c.index.fill(m)
 	}
 	return m
+}
+
+// children lists the children of a router or switch, as the index knows them.
+func (c *Client) children(parent string) []string {
+	defer c.index.read(c.NB)()
+	var out []string
+	for _, kids := range c.index.kids[parent] {
+		for k := range kids {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // stepper returns a function that reports to c.observe, when set, the time

@@ -2,7 +2,10 @@
 // computes the desired Northbound rows of each topology piece from plain inputs
 // and applies the difference against the live database: in one transaction, or
 // for a large difference in a sequence of bounded transactions that each leave
-// a consistent topology (chunk.go).
+// a consistent topology (chunk.go). The client also notices when the database
+// loses or changes the rows it owns without an Apply of its own (a replaced
+// database, another client's edit) and asks its controllers to re-apply those
+// networks (resync.go).
 package dataplane
 
 import (
@@ -21,6 +24,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-logr/logr"
+	"github.com/ovn-kubernetes/libovsdb/cache"
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/prometheus/client_golang/prometheus"
@@ -114,6 +118,9 @@ type Client struct {
 	memos keyMemos
 	// index holds the Northbound rows plans read (index.go).
 	index *rowIndex
+	// healing finds the networks whose rows the database lost or another
+	// client changed (resync.go).
+	healing healer
 
 	dbs []*database
 	// connecting is set once Connect runs (on the leader, in the manager).
@@ -135,8 +142,10 @@ type database struct {
 	lastErr   atomic.Pointer[error]
 	// timeout bounds one connection attempt (Config.ConnectTimeout).
 	timeout time.Duration
-	// index, when set, follows the cache's events from the first connection on.
+	// index and events, when set, follow the cache's events from the first
+	// connection on.
 	index     *rowIndex
+	events    cache.EventHandler
 	indexOnce sync.Once
 }
 
@@ -167,7 +176,17 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{NB: nb.api, SB: sb.api, index: index, dbs: []*database{nb, sb}, stopWatch: make(chan struct{})}, nil
+	c := &Client{NB: nb.api, SB: sb.api, index: index, dbs: []*database{nb, sb}, stopWatch: make(chan struct{})}
+	nb.events = &c.healing
+	return c, nil
+}
+
+// startWatching starts watch and healLoop, once.
+func (c *Client) startWatching() {
+	c.watchOnce.Do(func() {
+		go c.watch()
+		go c.healLoop()
+	})
 }
 
 // NewClient connects to the OVN Northbound and Southbound databases and
@@ -192,7 +211,7 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 			return nil, err
 		}
 	}
-	c.watchOnce.Do(func() { go c.watch() })
+	c.startWatching()
 	return c, nil
 }
 
@@ -204,7 +223,7 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 func (c *Client) Connect(ctx context.Context) error {
 	c.connecting.Store(true)
 	logger := log.FromContext(ctx).WithName("ovn")
-	c.watchOnce.Do(func() { go c.watch() })
+	c.startWatching()
 	for _, db := range c.dbs {
 		bo := backoff.NewExponentialBackOff()
 		bo.InitialInterval = 200 * time.Millisecond
@@ -350,8 +369,11 @@ func up(api client.Client) bool {
 // child's parent instead, from what Apply writes and from the children's
 // own rows.
 func nbMonitor() []client.MonitorOption {
-	lr, ls := &nbdb.LogicalRouter{}, &nbdb.LogicalSwitch{}
+	lr, ls, global := &nbdb.LogicalRouter{}, &nbdb.LogicalSwitch{}, &nbdb.NBGlobal{}
 	return []client.MonitorOption{
+		// NB_Global's UUID tells one database from another (resync.go);
+		// its name column is about never written, its counters often.
+		client.WithTable(global, &global.Name),
 		client.WithTable(lr, &lr.Name, &lr.ExternalIDs, &lr.Options),
 		client.WithTable(ls, &ls.Name, &ls.ExternalIDs, &ls.OtherConfig),
 		client.WithTable(&nbdb.LogicalRouterPort{}), client.WithTable(&nbdb.LogicalSwitchPort{}),
@@ -471,7 +493,12 @@ func (db *database) connectOnce(ctx context.Context) error {
 	db.schema.connected()
 	if db.index != nil {
 		// The cache exists from the first connection on; the monitor fills it.
-		db.indexOnce.Do(func() { db.api.Cache().AddEventHandler(db.index) })
+		db.indexOnce.Do(func() {
+			db.api.Cache().AddEventHandler(db.index)
+			if db.events != nil {
+				db.api.Cache().AddEventHandler(db.events)
+			}
+		})
 	}
 	if _, err := db.api.Monitor(attempt, db.api.NewMonitor(db.monitor...)); err != nil {
 		return fmt.Errorf("%s %q: monitor: %w", db.flag, db.address, err)

@@ -27,9 +27,11 @@ import (
 // order but after the cache has changed: the index may lag the cache by the
 // events in flight, as the cache lags the server. It is rebuilt from the
 // cache when the cache was refilled after a reconnect (its row caches are
-// new) and when libovsdb dropped events (its event buffer was full). An
-// Apply waits until the index, not only the cache, shows its transaction
-// (waitVisible), so the next plan sees it.
+// new) and when libovsdb dropped events (its event buffer was full); a
+// rebuild compares the owned rows before and after it, and the database's
+// NB_Global, for the healer (resync.go). An Apply waits until the index,
+// not only the cache, shows its transaction (waitVisible), so the next plan
+// sees it.
 //
 // The models are the cache's own (see rowCacheLayout), looked up when an
 // event names their row: libovsdb replaces a cached model when its row
@@ -93,6 +95,25 @@ type rowIndex struct {
 	follows  map[colKey]*changeLog
 	// pieces: table → topology and piece (external_ids) → network → rows.
 	pieces map[string]map[[2]string]map[string]int
+
+	// identity is the database's NB_Global UUID ("" none) as the cache
+	// showed it (under mu); identityFrom is the cache's NB_Global table it
+	// was read from (written by rebuild).
+	identity     string
+	identityFrom *cache.RowCache
+	// report is what the rebuilds since the last takeReport found (under mu).
+	report *healReport
+}
+
+// healReport is what a rebuild found changed from the rows indexed before
+// it (see healer).
+type healReport struct {
+	// replaced: the database's NB_Global is another one or gone; networks
+	// are those that had owned rows.
+	replaced bool
+	networks []string
+	// lost: network → its owned rows missing or changed in managed columns.
+	lost map[string][]string
 }
 
 type uuidSet = map[string]struct{}
@@ -287,7 +308,9 @@ func (ix *rowIndex) current(api client.Client) bool {
 func (ix *rowIndex) rebuild(api client.Client) error {
 	ix.mu.Lock()
 	ix.pending, ix.lost = nil, false
+	oldID := ix.identity
 	ix.mu.Unlock()
+	old := ix.rows
 	ix.from = map[string]*cache.RowCache{}
 	ix.rows = map[string]map[string]model.Model{}
 	ix.byNet = map[string]map[string]uuidSet{}
@@ -305,6 +328,14 @@ func (ix *rowIndex) rebuild(api client.Client) error {
 			ix.put(t, u, m)
 		}
 	}
+	ix.identityFrom = api.Cache().Table(nbdb.NBGlobalTable)
+	id := firstUUID(ix.identityFrom)
+	ix.mu.Lock()
+	ix.identity = id
+	ix.mu.Unlock()
+	if old != nil {
+		ix.compare(old, oldID, id)
+	}
 	// The links as the server has them now: at least as new as the
 	// cache's rows (the reply comes after the updates before it).
 	kids, err := selectLinks(api)
@@ -314,6 +345,105 @@ func (ix *rowIndex) rebuild(api client.Client) error {
 	}
 	ix.setLinks(kids)
 	return nil
+}
+
+// compare adds to the report what changed from the rows indexed before a
+// rebuild (old, of the database whose NB_Global was oldID) to the rows
+// indexed now (of newID).
+func (ix *rowIndex) compare(old map[string]map[string]model.Model, oldID, newID string) {
+	replaced := oldID != "" && newID != oldID
+	nets := map[string]bool{}
+	lost := map[string][]string{}
+	for t, rows := range old {
+		for u, m := range rows {
+			_, ids, _, _ := rowFields(m)
+			net := ids[ExternalIDNetwork]
+			if net == "" || ids[ExternalIDPiece] == "" {
+				continue
+			}
+			if replaced {
+				nets[net] = true
+				continue
+			}
+			if cur := ix.rows[t][u]; cur == nil || managedChange[t](m, cur) {
+				lost[net] = append(lost[net], u)
+			}
+		}
+	}
+	if !replaced && len(lost) == 0 {
+		return
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.report == nil {
+		ix.report = &healReport{lost: map[string][]string{}}
+	}
+	r := ix.report
+	if replaced {
+		r.replaced = true
+		for n := range nets {
+			r.networks = append(r.networks, n)
+		}
+		slices.Sort(r.networks)
+		r.networks = slices.Compact(r.networks)
+	}
+	for n, uuids := range lost {
+		r.lost[n] = append(r.lost[n], uuids...)
+	}
+}
+
+// takeReport returns and forgets what the rebuilds found (nil: nothing).
+func (ix *rowIndex) takeReport() *healReport {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	r := ix.report
+	ix.report = nil
+	return r
+}
+
+// stale says whether the index must be rebuilt from api's cache: the cache
+// was refilled (a reconnect) or dropped events.
+func (ix *rowIndex) stale(api client.Client) bool {
+	ix.mu.Lock()
+	lost := ix.lost
+	ix.mu.Unlock()
+	if lost {
+		return true
+	}
+	ix.rw.RLock()
+	defer ix.rw.RUnlock()
+	return !ix.current(api)
+}
+
+// noteIdentity follows the database's NB_Global row (which ovn-northd may
+// create after the index was built) while the cache is the one the index
+// was built from; a refilled cache's is compared by the rebuild.
+func (ix *rowIndex) noteIdentity(api client.Client) {
+	ix.rw.RLock()
+	defer ix.rw.RUnlock()
+	c := api.Cache()
+	if c == nil || ix.identityFrom == nil || c.Table(nbdb.NBGlobalTable) != ix.identityFrom {
+		return
+	}
+	id := firstUUID(ix.identityFrom)
+	ix.mu.Lock()
+	ix.identity = id
+	ix.mu.Unlock()
+}
+
+// firstUUID is the UUID of a table's row with the least UUID ("" none):
+// NB_Global's one row.
+func firstUUID(rc *cache.RowCache) string {
+	if rc == nil {
+		return ""
+	}
+	var out string
+	for u := range rc.RowsShallow() {
+		if out == "" || u < out {
+			out = u
+		}
+	}
+	return out
 }
 
 // put sets (nil: deletes) one row and what is derived from it.

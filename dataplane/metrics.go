@@ -14,3 +14,21 @@ var transactionSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 }, []string{"topology", "piece"})
 
 func init() { metrics.Registry.MustRegister(transactionSeconds) }
+
+// resyncs counts the times the dataplane asked its controllers to re-apply
+// networks because the Northbound database no longer held their rows as
+// udnkit wrote them (resync.go), by reason.
+var resyncs = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "udnkit_dataplane_resyncs_total",
+	Help: "Times the dataplane re-queued networks whose OVN Northbound rows were lost or changed without udnkit, by reason: database_replaced (another database after a reconnect: every network), owned_rows_lost (owned rows missing or changed after the cache was refilled), foreign_edit (another client deleted or changed owned rows).",
+}, []string{"reason"})
+
+// resyncsHeld counts foreign-edit resyncs held back because the network's
+// rows were edited again soon after its last resync (another writer
+// fighting udnkit).
+var resyncsHeld = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "udnkit_dataplane_resyncs_held_total",
+	Help: "Foreign-edit resyncs of a network held back (the wait doubles up to 5 minutes) because another client kept changing its OVN rows.",
+})
+
+func init() { metrics.Registry.MustRegister(resyncs, resyncsHeld) }

@@ -1,0 +1,393 @@
+package dataplane
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/udnkit/udnkit/dataplane/nbdb"
+)
+
+// Healing. The Northbound database can lose or change udnkit's rows without
+// any Apply of udnkit: an ovsdb-server restarted on an emptied or restored
+// file, or another client (an operator's ovn-nbctl) deleting or editing them.
+// libovsdb reconnects and refills its cache by itself, and the plans see the
+// truth, but no controller plans again until its objects change. The client
+// finds out and asks its controllers (OnResync) to re-apply the networks:
+//
+//   - database_replaced: after the cache was refilled (a reconnect), the
+//     database's NB_Global row (one per database, created by ovn-northd or
+//     `ovn-nbctl init`) is another one, or gone: every network is re-applied;
+//   - owned_rows_lost: after the cache was refilled (a reconnect, or events
+//     libovsdb dropped), rows udnkit owned are missing or their managed
+//     columns differ: those rows' networks are re-applied;
+//   - foreign_edit: while connected, the monitor reports the deletion of an
+//     owned row, or a change of its managed columns, that no transaction of
+//     this client made: that network is re-applied, at once the first time
+//     and then with a wait that doubles while the edits go on (another
+//     writer fighting udnkit is reported, and never makes it spin).
+//
+// A row is owned when its external_ids carry udnkit's piece and a network
+// (Owner.owns); other rows, OVN-Kubernetes' own among them, are never
+// looked at. Apply notes, before each transaction, the owned rows it
+// updates or deletes (ownEdits); the monitor's event for each such row is
+// its own.
+
+// Resync asks the dataplane's controllers to re-apply networks.
+type Resync struct {
+	// Reason is ResyncDatabaseReplaced, ResyncOwnedRowsLost or
+	// ResyncForeignEdit (the reason label of udnkit_dataplane_resyncs_total).
+	Reason string
+	// All asks for every network; otherwise Networks lists them (the
+	// values of their rows' k8s.ovn.org/network), sorted.
+	All      bool
+	Networks []string
+}
+
+// The reasons of a Resync.
+const (
+	ResyncDatabaseReplaced = "database_replaced"
+	ResyncOwnedRowsLost    = "owned_rows_lost"
+	ResyncForeignEdit      = "foreign_edit"
+)
+
+// OnResync sets what the client calls, from its own goroutine, when the
+// Northbound database no longer holds networks' rows as udnkit wrote them;
+// set it before Connect. Every resync is also logged and counted in
+// udnkit_dataplane_resyncs_total{reason}.
+func (c *Client) OnResync(f func(Resync)) {
+	c.healing.mu.Lock()
+	defer c.healing.mu.Unlock()
+	c.healing.notify = f
+}
+
+// Rate of foreign-edit resyncs of one network: the first goes at once, each
+// within foreignQuiet of the previous one waits twice as long as the last
+// (from foreignMinWait up to foreignMaxWait).
+const (
+	foreignMinWait = time.Second
+	foreignMaxWait = 5 * time.Minute
+	foreignQuiet   = 5 * time.Minute
+	// foreignFight is the wait from which the edits count as another
+	// writer fighting udnkit (logged at each doubling).
+	foreignFight = 8 * time.Second
+	// ownGrace is how long after its Apply an owned row's expected event
+	// is still taken as the Apply's own (a row the transaction did not
+	// actually change sends none).
+	ownGrace = 10 * time.Second
+	// foreignSettle is how long a network's foreign edits must pause
+	// before its resync: the events of one transaction come one by one.
+	foreignSettle = 50 * time.Millisecond
+	// healTick is how often the client looks for resyncs to make.
+	healTick = 200 * time.Millisecond
+)
+
+// healer finds the networks to re-apply; it is a cache.EventHandler of the
+// Northbound cache.
+type healer struct {
+	own ownEdits
+	mu  sync.Mutex
+	// notify is OnResync's function.
+	notify func(Resync)
+	// foreign: networks with a foreign edit not yet resynced → when the
+	// last one came.
+	foreign map[string]time.Time
+	// fights: networks resynced for foreign edits lately.
+	fights map[string]*fight
+}
+
+// fight is one network's recent foreign-edit resyncs.
+type fight struct {
+	last time.Time
+	wait time.Duration
+	// held says the network's pending resync was counted as held back.
+	held bool
+}
+
+func (h *healer) OnAdd(string, model.Model)                   {}
+func (h *healer) OnUpdate(table string, old, cur model.Model) { h.edited(table, old, cur) }
+func (h *healer) OnDelete(table string, m model.Model)        { h.edited(table, m, nil) }
+
+// edited notes an owned row deleted (cur nil) or changed in its managed
+// columns by another client.
+func (h *healer) edited(table string, old, cur model.Model) {
+	uuid, ids, _, ok := rowFields(old)
+	if !ok || ids[ExternalIDPiece] == "" || ids[ExternalIDNetwork] == "" {
+		return
+	}
+	if cur != nil && !managedChange[table](old, cur) {
+		// Another component's column (ovn-northd sets a port's up).
+		return
+	}
+	if h.own.consume(uuid) {
+		return
+	}
+	h.mu.Lock()
+	if h.foreign == nil {
+		h.foreign = map[string]time.Time{}
+	}
+	h.foreign[ids[ExternalIDNetwork]] = time.Now()
+	h.mu.Unlock()
+}
+
+// healLoop looks for resyncs to make every healTick, until Close.
+func (c *Client) healLoop() {
+	tick := time.NewTicker(healTick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.stopWatch:
+			return
+		case <-tick.C:
+		}
+		c.healOnce(time.Now())
+	}
+}
+
+// healOnce makes the resyncs due now.
+func (c *Client) healOnce(now time.Time) {
+	h := &c.healing
+	h.own.sweep(now)
+	if up(c.NB) {
+		// After a reconnect, the index is rebuilt from the refilled cache
+		// now rather than by the next plan: the rebuild is what compares.
+		if c.index.stale(c.NB) {
+			c.index.read(c.NB)()
+		}
+		c.index.noteIdentity(c.NB)
+	}
+	if rep := c.index.takeReport(); rep != nil {
+		switch {
+		case rep.replaced:
+			c.resync(Resync{Reason: ResyncDatabaseReplaced, All: true, Networks: rep.networks})
+		case len(rep.lost) > 0:
+			var nets []string
+			for net, uuids := range rep.lost {
+				if !slices.ContainsFunc(uuids, func(u string) bool { return !h.own.has(u) }) {
+					continue // every row of it is an Apply's own (events it dropped)
+				}
+				nets = append(nets, net)
+			}
+			if len(nets) > 0 {
+				slices.Sort(nets)
+				c.resync(Resync{Reason: ResyncOwnedRowsLost, Networks: nets})
+			}
+		}
+	}
+	if due := h.dueForeign(now); len(due) > 0 {
+		c.resync(Resync{Reason: ResyncForeignEdit, Networks: due})
+	}
+}
+
+// dueForeign returns, sorted, the networks whose foreign-edit resync is due
+// now, and holds back the others.
+func (h *healer) dueForeign(now time.Time) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var due []string
+	for net, seen := range h.foreign {
+		if now.Sub(seen) < foreignSettle {
+			continue // more of the edit's events may follow
+		}
+		f := h.fights[net]
+		if f != nil && now.Sub(f.last) < f.wait {
+			if !f.held {
+				f.held = true
+				resyncsHeld.Inc()
+			}
+			continue
+		}
+		delete(h.foreign, net)
+		due = append(due, net)
+		if h.fights == nil {
+			h.fights = map[string]*fight{}
+		}
+		if f == nil || now.Sub(f.last) > foreignQuiet {
+			f = &fight{wait: foreignMinWait}
+			h.fights[net] = f
+		} else {
+			f.wait = min(2*f.wait, foreignMaxWait)
+			if f.wait >= foreignFight {
+				log.Log.WithName("ovn").Info("another OVSDB client keeps changing the network's rows; re-applying them less often",
+					"network", net, "nextResyncAfter", f.wait.String())
+			}
+		}
+		f.last, f.held = now, false
+	}
+	for net, f := range h.fights {
+		if now.Sub(f.last) > foreignQuiet+f.wait {
+			delete(h.fights, net)
+		}
+	}
+	slices.Sort(due)
+	return due
+}
+
+// resync logs and counts r and hands it to OnResync's function.
+func (c *Client) resync(r Resync) {
+	resyncs.WithLabelValues(r.Reason).Inc()
+	shown := r.Networks
+	if len(shown) > 10 {
+		shown = shown[:10]
+	}
+	log.Log.WithName("ovn").Info("the Northbound database no longer holds udnkit's rows as written: re-applying networks",
+		"reason", r.Reason, "all", r.All, "networks", len(r.Networks), "first", shown)
+	c.healing.mu.Lock()
+	notify := c.healing.notify
+	c.healing.mu.Unlock()
+	if notify != nil {
+		notify(r)
+	}
+}
+
+// ownEdits are the owned rows the transactions of Applies under way (and
+// for ownGrace after) update or delete, by UUID: the monitor's event for
+// each is the Apply's own.
+type ownEdits struct {
+	mu sync.Mutex
+	// rows: UUID → the edits expecting its event, oldest first.
+	rows map[string][]*ownEdit
+	// done: the edits of finished Applies, until their grace ends.
+	done []*ownEdit
+}
+
+// ownEdit is one Apply's rows.
+type ownEdit struct {
+	uuids []string
+	until time.Time // zero while the Apply runs
+}
+
+// note adds the rows that ops update or delete to e (nil: a new edit) and
+// returns it. deleted returns the children of a deleted router or switch
+// (garbage-collected with it).
+func (o *ownEdits) note(e *ownEdit, ops []ovsdb.Operation, children func(parent string) []string) *ownEdit {
+	var add []string
+	for _, op := range ops {
+		switch op.Op {
+		case ovsdb.OperationUpdate:
+			add = append(add, whereUUID(op))
+		case ovsdb.OperationDelete:
+			u := whereUUID(op)
+			add = append(add, u)
+			if childColumns[op.Table] != nil {
+				add = append(add, children(u)...)
+			}
+		case ovsdb.OperationMutate:
+			// Children taken out of their parent are garbage-collected; the
+			// parent's columns of children are not monitored.
+			cols := childColumns[op.Table]
+			for _, m := range op.Mutations {
+				if cols[m.Column] != "" && m.Mutator == ovsdb.MutateOperationDelete {
+					add = append(add, uuids(m.Value)...)
+				}
+			}
+		}
+	}
+	add = slices.DeleteFunc(add, func(u string) bool { return u == "" })
+	if len(add) == 0 {
+		return e
+	}
+	if e == nil {
+		e = &ownEdit{}
+	}
+	e.uuids = append(e.uuids, add...)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.rows == nil {
+		o.rows = map[string][]*ownEdit{}
+	}
+	for _, u := range add {
+		o.rows[u] = append(o.rows[u], e)
+	}
+	return e
+}
+
+// finish starts e's grace (its Apply is done).
+func (o *ownEdits) finish(e *ownEdit, now time.Time) {
+	if e == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	e.until = now.Add(ownGrace)
+	o.done = append(o.done, e)
+}
+
+// consume takes a row's event as an Apply's own, if one expects it.
+func (o *ownEdits) consume(uuid string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	es := o.rows[uuid]
+	if len(es) == 0 {
+		return false
+	}
+	if len(es) == 1 {
+		delete(o.rows, uuid)
+	} else {
+		o.rows[uuid] = es[1:]
+	}
+	return true
+}
+
+// has says whether an Apply expects a row's event.
+func (o *ownEdits) has(uuid string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.rows[uuid]) > 0
+}
+
+// sweep forgets the rows of edits whose grace ended.
+func (o *ownEdits) sweep(now time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	keep := o.done[:0]
+	for _, e := range o.done {
+		if now.Before(e.until) {
+			keep = append(keep, e)
+			continue
+		}
+		for _, u := range e.uuids {
+			es := slices.DeleteFunc(o.rows[u], func(x *ownEdit) bool { return x == e })
+			if len(es) == 0 {
+				delete(o.rows, u)
+			} else {
+				o.rows[u] = es
+			}
+		}
+	}
+	clear(o.done[len(keep):])
+	o.done = keep
+}
+
+// managedChange says, per indexed table, whether a row's change touches a
+// column udnkit manages: its identity (name, or the key the planner finds
+// it by) or a column Apply writes.
+var managedChange = map[string]func(old, cur model.Model) bool{
+	nbdb.LogicalRouterTable: func(old, cur model.Model) bool {
+		a, b := old.(*nbdb.LogicalRouter), cur.(*nbdb.LogicalRouter)
+		return a.Name != b.Name || !sameFields([]any{&a.ExternalIDs, &a.Options}, []any{&b.ExternalIDs, &b.Options})
+	},
+	nbdb.LogicalSwitchTable: func(old, cur model.Model) bool {
+		a, b := old.(*nbdb.LogicalSwitch), cur.(*nbdb.LogicalSwitch)
+		return a.Name != b.Name || !sameFields([]any{&a.ExternalIDs, &a.OtherConfig}, []any{&b.ExternalIDs, &b.OtherConfig})
+	},
+	lrpSpec.table:        specChange(lrpSpec),
+	routeSpec.table:      specChange(routeSpec),
+	policySpec.table:     specChange(policySpec),
+	natSpec.table:        specChange(natSpec),
+	lspSpec.table:        specChange(lspSpec),
+	dhcpSpec.table:       specChange(dhcpSpec),
+	addressSetSpec.table: specChange(addressSetSpec),
+}
+
+// specChange is managedChange for a table the planner diffs with sp.
+func specChange[T any](sp spec[T]) func(old, cur model.Model) bool {
+	return func(old, cur model.Model) bool {
+		a, b := any(old).(*T), any(cur).(*T)
+		return sp.key(a) != sp.key(b) || !sameFields(sp.fields(a, nil), sp.fields(b, nil))
+	}
+}
