@@ -102,7 +102,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	}
 	setups := []func(ctrl.Manager) error{rs.Layer2.SetupWithManager, rs.Layer3.SetupWithManager, rs.MultiVTEP.SetupWithManager,
 		rs.LiveMigration.SetupWithManager}
-	if err := mgr.Add(&connector{ovn: ovn, mgr: mgr, setups: setups}); err != nil {
+	// The controllers re-apply the networks whose rows the OVN database lost.
+	rq := &requeuer{c: c}
+	ovn.OnResync(rq.resync)
+	if err := mgr.Add(&connector{ovn: ovn, mgr: rq.manager(mgr), setups: setups}); err != nil {
 		return nil, err
 	}
 	go func() {
