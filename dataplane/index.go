@@ -354,6 +354,7 @@ func (ix *rowIndex) compare(old map[string]map[string]model.Model, oldID, newID 
 	replaced := oldID != "" && newID != oldID
 	nets := map[string]bool{}
 	lost := map[string][]string{}
+	var buf [2][]any
 	for t, rows := range old {
 		for u, m := range rows {
 			_, ids, _, _ := rowFields(m)
@@ -365,7 +366,7 @@ func (ix *rowIndex) compare(old map[string]map[string]model.Model, oldID, newID 
 				nets[net] = true
 				continue
 			}
-			if cur := ix.rows[t][u]; cur == nil || managedChange[t](m, cur) {
+			if cur := ix.rows[t][u]; cur == nil || managedChange[t](m, cur, &buf) {
 				lost[net] = append(lost[net], u)
 			}
 		}

@@ -98,6 +98,8 @@ type healer struct {
 	foreign map[string]time.Time
 	// fights: networks resynced for foreign edits lately.
 	fights map[string]*fight
+	// buf is managedChange's scratch space (events come on one goroutine).
+	buf [2][]any
 }
 
 // fight is one network's recent foreign-edit resyncs.
@@ -119,7 +121,7 @@ func (h *healer) edited(table string, old, cur model.Model) {
 	if !ok || ids[ExternalIDPiece] == "" || ids[ExternalIDNetwork] == "" {
 		return
 	}
-	if cur != nil && !managedChange[table](old, cur) {
+	if cur != nil && !managedChange[table](old, cur, &h.buf) {
 		// Another component's column (ovn-northd sets a port's up).
 		return
 	}
@@ -249,8 +251,8 @@ func (c *Client) resync(r Resync) {
 // each is the Apply's own.
 type ownEdits struct {
 	mu sync.Mutex
-	// rows: UUID → the edits expecting its event, oldest first.
-	rows map[string][]*ownEdit
+	// rows: UUID → the edits expecting its event.
+	rows map[string]ownQueue
 	// done: the edits of finished Applies, until their grace ends.
 	done []*ownEdit
 }
@@ -261,20 +263,30 @@ type ownEdit struct {
 	until time.Time // zero while the Apply runs
 }
 
+// ownQueue is the edits expecting one row's event, oldest first: first,
+// then more (a row two Applies changed before the first one's event came).
+type ownQueue struct {
+	first *ownEdit
+	more  []*ownEdit
+}
+
 // note adds the rows that ops update or delete to e (nil: a new edit) and
-// returns it. deleted returns the children of a deleted router or switch
-// (garbage-collected with it).
+// returns it. children returns the children of a router or switch (a
+// deleted one's are garbage-collected with it).
 func (o *ownEdits) note(e *ownEdit, ops []ovsdb.Operation, children func(parent string) []string) *ownEdit {
-	var add []string
+	n := 0
+	if e != nil {
+		n = len(e.uuids)
+	}
 	for _, op := range ops {
 		switch op.Op {
-		case ovsdb.OperationUpdate:
-			add = append(add, whereUUID(op))
-		case ovsdb.OperationDelete:
-			u := whereUUID(op)
-			add = append(add, u)
-			if childColumns[op.Table] != nil {
-				add = append(add, children(u)...)
+		case ovsdb.OperationUpdate, ovsdb.OperationDelete:
+			if e == nil {
+				e = &ownEdit{}
+			}
+			e.uuids = append(e.uuids, whereUUID(op))
+			if op.Op == ovsdb.OperationDelete && childColumns[op.Table] != nil {
+				e.uuids = append(e.uuids, children(whereUUID(op))...)
 			}
 		case ovsdb.OperationMutate:
 			// Children taken out of their parent are garbage-collected; the
@@ -282,26 +294,30 @@ func (o *ownEdits) note(e *ownEdit, ops []ovsdb.Operation, children func(parent 
 			cols := childColumns[op.Table]
 			for _, m := range op.Mutations {
 				if cols[m.Column] != "" && m.Mutator == ovsdb.MutateOperationDelete {
-					add = append(add, uuids(m.Value)...)
+					if e == nil {
+						e = &ownEdit{}
+					}
+					e.uuids = append(e.uuids, uuids(m.Value)...)
 				}
 			}
 		}
 	}
-	add = slices.DeleteFunc(add, func(u string) bool { return u == "" })
-	if len(add) == 0 {
+	if e == nil || len(e.uuids) == n {
 		return e
 	}
-	if e == nil {
-		e = &ownEdit{}
-	}
-	e.uuids = append(e.uuids, add...)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.rows == nil {
-		o.rows = map[string][]*ownEdit{}
+		o.rows = map[string]ownQueue{}
 	}
-	for _, u := range add {
-		o.rows[u] = append(o.rows[u], e)
+	for _, u := range e.uuids[n:] {
+		q := o.rows[u]
+		if q.first == nil {
+			q.first = e
+		} else {
+			q.more = append(q.more, e)
+		}
+		o.rows[u] = q
 	}
 	return e
 }
@@ -321,14 +337,14 @@ func (o *ownEdits) finish(e *ownEdit, now time.Time) {
 func (o *ownEdits) consume(uuid string) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	es := o.rows[uuid]
-	if len(es) == 0 {
+	q, ok := o.rows[uuid]
+	if !ok {
 		return false
 	}
-	if len(es) == 1 {
+	if len(q.more) == 0 {
 		delete(o.rows, uuid)
 	} else {
-		o.rows[uuid] = es[1:]
+		o.rows[uuid] = ownQueue{first: q.more[0], more: q.more[1:]}
 	}
 	return true
 }
@@ -337,7 +353,8 @@ func (o *ownEdits) consume(uuid string) bool {
 func (o *ownEdits) has(uuid string) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return len(o.rows[uuid]) > 0
+	_, ok := o.rows[uuid]
+	return ok
 }
 
 // sweep forgets the rows of edits whose grace ended.
@@ -351,11 +368,15 @@ func (o *ownEdits) sweep(now time.Time) {
 			continue
 		}
 		for _, u := range e.uuids {
-			es := slices.DeleteFunc(o.rows[u], func(x *ownEdit) bool { return x == e })
-			if len(es) == 0 {
+			q, ok := o.rows[u]
+			if !ok {
+				continue
+			}
+			all := slices.DeleteFunc(append([]*ownEdit{q.first}, q.more...), func(x *ownEdit) bool { return x == e })
+			if len(all) == 0 {
 				delete(o.rows, u)
 			} else {
-				o.rows[u] = es
+				o.rows[u] = ownQueue{first: all[0], more: all[1:]}
 			}
 		}
 	}
@@ -365,13 +386,14 @@ func (o *ownEdits) sweep(now time.Time) {
 
 // managedChange says, per indexed table, whether a row's change touches a
 // column udnkit manages: its identity (name, or the key the planner finds
-// it by) or a column Apply writes.
-var managedChange = map[string]func(old, cur model.Model) bool{
-	nbdb.LogicalRouterTable: func(old, cur model.Model) bool {
+// it by) or a column Apply writes. buf holds two scratch lists (reused, so
+// that comparing allocates nothing).
+var managedChange = map[string]func(old, cur model.Model, buf *[2][]any) bool{
+	nbdb.LogicalRouterTable: func(old, cur model.Model, _ *[2][]any) bool {
 		a, b := old.(*nbdb.LogicalRouter), cur.(*nbdb.LogicalRouter)
 		return a.Name != b.Name || !sameFields([]any{&a.ExternalIDs, &a.Options}, []any{&b.ExternalIDs, &b.Options})
 	},
-	nbdb.LogicalSwitchTable: func(old, cur model.Model) bool {
+	nbdb.LogicalSwitchTable: func(old, cur model.Model, _ *[2][]any) bool {
 		a, b := old.(*nbdb.LogicalSwitch), cur.(*nbdb.LogicalSwitch)
 		return a.Name != b.Name || !sameFields([]any{&a.ExternalIDs, &a.OtherConfig}, []any{&b.ExternalIDs, &b.OtherConfig})
 	},
@@ -385,9 +407,10 @@ var managedChange = map[string]func(old, cur model.Model) bool{
 }
 
 // specChange is managedChange for a table the planner diffs with sp.
-func specChange[T any](sp spec[T]) func(old, cur model.Model) bool {
-	return func(old, cur model.Model) bool {
+func specChange[T any](sp spec[T]) func(old, cur model.Model, buf *[2][]any) bool {
+	return func(old, cur model.Model, buf *[2][]any) bool {
 		a, b := any(old).(*T), any(cur).(*T)
-		return sp.key(a) != sp.key(b) || !sameFields(sp.fields(a, nil), sp.fields(b, nil))
+		buf[0], buf[1] = sp.fields(a, buf[0][:0]), sp.fields(b, buf[1][:0])
+		return !sameFields(buf[0], buf[1]) || sp.key(a) != sp.key(b)
 	}
 }

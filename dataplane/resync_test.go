@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"path/filepath"
+	"os/exec"
 	"slices"
 	"sort"
 	"strings"
@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 )
 
 // healNetworks are three networks' pieces: two Layer2 topologies and one
@@ -39,6 +37,9 @@ func healNetworks(t *testing.T) []*Desired {
 type resyncLog struct {
 	mu  sync.Mutex
 	got []Resync
+	// owned: how many rows udnkit owned when each resync came, before its
+	// re-apply (-1: not counted).
+	owned []int
 }
 
 func (e *env) reapplyOnResync(ds []*Desired) *resyncLog {
@@ -56,6 +57,13 @@ func (e *env) reapplyOnResync(ds []*Desired) *resyncLog {
 			case <-e.ctx.Done():
 				return
 			case r := <-work:
+				n := -1
+				if rows, err := e.ownedRows(); err == nil {
+					n = len(rows)
+				}
+				l.mu.Lock()
+				l.owned = append(l.owned, n)
+				l.mu.Unlock()
 				for _, d := range ds {
 					if r.All || slices.Contains(r.Networks, d.Owner.Network) {
 						// A failed Apply is retried by the next resync, as a
@@ -67,6 +75,12 @@ func (e *env) reapplyOnResync(ds []*Desired) *resyncLog {
 		}
 	}()
 	return l
+}
+
+func (l *resyncLog) ownedAt() []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.owned)
 }
 
 func (l *resyncLog) all() []Resync {
@@ -102,6 +116,14 @@ func countsSince(before map[string]float64) map[string]float64 {
 // NATs); sorted.
 func (e *env) owned() []string {
 	e.t.Helper()
+	rows, err := e.ownedRows()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return rows
+}
+
+func (e *env) ownedRows() ([]string, error) {
 	type table struct {
 		Headings []string `json:"headings"`
 		Data     [][]any  `json:"data"`
@@ -109,9 +131,13 @@ func (e *env) owned() []string {
 	rows := map[string]map[string]any{} // UUID → column → value
 	var order []string
 	for _, t := range indexedTables {
+		out, err := exec.Command("ovn-nbctl", "--db="+e.db.NB.Address(), "--format=json", "list", t).Output()
+		if err != nil {
+			return nil, fmt.Errorf("ovn-nbctl list %s: %w", t, err)
+		}
 		var tb table
-		if err := json.Unmarshal([]byte(e.nbctl("--format=json", "list", t)), &tb); err != nil {
-			e.t.Fatal(err)
+		if err := json.Unmarshal(out, &tb); err != nil {
+			return nil, err
 		}
 		for _, d := range tb.Data {
 			row := map[string]any{"": t}
@@ -165,7 +191,7 @@ func (e *env) owned() []string {
 		}
 	}
 	sort.Strings(out)
-	return out
+	return out, nil
 }
 
 // waitOwned waits up to within for the owned rows to be want's and returns
@@ -213,24 +239,6 @@ func (e *env) identityKnown() {
 	}
 }
 
-// emptyNB kills the Northbound ovsdb-server, recreates its file empty and
-// serves it again on the same socket; it returns when the server answers.
-func (e *env) emptyNB() {
-	e.t.Helper()
-	e.db.NB.Stop()
-	if err := os.Remove(e.db.NB.File()); err != nil {
-		e.t.Fatal(err)
-	}
-	run(e.t, "ovsdb-tool", "create", e.db.NB.File(), filepath.Join(ovsdbserver.SchemaDir, "ovn-nb.ovsschema"))
-	if got := run(e.t, "ovsdb-tool", "query", e.db.NB.File(),
-		`["OVN_Northbound",{"op":"select","table":"Logical_Router","where":[]}]`); got != `[{"rows":[]}]` {
-		e.t.Fatalf("the recreated database holds routers: %s", got)
-	}
-	if err := e.db.NB.Restart(e.ctx); err != nil {
-		e.t.Fatal(err)
-	}
-}
-
 // An emptied Northbound database (ovsdb-server killed, its file recreated,
 // served again on the same socket) is fully reprogrammed within 10 s while
 // the client runs: the database's NB_Global is another one
@@ -251,10 +259,13 @@ func TestEmptiedNorthboundIsReprogrammed(t *testing.T) {
 			e := newEnv(t)
 			e.startNorthd()
 			e.identityKnown()
-			backup := e.db.NB.File() + ".backup"
+			var backup []byte
 			if c.reason == ResyncOwnedRowsLost {
 				e.db.NB.Stop()
-				run(t, "cp", e.db.NB.File(), backup)
+				var err error
+				if backup, err = os.ReadFile(e.db.NB.File()); err != nil {
+					t.Fatal(err)
+				}
 				if err := e.db.NB.Restart(e.ctx); err != nil {
 					t.Fatal(err)
 				}
@@ -271,12 +282,14 @@ func TestEmptiedNorthboundIsReprogrammed(t *testing.T) {
 			before := resyncCounts()
 			if c.reason == ResyncOwnedRowsLost {
 				e.db.NB.Stop()
-				run(t, "cp", backup, e.db.NB.File())
+				if err := os.WriteFile(e.db.NB.File(), backup, 0o644); err != nil {
+					t.Fatal(err)
+				}
 				if err := e.db.NB.Restart(e.ctx); err != nil {
 					t.Fatal(err)
 				}
-			} else {
-				e.emptyNB()
+			} else if err := e.db.NB.Recreate(e.ctx); err != nil {
+				t.Fatal(err)
 			}
 			took := e.waitOwned(c.name, want, 10*time.Second)
 			t.Logf("%s: %d owned rows reprogrammed %v after the database was served again", c.name, len(want), took.Round(10*time.Millisecond))
@@ -287,6 +300,9 @@ func TestEmptiedNorthboundIsReprogrammed(t *testing.T) {
 			if len(got) != 1 || got[0].Reason != c.reason || got[0].All != c.all ||
 				!slices.Equal(got[0].Networks, []string{"test12_namespace-scoped", "test13_other", "test14_l3"}) {
 				t.Errorf("resyncs asked for %+v, want one %s of the three networks (all: %v)", got, c.reason, c.all)
+			}
+			if owned := log.ownedAt(); len(owned) != 1 || owned[0] != 0 {
+				t.Errorf("owned rows when the resync came: %v, want none", owned)
 			}
 			for _, d := range ds {
 				if ops := e.apply(d); ops != 0 {

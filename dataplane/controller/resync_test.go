@@ -1,9 +1,6 @@
 package controller
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -88,14 +85,7 @@ func TestEmptiedNorthboundReprogrammedByTheControllers(t *testing.T) {
 		time.Sleep(time.Second)
 	}
 
-	s.db.NB.Stop()
-	if err := os.Remove(s.db.NB.File()); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("ovsdb-tool", "create", s.db.NB.File(), filepath.Join(ovsdbserver.SchemaDir, "ovn-nb.ovsschema")).CombinedOutput(); err != nil {
-		t.Fatalf("ovsdb-tool create: %v: %s", err, out)
-	}
-	if err := s.db.NB.Restart(s.ctx); err != nil {
+	if err := s.db.NB.Recreate(s.ctx); err != nil {
 		t.Fatal(err)
 	}
 	started := time.Now()
