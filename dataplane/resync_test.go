@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"slices"
 	"sort"
 	"strings"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 )
 
 // healNetworks are three networks' pieces: two Layer2 topologies and one
@@ -131,7 +132,7 @@ func (e *env) ownedRows() ([]string, error) {
 	rows := map[string]map[string]any{} // UUID → column → value
 	var order []string
 	for _, t := range indexedTables {
-		out, err := exec.Command("ovn-nbctl", "--db="+e.db.NB.Address(), "--format=json", "list", t).Output()
+		out, err := ovsdbserver.Command("ovn-nbctl", "--db="+e.db.NB.Address(), "--format=json", "list", t).Output()
 		if err != nil {
 			return nil, fmt.Errorf("ovn-nbctl list %s: %w", t, err)
 		}
