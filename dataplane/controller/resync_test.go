@@ -72,7 +72,8 @@ func TestEmptiedNorthboundReprogrammedByTheControllers(t *testing.T) {
 			Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: config},
 		}
 	}
-	s.create(nad("ns1", "tenant-blue", "1", "[16711685,16715780]", l2Config), nad("ns2", "tenant-red", "2", "[16711686,16715781]", redConfig))
+	s.createNAD(nad("ns1", "tenant-blue", "1", "[16711685,16715780]", l2Config))
+	s.createNAD(nad("ns2", "tenant-red", "2", "[16711686,16715781]", redConfig))
 	const blue, red = "ns1_tenant.blue_transit_router", "ns2_tenant.red_transit_router"
 	s.eventually("both networks programmed on both nodes", func() bool {
 		show := s.nbctl("show")
