@@ -17,15 +17,15 @@ import (
 
 // The CUDN webhook is called only for what the ValidatingAdmissionPolicies
 // (files/policies) cannot see cheaply (the match condition):
+//   - every new CUDN: it takes one of the cluster's network IDs (the
+//     webhook's counters), and one whose name holds '-' or '.' may share OVN
+//     names with another (see ovnk.NetworkPrefix). A policy with CUDN params
+//     is evaluated once per CUDN of the cluster on each CUDN create, which
+//     makes creating n CUDNs cost O(n²); the webhook reads one index entry;
 //   - every namespace: a Primary CUDN on create, or when its
 //     namespaceSelector changes (the webhook compares the selectors
-//     semantically);
-//   - every CUDN: a new CUDN whose name holds '-' or '.' (only such names can
-//     share OVN names with another, see ovnk.NetworkPrefix). A policy with
-//     CUDN params is evaluated once per CUDN of the cluster on each CUDN
-//     create, which makes creating n CUDNs cost O(n²); the webhook reads one
-//     index entry.
-// +kubebuilder:webhook:path=/validate-k8s-ovn-org-v1-clusteruserdefinednetwork,mutating=false,failurePolicy=fail,sideEffects=None,groups=k8s.ovn.org,resources=clusteruserdefinednetworks,verbs=create;update,versions=v1,name=clusteruserdefinednetworks.udnkit.k8s.ovn.org,admissionReviewVersions=v1,timeoutSeconds=5,patch=`{"matchConditions":[{"name":"primary-selector-set-or-new-separated-name","expression":"request.operation == 'CREATE' \u0026\u0026 (object.metadata.name.contains('-') || object.metadata.name.contains('.')) || object.spec.network.?layer2.?role.orValue(object.spec.network.?layer3.?role.orValue('')) == 'Primary' \u0026\u0026 (request.operation == 'CREATE' || object.spec.namespaceSelector != oldObject.spec.namespaceSelector)"}]}`
+//     semantically).
+// +kubebuilder:webhook:path=/validate-k8s-ovn-org-v1-clusteruserdefinednetwork,mutating=false,failurePolicy=fail,sideEffects=None,groups=k8s.ovn.org,resources=clusteruserdefinednetworks,verbs=create;update,versions=v1,name=clusteruserdefinednetworks.udnkit.k8s.ovn.org,admissionReviewVersions=v1,timeoutSeconds=5,patch=`{"matchConditions":[{"name":"new-or-primary-selector-changed","expression":"request.operation == 'CREATE' || object.spec.network.?layer2.?role.orValue(object.spec.network.?layer3.?role.orValue('')) == 'Primary' \u0026\u0026 object.spec.namespaceSelector != oldObject.spec.namespaceSelector"}]}`
 // +kubebuilder:rbac:groups=k8s.ovn.org,resources=userdefinednetworks;clusteruserdefinednetworks,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
@@ -33,8 +33,8 @@ import (
 // ValidatingAdmissionPolicy can on a ClusterUserDefinedNetwork, as it needs
 // every namespace or every CUDN: that a Primary CUDN selects no namespace
 // that already has a primary network, and which of them lack the
-// primary-network label (a warning); and that a new CUDN's OVN objects are
-// not named like another's. The network's own spec is the policies'
+// primary-network label (a warning); that a new CUDN's OVN objects are not
+// named like another's; and that the cluster has a network ID left for it. The network's own spec is the policies'
 // (udnkit-network-config, udnkit-network-warnings).
 type ClusterUserDefinedNetworkValidator struct {
 	// Client reads namespaces, UDNs and CUDNs: the manager's cache, with
@@ -46,6 +46,11 @@ type ClusterUserDefinedNetworkValidator struct {
 	// suggests, so a network or namespace the cache is behind on never gets
 	// a request refused. Only refusals pay for it.
 	APIReader client.Reader
+	// Limits: a new CUDN needs one of the cluster's network IDs.
+	Limits Limits
+	// Counts are the networks of each namespace and of the cluster
+	// (NewNetworkCounts); nil: no limit is checked.
+	Counts *NetworkCounts
 }
 
 var _ admission.Validator[*udnv1.ClusterUserDefinedNetwork] = &ClusterUserDefinedNetworkValidator{}
@@ -68,6 +73,9 @@ func (v *ClusterUserDefinedNetworkValidator) ValidateDelete(context.Context, *ud
 func (v *ClusterUserDefinedNetworkValidator) validate(ctx context.Context, old, cudn *udnv1.ClusterUserDefinedNetwork) (admission.Warnings, error) {
 	var errs field.ErrorList
 	if old == nil {
+		if err := checkLimits(ctx, v.Counts, v.Limits, "", cudn.Name); err != nil {
+			return nil, err
+		}
 		var err error
 		if errs, err = v.validateName(ctx, cudn); err != nil {
 			return nil, apierrors.NewInternalError(err)

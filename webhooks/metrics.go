@@ -28,3 +28,9 @@ func recordDecision(kind string, errs field.ErrorList) {
 	}
 	admissionDecisions.WithLabelValues(kind, "denied", string(errs[0].Type)+" "+indices.ReplaceAllString(errs[0].Field, "")).Inc()
 }
+
+// recordDenial counts a denial that is no field error (a limit, a
+// conflict) under reason.
+func recordDenial(kind, reason string) {
+	admissionDecisions.WithLabelValues(kind, "denied", reason).Inc()
+}

@@ -162,18 +162,6 @@ func TestPoliciesAgreeWithOfflineChecks(t *testing.T) {
 			}
 		})
 	}
-	t.Run("OVN name collision", func(t *testing.T) {
-		if err := c.Create(ctx, udn("parity", "agree-a", layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16"))); err != nil {
-			t.Fatal(err)
-		}
-		secondary := refusal(t, createRefused(t, c, udn("parity", "agree.a", layer2(udnv1.NetworkRoleSecondary, "10.101.0.0/16"))))
-		primary := refusal(t, c.Create(ctx, udn("parity", "agree.a", layer2(udnv1.NetworkRolePrimary, "10.101.0.0/16")), client.DryRunAll))
-		const want = "metadata.name: agree.a: its OVN objects would be named like those of UserDefinedNetwork parity/agree-a " +
-			"(OVN-Kubernetes replaces '-' and '/' with '.', giving both the prefix parity_agree.a_); choose another name."
-		if secondary != want || primary != want {
-			t.Errorf("udnkit-udn-peers says %q of a Secondary UDN, %q of a Primary one; want both %q", secondary, primary, want)
-		}
-	})
 }
 
 // refusal checks that err is a 422 from a udnkit policy, and returns what

@@ -45,13 +45,18 @@ const IndexPrimary = "udnkit.webhooks.primary"
 // O(Primary CUDNs) with every selector parsed.
 const IndexPrimaryCUDNNamespaces = "udnkit.webhooks.primaryCUDNNamespaces"
 
-// IndexFields registers IndexPrimary, IndexPrimaryCUDNNamespaces and
-// IndexOVNPrefix with indexer (a manager's GetFieldIndexer(), before the
+// IndexFields registers IndexPrimary, IndexUDNOVNPrefix,
+// IndexPrimaryCUDNNamespaces and IndexOVNPrefix with indexer (a manager's GetFieldIndexer(), before the
 // manager starts). The webhooks' Client must be a cache with these indexes;
 // see SetupWithManager.
 func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &udnv1.UserDefinedNetwork{}, IndexPrimary, func(o client.Object) []string {
 		return primaryIndexValue(livePrimaryUDN(o.(*udnv1.UserDefinedNetwork)))
+	}); err != nil {
+		return fmt.Errorf("indexing UserDefinedNetworks: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &udnv1.UserDefinedNetwork{}, IndexUDNOVNPrefix, func(o client.Object) []string {
+		return []string{ovnk.NetworkPrefix(ovnk.UDNNetworkName(o.GetNamespace(), o.GetName()))}
 	}); err != nil {
 		return fmt.Errorf("indexing UserDefinedNetworks: %w", err)
 	}

@@ -22,19 +22,26 @@ const MutatePodPath = "/mutate--v1-pod"
 // SetupWithManager writes the cluster's ranges for udnkit's
 // ValidatingAdmissionPolicies (the ConfigMap ovnk.AdmissionParamsConfigMap in
 // paramsNamespace, see WriteAdmissionParams) and registers every udnkit
-// webhook on mgr's webhook server: the CUDN validator (a Primary CUDN's
-// namespaces), the pod validator, the pod defaulter and the NAD validator. Every
-// UserDefinedNetwork request, and the CUDNs' own specs, are the policies',
-// evaluated in the apiserver: no UDN request calls a webhook. The webhooks
-// decide from mgr's informer cache, indexed by IndexFields, so a request
-// costs no apiserver round trip and reads only the Primary networks that
-// matter; a refusal is confirmed with mgr.GetAPIReader(). The cache (and the
-// policies' params) may miss a network created moments ago: two Primary
-// networks for one namespace admitted in that window are settled by the
-// reconcilers (the older keeps it). The manager's scheme must know
-// k8s.ovn.org/v1, core/v1 and IPAMClaims.
-func SetupWithManager(mgr ctrl.Manager, cfg ovnk.ClusterConfig, paramsNamespace string) error {
+// webhook on mgr's webhook server: the UDN validator (a new UDN against
+// limits and what its namespace holds), the CUDN validator (a new CUDN
+// against the cluster's network IDs, a Primary CUDN's namespaces), the pod
+// validator, the pod defaulter and the NAD validator. A UDN's own spec, and
+// a CUDN's, are the policies', evaluated in the apiserver. The webhooks
+// decide from mgr's informer cache, indexed by IndexFields, and from
+// counters its events keep, so a request costs no apiserver round trip and
+// reads only the networks that matter; a refusal is confirmed with
+// mgr.GetAPIReader(). The cache (and the policies' params) may miss a
+// network created moments ago: two Primary networks for one namespace
+// admitted in that window are settled by the reconcilers (the older keeps
+// it); the limits count what this process admitted until its cache shows
+// it, so only several replicas admitting at once can pass a limit, by at
+// most one network each. The manager's scheme must know k8s.ovn.org/v1,
+// core/v1 and IPAMClaims.
+func SetupWithManager(mgr ctrl.Manager, cfg ovnk.ClusterConfig, paramsNamespace string, limits Limits) error {
 	ctx := context.Background()
+	if err := limits.Validate(); err != nil {
+		return err
+	}
 	if err := WriteAdmissionParams(ctx, mgr.GetClient(), paramsNamespace, cfg); err != nil {
 		return err
 	}
@@ -47,9 +54,17 @@ func SetupWithManager(mgr ctrl.Manager, cfg ovnk.ClusterConfig, paramsNamespace 
 			return err
 		}
 	}
+	counts, err := NewNetworkCounts(ctx, mgr.GetCache())
+	if err != nil {
+		return err
+	}
 	cached, live := mgr.GetCache(), mgr.GetAPIReader()
+	if err := ctrl.NewWebhookManagedBy(mgr, &udnv1.UserDefinedNetwork{}).
+		WithValidator(&UserDefinedNetworkValidator{Client: cached, APIReader: live, Limits: limits, Counts: counts}).Complete(); err != nil {
+		return err
+	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &udnv1.ClusterUserDefinedNetwork{}).
-		WithValidator(&ClusterUserDefinedNetworkValidator{Client: cached, APIReader: live}).Complete(); err != nil {
+		WithValidator(&ClusterUserDefinedNetworkValidator{Client: cached, APIReader: live, Limits: limits, Counts: counts}).Complete(); err != nil {
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).

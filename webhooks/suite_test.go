@@ -62,6 +62,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// testLimits are the admission limits of the suite's manager: none per
+// namespace (BenchmarkCreateUDN fills one namespace), the cluster as many
+// networks as it has network IDs. The limit tests build validators of their
+// own on the manager's cache.
+var testLimits = webhooks.Limits{PerNamespace: 0, Cluster: ovnk.MaxNetworkID}
+
 func testConfig() ovnk.ClusterConfig {
 	cfg := ovnk.DefaultClusterConfig()
 	cfg.PreconfiguredUDNAddresses = true
@@ -86,7 +92,7 @@ func startEnv(tb testing.TB) *envtest.Environment {
 			WebhookServer:          webhook.NewServer(env.Webhook.WebhookServerOptions()),
 		})
 		if err == nil {
-			err = webhooks.SetupWithManager(mgr, testConfig(), envtest.ParamsNamespace)
+			err = webhooks.SetupWithManager(mgr, testConfig(), envtest.ParamsNamespace, testLimits)
 		}
 		shared.mgr = mgr
 		if err != nil {
@@ -373,7 +379,7 @@ func waitForPolicies(env *envtest.Environment) error {
 			}
 		}
 		if err := c.Create(ctx, udn(ns, "probe.a", layer2(udnv1.NetworkRoleSecondary, "10.103.0.0/16")), client.DryRunAll); err == nil {
-			return errors.New("udnkit-udn-peers not enforced yet")
+			return errors.New("the UDN webhook's name check is not served yet")
 		}
 		if err := c.Create(ctx, cudn("probe.a", map[string]string{"none": "none"}, layer2(udnv1.NetworkRoleSecondary, "10.102.0.0/16")), client.DryRunAll); err == nil {
 			return errors.New("the CUDN webhook's name check is not served yet")

@@ -164,14 +164,9 @@ func TestOnePrimaryNetworkPerNamespace(t *testing.T) {
 		if err := c.Create(ctx, cu); err != nil {
 			t.Fatal(err)
 		}
+		// The UDN webhook sees the CUDN's selector, not only its NAD.
 		u := udn("tenant-b", "own", primary)
-		// Until the CUDN's NAD is in the namespace, admission cannot see
-		// the CUDN there (the reconcilers settle what it admits meanwhile).
-		if err := c.Create(ctx, u, client.DryRunAll); err != nil {
-			t.Fatalf("before the CUDN's NAD: %v", err)
-		}
-		writeNAD(t, c, cu, "tenant-b")
-		expectInvalid(t, createRefused(t, c, u), "spec.layer2.role: namespace tenant-b already has a primary network: ClusterUserDefinedNetwork tenant-b; a namespace can have only one.")
+		expectInvalid(t, c.Create(ctx, u), "spec.layer2.role: Forbidden: namespace tenant-b already has a primary network: ClusterUserDefinedNetwork tenant-b; a namespace can have only one.")
 		expectAbsent(t, c, u)
 	})
 	t.Run("a Primary CUDN over a namespace without the label is created with a warning", func(t *testing.T) {
@@ -292,33 +287,13 @@ func TestOVNNameCollisionsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	dup := udn("names", "net.a", layer2(udnv1.NetworkRoleSecondary, "10.95.0.0/24"))
-	expectInvalid(t, createRefused(t, c, dup), "metadata.name: net.a: its OVN objects would be named like those of UserDefinedNetwork names/net-a",
+	expectInvalid(t, c.Create(ctx, dup), `metadata.name: Invalid value: "net.a": its OVN objects would be named like those of UserDefinedNetwork names/net-a`,
 		"giving both the prefix names_net.a_")
 	expectAbsent(t, c, dup)
 	// Updating the first network is not a collision with itself.
 	first.Labels = map[string]string{"touched": "yes"}
 	if err := c.Update(ctx, first); err != nil {
 		t.Errorf("updating col-x: %v", err)
-	}
-}
-
-// writeNAD writes the NetworkAttachmentDefinition the CUDN reconciler writes
-// for cu in namespace ns (ovnk.NewNAD), as the webhooks' suite runs no
-// reconciler.
-func writeNAD(t testing.TB, c client.Client, cu *udnv1.ClusterUserDefinedNetwork, ns string) {
-	t.Helper()
-	var cur udnv1.ClusterUserDefinedNetwork
-	if err := c.Get(ctx, client.ObjectKeyFromObject(cu), &cur); err != nil {
-		t.Fatal(err)
-	}
-	nad, err := ovnk.NewNAD(ovnk.NADSource{Kind: udnv1.KindClusterUserDefinedNetwork, Meta: cur.ObjectMeta, Spec: cur.Spec.Network},
-		ns, testConfig(), nil, ovnk.NetworkIDs{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	nad.Finalizers = nil
-	if err := c.Create(ctx, nad); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -428,15 +403,15 @@ func udnWebhooks(t testing.TB, c client.Client) []string {
 	return names
 }
 
-// A new Primary UDN is the policies': each rule refuses it in the words of
-// the Go checks, and no webhook is registered for UserDefinedNetworks at
-// all (a webhook call costs the apiserver more than every policy together,
-// BenchmarkCreateUDN).
-func TestPrimaryUDNCreateIsThePolicies(t *testing.T) {
+// A new UDN's own spec is the policies': each rule refuses it in the words
+// of the Go checks. What depends on the rest of its namespace (OVN name
+// collisions, one primary network) is the UDN webhook's, the only webhook
+// registered for UserDefinedNetworks, called on create only.
+func TestUDNCreateRules(t *testing.T) {
 	env := startEnv(t)
 	c, warns := clientWithWarnings(t, env)
-	if hooks := udnWebhooks(t, c); len(hooks) != 0 {
-		t.Errorf("webhooks registered for UserDefinedNetworks: %q", hooks)
+	if hooks := udnWebhooks(t, c); !slices.Equal(hooks, []string{"userdefinednetworks.udnkit.k8s.ovn.org"}) {
+		t.Errorf("webhooks registered for UserDefinedNetworks: %q, want only udnkit's UDN validator", hooks)
 	}
 	namespace(t, c, "by-policy", true, nil)
 	namespace(t, c, "by-policy-unlabelled", false, nil)
@@ -458,17 +433,22 @@ func TestPrimaryUDNCreateIsThePolicies(t *testing.T) {
 		{"namespace label", udn("by-policy-unlabelled", "p", layer2(udnv1.NetworkRolePrimary, "10.111.0.0/16")),
 			"metadata.namespace: a Primary UserDefinedNetwork requires its namespace by-policy-unlabelled to have the label " +
 				"k8s.ovn.org/primary-user-defined-network, set when the namespace is created."},
-		{"OVN name collision", udn("by-policy", "web.a", layer2(udnv1.NetworkRolePrimary, "10.111.0.0/16")),
-			"metadata.name: web.a: its OVN objects would be named like those of UserDefinedNetwork by-policy/web-a " +
-				"(OVN-Kubernetes replaces '-' and '/' with '.', giving both the prefix by.policy_web.a_); choose another name."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := refusal(t, createRefused(t, c, tc.obj)); got != tc.want {
+			if got := refusal(t, c.Create(ctx, tc.obj)); got != tc.want {
 				t.Errorf("refused with %q, want %q", got, tc.want)
 			}
 			expectAbsent(t, c, tc.obj)
 		})
 	}
+	t.Run("OVN name collision", func(t *testing.T) {
+		for _, role := range []udnv1.NetworkRole{udnv1.NetworkRoleSecondary, udnv1.NetworkRolePrimary} {
+			u := udn("by-policy", "web.a", layer2(role, "10.111.0.0/16"))
+			expectInvalid(t, c.Create(ctx, u), `metadata.name: Invalid value: "web.a": its OVN objects would be named like those of UserDefinedNetwork by-policy/web-a `+
+				"(OVN-Kubernetes replaces '-' and '/' with '.', giving both the prefix by.policy_web.a_); choose another name.")
+			expectAbsent(t, c, u)
+		}
+	})
 
 	t.Run("no warning over the transit subnet", func(t *testing.T) {
 		warns.take()
@@ -483,37 +463,29 @@ func TestPrimaryUDNCreateIsThePolicies(t *testing.T) {
 
 	t.Run("a second primary network", func(t *testing.T) {
 		u := udn("by-policy", "second", layer2(udnv1.NetworkRolePrimary, "10.112.0.0/16"))
-		const want = "spec.layer2.role: namespace by-policy already has a primary network: UserDefinedNetwork by-policy/transit; a namespace can have only one."
-		if got := refusal(t, createRefused(t, c, u)); got != want {
-			t.Errorf("refused with %q, want %q", got, want)
-		}
+		expectInvalid(t, c.Create(ctx, u), "spec.layer2.role: Forbidden: namespace by-policy already has a primary network: UserDefinedNetwork by-policy/transit; a namespace can have only one.")
 		expectAbsent(t, c, u)
 	})
 
-	t.Run("a Primary CUDN's NAD in the namespace", func(t *testing.T) {
+	t.Run("a Primary CUDN selecting the namespace", func(t *testing.T) {
 		namespace(t, c, "by-policy-cudn", true, nil)
 		cu := cudn("by-policy-cudn", map[string]string{"kubernetes.io/metadata.name": "by-policy-cudn"}, layer2(udnv1.NetworkRolePrimary, "10.115.0.0/16"))
 		if err := c.Create(ctx, cu); err != nil {
 			t.Fatal(err)
 		}
-		writeNAD(t, c, cu, "by-policy-cudn")
 		u := udn("by-policy-cudn", "p", layer2(udnv1.NetworkRolePrimary, "10.116.0.0/16"))
-		const want = "spec.layer2.role: namespace by-policy-cudn already has a primary network: ClusterUserDefinedNetwork by-policy-cudn; a namespace can have only one."
-		if got := refusal(t, createRefused(t, c, u)); got != want {
-			t.Errorf("refused with %q, want %q", got, want)
-		}
-		// A Secondary CUDN's NAD is no primary network.
+		expectInvalid(t, c.Create(ctx, u), "spec.layer2.role: Forbidden: namespace by-policy-cudn already has a primary network: ClusterUserDefinedNetwork by-policy-cudn; a namespace can have only one.")
+		// A Secondary CUDN is no primary network.
 		namespace(t, c, "by-policy-secondary", true, nil)
 		sec := cudn("by-policy-secondary", map[string]string{"kubernetes.io/metadata.name": "by-policy-secondary"}, layer2(udnv1.NetworkRoleSecondary, "10.117.0.0/16"))
 		if err := c.Create(ctx, sec); err != nil {
 			t.Fatal(err)
 		}
-		writeNAD(t, c, sec, "by-policy-secondary")
 		if err := c.Create(ctx, udn("by-policy-secondary", "p", layer2(udnv1.NetworkRolePrimary, "10.118.0.0/16")), client.DryRunAll); err != nil {
-			t.Errorf("a Primary UDN beside a Secondary CUDN's NAD: %v", err)
+			t.Errorf("a Primary UDN beside a Secondary CUDN: %v", err)
 		}
-		// A UDN's own primary NAD is udnkit-udn-peers' to judge (through
-		// the UDN), not this policy's: one whose UDN is gone blocks nothing.
+		// A primary NAD whose UDN is gone blocks nothing: the webhook
+		// judges networks, not NADs.
 		namespace(t, c, "by-policy-udn-nad", true, nil)
 		// The NAD webhook admits a UDN's NAD only with its owner's UID: the
 		// owner exists (Secondary, so it blocks nothing itself) while the
@@ -541,31 +513,37 @@ func TestPrimaryUDNCreateIsThePolicies(t *testing.T) {
 
 	t.Run("every rule at once: refused, naming at least one", func(t *testing.T) {
 		u := udn("by-policy", "web.a", layer2(udnv1.NetworkRolePrimary, "10.244.0.0/24"))
-		got := refusal(t, c.Create(ctx, u, client.DryRunAll))
-		if !strings.Contains(got, "spec.layer2.subnets[0]: 10.244.0.0/24 overlaps") && !strings.Contains(got, "metadata.name: web.a:") &&
-			!strings.Contains(got, "spec.layer2.role: namespace by-policy already has") {
+		err := c.Create(ctx, u, client.DryRunAll)
+		expectInvalid(t, err)
+		if got := err.Error(); !strings.Contains(got, "spec.layer2.subnets[0]: 10.244.0.0/24 overlaps") && !strings.Contains(got, "metadata.name: Invalid value: \"web.a\"") &&
+			!strings.Contains(got, "spec.layer2.role: Forbidden: namespace by-policy already has") {
 			t.Errorf("%q names none of the three rules", got)
 		}
 	})
 }
 
-// TestCUDNWebhookCalledOnlyWhenNeeded: a new Secondary CUDN whose name holds
-// neither '-' nor '.' (it cannot share OVN names with another) is created
-// without a webhook call; one whose name holds either is checked.
+// TestCUDNWebhookCalledOnlyWhenNeeded: every new CUDN is checked (it takes
+// a network ID), an update is only when it changes a Primary CUDN's
+// selector: relabelling a Secondary CUDN costs no webhook call.
 func TestCUDNWebhookCalledOnlyWhenNeeded(t *testing.T) {
 	env := startEnv(t)
-	c := env.Client
+	c := synced(env.Client)
 	const path = "/validate-k8s-ovn-org-v1-clusteruserdefinednetwork"
 	before := webhookCalls(t, path)
-	if err := c.Create(context.Background(), cudn("plainname", map[string]string{"none": "none"}, layer2(udnv1.NetworkRoleSecondary, "10.118.8.0/24"))); err != nil {
+	plain := cudn("plainname", map[string]string{"none": "none"}, layer2(udnv1.NetworkRoleSecondary, "10.118.8.0/24"))
+	if err := c.Create(context.Background(), plain); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Create(context.Background(), cudn("with-dash", map[string]string{"none": "none"}, layer2(udnv1.NetworkRoleSecondary, "10.118.9.0/24"))); err != nil {
 		t.Fatal(err)
 	}
+	plain.Labels = map[string]string{"touched": "yes"}
+	if err := c.Update(context.Background(), plain); err != nil {
+		t.Fatal(err)
+	}
 	err := envtest.Poll(5*time.Second, func() error {
-		if got := webhookCalls(t, path); got != before+1 {
-			return fmt.Errorf("the CUDN webhook served %v requests, want %v", got, before+1)
+		if got := webhookCalls(t, path); got != before+2 {
+			return fmt.Errorf("the CUDN webhook served %v requests, want %v", got, before+2)
 		}
 		return nil
 	})

@@ -150,8 +150,8 @@ func TestRenderDefaults(t *testing.T) {
 			t.Errorf("no %s rendered", kind)
 		}
 	}
-	if k["ValidatingAdmissionPolicy"] != 11 || k["ValidatingAdmissionPolicyBinding"] != 11 {
-		t.Errorf("want 11 ValidatingAdmissionPolicies with bindings, got %v", k)
+	if k["ValidatingAdmissionPolicy"] != 9 || k["ValidatingAdmissionPolicyBinding"] != 9 {
+		t.Errorf("want 9 ValidatingAdmissionPolicies with bindings, got %v", k)
 	}
 	for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
 		cfg := find(objs, kind, "")
@@ -181,7 +181,8 @@ func TestRenderDefaults(t *testing.T) {
 	args := strings.Join(managerArgs(t, objs), " ")
 	for _, want := range []string{"--controllers=admission,nad,nodes,ipam,dataplane", "--leader-elect=true",
 		"--cluster-subnets=10.244.0.0/16", "--masquerade-subnets=169.254.0.0/17,fd69::/112",
-		"--preconfigured-udn-addresses-enable=false", "--ovn-nb-address=unix:/var/run/ovn/ovnnb_db.sock"} {
+		"--preconfigured-udn-addresses-enable=false", "--ovn-nb-address=unix:/var/run/ovn/ovnnb_db.sock",
+		"--max-networks-per-namespace=100"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("manager args %q lack %q", args, want)
 		}

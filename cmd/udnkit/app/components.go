@@ -38,6 +38,7 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 	var layer3Form string
 	var workers int
 	paramsNamespace := "default"
+	limits := webhooks.DefaultLimits()
 	// nad and nodes share one set of allocators, built by whichever is set
 	// up first.
 	var shared *reconcilers.Reconcilers
@@ -64,9 +65,11 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 			BindFlags: func(fs *flag.FlagSet) {
 				fs.StringVar(&paramsNamespace, "admission-params-namespace", paramsNamespace,
 					"namespace of the ConfigMap "+ovnk.AdmissionParamsConfigMap+", written at start, from which udnkit's ValidatingAdmissionPolicies read the cluster's ranges (the chart: the release namespace)")
+				fs.IntVar(&limits.PerNamespace, webhooks.FlagMaxNetworksPerNamespace, limits.PerNamespace,
+					"the most UserDefinedNetworks one namespace may hold (each takes one of the cluster's network IDs); a create beyond it is refused at admission; 0: no limit")
 			},
 			Setup: func(_ context.Context, mgr ctrl.Manager) error {
-				return webhooks.SetupWithManager(mgr, *cluster, paramsNamespace)
+				return webhooks.SetupWithManager(mgr, *cluster, paramsNamespace, limits)
 			},
 		},
 		{
