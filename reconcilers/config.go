@@ -37,6 +37,11 @@ type Config struct {
 	TunnelKeyFirst, TunnelKeyLast int
 	// MaxConcurrentReconciles per controller.
 	MaxConcurrentReconciles int
+	// FairQueue gives the UDN controller a queue that serves namespaces in
+	// turn (newFairQueue), so a flood in one namespace does not hold up
+	// another's networks; off, controller-runtime's default queue (FIFO
+	// among equal priorities).
+	FairQueue bool
 	// SingleWriter says this manager is the only writer of IDs and host
 	// subnets (it runs under leader election): the check after each write,
 	// a consistent read of every network or node straight from the
@@ -55,6 +60,7 @@ func DefaultConfig() Config {
 		TunnelKeyFirst:          ovnk.FirstAllocatedTunnelKey,
 		TunnelKeyLast:           ovnk.LastInterconnectKey,
 		MaxConcurrentReconciles: 2,
+		FairQueue:               true,
 	}
 }
 

@@ -34,8 +34,17 @@ func (r *udnReconciler) setup(mgr ctrl.Manager) error {
 		WatchesMetadata(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
 			return r.networksOfPod(ctx, o, kindUDN)
 		}), builder.WithPredicates(podNetworksChanged)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.cfg.MaxConcurrentReconciles}).
+		WithOptions(r.queueOptions()).
 		Complete(r)
+}
+
+// queueOptions: a fair queue across namespaces (Config.FairQueue).
+func (r *udnReconciler) queueOptions() controller.Options {
+	opts := controller.Options{MaxConcurrentReconciles: r.cfg.MaxConcurrentReconciles}
+	if r.cfg.FairQueue {
+		opts.NewQueue = newFairQueue
+	}
+	return opts
 }
 
 func (r *udnReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
