@@ -1,15 +1,20 @@
 package ovnk
 
 import (
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // KubeVirt names the live-migration design reads.
 const (
 	// LabelVM names the VM a virt-launcher pod runs.
 	LabelVM = "kubevirt.io/vm"
+	// LabelVMName is the label KubeVirt itself puts on every virt-launcher
+	// pod: the VM's name (kubevirtv1.VirtualMachineNameLabel).
+	LabelVMName = "vm.kubevirt.io/name"
 	// AnnotationAllowLiveMigration marks a VM whose pod-network addresses
 	// follow it across live migration.
 	AnnotationAllowLiveMigration = "kubevirt.io/allow-pod-bridge-network-live-migration"
@@ -24,6 +29,28 @@ const (
 	// to route a VM that runs elsewhere (kubevirt point-to-point routing).
 	AnnotationAddressOwnerNode = "k8s.ovn.org/udnkit-address-owner-node"
 )
+
+// VMNameOf is the VM a pod runs, from LabelVM or else LabelVMName; "" for
+// a pod of no VM. The pods of one VM (its source and target during a live
+// migration) share it.
+func VMNameOf(pod *corev1.Pod) string {
+	if name := pod.Labels[LabelVM]; name != "" {
+		return name
+	}
+	return pod.Labels[LabelVMName]
+}
+
+// VMOwnerOf is the VM an object (an IPAMClaim) was made for: its owner
+// reference of kind VirtualMachine or VirtualMachineInstance (kubevirt.io),
+// as KubeVirt's IPAM controller writes it; "" when it names none.
+func VMOwnerOf(refs []metav1.OwnerReference) string {
+	for _, ref := range refs {
+		if (ref.Kind == "VirtualMachine" || ref.Kind == "VirtualMachineInstance") && strings.HasPrefix(ref.APIVersion, "kubevirt.io/") {
+			return ref.Name
+		}
+	}
+	return ""
+}
 
 // VMPod is a virt-launcher pod's part in its VM's life.
 type VMPod struct {

@@ -29,6 +29,7 @@ import (
 // +kubebuilder:webhook:path=/validate--v1-pod,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create;update,versions=v1,name=pods.udnkit.k8s.ovn.org,admissionReviewVersions=v1,timeoutSeconds=5,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"k8s.ovn.org/primary-user-defined-network","operator":"Exists"},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-public","kube-node-lease","ovn-kubernetes"]}]},"matchConditions":[{"name":"default-network-annotation","expression":"request.operation == 'CREATE' ? has(object.metadata.annotations) \u0026\u0026 'v1.multus-cni.io/default-network' in object.metadata.annotations : (has(object.metadata.annotations) \u0026\u0026 'v1.multus-cni.io/default-network' in object.metadata.annotations ? [object.metadata.annotations['v1.multus-cni.io/default-network']] : []) != (has(oldObject.metadata.annotations) \u0026\u0026 'v1.multus-cni.io/default-network' in oldObject.metadata.annotations ? [oldObject.metadata.annotations['v1.multus-cni.io/default-network']] : [])"}]}`
 // +kubebuilder:webhook:path=/mutate--v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=pods-defaulting.udnkit.k8s.ovn.org,admissionReviewVersions=v1,timeoutSeconds=5,reinvocationPolicy=Never,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"k8s.ovn.org/primary-user-defined-network","operator":"Exists"},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-public","kube-node-lease","ovn-kubernetes"]}]},"matchConditions":[{"name":"ipamclaim-annotation","expression":"has(object.metadata.annotations) \u0026\u0026 'k8s.ovn.org/primary-udn-ipamclaim' in object.metadata.annotations"}]}`
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=ipamclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get
 
 // defaultNetworkPath is the field path of the default-network annotation.
 var defaultNetworkPath = field.NewPath("metadata", "annotations").Key(ovnk.AnnotationDefaultNetwork)
@@ -68,27 +69,51 @@ func (v *PodValidator) ValidateCreate(ctx context.Context, pod *corev1.Pod) (adm
 			fmt.Sprintf("must be a NetworkSelectionElement: %v.", err))})
 	}
 	errs := ValidateNetworkSelection(defaultNetworkPath, nse, spec.Layer2)
+	var conflict error
 	if ref := nse.IPAMClaimReference; ref != "" {
-		var claim ipamclaimsv1alpha1.IPAMClaim
-		key := client.ObjectKey{Namespace: pod.Namespace, Name: ref}
-		err := v.Client.Get(ctx, key, &claim)
-		if apierrors.IsNotFound(err) && v.APIReader != nil {
-			// Created moments ago, perhaps: ask the apiserver before refusing.
-			err = v.APIReader.Get(ctx, key, &claim)
-		}
-		switch {
-		case apierrors.IsNotFound(err):
-			errs = append(errs, field.Invalid(defaultNetworkPath.Child("ipam-claim-reference"), ref, fmt.Sprintf(
-				"IPAMClaim %s/%s does not exist; create it before the pod.", pod.Namespace, ref)))
-		case err != nil:
-			return nil, apierrors.NewInternalError(fmt.Errorf("reading IPAMClaim %s/%s: %w", pod.Namespace, ref, err))
+		refPath := defaultNetworkPath.Child("ipam-claim-reference")
+		if refErrs := ValidateClaimReference(refPath, ref); len(refErrs) > 0 {
+			errs = append(errs, refErrs...)
+		} else {
+			claim, err := v.claim(ctx, pod.Namespace, ref)
+			switch {
+			case apierrors.IsNotFound(err):
+				errs = append(errs, field.Invalid(refPath, ref, fmt.Sprintf(
+					"IPAMClaim %s/%s does not exist; create it before the pod.", pod.Namespace, ref)))
+			case err != nil:
+				return nil, apierrors.NewInternalError(err)
+			default:
+				conflict = claimConflict(ctx, v.APIReader, pod, claim)
+			}
 		}
 	}
 	if len(errs) > 0 {
 		return nil, invalidPod(pod, errs)
 	}
+	if conflict != nil {
+		return nil, conflict
+	}
 	recordDecision("Pod", nil)
 	return append(warnings, NetworkSelectionWarnings(defaultNetworkPath, nse)...), nil
+}
+
+// claim reads an IPAMClaim from the cache, or from the apiserver when the
+// cache does not hold it (created moments ago, perhaps).
+func (v *PodValidator) claim(ctx context.Context, namespace, name string) (*ipamclaimsv1alpha1.IPAMClaim, error) {
+	return readClaim(ctx, v.Client, v.APIReader, namespace, name)
+}
+
+func readClaim(ctx context.Context, cached, live client.Reader, namespace, name string) (*ipamclaimsv1alpha1.IPAMClaim, error) {
+	var claim ipamclaimsv1alpha1.IPAMClaim
+	key := client.ObjectKey{Namespace: namespace, Name: name}
+	err := cached.Get(ctx, key, &claim)
+	if apierrors.IsNotFound(err) && live != nil {
+		err = live.Get(ctx, key, &claim)
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading IPAMClaim %s/%s: %w", namespace, name, err)
+	}
+	return &claim, err
 }
 
 // ValidateUpdate implements admission.Validator: the default-network
@@ -130,11 +155,15 @@ func invalidPod(pod *corev1.Pod, errs field.ErrorList) error {
 	return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), name, errs)
 }
 
-// PodDefaulter rewrites the deprecated k8s.ovn.org/primary-udn-ipamclaim
-// annotation of new pods in namespaces with a Primary Layer2 network into
-// the equivalent v1.multus-cni.io/default-network NetworkSelectionElement,
-// with a deprecation warning (see MigrateIPAMClaimAnnotation). It is a plain
-// admission.Handler because typed defaulters cannot return warnings.
+// PodDefaulter handles the deprecated k8s.ovn.org/primary-udn-ipamclaim
+// annotation of new pods in namespaces with a Primary Layer2 network: it
+// refuses a value that is no IPAMClaim name (422 naming the annotation)
+// and, where the annotation is in use, a claim another VM's pods hold (409,
+// see PodValidator); with OKEP-5233 on it rewrites the annotation into the
+// equivalent v1.multus-cni.io/default-network NetworkSelectionElement, with
+// a deprecation warning (see MigrateIPAMClaimAnnotation), which
+// PodValidator then checks. It is a plain admission.Handler because typed
+// defaulters cannot return warnings.
 type PodDefaulter struct {
 	// Client and APIReader: see PodValidator.
 	Client    client.Reader
@@ -143,30 +172,68 @@ type PodDefaulter struct {
 	Decoder   admission.Decoder
 }
 
+// claimAnnotationPath is the field path of the deprecated claim annotation.
+var claimAnnotationPath = field.NewPath("metadata", "annotations").Key(ovnk.AnnotationPrimaryUDNIPAMClaim)
+
 // Handle implements admission.Handler.
 func (d *PodDefaulter) Handle(ctx context.Context, req admission.Request) admission.Response {
-	if !d.Config.PreconfiguredUDNAddresses || req.Operation != admissionv1.Create {
+	if req.Operation != admissionv1.Create {
 		return admission.Allowed("")
 	}
 	var pod corev1.Pod
 	if err := d.Decoder.Decode(req, &pod); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	if _, ok := pod.Annotations[ovnk.AnnotationPrimaryUDNIPAMClaim]; !ok {
+	claim, ok := pod.Annotations[ovnk.AnnotationPrimaryUDNIPAMClaim]
+	if !ok {
 		return admission.Allowed("")
 	}
-	namespace := pod.Namespace
-	if namespace == "" {
-		namespace = req.Namespace
+	if pod.Namespace == "" {
+		pod.Namespace = req.Namespace
 	}
-	spec, err := cachedPrimaryNetworkOf(ctx, d.Client, d.APIReader, namespace)
+	spec, err := cachedPrimaryNetworkOf(ctx, d.Client, d.APIReader, pod.Namespace)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	if spec == nil || spec.Layer2 == nil {
 		return admission.Allowed("")
 	}
-	annotations, warnings := MigrateIPAMClaimAnnotation(pod.Annotations)
+	// Where the annotation is in use: as the NetworkSelectionElement it
+	// becomes (OKEP-5233 on, no element set), or read by the address
+	// reconciler on a Persistent network (OKEP-5233 off).
+	_, hasNSE := pod.Annotations[ovnk.AnnotationDefaultNetwork]
+	persistent := spec.Layer2.IPAM != nil && spec.Layer2.IPAM.Lifecycle == udnv1.IPAMLifecyclePersistent
+	feature := d.Config.PreconfiguredUDNAddresses
+	if feature && hasNSE || !feature && !persistent {
+		return d.migrate(pod.Annotations)
+	}
+	if errs := ValidateClaimReference(claimAnnotationPath, claim); len(errs) > 0 {
+		return denied(invalidPod(&pod, errs))
+	}
+	if !feature {
+		c, err := readClaim(ctx, d.Client, d.APIReader, pod.Namespace, claim)
+		switch {
+		case apierrors.IsNotFound(err):
+			// The reconciler reports it on the pod and waits for it.
+		case err != nil:
+			return admission.Errored(http.StatusInternalServerError, err)
+		default:
+			if err := claimConflict(ctx, d.APIReader, &pod, c); err != nil {
+				return denied(err)
+			}
+		}
+		return admission.Allowed("")
+	}
+	return d.migrate(pod.Annotations)
+}
+
+// migrate answers with MigrateIPAMClaimAnnotation's patch and warnings
+// (OKEP-5233 on), or admits the pod unchanged.
+func (d *PodDefaulter) migrate(podAnnotations map[string]string) admission.Response {
+	if !d.Config.PreconfiguredUDNAddresses {
+		return admission.Allowed("")
+	}
+	annotations, warnings := MigrateIPAMClaimAnnotation(podAnnotations)
 	if annotations == nil {
 		return admission.Allowed("").WithWarnings(warnings...)
 	}
@@ -177,6 +244,16 @@ func (d *PodDefaulter) Handle(ctx context.Context, req admission.Request) admiss
 		Path:      "/metadata/annotations/" + escapeJSONPointer(ovnk.AnnotationDefaultNetwork),
 		Value:     annotations[ovnk.AnnotationDefaultNetwork],
 	}).WithWarnings(warnings...)
+}
+
+// denied is the admission answer of a refusal err (an *apierrors.StatusError
+// keeps its code, reason and causes).
+func denied(err error) admission.Response {
+	st := apierrors.NewInternalError(err).ErrStatus
+	if se, ok := err.(apierrors.APIStatus); ok {
+		st = se.Status()
+	}
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &st}}
 }
 
 // cachedPrimaryNetworkOf is primaryNetworkOf on the indexed cache c; a

@@ -15,9 +15,11 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 )
 
-// With preconfigured-udn-addresses-enable off the pod webhooks admit every
-// pod unchanged, without reading anything from the cluster (no client here:
-// a read would panic on the nil client).
+// With preconfigured-udn-addresses-enable off the pod validator admits every
+// pod unchanged, and the defaulter every pod without the deprecated claim
+// annotation (which the address reconciler still reads on Persistent
+// networks, so the defaulter checks it), without reading anything from the
+// cluster (no client here: a read would panic on the nil client).
 func TestPodWebhooksOffAdmitEverything(t *testing.T) {
 	cfg := ovnk.DefaultClusterConfig()
 	if cfg.PreconfiguredUDNAddresses {
@@ -34,6 +36,7 @@ func TestPodWebhooksOffAdmitEverything(t *testing.T) {
 	if w, err := v.ValidateUpdate(context.Background(), bad, changed); err != nil || w != nil {
 		t.Errorf("update: %v %v", w, err)
 	}
+	delete(bad.Annotations, ovnk.AnnotationPrimaryUDNIPAMClaim)
 	raw, err := json.Marshal(bad)
 	if err != nil {
 		t.Fatal(err)

@@ -306,6 +306,43 @@ var _ = Describe("IPAMClaims", func() {
 			ipalloc.ReasonMACAddressConflict, "02:00:00:00:31:01"),
 	)
 
+	It("serves the pods of one VM only: another VM's pod, or a pod of no VM, gets no addresses from it", func() {
+		const ns = "claim-one-vm"
+		createUDN(ns, "tenant", primaryLayer2("10.34.0.0/24"))
+		createClaim(ns, "vm-a", ns+"_tenant")
+		// Admitted together before either had addresses (admission refuses
+		// the others once the claim has an owner pod).
+		createPod(ns, "launcher-a-1", requesting(nil, "", "vm-a"), labelled(ovnk.LabelVMName, "vm-a"))
+		pn := podNetwork(ns, "launcher-a-1", ns+"/tenant")
+		createPod(ns, "launcher-b", requesting(nil, "", "vm-a"), labelled(ovnk.LabelVMName, "vm-b"))
+		createPod(ns, "plain", requesting(nil, "", "vm-a"))
+		Expect(warning(ns, "launcher-b", addresses.ReasonIPAMClaimInUse)).To(ContainSubstring(
+			"IPAMClaim claim-one-vm/vm-a is held by pod launcher-a-1 of VM vm-a; only the pods of one VM may share a claim, and this pod runs VM vm-b"))
+		Expect(warning(ns, "plain", addresses.ReasonIPAMClaimInUse)).To(ContainSubstring("this pod runs no VM"))
+		expectNoAnnotation(ns, "launcher-b")
+		expectNoAnnotation(ns, "plain")
+		// The claim and its status stay the holder's.
+		claim, _ := claimWith(ns, "vm-a", metav1.ConditionTrue, addresses.ReasonSuccessfulAllocation)
+		Expect(claim.Status.OwnerPod).To(HaveField("Name", "launcher-a-1"))
+		Expect(claim.Status.IPs).To(Equal(pn.IPAddresses))
+		// The VM's own migration target shares it.
+		createPod(ns, "launcher-a-2", requesting(nil, "", "vm-a"), labelled(ovnk.LabelVMName, "vm-a"))
+		Expect(podNetwork(ns, "launcher-a-2", ns+"/tenant").IPAddresses).To(Equal(pn.IPAddresses))
+	})
+
+	It("serves only the VM a claim was made for", func() {
+		const ns = "claim-owned"
+		createUDN(ns, "tenant", primaryLayer2("10.35.0.0/24"))
+		Expect(k8s.Create(ctx, &ipamclaimsv1alpha1.IPAMClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vm-c",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine", Name: "vm-c", UID: "00000000-0000-0000-0000-0000000000c1"}}},
+			Spec: ipamclaimsv1alpha1.IPAMClaimSpec{Network: ns + "_tenant", Interface: "ovn-udn1"}})).To(Succeed())
+		createPod(ns, "launcher-d", requesting(nil, "", "vm-c"), labelled(ovnk.LabelVMName, "vm-d"))
+		Expect(warning(ns, "launcher-d", addresses.ReasonIPAMClaimInUse)).To(ContainSubstring("IPAMClaim claim-owned/vm-c belongs to VM vm-c; this pod runs VM vm-d"))
+		expectNoAnnotation(ns, "launcher-d")
+		createPod(ns, "launcher-c", requesting(nil, "", "vm-c"), labelled(ovnk.LabelVMName, "vm-c"))
+		podNetwork(ns, "launcher-c", ns+"/tenant")
+	})
+
 	It("warns when the referenced claim does not exist", func() {
 		const ns = "claim-missing"
 		createUDN(ns, "tenant", primaryLayer2("10.32.0.0/24"))

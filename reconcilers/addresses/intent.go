@@ -34,7 +34,10 @@ type intent struct {
 	// deprecatedClaim says the claim came from k8s.ovn.org/primary-udn-ipamclaim.
 	deprecatedClaim bool
 	vm              vmInfo
-	request         ipalloc.Request
+	// vmName is the VM the pod runs (ovnk.VMNameOf), migratable or not: the
+	// pods of one VM may share a claim.
+	vmName  string
+	request ipalloc.Request
 }
 
 func podOwner(pod *corev1.Pod) string { return podOwnerOf(client.ObjectKeyFromObject(pod)) }
@@ -48,7 +51,7 @@ func isClaimOwner(owner string) bool { return strings.HasPrefix(owner, "claim/")
 // intentOf reads the pod's NetworkSelectionElement (when the feature is on)
 // or the deprecated claim annotation (Persistent networks), and its VM.
 func (r *Reconciler) intentOf(pod *corev1.Pod, net *primaryLayer2) (intent, error) {
-	in := intent{owner: podOwner(pod), vm: vmOf(pod)}
+	in := intent{owner: podOwner(pod), vm: vmOf(pod), vmName: ovnk.VMNameOf(pod)}
 	var nse bool
 	if r.cfg.PreconfiguredUDNAddresses {
 		var e *nadv1.NetworkSelectionElement

@@ -36,6 +36,9 @@ const (
 	ReasonIPAMClaimNotFound       = "IPAMClaimNotFound"
 	ReasonDeprecatedAnnotation    = "DeprecatedAnnotation"
 	ReasonInvalidNetwork          = "InvalidNetwork"
+	// ReasonIPAMClaimInUse: the pod names an IPAMClaim another VM's pod
+	// holds (or one made for another VM); it gets no addresses from it.
+	ReasonIPAMClaimInUse = "IPAMClaimInUse"
 )
 
 // retryConflicts is how soon a refused pod is tried again: a conflict or an
@@ -48,6 +51,7 @@ type podRecord struct {
 	network string
 	owner   string
 	vm      vmInfo
+	vmName  string
 }
 
 // netState is one network's allocator.
@@ -250,6 +254,11 @@ func (r *Reconciler) allocate(ctx context.Context, pod *corev1.Pod, net *primary
 			}
 			return reconcile.Result{}, err
 		}
+		if msg := r.claimInUse(net.ref.ID(), nn, in, claim); msg != "" {
+			// The claim and its status stay the holder's.
+			r.warn(pod, ReasonIPAMClaimInUse, msg)
+			return reconcile.Result{RequeueAfter: retryConflicts}, nil
+		}
 		if err := restoreClaim(st.pool, in, claim); err != nil {
 			return r.refuse(ctx, pod, claim, net, err)
 		}
@@ -259,7 +268,7 @@ func (r *Reconciler) allocate(ctx context.Context, pod *corev1.Pod, net *primary
 	if err != nil {
 		return r.refuse(ctx, pod, claim, net, err)
 	}
-	r.record(nn, podRecord{uid: pod.UID, network: net.ref.ID(), owner: in.owner, vm: in.vm})
+	r.record(nn, podRecord{uid: pod.UID, network: net.ref.ID(), owner: in.owner, vm: in.vm, vmName: in.vmName})
 	if in.vm.name != "" && !held {
 		st.vmOrigin[in.owner] = pod.Spec.NodeName
 	}
@@ -300,6 +309,43 @@ func (r *Reconciler) allocate(ctx context.Context, pod *corev1.Pod, net *primary
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, nil
+}
+
+// claimInUse says why pod nn may not take addresses from claim, or "": one
+// IPAMClaim serves the pods of one VM (a live migration's source and
+// target), the VM its owner reference names if any. Admission refuses the
+// rest; this catches pods admitted together before either was given
+// addresses. It scans the pods only when the claim is held.
+func (r *Reconciler) claimInUse(network string, nn types.NamespacedName, in intent, claim *ipamclaimsv1alpha1.IPAMClaim) string {
+	ref := claim.Namespace + "/" + claim.Name
+	if owner := ovnk.VMOwnerOf(claim.OwnerReferences); owner != "" && owner != in.vmName {
+		return fmt.Sprintf("IPAMClaim %s belongs to VM %s; this pod runs %s and gets no addresses from it", ref, owner, vmWords(in.vmName))
+	}
+	if r.holders[holderKey{network, in.owner}] == 0 {
+		return ""
+	}
+	for other, rec := range r.pods {
+		if other == nn || rec.network != network || rec.owner != in.owner {
+			continue
+		}
+		if rec.vmName != "" && rec.vmName == in.vmName {
+			return ""
+		}
+		holder := "pod " + other.Name
+		if rec.vmName != "" {
+			holder += " of VM " + rec.vmName
+		}
+		return fmt.Sprintf("IPAMClaim %s is held by %s; only the pods of one VM may share a claim, and this pod runs %s, so it gets no addresses from it",
+			ref, holder, vmWords(in.vmName))
+	}
+	return ""
+}
+
+func vmWords(vm string) string {
+	if vm == "" {
+		return "no VM"
+	}
+	return "VM " + vm
 }
 
 // refuse reports an allocation failure on the pod and its claim, and tries
@@ -343,7 +389,7 @@ func (r *Reconciler) adopt(pod *corev1.Pod, st *netState, in intent, pn *ovnk.Po
 	} else if err := st.reserveTunnel(pod, tunnelID); err != nil {
 		return err
 	}
-	r.record(client.ObjectKeyFromObject(pod), podRecord{uid: pod.UID, network: st.ref.ID(), owner: in.owner, vm: in.vm})
+	r.record(client.ObjectKeyFromObject(pod), podRecord{uid: pod.UID, network: st.ref.ID(), owner: in.owner, vm: in.vm, vmName: in.vmName})
 	return nil
 }
 
@@ -473,7 +519,7 @@ func (r *Reconciler) rebuild(st *netState, net *primaryLayer2, pods []corev1.Pod
 			errs = append(errs, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
 			continue
 		}
-		records[client.ObjectKeyFromObject(pod)] = podRecord{uid: pod.UID, network: net.ref.ID(), owner: in.owner, vm: in.vm}
+		records[client.ObjectKeyFromObject(pod)] = podRecord{uid: pod.UID, network: net.ref.ID(), owner: in.owner, vm: in.vm, vmName: in.vmName}
 	}
 	st.vmOrigin = vmOrigins(pods, records)
 	for i := range claims {

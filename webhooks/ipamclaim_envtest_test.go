@@ -1,0 +1,182 @@
+package webhooks_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	ipamclaimsv1alpha1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/webhooks"
+)
+
+// vmPod is a pod of VM vm (none when "") with annotations.
+func vmPod(ns, name, vm string, annotations map[string]string) *corev1.Pod {
+	p := pod(ns, name, annotations)
+	if vm != "" {
+		p.Labels = map[string]string{ovnk.LabelVMName: vm}
+	}
+	return p
+}
+
+func claimRef(name string) map[string]string {
+	return nse(`{"name": "default", "namespace": "ovn-kubernetes", "ipam-claim-reference": "` + name + `"}`)
+}
+
+// setOwnerPod writes the claim's status.ownerPod as the address reconciler
+// does when it allocates for a pod (the suite runs no reconciler).
+func setOwnerPod(t *testing.T, c client.Client, ns, name, owner string) {
+	t.Helper()
+	var cl ipamclaimsv1alpha1.IPAMClaim
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &cl); err != nil {
+		t.Fatal(err)
+	}
+	cl.Status.OwnerPod = &ipamclaimsv1alpha1.OwnerPod{Name: owner}
+	cl.Status.IPs = []string{}
+	if err := c.Status().Update(ctx, &cl); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(&cl), &cl); err != nil { // let the cache catch up
+		t.Fatal(err)
+	}
+}
+
+// expectConflict checks that err is a 409 whose message holds every want.
+func expectConflict(t testing.TB, err error, want ...string) {
+	t.Helper()
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("err = %v, want 409 Conflict", err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not mention %q", err.Error(), w)
+		}
+	}
+}
+
+// One IPAMClaim serves the pods of one VM: its source and target pods
+// during a live migration share it; a pod of another VM, or of none, is
+// refused naming the pod and VM that hold it, or the VM the claim belongs
+// to; once the holder is gone the claim is free.
+func TestIPAMClaimServesOneVM(t *testing.T) {
+	env := startEnv(t)
+	c := synced(env.Client)
+	namespace(t, c, "claims", true, nil)
+	// Persistent: the deprecated annotation is in use with OKEP-5233 off too.
+	spec := predefinedNetwork()
+	spec.Layer2.IPAM = &udnv1.IPAMConfig{Lifecycle: udnv1.IPAMLifecyclePersistent}
+	if err := c.Create(ctx, udn("claims", "vms", spec)); err != nil {
+		t.Fatal(err)
+	}
+	claim(t, c, "claims", "vm-a")
+	source := vmPod("claims", "virt-launcher-a-1", "vm-a", claimRef("vm-a"))
+	if err := c.Create(ctx, source); err != nil {
+		t.Fatalf("the first pod naming a free claim: %v", err)
+	}
+	setOwnerPod(t, c, "claims", "vm-a", source.Name)
+
+	t.Run("the VM's migration target shares it", func(t *testing.T) {
+		if err := c.Create(ctx, vmPod("claims", "virt-launcher-a-2", "vm-a", claimRef("vm-a"))); err != nil {
+			t.Fatal(err)
+		}
+	})
+	for _, tc := range []struct {
+		name, vm string
+		ann      map[string]string
+		runs     string
+	}{
+		{"a pod of another VM", "vm-b", claimRef("vm-a"), "this pod runs VM vm-b"},
+		{"a pod of no VM", "", claimRef("vm-a"), "this pod runs no VM"},
+		{"another VM through the deprecated annotation", "vm-b", map[string]string{ovnk.AnnotationPrimaryUDNIPAMClaim: "vm-a"}, "this pod runs VM vm-b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := vmPod("claims", "intruder", tc.vm, tc.ann)
+			expectConflict(t, c.Create(ctx, p), "IPAMClaim claims/vm-a is held by pod virt-launcher-a-1 of VM vm-a (its status.ownerPod)", tc.runs)
+			expectAbsent(t, c, p)
+		})
+	}
+	t.Run("a claim made for a VM serves only that VM", func(t *testing.T) {
+		owned := &ipamclaimsv1alpha1.IPAMClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "claims", Name: "vm-c",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine", Name: "vm-c", UID: "00000000-0000-0000-0000-0000000000c1"}}},
+			Spec: ipamclaimsv1alpha1.IPAMClaimSpec{Network: "claims_vms", Interface: "ovn-udn1"}}
+		if err := c.Create(ctx, owned); err != nil {
+			t.Fatal(err)
+		}
+		p := vmPod("claims", "virt-launcher-d", "vm-d", claimRef("vm-c"))
+		expectConflict(t, c.Create(ctx, p), "IPAMClaim claims/vm-c belongs to VM vm-c; only that VM's pods may use it, and this pod runs VM vm-d.")
+		if err := c.Create(ctx, vmPod("claims", "virt-launcher-c", "vm-c", claimRef("vm-c"))); err != nil {
+			t.Errorf("the claim's own VM: %v", err)
+		}
+	})
+	t.Run("once its holder is gone the claim is free", func(t *testing.T) {
+		if err := c.Delete(ctx, source); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Create(ctx, vmPod("claims", "virt-launcher-b", "vm-b", claimRef("vm-a")), client.DryRunAll); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Run("OKEP-5233 off: the deprecated annotation in use is checked too", func(t *testing.T) {
+		setOwnerPod(t, c, "claims", "vm-a", "virt-launcher-a-2")
+		cfg := testConfig()
+		cfg.PreconfiguredUDNAddresses = false
+		d := &webhooks.PodDefaulter{Client: shared.mgr.GetCache(), APIReader: shared.mgr.GetAPIReader(), Config: cfg, Decoder: admission.NewDecoder(env.Scheme)}
+		handle := func(p *corev1.Pod) admission.Response {
+			raw, err := json.Marshal(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d.Handle(ctx, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{UID: "test", Operation: admissionv1.Create,
+				Namespace: p.Namespace, Object: runtime.RawExtension{Raw: raw}}})
+		}
+		legacy := func(vm string) *corev1.Pod {
+			return vmPod("claims", "legacy", vm, map[string]string{ovnk.AnnotationPrimaryUDNIPAMClaim: "vm-a"})
+		}
+		resp := handle(legacy("vm-b"))
+		if resp.Allowed || resp.Result.Code != 409 || !strings.Contains(resp.Result.Message, "held by pod virt-launcher-a-2 of VM vm-a") {
+			t.Errorf("another VM: allowed %v, %+v; want 409 naming the holder", resp.Allowed, resp.Result)
+		}
+		if resp := handle(legacy("vm-a")); !resp.Allowed || len(resp.Patches) != 0 {
+			t.Errorf("the holder's VM: allowed %v, %d patches, %+v; want admitted unchanged", resp.Allowed, len(resp.Patches), resp.Result)
+		}
+	})
+}
+
+// A claim reference that is no IPAMClaim name (such as ns/name) is a 422
+// naming the field that holds it, not a server error.
+func TestMalformedClaimReference(t *testing.T) {
+	env := startEnv(t)
+	c := synced(env.Client)
+	namespace(t, c, "claim-refs", true, nil)
+	if err := c.Create(ctx, udn("claim-refs", "vms", predefinedNetwork())); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		ann  map[string]string
+		path string
+	}{
+		{"ipam-claim-reference", claimRef("claim-refs/my-claim"), "metadata.annotations[v1.multus-cni.io/default-network].ipam-claim-reference"},
+		{"deprecated annotation", map[string]string{ovnk.AnnotationPrimaryUDNIPAMClaim: "claim-refs/my-claim"}, "metadata.annotations[k8s.ovn.org/primary-udn-ipamclaim]"},
+		{"upper case", claimRef("My-Claim"), "metadata.annotations[v1.multus-cni.io/default-network].ipam-claim-reference"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pod("claim-refs", "bad", tc.ann)
+			err := c.Create(ctx, p)
+			expectInvalid(t, err, tc.path, "must be the name of an IPAMClaim in the pod's namespace")
+			if tc.name != "upper case" && !strings.Contains(err.Error(), "without a namespace") {
+				t.Errorf("%v does not say the namespace is not part of it", err)
+			}
+			expectAbsent(t, c, p)
+		})
+	}
+}
