@@ -26,6 +26,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -37,6 +38,7 @@ import (
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/apis/scheme"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -274,8 +276,37 @@ func Start(opts Options) (*Environment, error) {
 			_ = env.Stop()
 			return nil, err
 		}
+		if err := waitForPolicies(ctx, c); err != nil {
+			_ = env.Stop()
+			return nil, err
+		}
 	}
 	return e, nil
+}
+
+// waitForPolicies returns once the apiserver enforces the policies just
+// installed: it applies them only after its informers have seen each policy,
+// binding and params object (0.1–1 s, longer on a loaded machine), and a test
+// that creates a network before then would see a bad one admitted. The probe
+// is a dry-run create of a UDN over the default cluster subnet, which
+// udnkit-network-config refuses once it reads its params.
+func waitForPolicies(ctx context.Context, c client.Client) error {
+	probe := &udnv1.UserDefinedNetwork{
+		ObjectMeta: metav1.ObjectMeta{Name: "policy-probe", Namespace: ParamsNamespace},
+		Spec: udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{
+			Role: udnv1.NetworkRoleSecondary, Subnets: udnv1.DualStackCIDRs{udnv1.CIDR(ovnk.DefaultClusterConfig().ClusterSubnets[0].String())}}},
+	}
+	err := Poll(60*time.Second, func() error {
+		err := c.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		if apierrors.IsInvalid(err) && strings.Contains(err.Error(), "udnkit-network-config") {
+			return nil
+		}
+		return fmt.Errorf("a UDN over the cluster subnet is not refused by udnkit-network-config yet: %v", err)
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the admission policies: %w", err)
+	}
+	return nil
 }
 
 // Whoami returns the user name the apiserver authenticates cfg as (a
