@@ -220,7 +220,7 @@ func (c *Cluster) startExternal() error {
 			return err
 		}
 	}
-	return nil
+	return txChecksumOff(c.External.Netns, "eth0")
 }
 
 // startNode starts node i: its zone, its namespace linked to the underlay,

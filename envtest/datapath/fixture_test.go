@@ -260,6 +260,9 @@ func settle(t *testing.T, c *datapath.Cluster) {
 	}
 }
 
+// tcpPort is where the TCP echo servers listen.
+const tcpPort = 8080
+
 // pingInterval is how long a counted ping waits for each reply: long
 // enough for a loaded 2-core machine.
 const pingInterval = 250 * time.Millisecond

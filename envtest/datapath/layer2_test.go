@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/udnkit/udnkit/envtest/datapath"
 	"github.com/udnkit/udnkit/ovnk"
@@ -42,6 +43,14 @@ func TestLayer2Primary(t *testing.T) {
 	ovnkPodPorts(t, c, all...)
 	startPods(t, c, all...)
 	ovnkManagementPorts(t, c, blue, 1)
+	// TCP echo servers: a pod and the external host.
+	for _, e := range []*datapath.Endpoint{&blueB.datapath.Endpoint, &c.External} {
+		stop, err := e.ServeTCP(tcpPort)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+	}
 	for _, n := range c.Nodes {
 		if err := n.SteerGateway(context.Background(), blue.localnetPort(n)); err != nil {
 			t.Fatal(err)
@@ -59,11 +68,14 @@ func TestLayer2Primary(t *testing.T) {
 			reach(t, c, blueA, blueA2.ip(v6))
 			reach(t, c, greenA, greenOnly.ip(v6))
 		})
-		t.Run(fam+": pods in different zones reach each other over Geneve", func(t *testing.T) {
+		t.Run(fam+": pods in different zones reach each other over Geneve (ICMP and TCP)", func(t *testing.T) {
 			reach(t, c, blueA, blueB.ip(v6))
 			reach(t, c, blueB, blueC.ip(v6))
 			reach(t, c, blueC, blueA.ip(v6))
 			reach(t, c, greenB, greenA.ip(v6))
+			if err := blueA.datapath.TCPEcho(blueB.ip(v6), tcpPort, 10*time.Second); err != nil {
+				t.Fatal(err)
+			}
 		})
 		t.Run(fam+": the default gateway answers at the same MAC on every node", func(t *testing.T) {
 			gw := blue.gateway(v6)
@@ -105,9 +117,12 @@ func TestLayer2Primary(t *testing.T) {
 		})
 	}
 
-	t.Run("IPv4: egress leaves through the pod's own node's gateway router and the reply comes back", func(t *testing.T) {
+	t.Run("IPv4: egress (ICMP and TCP) leaves through the pod's own node's gateway router and the reply comes back", func(t *testing.T) {
 		for _, p := range []*pod{blueA, blueB, blueC} {
 			reach(t, c, p, datapath.ExternalIP)
+			if err := p.datapath.TCPEcho(datapath.ExternalIP, tcpPort, 10*time.Second); err != nil {
+				t.Fatal(err)
+			}
 			// The external host sees the pod's traffic from its own node's IP
 			// (the router's SNAT), from no other node's.
 			var others []int

@@ -4,13 +4,16 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -183,4 +186,80 @@ func checksum(b []byte) uint16 {
 		sum = sum&0xffff + sum>>16
 	}
 	return ^uint16(sum)
+}
+
+// ServeTCP listens on TCP port in the endpoint's namespace (every address)
+// and echoes back what each connection sends; stop closes the listener.
+func (e *Endpoint) ServeTCP(port int) (stop func(), err error) {
+	var l net.Listener
+	if err := inNetns(e.Netns, func() (err error) {
+		l, err = net.Listen("tcp", net.JoinHostPort("::", strconv.Itoa(port)))
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+				_, _ = io.Copy(c, c)
+			}()
+		}
+	}()
+	return func() { _ = l.Close() }, nil
+}
+
+// TCPEcho connects from the endpoint to dst:port, sends a line and waits
+// for it to come back, within timeout.
+func (e *Endpoint) TCPEcho(dst netip.Addr, port int, timeout time.Duration) error {
+	return inNetns(e.Netns, func() error {
+		c, err := net.DialTimeout("tcp", netip.AddrPortFrom(dst, uint16(port)).String(), timeout)
+		if err != nil {
+			return fmt.Errorf("%s: TCP to %s port %d: %w", e.Label, dst, port, err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(timeout))
+		msg := "udnkit " + e.Label + "\n"
+		if _, err := io.WriteString(c, msg); err != nil {
+			return fmt.Errorf("%s: TCP to %s port %d: %w", e.Label, dst, port, err)
+		}
+		got := make([]byte, len(msg))
+		if _, err := io.ReadFull(c, got); err != nil || string(got) != msg {
+			return fmt.Errorf("%s: TCP to %s port %d: echoed %q, %v", e.Label, dst, port, got, err)
+		}
+		return nil
+	})
+}
+
+// txChecksumOff turns off transmit checksum offload on iface in namespace
+// netns (ethtool -K iface tx off). A veth hands checksum-offloaded TCP and
+// UDP to its peer with the checksum unfinished; ovs-vswitchd reads such a
+// frame from its AF_PACKET socket as is, and once a router has NATed it
+// the receiver drops it for its bad checksum.
+func txChecksumOff(netns, iface string) error {
+	const ethtoolSTxCsum = 0x17 // ETHTOOL_STXCSUM
+	return inNetns(netns, func() error {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		value := struct{ cmd, data uint32 }{cmd: ethtoolSTxCsum}
+		var ifr struct {
+			name [unix.IFNAMSIZ]byte
+			data unsafe.Pointer
+			_    [16]byte
+		}
+		copy(ifr.name[:], iface)
+		ifr.data = unsafe.Pointer(&value)
+		if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr))); errno != 0 {
+			return fmt.Errorf("turn off tx checksum offload on %s in %s: %w", iface, netns, errno)
+		}
+		return nil
+	})
 }
