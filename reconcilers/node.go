@@ -150,7 +150,7 @@ type nodeReconciler struct {
 func newNodeReconciler(mgr ctrl.Manager, cfg *Config) *nodeReconciler {
 	return &nodeReconciler{
 		client: mgr.GetClient(), reader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(nodeFieldOwner), cfg: cfg,
-		nadGuard: &nadtrust.Guard{Reader: mgr.GetClient(), Recorder: mgr.GetEventRecorder(nodeFieldOwner), Consumer: HostSubnetsConsumer},
+		nadGuard: &nadtrust.Guard{Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(nodeFieldOwner), Consumer: HostSubnetsConsumer},
 		ids:      netids.NewIDAllocator("node ID", ovnk.FirstNodeID, ovnk.MaxNodeID),
 		networks: map[string]*hostSubnetState{},
 		removed:  map[string]bool{},

@@ -91,7 +91,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	rec := mgr.GetEventRecorder("udnkit-dataplane")
 	// One guard for the four controllers: a NAD that fails the ownership
 	// rule is reported once per version, not once per controller.
-	guard := &nadtrust.Guard{Reader: c, Recorder: rec, Consumer: DataplaneConsumer}
+	guard := &nadtrust.Guard{Reader: c, Live: mgr.GetAPIReader(), Recorder: rec, Consumer: DataplaneConsumer}
 	rs := &Reconcilers{
 		OVN: ovn,
 		Layer2: &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local, Cluster: o.Cluster, Recorder: rec,

@@ -224,6 +224,11 @@ type Guard struct {
 	Recorder recorder.EventRecorder
 	// Consumer names the consumer in the metric, the log and the Event.
 	Consumer string
+	// Live, when set, reads straight from the apiserver: before a NAD is
+	// reported because its owner is missing from Reader (or has another UID
+	// there), the owner is looked up through Live once, so a cache that
+	// lags (a new network's NAD seen before its UDN) raises no false alarm.
+	Live client.Reader
 
 	mu       sync.Mutex
 	reported map[types.NamespacedName]string // NAD -> resourceVersion/reason last reported
@@ -234,6 +239,11 @@ type Guard struct {
 func (g *Guard) Trusted(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition) (owner Owner, trusted bool, err error) {
 	owner, err = Verify(ctx, g.Reader, nad)
 	if u, ok := IsUntrusted(err); ok {
+		if g.lagging(ctx, nad, u.Reason) {
+			// Not reported: the owner's watch queues the NAD again once the
+			// cache has it.
+			return Owner{}, false, nil
+		}
 		g.Report(ctx, nad, u.Reason, u.Message)
 		return Owner{}, false, nil
 	}
@@ -241,6 +251,23 @@ func (g *Guard) Trusted(ctx context.Context, nad *nadv1.NetworkAttachmentDefinit
 		return Owner{}, false, err
 	}
 	return owner, true, nil
+}
+
+// lagging says whether a NAD whose owner the cache lacks (or knows with
+// another UID) passes the rule read through Live: the cache has not caught
+// up yet. Asked once per NAD version and reason, before the first report.
+func (g *Guard) lagging(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition, reason string) bool {
+	if g.Live == nil || (reason != ReasonOwnerNotFound && reason != ReasonOwnerUIDMismatch) {
+		return false
+	}
+	g.mu.Lock()
+	done := g.reported[client.ObjectKeyFromObject(nad)] == nad.ResourceVersion+"/"+reason
+	g.mu.Unlock()
+	if done {
+		return false
+	}
+	_, err := Verify(ctx, g.Live, nad)
+	return err == nil
 }
 
 // Report logs, counts and raises the Event for nad ignored for reason, once

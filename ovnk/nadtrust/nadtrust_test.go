@@ -166,3 +166,37 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	}
 }
+
+// A NAD whose owner the cache does not have yet but the apiserver does is
+// ignored for now and not reported; once the owner is gone from both, it is.
+func TestGuardDoesNotReportALaggingCache(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := udnv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	udn := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "blue", Name: "net", UID: "udn-uid"}}
+	live := fake.NewClientBuilder().WithScheme(scheme).WithObjects(udn).Build()
+	g := &nadtrust.Guard{Reader: fake.NewClientBuilder().WithScheme(scheme).Build(), Live: live, Consumer: "test-lag"}
+	nad, err := ovnk.NewNAD(ovnk.NADSource{Kind: udnv1.KindUserDefinedNetwork, Meta: udn.ObjectMeta,
+		Spec: udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRoleSecondary, Subnets: udnv1.DualStackCIDRs{"10.1.0.0/24"}}}},
+		"blue", ovnk.DefaultClusterConfig(), nil, ovnk.NetworkIDs{ID: 7, HasID: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nad.ResourceVersion = "1"
+	if _, ok, err := g.Trusted(context.Background(), nad); ok || err != nil {
+		t.Fatalf("Trusted with the owner missing from the cache = %v, %v; want false, nil", ok, err)
+	}
+	if got := nadtrust.Count("test-lag", nadtrust.ReasonOwnerNotFound); got != 0 {
+		t.Errorf("a lagging cache was reported (counter %v)", got)
+	}
+	if err := live.Delete(context.Background(), udn); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := g.Trusted(context.Background(), nad); ok {
+		t.Fatal("trusted without an owner")
+	}
+	if got := nadtrust.Count("test-lag", nadtrust.ReasonOwnerNotFound); got != 1 {
+		t.Errorf("an owner missing everywhere: counter %v, want 1", got)
+	}
+}
