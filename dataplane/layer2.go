@@ -40,12 +40,12 @@ type Layer2Network struct {
 	// addresses by upstream's rule (ovnk.Layer2GatewayAndManagement).
 	DefaultGatewayIPs     []netip.Addr
 	InfrastructureSubnets []netip.Prefix
-	// MigrateLegacy (the dataplane's --migrate-legacy-layer2) lets the
+	// AdoptLegacy (the dataplane's --adopt-legacy-layer2) lets the
 	// topology take over and remove the old topology's rows of this network
 	// that OVN-Kubernetes created (Layer2Legacy names exactly which). Off,
 	// udnkit never modifies or deletes a row it did not create: an existing
 	// foreign switch or router of the network's names is refused, naming it.
-	MigrateLegacy bool
+	AdoptLegacy bool
 	// SwitchTunnelKey and TransitRouterTunnelKey come from the network's tunnel keys.
 	SwitchTunnelKey        int
 	TransitRouterTunnelKey int
@@ -160,7 +160,7 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 		Options: map[string]string{"router-port": names.RouterToSwitch()},
 	})
 	desired := &Desired{
-		Owner: Owner{Network: net.Name, Topology: TopologyLayer2, Piece: PieceTransitRouter, AdoptLegacy: net.MigrateLegacy,
+		Owner: Owner{Network: net.Name, Topology: TopologyLayer2, Piece: PieceTransitRouter, AdoptLegacy: net.AdoptLegacy,
 			Legacy: Layer2Legacy(net.Subnets, net.MasqueradeIPs)},
 	}
 	serviceRoutes := false

@@ -10,7 +10,7 @@ import (
 
 // Rows udnkit does not own survive every apply, including the old Layer2
 // topology's rows OVN-Kubernetes created (byte for byte); owned rows that are
-// no longer desired go, and with --migrate-legacy-layer2 so do exactly those
+// no longer desired go, and with --adopt-legacy-layer2 so do exactly those
 // legacy rows: the GR-to-switch port, GR route and NAT.
 func TestLayer2StaleRowsGoForeignRowsStay(t *testing.T) {
 	e := newEnv(t)
@@ -33,7 +33,7 @@ func TestLayer2StaleRowsGoForeignRowsStay(t *testing.T) {
 	e.nbctl("--", "--id=@n", "create", "NAT", "type=snat", `logical_ip="203.203.0.0/24"`, `external_ip="169.254.0.12"`,
 		legacyNet, legacyTopo, "--", "add", "Logical_Router", gr1, "nat", "@n")
 
-	// Without --migrate-legacy-layer2 those rows are OVN-Kubernetes': every
+	// Without --adopt-legacy-layer2 those rows are OVN-Kubernetes': every
 	// apply leaves them byte for byte.
 	legacyRows := func() string {
 		var out []string
@@ -56,13 +56,13 @@ func TestLayer2StaleRowsGoForeignRowsStay(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		e.apply(mustLayer2(t, net, nodes[:2+i%2]))
 		if after := legacyRows(); after != before {
-			t.Fatalf("apply %d changed OVN-Kubernetes' rows without --migrate-legacy-layer2:\nbefore:\n%s\nafter:\n%s", i, before, after)
+			t.Fatalf("apply %d changed OVN-Kubernetes' rows without --adopt-legacy-layer2:\nbefore:\n%s\nafter:\n%s", i, before, after)
 		}
 	}
 
 	// node3 leaves the cluster, and the migration option is on: the old
 	// topology's rows go.
-	net.MigrateLegacy = true
+	net.AdoptLegacy = true
 	e.apply(mustLayer2(t, net, nodes))
 	d = mustLayer2(t, net, nodes[:2])
 	if ops := e.apply(d); ops == 0 {

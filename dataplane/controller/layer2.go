@@ -49,8 +49,8 @@ type Layer2Reconciler struct {
 	// Recorder, when set, raises a Warning Event on each object left out
 	// (see skip).
 	Recorder recorder.EventRecorder
-	// MigrateLegacy is --migrate-legacy-layer2 (dataplane.Layer2Network).
-	MigrateLegacy bool
+	// AdoptLegacy is --adopt-legacy-layer2 (dataplane.Layer2Network).
+	AdoptLegacy bool
 	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
 	Workers int
 	// Guard applies the NAD ownership rule (trust.go); nil: one reading
@@ -173,7 +173,7 @@ func (r *Layer2Reconciler) clusterFacts(nad *nadv1.NetworkAttachmentDefinition, 
 // such pod). The zones of drained nodes keep the OKEP-5094 upgrade rows while
 // any node is on the old topology and drop them once all have moved.
 func (r *Layer2Reconciler) apply(ctx context.Context, net dataplane.Layer2Network) (waiting bool, err error) {
-	net.MigrateLegacy = r.MigrateLegacy
+	net.AdoptLegacy = r.AdoptLegacy
 	// Read-only (announce copies the node it patches): the informer's own
 	// objects, not a copy of every node for each network.
 	var nodeList corev1.NodeList
@@ -297,7 +297,7 @@ func (r *Layer2Reconciler) runningPods(ctx context.Context, namespaces map[strin
 
 // collect removes the topology of networks that no NAD describes any more.
 func (r *Layer2Reconciler) collect(ctx context.Context) error {
-	return collectPiece(ctx, r.Client, r.guard(), r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceTransitRouter, AdoptLegacy: r.MigrateLegacy,
+	return collectPiece(ctx, r.Client, r.guard(), r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceTransitRouter, AdoptLegacy: r.AdoptLegacy,
 		Legacy: dataplane.Layer2Legacy(nil, nil)},
 		r.OVN.Networks, layer2Name)
 }

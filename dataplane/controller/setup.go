@@ -33,10 +33,10 @@ type Options struct {
 	// management port and SNATs management-port traffic to the network's
 	// masquerade IP.
 	Cluster ovnk.ClusterConfig
-	// MigrateLegacyLayer2 is --migrate-legacy-layer2: take over and remove
+	// AdoptLegacyLayer2 is --adopt-legacy-layer2: take over and remove
 	// the old Layer2 topology's rows OVN-Kubernetes created (see
 	// dataplane.Layer2Legacy). Off, udnkit never touches a row it did not create.
-	MigrateLegacyLayer2 bool
+	AdoptLegacyLayer2 bool
 	// Layer3PolicyForm is the manager's --layer3-subnet-policies (default: address-set).
 	Layer3PolicyForm dataplane.Layer3PolicyForm
 	// Workers is how many networks each of the Layer2, Layer3, multi-VTEP
@@ -95,7 +95,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	rs := &Reconcilers{
 		OVN: ovn,
 		Layer2: &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local, Cluster: o.Cluster, Recorder: rec,
-			MigrateLegacy: o.MigrateLegacyLayer2, Workers: o.Workers, Guard: guard},
+			AdoptLegacy: o.AdoptLegacyLayer2, Workers: o.Workers, Guard: guard},
 		Layer3:        &Layer3Reconciler{Client: c, OVN: ovn, Form: o.Layer3PolicyForm, Workers: o.Workers, Guard: guard},
 		MultiVTEP:     &MultiVTEPReconciler{Client: c, OVN: ovn, Local: o.Local, Transit: o.Cluster.TransitSubnets, Workers: o.Workers, Guard: guard},
 		LiveMigration: &LiveMigrationReconciler{Client: c, OVN: ovn, Recorder: rec, Workers: o.Workers, Guard: guard},

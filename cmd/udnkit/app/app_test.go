@@ -135,3 +135,19 @@ func TestCacheTrimsPodsAndNodes(t *testing.T) {
 		t.Errorf("tombstone: %v, %v", out, err)
 	}
 }
+
+// The legacy Layer2 takeover is --adopt-legacy-layer2 ("migration" means
+// KubeVirt live migration only); the earlier name still parses, so existing
+// deployments keep starting.
+func TestAdoptLegacyLayer2KeepsItsEarlierName(t *testing.T) {
+	for _, arg := range []string{"--adopt-legacy-layer2", "--migrate-legacy-layer2"} {
+		if _, err := parse(t, arg); err != nil {
+			t.Errorf("%s: %v", arg, err)
+		}
+	}
+	fs := flag.NewFlagSet("udnkit", flag.ContinueOnError)
+	NewOptions().BindFlags(fs)
+	if f := fs.Lookup("migrate-legacy-layer2"); f == nil || !strings.Contains(f.Usage, "deprecated") {
+		t.Errorf("--migrate-legacy-layer2 should be marked deprecated: %+v", f)
+	}
+}

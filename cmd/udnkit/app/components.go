@@ -34,7 +34,7 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 	var ovnNB, ovnSB, zone string
 	var ovnTLS dataplane.TLS
 	var ovnConnectTimeout time.Duration
-	var migrateLegacy bool
+	var adoptLegacy bool
 	var layer3Form string
 	var workers int
 	paramsNamespace := "default"
@@ -96,9 +96,11 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 			BindFlags: func(fs *flag.FlagSet) {
 				fs.StringVar(&ovnNB, "ovn-nb-address", "", "OVN Northbound database: unix:/path, tcp:host:port or ssl:host:port; comma-separated endpoints of a RAFT cluster (the leader is used)")
 				fs.StringVar(&ovnSB, "ovn-sb-address", "", "OVN Southbound database, in the form of --ovn-nb-address")
-				fs.BoolVar(&migrateLegacy, "migrate-legacy-layer2", false, "let the Layer2 transit-router topology take over and remove the old topology's rows of each network that OVN-Kubernetes created (OKEP-5094 upgrade cleanup: the old transit router and layer2 switch by name, their rtos-/stor- ports, routes via the network's subnets, SNATs to its masquerade IPs); off, udnkit never modifies or deletes a row it did not create")
+				fs.BoolVar(&adoptLegacy, "adopt-legacy-layer2", false, "let the Layer2 transit-router topology take over and remove the old topology's rows of each network that OVN-Kubernetes created (OKEP-5094 upgrade cleanup: the old transit router and layer2 switch by name, their rtos-/stor- ports, routes via the network's subnets, SNATs to its masquerade IPs); off, udnkit never modifies or deletes a row it did not create")
+				// The flag's earlier name; "migration" now means only KubeVirt live migration.
+				fs.BoolVar(&adoptLegacy, "migrate-legacy-layer2", false, "deprecated: --adopt-legacy-layer2")
 				fs.DurationVar(&ovnConnectTimeout, "ovn-connect-timeout", dataplane.DefaultConnectTimeout,
-					"bound of one connection attempt to an OVN database, including the monitor's initial copy of its tables (about 75 µs per Northbound row: 78 s for a million rows on a 2-core machine)")
+					"bound of one connection attempt to an OVN database, including the monitor's initial copy of its tables (tens of microseconds per Northbound row: a zone of a million rows needs minutes)")
 				fs.StringVar(&ovnTLS.CertFile, "ovn-client-cert", "", "PEM client certificate for ssl: OVN endpoints (re-read at every connection)")
 				fs.StringVar(&ovnTLS.KeyFile, "ovn-client-key", "", "PEM private key of --ovn-client-cert")
 				fs.StringVar(&ovnTLS.CAFile, "ovn-ca-cert", "", "PEM CA certificates that sign the OVN databases' server certificates")
@@ -134,7 +136,7 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 					return err
 				}
 				rs, err := dataplanecontroller.Setup(ctx, mgr, dataplanecontroller.Options{
-					NBAddress: ovnNB, SBAddress: ovnSB, TLS: ovnTLS, ConnectTimeout: ovnConnectTimeout, Cluster: *cluster, Layer3PolicyForm: form, MigrateLegacyLayer2: migrateLegacy,
+					NBAddress: ovnNB, SBAddress: ovnSB, TLS: ovnTLS, ConnectTimeout: ovnConnectTimeout, Cluster: *cluster, Layer3PolicyForm: form, AdoptLegacyLayer2: adoptLegacy,
 					Local: dataplanecontroller.InZone(zone), Workers: workers})
 				if err != nil {
 					return err
