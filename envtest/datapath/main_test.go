@@ -32,7 +32,15 @@ func stop() {
 	})
 }
 
+// preflightChild marks the unprivileged copy of this test binary that
+// TestPreflightRefusesAnUnprivilegedUser runs: it only reports Preflight.
+const preflightChild = "UDNK_PREFLIGHT_CHILD"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(preflightChild) != "" {
+		fmt.Println(datapath.Preflight())
+		os.Exit(0)
+	}
 	flag.Parse()
 	if testing.Short() {
 		// Every test of this package runs on the one cluster started here.
