@@ -34,9 +34,9 @@ const MutatePodPath = "/mutate--v1-pod"
 // network created moments ago: two Primary networks for one namespace
 // admitted in that window are settled by the reconcilers (the older keeps
 // it); the limits count what this process admitted until its cache shows
-// it, so only several replicas admitting at once can pass a limit, by at
-// most one network each. The manager's scheme must know k8s.ovn.org/v1,
-// core/v1 and IPAMClaims.
+// it, so only several replicas admitting at once can pass a limit, by what
+// the other replicas admitted within their caches' lag (milliseconds). The
+// manager's scheme must know k8s.ovn.org/v1, core/v1 and IPAMClaims.
 func SetupWithManager(mgr ctrl.Manager, cfg ovnk.ClusterConfig, paramsNamespace string, limits Limits) error {
 	ctx := context.Background()
 	if err := limits.Validate(); err != nil {
