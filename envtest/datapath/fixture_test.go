@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -110,9 +111,10 @@ func newNetwork(t *testing.T, namespace, name string, id int, subnets ...string)
 	return n
 }
 
-// program runs udnkit's Layer2 reconciler in every zone, each zone local
-// to its own node, on the same API state.
-func program(t *testing.T, c *datapath.Cluster, nets ...*network) {
+// apiState is the API state every zone's reconcilers read: the Nodes, the
+// networks' NADs and the UDNs that own them (the dataplane programs only
+// NADs whose owner exists with their IDs), with the dataplane's NAD index.
+func apiState(t *testing.T, c *datapath.Cluster, nets ...*network) client.Client {
 	t.Helper()
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, nadv1.AddToScheme, udnv1.AddToScheme} {
@@ -120,27 +122,47 @@ func program(t *testing.T, c *datapath.Cluster, nets ...*network) {
 			t.Fatal(err)
 		}
 	}
+	b := fake.NewClientBuilder().WithScheme(s).
+		WithIndex(&nadv1.NetworkAttachmentDefinition{}, controller.NADNetworkField, controller.NADNetwork)
+	for i, n := range c.Nodes {
+		b = b.WithObjects(nodeObject(i, n))
+	}
+	for _, net := range nets {
+		owner := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: net.namespace, Name: net.name,
+			UID: net.nad.GetOwnerReferences()[0].UID, Annotations: net.nad.GetAnnotations()}}
+		b = b.WithObjects(net.nad.DeepCopy(), owner)
+	}
+	return b.Build()
+}
+
+// reconcileAll runs r on every network's NAD.
+func reconcileAll(t *testing.T, zone *datapath.Node, r reconcile.Reconciler, nets ...*network) {
+	t.Helper()
+	for _, net := range nets {
+		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: net.nad.Namespace, Name: net.nad.Name}}
+		if _, err := r.Reconcile(context.Background(), req); err != nil {
+			t.Fatalf("udnkit's reconciler in %s's zone: %v", zone.Name, err)
+		}
+	}
+}
+
+// program runs udnkit's Layer2 reconciler in every zone, each zone local
+// to its own node, on the same API state.
+func program(t *testing.T, c *datapath.Cluster, nets ...*network) {
+	t.Helper()
 	for _, zone := range c.Nodes {
-		b := fake.NewClientBuilder().WithScheme(s).
-			WithIndex(&nadv1.NetworkAttachmentDefinition{}, controller.NADNetworkField, controller.NADNetwork)
-		for i, n := range c.Nodes {
-			b = b.WithObjects(nodeObject(i, n))
-		}
-		for _, net := range nets {
-			// The NAD and the UDN that owns it (the dataplane programs only
-			// NADs whose owner exists with their IDs).
-			owner := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: net.namespace, Name: net.name,
-				UID: net.nad.GetOwnerReferences()[0].UID, Annotations: net.nad.GetAnnotations()}}
-			b = b.WithObjects(net.nad.DeepCopy(), owner)
-		}
-		r := &controller.Layer2Reconciler{Client: b.Build(), OVN: ovnClient(t, zone), Cluster: cfg,
+		r := &controller.Layer2Reconciler{Client: apiState(t, c, nets...), OVN: ovnClient(t, zone), Cluster: cfg,
 			Local: func(n *corev1.Node) bool { return n.Name == zone.Name }}
-		for _, net := range nets {
-			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: net.nad.Namespace, Name: net.nad.Name}}
-			if _, err := r.Reconcile(context.Background(), req); err != nil {
-				t.Fatalf("udnkit's Layer2 reconciler in %s's zone: %v", zone.Name, err)
-			}
-		}
+		reconcileAll(t, zone, r, nets...)
+	}
+}
+
+// programLayer3 runs udnkit's Layer3 reconciler (the OKEP-5377 policies)
+// in every zone.
+func programLayer3(t *testing.T, c *datapath.Cluster, nets ...*network) {
+	t.Helper()
+	for _, zone := range c.Nodes {
+		reconcileAll(t, zone, &controller.Layer3Reconciler{Client: apiState(t, c, nets...), OVN: ovnClient(t, zone)}, nets...)
 	}
 }
 
@@ -260,6 +282,10 @@ func settle(t *testing.T, c *datapath.Cluster) {
 	}
 }
 
+// reachTimeout bounds a reach: the first packets of a new path are lost
+// while ovn-controller installs its flows.
+const reachTimeout = 10 * time.Second
+
 // tcpPort is where the TCP echo servers listen.
 const tcpPort = 8080
 
@@ -270,7 +296,7 @@ const pingInterval = 250 * time.Millisecond
 // reach fails the test unless from gets an echo reply from dst.
 func reach(t *testing.T, c *datapath.Cluster, from *pod, dst netip.Addr) {
 	t.Helper()
-	if err := from.datapath.Reach(dst, 10*time.Second); err != nil {
+	if err := from.datapath.Reach(dst, reachTimeout); err != nil {
 		t.Fatalf("%v\n%s%s", err, from.node.Logs(10), strings.Join(zoneShows(c), "\n"))
 	}
 }

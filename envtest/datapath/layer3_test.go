@@ -1,0 +1,177 @@
+package datapath_test
+
+import (
+	"context"
+	"net/netip"
+	"strconv"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/envtest/datapath"
+	"github.com/udnkit/udnkit/ovnk"
+)
+
+// transitV4 is the transit subnet OVN-Kubernetes gives a Layer3 network's
+// transit switch (a node's address at offset node ID).
+var transitV4 = netip.MustParsePrefix("100.88.0.0/16")
+
+// l3node is a node's share of a Layer3 network: its host subnet.
+type l3node struct {
+	node *datapath.Node
+	id   int
+	host netip.Prefix
+}
+
+func (n l3node) transitIP() netip.Addr { return ovnk.MustAddrAt(transitV4, uint64(n.id)) }
+
+// newLayer3Network renders a Primary Layer3 UDN's NAD (IPv4 subnets, /24
+// host subnets) with network ID id.
+func newLayer3Network(t *testing.T, namespace, name string, id int, subnets ...string) *network {
+	t.Helper()
+	spec := udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer3, Layer3: &udnv1.Layer3Config{Role: udnv1.NetworkRolePrimary}}
+	n := &network{namespace: namespace, name: name}
+	for _, s := range subnets {
+		spec.Layer3.Subnets = append(spec.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: udnv1.CIDR(s), HostSubnet: 24})
+		n.subnets = append(n.subnets, netip.MustParsePrefix(s))
+	}
+	var err error
+	n.nad, err = ovnk.NewNAD(ovnk.NADSource{Kind: udnv1.KindUserDefinedNetwork,
+		Meta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID(namespace + "-" + name)}, Spec: spec},
+		namespace, cfg, nil, ovnk.NetworkIDs{ID: id, HasID: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// ovnkLayer3 writes, in every zone, what OVN-Kubernetes' Layer3 network
+// controller owns (pkg/ovn/layer3_user_defined_network_controller.go and
+// zone_interconnect/zone_ic_handler.go): the cluster router with the local
+// node switch behind rtos-<prefix><node> at its host subnet's first address,
+// the transit switch (its tunnel key) with the local router port rtots- at
+// the node's transit IP and, per other node, a remote tstor- port
+// (requested-chassis, tunnel key = node ID) and a route to its host subnet
+// via its transit IP.
+func ovnkLayer3(t *testing.T, c *datapath.Cluster, net *network, nodes []l3node) {
+	t.Helper()
+	names, prefix := net.names(), ovnk.NetworkPrefix(net.ovnName())
+	cr, ts := names.ClusterRouter(), names.TransitSwitch()
+	ids := []string{`external_ids:"k8s.ovn.org/network"="` + net.ovnName() + `"`, `external_ids:"k8s.ovn.org/topology"=layer3`}
+	for _, local := range nodes {
+		z := local.node
+		nbctl(t, z, append([]string{"lr-add", cr, "--", "set", "Logical_Router", cr}, ids...)...)
+		sw, rtos := prefix+z.Name, "rtos-"+prefix+z.Name
+		gw := ovnk.MustAddrAt(local.host, 1)
+		nbctl(t, z, "lrp-add", cr, rtos, ovnk.MACFromIP(gw).String(), netip.PrefixFrom(gw, local.host.Bits()).String())
+		nbctl(t, z, append([]string{"ls-add", sw, "--", "set", "Logical_Switch", sw}, ids...)...)
+		nbctl(t, z, "lsp-add", sw, "stor-"+sw, "--", "lsp-set-type", "stor-"+sw, "router",
+			"--", "lsp-set-addresses", "stor-"+sw, "router", "--", "lsp-set-options", "stor-"+sw, "router-port="+rtos)
+		nbctl(t, z, append([]string{"ls-add", ts, "--", "set", "Logical_Switch", ts, "other_config:requested-tnl-key=16711685",
+			"other_config:interconn-ts=" + ts}, ids...)...)
+		for _, m := range nodes {
+			port, tip := names.TransitSwitchToRouter(m.node.Name), m.transitIP()
+			mac, tnet := ovnk.MACFromIP(tip).String(), netip.PrefixFrom(tip, transitV4.Bits()).String()
+			if m.node == z {
+				rtots := names.RouterToTransitSwitch(z.Name)
+				nbctl(t, z, "lrp-add", cr, rtots, mac, tnet)
+				nbctl(t, z, "lsp-add", ts, port, "--", "lsp-set-type", port, "router", "--", "lsp-set-addresses", port, "router",
+					"--", "lsp-set-options", port, "router-port="+rtots, "requested-tnl-key="+strconv.Itoa(m.id))
+				continue
+			}
+			nbctl(t, z, "lsp-add", ts, port, "--", "lsp-set-type", port, "remote", "--", "lsp-set-addresses", port, mac+" "+tnet,
+				"--", "lsp-set-options", port, "requested-chassis="+m.node.ChassisID(), "requested-tnl-key="+strconv.Itoa(m.id))
+			nbctl(t, z, "lr-route-add", cr, m.host.String(), tip.String())
+		}
+	}
+}
+
+// layer3Pod creates a pod at offset 5 of its node's host subnet: its port
+// on the node switch as OVN-Kubernetes writes it and its namespace
+// configured from the k8s.ovn.org/pod-networks entry (gateway: the host
+// subnet's first address).
+func layer3Pod(t *testing.T, c *datapath.Cluster, net *network, n l3node, name string) *datapath.Pod {
+	t.Helper()
+	ip := netip.PrefixFrom(ovnk.MustAddrAt(n.host, 5), n.host.Bits())
+	mac := ovnk.MACFromIP(ip.Addr())
+	pn := ovnk.PodNetwork{IPAddresses: []string{ip.String()}, MACAddress: mac.String(), GatewayIPs: []string{ovnk.MustAddrAt(n.host, 1).String()},
+		IPAddress: ip.String(), GatewayIP: ovnk.MustAddrAt(n.host, 1).String(), Role: ovnk.RolePrimary}
+	for _, s := range net.subnets {
+		pn.Routes = append(pn.Routes, ovnk.PodRoute{Dest: s.String(), NextHop: pn.GatewayIP})
+	}
+	v, err := ovnk.PodNetworks{net.key(): pn}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ovnk.PodPortName(net.key(), net.namespace, name)
+	addrs := mac.String() + " " + ip.Addr().String()
+	nbctl(t, n.node, "lsp-add", ovnk.NetworkPrefix(net.ovnName())+n.node.Name, port, "--", "lsp-set-addresses", port, addrs,
+		"--", "lsp-set-port-security", port, addrs, "--", "lsp-set-options", port, "requested-chassis="+n.node.ChassisID())
+	p, err := c.AddPod(context.Background(), n.node, datapath.PodSpec{Namespace: net.namespace, Name: name,
+		Annotations: map[string]string{ovnk.AnnotationPodNetworks: v}, NAD: net.key(), Port: port})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, n.node.Logs(20))
+	}
+	return p
+}
+
+// TestLayer3AppendedSubnet sends packets through a Primary Layer3 network
+// whose subnets were appended (OKEP-5377): node-a's host subnet comes from
+// the original subnet, node-b's from the appended one. Pods on them reach
+// each other across zones even though node-a's pod has an EgressIP reroute
+// (priority 100) to a node of another zone that is gone: udnkit's
+// priority-102 subnet-pair policies take pod-to-pod traffic past it. Removing
+// them in node-a's zone sends that traffic to the reroute's dead next hop;
+// the reconciler's next pass heals it.
+func TestLayer3AppendedSubnet(t *testing.T) {
+	c := needCluster(t)
+	red := newLayer3Network(t, "tenant-red", "red", 3, "10.200.0.0/16", "10.201.0.0/16")
+	nodes := []l3node{
+		{c.Node("node-a"), 2, netip.MustParsePrefix("10.200.2.0/24")},
+		{c.Node("node-b"), 3, netip.MustParsePrefix("10.201.3.0/24")},
+		{c.Node("node-c"), 4, netip.MustParsePrefix("10.201.4.0/24")},
+	}
+	ovnkLayer3(t, c, red, nodes)
+	programLayer3(t, c, red)
+	podA := layer3Pod(t, c, red, nodes[0], "pod-a")
+	podB := layer3Pod(t, c, red, nodes[1], "pod-b")
+	// The EgressIP controller's reroute of pod-a (types.EgressIPReroutePriority)
+	// to the transit IP of a node ID no zone has.
+	a := nodes[0].node
+	egressIP := `ip4.src == ` + podA.IP(false).String()
+	nbctl(t, a, "lr-policy-add", red.names().ClusterRouter(), "100", egressIP, "reroute", ovnk.MustAddrAt(transitV4, 9).String())
+	settle(t, c)
+
+	t.Run("IPv4: pods in the original and the appended subnet reach each other across zones", func(t *testing.T) {
+		for _, p := range [][2]*datapath.Pod{{podA, podB}, {podB, podA}} {
+			if err := p[0].Reach(p[1].IP(false), reachTimeout); err != nil {
+				t.Fatalf("%v\n%s", err, nbctl(t, a, "lr-policy-list", red.names().ClusterRouter()))
+			}
+		}
+	})
+	t.Run("IPv4: another network's address is not reached", func(t *testing.T) {
+		// From pod-b, which has no EgressIP reroute to hide behind; 10.100.0.6
+		// is a pod of the Layer2 networks when TestLayer2Primary has run.
+		if n, err := podB.Ping(netip.MustParseAddr("10.100.0.6"), 10, pingInterval); err != nil || n != 0 {
+			t.Fatalf("pod-b of tenant-red reached 10.100.0.6 (another network's address): %d replies (%v)", n, err)
+		}
+	})
+	t.Run("mutation: the priority-102 policies removed leave pod-a's traffic to its EgressIP reroute", func(t *testing.T) {
+		if !strings.Contains(nbctl(t, a, "lr-policy-list", red.names().ClusterRouter()), "102 ") {
+			t.Fatal("udnkit wrote no priority-102 policy on node-a's cluster router")
+		}
+		nbctl(t, a, "lr-policy-del", red.names().ClusterRouter(), "102")
+		settle(t, c)
+		if n, err := podA.Ping(podB.IP(false), 10, pingInterval); err != nil || n != 0 {
+			t.Fatalf("without the priority-102 policies pod-a still reached pod-b: %d replies (%v)", n, err)
+		}
+		programLayer3(t, c, red)
+		settle(t, c)
+		if err := podA.Reach(podB.IP(false), reachTimeout); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
