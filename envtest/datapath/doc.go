@@ -21,6 +21,5 @@
 //
 // The OVN and Open vSwitch programs are those `make ovn` provisions
 // (ovsdbserver.Dir); tools.go puts them first on PATH, and every other part
-// of the package, and the ovsdbserver package it reuses for the zones, runs
-// them by name.
+// of the package runs them by name.
 package datapath

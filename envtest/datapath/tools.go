@@ -27,10 +27,10 @@ var (
 )
 
 // SetupTools makes the provisioned OVN and Open vSwitch the ones this
-// process runs: their wrappers first on PATH (the cluster's daemons start
-// through ip netns exec, and the zones through ovsdbserver, by name) and
-// their OVN schemas for the zones' databases. It checks the versions and
-// that ip(8) is installed; errors say what is missing.
+// process runs by name: their wrappers first on PATH (the nodes' daemons
+// start through ip netns exec; the zones' databases and northd come from
+// ovsdbserver, which finds the same release itself). It checks the versions
+// and that ip(8) is installed; errors say what is missing.
 func SetupTools() (Tools, error) {
 	toolsOnce.Do(func() { tools, toolsErr = setupTools() })
 	return tools, toolsErr
