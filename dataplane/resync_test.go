@@ -38,9 +38,9 @@ func healNetworks(t *testing.T) []*Desired {
 type resyncLog struct {
 	mu  sync.Mutex
 	got []Resync
-	// owned: how many rows udnkit owned when each resync came, before its
-	// re-apply (-1: not counted).
-	owned []int
+	// owned: the rows udnkit owned when each resync came, before its
+	// re-apply (nil: not read).
+	owned [][]string
 }
 
 func (e *env) reapplyOnResync(ds []*Desired) *resyncLog {
@@ -58,12 +58,9 @@ func (e *env) reapplyOnResync(ds []*Desired) *resyncLog {
 			case <-e.ctx.Done():
 				return
 			case r := <-work:
-				n := -1
-				if rows, err := e.ownedRows(); err == nil {
-					n = len(rows)
-				}
+				rows, _ := e.ownedRows()
 				l.mu.Lock()
-				l.owned = append(l.owned, n)
+				l.owned = append(l.owned, rows)
 				l.mu.Unlock()
 				for _, d := range ds {
 					if r.All || slices.Contains(r.Networks, d.Owner.Network) {
@@ -78,7 +75,7 @@ func (e *env) reapplyOnResync(ds []*Desired) *resyncLog {
 	return l
 }
 
-func (l *resyncLog) ownedAt() []int {
+func (l *resyncLog) ownedAt() [][]string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.owned)
@@ -185,7 +182,7 @@ func (e *env) ownedRows() ([]string, error) {
 		}
 		return fmt.Sprint(v)
 	}
-	var out []string
+	out := []string{} // not nil: read, and empty
 	for _, u := range order {
 		if line := render([]any{"uuid", u}); strings.Contains(line, ExternalIDPiece) {
 			out = append(out, line)
@@ -302,7 +299,7 @@ func TestEmptiedNorthboundIsReprogrammed(t *testing.T) {
 				!slices.Equal(got[0].Networks, []string{"test12_namespace-scoped", "test13_other", "test14_l3"}) {
 				t.Errorf("resyncs asked for %+v, want one %s of the three networks (all: %v)", got, c.reason, c.all)
 			}
-			if owned := log.ownedAt(); len(owned) != 1 || owned[0] != 0 {
+			if owned := log.ownedAt(); len(owned) != 1 || owned[0] == nil || len(owned[0]) != 0 {
 				t.Errorf("owned rows when the resync came: %v, want none", owned)
 			}
 			for _, d := range ds {
@@ -344,13 +341,14 @@ func TestForeignEditsAreRepaired(t *testing.T) {
 	}
 	for i, ed := range edits {
 		e.nbctl(ed.args...)
-		if got := e.owned(); slices.Equal(got, want) {
-			t.Fatalf("%s: the edit changed no owned row", ed.what)
-		}
 		took := e.waitOwned(ed.what, want, 5*time.Second)
 		t.Logf("%s: repaired in %v", ed.what, took.Round(10*time.Millisecond))
 		if got := countsSince(before); got[ResyncForeignEdit] != float64(i+1) || len(got) != 1 {
 			t.Errorf("%s: resyncs = %v, want %d foreign_edit", ed.what, got, i+1)
+		}
+		// What the resync found is what the edit did.
+		if owned := log.ownedAt(); len(owned) != i+1 || owned[i] == nil || slices.Equal(owned[i], want) {
+			t.Errorf("%s: the owned rows when the resync came equal the programmed ones", ed.what)
 		}
 		forgetFights(e.c) // each edit is its network's first
 	}
