@@ -18,7 +18,7 @@ import (
 func manyNodes(n int) []Layer2Node {
 	nodes := make([]Layer2Node, n)
 	for i := range nodes {
-		nodes[i] = Layer2Node{Name: "node" + strconv.Itoa(i+1), ID: i + 2, TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter, Local: i == 0}
+		nodes[i] = Layer2Node{Name: "node" + strconv.Itoa(i+1), Chassis: chassisOf("node" + strconv.Itoa(i+1)), ID: i + 2, TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter, Local: i == 0}
 	}
 	return nodes
 }
@@ -238,7 +238,7 @@ func BenchmarkMultiVTEP1000Pods(b *testing.B) {
 	var nodes []VTEPNode
 	var pods []VTEPPod
 	for i := range 250 {
-		n := VTEPNode{Name: "node" + strconv.Itoa(i), Subnets: []netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i / 256), byte(i % 256), 0}), 24)}}
+		n := VTEPNode{Name: "node" + strconv.Itoa(i), Chassis: chassisOf("node" + strconv.Itoa(i)), Subnets: []netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i / 256), byte(i % 256), 0}), 24)}}
 		for v := range 4 {
 			n.EncapIPs = append(n.EncapIPs, netip.AddrFrom4([4]byte{172, 16, byte(i), byte(v + 1)}))
 			n.TunnelIDs = append(n.TunnelIDs, 2+4*i+v)
@@ -281,7 +281,7 @@ func BenchmarkLayer2MultiVTEP1000Pods(b *testing.B) {
 	var nodes []VTEPNode
 	var pods []Layer2PodPort
 	for i := range 250 {
-		n := VTEPNode{Name: "node" + strconv.Itoa(i)}
+		n := VTEPNode{Name: "node" + strconv.Itoa(i), Chassis: chassisOf("node" + strconv.Itoa(i))}
 		for v := range 4 {
 			n.EncapIPs = append(n.EncapIPs, netip.AddrFrom4([4]byte{172, 16, byte(i), byte(v + 1)}))
 			ip := netip.AddrFrom4([4]byte{10, 128, byte(i), byte(v + 4)})

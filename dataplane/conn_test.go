@@ -156,7 +156,7 @@ func raftNodes(offset, n int) []Layer2Node {
 	nodes := make([]Layer2Node, n)
 	for i := range nodes {
 		k := offset + i + 1
-		nodes[i] = Layer2Node{Name: "node" + strconv.Itoa(k), ID: k + 1, TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter, Local: k%10 == 1}
+		nodes[i] = Layer2Node{Name: "node" + strconv.Itoa(k), Chassis: chassisOf("node" + strconv.Itoa(k)), ID: k + 1, TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter, Local: k%10 == 1}
 	}
 	return nodes
 }

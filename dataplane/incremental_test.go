@@ -64,13 +64,13 @@ func (s incrState) desired(t testing.TB) []*Desired {
 	if s.services {
 		net.ServiceIPs = []netip.Addr{addr("10.96.0.1"), addr("10.96.0.10")}
 	}
-	local := Layer2Node{Name: "node1", ID: 2, Local: true, TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter}
+	local := Layer2Node{Name: "node1", Chassis: chassisOf("node1"), ID: 2, Local: true, TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter}
 	for i := range s.nodeIPs {
 		local.NodeIPs = append(local.NodeIPs, netip.AddrFrom4([4]byte{192, 168, 0, byte(10 + i)}))
 	}
 	nodes := []Layer2Node{local}
 	for _, n := range s.nodes {
-		nodes = append(nodes, Layer2Node{Name: "node" + strconv.Itoa(n), ID: n + 1, TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter})
+		nodes = append(nodes, Layer2Node{Name: "node" + strconv.Itoa(n), Chassis: chassisOf("node" + strconv.Itoa(n)), ID: n + 1, TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter})
 	}
 	var subnets []netip.Prefix
 	for _, i := range s.l3Subnets {

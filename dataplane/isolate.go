@@ -10,6 +10,9 @@ import (
 const (
 	SkipDuplicateNodeID = "DuplicateNodeID"
 	SkipNodeOutOfRange  = "NodeOutOfRange"
+	// SkipNoChassis: the node has no k8s.ovn.org/node-chassis-id yet (its
+	// ovnkube-node has not registered its chassis); it joins once it has.
+	SkipNoChassis = "NoChassisID"
 )
 
 // SkippedNode is a node a network's rows leave out, and why.
@@ -24,7 +27,8 @@ type SkippedNode struct {
 // other nodes (nor, through an error, every network): a node whose ID an
 // earlier node of the list already has (callers list nodes oldest first, so
 // the younger duplicate is the one dropped), and a node whose ID or
-// addresses do not fit the network's join or transit subnets. A network
+// addresses do not fit the network's join or transit subnets, and a node
+// whose OVN chassis is not known yet. A network
 // that is itself invalid keeps every node: Layer2Topology reports it.
 func Layer2UsableNodes(net Layer2Network, nodes []Layer2Node) (kept []Layer2Node, skipped []SkippedNode) {
 	if net.validate() != nil {
@@ -34,6 +38,11 @@ func Layer2UsableNodes(net Layer2Network, nodes []Layer2Node) (kept []Layer2Node
 	transits := net.transits()
 	seen := map[int]string{}
 	for _, n := range nodes {
+		if n.Chassis == "" {
+			skipped = append(skipped, SkippedNode{n.Name, SkipNoChassis,
+				fmt.Errorf("node %s has no %s yet; left out of network %s until it has", n.Name, ovnk.AnnotationNodeChassisID, net.Name)})
+			continue
+		}
 		if other, dup := seen[n.ID]; dup {
 			skipped = append(skipped, SkippedNode{n.Name, SkipDuplicateNodeID,
 				fmt.Errorf("node %s: node ID %d is also older node %s's; left out of network %s", n.Name, n.ID, other, net.Name)})

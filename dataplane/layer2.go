@@ -66,7 +66,10 @@ type Layer2Node struct {
 	// Local marks nodes of this zone (their gateway routers are programmed here);
 	// the others get remote ports.
 	Local bool
-	// Chassis is the requested-chassis of remote ports and the GR's chassis (default Name).
+	// Chassis is the node's OVN chassis (its k8s.ovn.org/node-chassis-id):
+	// the requested-chassis of its remote ports and its GR's chassis.
+	// Required: a node whose chassis is not known yet is left out, never
+	// guessed from its name.
 	Chassis string
 	// TopologyVersion is the node's k8s.ovn.org/layer2-topology-version.
 	TopologyVersion string
@@ -153,6 +156,7 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 	gwMAC := ovnk.MACFromIP(gws[0].Addr()).String()
 	tr.Ports = append(tr.Ports, nbdb.LogicalRouterPort{
 		Name: names.RouterToSwitch(), MAC: gwMAC, Networks: prefixStrings(gws),
+		Options:       map[string]string{"requested-tnl-key": strconv.Itoa(ovnk.TransitRouterToSwitchTunnelKey)},
 		Ipv6RaConfigs: net.raConfigs(),
 	})
 	sw.Ports = append(sw.Ports, nbdb.LogicalSwitchPort{
@@ -183,7 +187,7 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 		}
 		port := nbdb.LogicalRouterPort{
 			Name: n.trtor, MAC: ovnk.MACFromIP(n.trSide[0].Addr()).String(), Networks: prefixStrings(n.trSide),
-			Options: map[string]string{"requested-tnl-key": strconv.Itoa(n.ID)},
+			Options: map[string]string{"requested-tnl-key": strconv.Itoa(ovnk.TransitRouterPortTunnelKey(n.ID))},
 		}
 		if n.Local {
 			port.Peer = ptr(n.rtotr)
@@ -450,8 +454,8 @@ func (net Layer2Network) resolve(names ovnk.Layer2Names, transits []netip.Prefix
 		return l2node{}, fmt.Errorf("id: node ID must be at least 1, got %d", n.ID)
 	}
 	ln := l2node{Layer2Node: n, gr: names.GatewayRouter(n.Name), trtor: names.TransitToGR(n.Name), rtotr: names.GRToTransit(n.Name)}
-	if ln.Chassis == "" {
-		ln.Chassis = n.Name
+	if n.Chassis == "" {
+		return l2node{}, fmt.Errorf("chassis: must name the node's OVN chassis (its %s)", ovnk.AnnotationNodeChassisID)
 	}
 	ln.upgraded = n.TopologyVersion == ovnk.Layer2TopologyVersionTransitRouter
 	for _, s := range sortedFamilies(net.Subnets) {

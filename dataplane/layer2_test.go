@@ -34,11 +34,15 @@ func exampleV4() (Layer2Network, []Layer2Node) {
 
 func threeNodes() []Layer2Node {
 	return []Layer2Node{
-		{Name: "node1", ID: 2, Local: true, TopologyVersion: "2.0", NodeIPs: nil, LegacyTunnelKey: 4},
-		{Name: "node2", ID: 3, TopologyVersion: "2.0", LegacyTunnelKey: 5},
-		{Name: "node3", ID: 4, TopologyVersion: "2.0", LegacyTunnelKey: 6},
+		{Name: "node1", ID: 2, Chassis: chassisOf("node1"), Local: true, TopologyVersion: "2.0", NodeIPs: nil, LegacyTunnelKey: 4},
+		{Name: "node2", ID: 3, Chassis: chassisOf("node2"), TopologyVersion: "2.0", LegacyTunnelKey: 5},
+		{Name: "node3", ID: 4, Chassis: chassisOf("node3"), TopologyVersion: "2.0", LegacyTunnelKey: 6},
 	}
 }
+
+// chassisOf is a node's OVN chassis (its k8s.ovn.org/node-chassis-id) in
+// these tests: not the node's name, as on a real cluster.
+func chassisOf(node string) string { return "5e1f0c1a-" + node }
 
 const (
 	sw   = "test12_namespace.scoped_ovn_layer2_switch"
@@ -64,13 +68,13 @@ func TestLayer2TopologyIPv4ThreeNodes(t *testing.T) {
 
 	wantRows(t, "Logical_Router", e.rows("Logical_Router", "options"), map[string]string{
 		tr:  "requested-tnl-key=16715780",
-		gr1: "always_learn_from_arp_request=false chassis=node1 dynamic_neigh_routers=true",
+		gr1: "always_learn_from_arp_request=false chassis=5e1f0c1a-node1 dynamic_neigh_routers=true",
 	})
 	wantRows(t, "Logical_Router_Port", e.rows("Logical_Router_Port", "mac", "networks", "peer", "options"), map[string]string{
-		rtos:           "0a:58:cb:cb:00:01,203.203.0.1/24,,",
-		"trtor-" + gr1: "0a:58:64:58:00:04,100.88.0.4/31,rtotr-" + gr1 + ",requested-tnl-key=2",
-		"trtor-" + gr2: "0a:58:64:58:00:06,100.88.0.6/31,,requested-chassis=node2 requested-tnl-key=3",
-		"trtor-" + gr3: "0a:58:64:58:00:08,100.88.0.8/31,,requested-chassis=node3 requested-tnl-key=4",
+		rtos:           "0a:58:cb:cb:00:01,203.203.0.1/24,,requested-tnl-key=1",
+		"trtor-" + gr1: "0a:58:64:58:00:04,100.88.0.4/31,rtotr-" + gr1 + ",requested-tnl-key=12",
+		"trtor-" + gr2: "0a:58:64:58:00:06,100.88.0.6/31,,requested-chassis=5e1f0c1a-node2 requested-tnl-key=13",
+		"trtor-" + gr3: "0a:58:64:58:00:08,100.88.0.8/31,,requested-chassis=5e1f0c1a-node3 requested-tnl-key=14",
 		"rtotr-" + gr1: "0a:58:64:41:00:02,100.65.0.2/16 100.88.0.5/31,trtor-" + gr1 + ",gateway_mtu=1400",
 	})
 	wantRows(t, "Logical_Switch", e.rows("Logical_Switch", "other_config"), map[string]string{

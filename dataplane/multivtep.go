@@ -22,7 +22,10 @@ import (
 // and one transit switch port tunnel ID per encap IP
 // (k8s.ovn.org/node-transit-switch-port-tunnel-ids).
 type VTEPNode struct {
-	Name      string
+	Name string
+	// Chassis is the node's OVN chassis (k8s.ovn.org/node-chassis-id): the
+	// requested-chassis of its remote ports; required for a remote node.
+	Chassis   string
 	Local     bool
 	EncapIPs  []netip.Addr
 	TunnelIDs []int
@@ -75,6 +78,9 @@ func MultiVTEPPortsDual(network string, transits []netip.Prefix, nodes []VTEPNod
 	for i, n := range nodes {
 		if n.Name == "" {
 			return nil, fmt.Errorf("nodes[%d].name: must not be empty", i)
+		}
+		if !n.Local && n.Chassis == "" {
+			return nil, fmt.Errorf("nodes[%d] (%s).chassis: a remote node needs its OVN chassis (%s)", i, n.Name, ovnk.AnnotationNodeChassisID)
 		}
 		if len(n.TunnelIDs) != len(n.EncapIPs) {
 			return nil, fmt.Errorf("nodes[%d] (%s): %s lists %d tunnel IDs for %d encap IPs; they must match one to one",
@@ -163,7 +169,7 @@ func MultiVTEPPortsDual(network string, transits []netip.Prefix, nodes []VTEPNod
 				continue
 			}
 			lsp.Type, lsp.Addresses = "remote", []string{mac + " " + strings.Join(nets, " ")}
-			lsp.Options["requested-chassis"] = n.Name
+			lsp.Options["requested-chassis"] = n.Chassis
 			ts.Ports = append(ts.Ports, lsp)
 			if k == 0 {
 				for _, s := range n.Subnets {
@@ -302,6 +308,9 @@ func Layer2MultiVTEPPorts(network string, nodes []VTEPNode, pods []Layer2PodPort
 		if n.Name == "" {
 			return nil, nil, fmt.Errorf("nodes[%d].name: must not be empty", i)
 		}
+		if !n.Local && n.Chassis == "" {
+			return nil, nil, fmt.Errorf("nodes[%d] (%s).chassis: a remote node needs its OVN chassis (%s)", i, n.Name, ovnk.AnnotationNodeChassisID)
+		}
 		byNode[n.Name] = n
 	}
 	names := ovnk.NamesFor(network)
@@ -331,14 +340,14 @@ func Layer2MultiVTEPPorts(network string, nodes []VTEPNode, pods []Layer2PodPort
 			addrs = append(addrs, ip.Addr().String())
 		}
 		name := ovnk.PodPortName(p.NAD, p.Namespace, p.Name)
-		opts := map[string]string{"requested-chassis": n.Name}
+		opts := map[string]string{"requested-chassis": n.Chassis}
 		if p.TunnelID > 0 {
 			opts["requested-tnl-key"] = strconv.Itoa(p.TunnelID)
 		}
 		sw.Ports = append(sw.Ports, nbdb.LogicalSwitchPort{
 			Name: name, Type: "remote", Addresses: []string{strings.Join(addrs, " ")}, Options: opts,
 		})
-		encaps[name] = PortEncap{Chassis: n.Name, EncapIP: p.EncapIP.String()}
+		encaps[name] = PortEncap{Chassis: n.Chassis, EncapIP: p.EncapIP.String()}
 	}
 	d := &Desired{Owner: Owner{Network: network, Topology: TopologyLayer2, Piece: PieceMultiVTEP}}
 	if len(sw.Ports) > 0 {

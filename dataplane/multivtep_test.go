@@ -23,11 +23,11 @@ func TestMultiVTEPPortsAndRoutes(t *testing.T) {
 	e.nbctl("ls-add", ts)
 	transit := ovnk.DefaultTransitSubnetV4
 	nodes := []VTEPNode{
-		{Name: "node-a", EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3"), addr("10.0.0.4")}, TunnelIDs: []int{6, 7, 8},
+		{Name: "node-a", Chassis: chassisOf("node-a"), EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3"), addr("10.0.0.4")}, TunnelIDs: []int{6, 7, 8},
 			Subnets: []netip.Prefix{pfx("10.1.7.0/24")}},
 		{Name: "node-b", Local: true, EncapIPs: []netip.Addr{addr("10.0.1.2"), addr("10.0.1.3")}, TunnelIDs: []int{9, 10},
 			Subnets: []netip.Prefix{pfx("10.1.8.0/24")}},
-		{Name: "node-c", EncapIPs: []netip.Addr{addr("10.0.2.2")}, TunnelIDs: []int{11}, Subnets: []netip.Prefix{pfx("10.1.9.0/24")}},
+		{Name: "node-c", Chassis: chassisOf("node-c"), EncapIPs: []netip.Addr{addr("10.0.2.2")}, TunnelIDs: []int{11}, Subnets: []netip.Prefix{pfx("10.1.9.0/24")}},
 	}
 	podA := VTEPPod{Namespace: "ns", Name: "pod-a", Node: "node-a", IPs: []netip.Prefix{pfx("10.1.7.4/24")}, EncapIP: addr("10.0.0.3")}
 	podA2 := VTEPPod{Namespace: "ns", Name: "pod-a2", Node: "node-a", IPs: []netip.Prefix{pfx("10.1.7.6/24")}, EncapIP: addr("10.0.0.3")}
@@ -49,7 +49,7 @@ func TestMultiVTEPPortsAndRoutes(t *testing.T) {
 	// The first remote pod, on node-a's second VTEP: one remote port, the node-subnet route.
 	apply(podA, podC)
 	wantRows(t, "transit switch ports", switchPorts(), map[string]string{
-		"net.red_tstor-node-a_encap1": "remote,0a:58:64:58:00:07 100.88.0.7/16,requested-chassis=node-a requested-tnl-key=7",
+		"net.red_tstor-node-a_encap1": "remote,0a:58:64:58:00:07 100.88.0.7/16,requested-chassis=5e1f0c1a-node-a requested-tnl-key=7",
 	})
 	wantLines(t, "routes after the first pod", routes(), "IPv4 Routes", "Route Table <main>:", "10.1.7.0/24 100.88.0.7 dst-ip")
 
@@ -61,8 +61,8 @@ func TestMultiVTEPPortsAndRoutes(t *testing.T) {
 	// A pod on another VTEP: a second remote port and a /32.
 	apply(podA, podA2, podA3, podC)
 	wantRows(t, "transit switch ports", switchPorts(), map[string]string{
-		"net.red_tstor-node-a_encap1": "remote,0a:58:64:58:00:07 100.88.0.7/16,requested-chassis=node-a requested-tnl-key=7",
-		"net.red_tstor-node-a_encap2": "remote,0a:58:64:58:00:08 100.88.0.8/16,requested-chassis=node-a requested-tnl-key=8",
+		"net.red_tstor-node-a_encap1": "remote,0a:58:64:58:00:07 100.88.0.7/16,requested-chassis=5e1f0c1a-node-a requested-tnl-key=7",
+		"net.red_tstor-node-a_encap2": "remote,0a:58:64:58:00:08 100.88.0.8/16,requested-chassis=5e1f0c1a-node-a requested-tnl-key=8",
 	})
 	wantLines(t, "routes with two VTEPs", routes(), "IPv4 Routes", "Route Table <main>:",
 		"10.1.7.0/24 100.88.0.7 dst-ip", "10.1.7.5 100.88.0.8 dst-ip") // ovn-nbctl prints host routes without /32
@@ -158,8 +158,8 @@ func TestSetPortEncapsInSouthbound(t *testing.T) {
 func TestLayer2MultiVTEPPorts(t *testing.T) {
 	nodes := []VTEPNode{
 		{Name: "node-a", Local: true, EncapIPs: []netip.Addr{addr("10.0.1.2"), addr("10.0.1.3")}},
-		{Name: "node-b", EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3")}},
-		{Name: "node-c", EncapIPs: []netip.Addr{addr("10.0.2.2")}},
+		{Name: "node-b", Chassis: chassisOf("node-b"), EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3")}},
+		{Name: "node-c", Chassis: chassisOf("node-c"), EncapIPs: []netip.Addr{addr("10.0.2.2")}},
 	}
 	pod := func(name, node, ip, encap string) Layer2PodPort {
 		return Layer2PodPort{NAD: "ns1/tenant-blue", MAC: ovnk.MACFromIP(addr(ip)).String(),
@@ -177,10 +177,10 @@ func TestLayer2MultiVTEPPorts(t *testing.T) {
 		t.Fatalf("switches = %+v, want one port on the referenced layer2 switch", d.Switches)
 	}
 	p := d.Switches[0].Ports[0]
-	if p.Name != "ns1.tenant.blue_ns1_remote" || p.Type != "remote" || p.Addresses[0] != "0a:58:cb:cb:00:05 203.203.0.5" || p.Options["requested-chassis"] != "node-b" {
+	if p.Name != "ns1.tenant.blue_ns1_remote" || p.Type != "remote" || p.Addresses[0] != "0a:58:cb:cb:00:05 203.203.0.5" || p.Options["requested-chassis"] != chassisOf("node-b") {
 		t.Errorf("remote port = %+v", p)
 	}
-	if want := (PortEncap{Chassis: "node-b", EncapIP: "10.0.0.3"}); len(encaps) != 1 || encaps[p.Name] != want {
+	if want := (PortEncap{Chassis: chassisOf("node-b"), EncapIP: "10.0.0.3"}); len(encaps) != 1 || encaps[p.Name] != want {
 		t.Errorf("encaps = %v, want %s -> %v", encaps, p.Name, want)
 	}
 	// Without pods the piece needs no switch: cleanup works before the topology exists.

@@ -2,9 +2,12 @@ package dataplane
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 )
 
 // ovsdb-server restarts between and during applies: the client reconnects,
@@ -58,14 +61,21 @@ func TestClientRejectsBadAddresses(t *testing.T) {
 	}
 }
 
-// ovn-northd accepts the programmed Northbound database: the routers and the
-// switch become datapaths with the requested tunnel keys and their ports get
-// port bindings. (23.03's northd treats remote transit router ports as plain
-// patch ports, so only what it implements is asserted.)
+// ovn-northd accepts the programmed Northbound database and makes the
+// transit router what OVN defines: the routers and the switch become
+// datapaths with the requested tunnel keys, the local trtor- port is a patch
+// port, and each remote trtor- port, whose requested-chassis names a chassis
+// registered as remote (other_config:is-remote=true), is bound as a "remote"
+// port to that chassis with its key (10 + node ID).
 func TestNorthdAcceptsLayer2Topology(t *testing.T) {
 	e := newEnv(t)
 	e.startNorthd()
 	net, nodes := exampleV4()
+	for _, n := range nodes[1:] {
+		if err := ovsdbserver.AddChassis(e.db.SB, n.Chassis, n.Name, true, "172.18.0."+strconv.Itoa(n.ID)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	d := mustLayer2(t, net, nodes)
 	e.apply(d)
 	e.nbctl("--timeout=60", "--wait=sb", "sync")
@@ -82,15 +92,19 @@ func TestNorthdAcceptsLayer2Topology(t *testing.T) {
 	if len(datapaths) != 3 {
 		t.Errorf("datapaths: %v, want the GR, the switch and the transit router", datapaths)
 	}
-	bindings := lines(e.sbctl("--columns=logical_port", "--data=bare", "--no-headings", "list", "Port_Binding"))
-	want := []string{"rtotr-" + gr1, rtos, "stotr-" + sw, "trtor-" + gr1, "trtor-" + gr2, "trtor-" + gr3}
-	for _, w := range want {
-		found := false
-		for _, b := range bindings {
-			found = found || b == w
-		}
-		if !found {
-			t.Errorf("no Port_Binding for %s; have %v", w, bindings)
+	chassisUUID := func(name string) string {
+		return e.sbctl("--bare", "--columns=_uuid", "find", "Chassis", "name="+name)
+	}
+	want := map[string]string{
+		"rtotr-" + gr1: "l3gateway", rtos: "patch 1", "stotr-" + sw: "patch",
+		"trtor-" + gr1: "patch 12",
+		"trtor-" + gr2: "remote 13 " + chassisUUID(nodes[1].Chassis),
+		"trtor-" + gr3: "remote 14 " + chassisUUID(nodes[2].Chassis),
+	}
+	for port, w := range want {
+		got := strings.Join(strings.Fields(e.sbctl("--bare", "--columns=type,tunnel_key,chassis", "find", "Port_Binding", "logical_port="+port)), " ")
+		if !strings.HasPrefix(got+" ", w+" ") || (strings.HasPrefix(w, "remote") && got != w) {
+			t.Errorf("Port_Binding %s: %q, want %q", port, got, w)
 		}
 	}
 }

@@ -25,13 +25,13 @@ func TestLayer2UpgradeMixedNodesThenFinal(t *testing.T) {
 	upgradeRouterPort := "trtos-" + sw + "-upgrade"
 	wantRows(t, "Logical_Switch_Port", e.rows("Logical_Switch_Port", "type", "addresses", "options"), map[string]string{
 		"stotr-" + sw:     "router,router,router-port=" + rtos,
-		"stor-" + gr2:     "remote,0a:58:64:41:00:03 100.65.0.3/16,requested-chassis=node2 requested-tnl-key=5",
+		"stor-" + gr2:     "remote,0a:58:64:41:00:03 100.65.0.3/16,requested-chassis=5e1f0c1a-node2 requested-tnl-key=5",
 		upgradeSwitchPort: "router,router,requested-tnl-key=4 router-port=" + upgradeRouterPort,
 	})
 	wantRows(t, "Logical_Router_Port", e.rows("Logical_Router_Port", "mac", "networks", "peer", "options"), map[string]string{
-		rtos:              "0a:58:cb:cb:00:01,203.203.0.1/24,,",
-		"trtor-" + gr1:    "0a:58:64:58:00:04,100.88.0.4/31,rtotr-" + gr1 + ",requested-tnl-key=2",
-		"trtor-" + gr3:    "0a:58:64:58:00:08,100.88.0.8/31,,requested-chassis=node3 requested-tnl-key=4",
+		rtos:              "0a:58:cb:cb:00:01,203.203.0.1/24,,requested-tnl-key=1",
+		"trtor-" + gr1:    "0a:58:64:58:00:04,100.88.0.4/31,rtotr-" + gr1 + ",requested-tnl-key=12",
+		"trtor-" + gr3:    "0a:58:64:58:00:08,100.88.0.8/31,,requested-chassis=5e1f0c1a-node3 requested-tnl-key=14",
 		"rtotr-" + gr1:    "0a:58:64:41:00:02,100.65.0.2/16 100.88.0.5/31,trtor-" + gr1 + ",gateway_mtu=1400",
 		upgradeRouterPort: "0a:58:64:41:00:02,100.65.255.254/16,,",
 	})

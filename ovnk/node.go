@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -47,6 +48,26 @@ func DecodeNodeID(node *corev1.Node) (id int, ok bool, err error) {
 		return 0, false, fmt.Errorf("node %s annotation %s=%q is not a node ID (an integer in [%d, %d])", node.Name, AnnotationNodeID, v, FirstNodeID, MaxNodeID)
 	}
 	return id, true, nil
+}
+
+// AnnotationNodeChassisID is the system-id of the node's OVN chassis, which
+// ovnkube-node publishes once ovn-controller runs there (upstream's
+// OvnNodeChassisID): the chassis a remote port's requested-chassis and a
+// gateway router's options:chassis name.
+const AnnotationNodeChassisID = "k8s.ovn.org/node-chassis-id"
+
+// DecodeNodeChassisID reads k8s.ovn.org/node-chassis-id: ok is false while
+// the node has none (its ovnkube-node has not registered the chassis yet);
+// an empty value is an error naming the annotation.
+func DecodeNodeChassisID(node *corev1.Node) (chassis string, ok bool, err error) {
+	v, found := node.Annotations[AnnotationNodeChassisID]
+	if !found {
+		return "", false, nil
+	}
+	if strings.TrimSpace(v) == "" {
+		return "", false, fmt.Errorf("node %s annotation %s is empty: it must name the node's OVN chassis", node.Name, AnnotationNodeChassisID)
+	}
+	return v, true, nil
 }
 
 // DecodeNodeSubnets reads k8s.ovn.org/node-subnets: network name to host

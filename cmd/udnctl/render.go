@@ -163,6 +163,7 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for i := 0; i < *nodes; i++ {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-" + strconv.Itoa(i+1), Annotations: map[string]string{
 			ovnk.AnnotationNodeID:                strconv.Itoa(ovnk.FirstNodeID + i),
+			ovnk.AnnotationNodeChassisID:         "chassis-node-" + strconv.Itoa(i+1),
 			ovnk.AnnotationLayer2TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter,
 		}}}
 		n, _, err := dataplanecontroller.Layer2NodeFromNode(node)

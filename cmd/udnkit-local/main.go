@@ -67,6 +67,14 @@ var localNodes = []localNode{
 	{"node-c", `["172.18.0.6"]`},
 }
 
+// chassisID is the system-id of a node's OVN chassis, as ovn-controller
+// registers it and ovnkube-node publishes it in k8s.ovn.org/node-chassis-id:
+// a UUID, not the node's name (fixed per node, so a restarted make run finds
+// the chassis it registered).
+func (n localNode) chassisID() string {
+	return fmt.Sprintf("5e1f0c1a-0000-4000-8000-%012x", []byte(n.name))
+}
+
 // zoneNodes are the nodes of `make run ZONES=n`: make run's three, then
 // node-d, node-e, ... with one VTEP each.
 func zoneNodes(n int) ([]localNode, error) {
@@ -175,6 +183,12 @@ func run(ctx context.Context, root, stateDir string, attach bool, zones int, out
 			return fmt.Errorf("starting OVN (make run provisions OVN first): %w", err)
 		}
 		ovns = append(ovns, zoneOVN{"", ovn})
+		// One zone: every node's chassis is local to it.
+		for _, m := range nodes {
+			if err := addChassis(ovn.SB, m, false); err != nil {
+				return err
+			}
+		}
 	} else {
 		fmt.Fprintf(out, "starting OVN Northbound/Southbound ovsdb-server and ovn-northd for %d zones ...\n", zones)
 		for _, n := range nodes {
@@ -186,11 +200,7 @@ func run(ctx context.Context, root, stateDir string, attach bool, zones int, out
 			// Every chassis, as the zone's ovn-controller (its own) and
 			// OVN-Kubernetes' interconnect (the others') register them.
 			for _, m := range nodes {
-				var ips []string
-				if err := json.Unmarshal([]byte(m.encapIPs), &ips); err != nil {
-					return err
-				}
-				if err := ovsdbserver.AddChassis(ovn.SB, m.name, m.name != n.name, ips...); err != nil {
+				if err := addChassis(ovn.SB, m, m.name != n.name); err != nil {
 					return err
 				}
 			}
@@ -254,7 +264,7 @@ func run(ctx context.Context, root, stateDir string, attach bool, zones int, out
 
 	for _, n := range nodes {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name,
-			Annotations: map[string]string{ovnk.AnnotationNodeEncapIPs: n.encapIPs}}}
+			Annotations: map[string]string{ovnk.AnnotationNodeEncapIPs: n.encapIPs, ovnk.AnnotationNodeChassisID: n.chassisID()}}}
 		if err := env.Client.Create(readyCtx, node); err != nil {
 			return fmt.Errorf("creating node %s: %w", n.name, err)
 		}
@@ -350,4 +360,19 @@ Ctrl-C stops everything.
 		mgrDone <- nil
 		return fmt.Errorf("the manager stopped: %w", err)
 	}
+}
+
+// addChassis registers n's chassis in a zone's Southbound database, as
+// ovn-controller (its own zone's) and OVN-Kubernetes' interconnect (the other
+// zones', remote) do; a chassis a restarted make run registered is kept.
+func addChassis(sb *ovsdbserver.Server, n localNode, remote bool) error {
+	var ips []string
+	if err := json.Unmarshal([]byte(n.encapIPs), &ips); err != nil {
+		return err
+	}
+	if out, err := ovsdbserver.Command("ovn-sbctl", "--db="+sb.Address(), "--bare", "--columns=name", "find", "Chassis",
+		"name="+n.chassisID()).Output(); err == nil && strings.TrimSpace(string(out)) != "" {
+		return nil
+	}
+	return ovsdbserver.AddChassis(sb, n.chassisID(), n.name, remote, ips...)
 }

@@ -74,9 +74,17 @@ func (s *stack) opts() Options {
 
 func (s *stack) start() { go func() { _ = s.mgr.Start(s.ctx) }() }
 
+// create creates objs; a Node gets the k8s.ovn.org/node-chassis-id
+// ovnkube-node publishes (chassisOf its name) unless it has one: a test of a
+// node without it creates the Node with s.c.Create.
 func (s *stack) create(objs ...client.Object) {
 	s.t.Helper()
 	for _, o := range objs {
+		if n, ok := o.(*corev1.Node); ok {
+			if _, has := n.Annotations[ovnk.AnnotationNodeChassisID]; !has {
+				metav1.SetMetaDataAnnotation(&n.ObjectMeta, ovnk.AnnotationNodeChassisID, chassisOf(n.Name))
+			}
+		}
 		if err := s.c.Create(s.ctx, o); err != nil {
 			s.t.Fatal(err)
 		}
@@ -134,16 +142,20 @@ func (s *stack) ctl(tool, db string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// remoteChassis runs ovn-northd and registers a chassis of another zone with
-// one geneve Encap per IP, as OVN-Kubernetes' interconnect does.
-func (s *stack) remoteChassis(name string, ips ...string) {
+// chassisOf is a node's chassis (its k8s.ovn.org/node-chassis-id) in these
+// tests: not the node's name, as on a real cluster.
+func chassisOf(node string) string { return "5e1f0c1a-" + node }
+
+// remoteChassis runs ovn-northd and registers node's chassis of another zone
+// with one geneve Encap per IP, as OVN-Kubernetes' interconnect does.
+func (s *stack) remoteChassis(node string, ips ...string) {
 	s.t.Helper()
 	northd, err := ovsdbserver.StartNorthd(s.dir, s.db.NB, s.db.SB)
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	s.t.Cleanup(northd.Stop)
-	if err := ovsdbserver.AddChassis(s.db.SB, name, true, ips...); err != nil {
+	if err := ovsdbserver.AddChassis(s.db.SB, chassisOf(node), node, true, ips...); err != nil {
 		s.t.Fatal(err)
 	}
 }

@@ -366,8 +366,9 @@ func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net dataplane
 	return net, true, nil
 }
 
-// Layer2NodeFromNode reads a node's k8s.ovn.org/node-id and
-// k8s.ovn.org/layer2-topology-version; ok is false until the node has an ID.
+// Layer2NodeFromNode reads a node's k8s.ovn.org/node-id,
+// k8s.ovn.org/node-chassis-id and k8s.ovn.org/layer2-topology-version; ok is
+// false until the node has an ID.
 func Layer2NodeFromNode(node *corev1.Node) (dataplane.Layer2Node, bool, error) {
 	id, ok, err := ovnk.DecodeNodeID(node)
 	if err != nil || !ok {
@@ -382,8 +383,14 @@ func Layer2NodeFromNode(node *corev1.Node) (dataplane.Layer2Node, bool, error) {
 			ips = append(ips, ip.Unmap())
 		}
 	}
+	// A node without its chassis yet is kept with none: Layer2UsableNodes
+	// reports it and leaves it out until ovnkube-node publishes it.
+	chassis, _, err := ovnk.DecodeNodeChassisID(node)
+	if err != nil {
+		return dataplane.Layer2Node{}, false, err
+	}
 	return dataplane.Layer2Node{
-		Name: node.Name, ID: id, NodeIPs: ips,
+		Name: node.Name, ID: id, NodeIPs: ips, Chassis: chassis,
 		TopologyVersion: node.Annotations[ovnk.AnnotationLayer2TopologyVersion],
 		// The old topology's per-node switch port tunnel key; only read while
 		// remote nodes still run the old topology.

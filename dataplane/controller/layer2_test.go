@@ -53,11 +53,7 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 		}
 		return n
 	}
-	for _, n := range []*corev1.Node{node("node1", "2", ""), node("node2", "3", "2.0")} {
-		if err := c.Create(ctx, n); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s.create(node("node1", "2", ""), node("node2", "3", "2.0"))
 	s.create(namespace("ns1"), namespace("ns2"))
 	nad := &nadv1.NetworkAttachmentDefinition{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "tenant-blue",
@@ -79,7 +75,7 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 	if got := nbctl("get", "Logical_Router_Port", "rtotr-GR_ns1_tenant.blue_node1", "networks"); !strings.Contains(got, `"100.65.0.2/16"`) || !strings.Contains(got, `"fd97::5/127"`) {
 		t.Errorf("node1's GR port networks = %s (join IP .2 from node ID 2, transit peers at 2·2)", got)
 	}
-	if got := nbctl("get", "Logical_Router_Port", "trtor-GR_ns1_tenant.blue_node2", "options"); got != `{requested-chassis=node2, requested-tnl-key="3"}` {
+	if got := nbctl("get", "Logical_Router_Port", "trtor-GR_ns1_tenant.blue_node2", "options"); got != `{requested-chassis="5e1f0c1a-node2", requested-tnl-key="13"}` {
 		t.Errorf("remote node2's transit router port options = %s", got)
 	}
 	if got := nbctl("--bare", "--columns=name", "find", "Logical_Router", "name=GR_ns1_tenant.blue_node2"); got != "" {
@@ -99,9 +95,7 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 	// node3 (its own zone) joins still on the old topology: this zone keeps
 	// its remote switch port, routes its join IP to itself and adds node1's
 	// upgrade pair (OKEP-5094); once node3 reports 2.0 exactly those go.
-	if err := c.Create(ctx, node("node3", "4", "")); err != nil {
-		t.Fatal(err)
-	}
+	s.create(node("node3", "4", ""))
 	const upgradePort = "trtos-ns1_tenant.blue_ovn_layer2_switch-upgrade"
 	eventually("the upgrade rows for node1 while node3 is old", func() bool {
 		return strings.Contains(normalized(nbctl("lr-route-list", tr)), "100.65.0.4 100.65.0.4 dst-ip") &&
@@ -159,9 +153,7 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 		return mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(pod), &p) == nil && p.Status.Phase == corev1.PodRunning
 	})
 	before := nbctl("show")
-	if err := c.Create(ctx, node("node4", "5", "")); err != nil {
-		t.Fatal(err)
-	}
+	s.create(node("node4", "5", ""))
 	time.Sleep(time.Second) // a negative check: give the reconciler a chance to act wrongly
 	if after := nbctl("show"); after != before {
 		t.Errorf("the zone changed while node4 runs a pod of a primary Layer2 network:\n%s", after)

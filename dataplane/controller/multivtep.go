@@ -188,6 +188,11 @@ func (r *MultiVTEPReconciler) vtepState(ctx context.Context, network string) (
 			continue
 		}
 		n.Local = r.Local == nil || r.Local(&nodeList.Items[i])
+		if !n.Local && n.Chassis == "" {
+			// Its ports would need a chassis ovnkube-node has not published yet.
+			logger.Info("multi-VTEP node waits for its chassis", "node", n.Name, "annotation", ovnk.AnnotationNodeChassisID)
+			continue
+		}
 		nodes = append(nodes, n)
 		byName[n.Name], objs[n.Name] = n, &nodeList.Items[i]
 	}
@@ -284,7 +289,7 @@ func (r *MultiVTEPReconciler) applyLayer3(ctx context.Context, network string) (
 		}
 		pods = append(pods, p.VTEPPod)
 		if n := nodes[slices.IndexFunc(nodes, func(n dataplane.VTEPNode) bool { return n.Name == p.Node })]; !n.Local {
-			encaps[names.TransitSwitchPort(n.Name, slices.Index(n.EncapIPs, p.EncapIP))] = dataplane.PortEncap{Chassis: n.Name, EncapIP: p.EncapIP.String()}
+			encaps[names.TransitSwitchPort(n.Name, slices.Index(n.EncapIPs, p.EncapIP))] = dataplane.PortEncap{Chassis: n.Chassis, EncapIP: p.EncapIP.String()}
 		}
 	}
 	transit := r.Transit
@@ -321,11 +326,15 @@ func (r *MultiVTEPReconciler) collect(ctx context.Context) error {
 		r.OVN.PieceNetworks, layer3Name)
 }
 
-// VTEPNodeFromNode reads a node's k8s.ovn.org/node-encap-ips and
-// k8s.ovn.org/node-transit-switch-port-tunnel-ids (both optional).
+// VTEPNodeFromNode reads a node's k8s.ovn.org/node-encap-ips,
+// k8s.ovn.org/node-transit-switch-port-tunnel-ids and
+// k8s.ovn.org/node-chassis-id (all optional).
 func VTEPNodeFromNode(node *corev1.Node) (dataplane.VTEPNode, error) {
 	n := dataplane.VTEPNode{Name: node.Name}
 	var err error
+	if n.Chassis, _, err = ovnk.DecodeNodeChassisID(node); err != nil {
+		return n, err
+	}
 	if n.EncapIPs, err = ovnk.DecodeNodeEncapIPs(node); err != nil {
 		return n, err
 	}

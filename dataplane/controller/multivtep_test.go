@@ -77,7 +77,7 @@ func TestMultiVTEPFromAPIState(t *testing.T) {
 	encapOf := s.encapOf
 	const port1, port2 = "ns1.tenant.blue_ns1_pod-1", "ns1.tenant.blue_ns1_pod-2"
 	s.eventually("pod-1's remote port and encap", func() bool {
-		return ports() == port1+",remote,0a:58:cb:cb:00:05 203.203.0.5,requested-chassis=node-b" &&
+		return ports() == port1+",remote,0a:58:cb:cb:00:05 203.203.0.5,requested-chassis=5e1f0c1a-node-b" &&
 			strings.Contains(s.sbctl("--bare", "--columns=logical_port", "list", "Port_Binding"), port1) &&
 			encapOf(port1) == `"10.0.0.3"`
 	})
@@ -94,7 +94,7 @@ func TestMultiVTEPFromAPIState(t *testing.T) {
 	s.create(vtepPod("pod-2", "node-b", "203.203.0.8", "10.0.0.4"))
 	s.eventually("pod-2's remote port and encap", func() bool {
 		got := ports()
-		return strings.Contains(got, port2+",remote,0a:58:cb:cb:00:08 203.203.0.8,requested-chassis=node-b") &&
+		return strings.Contains(got, port2+",remote,0a:58:cb:cb:00:08 203.203.0.8,requested-chassis=5e1f0c1a-node-b") &&
 			strings.Count(got, "\n") == 1 && s.sbctl("--bare", "--columns=logical_port", "find", "Port_Binding", "logical_port="+port2) != "" &&
 			encapOf(port2) == `"10.0.0.4"`
 	})

@@ -20,9 +20,9 @@ import (
 // that watches nodes, and every pod status update its namespace's networks.
 var (
 	// Layer2NodeFromNode, and InZone (Local).
-	layer2NodeFacts = nodeFacts{annotations: []string{ovnk.AnnotationNodeID, ovnk.AnnotationLayer2TopologyVersion, ovnk.AnnotationZoneName}, addresses: true}
+	layer2NodeFacts = nodeFacts{annotations: []string{ovnk.AnnotationNodeID, ovnk.AnnotationNodeChassisID, ovnk.AnnotationLayer2TopologyVersion, ovnk.AnnotationZoneName}, addresses: true}
 	// VTEPNodeFromNode, NodeSubnetsFromNode, and InZone (Local).
-	vtepNodeFacts = nodeFacts{annotations: []string{ovnk.AnnotationNodeEncapIPs, ovnk.AnnotationNodeTransitSwitchPortTunnelIDs,
+	vtepNodeFacts = nodeFacts{annotations: []string{ovnk.AnnotationNodeChassisID, ovnk.AnnotationNodeEncapIPs, ovnk.AnnotationNodeTransitSwitchPortTunnelIDs,
 		ovnk.AnnotationNodeSubnets, ovnk.AnnotationZoneName}}
 )
 

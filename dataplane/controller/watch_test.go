@@ -27,6 +27,7 @@ func factsNode() *corev1.Node {
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "node-a", Annotations: map[string]string{
 			ovnk.AnnotationNodeID: "6", ovnk.AnnotationNodeEncapIPs: `["10.0.0.2","10.0.0.3","10.0.0.4"]`,
+			ovnk.AnnotationNodeChassisID:                  "5e1f0c1a-node-a",
 			ovnk.AnnotationNodeTransitSwitchPortTunnelIDs: "[6,7,8]",
 			ovnk.AnnotationNodeSubnets:                    `{"default":["10.244.1.0/24"],"tenant.green_green":["10.200.3.0/24"]}`,
 			ovnk.AnnotationLayer2TopologyVersion:          ovnk.Layer2TopologyVersionTransitRouter,
@@ -39,7 +40,8 @@ func factsNode() *corev1.Node {
 
 // nodeEdits change one fact of factsNode to another valid value each.
 var nodeEdits = map[string]func(*corev1.Node){
-	ovnk.AnnotationNodeID: func(n *corev1.Node) { n.Annotations[ovnk.AnnotationNodeID] = "7" },
+	ovnk.AnnotationNodeID:        func(n *corev1.Node) { n.Annotations[ovnk.AnnotationNodeID] = "7" },
+	ovnk.AnnotationNodeChassisID: func(n *corev1.Node) { n.Annotations[ovnk.AnnotationNodeChassisID] = "5e1f0c1a-node-a2" },
 	ovnk.AnnotationNodeEncapIPs: func(n *corev1.Node) {
 		n.Annotations[ovnk.AnnotationNodeEncapIPs] = `["10.0.0.2","10.0.0.3","10.0.0.5"]`
 	},

@@ -8,9 +8,10 @@ import (
 // AddChassis registers a chassis in a Southbound database with one geneve
 // Encap per IP, as ovn-controller does for its own chassis and OVN-Kubernetes'
 // interconnect does for the chassis of other zones (remote: marked
-// other_config:is-remote=true). Interconnect remote ports' Port_Binding.encap
-// point at these Encap rows.
-func AddChassis(sb *Server, name string, remote bool, encapIPs ...string) error {
+// other_config:is-remote=true): its name is the chassis' system-id (the
+// node's k8s.ovn.org/node-chassis-id), its hostname the node's name.
+// Interconnect remote ports' Port_Binding.encap point at these Encap rows.
+func AddChassis(sb *Server, name, hostname string, remote bool, encapIPs ...string) error {
 	if len(encapIPs) == 0 {
 		return fmt.Errorf("chassis %s: at least one encap IP is needed", name)
 	}
@@ -20,6 +21,7 @@ func AddChassis(sb *Server, name string, remote bool, encapIPs ...string) error 
 		args = append(args, "--", "--id="+id, "create", "Encap", "type=geneve", `ip="`+ip+`"`, "chassis_name="+name,
 			"options:csum=true", "--", "add", "Chassis", name, "encaps", id)
 	}
+	args = append(args, "--", "set", "Chassis", name, "hostname="+hostname)
 	if remote {
 		args = append(args, "--", "set", "Chassis", name, "other_config:is-remote=true")
 	}

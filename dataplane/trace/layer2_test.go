@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -196,21 +197,25 @@ func ext_(l *l2, fam int) netip.Addr {
 }
 
 // An IPv6 pod's router solicitation is answered with a router advertisement
-// from the transit router's rtos- port (its ipv6_ra_configs). ovn-trace 23.03
-// aborts on put_nd_ra_opts (an assertion in its action executor), so this
-// check reads the logical flows ovn-northd compiled for the router instead:
-// the RS from the switch port gets the RA options and the response.
+// from the transit router's trtos- port (its ipv6_ra_configs): ovn-trace
+// follows the solicitation from the pod's port through the switch to the
+// router, whose put_nd_ra_opts builds the advertisement (stateful DHCPv6
+// addresses, low preference, the network's prefix). ovn-trace does not
+// build the advertisement itself (put_nd_ra_opts yields no result there, so
+// the trace stops at that action).
 func raCheck() check {
 	return check{
 		name: "an IPv6 pod gets router advertisements",
 		trace: func(l *l2) string {
-			l.nbctl("--wait=sb", "sync")
-			return run(l.t, "ovn-sbctl", "--db="+l.db.SB.Address(), "--no-leader-only", "lflow-list", l.names().TransitRouter())
+			mac := l.local.mac()
+			return l.trace(l.names().Switch(), `inport == "`+l.localPort+`" && eth.src == `+mac+
+				` && eth.dst == 33:33:00:00:00:02 && ip6.src == `+linkLocal(mac)+` && ip6.dst == ff02::2 && ip.ttl == 255`+
+				` && icmp6.type == 133 && icmp6.code == 0`)
 		},
 		want: func(l *l2) []string {
-			in := `inport == "` + l.names().RouterToSwitch() + `"`
-			return []string{`lr_in_nd_ra_options`, in + ` && ip6.dst == ff02::2 && nd_rs`, `put_nd_ra_opts(addr_mode = "dhcpv6_stateful"`,
-				`router_preference = "LOW"`, `lr_in_nd_ra_response`, in + ` && ip6.dst == ff02::2 && nd_ra && reg0[5]`, `outport = inport; flags.loopback = 1; output;`}
+			return []string{`ingress(dp="` + l.names().TransitRouter() + `", inport="` + l.names().RouterToSwitch() + `")`,
+				`lr_in_nd_ra_options`, `inport == "` + l.names().RouterToSwitch() + `" && ip6.dst == ff02::2 && nd_rs`,
+				`put_nd_ra_opts(addr_mode = "dhcpv6_stateful"`, `router_preference = "LOW"`, `prefix = ` + l.subnets[len(l.subnets)-1].String()}
 		},
 		mutate: func(l *l2) {
 			l.nbctl("clear", "Logical_Router_Port", l.names().RouterToSwitch(), "ipv6_ra_configs")
@@ -282,4 +287,15 @@ func TestLayer2LiveMigratedVM(t *testing.T) {
 			}
 		})
 	}
+}
+
+// linkLocal is the EUI-64 IPv6 link-local address of mac, the source of a
+// pod's router solicitation (port security admits it).
+func linkLocal(mac string) string {
+	hw, err := net.ParseMAC(mac)
+	if err != nil {
+		panic(err)
+	}
+	b := [16]byte{0xfe, 0x80, 8: hw[0] ^ 0x02, 9: hw[1], 10: hw[2], 11: 0xff, 12: 0xfe, 13: hw[3], 14: hw[4], 15: hw[5]}
+	return netip.AddrFrom16(b).String()
 }

@@ -182,7 +182,7 @@ func (l *l3) ovnkLayer3() {
 		}
 		l.nbctl("lsp-add", ts, port, "--", "lsp-set-type", port, "remote",
 			"--", "lsp-set-addresses", port, mac+" "+strings.Join(nets, " "),
-			"--", "lsp-set-options", port, "requested-chassis="+n.name, fmt.Sprintf("requested-tnl-key=%d", n.id))
+			"--", "lsp-set-options", port, "requested-chassis="+n.chassis(), fmt.Sprintf("requested-tnl-key=%d", n.id))
 	}
 	for i := range l.hostB {
 		l.nbctl("lr-route-add", cr, l.hostB[i].String(), ovnk.MustAddrAt(tr[i], uint64(nodes[1].id)).String())
@@ -193,7 +193,7 @@ func (l *l3) ovnkLayer3() {
 		jn = append(jn, familyOf(a, joinV4, joinV6))
 	}
 	gr := ovnk.NamesFor(l.network).GatewayRouter("node-a")
-	l.nbctl(append([]string{"lr-add", gr, "--", "set", "Logical_Router", gr, "options:chassis=node-a"}, ids3(l.network)...)...)
+	l.nbctl(append([]string{"lr-add", gr, "--", "set", "Logical_Router", gr, "options:chassis=" + chassisOf("node-a")}, ids3(l.network)...)...)
 	l.nbctl(append([]string{"ls-add", join, "--", "set", "Logical_Switch", join}, ids3(l.network)...)...)
 	for _, side := range []struct {
 		router, port string

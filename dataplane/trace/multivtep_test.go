@@ -30,16 +30,18 @@ func vtepEncaps(v6 bool) []netip.Addr {
 	return addrs("172.18.0.4", "172.19.0.4")
 }
 
-// remoteChassis registers a chassis of another zone with one geneve Encap
-// per IP in the zone's Southbound database, as OVN-Kubernetes' interconnect
-// does for remote nodes.
-func (z *zone) remoteChassis(name string, ips []netip.Addr) {
+// remoteChassis registers the chassis of node, in another zone, with one
+// geneve Encap per IP in the zone's Southbound database, as OVN-Kubernetes'
+// interconnect does for remote nodes (named by the chassis' system-id, the
+// node's name as hostname).
+func (z *zone) remoteChassis(node string, ips []netip.Addr) {
+	name := chassisOf(node)
 	z.sbctl("chassis-add", name, "geneve", ips[0].String())
 	for _, ip := range ips[1:] {
 		z.sbctl("--", "--id=@e", "create", "Encap", "type=geneve", `ip="`+ip.String()+`"`, "chassis_name="+name,
 			"options:csum=true", "--", "add", "Chassis", name, "encaps", "@e")
 	}
-	z.sbctl("set", "Chassis", name, "other_config:is-remote=true")
+	z.sbctl("set", "Chassis", name, "other_config:is-remote=true", "hostname="+node)
 }
 
 func (z *zone) sbctl(args ...string) string {
@@ -56,10 +58,10 @@ func (z *zone) binding(port string) string {
 	}
 	out := "binding of " + port + ":"
 	if rc := z.sbctl("get", "Port_Binding", port, "requested_chassis"); rc != "[]" {
-		out += " requested-chassis " + z.sbctl("get", "Chassis", rc, "name")
+		out += " requested-chassis " + strings.Trim(z.sbctl("get", "Chassis", rc, "name"), `"`)
 	}
 	if e := z.sbctl("get", "Port_Binding", port, "encap"); e != "[]" {
-		out += " encap " + z.sbctl("get", "Encap", e, "chassis_name") + " " + strings.Trim(z.sbctl("get", "Encap", e, "ip"), `"`)
+		out += " encap " + strings.Trim(z.sbctl("get", "Encap", e, "chassis_name"), `"`) + " " + strings.Trim(z.sbctl("get", "Encap", e, "ip"), `"`)
 	}
 	return out
 }
@@ -137,10 +139,10 @@ type vtepCheck struct {
 // TestLayer2MultiVTEP: pod-c runs on node-c, a node with two VTEPs, and its
 // interface is a VF of the second PF (encap_ip = node-c's second encap IP).
 // In node-a's zone the manager's multi-VTEP reconciler gives pod-c a remote
-// port on the layer2 switch with requested-chassis node-c and points its
+// port on the layer2 switch with requested-chassis node-c's chassis and points its
 // Port_Binding.encap at node-c's second Encap (OKEP-5535's Layer 2
 // solution). ovn-trace shows pod-a's packet to pod-c output to that port;
-// ovn-trace 23.03 does not model tunnels, so the encap it will leave
+// ovn-trace does not model tunnels, so the encap it will leave
 // through is read from the Southbound Port_Binding, appended to the report.
 func TestLayer2MultiVTEP(t *testing.T) {
 	for _, tc := range []struct {
@@ -156,7 +158,7 @@ func TestLayer2MultiVTEP(t *testing.T) {
 			name: "pod to a pod behind node-c's second VTEP leaves by its port bound to that encap",
 			want: func(port string) []string {
 				e := vtepEncaps(tc.v6encap)[1]
-				return []string{`output to "` + port + `", type "remote"`, "binding of " + port + ": requested-chassis node-c encap node-c " + e.String()}
+				return []string{`output to "` + port + `", type "remote"`, "binding of " + port + ": requested-chassis " + chassisOf("node-c") + " encap " + chassisOf("node-c") + " " + e.String()}
 			},
 			mutations: map[string]func(z *zone, port string){
 				"remove the remote port": func(z *zone, port string) { z.nbctl("lsp-del", port) },
@@ -313,7 +315,7 @@ func TestLayer3MultiVTEP(t *testing.T) {
 					var all []string
 					for range l.podA {
 						all = append(all, `ingress(dp="`+l.router()+`"`, `priority 102`, `output to "`+port+`", type "remote"`,
-							"binding of "+port+": requested-chassis node-c encap node-c "+encaps[c.pod.vtep].String())
+							"binding of "+port+": requested-chassis "+chassisOf("node-c")+" encap "+chassisOf("node-c")+" "+encaps[c.pod.vtep].String())
 					}
 					return all
 				}

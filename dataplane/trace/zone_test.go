@@ -37,6 +37,15 @@ type node struct {
 	gws  []netip.Addr
 }
 
+// chassis is the node's OVN chassis (system-id), which ovnkube-node
+// publishes in k8s.ovn.org/node-chassis-id: not the node's name.
+func (n node) chassis() string {
+	return "0f6e5a1c-9d7b-4c1e-8a3b-" + fmt.Sprintf("%012x", []byte(n.name))
+}
+
+// chassisOf is the chassis of the fixture's node named name.
+func chassisOf(name string) string { return node{name: name}.chassis() }
+
 // The three nodes every trace uses.
 var nodes = []node{
 	{"node-a", 2, pfx("172.18.0.2/24", "fc00:f853:ccd:e793::2/64"), addrs("172.18.0.1", "fc00:f853:ccd:e793::1")},
@@ -122,7 +131,7 @@ func (z *zone) ovnkGateway(network string) {
 	gr, ext := names.GatewayRouter(n.name), "ext_"+scoped
 	rtoe, etor := "rtoe-"+gr, "etor-"+gr
 	mac := ovnk.MACFromIP(n.ips[0].Addr()).String()
-	args := []string{"lr-add", gr, "--", "set", "Logical_Router", gr, "options:chassis=" + n.name,
+	args := []string{"lr-add", gr, "--", "set", "Logical_Router", gr, "options:chassis=" + n.chassis(),
 		`external_ids:physical_ip="` + n.ips[0].Addr().String() + `"`}
 	z.nbctl(append(args, ids(network)...)...)
 	lrp := []string{"lrp-add", gr, rtoe, mac}
@@ -173,7 +182,7 @@ func (z *zone) ovnkPod(network, nad string, p pod) string {
 		z.nbctl("lsp-set-port-security", port, p.addresses())
 	} else {
 		z.nbctl("lsp-set-type", port, "remote", "--", "lsp-set-options", port,
-			"requested-chassis="+p.node, fmt.Sprintf("requested-tnl-key=%d", p.tunnelKey))
+			"requested-chassis="+chassisOf(p.node), fmt.Sprintf("requested-tnl-key=%d", p.tunnelKey))
 	}
 	return port
 }
@@ -212,6 +221,7 @@ func scheme(t *testing.T) *runtime.Scheme {
 func nodeObject(n node) *corev1.Node {
 	o := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Annotations: map[string]string{
 		ovnk.AnnotationNodeID:                fmt.Sprint(n.id),
+		ovnk.AnnotationNodeChassisID:         n.chassis(),
 		ovnk.AnnotationLayer2TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter,
 	}}}
 	for _, ip := range n.ips {

@@ -176,7 +176,7 @@ func Start(ctx context.Context, names ...string) (c *Cluster, err error) {
 			if m == z {
 				continue
 			}
-			if err := ovsdbserver.AddChassis(z.Zone.SB, m.ChassisID(), true, m.UnderlayIP.String()); err != nil {
+			if err := ovsdbserver.AddChassis(z.Zone.SB, m.ChassisID(), m.Name, true, m.UnderlayIP.String()); err != nil {
 				return c, err
 			}
 			if _, err := run("", nil, "ovn-sbctl", "--db="+z.Zone.SB.Address(), "set", "Chassis", m.ChassisID(), "hostname="+m.Name); err != nil {

@@ -61,6 +61,7 @@ func nodeObject(i int, n *datapath.Node) *corev1.Node {
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Annotations: map[string]string{
 			ovnk.AnnotationNodeID:                strconv.Itoa(i + 2),
+			ovnk.AnnotationNodeChassisID:         n.ChassisID(),
 			ovnk.AnnotationLayer2TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter,
 			ovnk.AnnotationNodeEncapIPs:          `["` + n.UnderlayIP.String() + `"]`,
 		}},

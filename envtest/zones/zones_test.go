@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,13 +42,15 @@ import (
 )
 
 // The cluster: node-b has three VTEPs (OKEP-5535); each node is its own zone.
+// Each node's chassis is named by its system-id, a UUID, as ovn-controller
+// registers it; ovnkube-node publishes it in k8s.ovn.org/node-chassis-id.
 var nodes = []struct {
-	name     string
-	encapIPs []string
+	name, chassis string
+	encapIPs      []string
 }{
-	{"node-a", []string{"172.18.0.2"}},
-	{"node-b", []string{"172.18.0.3", "172.18.0.4", "172.18.0.5"}},
-	{"node-c", []string{"172.18.0.6"}},
+	{"node-a", "0f6e5a1c-9d7b-4c1e-8a3b-2b7c1d0e4f01", []string{"172.18.0.2"}},
+	{"node-b", "0f6e5a1c-9d7b-4c1e-8a3b-2b7c1d0e4f02", []string{"172.18.0.3", "172.18.0.4", "172.18.0.5"}},
+	{"node-c", "0f6e5a1c-9d7b-4c1e-8a3b-2b7c1d0e4f03", []string{"172.18.0.6"}},
 }
 
 const networks = `
@@ -187,7 +190,7 @@ func TestThreeZones(t *testing.T) {
 		t.Cleanup(l.Stop)
 		z := &zone{name: n.name, ovn: l}
 		for _, m := range nodes {
-			if err := ovsdbserver.AddChassis(l.SB, m.name, m.name != n.name, m.encapIPs...); err != nil {
+			if err := ovsdbserver.AddChassis(l.SB, m.chassis, m.name, m.name != n.name, m.encapIPs...); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -200,7 +203,7 @@ func TestThreeZones(t *testing.T) {
 	for _, n := range nodes {
 		ips, _ := json.Marshal(n.encapIPs)
 		if err := c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name,
-			Annotations: map[string]string{ovnk.AnnotationNodeEncapIPs: string(ips)}}}); err != nil {
+			Annotations: map[string]string{ovnk.AnnotationNodeEncapIPs: string(ips), ovnk.AnnotationNodeChassisID: n.chassis}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -304,9 +307,11 @@ func TestThreeZones(t *testing.T) {
 
 // checkLayer2 checks the OKEP-5094 topology of tenant-blue in zone z: the
 // transit router and switch with the network's tunnel keys, a trtor- port per
-// node with the node ID as tunnel key (the local one peered with its GR's
-// rtotr- port, the remote ones with requested-chassis), IPv4 and IPv6
-// addresses equal in every zone, and the local node's gateway router only.
+// node with 10 + the node ID as tunnel key (the local one peered with its
+// GR's rtotr- port, the remote ones with requested-chassis naming the node's
+// k8s.ovn.org/node-chassis-id, which ovn-northd binds to that remote chassis,
+// as OVN defines a transit router), IPv4 and IPv6 addresses equal in every
+// zone, and the local node's gateway router only.
 func checkLayer2(t *testing.T, z *zone, names ovnk.Layer2Names, ids map[string]int, keys []int, agreed map[string]string) {
 	trtor := names.TransitToGR("node-c")
 	eventually(t, "tenant-blue's transit router with every node's port", func() error {
@@ -321,15 +326,22 @@ func checkLayer2(t *testing.T, z *zone, names ovnk.Layer2Names, ids map[string]i
 	if got, want := z.get(t, "Logical_Switch", names.Switch(), "other_config"), fmt.Sprintf("requested-tnl-key=%d", keys[0]); got != want {
 		t.Errorf("layer2 switch other_config = %q, want %q", got, want)
 	}
-	z.checked += 2
+	// ovn-northd gives the transit router's datapath the same key in every zone.
+	eventually(t, "tenant-blue's transit router datapath with the network's key", func() error {
+		if got := z.sbctl(t, "--bare", "--columns=tunnel_key", "find", "Datapath_Binding", "external_ids:name="+names.TransitRouter()); got != strconv.Itoa(keys[1]) {
+			return fmt.Errorf("datapath tunnel key %q, want %d", got, keys[1])
+		}
+		return nil
+	})
+	z.checked += 3
 	for _, n := range nodes {
 		local := n.name == z.name
 		port := names.TransitToGR(n.name)
 		mac, networks := z.get(t, "Logical_Router_Port", port, "mac"), z.get(t, "Logical_Router_Port", port, "networks")
 		opts, peer := z.get(t, "Logical_Router_Port", port, "options"), z.get(t, "Logical_Router_Port", port, "peer")
-		key := fmt.Sprintf("requested-tnl-key=%d", ids[n.name])
+		key := fmt.Sprintf("requested-tnl-key=%d", ovnk.TransitRouterPortTunnelKey(ids[n.name]))
 		if !strings.Contains(opts, key) {
-			t.Errorf("%s options %q lack %s (the node ID)", port, opts, key)
+			t.Errorf("%s options %q lack %s (10 + the node ID)", port, opts, key)
 		}
 		fams := strings.Fields(networks)
 		if len(fams) != 2 || !strings.HasSuffix(fams[0], "/31") || !strings.HasSuffix(fams[1], "/127") {
@@ -350,9 +362,22 @@ func checkLayer2(t *testing.T, z *zone, names ovnk.Layer2Names, ids map[string]i
 				t.Errorf("local node %s: gateway router %s with its rtotr- port missing", n.name, gr)
 			}
 		} else {
-			if peer != "" || !strings.Contains(opts, "requested-chassis="+n.name) {
-				t.Errorf("remote %s: peer %q options %q, want no peer and requested-chassis=%s", port, peer, opts, n.name)
+			if peer != "" || !strings.Contains(opts, "requested-chassis="+n.chassis) {
+				t.Errorf("remote %s: peer %q options %q, want no peer and requested-chassis=%s", port, peer, opts, n.chassis)
 			}
+			// ovn-northd binds it to the remote chassis, with the key.
+			eventually(t, port+" bound to "+n.name+"'s remote chassis", func() error {
+				binding := z.sbctl(t, "--bare", "--columns=type,tunnel_key", "find", "Port_Binding", "logical_port="+port)
+				chassis := z.sbctl(t, "--bare", "--columns=chassis,requested_chassis", "find", "Port_Binding", "logical_port="+port)
+				want := z.sbctl(t, "--bare", "--columns=_uuid", "find", "Chassis", "name="+n.chassis)
+				if got := strings.Fields(binding); len(got) != 2 || got[0] != "remote" || got[1] != strconv.Itoa(ovnk.TransitRouterPortTunnelKey(ids[n.name])) {
+					return fmt.Errorf("binding type and key %q, want remote and %d", binding, ovnk.TransitRouterPortTunnelKey(ids[n.name]))
+				}
+				if got := strings.Fields(chassis); want == "" || len(got) != 2 || got[0] != want || got[1] != want {
+					return fmt.Errorf("chassis and requested_chassis %q, want chassis %s (%s) in both", chassis, want, n.chassis)
+				}
+				return nil
+			})
 			if hasGR {
 				t.Errorf("remote node %s's gateway router is programmed in zone %s", n.name, z.name)
 			}
@@ -397,7 +422,7 @@ func checkLayer2MultiVTEP(t *testing.T, z *zone, names ovnk.Layer2Names, nad, po
 	if got := z.get(t, "Logical_Switch_Port", port, "addresses"); got != want {
 		t.Errorf("%s addresses = %q, want %q", port, got, want)
 	}
-	if got := z.get(t, "Logical_Switch_Port", port, "options"); got != "requested-chassis=node-b" {
+	if got := z.get(t, "Logical_Switch_Port", port, "options"); got != "requested-chassis="+nodes[1].chassis {
 		t.Errorf("%s options = %q", port, got)
 	}
 	if !strings.Contains(z.nbctl(t, "--bare", "--columns=ports", "find", "Logical_Switch", "name="+names.Switch()),
@@ -446,8 +471,8 @@ func checkLayer3MultiVTEP(t *testing.T, z *zone, names ovnk.Layer2Names, tunnelI
 		} else {
 			want := fmt.Sprintf("%s %s/16 %s/64", ovnk.MACFromIP(transit), transit, transit6)
 			if typ, addrs := z.get(t, "Logical_Switch_Port", lsp, "type"), z.get(t, "Logical_Switch_Port", lsp, "addresses"); typ != "remote" || addrs != want ||
-				!strings.Contains(opts, "requested-chassis=node-b") {
-				t.Errorf("remote %s: type %q addresses %q options %q, want remote, %q and requested-chassis=node-b", lsp, typ, addrs, opts, want)
+				!strings.Contains(opts, "requested-chassis="+nodes[1].chassis) {
+				t.Errorf("remote %s: type %q addresses %q options %q, want remote, %q and requested-chassis=%s", lsp, typ, addrs, opts, want, nodes[1].chassis)
 			}
 		}
 		z.checked += 3

@@ -434,9 +434,10 @@ func retry(ctx context.Context, retried *atomic.Int64, f func() error) error {
 func nodeName(i int) string { return fmt.Sprintf("node-%04d", i) }
 
 // scaleNode is a Node as OVN-Kubernetes leaves it once it runs the Layer2
-// transit-router topology: an encap IP and the topology version.
+// transit-router topology: its chassis, an encap IP and the topology version.
 func scaleNode(i int) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName(i), Annotations: map[string]string{
+		ovnk.AnnotationNodeChassisID:         fmt.Sprintf("5e1f0c1a-0000-4000-8000-%012d", i),
 		ovnk.AnnotationNodeEncapIPs:          fmt.Sprintf(`["172.20.%d.%d"]`, i/250, i%250+1),
 		ovnk.AnnotationLayer2TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter,
 	}}}
