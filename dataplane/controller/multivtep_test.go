@@ -88,7 +88,7 @@ func TestMultiVTEPFromAPIState(t *testing.T) {
 	s.create(namespace("attacker"), labeledNAD("attacker", "evil", l2Conf("ns1_tenant-blue", "attacker/evil", "203.203.0.0/24", ""),
 		idAnnotations("1", "[16711685,16715780]")), vtepPodOf("attacker/evil", "evil-pod", "node-b", "203.203.0.66", "10.0.0.2"))
 	s.consistently("the network's remote ports with a forged NAD's pod on node-b", 2*time.Second,
-		port1+",remote,0a:58:cb:cb:00:05 203.203.0.5,requested-chassis=node-b", ports)
+		port1+",remote,0a:58:cb:cb:00:05 203.203.0.5,requested-chassis=5e1f0c1a-node-b", ports)
 
 	// A pod on another VTEP of the same node: its own port and Encap.
 	s.create(vtepPod("pod-2", "node-b", "203.203.0.8", "10.0.0.4"))
