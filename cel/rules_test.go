@@ -35,16 +35,16 @@ var _ = DescribeTable("UserDefinedNetwork and ClusterUserDefinedNetwork validati
 	Entry("Layer2 UDN with its block", udn(l2Primary4).accepted()),
 	Entry("Layer3 UDN with its block", udn(l3Primary4).accepted()),
 	Entry("Layer2 topology without the layer2 block", udn(`topology: Layer2`).
-		rejected("layer2 is required when topology is Layer2 and forbidden otherwise.")),
+		rejected("spec.layer2 is required when topology is Layer2 and forbidden otherwise.")),
 	Entry("Layer3 topology without the layer3 block", udn(`topology: Layer3`).
-		rejected("layer3 is required when topology is Layer3 and forbidden otherwise.")),
+		rejected("spec.layer3 is required when topology is Layer3 and forbidden otherwise.")),
 	Entry("Layer2 topology with a layer3 block too", udn(l2Primary4+`
 layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/16}]}`).
-		rejected("layer3 is required when topology is Layer3 and forbidden otherwise.")),
+		rejected("spec.layer3 is required when topology is Layer3 and forbidden otherwise.")),
 	Entry("UDN cannot be Localnet", udn(`topology: Localnet`).
 		rejected(`spec.topology: Unsupported value: "Localnet"`)),
 	Entry("topology cannot change", udn(l2Primary4).then(l3Primary4).
-		rejected("topology is immutable.")),
+		rejected("Topology is immutable.")),
 	Entry("unknown field is refused under strict validation", udn(l2Primary4+`
 layer2x: {}`).badRequest(`unknown field "spec.layer2x"`)),
 	Entry("CUDN Localnet with its block", cudn(`
@@ -52,14 +52,14 @@ namespaceSelector: {}
 network: {topology: Localnet, localnet: {role: Secondary, physicalNetworkName: physnet, subnets: [192.0.2.0/24]}}`).accepted()),
 	Entry("CUDN Localnet without its block", cudn(`
 namespaceSelector: {}
-network: {topology: Localnet}`).rejected("localnet is required when topology is Localnet and forbidden otherwise.")),
+network: {topology: Localnet}`).rejected("spec.localnet is required when topology is Localnet and forbidden otherwise.")),
 	Entry("CUDN Layer2 with a localnet block too", cudn(`
 namespaceSelector: {}
 network:
   topology: Layer2
   layer2: {role: Secondary, subnets: [10.1.0.0/24]}
   localnet: {role: Secondary, physicalNetworkName: physnet, subnets: [192.0.2.0/24]}`).
-		rejected("localnet is required when topology is Localnet and forbidden otherwise.")),
+		rejected("spec.localnet is required when topology is Localnet and forbidden otherwise.")),
 	Entry("CUDN requires namespaceSelector", cudn(`
 network: {topology: Layer2, layer2: {role: Secondary, subnets: [10.1.0.0/24]}}`).
 		rejected(`spec.namespaceSelector: Required value`)),
@@ -78,17 +78,17 @@ namespaceSelector: {}
 network: {topology: Layer2, layer2: {role: Secondary, subnets: [10.1.0.0/24]}}`).then(`
 namespaceSelector: {}
 network: {topology: Layer3, layer3: {role: Secondary, subnets: [{cidr: 10.1.0.0/16}]}}`).
-		rejected("topology is immutable.")),
+		rejected("Topology is immutable.")),
 
 	// --- scalar types and dual-stack lists ---
 	Entry("CIDR must parse", udn(`
 topology: Layer2
 layer2: {role: Primary, subnets: [10.10.0.0/33]}`).
-		rejected("spec.layer2.subnets[0]", "CIDR must be a valid IPv4 or IPv6 prefix such as 10.128.0.0/16.")),
+		rejected("spec.layer2.subnets[0]", "CIDR is invalid: it must be an IPv4 or IPv6 prefix such as 10.128.0.0/16.")),
 	Entry("CIDR that is not an address at all", udn(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: tenant-a}]}`).
-		rejected("spec.layer3.subnets[0].cidr", "CIDR must be a valid IPv4 or IPv6 prefix such as 10.128.0.0/16.")),
+		rejected("spec.layer3.subnets[0].cidr", "CIDR is invalid: it must be an IPv4 or IPv6 prefix such as 10.128.0.0/16.")),
 	Entry("IPv6 Layer2 subnet", udn(`
 topology: Layer2
 layer2: {role: Primary, subnets: ["fd00:10::/64"]}`).accepted()),
@@ -98,11 +98,11 @@ layer2: {role: Primary, subnets: [10.10.0.0/24, "fd00:10::/64"]}`).accepted()),
 	Entry("two IPv4 Layer2 subnets", udn(`
 topology: Layer2
 layer2: {role: Primary, subnets: [10.10.0.0/24, 10.11.0.0/24]}`).
-		rejected("A dual-stack list may hold at most one CIDR per IP family.")),
+		rejected("When 2 CIDRs are set, they must be from different IP families.")),
 	Entry("two IPv6 join subnets", udn(`
 topology: Layer2
 layer2: {role: Primary, subnets: [10.10.0.0/24], joinSubnets: ["fd98::/64", "fd99::/64"]}`).
-		rejected("spec.layer2.joinSubnets", "A dual-stack list may hold at most one CIDR per IP family.")),
+		rejected("spec.layer2.joinSubnets", "When 2 CIDRs are set, they must be from different IP families.")),
 	Entry("three Layer2 subnets", udn(`
 topology: Layer2
 layer2: {role: Primary, subnets: [10.10.0.0/24, "fd00::/64", 10.12.0.0/24]}`).
@@ -110,45 +110,49 @@ layer2: {role: Primary, subnets: [10.10.0.0/24, "fd00::/64", 10.12.0.0/24]}`).
 	Entry("gateway IP must parse", udn(`
 topology: Layer2
 layer2: {role: Primary, subnets: [10.10.0.0/24], defaultGatewayIPs: [10.10.0.300]}`).
-		rejected("spec.layer2.defaultGatewayIPs[0]", "IP must be a valid IPv4 or IPv6 address.")),
+		rejected("spec.layer2.defaultGatewayIPs[0]", "IP is invalid: it must be an IPv4 or IPv6 address.")),
 	Entry("two IPv4 gateway IPs", udn(`
 topology: Layer2
 layer2: {role: Primary, subnets: [10.10.0.0/24, "fd00::/64"], defaultGatewayIPs: [10.10.0.1, 10.10.0.2]}`).
-		rejected("A dual-stack list may hold at most one IP per IP family.")),
+		rejected("When 2 IPs are set, they must be from different IP families.")),
 
-	// --- CIDRs are network addresses (no host bits set), everywhere ---
+	// --- host bits: accepted in subnets (as upstream; admission warns), refused
+	// in reservedSubnets and infrastructureSubnets (as upstream) and in
+	// joinSubnets and excludeSubnets (udnkit only) ---
 	Entry("Layer2 subnet with host bits set", udn(`
 topology: Layer2
-layer2: {role: Primary, subnets: [10.66.0.1/24]}`).
-		rejected(`spec.layer2.subnets[0]: Invalid value: "10.66.0.1/24": CIDR must be a network address with no host bits set, such as 192.168.100.200/29.`)),
+layer2: {role: Primary, subnets: [10.66.0.1/24]}`).accepted()),
 	Entry("IPv6 Layer2 subnet with host bits set", udn(`
 topology: Layer2
-layer2: {role: Primary, subnets: [10.66.0.0/24, "fd00:66::1/64"]}`).
-		rejected("spec.layer2.subnets[1]", "CIDR must be a network address with no host bits set")),
+layer2: {role: Primary, subnets: [10.66.0.0/24, "fd00:66::1/64"]}`).accepted()),
+	Entry("Layer3 cidr with host bits set, as upstream's EVPN example writes it", udn(`
+topology: Layer3
+layer3: {role: Primary, subnets: [{cidr: 10.20.100.0/16, hostSubnet: 24}]}`).accepted()),
+	Entry("IPv6 Layer3 cidr with host bits set", udn(`
+topology: Layer3
+layer3: {role: Primary, subnets: [{cidr: "fd00:20::8000/48", hostSubnet: 64}]}`).accepted()),
+	Entry("Localnet subnet with host bits set", cudn(`
+namespaceSelector: {}
+network: {topology: Localnet, localnet: {role: Secondary, physicalNetworkName: physnet, subnets: [192.0.2.1/24]}}`).accepted()),
+	Entry("Layer3 subnets that are one network once masked", udn(`
+topology: Layer3
+layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/16, hostSubnet: 24}, {cidr: 10.20.3.0/16, hostSubnet: 24}]}`).
+		rejected("Subnets must not overlap or contain each other.")),
+	Entry("gateway IP inside the network a host-bits subnet stands for", udn(`
+topology: Layer2
+layer2: {role: Primary, subnets: [10.66.0.1/24], defaultGatewayIPs: [10.66.0.254]}`).accepted()),
 	Entry("Layer2 join subnet with host bits set", udn(`
 topology: Layer2
 layer2: {role: Primary, subnets: [10.66.0.0/24], joinSubnets: [100.66.0.1/16]}`).
-		rejected("spec.layer2.joinSubnets[0]", "CIDR must be a network address with no host bits set")),
-	Entry("Layer3 cidr with host bits set", udn(`
-topology: Layer3
-layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/16, hostSubnet: 24}, {cidr: 10.21.3.0/16, hostSubnet: 24}]}`).
-		rejected("spec.layer3.subnets[1].cidr", "CIDR must be a network address with no host bits set")),
-	Entry("IPv6 Layer3 cidr with host bits set", udn(`
-topology: Layer3
-layer3: {role: Primary, subnets: [{cidr: "fd00:20::8000/48", hostSubnet: 64}]}`).
-		rejected("spec.layer3.subnets[0].cidr", "CIDR must be a network address with no host bits set")),
+		rejected("spec.layer2.joinSubnets", "joinSubnets must be network addresses with no host bits set, such as 100.65.0.0/16.")),
 	Entry("Layer3 join subnet with host bits set", udn(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/16, hostSubnet: 24}], joinSubnets: ["fd99::1/64"]}`).
-		rejected("spec.layer3.joinSubnets[0]", "CIDR must be a network address with no host bits set")),
-	Entry("Localnet subnet with host bits set", cudn(`
-namespaceSelector: {}
-network: {topology: Localnet, localnet: {role: Secondary, physicalNetworkName: physnet, subnets: [192.0.2.1/24]}}`).
-		rejected("spec.network.localnet.subnets[0]", "CIDR must be a network address with no host bits set")),
+		rejected("spec.layer3.joinSubnets", "joinSubnets must be network addresses with no host bits set, such as 100.65.0.0/16.")),
 	Entry("Localnet exclude subnet with host bits set", cudn(`
 namespaceSelector: {}
 network: {topology: Localnet, localnet: {role: Secondary, physicalNetworkName: physnet, subnets: [192.0.2.0/24], excludeSubnets: [192.0.2.201/30]}}`).
-		rejected("spec.network.localnet.excludeSubnets[0]", "CIDR must be a network address with no host bits set")),
+		rejected("spec.network.localnet.excludeSubnets", "excludeSubnets must be network addresses with no host bits set, such as 192.0.2.0/28.")),
 	Entry("Localnet exclude subnets of single addresses", cudn(`
 namespaceSelector: {}
 network: {topology: Localnet, localnet: {role: Secondary, physicalNetworkName: physnet, subnets: [192.0.2.0/24, "2001:db8::/64"], excludeSubnets: [192.0.2.201/32, "2001:db8::c9/128"]}}`).accepted()),
@@ -192,34 +196,34 @@ layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/16}], mtu: 65537}`).
 	Entry("Layer2 mtu below 1280 with IPv6", udn(`
 topology: Layer2
 layer2: {role: Primary, subnets: [10.10.0.0/24, "fd00::/64"], mtu: 1279}`).
-		rejected("mtu must be at least 1280 when an IPv6 subnet is used.")),
+		rejected("MTU should be greater than or equal to 1280 when IPv6 subnet is used.")),
 	Entry("Layer2 mtu 1280 with IPv6", udn(`
 topology: Layer2
 layer2: {role: Primary, subnets: ["fd00::/64"], mtu: 1280}`).accepted()),
 	Entry("Layer3 mtu below 1280 with two IPv6 subnets", udn(`
 topology: Layer3
 layer3: {role: Primary, mtu: 1200, subnets: [{cidr: "fd00:1::/48", hostSubnet: 64}, {cidr: "fd00:2::/48", hostSubnet: 64}]}`).
-		rejected("spec.layer3", "mtu must be at least 1280 when an IPv6 subnet is used.")),
+		rejected("spec.layer3", "MTU should be greater than or equal to 1280 when IPv6 subnet is used.")),
 	Entry("Localnet mtu below 1280 with IPv6", cudn(`
 namespaceSelector: {}
 network: {topology: Localnet, localnet: {role: Secondary, physicalNetworkName: physnet, subnets: ["2001:db8::/64"], mtu: 1000}}`).
-		rejected("spec.network.localnet", "mtu must be at least 1280 when an IPv6 subnet is used.")),
+		rejected("spec.network.localnet", "MTU should be greater than or equal to 1280 when an IPv6 subnet is used.")),
 
 	// --- IPAM ---
 	Entry("Layer2 without subnets and IPAM enabled", udn(`
 topology: Layer2
-layer2: {role: Secondary}`).rejected("subnets is required when ipam.mode is Enabled or unset.")),
+layer2: {role: Secondary}`).rejected("Subnets is required with ipam.mode is Enabled or unset.")),
 	Entry("Layer2 Secondary with IPAM disabled and no subnets", udn(`
 topology: Layer2
 layer2: {role: Secondary, ipam: {mode: Disabled}}`).accepted()),
 	Entry("Layer2 with IPAM disabled and subnets", udn(`
 topology: Layer2
 layer2: {role: Secondary, subnets: [10.1.0.0/24], ipam: {mode: Disabled}}`).
-		rejected("subnets must be unset when ipam.mode is Disabled.")),
+		rejected("Subnets must be unset when ipam.mode is Disabled.")),
 	Entry("Layer2 Primary with IPAM disabled", udn(`
 topology: Layer2
 layer2: {role: Primary, ipam: {mode: Disabled}}`).
-		rejected("ipam.mode Disabled is only supported for Secondary networks.")),
+		rejected("Disabled ipam.mode is only supported for Secondary network.")),
 	Entry("persistent IPs with IPAM enabled", udn(`
 topology: Layer2
 layer2: {role: Primary, subnets: [10.10.0.0/24], ipam: {mode: Enabled, lifecycle: Persistent}}`).accepted()),
@@ -238,11 +242,11 @@ layer2: {role: Primary, subnets: [10.10.0.0/24], ipam: {mode: DHCP}}`).
 	Entry("Localnet without subnets needs IPAM disabled", cudn(`
 namespaceSelector: {}
 network: {topology: Localnet, localnet: {role: Secondary, physicalNetworkName: physnet}}`).
-		rejected("subnets is required when ipam.mode is Enabled or unset.")),
+		rejected("Subnets is required with ipam.mode is Enabled or unset, and forbidden otherwise: a Localnet network with IPAM needs subnets.")),
 	Entry("Localnet with IPAM disabled and subnets", cudn(`
 namespaceSelector: {}
 network: {topology: Localnet, localnet: {role: Secondary, physicalNetworkName: physnet, subnets: [192.0.2.0/24], ipam: {mode: Disabled}}}`).
-		rejected("subnets must be unset when ipam.mode is Disabled.")),
+		rejected("Subnets is required with ipam.mode is Enabled or unset, and forbidden otherwise: a Localnet network with ipam.mode Disabled takes no subnets.")),
 
 	// --- role and join subnets ---
 	Entry("Layer2 unknown role", udn(`
@@ -254,11 +258,11 @@ layer2: {role: Primary, subnets: [10.10.0.0/24, "fd00::/64"], joinSubnets: [100.
 	Entry("Layer2 Secondary with join subnets", udn(`
 topology: Layer2
 layer2: {role: Secondary, subnets: [10.10.0.0/24], joinSubnets: [100.66.0.0/16]}`).
-		rejected("spec.layer2", "joinSubnets is only supported for Primary networks.")),
+		rejected("spec.layer2", "JoinSubnets is only supported for Primary network.")),
 	Entry("Layer3 Secondary with join subnets", udn(`
 topology: Layer3
 layer3: {role: Secondary, subnets: [{cidr: 10.30.0.0/16}], joinSubnets: [100.66.0.0/16]}`).
-		rejected("spec.layer3", "joinSubnets is only supported for Primary networks.")),
+		rejected("spec.layer3", "JoinSubnets is only supported for Primary network.")),
 	Entry("Localnet must be Secondary", cudn(`
 namespaceSelector: {}
 network: {topology: Localnet, localnet: {role: Primary, physicalNetworkName: physnet, subnets: [192.0.2.0/24]}}`).
@@ -285,36 +289,36 @@ layer2:
 	Entry("gateway outside the subnets", udn(`
 topology: Layer2
 layer2: {role: Primary, subnets: [10.10.0.0/24], defaultGatewayIPs: [10.10.1.1]}`).
-		rejected("spec.layer2.defaultGatewayIPs", "defaultGatewayIPs must each belong to one of the subnets.")),
+		rejected("spec.layer2.defaultGatewayIPs", "defaultGatewayIPs must belong to one of the subnets specified in the subnets field.")),
 	Entry("IPv6 gateway outside the subnets", udn(`
 topology: Layer2
 layer2: {role: Primary, subnets: ["fd00:100::/64"], defaultGatewayIPs: ["fd00:200::1"]}`).
-		rejected("defaultGatewayIPs must each belong to one of the subnets.")),
+		rejected("defaultGatewayIPs must belong to one of the subnets specified in the subnets field.")),
 	Entry("dual-stack subnets with one gateway", udn(`
 topology: Layer2
 layer2: {role: Primary, subnets: [10.10.0.0/24, "fd00::/64"], defaultGatewayIPs: [10.10.0.1]}`).
-		rejected("defaultGatewayIPs must give exactly one IP for the IP family of each subnet.")),
+		rejected("defaultGatewayIPs must be specified for all IP families: exactly one IP for the IP family of each subnet.")),
 	Entry("gateway of the wrong family", udn(`
 topology: Layer2
 layer2: {role: Primary, subnets: [10.10.0.0/24], defaultGatewayIPs: ["fd00::1"]}`).
-		rejected("defaultGatewayIPs must give exactly one IP for the IP family of each subnet.",
-			"defaultGatewayIPs must each belong to one of the subnets.")),
+		rejected("defaultGatewayIPs must be specified for all IP families: exactly one IP for the IP family of each subnet.",
+			"defaultGatewayIPs must belong to one of the subnets specified in the subnets field.")),
 	Entry("gateway on a Secondary network", udn(`
 topology: Layer2
 layer2: {role: Secondary, subnets: [10.10.0.0/24], defaultGatewayIPs: [10.10.0.1]}`).
-		rejected("defaultGatewayIPs is only supported for Primary networks.")),
+		rejected("defaultGatewayIPs is only supported for Primary network.")),
 	Entry("gateway without subnets", udn(`
 topology: Layer2
 layer2: {role: Primary, defaultGatewayIPs: [10.10.0.1]}`).
-		rejected("defaultGatewayIPs must be unset when subnets is unset.", "subnets is required when ipam.mode is Enabled or unset.")),
+		rejected("defaultGatewayIPs must be unset when subnets is unset.", "Subnets is required with ipam.mode is Enabled or unset.")),
 	Entry("gateway outside the infrastructure subnets", udn(`
 topology: Layer2
 layer2: {role: Primary, subnets: [192.168.100.0/24], infrastructureSubnets: [192.168.100.0/30], defaultGatewayIPs: [192.168.100.9]}`).
-		rejected("defaultGatewayIPs must belong to one of the infrastructureSubnets.")),
+		rejected("defaultGatewayIPs have to belong to infrastructureSubnets.")),
 	Entry("reserved subnets on a Secondary network", udn(`
 topology: Layer2
 layer2: {role: Secondary, subnets: [192.168.100.0/24], reservedSubnets: [192.168.100.200/29]}`).
-		rejected("reservedSubnets is only supported for Primary networks.")),
+		rejected("reservedSubnets is only supported for Primary network.")),
 	Entry("reserved subnets without subnets", udn(`
 topology: Layer2
 layer2: {role: Secondary, ipam: {mode: Disabled}, reservedSubnets: [192.168.100.200/29]}`).
@@ -322,19 +326,19 @@ layer2: {role: Secondary, ipam: {mode: Disabled}, reservedSubnets: [192.168.100.
 	Entry("reserved subnet outside the subnets", udn(`
 topology: Layer2
 layer2: {role: Primary, subnets: [192.168.100.0/24], reservedSubnets: [192.168.101.0/29]}`).
-		rejected("spec.layer2.reservedSubnets", "reservedSubnets must each be inside one of the subnets.")),
+		rejected("spec.layer2.reservedSubnets", "reservedSubnets must be subnetworks of the networks specified in the subnets field.")),
 	Entry("reserved subnet larger than the subnet", udn(`
 topology: Layer2
 layer2: {role: Primary, subnets: [192.168.100.0/24], reservedSubnets: [192.168.0.0/16]}`).
-		rejected("reservedSubnets must each be inside one of the subnets.")),
+		rejected("reservedSubnets must be subnetworks of the networks specified in the subnets field.")),
 	Entry("reserved subnet with host bits set", udn(`
 topology: Layer2
 layer2: {role: Primary, subnets: [192.168.100.0/24], reservedSubnets: [192.168.100.201/29]}`).
-		rejected("spec.layer2.reservedSubnets[0]", "CIDR must be a network address with no host bits set, such as 192.168.100.200/29.")),
+		rejected("spec.layer2.reservedSubnets", "reservedSubnets must be a masked network address (no host bits set).")),
 	Entry("IPv6 reserved subnet with host bits set", udn(`
 topology: Layer2
 layer2: {role: Primary, subnets: ["fd00:100::/64"], reservedSubnets: ["fd00:100::1/120"]}`).
-		rejected("CIDR must be a network address with no host bits set, such as 192.168.100.200/29.")),
+		rejected("reservedSubnets must be a masked network address (no host bits set).")),
 	Entry("25 reserved subnets", udn(l2Primary4).with(func(o map[string]any) {
 		setPath(o, reserved(25), "spec", "layer2", "reservedSubnets")
 	}).accepted()),
@@ -344,7 +348,7 @@ layer2: {role: Primary, subnets: ["fd00:100::/64"], reservedSubnets: ["fd00:100:
 	Entry("infrastructure subnets on a Secondary network", udn(`
 topology: Layer2
 layer2: {role: Secondary, subnets: [192.168.100.0/24], infrastructureSubnets: [192.168.100.0/30]}`).
-		rejected("infrastructureSubnets is only supported for Primary networks.")),
+		rejected("infrastructureSubnets is only supported for Primary network.")),
 	Entry("infrastructure subnets without subnets", udn(`
 topology: Layer2
 layer2: {role: Secondary, ipam: {mode: Disabled}, infrastructureSubnets: [192.168.100.0/30]}`).
@@ -352,11 +356,11 @@ layer2: {role: Secondary, ipam: {mode: Disabled}, infrastructureSubnets: [192.16
 	Entry("infrastructure subnet outside the subnets", udn(`
 topology: Layer2
 layer2: {role: Primary, subnets: [192.168.100.0/24, "fd00::/64"], infrastructureSubnets: ["fd01::/126"]}`).
-		rejected("spec.layer2.infrastructureSubnets", "infrastructureSubnets must each be inside one of the subnets.")),
+		rejected("spec.layer2.infrastructureSubnets", "infrastructureSubnets must be subnetworks of the networks specified in the subnets field.")),
 	Entry("infrastructure subnet with host bits set", udn(`
 topology: Layer2
 layer2: {role: Primary, subnets: [192.168.100.0/24], infrastructureSubnets: [192.168.100.1/30]}`).
-		rejected("spec.layer2.infrastructureSubnets[0]", "CIDR must be a network address with no host bits set")),
+		rejected("spec.layer2.infrastructureSubnets", "infrastructureSubnets must be a masked network address (no host bits set).")),
 	Entry("four infrastructure subnets", udn(l2Primary4).with(func(o map[string]any) {
 		setPath(o, []any{"10.10.0.0/30", "10.10.0.4/30", "10.10.0.8/30", "10.10.0.12/30"}, "spec", "layer2", "infrastructureSubnets")
 	}).accepted()),
@@ -373,7 +377,7 @@ layer2: {role: Primary, subnets: [192.168.100.0/24], infrastructureSubnets: [192
 		rejected("infrastructureSubnets and reservedSubnets must not overlap.")),
 	Entry("the Layer2 block cannot change", udn(l2Primary4).then(`
 topology: Layer2
-layer2: {role: Primary, subnets: [10.10.0.0/24], mtu: 1300}`).rejected("layer2 is immutable.")),
+layer2: {role: Primary, subnets: [10.10.0.0/24], mtu: 1300}`).rejected("Layer2 is immutable.")),
 	Entry("the gateway cannot change", cudn(okep5233).then(`
 namespaceSelector: {matchLabels: {tenant: blue}}
 network:
@@ -383,7 +387,7 @@ network:
     subnets: ["192.168.100.0/24"]
     infrastructureSubnets: ["192.168.100.0/30"]
     reservedSubnets: ["192.168.100.200/29"]
-    defaultGatewayIPs: ["192.168.100.1"]`).rejected("spec.network.layer2", "layer2 is immutable.")),
+    defaultGatewayIPs: ["192.168.100.1"]`).rejected("spec.network.layer2", "Layer2 is immutable.")),
 	Entry("an unchanged Layer2 block may be re-applied", udn(l2Primary4).then(l2Primary4).accepted()),
 
 	// --- Layer3 subnets (OKEP-5377) ---
@@ -402,41 +406,45 @@ layer3:
 	Entry("Layer3 Secondary with two IPv4 subnets", udn(`
 topology: Layer3
 layer3: {role: Secondary, subnets: [{cidr: 10.30.0.0/16}, {cidr: 10.31.0.0/16}]}`).
-		rejected("Secondary networks may have at most one subnet per IP family.")),
+		rejected("When 2 CIDRs are set for Secondary networks, they must be from different IP families.")),
+	Entry("Layer3 Secondary with three subnets", udn(`
+topology: Layer3
+layer3: {role: Secondary, subnets: [{cidr: 10.30.0.0/16}, {cidr: "fd00:30::/48"}, {cidr: 10.31.0.0/16}]}`).
+		rejected("Secondary networks may define at most 2 subnets.")),
 	Entry("Layer3 Secondary dual-stack", udn(`
 topology: Layer3
 layer3: {role: Secondary, subnets: [{cidr: 10.30.0.0/16}, {cidr: "fd00:30::/48"}]}`).accepted()),
 	Entry("Layer3 overlapping subnets", udn(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/16, hostSubnet: 24}, {cidr: 10.20.128.0/17, hostSubnet: 24}]}`).
-		rejected("subnets must not repeat, overlap or contain each other.")),
+		rejected("Subnets must not overlap or contain each other.")),
 	Entry("Layer3 IPv6 subnet containing another", udn(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: "fd00:20:1::/48", hostSubnet: 64}, {cidr: "fd00:20::/32", hostSubnet: 64}]}`).
-		rejected("subnets must not repeat, overlap or contain each other.")),
+		rejected("Subnets must not overlap or contain each other.")),
 	Entry("Layer3 repeated subnet", udn(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/16, hostSubnet: 24}, {cidr: 10.20.0.0/16, hostSubnet: 24}]}`).
-		rejected("subnets must not repeat, overlap or contain each other.")),
+		rejected("Subnets with same CIDR are not allowed.")),
 	Entry("Layer3 subnets of one family with different hostSubnets", udn(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/16, hostSubnet: 24}, {cidr: 10.21.0.0/16, hostSubnet: 25}]}`).
-		rejected("All subnets of one IP family must use the same hostSubnet.")),
+		rejected("Subnets from the same IP family must use the same hostSubnet value.")),
 	Entry("Layer3 subnets of one family, one without hostSubnet", udn(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/16, hostSubnet: 24}, {cidr: 10.21.0.0/16}]}`).
-		rejected("All subnets of one IP family must use the same hostSubnet.")),
+		rejected("Subnets from the same IP family must use the same hostSubnet value.")),
 	Entry("Layer3 families may use different hostSubnets", udn(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/16, hostSubnet: 24}, {cidr: "fd00:20::/48", hostSubnet: 64}]}`).accepted()),
 	Entry("hostSubnet equal to the prefix", udn(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/24, hostSubnet: 24}]}`).
-		rejected("spec.layer3.subnets[0]", "hostSubnet must be longer than the prefix length of cidr.")),
+		rejected("spec.layer3.subnets[0]", "HostSubnet must be smaller than CIDR subnet: hostSubnet must be longer than the prefix length of cidr.")),
 	Entry("IPv6 hostSubnet shorter than the prefix", udn(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: "fd00:20::/64", hostSubnet: 48}]}`).
-		rejected("hostSubnet must be longer than the prefix length of cidr.")),
+		rejected("HostSubnet must be smaller than CIDR subnet: hostSubnet must be longer than the prefix length of cidr.")),
 	Entry("IPv6 hostSubnet 120", udn(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: "fd00:20::/64", hostSubnet: 120}]}`).accepted()),
@@ -446,23 +454,23 @@ layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/16, hostSubnet: 30}]}`).accep
 	Entry("IPv4 hostSubnet 31", udn(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/16, hostSubnet: 31}]}`).
-		rejected("spec.layer3.subnets[0]", "hostSubnet must leave room for pods: at most 30 for an IPv4 cidr and 126 for an IPv6 cidr.")),
+		rejected("spec.layer3.subnets[0]", "HostSubnet must < 32 for ipv4 CIDR, and udnkit requires at most 30 to leave room for pods.")),
 	Entry("IPv4 hostSubnet 32", udn(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/16, hostSubnet: 32}]}`).
-		rejected("hostSubnet must leave room for pods: at most 30 for an IPv4 cidr and 126 for an IPv6 cidr.")),
+		rejected("HostSubnet must < 32 for ipv4 CIDR, and udnkit requires at most 30 to leave room for pods.")),
 	Entry("IPv6 hostSubnet 126 leaves room for pods", udn(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: "fd00:20::/64", hostSubnet: 126}]}`).accepted()),
 	Entry("IPv6 hostSubnet 127", cudn(`
 namespaceSelector: {}
 network: {topology: Layer3, layer3: {role: Secondary, subnets: [{cidr: 10.30.0.0/16, hostSubnet: 24}, {cidr: "fd00:30::/64", hostSubnet: 127}]}}`).
-		rejected("spec.network.layer3.subnets[1]", "hostSubnet must leave room for pods: at most 30 for an IPv4 cidr and 126 for an IPv6 cidr.")),
+		rejected("spec.network.layer3.subnets[1]", "hostSubnet must leave room for pods: at most 126 for an IPv6 cidr.")),
 	Entry("IPv6 hostSubnet 128", udn(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: "fd00:20::/64", hostSubnet: 128}]}`).
 		rejected("spec.layer3.subnets[0].hostSubnet in body should be less than or equal to 127",
-			"hostSubnet must leave room for pods: at most 30 for an IPv4 cidr and 126 for an IPv6 cidr.")),
+			"hostSubnet must leave room for pods: at most 126 for an IPv6 cidr.")),
 	Entry("hostSubnet 31 of an IPv6 cidr is fine", udn(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: "fd00::/16", hostSubnet: 31}]}`).accepted()),
@@ -481,39 +489,39 @@ layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/16, hostSubnet: 24}, {cidr: "
 	Entry("Layer3 Primary appends an overlapping subnet", udn(l3Primary4).then(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/16, hostSubnet: 24}, {cidr: 10.20.64.0/18, hostSubnet: 24}]}`).
-		rejected("subnets must not repeat, overlap or contain each other.")),
+		rejected("Subnets must not overlap or contain each other.")),
 	Entry("Layer3 Primary appends a subnet with another hostSubnet", udn(l3Primary4).then(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/16, hostSubnet: 24}, {cidr: 10.21.0.0/16, hostSubnet: 26}]}`).
-		rejected("All subnets of one IP family must use the same hostSubnet.")),
+		rejected("Subnets from the same IP family must use the same hostSubnet value.")),
 	Entry("Layer3 Primary removes a subnet", udn(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/16, hostSubnet: 24}, {cidr: 10.21.0.0/16, hostSubnet: 24}]}`).then(l3Primary4).
-		rejected("Existing subnets cannot be removed, reordered or changed; new subnets may only be appended.")),
+		rejected("Removing existing subnets is not allowed; existing subnets cannot be reordered or changed either, new subnets may only be appended.")),
 	Entry("Layer3 Primary changes a subnet", udn(l3Primary4).then(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: 10.22.0.0/16, hostSubnet: 24}]}`).
-		rejected("Existing subnets cannot be removed, reordered or changed; new subnets may only be appended.")),
+		rejected("Removing existing subnets is not allowed; existing subnets cannot be reordered or changed either, new subnets may only be appended.")),
 	Entry("Layer3 Primary reorders its subnets", udn(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/16, hostSubnet: 24}, {cidr: 10.21.0.0/16, hostSubnet: 24}]}`).then(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: 10.21.0.0/16, hostSubnet: 24}, {cidr: 10.20.0.0/16, hostSubnet: 24}]}`).
-		rejected("Existing subnets cannot be removed, reordered or changed; new subnets may only be appended.")),
+		rejected("Removing existing subnets is not allowed; existing subnets cannot be reordered or changed either, new subnets may only be appended.")),
 	Entry("Layer3 Primary changes a hostSubnet", udn(l3Primary4).then(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: 10.20.0.0/16, hostSubnet: 25}]}`).
-		rejected("hostSubnet of an existing subnet is immutable.")),
+		rejected("hostSubnet is immutable for an existing subnet.")),
 	Entry("Layer3 Primary sets a hostSubnet that was automatic", udn(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: "fd00:20::/48"}]}`).then(`
 topology: Layer3
 layer3: {role: Primary, subnets: [{cidr: "fd00:20::/48", hostSubnet: 64}]}`).
-		rejected("hostSubnet of an existing subnet is immutable.")),
+		rejected("hostSubnet is immutable for an existing subnet.")),
 	Entry("Layer3 Secondary subnets are immutable", udn(l3Secondary4).then(`
 topology: Layer3
 layer3: {role: Secondary, subnets: [{cidr: 10.30.0.0/16, hostSubnet: 24}, {cidr: "fd00:30::/48", hostSubnet: 64}]}`).
-		rejected("subnets of a Secondary network are immutable.")),
+		rejected("Subnets is immutable for Secondary role.")),
 	Entry("Layer3 role is immutable", udn(l3Primary4).then(`
 topology: Layer3
 layer3: {role: Secondary, subnets: [{cidr: 10.20.0.0/16, hostSubnet: 24}]}`).
@@ -548,13 +556,13 @@ namespaceSelector: {}
 network: {topology: Layer3, layer3: {role: Primary, subnets: [{cidr: "fd00:40::/48", hostSubnet: 64}, {cidr: "fd00:41::/48", hostSubnet: 64}]}}`).then(`
 namespaceSelector: {}
 network: {topology: Layer3, layer3: {role: Primary, subnets: [{cidr: "fd00:41::/48", hostSubnet: 64}]}}`).
-		rejected("spec.network.layer3", "Existing subnets cannot be removed, reordered or changed; new subnets may only be appended.")),
+		rejected("spec.network.layer3", "Removing existing subnets is not allowed; existing subnets cannot be reordered or changed either, new subnets may only be appended.")),
 
 	// --- Localnet ---
 	Entry("physicalNetworkName with a colon", cudn(`
 namespaceSelector: {}
 network: {topology: Localnet, localnet: {role: Secondary, physicalNetworkName: "phys:net", subnets: [192.0.2.0/24]}}`).
-		rejected("physicalNetworkName must not contain ',' or ':' characters.")),
+		rejected("physicalNetworkName cannot contain `,` or `:` characters.")),
 	Entry("excludeSubnets inside the subnets", cudn(`
 namespaceSelector: {}
 network: {topology: Localnet, localnet: {role: Secondary, physicalNetworkName: physnet, subnets: [192.0.2.0/24, "2001:db8::/64"], excludeSubnets: [192.0.2.200/30, "2001:db8::/120"]}}`).accepted()),
@@ -572,7 +580,7 @@ network: {topology: Localnet, localnet: {role: Secondary, physicalNetworkName: p
 	Entry("access VLAN without its id", cudn(`
 namespaceSelector: {}
 network: {topology: Localnet, localnet: {role: Secondary, physicalNetworkName: physnet, ipam: {mode: Disabled}, vlan: {mode: Access}}}`).
-		rejected("vlan.access is required when vlan.mode is Access and forbidden otherwise.")),
+		rejected("vlan access config is required when vlan mode is 'Access', and forbidden otherwise.")),
 	Entry("VLAN id 4095", cudn(`
 namespaceSelector: {}
 network: {topology: Localnet, localnet: {role: Secondary, physicalNetworkName: physnet, ipam: {mode: Disabled}, vlan: {mode: Access, access: {id: 4095}}}}`).
@@ -590,7 +598,7 @@ namespaceSelector: {}
 network: {topology: Localnet, localnet: {role: Secondary, physicalNetworkName: physnet, subnets: [192.0.2.0/24]}}`).then(`
 namespaceSelector: {}
 network: {topology: Localnet, localnet: {role: Secondary, physicalNetworkName: physnet2, subnets: [192.0.2.0/24]}}`).
-		rejected("localnet is immutable.")),
+		rejected("Localnet is immutable.")),
 
 	// --- metadata is validated too ---
 	Entry("invalid object name", udn(l2Primary4).with(func(o map[string]any) {

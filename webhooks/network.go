@@ -14,11 +14,12 @@ import (
 // Messages of the Layer3 append-only rules (OKEP-5377), word for word the
 // CRD's CEL messages, so a user sees the same sentence whichever enforced it.
 const (
-	MsgLayer3AppendOnly          = "Existing subnets cannot be removed, reordered or changed; new subnets may only be appended."
-	MsgLayer3HostSubnetImmutable = "hostSubnet of an existing subnet is immutable."
-	MsgLayer3SecondaryImmutable  = "subnets of a Secondary network are immutable."
-	MsgLayer3Overlap             = "subnets must not repeat, overlap or contain each other."
-	MsgLayer3HostSubnetPerFamily = "All subnets of one IP family must use the same hostSubnet."
+	MsgLayer3AppendOnly          = "Removing existing subnets is not allowed; existing subnets cannot be reordered or changed either, new subnets may only be appended."
+	MsgLayer3HostSubnetImmutable = "hostSubnet is immutable for an existing subnet."
+	MsgLayer3SecondaryImmutable  = "Subnets is immutable for Secondary role."
+	MsgLayer3SameCIDR            = "Subnets with same CIDR are not allowed."
+	MsgLayer3Overlap             = "Subnets must not overlap or contain each other."
+	MsgLayer3HostSubnetPerFamily = "Subnets from the same IP family must use the same hostSubnet value."
 )
 
 // cidrField is one CIDR-valued field of a network spec.
@@ -191,7 +192,11 @@ func ValidateLayer3(path *field.Path, old, cur *udnv1.Layer3Config) field.ErrorL
 		}
 		hostSubnet[v4][s.HostSubnet] = true
 	}
-	if overlapping(subnets) {
+	same, overlap := repeatedOrOverlapping(cur.Subnets, subnets)
+	if same {
+		errs = append(errs, field.Invalid(path, field.OmitValueType{}, MsgLayer3SameCIDR))
+	}
+	if overlap {
 		errs = append(errs, field.Invalid(path, field.OmitValueType{}, MsgLayer3Overlap))
 	}
 	if len(hostSubnet[true]) > 1 || len(hostSubnet[false]) > 1 {
@@ -219,15 +224,20 @@ func ValidateLayer3(path *field.Path, old, cur *udnv1.Layer3Config) field.ErrorL
 	return errs
 }
 
-func overlapping(ps []netip.Prefix) bool {
+// repeatedOrOverlapping reports, as the CRD's two rules do, whether two
+// subnets are written the same, and whether two written differently overlap
+// (ps are the parsed subnets; host bits do not count).
+func repeatedOrOverlapping(subnets []udnv1.Layer3Subnet, ps []netip.Prefix) (same, overlap bool) {
 	for i := range ps {
 		for j := i + 1; j < len(ps); j++ {
-			if ps[i].Overlaps(ps[j]) {
-				return true
+			if subnets[i].CIDR == subnets[j].CIDR {
+				same = true
+			} else if ps[i].Overlaps(ps[j]) {
+				overlap = true
 			}
 		}
 	}
-	return false
+	return same, overlap
 }
 
 func equalSubnets(a, b []udnv1.Layer3Subnet) bool {

@@ -127,7 +127,8 @@ func TestValidateLayer3(t *testing.T) {
 	}{
 		{"create, disjoint", nil, prim(a, b, c), nil},
 		{"create, contained", nil, prim(a, sub("10.1.2.0/24", 24)), []wantErr{{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3Overlap}}},
-		{"create, repeated", nil, prim(a, a), []wantErr{{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3Overlap}}},
+		{"create, repeated", nil, prim(a, a), []wantErr{{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3SameCIDR}}},
+		{"create, one network once masked", nil, prim(a, sub("10.1.3.0/16", 24)), []wantErr{{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3Overlap}}},
 		{"create, two hostSubnets for IPv4", nil, prim(a, sub("10.2.0.0/16", 26)), []wantErr{{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3HostSubnetPerFamily}}},
 		{"append", prim(a), prim(a, b, c), nil},
 		{"unchanged", prim(a, b), prim(a, b), nil},

@@ -4,9 +4,9 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 // NetworkSpec is the network of a ClusterUserDefinedNetwork.
 //
-// +kubebuilder:validation:XValidation:rule="self.topology == 'Layer3' ? has(self.layer3) : !has(self.layer3)",message="layer3 is required when topology is Layer3 and forbidden otherwise."
-// +kubebuilder:validation:XValidation:rule="self.topology == 'Layer2' ? has(self.layer2) : !has(self.layer2)",message="layer2 is required when topology is Layer2 and forbidden otherwise."
-// +kubebuilder:validation:XValidation:rule="self.topology == 'Localnet' ? has(self.localnet) : !has(self.localnet)",message="localnet is required when topology is Localnet and forbidden otherwise."
+// +kubebuilder:validation:XValidation:rule="self.topology == 'Layer3' ? has(self.layer3) : !has(self.layer3)",message="spec.layer3 is required when topology is Layer3 and forbidden otherwise."
+// +kubebuilder:validation:XValidation:rule="self.topology == 'Layer2' ? has(self.layer2) : !has(self.layer2)",message="spec.layer2 is required when topology is Layer2 and forbidden otherwise."
+// +kubebuilder:validation:XValidation:rule="self.topology == 'Localnet' ? has(self.localnet) : !has(self.localnet)",message="spec.localnet is required when topology is Localnet and forbidden otherwise."
 // +kubebuilder:validation:XValidation:rule="!has(self.transport) || self.transport != 'NoOverlay' || (self.topology == 'Layer3' && has(self.layer3) && self.layer3.role == 'Primary')",message="transport 'NoOverlay' is only supported for Layer3 primary networks."
 // +kubebuilder:validation:XValidation:rule="!has(self.transport) || self.transport != 'NoOverlay' || has(self.noOverlay)",message="spec.noOverlay is required when type transport is 'NoOverlay'."
 // +kubebuilder:validation:XValidation:rule="(has(self.transport) && self.transport == 'NoOverlay') || !has(self.noOverlay)",message="spec.noOverlay is forbidden when transport type is not 'NoOverlay'."
@@ -21,7 +21,7 @@ type NetworkSpec struct {
 	// switch per node, routed) or Localnet (bridged to a physical network).
 	//
 	// +kubebuilder:validation:Enum=Layer2;Layer3;Localnet
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="topology is immutable."
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="Topology is immutable."
 	// +required
 	Topology NetworkTopology `json:"topology"`
 
@@ -32,14 +32,14 @@ type NetworkSpec struct {
 
 	// layer2 is the configuration of a Layer2 network; immutable once created.
 	//
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="layer2 is immutable."
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="Layer2 is immutable."
 	// +optional
 	Layer2 *Layer2Config `json:"layer2,omitempty"`
 
 	// localnet is the configuration of a Localnet network; immutable once
 	// created.
 	//
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="localnet is immutable."
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="Localnet is immutable."
 	// +optional
 	Localnet *LocalnetConfig `json:"localnet,omitempty"`
 

@@ -76,36 +76,36 @@ type NetworkIPAMLifecycle string
 
 const IPAMLifecyclePersistent NetworkIPAMLifecycle = "Persistent"
 
-// Upstream OVN-Kubernetes refuses host bits only in reservedSubnets and
-// infrastructureSubnets; udnkit refuses them in every CIDR, because
-// 10.66.0.1/24 is a typo more often than it means 10.66.0.0/24.
+// Host bits: as upstream OVN-Kubernetes, a network's subnets may be written
+// with host bits set (10.20.100.0/16 stands for 10.20.0.0/16; admission warns
+// and names the network address), while reservedSubnets and
+// infrastructureSubnets must be masked. udnkit also requires masked
+// joinSubnets and excludeSubnets, which upstream does not check.
 
-// CIDR is an IPv4 or IPv6 network prefix in CIDR notation, with no host bits
-// set, such as 10.128.0.0/16.
+// CIDR is an IPv4 or IPv6 prefix in CIDR notation, such as 10.128.0.0/16.
 // +kubebuilder:validation:MaxLength=43
-// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="CIDR must be a valid IPv4 or IPv6 prefix such as 10.128.0.0/16."
-// +kubebuilder:validation:XValidation:rule="!isCIDR(self) || cidr(self) == cidr(self).masked()",message="CIDR must be a network address with no host bits set, such as 192.168.100.200/29."
+// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="CIDR is invalid: it must be an IPv4 or IPv6 prefix such as 10.128.0.0/16."
 type CIDR string
 
-// NetworkCIDR is the name reservedSubnets and infrastructureSubnets used
-// when only they refused host bits; every CIDR does now.
+// NetworkCIDR is a CIDR of a field that must be a network address (no host
+// bits set); the rule is on each such field, with the field's name.
 type NetworkCIDR = CIDR
 
 // IP is an IPv4 or IPv6 address.
 // +kubebuilder:validation:MaxLength=45
-// +kubebuilder:validation:XValidation:rule="isIP(self)",message="IP must be a valid IPv4 or IPv6 address."
+// +kubebuilder:validation:XValidation:rule="isIP(self)",message="IP is invalid: it must be an IPv4 or IPv6 address."
 type IP string
 
 // DualStackCIDRs holds one CIDR, or two of different IP families.
 // +kubebuilder:validation:MinItems=1
 // +kubebuilder:validation:MaxItems=2
-// +kubebuilder:validation:XValidation:rule="size(self) != 2 || !isCIDR(self[0]) || !isCIDR(self[1]) || cidr(self[0]).ip().family() != cidr(self[1]).ip().family()",message="A dual-stack list may hold at most one CIDR per IP family."
+// +kubebuilder:validation:XValidation:rule="size(self) != 2 || !isCIDR(self[0]) || !isCIDR(self[1]) || cidr(self[0]).ip().family() != cidr(self[1]).ip().family()",message="When 2 CIDRs are set, they must be from different IP families."
 type DualStackCIDRs []CIDR
 
 // DualStackIPs holds one IP, or two of different IP families.
 // +kubebuilder:validation:MinItems=1
 // +kubebuilder:validation:MaxItems=2
-// +kubebuilder:validation:XValidation:rule="size(self) != 2 || !isIP(self[0]) || !isIP(self[1]) || ip(self[0]).family() != ip(self[1]).family()",message="A dual-stack list may hold at most one IP per IP family."
+// +kubebuilder:validation:XValidation:rule="size(self) != 2 || !isIP(self[0]) || !isIP(self[1]) || ip(self[0]).family() != ip(self[1]).family()",message="When 2 IPs are set, they must be from different IP families."
 type DualStackIPs []IP
 
 // Layer3Config is the configuration of a Layer3 network: one logical switch per
@@ -114,16 +114,18 @@ type DualStackIPs []IP
 // Subnets are append-only (OKEP-5377): existing entries cannot be removed or
 // changed, and a Primary network may add subnets of either IP family later.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.joinSubnets) || self.role == 'Primary'",message="joinSubnets is only supported for Primary networks."
-// +kubebuilder:validation:XValidation:rule="!has(self.mtu) || self.mtu >= 1280 || !self.subnets.exists(s, isCIDR(s.cidr) && cidr(s.cidr).ip().family() == 6)",message="mtu must be at least 1280 when an IPv6 subnet is used."
-// +kubebuilder:validation:XValidation:rule="self.role != 'Secondary' || size(self.subnets) <= 2 && (size(self.subnets) < 2 || !isCIDR(self.subnets[0].cidr) || !isCIDR(self.subnets[1].cidr) || cidr(self.subnets[0].cidr).ip().family() != cidr(self.subnets[1].cidr).ip().family())",message="Secondary networks may have at most one subnet per IP family."
-// +kubebuilder:validation:XValidation:rule="!self.subnets.all(s, isCIDR(s.cidr)) || self.subnets.all(i, a, self.subnets.all(j, b, i == j || !cidr(a.cidr).containsCIDR(b.cidr)))",message="subnets must not repeat, overlap or contain each other."
-// +kubebuilder:validation:XValidation:rule="[4, 6].all(f, self.subnets.filter(s, isCIDR(s.cidr) && cidr(s.cidr).ip().family() == f).map(s, has(s.hostSubnet) ? s.hostSubnet : 0).distinct().size() <= 1)",message="All subnets of one IP family must use the same hostSubnet."
+// +kubebuilder:validation:XValidation:rule="!has(self.joinSubnets) || self.role == 'Primary'",message="JoinSubnets is only supported for Primary network."
+// +kubebuilder:validation:XValidation:rule="!has(self.mtu) || self.mtu >= 1280 || !self.subnets.exists(s, isCIDR(s.cidr) && cidr(s.cidr).ip().family() == 6)",message="MTU should be greater than or equal to 1280 when IPv6 subnet is used."
+// +kubebuilder:validation:XValidation:rule="self.role != 'Secondary' || size(self.subnets) <= 2",message="Secondary networks may define at most 2 subnets."
+// +kubebuilder:validation:XValidation:rule="self.role != 'Secondary' || size(self.subnets) != 2 || !isCIDR(self.subnets[0].cidr) || !isCIDR(self.subnets[1].cidr) || cidr(self.subnets[0].cidr).ip().family() != cidr(self.subnets[1].cidr).ip().family()",message="When 2 CIDRs are set for Secondary networks, they must be from different IP families."
+// +kubebuilder:validation:XValidation:rule="self.subnets.all(i, a, self.subnets.all(j, b, i == j || a.cidr != b.cidr))",message="Subnets with same CIDR are not allowed."
+// +kubebuilder:validation:XValidation:rule="!self.subnets.all(s, isCIDR(s.cidr)) || self.subnets.all(i, a, self.subnets.all(j, b, i == j || a.cidr == b.cidr || !cidr(a.cidr).containsCIDR(b.cidr)))",message="Subnets must not overlap or contain each other."
+// +kubebuilder:validation:XValidation:rule="[4, 6].all(f, self.subnets.filter(s, isCIDR(s.cidr) && cidr(s.cidr).ip().family() == f).map(s, has(s.hostSubnet) ? s.hostSubnet : 0).distinct().size() <= 1)",message="Subnets from the same IP family must use the same hostSubnet value."
 // +kubebuilder:validation:XValidation:rule="has(self.mtu) == has(oldSelf.mtu) && (!has(self.mtu) || self.mtu == oldSelf.mtu)",message="mtu is immutable."
 // +kubebuilder:validation:XValidation:rule="has(self.joinSubnets) == has(oldSelf.joinSubnets) && (!has(self.joinSubnets) || self.joinSubnets == oldSelf.joinSubnets)",message="joinSubnets is immutable."
-// +kubebuilder:validation:XValidation:rule="oldSelf.role != 'Secondary' || self.subnets == oldSelf.subnets",message="subnets of a Secondary network are immutable."
-// +kubebuilder:validation:XValidation:rule="size(self.subnets) >= size(oldSelf.subnets) && self.subnets.slice(0, size(oldSelf.subnets)).map(s, s.cidr) == oldSelf.subnets.map(s, s.cidr)",message="Existing subnets cannot be removed, reordered or changed; new subnets may only be appended."
-// +kubebuilder:validation:XValidation:rule="oldSelf.subnets.all(i, o, i >= size(self.subnets) || self.subnets[i].cidr != o.cidr || has(self.subnets[i].hostSubnet) == has(o.hostSubnet) && (!has(o.hostSubnet) || self.subnets[i].hostSubnet == o.hostSubnet))",message="hostSubnet of an existing subnet is immutable."
+// +kubebuilder:validation:XValidation:rule="oldSelf.role != 'Secondary' || self.subnets == oldSelf.subnets",message="Subnets is immutable for Secondary role."
+// +kubebuilder:validation:XValidation:rule="size(self.subnets) >= size(oldSelf.subnets) && self.subnets.slice(0, size(oldSelf.subnets)).map(s, s.cidr) == oldSelf.subnets.map(s, s.cidr)",message="Removing existing subnets is not allowed; existing subnets cannot be reordered or changed either, new subnets may only be appended."
+// +kubebuilder:validation:XValidation:rule="oldSelf.subnets.all(i, o, i >= size(self.subnets) || self.subnets[i].cidr != o.cidr || has(self.subnets[i].hostSubnet) == has(o.hostSubnet) && (!has(o.hostSubnet) || self.subnets[i].hostSubnet == o.hostSubnet))",message="hostSubnet is immutable for an existing subnet."
 type Layer3Config struct {
 	// role is the network's role for the pods of the namespace: Primary (the
 	// pods' default interface) or Secondary (attached only on request through
@@ -155,14 +157,16 @@ type Layer3Config struct {
 	// joinSubnets are used inside the OVN topology between the network's
 	// routers. Only for Primary networks; when omitted a default is used.
 	//
+	// +kubebuilder:validation:XValidation:rule="self.all(s, !isCIDR(s) || cidr(s) == cidr(s).masked())",message="joinSubnets must be network addresses with no host bits set, such as 100.65.0.0/16."
 	// +optional
 	JoinSubnets DualStackCIDRs `json:"joinSubnets,omitempty"`
 }
 
 // Layer3Subnet is one cluster subnet of a Layer3 network.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.hostSubnet) || !isCIDR(self.cidr) || self.hostSubnet > cidr(self.cidr).prefixLength()",message="hostSubnet must be longer than the prefix length of cidr."
-// +kubebuilder:validation:XValidation:rule="!has(self.hostSubnet) || !isCIDR(self.cidr) || self.hostSubnet <= (cidr(self.cidr).ip().family() == 4 ? 30 : 126)",message="hostSubnet must leave room for pods: at most 30 for an IPv4 cidr and 126 for an IPv6 cidr."
+// +kubebuilder:validation:XValidation:rule="!has(self.hostSubnet) || !isCIDR(self.cidr) || self.hostSubnet > cidr(self.cidr).prefixLength()",message="HostSubnet must be smaller than CIDR subnet: hostSubnet must be longer than the prefix length of cidr."
+// +kubebuilder:validation:XValidation:rule="!has(self.hostSubnet) || !isCIDR(self.cidr) || cidr(self.cidr).ip().family() != 4 || self.hostSubnet <= 30",message="HostSubnet must < 32 for ipv4 CIDR, and udnkit requires at most 30 to leave room for pods."
+// +kubebuilder:validation:XValidation:rule="!has(self.hostSubnet) || !isCIDR(self.cidr) || cidr(self.cidr).ip().family() != 6 || self.hostSubnet <= 126",message="hostSubnet must leave room for pods: at most 126 for an IPv6 cidr."
 type Layer3Subnet struct {
 	// cidr is the cluster subnet, split into per-node subnets.
 	//
@@ -185,22 +189,22 @@ type Layer3Subnet struct {
 // The predefined-address fields (OKEP-5233) reservedSubnets,
 // infrastructureSubnets and defaultGatewayIPs apply to Primary networks only.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.subnets) || has(self.ipam) && has(self.ipam.mode) && self.ipam.mode == 'Disabled'",message="subnets is required when ipam.mode is Enabled or unset."
-// +kubebuilder:validation:XValidation:rule="!has(self.subnets) || !has(self.ipam) || !has(self.ipam.mode) || self.ipam.mode != 'Disabled'",message="subnets must be unset when ipam.mode is Disabled."
-// +kubebuilder:validation:XValidation:rule="!has(self.ipam) || !has(self.ipam.mode) || self.ipam.mode != 'Disabled' || self.role == 'Secondary'",message="ipam.mode Disabled is only supported for Secondary networks."
-// +kubebuilder:validation:XValidation:rule="!has(self.joinSubnets) || self.role == 'Primary'",message="joinSubnets is only supported for Primary networks."
-// +kubebuilder:validation:XValidation:rule="!has(self.subnets) || !has(self.mtu) || self.mtu >= 1280 || !self.subnets.exists(s, isCIDR(s) && cidr(s).ip().family() == 6)",message="mtu must be at least 1280 when an IPv6 subnet is used."
-// +kubebuilder:validation:XValidation:rule="!has(self.defaultGatewayIPs) || self.role == 'Primary'",message="defaultGatewayIPs is only supported for Primary networks."
+// +kubebuilder:validation:XValidation:rule="has(self.subnets) || has(self.ipam) && has(self.ipam.mode) && self.ipam.mode == 'Disabled'",message="Subnets is required with ipam.mode is Enabled or unset."
+// +kubebuilder:validation:XValidation:rule="!has(self.subnets) || !has(self.ipam) || !has(self.ipam.mode) || self.ipam.mode != 'Disabled'",message="Subnets must be unset when ipam.mode is Disabled."
+// +kubebuilder:validation:XValidation:rule="!has(self.ipam) || !has(self.ipam.mode) || self.ipam.mode != 'Disabled' || self.role == 'Secondary'",message="Disabled ipam.mode is only supported for Secondary network."
+// +kubebuilder:validation:XValidation:rule="!has(self.joinSubnets) || self.role == 'Primary'",message="JoinSubnets is only supported for Primary network."
+// +kubebuilder:validation:XValidation:rule="!has(self.subnets) || !has(self.mtu) || self.mtu >= 1280 || !self.subnets.exists(s, isCIDR(s) && cidr(s).ip().family() == 6)",message="MTU should be greater than or equal to 1280 when IPv6 subnet is used."
+// +kubebuilder:validation:XValidation:rule="!has(self.defaultGatewayIPs) || self.role == 'Primary'",message="defaultGatewayIPs is only supported for Primary network."
 // +kubebuilder:validation:XValidation:rule="!has(self.defaultGatewayIPs) || has(self.subnets)",message="defaultGatewayIPs must be unset when subnets is unset."
-// +kubebuilder:validation:XValidation:rule="!has(self.defaultGatewayIPs) || !has(self.subnets) || self.defaultGatewayIPs.all(g, !isIP(g) || self.subnets.exists(s, isCIDR(s) && cidr(s).containsIP(g)))",message="defaultGatewayIPs must each belong to one of the subnets.",fieldPath=".defaultGatewayIPs"
-// +kubebuilder:validation:XValidation:rule="!has(self.defaultGatewayIPs) || !has(self.subnets) || size(self.defaultGatewayIPs) == size(self.subnets) && self.subnets.all(s, !isCIDR(s) || self.defaultGatewayIPs.exists(g, isIP(g) && ip(g).family() == cidr(s).ip().family()))",message="defaultGatewayIPs must give exactly one IP for the IP family of each subnet.",fieldPath=".defaultGatewayIPs"
-// +kubebuilder:validation:XValidation:rule="!has(self.reservedSubnets) || self.role == 'Primary'",message="reservedSubnets is only supported for Primary networks."
+// +kubebuilder:validation:XValidation:rule="!has(self.defaultGatewayIPs) || !has(self.subnets) || self.defaultGatewayIPs.all(g, !isIP(g) || self.subnets.exists(s, isCIDR(s) && cidr(s).containsIP(g)))",message="defaultGatewayIPs must belong to one of the subnets specified in the subnets field.",fieldPath=".defaultGatewayIPs"
+// +kubebuilder:validation:XValidation:rule="!has(self.defaultGatewayIPs) || !has(self.subnets) || size(self.defaultGatewayIPs) == size(self.subnets) && self.subnets.all(s, !isCIDR(s) || self.defaultGatewayIPs.exists(g, isIP(g) && ip(g).family() == cidr(s).ip().family()))",message="defaultGatewayIPs must be specified for all IP families: exactly one IP for the IP family of each subnet.",fieldPath=".defaultGatewayIPs"
+// +kubebuilder:validation:XValidation:rule="!has(self.reservedSubnets) || self.role == 'Primary'",message="reservedSubnets is only supported for Primary network."
 // +kubebuilder:validation:XValidation:rule="!has(self.reservedSubnets) || has(self.subnets)",message="reservedSubnets must be unset when subnets is unset."
-// +kubebuilder:validation:XValidation:rule="!has(self.reservedSubnets) || !has(self.subnets) || self.reservedSubnets.all(e, !isCIDR(e) || self.subnets.exists(s, isCIDR(s) && cidr(s).containsCIDR(cidr(e))))",message="reservedSubnets must each be inside one of the subnets.",fieldPath=".reservedSubnets"
-// +kubebuilder:validation:XValidation:rule="!has(self.infrastructureSubnets) || self.role == 'Primary'",message="infrastructureSubnets is only supported for Primary networks."
+// +kubebuilder:validation:XValidation:rule="!has(self.reservedSubnets) || !has(self.subnets) || self.reservedSubnets.all(e, !isCIDR(e) || self.subnets.exists(s, isCIDR(s) && cidr(s).containsCIDR(cidr(e))))",message="reservedSubnets must be subnetworks of the networks specified in the subnets field.",fieldPath=".reservedSubnets"
+// +kubebuilder:validation:XValidation:rule="!has(self.infrastructureSubnets) || self.role == 'Primary'",message="infrastructureSubnets is only supported for Primary network."
 // +kubebuilder:validation:XValidation:rule="!has(self.infrastructureSubnets) || has(self.subnets)",message="infrastructureSubnets must be unset when subnets is unset."
-// +kubebuilder:validation:XValidation:rule="!has(self.infrastructureSubnets) || !has(self.subnets) || self.infrastructureSubnets.all(e, !isCIDR(e) || self.subnets.exists(s, isCIDR(s) && cidr(s).containsCIDR(cidr(e))))",message="infrastructureSubnets must each be inside one of the subnets.",fieldPath=".infrastructureSubnets"
-// +kubebuilder:validation:XValidation:rule="!has(self.infrastructureSubnets) || !has(self.defaultGatewayIPs) || self.defaultGatewayIPs.all(g, !isIP(g) || self.infrastructureSubnets.exists(s, isCIDR(s) && cidr(s).containsIP(g)))",message="defaultGatewayIPs must belong to one of the infrastructureSubnets.",fieldPath=".defaultGatewayIPs"
+// +kubebuilder:validation:XValidation:rule="!has(self.infrastructureSubnets) || !has(self.subnets) || self.infrastructureSubnets.all(e, !isCIDR(e) || self.subnets.exists(s, isCIDR(s) && cidr(s).containsCIDR(cidr(e))))",message="infrastructureSubnets must be subnetworks of the networks specified in the subnets field.",fieldPath=".infrastructureSubnets"
+// +kubebuilder:validation:XValidation:rule="!has(self.infrastructureSubnets) || !has(self.defaultGatewayIPs) || self.defaultGatewayIPs.all(g, !isIP(g) || self.infrastructureSubnets.exists(s, isCIDR(s) && cidr(s).containsIP(g)))",message="defaultGatewayIPs have to belong to infrastructureSubnets.",fieldPath=".defaultGatewayIPs"
 // +kubebuilder:validation:XValidation:rule="!has(self.infrastructureSubnets) || !has(self.reservedSubnets) || self.infrastructureSubnets.all(i, !isCIDR(i) || self.reservedSubnets.all(r, !isCIDR(r) || !cidr(i).containsCIDR(cidr(r)) && !cidr(r).containsCIDR(cidr(i))))",message="infrastructureSubnets and reservedSubnets must not overlap."
 type Layer2Config struct {
 	// role is the network's role for the pods of the namespace: Primary (the
@@ -233,6 +237,7 @@ type Layer2Config struct {
 	//
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=25
+	// +kubebuilder:validation:XValidation:rule="self.all(s, !isCIDR(s) || cidr(s) == cidr(s).masked())",message="reservedSubnets must be a masked network address (no host bits set)."
 	// +optional
 	ReservedSubnets []NetworkCIDR `json:"reservedSubnets,omitempty"`
 
@@ -243,6 +248,7 @@ type Layer2Config struct {
 	//
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:XValidation:rule="self.all(s, !isCIDR(s) || cidr(s) == cidr(s).masked())",message="infrastructureSubnets must be a masked network address (no host bits set)."
 	// +optional
 	InfrastructureSubnets []NetworkCIDR `json:"infrastructureSubnets,omitempty"`
 
@@ -256,6 +262,7 @@ type Layer2Config struct {
 	// joinSubnets are used inside the OVN topology between the network's
 	// routers. Only for Primary networks; when omitted a default is used.
 	//
+	// +kubebuilder:validation:XValidation:rule="self.all(s, !isCIDR(s) || cidr(s) == cidr(s).masked())",message="joinSubnets must be network addresses with no host bits set, such as 100.65.0.0/16."
 	// +optional
 	JoinSubnets DualStackCIDRs `json:"joinSubnets,omitempty"`
 
@@ -287,11 +294,11 @@ type IPAMConfig struct {
 // LocalnetConfig is the configuration of a Localnet network: a Layer2 network
 // bridged to a physical network of the nodes.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.subnets) || has(self.ipam) && has(self.ipam.mode) && self.ipam.mode == 'Disabled'",message="subnets is required when ipam.mode is Enabled or unset."
-// +kubebuilder:validation:XValidation:rule="!has(self.subnets) || !has(self.ipam) || !has(self.ipam.mode) || self.ipam.mode != 'Disabled'",message="subnets must be unset when ipam.mode is Disabled."
+// +kubebuilder:validation:XValidation:rule="has(self.subnets) || has(self.ipam) && has(self.ipam.mode) && self.ipam.mode == 'Disabled'",message="Subnets is required with ipam.mode is Enabled or unset, and forbidden otherwise: a Localnet network with IPAM needs subnets."
+// +kubebuilder:validation:XValidation:rule="!has(self.subnets) || !has(self.ipam) || !has(self.ipam.mode) || self.ipam.mode != 'Disabled'",message="Subnets is required with ipam.mode is Enabled or unset, and forbidden otherwise: a Localnet network with ipam.mode Disabled takes no subnets."
 // +kubebuilder:validation:XValidation:rule="!has(self.excludeSubnets) || has(self.subnets)",message="excludeSubnets must be unset when subnets is unset."
 // +kubebuilder:validation:XValidation:rule="!has(self.excludeSubnets) || !has(self.subnets) || self.excludeSubnets.all(e, !isCIDR(e) || self.subnets.exists(s, isCIDR(s) && cidr(s).containsCIDR(cidr(e))))",message="excludeSubnets must each be inside one of the subnets.",fieldPath=".excludeSubnets"
-// +kubebuilder:validation:XValidation:rule="!has(self.subnets) || !has(self.mtu) || self.mtu >= 1280 || !self.subnets.exists(s, isCIDR(s) && cidr(s).ip().family() == 6)",message="mtu must be at least 1280 when an IPv6 subnet is used."
+// +kubebuilder:validation:XValidation:rule="!has(self.subnets) || !has(self.mtu) || self.mtu >= 1280 || !self.subnets.exists(s, isCIDR(s) && cidr(s).ip().family() == 6)",message="MTU should be greater than or equal to 1280 when an IPv6 subnet is used."
 type LocalnetConfig struct {
 	// role of a Localnet network is always Secondary.
 	//
@@ -304,7 +311,7 @@ type LocalnetConfig struct {
 	//
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[^,:]+$')",message="physicalNetworkName must not contain ',' or ':' characters."
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[^,:]+$')",message="physicalNetworkName cannot contain `,` or `:` characters."
 	// +required
 	PhysicalNetworkName string `json:"physicalNetworkName"`
 
@@ -319,6 +326,7 @@ type LocalnetConfig struct {
 	//
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=25
+	// +kubebuilder:validation:XValidation:rule="self.all(s, !isCIDR(s) || cidr(s) == cidr(s).masked())",message="excludeSubnets must be network addresses with no host bits set, such as 192.0.2.0/28."
 	// +optional
 	ExcludeSubnets []CIDR `json:"excludeSubnets,omitempty"`
 
@@ -349,7 +357,7 @@ const VLANModeAccess VLANMode = "Access"
 
 // VLANConfig is the VLAN configuration of a Localnet network.
 //
-// +kubebuilder:validation:XValidation:rule="self.mode == 'Access' ? has(self.access) : !has(self.access)",message="vlan.access is required when vlan.mode is Access and forbidden otherwise."
+// +kubebuilder:validation:XValidation:rule="self.mode == 'Access' ? has(self.access) : !has(self.access)",message="vlan access config is required when vlan mode is 'Access', and forbidden otherwise."
 type VLANConfig struct {
 	// mode is the VLAN mode; Access puts the network's ports in access mode.
 	//

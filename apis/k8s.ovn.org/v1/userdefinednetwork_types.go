@@ -4,14 +4,14 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 // UserDefinedNetworkSpec is the network of one namespace.
 //
-// +kubebuilder:validation:XValidation:rule="self.topology == 'Layer3' ? has(self.layer3) : !has(self.layer3)",message="layer3 is required when topology is Layer3 and forbidden otherwise."
-// +kubebuilder:validation:XValidation:rule="self.topology == 'Layer2' ? has(self.layer2) : !has(self.layer2)",message="layer2 is required when topology is Layer2 and forbidden otherwise."
+// +kubebuilder:validation:XValidation:rule="self.topology == 'Layer3' ? has(self.layer3) : !has(self.layer3)",message="spec.layer3 is required when topology is Layer3 and forbidden otherwise."
+// +kubebuilder:validation:XValidation:rule="self.topology == 'Layer2' ? has(self.layer2) : !has(self.layer2)",message="spec.layer2 is required when topology is Layer2 and forbidden otherwise."
 type UserDefinedNetworkSpec struct {
 	// topology is Layer2 (one logical switch shared by all nodes) or Layer3
 	// (one switch per node, routed).
 	//
 	// +kubebuilder:validation:Enum=Layer2;Layer3
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="topology is immutable."
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="Topology is immutable."
 	// +required
 	Topology NetworkTopology `json:"topology"`
 
@@ -22,7 +22,7 @@ type UserDefinedNetworkSpec struct {
 
 	// layer2 is the configuration of a Layer2 network; immutable once created.
 	//
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="layer2 is immutable."
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="Layer2 is immutable."
 	// +optional
 	Layer2 *Layer2Config `json:"layer2,omitempty"`
 }
