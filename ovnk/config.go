@@ -122,7 +122,7 @@ func (l *prefixList) String() string {
 }
 
 func (l *prefixList) Set(v string) error {
-	out, err := ParsePrefixes(v)
+	out, err := parsePrefixes(v)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,19 @@ func Parse(config string) (*NetConf, error) {
 
 // ParsePrefixes reads a comma-separated CIDR list as the NetConf writes them
 // (joinSubnet, transitSubnet, excludeSubnets, ...); empty items are skipped.
+// Each prefix is masked: a subnet written with host bits (10.20.100.0/16, as
+// the CRD admits and the NetConf keeps) is the network 10.20.0.0/16.
 func ParsePrefixes(list string) ([]netip.Prefix, error) {
+	out, err := parsePrefixes(list)
+	for i := range out {
+		out[i] = out[i].Masked()
+	}
+	return out, err
+}
+
+// parsePrefixes is ParsePrefixes keeping host bits, for the flags that
+// refuse them.
+func parsePrefixes(list string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, s := range strings.Split(list, ",") {
 		if s = strings.TrimSpace(s); s == "" {
@@ -53,7 +65,7 @@ func ParseAddrs(list string) ([]netip.Addr, error) {
 
 // SubnetPrefixes reads the subnets field: "CIDR" entries, or for Layer3
 // "CIDR/hostSubnet" (10.200.0.0/16/24, as Build writes them); the host
-// subnet length is checked and dropped.
+// subnet length is checked and dropped, and each prefix is masked.
 func (nc *NetConf) SubnetPrefixes() ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for i, s := range strings.Split(nc.Subnets, ",") {
@@ -73,7 +85,7 @@ func (nc *NetConf) SubnetPrefixes() ([]netip.Prefix, error) {
 		if err != nil {
 			return nil, fmt.Errorf("subnets[%d] %q: must be CIDR or CIDR/hostSubnet: %w", i, s, err)
 		}
-		out = append(out, p)
+		out = append(out, p.Masked())
 	}
 	return out, nil
 }

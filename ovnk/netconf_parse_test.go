@@ -39,6 +39,34 @@ func TestParseRoundTrip(t *testing.T) {
 	}
 }
 
+// A subnet written with host bits is rendered as written, as upstream's
+// renderer does, and read back as the network it stands for.
+func TestParseMasksHostBits(t *testing.T) {
+	spec := udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer3, Layer3: &udnv1.Layer3Config{
+		Role: udnv1.NetworkRolePrimary, Subnets: []udnv1.Layer3Subnet{{CIDR: "10.20.100.0/16", HostSubnet: 24}},
+		JoinSubnets: udnv1.DualStackCIDRs{"100.66.0.0/16"},
+	}}
+	config, err := Render(spec, Options{NetworkName: "ns_red", NADName: "ns/red"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(config, `"subnets":"10.20.100.0/16/24"`) {
+		t.Errorf("the NetConf should keep the subnet as written: %s", config)
+	}
+	nc, err := Parse(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subnets, err := nc.SubnetPrefixes()
+	if err != nil || len(subnets) != 1 || subnets[0] != netip.MustParsePrefix("10.20.0.0/16") {
+		t.Errorf("SubnetPrefixes = %v, %v; want [10.20.0.0/16]", subnets, err)
+	}
+	got, err := ParsePrefixes("10.66.0.1/24, fd00:66::1/64")
+	if err != nil || len(got) != 2 || got[0] != netip.MustParsePrefix("10.66.0.0/24") || got[1] != netip.MustParsePrefix("fd00:66::/64") {
+		t.Errorf("ParsePrefixes = %v, %v; want [10.66.0.0/24 fd00:66::/64]", got, err)
+	}
+}
+
 func TestParseRejects(t *testing.T) {
 	if _, err := Parse("{not json"); err == nil {
 		t.Error("malformed config accepted")
