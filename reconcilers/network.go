@@ -372,17 +372,65 @@ func sameTransit(have udnv1.DualStackCIDRs, want []netip.Prefix) bool {
 	return true
 }
 
-// reconcileNetwork drives n towards one NAD in each of namespaces.
-func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, namespaces []string) (ctrl.Result, error) {
-	logger := log.FromContext(ctx)
-	if !n.obj.GetDeletionTimestamp().IsZero() {
-		return r.finalize(ctx, n)
-	}
+// networkScope carries one reconcileNetwork pass from step to step.
+type networkScope struct {
+	n          network
+	namespaces []string
+	// ids and undo come from allocateIDs; undo gives the IDs back when
+	// recordIDs cannot write them.
+	ids  ovnk.NetworkIDs
+	undo func()
+	// transit comes from chooseTransitSubnets.
+	transit []netip.Prefix
+	// wanted, created and problems come from ensureNADs; problems also
+	// from removeUnwantedNADs.
+	wanted   map[string]bool
+	created  []string
+	problems []string
+}
 
-	// Finalizer and network IDs go onto the CR in one optimistic update.
+// networkStep is one step of reconcileNetwork. done ends the pass with res
+// and err; a step that returns an error is always done.
+type networkStep func(ctx context.Context, s *networkScope) (res ctrl.Result, done bool, err error)
+
+// reconcileNetwork drives n towards one NAD in each of namespaces, one step
+// after another; the first step that is done ends the pass.
+func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, namespaces []string) (ctrl.Result, error) {
+	steps := []networkStep{
+		r.finalizeIfDeleted,
+		r.allocateIDs,
+		r.recordIDs,
+		r.verifyIDs,
+		r.chooseTransitSubnets,
+		r.ensureNADs,
+		r.removeUnwantedNADs,
+		r.reportNetworkStatus,
+	}
+	s := &networkScope{n: n, namespaces: namespaces}
+	for _, step := range steps {
+		if res, done, err := step(ctx, s); done || err != nil {
+			return res, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// finalizeIfDeleted hands a network that is being deleted to finalize.
+func (r *networkReconciler) finalizeIfDeleted(ctx context.Context, s *networkScope) (ctrl.Result, bool, error) {
+	if s.n.obj.GetDeletionTimestamp().IsZero() {
+		return ctrl.Result{}, false, nil
+	}
+	res, err := r.finalize(ctx, s.n)
+	return res, true, err
+}
+
+// allocateIDs picks the network's ID and tunnel keys (keeping those its
+// annotations record when they are still its own).
+func (r *networkReconciler) allocateIDs(ctx context.Context, s *networkScope) (ctrl.Result, bool, error) {
+	n := s.n
 	ids, undo, ignored, err := r.ids.ensure(ctx, n.key(), n.obj.GetAnnotations(), n.wantsTunnelKeys())
 	if errors.Is(err, errClaimUnverified) {
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		return ctrl.Result{RequeueAfter: conflictRetry}, true, nil
 	}
 	if len(ignored) > 0 {
 		r.event(n.obj, eventNetworkIDIgnored, fmt.Sprintf("ignored what this network's annotations record: %s; udnkit could not have written it; allocating anew", strings.Join(ignored, "; ")))
@@ -391,74 +439,100 @@ func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, nam
 		msg := fmt.Sprintf("failed to allocate network IDs: %v", err)
 		r.event(n.obj, eventNetworkIDsFailed, msg)
 		if serr := r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonSyncError, msg, nil); serr != nil {
-			return ctrl.Result{}, serr
+			return ctrl.Result{}, true, serr
 		}
 		if errors.Is(err, netids.ErrExhausted) {
 			// Freed IDs requeue nothing by themselves: retry slowly.
-			return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+			return ctrl.Result{RequeueAfter: 30 * time.Second}, true, nil
 		}
-		return ctrl.Result{}, err
+		return ctrl.Result{}, true, err
 	}
+	s.ids, s.undo = ids, undo
+	return ctrl.Result{}, false, nil
+}
+
+// recordIDs puts the finalizer and the network IDs onto the CR in one
+// optimistic update.
+func (r *networkReconciler) recordIDs(ctx context.Context, s *networkScope) (ctrl.Result, bool, error) {
+	n := s.n
 	annotations := n.obj.GetAnnotations()
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	changed := ids.Encode(annotations)
+	changed := s.ids.Encode(annotations)
 	if controllerutil.AddFinalizer(n.obj, ovnk.FinalizerUserDefinedNetworkProtection) || changed {
 		n.obj.SetAnnotations(annotations)
 		if err := r.client.Update(ctx, n.obj); err != nil {
-			undo()
+			s.undo()
 			if apierrors.IsConflict(err) {
-				return ctrl.Result{RequeueAfter: conflictRetry}, nil
+				return ctrl.Result{RequeueAfter: conflictRetry}, true, nil
 			}
-			return ctrl.Result{}, err
+			return ctrl.Result{}, true, err
 		}
 	}
-	if r.ids.isUnverified(n.key()) {
-		// IDs were just written; before any NAD advertises them, make sure
-		// no other writer gave them to another network meanwhile.
-		other, superseded, err := r.ids.conflict(ctx, n.key(), ids)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if superseded {
-			// Another writer changed this network's IDs after this
-			// process wrote them: its next reconcile starts from those.
-			r.ids.superseded(n.key())
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil
-		}
-		if other != nil {
-			log.FromContext(ctx).Info("network IDs clash; yielding", "network", n.key(), "other", other.owner)
-			return r.yieldIDs(ctx, n, ids, other)
-		}
-	}
+	return ctrl.Result{}, false, nil
+}
 
+// verifyIDs: IDs that were just written are checked, before any NAD
+// advertises them, against another writer giving them to another network
+// meanwhile.
+func (r *networkReconciler) verifyIDs(ctx context.Context, s *networkScope) (ctrl.Result, bool, error) {
+	n := s.n
+	if !r.ids.isUnverified(n.key()) {
+		return ctrl.Result{}, false, nil
+	}
+	other, superseded, err := r.ids.conflict(ctx, n.key(), s.ids)
+	if err != nil {
+		return ctrl.Result{}, true, err
+	}
+	if superseded {
+		// Another writer changed this network's IDs after this
+		// process wrote them: its next reconcile starts from those.
+		r.ids.superseded(n.key())
+		return ctrl.Result{RequeueAfter: conflictRetry}, true, nil
+	}
+	if other != nil {
+		log.FromContext(ctx).Info("network IDs clash; yielding", "network", n.key(), "other", other.owner)
+		res, err := r.yieldIDs(ctx, n, s.ids, other)
+		return res, true, err
+	}
+	return ctrl.Result{}, false, nil
+}
+
+// chooseTransitSubnets picks the network's transit subnets and says so in an
+// Event when they are not the cluster's defaults.
+func (r *networkReconciler) chooseTransitSubnets(ctx context.Context, s *networkScope) (ctrl.Result, bool, error) {
+	n := s.n
 	transit, err := r.transitSubnets(n.spec)
 	if err != nil {
 		msg := fmt.Sprintf("failed to choose transit subnets: %v", err)
 		r.event(n.obj, eventSyncError, msg)
-		return ctrl.Result{}, r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonSyncError, msg, nil)
+		return ctrl.Result{}, true, r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonSyncError, msg, nil)
 	}
-
 	if !sameTransit(n.status.TransitSubnets, transit) && slices.ContainsFunc(transit, func(p netip.Prefix) bool { return !slices.Contains(r.cfg.Cluster.TransitSubnets, p) }) {
 		r.recorder.Eventf(n.obj, nil, corev1.EventTypeNormal, eventTransitSubnetsMoved, "Reconcile",
 			"the network's subnets overlap the default transit subnets %s (--%s); it uses %s instead, shown in status.transitSubnets.",
 			ovnk.JoinPrefixes(r.cfg.Cluster.TransitSubnets), ovnk.FlagTransitSubnets, ovnk.JoinPrefixes(transit))
 	}
+	s.transit = transit
+	return ctrl.Result{}, false, nil
+}
 
-	var problems []string
-	var created []string
-	wanted := map[string]bool{}
+// ensureNADs creates or repairs the NAD in each wanted namespace, nadWorkers
+// at a time; what fails becomes a problem, not an error.
+func (r *networkReconciler) ensureNADs(ctx context.Context, s *networkScope) (ctrl.Result, bool, error) {
+	n, namespaces := s.n, s.namespaces
+	s.wanted = map[string]bool{}
 	errs := make([]error, len(namespaces))
 	sem := make(chan struct{}, nadWorkers)
 	var wg sync.WaitGroup
 	for i, ns := range namespaces {
-		wanted[ns] = true
+		s.wanted[ns] = true
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			want, err := r.desiredNAD(n, ns, ids, transit)
+			want, err := r.desiredNAD(n, ns, s.ids, s.transit)
 			if err == nil {
 				err = r.ensureNAD(ctx, n, want)
 			}
@@ -471,45 +545,58 @@ func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, nam
 			if errors.Is(err, errForeignNAD) {
 				r.event(n.obj, eventForeignNAD, err.Error())
 			}
-			problems = append(problems, err.Error())
+			s.problems = append(s.problems, err.Error())
 			continue
 		}
-		created = append(created, namespaces[i])
+		s.created = append(s.created, namespaces[i])
 	}
-	owned, err := r.ownedNADs(ctx, n)
+	return ctrl.Result{}, false, nil
+}
+
+// removeUnwantedNADs releases the owned NADs in namespaces no longer
+// wanted; one that a pod still uses becomes a problem.
+func (r *networkReconciler) removeUnwantedNADs(ctx context.Context, s *networkScope) (ctrl.Result, bool, error) {
+	owned, err := r.ownedNADs(ctx, s.n)
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, true, err
 	}
 	for i := range owned {
-		if wanted[owned[i].Namespace] {
+		if s.wanted[owned[i].Namespace] {
 			continue
 		}
 		msg, err := r.releaseNAD(ctx, &owned[i])
 		if err != nil {
-			return ctrl.Result{}, err
+			return ctrl.Result{}, true, err
 		}
 		if msg != "" {
-			problems = append(problems, "cannot remove "+msg)
+			s.problems = append(s.problems, "cannot remove "+msg)
 		}
 	}
-	if len(problems) > 0 {
-		sort.Strings(problems)
-		msg := listed(problems, "; ", maxListedInMessage/5)
-		logger.Info("network not fully synced", "network", n.key(), "problems", msg)
+	return ctrl.Result{}, false, nil
+}
+
+// reportNetworkStatus writes NetworkCreated: the problems if there are
+// any, else where the NADs were created.
+func (r *networkReconciler) reportNetworkStatus(ctx context.Context, s *networkScope) (ctrl.Result, bool, error) {
+	n := s.n
+	if len(s.problems) > 0 {
+		sort.Strings(s.problems)
+		msg := listed(s.problems, "; ", maxListedInMessage/5)
+		log.FromContext(ctx).Info("network not fully synced", "network", n.key(), "problems", msg)
 		r.event(n.obj, eventSyncError, msg)
-		if err := r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonSyncError, msg, transit); err != nil {
-			return ctrl.Result{}, err
+		if err := r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonSyncError, msg, s.transit); err != nil {
+			return ctrl.Result{}, true, err
 		}
 		// Foreign NADs and in-use NADs change through watched objects; the
 		// rest is retried with backoff.
-		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, true, nil
 	}
 	msg := "NetworkAttachmentDefinition has been created"
 	if n.kind == kindCUDN {
-		sort.Strings(created)
-		msg = fmt.Sprintf("NetworkAttachmentDefinition has been created in following namespaces: [%s]", listed(created, ", ", maxListedInMessage))
+		sort.Strings(s.created)
+		msg = fmt.Sprintf("NetworkAttachmentDefinition has been created in following namespaces: [%s]", listed(s.created, ", ", maxListedInMessage))
 	}
-	return ctrl.Result{}, r.applyStatus(ctx, n, metav1.ConditionTrue, udnv1.ReasonNADCreated, msg, transit)
+	return ctrl.Result{}, true, r.applyStatus(ctx, n, metav1.ConditionTrue, udnv1.ReasonNADCreated, msg, s.transit)
 }
 
 // yieldIDs removes IDs that another network also holds from n's CR, so n
