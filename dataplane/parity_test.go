@@ -1,0 +1,219 @@
+package dataplane
+
+import (
+	"fmt"
+	"net/netip"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// parity is one (table, column) of a row udnkit writes that upstream's
+// ovnkube-controller also writes for the same network, the value both write
+// for the plan below, and where upstream writes it (a path under
+// go-controller/pkg/ovn/ and the function), so a reviewer can check each
+// entry against upstream's source.
+type parity struct {
+	table, row, column string
+	want               string
+	upstream           string
+}
+
+// parityPlan is a 3-node dual-stack Primary Layer2 network in node1's zone:
+// node IDs 2, 3 and 4, each node's chassis its k8s.ovn.org/node-chassis-id.
+// upgrade leaves node2 on the old topology.
+func parityPlan(t *testing.T, upgrade bool) *Desired {
+	t.Helper()
+	net := Layer2Network{
+		Name:                   "tenant_blue",
+		Subnets:                []netip.Prefix{pfx("10.100.0.0/16"), pfx("fd00:100::/64")},
+		JoinSubnets:            []netip.Prefix{pfx("100.65.0.0/16"), pfx("fd99::/64")},
+		SwitchTunnelKey:        16711685,
+		TransitRouterTunnelKey: 16715780,
+		MTU:                    1400,
+		MasqueradeIPs:          []netip.Addr{addr("169.254.0.12"), addr("fd69::c")},
+	}
+	nodes := []Layer2Node{
+		{Name: "node1", ID: 2, Chassis: chassisOf("node1"), Local: true, TopologyVersion: "2.0", LegacyTunnelKey: 4},
+		{Name: "node2", ID: 3, Chassis: chassisOf("node2"), TopologyVersion: "2.0", LegacyTunnelKey: 5},
+		{Name: "node3", ID: 4, Chassis: chassisOf("node3"), TopologyVersion: "2.0", LegacyTunnelKey: 6},
+	}
+	if upgrade {
+		nodes[1].TopologyVersion = ""
+	}
+	return mustLayer2(t, net, nodes)
+}
+
+const (
+	pTR   = "tenant_blue_transit_router"
+	pSW   = "tenant_blue_ovn_layer2_switch"
+	pGR1  = "GR_tenant_blue_node1"
+	pGR2  = "GR_tenant_blue_node2"
+	pGR3  = "GR_tenant_blue_node3"
+	pRTOS = "trtos-" + pSW
+)
+
+// layer2Parity is the golden table of the steady state (every node on 2.0).
+var layer2Parity = []parity{
+	{"Logical_Router", pTR, "options", "requested-tnl-key=16715780",
+		"topology/topologyfactory.go: NewTransitRouter (the network's transit router tunnel key)"},
+	{"Logical_Router_Port", pRTOS, "options", "requested-tnl-key=1",
+		"base_network_controller.go: syncNodeClusterRouterPort; transit_router.go: transitRouterToSwitchTunnelKey"},
+	{"Logical_Router_Port", pRTOS, "mac", "0a:58:0a:64:00:01",
+		"base_network_controller.go: syncNodeClusterRouterPort (IPAddrToHWAddr of the IPv4 gateway IP)"},
+	{"Logical_Router_Port", pRTOS, "networks", "10.100.0.1/16,fd00:100::1/64",
+		"base_network_controller.go: syncNodeClusterRouterPort (GetNodeGatewayIP per subnet)"},
+	{"Logical_Router_Port", pRTOS, "ipv6_ra_configs",
+		"address_mode=dhcpv6_stateful,max_interval=900,min_interval=300,mtu=1400,router_preference=LOW,send_periodic=true",
+		"base_network_controller.go: syncNodeClusterRouterPort (primary Layer2 with IPv6)"},
+	{"Logical_Router_Port", "trtor-" + pGR1, "options", "requested-tnl-key=12",
+		"gateway.go: createGWRouterPeerRouterPort; transit_router.go: getTransitRouterPortTunnelKey (10 + node ID)"},
+	{"Logical_Router_Port", "trtor-" + pGR1, "peer", "rtotr-" + pGR1,
+		"gateway.go: createGWRouterPeerRouterPort"},
+	{"Logical_Router_Port", "trtor-" + pGR1, "mac", "0a:58:64:58:00:04",
+		"gateway.go: createGWRouterPeerRouterPort; transit_router.go: getTransitRouterInfo (IPv4 transit router IP)"},
+	{"Logical_Router_Port", "trtor-" + pGR1, "networks", "100.88.0.4/31,fd97::4/127",
+		"gateway.go: createGWRouterPeerRouterPort; transit_router.go: getTransitRouterInfo (GenerateIPPair(nodeID))"},
+	{"Logical_Router_Port", "trtor-" + pGR2, "options", "requested-chassis=" + chassisOf("node2") + ",requested-tnl-key=13",
+		"layer2_user_defined_network_controller.go: addRouterSetupForRemoteNodeGR (ParseNodeChassisIDAnnotation)"},
+	{"Logical_Router_Port", "trtor-" + pGR3, "mac", "0a:58:64:58:00:08",
+		"layer2_user_defined_network_controller.go: addRouterSetupForRemoteNodeGR"},
+	{"Logical_Router_Port", "trtor-" + pGR3, "networks", "100.88.0.8/31,fd97::8/127",
+		"layer2_user_defined_network_controller.go: addRouterSetupForRemoteNodeGR"},
+	{"Logical_Router_Port", "trtor-" + pGR3, "peer", "",
+		"layer2_user_defined_network_controller.go: addRouterSetupForRemoteNodeGR (a remote port has no peer)"},
+	{"Logical_Router_Port", "rtotr-" + pGR1, "mac", "0a:58:64:41:00:02",
+		"gateway.go: createGWRouterPort (IPAddrToHWAddr of the GR's IPv4 join IP)"},
+	{"Logical_Router_Port", "rtotr-" + pGR1, "networks", "100.65.0.2/16,100.88.0.5/31,fd97::5/127,fd99::2/64",
+		"gateway.go: createGWRouterPort (join IPs, then the transit gateway router IPs)"},
+	{"Logical_Router_Port", "rtotr-" + pGR1, "peer", "trtor-" + pGR1,
+		"gateway.go: createGWRouterPort"},
+	{"Logical_Router", pGR1, "options:chassis", chassisOf("node1"),
+		"gateway.go: createGWRouter (gwConfig.annoConfig.ChassisID)"},
+	{"Logical_Router_Static_Route", pTR + " 100.65.0.3", "nexthop", "100.88.0.7",
+		"layer2_user_defined_network_controller.go: addTransitRouterRoutes (remote GR join IP via its transit IP)"},
+	{"Logical_Router_Static_Route", pTR + " fd99::4", "nexthop", "fd97::9",
+		"layer2_user_defined_network_controller.go: addTransitRouterRoutes"},
+	{"Logical_Switch", pSW, "other_config:requested-tnl-key", "16711685",
+		"layer2_user_defined_network_controller.go: the layer2 switch keeps the network's legacy switch key (OKEP-5094)"},
+}
+
+// layer2UpgradeParity is the golden table while node2 runs the old topology.
+var layer2UpgradeParity = []parity{
+	{"Logical_Switch_Port", "stor-" + pGR2, "type", "remote",
+		"layer2_user_defined_network_controller.go: addSwitchPortForRemoteNodeGR"},
+	{"Logical_Switch_Port", "stor-" + pGR2, "addresses", "0a:58:64:41:00:03 100.65.0.3/16 fd99::3/64",
+		"layer2_user_defined_network_controller.go: addSwitchPortForRemoteNodeGR (GR join IPs, MAC of the first)"},
+	{"Logical_Switch_Port", "stor-" + pGR2, "options:requested-chassis", chassisOf("node2"),
+		"layer2_user_defined_network_controller.go: addSwitchPortForRemoteNodeGR (ParseNodeChassisIDAnnotation)"},
+	{"Logical_Router_Static_Route", pTR + " 100.65.0.3", "nexthop", "100.65.0.3",
+		"layer2_user_defined_network_controller.go: addRouterSetupForRemoteNodeGR (joinIP via joinIP, always the longest prefix)"},
+}
+
+// TestLayer2RowsMatchUpstream holds every entry of the golden tables
+// against a plan: a changed value, a missing row or a missing column fails,
+// naming the upstream function to compare with.
+func TestLayer2RowsMatchUpstream(t *testing.T) {
+	for name, tc := range map[string]struct {
+		upgrade bool
+		table   []parity
+	}{"steady": {false, layer2Parity}, "upgrade": {true, layer2UpgradeParity}} {
+		d := parityPlan(t, tc.upgrade)
+		for _, p := range tc.table {
+			got, err := cell(d, p.table, p.row, p.column)
+			if err != nil {
+				t.Errorf("%s: %s %s %s: %v (upstream: %s)", name, p.table, p.row, p.column, err, p.upstream)
+				continue
+			}
+			if got != p.want {
+				t.Errorf("%s: %s %s %s = %q, upstream writes %q (%s)", name, p.table, p.row, p.column, got, p.want, p.upstream)
+			}
+		}
+	}
+	if n := len(layer2Parity) + len(layer2UpgradeParity); n < 24 {
+		t.Errorf("the golden tables hold %d entries, want every (table, column) both sides write", n)
+	}
+}
+
+// cell reads one column of one row of d: a Logical_Router, Logical_Switch or
+// port by name, a static route as "<router> <ip_prefix>". A column
+// "options:key" or "other_config:key" reads one key of a map. Maps read as
+// sorted "k=v" pairs and sets as sorted values, comma-separated.
+func cell(d *Desired, table, row, column string) (string, error) {
+	var found any
+	for _, r := range d.Routers {
+		switch table {
+		case "Logical_Router":
+			if r.Row.Name == row {
+				found = r.Row
+			}
+		case "Logical_Router_Port":
+			for _, p := range r.Ports {
+				if p.Name == row {
+					found = p
+				}
+			}
+		case "Logical_Router_Static_Route":
+			for _, s := range r.Routes {
+				if r.Row.Name+" "+s.IPPrefix == row {
+					found = s
+				}
+			}
+		}
+	}
+	for _, s := range d.Switches {
+		switch table {
+		case "Logical_Switch":
+			if s.Row.Name == row {
+				found = s.Row
+			}
+		case "Logical_Switch_Port":
+			for _, p := range s.Ports {
+				if p.Name == row {
+					found = p
+				}
+			}
+		}
+	}
+	if found == nil {
+		return "", fmt.Errorf("no such row")
+	}
+	col, key, isKey := strings.Cut(column, ":")
+	v := reflect.ValueOf(found)
+	for i := range v.NumField() {
+		if v.Type().Field(i).Tag.Get("ovsdb") != col {
+			continue
+		}
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.Map:
+			m := f.Interface().(map[string]string)
+			if isKey {
+				val, ok := m[key]
+				if !ok {
+					return "", fmt.Errorf("no key %s", key)
+				}
+				return val, nil
+			}
+			var kv []string
+			for k, val := range m {
+				kv = append(kv, k+"="+val)
+			}
+			slices.Sort(kv)
+			return strings.Join(kv, ","), nil
+		case reflect.Slice:
+			s := slices.Clone(f.Interface().([]string))
+			slices.Sort(s)
+			return strings.Join(s, ","), nil
+		case reflect.Pointer:
+			if f.IsNil() {
+				return "", nil
+			}
+			return fmt.Sprint(f.Elem().Interface()), nil
+		default:
+			return fmt.Sprint(f.Interface()), nil
+		}
+	}
+	return "", fmt.Errorf("no column %s", col)
+}
