@@ -143,12 +143,13 @@ func TransitNotes(path *field.Path, spec udnv1.NetworkSpec, cfg ovnk.ClusterConf
 // NetworkWarnings returns what a user should look twice at without being
 // refused, as the policy udnkit-network-warnings says it at admission: the
 // Layer2 fields OVN-Kubernetes ignores while
-// --preconfigured-udn-addresses-enable is off.
+// --preconfigured-udn-addresses-enable is off, and each subnet written with
+// host bits set, naming the network it stands for.
 func NetworkWarnings(path *field.Path, spec udnv1.NetworkSpec, cfg ovnk.ClusterConfig) []string {
+	out := hostBitsWarnings(path, spec)
 	if spec.Layer2 == nil {
-		return nil
+		return out
 	}
-	var out []string
 	if !cfg.PreconfiguredUDNAddresses {
 		l2 := spec.Layer2
 		for name, set := range map[string]bool{"defaultGatewayIPs": len(l2.DefaultGatewayIPs) > 0,
@@ -300,4 +301,32 @@ func ValidateDefaultGateways(path *field.Path, l2 *udnv1.Layer2Config) field.Err
 		}
 	}
 	return errs
+}
+
+// hostBitsWarnings names, for each subnet of spec written with host bits set
+// (admitted, as upstream OVN-Kubernetes admits it), the network it stands for.
+func hostBitsWarnings(path *field.Path, spec udnv1.NetworkSpec) []string {
+	var out []string
+	warn := func(p *field.Path, v string) {
+		if c, err := netip.ParsePrefix(v); err == nil && c.Masked() != c {
+			out = append(out, fmt.Sprintf("%s: %s has host bits set; it stands for the network %s, as OVN-Kubernetes reads it.", p, v, c.Masked()))
+		}
+	}
+	if spec.Layer3 != nil {
+		for i, s := range spec.Layer3.Subnets {
+			warn(path.Child("layer3", "subnets").Index(i).Child("cidr"), string(s.CIDR))
+		}
+	}
+	var subnets udnv1.DualStackCIDRs
+	name := "layer2"
+	switch {
+	case spec.Layer2 != nil:
+		subnets = spec.Layer2.Subnets
+	case spec.Localnet != nil:
+		name, subnets = "localnet", spec.Localnet.Subnets
+	}
+	for i, s := range subnets {
+		warn(path.Child(name, "subnets").Index(i), string(s))
+	}
+	return out
 }

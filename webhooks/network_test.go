@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -207,5 +208,33 @@ func TestPredefinedFieldsWarnWhileTheFeatureIsOff(t *testing.T) {
 	on.PreconfiguredUDNAddresses = true
 	if got := NetworkWarnings(path, spec, on); len(got) != 0 {
 		t.Errorf("feature on: warnings = %q", got)
+	}
+}
+
+// A subnet written with host bits is admitted, as upstream admits it, with a
+// warning naming the network it stands for; reservedSubnets and
+// infrastructureSubnets are the CRD's to refuse, so they never warn.
+func TestHostBitsWarn(t *testing.T) {
+	cfg := ovnk.DefaultClusterConfig()
+	cfg.PreconfiguredUDNAddresses = true
+	cudnPath := field.NewPath("spec", "network")
+	for name, c := range map[string]struct {
+		path *field.Path
+		spec udnv1.NetworkSpec
+		want []string
+	}{
+		"Layer3 as upstream's EVPN example": {spec, l3(udnv1.NetworkRolePrimary, sub("10.20.0.0/16", 24), sub("10.21.100.0/16", 24)),
+			[]string{"spec.layer3.subnets[1].cidr: 10.21.100.0/16 has host bits set; it stands for the network 10.21.0.0/16, as OVN-Kubernetes reads it."}},
+		"Layer2 dual-stack of a CUDN": {cudnPath, l2(udnv1.NetworkRolePrimary, "10.66.0.1/24", "fd00:66::1/64"),
+			[]string{"spec.network.layer2.subnets[0]: 10.66.0.1/24 has host bits set; it stands for the network 10.66.0.0/24, as OVN-Kubernetes reads it.",
+				"spec.network.layer2.subnets[1]: fd00:66::1/64 has host bits set; it stands for the network fd00:66::/64, as OVN-Kubernetes reads it."}},
+		"Localnet": {cudnPath, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLocalnet, Localnet: &udnv1.LocalnetConfig{
+			Role: udnv1.NetworkRoleSecondary, PhysicalNetworkName: "physnet", Subnets: udnv1.DualStackCIDRs{"192.0.2.7/24"}}},
+			[]string{"spec.network.localnet.subnets[0]: 192.0.2.7/24 has host bits set; it stands for the network 192.0.2.0/24, as OVN-Kubernetes reads it."}},
+		"masked subnets": {spec, l2(udnv1.NetworkRolePrimary, "10.66.0.0/24", "fd00:66::/64"), nil},
+	} {
+		if got := NetworkWarnings(c.path, c.spec, cfg); !slices.Equal(got, c.want) {
+			t.Errorf("%s: warnings %q, want %q", name, got, c.want)
+		}
 	}
 }

@@ -101,6 +101,9 @@ func TestPoliciesAgreeWithOfflineChecks(t *testing.T) {
 			s.Layer3.JoinSubnets = udnv1.DualStackCIDRs{"fd98::/96"}
 			return s
 		}(),
+		"Layer3 subnet with host bits":      layer3(udnv1.NetworkRolePrimary, "10.20.100.0/16"),
+		"Layer2 subnets with host bits":     layer2(udnv1.NetworkRoleSecondary, "10.66.0.1/24", "fd00:66::1/64"),
+		"host bits and an ignored gateway":  gateway("10.66.0.1/24", "10.66.0.254"),
 		"gateway on the network address":    gateway("192.168.100.0/24", "192.168.100.0"),
 		"gateway on the broadcast address":  gateway("192.168.100.0/24", "192.168.100.255"),
 		"gateway on a /20 broadcast":        gateway("10.20.0.0/20", "10.20.15.255"),

@@ -15,6 +15,22 @@ func TestValidate(t *testing.T) {
 	if err := os.WriteFile(malformed, []byte("apiVersion: k8s.ovn.org/v1\nkind: [\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Upstream OVN-Kubernetes' valid scenario "valid Layer3 Primary EVPN with
+	// ipVRF" (test/e2e/testscenario/cudn/valid-scenarios-evpn.go at 8871cd9).
+	hostBits := filepath.Join(t.TempDir(), "l3-evpn-primary.yaml")
+	if err := os.WriteFile(hostBits, []byte(`apiVersion: k8s.ovn.org/v1
+kind: ClusterUserDefinedNetwork
+metadata: {name: l3-evpn-primary}
+spec:
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: red}}
+  network:
+    topology: Layer3
+    layer3: {role: Primary, subnets: [{cidr: "10.20.100.0/16", hostSubnet: 24}]}
+    transport: EVPN
+    evpn: {vtep: evpn-vtep, ipVRF: {vni: 200}}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	overlap := filepath.Join(t.TempDir(), "overlap.yaml")
 	transit := filepath.Join(t.TempDir(), "transit.yaml")
 	for file, subnet := range map[string]string{overlap: "100.64.1.0/24", transit: "100.88.1.0/24"} {
@@ -41,6 +57,8 @@ func TestValidate(t *testing.T) {
 			[]string{
 				"spec.layer3.subnets[0]: Invalid value: HostSubnet must < 32 for ipv4 CIDR, and udnkit requires at most 30 to leave room for pods.",
 			}, "tenant-green/UserDefinedNetwork/cramped: rejected"},
+		{"a subnet with host bits is valid, with a warning", []string{"validate", "-f", hostBits}, 0, nil,
+			"warning: spec.network.layer3.subnets[0].cidr: 10.20.100.0/16 has host bits set; it stands for the network 10.20.0.0/16, as OVN-Kubernetes reads it."},
 		{"EVPN CUDN written for upstream", []string{"validate", "-f", filepath.Join(root, "cudn-evpn.yaml")}, 0, nil, "ClusterUserDefinedNetwork/red-evpn: valid"},
 		{"Layer3 append as an update", []string{"validate", "-f", filepath.Join(root, "udn-layer3-append.yaml"), "--old", filepath.Join(root, "udn-layer3-primary.yaml")}, 0, nil, "tenant-green/UserDefinedNetwork/green: valid"},
 		{"Layer3 removal as an update", []string{"validate", "-f", filepath.Join(root, "invalid", "udn-layer3-remove-subnet.yaml"), "--old", filepath.Join(root, "udn-layer3-append.yaml")}, 1,
