@@ -38,7 +38,7 @@ type Config struct {
 	// MaxConcurrentReconciles per controller.
 	MaxConcurrentReconciles int
 	// FairQueue gives the UDN controller a queue that serves namespaces in
-	// turn (newFairQueue), so a flood in one namespace does not hold up
+	// turn (fairqueue.ByNamespace), so a flood in one namespace does not hold up
 	// another's networks; off, controller-runtime's default queue (FIFO
 	// among equal priorities).
 	FairQueue bool

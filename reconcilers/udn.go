@@ -16,6 +16,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/internal/fairqueue"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -42,7 +43,7 @@ func (r *udnReconciler) setup(mgr ctrl.Manager) error {
 func (r *udnReconciler) queueOptions() controller.Options {
 	opts := controller.Options{MaxConcurrentReconciles: r.cfg.MaxConcurrentReconciles}
 	if r.cfg.FairQueue {
-		opts.NewQueue = newFairQueue
+		opts.NewQueue = fairqueue.ByNamespace
 	}
 	return opts
 }

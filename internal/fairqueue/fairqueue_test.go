@@ -1,4 +1,4 @@
-package reconcilers
+package fairqueue
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ func req(ns, name string) reconcile.Request {
 // namespace that queues after a thousand requests of another is served
 // second, not a thousand and first.
 func TestFairQueueServesNamespacesInTurn(t *testing.T) {
-	q := newFairQueue("test-fair", workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Millisecond, time.Second))
+	q := ByNamespace("test-fair", workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Millisecond, time.Second))
 	defer q.ShutDown()
 	for i := range 1000 {
 		q.Add(req("flood", fmt.Sprint(i)))
@@ -45,7 +45,7 @@ func TestFairQueueServesNamespacesInTurn(t *testing.T) {
 // A request added again while it is processed is served once more after
 // Done, never twice at once; a rate-limited one comes back after its delay.
 func TestFairQueueKeepsWorkqueueSemantics(t *testing.T) {
-	q := newFairQueue("test-fair-semantics", workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](10*time.Millisecond, time.Second))
+	q := ByNamespace("test-fair-semantics", workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](10*time.Millisecond, time.Second))
 	defer q.ShutDown()
 	a := req("ns", "a")
 	q.Add(a)
@@ -67,4 +67,22 @@ func TestFairQueueKeepsWorkqueueSemantics(t *testing.T) {
 		t.Errorf("rate-limited item back as %v after %s", r, time.Since(start))
 	}
 	q.Done(r)
+}
+
+// New serves any key in turn: here a request's name prefix.
+func TestNewServesAnyKeyInTurn(t *testing.T) {
+	q := New(func(s string) string { return s[:1] })("test-fair-key", workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Second))
+	defer q.ShutDown()
+	for _, s := range []string{"a1", "a2", "a3", "b1", "b2", "c1"} {
+		q.Add(s)
+	}
+	var got []string
+	for range 6 {
+		s, _ := q.Get()
+		got = append(got, s)
+		q.Done(s)
+	}
+	if want := "[a1 b1 c1 a2 b2 a3]"; fmt.Sprint(got) != want {
+		t.Errorf("order %v, want %s", got, want)
+	}
 }

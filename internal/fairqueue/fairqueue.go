@@ -1,4 +1,7 @@
-package reconcilers
+// Package fairqueue is a controller work queue that serves the owners of its
+// requests (their namespaces) in turn rather than first come, first served,
+// so a flood from one owner does not hold up another's requests.
+package fairqueue
 
 import (
 	"container/list"
@@ -7,31 +10,39 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// newFairQueue is a controller's work queue (controller.Options.NewQueue)
+// ByNamespace is a controller's work queue (controller.Options.NewQueue)
 // that hands out ready requests round-robin over their namespaces: a
-// namespace with a thousand UDNs queued delays another namespace's UDN by
-// one reconcile per busy namespace, not by the thousand. It is client-go's
-// rate-limiting and delaying queue (deduplication, an item never processed
-// twice at once, per-item backoff, metrics under name) over
-// roundRobin's order instead of one FIFO. controller-runtime's priority
-// queue orders by priority and then FIFO, with no notion of who an item
-// belongs to, so a flood of equal-priority events still runs first.
-func newFairQueue(name string, rateLimiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-	fifo := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[reconcile.Request]{
-		Name:  name,
-		Queue: newRoundRobin(func(r reconcile.Request) string { return r.Namespace }),
-	})
-	return workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{
-		Name: name,
-		DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[reconcile.Request]{
-			Name: name, Queue: fifo,
-		}),
-	})
+// namespace with a thousand objects queued delays another namespace's
+// object by one reconcile per busy namespace, not by the thousand.
+// controller-runtime's priority queue orders by priority and then FIFO,
+// with no notion of who an item belongs to, so a flood of equal-priority
+// events still runs first.
+func ByNamespace(name string, rateLimiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	return New(func(r reconcile.Request) string { return r.Namespace })(name, rateLimiter)
 }
 
-// roundRobin is a workqueue.Queue: one FIFO per key (a request's
-// namespace), popped in turn. The workqueue calls it under its own lock, so
-// it has none; Push is never given an item already queued (the workqueue
+// New returns a controller.Options.NewQueue whose queue hands out ready
+// items round-robin over key(item). It is client-go's rate-limiting and
+// delaying queue (deduplication, an item never processed twice at once,
+// per-item backoff, metrics under the controller's name) over roundRobin's
+// order instead of one FIFO.
+func New[T comparable](key func(T) string) func(name string, rateLimiter workqueue.TypedRateLimiter[T]) workqueue.TypedRateLimitingInterface[T] {
+	return func(name string, rateLimiter workqueue.TypedRateLimiter[T]) workqueue.TypedRateLimitingInterface[T] {
+		fifo := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[T]{
+			Name:  name,
+			Queue: newRoundRobin(key),
+		})
+		return workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter, workqueue.TypedRateLimitingQueueConfig[T]{
+			Name: name,
+			DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[T]{
+				Name: name, Queue: fifo,
+			}),
+		})
+	}
+}
+
+// roundRobin is a workqueue.Queue: one FIFO per key, popped in turn. The
+// workqueue calls it under its own lock, so it has none; Push is never given an item already queued (the workqueue
 // deduplicates), so Touch has nothing to do.
 type roundRobin[T comparable] struct {
 	key   func(T) string
