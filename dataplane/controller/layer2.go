@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/internal/fairqueue"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
 )
@@ -53,6 +54,8 @@ type Layer2Reconciler struct {
 	AdoptLegacy bool
 	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
 	Workers int
+	// FIFOQueue is Options.FIFOQueue.
+	FIFOQueue bool
 	// Guard applies the NAD ownership rule (trust.go); nil: one reading
 	// through Client, without Events.
 	Guard *nadtrust.Guard
@@ -76,7 +79,7 @@ type Layer2Reconciler struct {
 func (r *Layer2Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return trustWatches(ctrl.NewControllerManagedBy(mgr).
 		Named("dataplane-layer2").
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.Workers)}), r.Client, r.guard(), layer2Name).
+		WithOptions(controllerOptions(r.Workers, r.FIFOQueue)), r.Client, r.guard(), layer2Name).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nadsIn(r.Client, "")), layer2NodeFacts.predicate()).
 		Complete(r)
 }
@@ -456,6 +459,16 @@ func workers(n int) int {
 		return DefaultWorkers
 	}
 	return n
+}
+
+// controllerOptions are a dataplane controller's: n workers and, unless
+// fifo, a queue that serves the NADs' namespaces in turn.
+func controllerOptions(n int, fifo bool) controller.Options {
+	o := controller.Options{MaxConcurrentReconciles: workers(n)}
+	if !fifo {
+		o.NewQueue = fairqueue.ByNamespace
+	}
+	return o
 }
 
 func (r *Layer2Reconciler) guard() *nadtrust.Guard { return r.trust.of(r.Guard, r.Client) }

@@ -8,7 +8,6 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -28,6 +27,8 @@ type Layer3Reconciler struct {
 	Form dataplane.Layer3PolicyForm
 	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
 	Workers int
+	// FIFOQueue is Options.FIFOQueue.
+	FIFOQueue bool
 	// Guard applies the NAD ownership rule (trust.go); nil: one reading
 	// through Client, without Events.
 	Guard *nadtrust.Guard
@@ -40,7 +41,7 @@ type Layer3Reconciler struct {
 func (r *Layer3Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return trustWatches(ctrl.NewControllerManagedBy(mgr).
 		Named("dataplane-layer3").
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.Workers)}), r.Client, r.guard(), layer3Name).
+		WithOptions(controllerOptions(r.Workers, r.FIFOQueue)), r.Client, r.guard(), layer3Name).
 		Complete(r)
 }
 

@@ -8,7 +8,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -39,6 +38,8 @@ type LiveMigrationReconciler struct {
 	Recorder recorder.EventRecorder
 	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
 	Workers int
+	// FIFOQueue is Options.FIFOQueue.
+	FIFOQueue bool
 	// Guard applies the NAD ownership rule (trust.go); nil: one reading
 	// through Client, without Events.
 	Guard *nadtrust.Guard
@@ -64,7 +65,7 @@ func (r *LiveMigrationReconciler) warn(pod *corev1.Pod, reason, format string, a
 func (r *LiveMigrationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return trustWatches(ctrl.NewControllerManagedBy(mgr).
 		Named("dataplane-live-migration").
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.Workers)}), r.Client, r.guard(), layer2Name).
+		WithOptions(controllerOptions(r.Workers, r.FIFOQueue)), r.Client, r.guard(), layer2Name).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.vmPodRequests),
 			builder.WithPredicates(predicate.Funcs{CreateFunc: createdLater})).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nadsIn(r.Client, "")), layer2NodeFacts.predicate()).

@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -46,6 +45,8 @@ type MultiVTEPReconciler struct {
 	Transit []netip.Prefix
 	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
 	Workers int
+	// FIFOQueue is Options.FIFOQueue.
+	FIFOQueue bool
 	// Guard applies the NAD ownership rule (trust.go); nil: one reading
 	// through Client, without Events.
 	Guard *nadtrust.Guard
@@ -61,7 +62,7 @@ type MultiVTEPReconciler struct {
 func (r *MultiVTEPReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return trustWatches(ctrl.NewControllerManagedBy(mgr).
 		Named("dataplane-multi-vtep").
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.Workers)}), r.Client, r.guard(), vtepName).
+		WithOptions(controllerOptions(r.Workers, r.FIFOQueue)), r.Client, r.guard(), vtepName).
 		Watches(&corev1.Node{}, r.nodeHandler(), vtepNodeFacts.predicate()).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return nadsIn(r.Client, o.GetNamespace())(ctx, o)

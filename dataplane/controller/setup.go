@@ -44,6 +44,12 @@ type Options struct {
 	// DefaultWorkers), so a large network's reconcile never holds a small
 	// one in the workqueue.
 	Workers int
+	// FIFOQueue gives the controllers controller-runtime's default queue
+	// (FIFO among equal priorities). Off (the default), each serves the
+	// namespaces of its queued NADs in turn (fairqueue.ByNamespace), so a
+	// flood of networks in one namespace does not hold up another
+	// namespace's rows.
+	FIFOQueue bool
 }
 
 // InZone is Options.Local for the manager's --zone: a node is local iff
@@ -95,10 +101,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	rs := &Reconcilers{
 		OVN: ovn,
 		Layer2: &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local, Cluster: o.Cluster, Recorder: rec,
-			AdoptLegacy: o.AdoptLegacyLayer2, Workers: o.Workers, Guard: guard},
-		Layer3:        &Layer3Reconciler{Client: c, OVN: ovn, Form: o.Layer3PolicyForm, Workers: o.Workers, Guard: guard},
-		MultiVTEP:     &MultiVTEPReconciler{Client: c, OVN: ovn, Local: o.Local, Transit: o.Cluster.TransitSubnets, Workers: o.Workers, Guard: guard},
-		LiveMigration: &LiveMigrationReconciler{Client: c, OVN: ovn, Recorder: rec, Workers: o.Workers, Guard: guard},
+			AdoptLegacy: o.AdoptLegacyLayer2, Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard},
+		Layer3: &Layer3Reconciler{Client: c, OVN: ovn, Form: o.Layer3PolicyForm, Workers: o.Workers, FIFOQueue: o.FIFOQueue,
+			Guard: guard},
+		MultiVTEP: &MultiVTEPReconciler{Client: c, OVN: ovn, Local: o.Local, Transit: o.Cluster.TransitSubnets, Workers: o.Workers,
+			FIFOQueue: o.FIFOQueue, Guard: guard},
+		LiveMigration: &LiveMigrationReconciler{Client: c, OVN: ovn, Recorder: rec, Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard},
 	}
 	setups := []func(ctrl.Manager) error{rs.Layer2.SetupWithManager, rs.Layer3.SetupWithManager, rs.MultiVTEP.SetupWithManager,
 		rs.LiveMigration.SetupWithManager}
