@@ -3,9 +3,11 @@ package ovnk
 import (
 	"encoding/json"
 	"net/netip"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 )
@@ -146,4 +148,32 @@ func TestNames(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(UDNNetworkName("tenant-blue", "blue")).To(Equal("tenant-blue_blue"))
 	g.Expect(CUDNNetworkName("network-l2")).To(Equal("cluster_udn_network-l2"))
+}
+
+// A CUDN's spec.uplinks reaches its NAD as upstream's renderer writes it
+// (net-attach-def-template.go: "uplink" is spec.uplinks[0]); a UDN has none.
+func TestNewNADRendersTheUplink(t *testing.T) {
+	spec := udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{
+		Role: udnv1.NetworkRolePrimary, Subnets: udnv1.DualStackCIDRs{"10.41.0.0/24"}}}
+	for _, c := range []struct {
+		src  NADSource
+		want string
+	}{
+		{NADSource{Kind: udnv1.KindClusterUserDefinedNetwork, Meta: metav1.ObjectMeta{Name: "blue"}, Spec: spec, Uplinks: []string{"uplink-a"}}, `"uplink":"uplink-a"`},
+		{NADSource{Kind: udnv1.KindClusterUserDefinedNetwork, Meta: metav1.ObjectMeta{Name: "blue"}, Spec: spec}, ""},
+		{NADSource{Kind: udnv1.KindUserDefinedNetwork, Meta: metav1.ObjectMeta{Name: "blue", Namespace: "ns"}, Spec: spec}, ""},
+	} {
+		cluster := DefaultClusterConfig()
+		transit, err := TransitSubnetsFor(spec, cluster)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nad, err := NewNAD(c.src, "ns", cluster, transit, NetworkIDs{ID: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(nad.Spec.Config, `"uplink"`); got != (c.want != "") || !strings.Contains(nad.Spec.Config, c.want) {
+			t.Errorf("%s %v: config %s, want %q", c.src.Kind, c.src.Uplinks, nad.Spec.Config, c.want)
+		}
+	}
 }
