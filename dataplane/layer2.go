@@ -49,7 +49,8 @@ type Layer2Network struct {
 	// SwitchTunnelKey and TransitRouterTunnelKey come from the network's tunnel keys.
 	SwitchTunnelKey        int
 	TransitRouterTunnelKey int
-	// MTU sets gateway_mtu on the gateway routers' rtotr- ports (0: unset).
+	// MTU sets gateway_mtu on the trtos- and the gateway routers' rtotr-
+	// ports and the router advertisements' mtu (0: unset).
 	MTU int
 	// MasqueradeIPs are the management-port SNAT external IPs, one per family (optional).
 	MasqueradeIPs []netip.Addr
@@ -154,11 +155,15 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 	}}
 	gws := net.gateways()
 	gwMAC := ovnk.MACFromIP(gws[0].Addr()).String()
-	tr.Ports = append(tr.Ports, nbdb.LogicalRouterPort{
+	rtos := nbdb.LogicalRouterPort{
 		Name: names.RouterToSwitch(), MAC: gwMAC, Networks: prefixStrings(gws),
 		Options:       map[string]string{"requested-tnl-key": strconv.Itoa(ovnk.TransitRouterToSwitchTunnelKey)},
 		Ipv6RaConfigs: net.raConfigs(),
-	})
+	}
+	if net.MTU > 0 {
+		rtos.Options["gateway_mtu"] = strconv.Itoa(net.MTU)
+	}
+	tr.Ports = append(tr.Ports, rtos)
 	sw.Ports = append(sw.Ports, nbdb.LogicalSwitchPort{
 		Name: names.SwitchToRouter(), Type: "router", Addresses: []string{"router"},
 		Options: map[string]string{"router-port": names.RouterToSwitch()},

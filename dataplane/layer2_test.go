@@ -71,7 +71,7 @@ func TestLayer2TopologyIPv4ThreeNodes(t *testing.T) {
 		gr1: "always_learn_from_arp_request=false chassis=5e1f0c1a-node1 dynamic_neigh_routers=true",
 	})
 	wantRows(t, "Logical_Router_Port", e.rows("Logical_Router_Port", "mac", "networks", "peer", "options"), map[string]string{
-		rtos:           "0a:58:cb:cb:00:01,203.203.0.1/24,,requested-tnl-key=1",
+		rtos:           "0a:58:cb:cb:00:01,203.203.0.1/24,,gateway_mtu=1400 requested-tnl-key=1",
 		"trtor-" + gr1: "0a:58:64:58:00:04,100.88.0.4/31,rtotr-" + gr1 + ",requested-tnl-key=12",
 		"trtor-" + gr2: "0a:58:64:58:00:06,100.88.0.6/31,,requested-chassis=5e1f0c1a-node2 requested-tnl-key=13",
 		"trtor-" + gr3: "0a:58:64:58:00:08,100.88.0.8/31,,requested-chassis=5e1f0c1a-node3 requested-tnl-key=14",

@@ -58,8 +58,10 @@ const (
 var layer2Parity = []parity{
 	{"Logical_Router", pTR, "options", "requested-tnl-key=16715780",
 		"topology/topologyfactory.go: NewTransitRouter (the network's transit router tunnel key)"},
-	{"Logical_Router_Port", pRTOS, "options", "requested-tnl-key=1",
-		"base_network_controller.go: syncNodeClusterRouterPort; transit_router.go: transitRouterToSwitchTunnelKey"},
+	{"Logical_Router_Port", pRTOS, "options", "gateway_mtu=1400,requested-tnl-key=1",
+		"base_network_controller.go: syncNodeClusterRouterPort (gateway_mtu: the cluster MTU; transit_router.go: transitRouterToSwitchTunnelKey)"},
+	{"Logical_Router_Port", "rtotr-" + pGR1, "options", "gateway_mtu=1400",
+		"gateway.go: createGWRouterPort (gateway_mtu: the cluster MTU)"},
 	{"Logical_Router_Port", pRTOS, "mac", "0a:58:0a:64:00:01",
 		"base_network_controller.go: syncNodeClusterRouterPort (IPAddrToHWAddr of the IPv4 gateway IP)"},
 	{"Logical_Router_Port", pRTOS, "networks", "10.100.0.1/16,fd00:100::1/64",
@@ -131,7 +133,7 @@ func TestLayer2RowsMatchUpstream(t *testing.T) {
 			}
 		}
 	}
-	if n := len(layer2Parity) + len(layer2UpgradeParity); n < 24 {
+	if n := len(layer2Parity) + len(layer2UpgradeParity); n < 25 {
 		t.Errorf("the golden tables hold %d entries, want every (table, column) both sides write", n)
 	}
 }

@@ -29,7 +29,7 @@ func TestLayer2UpgradeMixedNodesThenFinal(t *testing.T) {
 		upgradeSwitchPort: "router,router,requested-tnl-key=4 router-port=" + upgradeRouterPort,
 	})
 	wantRows(t, "Logical_Router_Port", e.rows("Logical_Router_Port", "mac", "networks", "peer", "options"), map[string]string{
-		rtos:              "0a:58:cb:cb:00:01,203.203.0.1/24,,requested-tnl-key=1",
+		rtos:              "0a:58:cb:cb:00:01,203.203.0.1/24,,gateway_mtu=1400 requested-tnl-key=1",
 		"trtor-" + gr1:    "0a:58:64:58:00:04,100.88.0.4/31,rtotr-" + gr1 + ",requested-tnl-key=12",
 		"trtor-" + gr3:    "0a:58:64:58:00:08,100.88.0.8/31,,requested-chassis=5e1f0c1a-node3 requested-tnl-key=14",
 		"rtotr-" + gr1:    "0a:58:64:41:00:02,100.65.0.2/16 100.88.0.5/31,trtor-" + gr1 + ",gateway_mtu=1400",
