@@ -85,6 +85,36 @@ type hostSubnetsCondition struct {
 
 // nodeReconciler gives every node a node ID, one tunnel ID per encap IP
 // (multi-VTEP) and a host subnet per Layer3 network and IP family.
+//
+// Reconciles of several nodes run at once (MaxConcurrentReconciles). What
+// they share is guarded so:
+//   - initMu guards inited. ensureInit holds it while it lists every node
+//     from the apiserver and reserves their IDs: the first reconciles wait
+//     for that one read.
+//   - netMu guards networks, removed, rebuilt, synced, syncedGen, seq,
+//     changes and orphans, and each hostSubnetState's lacking and want, and
+//     its net as syncNetworks writes it (allocateHostSubnets reads net for
+//     an Event without it). syncNetworks holds it while it lists every node
+//     from the apiserver (on the first sync, and for a new network when
+//     another writer may be about): reconciles wait for that read.
+//   - netsCacheMu guards netsCache, netsCacheGen and netsCacheAt.
+//     cachedLayer3Networks holds it while it lists the networks from the
+//     cache, so one reconcile lists them while the others wait (and then
+//     mostly reuse its list).
+//   - nadMu guards nadParsed. nadSubnets holds it while it checks a NAD's
+//     owner (nadtrust may read the apiserver).
+//   - seenMu guards seen.
+//   - each hostSubnetState's applyMu guards its applied and orders the
+//     writes of that network's HostSubnetsAllocated condition; setLacking
+//     holds it across the status apply.
+//   - ids, each hostSubnetState's alloc, unverified and nadGuard lock
+//     themselves.
+//   - netsGen, reconcileAvg and lastPassDelay are atomics.
+//
+// Lock order: netsCacheMu before nadMu (layer3Networks calls nadSubnets)
+// before nadGuard's lock (Trusted); applyMu before netMu (setLacking);
+// initMu before ids's lock (ensureInit); netMu before an allocator's lock
+// (syncNetworks). No other two of these are held together.
 type nodeReconciler struct {
 	client   client.Client
 	reader   client.Reader
@@ -624,206 +654,316 @@ func (r *nodeReconciler) orphan(name string, alloc *netids.HostSubnetAllocator) 
 	}
 }
 
+// nodeScope carries one node reconcile from step to step.
+type nodeScope struct {
+	req   ctrl.Request
+	start time.Time
+	// stale: the networks listed miss a change (see cachedLayer3Networks);
+	// the node is reconciled again once the list may be refreshed.
+	stale bool
+	// timed: the reconcile checks host subnets; its duration feeds
+	// passDelay.
+	timed  bool
+	synced *nodeNetworks
+	// states are synced.states; nil when the node's k8s.ovn.org/node-subnets
+	// is malformed.
+	states map[string]*hostSubnetState
+	node   corev1.Node
+	// want is the node's annotations as this reconcile writes them.
+	want   map[string]string
+	nodeID int
+	// recorded is the node's k8s.ovn.org/node-subnets as decoded; next is
+	// the annotation's new entries (nil: unchanged).
+	recorded nodeSubnets
+	next     map[string][]netip.Prefix
+}
+
+// nodeStep is one step of the node Reconcile. done ends the reconcile with
+// res and err; a step that returns an error is always done.
+type nodeStep func(ctx context.Context, s *nodeScope) (res ctrl.Result, done bool, err error)
+
+// Reconcile gives the node its IDs and host subnets, one step after
+// another; the first step that is done ends the reconcile.
 func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
-	start := time.Now()
-	if err := r.ensureInit(ctx); err != nil {
-		return ctrl.Result{}, err
+	steps := []nodeStep{
+		r.initNodeIDs,
+		r.syncNodeNetworks,
+		r.getNodeOrRelease,
+		r.ensureNodeID,
+		r.ensureTunnelIDs,
+		r.ensureHostSubnets,
+		r.patchNodeAnnotations,
+		r.verifyNode,
 	}
+	s := &nodeScope{req: req, start: time.Now()}
+	defer func() {
+		if !s.stale {
+			return
+		}
+		again := r.listAge()
+		if err == nil && (res.RequeueAfter == 0 || res.RequeueAfter > again) {
+			res.RequeueAfter = again
+		}
+	}()
+	defer func() {
+		if s.timed {
+			r.timeReconcile(s.start)
+		}
+	}()
+	for _, step := range steps {
+		if res, done, err := step(ctx, s); done || err != nil {
+			return res, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// initNodeIDs reserves every node's IDs once (ensureInit).
+func (r *nodeReconciler) initNodeIDs(ctx context.Context, _ *nodeScope) (ctrl.Result, bool, error) {
+	return ctrl.Result{}, false, r.ensureInit(ctx)
+}
+
+// syncNodeNetworks takes the Layer3 networks and their allocators.
+func (r *nodeReconciler) syncNodeNetworks(ctx context.Context, s *nodeScope) (ctrl.Result, bool, error) {
 	nets, gen, stale, err := r.cachedLayer3Networks(ctx)
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, true, err
 	}
-	if stale {
-		// The change this reconcile may be for is not in nets yet: again
-		// once the list may be refreshed.
-		defer func() {
-			again := r.listAge()
-			if err == nil && (res.RequeueAfter == 0 || res.RequeueAfter > again) {
-				res.RequeueAfter = again
-			}
-		}()
-	}
+	s.stale = stale
 	synced, err := r.syncNetworks(ctx, nets, gen)
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, true, err
 	}
-	states := synced.states
-	var node corev1.Node
-	if err := r.client.Get(ctx, req.NamespacedName, &node); err != nil {
+	s.synced, s.states = synced, synced.states
+	return ctrl.Result{}, false, nil
+}
+
+// getNodeOrRelease reads the node; a node that is gone has its IDs and host
+// subnets released.
+func (r *nodeReconciler) getNodeOrRelease(ctx context.Context, s *nodeScope) (ctrl.Result, bool, error) {
+	if err := r.client.Get(ctx, s.req.NamespacedName, &s.node); err != nil {
 		if !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, err
+			return ctrl.Result{}, true, err
 		}
-		// The node is gone: its IDs and host subnets are free again.
-		r.ids.ReleaseOwner(req.Name)
-		r.unverified.set(req.Name, false)
-		r.forgetSubnets(req.Name)
+		r.releaseNode(ctx, s.req.Name, s.states)
+		return ctrl.Result{}, true, nil
+	}
+	s.want = make(map[string]string, len(s.node.Annotations))
+	maps.Copy(s.want, s.node.Annotations)
+	return ctrl.Result{}, false, nil
+}
+
+// releaseNode frees a deleted node's IDs and host subnets and reconciles
+// the nodes that lack a host subnet again.
+func (r *nodeReconciler) releaseNode(ctx context.Context, name string, states map[string]*hostSubnetState) {
+	r.ids.ReleaseOwner(name)
+	r.unverified.set(name, false)
+	r.forgetSubnets(name)
+	r.netMu.Lock()
+	for _, held := range r.orphans {
+		delete(held, name)
+	}
+	r.netMu.Unlock()
+	var waiting []string
+	for _, st := range states {
+		st.alloc.Release(name)
+		r.setLacking(ctx, st, name, "")
 		r.netMu.Lock()
-		for _, held := range r.orphans {
-			delete(held, req.Name)
+		for n := range st.lacking {
+			waiting = append(waiting, n)
 		}
 		r.netMu.Unlock()
-		var waiting []string
-		for _, st := range states {
-			st.alloc.Release(req.Name)
-			r.setLacking(ctx, st, req.Name, "")
-			r.netMu.Lock()
-			for n := range st.lacking {
-				waiting = append(waiting, n)
-			}
-			r.netMu.Unlock()
-		}
-		for _, n := range waiting {
-			ev := event.GenericEvent{Object: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}}
-			select {
-			case r.retry <- ev:
-			default:
-				go func() { r.retry <- ev }()
-			}
-		}
-		return ctrl.Result{}, nil
 	}
-	want := map[string]string{}
-	for k, v := range node.Annotations {
-		want[k] = v
+	for _, n := range waiting {
+		ev := event.GenericEvent{Object: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}}
+		select {
+		case r.retry <- ev:
+		default:
+			go func() { r.retry <- ev }()
+		}
 	}
+}
 
-	// Node ID. One that is malformed, out of range or held by an older node
-	// cannot be used by anyone (OVN would refuse it, or two nodes would share
-	// transit ports): this node gets a new one, with an Event.
-	nodeID, ok, derr := ovnk.DecodeNodeID(&node)
+// ensureNodeID keeps the node's ID. One that is malformed, out of range or
+// held by an older node cannot be used by anyone (OVN would refuse it, or
+// two nodes would share transit ports): this node gets a new one, with an
+// Event.
+func (r *nodeReconciler) ensureNodeID(_ context.Context, s *nodeScope) (ctrl.Result, bool, error) {
+	node := &s.node
+	nodeID, ok, derr := ovnk.DecodeNodeID(node)
 	if derr != nil {
-		r.recorder.Eventf(&node, nil, corev1.EventTypeWarning, eventInvalidNodeID, "Reconcile", "%v; allocating a new node ID", derr)
+		r.recorder.Eventf(node, nil, corev1.EventTypeWarning, eventInvalidNodeID, "Reconcile", "%v; allocating a new node ID", derr)
 	} else if ok {
 		if err := r.ids.Reserve(node.Name, nodeID); err != nil {
-			r.recorder.Eventf(&node, nil, corev1.EventTypeWarning, eventInvalidNodeID, "Reconcile",
+			r.recorder.Eventf(node, nil, corev1.EventTypeWarning, eventInvalidNodeID, "Reconcile",
 				"node %s annotation %s: %v; allocating a new node ID", node.Name, ovnk.AnnotationNodeID, err)
 			ok = false
 		}
 	}
 	if !ok {
+		var err error
 		if nodeID, err = r.allocNodeID(node.Name); err != nil {
-			r.recorder.Eventf(&node, nil, corev1.EventTypeWarning, "NodeIDAllocationFailed", "Reconcile", "%v", err)
-			return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+			r.recorder.Eventf(node, nil, corev1.EventTypeWarning, "NodeIDAllocationFailed", "Reconcile", "%v", err)
+			return ctrl.Result{RequeueAfter: 30 * time.Second}, true, nil
 		}
-		want[ovnk.AnnotationNodeID] = strconv.Itoa(nodeID)
+		s.want[ovnk.AnnotationNodeID] = strconv.Itoa(nodeID)
 	}
+	s.nodeID = nodeID
+	return ctrl.Result{}, false, nil
+}
 
-	// Multi-VTEP tunnel IDs.
-	if err := r.tunnelIDs(&node, nodeID, want); err != nil {
-		r.recorder.Eventf(&node, nil, corev1.EventTypeWarning, "TunnelIDAllocationFailed", "Reconcile", "%v", err)
-		return ctrl.Result{}, err
+// ensureTunnelIDs keeps the node's multi-VTEP tunnel IDs.
+func (r *nodeReconciler) ensureTunnelIDs(_ context.Context, s *nodeScope) (ctrl.Result, bool, error) {
+	if err := r.tunnelIDs(&s.node, s.nodeID, s.want); err != nil {
+		r.recorder.Eventf(&s.node, nil, corev1.EventTypeWarning, "TunnelIDAllocationFailed", "Reconcile", "%v", err)
+		return ctrl.Result{}, true, err
 	}
+	return ctrl.Result{}, false, nil
+}
 
-	// Layer3 host subnets. A malformed annotation is reported, never
-	// overwritten. A pass over every node for a network change costs each
-	// node a decode and a check per network changed since its value was
-	// complete; a value complete for the current networks, neither. The
-	// annotation is encoded only when something changes.
-	recorded, derr := r.decodeSubnets(&node, synced.seq)
-	var next map[string][]netip.Prefix // the annotation's new entries; nil: unchanged
+// ensureHostSubnets keeps the node's Layer3 host subnets. A malformed
+// annotation is reported, never overwritten. A pass over every node for a
+// network change costs each node a decode and a check per network changed
+// since its value was complete; a value complete for the current networks,
+// neither. The annotation is encoded only when something changes.
+func (r *nodeReconciler) ensureHostSubnets(ctx context.Context, s *nodeScope) (ctrl.Result, bool, error) {
+	recorded, derr := r.decodeSubnets(&s.node, s.synced.seq)
+	s.recorded = recorded
 	if derr != nil {
-		r.recorder.Eventf(&node, nil, corev1.EventTypeWarning, eventHostSubnetFailure, "Reconcile", "%v", derr)
-		states = nil
-	} else if recorded.complete != synced.seq {
-		// Only the networks changed since the node was last complete, if
-		// they are known.
-		names := synced.names
-		if recorded.complete != 0 {
-			if changed, ok := r.changedSince(recorded.complete, synced.seq); ok {
-				names = changed
-			}
-		}
-		defer r.timeReconcile(start)
-		lacking := false
-		change := func(name string, ps []netip.Prefix) {
-			if next == nil {
-				next = make(map[string][]netip.Prefix, len(recorded.subnets)+1)
-				maps.Copy(next, recorded.subnets)
-			}
-			if ps == nil {
-				delete(next, name)
-			} else {
-				next[name] = ps
-			}
-		}
-		for _, name := range names {
-			st := states[name]
-			if st == nil {
-				continue // removed: below
-			}
-			had := recorded.subnets[name]
-			if st.alloc.Complete(node.Name, had) {
-				r.setLacking(ctx, st, node.Name, "")
-				continue
-			}
-			adoptHostSubnets(st.alloc, node.Name, had)
-			got, err := st.alloc.Allocate(node.Name)
-			if err != nil {
-				msg := fmt.Sprintf("node %s: %v", node.Name, err)
-				r.recorder.Eventf(st.net.ref(), nil, corev1.EventTypeWarning, eventHostSubnetFailure, "Reconcile", "%s", msg)
-				r.setLacking(ctx, st, node.Name, msg)
-				lacking = true
-				continue
-			}
-			if !slices.Equal(got, had) {
-				change(name, got)
-			}
-			r.setLacking(ctx, st, node.Name, "")
-		}
-		r.netMu.Lock()
-		if len(r.removed) < len(recorded.subnets) {
-			for name := range r.removed {
-				if _, ok := recorded.subnets[name]; ok {
-					change(name, nil)
-				}
-			}
-		} else {
-			for name := range recorded.subnets {
-				if r.removed[name] {
-					change(name, nil)
-				}
-			}
-		}
-		r.netMu.Unlock()
-		if next == nil && !recorded.canonical {
-			next = recorded.subnets // rewritten as upstream writes it
-		}
-		if !lacking {
-			// Until the networks or the value change, this node has
-			// nothing to check.
-			recorded.complete = synced.seq
-		}
-		switch {
-		case next == nil:
-			r.rememberSubnets(node.Name, recorded)
-		case len(next) == 0:
-			delete(want, ovnk.AnnotationNodeSubnets)
-		default:
-			want[ovnk.AnnotationNodeSubnets] = ovnk.EncodeNodeSubnets(next)
+		r.recorder.Eventf(&s.node, nil, corev1.EventTypeWarning, eventHostSubnetFailure, "Reconcile", "%v", derr)
+		s.states = nil
+		return ctrl.Result{}, false, nil
+	}
+	if recorded.complete == s.synced.seq {
+		return ctrl.Result{}, false, nil
+	}
+	// Only the networks changed since the node was last complete, if they
+	// are known.
+	names := s.synced.names
+	if recorded.complete != 0 {
+		if changed, ok := r.changedSince(recorded.complete, s.synced.seq); ok {
+			names = changed
 		}
 	}
+	s.timed = true
+	lacking := r.allocateHostSubnets(ctx, s, names)
+	r.dropRemovedNetworks(s)
+	if s.next == nil && !s.recorded.canonical {
+		s.next = s.recorded.subnets // rewritten as upstream writes it
+	}
+	if !lacking {
+		// Until the networks or the value change, this node has nothing
+		// to check.
+		s.recorded.complete = s.synced.seq
+	}
+	switch {
+	case s.next == nil:
+		r.rememberSubnets(s.node.Name, s.recorded)
+	case len(s.next) == 0:
+		delete(s.want, ovnk.AnnotationNodeSubnets)
+	default:
+		s.want[ovnk.AnnotationNodeSubnets] = ovnk.EncodeNodeSubnets(s.next)
+	}
+	return ctrl.Result{}, false, nil
+}
 
-	if !equalMaps(want, node.Annotations) {
-		if err := r.client.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}},
-			client.RawPatch(types.MergePatchType, annotationsPatch(&node, want))); err != nil {
-			if apierrors.IsConflict(err) {
-				// What this process allocated stays held for the node, so the
-				// retry writes the same values.
-				return ctrl.Result{RequeueAfter: conflictRetry}, nil
+// setNodeSubnets makes ps the node's host subnets of network name in
+// s.next (nil ps: none).
+func (s *nodeScope) setNodeSubnets(name string, ps []netip.Prefix) {
+	if s.next == nil {
+		s.next = make(map[string][]netip.Prefix, len(s.recorded.subnets)+1)
+		maps.Copy(s.next, s.recorded.subnets)
+	}
+	if ps == nil {
+		delete(s.next, name)
+	} else {
+		s.next[name] = ps
+	}
+}
+
+// allocateHostSubnets gives the node a host subnet of each network of names
+// it lacks one of; lacking says that some network had none to give.
+func (r *nodeReconciler) allocateHostSubnets(ctx context.Context, s *nodeScope, names []string) (lacking bool) {
+	node := s.node.Name
+	for _, name := range names {
+		st := s.states[name]
+		if st == nil {
+			continue // removed: dropRemovedNetworks
+		}
+		had := s.recorded.subnets[name]
+		if st.alloc.Complete(node, had) {
+			r.setLacking(ctx, st, node, "")
+			continue
+		}
+		adoptHostSubnets(st.alloc, node, had)
+		got, err := st.alloc.Allocate(node)
+		if err != nil {
+			msg := fmt.Sprintf("node %s: %v", node, err)
+			r.recorder.Eventf(st.net.ref(), nil, corev1.EventTypeWarning, eventHostSubnetFailure, "Reconcile", "%s", msg)
+			r.setLacking(ctx, st, node, msg)
+			lacking = true
+			continue
+		}
+		if !slices.Equal(got, had) {
+			s.setNodeSubnets(name, got)
+		}
+		r.setLacking(ctx, st, node, "")
+	}
+	return lacking
+}
+
+// dropRemovedNetworks drops the entries of networks deleted while this
+// process ran.
+func (r *nodeReconciler) dropRemovedNetworks(s *nodeScope) {
+	r.netMu.Lock()
+	defer r.netMu.Unlock()
+	if len(r.removed) < len(s.recorded.subnets) {
+		for name := range r.removed {
+			if _, ok := s.recorded.subnets[name]; ok {
+				s.setNodeSubnets(name, nil)
 			}
-			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
-		if v, ok := want[ovnk.AnnotationNodeSubnets]; ok && next != nil {
-			r.rememberSubnets(node.Name, nodeSubnets{value: v, subnets: next, canonical: true, complete: recorded.complete})
-		}
-		if uniqueAnnotationsChanged(node.Annotations, want) && !r.cfg.SingleWriter {
-			r.unverified.set(node.Name, true)
+		return
+	}
+	for name := range s.recorded.subnets {
+		if r.removed[name] {
+			s.setNodeSubnets(name, nil)
 		}
 	}
-	if r.unverified.has(node.Name) {
-		return r.verify(ctx, node.Name, states)
+}
+
+// patchNodeAnnotations writes the node's annotations when they changed.
+func (r *nodeReconciler) patchNodeAnnotations(ctx context.Context, s *nodeScope) (ctrl.Result, bool, error) {
+	node := &s.node
+	if equalMaps(s.want, node.Annotations) {
+		return ctrl.Result{}, false, nil
 	}
-	return ctrl.Result{}, nil
+	if err := r.client.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}},
+		client.RawPatch(types.MergePatchType, annotationsPatch(node, s.want))); err != nil {
+		if apierrors.IsConflict(err) {
+			// What this process allocated stays held for the node, so the
+			// retry writes the same values.
+			return ctrl.Result{RequeueAfter: conflictRetry}, true, nil
+		}
+		return ctrl.Result{}, true, client.IgnoreNotFound(err)
+	}
+	if v, ok := s.want[ovnk.AnnotationNodeSubnets]; ok && s.next != nil {
+		r.rememberSubnets(node.Name, nodeSubnets{value: v, subnets: s.next, canonical: true, complete: s.recorded.complete})
+	}
+	if uniqueAnnotationsChanged(node.Annotations, s.want) && !r.cfg.SingleWriter {
+		r.unverified.set(node.Name, true)
+	}
+	return ctrl.Result{}, false, nil
+}
+
+// verifyNode checks the node's newly written values against every other
+// node (verify).
+func (r *nodeReconciler) verifyNode(ctx context.Context, s *nodeScope) (ctrl.Result, bool, error) {
+	if !r.unverified.has(s.node.Name) {
+		return ctrl.Result{}, false, nil
+	}
+	res, err := r.verify(ctx, s.node.Name, s.states)
+	return res, true, err
 }
 
 // allocNodeID returns the ID this process already holds for the node (a
