@@ -27,8 +27,7 @@ func SetupWithManager(mgr ctrl.Manager, cfg ovnk.ClusterConfig) error {
 	return err
 }
 
-// Setup is SetupWithManager that also returns the pod reconciler, whose
-// MigratedVMs the dataplane reads.
+// Setup is SetupWithManager that also returns the pod reconciler.
 func Setup(mgr ctrl.Manager, cfg ovnk.ClusterConfig) (*Reconciler, error) {
 	r := NewReconciler(mgr.GetClient(), mgr.GetEventRecorder("udnkit-addresses"), cfg)
 	if err := r.SetupWithManager(mgr); err != nil {

@@ -74,6 +74,16 @@ type Reconciler struct {
 	recorder events.EventRecorder
 	cfg      ovnk.ClusterConfig
 
+	// mu guards networks, pods, holders and seq, and every netState's pool,
+	// tunnels and vmOrigin. Reconcile holds it from start to end, its API
+	// calls included: the cache reads, the IPAMClaim status write and the
+	// pod annotation patch. So pod reconciles run one at a time, and what a
+	// reconcile read from this state (the pod's netState, the claim's
+	// holders, the pool's allocation) still holds when it writes the pod;
+	// released across the calls, each step would have to check that again.
+	// The controller runs one worker (MaxConcurrentReconciles is left at
+	// controller-runtime's default, 1), so mu takes no concurrency away
+	// today; more workers would wait on it.
 	mu       sync.Mutex
 	networks map[string]*netState
 	pods     map[types.NamespacedName]podRecord
