@@ -1,8 +1,11 @@
 package ovsdbserver
 
 import (
+	"errors"
 	"fmt"
+	"os/exec"
 	"strconv"
+	"syscall"
 )
 
 // AddChassis registers a chassis in a Southbound database with one geneve
@@ -25,9 +28,26 @@ func AddChassis(sb *Server, name, hostname string, remote bool, encapIPs ...stri
 	if remote {
 		args = append(args, "--", "set", "Chassis", name, "other_config:is-remote=true")
 	}
-	out, err := Command("ovn-sbctl", append([]string{"--db=" + sb.Address()}, args...)...).CombinedOutput()
+	args = append([]string{"--db=" + sb.Address()}, args...)
+	out, err := Command("ovn-sbctl", args...).CombinedOutput()
+	if killedBySignal(err) {
+		// ovn-sbctl 26.03.1 has been seen to abort (SIGABRT, no output) on a
+		// heavily loaded machine. The command is one transaction: run again,
+		// it either commits or fails naming the chassis that already exists.
+		out, err = Command("ovn-sbctl", args...).CombinedOutput()
+	}
 	if err != nil {
 		return fmt.Errorf("ovn-sbctl chassis-add %s: %w: %s", name, err, out)
 	}
 	return nil
+}
+
+// killedBySignal reports whether err is a command's exit by a signal.
+func killedBySignal(err error) bool {
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		return false
+	}
+	status, ok := exit.Sys().(syscall.WaitStatus)
+	return ok && status.Signaled()
 }
