@@ -93,8 +93,7 @@ type hostSubnetsCondition struct {
 //     for that one read.
 //   - netMu guards networks, removed, rebuilt, synced, syncedGen, seq,
 //     changes and orphans, and each hostSubnetState's lacking and want, and
-//     its net as syncNetworks writes it (allocateHostSubnets reads net for
-//     an Event without it). syncNetworks holds it while it lists every node
+//     its net. syncNetworks holds it while it lists every node
 //     from the apiserver (on the first sync, and for a new network when
 //     another writer may be about): reconciles wait for that read.
 //   - netsCacheMu guards netsCache, netsCacheGen and netsCacheAt.
@@ -899,7 +898,10 @@ func (r *nodeReconciler) allocateHostSubnets(ctx context.Context, s *nodeScope, 
 		got, err := st.alloc.Allocate(node)
 		if err != nil {
 			msg := fmt.Sprintf("node %s: %v", node, err)
-			r.recorder.Eventf(st.net.ref(), nil, corev1.EventTypeWarning, eventHostSubnetFailure, "Reconcile", "%s", msg)
+			r.netMu.Lock()
+			ref := st.net.ref() // syncNetworks rewrites net under netMu
+			r.netMu.Unlock()
+			r.recorder.Eventf(ref, nil, corev1.EventTypeWarning, eventHostSubnetFailure, "Reconcile", "%s", msg)
 			r.setLacking(ctx, st, node, msg)
 			lacking = true
 			continue
