@@ -117,13 +117,6 @@ func newNetwork(t *testing.T, namespace, name string, id int, subnets ...string)
 // NADs whose owner exists with their IDs), with the dataplane's NAD index.
 func apiState(t *testing.T, c *datapath.Cluster, nets ...*network) client.Client {
 	t.Helper()
-	return apiStateWith(t, c, nil, nil, nets...)
-}
-
-// apiStateWith is apiState with each Node passed through edit (when not
-// nil) and objs added.
-func apiStateWith(t *testing.T, c *datapath.Cluster, edit func(*corev1.Node), objs []client.Object, nets ...*network) client.Client {
-	t.Helper()
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, nadv1.AddToScheme, udnv1.AddToScheme} {
 		if err := add(s); err != nil {
@@ -133,13 +126,8 @@ func apiStateWith(t *testing.T, c *datapath.Cluster, edit func(*corev1.Node), ob
 	b := fake.NewClientBuilder().WithScheme(s).
 		WithIndex(&nadv1.NetworkAttachmentDefinition{}, controller.NADNetworkField, controller.NADNetwork)
 	for i, n := range c.Nodes {
-		o := nodeObject(i, n)
-		if edit != nil {
-			edit(o)
-		}
-		b = b.WithObjects(o)
+		b = b.WithObjects(nodeObject(i, n))
 	}
-	b = b.WithObjects(objs...)
 	for _, net := range nets {
 		owner := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: net.namespace, Name: net.name,
 			UID: net.nad.GetOwnerReferences()[0].UID, Annotations: net.nad.GetAnnotations()}}
@@ -190,9 +178,6 @@ type pod struct {
 	tunnelID  int
 	datapath  *datapath.Pod
 	annotated map[string]string
-	// encapIP is the pod-networks encap_ip: the node's VTEP its interface
-	// is behind ("" on a single-VTEP node).
-	encapIP string
 }
 
 func (p *pod) port() string { return ovnk.PodPortName(p.net.key(), p.net.namespace, p.name) }
@@ -208,7 +193,7 @@ func (p *pod) annotation(t *testing.T) map[string]string {
 		gws = append(gws, p.net.gateway(s.Addr().Is6()))
 	}
 	joins := []netip.Prefix{netip.MustParsePrefix("100.65.0.0/16"), netip.MustParsePrefix("fd99::/64")}
-	pn, err := ovnk.Layer2PrimaryPodNetwork(ips, ovnk.MACFromIP(ips[0].Addr()), gws, cfg.ServiceCIDRs, joins, p.tunnelID, p.encapIP)
+	pn, err := ovnk.Layer2PrimaryPodNetwork(ips, ovnk.MACFromIP(ips[0].Addr()), gws, cfg.ServiceCIDRs, joins, p.tunnelID, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,13 +231,7 @@ func (p *pod) addresses(t *testing.T) string {
 // zones other than the pod's own, type remote.
 func ovnkPodPorts(t *testing.T, c *datapath.Cluster, pods ...*pod) {
 	t.Helper()
-	ovnkPodPortsIn(t, c.Nodes, pods...)
-}
-
-// ovnkPodPortsIn is ovnkPodPorts in the zones of nodes only.
-func ovnkPodPortsIn(t *testing.T, zones []*datapath.Node, pods ...*pod) {
-	t.Helper()
-	for _, zone := range zones {
+	for _, zone := range c.Nodes {
 		for _, p := range pods {
 			port, addrs := p.port(), p.addresses(t)
 			args := []string{"--may-exist", "lsp-add", p.net.names().Switch(), port,

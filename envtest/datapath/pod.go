@@ -53,18 +53,6 @@ type PodSpec struct {
 	MTU int
 }
 
-// ifaceIDs are the external IDs of the pod's interface: its logical switch
-// port and, when its pod-networks entry has an encap_ip (OKEP-5535), that
-// VTEP as external_ids:encap-ip, as ovnkube-node sets it for ovn-controller
-// to bind the port to that Encap.
-func ifaceIDs(port string, addrs ovnk.PodAddresses) []string {
-	ids := []string{"external_ids:iface-id=" + port}
-	if addrs.EncapIP.IsValid() {
-		ids = append(ids, "external_ids:encap-ip="+addrs.EncapIP.String())
-	}
-	return ids
-}
-
 // AddPod creates the pod on node: its namespace, an internal port on br-int
 // with external_ids:iface-id set to the logical switch port, moved into the
 // namespace and configured from the annotation: MAC, addresses, MTU, a
@@ -92,8 +80,8 @@ func (c *Cluster) AddPod(ctx context.Context, node *Node, spec PodSpec) (*Pod, e
 		return nil, err
 	}
 	c.pods = append(c.pods, p)
-	if _, err := node.Vsctl(append([]string{"add-port", "br-int", p.Iface, "--", "set", "Interface", p.Iface, "type=internal"},
-		ifaceIDs(spec.Port, addrs)...)...); err != nil {
+	if _, err := node.Vsctl("add-port", "br-int", p.Iface, "--", "set", "Interface", p.Iface, "type=internal",
+		"external_ids:iface-id="+spec.Port); err != nil {
 		return nil, err
 	}
 	if err := waitFor(ctx, 10*time.Second, "interface "+p.Iface, nil, func() error {
