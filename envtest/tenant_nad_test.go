@@ -2,7 +2,6 @@ package envtest_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"strings"
 	"testing"
@@ -23,6 +22,7 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/cmd/udnkit/app"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/envtest/manager"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -313,30 +313,13 @@ func (s *nadSuite) snapshot(t *testing.T) map[string]any {
 // call) and the NAD reconciler.
 func startNADManager(t *testing.T, env *envtest.Environment) {
 	t.Helper()
-	o := app.NewOptions()
-	fs := flag.NewFlagSet("udnkit", flag.ContinueOnError)
-	o.BindFlags(fs)
-	must(t, fs.Parse([]string{"--controllers=admission,nad", "--metrics-bind-address=0", "--health-probe-bind-address=0"}))
-	serving := env.Webhook.WebhookServerOptions()
-	o.WebhookServer = &serving
-	o.SkipControllerNameValidation = true
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: managerUser, Groups: []string{"system:masters"}}
-	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := app.New(ctx, cfg, o)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
+	manager.Start(context.Background(), t, cfg, []string{"--controllers=admission,nad"}, func(o *app.Options) {
+		serving := env.Webhook.WebhookServerOptions()
+		o.WebhookServer = &serving
 	})
-	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	wctx, wcancel := context.WithTimeout(context.Background(), time.Minute)
 	defer wcancel()
 	must(t, env.WaitForWebhookServer(wctx))
 }

@@ -14,7 +14,6 @@ package zones_test
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"net/netip"
 	"os"
@@ -34,9 +33,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/udnkit/udnkit/cmd/udnkit/app"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/envtest/manager"
 	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -134,33 +133,6 @@ func eventually(t *testing.T, what string, ok func() error) {
 	}
 }
 
-// startManager runs the udnkit manager in-process with these flags, as
-// cmd/udnkit would parse them.
-func startManager(ctx context.Context, t *testing.T, env *envtest.Environment, args ...string) {
-	t.Helper()
-	o := app.NewOptions()
-	fs := flag.NewFlagSet("udnkit", flag.ContinueOnError)
-	o.BindFlags(fs)
-	if err := fs.Parse(append([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0"}, args...)); err != nil {
-		t.Fatal(err)
-	}
-	o.SkipControllerNameValidation = true
-	ctx, cancel := context.WithCancel(ctx)
-	mgr, err := app.New(ctx, env.Config, o)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager %v: %v", args, err)
-		}
-	})
-}
-
 func TestThreeZones(t *testing.T) {
 	testenv.Real(t, "kube-apiserver and ovsdb-server")
 	ctrl.SetLogger(logr.Discard())
@@ -194,11 +166,11 @@ func TestThreeZones(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		startManager(ctx, t, env, "--controllers=dataplane", "--zone="+n.name,
-			"--ovn-nb-address="+l.NB.Address(), "--ovn-sb-address="+l.SB.Address())
+		manager.Start(ctx, t, env.Config, []string{"--controllers=dataplane", "--zone=" + n.name,
+			"--ovn-nb-address=" + l.NB.Address(), "--ovn-sb-address=" + l.SB.Address()}, nil)
 		zones = append(zones, z)
 	}
-	startManager(ctx, t, env, "--controllers=nad,nodes")
+	manager.Start(ctx, t, env.Config, []string{"--controllers=nad,nodes"}, nil)
 
 	for _, n := range nodes {
 		ips, _ := json.Marshal(n.encapIPs)
