@@ -36,6 +36,7 @@ import (
 	"github.com/udnkit/udnkit/cmd/udnkit/app"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/envtest/datapath"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -68,12 +69,9 @@ var localNodes = []localNode{
 }
 
 // chassisID is the system-id of a node's OVN chassis, as ovn-controller
-// registers it and ovnkube-node publishes it in k8s.ovn.org/node-chassis-id:
-// a UUID, not the node's name (fixed per node, so a restarted make run finds
-// the chassis it registered).
-func (n localNode) chassisID() string {
-	return fmt.Sprintf("5e1f0c1a-0000-4000-8000-%012x", []byte(n.name))
-}
+// registers it and ovnkube-node publishes it in k8s.ovn.org/node-chassis-id
+// (datapath.ChassisID: a UUID, not the node's name, fixed per node).
+func (n localNode) chassisID() string { return datapath.ChassisID(n.name) }
 
 // zoneNodes are the nodes of `make run ZONES=n`: make run's three, then
 // node-d, node-e, ... with one VTEP each.
@@ -364,14 +362,30 @@ Ctrl-C stops everything.
 
 // addChassis registers n's chassis in a zone's Southbound database, as
 // ovn-controller (its own zone's) and OVN-Kubernetes' interconnect (the other
-// zones', remote) do; a chassis a restarted make run registered is kept.
+// zones', remote) do. A chassis a restarted make run registered is kept;
+// another chassis of the node's hostname (an earlier run's, under another
+// name) is removed first, since its encaps hold the node's IPs.
 func addChassis(sb *ovsdbserver.Server, n localNode, remote bool) error {
 	var ips []string
 	if err := json.Unmarshal([]byte(n.encapIPs), &ips); err != nil {
 		return err
 	}
-	if out, err := ovsdbserver.Command("ovn-sbctl", "--db="+sb.Address(), "--bare", "--columns=name", "find", "Chassis",
-		"name="+n.chassisID()).Output(); err == nil && strings.TrimSpace(string(out)) != "" {
+	out, err := ovsdbserver.Command("ovn-sbctl", "--db="+sb.Address(), "--bare", "--columns=name", "find", "Chassis",
+		"hostname="+n.name).Output()
+	if err != nil {
+		return fmt.Errorf("ovn-sbctl find Chassis hostname=%s: %w", n.name, err)
+	}
+	found := false
+	for _, name := range strings.Fields(string(out)) {
+		if name == n.chassisID() {
+			found = true
+			continue
+		}
+		if out, err := ovsdbserver.Command("ovn-sbctl", "--db="+sb.Address(), "chassis-del", name).CombinedOutput(); err != nil {
+			return fmt.Errorf("ovn-sbctl chassis-del %s: %w: %s", name, err, out)
+		}
+	}
+	if found {
 		return nil
 	}
 	return ovsdbserver.AddChassis(sb, n.chassisID(), n.name, remote, ips...)

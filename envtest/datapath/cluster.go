@@ -46,15 +46,16 @@ type Node struct {
 	// Zone is the node's OVN zone: Northbound, Southbound and ovn-northd.
 	Zone *ovsdbserver.Local
 
-	dir   string
-	procs []*proc
+	dir     string
+	procs   []*proc
+	chassis string
 }
 
-// ChassisID is the node's chassis name (its Open_vSwitch
-// external_ids:system-id), which the node's k8s.ovn.org/node-chassis-id
-// annotation carries. It is the node's name: udnkit's dataplane names a
-// remote node's chassis after the node.
-func (n *Node) ChassisID() string { return n.Name }
+// ChassisID is the name of the chassis the node's ovn-controller registered
+// (its Open_vSwitch external_ids:system-id, a UUID), which the node's
+// k8s.ovn.org/node-chassis-id annotation carries; "" until Start has seen
+// the chassis in the node's zone.
+func (n *Node) ChassisID() string { return n.chassis }
 
 // env points Open vSwitch's and OVN's programs at the node's run directory.
 func (n *Node) env() []string {
@@ -168,26 +169,13 @@ func Start(ctx context.Context, names ...string) (c *Cluster, err error) {
 			return c, fmt.Errorf("node %s: %w", name, err)
 		}
 	}
-	// OVN-Kubernetes' zone-interconnect chassis handler: every zone knows the
-	// other nodes' chassis, remote, with their geneve encaps and the node
-	// name as hostname (pkg/ovn/zone_interconnect/chassis_handler.go).
-	for _, z := range c.Nodes {
-		for _, m := range c.Nodes {
-			if m == z {
-				continue
-			}
-			if err := ovsdbserver.AddChassis(z.Zone.SB, m.ChassisID(), m.Name, true, m.UnderlayIP.String()); err != nil {
-				return c, err
-			}
-			if _, err := run("", nil, "ovn-sbctl", "--db="+z.Zone.SB.Address(), "set", "Chassis", m.ChassisID(), "hostname="+m.Name); err != nil {
-				return c, err
-			}
-		}
-	}
 	for _, n := range c.Nodes {
 		if err := n.waitChassis(ctx); err != nil {
 			return c, err
 		}
+	}
+	if err := c.registerRemoteChassis(); err != nil {
+		return c, err
 	}
 	return c, nil
 }
@@ -282,7 +270,7 @@ func (c *Cluster) startNode(ctx context.Context, i int, name string) (*Node, err
 	if _, err := n.Vsctl("--may-exist", "add-br", "breth0", "--", "set", "Bridge", "breth0", "datapath_type=netdev",
 		"--", "--may-exist", "add-port", "breth0", "eth0",
 		"--", "set", "Open_vSwitch", ".",
-		"external_ids:system-id="+n.ChassisID(),
+		"external_ids:system-id="+ChassisID(n.Name),
 		"external_ids:hostname="+n.Name,
 		"external_ids:ovn-remote="+n.Zone.SB.Address(),
 		"external_ids:ovn-encap-type=geneve",
@@ -312,18 +300,18 @@ func (c *Cluster) startNode(ctx context.Context, i int, name string) (*Node, err
 }
 
 // waitChassis waits until the node's ovn-controller has registered its
-// chassis in its zone and created br-int.
+// chassis in its zone and created br-int, and records the chassis' name.
 func (n *Node) waitChassis(ctx context.Context) error {
-	return waitFor(ctx, 60*time.Second, "ovn-controller's chassis "+n.ChassisID(), n.procs[len(n.procs)-1], func() error {
-		out, err := run("", nil, "ovn-sbctl", "--db="+n.Zone.SB.Address(), "--bare", "--columns=encaps", "find", "Chassis", "name="+n.ChassisID())
+	return waitFor(ctx, 60*time.Second, "ovn-controller's chassis on "+n.Name, n.procs[len(n.procs)-1], func() error {
+		id, err := n.readChassisID()
 		if err != nil {
 			return err
 		}
-		if out == "" {
-			return errors.New("no chassis yet")
+		if _, err = n.Vsctl("br-exists", "br-int"); err != nil {
+			return err
 		}
-		_, err = n.Vsctl("br-exists", "br-int")
-		return err
+		n.chassis = id
+		return nil
 	})
 }
 

@@ -55,18 +55,14 @@ func ovnClient(t *testing.T, n *datapath.Node) *dataplane.Client {
 	return c
 }
 
-// nodeObject is a Node as udnkit's reconcilers leave it: node ID (the
-// node's index + 2), topology version 2.0, its underlay IP as InternalIP.
+// nodeObject is a Node as ovnkube-node publishes it (datapath.OVNKNode)
+// and udnkit's reconcilers leave it: node ID (the node's index + 2),
+// topology version 2.0.
 func nodeObject(i int, n *datapath.Node) *corev1.Node {
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Annotations: map[string]string{
-			ovnk.AnnotationNodeID:                strconv.Itoa(i + 2),
-			ovnk.AnnotationNodeChassisID:         n.ChassisID(),
-			ovnk.AnnotationLayer2TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter,
-			ovnk.AnnotationNodeEncapIPs:          `["` + n.UnderlayIP.String() + `"]`,
-		}},
-		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.UnderlayIP.String()}}},
-	}
+	node := datapath.OVNKNode(n)
+	node.Annotations[ovnk.AnnotationNodeID] = strconv.Itoa(i + 2)
+	node.Annotations[ovnk.AnnotationLayer2TopologyVersion] = ovnk.Layer2TopologyVersionTransitRouter
+	return node
 }
 
 // network is one Primary Layer2 UDN.
@@ -74,20 +70,27 @@ type network struct {
 	namespace, name string
 	subnets         []netip.Prefix
 	nad             *nadv1.NetworkAttachmentDefinition
+	layer3          bool
 }
 
 func (n *network) ovnName() string { return ovnk.UDNNetworkName(n.namespace, n.name) }
-func (n *network) key() string     { return n.namespace + "/" + n.name }
+
+// ovnk is the network as OVN-Kubernetes' controllers read it.
+func (n *network) ovnk() *datapath.Network {
+	topology := "layer2"
+	if n.layer3 {
+		topology = "layer3"
+	}
+	return &datapath.Network{Name: n.ovnName(), NAD: n.key(), Topology: topology, Subnets: n.subnets}
+}
+func (n *network) key() string { return n.namespace + "/" + n.name }
 func (n *network) names() ovnk.Layer2Names {
 	return ovnk.NamesFor(n.ovnName())
 }
 
 // gateway is the network's default gateway of a family (the subnet's
 // first address).
-func (n *network) gateway(v6 bool) netip.Addr {
-	s, _ := ovnk.FamilyOf(n.subnets, v6)
-	return ovnk.MustAddrAt(s, 1)
-}
+func (n *network) gateway(v6 bool) netip.Addr { return n.ovnk().Gateway(v6) }
 
 // newNetwork renders a Primary Layer2 UDN's NAD as the NAD reconciler
 // does, with network ID id and tunnel keys from the interconnect range.
@@ -204,49 +207,30 @@ func (p *pod) annotation(t *testing.T) map[string]string {
 	return map[string]string{ovnk.AnnotationPodNetworks: v}
 }
 
-// addresses is the pod port's "MAC IP..." as OVN-Kubernetes writes it.
-func (p *pod) addresses(t *testing.T) string {
+// ovnkPort is the pod's logical switch port as OVN-Kubernetes writes it.
+func (p *pod) ovnkPort(t *testing.T) datapath.PodPort {
 	t.Helper()
 	pn, err := ovnk.DecodePodNetwork(p.annotation(t), p.net.key())
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := pn.Parse()
+	port, err := datapath.PodPortOf(p.net.ovnk(), p.net.namespace, p.name, p.node, pn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := a.MAC.String()
-	for _, ip := range a.IPs {
-		s += " " + ip.Addr().String()
+	if port.Name() != p.port() {
+		t.Fatalf("pod %s's port is %s, want %s", p.name, port.Name(), p.port())
 	}
-	return s
+	return port
 }
 
 // ovnkPodPorts adds the pods' logical switch ports in every zone as
-// OVN-Kubernetes' pod controller writes them
-// (pkg/ovn/base_network_controller_pods.go addLogicalPortToNetwork, and
-// zone_interconnect's AddTransitPortConfig for Layer2): addresses and port
-// security "MAC IP...", requested-chassis the node's chassis ID,
-// requested-tnl-key the pod's tunnel ID, the network's external IDs; in
-// zones other than the pod's own, type remote.
+// OVN-Kubernetes' pod controller writes them (datapath.WritePodPort).
 func ovnkPodPorts(t *testing.T, c *datapath.Cluster, pods ...*pod) {
 	t.Helper()
-	for _, zone := range c.Nodes {
-		for _, p := range pods {
-			port, addrs := p.port(), p.addresses(t)
-			args := []string{"--may-exist", "lsp-add", p.net.names().Switch(), port,
-				"--", "lsp-set-addresses", port, addrs,
-				"--", "lsp-set-port-security", port, addrs,
-				"--", "lsp-set-options", port, "requested-chassis=" + p.node.ChassisID(), "requested-tnl-key=" + strconv.Itoa(p.tunnelID),
-				"--", "set", "Logical_Switch_Port", port,
-				`external_ids:namespace="` + p.net.namespace + `"`, `external_ids:pod="true"`,
-				`external_ids:"k8s.ovn.org/network"="` + p.net.ovnName() + `"`,
-				`external_ids:"k8s.ovn.org/nad"="` + p.net.key() + `"`,
-				`external_ids:"k8s.ovn.org/topology"=layer2`}
-			if zone != p.node {
-				args = append(args, "--", "lsp-set-type", port, "remote")
-			}
-			nbctl(t, zone, args...)
+	for _, p := range pods {
+		if err := c.WritePodPort(p.ovnkPort(t)); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
@@ -267,7 +251,7 @@ func startPods(t *testing.T, c *datapath.Cluster, pods ...*pod) {
 
 func nbctl(t *testing.T, n *datapath.Node, args ...string) string {
 	t.Helper()
-	out, err := runCmd("ovn-nbctl", append([]string{"--db=" + n.Zone.NB.Address()}, args...)...)
+	out, err := n.Nbctl(args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,8 +262,8 @@ func nbctl(t *testing.T, n *datapath.Node, args ...string) string {
 // current Northbound contents.
 func settle(t *testing.T, c *datapath.Cluster) {
 	t.Helper()
-	for _, n := range c.Nodes {
-		nbctl(t, n, "--timeout=30", "--wait=hv", "sync")
+	if err := c.Settle(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -336,44 +320,15 @@ func runCmd(name string, args ...string) (string, error) {
 func (p *pod) ip(v6 bool) netip.Addr { return p.datapath.IP(v6) }
 
 // localnetPort is the localnet port of a network's external switch on a
-// node (upstream's GetNetworkScopedExtPortName: breth0_<prefix><node>).
-func (n *network) localnetPort(node *datapath.Node) string {
-	return "breth0_" + ovnk.NetworkPrefix(n.ovnName()) + node.Name
-}
+// node.
+func (n *network) localnetPort(node *datapath.Node) string { return n.ovnk().LocalnetPort(node) }
 
 // ovnkGateway writes, in every zone, what OVN-Kubernetes' gateway
-// controller owns for the zone's node on the network
-// (pkg/ovn/gateway.go GatewayInit, updateGWRouterNAT): the gateway router
-// GR_<prefix><node> bound to the node's chassis, its external port
-// rtoe-<GR> with the node's IP and breth0's MAC, the external switch
-// ext_<prefix><node> with the localnet port onto breth0 (physnet) and the
-// etor- router port, the default route via the physical gateway, and the
-// SNAT of the network's IPv4 subnet to the node IP. udnkit's topology then
-// adds the router's transit-router port and its route back to the pods.
+// controller owns for the zone's node on the network (datapath.WriteGateway).
 func ovnkGateway(t *testing.T, c *datapath.Cluster, net *network) {
 	t.Helper()
-	for _, n := range c.Nodes {
-		mac, err := n.BridgeMAC()
-		if err != nil {
-			t.Fatal(err)
-		}
-		gr := net.names().GatewayRouter(n.Name)
-		rtoe, etor := "rtoe-"+gr, "etor-"+gr
-		ext, localnet := "ext_"+ovnk.NetworkPrefix(net.ovnName())+n.Name, net.localnetPort(n)
-		ids := []string{`external_ids:"k8s.ovn.org/network"="` + net.ovnName() + `"`, `external_ids:"k8s.ovn.org/topology"=layer2`}
-		nodeIP := netip.PrefixFrom(n.UnderlayIP, datapath.Underlay.Bits())
-		nbctl(t, n, append([]string{"lr-add", gr, "--", "set", "Logical_Router", gr, "options:chassis=" + n.ChassisID(),
-			`external_ids:physical_ip="` + n.UnderlayIP.String() + `"`}, ids...)...)
-		nbctl(t, n, "lrp-add", gr, rtoe, mac, nodeIP.String())
-		nbctl(t, n, append([]string{"set", "Logical_Router_Port", rtoe, `external_ids:"gateway-physical-ip"=yes`}, ids...)...)
-		nbctl(t, n, append([]string{"ls-add", ext, "--", "set", "Logical_Switch", ext}, ids...)...)
-		nbctl(t, n, "lsp-add", ext, localnet, "--", "lsp-set-type", localnet, "localnet",
-			"--", "lsp-set-addresses", localnet, "unknown", "--", "lsp-set-options", localnet, "network_name=physnet")
-		nbctl(t, n, "lsp-add", ext, etor, "--", "lsp-set-type", etor, "router", "--", "lsp-set-addresses", etor, mac,
-			"--", "lsp-set-options", etor, "router-port="+rtoe)
-		nbctl(t, n, "lr-route-add", gr, "0.0.0.0/0", datapath.ExternalGateway.String(), rtoe)
-		s, _ := ovnk.FamilyOf(net.subnets, false)
-		nbctl(t, n, "lr-nat-add", gr, "snat", n.UnderlayIP.String(), s.String())
+	if err := c.WriteGateway(net.ovnk()); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -401,38 +356,24 @@ func seenFromOthers(c *datapath.Cluster, own *datapath.Node, counts *[]int, duri
 
 // managementIP is the network's management port address of a family on
 // every node (the subnet's second address).
-func (n *network) managementIP(v6 bool) netip.Prefix {
-	s, _ := ovnk.FamilyOf(n.subnets, v6)
-	return netip.PrefixFrom(ovnk.MustAddrAt(s, 2), s.Bits())
-}
+func (n *network) managementIP(v6 bool) netip.Prefix { return n.ovnk().ManagementIP(v6) }
 
 // masqueradeIP is the external IP of udnkit's management-port SNAT for the
 // network (network ID id), IPv4.
 func masqueradeIP(t *testing.T, id int) netip.Addr {
 	t.Helper()
-	masq, _ := ovnk.FamilyOf(cfg.MasqueradeSubnets, false)
-	_, mgmt, err := ovnk.UDNMasqueradeIPs(masq, id)
+	ip, err := datapath.MasqueradeIP(cfg, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return mgmt
+	return ip
 }
 
 // ovnkManagementPorts gives every node the network's management port as
-// OVN-Kubernetes does: the logical switch port <prefix>k8s-<node> in the
-// node's zone at the subnet's second address (IPv4 here), and on the node
-// the interface ovn-k8s-mp<network ID> holding it, with the route back to
-// the management-port SNAT's masquerade IP through the network's gateway.
+// OVN-Kubernetes does (datapath.AddManagementPorts).
 func ovnkManagementPorts(t *testing.T, c *datapath.Cluster, net *network, id int) {
 	t.Helper()
-	mgmt := net.managementIP(false)
-	mac := ovnk.MACFromIP(mgmt.Addr()).String()
-	for _, n := range c.Nodes {
-		port := ovnk.NetworkPrefix(net.ovnName()) + "k8s-" + n.Name
-		nbctl(t, n, "--may-exist", "lsp-add", net.names().Switch(), port, "--", "lsp-set-addresses", port, mac+" "+mgmt.Addr().String())
-		routes := [][2]string{{masqueradeIP(t, id).String() + "/32", net.gateway(false).String()}}
-		if err := n.AddManagementPort(context.Background(), "ovn-k8s-mp"+strconv.Itoa(id), port, mac, []netip.Prefix{mgmt}, routes); err != nil {
-			t.Fatal(err)
-		}
+	if err := c.AddManagementPorts(context.Background(), cfg, net.ovnk(), id); err != nil {
+		t.Fatal(err)
 	}
 }

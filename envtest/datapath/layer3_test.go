@@ -3,7 +3,6 @@ package datapath_test
 import (
 	"context"
 	"net/netip"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -15,25 +14,16 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 )
 
-// transitV4 is the transit subnet OVN-Kubernetes gives a Layer3 network's
-// transit switch (a node's address at offset node ID).
-var transitV4 = netip.MustParsePrefix("100.88.0.0/16")
-
-// l3node is a node's share of a Layer3 network: its host subnet.
-type l3node struct {
-	node *datapath.Node
-	id   int
-	host netip.Prefix
-}
-
-func (n l3node) transitIP() netip.Addr { return ovnk.MustAddrAt(transitV4, uint64(n.id)) }
+// l3node is a node's share of a Layer3 network: its node ID and host
+// subnet.
+type l3node = datapath.Layer3Node
 
 // newLayer3Network renders a Primary Layer3 UDN's NAD (IPv4 subnets, /24
 // host subnets) with network ID id.
 func newLayer3Network(t *testing.T, namespace, name string, id int, subnets ...string) *network {
 	t.Helper()
 	spec := udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer3, Layer3: &udnv1.Layer3Config{Role: udnv1.NetworkRolePrimary}}
-	n := &network{namespace: namespace, name: name}
+	n := &network{namespace: namespace, name: name, layer3: true}
 	for _, s := range subnets {
 		spec.Layer3.Subnets = append(spec.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: udnv1.CIDR(s), HostSubnet: 24})
 		n.subnets = append(n.subnets, netip.MustParsePrefix(s))
@@ -49,43 +39,11 @@ func newLayer3Network(t *testing.T, namespace, name string, id int, subnets ...s
 }
 
 // ovnkLayer3 writes, in every zone, what OVN-Kubernetes' Layer3 network
-// controller owns (pkg/ovn/layer3_user_defined_network_controller.go and
-// zone_interconnect/zone_ic_handler.go): the cluster router with the local
-// node switch behind rtos-<prefix><node> at its host subnet's first address,
-// the transit switch (its tunnel key) with the local router port rtots- at
-// the node's transit IP and, per other node, a remote tstor- port
-// (requested-chassis, tunnel key = node ID) and a route to its host subnet
-// via its transit IP.
+// controller owns (datapath.WriteLayer3).
 func ovnkLayer3(t *testing.T, c *datapath.Cluster, net *network, nodes []l3node) {
 	t.Helper()
-	names, prefix := net.names(), ovnk.NetworkPrefix(net.ovnName())
-	cr, ts := names.ClusterRouter(), names.TransitSwitch()
-	ids := []string{`external_ids:"k8s.ovn.org/network"="` + net.ovnName() + `"`, `external_ids:"k8s.ovn.org/topology"=layer3`}
-	for _, local := range nodes {
-		z := local.node
-		nbctl(t, z, append([]string{"lr-add", cr, "--", "set", "Logical_Router", cr}, ids...)...)
-		sw, rtos := prefix+z.Name, "rtos-"+prefix+z.Name
-		gw := ovnk.MustAddrAt(local.host, 1)
-		nbctl(t, z, "lrp-add", cr, rtos, ovnk.MACFromIP(gw).String(), netip.PrefixFrom(gw, local.host.Bits()).String())
-		nbctl(t, z, append([]string{"ls-add", sw, "--", "set", "Logical_Switch", sw}, ids...)...)
-		nbctl(t, z, "lsp-add", sw, "stor-"+sw, "--", "lsp-set-type", "stor-"+sw, "router",
-			"--", "lsp-set-addresses", "stor-"+sw, "router", "--", "lsp-set-options", "stor-"+sw, "router-port="+rtos)
-		nbctl(t, z, append([]string{"ls-add", ts, "--", "set", "Logical_Switch", ts, "other_config:requested-tnl-key=16711685",
-			"other_config:interconn-ts=" + ts}, ids...)...)
-		for _, m := range nodes {
-			port, tip := names.TransitSwitchToRouter(m.node.Name), m.transitIP()
-			mac, tnet := ovnk.MACFromIP(tip).String(), netip.PrefixFrom(tip, transitV4.Bits()).String()
-			if m.node == z {
-				rtots := names.RouterToTransitSwitch(z.Name)
-				nbctl(t, z, "lrp-add", cr, rtots, mac, tnet)
-				nbctl(t, z, "lsp-add", ts, port, "--", "lsp-set-type", port, "router", "--", "lsp-set-addresses", port, "router",
-					"--", "lsp-set-options", port, "router-port="+rtots, "requested-tnl-key="+strconv.Itoa(m.id))
-				continue
-			}
-			nbctl(t, z, "lsp-add", ts, port, "--", "lsp-set-type", port, "remote", "--", "lsp-set-addresses", port, mac+" "+tnet,
-				"--", "lsp-set-options", port, "requested-chassis="+m.node.ChassisID(), "requested-tnl-key="+strconv.Itoa(m.id))
-			nbctl(t, z, "lr-route-add", cr, m.host.String(), tip.String())
-		}
+	if err := c.WriteLayer3(net.ovnk(), nodes); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -95,10 +53,10 @@ func ovnkLayer3(t *testing.T, c *datapath.Cluster, net *network, nodes []l3node)
 // subnet's first address).
 func layer3Pod(t *testing.T, c *datapath.Cluster, net *network, n l3node, name string) *datapath.Pod {
 	t.Helper()
-	ip := netip.PrefixFrom(ovnk.MustAddrAt(n.host, 5), n.host.Bits())
+	ip := netip.PrefixFrom(ovnk.MustAddrAt(n.Host, 5), n.Host.Bits())
 	mac := ovnk.MACFromIP(ip.Addr())
-	pn := ovnk.PodNetwork{IPAddresses: []string{ip.String()}, MACAddress: mac.String(), GatewayIPs: []string{ovnk.MustAddrAt(n.host, 1).String()},
-		IPAddress: ip.String(), GatewayIP: ovnk.MustAddrAt(n.host, 1).String(), Role: ovnk.RolePrimary}
+	pn := ovnk.PodNetwork{IPAddresses: []string{ip.String()}, MACAddress: mac.String(), GatewayIPs: []string{ovnk.MustAddrAt(n.Host, 1).String()},
+		IPAddress: ip.String(), GatewayIP: ovnk.MustAddrAt(n.Host, 1).String(), Role: ovnk.RolePrimary}
 	for _, s := range net.subnets {
 		pn.Routes = append(pn.Routes, ovnk.PodRoute{Dest: s.String(), NextHop: pn.GatewayIP})
 	}
@@ -106,14 +64,15 @@ func layer3Pod(t *testing.T, c *datapath.Cluster, net *network, n l3node, name s
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ovnk.PodPortName(net.key(), net.namespace, name)
-	addrs := mac.String() + " " + ip.Addr().String()
-	nbctl(t, n.node, "lsp-add", ovnk.NetworkPrefix(net.ovnName())+n.node.Name, port, "--", "lsp-set-addresses", port, addrs,
-		"--", "lsp-set-port-security", port, addrs, "--", "lsp-set-options", port, "requested-chassis="+n.node.ChassisID())
-	p, err := c.AddPod(context.Background(), n.node, datapath.PodSpec{Namespace: net.namespace, Name: name,
-		Annotations: map[string]string{ovnk.AnnotationPodNetworks: v}, NAD: net.key(), Port: port})
+	port := datapath.PodPort{Network: net.ovnk(), Switch: ovnk.NetworkPrefix(net.ovnName()) + n.Node.Name, Namespace: net.namespace,
+		Pod: name, Node: n.Node, Addresses: mac.String() + " " + ip.Addr().String(), LocalOnly: true}
+	if err := c.WritePodPort(port); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.AddPod(context.Background(), n.Node, datapath.PodSpec{Namespace: net.namespace, Name: name,
+		Annotations: map[string]string{ovnk.AnnotationPodNetworks: v}, NAD: net.key(), Port: port.Name()})
 	if err != nil {
-		t.Fatalf("%v\n%s", err, n.node.Logs(20))
+		t.Fatalf("%v\n%s", err, n.Node.Logs(20))
 	}
 	return p
 }
@@ -140,9 +99,9 @@ func TestLayer3AppendedSubnet(t *testing.T) {
 	podB := layer3Pod(t, c, red, nodes[1], "pod-b")
 	// The EgressIP controller's reroute of pod-a (types.EgressIPReroutePriority)
 	// to the transit IP of a node ID no zone has.
-	a := nodes[0].node
+	a := nodes[0].Node
 	egressIP := `ip4.src == ` + podA.IP(false).String()
-	nbctl(t, a, "lr-policy-add", red.names().ClusterRouter(), "100", egressIP, "reroute", ovnk.MustAddrAt(transitV4, 9).String())
+	nbctl(t, a, "lr-policy-add", red.names().ClusterRouter(), "100", egressIP, "reroute", ovnk.MustAddrAt(datapath.Layer3TransitSubnet, 9).String())
 	settle(t, c)
 
 	t.Run("IPv4: pods in the original and the appended subnet reach each other across zones", func(t *testing.T) {
