@@ -23,6 +23,7 @@ import (
 	"github.com/udnkit/udnkit/cmd/udnkit/app"
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/envtest/manager"
+	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -77,7 +78,7 @@ func TestTenantNADs(t *testing.T) {
 	must(t, s.admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "alice-nad-writer", Namespace: "alice"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "nad-writer"},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "alice"}}}))
-	eventually(t, "the NAD policy refuses alice a labelled NAD", func() error {
+	testenv.Eventually(t, "the NAD policy refuses alice a labelled NAD", func() error {
 		err := s.alice.Create(ctx, labelled(userNAD("alice", "probe", ovnConfig("alice", "probe", "probe"))), client.DryRunAll)
 		if err == nil || !strings.Contains(err.Error(), nadPolicyRule) {
 			return fmt.Errorf("not refused by the policy yet: %v", err)
@@ -98,7 +99,7 @@ func TestTenantNADs(t *testing.T) {
 	for _, obj := range []client.Object{blue, green, shared} {
 		must(t, s.admin.Create(ctx, obj))
 	}
-	eventually(t, "alice creates a UDN", func() error { return s.alice.Create(ctx, red) })
+	testenv.Eventually(t, "alice creates a UDN", func() error { return s.alice.Create(ctx, red) })
 	for _, n := range []struct {
 		ns, name string
 		owner    client.Object
@@ -244,7 +245,7 @@ func (s *nadSuite) testAllowed(t *testing.T) {
 	if err := s.alice.Delete(ctx, red); err != nil {
 		t.Errorf("alice cannot delete her UDN's NAD: %v", err)
 	}
-	eventually(t, "the manager writes alice's deleted NAD again", func() error {
+	testenv.Eventually(t, "the manager writes alice's deleted NAD again", func() error {
 		nad := &nadv1.NetworkAttachmentDefinition{}
 		if err := s.admin.Get(ctx, client.ObjectKey{Namespace: "alice", Name: "red"}, nad); err != nil {
 			return err
@@ -266,7 +267,7 @@ func (s *nadSuite) testAllowed(t *testing.T) {
 func (s *nadSuite) managedNAD(t *testing.T, namespace, name string) *nadv1.NetworkAttachmentDefinition {
 	t.Helper()
 	nad := &nadv1.NetworkAttachmentDefinition{}
-	eventually(t, "the manager writes NAD "+namespace+"/"+name, func() error {
+	testenv.Eventually(t, "the manager writes NAD "+namespace+"/"+name, func() error {
 		if err := s.admin.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, nad); err != nil {
 			return err
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -16,6 +15,8 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/internal/testenv"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -66,7 +67,7 @@ func TestTenant(t *testing.T) {
 	must(t, err)
 	s.adminUser = admin
 	for _, name := range []string{"alice", "bob"} {
-		must(t, s.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
+		must(t, s.admin.Create(ctx, testobj.MakeNamespace(name).Obj()))
 	}
 	for _, n := range []string{"node-a", "node-b"} {
 		must(t, s.manager.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}))
@@ -92,7 +93,7 @@ func (s *tenantSuite) testRBAC(t *testing.T) {
 	bind(t, s.admin, "alice", "carol", "edit")
 	must(t, envtest.AggregateClusterRoles(ctx, s.admin))
 	// The binding is live once alice may create a pod (RBAC caches follow a watch).
-	eventually(t, "alice creates a pod as namespace admin", func() error {
+	testenv.Eventually(t, "alice creates a pod as namespace admin", func() error {
 		return s.alice.Create(ctx, pod("alice", "probe", ""), client.DryRunAll)
 	})
 	// Without the chart's roles, Kubernetes' admin grants no UDNs.
@@ -102,7 +103,7 @@ func (s *tenantSuite) testRBAC(t *testing.T) {
 
 	must(t, envtest.InstallObjects(ctx, s.admin, envtest.AccessDir()))
 	must(t, envtest.AggregateClusterRoles(ctx, s.admin))
-	eventually(t, "alice creates a UDN in her namespace", func() error {
+	testenv.Eventually(t, "alice creates a UDN in her namespace", func() error {
 		return s.alice.Create(ctx, udn("alice", "blue"))
 	})
 	blue := &udnv1.UserDefinedNetwork{}
@@ -115,7 +116,7 @@ func (s *tenantSuite) testRBAC(t *testing.T) {
 		t.Errorf("alice cannot delete her UDN: %v", err)
 	}
 	must(t, s.alice.Create(ctx, udn("alice", "green")))
-	eventually(t, "carol creates a UDN as namespace editor", func() error {
+	testenv.Eventually(t, "carol creates a UDN as namespace editor", func() error {
 		return s.carol.Create(ctx, udn("alice", "carols"))
 	})
 	if err := s.carol.Delete(ctx, udn("alice", "carols")); err != nil {
@@ -147,7 +148,7 @@ func (s *tenantSuite) testRBAC(t *testing.T) {
 	}
 
 	// bob views: reads UDNs, changes nothing.
-	eventually(t, "bob lists UDNs in namespace alice", func() error {
+	testenv.Eventually(t, "bob lists UDNs in namespace alice", func() error {
 		return s.bob.List(ctx, &udnv1.UserDefinedNetworkList{}, client.InNamespace("alice"))
 	})
 	green := &udnv1.UserDefinedNetwork{}
@@ -174,7 +175,7 @@ func (s *tenantSuite) testPodNetworks(t *testing.T) {
 	key := ovnk.AnnotationPodNetworks
 	forged := `{"alice/blue":{"ip_addresses":["10.0.0.9/24"],"mac_address":"0a:58:0a:00:00:09","role":"primary"}}`
 	genuine := `{"alice/blue":{"ip_addresses":["10.0.0.5/24"],"mac_address":"0a:58:0a:00:00:05","role":"primary"}}`
-	eventually(t, "alice creates pods", func() error { return s.alice.Create(ctx, pod("alice", "ready", ""), client.DryRunAll) })
+	testenv.Eventually(t, "alice creates pods", func() error { return s.alice.Create(ctx, pod("alice", "ready", ""), client.DryRunAll) })
 
 	// Create: forged by alice is refused; by the manager accepted.
 	refused(t, "alice creates a pod with pod-networks", s.alice.Create(ctx, annotate(pod("alice", "forged", ""), key, forged)), key, "alice")
@@ -231,7 +232,7 @@ func (s *tenantSuite) testNetworkAnnotations(t *testing.T) {
 	refused(t, "alice creates a UDN with both", err, "The "+id+", "+keys+" annotations", "alice")
 
 	red := udn("alice", "red")
-	eventually(t, "alice creates a UDN", func() error { return s.alice.Create(ctx, red) })
+	testenv.Eventually(t, "alice creates a UDN", func() error { return s.alice.Create(ctx, red) })
 	must(t, s.manager.Get(ctx, client.ObjectKeyFromObject(red), red))
 	annotate(annotate(red, id, "3"), keys, "[16711683]")
 	if err := s.manager.Update(ctx, red); err != nil {
@@ -311,7 +312,7 @@ func (s *tenantSuite) waitForPolicies(t *testing.T) {
 		},
 	}
 	for name, probe := range probes {
-		eventually(t, "the "+name+" policy refuses", func() error {
+		testenv.Eventually(t, "the "+name+" policy refuses", func() error {
 			if err := probe(); err == nil || !strings.Contains(err.Error(), refusal) {
 				return fmt.Errorf("not refused yet: %v", err)
 			}
@@ -334,12 +335,6 @@ func refused(t *testing.T, what string, err error, annotation, user string) {
 	}
 }
 
-func eventually(t *testing.T, what string, f func() error) {
-	t.Helper()
-	if err := envtest.Poll(20*time.Second, f); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
 
 func must(t *testing.T, err error) {
 	t.Helper()
@@ -387,19 +382,10 @@ func pod(namespace, name, node string) *corev1.Pod {
 }
 
 func udn(namespace, name string) *udnv1.UserDefinedNetwork {
-	return &udnv1.UserDefinedNetwork{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Spec: udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
-			Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRoleSecondary, Subnets: udnv1.DualStackCIDRs{"10.0.0.0/24"}}},
-	}
+	return testobj.MakeUDN(namespace, name).Obj()
 }
 
 func cudn(name string) *udnv1.ClusterUserDefinedNetwork {
-	return &udnv1.ClusterUserDefinedNetwork{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: udnv1.ClusterUserDefinedNetworkSpec{
-			NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"team": name}},
-			Network: udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
-				Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRoleSecondary, Subnets: udnv1.DualStackCIDRs{"10.1.0.0/24"}}}},
-	}
+	return testobj.MakeCUDN(name).SelectLabels(map[string]string{"team": name}).
+		Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.1.0.0/24")).Obj()
 }

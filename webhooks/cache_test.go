@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nsselect"
 )
@@ -51,9 +52,7 @@ func indexedReader(t *testing.T, objs ...client.Object) client.Reader {
 }
 
 func l2UDN(ns, name string, role udnv1.NetworkRole) *udnv1.UserDefinedNetwork {
-	return &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
-			Layer2: &udnv1.Layer2Config{Role: role, Subnets: udnv1.DualStackCIDRs{"10.100.0.0/16"}}}}
+	return testobj.MakeUDN(ns, name).Spec(testobj.Layer2(role, "10.100.0.0/16")).Obj()
 }
 
 func TestPrimaryIndexesHoldOnlyLivePrimaries(t *testing.T) {

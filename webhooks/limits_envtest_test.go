@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/internal/testenv"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/webhooks"
 )
 
@@ -64,7 +66,7 @@ func forbidden(resp admission.Response, want string) error {
 }
 
 func secondary(i int) udnv1.NetworkSpec {
-	return layer2(udnv1.NetworkRoleSecondary, udnv1.CIDR(fmt.Sprintf("10.180.%d.0/24", i)))
+	return testobj.Layer2(udnv1.NetworkRoleSecondary, udnv1.CIDR(fmt.Sprintf("10.180.%d.0/24", i)))
 }
 
 // A namespace holds at most --max-networks-per-namespace UDNs: one more is
@@ -98,7 +100,7 @@ func TestNamespaceNetworkLimit(t *testing.T) {
 	if err := c.Delete(ctx, udn("limited", "n0", secondary(0))); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() error {
+	testenv.Eventually(t, "the freed slot admits a new network", func() error {
 		if resp := h.create(t, over, true); !resp.Allowed {
 			return fmt.Errorf("after a delete made room: %+v", resp.Result)
 		}

@@ -15,6 +15,8 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/internal/testenv"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -32,7 +34,7 @@ func nse(value string) map[string]string {
 // predefinedNetwork is the OKEP-5233 example: a Primary Layer2 network with
 // infrastructure, reserved subnets and a custom gateway.
 func predefinedNetwork() udnv1.NetworkSpec {
-	s := layer2(udnv1.NetworkRolePrimary, "192.168.100.0/24")
+	s := testobj.Layer2(udnv1.NetworkRolePrimary, "192.168.100.0/24")
 	s.Layer2.InfrastructureSubnets = []udnv1.NetworkCIDR{"192.168.100.0/30"}
 	s.Layer2.ReservedSubnets = []udnv1.NetworkCIDR{"192.168.100.200/29"}
 	s.Layer2.DefaultGatewayIPs = udnv1.DualStackIPs{"192.168.100.2"}
@@ -105,7 +107,7 @@ func TestPodPredefinedAddresses(t *testing.T) {
 
 	t.Run("namespaces without a Primary Layer2 network keep Multus' meaning", func(t *testing.T) {
 		namespace(t, c, "l3", true, nil)
-		if err := c.Create(ctx, udn("l3", "n", layer3(udnv1.NetworkRolePrimary, "10.60.0.0/16"))); err != nil {
+		if err := c.Create(ctx, udn("l3", "n", testobj.Layer3(udnv1.NetworkRolePrimary, "10.60.0.0/16"))); err != nil {
 			t.Fatal(err)
 		}
 		namespace(t, c, "labelled-empty", true, nil)
@@ -146,7 +148,7 @@ func TestPodDefaultNetworkCannotChange(t *testing.T) {
 				{"added", without, func(a map[string]string) { a[ovnk.AnnotationDefaultNetwork] = value }},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
-					eventually(t, func() error {
+					testenv.Eventually(t, "the pod annotation change is refused", func() error {
 						var cur corev1.Pod
 						if err := c.Get(ctx, client.ObjectKeyFromObject(tc.pod), &cur); err != nil {
 							return err
@@ -200,7 +202,7 @@ func TestNamespacePrimaryLabelCannotChange(t *testing.T) {
 		{"label-remove", func(l map[string]string) { delete(l, ovnk.LabelPrimaryUserDefinedNetwork) }},
 	} {
 		t.Run(tc.ns, func(t *testing.T) {
-			eventually(t, func() error {
+			testenv.Eventually(t, "the namespace label change is refused", func() error {
 				var ns corev1.Namespace
 				if err := c.Get(ctx, client.ObjectKey{Name: tc.ns}, &ns); err != nil {
 					return err

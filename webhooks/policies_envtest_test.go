@@ -19,6 +19,8 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/internal/testenv"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/webhooks"
 )
@@ -67,7 +69,7 @@ func TestPoliciesAgreeWithOfflineChecks(t *testing.T) {
 	c, warns := clientWithWarnings(t, env)
 	namespace(t, c, "parity", true, nil)
 	gateway := func(subnet udnv1.CIDR, gw udnv1.IP) udnv1.NetworkSpec {
-		s := layer2(udnv1.NetworkRolePrimary, subnet)
+		s := testobj.Layer2(udnv1.NetworkRolePrimary, subnet)
 		s.Layer2.DefaultGatewayIPs = udnv1.DualStackIPs{gw}
 		return s
 	}
@@ -76,33 +78,33 @@ func TestPoliciesAgreeWithOfflineChecks(t *testing.T) {
 		return s
 	}
 	for name, spec := range map[string]udnv1.NetworkSpec{
-		"disjoint dual-stack":           layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16", "fd00:100::/64"),
-		"disjoint Primary":              layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16", "fd00:100::/64"),
-		"IPv6 beside IPv4 ranges":       layer2(udnv1.NetworkRoleSecondary, "::/0"),
-		"contains the cluster subnet":   layer2(udnv1.NetworkRoleSecondary, "10.0.0.0/8"),
-		"Primary contains it":           layer2(udnv1.NetworkRolePrimary, "10.0.0.0/8"),
-		"contains the service CIDR":     layer3(udnv1.NetworkRoleSecondary, "10.96.0.0/12"),
-		"Primary Layer3 service CIDR":   layer3(udnv1.NetworkRolePrimary, "10.96.0.0/12", "10.244.0.0/16"),
-		"inside the cluster subnet":     layer2(udnv1.NetworkRoleSecondary, "10.244.1.0/24"),
-		"masquerade IPv6":               layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16", "fd69::/64"),
-		"Primary masquerade IPv6":       layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16", "fd69::/64"),
-		"Layer3 over transit":           layer3(udnv1.NetworkRolePrimary, "100.88.0.0/14"),
-		"Layer2 Secondary over transit": layer2(udnv1.NetworkRoleSecondary, "100.88.0.0/16"),
-		"Layer2 Primary over transit": withL2(layer2(udnv1.NetworkRolePrimary, "100.88.0.0/20"), func(l *udnv1.Layer2Config) {
+		"disjoint dual-stack":           testobj.Layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16", "fd00:100::/64"),
+		"disjoint Primary":              testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16", "fd00:100::/64"),
+		"IPv6 beside IPv4 ranges":       testobj.Layer2(udnv1.NetworkRoleSecondary, "::/0"),
+		"contains the cluster subnet":   testobj.Layer2(udnv1.NetworkRoleSecondary, "10.0.0.0/8"),
+		"Primary contains it":           testobj.Layer2(udnv1.NetworkRolePrimary, "10.0.0.0/8"),
+		"contains the service CIDR":     testobj.Layer3(udnv1.NetworkRoleSecondary, "10.96.0.0/12"),
+		"Primary Layer3 service CIDR":   testobj.Layer3(udnv1.NetworkRolePrimary, "10.96.0.0/12", "10.244.0.0/16"),
+		"inside the cluster subnet":     testobj.Layer2(udnv1.NetworkRoleSecondary, "10.244.1.0/24"),
+		"masquerade IPv6":               testobj.Layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16", "fd69::/64"),
+		"Primary masquerade IPv6":       testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16", "fd69::/64"),
+		"Layer3 over transit":           testobj.Layer3(udnv1.NetworkRolePrimary, "100.88.0.0/14"),
+		"Layer2 Secondary over transit": testobj.Layer2(udnv1.NetworkRoleSecondary, "100.88.0.0/16"),
+		"Layer2 Primary over transit": withL2(testobj.Layer2(udnv1.NetworkRolePrimary, "100.88.0.0/20"), func(l *udnv1.Layer2Config) {
 			l.ReservedSubnets = []udnv1.NetworkCIDR{"100.88.0.0/24"}
 		}),
-		"join, reserved, infrastructure": withL2(layer2(udnv1.NetworkRolePrimary, "10.0.0.0/8"), func(l *udnv1.Layer2Config) {
+		"join, reserved, infrastructure": withL2(testobj.Layer2(udnv1.NetworkRolePrimary, "10.0.0.0/8"), func(l *udnv1.Layer2Config) {
 			l.JoinSubnets = udnv1.DualStackCIDRs{"100.64.0.0/24"}
 			l.ReservedSubnets = []udnv1.NetworkCIDR{"10.96.0.0/24"}
 			l.InfrastructureSubnets = []udnv1.NetworkCIDR{"10.244.0.0/30"}
 		}),
 		"Layer3 join subnet": func() udnv1.NetworkSpec {
-			s := layer3(udnv1.NetworkRolePrimary, "10.30.0.0/16")
+			s := testobj.Layer3(udnv1.NetworkRolePrimary, "10.30.0.0/16")
 			s.Layer3.JoinSubnets = udnv1.DualStackCIDRs{"fd98::/96"}
 			return s
 		}(),
-		"Layer3 subnet with host bits":      layer3(udnv1.NetworkRolePrimary, "10.20.100.0/16"),
-		"Layer2 subnets with host bits":     layer2(udnv1.NetworkRoleSecondary, "10.66.0.1/24", "fd00:66::1/64"),
+		"Layer3 subnet with host bits":      testobj.Layer3(udnv1.NetworkRolePrimary, "10.20.100.0/16"),
+		"Layer2 subnets with host bits":     testobj.Layer2(udnv1.NetworkRoleSecondary, "10.66.0.1/24", "fd00:66::1/64"),
 		"host bits and an ignored gateway":  gateway("10.66.0.1/24", "10.66.0.254"),
 		"gateway on the network address":    gateway("192.168.100.0/24", "192.168.100.0"),
 		"gateway on the broadcast address":  gateway("192.168.100.0/24", "192.168.100.255"),
@@ -198,7 +200,7 @@ func writeParams(t *testing.T, c client.Client, cfg ovnk.ClusterConfig, ready fu
 	if err := webhooks.WriteAdmissionParams(ctx, c, envtest.ParamsNamespace, cfg); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, ready)
+	testenv.Eventually(t, "the policies see the new params", ready)
 }
 
 // The ranges are the manager's configuration: after it changes, an
@@ -209,7 +211,7 @@ func TestPoliciesFollowTheManagersConfiguration(t *testing.T) {
 	env := startEnv(t)
 	c, warns := clientWithWarnings(t, env)
 	namespace(t, c, "reconfigured", true, nil)
-	u := udn("reconfigured", "grow", layer3(udnv1.NetworkRolePrimary, "10.60.0.0/16"))
+	u := udn("reconfigured", "grow", testobj.Layer3(udnv1.NetworkRolePrimary, "10.60.0.0/16"))
 	if err := c.Create(ctx, u); err != nil {
 		t.Fatal(err)
 	}
@@ -217,21 +219,21 @@ func TestPoliciesFollowTheManagersConfiguration(t *testing.T) {
 	cfg.NodeSubnets = []netip.Prefix{netip.MustParsePrefix("10.60.0.0/15")}
 	cfg.PreconfiguredUDNAddresses = false
 	writeParams(t, c, cfg, func() error {
-		err := c.Create(ctx, udn("reconfigured", "probe", layer2(udnv1.NetworkRoleSecondary, "10.60.8.0/24")), client.DryRunAll)
+		err := c.Create(ctx, udn("reconfigured", "probe", testobj.Layer2(udnv1.NetworkRoleSecondary, "10.60.8.0/24")), client.DryRunAll)
 		if err == nil {
 			return errors.New("the new node subnet is not checked yet")
 		}
 		return nil
 	})
 	defer writeParams(t, c, testConfig(), func() error {
-		if err := c.Create(ctx, udn("reconfigured", "probe", layer2(udnv1.NetworkRoleSecondary, "10.60.8.0/24")), client.DryRunAll); err != nil {
+		if err := c.Create(ctx, udn("reconfigured", "probe", testobj.Layer2(udnv1.NetworkRoleSecondary, "10.60.8.0/24")), client.DryRunAll); err != nil {
 			return fmt.Errorf("the old configuration is not back yet: %w", err)
 		}
 		return nil
 	})
 
 	t.Run("a new network is checked against the new ranges", func(t *testing.T) {
-		err := c.Create(ctx, udn("reconfigured", "new", layer2(udnv1.NetworkRoleSecondary, "10.61.128.0/24")), client.DryRunAll)
+		err := c.Create(ctx, udn("reconfigured", "new", testobj.Layer2(udnv1.NetworkRoleSecondary, "10.61.128.0/24")), client.DryRunAll)
 		expectInvalid(t, err, "spec.layer2.subnets[0]: 10.61.128.0/24 overlaps the node subnet 10.60.0.0/15 (--node-subnets); user defined networks must not overlap the cluster's internal ranges.")
 	})
 	t.Run("the existing values of a network are not", func(t *testing.T) {
@@ -254,7 +256,7 @@ func TestPoliciesFollowTheManagersConfiguration(t *testing.T) {
 	// which reads the manager's configuration, not the params).
 	t.Run("addresses the disabled feature governs draw warnings", func(t *testing.T) {
 		warns.take()
-		l2 := layer2(udnv1.NetworkRolePrimary, "10.63.0.0/16")
+		l2 := testobj.Layer2(udnv1.NetworkRolePrimary, "10.63.0.0/16")
 		l2.Layer2.ReservedSubnets = []udnv1.NetworkCIDR{"10.63.0.0/24"}
 		l2.Layer2.InfrastructureSubnets = []udnv1.NetworkCIDR{"10.63.1.0/24"}
 		l2.Layer2.DefaultGatewayIPs = udnv1.DualStackIPs{"10.63.1.1"}
@@ -283,9 +285,9 @@ func TestNetworksRefusedWithoutParams(t *testing.T) {
 	if err := c.Delete(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	ok := udn("no-params", "n", layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16"))
+	ok := udn("no-params", "n", testobj.Layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16"))
 	defer writeParams(t, c, testConfig(), func() error { return c.Create(ctx, ok, client.DryRunAll) })
-	eventually(t, func() error {
+	testenv.Eventually(t, "the policies without params refuse", func() error {
 		err := c.Create(ctx, ok, client.DryRunAll)
 		if err == nil {
 			return errors.New("still admitted")
@@ -306,7 +308,7 @@ func TestPoliciesTakeTheLargestNetwork(t *testing.T) {
 	env := startEnv(t)
 	c := env.Client
 	l3 := func(first int, last udnv1.CIDR) udnv1.NetworkSpec {
-		s := layer3(udnv1.NetworkRolePrimary)
+		s := testobj.Layer3(udnv1.NetworkRolePrimary)
 		for i := range 199 {
 			s.Layer3.Subnets = append(s.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: udnv1.CIDR(fmt.Sprintf("%d.%d.0.0/16", first, i)), HostSubnet: 24})
 		}

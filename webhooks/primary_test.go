@@ -13,15 +13,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
 func namespace(name string, l map[string]string) *corev1.Namespace {
-	labels := map[string]string{corev1.LabelMetadataName: name} // as the apiserver sets it
-	for k, v := range l {
-		labels[k] = v
-	}
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	return testobj.MakeNamespace(name).Labels(l).Obj()
 }
 
 func primaryCUDN(name string, sel metav1.LabelSelector) *udnv1.ClusterUserDefinedNetwork {

@@ -31,6 +31,7 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/internal/testenv"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/webhooks"
 )
@@ -216,38 +217,21 @@ var ctx = context.Background()
 
 func namespace(t testing.TB, c client.Client, name string, primaryLabel bool, labels map[string]string) {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}}
-	for k, v := range labels {
-		ns.Labels[k] = v
-	}
+	ns := testobj.MakeNamespace(name).Labels(labels)
 	if primaryLabel {
-		ns.Labels[ovnk.LabelPrimaryUserDefinedNetwork] = ""
+		ns.Primary()
 	}
-	if err := c.Create(ctx, ns); err != nil {
+	if err := c.Create(ctx, ns.Obj()); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func udn(ns, name string, spec udnv1.NetworkSpec) *udnv1.UserDefinedNetwork {
-	return &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: udnv1.UserDefinedNetworkSpec{Topology: spec.Topology, Layer2: spec.Layer2, Layer3: spec.Layer3}}
+	return testobj.MakeUDN(ns, name).Spec(spec).Obj()
 }
 
 func cudn(name string, selector map[string]string, spec udnv1.NetworkSpec) *udnv1.ClusterUserDefinedNetwork {
-	return &udnv1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: udnv1.ClusterUserDefinedNetworkSpec{NamespaceSelector: metav1.LabelSelector{MatchLabels: selector}, Network: spec}}
-}
-
-func layer2(role udnv1.NetworkRole, subnets ...udnv1.CIDR) udnv1.NetworkSpec {
-	return udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{Role: role, Subnets: subnets}}
-}
-
-func layer3(role udnv1.NetworkRole, cidrs ...udnv1.CIDR) udnv1.NetworkSpec {
-	s := udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer3, Layer3: &udnv1.Layer3Config{Role: role}}
-	for _, c := range cidrs {
-		s.Layer3.Subnets = append(s.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: c, HostSubnet: 24})
-	}
-	return s
+	return testobj.MakeCUDN(name).SelectLabels(selector).Spec(spec).Obj()
 }
 
 // expectInvalid checks that err is a 422 whose message holds every want.
@@ -316,24 +300,6 @@ func review(t testing.TB, env *envtest.Environment, path string, op admissionv1.
 	return out.Response
 }
 
-// eventually retries f for up to 20 s (a ValidatingAdmissionPolicy is
-// enforced 0.1-1 s after it is created on an idle machine; make test loads
-// 2 cores with every package's apiserver at once).
-func eventually(t testing.TB, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // waitForPolicies returns once the apiserver enforces every UDN and CUDN
 // policy with testConfig()'s params (a policy is enforced 0.1-1 s after it is
 // created, a param seen a moment after it is written): a UDN in the cluster
@@ -353,12 +319,12 @@ func waitForPolicies(env *envtest.Environment) error {
 		Labels: map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}}}); err != nil {
 		return err
 	}
-	reserved := layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")
+	reserved := testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")
 	reserved.Layer2.ReservedSubnets = []udnv1.NetworkCIDR{"10.100.0.0/24"}
 	peer := udn(ns, "probe-a", reserved)
-	peerCUDN := cudn("probe-a", map[string]string{"none": "none"}, layer2(udnv1.NetworkRoleSecondary, "10.101.0.0/16"))
+	peerCUDN := cudn("probe-a", map[string]string{"none": "none"}, testobj.Layer2(udnv1.NetworkRoleSecondary, "10.101.0.0/16"))
 	return envtest.Poll(30*time.Second, func() error {
-		if err := c.Create(ctx, udn(ns, "overlap", layer2(udnv1.NetworkRoleSecondary, "10.244.0.0/24")), client.DryRunAll); err == nil {
+		if err := c.Create(ctx, udn(ns, "overlap", testobj.Layer2(udnv1.NetworkRoleSecondary, "10.244.0.0/24")), client.DryRunAll); err == nil {
 			return errors.New("udnkit-network-config not enforced yet")
 		}
 		w.take()
@@ -378,10 +344,10 @@ func waitForPolicies(env *envtest.Environment) error {
 				return err
 			}
 		}
-		if err := c.Create(ctx, udn(ns, "probe.a", layer2(udnv1.NetworkRoleSecondary, "10.103.0.0/16")), client.DryRunAll); err == nil {
+		if err := c.Create(ctx, udn(ns, "probe.a", testobj.Layer2(udnv1.NetworkRoleSecondary, "10.103.0.0/16")), client.DryRunAll); err == nil {
 			return errors.New("the UDN webhook's name check is not served yet")
 		}
-		if err := c.Create(ctx, cudn("probe.a", map[string]string{"none": "none"}, layer2(udnv1.NetworkRoleSecondary, "10.102.0.0/16")), client.DryRunAll); err == nil {
+		if err := c.Create(ctx, cudn("probe.a", map[string]string{"none": "none"}, testobj.Layer2(udnv1.NetworkRoleSecondary, "10.102.0.0/16")), client.DryRunAll); err == nil {
 			return errors.New("the CUDN webhook's name check is not served yet")
 		}
 		return nil

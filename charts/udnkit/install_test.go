@@ -3,6 +3,7 @@ package udnkitchart_test
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -21,7 +22,7 @@ import (
 	"github.com/udnkit/udnkit/cmd/udnkit/app"
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/internal/testenv"
-	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/internal/testobj"
 )
 
 // A default install comes up where OVN is not reachable: the manager, run
@@ -74,24 +75,26 @@ func TestDefaultInstallComesUpWithoutOVN(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
-	eventually(t, "the dataplane reports the unreachable Northbound database", func() bool {
-		code, body := get("/readyz/" + app.DataplaneCheck)
-		return code == http.StatusInternalServerError && strings.Contains(body, "OVN NB database unix:"+nbSocket+": not connected")
+	testenv.Eventually(t, "the dataplane reports the unreachable Northbound database", func() error {
+		return answers(get, "/readyz/"+app.DataplaneCheck, http.StatusInternalServerError, "OVN NB database unix:"+nbSocket+": not connected")
 	})
-	eventually(t, `udnkit_ovn_connected{db="nb"} is 0`, func() bool { v, ok := gauge(t, "udnkit_ovn_connected", "nb"); return ok && v == 0 })
+	testenv.Eventually(t, `udnkit_ovn_connected{db="nb"} is 0`, func() error {
+		if v, ok := gauge(t, "udnkit_ovn_connected", "nb"); !ok || v != 0 {
+			return fmt.Errorf("udnkit_ovn_connected{db=\"nb\"} = %v (exported: %v)", v, ok)
+		}
+		return nil
+	})
 	if code, body := get(probe); code != http.StatusOK {
 		t.Errorf("the kubelet's readiness path %s answers %d: %s", probe, code, body)
 	}
 
 	c := env.Client
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-blue", Labels: map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}}}
+	ns := testobj.MakeNamespace("tenant-blue").Primary().Obj()
 	if err := c.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	udn := func(name, subnet string) *udnv1.UserDefinedNetwork {
-		return &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: name},
-			Spec: udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
-				Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRoleSecondary, Subnets: udnv1.DualStackCIDRs{udnv1.CIDR(subnet)}}}}
+	udn := func(name string, subnet udnv1.CIDR) *udnv1.UserDefinedNetwork {
+		return testobj.MakeUDN(ns.Name, name).Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, subnet)).Obj()
 	}
 	err = c.Create(ctx, udn("overlapping", "10.244.8.0/24"))
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "overlaps the cluster default network subnet 10.244.0.0/16") {
@@ -100,8 +103,8 @@ func TestDefaultInstallComesUpWithoutOVN(t *testing.T) {
 	if err := c.Create(ctx, udn("blue", "10.100.0.0/16")); err != nil {
 		t.Fatalf("a valid UDN is refused: %v", err)
 	}
-	eventually(t, "the NAD reconciler writes the NetworkAttachmentDefinition", func() bool {
-		return c.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "blue"}, &nadv1.NetworkAttachmentDefinition{}) == nil
+	testenv.Eventually(t, "the NAD reconciler writes the NetworkAttachmentDefinition", func() error {
+		return c.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "blue"}, &nadv1.NetworkAttachmentDefinition{})
 	})
 	if code, body := get("/readyz/" + app.DataplaneCheck); code != http.StatusInternalServerError {
 		t.Errorf("the dataplane check answers %d while OVN is unreachable: %s", code, body)
@@ -112,9 +115,8 @@ func TestDefaultInstallComesUpWithoutOVN(t *testing.T) {
 	// still work. (Only components that register no controllers: controller
 	// names are unique per process.)
 	health, stop = startManager(t, env, append(args, "--controllers=admission,dataplane", "--ovn-nb-address=", "--ovn-sb-address="))
-	eventually(t, "the idle dataplane says why", func() bool {
-		code, body := get("/readyz/" + app.DataplaneCheck)
-		return code == http.StatusInternalServerError && strings.Contains(body, "idle: no --ovn-nb-address and --ovn-sb-address configured")
+	testenv.Eventually(t, "the idle dataplane says why", func() error {
+		return answers(get, "/readyz/"+app.DataplaneCheck, http.StatusInternalServerError, "idle: no --ovn-nb-address and --ovn-sb-address configured")
 	})
 	if code, body := get(probe); code != http.StatusOK {
 		t.Errorf("the kubelet's readiness path %s answers %d with an idle dataplane: %s", probe, code, body)
@@ -195,11 +197,10 @@ func gauge(t *testing.T, name, db string) (float64, bool) {
 	return 0, false
 }
 
-func eventually(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(90 * time.Second); !ok(); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 90 s", what)
-		}
+// answers says whether get(path) answers code with a body containing want.
+func answers(get func(string) (int, string), path string, code int, want string) error {
+	if got, body := get(path); got != code || !strings.Contains(body, want) {
+		return fmt.Errorf("%s answers %d %q, want %d with %q", path, got, body, code, want)
 	}
+	return nil
 }

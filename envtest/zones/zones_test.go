@@ -120,18 +120,6 @@ func (z *zone) encapOf(t *testing.T, port string) string {
 	return strings.Trim(z.sbctl(t, "get", "Encap", uuid, "ip"), `"`)
 }
 
-func eventually(t *testing.T, what string, ok func() error) {
-	t.Helper()
-	var err error
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		if err = ok(); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-}
 
 func TestThreeZones(t *testing.T) {
 	testenv.Real(t, "kube-apiserver and ovsdb-server")
@@ -191,7 +179,7 @@ func TestThreeZones(t *testing.T) {
 
 	// What the cluster-scoped reconcilers allocate.
 	var blueKeys []int
-	eventually(t, "tenant-blue/blue's NAD with tunnel keys", func() error {
+	testenv.Eventually(t, "tenant-blue/blue's NAD with tunnel keys", func() error {
 		var nad nadv1.NetworkAttachmentDefinition
 		if err := c.Get(ctx, client.ObjectKey{Namespace: "tenant-blue", Name: "blue"}, &nad); err != nil {
 			return err
@@ -201,7 +189,7 @@ func TestThreeZones(t *testing.T) {
 	ids := map[string]int{}
 	var bTunnelIDs []int
 	var bGreenSubnet, bGreenSubnet6 netip.Prefix
-	eventually(t, "node IDs, node-b's tunnel IDs and its tenant-green host subnet", func() error {
+	testenv.Eventually(t, "node IDs, node-b's tunnel IDs and its tenant-green host subnet", func() error {
 		for _, n := range nodes {
 			var node corev1.Node
 			if err := c.Get(ctx, client.ObjectKey{Name: n.name}, &node); err != nil {
@@ -286,7 +274,7 @@ func TestThreeZones(t *testing.T) {
 // zone, and the local node's gateway router only.
 func checkLayer2(t *testing.T, z *zone, names ovnk.Layer2Names, ids map[string]int, keys []int, agreed map[string]string) {
 	trtor := names.TransitToGR("node-c")
-	eventually(t, "tenant-blue's transit router with every node's port", func() error {
+	testenv.Eventually(t, "tenant-blue's transit router with every node's port", func() error {
 		if z.get(t, "Logical_Router_Port", trtor, "name") == "" {
 			return fmt.Errorf("no %s; NB:\n%s", trtor, z.nbctl(t, "show"))
 		}
@@ -299,7 +287,7 @@ func checkLayer2(t *testing.T, z *zone, names ovnk.Layer2Names, ids map[string]i
 		t.Errorf("layer2 switch other_config = %q, want %q", got, want)
 	}
 	// ovn-northd gives the transit router's datapath the same key in every zone.
-	eventually(t, "tenant-blue's transit router datapath with the network's key", func() error {
+	testenv.Eventually(t, "tenant-blue's transit router datapath with the network's key", func() error {
 		if got := z.sbctl(t, "--bare", "--columns=tunnel_key", "find", "Datapath_Binding", "external_ids:name="+names.TransitRouter()); got != strconv.Itoa(keys[1]) {
 			return fmt.Errorf("datapath tunnel key %q, want %d", got, keys[1])
 		}
@@ -338,7 +326,7 @@ func checkLayer2(t *testing.T, z *zone, names ovnk.Layer2Names, ids map[string]i
 				t.Errorf("remote %s: peer %q options %q, want no peer and requested-chassis=%s", port, peer, opts, n.chassis)
 			}
 			// ovn-northd binds it to the remote chassis, with the key.
-			eventually(t, port+" bound to "+n.name+"'s remote chassis", func() error {
+			testenv.Eventually(t, port+" bound to "+n.name+"'s remote chassis", func() error {
 				binding := z.sbctl(t, "--bare", "--columns=type,tunnel_key", "find", "Port_Binding", "logical_port="+port)
 				chassis := z.sbctl(t, "--bare", "--columns=chassis,requested_chassis", "find", "Port_Binding", "logical_port="+port)
 				want := z.sbctl(t, "--bare", "--columns=_uuid", "find", "Chassis", "name="+n.chassis)
@@ -383,7 +371,7 @@ func checkLayer2MultiVTEP(t *testing.T, z *zone, names ovnk.Layer2Names, nad, po
 		z.checked++
 		return
 	}
-	eventually(t, "remote port of "+pod+" with its Port_Binding.encap", func() error {
+	testenv.Eventually(t, "remote port of "+pod+" with its Port_Binding.encap", func() error {
 		if got := z.encapOf(t, port); got != encap {
 			return fmt.Errorf("Port_Binding %s encap ip = %q, want %s; NB ports: %s", port, got, encap,
 				z.nbctl(t, "--bare", "--columns=name", "find", "Logical_Switch_Port", "type=remote"))
@@ -416,7 +404,7 @@ func checkLayer3MultiVTEP(t *testing.T, z *zone, names ovnk.Layer2Names, tunnelI
 		transit, _ := ovnk.AddrAt(ovnk.DefaultTransitSubnetV4, uint64(tunnelIDs[idx]))
 		transit6, _ := ovnk.AddrAt(ovnk.DefaultTransitSubnetV6, uint64(tunnelIDs[idx]))
 		key := fmt.Sprintf("requested-tnl-key=%d", tunnelIDs[idx])
-		eventually(t, "tenant-green's transit switch port "+lsp, func() error {
+		testenv.Eventually(t, "tenant-green's transit switch port "+lsp, func() error {
 			if z.get(t, "Logical_Switch_Port", lsp, "name") == "" {
 				return fmt.Errorf("no %s; NB:\n%s", lsp, z.nbctl(t, "show"))
 			}

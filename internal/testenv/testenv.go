@@ -5,7 +5,10 @@
 // the test instead of skipping it.
 package testenv
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // Real marks tb as needing the real parts named in what ("kube-apiserver",
 // "ovsdb-server", …): under -short it is skipped with that reason.
@@ -13,5 +16,28 @@ func Real(tb testing.TB, what string) {
 	tb.Helper()
 	if testing.Short() {
 		tb.Skipf("needs %s (run without -short)", what)
+	}
+}
+
+// EventuallyTimeout bounds Eventually: a bound on a loaded 2-core machine
+// running every package's apiserver at once, not a performance figure.
+const EventuallyTimeout = 60 * time.Second
+
+// Eventually retries f every 100 ms until it returns nil, and fails tb with
+// what and f's last error once EventuallyTimeout has passed. Tests that wait
+// for a controller, or for the apiserver to enforce a policy, use it.
+func Eventually(tb testing.TB, what string, f func() error) {
+	tb.Helper()
+	timeout := EventuallyTimeout
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s: not within %v: %v", what, timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
