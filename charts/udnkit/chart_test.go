@@ -218,9 +218,10 @@ func TestRenderDefaults(t *testing.T) {
 // pass a flag the binary does not know.
 func TestManagerAcceptsRenderedArgs(t *testing.T) {
 	for name, vals := range map[string]map[string]any{
-		"defaults":       nil,
-		"admission only": {"controllers": []any{"admission"}},
-		"every option":   {"features": map[string]any{"preconfiguredUDNAddresses": true}, "network": map[string]any{"nodeSubnets": []any{"192.168.0.0/24"}}, "metrics": map[string]any{"enabled": false}},
+		"defaults":               nil,
+		"admission only":         {"controllers": []any{"admission"}},
+		"admission-only profile": {"profile": "admission-only"},
+		"every option":           {"features": map[string]any{"preconfiguredUDNAddresses": true}, "network": map[string]any{"nodeSubnets": []any{"192.168.0.0/24"}}, "metrics": map[string]any{"enabled": false}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			objs, err := render(t, vals)
@@ -289,6 +290,19 @@ func TestRenderOptions(t *testing.T) {
 			}
 			if find(objs, "Role", "-admission-params") == nil || find(objs, "RoleBinding", "-admission-params") == nil {
 				t.Error("the manager may not write the policies' params")
+			}
+		}},
+		{"profile admission-only: only admission, whatever controllers and the dataplane mode say", map[string]any{"profile": "admission-only",
+			"dataplane": map[string]any{"mode": "daemonset"}}, func(t *testing.T, objs []*unstructured.Unstructured) {
+			args := strings.Join(managerArgs(t, objs), " ")
+			if !strings.Contains(args, "--controllers=admission ") || strings.Contains(args, "--ovn-") {
+				t.Errorf("admission-only profile args: %s", args)
+			}
+			if find(objs, "DaemonSet", "") != nil {
+				t.Error("the admission-only profile renders the dataplane DaemonSet")
+			}
+			if find(objs, "Service", "-webhook") == nil || find(objs, "ValidatingWebhookConfiguration", "") == nil {
+				t.Error("the admission-only profile renders no webhooks")
 			}
 		}},
 		{"no admission: no webhook Service or certificate", map[string]any{"controllers": []any{"nad", "nodes"}}, func(t *testing.T, objs []*unstructured.Unstructured) {
@@ -446,6 +460,7 @@ func TestRenderRejectsBadValues(t *testing.T) {
 		"unknown nested key":      {map[string]any{"webhook": map[string]any{"tlsMode": "helm"}}, "tlsMode"},
 		"unknown TLS mode":        {map[string]any{"webhook": map[string]any{"tls": map[string]any{"mode": "vault"}}}, "mode"},
 		"unknown controller":      {map[string]any{"controllers": []any{"admission", "magic"}}, "controllers"},
+		"unknown profile":         {map[string]any{"profile": "admission"}, "profile"},
 		"bad OVN address":         {map[string]any{"ovn": map[string]any{"nbAddress": "10.0.0.1"}}, "nbAddress"},
 		"dataplane without OVN":   {map[string]any{"ovn": map[string]any{"nbAddress": ""}}, "ovn.nbAddress is required"},
 		"webhook timeout over 30": {map[string]any{"webhook": map[string]any{"timeoutSeconds": 31}}, "timeoutSeconds"},

@@ -47,8 +47,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s-webhook-tls" (include "udnkit.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{- /* The components that run, as JSON: only admission with profile admission-only. */ -}}
+{{- define "udnkit.controllers" -}}
+{{- if eq .Values.profile "admission-only" }}{{ list "admission" | toJson }}{{ else }}{{ .Values.controllers | toJson }}{{ end }}
+{{- end }}
+
 {{- define "udnkit.admissionEnabled" -}}
-{{- if has "admission" .Values.controllers }}true{{ end }}
+{{- if has "admission" (include "udnkit.controllers" . | fromJsonArray) }}true{{ end }}
 {{- end }}
 
 {{- define "udnkit.metricsPortName" -}}
@@ -71,7 +76,8 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{- /* The Deployment's components: all but the dataplane when a DaemonSet runs it. */ -}}
 {{- define "udnkit.deploymentControllers" -}}
-{{- if eq .Values.dataplane.mode "daemonset" }}{{ without .Values.controllers "dataplane" | toJson }}{{ else }}{{ .Values.controllers | toJson }}{{ end }}
+{{- $all := include "udnkit.controllers" . | fromJsonArray }}
+{{- if eq .Values.dataplane.mode "daemonset" }}{{ without $all "dataplane" | toJson }}{{ else }}{{ $all | toJson }}{{ end }}
 {{- end }}
 
 {{- /* The dataplane's OVN arguments (both run modes). */ -}}
