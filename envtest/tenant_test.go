@@ -335,7 +335,6 @@ func refused(t *testing.T, what string, err error, annotation, user string) {
 	}
 }
 
-
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {

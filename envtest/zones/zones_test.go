@@ -120,7 +120,6 @@ func (z *zone) encapOf(t *testing.T, port string) string {
 	return strings.Trim(z.sbctl(t, "get", "Encap", uuid, "ip"), `"`)
 }
 
-
 func TestThreeZones(t *testing.T) {
 	testenv.Real(t, "kube-apiserver and ovsdb-server")
 	ctrl.SetLogger(logr.Discard())
