@@ -94,7 +94,8 @@ image: ## Build the manager image ($(IMAGE), the chart's default) as bin/udnkit-
 	@echo "image $(IMAGE): $(LOCALBIN)/udnkit-image.tar (docker load -i, podman load -i, or crane push)"
 
 .PHONY: run
-# ZONES=n: n nodes, each its own OVN zone with its own NB/SB, northd and dataplane (.udnkit/zone-<node>/).
+# ZONES=n: n real nodes (network namespaces with ovs-vswitchd and ovn-controller; root), each its own OVN
+# zone with its own NB/SB, northd and dataplane (.udnkit/zone-<node>/), and two pods that ping each other.
 ZONES ?= 0
 run: envtest ovn build ## Start a local control plane with udnkit installed (ZONES=3: one OVN zone per node); Ctrl-C stops it.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(LOCALBIN)/udnkit-local --repo-root=$(CURDIR) --zones=$(ZONES)

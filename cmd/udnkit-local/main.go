@@ -8,6 +8,21 @@
 // .udnkit/kubeconfig, prints a line containing "udnkit is ready" and the
 // commands to try, and runs until SIGINT or SIGTERM, when it stops everything
 // it started.
+//
+// With --zones=n (make run ZONES=n, root) the nodes are real instead:
+// envtest/datapath's cluster, per node a network namespace with ovs-vswitchd
+// (userspace datapath) and ovn-controller bound to the node's own OVN zone,
+// Geneve between them; the Nodes carry what ovnkube-node publishes (the
+// chassis each ovn-controller registered, the encap IP); a dataplane manager
+// runs per zone. It applies examples/udn-layer2-primary.yaml, makes two pods
+// on different nodes network namespaces configured from udnkit's
+// k8s.ovn.org/pod-networks, pings one from the other and prints the
+// command (.udnkit/bin/udnkit-ping) and what it printed.
+//
+// A run that did not stop (kill -9) is cleaned up by the next one: the
+// state directory is locked while a run holds it, every process a run starts
+// inherits a tag of it, and the next run kills what carries the tag and
+// sweeps the datapath's namespaces.
 package main
 
 import (
@@ -44,7 +59,7 @@ func main() {
 	root := flag.String("repo-root", ".", "repository root, where examples/ is")
 	state := flag.String("state-dir", "", "where the kubeconfig, the kubectl link, the OVN sockets and the manager log go (default <repo-root>/.udnkit)")
 	attach := flag.Bool("attach-output", false, "stream the apiserver's and etcd's logs")
-	zones := flag.Int("zones", 0, "OVN interconnect zones (0: one zone where every node is local); n > 0 makes n nodes, each its own zone named after it as OVN-Kubernetes does, with its own NB/SB and ovn-northd in <state-dir>/zone-<zone>/ and its own dataplane manager (--zone)")
+	zones := flag.Int("zones", 0, "OVN interconnect zones (0: one zone where every node is local); n > 0 makes n real nodes (network namespaces with ovs-vswitchd and ovn-controller; needs root), each its own zone named after it as OVN-Kubernetes does, with its own NB/SB and ovn-northd (<state-dir>/zone-<zone>/) and its own dataplane manager (--zone)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -72,19 +87,6 @@ var localNodes = []localNode{
 // registers it and ovnkube-node publishes it in k8s.ovn.org/node-chassis-id
 // (datapath.ChassisID: a UUID, not the node's name, fixed per node).
 func (n localNode) chassisID() string { return datapath.ChassisID(n.name) }
-
-// zoneNodes are the nodes of `make run ZONES=n`: make run's three, then
-// node-d, node-e, ... with one VTEP each.
-func zoneNodes(n int) ([]localNode, error) {
-	if n > 26 {
-		return nil, fmt.Errorf("--zones=%d: at most 26 zones (node-a to node-z)", n)
-	}
-	out := slices.Clone(localNodes)
-	for i := len(out); i < n; i++ {
-		out = append(out, localNode{fmt.Sprintf("node-%c", 'a'+i), fmt.Sprintf(`["172.18.1.%d"]`, i)})
-	}
-	return out[:n], nil
-}
 
 // startManager builds the manager with these flags and starts it; stop
 // stops it and reports how it ended.
@@ -127,6 +129,13 @@ func run(ctx context.Context, root, stateDir string, attach bool, zones int, out
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		return err
 	}
+	release, err := claimState(stateDir)
+	if err != nil {
+		return err
+	}
+	defer release()
+	// Deferred first, printed last: everything started is stopped.
+	defer fmt.Fprintln(out, "stopped")
 	kubeconfig := filepath.Join(stateDir, "kubeconfig")
 	// A kubeconfig left by an earlier run points at a dead apiserver.
 	_ = os.Remove(kubeconfig)
@@ -140,6 +149,42 @@ func run(ctx context.Context, root, stateDir string, attach bool, zones int, out
 	defer logFile.Close()
 	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
 
+	// make run ZONES=n: the real-datapath cluster, started beside the
+	// apiserver (each takes seconds).
+	type clusterStart struct {
+		c   *datapath.Cluster
+		err error
+	}
+	var cluster *datapath.Cluster
+	clusterCh := make(chan clusterStart, 1)
+	if zones > 0 {
+		names, err := zoneNodes(zones)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "starting %d nodes (a network namespace each with ovs-vswitchd and ovn-controller), each its own OVN zone (NB/SB, ovn-northd), Geneve between them ...\n", zones)
+		go func() {
+			c, err := datapath.Start(ctx, names...)
+			clusterCh <- clusterStart{c, err}
+		}()
+		defer func() {
+			if cluster == nil {
+				// Start failed or was not awaited: it stops what it started,
+				// or is stopped here once it returns.
+				if s := <-clusterCh; s.c != nil {
+					s.c.Stop()
+				}
+				return
+			}
+			fmt.Fprintln(out, "stopping the nodes and their OVN zones ...")
+			cluster.Stop()
+			for _, n := range cluster.Nodes {
+				_ = os.Remove(filepath.Join(stateDir, "zone-"+n.Name))
+			}
+			_ = os.Remove(filepath.Join(stateDir, "bin", "udnkit-ping"))
+		}()
+	}
+
 	fmt.Fprintln(out, "starting kube-apiserver and etcd ...")
 	env, err := envtest.Start(envtest.Options{AttachOutput: attach, Webhooks: true})
 	if err != nil {
@@ -151,30 +196,21 @@ func run(ctx context.Context, root, stateDir string, attach bool, zones int, out
 			fmt.Fprintf(os.Stderr, "udnkit-local: stopping the control plane: %v\n", err)
 		}
 		_ = os.Remove(kubeconfig)
-		fmt.Fprintln(out, "stopped")
 	}()
 
-	nodes := localNodes
-	if zones > 0 {
-		if nodes, err = zoneNodes(zones); err != nil {
-			return err
-		}
-	}
-	// One OVN (NB, SB, northd) for the single zone, or one per zone.
+	// One OVN (NB, SB, northd) for the single zone, or the cluster's zones.
 	type zoneOVN struct {
 		zone string
 		ovn  *ovsdbserver.Local
 	}
 	var ovns []zoneOVN
-	defer func() {
-		if len(ovns) > 0 {
-			fmt.Fprintln(out, "stopping OVN ...")
-		}
-		for _, z := range ovns {
-			z.ovn.Stop()
-		}
-	}()
 	if zones == 0 {
+		defer func() {
+			fmt.Fprintln(out, "stopping OVN ...")
+			for _, z := range ovns {
+				z.ovn.Stop()
+			}
+		}()
 		fmt.Fprintln(out, "starting OVN Northbound/Southbound ovsdb-server and ovn-northd ...")
 		ovn, err := ovsdbserver.StartLocal(ctx, stateDir)
 		if err != nil {
@@ -182,26 +218,23 @@ func run(ctx context.Context, root, stateDir string, attach bool, zones int, out
 		}
 		ovns = append(ovns, zoneOVN{"", ovn})
 		// One zone: every node's chassis is local to it.
-		for _, m := range nodes {
+		for _, m := range localNodes {
 			if err := addChassis(ovn.SB, m, false); err != nil {
 				return err
 			}
 		}
 	} else {
-		fmt.Fprintf(out, "starting OVN Northbound/Southbound ovsdb-server and ovn-northd for %d zones ...\n", zones)
-		for _, n := range nodes {
-			ovn, err := ovsdbserver.StartLocal(ctx, filepath.Join(stateDir, "zone-"+n.name))
-			if err != nil {
-				return fmt.Errorf("starting OVN of zone %s (make run provisions OVN first): %w", n.name, err)
-			}
-			ovns = append(ovns, zoneOVN{n.name, ovn})
-			// Every chassis, as the zone's ovn-controller (its own) and
-			// OVN-Kubernetes' interconnect (the others') register them.
-			for _, m := range nodes {
-				if err := addChassis(ovn.SB, m, m.name != n.name); err != nil {
-					return err
-				}
-			}
+		s := <-clusterCh
+		if s.err != nil {
+			clusterCh <- s
+			return fmt.Errorf("starting the nodes: %w", s.err)
+		}
+		cluster = s.c
+		for _, n := range cluster.Nodes {
+			ovns = append(ovns, zoneOVN{n.Name, n.Zone})
+		}
+		if err := linkZones(stateDir, cluster); err != nil {
+			return err
 		}
 	}
 
@@ -260,11 +293,17 @@ func run(ctx context.Context, root, stateDir string, attach bool, zones int, out
 		return errors.New("the manager's caches did not sync")
 	}
 
-	for _, n := range nodes {
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name,
-			Annotations: map[string]string{ovnk.AnnotationNodeEncapIPs: n.encapIPs, ovnk.AnnotationNodeChassisID: n.chassisID()}}}
-		if err := env.Client.Create(readyCtx, node); err != nil {
-			return fmt.Errorf("creating node %s: %w", n.name, err)
+	if cluster != nil {
+		if err := ovnkNodes(readyCtx, env.Client, cluster); err != nil {
+			return err
+		}
+	} else {
+		for _, n := range localNodes {
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name,
+				Annotations: map[string]string{ovnk.AnnotationNodeEncapIPs: n.encapIPs, ovnk.AnnotationNodeChassisID: n.chassisID()}}}
+			if err := env.Client.Create(readyCtx, node); err != nil {
+				return fmt.Errorf("creating node %s: %w", n.name, err)
+			}
 		}
 	}
 
@@ -307,48 +346,13 @@ func run(ctx context.Context, root, stateDir string, attach bool, zones int, out
 		}
 	}
 	version, _ := envtest.KubernetesVersion()
-	var where []string
-	for _, z := range ovns {
-		at := z.ovn.NB.Address() + " and " + z.ovn.SB.Address()
-		if z.zone != "" {
-			at = "zone " + z.zone + ": " + at
+	if cluster != nil {
+		if err := readyZones(readyCtx, out, env, cluster, root, kubeconfig, binDir, logFile.Name(), version, started); err != nil {
+			return err
 		}
-		where = append(where, at)
+	} else {
+		printReady(out, env, ovns[0].ovn, root, kubeconfig, binDir, logFile.Name(), version, started)
 	}
-
-	fmt.Fprintf(out, `
-udnkit is ready: kube-apiserver v%s at %s, OVN at %s (started in %.1fs)
-kubeconfig: %s
-manager log: %s
-
-In another terminal, from %s:
-  export KUBECONFIG=%s PATH=%s:$PATH
-  kubectl apply -f examples/udn-layer2-primary.yaml
-  kubectl apply -f examples/udn-layer3-primary.yaml
-  kubectl apply -f examples/cudn-layer2-predefined-addresses.yaml
-  kubectl apply -f examples/cudn-localnet.yaml
-  kubectl apply -f examples/cudn-layer3-secondary.yaml
-  kubectl apply -f examples/node-multi-vtep.yaml
-  kubectl wait -n tenant-blue udn/blue --for=condition=NetworkCreated --timeout=60s
-  kubectl get udn,cudn -A
-  kubectl get net-attach-def -A
-  kubectl get nodes -o custom-columns='NAME:.metadata.name,NODE-ID:.metadata.annotations.k8s\.ovn\.org/node-id,TUNNEL-IDS:.metadata.annotations.k8s\.ovn\.org/node-transit-switch-port-tunnel-ids,L2-TOPOLOGY:.metadata.annotations.k8s\.ovn\.org/layer2-topology-version'
-  kubectl apply -f examples/udn-layer3-append.yaml                 # append a Layer3 subnet
-  kubectl apply -f examples/invalid/udn-layer2-bad-gateway.yaml     # rejected, naming the fields
-  kubectl apply -f examples/invalid/udn-layer3-remove-subnet.yaml   # rejected: subnets are append-only
-  kubectl apply -f examples/pod-predefined-address.yaml
-  kubectl wait -n migrated-apps pod/migrated-app --for=jsonpath='{.metadata.annotations.k8s\.ovn\.org/pod-networks}' --timeout=60s
-  kubectl get -n migrated-apps pod/migrated-app -o jsonpath='{.metadata.annotations.k8s\.ovn\.org/pod-networks}{"\n"}'
-  kubectl apply -f examples/invalid/pod-reserved-conflict.yaml     # rejected: the gateway address
-  ovn-nbctl --db=%s show
-  ovn-nbctl --db=%s lr-policy-list tenant.green_green_ovn_cluster_router
-  ovn-nbctl --db=%s --columns=name,addresses list Address_Set
-  ovn-trace --db=%s --summary tenant.blue_blue_transit_router 'inport == "trtos-tenant.blue_blue_ovn_layer2_switch" && eth.src == 0a:58:0a:64:00:05 && eth.dst == 0a:58:0a:64:00:01 && ip4.src == 10.100.0.5 && ip4.dst == 1.1.1.1 && ip.ttl == 64' | grep 'output to'   # a blue pod's packet to the outside leaves via a node's gateway router
-
-Ctrl-C stops everything.
-`, version, env.Config.Host, strings.Join(where, "; "), time.Since(started).Seconds(),
-		kubeconfig, logFile.Name(), root, kubeconfig, binDir, ovns[0].ovn.NB.Address(), ovns[0].ovn.NB.Address(), ovns[0].ovn.NB.Address(),
-		ovns[0].ovn.SB.Address())
 
 	select {
 	case <-ctx.Done():
@@ -389,4 +393,43 @@ func addChassis(sb *ovsdbserver.Server, n localNode, remote bool) error {
 		return nil
 	}
 	return ovsdbserver.AddChassis(sb, n.chassisID(), n.name, remote, ips...)
+}
+
+// printReady prints the single-zone quickstart.
+func printReady(out io.Writer, env *envtest.Environment, ovn *ovsdbserver.Local, root, kubeconfig, binDir, logName, version string, started time.Time) {
+
+	fmt.Fprintf(out, `
+udnkit is ready: kube-apiserver v%s at %s, OVN at %s (started in %.1fs)
+kubeconfig: %s
+manager log: %s
+
+In another terminal, from %s:
+  export KUBECONFIG=%s PATH=%s:$PATH
+  kubectl apply -f examples/udn-layer2-primary.yaml
+  kubectl apply -f examples/udn-layer3-primary.yaml
+  kubectl apply -f examples/cudn-layer2-predefined-addresses.yaml
+  kubectl apply -f examples/cudn-localnet.yaml
+  kubectl apply -f examples/cudn-layer3-secondary.yaml
+  kubectl apply -f examples/node-multi-vtep.yaml
+  kubectl wait -n tenant-blue udn/blue --for=condition=NetworkCreated --timeout=60s
+  kubectl get udn,cudn -A
+  kubectl get net-attach-def -A
+  kubectl get nodes -o custom-columns='NAME:.metadata.name,NODE-ID:.metadata.annotations.k8s\.ovn\.org/node-id,TUNNEL-IDS:.metadata.annotations.k8s\.ovn\.org/node-transit-switch-port-tunnel-ids,L2-TOPOLOGY:.metadata.annotations.k8s\.ovn\.org/layer2-topology-version'
+  kubectl apply -f examples/udn-layer3-append.yaml                 # append a Layer3 subnet
+  kubectl apply -f examples/invalid/udn-layer2-bad-gateway.yaml     # rejected, naming the fields
+  kubectl apply -f examples/invalid/udn-layer3-remove-subnet.yaml   # rejected: subnets are append-only
+  kubectl apply -f examples/pod-predefined-address.yaml
+  kubectl wait -n migrated-apps pod/migrated-app --for=jsonpath='{.metadata.annotations.k8s\.ovn\.org/pod-networks}' --timeout=60s
+  kubectl get -n migrated-apps pod/migrated-app -o jsonpath='{.metadata.annotations.k8s\.ovn\.org/pod-networks}{"\n"}'
+  kubectl apply -f examples/invalid/pod-reserved-conflict.yaml     # rejected: the gateway address
+  ovn-nbctl --db=%s show
+  ovn-nbctl --db=%s lr-policy-list tenant.green_green_ovn_cluster_router
+  ovn-nbctl --db=%s --columns=name,addresses list Address_Set
+  ovn-trace --db=%s --summary tenant.blue_blue_transit_router 'inport == "trtos-tenant.blue_blue_ovn_layer2_switch" && eth.src == 0a:58:0a:64:00:05 && eth.dst == 0a:58:0a:64:00:01 && ip4.src == 10.100.0.5 && ip4.dst == 1.1.1.1 && ip.ttl == 64' | grep 'output to'   # a blue pod's packet to the outside leaves via a node's gateway router
+
+Ctrl-C stops everything.
+`, version, env.Config.Host, ovn.NB.Address()+" and "+ovn.SB.Address(), time.Since(started).Seconds(),
+		kubeconfig, logName, root, kubeconfig, binDir, ovn.NB.Address(), ovn.NB.Address(), ovn.NB.Address(),
+		ovn.SB.Address())
+
 }

@@ -17,59 +17,66 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 )
 
-// TestQuickstart is the end-to-end test of `make run`: it starts the built
-// udnkit-local, waits for "udnkit is ready", runs every command it prints
-// (the README's quickstart) and checks what each promises, then stops it with
-// SIGTERM and checks that the control plane is gone.
-func TestQuickstart(t *testing.T) {
-	testenv.Real(t, "kube-apiserver, ovsdb-server and a go build")
-	if _, err := envtest.AssetsDir(); err != nil {
-		t.Fatal(err)
-	}
-	root := envtest.RepoRoot()
+// localRun is a started udnkit-local: its output lines and its exit.
+type localRun struct {
+	cmd    *exec.Cmd
+	lines  chan string
+	exited chan error
+}
+
+// buildLocal builds udnkit-local into a temporary directory.
+func buildLocal(t *testing.T) string {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "udnkit-local")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	state := t.TempDir()
-	cmd := exec.Command(bin, "--repo-root", root, "--state-dir", state)
-	stdout, err := cmd.StdoutPipe()
+	return bin
+}
+
+// startLocal starts bin with args.
+func startLocal(t *testing.T, bin string, args ...string) *localRun {
+	t.Helper()
+	r := &localRun{cmd: exec.Command(bin, args...), lines: make(chan string, 256), exited: make(chan error, 1)}
+	stdout, err := r.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
+	r.cmd.Stderr = os.Stderr
+	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
+		if r.cmd.ProcessState == nil {
+			_ = r.cmd.Process.Kill()
 		}
 	})
-
-	lines := make(chan string, 256)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			lines <- sc.Text()
+			r.lines <- sc.Text()
 		}
-		close(lines)
-		exited <- cmd.Wait()
+		close(r.lines)
+		r.exited <- r.cmd.Wait()
 	}()
+	return r
+}
 
-	// Read up to the ready line, then the printed commands.
-	var commands []string
+// ready reads up to the "Ctrl-C" line and returns every line read and the
+// commands of the "In another terminal" block.
+func (r *localRun) ready(t *testing.T, timeout time.Duration) (lines, commands []string) {
+	t.Helper()
 	ready, inBlock := false, false
-	deadline := time.After(2 * time.Minute)
+	deadline := time.After(timeout)
 	for done := false; !done; {
 		select {
-		case line, ok := <-lines:
+		case line, ok := <-r.lines:
 			if !ok {
 				t.Fatal("udnkit-local exited before it was ready")
 			}
 			t.Log(line)
+			lines = append(lines, line)
 			switch {
 			case strings.Contains(line, "udnkit is ready"):
 				ready = true
@@ -81,16 +88,53 @@ func TestQuickstart(t *testing.T) {
 				commands = append(commands, strings.TrimSpace(line))
 			}
 		case <-deadline:
-			t.Fatal("no ready line within 2 minutes")
+			t.Fatalf("no ready line within %s", timeout)
 		}
 	}
 	if !ready {
 		t.Fatal("no line contains 'udnkit is ready'")
 	}
+	if len(commands) < 3 || !strings.HasPrefix(commands[0], "export KUBECONFIG=") {
+		t.Fatalf("unexpected command block: %q", commands)
+	}
+	return lines, commands
+}
+
+// stop signals udnkit-local and waits for it to exit cleanly.
+func (r *localRun) stop(t *testing.T, sig os.Signal) {
+	t.Helper()
+	if err := r.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	for range r.lines {
+	}
+	select {
+	case err := <-r.exited:
+		if err != nil {
+			t.Errorf("udnkit-local exited with %v after %v", err, sig)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("udnkit-local did not stop within 30s of %v", sig)
+	}
+}
+
+// TestQuickstart is the end-to-end test of `make run`: it starts the built
+// udnkit-local, waits for "udnkit is ready", runs every command it prints
+// (the README's quickstart) and checks what each promises, then stops it with
+// SIGTERM and checks that the control plane is gone.
+func TestQuickstart(t *testing.T) {
+	testenv.Real(t, "kube-apiserver, ovsdb-server and a go build")
+	if _, err := envtest.AssetsDir(); err != nil {
+		t.Fatal(err)
+	}
+	root := envtest.RepoRoot()
+	state := t.TempDir()
+	run := startLocal(t, buildLocal(t), "--repo-root", root, "--state-dir", state)
+	_, commands := run.ready(t, 2*time.Minute)
 	if _, err := os.Stat(filepath.Join(state, "kubeconfig")); err != nil {
 		t.Fatalf("kubeconfig not written: %v", err)
 	}
-	if len(commands) < 5 || !strings.HasPrefix(commands[0], "export KUBECONFIG=") {
+	if len(commands) < 5 {
 		t.Fatalf("unexpected command block: %q", commands)
 	}
 
@@ -188,19 +232,7 @@ func TestQuickstart(t *testing.T) {
 	}
 	host := apiserverHost(t, filepath.Join(state, "kubeconfig"))
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	for range lines {
-	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("udnkit-local exited with %v after SIGTERM", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("udnkit-local did not stop within 30s of SIGTERM")
-	}
+	run.stop(t, syscall.SIGTERM)
 	if _, err := os.Stat(filepath.Join(state, "kubeconfig")); !os.IsNotExist(err) {
 		t.Errorf("kubeconfig of a stopped control plane was left behind")
 	}
@@ -225,21 +257,14 @@ func apiserverHost(t *testing.T, kubeconfig string) string {
 	return ""
 }
 
-// make run ZONES=n makes n nodes, one per zone: make run's three first.
+// make run ZONES=n makes n nodes, one per zone, named node-a, node-b, ...
 func TestZoneNodes(t *testing.T) {
 	nodes, err := zoneNodes(5)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, n := range nodes {
-		names = append(names, n.name)
-	}
-	if got := strings.Join(names, ","); got != "node-a,node-b,node-c,node-d,node-e" {
+	if got := strings.Join(nodes, ","); got != "node-a,node-b,node-c,node-d,node-e" {
 		t.Errorf("zone nodes = %s", got)
-	}
-	if nodes[1].encapIPs != localNodes[1].encapIPs {
-		t.Errorf("node-b lost its three VTEPs: %s", nodes[1].encapIPs)
 	}
 	if _, err := zoneNodes(27); err == nil || !strings.Contains(err.Error(), "at most 26 zones") {
 		t.Errorf("27 zones: err = %v", err)

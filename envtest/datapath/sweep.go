@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -82,35 +83,66 @@ func locked(path string) (bool, error) {
 // inside dir (a previous run's daemons: each has its sockets and logs
 // there) and waits for them to go.
 func killUsing(dir string) error {
+	_, err := KillWhere(dir+"/", "")
+	return err
+}
+
+// KillWhere kills (SIGKILL) every process but this one whose command line
+// contains path (unless it is "") or whose environment holds env, a
+// "KEY=VALUE" entry (unless it is ""), waits for them to go and returns
+// their command lines. A process inherits its parent's environment, so env
+// finds what an earlier run started even where no path of its names it
+// (an apiserver in its own temporary directory).
+func KillWhere(path, env string) ([][]string, error) {
 	procs, err := os.ReadDir("/proc")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	needle := []byte(dir + "/")
 	var pids []int
+	var cmdlines [][]string
 	for _, p := range procs {
 		pid, err := strconv.Atoi(p.Name())
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
-		if err != nil || !bytes.Contains(cmdline, needle) {
+		if err != nil {
+			continue
+		}
+		match := path != "" && bytes.Contains(cmdline, []byte(path))
+		if !match && env != "" {
+			environ, err := os.ReadFile(filepath.Join("/proc", p.Name(), "environ"))
+			match = err == nil && slices.ContainsFunc(bytes.Split(environ, []byte{0}), func(e []byte) bool { return string(e) == env })
+		}
+		if !match {
 			continue
 		}
 		if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
 			pids = append(pids, pid)
+			cmdlines = append(cmdlines, strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00"))
 		}
 	}
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		alive := 0
 		for _, pid := range pids {
-			if syscall.Kill(pid, 0) == nil {
+			if syscall.Kill(pid, 0) == nil && !zombie(pid) {
 				alive++
 			}
 		}
 		if alive == 0 {
-			return nil
+			return cmdlines, nil
 		}
 	}
-	return fmt.Errorf("processes of the previous run in %s did not exit", dir)
+	return cmdlines, fmt.Errorf("processes of a previous run (%s%s) did not exit", path, env)
+}
+
+// zombie reports whether pid has exited and waits for its parent to reap it.
+func zombie(pid int) bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return true
+	}
+	// The state follows the command name in parentheses.
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
