@@ -115,6 +115,65 @@ func startManager(ctx context.Context, env *envtest.Environment, flags map[strin
 	return func() error { cancel(); err := <-ch; ch <- nil; return err }, ch, mgr, nil
 }
 
+// zoneOVN is one OVN zone's databases and northd; zone "" is make run's
+// single zone, where every node is local.
+type zoneOVN struct {
+	zone string
+	ovn  *ovsdbserver.Local
+}
+
+// startManagers starts the manager with every component (the single zone)
+// or every component but the dataplane and a dataplane manager per named
+// zone (--zone); stop stops them all, reporting how each ended on stderr.
+func startManagers(ctx context.Context, env *envtest.Environment, ovns []zoneOVN) (stop func(), done chan error, mgr ctrl.Manager, err error) {
+	main := map[string]string{
+		"controllers":                        strings.Join(app.NewOptions().Names(), ","),
+		"metrics-bind-address":               "0",
+		"health-probe-bind-address":          "0",
+		"preconfigured-udn-addresses-enable": "true",
+	}
+	if len(ovns) == 1 && ovns[0].zone == "" {
+		main["ovn-nb-address"], main["ovn-sb-address"] = ovns[0].ovn.NB.Address(), ovns[0].ovn.SB.Address()
+	} else {
+		names := slices.DeleteFunc(app.NewOptions().Names(), func(n string) bool { return n == "dataplane" })
+		main["controllers"] = strings.Join(names, ",")
+	}
+	stopMain, done, mgr, err := startManager(ctx, env, main, true)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stops := []func(){func() {
+		if err := stopMain(); err != nil {
+			fmt.Fprintf(os.Stderr, "udnkit-local: manager: %v\n", err)
+		}
+	}}
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	for _, z := range ovns {
+		if z.zone == "" {
+			continue
+		}
+		stopZone, _, _, err := startManager(ctx, env, map[string]string{
+			"controllers": "dataplane", "zone": z.zone,
+			"ovn-nb-address": z.ovn.NB.Address(), "ovn-sb-address": z.ovn.SB.Address(),
+			"metrics-bind-address": "0", "health-probe-bind-address": "0",
+		}, false)
+		if err != nil {
+			stop()
+			return nil, nil, nil, fmt.Errorf("the dataplane manager of zone %s: %w", z.zone, err)
+		}
+		stops = append(stops, func() {
+			if err := stopZone(); err != nil {
+				fmt.Fprintf(os.Stderr, "udnkit-local: dataplane manager of zone %s: %v\n", z.zone, err)
+			}
+		})
+	}
+	return stop, done, mgr, nil
+}
+
 func run(ctx context.Context, root, stateDir string, attach bool, zones int, out io.Writer) (err error) {
 	root, err = filepath.Abs(root)
 	if err != nil {
@@ -199,10 +258,6 @@ func run(ctx context.Context, root, stateDir string, attach bool, zones int, out
 	}()
 
 	// One OVN (NB, SB, northd) for the single zone, or the cluster's zones.
-	type zoneOVN struct {
-		zone string
-		ovn  *ovsdbserver.Local
-	}
 	var ovns []zoneOVN
 	if zones == 0 {
 		defer func() {
@@ -244,48 +299,19 @@ func run(ctx context.Context, root, stateDir string, attach bool, zones int, out
 		return err
 	}
 
-	main := map[string]string{
-		"controllers":                        strings.Join(app.NewOptions().Names(), ","),
-		"metrics-bind-address":               "0",
-		"health-probe-bind-address":          "0",
-		"preconfigured-udn-addresses-enable": "true",
-	}
 	if zones == 0 {
 		fmt.Fprintln(out, "starting the udnkit manager (every component) ...")
-		main["ovn-nb-address"], main["ovn-sb-address"] = ovns[0].ovn.NB.Address(), ovns[0].ovn.SB.Address()
 	} else {
 		fmt.Fprintf(out, "starting the udnkit manager (every component but the dataplane) and %d dataplane managers (--zone) ...\n", zones)
-		names := slices.DeleteFunc(app.NewOptions().Names(), func(n string) bool { return n == "dataplane" })
-		main["controllers"] = strings.Join(names, ",")
 	}
-	stopManager, mgrDone, mgr, err := startManager(ctx, env, main, true)
+	stopManagers, mgrDone, mgr, err := startManagers(ctx, env, ovns)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		fmt.Fprintln(out, "stopping the manager ...")
-		if err := stopManager(); err != nil {
-			fmt.Fprintf(os.Stderr, "udnkit-local: manager: %v\n", err)
-		}
+		stopManagers()
 	}()
-	for _, z := range ovns {
-		if z.zone == "" {
-			continue
-		}
-		stop, _, _, err := startManager(ctx, env, map[string]string{
-			"controllers": "dataplane", "zone": z.zone,
-			"ovn-nb-address": z.ovn.NB.Address(), "ovn-sb-address": z.ovn.SB.Address(),
-			"metrics-bind-address": "0", "health-probe-bind-address": "0",
-		}, false)
-		if err != nil {
-			return fmt.Errorf("the dataplane manager of zone %s: %w", z.zone, err)
-		}
-		defer func() {
-			if err := stop(); err != nil {
-				fmt.Fprintf(os.Stderr, "udnkit-local: dataplane manager of zone %s: %v\n", z.zone, err)
-			}
-		}()
-	}
 	if err := env.WaitForWebhookServer(readyCtx); err != nil {
 		return err
 	}

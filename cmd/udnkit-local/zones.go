@@ -131,13 +131,24 @@ type demoPod struct {
 	dp   *datapath.Pod
 }
 
-// demo is what make run ZONES=n sets up for the quickstart: the Primary
-// Layer2 UDN of examples/udn-layer2-primary.yaml and a pod on each of the
+// demo is what make run ZONES=n sets up for the quickstart: a Primary
+// Layer2 UDN (examples/udn-layer2-primary.yaml's) and a pod on each of the
 // first two nodes.
 type demo struct {
-	network *datapath.Network
-	pods    []*demoPod
+	namespace string
+	network   *datapath.Network
+	pods      []*demoPod
+	// steps are when each step of startPods ended, in order.
+	steps []step
 }
+
+// step is a named point of startPods' progress.
+type step struct {
+	name string
+	at   time.Time
+}
+
+func (d *demo) step(name string) { d.steps = append(d.steps, step{name, time.Now()}) }
 
 // demoNamespace and demoUDN are the UDN examples/udn-layer2-primary.yaml
 // creates.
@@ -169,7 +180,7 @@ func applyFile(ctx context.Context, c client.Client, file string) error {
 	return nil
 }
 
-// poll runs f every 100 ms until it returns nil or ctx ends.
+// poll runs f every 25 ms until it returns nil or ctx ends.
 func poll(ctx context.Context, what string, f func() error) error {
 	for {
 		err := f()
@@ -179,46 +190,46 @@ func poll(ctx context.Context, what string, f func() error) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%s: %w (last: %v)", what, ctx.Err(), err)
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(25 * time.Millisecond):
 		}
 	}
 }
 
-// startDemo applies the quickstart's UDN and, as OVN-Kubernetes and its CNI
-// would, makes pod-a on the first node and pod-b on the second network
-// namespaces on the real datapath: it creates the Pods, waits for udnkit to
-// allocate their addresses (k8s.ovn.org/pod-networks) and for the
-// dataplane's layer2 switch in every zone, writes their ports as
-// OVN-Kubernetes' pod controller does and configures each namespace from
-// the annotation only. It returns once pod-a reaches pod-b.
-func startDemo(ctx context.Context, c client.Client, cluster *datapath.Cluster, root string) (*demo, error) {
-	if err := applyFile(ctx, c, filepath.Join(root, demoManifest)); err != nil {
-		return nil, err
+// startPods makes, as OVN-Kubernetes and its CNI would, pod-a on the first
+// node and pod-b on the second network namespaces on the real datapath on
+// the Primary Layer2 UDN namespace/udn (applied by the caller): it creates
+// the Pods, waits for udnkit to allocate their addresses
+// (k8s.ovn.org/pod-networks) and for the dataplane's layer2 switch in every
+// zone, writes their ports as OVN-Kubernetes' pod controller does and
+// configures each namespace from the annotation only. It returns once pod-a
+// reaches pod-b, with an echo request every interval.
+func startPods(ctx context.Context, c client.Client, cluster *datapath.Cluster, namespace, udn string, interval time.Duration) (*demo, error) {
+	d := &demo{namespace: namespace}
+	for i, name := range []string{"pod-a", "pod-b"} {
+		node := cluster.Nodes[i%len(cluster.Nodes)]
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+			Spec: corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
+		if err := c.Create(ctx, pod); err != nil {
+			return nil, fmt.Errorf("creating pod %s/%s: %w", namespace, name, err)
+		}
+		d.pods = append(d.pods, &demoPod{name: name, node: node})
 	}
 	var nad nadv1.NetworkAttachmentDefinition
-	if err := poll(ctx, "the NAD of "+demoNamespace+"/"+demoUDN, func() error {
-		return c.Get(ctx, client.ObjectKey{Namespace: demoNamespace, Name: demoUDN}, &nad)
+	if err := poll(ctx, "the NAD of "+namespace+"/"+udn, func() error {
+		return c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: udn}, &nad)
 	}); err != nil {
 		return nil, err
 	}
 	conf, err := ovnk.Parse(nad.Spec.Config)
 	if err != nil {
-		return nil, fmt.Errorf("the NAD %s/%s: %w", demoNamespace, demoUDN, err)
+		return nil, fmt.Errorf("the NAD %s/%s: %w", namespace, udn, err)
 	}
 	subnets, err := ovnk.ParsePrefixes(conf.Subnets)
 	if err != nil {
-		return nil, fmt.Errorf("the NAD %s/%s's subnets: %w", demoNamespace, demoUDN, err)
+		return nil, fmt.Errorf("the NAD %s/%s's subnets: %w", namespace, udn, err)
 	}
-	d := &demo{network: &datapath.Network{Name: conf.Name, NAD: demoNamespace + "/" + demoUDN, Topology: "layer2", Subnets: subnets}}
-	for i, name := range []string{"pod-a", "pod-b"} {
-		node := cluster.Nodes[i%len(cluster.Nodes)]
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: demoNamespace, Name: name},
-			Spec: corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
-		if err := c.Create(ctx, pod); err != nil {
-			return nil, fmt.Errorf("creating pod %s/%s: %w", demoNamespace, name, err)
-		}
-		d.pods = append(d.pods, &demoPod{name: name, node: node})
-	}
+	d.network = &datapath.Network{Name: conf.Name, NAD: namespace + "/" + udn, Topology: "layer2", Subnets: subnets}
+	d.step("NAD")
 	sw := ovnk.NamesFor(conf.Name).Switch()
 	for _, n := range cluster.Nodes {
 		if err := poll(ctx, "the dataplane's switch "+sw+" in zone "+n.Name, func() error {
@@ -231,38 +242,44 @@ func startDemo(ctx context.Context, c client.Client, cluster *datapath.Cluster, 
 			return nil, err
 		}
 	}
-	for _, p := range d.pods {
-		var pod corev1.Pod
-		var pn *ovnk.PodNetwork
+	d.step("switch")
+	pods := make([]corev1.Pod, len(d.pods))
+	nets := make([]*ovnk.PodNetwork, len(d.pods))
+	for i, p := range d.pods {
 		if err := poll(ctx, "pod "+p.name+"'s "+ovnk.AnnotationPodNetworks, func() (err error) {
-			if err := c.Get(ctx, client.ObjectKey{Namespace: demoNamespace, Name: p.name}, &pod); err != nil {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: p.name}, &pods[i]); err != nil {
 				return err
 			}
-			if pn, err = ovnk.DecodePodNetwork(pod.Annotations, d.network.NAD); err == nil && pn == nil {
+			if nets[i], err = ovnk.DecodePodNetwork(pods[i].Annotations, d.network.NAD); err == nil && nets[i] == nil {
 				err = errors.New("no entry for " + d.network.NAD + " yet")
 			}
 			return err
 		}); err != nil {
 			return nil, err
 		}
-		port, err := datapath.PodPortOf(d.network, demoNamespace, p.name, p.node, pn)
+	}
+	d.step("pod-networks")
+	for i, p := range d.pods {
+		port, err := datapath.PodPortOf(d.network, namespace, p.name, p.node, nets[i])
 		if err != nil {
 			return nil, err
 		}
 		if err := cluster.WritePodPort(port); err != nil {
 			return nil, err
 		}
-		if p.dp, err = cluster.AddPod(ctx, p.node, datapath.PodSpec{Namespace: demoNamespace, Name: p.name,
-			Annotations: pod.Annotations, NAD: d.network.NAD, Port: port.Name(), MTU: int(conf.MTU)}); err != nil {
+		if p.dp, err = cluster.AddPod(ctx, p.node, datapath.PodSpec{Namespace: namespace, Name: p.name,
+			Annotations: pods[i].Annotations, NAD: d.network.NAD, Port: port.Name(), MTU: int(conf.MTU)}); err != nil {
 			return nil, err
 		}
 	}
+	d.step("pods-installed")
 	// The first packets of a new path are lost while ovn-controller
 	// installs its flows.
 	a, b := d.pods[0], d.pods[1]
-	if err := a.dp.Reach(b.dp.IP(false), 30*time.Second); err != nil {
+	if err := a.dp.ReachEvery(b.dp.IP(false), 30*time.Second, interval); err != nil {
 		return nil, fmt.Errorf("%w\n%s%s", err, a.node.Logs(10), b.node.Logs(10))
 	}
+	d.step("first-reply")
 	return d, nil
 }
 
@@ -281,8 +298,8 @@ case "$1" in
 `, r)
 	var names []string
 	for _, p := range d.pods {
-		fmt.Fprintf(&b, "%s/%s) ns='%s' ;;\n", demoNamespace, p.name, p.dp.Netns)
-		names = append(names, demoNamespace+"/"+p.name)
+		fmt.Fprintf(&b, "%s/%s) ns='%s' ;;\n", d.namespace, p.name, p.dp.Netns)
+		names = append(names, d.namespace+"/"+p.name)
 	}
 	fmt.Fprintf(&b, `*) echo "udnkit-ping: no pod '$1' (the pods: %s)" >&2; exit 2 ;;
 esac
@@ -298,7 +315,7 @@ func (d *demo) pingCommands() []string {
 	var cmds []string
 	for _, v6 := range []bool{false, true} {
 		if ip := b.dp.IP(v6); ip.IsValid() {
-			cmds = append(cmds, fmt.Sprintf("udnkit-ping %s/%s -c3 %s", demoNamespace, a.name, ip))
+			cmds = append(cmds, fmt.Sprintf("udnkit-ping %s/%s -c3 %s", d.namespace, a.name, ip))
 		}
 	}
 	return cmds
@@ -313,19 +330,22 @@ func runShell(binDir, command string) (string, error) {
 }
 
 // describe is the line naming a pod, its node and its addresses.
-func (p *demoPod) describe() string {
+func (p *demoPod) describe(namespace string) string {
 	var ips []string
 	for _, a := range p.dp.Addresses.IPs {
 		ips = append(ips, a.Addr().String())
 	}
-	return fmt.Sprintf("%s/%s on %s (%s)", demoNamespace, p.name, p.node.Name, strings.Join(ips, ", "))
+	return fmt.Sprintf("%s/%s on %s (%s)", namespace, p.name, p.node.Name, strings.Join(ips, ", "))
 }
 
 // readyZones sets up the quickstart's UDN and pods on the cluster, checks
 // the first printed ping and prints the quickstart of make run ZONES=n.
 func readyZones(ctx context.Context, out io.Writer, env *envtest.Environment, cluster *datapath.Cluster, root, kubeconfig, binDir, logName, version string, started time.Time) error {
 	fmt.Fprintf(out, "applying %s and starting pod-a on %s and pod-b on %s ...\n", demoManifest, cluster.Nodes[0].Name, cluster.Nodes[1%len(cluster.Nodes)].Name)
-	d, err := startDemo(ctx, env.Client, cluster, root)
+	if err := applyFile(ctx, env.Client, filepath.Join(root, demoManifest)); err != nil {
+		return err
+	}
+	d, err := startPods(ctx, env.Client, cluster, demoNamespace, demoUDN, 200*time.Millisecond)
 	if err != nil {
 		return err
 	}
@@ -341,7 +361,7 @@ func readyZones(ctx context.Context, out io.Writer, env *envtest.Environment, cl
 	zoneA := filepath.Join(filepath.Dir(kubeconfig), "zone-"+cluster.Nodes[0].Name)
 	var pods []string
 	for _, p := range d.pods {
-		pods = append(pods, "  "+p.describe())
+		pods = append(pods, "  "+p.describe(d.namespace))
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `

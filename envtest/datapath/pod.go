@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -127,6 +128,16 @@ func (c *Cluster) AddPod(ctx context.Context, node *Node, spec PodSpec) (*Pod, e
 	return p, nil
 }
 
+// RemovePod removes the pod's interface from its node's br-int and its
+// namespace.
+func (c *Cluster) RemovePod(p *Pod) error {
+	c.pods = slices.DeleteFunc(c.pods, func(q *Pod) bool { return q == p })
+	if _, err := p.Node.Vsctl("--if-exists", "del-port", "br-int", p.Iface); err != nil {
+		return err
+	}
+	return ip("netns", "del", p.Netns)
+}
+
 // IP is the pod's address of dst's family.
 func (p *Pod) IP(v6 bool) netip.Addr {
 	for _, a := range p.Addresses.IPs {
@@ -140,7 +151,12 @@ func (p *Pod) IP(v6 bool) netip.Addr {
 // Reach sends echo requests to dst, one every 200 ms, until one is
 // answered; the error says how many went unanswered within timeout.
 func (e *Endpoint) Reach(dst netip.Addr, timeout time.Duration) error {
-	interval := 200 * time.Millisecond
+	return e.ReachEvery(dst, timeout, 200*time.Millisecond)
+}
+
+// ReachEvery sends echo requests to dst, one every interval, until one is
+// answered; the error says how many went unanswered within timeout.
+func (e *Endpoint) ReachEvery(dst netip.Addr, timeout, interval time.Duration) error {
 	sent, answered, err := echo(e.Netns, dst, int(timeout/interval), interval, true)
 	if err != nil {
 		return err

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	ovsdbclient "github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/envtest/datapath"
+	"github.com/udnkit/udnkit/internal/testenv"
+	"github.com/udnkit/udnkit/ovnk"
+)
+
+// firstPacketInterval is how often the first pod sends an echo request
+// while it waits for the path: the figures' resolution.
+const firstPacketInterval = 10 * time.Millisecond
+
+// BenchmarkFirstPacket measures, on make run ZONES=3's cluster (three real
+// nodes, a zone and a dataplane manager each), the time from creating a
+// Primary Layer2 UDN and two pods on different nodes to the first echo
+// reply between them: udnkit allocates the pods' addresses and programs
+// every zone, OVN-Kubernetes' share (the pods' ports) is written as its pod
+// controller would and each pod's namespace is configured from its
+// k8s.ovn.org/pod-networks. The baseline is the same two pods on a logical
+// switch written directly, one libovsdb transaction in each of their two
+// zones (switch, local port and remote port).
+func BenchmarkFirstPacket(b *testing.B) {
+	testenv.Real(b, "kube-apiserver, network namespaces, ovs-vswitchd and ovn-controller")
+	if err := datapath.Preflight(); err != nil {
+		b.Fatalf("the benchmark needs the real datapath: %v", err)
+	}
+	ctrl.SetLogger(logr.Discard())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cluster, err := datapath.Start(ctx, "node-a", "node-b", "node-c")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cluster.Stop()
+	env, err := envtest.Start(envtest.Options{Webhooks: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = env.Stop() }()
+	var ovns []zoneOVN
+	for _, n := range cluster.Nodes {
+		ovns = append(ovns, zoneOVN{n.Name, n.Zone})
+	}
+	stop, _, mgr, err := startManagers(ctx, env, ovns)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stop()
+	if err := env.WaitForWebhookServer(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		b.Fatal("the manager's caches did not sync")
+	}
+	if err := ovnkNodes(ctx, env.Client, cluster); err != nil {
+		b.Fatal(err)
+	}
+	a, bb := cluster.Nodes[0], cluster.Nodes[1]
+	var seq atomic.Int64 // names every iteration's objects apart
+
+	b.Run("udnkit", func(b *testing.B) {
+		var steps stepTimes
+		for range b.N {
+			b.StopTimer()
+			ns := "bench-" + strconv.FormatInt(seq.Add(1), 10)
+			b.StartTimer()
+			start := time.Now()
+			if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+				Labels: map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}}}); err != nil {
+				b.Fatal(err)
+			}
+			if err := env.Client.Create(ctx, &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"},
+				Spec: udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{
+					Role: udnv1.NetworkRolePrimary, Subnets: []udnv1.CIDR{"10.100.0.0/16"}}}}); err != nil {
+				b.Fatal(err)
+			}
+			readyCtx, cancel := context.WithTimeout(ctx, time.Minute)
+			d, err := startPods(readyCtx, env.Client, cluster, ns, "net", firstPacketInterval)
+			cancel()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			steps.add(start, d.steps)
+			for _, p := range d.pods {
+				if err := cluster.RemovePod(p.dp); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StartTimer()
+		}
+		steps.report(b)
+	})
+
+	b.Run("baseline-one-transaction", func(b *testing.B) {
+		model, err := nbdb.FullDatabaseModel()
+		if err != nil {
+			b.Fatal(err)
+		}
+		nbs := map[*datapath.Node]ovsdbclient.Client{}
+		for _, n := range []*datapath.Node{a, bb} {
+			c, err := ovsdbclient.NewOVSDBClient(model, ovsdbclient.WithEndpoint(n.Zone.NB.Address()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := c.Connect(ctx); err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			nbs[n] = c
+		}
+		var steps stepTimes
+		for range b.N {
+			b.StopTimer()
+			k := seq.Add(1)
+			sw := "bench_baseline_" + strconv.FormatInt(k, 10)
+			subnet := netip.MustParsePrefix(fmt.Sprintf("10.%d.%d.0/24", 200+k/250, k%250))
+			pods := []*baselinePod{
+				{name: sw + "_pod-a", node: a, ip: netip.PrefixFrom(ovnk.MustAddrAt(subnet, 5), 24), key: 2},
+				{name: sw + "_pod-b", node: bb, ip: netip.PrefixFrom(ovnk.MustAddrAt(subnet, 6), 24), key: 3},
+			}
+			b.StartTimer()
+			d := &demo{}
+			start := time.Now()
+			var wg sync.WaitGroup
+			errs := make([]error, 2)
+			for i, zone := range []*datapath.Node{a, bb} {
+				wg.Go(func() { errs[i] = baselineSwitch(ctx, nbs[zone], zone, sw, 30000+int(k), pods) })
+			}
+			wg.Wait()
+			for _, err := range errs {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			d.step("transaction")
+			for _, p := range pods {
+				if p.dp, err = cluster.AddPod(ctx, p.node, p.spec()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			d.step("pods-installed")
+			if err := pods[0].dp.ReachEvery(pods[1].ip.Addr(), 30*time.Second, firstPacketInterval); err != nil {
+				b.Fatal(err)
+			}
+			d.step("first-reply")
+			b.StopTimer()
+			steps.add(start, d.steps)
+			for _, p := range pods {
+				if err := cluster.RemovePod(p.dp); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StartTimer()
+		}
+		steps.report(b)
+	})
+}
+
+// stepTimes sums, per step, the time from the previous step's end (the
+// first from the start) over the iterations.
+type stepTimes struct {
+	names []string
+	sum   map[string]time.Duration
+	runs  int
+}
+
+func (s *stepTimes) add(start time.Time, steps []step) {
+	if s.sum == nil {
+		s.sum = map[string]time.Duration{}
+	}
+	prev := start
+	for _, st := range steps {
+		if _, ok := s.sum[st.name]; !ok {
+			s.names = append(s.names, st.name)
+		}
+		s.sum[st.name] += st.at.Sub(prev)
+		prev = st.at
+	}
+	s.runs++
+}
+
+// report reports each step's mean as <step>-ms.
+func (s *stepTimes) report(b *testing.B) {
+	for _, name := range s.names {
+		b.ReportMetric(float64(s.sum[name].Milliseconds())/float64(s.runs), name+"-ms")
+	}
+}
+
+// baselinePod is a pod of the baseline's switch.
+type baselinePod struct {
+	name string
+	node *datapath.Node
+	ip   netip.Prefix
+	key  int
+	dp   *datapath.Pod
+}
+
+func (p *baselinePod) mac() string { return ovnk.MACFromIP(p.ip.Addr()).String() }
+
+// spec is the pod's namespace as its CNI would configure it from a
+// k8s.ovn.org/pod-networks entry holding its address and MAC.
+func (p *baselinePod) spec() datapath.PodSpec {
+	v, _ := ovnk.PodNetworks{"default/baseline": {IPAddresses: []string{p.ip.String()}, MACAddress: p.mac(), Role: ovnk.RolePrimary}}.Encode()
+	return datapath.PodSpec{Namespace: "default", Name: p.name, NAD: "default/baseline", Port: p.name,
+		Annotations: map[string]string{ovnk.AnnotationPodNetworks: v}}
+}
+
+// baselineSwitch writes, in one transaction in zone's Northbound, a logical
+// switch with tunnel key key holding the pods' ports: the zone's own pods
+// local, the others remote on their node's chassis.
+func baselineSwitch(ctx context.Context, nb ovsdbclient.Client, zone *datapath.Node, name string, key int, pods []*baselinePod) error {
+	ls := &nbdb.LogicalSwitch{UUID: "sw", Name: name, OtherConfig: map[string]string{"requested-tnl-key": strconv.Itoa(key)}}
+	var ports []model.Model
+	for i, p := range pods {
+		addrs := p.mac() + " " + p.ip.Addr().String()
+		lsp := &nbdb.LogicalSwitchPort{UUID: "p" + strconv.Itoa(i), Name: p.name, Addresses: []string{addrs}, PortSecurity: []string{addrs},
+			Options: map[string]string{"requested-chassis": p.node.ChassisID(), "requested-tnl-key": strconv.Itoa(p.key)}}
+		if p.node != zone {
+			lsp.Type = "remote"
+		}
+		ls.Ports = append(ls.Ports, lsp.UUID)
+		ports = append(ports, lsp)
+	}
+	var ops []ovsdb.Operation
+	for _, m := range [][]model.Model{{ls}, ports} {
+		op, err := nb.Create(m...)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, op...)
+	}
+	res, err := nb.Transact(ctx, ops...)
+	if err != nil {
+		return err
+	}
+	_, err = ovsdb.CheckOperationResults(res, ops)
+	return err
+}
