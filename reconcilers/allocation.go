@@ -19,6 +19,7 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
+	"github.com/udnkit/udnkit/reconcilers/internal/pending"
 	"github.com/udnkit/udnkit/reconcilers/netids"
 )
 
@@ -43,11 +44,11 @@ type networkAllocators struct {
 
 	// unverified are owners whose newly allocated IDs have not yet been
 	// checked against the apiserver (see conflict).
-	unverified unverifiedSet
+	unverified pending.Set
 	// learned are owners whose IDs this process only learned from another
 	// writer's network (see yield), not allocated or read from the owner's
 	// own annotations.
-	learned unverifiedSet
+	learned pending.Set
 }
 
 // NetworkIDsConsumer is the consumer label of the rebuild's reports
@@ -191,10 +192,10 @@ func (a *networkAllocators) ensure(ctx context.Context, owner string, annotation
 	// claim (held, unverified) is never half-way through an ensure.
 	a.ensureMu.Lock()
 	defer a.ensureMu.Unlock()
-	if a.learned.has(owner) {
+	if a.learned.Has(owner) {
 		// Learned claims keep the IDs from other networks; they never
 		// outrank what the owner's own annotations record.
-		a.learned.set(owner, false)
+		a.learned.Set(owner, false)
 		if !hasID || !slices.Equal(a.networkIDs.Held(owner), []int{id}) || !slices.Equal(a.tunnelKeys.Held(owner), sortedInRange(keys, a.tunnelKeys)) {
 			a.networkIDs.ReleaseOwner(owner)
 			a.tunnelKeys.ReleaseOwner(owner)
@@ -341,35 +342,9 @@ func (a *networkAllocators) heldByOther(owner string, keys []int) (int, bool) {
 	return 0, false
 }
 
-func (a *networkAllocators) isUnverified(owner string) bool { return a.unverified.has(owner) }
+func (a *networkAllocators) isUnverified(owner string) bool { return a.unverified.Has(owner) }
 
-func (a *networkAllocators) setUnverified(owner string, v bool) { a.unverified.set(owner, v) }
-
-// unverifiedSet holds the owners whose last write is not yet verified
-// (write-then-verify; see networkAllocators.conflict and nodeReconciler.verify).
-type unverifiedSet struct {
-	mu sync.Mutex
-	m  map[string]bool
-}
-
-func (s *unverifiedSet) has(owner string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.m[owner]
-}
-
-func (s *unverifiedSet) set(owner string, v bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[string]bool{}
-	}
-	if v {
-		s.m[owner] = true
-	} else {
-		delete(s.m, owner)
-	}
-}
+func (a *networkAllocators) setUnverified(owner string, v bool) { a.unverified.Set(owner, v) }
 
 // sortedInRange returns the keys inside the allocator's range, sorted.
 func sortedInRange(keys []int, alloc *netids.IDAllocator) []int {
@@ -470,14 +445,14 @@ func (a *networkAllocators) yield(owner string, other *idClash) {
 		}
 	}
 	if learned {
-		a.learned.set(other.owner, true)
+		a.learned.Set(other.owner, true)
 	}
 }
 
 // release frees everything owner holds.
 func (a *networkAllocators) release(owner string) {
 	a.setUnverified(owner, false)
-	a.learned.set(owner, false)
+	a.learned.Set(owner, false)
 	a.networkIDs.ReleaseOwner(owner)
 	a.tunnelKeys.ReleaseOwner(owner)
 }

@@ -1,10 +1,13 @@
 // Package reconcilers turns admitted UserDefinedNetworks and
 // ClusterUserDefinedNetworks into the state OVN-Kubernetes nodes and the
 // dataplane consume: NetworkAttachmentDefinitions with the CNI NetConf,
-// cluster-unique network IDs and tunnel keys, transit subnets, node IDs,
-// multi-VTEP tunnel IDs and Layer3 host subnets. Every allocator rebuilds its
-// state from the cluster's annotations before it allocates, and every write
-// of an allocation is guarded by the object's resourceVersion.
+// cluster-unique network IDs and tunnel keys, and transit subnets (the UDN
+// and CUDN controllers). Its subpackages are the other controllers and
+// their libraries: nodes (node IDs, multi-VTEP tunnel IDs, Layer3 host
+// subnets), addresses (pod addresses of Primary Layer2 networks) and netids
+// (the ID and subnet allocators). Every allocator rebuilds its state from
+// the cluster's annotations before it allocates, and every write of an
+// allocation is guarded by the object's resourceVersion.
 package reconcilers
 
 import (
@@ -14,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/reconcilers/nodes"
 )
 
 // Controller names for Config.Controllers.
@@ -49,6 +53,9 @@ type Config struct {
 	// skipped. It costs O(networks) per new network, so O(networks²) to
 	// create a cluster's networks. Without leader election it must be false.
 	SingleWriter bool
+	// NodeListPage is how many nodes one LIST returns when the node
+	// controller reads every node straight from the apiserver (0: 100).
+	NodeListPage int64
 }
 
 // DefaultConfig is the production configuration.
@@ -135,7 +142,8 @@ func (r *Reconcilers) Setup(mgr ctrl.Manager, controllers ...string) error {
 		case ControllerCUDN:
 			err = (&cudnReconciler{networkReconciler: newNetworkReconciler(mgr, r.cfg, r.ids, "udnkit-cudn-controller")}).setup(mgr)
 		case ControllerNode:
-			err = newNodeReconciler(mgr, r.cfg).setup(mgr)
+			err = nodes.SetupWithManager(mgr, nodes.Options{
+				MaxConcurrentReconciles: r.cfg.MaxConcurrentReconciles, SingleWriter: r.cfg.SingleWriter, ListPage: r.cfg.NodeListPage})
 		default:
 			err = fmt.Errorf("reconcilers: unknown controller %q (want udn, cudn or node)", name)
 		}

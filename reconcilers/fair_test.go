@@ -6,9 +6,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -123,14 +121,7 @@ func purge(tb testing.TB, namespaces ...string) {
 
 func floodNamespace(tb testing.TB, prefix string) string {
 	tb.Helper()
-	nsCounter.Lock()
-	nsCounter.n++
-	name := fmt.Sprintf("%s-%d", prefix, nsCounter.n)
-	nsCounter.Unlock()
-	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
-		tb.Fatal(err)
-	}
-	return name
+	return suite.NewNamespace(tb, prefix, nil)
 }
 
 // A flood of UDNs in one namespace does not hold up another namespace's:

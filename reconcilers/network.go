@@ -28,6 +28,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/reconcilers/internal/nadindex"
 	"github.com/udnkit/udnkit/reconcilers/netids"
 )
 
@@ -59,23 +60,13 @@ const (
 	eventNetworkIDsFailed    = "NetworkIDAllocationFailed"
 	// eventNetworkIDIgnored: a network's recorded ID or tunnel keys were
 	// another (older) network's or out of range; it gets new ones.
-	eventNetworkIDIgnored  = "NetworkIDIgnored"
-	eventForeignNAD        = "ForeignNetworkAttachmentDefinition"
-	eventHostSubnetFailure = "HostSubnetAllocationFailed"
-	// eventInvalidNodeID: a node's k8s.ovn.org/node-id was malformed, out of
-	// range or another node's; the node gets a new ID.
-	eventInvalidNodeID = "InvalidNodeID"
+	eventNetworkIDIgnored = "NetworkIDIgnored"
+	eventForeignNAD       = "ForeignNetworkAttachmentDefinition"
 )
 
 func setupIndexes(mgr ctrl.Manager) error {
 	indexer := mgr.GetFieldIndexer()
-	if err := indexer.IndexField(context.Background(), &nadv1.NetworkAttachmentDefinition{}, indexNADController,
-		func(o client.Object) []string {
-			if ref := metav1.GetControllerOf(o); ref != nil {
-				return []string{string(ref.UID)}
-			}
-			return nil
-		}); err != nil {
+	if err := nadindex.Register(context.Background(), indexer, indexNADController); err != nil {
 		return err
 	}
 	return setupConflictIndexes(indexer)

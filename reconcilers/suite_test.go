@@ -3,25 +3,14 @@ package reconcilers_test
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
@@ -29,149 +18,57 @@ import (
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
+	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
 )
 
 // The suite runs one real control plane and a real controller-runtime
-// manager with the reconcilers; tests that restart the manager swap it.
+// manager with the reconcilers (rtest); tests that restart the manager swap
+// it.
 
 var (
-	env *envtest.Environment
-	k8s client.Client
-	ctx = context.Background()
-
-	mgrMu   sync.Mutex
-	mgrStop func()
+	suite *rtest.Suite
+	env   *envtest.Environment
+	k8s   client.Client
+	ctx   = context.Background()
 )
 
 const (
-	// An upper bound, not a timing assertion: under make test every package
-	// starts its own apiserver on 2 cores at once.
-	timeout  = 90 * time.Second
-	interval = 100 * time.Millisecond
+	timeout  = rtest.Timeout
+	interval = rtest.Interval
 )
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		// Every test of this package runs against the one control plane
-		// and manager started here.
-		fmt.Println("reconcilers: every test needs kube-apiserver (run without -short)")
-		os.Exit(0)
-	}
-	if os.Getenv("UDNKIT_TEST_LOG") != "" {
-		log.SetLogger(zap.New(zap.UseDevMode(true)))
-	} else {
-		log.SetLogger(zap.New(zap.WriteTo(discard{})))
-	}
-	var err error
-	env, err = envtest.Start(envtest.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	k8s = env.Client
-	// Every rebuild in these tests reads the nodes over several pages.
-	reconcilers.SetNodePage(2)
-	if err := startManager(reconcilers.DefaultConfig()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		_ = env.Stop()
-		os.Exit(1)
-	}
-	code := m.Run()
-	stopManager()
-	_ = env.Stop()
-	os.Exit(code)
+	os.Exit(rtest.Main(m, "reconcilers", func(s *rtest.Suite) { suite, env, k8s = s, s.Env, s.K8s }))
 }
 
-type discard struct{}
+func startManager(cfg reconcilers.Config) error           { return suite.StartManager(cfg) }
+func stopManager()                                        { suite.StopManager() }
+func restartManager(t *testing.T, cfg reconcilers.Config) { t.Helper(); suite.RestartManager(t, cfg) }
 
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
-// startManager starts a manager running the reconcilers with cfg.
-func startManager(cfg reconcilers.Config) error {
-	mgrMu.Lock()
-	defer mgrMu.Unlock()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		return err
-	}
-	// One Setup per controller, as cmd/udnkit/app's components make them:
-	// the calls share the allocators New built.
-	shared, err := reconcilers.New(mgr, cfg)
-	if err != nil {
-		return err
-	}
-	for _, name := range cfg.Controllers {
-		if err := shared.Setup(mgr, name); err != nil {
-			return err
-		}
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	mgrStop = func() {
-		cancel()
-		<-done
-	}
-	return nil
-}
-
-func stopManager() {
-	mgrMu.Lock()
-	defer mgrMu.Unlock()
-	if mgrStop != nil {
-		mgrStop()
-		mgrStop = nil
-	}
-}
-
-// restartManager stops the running manager and starts one with cfg.
-func restartManager(t *testing.T, cfg reconcilers.Config) {
-	t.Helper()
-	stopManager()
-	if err := startManager(cfg); err != nil {
-		t.Fatal(err)
-	}
-}
-
-var nsCounter struct {
-	sync.Mutex
-	n int
-}
-
-// newNamespace creates a namespace with a unique name and labels.
 func newNamespace(t *testing.T, prefix string, labels map[string]string) string {
 	t.Helper()
-	nsCounter.Lock()
-	nsCounter.n++
-	name := fmt.Sprintf("%s-%d", prefix, nsCounter.n)
-	nsCounter.Unlock()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
-	if err := k8s.Create(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	return name
+	return suite.NewNamespace(t, prefix, labels)
 }
 
-func layer2(role udnv1.NetworkRole, subnets ...udnv1.CIDR) *udnv1.Layer2Config {
-	return &udnv1.Layer2Config{Role: role, Subnets: subnets}
-}
+var (
+	layer2  = rtest.Layer2
+	makeUDN = rtest.MakeUDN
+	l2Spec  = rtest.L2Spec
+	l3Spec  = rtest.L3Spec
+)
 
-func makeUDN(ns, name string, spec udnv1.UserDefinedNetworkSpec) *udnv1.UserDefinedNetwork {
-	return &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
+func createNodes(t *testing.T, names ...string) { t.Helper(); suite.CreateNodes(t, names...) }
+func nodeID(g Gomega, name string) int          { return suite.NodeID(g, name) }
+func tunnelIDs(g Gomega, name string) []int     { return suite.TunnelIDs(g, name) }
+func hostSubnets(g Gomega, node, network string) []string {
+	return suite.HostSubnets(g, node, network)
 }
-
-func l2Spec(role udnv1.NetworkRole, subnets ...udnv1.CIDR) udnv1.UserDefinedNetworkSpec {
-	return udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: layer2(role, subnets...)}
+func hostSubnetCondition(g Gomega, udn *udnv1.UserDefinedNetwork) *metav1.Condition {
+	return suite.HostSubnetCondition(g, udn)
 }
-
-func l3Spec(subnets ...udnv1.Layer3Subnet) udnv1.UserDefinedNetworkSpec {
-	return udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer3, Layer3: &udnv1.Layer3Config{Role: udnv1.NetworkRolePrimary, Subnets: subnets}}
+func setNodeAnnotation(t *testing.T, name, key, value string) {
+	t.Helper()
+	suite.SetNodeAnnotation(t, name, key, value)
 }
 
 // getNAD fetches a NAD; Eventually(getNAD(...)) polls until it exists.
@@ -190,37 +87,15 @@ func nadConfig(g Gomega, ns, name string) map[string]any {
 
 // condition returns the NetworkCreated condition of a UDN or CUDN.
 func condition(g Gomega, obj client.Object) *metav1.Condition {
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
-	var conds []metav1.Condition
-	switch o := obj.(type) {
-	case *udnv1.UserDefinedNetwork:
-		conds = o.Status.Conditions
-	case *udnv1.ClusterUserDefinedNetwork:
-		conds = o.Status.Conditions
-	}
-	c := meta.FindStatusCondition(conds, udnv1.ConditionNetworkCreated)
-	g.Expect(c).NotTo(BeNil(), "no NetworkCreated condition yet")
-	return c
+	return suite.Condition(g, obj, udnv1.ConditionNetworkCreated)
 }
 
 func expectCondition(t *testing.T, obj client.Object, status metav1.ConditionStatus, reason string, msg ...string) {
 	t.Helper()
-	NewWithT(t).Eventually(func(g Gomega) {
-		c := condition(g, obj)
-		g.Expect(c.Status).To(Equal(status), c.Message)
-		g.Expect(c.Reason).To(Equal(reason), c.Message)
-		for _, m := range msg {
-			g.Expect(c.Message).To(ContainSubstring(m))
-		}
-	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	suite.ExpectCondition(t, obj, status, reason, msg...)
 }
 
-func expectGone(t *testing.T, obj client.Object) {
-	t.Helper()
-	NewWithT(t).Eventually(func() bool {
-		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj))
-	}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue(), "%s still exists", client.ObjectKeyFromObject(obj))
-}
+func expectGone(t *testing.T, obj client.Object) { t.Helper(); suite.ExpectGone(t, obj) }
 
 // usePod creates a pod on node whose k8s.ovn.org/pod-networks annotation has
 // an entry for the NAD nadKey ("ns/name").
@@ -251,11 +126,5 @@ func newNAD() *nadv1.NetworkAttachmentDefinition { return &nadv1.NetworkAttachme
 // the controllers' concurrent writes.
 func updateObject[T client.Object](t *testing.T, obj T, mutate func(T)) {
 	t.Helper()
-	NewWithT(t).Eventually(func() error {
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-			return err
-		}
-		mutate(obj)
-		return k8s.Update(ctx, obj)
-	}).WithTimeout(timeout).Should(Succeed())
+	rtest.UpdateObject(t, suite, obj, mutate)
 }

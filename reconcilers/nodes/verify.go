@@ -1,7 +1,6 @@
-package reconcilers
+package nodes
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -19,18 +18,6 @@ import (
 
 	"github.com/udnkit/udnkit/ovnk"
 )
-
-// eventNodeAllocationConflict: another writer (a second manager without
-// leader election, or an old leader) gave one of a node's IDs or host
-// subnets to another node too; the younger node allocates again.
-const eventNodeAllocationConflict = "NodeAllocationConflict"
-
-// olderNode orders nodes oldest first, by name when created in the same
-// second: the older node keeps a value two nodes claim.
-func olderNode(a, b metav1.Object) int {
-	ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
-	return cmp.Or(ta.Compare(tb.Time), cmp.Compare(a.GetName(), b.GetName()))
-}
 
 // nodeClaims is what a node's annotations hold that must be unique among
 // nodes: node and tunnel IDs (one ID space) and each network's host subnets.
@@ -142,12 +129,12 @@ func uniqueAnnotationsChanged(old, want map[string]string) bool {
 }
 
 // verify is write-then-verify for node IDs, tunnel IDs and host subnets, as
-// networkAllocators.conflict is for network IDs: after writing, read every
+// the network controller checks network IDs: after writing, read every
 // node straight from the apiserver. Whichever writer reads after both writes
 // sees a clash, so the reader resolves it, always the same way: the younger
 // node yields (its clashing values are removed; the reconcile of that node,
 // here or in the other process, allocates again), the older keeps them.
-func (r *nodeReconciler) verify(ctx context.Context, name string, states map[string]*hostSubnetState) (ctrl.Result, error) {
+func (r *reconciler) verify(ctx context.Context, name string, states map[string]*hostSubnetState) (ctrl.Result, error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
 	if err := r.reader.List(ctx, list); err != nil {
@@ -161,7 +148,7 @@ func (r *nodeReconciler) verify(ctx context.Context, name string, states map[str
 		}
 	}
 	if !found {
-		r.unverified.set(name, false)
+		r.unverified.Set(name, false)
 		return ctrl.Result{}, nil
 	}
 	var yielded, retry bool
@@ -207,7 +194,7 @@ func (r *nodeReconciler) verify(ctx context.Context, name string, states map[str
 			}
 		}
 		r.recorder.Eventf(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: loser.Name, UID: loser.UID}}, nil, corev1.EventTypeWarning,
-			eventNodeAllocationConflict, "Reconcile", "%s were also written to older node %s by another writer; allocating again", c, winner.Name)
+			EventNodeAllocationConflict, "Reconcile", "%s were also written to older node %s by another writer; allocating again", c, winner.Name)
 		if loser.Name == name {
 			yielded = true
 			break // this node's annotations changed; the next reconcile checks again
@@ -216,6 +203,6 @@ func (r *nodeReconciler) verify(ctx context.Context, name string, states map[str
 	if yielded || retry {
 		return ctrl.Result{RequeueAfter: conflictRetry + time.Duration(rand.Int64N(int64(conflictRetry)))}, nil
 	}
-	r.unverified.set(name, false)
+	r.unverified.Set(name, false)
 	return ctrl.Result{}, nil
 }

@@ -1,0 +1,306 @@
+// Package rtest is the reconcilers' end-to-end test suite support: one real
+// control plane, a real controller-runtime manager running the reconcilers
+// (restarted by the tests that need it), and the objects and checks the
+// suites share. Only tests import it.
+package rtest
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/reconcilers"
+	"github.com/udnkit/udnkit/reconcilers/nodes"
+)
+
+const (
+	// Timeout is an upper bound, not a timing assertion: under make test
+	// every package starts its own apiserver on 2 cores at once.
+	Timeout  = 90 * time.Second
+	Interval = 100 * time.Millisecond
+	// NodeListPage is the nodes per LIST of every manager the suites start:
+	// every rebuild reads the nodes over several pages.
+	NodeListPage = 2
+)
+
+// Suite is one control plane and the manager running the reconcilers.
+type Suite struct {
+	Env *envtest.Environment
+	K8s client.Client
+	Ctx context.Context
+
+	mu   sync.Mutex
+	stop func()
+	ns   int
+}
+
+// Main starts the control plane and a manager with the default
+// configuration, hands the suite to started, runs the tests and stops both;
+// name names the package in the message printed under -short (every test
+// needs kube-apiserver).
+func Main(m *testing.M, name string, started func(*Suite)) int {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Printf("%s: every test needs kube-apiserver (run without -short)\n", name)
+		return 0
+	}
+	if os.Getenv("UDNKIT_TEST_LOG") != "" {
+		log.SetLogger(zap.New(zap.UseDevMode(true)))
+	} else {
+		log.SetLogger(zap.New(zap.WriteTo(discard{})))
+	}
+	env, err := envtest.Start(envtest.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	s := &Suite{Env: env, K8s: env.Client, Ctx: context.Background()}
+	if err := s.StartManager(reconcilers.DefaultConfig()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		_ = env.Stop()
+		return 1
+	}
+	started(s)
+	code := m.Run()
+	s.StopManager()
+	_ = env.Stop()
+	return code
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// StartManager starts a manager running the reconcilers with cfg (its
+// NodeListPage set to NodeListPage when zero), one SetupWithManager per
+// controller as cmd/udnkit/app's components make them.
+func (s *Suite) StartManager(cfg reconcilers.Config) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	mgr, err := ctrl.NewManager(s.Env.Config, ctrl.Options{
+		Scheme:                 s.Env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return err
+	}
+	if cfg.NodeListPage == 0 {
+		cfg.NodeListPage = NodeListPage
+	}
+	shared, err := reconcilers.New(mgr, cfg)
+	if err != nil {
+		return err
+	}
+	for _, name := range cfg.Controllers {
+		if err := shared.Setup(mgr, name); err != nil {
+			return err
+		}
+	}
+	mctx, cancel := context.WithCancel(s.Ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	s.stop = func() {
+		cancel()
+		<-done
+	}
+	return nil
+}
+
+// StopManager stops the running manager, if any.
+func (s *Suite) StopManager() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stop != nil {
+		s.stop()
+		s.stop = nil
+	}
+}
+
+// RestartManager stops the running manager and starts one with cfg.
+func (s *Suite) RestartManager(t *testing.T, cfg reconcilers.Config) {
+	t.Helper()
+	s.StopManager()
+	if err := s.StartManager(cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// NewNamespace creates a namespace with a unique name and labels.
+func (s *Suite) NewNamespace(t testing.TB, prefix string, labels map[string]string) string {
+	t.Helper()
+	s.mu.Lock()
+	s.ns++
+	name := fmt.Sprintf("%s-%d", prefix, s.ns)
+	s.mu.Unlock()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	if err := s.K8s.Create(s.Ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// Layer2 is a Layer2 config.
+func Layer2(role udnv1.NetworkRole, subnets ...udnv1.CIDR) *udnv1.Layer2Config {
+	return &udnv1.Layer2Config{Role: role, Subnets: subnets}
+}
+
+// MakeUDN is a UDN named ns/name.
+func MakeUDN(ns, name string, spec udnv1.UserDefinedNetworkSpec) *udnv1.UserDefinedNetwork {
+	return &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
+}
+
+// L2Spec is a Layer2 UDN's spec.
+func L2Spec(role udnv1.NetworkRole, subnets ...udnv1.CIDR) udnv1.UserDefinedNetworkSpec {
+	return udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: Layer2(role, subnets...)}
+}
+
+// L3Spec is a Primary Layer3 UDN's spec.
+func L3Spec(subnets ...udnv1.Layer3Subnet) udnv1.UserDefinedNetworkSpec {
+	return udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer3, Layer3: &udnv1.Layer3Config{Role: udnv1.NetworkRolePrimary, Subnets: subnets}}
+}
+
+// Condition returns the condition typ of a UDN or CUDN, as read now.
+func (s *Suite) Condition(g Gomega, obj client.Object, typ string) *metav1.Condition {
+	g.Expect(s.K8s.Get(s.Ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+	var conds []metav1.Condition
+	switch o := obj.(type) {
+	case *udnv1.UserDefinedNetwork:
+		conds = o.Status.Conditions
+	case *udnv1.ClusterUserDefinedNetwork:
+		conds = o.Status.Conditions
+	}
+	c := meta.FindStatusCondition(conds, typ)
+	g.Expect(c).NotTo(BeNil(), "no %s condition yet", typ)
+	return c
+}
+
+// ExpectCondition waits for obj's NetworkCreated condition to have status
+// and reason, and its message every one of msg.
+func (s *Suite) ExpectCondition(t *testing.T, obj client.Object, status metav1.ConditionStatus, reason string, msg ...string) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		c := s.Condition(g, obj, udnv1.ConditionNetworkCreated)
+		g.Expect(c.Status).To(Equal(status), c.Message)
+		g.Expect(c.Reason).To(Equal(reason), c.Message)
+		for _, m := range msg {
+			g.Expect(c.Message).To(ContainSubstring(m))
+		}
+	}).WithTimeout(Timeout).WithPolling(Interval).Should(Succeed())
+}
+
+// ExpectGone waits for obj to be deleted.
+func (s *Suite) ExpectGone(t *testing.T, obj client.Object) {
+	t.Helper()
+	NewWithT(t).Eventually(func() bool {
+		return apierrors.IsNotFound(s.K8s.Get(s.Ctx, client.ObjectKeyFromObject(obj), obj))
+	}).WithTimeout(Timeout).WithPolling(Interval).Should(BeTrue(), "%s still exists", client.ObjectKeyFromObject(obj))
+}
+
+// UpdateObject re-reads obj and applies mutate until the update wins over
+// the controllers' concurrent writes.
+func UpdateObject[T client.Object](t *testing.T, s *Suite, obj T, mutate func(T)) {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		if err := s.K8s.Get(s.Ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		mutate(obj)
+		return s.K8s.Update(s.Ctx, obj)
+	}).WithTimeout(Timeout).Should(Succeed())
+}
+
+// CreateNodes creates plain Node objects, deleted when the test ends.
+func (s *Suite) CreateNodes(t *testing.T, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := s.K8s.Create(s.Ctx, node); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.K8s.Delete(s.Ctx, node) })
+	}
+}
+
+// NodeAnnotations are the node's annotations as read now.
+func (s *Suite) NodeAnnotations(g Gomega, name string) map[string]string {
+	var node corev1.Node
+	g.Expect(s.K8s.Get(s.Ctx, client.ObjectKey{Name: name}, &node)).To(Succeed())
+	return node.Annotations
+}
+
+// NodeID is the node's k8s.ovn.org/node-id; it fails g while it has none.
+func (s *Suite) NodeID(g Gomega, name string) int {
+	v, ok := s.NodeAnnotations(g, name)[ovnk.AnnotationNodeID]
+	g.Expect(ok).To(BeTrue(), "node %s has no node ID yet", name)
+	id, err := strconv.Atoi(v)
+	g.Expect(err).NotTo(HaveOccurred())
+	return id
+}
+
+// SetNodeAnnotation sets (or, value "", removes) one of the node's
+// annotations.
+func (s *Suite) SetNodeAnnotation(t *testing.T, name, key, value string) {
+	t.Helper()
+	UpdateObject(t, s, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, func(node *corev1.Node) {
+		if node.Annotations == nil {
+			node.Annotations = map[string]string{}
+		}
+		if value == "" {
+			delete(node.Annotations, key)
+		} else {
+			node.Annotations[key] = value
+		}
+	})
+}
+
+// TunnelIDs is the node's k8s.ovn.org/node-transit-switch-port-tunnel-ids
+// (nil when it has none).
+func (s *Suite) TunnelIDs(g Gomega, name string) []int {
+	v, ok := s.NodeAnnotations(g, name)[ovnk.AnnotationNodeTransitSwitchPortTunnelIDs]
+	if !ok {
+		return nil
+	}
+	var ids []int
+	g.Expect(json.Unmarshal([]byte(v), &ids)).To(Succeed())
+	return ids
+}
+
+// HostSubnets is the node's host subnets of network (nil when it has none).
+func (s *Suite) HostSubnets(g Gomega, node, network string) []string {
+	v, ok := s.NodeAnnotations(g, node)[ovnk.AnnotationNodeSubnets]
+	if !ok {
+		return nil
+	}
+	var m map[string][]string
+	g.Expect(json.Unmarshal([]byte(v), &m)).To(Succeed())
+	return m[network]
+}
+
+// HostSubnetCondition is the UDN's HostSubnetsAllocated condition.
+func (s *Suite) HostSubnetCondition(g Gomega, udn *udnv1.UserDefinedNetwork) *metav1.Condition {
+	return s.Condition(g, udn, nodes.ConditionHostSubnetsAllocated)
+}
