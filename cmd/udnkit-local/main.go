@@ -65,6 +65,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, *root, *state, *attach, *zones, os.Stdout); err != nil {
+		if ctx.Err() != nil {
+			// Ctrl-C during start-up: what was started is stopped.
+			fmt.Fprintln(os.Stderr, "udnkit-local: interrupted before it was ready")
+			os.Exit(130)
+		}
 		fmt.Fprintf(os.Stderr, "udnkit-local: %v\n", err)
 		os.Exit(1)
 	}

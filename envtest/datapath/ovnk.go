@@ -78,14 +78,27 @@ func (c *Cluster) registerRemoteChassis() error {
 	return nil
 }
 
-// OVNKNode is the node as ovnkube-node publishes it: k8s.ovn.org/node-chassis-id
-// (the chassis its ovn-controller registered), k8s.ovn.org/node-encap-ips
-// (its underlay IP) and its underlay IP as InternalIP.
+// What ovnkube-node publishes that udnkit does not read
+// (go-controller/pkg/util/node_annotations.go: OvnNodeIfAddr,
+// OVNNodeHostCIDRs).
+const (
+	annotationNodePrimaryIfAddr = "k8s.ovn.org/node-primary-ifaddr"
+	annotationNodeHostCIDRs     = "k8s.ovn.org/host-cidrs"
+)
+
+// OVNKNode is the node as ovnkube-node publishes it
+// (go-controller/pkg/util/node_annotations.go): k8s.ovn.org/node-chassis-id
+// (the chassis its ovn-controller registered), k8s.ovn.org/node-encap-ips,
+// k8s.ovn.org/node-primary-ifaddr and k8s.ovn.org/host-cidrs (its underlay
+// address on breth0), and its underlay IP as InternalIP.
 func OVNKNode(n *Node) *corev1.Node {
+	ifAddr := netip.PrefixFrom(n.UnderlayIP, Underlay.Bits()).String()
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Annotations: map[string]string{
 			ovnk.AnnotationNodeChassisID: n.ChassisID(),
 			ovnk.AnnotationNodeEncapIPs:  `["` + n.UnderlayIP.String() + `"]`,
+			annotationNodePrimaryIfAddr:  `{"ipv4":"` + ifAddr + `"}`,
+			annotationNodeHostCIDRs:      `["` + ifAddr + `"]`,
 		}},
 		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.UnderlayIP.String()}}},
 	}
