@@ -184,133 +184,202 @@ func (a *networkAllocators) ensure(ctx context.Context, owner string, annotation
 		return ids, nil, nil, err
 	}
 	dec, err := ovnk.DecodeNetworkIDs(annotations)
-	id, hasID, keys := dec.ID, dec.HasID, dec.TunnelKeys
 	if err != nil {
 		return ids, nil, nil, err
 	}
+	q := &idRequest{owner: owner, annotations: annotations, wantKeys: wantKeys, id: dec.ID, hasID: dec.HasID, keys: dec.TunnelKeys}
 	// One network's IDs at a time: what ensure reads of another network's
 	// claim (held, unverified) is never half-way through an ensure.
 	a.ensureMu.Lock()
 	defer a.ensureMu.Unlock()
-	if a.learned.Has(owner) {
-		// Learned claims keep the IDs from other networks; they never
-		// outrank what the owner's own annotations record.
-		a.learned.Set(owner, false)
-		if !hasID || !slices.Equal(a.networkIDs.Held(owner), []int{id}) || !slices.Equal(a.tunnelKeys.Held(owner), sortedInRange(keys, a.tunnelKeys)) {
-			a.networkIDs.ReleaseOwner(owner)
-			a.tunnelKeys.ReleaseOwner(owner)
+	steps := []func(*idRequest) error{
+		a.dropLearnedClaim,
+		a.followOtherWriter,
+		a.waitForUnverifiedClaims,
+		a.chooseNetworkID,
+		a.dropForeignKeys,
+		a.ensureTunnelKeys,
+		a.markUnverified,
+	}
+	for _, step := range steps {
+		if err := step(q); err != nil {
+			a.undo(q)
+			return ovnk.NetworkIDs{}, nil, nil, err
 		}
 	}
-	var newID bool
-	var newKeys []int
-	undo = func() {
-		if newID {
-			a.networkIDs.Release(owner, ids.ID)
-		}
-		for _, k := range newKeys {
-			a.tunnelKeys.Release(owner, k)
+	return q.ids, func() { a.undo(q) }, q.ignored, nil
+}
+
+// idRequest carries one ensure from step to step.
+type idRequest struct {
+	owner       string
+	annotations map[string]string
+	wantKeys    int
+	// id, hasID and keys are what the annotations record, as the steps
+	// still accept them.
+	id    int
+	hasID bool
+	keys  []int
+	// ids are the network's IDs; newID and newKeys are what of them this
+	// ensure allocated.
+	ids     ovnk.NetworkIDs
+	newID   bool
+	newKeys []int
+	ignored []string
+}
+
+// undo releases what q newly allocated.
+func (a *networkAllocators) undo(q *idRequest) {
+	if q.newID {
+		a.networkIDs.Release(q.owner, q.ids.ID)
+	}
+	for _, k := range q.newKeys {
+		a.tunnelKeys.Release(q.owner, k)
+	}
+}
+
+// dropLearnedClaim: learned claims keep the IDs from other networks; they
+// never outrank what the owner's own annotations record.
+func (a *networkAllocators) dropLearnedClaim(q *idRequest) error {
+	if !a.learned.Has(q.owner) {
+		return nil
+	}
+	a.learned.Set(q.owner, false)
+	if !q.hasID || !slices.Equal(a.networkIDs.Held(q.owner), []int{q.id}) || !slices.Equal(a.tunnelKeys.Held(q.owner), sortedInRange(q.keys, a.tunnelKeys)) {
+		a.networkIDs.ReleaseOwner(q.owner)
+		a.tunnelKeys.ReleaseOwner(q.owner)
+	}
+	return nil
+}
+
+// followOtherWriter: this process's IDs for the network were never
+// confirmed (its check is still to come, or found a clash) and another
+// writer recorded others: follow those rather than write these back, which
+// made two writers take turns publishing their own. Verified IDs still win
+// over an edited annotation (chooseNetworkID).
+func (a *networkAllocators) followOtherWriter(q *idRequest) error {
+	if held := a.networkIDs.Held(q.owner); q.hasID && len(held) > 0 && held[0] != q.id && a.isUnverified(q.owner) {
+		a.networkIDs.ReleaseOwner(q.owner)
+		a.tunnelKeys.ReleaseOwner(q.owner)
+	}
+	return nil
+}
+
+// waitForUnverifiedClaims: another network's claim that this process has
+// not yet checked against the apiserver is no reason to give this network
+// new IDs: it may be the claim that yields. Wait for the check. (A network
+// that waits holds nothing, one that holds something never waits: no two
+// wait for each other.)
+func (a *networkAllocators) waitForUnverifiedClaims(q *idRequest) error {
+	if !q.hasID || len(a.networkIDs.Held(q.owner)) > 0 {
+		return nil
+	}
+	if o, ok := a.networkIDs.Owner(q.id); ok && o != q.owner && a.isUnverified(o) {
+		return errClaimUnverified
+	}
+	for _, k := range q.keys {
+		if o, ok := a.tunnelKeys.Owner(k); ok && o != q.owner && a.isUnverified(o) {
+			return errClaimUnverified
 		}
 	}
-	if held := a.networkIDs.Held(owner); hasID && len(held) > 0 && held[0] != id && a.isUnverified(owner) {
-		// This process's IDs for the network were never confirmed (its
-		// check is still to come, or found a clash) and another writer
-		// recorded others: follow those rather than write these back, which
-		// made two writers take turns publishing their own. Verified IDs
-		// still win over an edited annotation (below).
-		a.networkIDs.ReleaseOwner(owner)
-		a.tunnelKeys.ReleaseOwner(owner)
-	}
-	if hasID && len(a.networkIDs.Held(owner)) == 0 {
-		// Another network's claim that this process has not yet checked
-		// against the apiserver is no reason to give this network new IDs:
-		// it may be the claim that yields. Wait for the check. (A network
-		// that waits holds nothing, one that holds something never waits:
-		// no two wait for each other.)
-		if o, ok := a.networkIDs.Owner(id); ok && o != owner && a.isUnverified(o) {
-			return ids, nil, nil, errClaimUnverified
-		}
-		for _, k := range keys {
-			if o, ok := a.tunnelKeys.Owner(k); ok && o != owner && a.isUnverified(o) {
-				return ids, nil, nil, errClaimUnverified
-			}
-		}
-	}
-	switch held := a.networkIDs.Held(owner); {
-	case len(held) > 0 && (!hasID || held[0] != id):
+	return nil
+}
+
+// chooseNetworkID keeps the ID this process holds, else the recorded one,
+// else allocates one.
+func (a *networkAllocators) chooseNetworkID(q *idRequest) error {
+	switch held := a.networkIDs.Held(q.owner); {
+	case len(held) > 0 && (!q.hasID || held[0] != q.id):
 		// What this process holds wins over an edited annotation: a
 		// network's ID never changes while it exists. The recorded keys
 		// went with the recorded ID (the switch key derives from it).
-		ids.ID = held[0]
-		keys = nil
-	case hasID && a.networkIDs.Reserve(owner, id) == nil:
-		ids.ID = id
+		q.ids.ID = held[0]
+		q.keys = nil
+	case q.hasID && a.networkIDs.Reserve(q.owner, q.id) == nil:
+		q.ids.ID = q.id
 	default:
-		if hasID {
+		if q.hasID {
 			first, last := a.networkIDs.Range()
-			ignored = append(ignored, fmt.Sprintf("network ID %d (held by an older network, or outside [%d, %d])", id, first, last))
-			keys = nil // the switch key derives from the ID
+			q.ignored = append(q.ignored, fmt.Sprintf("network ID %d (held by an older network, or outside [%d, %d])", q.id, first, last))
+			q.keys = nil // the switch key derives from the ID
 		}
-		if ids.ID, err = a.networkIDs.Allocate(owner); err != nil {
-			return ids, nil, nil, err
+		id, err := a.networkIDs.Allocate(q.owner)
+		if err != nil {
+			return err
 		}
-		newID = true
+		q.ids.ID, q.newID = id, true
 	}
-	if k, ok := legacyKeyMismatch(keys, ids.ID); ok {
-		ignored = append(ignored, fmt.Sprintf("tunnel keys %v (key %d is not network ID %d's switch key)", keys, k, ids.ID))
-		keys = nil
+	return nil
+}
+
+// dropForeignKeys ignores recorded tunnel keys that are not the network's:
+// a legacy switch key of another network ID, or a key an older network
+// holds.
+func (a *networkAllocators) dropForeignKeys(q *idRequest) error {
+	if k, ok := legacyKeyMismatch(q.keys, q.ids.ID); ok {
+		q.ignored = append(q.ignored, fmt.Sprintf("tunnel keys %v (key %d is not network ID %d's switch key)", q.keys, k, q.ids.ID))
+		q.keys = nil
 	}
-	if k, held := a.heldByOther(owner, keys); held {
-		ignored = append(ignored, fmt.Sprintf("tunnel keys %v (key %d is held by an older network)", keys, k))
-		keys = nil
+	if k, held := a.heldByOther(q.owner, q.keys); held {
+		q.ignored = append(q.ignored, fmt.Sprintf("tunnel keys %v (key %d is held by an older network)", q.keys, k))
+		q.keys = nil
 	}
-	if wantKeys > 0 && len(keys) == 0 {
+	return nil
+}
+
+// ensureTunnelKeys reserves the recorded keys in the allocated range and
+// allocates the missing ones.
+func (a *networkAllocators) ensureTunnelKeys(q *idRequest) error {
+	if q.wantKeys > 0 && len(q.keys) == 0 {
 		// OKEP-5094 option 3, as upstream's TunnelKeysAllocator: the first key
 		// (the Layer2 switch's) stays the legacy key derived from the network
 		// ID; only the transit router's comes from the allocated range.
 		// Networks annotated before keep what they recorded.
-		if keys = a.tunnelKeys.Held(owner); len(keys) < wantKeys {
-			legacy, err := ovnk.LegacyTransitSwitchKey(ids.ID)
+		if q.keys = a.tunnelKeys.Held(q.owner); len(q.keys) < q.wantKeys {
+			legacy, err := ovnk.LegacyTransitSwitchKey(q.ids.ID)
 			if err != nil {
-				undo()
-				return ovnk.NetworkIDs{}, nil, nil, err
+				return err
 			}
-			keys = append([]int{legacy}, keys...)
+			q.keys = append([]int{legacy}, q.keys...)
 		}
 	}
 	first, last := a.tunnelKeys.Range()
-	for _, k := range keys {
+	for _, k := range q.keys {
 		if k < first || k > last {
 			// Recorded before the range was narrowed: still valid, not ours to manage.
 			continue
 		}
-		if err := a.tunnelKeys.Reserve(owner, k); err != nil {
-			undo()
-			return ovnk.NetworkIDs{}, nil, nil, err
+		if err := a.tunnelKeys.Reserve(q.owner, k); err != nil {
+			return err
 		}
 	}
-	for len(keys) < wantKeys {
-		k, err := a.tunnelKeys.Allocate(owner)
+	for len(q.keys) < q.wantKeys {
+		k, err := a.tunnelKeys.Allocate(q.owner)
 		if err != nil {
-			undo()
-			return ovnk.NetworkIDs{}, nil, nil, err
+			return err
 		}
-		keys = append(keys, k)
-		newKeys = append(newKeys, k)
+		q.keys = append(q.keys, k)
+		q.newKeys = append(q.newKeys, k)
 	}
-	ids.TunnelKeys = keys
-	if !a.cfg.SingleWriter {
-		// IDs about to be written are unverified from this moment, not
-		// from after the write: another worker must not take them as
-		// checked (see errClaimUnverified) while the write is in flight.
-		probe := make(map[string]string, len(annotations))
-		for k, v := range annotations {
-			probe[k] = v
-		}
-		if ids.Encode(probe) {
-			a.setUnverified(owner, true)
-		}
+	q.ids.TunnelKeys = q.keys
+	return nil
+}
+
+// markUnverified: IDs about to be written are unverified from this moment,
+// not from after the write: another worker must not take them as checked
+// (see errClaimUnverified) while the write is in flight.
+func (a *networkAllocators) markUnverified(q *idRequest) error {
+	if a.cfg.SingleWriter {
+		return nil
 	}
-	return ids, undo, ignored, nil
+	probe := make(map[string]string, len(q.annotations))
+	for k, v := range q.annotations {
+		probe[k] = v
+	}
+	if q.ids.Encode(probe) {
+		a.setUnverified(q.owner, true)
+	}
+	return nil
 }
 
 // errClaimUnverified: a network's recorded IDs are claimed by another

@@ -29,6 +29,7 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/internal/nadindex"
+	"github.com/udnkit/udnkit/reconcilers/internal/phase"
 	"github.com/udnkit/udnkit/reconcilers/netids"
 )
 
@@ -363,8 +364,9 @@ func sameTransit(have udnv1.DualStackCIDRs, want []netip.Prefix) bool {
 	return true
 }
 
-// networkScope carries one reconcileNetwork pass from step to step.
+// networkScope carries one reconcileNetwork pass from phase to phase.
 type networkScope struct {
+	phase.Stop
 	n          network
 	namespaces []string
 	// ids and undo come from allocateIDs; undo gives the IDs back when
@@ -380,14 +382,10 @@ type networkScope struct {
 	problems []string
 }
 
-// networkStep is one step of reconcileNetwork. done ends the pass with res
-// and err; a step that returns an error is always done.
-type networkStep func(ctx context.Context, s *networkScope) (res ctrl.Result, done bool, err error)
-
-// reconcileNetwork drives n towards one NAD in each of namespaces, one step
-// after another; the first step that is done ends the pass.
+// reconcileNetwork drives n towards one NAD in each of namespaces, one
+// phase after another.
 func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, namespaces []string) (ctrl.Result, error) {
-	steps := []networkStep{
+	phases := []func(context.Context, *networkScope) (ctrl.Result, error){
 		r.finalizeIfDeleted,
 		r.allocateIDs,
 		r.recordIDs,
@@ -397,31 +395,25 @@ func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, nam
 		r.removeUnwantedNADs,
 		r.reportNetworkStatus,
 	}
-	s := &networkScope{n: n, namespaces: namespaces}
-	for _, step := range steps {
-		if res, done, err := step(ctx, s); done || err != nil {
-			return res, err
-		}
-	}
-	return ctrl.Result{}, nil
+	return phase.Run(ctx, &networkScope{n: n, namespaces: namespaces}, phases)
 }
 
 // finalizeIfDeleted hands a network that is being deleted to finalize.
-func (r *networkReconciler) finalizeIfDeleted(ctx context.Context, s *networkScope) (ctrl.Result, bool, error) {
+func (r *networkReconciler) finalizeIfDeleted(ctx context.Context, s *networkScope) (ctrl.Result, error) {
 	if s.n.obj.GetDeletionTimestamp().IsZero() {
-		return ctrl.Result{}, false, nil
+		return ctrl.Result{}, nil
 	}
 	res, err := r.finalize(ctx, s.n)
-	return res, true, err
+	return s.Done(res, err)
 }
 
 // allocateIDs picks the network's ID and tunnel keys (keeping those its
 // annotations record when they are still its own).
-func (r *networkReconciler) allocateIDs(ctx context.Context, s *networkScope) (ctrl.Result, bool, error) {
+func (r *networkReconciler) allocateIDs(ctx context.Context, s *networkScope) (ctrl.Result, error) {
 	n := s.n
 	ids, undo, ignored, err := r.ids.ensure(ctx, n.key(), n.obj.GetAnnotations(), n.wantsTunnelKeys())
 	if errors.Is(err, errClaimUnverified) {
-		return ctrl.Result{RequeueAfter: conflictRetry}, true, nil
+		return s.Done(ctrl.Result{RequeueAfter: conflictRetry}, nil)
 	}
 	if len(ignored) > 0 {
 		r.event(n.obj, eventNetworkIDIgnored, fmt.Sprintf("ignored what this network's annotations record: %s; udnkit could not have written it; allocating anew", strings.Join(ignored, "; ")))
@@ -430,21 +422,21 @@ func (r *networkReconciler) allocateIDs(ctx context.Context, s *networkScope) (c
 		msg := fmt.Sprintf("failed to allocate network IDs: %v", err)
 		r.event(n.obj, eventNetworkIDsFailed, msg)
 		if serr := r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonSyncError, msg, nil); serr != nil {
-			return ctrl.Result{}, true, serr
+			return ctrl.Result{}, serr
 		}
 		if errors.Is(err, netids.ErrExhausted) {
 			// Freed IDs requeue nothing by themselves: retry slowly.
-			return ctrl.Result{RequeueAfter: 30 * time.Second}, true, nil
+			return s.Done(ctrl.Result{RequeueAfter: 30 * time.Second}, nil)
 		}
-		return ctrl.Result{}, true, err
+		return ctrl.Result{}, err
 	}
 	s.ids, s.undo = ids, undo
-	return ctrl.Result{}, false, nil
+	return ctrl.Result{}, nil
 }
 
 // recordIDs puts the finalizer and the network IDs onto the CR in one
 // optimistic update.
-func (r *networkReconciler) recordIDs(ctx context.Context, s *networkScope) (ctrl.Result, bool, error) {
+func (r *networkReconciler) recordIDs(ctx context.Context, s *networkScope) (ctrl.Result, error) {
 	n := s.n
 	annotations := n.obj.GetAnnotations()
 	if annotations == nil {
@@ -456,49 +448,49 @@ func (r *networkReconciler) recordIDs(ctx context.Context, s *networkScope) (ctr
 		if err := r.client.Update(ctx, n.obj); err != nil {
 			s.undo()
 			if apierrors.IsConflict(err) {
-				return ctrl.Result{RequeueAfter: conflictRetry}, true, nil
+				return s.Done(ctrl.Result{RequeueAfter: conflictRetry}, nil)
 			}
-			return ctrl.Result{}, true, err
+			return ctrl.Result{}, err
 		}
 	}
-	return ctrl.Result{}, false, nil
+	return ctrl.Result{}, nil
 }
 
 // verifyIDs: IDs that were just written are checked, before any NAD
 // advertises them, against another writer giving them to another network
 // meanwhile.
-func (r *networkReconciler) verifyIDs(ctx context.Context, s *networkScope) (ctrl.Result, bool, error) {
+func (r *networkReconciler) verifyIDs(ctx context.Context, s *networkScope) (ctrl.Result, error) {
 	n := s.n
 	if !r.ids.isUnverified(n.key()) {
-		return ctrl.Result{}, false, nil
+		return ctrl.Result{}, nil
 	}
 	other, superseded, err := r.ids.conflict(ctx, n.key(), s.ids)
 	if err != nil {
-		return ctrl.Result{}, true, err
+		return ctrl.Result{}, err
 	}
 	if superseded {
 		// Another writer changed this network's IDs after this
 		// process wrote them: its next reconcile starts from those.
 		r.ids.superseded(n.key())
-		return ctrl.Result{RequeueAfter: conflictRetry}, true, nil
+		return s.Done(ctrl.Result{RequeueAfter: conflictRetry}, nil)
 	}
 	if other != nil {
 		log.FromContext(ctx).Info("network IDs clash; yielding", "network", n.key(), "other", other.owner)
 		res, err := r.yieldIDs(ctx, n, s.ids, other)
-		return res, true, err
+		return s.Done(res, err)
 	}
-	return ctrl.Result{}, false, nil
+	return ctrl.Result{}, nil
 }
 
 // chooseTransitSubnets picks the network's transit subnets and says so in an
 // Event when they are not the cluster's defaults.
-func (r *networkReconciler) chooseTransitSubnets(ctx context.Context, s *networkScope) (ctrl.Result, bool, error) {
+func (r *networkReconciler) chooseTransitSubnets(ctx context.Context, s *networkScope) (ctrl.Result, error) {
 	n := s.n
 	transit, err := r.transitSubnets(n.spec)
 	if err != nil {
 		msg := fmt.Sprintf("failed to choose transit subnets: %v", err)
 		r.event(n.obj, eventSyncError, msg)
-		return ctrl.Result{}, true, r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonSyncError, msg, nil)
+		return s.Done(ctrl.Result{}, r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonSyncError, msg, nil))
 	}
 	if !sameTransit(n.status.TransitSubnets, transit) && slices.ContainsFunc(transit, func(p netip.Prefix) bool { return !slices.Contains(r.cfg.Cluster.TransitSubnets, p) }) {
 		r.recorder.Eventf(n.obj, nil, corev1.EventTypeNormal, eventTransitSubnetsMoved, "Reconcile",
@@ -506,12 +498,12 @@ func (r *networkReconciler) chooseTransitSubnets(ctx context.Context, s *network
 			ovnk.JoinPrefixes(r.cfg.Cluster.TransitSubnets), ovnk.FlagTransitSubnets, ovnk.JoinPrefixes(transit))
 	}
 	s.transit = transit
-	return ctrl.Result{}, false, nil
+	return ctrl.Result{}, nil
 }
 
 // ensureNADs creates or repairs the NAD in each wanted namespace, nadWorkers
 // at a time; what fails becomes a problem, not an error.
-func (r *networkReconciler) ensureNADs(ctx context.Context, s *networkScope) (ctrl.Result, bool, error) {
+func (r *networkReconciler) ensureNADs(ctx context.Context, s *networkScope) (ctrl.Result, error) {
 	n, namespaces := s.n, s.namespaces
 	s.wanted = map[string]bool{}
 	errs := make([]error, len(namespaces))
@@ -541,15 +533,15 @@ func (r *networkReconciler) ensureNADs(ctx context.Context, s *networkScope) (ct
 		}
 		s.created = append(s.created, namespaces[i])
 	}
-	return ctrl.Result{}, false, nil
+	return ctrl.Result{}, nil
 }
 
 // removeUnwantedNADs releases the owned NADs in namespaces no longer
 // wanted; one that a pod still uses becomes a problem.
-func (r *networkReconciler) removeUnwantedNADs(ctx context.Context, s *networkScope) (ctrl.Result, bool, error) {
+func (r *networkReconciler) removeUnwantedNADs(ctx context.Context, s *networkScope) (ctrl.Result, error) {
 	owned, err := r.ownedNADs(ctx, s.n)
 	if err != nil {
-		return ctrl.Result{}, true, err
+		return ctrl.Result{}, err
 	}
 	for i := range owned {
 		if s.wanted[owned[i].Namespace] {
@@ -557,18 +549,18 @@ func (r *networkReconciler) removeUnwantedNADs(ctx context.Context, s *networkSc
 		}
 		msg, err := r.releaseNAD(ctx, &owned[i])
 		if err != nil {
-			return ctrl.Result{}, true, err
+			return ctrl.Result{}, err
 		}
 		if msg != "" {
 			s.problems = append(s.problems, "cannot remove "+msg)
 		}
 	}
-	return ctrl.Result{}, false, nil
+	return ctrl.Result{}, nil
 }
 
 // reportNetworkStatus writes NetworkCreated: the problems if there are
 // any, else where the NADs were created.
-func (r *networkReconciler) reportNetworkStatus(ctx context.Context, s *networkScope) (ctrl.Result, bool, error) {
+func (r *networkReconciler) reportNetworkStatus(ctx context.Context, s *networkScope) (ctrl.Result, error) {
 	n := s.n
 	if len(s.problems) > 0 {
 		sort.Strings(s.problems)
@@ -576,18 +568,18 @@ func (r *networkReconciler) reportNetworkStatus(ctx context.Context, s *networkS
 		log.FromContext(ctx).Info("network not fully synced", "network", n.key(), "problems", msg)
 		r.event(n.obj, eventSyncError, msg)
 		if err := r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonSyncError, msg, s.transit); err != nil {
-			return ctrl.Result{}, true, err
+			return ctrl.Result{}, err
 		}
 		// Foreign NADs and in-use NADs change through watched objects; the
 		// rest is retried with backoff.
-		return ctrl.Result{RequeueAfter: 10 * time.Second}, true, nil
+		return s.Done(ctrl.Result{RequeueAfter: 10 * time.Second}, nil)
 	}
 	msg := "NetworkAttachmentDefinition has been created"
 	if n.kind == kindCUDN {
 		sort.Strings(s.created)
 		msg = fmt.Sprintf("NetworkAttachmentDefinition has been created in following namespaces: [%s]", listed(s.created, ", ", maxListedInMessage))
 	}
-	return ctrl.Result{}, true, r.applyStatus(ctx, n, metav1.ConditionTrue, udnv1.ReasonNADCreated, msg, s.transit)
+	return s.Done(ctrl.Result{}, r.applyStatus(ctx, n, metav1.ConditionTrue, udnv1.ReasonNADCreated, msg, s.transit))
 }
 
 // yieldIDs removes IDs that another network also holds from n's CR, so n

@@ -26,6 +26,7 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nsselect"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
+	"github.com/udnkit/udnkit/reconcilers/internal/phase"
 	"github.com/udnkit/udnkit/reconcilers/netids"
 )
 
@@ -188,117 +189,211 @@ func (r *Reconciler) podsIn(ctx context.Context, namespace string) []reconcile.R
 	return out
 }
 
-// Reconcile gives a scheduled pod its addresses, or a Warning event.
+// podScope carries one pod reconcile from phase to phase.
+type podScope struct {
+	phase.Stop
+	nn  types.NamespacedName
+	pod corev1.Pod
+	// touched are the networks whose pools the reconcile may change: the
+	// one the pod held and the one it gets.
+	touched []string
+	net     *primaryLayer2
+	st      *netState
+	key     string // the pod's entry in k8s.ovn.org/pod-networks
+	in      intent
+	claim   *ipamclaimsv1alpha1.IPAMClaim
+	alloc   ipalloc.Allocation
+	// tunnelID is the pod's tunnel_id.
+	tunnelID int
+}
+
+// Reconcile gives a scheduled pod its addresses, or a Warning event, one
+// phase after another (mu held throughout; see Reconciler).
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	s := &podScope{nn: req.NamespacedName}
 	// Only the pool the pod held and the one it gets can change here:
 	// publishing every pool after every reconcile cost pods × networks.
-	var touched []string
-	if rec, ok := r.pods[req.NamespacedName]; ok {
-		touched = append(touched, rec.network)
+	if rec, ok := r.pods[s.nn]; ok {
+		s.touched = append(s.touched, rec.network)
 	}
-	defer func() { r.observePools(touched...) }()
-	var pod corev1.Pod
-	if err := r.client.Get(ctx, req.NamespacedName, &pod); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forget(req.NamespacedName)
-			return reconcile.Result{}, nil
-		}
-		return reconcile.Result{}, err
+	defer func() { r.observePools(s.touched...) }()
+	phases := []func(context.Context, *podScope) (reconcile.Result, error){
+		r.getPodOrForget,
+		r.skipUnscheduled,
+		r.findPodNetwork,
+		r.readIntent,
+		r.keepWrittenAddresses,
+		r.warnDeprecatedClaim,
+		r.restoreFromClaim,
+		r.allocateAddresses,
+		r.ensureTunnelID,
+		r.writePodNetworks,
 	}
-	if rec, ok := r.pods[req.NamespacedName]; ok && rec.uid != pod.UID {
-		r.forget(req.NamespacedName)
-	}
-	if pod.Spec.NodeName == "" || pod.Spec.HostNetwork {
-		return reconcile.Result{}, nil
-	}
-	if terminal(&pod) {
-		r.forget(req.NamespacedName)
-		return reconcile.Result{}, nil
-	}
-	net, err := findNetwork(ctx, r.client, pod.Namespace)
-	if err != nil || net == nil {
-		return reconcile.Result{}, err
-	}
-	touched = append(touched, net.ref.ID())
-	st, err := r.network(ctx, net)
-	if err != nil {
-		r.warn(&pod, ReasonInvalidNetwork, err.Error())
-		return reconcile.Result{}, nil
-	}
-	return r.allocate(ctx, &pod, net, st)
+	return phase.Run(ctx, s, phases)
 }
 
-func (r *Reconciler) allocate(ctx context.Context, pod *corev1.Pod, net *primaryLayer2, st *netState) (reconcile.Result, error) {
-	key := net.ref.Key(pod.Namespace)
-	in, err := r.intentOf(pod, net)
+// getPodOrForget reads the pod; one that is gone, or was recreated, is
+// forgotten.
+func (r *Reconciler) getPodOrForget(ctx context.Context, s *podScope) (reconcile.Result, error) {
+	if err := r.client.Get(ctx, s.nn, &s.pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(s.nn)
+			return s.Done(reconcile.Result{}, nil)
+		}
+		return reconcile.Result{}, err
+	}
+	if rec, ok := r.pods[s.nn]; ok && rec.uid != s.pod.UID {
+		r.forget(s.nn)
+	}
+	return reconcile.Result{}, nil
+}
+
+// skipUnscheduled ends the reconcile of a pod that is not scheduled or on
+// the host network; a pod that finished gives its addresses back.
+func (r *Reconciler) skipUnscheduled(_ context.Context, s *podScope) (reconcile.Result, error) {
+	if s.pod.Spec.NodeName == "" || s.pod.Spec.HostNetwork {
+		return s.Done(reconcile.Result{}, nil)
+	}
+	if terminal(&s.pod) {
+		r.forget(s.nn)
+		return s.Done(reconcile.Result{}, nil)
+	}
+	return reconcile.Result{}, nil
+}
+
+// findPodNetwork finds the Primary Layer2 network of the pod's namespace
+// and its allocator; a pod of no such network is left alone.
+func (r *Reconciler) findPodNetwork(ctx context.Context, s *podScope) (reconcile.Result, error) {
+	net, err := findNetwork(ctx, r.client, s.pod.Namespace)
+	if err != nil || net == nil {
+		return s.Done(reconcile.Result{}, err)
+	}
+	s.touched = append(s.touched, net.ref.ID())
+	st, err := r.network(ctx, net)
 	if err != nil {
-		r.warn(pod, ReasonInvalidSelectionElement, err.Error())
+		r.warn(&s.pod, ReasonInvalidNetwork, err.Error())
+		return s.Done(reconcile.Result{}, nil)
+	}
+	s.net, s.st, s.key = net, st, net.ref.Key(s.pod.Namespace)
+	return reconcile.Result{}, nil
+}
+
+// readIntent reads what the pod asks for (addresses, MAC, an IPAMClaim).
+func (r *Reconciler) readIntent(_ context.Context, s *podScope) (reconcile.Result, error) {
+	in, err := r.intentOf(&s.pod, s.net)
+	if err != nil {
+		r.warn(&s.pod, ReasonInvalidSelectionElement, err.Error())
+		return s.Done(reconcile.Result{}, nil)
+	}
+	s.in = in
+	return reconcile.Result{}, nil
+}
+
+// keepWrittenAddresses: the annotation is written once; what it says is
+// the pod's allocation.
+func (r *Reconciler) keepWrittenAddresses(ctx context.Context, s *podScope) (reconcile.Result, error) {
+	pod := &s.pod
+	existing, err := podNetwork(pod, s.key)
+	if err == nil && existing == nil {
 		return reconcile.Result{}, nil
 	}
-	nn := client.ObjectKeyFromObject(pod)
-	if existing, err := podNetwork(pod, key); err != nil || existing != nil {
-		// The annotation is written once; what it says is the pod's allocation.
-		if err == nil {
-			err = r.adopt(pod, st, in, existing)
-		}
-		if err != nil {
-			err = forNamespace(err, pod.Namespace)
-			r.warn(pod, ipalloc.ReasonOf(err), fmt.Sprintf("pod annotation %s[%q] cannot be used: %v", ovnk.AnnotationPodNetworks, key, err))
-			return reconcile.Result{}, nil
-		}
-		return reconcile.Result{}, r.publishOwnerNode(ctx, pod, st, in)
+	if err == nil {
+		err = r.adopt(pod, s.st, s.in, existing)
 	}
-	if in.deprecatedClaim {
-		r.warn(pod, ReasonDeprecatedAnnotation, fmt.Sprintf("annotation %s is deprecated and will be removed in a future release; use ipam-claim-reference in %s",
+	if err != nil {
+		err = forNamespace(err, pod.Namespace)
+		r.warn(pod, ipalloc.ReasonOf(err), fmt.Sprintf("pod annotation %s[%q] cannot be used: %v", ovnk.AnnotationPodNetworks, s.key, err))
+		return s.Done(reconcile.Result{}, nil)
+	}
+	return s.Done(reconcile.Result{}, r.publishOwnerNode(ctx, pod, s.st, s.in))
+}
+
+// warnDeprecatedClaim warns about the deprecated IPAMClaim annotation.
+func (r *Reconciler) warnDeprecatedClaim(_ context.Context, s *podScope) (reconcile.Result, error) {
+	if s.in.deprecatedClaim {
+		r.warn(&s.pod, ReasonDeprecatedAnnotation, fmt.Sprintf("annotation %s is deprecated and will be removed in a future release; use ipam-claim-reference in %s",
 			ovnk.AnnotationPrimaryUDNIPAMClaim, ovnk.AnnotationDefaultNetwork))
 	}
-	var claim *ipamclaimsv1alpha1.IPAMClaim
-	if in.claim != "" {
-		claim = &ipamclaimsv1alpha1.IPAMClaim{}
-		if err := r.client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: in.claim}, claim); err != nil {
-			if apierrors.IsNotFound(err) {
-				r.warn(pod, ReasonIPAMClaimNotFound, fmt.Sprintf("IPAMClaim %s/%s referenced by the pod does not exist", pod.Namespace, in.claim))
-				return reconcile.Result{RequeueAfter: retryConflicts}, nil
-			}
-			return reconcile.Result{}, err
-		}
-		if msg := r.claimInUse(net.ref.ID(), nn, in, claim); msg != "" {
-			// The claim and its status stay the holder's.
-			r.warn(pod, ReasonIPAMClaimInUse, msg)
-			return reconcile.Result{RequeueAfter: retryConflicts}, nil
-		}
-		if err := restoreClaim(st.pool, in, claim); err != nil {
-			return r.refuse(ctx, pod, claim, net, err)
-		}
+	return reconcile.Result{}, nil
+}
+
+// restoreFromClaim reads the pod's IPAMClaim and makes the pool hold what
+// its status records for the pod's owner.
+func (r *Reconciler) restoreFromClaim(ctx context.Context, s *podScope) (reconcile.Result, error) {
+	if s.in.claim == "" {
+		return reconcile.Result{}, nil
 	}
+	pod := &s.pod
+	claim := &ipamclaimsv1alpha1.IPAMClaim{}
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: s.in.claim}, claim); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.warn(pod, ReasonIPAMClaimNotFound, fmt.Sprintf("IPAMClaim %s/%s referenced by the pod does not exist", pod.Namespace, s.in.claim))
+			return s.Done(reconcile.Result{RequeueAfter: retryConflicts}, nil)
+		}
+		return reconcile.Result{}, err
+	}
+	if msg := r.claimInUse(s.net.ref.ID(), s.nn, s.in, claim); msg != "" {
+		// The claim and its status stay the holder's.
+		r.warn(pod, ReasonIPAMClaimInUse, msg)
+		return s.Done(reconcile.Result{RequeueAfter: retryConflicts}, nil)
+	}
+	s.claim = claim
+	if err := restoreClaim(s.st.pool, s.in, claim); err != nil {
+		return s.Done(r.refuse(ctx, pod, claim, s.net, err))
+	}
+	return reconcile.Result{}, nil
+}
+
+// allocateAddresses gives the pod's owner its addresses, records the pod
+// and writes the IPAMClaim's status.
+func (r *Reconciler) allocateAddresses(ctx context.Context, s *podScope) (reconcile.Result, error) {
+	pod, in, st := &s.pod, s.in, s.st
 	_, held := st.pool.Lookup(in.owner)
 	alloc, err := st.pool.Allocate(in.owner, in.request)
 	if err != nil {
-		return r.refuse(ctx, pod, claim, net, err)
+		return s.Done(r.refuse(ctx, pod, s.claim, s.net, err))
 	}
-	r.record(nn, podRecord{uid: pod.UID, network: net.ref.ID(), owner: in.owner, vm: in.vm, vmName: in.vmName})
+	s.alloc = alloc
+	r.record(s.nn, podRecord{uid: pod.UID, network: s.net.ref.ID(), owner: in.owner, vm: in.vm, vmName: in.vmName})
 	if in.vm.name != "" && !held {
 		st.vmOrigin[in.owner] = pod.Spec.NodeName
 	}
-	if claim != nil {
-		if err := r.setClaimStatus(ctx, claim, pod, alloc, nil); err != nil {
+	if s.claim != nil {
+		if err := r.setClaimStatus(ctx, s.claim, pod, alloc, nil); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
-	tunnelID, err := 0, error(nil)
-	if held := st.tunnels.Held(podOwner(pod)); len(held) > 0 {
-		tunnelID = held[0] // a write that failed before; the retry keeps it
-	} else if tunnelID, err = st.tunnels.Allocate(podOwner(pod)); err != nil {
-		return r.refuse(ctx, pod, claim, net, &ipalloc.Error{Reason: ipalloc.ReasonSubnetExhausted, Message: err.Error()})
+	return reconcile.Result{}, nil
+}
+
+// ensureTunnelID gives the pod its tunnel_id; a write that failed before
+// keeps the one it had.
+func (r *Reconciler) ensureTunnelID(ctx context.Context, s *podScope) (reconcile.Result, error) {
+	owner := podOwner(&s.pod)
+	if held := s.st.tunnels.Held(owner); len(held) > 0 {
+		s.tunnelID = held[0]
+		return reconcile.Result{}, nil
 	}
-	pn, err := ovnk.Layer2PrimaryPodNetwork(alloc.IPs, alloc.MAC, st.pool.Gateways(), r.cfg.ServiceCIDRs, st.joinSubnets,
-		tunnelID, encapIP(pod, key, net.ref.NetworkName()))
+	id, err := s.st.tunnels.Allocate(owner)
+	if err != nil {
+		return s.Done(r.refuse(ctx, &s.pod, s.claim, s.net, &ipalloc.Error{Reason: ipalloc.ReasonSubnetExhausted, Message: err.Error()}))
+	}
+	s.tunnelID = id
+	return reconcile.Result{}, nil
+}
+
+// writePodNetworks writes the pod's k8s.ovn.org/pod-networks entry (and a
+// VM's address owner node) under the pod's resourceVersion.
+func (r *Reconciler) writePodNetworks(ctx context.Context, s *podScope) (reconcile.Result, error) {
+	pod, st := &s.pod, s.st
+	pn, err := ovnk.Layer2PrimaryPodNetwork(s.alloc.IPs, s.alloc.MAC, st.pool.Gateways(), r.cfg.ServiceCIDRs, st.joinSubnets,
+		s.tunnelID, encapIP(pod, s.key, s.net.ref.NetworkName()))
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	value, err := ovnk.WithPodNetwork(pod.Annotations, key, pn)
+	value, err := ovnk.WithPodNetwork(pod.Annotations, s.key, pn)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -307,12 +402,12 @@ func (r *Reconciler) allocate(ctx context.Context, pod *corev1.Pod, net *primary
 		pod.Annotations = map[string]string{}
 	}
 	pod.Annotations[ovnk.AnnotationPodNetworks] = value
-	if in.vm.name != "" {
-		pod.Annotations[ovnk.AnnotationAddressOwnerNode] = st.vmOrigin[in.owner]
+	if s.in.vm.name != "" {
+		pod.Annotations[ovnk.AnnotationAddressOwnerNode] = st.vmOrigin[s.in.owner]
 	}
 	if err := r.client.Patch(ctx, pod, patch); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.forget(nn)
+			r.forget(s.nn)
 			return reconcile.Result{}, nil
 		}
 		// The allocation stays with its owner; the retry writes it again.

@@ -157,45 +157,12 @@ func (r *reconciler) verify(ctx context.Context, name string, states map[string]
 		if o.Name == name {
 			continue
 		}
-		other := claimsOf(o)
-		c := clashOf(mine, other)
-		if c.empty() {
-			continue
-		}
-		loser, loserClaims, winner := mine.meta, mine, o
-		if olderNode(mine.meta, o) < 0 {
-			loser, winner = o, mine.meta
-			loserClaims = other
-			c = clashOf(other, mine)
-		}
-		patched := loser.DeepCopy()
-		patched.Annotations = withoutClash(loser, loserClaims, c)
-		patched.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
-		loser.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
-		if err := r.client.Patch(ctx, patched, client.MergeFromWithOptions(loser, client.MergeFromWithOptimisticLock{})); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				retry = true
-				continue
-			}
+		loser, lost, err := r.resolveClash(ctx, mine, claimsOf(o), states)
+		if err != nil {
 			return ctrl.Result{}, err
 		}
-		// This process learns the winner's values, so it hands them out to
-		// no one else; what it held for the loser is free.
-		for _, id := range c.ids {
-			r.ids.Release(loser.Name, id)
-			_ = r.ids.Reserve(winner.Name, id)
-		}
-		for net, ps := range c.networks {
-			if st := states[net]; st != nil {
-				st.alloc.Release(loser.Name)
-				for _, p := range ps {
-					_ = st.alloc.Reserve(winner.Name, p)
-				}
-			}
-		}
-		r.recorder.Eventf(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: loser.Name, UID: loser.UID}}, nil, corev1.EventTypeWarning,
-			EventNodeAllocationConflict, "Reconcile", "%s were also written to older node %s by another writer; allocating again", c, winner.Name)
-		if loser.Name == name {
+		retry = retry || lost
+		if loser == name {
 			yielded = true
 			break // this node's annotations changed; the next reconcile checks again
 		}
@@ -205,4 +172,49 @@ func (r *reconciler) verify(ctx context.Context, name string, states map[string]
 	}
 	r.unverified.Set(name, false)
 	return ctrl.Result{}, nil
+}
+
+// resolveClash makes the younger of two nodes that claim one value give up
+// what they both claim: its clashing values are removed from its
+// annotations, and this process learns the older node's. loser names the
+// node that yielded ("" when nothing clashes); lost says that the write lost
+// a race (the node changed or went) and the check must run again.
+func (r *reconciler) resolveClash(ctx context.Context, mine, other nodeClaims, states map[string]*hostSubnetState) (loser string, lost bool, err error) {
+	c := clashOf(mine, other)
+	if c.empty() {
+		return "", false, nil
+	}
+	yields, winner := mine, other
+	if olderNode(mine.meta, other.meta) < 0 {
+		yields, winner = other, mine
+		c = clashOf(other, mine)
+	}
+	meta := yields.meta
+	patched := meta.DeepCopy()
+	patched.Annotations = withoutClash(meta, yields, c)
+	patched.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
+	if err := r.client.Patch(ctx, patched, client.MergeFromWithOptions(meta, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return "", true, nil
+		}
+		return "", false, err
+	}
+	// This process learns the winner's values, so it hands them out to no
+	// one else; what it held for the loser is free.
+	for _, id := range c.ids {
+		r.ids.Release(meta.Name, id)
+		_ = r.ids.Reserve(winner.meta.Name, id)
+	}
+	for net, ps := range c.networks {
+		if st := states[net]; st != nil {
+			st.alloc.Release(meta.Name)
+			for _, p := range ps {
+				_ = st.alloc.Reserve(winner.meta.Name, p)
+			}
+		}
+	}
+	r.recorder.Eventf(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: meta.Name, UID: meta.UID}}, nil, corev1.EventTypeWarning,
+		EventNodeAllocationConflict, "Reconcile", "%s were also written to older node %s by another writer; allocating again", c, winner.meta.Name)
+	return meta.Name, false, nil
 }
