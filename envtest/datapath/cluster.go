@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -49,6 +50,9 @@ type Node struct {
 	dir     string
 	procs   []*proc
 	chassis string
+	// steered are the OpenFlow numbers of the gateway routers' patch
+	// ports SteerGateway steers breth0's traffic to.
+	steered []string
 }
 
 // ChassisID is the name of the chassis the node's ovn-controller registered
@@ -332,12 +336,14 @@ func (n *Node) BridgeMAC() (string, error) {
 // SteerGateway installs on breth0 the flows ovnkube-node's shared gateway
 // keeps there (pkg/node/gateway_shared_intf.go) for one gateway router's
 // localnet port: the router's external port shares the node's IP and
-// breth0's MAC with the host, so connection tracking tells their traffic
-// apart. What leaves the router is committed with ct_mark 1 and sent out
-// eth0; IP arriving on eth0 for a connection marked 1 goes to the router,
-// everything else to the host; ARP from eth0 goes to both (they answer
-// with one MAC). It waits for ovn-controller to create the localnet's
-// patch port.
+// breth0's MAC with the host (and with the other networks' gateway
+// routers), so connection tracking tells their traffic apart, as upstream
+// does with one ct_mark per network. What leaves the router is committed
+// with the mark of its patch port (the port's number) and sent out eth0; IP
+// arriving on eth0 for a connection of that mark goes back to that router,
+// everything else to the host; ARP from eth0 goes to the host and every
+// steered router (they answer with one MAC). It waits for ovn-controller to
+// create the localnet's patch port.
 func (n *Node) SteerGateway(ctx context.Context, localnetPort string) error {
 	// OpenFlow names ports with at most 15 characters: the patch port's
 	// flows use its number.
@@ -352,12 +358,19 @@ func (n *Node) SteerGateway(ctx context.Context, localnetPort string) error {
 	}); err != nil {
 		return err
 	}
+	if !slices.Contains(n.steered, patch) {
+		n.steered = append(n.steered, patch)
+	}
+	arp := "priority=10,in_port=eth0,arp,actions=output:LOCAL"
+	for _, p := range n.steered {
+		arp += ",output:" + p
+	}
 	flows := []string{
-		"priority=100,in_port=" + patch + ",ip,actions=ct(commit,zone=64000,exec(set_field:0x1->ct_mark)),output:eth0",
+		"priority=100,in_port=" + patch + ",ip,actions=ct(commit,zone=64000,exec(set_field:" + patch + "->ct_mark)),output:eth0",
 		"priority=50,in_port=eth0,ip,actions=ct(zone=64000,table=1)",
-		"priority=10,in_port=eth0,arp,actions=output:LOCAL,output:" + patch,
-		"table=1,priority=100,ct_state=+trk+est,ct_mark=0x1,ip,actions=output:" + patch,
-		"table=1,priority=100,ct_state=+trk+rel,ct_mark=0x1,ip,actions=output:" + patch,
+		arp,
+		"table=1,priority=100,ct_state=+trk+est,ct_mark=" + patch + ",ip,actions=output:" + patch,
+		"table=1,priority=100,ct_state=+trk+rel,ct_mark=" + patch + ",ip,actions=output:" + patch,
 		"table=1,priority=0,actions=output:LOCAL",
 	}
 	for _, f := range flows {
@@ -380,13 +393,7 @@ func (n *Node) Host() *Endpoint {
 // and addrs, and routes ("DEST via NEXTHOP") through it. It returns once
 // ovn-controller has installed the port's flows.
 func (n *Node) AddManagementPort(ctx context.Context, iface, port, mac string, addrs []netip.Prefix, routes [][2]string) error {
-	if _, err := n.Vsctl("add-port", "br-int", iface, "--", "set", "Interface", iface, "type=internal",
-		"external_ids:iface-id="+port); err != nil {
-		return err
-	}
-	if err := waitFor(ctx, 10*time.Second, "interface "+iface, nil, func() error {
-		return ip("-n", n.Netns, "link", "show", iface)
-	}); err != nil {
+	if err := n.addPortInto(ctx, iface, port, ""); err != nil {
 		return err
 	}
 	cmds := [][]string{{"-n", n.Netns, "link", "set", iface, "address", mac, "up"}}
@@ -408,7 +415,7 @@ func (n *Node) AddManagementPort(ctx context.Context, iface, port, mac string, a
 // installed its flows (external_ids:ovn-installed, which OVN-Kubernetes' CNI
 // waits for too).
 func (n *Node) waitInstalled(ctx context.Context, iface, port string) error {
-	return waitFor(ctx, 30*time.Second, "ovn-installed on "+iface, nil, func() error {
+	err := waitFor(ctx, 30*time.Second, "ovn-installed on "+iface, nil, func() error {
 		out, err := n.Vsctl("--if-exists", "get", "Interface", iface, "external_ids:ovn-installed")
 		if err != nil {
 			return err
@@ -418,6 +425,38 @@ func (n *Node) waitInstalled(ctx context.Context, iface, port string) error {
 		}
 		return nil
 	})
+	if err != nil {
+		return fmt.Errorf("%w\n%s", err, n.portDiagnosis(iface, port))
+	}
+	return nil
+}
+
+// portDiagnosis is what tells why a port is not bound: its Interface row,
+// its Port_Binding and the node's chassis in the node's zone, and the tail
+// of the zone's ovn-northd log.
+func (n *Node) portDiagnosis(iface, port string) string {
+	var b strings.Builder
+	out, err := n.Vsctl("list", "Interface", iface)
+	fmt.Fprintf(&b, "== %s: ovs-vsctl list Interface %s\n%s%v\n", n.Name, iface, out, errOrEmpty(err))
+	for _, args := range [][]string{
+		{"find", "Port_Binding", "logical_port=" + port},
+		{"list", "Chassis"},
+		{"list", "Chassis_Private"},
+	} {
+		out, err := run("", nil, append([]string{"ovn-sbctl", "--db=" + n.Zone.SB.Address()}, args...)...)
+		fmt.Fprintf(&b, "== %s's zone: ovn-sbctl %s\n%s%v\n", n.Name, strings.Join(args, " "), out, errOrEmpty(err))
+	}
+	data, _ := os.ReadFile(filepath.Join(n.dir, "zone", "ovn-northd.log"))
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	fmt.Fprintf(&b, "== %s's zone: ovn-northd.log\n%s\n", n.Name, strings.Join(lines[max(0, len(lines)-15):], "\n"))
+	return b.String()
+}
+
+func errOrEmpty(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // Logs returns the tails of the node's daemon logs, for a failed test's

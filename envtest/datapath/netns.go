@@ -189,7 +189,8 @@ func checksum(b []byte) uint16 {
 }
 
 // ServeTCP listens on TCP port in the endpoint's namespace (every address)
-// and echoes back what each connection sends; stop closes the listener.
+// and echoes back what each connection sends, closing a connection idle
+// for 10 s; stop closes the listener.
 func (e *Endpoint) ServeTCP(port int) (stop func(), err error) {
 	var l net.Listener
 	if err := inNetns(e.Netns, func() (err error) {
@@ -206,8 +207,19 @@ func (e *Endpoint) ServeTCP(port int) (stop func(), err error) {
 			}
 			go func() {
 				defer c.Close()
-				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-				_, _ = io.Copy(c, c)
+				buf := make([]byte, 4096)
+				for {
+					_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+					n, err := c.Read(buf)
+					if n > 0 {
+						if _, werr := c.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
 			}()
 		}
 	}()

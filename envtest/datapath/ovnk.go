@@ -166,6 +166,9 @@ type PodPort struct {
 	// LocalOnly writes the port in the pod's own zone only (Layer3: the
 	// node switch exists there only).
 	LocalOnly bool
+	// Disabled writes the port with enabled=false, as OVN-Kubernetes
+	// writes a live migration's target pod until its domain is ready.
+	Disabled bool
 }
 
 // Name is the port's name (upstream's GetLogicalPortName for the NAD).
@@ -203,17 +206,22 @@ func (c *Cluster) WritePodPort(p PodPort) error {
 		if p.TunnelID > 0 {
 			opts = append(opts, "requested-tnl-key="+strconv.Itoa(p.TunnelID))
 		}
+		// Addresses are set as columns: lsp-set-addresses refuses an
+		// address another port holds, which a live migration's source and
+		// target ports share (OVN-Kubernetes writes with libovsdb).
 		args := []string{"--may-exist", "lsp-add", p.Switch, port,
-			"--", "lsp-set-addresses", port, p.Addresses,
-			"--", "lsp-set-port-security", port, p.Addresses,
 			"--", "lsp-set-options", port}
 		args = append(args, opts...)
 		args = append(args, "--", "set", "Logical_Switch_Port", port,
+			`addresses="`+p.Addresses+`"`, `port_security="`+p.Addresses+`"`,
 			`external_ids:namespace="`+p.Namespace+`"`, `external_ids:pod="true"`,
 			`external_ids:"k8s.ovn.org/nad"="`+p.Network.NAD+`"`)
 		args = append(args, p.Network.ids()...)
 		if zone != p.Node {
 			args = append(args, "--", "lsp-set-type", port, "remote")
+		}
+		if p.Disabled {
+			args = append(args, "--", "lsp-set-enabled", port, "disabled")
 		}
 		if _, err := zone.Nbctl(args...); err != nil {
 			return err

@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/udnkit/udnkit/ovnk"
@@ -61,16 +60,9 @@ type PodSpec struct {
 // once ovn-controller has installed the port's flows
 // (external_ids:ovn-installed, which OVN-Kubernetes' CNI waits for too).
 func (c *Cluster) AddPod(ctx context.Context, node *Node, spec PodSpec) (*Pod, error) {
-	pn, err := ovnk.DecodePodNetwork(spec.Annotations, spec.NAD)
+	pn, addrs, err := spec.parse()
 	if err != nil {
-		return nil, fmt.Errorf("pod %s/%s: %w", spec.Namespace, spec.Name, err)
-	}
-	if pn == nil {
-		return nil, fmt.Errorf("pod %s/%s: annotation %s has no entry for network %s", spec.Namespace, spec.Name, ovnk.AnnotationPodNetworks, spec.NAD)
-	}
-	addrs, err := pn.Parse()
-	if err != nil {
-		return nil, fmt.Errorf("pod %s/%s: %s: %w", spec.Namespace, spec.Name, ovnk.PodNetworkField(spec.NAD), err)
+		return nil, err
 	}
 	sum := sha256.Sum256([]byte(spec.Namespace + "/" + spec.Name + "/" + spec.NAD))
 	p := &Pod{Namespace: spec.Namespace, Name: spec.Name, Node: node, Port: spec.Port, Addresses: addrs,
@@ -81,43 +73,10 @@ func (c *Cluster) AddPod(ctx context.Context, node *Node, spec PodSpec) (*Pod, e
 		return nil, err
 	}
 	c.pods = append(c.pods, p)
-	if _, err := node.Vsctl("add-port", "br-int", p.Iface, "--", "set", "Interface", p.Iface, "type=internal",
-		"external_ids:iface-id="+spec.Port); err != nil {
+	if err := node.addPortInto(ctx, p.Iface, spec.Port, p.Netns); err != nil {
 		return nil, err
 	}
-	if err := waitFor(ctx, 10*time.Second, "interface "+p.Iface, nil, func() error {
-		return ip("-n", node.Netns, "link", "show", p.Iface)
-	}); err != nil {
-		return nil, err
-	}
-	mtu := spec.MTU
-	if mtu == 0 {
-		mtu = 1400
-	}
-	cmds := [][]string{
-		{"-n", node.Netns, "link", "set", p.Iface, "netns", p.Netns},
-		{"-n", p.Netns, "link", "set", "lo", "up"},
-		{"-n", p.Netns, "link", "set", p.Iface, "address", addrs.MAC.String(), "mtu", strconv.Itoa(mtu)},
-	}
-	for _, a := range addrs.IPs {
-		add := []string{"-n", p.Netns, "addr", "add", a.String(), "dev", p.Iface}
-		if a.Addr().Is6() {
-			add = append(add, "nodad")
-		}
-		cmds = append(cmds, add)
-	}
-	cmds = append(cmds, []string{"-n", p.Netns, "link", "set", p.Iface, "up"})
-	for _, gw := range addrs.Gateways {
-		cmds = append(cmds, []string{"-n", p.Netns, family(gw), "route", "add", "default", "via", gw.String(), "dev", p.Iface})
-	}
-	for _, r := range pn.Routes {
-		add := []string{"-n", p.Netns, "route", "add", r.Dest, "dev", p.Iface}
-		if r.NextHop != "" {
-			add = []string{"-n", p.Netns, "route", "add", r.Dest, "via", r.NextHop, "dev", p.Iface}
-		}
-		cmds = append(cmds, add)
-	}
-	for _, args := range cmds {
+	for _, args := range configure(p.Netns, p.Iface, addrs, pn.Routes, spec.MTU) {
 		if err := ip(args...); err != nil {
 			return nil, fmt.Errorf("pod %s/%s: %w", spec.Namespace, spec.Name, err)
 		}
@@ -136,6 +95,72 @@ func (c *Cluster) RemovePod(p *Pod) error {
 		return err
 	}
 	return ip("netns", "del", p.Netns)
+}
+
+// parse reads the pod's entry of its primary network from its
+// k8s.ovn.org/pod-networks annotation.
+func (spec PodSpec) parse() (*ovnk.PodNetwork, ovnk.PodAddresses, error) {
+	pn, err := ovnk.DecodePodNetwork(spec.Annotations, spec.NAD)
+	if err != nil {
+		return nil, ovnk.PodAddresses{}, fmt.Errorf("pod %s/%s: %w", spec.Namespace, spec.Name, err)
+	}
+	if pn == nil {
+		return nil, ovnk.PodAddresses{}, fmt.Errorf("pod %s/%s: annotation %s has no entry for network %s", spec.Namespace, spec.Name, ovnk.AnnotationPodNetworks, spec.NAD)
+	}
+	addrs, err := pn.Parse()
+	if err != nil {
+		return nil, ovnk.PodAddresses{}, fmt.Errorf("pod %s/%s: %s: %w", spec.Namespace, spec.Name, ovnk.PodNetworkField(spec.NAD), err)
+	}
+	return pn, addrs, nil
+}
+
+// addPortInto adds an internal port iface to the node's br-int bound to
+// logical switch port port (external_ids:iface-id) and moves it into
+// network namespace netns ("": it stays in the node's).
+func (n *Node) addPortInto(ctx context.Context, iface, port, netns string) error {
+	if _, err := n.Vsctl("add-port", "br-int", iface, "--", "set", "Interface", iface, "type=internal",
+		"external_ids:iface-id="+port); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, 10*time.Second, "interface "+iface, nil, func() error {
+		return ip("-n", n.Netns, "link", "show", iface)
+	}); err != nil || netns == "" {
+		return err
+	}
+	return ip("-n", n.Netns, "link", "set", iface, "netns", netns)
+}
+
+// configure are the ip(8) commands that configure interface iface in
+// namespace netns as OVN-Kubernetes' CNI does from a pod-networks entry:
+// MAC, MTU (0: 1400), addresses, a default route via each gateway, the
+// entry's routes.
+func configure(netns, iface string, addrs ovnk.PodAddresses, routes []ovnk.PodRoute, mtu int) [][]string {
+	if mtu == 0 {
+		mtu = 1400
+	}
+	cmds := [][]string{
+		{"-n", netns, "link", "set", "lo", "up"},
+		{"-n", netns, "link", "set", iface, "address", addrs.MAC.String(), "mtu", strconv.Itoa(mtu)},
+	}
+	for _, a := range addrs.IPs {
+		add := []string{"-n", netns, "addr", "add", a.String(), "dev", iface}
+		if a.Addr().Is6() {
+			add = append(add, "nodad")
+		}
+		cmds = append(cmds, add)
+	}
+	cmds = append(cmds, []string{"-n", netns, "link", "set", iface, "up"})
+	for _, gw := range addrs.Gateways {
+		cmds = append(cmds, []string{"-n", netns, family(gw), "route", "add", "default", "via", gw.String(), "dev", iface})
+	}
+	for _, r := range routes {
+		add := []string{"-n", netns, "route", "add", r.Dest, "dev", iface}
+		if r.NextHop != "" {
+			add = []string{"-n", netns, "route", "add", r.Dest, "via", r.NextHop, "dev", iface}
+		}
+		cmds = append(cmds, add)
+	}
+	return cmds
 }
 
 // IP is the pod's address of dst's family.
@@ -175,19 +200,11 @@ func (e *Endpoint) Ping(dst netip.Addr, count int, interval time.Duration) (int,
 }
 
 // Neighbor is the MAC the pod's neighbour table holds for ip ("" for none).
-func (p *Pod) Neighbor(ip netip.Addr) (string, error) {
-	out, err := run("", nil, "ip", "-n", p.Netns, "neigh", "show", ip.String(), "dev", p.Iface)
-	if err != nil {
-		return "", err
-	}
-	f := strings.Fields(out)
-	for i := range f {
-		if f[i] == "lladdr" && i+1 < len(f) {
-			return f[i+1], nil
-		}
-	}
-	return "", nil
-}
+func (p *Pod) Neighbor(ip netip.Addr) (string, error) { return neighbor(p.Netns, p.Iface, ip.String()) }
+
+// FlushNeighbors empties the pod's neighbour table, so its next packet
+// resolves its destination again.
+func (p *Pod) FlushNeighbors() error { return ip("-n", p.Netns, "neigh", "flush", "dev", p.Iface) }
 
 // EchoRequestsSeen counts the ICMP echo requests from src that reach the
 // pod while during runs.

@@ -1,0 +1,331 @@
+package datapath_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/udnkit/udnkit/dataplane/controller"
+	"github.com/udnkit/udnkit/envtest/datapath"
+	"github.com/udnkit/udnkit/ovnk"
+)
+
+// vmPodObject is a virt-launcher pod as the dataplane reads it: KubeVirt's
+// kubevirt.io/vm label and live-migration annotation, udnkit's address
+// owner node and pod-networks, scheduled and running; running marks the
+// pod KubeVirt says the VM runs in (kubevirt.io/nodeName).
+func vmPodObject(t *testing.T, p *pod, vm, owner string, created time.Time, running bool) *corev1.Pod {
+	t.Helper()
+	annotations := p.annotation(t)
+	annotations[ovnk.AnnotationAllowLiveMigration] = "true"
+	annotations[ovnk.AnnotationAddressOwnerNode] = owner
+	if running {
+		annotations[ovnk.KeyNodeName] = p.node.Name
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.net.namespace, Name: p.name, Labels: map[string]string{ovnk.LabelVM: vm},
+			Annotations: annotations, CreationTimestamp: metav1.NewTime(created)},
+		Spec:   corev1.PodSpec{NodeName: p.node.Name},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+}
+
+// nadRequest is the reconcile request of a network's NAD.
+func nadRequest(net *network) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: net.nad.Namespace, Name: net.nad.Name}}
+}
+
+// egressSeen pings the external host 5 times from e and returns how many
+// of the echo requests the external host saw from node's IP and from the
+// other nodes' IPs.
+func egressSeen(t *testing.T, c *datapath.Cluster, e *datapath.Endpoint, node *datapath.Node) (own int, others []int) {
+	t.Helper()
+	own, err := c.External.EchoRequestsSeen(node.UnderlayIP, func() error {
+		return seenFromOthers(c, node, &others, func() error {
+			n, err := e.Ping(datapath.ExternalIP, 5, pingInterval)
+			if err == nil && n != 5 {
+				err = fmt.Errorf("%d of 5 echo requests to %s answered", n, datapath.ExternalIP)
+			}
+			return err
+		})
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", e.Label, err)
+	}
+	return own, others
+}
+
+// TestKubeVirtLiveMigration migrates a VM on a Primary Layer2 network from
+// node-a to node-b as KubeVirt does, while a pod on node-c pings it every
+// 20 ms and holds a TCP connection to it: the target virt-launcher pod comes
+// up on node-b with the VM's addresses (its port written disabled in every
+// zone, as OVN-Kubernetes writes a target whose domain is not ready), then
+// the domain switches over (the guest's tap moves to the target pod; every
+// zone enables the target's port and disables the source's; udnkit's
+// live-migration reconciler routes the VM, now away from the node owning its
+// addresses), then the source pod goes. The design's promises
+// (kubevirt-live-migration-point-to-point.md; OKEP-5094 story 1): the VM
+// keeps its IP and MAC, its gateway's MAC does not change, its traffic
+// leaves through the node it runs on (node-b's gateway router, seen on
+// node-b's external side), and the TCP connection survives. Pointing the
+// VM's reroute policy at node-a's gateway router moves its egress there.
+func TestKubeVirtLiveMigration(t *testing.T) {
+	c := needCluster(t)
+	ctx := context.Background()
+	x, y, z := c.Node("node-a"), c.Node("node-b"), c.Node("node-c")
+	kv := newNetwork(t, "tenant-kv", "kv", 5, "10.120.0.0/16")
+	ovnkGateway(t, c, kv)
+	program(t, c, kv)
+	for _, n := range c.Nodes {
+		if err := n.SteerGateway(ctx, kv.localnetPort(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const vmName = "vm1"
+	// Source and target pod: the VM's addresses (index 10), one tunnel ID each.
+	src := &pod{net: kv, name: "virt-launcher-vm1-src", node: x, index: 10, tunnelID: 20}
+	dst := &pod{net: kv, name: "virt-launcher-vm1-dst", node: y, index: 10, tunnelID: 21}
+	client := &pod{net: kv, name: "client", node: z, index: 5, tunnelID: 10}
+	ovnkPodPorts(t, c, src, client)
+	startPods(t, c, client)
+	srcLauncher, err := c.AddLauncher(ctx, x, kv.namespace, src.name, src.port(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srcLauncher.WaitInstalled(ctx); err != nil {
+		t.Fatalf("%v\n%s", err, x.Logs(20))
+	}
+	vm, err := c.StartVM(srcLauncher, datapath.PodSpec{Namespace: kv.namespace, Name: vmName, Annotations: src.annotation(t), NAD: kv.key()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopServer, err := vm.ServeTCP(tcpPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stopServer)
+	vmIP, vmMAC, gw := vm.Addresses.IPs[0].Addr(), vm.Addresses.MAC.String(), kv.gateway(false)
+
+	// The API state every zone's live-migration reconciler reads.
+	state := apiState(t, c, kv)
+	start := time.Now()
+	if err := state.Create(ctx, vmPodObject(t, src, vmName, x.Name, start, true)); err != nil {
+		t.Fatal(err)
+	}
+	migrate := func(t *testing.T) {
+		t.Helper()
+		for _, zone := range c.Nodes {
+			reconcileAll(t, zone, &controller.LiveMigrationReconciler{Client: state, OVN: ovnClient(t, zone)}, kv)
+		}
+	}
+	migrate(t)
+	settle(t, c)
+
+	reach(t, c, client, vmIP)
+	if err := vm.Reach(gw, reachTimeout); err != nil {
+		t.Fatal(err)
+	}
+	gwMAC, err := vm.Neighbor(gw.String())
+	if err != nil || gwMAC == "" {
+		t.Fatalf("the VM has no neighbour entry for its gateway %s (%v)", gw, err)
+	}
+	if own, others := egressSeen(t, c, &vm.Endpoint, x); own != 5 || slices.Max(others) != 0 {
+		t.Fatalf("before the migration the external host saw the VM's echo requests %d times from node-a (want 5), %v from the others (want none)", own, others)
+	}
+
+	// Continuous traffic from node-c's pod through the whole migration.
+	probe, err := client.datapath.StartProbe(vmIP, 20*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := client.datapath.OpenStream(vmIP, tcpPort, 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+
+	// 1. The target pod comes up on node-b with the VM's addresses; its port
+	// is disabled until the domain is ready.
+	dstPort := dst.ovnkPort(t)
+	dstPort.Disabled = true
+	if err := c.WritePodPort(dstPort); err != nil {
+		t.Fatal(err)
+	}
+	dstLauncher, err := c.AddLauncher(ctx, y, kv.namespace, dst.name, dst.port(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dstLauncher.WaitInstalled(ctx); err != nil {
+		t.Fatalf("%v\n%s", err, y.Logs(20))
+	}
+	if err := state.Create(ctx, vmPodObject(t, dst, vmName, x.Name, start.Add(time.Second), false)); err != nil {
+		t.Fatal(err)
+	}
+	migrate(t)
+	time.Sleep(500 * time.Millisecond)
+
+	// 2. Switch-over: the domain runs on node-b (its tap moves), KubeVirt
+	// marks the target pod, and every zone at once enables the target's
+	// port and disables the source's (one transaction each, as
+	// OVN-Kubernetes' disableLiveMigrationSourceLSPOps) and runs udnkit's
+	// live-migration reconciler.
+	switchStart := time.Now()
+	if err := vm.MigrateTo(dstLauncher); err != nil {
+		t.Fatal(err)
+	}
+	running := vmPodObject(t, dst, vmName, x.Name, start.Add(time.Second), true)
+	if err := state.Update(ctx, running); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(c.Nodes))
+	for i, zone := range c.Nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := zone.Nbctl("lsp-set-enabled", dst.port(), "enabled", "--", "lsp-set-enabled", src.port(), "disabled"); err != nil {
+				errs[i] = err
+				return
+			}
+			r := &controller.LiveMigrationReconciler{Client: state, OVN: ovnClient(t, zone)}
+			if _, err := r.Reconcile(ctx, nadRequest(kv)); err != nil {
+				errs[i] = fmt.Errorf("udnkit's live-migration reconciler in %s's zone: %w", zone.Name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	switched := time.Since(switchStart)
+	time.Sleep(500 * time.Millisecond)
+
+	// 3. The source pod goes: its port in every zone, its namespace, its object.
+	for _, zone := range c.Nodes {
+		nbctl(t, zone, "lsp-del", src.port())
+	}
+	if err := srcLauncher.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if err := state.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: src.net.namespace, Name: src.name}}); err != nil {
+		t.Fatal(err)
+	}
+	migrate(t)
+	time.Sleep(time.Second)
+
+	flow := stream.Stop()
+	result, err := probe.Stop(300 * time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("live migration node-a -> node-b (switch-over written in %d ms): ICMP from node-c: %s (gap from %+d ms of the switch-over); TCP: %d exchanges on %s, longest stall %d ms",
+		switched.Milliseconds(), result, result.GapStart.Sub(switchStart).Milliseconds(), flow.Exchanges, flow.Local, flow.LongestStall.Milliseconds())
+
+	t.Run("the TCP connection survives the migration", func(t *testing.T) {
+		if flow.Err != nil {
+			t.Fatalf("the connection from node-c's pod to the VM broke: %v (after %d exchanges)", flow.Err, flow.Exchanges)
+		}
+		if err := client.datapath.TCPEcho(vmIP, tcpPort, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("ICMP from a third node keeps flowing", func(t *testing.T) {
+		// The design's disruption for a pre-copy migration is about a
+		// second; a loaded machine gets three.
+		if result.Answered == 0 || result.LongestGap > 3*time.Second {
+			t.Fatalf("%s: the VM was unreachable for more than 3 s", result)
+		}
+		// The last second ran on node-b alone: every request answered but
+		// those still in flight.
+		if err := client.datapath.Reach(vmIP, reachTimeout); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("the VM keeps its IP and MAC", func(t *testing.T) {
+		// node-c's pod resolves the VM's IP afresh: the VM answers from
+		// node-b with its MAC.
+		if err := client.datapath.FlushNeighbors(); err != nil {
+			t.Fatal(err)
+		}
+		reach(t, c, client, vmIP)
+		got, err := client.datapath.Neighbor(vmIP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != vmMAC {
+			t.Fatalf("node-c's pod resolves the VM's IP %s to %q after the migration, want %s", vmIP, got, vmMAC)
+		}
+	})
+	t.Run("the VM's gateway answers at the same MAC on node-b", func(t *testing.T) {
+		if err := vm.FlushNeighbors(); err != nil {
+			t.Fatal(err)
+		}
+		if err := vm.Reach(gw, reachTimeout); err != nil {
+			t.Fatal(err)
+		}
+		got, err := vm.Neighbor(gw.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != gwMAC {
+			t.Fatalf("on node-b the VM resolves its gateway %s to %q, on node-a it was %s", gw, got, gwMAC)
+		}
+	})
+
+	// The VM's reroute to the gateway router of the node it runs on.
+	policy := `ip4.src == ` + vmIP.String()
+	grIP := func(n *datapath.Node) string {
+		t.Helper()
+		peer, err := ovnk.TransitPeerSubnet(ovnk.DefaultTransitSubnetV4, slices.Index(c.Nodes, n)+2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, gr := ovnk.TransitPeerIPs(peer)
+		return gr.Addr().String()
+	}
+	egressThroughY := func(t *testing.T) {
+		t.Helper()
+		if err := vm.Reach(datapath.ExternalIP, reachTimeout); err != nil {
+			t.Fatal(err)
+		}
+		if own, others := egressSeen(t, c, &vm.Endpoint, y); own != 5 || slices.Max(others) != 0 {
+			t.Fatalf("after the migration the external host saw the VM's echo requests %d times from node-b (want 5), %v from node-a and node-c (want none)", own, others)
+		}
+	}
+	t.Run("egress leaves through node-b's gateway router", func(t *testing.T) {
+		for _, zone := range c.Nodes {
+			routes := nbctl(t, zone, "lr-route-list", kv.names().TransitRouter())
+			policies := nbctl(t, zone, "lr-policy-list", kv.names().TransitRouter())
+			if !strings.Contains(routes, vmIP.String()+" ") || !strings.Contains(policies, policy) || !strings.Contains(policies, grIP(y)) {
+				t.Fatalf("%s's transit router lacks the VM's point-to-point route or its reroute to %s:\n%s\n%s", zone.Name, grIP(y), routes, policies)
+			}
+		}
+		egressThroughY(t)
+	})
+	t.Run("mutation: the VM's reroute pointed at node-a's gateway router moves its egress there", func(t *testing.T) {
+		uuid := nbctl(t, y, "--bare", "--columns=_uuid", "find", "Logical_Router_Policy", "priority=10", `match="`+policy+`"`)
+		if uuid == "" {
+			t.Fatal("node-b's zone has no priority-10 reroute of the VM")
+		}
+		nbctl(t, y, "set", "Logical_Router_Policy", uuid, `nexthops="`+grIP(x)+`"`)
+		settle(t, c)
+		own, others := egressSeen(t, c, &vm.Endpoint, y)
+		t.Logf("mutated: the external host saw the VM's echo requests %d times from node-b, %v from node-a and node-c", own, others)
+		if own != 0 {
+			t.Fatalf("with the reroute pointed at node-a the external host still saw %d echo requests from node-b", own)
+		}
+		migrate(t)
+		settle(t, c)
+		egressThroughY(t)
+	})
+}
