@@ -135,15 +135,25 @@ func Start(ctx context.Context, names ...string) (c *Cluster, err error) {
 	id := make([]byte, 3)
 	_, _ = rand.Read(id)
 	c = &Cluster{Run: hex.EncodeToString(id)}
+	// The run directory appears under its run- name already locked: a
+	// concurrent Sweep never sees it unlocked.
 	c.Dir = filepath.Join(os.TempDir(), Prefix+"run-"+c.Run)
-	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+	staging, err := os.MkdirTemp("", Prefix+"new-")
+	if err != nil {
 		return nil, err
 	}
-	if c.lock, err = os.Create(filepath.Join(c.Dir, "lock")); err != nil {
-		return nil, err
+	if c.lock, err = os.Create(filepath.Join(staging, "lock")); err == nil {
+		err = syscall.Flock(int(c.lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	}
-	if err := syscall.Flock(int(c.lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return nil, fmt.Errorf("lock %s: %w", c.Dir, err)
+	if err == nil {
+		err = os.Chmod(staging, 0o755)
+	}
+	if err == nil {
+		err = os.Rename(staging, c.Dir)
+	}
+	if err != nil {
+		_ = os.RemoveAll(staging)
+		return nil, fmt.Errorf("lock the run directory %s: %w", c.Dir, err)
 	}
 	defer func() {
 		if err != nil {

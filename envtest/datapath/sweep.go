@@ -16,8 +16,9 @@ import (
 // Sweep removes what earlier runs left behind: for every run directory
 // whose lock no process holds (its cluster crashed or was interrupted), the
 // processes started with that directory in their arguments, the run's
-// network namespaces and the directory; and namespaces of runs whose
-// directory is gone. Running clusters are left alone.
+// network namespaces and the directory; namespaces of runs whose
+// directory is gone; and directories a Start left before it named them.
+// Running clusters and starting ones are left alone.
 func Sweep() error {
 	dirs, err := filepath.Glob(filepath.Join(os.TempDir(), Prefix+"run-*"))
 	if err != nil {
@@ -41,6 +42,17 @@ func Sweep() error {
 			return err
 		}
 	}
+	// A directory Start created but had not yet renamed to run-<id> when
+	// its process died; a fresh one may be a concurrent Start's.
+	staging, err := filepath.Glob(filepath.Join(os.TempDir(), Prefix+"new-*"))
+	if err != nil {
+		return err
+	}
+	for _, dir := range staging {
+		if fi, err := os.Stat(dir); err == nil && time.Since(fi.ModTime()) > time.Minute {
+			_ = os.RemoveAll(dir)
+		}
+	}
 	entries, err := os.ReadDir("/run/netns")
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
@@ -50,8 +62,16 @@ func Sweep() error {
 		if !ok {
 			continue
 		}
-		run, _, _ := strings.Cut(rest, "-")
+		run, tail, _ := strings.Cut(rest, "-")
 		if live[run] {
+			continue
+		}
+		// A run that started after the directories were read.
+		if held, err := locked(filepath.Join(os.TempDir(), Prefix+"run-"+run, "lock")); err != nil || held {
+			continue
+		}
+		if pid, err := strconv.Atoi(tail); run == "preflight" && err == nil && syscall.Kill(pid, 0) == nil {
+			// Another process's Preflight, under way.
 			continue
 		}
 		if err := ip("netns", "del", e.Name()); err != nil {
