@@ -107,45 +107,37 @@ func (c *Config) validate() error {
 // +kubebuilder:rbac:groups=k8s.ovn.org,resources=userdefinednetworks/finalizers;clusteruserdefinednetworks/finalizers,verbs=update
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=namespaces;pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcilers is what the controllers of one manager share: the UDN and
-// CUDN controllers must draw network IDs and tunnel keys from one allocator.
-// The composition root builds it once (New) and sets up the controllers it
-// selects (Setup). The allocators are per process, so several replicas need
-// the manager's leader election.
-type Reconcilers struct {
-	cfg *Config
-	ids *networkAllocators
-}
-
-// New validates cfg and builds the shared allocators and the NAD index; run
-// it once per manager, before mgr.Start.
-func New(mgr ctrl.Manager, cfg Config) (*Reconcilers, error) {
+// SetupWithManager registers the controllers cfg.Controllers names (all
+// when empty) with mgr; call it once per manager. The UDN and CUDN
+// controllers draw network IDs and tunnel keys from one set of allocators,
+// built here. The allocators are per process, so several replicas need the
+// manager's leader election. node is the node controller
+// (nodes.SetupWithManager), for managers that run every controller.
+func SetupWithManager(mgr ctrl.Manager, cfg Config) error {
+	if len(cfg.Controllers) == 0 {
+		cfg.Controllers = DefaultConfig().Controllers
+	}
 	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("reconcilers: %w", err)
+		return fmt.Errorf("reconcilers: %w", err)
 	}
-	if err := setupIndexes(mgr); err != nil {
-		return nil, err
-	}
-	return &Reconcilers{cfg: &cfg, ids: newNetworkAllocators(mgr.GetAPIReader(), &cfg, mgr.GetEventRecorder("udnkit-network-ids"))}, nil
-}
-
-// Setup registers the named controllers (udn, cudn, node) with mgr.
-func (r *Reconcilers) Setup(mgr ctrl.Manager, controllers ...string) error {
-	for _, name := range controllers {
+	var ids *networkAllocators
+	for _, name := range cfg.Controllers {
+		if ids == nil && (name == ControllerUDN || name == ControllerCUDN) {
+			if err := setupIndexes(mgr); err != nil {
+				return err
+			}
+			ids = newNetworkAllocators(mgr.GetAPIReader(), &cfg, mgr.GetEventRecorder("udnkit-network-ids"))
+		}
 		var err error
 		switch name {
 		case ControllerUDN:
-			err = (&udnReconciler{networkReconciler: newNetworkReconciler(mgr, r.cfg, r.ids, "udnkit-udn-controller")}).setup(mgr)
+			err = (&udnReconciler{networkReconciler: newNetworkReconciler(mgr, &cfg, ids, "udnkit-udn-controller")}).setup(mgr)
 		case ControllerCUDN:
-			err = (&cudnReconciler{networkReconciler: newNetworkReconciler(mgr, r.cfg, r.ids, "udnkit-cudn-controller")}).setup(mgr)
+			err = (&cudnReconciler{networkReconciler: newNetworkReconciler(mgr, &cfg, ids, "udnkit-cudn-controller")}).setup(mgr)
 		case ControllerNode:
-			err = nodes.SetupWithManager(mgr, nodes.Options{
-				MaxConcurrentReconciles: r.cfg.MaxConcurrentReconciles, SingleWriter: r.cfg.SingleWriter, ListPage: r.cfg.NodeListPage})
-		default:
-			err = fmt.Errorf("reconcilers: unknown controller %q (want udn, cudn or node)", name)
+			err = nodes.SetupWithManager(mgr, cfg.NodeOptions())
 		}
 		if err != nil {
 			return err
@@ -154,15 +146,7 @@ func (r *Reconcilers) Setup(mgr ctrl.Manager, controllers ...string) error {
 	return nil
 }
 
-// SetupWithManager builds the shared state and registers the controllers
-// cfg.Controllers names (all when empty).
-func SetupWithManager(mgr ctrl.Manager, cfg Config) error {
-	if len(cfg.Controllers) == 0 {
-		cfg.Controllers = DefaultConfig().Controllers
-	}
-	r, err := New(mgr, cfg)
-	if err != nil {
-		return err
-	}
-	return r.Setup(mgr, cfg.Controllers...)
+// NodeOptions are the node controller's options from cfg.
+func (c *Config) NodeOptions() nodes.Options {
+	return nodes.Options{MaxConcurrentReconciles: c.MaxConcurrentReconciles, SingleWriter: c.SingleWriter, ListPage: c.NodeListPage}
 }

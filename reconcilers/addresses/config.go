@@ -21,22 +21,14 @@ import (
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get;list;watch;create;update;patch
 
 // SetupWithManager registers the pod address controller and, when the
-// feature is on, the default NAD stub controller.
+// feature is on, the default NAD stub controller with mgr.
 func SetupWithManager(mgr ctrl.Manager, cfg ovnk.ClusterConfig) error {
-	_, err := Setup(mgr, cfg)
-	return err
-}
-
-// Setup is SetupWithManager that also returns the pod reconciler.
-func Setup(mgr ctrl.Manager, cfg ovnk.ClusterConfig) (*Reconciler, error) {
-	r := NewReconciler(mgr.GetClient(), mgr.GetEventRecorder("udnkit-addresses"), cfg)
-	if err := r.SetupWithManager(mgr); err != nil {
-		return nil, err
+	r := newReconciler(mgr.GetClient(), mgr.GetEventRecorder("udnkit-addresses"), cfg)
+	if err := r.setup(mgr); err != nil {
+		return err
 	}
 	if cfg.PreconfiguredUDNAddresses {
-		if err := setupDefaultNAD(mgr); err != nil {
-			return nil, err
-		}
+		return setupDefaultNAD(mgr)
 	}
-	return r, nil
+	return nil
 }

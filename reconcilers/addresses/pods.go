@@ -125,15 +125,13 @@ func (r *Reconciler) unhold(rec podRecord) bool {
 	return true
 }
 
-// NewReconciler returns a reconciler; SetupWithManager starts it.
-func NewReconciler(c client.Client, recorder events.EventRecorder, cfg ovnk.ClusterConfig) *Reconciler {
+func newReconciler(c client.Client, recorder events.EventRecorder, cfg ovnk.ClusterConfig) *Reconciler {
 	return &Reconciler{client: c, recorder: recorder, cfg: cfg,
 		networks: map[string]*netState{}, pods: map[types.NamespacedName]podRecord{}, holders: map[holderKey]int{}}
 }
 
-// SetupWithManager watches pods, and UDNs, CUDNs and namespaces to revisit
-// their pods.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+// setup watches pods, and UDNs, CUDNs and namespaces to revisit their pods.
+func (r *Reconciler) setup(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &udnv1.ClusterUserDefinedNetwork{}, indexCUDNNamespaces, nsselect.IndexKeys); err != nil {
 		return err
 	}

@@ -59,7 +59,7 @@ func rebuildOnce(tb testing.TB, net *primaryLayer2, pods []corev1.Pod) *netState
 		tb.Fatal(err)
 	}
 	st := &netState{ref: net.ref, cfg: cfg, pool: pool, tunnels: netids.NewIDAllocator("pod tunnel ID", ovnk.FirstPodTunnelID, ovnk.MaxPodTunnelID)}
-	r := NewReconciler(nil, nil, ovnk.DefaultClusterConfig())
+	r := newReconciler(nil, nil, ovnk.DefaultClusterConfig())
 	records, errs := r.rebuild(st, net, pods, nil)
 	if len(errs) > 0 || len(records) != len(pods) {
 		tb.Fatalf("rebuild: %d records, errors %v", len(records), errs)
@@ -90,7 +90,7 @@ func TestRebuildRestoresEveryAnnotation(t *testing.T) {
 	// A duplicated annotation is refused, not double-counted.
 	dup := pods[0].DeepCopy()
 	dup.Name, dup.UID = "copy", "copy"
-	_, errs := NewReconciler(nil, nil, ovnk.DefaultClusterConfig()).rebuild(st, net, []corev1.Pod{*dup}, nil)
+	_, errs := newReconciler(nil, nil, ovnk.DefaultClusterConfig()).rebuild(st, net, []corev1.Pod{*dup}, nil)
 	if len(errs) != 1 || ipalloc.ReasonOf(errs[0]) != ipalloc.ReasonIPAddressConflict {
 		t.Fatalf("duplicate annotation: %v", errs)
 	}

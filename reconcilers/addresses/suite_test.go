@@ -32,7 +32,6 @@ var (
 	env       *envtest.Environment
 	ctx       = context.Background()
 	k8s       client.Client
-	rec       *addresses.Reconciler
 	stopMgr   context.CancelFunc
 	mgrDone   chan struct{}
 	nodeNames = []string{"node-a", "node-b"}
@@ -88,7 +87,7 @@ func startManager(cfg ovnk.ClusterConfig) {
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	Expect(err).NotTo(HaveOccurred())
-	rec, err = addresses.Setup(mgr, cfg)
+	err = addresses.SetupWithManager(mgr, cfg)
 	Expect(err).NotTo(HaveOccurred())
 	mctx, cancel := context.WithCancel(ctx)
 	stopMgr, mgrDone = cancel, make(chan struct{})

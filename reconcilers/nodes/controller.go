@@ -89,6 +89,10 @@ type Options struct {
 	ListPage int64
 }
 
+// The node controller also reads and writes what the UDN and CUDN
+// controllers' RBAC grants (networks, their status, NADs, Events).
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;update;patch
+
 // SetupWithManager registers the node controller with mgr.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if opts.MaxConcurrentReconciles < 1 {

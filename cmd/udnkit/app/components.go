@@ -15,6 +15,7 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
 	"github.com/udnkit/udnkit/reconcilers/addresses"
+	"github.com/udnkit/udnkit/reconcilers/nodes"
 	"github.com/udnkit/udnkit/webhooks"
 )
 
@@ -39,24 +40,13 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 	var workers int
 	paramsNamespace := "default"
 	limits := webhooks.DefaultLimits()
-	// nad and nodes share one set of allocators, built by whichever is set
-	// up first.
-	var shared *reconcilers.Reconcilers
-	reconciler := func(names ...string) func(context.Context, ctrl.Manager) error {
-		return func(_ context.Context, mgr ctrl.Manager) error {
-			if shared == nil {
-				cfg := rc
-				cfg.Cluster = *cluster
-				// Under leader election this manager is the only writer.
-				cfg.SingleWriter = *leaderElect
-				r, err := reconcilers.New(mgr, cfg)
-				if err != nil {
-					return err
-				}
-				shared = r
-			}
-			return shared.Setup(mgr, names...)
-		}
+	reconcilerConfig := func(controllers ...string) reconcilers.Config {
+		cfg := rc
+		cfg.Cluster = *cluster
+		cfg.Controllers = controllers
+		// Under leader election this manager is the only writer.
+		cfg.SingleWriter = *leaderElect
+		return cfg
 	}
 	return []Component{
 		{
@@ -76,12 +66,17 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 			Name:      "nad",
 			Help:      "UDNs and CUDNs to NetworkAttachmentDefinitions, network IDs, tunnel keys, transit subnets",
 			BindFlags: rc.BindFlags,
-			Setup:     reconciler(reconcilers.ControllerUDN, reconcilers.ControllerCUDN),
+			Setup: func(_ context.Context, mgr ctrl.Manager) error {
+				return reconcilers.SetupWithManager(mgr, reconcilerConfig(reconcilers.ControllerUDN, reconcilers.ControllerCUDN))
+			},
 		},
 		{
-			Name:  "nodes",
-			Help:  "node IDs, transit peer subnets, multi-VTEP tunnel IDs, Layer3 host subnets",
-			Setup: reconciler(reconcilers.ControllerNode),
+			Name: "nodes",
+			Help: "node IDs, transit peer subnets, multi-VTEP tunnel IDs, Layer3 host subnets",
+			Setup: func(_ context.Context, mgr ctrl.Manager) error {
+				cfg := reconcilerConfig()
+				return nodes.SetupWithManager(mgr, cfg.NodeOptions())
+			},
 		},
 		{
 			Name: "ipam",

@@ -94,8 +94,7 @@ type discard struct{}
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // StartManager starts a manager running the reconcilers with cfg (its
-// NodeListPage set to NodeListPage when zero), one SetupWithManager per
-// controller as cmd/udnkit/app's components make them.
+// NodeListPage set to NodeListPage when zero).
 func (s *Suite) StartManager(cfg reconcilers.Config) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -111,14 +110,8 @@ func (s *Suite) StartManager(cfg reconcilers.Config) error {
 	if cfg.NodeListPage == 0 {
 		cfg.NodeListPage = NodeListPage
 	}
-	shared, err := reconcilers.New(mgr, cfg)
-	if err != nil {
+	if err := reconcilers.SetupWithManager(mgr, cfg); err != nil {
 		return err
-	}
-	for _, name := range cfg.Controllers {
-		if err := shared.Setup(mgr, name); err != nil {
-			return err
-		}
 	}
 	mctx, cancel := context.WithCancel(s.Ctx)
 	done := make(chan error, 1)
