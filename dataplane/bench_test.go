@@ -51,7 +51,7 @@ func rawInsert(b *testing.B, e *env, d *Desired) {
 		ops = append(ops, o...)
 		return *uuid
 	}
-	ids := d.Owner.ids()
+	ids := d.Owner.IDs()
 	for _, r := range d.Routers {
 		row := r.Row
 		row.ExternalIDs = ids
@@ -319,7 +319,7 @@ func BenchmarkLayer2MultiVTEP1000Pods(b *testing.B) {
 		var ops []ovsdb.Operation
 		var uuids []string
 		for i, p := range d.Switches[0].Ports {
-			p.UUID, p.ExternalIDs = "raw"+strconv.Itoa(i), d.Owner.ids()
+			p.UUID, p.ExternalIDs = "raw"+strconv.Itoa(i), d.Owner.IDs()
 			o, err := e.c.NB.Create(&p)
 			if err != nil {
 				b.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
+	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 )
 
@@ -23,7 +24,7 @@ import (
 // most one bounded transaction of a large network, never behind the whole
 // network. What it waits for is that transaction's round trip, which grows
 // with its operations (the cache holds no routers' child columns, whose
-// every update libovsdb would walk and copy: nbMonitor). The bound trades
+// every update libovsdb would walk and copy: package schema says why). The bound trades
 // the large Apply's length against how long an unrelated Apply waits;
 // BenchmarkUnrelatedNetworkDuringLargeApply measures both.
 const DefaultMaxTransactionOps = 30
@@ -74,11 +75,9 @@ type childRef struct {
 	insert bool
 }
 
-var childColumns = map[string]map[string]string{
-	nbdb.LogicalRouterTable: {"ports": nbdb.LogicalRouterPortTable, "static_routes": nbdb.LogicalRouterStaticRouteTable,
-		"policies": nbdb.LogicalRouterPolicyTable, "nat": nbdb.NATTable},
-	nbdb.LogicalSwitchTable: {"ports": nbdb.LogicalSwitchPortTable},
-}
+// childColumns: parent table → column of children → child table (package
+// schema).
+var childColumns = schema.ChildColumns()
 
 func isRoot(table string) bool {
 	return table == nbdb.AddressSetTable || table == nbdb.DHCPOptionsTable
@@ -139,11 +138,11 @@ func weigh(ops []ovsdb.Operation, cached func(table, uuid string) model.Model) i
 	for _, op := range ops {
 		n++
 		for _, m := range op.Mutations {
-			n += len(uuids(m.Value))
+			n += len(schema.UUIDs(m.Value))
 		}
 		if op.Op == ovsdb.OperationDelete && childColumns[op.Table] != nil {
-			if m := cached(op.Table, whereUUID(op)); m != nil {
-				n += childCount(m)
+			if m := cached(op.Table, schema.WhereUUID(op)); m != nil {
+				n += schema.ChildCount(op.Table, m)
 			}
 		}
 	}
@@ -179,10 +178,10 @@ func unitsOf(ops []ovsdb.Operation, max int, cached func(table, uuid string) mod
 				// Later chunks refer to the parent by the UUID this insert returns.
 				op.UUIDName = "udnkitparent" + strconv.Itoa(i)
 			}
-			row := copyRow(op.Row)
+			row := schema.CopyRow(op.Row)
 			for col := range cols {
 				var kept []string // not inserted by this plan (none are planned)
-				for _, c := range uuids(row[col]) {
+				for _, c := range schema.UUIDs(row[col]) {
 					if u := byChild[c]; u != nil {
 						u.refs = append(u.refs, childRef{parent: op.UUIDName, table: op.Table, column: col, uuid: c, insert: true})
 					} else {
@@ -190,31 +189,31 @@ func unitsOf(ops []ovsdb.Operation, max int, cached func(table, uuid string) mod
 					}
 				}
 				if _, ok := row[col]; ok {
-					row[col] = set(kept...)
+					row[col] = schema.Set(kept...)
 				}
 			}
 			op.Row = row
 			parents[op.UUIDName] = op
 			parentOrder[op.UUIDName] = i
-		case op.Op == ovsdb.OperationMutate && cols != nil && whereUUID(op) != "":
+		case op.Op == ovsdb.OperationMutate && cols != nil && schema.WhereUUID(op) != "":
 			var rest []ovsdb.Mutation
 			for _, m := range op.Mutations {
 				if cols[m.Column] == "" || (m.Mutator != ovsdb.MutateOperationInsert && m.Mutator != ovsdb.MutateOperationDelete) {
 					rest = append(rest, m)
 					continue
 				}
-				for _, c := range uuids(m.Value) {
-					ref := childRef{parent: whereUUID(op), table: op.Table, column: m.Column, uuid: c,
+				for _, c := range schema.UUIDs(m.Value) {
+					ref := childRef{parent: schema.WhereUUID(op), table: op.Table, column: m.Column, uuid: c,
 						insert: m.Mutator == ovsdb.MutateOperationInsert}
 					if u := byChild[c]; ref.insert && u != nil {
 						u.refs = append(u.refs, ref)
 					} else if ref.insert {
-						rest = append(rest, ovsdb.Mutation{Column: m.Column, Mutator: m.Mutator, Value: set(c)})
+						rest = append(rest, ovsdb.Mutation{Column: m.Column, Mutator: m.Mutator, Value: schema.Set(c)})
 					} else {
 						u := &unit{order: i, refs: []childRef{ref}}
 						units = append(units, u)
-						if m := cached(cols[m.Column], c); m != nil {
-							members = append(members, member{u: u, row: cachedChild(m), parent: ref.parent})
+						if child := cached(cols[m.Column], c); child != nil {
+							members = append(members, member{u: u, row: cachedChild(cols[m.Column], child), parent: ref.parent})
 						}
 					}
 				}
@@ -227,14 +226,14 @@ func unitsOf(ops []ovsdb.Operation, max int, cached func(table, uuid string) mod
 			standalone(op, -len(ops)+i) // before everything that may refer to it
 		case op.Op == ovsdb.OperationDelete && cols != nil:
 			u := &unit{order: 2*len(ops) + i, ops: []ovsdb.Operation{op}}
-			m, at := cached(op.Table, whereUUID(op)), whereUUID(op)
-			n := childCount(m)
+			m, at := cached(op.Table, schema.WhereUUID(op)), schema.WhereUUID(op)
+			n := schema.ChildCount(op.Table, m)
 			if n <= max {
 				u.gc = n
 			}
 			// Its children go with it (few) or first (many, without it),
 			// a node's rows together, like any removed children.
-			children := childUUIDs(m)
+			children := schema.ChildUUIDs(op.Table, m)
 			for _, col := range slices.Sorted(maps.Keys(children)) {
 				for _, c := range children[col] {
 					r := u
@@ -243,7 +242,7 @@ func unitsOf(ops []ovsdb.Operation, max int, cached func(table, uuid string) mod
 						units = append(units, r)
 					}
 					if child := cached(cols[col], c); child != nil {
-						members = append(members, member{u: r, row: cachedChild(child), parent: at})
+						members = append(members, member{u: r, row: cachedChild(cols[col], child), parent: at})
 					}
 				}
 			}
@@ -294,96 +293,22 @@ func childTable(table string) bool {
 	return false
 }
 
-// childUUIDs are a cached router's or switch's children by column.
-func childUUIDs(m model.Model) map[string][]string {
-	switch r := m.(type) {
-	case *nbdb.LogicalRouter:
-		return map[string][]string{"ports": r.Ports, "static_routes": r.StaticRoutes, "policies": r.Policies, "nat": r.Nat}
-	case *nbdb.LogicalSwitch:
-		return map[string][]string{"ports": r.Ports}
-	}
-	return nil
-}
-
-func childCount(m model.Model) int {
-	n := 0
-	for _, uuids := range childUUIDs(m) {
-		n += len(uuids)
-	}
-	return n
-}
-
 // member is one child row a unit inserts or removes, under its parent.
 type member struct {
 	u      *unit
-	row    row
+	row    schema.GroupRow
 	parent string
 	insert bool
 }
 
-// row is what grouping needs to know of one child row.
-type row struct {
-	table    string
-	name     string
-	networks []netip.Prefix
-	peer     string   // Logical_Router_Port peer
-	port     string   // a switch port's router-port, a route's output_port, a NAT's logical_port
-	nexthops []string // a route's nexthop, a policy's nexthops
+// insertedRow reads a child insert's row (package schema says how).
+func insertedRow(op ovsdb.Operation) schema.GroupRow {
+	return schema.Lookup(op.Table).GroupInsert(op.Row)
 }
 
-// insertedRow reads a child insert's row.
-func insertedRow(op ovsdb.Operation) row {
-	r := row{table: op.Table}
-	r.name, _ = op.Row["name"].(string)
-	for _, s := range strs(op.Row["networks"]) {
-		if p, err := netip.ParsePrefix(s); err == nil {
-			r.networks = append(r.networks, p.Masked())
-		}
-	}
-	first := func(col string) string {
-		for _, s := range strs(op.Row[col]) {
-			return s
-		}
-		return ""
-	}
-	r.peer = first("peer")
-	switch op.Table {
-	case nbdb.LogicalSwitchPortTable:
-		if m, ok := op.Row["options"].(ovsdb.OvsMap); ok {
-			r.port, _ = m.GoMap["router-port"].(string)
-		}
-	case nbdb.LogicalRouterStaticRouteTable:
-		r.port = first("output_port")
-		r.nexthops = strs(op.Row["nexthop"])
-	case nbdb.LogicalRouterPolicyTable:
-		r.nexthops = strs(op.Row["nexthops"])
-	case nbdb.NATTable:
-		r.port = first("logical_port")
-	}
-	return r
-}
-
-// cachedChild reads a cached child row (one the plan removes).
-func cachedChild(m model.Model) row {
-	switch x := m.(type) {
-	case *nbdb.LogicalRouterPort:
-		r := row{table: nbdb.LogicalRouterPortTable, name: x.Name, peer: deref(x.Peer)}
-		for _, s := range x.Networks {
-			if p, err := netip.ParsePrefix(s); err == nil {
-				r.networks = append(r.networks, p.Masked())
-			}
-		}
-		return r
-	case *nbdb.LogicalSwitchPort:
-		return row{table: nbdb.LogicalSwitchPortTable, name: x.Name, port: x.Options["router-port"]}
-	case *nbdb.LogicalRouterStaticRoute:
-		return row{table: nbdb.LogicalRouterStaticRouteTable, port: deref(x.OutputPort), nexthops: []string{x.Nexthop}}
-	case *nbdb.LogicalRouterPolicy:
-		return row{table: nbdb.LogicalRouterPolicyTable, nexthops: x.Nexthops}
-	case *nbdb.NAT:
-		return row{table: nbdb.NATTable, port: deref(x.LogicalPort)}
-	}
-	return row{}
+// cachedChild reads a cached child row of table (one the plan removes).
+func cachedChild(table string, m model.Model) schema.GroupRow {
+	return schema.Lookup(table).Group(m)
 }
 
 // group merges the units whose rows belong together (see the rules
@@ -422,11 +347,11 @@ func group(members []member) {
 	portByNet := map[net]*unit{} // router ports by (insert, parent, network)
 	bits := map[int]bool{}       // the prefix lengths of those networks
 	for _, m := range members {
-		if m.row.table != nbdb.LogicalRouterPortTable {
+		if m.row.Table != nbdb.LogicalRouterPortTable {
 			continue
 		}
-		portByName[side{m.insert, m.row.name}] = m.u
-		for _, n := range m.row.networks {
+		portByName[side{m.insert, m.row.Name}] = m.u
+		for _, n := range m.row.Networks {
 			portByNet[net{side{m.insert, m.parent}, n}] = m.u
 			bits[n.Bits()] = true
 		}
@@ -455,13 +380,13 @@ func group(members []member) {
 		return nil
 	}
 	for _, m := range members {
-		if m.row.peer != "" {
-			union(m.u, portByName[side{m.insert, m.row.peer}])
+		if m.row.Peer != "" {
+			union(m.u, portByName[side{m.insert, m.row.Peer}])
 		}
-		if m.row.port != "" {
-			union(m.u, portByName[side{m.insert, m.row.port}])
+		if m.row.Port != "" {
+			union(m.u, portByName[side{m.insert, m.row.Port}])
 		}
-		for _, nh := range m.row.nexthops {
+		for _, nh := range m.row.Nexthops {
 			union(m.u, portFor(m, nh))
 		}
 	}
@@ -514,9 +439,9 @@ func assemble(units []*unit, parents map[string]ovsdb.Operation, inserted map[st
 		sort.Strings(names)
 		if p, ok := parents[k.parent]; ok && !inserted[k.parent] {
 			inserted[k.parent] = true
-			row := copyRow(p.Row)
+			row := schema.CopyRow(p.Row)
 			for _, c := range names {
-				row[c] = set(append(uuids(row[c]), cols[c][0]...)...)
+				row[c] = schema.Set(append(schema.UUIDs(row[c]), cols[c][0]...)...)
 			}
 			p.Row = row
 			ops = append(ops, p)
@@ -526,10 +451,10 @@ func assemble(units []*unit, parents map[string]ovsdb.Operation, inserted map[st
 			Where: []ovsdb.Condition{ovsdb.NewCondition("_uuid", ovsdb.ConditionEqual, ovsdb.UUID{GoUUID: k.parent})}}
 		for _, c := range names {
 			if d := cols[c][1]; len(d) > 0 {
-				op.Mutations = append(op.Mutations, ovsdb.Mutation{Column: c, Mutator: ovsdb.MutateOperationDelete, Value: set(d...)})
+				op.Mutations = append(op.Mutations, ovsdb.Mutation{Column: c, Mutator: ovsdb.MutateOperationDelete, Value: schema.Set(d...)})
 			}
 			if in := cols[c][0]; len(in) > 0 {
-				op.Mutations = append(op.Mutations, ovsdb.Mutation{Column: c, Mutator: ovsdb.MutateOperationInsert, Value: set(in...)})
+				op.Mutations = append(op.Mutations, ovsdb.Mutation{Column: c, Mutator: ovsdb.MutateOperationInsert, Value: schema.Set(in...)})
 			}
 		}
 		ops = append(ops, op)
@@ -562,64 +487,4 @@ func (c chunk) resolve(real map[string]string) chunk {
 		out[i].Where = where
 	}
 	return out
-}
-
-// whereUUID is the UUID an operation's where clause selects by _uuid.
-func whereUUID(op ovsdb.Operation) string {
-	for _, w := range op.Where {
-		if u, ok := w.Value.(ovsdb.UUID); ok && w.Column == "_uuid" && w.Function == ovsdb.ConditionEqual {
-			return u.GoUUID
-		}
-	}
-	return ""
-}
-
-func copyRow(row ovsdb.Row) ovsdb.Row {
-	out := make(ovsdb.Row, len(row))
-	for k, v := range row {
-		out[k] = v
-	}
-	return out
-}
-
-func set(uuids ...string) ovsdb.OvsSet {
-	s := ovsdb.OvsSet{GoSet: make([]any, 0, len(uuids))}
-	for _, u := range uuids {
-		s.GoSet = append(s.GoSet, ovsdb.UUID{GoUUID: u})
-	}
-	return s
-}
-
-// uuids lists the UUIDs (real or named) of a column value.
-func uuids(v any) []string {
-	switch x := v.(type) {
-	case ovsdb.UUID:
-		return []string{x.GoUUID}
-	case ovsdb.OvsSet:
-		var out []string
-		for _, e := range x.GoSet {
-			if u, ok := e.(ovsdb.UUID); ok {
-				out = append(out, u.GoUUID)
-			}
-		}
-		return out
-	}
-	return nil
-}
-
-// strs lists the strings of a column value.
-func strs(v any) []string {
-	switch x := v.(type) {
-	case string:
-		return []string{x}
-	case ovsdb.OvsSet:
-		var out []string
-		for _, e := range x.GoSet {
-			if s, ok := e.(string); ok {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	return nil
 }

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/sbdb"
 )
@@ -167,12 +168,11 @@ func New(cfg Config) (*Client, error) {
 	if timeout <= 0 {
 		timeout = DefaultConnectTimeout
 	}
-	nb, err := newDatabase("nb", "--ovn-nb-address", cfg.NBAddress, tlsNB, timeout, nbModel, index, nbMonitor()...)
+	nb, err := newDatabase("nb", "--ovn-nb-address", cfg.NBAddress, tlsNB, timeout, nbModel, index, schema.Monitor(schema.Northbound)...)
 	if err != nil {
 		return nil, err
 	}
-	sb, err := newDatabase("sb", "--ovn-sb-address", cfg.SBAddress, tlsSB, timeout, sbModel, nil,
-		client.WithTable(&sbdb.PortBinding{}), client.WithTable(&sbdb.Encap{}), client.WithTable(&sbdb.Chassis{}))
+	sb, err := newDatabase("sb", "--ovn-sb-address", cfg.SBAddress, tlsSB, timeout, sbModel, nil, schema.Monitor(schema.Southbound)...)
 	if err != nil {
 		return nil, err
 	}
@@ -355,31 +355,6 @@ func (c *Client) watch() {
 // bring the cache up to date), and is empty while there is no connection.
 func up(api client.Client) bool {
 	return api.Connected() && api.CurrentEndpoint() != ""
-}
-
-// nbMonitor is what the client's Northbound cache holds: the tables plans
-// read, and of routers and switches only the columns plans read (name,
-// external_ids, options or other_config), not their columns of children
-// (ports, static_routes, policies, nat). A router of a large network has
-// thousands of children, and libovsdb applies every change of such a
-// column by walking and copying the whole set (through reflection), on the
-// one goroutine that also reads every transaction's reply: each
-// transaction of a large Apply cost every other Apply waiting behind it
-// about a third of a millisecond more. The index (index.go) knows each
-// child's parent instead, from what Apply writes and from the children's
-// own rows.
-func nbMonitor() []client.MonitorOption {
-	lr, ls, global := &nbdb.LogicalRouter{}, &nbdb.LogicalSwitch{}, &nbdb.NBGlobal{}
-	return []client.MonitorOption{
-		// NB_Global's UUID tells one database from another (resync.go);
-		// its name column is about never written, its counters often.
-		client.WithTable(global, &global.Name),
-		client.WithTable(lr, &lr.Name, &lr.ExternalIDs, &lr.Options),
-		client.WithTable(ls, &ls.Name, &ls.ExternalIDs, &ls.OtherConfig),
-		client.WithTable(&nbdb.LogicalRouterPort{}), client.WithTable(&nbdb.LogicalSwitchPort{}),
-		client.WithTable(&nbdb.LogicalRouterStaticRoute{}), client.WithTable(&nbdb.LogicalRouterPolicy{}),
-		client.WithTable(&nbdb.NAT{}), client.WithTable(&nbdb.DHCPOptions{}), client.WithTable(&nbdb.AddressSet{}),
-	}
 }
 
 func nbModel() (model.ClientDBModel, error) { return nbdb.FullDatabaseModel() }

@@ -2,9 +2,9 @@ package dataplane
 
 import (
 	"errors"
-	"hash/maphash"
 
 	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/udnkit/udnkit/dataplane/internal/schema"
 )
 
 // columnMemo remembers, between one owner's plans, what children found in a
@@ -63,11 +63,11 @@ func changedBound(children int) int { return children/4 + 64 }
 func column[T any, PT interface {
 	*T
 	model.Model
-}](p *planner, sp spec[T], parent string, current []string) *columnMemo {
+}](p *planner, sp schema.Spec[T], parent string, current []string) *columnMemo {
 	if p.memo == nil || p.links == nil || parent == "" {
 		return nil
 	}
-	col := parentColumns[sp.table][1]
+	col := parentColumns[sp.Table][1]
 	if p.memo.cols == nil {
 		p.memo.cols = map[colKey]*columnMemo{}
 	}
@@ -126,7 +126,7 @@ func column[T any, PT interface {
 func forgetChild[T any, PT interface {
 	*T
 	model.Model
-}](p *planner, sp spec[T], cm *columnMemo, parent, col, u string) bool {
+}](p *planner, sp schema.Spec[T], cm *columnMemo, parent, col, u string) bool {
 	if k, ok := cm.seen[u]; ok {
 		if r := cm.byKey[k]; k != "" && r != nil && r.uuid == u {
 			delete(cm.byKey, k)
@@ -144,14 +144,14 @@ func forgetChild[T any, PT interface {
 func addChild[T any, PT interface {
 	*T
 	model.Model
-}](p *planner, sp spec[T], cm *columnMemo, u string) bool {
-	m := p.row(sp.table, u)
+}](p *planner, sp schema.Spec[T], cm *columnMemo, u string) bool {
+	m := p.row(sp.Table, u)
 	if m == nil {
 		cm.seen[u] = "" // deleted since the index saw it: its event will come
 		return true
 	}
 	row := m.(PT)
-	if !p.owner.settled(*sp.ids((*T)(row))) {
+	if !p.owner.Settled(*sp.IDs((*T)(row))) {
 		return false
 	}
 	// Not memoKey: the column's memo holds the key, the key memo would
@@ -169,57 +169,6 @@ func addChild[T any, PT interface {
 	return true
 }
 
-// fpSeed seeds the fingerprints (one process's memos compare them).
-var fpSeed = maphash.MakeSeed()
-
-// fingerprint hashes a row's managed columns the way sameFields compares
-// them: sets and maps unordered, an empty map as a missing one, an unset
-// optional value apart from every set one. ok is false for a column type it
-// does not know (the row is then always compared). Two rows with equal
-// fingerprints are taken as equal: with 64 bits, a wrong match has a
-// probability of 2⁻⁶⁴ per comparison.
-func fingerprint(fields []any, shared map[string]string, sharedFP uint64) (fp uint64, ok bool) {
-	mix := func(tag, v uint64) { fp = maphash.Comparable(fpSeed, [3]uint64{fp, tag, v}) }
-	for _, f := range fields {
-		switch x := f.(type) {
-		case *map[string]string:
-			if len(*x) > 0 && sameMap(*x, shared) {
-				mix(1, sharedFP)
-				continue
-			}
-			mix(1, mapFP(*x))
-		case *[]string:
-			var sum uint64
-			for _, s := range *x {
-				sum += maphash.String(fpSeed, s)
-			}
-			mix(2, sum+uint64(len(*x)))
-		case **string:
-			if *x == nil {
-				mix(3, 0)
-				continue
-			}
-			mix(4, maphash.String(fpSeed, **x))
-		case *string:
-			mix(5, maphash.String(fpSeed, *x))
-		case *int:
-			mix(6, uint64(*x))
-		default:
-			return 0, false
-		}
-	}
-	return fp, fp != 0
-}
-
-// mapFP is an order-independent hash of a map's entries.
-func mapFP(m map[string]string) uint64 {
-	var sum uint64
-	for k, v := range m {
-		sum += maphash.Comparable(fpSeed, [2]string{k, v})
-	}
-	return sum
-}
-
 // errMemoBehind: a column's memo holds a model the cache has replaced.
 var errMemoBehind = errors.New("the column's memo is behind the cache")
 
@@ -229,23 +178,23 @@ var errMemoBehind = errors.New("the column's memo is behind the cache")
 func rememberedChildren[T any, PT interface {
 	*T
 	model.Model
-}](p *planner, sp spec[T], cm *columnMemo, desired []T) (insert, remove []string, err error) {
+}](p *planner, sp schema.Spec[T], cm *columnMemo, desired []T) (insert, remove []string, err error) {
 	cm.epoch++
 	epoch := cm.epoch
 	shared := p.sharedIDs()
 	if p.memo.idsFP == 0 {
-		p.memo.idsFP = mapFP(shared)
+		p.memo.idsFP = schema.MapFP(shared)
 	}
 	claimed := 0
 	var created map[string]bool
 	for i := range desired {
 		d := &desired[i]
-		k := sp.key(d)
+		k := sp.Key(d)
 		ex := cm.byKey[k]
 		if ex != nil && ex.epoch == epoch || ex == nil && created[k] {
-			return nil, nil, duplicateRows(sp.table, k)
+			return nil, nil, duplicateRows(sp.Table, k)
 		}
-		stamped := p.stamp(sp.ids(d))
+		stamped := p.stamp(sp.IDs(d))
 		if ex == nil {
 			u, err := createChild[T, PT](p, sp, d, k, &created)
 			if err != nil {
@@ -256,13 +205,13 @@ func rememberedChildren[T any, PT interface {
 		}
 		ex.epoch = epoch
 		claimed++
-		want := sp.fields(d, p.want[:0])
-		fp, ok := fingerprint(want, shared, p.memo.idsFP)
+		want := sp.Fields(d, p.want[:0])
+		fp, ok := schema.Fingerprint(want, shared, p.memo.idsFP)
 		if ok && fp == ex.fp {
 			p.memo.fpHits++
 			continue
 		}
-		if p.row(sp.table, ex.uuid) != ex.m {
+		if p.row(sp.Table, ex.uuid) != ex.m {
 			// The cache is ahead of the index (an event on its way): the
 			// plan reads the column afresh.
 			return nil, nil, errMemoBehind

@@ -13,6 +13,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 )
 
@@ -130,17 +131,15 @@ type rowEvent struct {
 	all        map[string]map[string]uuidSet
 }
 
-// indexedTables are the tables the planner reads.
-var indexedTables = []string{nbdb.LogicalRouterTable, nbdb.LogicalRouterPortTable, nbdb.LogicalRouterStaticRouteTable,
-	nbdb.LogicalRouterPolicyTable, nbdb.NATTable, nbdb.LogicalSwitchTable, nbdb.LogicalSwitchPortTable,
-	nbdb.DHCPOptionsTable, nbdb.AddressSetTable}
+// indexedTables are the tables the planner reads (package schema).
+var indexedTables = schema.Indexed()
 
 // drainAt is how many pending events make the event handler apply them
 // itself (when no plan reads the index).
 const drainAt = 4096
 
 func (ix *rowIndex) push(table string, m model.Model, deleted bool) {
-	uuid, _, _, ok := rowFields(m)
+	uuid, _, _, ok := schema.RowFields(table, m)
 	if !ok {
 		return
 	}
@@ -357,7 +356,7 @@ func (ix *rowIndex) compare(old map[string]map[string]model.Model, oldID, newID 
 	var buf [2][]any
 	for t, rows := range old {
 		for u, m := range rows {
-			_, ids, _, _ := rowFields(m)
+			_, ids, _, _ := schema.RowFields(t, m)
 			net := ids[ExternalIDNetwork]
 			if net == "" || ids[ExternalIDPiece] == "" {
 				continue
@@ -366,7 +365,7 @@ func (ix *rowIndex) compare(old map[string]map[string]model.Model, oldID, newID 
 				nets[net] = true
 				continue
 			}
-			if cur := ix.rows[t][u]; cur == nil || managedChange[t](m, cur, &buf) {
+			if cur := ix.rows[t][u]; cur == nil || schema.Lookup(t).Changed(m, cur, &buf) {
 				lost[net] = append(lost[net], u)
 			}
 		}
@@ -483,7 +482,7 @@ func (ix *rowIndex) put(table, uuid string, m model.Model) {
 
 // link adds (or removes) a row's entries in byNet, byName and pieces.
 func (ix *rowIndex) link(table, uuid string, m model.Model, add bool) {
-	_, ids, name, _ := rowFields(m)
+	_, ids, name, _ := schema.RowFields(table, m)
 	mark(ix.byNet, table, ids[ExternalIDNetwork], uuid, add)
 	ix.count(table, ids, add)
 	if _, child := parentColumns[table]; child {
@@ -491,10 +490,7 @@ func (ix *rowIndex) link(table, uuid string, m model.Model, add bool) {
 			ix.holds(ids[ExternalIDNetwork], p, add)
 		}
 	}
-	switch m.(type) {
-	case *nbdb.LogicalRouter, *nbdb.LogicalSwitch:
-		mark(ix.byName, table, name, uuid, add)
-	}
+	mark(ix.byName, table, name, uuid, add) // routers' and switches'
 }
 
 // count counts a row in (or out of) pieces.
@@ -668,32 +664,6 @@ func (ix *rowIndex) changesSince(ck colKey, cl *changeLog, seq uint64) (changed 
 		return nil, 0, false
 	}
 	return cl.entries[seq-cl.start:], cl.end(), true
-}
-
-// rowFields returns an indexed row's UUID, external_ids and name (routers
-// and switches); ok is false for the rows of other tables.
-func rowFields(m model.Model) (uuid string, ids map[string]string, name string, ok bool) {
-	switch r := m.(type) {
-	case *nbdb.LogicalRouter:
-		return r.UUID, r.ExternalIDs, r.Name, true
-	case *nbdb.LogicalSwitch:
-		return r.UUID, r.ExternalIDs, r.Name, true
-	case *nbdb.LogicalRouterPort:
-		return r.UUID, r.ExternalIDs, "", true
-	case *nbdb.LogicalSwitchPort:
-		return r.UUID, r.ExternalIDs, "", true
-	case *nbdb.LogicalRouterStaticRoute:
-		return r.UUID, r.ExternalIDs, "", true
-	case *nbdb.LogicalRouterPolicy:
-		return r.UUID, r.ExternalIDs, "", true
-	case *nbdb.NAT:
-		return r.UUID, r.ExternalIDs, "", true
-	case *nbdb.DHCPOptions:
-		return r.UUID, r.ExternalIDs, "", true
-	case *nbdb.AddressSet:
-		return r.UUID, r.ExternalIDs, "", true
-	}
-	return "", nil, "", false
 }
 
 // dropSink passes libovsdb's log on (to a nil sink: nowhere) and tells the

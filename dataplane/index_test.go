@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 )
 
@@ -100,7 +101,7 @@ func indexDiff(c *Client) string {
 	held := map[string]map[string]int{}
 	for t := range parentColumns {
 		for c, m := range ix.rows[t] {
-			_, ids, _, _ := rowFields(m)
+			_, ids, _, _ := schema.RowFields(t, m)
 			for _, p := range ix.parents[c] {
 				if n := ids[ExternalIDNetwork]; n != "" {
 					if held[n] == nil {

@@ -13,11 +13,11 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
-	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/internal/schema"
 )
 
 // The client's cache does not hold the routers' and switches' columns of
-// children (nbMonitor says why); the index knows which parent holds each
+// children (package schema says why); the index knows which parent holds each
 // child (its links) instead:
 //
 //   - when it is built, from the server (one select of those columns);
@@ -41,16 +41,9 @@ type link struct {
 	add                   bool
 }
 
-// parentColumns: child table → the parent table and column that hold its rows.
-var parentColumns = func() map[string][2]string {
-	out := map[string][2]string{}
-	for parent, cols := range childColumns {
-		for col, child := range cols {
-			out[child] = [2]string{parent, col}
-		}
-	}
-	return out
-}()
+// parentColumns: child table → the parent table and column that hold its
+// rows (package schema).
+var parentColumns = schema.ParentColumns()
 
 // lookUpTimeout bounds a select the index sends.
 const lookUpTimeout = 30 * time.Second
@@ -121,7 +114,7 @@ func (ix *rowIndex) setLinks(kids map[string]map[string]uuidSet) {
 	ix.netParents = map[string]map[string]int{}
 	for t := range parentColumns {
 		for c, m := range ix.rows[t] {
-			_, ids, _, _ := rowFields(m)
+			_, ids, _, _ := schema.RowFields(t, m)
 			for _, p := range ix.parents[c] {
 				ix.holds(ids[ExternalIDNetwork], p, true)
 			}
@@ -286,7 +279,7 @@ func (ix *rowIndex) childNetwork(c string) string {
 	if !ok {
 		return ""
 	}
-	_, ids, _, _ := rowFields(ix.rows[t][c])
+	_, ids, _, _ := schema.RowFields(t, ix.rows[t][c])
 	return ids[ExternalIDNetwork]
 }
 
@@ -352,14 +345,8 @@ func (ix *rowIndex) children(parent, column string) []string {
 
 // fill sets a router's or switch's columns of children (on a copy the
 // caller owns) from the links.
-func (ix *rowIndex) fill(m model.Model) {
-	switch r := m.(type) {
-	case *nbdb.LogicalRouter:
-		r.Ports, r.StaticRoutes = ix.children(r.UUID, "ports"), ix.children(r.UUID, "static_routes")
-		r.Policies, r.Nat = ix.children(r.UUID, "policies"), ix.children(r.UUID, "nat")
-	case *nbdb.LogicalSwitch:
-		r.Ports = ix.children(r.UUID, "ports")
-	}
+func (ix *rowIndex) fill(table string, m model.Model) {
+	schema.FillChildren(table, m, ix.children)
 }
 
 // withChildren returns a copy of a cached router or switch with its
@@ -367,10 +354,10 @@ func (ix *rowIndex) fill(m model.Model) {
 func withChildren[T any, PT interface {
 	*T
 	model.Model
-}](ix *rowIndex, m PT) PT {
+}](ix *rowIndex, table string, m PT) PT {
 	c := PT(new(T))
 	*c = *m
-	ix.fill(c)
+	ix.fill(table, c)
 	return c
 }
 
@@ -409,7 +396,7 @@ func (ix *rowIndex) lookUp(api client.Client, children []rowRef) error {
 	for _, c := range children {
 		pc := parentColumns[c.table]
 		ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationSelect, Table: pc[0], Columns: []string{"_uuid"},
-			Where: []ovsdb.Condition{ovsdb.NewCondition(pc[1], ovsdb.ConditionIncludes, set(c.uuid))}})
+			Where: []ovsdb.Condition{ovsdb.NewCondition(pc[1], ovsdb.ConditionIncludes, schema.Set(c.uuid))}})
 	}
 	results, err := selectRows(api, ops)
 	if err != nil {
@@ -421,7 +408,7 @@ func (ix *rowIndex) lookUp(api client.Client, children []rowRef) error {
 			e.unparented = append(e.unparented, c.uuid)
 		}
 		for _, row := range results[i].Rows {
-			for _, p := range uuids(row["_uuid"]) {
+			for _, p := range schema.UUIDs(row["_uuid"]) {
 				e.links = append(e.links, link{parent: p, column: parentColumns[c.table][1], child: c.uuid, add: true})
 			}
 		}
@@ -445,10 +432,10 @@ func selectLinks(api client.Client) (map[string]map[string]uuidSet, error) {
 	kids := map[string]map[string]uuidSet{}
 	for i, t := range tables {
 		for _, row := range results[i].Rows {
-			for _, parent := range uuids(row["_uuid"]) {
+			for _, parent := range schema.UUIDs(row["_uuid"]) {
 				cols := map[string]uuidSet{}
 				for col := range childColumns[t] {
-					for _, c := range uuids(row[col]) {
+					for _, c := range schema.UUIDs(row[col]) {
 						if cols[col] == nil {
 							cols[col] = uuidSet{}
 						}
@@ -499,17 +486,17 @@ func committed(ops []ovsdb.Operation, results []ovsdb.OperationResult, real map[
 			}
 			parent := results[i].UUID.GoUUID
 			for col := range cols {
-				for _, c := range uuids(op.Row[col]) {
+				for _, c := range schema.UUIDs(op.Row[col]) {
 					out = append(out, link{parent: parent, column: col, child: resolve(c), add: true})
 				}
 			}
 		case ovsdb.OperationMutate:
-			parent := resolve(whereUUID(op))
+			parent := resolve(schema.WhereUUID(op))
 			for _, m := range op.Mutations {
 				if cols[m.Column] == "" || (m.Mutator != ovsdb.MutateOperationInsert && m.Mutator != ovsdb.MutateOperationDelete) {
 					continue
 				}
-				for _, c := range uuids(m.Value) {
+				for _, c := range schema.UUIDs(m.Value) {
 					out = append(out, link{parent: parent, column: m.Column, child: resolve(c), add: m.Mutator == ovsdb.MutateOperationInsert})
 				}
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
+	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/sbdb"
 	"github.com/udnkit/udnkit/ovnk"
@@ -235,7 +236,7 @@ func (c *Client) SetPortEncaps(ctx context.Context, ports map[string]PortEncap) 
 		if !ok {
 			return 0, fmt.Errorf("port %s: no Port_Binding yet (ovn-northd has not bound it)", name)
 		}
-		if deref(pb.Encap) == encap {
+		if schema.Deref(pb.Encap) == encap {
 			continue
 		}
 		upd := *pb
@@ -259,7 +260,7 @@ func (c *Client) SetPortEncaps(ctx context.Context, ports map[string]PortEncap) 
 		want := encaps[ports[name]]
 		for {
 			m := c.SB.Cache().Table(sbdb.PortBindingTable).Row(bindings[name].UUID)
-			if m != nil && deref(m.(*sbdb.PortBinding).Encap) == want {
+			if m != nil && schema.Deref(m.(*sbdb.PortBinding).Encap) == want {
 				break
 			}
 			select {

@@ -15,6 +15,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
+	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 )
 
@@ -129,7 +130,7 @@ func (k *keyMemos) reset(off bool) {
 // memoKey says whether a cached child row is the owner's, with its key.
 // Ownership is remembered only when it does not depend on the owner's
 // AdoptLegacy and Legacy (Owner.settled).
-func memoKey[T any](p *planner, m model.Model, sp spec[T], row *T) memoRow {
+func memoKey[T any](p *planner, m model.Model, sp schema.Spec[T], row *T) memoRow {
 	if p.memo != nil {
 		p.memo.used++
 		if r, ok := p.memo.rows[m]; ok {
@@ -138,19 +139,19 @@ func memoKey[T any](p *planner, m model.Model, sp spec[T], row *T) memoRow {
 		}
 	}
 	r := ownedKey(p, m, sp, row)
-	if r.owned && p.memo != nil && p.owner.settled(*sp.ids(row)) {
+	if r.owned && p.memo != nil && p.owner.Settled(*sp.IDs(row)) {
 		p.memo.rows[m] = r
 	}
 	return r
 }
 
 // ownedKey is memoKey without the memo.
-func ownedKey[T any](p *planner, m model.Model, sp spec[T], row *T) memoRow {
-	ids := *sp.ids(row)
-	if !p.owner.owns(ids, m) {
+func ownedKey[T any](p *planner, m model.Model, sp schema.Spec[T], row *T) memoRow {
+	ids := *sp.IDs(row)
+	if !p.owner.Owns(ids, m) {
 		return memoRow{}
 	}
-	return memoRow{key: sp.key(row), owned: true, ownerIDs: maps.Equal(ids, p.sharedIDs())}
+	return memoRow{key: sp.Key(row), owned: true, ownerIDs: maps.Equal(ids, p.sharedIDs())}
 }
 
 // prune forgets every key when most of them are of models the cache no
@@ -320,7 +321,7 @@ func newPlanWith(api client.Client, d *Desired, memo *keyMemo, ix, links *rowInd
 	p := &planner{api: api, owner: d.Owner, memo: memo, ix: ix, links: links, strict: strict}
 	if memo != nil {
 		if memo.ids == nil {
-			memo.ids = d.Owner.ids()
+			memo.ids = d.Owner.IDs()
 		}
 		p.ownerIDs = memo.ids
 	}
@@ -330,10 +331,10 @@ func newPlanWith(api client.Client, d *Desired, memo *keyMemo, ix, links *rowInd
 	if err := p.switches(d.Switches); err != nil {
 		return nil, err
 	}
-	if err := roots(p, dhcpSpec, d.DHCPOptions); err != nil {
+	if err := roots(p, schema.DHCPOptions, d.DHCPOptions); err != nil {
 		return nil, err
 	}
-	if err := roots(p, addressSetSpec, d.AddressSets); err != nil {
+	if err := roots(p, schema.AddressSet, d.AddressSets); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -350,19 +351,6 @@ func (p *planner) add(ops []ovsdb.Operation, err error) error {
 	}
 	p.ops = append(p.ops, ops...)
 	return nil
-}
-
-// spec describes how to diff one child table.
-type spec[T any] struct {
-	table string
-	// key identifies a row within its parent.
-	key func(*T) string
-	// uuid and ids give access to the row's _uuid and external_ids.
-	uuid func(*T) *string
-	ids  func(*T) *map[string]string
-	// fields appends to buf the columns udnkit manages (compared and
-	// updated), external_ids first.
-	fields func(r *T, buf []any) []any
 }
 
 // rowsOf returns the cached rows of a root table the plan looks at (see
@@ -389,18 +377,18 @@ func rowsOf[T any, PT interface {
 func children[T any, PT interface {
 	*T
 	model.Model
-}](p *planner, sp spec[T], parent string, current []string, desired []T) (insert, remove []string, err error) {
+}](p *planner, sp schema.Spec[T], parent string, current []string, desired []T) (insert, remove []string, err error) {
 	if cm := column[T, PT](p, sp, parent, current); cm != nil {
 		ops := len(p.ops)
 		insert, remove, err := rememberedChildren[T, PT](p, sp, cm, desired)
 		if err == nil {
-			return insert, p.removing(sp.table, remove), nil
+			return insert, p.removing(sp.Table, remove), nil
 		}
 		if !errors.Is(err, errMemoBehind) {
 			return nil, nil, err
 		}
 		p.ops = p.ops[:ops]
-		delete(p.memo.cols, colKey{parent, parentColumns[sp.table][1]})
+		delete(p.memo.cols, colKey{parent, parentColumns[sp.Table][1]})
 	}
 	type found struct {
 		row      PT
@@ -410,7 +398,7 @@ func children[T any, PT interface {
 	existing := make(map[string]found, len(current))
 	var extra []string
 	for _, u := range current {
-		m := p.row(sp.table, u)
+		m := p.row(sp.Table, u)
 		if m == nil {
 			continue
 		}
@@ -422,7 +410,7 @@ func children[T any, PT interface {
 		if prev, dup := existing[r.key]; dup {
 			// Duplicates (e.g. written by a racing writer) heal: the row with
 			// the smallest UUID survives, whatever the column's order.
-			if pu := *sp.uuid((*T)(prev.row)); u < pu {
+			if pu := *sp.UUID((*T)(prev.row)); u < pu {
 				existing[r.key], u = found{row: row, ownerIDs: r.ownerIDs}, pu
 			}
 			extra = append(extra, u)
@@ -433,12 +421,12 @@ func children[T any, PT interface {
 	var created map[string]bool
 	for i := range desired {
 		d := &desired[i]
-		k := sp.key(d)
+		k := sp.Key(d)
 		ex, ok := existing[k]
 		if ok && ex.claimed || !ok && created[k] {
-			return nil, nil, duplicateRows(sp.table, k)
+			return nil, nil, duplicateRows(sp.Table, k)
 		}
-		shared := p.stamp(sp.ids(d))
+		shared := p.stamp(sp.IDs(d))
 		if !ok {
 			u, err := createChild[T, PT](p, sp, d, k, &created)
 			if err != nil {
@@ -455,10 +443,10 @@ func children[T any, PT interface {
 	}
 	for _, f := range existing {
 		if !f.claimed {
-			remove = append(remove, *sp.uuid((*T)(f.row)))
+			remove = append(remove, *sp.UUID((*T)(f.row)))
 		}
 	}
-	return insert, p.removing(sp.table, append(remove, extra...)), nil
+	return insert, p.removing(sp.Table, append(remove, extra...)), nil
 }
 
 // removing sorts the children a plan takes out of their parent's column
@@ -480,13 +468,13 @@ func duplicateRows(table, key string) error {
 func createChild[T any, PT interface {
 	*T
 	model.Model
-}](p *planner, sp spec[T], d *T, k string, created *map[string]bool) (string, error) {
+}](p *planner, sp schema.Spec[T], d *T, k string, created *map[string]bool) (string, error) {
 	if *created == nil {
 		*created = map[string]bool{}
 	}
 	(*created)[k] = true
 	u := p.name()
-	*sp.uuid(d) = u
+	*sp.UUID(d) = u
 	return u, p.add(p.api.Create(PT(d)))
 }
 
@@ -496,22 +484,22 @@ func createChild[T any, PT interface {
 func updateChild[T any, PT interface {
 	*T
 	model.Model
-}](p *planner, sp spec[T], d *T, row PT, stamped, ownerIDs bool) (same bool, err error) {
-	want, have := sp.fields(d, p.want[:0]), sp.fields((*T)(row), p.have[:0])
-	if stamped && ownerIDs && want[0] == any(sp.ids(d)) {
+}](p *planner, sp schema.Spec[T], d *T, row PT, stamped, ownerIDs bool) (same bool, err error) {
+	want, have := sp.Fields(d, p.want[:0]), sp.Fields((*T)(row), p.have[:0])
+	if stamped && ownerIDs && want[0] == any(sp.IDs(d)) {
 		// Both external_ids are exactly the owner's: compare the rest.
 		want, have = want[1:], have[1:]
 	}
-	if sameFields(want, have) {
+	if schema.SameFields(want, have) {
 		return true, nil
 	}
-	return false, p.add(p.api.Where(row).Update(PT(d), sp.fields(d, nil)...))
+	return false, p.add(p.api.Where(row).Update(PT(d), sp.Fields(d, nil)...))
 }
 
 // stamp adds the owner's external_ids to a desired row's. Rows with no
 // external_ids of their own (most of them) share one read-only map.
 func (p *planner) stamp(ids *map[string]string) (shared bool) {
-	if len(*ids) == 0 || sameMap(*ids, p.sharedIDs()) {
+	if len(*ids) == 0 || schema.SameMap(*ids, p.sharedIDs()) {
 		*ids = p.sharedIDs()
 		return true
 	}
@@ -545,105 +533,23 @@ func (p *planner) stamp(ids *map[string]string) (shared bool) {
 // rows that have no other external_ids.
 func (p *planner) sharedIDs() map[string]string {
 	if p.ownerIDs == nil {
-		p.ownerIDs = p.owner.ids()
+		p.ownerIDs = p.owner.IDs()
 	}
 	return p.ownerIDs
-}
-
-// sameMap says whether a and b are one map (not merely equal ones).
-func sameMap(a, b map[string]string) bool {
-	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
-}
-
-var (
-	lrpSpec = spec[nbdb.LogicalRouterPort]{
-		table: nbdb.LogicalRouterPortTable,
-		key:   func(r *nbdb.LogicalRouterPort) string { return r.Name },
-		uuid:  func(r *nbdb.LogicalRouterPort) *string { return &r.UUID },
-		ids:   func(r *nbdb.LogicalRouterPort) *map[string]string { return &r.ExternalIDs },
-		fields: func(r *nbdb.LogicalRouterPort, buf []any) []any {
-			return append(buf, &r.ExternalIDs, &r.MAC, &r.Networks, &r.Options, &r.Peer, &r.Ipv6RaConfigs)
-		},
-	}
-	routeSpec = spec[nbdb.LogicalRouterStaticRoute]{
-		table: nbdb.LogicalRouterStaticRouteTable,
-		key: func(r *nbdb.LogicalRouterStaticRoute) string {
-			pol := nbdb.LogicalRouterStaticRoutePolicyDstIP
-			if r.Policy != nil {
-				pol = *r.Policy
-			}
-			// One concatenation, one allocation: every desired route's key is
-			// built on every Apply of its network.
-			return r.RouteTable + "|" + r.IPPrefix + "|" + r.Nexthop + "|" + pol + "|" + deref(r.OutputPort)
-		},
-		uuid: func(r *nbdb.LogicalRouterStaticRoute) *string { return &r.UUID },
-		ids:  func(r *nbdb.LogicalRouterStaticRoute) *map[string]string { return &r.ExternalIDs },
-		fields: func(r *nbdb.LogicalRouterStaticRoute, buf []any) []any {
-			return append(buf, &r.ExternalIDs, &r.Options)
-		},
-	}
-	policySpec = spec[nbdb.LogicalRouterPolicy]{
-		table: nbdb.LogicalRouterPolicyTable,
-		key:   func(r *nbdb.LogicalRouterPolicy) string { return strconv.Itoa(r.Priority) + "|" + r.Match },
-		uuid:  func(r *nbdb.LogicalRouterPolicy) *string { return &r.UUID },
-		ids:   func(r *nbdb.LogicalRouterPolicy) *map[string]string { return &r.ExternalIDs },
-		fields: func(r *nbdb.LogicalRouterPolicy, buf []any) []any {
-			return append(buf, &r.ExternalIDs, &r.Action, &r.Nexthops, &r.Options)
-		},
-	}
-	natSpec = spec[nbdb.NAT]{
-		table: nbdb.NATTable,
-		key: func(r *nbdb.NAT) string {
-			return r.Type + "|" + r.LogicalIP + "|" + r.ExternalIP + "|" + deref(r.LogicalPort)
-		},
-		uuid: func(r *nbdb.NAT) *string { return &r.UUID },
-		ids:  func(r *nbdb.NAT) *map[string]string { return &r.ExternalIDs },
-		fields: func(r *nbdb.NAT, buf []any) []any {
-			return append(buf, &r.ExternalIDs, &r.Options, &r.ExternalPortRange)
-		},
-	}
-	lspSpec = spec[nbdb.LogicalSwitchPort]{
-		table: nbdb.LogicalSwitchPortTable,
-		key:   func(r *nbdb.LogicalSwitchPort) string { return r.Name },
-		uuid:  func(r *nbdb.LogicalSwitchPort) *string { return &r.UUID },
-		ids:   func(r *nbdb.LogicalSwitchPort) *map[string]string { return &r.ExternalIDs },
-		fields: func(r *nbdb.LogicalSwitchPort, buf []any) []any {
-			return append(buf, &r.ExternalIDs, &r.Type, &r.Addresses, &r.Options, &r.PortSecurity)
-		},
-	}
-)
-
-// ExternalIDVM names the VM (namespace/name) a DHCP_Options row serves.
-const ExternalIDVM = "k8s.ovn.org/vm"
-
-var dhcpSpec = spec[nbdb.DHCPOptions]{
-	table:  nbdb.DHCPOptionsTable,
-	key:    func(r *nbdb.DHCPOptions) string { return r.ExternalIDs[ExternalIDVM] + "|" + r.Cidr },
-	uuid:   func(r *nbdb.DHCPOptions) *string { return &r.UUID },
-	ids:    func(r *nbdb.DHCPOptions) *map[string]string { return &r.ExternalIDs },
-	fields: func(r *nbdb.DHCPOptions, buf []any) []any { return append(buf, &r.ExternalIDs, &r.Options) },
-}
-
-var addressSetSpec = spec[nbdb.AddressSet]{
-	table:  nbdb.AddressSetTable,
-	key:    func(r *nbdb.AddressSet) string { return r.Name },
-	uuid:   func(r *nbdb.AddressSet) *string { return &r.UUID },
-	ids:    func(r *nbdb.AddressSet) *map[string]string { return &r.ExternalIDs },
-	fields: func(r *nbdb.AddressSet, buf []any) []any { return append(buf, &r.ExternalIDs, &r.Addresses) },
 }
 
 // roots diffs rows of a root table (kept until deleted) that this piece owns.
 func roots[T any, PT interface {
 	*T
 	model.Model
-}](p *planner, sp spec[T], desired []T) error {
-	_, remove, err := children[T, PT](p, sp, "", p.scan(sp.table, nil, false), desired)
+}](p *planner, sp schema.Spec[T], desired []T) error {
+	_, remove, err := children[T, PT](p, sp, "", p.scan(sp.Table, nil, false), desired)
 	if err != nil {
 		return err
 	}
 	for _, u := range remove {
 		row := PT(new(T))
-		*sp.uuid((*T)(row)) = u
+		*sp.UUID((*T)(row)) = u
 		if err := p.add(p.api.Where(row).Delete()); err != nil {
 			return err
 		}
@@ -651,163 +557,182 @@ func roots[T any, PT interface {
 	return nil
 }
 
+// colMuts are the children a plan inserts into and removes from a parent's
+// columns: column → [insert, remove].
+type colMuts map[*[]string]*[2][]string
+
+// desiredParent is a desired router or switch as planParents diffs it:
+// children diffs the piece's children under cur (the cached row, zero when
+// missing) and returns what row's columns gain and lose.
+type desiredParent[T any] struct {
+	row         T
+	ref, shared bool
+	children    func(cur, row *T) (colMuts, error)
+}
+
 // routers plans the routers and their children.
 func (p *planner) routers(desired []Router) error {
-	byName := map[string]*nbdb.LogicalRouter{}
-	var current []*nbdb.LogicalRouter
-	names := make([]string, len(desired))
+	ds := make([]desiredParent[nbdb.LogicalRouter], len(desired))
 	for i := range desired {
-		names[i] = desired[i].Row.Name
+		d := &desired[i]
+		ds[i] = desiredParent[nbdb.LogicalRouter]{row: d.Row, ref: d.Ref, shared: d.Shared,
+			children: func(cur, row *nbdb.LogicalRouter) (colMuts, error) {
+				mut := colMuts{}
+				err := diffColumn(p, schema.LogicalRouterPort, cur.UUID, cur.Ports, d.Ports, &row.Ports, mut)
+				if err == nil {
+					err = diffColumn(p, schema.LogicalRouterStaticRoute, cur.UUID, cur.StaticRoutes, d.Routes, &row.StaticRoutes, mut)
+				}
+				if err == nil {
+					err = diffColumn(p, schema.LogicalRouterPolicy, cur.UUID, cur.Policies, d.Policies, &row.Policies, mut)
+				}
+				if err == nil {
+					err = diffColumn(p, schema.NAT, cur.UUID, cur.Nat, d.NATs, &row.Nat, mut)
+				}
+				return mut, err
+			}}
 	}
-	for _, r := range rowsOf[nbdb.LogicalRouter](p, nbdb.LogicalRouterTable, names) {
-		r = withChildren(p.links, r)
-		current = append(current, r)
-		size := func(x *nbdb.LogicalRouter) int {
-			return len(x.Ports) + len(x.StaticRoutes) + len(x.Policies) + len(x.Nat)
-		}
-		prev, dup := byName[r.Name]
-		if dup && p.unsure() {
-			return errUnlinked
-		}
-		if !dup || preferred(p.owner, prev.ExternalIDs, r.ExternalIDs, prev, r, size(prev), size(r)) {
-			byName[r.Name] = r
-		}
+	return planParents(p, schema.LogicalRouter, "logical router", ds)
+}
+
+// switches plans the switches and their ports.
+func (p *planner) switches(desired []Switch) error {
+	ds := make([]desiredParent[nbdb.LogicalSwitch], len(desired))
+	for i := range desired {
+		d := &desired[i]
+		ds[i] = desiredParent[nbdb.LogicalSwitch]{row: d.Row, ref: d.Ref, shared: d.Shared,
+			children: func(cur, row *nbdb.LogicalSwitch) (colMuts, error) {
+				mut := colMuts{}
+				return mut, diffColumn(p, schema.LogicalSwitchPort, cur.UUID, cur.Ports, d.Ports, &row.Ports, mut)
+			}}
+	}
+	return planParents(p, schema.LogicalSwitch, "logical switch", ds)
+}
+
+// diffColumn diffs one column of children (children) and notes in mut
+// what the parent's column col gains and loses.
+func diffColumn[T any, PT interface {
+	*T
+	model.Model
+}](p *planner, sp schema.Spec[T], parent string, current []string, desired []T, col *[]string, mut colMuts) error {
+	ins, rem, err := children[T, PT](p, sp, parent, current, desired)
+	if err != nil {
+		return err
+	}
+	mut[col] = &[2][]string{ins, rem}
+	return nil
+}
+
+// planParents plans the routers or switches (sp's table) of a piece: the
+// desired ones and their children, then the piece's rows on the others.
+func planParents[T any, PT interface {
+	*T
+	model.Model
+}](p *planner, sp schema.Spec[T], kind string, desired []desiredParent[T]) error {
+	current, byName, err := currentParents[T, PT](p, sp, desired)
+	if err != nil {
+		return err
 	}
 	wanted := map[string]bool{}
 	for i := range desired {
 		d := &desired[i]
-		wanted[d.Row.Name] = true
-		ex := byName[d.Row.Name]
-		ref, err := p.reference("logical router", d.Row.Name, d.Ref, d.Shared, ex != nil, ex != nil && p.owner.owns(ex.ExternalIDs, ex))
-		if err != nil {
-			return err
-		}
-		var cur nbdb.LogicalRouter
-		if ex != nil {
-			cur = *ex
-		}
-		mut := map[*[]string]*[2][]string{}
-		collect := func(col *[]string, ins, rem []string) {
-			mut[col] = &[2][]string{ins, rem}
-		}
-		row := d.Row
-		markShared(&row.ExternalIDs, d.Shared)
-		ins, rem, err := children[nbdb.LogicalRouterPort](p, lrpSpec, cur.UUID, cur.Ports, d.Ports)
-		if err != nil {
-			return err
-		}
-		collect(&row.Ports, ins, rem)
-		if ins, rem, err = children[nbdb.LogicalRouterStaticRoute](p, routeSpec, cur.UUID, cur.StaticRoutes, d.Routes); err != nil {
-			return err
-		}
-		collect(&row.StaticRoutes, ins, rem)
-		if ins, rem, err = children[nbdb.LogicalRouterPolicy](p, policySpec, cur.UUID, cur.Policies, d.Policies); err != nil {
-			return err
-		}
-		collect(&row.Policies, ins, rem)
-		if ins, rem, err = children[nbdb.NAT](p, natSpec, cur.UUID, cur.Nat, d.NATs); err != nil {
-			return err
-		}
-		collect(&row.Nat, ins, rem)
-		if err := p.parent(ex, &row, ref, &row.ExternalIDs, []any{&row.ExternalIDs, &row.Options}, mut,
-			func() []any { return []any{&ex.ExternalIDs, &ex.Options} }); err != nil {
+		name := sp.Key(&d.row)
+		wanted[name] = true
+		if err := planParent[T, PT](p, sp, kind, d, byName[name]); err != nil {
 			return err
 		}
 	}
 	for _, r := range current {
 		// A second row with a wanted name (Logical_Router and Logical_Switch have
 		// no name index, so a race can create one) is handled like a stale row.
-		if wanted[r.Name] && byName[r.Name] == r {
+		if name := sp.Key((*T)(r)); wanted[name] && byName[name] == r {
 			continue
 		}
-		cols := []childColumn{
-			{&r.Ports, lrpSpec.table, ownedIn(p, lrpSpec)}, {&r.StaticRoutes, routeSpec.table, ownedIn(p, routeSpec)},
-			{&r.Policies, policySpec.table, ownedIn(p, policySpec)}, {&r.Nat, natSpec.table, ownedIn(p, natSpec)},
-		}
-		if r.ExternalIDs[ExternalIDShared] == "true" && p.unsure() {
-			return errUnlinked
-		}
-		if p.owner.owns(r.ExternalIDs, r) && !keepShared(r.ExternalIDs, cols) {
-			// Its ports, routes, policies and NATs are garbage-collected with it.
-			p.gone = append(p.gone, rowRef{nbdb.LogicalRouterTable, r.UUID})
-			if err := p.add(p.api.Where(r).Delete()); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := p.dropChildren(r, cols); err != nil {
+		if err := p.dropStale(sp.Table, r, *sp.UUID((*T)(r)), *sp.IDs((*T)(r))); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// switches plans the switches and their ports.
-func (p *planner) switches(desired []Switch) error {
-	byName := map[string]*nbdb.LogicalSwitch{}
-	var current []*nbdb.LogicalSwitch
+// currentParents returns the cached routers or switches the plan looks at
+// (with their children, from the index's links), and by name the one
+// udnkit works on (see preferred).
+func currentParents[T any, PT interface {
+	*T
+	model.Model
+}](p *planner, sp schema.Spec[T], desired []desiredParent[T]) ([]PT, map[string]PT, error) {
 	names := make([]string, len(desired))
 	for i := range desired {
-		names[i] = desired[i].Row.Name
+		names[i] = sp.Key(&desired[i].row)
 	}
-	for _, s := range rowsOf[nbdb.LogicalSwitch](p, nbdb.LogicalSwitchTable, names) {
-		s = withChildren(p.links, s)
-		current = append(current, s)
-		prev, dup := byName[s.Name]
+	byName := map[string]PT{}
+	var current []PT
+	for _, r := range rowsOf[T, PT](p, sp.Table, names) {
+		r = withChildren(p.links, sp.Table, r)
+		current = append(current, r)
+		name := sp.Key((*T)(r))
+		prev, dup := byName[name]
 		if dup && p.unsure() {
-			return errUnlinked
+			return nil, nil, errUnlinked
 		}
-		if !dup || preferred(p.owner, prev.ExternalIDs, s.ExternalIDs, prev, s, len(prev.Ports), len(s.Ports)) {
-			byName[s.Name] = s
-		}
-	}
-	wanted := map[string]bool{}
-	for i := range desired {
-		d := &desired[i]
-		wanted[d.Row.Name] = true
-		ex := byName[d.Row.Name]
-		ref, err := p.reference("logical switch", d.Row.Name, d.Ref, d.Shared, ex != nil, ex != nil && p.owner.owns(ex.ExternalIDs, ex))
-		if err != nil {
-			return err
-		}
-		var cur nbdb.LogicalSwitch
-		if ex != nil {
-			cur = *ex
-		}
-		row := d.Row
-		markShared(&row.ExternalIDs, d.Shared)
-		ins, rem, err := children[nbdb.LogicalSwitchPort](p, lspSpec, cur.UUID, cur.Ports, d.Ports)
-		if err != nil {
-			return err
-		}
-		mut := map[*[]string]*[2][]string{&row.Ports: {ins, rem}}
-		if err := p.parent(ex, &row, ref, &row.ExternalIDs, []any{&row.ExternalIDs, &row.OtherConfig}, mut,
-			func() []any { return []any{&ex.ExternalIDs, &ex.OtherConfig} }); err != nil {
-			return err
+		if !dup || preferred(p.owner, *sp.IDs((*T)(prev)), *sp.IDs((*T)(r)), prev, r,
+			schema.ChildCount(sp.Table, prev), schema.ChildCount(sp.Table, r)) {
+			byName[name] = r
 		}
 	}
-	for _, s := range current {
-		// A second row with a wanted name (Logical_Router and Logical_Switch have
-		// no name index, so a race can create one) is handled like a stale row.
-		if wanted[s.Name] && byName[s.Name] == s {
-			continue
-		}
-		cols := []childColumn{{&s.Ports, lspSpec.table, ownedIn(p, lspSpec)}}
-		if s.ExternalIDs[ExternalIDShared] == "true" && p.unsure() {
-			return errUnlinked
-		}
-		if p.owner.owns(s.ExternalIDs, s) && !keepShared(s.ExternalIDs, cols) {
-			p.gone = append(p.gone, rowRef{nbdb.LogicalSwitchTable, s.UUID})
-			if err := p.add(p.api.Where(s).Delete()); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := p.dropChildren(s, cols); err != nil {
-			return err
-		}
+	return current, byName, nil
+}
+
+// planParent plans one desired router or switch (ex: its cached row, nil
+// when missing) and its children.
+func planParent[T any, PT interface {
+	*T
+	model.Model
+}](p *planner, sp schema.Spec[T], kind string, d *desiredParent[T], ex PT) error {
+	exists := ex != nil
+	ref, err := p.reference(kind, sp.Key(&d.row), d.ref, d.shared, exists, exists && p.owner.Owns(*sp.IDs((*T)(ex)), ex))
+	if err != nil {
+		return err
 	}
-	return nil
+	var cur T
+	if exists {
+		cur = *ex
+	}
+	row := d.row
+	markShared(sp.IDs(&row), d.shared)
+	mut, err := d.children(&cur, &row)
+	if err != nil {
+		return err
+	}
+	return p.parent(ex, PT(&row), ref, sp.IDs(&row), sp.Fields(&row, nil), mut,
+		func() []any { return sp.Fields((*T)(ex), nil) })
+}
+
+// dropStale plans a router or switch the piece no longer wants: deleted
+// when it is the piece's (its children are garbage-collected with it) and
+// no other piece's rows keep it (keepShared), otherwise only the piece's
+// children are taken out of it.
+func (p *planner) dropStale(table string, m model.Model, uuid string, ids map[string]string) error {
+	cols := p.childColumns(table, m)
+	if ids[ExternalIDShared] == "true" && p.unsure() {
+		return errUnlinked
+	}
+	if p.owner.Owns(ids, m) && !keepShared(ids, cols) {
+		p.gone = append(p.gone, rowRef{table, uuid})
+		return p.add(p.api.Where(m).Delete())
+	}
+	return p.dropChildren(m, cols)
+}
+
+// childColumns lists a parent row's columns of children (package schema)
+// with the piece's ownership of each child.
+func (p *planner) childColumns(table string, m model.Model) []childColumn {
+	kids := schema.ChildTables(table)
+	cols := make([]childColumn, 0, len(kids))
+	for _, c := range kids {
+		cols = append(cols, childColumn{col: c.In(m), table: c.Name, owned: p.ownedIn(c.Name)})
+	}
+	return cols
 }
 
 // unsure says whether a decision that needs every child of a parent must
@@ -815,9 +740,6 @@ func (p *planner) switches(desired []Switch) error {
 func (p *planner) unsure() bool {
 	return p.strict && len(p.links.loose) > 0
 }
-
-// ExternalIDShared marks a router or switch a piece created as Shared.
-const ExternalIDShared = "k8s.ovn.org/udnkit-shared"
 
 func markShared(ids *map[string]string, shared bool) {
 	if !shared {
@@ -870,8 +792,8 @@ func (p *planner) reference(kind, name string, ref, shared, exists, owned bool) 
 // first as the one udnkit works on: an owned row beats a foreign one, then the
 // row with more children wins (the other is the leftover of a race).
 func preferred(owner Owner, prevIDs, nextIDs map[string]string, prev, next any, prevSize, nextSize int) bool {
-	if owner.owns(prevIDs, prev) != owner.owns(nextIDs, next) {
-		return owner.owns(nextIDs, next)
+	if owner.Owns(prevIDs, prev) != owner.Owns(nextIDs, next) {
+		return owner.Owns(nextIDs, next)
 	}
 	return nextSize > prevSize
 }
@@ -879,7 +801,7 @@ func preferred(owner Owner, prevIDs, nextIDs map[string]string, prev, next any, 
 // parent creates a missing parent with its new children, or updates an
 // existing one's managed columns and mutates its child columns.
 func (p *planner) parent(ex, row model.Model, ref bool, ids *map[string]string, fields []any,
-	mut map[*[]string]*[2][]string, exFields func() []any) error {
+	mut colMuts, exFields func() []any) error {
 	p.stamp(ids)
 	if reflect.ValueOf(ex).IsNil() {
 		for col, m := range mut {
@@ -887,7 +809,7 @@ func (p *planner) parent(ex, row model.Model, ref bool, ids *map[string]string, 
 		}
 		return p.add(p.api.Create(row))
 	}
-	if !ref && !sameFields(fields, exFields()) {
+	if !ref && !schema.SameFields(fields, exFields()) {
 		if err := p.add(p.api.Where(ex).Update(row, fields...)); err != nil {
 			return err
 		}
@@ -941,96 +863,16 @@ func (p *planner) dropChildren(parent model.Model, cols []childColumn) error {
 	return p.mutate(parent, parent, mutations)
 }
 
-func ownedIn[T any](p *planner, sp spec[T]) func(string) bool {
+// ownedIn says whether a child row of table is the piece's.
+func (p *planner) ownedIn(table string) func(string) bool {
 	return func(u string) bool {
-		m := p.row(sp.table, u)
+		m := p.row(table, u)
 		if m == nil {
 			return false
 		}
-		return p.owner.owns(*sp.ids(m.(*T)), m)
+		_, ids, _, _ := schema.RowFields(table, m)
+		return p.owner.Owns(ids, m)
 	}
-}
-
-// sameFields compares managed columns the way OVSDB stores them: sets are
-// unordered, an empty map equals a missing one, optional values compare by value.
-func sameFields(a, b []any) bool {
-	for i := range a {
-		if !sameField(a[i], b[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-// sameField compares one managed column: the column types of the rows udnkit
-// writes without reflection (it is the planner's inner loop: every desired row
-// of a network is compared on every Apply), any other through sameValue.
-func sameField(a, b any) bool {
-	switch x := a.(type) {
-	case *map[string]string:
-		y := b.(*map[string]string)
-		return maps.Equal(*x, *y) // nil and empty compare equal, as OVSDB stores them
-	case *[]string:
-		y := b.(*[]string)
-		if len(*x) != len(*y) {
-			return false
-		}
-		if slices.Equal(*x, *y) {
-			return true
-		}
-		xs, ys := slices.Clone(*x), slices.Clone(*y)
-		slices.Sort(xs)
-		slices.Sort(ys)
-		return slices.Equal(xs, ys)
-	case **string:
-		y := b.(**string)
-		if *x == nil || *y == nil {
-			return *x == nil && *y == nil
-		}
-		return **x == **y
-	case *string:
-		return *x == *b.(*string)
-	case *int:
-		return *x == *b.(*int)
-	}
-	return sameValue(reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem())
-}
-
-func sameValue(a, b reflect.Value) bool {
-	switch a.Kind() {
-	case reflect.Map:
-		if a.Len() == 0 && b.Len() == 0 {
-			return true
-		}
-		return reflect.DeepEqual(a.Interface(), b.Interface())
-	case reflect.Slice:
-		if a.Len() != b.Len() {
-			return false
-		}
-		x, okx := a.Interface().([]string)
-		y, oky := b.Interface().([]string)
-		if okx && oky {
-			x, y = slices.Clone(x), slices.Clone(y)
-			slices.Sort(x)
-			slices.Sort(y)
-			return slices.Equal(x, y)
-		}
-		return reflect.DeepEqual(a.Interface(), b.Interface())
-	case reflect.Pointer:
-		if a.IsNil() || b.IsNil() {
-			return a.IsNil() == b.IsNil()
-		}
-		return sameValue(a.Elem(), b.Elem())
-	default:
-		return reflect.DeepEqual(a.Interface(), b.Interface())
-	}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 func ptr[T any](v T) *T { return &v }

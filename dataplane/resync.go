@@ -9,7 +9,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/internal/schema"
 )
 
 // Healing. The Northbound database can lose or change udnkit's rows without
@@ -98,7 +98,7 @@ type healer struct {
 	foreign map[string]time.Time
 	// fights: networks resynced for foreign edits lately.
 	fights map[string]*fight
-	// buf is managedChange's scratch space (events come on one goroutine).
+	// buf is Table.Changed's scratch space (events come on one goroutine).
 	buf [2][]any
 }
 
@@ -117,11 +117,11 @@ func (h *healer) OnDelete(table string, m model.Model)        { h.edited(table, 
 // edited notes an owned row deleted (cur nil) or changed in its managed
 // columns by another client.
 func (h *healer) edited(table string, old, cur model.Model) {
-	uuid, ids, _, ok := rowFields(old)
+	uuid, ids, _, ok := schema.RowFields(table, old)
 	if !ok || ids[ExternalIDPiece] == "" || ids[ExternalIDNetwork] == "" {
 		return
 	}
-	if cur != nil && !managedChange[table](old, cur, &h.buf) {
+	if cur != nil && !schema.Lookup(table).Changed(old, cur, &h.buf) {
 		// Another component's column (ovn-northd sets a port's up).
 		return
 	}
@@ -284,9 +284,9 @@ func (o *ownEdits) note(e *ownEdit, ops []ovsdb.Operation, children func(parent 
 			if e == nil {
 				e = &ownEdit{}
 			}
-			e.uuids = append(e.uuids, whereUUID(op))
+			e.uuids = append(e.uuids, schema.WhereUUID(op))
 			if op.Op == ovsdb.OperationDelete && childColumns[op.Table] != nil {
-				e.uuids = append(e.uuids, children(whereUUID(op))...)
+				e.uuids = append(e.uuids, children(schema.WhereUUID(op))...)
 			}
 		case ovsdb.OperationMutate:
 			// Children taken out of their parent are garbage-collected; the
@@ -297,7 +297,7 @@ func (o *ownEdits) note(e *ownEdit, ops []ovsdb.Operation, children func(parent 
 					if e == nil {
 						e = &ownEdit{}
 					}
-					e.uuids = append(e.uuids, uuids(m.Value)...)
+					e.uuids = append(e.uuids, schema.UUIDs(m.Value)...)
 				}
 			}
 		}
@@ -382,35 +382,4 @@ func (o *ownEdits) sweep(now time.Time) {
 	}
 	clear(o.done[len(keep):])
 	o.done = keep
-}
-
-// managedChange says, per indexed table, whether a row's change touches a
-// column udnkit manages: its identity (name, or the key the planner finds
-// it by) or a column Apply writes. buf holds two scratch lists (reused, so
-// that comparing allocates nothing).
-var managedChange = map[string]func(old, cur model.Model, buf *[2][]any) bool{
-	nbdb.LogicalRouterTable: func(old, cur model.Model, _ *[2][]any) bool {
-		a, b := old.(*nbdb.LogicalRouter), cur.(*nbdb.LogicalRouter)
-		return a.Name != b.Name || !sameFields([]any{&a.ExternalIDs, &a.Options}, []any{&b.ExternalIDs, &b.Options})
-	},
-	nbdb.LogicalSwitchTable: func(old, cur model.Model, _ *[2][]any) bool {
-		a, b := old.(*nbdb.LogicalSwitch), cur.(*nbdb.LogicalSwitch)
-		return a.Name != b.Name || !sameFields([]any{&a.ExternalIDs, &a.OtherConfig}, []any{&b.ExternalIDs, &b.OtherConfig})
-	},
-	lrpSpec.table:        specChange(lrpSpec),
-	routeSpec.table:      specChange(routeSpec),
-	policySpec.table:     specChange(policySpec),
-	natSpec.table:        specChange(natSpec),
-	lspSpec.table:        specChange(lspSpec),
-	dhcpSpec.table:       specChange(dhcpSpec),
-	addressSetSpec.table: specChange(addressSetSpec),
-}
-
-// specChange is managedChange for a table the planner diffs with sp.
-func specChange[T any](sp spec[T]) func(old, cur model.Model, buf *[2][]any) bool {
-	return func(old, cur model.Model, buf *[2][]any) bool {
-		a, b := any(old).(*T), any(cur).(*T)
-		buf[0], buf[1] = sp.fields(a, buf[0][:0]), sp.fields(b, buf[1][:0])
-		return !sameFields(buf[0], buf[1]) || sp.key(a) != sp.key(b)
-	}
 }

@@ -449,15 +449,3 @@ func TestNoResyncWithoutLoss(t *testing.T) {
 		t.Errorf("the foreign port's MAC = %s", got)
 	}
 }
-
-// Every table the index holds has its managed columns known to the healer.
-func TestManagedChangeKnowsEveryIndexedTable(t *testing.T) {
-	for _, tb := range indexedTables {
-		if managedChange[tb] == nil {
-			t.Errorf("%s: no managedChange", tb)
-		}
-	}
-	if len(managedChange) != len(indexedTables) {
-		t.Errorf("managedChange has %d tables, the index %d", len(managedChange), len(indexedTables))
-	}
-}

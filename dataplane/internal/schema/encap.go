@@ -1,0 +1,11 @@
+package schema
+
+import (
+	"github.com/ovn-kubernetes/libovsdb/client"
+
+	"github.com/udnkit/udnkit/dataplane/sbdb"
+)
+
+// Southbound Encap: read (whole rows), never written.
+var _ = register(&Table{Name: sbdb.EncapTable, DB: Southbound, Kind: Watched,
+	Monitor: func() client.MonitorOption { return client.WithTable(&sbdb.Encap{}) }})

@@ -1,0 +1,27 @@
+package schema
+
+import (
+	"github.com/ovn-kubernetes/libovsdb/client"
+
+	"github.com/udnkit/udnkit/dataplane/nbdb"
+)
+
+// LogicalRouter: a router is found by name (the table has no name index)
+// and holds ports, routes, policies and NATs (their files name the
+// columns). The cache holds only the columns plans read (doc.go says why).
+var LogicalRouter = Spec[nbdb.LogicalRouter]{
+	Table:  nbdb.LogicalRouterTable,
+	Key:    func(r *nbdb.LogicalRouter) string { return r.Name },
+	UUID:   func(r *nbdb.LogicalRouter) *string { return &r.UUID },
+	IDs:    func(r *nbdb.LogicalRouter) *map[string]string { return &r.ExternalIDs },
+	Fields: func(r *nbdb.LogicalRouter, buf []any) []any { return append(buf, &r.ExternalIDs, &r.Options) },
+}
+
+var _ = planned(LogicalRouter, Table{
+	Kind:    Parent,
+	Indexed: true,
+	Monitor: func() client.MonitorOption {
+		lr := &nbdb.LogicalRouter{}
+		return client.WithTable(lr, &lr.Name, &lr.ExternalIDs, &lr.Options)
+	},
+})

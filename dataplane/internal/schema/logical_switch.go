@@ -1,0 +1,27 @@
+package schema
+
+import (
+	"github.com/ovn-kubernetes/libovsdb/client"
+
+	"github.com/udnkit/udnkit/dataplane/nbdb"
+)
+
+// LogicalSwitch: a switch is found by name (the table has no name index)
+// and holds switch ports. The cache holds only the columns plans read
+// (doc.go says why).
+var LogicalSwitch = Spec[nbdb.LogicalSwitch]{
+	Table:  nbdb.LogicalSwitchTable,
+	Key:    func(r *nbdb.LogicalSwitch) string { return r.Name },
+	UUID:   func(r *nbdb.LogicalSwitch) *string { return &r.UUID },
+	IDs:    func(r *nbdb.LogicalSwitch) *map[string]string { return &r.ExternalIDs },
+	Fields: func(r *nbdb.LogicalSwitch, buf []any) []any { return append(buf, &r.ExternalIDs, &r.OtherConfig) },
+}
+
+var _ = planned(LogicalSwitch, Table{
+	Kind:    Parent,
+	Indexed: true,
+	Monitor: func() client.MonitorOption {
+		ls := &nbdb.LogicalSwitch{}
+		return client.WithTable(ls, &ls.Name, &ls.ExternalIDs, &ls.OtherConfig)
+	},
+})

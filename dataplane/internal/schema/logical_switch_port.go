@@ -1,0 +1,41 @@
+package schema
+
+import (
+	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/udnkit/udnkit/dataplane/nbdb"
+)
+
+// LogicalSwitchPort: a switch's port, by name.
+var LogicalSwitchPort = Spec[nbdb.LogicalSwitchPort]{
+	Table: nbdb.LogicalSwitchPortTable,
+	Key:   func(r *nbdb.LogicalSwitchPort) string { return r.Name },
+	UUID:  func(r *nbdb.LogicalSwitchPort) *string { return &r.UUID },
+	IDs:   func(r *nbdb.LogicalSwitchPort) *map[string]string { return &r.ExternalIDs },
+	Fields: func(r *nbdb.LogicalSwitchPort, buf []any) []any {
+		return append(buf, &r.ExternalIDs, &r.Type, &r.Addresses, &r.Options, &r.PortSecurity)
+	},
+}
+
+var _ = planned(LogicalSwitchPort, Table{
+	Kind:    Child,
+	Parent:  nbdb.LogicalSwitchTable,
+	Column:  "ports",
+	In:      func(m model.Model) *[]string { return &m.(*nbdb.LogicalSwitch).Ports },
+	Indexed: true,
+	Monitor: func() client.MonitorOption { return client.WithTable(&nbdb.LogicalSwitchPort{}) },
+	Group: func(m model.Model) GroupRow {
+		x := m.(*nbdb.LogicalSwitchPort)
+		return GroupRow{Table: nbdb.LogicalSwitchPortTable, Name: x.Name, Port: x.Options["router-port"]}
+	},
+	GroupInsert: func(row ovsdb.Row) GroupRow {
+		r := GroupRow{Table: nbdb.LogicalSwitchPortTable}
+		r.Name, _ = row["name"].(string)
+		if m, ok := row["options"].(ovsdb.OvsMap); ok {
+			r.Port, _ = m.GoMap["router-port"].(string)
+		}
+		return r
+	},
+})

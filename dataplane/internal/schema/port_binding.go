@@ -1,0 +1,11 @@
+package schema
+
+import (
+	"github.com/ovn-kubernetes/libovsdb/client"
+
+	"github.com/udnkit/udnkit/dataplane/sbdb"
+)
+
+// Southbound Port_Binding: read (whole rows), never written.
+var _ = register(&Table{Name: sbdb.PortBindingTable, DB: Southbound, Kind: Watched,
+	Monitor: func() client.MonitorOption { return client.WithTable(&sbdb.PortBinding{}) }})

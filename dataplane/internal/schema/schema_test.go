@@ -1,0 +1,168 @@
+package schema
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/dataplane/sbdb"
+)
+
+// The tables' files agree with one another and with the OVSDB schemas the
+// models are generated from: every table is monitored, every table the
+// planner diffs is indexed and knows its rows, every child table names a
+// parent column that holds it, and the managed columns exist.
+func TestTablesAgreeWithTheOVSDBSchema(t *testing.T) {
+	schemas := map[string]ovsdb.DatabaseSchema{Northbound: nbdb.Schema(), Southbound: sbdb.Schema()}
+	for _, tb := range Tables() {
+		db, ok := schemas[tb.DB]
+		if !ok {
+			t.Errorf("%s: unknown database %q", tb.Name, tb.DB)
+			continue
+		}
+		ts, ok := db.Tables[tb.Name]
+		if !ok {
+			t.Errorf("%s: no such table in %s", tb.Name, tb.DB)
+			continue
+		}
+		if tb.Monitor == nil {
+			t.Errorf("%s: not monitored (Table.Monitor is nil): the cache holds none of its rows", tb.Name)
+		}
+		switch tb.Kind {
+		case Root, Parent, Child:
+			checkPlanned(t, tb, db, ts)
+		case Identity, Watched:
+			if tb.Indexed {
+				t.Errorf("%s: indexed, but the planner never reads it", tb.Name)
+			}
+		default:
+			t.Errorf("%s: no Kind", tb.Name)
+		}
+	}
+}
+
+// checkPlanned checks a table the planner diffs.
+func checkPlanned(t *testing.T, tb *Table, db ovsdb.DatabaseSchema, ts ovsdb.TableSchema) {
+	t.Helper()
+	if !tb.Indexed {
+		t.Errorf("%s: not indexed (Table.Indexed is false): plans would not see its rows", tb.Name)
+	}
+	if !slices.Contains(Indexed(), tb.Name) {
+		t.Errorf("%s: missing from Indexed()", tb.Name)
+	}
+	if tb.Row == nil || tb.Changed == nil {
+		t.Errorf("%s: no Row or Changed (register it with planned)", tb.Name)
+	}
+	if root := tb.Kind != Child; ts.IsRoot != root {
+		t.Errorf("%s: isRoot is %v in the OVSDB schema, Kind %d says %v", tb.Name, ts.IsRoot, tb.Kind, root)
+	}
+	if len(tb.Managed) == 0 || tb.Managed[0] != "external_ids" {
+		t.Errorf("%s: managed columns %v do not start with external_ids", tb.Name, tb.Managed)
+	}
+	for _, col := range tb.Managed {
+		if ts.Column(col) == nil {
+			t.Errorf("%s: managed column %q is not in the OVSDB schema", tb.Name, col)
+		}
+	}
+	if tb.Kind == Child {
+		checkChild(t, tb, db)
+	}
+}
+
+// checkChild checks that a child table's parent column holds its rows.
+func checkChild(t *testing.T, tb *Table, db ovsdb.DatabaseSchema) {
+	t.Helper()
+	if tb.Parent == "" || tb.Column == "" || tb.In == nil {
+		t.Errorf("%s: a child table without a parent column (Parent %q, Column %q, In set %v): a split Apply would separate it from its parent",
+			tb.Name, tb.Parent, tb.Column, tb.In != nil)
+		return
+	}
+	parent := Lookup(tb.Parent)
+	if parent == nil || parent.Kind != Parent {
+		t.Errorf("%s: parent %s is not a registered Parent table", tb.Name, tb.Parent)
+		return
+	}
+	if got := ChildColumns()[tb.Parent][tb.Column]; got != tb.Name {
+		t.Errorf("%s: ChildColumns()[%s][%s] = %q", tb.Name, tb.Parent, tb.Column, got)
+	}
+	col := db.Tables[tb.Parent].Column(tb.Column)
+	if col == nil || col.TypeObj == nil || col.TypeObj.Key == nil {
+		t.Errorf("%s: %s has no column %q", tb.Name, tb.Parent, tb.Column)
+		return
+	}
+	if ref, _ := col.TypeObj.Key.RefTable(); ref != tb.Name {
+		t.Errorf("%s: %s.%s refers to %q", tb.Name, tb.Parent, tb.Column, ref)
+	}
+	if tb.Group == nil || tb.GroupInsert == nil {
+		t.Errorf("%s: no grouping (Group, GroupInsert): a split Apply would not keep its rows together", tb.Name)
+	}
+	// In returns the parent model's field of that column.
+	m := newModel(t, tb.Parent)
+	got := reflect.ValueOf(tb.In(m)).Pointer()
+	v := reflect.ValueOf(m).Elem()
+	for i := range v.NumField() {
+		if v.Type().Field(i).Tag.Get("ovsdb") == tb.Column && v.Field(i).Addr().Pointer() != got {
+			t.Errorf("%s: In does not return %s's %s field", tb.Name, tb.Parent, tb.Column)
+		}
+	}
+}
+
+func newModel(t *testing.T, table string) model.Model {
+	t.Helper()
+	m, err := nbdb.FullDatabaseModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ, ok := m.Types()[table]
+	if !ok {
+		t.Fatalf("no model of %s", table)
+	}
+	return reflect.New(typ.Elem()).Interface().(model.Model)
+}
+
+// Every model the desired rows (package rows) hold has its table's file:
+// a table added to Desired without one fails here.
+func TestTheDesiredRowsTablesAreRegistered(t *testing.T) {
+	m, err := nbdb.FullDatabaseModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := map[reflect.Type]string{}
+	for name, typ := range m.Types() {
+		tables[typ.Elem()] = name
+	}
+	seen := map[reflect.Type]bool{}
+	var walk func(reflect.Type)
+	walk = func(typ reflect.Type) {
+		switch typ.Kind() {
+		case reflect.Slice, reflect.Pointer:
+			walk(typ.Elem())
+			return
+		case reflect.Struct:
+		default:
+			return
+		}
+		if seen[typ] {
+			return
+		}
+		seen[typ] = true
+		if name, ok := tables[typ]; ok {
+			if Lookup(name) == nil {
+				t.Errorf("the desired rows hold %s rows, but %s has no file in package schema", name, name)
+			}
+			return
+		}
+		for i := range typ.NumField() {
+			walk(typ.Field(i).Type)
+		}
+	}
+	walk(reflect.TypeFor[rows.Desired]())
+	if len(seen) < 10 {
+		t.Fatalf("walked only %d types of rows.Desired", len(seen))
+	}
+}

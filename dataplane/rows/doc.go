@@ -1,0 +1,10 @@
+// Package rows is the dataplane's vocabulary: the desired Northbound rows of
+// one topology piece (Desired, Router, Switch), the owner that marks them
+// (Owner) and the external-ID keys udnkit writes. The topology builders fill
+// these types; the dataplane client applies them.
+//
+// Invariants: a row is the piece's exactly when Owner.Owns says so, and
+// every row a piece writes carries Owner.IDs; nothing else in the dataplane
+// decides ownership. The package holds plain data and imports only the
+// generated models (nbdb).
+package rows
