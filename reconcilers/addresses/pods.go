@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -70,21 +71,35 @@ type netState struct {
 }
 
 // Reconciler allocates pods' addresses on Primary Layer2 networks.
+//
+// Every pod reconcile is serialised, API calls included. The controller runs
+// one worker, and Reconcile holds mu from start to end: across the cache
+// reads, the IPAMClaim status write and the pod annotation patch. What a
+// reconcile reads from this state therefore still holds when it writes the
+// pod: the pod's netState, the claim's holders, the pool's allocation. A
+// finer lock (per network, per owner) would have to keep these consistent
+// across calls that release it, and each of them is a leak or a conflict
+// when it is not:
+//   - the pods of one VM share an owner: forgetting one pod releases the
+//     owner's addresses only while no other pod holds them, so the holder
+//     count and the pool must change together;
+//   - network rebuilds a network's state from a list of its pods and claims
+//     and replaces the state when the network's spec changes, while pods of
+//     that network may be half-way through a reconcile;
+//   - a pod's record may name another network than the one it is
+//     reconciled for, so a reconcile can touch two networks' states;
+//   - an IPAMClaim is checked against every pod of the network that holds
+//     its owner (claimInUse).
+//
+// The cost: pods get their addresses one at a time, at about one API write
+// each (two with an IPAMClaim); a burst of pods waits in the queue.
 type Reconciler struct {
 	client   client.Client
 	recorder events.EventRecorder
 	cfg      ovnk.ClusterConfig
 
 	// mu guards networks, pods, holders and seq, and every netState's pool,
-	// tunnels and vmOrigin. Reconcile holds it from start to end, its API
-	// calls included: the cache reads, the IPAMClaim status write and the
-	// pod annotation patch. So pod reconciles run one at a time, and what a
-	// reconcile read from this state (the pod's netState, the claim's
-	// holders, the pool's allocation) still holds when it writes the pod;
-	// released across the calls, each step would have to check that again.
-	// The controller runs one worker (MaxConcurrentReconciles is left at
-	// controller-runtime's default, 1), so mu takes no concurrency away
-	// today; more workers would wait on it.
+	// tunnels and vmOrigin; Reconcile holds it throughout (see above).
 	mu       sync.Mutex
 	networks map[string]*netState
 	pods     map[types.NamespacedName]podRecord
@@ -142,6 +157,8 @@ func (r *Reconciler) setup(mgr ctrl.Manager) error {
 		Watches(&udnv1.ClusterUserDefinedNetwork{}, handler.EnqueueRequestsFromMapFunc(r.podsOfCUDN)).
 		// A namespace's labels decide which CUDN selects it.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.podsOfNamespace)).
+		// One worker: Reconcile holds mu throughout (see Reconciler).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Complete(r)
 }
 
