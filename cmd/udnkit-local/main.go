@@ -16,8 +16,11 @@
 // chassis each ovn-controller registered, the encap IP); a dataplane manager
 // runs per zone. It applies examples/udn-layer2-primary.yaml, makes two pods
 // on different nodes network namespaces configured from udnkit's
-// k8s.ovn.org/pod-networks, pings one from the other and prints the
-// command (.udnkit/bin/udnkit-ping) and what it printed.
+// k8s.ovn.org/pod-networks, writes OVN-Kubernetes' share (the pods' ports,
+// the gateway routers' external side) with envtest/datapath's fixture, pings
+// one pod from the other and prints the command (.udnkit/bin/udnkit-ping)
+// and what it printed, with pings to the other family and to the external
+// host (203.0.113.1, out through the pod's own node).
 //
 // A run that did not stop (kill -9) is cleaned up by the next one: the
 // state directory is locked while a run holds it, every process a run starts

@@ -309,7 +309,8 @@ exec ip netns exec "$ns" "$R/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" --li
 	return b.String()
 }
 
-// pingCommands are the quickstart's pings: pod-a to pod-b in each family.
+// pingCommands are the quickstart's pings: pod-a to pod-b in each family,
+// then pod-a to the external host.
 func (d *demo) pingCommands() []string {
 	a, b := d.pods[0], d.pods[1]
 	var cmds []string
@@ -318,7 +319,27 @@ func (d *demo) pingCommands() []string {
 			cmds = append(cmds, fmt.Sprintf("udnkit-ping %s/%s -c3 %s", d.namespace, a.name, ip))
 		}
 	}
-	return cmds
+	return append(cmds, fmt.Sprintf("udnkit-ping %s/%s -c3 %s", d.namespace, a.name, datapath.ExternalIP))
+}
+
+// startEgress writes OVN-Kubernetes' gateway pieces for the network on
+// every node (datapath.WriteGateway) and the flows its shared gateway keeps
+// on breth0, and returns once pod-a reaches the external host through its
+// own node's gateway router.
+func (d *demo) startEgress(ctx context.Context, cluster *datapath.Cluster) error {
+	if err := cluster.WriteGateway(d.network); err != nil {
+		return err
+	}
+	for _, n := range cluster.Nodes {
+		if err := n.SteerGateway(ctx, d.network.LocalnetPort(n)); err != nil {
+			return err
+		}
+	}
+	a := d.pods[0]
+	if err := a.dp.Reach(datapath.ExternalIP, 30*time.Second); err != nil {
+		return fmt.Errorf("egress: %w\n%s", err, a.node.Logs(10))
+	}
+	return nil
 }
 
 // run runs a quickstart command with binDir first on PATH.
@@ -347,6 +368,9 @@ func readyZones(ctx context.Context, out io.Writer, env *envtest.Environment, cl
 	}
 	d, err := startPods(ctx, env.Client, cluster, demoNamespace, demoUDN, 200*time.Millisecond)
 	if err != nil {
+		return err
+	}
+	if err := d.startEgress(ctx, cluster); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(binDir, "udnkit-ping"), []byte(d.pingScript()), 0o755); err != nil {
@@ -383,8 +407,11 @@ In another terminal, from %s, as root (the pods are network namespaces):
 		root, kubeconfig, binDir, demoNamespace, demoNamespace)
 	for i, p := range pings {
 		comment := ""
-		if i == 0 {
+		switch {
+		case i == 0:
 			comment = fmt.Sprintf("   # %s on %s to %s on %s, over Geneve", d.pods[0].name, d.pods[0].node.Name, d.pods[1].name, d.pods[1].node.Name)
+		case i == len(pings)-1:
+			comment = fmt.Sprintf("   # to the external host, out through %s's gateway router (SNAT to %s)", d.pods[0].node.Name, d.pods[0].node.UnderlayIP)
 		}
 		fmt.Fprintf(&b, "  %s%s\n", p, comment)
 	}

@@ -158,8 +158,8 @@ func TestQuickstartZones(t *testing.T) {
 			}
 		}
 	}
-	if pings < 2 {
-		t.Errorf("udnkit-local printed %d ping commands, want IPv4 and IPv6", pings)
+	if pings < 3 {
+		t.Errorf("udnkit-local printed %d ping commands, want pod-b in IPv4 and IPv6 and the external host", pings)
 	}
 	// The rejecting path: an address no pod holds gets no reply, and a pod
 	// that does not exist is named.
