@@ -17,6 +17,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/rows"
 )
 
 // planner accumulates the operations of one transaction.
@@ -691,6 +692,9 @@ func planParent[T any, PT interface {
 }](p *planner, sp schema.Spec[T], kind string, d *desiredParent[T], ex PT) error {
 	exists := ex != nil
 	ref, err := p.reference(kind, sp.Key(&d.row), d.ref, d.shared, exists, exists && p.owner.Owns(*sp.IDs((*T)(ex)), ex))
+	if foreign := (*rows.ForeignRowError)(nil); errors.As(err, &foreign) {
+		foreign.RowNetwork = (*sp.IDs((*T)(ex)))[rows.ExternalIDNetwork]
+	}
 	if err != nil {
 		return err
 	}
@@ -782,8 +786,7 @@ func (p *planner) reference(kind, name string, ref, shared, exists, owned bool) 
 	case shared && exists && !owned:
 		return true, nil
 	case !ref && exists && !owned:
-		return false, fmt.Errorf("%s %q exists but is not owned by network %q (%s/%s): refusing to touch it",
-			kind, name, p.owner.Network, p.owner.Topology, p.owner.Piece)
+		return false, &rows.ForeignRowError{Kind: kind, Name: name, Owner: p.owner}
 	}
 	return ref, nil
 }

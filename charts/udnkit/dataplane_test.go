@@ -102,9 +102,12 @@ func TestRenderDataplaneDaemonSet(t *testing.T) {
 		}
 	}
 	slices.Sort(granted)
-	// UDNs and CUDNs are read to verify each NAD's owner (ovnk/nadtrust).
-	want := []string{"clusteruserdefinednetworks:get,list,watch", "events:create,patch", "network-attachment-definitions:get,list,watch",
-		"nodes:get,list,patch,watch", "pods:get,list,watch", "subjectaccessreviews:create", "tokenreviews:create", "userdefinednetworks:get,list,watch"}
+	// UDNs and CUDNs are read to verify each NAD's owner (ovnk/nadtrust);
+	// their status takes the DataplaneProgrammed condition when
+	// OVN-Kubernetes programs the network.
+	want := []string{"clusteruserdefinednetworks/status:patch", "clusteruserdefinednetworks:get,list,watch", "events:create,patch",
+		"network-attachment-definitions:get,list,watch", "nodes:get,list,patch,watch", "pods:get,list,watch", "subjectaccessreviews:create",
+		"tokenreviews:create", "userdefinednetworks/status:patch", "userdefinednetworks:get,list,watch"}
 	if !slices.Equal(granted, want) {
 		t.Errorf("dataplane rules = %v, want %v", granted, want)
 	}

@@ -40,6 +40,9 @@ type Layer2Reconciler struct {
 	// Local says whether a node belongs to this OVN zone; nil means every node
 	// does (one zone, as `make run` has).
 	Local func(*corev1.Node) bool
+	// UpstreamRecheck is how often a network OVN-Kubernetes programs in this
+	// zone is looked at again (0: DefaultUpstreamRecheck).
+	UpstreamRecheck time.Duration
 	// DrainPoll is how often a network waiting for a local node to drain is
 	// retried (pods are not watched); 0 means 30 s.
 	DrainPoll time.Duration
@@ -50,6 +53,9 @@ type Layer2Reconciler struct {
 	// Recorder, when set, raises a Warning Event on each object left out
 	// (see skip).
 	Recorder recorder.EventRecorder
+	// Zone names this dataplane's OVN zone in what it reports ("": the
+	// single zone).
+	Zone string
 	// AdoptLegacy is --adopt-legacy-layer2 (dataplane.Layer2Network).
 	AdoptLegacy bool
 	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
@@ -74,6 +80,7 @@ type Layer2Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=k8s.ovn.org,resources=userdefinednetworks;clusteruserdefinednetworks,verbs=get;list;watch
+// +kubebuilder:rbac:groups=k8s.ovn.org,resources=userdefinednetworks/status;clusteruserdefinednetworks/status,verbs=patch
 
 // SetupWithManager registers the reconciler.
 func (r *Layer2Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -129,8 +136,17 @@ func (r *Layer2Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 			unlock := r.networks.Lock(net.Name)
 			waiting, err := r.apply(ctx, net)
 			unlock()
-			if err != nil {
+			up := upstreamRows{client: r.Client, zone: r.Zone, recheck: orDefault(r.UpstreamRecheck, DefaultUpstreamRecheck)}
+			res, upstream, err := up.handle(ctx, r.skip, src, owner, err)
+			switch {
+			case err != nil:
 				return reconcile.Result{}, err
+			case upstream:
+				result = res
+			default:
+				if err := up.programmed(ctx, owner); err != nil {
+					return reconcile.Result{}, err
+				}
 			}
 			if waiting {
 				// Pods are not watched: look again for the node to drain.
@@ -243,6 +259,11 @@ func (r *Layer2Reconciler) apply(ctx context.Context, net dataplane.Layer2Networ
 	}
 	_, err = r.OVN.Apply(ctx, d)
 	return waiting, err
+}
+
+// skip is skip with the reconciler's recorder.
+func (r *Layer2Reconciler) skip(ctx context.Context, obj client.Object, kind, reason string, err error) {
+	skip(ctx, r.Recorder, obj, kind, reason, err)
 }
 
 // announce marks a node as running the transit-router topology.

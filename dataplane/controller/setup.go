@@ -28,6 +28,8 @@ type Options struct {
 	// Local says whether a node belongs to this OVN zone; nil means every node
 	// does (one zone, as `make run` has).
 	Local func(*corev1.Node) bool
+	// Zone is --zone, named in what the dataplane reports ("": the single zone).
+	Zone string
 	// Cluster are the cluster facts (--service-cidrs, --masquerade-subnets,
 	// --mtu...): the Layer2 topology routes the API service IP to the
 	// management port and SNATs management-port traffic to the network's
@@ -100,7 +102,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	guard := &nadtrust.Guard{Reader: c, Live: mgr.GetAPIReader(), Recorder: rec, Consumer: DataplaneConsumer}
 	rs := &Reconcilers{
 		OVN: ovn,
-		Layer2: &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local, Cluster: o.Cluster, Recorder: rec,
+		Layer2: &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local, Zone: o.Zone, Cluster: o.Cluster, Recorder: rec,
 			AdoptLegacy: o.AdoptLegacyLayer2, Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard},
 		Layer3: &Layer3Reconciler{Client: c, OVN: ovn, Form: o.Layer3PolicyForm, Workers: o.Workers, FIFOQueue: o.FIFOQueue,
 			Guard: guard},

@@ -38,6 +38,16 @@ const (
 	// traffic; the condition type is upstream OVN-Kubernetes'.
 	ConditionUplinksReady = "UplinksReady"
 
+	// ConditionDataplaneProgrammed is present only while udnkit's dataplane
+	// leaves the network's OVN rows alone: False with reason
+	// OwnedByOVNKubernetes when OVN-Kubernetes programs the same network in a
+	// zone (its rows for the network exist without udnkit's mark). The
+	// dataplane removes it once it programs the network.
+	ConditionDataplaneProgrammed = "DataplaneProgrammed"
+	// ReasonOwnedByOVNKubernetes: OVN-Kubernetes writes this network's OVN
+	// rows; the message names the zone and the row.
+	ReasonOwnedByOVNKubernetes = "OwnedByOVNKubernetes"
+
 	// ReasonFeatureNotImplemented: the spec sets fields that udnkit admits,
 	// so that upstream manifests apply unchanged, but does not implement.
 	// The condition is False and its message lists the fields.
@@ -397,6 +407,10 @@ type NetworkStatus struct {
 	// spec.network.transport is set) and UplinksReady (only when spec.uplinks
 	// is set): False with reason FeatureNotImplemented, naming the fields
 	// udnkit admits but does not implement.
+	//
+	// DataplaneProgrammed: present only while udnkit's dataplane leaves the
+	// network to OVN-Kubernetes, which programs it in a zone: False with
+	// reason OwnedByOVNKubernetes, the message naming the zone and the row.
 	//
 	// +listType=map
 	// +listMapKey=type

@@ -132,7 +132,7 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 				}
 				rs, err := dataplanecontroller.Setup(ctx, mgr, dataplanecontroller.Options{
 					NBAddress: ovnNB, SBAddress: ovnSB, TLS: ovnTLS, ConnectTimeout: ovnConnectTimeout, Cluster: *cluster, Layer3PolicyForm: form, AdoptLegacyLayer2: adoptLegacy,
-					Local: dataplanecontroller.InZone(zone), Workers: workers})
+					Local: dataplanecontroller.InZone(zone), Zone: zone, Workers: workers})
 				if err != nil {
 					return err
 				}
