@@ -204,6 +204,9 @@ type pod struct {
 	tunnelID  int
 	datapath  *datapath.Pod
 	annotated map[string]string
+	// encapIP is the pod-networks encap_ip: the node's VTEP its interface
+	// is behind ("" on a single-VTEP node).
+	encapIP string
 }
 
 func (p *pod) port() string { return ovnk.PodPortName(p.net.key(), p.net.namespace, p.name) }
@@ -219,7 +222,7 @@ func (p *pod) annotation(t *testing.T) map[string]string {
 		gws = append(gws, p.net.gateway(s.Addr().Is6()))
 	}
 	joins := []netip.Prefix{netip.MustParsePrefix("100.65.0.0/16"), netip.MustParsePrefix("fd99::/64")}
-	pn, err := ovnk.Layer2PrimaryPodNetwork(ips, ovnk.MACFromIP(ips[0].Addr()), gws, cfg.ServiceCIDRs, joins, p.tunnelID, "")
+	pn, err := ovnk.Layer2PrimaryPodNetwork(ips, ovnk.MACFromIP(ips[0].Addr()), gws, cfg.ServiceCIDRs, joins, p.tunnelID, p.encapIP)
 	if err != nil {
 		t.Fatal(err)
 	}

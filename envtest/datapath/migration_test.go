@@ -40,6 +40,20 @@ func vmPodObject(t *testing.T, p *pod, vm, owner string, created time.Time, runn
 	}
 }
 
+// startOwnPods starts the pods (startPods) and removes them when the test
+// ends, so the test can run again on the same cluster (-count).
+func startOwnPods(t *testing.T, c *datapath.Cluster, pods ...*pod) {
+	t.Helper()
+	for _, p := range pods {
+		startPods(t, c, p)
+		t.Cleanup(func() {
+			if err := c.RemovePod(p.datapath); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
 // nadRequest is the reconcile request of a network's NAD.
 func nadRequest(net *network) reconcile.Request {
 	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: net.nad.Namespace, Name: net.nad.Name}}
@@ -97,11 +111,19 @@ func TestKubeVirtLiveMigration(t *testing.T) {
 	dst := &pod{net: kv, name: "virt-launcher-vm1-dst", node: y, index: 10, tunnelID: 21}
 	client := &pod{net: kv, name: "client", node: z, index: 5, tunnelID: 10}
 	ovnkPodPorts(t, c, src, client)
-	startPods(t, c, client)
+	startOwnPods(t, c, client)
 	srcLauncher, err := c.AddLauncher(ctx, x, kv.namespace, src.name, src.port(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Afterwards the VM and both its pods are gone, as after the VM's
+	// deletion, so the test can run again.
+	t.Cleanup(func() {
+		for _, zone := range c.Nodes {
+			_, _ = zone.Nbctl("--if-exists", "lsp-del", src.port(), "--", "--if-exists", "lsp-del", dst.port())
+		}
+		_ = srcLauncher.Remove()
+	})
 	if err := srcLauncher.WaitInstalled(ctx); err != nil {
 		t.Fatalf("%v\n%s", err, x.Logs(20))
 	}
@@ -109,6 +131,7 @@ func TestKubeVirtLiveMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = vm.Remove() })
 	stopServer, err := vm.ServeTCP(tcpPort)
 	if err != nil {
 		t.Fatal(err)
@@ -165,6 +188,7 @@ func TestKubeVirtLiveMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = dstLauncher.Remove() })
 	if err := dstLauncher.WaitInstalled(ctx); err != nil {
 		t.Fatalf("%v\n%s", err, y.Logs(20))
 	}

@@ -73,7 +73,13 @@ func (c *Cluster) AddPod(ctx context.Context, node *Node, spec PodSpec) (*Pod, e
 		return nil, err
 	}
 	c.pods = append(c.pods, p)
-	if err := node.addPortInto(ctx, p.Iface, spec.Port, p.Netns); err != nil {
+	var ids []string
+	if addrs.EncapIP.IsValid() {
+		// OKEP-5535: the VTEP the pod's interface is behind, for
+		// ovn-controller to bind the port to that Encap.
+		ids = append(ids, "external_ids:encap-ip="+addrs.EncapIP.String())
+	}
+	if err := node.addPortInto(ctx, p.Iface, spec.Port, p.Netns, ids...); err != nil {
 		return nil, err
 	}
 	for _, args := range configure(p.Netns, p.Iface, addrs, pn.Routes, spec.MTU) {
@@ -115,11 +121,12 @@ func (spec PodSpec) parse() (*ovnk.PodNetwork, ovnk.PodAddresses, error) {
 }
 
 // addPortInto adds an internal port iface to the node's br-int bound to
-// logical switch port port (external_ids:iface-id) and moves it into
-// network namespace netns ("": it stays in the node's).
-func (n *Node) addPortInto(ctx context.Context, iface, port, netns string) error {
-	if _, err := n.Vsctl("add-port", "br-int", iface, "--", "set", "Interface", iface, "type=internal",
-		"external_ids:iface-id="+port); err != nil {
+// logical switch port port (external_ids:iface-id, and the further column
+// settings ids) and moves it into network namespace netns ("": it stays in
+// the node's).
+func (n *Node) addPortInto(ctx context.Context, iface, port, netns string, ids ...string) error {
+	if _, err := n.Vsctl(append([]string{"add-port", "br-int", iface, "--", "set", "Interface", iface, "type=internal",
+		"external_ids:iface-id=" + port}, ids...)...); err != nil {
 		return err
 	}
 	if err := waitFor(ctx, 10*time.Second, "interface "+iface, nil, func() error {

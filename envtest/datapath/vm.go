@@ -138,6 +138,9 @@ func (vm *VM) plug(l *Launcher) error {
 	return nil
 }
 
+// Remove stops the VM: its namespace goes, with its tap.
+func (vm *VM) Remove() error { return ip("netns", "del", vm.Netns) }
+
 // Launcher is the virt-launcher pod the VM runs in.
 func (vm *VM) Launcher() *Launcher { return vm.launcher }
 
