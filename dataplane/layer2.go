@@ -49,9 +49,12 @@ type Layer2Network struct {
 	// SwitchTunnelKey and TransitRouterTunnelKey come from the network's tunnel keys.
 	SwitchTunnelKey        int
 	TransitRouterTunnelKey int
-	// MTU sets gateway_mtu on the trtos- and the gateway routers' rtotr-
-	// ports and the router advertisements' mtu (0: unset).
+	// MTU is the network's MTU: the router advertisements' mtu (0: unset).
 	MTU int
+	// GatewayMTU is the cluster's MTU (--mtu): options:gateway_mtu on the
+	// trtos- port and the gateway routers' rtotr- ports, as upstream's
+	// syncNodeClusterRouterPort and createGWRouterPort set it (0: unset).
+	GatewayMTU int
 	// MasqueradeIPs are the management-port SNAT external IPs, one per family (optional).
 	MasqueradeIPs []netip.Addr
 	// ServiceIPs (the API and DNS service IPs) are routed to the management
@@ -84,6 +87,9 @@ type Layer2Node struct {
 	TransitPeerSubnets []netip.Prefix
 	// NodeIPs get a priority-1004 reroute to the management port on local nodes.
 	NodeIPs []netip.Addr
+	// NoGatewayMTU: the node's k8s.ovn.org/gateway-mtu-support is "false",
+	// so its ports get no gateway_mtu.
+	NoGatewayMTU bool
 	// LegacyTunnelKey is the tunnel key of the node's old stor-GR switch port,
 	// kept while some nodes still run the old topology.
 	LegacyTunnelKey int
@@ -146,8 +152,9 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 	}
 
 	tr := Router{Row: nbdb.LogicalRouter{
-		Name:    names.TransitRouter(),
-		Options: map[string]string{"requested-tnl-key": strconv.Itoa(net.TransitRouterTunnelKey)},
+		Name:        names.TransitRouter(),
+		Options:     map[string]string{"requested-tnl-key": strconv.Itoa(net.TransitRouterTunnelKey)},
+		ExternalIDs: map[string]string{ExternalIDClusterRouter: "yes"},
 	}}
 	sw := Switch{Row: nbdb.LogicalSwitch{
 		Name:        names.Switch(),
@@ -160,8 +167,8 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 		Options:       map[string]string{"requested-tnl-key": strconv.Itoa(ovnk.TransitRouterToSwitchTunnelKey)},
 		Ipv6RaConfigs: net.raConfigs(),
 	}
-	if net.MTU > 0 {
-		rtos.Options["gateway_mtu"] = strconv.Itoa(net.MTU)
+	if net.GatewayMTU > 0 && localsSupportGatewayMTU(all, locals) {
+		rtos.Options["gateway_mtu"] = strconv.Itoa(net.GatewayMTU)
 	}
 	tr.Ports = append(tr.Ports, rtos)
 	sw.Ports = append(sw.Ports, nbdb.LogicalSwitchPort{
@@ -273,6 +280,21 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 	return desired, nil
 }
 
+// ExternalIDClusterRouter marks the transit router as upstream's
+// topologyfactory marks every cluster router it creates.
+const ExternalIDClusterRouter = "k8s-cluster-router"
+
+// localsSupportGatewayMTU says whether the zone's local nodes all take
+// gateway_mtu: upstream sets the trtos- port's from its (one) local node.
+func localsSupportGatewayMTU(all []l2node, locals []int) bool {
+	for _, i := range locals {
+		if all[i].NoGatewayMTU {
+			return false
+		}
+	}
+	return len(locals) > 0
+}
+
 // gatewayRouter is a local node's GR with its rtotr- port and its route back
 // to the network through the transit router.
 func (net Layer2Network) gatewayRouter(n l2node) Router {
@@ -281,8 +303,8 @@ func (net Layer2Network) gatewayRouter(n l2node) Router {
 		Name: n.rtotr, MAC: ovnk.MACFromIP(n.joinIPs[0].Addr()).String(), Networks: prefixStrings(networks),
 		Peer: ptr(n.trtor),
 	}
-	if net.MTU > 0 {
-		port.Options = map[string]string{"gateway_mtu": strconv.Itoa(net.MTU)}
+	if net.GatewayMTU > 0 && !n.NoGatewayMTU {
+		port.Options = map[string]string{"gateway_mtu": strconv.Itoa(net.GatewayMTU)}
 	}
 	// OVN-Kubernetes' gateway controller owns the GR (with its rtoe- port,
 	// external switch and default routes): an existing one is referenced and

@@ -27,6 +27,7 @@ func exampleV4() (Layer2Network, []Layer2Node) {
 		SwitchTunnelKey:        16711685,
 		TransitRouterTunnelKey: 16715780,
 		MTU:                    1400,
+		GatewayMTU:             1400,
 		MasqueradeIPs:          []netip.Addr{addr("169.254.0.12")},
 	}
 	return net, threeNodes()

@@ -31,7 +31,8 @@ func parityPlan(t *testing.T, upgrade bool) *Desired {
 		JoinSubnets:            []netip.Prefix{pfx("100.65.0.0/16"), pfx("fd99::/64")},
 		SwitchTunnelKey:        16711685,
 		TransitRouterTunnelKey: 16715780,
-		MTU:                    1400,
+		MTU:                    1300, // the UDN's own mtu
+		GatewayMTU:             1400, // the cluster's --mtu
 		MasqueradeIPs:          []netip.Addr{addr("169.254.0.12"), addr("fd69::c")},
 	}
 	nodes := []Layer2Node{
@@ -58,6 +59,8 @@ const (
 var layer2Parity = []parity{
 	{"Logical_Router", pTR, "options", "requested-tnl-key=16715780",
 		"topology/topologyfactory.go: NewTransitRouter (the network's transit router tunnel key)"},
+	{"Logical_Router", pTR, "external_ids:k8s-cluster-router", "yes",
+		"topology/topologyfactory.go: newClusterRouter"},
 	{"Logical_Router_Port", pRTOS, "options", "gateway_mtu=1400,requested-tnl-key=1",
 		"base_network_controller.go: syncNodeClusterRouterPort (gateway_mtu: the cluster MTU; transit_router.go: transitRouterToSwitchTunnelKey)"},
 	{"Logical_Router_Port", "rtotr-" + pGR1, "options", "gateway_mtu=1400",
@@ -67,8 +70,8 @@ var layer2Parity = []parity{
 	{"Logical_Router_Port", pRTOS, "networks", "10.100.0.1/16,fd00:100::1/64",
 		"base_network_controller.go: syncNodeClusterRouterPort (GetNodeGatewayIP per subnet)"},
 	{"Logical_Router_Port", pRTOS, "ipv6_ra_configs",
-		"address_mode=dhcpv6_stateful,max_interval=900,min_interval=300,mtu=1400,router_preference=LOW,send_periodic=true",
-		"base_network_controller.go: syncNodeClusterRouterPort (primary Layer2 with IPv6)"},
+		"address_mode=dhcpv6_stateful,max_interval=900,min_interval=300,mtu=1300,router_preference=LOW,send_periodic=true",
+		"base_network_controller.go: syncNodeClusterRouterPort (primary Layer2 with IPv6; mtu: the network's bnc.MTU())"},
 	{"Logical_Router_Port", "trtor-" + pGR1, "options", "requested-tnl-key=12",
 		"gateway.go: createGWRouterPeerRouterPort; transit_router.go: getTransitRouterPortTunnelKey (10 + node ID)"},
 	{"Logical_Router_Port", "trtor-" + pGR1, "peer", "rtotr-" + pGR1,
@@ -218,4 +221,29 @@ func cell(d *Desired, table, row, column string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no column %s", col)
+}
+
+// A node whose ovnkube-node turned gateway_mtu off
+// (k8s.ovn.org/gateway-mtu-support: "false") gets none on its ports, as
+// upstream's ParseNodeGatewayMTUSupport gates both syncNodeClusterRouterPort
+// (trtos-, from the zone's local node) and createGWRouterPort (rtotr-).
+func TestGatewayMTUFollowsTheLocalNode(t *testing.T) {
+	d := parityPlan(t, false)
+	if got, _ := cell(d, "Logical_Router_Port", pRTOS, "options:gateway_mtu"); got != "1400" {
+		t.Fatalf("trtos- gateway_mtu = %q with gateway MTU support, want the cluster MTU 1400", got)
+	}
+	net := Layer2Network{
+		Name: "tenant_blue", Subnets: []netip.Prefix{pfx("10.100.0.0/16")}, JoinSubnets: []netip.Prefix{pfx("100.65.0.0/16")},
+		SwitchTunnelKey: 16711685, TransitRouterTunnelKey: 16715780, MTU: 1300, GatewayMTU: 1400,
+	}
+	nodes := []Layer2Node{
+		{Name: "node1", ID: 2, Chassis: chassisOf("node1"), Local: true, TopologyVersion: "2.0", NoGatewayMTU: true},
+		{Name: "node2", ID: 3, Chassis: chassisOf("node2"), TopologyVersion: "2.0"},
+	}
+	d = mustLayer2(t, net, nodes)
+	for _, port := range []string{pRTOS, "rtotr-" + pGR1} {
+		if _, err := cell(d, "Logical_Router_Port", port, "options:gateway_mtu"); err == nil || !strings.Contains(err.Error(), "no key") {
+			t.Errorf("%s has gateway_mtu although node1 turned it off (err = %v)", port, err)
+		}
+	}
 }

@@ -36,6 +36,10 @@ const (
 	// AnnotationLayer2TopologyVersion is "2.0" on nodes that run the Layer2
 	// transit-router topology (OKEP-5094).
 	AnnotationLayer2TopologyVersion = "k8s.ovn.org/layer2-topology-version"
+	// AnnotationGatewayMTUSupport is "false" on nodes whose ovnkube-node
+	// turned gateway_mtu off (upstream util.OvnNodeGatewayMtuSupport); any
+	// other value, or none, means supported.
+	AnnotationGatewayMTUSupport = "k8s.ovn.org/gateway-mtu-support"
 
 	// DefaultNetworkNamespace and DefaultNetworkName name the default NAD stub
 	// a default-network NetworkSelectionElement must reference (OKEP-5233).

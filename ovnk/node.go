@@ -215,3 +215,10 @@ func EncodeNodeTunnelIDs(ids []int) string {
 	b, _ := json.Marshal(ids)
 	return string(b)
 }
+
+// GatewayMTUSupported says whether a node's router ports get
+// options:gateway_mtu, as upstream's ParseNodeGatewayMTUSupport reads
+// k8s.ovn.org/gateway-mtu-support: anything but "false" is yes.
+func GatewayMTUSupported(node *corev1.Node) bool {
+	return node.Annotations[AnnotationGatewayMTUSupport] != "false"
+}

@@ -197,6 +197,7 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			nad.Annotations = map[string]string{ovnk.AnnotationTunnelKeys: string(keys)}
 			net, _, err := dataplanecontroller.Layer2NetworkFromNAD(nad)
 			if err == nil {
+				net.GatewayMTU = int(cfg.MTU)
 				desired, err = dataplane.Layer2Topology(net, l2Nodes)
 			}
 			if err != nil {

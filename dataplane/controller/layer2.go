@@ -165,6 +165,7 @@ func (r *Layer2Reconciler) clusterFacts(nad *nadv1.NetworkAttachmentDefinition, 
 	if err != nil {
 		return fmt.Errorf("NAD %s/%s: %w", nad.Namespace, nad.Name, err)
 	}
+	net.GatewayMTU = int(r.Cluster.MTU)
 	for _, s := range net.Subnets {
 		v6 := s.Addr().Is6()
 		if svc, ok := ovnk.FamilyOf(r.Cluster.ServiceCIDRs, v6); ok {
@@ -416,6 +417,7 @@ func Layer2NodeFromNode(node *corev1.Node) (dataplane.Layer2Node, bool, error) {
 	return dataplane.Layer2Node{
 		Name: node.Name, ID: id, NodeIPs: ips, Chassis: chassis,
 		TopologyVersion: node.Annotations[ovnk.AnnotationLayer2TopologyVersion],
+		NoGatewayMTU:    !ovnk.GatewayMTUSupported(node),
 		// The old topology's per-node switch port tunnel key; only read while
 		// remote nodes still run the old topology.
 		LegacyTunnelKey: id,

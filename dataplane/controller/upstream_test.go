@@ -86,3 +86,19 @@ func TestLayer2LeavesANetworkOVNKubernetesPrograms(t *testing.T) {
 	})
 	s.eventually("the condition is gone", func() bool { return condition() == nil })
 }
+
+// A node's k8s.ovn.org/gateway-mtu-support reaches the topology as
+// upstream's ParseNodeGatewayMTUSupport reads it: only "false" turns
+// gateway_mtu off (pkg/util/node_annotations.go).
+func TestLayer2NodeReadsGatewayMTUSupport(t *testing.T) {
+	for value, off := range map[string]bool{"": false, "true": false, "false": true, "no": false} {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{ovnk.AnnotationNodeID: "2"}}}
+		if value != "" {
+			node.Annotations[ovnk.AnnotationGatewayMTUSupport] = value
+		}
+		n, ok, err := Layer2NodeFromNode(node)
+		if err != nil || !ok || n.NoGatewayMTU != off {
+			t.Errorf("gateway-mtu-support %q: NoGatewayMTU = %v (ok %v, err %v), want %v", value, n.NoGatewayMTU, ok, err, off)
+		}
+	}
+}
