@@ -12,6 +12,8 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
+	"github.com/udnkit/udnkit/dataplane/internal/index"
+	"github.com/udnkit/udnkit/dataplane/internal/txn"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -30,7 +32,7 @@ type Result struct {
 // removes the piece's rows that are no longer desired, in one transaction,
 // or, when the plan has more than Client.MaxTransactionOps operations, in a
 // sequence of bounded transactions that each leave a consistent topology (see
-// split), so that a large network never holds up another's Apply for long.
+// package txn), so that a large network never holds up another's Apply for long.
 // Everything is validated and planned (ownership refusals included) before
 // the first transaction; when a later transaction fails, Apply returns the
 // error and the next Apply completes the topology. Rows without the piece's
@@ -74,7 +76,7 @@ func (c *Client) ApplyUnless(ctx context.Context, d *Desired, unless func(contex
 	if len(p.ops) == 0 {
 		return Result{}, nil
 	}
-	chunks := split(p.ops, c.maxOps(), c.cachedRow)
+	chunks := txn.Split(p.ops, c.maxOps(), c.cachedRow)
 	step("split")
 	if len(chunks) > 1 {
 		done()
@@ -87,7 +89,7 @@ func (c *Client) ApplyUnless(ctx context.Context, d *Desired, unless func(contex
 	// way finish first (briefly: see yieldAtMost), so they do not share the
 	// database, the update stream and the CPU with this one.
 	real := map[string]string{} // named UUIDs of earlier chunks' inserts
-	var inserted []rowRef
+	var inserted []index.RowRef
 	// The owned rows the transactions update or delete: their events are
 	// this Apply's own, not another client's edits (resync.go).
 	var own *ownEdit
@@ -100,7 +102,7 @@ func (c *Client) ApplyUnless(ctx context.Context, d *Desired, unless func(contex
 		if k == 0 && c.beforeTransact != nil {
 			c.beforeTransact(d.Owner)
 		}
-		ops := ch.resolve(real)
+		ops := ch.Resolve(real)
 		// libovsdb sends a transaction even when ctx is done (and then may
 		// or may not return its result): a cancelled Apply sends no more.
 		var results []ovsdb.OperationResult
@@ -131,7 +133,7 @@ func (c *Client) ApplyUnless(ctx context.Context, d *Desired, unless func(contex
 		}
 		for i, op := range ops {
 			if op.Op == ovsdb.OperationInsert && i < len(results) {
-				inserted = append(inserted, rowRef{op.Table, results[i].UUID.GoUUID})
+				inserted = append(inserted, index.RowRef{Table: op.Table, UUID: results[i].UUID.GoUUID})
 				if op.UUIDName != "" {
 					real[op.UUIDName] = results[i].UUID.GoUUID
 				}
@@ -139,9 +141,7 @@ func (c *Client) ApplyUnless(ctx context.Context, d *Desired, unless func(contex
 		}
 		// The cache does not show which parent holds which child: the
 		// transaction says (links.go).
-		if links := committed(ops, results, real); len(links) > 0 {
-			c.index.enqueue(rowEvent{links: links})
-		}
+		c.index.Learn(txn.Committed(ops, results, real))
 		if c.afterTransaction != nil {
 			c.afterTransaction(d.Owner, k+1, len(chunks))
 		}
@@ -150,6 +150,10 @@ func (c *Client) ApplyUnless(ctx context.Context, d *Desired, unless func(contex
 	step("visible")
 	return Result{Operations: sent(chunks), Transactions: len(chunks)}, err
 }
+
+// DefaultMaxTransactionOps bounds one Northbound transaction of an Apply
+// (Client.MaxTransactionOps; package txn says how it was chosen).
+const DefaultMaxTransactionOps = txn.DefaultMaxTransactionOps
 
 // planWait bounds how long Plan waits for a connection.
 const planWait = 30 * time.Second
@@ -210,7 +214,7 @@ func (p *priority) yield(ctx context.Context, max time.Duration) {
 	}
 }
 
-func sent(chunks []chunk) int {
+func sent(chunks []txn.Chunk) int {
 	n := 0
 	for _, ch := range chunks {
 		n += len(ch)
@@ -234,22 +238,16 @@ func (c *Client) cachedRow(table, uuid string) model.Model {
 	}
 	m := t.Row(uuid)
 	if m != nil && childColumns[table] != nil {
-		defer c.index.read(c.NB)()
-		c.index.fill(table, m)
+		defer c.index.Read(c.NB)()
+		c.index.Fill(table, m)
 	}
 	return m
 }
 
 // children lists the children of a router or switch, as the index knows them.
 func (c *Client) children(parent string) []string {
-	defer c.index.read(c.NB)()
-	var out []string
-	for _, kids := range c.index.kids[parent] {
-		for k := range kids {
-			out = append(out, k)
-		}
-	}
-	return out
+	defer c.index.Read(c.NB)()
+	return c.index.ChildrenOf(parent)
 }
 
 // stepper returns a function that reports to c.observe, when set, the time
@@ -314,17 +312,15 @@ func waitConnected(ctx context.Context, c client.Client) error {
 // (the server sends one transaction's changes in one update). A transaction
 // of pure field updates has no such marker; then the index is polled until
 // planning yields nothing.
-func (c *Client) waitVisible(ctx context.Context, d *Desired, inserted, gone []rowRef) error {
+func (c *Client) waitVisible(ctx context.Context, d *Desired, inserted, gone []index.RowRef) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	// In the index (where plans find rows) and in the cache (what they read).
-	has := func(r rowRef) bool {
-		_, ok := c.index.rows[r.table][r.uuid]
-		return ok && c.index.row(c.NB.Cache().Table(r.table), r.table, r.uuid) != nil
+	has := func(r index.RowRef) bool {
+		return c.index.Has(r.Table, r.UUID) && c.index.Row(c.NB.Cache().Table(r.Table), r.Table, r.UUID) != nil
 	}
-	hasNot := func(r rowRef) bool {
-		_, ok := c.index.rows[r.table][r.uuid]
-		return !ok && c.index.row(c.NB.Cache().Table(r.table), r.table, r.uuid) == nil
+	hasNot := func(r index.RowRef) bool {
+		return !c.index.Has(r.Table, r.UUID) && c.index.Row(c.NB.Cache().Table(r.Table), r.Table, r.UUID) == nil
 	}
 	marked := len(inserted)+len(gone) > 0
 	// The rows seen are not looked at again (a large Apply's are many).
@@ -333,10 +329,10 @@ func (c *Client) waitVisible(ctx context.Context, d *Desired, inserted, gone []r
 		// The index changes with events, which libovsdb delivers after the
 		// cache has changed: wait for the next one, or poll (while the
 		// index waits for a reconnect to rebuild).
-		next := c.index.next()
+		next := c.index.Next()
 		var done bool
 		if marked {
-			unlock := c.index.read(c.NB)
+			unlock := c.index.Read(c.NB)
 			inserted = slices.DeleteFunc(inserted, has)
 			gone = slices.DeleteFunc(gone, hasNot)
 			unlock()
@@ -363,14 +359,14 @@ func (c *Client) waitVisible(ctx context.Context, d *Desired, inserted, gone []r
 // Networks lists the networks that have routers of a topology piece in the
 // Northbound database, e.g. to remove the topology of deleted networks.
 func (c *Client) Networks(topology, piece string) []string {
-	defer c.index.read(c.NB)()
-	return c.index.networks(topology, piece, nbdb.LogicalRouterTable)
+	defer c.index.Read(c.NB)()
+	return c.index.Networks(topology, piece, nbdb.LogicalRouterTable)
 }
 
 // PieceNetworks lists the networks that own any Northbound row of a topology
 // piece (routers, switches, their children or DHCP options), including
 // pieces that only add rows to routers or switches they do not own.
 func (c *Client) PieceNetworks(topology, piece string) []string {
-	defer c.index.read(c.NB)()
-	return c.index.networks(topology, piece, indexedTables...)
+	defer c.index.Read(c.NB)()
+	return c.index.Networks(topology, piece, indexedTables...)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
+	"github.com/udnkit/udnkit/dataplane/internal/index"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -203,8 +204,8 @@ func BenchmarkLayer2AddOneNodeTo1000(b *testing.B) {
 // (garbage-collected children included) once.
 func rowsWritten(p *planner) int {
 	n := 0
-	seen := map[rowRef]bool{}
-	count := func(r rowRef) {
+	seen := map[index.RowRef]bool{}
+	count := func(r index.RowRef) {
 		if !seen[r] {
 			seen[r] = true
 			n++
@@ -217,7 +218,7 @@ func rowsWritten(p *planner) int {
 		}
 		for _, c := range op.Where {
 			if u, ok := c.Value.(ovsdb.UUID); ok && c.Column == "_uuid" {
-				count(rowRef{op.Table, u.GoUUID})
+				count(index.RowRef{Table: op.Table, UUID: u.GoUUID})
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+	"github.com/udnkit/udnkit/dataplane/internal/txn"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 )
 
@@ -362,18 +363,18 @@ func TestSplitBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := weigh(p.ops, e.c.cachedRow)
-	if ch := split(p.ops, w, e.c.cachedRow); len(ch) != 1 || !slices.Equal(opKinds(ch[0]), opKinds(p.ops)) {
+	w := txn.Weigh(p.ops, e.c.cachedRow)
+	if ch := txn.Split(p.ops, w, e.c.cachedRow); len(ch) != 1 || !slices.Equal(opKinds(ch[0]), opKinds(p.ops)) {
 		t.Fatalf("a plan of weight %d split at %d: %d chunks", w, w, len(ch))
 	}
-	chunks := split(p.ops, w-1, e.c.cachedRow)
+	chunks := txn.Split(p.ops, w-1, e.c.cachedRow)
 	if len(chunks) < 2 {
 		t.Fatalf("a plan of weight %d is one chunk at bound %d", w, w-1)
 	}
 	n := 0
 	for i, ch := range chunks {
 		n += len(ch)
-		if cw := weigh(ch, e.c.cachedRow); cw > (w-1)*2/3 {
+		if cw := txn.Weigh(ch, e.c.cachedRow); cw > (w-1)*2/3 {
 			t.Errorf("chunk %d weighs %d, more than two thirds of %d", i, cw, w-1)
 		}
 	}

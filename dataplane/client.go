@@ -2,7 +2,7 @@
 // computes the desired Northbound rows of each topology piece from plain inputs
 // and applies the difference against the live database: in one transaction, or
 // for a large difference in a sequence of bounded transactions that each leave
-// a consistent topology (chunk.go). The client also notices when the database
+// a consistent topology (package txn). The client also notices when the database
 // loses or changes the rows it owns without an Apply of its own (a replaced
 // database, another client's edit) and asks its controllers to re-apply those
 // networks (resync.go).
@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/udnkit/udnkit/dataplane/internal/index"
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/sbdb"
@@ -118,7 +119,7 @@ type Client struct {
 	// between Applies (planner.go).
 	memos keyMemos
 	// index holds the Northbound rows plans read (index.go).
-	index *rowIndex
+	index *index.Index
 	// healing finds the networks whose rows the database lost or another
 	// client changed (resync.go).
 	healing healer
@@ -145,7 +146,7 @@ type database struct {
 	timeout time.Duration
 	// index and events, when set, follow the cache's events from the first
 	// connection on.
-	index     *rowIndex
+	index     *index.Index
 	events    cache.EventHandler
 	indexOnce sync.Once
 }
@@ -163,12 +164,12 @@ func New(cfg Config) (*Client, error) {
 		tlsNB, tlsSB = base.Clone(), base.Clone()
 		tlsNB.ServerName, tlsSB.ServerName = cfg.TLS.NBServerName, cfg.TLS.SBServerName
 	}
-	index := &rowIndex{}
+	ix := index.New(up, changedBound)
 	timeout := cfg.ConnectTimeout
 	if timeout <= 0 {
 		timeout = DefaultConnectTimeout
 	}
-	nb, err := newDatabase("nb", "--ovn-nb-address", cfg.NBAddress, tlsNB, timeout, nbModel, index, schema.Monitor(schema.Northbound)...)
+	nb, err := newDatabase("nb", "--ovn-nb-address", cfg.NBAddress, tlsNB, timeout, nbModel, ix, schema.Monitor(schema.Northbound)...)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +177,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{NB: nb.api, SB: sb.api, index: index, dbs: []*database{nb, sb}, stopWatch: make(chan struct{})}
+	c := &Client{NB: nb.api, SB: sb.api, index: ix, dbs: []*database{nb, sb}, stopWatch: make(chan struct{})}
 	nb.events = &c.healing
 	return c, nil
 }
@@ -389,7 +390,7 @@ func ParseEndpoints(flag, address string) ([]string, error) {
 }
 
 func newDatabase(label, flag, address string, tlsConfig *tls.Config, timeout time.Duration, dbModel func() (model.ClientDBModel, error),
-	index *rowIndex, monitor ...client.MonitorOption) (*database, error) {
+	ix *index.Index, monitor ...client.MonitorOption) (*database, error) {
 	endpoints, err := ParseEndpoints(flag, address)
 	if err != nil {
 		return nil, err
@@ -399,8 +400,8 @@ func newDatabase(label, flag, address string, tlsConfig *tls.Config, timeout tim
 		return nil, err
 	}
 	logger := log.Log.WithName("libovsdb").WithValues("db", label)
-	if index != nil {
-		logger = logr.New(newDropSink(logger.GetSink(), index.dropped))
+	if ix != nil {
+		logger = logr.New(newDropSink(logger.GetSink(), ix.Dropped))
 	}
 	// After the first connection libovsdb reconnects by itself: a lost
 	// connection (or a leader that steps down) is retried with backoff and the
@@ -439,7 +440,7 @@ func newDatabase(label, flag, address string, tlsConfig *tls.Config, timeout tim
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: %w", flag, address, err)
 	}
-	return &database{label: label, flag: flag, address: address, api: api, schema: schema, monitor: monitor, index: index, timeout: timeout}, nil
+	return &database{label: label, flag: flag, address: address, api: api, schema: schema, monitor: monitor, index: ix, timeout: timeout}, nil
 }
 
 // connect makes one attempt to connect (a no-op when connected) and to start

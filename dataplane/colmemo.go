@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/udnkit/udnkit/dataplane/internal/index"
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 )
 
@@ -23,7 +24,7 @@ import (
 type columnMemo struct {
 	// log and seq are the column's change log and the position in it the
 	// memo is up to date with.
-	log *changeLog
+	log *index.ChangeLog
 	seq uint64
 	// seen: every child of the column → its key ("" when the child is not
 	// the owner's or has no cached row).
@@ -47,9 +48,6 @@ type colRow struct {
 	epoch uint64
 }
 
-// colKey names a parent's column of children.
-type colKey struct{ parent, column string }
-
 // changedBound is the largest share of a column's size that a memo applies
 // changes for: beyond it (e.g. after the network's own large Apply)
 // building it afresh is as cheap, and the column's log keeps no more.
@@ -69,9 +67,9 @@ func column[T any, PT interface {
 	}
 	col := parentColumns[sp.Table][1]
 	if p.memo.cols == nil {
-		p.memo.cols = map[colKey]*columnMemo{}
+		p.memo.cols = map[index.ColKey]*columnMemo{}
 	}
-	ck := colKey{parent, col}
+	ck := index.ColKey{Parent: parent, Column: col}
 	ix := p.links
 	cm := p.memo.cols[ck]
 	switch {
@@ -85,7 +83,7 @@ func column[T any, PT interface {
 	case cm.seen == nil:
 		cm = nil // the second plan: built below
 	default:
-		changed, end, ok := ix.changesSince(ck, cm.log, cm.seq)
+		changed, end, ok := ix.ChangesSince(ck, cm.log, cm.seq)
 		if !ok || len(changed) > changedBound(len(current)) {
 			cm = nil
 		}
@@ -108,7 +106,7 @@ func column[T any, PT interface {
 	}
 	if cm == nil {
 		delete(p.memo.cols, ck)
-		cl, seq := ix.follow(ck)
+		cl, seq := ix.Follow(ck)
 		cm = &columnMemo{log: cl, seq: seq, seen: make(map[string]string, len(current)), byKey: make(map[string]*colRow, len(current))}
 		for _, u := range current {
 			if !addChild[T, PT](p, sp, cm, u) {
@@ -133,7 +131,7 @@ func forgetChild[T any, PT interface {
 		}
 		delete(cm.seen, u)
 	}
-	if _, member := p.links.kids[parent][col][u]; !member {
+	if !p.links.Holds(parent, col, u) {
 		return true
 	}
 	return addChild[T, PT](p, sp, cm, u)

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/udnkit/udnkit/dataplane/internal/index"
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 )
@@ -22,10 +23,10 @@ func TestColumnMemoBehindTheCacheIsReadAfresh(t *testing.T) {
 	e.apply(d()) // its first plan of the router's routes
 	e.apply(d()) // the second: builds the column's memo
 	memo := e.c.memos.get(d().Owner)
-	var ck colKey
+	var ck index.ColKey
 	var cm *columnMemo
 	for k, c := range memo.cols {
-		if k.column == "static_routes" {
+		if k.Column == "static_routes" {
 			ck, cm = k, c
 		}
 	}
@@ -94,8 +95,8 @@ func TestColumnMemoRemovalsAreNotedGone(t *testing.T) {
 	}
 	var gone []string
 	for _, r := range p.gone {
-		if r.table == nbdb.LogicalRouterStaticRouteTable {
-			gone = append(gone, r.uuid)
+		if r.Table == nbdb.LogicalRouterStaticRouteTable {
+			gone = append(gone, r.UUID)
 		}
 	}
 	var want []string

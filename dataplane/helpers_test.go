@@ -207,10 +207,10 @@ func (e *env) settle() {
 	// Benchmarks: the index catches up (comparing it row by row would take
 	// longer than the Applies measured).
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		unlock := e.c.index.read(e.c.NB)
+		unlock := e.c.index.Read(e.c.NB)
 		behind := ""
 		for _, table := range indexedTables {
-			if n, want := len(e.c.index.rows[table]), e.c.NB.Cache().Table(table).Len(); n != want {
+			if n, want := e.c.index.Len(table), e.c.NB.Cache().Table(table).Len(); n != want {
 				behind = fmt.Sprintf("the index holds %d %s rows, the cache %d", n, table, want)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
+	"github.com/udnkit/udnkit/dataplane/internal/index"
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
@@ -28,28 +29,25 @@ type planner struct {
 	named int
 	// ix, when set, is where the plan reads the cached rows (read-locked);
 	// otherwise tables holds the snapshots of whole tables it read.
-	ix     *rowIndex
+	ix     *index.Index
 	caches map[string]*cache.RowCache // the cache's tables, with ix
 	tables map[string]map[string]model.Model
 	// links is the index whose links give the routers' and switches'
 	// children (read-locked), with or without ix; strict makes a decision
 	// that needs every child of a parent fail with errUnlinked while some
 	// child's parent is not known.
-	links  *rowIndex
+	links  *index.Index
 	strict bool
 	// ownerIDs is the owner's external_ids, shared read-only by the desired
 	// rows that have no other external_ids.
 	ownerIDs map[string]string
 	// gone are the rows the plan deletes or unreferences (garbage-collected).
-	gone []rowRef
+	gone []index.RowRef
 	// memo, when set, remembers the keys of the owner's cached rows between plans.
 	memo *keyMemo
 	// want and have hold the columns of the two rows being compared.
 	want, have [8]any
 }
-
-// rowRef names one row.
-type rowRef struct{ table, uuid string }
 
 // keyMemo remembers, by the cached model's pointer, whether a cached row is
 // the owner's and its identity key. libovsdb replaces a cached model with a
@@ -71,7 +69,7 @@ type keyMemo struct {
 	// cols remembers the parents' columns of children (colmemo.go);
 	// colHits counts the columns brought up to date rather than read
 	// afresh (tests).
-	cols    map[colKey]*columnMemo
+	cols    map[index.ColKey]*columnMemo
 	colHits int
 	// fpHits counts the desired rows not compared (fingerprint matched).
 	fpHits int
@@ -218,7 +216,7 @@ func (p *planner) row(table, uuid string) model.Model {
 			rc = p.api.Cache().Table(table)
 			p.caches[table] = rc
 		}
-		return p.ix.row(rc, table, uuid)
+		return p.ix.Row(rc, table, uuid)
 	}
 	return p.rows(table)[uuid]
 }
@@ -228,7 +226,7 @@ func (p *planner) row(table, uuid string) model.Model {
 // rowIndex.scan); without it (a full diff), every row.
 func (p *planner) scan(table string, names []string, parents bool) []string {
 	if p.ix != nil {
-		return p.ix.scan(table, p.owner.Network, names, parents)
+		return p.ix.Scan(table, p.owner.Network, names, parents)
 	}
 	rows := p.rows(table)
 	uuids := make([]string, 0, len(rows))
@@ -289,22 +287,22 @@ func (c *Client) planAgainst(d *Desired, memo *keyMemo, indexed bool) (*planner,
 	lookedUp := map[string]bool{}
 	network := d.Owner.Network
 	for {
-		unlock := c.index.read(c.NB)
-		if c.index.rows == nil {
+		unlock := c.index.Read(c.NB)
+		if !c.index.Built() {
 			unlock()
 			return nil, fmt.Errorf("the OVN database %s is not connected yet", c.NB.CurrentEndpoint())
 		}
 		if !lookedUp[network] {
 			lookedUp[network] = true
-			if children := c.index.unlinked(network); len(children) > 0 {
+			if children := c.index.Unlinked(network); len(children) > 0 {
 				unlock()
-				if err := c.index.lookUp(c.NB, children); err != nil {
+				if err := c.index.LookUp(c.NB, children); err != nil {
 					return nil, err
 				}
 				continue
 			}
 		}
-		var ix *rowIndex
+		var ix *index.Index
 		if indexed {
 			ix = c.index
 		}
@@ -318,7 +316,7 @@ func (c *Client) planAgainst(d *Desired, memo *keyMemo, indexed bool) (*planner,
 	}
 }
 
-func newPlanWith(api client.Client, d *Desired, memo *keyMemo, ix, links *rowIndex, strict bool) (*planner, error) {
+func newPlanWith(api client.Client, d *Desired, memo *keyMemo, ix, links *index.Index, strict bool) (*planner, error) {
 	p := &planner{api: api, owner: d.Owner, memo: memo, ix: ix, links: links, strict: strict}
 	if memo != nil {
 		if memo.ids == nil {
@@ -389,7 +387,7 @@ func children[T any, PT interface {
 			return nil, nil, err
 		}
 		p.ops = p.ops[:ops]
-		delete(p.memo.cols, colKey{parent, parentColumns[sp.Table][1]})
+		delete(p.memo.cols, index.ColKey{Parent: parent, Column: parentColumns[sp.Table][1]})
 	}
 	type found struct {
 		row      PT
@@ -455,7 +453,7 @@ func children[T any, PT interface {
 func (p *planner) removing(table string, uuids []string) []string {
 	slices.Sort(uuids)
 	for _, u := range uuids {
-		p.gone = append(p.gone, rowRef{table, u})
+		p.gone = append(p.gone, index.RowRef{Table: table, UUID: u})
 	}
 	return uuids
 }
@@ -722,7 +720,7 @@ func (p *planner) dropStale(table string, m model.Model, uuid string, ids map[st
 		return errUnlinked
 	}
 	if p.owner.Owns(ids, m) && !keepShared(ids, cols) {
-		p.gone = append(p.gone, rowRef{table, uuid})
+		p.gone = append(p.gone, index.RowRef{Table: table, UUID: uuid})
 		return p.add(p.api.Where(m).Delete())
 	}
 	return p.dropChildren(m, cols)
@@ -742,7 +740,7 @@ func (p *planner) childColumns(table string, m model.Model) []childColumn {
 // unsure says whether a decision that needs every child of a parent must
 // wait until the parent of every child is known.
 func (p *planner) unsure() bool {
-	return p.strict && len(p.links.loose) > 0
+	return p.strict && p.links.Unsure()
 }
 
 func markShared(ids *map[string]string, shared bool) {
@@ -853,7 +851,7 @@ func (p *planner) dropChildren(parent model.Model, cols []childColumn) error {
 		for _, u := range *c.col {
 			if c.owned(u) {
 				drop = append(drop, u)
-				p.gone = append(p.gone, rowRef{c.table, u})
+				p.gone = append(p.gone, index.RowRef{Table: c.table, UUID: u})
 			}
 		}
 		if len(drop) > 0 {
@@ -879,3 +877,20 @@ func (p *planner) ownedIn(table string) func(string) bool {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// withChildren returns a copy of a cached router or switch with its
+// columns of children.
+func withChildren[T any, PT interface {
+	*T
+	model.Model
+}](ix *index.Index, table string, m PT) PT {
+	c := PT(new(T))
+	*c = *m
+	ix.Fill(table, c)
+	return c
+}
+
+// errUnlinked is what a plan returns when a decision needs every child of a
+// parent (whether a shared router still holds another's rows, which of two
+// routers of one name to keep) while some child's parent is unknown.
+var errUnlinked = errors.New("some children's parents are not known yet")

@@ -157,18 +157,18 @@ func (c *Client) healOnce(now time.Time) {
 	if up(c.NB) {
 		// After a reconnect, the index is rebuilt from the refilled cache
 		// now rather than by the next plan: the rebuild is what compares.
-		if c.index.stale(c.NB) {
-			c.index.read(c.NB)()
+		if c.index.Stale(c.NB) {
+			c.index.Read(c.NB)()
 		}
-		c.index.noteIdentity(c.NB)
+		c.index.NoteIdentity(c.NB)
 	}
-	if rep := c.index.takeReport(); rep != nil {
+	if rep := c.index.TakeReport(); rep != nil {
 		switch {
-		case rep.replaced:
-			c.resync(Resync{Reason: ResyncDatabaseReplaced, All: true, Networks: rep.networks})
-		case len(rep.lost) > 0:
+		case rep.Replaced:
+			c.resync(Resync{Reason: ResyncDatabaseReplaced, All: true, Networks: rep.Networks})
+		case len(rep.Lost) > 0:
 			var nets []string
-			for net, uuids := range rep.lost {
+			for net, uuids := range rep.Lost {
 				if !slices.ContainsFunc(uuids, func(u string) bool { return !h.own.has(u) }) {
 					continue // every row of it is an Apply's own (events it dropped)
 				}

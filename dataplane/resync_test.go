@@ -225,9 +225,7 @@ func diffLines(want, got []string) []string {
 func (e *env) identityKnown() {
 	e.t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		e.c.index.mu.Lock()
-		id := e.c.index.identity
-		e.c.index.mu.Unlock()
+		id := e.c.index.Identity()
 		if id != "" {
 			return
 		}
@@ -426,7 +424,7 @@ func TestNoResyncWithoutLoss(t *testing.T) {
 		}
 	}
 	// Several heal ticks after the reconnect's rebuild.
-	for deadline := time.Now().Add(10 * time.Second); e.c.index.stale(e.c.NB); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); e.c.index.Stale(e.c.NB); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the index was not rebuilt after the reconnect")
 		}

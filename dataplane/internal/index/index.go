@@ -1,13 +1,10 @@
-package dataplane
+package index
 
 import (
-	"reflect"
 	"slices"
 	"sync"
 	"time"
-	"unsafe"
 
-	"github.com/go-logr/logr"
 	"github.com/ovn-kubernetes/libovsdb/cache"
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
@@ -15,9 +12,10 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/rows"
 )
 
-// rowIndex holds the Northbound rows the planner reads, with where to find
+// Index holds the Northbound rows the planner reads, with where to find
 // a piece's rows, so that an Apply costs what its network holds and not what
 // the database holds: libovsdb's cache offers one row only as a clone and a
 // table only as a copy of all its rows (of every network), and a plan that
@@ -29,16 +27,19 @@ import (
 // events in flight, as the cache lags the server. It is rebuilt from the
 // cache when the cache was refilled after a reconnect (its row caches are
 // new) and when libovsdb dropped events (its event buffer was full); a
-// rebuild compares the owned rows before and after it, and the database's
-// NB_Global, for the healer (resync.go). An Apply waits until the index,
+// Rebuild compares the owned rows before and after it, and the database's
+// NB_Global, for the healer (TakeReport). An Apply waits until the index,
 // not only the cache, shows its transaction (waitVisible), so the next plan
 // sees it.
 //
-// The models are the cache's own (see rowCacheLayout), looked up when an
-// event names their row: libovsdb replaces a cached model when its row
-// changes and never modifies one in place, so a model seen again is the
-// same row content (keyMemo relies on it).
-type rowIndex struct {
+// The models are the cache's own (layout.go), looked up when an event names
+// their row; the package doc states what that lets callers rely on.
+type Index struct {
+	// ready says whether a client's cache is resynchronised (rebuilds read
+	// only such a cache); keep bounds a followed column's change log.
+	ready func(client.Client) bool
+	keep  func(children int) int
+
 	// mu guards pending, lost and changed; the event handler takes only
 	// mu, so it never waits for a plan.
 	mu      sync.Mutex
@@ -62,7 +63,7 @@ type rowIndex struct {
 	// sorted keeps children's sorted slices, by parent and column, and
 	// relate notes the sets' changes in edits, which the next read applies
 	// (so a plan of a large router does not sort its ports again). Plans
-	// fill both under rw's read
+	// Fill both under rw's read
 	// lock, so they have their own lock.
 	sortedMu sync.Mutex
 	sorted   map[[2]string][]string
@@ -93,7 +94,7 @@ type rowIndex struct {
 	// network's Apply waited. Writers (with rw held for writing) use it
 	// freely; plans, which hold rw for reading, under followMu.
 	followMu sync.Mutex
-	follows  map[colKey]*changeLog
+	follows  map[ColKey]*ChangeLog
 	// pieces: table → topology and piece (external_ids) → network → rows.
 	pieces map[string]map[[2]string]map[string]int
 
@@ -103,18 +104,18 @@ type rowIndex struct {
 	identity     string
 	identityFrom *cache.RowCache
 	// report is what the rebuilds since the last takeReport found (under mu).
-	report *healReport
+	report *HealReport
 }
 
-// healReport is what a rebuild found changed from the rows indexed before
+// HealReport is what a rebuild found changed from the rows indexed before
 // it (see healer).
-type healReport struct {
+type HealReport struct {
 	// replaced: the database's NB_Global is another one or gone; networks
 	// are those that had owned rows.
-	replaced bool
-	networks []string
+	Replaced bool
+	Networks []string
 	// lost: network → its owned rows missing or changed in managed columns.
-	lost map[string][]string
+	Lost map[string][]string
 }
 
 type uuidSet = map[string]struct{}
@@ -124,21 +125,30 @@ type uuidSet = map[string]struct{}
 type rowEvent struct {
 	table, uuid string
 	row         model.Model // nil: deleted
-	links       []link
+	links       []Link
 	// unparented: children looked up in vain; all: every link (replaces
 	// the index's).
 	unparented []string
 	all        map[string]map[string]uuidSet
 }
 
-// indexedTables are the tables the planner reads (package schema).
-var indexedTables = schema.Indexed()
+// New returns an empty index; Read builds it from a client's cache.
+// ready says whether a client's cache is resynchronised after a reconnect
+// (the index is rebuilt only from such a cache). keepChanges bounds, for a
+// parent's column of children, how many changes its log keeps: a memo
+// further behind reads the column afresh (the planner's bound).
+func New(ready func(client.Client) bool, keepChanges func(children int) int) *Index {
+	return &Index{ready: ready, keep: keepChanges}
+}
+
+// tables are the tables the index follows (package schema).
+var tables = schema.Indexed()
 
 // drainAt is how many pending events make the event handler apply them
 // itself (when no plan reads the index).
 const drainAt = 4096
 
-func (ix *rowIndex) push(table string, m model.Model, deleted bool) {
+func (ix *Index) push(table string, m model.Model, deleted bool) {
 	uuid, _, _, ok := schema.RowFields(table, m)
 	if !ok {
 		return
@@ -150,7 +160,7 @@ func (ix *rowIndex) push(table string, m model.Model, deleted bool) {
 }
 
 // enqueue adds an event to the pending ones.
-func (ix *rowIndex) enqueue(e rowEvent) {
+func (ix *Index) enqueue(e rowEvent) {
 	ix.mu.Lock()
 	ix.pending = append(ix.pending, e)
 	n := len(ix.pending)
@@ -165,14 +175,25 @@ func (ix *rowIndex) enqueue(e rowEvent) {
 	}
 }
 
-// OnAdd, OnUpdate and OnDelete make the index a cache.EventHandler.
-func (ix *rowIndex) OnAdd(table string, m model.Model)       { ix.push(table, m, false) }
-func (ix *rowIndex) OnUpdate(table string, _, m model.Model) { ix.push(table, m, false) }
-func (ix *rowIndex) OnDelete(table string, m model.Model)    { ix.push(table, m, true) }
-func (ix *rowIndex) dropped()                                { ix.mu.Lock(); ix.lost = true; ix.mu.Unlock() }
+// Learn queues links a committed transaction made (the cache does not
+// show them: links.go).
+func (ix *Index) Learn(links []Link) {
+	if len(links) > 0 {
+		ix.enqueue(rowEvent{links: links})
+	}
+}
 
-// next returns a channel that the next event closes.
-func (ix *rowIndex) next() <-chan struct{} {
+// OnAdd, OnUpdate and OnDelete make the index a cache.EventHandler.
+func (ix *Index) OnAdd(table string, m model.Model)       { ix.push(table, m, false) }
+func (ix *Index) OnUpdate(table string, _, m model.Model) { ix.push(table, m, false) }
+func (ix *Index) OnDelete(table string, m model.Model)    { ix.push(table, m, true) }
+
+// Dropped tells the index that the cache dropped events: the next Read
+// rebuilds it.
+func (ix *Index) Dropped() { ix.mu.Lock(); ix.lost = true; ix.mu.Unlock() }
+
+// Next returns a channel that the next event closes.
+func (ix *Index) Next() <-chan struct{} {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if ix.changed == nil {
@@ -182,7 +203,7 @@ func (ix *rowIndex) next() <-chan struct{} {
 }
 
 // drain applies the pending events (with rw held for writing).
-func (ix *rowIndex) drain() {
+func (ix *Index) drain() {
 	ix.mu.Lock()
 	events, lost := ix.pending, ix.lost
 	ix.pending, ix.lost = nil, false
@@ -207,37 +228,10 @@ func (ix *rowIndex) drain() {
 	}
 }
 
-// rowCacheLayout locates the unexported map of models and its lock in
-// libovsdb's RowCache (v0.8.1). The index holds the cache's own models and
-// not the events' (which the cache clones before it stores them): the
-// events' would double the memory the rows take (tests check that the
-// layout is found; without it the index holds the events' models).
-var rowCacheLayout = func() (l struct {
-	ok           bool
-	cache, mutex uintptr
-}) {
-	t := reflect.TypeFor[cache.RowCache]()
-	c, okC := t.FieldByName("cache")
-	m, okM := t.FieldByName("mutex")
-	l.ok = okC && okM && c.Type == reflect.TypeFor[map[string]model.Model]() && m.Type == reflect.TypeFor[sync.RWMutex]()
-	l.cache, l.mutex = c.Offset, m.Offset
-	return l
-}()
-
-// cachedModel returns the model rc holds for uuid (nil: none), not a clone
-// (RowCache.Row's): read-only, like RowsShallow's.
-func cachedModel(rc *cache.RowCache, uuid string) model.Model {
-	mu := (*sync.RWMutex)(unsafe.Add(unsafe.Pointer(rc), rowCacheLayout.mutex))
-	rows := (*map[string]model.Model)(unsafe.Add(unsafe.Pointer(rc), rowCacheLayout.cache))
-	mu.RLock()
-	defer mu.RUnlock()
-	return (*rows)[uuid]
-}
-
-// read brings the index up to date with the events delivered so far (and
+// Read brings the index up to date with the events delivered so far (and
 // rebuilds it from api's cache when it must and api is connected), then
 // read-locks it; the caller reads it until it calls the returned unlock.
-func (ix *rowIndex) read(api client.Client) (unlock func()) {
+func (ix *Index) Read(api client.Client) (unlock func()) {
 	ix.rw.RLock()
 	ix.mu.Lock()
 	clean := len(ix.pending) == 0 && !ix.lost
@@ -250,8 +244,8 @@ func (ix *rowIndex) read(api client.Client) (unlock func()) {
 	ix.drain()
 	// Rebuild only from a resynchronised cache (see up): while libovsdb
 	// reconnects, its new row caches fill up.
-	for tries := 0; !ix.current(api) && up(api) && tries < 3; tries++ {
-		if err := ix.rebuild(api); err != nil {
+	for tries := 0; !ix.current(api) && ix.ready(api) && tries < 3; tries++ {
+		if err := ix.Rebuild(api); err != nil {
 			log.Log.WithName("ovn").Info("reading the Northbound links failed, retrying", "error", err.Error())
 		}
 	}
@@ -262,7 +256,7 @@ func (ix *rowIndex) read(api client.Client) (unlock func()) {
 	// index that had not seen another client's thousand ports yet).
 	for deadline := time.Now().Add(catchUpWait); ix.current(api) && ix.behind() && time.Now().Before(deadline); {
 		select {
-		case <-ix.next():
+		case <-ix.Next():
 		case <-time.After(time.Millisecond):
 		}
 		ix.drain()
@@ -279,7 +273,7 @@ const catchUpWait = 500 * time.Millisecond
 // behind says whether a row cache holds a different number of rows than
 // the index: events the cache applied are still on their way (with ix.rw
 // held).
-func (ix *rowIndex) behind() bool {
+func (ix *Index) behind() bool {
 	for t, rc := range ix.from {
 		if rc != nil && rc.Len() != len(ix.rows[t]) {
 			return true
@@ -289,12 +283,12 @@ func (ix *rowIndex) behind() bool {
 }
 
 // current says whether the index was built from api's row caches.
-func (ix *rowIndex) current(api client.Client) bool {
+func (ix *Index) current(api client.Client) bool {
 	if ix.from == nil {
 		return false
 	}
 	c := api.Cache()
-	for _, t := range indexedTables {
+	for _, t := range tables {
 		if c == nil || c.Table(t) != ix.from[t] {
 			return false
 		}
@@ -302,9 +296,9 @@ func (ix *rowIndex) current(api client.Client) bool {
 	return true
 }
 
-// rebuild fills the index from api's cache. The events pending now show
+// Rebuild fills the index from api's cache. The events pending now show
 // what the cache already shows; those delivered later are applied on top.
-func (ix *rowIndex) rebuild(api client.Client) error {
+func (ix *Index) Rebuild(api client.Client) error {
 	ix.mu.Lock()
 	ix.pending, ix.lost = nil, false
 	oldID := ix.identity
@@ -316,7 +310,7 @@ func (ix *rowIndex) rebuild(api client.Client) error {
 	ix.byName = map[string]map[string]uuidSet{}
 	ix.pieces = map[string]map[[2]string]map[string]int{}
 	ix.setLinks(nil)
-	for _, t := range indexedTables {
+	for _, t := range tables {
 		rc := api.Cache().Table(t)
 		ix.from[t] = rc
 		ix.rows[t] = map[string]model.Model{}
@@ -347,18 +341,18 @@ func (ix *rowIndex) rebuild(api client.Client) error {
 }
 
 // compare adds to the report what changed from the rows indexed before a
-// rebuild (old, of the database whose NB_Global was oldID) to the rows
+// Rebuild (old, of the database whose NB_Global was oldID) to the rows
 // indexed now (of newID).
-func (ix *rowIndex) compare(old map[string]map[string]model.Model, oldID, newID string) {
+func (ix *Index) compare(old map[string]map[string]model.Model, oldID, newID string) {
 	replaced := oldID != "" && newID != oldID
 	nets := map[string]bool{}
 	lost := map[string][]string{}
 	var buf [2][]any
-	for t, rows := range old {
-		for u, m := range rows {
+	for t, byUUID := range old {
+		for u, m := range byUUID {
 			_, ids, _, _ := schema.RowFields(t, m)
-			net := ids[ExternalIDNetwork]
-			if net == "" || ids[ExternalIDPiece] == "" {
+			net := ids[rows.ExternalIDNetwork]
+			if net == "" || ids[rows.ExternalIDPiece] == "" {
 				continue
 			}
 			if replaced {
@@ -376,24 +370,24 @@ func (ix *rowIndex) compare(old map[string]map[string]model.Model, oldID, newID 
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if ix.report == nil {
-		ix.report = &healReport{lost: map[string][]string{}}
+		ix.report = &HealReport{Lost: map[string][]string{}}
 	}
 	r := ix.report
 	if replaced {
-		r.replaced = true
+		r.Replaced = true
 		for n := range nets {
-			r.networks = append(r.networks, n)
+			r.Networks = append(r.Networks, n)
 		}
-		slices.Sort(r.networks)
-		r.networks = slices.Compact(r.networks)
+		slices.Sort(r.Networks)
+		r.Networks = slices.Compact(r.Networks)
 	}
 	for n, uuids := range lost {
-		r.lost[n] = append(r.lost[n], uuids...)
+		r.Lost[n] = append(r.Lost[n], uuids...)
 	}
 }
 
-// takeReport returns and forgets what the rebuilds found (nil: nothing).
-func (ix *rowIndex) takeReport() *healReport {
+// TakeReport returns and forgets what the rebuilds found (nil: nothing).
+func (ix *Index) TakeReport() *HealReport {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	r := ix.report
@@ -401,9 +395,9 @@ func (ix *rowIndex) takeReport() *healReport {
 	return r
 }
 
-// stale says whether the index must be rebuilt from api's cache: the cache
+// Stale says whether the index must be rebuilt from api's cache: the cache
 // was refilled (a reconnect) or dropped events.
-func (ix *rowIndex) stale(api client.Client) bool {
+func (ix *Index) Stale(api client.Client) bool {
 	ix.mu.Lock()
 	lost := ix.lost
 	ix.mu.Unlock()
@@ -415,10 +409,10 @@ func (ix *rowIndex) stale(api client.Client) bool {
 	return !ix.current(api)
 }
 
-// noteIdentity follows the database's NB_Global row (which ovn-northd may
+// NoteIdentity follows the database's NB_Global row (which ovn-northd may
 // create after the index was built) while the cache is the one the index
 // was built from; a refilled cache's is compared by the rebuild.
-func (ix *rowIndex) noteIdentity(api client.Client) {
+func (ix *Index) NoteIdentity(api client.Client) {
 	ix.rw.RLock()
 	defer ix.rw.RUnlock()
 	c := api.Cache()
@@ -447,9 +441,9 @@ func firstUUID(rc *cache.RowCache) string {
 }
 
 // put sets (nil: deletes) one row and what is derived from it.
-func (ix *rowIndex) put(table, uuid string, m model.Model) {
-	rows, ok := ix.rows[table]
-	old := rows[uuid]
+func (ix *Index) put(table, uuid string, m model.Model) {
+	byUUID, ok := ix.rows[table]
+	old := byUUID[uuid]
 	if !ok || old == m {
 		// The same model is the same row content (the cache's model looked
 		// up again: a row changed more than once since the last drain).
@@ -464,9 +458,9 @@ func (ix *rowIndex) put(table, uuid string, m model.Model) {
 		ix.link(table, uuid, old, false)
 	}
 	if m == nil {
-		delete(rows, uuid)
+		delete(byUUID, uuid)
 	} else {
-		rows[uuid] = m
+		byUUID[uuid] = m
 		ix.link(table, uuid, m, true)
 	}
 	if m == nil {
@@ -481,25 +475,25 @@ func (ix *rowIndex) put(table, uuid string, m model.Model) {
 }
 
 // link adds (or removes) a row's entries in byNet, byName and pieces.
-func (ix *rowIndex) link(table, uuid string, m model.Model, add bool) {
+func (ix *Index) link(table, uuid string, m model.Model, add bool) {
 	_, ids, name, _ := schema.RowFields(table, m)
-	mark(ix.byNet, table, ids[ExternalIDNetwork], uuid, add)
+	mark(ix.byNet, table, ids[rows.ExternalIDNetwork], uuid, add)
 	ix.count(table, ids, add)
 	if _, child := parentColumns[table]; child {
 		for _, p := range ix.parents[uuid] {
-			ix.holds(ids[ExternalIDNetwork], p, add)
+			ix.holds(ids[rows.ExternalIDNetwork], p, add)
 		}
 	}
 	mark(ix.byName, table, name, uuid, add) // routers' and switches'
 }
 
 // count counts a row in (or out of) pieces.
-func (ix *rowIndex) count(table string, ids map[string]string, add bool) {
-	network := ids[ExternalIDNetwork]
+func (ix *Index) count(table string, ids map[string]string, add bool) {
+	network := ids[rows.ExternalIDNetwork]
 	if network == "" {
 		return
 	}
-	piece := [2]string{ids[ExternalIDTopology], ids[ExternalIDPiece]}
+	piece := [2]string{ids[rows.ExternalIDTopology], ids[rows.ExternalIDPiece]}
 	byPiece := ix.pieces[table]
 	if byPiece == nil {
 		byPiece = map[[2]string]map[string]int{}
@@ -525,9 +519,9 @@ func (ix *rowIndex) count(table string, ids map[string]string, add bool) {
 	}
 }
 
-// networks returns, sorted, the networks with rows of a topology piece in
+// Networks returns, sorted, the networks with rows of a topology piece in
 // the tables.
-func (ix *rowIndex) networks(topology, piece string, tables ...string) []string {
+func (ix *Index) Networks(topology, piece string, tables ...string) []string {
 	var out []string
 	for _, t := range tables {
 		for n := range ix.pieces[t][[2]string{topology, piece}] {
@@ -565,12 +559,12 @@ func mark(m map[string]map[string]uuidSet, table, key, uuid string, add bool) {
 	}
 }
 
-// row returns a row as the cache holds it now (the index says where rows
+// Row returns a row as the cache holds it now (the index says where rows
 // are; the cache what they hold: the events of one transaction arrive one
 // by one, and a plan must not see a router without the port whose row it
 // sees). Without rowCacheLayout, the index's model.
 // rc is the cache's table.
-func (ix *rowIndex) row(rc *cache.RowCache, table, uuid string) model.Model {
+func (ix *Index) Row(rc *cache.RowCache, table, uuid string) model.Model {
 	if !rowCacheLayout.ok {
 		return ix.rows[table][uuid]
 	}
@@ -580,12 +574,12 @@ func (ix *rowIndex) row(rc *cache.RowCache, table, uuid string) model.Model {
 	return cachedModel(rc, uuid)
 }
 
-// scan returns, in UUID order, the rows of a root table a plan for owner
+// Scan returns, in UUID order, the rows of a root table a plan for owner
 // looks at: those of the owner's network, those named one of names, and
 // (parents) those holding the network's child rows. Every row the
 // owner owns carries its network, so the rows left out are neither the
 // owner's nor have children that are: a plan finds nothing to do on them.
-func (ix *rowIndex) scan(table, network string, names []string, parents bool) []string {
+func (ix *Index) Scan(table, network string, names []string, parents bool) []string {
 	seen := uuidSet{}
 	for u := range ix.byNet[table][network] {
 		seen[u] = struct{}{}
@@ -610,116 +604,27 @@ func (ix *rowIndex) scan(table, network string, names []string, parents bool) []
 	return out
 }
 
-// changeLog lists the children of a parent's column whose row or link
-// changed, in order; start is the position of entries[0].
-type changeLog struct {
-	start   uint64
-	entries []string
+// Built says whether the index was ever built from a cache (read-locked).
+func (ix *Index) Built() bool { return ix.rows != nil }
+
+// Has says whether the index holds a row (read-locked).
+func (ix *Index) Has(table, uuid string) bool {
+	_, ok := ix.rows[table][uuid]
+	return ok
 }
 
-// end is the log's position after its last entry.
-func (cl *changeLog) end() uint64 { return cl.start + uint64(len(cl.entries)) }
-
-// logChange records, when a memo follows the column, that a child's row or
-// link changed (with rw held for writing). The log keeps what a memo may
-// apply (changedBound of the column's size) and drops older entries: a
-// memo further behind is built again.
-func (ix *rowIndex) logChange(parent, column, child string) {
-	cl := ix.follows[colKey{parent, column}]
-	if cl == nil {
-		return
-	}
-	if keep := changedBound(len(ix.kids[parent][column])) + 1; len(cl.entries) >= 2*keep {
-		n := len(cl.entries) - keep
-		cl.entries = append([]string(nil), cl.entries[n:]...)
-		cl.start += uint64(n)
-	}
-	cl.entries = append(cl.entries, child)
+// Identity is the database's NB_Global UUID as the cache showed it ("" none).
+func (ix *Index) Identity() string {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.identity
 }
 
-// follow starts logging a column's changes, if not yet, and returns its
-// log and position now (with rw held for reading).
-func (ix *rowIndex) follow(ck colKey) (*changeLog, uint64) {
-	ix.followMu.Lock()
-	defer ix.followMu.Unlock()
-	cl := ix.follows[ck]
-	if cl == nil {
-		if ix.follows == nil {
-			ix.follows = map[colKey]*changeLog{}
-		}
-		cl = &changeLog{}
-		ix.follows[ck] = cl
-	}
-	return cl, cl.end()
-}
+// RowRef names one row.
+type RowRef struct{ Table, UUID string }
 
-// changesSince returns the children of a column whose row or link changed
-// after a position of its log (read-only), and the position after them; ok
-// is false when the log no longer says: the column is followed anew (every
-// link replaced, or the parent deleted) or the entries were dropped.
-func (ix *rowIndex) changesSince(ck colKey, cl *changeLog, seq uint64) (changed []string, end uint64, ok bool) {
-	ix.followMu.Lock()
-	defer ix.followMu.Unlock()
-	if ix.follows[ck] != cl || seq < cl.start || seq > cl.end() {
-		return nil, 0, false
-	}
-	return cl.entries[seq-cl.start:], cl.end(), true
-}
+// Held is the model the index holds for a row, nil none (read-locked).
+func (ix *Index) Held(table, uuid string) model.Model { return ix.rows[table][uuid] }
 
-// dropSink passes libovsdb's log on (to a nil sink: nowhere) and tells the
-// index when the cache dropped an event (its event buffer was full): then
-// the index is rebuilt.
-type dropSink struct {
-	inner   logr.LogSink
-	dropped func()
-}
-
-func newDropSink(inner logr.LogSink, dropped func()) dropSink {
-	if cd, ok := inner.(logr.CallDepthLogSink); ok {
-		inner = cd.WithCallDepth(1) // the caller's file and line, not dropSink's
-	}
-	return dropSink{inner, dropped}
-}
-
-// droppedEvent is what libovsdb's cache logs when it drops an event.
-const droppedEvent = "dropping event because event buffer is full"
-
-func (s dropSink) Init(info logr.RuntimeInfo) {
-	if s.inner != nil {
-		s.inner.Init(info)
-	}
-}
-
-// Enabled is true at level 0 (the dropped event's) whatever the inner sink says.
-func (s dropSink) Enabled(level int) bool { return level == 0 || s.enabled(level) }
-
-func (s dropSink) enabled(level int) bool { return s.inner != nil && s.inner.Enabled(level) }
-
-func (s dropSink) Info(level int, msg string, kv ...any) {
-	if msg == droppedEvent {
-		s.dropped()
-	}
-	if s.enabled(level) {
-		s.inner.Info(level, msg, kv...)
-	}
-}
-
-func (s dropSink) Error(err error, msg string, kv ...any) {
-	if s.inner != nil {
-		s.inner.Error(err, msg, kv...)
-	}
-}
-
-func (s dropSink) WithValues(kv ...any) logr.LogSink {
-	if s.inner != nil {
-		s.inner = s.inner.WithValues(kv...)
-	}
-	return s
-}
-
-func (s dropSink) WithName(name string) logr.LogSink {
-	if s.inner != nil {
-		s.inner = s.inner.WithName(name)
-	}
-	return s
-}
+// Len is how many rows of a table the index holds (read-locked).
+func (ix *Index) Len(table string) int { return len(ix.rows[table]) }

@@ -1,9 +1,8 @@
-package dataplane
+package index
 
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
+	"github.com/udnkit/udnkit/dataplane/rows"
 )
 
 // The client's cache does not hold the routers' and switches' columns of
@@ -35,15 +35,19 @@ import (
 // adding an existing child to a second parent; the next rebuild (after a
 // reconnect) sees them.
 
-// link is one child in (or out of) a parent's column of children.
-type link struct {
-	parent, column, child string
-	add                   bool
+// Link is one child in (or out of) a parent's column of children.
+type Link struct {
+	Parent, Column, Child string
+	Add                   bool
 }
 
 // parentColumns: child table → the parent table and column that hold its
-// rows (package schema).
-var parentColumns = schema.ParentColumns()
+// rows, and childColumns: parent table → column of children → child table
+// (package schema).
+var (
+	parentColumns = schema.ParentColumns()
+	childColumns  = schema.ChildColumns()
+)
 
 // lookUpTimeout bounds a select the index sends.
 const lookUpTimeout = 30 * time.Second
@@ -54,7 +58,7 @@ const lookUpAtMost = 64
 
 // learn applies links learnt otherwise than from a row (with rw held for
 // writing).
-func (ix *rowIndex) learn(e rowEvent) {
+func (ix *Index) learn(e rowEvent) {
 	if e.all != nil {
 		ix.setLinks(e.all)
 	}
@@ -71,7 +75,7 @@ func (ix *rowIndex) learn(e rowEvent) {
 
 // recheck puts a child of table in loose, or takes it out, as its row,
 // parents and look-ups now say.
-func (ix *rowIndex) recheck(table, c string) {
+func (ix *Index) recheck(table, c string) {
 	if ix.loose == nil {
 		ix.loose = map[string]string{}
 	}
@@ -85,7 +89,7 @@ func (ix *rowIndex) recheck(table, c string) {
 
 // childTable is the table of a child's row (UUIDs are unique across
 // tables), if the index has it.
-func (ix *rowIndex) childTable(c string) (string, bool) {
+func (ix *Index) childTable(c string) (string, bool) {
 	for t := range parentColumns {
 		if _, ok := ix.rows[t][c]; ok {
 			return t, true
@@ -95,7 +99,7 @@ func (ix *rowIndex) childTable(c string) (string, bool) {
 }
 
 // setLinks replaces every link.
-func (ix *rowIndex) setLinks(kids map[string]map[string]uuidSet) {
+func (ix *Index) setLinks(kids map[string]map[string]uuidSet) {
 	ix.kids = map[string]map[string]uuidSet{}
 	ix.sortedMu.Lock()
 	ix.sorted, ix.edits = nil, nil
@@ -107,7 +111,7 @@ func (ix *rowIndex) setLinks(kids map[string]map[string]uuidSet) {
 	for parent, cols := range kids {
 		for col, children := range cols {
 			for c := range children {
-				ix.relate(link{parent: parent, column: col, child: c, add: true})
+				ix.relate(Link{Parent: parent, Column: col, Child: c, Add: true})
 			}
 		}
 	}
@@ -116,7 +120,7 @@ func (ix *rowIndex) setLinks(kids map[string]map[string]uuidSet) {
 		for c, m := range ix.rows[t] {
 			_, ids, _, _ := schema.RowFields(t, m)
 			for _, p := range ix.parents[c] {
-				ix.holds(ids[ExternalIDNetwork], p, true)
+				ix.holds(ids[rows.ExternalIDNetwork], p, true)
 			}
 			ix.recheck(t, c)
 		}
@@ -126,45 +130,45 @@ func (ix *rowIndex) setLinks(kids map[string]map[string]uuidSet) {
 }
 
 // relate adds or removes one link.
-func (ix *rowIndex) relate(l link) {
+func (ix *Index) relate(l Link) {
 	defer ix.resort(l)
-	ix.logChange(l.parent, l.column, l.child)
-	cols := ix.kids[l.parent]
-	ps := ix.parents[l.child]
-	i := slices.Index(ps, l.parent)
-	if l.add {
+	ix.logChange(l.Parent, l.Column, l.Child)
+	cols := ix.kids[l.Parent]
+	ps := ix.parents[l.Child]
+	i := slices.Index(ps, l.Parent)
+	if l.Add {
 		if cols == nil {
 			cols = map[string]uuidSet{}
-			ix.kids[l.parent] = cols
+			ix.kids[l.Parent] = cols
 		}
-		if cols[l.column] == nil {
-			cols[l.column] = uuidSet{}
+		if cols[l.Column] == nil {
+			cols[l.Column] = uuidSet{}
 		}
-		cols[l.column][l.child] = struct{}{}
+		cols[l.Column][l.Child] = struct{}{}
 		if i < 0 {
-			ix.parents[l.child] = append(ps, l.parent)
+			ix.parents[l.Child] = append(ps, l.Parent)
 			if ix.netParents != nil {
-				ix.holds(ix.childNetwork(l.child), l.parent, true)
+				ix.holds(ix.childNetwork(l.Child), l.Parent, true)
 			}
 		}
-		delete(ix.unparented, l.child)
-		delete(ix.loose, l.child)
+		delete(ix.unparented, l.Child)
+		delete(ix.loose, l.Child)
 		return
 	}
 	if cols != nil {
-		delete(cols[l.column], l.child)
+		delete(cols[l.Column], l.Child)
 	}
 	if i >= 0 {
-		ix.holds(ix.childNetwork(l.child), l.parent, false)
+		ix.holds(ix.childNetwork(l.Child), l.Parent, false)
 	}
 	switch {
 	case i >= 0 && len(ps) == 1:
-		delete(ix.parents, l.child)
-		if t, ok := ix.childTable(l.child); ok {
-			ix.recheck(t, l.child)
+		delete(ix.parents, l.Child)
+		if t, ok := ix.childTable(l.Child); ok {
+			ix.recheck(t, l.Child)
 		}
 	case i >= 0:
-		ix.parents[l.child] = slices.Delete(slices.Clone(ps), i, i+1)
+		ix.parents[l.Child] = slices.Delete(slices.Clone(ps), i, i+1)
 	}
 }
 
@@ -174,8 +178,8 @@ func (ix *rowIndex) relate(l link) {
 // it was). A copy per change cost a large network's Apply, and its removal,
 // a copy of its routers' ports per port: quadratic, and most of what the
 // garbage collector had to do while another network's Apply waited.
-func (ix *rowIndex) resort(l link) {
-	key := [2]string{l.parent, l.column}
+func (ix *Index) resort(l Link) {
+	key := [2]string{l.Parent, l.Column}
 	ix.sortedMu.Lock()
 	defer ix.sortedMu.Unlock()
 	s, ok := ix.sorted[key]
@@ -183,7 +187,7 @@ func (ix *rowIndex) resort(l link) {
 		return
 	}
 	e := ix.edits[key]
-	if len(ix.kids[l.parent][l.column]) == 0 || e != nil && len(e.add)+len(e.del) >= len(s)/2+64 {
+	if len(ix.kids[l.Parent][l.Column]) == 0 || e != nil && len(e.add)+len(e.del) >= len(s)/2+64 {
 		// Nothing kept for a parent that lost its last child (or is gone),
 		// nor when sorting the set anew is as cheap.
 		delete(ix.sorted, key)
@@ -197,10 +201,10 @@ func (ix *rowIndex) resort(l link) {
 		e = &sortEdits{}
 		ix.edits[key] = e
 	}
-	if l.add {
-		e.add = append(e.add, l.child)
+	if l.Add {
+		e.add = append(e.add, l.Child)
 	} else {
-		e.del = append(e.del, l.child)
+		e.del = append(e.del, l.Child)
 	}
 }
 
@@ -251,7 +255,7 @@ func (e *sortEdits) apply(s []string, set uuidSet) []string {
 
 // holds counts one of a network's children in (or out of) a parent's
 // netParents entry (none while setLinks relates every link).
-func (ix *rowIndex) holds(network, parent string, add bool) {
+func (ix *Index) holds(network, parent string, add bool) {
 	if network == "" || ix.netParents == nil {
 		return
 	}
@@ -274,41 +278,41 @@ func (ix *rowIndex) holds(network, parent string, add bool) {
 
 // childNetwork is the network (external_ids) of an indexed child row, ""
 // when the index has no row for it.
-func (ix *rowIndex) childNetwork(c string) string {
+func (ix *Index) childNetwork(c string) string {
 	t, ok := ix.childTable(c)
 	if !ok {
 		return ""
 	}
 	_, ids, _, _ := schema.RowFields(t, ix.rows[t][c])
-	return ids[ExternalIDNetwork]
+	return ids[rows.ExternalIDNetwork]
 }
 
 // orphan forgets a (deleted) parent of table: its children, and the sorted
 // lists and change logs kept for its columns.
-func (ix *rowIndex) orphan(table, parent string) {
+func (ix *Index) orphan(table, parent string) {
 	ix.sortedMu.Lock()
 	for col := range childColumns[table] {
 		delete(ix.sorted, [2]string{parent, col})
 		delete(ix.edits, [2]string{parent, col})
-		delete(ix.follows, colKey{parent, col})
+		delete(ix.follows, ColKey{Parent: parent, Column: col})
 	}
 	ix.sortedMu.Unlock()
 	for col, children := range ix.kids[parent] {
 		for c := range children {
-			ix.relate(link{parent: parent, column: col, child: c})
+			ix.relate(Link{Parent: parent, Column: col, Child: c})
 		}
 	}
 	delete(ix.kids, parent)
 }
 
 // disown takes a (deleted) child out of its parents.
-func (ix *rowIndex) disown(table, child string) {
+func (ix *Index) disown(table, child string) {
 	pc, ok := parentColumns[table]
 	if !ok {
 		return
 	}
 	for _, p := range slices.Clone(ix.parents[child]) {
-		ix.relate(link{parent: p, column: pc[1], child: child})
+		ix.relate(Link{Parent: p, Column: pc[1], Child: child})
 	}
 	delete(ix.unparented, child)
 }
@@ -316,7 +320,7 @@ func (ix *rowIndex) disown(table, child string) {
 // children returns a parent's children in a column, sorted: a slice the
 // index keeps (relate replaces it as the set changes), which callers must
 // not modify (its capacity is its length, so an append copies).
-func (ix *rowIndex) children(parent, column string) []string {
+func (ix *Index) children(parent, column string) []string {
 	key := [2]string{parent, column}
 	ix.sortedMu.Lock()
 	s, ok := ix.sorted[key]
@@ -343,47 +347,30 @@ func (ix *rowIndex) children(parent, column string) []string {
 	return s
 }
 
-// fill sets a router's or switch's columns of children (on a copy the
+// Fill sets a router's or switch's columns of children (on a copy the
 // caller owns) from the links.
-func (ix *rowIndex) fill(table string, m model.Model) {
+func (ix *Index) Fill(table string, m model.Model) {
 	schema.FillChildren(table, m, ix.children)
 }
 
-// withChildren returns a copy of a cached router or switch with its
-// columns of children.
-func withChildren[T any, PT interface {
-	*T
-	model.Model
-}](ix *rowIndex, table string, m PT) PT {
-	c := PT(new(T))
-	*c = *m
-	ix.fill(table, c)
-	return c
-}
-
-// unlinked returns the children of a network (of every network: "") that
+// Unlinked returns the children of a network (of every network: "") that
 // no known parent holds and that were not looked up in vain: loose's
 // (every plan asks; a scan of the network's children grew it with the
 // network's size).
-func (ix *rowIndex) unlinked(network string) []rowRef {
-	var out []rowRef
+func (ix *Index) Unlinked(network string) []RowRef {
+	var out []RowRef
 	for c, t := range ix.loose {
 		if _, ok := ix.byNet[t][network][c]; network == "" || ok {
-			out = append(out, rowRef{t, c})
+			out = append(out, RowRef{t, c})
 		}
 	}
-	slices.SortFunc(out, func(a, b rowRef) int { return cmp.Or(cmp.Compare(a.table, b.table), cmp.Compare(a.uuid, b.uuid)) })
+	slices.SortFunc(out, func(a, b RowRef) int { return cmp.Or(cmp.Compare(a.Table, b.Table), cmp.Compare(a.UUID, b.UUID)) })
 	return out
 }
 
-// errUnlinked is what a plan returns when a decision needs every child of a
-// parent (whether a shared router still holds another's rows, which of two
-// routers of one name to keep) while some child's parent is unknown.
-var errUnlinked = errors.New("some children's parents are not known yet")
-
-// lookUp finds the parents of children (by a select) and queues what it
+// LookUp finds the parents of children (by a select) and queues what it
 // found for the index.
-func (ix *rowIndex) lookUp(api client.Client, children []rowRef) error {
+func (ix *Index) LookUp(api client.Client, children []RowRef) error {
 	if len(children) > lookUpAtMost {
 		kids, err := selectLinks(api)
 		if err != nil {
@@ -394,9 +381,9 @@ func (ix *rowIndex) lookUp(api client.Client, children []rowRef) error {
 	}
 	ops := make([]ovsdb.Operation, 0, len(children))
 	for _, c := range children {
-		pc := parentColumns[c.table]
+		pc := parentColumns[c.Table]
 		ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationSelect, Table: pc[0], Columns: []string{"_uuid"},
-			Where: []ovsdb.Condition{ovsdb.NewCondition(pc[1], ovsdb.ConditionIncludes, schema.Set(c.uuid))}})
+			Where: []ovsdb.Condition{ovsdb.NewCondition(pc[1], ovsdb.ConditionIncludes, schema.Set(c.UUID))}})
 	}
 	results, err := selectRows(api, ops)
 	if err != nil {
@@ -405,11 +392,11 @@ func (ix *rowIndex) lookUp(api client.Client, children []rowRef) error {
 	var e rowEvent
 	for i, c := range children {
 		if len(results[i].Rows) == 0 {
-			e.unparented = append(e.unparented, c.uuid)
+			e.unparented = append(e.unparented, c.UUID)
 		}
 		for _, row := range results[i].Rows {
 			for _, p := range schema.UUIDs(row["_uuid"]) {
-				e.links = append(e.links, link{parent: p, column: parentColumns[c.table][1], child: c.uuid, add: true})
+				e.links = append(e.links, Link{Parent: p, Column: parentColumns[c.Table][1], Child: c.UUID, Add: true})
 			}
 		}
 	}
@@ -462,45 +449,23 @@ func selectRows(api client.Client, ops []ovsdb.Operation) ([]ovsdb.OperationResu
 	return results, nil
 }
 
-// committed returns the links a committed transaction made and unmade:
-// children inserted with a new parent, added to or removed from one by a
-// mutation. real maps the named UUIDs of its (and earlier transactions')
-// inserts to the UUIDs the server gave them.
-func committed(ops []ovsdb.Operation, results []ovsdb.OperationResult, real map[string]string) []link {
-	resolve := func(u string) string {
-		if r, ok := real[u]; ok {
-			return r
-		}
-		return u
-	}
-	var out []link
-	for i, op := range ops {
-		cols := childColumns[op.Table]
-		if cols == nil {
-			continue
-		}
-		switch op.Op {
-		case ovsdb.OperationInsert:
-			if i >= len(results) {
-				continue
-			}
-			parent := results[i].UUID.GoUUID
-			for col := range cols {
-				for _, c := range schema.UUIDs(op.Row[col]) {
-					out = append(out, link{parent: parent, column: col, child: resolve(c), add: true})
-				}
-			}
-		case ovsdb.OperationMutate:
-			parent := resolve(schema.WhereUUID(op))
-			for _, m := range op.Mutations {
-				if cols[m.Column] == "" || (m.Mutator != ovsdb.MutateOperationInsert && m.Mutator != ovsdb.MutateOperationDelete) {
-					continue
-				}
-				for _, c := range schema.UUIDs(m.Value) {
-					out = append(out, link{parent: parent, column: m.Column, child: resolve(c), add: m.Mutator == ovsdb.MutateOperationInsert})
-				}
-			}
+// Holds says whether a parent's column holds a child (read-locked).
+func (ix *Index) Holds(parent, column, child string) bool {
+	_, ok := ix.kids[parent][column][child]
+	return ok
+}
+
+// ChildrenOf lists a parent's children of every column (read-locked).
+func (ix *Index) ChildrenOf(parent string) []string {
+	var out []string
+	for _, kids := range ix.kids[parent] {
+		for k := range kids {
+			out = append(out, k)
 		}
 	}
 	return out
 }
+
+// Unsure says whether some child's parent is not known (read-locked): a
+// decision that needs every child of a parent must wait for its look-up.
+func (ix *Index) Unsure() bool { return len(ix.loose) > 0 }
