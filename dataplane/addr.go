@@ -9,3 +9,5 @@ func ipFamily(a netip.Addr) string {
 	}
 	return "ip6"
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -73,10 +73,10 @@ func (c *Client) ApplyUnless(ctx context.Context, d *Desired, unless func(contex
 	if err != nil {
 		return Result{}, err
 	}
-	if len(p.ops) == 0 {
+	if len(p.Ops) == 0 {
 		return Result{}, nil
 	}
-	chunks := txn.Split(p.ops, c.maxOps(), c.cachedRow)
+	chunks := txn.Split(p.Ops, c.maxOps(), c.cachedRow)
 	step("split")
 	if len(chunks) > 1 {
 		done()
@@ -146,7 +146,7 @@ func (c *Client) ApplyUnless(ctx context.Context, d *Desired, unless func(contex
 			c.afterTransaction(d.Owner, k+1, len(chunks))
 		}
 	}
-	err = c.waitVisible(ctx, d, inserted, p.gone)
+	err = c.waitVisible(ctx, d, inserted, p.Gone)
 	step("visible")
 	return Result{Operations: sent(chunks), Transactions: len(chunks)}, err
 }
@@ -280,7 +280,7 @@ func (c *Client) Plan(d *Desired) ([]ovsdb.Operation, error) {
 	if err != nil {
 		return nil, err
 	}
-	return p.ops, nil
+	return p.Ops, nil
 }
 
 func transact(ctx context.Context, c client.Client, ops []ovsdb.Operation) error {
@@ -342,7 +342,7 @@ func (c *Client) waitVisible(ctx context.Context, d *Desired, inserted, gone []i
 			if err != nil {
 				return err
 			}
-			done = len(pending.ops) == 0
+			done = len(pending.Ops) == 0
 		}
 		if done {
 			return nil

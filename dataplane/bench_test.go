@@ -12,6 +12,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
 	"github.com/udnkit/udnkit/dataplane/internal/index"
+	"github.com/udnkit/udnkit/dataplane/internal/plan"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -169,13 +170,13 @@ func BenchmarkLayer2AddOneNodeTo1000(b *testing.B) {
 			b.Run(step.name+"/"+mode, func(b *testing.B) {
 				e := newEnv(b)
 				// The baseline plans every Apply without memory (the full diff).
-				e.c.memos.reset(mode != "incremental")
+				e.c.memos.Reset(mode != "incremental")
 				e.apply(step.before)
 				p, err := e.c.fullPlan(step.want)
 				if err != nil {
 					b.Fatal(err)
 				}
-				ops, rows := p.ops, rowsWritten(p)
+				ops, rows := p.Ops, rowsWritten(p)
 				// One Apply of the target first: the incremental plans then run
 				// with warm memory, as in a running controller.
 				e.apply(step.want)
@@ -202,7 +203,7 @@ func BenchmarkLayer2AddOneNodeTo1000(b *testing.B) {
 // rowsWritten counts the rows a plan's operations write: each insert one,
 // each row the other operations name by _uuid and each row they remove
 // (garbage-collected children included) once.
-func rowsWritten(p *planner) int {
+func rowsWritten(p *plan.Planner) int {
 	n := 0
 	seen := map[index.RowRef]bool{}
 	count := func(r index.RowRef) {
@@ -211,7 +212,7 @@ func rowsWritten(p *planner) int {
 			n++
 		}
 	}
-	for _, op := range p.ops {
+	for _, op := range p.Ops {
 		if op.Op == ovsdb.OperationInsert {
 			n++
 			continue
@@ -222,7 +223,7 @@ func rowsWritten(p *planner) int {
 			}
 		}
 	}
-	for _, r := range p.gone {
+	for _, r := range p.Gone {
 		count(r)
 	}
 	return n

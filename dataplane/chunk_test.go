@@ -363,11 +363,11 @@ func TestSplitBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := txn.Weigh(p.ops, e.c.cachedRow)
-	if ch := txn.Split(p.ops, w, e.c.cachedRow); len(ch) != 1 || !slices.Equal(opKinds(ch[0]), opKinds(p.ops)) {
+	w := txn.Weigh(p.Ops, e.c.cachedRow)
+	if ch := txn.Split(p.Ops, w, e.c.cachedRow); len(ch) != 1 || !slices.Equal(opKinds(ch[0]), opKinds(p.Ops)) {
 		t.Fatalf("a plan of weight %d split at %d: %d chunks", w, w, len(ch))
 	}
-	chunks := txn.Split(p.ops, w-1, e.c.cachedRow)
+	chunks := txn.Split(p.Ops, w-1, e.c.cachedRow)
 	if len(chunks) < 2 {
 		t.Fatalf("a plan of weight %d is one chunk at bound %d", w, w-1)
 	}
@@ -378,8 +378,8 @@ func TestSplitBound(t *testing.T) {
 			t.Errorf("chunk %d weighs %d, more than two thirds of %d", i, cw, w-1)
 		}
 	}
-	if n < len(p.ops) {
-		t.Errorf("the chunks hold %d operations, the plan %d", n, len(p.ops))
+	if n < len(p.Ops) {
+		t.Errorf("the chunks hold %d operations, the plan %d", n, len(p.Ops))
 	}
 }
 

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/udnkit/udnkit/dataplane/internal/index"
+	"github.com/udnkit/udnkit/dataplane/internal/plan"
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/sbdb"
@@ -117,7 +118,7 @@ type Client struct {
 	observe func(o Owner, step string, d time.Duration)
 	// memos remember, per topology piece, the keys of its cached rows
 	// between Applies (planner.go).
-	memos keyMemos
+	memos plan.Memos
 	// index holds the Northbound rows plans read (index.go).
 	index *index.Index
 	// healing finds the networks whose rows the database lost or another
@@ -164,7 +165,7 @@ func New(cfg Config) (*Client, error) {
 		tlsNB, tlsSB = base.Clone(), base.Clone()
 		tlsNB.ServerName, tlsSB.ServerName = cfg.TLS.NBServerName, cfg.TLS.SBServerName
 	}
-	ix := index.New(up, changedBound)
+	ix := index.New(up, plan.ChangedBound)
 	timeout := cfg.ConnectTimeout
 	if timeout <= 0 {
 		timeout = DefaultConnectTimeout

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/udnkit/udnkit/dataplane/internal/index"
+	"github.com/udnkit/udnkit/dataplane/internal/plan"
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 )
@@ -22,48 +23,48 @@ func TestColumnMemoBehindTheCacheIsReadAfresh(t *testing.T) {
 	e.apply(d()) // creates the router
 	e.apply(d()) // its first plan of the router's routes
 	e.apply(d()) // the second: builds the column's memo
-	memo := e.c.memos.get(d().Owner)
+	memo := e.c.memos.Get(d().Owner)
 	var ck index.ColKey
-	var cm *columnMemo
-	for k, c := range memo.cols {
+	var cm *plan.ColumnMemo
+	for k, c := range memo.Cols {
 		if k.Column == "static_routes" {
 			ck, cm = k, c
 		}
 	}
-	if cm == nil || len(cm.byKey) != 2 {
-		t.Fatalf("no memo of the router's two routes: %+v", memo.cols)
+	if cm == nil || len(cm.ByKey) != 2 {
+		t.Fatalf("no memo of the router's two routes: %+v", memo.Cols)
 	}
-	var stale *colRow
-	for _, r := range cm.byKey {
+	var stale *plan.ColRow
+	for _, r := range cm.ByKey {
 		stale = r
 	}
-	cached := *stale.m.(*nbdb.LogicalRouterStaticRoute)
-	stale.m, stale.fp = &cached, 0 // equal content, not the cache's model
+	cached := *stale.M.(*nbdb.LogicalRouterStaticRoute)
+	stale.M, stale.FP = &cached, 0 // equal content, not the cache's model
 	p, err := e.c.newPlan(d())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.ops) != 0 {
-		t.Errorf("planned %d operations against an unchanged database", len(p.ops))
+	if len(p.Ops) != 0 {
+		t.Errorf("planned %d operations against an unchanged database", len(p.Ops))
 	}
-	if memo.cols[ck] != nil {
+	if memo.Cols[ck] != nil {
 		t.Fatal("the memo behind the cache was kept")
 	}
 	// The plan after next builds it again, from the cache's models (a
 	// column is remembered from its second plan on).
 	for i := range 2 {
-		if p, err := e.c.newPlan(d()); err != nil || len(p.ops) != 0 {
-			t.Fatalf("plan %d after: %v, %d operations", i+1, err, len(p.ops))
+		if p, err := e.c.newPlan(d()); err != nil || len(p.Ops) != 0 {
+			t.Fatalf("plan %d after: %v, %d operations", i+1, err, len(p.Ops))
 		}
-		if i == 0 && memo.cols[ck] != nil && memo.cols[ck].seen != nil {
+		if i == 0 && memo.Cols[ck] != nil && memo.Cols[ck].Seen != nil {
 			t.Fatal("a column read once was remembered")
 		}
 	}
-	rebuilt := memo.cols[ck]
+	rebuilt := memo.Cols[ck]
 	if rebuilt == nil {
 		t.Fatal("no memo after the next plan")
 	}
-	if r := rebuilt.byKey[schema.LogicalRouterStaticRoute.Key(stale.m.(*nbdb.LogicalRouterStaticRoute))]; r == nil || r.m == stale.m {
+	if r := rebuilt.ByKey[schema.LogicalRouterStaticRoute.Key(stale.M.(*nbdb.LogicalRouterStaticRoute))]; r == nil || r.M == stale.M {
 		t.Errorf("the rebuilt memo holds %+v, not the cache's model", r)
 	}
 }
@@ -84,17 +85,17 @@ func TestColumnMemoRemovalsAreNotedGone(t *testing.T) {
 	for range 3 { // creates the router, reads its routes once, builds the memo
 		e.apply(d(routes...))
 	}
-	memo := e.c.memos.get(d().Owner)
-	hits := memo.colHits
+	memo := e.c.memos.Get(d().Owner)
+	hits := memo.ColHits
 	p, err := e.c.newPlan(d(routes[1]))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if memo.colHits == hits {
+	if memo.ColHits == hits {
 		t.Fatal("the plan did not go through the column's memo")
 	}
 	var gone []string
-	for _, r := range p.gone {
+	for _, r := range p.Gone {
 		if r.Table == nbdb.LogicalRouterStaticRouteTable {
 			gone = append(gone, r.UUID)
 		}
@@ -112,7 +113,7 @@ func TestColumnMemoRemovalsAreNotedGone(t *testing.T) {
 	if ops := e.apply(d(routes[1])); ops == 0 {
 		t.Fatal("the removal sent nothing")
 	}
-	if p, err := e.c.newPlan(d(routes[1])); err != nil || len(p.ops) != 0 {
-		t.Errorf("the next plan: %v, %d operations", err, len(p.ops))
+	if p, err := e.c.newPlan(d(routes[1])); err != nil || len(p.Ops) != 0 {
+		t.Errorf("the next plan: %v, %d operations", err, len(p.Ops))
 	}
 }

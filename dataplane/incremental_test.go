@@ -182,16 +182,16 @@ func testIncrementalPlan(t *testing.T, r *rand.Rand) {
 			if err != nil {
 				t.Fatalf("step %d: full plan: %v", step, err)
 			}
-			full := fp.ops
+			full := fp.Ops
 			incr := state.desired(t)[i]
 			p, err := e.c.newPlan(incr)
 			if err != nil {
 				t.Fatalf("step %d: incremental plan: %v", step, err)
 			}
-			hits += p.memo.hits
-			colHits += p.memo.colHits
-			fpHits += p.memo.fpHits
-			if got, want := canonical(t, p.ops), canonical(t, full); got != want {
+			hits += p.Memo().Hits
+			colHits += p.Memo().ColHits
+			fpHits += p.Memo().FPHits
+			if got, want := canonical(t, p.Ops), canonical(t, full); got != want {
 				t.Fatalf("step %d, %s: the incremental plan differs from the full diff:\n%s\nwant:\n%s", step, d.Owner.Network, got, want)
 			}
 			res, err := e.c.Apply(e.ctx, state.desired(t)[i])
@@ -253,7 +253,7 @@ func testIncrementalPlan(t *testing.T, r *rand.Rand) {
 			t.Errorf("%s: a fresh client plans %d operations (%v) after the deletion", d.Owner.Network, len(ops), err)
 		}
 	}
-	if n := len(e.c.memos.memos); n != 0 {
+	if n := e.c.memos.Len(); n != 0 {
 		t.Errorf("%d memos left after the networks' deletion", n)
 	}
 	if len(done) != modifyKinds {

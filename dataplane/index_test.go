@@ -42,12 +42,12 @@ func TestIndexFollowsCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		full := fp.ops
+		full := fp.Ops
 		p, err := e.c.newPlan(d)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := canonical(t, p.ops), canonical(t, full); got != want {
+		if got, want := canonical(t, p.Ops), canonical(t, full); got != want {
 			t.Fatalf("%s: the plan differs from the full diff:\n%s\nwant:\n%s", what, got, want)
 		}
 		if changed && len(full) == 0 {

@@ -1,4 +1,4 @@
-package dataplane
+package plan
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 )
 
-// columnMemo remembers, between one owner's plans, what children found in a
+// ColumnMemo remembers, between one owner's plans, what children found in a
 // parent's column of children: its owned children by key (with the cached
 // model each was read from) and, for each, a fingerprint of the desired row
 // last found equal to it. A plan brings it up to date with the rows and
@@ -21,37 +21,37 @@ import (
 // What it skips is only what the index says did not change: a row changed
 // by another client whose event is still on its way is seen by the plan
 // after the event, as it would be had the change come a moment later.
-type columnMemo struct {
+type ColumnMemo struct {
 	// log and seq are the column's change log and the position in it the
 	// memo is up to date with.
 	log *index.ChangeLog
 	seq uint64
-	// seen: every child of the column → its key ("" when the child is not
+	// Seen: every child of the column → its key ("" when the child is not
 	// the owner's or has no cached row).
-	seen map[string]string
-	// byKey: the owner's children, by key.
-	byKey map[string]*colRow
-	// epoch counts the plans that read the memo (colRow.epoch).
+	Seen map[string]string
+	// ByKey: the owner's children, by key.
+	ByKey map[string]*ColRow
+	// epoch counts the plans that read the memo (ColRow.epoch).
 	epoch uint64
-	// used: read by the current plan (keyMemo.prune forgets the others).
+	// used: read by the current plan (Memo.prune forgets the others).
 	used bool
 }
 
-type colRow struct {
+type ColRow struct {
 	uuid     string
-	m        model.Model
+	M        model.Model
 	ownerIDs bool
-	// fp is the fingerprint of the desired row last found equal to m (0:
+	// FP is the fingerprint of the desired row last found equal to m (0:
 	// none, compare).
-	fp uint64
+	FP uint64
 	// epoch is the last plan whose desired rows hold this key.
 	epoch uint64
 }
 
-// changedBound is the largest share of a column's size that a memo applies
+// ChangedBound is the largest share of a column's size that a memo applies
 // changes for: beyond it (e.g. after the network's own large Apply)
 // building it afresh is as cheap, and the column's log keeps no more.
-func changedBound(children int) int { return children/4 + 64 }
+func ChangedBound(children int) int { return children/4 + 64 }
 
 // column returns the memo of a parent's column brought up to date with the
 // index, or nil when the column is not remembered: no memo (a full diff),
@@ -61,30 +61,30 @@ func changedBound(children int) int { return children/4 + 64 }
 func column[T any, PT interface {
 	*T
 	model.Model
-}](p *planner, sp schema.Spec[T], parent string, current []string) *columnMemo {
+}](p *Planner, sp schema.Spec[T], parent string, current []string) *ColumnMemo {
 	if p.memo == nil || p.links == nil || parent == "" {
 		return nil
 	}
 	col := parentColumns[sp.Table][1]
-	if p.memo.cols == nil {
-		p.memo.cols = map[index.ColKey]*columnMemo{}
+	if p.memo.Cols == nil {
+		p.memo.Cols = map[index.ColKey]*ColumnMemo{}
 	}
 	ck := index.ColKey{Parent: parent, Column: col}
 	ix := p.links
-	cm := p.memo.cols[ck]
+	cm := p.memo.Cols[ck]
 	switch {
 	case cm == nil:
 		// A column is remembered from its second plan on: a restart plans
 		// every network once, most networks are planned once for a long
 		// while, and a memo costs memory and a plan building it. Until
 		// then its place holds no children (seen nil).
-		p.memo.cols[ck] = &columnMemo{used: true}
+		p.memo.Cols[ck] = &ColumnMemo{used: true}
 		return nil
-	case cm.seen == nil:
+	case cm.Seen == nil:
 		cm = nil // the second plan: built below
 	default:
 		changed, end, ok := ix.ChangesSince(ck, cm.log, cm.seq)
-		if !ok || len(changed) > changedBound(len(current)) {
+		if !ok || len(changed) > ChangedBound(len(current)) {
 			cm = nil
 		}
 		for _, u := range changed {
@@ -97,23 +97,23 @@ func column[T any, PT interface {
 		}
 		if cm != nil {
 			cm.seq = end
-			p.memo.colHits++
+			p.memo.ColHits++
 		}
 		// Every child is accounted for, or the memo is built again.
-		if cm != nil && len(cm.seen) != len(current) {
+		if cm != nil && len(cm.Seen) != len(current) {
 			cm = nil
 		}
 	}
 	if cm == nil {
-		delete(p.memo.cols, ck)
+		delete(p.memo.Cols, ck)
 		cl, seq := ix.Follow(ck)
-		cm = &columnMemo{log: cl, seq: seq, seen: make(map[string]string, len(current)), byKey: make(map[string]*colRow, len(current))}
+		cm = &ColumnMemo{log: cl, seq: seq, Seen: make(map[string]string, len(current)), ByKey: make(map[string]*ColRow, len(current))}
 		for _, u := range current {
 			if !addChild[T, PT](p, sp, cm, u) {
 				return nil
 			}
 		}
-		p.memo.cols[ck] = cm
+		p.memo.Cols[ck] = cm
 	}
 	cm.used = true
 	return cm
@@ -124,12 +124,12 @@ func column[T any, PT interface {
 func forgetChild[T any, PT interface {
 	*T
 	model.Model
-}](p *planner, sp schema.Spec[T], cm *columnMemo, parent, col, u string) bool {
-	if k, ok := cm.seen[u]; ok {
-		if r := cm.byKey[k]; k != "" && r != nil && r.uuid == u {
-			delete(cm.byKey, k)
+}](p *Planner, sp schema.Spec[T], cm *ColumnMemo, parent, col, u string) bool {
+	if k, ok := cm.Seen[u]; ok {
+		if r := cm.ByKey[k]; k != "" && r != nil && r.uuid == u {
+			delete(cm.ByKey, k)
 		}
-		delete(cm.seen, u)
+		delete(cm.Seen, u)
 	}
 	if !p.links.Holds(parent, col, u) {
 		return true
@@ -142,10 +142,10 @@ func forgetChild[T any, PT interface {
 func addChild[T any, PT interface {
 	*T
 	model.Model
-}](p *planner, sp schema.Spec[T], cm *columnMemo, u string) bool {
+}](p *Planner, sp schema.Spec[T], cm *ColumnMemo, u string) bool {
 	m := p.row(sp.Table, u)
 	if m == nil {
-		cm.seen[u] = "" // deleted since the index saw it: its event will come
+		cm.Seen[u] = "" // deleted since the index saw it: its event will come
 		return true
 	}
 	row := m.(PT)
@@ -156,14 +156,14 @@ func addChild[T any, PT interface {
 	// hold it a second time.
 	r := ownedKey(p, m, sp, (*T)(row))
 	if !r.owned {
-		cm.seen[u] = ""
+		cm.Seen[u] = ""
 		return true
 	}
-	if _, dup := cm.byKey[r.key]; dup {
+	if _, dup := cm.ByKey[r.key]; dup {
 		return false
 	}
-	cm.seen[u] = r.key
-	cm.byKey[r.key] = &colRow{uuid: u, m: m, ownerIDs: r.ownerIDs}
+	cm.Seen[u] = r.key
+	cm.ByKey[r.key] = &ColRow{uuid: u, M: m, ownerIDs: r.ownerIDs}
 	return true
 }
 
@@ -176,7 +176,7 @@ var errMemoBehind = errors.New("the column's memo is behind the cache")
 func rememberedChildren[T any, PT interface {
 	*T
 	model.Model
-}](p *planner, sp schema.Spec[T], cm *columnMemo, desired []T) (insert, remove []string, err error) {
+}](p *Planner, sp schema.Spec[T], cm *ColumnMemo, desired []T) (insert, remove []string, err error) {
 	cm.epoch++
 	epoch := cm.epoch
 	shared := p.sharedIDs()
@@ -188,7 +188,7 @@ func rememberedChildren[T any, PT interface {
 	for i := range desired {
 		d := &desired[i]
 		k := sp.Key(d)
-		ex := cm.byKey[k]
+		ex := cm.ByKey[k]
 		if ex != nil && ex.epoch == epoch || ex == nil && created[k] {
 			return nil, nil, duplicateRows(sp.Table, k)
 		}
@@ -205,27 +205,27 @@ func rememberedChildren[T any, PT interface {
 		claimed++
 		want := sp.Fields(d, p.want[:0])
 		fp, ok := schema.Fingerprint(want, shared, p.memo.idsFP)
-		if ok && fp == ex.fp {
-			p.memo.fpHits++
+		if ok && fp == ex.FP {
+			p.memo.FPHits++
 			continue
 		}
-		if p.row(sp.Table, ex.uuid) != ex.m {
+		if p.row(sp.Table, ex.uuid) != ex.M {
 			// The cache is ahead of the index (an event on its way): the
 			// plan reads the column afresh.
 			return nil, nil, errMemoBehind
 		}
-		same, err := updateChild(p, sp, d, ex.m.(PT), stamped, ex.ownerIDs)
+		same, err := updateChild(p, sp, d, ex.M.(PT), stamped, ex.ownerIDs)
 		if err != nil {
 			return nil, nil, err
 		}
 		if same {
-			ex.fp = fp // 0 when !ok: compared again next time
+			ex.FP = fp // 0 when !ok: compared again next time
 			continue
 		}
-		ex.fp = 0
+		ex.FP = 0
 	}
-	if claimed < len(cm.byKey) {
-		for _, r := range cm.byKey {
+	if claimed < len(cm.ByKey) {
+		for _, r := range cm.ByKey {
 			if r.epoch != epoch {
 				remove = append(remove, r.uuid)
 			}

@@ -1,0 +1,29 @@
+// Package plan computes the operations that make the Northbound database
+// hold one topology piece's desired rows (rows.Desired): it diffs them
+// against the cached rows the index says the piece may own, creating what
+// is missing, updating what differs in a managed column (package schema)
+// and removing the piece's rows that are no longer desired. Rows the piece
+// does not own (rows.Owner.Owns) are never touched; a desired router or
+// switch that exists and is another's is refused unless it is Ref or
+// Shared.
+//
+// Invariants:
+//   - One diff, two implementations that must agree: children reads every
+//     child of a parent's column, rememberedChildren (colmemo.go) reads only
+//     what the index says changed since the column's memo was built, and
+//     skips a desired row whose fingerprint matches the one last found
+//     equal. For any database and desired rows they emit the same
+//     operations; a test compares every incremental plan with the full diff
+//     (Full), and schema.SameFields and schema.Fingerprint agree (package
+//     schema says how). A change to one diff is made to the other.
+//   - Memos key what they computed by a cached model's pointer (package
+//     index states why that is sound); a plan never modifies a model the
+//     cache or the index handed out.
+//   - A plan reads the index under its read lock (index.Read) and the
+//     caller holds the network's lock, so two plans of one network never
+//     interleave and a network's memo is used by one plan at a time.
+//   - A decision that needs every child of a parent (whether a shared router
+//     still holds another piece's rows, which of two same-named routers to
+//     keep) is made only once the parent of every child is known
+//     (errUnlinked makes the caller look the rest up first).
+package plan
