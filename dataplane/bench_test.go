@@ -170,9 +170,9 @@ func BenchmarkLayer2AddOneNodeTo1000(b *testing.B) {
 			b.Run(step.name+"/"+mode, func(b *testing.B) {
 				e := newEnv(b)
 				// The baseline plans every Apply without memory (the full diff).
-				e.c.memos.Reset(mode != "incremental")
+				e.c.Memos.Reset(mode != "incremental")
 				e.apply(step.before)
-				p, err := e.c.fullPlan(step.want)
+				p, err := e.c.FullPlan(step.want)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -417,7 +417,7 @@ func BenchmarkUnrelatedNetworkDuringLargeApply(b *testing.B) {
 			steps := map[string]time.Duration{}
 			var largeTotal, alone time.Duration
 			measuring := false
-			e.c.observe = func(o Owner, step string, d time.Duration) {
+			e.hooks.Observe = func(o Owner, step string, d time.Duration) {
 				mu.Lock()
 				defer mu.Unlock()
 				if measuring && o.Network == small.Owner.Network {
@@ -430,7 +430,7 @@ func BenchmarkUnrelatedNetworkDuringLargeApply(b *testing.B) {
 				if mode.name != "baseline-alone" {
 					inTransaction := make(chan struct{})
 					var once sync.Once
-					e.c.beforeTransact = func(o Owner) {
+					e.hooks.BeforeTransact = func(o Owner) {
 						if o.Network == big.Owner.Network {
 							once.Do(func() { close(inTransaction) })
 						}

@@ -143,7 +143,7 @@ func TestLargeApplyIsSplitIntoWholeNodeTransactions(t *testing.T) {
 	e := newEnv(t)
 	e.c.MaxTransactionOps = 8
 	seen := 0
-	e.c.afterTransaction = func(_ Owner, k, n int) {
+	e.hooks.AfterTransaction = func(_ Owner, k, n int) {
 		seen = k
 		wholeNodes(t, e, "after transaction "+strconv.Itoa(k))
 	}
@@ -198,7 +198,7 @@ func TestInterruptedSplitApplyConverges(t *testing.T) {
 			}
 			ctx, cancel := context.WithCancel(e.ctx)
 			defer cancel()
-			e.c.afterTransaction = func(_ Owner, k, _ int) {
+			e.hooks.AfterTransaction = func(_ Owner, k, _ int) {
 				if k == 2 {
 					cancel()
 				}
@@ -210,7 +210,7 @@ func TestInterruptedSplitApplyConverges(t *testing.T) {
 			if n := wholeNodes(t, e, "after the interruption"); !tc.wantBefore(n) {
 				t.Fatalf("after the interruption: %d nodes", n)
 			}
-			e.c.afterTransaction = nil
+			e.hooks.AfterTransaction = nil
 			e.apply(desired())
 			if got := dump(e); got != want {
 				t.Fatalf("after the next apply:\n got:\n%s\nwant:\n%s", got, want)
@@ -233,7 +233,7 @@ func TestSplitApplyRefusesBeforeItsFirstTransaction(t *testing.T) {
 	e.settle()
 	before := dump(e)
 	sent := 0
-	e.c.afterTransaction = func(Owner, int, int) { sent++ }
+	e.hooks.AfterTransaction = func(Owner, int, int) { sent++ }
 
 	if _, err := e.c.Apply(e.ctx, mustLayer2(t, benchNetwork(), chunkNodes(20))); err == nil ||
 		!strings.Contains(err.Error(), "not owned") {
@@ -264,7 +264,7 @@ func TestSplitApplyLetsOneTransactionApplyGoFirst(t *testing.T) {
 	small, planned, release := heldOneTransactionApply(e)
 	done := make(chan error, 1)
 	order := []string{}
-	e.c.afterTransaction = func(o Owner, k, n int) {
+	e.hooks.AfterTransaction = func(o Owner, k, n int) {
 		if o.Network != benchNetwork().Name {
 			return
 		}
@@ -300,7 +300,7 @@ func TestSplitApplyLetsOneTransactionApplyGoFirstBeforeItsFirst(t *testing.T) {
 	// has committed its first transaction: then the check below fails.
 	small, planned, release := heldOneTransactionApply(e)
 	var order []string
-	e.c.afterTransaction = func(o Owner, k, n int) {
+	e.hooks.AfterTransaction = func(o Owner, k, n int) {
 		if o.Network != benchNetwork().Name || k != 1 {
 			return
 		}
@@ -327,20 +327,20 @@ func TestSplitApplyLetsOneTransactionApplyGoFirstBeforeItsFirst(t *testing.T) {
 // called, which the split Apply's yield does when it starts waiting.
 func heldOneTransactionApply(e *env) (small *Desired, planned <-chan struct{}, release func()) {
 	e.c.MaxTransactionOps = 8
-	e.c.yieldAtMost = time.Minute // only the order matters here
+	e.hooks.YieldAtMost = time.Minute // only the order matters here
 	small = &Desired{Owner: Owner{Network: "small_net", Topology: TopologyLayer2, Piece: PieceTransitRouter},
 		Routers: []Router{{Row: nbdb.LogicalRouter{Name: "small_net_router"},
 			Ports: []nbdb.LogicalRouterPort{{Name: "small_net_port", MAC: "0a:58:0a:00:00:01", Networks: []string{"10.0.0.1/24"}}}}}}
 	p, send := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	release = func() { once.Do(func() { close(send) }) }
-	e.c.beforeTransact = func(o Owner) {
+	e.hooks.BeforeTransact = func(o Owner) {
 		if o.Network == small.Owner.Network {
 			close(p)
 			<-send
 		}
 	}
-	e.c.ahead.waits = release
+	e.hooks.YieldWaits = release
 	return small, p, release
 }
 
@@ -359,22 +359,22 @@ func applyOnce(e *env, d *Desired) error {
 func TestSplitBound(t *testing.T) {
 	e := newEnv(t)
 	small := mustLayer2(t, benchNetwork(), chunkNodes(3))
-	p, err := e.c.newPlan(small)
+	p, err := e.c.NewPlan(small)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := txn.Weigh(p.Ops, e.c.cachedRow)
-	if ch := txn.Split(p.Ops, w, e.c.cachedRow); len(ch) != 1 || !slices.Equal(opKinds(ch[0]), opKinds(p.Ops)) {
+	w := txn.Weigh(p.Ops, e.c.CachedRow)
+	if ch := txn.Split(p.Ops, w, e.c.CachedRow); len(ch) != 1 || !slices.Equal(opKinds(ch[0]), opKinds(p.Ops)) {
 		t.Fatalf("a plan of weight %d split at %d: %d chunks", w, w, len(ch))
 	}
-	chunks := txn.Split(p.Ops, w-1, e.c.cachedRow)
+	chunks := txn.Split(p.Ops, w-1, e.c.CachedRow)
 	if len(chunks) < 2 {
 		t.Fatalf("a plan of weight %d is one chunk at bound %d", w, w-1)
 	}
 	n := 0
 	for i, ch := range chunks {
 		n += len(ch)
-		if cw := txn.Weigh(ch, e.c.cachedRow); cw > (w-1)*2/3 {
+		if cw := txn.Weigh(ch, e.c.CachedRow); cw > (w-1)*2/3 {
 			t.Errorf("chunk %d weighs %d, more than two thirds of %d", i, cw, w-1)
 		}
 	}

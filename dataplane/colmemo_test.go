@@ -23,7 +23,7 @@ func TestColumnMemoBehindTheCacheIsReadAfresh(t *testing.T) {
 	e.apply(d()) // creates the router
 	e.apply(d()) // its first plan of the router's routes
 	e.apply(d()) // the second: builds the column's memo
-	memo := e.c.memos.Get(d().Owner)
+	memo := e.c.Memos.Get(d().Owner)
 	var ck index.ColKey
 	var cm *plan.ColumnMemo
 	for k, c := range memo.Cols {
@@ -40,7 +40,7 @@ func TestColumnMemoBehindTheCacheIsReadAfresh(t *testing.T) {
 	}
 	cached := *stale.M.(*nbdb.LogicalRouterStaticRoute)
 	stale.M, stale.FP = &cached, 0 // equal content, not the cache's model
-	p, err := e.c.newPlan(d())
+	p, err := e.c.NewPlan(d())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestColumnMemoBehindTheCacheIsReadAfresh(t *testing.T) {
 	// The plan after next builds it again, from the cache's models (a
 	// column is remembered from its second plan on).
 	for i := range 2 {
-		if p, err := e.c.newPlan(d()); err != nil || len(p.Ops) != 0 {
+		if p, err := e.c.NewPlan(d()); err != nil || len(p.Ops) != 0 {
 			t.Fatalf("plan %d after: %v, %d operations", i+1, err, len(p.Ops))
 		}
 		if i == 0 && memo.Cols[ck] != nil && memo.Cols[ck].Seen != nil {
@@ -85,9 +85,9 @@ func TestColumnMemoRemovalsAreNotedGone(t *testing.T) {
 	for range 3 { // creates the router, reads its routes once, builds the memo
 		e.apply(d(routes...))
 	}
-	memo := e.c.memos.Get(d().Owner)
+	memo := e.c.Memos.Get(d().Owner)
 	hits := memo.ColHits
-	p, err := e.c.newPlan(d(routes[1]))
+	p, err := e.c.NewPlan(d(routes[1]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestColumnMemoRemovalsAreNotedGone(t *testing.T) {
 	if ops := e.apply(d(routes[1])); ops == 0 {
 		t.Fatal("the removal sent nothing")
 	}
-	if p, err := e.c.newPlan(d(routes[1])); err != nil || len(p.Ops) != 0 {
+	if p, err := e.c.NewPlan(d(routes[1])); err != nil || len(p.Ops) != 0 {
 		t.Errorf("the next plan: %v, %d operations", err, len(p.Ops))
 	}
 }

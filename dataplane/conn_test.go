@@ -444,8 +444,8 @@ func TestConnectTimeoutBoundsAnAttempt(t *testing.T) {
 	}
 	defer c.Close()
 	for _, db := range c.dbs {
-		if db.timeout != DefaultConnectTimeout {
-			t.Errorf("%s: timeout %v without ConnectTimeout, want %v", db.label, db.timeout, DefaultConnectTimeout)
+		if db.Timeout != DefaultConnectTimeout {
+			t.Errorf("%s: timeout %v without ConnectTimeout, want %v", db.Label, db.Timeout, DefaultConnectTimeout)
 		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/udnkit/udnkit/dataplane/internal/engine"
+	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 	"github.com/udnkit/udnkit/internal/testenv"
 )
@@ -20,6 +22,9 @@ import (
 // the first log call, which can land inside a benchmark's result line.
 func init() { ctrllog.SetLogger(logr.Discard()) }
 
+// indexedTables: the tables the index follows (package schema).
+var indexedTables = schema.Indexed()
+
 // env is one fresh pair of real OVN databases and a connected client.
 type env struct {
 	t   testing.TB
@@ -27,6 +32,9 @@ type env struct {
 	db  *ovsdbserver.Pair
 	c   *Client
 	ctx context.Context
+	// hooks are the client's (engine.Hooks): a test sets them between
+	// Applies.
+	hooks *engine.Hooks
 }
 
 func newEnv(t testing.TB) *env {
@@ -50,7 +58,8 @@ func newEnv(t testing.TB) *env {
 		cancel()
 		t.Fatal(err)
 	}
-	c, err := NewClient(ctx, db.NB.Address(), db.SB.Address())
+	hooks := &engine.Hooks{}
+	c, err := dial(ctx, Config{NBAddress: db.NB.Address(), SBAddress: db.SB.Address()}, hooks)
 	if err != nil {
 		db.Stop()
 		cancel()
@@ -62,7 +71,7 @@ func newEnv(t testing.TB) *env {
 		cancel()
 		_ = os.RemoveAll(dir)
 	})
-	return &env{t: t, dir: dir, db: db, c: c, ctx: ctx}
+	return &env{t: t, dir: dir, db: db, c: c, ctx: ctx, hooks: hooks}
 }
 
 // apply applies and fails the test on error; it returns the operation count.
@@ -207,10 +216,10 @@ func (e *env) settle() {
 	// Benchmarks: the index catches up (comparing it row by row would take
 	// longer than the Applies measured).
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		unlock := e.c.index.Read(e.c.NB)
+		unlock := e.c.Index.Read(e.c.NB)
 		behind := ""
 		for _, table := range indexedTables {
-			if n, want := e.c.index.Len(table), e.c.NB.Cache().Table(table).Len(); n != want {
+			if n, want := e.c.Index.Len(table), e.c.NB.Cache().Table(table).Len(); n != want {
 				behind = fmt.Sprintf("the index holds %d %s rows, the cache %d", n, table, want)
 			}
 		}

@@ -178,13 +178,13 @@ func testIncrementalPlan(t *testing.T, r *rand.Rand) {
 		e.settle()
 
 		for i, d := range state.desired(t) {
-			fp, err := e.c.fullPlan(d)
+			fp, err := e.c.FullPlan(d)
 			if err != nil {
 				t.Fatalf("step %d: full plan: %v", step, err)
 			}
 			full := fp.Ops
 			incr := state.desired(t)[i]
-			p, err := e.c.newPlan(incr)
+			p, err := e.c.NewPlan(incr)
 			if err != nil {
 				t.Fatalf("step %d: incremental plan: %v", step, err)
 			}
@@ -253,7 +253,7 @@ func testIncrementalPlan(t *testing.T, r *rand.Rand) {
 			t.Errorf("%s: a fresh client plans %d operations (%v) after the deletion", d.Owner.Network, len(ops), err)
 		}
 	}
-	if n := e.c.memos.Len(); n != 0 {
+	if n := e.c.Memos.Len(); n != 0 {
 		t.Errorf("%d memos left after the networks' deletion", n)
 	}
 	if len(done) != modifyKinds {

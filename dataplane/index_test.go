@@ -4,8 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/testr"
+	"github.com/udnkit/udnkit/dataplane/internal/ovsconn"
 )
 
 // waitIndexed waits until the client's index equals one built afresh from
@@ -14,7 +13,7 @@ func waitIndexed(t testing.TB, c *Client) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		diff := c.index.Diff(c.NB)
+		diff := c.Index.Diff(c.NB)
 		if diff == "" {
 			return
 		}
@@ -38,12 +37,12 @@ func TestIndexFollowsCache(t *testing.T) {
 	check := func(what string, changed bool) {
 		t.Helper()
 		e.settle() // waits until the index equals the cache, or fails
-		fp, err := e.c.fullPlan(d)
+		fp, err := e.c.FullPlan(d)
 		if err != nil {
 			t.Fatal(err)
 		}
 		full := fp.Ops
-		p, err := e.c.newPlan(d)
+		p, err := e.c.NewPlan(d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,31 +76,15 @@ func TestIndexFollowsCache(t *testing.T) {
 	if err := e.db.NB.Restart(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitConnected(e.ctx, e.c.NB); err != nil {
+	if err := ovsconn.WaitUp(e.ctx, e.c.NB); err != nil {
 		t.Fatal(err)
 	}
 	check("deleted while the server was down", true)
 
 	// Lost events: the next read rebuilds the index.
 	e.nbctl("lrp-del", "trtor-"+gr2)
-	e.c.index.Dropped()
+	e.c.Index.Dropped()
 	check("after lost events", true)
-}
-
-// libovsdb's log of a dropped event reaches the index through the logger.
-func TestDropSinkTellsTheIndex(t *testing.T) {
-	for _, inner := range []logr.Logger{logr.Discard(), testr.New(t)} {
-		dropped := 0
-		logger := logr.New(newDropSink(inner.GetSink(), func() { dropped++ })).WithName("cache").WithValues("db", "nb")
-		logger.Info("something else")
-		if dropped != 0 {
-			t.Fatal("another message marked events lost")
-		}
-		logger.Info(droppedEvent)
-		if dropped != 1 {
-			t.Errorf("the dropped event was not noticed (inner sink %T)", inner.GetSink())
-		}
-	}
 }
 
 // The index holds the cache's own models (not copies), so the rows take
@@ -112,11 +95,11 @@ func TestIndexHoldsTheCachesModels(t *testing.T) {
 	e.apply(mustLayer2(t, net, nodes))
 	e.nbctl("lrp-del", "trtor-"+gr3)
 	e.settle()
-	defer e.c.index.Read(e.c.NB)()
+	defer e.c.Index.Read(e.c.NB)()
 	n := 0
 	for _, table := range indexedTables {
 		for u, m := range e.c.NB.Cache().Table(table).RowsShallow() {
-			if e.c.index.Held(table, u) != m {
+			if e.c.Index.Held(table, u) != m {
 				t.Errorf("%s %s: the index holds another model than the cache", table, u)
 			}
 			n++

@@ -4,17 +4,39 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
+// transactions is udnkit_ovn_transaction_duration_seconds' count of a
+// topology piece's transactions.
 func transactions(t *testing.T, topology, piece string) uint64 {
 	t.Helper()
-	var m dto.Metric
-	if err := transactionSeconds.WithLabelValues(topology, piece).(prometheus.Histogram).Write(&m); err != nil {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return m.GetHistogram().GetSampleCount()
+	for _, f := range families {
+		if f.GetName() != "udnkit_ovn_transaction_duration_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if label(m, "topology") == topology && label(m, "piece") == piece {
+				return m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return 0
+}
+
+// label is a metric's value of a label ("" none).
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
 }
 
 // Each Apply that writes observes one transaction; one that has nothing to
@@ -36,4 +58,31 @@ func TestApplyObservesTransactionLatency(t *testing.T) {
 	if got := transactions(t, d.Owner.Topology, d.Owner.Piece) - before; got != 1 {
 		t.Errorf("observed %d transactions, want 1", got)
 	}
+}
+
+// metricValue is the value of a counter or gauge of the controller-runtime
+// registry with these labels (0 when there is none).
+func metricValue(name string, labels map[string]string) float64 {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		panic(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range f.GetMetric() {
+			for k, v := range labels {
+				if label(m, k) != v {
+					continue metric
+				}
+			}
+			if m.GetCounter() != nil {
+				return m.GetCounter().GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return 0
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
+	"github.com/udnkit/udnkit/dataplane/internal/ovsconn"
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/sbdb"
@@ -207,7 +208,7 @@ func MultiVTEPPortsDual(network string, transits []netip.Prefix, nodes []VTEPNod
 // (OKEP-5535), in one transaction; bindings already right are left alone.
 // ports maps a logical switch port name to its node (chassis name) and encap IP.
 func (c *Client) SetPortEncaps(ctx context.Context, ports map[string]PortEncap) (int, error) {
-	if err := waitConnected(ctx, c.SB); err != nil {
+	if err := ovsconn.WaitUp(ctx, c.SB); err != nil {
 		return 0, err
 	}
 	encaps := map[PortEncap]string{}

@@ -160,7 +160,7 @@ func TestApplyRejectsDuplicateDesiredRows(t *testing.T) {
 	e.apply(d) // its first plan of the router's routes
 	e.apply(d) // the second: builds the column's memo
 	before := e.nbctl("lr-route-list", "r")
-	hits := e.c.memos.Get(d.Owner).ColHits
+	hits := e.c.Memos.Get(d.Owner).ColHits
 	for name, routes := range map[string][]nbdb.LogicalRouterStaticRoute{
 		"held key twice": {route, other, route},
 		"new key twice":  {route, other, other},
@@ -174,7 +174,7 @@ func TestApplyRejectsDuplicateDesiredRows(t *testing.T) {
 			t.Errorf("%s: a refused apply changed the routes:\n%s\nwas:\n%s", name, got, before)
 		}
 	}
-	if e.c.memos.Get(d.Owner).ColHits == hits {
+	if e.c.Memos.Get(d.Owner).ColHits == hits {
 		t.Error("the refused plans did not go through the column's memo")
 	}
 	d.Routers[0].Routes = []nbdb.LogicalRouterStaticRoute{route, route}

@@ -12,8 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
+	"github.com/udnkit/udnkit/dataplane/internal/engine"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 )
 
@@ -90,9 +89,9 @@ func (l *resyncLog) all() []Resync {
 // resyncCounts reads udnkit_dataplane_resyncs_total by reason, and the held
 // ones under "held".
 func resyncCounts() map[string]float64 {
-	out := map[string]float64{"held": testutil.ToFloat64(resyncsHeld)}
+	out := map[string]float64{"held": metricValue("udnkit_dataplane_resyncs_held_total", nil)}
 	for _, r := range []string{ResyncDatabaseReplaced, ResyncOwnedRowsLost, ResyncForeignEdit} {
-		out[r] = testutil.ToFloat64(resyncs.WithLabelValues(r))
+		out[r] = metricValue("udnkit_dataplane_resyncs_total", map[string]string{"reason": r})
 	}
 	return out
 }
@@ -225,7 +224,7 @@ func diffLines(want, got []string) []string {
 func (e *env) identityKnown() {
 	e.t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		id := e.c.index.Identity()
+		id := e.c.Index.Identity()
 		if id != "" {
 			return
 		}
@@ -372,9 +371,7 @@ func TestForeignEditsAreRepaired(t *testing.T) {
 
 // forgetFights forgets the networks' recent foreign-edit resyncs.
 func forgetFights(c *Client) {
-	c.healing.mu.Lock()
-	defer c.healing.mu.Unlock()
-	c.healing.fights = nil
+	c.ForgetFights()
 }
 
 // What is not udnkit's loss starts no resync: udnkit's own Applies (a node
@@ -424,12 +421,12 @@ func TestNoResyncWithoutLoss(t *testing.T) {
 		}
 	}
 	// Several heal ticks after the reconnect's rebuild.
-	for deadline := time.Now().Add(10 * time.Second); e.c.index.Stale(e.c.NB); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); e.c.Index.Stale(e.c.NB); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the index was not rebuilt after the reconnect")
 		}
 	}
-	time.Sleep(5 * healTick)
+	time.Sleep(5 * engine.HealTick)
 	if got := countsSince(before); len(got) != 0 {
 		t.Errorf("resyncs = %v, want none", got)
 	}

@@ -33,6 +33,15 @@ func (ix *Index) Diff(api client.Client) string {
 	if err := fresh.Rebuild(api); err != nil {
 		return err.Error()
 	}
+	diffs := ix.diffRows(fresh)
+	diffs = append(diffs, ix.diffLinks(fresh)...)
+	diffs = append(diffs, ix.diffDerived()...)
+	slices.Sort(diffs)
+	return strings.Join(diffs, "\n")
+}
+
+// diffRows compares the rows and where they are found with fresh's.
+func (ix *Index) diffRows(fresh *Index) []string {
 	var diffs []string
 	for _, t := range tables {
 		got, want := ix.rows[t], fresh.rows[t]
@@ -58,6 +67,12 @@ func (ix *Index) Diff(api client.Client) string {
 	if !reflect.DeepEqual(ix.pieces, fresh.pieces) {
 		diffs = append(diffs, fmt.Sprintf("pieces: %v, afresh %v", ix.pieces, fresh.pieces))
 	}
+	return diffs
+}
+
+// diffLinks compares the links and the sorted children with fresh's.
+func (ix *Index) diffLinks(fresh *Index) []string {
+	var diffs []string
 	if !maps.EqualFunc(ix.parents, fresh.parents, func(a, b []string) bool {
 		return len(a) == len(b) && !slices.ContainsFunc(a, func(u string) bool { return !slices.Contains(b, u) })
 	}) {
@@ -79,8 +94,14 @@ func (ix *Index) Diff(api client.Client) string {
 			diffs = append(diffs, fmt.Sprintf("sorted children of %s %s: %v, the set %v", key[0], key[1], s, want))
 		}
 	}
-	// The children with no known parent, kept as the index changes, are
-	// those a scan of every child finds.
+	return diffs
+}
+
+// diffDerived compares what the index keeps as it changes (the children
+// with no known parent, the parents holding each network's children) with
+// what a scan of every child finds.
+func (ix *Index) diffDerived() []string {
+	var diffs []string
 	loose := map[string]string{}
 	for t := range parentColumns {
 		for c := range ix.rows[t] {
@@ -111,8 +132,7 @@ func (ix *Index) Diff(api client.Client) string {
 	if !reflect.DeepEqual(ix.netParents, held) && len(ix.netParents)+len(held) > 0 {
 		diffs = append(diffs, fmt.Sprintf("parents holding each network's children: %v, by a scan %v", ix.netParents, held))
 	}
-	slices.Sort(diffs)
-	return strings.Join(diffs, "\n")
+	return diffs
 }
 
 // nonEmptyKids leaves out the empty sets and the maps left without one.

@@ -1,4 +1,4 @@
-package dataplane
+package engine
 
 import (
 	"slices"
@@ -9,7 +9,9 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/udnkit/udnkit/dataplane/internal/ovsconn"
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
+	"github.com/udnkit/udnkit/dataplane/rows"
 )
 
 // Healing. The Northbound database can lose or change udnkit's rows without
@@ -32,7 +34,7 @@ import (
 //     writer fighting udnkit is reported, and never makes it spin).
 //
 // A row is owned when its external_ids carry udnkit's piece and a network
-// (Owner.owns); other rows, OVN-Kubernetes' own among them, are never
+// (rows.Owner.owns); other rows, OVN-Kubernetes' own among them, are never
 // looked at. Apply notes, before each transaction, the owned rows it
 // updates or deletes (ownEdits); the monitor's event for each such row is
 // its own.
@@ -59,10 +61,10 @@ const (
 // Northbound database no longer holds networks' rows as udnkit wrote them;
 // set it before Connect. Every resync is also logged and counted in
 // udnkit_dataplane_resyncs_total{reason}.
-func (c *Client) OnResync(f func(Resync)) {
-	c.healing.mu.Lock()
-	defer c.healing.mu.Unlock()
-	c.healing.notify = f
+func (e *Engine) OnResync(f func(Resync)) {
+	e.healing.mu.Lock()
+	defer e.healing.mu.Unlock()
+	e.healing.notify = f
 }
 
 // Rate of foreign-edit resyncs of one network: the first goes at once, each
@@ -82,8 +84,8 @@ const (
 	// foreignSettle is how long a network's foreign edits must pause
 	// before its resync: the events of one transaction come one by one.
 	foreignSettle = 50 * time.Millisecond
-	// healTick is how often the client looks for resyncs to make.
-	healTick = 200 * time.Millisecond
+	// HealTick is how often the client looks for resyncs to make.
+	HealTick = 200 * time.Millisecond
 )
 
 // healer finds the networks to re-apply; it is a cache.EventHandler of the
@@ -118,7 +120,7 @@ func (h *healer) OnDelete(table string, m model.Model)        { h.edited(table, 
 // columns by another client.
 func (h *healer) edited(table string, old, cur model.Model) {
 	uuid, ids, _, ok := schema.RowFields(table, old)
-	if !ok || ids[ExternalIDPiece] == "" || ids[ExternalIDNetwork] == "" {
+	if !ok || ids[rows.ExternalIDPiece] == "" || ids[rows.ExternalIDNetwork] == "" {
 		return
 	}
 	if cur != nil && !schema.Lookup(table).Changed(old, cur, &h.buf) {
@@ -132,40 +134,40 @@ func (h *healer) edited(table string, old, cur model.Model) {
 	if h.foreign == nil {
 		h.foreign = map[string]time.Time{}
 	}
-	h.foreign[ids[ExternalIDNetwork]] = time.Now()
+	h.foreign[ids[rows.ExternalIDNetwork]] = time.Now()
 	h.mu.Unlock()
 }
 
-// healLoop looks for resyncs to make every healTick, until Close.
-func (c *Client) healLoop() {
-	tick := time.NewTicker(healTick)
+// HealLoop looks for resyncs to make every HealTick, until stop is closed.
+func (e *Engine) HealLoop(stop <-chan struct{}) {
+	tick := time.NewTicker(HealTick)
 	defer tick.Stop()
 	for {
 		select {
-		case <-c.stopWatch:
+		case <-stop:
 			return
 		case <-tick.C:
 		}
-		c.healOnce(time.Now())
+		e.healOnce(time.Now())
 	}
 }
 
 // healOnce makes the resyncs due now.
-func (c *Client) healOnce(now time.Time) {
-	h := &c.healing
+func (e *Engine) healOnce(now time.Time) {
+	h := &e.healing
 	h.own.sweep(now)
-	if up(c.NB) {
+	if ovsconn.Up(e.NB) {
 		// After a reconnect, the index is rebuilt from the refilled cache
 		// now rather than by the next plan: the rebuild is what compares.
-		if c.index.Stale(c.NB) {
-			c.index.Read(c.NB)()
+		if e.Index.Stale(e.NB) {
+			e.Index.Read(e.NB)()
 		}
-		c.index.NoteIdentity(c.NB)
+		e.Index.NoteIdentity(e.NB)
 	}
-	if rep := c.index.TakeReport(); rep != nil {
+	if rep := e.Index.TakeReport(); rep != nil {
 		switch {
 		case rep.Replaced:
-			c.resync(Resync{Reason: ResyncDatabaseReplaced, All: true, Networks: rep.Networks})
+			e.resync(Resync{Reason: ResyncDatabaseReplaced, All: true, Networks: rep.Networks})
 		case len(rep.Lost) > 0:
 			var nets []string
 			for net, uuids := range rep.Lost {
@@ -176,12 +178,12 @@ func (c *Client) healOnce(now time.Time) {
 			}
 			if len(nets) > 0 {
 				slices.Sort(nets)
-				c.resync(Resync{Reason: ResyncOwnedRowsLost, Networks: nets})
+				e.resync(Resync{Reason: ResyncOwnedRowsLost, Networks: nets})
 			}
 		}
 	}
 	if due := h.dueForeign(now); len(due) > 0 {
-		c.resync(Resync{Reason: ResyncForeignEdit, Networks: due})
+		e.resync(Resync{Reason: ResyncForeignEdit, Networks: due})
 	}
 }
 
@@ -230,7 +232,7 @@ func (h *healer) dueForeign(now time.Time) []string {
 }
 
 // resync logs and counts r and hands it to OnResync's function.
-func (c *Client) resync(r Resync) {
+func (e *Engine) resync(r Resync) {
 	resyncs.WithLabelValues(r.Reason).Inc()
 	shown := r.Networks
 	if len(shown) > 10 {
@@ -238,9 +240,9 @@ func (c *Client) resync(r Resync) {
 	}
 	log.Log.WithName("ovn").Info("the Northbound database no longer holds udnkit's rows as written: re-applying networks",
 		"reason", r.Reason, "all", r.All, "networks", len(r.Networks), "first", shown)
-	c.healing.mu.Lock()
-	notify := c.healing.notify
-	c.healing.mu.Unlock()
+	e.healing.mu.Lock()
+	notify := e.healing.notify
+	e.healing.mu.Unlock()
 	if notify != nil {
 		notify(r)
 	}
@@ -382,4 +384,12 @@ func (o *ownEdits) sweep(now time.Time) {
 	}
 	clear(o.done[len(keep):])
 	o.done = keep
+}
+
+// ForgetFights forgets the networks' recent foreign-edit resyncs (tests
+// that provoke a fight start from none).
+func (e *Engine) ForgetFights() {
+	e.healing.mu.Lock()
+	defer e.healing.mu.Unlock()
+	e.healing.fights = nil
 }

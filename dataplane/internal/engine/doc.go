@@ -1,0 +1,32 @@
+// Package engine applies one topology piece's desired rows to the
+// Northbound database: it takes the network's lock, plans (package plan),
+// cuts the plan into transactions (package txn), sends them with fairness
+// between networks (fair.go), waits until the client's index shows them,
+// and heals: it notices owned rows that the database lost or another client
+// changed, and asks the controllers to re-apply their networks (heal.go).
+//
+// Lock order, for the whole dataplane (a lock is only ever taken while
+// holding those above it, never one above while holding one below):
+//
+//  1. applying: the network's lock (KeyLocks, by the network's OVN name
+//     prefix), held for a whole Apply: unless, plan, transactions and
+//     waitVisible. Applies of different networks never wait for each other
+//     here. KeyLocks' own mutex is held only to find the key's lock.
+//  2. ahead.mu (fair.go): counted in and out briefly; yield waits with no
+//     lock held.
+//  3. the index's locks (package index states their order), taken by plans
+//     and waitVisible through index.Read; the index reads the cache's rows
+//     under the libovsdb cache's own lock, innermost.
+//  4. healing.mu and healing.own.mu: leaves, held only to read or update
+//     their maps, never while taking another lock; the cache's event
+//     handler (healer) takes only these.
+//
+// Invariants:
+//   - An Apply plans only against a cache the monitor has resynchronised
+//     (ovsconn.WaitUp) and returns only once the index shows what it
+//     committed (waitVisible): an immediate second Apply plans nothing.
+//   - Everything is validated and planned before the first transaction; a
+//     split Apply that fails after k transactions leaves a consistent
+//     prefix that the next Apply completes.
+//   - Hooks are the tests' only way in (New): production passes none.
+package engine
