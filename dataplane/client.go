@@ -1,11 +1,3 @@
-// Package dataplane programs OVN for udnkit's networks with libovsdb: it
-// computes the desired Northbound rows of each topology piece from plain inputs
-// and applies the difference against the live database: in one transaction, or
-// for a large difference in a sequence of bounded transactions that each leave
-// a consistent topology (package txn). The client also notices when the database
-// loses or changes the rows it owns without an Apply of its own (a replaced
-// database, another client's edit) and asks its controllers to re-apply those
-// networks (resync.go).
 package dataplane
 
 import (
