@@ -13,9 +13,9 @@
 // The layers below, each importing only those before it (layers_test.go
 // enforces it):
 //
-//   - rows: the desired rows, their owner and the external-ID keys;
 //   - internal/schema: one file per OVSDB table, from which every per-table
 //     list is derived;
+//   - rows: the desired rows, their owner and the external-ID keys;
 //   - internal/ovsconn: the connections; internal/index: the rows plans read;
 //   - internal/plan: the diff; internal/txn: splitting it into transactions;
 //   - internal/engine: Apply, per-network locks, fairness, healing, and the

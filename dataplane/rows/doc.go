@@ -5,6 +5,6 @@
 //
 // Invariants: a row is the piece's exactly when Owner.Owns says so, and
 // every row a piece writes carries Owner.IDs; nothing else in the dataplane
-// decides ownership. The package holds plain data and imports only the
-// generated models (nbdb).
+// decides ownership. The package holds plain data; it imports the generated
+// models and package schema (each row's line in Describe is its table's).
 package rows

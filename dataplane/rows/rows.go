@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 )
 
@@ -105,8 +106,9 @@ type Desired struct {
 // ExternalIDShared marks a router or switch a piece created as Shared.
 const ExternalIDShared = "k8s.ovn.org/udnkit-shared"
 
-// ExternalIDVM names the VM (namespace/name) a DHCP_Options row serves.
-const ExternalIDVM = "k8s.ovn.org/vm"
+// ExternalIDVM names the VM (namespace/name) a DHCP_Options row serves
+// (part of the row's identity: package schema).
+const ExternalIDVM = schema.ExternalIDVM
 
 // Validate refuses a Desired no Apply can hold: an owner without network,
 // topology or piece, and a router, switch or port without a name or with

@@ -1,7 +1,10 @@
 package schema
 
 import (
+	"fmt"
+
 	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 )
@@ -19,5 +22,9 @@ var AddressSet = Spec[nbdb.AddressSet]{
 var _ = planned(AddressSet, Table{
 	Kind:    Root,
 	Indexed: true,
+	Describe: func(m model.Model, _ string) string {
+		a := m.(*nbdb.AddressSet)
+		return fmt.Sprintf("address_set %s addresses=%q", a.Name, a.Addresses)
+	},
 	Monitor: func() client.MonitorOption { return client.WithTable(&nbdb.AddressSet{}) },
 })

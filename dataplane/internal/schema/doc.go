@@ -2,10 +2,11 @@
 // writes, one file per table: the row's identity (Spec.Key), the columns
 // udnkit manages (Spec.Fields), where a child row lives (Table.Parent and
 // Table.Column), what the cache monitors (Table.Monitor), whether the index
-// follows it (Table.Indexed) and what transaction splitting groups by
-// (Table.Group). Every per-table list of the dataplane (the monitor, the
-// index's tables, the parents' columns of children, the links, the grouping
-// of a split Apply, the healer's managed-column check) is derived from these
+// follows it (Table.Indexed), what transaction splitting groups by
+// (Table.Group) and how a row reads in `udnctl plan` (Table.Describe).
+// Every per-table list of the dataplane (the monitor, the index's tables,
+// the parents' columns of children, the links, the grouping of a split
+// Apply, the healer's managed-column check, Describe) is derived from these
 // files: adding a table is adding a file (and the builder that fills it).
 //
 // Invariants:

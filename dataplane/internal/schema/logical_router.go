@@ -2,6 +2,7 @@ package schema
 
 import (
 	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 )
@@ -20,6 +21,10 @@ var LogicalRouter = Spec[nbdb.LogicalRouter]{
 var _ = planned(LogicalRouter, Table{
 	Kind:    Parent,
 	Indexed: true,
+	Describe: func(m model.Model, mark string) string {
+		r := m.(*nbdb.LogicalRouter)
+		return "router " + r.Name + mark + kv(" options", r.Options)
+	},
 	Monitor: func() client.MonitorOption {
 		lr := &nbdb.LogicalRouter{}
 		return client.WithTable(lr, &lr.Name, &lr.ExternalIDs, &lr.Options)

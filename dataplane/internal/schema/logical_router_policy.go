@@ -1,7 +1,9 @@
 package schema
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
@@ -27,6 +29,14 @@ var _ = planned(LogicalRouterPolicy, Table{
 	Column:  "policies",
 	In:      func(m model.Model) *[]string { return &m.(*nbdb.LogicalRouter).Policies },
 	Indexed: true,
+	Describe: func(m model.Model, _ string) string {
+		p := m.(*nbdb.LogicalRouterPolicy)
+		out := fmt.Sprintf("policy %d %s %s", p.Priority, p.Match, p.Action)
+		if len(p.Nexthops) > 0 {
+			out += " " + strings.Join(p.Nexthops, ",")
+		}
+		return out
+	},
 	Monitor: func() client.MonitorOption { return client.WithTable(&nbdb.LogicalRouterPolicy{}) },
 	Group: func(m model.Model) GroupRow {
 		return GroupRow{Table: nbdb.LogicalRouterPolicyTable, Nexthops: m.(*nbdb.LogicalRouterPolicy).Nexthops}

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"fmt"
 	"net/netip"
 
 	"github.com/ovn-kubernetes/libovsdb/client"
@@ -27,6 +28,14 @@ var _ = planned(LogicalRouterPort, Table{
 	Column:  "ports",
 	In:      func(m model.Model) *[]string { return &m.(*nbdb.LogicalRouter).Ports },
 	Indexed: true,
+	Describe: func(m model.Model, _ string) string {
+		p := m.(*nbdb.LogicalRouterPort)
+		out := fmt.Sprintf("port %s mac=%s networks=%q", p.Name, p.MAC, p.Networks)
+		if p.Peer != nil {
+			out += " peer=" + *p.Peer
+		}
+		return out + kv(" options", p.Options)
+	},
 	Monitor: func() client.MonitorOption { return client.WithTable(&nbdb.LogicalRouterPort{}) },
 	Group: func(m model.Model) GroupRow {
 		x := m.(*nbdb.LogicalRouterPort)

@@ -34,6 +34,17 @@ var _ = planned(LogicalRouterStaticRoute, Table{
 	Column:  "static_routes",
 	In:      func(m model.Model) *[]string { return &m.(*nbdb.LogicalRouter).StaticRoutes },
 	Indexed: true,
+	Describe: func(m model.Model, _ string) string {
+		rt := m.(*nbdb.LogicalRouterStaticRoute)
+		out := "route " + rt.IPPrefix + " via " + rt.Nexthop
+		if rt.Policy != nil {
+			out += " policy=" + string(*rt.Policy)
+		}
+		if rt.OutputPort != nil {
+			out += " output_port=" + *rt.OutputPort
+		}
+		return out
+	},
 	Monitor: func() client.MonitorOption { return client.WithTable(&nbdb.LogicalRouterStaticRoute{}) },
 	Group: func(m model.Model) GroupRow {
 		x := m.(*nbdb.LogicalRouterStaticRoute)

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 )
@@ -20,6 +21,10 @@ var LogicalSwitch = Spec[nbdb.LogicalSwitch]{
 var _ = planned(LogicalSwitch, Table{
 	Kind:    Parent,
 	Indexed: true,
+	Describe: func(m model.Model, mark string) string {
+		s := m.(*nbdb.LogicalSwitch)
+		return "switch " + s.Name + mark + kv(" other_config", s.OtherConfig)
+	},
 	Monitor: func() client.MonitorOption {
 		ls := &nbdb.LogicalSwitch{}
 		return client.WithTable(ls, &ls.Name, &ls.ExternalIDs, &ls.OtherConfig)

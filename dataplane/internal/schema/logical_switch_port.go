@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"fmt"
+
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
@@ -25,6 +27,17 @@ var _ = planned(LogicalSwitchPort, Table{
 	Column:  "ports",
 	In:      func(m model.Model) *[]string { return &m.(*nbdb.LogicalSwitch).Ports },
 	Indexed: true,
+	Describe: func(m model.Model, _ string) string {
+		p := m.(*nbdb.LogicalSwitchPort)
+		out := "port " + p.Name
+		if p.Type != "" {
+			out += " type=" + p.Type
+		}
+		if len(p.Addresses) > 0 {
+			out += fmt.Sprintf(" addresses=%q", p.Addresses)
+		}
+		return out + kv(" options", p.Options)
+	},
 	Monitor: func() client.MonitorOption { return client.WithTable(&nbdb.LogicalSwitchPort{}) },
 	Group: func(m model.Model) GroupRow {
 		x := m.(*nbdb.LogicalSwitchPort)

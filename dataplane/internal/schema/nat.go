@@ -27,6 +27,10 @@ var _ = planned(NAT, Table{
 	Column:  "nat",
 	In:      func(m model.Model) *[]string { return &m.(*nbdb.LogicalRouter).Nat },
 	Indexed: true,
+	Describe: func(m model.Model, _ string) string {
+		n := m.(*nbdb.NAT)
+		return "nat " + n.Type + " " + n.LogicalIP + " -> " + n.ExternalIP
+	},
 	Monitor: func() client.MonitorOption { return client.WithTable(&nbdb.NAT{}) },
 	Group: func(m model.Model) GroupRow {
 		return GroupRow{Table: nbdb.NATTable, Port: Deref(m.(*nbdb.NAT).LogicalPort)}

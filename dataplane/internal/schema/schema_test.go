@@ -1,4 +1,4 @@
-package schema
+package schema_test
 
 import (
 	"reflect"
@@ -8,6 +8,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
+	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/sbdb"
@@ -18,8 +19,8 @@ import (
 // planner diffs is indexed and knows its rows, every child table names a
 // parent column that holds it, and the managed columns exist.
 func TestTablesAgreeWithTheOVSDBSchema(t *testing.T) {
-	schemas := map[string]ovsdb.DatabaseSchema{Northbound: nbdb.Schema(), Southbound: sbdb.Schema()}
-	for _, tb := range Tables() {
+	schemas := map[string]ovsdb.DatabaseSchema{schema.Northbound: nbdb.Schema(), schema.Southbound: sbdb.Schema()}
+	for _, tb := range schema.Tables() {
 		db, ok := schemas[tb.DB]
 		if !ok {
 			t.Errorf("%s: unknown database %q", tb.Name, tb.DB)
@@ -34,9 +35,9 @@ func TestTablesAgreeWithTheOVSDBSchema(t *testing.T) {
 			t.Errorf("%s: not monitored (Table.Monitor is nil): the cache holds none of its rows", tb.Name)
 		}
 		switch tb.Kind {
-		case Root, Parent, Child:
+		case schema.Root, schema.Parent, schema.Child:
 			checkPlanned(t, tb, db, ts)
-		case Identity, Watched:
+		case schema.Identity, schema.Watched:
 			if tb.Indexed {
 				t.Errorf("%s: indexed, but the planner never reads it", tb.Name)
 			}
@@ -47,18 +48,21 @@ func TestTablesAgreeWithTheOVSDBSchema(t *testing.T) {
 }
 
 // checkPlanned checks a table the planner diffs.
-func checkPlanned(t *testing.T, tb *Table, db ovsdb.DatabaseSchema, ts ovsdb.TableSchema) {
+func checkPlanned(t *testing.T, tb *schema.Table, db ovsdb.DatabaseSchema, ts ovsdb.TableSchema) {
 	t.Helper()
 	if !tb.Indexed {
 		t.Errorf("%s: not indexed (Table.Indexed is false): plans would not see its rows", tb.Name)
 	}
-	if !slices.Contains(Indexed(), tb.Name) {
-		t.Errorf("%s: missing from Indexed()", tb.Name)
+	if !slices.Contains(schema.Indexed(), tb.Name) {
+		t.Errorf("%s: missing from schema.Indexed()", tb.Name)
+	}
+	if tb.Describe == nil {
+		t.Errorf("%s: no Describe: udnctl plan could not show its rows", tb.Name)
 	}
 	if tb.Row == nil || tb.Changed == nil {
 		t.Errorf("%s: no Row or Changed (register it with planned)", tb.Name)
 	}
-	if root := tb.Kind != Child; ts.IsRoot != root {
+	if root := tb.Kind != schema.Child; ts.IsRoot != root {
 		t.Errorf("%s: isRoot is %v in the OVSDB schema, Kind %d says %v", tb.Name, ts.IsRoot, tb.Kind, root)
 	}
 	if len(tb.Managed) == 0 || tb.Managed[0] != "external_ids" {
@@ -69,25 +73,25 @@ func checkPlanned(t *testing.T, tb *Table, db ovsdb.DatabaseSchema, ts ovsdb.Tab
 			t.Errorf("%s: managed column %q is not in the OVSDB schema", tb.Name, col)
 		}
 	}
-	if tb.Kind == Child {
+	if tb.Kind == schema.Child {
 		checkChild(t, tb, db)
 	}
 }
 
 // checkChild checks that a child table's parent column holds its rows.
-func checkChild(t *testing.T, tb *Table, db ovsdb.DatabaseSchema) {
+func checkChild(t *testing.T, tb *schema.Table, db ovsdb.DatabaseSchema) {
 	t.Helper()
 	if tb.Parent == "" || tb.Column == "" || tb.In == nil {
 		t.Errorf("%s: a child table without a parent column (Parent %q, Column %q, In set %v): a split Apply would separate it from its parent",
 			tb.Name, tb.Parent, tb.Column, tb.In != nil)
 		return
 	}
-	parent := Lookup(tb.Parent)
-	if parent == nil || parent.Kind != Parent {
+	parent := schema.Lookup(tb.Parent)
+	if parent == nil || parent.Kind != schema.Parent {
 		t.Errorf("%s: parent %s is not a registered Parent table", tb.Name, tb.Parent)
 		return
 	}
-	if got := ChildColumns()[tb.Parent][tb.Column]; got != tb.Name {
+	if got := schema.ChildColumns()[tb.Parent][tb.Column]; got != tb.Name {
 		t.Errorf("%s: ChildColumns()[%s][%s] = %q", tb.Name, tb.Parent, tb.Column, got)
 	}
 	col := db.Tables[tb.Parent].Column(tb.Column)
@@ -152,7 +156,7 @@ func TestTheDesiredRowsTablesAreRegistered(t *testing.T) {
 		}
 		seen[typ] = true
 		if name, ok := tables[typ]; ok {
-			if Lookup(name) == nil {
+			if schema.Lookup(name) == nil {
 				t.Errorf("the desired rows hold %s rows, but %s has no file in package schema", name, name)
 			}
 			return

@@ -2,10 +2,12 @@ package schema
 
 import (
 	"cmp"
+	"maps"
 	"net/netip"
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
@@ -73,6 +75,9 @@ type Table struct {
 	// Changed says whether a row's change touches its identity or a
 	// managed column; buf holds two scratch lists. Filled from the Spec.
 	Changed func(old, cur model.Model, buf *[2][]any) bool
+	// Describe is a row's line in `udnctl plan` (rows.Desired.Describe),
+	// close to `ovn-nbctl show`; mark follows a router's or switch's name.
+	Describe func(m model.Model, mark string) string
 	// Group and GroupInsert read what the grouping of a split Apply needs
 	// of a Child row: cached (one the plan removes) or in an insert.
 	Group       func(model.Model) GroupRow
@@ -285,4 +290,21 @@ func columnsOf[T any](fields func(*T, []any) []any) []string {
 		out = append(out, name)
 	}
 	return out
+}
+
+// Describe is a row's line in `udnctl plan` (Table.Describe).
+func Describe(table string, m model.Model, mark string) string {
+	return registry[table].Describe(m, mark)
+}
+
+// kv formats a map column for Describe: label{k=v,...}, "" when empty.
+func kv(label string, m map[string]string) string {
+	if len(m) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, k+"="+m[k])
+	}
+	return label + "{" + strings.Join(parts, ",") + "}"
 }
