@@ -87,8 +87,8 @@ func checkChild(t *testing.T, tb *schema.Table, db ovsdb.DatabaseSchema) {
 		return
 	}
 	parent := schema.Lookup(tb.Parent)
-	if parent == nil || parent.Kind != schema.Parent {
-		t.Errorf("%s: parent %s is not a registered Parent table", tb.Name, tb.Parent)
+	if parent == nil || parent.Kind != schema.Parent && parent.Kind != schema.Child {
+		t.Errorf("%s: parent %s is not a registered Parent or Child table", tb.Name, tb.Parent)
 		return
 	}
 	if got := schema.ChildColumns()[tb.Parent][tb.Column]; got != tb.Name {

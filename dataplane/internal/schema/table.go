@@ -36,7 +36,8 @@ const (
 	// diffed by their key.
 	Root Kind = iota + 1
 	// Parent rows (routers, switches) are found by name and hold Child rows
-	// in columns.
+	// in columns. A Child table may hold rows of its own too (a router
+	// port's gateway chassis).
 	Parent
 	// Child rows are held by a parent's column; the server deletes a child
 	// no parent holds.
@@ -211,7 +212,8 @@ func Children(parent string) []*Table {
 	return out
 }
 
-// childrenOf is Children of every Parent table, computed once all the
+// childrenOf is Children of every table that has some (routers and
+// switches, and a child table holding rows of its own), computed once all the
 // tables' files have registered (package variables are initialised before
 // init functions run).
 var childrenOf map[string][]*Table
@@ -219,8 +221,8 @@ var childrenOf map[string][]*Table
 func init() {
 	childrenOf = map[string][]*Table{}
 	for _, t := range Tables() {
-		if t.Kind == Parent {
-			childrenOf[t.Name] = Children(t.Name)
+		if kids := Children(t.Name); len(kids) > 0 {
+			childrenOf[t.Name] = kids
 		}
 	}
 }
