@@ -17,7 +17,7 @@ func init() { metrics.Registry.MustRegister(transactionSeconds) }
 
 // resyncs counts the times the dataplane asked its controllers to re-apply
 // networks because the Northbound database no longer held their rows as
-// udnkit wrote them (resync.go), by reason.
+// udnkit wrote them (heal.go), by reason.
 var resyncs = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "udnkit_dataplane_resyncs_total",
 	Help: "Times the dataplane re-queued networks whose OVN Northbound rows were lost or changed without udnkit, by reason: database_replaced (another database after a reconnect: every network), owned_rows_lost (owned rows missing or changed after the cache was refilled), foreign_edit (another client deleted or changed owned rows).",

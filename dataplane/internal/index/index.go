@@ -252,8 +252,8 @@ func (ix *Index) Read(api client.Client) (unlock func()) {
 	// The cache may already hold rows whose events are not delivered yet
 	// (another client's insert or delete that a caller waited for in the
 	// cache): wait a moment for them, so that a plan sees what the cache
-	// shows (BenchmarkLayer2MultiVTEP1000Pods planned nothing against an
-	// index that had not seen another client's thousand ports yet).
+	// shows (a plan against an index without another client's just-inserted
+	// ports would plan nothing for them).
 	for deadline := time.Now().Add(catchUpWait); ix.current(api) && ix.behind() && time.Now().Before(deadline); {
 		select {
 		case <-ix.Next():

@@ -12,7 +12,7 @@ import (
 // parent's column of children: its owned children by key (with the cached
 // model each was read from) and, for each, a fingerprint of the desired row
 // last found equal to it. A plan brings it up to date with the rows and
-// links the index changed since (rowIndex.changesSince), so adding one node
+// links the index changed since (index.ChangesSince), so adding one node
 // to a network whose transit router holds a thousand ports reads the few
 // changed ports instead of every port and every route again (reading each
 // cached row of a large column was most of such a plan: cold memory), and

@@ -100,7 +100,7 @@ func (p *Planner) row(table, uuid string) model.Model {
 
 // scan returns, in UUID order, the rows of a root table the plan looks at:
 // with the index, the owner's and those that may matter to it (see
-// rowIndex.scan); without it (a full diff), every row.
+// index.Scan); without it (a full diff), every row.
 func (p *Planner) scan(table string, names []string, parents bool) []string {
 	if p.ix != nil {
 		return p.ix.Scan(table, p.owner.Network, names, parents)
