@@ -337,3 +337,26 @@ func TestNodeSubnetsChanged(t *testing.T) {
 		}
 	}
 }
+
+// The old Layer2 topology's GR port tunnel key is read per network from
+// cluster manager's JSON object of decimal strings (upstream's
+// `{"blue":"7"}`); another network's entry or no annotation is no key; a
+// malformed value is an error naming the annotation.
+func TestDecodeLayer2GRLRPTunnelID(t *testing.T) {
+	n := node("node-a", map[string]string{AnnotationLayer2GRLRPTunnelIDs: `{"blue":"7","red":"8"}`})
+	if key, ok, err := DecodeLayer2GRLRPTunnelID(n, "red"); key != 8 || !ok || err != nil {
+		t.Errorf("red = %d, %v, %v", key, ok, err)
+	}
+	if _, ok, err := DecodeLayer2GRLRPTunnelID(n, "green"); ok || err != nil {
+		t.Errorf("green (absent) = %v, %v", ok, err)
+	}
+	if _, ok, err := DecodeLayer2GRLRPTunnelID(node("node-b", nil), "blue"); ok || err != nil {
+		t.Errorf("no annotation = %v, %v", ok, err)
+	}
+	for _, v := range []string{`["7"]`, `{"blue":"x"}`, `{"blue":"0"}`} {
+		_, ok, err := DecodeLayer2GRLRPTunnelID(node("bad", map[string]string{AnnotationLayer2GRLRPTunnelIDs: v}), "blue")
+		if ok || err == nil || !strings.Contains(err.Error(), "node bad annotation "+AnnotationLayer2GRLRPTunnelIDs) {
+			t.Errorf("%s: ok %v, error %v", v, ok, err)
+		}
+	}
+}

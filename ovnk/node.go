@@ -222,3 +222,35 @@ func EncodeNodeTunnelIDs(ids []int) string {
 func GatewayMTUSupported(node *corev1.Node) bool {
 	return node.Annotations[AnnotationGatewayMTUSupport] != "false"
 }
+
+// AnnotationLayer2GRLRPTunnelIDs is where OVN-Kubernetes' cluster manager
+// publishes, per Primary Layer2 network, the tunnel key of a node's gateway
+// router port on the old (pre-OKEP-5094) topology's switch: its own
+// stor-<switch> port and every other zone's remote port for it carry it
+// (upstream's UDNLayer2NodeGRLRPTunnelIDAnnotation,
+// go-controller/pkg/util/node_annotations.go).
+const AnnotationLayer2GRLRPTunnelIDs = "k8s.ovn.org/udn-layer2-node-gateway-router-lrp-tunnel-ids"
+
+// DecodeLayer2GRLRPTunnelID reads the node's old-topology gateway router
+// port tunnel key for network from AnnotationLayer2GRLRPTunnelIDs (a JSON
+// object of network name to a decimal string): ok is false when the node
+// has none for network.
+func DecodeLayer2GRLRPTunnelID(node *corev1.Node, network string) (key int, ok bool, err error) {
+	v, found := node.Annotations[AnnotationLayer2GRLRPTunnelIDs]
+	if !found {
+		return 0, false, nil
+	}
+	var ids map[string]string
+	if err := json.Unmarshal([]byte(v), &ids); err != nil {
+		return 0, false, fmt.Errorf("node %s annotation %s=%q is not a JSON object of network names to tunnel keys", node.Name, AnnotationLayer2GRLRPTunnelIDs, v)
+	}
+	s, found := ids[network]
+	if !found {
+		return 0, false, nil
+	}
+	key, err = strconv.Atoi(s)
+	if err != nil || key <= 0 {
+		return 0, false, fmt.Errorf("node %s annotation %s: network %s's tunnel key %q is not a positive integer", node.Name, AnnotationLayer2GRLRPTunnelIDs, network, s)
+	}
+	return key, true, nil
+}

@@ -216,6 +216,14 @@ func (r *Layer2Reconciler) apply(ctx context.Context, net dataplane.Layer2Networ
 		if !ok {
 			continue // no node ID allocated yet: the node joins on its next update
 		}
+		// The old topology's GR port key is cluster manager's per-network
+		// allocation, which the old zones use (the node ID only without one).
+		if key, ok, err := ovnk.DecodeLayer2GRLRPTunnelID(node, net.Name); err != nil {
+			skip(ctx, r.Recorder, node, "Node", ReasonInvalidNodeID, err)
+			continue
+		} else if ok {
+			n.LegacyTunnelKey = key
+		}
 		objs[n.Name] = node
 		all = append(all, n)
 	}
