@@ -1,0 +1,292 @@
+package datapath_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/udnkit/udnkit/dataplane/controller"
+	"github.com/udnkit/udnkit/envtest/datapath"
+	"github.com/udnkit/udnkit/ovnk"
+)
+
+// annotationGRLRPTunnelIDs is where OVN-Kubernetes' cluster manager
+// publishes, per Layer2 network, the tunnel key of a node's gateway router
+// port on the old topology's switch
+// (go-controller/pkg/util/node_annotations.go, UDNLayer2NodeGRLRPTunnelIDAnnotation).
+const annotationGRLRPTunnelIDs = "k8s.ovn.org/udn-layer2-node-gateway-router-lrp-tunnel-ids"
+
+// joinSubnetV4 is the Layer2 networks' default IPv4 join subnet.
+var joinSubnetV4 = netip.MustParsePrefix("100.65.0.0/16")
+
+// legacyNode is a node on the old Layer2 topology: its node ID (its join IP
+// is the join subnet's address at the ID) and the tunnel key cluster
+// manager allocated to its gateway router's switch port.
+type legacyNode struct {
+	node     *datapath.Node
+	id, grID int
+}
+
+func (n legacyNode) joinIP() netip.Addr { return ovnk.MustAddrAt(joinSubnetV4, uint64(n.id)) }
+
+// ovnkLegacyLayer2 writes, in each node's zone, OVN-Kubernetes' Layer2
+// topology before the transit router (go-controller/pkg/ovn/gateway.go
+// createGWRouterPeerSwitchPort and getGWRouterPortName without a transit
+// router; layer2_user_defined_network_controller.go
+// addSwitchPortForRemoteNodeGR): the layer2 switch, the local gateway
+// router's port rtos-<switch> on it holding the join IP and the network's
+// gateway (MAC from the join IP), its switch port stor-<switch> with the
+// node's GR LRP tunnel key, and per other node a remote port
+// stor-<switch>_<node> with that node's join IP, MAC and tunnel key.
+func ovnkLegacyLayer2(t *testing.T, net *network, switchKey int, nodes []legacyNode) {
+	t.Helper()
+	sw := net.names().Switch()
+	ids := []string{`external_ids:"k8s.ovn.org/network"="` + net.ovnName() + `"`, `external_ids:"k8s.ovn.org/topology"=layer2`}
+	gw := net.gateway(false)
+	s, _ := ovnk.FamilyOf(net.subnets, false)
+	for _, local := range nodes {
+		z := local.node
+		gr, rtos, stor := net.names().GatewayRouter(z.Name), "rtos-"+sw, "stor-"+sw
+		join := netip.PrefixFrom(local.joinIP(), joinSubnetV4.Bits())
+		nbctl(t, z, append([]string{"--may-exist", "ls-add", sw, "--", "set", "Logical_Switch", sw,
+			"other_config:requested-tnl-key=" + strconv.Itoa(switchKey)}, ids...)...)
+		nbctl(t, z, "lrp-add", gr, rtos, ovnk.MACFromIP(local.joinIP()).String(), join.String(), netip.PrefixFrom(gw, s.Bits()).String())
+		// The old topology's GR holds the pods' gateway: its SNAT to the
+		// node IP applies only towards the external switch
+		// (gateway.go GetNetworkScopedClusterSubnetSNATMatch).
+		snat := nbctl(t, z, "--bare", "--columns=_uuid", "find", "NAT", "type=snat", `logical_ip="`+s.String()+`"`)
+		nbctl(t, z, "set", "NAT", snat, `match="outport == \"rtoe-`+gr+`\""`)
+		nbctl(t, z, append([]string{"set", "Logical_Router_Port", rtos}, ids...)...)
+		nbctl(t, z, append([]string{"lsp-add", sw, stor, "--", "lsp-set-type", stor, "router", "--", "lsp-set-addresses", stor, "router",
+			"--", "lsp-set-options", stor, "router-port=" + rtos, "requested-tnl-key=" + strconv.Itoa(local.grID),
+			"--", "set", "Logical_Switch_Port", stor}, ids...)...)
+		for _, m := range nodes {
+			if m == local {
+				continue
+			}
+			port := stor + "_" + m.node.Name
+			addr := ovnk.MACFromIP(m.joinIP()).String() + " " + netip.PrefixFrom(m.joinIP(), joinSubnetV4.Bits()).String()
+			nbctl(t, z, append([]string{"lsp-add", sw, port, "--", "lsp-set-type", port, "remote",
+				"--", "set", "Logical_Switch_Port", port, `addresses="` + addr + `"`,
+				"options:requested-tnl-key=" + strconv.Itoa(m.grID), "options:requested-chassis=" + m.node.ChassisID(),
+				`external_ids:"k8s.ovn.org/node"=` + m.node.Name}, ids...)...)
+		}
+	}
+}
+
+// TestLayer2RollingUpgrade moves one node of a Primary Layer2 network from
+// the old topology to the transit router as OKEP-5094's rolling upgrade
+// does, while the other nodes stay on the old one: node-a is drained (its
+// pod goes), udnkit's Layer2 reconciler in node-a's zone (adopting the old
+// rows) builds the transit router with the temporary upgrade ports and
+// announces node-a (k8s.ovn.org/layer2-topology-version 2.0); node-b's zone,
+// whose node still runs a pod, stays on the old topology. Throughout, a pod
+// on node-b pings node-a's gateway router at its join IP every 20 ms (the
+// join subnet is what both topologies understand: service replies and
+// EgressIP use it); afterwards a new pod on node-a reaches node-b's pod
+// (ICMP and TCP) and node-b's gateway router's join IP through the upgrade
+// port, and leaves the cluster through node-a's gateway router. Removing the
+// upgrade router port cuts both join-IP paths.
+func TestLayer2RollingUpgrade(t *testing.T) {
+	c := needCluster(t)
+	ctx := context.Background()
+	x, y, z := c.Node("node-a"), c.Node("node-b"), c.Node("node-c")
+	const id = 6
+	up := newNetwork(t, "tenant-up", "up", id, "10.130.0.0/16")
+	switchKey := 16715776 + 2*id
+	// Node IDs as nodeObject gives them; GR LRP tunnel keys as cluster
+	// manager allocates them, from the network's tunnel IDs, not the node IDs.
+	legacyX, legacyY := legacyNode{x, slices.Index(c.Nodes, x) + 2, 7}, legacyNode{y, slices.Index(c.Nodes, y) + 2, 8}
+	legacy := []legacyNode{legacyX, legacyY, {z, slices.Index(c.Nodes, z) + 2, 9}}
+	ovnkGateway(t, c, up)
+	ovnkLegacyLayer2(t, up, switchKey, legacy)
+	for _, n := range []*datapath.Node{x, y} {
+		if err := n.SteerGateway(ctx, up.localnetPort(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	podX := &pod{net: up, name: "pod-a", node: x, index: 5, tunnelID: 10}
+	podY := &pod{net: up, name: "pod-b", node: y, index: 6, tunnelID: 11}
+	ovnkPodPorts(t, c, podX, podY)
+	startPods(t, c, podX) // drained below
+	startOwnPods(t, c, podY)
+	stopServer, err := podY.datapath.ServeTCP(tcpPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stopServer)
+	settle(t, c)
+
+	// The API state: every node on the old topology with its GR LRP tunnel
+	// key; node-a and node-b run a pod each (node-c's zone is left to
+	// OVN-Kubernetes' old topology throughout).
+	state := apiState(t, c, up)
+	for _, n := range legacy {
+		var node corev1.Node
+		if err := state.Get(ctx, client.ObjectKey{Name: n.node.Name}, &node); err != nil {
+			t.Fatal(err)
+		}
+		delete(node.Annotations, ovnk.AnnotationLayer2TopologyVersion)
+		v, _ := json.Marshal(map[string]string{up.ovnName(): strconv.Itoa(n.grID)})
+		node.Annotations[annotationGRLRPTunnelIDs] = string(v)
+		if err := state.Update(ctx, &node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	running := func(p *pod) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.net.namespace, Name: p.name, Annotations: p.annotation(t)},
+			Spec: corev1.PodSpec{NodeName: p.node.Name}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	}
+	for _, p := range []*pod{podX, podY} {
+		if err := state.Create(ctx, running(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// udnkit's Layer2 reconciler in a node's zone (adopting the old rows).
+	reconcileZone := func(t *testing.T, zone *datapath.Node) {
+		t.Helper()
+		r := &controller.Layer2Reconciler{Client: state, OVN: ovnClient(t, zone), Cluster: cfg, AdoptLegacy: true,
+			Local: func(n *corev1.Node) bool { return n.Name == zone.Name }}
+		reconcileAll(t, zone, r, up)
+	}
+	version := func(n *datapath.Node) string {
+		var node corev1.Node
+		if err := state.Get(ctx, client.ObjectKey{Name: n.Name}, &node); err != nil {
+			t.Fatal(err)
+		}
+		return node.Annotations[ovnk.AnnotationLayer2TopologyVersion]
+	}
+
+	// Before: both zones run pods, udnkit leaves them on the old topology.
+	reconcileZone(t, x)
+	reconcileZone(t, y)
+	settle(t, c)
+	if v := version(x); v != "" {
+		t.Fatalf("node-a runs a pod but was announced on topology version %q", v)
+	}
+	reach(t, c, podY, podX.ip(false))
+	reach(t, c, podY, legacyX.joinIP())
+	reach(t, c, podX, up.gateway(false))
+	if got, err := podX.datapath.Neighbor(up.gateway(false)); err != nil || got != ovnk.MACFromIP(legacyX.joinIP()).String() {
+		t.Fatalf("on the old topology pod-a resolves its gateway to %q (%v), want node-a's gateway router %s", got, err, ovnk.MACFromIP(legacyX.joinIP()))
+	}
+
+	// Continuous traffic from node-b to node-a's gateway router while node-a moves.
+	probe, err := podY.datapath.StartProbe(legacyX.joinIP(), 20*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	// Drained: node-a's pod goes (its port in every zone, its object).
+	for _, zone := range c.Nodes {
+		nbctl(t, zone, "lsp-del", podX.port())
+	}
+	if err := c.RemovePod(podX.datapath); err != nil {
+		t.Fatal(err)
+	}
+	if err := state.Delete(ctx, running(podX)); err != nil {
+		t.Fatal(err)
+	}
+	moveStart := time.Now()
+	reconcileZone(t, x)
+	reconcileZone(t, y)
+	moved := time.Since(moveStart)
+	settle(t, c)
+	// A pod comes back to node-a, on the new topology.
+	podX2 := &pod{net: up, name: "pod-a2", node: x, index: 7, tunnelID: 12}
+	ovnkPodPorts(t, c, podX2)
+	startOwnPods(t, c, podX2)
+	if err := state.Create(ctx, running(podX2)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	result, err := probe.Stop(300 * time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("node-a moved to the transit router (udnkit's reconciles took %d ms): pod-b -> node-a's gateway router %s: %s (gap from %+d ms of the move)",
+		moved.Milliseconds(), legacyX.joinIP(), result, result.GapStart.Sub(moveStart).Milliseconds())
+
+	// grPorts are, per zone, the switch ports that carry the join subnet
+	// between the topologies, with their tunnel keys: a join-IP path holds
+	// when the key a zone sends with is the key the other zone receives on.
+	grPorts := func() string {
+		var b strings.Builder
+		for _, zone := range []*datapath.Node{x, y} {
+			out := nbctl(t, zone, "--format=csv", "--data=bare", "--no-headings", "--columns=name,type,options", "find", "Logical_Switch_Port",
+				`external_ids:"k8s.ovn.org/network"="`+up.ovnName()+`"`)
+			for _, l := range strings.Split(out, "\n") {
+				if strings.HasPrefix(l, "stor-") || strings.HasPrefix(l, "stotr-") {
+					b.WriteString("\n  " + zone.Name + "'s zone: " + l)
+				}
+			}
+		}
+		return b.String()
+	}
+	reachJoin := func(t *testing.T, from *pod, dst netip.Addr) {
+		t.Helper()
+		if err := from.datapath.Reach(dst, reachTimeout); err != nil {
+			t.Fatalf("%v; the gateway routers' switch ports:%s", err, grPorts())
+		}
+	}
+
+	t.Run("node-a is announced, node-b stays on the old topology", func(t *testing.T) {
+		if v := version(x); v != ovnk.Layer2TopologyVersionTransitRouter {
+			t.Errorf("drained node-a announces topology version %q, want %s", v, ovnk.Layer2TopologyVersionTransitRouter)
+		}
+		if v := version(y); v != "" {
+			t.Errorf("node-b, which runs a pod, announces topology version %q", v)
+		}
+		if !strings.Contains(nbctl(t, y, "show", up.names().Switch()), "rtos-"+up.names().Switch()) {
+			t.Errorf("node-b's zone lost its old gateway router port")
+		}
+	})
+	t.Run("traffic from node-b to node-a's gateway router kept flowing", func(t *testing.T) {
+		if result.Answered == 0 || result.LongestGap > 5*time.Second {
+			t.Fatalf("%s", result)
+		}
+		reachJoin(t, podY, legacyX.joinIP())
+	})
+	t.Run("pods on the two topologies reach each other (ICMP and TCP)", func(t *testing.T) {
+		reach(t, c, podX2, podY.ip(false))
+		reach(t, c, podY, podX2.ip(false))
+		if err := podX2.datapath.TCPEcho(podY.ip(false), tcpPort, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("a pod on node-a reaches node-b's gateway router through the upgrade port", func(t *testing.T) {
+		reachJoin(t, podX2, legacyY.joinIP())
+	})
+	t.Run("node-a's pods find the transit router's gateway MAC and leave through node-a", func(t *testing.T) {
+		reach(t, c, podX2, up.gateway(false))
+		want := ovnk.GatewayRouterPortMAC([]netip.Addr{up.gateway(false)}).String()
+		if got, err := podX2.datapath.Neighbor(up.gateway(false)); err != nil || got != want {
+			t.Fatalf("pod-a2 resolves its gateway to %q (%v), want the transit router's %s", got, err, want)
+		}
+		for _, p := range []*pod{podX2, podY} {
+			if own, others := egressSeen(t, c, &p.datapath.Endpoint, p.node); own != 5 || slices.Max(others) != 0 {
+				t.Fatalf("%s: the external host saw its echo requests %d times from %s (want 5), %v from the others (want none)", p.name, own, p.node.Name, others)
+			}
+		}
+	})
+	t.Run("mutation: the upgrade router port removed cuts the join-IP paths between the topologies", func(t *testing.T) {
+		nbctl(t, x, "lrp-del", up.names().UpgradeRouterPort())
+		settle(t, c)
+		unreachable(t, podY, legacyX.joinIP())
+		unreachable(t, podX2, legacyY.joinIP())
+		reach(t, c, podX2, podY.ip(false))
+		reconcileZone(t, x)
+		settle(t, c)
+		reachJoin(t, podY, legacyX.joinIP())
+		reachJoin(t, podX2, legacyY.joinIP())
+	})
+}
