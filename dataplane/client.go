@@ -13,9 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/udnkit/udnkit/dataplane/internal/engine"
-	"github.com/udnkit/udnkit/dataplane/internal/index"
 	"github.com/udnkit/udnkit/dataplane/internal/ovsconn"
-	"github.com/udnkit/udnkit/dataplane/internal/plan"
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/sbdb"
@@ -53,8 +51,8 @@ func newClient(cfg Config, hooks *engine.Hooks) (*Client, error) {
 	if timeout <= 0 {
 		timeout = DefaultConnectTimeout
 	}
-	ix := index.New(ovsconn.Up, plan.ChangedBound)
-	eng := engine.New(nil, ix, hooks)
+	eng := engine.New(hooks)
+	ix := eng.Index
 	nb, err := ovsconn.Open(ovsconn.Options{Label: "nb", Flag: "--ovn-nb-address", Address: cfg.NBAddress, TLS: tlsNB,
 		Timeout: timeout, Model: nbdb.FullDatabaseModel, Monitor: schema.Monitor(schema.Northbound),
 		Handlers: []cache.EventHandler{ix, eng.Healer()}, Dropped: ix.Dropped})

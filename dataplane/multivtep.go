@@ -3,6 +3,7 @@ package dataplane
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -75,7 +76,38 @@ func MultiVTEPPortsDual(network string, transits []netip.Prefix, nodes []VTEPNod
 	if network == "" {
 		return nil, fmt.Errorf("network.name: must not be empty")
 	}
-	names := ovnk.NamesFor(network)
+	byNode, err := vtepNodeIndex(nodes)
+	if err != nil {
+		return nil, err
+	}
+	used, err := podsByVTEP(nodes, byNode, pods)
+	if err != nil {
+		return nil, err
+	}
+	b := vtepBuild{names: ovnk.NamesFor(network), transits: transits}
+	b.cr = Router{Row: nbdb.LogicalRouter{Name: b.names.ClusterRouter()}, Shared: true}
+	b.ts = Switch{Row: nbdb.LogicalSwitch{Name: b.names.TransitSwitch()}, Shared: true}
+	for _, ni := range slices.Sorted(maps.Keys(used)) {
+		for k, idx := range slices.Sorted(maps.Keys(used[ni])) {
+			if err := b.port(ni, nodes[ni], k, idx, used[ni][idx]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	d := &Desired{Owner: Owner{Network: network, Topology: TopologyLayer3, Piece: PieceMultiVTEP}}
+	// Without pods on multi-VTEP nodes nothing is wanted, not even an empty
+	// router or switch (both are shared with the Layer3 topology).
+	if len(b.cr.Ports)+len(b.cr.Routes) > 0 {
+		d.Routers = []Router{b.cr}
+	}
+	if len(b.ts.Ports) > 0 {
+		d.Switches = []Switch{b.ts}
+	}
+	return d, nil
+}
+
+// vtepNodeIndex checks the nodes and indexes them by name.
+func vtepNodeIndex(nodes []VTEPNode) (map[string]int, error) {
 	byNode := map[string]int{}
 	for i, n := range nodes {
 		if n.Name == "" {
@@ -90,7 +122,12 @@ func MultiVTEPPortsDual(network string, transits []netip.Prefix, nodes []VTEPNod
 		}
 		byNode[n.Name] = i
 	}
-	// used[node][encap index] lists the pods on that VTEP.
+	return byNode, nil
+}
+
+// podsByVTEP lists the pods on each VTEP of the multi-VTEP nodes:
+// [node index][encap index] → pods.
+func podsByVTEP(nodes []VTEPNode, byNode map[string]int, pods []VTEPPod) (map[int]map[int][]VTEPPod, error) {
 	used := map[int]map[int][]VTEPPod{}
 	for i, p := range pods {
 		ni, ok := byNode[p.Node]
@@ -116,91 +153,96 @@ func MultiVTEPPortsDual(network string, transits []netip.Prefix, nodes []VTEPNod
 		}
 		used[ni][idx] = append(used[ni][idx], p)
 	}
-	cr := Router{Row: nbdb.LogicalRouter{Name: names.ClusterRouter()}, Shared: true}
-	ts := Switch{Row: nbdb.LogicalSwitch{Name: names.TransitSwitch()}, Shared: true}
-	nodeOrder := make([]int, 0, len(used))
-	for ni := range used {
-		nodeOrder = append(nodeOrder, ni)
+	return used, nil
+}
+
+// vtepBuild collects the multi-VTEP piece's rows on the shared cluster
+// router and transit switch.
+type vtepBuild struct {
+	names    ovnk.Layer2Names
+	transits []netip.Prefix
+	cr       Router
+	ts       Switch
+}
+
+// port adds the rows of VTEP idx of node n (index ni), the k-th of its
+// used VTEPs, with its pods: a local node's router port and router-type
+// switch port, a remote node's remote port and its routes (the node's
+// subnets via its first used VTEP, each pod's address via the others).
+func (b *vtepBuild) port(ni int, n VTEPNode, k, idx int, pods []VTEPPod) error {
+	suffix := strings.TrimPrefix(b.names.TransitSwitchPort(n.Name, idx), b.names.TransitSwitchPort(n.Name, 0))
+	tsps, err := b.addrs(ni, n, idx)
+	if err != nil {
+		return err
 	}
-	sort.Ints(nodeOrder)
-	for _, ni := range nodeOrder {
-		n := nodes[ni]
-		idxs := make([]int, 0, len(used[ni]))
-		for idx := range used[ni] {
-			idxs = append(idxs, idx)
+	nets := make([]string, len(tsps))
+	for i, t := range tsps {
+		nets[i] = t.String()
+	}
+	// hop is the port's address of a family (invalid without one).
+	hop := func(is4 bool) netip.Addr {
+		for _, t := range tsps {
+			if t.Addr().Is4() == is4 {
+				return t.Addr()
+			}
 		}
-		sort.Ints(idxs)
-		for k, idx := range idxs {
-			suffix := strings.TrimPrefix(names.TransitSwitchPort(n.Name, idx), names.TransitSwitchPort(n.Name, 0))
-			var tsps []netip.Prefix
-			var nets []string
-			for _, transit := range transits {
-				if len(n.Subnets) > 0 && !slices.ContainsFunc(n.Subnets, func(s netip.Prefix) bool { return s.Addr().Is4() == transit.Addr().Is4() }) {
-					continue
-				}
-				ip, err := ovnk.AddrAt(transit, uint64(n.TunnelIDs[idx]))
-				if err != nil {
-					return nil, fmt.Errorf("nodes[%d] (%s): tunnel ID %d: %w", ni, n.Name, n.TunnelIDs[idx], err)
-				}
-				tsps = append(tsps, netip.PrefixFrom(ip, transit.Bits()))
-				nets = append(nets, tsps[len(tsps)-1].String())
-			}
-			if len(tsps) == 0 {
-				return nil, fmt.Errorf("nodes[%d] (%s): no transit subnet of the families of its subnets %v", ni, n.Name, n.Subnets)
-			}
-			// hop is the port's address of a family (invalid without one).
-			hop := func(is4 bool) netip.Addr {
-				for _, t := range tsps {
-					if t.Addr().Is4() == is4 {
-						return t.Addr()
-					}
-				}
-				return netip.Addr{}
-			}
-			mac := ovnk.MACFromIP(tsps[0].Addr()).String()
-			lsp := nbdb.LogicalSwitchPort{
-				Name:    names.TransitSwitchToRouter(n.Name) + suffix,
-				Options: map[string]string{"requested-tnl-key": strconv.Itoa(n.TunnelIDs[idx])},
-			}
-			if n.Local {
-				rtots := names.RouterToTransitSwitch(n.Name) + suffix
-				cr.Ports = append(cr.Ports, nbdb.LogicalRouterPort{Name: rtots, MAC: mac, Networks: nets})
-				lsp.Type, lsp.Addresses = "router", []string{"router"}
-				lsp.Options["router-port"] = rtots
-				ts.Ports = append(ts.Ports, lsp)
-				continue
-			}
-			lsp.Type, lsp.Addresses = "remote", []string{mac + " " + strings.Join(nets, " ")}
-			lsp.Options["requested-chassis"] = n.Chassis
-			ts.Ports = append(ts.Ports, lsp)
-			if k == 0 {
-				for _, s := range n.Subnets {
-					if ip := hop(s.Addr().Is4()); ip.IsValid() {
-						cr.Routes = append(cr.Routes, staticRoute(s.Masked().String(), ip.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
-					}
-				}
-				continue
-			}
-			for _, p := range used[ni][idx] {
-				for _, pip := range p.IPs {
-					if ip := hop(pip.Addr().Is4()); ip.IsValid() {
-						host := netip.PrefixFrom(pip.Addr(), pip.Addr().BitLen())
-						cr.Routes = append(cr.Routes, staticRoute(host.String(), ip.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
-					}
-				}
+		return netip.Addr{}
+	}
+	mac := ovnk.MACFromIP(tsps[0].Addr()).String()
+	lsp := nbdb.LogicalSwitchPort{
+		Name:    b.names.TransitSwitchToRouter(n.Name) + suffix,
+		Options: map[string]string{"requested-tnl-key": strconv.Itoa(n.TunnelIDs[idx])},
+	}
+	if n.Local {
+		rtots := b.names.RouterToTransitSwitch(n.Name) + suffix
+		b.cr.Ports = append(b.cr.Ports, nbdb.LogicalRouterPort{Name: rtots, MAC: mac, Networks: nets})
+		lsp.Type, lsp.Addresses = "router", []string{"router"}
+		lsp.Options["router-port"] = rtots
+		b.ts.Ports = append(b.ts.Ports, lsp)
+		return nil
+	}
+	lsp.Type, lsp.Addresses = "remote", []string{mac + " " + strings.Join(nets, " ")}
+	lsp.Options["requested-chassis"] = n.Chassis
+	b.ts.Ports = append(b.ts.Ports, lsp)
+	var dests []netip.Prefix
+	if k == 0 {
+		for _, s := range n.Subnets {
+			dests = append(dests, s.Masked())
+		}
+	} else {
+		for _, p := range pods {
+			for _, pip := range p.IPs {
+				dests = append(dests, netip.PrefixFrom(pip.Addr(), pip.Addr().BitLen()))
 			}
 		}
 	}
-	d := &Desired{Owner: Owner{Network: network, Topology: TopologyLayer3, Piece: PieceMultiVTEP}}
-	// Without pods on multi-VTEP nodes nothing is wanted, not even an empty
-	// router or switch (both are shared with the Layer3 topology).
-	if len(cr.Ports)+len(cr.Routes) > 0 {
-		d.Routers = []Router{cr}
+	for _, dst := range dests {
+		if ip := hop(dst.Addr().Is4()); ip.IsValid() {
+			b.cr.Routes = append(b.cr.Routes, staticRoute(dst.String(), ip.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
+		}
 	}
-	if len(ts.Ports) > 0 {
-		d.Switches = []Switch{ts}
+	return nil
+}
+
+// addrs are the addresses of VTEP idx of node n (index ni): at its tunnel
+// ID in the transit subnet of each family of the node's subnets (every
+// given family when it lists none).
+func (b *vtepBuild) addrs(ni int, n VTEPNode, idx int) ([]netip.Prefix, error) {
+	var tsps []netip.Prefix
+	for _, transit := range b.transits {
+		if len(n.Subnets) > 0 && !slices.ContainsFunc(n.Subnets, func(s netip.Prefix) bool { return s.Addr().Is4() == transit.Addr().Is4() }) {
+			continue
+		}
+		ip, err := ovnk.AddrAt(transit, uint64(n.TunnelIDs[idx]))
+		if err != nil {
+			return nil, fmt.Errorf("nodes[%d] (%s): tunnel ID %d: %w", ni, n.Name, n.TunnelIDs[idx], err)
+		}
+		tsps = append(tsps, netip.PrefixFrom(ip, transit.Bits()))
 	}
-	return d, nil
+	if len(tsps) == 0 {
+		return nil, fmt.Errorf("nodes[%d] (%s): no transit subnet of the families of its subnets %v", ni, n.Name, n.Subnets)
+	}
+	return tsps, nil
 }
 
 // SetPortEncaps points the Southbound Port_Binding of each remote pod port of

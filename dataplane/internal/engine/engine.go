@@ -6,6 +6,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/client"
 
 	"github.com/udnkit/udnkit/dataplane/internal/index"
+	"github.com/udnkit/udnkit/dataplane/internal/ovsconn"
 	"github.com/udnkit/udnkit/dataplane/internal/plan"
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/rows"
@@ -68,13 +69,14 @@ type Hooks struct {
 	YieldWaits func()
 }
 
-// New returns an engine that applies through nb, planning against ix (which
-// the caller feeds with nb's cache events, as it feeds Healer's).
-func New(nb client.Client, ix *index.Index, hooks *Hooks) *Engine {
+// New returns an engine with an empty index; the caller sets NB to the
+// Northbound connection and feeds Index and Healer with its cache's events.
+// hooks are the tests' (nil: none).
+func New(hooks *Hooks) *Engine {
 	if hooks == nil {
 		hooks = &Hooks{}
 	}
-	return &Engine{NB: nb, Index: ix, hooks: hooks}
+	return &Engine{Index: index.New(ovsconn.Up, plan.ChangedBound), hooks: hooks}
 }
 
 // Healer is the cache event handler that notices owned rows another client
