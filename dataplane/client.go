@@ -161,7 +161,3 @@ func (c *Client) Close() {
 		}
 	})
 }
-
-// up says whether api is connected with a resynchronised cache (package
-// ovsconn).
-func up(api client.Client) bool { return ovsconn.Up(api) }
