@@ -36,6 +36,15 @@ var ExternalGateway = netip.MustParseAddr("192.0.2.1")
 // router.
 var ExternalIP = netip.MustParseAddr("203.0.113.1")
 
+// Underlay6, ExternalGateway6 and ExternalIP6 are the IPv6 counterparts
+// (RFC 3849 documentation prefix): node i holds offset 10+i of Underlay6
+// on breth0 beside its IPv4 address.
+var (
+	Underlay6        = netip.MustParsePrefix("2001:db8::/64")
+	ExternalGateway6 = netip.MustParseAddr("2001:db8::1")
+	ExternalIP6      = netip.MustParseAddr("2001:db8:ffff::1")
+)
+
 // Node is one cluster node: its network namespace with ovs-vswitchd and
 // ovn-controller, and its OVN zone.
 type Node struct {
@@ -44,6 +53,8 @@ type Node struct {
 	Netns string
 	// UnderlayIP is the node's address on breth0: its geneve encap IP.
 	UnderlayIP netip.Addr
+	// UnderlayIP6 is the node's IPv6 address on breth0.
+	UnderlayIP6 netip.Addr
 	// Zone is the node's OVN zone: Northbound, Southbound and ovn-northd.
 	Zone *ovsdbserver.Local
 
@@ -217,6 +228,8 @@ func (c *Cluster) startExternal() error {
 		{"-n", c.External.Netns, "addr", "add", netip.PrefixFrom(ExternalGateway, Underlay.Bits()).String(), "dev", "eth0"},
 		{"-n", c.External.Netns, "link", "set", "eth0", "up"},
 		{"-n", c.External.Netns, "addr", "add", netip.PrefixFrom(ExternalIP, 32).String(), "dev", "lo"},
+		{"-n", c.External.Netns, "addr", "add", netip.PrefixFrom(ExternalGateway6, Underlay6.Bits()).String(), "dev", "eth0", "nodad"},
+		{"-n", c.External.Netns, "addr", "add", netip.PrefixFrom(ExternalIP6, 128).String(), "dev", "lo"},
 	} {
 		if err := ip(args...); err != nil {
 			return err
@@ -232,6 +245,7 @@ func (c *Cluster) startNode(ctx context.Context, i int, name string) (*Node, err
 	tools, _ := SetupTools()
 	n := &Node{Name: name, Netns: c.name(name), dir: filepath.Join(c.Dir, name)}
 	n.UnderlayIP = ovnk.MustAddrAt(Underlay, uint64(10+i))
+	n.UnderlayIP6 = ovnk.MustAddrAt(Underlay6, uint64(10+i))
 	zone, err := ovsdbserver.StartLocal(ctx, filepath.Join(n.dir, "zone"))
 	if err != nil {
 		return nil, err
@@ -297,6 +311,7 @@ func (c *Cluster) startNode(ctx context.Context, i int, name string) (*Node, err
 	}
 	for _, args := range [][]string{
 		{"-n", n.Netns, "addr", "add", netip.PrefixFrom(n.UnderlayIP, Underlay.Bits()).String(), "dev", "breth0"},
+		{"-n", n.Netns, "addr", "add", netip.PrefixFrom(n.UnderlayIP6, Underlay6.Bits()).String(), "dev", "breth0", "nodad"},
 		{"-n", n.Netns, "link", "set", "breth0", "up"},
 	} {
 		if err := ip(args...); err != nil {
@@ -375,13 +390,18 @@ func (n *Node) SteerGateway(ctx context.Context, localnetPort string) error {
 	for _, p := range n.steered {
 		arp += ",output:" + p
 	}
-	flows := []string{
-		"priority=100,in_port=" + patch + ",ip,actions=ct(commit,zone=64000,exec(set_field:" + patch + "->ct_mark)),output:eth0",
-		"priority=50,in_port=eth0,ip,actions=ct(zone=64000,table=1)",
-		arp,
-		"table=1,priority=100,ct_state=+trk+est,ct_mark=" + patch + ",ip,actions=output:" + patch,
-		"table=1,priority=100,ct_state=+trk+rel,ct_mark=" + patch + ",ip,actions=output:" + patch,
-		"table=1,priority=0,actions=output:LOCAL",
+	// Neighbour discovery from eth0 (solicitations and advertisements)
+	// goes where ARP goes.
+	nd := strings.Replace(arp, ",arp,", ",icmp6,icmp_type=135,", 1)
+	nd = strings.Replace(nd, "priority=10,", "priority=60,", 1)
+	flows := []string{arp, nd, strings.Replace(nd, "icmp_type=135", "icmp_type=136", 1),
+		"table=1,priority=0,actions=output:LOCAL"}
+	for _, proto := range []string{"ip", "ipv6"} {
+		flows = append(flows,
+			"priority=100,in_port="+patch+","+proto+",actions=ct(commit,zone=64000,exec(set_field:"+patch+"->ct_mark)),output:eth0",
+			"priority=50,in_port=eth0,"+proto+",actions=ct(zone=64000,table=1)",
+			"table=1,priority=100,ct_state=+trk+est,ct_mark="+patch+","+proto+",actions=output:"+patch,
+			"table=1,priority=100,ct_state=+trk+rel,ct_mark="+patch+","+proto+",actions=output:"+patch)
 	}
 	for _, f := range flows {
 		if _, err := run("", n.env(), "ovs-ofctl", "add-flow", "unix:"+filepath.Join(n.dir, "breth0.mgmt"), f); err != nil {

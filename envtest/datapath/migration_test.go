@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -64,16 +65,41 @@ func nadRequest(net *network) reconcile.Request {
 // other nodes' IPs.
 func egressSeen(t *testing.T, c *datapath.Cluster, e *datapath.Endpoint, node *datapath.Node) (own int, others []int) {
 	t.Helper()
-	own, err := c.External.EchoRequestsSeen(node.UnderlayIP, func() error {
-		return seenFromOthers(c, node, &others, func() error {
-			n, err := e.Ping(datapath.ExternalIP, 5, pingInterval)
-			if err == nil && n != 5 {
-				err = fmt.Errorf("%d of 5 echo requests to %s answered", n, datapath.ExternalIP)
-			}
+	return egressSeenFamily(t, c, e, node, false)
+}
+
+// egressSeenFamily is egressSeen in an IP family: the external host's
+// address and the nodes' addresses of that family.
+func egressSeenFamily(t *testing.T, c *datapath.Cluster, e *datapath.Endpoint, node *datapath.Node, v6 bool) (own int, others []int) {
+	t.Helper()
+	dst, addr := datapath.ExternalIP, func(n *datapath.Node) netip.Addr { return n.UnderlayIP }
+	if v6 {
+		dst, addr = datapath.ExternalIP6, func(n *datapath.Node) netip.Addr { return n.UnderlayIP6 }
+	}
+	var nodes []*datapath.Node
+	for _, n := range c.Nodes {
+		if n != node {
+			nodes = append(nodes, n)
+		}
+	}
+	others = make([]int, len(nodes))
+	// One counter per node, nested around the pings.
+	var nest func(i int) error
+	nest = func(i int) (err error) {
+		if i == len(nodes) {
+			own, err = c.External.EchoRequestsSeen(addr(node), func() error {
+				n, err := e.Ping(dst, 5, pingInterval)
+				if err == nil && n != 5 {
+					err = fmt.Errorf("%d of 5 echo requests to %s answered", n, dst)
+				}
+				return err
+			})
 			return err
-		})
-	})
-	if err != nil {
+		}
+		others[i], err = c.External.EchoRequestsSeen(addr(nodes[i]), func() error { return nest(i + 1) })
+		return err
+	}
+	if err := nest(0); err != nil {
 		t.Fatalf("%s: %v", e.Label, err)
 	}
 	return own, others

@@ -237,7 +237,8 @@ func (c *Cluster) WritePodPort(p PodPort) error {
 // rtoe-<GR> with the node's IP and breth0's MAC, the external switch
 // ext_<prefix><node> with the localnet port onto breth0 (physnet) and the
 // etor- router port, the default route via the physical gateway, and the
-// SNAT of the network's IPv4 subnet to the node IP. udnkit's topology then
+// SNAT of the network's subnet to the node IP, for IPv6 too when the
+// network has an IPv6 subnet (the node's IPv6 address on rtoe-). udnkit's topology then
 // adds the router's transit-router port and its route back to the pods.
 func (c *Cluster) WriteGateway(net *Network) error {
 	for _, n := range c.Nodes {
@@ -250,10 +251,15 @@ func (c *Cluster) WriteGateway(net *Network) error {
 		ext, localnet := "ext_"+ovnk.NetworkPrefix(net.Name)+n.Name, net.LocalnetPort(n)
 		nodeIP := netip.PrefixFrom(n.UnderlayIP, Underlay.Bits())
 		s, _ := ovnk.FamilyOf(net.Subnets, false)
-		for _, args := range [][]string{
+		rtoeNets := []string{nodeIP.String()}
+		s6, dual := ovnk.FamilyOf(net.Subnets, true)
+		if dual {
+			rtoeNets = append(rtoeNets, netip.PrefixFrom(n.UnderlayIP6, Underlay6.Bits()).String())
+		}
+		cmds := [][]string{
 			append([]string{"--may-exist", "lr-add", gr, "--", "set", "Logical_Router", gr, "options:chassis=" + n.ChassisID(),
 				`external_ids:physical_ip="` + n.UnderlayIP.String() + `"`}, net.ids()...),
-			{"--may-exist", "lrp-add", gr, rtoe, mac, nodeIP.String()},
+			append([]string{"--may-exist", "lrp-add", gr, rtoe, mac}, rtoeNets...),
 			append([]string{"set", "Logical_Router_Port", rtoe, `external_ids:"gateway-physical-ip"=yes`}, net.ids()...),
 			append([]string{"--may-exist", "ls-add", ext, "--", "set", "Logical_Switch", ext}, net.ids()...),
 			{"--may-exist", "lsp-add", ext, localnet, "--", "lsp-set-type", localnet, "localnet",
@@ -262,7 +268,12 @@ func (c *Cluster) WriteGateway(net *Network) error {
 				"--", "lsp-set-options", etor, "router-port=" + rtoe},
 			{"--may-exist", "lr-route-add", gr, "0.0.0.0/0", ExternalGateway.String(), rtoe},
 			{"--may-exist", "lr-nat-add", gr, "snat", n.UnderlayIP.String(), s.String()},
-		} {
+		}
+		if dual {
+			cmds = append(cmds, []string{"--may-exist", "lr-route-add", gr, "::/0", ExternalGateway6.String(), rtoe},
+				[]string{"--may-exist", "lr-nat-add", gr, "snat", n.UnderlayIP6.String(), s6.String()})
+		}
+		for _, args := range cmds {
 			if _, err := n.Nbctl(args...); err != nil {
 				return err
 			}
