@@ -57,6 +57,12 @@ type Layer2Network struct {
 	GatewayMTU int
 	// MasqueradeIPs are the management-port SNAT external IPs, one per family (optional).
 	MasqueradeIPs []netip.Addr
+	// MasqueradeBits is the masquerade subnets' prefix length per family
+	// (4, 6): while a node runs the old topology the trtos- port also holds
+	// the MasqueradeIPs with it, as upstream's ensureUpgradeTopology adds
+	// GetUDNMgmtPortMasqueradeIPs, so that only it answers ARP and ND for
+	// them. A family without one gets no such network.
+	MasqueradeBits map[int]int
 	// ServiceIPs (the API and DNS service IPs) are routed to the management
 	// port, the subnet's second address (optional).
 	ServiceIPs []netip.Addr
@@ -90,8 +96,11 @@ type Layer2Node struct {
 	// NoGatewayMTU: the node's k8s.ovn.org/gateway-mtu-support is "false",
 	// so its ports get no gateway_mtu.
 	NoGatewayMTU bool
-	// LegacyTunnelKey is the tunnel key of the node's old stor-GR switch port,
-	// kept while some nodes still run the old topology.
+	// LegacyTunnelKey is the node's tunnel ID for this network from
+	// k8s.ovn.org/udn-layer2-node-gateway-router-lrp-tunnel-ids (its node ID
+	// when OVN-Kubernetes' cluster manager published none): the key of
+	// its remote stor-<switch>_<node> port while it runs the old topology,
+	// and of the local upgrade switch port while another node does.
 	LegacyTunnelKey int
 }
 
@@ -255,6 +264,11 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 	}
 	if anyOld && len(locals) == 1 {
 		local := all[locals[0]]
+		if local.LegacyTunnelKey <= 0 {
+			return nil, fmt.Errorf("nodes: local node %s has no tunnel ID for network %s in %s: the upgrade switch port needs it while other nodes run the old topology",
+				local.Name, net.Name, ovnk.AnnotationLayer2GRLRPTunnelIDs)
+		}
+		tr.Ports[0].Networks = append(tr.Ports[0].Networks, net.masqueradeNetworks()...)
 		// The temporary upgrade pair: a router-type switch port with the local
 		// node's old tunnel key, peered with a transit router port that owns the
 		// GR's MAC and a dummy join-subnet IP (the last usable address).
@@ -278,6 +292,22 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 	desired.Routers = append([]Router{tr}, desired.Routers...)
 	desired.Switches = []Switch{sw}
 	return desired, nil
+}
+
+// masqueradeNetworks are the management-port masquerade IPs with their
+// subnets' length, for the families MasqueradeBits has.
+func (net Layer2Network) masqueradeNetworks() []string {
+	var out []string
+	for _, ip := range net.MasqueradeIPs {
+		family := 4
+		if ip.Is6() {
+			family = 6
+		}
+		if bits, ok := net.MasqueradeBits[family]; ok {
+			out = append(out, netip.PrefixFrom(ip, bits).String())
+		}
+	}
+	return out
 }
 
 // ExternalIDClusterRouter marks the transit router as upstream's
@@ -518,7 +548,7 @@ func (net Layer2Network) resolve(names ovnk.Layer2Names, transits []netip.Prefix
 		ln.grSide = append(ln.grSide, g)
 	}
 	if !ln.upgraded && !n.Local && n.LegacyTunnelKey <= 0 {
-		return l2node{}, fmt.Errorf("legacyTunnelKey: a node on the old topology needs its old switch port tunnel key")
+		return l2node{}, fmt.Errorf("legacyTunnelKey: a node on the old topology needs its tunnel ID for the network (%s)", ovnk.AnnotationLayer2GRLRPTunnelIDs)
 	}
 	return ln, nil
 }

@@ -296,7 +296,11 @@ func TestLayer2TopologyRejectsBadInput(t *testing.T) {
 		{"old remote node without legacy key", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
 			ns[1].TopologyVersion, ns[1].LegacyTunnelKey = "", 0
 			return ns
-		}, "nodes[1] (node2): legacyTunnelKey: a node on the old topology needs its old switch port tunnel key"},
+		}, "nodes[1] (node2): legacyTunnelKey: a node on the old topology needs its tunnel ID for the network (k8s.ovn.org/udn-layer2-node-gateway-router-lrp-tunnel-ids)"},
+		{"local node without its tunnel ID while another is old", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
+			ns[1].TopologyVersion, ns[0].LegacyTunnelKey = "", 0
+			return ns
+		}, "nodes: local node node1 has no tunnel ID for network test12_namespace-scoped in k8s.ovn.org/udn-layer2-node-gateway-router-lrp-tunnel-ids"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			net, nodes := exampleV4()

@@ -34,6 +34,7 @@ func parityPlan(t *testing.T, upgrade bool) *Desired {
 		MTU:                    1300, // the UDN's own mtu
 		GatewayMTU:             1400, // the cluster's --mtu
 		MasqueradeIPs:          []netip.Addr{addr("169.254.0.12"), addr("fd69::c")},
+		MasqueradeBits:         map[int]int{4: 17, 6: 112},
 	}
 	nodes := []Layer2Node{
 		{Name: "node1", ID: 2, Chassis: chassisOf("node1"), Local: true, TopologyVersion: "2.0", LegacyTunnelKey: 4},
@@ -53,6 +54,8 @@ const (
 	pGR2  = "GR_tenant_blue_node2"
 	pGR3  = "GR_tenant_blue_node3"
 	pRTOS = "trtos-" + pSW
+	// pSTOR2 is node2's remote port on the switch while it runs the old topology.
+	pSTOR2 = "stor-" + pSW + "_node2"
 )
 
 // layer2Parity is the golden table of the steady state (every node on 2.0).
@@ -106,12 +109,18 @@ var layer2Parity = []parity{
 
 // layer2UpgradeParity is the golden table while node2 runs the old topology.
 var layer2UpgradeParity = []parity{
-	{"Logical_Switch_Port", "stor-" + pGR2, "type", "remote",
+	{"Logical_Switch_Port", pSTOR2, "type", "remote",
 		"layer2_user_defined_network_controller.go: addSwitchPortForRemoteNodeGR"},
-	{"Logical_Switch_Port", "stor-" + pGR2, "addresses", "0a:58:64:41:00:03 100.65.0.3/16 fd99::3/64",
+	{"Logical_Switch_Port", pSTOR2, "addresses", "0a:58:64:41:00:03 100.65.0.3/16 fd99::3/64",
 		"layer2_user_defined_network_controller.go: addSwitchPortForRemoteNodeGR (GR join IPs, MAC of the first)"},
-	{"Logical_Switch_Port", "stor-" + pGR2, "options:requested-chassis", chassisOf("node2"),
+	{"Logical_Switch_Port", pSTOR2, "options:requested-chassis", chassisOf("node2"),
 		"layer2_user_defined_network_controller.go: addSwitchPortForRemoteNodeGR (ParseNodeChassisIDAnnotation)"},
+	{"Logical_Switch_Port", pSTOR2, "options:requested-tnl-key", "5",
+		"layer2_user_defined_network_controller.go: addSwitchPortForRemoteNodeGR (tunnelIDForNode: the node's k8s.ovn.org/udn-layer2-node-gateway-router-lrp-tunnel-ids)"},
+	{"Logical_Switch_Port", "stotr-" + pSW + "-upgrade", "options:requested-tnl-key", "4",
+		"layer2_user_defined_network_controller.go: ensureUpgradeTopology (the local node's tunnel ID for the network)"},
+	{"Logical_Router_Port", pRTOS, "networks", "10.100.0.1/16,169.254.0.12/17,fd00:100::1/64,fd69::c/112",
+		"layer2_user_defined_network_controller.go: ensureUpgradeTopology (GetUDNMgmtPortMasqueradeIPs added to the trtos- port)"},
 	{"Logical_Router_Static_Route", pTR + " 100.65.0.3", "nexthop", "100.65.0.3",
 		"layer2_user_defined_network_controller.go: addRouterSetupForRemoteNodeGR (joinIP via joinIP, always the longest prefix)"},
 }

@@ -24,9 +24,9 @@ func TestLayer2UpgradeMixedNodesThenFinal(t *testing.T) {
 	upgradeSwitchPort := "stotr-" + sw + "-upgrade"
 	upgradeRouterPort := "trtos-" + sw + "-upgrade"
 	wantRows(t, "Logical_Switch_Port", e.rows("Logical_Switch_Port", "type", "addresses", "options"), map[string]string{
-		"stotr-" + sw:     "router,router,router-port=" + rtos,
-		"stor-" + gr2:     "remote,0a:58:64:41:00:03 100.65.0.3/16,requested-chassis=5e1f0c1a-node2 requested-tnl-key=5",
-		upgradeSwitchPort: "router,router,requested-tnl-key=4 router-port=" + upgradeRouterPort,
+		"stotr-" + sw:           "router,router,router-port=" + rtos,
+		"stor-" + sw + "_node2": "remote,0a:58:64:41:00:03 100.65.0.3/16,requested-chassis=5e1f0c1a-node2 requested-tnl-key=5",
+		upgradeSwitchPort:       "router,router,requested-tnl-key=4 router-port=" + upgradeRouterPort,
 	})
 	wantRows(t, "Logical_Router_Port", e.rows("Logical_Router_Port", "mac", "networks", "peer", "options"), map[string]string{
 		rtos:              "0a:58:cb:cb:00:01,203.203.0.1/24,,gateway_mtu=1400 requested-tnl-key=1",
@@ -93,13 +93,18 @@ func TestLayer2UpgradeDualStackAcceptedByNorthd(t *testing.T) {
 	net, nodes := exampleV4()
 	net.Subnets = append(net.Subnets, pfx("2010:100:200::/60"))
 	net.JoinSubnets = append(net.JoinSubnets, pfx("fd99::/64"))
+	net.MasqueradeIPs = append(net.MasqueradeIPs, addr("fd69::c"))
+	net.MasqueradeBits = map[int]int{4: 17, 6: 112}
 	nodes[2].TopologyVersion = ""
 	e.apply(mustLayer2(t, net, nodes))
 	ports := e.rows("Logical_Router_Port", "mac", "networks")
+	if got := ports["trtos-"+sw]; got != "0a:58:cb:cb:00:01,169.254.0.12/17 2010:100:200::1/60 203.203.0.1/24 fd69::c/112" {
+		t.Errorf("trtos- port during the upgrade = %q, want the gateway IPs and the management masquerade IPs", got)
+	}
 	if got := ports["trtos-"+sw+"-upgrade"]; got != "0a:58:64:41:00:02,100.65.255.254/16 fd99::ffff:ffff:ffff:fffe/64" {
 		t.Errorf("upgrade port = %q", got)
 	}
-	if got := e.rows("Logical_Switch_Port", "addresses")["stor-"+gr3]; got != "0a:58:64:41:00:04 100.65.0.4/16 fd99::4/64" {
+	if got := e.rows("Logical_Switch_Port", "addresses")["stor-"+sw+"_node3"]; got != "0a:58:64:41:00:04 100.65.0.4/16 fd99::4/64" {
 		t.Errorf("old node's remote port addresses = %q", got)
 	}
 	wantLines(t, "IPv6 transit router routes", e.nbctl("lr-route-list", tr),
@@ -112,7 +117,7 @@ func TestLayer2UpgradeDualStackAcceptedByNorthd(t *testing.T) {
 	)
 	e.nbctl("--timeout=60", "--wait=sb", "sync")
 	bindings := e.sbctl("--columns=logical_port,type", "--format=csv", "--data=bare", "--no-headings", "list", "Port_Binding")
-	for _, want := range []string{"stotr-" + sw + "-upgrade,patch", "trtos-" + sw + "-upgrade,patch", "stor-" + gr3 + ",remote"} {
+	for _, want := range []string{"stotr-" + sw + "-upgrade,patch", "trtos-" + sw + "-upgrade,patch", "stor-" + sw + "_node3,remote"} {
 		if !strings.Contains(bindings, want) {
 			t.Errorf("no Port_Binding %q; have:\n%s", want, bindings)
 		}

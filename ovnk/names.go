@@ -38,7 +38,7 @@ func (n Layer2Names) RouterToSwitch() string         { return "trtos-" + n.Switc
 func (n Layer2Names) SwitchToRouter() string         { return "stotr-" + n.Switch() }
 func (n Layer2Names) TransitToGR(node string) string { return "trtor-" + n.GatewayRouter(node) }
 func (n Layer2Names) GRToTransit(node string) string { return "rtotr-" + n.GatewayRouter(node) }
-func (n Layer2Names) SwitchToGR(node string) string  { return "stor-" + n.GatewayRouter(node) }
+func (n Layer2Names) SwitchToGR(node string) string  { return "stor-" + n.Switch() + "_" + node }
 func (n Layer2Names) GRToSwitch() string             { return "rtos-" + n.Switch() }
 func (n Layer2Names) UpgradeSwitchPort() string      { return "stotr-" + n.Switch() + "-upgrade" }
 func (n Layer2Names) UpgradeRouterPort() string      { return "trtos-" + n.Switch() + "-upgrade" }

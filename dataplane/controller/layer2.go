@@ -181,6 +181,10 @@ func (r *Layer2Reconciler) clusterFacts(nad *nadv1.NetworkAttachmentDefinition, 
 				return fmt.Errorf("--%s %s: %w", ovnk.FlagMasqueradeSubnets, masq, err)
 			}
 			net.MasqueradeIPs = append(net.MasqueradeIPs, mgmt)
+			if net.MasqueradeBits == nil {
+				net.MasqueradeBits = map[int]int{}
+			}
+			net.MasqueradeBits[ipFamily(mgmt)] = masq.Bits()
 		}
 	}
 	return nil
@@ -216,10 +220,11 @@ func (r *Layer2Reconciler) apply(ctx context.Context, net dataplane.Layer2Networ
 		if !ok {
 			continue // no node ID allocated yet: the node joins on its next update
 		}
-		// The old topology's GR port key is cluster manager's per-network
-		// allocation, which the old zones use (the node ID only without one).
+		// The old topology's keys are OVN-Kubernetes' cluster manager's
+		// per-network allocation; without one (no OVN-Kubernetes cluster
+		// manager, as in make run) the node ID, unique too.
 		if key, ok, err := ovnk.DecodeLayer2GRLRPTunnelID(node, net.Name); err != nil {
-			skip(ctx, r.Recorder, node, "Node", ReasonInvalidNodeID, err)
+			skip(ctx, r.Recorder, node, "Node", ReasonInvalidTunnelID, err)
 			continue
 		} else if ok {
 			n.LegacyTunnelKey = key
@@ -426,8 +431,6 @@ func Layer2NodeFromNode(node *corev1.Node) (dataplane.Layer2Node, bool, error) {
 		Name: node.Name, ID: id, NodeIPs: ips, Chassis: chassis,
 		TopologyVersion: node.Annotations[ovnk.AnnotationLayer2TopologyVersion],
 		NoGatewayMTU:    !ovnk.GatewayMTUSupported(node),
-		// The old topology's per-node switch port tunnel key; only read while
-		// remote nodes still run the old topology.
 		LegacyTunnelKey: id,
 	}, true, nil
 }
@@ -503,3 +506,11 @@ func controllerOptions(n int, fifo bool) controller.Options {
 }
 
 func (r *Layer2Reconciler) guard() *nadtrust.Guard { return r.trust.of(r.Guard, r.Client) }
+
+// ipFamily is 4 or 6.
+func ipFamily(a netip.Addr) int {
+	if a.Is4() {
+		return 4
+	}
+	return 6
+}

@@ -46,8 +46,12 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 	s.start()
 
 	c := s.c
+	// Each node's tunnel ID for a network is upstream cluster manager's
+	// k8s.ovn.org/udn-layer2-node-gateway-router-lrp-tunnel-ids: here 10 ×
+	// the node ID, so a key taken from the node ID instead shows.
 	node := func(name, id, version string) *corev1.Node {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{ovnk.AnnotationNodeID: id}}}
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{ovnk.AnnotationNodeID: id,
+			ovnk.AnnotationLayer2GRLRPTunnelIDs: `{"ns1_tenant-blue":"` + id + `0","ns2_tenant-red":"` + id + `1"}`}}}
 		if version != "" {
 			n.Annotations[ovnk.AnnotationLayer2TopologyVersion] = version
 		}
@@ -101,13 +105,13 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 		return strings.Contains(normalized(nbctl("lr-route-list", tr)), "100.65.0.4 100.65.0.4 dst-ip") &&
 			strings.Contains(nbctl("show", tr), upgradePort)
 	})
-	if got := nbctl("get", "Logical_Switch_Port", "stotr-ns1_tenant.blue_ovn_layer2_switch-upgrade", "options"); got != `{requested-tnl-key="2", router-port=`+upgradePort+`}` {
-		t.Errorf("upgrade switch port options = %s (node1's old tunnel key)", got)
+	if got := nbctl("get", "Logical_Switch_Port", "stotr-ns1_tenant.blue_ovn_layer2_switch-upgrade", "options"); got != `{requested-tnl-key="20", router-port=`+upgradePort+`}` {
+		t.Errorf("upgrade switch port options = %s (node1's tunnel ID for the network)", got)
 	}
 	if got := nbctl("get", "Logical_Router_Port", upgradePort, "mac"); got != `"0a:58:64:41:00:02"` {
 		t.Errorf("upgrade router port MAC = %s, want node1's GR MAC", got)
 	}
-	if got := nbctl("get", "Logical_Switch_Port", "stor-GR_ns1_tenant.blue_node3", "type"); got != "remote" {
+	if got := nbctl("get", "Logical_Switch_Port", "stor-ns1_tenant.blue_ovn_layer2_switch_node3", "type"); got != "remote" {
 		t.Errorf("old node3's switch port type = %s", got)
 	}
 	if announced("node3") {
@@ -125,7 +129,7 @@ func TestLayer2ReconcilerFromAPIState(t *testing.T) {
 		show := nbctl("show", tr)
 		return strings.Contains(show, "trtor-GR_ns1_tenant.blue_node3") && !strings.Contains(show, upgradePort) &&
 			!strings.Contains(normalized(nbctl("lr-route-list", tr)), "100.65.0.4 100.65.0.4 dst-ip") &&
-			!strings.Contains(nbctl("show"), "stor-GR_ns1_tenant.blue_node3")
+			!strings.Contains(nbctl("show"), "stor-ns1_tenant.blue_ovn_layer2_switch_node3")
 	})
 
 	// node4 joins this zone running a pod of another primary Layer2 network

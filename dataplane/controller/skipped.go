@@ -16,6 +16,9 @@ import (
 const (
 	ReasonMalformedNetwork = "MalformedNetwork"
 	ReasonInvalidNodeID    = "InvalidNodeID"
+	// ReasonInvalidTunnelID: the node's
+	// k8s.ovn.org/udn-layer2-node-gateway-router-lrp-tunnel-ids is malformed.
+	ReasonInvalidTunnelID = "InvalidTunnelID"
 )
 
 // skippedObjects counts objects the dataplane left out of the rows it
