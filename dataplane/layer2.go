@@ -130,168 +130,243 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 	if err := net.validate(); err != nil {
 		return nil, err
 	}
-	names := ovnk.NamesFor(net.Name)
-	transits := net.transits()
-	var all []l2node
-	var locals []int
-	anyOld := false
+	b := &layer2Build{net: net, names: ovnk.NamesFor(net.Name)}
+	for _, step := range []func(*layer2Build, []Layer2Node) error{
+		(*layer2Build).resolveNodes,
+		(*layer2Build).transitRouterAndSwitch,
+		(*layer2Build).nodeRows,
+		(*layer2Build).policiesAndSNAT,
+		(*layer2Build).upgradePair,
+	} {
+		if err := step(b, nodes); err != nil {
+			return nil, err
+		}
+	}
+	return &Desired{
+		Owner: Owner{Network: net.Name, Topology: TopologyLayer2, Piece: PieceTransitRouter, AdoptLegacy: net.AdoptLegacy,
+			Legacy: Layer2Legacy(net.Subnets, net.MasqueradeIPs)},
+		Routers:  append([]Router{b.tr}, b.grs...),
+		Switches: []Switch{b.sw},
+	}, nil
+}
+
+// layer2Build is one Layer2Topology in the making: its steps run in order,
+// each filling what the next reads.
+type layer2Build struct {
+	net   Layer2Network
+	names ovnk.Layer2Names
+	// all are the nodes with their addresses worked out, in input order;
+	// locals index the zone's own; anyOld says some node is on the old
+	// topology.
+	all    []l2node
+	locals []int
+	anyOld bool
+	tr     Router
+	sw     Switch
+	grs    []Router // the local nodes' gateway routers
+	// serviceRoutes says the service IPs are routed already: once per zone,
+	// whatever its number of local nodes (one in OVN-Kubernetes'
+	// interconnect mode, all of them in a single zone).
+	serviceRoutes bool
+}
+
+// resolveNodes works out every node's addresses and refuses duplicate IDs, a
+// local node that may not switch yet, and an upgrade with more than one
+// local node.
+func (b *layer2Build) resolveNodes(nodes []Layer2Node) error {
+	transits := b.net.transits()
 	seenID := map[int]string{}
 	for i, n := range nodes {
-		ln, err := net.resolve(names, transits, n)
+		ln, err := b.net.resolve(b.names, transits, n)
 		if err != nil {
-			return nil, fmt.Errorf("nodes[%d] (%s): %w", i, n.Name, err)
+			return fmt.Errorf("nodes[%d] (%s): %w", i, n.Name, err)
 		}
 		if other, dup := seenID[n.ID]; dup {
-			return nil, fmt.Errorf("nodes[%d].id: node ID %d is used by %s and %s", i, n.ID, other, n.Name)
+			return fmt.Errorf("nodes[%d].id: node ID %d is used by %s and %s", i, n.ID, other, n.Name)
 		}
 		seenID[n.ID] = n.Name
 		if n.Local {
 			if !Layer2NodeCanSwitch(n) {
-				return nil, fmt.Errorf("nodes[%d] (%s): the local node still runs %d pods on network %s with topology version %q; it switches to %s only when it has none",
-					i, n.Name, n.RunningPods, net.Name, n.TopologyVersion, ovnk.Layer2TopologyVersionTransitRouter)
+				return fmt.Errorf("nodes[%d] (%s): the local node still runs %d pods on network %s with topology version %q; it switches to %s only when it has none",
+					i, n.Name, n.RunningPods, b.net.Name, n.TopologyVersion, ovnk.Layer2TopologyVersionTransitRouter)
 			}
 			ln.upgraded = true
-			locals = append(locals, len(all))
+			b.locals = append(b.locals, len(b.all))
 		}
-		anyOld = anyOld || !ln.upgraded
-		all = append(all, ln)
+		b.anyOld = b.anyOld || !ln.upgraded
+		b.all = append(b.all, ln)
 	}
-	if anyOld && len(locals) > 1 {
-		return nil, fmt.Errorf("nodes: the upgrade topology supports one local node per zone, got %d", len(locals))
+	if b.anyOld && len(b.locals) > 1 {
+		return fmt.Errorf("nodes: the upgrade topology supports one local node per zone, got %d", len(b.locals))
 	}
+	return nil
+}
 
-	tr := Router{Row: nbdb.LogicalRouter{
+// transitRouterAndSwitch is the transit router, the layer2 switch and the
+// trtos-/stotr- pair between them that holds the pods' gateway.
+func (b *layer2Build) transitRouterAndSwitch([]Layer2Node) error {
+	net, names := b.net, b.names
+	b.tr = Router{Row: nbdb.LogicalRouter{
 		Name:        names.TransitRouter(),
 		Options:     map[string]string{"requested-tnl-key": strconv.Itoa(net.TransitRouterTunnelKey)},
 		ExternalIDs: map[string]string{ExternalIDClusterRouter: "yes"},
 	}}
-	sw := Switch{Row: nbdb.LogicalSwitch{
+	b.sw = Switch{Row: nbdb.LogicalSwitch{
 		Name:        names.Switch(),
 		OtherConfig: map[string]string{"requested-tnl-key": strconv.Itoa(net.SwitchTunnelKey)},
 	}}
 	gws := net.gateways()
-	gwMAC := ovnk.MACFromIP(gws[0].Addr()).String()
 	rtos := nbdb.LogicalRouterPort{
-		Name: names.RouterToSwitch(), MAC: gwMAC, Networks: prefixStrings(gws),
+		Name: names.RouterToSwitch(), MAC: ovnk.MACFromIP(gws[0].Addr()).String(), Networks: prefixStrings(gws),
 		Options:       map[string]string{"requested-tnl-key": strconv.Itoa(ovnk.TransitRouterToSwitchTunnelKey)},
 		Ipv6RaConfigs: net.raConfigs(),
 	}
-	if net.GatewayMTU > 0 && localsSupportGatewayMTU(all, locals) {
+	if net.GatewayMTU > 0 && localsSupportGatewayMTU(b.all, b.locals) {
 		rtos.Options["gateway_mtu"] = strconv.Itoa(net.GatewayMTU)
 	}
-	tr.Ports = append(tr.Ports, rtos)
-	sw.Ports = append(sw.Ports, nbdb.LogicalSwitchPort{
+	b.tr.Ports = append(b.tr.Ports, rtos)
+	b.sw.Ports = append(b.sw.Ports, nbdb.LogicalSwitchPort{
 		Name: names.SwitchToRouter(), Type: "router", Addresses: []string{"router"},
 		Options: map[string]string{"router-port": names.RouterToSwitch()},
 	})
-	desired := &Desired{
-		Owner: Owner{Network: net.Name, Topology: TopologyLayer2, Piece: PieceTransitRouter, AdoptLegacy: net.AdoptLegacy,
-			Legacy: Layer2Legacy(net.Subnets, net.MasqueradeIPs)},
-	}
-	serviceRoutes := false
-	for _, n := range all {
+	return nil
+}
+
+// nodeRows adds each node's rows: an old-topology node's remote switch port,
+// a moved node's trtor- port and join-IP routes, and a local node's source
+// routes, service routes, node-IP policies and gateway router.
+func (b *layer2Build) nodeRows([]Layer2Node) error {
+	for _, n := range b.all {
 		if !n.upgraded {
-			// Old-topology node: keep its remote switch port and reach its join IP
-			// through the upgrade port (the document's "100.65.0.3 100.65.0.3 dst-ip").
-			sw.Ports = append(sw.Ports, nbdb.LogicalSwitchPort{
-				Name: names.SwitchToGR(n.Name), Type: "remote",
-				Addresses: []string{macAndIPs(n.joinIPs)},
-				Options: map[string]string{
-					"requested-tnl-key": strconv.Itoa(n.LegacyTunnelKey),
-					"requested-chassis": n.Chassis,
-				},
-			})
-			for _, j := range n.joinIPs {
-				tr.Routes = append(tr.Routes, staticRoute(j.Addr().String(), j.Addr().String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
-			}
+			b.oldNode(n)
 			continue
 		}
-		port := nbdb.LogicalRouterPort{
-			Name: n.trtor, MAC: ovnk.MACFromIP(n.trSide[0].Addr()).String(), Networks: prefixStrings(n.trSide),
-			Options: map[string]string{"requested-tnl-key": strconv.Itoa(ovnk.TransitRouterPortTunnelKey(n.ID))},
-		}
+		b.transitPort(n)
 		if n.Local {
-			port.Peer = ptr(n.rtotr)
-		} else {
-			port.Options["requested-chassis"] = n.Chassis
+			b.localNode(n)
 		}
-		tr.Ports = append(tr.Ports, port)
-		for _, j := range n.joinIPs {
-			gr, _ := ovnk.FamilyOf(n.grSide, j.Addr().Is6())
-			tr.Routes = append(tr.Routes, staticRoute(j.Addr().String(), gr.Addr().String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
-		}
-		if !n.Local {
-			continue
-		}
-		for _, s := range net.Subnets {
-			gr, _ := ovnk.FamilyOf(n.grSide, s.Addr().Is6())
-			tr.Routes = append(tr.Routes, staticRoute(s.String(), gr.Addr().String(), nbdb.LogicalRouterStaticRoutePolicySrcIP, nil))
-		}
-		if !serviceRoutes {
-			// Once per zone, whatever its number of local nodes (one in
-			// OVN-Kubernetes' interconnect mode, all of them in a single zone).
-			serviceRoutes = true
-			for _, svc := range net.ServiceIPs {
-				mgmt := net.managementIP(svc.Is6())
-				tr.Routes = append(tr.Routes, staticRoute(svc.String(), mgmt.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
-			}
-		}
-		for _, ip := range n.NodeIPs {
-			mgmt := net.managementIP(ip.Is6())
-			if !mgmt.IsValid() {
-				continue // a node IP of a family the network does not have
-			}
-			tr.Policies = append(tr.Policies, nbdb.LogicalRouterPolicy{
-				Priority: PolicyPriorityNodeIP, Action: nbdb.LogicalRouterPolicyActionReroute,
-				Match: fmt.Sprintf(`inport == %q && %s.dst == %s /* %s */`,
-					names.RouterToSwitch(), ipFamily(ip), ip, names.Switch()),
-				Nexthops: []string{mgmt.String()},
-			})
-		}
-		desired.Routers = append(desired.Routers, net.gatewayRouter(n))
 	}
-	tr.Policies = append(tr.Policies, SubnetPairPolicies(net.Subnets)...)
+	return nil
+}
+
+// oldNode keeps an old-topology node's remote switch port and reaches its
+// join IP through the upgrade port (the document's "100.65.0.3 100.65.0.3
+// dst-ip").
+func (b *layer2Build) oldNode(n l2node) {
+	b.sw.Ports = append(b.sw.Ports, nbdb.LogicalSwitchPort{
+		Name: b.names.SwitchToGR(n.Name), Type: "remote",
+		Addresses: []string{macAndIPs(n.joinIPs)},
+		Options: map[string]string{
+			"requested-tnl-key": strconv.Itoa(n.LegacyTunnelKey),
+			"requested-chassis": n.Chassis,
+		},
+	})
+	for _, j := range n.joinIPs {
+		b.tr.Routes = append(b.tr.Routes, staticRoute(j.Addr().String(), j.Addr().String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
+	}
+}
+
+// transitPort is a moved node's trtor- port (peered with its GR when local,
+// bound to its chassis when remote) and the route to its join IPs.
+func (b *layer2Build) transitPort(n l2node) {
+	port := nbdb.LogicalRouterPort{
+		Name: n.trtor, MAC: ovnk.MACFromIP(n.trSide[0].Addr()).String(), Networks: prefixStrings(n.trSide),
+		Options: map[string]string{"requested-tnl-key": strconv.Itoa(ovnk.TransitRouterPortTunnelKey(n.ID))},
+	}
+	if n.Local {
+		port.Peer = ptr(n.rtotr)
+	} else {
+		port.Options["requested-chassis"] = n.Chassis
+	}
+	b.tr.Ports = append(b.tr.Ports, port)
+	for _, j := range n.joinIPs {
+		gr, _ := ovnk.FamilyOf(n.grSide, j.Addr().Is6())
+		b.tr.Routes = append(b.tr.Routes, staticRoute(j.Addr().String(), gr.Addr().String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
+	}
+}
+
+// localNode routes the network's egress to the local GR, the service IPs to
+// the management port, reroutes traffic to the node's IPs to the management
+// port and adds the GR.
+func (b *layer2Build) localNode(n l2node) {
+	net, tr := b.net, &b.tr
+	for _, s := range net.Subnets {
+		gr, _ := ovnk.FamilyOf(n.grSide, s.Addr().Is6())
+		tr.Routes = append(tr.Routes, staticRoute(s.String(), gr.Addr().String(), nbdb.LogicalRouterStaticRoutePolicySrcIP, nil))
+	}
+	if !b.serviceRoutes {
+		b.serviceRoutes = true
+		for _, svc := range net.ServiceIPs {
+			mgmt := net.managementIP(svc.Is6())
+			tr.Routes = append(tr.Routes, staticRoute(svc.String(), mgmt.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
+		}
+	}
+	for _, ip := range n.NodeIPs {
+		mgmt := net.managementIP(ip.Is6())
+		if !mgmt.IsValid() {
+			continue // a node IP of a family the network does not have
+		}
+		tr.Policies = append(tr.Policies, nbdb.LogicalRouterPolicy{
+			Priority: PolicyPriorityNodeIP, Action: nbdb.LogicalRouterPolicyActionReroute,
+			Match: fmt.Sprintf(`inport == %q && %s.dst == %s /* %s */`,
+				b.names.RouterToSwitch(), ipFamily(ip), ip, b.names.Switch()),
+			Nexthops: []string{mgmt.String()},
+		})
+	}
+	b.grs = append(b.grs, net.gatewayRouter(n))
+}
+
+// policiesAndSNAT are the transit router's subnet-pair policies, the
+// allow-mark policy and the management port's SNAT to the masquerade IPs.
+func (b *layer2Build) policiesAndSNAT([]Layer2Node) error {
+	tr := &b.tr
+	tr.Policies = append(tr.Policies, SubnetPairPolicies(b.net.Subnets)...)
 	tr.Policies = append(tr.Policies, nbdb.LogicalRouterPolicy{
 		Priority: PolicyPriorityAllow, Action: nbdb.LogicalRouterPolicyActionAllow,
 		Match: "pkt.mark == " + strconv.Itoa(PktMarkAllow),
 	})
-	for _, masq := range net.MasqueradeIPs {
-		s, _ := ovnk.FamilyOf(net.Subnets, masq.Is6())
+	for _, masq := range b.net.MasqueradeIPs {
+		s, _ := ovnk.FamilyOf(b.net.Subnets, masq.Is6())
 		tr.NATs = append(tr.NATs, nbdb.NAT{
 			Type: nbdb.NATTypeSNAT, LogicalIP: s.String(), ExternalIP: masq.String(),
-			LogicalPort: ptr(names.RouterToSwitch()), Options: map[string]string{"stateless": "false"},
+			LogicalPort: ptr(b.names.RouterToSwitch()), Options: map[string]string{"stateless": "false"},
 		})
 	}
-	if anyOld && len(locals) == 1 {
-		local := all[locals[0]]
-		if local.LegacyTunnelKey <= 0 {
-			return nil, fmt.Errorf("nodes: local node %s has no tunnel ID for network %s in %s: the upgrade switch port needs it while other nodes run the old topology",
-				local.Name, net.Name, ovnk.AnnotationLayer2GRLRPTunnelIDs)
-		}
-		tr.Ports[0].Networks = append(tr.Ports[0].Networks, net.masqueradeNetworks()...)
-		// The temporary upgrade pair: a router-type switch port with the local
-		// node's old tunnel key, peered with a transit router port that owns the
-		// GR's MAC and a dummy join-subnet IP (the last usable address).
-		var dummies []netip.Prefix
-		for _, j := range net.JoinSubnets {
-			last := ovnk.LastAddr(j)
-			dummies = append(dummies, netip.PrefixFrom(last.Prev(), j.Bits()))
-		}
-		tr.Ports = append(tr.Ports, nbdb.LogicalRouterPort{
-			Name: names.UpgradeRouterPort(), MAC: ovnk.MACFromIP(local.joinIPs[0].Addr()).String(),
-			Networks: prefixStrings(dummies),
-		})
-		sw.Ports = append(sw.Ports, nbdb.LogicalSwitchPort{
-			Name: names.UpgradeSwitchPort(), Type: "router", Addresses: []string{"router"},
-			Options: map[string]string{
-				"router-port":       names.UpgradeRouterPort(),
-				"requested-tnl-key": strconv.Itoa(local.LegacyTunnelKey),
-			},
-		})
+	return nil
+}
+
+// upgradePair is, while another node runs the old topology, the temporary
+// upgrade pair: a router-type switch port with the local node's tunnel ID
+// for the network, peered with a transit router port that owns the GR's MAC
+// and a dummy join-subnet IP (the last usable address); and the management
+// masquerade IPs on the trtos- port.
+func (b *layer2Build) upgradePair([]Layer2Node) error {
+	if !b.anyOld || len(b.locals) != 1 {
+		return nil
 	}
-	desired.Routers = append([]Router{tr}, desired.Routers...)
-	desired.Switches = []Switch{sw}
-	return desired, nil
+	net, names, local := b.net, b.names, b.all[b.locals[0]]
+	if local.LegacyTunnelKey <= 0 {
+		return fmt.Errorf("nodes: local node %s has no tunnel ID for network %s in %s: the upgrade switch port needs it while other nodes run the old topology",
+			local.Name, net.Name, ovnk.AnnotationLayer2GRLRPTunnelIDs)
+	}
+	b.tr.Ports[0].Networks = append(b.tr.Ports[0].Networks, net.masqueradeNetworks()...)
+	var dummies []netip.Prefix
+	for _, j := range net.JoinSubnets {
+		last := ovnk.LastAddr(j)
+		dummies = append(dummies, netip.PrefixFrom(last.Prev(), j.Bits()))
+	}
+	b.tr.Ports = append(b.tr.Ports, nbdb.LogicalRouterPort{
+		Name: names.UpgradeRouterPort(), MAC: ovnk.MACFromIP(local.joinIPs[0].Addr()).String(),
+		Networks: prefixStrings(dummies),
+	})
+	b.sw.Ports = append(b.sw.Ports, nbdb.LogicalSwitchPort{
+		Name: names.UpgradeSwitchPort(), Type: "router", Addresses: []string{"router"},
+		Options: map[string]string{
+			"router-port":       names.UpgradeRouterPort(),
+			"requested-tnl-key": strconv.Itoa(local.LegacyTunnelKey),
+		},
+	})
+	return nil
 }
 
 // masqueradeNetworks are the management-port masquerade IPs with their
