@@ -22,6 +22,12 @@ type LiveMigrationNetwork struct {
 	// Topology is the network's topology ("layer3" or "layer2"); the routes go
 	// on its cluster router (layer3) or transit router (layer2), found by name.
 	Topology string
+	// NodePerZone says every node is its own zone (OVN-Kubernetes'
+	// interconnect): a Layer2 VM then needs no reroute (see
+	// LiveMigrationRoutes). In one zone of many nodes the transit router's
+	// src-ip routes to the gateway routers are equal-cost, and the reroute
+	// pins the VM's egress to its node.
+	NodePerZone bool
 	// DHCP configures the DHCP_Options rows of the network's VMs (optional).
 	DHCP *VMDHCP
 }
@@ -58,9 +64,11 @@ type VM struct {
 
 // LiveMigrationRoutes computes the point-to-point routing of migrated VMs:
 // for each VM on a node that does not own its IPs, a /32 (/128) static route
-// to the VM via the node's switch port and a reroute policy of its outbound
-// traffic to the node's gateway router; for every VM, one DHCP_Options row per
-// IP family. A VM back on its owner node, or deleted, has no routes.
+// to the VM via the node's switch port and, unless a Layer2 network's zones
+// hold one node each, a reroute policy of its outbound traffic to the node's
+// gateway router; for
+// every VM, one DHCP_Options row per IP family. A VM back on its owner node,
+// or deleted, has no routes.
 func LiveMigrationRoutes(net LiveMigrationNetwork, nodes []LiveMigrationNode, vms []VM) (*Desired, error) {
 	if net.Name == "" {
 		return nil, fmt.Errorf("network.name: must not be empty")
@@ -106,6 +114,15 @@ func LiveMigrationRoutes(net LiveMigrationNetwork, nodes []LiveMigrationNode, vm
 		for _, ip := range vm.IPs {
 			a := ip.Addr()
 			r.Routes = append(r.Routes, staticRoute(a.String(), a.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, ptr(node.RouterPort)))
+			if net.Topology == TopologyLayer2 && net.NodePerZone {
+				// The zone's transit router has one src-ip route of the
+				// network's subnets, to its one local gateway router: the VM's
+				// egress goes there already. A reroute would also override the
+				// routes to other nodes' join IPs, so the VM's replies to
+				// traffic that came in through another node's gateway router
+				// (NodePort, EgressIP) would be lost.
+				continue
+			}
 			gw := slices.IndexFunc(node.GatewayIPs, func(g netip.Addr) bool { return g.Is6() == a.Is6() })
 			if gw < 0 {
 				return nil, fmt.Errorf("%s: node %s has no %s gateway IP", field, node.Name, ipFamily(a))

@@ -36,6 +36,9 @@ type LiveMigrationReconciler struct {
 	// whose routes cannot be programmed (its node has no node ID yet, its
 	// addresses are malformed, the routes are refused).
 	Recorder recorder.EventRecorder
+	// NodePerZone is Options.Local != nil: every node is its own OVN zone
+	// (dataplane.LiveMigrationNetwork.NodePerZone).
+	NodePerZone bool
 	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
 	Workers int
 	// FIFOQueue is Options.FIFOQueue.
@@ -180,7 +183,7 @@ func (r *LiveMigrationReconciler) apply(ctx context.Context, net dataplane.Layer
 	d := &dataplane.Desired{Owner: dataplane.Owner{Network: net.Name, Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceLiveMigration}}
 	if len(keep) > 0 {
 		var err error
-		if d, err = dataplane.LiveMigrationRoutes(dataplane.LiveMigrationNetwork{Name: net.Name, Topology: dataplane.TopologyLayer2}, nodes, keep); err != nil {
+		if d, err = dataplane.LiveMigrationRoutes(dataplane.LiveMigrationNetwork{Name: net.Name, Topology: dataplane.TopologyLayer2, NodePerZone: r.NodePerZone}, nodes, keep); err != nil {
 			logger.Error(err, "skipping network's live-migration routes")
 			for _, vm := range keep {
 				r.warn(podOf[vm.Namespace+"/"+vm.Name], ReasonLiveMigrationFailed, "no live-migration routes for VM %s: %v", vm.Name, err)

@@ -108,7 +108,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 			Guard: guard},
 		MultiVTEP: &MultiVTEPReconciler{Client: c, OVN: ovn, Local: o.Local, Transit: o.Cluster.TransitSubnets, Workers: o.Workers,
 			FIFOQueue: o.FIFOQueue, Guard: guard},
-		LiveMigration: &LiveMigrationReconciler{Client: c, OVN: ovn, Recorder: rec, Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard},
+		LiveMigration: &LiveMigrationReconciler{Client: c, OVN: ovn, Recorder: rec, NodePerZone: o.Local != nil, Workers: o.Workers,
+			FIFOQueue: o.FIFOQueue, Guard: guard},
 	}
 	setups := []func(ctrl.Manager) error{rs.Layer2.SetupWithManager, rs.Layer3.SetupWithManager, rs.MultiVTEP.SetupWithManager,
 		rs.LiveMigration.SetupWithManager}

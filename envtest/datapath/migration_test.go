@@ -117,8 +117,12 @@ func egressSeenFamily(t *testing.T, c *datapath.Cluster, e *datapath.Endpoint, n
 // (kubevirt-live-migration-point-to-point.md; OKEP-5094 story 1): the VM
 // keeps its IP and MAC, its gateway's MAC does not change, its traffic
 // leaves through the node it runs on (node-b's gateway router, seen on
-// node-b's external side), and the TCP connection survives. Pointing the
-// VM's reroute policy at node-a's gateway router moves its egress there.
+// node-b's external side), and the TCP connection survives. In a zone per
+// node the VM's egress follows the zone's own source route to its one
+// gateway router, so udnkit writes no per-VM reroute, which would also
+// shadow the routes to other nodes' join IPs: the migrated VM reaches
+// node-a's gateway router at its join IP. Pointing node-b's zone's source
+// route at node-a's gateway router moves the VM's egress there.
 func TestKubeVirtLiveMigration(t *testing.T) {
 	c := needCluster(t)
 	ctx := context.Background()
@@ -174,7 +178,7 @@ func TestKubeVirtLiveMigration(t *testing.T) {
 	migrate := func(t *testing.T) {
 		t.Helper()
 		for _, zone := range c.Nodes {
-			reconcileAll(t, zone, &controller.LiveMigrationReconciler{Client: state, OVN: ovnClient(t, zone)}, kv)
+			reconcileAll(t, zone, &controller.LiveMigrationReconciler{Client: state, OVN: ovnClient(t, zone), NodePerZone: true}, kv)
 		}
 	}
 	migrate(t)
@@ -247,7 +251,7 @@ func TestKubeVirtLiveMigration(t *testing.T) {
 				errs[i] = err
 				return
 			}
-			r := &controller.LiveMigrationReconciler{Client: state, OVN: ovnClient(t, zone)}
+			r := &controller.LiveMigrationReconciler{Client: state, OVN: ovnClient(t, zone), NodePerZone: true}
 			if _, err := r.Reconcile(ctx, nadRequest(kv)); err != nil {
 				errs[i] = fmt.Errorf("udnkit's live-migration reconciler in %s's zone: %w", zone.Name, err)
 			}
@@ -332,8 +336,9 @@ func TestKubeVirtLiveMigration(t *testing.T) {
 		}
 	})
 
-	// The VM's reroute to the gateway router of the node it runs on.
-	policy := `ip4.src == ` + vmIP.String()
+	// The VM's egress: the source route of node-b's zone to its gateway
+	// router, and no per-VM reroute.
+	route := kv.subnets[0].String() + " "
 	grIP := func(n *datapath.Node) string {
 		t.Helper()
 		peer, err := ovnk.TransitPeerSubnet(ovnk.DefaultTransitSubnetV4, slices.Index(c.Nodes, n)+2)
@@ -356,25 +361,36 @@ func TestKubeVirtLiveMigration(t *testing.T) {
 		for _, zone := range c.Nodes {
 			routes := nbctl(t, zone, "lr-route-list", kv.names().TransitRouter())
 			policies := nbctl(t, zone, "lr-policy-list", kv.names().TransitRouter())
-			if !strings.Contains(routes, vmIP.String()+" ") || !strings.Contains(policies, policy) || !strings.Contains(policies, grIP(y)) {
-				t.Fatalf("%s's transit router lacks the VM's point-to-point route or its reroute to %s:\n%s\n%s", zone.Name, grIP(y), routes, policies)
+			if !strings.Contains(routes, vmIP.String()+" ") || strings.Contains(policies, "ip4.src == "+vmIP.String()) {
+				t.Fatalf("%s's transit router lacks the VM's point-to-point route or has a per-VM reroute:\n%s\n%s", zone.Name, routes, policies)
 			}
 		}
 		egressThroughY(t)
 	})
-	t.Run("mutation: the VM's reroute pointed at node-a's gateway router moves its egress there", func(t *testing.T) {
-		uuid := nbctl(t, y, "--bare", "--columns=_uuid", "find", "Logical_Router_Policy", "priority=10", `match="`+policy+`"`)
-		if uuid == "" {
-			t.Fatal("node-b's zone has no priority-10 reroute of the VM")
+	// Traffic that enters through another node's gateway router (a
+	// NodePort, an EgressIP) reaches the VM from that router's join IP; the
+	// VM's replies must go back there, as a pod's do.
+	t.Run("the migrated VM reaches node-a's gateway router at its join IP, as a pod on node-c does", func(t *testing.T) {
+		join := ovnk.MustAddrAt(joinSubnetV4, uint64(slices.Index(c.Nodes, x)+2))
+		reach(t, c, client, join)
+		if err := vm.Reach(join, reachTimeout); err != nil {
+			t.Fatalf("%v; node-b's transit router:\n%s\n%s", err, nbctl(t, y, "lr-policy-list", kv.names().TransitRouter()),
+				nbctl(t, y, "lr-route-list", kv.names().TransitRouter()))
 		}
-		nbctl(t, y, "set", "Logical_Router_Policy", uuid, `nexthops="`+grIP(x)+`"`)
+	})
+	t.Run("mutation: node-b's zone's source route pointed at node-a's gateway router moves the VM's egress there", func(t *testing.T) {
+		uuid := nbctl(t, y, "--bare", "--columns=_uuid", "find", "Logical_Router_Static_Route", `ip_prefix="`+strings.TrimSpace(route)+`"`, "policy=src-ip")
+		if uuid == "" {
+			t.Fatal("node-b's zone has no source route of the network")
+		}
+		nbctl(t, y, "set", "Logical_Router_Static_Route", uuid, `nexthop="`+grIP(x)+`"`)
 		settle(t, c)
 		own, others := egressSeen(t, c, &vm.Endpoint, y)
 		t.Logf("mutated: the external host saw the VM's echo requests %d times from node-b, %v from node-a and node-c", own, others)
 		if own != 0 {
-			t.Fatalf("with the reroute pointed at node-a the external host still saw %d echo requests from node-b", own)
+			t.Fatalf("with node-b's source route pointed at node-a the external host still saw %d echo requests from node-b", own)
 		}
-		migrate(t)
+		program(t, c, kv)
 		settle(t, c)
 		egressThroughY(t)
 	})
