@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -32,9 +33,15 @@ func AddChassis(sb *Server, name, hostname string, remote bool, encapIPs ...stri
 	out, err := Command("ovn-sbctl", args...).CombinedOutput()
 	if killedBySignal(err) {
 		// ovn-sbctl 26.03.1 has been seen to abort (SIGABRT, no output) on a
-		// heavily loaded machine. The command is one transaction: run again,
-		// it either commits or fails naming the chassis that already exists.
+		// heavily loaded machine, sometimes after its transaction committed.
+		// The command is one transaction: run again; if it now finds the
+		// chassis, the aborted run committed all of it.
 		out, err = Command("ovn-sbctl", args...).CombinedOutput()
+		if err != nil && strings.Contains(string(out), "a chassis named "+name+" already exists") {
+			if _, getErr := Command("ovn-sbctl", "--db="+sb.Address(), "get", "Chassis", name, "hostname").Output(); getErr == nil {
+				return nil
+			}
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("ovn-sbctl chassis-add %s: %w: %s", name, err, out)
