@@ -7,8 +7,9 @@ import (
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 )
 
-// Copp: a root row (control plane protection: meters by protocol), by
-// name; routers and switches reference it weakly (their copp column).
+// Copp: a zone row (control plane protection: a meter name by protocol),
+// by name (the table's index); routers reference it weakly (their copp
+// column).
 var Copp = Spec[nbdb.Copp]{
 	Table:  nbdb.CoppTable,
 	Key:    func(r *nbdb.Copp) string { return r.Name },
@@ -18,11 +19,11 @@ var Copp = Spec[nbdb.Copp]{
 }
 
 var _ = planned(Copp, Table{
-	Kind:    Root,
+	Kind:    Zone,
 	Indexed: true,
-	Describe: func(m model.Model, _ string) string {
+	Describe: func(m model.Model, mark string) string {
 		c := m.(*nbdb.Copp)
-		return "copp " + c.Name + kv(" meters", c.Meters)
+		return "copp " + c.Name + mark + kv(" meters", c.Meters)
 	},
 	Monitor: func() client.MonitorOption { return client.WithTable(&nbdb.Copp{}) },
 })

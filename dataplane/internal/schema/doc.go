@@ -14,8 +14,11 @@
 //     is a set of references to the child table in the OVSDB schema, and the
 //     child table is not a root table (the server garbage-collects a child no
 //     parent holds). A Root or Parent table is a root table.
-//   - Every table the planner diffs (Root, Parent, Child) is monitored and
-//     indexed; schema_test.go checks all of this against the generated
+//   - A Zone table's rows (the default COPP, its meters and their band)
+//     carry no owner: plans find them by name and never update or delete
+//     one; a non-root Zone table is held by a strong reference of another.
+//   - Every table the planner reads (Root, Parent, Child, Zone) is
+//     monitored and indexed; schema_test.go checks all of this against the generated
 //     models' OVSDB schema.
 //   - The Northbound monitor leaves out the parents' columns of children
 //     (ports, static_routes, policies, nat): a router of a large network has

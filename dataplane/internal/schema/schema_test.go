@@ -37,6 +37,8 @@ func TestTablesAgreeWithTheOVSDBSchema(t *testing.T) {
 		switch tb.Kind {
 		case schema.Root, schema.Parent, schema.Child:
 			checkPlanned(t, tb, db, ts)
+		case schema.Zone:
+			checkZone(t, tb, db, ts)
 		case schema.Identity, schema.Watched:
 			if tb.Indexed {
 				t.Errorf("%s: indexed, but the planner never reads it", tb.Name)
@@ -76,6 +78,41 @@ func checkPlanned(t *testing.T, tb *schema.Table, db ovsdb.DatabaseSchema, ts ov
 	if tb.Kind == schema.Child {
 		checkChild(t, tb, db)
 	}
+}
+
+// checkZone checks a zone table: indexed (a plan finds its rows by name
+// and waits until the index shows those it inserted), and a non-root one
+// is held by a strong reference of another zone table (the server deletes
+// it otherwise; a plan inserts all its zone rows in one transaction).
+func checkZone(t *testing.T, tb *schema.Table, db ovsdb.DatabaseSchema, ts ovsdb.TableSchema) {
+	t.Helper()
+	if !tb.Indexed || !slices.Contains(schema.Indexed(), tb.Name) {
+		t.Errorf("%s: a zone table not indexed: plans would not find its rows by name", tb.Name)
+	}
+	if tb.Describe == nil || tb.Row == nil || tb.Changed == nil {
+		t.Errorf("%s: no Describe, Row or Changed (register it with planned)", tb.Name)
+	}
+	if tb.Parent != "" || tb.Column != "" {
+		t.Errorf("%s: a zone table with a parent column %s.%s", tb.Name, tb.Parent, tb.Column)
+	}
+	if ts.IsRoot {
+		return
+	}
+	for _, other := range schema.Tables() {
+		if other.Kind != schema.Zone || other.DB != tb.DB {
+			continue
+		}
+		for _, col := range db.Tables[other.Name].Columns {
+			if col.TypeObj == nil || col.TypeObj.Key == nil {
+				continue
+			}
+			ref, _ := col.TypeObj.Key.RefTable()
+			if kind, _ := col.TypeObj.Key.RefType(); ref == tb.Name && kind == ovsdb.Strong {
+				return
+			}
+		}
+	}
+	t.Errorf("%s: not a root table and no zone table holds it by a strong reference: the server would delete its rows", tb.Name)
 }
 
 // checkChild checks that a child table's parent column holds its rows.

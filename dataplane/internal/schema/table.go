@@ -18,7 +18,8 @@ import (
 type Spec[T any] struct {
 	Table string
 	// Key identifies a row within its parent (a Root table's: within the
-	// table; a Parent's: its name).
+	// table; a Parent's and a Zone table's: its name, "" for a Zone row
+	// found only through the row that references it).
 	Key func(*T) string
 	// UUID and IDs give access to the row's _uuid and external_ids.
 	UUID func(*T) *string
@@ -46,6 +47,12 @@ const (
 	Identity
 	// Watched rows (Southbound) are read, never written.
 	Watched
+	// Zone rows belong to no network but to the zone: every network's
+	// routers use them (the default COPP, its meters and their band). A
+	// plan finds them by name (Spec.Key), references them as they are,
+	// whoever wrote them, and inserts the missing ones together in one
+	// transaction; it never updates or deletes one.
+	Zone
 )
 
 // Database names, as the models' schemas spell them.
@@ -118,7 +125,7 @@ func planned[T any, PT interface {
 }](sp Spec[T], t Table) *Table {
 	t.Name, t.DB = sp.Table, Northbound
 	t.Managed = columnsOf(sp.Fields)
-	named := t.Kind == Parent
+	named := t.Kind == Parent || t.Kind == Zone
 	t.Row = func(m model.Model) (string, map[string]string, string, bool) {
 		r, ok := m.(PT)
 		if !ok {
@@ -266,9 +273,9 @@ func FillChildren(table string, m model.Model, children func(parent, column stri
 	}
 }
 
-// RowFields returns a row's UUID, external_ids and name (routers and
-// switches) as its table's entry reads them; ok is false for a table the
-// planner does not diff.
+// RowFields returns a row's UUID, external_ids and name (routers,
+// switches and zone rows) as its table's entry reads them; ok is false for
+// a table the planner does not diff.
 func RowFields(table string, m model.Model) (uuid string, ids map[string]string, name string, ok bool) {
 	t := registry[table]
 	if t == nil || t.Row == nil {
