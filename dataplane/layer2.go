@@ -318,6 +318,10 @@ func (b *layer2Build) localNode(n l2node) {
 
 // policiesAndSNAT are the transit router's subnet-pair policies, the
 // allow-mark policy and the management port's SNAT to the masquerade IPs.
+// The SNAT applies only to packets sent to the management port (its MAC,
+// from the first subnet's management IP, as upstream's
+// syncNodeManagementPort derives it), as upstream's buildUDNEgressSNAT
+// matches them.
 func (b *layer2Build) policiesAndSNAT([]Layer2Node) error {
 	tr := &b.tr
 	tr.Policies = append(tr.Policies, SubnetPairPolicies(b.net.Subnets)...)
@@ -325,11 +329,13 @@ func (b *layer2Build) policiesAndSNAT([]Layer2Node) error {
 		Priority: PolicyPriorityAllow, Action: nbdb.LogicalRouterPolicyActionAllow,
 		Match: "pkt.mark == " + strconv.Itoa(PktMarkAllow),
 	})
+	mgmtMAC := ovnk.MACFromIP(b.net.managementIP(b.net.Subnets[0].Addr().Is6()))
 	for _, masq := range b.net.MasqueradeIPs {
 		s, _ := ovnk.FamilyOf(b.net.Subnets, masq.Is6())
 		tr.NATs = append(tr.NATs, nbdb.NAT{
 			Type: nbdb.NATTypeSNAT, LogicalIP: s.String(), ExternalIP: masq.String(),
 			LogicalPort: ptr(b.names.RouterToSwitch()), Options: map[string]string{"stateless": "false"},
+			Match: "eth.dst == " + mgmtMAC.String(),
 		})
 	}
 	return nil
@@ -416,18 +422,34 @@ func (net Layer2Network) gatewayRouter(n l2node) Router {
 	// only the rtotr- port and the route back to the network are udnkit's; a
 	// missing one (no OVN-Kubernetes, as in `make run`) is created.
 	gr := Router{Shared: true, Row: nbdb.LogicalRouter{
-		Name: n.gr,
-		Options: map[string]string{
-			"chassis":                       n.Chassis,
-			"always_learn_from_arp_request": "false",
-			"dynamic_neigh_routers":         "true",
-		},
+		Name:    n.gr,
+		Options: gatewayRouterOptions(n),
 	}, Ports: []nbdb.LogicalRouterPort{port}}
 	for _, s := range net.Subnets {
 		trSide, _ := ovnk.FamilyOf(n.trSide, s.Addr().Is6())
 		gr.Routes = append(gr.Routes, staticRoute(s.String(), trSide.Addr().String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, ptr(n.rtotr)))
 	}
 	return gr
+}
+
+// gatewayRouterOptions are a GR's options as upstream's createGWRouter
+// sets them for a Layer2 user-defined network: bound to the node's chassis,
+// neighbours resolved statically, load-balanced traffic SNATed to the GR's
+// join IPs, MAC bindings aged out after 300 s and no GARP/RARP (its external
+// port announces nothing). snat-ct-zone is the default network's only.
+func gatewayRouterOptions(n l2node) map[string]string {
+	join := make([]string, len(n.joinIPs))
+	for i, j := range n.joinIPs {
+		join[i] = j.Addr().String()
+	}
+	return map[string]string{
+		"chassis":                       n.Chassis,
+		"always_learn_from_arp_request": "false",
+		"dynamic_neigh_routers":         "false",
+		"lb_force_snat_ip":              strings.Join(join, " "),
+		"mac_binding_age_threshold":     "300",
+		"disable_garp_rarp":             "true",
+	}
 }
 
 // raConfigs are the rtos- port's ipv6_ra_configs on a network with an IPv6

@@ -69,7 +69,7 @@ func TestLayer2TopologyIPv4ThreeNodes(t *testing.T) {
 
 	wantRows(t, "Logical_Router", e.rows("Logical_Router", "options"), map[string]string{
 		tr:  "requested-tnl-key=16715780",
-		gr1: "always_learn_from_arp_request=false chassis=5e1f0c1a-node1 dynamic_neigh_routers=true",
+		gr1: "always_learn_from_arp_request=false chassis=5e1f0c1a-node1 disable_garp_rarp=true dynamic_neigh_routers=false lb_force_snat_ip=100.65.0.2 mac_binding_age_threshold=300",
 	})
 	wantRows(t, "Logical_Router_Port", e.rows("Logical_Router_Port", "mac", "networks", "peer", "options"), map[string]string{
 		rtos:           "0a:58:cb:cb:00:01,203.203.0.1/24,,gateway_mtu=1400 requested-tnl-key=1",
@@ -105,9 +105,9 @@ func TestLayer2TopologyIPv4ThreeNodes(t *testing.T) {
 		"102 ip4.src == 203.203.0.0/24 && ip4.dst == 203.203.0.0/24 allow",
 		"102 pkt.mark == 42 allow",
 	)
-	wantLines(t, "transit router NAT", e.nbctl("--columns=type,logical_ip,external_ip,logical_port,options",
+	wantLines(t, "transit router NAT", e.nbctl("--columns=type,logical_ip,external_ip,logical_port,match,options",
 		"--format=csv", "--data=bare", "--no-headings", "list", "NAT"),
-		"snat,203.203.0.0/24,169.254.0.12,"+rtos+",stateless=false")
+		"snat,203.203.0.0/24,169.254.0.12,"+rtos+",eth.dst == 0a:58:cb:cb:00:02,stateless=false")
 	if got := e.nbctl("lr-nat-list", gr1); got != "" {
 		t.Errorf("the management-port SNAT belongs to the transit router, GR has: %s", got)
 	}

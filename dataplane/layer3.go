@@ -90,7 +90,7 @@ func Layer3SubnetPoliciesForm(network string, subnets []netip.Prefix, form Layer
 	}
 	d := &Desired{
 		Owner:   Owner{Network: network, Topology: TopologyLayer3, Piece: PieceSubnetPolicies},
-		Routers: []Router{{Row: nbdb.LogicalRouter{Name: ovnk.NamesFor(network).ClusterRouter()}, Shared: true}},
+		Routers: []Router{{Row: layer3ClusterRouter(network), Shared: true}},
 	}
 	switch form {
 	case PolicyFormPairs:
@@ -122,4 +122,11 @@ func Layer3SubnetPoliciesForm(network string, subnets []netip.Prefix, form Layer
 		return nil, fmt.Errorf("layer3 subnet policy form %q: want %q or %q", form, PolicyFormAddressSet, PolicyFormPairs)
 	}
 	return d, nil
+}
+
+// layer3ClusterRouter is a Layer3 network's cluster router as a piece
+// creates it when the Layer3 topology's is missing, marked as upstream's
+// topologyfactory marks every cluster router it creates.
+func layer3ClusterRouter(network string) nbdb.LogicalRouter {
+	return nbdb.LogicalRouter{Name: ovnk.NamesFor(network).ClusterRouter(), ExternalIDs: map[string]string{ExternalIDClusterRouter: "yes"}}
 }

@@ -85,7 +85,7 @@ func MultiVTEPPortsDual(network string, transits []netip.Prefix, nodes []VTEPNod
 		return nil, err
 	}
 	b := vtepBuild{names: ovnk.NamesFor(network), transits: transits}
-	b.cr = Router{Row: nbdb.LogicalRouter{Name: b.names.ClusterRouter()}, Shared: true}
+	b.cr = Router{Row: layer3ClusterRouter(network), Shared: true}
 	b.ts = Switch{Row: nbdb.LogicalSwitch{Name: b.names.TransitSwitch()}, Shared: true}
 	for _, ni := range slices.Sorted(maps.Keys(used)) {
 		for k, idx := range slices.Sorted(maps.Keys(used[ni])) {
@@ -189,13 +189,18 @@ func (b *vtepBuild) port(ni int, n VTEPNode, k, idx int, pods []VTEPPod) error {
 		return netip.Addr{}
 	}
 	mac := ovnk.MACFromIP(tsps[0].Addr()).String()
+	// As upstream's createLocalZoneNodeResources and
+	// createRemoteZoneNodeResources: the node's name in external_ids:node,
+	// multicast flooded through the router port.
 	lsp := nbdb.LogicalSwitchPort{
-		Name:    b.names.TransitSwitchToRouter(n.Name) + suffix,
-		Options: map[string]string{"requested-tnl-key": strconv.Itoa(n.TunnelIDs[idx])},
+		Name:        b.names.TransitSwitchToRouter(n.Name) + suffix,
+		Options:     map[string]string{"requested-tnl-key": strconv.Itoa(n.TunnelIDs[idx])},
+		ExternalIDs: map[string]string{"node": n.Name},
 	}
 	if n.Local {
 		rtots := b.names.RouterToTransitSwitch(n.Name) + suffix
-		b.cr.Ports = append(b.cr.Ports, nbdb.LogicalRouterPort{Name: rtots, MAC: mac, Networks: nets})
+		b.cr.Ports = append(b.cr.Ports, nbdb.LogicalRouterPort{Name: rtots, MAC: mac, Networks: nets,
+			Options: map[string]string{"mcast_flood": "true"}})
 		lsp.Type, lsp.Addresses = "router", []string{"router"}
 		lsp.Options["router-port"] = rtots
 		b.ts.Ports = append(b.ts.Ports, lsp)
