@@ -35,9 +35,11 @@ func parityPlan(t *testing.T, upgrade bool) *Desired {
 		GatewayMTU:             1400, // the cluster's --mtu
 		MasqueradeIPs:          []netip.Addr{addr("169.254.0.12"), addr("fd69::c")},
 		MasqueradeBits:         map[int]int{4: 17, 6: 112},
+		ServiceIPs:             []netip.Addr{addr("10.96.0.1"), addr("fd96::1")},
 	}
 	nodes := []Layer2Node{
-		{Name: "node1", ID: 2, Chassis: chassisOf("node1"), Local: true, TopologyVersion: "2.0", LegacyTunnelKey: 4},
+		{Name: "node1", ID: 2, Chassis: chassisOf("node1"), Local: true, TopologyVersion: "2.0", LegacyTunnelKey: 4,
+			NodeIPs: []netip.Addr{addr("172.18.0.2"), addr("fc00:f853::2")}},
 		{Name: "node2", ID: 3, Chassis: chassisOf("node2"), TopologyVersion: "2.0", LegacyTunnelKey: 5},
 		{Name: "node3", ID: 4, Chassis: chassisOf("node3"), TopologyVersion: "2.0", LegacyTunnelKey: 6},
 	}
@@ -151,7 +153,9 @@ func TestLayer2RowsMatchUpstream(t *testing.T) {
 }
 
 // cell reads one column of one row of d: a Logical_Router, Logical_Switch or
-// port by name, a static route as "<router> <ip_prefix>". A column
+// port by name, a static route as "<router> <ip_prefix>", any other row by
+// its planRows key. external_ids read as the planner writes them, with the
+// owner's keys. A column
 // "options:key" or "other_config:key" reads one key of a map. Maps read as
 // sorted "k=v" pairs and sets as sorted values, comma-separated.
 func cell(d *Desired, table, row, column string) (string, error) {
@@ -191,6 +195,9 @@ func cell(d *Desired, table, row, column string) (string, error) {
 		}
 	}
 	if found == nil {
+		found = rowByKey(d, table, row) // NAT, policies, root tables
+	}
+	if found == nil {
 		return "", fmt.Errorf("no such row")
 	}
 	col, key, isKey := strings.Cut(column, ":")
@@ -203,6 +210,9 @@ func cell(d *Desired, table, row, column string) (string, error) {
 		switch f.Kind() {
 		case reflect.Map:
 			m := f.Interface().(map[string]string)
+			if col == "external_ids" {
+				m = withOwnerIDs(d, m)
+			}
 			if isKey {
 				val, ok := m[key]
 				if !ok {

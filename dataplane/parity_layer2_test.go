@@ -1,0 +1,143 @@
+package dataplane
+
+import (
+	"slices"
+	"testing"
+)
+
+// The Layer2 plan's rows beyond ports and keys: the management-port SNAT,
+// the transit router's policies and routes, the gateway router udnkit
+// creates when OVN-Kubernetes is absent, and what differs or is udnkit's own.
+
+var (
+	pSNAT4   = natKey(pTR, "snat", "10.100.0.0/16")
+	pSNAT6   = natKey(pTR, "snat", "fd00:100::/64")
+	pNodeIP4 = policyKey(pTR, PolicyPriorityNodeIP, `inport == "`+pRTOS+`" && ip4.dst == 172.18.0.2 /* `+pSW+` */`)
+	pNodeIP6 = policyKey(pTR, PolicyPriorityNodeIP, `inport == "`+pRTOS+`" && ip6.dst == fc00:f853::2 /* `+pSW+` */`)
+	pPodPod4 = policyKey(pTR, PolicyPriorityAllow, "ip4.src == 10.100.0.0/16 && ip4.dst == 10.100.0.0/16")
+	pPodPod6 = policyKey(pTR, PolicyPriorityAllow, "ip6.src == fd00:100::/64 && ip6.dst == fd00:100::/64")
+	pReply   = policyKey(pTR, PolicyPriorityAllow, "pkt.mark == 42")
+)
+
+// layer2RoutingParity: the same network as layer2Parity, node1 with node
+// IPs 172.18.0.2 and fc00:f853::2, service IPs 10.96.0.1 and fd96::1.
+var layer2RoutingParity = []parity{
+	// The management-port SNAT (base_network_controller_user_defined.go:
+	// buildUDNEgressSNAT via layer2_user_defined_network_controller.go:
+	// addOrUpdateUDNClusterSubnetEgressSNAT, on the transit router with the
+	// trtos- port; libovsdb/ops/router.go: buildNAT).
+	{"NAT", pSNAT4, "type", "snat", "base_network_controller_user_defined.go: buildUDNEgressSNAT (BuildSNATWithMatch)"},
+	{"NAT", pSNAT4, "logical_ip", "10.100.0.0/16", "base_network_controller_user_defined.go: buildUDNEgressSNAT (the network's subnet, mask kept)"},
+	{"NAT", pSNAT4, "external_ip", "169.254.0.12", "base_network_controller_user_defined.go: buildUDNEgressSNAT (udn.AllocateV4MasqueradeIPs(networkID).ManagementPort)"},
+	{"NAT", pSNAT6, "external_ip", "fd69::c", "base_network_controller_user_defined.go: buildUDNEgressSNAT (udn.AllocateV6MasqueradeIPs(networkID).ManagementPort)"},
+	{"NAT", pSNAT4, "logical_port", pRTOS, "layer2_user_defined_network_controller.go: addOrUpdateUDNClusterSubnetEgressSNAT (GetNetworkScopedRouterToSwitchPortName)"},
+	{"NAT", pSNAT4, "match", "eth.dst == 0a:58:0a:64:00:02", "base_network_controller_user_defined.go: getMasqueradeManagementIPSNATMatch (IPAddrToHWAddr of the first subnet's management IP)"},
+	{"NAT", pSNAT6, "match", "eth.dst == 0a:58:0a:64:00:02", "base_network_controller_user_defined.go: buildUDNEgressSNAT (one MAC, from localPodSubnets[0], for every family)"},
+	{"NAT", pSNAT4, "options", "stateless=false", "libovsdb/ops/router.go: buildNAT"},
+	{"NAT", pSNAT4, "external_ids:k8s.ovn.org/network", "tenant_blue", "base_network_controller_user_defined.go: buildUDNEgressSNAT (types.NetworkExternalID)"},
+	{"NAT", pSNAT4, "external_ids:k8s.ovn.org/topology", "layer2", "base_network_controller_user_defined.go: buildUDNEgressSNAT (types.TopologyExternalID)"},
+
+	// Traffic to the node's own IPs goes to the management port.
+	{"Logical_Router_Policy", pNodeIP4, "action", "reroute", "gatewayrouter/policybasedroutes.go: createPolicyBasedRoutes (from AddSameNodeIPPolicy, gateway.go: SyncGateway)"},
+	{"Logical_Router_Policy", pNodeIP4, "priority", "1004", "gatewayrouter/policybasedroutes.go: AddSameNodeIPPolicy (types.NodeSubnetPolicyPriority)"},
+	{"Logical_Router_Policy", pNodeIP4, "match", `inport == "` + pRTOS + `" && ip4.dst == 172.18.0.2 /* ` + pSW + ` */`,
+		"gatewayrouter/policybasedroutes.go: generateNodeIPMatch"},
+	{"Logical_Router_Policy", pNodeIP4, "nexthops", "10.100.0.2", "gateway.go: SyncGateway (GetNodeManagementIP of the subnet)"},
+	{"Logical_Router_Policy", pNodeIP6, "nexthops", "fd00:100::2", "gateway.go: SyncGateway (GetNodeManagementIP of the subnet)"},
+	{"Logical_Router_Policy", pNodeIP4, "external_ids:k8s.ovn.org/network", "tenant_blue", "gatewayrouter/policybasedroutes.go: createPolicyBasedRoutes"},
+	{"Logical_Router_Policy", pNodeIP4, "external_ids:k8s.ovn.org/topology", "layer2", "gatewayrouter/policybasedroutes.go: createPolicyBasedRoutes"},
+	// EgressIP's no-reroute policies, which udnkit writes so that pod-to-pod
+	// and reply traffic is never rerouted.
+	{"Logical_Router_Policy", pPodPod4, "action", "allow", "egressip.go: createEgressIPLogicalRouterPolicy"},
+	{"Logical_Router_Policy", pPodPod4, "priority", "102", "egressip.go: createDefaultNoReroutePodPolicies (types.DefaultNoRereoutePriority)"},
+	{"Logical_Router_Policy", pPodPod6, "match", "ip6.src == fd00:100::/64 && ip6.dst == fd00:100::/64", "egressip.go: createDefaultNoReroutePodPolicies"},
+	{"Logical_Router_Policy", pReply, "action", "allow", "egressip.go: createDefaultNoRerouteReplyTrafficPolicy"},
+	{"Logical_Router_Policy", pReply, "match", "pkt.mark == 42", "egressip.go: createDefaultNoRerouteReplyTrafficPolicy (types.EgressIPReplyTrafficConnectionMark)"},
+
+	// Routes of the local node and the service routes.
+	{"Logical_Router_Static_Route", pTR + " 10.100.0.0/16", "policy", "src-ip", "gateway.go: updateClusterRouterStaticRoutes (shared gateway mode)"},
+	{"Logical_Router_Static_Route", pTR + " 10.100.0.0/16", "nexthop", "100.88.0.5", "gateway.go: updateClusterRouterStaticRoutes (transitRouterInfo.gatewayRouterNets)"},
+	{"Logical_Router_Static_Route", pTR + " fd00:100::/64", "nexthop", "fd97::5", "gateway.go: updateClusterRouterStaticRoutes"},
+	{"Logical_Router_Static_Route", pTR + " 100.65.0.2", "nexthop", "100.88.0.5", "gateway.go: updateClusterRouterStaticRoutes (the GR's join IP via its transit IP)"},
+	{"Logical_Router_Static_Route", pGR1 + " 10.100.0.0/16", "nexthop", "100.88.0.4", "gateway.go: updateGWRouterStaticRoutes (transitRouterInfo.transitRouterNets)"},
+	{"Logical_Router_Static_Route", pGR1 + " fd00:100::/64", "output_port", "rtotr-" + pGR1, "gateway.go: updateGWRouterStaticRoutes (getGWRouterPortName)"},
+	{"Logical_Router_Static_Route", pTR + " 10.96.0.1", "nexthop", "10.100.0.2", "controller/services/services_controller.go: configureUDNEnabledServiceRoute (the management IP)"},
+	{"Logical_Router_Static_Route", pTR + " 10.96.0.1", "policy", "dst-ip", "controller/services/services_controller.go: configureUDNEnabledServiceRoute"},
+	{"Logical_Router_Static_Route", pTR + " fd96::1", "nexthop", "fd00:100::2", "controller/services/services_controller.go: configureUDNEnabledServiceRoute"},
+
+	// The switch's router port.
+	{"Logical_Switch_Port", "stotr-" + pSW, "type", "router", "layer2_user_defined_network_controller.go: syncClusterRouterPorts"},
+	{"Logical_Switch_Port", "stotr-" + pSW, "addresses", "router", "layer2_user_defined_network_controller.go: syncClusterRouterPorts"},
+	{"Logical_Switch_Port", "stotr-" + pSW, "options", "router-port=" + pRTOS, "layer2_user_defined_network_controller.go: syncClusterRouterPorts"},
+	{"Logical_Switch_Port", "stotr-" + pSW, "external_ids:k8s.ovn.org/topology", "layer2", "layer2_user_defined_network_controller.go: syncClusterRouterPorts"},
+
+	// The gateway router udnkit creates when OVN-Kubernetes has not: every
+	// option upstream sets on a Layer2 user-defined network's GR.
+	{"Logical_Router", pGR1, "options",
+		"always_learn_from_arp_request=false,chassis=" + chassisOf("node1") + ",disable_garp_rarp=true,dynamic_neigh_routers=false," +
+			"lb_force_snat_ip=100.65.0.2 fd99::2,mac_binding_age_threshold=300",
+		"gateway.go: createGWRouter (no snat-ct-zone on a user-defined network; lb_force_snat_ip: the GR's join IPs on Layer2)"},
+	{"Logical_Router", pGR1, "external_ids:k8s.ovn.org/network", "tenant_blue", "gateway.go: createGWRouter (util.GenerateExternalIDsForSwitchOrRouter)"},
+}
+
+// layer2UpgradeRowsParity: the upgrade pair's router port.
+var layer2UpgradeRowsParity = []parity{
+	{"Logical_Router_Port", pRTOS + "-upgrade", "mac", "0a:58:64:41:00:02",
+		"layer2_user_defined_network_controller.go: ensureUpgradeTopology (IPAddrToHWAddr of the local GR's first join IP)"},
+	{"Logical_Router_Port", pRTOS + "-upgrade", "networks", "100.65.255.254/16,fd99::ffff:ffff:ffff:fffe/64",
+		"layer2_user_defined_network_controller.go: ensureUpgradeTopology (getLastJoinIPs)"},
+	{"Logical_Switch_Port", "stotr-" + pSW + "-upgrade", "options:router-port", pRTOS + "-upgrade",
+		"layer2_user_defined_network_controller.go: ensureUpgradeTopology"},
+}
+
+// layer2OnlyUdnkit is what udnkit writes on the Layer2 rows that upstream does not.
+var layer2OnlyUdnkit = []udnkitOnly{
+	{"NAT", pSNAT4, "external_ids:" + ExternalIDPiece,
+		"every row udnkit owns names its piece, so pieces sharing a router (topology, live migration) never remove each other's rows"},
+	{"Logical_Router", pTR, "external_ids:" + ExternalIDPiece, "the same, on every router, port, route, policy and switch"},
+}
+
+// layer2Differs is where udnkit's Layer2 value is not upstream's.
+var layer2Differs = []differs{
+	{"NAT", pSNAT4, "external_port_range", "", "32768-60999",
+		"upstream writes its --ephemeral-port-range or its host's net.ipv4.ip_local_port_range (libovsdb/ops/router.go: buildNAT); udnkit does not know ovnkube-node's host and leaves OVN's full range"},
+	{"Logical_Router_Policy", pPodPod4, "external_ids",
+		"k8s.ovn.org/network=tenant_blue,k8s.ovn.org/topology=layer2,k8s.ovn.org/udnkit-piece=transit-router",
+		"EgressIP DbObjectIDs: k8s.ovn.org/owner-type=EgressIP, owner-controller, name=EIP-No-Reroute-Pod-To-Pod, priority=102, ip-family=ip4, network=tenant_blue",
+		"egressip.go: getEgressIPLRPNoReRoutePodToPodDbIDs keys the row for upstream's EgressIP controller, which udnkit does not run; udnkit keys rows by network, topology and piece"},
+	{"Logical_Router_Policy", pReply, "external_ids",
+		"k8s.ovn.org/network=tenant_blue,k8s.ovn.org/topology=layer2,k8s.ovn.org/udnkit-piece=transit-router",
+		"EgressIP DbObjectIDs: name=EIP-No-Reroute-reply-traffic, priority=102, ip-family=ip, network=tenant_blue, owner keys",
+		"egressip.go: getEgressIPLRPNoReRouteDbIDs, as above"},
+	{"Logical_Router_Static_Route", pTR + " 100.65.0.2", "policy", "dst-ip", "",
+		"upstream leaves policy empty, which OVN reads as dst-ip (ovn-nb(5)); udnkit writes it so its routes compare by value"},
+	{"Logical_Router_Static_Route", pGR1 + " 10.100.0.0/16", "policy", "dst-ip", "", "as above (gateway.go: updateGWRouterStaticRoutes)"},
+	{"Logical_Router", pGR1, "external_ids",
+		"k8s.ovn.org/network=tenant_blue,k8s.ovn.org/topology=layer2,k8s.ovn.org/udnkit-piece=transit-router",
+		"k8s.ovn.org/network=tenant_blue,k8s.ovn.org/role=primary,k8s.ovn.org/topology=layer2,physical_ip=<node IP>,physical_ips=<node IPs and masquerade IPs>",
+		"gateway.go: createGWRouter takes physical_ip(s) from the node's l3-gateway-config, which only OVN-Kubernetes' node side writes; udnkit creates a GR only where OVN-Kubernetes has not (no gateway config exists)"},
+}
+
+var _ = addParityCase(parityCase{
+	name: "layer2 steady", plan: func(t *testing.T) *Desired { return parityPlan(t, false) },
+	same: append(append([]parity{}, layer2Parity...), layer2RoutingParity...), only: layer2OnlyUdnkit, differs: layer2Differs,
+})
+
+var _ = addParityCase(parityCase{
+	name: "layer2 upgrade", plan: func(t *testing.T) *Desired { return parityPlan(t, true) },
+	same: append(append(append(layer2SteadyRows(pGR1, "trtor-"+pGR1, "trtor-"+pGR3, "rtotr-"+pGR1, pSW),
+		layer2UpgradeParity...), layer2RoutingParity...), layer2UpgradeRowsParity...),
+	only: layer2OnlyUdnkit, differs: layer2Differs,
+})
+
+// layer2SteadyRows are layer2Parity's entries of these rows, which the
+// upgrade leaves as they are.
+func layer2SteadyRows(rows ...string) []parity {
+	var out []parity
+	for _, p := range layer2Parity {
+		if slices.Contains(rows, p.row) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
