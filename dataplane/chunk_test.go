@@ -41,6 +41,7 @@ func dump(e *env) string {
 		{"Logical_Router_Static_Route", "ip_prefix,nexthop,policy,output_port,external_ids"},
 		{"Logical_Router_Policy", "priority,match,action,nexthops,external_ids"},
 		{"NAT", "type,logical_ip,external_ip,logical_port,external_ids"},
+		{"Gateway_Chassis", "name,chassis_name,priority,external_ids"},
 	} {
 		b.WriteString(table.name + ":\n")
 		out := e.nbctl("--format=csv", "--data=bare", "--no-headings", "--columns="+table.cols, "list", table.name)
@@ -50,6 +51,12 @@ func dump(e *env) string {
 	for _, r := range lines(e.nbctl("--data=bare", "--no-headings", "--columns=name", "list", "Logical_Router")) {
 		b.WriteString(r + " ports: " + portNames(e.nbctl("lrp-list", r)) + "\n")
 		b.WriteString(r + " routes: " + strings.Join(lines(e.nbctl("lr-route-list", r)), ",") + "\n")
+	}
+	// Which port holds which gateway chassis.
+	for _, p := range lines(e.nbctl("--data=bare", "--no-headings", "--columns=name", "list", "Logical_Router_Port")) {
+		if gcs := lines(e.nbctl("lrp-get-gateway-chassis", p)); len(gcs) > 0 {
+			b.WriteString(p + " gateway chassis: " + strings.Join(gcs, ",") + "\n")
+		}
 	}
 	return b.String()
 }

@@ -199,7 +199,7 @@ func (e *env) startNorthd() {
 func (e *env) settle() {
 	e.t.Helper()
 	for _, table := range []string{"Logical_Router", "Logical_Router_Port", "Logical_Switch", "Logical_Switch_Port",
-		"Logical_Router_Static_Route", "Logical_Router_Policy", "NAT", "DHCP_Options", "Address_Set"} {
+		"Logical_Router_Static_Route", "Logical_Router_Policy", "NAT", "DHCP_Options", "Address_Set", "Gateway_Chassis"} {
 		out := e.nbctl("--columns=_uuid", "--data=bare", "--no-headings", "list", table)
 		want := len(strings.Fields(out))
 		for deadline := time.Now().Add(30 * time.Second); e.c.NB.Cache().Table(table).Len() != want; {

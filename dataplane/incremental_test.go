@@ -25,6 +25,9 @@ type incrState struct {
 	services  bool
 	nodeIPs   int // node IPs of the local node
 	l3Subnets []int
+	// rechassised: the local node has another chassis (its trtos- port's
+	// gateway chassis changes).
+	rechassised bool
 }
 
 const incrNet, incrL3 = "incr_net", "incr_l3"
@@ -44,6 +47,7 @@ func randomIncrState(r *rand.Rand) incrState {
 			s.l3Subnets = append(s.l3Subnets, i)
 		}
 	}
+	s.rechassised = r.IntN(3) == 0
 	return s
 }
 
@@ -65,6 +69,9 @@ func (s incrState) desired(t testing.TB) []*Desired {
 		net.ServiceIPs = []netip.Addr{addr("10.96.0.1"), addr("10.96.0.10")}
 	}
 	local := Layer2Node{Name: "node1", Chassis: chassisOf("node1"), ID: 2, Local: true, TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter}
+	if s.rechassised {
+		local.Chassis = "7c0ffee0-node1"
+	}
 	for i := range s.nodeIPs {
 		local.NodeIPs = append(local.NodeIPs, netip.AddrFrom4([4]byte{192, 168, 0, byte(10 + i)}))
 	}

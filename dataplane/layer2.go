@@ -225,11 +225,30 @@ func (b *layer2Build) transitRouterAndSwitch([]Layer2Node) error {
 		rtos.Options["gateway_mtu"] = strconv.Itoa(net.GatewayMTU)
 	}
 	b.tr.Ports = append(b.tr.Ports, rtos)
+	b.tr.GatewayChassis = map[string][]nbdb.GatewayChassis{rtos.Name: b.gatewayChassis()}
 	b.sw.Ports = append(b.sw.Ports, nbdb.LogicalSwitchPort{
 		Name: names.SwitchToRouter(), Type: "router", Addresses: []string{"router"},
 		Options: map[string]string{"router-port": names.RouterToSwitch()},
 	})
 	return nil
+}
+
+// gatewayChassis are the trtos- port's gateway chassis: each local node's
+// chassis at priority 1, as upstream's syncNodeClusterRouterPort pins the
+// port to its zone's node. It makes the port a distributed gateway port,
+// on which ovn-northd applies the management-port SNAT (a NAT with a
+// logical_port). In a zone of one node (upstream's interconnect layout) it
+// is upstream's one row; in a zone of several, each node has its row and
+// OVN makes the one chassis it picks the port's gateway.
+func (b *layer2Build) gatewayChassis() []nbdb.GatewayChassis {
+	var out []nbdb.GatewayChassis
+	for _, i := range b.locals {
+		chassis := b.all[i].Chassis
+		out = append(out, nbdb.GatewayChassis{
+			Name: b.names.RouterToSwitchGatewayChassis(chassis), ChassisName: chassis, Priority: 1,
+		})
+	}
+	return out
 }
 
 // nodeRows adds each node's rows: an old-topology node's remote switch port,

@@ -134,7 +134,8 @@ type planRow struct {
 }
 
 // planRows lists every row of d. Keys: routers, switches and ports by name;
-// a static route "<router> <ip_prefix>"; a NAT "<router> <type>
+// a static route "<router> <ip_prefix>"; a Gateway_Chassis by its port's
+// name; a NAT "<router> <type>
 // <logical_ip>"; a policy "<router> <priority> <match>"; DHCP_Options
 // "<vm> <cidr>"; an Address_Set by name.
 func planRows(d *Desired) []planRow {
@@ -151,6 +152,9 @@ func planRows(d *Desired) []planRow {
 				id += " remote"
 			}
 			add("Logical_Router_Port", p.Name, id, p)
+			for _, g := range r.GatewayChassis[p.Name] {
+				add("Gateway_Chassis", p.Name, p.Name+" gateway chassis", g)
+			}
 		}
 		for _, s := range r.Routes {
 			id := fmt.Sprintf("%s %s %s via %s", rn, deref(s.Policy), s.IPPrefix, s.Nexthop)

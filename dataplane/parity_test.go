@@ -107,6 +107,12 @@ var layer2Parity = []parity{
 		"layer2_user_defined_network_controller.go: addTransitRouterRoutes"},
 	{"Logical_Switch", pSW, "other_config:requested-tnl-key", "16711685",
 		"layer2_user_defined_network_controller.go: the layer2 switch keeps the network's legacy switch key (OKEP-5094)"},
+	{"Gateway_Chassis", pRTOS, "name", pRTOS + "-" + chassisOf("node1"),
+		"base_network_controller.go: syncNodeClusterRouterPort (lrpName + \"-\" + chassisID)"},
+	{"Gateway_Chassis", pRTOS, "chassis_name", chassisOf("node1"),
+		"base_network_controller.go: syncNodeClusterRouterPort (ParseNodeChassisIDAnnotation of the zone's node)"},
+	{"Gateway_Chassis", pRTOS, "priority", "1",
+		"base_network_controller.go: syncNodeClusterRouterPort"},
 }
 
 // layer2UpgradeParity is the golden table while node2 runs the old topology.
@@ -125,6 +131,8 @@ var layer2UpgradeParity = []parity{
 		"layer2_user_defined_network_controller.go: ensureUpgradeTopology (GetUDNMgmtPortMasqueradeIPs added to the trtos- port)"},
 	{"Logical_Router_Static_Route", pTR + " 100.65.0.3", "nexthop", "100.65.0.3",
 		"layer2_user_defined_network_controller.go: addRouterSetupForRemoteNodeGR (joinIP via joinIP, always the longest prefix)"},
+	{"Gateway_Chassis", pRTOS, "chassis_name", chassisOf("node1"),
+		"layer2_user_defined_network_controller.go: syncClusterRouterPorts (syncNodeClusterRouterPort runs before ensureUpgradeTopology, whose upgrade port gets none)"},
 }
 
 // TestLayer2RowsMatchUpstream holds every entry of the golden tables
@@ -154,8 +162,8 @@ func TestLayer2RowsMatchUpstream(t *testing.T) {
 
 // cell reads one column of one row of d: a Logical_Router, Logical_Switch or
 // port by name, a static route as "<router> <ip_prefix>", any other row by
-// its planRows key. external_ids read as the planner writes them, with the
-// owner's keys. A column
+// its planRows key (a port's Gateway_Chassis by the port's name). external_ids read as the planner writes them, with the owner's keys.
+// A column
 // "options:key" or "other_config:key" reads one key of a map. Maps read as
 // sorted "k=v" pairs and sets as sorted values, comma-separated.
 func cell(d *Desired, table, row, column string) (string, error) {

@@ -43,6 +43,13 @@ func (n Layer2Names) GRToSwitch() string             { return "rtos-" + n.Switch
 func (n Layer2Names) UpgradeSwitchPort() string      { return "stotr-" + n.Switch() + "-upgrade" }
 func (n Layer2Names) UpgradeRouterPort() string      { return "trtos-" + n.Switch() + "-upgrade" }
 
+// RouterToSwitchGatewayChassis names the trtos- port's Gateway_Chassis row
+// on a chassis (its k8s.ovn.org/node-chassis-id), as upstream's
+// syncNodeClusterRouterPort does: "<port>-<chassis>".
+func (n Layer2Names) RouterToSwitchGatewayChassis(chassis string) string {
+	return n.RouterToSwitch() + "-" + chassis
+}
+
 // PodPortName is OVN-Kubernetes' logical switch port name of a pod on a
 // user-defined network (util.GetUserDefinedNetworkLogicalPortName): the NAD
 // key's NetworkPrefix, then "<pod namespace>_<pod name>"

@@ -26,7 +26,13 @@ func (d *Desired) Describe(w io.Writer) {
 			mark = " (existing, or created when missing)"
 		}
 		line(w, "", nbdb.LogicalRouterTable, &r.Row, mark)
-		lines(w, nbdb.LogicalRouterPortTable, r.Ports)
+		for i := range r.Ports {
+			line(w, "    ", nbdb.LogicalRouterPortTable, &r.Ports[i], "")
+			gcs := r.GatewayChassis[r.Ports[i].Name]
+			for j := range gcs {
+				line(w, "        ", nbdb.GatewayChassisTable, &gcs[j], "")
+			}
+		}
 		lines(w, nbdb.LogicalRouterStaticRouteTable, r.Routes)
 		lines(w, nbdb.LogicalRouterPolicyTable, r.Policies)
 		lines(w, nbdb.NATTable, r.NATs)

@@ -3,6 +3,8 @@ package rows
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
@@ -80,6 +82,10 @@ type Router struct {
 	Routes   []nbdb.LogicalRouterStaticRoute
 	Policies []nbdb.LogicalRouterPolicy
 	NATs     []nbdb.NAT
+	// GatewayChassis are the gateway chassis of this piece's ports, by the
+	// name of a port in Ports: rows the port holds (its gateway_chassis
+	// column), planned with it and garbage-collected with it.
+	GatewayChassis map[string][]nbdb.GatewayChassis
 }
 
 // Switch is a desired Logical_Switch with the ports this piece owns on it.
@@ -132,9 +138,24 @@ func (d *Desired) Validate() error {
 		if err := check("Logical_Router", r.Row.Name); err != nil {
 			return err
 		}
+		ports := map[string]bool{}
 		for _, p := range r.Ports {
 			if err := check("Logical_Router_Port", p.Name); err != nil {
 				return err
+			}
+			ports[p.Name] = true
+		}
+		for _, port := range slices.Sorted(maps.Keys(r.GatewayChassis)) {
+			if !ports[port] {
+				return fmt.Errorf("desired rows: router %q: gateway chassis of port %q, which is not one of its ports", r.Row.Name, port)
+			}
+			for _, g := range r.GatewayChassis[port] {
+				if g.ChassisName == "" {
+					return fmt.Errorf("desired rows: port %q: gateway chassis %q has no chassis_name", port, g.Name)
+				}
+				if err := check("Gateway_Chassis", g.Name); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -122,7 +122,7 @@ func (r *applyRun) transact(ctx context.Context, k int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r.own = e.healing.own.note(r.own, ops, e.children)
+	r.own = e.healing.own.note(r.own, ops, e.descendants)
 	started := time.Now()
 	results, err := e.NB.Transact(ctx, ops...)
 	transactionSeconds.WithLabelValues(r.d.Owner.Topology, r.d.Owner.Piece).Observe(time.Since(started).Seconds())
@@ -205,10 +205,20 @@ func (e *Engine) CachedRow(table, uuid string) model.Model {
 	return m
 }
 
-// children lists the children of a router or switch, as the index knows them.
-func (e *Engine) children(parent string) []string {
+// descendants lists the children of routers, switches and ports, and
+// theirs, as the index knows them.
+func (e *Engine) descendants(parents []string) []string {
 	defer e.Index.Read(e.NB)()
-	return e.Index.ChildrenOf(parent)
+	var out []string
+	for len(parents) > 0 {
+		var next []string
+		for _, p := range parents {
+			next = append(next, e.Index.ChildrenOf(p)...)
+		}
+		out = append(out, next...)
+		parents = next
+	}
+	return out
 }
 
 // stepper returns a function that reports to Hooks.Observe, when set, the time

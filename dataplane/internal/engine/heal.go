@@ -273,13 +273,15 @@ type ownQueue struct {
 }
 
 // note adds the rows that ops update or delete to e (nil: a new edit) and
-// returns it. children returns the children of a router or switch (a
-// deleted one's are garbage-collected with it).
-func (o *ownEdits) note(e *ownEdit, ops []ovsdb.Operation, children func(parent string) []string) *ownEdit {
+// returns it. descendants returns the children of routers, switches and
+// ports, and theirs (a deleted or unreferenced row's are garbage-collected
+// with it).
+func (o *ownEdits) note(e *ownEdit, ops []ovsdb.Operation, descendants func(parents []string) []string) *ownEdit {
 	n := 0
 	if e != nil {
 		n = len(e.uuids)
 	}
+	var collected []string // rows the server garbage-collects with their children
 	for _, op := range ops {
 		switch op.Op {
 		case ovsdb.OperationUpdate, ovsdb.OperationDelete:
@@ -288,7 +290,7 @@ func (o *ownEdits) note(e *ownEdit, ops []ovsdb.Operation, children func(parent 
 			}
 			e.uuids = append(e.uuids, schema.WhereUUID(op))
 			if op.Op == ovsdb.OperationDelete && childColumns[op.Table] != nil {
-				e.uuids = append(e.uuids, children(schema.WhereUUID(op))...)
+				collected = append(collected, schema.WhereUUID(op))
 			}
 		case ovsdb.OperationMutate:
 			// Children taken out of their parent are garbage-collected; the
@@ -300,9 +302,13 @@ func (o *ownEdits) note(e *ownEdit, ops []ovsdb.Operation, children func(parent 
 						e = &ownEdit{}
 					}
 					e.uuids = append(e.uuids, schema.UUIDs(m.Value)...)
+					collected = append(collected, schema.UUIDs(m.Value)...)
 				}
 			}
 		}
+	}
+	if len(collected) > 0 {
+		e.uuids = append(e.uuids, descendants(collected)...)
 	}
 	if e == nil || len(e.uuids) == n {
 		return e

@@ -347,6 +347,11 @@ func (ix *Index) children(parent, column string) []string {
 	return s
 }
 
+// Children returns a parent's children in a column, sorted (read-locked):
+// a router port's gateway chassis, which no Fill of its router reaches.
+// Callers must not modify the slice.
+func (ix *Index) Children(parent, column string) []string { return ix.children(parent, column) }
+
 // Fill sets a router's or switch's columns of children (on a copy the
 // caller owns) from the links.
 func (ix *Index) Fill(table string, m model.Model) {

@@ -31,14 +31,15 @@ func rowsOf[T any, PT interface {
 // (in its column: parentColumns) that this piece owns; it emits creates and updates and
 // returns the named UUIDs to insert into the parent's column and the UUIDs
 // to remove from it. parent is "" for a root table's rows (current: every
-// row the plan looks at).
+// row the plan looks at), and for the children of a row the plan inserts.
+// kids, when set, plans each desired row's own children (see kids).
 func children[T any, PT interface {
 	*T
 	model.Model
-}](p *Planner, sp schema.Spec[T], parent string, current []string, desired []T) (insert, remove []string, err error) {
+}](p *Planner, sp schema.Spec[T], parent string, current []string, desired []T, kids kids[T]) (insert, remove []string, err error) {
 	if cm := column[T, PT](p, sp, parent, current); cm != nil {
 		ops := len(p.Ops)
-		insert, remove, err := rememberedChildren[T, PT](p, sp, cm, desired)
+		insert, remove, err := rememberedChildren[T, PT](p, sp, cm, desired, kids)
 		if err == nil {
 			return insert, p.removing(sp.Table, remove), nil
 		}
@@ -86,7 +87,7 @@ func children[T any, PT interface {
 		}
 		shared := p.stamp(sp.IDs(d))
 		if !ok {
-			u, err := createChild[T, PT](p, sp, d, k, &created)
+			u, err := createChild[T, PT](p, sp, d, k, &created, kids)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -95,6 +96,9 @@ func children[T any, PT interface {
 		}
 		ex.claimed = true
 		existing[k] = ex
+		if err := kids.plan(d, *sp.UUID((*T)(ex.row))); err != nil {
+			return nil, nil, err
+		}
 		if _, err := updateChild(p, sp, d, ex.row, shared, ex.ownerIDs); err != nil {
 			return nil, nil, err
 		}
@@ -108,11 +112,18 @@ func children[T any, PT interface {
 }
 
 // removing sorts the children a plan takes out of their parent's column
-// and notes them gone (Apply waits until the cache shows them deleted).
+// and notes them gone, with their own children (a port's gateway chassis,
+// garbage-collected with it): Apply waits until the cache shows them
+// deleted.
 func (p *Planner) removing(table string, uuids []string) []string {
 	slices.Sort(uuids)
 	for _, u := range uuids {
 		p.Gone = append(p.Gone, index.RowRef{Table: table, UUID: u})
+		for _, c := range schema.ChildTables(table) {
+			for _, k := range p.links.Children(u, c.Column) {
+				p.Gone = append(p.Gone, index.RowRef{Table: c.Name, UUID: k})
+			}
+		}
 	}
 	return uuids
 }
@@ -122,15 +133,33 @@ func duplicateRows(table, key string) error {
 	return fmt.Errorf("desired rows: two %s rows with the same identity %q", table, key)
 }
 
-// createChild emits the insert of a desired child and returns its named UUID.
+// kids plans the children of one desired child row (a router port's
+// gateway chassis: rows of a Child table that a child holds). uuid is the
+// cached row's; "" for a row the plan inserts, whose column of children
+// kids then sets to the children it inserts (in the same transaction:
+// package txn keeps them together).
+type kids[T any] func(d *T, uuid string) error
+
+func (k kids[T]) plan(d *T, uuid string) error {
+	if k == nil {
+		return nil
+	}
+	return k(d, uuid)
+}
+
+// createChild emits the insert of a desired child (after its own children's)
+// and returns its named UUID.
 func createChild[T any, PT interface {
 	*T
 	model.Model
-}](p *Planner, sp schema.Spec[T], d *T, k string, created *map[string]bool) (string, error) {
+}](p *Planner, sp schema.Spec[T], d *T, k string, created *map[string]bool, kids kids[T]) (string, error) {
 	if *created == nil {
 		*created = map[string]bool{}
 	}
 	(*created)[k] = true
+	if err := kids.plan(d, ""); err != nil {
+		return "", err
+	}
 	u := p.name()
 	*sp.UUID(d) = u
 	return u, p.add(p.api.Create(PT(d)))
@@ -201,7 +230,7 @@ func roots[T any, PT interface {
 	*T
 	model.Model
 }](p *Planner, sp schema.Spec[T], desired []T) error {
-	_, remove, err := children[T, PT](p, sp, "", p.scan(sp.Table, nil, false), desired)
+	_, remove, err := children[T, PT](p, sp, "", p.scan(sp.Table, nil, false), desired, nil)
 	if err != nil {
 		return err
 	}

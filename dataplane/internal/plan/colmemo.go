@@ -176,7 +176,7 @@ var errMemoBehind = errors.New("the column's memo is behind the cache")
 func rememberedChildren[T any, PT interface {
 	*T
 	model.Model
-}](p *Planner, sp schema.Spec[T], cm *ColumnMemo, desired []T) (insert, remove []string, err error) {
+}](p *Planner, sp schema.Spec[T], cm *ColumnMemo, desired []T, kids kids[T]) (insert, remove []string, err error) {
 	cm.epoch++
 	epoch := cm.epoch
 	shared := p.sharedIDs()
@@ -194,7 +194,7 @@ func rememberedChildren[T any, PT interface {
 		}
 		stamped := p.stamp(sp.IDs(d))
 		if ex == nil {
-			u, err := createChild[T, PT](p, sp, d, k, &created)
+			u, err := createChild[T, PT](p, sp, d, k, &created, kids)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -203,6 +203,11 @@ func rememberedChildren[T any, PT interface {
 		}
 		ex.epoch = epoch
 		claimed++
+		// Its own children are diffed whatever its fingerprint says (they
+		// are not among its columns).
+		if err := kids.plan(d, ex.uuid); err != nil {
+			return nil, nil, err
+		}
 		want := sp.Fields(d, p.want[:0])
 		fp, ok := schema.Fingerprint(want, shared, p.memo.idsFP)
 		if ok && fp == ex.FP {

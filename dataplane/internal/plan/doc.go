@@ -5,7 +5,10 @@
 // and removing the piece's rows that are no longer desired. Rows the piece
 // does not own (rows.Owner.Owns) are never touched; a desired router or
 // switch that exists and is another's is refused unless it is Ref or
-// Shared.
+// Shared. A child's own children (a router port's gateway chassis) are
+// diffed with the same two diffs, under the port's UUID: a port the plan
+// inserts holds its new ones in its insert, an existing port's column is
+// mutated.
 //
 // Invariants:
 //   - One diff, two implementations that must agree: children reads every

@@ -36,15 +36,15 @@ func (p *Planner) routers(desired []rows.Router) error {
 		ds[i] = desiredParent[nbdb.LogicalRouter]{row: d.Row, ref: d.Ref, shared: d.Shared,
 			children: func(cur, row *nbdb.LogicalRouter) (colMuts, error) {
 				mut := colMuts{}
-				err := diffColumn(p, schema.LogicalRouterPort, cur.UUID, cur.Ports, d.Ports, &row.Ports, mut)
+				err := diffColumn(p, schema.LogicalRouterPort, cur.UUID, cur.Ports, d.Ports, &row.Ports, mut, p.portKids(d))
 				if err == nil {
-					err = diffColumn(p, schema.LogicalRouterStaticRoute, cur.UUID, cur.StaticRoutes, d.Routes, &row.StaticRoutes, mut)
+					err = diffColumn(p, schema.LogicalRouterStaticRoute, cur.UUID, cur.StaticRoutes, d.Routes, &row.StaticRoutes, mut, nil)
 				}
 				if err == nil {
-					err = diffColumn(p, schema.LogicalRouterPolicy, cur.UUID, cur.Policies, d.Policies, &row.Policies, mut)
+					err = diffColumn(p, schema.LogicalRouterPolicy, cur.UUID, cur.Policies, d.Policies, &row.Policies, mut, nil)
 				}
 				if err == nil {
-					err = diffColumn(p, schema.NAT, cur.UUID, cur.Nat, d.NATs, &row.Nat, mut)
+					err = diffColumn(p, schema.NAT, cur.UUID, cur.Nat, d.NATs, &row.Nat, mut, nil)
 				}
 				return mut, err
 			}}
@@ -60,24 +60,63 @@ func (p *Planner) switches(desired []rows.Switch) error {
 		ds[i] = desiredParent[nbdb.LogicalSwitch]{row: d.Row, ref: d.Ref, shared: d.Shared,
 			children: func(cur, row *nbdb.LogicalSwitch) (colMuts, error) {
 				mut := colMuts{}
-				return mut, diffColumn(p, schema.LogicalSwitchPort, cur.UUID, cur.Ports, d.Ports, &row.Ports, mut)
+				return mut, diffColumn(p, schema.LogicalSwitchPort, cur.UUID, cur.Ports, d.Ports, &row.Ports, mut, nil)
 			}}
 	}
 	return planParents(p, schema.LogicalSwitch, "logical switch", ds)
 }
 
-// diffColumn diffs one column of children (children) and notes in mut
-// what the parent's column col gains and loses.
+// diffColumn diffs one column of children (children, with kids for their
+// own children) and notes in mut what the parent's column col gains and
+// loses.
 func diffColumn[T any, PT interface {
 	*T
 	model.Model
-}](p *Planner, sp schema.Spec[T], parent string, current []string, desired []T, col *[]string, mut colMuts) error {
-	ins, rem, err := children[T, PT](p, sp, parent, current, desired)
+}](p *Planner, sp schema.Spec[T], parent string, current []string, desired []T, col *[]string, mut colMuts, kids kids[T]) error {
+	ins, rem, err := children[T, PT](p, sp, parent, current, desired, kids)
 	if err != nil {
 		return err
 	}
 	mut[col] = &[2][]string{ins, rem}
 	return nil
+}
+
+// portKids plans a desired router port's gateway chassis (d.GatewayChassis
+// by the port's name): a port the plan inserts holds the ones inserted
+// with it; an existing port's column is mutated by what the diff of its
+// cached children (the index's links) adds and removes.
+func (p *Planner) portKids(d *rows.Router) kids[nbdb.LogicalRouterPort] {
+	return func(port *nbdb.LogicalRouterPort, uuid string) error {
+		want := d.GatewayChassis[port.Name]
+		var current []string
+		if uuid != "" {
+			current = p.links.Children(uuid, parentColumns[nbdb.GatewayChassisTable][1])
+		}
+		if len(want) == 0 && len(current) == 0 {
+			port.GatewayChassis = nil
+			return nil
+		}
+		ins, rem, err := children[nbdb.GatewayChassis, *nbdb.GatewayChassis](p, schema.GatewayChassis, uuid, current, want, nil)
+		if err != nil {
+			return err
+		}
+		if uuid == "" {
+			port.GatewayChassis = ins
+			return nil
+		}
+		row := &nbdb.LogicalRouterPort{UUID: uuid}
+		var mutations []model.Mutation
+		if len(rem) > 0 {
+			mutations = append(mutations, model.Mutation{Field: &row.GatewayChassis, Mutator: ovsdb.MutateOperationDelete, Value: rem})
+		}
+		if len(ins) > 0 {
+			mutations = append(mutations, model.Mutation{Field: &row.GatewayChassis, Mutator: ovsdb.MutateOperationInsert, Value: ins})
+		}
+		if len(mutations) == 0 {
+			return nil
+		}
+		return p.mutate(row, row, mutations)
+	}
 }
 
 // planParents plans the routers or switches (sp's table) of a piece: the

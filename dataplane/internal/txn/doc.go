@@ -4,7 +4,9 @@
 //
 //   - a child row (router port, route, policy, NAT, switch port) is inserted
 //     in the same transaction as the parent insert or mutation that
-//     references it (OVSDB garbage-collects unreferenced non-root rows);
+//     references it (OVSDB garbage-collects unreferenced non-root rows), and
+//     so is a child's own child (a router port's gateway chassis): with the
+//     insert of its port, or with the mutation of an existing port;
 //   - rows that belong together go in one transaction: a router port with the
 //     routes, policies and NATs that use it (output port, logical port, a
 //     next hop within its networks on the same router) and with its peer

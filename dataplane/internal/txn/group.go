@@ -16,10 +16,13 @@ type member struct {
 }
 
 // group merges the units whose rows belong together (see the rules
-// above): inserted rows with inserted rows, removed rows with removed rows.
-// Merged-away units are marked merged.
-func group(members []member) {
+// above): inserted rows with inserted rows, removed rows with removed rows,
+// and the pairs joins names. Merged-away units are marked merged.
+func group(members []member, joins [][2]*unit) {
 	sets := unionFind{}
+	for _, j := range joins {
+		sets.union(j[0], j[1])
+	}
 	targets := targetsOf(members)
 	for _, m := range members {
 		if m.row.Peer != "" {

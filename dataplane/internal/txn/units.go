@@ -20,6 +20,10 @@ type grouping struct {
 	units   []*unit
 	byChild map[string]*unit // named UUID of an inserted child -> its unit
 	members []member         // the child rows units insert or remove
+	// joins are units that commit together whatever their rows name: an
+	// inserted child and the children it holds itself (a router port and
+	// its gateway chassis), which are no root rows.
+	joins [][2]*unit
 	// parents are the plan's inserts of routers and switches, by named
 	// UUID, without their children; parentOrder their positions.
 	parents     map[string]ovsdb.Operation
@@ -65,7 +69,14 @@ func (g *grouping) add(i int, op ovsdb.Operation) {
 	t := schema.Lookup(op.Table)
 	switch {
 	case insertsChild(op):
-		// a unit already
+		// A unit already; the children it inserts with it join it.
+		for col := range cols {
+			for _, c := range schema.UUIDs(op.Row[col]) {
+				if u := g.byChild[c]; u != nil {
+					g.joins = append(g.joins, [2]*unit{g.byChild[op.UUIDName], u})
+				}
+			}
+		}
 	case op.Op == ovsdb.OperationInsert && op.UUID == "" && cols != nil:
 		g.parentInsert(i, op, cols)
 	case op.Op == ovsdb.OperationMutate && cols != nil && schema.WhereUUID(op) != "":
@@ -181,7 +192,7 @@ func (g *grouping) finish() []*unit {
 			m.parent = m.u.refs[0].parent
 		}
 	}
-	group(g.members)
+	group(g.members, g.joins)
 	var out []*unit
 	for _, u := range g.units {
 		if u.merged {
