@@ -145,13 +145,14 @@ func TestLayer2Primary(t *testing.T) {
 		}
 	})
 
-	t.Run("IPv4: a pod reaches its node's IP through the management port", func(t *testing.T) {
+	t.Run("IPv4: a pod reaches its node's IP through the management port, SNATed to the network's masquerade IP", func(t *testing.T) {
 		masq := masqueradeIP(t, 1)
 		// The node's own stack sees the pod's echo requests (the transit
-		// router's priority-1004 reroute to the management port), from the
-		// pod's IP or from the management port's masquerade IP (udnkit's
-		// SNAT on the transit router's switch port); the GR, which also
-		// holds the node IP, would answer without the node seeing them.
+		// router's priority-1004 reroute to the management port) from the
+		// network's management masquerade IP: udnkit's SNAT on the transit
+		// router's trtos- port, which ovn-northd applies because the port
+		// has a gateway chassis (the zone's node). The GR, which also holds
+		// the node IP, would answer without the node seeing them.
 		seen := func(p *pod) (fromPod, fromMasq int) {
 			t.Helper()
 			host := p.node.Host()
@@ -169,23 +170,34 @@ func TestLayer2Primary(t *testing.T) {
 		}
 		for _, p := range []*pod{blueA, blueB} {
 			reach(t, c, p, p.node.UnderlayIP)
-			fromPod, fromMasq := seen(p)
-			if fromPod+fromMasq != 5 {
-				t.Fatalf("%s pinged %s's IP 5 times: the node saw %d echo requests from the pod and %d from %s (want 5 in all)",
-					p.name, p.node.Name, fromPod, fromMasq, masq)
+			if fromPod, fromMasq := seen(p); fromMasq != 5 || fromPod != 0 {
+				t.Fatalf("%s pinged %s's IP 5 times: the node saw %d echo requests from %s (want 5) and %d from the pod's IP (want 0)",
+					p.name, p.node.Name, fromMasq, masq, fromPod)
 			}
-			t.Logf("%s's echo requests reached %s from the pod's IP %d times, from the masquerade IP %s %d times", p.name, p.node.Name, fromPod, masq, fromMasq)
+		}
+		// Mutation: without the trtos- port's gateway chassis ovn-northd
+		// applies no SNAT on it: the node sees the pod's own IP.
+		port := blue.names().RouterToSwitch()
+		nbctl(t, a, "lrp-del-gateway-chassis", port, a.ChassisID())
+		settle(t, c)
+		if fromPod, fromMasq := seen(blueA); fromMasq != 0 || fromPod != 5 {
+			t.Fatalf("mutation: with node-a's gateway chassis removed from %s node-a saw %d echo requests from %s (want 0) and %d from the pod's IP (want 5)",
+				port, fromMasq, masq, fromPod)
+		}
+		heal(t)
+		if fromPod, fromMasq := seen(blueA); fromMasq != 5 || fromPod != 0 {
+			t.Fatalf("after the reconciler's next pass node-a saw %d echo requests from %s (want 5) and %d from the pod's IP (want 0)", fromMasq, masq, fromPod)
 		}
 		// Mutation: without the reroute the node never sees the pod's traffic.
-		policy := `inport == "` + blue.names().RouterToSwitch() + `" && ip4.dst == ` + a.UnderlayIP.String() + ` /* ` + blue.names().Switch() + ` */`
+		policy := `inport == "` + port + `" && ip4.dst == ` + a.UnderlayIP.String() + ` /* ` + blue.names().Switch() + ` */`
 		nbctl(t, a, "lr-policy-del", blue.names().TransitRouter(), "1004", policy)
 		settle(t, c)
 		if fromPod, fromMasq := seen(blueA); fromPod+fromMasq != 0 {
 			t.Fatalf("mutation: with the priority-1004 policy removed node-a still saw %d echo requests", fromPod+fromMasq)
 		}
 		heal(t)
-		if fromPod, fromMasq := seen(blueA); fromPod+fromMasq != 5 {
-			t.Fatalf("after the reconciler's next pass node-a saw %d echo requests (want 5)", fromPod+fromMasq)
+		if fromPod, fromMasq := seen(blueA); fromMasq != 5 || fromPod != 0 {
+			t.Fatalf("after the reconciler's next pass node-a saw %d echo requests from %s (want 5) and %d from the pod's IP (want 0)", fromMasq, masq, fromPod)
 		}
 	})
 
