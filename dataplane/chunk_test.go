@@ -173,18 +173,20 @@ func TestLargeApplyIsSplitIntoWholeNodeTransactions(t *testing.T) {
 }
 
 // TestInterruptedSplitApplyConverges cancels an Apply's context after its
-// second transaction, growing, shrinking and removing a network: the Apply
+// second transaction carrying nodes (growing from nothing, the first
+// inserts the zone's COPP), growing, shrinking and removing a network: the Apply
 // fails, the database holds whole nodes only, and the next Apply converges
 // to exactly the desired rows (those one transaction writes).
 func TestInterruptedSplitApplyConverges(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		from, to   int
+		cancelAt   int
 		wantBefore func(n int) bool
 	}{
-		{"grow from nothing", 0, 20, func(n int) bool { return n > 0 && n < 20 }},
-		{"shrink", 20, 5, func(n int) bool { return n > 5 && n < 20 }},
-		{"remove the network", 20, 0, func(n int) bool { return n > 0 && n < 20 }},
+		{"grow from nothing", 0, 20, 3, func(n int) bool { return n > 0 && n < 20 }},
+		{"shrink", 20, 5, 2, func(n int) bool { return n > 5 && n < 20 }},
+		{"remove the network", 20, 0, 2, func(n int) bool { return n > 0 && n < 20 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			desired := func() *Desired {
@@ -206,13 +208,13 @@ func TestInterruptedSplitApplyConverges(t *testing.T) {
 			ctx, cancel := context.WithCancel(e.ctx)
 			defer cancel()
 			e.hooks.AfterTransaction = func(_ Owner, k, _ int) {
-				if k == 2 {
+				if k == tc.cancelAt {
 					cancel()
 				}
 			}
 			res, err := e.c.Apply(ctx, desired())
-			if !errors.Is(err, context.Canceled) || res.Transactions != 2 {
-				t.Fatalf("interrupted apply: %+v, %v; want 2 transactions and context.Canceled", res, err)
+			if !errors.Is(err, context.Canceled) || res.Transactions != tc.cancelAt {
+				t.Fatalf("interrupted apply: %+v, %v; want %d transactions and context.Canceled", res, err, tc.cancelAt)
 			}
 			if n := wholeNodes(t, e, "after the interruption"); !tc.wantBefore(n) {
 				t.Fatalf("after the interruption: %d nodes", n)

@@ -130,7 +130,7 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*Desired, error) {
 	if err := net.validate(); err != nil {
 		return nil, err
 	}
-	b := &layer2Build{net: net, names: ovnk.NamesFor(net.Name)}
+	b := &layer2Build{net: net, names: ovnk.NamesFor(net.Name), copp: DefaultCOPP()}
 	for _, step := range []func(*layer2Build, []Layer2Node) error{
 		(*layer2Build).resolveNodes,
 		(*layer2Build).transitRouterAndSwitch,
@@ -164,6 +164,8 @@ type layer2Build struct {
 	tr     Router
 	sw     Switch
 	grs    []Router // the local nodes' gateway routers
+	// copp is the zone's COPP every router of the topology names.
+	copp *Copp
 	// serviceRoutes says the service IPs are routed already: once per zone,
 	// whatever its number of local nodes (one in OVN-Kubernetes'
 	// interconnect mode, all of them in a single zone).
@@ -210,7 +212,7 @@ func (b *layer2Build) transitRouterAndSwitch([]Layer2Node) error {
 		Name:        names.TransitRouter(),
 		Options:     map[string]string{"requested-tnl-key": strconv.Itoa(net.TransitRouterTunnelKey)},
 		ExternalIDs: map[string]string{ExternalIDClusterRouter: "yes"},
-	}}
+	}, Copp: b.copp}
 	b.sw = Switch{Row: nbdb.LogicalSwitch{
 		Name:        names.Switch(),
 		OtherConfig: map[string]string{"requested-tnl-key": strconv.Itoa(net.SwitchTunnelKey)},
@@ -332,7 +334,9 @@ func (b *layer2Build) localNode(n l2node) {
 			Nexthops: []string{mgmt.String()},
 		})
 	}
-	b.grs = append(b.grs, net.gatewayRouter(n))
+	gr := net.gatewayRouter(n)
+	gr.Copp = b.copp
+	b.grs = append(b.grs, gr)
 }
 
 // policiesAndSNAT are the transit router's subnet-pair policies, the

@@ -90,7 +90,7 @@ func Layer3SubnetPoliciesForm(network string, subnets []netip.Prefix, form Layer
 	}
 	d := &Desired{
 		Owner:   Owner{Network: network, Topology: TopologyLayer3, Piece: PieceSubnetPolicies},
-		Routers: []Router{{Row: layer3ClusterRouter(network), Shared: true}},
+		Routers: []Router{{Row: layer3ClusterRouter(network), Shared: true, Copp: DefaultCOPP()}},
 	}
 	switch form {
 	case PolicyFormPairs:

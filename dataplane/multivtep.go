@@ -85,7 +85,7 @@ func MultiVTEPPortsDual(network string, transits []netip.Prefix, nodes []VTEPNod
 		return nil, err
 	}
 	b := vtepBuild{names: ovnk.NamesFor(network), transits: transits}
-	b.cr = Router{Row: layer3ClusterRouter(network), Shared: true}
+	b.cr = Router{Row: layer3ClusterRouter(network), Shared: true, Copp: DefaultCOPP()}
 	b.ts = Switch{Row: nbdb.LogicalSwitch{Name: b.names.TransitSwitch()}, Shared: true}
 	for _, ni := range slices.Sorted(maps.Keys(used)) {
 		for k, idx := range slices.Sorted(maps.Keys(used[ni])) {

@@ -8,6 +8,7 @@ type (
 	Desired = rows.Desired
 	Router  = rows.Router
 	Switch  = rows.Switch
+	Copp    = rows.Copp
 	Owner   = rows.Owner
 )
 

@@ -26,6 +26,9 @@ func (d *Desired) Describe(w io.Writer) {
 			mark = " (existing, or created when missing)"
 		}
 		line(w, "", nbdb.LogicalRouterTable, &r.Row, mark)
+		if r.Copp != nil {
+			line(w, "    ", nbdb.CoppTable, &r.Copp.Row, " (the zone's, existing or created when missing)")
+		}
 		for i := range r.Ports {
 			line(w, "    ", nbdb.LogicalRouterPortTable, &r.Ports[i], "")
 			gcs := r.GatewayChassis[r.Ports[i].Name]

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
@@ -77,7 +78,10 @@ type Router struct {
 	// this piece does not own it, it is handled like Ref (only this piece's
 	// children are managed); when it is missing, this piece creates and owns it
 	// (and removes it with the piece's last desired state).
-	Shared   bool
+	Shared bool
+	// Copp is the zone's control plane protection the router uses (nil:
+	// none), set in its copp column when this piece creates or owns it.
+	Copp     *Copp
 	Ports    []nbdb.LogicalRouterPort
 	Routes   []nbdb.LogicalRouterStaticRoute
 	Policies []nbdb.LogicalRouterPolicy
@@ -86,6 +90,23 @@ type Router struct {
 	// name of a port in Ports: rows the port holds (its gateway_chassis
 	// column), planned with it and garbage-collected with it.
 	GatewayChassis map[string][]nbdb.GatewayChassis
+}
+
+// Copp is a control plane protection that every network of a zone shares
+// (package schema's Zone rows): found by name and referenced as the
+// database holds it, whoever wrote it; when missing, it is created with
+// its missing meters and their band in the transaction of the router that
+// uses it. No plan updates or deletes one: it stays when the last network
+// that used it goes.
+type Copp struct {
+	// Row: the name and, by protocol, the name of the meter
+	// (Row.Meters); no external_ids.
+	Row nbdb.Copp
+	// Meters are the meters Row names (by name; Bands is filled with
+	// Band).
+	Meters []nbdb.Meter
+	// Band is the one band every meter created holds.
+	Band nbdb.MeterBand
 }
 
 // Switch is a desired Logical_Switch with the ports this piece owns on it.
@@ -134,8 +155,12 @@ func (d *Desired) Validate() error {
 		seen[kind+"/"+name] = true
 		return nil
 	}
+	copps := map[string]*Copp{}
 	for _, r := range d.Routers {
 		if err := check("Logical_Router", r.Row.Name); err != nil {
+			return err
+		}
+		if err := r.Copp.validate(r.Row.Name, copps); err != nil {
 			return err
 		}
 		ports := map[string]bool{}
@@ -168,6 +193,41 @@ func (d *Desired) Validate() error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// validate refuses a COPP with no name, one that names a meter it does not
+// define, and two different COPPs of one name (seen: by name).
+func (c *Copp) validate(router string, seen map[string]*Copp) error {
+	if c == nil {
+		return nil
+	}
+	field := fmt.Sprintf("desired rows: router %q copp", router)
+	if c.Row.Name == "" {
+		return fmt.Errorf("%s: has no name", field)
+	}
+	if prev, ok := seen[c.Row.Name]; ok {
+		if prev != c && !reflect.DeepEqual(prev, c) {
+			return fmt.Errorf("%s: COPP %q is defined differently by another router", field, c.Row.Name)
+		}
+		return nil
+	}
+	seen[c.Row.Name] = c
+	meters := map[string]bool{}
+	for _, m := range c.Meters {
+		if m.Name == "" || meters[m.Name] {
+			return fmt.Errorf("%s: meter names must be unique and not empty, got %q twice or empty", field, m.Name)
+		}
+		meters[m.Name] = true
+	}
+	for proto, name := range c.Row.Meters {
+		if !meters[name] {
+			return fmt.Errorf("%s: meters[%s] names meter %q, which the COPP does not define", field, proto, name)
+		}
+	}
+	if c.Band.Rate < 1 {
+		return fmt.Errorf("%s: band rate %d: must be at least 1", field, c.Band.Rate)
 	}
 	return nil
 }

@@ -48,6 +48,13 @@ func (p *Planner) routers(desired []rows.Router) error {
 				}
 				return mut, err
 			}}
+		if d.Copp != nil && !d.Ref {
+			u, err := p.copp(d.Copp)
+			if err != nil {
+				return err
+			}
+			ds[i].row.Copp = &u
+		}
 	}
 	return planParents(p, schema.LogicalRouter, "logical router", ds)
 }

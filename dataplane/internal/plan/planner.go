@@ -42,6 +42,8 @@ type Planner struct {
 	Gone []index.RowRef
 	// memo, when set, remembers the keys of the owner's cached rows between plans.
 	memo *Memo
+	// copps: the UUIDs of the zone's COPPs the plan found or inserts, by name.
+	copps map[string]string
 	// want and have hold the columns of the two rows being compared.
 	want, have [8]any
 }
@@ -194,7 +196,7 @@ func against(api client.Client, ix *index.Index, d *rows.Desired, memo *Memo, in
 }
 
 func newPlanWith(api client.Client, d *rows.Desired, memo *Memo, ix, links *index.Index, strict bool) (*Planner, error) {
-	p := &Planner{api: api, owner: d.Owner, memo: memo, ix: ix, links: links, strict: strict}
+	p := &Planner{api: api, owner: d.Owner, memo: memo, ix: ix, links: links, strict: strict, copps: map[string]string{}}
 	if memo != nil {
 		if memo.ids == nil {
 			memo.ids = d.Owner.IDs()

@@ -9,13 +9,17 @@ import (
 
 // LogicalRouter: a router is found by name (the table has no name index)
 // and holds ports, routes, policies and NATs (their files name the
-// columns). The cache holds only the columns plans read (doc.go says why).
+// columns); its copp names a zone row (copp.go) by UUID, which the plan
+// finds or inserts. The cache holds only the columns plans read (doc.go
+// says why).
 var LogicalRouter = Spec[nbdb.LogicalRouter]{
-	Table:  nbdb.LogicalRouterTable,
-	Key:    func(r *nbdb.LogicalRouter) string { return r.Name },
-	UUID:   func(r *nbdb.LogicalRouter) *string { return &r.UUID },
-	IDs:    func(r *nbdb.LogicalRouter) *map[string]string { return &r.ExternalIDs },
-	Fields: func(r *nbdb.LogicalRouter, buf []any) []any { return append(buf, &r.ExternalIDs, &r.Options) },
+	Table: nbdb.LogicalRouterTable,
+	Key:   func(r *nbdb.LogicalRouter) string { return r.Name },
+	UUID:  func(r *nbdb.LogicalRouter) *string { return &r.UUID },
+	IDs:   func(r *nbdb.LogicalRouter) *map[string]string { return &r.ExternalIDs },
+	Fields: func(r *nbdb.LogicalRouter, buf []any) []any {
+		return append(buf, &r.ExternalIDs, &r.Options, &r.Copp)
+	},
 }
 
 var _ = planned(LogicalRouter, Table{
@@ -27,6 +31,6 @@ var _ = planned(LogicalRouter, Table{
 	},
 	Monitor: func() client.MonitorOption {
 		lr := &nbdb.LogicalRouter{}
-		return client.WithTable(lr, &lr.Name, &lr.ExternalIDs, &lr.Options)
+		return client.WithTable(lr, &lr.Name, &lr.ExternalIDs, &lr.Options, &lr.Copp)
 	},
 })

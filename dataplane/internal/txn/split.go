@@ -182,23 +182,65 @@ func assemble(units []*unit, parents map[string]ovsdb.Operation, inserted map[st
 	return ops
 }
 
-// Resolve replaces, in the _uuid conditions of a chunk, the named UUIDs of
-// parents an earlier chunk inserted with their real UUIDs.
+// Resolve replaces the named UUIDs of rows an earlier chunk inserted with
+// their real UUIDs: in the _uuid conditions (a parent mutated by a later
+// chunk) and in the rows inserted or updated (a router's copp naming the
+// COPP an earlier chunk inserted).
 func (c Chunk) Resolve(real map[string]string) Chunk {
 	out := slices.Clone(c)
 	for i, op := range out {
-		if len(op.Where) == 0 {
-			continue
-		}
-		where := slices.Clone(op.Where)
-		for j, w := range where {
-			if u, ok := w.Value.(ovsdb.UUID); ok && w.Column == "_uuid" {
-				if r, ok := real[u.GoUUID]; ok {
-					where[j].Value = ovsdb.UUID{GoUUID: r}
+		if len(op.Where) > 0 {
+			where := slices.Clone(op.Where)
+			for j, w := range where {
+				if u, ok := w.Value.(ovsdb.UUID); ok && w.Column == "_uuid" {
+					if r, ok := real[u.GoUUID]; ok {
+						where[j].Value = ovsdb.UUID{GoUUID: r}
+					}
 				}
 			}
+			out[i].Where = where
 		}
-		out[i].Where = where
+		if op.Row != nil {
+			out[i].Row = resolveRow(op.Row, real)
+		}
+	}
+	return out
+}
+
+// resolveRow returns row with the named UUIDs in real replaced (row itself
+// when it holds none).
+func resolveRow(row ovsdb.Row, real map[string]string) ovsdb.Row {
+	uuid := func(v any) (any, bool) {
+		if u, ok := v.(ovsdb.UUID); ok {
+			if r, ok := real[u.GoUUID]; ok {
+				return ovsdb.UUID{GoUUID: r}, true
+			}
+		}
+		return v, false
+	}
+	var out ovsdb.Row
+	for col, v := range row {
+		nv, changed := uuid(v)
+		if set, ok := v.(ovsdb.OvsSet); ok {
+			elems := slices.Clone(set.GoSet)
+			for k, e := range elems {
+				var c bool
+				if elems[k], c = uuid(e); c {
+					changed = true
+				}
+			}
+			nv = ovsdb.OvsSet{GoSet: elems}
+		}
+		if !changed {
+			continue
+		}
+		if out == nil {
+			out = schema.CopyRow(row)
+		}
+		out[col] = nv
+	}
+	if out == nil {
+		return row
 	}
 	return out
 }

@@ -28,6 +28,8 @@ type grouping struct {
 	// UUID, without their children; parentOrder their positions.
 	parents     map[string]ovsdb.Operation
 	parentOrder map[string]int
+	// zone is the unit of the plan's zone inserts (nil: none).
+	zone *unit
 }
 
 // unitsOf groups a plan's operations into units; parents are the plan's
@@ -81,6 +83,14 @@ func (g *grouping) add(i int, op ovsdb.Operation) {
 		g.parentInsert(i, op, cols)
 	case op.Op == ovsdb.OperationMutate && cols != nil && schema.WhereUUID(op) != "":
 		g.parentMutate(i, op, cols)
+	case op.Op == ovsdb.OperationInsert && t != nil && t.Kind == schema.Zone:
+		// A COPP, its meters and their band: one transaction, before the
+		// routers that name the COPP.
+		if g.zone == nil {
+			g.zone = &unit{order: -2*g.n + i}
+			g.units = append(g.units, g.zone)
+		}
+		g.zone.ops = append(g.zone.ops, op)
 	case op.Op == ovsdb.OperationInsert && t != nil && t.Kind == schema.Root:
 		g.standalone(op, -g.n+i) // before everything that may refer to it
 	case op.Op == ovsdb.OperationDelete && cols != nil:

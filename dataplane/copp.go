@@ -1,0 +1,26 @@
+package dataplane
+
+import (
+	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/ovnk"
+)
+
+// DefaultCOPP is the control plane protection OVN-Kubernetes gives every
+// router it creates (ovnk.DefaultCOPPName): the routers udnkit creates where
+// upstream's would have it (the Layer2 transit router and gateway routers,
+// the Layer3 cluster router) name it. The zone shares it (rows.Copp): an
+// existing one, such as the one ovnkube-controller created, is used as it
+// is; a missing one is created as upstream's EnsureDefaultCOPP writes it.
+func DefaultCOPP() *Copp {
+	fair := true
+	c := &Copp{
+		Row:  nbdb.Copp{Name: ovnk.DefaultCOPPName, Meters: map[string]string{}},
+		Band: nbdb.MeterBand{Action: ovnk.COPPMeterBandAction, Rate: ovnk.COPPMeterBandRate},
+	}
+	for _, proto := range ovnk.COPPProtocols() {
+		name := ovnk.COPPMeterName(proto)
+		c.Row.Meters[proto] = name
+		c.Meters = append(c.Meters, nbdb.Meter{Name: name, Fair: &fair, Unit: ovnk.COPPMeterUnit})
+	}
+	return c
+}
