@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/udnkit/udnkit/dataplane/internal/schema"
 )
 
 // parity is one (table, column) of a row udnkit writes that upstream's
@@ -113,6 +115,23 @@ var layer2Parity = []parity{
 		"base_network_controller.go: syncNodeClusterRouterPort (ParseNodeChassisIDAnnotation of the zone's node)"},
 	{"Gateway_Chassis", pRTOS, "priority", "1",
 		"base_network_controller.go: syncNodeClusterRouterPort"},
+	{"Logical_Router", pTR, "copp", "ovnkube-default",
+		"topology/topologyfactory.go: newClusterRouter (Copp: the UUID EnsureDefaultCOPP returns; types.DefaultCOPPName)"},
+	{"Logical_Router", pGR1, "copp", "ovnkube-default",
+		"gateway.go: createGWRouter (Copp: &gw.coppUUID, the default COPP)"},
+	{"Copp", "ovnkube-default", "meters",
+		"arp-resolve=arp-resolve-rate-limiter,arp=arp-rate-limiter,bfd=bfd-rate-limiter,event-elb=event-elb-rate-limiter," +
+			"icmp4-error=icmp4-error-rate-limiter,icmp6-error=icmp6-error-rate-limiter,reject=reject-rate-limiter," +
+			"svc-monitor=svc-monitor-rate-limiter,tcp-reset=tcp-reset-rate-limiter",
+		"copp.go: EnsureDefaultCOPP (defaultProtocolNames, getMeterNameForProtocol: <protocol>-types.OvnRateLimitingMeter)"},
+	{"Copp", "ovnkube-default", "external_ids", "", "copp.go: EnsureDefaultCOPP (none)"},
+	{"Meter", "arp-rate-limiter", "fair", "true", "copp.go: EnsureDefaultCOPP (meterFairness)"},
+	{"Meter", "svc-monitor-rate-limiter", "unit", "pktps", "copp.go: EnsureDefaultCOPP (types.PacketsPerSecond)"},
+	{"Meter", "reject-rate-limiter", "bands", "drop/25",
+		"copp.go: EnsureDefaultCOPP (CreateOrUpdateMeterOps with []*nbdb.MeterBand{band}: one band per meter)"},
+	{"Meter_Band", "arp-rate-limiter", "action", "drop", "copp.go: EnsureDefaultCOPP (types.MeterAction)"},
+	{"Meter_Band", "arp-rate-limiter", "rate", "25", "copp.go: EnsureDefaultCOPP (Rate: int(25))"},
+	{"Meter_Band", "arp-rate-limiter", "burst_size", "0", "copp.go: EnsureDefaultCOPP (unset)"},
 }
 
 // layer2UpgradeParity is the golden table while node2 runs the old topology.
@@ -161,9 +180,13 @@ func TestLayer2RowsMatchUpstream(t *testing.T) {
 }
 
 // cell reads one column of one row of d: a Logical_Router, Logical_Switch or
-// port by name, a static route as "<router> <ip_prefix>", any other row by
-// its planRows key (a port's Gateway_Chassis by the port's name). external_ids read as the planner writes them, with the owner's keys.
-// A column
+// port by name, a static route as "<router> <ip_prefix>", a router's Copp
+// and its Meters by name, a Meter_Band by the name of the meter holding it,
+// any other row by its planRows key (a port's Gateway_Chassis by the port's
+// name). external_ids read as the planner writes them, with the owner's keys
+// (none on the zone's COPP rows). A router's copp reads as its COPP's name
+// (its UUID once planned), a meter's bands as "<action>/<rate>" of each. A
+// column
 // "options:key" or "other_config:key" reads one key of a map. Maps read as
 // sorted "k=v" pairs and sets as sorted values, comma-separated.
 func cell(d *Desired, table, row, column string) (string, error) {
@@ -172,7 +195,15 @@ func cell(d *Desired, table, row, column string) (string, error) {
 		switch table {
 		case "Logical_Router":
 			if r.Row.Name == row {
-				found = r.Row
+				lr := r.Row
+				if r.Copp != nil {
+					lr.Copp = &r.Copp.Row.Name
+				}
+				found = lr
+			}
+		case "Copp", "Meter", "Meter_Band":
+			if f := coppCell(r.Copp, table, row); f != nil {
+				found = f
 			}
 		case "Logical_Router_Port":
 			for _, p := range r.Ports {
@@ -218,7 +249,7 @@ func cell(d *Desired, table, row, column string) (string, error) {
 		switch f.Kind() {
 		case reflect.Map:
 			m := f.Interface().(map[string]string)
-			if col == "external_ids" {
+			if col == "external_ids" && schema.Lookup(table).Kind != schema.Zone {
 				m = withOwnerIDs(d, m)
 			}
 			if isKey {
@@ -248,6 +279,28 @@ func cell(d *Desired, table, row, column string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no column %s", col)
+}
+
+// coppCell is a router's COPP, one of its meters (its bands as
+// "<action>/<rate>") or the band a meter holds, by name (nil: none).
+func coppCell(c *Copp, table, row string) any {
+	if c == nil {
+		return nil
+	}
+	if table == "Copp" && c.Row.Name == row {
+		return c.Row
+	}
+	for _, m := range c.Meters {
+		switch {
+		case m.Name != row:
+		case table == "Meter":
+			m.Bands = []string{fmt.Sprintf("%s/%d", c.Band.Action, c.Band.Rate)}
+			return m
+		case table == "Meter_Band":
+			return c.Band
+		}
+	}
+	return nil
 }
 
 // A node whose ovnkube-node turned gateway_mtu off

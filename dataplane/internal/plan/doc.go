@@ -8,7 +8,9 @@
 // Shared. A child's own children (a router port's gateway chassis) are
 // diffed with the same two diffs, under the port's UUID: a port the plan
 // inserts holds its new ones in its insert, an existing port's column is
-// mutated.
+// mutated. Zone rows (a router's COPP: rows.Copp) are owned by no piece: a
+// plan references the existing ones and inserts the missing ones, and
+// never updates or deletes one.
 //
 // Invariants:
 //   - One diff, two implementations that must agree: children reads every

@@ -13,6 +13,9 @@
 //     router port or router-type switch port, i.e. one node's rows;
 //   - a parent is inserted in the first transaction that adds one of its
 //     children, later ones mutate it by the UUID the first one returned;
+//   - the zone rows a plan inserts (the default COPP, its meters and their
+//     band) go in one transaction, the first, so no transaction leaves half
+//     a COPP and the routers naming it find it;
 //   - root rows (address sets, DHCP options) are inserted first, so nothing
 //     refers to a missing one, and deleted last, as are routers and switches;
 //     a router or switch with more children than one transaction takes loses
@@ -27,8 +30,8 @@
 // planned. Which rows are children of which parent column, and which rows
 // others join, comes from package schema (Table.Parent, Table.Group): a
 // child table without a parent column would be split from its parent. A
-// later chunk names a parent an earlier chunk inserted by its named UUID;
-// the caller resolves it (Chunk.Resolve) with the UUIDs the server
-// returned, and Committed reads the links a committed transaction made
-// with the same names.
+// later chunk names a row an earlier chunk inserted (a parent it mutates, a
+// COPP a router's copp references) by its named UUID; the caller resolves
+// it (Chunk.Resolve) with the UUIDs the server returned, and Committed
+// reads the links a committed transaction made with the same names.
 package txn
