@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // upstreamCOPP is the default COPP as upstream's EnsureDefaultCOPP
@@ -246,4 +248,43 @@ func TestDeletedCOPPComesBack(t *testing.T) {
 	}
 	wantUpstreamCOPP(t, e)
 	wantCopp(t, e.routerCopps(), copp, tr, gr1)
+}
+
+// The first Applies of two networks in an empty zone, planned at the same
+// time, both succeed with one COPP between them: the second waits for the
+// first to insert it and names it (without that, both insert it and the
+// second transaction violates the COPP's unique name).
+func TestConcurrentFirstAppliesShareOneCOPP(t *testing.T) {
+	e := newEnv(t)
+	netA, nodes := exampleV4()
+	netB := netA
+	netB.Name, netB.SwitchTunnelKey, netB.TransitRouterTunnelKey = "ns2_green", 16711686, 16715781
+	// Each Apply waits before its first transaction until both have planned
+	// or a moment has passed, so their plans overlap when nothing orders them.
+	var mu sync.Mutex
+	arrived := 0
+	both := make(chan struct{})
+	e.hooks.BeforeTransact = func(Owner) {
+		mu.Lock()
+		if arrived++; arrived == 2 {
+			close(both)
+		}
+		mu.Unlock()
+		select {
+		case <-both:
+		case <-time.After(time.Second):
+		}
+	}
+	errs := make(chan error, 2)
+	for _, net := range []Layer2Network{netA, netB} {
+		d := mustLayer2(t, net, nodes)
+		go func() { _, err := e.c.Apply(e.ctx, d); errs <- err }()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("apply: %v", err)
+		}
+	}
+	wantUpstreamCOPP(t, e)
+	wantCopp(t, e.routerCopps(), e.coppUUID(), tr, gr1, "ns2_green_transit_router", "GR_ns2_green_node1")
 }

@@ -69,6 +69,11 @@ func (e *Engine) ApplyUnless(ctx context.Context, d *rows.Desired, unless func(c
 		return Result{}, err
 	}
 	p, err := e.NewPlan(d)
+	if err == nil && p.Zone {
+		e.zone.Lock()
+		defer e.zone.Unlock()
+		p, err = e.NewPlan(d)
+	}
 	step("plan")
 	if err != nil || len(p.Ops) == 0 {
 		return Result{}, err

@@ -12,6 +12,9 @@
 //     prefix), held for a whole Apply: unless, plan, transactions and
 //     waitVisible. Applies of different networks never wait for each other
 //     here. KeyLocks' own mutex is held only to find the key's lock.
+//     Under it, an Apply whose plan inserts zone rows (a missing default
+//     COPP) takes zone, plans again and holds it until it returns: the
+//     Applies of different networks wait for each other only then.
 //  2. ahead.mu (fair.go): counted in and out briefly; yield waits with no
 //     lock held.
 //  3. the index's locks (package index states their order), taken by plans

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"sync"
 	"time"
 
 	"github.com/ovn-kubernetes/libovsdb/client"
@@ -37,6 +38,11 @@ type Engine struct {
 	// create it. Networks share no rows, so different networks apply
 	// concurrently: a large network's transaction never delays another's.
 	applying KeyLocks
+	// zone serialises the Applies that insert zone rows (the default COPP,
+	// which every network uses): an Apply whose plan inserts some takes it
+	// and plans again, so it finds the rows another network's Apply has
+	// just inserted instead of inserting them a second time.
+	zone sync.Mutex
 	// ahead lets Applies of one transaction go before the next transaction
 	// of a split (large) Apply.
 	ahead priority

@@ -44,6 +44,9 @@ type Planner struct {
 	memo *Memo
 	// copps: the UUIDs of the zone's COPPs the plan found or inserts, by name.
 	copps map[string]string
+	// Zone says the plan inserts zone rows (package schema), which another
+	// network's concurrent Apply may be inserting too.
+	Zone bool
 	// want and have hold the columns of the two rows being compared.
 	want, have [8]any
 }

@@ -20,6 +20,7 @@ func (p *Planner) copp(c *rows.Copp) (string, error) {
 		p.copps[c.Row.Name] = u
 		return u, nil
 	}
+	p.Zone = true
 	band := ""
 	for _, m := range c.Meters {
 		if p.zoneRow(nbdb.MeterTable, m.Name) != "" {
