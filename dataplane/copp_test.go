@@ -288,3 +288,40 @@ func TestConcurrentFirstAppliesShareOneCOPP(t *testing.T) {
 	wantUpstreamCOPP(t, e)
 	wantCopp(t, e.routerCopps(), e.coppUUID(), tr, gr1, "ns2_green_transit_router", "GR_ns2_green_node1")
 }
+
+// meteredFlows counts, by controller meter, the logical flows ovn-northd
+// computed for a router's datapath.
+func (e *env) meteredFlows(router string) map[string]int {
+	e.t.Helper()
+	e.nbctl("--timeout=60", "--wait=sb", "sync")
+	dp := e.sbctl("--data=bare", "--no-headings", "--columns=_uuid", "find", "Datapath_Binding", "external_ids:name="+router)
+	if dp == "" {
+		e.t.Fatalf("no datapath of %s in the Southbound", router)
+	}
+	out := e.sbctl("--data=bare", "--no-headings", "--format=csv", "--columns=controller_meter",
+		"find", "Logical_Flow", "logical_datapath="+dp)
+	n := map[string]int{}
+	for _, m := range strings.Fields(out) {
+		n[m]++
+	}
+	return n
+}
+
+// OVN's northd meters the transit router's and gateway router's packets
+// to ovn-controller (ICMP errors) with the COPP's meters; with the router's
+// copp cleared, none of its flows is metered.
+func TestNorthdMetersTheRoutersWithTheCOPP(t *testing.T) {
+	e := newEnv(t)
+	e.startNorthd()
+	net, nodes := exampleV4()
+	e.apply(mustLayer2(t, net, nodes))
+	for _, r := range []string{tr, gr1} {
+		if got := e.meteredFlows(r); got["icmp4-error-rate-limiter"] == 0 {
+			t.Errorf("%s: no logical flow metered by icmp4-error-rate-limiter; metered flows: %v", r, got)
+		}
+	}
+	e.nbctl("clear", "Logical_Router", tr, "copp")
+	if got := e.meteredFlows(tr); len(got) != 0 {
+		t.Errorf("%s without its copp: metered flows %v, want none", tr, got)
+	}
+}
