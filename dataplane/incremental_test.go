@@ -345,7 +345,7 @@ func (e *env) modifyOwnedRow(r *rand.Rand, n int, kind int) string {
 			return e.nbctl("--bare", "--columns="+col, "list", "Logical_Router_Static_Route", u)
 		}
 		e.nbctl("--", "--id=@r", "create", "Logical_Router_Static_Route",
-			"ip_prefix="+strconv.Quote(get("ip_prefix")), "nexthop="+strconv.Quote(get("nexthop")), "policy="+get("policy"),
+			"ip_prefix="+strconv.Quote(get("ip_prefix")), "nexthop="+strconv.Quote(get("nexthop")), "policy="+orEmptySet(get("policy")),
 			`external_ids:"`+ExternalIDNetwork+`"=`+incrNet, `external_ids:"`+ExternalIDTopology+`"=`+TopologyLayer2,
 			`external_ids:"`+ExternalIDPiece+`"=`+PieceTransitRouter, "--", "add", "Logical_Router", tr, "static_routes", "@r")
 		return "added a duplicate of route " + u
@@ -367,4 +367,12 @@ func (e *env) modifyOwnedRow(r *rand.Rand, n int, kind int) string {
 		return "changed the transit router's tunnel key"
 	}
 	return ""
+}
+
+// orEmptySet is an optional column's value for ovn-nbctl create: "[]" when empty.
+func orEmptySet(v string) string {
+	if v == "" {
+		return "[]"
+	}
+	return v
 }

@@ -281,10 +281,19 @@ func (b *layer2Build) oldNode(n l2node) {
 			"requested-tnl-key": strconv.Itoa(n.LegacyTunnelKey),
 			"requested-chassis": n.Chassis,
 		},
+		ExternalIDs: map[string]string{ExternalIDNode: n.Name},
 	})
 	for _, j := range n.joinIPs {
-		b.tr.Routes = append(b.tr.Routes, staticRoute(j.Addr().String(), j.Addr().String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
+		b.tr.Routes = append(b.tr.Routes, remoteJoinRoute(n, j.Addr().String(), j.Addr().String()))
 	}
+}
+
+// remoteJoinRoute is the transit router's route to a remote node's GR join
+// IP, labelled with the node as upstream's addTransitRouterRoutes labels it.
+func remoteJoinRoute(n l2node, prefix, nexthop string) nbdb.LogicalRouterStaticRoute {
+	r := staticRoute(prefix, nexthop, "", nil)
+	r.ExternalIDs = map[string]string{ExternalIDNode: n.Name}
+	return r
 }
 
 // transitPort is a moved node's trtor- port (peered with its GR when local,
@@ -298,11 +307,16 @@ func (b *layer2Build) transitPort(n l2node) {
 		port.Peer = ptr(n.rtotr)
 	} else {
 		port.Options["requested-chassis"] = n.Chassis
+		port.ExternalIDs = map[string]string{ExternalIDNode: n.Name}
 	}
 	b.tr.Ports = append(b.tr.Ports, port)
 	for _, j := range n.joinIPs {
 		gr, _ := ovnk.FamilyOf(n.grSide, j.Addr().Is6())
-		b.tr.Routes = append(b.tr.Routes, staticRoute(j.Addr().String(), gr.Addr().String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
+		if n.Local {
+			b.tr.Routes = append(b.tr.Routes, staticRoute(j.Addr().String(), gr.Addr().String(), "", nil))
+		} else {
+			b.tr.Routes = append(b.tr.Routes, remoteJoinRoute(n, j.Addr().String(), gr.Addr().String()))
+		}
 	}
 }
 
@@ -418,6 +432,10 @@ func (net Layer2Network) masqueradeNetworks() []string {
 // topologyfactory marks every cluster router it creates.
 const ExternalIDClusterRouter = "k8s-cluster-router"
 
+// ExternalIDNode names the node a remote port or route leads to, as
+// upstream labels them (types.NodeExternalID).
+const ExternalIDNode = "k8s.ovn.org/node"
+
 // localsSupportGatewayMTU says whether the zone's local nodes all take
 // gateway_mtu: upstream sets the trtos- port's from its (one) local node.
 func localsSupportGatewayMTU(all []l2node, locals []int) bool {
@@ -450,7 +468,7 @@ func (net Layer2Network) gatewayRouter(n l2node) Router {
 	}, Ports: []nbdb.LogicalRouterPort{port}}
 	for _, s := range net.Subnets {
 		trSide, _ := ovnk.FamilyOf(n.trSide, s.Addr().Is6())
-		gr.Routes = append(gr.Routes, staticRoute(s.String(), trSide.Addr().String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, ptr(n.rtotr)))
+		gr.Routes = append(gr.Routes, staticRoute(s.String(), trSide.Addr().String(), "", ptr(n.rtotr)))
 	}
 	return gr
 }
@@ -705,6 +723,12 @@ func macAndIPs(join []netip.Prefix) string {
 	return strings.Join(parts, " ")
 }
 
+// staticRoute is a route; policy "" leaves the column empty, which OVN
+// reads as dst-ip, where upstream leaves it empty.
 func staticRoute(prefix, nexthop, policy string, out *string) nbdb.LogicalRouterStaticRoute {
-	return nbdb.LogicalRouterStaticRoute{IPPrefix: prefix, Nexthop: nexthop, Policy: ptr(policy), OutputPort: out}
+	r := nbdb.LogicalRouterStaticRoute{IPPrefix: prefix, Nexthop: nexthop, OutputPort: out}
+	if policy != "" {
+		r.Policy = ptr(policy)
+	}
+	return r
 }

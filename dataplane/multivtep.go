@@ -223,7 +223,7 @@ func (b *vtepBuild) port(ni int, n VTEPNode, k, idx int, pods []VTEPPod) error {
 	}
 	for _, dst := range dests {
 		if ip := hop(dst.Addr().Is4()); ip.IsValid() {
-			b.cr.Routes = append(b.cr.Routes, staticRoute(dst.String(), ip.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
+			b.cr.Routes = append(b.cr.Routes, staticRoute(dst.String(), ip.String(), "", nil))
 		}
 	}
 	return nil

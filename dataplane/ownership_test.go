@@ -190,8 +190,8 @@ func TestApplyHealsDuplicateOwnedRows(t *testing.T) {
 	net, nodes := exampleV4()
 	d := mustLayer2(t, net, nodes)
 	e.apply(d)
-	e.nbctl("--", "--id=@r", "create", "Logical_Router_Static_Route", `ip_prefix="100.65.0.3"`, `nexthop="100.88.0.7"`, "policy=dst-ip",
-		`external_ids:"k8s.ovn.org/network"=test12_namespace-scoped`, `external_ids:"k8s.ovn.org/topology"=layer2`,
+	e.nbctl("--", "--id=@r", "create", "Logical_Router_Static_Route", `ip_prefix="100.65.0.3"`, `nexthop="100.88.0.7"`,
+		`external_ids:"k8s.ovn.org/node"=node2`, `external_ids:"k8s.ovn.org/network"=test12_namespace-scoped`, `external_ids:"k8s.ovn.org/topology"=layer2`,
 		`external_ids:"k8s.ovn.org/udnkit-piece"=transit-router`, "--", "add", "Logical_Router", tr, "static_routes", "@r")
 	if got := strings.Count(strings.Join(lines(e.nbctl("lr-route-list", tr)), "\n"), "100.65.0.3 100.88.0.7 dst-ip"); got != 2 {
 		t.Fatalf("setup: %d copies of the route", got)

@@ -55,6 +55,7 @@ var multiVTEPParity = []parity{
 	{"Logical_Switch_Port", pTSTOR2, "external_ids:node", "node2", "zone_interconnect/zone_ic_handler.go: createRemoteZoneNodeResources"},
 	{"Logical_Router_Static_Route", pCR3 + " 10.128.1.0/24", "nexthop", "100.88.0.3", "zone_interconnect/zone_ic_handler.go: addRemoteNodeStaticRoutes (the node's subnet via its transit switch port IP)"},
 	{"Logical_Router_Static_Route", pCR3 + " fd00:128:0:2::/64", "nexthop", "fd97::3", "zone_interconnect/zone_ic_handler.go: addRemoteNodeStaticRoutes (getStaticRoutes, per family)"},
+	{"Logical_Router_Static_Route", pCR3 + " 10.128.1.0/24", "policy", "", "zone_interconnect/zone_ic_handler.go: addRemoteNodeStaticRoutes (policy left empty: OVN's dst-ip)"},
 	{"Logical_Router", pCR3, "external_ids:k8s-cluster-router", "yes", "topology/topologyfactory.go: newClusterRouter"},
 	{"Logical_Switch", pTS3, "name", pTS3, "zone_interconnect/zone_ic_handler.go: getTransitSwitchName (GetNetworkScopedName(types.TransitSwitch))"},
 }
@@ -67,8 +68,6 @@ var multiVTEPOnly = []udnkitOnly{
 }
 
 var multiVTEPDiffers = []differs{
-	{"Logical_Router_Static_Route", pCR3 + " 10.128.1.0/24", "policy", "dst-ip", "",
-		"upstream leaves policy empty, which OVN reads as dst-ip (ovn-nb(5))"},
 	{"Logical_Router_Static_Route", pCR3 + " 10.128.1.0/24", "external_ids",
 		"k8s.ovn.org/network=tenant_red,k8s.ovn.org/topology=layer3,k8s.ovn.org/udnkit-piece=multi-vtep",
 		"ic-node=node2,k8s.ovn.org/network=tenant_red",
