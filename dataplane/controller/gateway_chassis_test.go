@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,12 +30,7 @@ func TestTransitRouterSwitchPortFollowsTheLocalChassis(t *testing.T) {
 			ovnk.AnnotationNodeID: id, ovnk.AnnotationLayer2TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter}}}
 	}
 	s.create(node("node1", "2"), node("node2", "3"), namespace("ns1"))
-	nad := &nadv1.NetworkAttachmentDefinition{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "tenant-blue",
-			Labels:      map[string]string{ovnk.LabelUserDefinedNetwork: ""},
-			Annotations: map[string]string{ovnk.AnnotationNetworkID: "1", ovnk.AnnotationTunnelKeys: "[16711685,16715780]"}},
-		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: l2Config},
-	}
+	nad := blueNAD()
 	s.createNAD(nad)
 
 	const port = "trtos-ns1_tenant.blue_ovn_layer2_switch"
