@@ -136,7 +136,7 @@ var _ = addParityCase(parityCase{
 
 var _ = addParityCase(parityCase{
 	name: "layer2 upgrade", plan: func(t *testing.T) *Desired { return parityPlan(t, true) },
-	same: append(append(append(layer2SteadyRows(pGR1, "trtor-"+pGR1, "trtor-"+pGR3, "rtotr-"+pGR1, pSW),
+	same: append(append(append(append(layer2SteadyRows(pGR1, "trtor-"+pGR1, "trtor-"+pGR3, "rtotr-"+pGR1, pSW), zoneCoppParity()...),
 		layer2UpgradeParity...), layer2RoutingParity...), layer2UpgradeRowsParity...),
 	only: layer2OnlyUdnkit, differs: layer2Differs,
 })
@@ -147,6 +147,18 @@ func layer2SteadyRows(rows ...string) []parity {
 	var out []parity
 	for _, p := range layer2Parity {
 		if slices.Contains(rows, p.row) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// zoneCoppParity are layer2Parity's entries of the zone's default COPP, its
+// meters and bands: every router that names it names the same rows.
+func zoneCoppParity() []parity {
+	var out []parity
+	for _, p := range layer2Parity {
+		if slices.Contains([]string{"Copp", "Meter", "Meter_Band"}, p.table) {
 			out = append(out, p)
 		}
 	}

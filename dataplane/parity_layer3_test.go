@@ -40,6 +40,7 @@ var layer3RouterParity = []parity{
 	{"Logical_Router", pCR3, "name", pCR3, "util/multi_network.go: GetNetworkScopedClusterRouterName"},
 	{"Logical_Router", pCR3, "external_ids:k8s-cluster-router", "yes", "topology/topologyfactory.go: newClusterRouter"},
 	{"Logical_Router", pCR3, "external_ids:k8s.ovn.org/topology", "layer3", "topology/topologyfactory.go: newClusterRouter (types.TopologyExternalID)"},
+	{"Logical_Router", pCR3, "copp", "ovnkube-default", "topology/topologyfactory.go: newClusterRouter (Copp: the default COPP)"},
 }
 
 // layer3PairParity: the pair form is upstream's rows.
@@ -74,10 +75,10 @@ var layer3Differs = []differs{
 }
 
 var _ = addParityCase(parityCase{
-	name: "layer3 pairs", plan: layer3Plan(PolicyFormPairs), same: layer3PairParity, differs: layer3Differs,
+	name: "layer3 pairs", plan: layer3Plan(PolicyFormPairs), same: append(zoneCoppParity(), layer3PairParity...), differs: layer3Differs,
 })
 
 var _ = addParityCase(parityCase{
-	name: "layer3 address-set", plan: layer3Plan(PolicyFormAddressSet), same: layer3SetParity, only: layer3SetOnly,
+	name: "layer3 address-set", plan: layer3Plan(PolicyFormAddressSet), same: append(zoneCoppParity(), layer3SetParity...), only: layer3SetOnly,
 	differs: layer3Differs[1:],
 })

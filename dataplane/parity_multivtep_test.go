@@ -116,7 +116,7 @@ var layer2MultiVTEPDiffers = []differs{
 }
 
 var _ = addParityCase(parityCase{
-	name: "layer3 multi-VTEP", plan: multiVTEPPlan, same: multiVTEPParity, only: multiVTEPOnly, differs: multiVTEPDiffers,
+	name: "layer3 multi-VTEP", plan: multiVTEPPlan, same: append(zoneCoppParity(), multiVTEPParity...), only: multiVTEPOnly, differs: multiVTEPDiffers,
 })
 
 var _ = addParityCase(parityCase{

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -126,6 +127,25 @@ func TestParityCoversEveryRowKind(t *testing.T) {
 	}
 }
 
+// TestPlanRowsReadsEveryDesiredField fails when the desired rows gain a
+// field (a new table, a new kind of child) that planRows does not list, so
+// the coverage test cannot miss its rows.
+func TestPlanRowsReadsEveryDesiredField(t *testing.T) {
+	read := map[reflect.Type][]string{
+		reflect.TypeFor[Desired](): {"Owner", "Routers", "Switches", "DHCPOptions", "AddressSets"},
+		reflect.TypeFor[Router]():  {"Row", "Ref", "Shared", "Copp", "Ports", "Routes", "Policies", "NATs", "GatewayChassis"},
+		reflect.TypeFor[Switch]():  {"Row", "Ref", "Shared", "Ports"},
+		reflect.TypeFor[Copp]():    {"Row", "Meters", "Band"},
+	}
+	for typ, fields := range read {
+		for i := range typ.NumField() {
+			if f := typ.Field(i).Name; !slices.Contains(fields, f) {
+				t.Errorf("%s.%s: planRows does not list its rows (add them, and parity entries for their kinds)", typ.Name(), f)
+			}
+		}
+	}
+}
+
 // planRow is one row of a plan: its table, the key cell reads it by, its
 // kind and the row itself.
 type planRow struct {
@@ -135,9 +155,10 @@ type planRow struct {
 
 // planRows lists every row of d. Keys: routers, switches and ports by name;
 // a static route "<router> <ip_prefix>"; a Gateway_Chassis by its port's
-// name; a NAT "<router> <type>
-// <logical_ip>"; a policy "<router> <priority> <match>"; DHCP_Options
-// "<vm> <cidr>"; an Address_Set by name.
+// name; a NAT "<router> <type> <logical_ip>"; a policy "<router>
+// <priority> <match>"; a router's Copp and Meters by name and a
+// Meter_Band by its meter's; DHCP_Options "<vm> <cidr>"; an Address_Set by
+// name.
 func planRows(d *Desired) []planRow {
 	var out []planRow
 	add := func(table, key, identity string, row any) {
@@ -169,6 +190,13 @@ func planRows(d *Desired) []planRow {
 		}
 		for _, n := range r.NATs {
 			add("NAT", rn+" "+string(n.Type)+" "+n.LogicalIP, fmt.Sprintf("%s %s %s to %s", rn, n.Type, n.LogicalIP, n.ExternalIP), n)
+		}
+		if c := r.Copp; c != nil {
+			add("Copp", c.Row.Name, c.Row.Name, c.Row)
+			for _, m := range c.Meters {
+				add("Meter", m.Name, "a meter of "+c.Row.Name, m)
+				add("Meter_Band", m.Name, "a meter's band", c.Band)
+			}
 		}
 	}
 	for _, s := range d.Switches {
