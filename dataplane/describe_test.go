@@ -24,6 +24,7 @@ func TestDescribe(t *testing.T) {
 		"    port trtor-" + gr1 + " mac=",
 		"peer=rtotr-" + gr1,
 		"router " + gr1,
+		"    copp ovnkube-default (the zone's, existing or created when missing) meters{arp=arp-rate-limiter,",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("plan lacks %q:\n%s", want, text)
