@@ -197,23 +197,29 @@ func ext_(l *l2, fam int) netip.Addr {
 }
 
 // An IPv6 pod's router solicitation is answered with a router advertisement
-// from the transit router's trtos- port (its ipv6_ra_configs): ovn-trace
-// follows the solicitation from the pod's port through the switch to the
-// router, whose put_nd_ra_opts builds the advertisement (stateful DHCPv6
-// addresses, low preference, the network's prefix). ovn-trace does not
-// build the advertisement itself (put_nd_ra_opts yields no result there, so
-// the trace stops at that action).
+// from the transit router's trtos- port (its ipv6_ra_configs). trtos- is a
+// distributed gateway port (its gateway chassis is the zone's node), so the
+// switch floods the solicitation to the port's chassis-redirect side,
+// cr-stotr-, which carries it to that chassis; ovn-trace stops at a
+// chassis-redirect output, so the check traces that hop, then the
+// solicitation's arrival on the router from trtos-, whose put_nd_ra_opts
+// builds the advertisement (stateful DHCPv6 addresses, low preference, the
+// network's prefix). ovn-trace does not build the advertisement itself
+// (put_nd_ra_opts yields no result there, so the trace stops at that
+// action).
 func raCheck() check {
 	return check{
 		name: "an IPv6 pod gets router advertisements",
 		trace: func(l *l2) string {
 			mac := l.local.mac()
-			return l.trace(l.names().Switch(), `inport == "`+l.localPort+`" && eth.src == `+mac+
-				` && eth.dst == 33:33:00:00:00:02 && ip6.src == `+linkLocal(mac)+` && ip6.dst == ff02::2 && ip.ttl == 255`+
-				` && icmp6.type == 133 && icmp6.code == 0`)
+			rs := ` && eth.src == ` + mac + ` && eth.dst == 33:33:00:00:00:02 && ip6.src == ` + linkLocal(mac) +
+				` && ip6.dst == ff02::2 && ip.ttl == 255 && icmp6.type == 133 && icmp6.code == 0`
+			return l.trace(l.names().Switch(), `inport == "`+l.localPort+`"`+rs) +
+				l.trace(l.names().TransitRouter(), `inport == "`+l.names().RouterToSwitch()+`"`+rs)
 		},
 		want: func(l *l2) []string {
-			return []string{`ingress(dp="` + l.names().TransitRouter() + `", inport="` + l.names().RouterToSwitch() + `")`,
+			return []string{`output to "cr-` + l.names().SwitchToRouter() + `", type "chassisredirect"`,
+				`ingress(dp="` + l.names().TransitRouter() + `", inport="` + l.names().RouterToSwitch() + `")`,
 				`lr_in_nd_ra_options`, `inport == "` + l.names().RouterToSwitch() + `" && ip6.dst == ff02::2 && nd_rs`,
 				`put_nd_ra_opts(addr_mode = "dhcpv6_stateful"`, `router_preference = "LOW"`, `prefix = ` + l.subnets[len(l.subnets)-1].String()}
 		},
