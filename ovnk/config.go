@@ -4,7 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Flag names of ClusterConfig; messages name them so a user knows which
@@ -19,6 +24,7 @@ const (
 	FlagUDNJoinSubnets                  = "udn-join-subnets"
 	FlagMTU                             = "mtu"
 	FlagPreconfiguredUDNAddressesEnable = "preconfigured-udn-addresses-enable"
+	FlagUDNAllowedDefaultServices       = "udn-allowed-default-services"
 )
 
 // ClusterConfig holds the facts of the OVN-Kubernetes cluster udnkit serves:
@@ -49,13 +55,20 @@ type ClusterConfig struct {
 	// (OKEP-5233): requested pod addresses, the NetConf's reservedSubnets,
 	// infrastructureSubnets and defaultGatewayIPs, the default NAD stub.
 	PreconfiguredUDNAddresses bool
+	// UDNAllowedDefaultServices are the default network's services that
+	// Primary user-defined networks reach (upstream's
+	// --udn-allowed-default-services): each ClusterIP of each one that
+	// exists is routed to the network's management port.
+	UDNAllowedDefaultServices []types.NamespacedName
 }
 
 // DefaultClusterConfig returns OVN-Kubernetes' defaults: its Helm chart's
 // cluster subnet 10.244.0.0/16 and service CIDR 10.96.0.0/16, and its
 // built-in join (100.64.0.0/16, fd98::/64), masquerade (169.254.0.0/17,
 // fd69::/112), transit (100.88.0.0/16, fd97::/64) and UDN join
-// (100.65.0.0/16, fd99::/64) subnets; no node subnets; OKEP-5233 off.
+// (100.65.0.0/16, fd99::/64) subnets; no node subnets; OKEP-5233 off; the
+// API and DNS services (default/kubernetes, kube-system/kube-dns) reachable
+// from Primary user-defined networks.
 func DefaultClusterConfig() ClusterConfig {
 	return ClusterConfig{
 		ClusterSubnets:    mustPrefixes("10.244.0.0/16"),
@@ -65,6 +78,8 @@ func DefaultClusterConfig() ClusterConfig {
 		TransitSubnets:    []netip.Prefix{DefaultTransitSubnetV4, DefaultTransitSubnetV6},
 		UDNJoinSubnets:    []netip.Prefix{DefaultUDNJoinSubnetV4, DefaultUDNJoinSubnetV6},
 		MTU:               DefaultMTU,
+		UDNAllowedDefaultServices: []types.NamespacedName{
+			{Namespace: "default", Name: "kubernetes"}, {Namespace: "kube-system", Name: "kube-dns"}},
 	}
 }
 
@@ -94,6 +109,8 @@ func (c *ClusterConfig) BindFlags(fs *flag.FlagSet) {
 	})
 	fs.BoolVar(&c.PreconfiguredUDNAddresses, FlagPreconfiguredUDNAddressesEnable, c.PreconfiguredUDNAddresses,
 		"OKEP-5233 predefined addresses: requested IPs/MACs in v1.multus-cni.io/default-network, the NetConf's reservedSubnets, infrastructureSubnets and defaultGatewayIPs, the ovn-kubernetes/default NAD")
+	fs.Var((*serviceList)(&c.UDNAllowedDefaultServices), FlagUDNAllowedDefaultServices,
+		"default network services Primary user-defined networks reach, as comma-separated namespace/name: their ClusterIPs are routed to each network's management port")
 }
 
 // Validate checks what the flags cannot: one transit and one UDN join subnet
@@ -133,6 +150,60 @@ func (l *prefixList) Set(v string) error {
 	}
 	*l = out
 	return nil
+}
+
+// serviceList is a flag.Value of comma-separated namespace/name service
+// keys, in upstream's format (parseServicesNamespacedNames): blanks around
+// an entry are ignored, the namespace is required, and repeats are kept once.
+type serviceList []types.NamespacedName
+
+func (l *serviceList) String() string {
+	if l == nil {
+		return ""
+	}
+	keys := make([]string, len(*l))
+	for i, s := range *l {
+		keys[i] = s.String()
+	}
+	return strings.Join(keys, ",")
+}
+
+func (l *serviceList) Set(v string) error {
+	out, err := ParseServiceKeys(v)
+	if err != nil {
+		return err
+	}
+	*l = out
+	return nil
+}
+
+// ParseServiceKeys reads comma-separated namespace/name service keys. Each
+// entry needs a namespace that is a DNS-1123 label and a name that is a
+// DNS-1123 subdomain, as upstream's --udn-allowed-default-services requires;
+// an empty value or entry is refused, as upstream refuses it.
+func ParseServiceKeys(v string) ([]types.NamespacedName, error) {
+	var out []types.NamespacedName
+	for _, entry := range strings.Split(v, ",") {
+		entry = strings.TrimSpace(entry)
+		ns, name, ok := strings.Cut(entry, "/")
+		switch {
+		case !ok || ns == "":
+			return nil, fmt.Errorf("service %q: want namespace/name", entry)
+		case strings.Contains(name, "/"):
+			return nil, fmt.Errorf("service %q: want namespace/name, got more than one /", entry)
+		}
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return nil, fmt.Errorf("service %q: namespace %q: %s", entry, ns, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			return nil, fmt.Errorf("service %q: name %q: %s", entry, name, strings.Join(errs, "; "))
+		}
+		key := types.NamespacedName{Namespace: ns, Name: name}
+		if !slices.Contains(out, key) {
+			out = append(out, key)
+		}
+	}
+	return out, nil
 }
 
 func mustPrefixes(cidrs ...string) []netip.Prefix {

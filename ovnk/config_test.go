@@ -51,3 +51,45 @@ func TestClusterConfigFlags(t *testing.T) {
 		t.Errorf("two IPv4 UDN join subnets: err = %v", err)
 	}
 }
+
+// --udn-allowed-default-services takes upstream's format and default; a
+// malformed entry fails the flag's parse, which names the flag, with the
+// entry and the rule it breaks.
+func TestUDNAllowedDefaultServicesFlag(t *testing.T) {
+	parse := func(args ...string) (ClusterConfig, error) {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(&strings.Builder{})
+		c := DefaultClusterConfig()
+		c.BindFlags(fs)
+		return c, fs.Parse(args)
+	}
+	c, err := parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := (*serviceList)(&c.UDNAllowedDefaultServices).String(); got != "default/kubernetes,kube-system/kube-dns" {
+		t.Errorf("default = %q, want upstream's default/kubernetes,kube-system/kube-dns", got)
+	}
+	c, err = parse("--udn-allowed-default-services= kube-system/kube-dns ,openshift-dns/dns-default,kube-system/kube-dns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := (*serviceList)(&c.UDNAllowedDefaultServices).String(); got != "kube-system/kube-dns,openshift-dns/dns-default" {
+		t.Errorf("parsed %q, want the two services once each, blanks trimmed", got)
+	}
+	for _, bad := range []struct{ value, want string }{
+		{"", `service "": want namespace/name`},
+		{"kubernetes", `service "kubernetes": want namespace/name`},
+		{"/kubernetes", `service "/kubernetes": want namespace/name`},
+		{"default/kubernetes,", `service "": want namespace/name`},
+		{"a/b/c", `service "a/b/c": want namespace/name, got more than one /`},
+		{"Default/kubernetes", `service "Default/kubernetes": namespace "Default": a lowercase RFC 1123 label`},
+		{"default/", `service "default/": name "": a lowercase RFC 1123 subdomain`},
+		{"default/kube_dns", `service "default/kube_dns": name "kube_dns": a lowercase RFC 1123 subdomain`},
+	} {
+		_, err := parse("--udn-allowed-default-services=" + bad.value)
+		if err == nil || !strings.Contains(err.Error(), "udn-allowed-default-services") || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%q: err = %v, want the flag named and %q", bad.value, err, bad.want)
+		}
+	}
+}
