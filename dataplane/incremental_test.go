@@ -66,7 +66,7 @@ func (s incrState) desired(t testing.TB) []*Desired {
 		net.MasqueradeIPs = []netip.Addr{addr("169.254.0.12")}
 	}
 	if s.services {
-		net.ServiceIPs = []netip.Addr{addr("10.96.0.1"), addr("10.96.0.10")}
+		net.Services = apiAndDNS()
 	}
 	local := Layer2Node{Name: "node1", Chassis: chassisOf("node1"), ID: 2, Local: true, TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter}
 	if s.rechassised {

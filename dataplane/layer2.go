@@ -63,9 +63,9 @@ type Layer2Network struct {
 	// GetUDNMgmtPortMasqueradeIPs, so that only it answers ARP and ND for
 	// them. A family without one gets no such network.
 	MasqueradeBits map[int]int
-	// ServiceIPs (the API and DNS service IPs) are routed to the management
-	// port, the subnet's second address (optional).
-	ServiceIPs []netip.Addr
+	// Services are the UDN-enabled services that exist (optional): their
+	// ClusterIPs are routed to the management port (serviceRoutes).
+	Services []UDNEnabledService
 }
 
 // Layer2Node is one node as the Layer2 topology sees it.
@@ -166,10 +166,10 @@ type layer2Build struct {
 	grs    []Router // the local nodes' gateway routers
 	// copp is the zone's COPP every router of the topology names.
 	copp *Copp
-	// serviceRoutes says the service IPs are routed already: once per zone,
+	// servicesRouted says the services are routed already: once per zone,
 	// whatever its number of local nodes (one in OVN-Kubernetes'
 	// interconnect mode, all of them in a single zone).
-	serviceRoutes bool
+	servicesRouted bool
 }
 
 // resolveNodes works out every node's addresses and refuses duplicate IDs, a
@@ -329,12 +329,9 @@ func (b *layer2Build) localNode(n l2node) {
 		gr, _ := ovnk.FamilyOf(n.grSide, s.Addr().Is6())
 		tr.Routes = append(tr.Routes, staticRoute(s.String(), gr.Addr().String(), nbdb.LogicalRouterStaticRoutePolicySrcIP, nil))
 	}
-	if !b.serviceRoutes {
-		b.serviceRoutes = true
-		for _, svc := range net.ServiceIPs {
-			mgmt := net.managementIP(svc.Is6())
-			tr.Routes = append(tr.Routes, staticRoute(svc.String(), mgmt.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil))
-		}
+	if !b.servicesRouted {
+		b.servicesRouted = true
+		tr.Routes = append(tr.Routes, net.serviceRoutes()...)
 	}
 	for _, ip := range n.NodeIPs {
 		mgmt := net.managementIP(ip.Is6())
@@ -584,10 +581,8 @@ func (net Layer2Network) validate() error {
 			return fmt.Errorf("network.defaultGatewayIPs[%d]: %s is not inside a subnet of its family", i, gw)
 		}
 	}
-	for i, svc := range net.ServiceIPs {
-		if _, ok := ovnk.FamilyOf(net.Subnets, svc.Is6()); !ok {
-			return fmt.Errorf("network.serviceIPs[%d]: %s has no subnet of its family", i, svc)
-		}
+	if err := net.validateServices(); err != nil {
+		return err
 	}
 	for i, m := range net.MasqueradeIPs {
 		if _, ok := ovnk.FamilyOf(net.Subnets, m.Is6()); !ok {

@@ -58,7 +58,7 @@ func TestLayer2TopologyIPv4ThreeNodes(t *testing.T) {
 	e := newEnv(t)
 	net, nodes := exampleV4()
 	nodes[0].NodeIPs = []netip.Addr{addr("172.18.0.3")}
-	net.ServiceIPs = []netip.Addr{addr("10.96.0.1"), addr("10.96.0.10")}
+	net.Services = apiAndDNS()
 	d, err := Layer2Topology(net, nodes)
 	if err != nil {
 		t.Fatal(err)
@@ -269,10 +269,18 @@ func TestLayer2TopologyRejectsBadInput(t *testing.T) {
 		}, "network.joinSubnets: no join subnet for the ip4 family of subnet 203.203.0.0/24"},
 		{"no tunnel key", func(n *Layer2Network, ns []Layer2Node) []Layer2Node { n.TransitRouterTunnelKey = 0; return ns },
 			"network.tunnelKeys: the switch and transit router tunnel keys must be positive"},
-		{"IPv6 service without IPv6 subnet", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
-			n.ServiceIPs = []netip.Addr{addr("fd00::1")}
+		{"service without key", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
+			n.Services = []UDNEnabledService{{ClusterIPs: []netip.Addr{addr("10.96.0.10")}}}
 			return ns
-		}, "network.serviceIPs[0]: fd00::1 has no subnet of its family"},
+		}, "network.services[0].key: must be the service's namespace/name"},
+		{"invalid ClusterIP", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
+			n.Services = []UDNEnabledService{{Key: "kube-system/kube-dns", ClusterIPs: []netip.Addr{{}}}}
+			return ns
+		}, "network.services[0].clusterIPs[0]: not a valid IP (service kube-system/kube-dns)"},
+		{"ClusterIP of two services", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
+			n.Services = append(apiAndDNS(), UDNEnabledService{Key: "kube-system/dns2", ClusterIPs: []netip.Addr{addr("10.96.0.10")}})
+			return ns
+		}, "network.services[2].clusterIPs[0]: 10.96.0.10 is also service kube-system/kube-dns's"},
 		{"gateway outside subnet", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
 			n.DefaultGatewayIPs = []netip.Addr{addr("10.9.9.9")}
 			return ns

@@ -37,7 +37,10 @@ func parityPlan(t *testing.T, upgrade bool) *Desired {
 		GatewayMTU:             1400, // the cluster's --mtu
 		MasqueradeIPs:          []netip.Addr{addr("169.254.0.12"), addr("fd69::c")},
 		MasqueradeBits:         map[int]int{4: 17, 6: 112},
-		ServiceIPs:             []netip.Addr{addr("10.96.0.1"), addr("fd96::1")},
+		Services: []UDNEnabledService{
+			{Key: "default/kubernetes", ClusterIPs: []netip.Addr{addr("10.96.0.1"), addr("fd96::1")}},
+			{Key: "kube-system/kube-dns", ClusterIPs: []netip.Addr{addr("10.96.0.10"), addr("fd96::a")}},
+		},
 	}
 	nodes := []Layer2Node{
 		{Name: "node1", ID: 2, Chassis: chassisOf("node1"), Local: true, TopologyVersion: "2.0", LegacyTunnelKey: 4,
@@ -132,6 +135,19 @@ var layer2Parity = []parity{
 	{"Meter_Band", "arp-rate-limiter", "action", "drop", "copp.go: EnsureDefaultCOPP (types.MeterAction)"},
 	{"Meter_Band", "arp-rate-limiter", "rate", "25", "copp.go: EnsureDefaultCOPP (Rate: int(25))"},
 	{"Meter_Band", "arp-rate-limiter", "burst_size", "0", "copp.go: EnsureDefaultCOPP (unset)"},
+	// The UDN-enabled services' routes: on the transit router
+	// (GetNetworkScopedClusterRouterName of a Layer2 network), the
+	// service's spec.clusterIP via the management IP of its family. Upstream
+	// routes only spec.clusterIP; udnkit also routes a dual-stack service's
+	// second ClusterIP (fd96::a here), which upstream leaves out.
+	{"Logical_Router_Static_Route", pTR + " 10.96.0.10", "nexthop", "10.100.0.2",
+		"controller/services/services_controller.go: configureUDNEnabledServiceRoute (MatchFirstIPFamily of the ClusterIP in the node's mgmtIPs)"},
+	{"Logical_Router_Static_Route", pTR + " 10.96.0.10", "policy", "dst-ip",
+		"controller/services/services_controller.go: configureUDNEnabledServiceRoute"},
+	{"Logical_Router_Static_Route", pTR + " 10.96.0.10", "external_ids:k8s.ovn.org/udn-enabled-default-service", "kube-system/kube-dns",
+		"controller/services/services_controller.go: configureUDNEnabledServiceRoute (types.UDNEnabledServiceExternalID: the service's namespace/name)"},
+	{"Logical_Router_Static_Route", pTR + " 10.96.0.1", "external_ids:k8s.ovn.org/udn-enabled-default-service", "default/kubernetes",
+		"controller/services/services_controller.go: configureUDNEnabledServiceRoute"},
 }
 
 // layer2UpgradeParity is the golden table while node2 runs the old topology.

@@ -19,4 +19,6 @@ const (
 	ExternalIDPiece    = rows.ExternalIDPiece
 	ExternalIDShared   = rows.ExternalIDShared
 	ExternalIDVM       = rows.ExternalIDVM
+
+	ExternalIDUDNEnabledService = rows.ExternalIDUDNEnabledService
 )

@@ -194,6 +194,10 @@ type Options struct {
 	// OVN annotations udnkit trusts. Nil: the harness's own admin identity
 	// (Environment.Config's user, which the suites' managers run as) only.
 	AnnotationWriters *AnnotationWriters
+	// ServiceClusterIPRange is the apiserver's --service-cluster-ip-range,
+	// e.g. "10.0.0.0/24,fd00:10:96::/112" for dual-stack Services (empty:
+	// envtest's 10.0.0.0/24).
+	ServiceClusterIPRange string
 }
 
 // AnnotationWriters are the identities trusted to add, change or remove the
@@ -231,6 +235,9 @@ func Start(opts Options) (*Environment, error) {
 	}
 	if opts.Webhooks {
 		env.WebhookInstallOptions = crenvtest.WebhookInstallOptions{Paths: []string{WebhookDir()}}
+	}
+	if opts.ServiceClusterIPRange != "" {
+		env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", opts.ServiceClusterIPRange)
 	}
 	cfg, err := env.Start()
 	if err != nil {

@@ -221,7 +221,8 @@ func TestManagerAcceptsRenderedArgs(t *testing.T) {
 		"defaults":               nil,
 		"admission only":         {"controllers": []any{"admission"}},
 		"admission-only profile": {"profile": "admission-only"},
-		"every option":           {"features": map[string]any{"preconfiguredUDNAddresses": true}, "network": map[string]any{"nodeSubnets": []any{"192.168.0.0/24"}}, "metrics": map[string]any{"enabled": false}},
+		"every option": {"features": map[string]any{"preconfiguredUDNAddresses": true}, "metrics": map[string]any{"enabled": false},
+			"network": map[string]any{"nodeSubnets": []any{"192.168.0.0/24"}, "udnAllowedDefaultServices": []any{"openshift-dns/dns-default"}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			objs, err := render(t, vals)
@@ -275,6 +276,17 @@ func TestRenderOptions(t *testing.T) {
 				t.Errorf("IPAMClaim or NAD CRD missing: %v", kinds(objs))
 			}
 		}},
+		{"UDN-enabled services: upstream's by default", nil, func(t *testing.T, objs []*unstructured.Unstructured) {
+			if !slices.Contains(managerArgs(t, objs), "--udn-allowed-default-services=default/kubernetes,kube-system/kube-dns") {
+				t.Errorf("the dataplane does not get upstream's default services: %v", managerArgs(t, objs))
+			}
+		}},
+		{"UDN-enabled services set", map[string]any{"network": map[string]any{"udnAllowedDefaultServices": []any{"default/kubernetes", "openshift-dns/dns-default"}}},
+			func(t *testing.T, objs []*unstructured.Unstructured) {
+				if !slices.Contains(managerArgs(t, objs), "--udn-allowed-default-services=default/kubernetes,openshift-dns/dns-default") {
+					t.Errorf("network.udnAllowedDefaultServices not passed: %v", managerArgs(t, objs))
+				}
+			}},
 		{"feature flag on", map[string]any{"features": map[string]any{"preconfiguredUDNAddresses": true}}, func(t *testing.T, objs []*unstructured.Unstructured) {
 			if !strings.Contains(strings.Join(managerArgs(t, objs), " "), "--preconfigured-udn-addresses-enable=true") {
 				t.Error("flag not passed to the manager")
@@ -468,7 +480,9 @@ func TestRenderRejectsBadValues(t *testing.T) {
 		"connect timeout no unit": {map[string]any{"ovn": map[string]any{"connectTimeout": "300"}}, "connectTimeout"},
 		"replicas without leader election": {map[string]any{"replicas": 2, "leaderElection": map[string]any{"enabled": false}},
 			"replicas is 2 but leaderElection.enabled is false"},
-		"empty trusted user": {map[string]any{"policies": map[string]any{"ovnAnnotationWriters": map[string]any{"users": []any{""}}}}, "users"},
+		"service without namespace": {map[string]any{"network": map[string]any{"udnAllowedDefaultServices": []any{"kube-dns"}}}, "udnAllowedDefaultServices"},
+		"no UDN-enabled service":    {map[string]any{"network": map[string]any{"udnAllowedDefaultServices": []any{}}}, "udnAllowedDefaultServices"},
+		"empty trusted user":        {map[string]any{"policies": map[string]any{"ovnAnnotationWriters": map[string]any{"users": []any{""}}}}, "users"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := render(t, c.vals)

@@ -57,7 +57,8 @@ func TestRenderDataplaneDaemonSet(t *testing.T) {
 	c := container(t, ds)
 	dsArgs, _, _ := unstructured.NestedStringSlice(c, "args")
 	for _, want := range []string{"--controllers=dataplane", "--zone=$(NODE_NAME)", "--leader-elect=false",
-		"--ovn-nb-address=unix:/var/run/ovn/ovnnb_db.sock", "--ovn-sb-address=unix:/var/run/ovn/ovnsb_db.sock", "--ovn-connect-timeout=5m"} {
+		"--ovn-nb-address=unix:/var/run/ovn/ovnnb_db.sock", "--ovn-sb-address=unix:/var/run/ovn/ovnsb_db.sock", "--ovn-connect-timeout=5m",
+		"--udn-allowed-default-services=default/kubernetes,kube-system/kube-dns"} {
 		if !slices.Contains(dsArgs, want) {
 			t.Errorf("DaemonSet args lack %s: %v", want, dsArgs)
 		}
@@ -104,9 +105,10 @@ func TestRenderDataplaneDaemonSet(t *testing.T) {
 	slices.Sort(granted)
 	// UDNs and CUDNs are read to verify each NAD's owner (ovnk/nadtrust);
 	// their status takes the DataplaneProgrammed condition when
-	// OVN-Kubernetes programs the network.
+	// OVN-Kubernetes programs the network. Services: the UDN-enabled ones'
+	// ClusterIPs are routed.
 	want := []string{"clusteruserdefinednetworks/status:patch", "clusteruserdefinednetworks:get,list,watch", "events:create,patch",
-		"network-attachment-definitions:get,list,watch", "nodes:get,list,patch,watch", "pods:get,list,watch", "subjectaccessreviews:create",
+		"network-attachment-definitions:get,list,watch", "nodes:get,list,patch,watch", "pods:get,list,watch", "services:get,list,watch", "subjectaccessreviews:create",
 		"tokenreviews:create", "userdefinednetworks/status:patch", "userdefinednetworks:get,list,watch"}
 	if !slices.Equal(granted, want) {
 		t.Errorf("dataplane rules = %v, want %v", granted, want)

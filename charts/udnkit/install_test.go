@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/cmd/udnkit/app"
@@ -178,23 +177,8 @@ func startManager(t *testing.T, env *envtest.Environment, args []string) (health
 // gauge reads one gauge of the manager's metrics registry by its db label.
 func gauge(t *testing.T, name, db string) (float64, bool) {
 	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "db" && l.GetValue() == db {
-					return m.GetGauge().GetValue(), true
-				}
-			}
-		}
-	}
-	return 0, false
+	m, ok := testenv.Metric(t, name, map[string]string{"db": db})
+	return m.GetGauge().GetValue(), ok
 }
 
 // answers says whether get(path) answers code with a body containing want.

@@ -38,9 +38,15 @@ type stack struct {
 }
 
 func newStack(t *testing.T) *stack {
+	t.Helper()
+	return newStackWith(t, envtest.Options{})
+}
+
+// newStackWith is newStack with the apiserver started with opts.
+func newStackWith(t *testing.T, opts envtest.Options) *stack {
 	testenv.Real(t, "kube-apiserver and ovsdb-server")
 	t.Helper()
-	env, err := envtest.Start(envtest.Options{})
+	env, err := envtest.Start(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -46,10 +47,14 @@ type Layer2Reconciler struct {
 	// DrainPoll is how often a network waiting for a local node to drain is
 	// retried (pods are not watched); 0 means 30 s.
 	DrainPoll time.Duration
-	// Cluster gives the service CIDRs (the first address of each, the
-	// kubernetes API service, is routed to the management port) and the
-	// masquerade subnets (the management-port SNAT's external IPs).
+	// Cluster gives the UDN-enabled services (their ClusterIPs are routed
+	// to the management port), the masquerade subnets (the management-port
+	// SNAT's external IPs) and the MTU.
 	Cluster ovnk.ClusterConfig
+	// Services holds the UDN-enabled services and only them
+	// (NewServiceCache); their changes requeue every network. nil: they are
+	// read through Client and not watched.
+	Services cache.Cache
 	// Recorder, when set, raises a Warning Event on each object left out
 	// (see skip).
 	Recorder recorder.EventRecorder
@@ -84,11 +89,14 @@ type Layer2Reconciler struct {
 
 // SetupWithManager registers the reconciler.
 func (r *Layer2Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return trustWatches(ctrl.NewControllerManagedBy(mgr).
+	b := trustWatches(ctrl.NewControllerManagedBy(mgr).
 		Named("dataplane-layer2").
 		WithOptions(controllerOptions(r.Workers, r.FIFOQueue)), r.Client, r.guard(), layer2Name).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nadsIn(r.Client, "")), layer2NodeFacts.predicate()).
-		Complete(r)
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nadsIn(r.Client, "")), layer2NodeFacts.predicate())
+	if r.Services != nil {
+		b = b.WatchesRawSource(r.watchServices())
+	}
+	return b.Complete(r)
 }
 
 // nadsIn maps an event to udnkit's NADs in namespace ("" for all).
@@ -127,6 +135,12 @@ func (r *Layer2Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		if err == nil && ok {
 			err = r.clusterFacts(src, &net)
 		}
+		if err == nil && ok {
+			// An API read that failed: retried, unlike a malformed NAD.
+			if net.Services, err = r.enabledServices(ctx); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
 		switch {
 		case err != nil:
 			// A malformed NAD is the NAD writer's bug; retrying will not fix it.
@@ -158,8 +172,8 @@ func (r *Layer2Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 }
 
 // clusterFacts adds what comes from the cluster configuration and the
-// network ID: the API service IPs and the management port's masquerade IPs,
-// one per family of the network's subnets.
+// network ID: the MTU and the management port's masquerade IPs, one per
+// family of the network's subnets.
 func (r *Layer2Reconciler) clusterFacts(nad *nadv1.NetworkAttachmentDefinition, net *dataplane.Layer2Network) error {
 	ids, err := ovnk.DecodeNetworkIDs(nad.Annotations)
 	if err != nil {
@@ -168,13 +182,6 @@ func (r *Layer2Reconciler) clusterFacts(nad *nadv1.NetworkAttachmentDefinition, 
 	net.GatewayMTU = int(r.Cluster.MTU)
 	for _, s := range net.Subnets {
 		v6 := s.Addr().Is6()
-		if svc, ok := ovnk.FamilyOf(r.Cluster.ServiceCIDRs, v6); ok {
-			api, err := ovnk.AddrAt(svc, 1)
-			if err != nil {
-				return fmt.Errorf("--%s %s: %w", ovnk.FlagServiceCIDRs, svc, err)
-			}
-			net.ServiceIPs = append(net.ServiceIPs, api)
-		}
 		if masq, ok := ovnk.FamilyOf(r.Cluster.MasqueradeSubnets, v6); ok && ids.HasID && ids.ID > 0 {
 			_, mgmt, err := ovnk.UDNMasqueradeIPs(masq, ids.ID)
 			if err != nil {

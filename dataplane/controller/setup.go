@@ -8,6 +8,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/ovnk"
@@ -30,10 +31,10 @@ type Options struct {
 	Local func(*corev1.Node) bool
 	// Zone is --zone, named in what the dataplane reports ("": the single zone).
 	Zone string
-	// Cluster are the cluster facts (--service-cidrs, --masquerade-subnets,
-	// --mtu...): the Layer2 topology routes the API service IP to the
-	// management port and SNATs management-port traffic to the network's
-	// masquerade IP.
+	// Cluster are the cluster facts (--udn-allowed-default-services,
+	// --masquerade-subnets, --mtu...): the Layer2 topology routes the
+	// UDN-enabled services' ClusterIPs to the management port and SNATs
+	// management-port traffic to the network's masquerade IP.
 	Cluster ovnk.ClusterConfig
 	// AdoptLegacyLayer2 is --adopt-legacy-layer2: take over and remove
 	// the old Layer2 topology's rows OVN-Kubernetes created (see
@@ -100,9 +101,18 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	// One guard for the four controllers: a NAD that fails the ownership
 	// rule is reported once per version, not once per controller.
 	guard := &nadtrust.Guard{Reader: c, Live: mgr.GetAPIReader(), Recorder: rec, Consumer: DataplaneConsumer}
+	var services cache.Cache
+	if len(o.Cluster.UDNAllowedDefaultServices) > 0 {
+		if services, err = NewServiceCache(mgr, o.Cluster.UDNAllowedDefaultServices); err != nil {
+			return nil, err
+		}
+		if err := mgr.Add(services); err != nil {
+			return nil, err
+		}
+	}
 	rs := &Reconcilers{
 		OVN: ovn,
-		Layer2: &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local, Zone: o.Zone, Cluster: o.Cluster, Recorder: rec,
+		Layer2: &Layer2Reconciler{Client: c, OVN: ovn, Local: o.Local, Zone: o.Zone, Cluster: o.Cluster, Services: services, Recorder: rec,
 			AdoptLegacy: o.AdoptLegacyLayer2, Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard},
 		Layer3: &Layer3Reconciler{Client: c, OVN: ovn, Form: o.Layer3PolicyForm, Workers: o.Workers, FIFOQueue: o.FIFOQueue,
 			Guard: guard},

@@ -137,6 +137,12 @@ const ExternalIDShared = "k8s.ovn.org/udnkit-shared"
 // (part of the row's identity: package schema).
 const ExternalIDVM = schema.ExternalIDVM
 
+// ExternalIDUDNEnabledService names the default-network service
+// (namespace/name) a route to a UDN-enabled service serves: upstream's
+// types.UDNEnabledServiceExternalID, by which its services controller finds
+// and removes the route.
+const ExternalIDUDNEnabledService = "k8s.ovn.org/udn-enabled-default-service"
+
 // Validate refuses a Desired no Apply can hold: an owner without network,
 // topology or piece, and a router, switch or port without a name or with
 // the name of another of its kind.

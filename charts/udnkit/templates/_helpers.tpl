@@ -85,6 +85,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 - --ovn-nb-address={{ required "ovn.nbAddress is required when the dataplane controller runs" .Values.ovn.nbAddress }}
 - --ovn-sb-address={{ required "ovn.sbAddress is required when the dataplane controller runs" .Values.ovn.sbAddress }}
 - --ovn-connect-timeout={{ .Values.ovn.connectTimeout }}
+- --udn-allowed-default-services={{ join "," .Values.network.udnAllowedDefaultServices }}
 {{- if .Values.ovn.tls.secretName }}
 - --ovn-client-cert=/etc/udnkit/ovn-tls/tls.crt
 - --ovn-client-key=/etc/udnkit/ovn-tls/tls.key

@@ -1,0 +1,63 @@
+package dataplane
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/udnkit/udnkit/dataplane/nbdb"
+)
+
+// UDNEnabledService is one default-network service that Primary
+// user-defined networks reach (the manager's --udn-allowed-default-services)
+// as it exists now.
+type UDNEnabledService struct {
+	// Key is the service's namespace/name: the value of the route's
+	// k8s.ovn.org/udn-enabled-default-service external ID.
+	Key string
+	// ClusterIPs are the service's spec.clusterIPs (headless and
+	// ExternalName services have none).
+	ClusterIPs []netip.Addr
+}
+
+// serviceRoutes are the network's routes to its UDN-enabled services, as
+// upstream's configureUDNEnabledServiceRoute (ovn/controller/services)
+// writes them on a Primary Layer2 network's transit router: each ClusterIP,
+// a dst-ip route whose next hop is the management port's address of the
+// ClusterIP's family, marked with the service's key. A ClusterIP of a family
+// the network does not have gets no route.
+func (net Layer2Network) serviceRoutes() []nbdb.LogicalRouterStaticRoute {
+	var out []nbdb.LogicalRouterStaticRoute
+	for _, svc := range net.Services {
+		for _, ip := range svc.ClusterIPs {
+			mgmt := net.managementIP(ip.Is6())
+			if !mgmt.IsValid() {
+				continue
+			}
+			r := staticRoute(ip.String(), mgmt.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil)
+			r.ExternalIDs = map[string]string{ExternalIDUDNEnabledService: svc.Key}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// validateServices refuses a service without a key, an invalid ClusterIP
+// and a ClusterIP two services share (one route each would collide).
+func (net Layer2Network) validateServices() error {
+	owner := map[netip.Addr]string{}
+	for i, svc := range net.Services {
+		if svc.Key == "" {
+			return fmt.Errorf("network.services[%d].key: must be the service's namespace/name", i)
+		}
+		for j, ip := range svc.ClusterIPs {
+			if !ip.IsValid() {
+				return fmt.Errorf("network.services[%d].clusterIPs[%d]: not a valid IP (service %s)", i, j, svc.Key)
+			}
+			if other, dup := owner[ip]; dup {
+				return fmt.Errorf("network.services[%d].clusterIPs[%d]: %s is also service %s's", i, j, ip, other)
+			}
+			owner[ip] = svc.Key
+		}
+	}
+	return nil
+}

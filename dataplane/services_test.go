@@ -1,0 +1,111 @@
+package dataplane
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+// apiAndDNS are upstream's default UDN-enabled services, dual-stack.
+func apiAndDNS() []UDNEnabledService {
+	return []UDNEnabledService{
+		{Key: "default/kubernetes", ClusterIPs: []netip.Addr{addr("10.96.0.1"), addr("fd00:10:96::1")}},
+		{Key: "kube-system/kube-dns", ClusterIPs: []netip.Addr{addr("10.96.0.10"), addr("fd00:10:96::a")}},
+	}
+}
+
+// serviceRoutes lists the routes that carry a UDN-enabled service's key as
+// "ip_prefix nexthop policy key", with ovn-nbctl.
+func (e *env) serviceRoutes() string {
+	e.t.Helper()
+	out := e.nbctl("--format=csv", "--data=bare", "--no-headings", "--columns=ip_prefix,nexthop,policy,external_ids",
+		"find", "Logical_Router_Static_Route", "external_ids:"+ExternalIDUDNEnabledService+"!=\"\"")
+	var rows []string
+	for _, l := range strings.Split(out, "\n") {
+		if l == "" {
+			continue
+		}
+		f := strings.SplitN(l, ",", 4)
+		if len(f) < 4 {
+			e.t.Fatalf("route row %q", l)
+		}
+		key := ""
+		for _, kv := range strings.Fields(f[3]) {
+			if k, v, _ := strings.Cut(kv, "="); k == ExternalIDUDNEnabledService {
+				key = v
+			}
+			if !strings.HasPrefix(kv, ExternalIDNetwork+"=") && !strings.HasPrefix(kv, ExternalIDTopology+"=") &&
+				!strings.HasPrefix(kv, ExternalIDPiece+"=") && !strings.HasPrefix(kv, ExternalIDUDNEnabledService+"=") {
+				e.t.Errorf("service route %s has external ID %s besides the owner's and the service's", f[0], kv)
+			}
+		}
+		if !strings.Contains(f[3], ExternalIDNetwork+"=test12_namespace-scoped") || !strings.Contains(f[3], ExternalIDTopology+"=layer2") {
+			e.t.Errorf("service route %s lacks the network's external IDs: %s", f[0], f[3])
+		}
+		rows = append(rows, strings.Join([]string{f[0], f[1], f[2], key}, " "))
+	}
+	return strings.Join(rows, "\n")
+}
+
+// Every ClusterIP of every UDN-enabled service that exists is routed on the
+// transit router to the management port of its family, marked with the
+// service's key; a service that goes away loses its routes and nothing else
+// changes; a headless service and a family the network lacks get none.
+func TestServiceRoutesFollowTheServices(t *testing.T) {
+	e := newEnv(t)
+	net, nodes := exampleV4()
+	net.Subnets = append(net.Subnets, pfx("2010:100:200::/60"))
+	net.JoinSubnets = append(net.JoinSubnets, pfx("fd99::/64"))
+	net.Services = apiAndDNS()
+	e.apply(mustLayer2(t, net, nodes))
+	wantLines(t, "service routes", e.serviceRoutes(),
+		"10.96.0.1 203.203.0.2 dst-ip default/kubernetes",
+		"fd00:10:96::1 2010:100:200::2 dst-ip default/kubernetes",
+		"10.96.0.10 203.203.0.2 dst-ip kube-system/kube-dns",
+		"fd00:10:96::a 2010:100:200::2 dst-ip kube-system/kube-dns",
+	)
+	for _, r := range strings.Split(e.nbctl("lr-route-list", gr1), "\n") {
+		if strings.Contains(r, "10.96.") || strings.Contains(r, "fd00:10:96") {
+			t.Errorf("a service route on the gateway router: %s", r)
+		}
+	}
+	if ops := e.apply(mustLayer2(t, net, nodes)); ops != 0 {
+		t.Errorf("second apply sent %d operations, want 0", ops)
+	}
+
+	// kube-dns deleted: its two routes go, the API's stay as they are.
+	api := e.nbctl("--bare", "--columns=_uuid", "find", "Logical_Router_Static_Route", `ip_prefix="10.96.0.1"`)
+	net.Services = apiAndDNS()[:1]
+	e.apply(mustLayer2(t, net, nodes))
+	wantLines(t, "service routes after kube-dns is deleted", e.serviceRoutes(),
+		"10.96.0.1 203.203.0.2 dst-ip default/kubernetes",
+		"fd00:10:96::1 2010:100:200::2 dst-ip default/kubernetes",
+	)
+	if got := e.nbctl("--bare", "--columns=_uuid", "find", "Logical_Router_Static_Route", `ip_prefix="10.96.0.1"`); got != api {
+		t.Errorf("the API route was replaced (%s, was %s) when another service went away", got, api)
+	}
+
+	// Headless (no ClusterIPs) and single-stack IPv6 on an IPv4 network.
+	v4, nodes := exampleV4()
+	v4.Services = []UDNEnabledService{{Key: "default/kubernetes"}, {Key: "kube-system/kube-dns", ClusterIPs: []netip.Addr{addr("fd00:10:96::a")}}}
+	e.apply(mustLayer2(t, v4, nodes))
+	if got := e.serviceRoutes(); got != "" {
+		t.Errorf("routes for a headless service and an IPv6 ClusterIP on an IPv4 network:\n%s", got)
+	}
+}
+
+// A zone without a local node routes no service: the routes' next hop is a
+// local node's management port (upstream: no nodeInfo, no route).
+func TestServiceRoutesNeedALocalNode(t *testing.T) {
+	net, nodes := exampleV4()
+	net.Services = apiAndDNS()
+	nodes[0].Local = false
+	d := mustLayer2(t, net, nodes)
+	for _, r := range d.Routers {
+		for _, rt := range r.Routes {
+			if rt.ExternalIDs[ExternalIDUDNEnabledService] != "" {
+				t.Errorf("%s routes %s with no local node", r.Row.Name, rt.IPPrefix)
+			}
+		}
+	}
+}
