@@ -325,3 +325,38 @@ func TestNorthdMetersTheRoutersWithTheCOPP(t *testing.T) {
 		t.Errorf("%s without its copp: metered flows %v, want none", tr, got)
 	}
 }
+
+// A COPP another client deletes comes back without waiting for a
+// reconcile: the weak references it empties are a foreign edit of every
+// network's routers, and their concurrent re-applies insert one COPP.
+func TestDeletedCOPPIsHealed(t *testing.T) {
+	e := newEnv(t)
+	ds := healNetworks(t)
+	e.reapplyOnResync(ds)
+	for _, d := range ds {
+		e.apply(d)
+	}
+	old := e.coppUUID()
+	e.nbctl("destroy", "Copp", old)
+	// healed is empty once every router that names the COPP names a new one.
+	healed := func() string {
+		copp, copps := e.coppUUID(), e.routerCopps()
+		if copp == "" || copp == old {
+			return fmt.Sprintf("the COPP is %q", copp)
+		}
+		for _, d := range ds {
+			for _, r := range d.Routers {
+				if r.Copp != nil && !r.Ref && copps[r.Row.Name] != copp {
+					return fmt.Sprintf("router %s copp = %q, want %s", r.Row.Name, copps[r.Row.Name], copp)
+				}
+			}
+		}
+		return ""
+	}
+	for deadline := time.Now().Add(10 * time.Second); healed() != ""; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not healed 10 s after the COPP was destroyed: %s", healed())
+		}
+	}
+	wantUpstreamCOPP(t, e)
+}
