@@ -19,6 +19,12 @@ type UDNEnabledService struct {
 	ClusterIPs []netip.Addr
 }
 
+// A Layer3 network gets no such routes from udnkit: upstream writes them on
+// its cluster router via the local node's management port, and udnkit
+// programs neither a Layer3 network's node switches nor their management
+// ports (OVN-Kubernetes does, and its services controller writes those
+// routes with them).
+
 // serviceRoutes are the network's routes to its UDN-enabled services, as
 // upstream's configureUDNEnabledServiceRoute (ovn/controller/services)
 // writes them on a Primary Layer2 network's transit router: each ClusterIP,
