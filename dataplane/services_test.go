@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -107,5 +108,41 @@ func TestServiceRoutesNeedALocalNode(t *testing.T) {
 				t.Errorf("%s routes %s with no local node", r.Row.Name, rt.IPPrefix)
 			}
 		}
+	}
+}
+
+// With --adopt-legacy-layer2, the service routes upstream's services
+// controller wrote on the network's transit router are taken over, not
+// doubled: the listed service's row is kept and gains the piece, and the
+// route of a service no longer listed goes (as upstream's repair removes it).
+func TestServiceRoutesAdoptUpstreams(t *testing.T) {
+	e := newEnv(t)
+	net, nodes := exampleV4()
+	upstreamIDs := func(key string) []string {
+		return []string{`external_ids:"k8s.ovn.org/network"=test12_namespace-scoped`, `external_ids:"k8s.ovn.org/topology"=layer2`,
+			`external_ids:"` + ExternalIDUDNEnabledService + `"="` + key + `"`}
+	}
+	args := append([]string{"lr-add", tr, "--", "set", "Logical_Router", tr}, upstreamIDs("")[:2]...)
+	for i, svc := range []struct{ ip, key string }{{"10.96.0.10", "kube-system/kube-dns"}, {"10.96.0.99", "default/gone"}} {
+		id := "@r" + strconv.Itoa(i)
+		args = append(args, "--", "--id="+id, "create", "Logical_Router_Static_Route", "ip_prefix="+svc.ip, "nexthop=203.203.0.2", "policy=dst-ip")
+		args = append(args, upstreamIDs(svc.key)...)
+		args = append(args, "--", "add", "Logical_Router", tr, "static_routes", id)
+	}
+	e.nbctl(args...)
+	dns := e.nbctl("--bare", "--columns=_uuid", "find", "Logical_Router_Static_Route", `ip_prefix="10.96.0.10"`)
+
+	net.AdoptLegacy = true
+	net.Services = apiAndDNS()
+	e.apply(mustLayer2(t, net, nodes))
+	wantLines(t, "service routes after the takeover", e.serviceRoutes(),
+		"10.96.0.1 203.203.0.2 dst-ip default/kubernetes",
+		"10.96.0.10 203.203.0.2 dst-ip kube-system/kube-dns",
+	)
+	if got := e.nbctl("--bare", "--columns=_uuid", "find", "Logical_Router_Static_Route", `ip_prefix="10.96.0.10"`); got != dns {
+		t.Errorf("kube-dns's route is %s, want upstream's row %s kept", got, dns)
+	}
+	if got := e.nbctl("get", "Logical_Router_Static_Route", dns, "external_ids:"+`"`+ExternalIDPiece+`"`); got != PieceTransitRouter {
+		t.Errorf("the adopted route's piece is %s", got)
 	}
 }
