@@ -48,6 +48,12 @@ func (e *env) serviceRoutes() string {
 	return strings.Join(rows, "\n")
 }
 
+// routeUUIDs are the UUIDs of the routes to prefix.
+func (e *env) routeUUIDs(prefix string) string {
+	e.t.Helper()
+	return e.nbctl("--bare", "--columns=_uuid", "find", "Logical_Router_Static_Route", "ip_prefix=\""+prefix+"\"")
+}
+
 // Every ClusterIP of every UDN-enabled service that exists is routed on the
 // transit router to the management port of its family, marked with the
 // service's key; a service that goes away loses its routes and nothing else
@@ -75,14 +81,14 @@ func TestServiceRoutesFollowTheServices(t *testing.T) {
 	}
 
 	// kube-dns deleted: its two routes go, the API's stay as they are.
-	api := e.nbctl("--bare", "--columns=_uuid", "find", "Logical_Router_Static_Route", `ip_prefix="10.96.0.1"`)
+	api := e.routeUUIDs("10.96.0.1")
 	net.Services = apiAndDNS()[:1]
 	e.apply(mustLayer2(t, net, nodes))
 	wantLines(t, "service routes after kube-dns is deleted", e.serviceRoutes(),
 		"10.96.0.1 203.203.0.2 dst-ip default/kubernetes",
 		"fd00:10:96::1 2010:100:200::2 dst-ip default/kubernetes",
 	)
-	if got := e.nbctl("--bare", "--columns=_uuid", "find", "Logical_Router_Static_Route", `ip_prefix="10.96.0.1"`); got != api {
+	if got := e.routeUUIDs("10.96.0.1"); got != api {
 		t.Errorf("the API route was replaced (%s, was %s) when another service went away", got, api)
 	}
 
@@ -130,7 +136,7 @@ func TestServiceRoutesAdoptUpstreams(t *testing.T) {
 		args = append(args, "--", "add", "Logical_Router", tr, "static_routes", id)
 	}
 	e.nbctl(args...)
-	dns := e.nbctl("--bare", "--columns=_uuid", "find", "Logical_Router_Static_Route", `ip_prefix="10.96.0.10"`)
+	dns := e.routeUUIDs("10.96.0.10")
 
 	net.AdoptLegacy = true
 	net.Services = apiAndDNS()
@@ -139,7 +145,7 @@ func TestServiceRoutesAdoptUpstreams(t *testing.T) {
 		"10.96.0.1 203.203.0.2 dst-ip default/kubernetes",
 		"10.96.0.10 203.203.0.2 dst-ip kube-system/kube-dns",
 	)
-	if got := e.nbctl("--bare", "--columns=_uuid", "find", "Logical_Router_Static_Route", `ip_prefix="10.96.0.10"`); got != dns {
+	if got := e.routeUUIDs("10.96.0.10"); got != dns {
 		t.Errorf("kube-dns's route is %s, want upstream's row %s kept", got, dns)
 	}
 	if got := e.nbctl("get", "Logical_Router_Static_Route", dns, "external_ids:"+`"`+ExternalIDPiece+`"`); got != PieceTransitRouter {
