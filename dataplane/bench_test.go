@@ -59,6 +59,11 @@ func rawInsert(b *testing.B, e *env, d *Desired) {
 		row.ExternalIDs = ids
 		for _, p := range r.Ports {
 			p.ExternalIDs = ids
+			p.GatewayChassis = nil
+			for _, g := range r.GatewayChassis[p.Name] {
+				g.ExternalIDs = ids
+				p.GatewayChassis = append(p.GatewayChassis, create(&g, &g.UUID))
+			}
 			row.Ports = append(row.Ports, create(&p, &p.UUID))
 		}
 		for _, s := range r.Routes {
