@@ -459,11 +459,12 @@ In another terminal, from %s:
   ovn-nbctl --db=%s show
   ovn-nbctl --db=%s lr-policy-list tenant.green_green_ovn_cluster_router
   ovn-nbctl --db=%s --columns=name,addresses list Address_Set
+  ovn-nbctl --db=%s --columns=ip_prefix,nexthop,external_ids find Logical_Router_Static_Route 'external_ids:"k8s.ovn.org/udn-enabled-default-service"!=""'   # the API service's ClusterIP routed to each Primary Layer2 network's management port
   ovn-trace --db=%s --summary tenant.blue_blue_transit_router 'inport == "trtos-tenant.blue_blue_ovn_layer2_switch" && eth.src == 0a:58:0a:64:00:05 && eth.dst == 0a:58:0a:64:00:01 && ip4.src == 10.100.0.5 && ip4.dst == 1.1.1.1 && ip.ttl == 64' | grep 'output to'   # a blue pod's packet to the outside leaves via a node's gateway router
 
 Ctrl-C stops everything.
 `, version, env.Config.Host, ovn.NB.Address()+" and "+ovn.SB.Address(), time.Since(started).Seconds(),
-		kubeconfig, logName, root, kubeconfig, binDir, ovn.NB.Address(), ovn.NB.Address(), ovn.NB.Address(),
+		kubeconfig, logName, root, kubeconfig, binDir, ovn.NB.Address(), ovn.NB.Address(), ovn.NB.Address(), ovn.NB.Address(),
 		ovn.SB.Address())
 
 }

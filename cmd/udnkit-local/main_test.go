@@ -140,6 +140,9 @@ func TestQuickstart(t *testing.T) {
 
 	env := commands[0]
 	greenSet := ovnk.NamesFor("tenant-green_green").SubnetsAddressSet("ip4")
+	// The apiserver's own default/kubernetes Service (envtest's service
+	// range 10.0.0.0/24) via blue's management IP (10.100.0.0/16).
+	apiRoute := regexp.MustCompile(`ip_prefix\s*: "10\.0\.0\.1"\s+nexthop\s*: "10\.100\.0\.2"\s+external_ids\s*: \{[^}]*"k8s\.ovn\.org/udn-enabled-default-service"="default/kubernetes"`)
 	for _, c := range commands[1:] {
 		out, err := exec.Command("bash", "-c", env+"; cd "+root+"; "+c).CombinedOutput()
 		// The dataplane programs OVN asynchronously: give the topology a
@@ -147,6 +150,9 @@ func TestQuickstart(t *testing.T) {
 		settled := func() bool {
 			if strings.Contains(c, "lr-policy-list") {
 				return strings.Contains(string(out), "$"+greenSet)
+			}
+			if strings.Contains(c, "udn-enabled-default-service") {
+				return apiRoute.Match(out)
 			}
 			if strings.Contains(c, "Address_Set") {
 				return strings.Contains(string(out), "10.201.0.0/16")
@@ -197,6 +203,10 @@ func TestQuickstart(t *testing.T) {
 			// OKEP-5377 after the append: one policy over the set of green's two subnets.
 			if want := "102 ip4.src == $" + greenSet + " && ip4.dst == $" + greenSet + " allow"; strings.Join(strings.Fields(string(out)), " ") != "Routing Policies "+want {
 				t.Errorf("the Layer3 cluster router's policies are not just %q", want)
+			}
+		case strings.Contains(c, "udn-enabled-default-service"):
+			if !apiRoute.Match(out) {
+				t.Errorf("blue's transit router does not route the API service's ClusterIP to its management port")
 			}
 		case strings.Contains(c, "Address_Set"):
 			if !regexp.MustCompile(`name\s*: "?` + greenSet + `"?\s+addresses\s*: \["10.200.0.0/16", "10.201.0.0/16"\]`).MatchString(string(out)) {
