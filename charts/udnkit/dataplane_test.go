@@ -58,6 +58,9 @@ func TestRenderDataplaneDaemonSet(t *testing.T) {
 	dsArgs, _, _ := unstructured.NestedStringSlice(c, "args")
 	for _, want := range []string{"--controllers=dataplane", "--zone=$(NODE_NAME)", "--leader-elect=false",
 		"--ovn-nb-address=unix:/var/run/ovn/ovnnb_db.sock", "--ovn-sb-address=unix:/var/run/ovn/ovnsb_db.sock", "--ovn-connect-timeout=5m",
+		// The cluster's facts the dataplane reads: the management SNAT's
+		// masquerade IPs, the multi-VTEP transit subnets, the services.
+		"--masquerade-subnets=169.254.0.0/17,fd69::/112", "--transit-subnets=100.88.0.0/16,fd97::/64",
 		"--udn-allowed-default-services=default/kubernetes,kube-system/kube-dns"} {
 		if !slices.Contains(dsArgs, want) {
 			t.Errorf("DaemonSet args lack %s: %v", want, dsArgs)

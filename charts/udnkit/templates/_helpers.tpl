@@ -80,12 +80,28 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if eq .Values.dataplane.mode "daemonset" }}{{ without $all "dataplane" | toJson }}{{ else }}{{ $all | toJson }}{{ end }}
 {{- end }}
 
+{{- /* The cluster's facts (ovnk.ClusterConfig's flags), alike for the
+manager and the dataplane DaemonSet: the dataplane reads the masquerade and
+transit subnets and the UDN-enabled services among them. */ -}}
+{{- define "udnkit.clusterArgs" -}}
+- --cluster-subnets={{ join "," .Values.network.clusterSubnets }}
+- --service-cidrs={{ join "," .Values.network.serviceCIDRs }}
+- --join-subnets={{ join "," .Values.network.joinSubnets }}
+- --masquerade-subnets={{ join "," .Values.network.masqueradeSubnets }}
+- --transit-subnets={{ join "," .Values.network.transitSubnets }}
+{{- with .Values.network.nodeSubnets }}
+- --node-subnets={{ join "," . }}
+{{- end }}
+- --udn-join-subnets={{ join "," .Values.network.udnJoinSubnets }}
+- --udn-allowed-default-services={{ join "," .Values.network.udnAllowedDefaultServices }}
+- --preconfigured-udn-addresses-enable={{ .Values.features.preconfiguredUDNAddresses }}
+{{- end }}
+
 {{- /* The dataplane's OVN arguments (both run modes). */ -}}
 {{- define "udnkit.ovnArgs" -}}
 - --ovn-nb-address={{ required "ovn.nbAddress is required when the dataplane controller runs" .Values.ovn.nbAddress }}
 - --ovn-sb-address={{ required "ovn.sbAddress is required when the dataplane controller runs" .Values.ovn.sbAddress }}
 - --ovn-connect-timeout={{ .Values.ovn.connectTimeout }}
-- --udn-allowed-default-services={{ join "," .Values.network.udnAllowedDefaultServices }}
 {{- if .Values.ovn.tls.secretName }}
 - --ovn-client-cert=/etc/udnkit/ovn-tls/tls.crt
 - --ovn-client-key=/etc/udnkit/ovn-tls/tls.key
