@@ -82,7 +82,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{- /* The cluster's facts (ovnk.ClusterConfig's flags), alike for the
 manager and the dataplane DaemonSet: the dataplane reads the masquerade and
-transit subnets and the UDN-enabled services among them. */ -}}
+transit subnets, the UDN-enabled services and the MTU among them. */ -}}
 {{- define "udnkit.clusterArgs" -}}
 - --cluster-subnets={{ join "," .Values.network.clusterSubnets }}
 - --service-cidrs={{ join "," .Values.network.serviceCIDRs }}
@@ -94,6 +94,7 @@ transit subnets and the UDN-enabled services among them. */ -}}
 {{- end }}
 - --udn-join-subnets={{ join "," .Values.network.udnJoinSubnets }}
 - --udn-allowed-default-services={{ join "," .Values.network.udnAllowedDefaultServices }}
+- --mtu={{ int .Values.network.mtu }}
 - --preconfigured-udn-addresses-enable={{ .Values.features.preconfiguredUDNAddresses }}
 {{- end }}
 
