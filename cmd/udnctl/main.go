@@ -3,7 +3,7 @@
 //
 //	udnctl validate -f FILE [--old OLDFILE]
 //	udnctl render -f FILE [--namespaces a,b]
-//	udnctl plan -f FILE [--nodes N]
+//	udnctl plan -f FILE [--nodes N] [--service NS/NAME=CLUSTERIP[,CLUSTERIP] ...]
 //
 // validate judges every object in FILE exactly as a kube-apiserver with
 // udnkit's CRDs would (schema, CEL rules, strict unknown-field checks), then
@@ -39,14 +39,15 @@ const usage = `udnctl validates k8s.ovn.org manifests offline.
 Usage:
   udnctl validate -f FILE [--old OLDFILE] [--cluster-subnets=...] [--service-cidrs=...] ...
   udnctl render -f FILE [--namespaces a,b] [--preconfigured-udn-addresses-enable]
-  udnctl plan -f FILE [--nodes N]
+  udnctl plan -f FILE [--nodes N] [--service NS/NAME=CLUSTERIP[,CLUSTERIP] ...]
 
 Commands:
   validate   judge every object of FILE as the apiserver would, plus the
              admission webhook's checks that need no cluster; with --old, as
              updates of the objects of the same kind, namespace and name
   render     print the NetworkAttachmentDefinitions the reconcilers would write
-  plan       print the OVN Northbound rows the dataplane would program on N nodes
+  plan       print the OVN Northbound rows the dataplane would program on N nodes,
+             with routes to the UDN-enabled services given by --service
 `
 
 func main() {

@@ -146,6 +146,9 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	file := fs.String("f", "", "manifest with UserDefinedNetworks and ClusterUserDefinedNetworks")
 	nodes := fs.Int("nodes", 3, "number of nodes (node-1 ... node-N, node IDs from 2, all in this OVN zone)")
+	var services serviceFlag
+	fs.Var(&services, flagService, "a UDN-enabled service as it exists in the cluster, NS/NAME=CLUSTERIP[,CLUSTERIP] (repeatable): "+
+		"Primary Layer2 networks route its ClusterIPs to their management port; a service of --"+ovnk.FlagUDNAllowedDefaultServices+" not given is planned as absent")
 	cfg := ovnk.DefaultClusterConfig()
 	cfg.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -153,6 +156,11 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *file == "" || *nodes < 1 || *nodes > ovnk.MaxNodeID-ovnk.FirstNodeID {
 		fmt.Fprintln(stderr, "udnctl plan: -f FILE and --nodes N (1 or more) are required")
+		return 2
+	}
+	enabled, absent, err := services.enabled(cfg.UDNAllowedDefaultServices, fs.Lookup(ovnk.FlagUDNAllowedDefaultServices).Value.String())
+	if err != nil {
+		fmt.Fprintf(stderr, "udnctl plan: %v\n", err)
 		return 2
 	}
 	nets, code := loadNetworks(ctx, *file, []string{"NAMESPACE"}, stderr)
@@ -177,6 +185,7 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// Network IDs and tunnel keys as a fresh cluster would allocate them,
 	// network by network (OKEP-5094 option 3: the switch keeps the legacy key).
 	nextID, nextKey := 1, ovnk.FirstAllocatedTunnelKey
+	notedAbsent := false
 	for _, n := range nets {
 		var desired *dataplane.Desired
 		switch {
@@ -198,6 +207,7 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			net, _, err := dataplanecontroller.Layer2NetworkFromNAD(nad)
 			if err == nil {
 				net.GatewayMTU = int(cfg.MTU)
+				net.Services = enabled
 				desired, err = dataplane.Layer2Topology(net, l2Nodes)
 			}
 			if err != nil {
@@ -217,6 +227,10 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "# %s (network %s): udnkit programs no OVN rows for %s %s networks\n",
 				identity(n.obj), n.name, n.spec.Role(), n.spec.Topology)
 			continue
+		}
+		if n.isPrimL2 && len(absent) > 0 && !notedAbsent {
+			notedAbsent = true
+			fmt.Fprintf(stdout, "# UDN-enabled services without --%s, planned as absent (no routes): %s\n", flagService, strings.Join(absent, ","))
 		}
 		fmt.Fprintf(stdout, "# %s\n", identity(n.obj))
 		desired.Describe(stdout)

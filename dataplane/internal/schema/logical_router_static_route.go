@@ -43,7 +43,7 @@ var _ = planned(LogicalRouterStaticRoute, Table{
 		if rt.OutputPort != nil {
 			out += " output_port=" + *rt.OutputPort
 		}
-		return out
+		return out + kv(" external_ids", rt.ExternalIDs)
 	},
 	Monitor: func() client.MonitorOption { return client.WithTable(&nbdb.LogicalRouterStaticRoute{}) },
 	Group: func(m model.Model) GroupRow {
