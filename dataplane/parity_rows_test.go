@@ -51,9 +51,15 @@ func addParityCase(c parityCase) bool { parityCases = append(parityCases, c); re
 // a parity entry must read upstream's value, a udnkit-only entry must name a
 // row (and column) the plan has, a differs entry must read udnkit's value.
 func TestRowsMatchUpstream(t *testing.T) {
+	same, only, diff := map[parity]bool{}, map[udnkitOnly]bool{}, map[differs]bool{}
+	defer func() {
+		t.Logf("%d plans: %d values as upstream writes them, %d udnkit-only rows or columns, %d known differences",
+			len(parityCases), len(same), len(only), len(diff))
+	}()
 	for _, c := range parityCases {
 		d := c.plan(t)
 		for _, p := range c.same {
+			same[p] = true
 			got, err := cell(d, p.table, p.row, p.column)
 			if err != nil {
 				t.Errorf("%s: %s %s %s: %v (upstream: %s)", c.name, p.table, p.row, p.column, err, p.upstream)
@@ -62,6 +68,7 @@ func TestRowsMatchUpstream(t *testing.T) {
 			}
 		}
 		for _, o := range c.only {
+			only[o] = true
 			if rowByKey(d, o.table, o.row) == nil {
 				t.Errorf("%s: udnkit-only %s %s: no such row in the plan", c.name, o.table, o.row)
 				continue
@@ -73,6 +80,7 @@ func TestRowsMatchUpstream(t *testing.T) {
 			}
 		}
 		for _, x := range c.differs {
+			diff[x] = true
 			got, err := cell(d, x.table, x.row, x.column)
 			if err != nil {
 				t.Errorf("%s: %s %s %s: %v", c.name, x.table, x.row, x.column, err)
