@@ -128,6 +128,20 @@ func (c ClusterConfig) Validate() error {
 	return nil
 }
 
+// IPModes are the cluster's IP families, as upstream's config.IPv4Mode and
+// IPv6Mode: those of the cluster subnets (upstream refuses service CIDRs of
+// other families), or of the service CIDRs when no cluster subnet is set.
+func (c ClusterConfig) IPModes() (v4, v6 bool) {
+	subnets := c.ClusterSubnets
+	if len(subnets) == 0 {
+		subnets = c.ServiceCIDRs
+	}
+	for _, p := range subnets {
+		v4, v6 = v4 || p.Addr().Is4(), v6 || p.Addr().Is6()
+	}
+	return v4, v6
+}
+
 // prefixList is a flag.Value of comma-separated CIDRs, stored masked.
 type prefixList []netip.Prefix
 

@@ -93,3 +93,26 @@ func TestUDNAllowedDefaultServicesFlag(t *testing.T) {
 		}
 	}
 }
+
+// The cluster's IP families are its cluster subnets' (upstream's
+// config.IPv4Mode and IPv6Mode), its service CIDRs' when it names no
+// cluster subnet.
+func TestClusterConfigIPModes(t *testing.T) {
+	p := func(cidrs ...string) []netip.Prefix { return mustPrefixes(cidrs...) }
+	for _, tc := range []struct {
+		name             string
+		cluster, service []netip.Prefix
+		v4, v6           bool
+	}{
+		{"default", DefaultClusterConfig().ClusterSubnets, DefaultClusterConfig().ServiceCIDRs, true, false},
+		{"dual-stack", p("10.244.0.0/16", "fd00:10:244::/48"), p("10.96.0.0/16"), true, true},
+		{"IPv6", p("fd00:10:244::/48"), p("10.96.0.0/16"), false, true},
+		{"services only", nil, p("10.96.0.0/16", "fd00:10:96::/112"), true, true},
+		{"nothing", nil, nil, false, false},
+	} {
+		v4, v6 := ClusterConfig{ClusterSubnets: tc.cluster, ServiceCIDRs: tc.service}.IPModes()
+		if v4 != tc.v4 || v6 != tc.v6 {
+			t.Errorf("%s: IPModes = %v, %v, want %v, %v", tc.name, v4, v6, tc.v4, tc.v6)
+		}
+	}
+}
