@@ -31,8 +31,19 @@ type Layer2Network struct {
 	Name string
 	// Subnets are the network's subnets, at most one per family.
 	Subnets []netip.Prefix
-	// JoinSubnets are the join subnets (one per family of Subnets).
+	// JoinSubnets are the join subnets, one per join family (see
+	// ClusterIPv4).
 	JoinSubnets []netip.Prefix
+	// ClusterIPv4 and ClusterIPv6 are the cluster's IP families (upstream's
+	// config.IPv4Mode and IPv6Mode). Every gateway router gets a join IP of
+	// each family the cluster or the network has, as upstream's
+	// GetGWRouterIPs gives one per cluster family whatever the network's: a
+	// single-stack network on a dual-stack cluster has dual-stack join IPs
+	// (the rtotr- networks, lb_force_snat_ip, an old-topology node's remote
+	// port and routes, the upgrade port's dummy join IPs and the trtos-
+	// port's masquerade networks during an upgrade), while its transit
+	// addresses and the routes through them keep the network's families.
+	ClusterIPv4, ClusterIPv6 bool
 	// TransitSubnets default to 100.88.0.0/16 and fd97::/64.
 	TransitSubnets []netip.Prefix
 	// DefaultGatewayIPs and InfrastructureSubnets (the NetConf's, present with
@@ -55,7 +66,9 @@ type Layer2Network struct {
 	// trtos- port and the gateway routers' rtotr- ports, as upstream's
 	// syncNodeClusterRouterPort and createGWRouterPort set it (0: unset).
 	GatewayMTU int
-	// MasqueradeIPs are the management-port SNAT external IPs, one per family (optional).
+	// MasqueradeIPs are the management port's masquerade IPs, one per join
+	// family (optional): the external IPs of its SNAT, one per family of
+	// Subnets, and the trtos- port's networks during an upgrade.
 	MasqueradeIPs []netip.Addr
 	// MasqueradeBits is the masquerade subnets' prefix length per family
 	// (4, 6): while a node runs the old topology the trtos- port also holds
@@ -311,7 +324,10 @@ func (b *layer2Build) transitPort(n l2node) {
 	}
 	b.tr.Ports = append(b.tr.Ports, port)
 	for _, j := range n.joinIPs {
-		gr, _ := ovnk.FamilyOf(n.grSide, j.Addr().Is6())
+		gr, ok := ovnk.FamilyOf(n.grSide, j.Addr().Is6())
+		if !ok {
+			continue // a join IP of a cluster family the network does not have: no transit route
+		}
 		if n.Local {
 			b.tr.Routes = append(b.tr.Routes, staticRoute(j.Addr().String(), gr.Addr().String(), "", nil))
 		} else {
@@ -365,7 +381,10 @@ func (b *layer2Build) policiesAndSNAT([]Layer2Node) error {
 	})
 	mgmtMAC := ovnk.MACFromIP(b.net.managementIP(b.net.Subnets[0].Addr().Is6()))
 	for _, masq := range b.net.MasqueradeIPs {
-		s, _ := ovnk.FamilyOf(b.net.Subnets, masq.Is6())
+		s, ok := ovnk.FamilyOf(b.net.Subnets, masq.Is6())
+		if !ok {
+			continue // a cluster family the network does not have: no pods to SNAT
+		}
 		tr.NATs = append(tr.NATs, nbdb.NAT{
 			Type: nbdb.NATTypeSNAT, LogicalIP: s.String(), ExternalIP: masq.String(),
 			LogicalPort: ptr(b.names.RouterToSwitch()), Options: map[string]string{"stateless": "false"},
@@ -391,7 +410,8 @@ func (b *layer2Build) upgradePair([]Layer2Node) error {
 	}
 	b.tr.Ports[0].Networks = append(b.tr.Ports[0].Networks, net.masqueradeNetworks()...)
 	var dummies []netip.Prefix
-	for _, j := range net.JoinSubnets {
+	for _, v6 := range net.JoinFamilies() {
+		j, _ := ovnk.FamilyOf(net.JoinSubnets, v6)
 		last := ovnk.LastAddr(j)
 		dummies = append(dummies, netip.PrefixFrom(last.Prev(), j.Bits()))
 	}
@@ -571,6 +591,11 @@ func (net Layer2Network) validate() error {
 			return fmt.Errorf("network.joinSubnets: no join subnet for the %s family of subnet %s", ipFamily(s.Addr()), s)
 		}
 	}
+	for _, v6 := range net.JoinFamilies() {
+		if _, ok := ovnk.FamilyOf(net.JoinSubnets, v6); !ok {
+			return fmt.Errorf("network.joinSubnets: no join subnet for the cluster's %s family (every gateway router has a join IP of each cluster family)", familyOf(v6))
+		}
+	}
 	if net.SwitchTunnelKey <= 0 || net.TransitRouterTunnelKey <= 0 {
 		return fmt.Errorf("network.tunnelKeys: the switch and transit router tunnel keys must be positive, got %d and %d",
 			net.SwitchTunnelKey, net.TransitRouterTunnelKey)
@@ -585,8 +610,8 @@ func (net Layer2Network) validate() error {
 		return err
 	}
 	for i, m := range net.MasqueradeIPs {
-		if _, ok := ovnk.FamilyOf(net.Subnets, m.Is6()); !ok {
-			return fmt.Errorf("network.masqueradeIPs[%d]: %s has no subnet of its family", i, m)
+		if !slices.Contains(net.JoinFamilies(), m.Is6()) {
+			return fmt.Errorf("network.masqueradeIPs[%d]: %s is of a family neither the network's subnets nor the cluster have", i, m)
 		}
 	}
 	return nil
@@ -648,8 +673,7 @@ func (net Layer2Network) resolve(names ovnk.Layer2Names, transits []netip.Prefix
 		return l2node{}, fmt.Errorf("chassis: must name the node's OVN chassis (its %s)", ovnk.AnnotationNodeChassisID)
 	}
 	ln.upgraded = n.TopologyVersion == ovnk.Layer2TopologyVersionTransitRouter
-	for _, s := range sortedFamilies(net.Subnets) {
-		v6 := s.Addr().Is6()
+	for _, v6 := range net.JoinFamilies() {
 		join, _ := ovnk.FamilyOf(net.JoinSubnets, v6)
 		j, ok := ovnk.FamilyOf(n.JoinIPs, v6)
 		if !ok {
@@ -662,6 +686,9 @@ func (net Layer2Network) resolve(names ovnk.Layer2Names, transits []netip.Prefix
 			return l2node{}, fmt.Errorf("joinIPs: %s is outside join subnet %s", j, join)
 		}
 		ln.joinIPs = append(ln.joinIPs, j)
+	}
+	for _, s := range sortedFamilies(net.Subnets) {
+		v6 := s.Addr().Is6()
 		peer, ok := ovnk.FamilyOf(n.TransitPeerSubnets, v6)
 		if !ok {
 			transit, found := ovnk.FamilyOf(transits, v6)
@@ -684,6 +711,23 @@ func (net Layer2Network) resolve(names ovnk.Layer2Names, transits []netip.Prefix
 		return l2node{}, fmt.Errorf("legacyTunnelKey: a node on the old topology needs its tunnel ID for the network (%s)", ovnk.AnnotationLayer2GRLRPTunnelIDs)
 	}
 	return ln, nil
+}
+
+// JoinFamilies are the families of the gateway routers' join IPs, IPv4
+// first (true: IPv6): the cluster's and the network's.
+func (net Layer2Network) JoinFamilies() []bool {
+	var v4, v6 bool
+	for _, s := range net.Subnets {
+		v4, v6 = v4 || s.Addr().Is4(), v6 || s.Addr().Is6()
+	}
+	var out []bool
+	if v4 || net.ClusterIPv4 {
+		out = append(out, false)
+	}
+	if v6 || net.ClusterIPv6 {
+		out = append(out, true)
+	}
+	return out
 }
 
 // sortedFamilies returns the prefixes IPv4 first.

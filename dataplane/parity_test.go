@@ -27,7 +27,12 @@ type parity struct {
 // upgrade leaves node2 on the old topology.
 func parityPlan(t *testing.T, upgrade bool) *Desired {
 	t.Helper()
-	net := Layer2Network{
+	return mustLayer2(t, parityNetwork(), parityNodes(upgrade))
+}
+
+// parityNetwork is parityPlan's network.
+func parityNetwork() Layer2Network {
+	return Layer2Network{
 		Name:                   "tenant_blue",
 		Subnets:                []netip.Prefix{pfx("10.100.0.0/16"), pfx("fd00:100::/64")},
 		JoinSubnets:            []netip.Prefix{pfx("100.65.0.0/16"), pfx("fd99::/64")},
@@ -42,6 +47,11 @@ func parityPlan(t *testing.T, upgrade bool) *Desired {
 			{Key: "kube-system/kube-dns", ClusterIPs: []netip.Addr{addr("10.96.0.10"), addr("fd96::a")}},
 		},
 	}
+}
+
+// parityNodes are parityPlan's nodes; upgrade leaves node2 on the old
+// topology.
+func parityNodes(upgrade bool) []Layer2Node {
 	nodes := []Layer2Node{
 		{Name: "node1", ID: 2, Chassis: chassisOf("node1"), Local: true, TopologyVersion: "2.0", LegacyTunnelKey: 4,
 			NodeIPs: []netip.Addr{addr("172.18.0.2"), addr("fc00:f853::2")}},
@@ -51,7 +61,7 @@ func parityPlan(t *testing.T, upgrade bool) *Desired {
 	if upgrade {
 		nodes[1].TopologyVersion = ""
 	}
-	return mustLayer2(t, net, nodes)
+	return nodes
 }
 
 const (

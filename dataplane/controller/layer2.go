@@ -29,9 +29,6 @@ import (
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
 )
 
-// Default join subnets of a Layer2 network that does not set joinSubnets.
-var defaultJoinSubnets = []netip.Prefix{netip.MustParsePrefix("100.65.0.0/16"), netip.MustParsePrefix("fd99::/64")}
-
 // Layer2Reconciler programs the transit-router topology of every primary
 // Layer2 network. Requests are NetworkAttachmentDefinitions; Node changes
 // requeue every udnkit NAD.
@@ -49,7 +46,8 @@ type Layer2Reconciler struct {
 	DrainPoll time.Duration
 	// Cluster gives the UDN-enabled services (their ClusterIPs are routed
 	// to the management port), the masquerade subnets (the management-port
-	// SNAT's external IPs) and the MTU.
+	// SNAT's external IPs), the MTU and the IP families (every gateway
+	// router has a join IP of each, as upstream's GetGWRouterIPs gives).
 	Cluster ovnk.ClusterConfig
 	// Services holds the UDN-enabled services and only them
 	// (NewServiceCache); their changes requeue every network. nil: they are
@@ -172,16 +170,18 @@ func (r *Layer2Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 }
 
 // clusterFacts adds what comes from the cluster configuration and the
-// network ID: the MTU and the management port's masquerade IPs, one per
-// family of the network's subnets.
+// network ID: the MTU, the cluster's IP families with a join subnet for
+// each, and the management port's masquerade IPs, one per join family (as
+// upstream's GetUDNMgmtPortMasqueradeIPs gives one per cluster family).
 func (r *Layer2Reconciler) clusterFacts(nad *nadv1.NetworkAttachmentDefinition, net *dataplane.Layer2Network) error {
 	ids, err := ovnk.DecodeNetworkIDs(nad.Annotations)
 	if err != nil {
 		return fmt.Errorf("NAD %s/%s: %w", nad.Namespace, nad.Name, err)
 	}
 	net.GatewayMTU = int(r.Cluster.MTU)
-	for _, s := range net.Subnets {
-		v6 := s.Addr().Is6()
+	net.ClusterIPv4, net.ClusterIPv6 = r.Cluster.IPModes()
+	addDefaultJoinSubnets(net)
+	for _, v6 := range net.JoinFamilies() {
 		if masq, ok := ovnk.FamilyOf(r.Cluster.MasqueradeSubnets, v6); ok && ids.HasID && ids.ID > 0 {
 			_, mgmt, err := ovnk.UDNMasqueradeIPs(masq, ids.ID)
 			if err != nil {
@@ -389,16 +389,7 @@ func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net dataplane
 	if net.JoinSubnets, err = ovnk.ParsePrefixes(conf.JoinSubnet); err != nil {
 		return net, false, bad("joinSubnet", err)
 	}
-	// A family of the subnets without a join subnet gets the default one
-	// (the spec may give joinSubnets for one family of a dual-stack network;
-	// found by FuzzAdmittedSpecToRows).
-	for _, j := range defaultJoinSubnets {
-		_, hasJoin := ovnk.FamilyOf(net.JoinSubnets, j.Addr().Is6())
-		_, hasSubnet := ovnk.FamilyOf(net.Subnets, j.Addr().Is6())
-		if hasSubnet && !hasJoin {
-			net.JoinSubnets = append(net.JoinSubnets, j)
-		}
-	}
+	addDefaultJoinSubnets(&net)
 	if net.TransitSubnets, err = ovnk.ParsePrefixes(conf.TransitSubnet); err != nil {
 		return net, false, bad("transitSubnet", err)
 	}
@@ -409,6 +400,23 @@ func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net dataplane
 		return net, false, bad("infrastructureSubnets", err)
 	}
 	return net, true, nil
+}
+
+// addDefaultJoinSubnets gives each join family without a join subnet
+// upstream's default one, as its parseJoinSubnet fills the family a spec
+// leaves out (a spec may give joinSubnets for one family only; found by
+// FuzzAdmittedSpecToRows).
+func addDefaultJoinSubnets(net *dataplane.Layer2Network) {
+	for _, v6 := range net.JoinFamilies() {
+		if _, ok := ovnk.FamilyOf(net.JoinSubnets, v6); ok {
+			continue
+		}
+		join := ovnk.DefaultUDNJoinSubnetV4
+		if v6 {
+			join = ovnk.DefaultUDNJoinSubnetV6
+		}
+		net.JoinSubnets = append(net.JoinSubnets, join)
+	}
 }
 
 // Layer2NodeFromNode reads a node's k8s.ovn.org/node-id,
