@@ -98,8 +98,12 @@ transit subnets, the UDN-enabled services and the MTU among them. */ -}}
 - --preconfigured-udn-addresses-enable={{ .Values.features.preconfiguredUDNAddresses }}
 {{- end }}
 
-{{- /* The dataplane's OVN arguments (both run modes). */ -}}
-{{- define "udnkit.ovnArgs" -}}
+{{- /* The dataplane's own arguments, for whichever component runs it (the
+Deployment or the DaemonSet): its OVN databases and dataplane.* options. */ -}}
+{{- define "udnkit.dataplaneArgs" -}}
+- --adopt-legacy-layer2={{ .Values.dataplane.adoptLegacyLayer2 }}
+- --layer3-subnet-policies={{ .Values.dataplane.layer3SubnetPolicies }}
+- --dataplane-workers={{ int .Values.dataplane.workers }}
 - --ovn-nb-address={{ required "ovn.nbAddress is required when the dataplane controller runs" .Values.ovn.nbAddress }}
 - --ovn-sb-address={{ required "ovn.sbAddress is required when the dataplane controller runs" .Values.ovn.sbAddress }}
 - --ovn-connect-timeout={{ .Values.ovn.connectTimeout }}
