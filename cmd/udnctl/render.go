@@ -201,12 +201,14 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				return 1
 			}
 			keys, _ := json.Marshal([]int{legacy, nextKey})
-			nextID, nextKey = nextID+1, nextKey+1
 			nad := nads[0]
-			nad.Annotations = map[string]string{ovnk.AnnotationTunnelKeys: string(keys)}
+			nad.Annotations = map[string]string{ovnk.AnnotationTunnelKeys: string(keys), ovnk.AnnotationNetworkID: strconv.Itoa(nextID)}
+			nextID, nextKey = nextID+1, nextKey+1
 			net, _, err := dataplanecontroller.Layer2NetworkFromNAD(nad)
 			if err == nil {
-				net.GatewayMTU = int(cfg.MTU)
+				err = dataplanecontroller.ClusterFacts(cfg, nad, &net)
+			}
+			if err == nil {
 				net.Services = enabled
 				desired, err = dataplane.Layer2Topology(net, l2Nodes)
 			}

@@ -169,20 +169,27 @@ func (r *Layer2Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	return result, r.sweeps.sweep(ctx, req.NamespacedName, network, deleted(nad), r.collect)
 }
 
-// clusterFacts adds what comes from the cluster configuration and the
-// network ID: the MTU, the cluster's IP families with a join subnet for
-// each, and the management port's masquerade IPs, one per join family (as
-// upstream's GetUDNMgmtPortMasqueradeIPs gives one per cluster family).
+// clusterFacts adds the cluster's facts to a network read from its NAD.
 func (r *Layer2Reconciler) clusterFacts(nad *nadv1.NetworkAttachmentDefinition, net *dataplane.Layer2Network) error {
+	return ClusterFacts(r.Cluster, nad, net)
+}
+
+// ClusterFacts adds to net (read from nad by Layer2NetworkFromNAD) what
+// comes from the cluster configuration and the NAD's network ID: the MTU,
+// the cluster's IP families with a join subnet for each, and the management
+// port's masquerade IPs, one per join family (as upstream's
+// GetUDNMgmtPortMasqueradeIPs gives one per cluster family). The dataplane
+// and udnctl plan both call it, so a plan shows the rows the dataplane writes.
+func ClusterFacts(cluster ovnk.ClusterConfig, nad *nadv1.NetworkAttachmentDefinition, net *dataplane.Layer2Network) error {
 	ids, err := ovnk.DecodeNetworkIDs(nad.Annotations)
 	if err != nil {
 		return fmt.Errorf("NAD %s/%s: %w", nad.Namespace, nad.Name, err)
 	}
-	net.GatewayMTU = int(r.Cluster.MTU)
-	net.ClusterIPv4, net.ClusterIPv6 = r.Cluster.IPModes()
+	net.GatewayMTU = int(cluster.MTU)
+	net.ClusterIPv4, net.ClusterIPv6 = cluster.IPModes()
 	addDefaultJoinSubnets(net)
 	for _, v6 := range net.JoinFamilies() {
-		if masq, ok := ovnk.FamilyOf(r.Cluster.MasqueradeSubnets, v6); ok && ids.HasID && ids.ID > 0 {
+		if masq, ok := ovnk.FamilyOf(cluster.MasqueradeSubnets, v6); ok && ids.HasID && ids.ID > 0 {
 			_, mgmt, err := ovnk.UDNMasqueradeIPs(masq, ids.ID)
 			if err != nil {
 				return fmt.Errorf("--%s %s: %w", ovnk.FlagMasqueradeSubnets, masq, err)
