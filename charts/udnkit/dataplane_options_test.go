@@ -233,7 +233,8 @@ func TestDataplaneOptionsOnlyWhereTheDataplaneRuns(t *testing.T) {
 }
 
 // dataplane.extraArgs reach the DaemonSet's container after the chart's own
-// arguments, and only it: top-level extraArgs stay the Deployment's.
+// arguments, and only it: top-level extraArgs stay the Deployment's. Each
+// reaches its container as given.
 func TestRenderDataplaneExtraArgs(t *testing.T) {
 	dsArgs, deployArgs := runningDataplane(t, "daemonset", withMode("daemonset",
 		map[string]any{"extraArgs": []any{"--kube-api-qps=20", "--zap-log-level=debug"}},
@@ -247,11 +248,15 @@ func TestRenderDataplaneExtraArgs(t *testing.T) {
 	if !slices.Contains(deployArgs, "--kube-api-qps=50") || slices.Contains(deployArgs, "--kube-api-qps=20") || slices.Contains(deployArgs, "--zap-log-level=debug") {
 		t.Errorf("Deployment args %v: want top-level extraArgs only", deployArgs)
 	}
-	// An argument that YAML would read as something else stays one string.
-	dsArgs, _ = runningDataplane(t, "daemonset", withMode("daemonset",
-		map[string]any{"extraArgs": []any{"--zap-log-level=debug: x # y"}}, map[string]any{"ovn": daemonSetValues["ovn"]}))
-	if len(dsArgs) == 0 || dsArgs[len(dsArgs)-1] != "--zap-log-level=debug: x # y" {
-		t.Errorf("DaemonSet args %q, want them to end with the argument as given", dsArgs)
+	// An argument that YAML would read as something else stays one string,
+	// in either extraArgs.
+	const odd = "--zap-log-level=debug: x # y"
+	dsArgs, deployArgs = runningDataplane(t, "daemonset", withMode("daemonset",
+		map[string]any{"extraArgs": []any{odd}}, map[string]any{"ovn": daemonSetValues["ovn"], "extraArgs": []any{odd}}))
+	for kind, args := range map[string][]string{"DaemonSet": dsArgs, "Deployment": deployArgs} {
+		if len(args) == 0 || args[len(args)-1] != odd {
+			t.Errorf("%s args %q, want them to end with %q", kind, args, odd)
+		}
 	}
 }
 
