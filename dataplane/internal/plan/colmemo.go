@@ -192,8 +192,8 @@ func rememberedChildren[T any, PT interface {
 		if ex != nil && ex.epoch == epoch || ex == nil && created[k] {
 			return nil, nil, duplicateRows(sp.Table, k)
 		}
-		stamped := p.stamp(sp.IDs(d))
 		if ex == nil {
+			p.stamp(sp.IDs(d))
 			u, err := createChild[T, PT](p, sp, d, k, &created, kids)
 			if err != nil {
 				return nil, nil, err
@@ -208,6 +208,9 @@ func rememberedChildren[T any, PT interface {
 		if err := kids.plan(d, ex.uuid); err != nil {
 			return nil, nil, err
 		}
+		// The fingerprint reads the external_ids as the stamp makes them
+		// (schema.Fingerprint): a row that matches is neither stamped nor
+		// compared.
 		want := sp.Fields(d, p.want[:0])
 		fp, ok := schema.Fingerprint(want, shared, p.memo.idsFP)
 		if ok && fp == ex.FP {
@@ -219,6 +222,7 @@ func rememberedChildren[T any, PT interface {
 			// plan reads the column afresh.
 			return nil, nil, errMemoBehind
 		}
+		stamped := p.stamp(sp.IDs(d))
 		same, err := updateChild(p, sp, d, ex.M.(PT), stamped, ex.ownerIDs)
 		if err != nil {
 			return nil, nil, err

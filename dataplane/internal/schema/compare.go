@@ -8,15 +8,16 @@ import (
 )
 
 // Two functions decide whether a desired row equals its cached row, and
-// they must agree: SameFields compares the managed columns, Fingerprint
-// hashes them the way SameFields compares (sets and maps unordered, an
-// empty map as a missing one, an unset optional value apart from every set
-// one). The planner takes a desired row whose fingerprint matches the one
-// last found equal as equal without comparing it (plan's column memo), so
-// a column type one of them treats differently from the other makes the
-// plan skip a real difference or redo an equal row forever. A column type
-// added to one is added to the other; compare_test.go checks them against
-// each other.
+// they must agree: SameFields compares the managed columns of stamped rows
+// (package plan sets the owner's external_ids on a desired row before it
+// compares it), Fingerprint hashes them the way SameFields compares (sets
+// and maps unordered, an empty map as a missing one, an unset optional
+// value apart from every set one). The planner takes a desired row whose
+// fingerprint matches the one last found equal as equal without comparing
+// it (plan's column memo), so a column type one of them treats differently
+// from the other makes the plan skip a real difference or redo an equal
+// row forever. A column type added to one is added to the other;
+// compare_test.go checks them against each other.
 
 // SameFields compares managed columns the way OVSDB stores them: sets are
 // unordered, an empty map equals a missing one, optional values compare by value.
@@ -101,19 +102,23 @@ func SameMap(a, b map[string]string) bool {
 // fpSeed seeds the fingerprints (one process's memos compare them).
 var fpSeed = maphash.MakeSeed()
 
-// Fingerprint hashes a row's managed columns the way SameFields compares
-// them: sets and maps unordered, an empty map as a missing one, an unset
-// optional value apart from every set one. ok is false for a column type it
-// does not know (the row is then always compared). Two rows with equal
-// fingerprints are taken as equal: with 64 bits, a wrong match has a
-// probability of 2⁻⁶⁴ per comparison.
-func Fingerprint(fields []any, shared map[string]string, sharedFP uint64) (fp uint64, ok bool) {
+// Fingerprint hashes a row's managed columns (fields, external_ids first,
+// as Spec.Fields gives them) the way SameFields compares them once the
+// planner has stamped the owner's external_ids on the row (owner's entries
+// set on its external_ids): sets and maps unordered, an empty map as a
+// missing one, an unset optional value apart from every set one. A row
+// hashes alike stamped or not, so a plan recognises an unchanged desired
+// row without stamping it. ownerFP is MapFP(owner). ok is false for a
+// column type it does not know (the row is then always compared). Two rows
+// with equal fingerprints are taken as equal: with 64 bits, a wrong match
+// has a probability of 2⁻⁶⁴ per comparison.
+func Fingerprint(fields []any, owner map[string]string, ownerFP uint64) (fp uint64, ok bool) {
 	mix := func(tag, v uint64) { fp = maphash.Comparable(fpSeed, [3]uint64{fp, tag, v}) }
-	for _, f := range fields {
+	for i, f := range fields {
 		switch x := f.(type) {
 		case *map[string]string:
-			if len(*x) > 0 && SameMap(*x, shared) {
-				mix(1, sharedFP)
+			if i == 0 {
+				mix(1, stampedFP(*x, owner, ownerFP))
 				continue
 			}
 			mix(1, MapFP(*x))
@@ -140,11 +145,28 @@ func Fingerprint(fields []any, shared map[string]string, sharedFP uint64) (fp ui
 	return fp, fp != 0
 }
 
+// stampedFP is MapFP of ids with owner's entries set on them, without
+// building that map: owner's entries (ownerFP) and the others of ids.
+func stampedFP(ids, owner map[string]string, ownerFP uint64) uint64 {
+	if len(ids) == 0 || SameMap(ids, owner) {
+		return ownerFP
+	}
+	sum := ownerFP
+	for k, v := range ids {
+		if _, ok := owner[k]; !ok {
+			sum += entryFP(k, v)
+		}
+	}
+	return sum
+}
+
 // MapFP is an order-independent hash of a map's entries.
 func MapFP(m map[string]string) uint64 {
 	var sum uint64
 	for k, v := range m {
-		sum += maphash.Comparable(fpSeed, [2]string{k, v})
+		sum += entryFP(k, v)
 	}
 	return sum
 }
+
+func entryFP(k, v string) uint64 { return maphash.Comparable(fpSeed, [2]string{k, v}) }

@@ -57,6 +57,9 @@ func TestFingerprintFollowsSameFields(t *testing.T) {
 		"no peer":               func(r *nbdb.LogicalRouterPort) { r.Peer = nil },
 		"an empty peer":         func(r *nbdb.LogicalRouterPort) { r.Peer = &empty },
 		"the owner's ids":       func(r *nbdb.LogicalRouterPort) { r.ExternalIDs = shared },
+		"options holding the owner's ids": func(r *nbdb.LogicalRouterPort) {
+			r.Options = map[string]string{"owner": "x"}
+		},
 		"values moved between columns": func(r *nbdb.LogicalRouterPort) {
 			r.ExternalIDs, r.Ipv6RaConfigs = nil, r.ExternalIDs
 		},
@@ -76,6 +79,23 @@ func TestFingerprintFollowsSameFields(t *testing.T) {
 	a.ExternalIDs, b.ExternalIDs = shared, map[string]string{"owner": "x"}
 	if fp(a) != fp(b) {
 		t.Error("the owner's shared external_ids and an equal map have different fingerprints")
+	}
+	// The external_ids hash as the owner's stamp makes them: stamped or not,
+	// with another value under the owner's key (the stamp sets the owner's),
+	// and none as the owner's alone.
+	for name, ids := range map[string]map[string]string{
+		"stamped":                    {"a": "1", "b": "2", "owner": "x"},
+		"another value of the owner": {"a": "1", "b": "2", "owner": "y"},
+	} {
+		r := base()
+		r.ExternalIDs = ids
+		if fp(r) != want {
+			t.Errorf("%s: fingerprint differs from the unstamped row's", name)
+		}
+	}
+	a.ExternalIDs = nil
+	if fp(a) != fp(b) {
+		t.Error("no external_ids and the owner's have different fingerprints")
 	}
 	// A column type fingerprint does not know: no fingerprint (always compared).
 	if _, ok := Fingerprint([]any{new(float64)}, shared, sharedFP); ok {
