@@ -180,31 +180,6 @@ var layer2UpgradeParity = []parity{
 		"layer2_user_defined_network_controller.go: syncClusterRouterPorts (syncNodeClusterRouterPort runs before ensureUpgradeTopology, whose upgrade port gets none)"},
 }
 
-// TestLayer2RowsMatchUpstream holds every entry of the golden tables
-// against a plan: a changed value, a missing row or a missing column fails,
-// naming the upstream function to compare with.
-func TestLayer2RowsMatchUpstream(t *testing.T) {
-	for name, tc := range map[string]struct {
-		upgrade bool
-		table   []parity
-	}{"steady": {false, layer2Parity}, "upgrade": {true, layer2UpgradeParity}} {
-		d := parityPlan(t, tc.upgrade)
-		for _, p := range tc.table {
-			got, err := cell(d, p.table, p.row, p.column)
-			if err != nil {
-				t.Errorf("%s: %s %s %s: %v (upstream: %s)", name, p.table, p.row, p.column, err, p.upstream)
-				continue
-			}
-			if got != p.want {
-				t.Errorf("%s: %s %s %s = %q, upstream writes %q (%s)", name, p.table, p.row, p.column, got, p.want, p.upstream)
-			}
-		}
-	}
-	if n := len(layer2Parity) + len(layer2UpgradeParity); n < 25 {
-		t.Errorf("the golden tables hold %d entries, want every (table, column) both sides write", n)
-	}
-}
-
 // cell reads one column of one row of d: a Logical_Router, Logical_Switch or
 // port by name, a static route as "<router> <ip_prefix>", a router's Copp
 // and its Meters by name, a Meter_Band by the name of the meter holding it,
