@@ -6,8 +6,11 @@
 //   - The NetConf a NetworkAttachmentDefinition carries (netconf.go renders
 //     it, netconf_parse.go parses it) and the one NAD renderer (nad.go).
 //   - One codec per annotation (podnetworks.go, node.go, kubevirt.go,
-//     annotations.go): a type with Encode/Decode and one error per
-//     malformed shape.
+//     annotations.go, encapmapping.go): a type with Encode/Decode and one
+//     error per malformed shape.
+//   - The ovn-kubernetes/default NAD stub's config (defaultnad.go) and the
+//     IPAMClaim condition OVN-Kubernetes writes (ipamclaim.go); the
+//     conditions of udnkit's own kinds live in apis/k8s.ovn.org/v1.
 //   - OVN object names (names.go), MAC derivation (mac.go), IDs, tunnel keys
 //     and transit subnets (ids.go), masquerade and gateway addresses
 //     (masquerade.go, gateway.go), the default ranges (ranges.go).

@@ -159,6 +159,23 @@ func EncodeNodeSubnets(subnets map[string][]netip.Prefix) string {
 	return string(b)
 }
 
+// IsCanonicalNodeSubnets says whether v, a value of k8s.ovn.org/node-subnets
+// that decodes to subnets, is what EncodeNodeSubnets writes for them, as
+// JSON (key order and spacing aside); a value that is not is rewritten.
+func IsCanonicalNodeSubnets(v string, subnets map[string][]netip.Prefix) bool {
+	b := EncodeNodeSubnets(subnets)
+	if v == b {
+		return true
+	}
+	var x, y any
+	if json.Unmarshal([]byte(v), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
+		return false
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return string(xb) == string(yb)
+}
+
 // DecodeNodeEncapIPs reads k8s.ovn.org/node-encap-ips (a JSON list of IPs,
 // OKEP-5535), at most MaxTunnelIDsPerNode of them, none repeated.
 func DecodeNodeEncapIPs(node *corev1.Node) ([]netip.Addr, error) {

@@ -3,6 +3,7 @@ package ovnk
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -71,6 +72,22 @@ func DecodePodNetworks(annotations map[string]string) (PodNetworks, error) {
 		return nil, fmt.Errorf("annotation %s is not a JSON object of networks: %w", AnnotationPodNetworks, err)
 	}
 	return out, nil
+}
+
+// DecodePodNetworkKeys returns the networks (NAD keys) the annotation has an
+// entry for, in no particular order, without decoding the entries: a pod
+// whose entries a newer OVN-Kubernetes writes differently still names its
+// networks. No annotation is no keys.
+func DecodePodNetworkKeys(annotations map[string]string) ([]string, error) {
+	v, ok := annotations[AnnotationPodNetworks]
+	if !ok {
+		return nil, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(v), &m); err != nil {
+		return nil, fmt.Errorf("annotation %s is not a JSON object of networks: %w", AnnotationPodNetworks, err)
+	}
+	return slices.Collect(maps.Keys(m)), nil
 }
 
 // DecodePodNetwork returns one network's entry, nil when the pod has none.

@@ -2,7 +2,6 @@ package reconcilers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -152,19 +151,10 @@ func (r *networkReconciler) podsUsing(ctx context.Context, namespace, name strin
 	return out, nil
 }
 
+// podNetworkKeys is the NAD keys of a pod's k8s.ovn.org/pod-networks; a
+// malformed annotation names none (the pod then holds no NAD in use).
 func podNetworkKeys(annotations map[string]string) []string {
-	v, ok := annotations[ovnk.AnnotationPodNetworks]
-	if !ok {
-		return nil
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(v), &m); err != nil {
-		return nil
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
+	keys, _ := ovnk.DecodePodNetworkKeys(annotations)
 	return keys
 }
 

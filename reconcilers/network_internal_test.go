@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 func TestMessagesStayBounded(t *testing.T) {
@@ -29,10 +31,10 @@ func TestMessagesStayBounded(t *testing.T) {
 
 func TestPodNetworkKeys(t *testing.T) {
 	g := NewWithT(t)
-	ann := map[string]string{"k8s.ovn.org/pod-networks": `{"default":{"role":"infrastructure-locked"},"blue/blue":{"role":"primary"}}`}
+	ann := map[string]string{ovnk.AnnotationPodNetworks: `{"default":{"role":"infrastructure-locked"},"blue/blue":{"role":"primary"}}`}
 	g.Expect(podNetworkKeys(ann)).To(ConsistOf("default", "blue/blue"))
 	g.Expect(podUsesNAD(ann, "blue/blue")).To(BeTrue())
 	g.Expect(podUsesNAD(ann, "blue/blu")).To(BeFalse())
-	g.Expect(podNetworkKeys(map[string]string{"k8s.ovn.org/pod-networks": "not json"})).To(BeEmpty())
+	g.Expect(podNetworkKeys(map[string]string{ovnk.AnnotationPodNetworks: "not json"})).To(BeEmpty())
 	g.Expect(podNetworkKeys(nil)).To(BeEmpty())
 }

@@ -1,7 +1,6 @@
 package reconcilers_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -131,8 +130,7 @@ func benchConverged(b *testing.B, run int32, n int) bool {
 		if len(node.Name) < 11 || node.Name[:11] != "bench-node-" {
 			continue
 		}
-		var m map[string]json.RawMessage
-		_ = json.Unmarshal([]byte(node.Annotations[ovnk.AnnotationNodeSubnets]), &m)
+		m, _ := ovnk.DecodeNodeSubnets(&node)
 		for i := 1; i < n; i += 2 {
 			name := ovnk.UDNNetworkName(fmt.Sprintf("scale-%d-%05d", run, i), fmt.Sprintf("net-%d-%05d", run, i))
 			if i&4 != 0 {

@@ -1,7 +1,6 @@
 package reconcilers_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"sync"
@@ -51,8 +50,9 @@ func TestUDNCreatesNAD(t *testing.T) {
 	g.Expect(id).To(BeNumerically(">=", 1))
 	g.Expect(id).To(BeNumerically("<=", ovnk.MaxNetworkID))
 	g.Expect(udn.Annotations).To(HaveKeyWithValue(ovnk.AnnotationNetworkID, strconv.Itoa(id)))
-	var keys []int
-	g.Expect(json.Unmarshal([]byte(nad.Annotations[ovnk.AnnotationTunnelKeys]), &keys)).To(Succeed())
+	nadIDs, err := ovnk.DecodeNetworkIDs(nad.Annotations)
+	g.Expect(err).NotTo(HaveOccurred())
+	keys := nadIDs.TunnelKeys
 	// OKEP-5094 option 3: the switch keeps the legacy key of its network ID,
 	// the transit router's key comes from above the legacy range.
 	g.Expect(keys).To(HaveLen(2))
@@ -285,10 +285,10 @@ func expectUniqueAllocations(t *testing.T) {
 			}
 			ids[v] = owner
 		}
-		if v, ok := ann[ovnk.AnnotationTunnelKeys]; ok {
-			var ks []int
-			g.Expect(json.Unmarshal([]byte(v), &ks)).To(Succeed())
-			for _, k := range ks {
+		if _, ok := ann[ovnk.AnnotationTunnelKeys]; ok {
+			decoded, err := ovnk.DecodeNetworkIDs(ann)
+			g.Expect(err).NotTo(HaveOccurred())
+			for _, k := range decoded.TunnelKeys {
 				if prev, dup := keys[k]; dup && prev != owner {
 					t.Errorf("tunnel key %d held by %s and %s", k, prev, owner)
 				}

@@ -89,7 +89,7 @@ func BenchmarkPolicyEvaluation(b *testing.B) {
 		"UserDefinedNetwork":          asUnstructured(b, other),
 		"NetworkAttachmentDefinition": asUnstructured(b, nad),
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench", Labels: map[string]string{"k8s.ovn.org/primary-user-defined-network": ""}}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench", Labels: map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}}}
 	gvr := schema.GroupVersionResource{Group: "k8s.ovn.org", Version: "v1", Resource: "userdefinednetworks"}
 	for _, role := range []udnv1.NetworkRole{udnv1.NetworkRoleSecondary, udnv1.NetworkRolePrimary} {
 		u := udn("bench", "n", testobj.Layer2(role, "10.100.0.0/16"))

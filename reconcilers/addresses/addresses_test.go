@@ -198,7 +198,7 @@ var _ = Describe("requests through the default-network NetworkSelectionElement",
 	It("writes encap_ip from the test mapping annotation", func() {
 		const ns = "encap"
 		createUDN(ns, "tenant", primaryLayer2("10.16.0.0/24"))
-		createPod(ns, "p", annotated(addresses.AnnotationEncapIPMapping, `{"encap/tenant": "172.18.0.9"}`))
+		createPod(ns, "p", annotated(ovnk.AnnotationEncapIPMapping, `{"encap/tenant": "172.18.0.9"}`))
 		Expect(podNetwork(ns, "p", ns+"/tenant").EncapIP).To(Equal("172.18.0.9"))
 	})
 })
@@ -263,7 +263,7 @@ var _ = Describe("IPAMClaims", func() {
 		createClaim(ns, "vm-a", ns+"_tenant")
 		createPod(ns, "launcher-1", requesting(nil, "", "vm-a"))
 		pn := podNetwork(ns, "launcher-1", ns+"/tenant")
-		claim, cond := claimWith(ns, "vm-a", metav1.ConditionTrue, addresses.ReasonSuccessfulAllocation)
+		claim, cond := claimWith(ns, "vm-a", metav1.ConditionTrue, ovnk.ReasonSuccessfulAllocation)
 		Expect(claim.Status.IPs).To(Equal(pn.IPAddresses))
 		Expect(claim.Status.OwnerPod).NotTo(BeNil())
 		Expect(claim.Status.OwnerPod.Name).To(Equal("launcher-1"))
@@ -322,7 +322,7 @@ var _ = Describe("IPAMClaims", func() {
 		expectNoAnnotation(ns, "launcher-b")
 		expectNoAnnotation(ns, "plain")
 		// The claim and its status stay the holder's.
-		claim, _ := claimWith(ns, "vm-a", metav1.ConditionTrue, addresses.ReasonSuccessfulAllocation)
+		claim, _ := claimWith(ns, "vm-a", metav1.ConditionTrue, ovnk.ReasonSuccessfulAllocation)
 		Expect(claim.Status.OwnerPod).To(HaveField("Name", "launcher-a-1"))
 		Expect(claim.Status.IPs).To(Equal(pn.IPAddresses))
 		// The VM's own migration target shares it.
@@ -359,7 +359,7 @@ var _ = Describe("IPAMClaims", func() {
 		createClaim(ns, "old-style", ns+"_tenant")
 		createPod(ns, "p", annotated(ovnk.AnnotationPrimaryUDNIPAMClaim, "old-style"))
 		pn := podNetwork(ns, "p", ns+"/tenant")
-		claim, _ := claimWith(ns, "old-style", metav1.ConditionTrue, addresses.ReasonSuccessfulAllocation)
+		claim, _ := claimWith(ns, "old-style", metav1.ConditionTrue, ovnk.ReasonSuccessfulAllocation)
 		Expect(claim.Status.IPs).To(Equal(pn.IPAddresses))
 		Expect(warning(ns, "p", addresses.ReasonDeprecatedAnnotation)).To(ContainSubstring("use ipam-claim-reference"))
 	})

@@ -1,17 +1,11 @@
 package addresses
 
 import (
-	"encoding/json"
-
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
 )
-
-// AnnotationEncapIPMapping is the multi-VTEP design's test annotation,
-// {"<network>": "<encap-ip>"}, that sets encap_ip in k8s.ovn.org/pod-networks.
-const AnnotationEncapIPMapping = "test.k8s.ovn.org/pod-network-encap-ip-mapping"
 
 // podNetwork returns the pod's entry for key, if it has one.
 func podNetwork(pod *corev1.Pod, key string) (*ovnk.PodNetwork, error) {
@@ -29,20 +23,9 @@ func allocationOf(pn *ovnk.PodNetwork) (ipalloc.Allocation, int, error) {
 	return ipalloc.Allocation{IPs: a.IPs, MAC: a.MAC}, a.TunnelID, nil
 }
 
-// encapIP reads the test mapping for the network, by NAD key or network name.
+// encapIP reads the test mapping for the network, by NAD key or network
+// name; a malformed mapping sets none.
 func encapIP(pod *corev1.Pod, keys ...string) string {
-	v, ok := pod.Annotations[AnnotationEncapIPMapping]
-	if !ok {
-		return ""
-	}
-	m := map[string]string{}
-	if json.Unmarshal([]byte(v), &m) != nil {
-		return ""
-	}
-	for _, k := range keys {
-		if ip, ok := m[k]; ok {
-			return ip
-		}
-	}
-	return ""
+	m, _ := ovnk.DecodeEncapIPMapping(pod.Annotations)
+	return m.For(keys...)
 }

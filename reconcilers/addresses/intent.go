@@ -20,12 +20,6 @@ import (
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
 )
 
-// IPAMClaim condition (OKEP-5233, ipamclaims PR 9).
-const (
-	ConditionIPsAllocated      = "IPsAllocated"
-	ReasonSuccessfulAllocation = "SuccessfulAllocation"
-)
-
 // intent is who owns a pod's addresses and what it asks for.
 type intent struct {
 	// owner is "claim/<ns>/<claim>", "vm/<ns>/<vm>" or "pod/<ns>/<pod>".
@@ -90,14 +84,14 @@ func metaSelector(cudn *udnv1.ClusterUserDefinedNetwork) (labels.Selector, error
 // status: ips, ownerPod and the IPsAllocated condition.
 func (r *Reconciler) setClaimStatus(ctx context.Context, claim *ipamclaimsv1alpha1.IPAMClaim, pod *corev1.Pod, alloc ipalloc.Allocation, allocErr error) error {
 	patch := client.MergeFrom(claim.DeepCopy())
-	cond := metav1.Condition{Type: ConditionIPsAllocated, ObservedGeneration: claim.Generation}
+	cond := metav1.Condition{Type: ovnk.ConditionIPsAllocated, ObservedGeneration: claim.Generation}
 	if allocErr == nil {
 		claim.Status.IPs = claim.Status.IPs[:0]
 		for _, ip := range alloc.IPs {
 			claim.Status.IPs = append(claim.Status.IPs, ip.String())
 		}
 		claim.Status.OwnerPod = &ipamclaimsv1alpha1.OwnerPod{Name: pod.Name}
-		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonSuccessfulAllocation
+		cond.Status, cond.Reason = metav1.ConditionTrue, ovnk.ReasonSuccessfulAllocation
 		cond.Message = fmt.Sprintf("allocated %v to pod %s", claim.Status.IPs, pod.Name)
 	} else {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, claimReason(allocErr), allocErr.Error()

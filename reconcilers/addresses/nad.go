@@ -17,10 +17,6 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 )
 
-// DefaultNADConfig is the stub's CNI config from OKEP-5233: Multus resolves
-// the default-network annotation against it and OVN-Kubernetes serves it.
-const DefaultNADConfig = `{"cniVersion": "0.4.0", "name": "ovn-kubernetes", "type": "ovn-k8s-cni-overlay"}`
-
 // defaultNAD keeps ovn-kubernetes/default in place: created at start,
 // recreated when deleted, its config restored when changed.
 type defaultNAD struct{ client client.Client }
@@ -58,13 +54,13 @@ func (d *defaultNAD) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	case apierrors.IsNotFound(err):
 		nad = nadv1.NetworkAttachmentDefinition{
 			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
-			Spec:       nadv1.NetworkAttachmentDefinitionSpec{Config: DefaultNADConfig},
+			Spec:       nadv1.NetworkAttachmentDefinitionSpec{Config: ovnk.DefaultNADConfig},
 		}
 		return reconcile.Result{}, client.IgnoreAlreadyExists(d.client.Create(ctx, &nad))
 	case err != nil:
 		return reconcile.Result{}, err
-	case nad.DeletionTimestamp == nil && nad.Spec.Config != DefaultNADConfig:
-		nad.Spec.Config = DefaultNADConfig
+	case nad.DeletionTimestamp == nil && nad.Spec.Config != ovnk.DefaultNADConfig:
+		nad.Spec.Config = ovnk.DefaultNADConfig
 		return reconcile.Result{}, d.client.Update(ctx, &nad)
 	}
 	return reconcile.Result{}, nil

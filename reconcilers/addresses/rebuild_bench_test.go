@@ -1,7 +1,6 @@
 package addresses
 
 import (
-	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -109,8 +108,7 @@ func BenchmarkRebuild10000(b *testing.B) {
 	b.Run("baseline-decode-only", func(b *testing.B) {
 		for b.Loop() {
 			for i := range pods {
-				all := map[string]ovnk.PodNetwork{}
-				if err := json.Unmarshal([]byte(pods[i].Annotations[ovnk.AnnotationPodNetworks]), &all); err != nil {
+				if _, err := ovnk.DecodePodNetworks(pods[i].Annotations); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/udnkit/udnkit/ovnk"
-	"github.com/udnkit/udnkit/reconcilers/addresses"
 )
 
 var _ = Describe("a restart", func() {
@@ -19,7 +18,7 @@ var _ = Describe("a restart", func() {
 		createClaim(ns, "keep", ns+"_tenant")
 		createPod(ns, "claimant", requesting(nil, "", "keep"))
 		kept := podNetwork(ns, "claimant", key)
-		claimWith(ns, "keep", metav1.ConditionTrue, addresses.ReasonSuccessfulAllocation)
+		claimWith(ns, "keep", metav1.ConditionTrue, ovnk.ReasonSuccessfulAllocation)
 		before := seq("before-", 8)
 		for _, n := range before {
 			createPod(ns, n)

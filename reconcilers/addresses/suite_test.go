@@ -193,11 +193,11 @@ func podNetwork(ns, name, key string) ovnk.PodNetwork {
 	Eventually(func(g Gomega) {
 		var p corev1.Pod
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p)).To(Succeed())
-		all := map[string]ovnk.PodNetwork{}
 		g.Expect(p.Annotations).To(HaveKey(ovnk.AnnotationPodNetworks))
-		g.Expect(json.Unmarshal([]byte(p.Annotations[ovnk.AnnotationPodNetworks]), &all)).To(Succeed())
-		g.Expect(all).To(HaveKey(key))
-		pn = all[key]
+		entry, err := ovnk.DecodePodNetwork(p.Annotations, key)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(entry).NotTo(BeNil(), "no entry for %s", key)
+		pn = *entry
 	}).Should(Succeed(), "pod %s/%s never got its %s annotation", ns, name, ovnk.AnnotationPodNetworks)
 	return pn
 }
@@ -245,7 +245,7 @@ func claimWith(ns, name string, status metav1.ConditionStatus, reason string) (i
 	Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &c)).To(Succeed())
 		g.Expect(c.Status.Conditions).To(ContainElement(And(
-			HaveField("Type", addresses.ConditionIPsAllocated), HaveField("Status", status), HaveField("Reason", reason))))
+			HaveField("Type", ovnk.ConditionIPsAllocated), HaveField("Status", status), HaveField("Reason", reason))))
 		cond = c.Status.Conditions[0]
 	}).Should(Succeed())
 	return c, cond

@@ -76,20 +76,9 @@ func (r *reconciler) decodeSubnets(node *corev1.Node, seq int64) (nodeSubnets, e
 		seen.subnets = subnets
 		return seen, nil
 	}
-	b := ovnk.EncodeNodeSubnets(subnets)
-	seen = nodeSubnets{value: v, subnets: subnets, canonical: v == b || sameJSON(v, []byte(b))}
+	seen = nodeSubnets{value: v, subnets: subnets, canonical: ovnk.IsCanonicalNodeSubnets(v, subnets)}
 	r.seen.remember(node.Name, seen)
 	return seen, nil
-}
-
-func sameJSON(a string, b []byte) bool {
-	var x, y any
-	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	xb, _ := json.Marshal(x)
-	yb, _ := json.Marshal(y)
-	return string(xb) == string(yb)
 }
 
 // annotationsPatch is the JSON merge patch from node's annotations to want,

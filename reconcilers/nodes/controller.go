@@ -29,15 +29,6 @@ import (
 	"github.com/udnkit/udnkit/reconcilers/netids"
 )
 
-// The HostSubnetsAllocated condition of Layer3 networks, written by this
-// controller next to NetworkCreated (each condition has its own apply field
-// manager).
-const (
-	ConditionHostSubnetsAllocated = "HostSubnetsAllocated"
-	ReasonHostSubnetsAllocated    = "HostSubnetsAllocated"
-	ReasonHostSubnetsExhausted    = "HostSubnetsExhausted"
-)
-
 // Event reasons.
 const (
 	// EventInvalidNodeID (Warning): a node's k8s.ovn.org/node-id or tunnel

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/reconcilers/netids"
 )
 
@@ -170,7 +171,7 @@ func (r *reconciler) recordLacking(st *hostSubnetState, node, msg string) (chang
 // lacking a host subnet (node → why).
 func lackingCondition(lacking map[string]string) hostSubnetsCondition {
 	if len(lacking) == 0 {
-		return hostSubnetsCondition{status: metav1.ConditionTrue, reason: ReasonHostSubnetsAllocated, summary: everyNodeAllocated}
+		return hostSubnetsCondition{status: metav1.ConditionTrue, reason: udnv1.ReasonHostSubnetsAllocated, summary: everyNodeAllocated}
 	}
 	nodes := make([]string, 0, len(lacking))
 	for n := range lacking {
@@ -183,7 +184,7 @@ func lackingCondition(lacking map[string]string) hostSubnetsCondition {
 		more = fmt.Sprintf(" and %d more", len(nodes)-maxNodesInMessage)
 		nodes = nodes[:maxNodesInMessage]
 	}
-	return hostSubnetsCondition{status: metav1.ConditionFalse, reason: ReasonHostSubnetsExhausted,
+	return hostSubnetsCondition{status: metav1.ConditionFalse, reason: udnv1.ReasonHostSubnetsExhausted,
 		summary: fmt.Sprintf("nodes without a host subnet: [%s]%s; %s", strings.Join(nodes, ", "), more, first)}
 }
 
@@ -204,7 +205,7 @@ func (r *reconciler) applyHostSubnetsCondition(ctx context.Context, st *hostSubn
 		transition = old.LastTransitionTime.UTC()
 	}
 	cond := map[string]any{
-		"type": ConditionHostSubnetsAllocated, "status": string(want.status), "reason": want.reason, "message": want.summary,
+		"type": udnv1.ConditionHostSubnetsAllocated, "status": string(want.status), "reason": want.reason, "message": want.summary,
 		"lastTransitionTime": transition.Format(time.RFC3339),
 	}
 	u := net.ref()

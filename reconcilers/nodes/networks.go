@@ -114,7 +114,7 @@ func (r *reconciler) fillLayer3(ctx context.Context, n *layer3Network, spec udnv
 	if spec.Topology != udnv1.NetworkTopologyLayer3 || spec.Layer3 == nil {
 		return false
 	}
-	if c := meta.FindStatusCondition(conds, ConditionHostSubnetsAllocated); c != nil {
+	if c := meta.FindStatusCondition(conds, udnv1.ConditionHostSubnetsAllocated); c != nil {
 		cc := *c // conds is the cache's own (listed without a copy)
 		n.hostSubnets = &cc
 	}

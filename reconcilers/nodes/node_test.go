@@ -99,7 +99,7 @@ func TestLayer3HostSubnetsExhaustionAndAppend(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		c := suite.HostSubnetCondition(g, udn)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(c.Reason).To(Equal(nodectrl.ReasonHostSubnetsExhausted))
+		g.Expect(c.Reason).To(Equal(udnv1.ReasonHostSubnetsExhausted))
 		g.Expect(c.Message).To(ContainSubstring("every IPv4 host subnet of 10.60.0.0/23 (hostSubnet 24) is in use"))
 	}).WithTimeout(timeout).Should(Succeed())
 	assigned := map[string]string{}
@@ -223,7 +223,7 @@ func TestDeletedNodeFreesItsHostSubnetForAWaitingNode(t *testing.T) {
 	suite.CreateNodes(t, "free-c")
 	g.Eventually(func(g Gomega) {
 		c := suite.HostSubnetCondition(g, udn)
-		g.Expect(c.Reason).To(Equal(nodectrl.ReasonHostSubnetsExhausted))
+		g.Expect(c.Reason).To(Equal(udnv1.ReasonHostSubnetsExhausted))
 		g.Expect(c.Message).To(ContainSubstring("[free-c]"))
 	}).WithTimeout(timeout).Should(Succeed())
 	g.Expect(suite.HostSubnets(g, "free-c", network)).To(BeNil())

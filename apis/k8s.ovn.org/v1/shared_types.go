@@ -28,6 +28,15 @@ const (
 	// is gone.
 	ReasonSubnetConflict = "SubnetConflict"
 
+	// ConditionHostSubnetsAllocated reports, on a Layer3 network, whether
+	// every node holds a host subnet of it (k8s.ovn.org/node-subnets).
+	ConditionHostSubnetsAllocated = "HostSubnetsAllocated"
+	// ReasonHostSubnetsAllocated: every node holds a host subnet of the network.
+	ReasonHostSubnetsAllocated = "HostSubnetsAllocated"
+	// ReasonHostSubnetsExhausted: the network's subnets have no host subnet
+	// left for some node; the message names them.
+	ReasonHostSubnetsExhausted = "HostSubnetsExhausted"
+
 	// ConditionTransportAccepted reports whether the transport a
 	// ClusterUserDefinedNetwork asks for (spec.network.transport, noOverlay,
 	// evpn) is in place. Upstream OVN-Kubernetes sets it only when transport

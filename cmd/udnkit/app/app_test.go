@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 func parse(t *testing.T, args ...string) (*Options, error) {
@@ -98,8 +100,8 @@ func TestDataplaneNeedsBothOVNAddresses(t *testing.T) {
 // managedFields stripped.
 func TestCacheTrimsPodsAndNodes(t *testing.T) {
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "n", Labels: map[string]string{"kubevirt.io/vm": "vm1"},
-			Annotations:   map[string]string{"k8s.ovn.org/pod-networks": "{}"},
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "n", Labels: map[string]string{ovnk.LabelVM: "vm1"},
+			Annotations:   map[string]string{ovnk.AnnotationPodNetworks: "{}"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
 		Spec: corev1.PodSpec{NodeName: "node-a", HostNetwork: true, Containers: []corev1.Container{{Name: "c", Image: "i"}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",
@@ -117,7 +119,7 @@ func TestCacheTrimsPodsAndNodes(t *testing.T) {
 		t.Errorf("trimmed pod = %+v, want %+v", got, want)
 	}
 	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "node-a", Annotations: map[string]string{"k8s.ovn.org/node-id": "4"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "node-a", Annotations: map[string]string{ovnk.AnnotationNodeID: "4"}},
 		Spec:       corev1.NodeSpec{PodCIDR: "10.244.1.0/24", Taints: []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}},
 		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "172.18.0.2"}},
 			Images: []corev1.ContainerImage{{Names: []string{"big"}, SizeBytes: 1 << 30}}},

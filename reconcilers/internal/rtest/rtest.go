@@ -6,7 +6,6 @@ package rtest
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -32,7 +31,6 @@ import (
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
-	"github.com/udnkit/udnkit/reconcilers/nodes"
 )
 
 const (
@@ -273,27 +271,29 @@ func (s *Suite) SetNodeAnnotation(t *testing.T, name, key, value string) {
 // TunnelIDs is the node's k8s.ovn.org/node-transit-switch-port-tunnel-ids
 // (nil when it has none).
 func (s *Suite) TunnelIDs(g Gomega, name string) []int {
-	v, ok := s.NodeAnnotations(g, name)[ovnk.AnnotationNodeTransitSwitchPortTunnelIDs]
-	if !ok {
-		return nil
-	}
-	var ids []int
-	g.Expect(json.Unmarshal([]byte(v), &ids)).To(Succeed())
+	ids, err := ovnk.DecodeNodeTunnelIDs(s.annotatedNode(g, name))
+	g.Expect(err).NotTo(HaveOccurred())
 	return ids
 }
 
 // HostSubnets is the node's host subnets of network (nil when it has none).
 func (s *Suite) HostSubnets(g Gomega, node, network string) []string {
-	v, ok := s.NodeAnnotations(g, node)[ovnk.AnnotationNodeSubnets]
-	if !ok {
-		return nil
+	subnets, err := ovnk.DecodeNodeSubnets(s.annotatedNode(g, node))
+	g.Expect(err).NotTo(HaveOccurred())
+	var out []string
+	for _, p := range subnets[network] {
+		out = append(out, p.String())
 	}
-	var m map[string][]string
-	g.Expect(json.Unmarshal([]byte(v), &m)).To(Succeed())
-	return m[network]
+	return out
+}
+
+// annotatedNode is the node name with only its annotations, for ovnk's
+// decoders.
+func (s *Suite) annotatedNode(g Gomega, name string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: s.NodeAnnotations(g, name)}}
 }
 
 // HostSubnetCondition is the UDN's HostSubnetsAllocated condition.
 func (s *Suite) HostSubnetCondition(g Gomega, udn *udnv1.UserDefinedNetwork) *metav1.Condition {
-	return s.Condition(g, udn, nodes.ConditionHostSubnetsAllocated)
+	return s.Condition(g, udn, udnv1.ConditionHostSubnetsAllocated)
 }
