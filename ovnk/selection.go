@@ -53,3 +53,11 @@ func DecodeDefaultNetworkSelection(value, podNamespace string) (*nadv1.NetworkSe
 	}
 	return list[0], nil, nil
 }
+
+// EncodeDefaultNetworkSelection writes nse as a v1.multus-cni.io/default-network
+// value in the list form, the one both DecodeDefaultNetworkSelection and
+// OVN-Kubernetes' parser read.
+func EncodeDefaultNetworkSelection(nse nadv1.NetworkSelectionElement) string {
+	b, _ := json.Marshal([]nadv1.NetworkSelectionElement{nse}) // a struct of strings, lists and maps of strings always marshals
+	return string(b)
+}

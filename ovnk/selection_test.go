@@ -3,6 +3,8 @@ package ovnk
 import (
 	"strings"
 	"testing"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 )
 
 func TestDecodeDefaultNetworkSelection(t *testing.T) {
@@ -50,5 +52,20 @@ func TestDecodeDefaultNetworkSelection(t *testing.T) {
 		if got := len(warnings) == 1 && warnings[0] == WarningObjectSelection; got != tc.warn {
 			t.Errorf("%q: warnings = %q", tc.value, warnings)
 		}
+	}
+}
+
+// The list form with the NAD client's field names, as OVN-Kubernetes' own
+// parser reads it; decoding it gives the element back.
+func TestEncodeDefaultNetworkSelectionGolden(t *testing.T) {
+	in := nadv1.NetworkSelectionElement{Name: DefaultNetworkName, Namespace: DefaultNetworkNamespace, IPAMClaimReference: "vm-a"}
+	const want = `[{"name":"default","namespace":"ovn-kubernetes","ipam-claim-reference":"vm-a"}]`
+	got := EncodeDefaultNetworkSelection(in)
+	if got != want {
+		t.Fatalf("encoded\n%s\nwant\n%s", got, want)
+	}
+	back, warnings, err := DecodeDefaultNetworkSelection(got, "tenant")
+	if err != nil || len(warnings) != 0 || back.Name != in.Name || back.Namespace != in.Namespace || back.IPAMClaimReference != in.IPAMClaimReference {
+		t.Errorf("decoded %+v, %v, %v", back, warnings, err)
 	}
 }

@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -175,17 +174,13 @@ func MigrateIPAMClaimAnnotation(annotations map[string]string) (map[string]strin
 			"annotation %s is deprecated and ignored because %s is set; use its ipam-claim-reference field instead.",
 			ovnk.AnnotationPrimaryUDNIPAMClaim, ovnk.AnnotationDefaultNetwork)}
 	}
-	// The list form: the one both udnkit and OVN-Kubernetes' parser read.
-	nse, err := json.Marshal([]nadv1.NetworkSelectionElement{{
-		Name: ovnk.DefaultNetworkName, Namespace: ovnk.DefaultNetworkNamespace, IPAMClaimReference: claim}})
-	if err != nil {
-		return nil, nil // a struct of strings always marshals
-	}
+	nse := ovnk.EncodeDefaultNetworkSelection(nadv1.NetworkSelectionElement{
+		Name: ovnk.DefaultNetworkName, Namespace: ovnk.DefaultNetworkNamespace, IPAMClaimReference: claim})
 	out := make(map[string]string, len(annotations)+1)
 	for k, v := range annotations {
 		out[k] = v
 	}
-	out[ovnk.AnnotationDefaultNetwork] = string(nse)
+	out[ovnk.AnnotationDefaultNetwork] = nse
 	return out, []string{fmt.Sprintf(
 		"annotation %s is deprecated; udnkit set the equivalent %s annotation %s, use it instead.",
 		ovnk.AnnotationPrimaryUDNIPAMClaim, ovnk.AnnotationDefaultNetwork, nse)}
