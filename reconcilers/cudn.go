@@ -55,39 +55,50 @@ func (r *cudnReconciler) cudnsSelecting(ctx context.Context, ns client.Object) [
 	return out
 }
 
+// Reconcile drives the CUDN towards one NAD in each namespace it selects,
+// one phase after another.
 func (r *cudnReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return r.runNetwork(ctx, req, r.getCUDN, r.selectNamespaces)
+}
+
+// getCUDN reads the CUDN; one that is gone ends the reconcile.
+func (r *cudnReconciler) getCUDN(ctx context.Context, s *networkScope) (ctrl.Result, error) {
 	var cudn udnv1.ClusterUserDefinedNetwork
-	if err := r.client.Get(ctx, req.NamespacedName, &cudn); err != nil {
+	if err := r.client.Get(ctx, s.req.NamespacedName, &cudn); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Gone (its finalizer removed by hand): no check of its
 			// IDs will come; networks waiting for one stop waiting.
-			r.ids.setUnverified(networkKey(kindCUDN, "", req.Name), false)
+			r.ids.setUnverified(networkKey(kindCUDN, "", s.req.Name), false)
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return s.Done(ctrl.Result{}, client.IgnoreNotFound(err))
 	}
-	n := network{obj: &cudn, kind: kindCUDN, spec: cudn.Spec.Network, status: &cudn.Status,
+	s.n = network{obj: &cudn, kind: kindCUDN, spec: cudn.Spec.Network, status: &cudn.Status,
 		uplinks: cudn.Spec.Uplinks, conditions: cudn.Spec.NotImplementedConditions()}
-	var namespaces []string
-	if cudn.DeletionTimestamp.IsZero() {
-		sel, err := metav1.LabelSelectorAsSelector(&cudn.Spec.NamespaceSelector)
-		if err != nil {
-			msg := fmt.Sprintf("spec.namespaceSelector is invalid: %v", err)
-			r.event(&cudn, eventSyncError, msg)
-			return ctrl.Result{}, r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonSyncError, msg, nil)
-		}
-		selected, err := nsselect.Namespaces(ctx, r.client, sel)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		for _, ns := range selected {
-			if ns.DeletionTimestamp.IsZero() && ns.Status.Phase != corev1.NamespaceTerminating {
-				namespaces = append(namespaces, ns.Name)
-			}
-		}
+	return ctrl.Result{}, nil
+}
+
+// selectNamespaces wants the live namespaces the CUDN's selector matches
+// (none while it is being deleted); an invalid selector is reported in the
+// status and ends the reconcile.
+func (r *cudnReconciler) selectNamespaces(ctx context.Context, s *networkScope) (ctrl.Result, error) {
+	cudn := s.n.obj.(*udnv1.ClusterUserDefinedNetwork)
+	if !cudn.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
 	}
-	namespaces, err := r.resolveConflicts(ctx, &n, namespaces)
+	sel, err := metav1.LabelSelectorAsSelector(&cudn.Spec.NamespaceSelector)
 	if err != nil {
-		return ctrl.Result{}, err
+		msg := fmt.Sprintf("spec.namespaceSelector is invalid: %v", err)
+		r.event(cudn, eventSyncError, msg)
+		return s.Done(ctrl.Result{}, r.applyStatus(ctx, s.n, metav1.ConditionFalse, udnv1.ReasonSyncError, msg, nil))
 	}
-	return r.reconcileNetwork(ctx, n, namespaces)
+	selected, err := nsselect.Namespaces(ctx, r.client, sel)
+	if err != nil {
+		return s.Done(ctrl.Result{}, err)
+	}
+	for _, ns := range selected {
+		if ns.DeletionTimestamp.IsZero() && ns.Status.Phase != corev1.NamespaceTerminating {
+			s.namespaces = append(s.namespaces, ns.Name)
+		}
+	}
+	return ctrl.Result{}, nil
 }

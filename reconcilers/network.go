@@ -26,9 +26,9 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/internal/phase"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/internal/nadindex"
-	"github.com/udnkit/udnkit/reconcilers/internal/phase"
 	"github.com/udnkit/udnkit/reconcilers/netids"
 )
 
@@ -357,6 +357,9 @@ func sameTransit(have udnv1.DualStackCIDRs, want []netip.Prefix) bool {
 // networkScope carries one reconcileNetwork pass from phase to phase.
 type networkScope struct {
 	phase.Stop
+	// req is what the reconcile was asked for; the getters fill n and
+	// namespaces from it.
+	req        ctrl.Request
 	n          network
 	namespaces []string
 	// ids and undo come from allocateIDs; undo gives the IDs back when
@@ -375,7 +378,32 @@ type networkScope struct {
 // reconcileNetwork drives n towards one NAD in each of namespaces, one
 // phase after another.
 func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, namespaces []string) (ctrl.Result, error) {
-	phases := []func(context.Context, *networkScope) (ctrl.Result, error){
+	return phase.Run(ctx, &networkScope{n: n, namespaces: namespaces}, r.networkPhases())
+}
+
+// runNetwork reconciles the network req names: get reads it into the scope
+// (and says which namespaces it wants), its namespace conflicts are
+// settled, then the network phases follow.
+func (r *networkReconciler) runNetwork(ctx context.Context, req ctrl.Request, get ...phase.Func[*networkScope]) (ctrl.Result, error) {
+	phases := append(append(get, r.settleConflicts), r.networkPhases()...)
+	return phase.Run(ctx, &networkScope{req: req}, phases)
+}
+
+// settleConflicts keeps, of the namespaces the network wants, those no
+// other network holds (resolveConflicts).
+func (r *networkReconciler) settleConflicts(ctx context.Context, s *networkScope) (ctrl.Result, error) {
+	namespaces, err := r.resolveConflicts(ctx, &s.n, s.namespaces)
+	if err != nil {
+		return s.Done(ctrl.Result{}, err)
+	}
+	s.namespaces = namespaces
+	return ctrl.Result{}, nil
+}
+
+// networkPhases drive a network whose namespaces are settled towards one NAD
+// in each of them.
+func (r *networkReconciler) networkPhases() []phase.Func[*networkScope] {
+	return []phase.Func[*networkScope]{
 		r.finalizeIfDeleted,
 		r.allocateIDs,
 		r.recordIDs,
@@ -385,7 +413,6 @@ func (r *networkReconciler) reconcileNetwork(ctx context.Context, n network, nam
 		r.removeUnwantedNADs,
 		r.reportNetworkStatus,
 	}
-	return phase.Run(ctx, &networkScope{n: n, namespaces: namespaces}, phases)
 }
 
 // finalizeIfDeleted hands a network that is being deleted to finalize.
@@ -412,13 +439,13 @@ func (r *networkReconciler) allocateIDs(ctx context.Context, s *networkScope) (c
 		msg := fmt.Sprintf("failed to allocate network IDs: %v", err)
 		r.event(n.obj, eventNetworkIDsFailed, msg)
 		if serr := r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonSyncError, msg, nil); serr != nil {
-			return ctrl.Result{}, serr
+			return s.Done(ctrl.Result{}, serr)
 		}
 		if errors.Is(err, netids.ErrExhausted) {
 			// Freed IDs requeue nothing by themselves: retry slowly.
 			return s.Done(ctrl.Result{RequeueAfter: 30 * time.Second}, nil)
 		}
-		return ctrl.Result{}, err
+		return s.Done(ctrl.Result{}, err)
 	}
 	s.ids, s.undo = ids, undo
 	return ctrl.Result{}, nil
@@ -440,7 +467,7 @@ func (r *networkReconciler) recordIDs(ctx context.Context, s *networkScope) (ctr
 			if apierrors.IsConflict(err) {
 				return s.Done(ctrl.Result{RequeueAfter: conflictRetry}, nil)
 			}
-			return ctrl.Result{}, err
+			return s.Done(ctrl.Result{}, err)
 		}
 	}
 	return ctrl.Result{}, nil
@@ -456,7 +483,7 @@ func (r *networkReconciler) verifyIDs(ctx context.Context, s *networkScope) (ctr
 	}
 	other, superseded, err := r.ids.conflict(ctx, n.key(), s.ids)
 	if err != nil {
-		return ctrl.Result{}, err
+		return s.Done(ctrl.Result{}, err)
 	}
 	if superseded {
 		// Another writer changed this network's IDs after this
@@ -531,7 +558,7 @@ func (r *networkReconciler) ensureNADs(ctx context.Context, s *networkScope) (ct
 func (r *networkReconciler) removeUnwantedNADs(ctx context.Context, s *networkScope) (ctrl.Result, error) {
 	owned, err := r.ownedNADs(ctx, s.n)
 	if err != nil {
-		return ctrl.Result{}, err
+		return s.Done(ctrl.Result{}, err)
 	}
 	for i := range owned {
 		if s.wanted[owned[i].Namespace] {
@@ -539,7 +566,7 @@ func (r *networkReconciler) removeUnwantedNADs(ctx context.Context, s *networkSc
 		}
 		msg, err := r.releaseNAD(ctx, &owned[i])
 		if err != nil {
-			return ctrl.Result{}, err
+			return s.Done(ctrl.Result{}, err)
 		}
 		if msg != "" {
 			s.problems = append(s.problems, "cannot remove "+msg)
@@ -558,7 +585,7 @@ func (r *networkReconciler) reportNetworkStatus(ctx context.Context, s *networkS
 		log.FromContext(ctx).Info("network not fully synced", "network", n.key(), "problems", msg)
 		r.event(n.obj, eventSyncError, msg)
 		if err := r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonSyncError, msg, s.transit); err != nil {
-			return ctrl.Result{}, err
+			return s.Done(ctrl.Result{}, err)
 		}
 		// Foreign NADs and in-use NADs change through watched objects; the
 		// rest is retried with backoff.

@@ -48,22 +48,26 @@ func (r *udnReconciler) queueOptions() controller.Options {
 	return opts
 }
 
+// Reconcile drives the UDN towards its NAD, one phase after another.
 func (r *udnReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return r.runNetwork(ctx, req, r.getUDN)
+}
+
+// getUDN reads the UDN, which wants its own namespace; one that is gone
+// ends the reconcile.
+func (r *udnReconciler) getUDN(ctx context.Context, s *networkScope) (ctrl.Result, error) {
 	var udn udnv1.UserDefinedNetwork
-	if err := r.client.Get(ctx, req.NamespacedName, &udn); err != nil {
+	if err := r.client.Get(ctx, s.req.NamespacedName, &udn); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Gone (its finalizer removed by hand): no check of its
 			// IDs will come; networks waiting for one stop waiting.
-			r.ids.setUnverified(networkKey(kindUDN, req.Namespace, req.Name), false)
+			r.ids.setUnverified(networkKey(kindUDN, s.req.Namespace, s.req.Name), false)
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return s.Done(ctrl.Result{}, client.IgnoreNotFound(err))
 	}
-	n := network{obj: &udn, kind: kindUDN, spec: udn.Spec.Network(), status: &udn.Status}
-	namespaces, err := r.resolveConflicts(ctx, &n, []string{udn.Namespace})
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	return r.reconcileNetwork(ctx, n, namespaces)
+	s.n = network{obj: &udn, kind: kindUDN, spec: udn.Spec.Network(), status: &udn.Status}
+	s.namespaces = []string{udn.Namespace}
+	return ctrl.Result{}, nil
 }
 
 // podNetworksChanged passes pods whose k8s.ovn.org/pod-networks annotation

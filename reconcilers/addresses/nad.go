@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/udnkit/udnkit/internal/phase"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -41,12 +42,26 @@ func setupDefaultNAD(mgr ctrl.Manager) error {
 	}))
 }
 
-// Reconcile ensures the namespace and the stub NAD.
+// stubScope carries one reconcile of the stub from phase to phase.
+type stubScope struct{ phase.Stop }
+
+// Reconcile ensures the namespace, then the stub NAD.
 func (d *defaultNAD) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	return phase.Run(ctx, &stubScope{}, []phase.Func[*stubScope]{d.ensureNamespace, d.ensureStub})
+}
+
+// ensureNamespace creates the ovn-kubernetes namespace; the stub cannot be
+// created without it.
+func (d *defaultNAD) ensureNamespace(ctx context.Context, s *stubScope) (reconcile.Result, error) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ovnk.DefaultNetworkNamespace}}
 	if err := d.client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return reconcile.Result{}, err
+		return s.Done(reconcile.Result{}, err)
 	}
+	return reconcile.Result{}, nil
+}
+
+// ensureStub creates the stub NAD, or restores its config.
+func (d *defaultNAD) ensureStub(ctx context.Context, s *stubScope) (reconcile.Result, error) {
 	var nad nadv1.NetworkAttachmentDefinition
 	key := client.ObjectKey{Namespace: ovnk.DefaultNetworkNamespace, Name: ovnk.DefaultNetworkName}
 	err := d.client.Get(ctx, key, &nad)
@@ -56,12 +71,12 @@ func (d *defaultNAD) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
 			Spec:       nadv1.NetworkAttachmentDefinitionSpec{Config: ovnk.DefaultNADConfig},
 		}
-		return reconcile.Result{}, client.IgnoreAlreadyExists(d.client.Create(ctx, &nad))
+		return s.Done(reconcile.Result{}, client.IgnoreAlreadyExists(d.client.Create(ctx, &nad)))
 	case err != nil:
-		return reconcile.Result{}, err
+		return s.Done(reconcile.Result{}, err)
 	case nad.DeletionTimestamp == nil && nad.Spec.Config != ovnk.DefaultNADConfig:
 		nad.Spec.Config = ovnk.DefaultNADConfig
-		return reconcile.Result{}, d.client.Update(ctx, &nad)
+		return s.Done(reconcile.Result{}, d.client.Update(ctx, &nad))
 	}
 	return reconcile.Result{}, nil
 }

@@ -24,10 +24,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/internal/phase"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nsselect"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
-	"github.com/udnkit/udnkit/reconcilers/internal/phase"
 	"github.com/udnkit/udnkit/reconcilers/netids"
 )
 
@@ -234,7 +234,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		s.touched = append(s.touched, rec.network)
 	}
 	defer func() { r.observePools(s.touched...) }()
-	phases := []func(context.Context, *podScope) (reconcile.Result, error){
+	phases := []phase.Func[*podScope]{
 		r.getPodOrForget,
 		r.skipUnscheduled,
 		r.findPodNetwork,
@@ -257,7 +257,7 @@ func (r *Reconciler) getPodOrForget(ctx context.Context, s *podScope) (reconcile
 			r.forget(s.nn)
 			return s.Done(reconcile.Result{}, nil)
 		}
-		return reconcile.Result{}, err
+		return s.Done(reconcile.Result{}, err)
 	}
 	if rec, ok := r.pods[s.nn]; ok && rec.uid != s.pod.UID {
 		r.forget(s.nn)
@@ -347,7 +347,7 @@ func (r *Reconciler) restoreFromClaim(ctx context.Context, s *podScope) (reconci
 			r.warn(pod, ReasonIPAMClaimNotFound, fmt.Sprintf("IPAMClaim %s/%s referenced by the pod does not exist", pod.Namespace, s.in.claim))
 			return s.Done(reconcile.Result{RequeueAfter: retryConflicts}, nil)
 		}
-		return reconcile.Result{}, err
+		return s.Done(reconcile.Result{}, err)
 	}
 	if msg := r.claimInUse(s.net.ref.ID(), s.nn, s.in, claim); msg != "" {
 		// The claim and its status stay the holder's.
@@ -377,7 +377,7 @@ func (r *Reconciler) allocateAddresses(ctx context.Context, s *podScope) (reconc
 	}
 	if s.claim != nil {
 		if err := r.setClaimStatus(ctx, s.claim, pod, alloc, nil); err != nil {
-			return reconcile.Result{}, err
+			return s.Done(reconcile.Result{}, err)
 		}
 	}
 	return reconcile.Result{}, nil
@@ -406,11 +406,11 @@ func (r *Reconciler) writePodNetworks(ctx context.Context, s *podScope) (reconci
 	pn, err := ovnk.Layer2PrimaryPodNetwork(s.alloc.IPs, s.alloc.MAC, st.pool.Gateways(), r.cfg.ServiceCIDRs, st.joinSubnets,
 		s.tunnelID, encapIP(pod, s.key, s.net.ref.NetworkName()))
 	if err != nil {
-		return reconcile.Result{}, err
+		return s.Done(reconcile.Result{}, err)
 	}
 	value, err := ovnk.WithPodNetwork(pod.Annotations, s.key, pn)
 	if err != nil {
-		return reconcile.Result{}, err
+		return s.Done(reconcile.Result{}, err)
 	}
 	patch := client.MergeFromWithOptions(pod.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if pod.Annotations == nil {
@@ -426,7 +426,7 @@ func (r *Reconciler) writePodNetworks(ctx context.Context, s *podScope) (reconci
 			return reconcile.Result{}, nil
 		}
 		// The allocation stays with its owner; the retry writes it again.
-		return reconcile.Result{}, err
+		return s.Done(reconcile.Result{}, err)
 	}
 	return reconcile.Result{}, nil
 }

@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/udnkit/udnkit/internal/phase"
 	"github.com/udnkit/udnkit/ovnk"
-	"github.com/udnkit/udnkit/reconcilers/internal/phase"
 )
 
 // nodeScope carries one node reconcile from phase to phase.
@@ -49,7 +49,7 @@ type nodeScope struct {
 // Reconcile gives the node its IDs and host subnets, one phase after
 // another.
 func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	phases := []func(context.Context, *nodeScope) (ctrl.Result, error){
+	phases := []phase.Func[*nodeScope]{
 		r.syncNodeNetworks,
 		r.getNodeOrRelease,
 		r.ensureNodeID,
@@ -74,12 +74,12 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *reconciler) syncNodeNetworks(ctx context.Context, s *nodeScope) (ctrl.Result, error) {
 	nets, gen, stale, err := r.cachedLayer3Networks(ctx)
 	if err != nil {
-		return ctrl.Result{}, err
+		return s.Done(ctrl.Result{}, err)
 	}
 	s.stale = stale
 	synced, err := r.syncNetworks(ctx, nets, gen)
 	if err != nil {
-		return ctrl.Result{}, err
+		return s.Done(ctrl.Result{}, err)
 	}
 	s.synced, s.states = synced, synced.states
 	return ctrl.Result{}, nil
@@ -90,7 +90,7 @@ func (r *reconciler) syncNodeNetworks(ctx context.Context, s *nodeScope) (ctrl.R
 func (r *reconciler) getNodeOrRelease(ctx context.Context, s *nodeScope) (ctrl.Result, error) {
 	if err := r.client.Get(ctx, s.req.NamespacedName, &s.node); err != nil {
 		if !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, err
+			return s.Done(ctrl.Result{}, err)
 		}
 		r.releaseNode(ctx, s.req.Name, s.states)
 		return s.Done(ctrl.Result{}, nil)
@@ -172,7 +172,7 @@ func (r *reconciler) allocNodeID(node string) (int, error) {
 func (r *reconciler) ensureTunnelIDs(_ context.Context, s *nodeScope) (ctrl.Result, error) {
 	if err := r.tunnelIDs(&s.node, s.nodeID, s.want); err != nil {
 		r.recorder.Eventf(&s.node, nil, corev1.EventTypeWarning, EventTunnelIDAllocationFailed, "Reconcile", "%v", err)
-		return ctrl.Result{}, err
+		return s.Done(ctrl.Result{}, err)
 	}
 	return ctrl.Result{}, nil
 }
