@@ -1,7 +1,9 @@
 package ovnk
 
 import (
+	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -65,6 +67,12 @@ const (
 	ParamTransitCIDRs6             = "transitCIDRs6"
 	ParamTransitRanges             = "transitRanges"
 	ParamPreconfiguredUDNAddresses = "preconfiguredUDNAddresses"
+	// ParamUDNJoinCIDRs4 and ParamUDNJoinCIDRs6 hold UDNJoinSubnets' prefix
+	// of each family (or nothing): the join subnet of a Layer2 or Layer3
+	// network that sets none of that family, which its subnets must not
+	// overlap.
+	ParamUDNJoinCIDRs4 = "udnJoinCIDRs4"
+	ParamUDNJoinCIDRs6 = "udnJoinCIDRs6"
 )
 
 // AdmissionParams renders c for udnkit's ValidatingAdmissionPolicies: the
@@ -78,13 +86,11 @@ func (c ClusterConfig) AdmissionParams() map[string]string {
 		return strings.Join(out, "\n")
 	}
 	cidrs := func(rs []InternalRange, v4 bool) string {
-		var out []string
-		for _, r := range rs {
-			if r.Prefix.Addr().Is4() == v4 {
-				out = append(out, r.Prefix.String())
-			}
+		ps := make([]netip.Prefix, len(rs))
+		for i, r := range rs {
+			ps[i] = r.Prefix
 		}
-		return strings.Join(out, " ")
+		return familyPrefixes(ps, v4)
 	}
 	return map[string]string{
 		ParamInternalCIDRs4:            cidrs(c.InternalRanges(), true),
@@ -94,7 +100,20 @@ func (c ClusterConfig) AdmissionParams() map[string]string {
 		ParamTransitCIDRs6:             cidrs(c.TransitRanges(), false),
 		ParamTransitRanges:             lines(c.TransitRanges()),
 		ParamPreconfiguredUDNAddresses: strconv.FormatBool(c.PreconfiguredUDNAddresses),
+		ParamUDNJoinCIDRs4:             familyPrefixes(c.UDNJoinSubnets, true),
+		ParamUDNJoinCIDRs6:             familyPrefixes(c.UDNJoinSubnets, false),
 	}
+}
+
+// familyPrefixes joins the masked prefixes of ps of one family with spaces.
+func familyPrefixes(ps []netip.Prefix, v4 bool) string {
+	var out []string
+	for _, p := range ps {
+		if p.Addr().Is4() == v4 {
+			out = append(out, p.Masked().String())
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // AdmissionParamsObject is the ConfigMap AdmissionParamsConfigMap in
@@ -104,4 +123,37 @@ func (c ClusterConfig) AdmissionParamsObject(namespace string) *corev1.ConfigMap
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: AdmissionParamsConfigMap},
 		Data:       c.AdmissionParams(),
 	}
+}
+
+// JoinSubnetsFor returns the join subnets OVN-Kubernetes gives a Layer2 or
+// Layer3 network that sets explicit: explicit's of each IP family, and for a
+// family explicit lacks the default of UDNJoinSubnets (upstream's
+// parseJoinSubnet, which does so whatever the network's role).
+func (c ClusterConfig) JoinSubnetsFor(explicit []netip.Prefix) []netip.Prefix {
+	out := slices.Clone(explicit)
+	for _, d := range c.UDNJoinSubnets {
+		if !slices.ContainsFunc(explicit, func(p netip.Prefix) bool { return p.Addr().Is4() == d.Addr().Is4() }) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// MsgSubnetJoinOverlap is upstream's SubnetOverlapCheck sentence, which every
+// refusal of a network whose subnets overlap its join subnets carries.
+const MsgSubnetJoinOverlap = "pod or join subnet overlaps with already configured internal subnets"
+
+// SubnetJoinOverlap returns, in upstream's words (SubnetOverlapCheck), why
+// the first of subnets that overlaps one of a network's join subnets makes
+// the network unusable, or nil: the join subnet routes the gateway router's
+// and the management port's addresses, which must not be pod addresses.
+func SubnetJoinOverlap(subnets, join []netip.Prefix) error {
+	for _, s := range subnets {
+		for _, j := range join {
+			if s.Overlaps(j) {
+				return fmt.Errorf("%s: user defined join subnet %q overlaps user defined subnet %q", MsgSubnetJoinOverlap, j.Masked().String(), s.Masked().String())
+			}
+		}
+	}
+	return nil
 }

@@ -405,6 +405,7 @@ func (r *networkReconciler) settleConflicts(ctx context.Context, s *networkScope
 func (r *networkReconciler) networkPhases() []phase.Func[*networkScope] {
 	return []phase.Func[*networkScope]{
 		r.finalizeIfDeleted,
+		r.checkJoinSubnets,
 		r.allocateIDs,
 		r.recordIDs,
 		r.verifyIDs,

@@ -87,12 +87,7 @@ func validateRanges(path *field.Path, spec udnv1.NetworkSpec, old *udnv1.Network
 	if spec.Layer3 != nil {
 		ranges = append(ranges, cfg.TransitRanges()...)
 	}
-	existing := map[string]bool{}
-	if old != nil {
-		for _, f := range cidrFields(path, *old) {
-			existing[f.value] = true
-		}
-	}
+	existing := oldValues(path, old)
 	var errs field.ErrorList
 	for _, f := range cidrFields(path, spec) {
 		if existing[f.value] {
@@ -111,6 +106,64 @@ func validateRanges(path *field.Path, spec udnv1.NetworkSpec, old *udnv1.Network
 		}
 	}
 	return errs
+}
+
+// validateDefaultJoin refuses a Layer2 or Layer3 subnet that overlaps the
+// join subnet the network gets by default (--udn-join-subnets) for an IP
+// family its joinSubnets lack: OVN-Kubernetes routes the gateway router's
+// and management port's addresses over the join subnet, so pods there are
+// cut off (upstream's SubnetOverlapCheck refuses it, whatever the role). An
+// explicit joinSubnets entry overlapping subnets is the CRD's CEL rule. On
+// update only subnets old did not have are checked (see validateRanges).
+func validateDefaultJoin(path *field.Path, spec udnv1.NetworkSpec, old *udnv1.NetworkSpec, cfg ovnk.ClusterConfig) field.ErrorList {
+	var subnets []cidrField
+	switch {
+	case spec.Layer3 != nil:
+		for i, s := range spec.Layer3.Subnets {
+			subnets = append(subnets, cidrField{path: path.Child("layer3", "subnets").Index(i).Child("cidr"), value: string(s.CIDR)})
+		}
+	case spec.Layer2 != nil:
+		for i, s := range spec.Layer2.Subnets {
+			subnets = append(subnets, cidrField{path: path.Child("layer2", "subnets").Index(i), value: string(s)})
+		}
+	default:
+		return nil
+	}
+	var explicit []netip.Prefix
+	for _, j := range spec.JoinSubnetCIDRs() {
+		if p, err := netip.ParsePrefix(j); err == nil {
+			explicit = append(explicit, p)
+		}
+	}
+	defaults := slices.DeleteFunc(cfg.JoinSubnetsFor(explicit), func(p netip.Prefix) bool { return slices.Contains(explicit, p) })
+	existing := oldValues(path, old)
+	var errs field.ErrorList
+	for _, f := range subnets {
+		p, err := netip.ParsePrefix(f.value)
+		if err != nil || existing[f.value] {
+			continue
+		}
+		for _, j := range defaults {
+			if p.Overlaps(j) {
+				errs = append(errs, field.Invalid(f.path, f.value, fmt.Sprintf(
+					"%s overlaps the user defined join subnet %s (--%s), which the network uses as it sets no joinSubnets of that IP family; %s.",
+					p.Masked(), j.Masked(), ovnk.FlagUDNJoinSubnets, ovnk.MsgSubnetJoinOverlap)))
+			}
+		}
+	}
+	return errs
+}
+
+// oldValues are the CIDRs old had in any of cidrFields' fields (none when
+// old is nil).
+func oldValues(path *field.Path, old *udnv1.NetworkSpec) map[string]bool {
+	existing := map[string]bool{}
+	if old != nil {
+		for _, f := range cidrFields(path, *old) {
+			existing[f.value] = true
+		}
+	}
+	return existing
 }
 
 // TransitNotes says which subnets of a Primary Layer2 network overlap the
@@ -257,7 +310,7 @@ func equalSubnets(a, b []udnv1.Layer3Subnet) bool {
 // the internal ranges (only for values old did not have, when old is set) and
 // the Layer3 rules. path is the NetworkSpec's path; old is nil on create.
 func ValidateNetworkSpec(path *field.Path, old *udnv1.NetworkSpec, spec udnv1.NetworkSpec, cfg ovnk.ClusterConfig) field.ErrorList {
-	errs := validateRanges(path, spec, old, cfg)
+	errs := append(validateRanges(path, spec, old, cfg), validateDefaultJoin(path, spec, old, cfg)...)
 	if old == nil {
 		errs = append(errs, ValidateDefaultGateways(path.Child("layer2"), spec.Layer2)...)
 	}

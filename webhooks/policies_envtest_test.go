@@ -103,17 +103,23 @@ func TestPoliciesAgreeWithOfflineChecks(t *testing.T) {
 			s.Layer3.JoinSubnets = udnv1.DualStackCIDRs{"fd98::/96"}
 			return s
 		}(),
-		"Layer3 subnet with host bits":      testobj.Layer3(udnv1.NetworkRolePrimary, "10.20.100.0/16"),
-		"Layer2 subnets with host bits":     testobj.Layer2(udnv1.NetworkRoleSecondary, "10.66.0.1/24", "fd00:66::1/64"),
-		"host bits and an ignored gateway":  gateway("10.66.0.1/24", "10.66.0.254"),
-		"gateway on the network address":    gateway("192.168.100.0/24", "192.168.100.0"),
-		"gateway on the broadcast address":  gateway("192.168.100.0/24", "192.168.100.255"),
-		"gateway on a /20 broadcast":        gateway("10.20.0.0/20", "10.20.15.255"),
-		"gateway inside a /20":              gateway("10.20.0.0/20", "10.20.14.255"),
-		"gateway on a /22 broadcast":        gateway("10.20.0.0/22", "10.20.3.255"),
-		"gateway on an IPv6 network":        gateway("fd00:20::/64", "fd00:20::"),
-		"gateway on the last IPv6 address":  gateway("fd00:20::/64", "fd00:20::ffff:ffff:ffff:ffff"),
-		"gateway on the first host address": gateway("192.168.100.0/24", "192.168.100.1"),
+		"Layer3 subnet with host bits":                    testobj.Layer3(udnv1.NetworkRolePrimary, "10.20.100.0/16"),
+		"Layer2 subnets with host bits":                   testobj.Layer2(udnv1.NetworkRoleSecondary, "10.66.0.1/24", "fd00:66::1/64"),
+		"host bits and an ignored gateway":                gateway("10.66.0.1/24", "10.66.0.254"),
+		"gateway on the network address":                  gateway("192.168.100.0/24", "192.168.100.0"),
+		"gateway on the broadcast address":                gateway("192.168.100.0/24", "192.168.100.255"),
+		"gateway on a /20 broadcast":                      gateway("10.20.0.0/20", "10.20.15.255"),
+		"gateway inside a /20":                            gateway("10.20.0.0/20", "10.20.14.255"),
+		"gateway on a /22 broadcast":                      gateway("10.20.0.0/22", "10.20.3.255"),
+		"gateway on an IPv6 network":                      gateway("fd00:20::/64", "fd00:20::"),
+		"gateway on the last IPv6 address":                gateway("fd00:20::/64", "fd00:20::ffff:ffff:ffff:ffff"),
+		"gateway on the first host address":               gateway("192.168.100.0/24", "192.168.100.1"),
+		"Layer2 in the default join subnet":               testobj.Layer2(udnv1.NetworkRolePrimary, "100.65.0.0/24"),
+		"Layer3 on the default join subnet":               testobj.Layer3(udnv1.NetworkRolePrimary, "100.65.0.0/16"),
+		"Secondary Layer2 over both default join subnets": testobj.Layer2(udnv1.NetworkRoleSecondary, "100.64.0.0/10", "fd99::/56"),
+		"own IPv4 join subnet, IPv6 default": withL2(testobj.Layer2(udnv1.NetworkRolePrimary, "100.65.0.0/24", "fd99::/112"), func(l *udnv1.Layer2Config) {
+			l.JoinSubnets = udnv1.DualStackCIDRs{"100.66.0.0/16"}
+		}),
 	} {
 		t.Run(name, func(t *testing.T) {
 			var tails []string

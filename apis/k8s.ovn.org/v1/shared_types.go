@@ -134,6 +134,7 @@ type DualStackIPs []IP
 // changed, and a Primary network may add subnets of either IP family later.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.joinSubnets) || self.role == 'Primary'",message="JoinSubnets is only supported for Primary network."
+// +kubebuilder:validation:XValidation:rule="!has(self.joinSubnets) || !self.joinSubnets.exists(j, isCIDR(j) && self.subnets.exists(s, isCIDR(s.cidr) && (cidr(j).containsCIDR(cidr(s.cidr)) || cidr(s.cidr).containsCIDR(cidr(j)))))",message="joinSubnets must not overlap subnets: pod or join subnet overlaps with already configured internal subnets.",fieldPath=".joinSubnets"
 // +kubebuilder:validation:XValidation:rule="!has(self.mtu) || self.mtu >= 1280 || !self.subnets.exists(s, isCIDR(s.cidr) && cidr(s.cidr).ip().family() == 6)",message="MTU should be greater than or equal to 1280 when IPv6 subnet is used."
 // +kubebuilder:validation:XValidation:rule="self.role != 'Secondary' || size(self.subnets) <= 2",message="Secondary networks may define at most 2 subnets."
 // +kubebuilder:validation:XValidation:rule="self.role != 'Secondary' || size(self.subnets) != 2 || !isCIDR(self.subnets[0].cidr) || !isCIDR(self.subnets[1].cidr) || cidr(self.subnets[0].cidr).ip().family() != cidr(self.subnets[1].cidr).ip().family()",message="When 2 CIDRs are set for Secondary networks, they must be from different IP families."
@@ -212,6 +213,7 @@ type Layer3Subnet struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.subnets) || !has(self.ipam) || !has(self.ipam.mode) || self.ipam.mode != 'Disabled'",message="Subnets must be unset when ipam.mode is Disabled."
 // +kubebuilder:validation:XValidation:rule="!has(self.ipam) || !has(self.ipam.mode) || self.ipam.mode != 'Disabled' || self.role == 'Secondary'",message="Disabled ipam.mode is only supported for Secondary network."
 // +kubebuilder:validation:XValidation:rule="!has(self.joinSubnets) || self.role == 'Primary'",message="JoinSubnets is only supported for Primary network."
+// +kubebuilder:validation:XValidation:rule="!has(self.joinSubnets) || !has(self.subnets) || !self.joinSubnets.exists(j, isCIDR(j) && self.subnets.exists(s, isCIDR(s) && (cidr(j).containsCIDR(cidr(s)) || cidr(s).containsCIDR(cidr(j)))))",message="joinSubnets must not overlap subnets: pod or join subnet overlaps with already configured internal subnets.",fieldPath=".joinSubnets"
 // +kubebuilder:validation:XValidation:rule="!has(self.subnets) || !has(self.mtu) || self.mtu >= 1280 || !self.subnets.exists(s, isCIDR(s) && cidr(s).ip().family() == 6)",message="MTU should be greater than or equal to 1280 when IPv6 subnet is used."
 // +kubebuilder:validation:XValidation:rule="!has(self.defaultGatewayIPs) || self.role == 'Primary'",message="defaultGatewayIPs is only supported for Primary network."
 // +kubebuilder:validation:XValidation:rule="!has(self.defaultGatewayIPs) || has(self.subnets)",message="defaultGatewayIPs must be unset when subnets is unset."

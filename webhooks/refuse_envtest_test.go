@@ -1,0 +1,63 @@
+package webhooks_test
+
+import (
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/internal/testobj"
+)
+
+// A network whose subnets overlap its own join subnets is refused through
+// the apiserver: by the CRD's CEL rule when it sets joinSubnets, by the
+// udnkit-network-config policy when the join subnet is --udn-join-subnets'
+// default; a UDN and a CUDN alike.
+func TestNetworkOverlappingItsJoinSubnetsIsRefused(t *testing.T) {
+	env := startEnv(t)
+	c := synced(env.Client)
+	namespace(t, c, "join-overlap", true, nil)
+	withJoin := func(s udnv1.NetworkSpec, join ...udnv1.CIDR) udnv1.NetworkSpec {
+		if s.Layer2 != nil {
+			s.Layer2.JoinSubnets = join
+		} else {
+			s.Layer3.JoinSubnets = join
+		}
+		return s
+	}
+	const defaultJoin = "(--udn-join-subnets), which the network uses as it sets no joinSubnets of that IP family; pod or join subnet overlaps with already configured internal subnets."
+	const explicitJoin = "joinSubnets must not overlap subnets: pod or join subnet overlaps with already configured internal subnets."
+	for _, tc := range []struct {
+		name string
+		spec udnv1.NetworkSpec
+		want string // the sentence after the field path of a UDN ("spec."), "" when admitted
+	}{
+		{"Primary Layer2 inside the default join subnet", testobj.Layer2(udnv1.NetworkRolePrimary, "100.65.0.0/24"),
+			"layer2.subnets[0]: 100.65.0.0/24 overlaps the user defined join subnet 100.65.0.0/16 " + defaultJoin},
+		{"Primary Layer3 on the default join subnet", testobj.Layer3(udnv1.NetworkRolePrimary, "100.65.0.0/16"),
+			"layer3.subnets[0].cidr: 100.65.0.0/16 overlaps the user defined join subnet 100.65.0.0/16 " + defaultJoin},
+		{"Secondary Layer2 over the IPv6 default join subnet", testobj.Layer2(udnv1.NetworkRoleSecondary, "10.150.0.0/16", "fd99::/48"),
+			"layer2.subnets[1]: fd99::/48 overlaps the user defined join subnet fd99::/64 " + defaultJoin},
+		{"explicit join subnet inside the subnet", withJoin(testobj.Layer2(udnv1.NetworkRolePrimary, "10.182.0.0/16"), "10.182.0.0/24"),
+			"layer2.joinSubnets: Invalid value: " + explicitJoin},
+		{"explicit Layer3 join subnet around a subnet", withJoin(testobj.Layer3(udnv1.NetworkRolePrimary, "10.184.0.0/20"), "10.184.0.0/16"),
+			"layer3.joinSubnets: Invalid value: " + explicitJoin},
+		{"own join subnet moves it off the default", withJoin(testobj.Layer2(udnv1.NetworkRolePrimary, "100.65.0.0/24"), "100.66.0.0/16"), ""},
+		{"beside the default join subnet", testobj.Layer2(udnv1.NetworkRolePrimary, "100.66.0.0/24"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for i, obj := range []client.Object{udn("join-overlap", "n", tc.spec), cudn("join-overlap-n", map[string]string{"none": "none"}, tc.spec)} {
+				path := []string{"spec.", "spec.network."}[i]
+				err := c.Create(ctx, obj, client.DryRunAll)
+				if tc.want == "" {
+					if err != nil {
+						t.Fatalf("%T: refused: %v", obj, err)
+					}
+					continue
+				}
+				expectInvalid(t, err, path+tc.want)
+				t.Logf("%T refused: %v", obj, err)
+			}
+		})
+	}
+}
