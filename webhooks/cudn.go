@@ -107,7 +107,7 @@ func (v *ClusterUserDefinedNetworkValidator) validate(ctx context.Context, old, 
 func verdict(kind, name string, errs field.ErrorList, warnings []string) (admission.Warnings, error) {
 	recordDecision(kind, errs)
 	if len(errs) > 0 {
-		return warnings, apierrors.NewInvalid(udnv1.GroupVersion.WithKind(kind).GroupKind(), name, errs)
+		return warnings, apierrors.NewInvalid(udnv1.GroupVersion.WithKind(kind).GroupKind(), name, Bounded(errs))
 	}
 	return warnings, nil
 }

@@ -105,7 +105,7 @@ func (v *NetworkAttachmentDefinitionValidator) validate(ctx context.Context, old
 	}
 	recordDecision("NetworkAttachmentDefinition", errs)
 	if len(errs) > 0 {
-		return nil, apierrors.NewForbidden(nadResource, nad.Name, errs.ToAggregate())
+		return nil, apierrors.NewForbidden(nadResource, nad.Name, Bounded(errs).ToAggregate())
 	}
 	return nil, nil
 }

@@ -152,7 +152,7 @@ func invalidPod(pod *corev1.Pod, errs field.ErrorList) error {
 	if name == "" {
 		name = pod.GenerateName
 	}
-	return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), name, errs)
+	return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), name, Bounded(errs))
 }
 
 // PodDefaulter handles the deprecated k8s.ovn.org/primary-udn-ipamclaim

@@ -1,8 +1,13 @@
 package webhooks_test
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
@@ -57,6 +62,52 @@ func TestNetworkOverlappingItsJoinSubnetsIsRefused(t *testing.T) {
 				}
 				expectInvalid(t, err, path+tc.want)
 				t.Logf("%T refused: %v", obj, err)
+			}
+		})
+	}
+}
+
+// Every refusal is bounded: a 10,000-character default-network annotation is
+// echoed as an excerpt with its length, and a request of 900 IPs gets five
+// causes and a count; each refusal is smaller than its request.
+func TestRefusalsAreBounded(t *testing.T) {
+	env := startEnv(t)
+	c := synced(env.Client)
+	namespace(t, c, "bounded", true, nil)
+	if err := c.Create(ctx, udn("bounded", "n", predefinedNetwork())); err != nil {
+		t.Fatal(err)
+	}
+	const path = "metadata.annotations[v1.multus-cni.io/default-network]"
+	ips := make([]string, 900)
+	for i := range ips {
+		ips[i] = fmt.Sprintf("%q", fmt.Sprintf("192.168.100.%d", 10+i%150))
+	}
+	const start = `{"name": "default", "namespace": "ovn-kubernetes", "ips": [`
+	long := start + strings.Repeat(" ", 10000-len(start)-1) + "]"
+	for _, tc := range []struct {
+		name, value string
+		want        []string
+	}{
+		{"a 10,000-character value", long, []string{path + `: Invalid value: "{\"name\": \"default\", \"namespace\": \"ovn-kubernetes\", \"ips\": [     … (10000 characters)"`}},
+		{"900 IPs", `{"name": "default", "namespace": "ovn-kubernetes", "ips": [` + strings.Join(ips, ", ") + `]}`,
+			[]string{path + ".ips[5]", path + ".ips[*]: Invalid value: and 894 more errors like these."}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pod("bounded", "p", nse(tc.value))
+			request, _ := json.Marshal(p)
+			err := c.Create(ctx, p)
+			expectInvalid(t, err, tc.want...)
+			var se *apierrors.StatusError
+			if !errors.As(err, &se) {
+				t.Fatalf("%T is no StatusError", err)
+			}
+			if n := len(se.ErrStatus.Details.Causes); n > 7 {
+				t.Errorf("%d causes", n)
+			}
+			refusal, _ := json.Marshal(se.ErrStatus)
+			t.Logf("request %d bytes, refusal %d bytes: %s", len(request), len(refusal), err)
+			if len(refusal) >= len(request) || len(refusal) > 4096 {
+				t.Errorf("the refusal (%d bytes) is not bounded (the request: %d bytes)", len(refusal), len(request))
 			}
 		})
 	}
