@@ -33,6 +33,7 @@ func ValidateNetworkSelection(path *field.Path, nse *nadv1.NetworkSelectionEleme
 			ovnk.DefaultNetworkNamespace, ovnk.DefaultNetworkName, ovnk.DefaultNetworkName, ovnk.DefaultNetworkNamespace)))
 	}
 	seen := map[bool]bool{}
+	ipErrsBefore := len(errs)
 	for i, raw := range nse.IPRequest {
 		p := path.Child("ips").Index(i)
 		ip, err := parseRequestedIP(raw)
@@ -49,6 +50,13 @@ func ValidateNetworkSelection(path *field.Path, nse *nadv1.NetworkSelectionEleme
 		if msg := checkRequestedIP(ip, l2); msg != "" {
 			errs = append(errs, field.Invalid(p, raw, msg))
 		}
+	}
+	// Checked once every address is valid, so a request that is refused
+	// for an address is not refused for its families too.
+	if missing := missingFamilies(seen, l2); len(nse.IPRequest) > 0 && len(errs) == ipErrsBefore && missing != "" {
+		errs = append(errs, field.Invalid(path.Child("ips"), nse.IPRequest, fmt.Sprintf(
+			"must hold one address for each IP family of the network, %s (subnets %v); it has no %s address.",
+			networkFamilies(l2), strs(l2.Subnets), missing)))
 	}
 	if nse.MacRequest != "" {
 		p := path.Child("mac")
@@ -68,6 +76,47 @@ func ValidateNetworkSelection(path *field.Path, nse *nadv1.NetworkSelectionEleme
 }
 
 var zeroMAC = net.HardwareAddr{0, 0, 0, 0, 0, 0}
+
+// missingFamilies names the IP families of l2's subnets that requested
+// (IPv4: true, IPv6: false, as ValidateNetworkSelection's seen) lacks, or "":
+// OVN-Kubernetes gives a pod one address per subnet, so a request must
+// name one of each.
+func missingFamilies(requested map[bool]bool, l2 *udnv1.Layer2Config) string {
+	var out []string
+	for _, v4 := range []bool{true, false} {
+		if hasFamily(l2, v4) && !requested[v4] {
+			out = append(out, familyOf(v4))
+		}
+	}
+	return strings.Join(out, " or ")
+}
+
+// networkFamilies is "IPv4", "IPv6" or "IPv4 and IPv6" for l2's subnets.
+func networkFamilies(l2 *udnv1.Layer2Config) string {
+	var out []string
+	for _, v4 := range []bool{true, false} {
+		if hasFamily(l2, v4) {
+			out = append(out, familyOf(v4))
+		}
+	}
+	return strings.Join(out, " and ")
+}
+
+func hasFamily(l2 *udnv1.Layer2Config, v4 bool) bool {
+	for _, s := range l2.Subnets {
+		if p, err := netip.ParsePrefix(string(s)); err == nil && p.Addr().Is4() == v4 {
+			return true
+		}
+	}
+	return false
+}
+
+func familyOf(v4 bool) string {
+	if v4 {
+		return "IPv4"
+	}
+	return "IPv6"
+}
 
 // NetworkSelectionWarnings returns what deserves a second look in an
 // element that passes ValidateNetworkSelection: a MAC with the 0a:58 prefix
@@ -104,12 +153,7 @@ func parseRequestedIP(s string) (netip.Addr, error) {
 	return ip, nil
 }
 
-func family(ip netip.Addr) string {
-	if ip.Is4() {
-		return "IPv4"
-	}
-	return "IPv6"
-}
+func family(ip netip.Addr) string { return familyOf(ip.Is4()) }
 
 // checkRequestedIP returns why ip cannot be requested on l2, or "".
 func checkRequestedIP(ip netip.Addr, l2 *udnv1.Layer2Config) string {

@@ -38,9 +38,11 @@ func TestValidateNetworkSelection(t *testing.T) {
 		net   *udnv1.Layer2Config
 		want  []wantErr
 	}{
-		{"OKEP example", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.205"],"mac":"00:1A:2B:3C:4D:5E"}`, predefined(), nil},
+		{"OKEP example on a dual-stack network", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.205"],"mac":"00:1A:2B:3C:4D:5E"}`, predefined(),
+			[]wantErr{{field.ErrorTypeInvalid, p + ".ips", "must hold one address for each IP family of the network, IPv4 and IPv6 (subnets [192.168.100.0/24 fd00:100::/64]); it has no IPv6 address."}}},
+		{"OKEP example with both families", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.205","fd00:100::205"],"mac":"00:1A:2B:3C:4D:5E"}`, predefined(), nil},
 		{"dual-stack with prefix lengths", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.10/24","fd00:100::10/64"]}`, predefined(), nil},
-		{"old default gateway and management IPs are free once moved", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.4"]}`, predefined(), nil},
+		{"old default gateway and management IPs are free once moved", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.4","fd00:100::4"]}`, predefined(), nil},
 		{"MAC only", `{"name":"default","namespace":"ovn-kubernetes","mac":"02:00:00:00:00:01"}`, predefined(), nil},
 		{"wrong name", `{"name":"blue","namespace":"ovn-kubernetes"}`, predefined(),
 			[]wantErr{{field.ErrorTypeInvalid, p + ".name", `must reference ovn-kubernetes/default`}}},
@@ -64,7 +66,7 @@ func TestValidateNetworkSelection(t *testing.T) {
 			[]wantErr{{field.ErrorTypeInvalid, p + ".ips[0]", "is the network address of subnet fd00:100::/64"}}},
 		{"broadcast", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.255"]}`, predefined(),
 			[]wantErr{{field.ErrorTypeInvalid, p + ".ips[0]", "is the broadcast address of subnet 192.168.100.0/24"}}},
-		{"IPv6 has no broadcast", `{"name":"default","namespace":"ovn-kubernetes","ips":["fd00:100::ffff:ffff:ffff:ffff"]}`, predefined(), nil},
+		{"IPv6 has no broadcast", `{"name":"default","namespace":"ovn-kubernetes","ips":["fd00:100::ffff:ffff:ffff:ffff","192.168.100.10"]}`, predefined(), nil},
 		{"default gateway is the first address", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.1"]}`, noInfra(),
 			[]wantErr{{field.ErrorTypeInvalid, p + ".ips[0]", "is the network's default gateway IP 192.168.100.1"}}},
 		{"default management port is the second address", `{"name":"default","namespace":"ovn-kubernetes","ips":["fd00:100::2"]}`, noInfra(),

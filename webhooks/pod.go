@@ -29,7 +29,7 @@ import (
 // +kubebuilder:webhook:path=/validate--v1-pod,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create;update,versions=v1,name=pods.udnkit.k8s.ovn.org,admissionReviewVersions=v1,timeoutSeconds=5,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"k8s.ovn.org/primary-user-defined-network","operator":"Exists"},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-public","kube-node-lease","ovn-kubernetes"]}]},"matchConditions":[{"name":"default-network-annotation","expression":"request.operation == 'CREATE' ? has(object.metadata.annotations) \u0026\u0026 'v1.multus-cni.io/default-network' in object.metadata.annotations : (has(object.metadata.annotations) \u0026\u0026 'v1.multus-cni.io/default-network' in object.metadata.annotations ? [object.metadata.annotations['v1.multus-cni.io/default-network']] : []) != (has(oldObject.metadata.annotations) \u0026\u0026 'v1.multus-cni.io/default-network' in oldObject.metadata.annotations ? [oldObject.metadata.annotations['v1.multus-cni.io/default-network']] : [])"}]}`
 // +kubebuilder:webhook:path=/mutate--v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=pods-defaulting.udnkit.k8s.ovn.org,admissionReviewVersions=v1,timeoutSeconds=5,reinvocationPolicy=Never,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"k8s.ovn.org/primary-user-defined-network","operator":"Exists"},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-public","kube-node-lease","ovn-kubernetes"]}]},"matchConditions":[{"name":"ipamclaim-annotation","expression":"has(object.metadata.annotations) \u0026\u0026 'k8s.ovn.org/primary-udn-ipamclaim' in object.metadata.annotations"}]}`
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=ipamclaims,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 
 // defaultNetworkPath is the field path of the default-network annotation.
 var defaultNetworkPath = field.NewPath("metadata", "annotations").Key(ovnk.AnnotationDefaultNetwork)
@@ -56,7 +56,7 @@ func (v *PodValidator) ValidateCreate(ctx context.Context, pod *corev1.Pod) (adm
 	if !v.Config.PreconfiguredUDNAddresses || !ok {
 		return nil, nil
 	}
-	spec, err := cachedPrimaryNetworkOf(ctx, v.Client, v.APIReader, pod.Namespace)
+	spec, ref, err := cachedPrimaryNetwork(ctx, v.Client, v.APIReader, pod.Namespace)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
@@ -86,6 +86,13 @@ func (v *PodValidator) ValidateCreate(ctx context.Context, pod *corev1.Pod) (adm
 				conflict = claimConflict(ctx, v.APIReader, pod, claim)
 			}
 		}
+	}
+	if len(errs) == 0 {
+		held, err := v.addressHolders(ctx, pod, nse, ref)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		errs = held
 	}
 	if len(errs) > 0 {
 		return nil, invalidPod(pod, errs)
@@ -256,14 +263,20 @@ func denied(err error) admission.Response {
 	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &st}}
 }
 
-// cachedPrimaryNetworkOf is primaryNetworkOf on the indexed cache c; a
-// namespace the cache does not hold yet is read from live (when set).
+// cachedPrimaryNetworkOf is the spec of cachedPrimaryNetwork.
 func cachedPrimaryNetworkOf(ctx context.Context, c, live client.Reader, namespace string) (*udnv1.NetworkSpec, error) {
-	spec, _, err := primaryNetworkOf(ctx, reader{Reader: c, indexed: true}, namespace)
-	if apierrors.IsNotFound(err) && live != nil {
-		spec, _, err = primaryNetworkOf(ctx, reader{Reader: live}, namespace)
-	}
+	spec, _, err := cachedPrimaryNetwork(ctx, c, live, namespace)
 	return spec, err
+}
+
+// cachedPrimaryNetwork is primaryNetworkOf on the indexed cache c; a
+// namespace the cache does not hold yet is read from live (when set).
+func cachedPrimaryNetwork(ctx context.Context, c, live client.Reader, namespace string) (*udnv1.NetworkSpec, string, error) {
+	spec, ref, err := primaryNetworkOf(ctx, reader{Reader: c, indexed: true}, namespace)
+	if apierrors.IsNotFound(err) && live != nil {
+		spec, ref, err = primaryNetworkOf(ctx, reader{Reader: live}, namespace)
+	}
+	return spec, ref, err
 }
 
 // escapeJSONPointer escapes one JSON pointer token (RFC 6901).

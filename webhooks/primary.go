@@ -73,6 +73,11 @@ func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 	}); err != nil {
 		return fmt.Errorf("indexing ClusterUserDefinedNetworks: %w", err)
 	}
+	if err := indexer.IndexField(ctx, &corev1.Pod{}, IndexPodAddresses, func(o client.Object) []string {
+		return podAddressKeys(o.(*corev1.Pod))
+	}); err != nil {
+		return fmt.Errorf("indexing pods: %w", err)
+	}
 	return nil
 }
 

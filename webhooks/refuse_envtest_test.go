@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/internal/testobj"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // A network whose subnets overlap its own join subnets is refused through
@@ -111,4 +114,81 @@ func TestRefusalsAreBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A pod that cannot get addresses is refused at admission: a request of one
+// IP family on a dual-stack network, and an IP or MAC another pod of the
+// network holds (as its k8s.ovn.org/pod-networks shows in the webhook's
+// cache), naming that pod.
+func TestPodThatCannotGetAddressesIsRefused(t *testing.T) {
+	env := startEnv(t)
+	c := synced(env.Client)
+	dual := testobj.Layer2(udnv1.NetworkRolePrimary, "10.190.0.0/24", "fd00:190::/64")
+	for _, ns := range []string{"addr-a", "addr-other"} {
+		namespace(t, c, ns, true, nil)
+		if err := c.Create(ctx, udn(ns, "net", dual)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const path = "metadata.annotations[v1.multus-cni.io/default-network]"
+	element := func(mac string, ips ...string) map[string]string {
+		b, _ := json.Marshal(map[string]any{"name": "default", "namespace": "ovn-kubernetes", "ips": ips, "mac": mac})
+		return nse(string(b))
+	}
+	t.Run("one family on a dual-stack network", func(t *testing.T) {
+		p := pod("addr-a", "v4-only", element("", "10.190.0.10"))
+		expectInvalid(t, c.Create(ctx, p), path+`.ips: Invalid value: ["10.190.0.10"]: must hold one address for each IP family of the network, IPv4 and IPv6 (subnets [10.190.0.0/24 fd00:190::/64]); it has no IPv6 address.`)
+		expectAbsent(t, c, p)
+	})
+	// The holder's addresses, as the address reconciler writes them.
+	holder := pod("addr-a", "holder", element("", "10.190.0.20", "fd00:190::20"))
+	pn, err := ovnk.PodNetworks{"addr-a/net": {IPAddresses: []string{"10.190.0.20/24", "fd00:190::20/64"}, MACAddress: "02:00:00:00:01:20", Role: ovnk.RolePrimary}}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder.Annotations[ovnk.AnnotationPodNetworks] = pn
+	if err := c.Create(ctx, holder); err != nil {
+		t.Fatal(err)
+	}
+	taken := pod("addr-a", "taken-ip", element("", "10.190.0.20", "fd00:190::21"))
+	if err := createRefused(t, c, taken); err == nil {
+		t.Fatal("an IP another pod holds was admitted")
+	} else {
+		expectInvalid(t, err, path+`.ips[0]: Invalid value: "10.190.0.20": IP address 10.190.0.20 is already in use by pod addr-a/holder of this network; request another, or delete that pod first.`)
+	}
+	for _, tc := range []struct {
+		name string
+		pod  map[string]string
+		want string
+	}{
+		{"IPv6 held", element("", "10.190.0.21", "fd00:190::20"), path + `.ips[1]: Invalid value: "fd00:190::20": IP address fd00:190::20 is already in use by pod addr-a/holder of this network`},
+		{"MAC held", element("02:00:00:00:01:20", "10.190.0.22", "fd00:190::22"), path + `.mac: Invalid value: "02:00:00:00:01:20": MAC address 02:00:00:00:01:20 is already in use by pod addr-a/holder of this network`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pod("addr-a", "p", tc.pod)
+			expectInvalid(t, c.Create(ctx, p), tc.want)
+			expectAbsent(t, c, p)
+		})
+	}
+	t.Run("the same addresses on another network", func(t *testing.T) {
+		if err := c.Create(ctx, pod("addr-other", "same", element("02:00:00:00:01:20", "10.190.0.20", "fd00:190::20"))); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("free addresses of both families", func(t *testing.T) {
+		if err := c.Create(ctx, pod("addr-a", "free", element("02:00:00:00:01:30", "10.190.0.30", "fd00:190::30"))); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("a finished holder holds nothing", func(t *testing.T) {
+		holder.Status.Phase = "Succeeded"
+		if err := env.Client.Status().Update(ctx, holder); err != nil {
+			t.Fatal(err)
+		}
+		if err := envtest.Poll(10*time.Second, func() error {
+			return c.Create(ctx, pod("addr-a", "after", element("", "10.190.0.20", "fd00:190::20")), client.DryRunAll)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -48,8 +48,13 @@ func SetupWithManager(mgr ctrl.Manager, cfg ovnk.ClusterConfig, paramsNamespace 
 	if err := IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	// Start the informers with the manager rather than on the first request.
-	for _, obj := range []client.Object{&corev1.Namespace{}, &udnv1.UserDefinedNetwork{}, &udnv1.ClusterUserDefinedNetwork{}} {
+	// Start the informers with the manager rather than on the first request;
+	// pods' only where requested addresses are checked against them.
+	informers := []client.Object{&corev1.Namespace{}, &udnv1.UserDefinedNetwork{}, &udnv1.ClusterUserDefinedNetwork{}}
+	if cfg.PreconfiguredUDNAddresses {
+		informers = append(informers, &corev1.Pod{})
+	}
+	for _, obj := range informers {
 		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 			return err
 		}
