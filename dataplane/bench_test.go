@@ -14,19 +14,20 @@ import (
 	"github.com/udnkit/udnkit/dataplane/internal/index"
 	"github.com/udnkit/udnkit/dataplane/internal/plan"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
-func manyNodes(n int) []Layer2Node {
-	nodes := make([]Layer2Node, n)
+func manyNodes(n int) []topology.Layer2Node {
+	nodes := make([]topology.Layer2Node, n)
 	for i := range nodes {
-		nodes[i] = Layer2Node{Name: "node" + strconv.Itoa(i+1), Chassis: chassisOf("node" + strconv.Itoa(i+1)), ID: i + 2, TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter, Local: i == 0}
+		nodes[i] = topology.Layer2Node{Name: "node" + strconv.Itoa(i+1), Chassis: chassisOf("node" + strconv.Itoa(i+1)), ID: i + 2, TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter, Local: i == 0}
 	}
 	return nodes
 }
 
-func benchNetwork() Layer2Network {
-	return Layer2Network{
+func benchNetwork() topology.Layer2Network {
+	return topology.Layer2Network{
 		Name:                   "bench_net",
 		Subnets:                []netip.Prefix{pfx("10.128.0.0/16"), pfx("fd10::/64")},
 		JoinSubnets:            []netip.Prefix{pfx("100.65.0.0/16"), pfx("fd99::/64")},
@@ -120,7 +121,7 @@ func waitRows(b *testing.B, api client.Client, table string, n int) {
 // run inserts the same rows with raw libovsdb; it reports both and their ratio.
 func BenchmarkLayer2Topology1000Nodes(b *testing.B) {
 	e := newEnv(b)
-	d, err := Layer2Topology(benchNetwork(), manyNodes(1000))
+	d, err := topology.Layer2Topology(benchNetwork(), manyNodes(1000))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -242,23 +243,23 @@ func BenchmarkMultiVTEP1000Pods(b *testing.B) {
 	e.nbctl("lr-add", "bench.vtep_ovn_cluster_router")
 	e.nbctl("ls-add", "bench.vtep_transit_switch")
 	e.settle()
-	var nodes []VTEPNode
-	var pods []VTEPPod
+	var nodes []topology.VTEPNode
+	var pods []topology.VTEPPod
 	for i := range 250 {
-		n := VTEPNode{Name: "node" + strconv.Itoa(i), Chassis: chassisOf("node" + strconv.Itoa(i)), Subnets: []netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i / 256), byte(i % 256), 0}), 24)}}
+		n := topology.VTEPNode{Name: "node" + strconv.Itoa(i), Chassis: chassisOf("node" + strconv.Itoa(i)), Subnets: []netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i / 256), byte(i % 256), 0}), 24)}}
 		for v := range 4 {
 			n.EncapIPs = append(n.EncapIPs, netip.AddrFrom4([4]byte{172, 16, byte(i), byte(v + 1)}))
 			n.TunnelIDs = append(n.TunnelIDs, 2+4*i+v)
-			pods = append(pods, VTEPPod{Namespace: "ns", Name: "pod" + strconv.Itoa(4*i+v), Node: n.Name, EncapIP: n.EncapIPs[v],
+			pods = append(pods, topology.VTEPPod{Namespace: "ns", Name: "pod" + strconv.Itoa(4*i+v), Node: n.Name, EncapIP: n.EncapIPs[v],
 				IPs: []netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i / 256), byte(i % 256), byte(v + 4)}), 24)}})
 		}
 		nodes = append(nodes, n)
 	}
-	d, err := MultiVTEPPorts("bench-vtep", ovnk.DefaultTransitSubnetV4, nodes, pods)
+	d, err := topology.MultiVTEPPorts("bench-vtep", ovnk.DefaultTransitSubnetV4, nodes, pods)
 	if err != nil {
 		b.Fatal(err)
 	}
-	empty, err := MultiVTEPPorts("bench-vtep", ovnk.DefaultTransitSubnetV4, nodes, nil)
+	empty, err := topology.MultiVTEPPorts("bench-vtep", ovnk.DefaultTransitSubnetV4, nodes, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -285,20 +286,20 @@ func BenchmarkLayer2MultiVTEP1000Pods(b *testing.B) {
 	const network = "bench-l2vtep"
 	e.nbctl("ls-add", ovnk.NamesFor(network).Switch())
 	e.settle()
-	var nodes []VTEPNode
-	var pods []Layer2PodPort
+	var nodes []topology.VTEPNode
+	var pods []topology.Layer2PodPort
 	for i := range 250 {
-		n := VTEPNode{Name: "node" + strconv.Itoa(i), Chassis: chassisOf("node" + strconv.Itoa(i))}
+		n := topology.VTEPNode{Name: "node" + strconv.Itoa(i), Chassis: chassisOf("node" + strconv.Itoa(i))}
 		for v := range 4 {
 			n.EncapIPs = append(n.EncapIPs, netip.AddrFrom4([4]byte{172, 16, byte(i), byte(v + 1)}))
 			ip := netip.AddrFrom4([4]byte{10, 128, byte(i), byte(v + 4)})
-			pods = append(pods, Layer2PodPort{NAD: "ns/bench-l2vtep", MAC: ovnk.MACFromIP(ip).String(), VTEPPod: VTEPPod{
+			pods = append(pods, topology.Layer2PodPort{NAD: "ns/bench-l2vtep", MAC: ovnk.MACFromIP(ip).String(), VTEPPod: topology.VTEPPod{
 				Namespace: "ns", Name: "pod" + strconv.Itoa(4*i+v), Node: n.Name, EncapIP: n.EncapIPs[v],
 				IPs: []netip.Prefix{netip.PrefixFrom(ip, 16)}}})
 		}
 		nodes = append(nodes, n)
 	}
-	d, _, err := Layer2MultiVTEPPorts(network, nodes, pods)
+	d, _, err := topology.Layer2MultiVTEPPorts(network, nodes, pods)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -354,11 +355,11 @@ func BenchmarkLayer2MultiVTEP1000Pods(b *testing.B) {
 func BenchmarkLayer3Subnets200(b *testing.B) {
 	for _, form := range []struct {
 		name string
-		form Layer3PolicyForm
-	}{{"address-set", PolicyFormAddressSet}, {"baseline-pairs", PolicyFormPairs}} {
+		form topology.Layer3PolicyForm
+	}{{"address-set", topology.PolicyFormAddressSet}, {"baseline-pairs", topology.PolicyFormPairs}} {
 		b.Run(form.name, func(b *testing.B) {
 			e := newEnv(b)
-			d, err := Layer3SubnetPoliciesForm("bench_l3", manySubnets(200), form.form)
+			d, err := topology.Layer3SubnetPoliciesForm("bench_l3", manySubnets(200), form.form)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -397,7 +398,7 @@ func BenchmarkUnrelatedNetworkDuringLargeApply(b *testing.B) {
 	large := func(name string) *Desired {
 		n := benchNetwork()
 		n.Name = name
-		d, err := Layer2Topology(n, manyNodes(1000))
+		d, err := topology.Layer2Topology(n, manyNodes(1000))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -405,7 +406,7 @@ func BenchmarkUnrelatedNetworkDuringLargeApply(b *testing.B) {
 	}
 	smallNet := benchNetwork()
 	smallNet.Name = "bench_small"
-	small, err := Layer2Topology(smallNet, manyNodes(3))
+	small, err := topology.Layer2Topology(smallNet, manyNodes(3))
 	if err != nil {
 		b.Fatal(err)
 	}

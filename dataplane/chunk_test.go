@@ -14,13 +14,15 @@ import (
 	"time"
 
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
 	"github.com/udnkit/udnkit/dataplane/internal/txn"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/topology"
 )
 
 // chunkNodes are 20 nodes, the first three local (with a gateway router and
 // its rtotr- port peered with the transit router's trtor- port).
-func chunkNodes(n int) []Layer2Node {
+func chunkNodes(n int) []topology.Layer2Node {
 	nodes := manyNodes(n)
 	for i := range nodes {
 		nodes[i].Local = i < 3
@@ -337,7 +339,7 @@ func TestSplitApplyLetsOneTransactionApplyGoFirstBeforeItsFirst(t *testing.T) {
 func heldOneTransactionApply(e *env) (small *Desired, planned <-chan struct{}, release func()) {
 	e.c.MaxTransactionOps = 8
 	e.hooks.YieldAtMost = time.Minute // only the order matters here
-	small = &Desired{Owner: Owner{Network: "small_net", Topology: TopologyLayer2, Piece: PieceTransitRouter},
+	small = &Desired{Owner: Owner{Network: "small_net", Topology: topology.TopologyLayer2, Piece: topology.PieceTransitRouter},
 		Routers: []Router{{Row: nbdb.LogicalRouter{Name: "small_net_router"},
 			Ports: []nbdb.LogicalRouterPort{{Name: "small_net_port", MAC: "0a:58:0a:00:00:01", Networks: []string{"10.0.0.1/24"}}}}}}
 	p, send := make(chan struct{}), make(chan struct{})

@@ -8,6 +8,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/internal/plan"
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/topology"
 )
 
 // plan builds again.
@@ -15,9 +16,9 @@ func TestColumnMemoBehindTheCacheIsReadAfresh(t *testing.T) {
 	e := newEnv(t)
 	d := func() *Desired {
 		return &Desired{
-			Owner: Owner{Network: "n", Topology: TopologyLayer2, Piece: PieceTransitRouter},
+			Owner: Owner{Network: "n", Topology: topology.TopologyLayer2, Piece: topology.PieceTransitRouter},
 			Routers: []Router{{Row: nbdb.LogicalRouter{Name: "r"}, Routes: []nbdb.LogicalRouterStaticRoute{
-				staticRoute("10.0.0.0/8", "10.1.1.1", "dst-ip", nil), staticRoute("10.2.0.0/16", "10.1.1.1", "dst-ip", nil)}}},
+				dstIPRoute("10.0.0.0/8", "10.1.1.1"), dstIPRoute("10.2.0.0/16", "10.1.1.1")}}},
 		}
 	}
 	e.apply(d()) // creates the router
@@ -74,11 +75,11 @@ func TestColumnMemoBehindTheCacheIsReadAfresh(t *testing.T) {
 // the cache shows them deleted, so the next plan finds nothing to do.
 func TestColumnMemoRemovalsAreNotedGone(t *testing.T) {
 	e := newEnv(t)
-	routes := []nbdb.LogicalRouterStaticRoute{staticRoute("10.0.0.0/8", "10.1.1.1", "dst-ip", nil),
-		staticRoute("10.2.0.0/16", "10.1.1.1", "dst-ip", nil), staticRoute("10.3.0.0/16", "10.1.1.1", "dst-ip", nil)}
+	routes := []nbdb.LogicalRouterStaticRoute{dstIPRoute("10.0.0.0/8", "10.1.1.1"),
+		dstIPRoute("10.2.0.0/16", "10.1.1.1"), dstIPRoute("10.3.0.0/16", "10.1.1.1")}
 	d := func(rs ...nbdb.LogicalRouterStaticRoute) *Desired {
 		return &Desired{
-			Owner:   Owner{Network: "n", Topology: TopologyLayer2, Piece: PieceTransitRouter},
+			Owner:   Owner{Network: "n", Topology: topology.TopologyLayer2, Piece: topology.PieceTransitRouter},
 			Routers: []Router{{Row: nbdb.LogicalRouter{Name: "r"}, Routes: rs}},
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
+	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -152,11 +153,11 @@ func TestConfigRejectsBadTLS(t *testing.T) {
 // raftNodes are n nodes starting at node offset+1; every tenth is local, so
 // the topology has several gateway routers (Logical_Router has no name index:
 // a stale cache would duplicate them).
-func raftNodes(offset, n int) []Layer2Node {
-	nodes := make([]Layer2Node, n)
+func raftNodes(offset, n int) []topology.Layer2Node {
+	nodes := make([]topology.Layer2Node, n)
 	for i := range nodes {
 		k := offset + i + 1
-		nodes[i] = Layer2Node{Name: "node" + strconv.Itoa(k), Chassis: chassisOf("node" + strconv.Itoa(k)), ID: k + 1, TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter, Local: k%10 == 1}
+		nodes[i] = topology.Layer2Node{Name: "node" + strconv.Itoa(k), Chassis: chassisOf("node" + strconv.Itoa(k)), ID: k + 1, TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter, Local: k%10 == 1}
 	}
 	return nodes
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/udnkit/udnkit/dataplane/topology"
 )
 
 // upstreamCOPP is the default COPP as upstream's EnsureDefaultCOPP
@@ -137,7 +139,7 @@ func TestCOPPIsSharedByTheZonesNetworks(t *testing.T) {
 	netB := netA
 	netB.Name, netB.SwitchTunnelKey, netB.TransitRouterTunnelKey = "ns2_green", 16711686, 16715781
 	dA, dB := mustLayer2(t, netA, nodes), mustLayer2(t, netB, nodes)
-	dC, err := Layer3SubnetPolicies("ns3_red", []netip.Prefix{pfx("10.200.0.0/16"), pfx("10.201.0.0/16")})
+	dC, err := topology.Layer3SubnetPolicies("ns3_red", []netip.Prefix{pfx("10.200.0.0/16"), pfx("10.201.0.0/16")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +193,7 @@ func TestCOPPCommitsWithItsRouters(t *testing.T) {
 
 	e.nbctl("lr-del", "other")
 	bad := mustLayer2(t, net, nodes)
-	c := DefaultCOPP()
+	c := topology.DefaultCOPP()
 	c.Row.Meters["arp"] = "no-such-meter"
 	bad.Routers[0].Copp = c
 	_, err := e.c.Apply(e.ctx, bad)
@@ -276,7 +278,7 @@ func TestConcurrentFirstAppliesShareOneCOPP(t *testing.T) {
 		}
 	}
 	errs := make(chan error, 2)
-	for _, net := range []Layer2Network{netA, netB} {
+	for _, net := range []topology.Layer2Network{netA, netB} {
 		d := mustLayer2(t, net, nodes)
 		go func() { _, err := e.c.Apply(e.ctx, d); errs <- err }()
 	}

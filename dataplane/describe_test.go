@@ -5,11 +5,13 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/udnkit/udnkit/dataplane/topology"
 )
 
 func TestDescribe(t *testing.T) {
 	net, nodes := exampleV4()
-	d, err := Layer2Topology(net, nodes)
+	d, err := topology.Layer2Topology(net, nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +46,7 @@ func TestDescribe(t *testing.T) {
 	if n := strings.Count(text, "port trtor-"); n != len(nodes) {
 		t.Errorf("%d transit-router ports described, want one per node (%d)", n, len(nodes))
 	}
-	d, err = Layer3SubnetPolicies("ns_green", []netip.Prefix{pfx("10.200.0.0/16"), pfx("10.201.0.0/16")})
+	d, err = topology.Layer3SubnetPolicies("ns_green", []netip.Prefix{pfx("10.200.0.0/16"), pfx("10.201.0.0/16")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,12 @@
 // Package dataplane programs OVN for udnkit's networks with libovsdb. It is
-// the front of the dataplane: the topology builders (Layer2Topology,
-// Layer3SubnetPolicies, MultiVTEPPorts, LiveMigrationRoutes, ...) turn plain
-// inputs into each topology piece's desired Northbound rows, and Client
-// (New and Connect, or NewClient) applies them: Apply makes the database
-// hold exactly those rows, in one transaction or, for a large difference,
-// in a sequence of bounded transactions that each leave a consistent
-// topology. The client also notices when the database loses or changes the
-// rows it owns without an Apply of its own (a replaced database, another
-// client's edit) and asks its controllers to re-apply those networks
-// (OnResync).
+// the front of the dataplane: Client (New and Connect, or Dial) holds the
+// connections to both OVN databases and applies the desired rows package
+// topology builds: Apply makes the database hold exactly those rows, in one
+// transaction or, for a large difference, in a sequence of bounded
+// transactions that each leave a consistent topology. The client also
+// notices when the database loses or changes the rows it owns without an
+// Apply of its own (a replaced database, another client's edit) and asks its
+// controllers to re-apply those networks (OnResync).
 //
 // The layers below, each importing only those before it (layers_test.go
 // enforces it):
@@ -19,7 +17,8 @@
 //   - internal/ovsconn: the connections; internal/index: the rows plans read;
 //   - internal/plan: the diff; internal/txn: splitting it into transactions;
 //   - internal/engine: Apply, per-network locks, fairness, healing, and the
-//     dataplane's lock order.
+//     dataplane's lock order;
+//   - topology: the pure builders of each piece's desired rows.
 //
 // The names callers use (Desired, Owner, Config, Result, Resync, KeyLocks,
 // the external-ID keys) are aliases of those packages' types.

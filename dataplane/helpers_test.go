@@ -14,7 +14,9 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/internal/engine"
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
+	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
+	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/internal/testenv"
 )
 
@@ -173,9 +175,9 @@ func keys(m map[string]string) []string {
 }
 
 // mustLayer2 computes a Layer2 topology that the test expects to be valid.
-func mustLayer2(t testing.TB, net Layer2Network, nodes []Layer2Node) *Desired {
+func mustLayer2(t testing.TB, net topology.Layer2Network, nodes []topology.Layer2Node) *Desired {
 	t.Helper()
-	d, err := Layer2Topology(net, nodes)
+	d, err := topology.Layer2Topology(net, nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,4 +233,10 @@ func (e *env) settle() {
 			e.t.Fatal(behind)
 		}
 	}
+}
+
+// dstIPRoute is a dst-ip static route to prefix through nexthop.
+func dstIPRoute(prefix, nexthop string) nbdb.LogicalRouterStaticRoute {
+	policy := nbdb.LogicalRouterStaticRoutePolicyDstIP
+	return nbdb.LogicalRouterStaticRoute{IPPrefix: prefix, Nexthop: nexthop, Policy: &policy}
 }

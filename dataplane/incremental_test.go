@@ -12,6 +12,7 @@ import (
 
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
+	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -54,7 +55,7 @@ func randomIncrState(r *rand.Rand) incrState {
 // desired computes the state's two pieces afresh (planning writes into them).
 func (s incrState) desired(t testing.TB) []*Desired {
 	t.Helper()
-	net := Layer2Network{
+	net := topology.Layer2Network{
 		Name: incrNet, Subnets: []netip.Prefix{pfx("10.128.0.0/16")},
 		JoinSubnets:     []netip.Prefix{pfx("100.65.0.0/16"), pfx("fd99::/64")},
 		SwitchTunnelKey: 16711685, TransitRouterTunnelKey: 16715780, MTU: s.mtu,
@@ -68,22 +69,22 @@ func (s incrState) desired(t testing.TB) []*Desired {
 	if s.services {
 		net.Services = apiAndDNS()
 	}
-	local := Layer2Node{Name: "node1", Chassis: chassisOf("node1"), ID: 2, Local: true, TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter}
+	local := topology.Layer2Node{Name: "node1", Chassis: chassisOf("node1"), ID: 2, Local: true, TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter}
 	if s.rechassised {
 		local.Chassis = "7c0ffee0-node1"
 	}
 	for i := range s.nodeIPs {
 		local.NodeIPs = append(local.NodeIPs, netip.AddrFrom4([4]byte{192, 168, 0, byte(10 + i)}))
 	}
-	nodes := []Layer2Node{local}
+	nodes := []topology.Layer2Node{local}
 	for _, n := range s.nodes {
-		nodes = append(nodes, Layer2Node{Name: "node" + strconv.Itoa(n), Chassis: chassisOf("node" + strconv.Itoa(n)), ID: n + 1, TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter})
+		nodes = append(nodes, topology.Layer2Node{Name: "node" + strconv.Itoa(n), Chassis: chassisOf("node" + strconv.Itoa(n)), ID: n + 1, TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter})
 	}
 	var subnets []netip.Prefix
 	for _, i := range s.l3Subnets {
 		subnets = append(subnets, incrL3Pool[i])
 	}
-	l3, err := Layer3SubnetPolicies(incrL3, subnets)
+	l3, err := topology.Layer3SubnetPolicies(incrL3, subnets)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,8 +347,8 @@ func (e *env) modifyOwnedRow(r *rand.Rand, n int, kind int) string {
 		}
 		e.nbctl("--", "--id=@r", "create", "Logical_Router_Static_Route",
 			"ip_prefix="+strconv.Quote(get("ip_prefix")), "nexthop="+strconv.Quote(get("nexthop")), "policy="+orEmptySet(get("policy")),
-			`external_ids:"`+ExternalIDNetwork+`"=`+incrNet, `external_ids:"`+ExternalIDTopology+`"=`+TopologyLayer2,
-			`external_ids:"`+ExternalIDPiece+`"=`+PieceTransitRouter, "--", "add", "Logical_Router", tr, "static_routes", "@r")
+			`external_ids:"`+ExternalIDNetwork+`"=`+incrNet, `external_ids:"`+ExternalIDTopology+`"=`+topology.TopologyLayer2,
+			`external_ids:"`+ExternalIDPiece+`"=`+topology.PieceTransitRouter, "--", "add", "Logical_Router", tr, "static_routes", "@r")
 		return "added a duplicate of route " + u
 	case 7:
 		e.nbctl("lr-route-add", tr, "198.51.100."+strconv.Itoa(n)+"/32", "100.88.0.99")

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -19,8 +20,8 @@ var (
 // the document's chosen rule, offset 2·nodeID: node1 100.88.0.4/31 (as in the
 // document); node2 .6/31 and node3 .8/31 (the document's table lists those two
 // swapped, which contradicts both its rule and its join IPs).
-func exampleV4() (Layer2Network, []Layer2Node) {
-	net := Layer2Network{
+func exampleV4() (topology.Layer2Network, []topology.Layer2Node) {
+	net := topology.Layer2Network{
 		Name:                   "test12_namespace-scoped",
 		Subnets:                []netip.Prefix{pfx("203.203.0.0/24")},
 		JoinSubnets:            []netip.Prefix{pfx("100.65.0.0/16")},
@@ -33,8 +34,8 @@ func exampleV4() (Layer2Network, []Layer2Node) {
 	return net, threeNodes()
 }
 
-func threeNodes() []Layer2Node {
-	return []Layer2Node{
+func threeNodes() []topology.Layer2Node {
+	return []topology.Layer2Node{
 		{Name: "node1", ID: 2, Chassis: chassisOf("node1"), Local: true, TopologyVersion: "2.0", NodeIPs: nil, LegacyTunnelKey: 4},
 		{Name: "node2", ID: 3, Chassis: chassisOf("node2"), TopologyVersion: "2.0", LegacyTunnelKey: 5},
 		{Name: "node3", ID: 4, Chassis: chassisOf("node3"), TopologyVersion: "2.0", LegacyTunnelKey: 6},
@@ -59,7 +60,7 @@ func TestLayer2TopologyIPv4ThreeNodes(t *testing.T) {
 	net, nodes := exampleV4()
 	nodes[0].NodeIPs = []netip.Addr{addr("172.18.0.3")}
 	net.Services = apiAndDNS()
-	d, err := Layer2Topology(net, nodes)
+	d, err := topology.Layer2Topology(net, nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func TestLayer2TopologyIPv4ThreeNodes(t *testing.T) {
 // SHA-256 of the address text (sha256("2010:100:200::1") starts d7eb905e).
 func TestLayer2TopologyIPv6ThreeNodes(t *testing.T) {
 	e := newEnv(t)
-	net := Layer2Network{
+	net := topology.Layer2Network{
 		Name:                   "test12_namespace-scoped",
 		Subnets:                []netip.Prefix{pfx("2010:100:200::/60")},
 		JoinSubnets:            []netip.Prefix{pfx("fd99::/64")},
@@ -141,7 +142,7 @@ func TestLayer2TopologyIPv6ThreeNodes(t *testing.T) {
 		TransitRouterTunnelKey: 16715780,
 		MasqueradeIPs:          []netip.Addr{addr("fd69::c")},
 	}
-	d, err := Layer2Topology(net, threeNodes())
+	d, err := topology.Layer2Topology(net, threeNodes())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +189,7 @@ func TestLayer2TopologyDualStackDefaultGateway(t *testing.T) {
 	net.Subnets = append(net.Subnets, pfx("2010:100:200::/60"))
 	net.JoinSubnets = append(net.JoinSubnets, pfx("fd99::/64"))
 	net.DefaultGatewayIPs = []netip.Addr{addr("203.203.0.1"), addr("2010:100:200::1")}
-	d, err := Layer2Topology(net, nodes)
+	d, err := topology.Layer2Topology(net, nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,101 +212,75 @@ func TestLayer2TopologyDualStackDefaultGateway(t *testing.T) {
 	}
 }
 
-func TestAddressArithmetic(t *testing.T) {
-	for _, c := range []struct {
-		transit netip.Prefix
-		id      int
-		want    string
-		tr, gr  string
-	}{
-		{ovnk.DefaultTransitSubnetV4, 2, "100.88.0.4/31", "100.88.0.4/31", "100.88.0.5/31"},
-		{ovnk.DefaultTransitSubnetV4, 200, "100.88.1.144/31", "100.88.1.144/31", "100.88.1.145/31"},
-		{ovnk.DefaultTransitSubnetV6, 4, "fd97::8/127", "fd97::8/127", "fd97::9/127"},
-	} {
-		got, err := ovnk.TransitPeerSubnet(c.transit, c.id)
-		if err != nil || got.String() != c.want {
-			t.Errorf("ovnk.TransitPeerSubnet(%s, %d) = %s, %v; want %s", c.transit, c.id, got, err, c.want)
-			continue
-		}
-		a, b := ovnk.TransitPeerIPs(got)
-		if a.String() != c.tr || b.String() != c.gr {
-			t.Errorf("ovnk.TransitPeerIPs(%s) = %s, %s; want %s, %s", got, a, b, c.tr, c.gr)
-		}
-	}
-	if _, err := ovnk.TransitPeerSubnet(pfx("100.88.0.0/30"), 2); err == nil || !strings.Contains(err.Error(), "node ID 2 does not fit transit subnet 100.88.0.0/30") {
-		t.Errorf("node ID beyond the transit subnet: err = %v", err)
-	}
-	if _, err := ovnk.TransitPeerSubnet(ovnk.DefaultTransitSubnetV4, -1); err == nil {
-		t.Error("negative node ID accepted")
-	}
-	if mac := ovnk.MACFromIP(addr("100.65.0.2")).String(); mac != "0a:58:64:41:00:02" {
-		t.Errorf("ovnk.MACFromIP(100.65.0.2) = %s, the document says 0a:58:64:41:00:02", mac)
-	}
-	if lla := ovnk.LinkLocalFromMAC(ovnk.MACFromIP(addr("100.65.0.4"))); lla != addr("fe80::858:64ff:fe41:4") {
-		t.Errorf("ovnk.LinkLocalFromMAC(0a:58:64:41:00:04) = %s, the document says fe80::858:64ff:fe41:4", lla)
-	}
-	if last := ovnk.LastAddr(pfx("100.65.0.0/16")).Prev(); last != addr("100.65.255.254") {
-		t.Errorf("dummy join IP = %s, the document says 100.65.255.254", last)
-	}
-}
-
 // Bad input names the field and the rule and writes nothing.
 func TestLayer2TopologyRejectsBadInput(t *testing.T) {
 	e := newEnv(t)
 	for _, c := range []struct {
 		name   string
-		mutate func(*Layer2Network, []Layer2Node) []Layer2Node
+		mutate func(*topology.Layer2Network, []topology.Layer2Node) []topology.Layer2Node
 		want   string
 	}{
-		{"no subnet", func(n *Layer2Network, ns []Layer2Node) []Layer2Node { n.Subnets = nil; return ns },
+		{"no subnet", func(n *topology.Layer2Network, ns []topology.Layer2Node) []topology.Layer2Node {
+			n.Subnets = nil
+			return ns
+		},
 			"network.subnets: a primary Layer2 network needs one subnet per IP family"},
-		{"two IPv4 subnets", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
+		{"two IPv4 subnets", func(n *topology.Layer2Network, ns []topology.Layer2Node) []topology.Layer2Node {
 			n.Subnets = append(n.Subnets, pfx("10.0.0.0/24"))
 			return ns
 		}, "network.subnets[1]: 10.0.0.0/24 is a second ip4 subnet"},
-		{"missing join family", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
+		{"missing join family", func(n *topology.Layer2Network, ns []topology.Layer2Node) []topology.Layer2Node {
 			n.JoinSubnets = []netip.Prefix{pfx("fd99::/64")}
 			return ns
 		}, "network.joinSubnets: no join subnet for the ip4 family of subnet 203.203.0.0/24"},
-		{"no tunnel key", func(n *Layer2Network, ns []Layer2Node) []Layer2Node { n.TransitRouterTunnelKey = 0; return ns },
+		{"no tunnel key", func(n *topology.Layer2Network, ns []topology.Layer2Node) []topology.Layer2Node {
+			n.TransitRouterTunnelKey = 0
+			return ns
+		},
 			"network.tunnelKeys: the switch and transit router tunnel keys must be positive"},
-		{"service without key", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
-			n.Services = []UDNEnabledService{{ClusterIPs: []netip.Addr{addr("10.96.0.10")}}}
+		{"service without key", func(n *topology.Layer2Network, ns []topology.Layer2Node) []topology.Layer2Node {
+			n.Services = []topology.UDNEnabledService{{ClusterIPs: []netip.Addr{addr("10.96.0.10")}}}
 			return ns
 		}, "network.services[0].key: must be the service's namespace/name"},
-		{"invalid ClusterIP", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
-			n.Services = []UDNEnabledService{{Key: "kube-system/kube-dns", ClusterIPs: []netip.Addr{{}}}}
+		{"invalid ClusterIP", func(n *topology.Layer2Network, ns []topology.Layer2Node) []topology.Layer2Node {
+			n.Services = []topology.UDNEnabledService{{Key: "kube-system/kube-dns", ClusterIPs: []netip.Addr{{}}}}
 			return ns
 		}, "network.services[0].clusterIPs[0]: not a valid IP (service kube-system/kube-dns)"},
-		{"ClusterIP of two services", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
-			n.Services = append(apiAndDNS(), UDNEnabledService{Key: "kube-system/dns2", ClusterIPs: []netip.Addr{addr("10.96.0.10")}})
+		{"ClusterIP of two services", func(n *topology.Layer2Network, ns []topology.Layer2Node) []topology.Layer2Node {
+			n.Services = append(apiAndDNS(), topology.UDNEnabledService{Key: "kube-system/dns2", ClusterIPs: []netip.Addr{addr("10.96.0.10")}})
 			return ns
 		}, "network.services[2].clusterIPs[0]: 10.96.0.10 is also service kube-system/kube-dns's"},
-		{"gateway outside subnet", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
+		{"gateway outside subnet", func(n *topology.Layer2Network, ns []topology.Layer2Node) []topology.Layer2Node {
 			n.DefaultGatewayIPs = []netip.Addr{addr("10.9.9.9")}
 			return ns
 		}, "network.defaultGatewayIPs[0]: 10.9.9.9 is not inside a subnet of its family"},
-		{"node ID zero", func(n *Layer2Network, ns []Layer2Node) []Layer2Node { ns[1].ID = 0; return ns },
+		{"node ID zero", func(n *topology.Layer2Network, ns []topology.Layer2Node) []topology.Layer2Node {
+			ns[1].ID = 0
+			return ns
+		},
 			"nodes[1] (node2): id: node ID must be at least 1, got 0"},
-		{"duplicate node ID", func(n *Layer2Network, ns []Layer2Node) []Layer2Node { ns[2].ID = 3; return ns },
+		{"duplicate node ID", func(n *topology.Layer2Network, ns []topology.Layer2Node) []topology.Layer2Node {
+			ns[2].ID = 3
+			return ns
+		},
 			"nodes[2].id: node ID 3 is used by node2 and node3"},
-		{"node ID beyond transit subnet", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
+		{"node ID beyond transit subnet", func(n *topology.Layer2Network, ns []topology.Layer2Node) []topology.Layer2Node {
 			n.TransitSubnets = []netip.Prefix{pfx("100.88.0.0/29")}
 			return ns
 		}, "nodes[2] (node3): transitPeerSubnets: transit peer subnet of node ID 4: node ID 4 does not fit transit subnet 100.88.0.0/29"},
-		{"join IP outside join subnet", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
+		{"join IP outside join subnet", func(n *topology.Layer2Network, ns []topology.Layer2Node) []topology.Layer2Node {
 			ns[0].JoinIPs = []netip.Prefix{pfx("100.99.0.2/16")}
 			return ns
 		}, "nodes[0] (node1): joinIPs: 100.99.0.2/16 is outside join subnet 100.65.0.0/16"},
-		{"local node still has pods", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
+		{"local node still has pods", func(n *topology.Layer2Network, ns []topology.Layer2Node) []topology.Layer2Node {
 			ns[0].TopologyVersion, ns[0].RunningPods = "", 3
 			return ns
 		}, `nodes[0] (node1): the local node still runs 3 pods on network test12_namespace-scoped with topology version ""; it switches to 2.0 only when it has none`},
-		{"old remote node without legacy key", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
+		{"old remote node without legacy key", func(n *topology.Layer2Network, ns []topology.Layer2Node) []topology.Layer2Node {
 			ns[1].TopologyVersion, ns[1].LegacyTunnelKey = "", 0
 			return ns
 		}, "nodes[1] (node2): legacyTunnelKey: a node on the old topology needs its tunnel ID for the network (k8s.ovn.org/udn-layer2-node-gateway-router-lrp-tunnel-ids)"},
-		{"local node without its tunnel ID while another is old", func(n *Layer2Network, ns []Layer2Node) []Layer2Node {
+		{"local node without its tunnel ID while another is old", func(n *topology.Layer2Network, ns []topology.Layer2Node) []topology.Layer2Node {
 			ns[1].TopologyVersion, ns[0].LegacyTunnelKey = "", 0
 			return ns
 		}, "nodes: local node node1 has no tunnel ID for network test12_namespace-scoped in k8s.ovn.org/udn-layer2-node-gateway-router-lrp-tunnel-ids"},
@@ -313,7 +288,7 @@ func TestLayer2TopologyRejectsBadInput(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			net, nodes := exampleV4()
 			nodes = c.mutate(&net, nodes)
-			_, err := Layer2Topology(net, nodes)
+			_, err := topology.Layer2Topology(net, nodes)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v\nwant it to contain %q", err, c.want)
 			}

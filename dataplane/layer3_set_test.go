@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -25,7 +26,7 @@ func TestLayer3SubnetAddressSetAfterAppend(t *testing.T) {
 		for _, c := range cidrs {
 			subnets = append(subnets, pfx(c))
 		}
-		d, err := Layer3SubnetPolicies(network, subnets)
+		d, err := topology.Layer3SubnetPolicies(network, subnets)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +74,7 @@ func TestLayer3SubnetAddressSetAfterAppend(t *testing.T) {
 		t.Errorf("second apply sent %d operations, want 0", ops)
 	}
 
-	d, _ := Layer3SubnetPolicies(network, []netip.Prefix{pfx("10.1.0.0/16")})
+	d, _ := topology.Layer3SubnetPolicies(network, []netip.Prefix{pfx("10.1.0.0/16")})
 	e.apply(&Desired{Owner: d.Owner})
 	if got := e.nbctl("--bare", "--columns=name", "list", "Address_Set"); got != "foreign" {
 		t.Errorf("address sets after deleting the network: %q, want only the foreign one", got)
@@ -82,14 +83,14 @@ func TestLayer3SubnetAddressSetAfterAppend(t *testing.T) {
 		t.Errorf("policies after deleting the network:\n%s", got)
 	}
 
-	if _, err := Layer3SubnetPoliciesForm(network, []netip.Prefix{pfx("10.1.0.0/16")}, "triangles"); err == nil ||
+	if _, err := topology.Layer3SubnetPoliciesForm(network, []netip.Prefix{pfx("10.1.0.0/16")}, "triangles"); err == nil ||
 		!strings.Contains(err.Error(), `layer3 subnet policy form "triangles"`) {
 		t.Errorf("unknown form: err = %v", err)
 	}
-	if _, err := ParseLayer3PolicyForm("pair"); err == nil {
+	if _, err := topology.ParseLayer3PolicyForm("pair"); err == nil {
 		t.Error(`ParseLayer3PolicyForm("pair") accepted a misspelt form`)
 	}
-	if f, err := ParseLayer3PolicyForm(""); err != nil || f != PolicyFormAddressSet {
+	if f, err := topology.ParseLayer3PolicyForm(""); err != nil || f != topology.PolicyFormAddressSet {
 		t.Errorf(`ParseLayer3PolicyForm("") = %q, %v; want the address-set default`, f, err)
 	}
 }
@@ -97,11 +98,11 @@ func TestLayer3SubnetAddressSetAfterAppend(t *testing.T) {
 // 200 subnets: the address-set form is 1 policy and 1 set instead of 40,000 policies.
 func TestLayer3AddressSetFormIsLinear(t *testing.T) {
 	subnets := manySubnets(200)
-	pairs, err := Layer3SubnetPoliciesForm("ns_big", subnets, PolicyFormPairs)
+	pairs, err := topology.Layer3SubnetPoliciesForm("ns_big", subnets, topology.PolicyFormPairs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sets, err := Layer3SubnetPolicies("ns_big", subnets)
+	sets, err := topology.Layer3SubnetPolicies("ns_big", subnets)
 	if err != nil {
 		t.Fatal(err)
 	}

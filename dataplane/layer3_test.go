@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestLayer3SubnetPairPoliciesAfterAppend(t *testing.T) {
 	e := newEnv(t)
 	const router = "udn_udn.primary.layer3_ovn_cluster_router"
-	d, err := Layer3SubnetPoliciesForm("udn_udn-primary-layer3", []netip.Prefix{pfx("10.1.0.0/16"), pfx("fd00:10:1::/48")}, PolicyFormPairs)
+	d, err := topology.Layer3SubnetPoliciesForm("udn_udn-primary-layer3", []netip.Prefix{pfx("10.1.0.0/16"), pfx("fd00:10:1::/48")}, topology.PolicyFormPairs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,8 +47,8 @@ func TestLayer3SubnetPairPoliciesAfterAppend(t *testing.T) {
 		"102 ip6.src == fd00:10:1::/48 && ip6.dst == fd00:10:1::/48 allow",
 	)
 
-	d, err = Layer3SubnetPoliciesForm("udn_udn-primary-layer3",
-		[]netip.Prefix{pfx("10.1.0.0/16"), pfx("fd00:10:1::/48"), pfx("10.2.0.0/16")}, PolicyFormPairs)
+	d, err = topology.Layer3SubnetPoliciesForm("udn_udn-primary-layer3",
+		[]netip.Prefix{pfx("10.1.0.0/16"), pfx("fd00:10:1::/48"), pfx("10.2.0.0/16")}, topology.PolicyFormPairs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestLayer3SubnetPairPoliciesAfterAppend(t *testing.T) {
 		{[]netip.Prefix{pfx("10.1.0.0/16"), pfx("10.1.0.0/16")}, "network.subnets[1]: 10.1.0.0/16 repeats subnets[0]"},
 		{[]netip.Prefix{{}}, "network.subnets[0]: not a valid CIDR"},
 	} {
-		if _, err := Layer3SubnetPolicies("n", c.subnets); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := topology.Layer3SubnetPolicies("n", c.subnets); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Layer3SubnetPolicies(%v): err = %v, want %q", c.subnets, err, c.want)
 		}
 	}
@@ -98,13 +99,13 @@ func TestSharedRouterCreatedOnceByConcurrentPieces(t *testing.T) {
 	e := newEnv(t)
 	for i := range 10 {
 		network := "ns_race" + strconv.Itoa(i)
-		policies, err := Layer3SubnetPolicies(network, []netip.Prefix{pfx("10.1.0.0/16")})
+		policies, err := topology.Layer3SubnetPolicies(network, []netip.Prefix{pfx("10.1.0.0/16")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ports, err := MultiVTEPPorts(network, ovnk.DefaultTransitSubnetV4, []VTEPNode{{Name: "node-b", Local: true,
+		ports, err := topology.MultiVTEPPorts(network, ovnk.DefaultTransitSubnetV4, []topology.VTEPNode{{Name: "node-b", Local: true,
 			EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3")}, TunnelIDs: []int{3, 4}}},
-			[]VTEPPod{{Namespace: "ns", Name: "p", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.0.5/24")}, EncapIP: addr("10.0.0.3")}})
+			[]topology.VTEPPod{{Namespace: "ns", Name: "p", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.0.5/24")}, EncapIP: addr("10.0.0.3")}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,13 +141,13 @@ func TestSharedRouterOutlivesItsCreatorWhileOthersUseIt(t *testing.T) {
 	e := newEnv(t)
 	const network = "ns_green"
 	router := ovnk.NamesFor(network).ClusterRouter()
-	ports, err := MultiVTEPPorts(network, ovnk.DefaultTransitSubnetV4, []VTEPNode{{Name: "node-b", Local: true,
+	ports, err := topology.MultiVTEPPorts(network, ovnk.DefaultTransitSubnetV4, []topology.VTEPNode{{Name: "node-b", Local: true,
 		EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3")}, TunnelIDs: []int{3, 4}}},
-		[]VTEPPod{{Namespace: "ns", Name: "p", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.0.5/24")}, EncapIP: addr("10.0.0.3")}})
+		[]topology.VTEPPod{{Namespace: "ns", Name: "p", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.0.5/24")}, EncapIP: addr("10.0.0.3")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	policies, err := Layer3SubnetPolicies(network, []netip.Prefix{pfx("10.1.0.0/16")})
+	policies, err := topology.Layer3SubnetPolicies(network, []netip.Prefix{pfx("10.1.0.0/16")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/udnkit/udnkit/dataplane/topology"
 )
 
 // The address-set form gives every packet the pair form's verdict, as OVN
@@ -17,10 +19,10 @@ func TestLayer3AddressSetVerdictMatchesPairsUnderOVNTrace(t *testing.T) {
 	e := newEnv(t)
 	e.startNorthd()
 	subnets := append(manySubnets(40), pfx("fd00:1::/64"), pfx("fd00:2::/64"), pfx("fd00:3::/64"))
-	routers := map[Layer3PolicyForm]string{}
-	for _, form := range []Layer3PolicyForm{PolicyFormPairs, PolicyFormAddressSet} {
+	routers := map[topology.Layer3PolicyForm]string{}
+	for _, form := range []topology.Layer3PolicyForm{topology.PolicyFormPairs, topology.PolicyFormAddressSet} {
 		network := "trace_" + strings.ReplaceAll(string(form), "-", "")
-		d, err := Layer3SubnetPoliciesForm(network, subnets, form)
+		d, err := topology.Layer3SubnetPoliciesForm(network, subnets, form)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,8 +76,8 @@ func TestLayer3AddressSetVerdictMatchesPairsUnderOVNTrace(t *testing.T) {
 		return strings.Contains(out, "output;") && !strings.Contains(out, "drop;"), out
 	}
 	for _, p := range packets {
-		pairs, pout := verdict(routers[PolicyFormPairs], p)
-		sets, sout := verdict(routers[PolicyFormAddressSet], p)
+		pairs, pout := verdict(routers[topology.PolicyFormPairs], p)
+		sets, sout := verdict(routers[topology.PolicyFormAddressSet], p)
 		if pairs != p.allowed {
 			t.Errorf("pair form: %s -> %s allowed = %v, want %v\n%s", p.src, p.dst, pairs, p.allowed, pout)
 		}

@@ -6,6 +6,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/udnkit/udnkit/dataplane/topology"
 )
 
 // transactions is udnkit_ovn_transaction_duration_seconds' count of a
@@ -43,7 +45,7 @@ func label(m *dto.Metric, name string) string {
 // write sends none and observes nothing.
 func TestApplyObservesTransactionLatency(t *testing.T) {
 	e := newEnv(t)
-	d, err := Layer3SubnetPolicies("metrics", []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("10.2.0.0/16")})
+	d, err := topology.Layer3SubnetPolicies("metrics", []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("10.2.0.0/16")})
 	if err != nil {
 		t.Fatal(err)
 	}

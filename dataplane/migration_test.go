@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/udnkit/udnkit/dataplane/topology"
 )
 
 // The kubevirt point-to-point design: a VM migrated away from the node owning
@@ -14,18 +16,18 @@ func TestLiveMigrationRoutesAddedAndRemoved(t *testing.T) {
 	const router = "ns1_vmnet_ovn_cluster_router"
 	e.nbctl("lr-add", router)
 	e.nbctl("lr-route-add", router, "10.244.1.0/24", "100.65.0.3")
-	net := LiveMigrationNetwork{Name: "ns1_vmnet", Topology: TopologyLayer3, DHCP: &VMDHCP{
+	net := topology.LiveMigrationNetwork{Name: "ns1_vmnet", Topology: topology.TopologyLayer3, DHCP: &topology.VMDHCP{
 		LeaseTime: 3500, ServerID: addr("169.254.1.1"), ServerMAC: "c0:ff:ee:00:00:01",
 		DNSServers: []netip.Addr{addr("10.96.0.10")},
 	}}
-	nodes := []LiveMigrationNode{
+	nodes := []topology.LiveMigrationNode{
 		{Name: "node1", RouterPort: "rtos-node1", GatewayIPs: []netip.Addr{addr("100.65.0.2")}},
 		{Name: "node2", RouterPort: "rtos-node2", GatewayIPs: []netip.Addr{addr("100.65.0.3")}},
 	}
-	vm := VM{Namespace: "ns1", Name: "vm1", IPs: []netip.Prefix{pfx("10.244.0.8/24")}, Node: "node1", OwnerNode: "node1"}
-	apply := func(vms ...VM) int {
+	vm := topology.VM{Namespace: "ns1", Name: "vm1", IPs: []netip.Prefix{pfx("10.244.0.8/24")}, Node: "node1", OwnerNode: "node1"}
+	apply := func(vms ...topology.VM) int {
 		t.Helper()
-		d, err := LiveMigrationRoutes(net, nodes, vms)
+		d, err := topology.LiveMigrationRoutes(net, nodes, vms)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,45 +76,19 @@ func TestLiveMigrationRoutesAddedAndRemoved(t *testing.T) {
 	}
 
 	for _, c := range []struct {
-		vm   VM
+		vm   topology.VM
 		want string
 	}{
-		{VM{Namespace: "ns1", Name: "vm2", IPs: []netip.Prefix{pfx("10.244.0.9/24")}, Node: "node9", OwnerNode: "node1"}, `vms[0] (ns1/vm2).node: node "node9" is not known`},
-		{VM{Namespace: "ns1", Name: "vm3", Node: "node2"}, "vms[0] (ns1/vm3): namespace, name and ips are required"},
-		{VM{Namespace: "ns1", Name: "vm4", IPs: []netip.Prefix{pfx("fd00::9/64")}, Node: "node2", OwnerNode: "node1"}, "vms[0] (ns1/vm4): node node2 has no ip6 gateway IP"},
+		{topology.VM{Namespace: "ns1", Name: "vm2", IPs: []netip.Prefix{pfx("10.244.0.9/24")}, Node: "node9", OwnerNode: "node1"}, `vms[0] (ns1/vm2).node: node "node9" is not known`},
+		{topology.VM{Namespace: "ns1", Name: "vm3", Node: "node2"}, "vms[0] (ns1/vm3): namespace, name and ips are required"},
+		{topology.VM{Namespace: "ns1", Name: "vm4", IPs: []netip.Prefix{pfx("fd00::9/64")}, Node: "node2", OwnerNode: "node1"}, "vms[0] (ns1/vm4): node node2 has no ip6 gateway IP"},
 	} {
-		if _, err := LiveMigrationRoutes(net, nodes, []VM{c.vm}); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := topology.LiveMigrationRoutes(net, nodes, []topology.VM{c.vm}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("LiveMigrationRoutes(%s): err = %v, want %q", c.vm.Name, err, c.want)
 		}
 	}
-	if _, err := LiveMigrationRoutes(LiveMigrationNetwork{Name: "x", Topology: "localnet"}, nil, nil); err == nil ||
+	if _, err := topology.LiveMigrationRoutes(topology.LiveMigrationNetwork{Name: "x", Topology: "localnet"}, nil, nil); err == nil ||
 		!strings.Contains(err.Error(), `network.topology: "localnet" is not layer2 or layer3`) {
 		t.Errorf("localnet topology: err = %v", err)
-	}
-}
-
-// On a Layer2 transit router whose zones hold one node each, a migrated VM
-// gets its point-to-point route but no reroute: the zone's own source route
-// already takes its egress to the local gateway router, and a reroute would
-// shadow the routes to other nodes' join IPs. In one zone of many nodes the
-// reroute pins the VM's egress to its node.
-func TestLiveMigrationLayer2RerouteOnlyInASharedZone(t *testing.T) {
-	nodes := []LiveMigrationNode{
-		{Name: "node1", RouterPort: "trtos-sw", GatewayIPs: []netip.Addr{addr("100.88.0.5")}},
-		{Name: "node2", RouterPort: "trtos-sw", GatewayIPs: []netip.Addr{addr("100.88.0.7")}},
-	}
-	vms := []VM{{Namespace: "ns1", Name: "vm1", IPs: []netip.Prefix{pfx("10.150.0.8/16")}, Node: "node2", OwnerNode: "node1"}}
-	for _, perZone := range []bool{false, true} {
-		d, err := LiveMigrationRoutes(LiveMigrationNetwork{Name: "ns1_vmnet", Topology: TopologyLayer2, NodePerZone: perZone}, nodes, vms)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := d.Routers[0]
-		if len(r.Routes) != 1 || r.Routes[0].IPPrefix != "10.150.0.8" {
-			t.Errorf("NodePerZone %v: routes %+v, want the VM's point-to-point route", perZone, r.Routes)
-		}
-		if got, want := len(r.Policies), map[bool]int{false: 1, true: 0}[perZone]; got != want {
-			t.Errorf("NodePerZone %v: %d reroute policies, want %d", perZone, got, want)
-		}
 	}
 }

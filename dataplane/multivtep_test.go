@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -22,22 +23,22 @@ func TestMultiVTEPPortsAndRoutes(t *testing.T) {
 	e.nbctl("lr-add", router)
 	e.nbctl("ls-add", ts)
 	transit := ovnk.DefaultTransitSubnetV4
-	nodes := []VTEPNode{
+	nodes := []topology.VTEPNode{
 		{Name: "node-a", Chassis: chassisOf("node-a"), EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3"), addr("10.0.0.4")}, TunnelIDs: []int{6, 7, 8},
 			Subnets: []netip.Prefix{pfx("10.1.7.0/24")}},
 		{Name: "node-b", Local: true, EncapIPs: []netip.Addr{addr("10.0.1.2"), addr("10.0.1.3")}, TunnelIDs: []int{9, 10},
 			Subnets: []netip.Prefix{pfx("10.1.8.0/24")}},
 		{Name: "node-c", Chassis: chassisOf("node-c"), EncapIPs: []netip.Addr{addr("10.0.2.2")}, TunnelIDs: []int{11}, Subnets: []netip.Prefix{pfx("10.1.9.0/24")}},
 	}
-	podA := VTEPPod{Namespace: "ns", Name: "pod-a", Node: "node-a", IPs: []netip.Prefix{pfx("10.1.7.4/24")}, EncapIP: addr("10.0.0.3")}
-	podA2 := VTEPPod{Namespace: "ns", Name: "pod-a2", Node: "node-a", IPs: []netip.Prefix{pfx("10.1.7.6/24")}, EncapIP: addr("10.0.0.3")}
-	podA3 := VTEPPod{Namespace: "ns", Name: "pod-a3", Node: "node-a", IPs: []netip.Prefix{pfx("10.1.7.5/24")}, EncapIP: addr("10.0.0.4")}
-	podB := VTEPPod{Namespace: "ns", Name: "pod-b", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.8.4/24")}, EncapIP: addr("10.0.1.2")}
-	podB2 := VTEPPod{Namespace: "ns", Name: "pod-b2", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.8.5/24")}, EncapIP: addr("10.0.1.3")}
-	podC := VTEPPod{Namespace: "ns", Name: "pod-c", Node: "node-c", IPs: []netip.Prefix{pfx("10.1.9.4/24")}, EncapIP: addr("10.0.2.2")}
-	apply := func(pods ...VTEPPod) int {
+	podA := topology.VTEPPod{Namespace: "ns", Name: "pod-a", Node: "node-a", IPs: []netip.Prefix{pfx("10.1.7.4/24")}, EncapIP: addr("10.0.0.3")}
+	podA2 := topology.VTEPPod{Namespace: "ns", Name: "pod-a2", Node: "node-a", IPs: []netip.Prefix{pfx("10.1.7.6/24")}, EncapIP: addr("10.0.0.3")}
+	podA3 := topology.VTEPPod{Namespace: "ns", Name: "pod-a3", Node: "node-a", IPs: []netip.Prefix{pfx("10.1.7.5/24")}, EncapIP: addr("10.0.0.4")}
+	podB := topology.VTEPPod{Namespace: "ns", Name: "pod-b", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.8.4/24")}, EncapIP: addr("10.0.1.2")}
+	podB2 := topology.VTEPPod{Namespace: "ns", Name: "pod-b2", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.8.5/24")}, EncapIP: addr("10.0.1.3")}
+	podC := topology.VTEPPod{Namespace: "ns", Name: "pod-c", Node: "node-c", IPs: []netip.Prefix{pfx("10.1.9.4/24")}, EncapIP: addr("10.0.2.2")}
+	apply := func(pods ...topology.VTEPPod) int {
 		t.Helper()
-		d, err := MultiVTEPPorts(network, transit, nodes, pods)
+		d, err := topology.MultiVTEPPorts(network, transit, nodes, pods)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,13 +98,13 @@ func TestMultiVTEPPortsAndRoutes(t *testing.T) {
 
 	bad := podA
 	bad.EncapIP = addr("10.9.9.9")
-	if _, err := MultiVTEPPorts(network, transit, nodes, []VTEPPod{bad}); err == nil ||
+	if _, err := topology.MultiVTEPPorts(network, transit, nodes, []topology.VTEPPod{bad}); err == nil ||
 		!strings.Contains(err.Error(), "pods[0] (ns/pod-a).encapIP: 10.9.9.9 is not one of node node-a's encap IPs") {
 		t.Errorf("unknown encap IP: err = %v", err)
 	}
 	short := nodes[0]
 	short.TunnelIDs = []int{6}
-	if _, err := MultiVTEPPorts(network, transit, []VTEPNode{short}, nil); err == nil ||
+	if _, err := topology.MultiVTEPPorts(network, transit, []topology.VTEPNode{short}, nil); err == nil ||
 		!strings.Contains(err.Error(), "nodes[0] (node-a): k8s.ovn.org/node-transit-switch-port-tunnel-ids lists 1 tunnel IDs for 3 encap IPs") {
 		t.Errorf("tunnel ID count mismatch: err = %v", err)
 	}
@@ -121,7 +122,7 @@ func TestSetPortEncapsInSouthbound(t *testing.T) {
 		"options:csum=true", "--", "add", "Chassis", "node-a", "encaps", "@e")
 	e.nbctl("--timeout=60", "--wait=sb", "sync")
 
-	ports := map[string]PortEncap{"ns_pod-a": {Chassis: "node-a", EncapIP: "10.0.0.3"}}
+	ports := map[string]topology.PortEncap{"ns_pod-a": {Chassis: "node-a", EncapIP: "10.0.0.3"}}
 	var (
 		n   int
 		err error
@@ -144,61 +145,11 @@ func TestSetPortEncapsInSouthbound(t *testing.T) {
 	if n, err := e.c.SetPortEncaps(e.ctx, ports); err != nil || n != 0 {
 		t.Errorf("second SetPortEncaps = %d, %v; want 0 operations", n, err)
 	}
-	_, err = e.c.SetPortEncaps(e.ctx, map[string]PortEncap{"ns_pod-a": {Chassis: "node-a", EncapIP: "10.0.0.9"}})
+	_, err = e.c.SetPortEncaps(e.ctx, map[string]topology.PortEncap{"ns_pod-a": {Chassis: "node-a", EncapIP: "10.0.0.9"}})
 	if err == nil || !strings.Contains(err.Error(), `port ns_pod-a: no Encap row for chassis "node-a" with IP 10.0.0.9`) {
 		t.Errorf("unknown encap: err = %v", err)
 	}
 	if got := e.sbctl("get", "Port_Binding", "ns_pod-a", "encap"); got != want {
 		t.Errorf("a refused call changed the binding: %s", got)
-	}
-}
-
-// OKEP-5535 Layer2: only pods on remote multi-VTEP nodes get a remote port,
-// named as OVN-Kubernetes names pod ports; bad input names the field.
-func TestLayer2MultiVTEPPorts(t *testing.T) {
-	nodes := []VTEPNode{
-		{Name: "node-a", Local: true, EncapIPs: []netip.Addr{addr("10.0.1.2"), addr("10.0.1.3")}},
-		{Name: "node-b", Chassis: chassisOf("node-b"), EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3")}},
-		{Name: "node-c", Chassis: chassisOf("node-c"), EncapIPs: []netip.Addr{addr("10.0.2.2")}},
-	}
-	pod := func(name, node, ip, encap string) Layer2PodPort {
-		return Layer2PodPort{NAD: "ns1/tenant-blue", MAC: ovnk.MACFromIP(addr(ip)).String(),
-			VTEPPod: VTEPPod{Namespace: "ns1", Name: name, Node: node, IPs: []netip.Prefix{pfx(ip + "/24")}, EncapIP: addr(encap)}}
-	}
-	d, encaps, err := Layer2MultiVTEPPorts("ns1_tenant-blue", nodes, []Layer2PodPort{
-		pod("local", "node-a", "203.203.0.4", "10.0.1.3"),
-		pod("remote", "node-b", "203.203.0.5", "10.0.0.3"),
-		pod("single", "node-c", "203.203.0.6", "10.0.2.2"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(d.Switches) != 1 || d.Switches[0].Row.Name != "ns1_tenant.blue_ovn_layer2_switch" || !d.Switches[0].Ref || len(d.Switches[0].Ports) != 1 {
-		t.Fatalf("switches = %+v, want one port on the referenced layer2 switch", d.Switches)
-	}
-	p := d.Switches[0].Ports[0]
-	if p.Name != "ns1.tenant.blue_ns1_remote" || p.Type != "remote" || p.Addresses[0] != "0a:58:cb:cb:00:05 203.203.0.5" || p.Options["requested-chassis"] != chassisOf("node-b") {
-		t.Errorf("remote port = %+v", p)
-	}
-	if want := (PortEncap{Chassis: chassisOf("node-b"), EncapIP: "10.0.0.3"}); len(encaps) != 1 || encaps[p.Name] != want {
-		t.Errorf("encaps = %v, want %s -> %v", encaps, p.Name, want)
-	}
-	// Without pods the piece needs no switch: cleanup works before the topology exists.
-	if d, _, err := Layer2MultiVTEPPorts("ns1_tenant-blue", nodes, nil); err != nil || len(d.Switches) != 0 {
-		t.Errorf("no pods: switches = %v, err = %v", d.Switches, err)
-	}
-	noMAC := pod("p", "node-b", "203.203.0.7", "10.0.0.2")
-	noMAC.MAC = ""
-	for _, c := range []struct {
-		pod  Layer2PodPort
-		want string
-	}{
-		{pod("p", "node-9", "203.203.0.7", "10.0.0.2"), `pods[0] (ns1/p).node: node "node-9" is not known`},
-		{pod("p", "node-b", "203.203.0.7", "10.0.9.9"), "pods[0] (ns1/p).encapIP: 10.0.9.9 is not one of node node-b's encap IPs"},
-		{noMAC, `pods[0] (ns1/p): a remote pod port needs the pod's MAC and IPs, got mac ""`},
-	} {
-		if _, _, err := Layer2MultiVTEPPorts("ns1_tenant-blue", nodes, []Layer2PodPort{c.pod}); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("err = %v, want %q", err, c.want)
-		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/topology"
 )
 
 // Rows udnkit does not own survive every apply, including the old Layer2
@@ -119,7 +120,7 @@ func TestApplyRefusesForeignRowWithDesiredName(t *testing.T) {
 	e.nbctl("lr-add", tr)
 	e.settle()
 	net, nodes := exampleV4()
-	d, err := Layer2Topology(net, nodes)
+	d, err := topology.Layer2Topology(net, nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,9 +141,9 @@ func TestApplyRefusesForeignRowWithDesiredName(t *testing.T) {
 // Two desired rows with one identity would never converge: refused up front.
 func TestApplyRejectsDuplicateDesiredRows(t *testing.T) {
 	e := newEnv(t)
-	route := staticRoute("10.0.0.0/8", "10.1.1.1", "dst-ip", nil)
+	route := dstIPRoute("10.0.0.0/8", "10.1.1.1")
 	d := &Desired{
-		Owner:   Owner{Network: "n", Topology: TopologyLayer2, Piece: PieceTransitRouter},
+		Owner:   Owner{Network: "n", Topology: topology.TopologyLayer2, Piece: topology.PieceTransitRouter},
 		Routers: []Router{{Row: nbdb.LogicalRouter{Name: "r"}, Routes: []nbdb.LogicalRouterStaticRoute{route, route}}},
 	}
 	_, err := e.c.Apply(e.ctx, d)
@@ -154,7 +155,7 @@ func TestApplyRejectsDuplicateDesiredRows(t *testing.T) {
 	}
 	// The same with the router and a route there, planned through the
 	// column's memo (a key already held, and a new key twice).
-	other := staticRoute("10.2.0.0/16", "10.1.1.1", "dst-ip", nil)
+	other := dstIPRoute("10.2.0.0/16", "10.1.1.1")
 	d.Routers[0].Routes = []nbdb.LogicalRouterStaticRoute{route}
 	e.apply(d) // creates the router
 	e.apply(d) // its first plan of the router's routes

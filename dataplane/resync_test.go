@@ -14,6 +14,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/internal/engine"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
+	"github.com/udnkit/udnkit/dataplane/topology"
 )
 
 // healNetworks are three networks' pieces: two Layer2 topologies and one
@@ -25,7 +26,7 @@ func healNetworks(t *testing.T) []*Desired {
 	net.Name, net.SwitchTunnelKey, net.TransitRouterTunnelKey = "test13_other", 16711686, 16715781
 	net.Subnets, net.MasqueradeIPs = []netip.Prefix{pfx("203.204.0.0/24")}, []netip.Addr{addr("169.254.0.13")}
 	b := mustLayer2(t, net, nodes[:2])
-	c, err := Layer3SubnetPolicies("test14_l3", []netip.Prefix{pfx("10.1.0.0/16"), pfx("10.2.0.0/16")})
+	c, err := topology.Layer3SubnetPolicies("test14_l3", []netip.Prefix{pfx("10.1.0.0/16"), pfx("10.2.0.0/16")})
 	if err != nil {
 		t.Fatal(err)
 	}

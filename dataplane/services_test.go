@@ -5,11 +5,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/udnkit/udnkit/dataplane/topology"
 )
 
 // apiAndDNS are upstream's default UDN-enabled services, dual-stack.
-func apiAndDNS() []UDNEnabledService {
-	return []UDNEnabledService{
+func apiAndDNS() []topology.UDNEnabledService {
+	return []topology.UDNEnabledService{
 		{Key: "default/kubernetes", ClusterIPs: []netip.Addr{addr("10.96.0.1"), addr("fd00:10:96::1")}},
 		{Key: "kube-system/kube-dns", ClusterIPs: []netip.Addr{addr("10.96.0.10"), addr("fd00:10:96::a")}},
 	}
@@ -94,7 +96,7 @@ func TestServiceRoutesFollowTheServices(t *testing.T) {
 
 	// Headless (no ClusterIPs) and single-stack IPv6 on an IPv4 network.
 	v4, nodes := exampleV4()
-	v4.Services = []UDNEnabledService{{Key: "default/kubernetes"}, {Key: "kube-system/kube-dns", ClusterIPs: []netip.Addr{addr("fd00:10:96::a")}}}
+	v4.Services = []topology.UDNEnabledService{{Key: "default/kubernetes"}, {Key: "kube-system/kube-dns", ClusterIPs: []netip.Addr{addr("fd00:10:96::a")}}}
 	e.apply(mustLayer2(t, v4, nodes))
 	if got := e.serviceRoutes(); got != "" {
 		t.Errorf("routes for a headless service and an IPv6 ClusterIP on an IPv4 network:\n%s", got)
@@ -148,7 +150,7 @@ func TestServiceRoutesAdoptUpstreams(t *testing.T) {
 	if got := e.routeUUIDs("10.96.0.10"); got != dns {
 		t.Errorf("kube-dns's route is %s, want upstream's row %s kept", got, dns)
 	}
-	if got := e.nbctl("get", "Logical_Router_Static_Route", dns, "external_ids:"+`"`+ExternalIDPiece+`"`); got != PieceTransitRouter {
+	if got := e.nbctl("get", "Logical_Router_Static_Route", dns, "external_ids:"+`"`+ExternalIDPiece+`"`); got != topology.PieceTransitRouter {
 		t.Errorf("the adopted route's piece is %s", got)
 	}
 }

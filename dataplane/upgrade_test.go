@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -15,7 +16,7 @@ func TestLayer2UpgradeMixedNodesThenFinal(t *testing.T) {
 	e := newEnv(t)
 	net, nodes := exampleV4()
 	nodes[1].TopologyVersion = ""
-	d, err := Layer2Topology(net, nodes)
+	d, err := topology.Layer2Topology(net, nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestLayer2UpgradeMixedNodesThenFinal(t *testing.T) {
 
 	// node2 reports 2.0: the temporary rows go, node2 gets its transit router port.
 	nodes[1].TopologyVersion = ovnk.Layer2TopologyVersionTransitRouter
-	d, err = Layer2Topology(net, nodes)
+	d, err = topology.Layer2Topology(net, nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,11 +76,11 @@ func TestLayer2UpgradeMixedNodesThenFinal(t *testing.T) {
 func TestLayer2LocalNodeWithPodsDoesNotSwitch(t *testing.T) {
 	net, nodes := exampleV4()
 	nodes[0].TopologyVersion, nodes[0].RunningPods = "", 1
-	if _, err := Layer2Topology(net, nodes); err == nil {
+	if _, err := topology.Layer2Topology(net, nodes); err == nil {
 		t.Fatal("a local node with running pods switched topology")
 	}
-	if !Layer2NodeCanSwitch(Layer2Node{RunningPods: 0}) || Layer2NodeCanSwitch(Layer2Node{RunningPods: 2}) ||
-		!Layer2NodeCanSwitch(Layer2Node{RunningPods: 2, TopologyVersion: "2.0"}) {
+	if !topology.Layer2NodeCanSwitch(topology.Layer2Node{RunningPods: 0}) || topology.Layer2NodeCanSwitch(topology.Layer2Node{RunningPods: 2}) ||
+		!topology.Layer2NodeCanSwitch(topology.Layer2Node{RunningPods: 2, TopologyVersion: "2.0"}) {
 		t.Error("Layer2NodeCanSwitch: a node switches exactly when it has no running pods or already runs 2.0")
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/udnkit/udnkit/cmd/udnkit/app"
-	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/topology"
 )
 
 // dataplaneFlags are the flags the dataplane component binds, read from the
@@ -300,7 +300,7 @@ func TestRenderRejectsBadDataplaneOptions(t *testing.T) {
 		t.Fatal("the schema lists no layer3SubnetPolicies")
 	}
 	for _, f := range forms {
-		if _, err := dataplane.ParseLayer3PolicyForm(f); err != nil {
+		if _, err := topology.ParseLayer3PolicyForm(f); err != nil {
 			t.Errorf("the schema accepts layer3SubnetPolicies %q, the dataplane refuses it: %v", f, err)
 		}
 	}

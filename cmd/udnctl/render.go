@@ -19,6 +19,7 @@ import (
 	"github.com/udnkit/udnkit/cel"
 	"github.com/udnkit/udnkit/dataplane"
 	dataplanecontroller "github.com/udnkit/udnkit/dataplane/controller"
+	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -167,7 +168,7 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code != 0 {
 		return code
 	}
-	var l2Nodes []dataplane.Layer2Node
+	var l2Nodes []topology.Layer2Node
 	for i := 0; i < *nodes; i++ {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-" + strconv.Itoa(i+1), Annotations: map[string]string{
 			ovnk.AnnotationNodeID:                strconv.Itoa(ovnk.FirstNodeID + i),
@@ -210,7 +211,7 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			if err == nil {
 				net.Services = enabled
-				desired, err = dataplane.Layer2Topology(net, l2Nodes)
+				desired, err = topology.Layer2Topology(net, l2Nodes)
 			}
 			if err != nil {
 				fmt.Fprintf(stderr, "udnctl plan: %s: %v\n", identity(n.obj), err)
@@ -219,7 +220,7 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case n.spec.Layer3 != nil && n.spec.IsPrimary():
 			subnets, err := ovnk.ParsePrefixes(strings.Join(n.spec.SubnetCIDRs(), ","))
 			if err == nil {
-				desired, err = dataplane.Layer3SubnetPolicies(n.name, subnets)
+				desired, err = topology.Layer3SubnetPolicies(n.name, subnets)
 			}
 			if err != nil {
 				fmt.Fprintf(stderr, "udnctl plan: %s: %v\n", identity(n.obj), err)

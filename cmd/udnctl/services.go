@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -94,14 +94,14 @@ func (f *serviceFlag) Set(v string) error {
 // refused, an allowed one not given left out as a missing service is. It
 // also returns the allowed services that were not given. allowedFlag is
 // the --udn-allowed-default-services value the refusal shows.
-func (f *serviceFlag) enabled(allowed []types.NamespacedName, allowedFlag string) ([]dataplane.UDNEnabledService, []string, error) {
+func (f *serviceFlag) enabled(allowed []types.NamespacedName, allowedFlag string) ([]topology.UDNEnabledService, []string, error) {
 	for _, k := range f.keys {
 		if !slices.Contains(allowed, k) {
 			return nil, nil, fmt.Errorf("--%s %s: not a UDN-enabled service (--%s=%s), so the dataplane routes none of its ClusterIPs",
 				flagService, k, ovnk.FlagUDNAllowedDefaultServices, allowedFlag)
 		}
 	}
-	var out []dataplane.UDNEnabledService
+	var out []topology.UDNEnabledService
 	var missing []string
 	for _, k := range allowed {
 		ips, ok := f.ips[k]
@@ -109,7 +109,7 @@ func (f *serviceFlag) enabled(allowed []types.NamespacedName, allowedFlag string
 			missing = append(missing, k.String())
 			continue
 		}
-		out = append(out, dataplane.UDNEnabledService{Key: k.String(), ClusterIPs: ips})
+		out = append(out, topology.UDNEnabledService{Key: k.String(), ClusterIPs: ips})
 	}
 	return out, missing, nil
 }

@@ -16,6 +16,7 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/cel"
 	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -123,7 +124,7 @@ func FuzzAdmittedSpecToRows(f *testing.F) {
 			if err != nil || !ok {
 				t.Fatalf("admitted Layer3 spec %+v: NAD read back: ok=%v %v", spec, ok, err)
 			}
-			if _, err := dataplane.Layer3SubnetPolicies(name, subnets); err != nil {
+			if _, err := topology.Layer3SubnetPolicies(name, subnets); err != nil {
 				t.Fatalf("admitted Layer3 spec %+v: rows: %v", spec, err)
 			}
 			return
@@ -135,7 +136,7 @@ func FuzzAdmittedSpecToRows(f *testing.F) {
 		if err := (&Layer2Reconciler{Cluster: cluster}).clusterFacts(nad, &net); err != nil {
 			t.Fatalf("admitted Layer2 spec %+v: cluster facts: %v", spec, err)
 		}
-		var nodes []dataplane.Layer2Node
+		var nodes []topology.Layer2Node
 		for i := range 4 {
 			raw := int(nodeIDs>>(16*i)) & 0xffff
 			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i),
@@ -145,8 +146,8 @@ func FuzzAdmittedSpecToRows(f *testing.F) {
 				nodes = append(nodes, n)
 			}
 		}
-		kept, _ := dataplane.Layer2UsableNodes(net, nodes)
-		d, err := dataplane.Layer2Topology(net, kept)
+		kept, _ := topology.Layer2UsableNodes(net, nodes)
+		d, err := topology.Layer2Topology(net, kept)
 		if err != nil {
 			t.Fatalf("admitted Layer2 spec %+v with nodes %+v: rows: %v", spec, kept, err)
 		}

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -29,7 +29,7 @@ func TestOneBadObjectAffectsOnlyItself(t *testing.T) {
 	dupBefore := testutil.ToFloat64(skippedObjects.WithLabelValues("Node", "DuplicateNodeID"))
 	badBefore := testutil.ToFloat64(skippedObjects.WithLabelValues("Node", ReasonInvalidNodeID))
 	nadBefore := testutil.ToFloat64(skippedObjects.WithLabelValues("NetworkAttachmentDefinition", ReasonMalformedNetwork))
-	noChassisBefore := testutil.ToFloat64(skippedObjects.WithLabelValues("Node", dataplane.SkipNoChassis))
+	noChassisBefore := testutil.ToFloat64(skippedObjects.WithLabelValues("Node", topology.SkipNoChassis))
 
 	node := func(name, id string) *corev1.Node {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{ovnk.AnnotationNodeID: id}}}
@@ -78,7 +78,7 @@ func TestOneBadObjectAffectsOnlyItself(t *testing.T) {
 		if testutil.ToFloat64(skippedObjects.WithLabelValues("Node", "DuplicateNodeID")) <= dupBefore ||
 			testutil.ToFloat64(skippedObjects.WithLabelValues("Node", ReasonInvalidNodeID)) <= badBefore ||
 			testutil.ToFloat64(skippedObjects.WithLabelValues("NetworkAttachmentDefinition", ReasonMalformedNetwork)) <= nadBefore ||
-			testutil.ToFloat64(skippedObjects.WithLabelValues("Node", dataplane.SkipNoChassis)) <= noChassisBefore {
+			testutil.ToFloat64(skippedObjects.WithLabelValues("Node", topology.SkipNoChassis)) <= noChassisBefore {
 			return false
 		}
 		var evs eventsv1.EventList

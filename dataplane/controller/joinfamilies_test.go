@@ -8,7 +8,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -62,7 +62,7 @@ func TestLayer2JoinIPsFollowTheClusterFamilies(t *testing.T) {
 			if got := strs(net.MasqueradeIPs); !slices.Equal(got, tc.masq) {
 				t.Errorf("masquerade IPs = %v, want %v", got, tc.masq)
 			}
-			d, err := dataplane.Layer2Topology(net, []dataplane.Layer2Node{
+			d, err := topology.Layer2Topology(net, []topology.Layer2Node{
 				{Name: "node1", ID: 2, Chassis: "c1", Local: true, TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter}})
 			if err != nil {
 				t.Fatal(err)

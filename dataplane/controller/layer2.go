@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/internal/fairqueue"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
@@ -59,7 +60,7 @@ type Layer2Reconciler struct {
 	// Zone names this dataplane's OVN zone in what it reports ("": the
 	// single zone).
 	Zone string
-	// AdoptLegacy is --adopt-legacy-layer2 (dataplane.Layer2Network).
+	// AdoptLegacy is --adopt-legacy-layer2 (topology.Layer2Network).
 	AdoptLegacy bool
 	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
 	Workers int
@@ -170,7 +171,7 @@ func (r *Layer2Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 }
 
 // clusterFacts adds the cluster's facts to a network read from its NAD.
-func (r *Layer2Reconciler) clusterFacts(nad *nadv1.NetworkAttachmentDefinition, net *dataplane.Layer2Network) error {
+func (r *Layer2Reconciler) clusterFacts(nad *nadv1.NetworkAttachmentDefinition, net *topology.Layer2Network) error {
 	return ClusterFacts(r.Cluster, nad, net)
 }
 
@@ -180,7 +181,7 @@ func (r *Layer2Reconciler) clusterFacts(nad *nadv1.NetworkAttachmentDefinition, 
 // port's masquerade IPs, one per join family (as upstream's
 // GetUDNMgmtPortMasqueradeIPs gives one per cluster family). The dataplane
 // and udnctl plan both call it, so a plan shows the rows the dataplane writes.
-func ClusterFacts(cluster ovnk.ClusterConfig, nad *nadv1.NetworkAttachmentDefinition, net *dataplane.Layer2Network) error {
+func ClusterFacts(cluster ovnk.ClusterConfig, nad *nadv1.NetworkAttachmentDefinition, net *topology.Layer2Network) error {
 	ids, err := ovnk.DecodeNetworkIDs(nad.Annotations)
 	if err != nil {
 		return fmt.Errorf("NAD %s/%s: %w", nad.Namespace, nad.Name, err)
@@ -210,7 +211,7 @@ func ClusterFacts(cluster ovnk.ClusterConfig, nad *nadv1.NetworkAttachmentDefini
 // (OVN-Kubernetes moves a zone, all networks at once, when its node runs no
 // such pod). The zones of drained nodes keep the OKEP-5094 upgrade rows while
 // any node is on the old topology and drop them once all have moved.
-func (r *Layer2Reconciler) apply(ctx context.Context, net dataplane.Layer2Network) (waiting bool, err error) {
+func (r *Layer2Reconciler) apply(ctx context.Context, net topology.Layer2Network) (waiting bool, err error) {
 	net.AdoptLegacy = r.AdoptLegacy
 	// Read-only (announce copies the node it patches): the informer's own
 	// objects, not a copy of every node for each network.
@@ -223,7 +224,7 @@ func (r *Layer2Reconciler) apply(ctx context.Context, net dataplane.Layer2Networ
 		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
 	})
 	objs := map[string]*corev1.Node{}
-	var all []dataplane.Layer2Node
+	var all []topology.Layer2Node
 	for i := range nodeList.Items {
 		node := &nodeList.Items[i]
 		n, ok, err := Layer2NodeFromNode(node)
@@ -246,11 +247,11 @@ func (r *Layer2Reconciler) apply(ctx context.Context, net dataplane.Layer2Networ
 		objs[n.Name] = node
 		all = append(all, n)
 	}
-	usable, skipped := dataplane.Layer2UsableNodes(net, all)
+	usable, skipped := topology.Layer2UsableNodes(net, all)
 	for _, s := range skipped {
 		skip(ctx, r.Recorder, objs[s.Name], "Node", s.Reason, s.Err)
 	}
-	var nodes []dataplane.Layer2Node
+	var nodes []topology.Layer2Node
 	var switching []*corev1.Node  // drained local nodes still to announce
 	var primaryL2 map[string]bool // read once, for the first local node not on 2.0
 	for _, n := range usable {
@@ -265,7 +266,7 @@ func (r *Layer2Reconciler) apply(ctx context.Context, net dataplane.Layer2Networ
 			if n.RunningPods, err = r.runningPods(ctx, primaryL2, node.Name); err != nil {
 				return false, err
 			}
-			if !dataplane.Layer2NodeCanSwitch(n) {
+			if !topology.Layer2NodeCanSwitch(n) {
 				// The zone still runs OVN-Kubernetes' old topology for this
 				// node (its GR holds the gateway port on the switch): leave
 				// the zone's rows as they are until the node has drained.
@@ -281,7 +282,7 @@ func (r *Layer2Reconciler) apply(ctx context.Context, net dataplane.Layer2Networ
 			return false, err
 		}
 	}
-	d, err := dataplane.Layer2Topology(net, nodes)
+	d, err := topology.Layer2Topology(net, nodes)
 	if err != nil {
 		return false, err
 	}
@@ -349,8 +350,8 @@ func (r *Layer2Reconciler) runningPods(ctx context.Context, namespaces map[strin
 
 // collect removes the topology of networks that no NAD describes any more.
 func (r *Layer2Reconciler) collect(ctx context.Context) error {
-	return collectPiece(ctx, r.Client, r.guard(), r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceTransitRouter, AdoptLegacy: r.AdoptLegacy,
-		Legacy: dataplane.Layer2Legacy(nil, nil)},
+	return collectPiece(ctx, r.Client, r.guard(), r.OVN, dataplane.Owner{Topology: topology.TopologyLayer2, Piece: topology.PieceTransitRouter, AdoptLegacy: r.AdoptLegacy,
+		Legacy: topology.Layer2Legacy(nil, nil)},
 		r.OVN.Networks, layer2Name)
 }
 
@@ -363,7 +364,7 @@ func layer2Name(nad *nadv1.NetworkAttachmentDefinition) (string, bool) {
 // OVN-Kubernetes config in spec.config and the k8s.ovn.org/tunnel-keys
 // annotation ([switch key, transit router key]). ok is false for other
 // networks and for networks whose tunnel keys are not allocated yet.
-func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net dataplane.Layer2Network, ok bool, err error) {
+func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net topology.Layer2Network, ok bool, err error) {
 	conf, err := ovnk.Parse(nad.Spec.Config)
 	if err != nil {
 		return net, false, fmt.Errorf("NAD %s/%s spec.config: %w", nad.Namespace, nad.Name, err)
@@ -389,7 +390,7 @@ func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net dataplane
 	bad := func(name string, err error) error {
 		return fmt.Errorf("NAD %s/%s spec.config %s: %w", nad.Namespace, nad.Name, name, err)
 	}
-	net = dataplane.Layer2Network{Name: conf.Name, SwitchTunnelKey: keys[0], TransitRouterTunnelKey: keys[1], MTU: int(conf.MTU)}
+	net = topology.Layer2Network{Name: conf.Name, SwitchTunnelKey: keys[0], TransitRouterTunnelKey: keys[1], MTU: int(conf.MTU)}
 	if net.Subnets, err = ovnk.ParsePrefixes(conf.Subnets); err != nil {
 		return net, false, bad("subnets", err)
 	}
@@ -413,7 +414,7 @@ func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net dataplane
 // upstream's default one, as its parseJoinSubnet fills the family a spec
 // leaves out (a spec may give joinSubnets for one family only; found by
 // FuzzAdmittedSpecToRows).
-func addDefaultJoinSubnets(net *dataplane.Layer2Network) {
+func addDefaultJoinSubnets(net *topology.Layer2Network) {
 	for _, v6 := range net.JoinFamilies() {
 		if _, ok := ovnk.FamilyOf(net.JoinSubnets, v6); ok {
 			continue
@@ -429,10 +430,10 @@ func addDefaultJoinSubnets(net *dataplane.Layer2Network) {
 // Layer2NodeFromNode reads a node's k8s.ovn.org/node-id,
 // k8s.ovn.org/node-chassis-id and k8s.ovn.org/layer2-topology-version; ok is
 // false until the node has an ID.
-func Layer2NodeFromNode(node *corev1.Node) (dataplane.Layer2Node, bool, error) {
+func Layer2NodeFromNode(node *corev1.Node) (topology.Layer2Node, bool, error) {
 	id, ok, err := ovnk.DecodeNodeID(node)
 	if err != nil || !ok {
-		return dataplane.Layer2Node{}, false, err
+		return topology.Layer2Node{}, false, err
 	}
 	var ips []netip.Addr
 	for _, a := range node.Status.Addresses {
@@ -447,9 +448,9 @@ func Layer2NodeFromNode(node *corev1.Node) (dataplane.Layer2Node, bool, error) {
 	// reports it and leaves it out until ovnkube-node publishes it.
 	chassis, _, err := ovnk.DecodeNodeChassisID(node)
 	if err != nil {
-		return dataplane.Layer2Node{}, false, err
+		return topology.Layer2Node{}, false, err
 	}
-	return dataplane.Layer2Node{
+	return topology.Layer2Node{
 		Name: node.Name, ID: id, NodeIPs: ips, Chassis: chassis,
 		TopologyVersion: node.Annotations[ovnk.AnnotationLayer2TopologyVersion],
 		NoGatewayMTU:    !ovnk.GatewayMTUSupported(node),

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
 )
@@ -24,7 +25,7 @@ type Layer3Reconciler struct {
 	Client client.Client
 	OVN    *dataplane.Client
 	// Form is the policies' form (default: one Address_Set policy per family).
-	Form dataplane.Layer3PolicyForm
+	Form topology.Layer3PolicyForm
 	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
 	Workers int
 	// FIFOQueue is Options.FIFOQueue.
@@ -67,7 +68,7 @@ func (r *Layer3Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 			log.FromContext(ctx).Error(err, "skipping network")
 		} else if ok {
 			network = name
-			d, err := dataplane.Layer3SubnetPoliciesForm(name, subnets, r.Form)
+			d, err := topology.Layer3SubnetPoliciesForm(name, subnets, r.Form)
 			if err != nil {
 				log.FromContext(ctx).Error(err, "skipping network", "network", name)
 			} else if _, err := r.OVN.Apply(ctx, d); err != nil {
@@ -80,7 +81,7 @@ func (r *Layer3Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 
 // collect removes the policies of Layer3 networks that no NAD describes any more.
 func (r *Layer3Reconciler) collect(ctx context.Context) error {
-	return collectPiece(ctx, r.Client, r.guard(), r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer3, Piece: dataplane.PieceSubnetPolicies},
+	return collectPiece(ctx, r.Client, r.guard(), r.OVN, dataplane.Owner{Topology: topology.TopologyLayer3, Piece: topology.PieceSubnetPolicies},
 		r.OVN.PieceNetworks, layer3Name)
 }
 

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
 )
@@ -37,7 +38,7 @@ type LiveMigrationReconciler struct {
 	// addresses are malformed, the routes are refused).
 	Recorder recorder.EventRecorder
 	// NodePerZone is Options.Local != nil: every node is its own OVN zone
-	// (dataplane.LiveMigrationNetwork.NodePerZone).
+	// (topology.LiveMigrationNetwork.NodePerZone).
 	NodePerZone bool
 	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
 	Workers int
@@ -116,14 +117,14 @@ func (r *LiveMigrationReconciler) Reconcile(ctx context.Context, req reconcile.R
 }
 
 func (r *LiveMigrationReconciler) collect(ctx context.Context) error {
-	return collectPiece(ctx, r.Client, r.guard(), r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceLiveMigration},
+	return collectPiece(ctx, r.Client, r.guard(), r.OVN, dataplane.Owner{Topology: topology.TopologyLayer2, Piece: topology.PieceLiveMigration},
 		r.OVN.PieceNetworks, layer2Name)
 }
 
 // apply programs net's routes: the migrated VMs of the namespaces of its
 // NADs (a CUDN's NADs share its name, one per namespace), to the nodes that
 // have a node ID.
-func (r *LiveMigrationReconciler) apply(ctx context.Context, net dataplane.Layer2Network) error {
+func (r *LiveMigrationReconciler) apply(ctx context.Context, net topology.Layer2Network) error {
 	logger := log.FromContext(ctx).WithValues("network", net.Name)
 	// The network's NADs that pass the ownership rule (the cache's
 	// objects, only read here): a forged NAD naming it adds no VMs.
@@ -131,7 +132,7 @@ func (r *LiveMigrationReconciler) apply(ctx context.Context, net dataplane.Layer
 	if err != nil {
 		return err
 	}
-	var vms []dataplane.VM
+	var vms []topology.VM
 	podOf := map[string]*corev1.Pod{} // namespace/VM -> the pod it runs in
 	for _, other := range nads {
 		var pods corev1.PodList
@@ -157,7 +158,7 @@ func (r *LiveMigrationReconciler) apply(ctx context.Context, net dataplane.Layer
 				r.warn(m.Pod, ReasonLiveMigrationFailed, "no live-migration routes for VM %s: annotation %s.%v", m.VM, ovnk.PodNetworkField(key), err)
 				continue
 			}
-			vms = append(vms, dataplane.VM{Namespace: m.Namespace, Name: m.VM, IPs: addrs.IPs, Node: m.CurrentNode, OwnerNode: m.OwnerNode})
+			vms = append(vms, topology.VM{Namespace: m.Namespace, Name: m.VM, IPs: addrs.IPs, Node: m.CurrentNode, OwnerNode: m.OwnerNode})
 		}
 	}
 	var nodeList corev1.NodeList
@@ -169,7 +170,7 @@ func (r *LiveMigrationReconciler) apply(ctx context.Context, net dataplane.Layer
 	for _, n := range nodes {
 		known[n.Name] = true
 	}
-	var keep []dataplane.VM
+	var keep []topology.VM
 	for _, vm := range vms {
 		if !known[vm.Node] {
 			// Its node has no node ID yet: routed once it has.
@@ -180,10 +181,10 @@ func (r *LiveMigrationReconciler) apply(ctx context.Context, net dataplane.Layer
 		}
 		keep = append(keep, vm)
 	}
-	d := &dataplane.Desired{Owner: dataplane.Owner{Network: net.Name, Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceLiveMigration}}
+	d := &dataplane.Desired{Owner: dataplane.Owner{Network: net.Name, Topology: topology.TopologyLayer2, Piece: topology.PieceLiveMigration}}
 	if len(keep) > 0 {
 		var err error
-		if d, err = dataplane.LiveMigrationRoutes(dataplane.LiveMigrationNetwork{Name: net.Name, Topology: dataplane.TopologyLayer2, NodePerZone: r.NodePerZone}, nodes, keep); err != nil {
+		if d, err = topology.LiveMigrationRoutes(topology.LiveMigrationNetwork{Name: net.Name, Topology: topology.TopologyLayer2, NodePerZone: r.NodePerZone}, nodes, keep); err != nil {
 			logger.Error(err, "skipping network's live-migration routes")
 			for _, vm := range keep {
 				r.warn(podOf[vm.Namespace+"/"+vm.Name], ReasonLiveMigrationFailed, "no live-migration routes for VM %s: %v", vm.Name, err)
@@ -198,19 +199,19 @@ func (r *LiveMigrationReconciler) apply(ctx context.Context, net dataplane.Layer
 // migrationNodes are the nodes with a node ID, as the transit router reaches
 // their gateway routers: the router's switch port and the GR side of each
 // node's transit peer subnets (OKEP-5094: offset 2·nodeID, odd address).
-func migrationNodes(net dataplane.Layer2Network, items []corev1.Node) []dataplane.LiveMigrationNode {
+func migrationNodes(net topology.Layer2Network, items []corev1.Node) []topology.LiveMigrationNode {
 	names := ovnk.NamesFor(net.Name)
 	transits := net.TransitSubnets
 	if len(transits) == 0 {
 		transits = []netip.Prefix{ovnk.DefaultTransitSubnetV4, ovnk.DefaultTransitSubnetV6}
 	}
-	var out []dataplane.LiveMigrationNode
+	var out []topology.LiveMigrationNode
 	for i := range items {
 		n, ok, err := Layer2NodeFromNode(&items[i])
 		if err != nil || !ok {
 			continue
 		}
-		node := dataplane.LiveMigrationNode{Name: n.Name, RouterPort: names.RouterToSwitch()}
+		node := topology.LiveMigrationNode{Name: n.Name, RouterPort: names.RouterToSwitch()}
 		for _, s := range net.Subnets {
 			for _, tr := range transits {
 				if tr.Addr().Is4() != s.Addr().Is4() {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
 )
@@ -28,7 +29,7 @@ import (
 // nodes get a remote port on the network's layer2 switch, and its Southbound
 // Port_Binding.encap points at the Encap row of the pod's encap_ip; a port
 // appears with its pod and goes with it. Primary Layer3 networks: the
-// on-demand transit switch ports and routes of dataplane.MultiVTEPPorts; a
+// on-demand transit switch ports and routes of topology.MultiVTEPPorts; a
 // port appears with the first pod on its VTEP and goes with the last.
 // Requests are NADs; Node and Pod changes requeue the NADs they concern.
 type MultiVTEPReconciler struct {
@@ -144,7 +145,7 @@ func (r *MultiVTEPReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 
 // setEncaps points the ports' Port_Bindings at their Encap rows; retry
 // reports bindings (ovn-northd) or Encap rows (the remote chassis) not there yet.
-func (r *MultiVTEPReconciler) setEncaps(ctx context.Context, network string, encaps map[string]dataplane.PortEncap) (retry bool) {
+func (r *MultiVTEPReconciler) setEncaps(ctx context.Context, network string, encaps map[string]topology.PortEncap) (retry bool) {
 	if len(encaps) == 0 {
 		return false
 	}
@@ -172,7 +173,7 @@ func vtepName(nad *nadv1.NetworkAttachmentDefinition) (string, bool) {
 // nodes and pods with bad annotations are logged and left out, so one bad
 // object does not hold back the others.
 func (r *MultiVTEPReconciler) vtepState(ctx context.Context, network string) (
-	nodes []dataplane.VTEPNode, objs map[string]*corev1.Node, pods []dataplane.Layer2PodPort, err error) {
+	nodes []topology.VTEPNode, objs map[string]*corev1.Node, pods []topology.Layer2PodPort, err error) {
 	logger := log.FromContext(ctx).WithValues("network", network)
 	// Read-only: the informer's own objects, not copies of every node and
 	// pod for each network.
@@ -180,7 +181,7 @@ func (r *MultiVTEPReconciler) vtepState(ctx context.Context, network string) (
 	if err := r.Client.List(ctx, &nodeList, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, nil, err
 	}
-	byName := map[string]dataplane.VTEPNode{}
+	byName := map[string]topology.VTEPNode{}
 	objs = map[string]*corev1.Node{}
 	for i := range nodeList.Items {
 		n, err := VTEPNodeFromNode(&nodeList.Items[i])
@@ -240,7 +241,7 @@ func (r *MultiVTEPReconciler) apply(ctx context.Context, network string) (retry 
 	if err != nil {
 		return false, err
 	}
-	d, encaps, err := dataplane.Layer2MultiVTEPPorts(network, nodes, pods)
+	d, encaps, err := topology.Layer2MultiVTEPPorts(network, nodes, pods)
 	if err != nil {
 		return false, err
 	}
@@ -251,7 +252,7 @@ func (r *MultiVTEPReconciler) apply(ctx context.Context, network string) (retry 
 }
 
 // applyLayer3 programs one Layer3 network's on-demand transit switch ports
-// and routes (dataplane.MultiVTEPPorts) for its multi-VTEP nodes, with each
+// and routes (topology.MultiVTEPPorts) for its multi-VTEP nodes, with each
 // node's host subnet from k8s.ovn.org/node-subnets and one tunnel ID per
 // encap IP from k8s.ovn.org/node-transit-switch-port-tunnel-ids, and points
 // each remote port's Port_Binding.encap at its encap IP's Encap row.
@@ -261,7 +262,7 @@ func (r *MultiVTEPReconciler) applyLayer3(ctx context.Context, network string) (
 	if err != nil {
 		return false, err
 	}
-	var nodes []dataplane.VTEPNode
+	var nodes []topology.VTEPNode
 	kept := map[string]bool{}
 	for _, n := range all {
 		if !n.MultiVTEP() {
@@ -281,23 +282,23 @@ func (r *MultiVTEPReconciler) applyLayer3(ctx context.Context, network string) (
 		nodes = append(nodes, n)
 		kept[n.Name] = true
 	}
-	var pods []dataplane.VTEPPod
-	encaps := map[string]dataplane.PortEncap{}
+	var pods []topology.VTEPPod
+	encaps := map[string]topology.PortEncap{}
 	names := ovnk.NamesFor(network)
 	for _, p := range allPods {
 		if !kept[p.Node] {
 			continue
 		}
 		pods = append(pods, p.VTEPPod)
-		if n := nodes[slices.IndexFunc(nodes, func(n dataplane.VTEPNode) bool { return n.Name == p.Node })]; !n.Local {
-			encaps[names.TransitSwitchPort(n.Name, slices.Index(n.EncapIPs, p.EncapIP))] = dataplane.PortEncap{Chassis: n.Chassis, EncapIP: p.EncapIP.String()}
+		if n := nodes[slices.IndexFunc(nodes, func(n topology.VTEPNode) bool { return n.Name == p.Node })]; !n.Local {
+			encaps[names.TransitSwitchPort(n.Name, slices.Index(n.EncapIPs, p.EncapIP))] = topology.PortEncap{Chassis: n.Chassis, EncapIP: p.EncapIP.String()}
 		}
 	}
 	transit := r.Transit
 	if len(transit) == 0 {
 		transit = ovnk.DefaultClusterConfig().TransitSubnets
 	}
-	d, err := dataplane.MultiVTEPPortsDual(network, transit, nodes, pods)
+	d, err := topology.MultiVTEPPortsDual(network, transit, nodes, pods)
 	if err != nil {
 		return false, err
 	}
@@ -319,19 +320,19 @@ func NodeSubnetsFromNode(node *corev1.Node, network string) ([]netip.Prefix, err
 
 // collect removes the ports of networks that no NAD describes any more.
 func (r *MultiVTEPReconciler) collect(ctx context.Context) error {
-	if err := collectPiece(ctx, r.Client, r.guard(), r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer2, Piece: dataplane.PieceMultiVTEP},
+	if err := collectPiece(ctx, r.Client, r.guard(), r.OVN, dataplane.Owner{Topology: topology.TopologyLayer2, Piece: topology.PieceMultiVTEP},
 		r.OVN.PieceNetworks, layer2Name); err != nil {
 		return err
 	}
-	return collectPiece(ctx, r.Client, r.guard(), r.OVN, dataplane.Owner{Topology: dataplane.TopologyLayer3, Piece: dataplane.PieceMultiVTEP},
+	return collectPiece(ctx, r.Client, r.guard(), r.OVN, dataplane.Owner{Topology: topology.TopologyLayer3, Piece: topology.PieceMultiVTEP},
 		r.OVN.PieceNetworks, layer3Name)
 }
 
 // VTEPNodeFromNode reads a node's k8s.ovn.org/node-encap-ips,
 // k8s.ovn.org/node-transit-switch-port-tunnel-ids and
 // k8s.ovn.org/node-chassis-id (all optional).
-func VTEPNodeFromNode(node *corev1.Node) (dataplane.VTEPNode, error) {
-	n := dataplane.VTEPNode{Name: node.Name}
+func VTEPNodeFromNode(node *corev1.Node) (topology.VTEPNode, error) {
+	n := topology.VTEPNode{Name: node.Name}
 	var err error
 	if n.Chassis, _, err = ovnk.DecodeNodeChassisID(node); err != nil {
 		return n, err
@@ -346,8 +347,8 @@ func VTEPNodeFromNode(node *corev1.Node) (dataplane.VTEPNode, error) {
 // Layer2PodPortFromPod reads a scheduled, not finished pod's entry for the
 // NAD key in k8s.ovn.org/pod-networks (ovnk's codec, with its checks); ok is
 // false when it has no entry or no encap_ip.
-func Layer2PodPortFromPod(pod *corev1.Pod, nadKey string) (dataplane.Layer2PodPort, bool, error) {
-	p := dataplane.Layer2PodPort{NAD: nadKey, VTEPPod: dataplane.VTEPPod{Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName}}
+func Layer2PodPortFromPod(pod *corev1.Pod, nadKey string) (topology.Layer2PodPort, bool, error) {
+	p := topology.Layer2PodPort{NAD: nadKey, VTEPPod: topology.VTEPPod{Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName}}
 	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return p, false, nil
 	}

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/topology"
 )
 
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
@@ -73,12 +73,12 @@ func (r *Layer2Reconciler) watchServices() source.Source {
 // order, with the ClusterIPs they have: a listed service that does not
 // exist is left out (its routes go, or never come), and a headless or
 // ExternalName service has no ClusterIP to route.
-func (r *Layer2Reconciler) enabledServices(ctx context.Context) ([]dataplane.UDNEnabledService, error) {
+func (r *Layer2Reconciler) enabledServices(ctx context.Context) ([]topology.UDNEnabledService, error) {
 	reader := client.Reader(r.Client)
 	if r.Services != nil {
 		reader = r.Services
 	}
-	var out []dataplane.UDNEnabledService
+	var out []topology.UDNEnabledService
 	for _, key := range r.Cluster.UDNAllowedDefaultServices {
 		var svc corev1.Service
 		if err := reader.Get(ctx, key, &svc); apierrors.IsNotFound(err) {
@@ -86,7 +86,7 @@ func (r *Layer2Reconciler) enabledServices(ctx context.Context) ([]dataplane.UDN
 		} else if err != nil {
 			return nil, err
 		}
-		s := dataplane.UDNEnabledService{Key: key.String()}
+		s := topology.UDNEnabledService{Key: key.String()}
 		for _, ip := range svc.Spec.ClusterIPs {
 			if a, err := netip.ParseAddr(ip); err == nil {
 				s.ClusterIPs = append(s.ClusterIPs, a.Unmap())

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
 )
@@ -38,10 +39,10 @@ type Options struct {
 	Cluster ovnk.ClusterConfig
 	// AdoptLegacyLayer2 is --adopt-legacy-layer2: take over and remove
 	// the old Layer2 topology's rows OVN-Kubernetes created (see
-	// dataplane.Layer2Legacy). Off, udnkit never touches a row it did not create.
+	// topology.Layer2Legacy). Off, udnkit never touches a row it did not create.
 	AdoptLegacyLayer2 bool
 	// Layer3PolicyForm is the manager's --layer3-subnet-policies (default: address-set).
-	Layer3PolicyForm dataplane.Layer3PolicyForm
+	Layer3PolicyForm topology.Layer3PolicyForm
 	// Workers is how many networks each of the Layer2, Layer3, multi-VTEP
 	// and live-migration controllers reconciles at once (0:
 	// DefaultWorkers), so a large network's reconcile never holds a small

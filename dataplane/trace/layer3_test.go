@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
-	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/dataplane/controller"
+	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -78,12 +78,12 @@ func routerPort(n uint64, prefixes ...netip.Prefix) (mac string, networks []stri
 // newLayer3 builds node-a's zone of a Layer3 UDN with the given cluster
 // subnets (two per family: the second one appended) and runs the manager's
 // Layer3 reconciler in the given policy form on its NAD.
-func newLayer3(t *testing.T, form dataplane.Layer3PolicyForm, subnets ...string) *l3 {
+func newLayer3(t *testing.T, form topology.Layer3PolicyForm, subnets ...string) *l3 {
 	t.Helper()
 	return newLayer3With(t, form, false, subnets...)
 }
 
-func newLayer3With(t *testing.T, form dataplane.Layer3PolicyForm, vtepC bool, subnets ...string) *l3 {
+func newLayer3With(t *testing.T, form topology.Layer3PolicyForm, vtepC bool, subnets ...string) *l3 {
 	t.Helper()
 	spec := udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer3, Layer3: &udnv1.Layer3Config{Role: udnv1.NetworkRolePrimary}}
 	for _, s := range subnets {
@@ -283,7 +283,7 @@ func layer3Checks(fam int, family string) []l3check {
 // runLayer3 runs each check in both policy forms on a fresh zone, then each
 // of its mutations on a fresh zone, which must make the trace miss a milestone.
 func runLayer3(t *testing.T, subnets []string, checks []l3check) {
-	for _, form := range []dataplane.Layer3PolicyForm{dataplane.PolicyFormAddressSet, dataplane.PolicyFormPairs} {
+	for _, form := range []topology.Layer3PolicyForm{topology.PolicyFormAddressSet, topology.PolicyFormPairs} {
 		for _, c := range checks {
 			t.Run(string(form)+"/"+c.name, func(t *testing.T) {
 				l := newLayer3(t, form, subnets...)

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/dataplane/controller"
+	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -273,7 +273,7 @@ func TestLayer3MultiVTEP(t *testing.T) {
 			t.Run(tc.name+"/"+c.name, func(t *testing.T) {
 				encaps := vtepEncaps(tc.v6encap)
 				setup := func() (*l3, string, []netip.Addr, func() string) {
-					l := newLayer3With(t, dataplane.PolicyFormAddressSet, true, tc.subnets...)
+					l := newLayer3With(t, topology.PolicyFormAddressSet, true, tc.subnets...)
 					l.remoteChassis("node-c", encaps)
 					var hostC []netip.Prefix
 					for _, h := range l.hostA {

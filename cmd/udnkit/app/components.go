@@ -12,6 +12,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane"
 	dataplanecontroller "github.com/udnkit/udnkit/dataplane/controller"
+	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
 	"github.com/udnkit/udnkit/reconcilers/addresses"
@@ -102,7 +103,7 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 				fs.StringVar(&ovnTLS.NBServerName, "ovn-nb-server-name", "", "name the Northbound server certificate must carry (default: each endpoint's host)")
 				fs.StringVar(&ovnTLS.SBServerName, "ovn-sb-server-name", "", "name the Southbound server certificate must carry (default: each endpoint's host)")
 				fs.StringVar(&zone, "zone", "", "OVN interconnect zone these databases serve: nodes of other zones get remote ports (a node's zone is its name, or the k8s.ovn.org/zone-name of an older OVN-Kubernetes); empty: one zone where every node is local")
-				fs.StringVar(&layer3Form, "layer3-subnet-policies", string(dataplane.PolicyFormAddressSet),
+				fs.StringVar(&layer3Form, "layer3-subnet-policies", string(topology.PolicyFormAddressSet),
 					"rows of the OKEP-5377 Layer3 subnet-pair rule: address-set (one policy per family, O(subnets)) or pairs (upstream's one policy per subnet pair, O(subnets²))")
 				fs.IntVar(&workers, "dataplane-workers", dataplanecontroller.DefaultWorkers,
 					"networks each of the Layer2, Layer3, multi-VTEP and live-migration controllers programs at once (one at a time per network), so that a large network's Apply does not hold up the others")
@@ -126,7 +127,7 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 				if workers < 1 {
 					return fmt.Errorf("--dataplane-workers=%d: the dataplane needs at least 1 worker", workers)
 				}
-				form, err := dataplane.ParseLayer3PolicyForm(layer3Form)
+				form, err := topology.ParseLayer3PolicyForm(layer3Form)
 				if err != nil {
 					return err
 				}

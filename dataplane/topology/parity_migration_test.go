@@ -1,8 +1,10 @@
-package dataplane
+package topology
 
 import (
 	"net/netip"
 	"testing"
+
+	"github.com/udnkit/udnkit/dataplane/rows"
 )
 
 // The live-migration rows of a Layer2 network: vm1 runs on node2 with
@@ -18,7 +20,7 @@ const (
 
 var pVMReroute4 = policyKey(pTR, PolicyPriorityLiveMigration, "ip4.src == 10.100.0.9")
 
-func migrationPlan(t *testing.T) *Desired {
+func migrationPlan(t *testing.T) *rows.Desired {
 	t.Helper()
 	net := LiveMigrationNetwork{Name: "tenant_blue", Topology: TopologyLayer2, DHCP: &VMDHCP{
 		LeaseTime: 3500, ServerID: addr("169.254.1.1"), ServerMAC: "0a:58:a9:fe:01:01", DNSServers: []netip.Addr{addr("10.96.0.10")},

@@ -1,8 +1,10 @@
-package dataplane
+package topology
 
 import (
 	"slices"
 	"testing"
+
+	"github.com/udnkit/udnkit/dataplane/rows"
 )
 
 // The Layer2 plan's rows beyond ports and keys: the management-port SNAT,
@@ -103,9 +105,9 @@ var layer2UpgradeRowsParity = []parity{
 
 // layer2OnlyUdnkit is what udnkit writes on the Layer2 rows that upstream does not.
 var layer2OnlyUdnkit = []udnkitOnly{
-	{"NAT", pSNAT4, "external_ids:" + ExternalIDPiece,
+	{"NAT", pSNAT4, "external_ids:" + rows.ExternalIDPiece,
 		"every row udnkit owns names its piece, so pieces sharing a router (topology, live migration) never remove each other's rows"},
-	{"Logical_Router", pTR, "external_ids:" + ExternalIDPiece, "the same, on every router, port, route, policy and switch"},
+	{"Logical_Router", pTR, "external_ids:" + rows.ExternalIDPiece, "the same, on every router, port, route, policy and switch"},
 }
 
 // layer2Differs is where udnkit's Layer2 value is not upstream's.
@@ -130,12 +132,12 @@ var layer2Differs = []differs{
 }
 
 var _ = addParityCase(parityCase{
-	name: "layer2 steady", plan: func(t *testing.T) *Desired { return parityPlan(t, false) },
+	name: "layer2 steady", plan: func(t *testing.T) *rows.Desired { return parityPlan(t, false) },
 	same: append(append([]parity{}, layer2Parity...), layer2RoutingParity...), only: layer2OnlyUdnkit, differs: layer2Differs,
 })
 
 var _ = addParityCase(parityCase{
-	name: "layer2 upgrade", plan: func(t *testing.T) *Desired { return parityPlan(t, true) },
+	name: "layer2 upgrade", plan: func(t *testing.T) *rows.Desired { return parityPlan(t, true) },
 	same: append(append(append(append(layer2SteadyRows(pGR1, "trtor-"+pGR1, "trtor-"+pGR3, "rtotr-"+pGR1, pSW), zoneCoppParity()...),
 		layer2UpgradeParity...), layer2RoutingParity...), layer2UpgradeRowsParity...),
 	only: layer2OnlyUdnkit, differs: layer2Differs,

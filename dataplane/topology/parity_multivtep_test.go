@@ -1,8 +1,10 @@
-package dataplane
+package topology
 
 import (
 	"net/netip"
 	"testing"
+
+	"github.com/udnkit/udnkit/dataplane/rows"
 )
 
 // The OKEP-5535 rows. A node's first VTEP keeps upstream's single-VTEP
@@ -19,7 +21,7 @@ const (
 	pTSTOR2E = "tenant_red_tstor-node2_encap1"
 )
 
-func multiVTEPPlan(t *testing.T) *Desired {
+func multiVTEPPlan(t *testing.T) *rows.Desired {
 	t.Helper()
 	nodes := []VTEPNode{
 		{Name: "node1", Local: true, EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3")}, TunnelIDs: []int{2, 9},
@@ -80,7 +82,7 @@ var multiVTEPDiffers = []differs{
 // multi-VTEP node, on the network's layer2 switch.
 const pPod2 = "ns1.blue_ns1_pod2"
 
-func layer2MultiVTEPPlan(t *testing.T) *Desired {
+func layer2MultiVTEPPlan(t *testing.T) *rows.Desired {
 	t.Helper()
 	nodes := []VTEPNode{
 		{Name: "node1", Local: true, EncapIPs: []netip.Addr{addr("10.0.0.2")}, TunnelIDs: []int{2}},

@@ -1,4 +1,4 @@
-package dataplane
+package topology
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
+	"github.com/udnkit/udnkit/dataplane/rows"
 )
 
 // parity is one (table, column) of a row udnkit writes that upstream's
@@ -25,7 +26,7 @@ type parity struct {
 // parityPlan is a 3-node dual-stack Primary Layer2 network in node1's zone:
 // node IDs 2, 3 and 4, each node's chassis its k8s.ovn.org/node-chassis-id.
 // upgrade leaves node2 on the old topology.
-func parityPlan(t *testing.T, upgrade bool) *Desired {
+func parityPlan(t *testing.T, upgrade bool) *rows.Desired {
 	t.Helper()
 	return mustLayer2(t, parityNetwork(), parityNodes(upgrade))
 }
@@ -190,7 +191,7 @@ var layer2UpgradeParity = []parity{
 // column
 // "options:key" or "other_config:key" reads one key of a map. Maps read as
 // sorted "k=v" pairs and sets as sorted values, comma-separated.
-func cell(d *Desired, table, row, column string) (string, error) {
+func cell(d *rows.Desired, table, row, column string) (string, error) {
 	var found any
 	for _, r := range d.Routers {
 		switch table {
@@ -284,7 +285,7 @@ func cell(d *Desired, table, row, column string) (string, error) {
 
 // coppCell is a router's COPP, one of its meters (its bands as
 // "<action>/<rate>") or the band a meter holds, by name (nil: none).
-func coppCell(c *Copp, table, row string) any {
+func coppCell(c *rows.Copp, table, row string) any {
 	if c == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package dataplane
+package topology
 
 import (
 	"fmt"

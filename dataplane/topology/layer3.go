@@ -1,32 +1,13 @@
-package dataplane
+package topology
 
 import (
 	"fmt"
 	"net/netip"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/ovnk"
 )
-
-// SubnetPairPolicies are the priority-102 allow policies for every ordered
-// pair of subnets of the same family (OKEP-5377), including each subnet with
-// itself: "ip4.src == A && ip4.dst == B".
-func SubnetPairPolicies(subnets []netip.Prefix) []nbdb.LogicalRouterPolicy {
-	var out []nbdb.LogicalRouterPolicy
-	for _, src := range subnets {
-		for _, dst := range subnets {
-			if src.Addr().Is6() != dst.Addr().Is6() {
-				continue
-			}
-			f := ipFamily(src.Addr())
-			out = append(out, nbdb.LogicalRouterPolicy{
-				Priority: PolicyPriorityAllow, Action: nbdb.LogicalRouterPolicyActionAllow,
-				Match: fmt.Sprintf("%s.src == %s && %s.dst == %s", f, src.Masked(), f, dst.Masked()),
-			})
-		}
-	}
-	return out
-}
 
 // Layer3PolicyForm chooses the rows of the OKEP-5377 "every subnet pair is
 // allowed" rule.
@@ -58,7 +39,7 @@ func ParseLayer3PolicyForm(s string) (Layer3PolicyForm, error) {
 
 // Layer3SubnetPolicies is the OKEP-5377 piece of a Layer3 network in the
 // default form (PolicyFormAddressSet).
-func Layer3SubnetPolicies(network string, subnets []netip.Prefix) (*Desired, error) {
+func Layer3SubnetPolicies(network string, subnets []netip.Prefix) (*rows.Desired, error) {
 	return Layer3SubnetPoliciesForm(network, subnets, PolicyFormAddressSet)
 }
 
@@ -71,7 +52,7 @@ func Layer3SubnetPolicies(network string, subnets []netip.Prefix) (*Desired, err
 // changes the rows (pair form: adds the new pairs; address-set form: adds the
 // subnet to the set, or replaces a family's single policy by the set's);
 // other policies on a foreign router are never touched.
-func Layer3SubnetPoliciesForm(network string, subnets []netip.Prefix, form Layer3PolicyForm) (*Desired, error) {
+func Layer3SubnetPoliciesForm(network string, subnets []netip.Prefix, form Layer3PolicyForm) (*rows.Desired, error) {
 	if network == "" {
 		return nil, fmt.Errorf("network.name: must not be empty")
 	}
@@ -88,9 +69,9 @@ func Layer3SubnetPoliciesForm(network string, subnets []netip.Prefix, form Layer
 		}
 		seen[s.Masked()] = i
 	}
-	d := &Desired{
-		Owner:   Owner{Network: network, Topology: TopologyLayer3, Piece: PieceSubnetPolicies},
-		Routers: []Router{{Row: layer3ClusterRouter(network), Shared: true, Copp: DefaultCOPP()}},
+	d := &rows.Desired{
+		Owner:   rows.Owner{Network: network, Topology: TopologyLayer3, Piece: PieceSubnetPolicies},
+		Routers: []rows.Router{{Row: layer3ClusterRouter(network), Shared: true, Copp: DefaultCOPP()}},
 	}
 	switch form {
 	case PolicyFormPairs:

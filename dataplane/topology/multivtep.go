@@ -1,23 +1,16 @@
-package dataplane
+package topology
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"net"
 	"net/netip"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/ovn-kubernetes/libovsdb/ovsdb"
-
-	"github.com/udnkit/udnkit/dataplane/internal/ovsconn"
-	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
-	"github.com/udnkit/udnkit/dataplane/sbdb"
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -59,7 +52,7 @@ type VTEPPod struct {
 // topology (their behaviour is unchanged); a port or route goes with its last pod.
 // The cluster router and the transit switch are shared: existing ones (the
 // Layer3 topology's) are referenced, missing ones are created and owned.
-func MultiVTEPPorts(network string, transit netip.Prefix, nodes []VTEPNode, pods []VTEPPod) (*Desired, error) {
+func MultiVTEPPorts(network string, transit netip.Prefix, nodes []VTEPNode, pods []VTEPPod) (*rows.Desired, error) {
 	return MultiVTEPPortsDual(network, []netip.Prefix{transit}, nodes, pods)
 }
 
@@ -69,7 +62,7 @@ func MultiVTEPPorts(network string, transit netip.Prefix, nodes []VTEPNode, pods
 // family when the node lists none), their MAC from the first such address,
 // and each route its own family's next hop, as upstream's dual-stack
 // transit switch ports (100.88.0.6/16 and fd97::6/64) do.
-func MultiVTEPPortsDual(network string, transits []netip.Prefix, nodes []VTEPNode, pods []VTEPPod) (*Desired, error) {
+func MultiVTEPPortsDual(network string, transits []netip.Prefix, nodes []VTEPNode, pods []VTEPPod) (*rows.Desired, error) {
 	if len(transits) == 0 {
 		return nil, fmt.Errorf("transit subnets: at least one is required")
 	}
@@ -85,8 +78,8 @@ func MultiVTEPPortsDual(network string, transits []netip.Prefix, nodes []VTEPNod
 		return nil, err
 	}
 	b := vtepBuild{names: ovnk.NamesFor(network), transits: transits}
-	b.cr = Router{Row: layer3ClusterRouter(network), Shared: true, Copp: DefaultCOPP()}
-	b.ts = Switch{Row: nbdb.LogicalSwitch{Name: b.names.TransitSwitch()}, Shared: true}
+	b.cr = rows.Router{Row: layer3ClusterRouter(network), Shared: true, Copp: DefaultCOPP()}
+	b.ts = rows.Switch{Row: nbdb.LogicalSwitch{Name: b.names.TransitSwitch()}, Shared: true}
 	for _, ni := range slices.Sorted(maps.Keys(used)) {
 		for k, idx := range slices.Sorted(maps.Keys(used[ni])) {
 			if err := b.port(ni, nodes[ni], k, idx, used[ni][idx]); err != nil {
@@ -94,14 +87,14 @@ func MultiVTEPPortsDual(network string, transits []netip.Prefix, nodes []VTEPNod
 			}
 		}
 	}
-	d := &Desired{Owner: Owner{Network: network, Topology: TopologyLayer3, Piece: PieceMultiVTEP}}
+	d := &rows.Desired{Owner: rows.Owner{Network: network, Topology: TopologyLayer3, Piece: PieceMultiVTEP}}
 	// Without pods on multi-VTEP nodes nothing is wanted, not even an empty
 	// router or switch (both are shared with the Layer3 topology).
 	if len(b.cr.Ports)+len(b.cr.Routes) > 0 {
-		d.Routers = []Router{b.cr}
+		d.Routers = []rows.Router{b.cr}
 	}
 	if len(b.ts.Ports) > 0 {
-		d.Switches = []Switch{b.ts}
+		d.Switches = []rows.Switch{b.ts}
 	}
 	return d, nil
 }
@@ -161,8 +154,8 @@ func podsByVTEP(nodes []VTEPNode, byNode map[string]int, pods []VTEPPod) (map[in
 type vtepBuild struct {
 	names    ovnk.Layer2Names
 	transits []netip.Prefix
-	cr       Router
-	ts       Switch
+	cr       rows.Router
+	ts       rows.Switch
 }
 
 // port adds the rows of VTEP idx of node n (index ni), the k-th of its
@@ -250,77 +243,6 @@ func (b *vtepBuild) addrs(ni int, n VTEPNode, idx int) ([]netip.Prefix, error) {
 	return tsps, nil
 }
 
-// SetPortEncaps points the Southbound Port_Binding of each remote pod port of
-// a Layer2 network at the Encap row of its pod's encap IP on the pod's node
-// (OKEP-5535), in one transaction; bindings already right are left alone.
-// ports maps a logical switch port name to its node (chassis name) and encap IP.
-func (c *Client) SetPortEncaps(ctx context.Context, ports map[string]PortEncap) (int, error) {
-	if err := ovsconn.WaitUp(ctx, c.SB); err != nil {
-		return 0, err
-	}
-	encaps := map[PortEncap]string{}
-	for _, m := range c.SB.Cache().Table(sbdb.EncapTable).RowsShallow() {
-		e := m.(*sbdb.Encap)
-		encaps[PortEncap{Chassis: e.ChassisName, EncapIP: e.IP}] = e.UUID
-	}
-	bindings := map[string]*sbdb.PortBinding{}
-	for _, m := range c.SB.Cache().Table(sbdb.PortBindingTable).RowsShallow() {
-		pb := m.(*sbdb.PortBinding)
-		bindings[pb.LogicalPort] = pb
-	}
-	names := make([]string, 0, len(ports))
-	for name := range ports {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	var ops []ovsdb.Operation
-	for _, name := range names {
-		want := ports[name]
-		encap, ok := encaps[want]
-		if !ok {
-			return 0, fmt.Errorf("port %s: no Encap row for chassis %q with IP %s", name, want.Chassis, want.EncapIP)
-		}
-		pb, ok := bindings[name]
-		if !ok {
-			return 0, fmt.Errorf("port %s: no Port_Binding yet (ovn-northd has not bound it)", name)
-		}
-		if schema.Deref(pb.Encap) == encap {
-			continue
-		}
-		upd := *pb
-		upd.Encap = ptr(encap)
-		o, err := c.SB.Where(pb).Update(&upd, &upd.Encap)
-		if err != nil {
-			return 0, err
-		}
-		ops = append(ops, o...)
-	}
-	if len(ops) == 0 {
-		return 0, nil
-	}
-	if err := transact(ctx, c.SB, ops); err != nil {
-		return 0, fmt.Errorf("set Port_Binding encaps: %w", err)
-	}
-	// Wait for the monitor to show the result, so a repeated call is a no-op.
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for _, name := range names {
-		want := encaps[ports[name]]
-		for {
-			m := c.SB.Cache().Table(sbdb.PortBindingTable).Row(bindings[name].UUID)
-			if m != nil && schema.Deref(m.(*sbdb.PortBinding).Encap) == want {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return len(ops), fmt.Errorf("port %s: cache did not show the new encap: %w", name, ctx.Err())
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
-	}
-	return len(ops), nil
-}
-
 // PortEncap is the node (its chassis name) and encap IP a port's traffic tunnels to.
 type PortEncap struct {
 	Chassis string
@@ -348,7 +270,7 @@ type Layer2PodPort struct {
 // A port appears with its pod and goes with it. Local pods (their ports and
 // encaps are the CNI's) and pods on single-VTEP nodes (today's behaviour) get
 // none. Invalid input yields an error naming the field; nothing is computed.
-func Layer2MultiVTEPPorts(network string, nodes []VTEPNode, pods []Layer2PodPort) (*Desired, map[string]PortEncap, error) {
+func Layer2MultiVTEPPorts(network string, nodes []VTEPNode, pods []Layer2PodPort) (*rows.Desired, map[string]PortEncap, error) {
 	if network == "" {
 		return nil, nil, fmt.Errorf("network.name: must not be empty")
 	}
@@ -363,7 +285,7 @@ func Layer2MultiVTEPPorts(network string, nodes []VTEPNode, pods []Layer2PodPort
 		byNode[n.Name] = n
 	}
 	names := ovnk.NamesFor(network)
-	sw := Switch{Row: nbdb.LogicalSwitch{Name: names.Switch()}, Ref: true}
+	sw := rows.Switch{Row: nbdb.LogicalSwitch{Name: names.Switch()}, Ref: true}
 	encaps := map[string]PortEncap{}
 	for i, p := range pods {
 		field := fmt.Sprintf("pods[%d] (%s/%s)", i, p.Namespace, p.Name)
@@ -398,10 +320,10 @@ func Layer2MultiVTEPPorts(network string, nodes []VTEPNode, pods []Layer2PodPort
 		})
 		encaps[name] = PortEncap{Chassis: n.Chassis, EncapIP: p.EncapIP.String()}
 	}
-	d := &Desired{Owner: Owner{Network: network, Topology: TopologyLayer2, Piece: PieceMultiVTEP}}
+	d := &rows.Desired{Owner: rows.Owner{Network: network, Topology: TopologyLayer2, Piece: PieceMultiVTEP}}
 	if len(sw.Ports) > 0 {
 		// Without ports the switch is not needed: cleanup works before the topology exists.
-		d.Switches = []Switch{sw}
+		d.Switches = []rows.Switch{sw}
 	}
 	return d, encaps, nil
 }

@@ -1,4 +1,4 @@
-package dataplane
+package topology
 
 import (
 	"net/netip"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -23,7 +24,7 @@ import (
 // dual-stack cluster: the NAD's join subnets and the management port's
 // masquerade IPs have both families, as the dataplane controller fills
 // them from the cluster configuration.
-func singleStackPlan(t *testing.T, upgrade bool) *Desired {
+func singleStackPlan(t *testing.T, upgrade bool) *rows.Desired {
 	t.Helper()
 	net := parityNetwork()
 	net.Subnets = []netip.Prefix{pfx("10.100.0.0/16")}
@@ -98,14 +99,14 @@ func sharedWithDualStack(tables ...[]parity) []parity {
 }
 
 var _ = addParityCase(parityCase{
-	name: "layer2 single-stack on a dual-stack cluster", plan: func(t *testing.T) *Desired { return singleStackPlan(t, false) },
+	name: "layer2 single-stack on a dual-stack cluster", plan: func(t *testing.T) *rows.Desired { return singleStackPlan(t, false) },
 	same:    append(append(sharedWithDualStack(layer2Parity, layer2RoutingParity), singleStackParity...), singleStackSteadyParity...),
 	only:    layer2OnlyUdnkit,
 	differs: layer2Differs,
 })
 
 var _ = addParityCase(parityCase{
-	name: "layer2 single-stack on a dual-stack cluster, upgrade", plan: func(t *testing.T) *Desired { return singleStackPlan(t, true) },
+	name: "layer2 single-stack on a dual-stack cluster, upgrade", plan: func(t *testing.T) *rows.Desired { return singleStackPlan(t, true) },
 	same: append(append(sharedWithDualStack(layer2SteadyRows(pGR1, "trtor-"+pGR1, "trtor-"+pGR3, "rtotr-"+pGR1, pSW), zoneCoppParity(),
 		layer2UpgradeParity, layer2RoutingParity, layer2UpgradeRowsParity), singleStackParity...), singleStackUpgradeParity...),
 	only:    layer2OnlyUdnkit,

@@ -1,10 +1,11 @@
-package dataplane
+package topology
 
 import (
 	"fmt"
 	"net/netip"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/rows"
 )
 
 // UDNEnabledService is one default-network service that Primary
@@ -40,7 +41,7 @@ func (net Layer2Network) serviceRoutes() []nbdb.LogicalRouterStaticRoute {
 				continue
 			}
 			r := staticRoute(ip.String(), mgmt.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil)
-			r.ExternalIDs = map[string]string{ExternalIDUDNEnabledService: svc.Key}
+			r.ExternalIDs = map[string]string{rows.ExternalIDUDNEnabledService: svc.Key}
 			out = append(out, r)
 		}
 	}

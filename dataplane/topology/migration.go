@@ -1,4 +1,4 @@
-package dataplane
+package topology
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -69,7 +70,7 @@ type VM struct {
 // gateway router; for
 // every VM, one DHCP_Options row per IP family. A VM back on its owner node,
 // or deleted, has no routes.
-func LiveMigrationRoutes(net LiveMigrationNetwork, nodes []LiveMigrationNode, vms []VM) (*Desired, error) {
+func LiveMigrationRoutes(net LiveMigrationNetwork, nodes []LiveMigrationNode, vms []VM) (*rows.Desired, error) {
 	if net.Name == "" {
 		return nil, fmt.Errorf("network.name: must not be empty")
 	}
@@ -89,8 +90,8 @@ func LiveMigrationRoutes(net LiveMigrationNetwork, nodes []LiveMigrationNode, vm
 		}
 		byName[n.Name] = n
 	}
-	r := Router{Row: nbdb.LogicalRouter{Name: router}, Ref: true}
-	d := &Desired{Owner: Owner{Network: net.Name, Topology: net.Topology, Piece: PieceLiveMigration}}
+	r := rows.Router{Row: nbdb.LogicalRouter{Name: router}, Ref: true}
+	d := &rows.Desired{Owner: rows.Owner{Network: net.Name, Topology: net.Topology, Piece: PieceLiveMigration}}
 	for i, vm := range vms {
 		field := fmt.Sprintf("vms[%d] (%s/%s)", i, vm.Namespace, vm.Name)
 		if vm.Namespace == "" || vm.Name == "" || len(vm.IPs) == 0 {
@@ -134,7 +135,7 @@ func LiveMigrationRoutes(net LiveMigrationNetwork, nodes []LiveMigrationNode, vm
 			})
 		}
 	}
-	d.Routers = []Router{r}
+	d.Routers = []rows.Router{r}
 	return d, nil
 }
 
@@ -163,7 +164,7 @@ func (o VMDHCP) rows(vm VM) []nbdb.DHCPOptions {
 		}
 		out = append(out, nbdb.DHCPOptions{
 			Cidr:        ip.Masked().String(),
-			ExternalIDs: map[string]string{ExternalIDVM: vm.Namespace + "/" + vm.Name},
+			ExternalIDs: map[string]string{rows.ExternalIDVM: vm.Namespace + "/" + vm.Name},
 			Options:     opts,
 		})
 	}

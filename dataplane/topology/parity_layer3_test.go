@@ -1,9 +1,10 @@
-package dataplane
+package topology
 
 import (
 	"net/netip"
 	"testing"
 
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -16,8 +17,8 @@ const pCR3 = "tenant_red_ovn_cluster_router"
 // layer3Subnets are two IPv4 subnets and one IPv6 subnet.
 var layer3Subnets = []netip.Prefix{pfx("10.128.0.0/16"), pfx("10.129.0.0/16"), pfx("fd00:128::/64")}
 
-func layer3Plan(form Layer3PolicyForm) func(t *testing.T) *Desired {
-	return func(t *testing.T) *Desired {
+func layer3Plan(form Layer3PolicyForm) func(t *testing.T) *rows.Desired {
+	return func(t *testing.T) *rows.Desired {
 		t.Helper()
 		d, err := Layer3SubnetPoliciesForm("tenant_red", layer3Subnets, form)
 		if err != nil {

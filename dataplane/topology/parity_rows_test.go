@@ -1,4 +1,4 @@
-package dataplane
+package topology
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/rows"
 )
 
 // udnkitOnly is a row or column udnkit writes that upstream's
@@ -35,7 +36,7 @@ type differs struct {
 // parityCase is one plan with the tables checked against it.
 type parityCase struct {
 	name    string
-	plan    func(t *testing.T) *Desired
+	plan    func(t *testing.T) *rows.Desired
 	same    []parity
 	only    []udnkitOnly
 	differs []differs
@@ -140,10 +141,10 @@ func TestParityCoversEveryRowKind(t *testing.T) {
 // the coverage test cannot miss its rows.
 func TestPlanRowsReadsEveryDesiredField(t *testing.T) {
 	read := map[reflect.Type][]string{
-		reflect.TypeFor[Desired](): {"Owner", "Routers", "Switches", "DHCPOptions", "AddressSets"},
-		reflect.TypeFor[Router]():  {"Row", "Ref", "Shared", "Copp", "Ports", "Routes", "Policies", "NATs", "GatewayChassis"},
-		reflect.TypeFor[Switch]():  {"Row", "Ref", "Shared", "Ports"},
-		reflect.TypeFor[Copp]():    {"Row", "Meters", "Band"},
+		reflect.TypeFor[rows.Desired](): {"Owner", "Routers", "Switches", "DHCPOptions", "AddressSets"},
+		reflect.TypeFor[rows.Router]():  {"Row", "Ref", "Shared", "Copp", "Ports", "Routes", "Policies", "NATs", "GatewayChassis"},
+		reflect.TypeFor[rows.Switch]():  {"Row", "Ref", "Shared", "Ports"},
+		reflect.TypeFor[rows.Copp]():    {"Row", "Meters", "Band"},
 	}
 	for typ, fields := range read {
 		for i := range typ.NumField() {
@@ -167,7 +168,7 @@ type planRow struct {
 // <priority> <match>"; a router's Copp and Meters by name and a
 // Meter_Band by its meter's; DHCP_Options "<vm> <cidr>"; an Address_Set by
 // name.
-func planRows(d *Desired) []planRow {
+func planRows(d *rows.Desired) []planRow {
 	var out []planRow
 	add := func(table, key, identity string, row any) {
 		out = append(out, planRow{table: table, key: key, kind: table + ": " + roles(d, identity), row: row})
@@ -214,7 +215,7 @@ func planRows(d *Desired) []planRow {
 		}
 	}
 	for _, o := range d.DHCPOptions {
-		add("DHCP_Options", o.ExternalIDs[ExternalIDVM]+" "+o.Cidr, "vm "+o.ExternalIDs[ExternalIDVM]+" "+o.Cidr, o)
+		add("DHCP_Options", o.ExternalIDs[rows.ExternalIDVM]+" "+o.Cidr, "vm "+o.ExternalIDs[rows.ExternalIDVM]+" "+o.Cidr, o)
 	}
 	for _, a := range d.AddressSets {
 		add("Address_Set", a.Name, a.Name, a)
@@ -223,7 +224,7 @@ func planRows(d *Desired) []planRow {
 }
 
 // rowByKey is the row of a table that planRows keys by row, or nil.
-func rowByKey(d *Desired, table, row string) any {
+func rowByKey(d *rows.Desired, table, row string) any {
 	for _, r := range planRows(d) {
 		if r.table == table && r.key == row {
 			return r.row
@@ -234,7 +235,7 @@ func rowByKey(d *Desired, table, row string) any {
 
 // withOwnerIDs is a row's external_ids as the planner writes them: the
 // row's own with the owner's keys over them.
-func withOwnerIDs(d *Desired, m map[string]string) map[string]string {
+func withOwnerIDs(d *rows.Desired, m map[string]string) map[string]string {
 	out := maps.Clone(m)
 	if out == nil {
 		out = map[string]string{}
@@ -272,7 +273,7 @@ var (
 
 // roles reduces a row's identity to its kind: the network's name, node,
 // pod and VM names, address families and addresses become their roles.
-func roles(d *Desired, s string) string {
+func roles(d *rows.Desired, s string) string {
 	if n := d.Owner.Network; n != "" {
 		s = strings.ReplaceAll(s, n, "<net>")
 	}

@@ -1,7 +1,8 @@
-package dataplane
+package topology
 
 import (
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -11,9 +12,9 @@ import (
 // the Layer3 cluster router) name it. The zone shares it (rows.Copp): an
 // existing one, such as the one ovnkube-controller created, is used as it
 // is; a missing one is created as upstream's EnsureDefaultCOPP writes it.
-func DefaultCOPP() *Copp {
+func DefaultCOPP() *rows.Copp {
 	fair := true
-	c := &Copp{
+	c := &rows.Copp{
 		Row:  nbdb.Copp{Name: ovnk.DefaultCOPPName, Meters: map[string]string{}},
 		Band: nbdb.MeterBand{Action: ovnk.COPPMeterBandAction, Rate: ovnk.COPPMeterBandRate},
 	}
