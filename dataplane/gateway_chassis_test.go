@@ -22,8 +22,8 @@ func (e *env) gatewayChassis() []string {
 	for _, uuid := range lines(e.nbctl("--data=bare", "--no-headings", "--columns=_uuid", "list", "Gateway_Chassis")) {
 		row := e.nbctl("--data=bare", "--no-headings", "--columns=name,chassis_name,priority", "list", "Gateway_Chassis", uuid)
 		piece := "-"
-		if ids := e.nbctl("get", "Gateway_Chassis", uuid, "external_ids"); strings.Contains(ids, ExternalIDPiece) {
-			piece = e.nbctl("get", "Gateway_Chassis", uuid, "external_ids:\""+ExternalIDPiece+"\"")
+		if ids := e.nbctl("get", "Gateway_Chassis", uuid, "external_ids"); strings.Contains(ids, ovnk.ExternalIDPiece) {
+			piece = e.nbctl("get", "Gateway_Chassis", uuid, "external_ids:\""+ovnk.ExternalIDPiece+"\"")
 		}
 		rows = append(rows, strings.Join(append(strings.Fields(row), piece), " "))
 	}

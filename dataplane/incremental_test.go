@@ -253,7 +253,7 @@ func testIncrementalPlan(t *testing.T, r *rand.Rand) {
 	for _, d := range deleted {
 		for _, table := range []string{"Logical_Router_Port", "Logical_Router_Static_Route", "Logical_Router_Policy", "Address_Set"} {
 			if got := e.nbctl("--bare", "--columns=_uuid", "find", table,
-				fmt.Sprintf(`external_ids:"%s"=%s`, ExternalIDPiece, d.Owner.Piece)); got != "" {
+				fmt.Sprintf(`external_ids:"%s"=%s`, ovnk.ExternalIDPiece, d.Owner.Piece)); got != "" {
 				t.Errorf("%s rows of %s left after its deletion: %s", table, d.Owner.Network, got)
 			}
 		}
@@ -286,7 +286,7 @@ func (e *env) modifyOwnedRow(r *rand.Rand, n int, kind int) string {
 	owned := func(table, network string) []string {
 		var rows [][2]string
 		for _, line := range lines(e.nbctl("--format=csv", "--no-headings", "--columns=_uuid,"+content[table], "find", table,
-			fmt.Sprintf(`external_ids:"%s"=%s`, ExternalIDNetwork, network))) {
+			fmt.Sprintf(`external_ids:"%s"=%s`, ovnk.ExternalIDNetwork, network))) {
 			uuid, rest, _ := strings.Cut(line, ",")
 			rows = append(rows, [2]string{rest, uuid})
 		}
@@ -322,7 +322,7 @@ func (e *env) modifyOwnedRow(r *rand.Rand, n int, kind int) string {
 		}
 	case 3:
 		if u := pick("Logical_Router_Static_Route", incrNet); u != "" {
-			e.nbctl("set", "Logical_Router_Static_Route", u, fmt.Sprintf(`external_ids:"%s"=other`, ExternalIDPiece))
+			e.nbctl("set", "Logical_Router_Static_Route", u, fmt.Sprintf(`external_ids:"%s"=other`, ovnk.ExternalIDPiece))
 			return "gave route " + u + " to another piece"
 		}
 	case 4:
@@ -347,8 +347,8 @@ func (e *env) modifyOwnedRow(r *rand.Rand, n int, kind int) string {
 		}
 		e.nbctl("--", "--id=@r", "create", "Logical_Router_Static_Route",
 			"ip_prefix="+strconv.Quote(get("ip_prefix")), "nexthop="+strconv.Quote(get("nexthop")), "policy="+orEmptySet(get("policy")),
-			`external_ids:"`+ExternalIDNetwork+`"=`+incrNet, `external_ids:"`+ExternalIDTopology+`"=`+topology.TopologyLayer2,
-			`external_ids:"`+ExternalIDPiece+`"=`+topology.PieceTransitRouter, "--", "add", "Logical_Router", tr, "static_routes", "@r")
+			`external_ids:"`+ovnk.ExternalIDNetwork+`"=`+incrNet, `external_ids:"`+ovnk.ExternalIDTopology+`"=`+topology.TopologyLayer2,
+			`external_ids:"`+ovnk.ExternalIDPiece+`"=`+topology.PieceTransitRouter, "--", "add", "Logical_Router", tr, "static_routes", "@r")
 		return "added a duplicate of route " + u
 	case 7:
 		e.nbctl("lr-route-add", tr, "198.51.100."+strconv.Itoa(n)+"/32", "100.88.0.99")

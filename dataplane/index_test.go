@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/udnkit/udnkit/dataplane/internal/ovsconn"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // waitIndexed waits until the client's index equals one built afresh from
@@ -57,13 +58,13 @@ func TestIndexFollowsCache(t *testing.T) {
 	check("applied", false)
 
 	e.nbctl("lr-add", "foreign-router", "--", "set", "Logical_Router", "foreign-router",
-		`external_ids:"`+ExternalIDNetwork+`"=`+net.Name)
+		`external_ids:"`+ovnk.ExternalIDNetwork+`"=`+net.Name)
 	e.nbctl("--", "--id=@p", "create", "Logical_Router_Port", "name=foreign-port", "mac=00\\:00\\:00\\:00\\:00\\:01",
-		"networks=10.9.9.1/24", `external_ids:"`+ExternalIDNetwork+`"=`+net.Name,
+		"networks=10.9.9.1/24", `external_ids:"`+ovnk.ExternalIDNetwork+`"=`+net.Name,
 		"--", "add", "Logical_Router", "foreign-router", "ports", "@p")
 	check("written by another client", false)
 	e.nbctl("set", "Logical_Router_Port", "trtor-"+gr2, "mac=00\\:00\\:00\\:00\\:00\\:02")
-	e.nbctl("set", "Logical_Router_Port", "foreign-port", `external_ids:"`+ExternalIDNetwork+`"=other`)
+	e.nbctl("set", "Logical_Router_Port", "foreign-port", `external_ids:"`+ovnk.ExternalIDNetwork+`"=other`)
 	e.nbctl("set", "Logical_Router", "foreign-router", "name=foreign-router2")
 	e.nbctl("lrp-del", "trtor-"+gr3)
 	check("changed by another client", true)

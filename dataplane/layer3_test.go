@@ -154,7 +154,7 @@ func TestSharedRouterOutlivesItsCreatorWhileOthersUseIt(t *testing.T) {
 	e.apply(ports)
 	e.apply(policies)
 	if got := e.nbctl("--bare", "--columns=external_ids", "find", "Logical_Router", "name="+router); !strings.Contains(got, "k8s.ovn.org/udnkit-piece=multi-vtep") ||
-		!strings.Contains(got, ExternalIDShared+"=true") {
+		!strings.Contains(got, ovnk.ExternalIDShared+"=true") {
 		t.Fatalf("router external_ids = %q, want created by the multi-VTEP piece and marked shared", got)
 	}
 	// The last multi-VTEP pod goes: the router stays for the policies.

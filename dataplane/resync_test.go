@@ -15,6 +15,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/internal/engine"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // healNetworks are three networks' pieces: two Layer2 topologies and one
@@ -184,7 +185,7 @@ func (e *env) ownedRows() ([]string, error) {
 	}
 	out := []string{} // not nil: read, and empty
 	for _, u := range order {
-		if line := render([]any{"uuid", u}); strings.Contains(line, ExternalIDPiece) {
+		if line := render([]any{"uuid", u}); strings.Contains(line, ovnk.ExternalIDPiece) {
 			out = append(out, line)
 		}
 	}

@@ -11,14 +11,3 @@ type (
 	Copp    = rows.Copp
 	Owner   = rows.Owner
 )
-
-// The external-ID keys udnkit writes (package rows).
-const (
-	ExternalIDNetwork  = rows.ExternalIDNetwork
-	ExternalIDTopology = rows.ExternalIDTopology
-	ExternalIDPiece    = rows.ExternalIDPiece
-	ExternalIDShared   = rows.ExternalIDShared
-	ExternalIDVM       = rows.ExternalIDVM
-
-	ExternalIDUDNEnabledService = rows.ExternalIDUDNEnabledService
-)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // apiAndDNS are upstream's default UDN-enabled services, dual-stack.
@@ -22,7 +23,7 @@ func apiAndDNS() []topology.UDNEnabledService {
 func (e *env) serviceRoutes() string {
 	e.t.Helper()
 	out := e.nbctl("--format=csv", "--data=bare", "--no-headings", "--columns=ip_prefix,nexthop,policy,external_ids",
-		"find", "Logical_Router_Static_Route", "external_ids:"+ExternalIDUDNEnabledService+"!=\"\"")
+		"find", "Logical_Router_Static_Route", "external_ids:"+ovnk.ExternalIDUDNEnabledService+"!=\"\"")
 	var rows []string
 	for _, l := range strings.Split(out, "\n") {
 		if l == "" {
@@ -34,15 +35,15 @@ func (e *env) serviceRoutes() string {
 		}
 		key := ""
 		for _, kv := range strings.Fields(f[3]) {
-			if k, v, _ := strings.Cut(kv, "="); k == ExternalIDUDNEnabledService {
+			if k, v, _ := strings.Cut(kv, "="); k == ovnk.ExternalIDUDNEnabledService {
 				key = v
 			}
-			if !strings.HasPrefix(kv, ExternalIDNetwork+"=") && !strings.HasPrefix(kv, ExternalIDTopology+"=") &&
-				!strings.HasPrefix(kv, ExternalIDPiece+"=") && !strings.HasPrefix(kv, ExternalIDUDNEnabledService+"=") {
+			if !strings.HasPrefix(kv, ovnk.ExternalIDNetwork+"=") && !strings.HasPrefix(kv, ovnk.ExternalIDTopology+"=") &&
+				!strings.HasPrefix(kv, ovnk.ExternalIDPiece+"=") && !strings.HasPrefix(kv, ovnk.ExternalIDUDNEnabledService+"=") {
 				e.t.Errorf("service route %s has external ID %s besides the owner's and the service's", f[0], kv)
 			}
 		}
-		if !strings.Contains(f[3], ExternalIDNetwork+"=test12_namespace-scoped") || !strings.Contains(f[3], ExternalIDTopology+"=layer2") {
+		if !strings.Contains(f[3], ovnk.ExternalIDNetwork+"=test12_namespace-scoped") || !strings.Contains(f[3], ovnk.ExternalIDTopology+"=layer2") {
 			e.t.Errorf("service route %s lacks the network's external IDs: %s", f[0], f[3])
 		}
 		rows = append(rows, strings.Join([]string{f[0], f[1], f[2], key}, " "))
@@ -112,7 +113,7 @@ func TestServiceRoutesNeedALocalNode(t *testing.T) {
 	d := mustLayer2(t, net, nodes)
 	for _, r := range d.Routers {
 		for _, rt := range r.Routes {
-			if rt.ExternalIDs[ExternalIDUDNEnabledService] != "" {
+			if rt.ExternalIDs[ovnk.ExternalIDUDNEnabledService] != "" {
 				t.Errorf("%s routes %s with no local node", r.Row.Name, rt.IPPrefix)
 			}
 		}
@@ -128,7 +129,7 @@ func TestServiceRoutesAdoptUpstreams(t *testing.T) {
 	net, nodes := exampleV4()
 	upstreamIDs := func(key string) []string {
 		return []string{`external_ids:"k8s.ovn.org/network"=test12_namespace-scoped`, `external_ids:"k8s.ovn.org/topology"=layer2`,
-			`external_ids:"` + ExternalIDUDNEnabledService + `"="` + key + `"`}
+			`external_ids:"` + ovnk.ExternalIDUDNEnabledService + `"="` + key + `"`}
 	}
 	args := append([]string{"lr-add", tr, "--", "set", "Logical_Router", tr}, upstreamIDs("")[:2]...)
 	for i, svc := range []struct{ ip, key string }{{"10.96.0.10", "kube-system/kube-dns"}, {"10.96.0.99", "default/gone"}} {
@@ -150,7 +151,7 @@ func TestServiceRoutesAdoptUpstreams(t *testing.T) {
 	if got := e.routeUUIDs("10.96.0.10"); got != dns {
 		t.Errorf("kube-dns's route is %s, want upstream's row %s kept", got, dns)
 	}
-	if got := e.nbctl("get", "Logical_Router_Static_Route", dns, "external_ids:"+`"`+ExternalIDPiece+`"`); got != topology.PieceTransitRouter {
+	if got := e.nbctl("get", "Logical_Router_Static_Route", dns, "external_ids:"+`"`+ovnk.ExternalIDPiece+`"`); got != topology.PieceTransitRouter {
 		t.Errorf("the adopted route's piece is %s", got)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/ovnk"
@@ -92,7 +91,7 @@ func TestLayer2RoutesTheUDNEnabledServices(t *testing.T) {
 func (s *stack) serviceRoutes() string {
 	s.t.Helper()
 	out := s.nbctl("--format=csv", "--data=bare", "--no-headings", "--columns=_uuid,ip_prefix,nexthop,policy,external_ids",
-		"find", "Logical_Router_Static_Route", "external_ids:"+dataplane.ExternalIDUDNEnabledService+"!=\"\"")
+		"find", "Logical_Router_Static_Route", "external_ids:"+ovnk.ExternalIDUDNEnabledService+"!=\"\"")
 	onTR := s.nbctl("--bare", "--columns=static_routes", "find", "Logical_Router", "name=ns1_tenant.blue_transit_router")
 	var rows []string
 	for _, l := range strings.Split(out, "\n") {
@@ -105,10 +104,10 @@ func (s *stack) serviceRoutes() string {
 			k, v, _ := strings.Cut(kv, "=")
 			ids[k] = v
 		}
-		if f[3] != "dst-ip" || !strings.Contains(onTR, f[0]) || ids[dataplane.ExternalIDNetwork] != "ns1_tenant-blue" || ids[dataplane.ExternalIDTopology] != "layer2" {
+		if f[3] != "dst-ip" || !strings.Contains(onTR, f[0]) || ids[ovnk.ExternalIDNetwork] != "ns1_tenant-blue" || ids[ovnk.ExternalIDTopology] != "layer2" {
 			s.t.Errorf("service route %s: policy %s, on the transit router %v, external_ids %s", f[1], f[3], strings.Contains(onTR, f[0]), f[4])
 		}
-		rows = append(rows, f[1]+" "+f[2]+" "+ids[dataplane.ExternalIDUDNEnabledService])
+		rows = append(rows, f[1]+" "+f[2]+" "+ids[ovnk.ExternalIDUDNEnabledService])
 	}
 	slices.Sort(rows)
 	return strings.Join(rows, "\n")

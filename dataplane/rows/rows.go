@@ -7,18 +7,8 @@ import (
 	"reflect"
 	"slices"
 
-	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
-)
-
-// External ID keys that mark the rows udnkit owns. Network and Topology are
-// OVN-Kubernetes' own keys; Piece separates the topology pieces that share a
-// router (the Layer2 topology and the live-migration routes on one transit
-// router), so applying one piece never removes another's rows.
-const (
-	ExternalIDNetwork  = "k8s.ovn.org/network"
-	ExternalIDTopology = "k8s.ovn.org/topology"
-	ExternalIDPiece    = "k8s.ovn.org/udnkit-piece"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // Owner is the set of external_ids that marks every row of one topology piece
@@ -42,24 +32,24 @@ type Owner struct {
 
 // IDs is the external_ids every row of the piece carries.
 func (o Owner) IDs() map[string]string {
-	return map[string]string{ExternalIDNetwork: o.Network, ExternalIDTopology: o.Topology, ExternalIDPiece: o.Piece}
+	return map[string]string{ovnk.ExternalIDNetwork: o.Network, ovnk.ExternalIDTopology: o.Topology, ovnk.ExternalIDPiece: o.Piece}
 }
 
 // Settled says whether o.Owns answers alike for a row with these
 // external_ids whatever AdoptLegacy and Legacy are (which one owner's
 // Applies may change): what the planner's memos may remember.
 func (o Owner) Settled(ids map[string]string) bool {
-	_, piece := ids[ExternalIDPiece]
-	return piece || ids[ExternalIDNetwork] != o.Network || ids[ExternalIDTopology] != o.Topology
+	_, piece := ids[ovnk.ExternalIDPiece]
+	return piece || ids[ovnk.ExternalIDNetwork] != o.Network || ids[ovnk.ExternalIDTopology] != o.Topology
 }
 
 // Owns says whether a row with these external_ids (row is the
 // *nbdb.LogicalRouter, ... itself, for Legacy) is the piece's.
 func (o Owner) Owns(ids map[string]string, row any) bool {
-	if ids[ExternalIDNetwork] != o.Network || ids[ExternalIDTopology] != o.Topology {
+	if ids[ovnk.ExternalIDNetwork] != o.Network || ids[ovnk.ExternalIDTopology] != o.Topology {
 		return false
 	}
-	piece, ok := ids[ExternalIDPiece]
+	piece, ok := ids[ovnk.ExternalIDPiece]
 	if piece == o.Piece {
 		return true
 	}
@@ -129,19 +119,6 @@ type Desired struct {
 	// matches reference as $name).
 	AddressSets []nbdb.AddressSet
 }
-
-// ExternalIDShared marks a router or switch a piece created as Shared.
-const ExternalIDShared = "k8s.ovn.org/udnkit-shared"
-
-// ExternalIDVM names the VM (namespace/name) a DHCP_Options row serves
-// (part of the row's identity: package schema).
-const ExternalIDVM = schema.ExternalIDVM
-
-// ExternalIDUDNEnabledService names the default-network service
-// (namespace/name) a route to a UDN-enabled service serves: upstream's
-// types.UDNEnabledServiceExternalID, by which its services controller finds
-// and removes the route.
-const ExternalIDUDNEnabledService = "k8s.ovn.org/udn-enabled-default-service"
 
 // Validate refuses a Desired no Apply can hold: an owner without network,
 // topology or piece, and a router, switch or port without a name or with

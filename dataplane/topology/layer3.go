@@ -109,5 +109,5 @@ func Layer3SubnetPoliciesForm(network string, subnets []netip.Prefix, form Layer
 // creates it when the Layer3 topology's is missing, marked as upstream's
 // topologyfactory marks every cluster router it creates.
 func layer3ClusterRouter(network string) nbdb.LogicalRouter {
-	return nbdb.LogicalRouter{Name: ovnk.NamesFor(network).ClusterRouter(), ExternalIDs: map[string]string{ExternalIDClusterRouter: "yes"}}
+	return nbdb.LogicalRouter{Name: ovnk.NamesFor(network).ClusterRouter(), ExternalIDs: map[string]string{ovnk.ExternalIDClusterRouter: "yes"}}
 }

@@ -164,7 +164,7 @@ func (o VMDHCP) rows(vm VM) []nbdb.DHCPOptions {
 		}
 		out = append(out, nbdb.DHCPOptions{
 			Cidr:        ip.Masked().String(),
-			ExternalIDs: map[string]string{rows.ExternalIDVM: vm.Namespace + "/" + vm.Name},
+			ExternalIDs: map[string]string{ovnk.ExternalIDVM: vm.Namespace + "/" + vm.Name},
 			Options:     opts,
 		})
 	}

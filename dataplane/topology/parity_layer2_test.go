@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // The Layer2 plan's rows beyond ports and keys: the management-port SNAT,
@@ -105,9 +106,9 @@ var layer2UpgradeRowsParity = []parity{
 
 // layer2OnlyUdnkit is what udnkit writes on the Layer2 rows that upstream does not.
 var layer2OnlyUdnkit = []udnkitOnly{
-	{"NAT", pSNAT4, "external_ids:" + rows.ExternalIDPiece,
+	{"NAT", pSNAT4, "external_ids:" + ovnk.ExternalIDPiece,
 		"every row udnkit owns names its piece, so pieces sharing a router (topology, live migration) never remove each other's rows"},
-	{"Logical_Router", pTR, "external_ids:" + rows.ExternalIDPiece, "the same, on every router, port, route, policy and switch"},
+	{"Logical_Router", pTR, "external_ids:" + ovnk.ExternalIDPiece, "the same, on every router, port, route, policy and switch"},
 }
 
 // layer2Differs is where udnkit's Layer2 value is not upstream's.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // udnkitOnly is a row or column udnkit writes that upstream's
@@ -215,7 +216,7 @@ func planRows(d *rows.Desired) []planRow {
 		}
 	}
 	for _, o := range d.DHCPOptions {
-		add("DHCP_Options", o.ExternalIDs[rows.ExternalIDVM]+" "+o.Cidr, "vm "+o.ExternalIDs[rows.ExternalIDVM]+" "+o.Cidr, o)
+		add("DHCP_Options", o.ExternalIDs[ovnk.ExternalIDVM]+" "+o.Cidr, "vm "+o.ExternalIDs[ovnk.ExternalIDVM]+" "+o.Cidr, o)
 	}
 	for _, a := range d.AddressSets {
 		add("Address_Set", a.Name, a.Name, a)

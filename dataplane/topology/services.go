@@ -5,7 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
-	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // UDNEnabledService is one default-network service that Primary
@@ -41,7 +41,7 @@ func (net Layer2Network) serviceRoutes() []nbdb.LogicalRouterStaticRoute {
 				continue
 			}
 			r := staticRoute(ip.String(), mgmt.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil)
-			r.ExternalIDs = map[string]string{rows.ExternalIDUDNEnabledService: svc.Key}
+			r.ExternalIDs = map[string]string{ovnk.ExternalIDUDNEnabledService: svc.Key}
 			out = append(out, r)
 		}
 	}

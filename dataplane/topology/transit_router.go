@@ -16,7 +16,7 @@ func (b *layer2Build) transitRouter([]Layer2Node) error {
 	b.tr = rows.Router{Row: nbdb.LogicalRouter{
 		Name:        names.TransitRouter(),
 		Options:     map[string]string{"requested-tnl-key": strconv.Itoa(net.TransitRouterTunnelKey)},
-		ExternalIDs: map[string]string{ExternalIDClusterRouter: "yes"},
+		ExternalIDs: map[string]string{ovnk.ExternalIDClusterRouter: "yes"},
 	}, Copp: b.copp}
 	gws := net.gateways()
 	rtos := nbdb.LogicalRouterPort{
@@ -61,7 +61,7 @@ func (b *layer2Build) transitPort(n l2node) {
 		port.Peer = ptr(n.rtotr)
 	} else {
 		port.Options["requested-chassis"] = n.Chassis
-		port.ExternalIDs = map[string]string{ExternalIDNode: n.Name}
+		port.ExternalIDs = map[string]string{ovnk.ExternalIDNode: n.Name}
 	}
 	b.tr.Ports = append(b.tr.Ports, port)
 	for _, j := range n.joinIPs {
@@ -81,7 +81,7 @@ func (b *layer2Build) transitPort(n l2node) {
 // IP, labelled with the node as upstream's addTransitRouterRoutes labels it.
 func remoteJoinRoute(n l2node, prefix, nexthop string) nbdb.LogicalRouterStaticRoute {
 	r := staticRoute(prefix, nexthop, "", nil)
-	r.ExternalIDs = map[string]string{ExternalIDNode: n.Name}
+	r.ExternalIDs = map[string]string{ovnk.ExternalIDNode: n.Name}
 	return r
 }
 
@@ -119,7 +119,3 @@ func (net Layer2Network) raConfigs() map[string]string {
 	}
 	return ra
 }
-
-// ExternalIDClusterRouter marks the transit router as upstream's
-// topologyfactory marks every cluster router it creates.
-const ExternalIDClusterRouter = "k8s-cluster-router"

@@ -36,7 +36,7 @@ func (b *layer2Build) oldNode(n l2node) {
 			"requested-tnl-key": strconv.Itoa(n.LegacyTunnelKey),
 			"requested-chassis": n.Chassis,
 		},
-		ExternalIDs: map[string]string{ExternalIDNode: n.Name},
+		ExternalIDs: map[string]string{ovnk.ExternalIDNode: n.Name},
 	})
 	for _, j := range n.joinIPs {
 		b.tr.Routes = append(b.tr.Routes, remoteJoinRoute(n, j.Addr().String(), j.Addr().String()))
@@ -51,7 +51,3 @@ func macAndIPs(join []netip.Prefix) string {
 	}
 	return strings.Join(parts, " ")
 }
-
-// ExternalIDNode names the node a remote port or route leads to, as
-// upstream labels them (types.NodeExternalID).
-const ExternalIDNode = "k8s.ovn.org/node"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/internal/ovsconn"
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
-	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // Healing. The Northbound database can lose or change udnkit's rows without
@@ -120,7 +120,7 @@ func (h *healer) OnDelete(table string, m model.Model)        { h.edited(table, 
 // columns by another client.
 func (h *healer) edited(table string, old, cur model.Model) {
 	uuid, ids, _, ok := schema.RowFields(table, old)
-	if !ok || ids[rows.ExternalIDPiece] == "" || ids[rows.ExternalIDNetwork] == "" {
+	if !ok || ids[ovnk.ExternalIDPiece] == "" || ids[ovnk.ExternalIDNetwork] == "" {
 		return
 	}
 	if cur != nil && !schema.Lookup(table).Changed(old, cur, &h.buf) {
@@ -134,7 +134,7 @@ func (h *healer) edited(table string, old, cur model.Model) {
 	if h.foreign == nil {
 		h.foreign = map[string]time.Time{}
 	}
-	h.foreign[ids[rows.ExternalIDNetwork]] = time.Now()
+	h.foreign[ids[ovnk.ExternalIDNetwork]] = time.Now()
 	h.mu.Unlock()
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/client"
 
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
-	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // Diff says how the index differs from one built afresh from api's cache
@@ -120,7 +120,7 @@ func (ix *Index) diffDerived() []string {
 		for c, m := range ix.rows[t] {
 			_, ids, _, _ := schema.RowFields(t, m)
 			for _, p := range ix.parents[c] {
-				if n := ids[rows.ExternalIDNetwork]; n != "" {
+				if n := ids[ovnk.ExternalIDNetwork]; n != "" {
 					if held[n] == nil {
 						held[n] = map[string]int{}
 					}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
-	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // Index holds the Northbound rows the planner reads, with where to find
@@ -351,8 +351,8 @@ func (ix *Index) compare(old map[string]map[string]model.Model, oldID, newID str
 	for t, byUUID := range old {
 		for u, m := range byUUID {
 			_, ids, _, _ := schema.RowFields(t, m)
-			net := ids[rows.ExternalIDNetwork]
-			if net == "" || ids[rows.ExternalIDPiece] == "" {
+			net := ids[ovnk.ExternalIDNetwork]
+			if net == "" || ids[ovnk.ExternalIDPiece] == "" {
 				continue
 			}
 			if replaced {
@@ -477,11 +477,11 @@ func (ix *Index) put(table, uuid string, m model.Model) {
 // link adds (or removes) a row's entries in byNet, byName and pieces.
 func (ix *Index) link(table, uuid string, m model.Model, add bool) {
 	_, ids, name, _ := schema.RowFields(table, m)
-	mark(ix.byNet, table, ids[rows.ExternalIDNetwork], uuid, add)
+	mark(ix.byNet, table, ids[ovnk.ExternalIDNetwork], uuid, add)
 	ix.count(table, ids, add)
 	if _, child := parentColumns[table]; child {
 		for _, p := range ix.parents[uuid] {
-			ix.holds(ids[rows.ExternalIDNetwork], p, add)
+			ix.holds(ids[ovnk.ExternalIDNetwork], p, add)
 		}
 	}
 	mark(ix.byName, table, name, uuid, add) // routers' and switches'
@@ -489,11 +489,11 @@ func (ix *Index) link(table, uuid string, m model.Model, add bool) {
 
 // count counts a row in (or out of) pieces.
 func (ix *Index) count(table string, ids map[string]string, add bool) {
-	network := ids[rows.ExternalIDNetwork]
+	network := ids[ovnk.ExternalIDNetwork]
 	if network == "" {
 		return
 	}
-	piece := [2]string{ids[rows.ExternalIDTopology], ids[rows.ExternalIDPiece]}
+	piece := [2]string{ids[ovnk.ExternalIDTopology], ids[ovnk.ExternalIDPiece]}
 	byPiece := ix.pieces[table]
 	if byPiece == nil {
 		byPiece = map[[2]string]map[string]int{}

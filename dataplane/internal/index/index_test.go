@@ -9,7 +9,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/model"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
-	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // testKeep is the change-log bound the tests' indexes keep.
@@ -83,7 +83,7 @@ func TestSortedChildrenFollowLinks(t *testing.T) {
 func TestNetworkChildrenAndTheirParents(t *testing.T) {
 	ix := emptyIndex()
 	port := func(uuid, network string) *nbdb.LogicalRouterPort {
-		return &nbdb.LogicalRouterPort{UUID: uuid, ExternalIDs: map[string]string{rows.ExternalIDNetwork: network}}
+		return &nbdb.LogicalRouterPort{UUID: uuid, ExternalIDs: map[string]string{ovnk.ExternalIDNetwork: network}}
 	}
 	router := func(uuid string) *nbdb.LogicalRouter { return &nbdb.LogicalRouter{UUID: uuid, Name: uuid} }
 	check := func(step string, unlinked []string, parents []string) {
@@ -141,7 +141,7 @@ func TestNetworkChildrenAndTheirParents(t *testing.T) {
 func TestColumnLogsOnlyWhatAMemoFollows(t *testing.T) {
 	ix := emptyIndex()
 	port := func(uuid, mac string) *nbdb.LogicalRouterPort {
-		return &nbdb.LogicalRouterPort{UUID: uuid, MAC: mac, ExternalIDs: map[string]string{rows.ExternalIDNetwork: "blue"}}
+		return &nbdb.LogicalRouterPort{UUID: uuid, MAC: mac, ExternalIDs: map[string]string{ovnk.ExternalIDNetwork: "blue"}}
 	}
 	ix.put(nbdb.LogicalRouterTable, "r1", &nbdb.LogicalRouter{UUID: "r1", Name: "r1"})
 	ix.put(nbdb.LogicalRouterTable, "r2", &nbdb.LogicalRouter{UUID: "r2", Name: "r2"})

@@ -13,7 +13,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
-	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // The client's cache does not hold the routers' and switches' columns of
@@ -120,7 +120,7 @@ func (ix *Index) setLinks(kids map[string]map[string]uuidSet) {
 		for c, m := range ix.rows[t] {
 			_, ids, _, _ := schema.RowFields(t, m)
 			for _, p := range ix.parents[c] {
-				ix.holds(ids[rows.ExternalIDNetwork], p, true)
+				ix.holds(ids[ovnk.ExternalIDNetwork], p, true)
 			}
 			ix.recheck(t, c)
 		}
@@ -284,7 +284,7 @@ func (ix *Index) childNetwork(c string) string {
 		return ""
 	}
 	_, ids, _, _ := schema.RowFields(t, ix.rows[t][c])
-	return ids[rows.ExternalIDNetwork]
+	return ids[ovnk.ExternalIDNetwork]
 }
 
 // orphan forgets a (deleted) parent of table: its children, and the sorted

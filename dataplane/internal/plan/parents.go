@@ -13,6 +13,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // colMuts are the children a plan inserts into and removes from a parent's
@@ -196,7 +197,7 @@ func planParent[T any, PT interface {
 	exists := ex != nil
 	ref, err := p.reference(kind, sp.Key(&d.row), d.ref, d.shared, exists, exists && p.owner.Owns(*sp.IDs((*T)(ex)), ex))
 	if foreign := (*rows.ForeignRowError)(nil); errors.As(err, &foreign) {
-		foreign.RowNetwork = (*sp.IDs((*T)(ex)))[rows.ExternalIDNetwork]
+		foreign.RowNetwork = (*sp.IDs((*T)(ex)))[ovnk.ExternalIDNetwork]
 	}
 	if err != nil {
 		return err
@@ -221,7 +222,7 @@ func planParent[T any, PT interface {
 // children are taken out of it.
 func (p *Planner) dropStale(table string, m model.Model, uuid string, ids map[string]string) error {
 	cols := p.childColumns(table, m)
-	if ids[rows.ExternalIDShared] == "true" && p.unsure() {
+	if ids[ovnk.ExternalIDShared] == "true" && p.unsure() {
 		return errUnlinked
 	}
 	if p.owner.Owns(ids, m) && !keepShared(ids, cols) {
@@ -256,7 +257,7 @@ func markShared(ids *map[string]string, shared bool) {
 	for k, v := range *ids {
 		m[k] = v
 	}
-	m[rows.ExternalIDShared] = "true"
+	m[ovnk.ExternalIDShared] = "true"
 	*ids = m
 }
 
@@ -265,7 +266,7 @@ func markShared(ids *map[string]string, shared bool) {
 // only the piece's own rows go, and the row itself goes with a later Apply
 // of the piece that finds it bare.
 func keepShared(ids map[string]string, cols []childColumn) bool {
-	if ids[rows.ExternalIDShared] != "true" {
+	if ids[ovnk.ExternalIDShared] != "true" {
 		return false
 	}
 	for _, c := range cols {

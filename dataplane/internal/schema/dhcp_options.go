@@ -5,16 +5,13 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/model"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/ovnk"
 )
-
-// ExternalIDVM names the VM (namespace/name) a DHCP_Options row serves: part
-// of the row's identity.
-const ExternalIDVM = "k8s.ovn.org/vm"
 
 // DHCPOptions: a root row, by the VM it serves and its cidr.
 var DHCPOptions = Spec[nbdb.DHCPOptions]{
 	Table:  nbdb.DHCPOptionsTable,
-	Key:    func(r *nbdb.DHCPOptions) string { return r.ExternalIDs[ExternalIDVM] + "|" + r.Cidr },
+	Key:    func(r *nbdb.DHCPOptions) string { return r.ExternalIDs[ovnk.ExternalIDVM] + "|" + r.Cidr },
 	UUID:   func(r *nbdb.DHCPOptions) *string { return &r.UUID },
 	IDs:    func(r *nbdb.DHCPOptions) *map[string]string { return &r.ExternalIDs },
 	Fields: func(r *nbdb.DHCPOptions, buf []any) []any { return append(buf, &r.ExternalIDs, &r.Options) },

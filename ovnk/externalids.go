@@ -1,0 +1,35 @@
+package ovnk
+
+// The external_ids keys of the Northbound rows udnkit writes. Those
+// OVN-Kubernetes also writes keep upstream's values, so each side finds the
+// other's rows; the udnkit-* keys are udnkit's own and mean nothing upstream.
+const (
+	// ExternalIDNetwork names the network a row belongs to (upstream's
+	// types.NetworkExternalID).
+	ExternalIDNetwork = "k8s.ovn.org/network"
+	// ExternalIDTopology names the network's topology, "layer2" or "layer3"
+	// (upstream's types.TopologyExternalID).
+	ExternalIDTopology = "k8s.ovn.org/topology"
+	// ExternalIDNode names the node a remote port or route leads to
+	// (upstream's types.NodeExternalID).
+	ExternalIDNode = "k8s.ovn.org/node"
+	// ExternalIDUDNEnabledService names the default-network service
+	// (namespace/name) a route to a UDN-enabled service serves (upstream's
+	// types.UDNEnabledServiceExternalID), by which upstream's services
+	// controller finds and removes the route.
+	ExternalIDUDNEnabledService = "k8s.ovn.org/udn-enabled-default-service"
+	// ExternalIDVM names the VM (namespace/name) a DHCP_Options row serves
+	// (upstream's libovsdbops.VirtualMachineKey); part of the row's identity.
+	ExternalIDVM = "k8s.ovn.org/vm"
+	// ExternalIDClusterRouter marks a cluster router, as upstream's
+	// topologyfactory marks every one it creates ("yes").
+	ExternalIDClusterRouter = "k8s-cluster-router"
+
+	// ExternalIDPiece separates the topology pieces udnkit writes that share
+	// a router (the Layer2 topology and the live-migration routes on one
+	// transit router), so applying one piece never removes another's rows.
+	ExternalIDPiece = "k8s.ovn.org/udnkit-piece"
+	// ExternalIDShared marks a router or switch a piece created as shared
+	// with other pieces (rows.Router.Shared).
+	ExternalIDShared = "k8s.ovn.org/udnkit-shared"
+)
