@@ -14,6 +14,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/internal/index"
 	"github.com/udnkit/udnkit/dataplane/internal/plan"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -40,8 +41,8 @@ func benchNetwork() topology.Layer2Network {
 // rawInsert is the baseline: the same rows inserted with plain libovsdb in one
 // transaction (named UUIDs, parents referencing children), with no cache
 // lookups, diffing or ownership checks.
-func rawInsert(b *testing.B, e *env, d *Desired) {
-	api := e.c.NB
+func rawInsert(b *testing.B, e *env, d *rows.Desired) {
+	api := e.c.eng.NB
 	var ops []ovsdb.Operation
 	n := 0
 	create := func(m model.Model, uuid *string) string {
@@ -96,7 +97,7 @@ func rawInsert(b *testing.B, e *env, d *Desired) {
 	waitRows(b, api, nbdb.LogicalRouterPortTable, countPorts(d))
 }
 
-func countPorts(d *Desired) int {
+func countPorts(d *rows.Desired) int {
 	n := 0
 	for _, r := range d.Routers {
 		n += len(r.Ports)
@@ -125,7 +126,7 @@ func BenchmarkLayer2Topology1000Nodes(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	empty := &Desired{Owner: d.Owner}
+	empty := &rows.Desired{Owner: d.Owner}
 	var udnkit, raw time.Duration
 	for b.Loop() {
 		start := time.Now()
@@ -136,7 +137,7 @@ func BenchmarkLayer2Topology1000Nodes(b *testing.B) {
 		if _, err := e.c.Apply(e.ctx, empty); err != nil {
 			b.Fatal(err)
 		}
-		waitRows(b, e.c.NB, nbdb.LogicalRouterPortTable, 0)
+		waitRows(b, e.c.eng.NB, nbdb.LogicalRouterPortTable, 0)
 
 		start = time.Now()
 		rawInsert(b, e, d)
@@ -144,7 +145,7 @@ func BenchmarkLayer2Topology1000Nodes(b *testing.B) {
 		if _, err := e.c.Apply(e.ctx, empty); err != nil {
 			b.Fatal(err)
 		}
-		waitRows(b, e.c.NB, nbdb.LogicalRouterPortTable, 0)
+		waitRows(b, e.c.eng.NB, nbdb.LogicalRouterPortTable, 0)
 	}
 	reportRatio(b, udnkit, raw)
 }
@@ -167,7 +168,7 @@ func BenchmarkLayer2AddOneNodeTo1000(b *testing.B) {
 	nodes := manyNodes(1001)
 	for _, step := range []struct {
 		name         string
-		before, want *Desired
+		before, want *rows.Desired
 	}{
 		{"add", mustLayer2(b, benchNetwork(), nodes[:1000]), mustLayer2(b, benchNetwork(), nodes)},
 		{"remove", mustLayer2(b, benchNetwork(), nodes), mustLayer2(b, benchNetwork(), nodes[:1000])},
@@ -176,9 +177,9 @@ func BenchmarkLayer2AddOneNodeTo1000(b *testing.B) {
 			b.Run(step.name+"/"+mode, func(b *testing.B) {
 				e := newEnv(b)
 				// The baseline plans every Apply without memory (the full diff).
-				e.c.Memos.Reset(mode != "incremental")
+				e.c.eng.Memos.Reset(mode != "incremental")
 				e.apply(step.before)
-				p, err := e.c.FullPlan(step.want)
+				p, err := e.c.eng.FullPlan(step.want)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -271,7 +272,7 @@ func BenchmarkMultiVTEP1000Pods(b *testing.B) {
 		e.apply(empty)
 		b.StartTimer()
 	}
-	if n := e.c.NB.Cache().Table(nbdb.LogicalSwitchPortTable).Len(); n != 0 {
+	if n := e.c.eng.NB.Cache().Table(nbdb.LogicalSwitchPortTable).Len(); n != 0 {
 		b.Fatalf("%d ports left after cleanup", n)
 	}
 }
@@ -303,15 +304,15 @@ func BenchmarkLayer2MultiVTEP1000Pods(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	empty := &Desired{Owner: d.Owner}
+	empty := &rows.Desired{Owner: d.Owner}
 	clean := func() {
 		if _, err := e.c.Apply(e.ctx, empty); err != nil {
 			b.Fatal(err)
 		}
-		waitRows(b, e.c.NB, nbdb.LogicalSwitchPortTable, 0)
+		waitRows(b, e.c.eng.NB, nbdb.LogicalSwitchPortTable, 0)
 	}
 	var sw *nbdb.LogicalSwitch
-	for _, m := range e.c.NB.Cache().Table(nbdb.LogicalSwitchTable).RowsShallow() {
+	for _, m := range e.c.eng.NB.Cache().Table(nbdb.LogicalSwitchTable).RowsShallow() {
 		sw = m.(*nbdb.LogicalSwitch)
 	}
 	var udnkit, raw time.Duration
@@ -328,20 +329,20 @@ func BenchmarkLayer2MultiVTEP1000Pods(b *testing.B) {
 		var uuids []string
 		for i, p := range d.Switches[0].Ports {
 			p.UUID, p.ExternalIDs = "raw"+strconv.Itoa(i), d.Owner.IDs()
-			o, err := e.c.NB.Create(&p)
+			o, err := e.c.eng.NB.Create(&p)
 			if err != nil {
 				b.Fatal(err)
 			}
 			ops, uuids = append(ops, o...), append(uuids, p.UUID)
 		}
-		o, err := e.c.NB.Where(sw).Mutate(sw, model.Mutation{Field: &sw.Ports, Mutator: ovsdb.MutateOperationInsert, Value: uuids})
+		o, err := e.c.eng.NB.Where(sw).Mutate(sw, model.Mutation{Field: &sw.Ports, Mutator: ovsdb.MutateOperationInsert, Value: uuids})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := transact(e.ctx, e.c.NB, append(ops, o...)); err != nil {
+		if err := transact(e.ctx, e.c.eng.NB, append(ops, o...)); err != nil {
 			b.Fatal(err)
 		}
-		waitRows(b, e.c.NB, nbdb.LogicalSwitchPortTable, len(uuids))
+		waitRows(b, e.c.eng.NB, nbdb.LogicalSwitchPortTable, len(uuids))
 		raw += time.Since(start)
 		clean()
 	}
@@ -363,19 +364,19 @@ func BenchmarkLayer3Subnets200(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			rows := len(d.AddressSets) + 1
+			written := len(d.AddressSets) + 1
 			for _, r := range d.Routers {
-				rows += len(r.Policies)
+				written += len(r.Policies)
 			}
 			for b.Loop() {
 				if _, err := e.c.Apply(e.ctx, d); err != nil {
 					b.Fatal(err)
 				}
 				b.StopTimer()
-				e.apply(&Desired{Owner: d.Owner})
+				e.apply(&rows.Desired{Owner: d.Owner})
 				b.StartTimer()
 			}
-			b.ReportMetric(float64(rows), "rows/op")
+			b.ReportMetric(float64(written), "rows/op")
 		})
 	}
 }
@@ -395,7 +396,7 @@ func BenchmarkLayer3Subnets200(b *testing.B) {
 // the two means: this machine's speed drifts within minutes, and the
 // baseline sub-benchmark runs minutes apart from the others.
 func BenchmarkUnrelatedNetworkDuringLargeApply(b *testing.B) {
-	large := func(name string) *Desired {
+	large := func(name string) *rows.Desired {
 		n := benchNetwork()
 		n.Name = name
 		d, err := topology.Layer2Topology(n, manyNodes(1000))
@@ -416,14 +417,14 @@ func BenchmarkUnrelatedNetworkDuringLargeApply(b *testing.B) {
 	}{{"baseline-alone", 0}, {"during-large-apply", 0}, {"during-large-one-transaction", -1}} {
 		b.Run(mode.name, func(b *testing.B) {
 			e := newEnv(b)
-			e.c.MaxTransactionOps = mode.maxOps
+			e.c.eng.MaxTransactionOps = mode.maxOps
 			e.apply(large("bench_resident"))
 			big := large("bench_big")
 			var mu sync.Mutex
 			steps := map[string]time.Duration{}
 			var largeTotal, alone time.Duration
 			measuring := false
-			e.hooks.Observe = func(o Owner, step string, d time.Duration) {
+			e.hooks.Observe = func(o rows.Owner, step string, d time.Duration) {
 				mu.Lock()
 				defer mu.Unlock()
 				if measuring && o.Network == small.Owner.Network {
@@ -436,7 +437,7 @@ func BenchmarkUnrelatedNetworkDuringLargeApply(b *testing.B) {
 				if mode.name != "baseline-alone" {
 					inTransaction := make(chan struct{})
 					var once sync.Once
-					e.hooks.BeforeTransact = func(o Owner) {
+					e.hooks.BeforeTransact = func(o rows.Owner) {
 						if o.Network == big.Owner.Network {
 							once.Do(func() { close(inTransaction) })
 						}
@@ -467,15 +468,15 @@ func BenchmarkUnrelatedNetworkDuringLargeApply(b *testing.B) {
 					if err := <-done; err != nil {
 						b.Fatal(err)
 					}
-					e.apply(&Desired{Owner: big.Owner})
-					e.apply(&Desired{Owner: small.Owner})
+					e.apply(&rows.Desired{Owner: big.Owner})
+					e.apply(&rows.Desired{Owner: small.Owner})
 					start := time.Now()
 					if _, err := e.c.Apply(e.ctx, small); err != nil {
 						b.Fatal(err)
 					}
 					alone += time.Since(start)
 				}
-				e.apply(&Desired{Owner: small.Owner})
+				e.apply(&rows.Desired{Owner: small.Owner})
 				b.StartTimer()
 			}
 			for _, step := range []string{"lock", "plan", "split", "transact", "yield", "visible"} {

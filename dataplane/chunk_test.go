@@ -17,6 +17,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/internal/txn"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
 )
 
@@ -142,7 +143,7 @@ func TestLargeApplyIsSplitIntoWholeNodeTransactions(t *testing.T) {
 	d := mustLayer2(t, benchNetwork(), chunkNodes(20))
 
 	ref := newEnv(t)
-	ref.c.MaxTransactionOps = -1
+	ref.c.eng.MaxTransactionOps = -1
 	res, err := ref.c.Apply(ref.ctx, d)
 	if err != nil || res.Transactions != 1 {
 		t.Fatalf("one transaction: %+v, %v", res, err)
@@ -150,9 +151,9 @@ func TestLargeApplyIsSplitIntoWholeNodeTransactions(t *testing.T) {
 	want := dump(ref)
 
 	e := newEnv(t)
-	e.c.MaxTransactionOps = 8
+	e.c.eng.MaxTransactionOps = 8
 	seen := 0
-	e.hooks.AfterTransaction = func(_ Owner, k, n int) {
+	e.hooks.AfterTransaction = func(_ rows.Owner, k, n int) {
 		seen = k
 		wholeNodes(t, e, "after transaction "+strconv.Itoa(k))
 	}
@@ -169,7 +170,7 @@ func TestLargeApplyIsSplitIntoWholeNodeTransactions(t *testing.T) {
 	if n := wholeNodes(t, e, "at the end"); n != 20 {
 		t.Fatalf("%d nodes, want 20", n)
 	}
-	if ops, _ := e.c.Plan(mustLayer2(t, benchNetwork(), chunkNodes(20))); len(ops) != 0 {
+	if ops, _ := e.c.eng.Plan(mustLayer2(t, benchNetwork(), chunkNodes(20))); len(ops) != 0 {
 		t.Fatalf("a fresh plan has %d operations", len(ops))
 	}
 }
@@ -191,25 +192,25 @@ func TestInterruptedSplitApplyConverges(t *testing.T) {
 		{"remove the network", 20, 0, 2, func(n int) bool { return n > 0 && n < 20 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			desired := func() *Desired {
+			desired := func() *rows.Desired {
 				if tc.to == 0 {
-					return &Desired{Owner: mustLayer2(t, benchNetwork(), nil).Owner}
+					return &rows.Desired{Owner: mustLayer2(t, benchNetwork(), nil).Owner}
 				}
 				return mustLayer2(t, benchNetwork(), chunkNodes(tc.to))
 			}
 			ref := newEnv(t)
-			ref.c.MaxTransactionOps = -1
+			ref.c.eng.MaxTransactionOps = -1
 			ref.apply(desired())
 			want := dump(ref)
 
 			e := newEnv(t)
-			e.c.MaxTransactionOps = 8
+			e.c.eng.MaxTransactionOps = 8
 			if tc.from > 0 {
 				e.apply(mustLayer2(t, benchNetwork(), chunkNodes(tc.from)))
 			}
 			ctx, cancel := context.WithCancel(e.ctx)
 			defer cancel()
-			e.hooks.AfterTransaction = func(_ Owner, k, _ int) {
+			e.hooks.AfterTransaction = func(_ rows.Owner, k, _ int) {
 				if k == tc.cancelAt {
 					cancel()
 				}
@@ -226,7 +227,7 @@ func TestInterruptedSplitApplyConverges(t *testing.T) {
 			if got := dump(e); got != want {
 				t.Fatalf("after the next apply:\n got:\n%s\nwant:\n%s", got, want)
 			}
-			if ops, _ := e.c.Plan(desired()); len(ops) != 0 {
+			if ops, _ := e.c.eng.Plan(desired()); len(ops) != 0 {
 				t.Fatalf("a fresh plan has %d operations", len(ops))
 			}
 		})
@@ -238,13 +239,13 @@ func TestInterruptedSplitApplyConverges(t *testing.T) {
 // plan: the database is unchanged.
 func TestSplitApplyRefusesBeforeItsFirstTransaction(t *testing.T) {
 	e := newEnv(t)
-	e.c.MaxTransactionOps = 8
+	e.c.eng.MaxTransactionOps = 8
 	// Another component's switch with the network's switch name.
 	e.nbctl("ls-add", "bench_net_ovn_layer2_switch")
 	e.settle()
 	before := dump(e)
 	sent := 0
-	e.hooks.AfterTransaction = func(Owner, int, int) { sent++ }
+	e.hooks.AfterTransaction = func(rows.Owner, int, int) { sent++ }
 
 	if _, err := e.c.Apply(e.ctx, mustLayer2(t, benchNetwork(), chunkNodes(20))); err == nil ||
 		!strings.Contains(err.Error(), "not owned") {
@@ -275,7 +276,7 @@ func TestSplitApplyLetsOneTransactionApplyGoFirst(t *testing.T) {
 	small, planned, release := heldOneTransactionApply(e)
 	done := make(chan error, 1)
 	order := []string{}
-	e.hooks.AfterTransaction = func(o Owner, k, n int) {
+	e.hooks.AfterTransaction = func(o rows.Owner, k, n int) {
 		if o.Network != benchNetwork().Name {
 			return
 		}
@@ -311,7 +312,7 @@ func TestSplitApplyLetsOneTransactionApplyGoFirstBeforeItsFirst(t *testing.T) {
 	// has committed its first transaction: then the check below fails.
 	small, planned, release := heldOneTransactionApply(e)
 	var order []string
-	e.hooks.AfterTransaction = func(o Owner, k, n int) {
+	e.hooks.AfterTransaction = func(o rows.Owner, k, n int) {
 		if o.Network != benchNetwork().Name || k != 1 {
 			return
 		}
@@ -336,16 +337,16 @@ func TestSplitApplyLetsOneTransactionApplyGoFirstBeforeItsFirst(t *testing.T) {
 // others as long as it takes): a small network whose Apply, once planned,
 // closes planned and sends its one transaction only when release is
 // called, which the split Apply's yield does when it starts waiting.
-func heldOneTransactionApply(e *env) (small *Desired, planned <-chan struct{}, release func()) {
-	e.c.MaxTransactionOps = 8
+func heldOneTransactionApply(e *env) (small *rows.Desired, planned <-chan struct{}, release func()) {
+	e.c.eng.MaxTransactionOps = 8
 	e.hooks.YieldAtMost = time.Minute // only the order matters here
-	small = &Desired{Owner: Owner{Network: "small_net", Topology: topology.TopologyLayer2, Piece: topology.PieceTransitRouter},
-		Routers: []Router{{Row: nbdb.LogicalRouter{Name: "small_net_router"},
+	small = &rows.Desired{Owner: rows.Owner{Network: "small_net", Topology: topology.TopologyLayer2, Piece: topology.PieceTransitRouter},
+		Routers: []rows.Router{{Row: nbdb.LogicalRouter{Name: "small_net_router"},
 			Ports: []nbdb.LogicalRouterPort{{Name: "small_net_port", MAC: "0a:58:0a:00:00:01", Networks: []string{"10.0.0.1/24"}}}}}}
 	p, send := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	release = func() { once.Do(func() { close(send) }) }
-	e.hooks.BeforeTransact = func(o Owner) {
+	e.hooks.BeforeTransact = func(o rows.Owner) {
 		if o.Network == small.Owner.Network {
 			close(p)
 			<-send
@@ -356,7 +357,7 @@ func heldOneTransactionApply(e *env) (small *Desired, planned <-chan struct{}, r
 }
 
 // applyOnce applies d and fails unless it took one transaction.
-func applyOnce(e *env, d *Desired) error {
+func applyOnce(e *env, d *rows.Desired) error {
 	res, err := e.c.Apply(e.ctx, d)
 	if err == nil && res.Transactions != 1 {
 		err = fmt.Errorf("the small Apply was split: %+v", res)
@@ -370,22 +371,22 @@ func applyOnce(e *env, d *Desired) error {
 func TestSplitBound(t *testing.T) {
 	e := newEnv(t)
 	small := mustLayer2(t, benchNetwork(), chunkNodes(3))
-	p, err := e.c.NewPlan(small)
+	p, err := e.c.eng.NewPlan(small)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := txn.Weigh(p.Ops, e.c.CachedRow)
-	if ch := txn.Split(p.Ops, w, e.c.CachedRow); len(ch) != 1 || !slices.Equal(opKinds(ch[0]), opKinds(p.Ops)) {
+	w := txn.Weigh(p.Ops, e.c.eng.CachedRow)
+	if ch := txn.Split(p.Ops, w, e.c.eng.CachedRow); len(ch) != 1 || !slices.Equal(opKinds(ch[0]), opKinds(p.Ops)) {
 		t.Fatalf("a plan of weight %d split at %d: %d chunks", w, w, len(ch))
 	}
-	chunks := txn.Split(p.Ops, w-1, e.c.CachedRow)
+	chunks := txn.Split(p.Ops, w-1, e.c.eng.CachedRow)
 	if len(chunks) < 2 {
 		t.Fatalf("a plan of weight %d is one chunk at bound %d", w, w-1)
 	}
 	n := 0
 	for i, ch := range chunks {
 		n += len(ch)
-		if cw := txn.Weigh(ch, e.c.CachedRow); cw > (w-1)*2/3 {
+		if cw := txn.Weigh(ch, e.c.eng.CachedRow); cw > (w-1)*2/3 {
 			t.Errorf("chunk %d weighs %d, more than two thirds of %d", i, cw, w-1)
 		}
 	}

@@ -21,12 +21,12 @@ import (
 
 // Client holds one reconnecting libovsdb connection to each OVN database, with
 // a monitor-backed cache of the tables udnkit reads, and the engine that
-// applies desired rows through the Northbound one (Apply, ApplyUnless,
-// Plan, Networks, PieceNetworks, OnResync, MaxTransactionOps: package
-// engine).
+// applies desired rows through the Northbound one (apply.go forwards to it).
 type Client struct {
-	*engine.Engine
-	SB client.Client
+	// eng applies desired rows through the Northbound connection.
+	eng *engine.Engine
+	// sb is the Southbound connection (SetPortEncaps).
+	sb client.Client
 
 	dbs []*ovsconn.DB
 	// connecting is set once Connect runs (on the leader, in the manager).
@@ -65,14 +65,14 @@ func newClient(cfg Config, hooks *engine.Hooks) (*Client, error) {
 		return nil, err
 	}
 	eng.NB = nb.API
-	return &Client{Engine: eng, SB: sb.API, dbs: []*ovsconn.DB{nb, sb}, stopWatch: make(chan struct{})}, nil
+	return &Client{eng: eng, sb: sb.API, dbs: []*ovsconn.DB{nb, sb}, stopWatch: make(chan struct{})}, nil
 }
 
 // startWatching starts the connection watch and healLoop, once.
 func (c *Client) startWatching() {
 	c.watchOnce.Do(func() {
 		go ovsconn.Watch(c.dbs, c.stopWatch)
-		go c.HealLoop(c.stopWatch)
+		go c.eng.HealLoop(c.stopWatch)
 	})
 }
 

@@ -8,23 +8,24 @@ import (
 	"github.com/udnkit/udnkit/dataplane/internal/plan"
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
 )
 
 // plan builds again.
 func TestColumnMemoBehindTheCacheIsReadAfresh(t *testing.T) {
 	e := newEnv(t)
-	d := func() *Desired {
-		return &Desired{
-			Owner: Owner{Network: "n", Topology: topology.TopologyLayer2, Piece: topology.PieceTransitRouter},
-			Routers: []Router{{Row: nbdb.LogicalRouter{Name: "r"}, Routes: []nbdb.LogicalRouterStaticRoute{
+	d := func() *rows.Desired {
+		return &rows.Desired{
+			Owner: rows.Owner{Network: "n", Topology: topology.TopologyLayer2, Piece: topology.PieceTransitRouter},
+			Routers: []rows.Router{{Row: nbdb.LogicalRouter{Name: "r"}, Routes: []nbdb.LogicalRouterStaticRoute{
 				dstIPRoute("10.0.0.0/8", "10.1.1.1"), dstIPRoute("10.2.0.0/16", "10.1.1.1")}}},
 		}
 	}
 	e.apply(d()) // creates the router
 	e.apply(d()) // its first plan of the router's routes
 	e.apply(d()) // the second: builds the column's memo
-	memo := e.c.Memos.Get(d().Owner)
+	memo := e.c.eng.Memos.Get(d().Owner)
 	var ck index.ColKey
 	var cm *plan.ColumnMemo
 	for k, c := range memo.Cols {
@@ -41,7 +42,7 @@ func TestColumnMemoBehindTheCacheIsReadAfresh(t *testing.T) {
 	}
 	cached := *stale.M.(*nbdb.LogicalRouterStaticRoute)
 	stale.M, stale.FP = &cached, 0 // equal content, not the cache's model
-	p, err := e.c.NewPlan(d())
+	p, err := e.c.eng.NewPlan(d())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestColumnMemoBehindTheCacheIsReadAfresh(t *testing.T) {
 	// The plan after next builds it again, from the cache's models (a
 	// column is remembered from its second plan on).
 	for i := range 2 {
-		if p, err := e.c.NewPlan(d()); err != nil || len(p.Ops) != 0 {
+		if p, err := e.c.eng.NewPlan(d()); err != nil || len(p.Ops) != 0 {
 			t.Fatalf("plan %d after: %v, %d operations", i+1, err, len(p.Ops))
 		}
 		if i == 0 && memo.Cols[ck] != nil && memo.Cols[ck].Seen != nil {
@@ -77,18 +78,18 @@ func TestColumnMemoRemovalsAreNotedGone(t *testing.T) {
 	e := newEnv(t)
 	routes := []nbdb.LogicalRouterStaticRoute{dstIPRoute("10.0.0.0/8", "10.1.1.1"),
 		dstIPRoute("10.2.0.0/16", "10.1.1.1"), dstIPRoute("10.3.0.0/16", "10.1.1.1")}
-	d := func(rs ...nbdb.LogicalRouterStaticRoute) *Desired {
-		return &Desired{
-			Owner:   Owner{Network: "n", Topology: topology.TopologyLayer2, Piece: topology.PieceTransitRouter},
-			Routers: []Router{{Row: nbdb.LogicalRouter{Name: "r"}, Routes: rs}},
+	d := func(rs ...nbdb.LogicalRouterStaticRoute) *rows.Desired {
+		return &rows.Desired{
+			Owner:   rows.Owner{Network: "n", Topology: topology.TopologyLayer2, Piece: topology.PieceTransitRouter},
+			Routers: []rows.Router{{Row: nbdb.LogicalRouter{Name: "r"}, Routes: rs}},
 		}
 	}
 	for range 3 { // creates the router, reads its routes once, builds the memo
 		e.apply(d(routes...))
 	}
-	memo := e.c.Memos.Get(d().Owner)
+	memo := e.c.eng.Memos.Get(d().Owner)
 	hits := memo.ColHits
-	p, err := e.c.NewPlan(d(routes[1]))
+	p, err := e.c.eng.NewPlan(d(routes[1]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestColumnMemoRemovalsAreNotedGone(t *testing.T) {
 		}
 	}
 	var want []string
-	for _, m := range e.c.NB.Cache().Table(nbdb.LogicalRouterStaticRouteTable).RowsShallow() {
+	for _, m := range e.c.eng.NB.Cache().Table(nbdb.LogicalRouterStaticRouteTable).RowsShallow() {
 		if r := m.(*nbdb.LogicalRouterStaticRoute); r.IPPrefix != routes[1].IPPrefix {
 			want = append(want, r.UUID)
 		}
@@ -114,7 +115,7 @@ func TestColumnMemoRemovalsAreNotedGone(t *testing.T) {
 	if ops := e.apply(d(routes[1])); ops == 0 {
 		t.Fatal("the removal sent nothing")
 	}
-	if p, err := e.c.NewPlan(d(routes[1])); err != nil || len(p.Ops) != 0 {
+	if p, err := e.c.eng.NewPlan(d(routes[1])); err != nil || len(p.Ops) != 0 {
 		t.Errorf("the next plan: %v, %d operations", err, len(p.Ops))
 	}
 }

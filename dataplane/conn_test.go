@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/udnkit/udnkit/dataplane/internal/engine"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/ovnk"
@@ -213,7 +215,7 @@ type failover struct {
 
 // killLeaderDuring starts applying d, SIGKILLs the leader after delay, and
 // applies d again until it converges; then it restarts the killed member.
-func (e *raftEnv) killLeaderDuring(tb testing.TB, d *Desired, delay time.Duration) failover {
+func (e *raftEnv) killLeaderDuring(tb testing.TB, d *rows.Desired, delay time.Duration) failover {
 	tb.Helper()
 	leader, err := e.cluster.Leader(e.ctx)
 	if err != nil {
@@ -240,7 +242,7 @@ func (e *raftEnv) killLeaderDuring(tb testing.TB, d *Desired, delay time.Duratio
 		ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
 		res, err := e.c.Apply(ctx, d)
 		cancel()
-		if err == nil && res.Operations == 0 && e.c.Connected() && e.c.NB.CurrentEndpoint() != dead {
+		if err == nil && res.Operations == 0 && e.c.Connected() && e.c.eng.NB.CurrentEndpoint() != dead {
 			break
 		}
 		if e.ctx.Err() != nil {
@@ -324,7 +326,7 @@ func errString(err error) string {
 
 // checkExactly connects a fresh client (its cache comes straight from the
 // current leader) and checks that the database holds exactly d.
-func checkExactly(t *testing.T, ctx context.Context, cfg Config, d *Desired) {
+func checkExactly(t *testing.T, ctx context.Context, cfg Config, d *rows.Desired) {
 	t.Helper()
 	fresh, err := New(cfg)
 	if err != nil {
@@ -334,7 +336,7 @@ func checkExactly(t *testing.T, ctx context.Context, cfg Config, d *Desired) {
 	if err := fresh.Connect(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if ops, err := fresh.Plan(d); err != nil || len(ops) != 0 {
+	if ops, err := fresh.eng.Plan(d); err != nil || len(ops) != 0 {
 		t.Errorf("a fresh client plans %d operations (%v), want 0", len(ops), err)
 	}
 	want := map[string]int{nbdb.LogicalRouterTable: len(d.Routers), nbdb.LogicalSwitchTable: len(d.Switches),
@@ -349,12 +351,12 @@ func checkExactly(t *testing.T, ctx context.Context, cfg Config, d *Desired) {
 		want[nbdb.LogicalSwitchPortTable] += len(s.Ports)
 	}
 	for table, n := range want {
-		if got := fresh.NB.Cache().Table(table).Len(); got != n {
+		if got := fresh.eng.NB.Cache().Table(table).Len(); got != n {
 			t.Errorf("%s holds %d rows, want exactly %d", table, got, n)
 		}
 	}
 	names := map[string]int{}
-	for _, m := range fresh.NB.Cache().Table(nbdb.LogicalRouterTable).RowsShallow() {
+	for _, m := range fresh.eng.NB.Cache().Table(nbdb.LogicalRouterTable).RowsShallow() {
 		names[m.(*nbdb.LogicalRouter).Name]++
 	}
 	for name, k := range names {
@@ -382,7 +384,7 @@ func TestApplyDuringOutagePlansAgainstResynchronisedCache(t *testing.T) {
 	if out, err := ovsdbserver.Command("ovsdb-tool", "transact", e.db.NB.File(), txn).CombinedOutput(); err != nil {
 		t.Fatalf("ovsdb-tool transact: %v: %s", err, out)
 	}
-	done := make(chan Result, 1)
+	done := make(chan engine.Result, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
 		defer cancel()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
 )
 
@@ -111,7 +112,7 @@ func TestCOPPOfUpstreamIsReferencedAndLeftAlone(t *testing.T) {
 	if after := e.zoneRows(); after != before {
 		t.Errorf("udnkit changed upstream's COPP rows:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
-	if ops, err := e.c.Plan(mustLayer2(t, net, nodes)); err != nil || len(ops) != 0 {
+	if ops, err := e.c.eng.Plan(mustLayer2(t, net, nodes)); err != nil || len(ops) != 0 {
 		t.Errorf("a fresh plan has %d operations (%v)", len(ops), err)
 	}
 }
@@ -125,7 +126,7 @@ func TestCOPPIsCreatedInAnEmptyZone(t *testing.T) {
 	e.apply(mustLayer2(t, net, nodes))
 	wantUpstreamCOPP(t, e)
 	wantCopp(t, e.routerCopps(), e.coppUUID(), tr, gr1)
-	if ops, err := e.c.Plan(mustLayer2(t, net, nodes)); err != nil || len(ops) != 0 {
+	if ops, err := e.c.eng.Plan(mustLayer2(t, net, nodes)); err != nil || len(ops) != 0 {
 		t.Errorf("a fresh plan has %d operations (%v)", len(ops), err)
 	}
 }
@@ -149,7 +150,7 @@ func TestCOPPIsSharedByTheZonesNetworks(t *testing.T) {
 	copp, zone := e.coppUUID(), e.zoneRows()
 	wantCopp(t, e.routerCopps(), copp, tr, gr1, "ns2_green_transit_router", "GR_ns2_green_node1", "ns3_red_ovn_cluster_router")
 
-	e.apply(&Desired{Owner: dA.Owner})
+	e.apply(&rows.Desired{Owner: dA.Owner})
 	copps := e.routerCopps()
 	if _, ok := copps[tr]; ok {
 		t.Fatalf("network A's transit router is still there")
@@ -159,8 +160,8 @@ func TestCOPPIsSharedByTheZonesNetworks(t *testing.T) {
 		t.Errorf("removing one network changed the zone's COPP:\nbefore:\n%s\nafter:\n%s", zone, got)
 	}
 
-	e.apply(&Desired{Owner: dB.Owner})
-	e.apply(&Desired{Owner: dC.Owner})
+	e.apply(&rows.Desired{Owner: dB.Owner})
+	e.apply(&rows.Desired{Owner: dC.Owner})
 	if got := e.routerCopps(); len(got) != 0 {
 		t.Fatalf("routers left after removing every network: %v", got)
 	}
@@ -213,11 +214,11 @@ func TestCOPPCommitsWithItsRouters(t *testing.T) {
 // inserted by later transactions name it by the UUID the server gave it.
 func TestSplitApplyKeepsTheCOPPWhole(t *testing.T) {
 	e := newEnv(t)
-	e.c.MaxTransactionOps = 8
+	e.c.eng.MaxTransactionOps = 8
 	count := func(table string) int {
 		return len(strings.Fields(e.nbctl("--data=bare", "--no-headings", "--columns=_uuid", "list", table)))
 	}
-	e.hooks.AfterTransaction = func(_ Owner, k, _ int) {
+	e.hooks.AfterTransaction = func(_ rows.Owner, k, _ int) {
 		if n := [3]int{count("Copp"), count("Meter"), count("Meter_Band")}; n != [3]int{0, 0, 0} && n != [3]int{1, 9, 1} {
 			t.Errorf("after transaction %d: %d Copp, %d Meter and %d Meter_Band rows: half a COPP", k, n[0], n[1], n[2])
 		}
@@ -266,7 +267,7 @@ func TestConcurrentFirstAppliesShareOneCOPP(t *testing.T) {
 	var mu sync.Mutex
 	arrived := 0
 	both := make(chan struct{})
-	e.hooks.BeforeTransact = func(Owner) {
+	e.hooks.BeforeTransact = func(rows.Owner) {
 		mu.Lock()
 		if arrived++; arrived == 2 {
 			close(both)

@@ -13,13 +13,15 @@
 //
 //   - internal/schema: one file per OVSDB table, from which every per-table
 //     list is derived;
-//   - rows: the desired rows, their owner and the external-ID keys;
+//   - rows: the desired rows and their owner;
 //   - internal/ovsconn: the connections; internal/index: the rows plans read;
 //   - internal/plan: the diff; internal/txn: splitting it into transactions;
 //   - internal/engine: Apply, per-network locks, fairness, healing, and the
 //     dataplane's lock order;
 //   - topology: the pure builders of each piece's desired rows.
 //
-// The names callers use (Desired, Owner, Config, Result, Resync, KeyLocks,
-// the external-ID keys) are aliases of those packages' types.
+// Client embeds nothing: it forwards to its engine only what callers use
+// (apply.go). Callers import rows for the desired rows and topology for the
+// builders; the external-ID keys are ovnk's. Config and TLS (conn.go) are
+// ovsconn's types under the names the manager's flags fill in.
 package dataplane

@@ -9,6 +9,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/internal/engine"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -51,7 +52,7 @@ func TestTransitRouterSwitchPortGatewayChassis(t *testing.T) {
 	wantLines(t, "gateway chassis", strings.Join(e.gatewayChassis(), "\n"),
 		port+"-"+chassis+" "+chassis+" 1 "+topology.PieceTransitRouter)
 	wantLines(t, "lrp-get-gateway-chassis", e.nbctl("lrp-get-gateway-chassis", port), port+"-"+chassis+" 1")
-	if ops, err := e.c.Plan(mustLayer2(t, net, nodes)); err != nil || len(ops) != 0 {
+	if ops, err := e.c.eng.Plan(mustLayer2(t, net, nodes)); err != nil || len(ops) != 0 {
 		t.Fatalf("a second plan of the same rows: %d operations (%v)", len(ops), err)
 	}
 
@@ -81,7 +82,7 @@ func TestTransitRouterSwitchPortGatewayChassis(t *testing.T) {
 	nodes[0].Local = true
 	e.apply(mustLayer2(t, net, nodes))
 
-	e.apply(&Desired{Owner: mustLayer2(t, net, nodes).Owner})
+	e.apply(&rows.Desired{Owner: mustLayer2(t, net, nodes).Owner})
 	if got := e.gatewayChassis(); len(got) != 0 {
 		t.Fatalf("gateway chassis left after the network was removed: %v", got)
 	}
@@ -97,8 +98,8 @@ func TestTransitRouterSwitchPortGatewayChassis(t *testing.T) {
 // gateway chassis, and the split Apply writes what one transaction writes.
 func TestSplitApplyKeepsGatewayChassisWithTheirPort(t *testing.T) {
 	e := newEnv(t)
-	e.c.MaxTransactionOps = 8
-	var ds []*Desired
+	e.c.eng.MaxTransactionOps = 8
+	var ds []*rows.Desired
 	for i, name := range []string{"split_a", "split_b", "split_c"} {
 		net := benchNetwork()
 		net.Name = name
@@ -107,7 +108,7 @@ func TestSplitApplyKeepsGatewayChassisWithTheirPort(t *testing.T) {
 		ds = append(ds, mustLayer2(t, net, chunkNodes(12)))
 	}
 	checked := 0
-	e.hooks.AfterTransaction = func(_ Owner, k, _ int) {
+	e.hooks.AfterTransaction = func(_ rows.Owner, k, _ int) {
 		for _, p := range lines(e.nbctl("--data=bare", "--no-headings", "--columns=name", "list", "Logical_Router_Port")) {
 			if !strings.HasPrefix(p, "trtos-") {
 				continue
@@ -138,13 +139,13 @@ func TestSplitApplyKeepsGatewayChassisWithTheirPort(t *testing.T) {
 		t.Fatalf("gateway chassis: %v, want 3 per network", got)
 	}
 	for _, d := range ds {
-		if ops, err := e.c.Plan(d); err != nil || len(ops) != 0 {
+		if ops, err := e.c.eng.Plan(d); err != nil || len(ops) != 0 {
 			t.Errorf("%s: a fresh plan has %d operations (%v)", d.Owner.Network, len(ops), err)
 		}
 	}
 	e.hooks.AfterTransaction = nil
 	for _, d := range ds {
-		e.apply(&Desired{Owner: d.Owner})
+		e.apply(&rows.Desired{Owner: d.Owner})
 	}
 	if got := e.gatewayChassis(); len(got) != 0 {
 		t.Fatalf("gateway chassis left: %v", got)
@@ -157,14 +158,14 @@ func TestSplitApplyKeepsGatewayChassisWithTheirPort(t *testing.T) {
 func TestRemovedPortTakesItsGatewayChassis(t *testing.T) {
 	e := newEnv(t)
 	before := resyncCounts()
-	owner := Owner{Network: "gc_net", Topology: topology.TopologyLayer2, Piece: topology.PieceTransitRouter}
-	desired := func(ports ...string) *Desired {
-		r := Router{Row: nbdb.LogicalRouter{Name: "gc_router"}, GatewayChassis: map[string][]nbdb.GatewayChassis{}}
+	owner := rows.Owner{Network: "gc_net", Topology: topology.TopologyLayer2, Piece: topology.PieceTransitRouter}
+	desired := func(ports ...string) *rows.Desired {
+		r := rows.Router{Row: nbdb.LogicalRouter{Name: "gc_router"}, GatewayChassis: map[string][]nbdb.GatewayChassis{}}
 		for i, p := range ports {
 			r.Ports = append(r.Ports, nbdb.LogicalRouterPort{Name: p, MAC: "0a:58:0a:00:00:0" + strconv.Itoa(i+1), Networks: []string{"10.0." + strconv.Itoa(i) + ".1/24"}})
 			r.GatewayChassis[p] = []nbdb.GatewayChassis{{Name: p + "-ch1", ChassisName: "ch1", Priority: 1}, {Name: p + "-ch2", ChassisName: "ch2", Priority: 2}}
 		}
-		return &Desired{Owner: owner, Routers: []Router{r}}
+		return &rows.Desired{Owner: owner, Routers: []rows.Router{r}}
 	}
 	e.apply(desired("p1", "p2"))
 	wantLines(t, "gateway chassis", strings.Join(e.gatewayChassis(), "\n"),
@@ -183,7 +184,7 @@ func TestRemovedPortTakesItsGatewayChassis(t *testing.T) {
 	if _, err := e.c.Apply(e.ctx, bad); err == nil || !strings.Contains(err.Error(), `gateway chassis of port "p9", which is not one of its ports`) {
 		t.Errorf("gateway chassis of a port the router does not have: %v", err)
 	}
-	e.apply(&Desired{Owner: owner})
+	e.apply(&rows.Desired{Owner: owner})
 	if got := e.gatewayChassis(); len(got) != 0 {
 		t.Fatalf("gateway chassis left: %v", got)
 	}

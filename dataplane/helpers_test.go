@@ -16,6 +16,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/internal/testenv"
 )
@@ -77,7 +78,7 @@ func newEnv(t testing.TB) *env {
 }
 
 // apply applies and fails the test on error; it returns the operation count.
-func (e *env) apply(d *Desired) int {
+func (e *env) apply(d *rows.Desired) int {
 	e.t.Helper()
 	e.settle()
 	res, err := e.c.Apply(e.ctx, d)
@@ -175,7 +176,7 @@ func keys(m map[string]string) []string {
 }
 
 // mustLayer2 computes a Layer2 topology that the test expects to be valid.
-func mustLayer2(t testing.TB, net topology.Layer2Network, nodes []topology.Layer2Node) *Desired {
+func mustLayer2(t testing.TB, net topology.Layer2Network, nodes []topology.Layer2Node) *rows.Desired {
 	t.Helper()
 	d, err := topology.Layer2Topology(net, nodes)
 	if err != nil {
@@ -204,9 +205,9 @@ func (e *env) settle() {
 		"Logical_Router_Static_Route", "Logical_Router_Policy", "NAT", "DHCP_Options", "Address_Set", "Gateway_Chassis"} {
 		out := e.nbctl("--columns=_uuid", "--data=bare", "--no-headings", "list", table)
 		want := len(strings.Fields(out))
-		for deadline := time.Now().Add(30 * time.Second); e.c.NB.Cache().Table(table).Len() != want; {
+		for deadline := time.Now().Add(30 * time.Second); e.c.eng.NB.Cache().Table(table).Len() != want; {
 			if time.Now().After(deadline) {
-				e.t.Fatalf("cache holds %d %s rows, the database %d", e.c.NB.Cache().Table(table).Len(), table, want)
+				e.t.Fatalf("cache holds %d %s rows, the database %d", e.c.eng.NB.Cache().Table(table).Len(), table, want)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -218,10 +219,10 @@ func (e *env) settle() {
 	// Benchmarks: the index catches up (comparing it row by row would take
 	// longer than the Applies measured).
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		unlock := e.c.Index.Read(e.c.NB)
+		unlock := e.c.eng.Index.Read(e.c.eng.NB)
 		behind := ""
 		for _, table := range indexedTables {
-			if n, want := e.c.Index.Len(table), e.c.NB.Cache().Table(table).Len(); n != want {
+			if n, want := e.c.eng.Index.Len(table), e.c.eng.NB.Cache().Table(table).Len(); n != want {
 				behind = fmt.Sprintf("the index holds %d %s rows, the cache %d", n, table, want)
 			}
 		}

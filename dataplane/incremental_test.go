@@ -12,6 +12,7 @@ import (
 
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -53,7 +54,7 @@ func randomIncrState(r *rand.Rand) incrState {
 }
 
 // desired computes the state's two pieces afresh (planning writes into them).
-func (s incrState) desired(t testing.TB) []*Desired {
+func (s incrState) desired(t testing.TB) []*rows.Desired {
 	t.Helper()
 	net := topology.Layer2Network{
 		Name: incrNet, Subnets: []netip.Prefix{pfx("10.128.0.0/16")},
@@ -88,7 +89,7 @@ func (s incrState) desired(t testing.TB) []*Desired {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return []*Desired{mustLayer2(t, net, nodes), l3}
+	return []*rows.Desired{mustLayer2(t, net, nodes), l3}
 }
 
 // canonical renders operations for comparison: OVSDB maps and sets are
@@ -186,13 +187,13 @@ func testIncrementalPlan(t *testing.T, r *rand.Rand) {
 		e.settle()
 
 		for i, d := range state.desired(t) {
-			fp, err := e.c.FullPlan(d)
+			fp, err := e.c.eng.FullPlan(d)
 			if err != nil {
 				t.Fatalf("step %d: full plan: %v", step, err)
 			}
 			full := fp.Ops
 			incr := state.desired(t)[i]
-			p, err := e.c.NewPlan(incr)
+			p, err := e.c.eng.NewPlan(incr)
 			if err != nil {
 				t.Fatalf("step %d: incremental plan: %v", step, err)
 			}
@@ -217,7 +218,7 @@ func testIncrementalPlan(t *testing.T, r *rand.Rand) {
 			t.Fatal(err)
 		}
 		for _, d := range state.desired(t) {
-			if ops, err := fresh.Plan(d); err != nil || len(ops) != 0 {
+			if ops, err := fresh.eng.Plan(d); err != nil || len(ops) != 0 {
 				t.Errorf("step %d, %s: a fresh client plans %d operations (%v) after the apply:\n%s", step, d.Owner.Network, len(ops), err, canonical(t, ops))
 			}
 		}
@@ -243,7 +244,7 @@ func testIncrementalPlan(t *testing.T, r *rand.Rand) {
 	// to another piece: the full diff keeps it too.)
 	deleted := randomIncrState(r).desired(t)
 	for _, d := range deleted {
-		e.apply(&Desired{Owner: d.Owner})
+		e.apply(&rows.Desired{Owner: d.Owner})
 	}
 	fresh, err := NewClient(e.ctx, e.db.NB.Address(), e.db.SB.Address())
 	if err != nil {
@@ -257,11 +258,11 @@ func testIncrementalPlan(t *testing.T, r *rand.Rand) {
 				t.Errorf("%s rows of %s left after its deletion: %s", table, d.Owner.Network, got)
 			}
 		}
-		if ops, err := fresh.Plan(&Desired{Owner: d.Owner}); err != nil || len(ops) != 0 {
+		if ops, err := fresh.eng.Plan(&rows.Desired{Owner: d.Owner}); err != nil || len(ops) != 0 {
 			t.Errorf("%s: a fresh client plans %d operations (%v) after the deletion", d.Owner.Network, len(ops), err)
 		}
 	}
-	if n := e.c.Memos.Len(); n != 0 {
+	if n := e.c.eng.Memos.Len(); n != 0 {
 		t.Errorf("%d memos left after the networks' deletion", n)
 	}
 	if len(done) != modifyKinds {

@@ -14,7 +14,7 @@ func waitIndexed(t testing.TB, c *Client) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		diff := c.Index.Diff(c.NB)
+		diff := c.eng.Index.Diff(c.eng.NB)
 		if diff == "" {
 			return
 		}
@@ -38,12 +38,12 @@ func TestIndexFollowsCache(t *testing.T) {
 	check := func(what string, changed bool) {
 		t.Helper()
 		e.settle() // waits until the index equals the cache, or fails
-		fp, err := e.c.FullPlan(d)
+		fp, err := e.c.eng.FullPlan(d)
 		if err != nil {
 			t.Fatal(err)
 		}
 		full := fp.Ops
-		p, err := e.c.NewPlan(d)
+		p, err := e.c.eng.NewPlan(d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,14 +77,14 @@ func TestIndexFollowsCache(t *testing.T) {
 	if err := e.db.NB.Restart(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := ovsconn.WaitUp(e.ctx, e.c.NB); err != nil {
+	if err := ovsconn.WaitUp(e.ctx, e.c.eng.NB); err != nil {
 		t.Fatal(err)
 	}
 	check("deleted while the server was down", true)
 
 	// Lost events: the next read rebuilds the index.
 	e.nbctl("lrp-del", "trtor-"+gr2)
-	e.c.Index.Dropped()
+	e.c.eng.Index.Dropped()
 	check("after lost events", true)
 }
 
@@ -96,11 +96,11 @@ func TestIndexHoldsTheCachesModels(t *testing.T) {
 	e.apply(mustLayer2(t, net, nodes))
 	e.nbctl("lrp-del", "trtor-"+gr3)
 	e.settle()
-	defer e.c.Index.Read(e.c.NB)()
+	defer e.c.eng.Index.Read(e.c.eng.NB)()
 	n := 0
 	for _, table := range indexedTables {
-		for u, m := range e.c.NB.Cache().Table(table).RowsShallow() {
-			if e.c.Index.Held(table, u) != m {
+		for u, m := range e.c.eng.NB.Cache().Table(table).RowsShallow() {
+			if e.c.eng.Index.Held(table, u) != m {
 				t.Errorf("%s %s: the index holds another model than the cache", table, u)
 			}
 			n++

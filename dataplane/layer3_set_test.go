@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -75,7 +76,7 @@ func TestLayer3SubnetAddressSetAfterAppend(t *testing.T) {
 	}
 
 	d, _ := topology.Layer3SubnetPolicies(network, []netip.Prefix{pfx("10.1.0.0/16")})
-	e.apply(&Desired{Owner: d.Owner})
+	e.apply(&rows.Desired{Owner: d.Owner})
 	if got := e.nbctl("--bare", "--columns=name", "list", "Address_Set"); got != "foreign" {
 		t.Errorf("address sets after deleting the network: %q, want only the foreign one", got)
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -31,7 +32,7 @@ func TestLayer3SubnetPairPoliciesAfterAppend(t *testing.T) {
 		"102 ip4.src == 10.1.0.0/16 && ip4.dst == 10.1.0.0/16 allow",
 		"102 ip6.src == fd00:10:1::/48 && ip6.dst == fd00:10:1::/48 allow",
 	)
-	e.apply(&Desired{Owner: d.Owner})
+	e.apply(&rows.Desired{Owner: d.Owner})
 	if got := e.nbctl("--bare", "--columns=name", "list", "Logical_Router"); got != "" {
 		t.Fatalf("the owned router survived the network: %q", got)
 	}
@@ -69,7 +70,7 @@ func TestLayer3SubnetPairPoliciesAfterAppend(t *testing.T) {
 	}
 
 	// The network is deleted: its policies go, the foreign router and its other policy stay.
-	e.apply(&Desired{Owner: d.Owner})
+	e.apply(&rows.Desired{Owner: d.Owner})
 	if got := e.nbctl("--bare", "--columns=external_ids", "find", "Logical_Router", "name="+router); got != "" {
 		t.Errorf("the piece changed the foreign router's external_ids: %q", got)
 	}
@@ -111,7 +112,7 @@ func TestSharedRouterCreatedOnceByConcurrentPieces(t *testing.T) {
 		}
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
-		for j, d := range []*Desired{policies, ports} {
+		for j, d := range []*rows.Desired{policies, ports} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -158,15 +159,15 @@ func TestSharedRouterOutlivesItsCreatorWhileOthersUseIt(t *testing.T) {
 		t.Fatalf("router external_ids = %q, want created by the multi-VTEP piece and marked shared", got)
 	}
 	// The last multi-VTEP pod goes: the router stays for the policies.
-	e.apply(&Desired{Owner: ports.Owner})
+	e.apply(&rows.Desired{Owner: ports.Owner})
 	wantLines(t, "policies after the creator left", e.nbctl("lr-policy-list", router),
 		"Routing Policies", "102 ip4.src == 10.1.0.0/16 && ip4.dst == 10.1.0.0/16 allow")
 	if got := e.nbctl("--bare", "--columns=name", "find", "Logical_Router_Port", "name="+ovnk.NamesFor(network).RouterToTransitSwitch("node-b")+"_encap1"); got != "" {
 		t.Errorf("the creator's port survived: %q", got)
 	}
 	// The policies go; the bare router goes with the creator's next Apply.
-	e.apply(&Desired{Owner: policies.Owner})
-	if ops := e.apply(&Desired{Owner: ports.Owner}); ops == 0 {
+	e.apply(&rows.Desired{Owner: policies.Owner})
+	if ops := e.apply(&rows.Desired{Owner: ports.Owner}); ops == 0 {
 		t.Error("the bare shared router was not removed")
 	}
 	if got := e.nbctl("--bare", "--columns=name", "list", "Logical_Router"); got != "" {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
 )
 
@@ -104,7 +105,7 @@ func TestLayer2StaleRowsGoForeignRowsStay(t *testing.T) {
 	}
 
 	// The network goes away: its routers and switch go, the foreign router stays.
-	if ops := e.apply(&Desired{Owner: d.Owner}); ops == 0 {
+	if ops := e.apply(&rows.Desired{Owner: d.Owner}); ops == 0 {
 		t.Fatal("deleting the network sent no operations")
 	}
 	wantLines(t, "routers left", e.nbctl("--columns=name", "--data=bare", "--no-headings", "list", "Logical_Router"), "foreign-router")
@@ -142,9 +143,9 @@ func TestApplyRefusesForeignRowWithDesiredName(t *testing.T) {
 func TestApplyRejectsDuplicateDesiredRows(t *testing.T) {
 	e := newEnv(t)
 	route := dstIPRoute("10.0.0.0/8", "10.1.1.1")
-	d := &Desired{
-		Owner:   Owner{Network: "n", Topology: topology.TopologyLayer2, Piece: topology.PieceTransitRouter},
-		Routers: []Router{{Row: nbdb.LogicalRouter{Name: "r"}, Routes: []nbdb.LogicalRouterStaticRoute{route, route}}},
+	d := &rows.Desired{
+		Owner:   rows.Owner{Network: "n", Topology: topology.TopologyLayer2, Piece: topology.PieceTransitRouter},
+		Routers: []rows.Router{{Row: nbdb.LogicalRouter{Name: "r"}, Routes: []nbdb.LogicalRouterStaticRoute{route, route}}},
 	}
 	_, err := e.c.Apply(e.ctx, d)
 	if err == nil || !strings.Contains(err.Error(), `two Logical_Router_Static_Route rows with the same identity "|10.0.0.0/8|10.1.1.1|dst-ip|"`) {
@@ -161,7 +162,7 @@ func TestApplyRejectsDuplicateDesiredRows(t *testing.T) {
 	e.apply(d) // its first plan of the router's routes
 	e.apply(d) // the second: builds the column's memo
 	before := e.nbctl("lr-route-list", "r")
-	hits := e.c.Memos.Get(d.Owner).ColHits
+	hits := e.c.eng.Memos.Get(d.Owner).ColHits
 	for name, routes := range map[string][]nbdb.LogicalRouterStaticRoute{
 		"held key twice": {route, other, route},
 		"new key twice":  {route, other, other},
@@ -175,7 +176,7 @@ func TestApplyRejectsDuplicateDesiredRows(t *testing.T) {
 			t.Errorf("%s: a refused apply changed the routes:\n%s\nwas:\n%s", name, got, before)
 		}
 	}
-	if e.c.Memos.Get(d.Owner).ColHits == hits {
+	if e.c.eng.Memos.Get(d.Owner).ColHits == hits {
 		t.Error("the refused plans did not go through the column's memo")
 	}
 	d.Routers[0].Routes = []nbdb.LogicalRouterStaticRoute{route, route}

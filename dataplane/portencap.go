@@ -19,16 +19,16 @@ import (
 // (OKEP-5535), in one transaction; bindings already right are left alone.
 // ports maps a logical switch port name to its node (chassis name) and encap IP.
 func (c *Client) SetPortEncaps(ctx context.Context, ports map[string]topology.PortEncap) (int, error) {
-	if err := ovsconn.WaitUp(ctx, c.SB); err != nil {
+	if err := ovsconn.WaitUp(ctx, c.sb); err != nil {
 		return 0, err
 	}
 	encaps := map[topology.PortEncap]string{}
-	for _, m := range c.SB.Cache().Table(sbdb.EncapTable).RowsShallow() {
+	for _, m := range c.sb.Cache().Table(sbdb.EncapTable).RowsShallow() {
 		e := m.(*sbdb.Encap)
 		encaps[topology.PortEncap{Chassis: e.ChassisName, EncapIP: e.IP}] = e.UUID
 	}
 	bindings := map[string]*sbdb.PortBinding{}
-	for _, m := range c.SB.Cache().Table(sbdb.PortBindingTable).RowsShallow() {
+	for _, m := range c.sb.Cache().Table(sbdb.PortBindingTable).RowsShallow() {
 		pb := m.(*sbdb.PortBinding)
 		bindings[pb.LogicalPort] = pb
 	}
@@ -53,7 +53,7 @@ func (c *Client) SetPortEncaps(ctx context.Context, ports map[string]topology.Po
 		}
 		upd := *pb
 		upd.Encap = &encap
-		o, err := c.SB.Where(pb).Update(&upd, &upd.Encap)
+		o, err := c.sb.Where(pb).Update(&upd, &upd.Encap)
 		if err != nil {
 			return 0, err
 		}
@@ -62,7 +62,7 @@ func (c *Client) SetPortEncaps(ctx context.Context, ports map[string]topology.Po
 	if len(ops) == 0 {
 		return 0, nil
 	}
-	if err := transact(ctx, c.SB, ops); err != nil {
+	if err := transact(ctx, c.sb, ops); err != nil {
 		return 0, fmt.Errorf("set Port_Binding encaps: %w", err)
 	}
 	// Wait for the monitor to show the result, so a repeated call is a no-op.
@@ -71,7 +71,7 @@ func (c *Client) SetPortEncaps(ctx context.Context, ports map[string]topology.Po
 	for _, name := range names {
 		want := encaps[ports[name]]
 		for {
-			m := c.SB.Cache().Table(sbdb.PortBindingTable).Row(bindings[name].UUID)
+			m := c.sb.Cache().Table(sbdb.PortBindingTable).Row(bindings[name].UUID)
 			if m != nil && schema.Deref(m.(*sbdb.PortBinding).Encap) == want {
 				break
 			}

@@ -135,7 +135,7 @@ func TestClientOverTCP(t *testing.T) {
 	// The unix-socket client's monitor receives the same rows: nothing left to do.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		ops, err := e.c.Plan(d)
+		ops, err := e.c.eng.Plan(d)
 		if err != nil {
 			t.Fatal(err)
 		}

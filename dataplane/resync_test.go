@@ -14,13 +14,14 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/internal/engine"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
 // healNetworks are three networks' pieces: two Layer2 topologies and one
 // Layer3 network's subnet policies.
-func healNetworks(t *testing.T) []*Desired {
+func healNetworks(t *testing.T) []*rows.Desired {
 	t.Helper()
 	net, nodes := exampleV4()
 	a := mustLayer2(t, net, nodes)
@@ -31,23 +32,23 @@ func healNetworks(t *testing.T) []*Desired {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return []*Desired{a, b, c}
+	return []*rows.Desired{a, b, c}
 }
 
 // resyncLog stands in for the dataplane's controllers: it records every
 // Resync and re-applies the pieces of the networks it names.
 type resyncLog struct {
 	mu  sync.Mutex
-	got []Resync
+	got []engine.Resync
 	// owned: the rows udnkit owned when each resync came, before its
 	// re-apply (nil: not read).
 	owned [][]string
 }
 
-func (e *env) reapplyOnResync(ds []*Desired) *resyncLog {
+func (e *env) reapplyOnResync(ds []*rows.Desired) *resyncLog {
 	l := &resyncLog{}
-	work := make(chan Resync, 100)
-	e.c.OnResync(func(r Resync) {
+	work := make(chan engine.Resync, 100)
+	e.c.OnResync(func(r engine.Resync) {
 		l.mu.Lock()
 		l.got = append(l.got, r)
 		l.mu.Unlock()
@@ -82,7 +83,7 @@ func (l *resyncLog) ownedAt() [][]string {
 	return slices.Clone(l.owned)
 }
 
-func (l *resyncLog) all() []Resync {
+func (l *resyncLog) all() []engine.Resync {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.got)
@@ -92,7 +93,7 @@ func (l *resyncLog) all() []Resync {
 // ones under "held".
 func resyncCounts() map[string]float64 {
 	out := map[string]float64{"held": metricValue("udnkit_dataplane_resyncs_held_total", nil)}
-	for _, r := range []string{ResyncDatabaseReplaced, ResyncOwnedRowsLost, ResyncForeignEdit} {
+	for _, r := range []string{engine.ResyncDatabaseReplaced, engine.ResyncOwnedRowsLost, engine.ResyncForeignEdit} {
 		out[r] = metricValue("udnkit_dataplane_resyncs_total", map[string]string{"reason": r})
 	}
 	return out
@@ -226,7 +227,7 @@ func diffLines(want, got []string) []string {
 func (e *env) identityKnown() {
 	e.t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		id := e.c.Index.Identity()
+		id := e.c.eng.Index.Identity()
 		if id != "" {
 			return
 		}
@@ -249,15 +250,15 @@ func TestEmptiedNorthboundIsReprogrammed(t *testing.T) {
 		reason string
 		all    bool
 	}{
-		{"emptied", ResyncDatabaseReplaced, true},
-		{"restored from a backup", ResyncOwnedRowsLost, false},
+		{"emptied", engine.ResyncDatabaseReplaced, true},
+		{"restored from a backup", engine.ResyncOwnedRowsLost, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.startNorthd()
 			e.identityKnown()
 			var backup []byte
-			if c.reason == ResyncOwnedRowsLost {
+			if c.reason == engine.ResyncOwnedRowsLost {
 				e.db.NB.Stop()
 				var err error
 				if backup, err = os.ReadFile(e.db.NB.File()); err != nil {
@@ -277,7 +278,7 @@ func TestEmptiedNorthboundIsReprogrammed(t *testing.T) {
 				t.Fatalf("only %d owned rows programmed", len(want))
 			}
 			before := resyncCounts()
-			if c.reason == ResyncOwnedRowsLost {
+			if c.reason == engine.ResyncOwnedRowsLost {
 				e.db.NB.Stop()
 				if err := os.WriteFile(e.db.NB.File(), backup, 0o644); err != nil {
 					t.Fatal(err)
@@ -342,7 +343,7 @@ func TestForeignEditsAreRepaired(t *testing.T) {
 		e.nbctl(ed.args...)
 		took := e.waitOwned(ed.what, want, 5*time.Second)
 		t.Logf("%s: repaired in %v", ed.what, took.Round(10*time.Millisecond))
-		if got := countsSince(before); got[ResyncForeignEdit] != float64(i+1) || len(got) != 1 {
+		if got := countsSince(before); got[engine.ResyncForeignEdit] != float64(i+1) || len(got) != 1 {
 			t.Errorf("%s: resyncs = %v, want %d foreign_edit", ed.what, got, i+1)
 		}
 		// What the resync found is what the edit did.
@@ -365,7 +366,7 @@ func TestForeignEditsAreRepaired(t *testing.T) {
 	}
 	got := countsSince(before)
 	// At once, then 2 s, 4 s after (the wait doubles from 1 s on).
-	if got[ResyncForeignEdit] < 2 || got[ResyncForeignEdit] > 4 || got["held"] < 1 {
+	if got[engine.ResyncForeignEdit] < 2 || got[engine.ResyncForeignEdit] > 4 || got["held"] < 1 {
 		t.Errorf("a fighting writer: resyncs = %v, want 2 to 4 foreign_edit and some held back", got)
 	}
 	e.waitOwned("after the fight", want, 20*time.Second)
@@ -373,7 +374,7 @@ func TestForeignEditsAreRepaired(t *testing.T) {
 
 // forgetFights forgets the networks' recent foreign-edit resyncs.
 func forgetFights(c *Client) {
-	c.ForgetFights()
+	c.eng.ForgetFights()
 }
 
 // What is not udnkit's loss starts no resync: udnkit's own Applies (a node
@@ -393,8 +394,8 @@ func TestNoResyncWithoutLoss(t *testing.T) {
 	}
 	e.nbctl("--timeout=60", "--wait=sb", "sync")
 	e.apply(mustLayer2(t, net, nodes[:2]))
-	e.apply(&Desired{Owner: ds[0].Owner})
-	e.apply(&Desired{Owner: ds[2].Owner})
+	e.apply(&rows.Desired{Owner: ds[0].Owner})
+	e.apply(&rows.Desired{Owner: ds[2].Owner})
 	for _, d := range ds {
 		e.apply(d)
 	}
@@ -423,7 +424,7 @@ func TestNoResyncWithoutLoss(t *testing.T) {
 		}
 	}
 	// Several heal ticks after the reconnect's rebuild.
-	for deadline := time.Now().Add(10 * time.Second); e.c.Index.Stale(e.c.NB); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); e.c.eng.Index.Stale(e.c.eng.NB); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the index was not rebuilt after the reconnect")
 		}

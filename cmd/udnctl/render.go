@@ -17,8 +17,8 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/cel"
-	"github.com/udnkit/udnkit/dataplane"
 	dataplanecontroller "github.com/udnkit/udnkit/dataplane/controller"
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -188,7 +188,7 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	nextID, nextKey := 1, ovnk.FirstAllocatedTunnelKey
 	notedAbsent := false
 	for _, n := range nets {
-		var desired *dataplane.Desired
+		var desired *rows.Desired
 		switch {
 		case n.isPrimL2:
 			nads, err := n.nads(cfg)

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
 )
 
@@ -79,7 +80,7 @@ func (s *sweeps) sweep(ctx context.Context, key types.NamespacedName, network st
 
 // collectPiece removes a piece's rows (owner without a network) for every
 // network that has some (networks lists them) and that no live NAD names.
-func collectPiece(ctx context.Context, c client.Client, g *nadtrust.Guard, ovn *dataplane.Client, owner dataplane.Owner,
+func collectPiece(ctx context.Context, c client.Client, g *nadtrust.Guard, ovn *dataplane.Client, owner rows.Owner,
 	networks func(topology, piece string) []string, name func(*nadv1.NetworkAttachmentDefinition) (string, bool)) error {
 	// The networks in OVN first, then the live NADs: a network whose rows
 	// are there was applied from a NAD this list then has (reconciles run
@@ -100,7 +101,7 @@ func collectPiece(ctx context.Context, c client.Client, g *nadtrust.Guard, ovn *
 			live, err := liveNetworks(ctx, c, g, name)
 			return live[n], err
 		}
-		if _, err := ovn.ApplyUnless(ctx, &dataplane.Desired{Owner: owner}, revived); err != nil {
+		if _, err := ovn.ApplyUnless(ctx, &rows.Desired{Owner: owner}, revived); err != nil {
 			return err
 		}
 	}

@@ -15,7 +15,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/cel"
-	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -157,7 +157,7 @@ func FuzzAdmittedSpecToRows(f *testing.F) {
 
 // checkTunnelKeys fails on a requested-tnl-key outside OVN's range (24-bit
 // datapath keys, 15-bit port keys): such a row freezes ovn-northd.
-func checkTunnelKeys(t *testing.T, d *dataplane.Desired) {
+func checkTunnelKeys(t *testing.T, d *rows.Desired) {
 	t.Helper()
 	check := func(what string, opts map[string]string, max int) {
 		v, ok := opts["requested-tnl-key"]

@@ -24,6 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/internal/engine"
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/internal/fairqueue"
 	"github.com/udnkit/udnkit/ovnk"
@@ -75,7 +77,7 @@ type Layer2Reconciler struct {
 	// CUDN (one per namespace) are separate requests that workers may take
 	// at once, and each reads the network's nodes before it applies, so an
 	// older read could otherwise be applied after a newer one.
-	networks dataplane.KeyLocks
+	networks engine.KeyLocks
 	sweeps   sweeps
 }
 
@@ -350,7 +352,7 @@ func (r *Layer2Reconciler) runningPods(ctx context.Context, namespaces map[strin
 
 // collect removes the topology of networks that no NAD describes any more.
 func (r *Layer2Reconciler) collect(ctx context.Context) error {
-	return collectPiece(ctx, r.Client, r.guard(), r.OVN, dataplane.Owner{Topology: topology.TopologyLayer2, Piece: topology.PieceTransitRouter, AdoptLegacy: r.AdoptLegacy,
+	return collectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: topology.TopologyLayer2, Piece: topology.PieceTransitRouter, AdoptLegacy: r.AdoptLegacy,
 		Legacy: topology.Layer2Legacy(nil, nil)},
 		r.OVN.Networks, layer2Name)
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
@@ -81,7 +82,7 @@ func (r *Layer3Reconciler) Reconcile(ctx context.Context, req reconcile.Request)
 
 // collect removes the policies of Layer3 networks that no NAD describes any more.
 func (r *Layer3Reconciler) collect(ctx context.Context) error {
-	return collectPiece(ctx, r.Client, r.guard(), r.OVN, dataplane.Owner{Topology: topology.TopologyLayer3, Piece: topology.PieceSubnetPolicies},
+	return collectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: topology.TopologyLayer3, Piece: topology.PieceSubnetPolicies},
 		r.OVN.PieceNetworks, layer3Name)
 }
 

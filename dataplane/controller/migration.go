@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/internal/engine"
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
@@ -49,7 +51,7 @@ type LiveMigrationReconciler struct {
 	Guard *nadtrust.Guard
 	trust trusting
 
-	networks dataplane.KeyLocks
+	networks engine.KeyLocks
 	sweeps   sweeps
 }
 
@@ -117,7 +119,7 @@ func (r *LiveMigrationReconciler) Reconcile(ctx context.Context, req reconcile.R
 }
 
 func (r *LiveMigrationReconciler) collect(ctx context.Context) error {
-	return collectPiece(ctx, r.Client, r.guard(), r.OVN, dataplane.Owner{Topology: topology.TopologyLayer2, Piece: topology.PieceLiveMigration},
+	return collectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: topology.TopologyLayer2, Piece: topology.PieceLiveMigration},
 		r.OVN.PieceNetworks, layer2Name)
 }
 
@@ -181,7 +183,7 @@ func (r *LiveMigrationReconciler) apply(ctx context.Context, net topology.Layer2
 		}
 		keep = append(keep, vm)
 	}
-	d := &dataplane.Desired{Owner: dataplane.Owner{Network: net.Name, Topology: topology.TopologyLayer2, Piece: topology.PieceLiveMigration}}
+	d := &rows.Desired{Owner: rows.Owner{Network: net.Name, Topology: topology.TopologyLayer2, Piece: topology.PieceLiveMigration}}
 	if len(keep) > 0 {
 		var err error
 		if d, err = topology.LiveMigrationRoutes(topology.LiveMigrationNetwork{Name: net.Name, Topology: topology.TopologyLayer2, NodePerZone: r.NodePerZone}, nodes, keep); err != nil {

@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/internal/engine"
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
@@ -55,7 +57,7 @@ type MultiVTEPReconciler struct {
 
 	// networks serialises the reconciles of one network (its NADs are
 	// separate requests; each reads the network's nodes and pods).
-	networks dataplane.KeyLocks
+	networks engine.KeyLocks
 	sweeps   sweeps
 }
 
@@ -320,11 +322,11 @@ func NodeSubnetsFromNode(node *corev1.Node, network string) ([]netip.Prefix, err
 
 // collect removes the ports of networks that no NAD describes any more.
 func (r *MultiVTEPReconciler) collect(ctx context.Context) error {
-	if err := collectPiece(ctx, r.Client, r.guard(), r.OVN, dataplane.Owner{Topology: topology.TopologyLayer2, Piece: topology.PieceMultiVTEP},
+	if err := collectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: topology.TopologyLayer2, Piece: topology.PieceMultiVTEP},
 		r.OVN.PieceNetworks, layer2Name); err != nil {
 		return err
 	}
-	return collectPiece(ctx, r.Client, r.guard(), r.OVN, dataplane.Owner{Topology: topology.TopologyLayer3, Piece: topology.PieceMultiVTEP},
+	return collectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: topology.TopologyLayer3, Piece: topology.PieceMultiVTEP},
 		r.OVN.PieceNetworks, layer3Name)
 }
 

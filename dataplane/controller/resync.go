@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/internal/engine"
 )
 
 // requeuer re-queues NADs in every dataplane controller when the OVN client
@@ -58,7 +58,7 @@ func (r *requeuer) register(_ context.Context, q workqueue.TypedRateLimitingInte
 
 // resync queues the NADs of the networks rs names (all of them with rs.All)
 // in every controller.
-func (r *requeuer) resync(rs dataplane.Resync) {
+func (r *requeuer) resync(rs engine.Resync) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	logger := log.Log.WithName("dataplane")

@@ -1,0 +1,41 @@
+package dataplane
+
+import (
+	"context"
+
+	"github.com/udnkit/udnkit/dataplane/internal/engine"
+	"github.com/udnkit/udnkit/dataplane/rows"
+)
+
+// What the front forwards to its engine (package engine documents each):
+// only what callers outside the package use. Result and Resync stay the
+// engine's types: every caller that names one is a package under
+// dataplane/, which may import dataplane/internal/engine.
+
+// Apply makes the Northbound database hold exactly the desired rows of d's
+// piece, creating, updating and removing only rows the piece owns, and
+// waits until the client's cache shows them.
+func (c *Client) Apply(ctx context.Context, d *rows.Desired) (engine.Result, error) {
+	return c.eng.Apply(ctx, d)
+}
+
+// ApplyUnless is Apply, except that it does nothing when unless (nil:
+// never) says so; unless is asked with the network's lock held.
+func (c *Client) ApplyUnless(ctx context.Context, d *rows.Desired, unless func(context.Context) (bool, error)) (engine.Result, error) {
+	return c.eng.ApplyUnless(ctx, d, unless)
+}
+
+// Networks lists the networks that have routers of a topology piece in the
+// Northbound database.
+func (c *Client) Networks(topology, piece string) []string { return c.eng.Networks(topology, piece) }
+
+// PieceNetworks lists the networks that own any Northbound row of a
+// topology piece.
+func (c *Client) PieceNetworks(topology, piece string) []string {
+	return c.eng.PieceNetworks(topology, piece)
+}
+
+// OnResync sets what the client calls, from its own goroutine, when the
+// Northbound database no longer holds networks' rows as udnkit wrote them;
+// set it before Connect.
+func (c *Client) OnResync(f func(engine.Resync)) { c.eng.OnResync(f) }
