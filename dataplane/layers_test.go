@@ -23,9 +23,10 @@ var stages = []string{"webhooks", "reconcilers", "dataplane"}
 // dataplaneLayers ranks the dataplane's packages: a package imports only
 // packages of a lower rank (never one of its own rank), so the engine is
 // layered downward: models, per-table knowledge, desired rows, connection
-// and index, planner, transactions, engine, builders, the front, and the
-// controllers that use the front. A package of the dataplane missing here
-// fails the test until it is given its place.
+// and index, planner, transactions, engine, builders, the front, what the
+// controllers share, the controllers that use the front, and their wiring.
+// A package of the dataplane missing here fails the test until it is given
+// its place.
 var dataplaneLayers = [][]string{
 	{"dataplane/nbdb", "dataplane/sbdb", "dataplane/ovsdbserver"},
 	{"dataplane/internal/schema"},
@@ -36,7 +37,9 @@ var dataplaneLayers = [][]string{
 	{"dataplane/internal/engine"},
 	{"dataplane/topology"},
 	{"dataplane"},
-	{"dataplane/controller", "dataplane/trace"},
+	{"dataplane/controllers/zone", "dataplane/controllers/internal/ctrltest"},
+	{"dataplane/controllers/layer2", "dataplane/controllers/layer3", "dataplane/controllers/multivtep", "dataplane/controllers/migration"},
+	{"dataplane/controllers", "dataplane/trace"},
 }
 
 // pkg is one package of the module with its own packages it imports

@@ -17,7 +17,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/cel"
-	dataplanecontroller "github.com/udnkit/udnkit/dataplane/controller"
+	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
@@ -175,7 +175,7 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			ovnk.AnnotationNodeChassisID:         "chassis-node-" + strconv.Itoa(i+1),
 			ovnk.AnnotationLayer2TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter,
 		}}}
-		n, _, err := dataplanecontroller.Layer2NodeFromNode(node)
+		n, _, err := zone.Layer2NodeFromNode(node)
 		if err != nil {
 			fmt.Fprintf(stderr, "udnctl plan: %v\n", err)
 			return 1
@@ -205,9 +205,9 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			nad := nads[0]
 			nad.Annotations = map[string]string{ovnk.AnnotationTunnelKeys: string(keys), ovnk.AnnotationNetworkID: strconv.Itoa(nextID)}
 			nextID, nextKey = nextID+1, nextKey+1
-			net, _, err := dataplanecontroller.Layer2NetworkFromNAD(nad)
+			net, _, err := zone.Layer2NetworkFromNAD(nad)
 			if err == nil {
-				err = dataplanecontroller.ClusterFacts(cfg, nad, &net)
+				err = zone.ClusterFacts(cfg, nad, &net)
 			}
 			if err == nil {
 				net.Services = enabled

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
-	"github.com/udnkit/udnkit/dataplane/controller"
+	"github.com/udnkit/udnkit/dataplane/controllers/layer3"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -115,7 +115,7 @@ func newLayer3With(t *testing.T, form topology.Layer3PolicyForm, vtepC bool, sub
 	}
 	l.ovnkLayer3()
 	c := apiState(t, nad)
-	r := &controller.Layer3Reconciler{Client: c, OVN: l.ovn, Form: form}
+	r := &layer3.Reconciler{Client: c, OVN: l.ovn, Form: form}
 	if _, err := r.Reconcile(l.ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: nad.Namespace, Name: nad.Name}}); err != nil {
 		t.Fatalf("layer3 reconcile: %v", err)
 	}

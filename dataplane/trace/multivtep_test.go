@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/udnkit/udnkit/dataplane/controller"
+	"github.com/udnkit/udnkit/dataplane/controllers/multivtep"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -110,7 +110,7 @@ func podObject(t *testing.T, p pod, nad string, subnets []netip.Prefix, tunnelID
 func (z *zone) programMultiVTEP(nad client.Object, objs ...client.Object) {
 	z.t.Helper()
 	c := apiState(z.t, nad, objs...)
-	r := &controller.MultiVTEPReconciler{Client: c, OVN: z.ovn, Local: func(n *corev1.Node) bool { return n.Name == z.local.name }}
+	r := &multivtep.Reconciler{Client: c, OVN: z.ovn, Local: func(n *corev1.Node) bool { return n.Name == z.local.name }}
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: nad.GetNamespace(), Name: nad.GetName()}}
 	// The first pass writes the ports; their Port_Bindings appear once
 	// ovn-northd has run, and the next pass points them at their Encaps.

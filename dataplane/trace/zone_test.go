@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	dpzone "github.com/udnkit/udnkit/dataplane/controllers/zone"
+
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +23,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/dataplane"
-	"github.com/udnkit/udnkit/dataplane/controller"
+	"github.com/udnkit/udnkit/dataplane/controllers/layer2"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/ovnk"
@@ -253,14 +255,14 @@ func apiState(t *testing.T, nad client.Object, objs ...client.Object) client.Cli
 	owner := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: nad.GetNamespace(), Name: nad.GetName(),
 		UID: nad.GetOwnerReferences()[0].UID, Annotations: nad.GetAnnotations()}}
 	return fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(append(objs, nad, owner)...).
-		WithIndex(&nadv1.NetworkAttachmentDefinition{}, controller.NADNetworkField, controller.NADNetwork).Build()
+		WithIndex(&nadv1.NetworkAttachmentDefinition{}, dpzone.NADNetworkField, dpzone.NADNetwork).Build()
 }
 
 // programLayer2 runs the manager's Layer2 reconciler for the zone on the API state.
 func (z *zone) programLayer2(cluster ovnk.ClusterConfig, nad *nadv1.NetworkAttachmentDefinition, objs ...client.Object) {
 	z.t.Helper()
 	c := apiState(z.t, nad, objs...)
-	r := &controller.Layer2Reconciler{Client: c, OVN: z.ovn, Cluster: cluster,
+	r := &layer2.Reconciler{Client: c, OVN: z.ovn, Cluster: cluster,
 		Local: func(n *corev1.Node) bool { return n.Name == z.local.name }}
 	if _, err := r.Reconcile(z.ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: nad.Namespace, Name: nad.Name}}); err != nil {
 		z.t.Fatalf("layer2 reconcile: %v", err)

@@ -25,7 +25,9 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/dataplane"
-	"github.com/udnkit/udnkit/dataplane/controller"
+	"github.com/udnkit/udnkit/dataplane/controllers/layer2"
+	"github.com/udnkit/udnkit/dataplane/controllers/layer3"
+	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/envtest/datapath"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -150,7 +152,7 @@ func apiState(t *testing.T, c *datapath.Cluster, nets ...*network) client.Client
 		}
 	}
 	b := fake.NewClientBuilder().WithScheme(s).
-		WithIndex(&nadv1.NetworkAttachmentDefinition{}, controller.NADNetworkField, controller.NADNetwork)
+		WithIndex(&nadv1.NetworkAttachmentDefinition{}, zone.NADNetworkField, zone.NADNetwork)
 	for i, n := range c.Nodes {
 		b = b.WithObjects(nodeObject(i, n))
 	}
@@ -178,7 +180,7 @@ func reconcileAll(t *testing.T, zone *datapath.Node, r reconcile.Reconciler, net
 func program(t *testing.T, c *datapath.Cluster, nets ...*network) {
 	t.Helper()
 	for _, zone := range c.Nodes {
-		r := &controller.Layer2Reconciler{Client: apiState(t, c, nets...), OVN: ovnClient(t, zone), Cluster: cfg,
+		r := &layer2.Reconciler{Client: apiState(t, c, nets...), OVN: ovnClient(t, zone), Cluster: cfg,
 			Local: func(n *corev1.Node) bool { return n.Name == zone.Name }}
 		reconcileAll(t, zone, r, nets...)
 	}
@@ -189,7 +191,7 @@ func program(t *testing.T, c *datapath.Cluster, nets ...*network) {
 func programLayer3(t *testing.T, c *datapath.Cluster, nets ...*network) {
 	t.Helper()
 	for _, zone := range c.Nodes {
-		reconcileAll(t, zone, &controller.Layer3Reconciler{Client: apiState(t, c, nets...), OVN: ovnClient(t, zone)}, nets...)
+		reconcileAll(t, zone, &layer3.Reconciler{Client: apiState(t, c, nets...), OVN: ovnClient(t, zone)}, nets...)
 	}
 }
 

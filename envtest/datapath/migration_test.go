@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/udnkit/udnkit/dataplane/controller"
+	"github.com/udnkit/udnkit/dataplane/controllers/migration"
 	"github.com/udnkit/udnkit/envtest/datapath"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -178,7 +178,7 @@ func TestKubeVirtLiveMigration(t *testing.T) {
 	migrate := func(t *testing.T) {
 		t.Helper()
 		for _, zone := range c.Nodes {
-			reconcileAll(t, zone, &controller.LiveMigrationReconciler{Client: state, OVN: ovnClient(t, zone), NodePerZone: true}, kv)
+			reconcileAll(t, zone, &migration.Reconciler{Client: state, OVN: ovnClient(t, zone), NodePerZone: true}, kv)
 		}
 	}
 	migrate(t)
@@ -251,7 +251,7 @@ func TestKubeVirtLiveMigration(t *testing.T) {
 				errs[i] = err
 				return
 			}
-			r := &controller.LiveMigrationReconciler{Client: state, OVN: ovnClient(t, zone), NodePerZone: true}
+			r := &migration.Reconciler{Client: state, OVN: ovnClient(t, zone), NodePerZone: true}
 			if _, err := r.Reconcile(ctx, nadRequest(kv)); err != nil {
 				errs[i] = fmt.Errorf("udnkit's live-migration reconciler in %s's zone: %w", zone.Name, err)
 			}

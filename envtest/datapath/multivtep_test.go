@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/udnkit/udnkit/dataplane/controller"
+	"github.com/udnkit/udnkit/dataplane/controllers/multivtep"
 	"github.com/udnkit/udnkit/envtest/datapath"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -32,7 +32,7 @@ func (p *pod) object(t *testing.T) *corev1.Pod {
 // bound them) point their Port_Bindings at their Encaps.
 func programMultiVTEP(t *testing.T, zone *datapath.Node, state client.Client, net *network) {
 	t.Helper()
-	r := &controller.MultiVTEPReconciler{Client: state, OVN: ovnClient(t, zone), Local: func(n *corev1.Node) bool { return n.Name == zone.Name }}
+	r := &multivtep.Reconciler{Client: state, OVN: ovnClient(t, zone), Local: func(n *corev1.Node) bool { return n.Name == zone.Name }}
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: net.nad.Namespace, Name: net.nad.Name}}
 	for range 100 {
 		res, err := r.Reconcile(context.Background(), req)

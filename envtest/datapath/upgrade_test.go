@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/udnkit/udnkit/dataplane/controller"
+	"github.com/udnkit/udnkit/dataplane/controllers/layer2"
 	"github.com/udnkit/udnkit/envtest/datapath"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -154,7 +154,7 @@ func TestLayer2RollingUpgrade(t *testing.T) {
 	// udnkit's Layer2 reconciler in a node's zone (adopting the old rows).
 	reconcileZone := func(t *testing.T, zone *datapath.Node) {
 		t.Helper()
-		r := &controller.Layer2Reconciler{Client: state, OVN: ovnClient(t, zone), Cluster: cfg, AdoptLegacy: true,
+		r := &layer2.Reconciler{Client: state, OVN: ovnClient(t, zone), Cluster: cfg, AdoptLegacy: true,
 			Local: func(n *corev1.Node) bool { return n.Name == zone.Name }}
 		reconcileAll(t, zone, r, up)
 	}

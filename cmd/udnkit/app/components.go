@@ -6,12 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
-	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/udnkit/udnkit/dataplane"
-	dataplanecontroller "github.com/udnkit/udnkit/dataplane/controller"
+	dpcontrollers "github.com/udnkit/udnkit/dataplane/controllers"
+	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
@@ -33,12 +32,7 @@ var errDataplaneIdle = errors.New("idle: no --ovn-nb-address and --ovn-sb-addres
 // each component's own configuration is bound to flags here.
 func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 	rc := reconcilers.DefaultConfig()
-	var ovnNB, ovnSB, zone string
-	var ovnTLS dataplane.TLS
-	var ovnConnectTimeout time.Duration
-	var adoptLegacy bool
-	var layer3Form string
-	var workers int
+	var dp dpcontrollers.Options
 	paramsNamespace := "default"
 	limits := webhooks.DefaultLimits()
 	reconcilerConfig := func(controllers ...string) reconcilers.Config {
@@ -87,53 +81,35 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 			},
 		},
 		{
-			Name: "dataplane",
-			Help: "OVN Northbound/Southbound programming",
-			BindFlags: func(fs *flag.FlagSet) {
-				fs.StringVar(&ovnNB, "ovn-nb-address", "", "OVN Northbound database: unix:/path, tcp:host:port or ssl:host:port; comma-separated endpoints of a RAFT cluster (the leader is used)")
-				fs.StringVar(&ovnSB, "ovn-sb-address", "", "OVN Southbound database, in the form of --ovn-nb-address")
-				fs.BoolVar(&adoptLegacy, "adopt-legacy-layer2", false, "let the Layer2 transit-router topology take over and remove the old topology's rows of each network that OVN-Kubernetes created (OKEP-5094 upgrade cleanup: the old transit router and layer2 switch by name, their rtos-/stor- ports, routes via the network's subnets, SNATs to its masquerade IPs); off, udnkit never modifies or deletes a row it did not create")
-				// The flag's earlier name; "migration" now means only KubeVirt live migration.
-				fs.BoolVar(&adoptLegacy, "migrate-legacy-layer2", false, "deprecated: --adopt-legacy-layer2")
-				fs.DurationVar(&ovnConnectTimeout, "ovn-connect-timeout", dataplane.DefaultConnectTimeout,
-					"bound of one connection attempt to an OVN database, including the monitor's initial copy of its tables (tens of microseconds per Northbound row: a zone of a million rows needs minutes)")
-				fs.StringVar(&ovnTLS.CertFile, "ovn-client-cert", "", "PEM client certificate for ssl: OVN endpoints (re-read at every connection)")
-				fs.StringVar(&ovnTLS.KeyFile, "ovn-client-key", "", "PEM private key of --ovn-client-cert")
-				fs.StringVar(&ovnTLS.CAFile, "ovn-ca-cert", "", "PEM CA certificates that sign the OVN databases' server certificates")
-				fs.StringVar(&ovnTLS.NBServerName, "ovn-nb-server-name", "", "name the Northbound server certificate must carry (default: each endpoint's host)")
-				fs.StringVar(&ovnTLS.SBServerName, "ovn-sb-server-name", "", "name the Southbound server certificate must carry (default: each endpoint's host)")
-				fs.StringVar(&zone, "zone", "", "OVN interconnect zone these databases serve: nodes of other zones get remote ports (a node's zone is its name, or the k8s.ovn.org/zone-name of an older OVN-Kubernetes); empty: one zone where every node is local")
-				fs.StringVar(&layer3Form, "layer3-subnet-policies", string(topology.PolicyFormAddressSet),
-					"rows of the OKEP-5377 Layer3 subnet-pair rule: address-set (one policy per family, O(subnets)) or pairs (upstream's one policy per subnet pair, O(subnets²))")
-				fs.IntVar(&workers, "dataplane-workers", dataplanecontroller.DefaultWorkers,
-					"networks each of the Layer2, Layer3, multi-VTEP and live-migration controllers programs at once (one at a time per network), so that a large network's Apply does not hold up the others")
-			},
+			Name:      "dataplane",
+			Help:      "OVN Northbound/Southbound programming",
+			BindFlags: dp.BindFlags,
 			Setup: func(ctx context.Context, mgr ctrl.Manager) error {
 				// The dataplane never holds up the manager: with no OVN
 				// configured it stays idle, and otherwise it connects in the
 				// background. Its readiness check is excluded from the
 				// chart's readiness probe (/readyz?exclude=dataplane), so the
 				// webhooks stay served while OVN is unreachable.
-				if ovnNB == "" && ovnSB == "" {
+				if dp.NBAddress == "" && dp.SBAddress == "" {
 					ctrl.Log.WithName("dataplane").Info("the dataplane is idle: set --ovn-nb-address and --ovn-sb-address to program OVN, or leave dataplane out of --controllers")
 					return mgr.AddReadyzCheck(DataplaneCheck, func(*http.Request) error { return errDataplaneIdle })
 				}
-				if ovnNB == "" || ovnSB == "" {
+				if dp.NBAddress == "" || dp.SBAddress == "" {
 					return errors.New("the dataplane needs both --ovn-nb-address and --ovn-sb-address")
 				}
-				if ovnConnectTimeout <= 0 {
-					return fmt.Errorf("--ovn-connect-timeout=%s: must be positive", ovnConnectTimeout)
+				if dp.ConnectTimeout <= 0 {
+					return fmt.Errorf("--ovn-connect-timeout=%s: must be positive", dp.ConnectTimeout)
 				}
-				if workers < 1 {
-					return fmt.Errorf("--dataplane-workers=%d: the dataplane needs at least 1 worker", workers)
+				if dp.Workers < 1 {
+					return fmt.Errorf("--dataplane-workers=%d: the dataplane needs at least 1 worker", dp.Workers)
 				}
-				form, err := topology.ParseLayer3PolicyForm(layer3Form)
+				form, err := topology.ParseLayer3PolicyForm(string(dp.Layer3.Form))
 				if err != nil {
 					return err
 				}
-				rs, err := dataplanecontroller.Setup(ctx, mgr, dataplanecontroller.Options{
-					NBAddress: ovnNB, SBAddress: ovnSB, TLS: ovnTLS, ConnectTimeout: ovnConnectTimeout, Cluster: *cluster, Layer3PolicyForm: form, AdoptLegacyLayer2: adoptLegacy,
-					Local: dataplanecontroller.InZone(zone), Zone: zone, Workers: workers})
+				o := dp
+				o.Cluster, o.Layer3.Form, o.Local = *cluster, form, zone.InZone(dp.Zone)
+				rs, err := dpcontrollers.Setup(ctx, mgr, o)
 				if err != nil {
 					return err
 				}

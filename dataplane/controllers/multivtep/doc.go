@@ -1,0 +1,10 @@
+// Package multivtep is the dataplane's multi-VTEP controller (OKEP-5535):
+// for Layer2 and Layer3 networks on nodes with several encapsulation IPs it
+// applies the per-VTEP transit switch ports and routes
+// (topology.MultiVTEPPorts, topology.Layer2MultiVTEPPorts) and points each
+// remote pod port's Southbound binding at its pod's encap
+// (dataplane.Client.SetPortEncaps).
+//
+// It has no flags of its own; package zone holds what it shares with the
+// other dataplane controllers.
+package multivtep

@@ -1,0 +1,110 @@
+package zone
+
+import (
+	"context"
+	"net/netip"
+	"time"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/udnkit/udnkit/internal/fairqueue"
+	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/nadtrust"
+)
+
+// nadsIn maps an event to udnkit's NADs in namespace ("" for all).
+func NADsIn(c client.Client, namespace string) handler.MapFunc {
+	return func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var nads nadv1.NetworkAttachmentDefinitionList
+		if err := c.List(ctx, &nads, client.InNamespace(namespace), client.HasLabels{ovnk.LabelUserDefinedNetwork}, client.UnsafeDisableDeepCopy); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(nads.Items))
+		for _, n := range nads.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&n)})
+		}
+		return out
+	}
+}
+
+// liveNAD gets a request's NAD; live is false when it is gone, being deleted
+// or not udnkit's.
+func LiveNAD(ctx context.Context, c client.Client, req reconcile.Request) (nad *nadv1.NetworkAttachmentDefinition, live bool, err error) {
+	nad = &nadv1.NetworkAttachmentDefinition{}
+	if err := c.Get(ctx, req.NamespacedName, nad); err != nil {
+		return nil, false, client.IgnoreNotFound(err)
+	}
+	_, labeled := nad.Labels[ovnk.LabelUserDefinedNetwork]
+	return nad, labeled && nad.DeletionTimestamp.IsZero(), nil
+}
+
+// deleted says whether a NAD liveNAD read is gone or being deleted.
+func Deleted(nad *nadv1.NetworkAttachmentDefinition) bool {
+	return nad == nil || !nad.DeletionTimestamp.IsZero()
+}
+
+// liveNetworks names the networks that udnkit's NADs (not being deleted)
+// describe, as network reads them, and that pass the ownership rule.
+func LiveNetworks(ctx context.Context, c client.Client, g *nadtrust.Guard, network func(*nadv1.NetworkAttachmentDefinition) (string, bool)) (map[string]bool, error) {
+	var nads nadv1.NetworkAttachmentDefinitionList
+	if err := c.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
+		return nil, err
+	}
+	live := map[string]bool{}
+	for i := range nads.Items {
+		name, ok := network(&nads.Items[i])
+		if !ok || live[name] || !nads.Items[i].DeletionTimestamp.IsZero() {
+			continue
+		}
+		owner, trusted, err := g.Trusted(ctx, &nads.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		if trusted && owner.Network == name {
+			live[name] = true
+		}
+	}
+	return live, nil
+}
+
+// orDefault is d, or def when d is 0.
+func OrDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// DefaultWorkers is how many networks each dataplane controller reconciles
+// at once: a large network's reconcile (a long Apply) never queues a small
+// one's behind it.
+const DefaultWorkers = 4
+
+func workers(n int) int {
+	if n <= 0 {
+		return DefaultWorkers
+	}
+	return n
+}
+
+// controllerOptions are a dataplane controller's: n workers and, unless
+// fifo, a queue that serves the NADs' namespaces in turn.
+func ControllerOptions(n int, fifo bool) controller.Options {
+	o := controller.Options{MaxConcurrentReconciles: workers(n)}
+	if !fifo {
+		o.NewQueue = fairqueue.ByNamespace
+	}
+	return o
+}
+
+// ipFamily is 4 or 6.
+func ipFamily(a netip.Addr) int {
+	if a.Is4() {
+		return 4
+	}
+	return 6
+}
