@@ -42,6 +42,14 @@ var dataplaneLayers = [][]string{
 	{"dataplane/controllers", "dataplane/trace"},
 }
 
+// onlyImports narrows what some packages import of the module, whatever the
+// ranks allow: the builders are pure functions of rows, the models and the
+// contract, so they never reach the schema, the connections or the engine.
+// (The controllers share a rank, so none imports another.)
+var onlyImports = map[string][]string{
+	"dataplane/topology": {"dataplane/rows", "dataplane/nbdb", "ovnk"},
+}
+
 // pkg is one package of the module with its own packages it imports
 // (Imports) and depends on at all (Deps), without the module prefix.
 type pkg struct {
@@ -62,8 +70,9 @@ func TestImportsGoOneWay(t *testing.T) {
 }
 
 // The check rejects a stage importing another (also through a package in
-// between), a layer importing a higher or its own rank, and a dataplane
-// package with no rank.
+// between), a layer importing a higher or its own rank (a controller
+// importing another), a dataplane package with no rank, and the builders
+// importing more than rows, the models and ovnk.
 func TestImportCheckRejects(t *testing.T) {
 	pkgs := []pkg{
 		{path: "reconcilers", deps: []string{"ovnk", "dataplane/rows"}},
@@ -71,6 +80,8 @@ func TestImportCheckRejects(t *testing.T) {
 		{path: "dataplane/internal/index", imports: []string{"dataplane/internal/ovsconn"}},
 		{path: "dataplane/extra"},
 		{path: "dataplane/internal/plan", imports: []string{"dataplane/internal/schema", "dataplane/rows"}},
+		{path: "dataplane/controllers/layer2", imports: []string{"dataplane/controllers/zone", "dataplane/controllers/layer3"}},
+		{path: "dataplane/topology", imports: []string{"dataplane/rows", "ovnk", "dataplane/internal/schema"}},
 	}
 	got := checkImports(pkgs)
 	want := []string{
@@ -78,6 +89,8 @@ func TestImportCheckRejects(t *testing.T) {
 		"dataplane/internal/schema (rank 1) imports dataplane/internal/plan (rank 4): the dataplane's layers import only lower ones",
 		"dataplane/internal/index (rank 3) imports dataplane/internal/ovsconn (rank 3): the dataplane's layers import only lower ones",
 		"dataplane/extra: a dataplane package without a layer (dataplaneLayers in layers_test.go)",
+		"dataplane/controllers/layer2 (rank 10) imports dataplane/controllers/layer3 (rank 10): the dataplane's layers import only lower ones",
+		"dataplane/topology imports dataplane/internal/schema: it imports only dataplane/rows, dataplane/nbdb, ovnk of the module",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -112,6 +125,9 @@ func checkImports(pkgs []pkg) []string {
 		for _, imp := range p.imports {
 			if ri, ok := rank[imp]; ok && ri >= r {
 				problems = append(problems, fmt.Sprintf("%s (rank %d) imports %s (rank %d): the dataplane's layers import only lower ones", p.path, r, imp, ri))
+			}
+			if only, ok := onlyImports[p.path]; ok && !slices.Contains(only, imp) {
+				problems = append(problems, fmt.Sprintf("%s imports %s: it imports only %s of the module", p.path, imp, strings.Join(only, ", ")))
 			}
 		}
 	}
