@@ -49,14 +49,24 @@ var parityCases []parityCase
 
 func addParityCase(c parityCase) bool { parityCases = append(parityCases, c); return true }
 
+// publishedParityCounts are the figures README.md and docs/parity.md publish:
+// plans, values as upstream writes them, udnkit-only entries, known
+// differences.
+var publishedParityCounts = [4]int{9, 146, 10, 14}
+
 // TestRowsMatchUpstream holds every table of every case against its plan:
 // a parity entry must read upstream's value, a udnkit-only entry must name a
 // row (and column) the plan has, a differs entry must read udnkit's value.
 func TestRowsMatchUpstream(t *testing.T) {
 	same, only, diff := map[parity]bool{}, map[udnkitOnly]bool{}, map[differs]bool{}
 	defer func() {
+		got := [4]int{len(parityCases), len(same), len(only), len(diff)}
 		t.Logf("%d plans: %d values as upstream writes them, %d udnkit-only rows or columns, %d known differences",
-			len(parityCases), len(same), len(only), len(diff))
+			got[0], got[1], got[2], got[3])
+		if got != publishedParityCounts {
+			t.Errorf("the tables hold %v (plans, parity values, udnkit-only, differences); README.md's compatibility section "+
+				"and docs/parity.md publish %v: update both documents and publishedParityCounts together", got, publishedParityCounts)
+		}
 	}()
 	for _, c := range parityCases {
 		d := c.plan(t)
