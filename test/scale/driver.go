@@ -44,6 +44,8 @@ type driverFlags struct {
 	timeout                        time.Duration
 	out, stateDir                  string
 	cpuProfile                     bool
+	// targets are the figures' targets (thresholds.yaml); a miss fails the run.
+	targets thresholds
 }
 
 // profileChildren: every child writes a CPU profile beside its log (-cpuprofile).
@@ -147,7 +149,7 @@ func runDriver(d driverFlags) error {
 		}
 	}
 	fmt.Printf("report: %s\n", d.out)
-	return nil
+	return d.targets.missError(results)
 }
 
 func runSize(d driverFlags, self, dir string, s size) (result, error) {

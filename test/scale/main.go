@@ -14,6 +14,7 @@
 // The sizes are fractions of the full size (-networks, -pods); the node
 // count stays -nodes in every run, so each run doubles only the networks and
 // pods. The same binary is the two child processes (-role manager|dataplane).
+// It exits 1 when a figure misses its target in thresholds.yaml.
 package main
 
 import (
@@ -55,6 +56,7 @@ func main() {
 	flag.StringVar(&d.out, "out", "bin/scale-report.md", "where the Markdown report goes")
 	flag.StringVar(&d.stateDir, "state-dir", "bin/scale", "kubeconfigs, OVN databases and child logs")
 	flag.BoolVar(&d.cpuProfile, "cpuprofile", false, "write each child's CPU profile (manager.pprof, manager-restart.pprof, webhooks.pprof, dataplane.pprof) beside its log, and the kube-apiserver's and the driver's from the first create to converged (apiserver-NNN.pprof, 5 s each; driver.pprof), and each child's heap profile at its largest live heap (manager.heap, …)")
+	thresholdsFile := flag.String("thresholds", "", "YAML file of the figures' targets (default: the embedded "+defaultThresholdsName+"); a figure that misses its target fails the run")
 	flag.Parse()
 
 	if c.role != "" {
@@ -74,6 +76,12 @@ func main() {
 		}
 		d.fractions = append(d.fractions, [2]int{n, m})
 	}
+	th, err := loadThresholds(*thresholdsFile)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "udnkit-scale: -thresholds: %v\n", err)
+		os.Exit(2)
+	}
+	d.targets = th
 	// The driver prints its own progress; its informers' and watches'
 	// logs would only interleave with it (and controller-runtime prints a
 	// stack trace once when no logger is set).

@@ -29,7 +29,7 @@ func writeReport(d driverFlags, rs []result) error {
 		sep += "---|"
 	}
 	if len(rs) > 1 {
-		head += " growth per doubling (target ≤ 2.2×) |"
+		head += " growth per doubling |"
 		sep += "---|"
 		if d.networks > rs[len(rs)-1].networks {
 			head += fmt.Sprintf(" projected to %d networks |", d.networks)
@@ -37,12 +37,89 @@ func writeReport(d driverFlags, rs []result) error {
 		}
 	}
 	b.WriteString(head + "\n" + sep + "\n")
-	type row struct {
-		name   string
-		val    func(result) (float64, bool)
-		format string
-		growth bool
+	for _, rw := range reportRows() {
+		if special := rw.format == "" || rw.format == "webhooks" || rw.format == "restart-cpu"; !special &&
+			!slices.ContainsFunc(rs, func(r result) bool { _, ok := rw.val(r); return ok }) {
+			continue // measured in no run (e.g. the live dataplane without -dataplane-live)
+		}
+		line := "| " + rw.name + " |"
+		var vals []float64
+		for _, r := range rs {
+			if rw.format == "webhooks" {
+				line += fmt.Sprintf(" %.0f MiB, %.1f s |", r.webhookRSSMiB, r.webhookCPUSeconds)
+				continue
+			}
+			if rw.format == "restart-cpu" {
+				line += fmt.Sprintf(" %.1f s, %.1f s |", r.restartCPUSeconds, r.restartRequests[apiserverCPU])
+				continue
+			}
+			if rw.format == "" {
+				line += fmt.Sprintf(" %d / %d, %d |", r.primaryL2, r.primaryL3, r.networks-r.primaryL2-r.primaryL3)
+				continue
+			}
+			v, ok := rw.val(r)
+			if !ok {
+				line += " — |"
+				continue
+			}
+			vals = append(vals, v)
+			line += " " + fmt.Sprintf(rw.format, v) + " |"
+		}
+		if len(rs) > 1 {
+			if rw.growth && len(vals) == len(rs) {
+				t, _ := d.targets.of(rw.name)
+				var gs []string
+				for i := 1; i < len(vals); i++ {
+					if vals[i-1] > 0 {
+						g := fmt.Sprintf("%.2f×", vals[i]/vals[i-1])
+						if t.growthMissed(rs[i-1], rs[i], vals[i-1], vals[i]) {
+							g += " ✗"
+						}
+						gs = append(gs, g)
+					}
+				}
+				line += " " + strings.Join(gs, ", ") + " |"
+				if d.networks > rs[len(rs)-1].networks {
+					line += " " + project(rw.format, rs, vals, d.networks) + " |"
+				}
+			} else {
+				line += " |"
+				if d.networks > rs[len(rs)-1].networks {
+					line += " |"
+				}
+			}
+		}
+		b.WriteString(line + "\n")
 	}
+	fmt.Fprintf(&b, "\nProjection: a power law through the last two runs (v × (N/n)^k, k = log(v2/v1)/log(n2/n1)).\n")
+	writeTargets(&b, d.targets, rs)
+
+	writeRequests(&b, "apiserver requests to converged (apiserver_request_total; creates by the driver, the rest by the manager)", "verb resource",
+		rs, func(r result) map[string]float64 { return r.requests })
+	writeRequests(&b, "the manager's reconciles to converged (controller_runtime_reconcile_total), by controller", "controller",
+		rs, func(r result) map[string]float64 { return r.reconciles })
+	writeRequests(&b, "apiserver requests from the restart to converged", "verb resource",
+		rs, func(r result) map[string]float64 { return r.restartRequests })
+
+	if err := os.MkdirAll(filepath.Dir(d.out), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(d.out, []byte(b.String()), 0o644)
+}
+
+// reportRow is one figure of the report: its name (the first cell, and the
+// name thresholds.yaml judges it by), its value in a run (false: not
+// measured there), its format ("" and the two special formats are
+// composite cells) and whether its growth from run to run is shown.
+type reportRow struct {
+	name   string
+	val    func(result) (float64, bool)
+	format string
+	growth bool
+}
+
+// reportRows are the report's figures, in order.
+func reportRows() []reportRow {
 	dur := func(f func(result) time.Duration) func(result) (float64, bool) {
 		return func(r result) (float64, bool) { return f(r).Seconds(), true }
 	}
@@ -66,7 +143,7 @@ func writeReport(d driverFlags, rs []result) error {
 		return o.cpu / o.serverCPU
 	}
 	perRows := func(o *ovnResult) float64 { return 1000 * o.cpu / float64(o.total()) }
-	rows := []row{
+	return []reportRow{
 		{"Primary Layer2 / Layer3 networks, Secondary", func(r result) (float64, bool) { return 0, false }, "", false},
 		{"all objects created", dur(func(r result) time.Duration { return r.createAll }), "%.1f s", true},
 		{"failed creates (after 5 tries)", func(r result) (float64, bool) { return float64(r.createErrors), true }, "%.0f", false},
@@ -105,68 +182,32 @@ func writeReport(d driverFlags, rs []result) error {
 		{"live dataplane: CPU per ovsdb-server CPU", ovnOf(live, perServer), "%.2f", true},
 		{"live dataplane: CPU per 1000 Northbound rows", ovnOf(live, perRows), "%.3f s", true},
 	}
-	for _, rw := range rows {
-		if special := rw.format == "" || rw.format == "webhooks" || rw.format == "restart-cpu"; !special &&
-			!slices.ContainsFunc(rs, func(r result) bool { _, ok := rw.val(r); return ok }) {
-			continue // measured in no run (e.g. the live dataplane without -dataplane-live)
-		}
-		line := "| " + rw.name + " |"
-		var vals []float64
-		for _, r := range rs {
-			if rw.format == "webhooks" {
-				line += fmt.Sprintf(" %.0f MiB, %.1f s |", r.webhookRSSMiB, r.webhookCPUSeconds)
-				continue
-			}
-			if rw.format == "restart-cpu" {
-				line += fmt.Sprintf(" %.1f s, %.1f s |", r.restartCPUSeconds, r.restartRequests[apiserverCPU])
-				continue
-			}
-			if rw.format == "" {
-				line += fmt.Sprintf(" %d / %d, %d |", r.primaryL2, r.primaryL3, r.networks-r.primaryL2-r.primaryL3)
-				continue
-			}
-			v, ok := rw.val(r)
-			if !ok {
-				line += " — |"
-				continue
-			}
-			vals = append(vals, v)
-			line += " " + fmt.Sprintf(rw.format, v) + " |"
-		}
-		if len(rs) > 1 {
-			if rw.growth && len(vals) == len(rs) {
-				var gs []string
-				for i := 1; i < len(vals); i++ {
-					if vals[i-1] > 0 {
-						gs = append(gs, fmt.Sprintf("%.2f×", vals[i]/vals[i-1]))
-					}
-				}
-				line += " " + strings.Join(gs, ", ") + " |"
-				if d.networks > rs[len(rs)-1].networks {
-					line += " " + project(rw.format, rs, vals, d.networks) + " |"
-				}
-			} else {
-				line += " |"
-				if d.networks > rs[len(rs)-1].networks {
-					line += " |"
-				}
-			}
-		}
-		b.WriteString(line + "\n")
-	}
-	fmt.Fprintf(&b, "\nProjection: a power law through the last two runs (v × (N/n)^k, k = log(v2/v1)/log(n2/n1)).\n")
+}
 
-	writeRequests(&b, "apiserver requests to converged (apiserver_request_total; creates by the driver, the rest by the manager)", "verb resource",
-		rs, func(r result) map[string]float64 { return r.requests })
-	writeRequests(&b, "the manager's reconciles to converged (controller_runtime_reconcile_total), by controller", "controller",
-		rs, func(r result) map[string]float64 { return r.reconciles })
-	writeRequests(&b, "apiserver requests from the restart to converged", "verb resource",
-		rs, func(r result) map[string]float64 { return r.restartRequests })
-
-	if err := os.MkdirAll(filepath.Dir(d.out), 0o755); err != nil {
-		return err
+// writeTargets lists the targets the runs were judged against and the
+// figures that miss them.
+func writeTargets(b *strings.Builder, th thresholds, rs []result) {
+	if len(th.Targets) == 0 {
+		return
 	}
-	return os.WriteFile(d.out, []byte(b.String()), 0o644)
+	fmt.Fprintf(b, "\nTargets (%s): ", th.source)
+	var ts []string
+	for _, t := range th.Targets {
+		var bounds []string
+		if t.Growth > 0 {
+			bounds = append(bounds, fmt.Sprintf("growth ≤ %.2f× per doubling", t.Growth))
+		}
+		if t.Max > 0 {
+			bounds = append(bounds, fmt.Sprintf("≤ %g", t.Max))
+		}
+		ts = append(ts, t.Figure+" "+strings.Join(bounds, ", "))
+	}
+	b.WriteString(strings.Join(ts, "; ") + ".\n")
+	if m := th.misses(rs); len(m) > 0 {
+		fmt.Fprintf(b, "\nMissed (✗):\n\n- %s\n", strings.Join(m, "\n- "))
+	} else {
+		b.WriteString("\nEvery judged figure meets its target.\n")
+	}
 }
 
 func project(format string, rs []result, vals []float64, full int) string {
