@@ -14,6 +14,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
 )
 
 const benchNamespaces = 1000
@@ -40,6 +41,7 @@ func benchNamespaceSet(b *testing.B) ([]string, map[string]string) {
 // all 1000 NADs exist (create to last NAD observed). The baseline creates
 // 1000 NADs, one after another, with a plain client into 1000 namespaces.
 func BenchmarkNADs1000Namespaces(b *testing.B) {
+	rtest.Require(b)
 	b.Run("cudn-reconciler", func(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
 )
 
 // These tests run without webhooks, as if both objects had been admitted in
@@ -116,6 +117,7 @@ func race(t *testing.T, one func(t *testing.T, i int) (a, b client.Object)) {
 }
 
 func TestTwoPrimaryUDNsCreatedTogether(t *testing.T) {
+	rtest.Require(t)
 	race(t, func(t *testing.T, _ int) (client.Object, client.Object) {
 		g := NewWithT(t)
 		ns := newNamespace(t, "race-udn", nil)
@@ -143,6 +145,7 @@ func TestTwoPrimaryUDNsCreatedTogether(t *testing.T) {
 }
 
 func TestPrimaryUDNAndCUDNCreatedTogether(t *testing.T) {
+	rtest.Require(t)
 	race(t, func(t *testing.T, i int) (client.Object, client.Object) {
 		g := NewWithT(t)
 		sel := map[string]string{"race-cudn": fmt.Sprint(i)}
@@ -181,6 +184,7 @@ func TestPrimaryUDNAndCUDNCreatedTogether(t *testing.T) {
 // Primary UDN (the webhook refuses that, but its cache may lag) takes
 // nothing from it; narrowing the selector clears the conflict.
 func TestCUDNWideningOverAnOlderUDN(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	ns := newNamespace(t, "widen", map[string]string{"widen": "yes"})
 	mine := newNamespace(t, "widen-own", map[string]string{"widen-own": "yes"})
@@ -214,6 +218,7 @@ func TestCUDNWideningOverAnOlderUDN(t *testing.T) {
 // is reported and kept out of the NAD, which keeps its old subnets; once the
 // range is free the NAD gets the appended subnet.
 func TestLayer3AppendOverAUsedRange(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	ns := newNamespace(t, "append-conflict", nil)
 	green := makeUDN(ns, "green", l3Spec(udnv1.Layer3Subnet{CIDR: "10.200.0.0/16", HostSubnet: 24}))
@@ -255,6 +260,7 @@ func TestLayer3AppendOverAUsedRange(t *testing.T) {
 // A CUDN reports the conflict with the spec.network path; the network's own
 // join subnet and the cluster's ranges count as used.
 func TestCUDNLayer3AppendOverAUsedRange(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	sel := map[string]string{"cudn-append": "yes"}
 	ns := newNamespace(t, "cudn-append", sel)
@@ -279,6 +285,7 @@ func TestCUDNLayer3AppendOverAUsedRange(t *testing.T) {
 // the index was built (it named another one before), the younger Primary
 // UDN there loses the namespace to it, and gets it back when the CUDN goes.
 func TestNamedCUDNRenamedOntoAYoungerUDN(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	elsewhere := newNamespace(t, "named-elsewhere", nil)
 	ns := newNamespace(t, "named-target", nil)

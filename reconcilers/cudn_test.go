@@ -15,6 +15,7 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
+	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
 )
 
 func makeCUDN(name string, selector map[string]string, spec udnv1.NetworkSpec) *udnv1.ClusterUserDefinedNetwork {
@@ -40,6 +41,7 @@ func nadNamespaces(g Gomega, cudn *udnv1.ClusterUserDefinedNetwork) []string {
 }
 
 func TestCUDNSelectsAndRelabels(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	sel := map[string]string{"tenant": "selectme"}
 	a := newNamespace(t, "cudn-a", sel)
@@ -88,6 +90,7 @@ func TestCUDNSelectsAndRelabels(t *testing.T) {
 }
 
 func TestCUDNPrimaryLayer2DeletionWaitsForPods(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	sel := map[string]string{"tenant": "migrated"}
 	a := newNamespace(t, "migrated", sel)
@@ -121,6 +124,7 @@ func setLabels(t *testing.T, name string, labels map[string]string) {
 }
 
 func TestCUDNSkipsTerminatingNamespaces(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	sel := map[string]string{"tenant": "terminating"}
 	a := newNamespace(t, "term", sel)
@@ -152,6 +156,7 @@ func TestCUDNSkipsTerminatingNamespaces(t *testing.T) {
 }
 
 func TestPredefinedAddressesFeatureFlag(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	cfg := reconcilers.DefaultConfig()
 	cfg.Cluster.PreconfiguredUDNAddresses = true
@@ -178,6 +183,7 @@ func TestPredefinedAddressesFeatureFlag(t *testing.T) {
 // Upstream's transport fields are admitted and rendered into the NetConf as
 // upstream renders them, and the CUDN says udnkit does not implement them.
 func TestCUDNUnimplementedTransportIsReported(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	sel := map[string]string{"tenant": "evpn"}
 	ns := newNamespace(t, "evpn", sel)

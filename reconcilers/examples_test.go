@@ -16,6 +16,7 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
 )
 
 // applyExample server-side applies every object of an examples/ manifest,
@@ -51,6 +52,7 @@ func applyExample(t *testing.T, file string) []*unstructured.Unstructured {
 // TestExamples applies the quickstart's manifests (what `make run` prints)
 // and checks the NADs and node annotations the reconcilers produce.
 func TestExamples(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	var created []*unstructured.Unstructured
 	for _, f := range []string{"udn-layer2-primary.yaml", "udn-layer3-primary.yaml", "cudn-layer2-predefined-addresses.yaml", "cudn-localnet.yaml"} {

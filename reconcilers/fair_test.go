@@ -13,6 +13,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/reconcilers"
+	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
 )
 
 // floodResult is what floodThenOne saw.
@@ -128,6 +129,7 @@ func floodNamespace(tb testing.TB, prefix string) string {
 // its NAD appears while most of the flood still waits, as the UDN
 // controller's queue serves namespaces in turn.
 func TestFloodInOneNamespaceDoesNotHoldUpAnother(t *testing.T) {
+	rtest.Require(t)
 	const n = 200
 	defer restartManager(t, reconcilers.DefaultConfig())
 	res := floodThenOne(t, reconcilers.DefaultConfig(), n)
@@ -143,6 +145,7 @@ func TestFloodInOneNamespaceDoesNotHoldUpAnother(t *testing.T) {
 // with the UDN controller's fair queue and with controller-runtime's default
 // queue, in one run.
 func BenchmarkFloodFairness(b *testing.B) {
+	rtest.Require(b)
 	const n = 1000
 	b.Cleanup(func() { stopManager(); _ = startManager(reconcilers.DefaultConfig()) })
 	for _, fair := range []bool{true, false} {

@@ -21,6 +21,7 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
+	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
 )
 
 // duplicateCounts counts values two objects hold at once.
@@ -124,6 +125,7 @@ func startSecondManager(t *testing.T) {
 // hand out the same next values; write-then-verify must leave no node ID,
 // tunnel ID, host subnet, network ID or tunnel key on two objects.
 func TestTwoManagersFiftyNodesFiftyNetworks(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	startSecondManager(t)
 

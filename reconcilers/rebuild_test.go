@@ -12,6 +12,7 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
+	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
 )
 
 // warningNotes returns the notes of Warning events with reason on obj.
@@ -32,6 +33,7 @@ func warningNotes(g Gomega, obj client.Object, reason string) []string {
 // in its annotations. The older network keeps them, whatever its kind; the
 // younger gets new ones and an Event that does not name the CUDN.
 func TestRebuildIgnoresAnotherNetworksIDs(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	sel := map[string]string{"rebuild": "victim"}
 	victimNS := newNamespace(t, "rebuild-victim", sel)

@@ -19,6 +19,7 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
+	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
 )
 
 func createPrimaryL2(t *testing.T, prefix string, n int) []*udnv1.UserDefinedNetwork {
@@ -35,6 +36,7 @@ func createPrimaryL2(t *testing.T, prefix string, n int) []*udnv1.UserDefinedNet
 }
 
 func TestRestartKeepsAllocations(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	before := createPrimaryL2(t, "restart", 3)
 	for _, u := range before {
@@ -75,6 +77,7 @@ func TestRestartKeepsAllocations(t *testing.T) {
 }
 
 func TestTunnelKeyExhaustion(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	// One allocatable key: the first Primary Layer2 network takes it for its
 	// transit router (its switch keeps the legacy key derived from its network
@@ -122,6 +125,7 @@ func TestTunnelKeyExhaustion(t *testing.T) {
 // Writes are checked against the apiserver before any NAD advertises them,
 // and the writer that sees the clash yields.
 func TestTwoManagersRacing(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	startSecondManager(t)
 
@@ -176,6 +180,7 @@ func reconcileCounts(g Gomega) (total map[string]float64, running float64) {
 // object on the apiserver (at scale, a restart re-applied every Layer3
 // network's status). A write shows as a changed resourceVersion.
 func TestRestartWritesNothing(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	createNodes(t, "still-a", "still-b")
 	l2 := createPrimaryL2(t, "still", 1)[0]

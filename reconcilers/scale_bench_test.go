@@ -15,6 +15,7 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
+	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
 )
 
 const scaleBenchNodes = 50
@@ -26,6 +27,7 @@ const scaleBenchNodes = 50
 // the first create to every NAD with a network ID and every node with a host
 // subnet of every Layer3 network. Doubling n should cost about 2×.
 func BenchmarkNetworksScale(b *testing.B) {
+	rtest.Require(b)
 	cfg := reconcilers.DefaultConfig()
 	cfg.SingleWriter = true // as under leader election
 	if err := startManagerB(cfg); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
 	"github.com/udnkit/udnkit/reconcilers"
+	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
 )
 
 // A tenant with NAD rights in its own namespace writes NADs carrying three
@@ -29,6 +30,7 @@ import (
 // claim lost), udnkit_untrusted_nads_total{consumer="network-ids"} moves for
 // each, and the tenant's managed NADs get their own IDs back.
 func TestRebuildTrustsOnlyVerifiedNADs(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	attackerNS := newNamespace(t, "trust-attacker", nil)
 	old := makeUDN(attackerNS, "old", l2Spec(udnv1.NetworkRolePrimary, "10.91.0.0/16"))

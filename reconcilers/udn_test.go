@@ -17,9 +17,11 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
 )
 
 func TestUDNCreatesNAD(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	ns := newNamespace(t, "blue", nil)
 	udn := makeUDN(ns, "blue", l2Spec(udnv1.NetworkRolePrimary, "10.100.0.0/16", "fd00:100::/64"))
@@ -63,6 +65,7 @@ func TestUDNCreatesNAD(t *testing.T) {
 }
 
 func TestUDNTransitSubnetAvoidsOverlap(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	ns := newNamespace(t, "overlap", nil)
 	udn := makeUDN(ns, "net", l2Spec(udnv1.NetworkRolePrimary, "100.88.0.0/20"))
@@ -83,6 +86,7 @@ func TestUDNTransitSubnetAvoidsOverlap(t *testing.T) {
 }
 
 func TestUDNSecondaryLayer3(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	ns := newNamespace(t, "sec", nil)
 	udn := makeUDN(ns, "sec", udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer3, Layer3: &udnv1.Layer3Config{
@@ -98,6 +102,7 @@ func TestUDNSecondaryLayer3(t *testing.T) {
 }
 
 func TestUDNLayer3AppendUpdatesNADInPlace(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	ns := newNamespace(t, "green", nil)
 	udn := makeUDN(ns, "green", l3Spec(udnv1.Layer3Subnet{CIDR: "10.200.0.0/16", HostSubnet: 24}))
@@ -117,6 +122,7 @@ func TestUDNLayer3AppendUpdatesNADInPlace(t *testing.T) {
 }
 
 func TestUDNNADDriftRepair(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	ns := newNamespace(t, "drift", nil)
 	udn := makeUDN(ns, "net", l2Spec(udnv1.NetworkRoleSecondary, "10.40.0.0/16"))
@@ -158,6 +164,7 @@ func TestUDNNADDriftRepair(t *testing.T) {
 }
 
 func TestUDNForeignNADIsNeverOverwritten(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	ns := newNamespace(t, "foreign", nil)
 	foreign := &nadv1.NetworkAttachmentDefinition{
@@ -195,6 +202,7 @@ func TestUDNForeignNADIsNeverOverwritten(t *testing.T) {
 }
 
 func TestUDNDeletionWaitsForPods(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	ns := newNamespace(t, "inuse", nil)
 	udn := makeUDN(ns, "net", l2Spec(udnv1.NetworkRolePrimary, "10.42.0.0/16"))
@@ -225,6 +233,7 @@ func TestUDNDeletionWaitsForPods(t *testing.T) {
 }
 
 func TestUDNConcurrentCreatesGetUniqueIDs(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	const n = 24
 	var wg sync.WaitGroup

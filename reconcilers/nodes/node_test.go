@@ -35,6 +35,7 @@ func nodeEventNotes(g Gomega, name, reason string) []string {
 }
 
 func TestNodeIDsAndMultiVTEPTunnelIDs(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	suite.CreateNodes(t, "vtep-a", "vtep-b", "vtep-c")
 	ids := map[int]string{}
@@ -83,6 +84,7 @@ func TestNodeIDsAndMultiVTEPTunnelIDs(t *testing.T) {
 }
 
 func TestLayer3HostSubnetsExhaustionAndAppend(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	nodes := []string{"l3-a", "l3-b", "l3-c"}
 	suite.CreateNodes(t, nodes...)
@@ -184,6 +186,7 @@ func TestLayer3HostSubnetsExhaustionAndAppend(t *testing.T) {
 }
 
 func TestNodeIDsSurviveRestart(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	suite.CreateNodes(t, "keep-a", "keep-b")
 	g.Eventually(func(g Gomega) { suite.NodeID(g, "keep-a"); suite.NodeID(g, "keep-b") }).WithTimeout(timeout).Should(Succeed())
@@ -207,6 +210,7 @@ func TestNodeIDsSurviveRestart(t *testing.T) {
 }
 
 func TestDeletedNodeFreesItsHostSubnetForAWaitingNode(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	suite.CreateNodes(t, "free-a", "free-b")
 	ns := suite.NewNamespace(t, "free", nil)
@@ -236,6 +240,7 @@ func TestDeletedNodeFreesItsHostSubnetForAWaitingNode(t *testing.T) {
 // A node ID that is malformed, out of range, or another (older) node's is
 // rewritten with an Event; the older node keeps its ID.
 func TestBadOrDuplicateNodeIDIsRewritten(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	suite.CreateNodes(t, "dup-old")
 	g.Eventually(func(g Gomega) { suite.NodeID(g, "dup-old") }).WithTimeout(timeout).Should(Succeed())
@@ -264,6 +269,7 @@ func TestBadOrDuplicateNodeIDIsRewritten(t *testing.T) {
 // (OKEP-5377): the NAD keeps its old subnets, and no node gets a host subnet
 // of it until the conflict is gone.
 func TestHeldBackLayer3SubnetGetsNoHostSubnets(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	suite.CreateNodes(t, "held-a", "held-b", "held-c")
 	ns := suite.NewNamespace(t, "held", nil)
@@ -307,6 +313,7 @@ func TestHeldBackLayer3SubnetGetsNoHostSubnets(t *testing.T) {
 // the older keeps it. The order is checked against the nodes' own
 // timestamps, so it holds however the creations fall across a second.
 func TestRebuildReadsEveryNodeOldestFirst(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	suite.CreateNodes(t, "page-e", "page-d", "page-c", "page-b", "page-a")
 

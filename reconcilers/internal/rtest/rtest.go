@@ -29,6 +29,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
 )
@@ -54,15 +55,15 @@ type Suite struct {
 	ns   int
 }
 
-// Main starts the control plane and a manager with the default
-// configuration, hands the suite to started, runs the tests and stops both;
-// name names the package in the message printed under -short (every test
-// needs kube-apiserver).
+// Main runs the package's tests. Without -short it first starts the
+// control plane and a manager with the default configuration, hands the
+// suite to started, and stops both after the tests; under -short it starts
+// nothing, the pure tests run and every test that needs the apiserver skips
+// (Require). name names the package in a start-up failure.
 func Main(m *testing.M, name string, started func(*Suite)) int {
 	flag.Parse()
 	if testing.Short() {
-		fmt.Printf("%s: every test needs kube-apiserver (run without -short)\n", name)
-		return 0
+		return m.Run()
 	}
 	if os.Getenv("UDNKIT_TEST_LOG") != "" {
 		log.SetLogger(zap.New(zap.UseDevMode(true)))
@@ -71,20 +72,35 @@ func Main(m *testing.M, name string, started func(*Suite)) int {
 	}
 	env, err := envtest.Start(envtest.Options{})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		return 1
 	}
 	s := &Suite{Env: env, K8s: env.Client, Ctx: context.Background()}
 	if err := s.StartManager(reconcilers.DefaultConfig()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		_ = env.Stop()
 		return 1
 	}
+	running = s
 	started(s)
 	code := m.Run()
 	s.StopManager()
 	_ = env.Stop()
 	return code
+}
+
+// running is the suite Main started (nil under -short).
+var running *Suite
+
+// Require marks tb as needing the suite's control plane and manager: under
+// -short it skips tb (testenv.Real). It returns the suite Main started.
+func Require(tb testing.TB) *Suite {
+	tb.Helper()
+	testenv.Real(tb, "kube-apiserver")
+	if running == nil {
+		tb.Fatal("rtest.Require: the package's TestMain does not run rtest.Main")
+	}
+	return running
 }
 
 type discard struct{}
