@@ -19,6 +19,10 @@ func Real(tb testing.TB, what string) {
 	}
 }
 
+// Skipping reports whether Real skips (under -short): a test with a pure
+// half and a half that needs real parts runs the pure half either way.
+func Skipping() bool { return testing.Short() }
+
 // EventuallyTimeout bounds Eventually: a bound on a loaded 2-core machine
 // running every package's apiserver at once, not a performance figure.
 const EventuallyTimeout = 60 * time.Second
