@@ -11,6 +11,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
+	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -20,6 +21,7 @@ import (
 // udnkit_ovn_schema_too_old{db="nb"} is 1; a current one is accepted and the
 // gauge is 0.
 func TestConnectRefusesAnOlderNorthboundSchema(t *testing.T) {
+	testenv.Real(t, "ovsdb-server")
 	dir, err := os.MkdirTemp("", "schema")
 	if err != nil {
 		t.Fatal(err)

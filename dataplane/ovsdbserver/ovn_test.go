@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/udnkit/udnkit/internal/testenv"
 )
 
 // The Makefile provisions where the package looks: provision-ovn.sh
@@ -62,6 +64,7 @@ func TestToolRefusesAnotherOVN(t *testing.T) {
 
 // The tools found are OVNVersion's.
 func TestToolsAreTheProvisionedRelease(t *testing.T) {
+	testenv.Real(t, "the provisioned OVN tools")
 	for tool, want := range map[string]string{"ovn-nbctl": "ovn-nbctl " + OVNVersion, "ovn-trace": "ovn-trace " + OVNVersion,
 		"ovsdb-tool": "ovsdb-tool (Open vSwitch) " + OVSVersion} {
 		out, err := Command(tool, "--version").Output()

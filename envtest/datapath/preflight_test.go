@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/udnkit/udnkit/internal/testenv"
 )
 
 // A machine (or user) without /dev/net/tun access or permission to create
@@ -15,6 +17,7 @@ import (
 // instead of skipping. This test runs a copy of its own binary as the
 // unprivileged user nobody.
 func TestPreflightRefusesAnUnprivilegedUser(t *testing.T) {
+	testenv.Real(t, "root, to run a copy of the test binary as nobody")
 	if os.Geteuid() != 0 {
 		t.Fatal("this check runs as root and drops to nobody; as another user the cluster itself cannot start")
 	}
