@@ -35,6 +35,7 @@ var dataplaneLayers = [][]string{
 	{"dataplane/internal/plan"},
 	{"dataplane/internal/txn"},
 	{"dataplane/internal/engine"},
+	{"dataplane/internal/nbtest"}, // test support: only tests import it
 	{"dataplane/topology"},
 	{"dataplane"},
 	{"dataplane/controllers/zone", "dataplane/controllers/internal/ctrltest"},
