@@ -12,6 +12,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
 )
 
 // A network whose subnets overlap its join subnets (here the default,
@@ -19,6 +20,7 @@ import (
 // policies) gets no NAD and NetworkCreated=False with upstream's words, as
 // upstream's UDN controller reports a NAD it cannot render.
 func TestNetworkOverlappingItsJoinSubnetGetsNoNAD(t *testing.T) {
+	rtest.Require(t)
 	g := NewWithT(t)
 	sel := map[string]string{"join-overlap": "yes"}
 	ns := newNamespace(t, "join-overlap", sel)

@@ -16,6 +16,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // These tests plan against libovsdb's in-memory Northbound server (package
@@ -173,7 +174,7 @@ func foreignUUIDs(t *testing.T, e *engine.Engine, addr string) map[string]bool {
 	for _, table := range []string{nbdb.LogicalRouterTable, nbdb.LogicalRouterStaticRouteTable, nbdb.LogicalSwitchPortTable} {
 		for u, m := range e.NB.Cache().Table(table).Rows() {
 			_, ids, _, _ := schema.RowFields(table, m)
-			if ids[rows.ExternalIDPiece] != nbtest.Owner("").Piece {
+			if ids[ovnk.ExternalIDPiece] != nbtest.Owner("").Piece {
 				out[u] = true
 			}
 		}
