@@ -90,7 +90,7 @@ func TestImportCheckRejects(t *testing.T) {
 		"dataplane/internal/schema (rank 1) imports dataplane/internal/plan (rank 4): the dataplane's layers import only lower ones",
 		"dataplane/internal/index (rank 3) imports dataplane/internal/ovsconn (rank 3): the dataplane's layers import only lower ones",
 		"dataplane/extra: a dataplane package without a layer (dataplaneLayers in layers_test.go)",
-		"dataplane/controllers/layer2 (rank 10) imports dataplane/controllers/layer3 (rank 10): the dataplane's layers import only lower ones",
+		"dataplane/controllers/layer2 (rank 11) imports dataplane/controllers/layer3 (rank 11): the dataplane's layers import only lower ones",
 		"dataplane/topology imports dataplane/internal/schema: it imports only dataplane/rows, dataplane/nbdb, ovnk of the module",
 	}
 	if !slices.Equal(got, want) {
