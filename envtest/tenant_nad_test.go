@@ -24,6 +24,7 @@ import (
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/envtest/manager"
 	"github.com/udnkit/udnkit/internal/testenv"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -79,7 +80,7 @@ func TestTenantNADs(t *testing.T) {
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "nad-writer"},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "alice"}}}))
 	testenv.Eventually(t, "the NAD policy refuses alice a labelled NAD", func() error {
-		err := s.alice.Create(ctx, labelled(userNAD("alice", "probe", ovnConfig("alice", "probe", "probe"))), client.DryRunAll)
+		err := s.alice.Create(ctx, testobj.MakeNAD("alice", "probe").Config(ovnConfig("alice", "probe", "probe")).Managed().Obj(), client.DryRunAll)
 		if err == nil || !strings.Contains(err.Error(), nadPolicyRule) {
 			return fmt.Errorf("not refused by the policy yet: %v", err)
 		}
@@ -93,9 +94,9 @@ func TestTenantNADs(t *testing.T) {
 	green := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "bob", Name: "green"},
 		Spec: udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer3,
 			Layer3: &udnv1.Layer3Config{Role: udnv1.NetworkRoleSecondary, Subnets: []udnv1.Layer3Subnet{{CIDR: "10.60.0.0/16", HostSubnet: 24}}}}}
-	shared := cudn("shared")
-	shared.Spec.NamespaceSelector = metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "bob"}}
-	red := udn("alice", "red")
+	shared := testobj.MakeCUDN("shared").SelectLabels(map[string]string{corev1.LabelMetadataName: "bob"}).
+		Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.1.0.0/24")).Obj()
+	red := testobj.MakeUDN("alice", "red").Obj()
 	for _, obj := range []client.Object{blue, green, shared} {
 		must(t, s.admin.Create(ctx, obj))
 	}
@@ -136,25 +137,25 @@ func (s *nadSuite) testForgedNetworkNames(t *testing.T) {
 	} {
 		network := victim.network
 		// The victim's network on alice's subnet, in alice's namespace.
-		forged := func(name string) *nadv1.NetworkAttachmentDefinition {
+		forged := func(name string) *testobj.NADWrapper {
 			c := victim
 			c.namespace, c.name = "alice", name
-			return userNAD("alice", name, c.String())
+			return testobj.MakeNAD("alice", name).Config(c.String())
 		}
 		name := strings.ReplaceAll(network, "_", "-")
-		err := s.alice.Create(ctx, labelled(forged(name+"-labelled")))
+		err := s.alice.Create(ctx, forged(name+"-labelled").Managed().Obj())
 		refusedNAD(t, "a labelled NAD naming "+network, err,
 			"metadata.labels[k8s.ovn.org/user-defined-network]: "+nadPolicyRule, `not user "alice"`)
 		s.expectNoNAD(t, "alice", name+"-labelled")
 
-		err = s.alice.Create(ctx, forged(name))
+		err = s.alice.Create(ctx, forged(name).Obj())
 		owner, _ := ovnk.OwnerOfNetworkName(network)
 		refusedNAD(t, "an unlabelled NAD naming "+network, err,
 			nadWebhookRule+fmt.Sprintf("%q belongs to %s", network, owner))
 		s.expectNoNAD(t, "alice", name)
 	}
 	// A network name claimed before its UDN exists.
-	err := s.alice.Create(ctx, userNAD("alice", "early", ovnConfig("alice", "early", "bob_later")))
+	err := s.alice.Create(ctx, testobj.MakeNAD("alice", "early").Config(ovnConfig("alice", "early", "bob_later")).Obj())
 	refusedNAD(t, "a NAD naming a network whose UDN does not exist yet", err,
 		nadWebhookRule+`"bob_later" is reserved for UserDefinedNetwork bob/later, which does not exist`)
 	s.expectNoNAD(t, "alice", "early")
@@ -171,15 +172,15 @@ func (s *nadSuite) testForgedIDs(t *testing.T) {
 	if id == "" || keys == "" {
 		t.Fatalf("the victim's NAD has no IDs: %v", victim.Annotations)
 	}
-	rogue := userNAD("alice", "rogue", netConf{namespace: "alice", name: "rogue", network: "rogue", topology: "layer3", role: "primary",
-		subnets: "10.244.0.0/16/24", joinSubnet: "100.64.0.0/16"}.String())
+	rogue := testobj.MakeNAD("alice", "rogue").Config(netConf{namespace: "alice", name: "rogue", network: "rogue", topology: "layer3", role: "primary",
+		subnets: "10.244.0.0/16/24", joinSubnet: "100.64.0.0/16"}.String()).Obj()
 	rogue.Annotations = map[string]string{ovnk.AnnotationNetworkID: id, ovnk.AnnotationTunnelKeys: keys}
 	refusedNAD(t, "a Primary NAD with the victim's network ID and tunnel keys", s.alice.Create(ctx, rogue),
 		"metadata.annotations[k8s.ovn.org/network-id], metadata.annotations[k8s.ovn.org/tunnel-keys]: "+nadPolicyRule)
 	s.expectNoNAD(t, "alice", "rogue")
 
 	owned := func(name string) *nadv1.NetworkAttachmentDefinition {
-		nad := userNAD("alice", name, ovnConfig("alice", name, "alice_"+name))
+		nad := testobj.MakeNAD("alice", name).Config(ovnConfig("alice", name, "alice_"+name)).Obj()
 		controller := true
 		nad.OwnerReferences = []metav1.OwnerReference{{APIVersion: udnv1.GroupVersion.String(), Kind: udnv1.KindUserDefinedNetwork,
 			Name: name, UID: types.UID("00000000-0000-0000-0000-000000000001"), Controller: &controller}}
@@ -223,8 +224,8 @@ func (s *nadSuite) testAllowed(t *testing.T) {
 	ctx := context.Background()
 	// Her own secondary networks of OVN-Kubernetes' type, named like no UDN,
 	// and NADs of other CNIs whatever their names.
-	own := userNAD("alice", "tenant-l2", netConf{namespace: "alice", name: "tenant-l2", network: "tenant-l2", topology: "layer2", role: "secondary",
-		subnets: "10.70.0.0/16"}.String())
+	own := testobj.MakeNAD("alice", "tenant-l2").Config(netConf{namespace: "alice", name: "tenant-l2", network: "tenant-l2", topology: "layer2", role: "secondary",
+		subnets: "10.70.0.0/16"}.String()).Obj()
 	if err := s.alice.Create(ctx, own); err != nil {
 		t.Errorf("alice cannot write her own secondary network: %v", err)
 	} else {
@@ -233,7 +234,7 @@ func (s *nadSuite) testAllowed(t *testing.T) {
 			t.Errorf("alice cannot change her own secondary network: %v", err)
 		}
 	}
-	if err := s.alice.Create(ctx, userNAD("alice", "macvlan", `{"cniVersion":"1.0.0","name":"bob_blue","type":"macvlan","master":"eth1"}`)); err != nil {
+	if err := s.alice.Create(ctx, testobj.MakeNAD("alice", "macvlan").Config(`{"cniVersion":"1.0.0","name":"bob_blue","type":"macvlan","master":"eth1"}`).Obj()); err != nil {
 		t.Errorf("alice cannot write a macvlan NAD: %v", err)
 	}
 	// Her UDN's NAD: other labels are hers; a deleted one comes back.
@@ -256,7 +257,7 @@ func (s *nadSuite) testAllowed(t *testing.T) {
 		return nil
 	})
 	// The manager writes a new UDN's NAD with its IDs.
-	must(t, s.alice.Create(ctx, udn("alice", "late")))
+	must(t, s.alice.Create(ctx, testobj.MakeUDN("alice", "late").Obj()))
 	if nad := s.managedNAD(t, "alice", "late"); nad.Annotations[ovnk.AnnotationNetworkID] == "" {
 		t.Errorf("the manager's new NAD has no network ID: %v", nad.Annotations)
 	}
@@ -361,14 +362,4 @@ func (c netConf) String() string {
 // ovnConfig is a Secondary Layer2 NetConf without subnets.
 func ovnConfig(namespace, name, network string) string {
 	return netConf{namespace: namespace, name: name, network: network, topology: "layer2", role: "secondary"}.String()
-}
-
-func userNAD(namespace, name, config string) *nadv1.NetworkAttachmentDefinition {
-	return &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: config}}
-}
-
-func labelled(nad *nadv1.NetworkAttachmentDefinition) *nadv1.NetworkAttachmentDefinition {
-	nad.Labels = map[string]string{ovnk.LabelUserDefinedNetwork: ""}
-	return nad
 }

@@ -94,17 +94,17 @@ func (s *tenantSuite) testRBAC(t *testing.T) {
 	must(t, envtest.AggregateClusterRoles(ctx, s.admin))
 	// The binding is live once alice may create a pod (RBAC caches follow a watch).
 	testenv.Eventually(t, "alice creates a pod as namespace admin", func() error {
-		return s.alice.Create(ctx, pod("alice", "probe", ""), client.DryRunAll)
+		return s.alice.Create(ctx, testobj.MakePod("alice", "probe").Obj(), client.DryRunAll)
 	})
 	// Without the chart's roles, Kubernetes' admin grants no UDNs.
-	if err := s.alice.Create(ctx, udn("alice", "early"), client.DryRunAll); !apierrors.IsForbidden(err) {
+	if err := s.alice.Create(ctx, testobj.MakeUDN("alice", "early").Obj(), client.DryRunAll); !apierrors.IsForbidden(err) {
 		t.Fatalf("alice created a UDN before the chart's roles were installed: %v", err)
 	}
 
 	must(t, envtest.InstallObjects(ctx, s.admin, envtest.AccessDir()))
 	must(t, envtest.AggregateClusterRoles(ctx, s.admin))
 	testenv.Eventually(t, "alice creates a UDN in her namespace", func() error {
-		return s.alice.Create(ctx, udn("alice", "blue"))
+		return s.alice.Create(ctx, testobj.MakeUDN("alice", "blue").Obj())
 	})
 	blue := &udnv1.UserDefinedNetwork{}
 	must(t, s.alice.Get(ctx, client.ObjectKey{Namespace: "alice", Name: "blue"}, blue))
@@ -115,26 +115,26 @@ func (s *tenantSuite) testRBAC(t *testing.T) {
 	if err := s.alice.Delete(ctx, blue); err != nil {
 		t.Errorf("alice cannot delete her UDN: %v", err)
 	}
-	must(t, s.alice.Create(ctx, udn("alice", "green")))
+	must(t, s.alice.Create(ctx, testobj.MakeUDN("alice", "green").Obj()))
 	testenv.Eventually(t, "carol creates a UDN as namespace editor", func() error {
-		return s.carol.Create(ctx, udn("alice", "carols"))
+		return s.carol.Create(ctx, testobj.MakeUDN("alice", "carols").Obj())
 	})
-	if err := s.carol.Delete(ctx, udn("alice", "carols")); err != nil {
+	if err := s.carol.Delete(ctx, testobj.MakeUDN("alice", "carols").Obj()); err != nil {
 		t.Errorf("an editor cannot delete a UDN: %v", err)
 	}
-	if err := s.carol.Create(ctx, cudn("carols"), client.DryRunAll); !apierrors.IsForbidden(err) {
+	if err := s.carol.Create(ctx, testobj.MakeCUDN("carols").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.1.0.0/24")).Obj(), client.DryRunAll); !apierrors.IsForbidden(err) {
 		t.Errorf("an editor creates a CUDN: %v", err)
 	}
 
 	// Only her namespace, and no cluster-scoped networks.
-	must(t, s.admin.Create(ctx, udn("bob", "other")))
+	must(t, s.admin.Create(ctx, testobj.MakeUDN("bob", "other").Obj()))
 	if err := s.alice.Get(ctx, client.ObjectKey{Namespace: "bob", Name: "other"}, &udnv1.UserDefinedNetwork{}); !apierrors.IsForbidden(err) {
 		t.Errorf("alice reads a UDN in namespace bob: %v", err)
 	}
 	if err := s.alice.List(ctx, &udnv1.UserDefinedNetworkList{}, client.InNamespace("bob")); !apierrors.IsForbidden(err) {
 		t.Errorf("alice lists UDNs in namespace bob: %v", err)
 	}
-	if err := s.alice.Create(ctx, udn("bob", "intruder")); !apierrors.IsForbidden(err) {
+	if err := s.alice.Create(ctx, testobj.MakeUDN("bob", "intruder").Obj()); !apierrors.IsForbidden(err) {
 		t.Errorf("alice creates a UDN in namespace bob: %v", err)
 	}
 	if err := s.alice.List(ctx, &udnv1.UserDefinedNetworkList{}); !apierrors.IsForbidden(err) {
@@ -143,7 +143,7 @@ func (s *tenantSuite) testRBAC(t *testing.T) {
 	if err := s.alice.List(ctx, &udnv1.ClusterUserDefinedNetworkList{}); !apierrors.IsForbidden(err) {
 		t.Errorf("alice lists CUDNs: %v", err)
 	}
-	if err := s.alice.Create(ctx, cudn("alices-cudn")); !apierrors.IsForbidden(err) {
+	if err := s.alice.Create(ctx, testobj.MakeCUDN("alices-cudn").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.1.0.0/24")).Obj()); !apierrors.IsForbidden(err) {
 		t.Errorf("alice creates a CUDN: %v", err)
 	}
 
@@ -155,7 +155,7 @@ func (s *tenantSuite) testRBAC(t *testing.T) {
 	if err := s.bob.Get(ctx, client.ObjectKey{Namespace: "alice", Name: "green"}, green); err != nil {
 		t.Errorf("bob cannot read a UDN he may view: %v", err)
 	}
-	if err := s.bob.Create(ctx, udn("alice", "bobs"), client.DryRunAll); !apierrors.IsForbidden(err) {
+	if err := s.bob.Create(ctx, testobj.MakeUDN("alice", "bobs").Obj(), client.DryRunAll); !apierrors.IsForbidden(err) {
 		t.Errorf("a viewer creates a UDN: %v", err)
 	}
 	green.Labels = map[string]string{"by": "bob"}
@@ -175,12 +175,12 @@ func (s *tenantSuite) testPodNetworks(t *testing.T) {
 	key := ovnk.AnnotationPodNetworks
 	forged := `{"alice/blue":{"ip_addresses":["10.0.0.9/24"],"mac_address":"0a:58:0a:00:00:09","role":"primary"}}`
 	genuine := `{"alice/blue":{"ip_addresses":["10.0.0.5/24"],"mac_address":"0a:58:0a:00:00:05","role":"primary"}}`
-	testenv.Eventually(t, "alice creates pods", func() error { return s.alice.Create(ctx, pod("alice", "ready", ""), client.DryRunAll) })
+	testenv.Eventually(t, "alice creates pods", func() error { return s.alice.Create(ctx, testobj.MakePod("alice", "ready").Obj(), client.DryRunAll) })
 
 	// Create: forged by alice is refused; by the manager accepted.
-	refused(t, "alice creates a pod with pod-networks", s.alice.Create(ctx, annotate(pod("alice", "forged", ""), key, forged)), key, "alice")
-	must(t, s.alice.Create(ctx, pod("alice", "web", "")))
-	if err := s.manager.Create(ctx, annotate(pod("alice", "by-manager", ""), key, genuine)); err != nil {
+	refused(t, "alice creates a pod with pod-networks", s.alice.Create(ctx, annotate(testobj.MakePod("alice", "forged").Obj(), key, forged)), key, "alice")
+	must(t, s.alice.Create(ctx, testobj.MakePod("alice", "web").Obj()))
+	if err := s.manager.Create(ctx, annotate(testobj.MakePod("alice", "by-manager").Obj(), key, genuine)); err != nil {
 		t.Errorf("the manager cannot create a pod with pod-networks: %v", err)
 	}
 
@@ -210,8 +210,8 @@ func (s *tenantSuite) testPodNetworks(t *testing.T) {
 	refused(t, "an admin binds a pod with pod-networks", s.admin.SubResource("binding").Create(ctx, web.DeepCopy(), binding), key, s.adminUser)
 
 	// OVN-Kubernetes' node identity writes the pods of its own node only.
-	must(t, s.admin.Create(ctx, pod("alice", "on-a", "node-a")))
-	must(t, s.admin.Create(ctx, pod("alice", "on-b", "node-b")))
+	must(t, s.admin.Create(ctx, testobj.MakePod("alice", "on-a").Node("node-a").Obj()))
+	must(t, s.admin.Create(ctx, testobj.MakePod("alice", "on-b").Node("node-b").Obj()))
 	onA, onB := &corev1.Pod{}, &corev1.Pod{}
 	must(t, s.nodeA.Get(ctx, client.ObjectKey{Namespace: "alice", Name: "on-a"}, onA))
 	must(t, s.nodeA.Get(ctx, client.ObjectKey{Namespace: "alice", Name: "on-b"}, onB))
@@ -226,12 +226,12 @@ func (s *tenantSuite) testPodNetworks(t *testing.T) {
 func (s *tenantSuite) testNetworkAnnotations(t *testing.T) {
 	ctx := context.Background()
 	id, keys := ovnk.AnnotationNetworkID, ovnk.AnnotationTunnelKeys
-	refused(t, "alice creates a UDN with network-id", s.alice.Create(ctx, annotate(udn("alice", "forged-id"), id, "7")), id, "alice")
-	refused(t, "alice creates a UDN with tunnel-keys", s.alice.Create(ctx, annotate(udn("alice", "forged-keys"), keys, "[16711681]")), keys, "alice")
-	err := s.alice.Create(ctx, annotate(annotate(udn("alice", "forged-both"), id, "7"), keys, "[16711681]"))
+	refused(t, "alice creates a UDN with network-id", s.alice.Create(ctx, annotate(testobj.MakeUDN("alice", "forged-id").Obj(), id, "7")), id, "alice")
+	refused(t, "alice creates a UDN with tunnel-keys", s.alice.Create(ctx, annotate(testobj.MakeUDN("alice", "forged-keys").Obj(), keys, "[16711681]")), keys, "alice")
+	err := s.alice.Create(ctx, annotate(annotate(testobj.MakeUDN("alice", "forged-both").Obj(), id, "7"), keys, "[16711681]"))
 	refused(t, "alice creates a UDN with both", err, "The "+id+", "+keys+" annotations", "alice")
 
-	red := udn("alice", "red")
+	red := testobj.MakeUDN("alice", "red").Obj()
 	testenv.Eventually(t, "alice creates a UDN", func() error { return s.alice.Create(ctx, red) })
 	must(t, s.manager.Get(ctx, client.ObjectKeyFromObject(red), red))
 	annotate(annotate(red, id, "3"), keys, "[16711683]")
@@ -248,8 +248,8 @@ func (s *tenantSuite) testNetworkAnnotations(t *testing.T) {
 		t.Errorf("alice cannot label her annotated UDN: %v", err)
 	}
 
-	refused(t, "an admin creates a CUDN with tunnel-keys", s.admin.Create(ctx, annotate(cudn("forged"), keys, "[16711681]")), keys, s.adminUser)
-	c := annotate(cudn("trusted"), id, "4")
+	refused(t, "an admin creates a CUDN with tunnel-keys", s.admin.Create(ctx, annotate(testobj.MakeCUDN("forged").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.1.0.0/24")).Obj(), keys, "[16711681]")), keys, s.adminUser)
+	c := annotate(testobj.MakeCUDN("trusted").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.1.0.0/24")).Obj(), id, "4")
 	if err := s.manager.Create(ctx, c); err != nil {
 		t.Errorf("the manager cannot create a CUDN with network-id: %v", err)
 	}
@@ -302,13 +302,13 @@ func (s *tenantSuite) waitForPolicies(t *testing.T) {
 	ctx := context.Background()
 	probes := map[string]func() error{
 		"pods": func() error {
-			return s.admin.Create(ctx, annotate(pod("alice", "probe", ""), ovnk.AnnotationPodNetworks, "{}"), client.DryRunAll)
+			return s.admin.Create(ctx, annotate(testobj.MakePod("alice", "probe").Obj(), ovnk.AnnotationPodNetworks, "{}"), client.DryRunAll)
 		},
 		"nodes": func() error {
 			return s.admin.Create(ctx, annotate(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}, ovnk.AnnotationNodeID, "1"), client.DryRunAll)
 		},
 		"networks": func() error {
-			return s.admin.Create(ctx, annotate(udn("alice", "probe"), ovnk.AnnotationNetworkID, "1"), client.DryRunAll)
+			return s.admin.Create(ctx, annotate(testobj.MakeUDN("alice", "probe").Obj(), ovnk.AnnotationNetworkID, "1"), client.DryRunAll)
 		},
 	}
 	for name, probe := range probes {
@@ -370,21 +370,4 @@ func annotate[T client.Object](obj T, key, value string) T {
 	a[key] = value
 	obj.SetAnnotations(a)
 	return obj
-}
-
-func pod(namespace, name, node string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Spec: corev1.PodSpec{NodeName: node,
-			Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
-	}
-}
-
-func udn(namespace, name string) *udnv1.UserDefinedNetwork {
-	return testobj.MakeUDN(namespace, name).Obj()
-}
-
-func cudn(name string) *udnv1.ClusterUserDefinedNetwork {
-	return testobj.MakeCUDN(name).SelectLabels(map[string]string{"team": name}).
-		Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.1.0.0/24")).Obj()
 }

@@ -48,7 +48,7 @@ func reportPercentiles(b *testing.B, prefix string, d []time.Duration) time.Dura
 // namespaces labelled bench=<run>.
 func primaryCUDNReview(b *testing.B, run string) []byte {
 	b.Helper()
-	raw, err := json.Marshal(cudn("bench-"+run, map[string]string{"bench": run}, testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")))
+	raw, err := json.Marshal(testobj.MakeCUDN("bench-" + run).SelectLabels(map[string]string{"bench": run}).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")).Obj())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func BenchmarkCreateUDN(b *testing.B) {
 	for _, role := range []udnv1.NetworkRole{udnv1.NetworkRoleSecondary, udnv1.NetworkRolePrimary} {
 		b.Run(fmt.Sprintf("%s-%dCUDNs", role, many), func(b *testing.B) {
 			for i := len(cudns); i < many; i++ { // once, untimed: b.Run calls this for each b.N
-				cu := cudn(fmt.Sprintf("bench-many-%d", i), map[string]string{"none": "none"}, testobj.Layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16"))
+				cu := testobj.MakeCUDN(fmt.Sprintf("bench-many-%d", i)).SelectLabels(map[string]string{"none": "none"}).Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16")).Obj()
 				if err := startEnv(b).Client.Create(ctx, cu); err != nil {
 					b.Fatal(err)
 				}
@@ -148,7 +148,7 @@ func benchmarkCreateUDN(b *testing.B, role udnv1.NetworkRole, prefill int) {
 	namespace(b, synced(c), withNS, true, nil)
 	namespace(b, synced(c), withoutNS, true, nil)
 	for i := range prefill {
-		if err := c.Create(ctx, udn(withNS, fmt.Sprintf("prefill-%d", i), testobj.Layer2(udnv1.NetworkRoleSecondary, "10.101.0.0/16"))); err != nil {
+		if err := c.Create(ctx, testobj.MakeUDN(withNS, fmt.Sprintf("prefill-%d", i)).Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.101.0.0/16")).Obj()); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -162,7 +162,7 @@ func benchmarkCreateUDN(b *testing.B, role udnv1.NetworkRole, prefill int) {
 	restore := excludeFromAdmission(b, c, withNS, withoutNS)
 	defer restore()
 	create := func(ns string) time.Duration {
-		u := udn(ns, "n", testobj.Layer2(role, "10.100.0.0/16"))
+		u := testobj.MakeUDN(ns, "n").Spec(testobj.Layer2(role, "10.100.0.0/16")).Obj()
 		start := time.Now()
 		err := c.Create(ctx, u)
 		d := time.Since(start)
@@ -299,7 +299,7 @@ func excludeFromAdmission(b *testing.B, c client.Client, with, without string) f
 func waitForAdmission(b *testing.B, c client.Client, ns string, covered bool) {
 	b.Helper()
 	err := envtest.Poll(20*time.Second, func() error {
-		err := c.Create(ctx, udn(ns, "probe", testobj.Layer2(udnv1.NetworkRoleSecondary, "10.244.0.0/24")), client.DryRunAll)
+		err := c.Create(ctx, testobj.MakeUDN(ns, "probe").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.244.0.0/24")).Obj(), client.DryRunAll)
 		if (err != nil) != covered {
 			return fmt.Errorf("namespace %s: admission covers it: %v, want %v (last error: %v)", ns, err != nil, covered, err)
 		}

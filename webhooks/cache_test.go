@@ -51,23 +51,19 @@ func indexedReader(t *testing.T, objs ...client.Object) client.Reader {
 	return b.Build()
 }
 
-func l2UDN(ns, name string, role udnv1.NetworkRole) *udnv1.UserDefinedNetwork {
-	return testobj.MakeUDN(ns, name).Spec(testobj.Layer2(role, "10.100.0.0/16")).Obj()
-}
-
 func TestPrimaryIndexesHoldOnlyLivePrimaries(t *testing.T) {
-	deleting := l2UDN("a", "deleting", udnv1.NetworkRolePrimary)
+	deleting := testobj.MakeUDN("a", "deleting").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")).Obj()
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 	deleting.Finalizers = []string{"keep"}
-	otherNS := l2UDN("b", "p", udnv1.NetworkRolePrimary)
+	otherNS := testobj.MakeUDN("b", "p").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")).Obj()
 	every := metav1.LabelSelector{}
-	cudnDeleting := primaryCUDN("cd", every)
+	cudnDeleting := testobj.MakeCUDN("cd").Selector(every).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")).Obj()
 	cudnDeleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 	cudnDeleting.Finalizers = []string{"keep"}
 	cudnS := &udnv1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cs"},
-		Spec: udnv1.ClusterUserDefinedNetworkSpec{Network: l2UDN("", "", udnv1.NetworkRoleSecondary).Spec.Network()}}
-	c := indexedReader(t, l2UDN("a", "p", udnv1.NetworkRolePrimary), l2UDN("a", "s", udnv1.NetworkRoleSecondary),
-		deleting, otherNS, primaryCUDN("cp", every), cudnS, cudnDeleting)
+		Spec: udnv1.ClusterUserDefinedNetworkSpec{Network: testobj.Layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16")}}
+	c := indexedReader(t, testobj.MakeUDN("a", "p").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")).Obj(), testobj.MakeUDN("a", "s").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16")).Obj(),
+		deleting, otherNS, testobj.MakeCUDN("cp").Selector(every).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")).Obj(), cudnS, cudnDeleting)
 	var udns udnv1.UserDefinedNetworkList
 	if err := c.List(context.Background(), &udns, client.MatchingFields{IndexPrimary: "true"}); err != nil {
 		t.Fatal(err)
@@ -101,10 +97,10 @@ func TestPrimaryIndexesHoldOnlyLivePrimaries(t *testing.T) {
 func TestCUDNCacheRefusalConfirmedByAPIReader(t *testing.T) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{
 		ovnk.LabelPrimaryUserDefinedNetwork: "", "team": "x"}}}
-	stale := l2UDN("a", "gone", udnv1.NetworkRolePrimary)
+	stale := testobj.MakeUDN("a", "gone").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")).Obj()
 	cu := &udnv1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: "c"},
 		Spec: udnv1.ClusterUserDefinedNetworkSpec{NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"team": "x"}},
-			Network: l2UDN("", "", udnv1.NetworkRolePrimary).Spec.Network()}}
+			Network: testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")}}
 	v := &ClusterUserDefinedNetworkValidator{Client: indexedReader(t, ns, stale), APIReader: indexedReader(t, ns)}
 	if _, err := v.ValidateCreate(context.Background(), cu); err != nil {
 		t.Errorf("stale cache entry refused the CUDN: %v", err)
@@ -118,10 +114,9 @@ func TestCUDNCacheRefusalConfirmedByAPIReader(t *testing.T) {
 // A new CUDN named like one the cache still holds after its deletion is
 // admitted; one named like a CUDN the apiserver has is refused.
 func TestCUDNNameRefusalConfirmedByAPIReader(t *testing.T) {
-	secondary := l2UDN("", "", udnv1.NetworkRoleSecondary).Spec.Network()
+	secondary := testobj.Layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16")
 	cudn := func(name string) *udnv1.ClusterUserDefinedNetwork {
-		return &udnv1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: udnv1.ClusterUserDefinedNetworkSpec{Network: secondary}}
+		return testobj.MakeCUDN(name).Selector(metav1.LabelSelector{}).Spec(secondary).Obj()
 	}
 	v := &ClusterUserDefinedNetworkValidator{Client: indexedReader(t, cudn("col-x")), APIReader: indexedReader(t)}
 	if _, err := v.ValidateCreate(context.Background(), cudn("col.x")); err != nil {

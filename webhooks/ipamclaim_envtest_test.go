@@ -15,18 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/webhooks"
 )
-
-// vmPod is a pod of VM vm (none when "") with annotations.
-func vmPod(ns, name, vm string, annotations map[string]string) *corev1.Pod {
-	p := pod(ns, name, annotations)
-	if vm != "" {
-		p.Labels = map[string]string{ovnk.LabelVMName: vm}
-	}
-	return p
-}
 
 func claimRef(name string) map[string]string {
 	return nse(`{"name": "default", "namespace": "ovn-kubernetes", "ipam-claim-reference": "` + name + `"}`)
@@ -74,18 +66,18 @@ func TestIPAMClaimServesOneVM(t *testing.T) {
 	// Persistent: the deprecated annotation is in use with OKEP-5233 off too.
 	spec := predefinedNetwork()
 	spec.Layer2.IPAM = &udnv1.IPAMConfig{Lifecycle: udnv1.IPAMLifecyclePersistent}
-	if err := c.Create(ctx, udn("claims", "vms", spec)); err != nil {
+	if err := c.Create(ctx, testobj.MakeUDN("claims", "vms").Spec(spec).Obj()); err != nil {
 		t.Fatal(err)
 	}
 	claim(t, c, "claims", "vm-a")
-	source := vmPod("claims", "virt-launcher-a-1", "vm-a", claimRef("vm-a"))
+	source := testobj.MakePod("claims", "virt-launcher-a-1").VM("vm-a").Annotations(claimRef("vm-a")).Obj()
 	if err := c.Create(ctx, source); err != nil {
 		t.Fatalf("the first pod naming a free claim: %v", err)
 	}
 	setOwnerPod(t, c, "claims", "vm-a", source.Name)
 
 	t.Run("the VM's migration target shares it", func(t *testing.T) {
-		if err := c.Create(ctx, vmPod("claims", "virt-launcher-a-2", "vm-a", claimRef("vm-a"))); err != nil {
+		if err := c.Create(ctx, testobj.MakePod("claims", "virt-launcher-a-2").VM("vm-a").Annotations(claimRef("vm-a")).Obj()); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -99,7 +91,7 @@ func TestIPAMClaimServesOneVM(t *testing.T) {
 		{"another VM through the deprecated annotation", "vm-b", map[string]string{ovnk.AnnotationPrimaryUDNIPAMClaim: "vm-a"}, "this pod runs VM vm-b"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := vmPod("claims", "intruder", tc.vm, tc.ann)
+			p := testobj.MakePod("claims", "intruder").VM(tc.vm).Annotations(tc.ann).Obj()
 			expectConflict(t, c.Create(ctx, p), "IPAMClaim claims/vm-a is held by pod virt-launcher-a-1 of VM vm-a (its status.ownerPod)", tc.runs)
 			expectAbsent(t, c, p)
 		})
@@ -111,9 +103,9 @@ func TestIPAMClaimServesOneVM(t *testing.T) {
 		if err := c.Create(ctx, owned); err != nil {
 			t.Fatal(err)
 		}
-		p := vmPod("claims", "virt-launcher-d", "vm-d", claimRef("vm-c"))
+		p := testobj.MakePod("claims", "virt-launcher-d").VM("vm-d").Annotations(claimRef("vm-c")).Obj()
 		expectConflict(t, c.Create(ctx, p), "IPAMClaim claims/vm-c belongs to VM vm-c; only that VM's pods may use it, and this pod runs VM vm-d.")
-		if err := c.Create(ctx, vmPod("claims", "virt-launcher-c", "vm-c", claimRef("vm-c"))); err != nil {
+		if err := c.Create(ctx, testobj.MakePod("claims", "virt-launcher-c").VM("vm-c").Annotations(claimRef("vm-c")).Obj()); err != nil {
 			t.Errorf("the claim's own VM: %v", err)
 		}
 	})
@@ -121,7 +113,7 @@ func TestIPAMClaimServesOneVM(t *testing.T) {
 		if err := c.Delete(ctx, source); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Create(ctx, vmPod("claims", "virt-launcher-b", "vm-b", claimRef("vm-a")), client.DryRunAll); err != nil {
+		if err := c.Create(ctx, testobj.MakePod("claims", "virt-launcher-b").VM("vm-b").Annotations(claimRef("vm-a")).Obj(), client.DryRunAll); err != nil {
 			t.Error(err)
 		}
 	})
@@ -139,7 +131,7 @@ func TestIPAMClaimServesOneVM(t *testing.T) {
 				Namespace: p.Namespace, Object: runtime.RawExtension{Raw: raw}}})
 		}
 		legacy := func(vm string) *corev1.Pod {
-			return vmPod("claims", "legacy", vm, map[string]string{ovnk.AnnotationPrimaryUDNIPAMClaim: "vm-a"})
+			return testobj.MakePod("claims", "legacy").VM(vm).Annotations(map[string]string{ovnk.AnnotationPrimaryUDNIPAMClaim: "vm-a"}).Obj()
 		}
 		resp := handle(legacy("vm-b"))
 		if resp.Allowed || resp.Result.Code != 409 || !strings.Contains(resp.Result.Message, "held by pod virt-launcher-a-2 of VM vm-a") {
@@ -157,7 +149,7 @@ func TestMalformedClaimReference(t *testing.T) {
 	env := startEnv(t)
 	c := synced(env.Client)
 	namespace(t, c, "claim-refs", true, nil)
-	if err := c.Create(ctx, udn("claim-refs", "vms", predefinedNetwork())); err != nil {
+	if err := c.Create(ctx, testobj.MakeUDN("claim-refs", "vms").Spec(predefinedNetwork()).Obj()); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -170,7 +162,7 @@ func TestMalformedClaimReference(t *testing.T) {
 		{"upper case", claimRef("My-Claim"), "metadata.annotations[v1.multus-cni.io/default-network].ipam-claim-reference"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := pod("claim-refs", "bad", tc.ann)
+			p := testobj.MakePod("claim-refs", "bad").Annotations(tc.ann).Obj()
 			err := c.Create(ctx, p)
 			expectInvalid(t, err, tc.path, "must be the name of an IPAMClaim in the pod's namespace")
 			if tc.name != "upper case" && !strings.Contains(err.Error(), "without a namespace") {

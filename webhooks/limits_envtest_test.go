@@ -78,26 +78,26 @@ func TestNamespaceNetworkLimit(t *testing.T) {
 	c := synced(startEnv(t).Client)
 	namespace(t, c, "limited", false, nil)
 	for i := range limit {
-		if resp := h.create(t, udn("limited", fmt.Sprintf("n%d", i), secondary(i)), false); !resp.Allowed {
+		if resp := h.create(t, testobj.MakeUDN("limited", fmt.Sprintf("n%d", i)).Spec(secondary(i)).Obj(), false); !resp.Allowed {
 			t.Fatalf("UDN %d of %d: %+v", i+1, limit, resp.Result)
 		}
-		if err := c.Create(ctx, udn("limited", fmt.Sprintf("n%d", i), secondary(i))); err != nil {
+		if err := c.Create(ctx, testobj.MakeUDN("limited", fmt.Sprintf("n%d", i)).Spec(secondary(i)).Obj()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	want := fmt.Sprintf("namespace limited already has %d UserDefinedNetworks, the most one namespace may have (the manager's --%s=%d): "+
 		"each takes one of the cluster's %d network IDs. Delete one, or ask a cluster administrator to raise the limit",
 		limit, webhooks.FlagMaxNetworksPerNamespace, limit, testLimits.Cluster)
-	over := udn("limited", "over", secondary(10))
+	over := testobj.MakeUDN("limited", "over").Spec(secondary(10)).Obj()
 	for _, dry := range []bool{true, false} {
 		if err := forbidden(h.create(t, over, dry), want); err != nil {
 			t.Errorf("dry run %v: %v", dry, err)
 		}
 	}
-	if resp := h.create(t, udn("limited-other", "n0", secondary(0)), true); !resp.Allowed {
+	if resp := h.create(t, testobj.MakeUDN("limited-other", "n0").Spec(secondary(0)).Obj(), true); !resp.Allowed {
 		t.Errorf("another namespace: %+v", resp.Result)
 	}
-	if err := c.Delete(ctx, udn("limited", "n0", secondary(0))); err != nil {
+	if err := c.Delete(ctx, testobj.MakeUDN("limited", "n0").Spec(secondary(0)).Obj()); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, "the freed slot admits a new network", func() error {
@@ -115,14 +115,16 @@ func TestNamespaceNetworkLimitUnderConcurrentCreates(t *testing.T) {
 	const limit, attempts = 4, 40
 	h := newLimitHandlers(t, webhooks.Limits{PerNamespace: limit, Cluster: testLimits.Cluster})
 	for i := range attempts {
-		if resp := h.create(t, udn("burst", fmt.Sprintf("dry%d", i), secondary(i)), true); !resp.Allowed {
+		if resp := h.create(t, testobj.MakeUDN("burst", fmt.Sprintf("dry%d", i)).Spec(secondary(i)).Obj(), true); !resp.Allowed {
 			t.Fatalf("dry run %d: %+v", i, resp.Result)
 		}
 	}
 	var wg sync.WaitGroup
 	allowed := make([]bool, attempts)
 	for i := range attempts {
-		wg.Go(func() { allowed[i] = h.create(t, udn("burst", fmt.Sprintf("n%d", i), secondary(i)), false).Allowed })
+		wg.Go(func() {
+			allowed[i] = h.create(t, testobj.MakeUDN("burst", fmt.Sprintf("n%d", i)).Spec(secondary(i)).Obj(), false).Allowed
+		})
 	}
 	wg.Wait()
 	n := 0
@@ -151,14 +153,14 @@ func TestClusterNetworkIDsExhausted(t *testing.T) {
 	}
 	held := len(udns.Items) + len(cudns.Items)
 	h := newLimitHandlers(t, webhooks.Limits{Cluster: held + 1})
-	if resp := h.create(t, udn("ids", "last-free", secondary(1)), false); !resp.Allowed {
+	if resp := h.create(t, testobj.MakeUDN("ids", "last-free").Spec(secondary(1)).Obj(), false); !resp.Allowed {
 		t.Fatalf("the last free network ID: refused: %+v", resp.Result)
 	}
 	want := fmt.Sprintf("all %d network IDs of the cluster are held by its %d UserDefinedNetworks and ClusterUserDefinedNetworks", held+1, held+1)
-	if err := forbidden(h.create(t, udn("ids-other", "one-too-many", secondary(2)), false), want); err != nil {
+	if err := forbidden(h.create(t, testobj.MakeUDN("ids-other", "one-too-many").Spec(secondary(2)).Obj(), false), want); err != nil {
 		t.Errorf("a UDN with no network ID left: %v", err)
 	}
-	if err := forbidden(h.create(t, cudn("one-too-many", map[string]string{"none": "none"}, secondary(3)), false), want); err != nil {
+	if err := forbidden(h.create(t, testobj.MakeCUDN("one-too-many").SelectLabels(map[string]string{"none": "none"}).Spec(secondary(3)).Obj(), false), want); err != nil {
 		t.Errorf("a CUDN with no network ID left: %v", err)
 	}
 }

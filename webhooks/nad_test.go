@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -40,16 +41,11 @@ func annotated(nad *nadv1.NetworkAttachmentDefinition, key, value string) *nadv1
 	return nad
 }
 
-func userNAD(namespace, name, config string) *nadv1.NetworkAttachmentDefinition {
-	return &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: config}}
-}
-
 func TestNADValidator(t *testing.T) {
-	blue := l2UDN("bob", "blue", udnv1.NetworkRoleSecondary)
+	blue := testobj.MakeUDN("bob", "blue").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16")).Obj()
 	blue.UID = types.UID("uid-blue")
 	blue.Annotations = map[string]string{ovnk.AnnotationNetworkID: "7"}
-	red := l2UDN("alice", "red", udnv1.NetworkRoleSecondary)
+	red := testobj.MakeUDN("alice", "red").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16")).Obj()
 	red.UID = types.UID("uid-red")
 	shared := &udnv1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: "shared", UID: "uid-shared"},
 		Spec: udnv1.ClusterUserDefinedNetworkSpec{Network: blue.Spec.Network()}}
@@ -73,16 +69,15 @@ func TestNADValidator(t *testing.T) {
 	}{
 		{desc: "a UDN's own NAD", nad: nadOf(t, blue, spec, "bob")},
 		{desc: "a CUDN's own NAD in any namespace", nad: nadOf(t, shared, spec, "alice")},
-		{desc: "a user's secondary network of OVN-Kubernetes' type", nad: userNAD("alice", "mine",
-			`{"cniVersion":"1.1.0","name":"tenant-net","netAttachDefName":"alice/mine","topology":"layer2","type":"ovn-k8s-cni-overlay"}`)},
-		{desc: "another CNI may use any name", nad: userNAD("alice", "bridge", `{"cniVersion":"1.0.0","name":"bob_blue","type":"bridge"}`)},
-		{desc: "a user NAD naming another tenant's network", nad: userNAD("alice", "blue", `{"name":"bob_blue","type":"ovn-k8s-cni-overlay"}`),
+		{desc: "a user's secondary network of OVN-Kubernetes' type", nad: testobj.MakeNAD("alice", "mine").Config(`{"cniVersion":"1.1.0","name":"tenant-net","netAttachDefName":"alice/mine","topology":"layer2","type":"ovn-k8s-cni-overlay"}`).Obj()},
+		{desc: "another CNI may use any name", nad: testobj.MakeNAD("alice", "bridge").Config(`{"cniVersion":"1.0.0","name":"bob_blue","type":"bridge"}`).Obj()},
+		{desc: "a user NAD naming another tenant's network", nad: testobj.MakeNAD("alice", "blue").Config(`{"name":"bob_blue","type":"ovn-k8s-cni-overlay"}`).Obj(),
 			want: []string{`network name "bob_blue" belongs to UserDefinedNetwork bob/blue`}},
-		{desc: "the same, spelled with a JSON escape", nad: userNAD("alice", "blue", `{"name":"bob\u005fblue","type":"ovn-k8s-cni-overlay"}`),
+		{desc: "the same, spelled with a JSON escape", nad: testobj.MakeNAD("alice", "blue").Config(`{"name":"bob\u005fblue","type":"ovn-k8s-cni-overlay"}`).Obj(),
 			want: []string{`network name "bob_blue" belongs to UserDefinedNetwork bob/blue`}},
-		{desc: "a user NAD naming a CUDN's network", nad: userNAD("alice", "shared", `{"name":"cluster_udn_shared","type":"ovn-k8s-cni-overlay"}`),
+		{desc: "a user NAD naming a CUDN's network", nad: testobj.MakeNAD("alice", "shared").Config(`{"name":"cluster_udn_shared","type":"ovn-k8s-cni-overlay"}`).Obj(),
 			want: []string{`network name "cluster_udn_shared" belongs to ClusterUserDefinedNetwork shared`}},
-		{desc: "a network name claimed before its UDN exists", nad: userNAD("alice", "x", `{"name":"bob_future","type":"ovn-k8s-cni-overlay"}`),
+		{desc: "a network name claimed before its UDN exists", nad: testobj.MakeNAD("alice", "x").Config(`{"name":"bob_future","type":"ovn-k8s-cni-overlay"}`).Obj(),
 			want: []string{`network name "bob_future" is reserved for UserDefinedNetwork bob/future, which does not exist`}},
 		{desc: "a copy of a UDN's NAD in another namespace", nad: func() *nadv1.NetworkAttachmentDefinition {
 			nad := nadOf(t, blue, spec, "bob")
@@ -104,7 +99,7 @@ func TestNADValidator(t *testing.T) {
 			nad.OwnerReferences = nil
 			return nad
 		}()},
-		{desc: "an update adding a fake owner to an unchanged config", old: userNAD("alice", "blue", `{"name":"bob_blue","type":"ovn-k8s-cni-overlay"}`),
+		{desc: "an update adding a fake owner to an unchanged config", old: testobj.MakeNAD("alice", "blue").Config(`{"name":"bob_blue","type":"ovn-k8s-cni-overlay"}`).Obj(),
 			nad: forgedOwner(func() *nadv1.NetworkAttachmentDefinition {
 				n := nadOf(t, blue, spec, "bob")
 				n.Namespace = "alice"

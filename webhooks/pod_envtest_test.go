@@ -20,13 +20,6 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 )
 
-func pod(ns, name string, annotations map[string]string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example/app:1"}}},
-	}
-}
-
 func nse(value string) map[string]string {
 	return map[string]string{ovnk.AnnotationDefaultNetwork: value}
 }
@@ -54,13 +47,13 @@ func TestPodPredefinedAddresses(t *testing.T) {
 	env := startEnv(t)
 	c := synced(env.Client)
 	namespace(t, c, "vms", true, nil)
-	if err := c.Create(ctx, udn("vms", "vms", predefinedNetwork())); err != nil {
+	if err := c.Create(ctx, testobj.MakeUDN("vms", "vms").Spec(predefinedNetwork()).Obj()); err != nil {
 		t.Fatal(err)
 	}
 	claim(t, c, "vms", "my-claim")
 
 	t.Run("the OKEP example is created", func(t *testing.T) {
-		p := pod("vms", "migrated-app", nse(`{"name": "default", "namespace": "ovn-kubernetes", "ips": ["192.168.100.205"], "mac": "00:1A:2B:3C:4D:5E", "ipam-claim-reference": "my-claim"}`))
+		p := testobj.MakePod("vms", "migrated-app").Annotations(nse(`{"name": "default", "namespace": "ovn-kubernetes", "ips": ["192.168.100.205"], "mac": "00:1A:2B:3C:4D:5E", "ipam-claim-reference": "my-claim"}`)).Obj()
 		if err := c.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
@@ -82,38 +75,38 @@ func TestPodPredefinedAddresses(t *testing.T) {
 		{"missing IPAMClaim", `{"name": "default", "namespace": "ovn-kubernetes", "ipam-claim-reference": "nope"}`, []string{path + ".ipam-claim-reference", "IPAMClaim vms/nope does not exist"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := pod("vms", "bad-"+strings.ReplaceAll(strings.ToLower(tc.name), " ", "-"), nse(tc.value))
+			p := testobj.MakePod("vms", "bad-"+strings.ReplaceAll(strings.ToLower(tc.name), " ", "-")).Annotations(nse(tc.value)).Obj()
 			expectInvalid(t, c.Create(ctx, p), tc.want...)
 			expectAbsent(t, c, p)
 		})
 	}
 	t.Run("a Primary Layer2 CUDN's namespace is checked the same way", func(t *testing.T) {
 		namespace(t, c, "vms-cudn", true, map[string]string{"vms": "cudn"})
-		if err := c.Create(ctx, cudn("vms-cudn", map[string]string{"vms": "cudn"}, predefinedNetwork())); err != nil {
+		if err := c.Create(ctx, testobj.MakeCUDN("vms-cudn").SelectLabels(map[string]string{"vms": "cudn"}).Spec(predefinedNetwork()).Obj()); err != nil {
 			t.Fatal(err)
 		}
-		p := pod("vms-cudn", "bad", nse(`{"name": "default", "namespace": "ovn-kubernetes", "ips": ["192.168.100.1"]}`))
+		p := testobj.MakePod("vms-cudn", "bad").Annotations(nse(`{"name": "default", "namespace": "ovn-kubernetes", "ips": ["192.168.100.1"]}`)).Obj()
 		expectInvalid(t, c.Create(ctx, p), path+".ips[0]", "infrastructureSubnets entry 192.168.100.0/30")
 		expectAbsent(t, c, p)
-		if err := c.Create(ctx, pod("vms-cudn", "good", nse(`{"name": "default", "namespace": "ovn-kubernetes", "ips": ["192.168.100.201"]}`))); err != nil {
+		if err := c.Create(ctx, testobj.MakePod("vms-cudn", "good").Annotations(nse(`{"name": "default", "namespace": "ovn-kubernetes", "ips": ["192.168.100.201"]}`)).Obj()); err != nil {
 			t.Fatal(err)
 		}
 	})
 	t.Run("pods without the annotation are untouched", func(t *testing.T) {
-		if err := c.Create(ctx, pod("vms", "plain", nil)); err != nil {
+		if err := c.Create(ctx, testobj.MakePod("vms", "plain").Obj()); err != nil {
 			t.Fatal(err)
 		}
 	})
 
 	t.Run("namespaces without a Primary Layer2 network keep Multus' meaning", func(t *testing.T) {
 		namespace(t, c, "l3", true, nil)
-		if err := c.Create(ctx, udn("l3", "n", testobj.Layer3(udnv1.NetworkRolePrimary, "10.60.0.0/16"))); err != nil {
+		if err := c.Create(ctx, testobj.MakeUDN("l3", "n").Spec(testobj.Layer3(udnv1.NetworkRolePrimary, "10.60.0.0/16")).Obj()); err != nil {
 			t.Fatal(err)
 		}
 		namespace(t, c, "labelled-empty", true, nil)
 		namespace(t, c, "default-network", false, nil)
 		for _, ns := range []string{"l3", "labelled-empty", "default-network"} {
-			if err := c.Create(ctx, pod(ns, "p", nse(`{"name": "macvlan", "ips": ["10.0.0.5/24"]}`))); err != nil {
+			if err := c.Create(ctx, testobj.MakePod(ns, "p").Annotations(nse(`{"name": "macvlan", "ips": ["10.0.0.5/24"]}`)).Obj()); err != nil {
 				t.Errorf("%s: %v", ns, err)
 			}
 		}
@@ -124,15 +117,15 @@ func TestPodDefaultNetworkCannotChange(t *testing.T) {
 	env := startEnv(t)
 	c := synced(env.Client)
 	namespace(t, c, "immutable", true, nil)
-	if err := c.Create(ctx, udn("immutable", "n", predefinedNetwork())); err != nil {
+	if err := c.Create(ctx, testobj.MakeUDN("immutable", "n").Spec(predefinedNetwork()).Obj()); err != nil {
 		t.Fatal(err)
 	}
 	namespace(t, c, "immutable-plain", false, nil) // only the policy sees it
 	value := `{"name": "default", "namespace": "ovn-kubernetes", "ips": ["192.168.100.10"]}`
 	for _, ns := range []string{"immutable", "immutable-plain"} {
 		t.Run(ns, func(t *testing.T) {
-			with := pod(ns, "with", nse(value))
-			without := pod(ns, "without", nil)
+			with := testobj.MakePod(ns, "with").Annotations(nse(value)).Obj()
+			without := testobj.MakePod(ns, "without").Obj()
 			for _, p := range []*corev1.Pod{with, without} {
 				if err := c.Create(ctx, p); err != nil {
 					t.Fatal(err)
@@ -237,14 +230,14 @@ func TestPodIPAMClaimAnnotationMigration(t *testing.T) {
 	env := startEnv(t)
 	c, warns := clientWithWarnings(t, env)
 	namespace(t, c, "legacy", true, nil)
-	if err := c.Create(ctx, udn("legacy", "n", predefinedNetwork())); err != nil {
+	if err := c.Create(ctx, testobj.MakeUDN("legacy", "n").Spec(predefinedNetwork()).Obj()); err != nil {
 		t.Fatal(err)
 	}
 	claim(t, c, "legacy", "vm-a")
 	warns.take()
 
 	t.Run("old annotation alone becomes a NetworkSelectionElement", func(t *testing.T) {
-		p := pod("legacy", "old", map[string]string{ovnk.AnnotationPrimaryUDNIPAMClaim: "vm-a"})
+		p := testobj.MakePod("legacy", "old").Annotations(map[string]string{ovnk.AnnotationPrimaryUDNIPAMClaim: "vm-a"}).Obj()
 		if err := c.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
@@ -257,7 +250,7 @@ func TestPodIPAMClaimAnnotationMigration(t *testing.T) {
 	})
 	t.Run("with both, the NetworkSelectionElement wins", func(t *testing.T) {
 		value := `[{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.20"]}]`
-		p := pod("legacy", "both", map[string]string{ovnk.AnnotationPrimaryUDNIPAMClaim: "vm-a", ovnk.AnnotationDefaultNetwork: value})
+		p := testobj.MakePod("legacy", "both").Annotations(map[string]string{ovnk.AnnotationPrimaryUDNIPAMClaim: "vm-a", ovnk.AnnotationDefaultNetwork: value}).Obj()
 		if err := c.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
@@ -269,13 +262,13 @@ func TestPodIPAMClaimAnnotationMigration(t *testing.T) {
 		}
 	})
 	t.Run("the written element is validated: a missing claim is refused", func(t *testing.T) {
-		p := pod("legacy", "missing", map[string]string{ovnk.AnnotationPrimaryUDNIPAMClaim: "gone"})
+		p := testobj.MakePod("legacy", "missing").Annotations(map[string]string{ovnk.AnnotationPrimaryUDNIPAMClaim: "gone"}).Obj()
 		expectInvalid(t, c.Create(ctx, p), "IPAMClaim legacy/gone does not exist")
 		expectAbsent(t, c, p)
 	})
 	t.Run("outside a Primary Layer2 namespace nothing is written", func(t *testing.T) {
 		namespace(t, c, "legacy-empty", true, nil)
-		p := pod("legacy-empty", "old", map[string]string{ovnk.AnnotationPrimaryUDNIPAMClaim: "vm-a"})
+		p := testobj.MakePod("legacy-empty", "old").Annotations(map[string]string{ovnk.AnnotationPrimaryUDNIPAMClaim: "vm-a"}).Obj()
 		if err := c.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
@@ -291,14 +284,14 @@ func TestPodIPAMClaimAnnotationMigration(t *testing.T) {
 func TestPodUpdateRuleOverTLS(t *testing.T) {
 	env := startEnv(t)
 	value := `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.10"]}`
-	old := pod("tls", "p", nse(value))
-	changed := pod("tls", "p", nse(strings.Replace(value, ".10", ".12", 1)))
+	old := testobj.MakePod("tls", "p").Annotations(nse(value)).Obj()
+	changed := testobj.MakePod("tls", "p").Annotations(nse(strings.Replace(value, ".10", ".12", 1))).Obj()
 	resp := review(t, env, "/validate--v1-pod", admissionv1.Update, changed, old)
 	if resp.Allowed || resp.Result == nil || resp.Result.Code != 422 ||
 		!strings.Contains(resp.Result.Message, "the v1.multus-cni.io/default-network annotation cannot be added, removed or changed after the pod was created") {
 		t.Fatalf("response %+v", resp.Result)
 	}
-	same := pod("tls", "p", nse(value))
+	same := testobj.MakePod("tls", "p").Annotations(nse(value)).Obj()
 	same.Labels = map[string]string{"x": "y"}
 	if resp := review(t, env, "/validate--v1-pod", admissionv1.Update, same, old); !resp.Allowed {
 		t.Fatalf("unrelated update refused: %+v", resp.Result)
@@ -339,7 +332,7 @@ func TestPodWebhooksAreCalledOnlyForTheirAnnotations(t *testing.T) {
 	env := startEnv(t)
 	c := env.Client
 	namespace(t, c, "quiet", true, nil)
-	if err := c.Create(ctx, udn("quiet", "n", predefinedNetwork())); err != nil {
+	if err := c.Create(ctx, testobj.MakeUDN("quiet", "n").Spec(predefinedNetwork()).Obj()); err != nil {
 		t.Fatal(err)
 	}
 	claim(t, c, "quiet", "vm-a")
@@ -358,7 +351,7 @@ func TestPodWebhooksAreCalledOnlyForTheirAnnotations(t *testing.T) {
 	}
 	v0, m0 := webhookCalls(t, validate), webhookCalls(t, mutate)
 
-	plain := pod("quiet", "plain", map[string]string{"team": "a"})
+	plain := testobj.MakePod("quiet", "plain").Annotations(map[string]string{"team": "a"}).Obj()
 	if err := c.Create(ctx, plain); err != nil {
 		t.Fatal(err)
 	}
@@ -368,12 +361,12 @@ func TestPodWebhooksAreCalledOnlyForTheirAnnotations(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Then one call each, so a call for the plain pod would show as two.
-	static := pod("quiet", "static", nse(`[{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.20"]}]`))
+	static := testobj.MakePod("quiet", "static").Annotations(nse(`[{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.20"]}]`)).Obj()
 	if err := c.Create(ctx, static); err != nil {
 		t.Fatal(err)
 	}
 	expect(validate, v0+1)
-	legacy := pod("quiet", "legacy", map[string]string{ovnk.AnnotationPrimaryUDNIPAMClaim: "vm-a"})
+	legacy := testobj.MakePod("quiet", "legacy").Annotations(map[string]string{ovnk.AnnotationPrimaryUDNIPAMClaim: "vm-a"}).Obj()
 	if err := c.Create(ctx, legacy); err != nil {
 		t.Fatal(err)
 	}

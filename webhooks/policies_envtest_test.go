@@ -123,7 +123,7 @@ func TestPoliciesAgreeWithOfflineChecks(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var tails []string
-			for _, obj := range []client.Object{udn("parity", "n", spec), cudn("parity-n", map[string]string{"none": "none"}, spec)} {
+			for _, obj := range []client.Object{testobj.MakeUDN("parity", "n").Spec(spec).Obj(), testobj.MakeCUDN("parity-n").SelectLabels(map[string]string{"none": "none"}).Spec(spec).Obj()} {
 				path := field.NewPath("spec")
 				if _, isCUDN := obj.(*udnv1.ClusterUserDefinedNetwork); isCUDN {
 					path = path.Child("network")
@@ -217,7 +217,7 @@ func TestPoliciesFollowTheManagersConfiguration(t *testing.T) {
 	env := startEnv(t)
 	c, warns := clientWithWarnings(t, env)
 	namespace(t, c, "reconfigured", true, nil)
-	u := udn("reconfigured", "grow", testobj.Layer3(udnv1.NetworkRolePrimary, "10.60.0.0/16"))
+	u := testobj.MakeUDN("reconfigured", "grow").Spec(testobj.Layer3(udnv1.NetworkRolePrimary, "10.60.0.0/16")).Obj()
 	if err := c.Create(ctx, u); err != nil {
 		t.Fatal(err)
 	}
@@ -225,21 +225,21 @@ func TestPoliciesFollowTheManagersConfiguration(t *testing.T) {
 	cfg.NodeSubnets = []netip.Prefix{netip.MustParsePrefix("10.60.0.0/15")}
 	cfg.PreconfiguredUDNAddresses = false
 	writeParams(t, c, cfg, func() error {
-		err := c.Create(ctx, udn("reconfigured", "probe", testobj.Layer2(udnv1.NetworkRoleSecondary, "10.60.8.0/24")), client.DryRunAll)
+		err := c.Create(ctx, testobj.MakeUDN("reconfigured", "probe").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.60.8.0/24")).Obj(), client.DryRunAll)
 		if err == nil {
 			return errors.New("the new node subnet is not checked yet")
 		}
 		return nil
 	})
 	defer writeParams(t, c, testConfig(), func() error {
-		if err := c.Create(ctx, udn("reconfigured", "probe", testobj.Layer2(udnv1.NetworkRoleSecondary, "10.60.8.0/24")), client.DryRunAll); err != nil {
+		if err := c.Create(ctx, testobj.MakeUDN("reconfigured", "probe").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.60.8.0/24")).Obj(), client.DryRunAll); err != nil {
 			return fmt.Errorf("the old configuration is not back yet: %w", err)
 		}
 		return nil
 	})
 
 	t.Run("a new network is checked against the new ranges", func(t *testing.T) {
-		err := c.Create(ctx, udn("reconfigured", "new", testobj.Layer2(udnv1.NetworkRoleSecondary, "10.61.128.0/24")), client.DryRunAll)
+		err := c.Create(ctx, testobj.MakeUDN("reconfigured", "new").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.61.128.0/24")).Obj(), client.DryRunAll)
 		expectInvalid(t, err, "spec.layer2.subnets[0]: 10.61.128.0/24 overlaps the node subnet 10.60.0.0/15 (--node-subnets); user defined networks must not overlap the cluster's internal ranges.")
 	})
 	t.Run("the existing values of a network are not", func(t *testing.T) {
@@ -266,7 +266,7 @@ func TestPoliciesFollowTheManagersConfiguration(t *testing.T) {
 		l2.Layer2.ReservedSubnets = []udnv1.NetworkCIDR{"10.63.0.0/24"}
 		l2.Layer2.InfrastructureSubnets = []udnv1.NetworkCIDR{"10.63.1.0/24"}
 		l2.Layer2.DefaultGatewayIPs = udnv1.DualStackIPs{"10.63.1.1"}
-		if err := c.Create(ctx, cudn("reconfigured-addresses", map[string]string{"none": "none"}, l2), client.DryRunAll); err != nil {
+		if err := c.Create(ctx, testobj.MakeCUDN("reconfigured-addresses").SelectLabels(map[string]string{"none": "none"}).Spec(l2).Obj(), client.DryRunAll); err != nil {
 			t.Fatal(err)
 		}
 		got := warns.take()
@@ -291,7 +291,7 @@ func TestNetworksRefusedWithoutParams(t *testing.T) {
 	if err := c.Delete(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	ok := udn("no-params", "n", testobj.Layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16"))
+	ok := testobj.MakeUDN("no-params", "n").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16")).Obj()
 	defer writeParams(t, c, testConfig(), func() error { return c.Create(ctx, ok, client.DryRunAll) })
 	testenv.Eventually(t, "the policies without params refuse", func() error {
 		err := c.Create(ctx, ok, client.DryRunAll)
@@ -326,14 +326,14 @@ func TestPoliciesTakeTheLargestNetwork(t *testing.T) {
 	for _, ns := range []string{"largest-a", "largest-b", "largest-c"} {
 		namespace(t, c, ns, true, nil)
 	}
-	if err := c.Create(ctx, udn("largest-a", "big", l3(20, "21.0.0.0/16"))); err != nil {
+	if err := c.Create(ctx, testobj.MakeUDN("largest-a", "big").Spec(l3(20, "21.0.0.0/16")).Obj()); err != nil {
 		t.Fatalf("a Layer3 UDN with 200 subnets: %v", err)
 	}
-	bad := udn("largest-b", "bad", l3(20, "10.244.0.0/16"))
+	bad := testobj.MakeUDN("largest-b", "bad").Spec(l3(20, "10.244.0.0/16")).Obj()
 	expectInvalid(t, c.Create(ctx, bad), "spec.layer3.subnets[199].cidr: 10.244.0.0/16 overlaps the cluster default network subnet 10.244.0.0/16")
 	expectAbsent(t, c, bad)
 
-	grow := udn("largest-c", "grow", l3(22, ""))
+	grow := testobj.MakeUDN("largest-c", "grow").Spec(l3(22, "")).Obj()
 	if err := c.Create(ctx, grow); err != nil {
 		t.Fatal(err)
 	}

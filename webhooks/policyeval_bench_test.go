@@ -76,9 +76,9 @@ func BenchmarkPolicyEvaluation(b *testing.B) {
 	// the manager's ConfigMap; for the policies that evaluate once per
 	// network of the namespace, one other (Secondary) UDN and a Secondary
 	// CUDN's NAD.
-	other := udn("bench", "other", testobj.Layer2(udnv1.NetworkRoleSecondary, "10.101.0.0/16"))
+	other := testobj.MakeUDN("bench", "other").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.101.0.0/16")).Obj()
 	other.SetGroupVersionKind(udnv1.GroupVersion.WithKind(udnv1.KindUserDefinedNetwork))
-	cu := cudn("bench-secondary", nil, testobj.Layer2(udnv1.NetworkRoleSecondary, "10.102.0.0/16"))
+	cu := testobj.MakeCUDN("bench-secondary").SelectLabels(nil).Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.102.0.0/16")).Obj()
 	nad, err := ovnk.NewNAD(ovnk.NADSource{Kind: udnv1.KindClusterUserDefinedNetwork, Meta: cu.ObjectMeta, Spec: cu.Spec.Network},
 		"bench", testConfig(), nil, ovnk.NetworkIDs{})
 	if err != nil {
@@ -92,7 +92,7 @@ func BenchmarkPolicyEvaluation(b *testing.B) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench", Labels: map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}}}
 	gvr := schema.GroupVersionResource{Group: "k8s.ovn.org", Version: "v1", Resource: "userdefinednetworks"}
 	for _, role := range []udnv1.NetworkRole{udnv1.NetworkRoleSecondary, udnv1.NetworkRolePrimary} {
-		u := udn("bench", "n", testobj.Layer2(role, "10.100.0.0/16"))
+		u := testobj.MakeUDN("bench", "n").Spec(testobj.Layer2(role, "10.100.0.0/16")).Obj()
 		u.SetGroupVersionKind(udnv1.GroupVersion.WithKind(udnv1.KindUserDefinedNetwork))
 		obj := asUnstructured(b, u)
 		// A request's attributes, made anew for each evaluation as the

@@ -21,11 +21,6 @@ func namespace(name string, l map[string]string) *corev1.Namespace {
 	return testobj.MakeNamespace(name).Labels(l).Obj()
 }
 
-func primaryCUDN(name string, sel metav1.LabelSelector) *udnv1.ClusterUserDefinedNetwork {
-	return &udnv1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: udnv1.ClusterUserDefinedNetworkSpec{NamespaceSelector: sel, Network: l2UDN("", "", udnv1.NetworkRolePrimary).Spec.Network()}}
-}
-
 func namesNamespaces(names ...string) metav1.LabelSelector {
 	return metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 		Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: names}}}
@@ -36,8 +31,8 @@ func namesNamespaces(names ...string) metav1.LabelSelector {
 func TestPrimariesOf(t *testing.T) {
 	team := metav1.LabelSelector{MatchLabels: map[string]string{"team": "t"}}
 	objs := []client.Object{
-		l2UDN("a", "x", udnv1.NetworkRolePrimary), l2UDN("a", "s", udnv1.NetworkRoleSecondary),
-		primaryCUDN("t", team), primaryCUDN("named", namesNamespaces("c", "d")),
+		testobj.MakeUDN("a", "x").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")).Obj(), testobj.MakeUDN("a", "s").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16")).Obj(),
+		testobj.MakeCUDN("t").Selector(team).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")).Obj(), testobj.MakeCUDN("named").Selector(namesNamespaces("c", "d")).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")).Obj(),
 	}
 	readers := map[string]reader{
 		"cache":     {Reader: indexedReader(t, objs...), indexed: true},
@@ -106,8 +101,8 @@ func TestPrimaryChecksReadOnlyTheirNamespaces(t *testing.T) {
 	objs := []client.Object{namespace("new", map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""})}
 	for i := range n {
 		u, c := fmt.Sprintf("u-%d", i), fmt.Sprintf("c-%d", i)
-		objs = append(objs, namespace(u, map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}), l2UDN(u, "p", udnv1.NetworkRolePrimary),
-			namespace(c, map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}), primaryCUDN(c, namesNamespaces(c)))
+		objs = append(objs, namespace(u, map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}), testobj.MakeUDN(u, "p").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")).Obj(),
+			namespace(c, map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}), testobj.MakeCUDN(c).Selector(namesNamespaces(c)).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")).Obj())
 	}
 	cache := &countingReader{Reader: indexedReader(t, objs...)}
 	v := &ClusterUserDefinedNetworkValidator{Client: cache, APIReader: indexedReader(t, objs...)}
@@ -118,7 +113,7 @@ func TestPrimaryChecksReadOnlyTheirNamespaces(t *testing.T) {
 		{"c-7", "c-7 (ClusterUserDefinedNetwork c-7)"},
 	} {
 		cache.read = 0
-		_, err := v.ValidateCreate(context.Background(), primaryCUDN("probe", namesNamespaces(tc.selects)))
+		_, err := v.ValidateCreate(context.Background(), testobj.MakeCUDN("probe").Selector(namesNamespaces(tc.selects)).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")).Obj())
 		if tc.conflict == "" && err != nil || tc.conflict != "" && (!apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.conflict)) {
 			t.Errorf("selecting %s: err = %v, want conflict %q", tc.selects, err, tc.conflict)
 		}

@@ -226,14 +226,6 @@ func namespace(t testing.TB, c client.Client, name string, primaryLabel bool, la
 	}
 }
 
-func udn(ns, name string, spec udnv1.NetworkSpec) *udnv1.UserDefinedNetwork {
-	return testobj.MakeUDN(ns, name).Spec(spec).Obj()
-}
-
-func cudn(name string, selector map[string]string, spec udnv1.NetworkSpec) *udnv1.ClusterUserDefinedNetwork {
-	return testobj.MakeCUDN(name).SelectLabels(selector).Spec(spec).Obj()
-}
-
 // expectInvalid checks that err is a 422 whose message holds every want.
 func expectInvalid(t testing.TB, err error, want ...string) {
 	t.Helper()
@@ -321,10 +313,10 @@ func waitForPolicies(env *envtest.Environment) error {
 	}
 	reserved := testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")
 	reserved.Layer2.ReservedSubnets = []udnv1.NetworkCIDR{"10.100.0.0/24"}
-	peer := udn(ns, "probe-a", reserved)
-	peerCUDN := cudn("probe-a", map[string]string{"none": "none"}, testobj.Layer2(udnv1.NetworkRoleSecondary, "10.101.0.0/16"))
+	peer := testobj.MakeUDN(ns, "probe-a").Spec(reserved).Obj()
+	peerCUDN := testobj.MakeCUDN("probe-a").SelectLabels(map[string]string{"none": "none"}).Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.101.0.0/16")).Obj()
 	return envtest.Poll(30*time.Second, func() error {
-		if err := c.Create(ctx, udn(ns, "overlap", testobj.Layer2(udnv1.NetworkRoleSecondary, "10.244.0.0/24")), client.DryRunAll); err == nil {
+		if err := c.Create(ctx, testobj.MakeUDN(ns, "overlap").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.244.0.0/24")).Obj(), client.DryRunAll); err == nil {
 			return errors.New("udnkit-network-config not enforced yet")
 		}
 		w.take()
@@ -344,10 +336,10 @@ func waitForPolicies(env *envtest.Environment) error {
 				return err
 			}
 		}
-		if err := c.Create(ctx, udn(ns, "probe.a", testobj.Layer2(udnv1.NetworkRoleSecondary, "10.103.0.0/16")), client.DryRunAll); err == nil {
+		if err := c.Create(ctx, testobj.MakeUDN(ns, "probe.a").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.103.0.0/16")).Obj(), client.DryRunAll); err == nil {
 			return errors.New("the UDN webhook's name check is not served yet")
 		}
-		if err := c.Create(ctx, cudn("probe.a", map[string]string{"none": "none"}, testobj.Layer2(udnv1.NetworkRoleSecondary, "10.102.0.0/16")), client.DryRunAll); err == nil {
+		if err := c.Create(ctx, testobj.MakeCUDN("probe.a").SelectLabels(map[string]string{"none": "none"}).Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.102.0.0/16")).Obj(), client.DryRunAll); err == nil {
 			return errors.New("the CUDN webhook's name check is not served yet")
 		}
 		return nil

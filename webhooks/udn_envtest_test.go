@@ -48,7 +48,7 @@ func TestNetworksAgainstClusterRanges(t *testing.T) {
 			[]string{"overlaps the transit subnet 100.88.0.0/16 (--transit-subnets)"}},
 	} {
 		t.Run("UDN "+tc.name, func(t *testing.T) {
-			u := udn("ranges", strings.ReplaceAll(tc.name, " ", "-"), tc.spec)
+			u := testobj.MakeUDN("ranges", strings.ReplaceAll(tc.name, " ", "-")).Spec(tc.spec).Obj()
 			u.Name = strings.ToLower(strings.ReplaceAll(u.Name, ",", ""))
 			expectInvalid(t, c.Create(ctx, u), tc.want...)
 			expectAbsent(t, c, u)
@@ -58,7 +58,7 @@ func TestNetworksAgainstClusterRanges(t *testing.T) {
 	t.Run("CUDN gateway on the broadcast address", func(t *testing.T) {
 		spec := testobj.Layer2(udnv1.NetworkRolePrimary, "192.168.100.0/24")
 		spec.Layer2.DefaultGatewayIPs = udnv1.DualStackIPs{"192.168.100.255"}
-		cu := cudn("gateway-broadcast", map[string]string{"none": "none"}, spec)
+		cu := testobj.MakeCUDN("gateway-broadcast").SelectLabels(map[string]string{"none": "none"}).Spec(spec).Obj()
 		expectInvalid(t, c.Create(ctx, cu), "spec.network.layer2.defaultGatewayIPs[0]",
 			"a default gateway must not be the broadcast address of subnet 192.168.100.0/24.")
 		expectAbsent(t, c, cu)
@@ -68,7 +68,7 @@ func TestNetworksAgainstClusterRanges(t *testing.T) {
 		spec := testobj.Layer2(udnv1.NetworkRolePrimary, "10.0.0.0/8")
 		spec.Layer2.JoinSubnets = udnv1.DualStackCIDRs{"100.64.0.0/24"}
 		spec.Layer2.ReservedSubnets = []udnv1.NetworkCIDR{"10.244.0.0/24"}
-		cu := cudn("overlapping-join", map[string]string{"none": "none"}, spec)
+		cu := testobj.MakeCUDN("overlapping-join").SelectLabels(map[string]string{"none": "none"}).Spec(spec).Obj()
 		expectInvalid(t, c.Create(ctx, cu),
 			"spec.network.layer2.joinSubnets[0]", "overlaps the default join subnet 100.64.0.0/16",
 			"spec.network.layer2.reservedSubnets[0]", "spec.network.layer2.subnets[0]")
@@ -76,10 +76,10 @@ func TestNetworksAgainstClusterRanges(t *testing.T) {
 	})
 
 	t.Run("disjoint networks are created", func(t *testing.T) {
-		if err := c.Create(ctx, udn("ranges", "ok", testobj.Layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16", "fd00:100::/64"))); err != nil {
+		if err := c.Create(ctx, testobj.MakeUDN("ranges", "ok").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16", "fd00:100::/64")).Obj()); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Create(ctx, cudn("ranges-ok", map[string]string{"none": "none"}, testobj.Layer3(udnv1.NetworkRolePrimary, "10.200.0.0/16"))); err != nil {
+		if err := c.Create(ctx, testobj.MakeCUDN("ranges-ok").SelectLabels(map[string]string{"none": "none"}).Spec(testobj.Layer3(udnv1.NetworkRolePrimary, "10.200.0.0/16")).Obj()); err != nil {
 			t.Fatal(err)
 		}
 		if w := warns.take(); len(w) != 0 {
@@ -90,7 +90,7 @@ func TestNetworksAgainstClusterRanges(t *testing.T) {
 	t.Run("Primary Layer2 over the transit subnet is created without a warning", func(t *testing.T) {
 		// The reconciler moves its transit subnets and says so in an Event
 		// (reconcilers: TestTransitSubnetsMovedEvent).
-		cu := cudn("over-transit", map[string]string{"none": "none"}, testobj.Layer2(udnv1.NetworkRolePrimary, "100.88.0.0/20"))
+		cu := testobj.MakeCUDN("over-transit").SelectLabels(map[string]string{"none": "none"}).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "100.88.0.0/20")).Obj()
 		if err := c.Create(ctx, cu); err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +104,7 @@ func TestLayer3AppendThroughTheAPIServer(t *testing.T) {
 	env := startEnv(t)
 	c := synced(env.Client)
 	namespace(t, c, "append", true, nil)
-	u := udn("append", "grow", testobj.Layer3(udnv1.NetworkRolePrimary, "10.30.0.0/16"))
+	u := testobj.MakeUDN("append", "grow").Spec(testobj.Layer3(udnv1.NetworkRolePrimary, "10.30.0.0/16")).Obj()
 	if err := c.Create(ctx, u); err != nil {
 		t.Fatal(err)
 	}
@@ -130,49 +130,49 @@ func TestOnePrimaryNetworkPerNamespace(t *testing.T) {
 	namespace(t, c, "unlabelled", false, nil)
 	primary := testobj.Layer2(udnv1.NetworkRolePrimary, "10.50.0.0/16")
 
-	if err := c.Create(ctx, udn("tenant-a", "first", primary)); err != nil {
+	if err := c.Create(ctx, testobj.MakeUDN("tenant-a", "first").Spec(primary).Obj()); err != nil {
 		t.Fatal(err)
 	}
 	t.Run("second Primary UDN", func(t *testing.T) {
-		u := udn("tenant-a", "second", testobj.Layer3(udnv1.NetworkRolePrimary, "10.51.0.0/16"))
+		u := testobj.MakeUDN("tenant-a", "second").Spec(testobj.Layer3(udnv1.NetworkRolePrimary, "10.51.0.0/16")).Obj()
 		expectInvalid(t, createRefused(t, c, u), "spec.layer3.role", "namespace tenant-a already has a primary network: UserDefinedNetwork tenant-a/first; a namespace can have only one.")
 		expectAbsent(t, c, u)
 	})
 	t.Run("a Secondary UDN beside it is fine", func(t *testing.T) {
-		if err := c.Create(ctx, udn("tenant-a", "extra", testobj.Layer2(udnv1.NetworkRoleSecondary, "10.52.0.0/16"))); err != nil {
+		if err := c.Create(ctx, testobj.MakeUDN("tenant-a", "extra").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.52.0.0/16")).Obj()); err != nil {
 			t.Fatal(err)
 		}
 	})
 	t.Run("Primary UDN without the namespace label", func(t *testing.T) {
-		u := udn("unlabelled", "p", primary)
+		u := testobj.MakeUDN("unlabelled", "p").Spec(primary).Obj()
 		expectInvalid(t, c.Create(ctx, u), "metadata.namespace",
 			"requires its namespace unlabelled to have the label k8s.ovn.org/primary-user-defined-network")
 		expectAbsent(t, c, u)
 	})
 	t.Run("Primary CUDN selecting a namespace with a Primary UDN", func(t *testing.T) {
-		cu := cudn("group-ab", map[string]string{"group": "ab"}, testobj.Layer2(udnv1.NetworkRolePrimary, "10.53.0.0/16"))
+		cu := testobj.MakeCUDN("group-ab").SelectLabels(map[string]string{"group": "ab"}).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.53.0.0/16")).Obj()
 		expectInvalid(t, c.Create(ctx, cu), "spec.namespaceSelector",
 			"selects 1 namespace(s) that already have a primary network: tenant-a (UserDefinedNetwork tenant-a/first)")
 		expectAbsent(t, c, cu)
 	})
 	t.Run("Secondary CUDN selecting it is fine", func(t *testing.T) {
-		if err := c.Create(ctx, cudn("group-ab-secondary", map[string]string{"group": "ab"}, testobj.Layer2(udnv1.NetworkRoleSecondary, "10.54.0.0/16"))); err != nil {
+		if err := c.Create(ctx, testobj.MakeCUDN("group-ab-secondary").SelectLabels(map[string]string{"group": "ab"}).Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.54.0.0/16")).Obj()); err != nil {
 			t.Fatal(err)
 		}
 	})
 	t.Run("Primary CUDN, then a Primary UDN in its namespace", func(t *testing.T) {
-		cu := cudn("tenant-b", map[string]string{"tenant": "b"}, testobj.Layer2(udnv1.NetworkRolePrimary, "10.55.0.0/16"))
+		cu := testobj.MakeCUDN("tenant-b").SelectLabels(map[string]string{"tenant": "b"}).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.55.0.0/16")).Obj()
 		if err := c.Create(ctx, cu); err != nil {
 			t.Fatal(err)
 		}
 		// The UDN webhook sees the CUDN's selector, not only its NAD.
-		u := udn("tenant-b", "own", primary)
+		u := testobj.MakeUDN("tenant-b", "own").Spec(primary).Obj()
 		expectInvalid(t, c.Create(ctx, u), "spec.layer2.role: Forbidden: namespace tenant-b already has a primary network: ClusterUserDefinedNetwork tenant-b; a namespace can have only one.")
 		expectAbsent(t, c, u)
 	})
 	t.Run("a Primary CUDN over a namespace without the label is created with a warning", func(t *testing.T) {
 		warns.take()
-		cu := cudn("unlabelled", map[string]string{"kubernetes.io/metadata.name": "unlabelled"}, testobj.Layer2(udnv1.NetworkRolePrimary, "10.59.0.0/16"))
+		cu := testobj.MakeCUDN("unlabelled").SelectLabels(map[string]string{"kubernetes.io/metadata.name": "unlabelled"}).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.59.0.0/16")).Obj()
 		if err := c.Create(ctx, cu); err != nil {
 			t.Fatal(err)
 		}
@@ -182,13 +182,13 @@ func TestOnePrimaryNetworkPerNamespace(t *testing.T) {
 		}
 	})
 	t.Run("a second Primary CUDN over the same namespace", func(t *testing.T) {
-		cu := cudn("tenant-b-again", map[string]string{"tenant": "b"}, testobj.Layer3(udnv1.NetworkRolePrimary, "10.56.0.0/16"))
+		cu := testobj.MakeCUDN("tenant-b-again").SelectLabels(map[string]string{"tenant": "b"}).Spec(testobj.Layer3(udnv1.NetworkRolePrimary, "10.56.0.0/16")).Obj()
 		expectInvalid(t, c.Create(ctx, cu), "tenant-b (ClusterUserDefinedNetwork tenant-b)")
 		expectAbsent(t, c, cu)
 	})
 	t.Run("widening a Primary CUDN's selector", func(t *testing.T) {
 		var cu udnv1.ClusterUserDefinedNetwork
-		if err := c.Get(ctx, client.ObjectKeyFromObject(cudn("tenant-b", nil, primary)), &cu); err != nil {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(testobj.MakeCUDN("tenant-b").SelectLabels(nil).Spec(primary).Obj()), &cu); err != nil {
 			t.Fatal(err)
 		}
 		cu.Spec.NamespaceSelector.MatchLabels = map[string]string{"group": "ab"}
@@ -198,18 +198,18 @@ func TestOnePrimaryNetworkPerNamespace(t *testing.T) {
 		for i := range 5 {
 			ns := fmt.Sprintf("many-%d", i)
 			namespace(t, c, ns, true, map[string]string{"many": "yes"})
-			if err := c.Create(ctx, udn(ns, "p", primary)); err != nil {
+			if err := c.Create(ctx, testobj.MakeUDN(ns, "p").Spec(primary).Obj()); err != nil {
 				t.Fatal(err)
 			}
 		}
-		err := c.Create(ctx, cudn("many", map[string]string{"many": "yes"}, testobj.Layer2(udnv1.NetworkRolePrimary, "10.57.0.0/16")))
+		err := c.Create(ctx, testobj.MakeCUDN("many").SelectLabels(map[string]string{"many": "yes"}).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.57.0.0/16")).Obj())
 		expectInvalid(t, err, "selects 5 namespace(s)", "many-0 (UserDefinedNetwork many-0/p), many-1", "and 2 more")
 		if strings.Contains(err.Error(), "many-4") {
 			t.Errorf("message names every namespace: %v", err)
 		}
 	})
 	t.Run("an invalid selector is refused by name", func(t *testing.T) {
-		cu := cudn("bad-selector", nil, testobj.Layer2(udnv1.NetworkRolePrimary, "10.58.0.0/16"))
+		cu := testobj.MakeCUDN("bad-selector").SelectLabels(nil).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.58.0.0/16")).Obj()
 		cu.Spec.NamespaceSelector.MatchLabels = map[string]string{"bad key!": "x"}
 		err := c.Create(ctx, cu)
 		expectInvalid(t, err, "spec.namespaceSelector")
@@ -271,23 +271,23 @@ func TestOVNNameCollisionsRefused(t *testing.T) {
 	namespace(t, c, "names", false, nil)
 	ctx := context.Background()
 
-	first := cudn("col-x", map[string]string{"none": "none"}, testobj.Layer2(udnv1.NetworkRoleSecondary, "10.91.0.0/24"))
+	first := testobj.MakeCUDN("col-x").SelectLabels(map[string]string{"none": "none"}).Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.91.0.0/24")).Obj()
 	if err := c.Create(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	second := cudn("col.x", map[string]string{"none": "none"}, testobj.Layer2(udnv1.NetworkRoleSecondary, "10.92.0.0/24"))
+	second := testobj.MakeCUDN("col.x").SelectLabels(map[string]string{"none": "none"}).Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.92.0.0/24")).Obj()
 	expectInvalid(t, createRefused(t, c, second), `metadata.name: Invalid value: "col.x": its OVN objects would be named like those of ClusterUserDefinedNetwork col-x`,
 		"giving both the prefix cluster_udn_col.x_); choose another name.")
 	expectAbsent(t, c, second)
-	if err := c.Create(ctx, cudn("col-y", map[string]string{"none": "none"}, testobj.Layer2(udnv1.NetworkRoleSecondary, "10.93.0.0/24"))); err != nil {
+	if err := c.Create(ctx, testobj.MakeCUDN("col-y").SelectLabels(map[string]string{"none": "none"}).Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.93.0.0/24")).Obj()); err != nil {
 		t.Errorf("a CUDN whose name differs otherwise is refused: %v", err)
 	}
 
-	u := udn("names", "net-a", testobj.Layer2(udnv1.NetworkRoleSecondary, "10.94.0.0/24"))
+	u := testobj.MakeUDN("names", "net-a").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.94.0.0/24")).Obj()
 	if err := c.Create(ctx, u); err != nil {
 		t.Fatal(err)
 	}
-	dup := udn("names", "net.a", testobj.Layer2(udnv1.NetworkRoleSecondary, "10.95.0.0/24"))
+	dup := testobj.MakeUDN("names", "net.a").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.95.0.0/24")).Obj()
 	expectInvalid(t, c.Create(ctx, dup), `metadata.name: Invalid value: "net.a": its OVN objects would be named like those of UserDefinedNetwork names/net-a`,
 		"giving both the prefix names_net.a_")
 	expectAbsent(t, c, dup)
@@ -333,14 +333,14 @@ func TestPrimaryCUDNSelectorSemantics(t *testing.T) {
 	for i := range cases {
 		ns := fmt.Sprintf("selector-%d", i)
 		namespace(t, c, ns, true, nsLabels)
-		if err := c.Create(ctx, udn(ns, "p", testobj.Layer2(udnv1.NetworkRolePrimary, "10.71.0.0/16"))); err != nil {
+		if err := c.Create(ctx, testobj.MakeUDN(ns, "p").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.71.0.0/16")).Obj()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The webhook's cache delivers in order: once the last namespace's UDN
 	// counts, every earlier one does.
 	last := fmt.Sprintf("selector-%d", len(cases)-1)
-	expectInvalid(t, createRefused(t, c, cudn("probe", map[string]string{"kubernetes.io/metadata.name": last}, testobj.Layer2(udnv1.NetworkRolePrimary, "10.70.0.0/16"))),
+	expectInvalid(t, createRefused(t, c, testobj.MakeCUDN("probe").SelectLabels(map[string]string{"kubernetes.io/metadata.name": last}).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.70.0.0/16")).Obj()),
 		last+" (UserDefinedNetwork "+last+"/p)")
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -359,7 +359,7 @@ func TestPrimaryCUDNSelectorSemantics(t *testing.T) {
 				ovnk.LabelPrimaryUserDefinedNetwork: ""})); got != tc.want {
 				t.Fatalf("the case is wrong: apimachinery says %v", got)
 			}
-			cu := cudn(ns, nil, testobj.Layer2(udnv1.NetworkRolePrimary, "10.70.0.0/16"))
+			cu := testobj.MakeCUDN(ns).SelectLabels(nil).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.70.0.0/16")).Obj()
 			cu.Spec.NamespaceSelector = sel
 			err = c.Create(ctx, cu, client.DryRunAll)
 			if tc.want {
@@ -416,7 +416,7 @@ func TestUDNCreateRules(t *testing.T) {
 	}
 	namespace(t, c, "by-policy", true, nil)
 	namespace(t, c, "by-policy-unlabelled", false, nil)
-	if err := c.Create(ctx, udn("by-policy", "web-a", testobj.Layer2(udnv1.NetworkRoleSecondary, "10.110.0.0/16"))); err != nil {
+	if err := c.Create(ctx, testobj.MakeUDN("by-policy", "web-a").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.110.0.0/16")).Obj()); err != nil {
 		t.Fatal(err)
 	}
 	gw := testobj.Layer2(udnv1.NetworkRolePrimary, "192.168.100.0/24")
@@ -426,12 +426,12 @@ func TestUDNCreateRules(t *testing.T) {
 		obj  *udnv1.UserDefinedNetwork
 		want string
 	}{
-		{"internal ranges", udn("by-policy", "ranges", testobj.Layer3(udnv1.NetworkRolePrimary, "10.244.0.0/16")),
+		{"internal ranges", testobj.MakeUDN("by-policy", "ranges").Spec(testobj.Layer3(udnv1.NetworkRolePrimary, "10.244.0.0/16")).Obj(),
 			"spec.layer3.subnets[0].cidr: 10.244.0.0/16 overlaps the cluster default network subnet 10.244.0.0/16 (--cluster-subnets); " +
 				"user defined networks must not overlap the cluster's internal ranges."},
-		{"default gateway", udn("by-policy", "gateway", gw),
+		{"default gateway", testobj.MakeUDN("by-policy", "gateway").Spec(gw).Obj(),
 			"spec.layer2.defaultGatewayIPs[0]: a default gateway must not be the broadcast address of subnet 192.168.100.0/24."},
-		{"namespace label", udn("by-policy-unlabelled", "p", testobj.Layer2(udnv1.NetworkRolePrimary, "10.111.0.0/16")),
+		{"namespace label", testobj.MakeUDN("by-policy-unlabelled", "p").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.111.0.0/16")).Obj(),
 			"metadata.namespace: a Primary UserDefinedNetwork requires its namespace by-policy-unlabelled to have the label " +
 				"k8s.ovn.org/primary-user-defined-network, set when the namespace is created."},
 	} {
@@ -444,7 +444,7 @@ func TestUDNCreateRules(t *testing.T) {
 	}
 	t.Run("OVN name collision", func(t *testing.T) {
 		for _, role := range []udnv1.NetworkRole{udnv1.NetworkRoleSecondary, udnv1.NetworkRolePrimary} {
-			u := udn("by-policy", "web.a", testobj.Layer2(role, "10.111.0.0/16"))
+			u := testobj.MakeUDN("by-policy", "web.a").Spec(testobj.Layer2(role, "10.111.0.0/16")).Obj()
 			expectInvalid(t, c.Create(ctx, u), `metadata.name: Invalid value: "web.a": its OVN objects would be named like those of UserDefinedNetwork by-policy/web-a `+
 				"(OVN-Kubernetes replaces '-' and '/' with '.', giving both the prefix by.policy_web.a_); choose another name.")
 			expectAbsent(t, c, u)
@@ -453,7 +453,7 @@ func TestUDNCreateRules(t *testing.T) {
 
 	t.Run("no warning over the transit subnet", func(t *testing.T) {
 		warns.take()
-		u := udn("by-policy", "transit", testobj.Layer2(udnv1.NetworkRolePrimary, "100.88.0.0/20"))
+		u := testobj.MakeUDN("by-policy", "transit").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "100.88.0.0/20")).Obj()
 		if err := c.Create(ctx, u); err != nil {
 			t.Fatal(err)
 		}
@@ -463,26 +463,26 @@ func TestUDNCreateRules(t *testing.T) {
 	})
 
 	t.Run("a second primary network", func(t *testing.T) {
-		u := udn("by-policy", "second", testobj.Layer2(udnv1.NetworkRolePrimary, "10.112.0.0/16"))
+		u := testobj.MakeUDN("by-policy", "second").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.112.0.0/16")).Obj()
 		expectInvalid(t, c.Create(ctx, u), "spec.layer2.role: Forbidden: namespace by-policy already has a primary network: UserDefinedNetwork by-policy/transit; a namespace can have only one.")
 		expectAbsent(t, c, u)
 	})
 
 	t.Run("a Primary CUDN selecting the namespace", func(t *testing.T) {
 		namespace(t, c, "by-policy-cudn", true, nil)
-		cu := cudn("by-policy-cudn", map[string]string{"kubernetes.io/metadata.name": "by-policy-cudn"}, testobj.Layer2(udnv1.NetworkRolePrimary, "10.115.0.0/16"))
+		cu := testobj.MakeCUDN("by-policy-cudn").SelectLabels(map[string]string{"kubernetes.io/metadata.name": "by-policy-cudn"}).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.115.0.0/16")).Obj()
 		if err := c.Create(ctx, cu); err != nil {
 			t.Fatal(err)
 		}
-		u := udn("by-policy-cudn", "p", testobj.Layer2(udnv1.NetworkRolePrimary, "10.116.0.0/16"))
+		u := testobj.MakeUDN("by-policy-cudn", "p").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.116.0.0/16")).Obj()
 		expectInvalid(t, c.Create(ctx, u), "spec.layer2.role: Forbidden: namespace by-policy-cudn already has a primary network: ClusterUserDefinedNetwork by-policy-cudn; a namespace can have only one.")
 		// A Secondary CUDN is no primary network.
 		namespace(t, c, "by-policy-secondary", true, nil)
-		sec := cudn("by-policy-secondary", map[string]string{"kubernetes.io/metadata.name": "by-policy-secondary"}, testobj.Layer2(udnv1.NetworkRoleSecondary, "10.117.0.0/16"))
+		sec := testobj.MakeCUDN("by-policy-secondary").SelectLabels(map[string]string{"kubernetes.io/metadata.name": "by-policy-secondary"}).Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.117.0.0/16")).Obj()
 		if err := c.Create(ctx, sec); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Create(ctx, udn("by-policy-secondary", "p", testobj.Layer2(udnv1.NetworkRolePrimary, "10.118.0.0/16")), client.DryRunAll); err != nil {
+		if err := c.Create(ctx, testobj.MakeUDN("by-policy-secondary", "p").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.118.0.0/16")).Obj(), client.DryRunAll); err != nil {
 			t.Errorf("a Primary UDN beside a Secondary CUDN: %v", err)
 		}
 		// A primary NAD whose UDN is gone blocks nothing: the webhook
@@ -491,7 +491,7 @@ func TestUDNCreateRules(t *testing.T) {
 		// The NAD webhook admits a UDN's NAD only with its owner's UID: the
 		// owner exists (Secondary, so it blocks nothing itself) while the
 		// primary NAD is written, then goes.
-		gone := udn("by-policy-udn-nad", "gone", testobj.Layer2(udnv1.NetworkRoleSecondary, "10.119.0.0/16"))
+		gone := testobj.MakeUDN("by-policy-udn-nad", "gone").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.119.0.0/16")).Obj()
 		if err := c.Create(ctx, gone); err != nil {
 			t.Fatal(err)
 		}
@@ -507,13 +507,13 @@ func TestUDNCreateRules(t *testing.T) {
 		if err := c.Delete(ctx, gone); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Create(ctx, udn("by-policy-udn-nad", "p", testobj.Layer2(udnv1.NetworkRolePrimary, "10.120.0.0/16")), client.DryRunAll); err != nil {
+		if err := c.Create(ctx, testobj.MakeUDN("by-policy-udn-nad", "p").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.120.0.0/16")).Obj(), client.DryRunAll); err != nil {
 			t.Errorf("a Primary UDN beside a UDN's primary NAD: %v", err)
 		}
 	})
 
 	t.Run("every rule at once: refused, naming at least one", func(t *testing.T) {
-		u := udn("by-policy", "web.a", testobj.Layer2(udnv1.NetworkRolePrimary, "10.244.0.0/24"))
+		u := testobj.MakeUDN("by-policy", "web.a").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.244.0.0/24")).Obj()
 		err := c.Create(ctx, u, client.DryRunAll)
 		expectInvalid(t, err)
 		if got := err.Error(); !strings.Contains(got, "spec.layer2.subnets[0]: 10.244.0.0/24 overlaps") && !strings.Contains(got, "metadata.name: Invalid value: \"web.a\"") &&
@@ -531,11 +531,11 @@ func TestCUDNWebhookCalledOnlyWhenNeeded(t *testing.T) {
 	c := synced(env.Client)
 	const path = "/validate-k8s-ovn-org-v1-clusteruserdefinednetwork"
 	before := webhookCalls(t, path)
-	plain := cudn("plainname", map[string]string{"none": "none"}, testobj.Layer2(udnv1.NetworkRoleSecondary, "10.118.8.0/24"))
+	plain := testobj.MakeCUDN("plainname").SelectLabels(map[string]string{"none": "none"}).Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.118.8.0/24")).Obj()
 	if err := c.Create(context.Background(), plain); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Create(context.Background(), cudn("with-dash", map[string]string{"none": "none"}, testobj.Layer2(udnv1.NetworkRoleSecondary, "10.118.9.0/24"))); err != nil {
+	if err := c.Create(context.Background(), testobj.MakeCUDN("with-dash").SelectLabels(map[string]string{"none": "none"}).Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.118.9.0/24")).Obj()); err != nil {
 		t.Fatal(err)
 	}
 	plain.Labels = map[string]string{"touched": "yes"}

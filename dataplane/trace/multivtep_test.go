@@ -11,13 +11,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/udnkit/udnkit/dataplane/controllers/multivtep"
 	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -101,9 +101,7 @@ func podObject(t *testing.T, p pod, nad string, subnets []netip.Prefix, tunnelID
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.namespace, Name: p.name,
-		Annotations: map[string]string{ovnk.AnnotationPodNetworks: v}},
-		Spec: corev1.PodSpec{NodeName: p.node}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	return testobj.MakePod(p.namespace, p.name).Node(p.node).Running().Annotation(ovnk.AnnotationPodNetworks, v).Obj()
 }
 
 // programMultiVTEP runs the manager's multi-VTEP reconciler for the zone.

@@ -26,6 +26,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/controllers/layer2"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 	"github.com/udnkit/udnkit/internal/testenv"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -221,15 +222,15 @@ func scheme(t *testing.T) *runtime.Scheme {
 // nodeObject is a Node as the reconcilers leave it: node ID, topology
 // version 2.0 and the node IPs in status.
 func nodeObject(n node) *corev1.Node {
-	o := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Annotations: map[string]string{
+	w := testobj.MakeNode(n.name).Annotations(map[string]string{
 		ovnk.AnnotationNodeID:                fmt.Sprint(n.id),
 		ovnk.AnnotationNodeChassisID:         n.chassis(),
 		ovnk.AnnotationLayer2TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter,
-	}}}
+	})
 	for _, ip := range n.ips {
-		o.Status.Addresses = append(o.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip.Addr().String()})
+		w.InternalIPs(ip.Addr())
 	}
-	return o
+	return w.Obj()
 }
 
 // udnNAD renders a UDN's NAD exactly as the NAD reconciler does, with its

@@ -18,6 +18,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/controllers/migration"
 	"github.com/udnkit/udnkit/envtest/datapath"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -33,12 +34,8 @@ func vmPodObject(t *testing.T, p *pod, vm, owner string, created time.Time, runn
 	if running {
 		annotations[ovnk.KeyNodeName] = p.node.Name
 	}
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: p.net.namespace, Name: p.name, Labels: map[string]string{ovnk.LabelVM: vm},
-			Annotations: annotations, CreationTimestamp: metav1.NewTime(created)},
-		Spec:   corev1.PodSpec{NodeName: p.node.Name},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning},
-	}
+	return testobj.MakePod(p.net.namespace, p.name).Node(p.node.Name).Running().Created(created).
+		Labels(map[string]string{ovnk.LabelVM: vm}).Annotations(annotations).Obj()
 }
 
 // startOwnPods starts the pods (startPods) and removes them when the test

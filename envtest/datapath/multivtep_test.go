@@ -9,13 +9,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/udnkit/udnkit/dataplane/controllers/multivtep"
 	"github.com/udnkit/udnkit/envtest/datapath"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -23,8 +23,7 @@ import (
 // its node, running, with its k8s.ovn.org/pod-networks.
 func (p *pod) object(t *testing.T) *corev1.Pod {
 	t.Helper()
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.net.namespace, Name: p.name, Annotations: p.annotation(t)},
-		Spec: corev1.PodSpec{NodeName: p.node.Name}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	return testobj.MakePod(p.net.namespace, p.name).Node(p.node.Name).Running().Annotations(p.annotation(t)).Obj()
 }
 
 // programMultiVTEP runs udnkit's multi-VTEP reconciler in zone on state: its

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -93,15 +93,12 @@ const (
 // address on breth0), and its underlay IP as InternalIP.
 func OVNKNode(n *Node) *corev1.Node {
 	ifAddr := netip.PrefixFrom(n.UnderlayIP, Underlay.Bits()).String()
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Annotations: map[string]string{
-			ovnk.AnnotationNodeChassisID: n.ChassisID(),
-			ovnk.AnnotationNodeEncapIPs:  `["` + n.UnderlayIP.String() + `"]`,
-			annotationNodePrimaryIfAddr:  `{"ipv4":"` + ifAddr + `"}`,
-			annotationNodeHostCIDRs:      `["` + ifAddr + `"]`,
-		}},
-		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.UnderlayIP.String()}}},
-	}
+	return testobj.MakeNode(n.Name).Annotations(map[string]string{
+		ovnk.AnnotationNodeChassisID: n.ChassisID(),
+		ovnk.AnnotationNodeEncapIPs:  `["` + n.UnderlayIP.String() + `"]`,
+		annotationNodePrimaryIfAddr:  `{"ipv4":"` + ifAddr + `"}`,
+		annotationNodeHostCIDRs:      `["` + ifAddr + `"]`,
+	}).InternalIPs(n.UnderlayIP).Obj()
 }
 
 // Nbctl runs ovn-nbctl on the node's zone's Northbound.

@@ -116,6 +116,9 @@ func (w *NamespaceWrapper) Primary() *NamespaceWrapper {
 func (w *NamespaceWrapper) Obj() *corev1.Namespace { return &w.Namespace }
 
 func merge(into, kv map[string]string) map[string]string {
+	if len(kv) == 0 {
+		return into
+	}
 	if into == nil {
 		into = make(map[string]string, len(kv))
 	}

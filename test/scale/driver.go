@@ -31,6 +31,7 @@ import (
 
 	v1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -438,11 +439,11 @@ func nodeName(i int) string { return fmt.Sprintf("node-%04d", i) }
 // scaleNode is a Node as OVN-Kubernetes leaves it once it runs the Layer2
 // transit-router topology: its chassis, an encap IP and the topology version.
 func scaleNode(i int) *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName(i), Annotations: map[string]string{
+	return testobj.MakeNode(nodeName(i)).Annotations(map[string]string{
 		ovnk.AnnotationNodeChassisID:         fmt.Sprintf("5e1f0c1a-0000-4000-8000-%012d", i),
 		ovnk.AnnotationNodeEncapIPs:          fmt.Sprintf(`["172.20.%d.%d"]`, i/250, i%250+1),
 		ovnk.AnnotationLayer2TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter,
-	}}}
+	}).Obj()
 }
 
 func namespaceName(i int) string { return fmt.Sprintf("scale-%05d", i) }
@@ -483,13 +484,7 @@ func scaleNetwork(i int) (*corev1.Namespace, client.Object) {
 // scalePod is pod p, in network p mod networks's namespace, bound to a node
 // (no scheduler or kubelet runs: it stays Pending).
 func scalePod(p int, s size) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%05d", p), Namespace: namespaceName(p % s.networks)},
-		Spec: corev1.PodSpec{
-			NodeName:   nodeName(p % max(1, s.nodes)),
-			Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}},
-		},
-	}
+	return testobj.MakePod(namespaceName(p%s.networks), fmt.Sprintf("pod-%05d", p)).Node(nodeName(p % max(1, s.nodes))).Obj()
 }
 
 // waitConverged watches the driver's informer cache (no API requests) until
