@@ -40,6 +40,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/apis/scheme"
+	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -303,7 +304,7 @@ func waitForPolicies(ctx context.Context, c client.Client) error {
 		Spec: udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{
 			Role: udnv1.NetworkRoleSecondary, Subnets: udnv1.DualStackCIDRs{udnv1.CIDR(ovnk.DefaultClusterConfig().ClusterSubnets[0].String())}}},
 	}
-	err := Poll(60*time.Second, func() error {
+	err := testenv.Poll("the admission policies", func() error {
 		err := c.Create(ctx, probe.DeepCopy(), client.DryRunAll)
 		if apierrors.IsInvalid(err) && strings.Contains(err.Error(), "udnkit-network-config") {
 			return nil
@@ -518,23 +519,6 @@ func (e *Environment) WaitForWebhookServer(ctx context.Context) error {
 			return fmt.Errorf("webhook server at %s not serving: %w (last error: %v)", addr, ctx.Err(), err)
 		case <-time.After(50 * time.Millisecond):
 		}
-	}
-}
-
-// Poll calls f every 100 ms until it returns nil, or returns its last error
-// once timeout has passed. Policies, RBAC bindings and aggregated roles take
-// effect a moment after they are written; 20 s covers a loaded 2-core machine.
-func Poll(timeout time.Duration, f func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("still failing after %s: %w", timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
-	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/webhooks"
 )
@@ -298,16 +298,13 @@ func excludeFromAdmission(b *testing.B, c client.Client, with, without string) f
 // admission covers namespace ns (or does not).
 func waitForAdmission(b *testing.B, c client.Client, ns string, covered bool) {
 	b.Helper()
-	err := envtest.Poll(20*time.Second, func() error {
+	testenv.Eventually(b, "udnkit's admission of namespace "+ns, func() error {
 		err := c.Create(ctx, testobj.MakeUDN(ns, "probe").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.244.0.0/24")).Obj(), client.DryRunAll)
 		if (err != nil) != covered {
 			return fmt.Errorf("namespace %s: admission covers it: %v, want %v (last error: %v)", ns, err != nil, covered, err)
 		}
 		return nil
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
 }
 
 // apiserverVAPCalls reads the apiserver's count and total seconds of

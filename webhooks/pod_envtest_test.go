@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	ipamclaimsv1alpha1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -14,7 +13,6 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
-	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
@@ -339,15 +337,12 @@ func TestPodWebhooksAreCalledOnlyForTheirAnnotations(t *testing.T) {
 	const validate, mutate = "/validate--v1-pod", "/mutate--v1-pod"
 	expect := func(path string, want float64) {
 		t.Helper()
-		err := envtest.Poll(5*time.Second, func() error {
+		testenv.Eventually(t, path+"'s requests", func() error {
 			if got := webhookCalls(t, path); got != want {
 				return fmt.Errorf("%s served %v requests, want %v", path, got, want)
 			}
 			return nil
 		})
-		if err != nil {
-			t.Error(err)
-		}
 	}
 	v0, m0 := webhookCalls(t, validate), webhookCalls(t, mutate)
 

@@ -192,7 +192,9 @@ func waitCached(ctx context.Context, obj client.Object, deleted bool) error {
 		return nil
 	}
 	want, _ := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
-	deadline := time.Now().Add(10 * time.Second)
+	// Every create of the suite waits here: poll every millisecond, not
+	// testenv.PollInterval.
+	deadline := time.Now().Add(testenv.EventuallyTimeout)
 	for {
 		cur := obj.DeepCopyObject().(client.Object)
 		err := shared.mgr.GetCache().Get(ctx, client.ObjectKeyFromObject(obj), cur)
@@ -207,7 +209,7 @@ func waitCached(ctx context.Context, obj client.Object, deleted bool) error {
 			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the webhooks' cache did not catch up with %T %s in 10 s", obj, client.ObjectKeyFromObject(obj))
+			return fmt.Errorf("the webhooks' cache did not catch up with %T %s in %v", obj, client.ObjectKeyFromObject(obj), testenv.EventuallyTimeout)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -315,7 +317,7 @@ func waitForPolicies(env *envtest.Environment) error {
 	reserved.Layer2.ReservedSubnets = []udnv1.NetworkCIDR{"10.100.0.0/24"}
 	peer := testobj.MakeUDN(ns, "probe-a").Spec(reserved).Obj()
 	peerCUDN := testobj.MakeCUDN("probe-a").SelectLabels(map[string]string{"none": "none"}).Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.101.0.0/16")).Obj()
-	return envtest.Poll(30*time.Second, func() error {
+	return testenv.Poll("the policies and webhooks", func() error {
 		if err := c.Create(ctx, testobj.MakeUDN(ns, "overlap").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.244.0.0/24")).Obj(), client.DryRunAll); err == nil {
 			return errors.New("udnkit-network-config not enforced yet")
 		}
@@ -351,7 +353,7 @@ func waitForPolicies(env *envtest.Environment) error {
 // apiserver's informer, a moment behind what a test just wrote.
 func createRefused(t testing.TB, c client.Client, obj client.Object) error {
 	t.Helper()
-	_ = envtest.Poll(10*time.Second, func() error {
+	_ = testenv.Poll("a dry run refused", func() error {
 		if c.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll) == nil {
 			return errors.New("admitted")
 		}

@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +23,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -542,13 +542,10 @@ func TestCUDNWebhookCalledOnlyWhenNeeded(t *testing.T) {
 	if err := c.Update(context.Background(), plain); err != nil {
 		t.Fatal(err)
 	}
-	err := envtest.Poll(5*time.Second, func() error {
+	testenv.Eventually(t, "the CUDN webhook's requests", func() error {
 		if got := webhookCalls(t, path); got != before+2 {
 			return fmt.Errorf("the CUDN webhook served %v requests, want %v", got, before+2)
 		}
 		return nil
 	})
-	if err != nil {
-		t.Error(err)
-	}
 }

@@ -3,6 +3,7 @@ package datapath_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/controllers/multivtep"
 	"github.com/udnkit/udnkit/envtest/datapath"
+	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -93,13 +95,12 @@ func TestMultiVTEP(t *testing.T) {
 	})
 	// node-c's ovn-controller registers one Encap per encap IP in its zone;
 	// OVN-Kubernetes' interconnect does the same in the other zones.
-	deadline := time.Now().Add(20 * time.Second)
-	for len(strings.Fields(sbctl(t, cc, "--bare", "--columns=encaps", "find", "Chassis", "name="+cc.ChassisID()))) != 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("node-c's chassis has no second Encap:\n%s", sbctl(t, cc, "list", "Encap"))
+	testenv.Eventually(t, "node-c's second Encap", func() error {
+		if len(strings.Fields(sbctl(t, cc, "--bare", "--columns=encaps", "find", "Chassis", "name="+cc.ChassisID()))) != 2 {
+			return fmt.Errorf("node-c's chassis has no second Encap:\n%s", sbctl(t, cc, "list", "Encap"))
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	for _, z := range []*datapath.Node{a, b} {
 		addEncap(t, z, cc, vtep2)
 	}

@@ -27,21 +27,13 @@ func Skipping() bool { return testing.Short() }
 // running every package's apiserver at once, not a performance figure.
 const EventuallyTimeout = 60 * time.Second
 
-// Eventually retries f every 100 ms until it returns nil, and fails tb with
-// what and f's last error once EventuallyTimeout has passed. Tests that wait
-// for a controller, or for the apiserver to enforce a policy, use it.
+// Eventually retries f every PollInterval until it returns nil, and fails
+// tb with what and f's last error once EventuallyTimeout has passed (Poll).
+// Tests that wait for a controller, or for the apiserver to enforce a
+// policy, use it.
 func Eventually(tb testing.TB, what string, f func() error) {
 	tb.Helper()
-	timeout := EventuallyTimeout
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s: not within %v: %v", what, timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := Poll(what, f); err != nil {
+		tb.Fatal(err)
 	}
 }

@@ -673,14 +673,12 @@ func freeNetworkID(ctx context.Context, c client.Client, timeout time.Duration, 
 	if err := c.Delete(ctx, network); err != nil {
 		return fmt.Errorf("deleting %s to free a network ID: %w", network.GetName(), err)
 	}
-	err := envtest.Poll(timeout, func() error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(network), network); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("%s is not finalized yet (get: %v)", network.GetName(), err)
-		}
-		return nil
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(network), network)
+		return apierrors.IsNotFound(err), nil
 	})
 	if err != nil {
-		return fmt.Errorf("freeing a network ID: %w", err)
+		return fmt.Errorf("freeing a network ID: %s is not finalized in %s: %w", network.GetName(), timeout, err)
 	}
 	return nil
 }

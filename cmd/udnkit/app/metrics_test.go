@@ -100,7 +100,7 @@ func TestMetricsNeedAuthorizedToken(t *testing.T) {
 	}
 	// Authorized: served once the server is up and the binding is visible.
 	var body string
-	must(t, envtest.Poll(20*time.Second, func() error {
+	testenv.Eventually(t, "the metrics served to Prometheus", func() error {
 		code, b, err := scrape("https", prometheus)
 		if err != nil {
 			return err
@@ -110,7 +110,7 @@ func TestMetricsNeedAuthorizedToken(t *testing.T) {
 		}
 		body = b
 		return nil
-	}))
+	})
 	if !strings.Contains(body, "# TYPE rest_client_requests_total") {
 		t.Errorf("the authorized scrape lacks controller-runtime's metrics:\n%.500s", body)
 	}
