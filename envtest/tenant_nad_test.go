@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -20,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
-	"github.com/udnkit/udnkit/cmd/udnkit/app"
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/envtest/manager"
 	"github.com/udnkit/udnkit/internal/testenv"
@@ -317,13 +315,8 @@ func startNADManager(t *testing.T, env *envtest.Environment) {
 	t.Helper()
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: managerUser, Groups: []string{"system:masters"}}
-	manager.Start(context.Background(), t, cfg, []string{"--controllers=admission,nad"}, func(o *app.Options) {
-		serving := env.Webhook.WebhookServerOptions()
-		o.WebhookServer = &serving
-	})
-	wctx, wcancel := context.WithTimeout(context.Background(), time.Minute)
-	defer wcancel()
-	must(t, env.WaitForWebhookServer(wctx))
+	manager.Start(context.Background(), t, cfg, []string{"--controllers=admission,nad"}, manager.ServeWebhooks(env))
+	must(t, manager.WaitForWebhooks(context.Background(), env))
 }
 
 // refusedNAD fails unless err is a 403 whose message holds every want.

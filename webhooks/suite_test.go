@@ -30,6 +30,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/envtest/manager"
 	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
@@ -43,19 +44,19 @@ import (
 // as the policies' params). It starts on first use, so the unit tests and
 // the fuzz target run without it.
 var shared struct {
-	once   sync.Once
-	env    *envtest.Environment
-	mgr    ctrl.Manager
-	cancel context.CancelFunc
-	done   chan error
-	err    error
+	once sync.Once
+	env  *envtest.Environment
+	mgr  ctrl.Manager
+	run  *manager.Running
+	err  error
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if shared.env != nil {
-		shared.cancel()
-		<-shared.done
+		if shared.run != nil {
+			_ = shared.run.Stop()
+		}
 		if err := shared.env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
 		}
@@ -100,12 +101,8 @@ func startEnv(tb testing.TB) *envtest.Environment {
 			shared.err = err
 			return
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		shared.cancel, shared.done = cancel, make(chan error, 1)
-		go func() { shared.done <- mgr.Start(ctx) }()
-		wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
-		defer wcancel()
-		if shared.err = env.WaitForWebhookServer(wctx); shared.err == nil {
+		shared.run = manager.Run(context.Background(), mgr)
+		if shared.err = manager.WaitForWebhooks(context.Background(), env); shared.err == nil {
 			shared.err = waitForPolicies(env)
 		}
 	})

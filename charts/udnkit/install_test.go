@@ -2,14 +2,12 @@ package udnkitchart_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +18,7 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/cmd/udnkit/app"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/envtest/manager"
 	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/internal/testobj"
 )
@@ -138,37 +137,22 @@ func startManager(t *testing.T, env *envtest.Environment, args []string) (health
 	}
 	health = l.Addr().String()
 	_ = l.Close()
-	opts := app.NewOptions()
-	fs := flag.NewFlagSet("udnkit", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	opts.BindFlags(fs)
-	if err := fs.Parse(append(args[:len(args):len(args)], "--metrics-bind-address=0", "--health-probe-bind-address="+health)); err != nil {
-		t.Fatal(err)
-	}
-	ws := env.Webhook.WebhookServerOptions()
-	opts.WebhookServer = &ws
-	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := app.New(ctx, env.Config, opts)
+	ctx := context.Background()
+	mgr, err := manager.New(ctx, env.Config,
+		append(args[:len(args):len(args)], "--metrics-bind-address=0", "--health-probe-bind-address="+health), manager.ServeWebhooks(env))
 	if err != nil {
-		cancel()
 		t.Fatalf("the manager does not build: %v", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
-	defer wcancel()
-	if err := env.WaitForWebhookServer(wctx); err != nil {
-		cancel()
+	run := manager.Run(ctx, mgr)
+	if err := manager.WaitForWebhooks(ctx, env); err != nil {
+		_ = run.Stop()
 		t.Fatal(err)
 	}
 	return health, func() {
-		select {
-		case err := <-done:
+		if exited, err := run.Exited(); exited {
 			t.Errorf("the manager exited on its own: %v", err)
-		default:
 		}
-		cancel()
-		if err := <-done; err != nil {
+		if err := run.Stop(); err != nil {
 			t.Errorf("the manager stopped with %v", err)
 		}
 	}

@@ -1,47 +1,127 @@
-// Package manager runs the udnkit manager in-process for the end-to-end
-// suites, with flags parsed as cmd/udnkit parses them. It is its own package
-// because it imports cmd/udnkit/app, which imports webhooks, whose tests
-// import the envtest harness: the harness itself cannot import app.
+// Package manager runs managers in-process for the suites: the udnkit
+// manager with flags parsed as cmd/udnkit parses them (Start, Options), and
+// any controller-runtime manager in the background until stopped (Run). It
+// is its own package because it imports cmd/udnkit/app, which imports
+// webhooks, whose tests import the envtest harness: the harness itself
+// cannot import app.
 package manager
 
 import (
 	"context"
 	"flag"
+	"io"
 	"testing"
 
 	"k8s.io/client-go/rest"
+	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/udnkit/udnkit/cmd/udnkit/app"
+	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/internal/testenv"
 )
 
-// Start runs the manager as cfg's user with args (metrics and health probes
-// off) until the test ends; configure, when set, adjusts the parsed options
-// (the webhook server, say). A manager that stops with an error fails the test.
-func Start(ctx context.Context, t testing.TB, cfg *rest.Config, args []string, configure func(*app.Options)) {
-	t.Helper()
+// Options parses args as cmd/udnkit does, after --metrics-bind-address=0
+// and --health-probe-bind-address=0 (args may set them again), and allows
+// several managers in one process (SkipControllerNameValidation).
+func Options(args []string) (*app.Options, error) {
 	o := app.NewOptions()
 	fs := flag.NewFlagSet("udnkit", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
 	o.BindFlags(fs)
 	if err := fs.Parse(append([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0"}, args...)); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	// The suites start several managers in one process.
 	o.SkipControllerNameValidation = true
+	return o, nil
+}
+
+// Running is a manager started by Run.
+type Running struct {
+	Manager ctrlmanager.Manager
+	cancel  context.CancelFunc
+	done    chan error
+	stopped bool
+	err     error
+}
+
+// Run starts mgr in the background until Stop or ctx ends.
+func Run(ctx context.Context, mgr ctrlmanager.Manager) *Running {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &Running{Manager: mgr, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- mgr.Start(ctx) }()
+	return r
+}
+
+// Exited returns whether the manager has already stopped on its own, and
+// its error.
+func (r *Running) Exited() (bool, error) {
+	if r.stopped {
+		return true, r.err
+	}
+	select {
+	case r.err = <-r.done:
+		r.stopped = true
+		return true, r.err
+	default:
+		return false, nil
+	}
+}
+
+// Stop stops the manager and returns the error it stopped with.
+func (r *Running) Stop() error {
+	r.cancel()
+	if !r.stopped {
+		r.err, r.stopped = <-r.done, true
+	}
+	return r.err
+}
+
+// WaitForWebhooks waits until the manager serves env's webhooks over TLS,
+// for up to testenv.EventuallyTimeout.
+func WaitForWebhooks(ctx context.Context, env *envtest.Environment) error {
+	ctx, cancel := context.WithTimeout(ctx, testenv.EventuallyTimeout)
+	defer cancel()
+	return env.WaitForWebhookServer(ctx)
+}
+
+// ServeWebhooks is a configure function for New and Start: the manager
+// serves its webhooks where env's webhook configurations call.
+func ServeWebhooks(env *envtest.Environment) func(*app.Options) {
+	return func(o *app.Options) {
+		ws := env.Webhook.WebhookServerOptions()
+		o.WebhookServer = &ws
+	}
+}
+
+// New builds the udnkit manager as cfg's user from args (Options); configure,
+// when set, adjusts the parsed options (the webhook server, say).
+func New(ctx context.Context, cfg *rest.Config, args []string, configure func(*app.Options)) (ctrlmanager.Manager, error) {
+	o, err := Options(args)
+	if err != nil {
+		return nil, err
+	}
 	if configure != nil {
 		configure(o)
 	}
+	return app.New(ctx, cfg, o)
+}
+
+// Start runs the udnkit manager as cfg's user with args (New) until the
+// test ends. A manager that stops with an error fails the test.
+func Start(ctx context.Context, t testing.TB, cfg *rest.Config, args []string, configure func(*app.Options)) *Running {
+	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
-	mgr, err := app.New(ctx, cfg, o)
+	mgr, err := New(ctx, cfg, args, configure)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
+	r := Run(ctx, mgr)
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		defer cancel()
+		if err := r.Stop(); err != nil {
 			t.Errorf("manager %v: %v", args, err)
 		}
 	})
+	return r
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/udnkit/udnkit/cmd/udnkit/app"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/envtest/manager"
 	"github.com/udnkit/udnkit/internal/testenv"
 )
 
@@ -59,26 +60,10 @@ func TestMetricsNeedAuthorizedToken(t *testing.T) {
 	bindClusterRole(t, env.Client, "udnkit-metrics-reader", "monitoring", "prometheus")
 
 	addr := freeAddr(t)
-	opts := app.NewOptions()
-	opts.Controllers = ""
-	opts.MetricsBindAddress = addr
-	opts.HealthProbeBindAddress = "0"
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:udnkit-system:udnkit",
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:udnkit-system", "system:authenticated"}}
-	mgrCtx, cancel := context.WithCancel(ctx)
-	mgr, err := app.New(mgrCtx, cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mgrCtx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	manager.Start(ctx, t, cfg, []string{"--metrics-bind-address=" + addr}, func(o *app.Options) { o.Controllers = "" })
 
 	httpc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the metrics server's certificate is self-signed
