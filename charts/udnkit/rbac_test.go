@@ -2,9 +2,7 @@ package udnkitchart_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +20,9 @@ import (
 	"github.com/udnkit/udnkit/cmd/udnkit/app"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/envtest/manager"
 	"github.com/udnkit/udnkit/internal/testenv"
+	"github.com/udnkit/udnkit/internal/testobj/ovnkrows"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -128,25 +128,16 @@ func runUnderChartRBAC(t *testing.T, objs []*unstructured.Unstructured, what str
 	args := append(base[:len(base):len(base)],
 		"--ovn-nb-address="+dbs.NB.Address(), "--ovn-sb-address="+dbs.SB.Address(),
 		"--preconfigured-udn-addresses-enable", "--metrics-bind-address=0", "--health-probe-bind-address=0")
-	opts := app.NewOptions()
-	fs := flag.NewFlagSet("udnkit", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	opts.BindFlags(fs)
-	must(fs.Parse(args))
-	opts.LeaderElectionNamespace = releaseNamespace
-	opts.SkipControllerNameValidation = true // the test runs this twice
-	ws := env.Webhook.WebhookServerOptions()
-	opts.WebhookServer = &ws
 	mctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	mgr, err := app.New(mctx, cfg, opts)
+	mgr, err := manager.New(mctx, cfg, args, func(o *app.Options) {
+		o.LeaderElectionNamespace = releaseNamespace
+		manager.ServeWebhooks(env)(o)
+	})
 	must(err)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	defer func() { cancel(); <-done }()
-	wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
-	defer wcancel()
-	must(env.WaitForWebhookServer(wctx))
+	run := manager.Run(mctx, mgr)
+	defer func() { _ = run.Stop() }()
+	must(manager.WaitForWebhooks(ctx, env))
 
 	// Admission: the webhooks read namespaces and networks from their cache.
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-rbac", Labels: map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}}}
@@ -183,8 +174,8 @@ func runUnderChartRBAC(t *testing.T, objs []*unstructured.Unstructured, what str
 			return pod.Annotations[ovnk.AnnotationPodNetworks] != ""
 		}},
 		{"dataplane: the network's transit router in OVN", func() bool {
-			out, _ := ovsdbserver.Command("ovn-nbctl", "--db="+dbs.NB.Address(), "--bare", "--columns=name", "list", "Logical_Router").CombinedOutput()
-			return strings.Contains(string(out), ovnk.NamesFor(ovnk.UDNNetworkName(ns.Name, "blue")).TransitRouter())
+			out, _ := ovnkrows.NB(dbs.NB.Address()).Run("--bare", "--columns=name", "list", "Logical_Router")
+			return strings.Contains(out, ovnk.NamesFor(ovnk.UDNNetworkName(ns.Name, "blue")).TransitRouter())
 		}},
 		{"leader election: the Lease", func() bool {
 			var leases metav1.PartialObjectMetadataList

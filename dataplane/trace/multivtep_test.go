@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/udnkit/udnkit/dataplane/controllers/multivtep"
+	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
@@ -35,18 +36,14 @@ func vtepEncaps(v6 bool) []netip.Addr {
 // interconnect does for remote nodes (named by the chassis' system-id, the
 // node's name as hostname).
 func (z *zone) remoteChassis(node string, ips []netip.Addr) {
-	name := chassisOf(node)
-	z.sbctl("chassis-add", name, "geneve", ips[0].String())
-	for _, ip := range ips[1:] {
-		z.sbctl("--", "--id=@e", "create", "Encap", "type=geneve", `ip="`+ip.String()+`"`, "chassis_name="+name,
-			"options:csum=true", "--", "add", "Chassis", name, "encaps", "@e")
-	}
-	z.sbctl("set", "Chassis", name, "other_config:is-remote=true", "hostname="+node)
-}
-
-func (z *zone) sbctl(args ...string) string {
 	z.t.Helper()
-	return run(z.t, "ovn-sbctl", append([]string{"--db=" + z.db.SB.Address(), "--no-leader-only"}, args...)...)
+	var encaps []string
+	for _, ip := range ips {
+		encaps = append(encaps, ip.String())
+	}
+	if err := ovsdbserver.AddChassis(z.db.SB, chassisOf(node), node, true, encaps...); err != nil {
+		z.t.Fatal(err)
+	}
 }
 
 // binding summarises a port's Southbound Port_Binding as a trace milestone

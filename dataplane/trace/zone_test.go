@@ -27,6 +27,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/internal/testobj"
+	"github.com/udnkit/udnkit/internal/testobj/ovnkrows"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -95,7 +96,12 @@ func newZone(t *testing.T, local node) *zone {
 
 func (z *zone) nbctl(args ...string) string {
 	z.t.Helper()
-	return run(z.t, "ovn-nbctl", append([]string{"--db=" + z.db.NB.Address()}, args...)...)
+	return ovnkrows.NB(z.db.NB.Address()).Must(z.t, args...)
+}
+
+func (z *zone) sbctl(args ...string) string {
+	z.t.Helper()
+	return ovnkrows.SB(z.db.SB.Address()).Must(z.t, args...)
 }
 
 func run(t *testing.T, name string, args ...string) string {
@@ -117,43 +123,22 @@ func (z *zone) trace(datapath, microflow string) string {
 
 // ids are the external_ids OVN-Kubernetes puts on a user-defined network's
 // rows (util.GenerateExternalIDsForSwitchOrRouter), as ovn-nbctl arguments.
-func ids(network string) []string {
-	return []string{`external_ids:"k8s.ovn.org/network"="` + network + `"`, `external_ids:"k8s.ovn.org/topology"=layer2`}
-}
+func ids(network string) []string { return ovnkrows.Network{Name: network, Topology: "layer2"}.IDs() }
 
 // ovnkGateway creates what OVN-Kubernetes' gateway controller owns for the
-// local node on a Layer2 network: the gateway router GR_<prefix><node> with
-// its chassis, the external switch ext_<prefix><node> with the localnet port
-// breth0_<prefix><node> and the etor-/rtoe- pair carrying the node IPs, and
-// the GR's default routes via the physical gateway. (No NAT: ovn-trace has no
-// connection tracking to un-NAT a reply.)
+// local node on a Layer2 network (ovnkrows.WriteGateway): the gateway router
+// with its chassis, the external switch with the localnet port and the
+// etor-/rtoe- pair carrying the node IPs, and the GR's default routes via
+// the physical gateway. (No NAT: ovn-trace has no connection tracking to
+// un-NAT a reply.)
 func (z *zone) ovnkGateway(network string) {
+	z.t.Helper()
 	n := z.local
-	names := ovnk.NamesFor(network)
-	scoped := ovnk.NetworkPrefix(network) + n.name
-	gr, ext := names.GatewayRouter(n.name), "ext_"+scoped
-	rtoe, etor := "rtoe-"+gr, "etor-"+gr
-	mac := ovnk.MACFromIP(n.ips[0].Addr()).String()
-	args := []string{"lr-add", gr, "--", "set", "Logical_Router", gr, "options:chassis=" + n.chassis(),
-		`external_ids:physical_ip="` + n.ips[0].Addr().String() + `"`}
-	z.nbctl(append(args, ids(network)...)...)
-	lrp := []string{"lrp-add", gr, rtoe, mac}
-	for _, ip := range n.ips {
-		lrp = append(lrp, ip.String())
-	}
-	z.nbctl(lrp...)
-	z.nbctl(append([]string{"set", "Logical_Router_Port", rtoe, `external_ids:"gateway-physical-ip"=yes`}, ids(network)...)...)
-	z.nbctl(append([]string{"ls-add", ext, "--", "set", "Logical_Switch", ext}, ids(network)...)...)
-	z.nbctl("lsp-add", ext, "breth0_"+scoped, "--", "lsp-set-type", "breth0_"+scoped, "localnet",
-		"--", "lsp-set-addresses", "breth0_"+scoped, "unknown", "--", "lsp-set-options", "breth0_"+scoped, "network_name=physnet")
-	z.nbctl("lsp-add", ext, etor, "--", "lsp-set-type", etor, "router", "--", "lsp-set-addresses", etor, mac,
-		"--", "lsp-set-options", etor, "router-port="+rtoe)
-	for _, gw := range n.gws {
-		def := "0.0.0.0/0"
-		if gw.Is6() {
-			def = "::/0"
-		}
-		z.nbctl("lr-route-add", gr, def, gw.String(), rtoe)
+	err := ovnkrows.WriteGateway(ovnkrows.NB(z.db.NB.Address()), ovnkrows.Gateway{
+		Network: ovnkrows.Network{Name: network, Topology: "layer2"}, Node: n.name, Chassis: n.chassis(),
+		MAC: ovnk.MACFromIP(n.ips[0].Addr()).String(), IPs: n.ips, NextHops: n.gws})
+	if err != nil {
+		z.t.Fatal(err)
 	}
 }
 
@@ -168,39 +153,34 @@ type pod struct {
 
 func (p pod) mac() string { return ovnk.MACFromIP(p.ips[0]).String() }
 
-func (p pod) addresses() string {
-	parts := []string{p.mac()}
-	for _, ip := range p.ips {
-		parts = append(parts, ip.String())
-	}
-	return strings.Join(parts, " ")
-}
+func (p pod) addresses() string { return ovnkrows.Addresses(p.ips...) }
 
-// ovnkPod adds the pod's port to the network's layer2 switch.
+// ovnkPod adds the pod's port to the network's layer2 switch
+// (ovnkrows.WritePodPort).
 func (z *zone) ovnkPod(network, nad string, p pod) string {
-	sw := ovnk.NamesFor(network).Switch()
-	port := ovnk.PodPortName(nad, p.namespace, p.name)
-	z.nbctl("lsp-add", sw, port, "--", "lsp-set-addresses", port, p.addresses())
-	if p.node == z.local.name {
-		z.nbctl("lsp-set-port-security", port, p.addresses())
-	} else {
-		z.nbctl("lsp-set-type", port, "remote", "--", "lsp-set-options", port,
-			"requested-chassis="+chassisOf(p.node), fmt.Sprintf("requested-tnl-key=%d", p.tunnelKey))
+	z.t.Helper()
+	row := ovnkrows.PodPort{Network: ovnkrows.Network{Name: network, Topology: "layer2"}, NAD: nad,
+		Switch: ovnk.NamesFor(network).Switch(), Namespace: p.namespace, Pod: p.name, Chassis: chassisOf(p.node),
+		Addresses: p.addresses(), TunnelID: p.tunnelKey, Remote: p.node != z.local.name}
+	if err := ovnkrows.WritePodPort(ovnkrows.NB(z.db.NB.Address()), row); err != nil {
+		z.t.Fatal(err)
 	}
-	return port
+	return row.Name()
 }
 
 // ovnkManagementPort adds the local node's management port <prefix>k8s-<node>
 // to the layer2 switch, at the subnets' second address.
 func (z *zone) ovnkManagementPort(network string, subnets []netip.Prefix) string {
-	port := ovnk.NetworkPrefix(network) + "k8s-" + z.local.name
+	z.t.Helper()
 	var ips []netip.Addr
 	for _, s := range subnets {
 		a, _ := ovnk.AddrAt(s, 2)
 		ips = append(ips, a)
 	}
-	p := pod{ips: ips}
-	z.nbctl("lsp-add", ovnk.NamesFor(network).Switch(), port, "--", "lsp-set-addresses", port, p.addresses())
+	port, err := ovnkrows.WriteManagementPort(ovnkrows.NB(z.db.NB.Address()), network, z.local.name, ips...)
+	if err != nil {
+		z.t.Fatal(err)
+	}
 	return port
 }
 

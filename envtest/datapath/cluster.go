@@ -473,7 +473,7 @@ func (n *Node) portDiagnosis(iface, port string) string {
 		{"list", "Chassis"},
 		{"list", "Chassis_Private"},
 	} {
-		out, err := run("", nil, append([]string{"ovn-sbctl", "--db=" + n.Zone.SB.Address()}, args...)...)
+		out, err := n.SB().Run(args...)
 		fmt.Fprintf(&b, "== %s's zone: ovn-sbctl %s\n%s%v\n", n.Name, strings.Join(args, " "), out, errOrEmpty(err))
 	}
 	data, _ := os.ReadFile(filepath.Join(n.dir, "zone", "ovn-northd.log"))

@@ -60,7 +60,7 @@ func TestLayer2EgressIPv6(t *testing.T) {
 	})
 	t.Run("mutation: the transit router's IPv6 source route removed stops that node's IPv6 egress", func(t *testing.T) {
 		s, _ := ovnk.FamilyOf(v6.subnets, true)
-		nbctl(t, a, "--policy=src-ip", "lr-route-del", v6.names().TransitRouter(), s.String())
+		a.NB().Must(t, "--policy=src-ip", "lr-route-del", v6.names().TransitRouter(), s.String())
 		settle(t, c)
 		unreachable(t, podA, datapath.ExternalIP6)
 		reach(t, c, podB, datapath.ExternalIP6)

@@ -277,15 +277,6 @@ func startPods(t *testing.T, c *datapath.Cluster, pods ...*pod) {
 	}
 }
 
-func nbctl(t *testing.T, n *datapath.Node, args ...string) string {
-	t.Helper()
-	out, err := n.Nbctl(args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // settle waits until every zone's ovn-controller has installed the
 // current Northbound contents.
 func settle(t *testing.T, c *datapath.Cluster) {
@@ -330,7 +321,7 @@ func unreachable(t *testing.T, from *pod, dst netip.Addr) {
 func zoneShows(c *datapath.Cluster) []string {
 	var out []string
 	for _, n := range c.Nodes {
-		s, _ := runCmd("ovn-nbctl", "--db="+n.Zone.NB.Address(), "show")
+		s, _ := n.NB().Run("show")
 		out = append(out, fmt.Sprintf("== %s NB\n%s", n.Name, s))
 	}
 	return out

@@ -178,7 +178,7 @@ func TestLayer2Primary(t *testing.T) {
 		// Mutation: without the trtos- port's gateway chassis ovn-northd
 		// applies no SNAT on it: the node sees the pod's own IP.
 		port := blue.names().RouterToSwitch()
-		nbctl(t, a, "lrp-del-gateway-chassis", port, a.ChassisID())
+		a.NB().Must(t, "lrp-del-gateway-chassis", port, a.ChassisID())
 		settle(t, c)
 		if fromPod, fromMasq := seen(blueA); fromMasq != 0 || fromPod != 5 {
 			t.Fatalf("mutation: with node-a's gateway chassis removed from %s node-a saw %d echo requests from %s (want 0) and %d from the pod's IP (want 5)",
@@ -190,7 +190,7 @@ func TestLayer2Primary(t *testing.T) {
 		}
 		// Mutation: without the reroute the node never sees the pod's traffic.
 		policy := `inport == "` + port + `" && ip4.dst == ` + a.UnderlayIP.String() + ` /* ` + blue.names().Switch() + ` */`
-		nbctl(t, a, "lr-policy-del", blue.names().TransitRouter(), "1004", policy)
+		a.NB().Must(t, "lr-policy-del", blue.names().TransitRouter(), "1004", policy)
 		settle(t, c)
 		if fromPod, fromMasq := seen(blueA); fromPod+fromMasq != 0 {
 			t.Fatalf("mutation: with the priority-1004 policy removed node-a still saw %d echo requests", fromPod+fromMasq)
@@ -214,7 +214,7 @@ func TestLayer2Primary(t *testing.T) {
 	}{{
 		name: "a zone's switch tunnel key changed breaks the cross-zone path",
 		mutate: func() {
-			nbctl(t, b, "set", "Logical_Switch", blue.names().Switch(), "other_config:requested-tnl-key=16000000")
+			b.NB().Must(t, "set", "Logical_Switch", blue.names().Switch(), "other_config:requested-tnl-key=16000000")
 		},
 		broken: func(v6 bool) (*pod, netip.Addr) { return blueA, blueB.ip(v6) },
 		kept:   func(v6 bool) (*pod, netip.Addr) { return blueA, blueA2.ip(v6) },
@@ -222,14 +222,14 @@ func TestLayer2Primary(t *testing.T) {
 		name: "the transit router's source route to a node's gateway router removed stops that node's egress",
 		mutate: func() {
 			s, _ := ovnk.FamilyOf(blue.subnets, false)
-			nbctl(t, a, "--policy=src-ip", "lr-route-del", blue.names().TransitRouter(), s.String())
+			a.NB().Must(t, "--policy=src-ip", "lr-route-del", blue.names().TransitRouter(), s.String())
 		},
 		families: []bool{false},
 		broken:   func(bool) (*pod, netip.Addr) { return blueA, datapath.ExternalIP },
 		kept:     func(bool) (*pod, netip.Addr) { return blueB, datapath.ExternalIP },
 	}, {
 		name:   "the transit router's switch port removed silences the gateway on that node",
-		mutate: func() { nbctl(t, a, "lrp-del", blue.names().RouterToSwitch()) },
+		mutate: func() { a.NB().Must(t, "lrp-del", blue.names().RouterToSwitch()) },
 		broken: func(v6 bool) (*pod, netip.Addr) { return blueA, blue.gateway(v6) },
 		kept:   func(v6 bool) (*pod, netip.Addr) { return blueB, blue.gateway(v6) },
 	}} {

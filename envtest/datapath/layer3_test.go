@@ -101,13 +101,13 @@ func TestLayer3AppendedSubnet(t *testing.T) {
 	// to the transit IP of a node ID no zone has.
 	a := nodes[0].Node
 	egressIP := `ip4.src == ` + podA.IP(false).String()
-	nbctl(t, a, "lr-policy-add", red.names().ClusterRouter(), "100", egressIP, "reroute", ovnk.MustAddrAt(datapath.Layer3TransitSubnet, 9).String())
+	a.NB().Must(t, "lr-policy-add", red.names().ClusterRouter(), "100", egressIP, "reroute", ovnk.MustAddrAt(datapath.Layer3TransitSubnet, 9).String())
 	settle(t, c)
 
 	t.Run("IPv4: pods in the original and the appended subnet reach each other across zones", func(t *testing.T) {
 		for _, p := range [][2]*datapath.Pod{{podA, podB}, {podB, podA}} {
 			if err := p[0].Reach(p[1].IP(false), reachTimeout); err != nil {
-				t.Fatalf("%v\n%s", err, nbctl(t, a, "lr-policy-list", red.names().ClusterRouter()))
+				t.Fatalf("%v\n%s", err, a.NB().Must(t, "lr-policy-list", red.names().ClusterRouter()))
 			}
 		}
 	})
@@ -119,10 +119,10 @@ func TestLayer3AppendedSubnet(t *testing.T) {
 		}
 	})
 	t.Run("mutation: the priority-102 policies removed leave pod-a's traffic to its EgressIP reroute", func(t *testing.T) {
-		if !strings.Contains(nbctl(t, a, "lr-policy-list", red.names().ClusterRouter()), "102 ") {
+		if !strings.Contains(a.NB().Must(t, "lr-policy-list", red.names().ClusterRouter()), "102 ") {
 			t.Fatal("udnkit wrote no priority-102 policy on node-a's cluster router")
 		}
-		nbctl(t, a, "lr-policy-del", red.names().ClusterRouter(), "102")
+		a.NB().Must(t, "lr-policy-del", red.names().ClusterRouter(), "102")
 		settle(t, c)
 		if n, err := podA.Ping(podB.IP(false), 10, pingInterval); err != nil || n != 0 {
 			t.Fatalf("without the priority-102 policies pod-a still reached pod-b: %d replies (%v)", n, err)

@@ -263,7 +263,7 @@ func TestKubeVirtLiveMigration(t *testing.T) {
 
 	// 3. The source pod goes: its port in every zone, its namespace, its object.
 	for _, zone := range c.Nodes {
-		nbctl(t, zone, "lsp-del", src.port())
+		zone.NB().Must(t, "lsp-del", src.port())
 	}
 	if err := srcLauncher.Remove(); err != nil {
 		t.Fatal(err)
@@ -356,8 +356,8 @@ func TestKubeVirtLiveMigration(t *testing.T) {
 	}
 	t.Run("egress leaves through node-b's gateway router", func(t *testing.T) {
 		for _, zone := range c.Nodes {
-			routes := nbctl(t, zone, "lr-route-list", kv.names().TransitRouter())
-			policies := nbctl(t, zone, "lr-policy-list", kv.names().TransitRouter())
+			routes := zone.NB().Must(t, "lr-route-list", kv.names().TransitRouter())
+			policies := zone.NB().Must(t, "lr-policy-list", kv.names().TransitRouter())
 			if !strings.Contains(routes, vmIP.String()+" ") || strings.Contains(policies, "ip4.src == "+vmIP.String()) {
 				t.Fatalf("%s's transit router lacks the VM's point-to-point route or has a per-VM reroute:\n%s\n%s", zone.Name, routes, policies)
 			}
@@ -371,16 +371,16 @@ func TestKubeVirtLiveMigration(t *testing.T) {
 		join := ovnk.MustAddrAt(joinSubnetV4, uint64(slices.Index(c.Nodes, x)+2))
 		reach(t, c, client, join)
 		if err := vm.Reach(join, reachTimeout); err != nil {
-			t.Fatalf("%v; node-b's transit router:\n%s\n%s", err, nbctl(t, y, "lr-policy-list", kv.names().TransitRouter()),
-				nbctl(t, y, "lr-route-list", kv.names().TransitRouter()))
+			t.Fatalf("%v; node-b's transit router:\n%s\n%s", err, y.NB().Must(t, "lr-policy-list", kv.names().TransitRouter()),
+				y.NB().Must(t, "lr-route-list", kv.names().TransitRouter()))
 		}
 	})
 	t.Run("mutation: node-b's zone's source route pointed at node-a's gateway router moves the VM's egress there", func(t *testing.T) {
-		uuid := nbctl(t, y, "--bare", "--columns=_uuid", "find", "Logical_Router_Static_Route", `ip_prefix="`+strings.TrimSpace(route)+`"`, "policy=src-ip")
+		uuid := y.NB().Must(t, "--bare", "--columns=_uuid", "find", "Logical_Router_Static_Route", `ip_prefix="`+strings.TrimSpace(route)+`"`, "policy=src-ip")
 		if uuid == "" {
 			t.Fatal("node-b's zone has no source route of the network")
 		}
-		nbctl(t, y, "set", "Logical_Router_Static_Route", uuid, `nexthop="`+grIP(x)+`"`)
+		y.NB().Must(t, "set", "Logical_Router_Static_Route", uuid, `nexthop="`+grIP(x)+`"`)
 		settle(t, c)
 		own, others := egressSeen(t, c, &vm.Endpoint, y)
 		t.Logf("mutated: the external host saw the VM's echo requests %d times from node-b, %v from node-a and node-c", own, others)

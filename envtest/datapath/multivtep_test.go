@@ -43,19 +43,10 @@ func programMultiVTEP(t *testing.T, zone *datapath.Node, state client.Client, ne
 		if res.RequeueAfter == 0 {
 			return
 		}
-		nbctl(t, zone, "--timeout=30", "--wait=sb", "sync")
+		zone.NB().Must(t, "--timeout=30", "--wait=sb", "sync")
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("udnkit's multi-VTEP reconciler in %s's zone still waits for Port_Bindings", zone.Name)
-}
-
-func sbctl(t *testing.T, n *datapath.Node, args ...string) string {
-	t.Helper()
-	out, err := runCmd("ovn-sbctl", append([]string{"--db=" + n.Zone.SB.Address()}, args...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // TestMultiVTEP sends packets to a pod behind a node's second VTEP
@@ -87,17 +78,17 @@ func TestMultiVTEP(t *testing.T) {
 		_, _ = cc.Vsctl("set", "Open_vSwitch", ".", "external_ids:ovn-encap-ip="+vtep1.String())
 		_, _ = runCmd("ip", "-n", cc.Netns, "addr", "del", netip.PrefixFrom(vtep2, datapath.Underlay.Bits()).String(), "dev", "breth0")
 		for _, z := range []*datapath.Node{a, b} {
-			if e, err := runCmd("ovn-sbctl", "--db="+z.Zone.SB.Address(), "--bare", "--columns=_uuid", "find", "Encap",
+			if e, err := z.SB().Run("--bare", "--columns=_uuid", "find", "Encap",
 				"chassis_name="+cc.ChassisID(), `ip="`+vtep2.String()+`"`); err == nil && e != "" {
-				_, _ = runCmd("ovn-sbctl", "--db="+z.Zone.SB.Address(), "remove", "Chassis", cc.ChassisID(), "encaps", e)
+				_, _ = z.SB().Run("remove", "Chassis", cc.ChassisID(), "encaps", e)
 			}
 		}
 	})
 	// node-c's ovn-controller registers one Encap per encap IP in its zone;
 	// OVN-Kubernetes' interconnect does the same in the other zones.
 	testenv.Eventually(t, "node-c's second Encap", func() error {
-		if len(strings.Fields(sbctl(t, cc, "--bare", "--columns=encaps", "find", "Chassis", "name="+cc.ChassisID()))) != 2 {
-			return fmt.Errorf("node-c's chassis has no second Encap:\n%s", sbctl(t, cc, "list", "Encap"))
+		if len(strings.Fields(cc.SB().Must(t, "--bare", "--columns=encaps", "find", "Chassis", "name="+cc.ChassisID()))) != 2 {
+			return fmt.Errorf("node-c's chassis has no second Encap:\n%s", cc.SB().Must(t, "list", "Encap"))
 		}
 		return nil
 	})
@@ -144,7 +135,7 @@ func TestMultiVTEP(t *testing.T) {
 	}
 	heal()
 	port := podC.port()
-	if got := sbctl(t, a, "get", "Encap", sbctl(t, a, "get", "Port_Binding", port, "encap"), "ip"); strings.Trim(got, `"`) != vtep2.String() {
+	if got := a.SB().Must(t, "get", "Encap", a.SB().Must(t, "get", "Port_Binding", port, "encap"), "ip"); strings.Trim(got, `"`) != vtep2.String() {
 		t.Fatalf("pod-c's Port_Binding in node-a's zone points at encap %s, want %s", got, vtep2)
 	}
 
@@ -189,7 +180,7 @@ func TestMultiVTEP(t *testing.T) {
 	})
 	// encapOf is the UUID of node-c's Encap row with ip in node-a's zone.
 	encapOf := func(ip netip.Addr) string {
-		return sbctl(t, a, "--bare", "--columns=_uuid", "find", "Encap", "chassis_name="+cc.ChassisID(), `ip="`+ip.String()+`"`)
+		return a.SB().Must(t, "--bare", "--columns=_uuid", "find", "Encap", "chassis_name="+cc.ChassisID(), `ip="`+ip.String()+`"`)
 	}
 	// Without Port_Binding.encap, ovn-controller tunnels to any of the
 	// chassis' Encaps, so each mutation leaves it only the wrong one.
@@ -198,13 +189,13 @@ func TestMultiVTEP(t *testing.T) {
 		mutate, repair func()
 	}{{
 		name:   "the remote port's Port_Binding.encap pointed at the node's first VTEP",
-		mutate: func() { sbctl(t, a, "set", "Port_Binding", port, "encap="+encapOf(vtep1)) },
+		mutate: func() { a.SB().Must(t, "set", "Port_Binding", port, "encap="+encapOf(vtep1)) },
 		repair: func() {},
 	}, {
 		name: "the node's second Encap removed from its chassis clears the Port_Binding.encap",
 		mutate: func() {
-			sbctl(t, a, "remove", "Chassis", cc.ChassisID(), "encaps", encapOf(vtep2))
-			if e := sbctl(t, a, "get", "Port_Binding", port, "encap"); e != "[]" {
+			a.SB().Must(t, "remove", "Chassis", cc.ChassisID(), "encaps", encapOf(vtep2))
+			if e := a.SB().Must(t, "get", "Port_Binding", port, "encap"); e != "[]" {
 				t.Fatalf("pod-c's Port_Binding.encap is %s after its Encap was removed", e)
 			}
 		},
@@ -232,6 +223,6 @@ func TestMultiVTEP(t *testing.T) {
 // encap IPs.
 func addEncap(t *testing.T, zone, node *datapath.Node, ip netip.Addr) {
 	t.Helper()
-	sbctl(t, zone, "--", "--id=@e", "create", "Encap", "type=geneve", `ip="`+ip.String()+`"`, "chassis_name="+node.ChassisID(),
+	zone.SB().Must(t, "--", "--id=@e", "create", "Encap", "type=geneve", `ip="`+ip.String()+`"`, "chassis_name="+node.ChassisID(),
 		"options:csum=true", "--", "add", "Chassis", node.ChassisID(), "encaps", "@e")
 }

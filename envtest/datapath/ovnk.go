@@ -14,6 +14,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 	"github.com/udnkit/udnkit/internal/testobj"
+	"github.com/udnkit/udnkit/internal/testobj/ovnkrows"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -49,7 +50,7 @@ func (n *Node) readChassisID() (string, error) {
 		return "", err
 	}
 	id = strings.Trim(id, `"`)
-	out, err := run("", nil, "ovn-sbctl", "--db="+n.Zone.SB.Address(), "--bare", "--columns=encaps", "find", "Chassis", "name="+id)
+	out, err := n.SB().Run("--bare", "--columns=encaps", "find", "Chassis", "name="+id)
 	if err != nil {
 		return "", err
 	}
@@ -101,10 +102,14 @@ func OVNKNode(n *Node) *corev1.Node {
 	}).InternalIPs(n.UnderlayIP).Obj()
 }
 
+// NB is ovn-nbctl on the node's zone's Northbound.
+func (n *Node) NB() ovnkrows.Ctl { return ovnkrows.NB(n.Zone.NB.Address()) }
+
+// SB is ovn-sbctl on the node's zone's Southbound.
+func (n *Node) SB() ovnkrows.Ctl { return ovnkrows.SB(n.Zone.SB.Address()) }
+
 // Nbctl runs ovn-nbctl on the node's zone's Northbound.
-func (n *Node) Nbctl(args ...string) (string, error) {
-	return run("", nil, append([]string{"ovn-nbctl", "--db=" + n.Zone.NB.Address()}, args...)...)
-}
+func (n *Node) Nbctl(args ...string) (string, error) { return n.NB().Run(args...) }
 
 // Network is what OVN-Kubernetes' controllers read of a network for the
 // rows they own.
@@ -122,8 +127,10 @@ type Network struct {
 
 // ids are the external IDs OVN-Kubernetes puts on the network's rows, as
 // ovn-nbctl arguments.
-func (net Network) ids() []string {
-	return []string{`external_ids:"k8s.ovn.org/network"="` + net.Name + `"`, `external_ids:"k8s.ovn.org/topology"=` + net.Topology}
+func (net Network) ids() []string { return net.rows().IDs() }
+
+func (net Network) rows() ovnkrows.Network {
+	return ovnkrows.Network{Name: net.Name, Topology: net.Topology}
 }
 
 // Gateway is the network's default gateway of a family (the subnet's first
@@ -142,9 +149,7 @@ func (net Network) ManagementIP(v6 bool) netip.Prefix {
 
 // LocalnetPort is the localnet port of the network's external switch on a
 // node (upstream's GetNetworkScopedExtPortName: breth0_<prefix><node>).
-func (net Network) LocalnetPort(node *Node) string {
-	return "breth0_" + ovnk.NetworkPrefix(net.Name) + node.Name
-}
+func (net Network) LocalnetPort(node *Node) string { return ovnkrows.LocalnetPort(net.Name, node.Name) }
 
 // PodPort is a pod's logical switch port as OVN-Kubernetes' pod controller
 // writes it.
@@ -187,40 +192,16 @@ func PodPortOf(net *Network, namespace, pod string, node *Node, pn *ovnk.PodNetw
 }
 
 // WritePodPort adds the pod's logical switch port in every zone as
-// OVN-Kubernetes' pod controller writes it
-// (pkg/ovn/base_network_controller_pods.go addLogicalPortToNetwork, and
-// zone_interconnect's AddTransitPortConfig for Layer2): addresses and port
-// security "MAC IP...", requested-chassis the node's chassis ID,
-// requested-tnl-key the pod's tunnel ID, the network's external IDs; in
+// OVN-Kubernetes' pod controller writes it (ovnkrows.WritePodPort): in
 // zones other than the pod's own, type remote.
 func (c *Cluster) WritePodPort(p PodPort) error {
-	port := p.Name()
 	for _, zone := range c.Nodes {
 		if p.LocalOnly && zone != p.Node {
 			continue
 		}
-		opts := []string{"requested-chassis=" + p.Node.ChassisID()}
-		if p.TunnelID > 0 {
-			opts = append(opts, "requested-tnl-key="+strconv.Itoa(p.TunnelID))
-		}
-		// Addresses are set as columns: lsp-set-addresses refuses an
-		// address another port holds, which a live migration's source and
-		// target ports share (OVN-Kubernetes writes with libovsdb).
-		args := []string{"--may-exist", "lsp-add", p.Switch, port,
-			"--", "lsp-set-options", port}
-		args = append(args, opts...)
-		args = append(args, "--", "set", "Logical_Switch_Port", port,
-			`addresses="`+p.Addresses+`"`, `port_security="`+p.Addresses+`"`,
-			`external_ids:namespace="`+p.Namespace+`"`, `external_ids:pod="true"`,
-			`external_ids:"k8s.ovn.org/nad"="`+p.Network.NAD+`"`)
-		args = append(args, p.Network.ids()...)
-		if zone != p.Node {
-			args = append(args, "--", "lsp-set-type", port, "remote")
-		}
-		if p.Disabled {
-			args = append(args, "--", "lsp-set-enabled", port, "disabled")
-		}
-		if _, err := zone.Nbctl(args...); err != nil {
+		row := ovnkrows.PodPort{Network: p.Network.rows(), NAD: p.Network.NAD, Switch: p.Switch, Namespace: p.Namespace, Pod: p.Pod,
+			Chassis: p.Node.ChassisID(), Addresses: p.Addresses, TunnelID: p.TunnelID, Remote: zone != p.Node, Disabled: p.Disabled}
+		if err := ovnkrows.WritePodPort(zone.NB(), row); err != nil {
 			return err
 		}
 	}
@@ -229,51 +210,26 @@ func (c *Cluster) WritePodPort(p PodPort) error {
 
 // WriteGateway writes, in every zone, what OVN-Kubernetes' gateway
 // controller owns for the zone's node on the network
-// (pkg/ovn/gateway.go GatewayInit, updateGWRouterNAT): the gateway router
-// GR_<prefix><node> bound to the node's chassis, its external port
-// rtoe-<GR> with the node's IP and breth0's MAC, the external switch
-// ext_<prefix><node> with the localnet port onto breth0 (physnet) and the
-// etor- router port, the default route via the physical gateway, and the
-// SNAT of the network's subnet to the node IP, for IPv6 too when the
-// network has an IPv6 subnet (the node's IPv6 address on rtoe-). udnkit's topology then
-// adds the router's transit-router port and its route back to the pods.
+// (ovnkrows.WriteGateway): the node's underlay addresses on rtoe- (its IPv6
+// one when the network has an IPv6 subnet), the default routes via the
+// physical gateways and the SNAT of the network's subnets to the node IPs.
 func (c *Cluster) WriteGateway(net *Network) error {
 	for _, n := range c.Nodes {
 		mac, err := n.BridgeMAC()
 		if err != nil {
 			return err
 		}
-		gr := ovnk.NamesFor(net.Name).GatewayRouter(n.Name)
-		rtoe, etor := "rtoe-"+gr, "etor-"+gr
-		ext, localnet := "ext_"+ovnk.NetworkPrefix(net.Name)+n.Name, net.LocalnetPort(n)
-		nodeIP := netip.PrefixFrom(n.UnderlayIP, Underlay.Bits())
 		s, _ := ovnk.FamilyOf(net.Subnets, false)
-		rtoeNets := []string{nodeIP.String()}
-		s6, dual := ovnk.FamilyOf(net.Subnets, true)
-		if dual {
-			rtoeNets = append(rtoeNets, netip.PrefixFrom(n.UnderlayIP6, Underlay6.Bits()).String())
+		g := ovnkrows.Gateway{Network: net.rows(), Node: n.Name, Chassis: n.ChassisID(), MAC: mac,
+			IPs: []netip.Prefix{netip.PrefixFrom(n.UnderlayIP, Underlay.Bits())}, NextHops: []netip.Addr{ExternalGateway},
+			SNAT: []netip.Prefix{s}}
+		if s6, dual := ovnk.FamilyOf(net.Subnets, true); dual {
+			g.IPs = append(g.IPs, netip.PrefixFrom(n.UnderlayIP6, Underlay6.Bits()))
+			g.NextHops = append(g.NextHops, ExternalGateway6)
+			g.SNAT = append(g.SNAT, s6)
 		}
-		cmds := [][]string{
-			append([]string{"--may-exist", "lr-add", gr, "--", "set", "Logical_Router", gr, "options:chassis=" + n.ChassisID(),
-				`external_ids:physical_ip="` + n.UnderlayIP.String() + `"`}, net.ids()...),
-			append([]string{"--may-exist", "lrp-add", gr, rtoe, mac}, rtoeNets...),
-			append([]string{"set", "Logical_Router_Port", rtoe, `external_ids:"gateway-physical-ip"=yes`}, net.ids()...),
-			append([]string{"--may-exist", "ls-add", ext, "--", "set", "Logical_Switch", ext}, net.ids()...),
-			{"--may-exist", "lsp-add", ext, localnet, "--", "lsp-set-type", localnet, "localnet",
-				"--", "lsp-set-addresses", localnet, "unknown", "--", "lsp-set-options", localnet, "network_name=physnet"},
-			{"--may-exist", "lsp-add", ext, etor, "--", "lsp-set-type", etor, "router", "--", "lsp-set-addresses", etor, mac,
-				"--", "lsp-set-options", etor, "router-port=" + rtoe},
-			{"--may-exist", "lr-route-add", gr, "0.0.0.0/0", ExternalGateway.String(), rtoe},
-			{"--may-exist", "lr-nat-add", gr, "snat", n.UnderlayIP.String(), s.String()},
-		}
-		if dual {
-			cmds = append(cmds, []string{"--may-exist", "lr-route-add", gr, "::/0", ExternalGateway6.String(), rtoe},
-				[]string{"--may-exist", "lr-nat-add", gr, "snat", n.UnderlayIP6.String(), s6.String()})
-		}
-		for _, args := range cmds {
-			if _, err := n.Nbctl(args...); err != nil {
-				return err
-			}
+		if err := ovnkrows.WriteGateway(n.NB(), g); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -303,9 +259,8 @@ func (c *Cluster) AddManagementPorts(ctx context.Context, cfg ovnk.ClusterConfig
 		return err
 	}
 	for _, n := range c.Nodes {
-		port := ovnk.NetworkPrefix(net.Name) + "k8s-" + n.Name
-		if _, err := n.Nbctl("--may-exist", "lsp-add", ovnk.NamesFor(net.Name).Switch(), port,
-			"--", "lsp-set-addresses", port, mac+" "+mgmt.Addr().String()); err != nil {
+		port, err := ovnkrows.WriteManagementPort(n.NB(), net.Name, n.Name, mgmt.Addr())
+		if err != nil {
 			return err
 		}
 		routes := [][2]string{{masq.String() + "/32", net.Gateway(false).String()}}

@@ -57,16 +57,16 @@ func ovnkLegacyLayer2(t *testing.T, net *network, switchKey int, nodes []legacyN
 		z := local.node
 		gr, rtos, stor := net.names().GatewayRouter(z.Name), "rtos-"+sw, "stor-"+sw
 		join := netip.PrefixFrom(local.joinIP(), joinSubnetV4.Bits())
-		nbctl(t, z, append([]string{"--may-exist", "ls-add", sw, "--", "set", "Logical_Switch", sw,
+		z.NB().Must(t, append([]string{"--may-exist", "ls-add", sw, "--", "set", "Logical_Switch", sw,
 			"other_config:requested-tnl-key=" + strconv.Itoa(switchKey)}, ids...)...)
-		nbctl(t, z, "lrp-add", gr, rtos, ovnk.MACFromIP(local.joinIP()).String(), join.String(), netip.PrefixFrom(gw, s.Bits()).String())
+		z.NB().Must(t, "lrp-add", gr, rtos, ovnk.MACFromIP(local.joinIP()).String(), join.String(), netip.PrefixFrom(gw, s.Bits()).String())
 		// The old topology's GR holds the pods' gateway: its SNAT to the
 		// node IP applies only towards the external switch
 		// (gateway.go GetNetworkScopedClusterSubnetSNATMatch).
-		snat := nbctl(t, z, "--bare", "--columns=_uuid", "find", "NAT", "type=snat", `logical_ip="`+s.String()+`"`)
-		nbctl(t, z, "set", "NAT", snat, `match="outport == \"rtoe-`+gr+`\""`)
-		nbctl(t, z, append([]string{"set", "Logical_Router_Port", rtos}, ids...)...)
-		nbctl(t, z, append([]string{"lsp-add", sw, stor, "--", "lsp-set-type", stor, "router", "--", "lsp-set-addresses", stor, "router",
+		snat := z.NB().Must(t, "--bare", "--columns=_uuid", "find", "NAT", "type=snat", `logical_ip="`+s.String()+`"`)
+		z.NB().Must(t, "set", "NAT", snat, `match="outport == \"rtoe-`+gr+`\""`)
+		z.NB().Must(t, append([]string{"set", "Logical_Router_Port", rtos}, ids...)...)
+		z.NB().Must(t, append([]string{"lsp-add", sw, stor, "--", "lsp-set-type", stor, "router", "--", "lsp-set-addresses", stor, "router",
 			"--", "lsp-set-options", stor, "router-port=" + rtos, "requested-tnl-key=" + strconv.Itoa(local.grID),
 			"--", "set", "Logical_Switch_Port", stor}, ids...)...)
 		for _, m := range nodes {
@@ -75,7 +75,7 @@ func ovnkLegacyLayer2(t *testing.T, net *network, switchKey int, nodes []legacyN
 			}
 			port := stor + "_" + m.node.Name
 			addr := ovnk.MACFromIP(m.joinIP()).String() + " " + netip.PrefixFrom(m.joinIP(), joinSubnetV4.Bits()).String()
-			nbctl(t, z, append([]string{"lsp-add", sw, port, "--", "lsp-set-type", port, "remote",
+			z.NB().Must(t, append([]string{"lsp-add", sw, port, "--", "lsp-set-type", port, "remote",
 				"--", "set", "Logical_Switch_Port", port, `addresses="` + addr + `"`,
 				"options:requested-tnl-key=" + strconv.Itoa(m.grID), "options:requested-chassis=" + m.node.ChassisID(),
 				`external_ids:"k8s.ovn.org/node"=` + m.node.Name}, ids...)...)
@@ -188,7 +188,7 @@ func TestLayer2RollingUpgrade(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	// Drained: node-a's pod goes (its port in every zone, its object).
 	for _, zone := range c.Nodes {
-		nbctl(t, zone, "lsp-del", podX.port())
+		zone.NB().Must(t, "lsp-del", podX.port())
 	}
 	if err := c.RemovePod(podX.datapath); err != nil {
 		t.Fatal(err)
@@ -222,7 +222,7 @@ func TestLayer2RollingUpgrade(t *testing.T) {
 	grPorts := func() string {
 		var b strings.Builder
 		for _, zone := range []*datapath.Node{x, y} {
-			out := nbctl(t, zone, "--format=csv", "--data=bare", "--no-headings", "--columns=name,type,options", "find", "Logical_Switch_Port",
+			out := zone.NB().Must(t, "--format=csv", "--data=bare", "--no-headings", "--columns=name,type,options", "find", "Logical_Switch_Port",
 				`external_ids:"k8s.ovn.org/network"="`+up.ovnName()+`"`)
 			for _, l := range strings.Split(out, "\n") {
 				if strings.HasPrefix(l, "stor-") || strings.HasPrefix(l, "stotr-") {
@@ -246,7 +246,7 @@ func TestLayer2RollingUpgrade(t *testing.T) {
 		if v := version(y); v != "" {
 			t.Errorf("node-b, which runs a pod, announces topology version %q", v)
 		}
-		if !strings.Contains(nbctl(t, y, "show", up.names().Switch()), "rtos-"+up.names().Switch()) {
+		if !strings.Contains(y.NB().Must(t, "show", up.names().Switch()), "rtos-"+up.names().Switch()) {
 			t.Errorf("node-b's zone lost its old gateway router port")
 		}
 	})
@@ -279,7 +279,7 @@ func TestLayer2RollingUpgrade(t *testing.T) {
 		}
 	})
 	t.Run("mutation: the upgrade router port removed cuts the join-IP paths between the topologies", func(t *testing.T) {
-		nbctl(t, x, "lrp-del", up.names().UpgradeRouterPort())
+		x.NB().Must(t, "lrp-del", up.names().UpgradeRouterPort())
 		settle(t, c)
 		unreachable(t, podY, legacyX.joinIP())
 		unreachable(t, podX2, legacyY.joinIP())

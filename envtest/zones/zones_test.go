@@ -37,6 +37,7 @@ import (
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/envtest/manager"
 	"github.com/udnkit/udnkit/internal/testenv"
+	"github.com/udnkit/udnkit/internal/testobj/ovnkrows"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -87,21 +88,12 @@ type zone struct {
 
 func (z *zone) nbctl(t *testing.T, args ...string) string {
 	t.Helper()
-	return ctl(t, "ovn-nbctl", z.ovn.NB.Address(), args...)
+	return ovnkrows.NB(z.ovn.NB.Address()).Must(t, args...)
 }
 
 func (z *zone) sbctl(t *testing.T, args ...string) string {
 	t.Helper()
-	return ctl(t, "ovn-sbctl", z.ovn.SB.Address(), args...)
-}
-
-func ctl(t *testing.T, tool, db string, args ...string) string {
-	t.Helper()
-	out, err := ovsdbserver.Command(tool, append([]string{"--db=" + db}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %v: %v: %s", tool, args, err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return ovnkrows.SB(z.ovn.SB.Address()).Must(t, args...)
 }
 
 // get reads one column of a row by name ("" when the row does not exist).

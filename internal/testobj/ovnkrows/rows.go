@@ -1,0 +1,141 @@
+package ovnkrows
+
+import (
+	"net/netip"
+	"strconv"
+
+	"github.com/udnkit/udnkit/ovnk"
+)
+
+// PodPort is a pod's logical switch port in one zone.
+type PodPort struct {
+	Network Network
+	// NAD is the key ("namespace/name") of the network's NAD in the pod's
+	// namespace; Switch the logical switch the port is on.
+	NAD, Switch string
+	// Namespace and Pod name the pod.
+	Namespace, Pod string
+	// Chassis is the chassis ID of the pod's node (requested-chassis).
+	Chassis string
+	// Addresses is "MAC IP..." from the pod's k8s.ovn.org/pod-networks.
+	Addresses string
+	// TunnelID is the pod's tunnel ID (requested-tnl-key; 0: none).
+	TunnelID int
+	// Remote writes the port as a zone other than the pod's node's sees
+	// it: type remote.
+	Remote bool
+	// Disabled writes enabled=false, as OVN-Kubernetes writes a live
+	// migration's target pod until its domain is ready.
+	Disabled bool
+}
+
+// Name is the port's name (upstream's GetLogicalPortName for the NAD).
+func (p PodPort) Name() string { return ovnk.PodPortName(p.NAD, p.Namespace, p.Pod) }
+
+// WritePodPort adds the pod's port in nb's zone as OVN-Kubernetes' pod
+// controller writes it (pkg/ovn/base_network_controller_pods.go
+// addLogicalPortToNetwork, and zone_interconnect's AddTransitPortConfig for
+// Layer2): addresses and port security "MAC IP...", requested-chassis the
+// node's chassis ID, requested-tnl-key the pod's tunnel ID, the network's
+// external IDs; type remote in zones other than the pod's own. Addresses
+// are set as columns: lsp-set-addresses refuses an address another port
+// holds, which a live migration's source and target ports share
+// (OVN-Kubernetes writes with libovsdb).
+func WritePodPort(nb Ctl, p PodPort) error {
+	port := p.Name()
+	args := []string{"--may-exist", "lsp-add", p.Switch, port, "--", "lsp-set-options", port, "requested-chassis=" + p.Chassis}
+	if p.TunnelID > 0 {
+		args = append(args, "requested-tnl-key="+strconv.Itoa(p.TunnelID))
+	}
+	args = append(args, "--", "set", "Logical_Switch_Port", port,
+		`addresses="`+p.Addresses+`"`, `port_security="`+p.Addresses+`"`,
+		`external_ids:namespace="`+p.Namespace+`"`, `external_ids:pod="true"`,
+		`external_ids:"k8s.ovn.org/nad"="`+p.NAD+`"`)
+	args = append(args, p.Network.IDs()...)
+	if p.Remote {
+		args = append(args, "--", "lsp-set-type", port, "remote")
+	}
+	if p.Disabled {
+		args = append(args, "--", "lsp-set-enabled", port, "disabled")
+	}
+	_, err := nb.Run(args...)
+	return err
+}
+
+// Gateway is what OVN-Kubernetes' gateway controller owns for one node on
+// a network.
+type Gateway struct {
+	Network Network
+	// Node names the node; Chassis is its chassis ID.
+	Node, Chassis string
+	// MAC is breth0's MAC, on the external router port and its peer.
+	MAC string
+	// IPs are the node's addresses on breth0, one per family (the external
+	// router port's networks); the first is external_ids:physical_ip.
+	IPs []netip.Prefix
+	// NextHops are the physical gateways the default routes point at, one
+	// per family.
+	NextHops []netip.Addr
+	// SNAT adds the SNAT of each of these subnets to the node IP of its
+	// family (none: ovn-trace has no connection tracking to un-NAT a reply).
+	SNAT []netip.Prefix
+}
+
+// WriteGateway writes, in nb's zone, the node's gateway router on the
+// network (pkg/ovn/gateway.go GatewayInit, updateGWRouterNAT): the gateway
+// router GR_<prefix><node> bound to the node's chassis, its external port
+// rtoe-<GR> with the node's IPs and breth0's MAC, the external switch
+// ext_<prefix><node> with the localnet port onto breth0 (physnet) and the
+// etor- router port, the default routes via the physical gateways, and the
+// SNATs. udnkit's topology then adds the router's transit-router port and
+// its route back to the pods.
+func WriteGateway(nb Ctl, g Gateway) error {
+	gr := ovnk.NamesFor(g.Network.Name).GatewayRouter(g.Node)
+	rtoe, etor := "rtoe-"+gr, "etor-"+gr
+	ext, localnet := "ext_"+ovnk.NetworkPrefix(g.Network.Name)+g.Node, LocalnetPort(g.Network.Name, g.Node)
+	lrp := []string{"--may-exist", "lrp-add", gr, rtoe, g.MAC}
+	for _, ip := range g.IPs {
+		lrp = append(lrp, ip.String())
+	}
+	cmds := [][]string{
+		append([]string{"--may-exist", "lr-add", gr, "--", "set", "Logical_Router", gr, "options:chassis=" + g.Chassis,
+			`external_ids:physical_ip="` + g.IPs[0].Addr().String() + `"`}, g.Network.IDs()...),
+		lrp,
+		append([]string{"set", "Logical_Router_Port", rtoe, `external_ids:"gateway-physical-ip"=yes`}, g.Network.IDs()...),
+		append([]string{"--may-exist", "ls-add", ext, "--", "set", "Logical_Switch", ext}, g.Network.IDs()...),
+		{"--may-exist", "lsp-add", ext, localnet, "--", "lsp-set-type", localnet, "localnet",
+			"--", "lsp-set-addresses", localnet, "unknown", "--", "lsp-set-options", localnet, "network_name=physnet"},
+		{"--may-exist", "lsp-add", ext, etor, "--", "lsp-set-type", etor, "router", "--", "lsp-set-addresses", etor, g.MAC,
+			"--", "lsp-set-options", etor, "router-port=" + rtoe},
+	}
+	for _, gw := range g.NextHops {
+		def := "0.0.0.0/0"
+		if gw.Is6() {
+			def = "::/0"
+		}
+		cmds = append(cmds, []string{"--may-exist", "lr-route-add", gr, def, gw.String(), rtoe})
+	}
+	for _, s := range g.SNAT {
+		for _, ip := range g.IPs {
+			if ip.Addr().Is6() == s.Addr().Is6() {
+				cmds = append(cmds, []string{"--may-exist", "lr-nat-add", gr, "snat", ip.Addr().String(), s.String()})
+			}
+		}
+	}
+	return nb.runAll(cmds)
+}
+
+// LocalnetPort is the localnet port of the network's external switch on a
+// node (upstream's GetNetworkScopedExtPortName: breth0_<prefix><node>).
+func LocalnetPort(network, node string) string {
+	return "breth0_" + ovnk.NetworkPrefix(network) + node
+}
+
+// WriteManagementPort adds the node's management port <prefix>k8s-<node> to
+// the network's Layer2 switch in nb's zone at ips (the subnets' second
+// addresses), and returns its name.
+func WriteManagementPort(nb Ctl, network, node string, ips ...netip.Addr) (string, error) {
+	port := ovnk.NetworkPrefix(network) + "k8s-" + node
+	_, err := nb.Run("--may-exist", "lsp-add", ovnk.NamesFor(network).Switch(), port, "--", "lsp-set-addresses", port, Addresses(ips...))
+	return port, err
+}
