@@ -8,14 +8,12 @@ package envtest
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -66,11 +64,6 @@ func CRDDirs() []string {
 // WebhookDir holds the generated webhook configurations (make manifests).
 func WebhookDir() string {
 	return filepath.Join(RepoRoot(), "charts", "udnkit", "files", "webhook")
-}
-
-// PolicyDir holds the ValidatingAdmissionPolicies and their bindings.
-func PolicyDir() string {
-	return filepath.Join(RepoRoot(), "charts", "udnkit", "files", "policies")
 }
 
 // AccessDir holds the chart's ClusterRoles for people and Prometheus: the
@@ -185,7 +178,7 @@ type Options struct {
 	AttachOutput bool
 	// Webhooks installs the generated webhook configurations (WebhookDir),
 	// rewritten to call Environment.Webhook over TLS, and the
-	// ValidatingAdmissionPolicies (PolicyDir). Requests the webhooks match
+	// ValidatingAdmissionPolicies (PolicyObjects). Requests the webhooks match
 	// fail (failurePolicy Fail) until something serves them there.
 	Webhooks bool
 	// Policies installs the ValidatingAdmissionPolicies without the webhook
@@ -204,8 +197,8 @@ type Options struct {
 // AnnotationWriters are the identities trusted to add, change or remove the
 // OVN annotations of files/policies/ovn-annotation-writers.yaml, and (Users
 // and Groups) to write the NADs of UDNs and CUDNs
-// (files/policies/nad-writers.yaml); the chart fills the same variables from
-// policies.ovnAnnotationWriters.
+// (files/policies/nad-writers.yaml): the chart's
+// policies.ovnAnnotationWriters, which PolicyObjects renders them from.
 type AnnotationWriters struct {
 	// Users are trusted for every protected annotation.
 	Users []string
@@ -214,6 +207,10 @@ type AnnotationWriters struct {
 	// NodeGroup is OVN-Kubernetes' per-node identity group: its users
 	// system:ovn-node:<node> are trusted for their own node only. Empty: none.
 	NodeGroup string
+	// ServiceAccount names the release's manager ServiceAccount, which the
+	// chart always trusts (system:serviceaccount:<params namespace>:<name>).
+	// Empty: the chart's default, udnkit, which no suite authenticates as.
+	ServiceAccount string
 }
 
 // Start starts etcd and kube-apiserver and installs the CRDs. Stop it with Stop.
@@ -280,7 +277,7 @@ func Start(opts Options) (*Environment, error) {
 			_ = env.Stop()
 			return nil, fmt.Errorf("writing the policies' params: %w", err)
 		}
-		if err := InstallPolicies(ctx, c, PolicyDir(), *writers, ParamsNamespace); err != nil {
+		if err := InstallPolicies(ctx, c, *writers, ParamsNamespace); err != nil {
 			_ = env.Stop()
 			return nil, err
 		}
@@ -337,10 +334,10 @@ func (e *Environment) Whoami(ctx context.Context, cfg *rest.Config) (string, err
 const ParamsNamespace = "default"
 
 // InstallPolicies creates every object (ValidatingAdmissionPolicies and
-// their bindings) of PolicyObjects(dir, writers, paramsNamespace). A policy
-// is enforced 0.1-1 s after it is created.
-func InstallPolicies(ctx context.Context, c client.Client, dir string, writers AnnotationWriters, paramsNamespace string) error {
-	objs, err := PolicyObjects(dir, writers, paramsNamespace)
+// their bindings) of PolicyObjects(writers, paramsNamespace). A policy is
+// enforced 0.1-1 s after it is created.
+func InstallPolicies(ctx context.Context, c client.Client, writers AnnotationWriters, paramsNamespace string) error {
+	objs, err := PolicyObjects(writers, paramsNamespace)
 	if err != nil {
 		return err
 	}
@@ -350,61 +347,6 @@ func InstallPolicies(ctx context.Context, c client.Client, dir string, writers A
 		}
 	}
 	return nil
-}
-
-// PolicyObjects reads the objects of the YAML files in dir, fills the
-// policies' trustedUsers, trustedGroups and nodeGroup variables with
-// writers, as CEL literals, and points the bindings whose paramRef names
-// ovnk.AdmissionParamsConfigMap at paramsNamespace, the way the chart's
-// templates/policies.yaml does.
-func PolicyObjects(dir string, writers AnnotationWriters, paramsNamespace string) ([]*unstructured.Unstructured, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("no policies in %s", dir)
-	}
-	literals := map[string]any{
-		"trustedUsers":  append([]string{}, writers.Users...),
-		"trustedGroups": append([]string{}, writers.Groups...),
-		"nodeGroup":     writers.NodeGroup,
-	}
-	var out []*unstructured.Unstructured
-	for _, file := range files {
-		objs, err := decodeFile(file)
-		if err != nil {
-			return nil, err
-		}
-		for _, obj := range objs {
-			variables, _, _ := unstructured.NestedSlice(obj.Object, "spec", "variables")
-			for _, v := range variables {
-				v := v.(map[string]any)
-				if lit, ok := literals[fmt.Sprint(v["name"])]; ok {
-					data, err := json.Marshal(lit)
-					if err != nil {
-						return nil, err
-					}
-					v["expression"] = string(data)
-				}
-			}
-			if variables != nil {
-				if err := unstructured.SetNestedSlice(obj.Object, variables, "spec", "variables"); err != nil {
-					return nil, err
-				}
-			}
-			if err := inlineMatchConditionVariables(obj, variables); err != nil {
-				return nil, fmt.Errorf("%s: %s: %w", file, obj.GetName(), err)
-			}
-			if name, _, _ := unstructured.NestedString(obj.Object, "spec", "paramRef", "name"); name == ovnk.AdmissionParamsConfigMap {
-				if err := unstructured.SetNestedField(obj.Object, paramsNamespace, "spec", "paramRef", "namespace"); err != nil {
-					return nil, err
-				}
-			}
-			out = append(out, obj)
-		}
-	}
-	return out, nil
 }
 
 // InstallObjects creates every object in the YAML files of dir (for example
@@ -580,51 +522,4 @@ func restConfigForRaw(cfg *rest.Config) *rest.Config {
 	c.APIPath = "/"
 	c.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
 	return c
-}
-
-// variableRef is a reference to a policy variable in a CEL expression.
-var variableRef = regexp.MustCompile(`\bvariables\.([A-Za-z_][A-Za-z0-9_]*)\b`)
-
-// inlineMatchConditionVariables replaces each variables.<name> in a policy's
-// matchConditions with its expression in parentheses, until none is left:
-// the apiserver refuses variables in match conditions, and udnkit's policies
-// state each check once, as variables, and match on it (so an admitted
-// request costs one evaluation). The chart's templates/policies.yaml does
-// the same (TestChartRendersThePolicyFiles compares them).
-func inlineMatchConditionVariables(obj *unstructured.Unstructured, variables []any) error {
-	conditions, _, _ := unstructured.NestedSlice(obj.Object, "spec", "matchConditions")
-	if len(conditions) == 0 {
-		return nil
-	}
-	exprs := map[string]string{}
-	for _, v := range variables {
-		v := v.(map[string]any)
-		exprs[fmt.Sprint(v["name"])] = fmt.Sprint(v["expression"])
-	}
-	for _, c := range conditions {
-		c := c.(map[string]any)
-		expr := fmt.Sprint(c["expression"])
-		for range len(exprs) + 1 {
-			if !variableRef.MatchString(expr) {
-				break
-			}
-			var unknown error
-			expr = variableRef.ReplaceAllStringFunc(expr, func(ref string) string {
-				name := variableRef.FindStringSubmatch(ref)[1]
-				e, ok := exprs[name]
-				if !ok {
-					unknown = fmt.Errorf("match condition %v refers to variables.%s, which the policy does not define", c["name"], name)
-				}
-				return "(" + e + ")"
-			})
-			if unknown != nil {
-				return unknown
-			}
-		}
-		if variableRef.MatchString(expr) {
-			return fmt.Errorf("match condition %v: variables refer to each other in a cycle", c["name"])
-		}
-		c["expression"] = expr
-	}
-	return unstructured.SetNestedSlice(obj.Object, conditions, "spec", "matchConditions")
 }

@@ -68,7 +68,7 @@ func compiledPolicy(tb testing.TB, policy *admissionregistrationv1.ValidatingAdm
 // (per param object, for those with several), without the apiserver's
 // other work (BenchmarkCreateUDN measures the whole).
 func BenchmarkPolicyEvaluation(b *testing.B) {
-	objs, err := envtest.PolicyObjects(envtest.PolicyDir(), envtest.AnnotationWriters{Users: []string{"admin"}}, "udnkit")
+	objs, err := envtest.PolicyObjects(envtest.AnnotationWriters{Users: []string{"admin"}}, "udnkit")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,15 +8,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 	corev1 "k8s.io/api/core/v1"
@@ -25,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/udnkit/udnkit/cel"
 	"github.com/udnkit/udnkit/cmd/udnkit/app"
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/internal/testenv"
@@ -40,7 +36,7 @@ func chartDir() string {
 
 func load(t *testing.T) *chart.Chart {
 	t.Helper()
-	c, err := loader.Load(chartDir())
+	c, err := envtest.LoadChart()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,36 +49,11 @@ func render(t *testing.T, vals map[string]any) ([]*unstructured.Unstructured, er
 	return renderChart(t, load(t), vals)
 }
 
-// renderChart renders c as `helm template` would, with user values vals.
+// renderChart renders c as `helm template` would, with user values vals
+// (envtest.RenderChart, which the harness's policies come from too).
 func renderChart(t *testing.T, c *chart.Chart, vals map[string]any) ([]*unstructured.Unstructured, error) {
 	t.Helper()
-	caps := chartutil.DefaultCapabilities.Copy()
-	caps.KubeVersion = chartutil.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
-	values, err := chartutil.ToRenderValues(c, vals, chartutil.ReleaseOptions{Name: "udnkit", Namespace: releaseNamespace, IsInstall: true}, caps)
-	if err != nil {
-		return nil, err
-	}
-	files, err := engine.Render(c, values)
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for name := range files {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	var out []*unstructured.Unstructured
-	for _, name := range names {
-		if !strings.HasSuffix(name, ".yaml") {
-			continue
-		}
-		objs, err := cel.DecodeObjects([]byte(files[name]))
-		if err != nil {
-			t.Fatalf("%s does not parse: %v\n%s", name, err, files[name])
-		}
-		out = append(out, objs...)
-	}
-	return out, nil
+	return envtest.RenderChart(c, vals, releaseNamespace)
 }
 
 func find(objs []*unstructured.Unstructured, kind, nameSuffix string) *unstructured.Unstructured {
@@ -536,9 +507,9 @@ func TestServerSideDryRun(t *testing.T) {
 }
 
 // TestPoliciesMatchHarness: the chart fills the annotation-writer policies'
-// trusted identities from its values (and the manager's ServiceAccount) the
-// same way envtest.PolicyObjects does, so the suites that install policies
-// through the harness test what the chart installs.
+// trusted identities from its values (and the manager's ServiceAccount), and
+// envtest.PolicyObjects, which renders the chart from the harness's
+// AnnotationWriters, hands the suites the same policies.
 func TestPoliciesMatchHarness(t *testing.T) {
 	for name, c := range map[string]struct {
 		vals    map[string]any
@@ -552,14 +523,15 @@ func TestPoliciesMatchHarness(t *testing.T) {
 			"serviceAccount": map[string]any{"name": "net-manager"},
 			"policies": map[string]any{"ovnAnnotationWriters": map[string]any{
 				"users": []any{"system:serviceaccount:udnkit-system:net-manager", "ovn-admin"}, "groups": []any{"ovn-operators"}, "nodeGroup": ""}}},
-			envtest.AnnotationWriters{Users: []string{"system:serviceaccount:udnkit-system:net-manager", "ovn-admin"}, Groups: []string{"ovn-operators"}}},
+			envtest.AnnotationWriters{Users: []string{"system:serviceaccount:udnkit-system:net-manager", "ovn-admin"}, Groups: []string{"ovn-operators"},
+				ServiceAccount: "net-manager"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			objs, err := render(t, c.vals)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := envtest.PolicyObjects(envtest.PolicyDir(), c.writers, releaseNamespace)
+			want, err := envtest.PolicyObjects(c.writers, releaseNamespace)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -632,6 +604,11 @@ func TestPolicyInliningRefusesBadVariables(t *testing.T) {
 				conditions, _, _ := unstructured.NestedSlice(got.Object, "spec", "matchConditions")
 				if e := conditions[0].(map[string]any)["expression"]; e != "((true) || false)" {
 					t.Errorf("match condition %q, want the variables inlined: ((true) || false)", e)
+				}
+				// The variables themselves are left as written.
+				variables, _, _ := unstructured.NestedSlice(got.Object, "spec", "variables")
+				if e := variables[0].(map[string]any)["expression"]; e != "variables.b || false" {
+					t.Errorf("variable a changed to %q", e)
 				}
 				return
 			}
