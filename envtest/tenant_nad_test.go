@@ -86,12 +86,8 @@ func TestTenantNADs(t *testing.T) {
 	})
 
 	// The normal flow: UDNs and a CUDN, whose NADs the manager writes.
-	blue := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "bob", Name: "blue"},
-		Spec: udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
-			Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRolePrimary, Subnets: udnv1.DualStackCIDRs{"10.50.0.0/16"}}}}
-	green := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "bob", Name: "green"},
-		Spec: udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer3,
-			Layer3: &udnv1.Layer3Config{Role: udnv1.NetworkRoleSecondary, Subnets: []udnv1.Layer3Subnet{{CIDR: "10.60.0.0/16", HostSubnet: 24}}}}}
+	blue := testobj.MakeUDN("bob", "blue").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.50.0.0/16")).Obj()
+	green := testobj.MakeUDN("bob", "green").Spec(testobj.Layer3(udnv1.NetworkRoleSecondary, "10.60.0.0/16")).Obj()
 	shared := testobj.MakeCUDN("shared").SelectLabels(map[string]string{corev1.LabelMetadataName: "bob"}).
 		Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.1.0.0/24")).Obj()
 	red := testobj.MakeUDN("alice", "red").Obj()

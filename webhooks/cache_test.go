@@ -60,8 +60,7 @@ func TestPrimaryIndexesHoldOnlyLivePrimaries(t *testing.T) {
 	cudnDeleting := testobj.MakeCUDN("cd").Selector(every).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")).Obj()
 	cudnDeleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 	cudnDeleting.Finalizers = []string{"keep"}
-	cudnS := &udnv1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cs"},
-		Spec: udnv1.ClusterUserDefinedNetworkSpec{Network: testobj.Layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16")}}
+	cudnS := testobj.MakeCUDN("cs").Selector(metav1.LabelSelector{}).Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16")).Obj()
 	c := indexedReader(t, testobj.MakeUDN("a", "p").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")).Obj(), testobj.MakeUDN("a", "s").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16")).Obj(),
 		deleting, otherNS, testobj.MakeCUDN("cp").Selector(every).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")).Obj(), cudnS, cudnDeleting)
 	var udns udnv1.UserDefinedNetworkList
@@ -98,9 +97,7 @@ func TestCUDNCacheRefusalConfirmedByAPIReader(t *testing.T) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{
 		ovnk.LabelPrimaryUserDefinedNetwork: "", "team": "x"}}}
 	stale := testobj.MakeUDN("a", "gone").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")).Obj()
-	cu := &udnv1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: "c"},
-		Spec: udnv1.ClusterUserDefinedNetworkSpec{NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"team": "x"}},
-			Network: testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")}}
+	cu := testobj.MakeCUDN("c").SelectLabels(map[string]string{"team": "x"}).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")).Obj()
 	v := &ClusterUserDefinedNetworkValidator{Client: indexedReader(t, ns, stale), APIReader: indexedReader(t, ns)}
 	if _, err := v.ValidateCreate(context.Background(), cu); err != nil {
 		t.Errorf("stale cache entry refused the CUDN: %v", err)

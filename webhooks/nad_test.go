@@ -47,8 +47,8 @@ func TestNADValidator(t *testing.T) {
 	blue.Annotations = map[string]string{ovnk.AnnotationNetworkID: "7"}
 	red := testobj.MakeUDN("alice", "red").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16")).Obj()
 	red.UID = types.UID("uid-red")
-	shared := &udnv1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: "shared", UID: "uid-shared"},
-		Spec: udnv1.ClusterUserDefinedNetworkSpec{Network: blue.Spec.Network()}}
+	shared := testobj.MakeCUDN("shared").Selector(metav1.LabelSelector{}).Spec(blue.Spec.Network()).Obj()
+	shared.UID = "uid-shared"
 	v := &NetworkAttachmentDefinitionValidator{Client: indexedReader(t, blue, red, shared)}
 	spec := blue.Spec.Network()
 

@@ -6,12 +6,11 @@ import (
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -25,8 +24,8 @@ func TestPodWebhooksOffAdmitEverything(t *testing.T) {
 	if cfg.PreconfiguredUDNAddresses {
 		t.Fatal("the feature is on by default")
 	}
-	bad := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Annotations: map[string]string{
-		ovnk.AnnotationDefaultNetwork: `{"name":`, ovnk.AnnotationPrimaryUDNIPAMClaim: "claim"}}}
+	bad := testobj.MakePod("ns", "p").Annotations(map[string]string{
+		ovnk.AnnotationDefaultNetwork: `{"name":`, ovnk.AnnotationPrimaryUDNIPAMClaim: "claim"}).Obj()
 	v := &PodValidator{Config: cfg}
 	if w, err := v.ValidateCreate(context.Background(), bad); err != nil || w != nil {
 		t.Errorf("create: %v %v", w, err)

@@ -22,6 +22,7 @@ import (
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/envtest/manager"
 	"github.com/udnkit/udnkit/internal/testenv"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/internal/testobj/ovnkrows"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -142,18 +143,15 @@ func runUnderChartRBAC(t *testing.T, objs []*unstructured.Unstructured, what str
 	// Admission: the webhooks read namespaces and networks from their cache.
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-rbac", Labels: map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}}}
 	must(c.Create(ctx, ns))
-	must(c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-rbac"}}))
-	l2 := func(name, subnet string, role udnv1.NetworkRole) *udnv1.UserDefinedNetwork {
-		return &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: name},
-			Spec: udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
-				Layer2: &udnv1.Layer2Config{Role: role, Subnets: udnv1.DualStackCIDRs{udnv1.CIDR(subnet)}}}}
+	must(c.Create(ctx, testobj.MakeNode("node-rbac").Obj()))
+	l2 := func(name string, subnet udnv1.CIDR, role udnv1.NetworkRole) *udnv1.UserDefinedNetwork {
+		return testobj.MakeUDN(ns.Name, name).Spec(testobj.Layer2(role, subnet)).Obj()
 	}
 	if err := c.Create(ctx, l2("overlapping", "10.244.8.0/24", udnv1.NetworkRoleSecondary)); !apierrors.IsInvalid(err) {
 		return fmt.Errorf("admission: an overlapping UDN is not refused: %v", err)
 	}
 	must(c.Create(ctx, l2("blue", "10.100.0.0/24", udnv1.NetworkRolePrimary)))
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "p"},
-		Spec: corev1.PodSpec{NodeName: "node-rbac", Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+	pod := testobj.MakePod(ns.Name, "p").Node("node-rbac").Obj()
 
 	checks := []struct {
 		what string

@@ -23,6 +23,7 @@ import (
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/envtest/datapath"
 	"github.com/udnkit/udnkit/internal/testenv"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -89,9 +90,7 @@ func BenchmarkFirstPacket(b *testing.B) {
 				Labels: map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}}}); err != nil {
 				b.Fatal(err)
 			}
-			if err := env.Client.Create(ctx, &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"},
-				Spec: udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{
-					Role: udnv1.NetworkRolePrimary, Subnets: []udnv1.CIDR{"10.100.0.0/16"}}}}); err != nil {
+			if err := env.Client.Create(ctx, testobj.MakeUDN(ns, "net").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")).Obj()); err != nil {
 				b.Fatal(err)
 			}
 			readyCtx, cancel := context.WithTimeout(ctx, time.Minute)

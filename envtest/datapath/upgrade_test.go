@@ -11,7 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/udnkit/udnkit/dataplane/controllers/layer2"
@@ -143,8 +142,7 @@ func TestLayer2RollingUpgrade(t *testing.T) {
 		}
 	}
 	running := func(p *pod) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.net.namespace, Name: p.name, Annotations: p.annotation(t)},
-			Spec: corev1.PodSpec{NodeName: p.node.Name}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+		return p.object(t)
 	}
 	for _, p := range []*pod{podX, podY} {
 		if err := state.Create(ctx, running(p)); err != nil {

@@ -27,7 +27,6 @@ import (
 	"github.com/go-logr/logr"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,6 +36,7 @@ import (
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/envtest/manager"
 	"github.com/udnkit/udnkit/internal/testenv"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/internal/testobj/ovnkrows"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -153,8 +153,8 @@ func TestThreeZones(t *testing.T) {
 
 	for _, n := range nodes {
 		ips, _ := json.Marshal(n.encapIPs)
-		if err := c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name,
-			Annotations: map[string]string{ovnk.AnnotationNodeEncapIPs: string(ips), ovnk.AnnotationNodeChassisID: n.chassis}}}); err != nil {
+		if err := c.Create(ctx, testobj.MakeNode(n.name).Annotations(map[string]string{
+			ovnk.AnnotationNodeEncapIPs: string(ips), ovnk.AnnotationNodeChassisID: n.chassis}).Obj()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -235,10 +235,8 @@ func TestThreeZones(t *testing.T) {
 			ips = fmt.Sprintf(`"%s/24","%s/64"`, p.v4, p.v6)
 		}
 		mac := ovnk.MACFromIP(netip.MustParseAddr(p.v4))
-		if err := c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: p.name,
-			Annotations: map[string]string{ovnk.AnnotationPodNetworks: fmt.Sprintf(
-				`{%q:{"ip_addresses":[%s],"mac_address":"%s","role":"primary","encap_ip":"%s"}}`, p.nad, ips, mac, p.encap)}},
-			Spec: corev1.PodSpec{NodeName: "node-b", Containers: []corev1.Container{{Name: "c", Image: "i"}}}}); err != nil {
+		if err := c.Create(ctx, testobj.MakePod(p.ns, p.name).Node("node-b").Annotation(ovnk.AnnotationPodNetworks, fmt.Sprintf(
+			`{%q:{"ip_addresses":[%s],"mac_address":"%s","role":"primary","encap_ip":"%s"}}`, p.nad, ips, mac, p.encap)).Obj()); err != nil {
 			t.Fatal(err)
 		}
 	}

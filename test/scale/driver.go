@@ -452,33 +452,21 @@ func namespaceName(i int) string { return fmt.Sprintf("scale-%05d", i) }
 // that namespace only).
 func scaleNetwork(i int) (*corev1.Namespace, client.Object) {
 	k := kindOf(i)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespaceName(i)}}
-	if k.primary {
-		ns.Labels = map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}
-	}
+	ns := testobj.MakeNamespace(namespaceName(i))
 	role := v1.NetworkRoleSecondary
 	if k.primary {
+		ns.Primary()
 		role = v1.NetworkRolePrimary
 	}
-	topology := v1.NetworkTopologyLayer2
-	var l2 *v1.Layer2Config
-	var l3 *v1.Layer3Config
+	spec := testobj.Layer2(role, "10.100.0.0/16")
 	if k.layer3 {
-		topology = v1.NetworkTopologyLayer3
-		l3 = &v1.Layer3Config{Role: role, Subnets: []v1.Layer3Subnet{{CIDR: "172.16.0.0/12", HostSubnet: 24}}}
-	} else {
-		l2 = &v1.Layer2Config{Role: role, Subnets: v1.DualStackCIDRs{"10.100.0.0/16"}}
+		spec = testobj.Layer3(role, "172.16.0.0/12")
 	}
 	name := fmt.Sprintf("net-%05d", i)
 	if !k.cluster {
-		return ns, &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name},
-			Spec: v1.UserDefinedNetworkSpec{Topology: topology, Layer2: l2, Layer3: l3}}
+		return ns.Obj(), testobj.MakeUDN(ns.Name, name).Spec(spec).Obj()
 	}
-	return ns, &v1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1.ClusterUserDefinedNetworkSpec{
-			NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns.Name}},
-			Network:           v1.NetworkSpec{Topology: topology, Layer2: l2, Layer3: l3},
-		}}
+	return ns.Obj(), testobj.MakeCUDN(name).SelectLabels(map[string]string{corev1.LabelMetadataName: ns.Name}).Spec(spec).Obj()
 }
 
 // scalePod is pod p, in network p mod networks's namespace, bound to a node

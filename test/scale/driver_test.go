@@ -14,11 +14,11 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/udnkit/udnkit/apis/scheme"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -43,19 +43,18 @@ func TestDecodedOnlyWhenChanged(t *testing.T) {
 func TestConvergenceCounts(t *testing.T) {
 	s := newSize("t", 2, 2, 2) // network 0: Primary Layer2 UDN, network 1: Primary Layer3 UDN
 	nad := func(i int, name string, withID bool) *nadv1.NetworkAttachmentDefinition {
-		n := &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: namespaceName(i), Name: "net",
-			Labels: map[string]string{ovnk.LabelUserDefinedNetwork: ""}, Annotations: map[string]string{ovnk.AnnotationNetworkName: name}}}
+		n := testobj.MakeNAD(namespaceName(i), "net").Managed().Annotations(map[string]string{ovnk.AnnotationNetworkName: name}).Obj()
 		if withID {
 			ovnk.NetworkIDs{ID: i + 1, HasID: true}.Encode(n.Annotations)
 		}
 		return n
 	}
 	node := func(i int, subnets map[string][]netip.Prefix) *corev1.Node {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName(i), Annotations: map[string]string{}}}
+		n := testobj.MakeNode(nodeName(i))
 		if subnets != nil {
-			n.Annotations[ovnk.AnnotationNodeSubnets] = ovnk.EncodeNodeSubnets(subnets)
+			n.Annotation(ovnk.AnnotationNodeSubnets, ovnk.EncodeNodeSubnets(subnets))
 		}
-		return n
+		return n.Obj()
 	}
 	l3 := map[string][]netip.Prefix{"l3": {netip.MustParsePrefix("172.16.1.0/24")}}
 	pod := scalePod(0, s)
