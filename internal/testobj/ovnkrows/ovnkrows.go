@@ -5,7 +5,9 @@
 // ZONES=n` too) build on one picture of them. It writes nothing udnkit is
 // meant to write. Ctl is the one way the suites run ovn-nbctl and ovn-sbctl.
 //
-// It depends on ovnk and dataplane/ovsdbserver (to find the tools) only.
+// The suites and envtest/datapath (so `make run`) import it; no stage may, as
+// it depends on the dataplane's ovsdbserver (to find the tools), besides
+// ovnk.
 package ovnkrows
 
 import (
