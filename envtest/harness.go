@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -451,17 +452,19 @@ func decodeFile(file string) ([]*unstructured.Unstructured, error) {
 func (e *Environment) WaitForWebhookServer(ctx context.Context) error {
 	addr := net.JoinHostPort(e.Webhook.Host, fmt.Sprint(e.Webhook.Port))
 	dialer := &tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // only checks that the server is up
-	for {
+	var last error
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		conn, err := dialer.DialContext(ctx, "tcp", addr)
-		if err == nil {
-			return conn.Close()
+		if err != nil {
+			last = err
+			return false, nil
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("webhook server at %s not serving: %w (last error: %v)", addr, ctx.Err(), err)
-		case <-time.After(50 * time.Millisecond):
-		}
+		return true, conn.Close()
+	})
+	if err != nil {
+		return fmt.Errorf("webhook server at %s not serving: %w (last error: %v)", addr, err, last)
 	}
+	return nil
 }
 
 func startTimeout() time.Duration {
@@ -503,17 +506,16 @@ func (e *Environment) WaitForAPI(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for {
-		body, err := rc.Get().AbsPath("/readyz").DoRaw(ctx)
-		if err == nil && string(body) == "ok" {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("apiserver not ready: %w (last error: %v)", ctx.Err(), err)
-		case <-time.After(100 * time.Millisecond):
-		}
+	var last error
+	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		var body []byte
+		body, last = rc.Get().AbsPath("/readyz").DoRaw(ctx)
+		return last == nil && string(body) == "ok", nil
+	})
+	if err != nil {
+		return fmt.Errorf("apiserver not ready: %w (last error: %v)", err, last)
 	}
+	return nil
 }
 
 func restConfigForRaw(cfg *rest.Config) *rest.Config {

@@ -195,13 +195,13 @@ func (r *dataplaneRun) wait(ctx context.Context, d driverFlags, watch cache.Cach
 			transitRouters[names.TransitRouter()] = true
 		}
 	}
-	deadline := time.Now().Add(d.timeout)
-	for {
+	trDone, crDone := 0, 0
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, d.timeout, true, func(ctx context.Context) (bool, error) {
 		var routers []nbdb.LogicalRouter
 		if err := r.nb.List(ctx, &routers); err != nil {
-			return nil, err
+			return false, err
 		}
-		trDone, crDone := 0, 0
+		trDone, crDone = 0, 0
 		for _, lr := range routers {
 			if transitRouters[lr.Name] && len(lr.Ports) == s.nodes+1 {
 				trDone++
@@ -210,24 +210,19 @@ func (r *dataplaneRun) wait(ctx context.Context, d driverFlags, watch cache.Cach
 				crDone++
 			}
 		}
-		if trDone == len(transitRouters) && crDone == len(clusterRouters) {
-			break
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%s: OVN rows not complete after %s: transit routers %d/%d, Layer3 cluster routers %d/%d",
-				r.name, d.timeout, trDone, len(transitRouters), crDone, len(clusterRouters))
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
+		return trDone == len(transitRouters) && crDone == len(clusterRouters), nil
+	})
+	if wait.Interrupted(err) && ctx.Err() == nil {
+		return nil, fmt.Errorf("%s: OVN rows not complete after %s: transit routers %d/%d, Layer3 cluster routers %d/%d",
+			r.name, d.timeout, trDone, len(transitRouters), crDone, len(clusterRouters))
+	}
+	if err != nil {
+		return nil, err
 	}
 	out := &ovnResult{allRows: time.Since(r.start)}
 	out.rssMiB, out.peakMiB, out.cpu = r.dp.usage()
 	_, _, nbCPU := procUsage(r.pair.NB.Pid())
 	out.serverCPU = nbCPU - r.nbCPUBefore
-	var err error
 	if out.rows, err = countRows(ctx, r.nb, r.dbModel); err != nil {
 		return nil, err
 	}

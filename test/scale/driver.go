@@ -714,20 +714,16 @@ func drained(ctx context.Context, metricsAddr string) bool {
 // waitManagerSynced waits until the manager child serves metrics and its
 // controllers have started (their work queues exist).
 func waitManagerSynced(ctx context.Context, addr string) error {
-	deadline := time.Now().Add(2 * time.Minute)
-	var err error
-	for time.Now().Before(deadline) {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var m samples
-		if m, err = scrape(ctx, localHTTP, "http://"+addr+"/metrics"); err == nil && m.has("workqueue_adds_total") {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
+		m, last = scrape(ctx, localHTTP, "http://"+addr+"/metrics")
+		return last == nil && m.has("workqueue_adds_total"), nil
+	})
+	if wait.Interrupted(err) && ctx.Err() == nil {
+		return fmt.Errorf("the manager child did not start its controllers within 2 minutes (metrics: %v)", last)
 	}
-	return fmt.Errorf("the manager child did not start its controllers within 2 minutes (metrics: %v)", err)
+	return err
 }
 
 // localHTTP reaches the child's metrics on loopback, never through a proxy.
