@@ -125,10 +125,7 @@ type Network struct {
 	Subnets []netip.Prefix
 }
 
-// ids are the external IDs OVN-Kubernetes puts on the network's rows, as
-// ovn-nbctl arguments.
-func (net Network) ids() []string { return net.rows().IDs() }
-
+// rows is the network as ovnkrows writes it.
 func (net Network) rows() ovnkrows.Network {
 	return ovnkrows.Network{Name: net.Name, Topology: net.Topology}
 }
@@ -281,53 +278,25 @@ type Layer3Node struct {
 
 // Layer3TransitSubnet is the transit subnet OVN-Kubernetes gives a Layer3
 // network's transit switch (a node's address at offset node ID).
-var Layer3TransitSubnet = netip.MustParsePrefix("100.88.0.0/16")
+var Layer3TransitSubnet = ovnkrows.Layer3TransitSubnet
+
+func (n Layer3Node) rows() ovnkrows.Layer3Node {
+	return ovnkrows.Layer3Node{Name: n.Node.Name, Chassis: n.Node.ChassisID(), ID: n.ID, Host: n.Host}
+}
 
 // TransitIP is the node's address on the transit switch.
-func (n Layer3Node) TransitIP() netip.Addr { return ovnk.MustAddrAt(Layer3TransitSubnet, uint64(n.ID)) }
+func (n Layer3Node) TransitIP() netip.Addr { return n.rows().TransitIP() }
 
 // WriteLayer3 writes, in every zone, what OVN-Kubernetes' Layer3 network
-// controller owns (pkg/ovn/layer3_user_defined_network_controller.go and
-// zone_interconnect/zone_ic_handler.go): the cluster router with the local
-// node switch behind rtos-<prefix><node> at its host subnet's first address,
-// the transit switch (its tunnel key) with the local router port rtots- at
-// the node's transit IP and, per other node, a remote tstor- port
-// (requested-chassis, tunnel key = node ID) and a route to its host subnet
-// via its transit IP.
+// controller owns (ovnkrows.WriteLayer3).
 func (c *Cluster) WriteLayer3(net *Network, nodes []Layer3Node) error {
-	names, prefix := ovnk.NamesFor(net.Name), ovnk.NetworkPrefix(net.Name)
-	cr, ts := names.ClusterRouter(), names.TransitSwitch()
-	for _, local := range nodes {
-		z := local.Node
-		sw, rtos := prefix+z.Name, "rtos-"+prefix+z.Name
-		gw := ovnk.MustAddrAt(local.Host, 1)
-		cmds := [][]string{
-			append([]string{"lr-add", cr, "--", "set", "Logical_Router", cr}, net.ids()...),
-			{"lrp-add", cr, rtos, ovnk.MACFromIP(gw).String(), netip.PrefixFrom(gw, local.Host.Bits()).String()},
-			append([]string{"ls-add", sw, "--", "set", "Logical_Switch", sw}, net.ids()...),
-			{"lsp-add", sw, "stor-" + sw, "--", "lsp-set-type", "stor-" + sw, "router",
-				"--", "lsp-set-addresses", "stor-" + sw, "router", "--", "lsp-set-options", "stor-" + sw, "router-port=" + rtos},
-			append([]string{"ls-add", ts, "--", "set", "Logical_Switch", ts, "other_config:requested-tnl-key=16711685",
-				"other_config:interconn-ts=" + ts}, net.ids()...),
-		}
-		for _, m := range nodes {
-			port, tip := names.TransitSwitchToRouter(m.Node.Name), m.TransitIP()
-			mac, tnet := ovnk.MACFromIP(tip).String(), netip.PrefixFrom(tip, Layer3TransitSubnet.Bits()).String()
-			if m.Node == z {
-				rtots := names.RouterToTransitSwitch(z.Name)
-				cmds = append(cmds, []string{"lrp-add", cr, rtots, mac, tnet},
-					[]string{"lsp-add", ts, port, "--", "lsp-set-type", port, "router", "--", "lsp-set-addresses", port, "router",
-						"--", "lsp-set-options", port, "router-port=" + rtots, "requested-tnl-key=" + strconv.Itoa(m.ID)})
-				continue
-			}
-			cmds = append(cmds, []string{"lsp-add", ts, port, "--", "lsp-set-type", port, "remote", "--", "lsp-set-addresses", port, mac + " " + tnet,
-				"--", "lsp-set-options", port, "requested-chassis=" + m.Node.ChassisID(), "requested-tnl-key=" + strconv.Itoa(m.ID)},
-				[]string{"lr-route-add", cr, m.Host.String(), tip.String()})
-		}
-		for _, args := range cmds {
-			if _, err := z.Nbctl(args...); err != nil {
-				return err
-			}
+	rows := make([]ovnkrows.Layer3Node, len(nodes))
+	for i, n := range nodes {
+		rows[i] = n.rows()
+	}
+	for i, local := range nodes {
+		if err := ovnkrows.WriteLayer3(local.Node.NB(), net.rows(), rows[i], rows); err != nil {
+			return err
 		}
 	}
 	return nil
