@@ -70,7 +70,7 @@ func TestTenant(t *testing.T) {
 		must(t, s.admin.Create(ctx, testobj.MakeNamespace(name).Obj()))
 	}
 	for _, n := range []string{"node-a", "node-b"} {
-		must(t, s.manager.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}))
+		must(t, s.manager.Create(ctx, testobj.MakeNode(n).Obj()))
 	}
 	s.waitForPolicies(t)
 
@@ -265,7 +265,7 @@ func (s *tenantSuite) testNodeAnnotations(t *testing.T) {
 	}
 	for _, key := range []string{ovnk.AnnotationNodeID, ovnk.AnnotationNodeSubnets,
 		ovnk.AnnotationNodeTransitSwitchPortTunnelIDs, ovnk.AnnotationLayer2TopologyVersion} {
-		refused(t, "an admin creates a node with "+key, s.admin.Create(ctx, annotate(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "forged"}}, key, "1")), key, s.adminUser)
+		refused(t, "an admin creates a node with "+key, s.admin.Create(ctx, annotate(testobj.MakeNode("forged").Obj(), key, "1")), key, s.adminUser)
 		refused(t, "an admin adds "+key, s.admin.Update(ctx, annotate(node(s.admin, "node-b"), key, "1")), key, s.adminUser)
 	}
 	b := annotate(node(s.manager, "node-b"), ovnk.AnnotationNodeID, "2")
@@ -305,7 +305,7 @@ func (s *tenantSuite) waitForPolicies(t *testing.T) {
 			return s.admin.Create(ctx, annotate(testobj.MakePod("alice", "probe").Obj(), ovnk.AnnotationPodNetworks, "{}"), client.DryRunAll)
 		},
 		"nodes": func() error {
-			return s.admin.Create(ctx, annotate(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}, ovnk.AnnotationNodeID, "1"), client.DryRunAll)
+			return s.admin.Create(ctx, annotate(testobj.MakeNode("probe").Obj(), ovnk.AnnotationNodeID, "1"), client.DryRunAll)
 		},
 		"networks": func() error {
 			return s.admin.Create(ctx, annotate(testobj.MakeUDN("alice", "probe").Obj(), ovnk.AnnotationNetworkID, "1"), client.DryRunAll)
