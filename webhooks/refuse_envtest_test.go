@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
-	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -54,7 +53,7 @@ func TestNetworkOverlappingItsJoinSubnetsIsRefused(t *testing.T) {
 		{"beside the default join subnet", testobj.Layer2(udnv1.NetworkRolePrimary, "100.66.0.0/24"), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for i, obj := range []client.Object{udn("join-overlap", "n", tc.spec), cudn("join-overlap-n", map[string]string{"none": "none"}, tc.spec)} {
+			for i, obj := range []client.Object{testobj.MakeUDN("join-overlap", "n").Spec(tc.spec).Obj(), testobj.MakeCUDN("join-overlap-n").SelectLabels(map[string]string{"none": "none"}).Spec(tc.spec).Obj()} {
 				path := []string{"spec.", "spec.network."}[i]
 				err := c.Create(ctx, obj, client.DryRunAll)
 				if tc.want == "" {
@@ -77,7 +76,7 @@ func TestRefusalsAreBounded(t *testing.T) {
 	env := startEnv(t)
 	c := synced(env.Client)
 	namespace(t, c, "bounded", true, nil)
-	if err := c.Create(ctx, udn("bounded", "n", predefinedNetwork())); err != nil {
+	if err := c.Create(ctx, testobj.MakeUDN("bounded", "n").Spec(predefinedNetwork()).Obj()); err != nil {
 		t.Fatal(err)
 	}
 	const path = "metadata.annotations[v1.multus-cni.io/default-network]"
@@ -96,7 +95,7 @@ func TestRefusalsAreBounded(t *testing.T) {
 			[]string{path + ".ips[5]", path + ".ips[*]: Invalid value: and 894 more errors like these."}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := pod("bounded", "p", nse(tc.value))
+			p := testobj.MakePod("bounded", "p").Annotations(nse(tc.value)).Obj()
 			request, _ := json.Marshal(p)
 			err := c.Create(ctx, p)
 			expectInvalid(t, err, tc.want...)
@@ -126,7 +125,7 @@ func TestPodThatCannotGetAddressesIsRefused(t *testing.T) {
 	dual := testobj.Layer2(udnv1.NetworkRolePrimary, "10.190.0.0/24", "fd00:190::/64")
 	for _, ns := range []string{"addr-a", "addr-other"} {
 		namespace(t, c, ns, true, nil)
-		if err := c.Create(ctx, udn(ns, "net", dual)); err != nil {
+		if err := c.Create(ctx, testobj.MakeUDN(ns, "net").Spec(dual).Obj()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -136,12 +135,12 @@ func TestPodThatCannotGetAddressesIsRefused(t *testing.T) {
 		return nse(string(b))
 	}
 	t.Run("one family on a dual-stack network", func(t *testing.T) {
-		p := pod("addr-a", "v4-only", element("", "10.190.0.10"))
+		p := testobj.MakePod("addr-a", "v4-only").Annotations(element("", "10.190.0.10")).Obj()
 		expectInvalid(t, c.Create(ctx, p), path+`.ips: Invalid value: ["10.190.0.10"]: must hold one address for each IP family of the network, IPv4 and IPv6 (subnets [10.190.0.0/24 fd00:190::/64]); it has no IPv6 address.`)
 		expectAbsent(t, c, p)
 	})
 	// The holder's addresses, as the address reconciler writes them.
-	holder := pod("addr-a", "holder", element("", "10.190.0.20", "fd00:190::20"))
+	holder := testobj.MakePod("addr-a", "holder").Annotations(element("", "10.190.0.20", "fd00:190::20")).Obj()
 	pn, err := ovnk.PodNetworks{"addr-a/net": {IPAddresses: []string{"10.190.0.20/24", "fd00:190::20/64"}, MACAddress: "02:00:00:00:01:20", Role: ovnk.RolePrimary}}.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +149,7 @@ func TestPodThatCannotGetAddressesIsRefused(t *testing.T) {
 	if err := c.Create(ctx, holder); err != nil {
 		t.Fatal(err)
 	}
-	taken := pod("addr-a", "taken-ip", element("", "10.190.0.20", "fd00:190::21"))
+	taken := testobj.MakePod("addr-a", "taken-ip").Annotations(element("", "10.190.0.20", "fd00:190::21")).Obj()
 	if err := createRefused(t, c, taken); err == nil {
 		t.Fatal("an IP another pod holds was admitted")
 	} else {
@@ -165,18 +164,18 @@ func TestPodThatCannotGetAddressesIsRefused(t *testing.T) {
 		{"MAC held", element("02:00:00:00:01:20", "10.190.0.22", "fd00:190::22"), path + `.mac: Invalid value: "02:00:00:00:01:20": MAC address 02:00:00:00:01:20 is already in use by pod addr-a/holder of this network`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := pod("addr-a", "p", tc.pod)
+			p := testobj.MakePod("addr-a", "p").Annotations(tc.pod).Obj()
 			expectInvalid(t, c.Create(ctx, p), tc.want)
 			expectAbsent(t, c, p)
 		})
 	}
 	t.Run("the same addresses on another network", func(t *testing.T) {
-		if err := c.Create(ctx, pod("addr-other", "same", element("02:00:00:00:01:20", "10.190.0.20", "fd00:190::20"))); err != nil {
+		if err := c.Create(ctx, testobj.MakePod("addr-other", "same").Annotations(element("02:00:00:00:01:20", "10.190.0.20", "fd00:190::20")).Obj()); err != nil {
 			t.Fatal(err)
 		}
 	})
 	t.Run("free addresses of both families", func(t *testing.T) {
-		if err := c.Create(ctx, pod("addr-a", "free", element("02:00:00:00:01:30", "10.190.0.30", "fd00:190::30"))); err != nil {
+		if err := c.Create(ctx, testobj.MakePod("addr-a", "free").Annotations(element("02:00:00:00:01:30", "10.190.0.30", "fd00:190::30")).Obj()); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -185,10 +184,8 @@ func TestPodThatCannotGetAddressesIsRefused(t *testing.T) {
 		if err := env.Client.Status().Update(ctx, holder); err != nil {
 			t.Fatal(err)
 		}
-		if err := envtest.Poll(10*time.Second, func() error {
-			return c.Create(ctx, pod("addr-a", "after", element("", "10.190.0.20", "fd00:190::20")), client.DryRunAll)
-		}); err != nil {
-			t.Fatal(err)
-		}
+		testenv.Eventually(t, "a pod asking for the finished holder's addresses is admitted", func() error {
+			return c.Create(ctx, testobj.MakePod("addr-a", "after").Annotations(element("", "10.190.0.20", "fd00:190::20")).Obj(), client.DryRunAll)
+		})
 	})
 }
