@@ -23,7 +23,13 @@ import (
 // SetupWithManager registers the pod address controller and, when the
 // feature is on, the default NAD stub controller with mgr.
 func SetupWithManager(mgr ctrl.Manager, cfg ovnk.ClusterConfig) error {
+	return setupWithManager(mgr, cfg, false)
+}
+
+// setupWithManager is SetupWithManager; fifo: see Reconciler.fifo.
+func setupWithManager(mgr ctrl.Manager, cfg ovnk.ClusterConfig, fifo bool) error {
 	r := newReconciler(mgr.GetClient(), mgr.GetEventRecorder("udnkit-addresses"), cfg)
+	r.fifo = fifo
 	if err := r.setup(mgr); err != nil {
 		return err
 	}

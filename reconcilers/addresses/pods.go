@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/internal/fairqueue"
 	"github.com/udnkit/udnkit/internal/phase"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nsselect"
@@ -92,7 +93,9 @@ type netState struct {
 //     its owner (claimInUse).
 //
 // The cost: pods get their addresses one at a time, at about one API write
-// each (two with an IPAMClaim); a burst of pods waits in the queue.
+// each (two with an IPAMClaim); a burst of pods waits in the queue. The
+// queue serves namespaces in turn, so one namespace's burst delays another
+// namespace's pod by about one reconcile per namespace with pods waiting.
 type Reconciler struct {
 	client   client.Client
 	recorder events.EventRecorder
@@ -108,6 +111,9 @@ type Reconciler struct {
 	holders map[holderKey]int
 	// seq orders pods the reconciler met, to break creationTimestamp ties.
 	seq uint64
+	// fifo gives the controller controller-runtime's default queue instead
+	// of the per-namespace fair one (benchmarks compare the two).
+	fifo bool
 }
 
 // holderKey is a network and an owner of addresses on it.
@@ -157,9 +163,22 @@ func (r *Reconciler) setup(mgr ctrl.Manager) error {
 		Watches(&udnv1.ClusterUserDefinedNetwork{}, handler.EnqueueRequestsFromMapFunc(r.podsOfCUDN)).
 		// A namespace's labels decide which CUDN selects it.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.podsOfNamespace)).
-		// One worker: Reconcile holds mu throughout (see Reconciler).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		WithOptions(r.queueOptions()).
 		Complete(r)
+}
+
+// queueOptions: one worker, since Reconcile holds mu throughout (see
+// Reconciler), over a queue that hands out pods round-robin over their
+// namespaces (fairqueue.ByNamespace). With one worker the queue's order is
+// the order pods get addresses in, so a FIFO would make a pod wait for every
+// pod created before it in any namespace; in turn, it waits for about one
+// reconcile per namespace with pods queued.
+func (r *Reconciler) queueOptions() controller.Options {
+	opts := controller.Options{MaxConcurrentReconciles: 1}
+	if !r.fifo {
+		opts.NewQueue = fairqueue.ByNamespace
+	}
+	return opts
 }
 
 func (r *Reconciler) podsOfNamespace(ctx context.Context, o client.Object) []reconcile.Request {
