@@ -3,16 +3,12 @@ package envtest
 import (
 	"fmt"
 	"path/filepath"
-	"sort"
-	"strings"
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/udnkit/udnkit/cel"
+	"github.com/udnkit/udnkit/internal/chartrender"
 )
 
 // ReleaseName is the Helm release name RenderChart renders as.
@@ -33,34 +29,11 @@ func RenderChart(c *chart.Chart, vals map[string]any, namespace string) ([]*unst
 	if err != nil {
 		return nil, err
 	}
-	caps := chartutil.DefaultCapabilities.Copy()
-	parts := strings.SplitN(version, ".", 3)
-	caps.KubeVersion = chartutil.KubeVersion{Version: "v" + version, Major: parts[0], Minor: parts[1]}
-	values, err := chartutil.ToRenderValues(c, vals, chartutil.ReleaseOptions{Name: ReleaseName, Namespace: namespace, IsInstall: true}, caps)
+	files, err := chartrender.Render(c, vals, chartrender.Release{Name: ReleaseName, Namespace: namespace, KubeVersion: "v" + version})
 	if err != nil {
 		return nil, err
 	}
-	files, err := engine.Render(c, values)
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, 0, len(files))
-	for name := range files {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	var out []*unstructured.Unstructured
-	for _, name := range names {
-		if !strings.HasSuffix(name, ".yaml") {
-			continue
-		}
-		objs, err := cel.DecodeObjects([]byte(files[name]))
-		if err != nil {
-			return nil, fmt.Errorf("%s does not parse: %w\n%s", name, err, files[name])
-		}
-		out = append(out, objs...)
-	}
-	return out, nil
+	return chartrender.Decode(files)
 }
 
 // PolicyObjects are the ValidatingAdmissionPolicies and bindings the chart

@@ -96,12 +96,16 @@ var localNodes = []localNode{
 // (datapath.ChassisID: a UUID, not the node's name, fixed per node).
 func (n localNode) chassisID() string { return datapath.ChassisID(n.name) }
 
-// startManager builds the manager with these flags and starts it; stop
-// stops it and reports how it ended.
+// startManager builds the manager with these flags, and the apiserver's
+// service range as --service-cidrs, and starts it; stop stops it and
+// reports how it ended.
 func startManager(ctx context.Context, env *envtest.Environment, flags map[string]string, webhooks bool) (stop func() error, done chan error, mgr ctrl.Manager, err error) {
 	opts := app.NewOptions()
 	fs := flag.NewFlagSet("udnkit", flag.ContinueOnError)
 	opts.BindFlags(fs)
+	if err := fs.Set(ovnk.FlagServiceCIDRs, serviceCIDRs); err != nil {
+		return nil, nil, nil, err
+	}
 	for name, value := range flags {
 		if err := fs.Set(name, value); err != nil {
 			return nil, nil, nil, fmt.Errorf("--%s: %w", name, err)
@@ -253,7 +257,7 @@ func run(ctx context.Context, root, stateDir string, attach bool, zones int, out
 	}
 
 	fmt.Fprintln(out, "starting kube-apiserver and etcd ...")
-	env, err := envtest.Start(envtest.Options{AttachOutput: attach, Webhooks: true})
+	env, err := envtest.Start(envtest.Options{AttachOutput: attach, Webhooks: true, ServiceClusterIPRange: serviceCIDRs})
 	if err != nil {
 		return err
 	}
@@ -306,6 +310,10 @@ func run(ctx context.Context, root, stateDir string, attach bool, zones int, out
 	if err := env.WaitForAPI(readyCtx); err != nil {
 		return err
 	}
+	if err := installAccess(readyCtx, env.Client, root); err != nil {
+		return err
+	}
+	go keepRolesAggregated(ctx, env.Client, 2*time.Second)
 
 	if zones == 0 {
 		fmt.Fprintln(out, "starting the udnkit manager (every component) ...")

@@ -140,9 +140,9 @@ func TestQuickstart(t *testing.T) {
 
 	env := commands[0]
 	greenSet := ovnk.NamesFor("tenant-green_green").SubnetsAddressSet("ip4")
-	// The apiserver's own default/kubernetes Service (envtest's service
-	// range 10.0.0.0/24) via blue's management IP (10.100.0.0/16).
-	apiRoute := regexp.MustCompile(`ip_prefix\s*: "10\.0\.0\.1"\s+nexthop\s*: "10\.100\.0\.2"\s+external_ids\s*: \{[^}]*"k8s\.ovn\.org/udn-enabled-default-service"="default/kubernetes"`)
+	// The apiserver's own default/kubernetes Service (make run's service
+	// range, serviceCIDRs) via blue's management IP (10.100.0.0/16).
+	apiRoute := regexp.MustCompile(`ip_prefix\s*: "10\.96\.0\.1"\s+nexthop\s*: "10\.100\.0\.2"\s+external_ids\s*: \{[^}]*"k8s\.ovn\.org/udn-enabled-default-service"="default/kubernetes"`)
 	for _, c := range commands[1:] {
 		out, err := exec.Command("bash", "-c", env+"; cd "+root+"; "+c).CombinedOutput()
 		// The dataplane programs OVN asynchronously: give the topology a
