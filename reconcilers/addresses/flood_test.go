@@ -141,7 +141,7 @@ type podEvents struct {
 }
 
 func (e *podEvents) observe(p *metav1.PartialObjectMetadata) {
-	if p.Namespace != e.flood && p.Namespace != e.quiet {
+	if p.Namespace != e.flood && p.Namespace != e.quiet || p.Name == warmPod {
 		return
 	}
 	e.mu.Lock()
@@ -171,6 +171,28 @@ func (e *podEvents) observe(p *metav1.PartialObjectMetadata) {
 			close(e.floodDone)
 		}
 	}
+}
+
+// warmPod is the pod warm makes.
+const warmPod = "warm"
+
+// warm creates a pod in ns and waits for its addresses.
+func (r *floodRig) warm(tb testing.TB, ns string) {
+	tb.Helper()
+	ctx := context.Background()
+	p := floodPod(ns, warmPod)
+	if err := r.c.Create(ctx, p); err != nil {
+		tb.Fatal(err)
+	}
+	testenv.Eventually(tb, "the pod "+ns+"/"+warmPod+" addressed", func() error {
+		if err := r.c.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			return err
+		}
+		if _, ok := p.Annotations[ovnk.AnnotationPodNetworks]; !ok {
+			return fmt.Errorf("no %s annotation", ovnk.AnnotationPodNetworks)
+		}
+		return nil
+	})
 }
 
 // watch feeds ev every pod event from now until ctx ends. It watches
@@ -227,6 +249,10 @@ func (r *floodRig) flood(tb testing.TB, fifo bool, n int) floodResult {
 			}
 		}
 	}()
+	// Both networks' allocators are built, and the controller's worker
+	// runs, before anything is timed.
+	r.warm(tb, floodNS)
+	r.warm(tb, quietNS)
 	ev := &podEvents{flood: floodNS, quiet: quietNS, n: n, seen: map[string]bool{}, addressed: map[string]bool{},
 		quietDone: make(chan struct{}), floodDone: make(chan struct{})}
 	if n == 0 {
