@@ -20,6 +20,11 @@
 // started with a parent-death signal, so a killed test leaves no daemons.
 //
 // The OVN and Open vSwitch programs are those `make ovn` provisions
-// (ovsdbserver.Dir); tools.go puts them first on PATH, and every other part
-// of the package runs them by name.
+// (ovsdbserver.Dir); node.SetupTools puts them first on PATH, and every
+// other part of the package runs them by name.
+//
+// Its sub-packages hold the machinery: netns runs programs and opens
+// sockets in network namespaces (pings, probes, TCP streams), node runs
+// one node's daemons; this package joins nodes into a cluster, adds pods
+// and VMs, writes OVN-Kubernetes' rows and sweeps what crashed runs left.
 package datapath

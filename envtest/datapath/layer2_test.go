@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/udnkit/udnkit/envtest/datapath"
+	"github.com/udnkit/udnkit/envtest/datapath/netns"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -44,7 +45,7 @@ func TestLayer2Primary(t *testing.T) {
 	startPods(t, c, all...)
 	ovnkManagementPorts(t, c, blue, 1)
 	// TCP echo servers: a pod and the external host.
-	for _, e := range []*datapath.Endpoint{&blueB.datapath.Endpoint, &c.External} {
+	for _, e := range []*netns.Endpoint{&blueB.datapath.Endpoint, &c.External} {
 		stop, err := e.ServeTCP(tcpPort)
 		if err != nil {
 			t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/controllers/migration"
 	"github.com/udnkit/udnkit/envtest/datapath"
+	"github.com/udnkit/udnkit/envtest/datapath/netns"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -60,14 +61,14 @@ func nadRequest(net *network) reconcile.Request {
 // egressSeen pings the external host 5 times from e and returns how many
 // of the echo requests the external host saw from node's IP and from the
 // other nodes' IPs.
-func egressSeen(t *testing.T, c *datapath.Cluster, e *datapath.Endpoint, node *datapath.Node) (own int, others []int) {
+func egressSeen(t *testing.T, c *datapath.Cluster, e *netns.Endpoint, node *datapath.Node) (own int, others []int) {
 	t.Helper()
 	return egressSeenFamily(t, c, e, node, false)
 }
 
 // egressSeenFamily is egressSeen in an IP family: the external host's
 // address and the nodes' addresses of that family.
-func egressSeenFamily(t *testing.T, c *datapath.Cluster, e *datapath.Endpoint, node *datapath.Node, v6 bool) (own int, others []int) {
+func egressSeenFamily(t *testing.T, c *datapath.Cluster, e *netns.Endpoint, node *datapath.Node, v6 bool) (own int, others []int) {
 	t.Helper()
 	dst, addr := datapath.ExternalIP, func(n *datapath.Node) netip.Addr { return n.UnderlayIP }
 	if v6 {

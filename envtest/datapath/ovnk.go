@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,25 +38,6 @@ func ChassisID(node string) string {
 	u[6] = u[6]&0x0f | 0x50 // version 5
 	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
 	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
-}
-
-// readChassisID reads the node's system-id from its Open_vSwitch database, as
-// ovnkube-node does (util.GetNodeChassisID), and checks that ovn-controller
-// registered a chassis of that name in the node's zone.
-func (n *Node) readChassisID() (string, error) {
-	id, err := n.Vsctl("get", "Open_vSwitch", ".", "external_ids:system-id")
-	if err != nil {
-		return "", err
-	}
-	id = strings.Trim(id, `"`)
-	out, err := n.SB().Run("--bare", "--columns=encaps", "find", "Chassis", "name="+id)
-	if err != nil {
-		return "", err
-	}
-	if out == "" {
-		return "", fmt.Errorf("no chassis %s in %s's zone yet", id, n.Name)
-	}
-	return id, nil
 }
 
 // registerRemoteChassis makes every zone know the other nodes' chassis as
@@ -101,15 +81,6 @@ func OVNKNode(n *Node) *corev1.Node {
 		annotationNodeHostCIDRs:      `["` + ifAddr + `"]`,
 	}).InternalIPs(n.UnderlayIP).Obj()
 }
-
-// NB is ovn-nbctl on the node's zone's Northbound.
-func (n *Node) NB() ovnkrows.Ctl { return ovnkrows.NB(n.Zone.NB.Address()) }
-
-// SB is ovn-sbctl on the node's zone's Southbound.
-func (n *Node) SB() ovnkrows.Ctl { return ovnkrows.SB(n.Zone.SB.Address()) }
-
-// Nbctl runs ovn-nbctl on the node's zone's Northbound.
-func (n *Node) Nbctl(args ...string) (string, error) { return n.NB().Run(args...) }
 
 // Network is what OVN-Kubernetes' controllers read of a network for the
 // rows they own.

@@ -5,25 +5,17 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/udnkit/udnkit/envtest/datapath/netns"
 	"net/netip"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/udnkit/udnkit/ovnk"
 )
 
-// Endpoint is a network namespace that sends and observes traffic.
-type Endpoint struct {
-	// Netns is the network namespace.
-	Netns string
-	// Label names it in errors.
-	Label string
-}
-
 // Pod is a pod's network namespace with its interface on a node's br-int.
 type Pod struct {
-	Endpoint
+	netns.Endpoint
 	Namespace, Name string
 	Node            *Node
 	// Iface is the pod's interface: an OVS internal port of the node's
@@ -69,7 +61,7 @@ func (c *Cluster) AddPod(ctx context.Context, node *Node, spec PodSpec) (*Pod, e
 		Iface: "p" + hex.EncodeToString(sum[:6])}
 	p.Netns = c.name("pod-" + hex.EncodeToString(sum[:4]))
 	p.Label = fmt.Sprintf("%s/%s (%s on %s)", spec.Namespace, spec.Name, addrs.IPs[0].Addr(), node.Name)
-	if err := ip("netns", "add", p.Netns); err != nil {
+	if err := netns.IP("netns", "add", p.Netns); err != nil {
 		return nil, err
 	}
 	c.pods = append(c.pods, p)
@@ -79,15 +71,15 @@ func (c *Cluster) AddPod(ctx context.Context, node *Node, spec PodSpec) (*Pod, e
 		// ovn-controller to bind the port to that Encap.
 		ids = append(ids, "external_ids:encap-ip="+addrs.EncapIP.String())
 	}
-	if err := node.addPortInto(ctx, p.Iface, spec.Port, p.Netns, ids...); err != nil {
+	if err := node.AddPortInto(ctx, p.Iface, spec.Port, p.Netns, ids...); err != nil {
 		return nil, err
 	}
 	for _, args := range configure(p.Netns, p.Iface, addrs, pn.Routes, spec.MTU) {
-		if err := ip(args...); err != nil {
+		if err := netns.IP(args...); err != nil {
 			return nil, fmt.Errorf("pod %s/%s: %w", spec.Namespace, spec.Name, err)
 		}
 	}
-	if err := node.waitInstalled(ctx, p.Iface, spec.Port); err != nil {
+	if err := node.WaitInstalled(ctx, p.Iface, spec.Port); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -100,7 +92,7 @@ func (c *Cluster) RemovePod(p *Pod) error {
 	if _, err := p.Node.Vsctl("--if-exists", "del-port", "br-int", p.Iface); err != nil {
 		return err
 	}
-	return ip("netns", "del", p.Netns)
+	return netns.IP("netns", "del", p.Netns)
 }
 
 // parse reads the pod's entry of its primary network from its
@@ -118,23 +110,6 @@ func (spec PodSpec) parse() (*ovnk.PodNetwork, ovnk.PodAddresses, error) {
 		return nil, ovnk.PodAddresses{}, fmt.Errorf("pod %s/%s: %s: %w", spec.Namespace, spec.Name, ovnk.PodNetworkField(spec.NAD), err)
 	}
 	return pn, addrs, nil
-}
-
-// addPortInto adds an internal port iface to the node's br-int bound to
-// logical switch port port (external_ids:iface-id, and the further column
-// settings ids) and moves it into network namespace netns ("": it stays in
-// the node's).
-func (n *Node) addPortInto(ctx context.Context, iface, port, netns string, ids ...string) error {
-	if _, err := n.Vsctl(append([]string{"add-port", "br-int", iface, "--", "set", "Interface", iface, "type=internal",
-		"external_ids:iface-id=" + port}, ids...)...); err != nil {
-		return err
-	}
-	if err := waitFor(ctx, 10*time.Second, "interface "+iface, nil, func() error {
-		return ip("-n", n.Netns, "link", "show", iface)
-	}); err != nil || netns == "" {
-		return err
-	}
-	return ip("-n", n.Netns, "link", "set", iface, "netns", netns)
 }
 
 // configure are the ip(8) commands that configure interface iface in
@@ -180,43 +155,15 @@ func (p *Pod) IP(v6 bool) netip.Addr {
 	return netip.Addr{}
 }
 
-// Reach sends echo requests to dst, one every 200 ms, until one is
-// answered; the error says how many went unanswered within timeout.
-func (e *Endpoint) Reach(dst netip.Addr, timeout time.Duration) error {
-	return e.ReachEvery(dst, timeout, 200*time.Millisecond)
-}
-
-// ReachEvery sends echo requests to dst, one every interval, until one is
-// answered; the error says how many went unanswered within timeout.
-func (e *Endpoint) ReachEvery(dst netip.Addr, timeout, interval time.Duration) error {
-	sent, answered, err := echo(e.Netns, dst, int(timeout/interval), interval, true)
-	if err != nil {
-		return err
-	}
-	if answered == 0 {
-		return fmt.Errorf("%s got no echo reply from %s: %d requests in %s", e.Label, dst, sent, timeout)
-	}
-	return nil
-}
-
-// Ping sends count echo requests to dst, one every interval, and returns
-// how many were answered.
-func (e *Endpoint) Ping(dst netip.Addr, count int, interval time.Duration) (int, error) {
-	_, answered, err := echo(e.Netns, dst, count, interval, false)
-	return answered, err
-}
-
 // Neighbor is the MAC the pod's neighbour table holds for ip ("" for none).
-func (p *Pod) Neighbor(ip netip.Addr) (string, error) { return neighbor(p.Netns, p.Iface, ip.String()) }
+func (p *Pod) Neighbor(ip netip.Addr) (string, error) {
+	return netns.Neighbor(p.Netns, p.Iface, ip.String())
+}
 
 // FlushNeighbors empties the pod's neighbour table, so its next packet
 // resolves its destination again.
-func (p *Pod) FlushNeighbors() error { return ip("-n", p.Netns, "neigh", "flush", "dev", p.Iface) }
-
-// EchoRequestsSeen counts the ICMP echo requests from src that reach the
-// pod while during runs.
-func (e *Endpoint) EchoRequestsSeen(src netip.Addr, during func() error) (int, error) {
-	return echoRequestsSeen(e.Netns, src, during)
+func (p *Pod) FlushNeighbors() error {
+	return netns.IP("-n", p.Netns, "neigh", "flush", "dev", p.Iface)
 }
 
 func family(a netip.Addr) string {

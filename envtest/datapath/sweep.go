@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/udnkit/udnkit/envtest/datapath/netns"
 	"os"
 	"path/filepath"
 	"slices"
@@ -74,7 +75,7 @@ func Sweep() error {
 			// Another process's Preflight, under way.
 			continue
 		}
-		if err := ip("netns", "del", e.Name()); err != nil {
+		if err := netns.IP("netns", "del", e.Name()); err != nil {
 			return fmt.Errorf("sweeping a previous run's namespace: %w", err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/udnkit/udnkit/envtest/datapath/netns"
 	"net"
 	"net/netip"
 	"time"
@@ -34,7 +35,7 @@ func (c *Cluster) TunneledEchoRequests(node *Node, inner netip.Addr, during func
 	result := make(chan map[netip.Addr]int, 1)
 	go func() {
 		seen := map[netip.Addr]int{}
-		err := inNetns(c.Underlay, func() error {
+		err := netns.Enter(c.Underlay, func() error {
 			ifc, err := net.InterfaceByName(peer)
 			if err != nil {
 				return err

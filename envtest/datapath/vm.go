@@ -5,8 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/udnkit/udnkit/envtest/datapath/netns"
 	"strconv"
-	"strings"
 
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -44,7 +44,7 @@ func (c *Cluster) AddLauncher(ctx context.Context, node *Node, namespace, name, 
 	if err := c.addNetns(l.Netns); err != nil {
 		return nil, err
 	}
-	if err := node.addPortInto(ctx, l.Iface, port, l.Netns); err != nil {
+	if err := node.AddPortInto(ctx, l.Iface, port, l.Netns); err != nil {
 		return nil, err
 	}
 	for _, args := range [][]string{
@@ -52,7 +52,7 @@ func (c *Cluster) AddLauncher(ctx context.Context, node *Node, namespace, name, 
 		{"-n", l.Netns, "link", "set", l.Iface, "mtu", strconv.Itoa(mtu), "master", launcherBridge, "up"},
 		{"-n", l.Netns, "link", "set", launcherBridge, "up"},
 	} {
-		if err := ip(args...); err != nil {
+		if err := netns.IP(args...); err != nil {
 			return nil, fmt.Errorf("virt-launcher pod %s/%s: %w", namespace, name, err)
 		}
 	}
@@ -62,7 +62,7 @@ func (c *Cluster) AddLauncher(ctx context.Context, node *Node, namespace, name, 
 // WaitInstalled waits until ovn-controller has claimed the pod's port and
 // installed its flows (external_ids:ovn-installed).
 func (l *Launcher) WaitInstalled(ctx context.Context) error {
-	return l.Node.waitInstalled(ctx, l.Iface, l.Port)
+	return l.Node.WaitInstalled(ctx, l.Iface, l.Port)
 }
 
 // Remove deletes the pod: its interface from the node's br-int and its
@@ -71,7 +71,7 @@ func (l *Launcher) Remove() error {
 	if _, err := l.Node.Vsctl("--if-exists", "del-port", "br-int", l.Iface); err != nil {
 		return err
 	}
-	return ip("netns", "del", l.Netns)
+	return netns.IP("netns", "del", l.Netns)
 }
 
 // VM is the guest of a KubeVirt VM: a network namespace (its kernel keeps
@@ -82,7 +82,7 @@ func (l *Launcher) Remove() error {
 // into the target pod while eth0 keeps its carrier, so the guest, like a
 // migrated VM, notices nothing (its neighbour entries stay).
 type VM struct {
-	Endpoint
+	netns.Endpoint
 	// Addresses are what eth0 was configured with.
 	Addresses ovnk.PodAddresses
 	name      string
@@ -107,11 +107,11 @@ func (c *Cluster) StartVM(l *Launcher, spec PodSpec) (*VM, error) {
 	if err := c.addNetns(vm.Netns); err != nil {
 		return nil, err
 	}
-	if err := ip("-n", vm.Netns, "link", "add", vmIface, "type", "bridge"); err != nil {
+	if err := netns.IP("-n", vm.Netns, "link", "add", vmIface, "type", "bridge"); err != nil {
 		return nil, err
 	}
 	for _, args := range configure(vm.Netns, vmIface, addrs, pn.Routes, spec.MTU) {
-		if err := ip(args...); err != nil {
+		if err := netns.IP(args...); err != nil {
 			return nil, fmt.Errorf("VM %s/%s: %w", spec.Namespace, spec.Name, err)
 		}
 	}
@@ -130,7 +130,7 @@ func (vm *VM) plug(l *Launcher) error {
 		{"-n", vm.Netns, "link", "set", tap, "master", vmIface, "up"},
 		{"-n", l.Netns, "link", "set", tap, "master", launcherBridge, "up"},
 	} {
-		if err := ip(args...); err != nil {
+		if err := netns.IP(args...); err != nil {
 			return err
 		}
 	}
@@ -139,7 +139,7 @@ func (vm *VM) plug(l *Launcher) error {
 }
 
 // Remove stops the VM: its namespace goes, with its tap.
-func (vm *VM) Remove() error { return ip("netns", "del", vm.Netns) }
+func (vm *VM) Remove() error { return netns.IP("netns", "del", vm.Netns) }
 
 // Launcher is the virt-launcher pod the VM runs in.
 func (vm *VM) Launcher() *Launcher { return vm.launcher }
@@ -152,31 +152,15 @@ func (vm *VM) MigrateTo(l *Launcher) error {
 	if err := vm.plug(l); err != nil {
 		return err
 	}
-	return ip("-n", vm.Netns, "link", "del", old)
+	return netns.IP("-n", vm.Netns, "link", "del", old)
 }
 
 // Neighbor is the MAC the guest's neighbour table holds for addr ("" for
 // none).
-func (vm *VM) Neighbor(addr string) (string, error) { return neighbor(vm.Netns, vmIface, addr) }
+func (vm *VM) Neighbor(addr string) (string, error) { return netns.Neighbor(vm.Netns, vmIface, addr) }
 
 // FlushNeighbors empties the guest's neighbour table, so its next packet
 // resolves the gateway again.
 func (vm *VM) FlushNeighbors() error {
-	return ip("-n", vm.Netns, "neigh", "flush", "dev", vmIface)
-}
-
-// neighbor is the MAC the neighbour table of iface in netns holds for
-// addr ("" for none).
-func neighbor(netns, iface, addr string) (string, error) {
-	out, err := run("", nil, "ip", "-n", netns, "neigh", "show", addr, "dev", iface)
-	if err != nil {
-		return "", err
-	}
-	f := strings.Fields(out)
-	for i := range f {
-		if f[i] == "lladdr" && i+1 < len(f) {
-			return f[i+1], nil
-		}
-	}
-	return "", nil
+	return netns.IP("-n", vm.Netns, "neigh", "flush", "dev", vmIface)
 }

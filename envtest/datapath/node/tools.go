@@ -1,4 +1,4 @@
-package datapath
+package node
 
 import (
 	"errors"

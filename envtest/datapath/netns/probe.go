@@ -1,4 +1,4 @@
-package datapath
+package netns
 
 import (
 	"bufio"
@@ -59,7 +59,7 @@ func (e *Endpoint) StartProbe(dst netip.Addr, interval time.Duration) (*Probe, e
 		sent: map[uint16]time.Time{}, replies: map[uint16]time.Time{}}
 	// The socket belongs to the namespace it is opened in; any thread may
 	// use it afterwards.
-	if err := inNetns(e.Netns, func() (err error) {
+	if err := Enter(e.Netns, func() (err error) {
 		p.sock, err = listenICMP(dst.Is6())
 		return err
 	}); err != nil {
@@ -180,7 +180,7 @@ type StreamResult struct {
 // the stream.
 func (e *Endpoint) OpenStream(dst netip.Addr, port int, interval time.Duration) (*Stream, error) {
 	s := &Stream{interval: interval, stop: make(chan struct{}), done: make(chan StreamResult, 1)}
-	if err := inNetns(e.Netns, func() (err error) {
+	if err := Enter(e.Netns, func() (err error) {
 		s.conn, err = net.DialTimeout("tcp", netip.AddrPortFrom(dst, uint16(port)).String(), 10*time.Second)
 		return err
 	}); err != nil {

@@ -1,4 +1,4 @@
-package datapath
+package netns
 
 import (
 	"fmt"
@@ -11,17 +11,17 @@ import (
 	"time"
 )
 
-// proc is one daemon the cluster started.
-type proc struct {
+// Proc is one daemon started by Spawn.
+type Proc struct {
 	name string
 	cmd  *exec.Cmd
 	done chan error
 }
 
-// spawn starts a daemon (in network namespace netns unless it is "") with
+// Spawn starts a daemon (in network namespace netns unless it is "") with
 // its stdout and stderr in dir/<name>.out. The daemon dies with this process
 // (parent-death signal), so a killed test leaves none behind.
-func spawn(dir, netns, name string, env []string, args ...string) (*proc, error) {
+func Spawn(dir, netns, name string, env []string, args ...string) (*Proc, error) {
 	if netns != "" {
 		args = append([]string{"ip", "netns", "exec", netns}, args...)
 	}
@@ -37,14 +37,14 @@ func spawn(dir, netns, name string, env []string, args ...string) (*proc, error)
 	if err := start(cmd); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &proc{name: name, cmd: cmd, done: make(chan error, 1)}
+	p := &Proc{name: name, cmd: cmd, done: make(chan error, 1)}
 	go func() { p.done <- cmd.Wait() }()
 	return p, nil
 }
 
 // starter is the one OS thread every daemon is forked from. A parent-death
 // signal fires when the forking thread ends, not the process; Go ends a
-// thread whenever a goroutine exits locked to it (inNetns does), so a daemon
+// thread whenever a goroutine exits locked to it (Enter does), so a daemon
 // forked from a pooled thread could be killed by an unrelated namespace
 // switch later. This thread stays locked and never ends before the process.
 var starter = func() chan func() {
@@ -65,8 +65,8 @@ func start(cmd *exec.Cmd) error {
 	return <-done
 }
 
-// exited reports the daemon's exit, if it has exited.
-func (p *proc) exited() error {
+// Exited reports the daemon's exit, if it has exited.
+func (p *Proc) Exited() error {
 	select {
 	case err := <-p.done:
 		p.done <- err
@@ -76,8 +76,8 @@ func (p *proc) exited() error {
 	}
 }
 
-// stop asks the daemon to exit (SIGTERM) and kills it after a second.
-func (p *proc) stop() {
+// Stop asks the daemon to exit (SIGTERM) and kills it after a second.
+func (p *Proc) Stop() {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
@@ -88,9 +88,9 @@ func (p *proc) stop() {
 	<-p.done
 }
 
-// run runs a command to completion (in netns unless it is ""), returning its
+// Run runs a command to completion (in netns unless it is ""), returning its
 // trimmed output; the error holds the command line and its output.
-func run(netns string, env []string, args ...string) (string, error) {
+func Run(netns string, env []string, args ...string) (string, error) {
 	if netns != "" {
 		args = append([]string{"ip", "netns", "exec", netns}, args...)
 	}
@@ -103,8 +103,8 @@ func run(netns string, env []string, args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// ip runs ip(8).
-func ip(args ...string) error {
-	_, err := run("", nil, append([]string{"ip"}, args...)...)
+// IP runs ip(8).
+func IP(args ...string) error {
+	_, err := Run("", nil, append([]string{"ip"}, args...)...)
 	return err
 }

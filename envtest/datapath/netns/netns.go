@@ -1,4 +1,8 @@
-package datapath
+// Package netns runs programs and opens sockets in network namespaces for
+// the real-datapath cluster: daemons started there (dying with the test),
+// ip(8), and an Endpoint's traffic (ICMP echo, probes, TCP echo and
+// streams).
+package netns
 
 import (
 	"encoding/binary"
@@ -18,11 +22,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// inNetns runs fn on an OS thread that has entered network namespace name:
+// Enter runs fn on an OS thread that has entered network namespace name:
 // sockets fn opens live in that namespace. The thread is never returned to
 // the Go scheduler (the goroutine exits locked), so no other goroutine runs
 // in the namespace.
-func inNetns(name string, fn func() error) error {
+func Enter(name string, fn func() error) error {
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -84,7 +88,7 @@ func (i *icmp) next(deadline time.Time) (typ byte, id, seq uint16, from netip.Ad
 // interval, until one is answered (when untilReply) or count requests went
 // out, and returns how many were sent and answered.
 func echo(netns string, dst netip.Addr, count int, interval time.Duration, untilReply bool) (sent, answered int, err error) {
-	err = inNetns(netns, func() error {
+	err = Enter(netns, func() error {
 		sock, err := listenICMP(dst.Is6())
 		if err != nil {
 			return err
@@ -135,7 +139,7 @@ func echoRequestsSeen(netns string, src netip.Addr, during func() error) (int, e
 	result := make(chan int, 1)
 	go func() {
 		seen := 0
-		err := inNetns(netns, func() error {
+		err := Enter(netns, func() error {
 			sock, err := listenICMP(src.Is6())
 			if err != nil {
 				return err
@@ -193,7 +197,7 @@ func checksum(b []byte) uint16 {
 // for 10 s; stop closes the listener.
 func (e *Endpoint) ServeTCP(port int) (stop func(), err error) {
 	var l net.Listener
-	if err := inNetns(e.Netns, func() (err error) {
+	if err := Enter(e.Netns, func() (err error) {
 		l, err = net.Listen("tcp", net.JoinHostPort("::", strconv.Itoa(port)))
 		return err
 	}); err != nil {
@@ -229,7 +233,7 @@ func (e *Endpoint) ServeTCP(port int) (stop func(), err error) {
 // TCPEcho connects from the endpoint to dst:port, sends a line and waits
 // for it to come back, within timeout.
 func (e *Endpoint) TCPEcho(dst netip.Addr, port int, timeout time.Duration) error {
-	return inNetns(e.Netns, func() error {
+	return Enter(e.Netns, func() error {
 		c, err := net.DialTimeout("tcp", netip.AddrPortFrom(dst, uint16(port)).String(), timeout)
 		if err != nil {
 			return fmt.Errorf("%s: TCP to %s port %d: %w", e.Label, dst, port, err)
@@ -248,14 +252,14 @@ func (e *Endpoint) TCPEcho(dst netip.Addr, port int, timeout time.Duration) erro
 	})
 }
 
-// txChecksumOff turns off transmit checksum offload on iface in namespace
+// TxChecksumOff turns off transmit checksum offload on iface in namespace
 // netns (ethtool -K iface tx off). A veth hands checksum-offloaded TCP and
 // UDP to its peer with the checksum unfinished; ovs-vswitchd reads such a
 // frame from its AF_PACKET socket as is, and once a router has NATed it
 // the receiver drops it for its bad checksum.
-func txChecksumOff(netns, iface string) error {
+func TxChecksumOff(netns, iface string) error {
 	const ethtoolSTxCsum = 0x17 // ETHTOOL_STXCSUM
-	return inNetns(netns, func() error {
+	return Enter(netns, func() error {
 		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			return err

@@ -1,0 +1,420 @@
+// Package node runs one node of the real-datapath cluster: in the node's
+// network namespace its own Open_vSwitch database, ovs-vswitchd on the
+// userspace datapath (datapath_type=netdev) with breth0 holding the node's
+// underlay addresses, and ovn-controller bound to the node's own OVN zone
+// (a Northbound, a Southbound and ovn-northd), configured as ovnkube-node
+// configures it. The package envtest/datapath joins the nodes into a
+// cluster.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
+	"github.com/udnkit/udnkit/envtest/datapath/netns"
+	"github.com/udnkit/udnkit/internal/testobj/ovnkrows"
+)
+
+// Node is one cluster node: its network namespace with ovs-vswitchd and
+// ovn-controller, and its OVN zone.
+type Node struct {
+	Name string
+	// Netns is the node's network namespace.
+	Netns string
+	// UnderlayIP is the node's address on breth0: its geneve encap IP.
+	UnderlayIP netip.Addr
+	// UnderlayIP6 is the node's IPv6 address on breth0.
+	UnderlayIP6 netip.Addr
+	// Zone is the node's OVN zone: Northbound, Southbound and ovn-northd.
+	Zone *ovsdbserver.Local
+
+	dir     string
+	cfg     Config
+	procs   []*netns.Proc
+	chassis string
+	// steered are the OpenFlow numbers of the gateway routers' patch
+	// ports SteerGateway steers breth0's traffic to.
+	steered []string
+}
+
+// ChassisID is the name of the chassis the node's ovn-controller registered
+// (its Open_vSwitch external_ids:system-id, a UUID), which the node's
+// k8s.ovn.org/node-chassis-id annotation carries; "" until WaitChassis has seen
+// the chassis in the node's zone.
+func (n *Node) ChassisID() string { return n.chassis }
+
+// env points Open vSwitch's and OVN's programs at the node's run directory.
+func (n *Node) env() []string {
+	return []string{"OVS_RUNDIR=" + n.dir, "OVS_LOGDIR=" + n.dir, "OVS_DBDIR=" + n.dir,
+		"OVN_RUNDIR=" + n.dir, "OVN_LOGDIR=" + n.dir}
+}
+
+// Vsctl runs ovs-vsctl on the node's Open_vSwitch database.
+func (n *Node) Vsctl(args ...string) (string, error) {
+	return netns.Run("", n.env(), append([]string{"ovs-vsctl", "--timeout=30", "--db=unix:" + n.db()}, args...)...)
+}
+
+func (n *Node) db() string { return filepath.Join(n.dir, "db.sock") }
+
+// Config is where a node runs and what it is called.
+type Config struct {
+	Name string
+	// Netns is the node's network namespace, which New does not create.
+	Netns string
+	// Dir holds the node's sockets, logs and databases.
+	Dir string
+	// SystemID is the node's Open vSwitch system-id: the name of the
+	// chassis its ovn-controller registers.
+	SystemID string
+	// Underlay and Underlay6 are breth0's addresses with the underlay's
+	// prefix length.
+	Underlay, Underlay6 netip.Prefix
+}
+
+// New is the node cfg describes; StartZone and StartDaemons start it.
+func New(cfg Config) *Node {
+	return &Node{Name: cfg.Name, Netns: cfg.Netns, UnderlayIP: cfg.Underlay.Addr(), UnderlayIP6: cfg.Underlay6.Addr(),
+		dir: cfg.Dir, cfg: cfg}
+}
+
+// StartZone starts the node's OVN zone: Northbound, Southbound and
+// ovn-northd.
+func (n *Node) StartZone(ctx context.Context) error {
+	zone, err := ovsdbserver.StartLocal(ctx, filepath.Join(n.dir, "zone"))
+	if err != nil {
+		return err
+	}
+	n.Zone = zone
+	return nil
+}
+
+// StartDaemons starts, in the node's namespace (whose eth0 is its uplink),
+// its Open_vSwitch database, ovs-vswitchd with breth0 holding the underlay
+// addresses, and ovn-controller configured as ovnkube-node configures it.
+func (n *Node) StartDaemons(ctx context.Context) error {
+	tools, err := SetupTools()
+	if err != nil {
+		return err
+	}
+	conf := filepath.Join(n.dir, "conf.db")
+	if _, err := netns.Run("", nil, "ovsdb-tool", "create", conf, tools.VSwitchSchema); err != nil {
+		return err
+	}
+	p, err := netns.Spawn(n.dir, n.Netns, "ovsdb-server", n.env(), "ovsdb-server", conf,
+		"--remote=punix:"+n.db(), "--unixctl="+filepath.Join(n.dir, "ovsdb-server.ctl"),
+		"--log-file="+filepath.Join(n.dir, "ovsdb-server.log"), "--no-chdir", "-vconsole:off")
+	if err != nil {
+		return err
+	}
+	n.procs = append(n.procs, p)
+	if err := waitFor(ctx, 20*time.Second, "the Open_vSwitch database", p, func() error {
+		_, err := netns.Run("", nil, "ovs-vsctl", "--db=unix:"+n.db(), "--no-wait", "init")
+		return err
+	}); err != nil {
+		return err
+	}
+	p, err = netns.Spawn(n.dir, n.Netns, "ovs-vswitchd", n.env(), "ovs-vswitchd", "unix:"+n.db(), "--disable-system",
+		"--unixctl="+filepath.Join(n.dir, "ovs-vswitchd.ctl"),
+		"--log-file="+filepath.Join(n.dir, "ovs-vswitchd.log"), "--no-chdir", "-vconsole:off")
+	if err != nil {
+		return err
+	}
+	n.procs = append(n.procs, p)
+	// ovnkube-node's settings (pkg/node/default_node_network_controller.go):
+	// geneve from the node's encap IP, the node an interconnect gateway, the
+	// tunnel's local IP set; the netdev datapath and the physnet bridge
+	// mapping as OVN-Kubernetes' gateway sets them on breth0.
+	if _, err := n.Vsctl("--may-exist", "add-br", "breth0", "--", "set", "Bridge", "breth0", "datapath_type=netdev",
+		"--", "--may-exist", "add-port", "breth0", "eth0",
+		"--", "set", "Open_vSwitch", ".",
+		"external_ids:system-id="+n.cfg.SystemID,
+		"external_ids:hostname="+n.Name,
+		"external_ids:ovn-remote="+n.Zone.SB.Address(),
+		"external_ids:ovn-encap-type=geneve",
+		"external_ids:ovn-encap-ip="+n.UnderlayIP.String(),
+		"external_ids:ovn-is-interconn=true",
+		`external_ids:ovn-set-local-ip="true"`,
+		"external_ids:ovn-bridge-datapath-type=netdev",
+		"external_ids:ovn-bridge-mappings=physnet:breth0"); err != nil {
+		return err
+	}
+	for _, args := range [][]string{
+		{"-n", n.Netns, "addr", "add", n.cfg.Underlay.String(), "dev", "breth0"},
+		{"-n", n.Netns, "addr", "add", n.cfg.Underlay6.String(), "dev", "breth0", "nodad"},
+		{"-n", n.Netns, "link", "set", "breth0", "up"},
+	} {
+		if err := netns.IP(args...); err != nil {
+			return err
+		}
+	}
+	p, err = netns.Spawn(n.dir, n.Netns, "ovn-controller", n.env(), "ovn-controller", "unix:"+n.db(),
+		"--unixctl="+filepath.Join(n.dir, "ovn-controller.ctl"),
+		"--log-file="+filepath.Join(n.dir, "ovn-controller.log"), "--no-chdir", "-vconsole:off")
+	if err != nil {
+		return err
+	}
+	n.procs = append(n.procs, p)
+	return nil
+}
+
+// Stop stops the node's daemons, the last started first, and its zone.
+func (n *Node) Stop() {
+	for i := len(n.procs) - 1; i >= 0; i-- {
+		n.procs[i].Stop()
+	}
+	n.procs = nil
+	if n.Zone != nil {
+		n.Zone.Stop()
+	}
+}
+
+// WaitChassis waits until the node's ovn-controller has registered its
+// chassis in its zone and created br-int, and records the chassis' name.
+func (n *Node) WaitChassis(ctx context.Context) error {
+	return waitFor(ctx, 60*time.Second, "ovn-controller's chassis on "+n.Name, n.procs[len(n.procs)-1], func() error {
+		id, err := n.readChassisID()
+		if err != nil {
+			return err
+		}
+		if _, err = n.Vsctl("br-exists", "br-int"); err != nil {
+			return err
+		}
+		n.chassis = id
+		return nil
+	})
+}
+
+// BridgeMAC is the MAC of the node's breth0: OVN-Kubernetes gives a gateway
+// router's external port this MAC (l3-gateway-config's mac-address).
+func (n *Node) BridgeMAC() (string, error) {
+	out, err := netns.Run("", nil, "ip", "-n", n.Netns, "-br", "link", "show", "breth0")
+	if err != nil {
+		return "", err
+	}
+	f := strings.Fields(out)
+	if len(f) < 3 {
+		return "", fmt.Errorf("ip -br link show breth0 in %s: %q", n.Netns, out)
+	}
+	return f[2], nil
+}
+
+// SteerGateway installs on breth0 the flows ovnkube-node's shared gateway
+// keeps there (pkg/node/gateway_shared_intf.go) for one gateway router's
+// localnet port: the router's external port shares the node's IP and
+// breth0's MAC with the host (and with the other networks' gateway
+// routers), so connection tracking tells their traffic apart, as upstream
+// does with one ct_mark per network. What leaves the router is committed
+// with the mark of its patch port (the port's number) and sent out eth0; IP
+// arriving on eth0 for a connection of that mark goes back to that router,
+// everything else to the host; ARP from eth0 goes to the host and every
+// steered router (they answer with one MAC). It waits for ovn-controller to
+// create the localnet's patch port.
+func (n *Node) SteerGateway(ctx context.Context, localnetPort string) error {
+	// OpenFlow names ports with at most 15 characters: the patch port's
+	// flows use its number.
+	name, patch := "patch-"+localnetPort+"-to-br-int", ""
+	if err := waitFor(ctx, 30*time.Second, "patch port "+name, nil, func() error {
+		out, err := n.Vsctl("--if-exists", "get", "Interface", name, "ofport")
+		if err == nil && (out == "" || out == "-1" || out == "[]") {
+			err = errors.New("no patch port yet")
+		}
+		patch = out
+		return err
+	}); err != nil {
+		return err
+	}
+	if !slices.Contains(n.steered, patch) {
+		n.steered = append(n.steered, patch)
+	}
+	arp := "priority=10,in_port=eth0,arp,actions=output:LOCAL"
+	for _, p := range n.steered {
+		arp += ",output:" + p
+	}
+	// Neighbour discovery from eth0 (solicitations and advertisements)
+	// goes where ARP goes.
+	nd := strings.Replace(arp, ",arp,", ",icmp6,icmp_type=135,", 1)
+	nd = strings.Replace(nd, "priority=10,", "priority=60,", 1)
+	flows := []string{arp, nd, strings.Replace(nd, "icmp_type=135", "icmp_type=136", 1),
+		"table=1,priority=0,actions=output:LOCAL"}
+	for _, proto := range []string{"ip", "ipv6"} {
+		flows = append(flows,
+			"priority=100,in_port="+patch+","+proto+",actions=ct(commit,zone=64000,exec(set_field:"+patch+"->ct_mark)),output:eth0",
+			"priority=50,in_port=eth0,"+proto+",actions=ct(zone=64000,table=1)",
+			"table=1,priority=100,ct_state=+trk+est,ct_mark="+patch+","+proto+",actions=output:"+patch,
+			"table=1,priority=100,ct_state=+trk+rel,ct_mark="+patch+","+proto+",actions=output:"+patch)
+	}
+	for _, f := range flows {
+		if _, err := netns.Run("", n.env(), "ovs-ofctl", "add-flow", "unix:"+filepath.Join(n.dir, "breth0.mgmt"), f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Host is the node's own network stack (its namespace), where the node IP
+// and management ports live.
+func (n *Node) Host() *netns.Endpoint {
+	return &netns.Endpoint{Netns: n.Netns, Label: "node " + n.Name}
+}
+
+// AddManagementPort gives the node a management port as ovnkube-node
+// creates it: an OVS internal port iface on br-int bound to logical switch
+// port port (external_ids:iface-id), kept in the node's namespace with mac
+// and addrs, and routes ("DEST via NEXTHOP") through it. It returns once
+// ovn-controller has installed the port's flows.
+func (n *Node) AddManagementPort(ctx context.Context, iface, port, mac string, addrs []netip.Prefix, routes [][2]string) error {
+	if err := n.AddPortInto(ctx, iface, port, ""); err != nil {
+		return err
+	}
+	cmds := [][]string{{"-n", n.Netns, "link", "set", iface, "address", mac, "up"}}
+	for _, a := range addrs {
+		cmds = append(cmds, []string{"-n", n.Netns, "addr", "add", a.String(), "dev", iface})
+	}
+	for _, r := range routes {
+		cmds = append(cmds, []string{"-n", n.Netns, "route", "add", r[0], "via", r[1], "dev", iface})
+	}
+	for _, args := range cmds {
+		if err := netns.IP(args...); err != nil {
+			return err
+		}
+	}
+	return n.WaitInstalled(ctx, iface, port)
+}
+
+// WaitInstalled waits until ovn-controller has bound port to iface and
+// installed its flows (external_ids:ovn-installed, which OVN-Kubernetes' CNI
+// waits for too).
+func (n *Node) WaitInstalled(ctx context.Context, iface, port string) error {
+	err := waitFor(ctx, 30*time.Second, "ovn-installed on "+iface, nil, func() error {
+		out, err := n.Vsctl("--if-exists", "get", "Interface", iface, "external_ids:ovn-installed")
+		if err != nil {
+			return err
+		}
+		if strings.Trim(out, `"`) != "true" {
+			return fmt.Errorf("logical port %s not bound on %s", port, n.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w\n%s", err, n.portDiagnosis(iface, port))
+	}
+	return nil
+}
+
+// portDiagnosis is what tells why a port is not bound: its Interface row,
+// its Port_Binding and the node's chassis in the node's zone, and the tail
+// of the zone's ovn-northd log.
+func (n *Node) portDiagnosis(iface, port string) string {
+	var b strings.Builder
+	out, err := n.Vsctl("list", "Interface", iface)
+	fmt.Fprintf(&b, "== %s: ovs-vsctl list Interface %s\n%s%v\n", n.Name, iface, out, errOrEmpty(err))
+	for _, args := range [][]string{
+		{"find", "Port_Binding", "logical_port=" + port},
+		{"list", "Chassis"},
+		{"list", "Chassis_Private"},
+	} {
+		out, err := n.SB().Run(args...)
+		fmt.Fprintf(&b, "== %s's zone: ovn-sbctl %s\n%s%v\n", n.Name, strings.Join(args, " "), out, errOrEmpty(err))
+	}
+	data, _ := os.ReadFile(filepath.Join(n.dir, "zone", "ovn-northd.log"))
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	fmt.Fprintf(&b, "== %s's zone: ovn-northd.log\n%s\n", n.Name, strings.Join(lines[max(0, len(lines)-15):], "\n"))
+	return b.String()
+}
+
+func errOrEmpty(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// Logs returns the tails of the node's daemon logs, for a failed test's
+// report.
+func (n *Node) Logs(lines int) string {
+	var b strings.Builder
+	for _, name := range []string{"ovn-controller.log", "ovs-vswitchd.log"} {
+		data, _ := os.ReadFile(filepath.Join(n.dir, name))
+		all := strings.Split(strings.TrimSpace(string(data)), "\n")
+		if len(all) > lines {
+			all = all[len(all)-lines:]
+		}
+		fmt.Fprintf(&b, "== %s %s\n%s\n", n.Name, name, strings.Join(all, "\n"))
+	}
+	return b.String()
+}
+
+// waitFor polls ok every 50 ms until it succeeds, p exits or timeout passes.
+func waitFor(ctx context.Context, timeout time.Duration, what string, p *netns.Proc, ok func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		err := ok()
+		if err == nil {
+			return nil
+		}
+		if p != nil {
+			if exit := p.Exited(); exit != nil {
+				return fmt.Errorf("waiting for %s: %w", what, exit)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w (last: %v)", what, ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// AddPortInto adds an internal port iface to the node's br-int bound to
+// logical switch port port (external_ids:iface-id, and the further column
+// settings ids) and moves it into network namespace ns ("": it stays in
+// the node's).
+func (n *Node) AddPortInto(ctx context.Context, iface, port, ns string, ids ...string) error {
+	if _, err := n.Vsctl(append([]string{"add-port", "br-int", iface, "--", "set", "Interface", iface, "type=internal",
+		"external_ids:iface-id=" + port}, ids...)...); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, 10*time.Second, "interface "+iface, nil, func() error {
+		return netns.IP("-n", n.Netns, "link", "show", iface)
+	}); err != nil || ns == "" {
+		return err
+	}
+	return netns.IP("-n", n.Netns, "link", "set", iface, "netns", ns)
+}
+
+// readChassisID reads the node's system-id from its Open_vSwitch database, as
+// ovnkube-node does (util.GetNodeChassisID), and checks that ovn-controller
+// registered a chassis of that name in the node's zone.
+func (n *Node) readChassisID() (string, error) {
+	id, err := n.Vsctl("get", "Open_vSwitch", ".", "external_ids:system-id")
+	if err != nil {
+		return "", err
+	}
+	id = strings.Trim(id, `"`)
+	out, err := n.SB().Run("--bare", "--columns=encaps", "find", "Chassis", "name="+id)
+	if err != nil {
+		return "", err
+	}
+	if out == "" {
+		return "", fmt.Errorf("no chassis %s in %s's zone yet", id, n.Name)
+	}
+	return id, nil
+}
+
+// NB is ovn-nbctl on the node's zone's Northbound.
+func (n *Node) NB() ovnkrows.Ctl { return ovnkrows.NB(n.Zone.NB.Address()) }
+
+// SB is ovn-sbctl on the node's zone's Southbound.
+func (n *Node) SB() ovnkrows.Ctl { return ovnkrows.SB(n.Zone.SB.Address()) }
+
+// Nbctl runs ovn-nbctl on the node's zone's Northbound.
+func (n *Node) Nbctl(args ...string) (string, error) { return n.NB().Run(args...) }
