@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/udnkit/udnkit/cmd/udnkit/app"
+	"github.com/udnkit/udnkit/test/scale/internal/profile"
 )
 
 type childFlags struct {
@@ -57,7 +58,7 @@ func runChild(c childFlags) error {
 		defer pprof.StopCPUProfile()
 	}
 	if c.peakHeapProfile != "" {
-		go profilePeakHeap(ctx, c.peakHeapProfile)
+		go profile.PeakHeap(ctx, c.peakHeapProfile)
 	}
 	flags := map[string]string{
 		"metrics-bind-address":      c.metrics,

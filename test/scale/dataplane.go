@@ -22,13 +22,15 @@ import (
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/test/scale/internal/metrics"
+	"github.com/udnkit/udnkit/test/scale/internal/report"
 )
 
 // measureDataplane starts one zone's OVN databases (NB and SB, no northd),
 // runs the dataplane child with node-0000 as the zone's only node once the
 // control plane has converged (a zone's dataplane catching up with a whole
 // cluster, as after its restart), and waits for every row (dataplaneRun.wait).
-func measureDataplane(ctx context.Context, d driverFlags, self, dir, kubeconfig string, watch cache.Cache, s size) (*ovnResult, error) {
+func measureDataplane(ctx context.Context, d driverFlags, self, dir, kubeconfig string, watch cache.Cache, s report.Size) (*report.OVN, error) {
 	run, err := startDataplane(ctx, self, dir, "dataplane", kubeconfig)
 	if err != nil {
 		return nil, err
@@ -97,7 +99,7 @@ func startDataplane(ctx context.Context, self, dir, name, kubeconfig string) (_ 
 	}
 	r.args = []string{"-role=dataplane", "-child-kubeconfig=" + kubeconfig,
 		"-metrics=" + r.metrics, "-nb=" + r.pair.NB.Address(), "-sb=" + r.pair.SB.Address(), "-zone-node=" + nodeName(0)}
-	_, _, r.nbCPUBefore = procUsage(r.pair.NB.Pid())
+	_, _, r.nbCPUBefore = metrics.ProcUsage(r.pair.NB.Pid())
 	r.start = time.Now()
 	if r.dp, err = startChild(self, filepath.Join(dir, name+".log"), r.args...); err != nil {
 		return nil, err
@@ -110,7 +112,7 @@ func startDataplane(ctx context.Context, self, dir, name, kubeconfig string) (_ 
 // upgrade, a node reboot): converged is when it is connected to both
 // databases with its caches filled (udnkit_ovn_connected), has queued every
 // NAD and has no work left. The rows must be exactly those before.
-func (r *dataplaneRun) restart(ctx context.Context, d driverFlags, self, dir string, out *ovnResult) error {
+func (r *dataplaneRun) restart(ctx context.Context, d driverFlags, self, dir string, out *report.OVN) error {
 	r.dp.stop()
 	restarted := time.Now()
 	var err error
@@ -118,39 +120,39 @@ func (r *dataplaneRun) restart(ctx context.Context, d driverFlags, self, dir str
 		return err
 	}
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, d.timeout, true, func(ctx context.Context) (bool, error) {
-		m, err := scrape(ctx, localHTTP, "http://"+r.metrics+"/metrics")
+		m, err := metrics.Scrape(ctx, metrics.LocalHTTP, "http://"+r.metrics+"/metrics")
 		return err == nil && dataplaneConverged(m, r.nads), nil
 	})
 	if err != nil {
 		return fmt.Errorf("%s: the restarted dataplane did not converge within %s: %w", r.name, d.timeout, err)
 	}
-	out.restart = time.Since(restarted)
-	_, out.restartPeakMiB, out.restartCPU = r.dp.usage()
+	out.Restart = time.Since(restarted)
+	_, out.RestartPeakMiB, out.RestartCPU = r.dp.usage()
 	rows, err := countRows(ctx, r.nb, r.dbModel)
 	if err != nil {
 		return err
 	}
-	if !maps.Equal(rows, out.rows) {
-		return fmt.Errorf("%s: the restarted dataplane changed the rows: %v before, %v after", r.name, out.rows, rows)
+	if !maps.Equal(rows, out.Rows) {
+		return fmt.Errorf("%s: the restarted dataplane changed the rows: %v before, %v after", r.name, out.Rows, rows)
 	}
-	fmt.Printf("   OVN (%s): restart to converged %s\n", r.name, out.restart.Round(time.Millisecond))
+	fmt.Printf("   OVN (%s): restart to converged %s\n", r.name, out.Restart.Round(time.Millisecond))
 	return nil
 }
 
 // dataplaneConverged says whether a dataplane child's metrics show both
 // databases connected, at least nads requests queued by its Layer2
 // controller (every UDN NAD, from the initial list) and no work left.
-func dataplaneConverged(m samples, nads int) bool {
-	if depth, err := m.queueDepth(); err != nil || depth > 0 {
+func dataplaneConverged(m metrics.Samples, nads int) bool {
+	if depth, err := m.QueueDepth(); err != nil || depth > 0 {
 		return false
 	}
 	up, adds := 0, 0.0
 	for _, s := range m {
 		switch {
-		case s.name == "udnkit_ovn_connected" && s.value == 1:
+		case s.Name == "udnkit_ovn_connected" && s.Value == 1:
 			up++
-		case s.name == "workqueue_adds_total" && s.labels["name"] == "dataplane-layer2":
-			adds += s.value
+		case s.Name == "workqueue_adds_total" && s.Labels["name"] == "dataplane-layer2":
+			adds += s.Value
 		}
 	}
 	return up == 2 && adds >= float64(nads)
@@ -172,7 +174,7 @@ func (r *dataplaneRun) stop() {
 // per node plus its switch port, and every Primary Layer3 network's cluster
 // router has its subnet policy (the networks as the NADs are now), then
 // counts every table's rows once. Times and CPU are from the child's start.
-func (r *dataplaneRun) wait(ctx context.Context, d driverFlags, watch cache.Cache, s size) (*ovnResult, error) {
+func (r *dataplaneRun) wait(ctx context.Context, d driverFlags, watch cache.Cache, s report.Size) (*report.OVN, error) {
 	var nads nadv1.NetworkAttachmentDefinitionList
 	if err := watch.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
 		return nil, err
@@ -184,12 +186,12 @@ func (r *dataplaneRun) wait(ctx context.Context, d driverFlags, watch cache.Cach
 		if err != nil || !nad.DeletionTimestamp.IsZero() {
 			continue
 		}
-		k := kindOf(idx)
-		if !k.primary {
+		k := report.KindOf(idx)
+		if !k.Primary {
 			continue
 		}
 		names := ovnk.NamesFor(nad.Annotations[ovnk.AnnotationNetworkName])
-		if k.layer3 {
+		if k.Layer3 {
 			clusterRouters[names.ClusterRouter()] = true
 		} else {
 			transitRouters[names.TransitRouter()] = true
@@ -203,7 +205,7 @@ func (r *dataplaneRun) wait(ctx context.Context, d driverFlags, watch cache.Cach
 		}
 		trDone, crDone = 0, 0
 		for _, lr := range routers {
-			if transitRouters[lr.Name] && len(lr.Ports) == s.nodes+1 {
+			if transitRouters[lr.Name] && len(lr.Ports) == s.Nodes+1 {
 				trDone++
 			}
 			if clusterRouters[lr.Name] && len(lr.Policies) > 0 {
@@ -219,26 +221,18 @@ func (r *dataplaneRun) wait(ctx context.Context, d driverFlags, watch cache.Cach
 	if err != nil {
 		return nil, err
 	}
-	out := &ovnResult{allRows: time.Since(r.start)}
-	out.rssMiB, out.peakMiB, out.cpu = r.dp.usage()
-	_, _, nbCPU := procUsage(r.pair.NB.Pid())
-	out.serverCPU = nbCPU - r.nbCPUBefore
-	if out.rows, err = countRows(ctx, r.nb, r.dbModel); err != nil {
+	out := &report.OVN{AllRows: time.Since(r.start)}
+	out.RSSMiB, out.PeakMiB, out.CPU = r.dp.usage()
+	_, _, nbCPU := metrics.ProcUsage(r.pair.NB.Pid())
+	out.ServerCPU = nbCPU - r.nbCPUBefore
+	if out.Rows, err = countRows(ctx, r.nb, r.dbModel); err != nil {
 		return nil, err
 	}
 	if st, err := os.Stat(r.pair.NB.File()); err == nil {
-		out.dbMiB = float64(st.Size()) / (1 << 20)
+		out.DBMiB = float64(st.Size()) / (1 << 20)
 	}
-	fmt.Printf("   OVN (%s): all rows in %s, %d rows, dataplane RSS %.0f MiB\n", r.name, out.allRows.Round(time.Millisecond), out.total(), out.rssMiB)
+	fmt.Printf("   OVN (%s): all rows in %s, %d rows, dataplane RSS %.0f MiB\n", r.name, out.AllRows.Round(time.Millisecond), out.Total(), out.RSSMiB)
 	return out, nil
-}
-
-func (o *ovnResult) total() int {
-	n := 0
-	for _, v := range o.rows {
-		n += v
-	}
-	return n
 }
 
 // countRows is the number of rows of each table of the model that has any,

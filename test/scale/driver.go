@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,9 +16,6 @@ import (
 	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-	"github.com/prometheus/procfs"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +29,9 @@ import (
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/test/scale/internal/metrics"
+	"github.com/udnkit/udnkit/test/scale/internal/profile"
+	"github.com/udnkit/udnkit/test/scale/internal/report"
 )
 
 // reconcilers are the manager components the measured child runs.
@@ -46,80 +45,16 @@ type driverFlags struct {
 	out, stateDir                  string
 	cpuProfile                     bool
 	// targets are the figures' targets (thresholds.yaml); a miss fails the run.
-	targets thresholds
+	targets report.Thresholds
+}
+
+// plan is what the report says every run shares.
+func (d driverFlags) plan() report.Plan {
+	return report.Plan{Nodes: d.nodes, Networks: d.networks, Pods: d.pods, Workers: d.workers}
 }
 
 // profileChildren: every child writes a CPU profile beside its log (-cpuprofile).
 var profileChildren bool
-
-// kind is one of the eight network kinds, assigned round-robin by index.
-type kind struct {
-	cluster, layer3, primary bool
-}
-
-func kindOf(i int) kind {
-	return kind{cluster: i&4 != 0, layer3: i&1 != 0, primary: i&2 == 0}
-}
-
-// size is one run.
-type size struct {
-	label                  string
-	nodes, networks, pods  int
-	primaryL2, l3, l2Pods  int // expected counts derived from the kinds
-	primaryL3              int
-	expectedTransitRouters int
-}
-
-func newSize(label string, nodes, networks, pods int) size {
-	s := size{label: label, nodes: nodes, networks: networks, pods: pods}
-	for i := range networks {
-		k := kindOf(i)
-		switch {
-		case k.layer3:
-			s.l3++
-			if k.primary {
-				s.primaryL3++
-			}
-		case k.primary:
-			s.primaryL2++
-		}
-	}
-	for p := range pods {
-		if k := kindOf(p % networks); k.primary && !k.layer3 {
-			s.l2Pods++
-		}
-	}
-	return s
-}
-
-// result is what one run measured; durations are from the first create.
-type result struct {
-	size
-	createAll, nads, ids, hostSubnets, addresses time.Duration
-	createErrors, createRetries                  int64
-	rssMiB, peakMiB, cpuSeconds                  float64
-	webhookRSSMiB, webhookCPUSeconds             float64
-	driverCPUSeconds                             float64
-	requests, restartRequests                    map[string]float64
-	reconciles                                   map[string]float64 // the manager's, by controller
-	restart                                      time.Duration
-	restartPeakMiB, restartCPUSeconds            float64
-	ovn                                          *ovnResult
-	// ovnLive: the dataplane that ran from before the first create (-dataplane-live).
-	ovnLive *ovnResult
-}
-
-type ovnResult struct {
-	allRows              time.Duration
-	rows                 map[string]int
-	dbMiB                float64
-	rssMiB, peakMiB, cpu float64
-	serverCPU            float64 // the Northbound ovsdb-server's
-	// restart: the child stopped and started again on the same databases
-	// (measureDataplane only): to converged, its peak RSS and CPU.
-	restart                    time.Duration
-	restartPeakMiB, restartCPU float64
-}
 
 func runDriver(d driverFlags) error {
 	if d.timeout == 0 {
@@ -134,27 +69,27 @@ func runDriver(d driverFlags) error {
 	if err != nil {
 		return err
 	}
-	var results []result
+	var results []report.Result
 	for _, f := range d.fractions {
 		networks := max(1, d.networks*f[0]/f[1])
 		pods := max(1, d.pods*f[0]/f[1])
-		s := newSize(fmt.Sprintf("%d/%d", f[0], f[1]), d.nodes, networks, pods)
-		fmt.Printf("== run %s: %d nodes, %d networks, %d pods\n", s.label, s.nodes, s.networks, s.pods)
-		r, err := runSize(d, self, filepath.Join(state, strings.ReplaceAll(s.label, "/", "-")), s)
+		s := report.NewSize(fmt.Sprintf("%d/%d", f[0], f[1]), d.nodes, networks, pods)
+		fmt.Printf("== run %s: %d nodes, %d networks, %d pods\n", s.Label, s.Nodes, s.Networks, s.Pods)
+		r, err := runSize(d, self, filepath.Join(state, strings.ReplaceAll(s.Label, "/", "-")), s)
 		if err != nil {
-			return fmt.Errorf("run %s: %w", s.label, err)
+			return fmt.Errorf("run %s: %w", s.Label, err)
 		}
 		results = append(results, r)
-		if err := writeReport(d, results); err != nil {
+		if err := report.Write(d.out, d.plan(), d.targets, results); err != nil {
 			return err
 		}
 	}
 	fmt.Printf("report: %s\n", d.out)
-	return d.targets.missError(results)
+	return d.targets.MissError(results)
 }
 
-func runSize(d driverFlags, self, dir string, s size) (result, error) {
-	r := result{size: s}
+func runSize(d driverFlags, self, dir string, s report.Size) (report.Result, error) {
+	r := report.Result{Size: s}
 	if err := os.RemoveAll(dir); err != nil {
 		return r, err
 	}
@@ -205,7 +140,7 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 	if err != nil {
 		return r, err
 	}
-	before, err := apiserverRequests(ctx, metricsHTTP, env.Config.Host)
+	before, err := metrics.APIServerRequests(ctx, metricsHTTP, env.Config.Host)
 	if err != nil {
 		return r, err
 	}
@@ -237,7 +172,7 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 		return r, err
 	}
 	defer mgr.stop()
-	if err := waitManagerSynced(ctx, managerMetrics); err != nil {
+	if err := metrics.WaitManagerSynced(ctx, managerMetrics); err != nil {
 		return r, err
 	}
 
@@ -256,11 +191,11 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 	// (as a cluster has them before its networks), then each network's
 	// namespace and network, then the pods.
 	start := time.Now()
-	_, _, driverCPU := procUsage(os.Getpid())
+	_, _, driverCPU := metrics.ProcUsage(os.Getpid())
 	stopProfile := func() {}
 	if d.cpuProfile {
-		stopProfile = profileAPIServer(ctx, metricsHTTP, env.Config.Host, filepath.Join(dir, "apiserver"))
-		stopDriver := profileDriver(filepath.Join(dir, "driver.pprof"))
+		stopProfile = profile.APIServer(ctx, metricsHTTP, env.Config.Host, filepath.Join(dir, "apiserver"))
+		stopDriver := profile.Driver(filepath.Join(dir, "driver.pprof"))
 		stopAPIServer := stopProfile
 		stopProfile = func() { stopDriver(); stopAPIServer() }
 	}
@@ -283,8 +218,8 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 		}
 		wg.Wait()
 	}
-	run(s.nodes, func(i int) error { return c.Create(ctx, scaleNode(i)) })
-	run(s.networks, func(i int) error {
+	run(s.Nodes, func(i int) error { return c.Create(ctx, scaleNode(i)) })
+	run(s.Networks, func(i int) error {
 		ns, network := scaleNetwork(i)
 		if err := c.Create(ctx, ns); err != nil && !isExists(err) {
 			return err
@@ -294,10 +229,10 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 		}
 		return nil
 	})
-	run(s.pods, func(i int) error { return c.Create(ctx, scalePod(i, s)) })
-	r.createAll = time.Since(start)
-	r.createErrors, r.createRetries = failed.Load(), retried.Load()
-	fmt.Printf("   created everything in %s (%d failed creates, %d retries)\n", r.createAll.Round(time.Millisecond), r.createErrors, r.createRetries)
+	run(s.Pods, func(i int) error { return c.Create(ctx, scalePod(i, s)) })
+	r.CreateAll = time.Since(start)
+	r.CreateErrors, r.CreateRetries = failed.Load(), retried.Load()
+	fmt.Printf("   created everything in %s (%d failed creates, %d retries)\n", r.CreateAll.Round(time.Millisecond), r.CreateErrors, r.CreateRetries)
 
 	err = waitConverged(ctx, d.timeout, watch, s, start, &r)
 	stopProfile()
@@ -308,7 +243,7 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 	// the restart below runs, so its time is when its rows were complete,
 	// not when the driver got round to looking.
 	type liveResult struct {
-		ovn *ovnResult
+		ovn *report.OVN
 		err error
 	}
 	liveDone := make(chan liveResult, 1)
@@ -318,18 +253,18 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 			liveDone <- liveResult{o, err}
 		}()
 	}
-	_, _, cpu := procUsage(os.Getpid())
-	r.driverCPUSeconds = cpu - driverCPU
-	r.rssMiB, r.peakMiB, r.cpuSeconds = mgr.usage()
-	if r.reconciles, err = managerReconciles(ctx, managerMetrics); err != nil {
+	_, _, cpu := metrics.ProcUsage(os.Getpid())
+	r.DriverCPUSeconds = cpu - driverCPU
+	r.RSSMiB, r.PeakMiB, r.CPUSeconds = mgr.usage()
+	if r.Reconciles, err = metrics.ManagerReconciles(ctx, managerMetrics); err != nil {
 		return r, err
 	}
-	r.webhookRSSMiB, _, r.webhookCPUSeconds = webhooks.usage()
-	after, err := apiserverRequests(ctx, metricsHTTP, env.Config.Host)
+	r.WebhookRSSMiB, _, r.WebhookCPUSeconds = webhooks.usage()
+	after, err := metrics.APIServerRequests(ctx, metricsHTTP, env.Config.Host)
 	if err != nil {
 		return r, err
 	}
-	r.requests = delta(before, after)
+	r.Requests = metrics.Delta(before, after)
 
 	// Restart: stop the manager, create one more Primary Layer2 network and
 	// a pod on it while it is down, start it again; converged is when both
@@ -346,25 +281,25 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 	// out the 30 s retry for exhausted IDs. This way the restart does the
 	// same work at every size (resync everything, one new network and pod)
 	// and the times stay comparable.
-	if s.networks >= ovnk.MaxNetworkID {
+	if s.Networks >= ovnk.MaxNetworkID {
 		if err := freeNetworkID(ctx, c, d.timeout, s); err != nil {
 			return r, err
 		}
 		// The deletion's requests are not the restart's.
-		if after, err = apiserverRequests(ctx, metricsHTTP, env.Config.Host); err != nil {
+		if after, err = metrics.APIServerRequests(ctx, metricsHTTP, env.Config.Host); err != nil {
 			return r, err
 		}
 	}
 	// Stop only a manager with nothing left to do: the counts above can be
 	// complete while it still writes (statuses, node annotations), and that
 	// work would otherwise land in the restart's figures.
-	if err := waitDrained(ctx, d.timeout, managerMetrics); err != nil {
+	if err := metrics.WaitDrained(ctx, d.timeout, managerMetrics); err != nil {
 		return r, err
 	}
 	mgr.stop()
-	ns, network := scaleNetwork(s.networks * 8) // index ≡ 0 mod 8: UDN Layer2 Primary
-	extra := size{networks: s.networks*8 + 1}
-	pod := scalePod(s.networks*8, extra)
+	ns, network := scaleNetwork(s.Networks * 8) // index ≡ 0 mod 8: UDN Layer2 Primary
+	extra := report.Size{Networks: s.Networks*8 + 1}
+	pod := scalePod(s.Networks*8, extra)
 	for _, obj := range []client.Object{ns, network, pod} {
 		if err := c.Create(ctx, obj); err != nil {
 			return r, fmt.Errorf("creating %s while the manager is down: %w", obj.GetName(), err)
@@ -380,21 +315,21 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 	if err := waitRestarted(ctx, d.timeout, watch, managerMetrics, ns.Name, network.GetName(), pod); err != nil {
 		return r, err
 	}
-	r.restart = time.Since(restarted)
-	_, r.restartPeakMiB, r.restartCPUSeconds = mgr.usage()
-	after, err = apiserverRequests(ctx, metricsHTTP, env.Config.Host)
+	r.Restart = time.Since(restarted)
+	_, r.RestartPeakMiB, r.RestartCPUSeconds = mgr.usage()
+	after, err = metrics.APIServerRequests(ctx, metricsHTTP, env.Config.Host)
 	if err != nil {
 		return r, err
 	}
-	r.restartRequests = delta(before, after)
-	fmt.Printf("   restart to converged %s\n", r.restart.Round(time.Millisecond))
+	r.RestartRequests = metrics.Delta(before, after)
+	fmt.Printf("   restart to converged %s\n", r.Restart.Round(time.Millisecond))
 
 	if live != nil {
 		res := <-liveDone
 		if res.err != nil {
 			return r, res.err
 		}
-		r.ovnLive = res.ovn
+		r.OVNLive = res.ovn
 		live.stop()
 	}
 	if d.dataplane {
@@ -402,7 +337,7 @@ func runSize(d driverFlags, self, dir string, s size) (result, error) {
 		if err != nil {
 			return r, err
 		}
-		r.ovn = ovn
+		r.OVN = ovn
 	}
 	return r, nil
 }
@@ -451,19 +386,19 @@ func namespaceName(i int) string { return fmt.Sprintf("scale-%05d", i) }
 // scaleNetwork is network i's namespace and its UDN or CUDN (which selects
 // that namespace only).
 func scaleNetwork(i int) (*corev1.Namespace, client.Object) {
-	k := kindOf(i)
+	k := report.KindOf(i)
 	ns := testobj.MakeNamespace(namespaceName(i))
 	role := v1.NetworkRoleSecondary
-	if k.primary {
+	if k.Primary {
 		ns.Primary()
 		role = v1.NetworkRolePrimary
 	}
 	spec := testobj.Layer2(role, "10.100.0.0/16")
-	if k.layer3 {
+	if k.Layer3 {
 		spec = testobj.Layer3(role, "172.16.0.0/12")
 	}
 	name := fmt.Sprintf("net-%05d", i)
-	if !k.cluster {
+	if !k.Cluster {
 		return ns.Obj(), testobj.MakeUDN(ns.Name, name).Spec(spec).Obj()
 	}
 	return ns.Obj(), testobj.MakeCUDN(name).SelectLabels(map[string]string{corev1.LabelMetadataName: ns.Name}).Spec(spec).Obj()
@@ -471,8 +406,8 @@ func scaleNetwork(i int) (*corev1.Namespace, client.Object) {
 
 // scalePod is pod p, in network p mod networks's namespace, bound to a node
 // (no scheduler or kubelet runs: it stays Pending).
-func scalePod(p int, s size) *corev1.Pod {
-	return testobj.MakePod(namespaceName(p%s.networks), fmt.Sprintf("pod-%05d", p)).Node(nodeName(p % max(1, s.nodes))).Obj()
+func scalePod(p int, s report.Size) *corev1.Pod {
+	return testobj.MakePod(namespaceName(p%s.Networks), fmt.Sprintf("pod-%05d", p)).Node(nodeName(p % max(1, s.Nodes))).Obj()
 }
 
 // waitConverged watches the driver's informer cache (no API requests) until
@@ -483,7 +418,7 @@ func scalePod(p int, s size) *corev1.Pod {
 // pod's annotation on each poll cost O(networks × nodes + pods) per poll, so
 // the driver's own CPU, which competes with the apiserver and the manager
 // for the same cores, grew quadratically with the run.
-func waitConverged(ctx context.Context, timeout time.Duration, watch cache.Cache, s size, start time.Time, r *result) error {
+func waitConverged(ctx context.Context, timeout time.Duration, watch cache.Cache, s report.Size, start time.Time, r *report.Result) error {
 	deadline := time.Now().Add(timeout)
 	var nadsAt, idsAt, subnetsAt, addrsAt time.Duration
 	c := newConvergence(s)
@@ -493,27 +428,27 @@ func waitConverged(ctx context.Context, timeout time.Duration, watch cache.Cache
 			return err
 		}
 		now := time.Since(start)
-		if nadsAt == 0 && counts.nads >= s.networks {
+		if nadsAt == 0 && counts.nads >= s.Networks {
 			nadsAt = now
 		}
-		if idsAt == 0 && counts.withIDs >= s.networks {
+		if idsAt == 0 && counts.withIDs >= s.Networks {
 			idsAt = now
 		}
-		if subnetsAt == 0 && counts.l3Names == s.l3 && counts.subnets >= s.l3*s.nodes {
+		if subnetsAt == 0 && counts.l3Names == s.L3 && counts.subnets >= s.L3*s.Nodes {
 			subnetsAt = now
 		}
-		if addrsAt == 0 && counts.addressed >= s.l2Pods {
+		if addrsAt == 0 && counts.addressed >= s.L2Pods {
 			addrsAt = now
 		}
 		if nadsAt > 0 && idsAt > 0 && subnetsAt > 0 && addrsAt > 0 {
-			r.nads, r.ids, r.hostSubnets, r.addresses = nadsAt, idsAt, subnetsAt, addrsAt
+			r.NADs, r.IDs, r.HostSubnets, r.Addresses = nadsAt, idsAt, subnetsAt, addrsAt
 			fmt.Printf("   NADs %s, IDs %s, host subnets %s, addresses %s\n", nadsAt.Round(time.Millisecond),
 				idsAt.Round(time.Millisecond), subnetsAt.Round(time.Millisecond), addrsAt.Round(time.Millisecond))
 			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("not converged after %s: NADs %d/%d, IDs %d/%d, host subnets %d/%d, addresses %d/%d",
-				timeout, counts.nads, s.networks, counts.withIDs, s.networks, counts.subnets, s.l3*s.nodes, counts.addressed, s.l2Pods)
+				timeout, counts.nads, s.Networks, counts.withIDs, s.Networks, counts.subnets, s.L3*s.Nodes, counts.addressed, s.L2Pods)
 		}
 		select {
 		case <-ctx.Done():
@@ -527,7 +462,7 @@ func waitConverged(ctx context.Context, timeout time.Duration, watch cache.Cache
 // decoded of each object by resourceVersion, so that a poll decodes only the
 // objects that changed since the last one.
 type convergence struct {
-	s    size
+	s    report.Size
 	nads map[string]versioned[nadState] // by namespace/name
 	// l3Names are the OVN network names of the run's Layer3 networks, from
 	// their NADs; complete once there are s.l3.
@@ -562,7 +497,7 @@ type convergenceCounts struct {
 	nads, withIDs, l3Names, subnets, addressed int
 }
 
-func newConvergence(s size) *convergence {
+func newConvergence(s report.Size) *convergence {
 	return &convergence{s: s, nads: map[string]versioned[nadState]{}, l3Names: map[string]bool{},
 		nodes: map[string]versioned[int]{}, pods: map[string]versioned[bool]{}}
 }
@@ -582,7 +517,7 @@ func (c *convergence) count(ctx context.Context, watch client.Reader) (convergen
 				st.hasID = true
 			}
 			idx, err := strconv.Atoi(strings.TrimPrefix(nad.Namespace, "scale-"))
-			if err == nil && idx < c.s.networks && kindOf(idx).layer3 {
+			if err == nil && idx < c.s.Networks && report.KindOf(idx).Layer3 {
 				st.l3Name = nad.Annotations[ovnk.AnnotationNetworkName]
 			}
 			return st
@@ -595,7 +530,7 @@ func (c *convergence) count(ctx context.Context, watch client.Reader) (convergen
 		}
 	}
 	out.nads, out.l3Names = len(nads.Items), len(c.l3Names)
-	if out.l3Names == c.s.l3 {
+	if out.l3Names == c.s.L3 {
 		// The names are complete: what a node holds of them is known by
 		// its resourceVersion.
 		var nodes corev1.NodeList
@@ -646,10 +581,10 @@ func (c *convergence) count(ctx context.Context, watch client.Reader) (convergen
 
 // freeNetworkID deletes the last Secondary Layer2 UDN of s and waits until
 // it is gone, which is when the manager has released its network ID.
-func freeNetworkID(ctx context.Context, c client.Client, timeout time.Duration, s size) error {
+func freeNetworkID(ctx context.Context, c client.Client, timeout time.Duration, s report.Size) error {
 	victim := -1
-	for i := s.networks - 1; i >= 0; i-- {
-		if k := kindOf(i); !k.cluster && !k.layer3 && !k.primary {
+	for i := s.Networks - 1; i >= 0; i-- {
+		if k := report.KindOf(i); !k.Cluster && !k.Layer3 && !k.Primary {
 			victim = i
 			break
 		}
@@ -685,189 +620,12 @@ func waitRestarted(ctx context.Context, timeout time.Duration, watch cache.Cache
 			watch.Get(ctx, client.ObjectKeyFromObject(pod), &p) != nil || p.Annotations[ovnk.AnnotationPodNetworks] == "" {
 			return false, nil
 		}
-		return drained(ctx, metricsAddr), nil
+		return metrics.Drained(ctx, metricsAddr), nil
 	})
 	if err != nil {
 		return fmt.Errorf("the restarted manager did not converge in %s: %w", timeout, err)
 	}
 	return nil
-}
-
-// waitDrained waits until the manager's work queues are empty.
-func waitDrained(ctx context.Context, timeout time.Duration, metricsAddr string) error {
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		return drained(ctx, metricsAddr), nil
-	})
-	if err != nil {
-		return fmt.Errorf("the manager's work queues did not drain in %s: %w", timeout, err)
-	}
-	return nil
-}
-
-// drained says whether the manager runs no reconcile and has no work queued
-// (false while its metrics cannot be read).
-func drained(ctx context.Context, metricsAddr string) bool {
-	depth, err := queueDepth(ctx, metricsAddr)
-	return err == nil && depth == 0
-}
-
-// waitManagerSynced waits until the manager child serves metrics and its
-// controllers have started (their work queues exist).
-func waitManagerSynced(ctx context.Context, addr string) error {
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		var m samples
-		m, last = scrape(ctx, localHTTP, "http://"+addr+"/metrics")
-		return last == nil && m.has("workqueue_adds_total"), nil
-	})
-	if wait.Interrupted(err) && ctx.Err() == nil {
-		return fmt.Errorf("the manager child did not start its controllers within 2 minutes (metrics: %v)", last)
-	}
-	return err
-}
-
-// localHTTP reaches the child's metrics on loopback, never through a proxy.
-var localHTTP = &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}
-
-// queueDepth is the manager's work in progress: reconciles running and
-// unfinished work (controller-runtime 0.25's priority queue exports no
-// workqueue_depth).
-func queueDepth(ctx context.Context, addr string) (float64, error) {
-	m, err := scrape(ctx, localHTTP, "http://"+addr+"/metrics")
-	if err != nil {
-		return 0, err
-	}
-	return m.queueDepth()
-}
-
-// queueDepth is queueDepth of one scrape.
-func (m samples) queueDepth() (float64, error) {
-	if !m.has("workqueue_adds_total") {
-		return 0, errors.New("no work queues yet")
-	}
-	total := 0.0
-	for _, s := range m {
-		if s.name == "controller_runtime_active_workers" || s.name == "workqueue_unfinished_work_seconds" {
-			total += s.value
-		}
-	}
-	return total, nil
-}
-
-// managerReconciles is the manager's reconciles so far by controller
-// (controller_runtime_reconcile_total, every result).
-func managerReconciles(ctx context.Context, addr string) (map[string]float64, error) {
-	m, err := scrape(ctx, localHTTP, "http://"+addr+"/metrics")
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]float64{}
-	for _, s := range m {
-		if s.name == "controller_runtime_reconcile_total" {
-			out[s.labels["controller"]] += s.value
-		}
-	}
-	return out, nil
-}
-
-// sample is one Prometheus text-format sample.
-type sample struct {
-	name   string
-	labels map[string]string
-	value  float64
-}
-
-type samples []sample
-
-func (m samples) has(name string) bool {
-	for _, s := range m {
-		if s.name == name {
-			return true
-		}
-	}
-	return false
-}
-
-// scrape reads a Prometheus text exposition with expfmt and flattens it
-// into samples: counters, gauges and untyped values by name and labels
-// (summaries and histograms are not read by this program).
-func scrape(ctx context.Context, hc *http.Client, url string) (samples, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", url, err)
-	}
-	var out samples
-	for name, f := range families {
-		for _, m := range f.GetMetric() {
-			s := sample{name: name, labels: map[string]string{}}
-			for _, l := range m.GetLabel() {
-				s.labels[l.GetName()] = l.GetValue()
-			}
-			switch {
-			case m.Counter != nil:
-				s.value = m.GetCounter().GetValue()
-			case m.Gauge != nil:
-				s.value = m.GetGauge().GetValue()
-			case m.Untyped != nil:
-				s.value = m.GetUntyped().GetValue()
-			default:
-				continue
-			}
-			out = append(out, s)
-		}
-	}
-	return out, nil
-}
-
-// apiserverRequests sums apiserver_request_total by "VERB resource[/subresource]".
-// apiserverCPU is the kube-apiserver's own CPU seconds
-// (process_cpu_seconds_total) among apiserverRequests' counts: the
-// manager's CPU is its child's, the apiserver's is this.
-const apiserverCPU = "apiserver CPU seconds"
-
-func apiserverRequests(ctx context.Context, hc *http.Client, host string) (map[string]float64, error) {
-	m, err := scrape(ctx, hc, strings.TrimSuffix(host, "/")+"/metrics")
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]float64{}
-	for _, s := range m {
-		if s.name == "process_cpu_seconds_total" {
-			out[apiserverCPU] = s.value
-		}
-		if s.name != "apiserver_request_total" {
-			continue
-		}
-		res := s.labels["resource"]
-		if s.labels["subresource"] != "" {
-			res += "/" + s.labels["subresource"]
-		}
-		out[s.labels["verb"]+" "+res] += s.value
-	}
-	return out, nil
-}
-
-func delta(before, after map[string]float64) map[string]float64 {
-	out := map[string]float64{}
-	for k, v := range after {
-		if d := v - before[k]; d > 0 {
-			out[k] = d
-		}
-	}
-	return out
 }
 
 func freeAddr() (string, error) {
@@ -926,21 +684,5 @@ func (c *child) stop() {
 // usage is the child's RSS and peak RSS in MiB (VmRSS, VmHWM) and its CPU
 // seconds (user + system).
 func (c *child) usage() (rss, peak, cpu float64) {
-	return procUsage(c.cmd.Process.Pid)
-}
-
-// procUsage is process pid's RSS and peak RSS in MiB (VmRSS, VmHWM) and its
-// CPU seconds (user + system), read with procfs; zeros when the process is gone.
-func procUsage(pid int) (rss, peak, cpu float64) {
-	p, err := procfs.NewProc(pid)
-	if err != nil {
-		return 0, 0, 0
-	}
-	if st, err := p.NewStatus(); err == nil {
-		rss, peak = float64(st.VmRSS)/(1<<20), float64(st.VmHWM)/(1<<20)
-	}
-	if st, err := p.Stat(); err == nil {
-		cpu = st.CPUTime()
-	}
-	return rss, peak, cpu
+	return metrics.ProcUsage(c.cmd.Process.Pid)
 }

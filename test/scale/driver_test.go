@@ -2,15 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"net/netip"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +13,8 @@ import (
 	"github.com/udnkit/udnkit/apis/scheme"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/test/scale/internal/metrics"
+	"github.com/udnkit/udnkit/test/scale/internal/report"
 )
 
 // A poll decodes an object again only when its resourceVersion changed:
@@ -41,7 +36,7 @@ func TestDecodedOnlyWhenChanged(t *testing.T) {
 }
 
 func TestConvergenceCounts(t *testing.T) {
-	s := newSize("t", 2, 2, 2) // network 0: Primary Layer2 UDN, network 1: Primary Layer3 UDN
+	s := report.NewSize("t", 2, 2, 2) // network 0: Primary Layer2 UDN, network 1: Primary Layer3 UDN
 	nad := func(i int, name string, withID bool) *nadv1.NetworkAttachmentDefinition {
 		n := testobj.MakeNAD(namespaceName(i), "net").Managed().Annotations(map[string]string{ovnk.AnnotationNetworkName: name}).Obj()
 		if withID {
@@ -87,49 +82,14 @@ func TestConvergenceCounts(t *testing.T) {
 	}
 }
 
-// The report has the live dataplane's rows only when a run measured it, and
-// its ratios from that run's own figures.
-func TestReportLiveDataplaneRows(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "report.md")
-	d := driverFlags{nodes: 500, networks: 4095, pods: 20000, workers: 32, out: out}
-	caughtUp := &ovnResult{allRows: 10 * time.Second, rows: map[string]int{"Logical_Switch_Port": 4000}, cpu: 8, serverCPU: 2}
-	runs := []result{{size: newSize("1/8", 500, 511, 2500), ovn: caughtUp}, {size: newSize("1/4", 500, 1023, 5000), ovn: caughtUp}}
-	read := func() string {
-		t.Helper()
-		if err := writeReport(d, runs); err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
-	if got := read(); strings.Contains(got, "live dataplane") || !strings.Contains(got, "| dataplane CPU per ovsdb-server CPU (machine speed cancels) | 4.00 | 4.00 | 1.00× |") {
-		t.Errorf("without a live run:\n%s", got)
-	}
-	runs[0].ovnLive = &ovnResult{allRows: 20 * time.Second, rows: map[string]int{"Logical_Switch_Port": 4000}, cpu: 12, serverCPU: 4}
-	runs[1].ovnLive = &ovnResult{allRows: 44 * time.Second, rows: map[string]int{"Logical_Switch_Port": 8000}, cpu: 30, serverCPU: 6}
-	got := read()
-	for _, want := range []string{
-		"| live dataplane (from before the first create): all OVN rows | 20.0 s | 44.0 s | 2.20× |",
-		"| live dataplane: CPU per ovsdb-server CPU | 3.00 | 5.00 | 1.67× |",
-		"| live dataplane: CPU per 1000 Northbound rows | 3.000 s | 3.750 s | 1.25× |",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("with a live run, no line %q in:\n%s", want, got)
-		}
-	}
-}
-
 // A restarted dataplane has converged only with both databases connected,
 // every NAD queued by its Layer2 controller and no work left.
 func TestDataplaneConverged(t *testing.T) {
-	metric := func(name string, labels map[string]string, v float64) sample {
-		return sample{name: name, labels: labels, value: v}
+	metric := func(name string, labels map[string]string, v float64) metrics.Sample {
+		return metrics.Sample{Name: name, Labels: labels, Value: v}
 	}
-	base := func(nb, sb, adds, active float64) samples {
-		return samples{
+	base := func(nb, sb, adds, active float64) metrics.Samples {
+		return metrics.Samples{
 			metric("udnkit_ovn_connected", map[string]string{"db": "nb"}, nb),
 			metric("udnkit_ovn_connected", map[string]string{"db": "sb"}, sb),
 			metric("workqueue_adds_total", map[string]string{"name": "dataplane-layer2"}, adds),
@@ -138,7 +98,7 @@ func TestDataplaneConverged(t *testing.T) {
 		}
 	}
 	for name, tc := range map[string]struct {
-		m    samples
+		m    metrics.Samples
 		want bool
 	}{
 		"converged":                {base(1, 1, 10, 0), true},
@@ -150,51 +110,5 @@ func TestDataplaneConverged(t *testing.T) {
 		if got := dataplaneConverged(tc.m, 10); got != tc.want {
 			t.Errorf("%s: %v, want %v", name, got, tc.want)
 		}
-	}
-}
-
-// scrape reads what a Prometheus registry exposes: label values with commas
-// and escaped quotes, counters and gauges; histograms are left out.
-func TestScrapeReadsTheTextExposition(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/metrics" {
-			http.NotFound(w, r)
-			return
-		}
-		fmt.Fprint(w, `# HELP apiserver_request_total Requests.
-# TYPE apiserver_request_total counter
-apiserver_request_total{resource="pods",verb="LIST",component="a,b \"c\""} 7
-# TYPE udnkit_ovn_connected gauge
-udnkit_ovn_connected{db="nb"} 1
-# TYPE lat histogram
-lat_bucket{le="+Inf"} 3
-lat_sum 1.5
-lat_count 3
-`)
-	}))
-	defer srv.Close()
-	m, err := scrape(context.Background(), srv.Client(), srv.URL+"/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(m) != 2 {
-		t.Fatalf("scrape: %d samples %v, want the counter and the gauge", len(m), m)
-	}
-	for _, s := range m {
-		switch s.name {
-		case "apiserver_request_total":
-			if s.value != 7 || s.labels["component"] != `a,b "c"` || s.labels["verb"] != "LIST" {
-				t.Errorf("counter: %+v", s)
-			}
-		case "udnkit_ovn_connected":
-			if s.value != 1 || s.labels["db"] != "nb" {
-				t.Errorf("gauge: %+v", s)
-			}
-		default:
-			t.Errorf("unexpected sample %+v", s)
-		}
-	}
-	if _, err := scrape(context.Background(), srv.Client(), srv.URL+"/missing"); err == nil || !strings.Contains(err.Error(), "404") {
-		t.Errorf("scrape of a missing page: %v, want the 404", err)
 	}
 }

@@ -1,4 +1,6 @@
-package main
+// Package profile collects the scale suite's CPU and heap profiles: the
+// kube-apiserver's (over HTTP), the driver's and a child process's own.
+package profile
 
 import (
 	"context"
@@ -19,11 +21,11 @@ import (
 // back-to-back chunks).
 const apiserverProfileChunk = 5
 
-// profileAPIServer writes the kube-apiserver's CPU profile (its
+// APIServer writes the kube-apiserver's CPU profile (its
 // /debug/pprof/profile, on by default) in consecutive chunks
 // <prefix>-NNN.pprof until the returned stop is called, which waits for the
 // chunk under way. Merge them with `go tool pprof -proto <prefix>-*.pprof`.
-func profileAPIServer(ctx context.Context, hc *http.Client, host, prefix string) (stop func()) {
+func APIServer(ctx context.Context, hc *http.Client, host, prefix string) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -69,9 +71,9 @@ func fetchTo(ctx context.Context, hc *http.Client, url, path string) error {
 	return f.Close()
 }
 
-// profileDriver writes this process's CPU profile to path until the returned
+// Driver writes this process's CPU profile to path until the returned
 // stop is called.
-func profileDriver(path string) (stop func()) {
+func Driver(path string) (stop func()) {
 	f, err := os.Create(path)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "driver profile: %v\n", err)
@@ -85,12 +87,12 @@ func profileDriver(path string) (stop func()) {
 	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
-// profilePeakHeap writes the process's heap profile to path each time its
+// PeakHeap writes the process's heap profile to path each time its
 // live heap (as of the last GC) is the largest seen so far, checking every
 // 50 ms until ctx ends: a peak such as a restart's resync lasts a few GCs,
 // which a profile at exit would miss. The profile's inuse figures are those
 // of the GC that set the peak.
-func profilePeakHeap(ctx context.Context, path string) {
+func PeakHeap(ctx context.Context, path string) {
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	var peak uint64
 	tick := time.NewTicker(50 * time.Millisecond)
