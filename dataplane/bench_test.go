@@ -16,6 +16,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/dataplane/topology/multivtep"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -244,23 +245,23 @@ func BenchmarkMultiVTEP1000Pods(b *testing.B) {
 	e.nbctl("lr-add", "bench.vtep_ovn_cluster_router")
 	e.nbctl("ls-add", "bench.vtep_transit_switch")
 	e.settle()
-	var nodes []topology.VTEPNode
-	var pods []topology.VTEPPod
+	var nodes []multivtep.VTEPNode
+	var pods []multivtep.VTEPPod
 	for i := range 250 {
-		n := topology.VTEPNode{Name: "node" + strconv.Itoa(i), Chassis: chassisOf("node" + strconv.Itoa(i)), Subnets: []netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i / 256), byte(i % 256), 0}), 24)}}
+		n := multivtep.VTEPNode{Name: "node" + strconv.Itoa(i), Chassis: chassisOf("node" + strconv.Itoa(i)), Subnets: []netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i / 256), byte(i % 256), 0}), 24)}}
 		for v := range 4 {
 			n.EncapIPs = append(n.EncapIPs, netip.AddrFrom4([4]byte{172, 16, byte(i), byte(v + 1)}))
 			n.TunnelIDs = append(n.TunnelIDs, 2+4*i+v)
-			pods = append(pods, topology.VTEPPod{Namespace: "ns", Name: "pod" + strconv.Itoa(4*i+v), Node: n.Name, EncapIP: n.EncapIPs[v],
+			pods = append(pods, multivtep.VTEPPod{Namespace: "ns", Name: "pod" + strconv.Itoa(4*i+v), Node: n.Name, EncapIP: n.EncapIPs[v],
 				IPs: []netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i / 256), byte(i % 256), byte(v + 4)}), 24)}})
 		}
 		nodes = append(nodes, n)
 	}
-	d, err := topology.MultiVTEPPorts("bench-vtep", ovnk.DefaultTransitSubnetV4, nodes, pods)
+	d, err := multivtep.MultiVTEPPorts("bench-vtep", ovnk.DefaultTransitSubnetV4, nodes, pods)
 	if err != nil {
 		b.Fatal(err)
 	}
-	empty, err := topology.MultiVTEPPorts("bench-vtep", ovnk.DefaultTransitSubnetV4, nodes, nil)
+	empty, err := multivtep.MultiVTEPPorts("bench-vtep", ovnk.DefaultTransitSubnetV4, nodes, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -287,20 +288,20 @@ func BenchmarkLayer2MultiVTEP1000Pods(b *testing.B) {
 	const network = "bench-l2vtep"
 	e.nbctl("ls-add", ovnk.NamesFor(network).Switch())
 	e.settle()
-	var nodes []topology.VTEPNode
-	var pods []topology.Layer2PodPort
+	var nodes []multivtep.VTEPNode
+	var pods []multivtep.Layer2PodPort
 	for i := range 250 {
-		n := topology.VTEPNode{Name: "node" + strconv.Itoa(i), Chassis: chassisOf("node" + strconv.Itoa(i))}
+		n := multivtep.VTEPNode{Name: "node" + strconv.Itoa(i), Chassis: chassisOf("node" + strconv.Itoa(i))}
 		for v := range 4 {
 			n.EncapIPs = append(n.EncapIPs, netip.AddrFrom4([4]byte{172, 16, byte(i), byte(v + 1)}))
 			ip := netip.AddrFrom4([4]byte{10, 128, byte(i), byte(v + 4)})
-			pods = append(pods, topology.Layer2PodPort{NAD: "ns/bench-l2vtep", MAC: ovnk.MACFromIP(ip).String(), VTEPPod: topology.VTEPPod{
+			pods = append(pods, multivtep.Layer2PodPort{NAD: "ns/bench-l2vtep", MAC: ovnk.MACFromIP(ip).String(), VTEPPod: multivtep.VTEPPod{
 				Namespace: "ns", Name: "pod" + strconv.Itoa(4*i+v), Node: n.Name, EncapIP: n.EncapIPs[v],
 				IPs: []netip.Prefix{netip.PrefixFrom(ip, 16)}}})
 		}
 		nodes = append(nodes, n)
 	}
-	d, _, err := topology.Layer2MultiVTEPPorts(network, nodes, pods)
+	d, _, err := multivtep.Layer2MultiVTEPPorts(network, nodes, pods)
 	if err != nil {
 		b.Fatal(err)
 	}

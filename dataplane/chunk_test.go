@@ -19,6 +19,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
 )
 
 // chunkNodes are 20 nodes, the first three local (with a gateway router and
@@ -340,7 +341,7 @@ func TestSplitApplyLetsOneTransactionApplyGoFirstBeforeItsFirst(t *testing.T) {
 func heldOneTransactionApply(e *env) (small *rows.Desired, planned <-chan struct{}, release func()) {
 	e.c.eng.MaxTransactionOps = 8
 	e.hooks.YieldAtMost = time.Minute // only the order matters here
-	small = &rows.Desired{Owner: rows.Owner{Network: "small_net", Topology: topology.TopologyLayer2, Piece: topology.PieceTransitRouter},
+	small = &rows.Desired{Owner: rows.Owner{Network: "small_net", Topology: base.TopologyLayer2, Piece: base.PieceTransitRouter},
 		Routers: []rows.Router{{Row: nbdb.LogicalRouter{Name: "small_net_router"},
 			Ports: []nbdb.LogicalRouterPort{{Name: "small_net_port", MAC: "0a:58:0a:00:00:01", Networks: []string{"10.0.0.1/24"}}}}}}
 	p, send := make(chan struct{}), make(chan struct{})

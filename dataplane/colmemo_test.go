@@ -9,7 +9,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
-	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
 )
 
 // plan builds again.
@@ -17,7 +17,7 @@ func TestColumnMemoBehindTheCacheIsReadAfresh(t *testing.T) {
 	e := newEnv(t)
 	d := func() *rows.Desired {
 		return &rows.Desired{
-			Owner: rows.Owner{Network: "n", Topology: topology.TopologyLayer2, Piece: topology.PieceTransitRouter},
+			Owner: rows.Owner{Network: "n", Topology: base.TopologyLayer2, Piece: base.PieceTransitRouter},
 			Routers: []rows.Router{{Row: nbdb.LogicalRouter{Name: "r"}, Routes: []nbdb.LogicalRouterStaticRoute{
 				dstIPRoute("10.0.0.0/8", "10.1.1.1"), dstIPRoute("10.2.0.0/16", "10.1.1.1")}}},
 		}
@@ -80,7 +80,7 @@ func TestColumnMemoRemovalsAreNotedGone(t *testing.T) {
 		dstIPRoute("10.2.0.0/16", "10.1.1.1"), dstIPRoute("10.3.0.0/16", "10.1.1.1")}
 	d := func(rs ...nbdb.LogicalRouterStaticRoute) *rows.Desired {
 		return &rows.Desired{
-			Owner:   rows.Owner{Network: "n", Topology: topology.TopologyLayer2, Piece: topology.PieceTransitRouter},
+			Owner:   rows.Owner{Network: "n", Topology: base.TopologyLayer2, Piece: base.PieceTransitRouter},
 			Routers: []rows.Router{{Row: nbdb.LogicalRouter{Name: "r"}, Routes: rs}},
 		}
 	}

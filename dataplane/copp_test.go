@@ -10,6 +10,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
 )
 
 // upstreamCOPP is the default COPP as upstream's EnsureDefaultCOPP
@@ -194,7 +195,7 @@ func TestCOPPCommitsWithItsRouters(t *testing.T) {
 
 	e.nbctl("lr-del", "other")
 	bad := mustLayer2(t, net, nodes)
-	c := topology.DefaultCOPP()
+	c := base.DefaultCOPP()
 	c.Row.Meters["arp"] = "no-such-meter"
 	bad.Routers[0].Copp = c
 	_, err := e.c.Apply(e.ctx, bad)

@@ -10,7 +10,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/internal/engine"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
-	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -50,7 +50,7 @@ func TestTransitRouterSwitchPortGatewayChassis(t *testing.T) {
 	e.apply(mustLayer2(t, net, nodes))
 	chassis := chassisOf("node1")
 	wantLines(t, "gateway chassis", strings.Join(e.gatewayChassis(), "\n"),
-		port+"-"+chassis+" "+chassis+" 1 "+topology.PieceTransitRouter)
+		port+"-"+chassis+" "+chassis+" 1 "+base.PieceTransitRouter)
 	wantLines(t, "lrp-get-gateway-chassis", e.nbctl("lrp-get-gateway-chassis", port), port+"-"+chassis+" 1")
 	if ops, err := e.c.eng.Plan(mustLayer2(t, net, nodes)); err != nil || len(ops) != 0 {
 		t.Fatalf("a second plan of the same rows: %d operations (%v)", len(ops), err)
@@ -60,7 +60,7 @@ func TestTransitRouterSwitchPortGatewayChassis(t *testing.T) {
 	nodes[0].Chassis = "7c0ffee0-node1"
 	e.apply(mustLayer2(t, net, nodes))
 	wantLines(t, "gateway chassis after the chassis changed", strings.Join(e.gatewayChassis(), "\n"),
-		port+"-7c0ffee0-node1 7c0ffee0-node1 1 "+topology.PieceTransitRouter)
+		port+"-7c0ffee0-node1 7c0ffee0-node1 1 "+base.PieceTransitRouter)
 	wantLines(t, "lrp-get-gateway-chassis", e.nbctl("lrp-get-gateway-chassis", port), port+"-7c0ffee0-node1 1")
 
 	// Another client's gateway chassis on the port is not udnkit's.
@@ -68,7 +68,7 @@ func TestTransitRouterSwitchPortGatewayChassis(t *testing.T) {
 	e.settle()
 	e.apply(mustLayer2(t, net, nodes))
 	wantLines(t, "gateway chassis beside another client's", strings.Join(e.gatewayChassis(), "\n"),
-		port+"-7c0ffee0-node1 7c0ffee0-node1 1 "+topology.PieceTransitRouter,
+		port+"-7c0ffee0-node1 7c0ffee0-node1 1 "+base.PieceTransitRouter,
 		port+"-other-chassis other-chassis 5 -")
 	e.nbctl("lrp-del-gateway-chassis", port, "other-chassis")
 	e.settle()
@@ -158,7 +158,7 @@ func TestSplitApplyKeepsGatewayChassisWithTheirPort(t *testing.T) {
 func TestRemovedPortTakesItsGatewayChassis(t *testing.T) {
 	e := newEnv(t)
 	before := resyncCounts()
-	owner := rows.Owner{Network: "gc_net", Topology: topology.TopologyLayer2, Piece: topology.PieceTransitRouter}
+	owner := rows.Owner{Network: "gc_net", Topology: base.TopologyLayer2, Piece: base.PieceTransitRouter}
 	desired := func(ports ...string) *rows.Desired {
 		r := rows.Router{Row: nbdb.LogicalRouter{Name: "gc_router"}, GatewayChassis: map[string][]nbdb.GatewayChassis{}}
 		for i, p := range ports {
@@ -169,11 +169,11 @@ func TestRemovedPortTakesItsGatewayChassis(t *testing.T) {
 	}
 	e.apply(desired("p1", "p2"))
 	wantLines(t, "gateway chassis", strings.Join(e.gatewayChassis(), "\n"),
-		"p1-ch1 ch1 1 "+topology.PieceTransitRouter, "p1-ch2 ch2 2 "+topology.PieceTransitRouter,
-		"p2-ch1 ch1 1 "+topology.PieceTransitRouter, "p2-ch2 ch2 2 "+topology.PieceTransitRouter)
+		"p1-ch1 ch1 1 "+base.PieceTransitRouter, "p1-ch2 ch2 2 "+base.PieceTransitRouter,
+		"p2-ch1 ch1 1 "+base.PieceTransitRouter, "p2-ch2 ch2 2 "+base.PieceTransitRouter)
 	e.apply(desired("p2"))
 	wantLines(t, "gateway chassis after p1 went", strings.Join(e.gatewayChassis(), "\n"),
-		"p2-ch1 ch1 1 "+topology.PieceTransitRouter, "p2-ch2 ch2 2 "+topology.PieceTransitRouter)
+		"p2-ch1 ch1 1 "+base.PieceTransitRouter, "p2-ch2 ch2 2 "+base.PieceTransitRouter)
 	d := desired("p2")
 	d.Routers[0].GatewayChassis["p2"][1].Priority = 3
 	e.apply(d)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -348,8 +349,8 @@ func (e *env) modifyOwnedRow(r *rand.Rand, n int, kind int) string {
 		}
 		e.nbctl("--", "--id=@r", "create", "Logical_Router_Static_Route",
 			"ip_prefix="+strconv.Quote(get("ip_prefix")), "nexthop="+strconv.Quote(get("nexthop")), "policy="+orEmptySet(get("policy")),
-			`external_ids:"`+ovnk.ExternalIDNetwork+`"=`+incrNet, `external_ids:"`+ovnk.ExternalIDTopology+`"=`+topology.TopologyLayer2,
-			`external_ids:"`+ovnk.ExternalIDPiece+`"=`+topology.PieceTransitRouter, "--", "add", "Logical_Router", tr, "static_routes", "@r")
+			`external_ids:"`+ovnk.ExternalIDNetwork+`"=`+incrNet, `external_ids:"`+ovnk.ExternalIDTopology+`"=`+base.TopologyLayer2,
+			`external_ids:"`+ovnk.ExternalIDPiece+`"=`+base.PieceTransitRouter, "--", "add", "Logical_Router", tr, "static_routes", "@r")
 		return "added a duplicate of route " + u
 	case 7:
 		e.nbctl("lr-route-add", tr, "198.51.100."+strconv.Itoa(n)+"/32", "100.88.0.99")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/dataplane/topology/multivtep"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -104,9 +105,9 @@ func TestSharedRouterCreatedOnceByConcurrentPieces(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ports, err := topology.MultiVTEPPorts(network, ovnk.DefaultTransitSubnetV4, []topology.VTEPNode{{Name: "node-b", Local: true,
+		ports, err := multivtep.MultiVTEPPorts(network, ovnk.DefaultTransitSubnetV4, []multivtep.VTEPNode{{Name: "node-b", Local: true,
 			EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3")}, TunnelIDs: []int{3, 4}}},
-			[]topology.VTEPPod{{Namespace: "ns", Name: "p", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.0.5/24")}, EncapIP: addr("10.0.0.3")}})
+			[]multivtep.VTEPPod{{Namespace: "ns", Name: "p", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.0.5/24")}, EncapIP: addr("10.0.0.3")}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,9 +143,9 @@ func TestSharedRouterOutlivesItsCreatorWhileOthersUseIt(t *testing.T) {
 	e := newEnv(t)
 	const network = "ns_green"
 	router := ovnk.NamesFor(network).ClusterRouter()
-	ports, err := topology.MultiVTEPPorts(network, ovnk.DefaultTransitSubnetV4, []topology.VTEPNode{{Name: "node-b", Local: true,
+	ports, err := multivtep.MultiVTEPPorts(network, ovnk.DefaultTransitSubnetV4, []multivtep.VTEPNode{{Name: "node-b", Local: true,
 		EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3")}, TunnelIDs: []int{3, 4}}},
-		[]topology.VTEPPod{{Namespace: "ns", Name: "p", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.0.5/24")}, EncapIP: addr("10.0.0.3")}})
+		[]multivtep.VTEPPod{{Namespace: "ns", Name: "p", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.0.5/24")}, EncapIP: addr("10.0.0.3")}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,8 @@ var stages = []string{"webhooks", "reconcilers", "dataplane"}
 // dataplaneLayers ranks the dataplane's packages: a package imports only
 // packages of a lower rank (never one of its own rank), so the engine is
 // layered downward: models, per-table knowledge, desired rows, connection
-// and index, planner, transactions, engine, builders, the front, what the
+// and index, planner, transactions, engine, what the builders share, the
+// builders (topology and its per-piece sub-packages), the front, what the
 // controllers share, the controllers that use the front, and their wiring.
 // A package of the dataplane missing here fails the test until it is given
 // its place.
@@ -36,7 +37,8 @@ var dataplaneLayers = [][]string{
 	{"dataplane/internal/txn"},
 	{"dataplane/internal/engine"},
 	{"dataplane/internal/nbtest"}, // test support: only tests import it
-	{"dataplane/topology"},
+	{"dataplane/topology/base"},
+	{"dataplane/topology", "dataplane/topology/multivtep", "dataplane/topology/migration"},
 	{"dataplane"},
 	{"dataplane/controllers/zone", "dataplane/controllers/internal/ctrltest"},
 	{"dataplane/controllers/layer2", "dataplane/controllers/layer3", "dataplane/controllers/multivtep", "dataplane/controllers/migration"},
@@ -46,9 +48,13 @@ var dataplaneLayers = [][]string{
 // onlyImports narrows what some packages import of the module, whatever the
 // ranks allow: the builders are pure functions of rows, the models and the
 // contract, so they never reach the schema, the connections or the engine.
-// (The controllers share a rank, so none imports another.)
+// (The controllers share a rank, so none imports another; so do the
+// builders.)
 var onlyImports = map[string][]string{
-	"dataplane/topology": {"dataplane/rows", "dataplane/nbdb", "ovnk"},
+	"dataplane/topology":           {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
+	"dataplane/topology/base":      {"dataplane/rows", "dataplane/nbdb", "ovnk"},
+	"dataplane/topology/multivtep": {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
+	"dataplane/topology/migration": {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
 }
 
 // pkg is one package of the module with its own packages it imports
@@ -83,6 +89,7 @@ func TestImportCheckRejects(t *testing.T) {
 		{path: "dataplane/internal/plan", imports: []string{"dataplane/internal/schema", "dataplane/rows"}},
 		{path: "dataplane/controllers/layer2", imports: []string{"dataplane/controllers/zone", "dataplane/controllers/layer3"}},
 		{path: "dataplane/topology", imports: []string{"dataplane/rows", "ovnk", "dataplane/internal/schema"}},
+		{path: "dataplane/topology/multivtep", imports: []string{"dataplane/topology/base", "dataplane/topology"}},
 	}
 	got := checkImports(pkgs)
 	want := []string{
@@ -90,8 +97,10 @@ func TestImportCheckRejects(t *testing.T) {
 		"dataplane/internal/schema (rank 1) imports dataplane/internal/plan (rank 4): the dataplane's layers import only lower ones",
 		"dataplane/internal/index (rank 3) imports dataplane/internal/ovsconn (rank 3): the dataplane's layers import only lower ones",
 		"dataplane/extra: a dataplane package without a layer (dataplaneLayers in layers_test.go)",
-		"dataplane/controllers/layer2 (rank 11) imports dataplane/controllers/layer3 (rank 11): the dataplane's layers import only lower ones",
-		"dataplane/topology imports dataplane/internal/schema: it imports only dataplane/rows, dataplane/nbdb, ovnk of the module",
+		"dataplane/controllers/layer2 (rank 12) imports dataplane/controllers/layer3 (rank 12): the dataplane's layers import only lower ones",
+		"dataplane/topology imports dataplane/internal/schema: it imports only dataplane/topology/base, dataplane/rows, dataplane/nbdb, ovnk of the module",
+		"dataplane/topology/multivtep (rank 9) imports dataplane/topology (rank 9): the dataplane's layers import only lower ones",
+		"dataplane/topology/multivtep imports dataplane/topology: it imports only dataplane/topology/base, dataplane/rows, dataplane/nbdb, ovnk of the module",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

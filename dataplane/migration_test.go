@@ -5,7 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
+	"github.com/udnkit/udnkit/dataplane/topology/migration"
 )
 
 // The kubevirt point-to-point design: a VM migrated away from the node owning
@@ -16,18 +17,18 @@ func TestLiveMigrationRoutesAddedAndRemoved(t *testing.T) {
 	const router = "ns1_vmnet_ovn_cluster_router"
 	e.nbctl("lr-add", router)
 	e.nbctl("lr-route-add", router, "10.244.1.0/24", "100.65.0.3")
-	net := topology.LiveMigrationNetwork{Name: "ns1_vmnet", Topology: topology.TopologyLayer3, DHCP: &topology.VMDHCP{
+	net := migration.LiveMigrationNetwork{Name: "ns1_vmnet", Topology: base.TopologyLayer3, DHCP: &migration.VMDHCP{
 		LeaseTime: 3500, ServerID: addr("169.254.1.1"), ServerMAC: "c0:ff:ee:00:00:01",
 		DNSServers: []netip.Addr{addr("10.96.0.10")},
 	}}
-	nodes := []topology.LiveMigrationNode{
+	nodes := []migration.LiveMigrationNode{
 		{Name: "node1", RouterPort: "rtos-node1", GatewayIPs: []netip.Addr{addr("100.65.0.2")}},
 		{Name: "node2", RouterPort: "rtos-node2", GatewayIPs: []netip.Addr{addr("100.65.0.3")}},
 	}
-	vm := topology.VM{Namespace: "ns1", Name: "vm1", IPs: []netip.Prefix{pfx("10.244.0.8/24")}, Node: "node1", OwnerNode: "node1"}
-	apply := func(vms ...topology.VM) int {
+	vm := migration.VM{Namespace: "ns1", Name: "vm1", IPs: []netip.Prefix{pfx("10.244.0.8/24")}, Node: "node1", OwnerNode: "node1"}
+	apply := func(vms ...migration.VM) int {
 		t.Helper()
-		d, err := topology.LiveMigrationRoutes(net, nodes, vms)
+		d, err := migration.LiveMigrationRoutes(net, nodes, vms)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,18 +77,18 @@ func TestLiveMigrationRoutesAddedAndRemoved(t *testing.T) {
 	}
 
 	for _, c := range []struct {
-		vm   topology.VM
+		vm   migration.VM
 		want string
 	}{
-		{topology.VM{Namespace: "ns1", Name: "vm2", IPs: []netip.Prefix{pfx("10.244.0.9/24")}, Node: "node9", OwnerNode: "node1"}, `vms[0] (ns1/vm2).node: node "node9" is not known`},
-		{topology.VM{Namespace: "ns1", Name: "vm3", Node: "node2"}, "vms[0] (ns1/vm3): namespace, name and ips are required"},
-		{topology.VM{Namespace: "ns1", Name: "vm4", IPs: []netip.Prefix{pfx("fd00::9/64")}, Node: "node2", OwnerNode: "node1"}, "vms[0] (ns1/vm4): node node2 has no ip6 gateway IP"},
+		{migration.VM{Namespace: "ns1", Name: "vm2", IPs: []netip.Prefix{pfx("10.244.0.9/24")}, Node: "node9", OwnerNode: "node1"}, `vms[0] (ns1/vm2).node: node "node9" is not known`},
+		{migration.VM{Namespace: "ns1", Name: "vm3", Node: "node2"}, "vms[0] (ns1/vm3): namespace, name and ips are required"},
+		{migration.VM{Namespace: "ns1", Name: "vm4", IPs: []netip.Prefix{pfx("fd00::9/64")}, Node: "node2", OwnerNode: "node1"}, "vms[0] (ns1/vm4): node node2 has no ip6 gateway IP"},
 	} {
-		if _, err := topology.LiveMigrationRoutes(net, nodes, []topology.VM{c.vm}); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := migration.LiveMigrationRoutes(net, nodes, []migration.VM{c.vm}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("LiveMigrationRoutes(%s): err = %v, want %q", c.vm.Name, err, c.want)
 		}
 	}
-	if _, err := topology.LiveMigrationRoutes(topology.LiveMigrationNetwork{Name: "x", Topology: "localnet"}, nil, nil); err == nil ||
+	if _, err := migration.LiveMigrationRoutes(migration.LiveMigrationNetwork{Name: "x", Topology: "localnet"}, nil, nil); err == nil ||
 		!strings.Contains(err.Error(), `network.topology: "localnet" is not layer2 or layer3`) {
 		t.Errorf("localnet topology: err = %v", err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/dataplane/topology/multivtep"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -23,22 +23,22 @@ func TestMultiVTEPPortsAndRoutes(t *testing.T) {
 	e.nbctl("lr-add", router)
 	e.nbctl("ls-add", ts)
 	transit := ovnk.DefaultTransitSubnetV4
-	nodes := []topology.VTEPNode{
+	nodes := []multivtep.VTEPNode{
 		{Name: "node-a", Chassis: chassisOf("node-a"), EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3"), addr("10.0.0.4")}, TunnelIDs: []int{6, 7, 8},
 			Subnets: []netip.Prefix{pfx("10.1.7.0/24")}},
 		{Name: "node-b", Local: true, EncapIPs: []netip.Addr{addr("10.0.1.2"), addr("10.0.1.3")}, TunnelIDs: []int{9, 10},
 			Subnets: []netip.Prefix{pfx("10.1.8.0/24")}},
 		{Name: "node-c", Chassis: chassisOf("node-c"), EncapIPs: []netip.Addr{addr("10.0.2.2")}, TunnelIDs: []int{11}, Subnets: []netip.Prefix{pfx("10.1.9.0/24")}},
 	}
-	podA := topology.VTEPPod{Namespace: "ns", Name: "pod-a", Node: "node-a", IPs: []netip.Prefix{pfx("10.1.7.4/24")}, EncapIP: addr("10.0.0.3")}
-	podA2 := topology.VTEPPod{Namespace: "ns", Name: "pod-a2", Node: "node-a", IPs: []netip.Prefix{pfx("10.1.7.6/24")}, EncapIP: addr("10.0.0.3")}
-	podA3 := topology.VTEPPod{Namespace: "ns", Name: "pod-a3", Node: "node-a", IPs: []netip.Prefix{pfx("10.1.7.5/24")}, EncapIP: addr("10.0.0.4")}
-	podB := topology.VTEPPod{Namespace: "ns", Name: "pod-b", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.8.4/24")}, EncapIP: addr("10.0.1.2")}
-	podB2 := topology.VTEPPod{Namespace: "ns", Name: "pod-b2", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.8.5/24")}, EncapIP: addr("10.0.1.3")}
-	podC := topology.VTEPPod{Namespace: "ns", Name: "pod-c", Node: "node-c", IPs: []netip.Prefix{pfx("10.1.9.4/24")}, EncapIP: addr("10.0.2.2")}
-	apply := func(pods ...topology.VTEPPod) int {
+	podA := multivtep.VTEPPod{Namespace: "ns", Name: "pod-a", Node: "node-a", IPs: []netip.Prefix{pfx("10.1.7.4/24")}, EncapIP: addr("10.0.0.3")}
+	podA2 := multivtep.VTEPPod{Namespace: "ns", Name: "pod-a2", Node: "node-a", IPs: []netip.Prefix{pfx("10.1.7.6/24")}, EncapIP: addr("10.0.0.3")}
+	podA3 := multivtep.VTEPPod{Namespace: "ns", Name: "pod-a3", Node: "node-a", IPs: []netip.Prefix{pfx("10.1.7.5/24")}, EncapIP: addr("10.0.0.4")}
+	podB := multivtep.VTEPPod{Namespace: "ns", Name: "pod-b", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.8.4/24")}, EncapIP: addr("10.0.1.2")}
+	podB2 := multivtep.VTEPPod{Namespace: "ns", Name: "pod-b2", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.8.5/24")}, EncapIP: addr("10.0.1.3")}
+	podC := multivtep.VTEPPod{Namespace: "ns", Name: "pod-c", Node: "node-c", IPs: []netip.Prefix{pfx("10.1.9.4/24")}, EncapIP: addr("10.0.2.2")}
+	apply := func(pods ...multivtep.VTEPPod) int {
 		t.Helper()
-		d, err := topology.MultiVTEPPorts(network, transit, nodes, pods)
+		d, err := multivtep.MultiVTEPPorts(network, transit, nodes, pods)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,13 +98,13 @@ func TestMultiVTEPPortsAndRoutes(t *testing.T) {
 
 	bad := podA
 	bad.EncapIP = addr("10.9.9.9")
-	if _, err := topology.MultiVTEPPorts(network, transit, nodes, []topology.VTEPPod{bad}); err == nil ||
+	if _, err := multivtep.MultiVTEPPorts(network, transit, nodes, []multivtep.VTEPPod{bad}); err == nil ||
 		!strings.Contains(err.Error(), "pods[0] (ns/pod-a).encapIP: 10.9.9.9 is not one of node node-a's encap IPs") {
 		t.Errorf("unknown encap IP: err = %v", err)
 	}
 	short := nodes[0]
 	short.TunnelIDs = []int{6}
-	if _, err := topology.MultiVTEPPorts(network, transit, []topology.VTEPNode{short}, nil); err == nil ||
+	if _, err := multivtep.MultiVTEPPorts(network, transit, []multivtep.VTEPNode{short}, nil); err == nil ||
 		!strings.Contains(err.Error(), "nodes[0] (node-a): k8s.ovn.org/node-transit-switch-port-tunnel-ids lists 1 tunnel IDs for 3 encap IPs") {
 		t.Errorf("tunnel ID count mismatch: err = %v", err)
 	}
@@ -122,7 +122,7 @@ func TestSetPortEncapsInSouthbound(t *testing.T) {
 		"options:csum=true", "--", "add", "Chassis", "node-a", "encaps", "@e")
 	e.nbctl("--timeout=60", "--wait=sb", "sync")
 
-	ports := map[string]topology.PortEncap{"ns_pod-a": {Chassis: "node-a", EncapIP: "10.0.0.3"}}
+	ports := map[string]multivtep.PortEncap{"ns_pod-a": {Chassis: "node-a", EncapIP: "10.0.0.3"}}
 	var (
 		n   int
 		err error
@@ -145,7 +145,7 @@ func TestSetPortEncapsInSouthbound(t *testing.T) {
 	if n, err := e.c.SetPortEncaps(e.ctx, ports); err != nil || n != 0 {
 		t.Errorf("second SetPortEncaps = %d, %v; want 0 operations", n, err)
 	}
-	_, err = e.c.SetPortEncaps(e.ctx, map[string]topology.PortEncap{"ns_pod-a": {Chassis: "node-a", EncapIP: "10.0.0.9"}})
+	_, err = e.c.SetPortEncaps(e.ctx, map[string]multivtep.PortEncap{"ns_pod-a": {Chassis: "node-a", EncapIP: "10.0.0.9"}})
 	if err == nil || !strings.Contains(err.Error(), `port ns_pod-a: no Encap row for chassis "node-a" with IP 10.0.0.9`) {
 		t.Errorf("unknown encap: err = %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
 )
 
 // Rows udnkit does not own survive every apply, including the old Layer2
@@ -144,7 +145,7 @@ func TestApplyRejectsDuplicateDesiredRows(t *testing.T) {
 	e := newEnv(t)
 	route := dstIPRoute("10.0.0.0/8", "10.1.1.1")
 	d := &rows.Desired{
-		Owner:   rows.Owner{Network: "n", Topology: topology.TopologyLayer2, Piece: topology.PieceTransitRouter},
+		Owner:   rows.Owner{Network: "n", Topology: base.TopologyLayer2, Piece: base.PieceTransitRouter},
 		Routers: []rows.Router{{Row: nbdb.LogicalRouter{Name: "r"}, Routes: []nbdb.LogicalRouterStaticRoute{route, route}}},
 	}
 	_, err := e.c.Apply(e.ctx, d)

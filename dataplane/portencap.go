@@ -11,21 +11,21 @@ import (
 	"github.com/udnkit/udnkit/dataplane/internal/ovsconn"
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/sbdb"
-	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/dataplane/topology/multivtep"
 )
 
 // SetPortEncaps points the Southbound Port_Binding of each remote pod port of
 // a Layer2 network at the Encap row of its pod's encap IP on the pod's node
 // (OKEP-5535), in one transaction; bindings already right are left alone.
 // ports maps a logical switch port name to its node (chassis name) and encap IP.
-func (c *Client) SetPortEncaps(ctx context.Context, ports map[string]topology.PortEncap) (int, error) {
+func (c *Client) SetPortEncaps(ctx context.Context, ports map[string]multivtep.PortEncap) (int, error) {
 	if err := ovsconn.WaitUp(ctx, c.sb); err != nil {
 		return 0, err
 	}
-	encaps := map[topology.PortEncap]string{}
+	encaps := map[multivtep.PortEncap]string{}
 	for _, m := range c.sb.Cache().Table(sbdb.EncapTable).RowsShallow() {
 		e := m.(*sbdb.Encap)
-		encaps[topology.PortEncap{Chassis: e.ChassisName, EncapIP: e.IP}] = e.UUID
+		encaps[multivtep.PortEncap{Chassis: e.ChassisName, EncapIP: e.IP}] = e.UUID
 	}
 	bindings := map[string]*sbdb.PortBinding{}
 	for _, m := range c.sb.Cache().Table(sbdb.PortBindingTable).RowsShallow() {

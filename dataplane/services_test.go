@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -151,7 +152,7 @@ func TestServiceRoutesAdoptUpstreams(t *testing.T) {
 	if got := e.routeUUIDs("10.96.0.10"); got != dns {
 		t.Errorf("kube-dns's route is %s, want upstream's row %s kept", got, dns)
 	}
-	if got := e.nbctl("get", "Logical_Router_Static_Route", dns, "external_ids:"+`"`+ovnk.ExternalIDPiece+`"`); got != topology.PieceTransitRouter {
+	if got := e.nbctl("get", "Logical_Router_Static_Route", dns, "external_ids:"+`"`+ovnk.ExternalIDPiece+`"`); got != base.PieceTransitRouter {
 		t.Errorf("the adopted route's piece is %s", got)
 	}
 }

@@ -20,12 +20,16 @@
 //     topology, and which old rows are adopted (Layer2Legacy);
 //   - services.go: routes of UDN-enabled default-network services;
 //   - layer3.go: the OKEP-5377 Layer3 subnet policies;
-//   - multivtep.go: the OKEP-5535 multi-VTEP ports and routes;
-//   - migration.go: the KubeVirt live-migration routes, policies and DHCP;
-//   - copp.go: the zone's control plane protection;
 //   - isolate.go: which nodes a network's rows can hold, and why not.
 //
-// The builders import only rows, nbdb and ovnk (layers_test.go enforces
-// it); every name shared with OVN-Kubernetes comes from ovnk. Invalid input
+// Two pieces that follow where pods and VMs run have packages of their own
+// beside this one: multivtep (the OKEP-5535 multi-VTEP ports and routes)
+// and migration (the KubeVirt live-migration routes, policies and DHCP).
+// What all builders share is in base below them: the topology and piece
+// names of rows.Owner, the zone's control plane protection (DefaultCOPP),
+// a Layer3 cluster router, and the address and route helpers.
+//
+// The builders import only base, rows, nbdb and ovnk (layers_test.go
+// enforces it); every name shared with OVN-Kubernetes comes from ovnk. Invalid input
 // yields an error naming the field, and nothing is built then.
 package topology

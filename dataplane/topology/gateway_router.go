@@ -8,6 +8,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -18,7 +19,7 @@ func (b *layer2Build) localNode(n l2node) {
 	net, tr := b.net, &b.tr
 	for _, s := range net.Subnets {
 		gr, _ := ovnk.FamilyOf(n.grSide, s.Addr().Is6())
-		tr.Routes = append(tr.Routes, staticRoute(s.String(), gr.Addr().String(), nbdb.LogicalRouterStaticRoutePolicySrcIP, nil))
+		tr.Routes = append(tr.Routes, base.StaticRoute(s.String(), gr.Addr().String(), nbdb.LogicalRouterStaticRoutePolicySrcIP, nil))
 	}
 	if !b.servicesRouted {
 		b.servicesRouted = true
@@ -32,7 +33,7 @@ func (b *layer2Build) localNode(n l2node) {
 		tr.Policies = append(tr.Policies, nbdb.LogicalRouterPolicy{
 			Priority: PolicyPriorityNodeIP, Action: nbdb.LogicalRouterPolicyActionReroute,
 			Match: fmt.Sprintf(`inport == %q && %s.dst == %s /* %s */`,
-				b.names.RouterToSwitch(), ipFamily(ip), ip, b.names.Switch()),
+				b.names.RouterToSwitch(), base.IPFamily(ip), ip, b.names.Switch()),
 			Nexthops: []string{mgmt.String()},
 		})
 	}
@@ -57,8 +58,8 @@ func localsSupportGatewayMTU(all []l2node, locals []int) bool {
 func (net Layer2Network) gatewayRouter(n l2node) rows.Router {
 	networks := append(slices.Clone(n.joinIPs), n.grSide...)
 	port := nbdb.LogicalRouterPort{
-		Name: n.rtotr, MAC: ovnk.MACFromIP(n.joinIPs[0].Addr()).String(), Networks: prefixStrings(networks),
-		Peer: ptr(n.trtor),
+		Name: n.rtotr, MAC: ovnk.MACFromIP(n.joinIPs[0].Addr()).String(), Networks: base.PrefixStrings(networks),
+		Peer: base.Ptr(n.trtor),
 	}
 	if net.GatewayMTU > 0 && !n.NoGatewayMTU {
 		port.Options = map[string]string{"gateway_mtu": strconv.Itoa(net.GatewayMTU)}
@@ -73,7 +74,7 @@ func (net Layer2Network) gatewayRouter(n l2node) rows.Router {
 	}, Ports: []nbdb.LogicalRouterPort{port}}
 	for _, s := range net.Subnets {
 		trSide, _ := ovnk.FamilyOf(n.trSide, s.Addr().Is6())
-		gr.Routes = append(gr.Routes, staticRoute(s.String(), trSide.Addr().String(), "", ptr(n.rtotr)))
+		gr.Routes = append(gr.Routes, base.StaticRoute(s.String(), trSide.Addr().String(), "", base.Ptr(n.rtotr)))
 	}
 	return gr
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -127,7 +128,7 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*rows.Desired, error
 	if err := net.validate(); err != nil {
 		return nil, err
 	}
-	b := &layer2Build{net: net, names: ovnk.NamesFor(net.Name), copp: DefaultCOPP()}
+	b := &layer2Build{net: net, names: ovnk.NamesFor(net.Name), copp: base.DefaultCOPP()}
 	for _, step := range []func(*layer2Build, []Layer2Node) error{
 		(*layer2Build).resolveNodes,
 		(*layer2Build).transitRouter,
@@ -142,7 +143,7 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*rows.Desired, error
 		}
 	}
 	return &rows.Desired{
-		Owner: rows.Owner{Network: net.Name, Topology: TopologyLayer2, Piece: PieceTransitRouter, AdoptLegacy: net.AdoptLegacy,
+		Owner: rows.Owner{Network: net.Name, Topology: base.TopologyLayer2, Piece: base.PieceTransitRouter, AdoptLegacy: net.AdoptLegacy,
 			Legacy: Layer2Legacy(net.Subnets, net.MasqueradeIPs)},
 		Routers:  append([]rows.Router{b.tr}, b.grs...),
 		Switches: []rows.Switch{b.sw},
@@ -243,12 +244,12 @@ func (net Layer2Network) validate() error {
 	}
 	for _, s := range net.Subnets {
 		if _, ok := ovnk.FamilyOf(net.JoinSubnets, s.Addr().Is6()); !ok {
-			return fmt.Errorf("network.joinSubnets: no join subnet for the %s family of subnet %s", ipFamily(s.Addr()), s)
+			return fmt.Errorf("network.joinSubnets: no join subnet for the %s family of subnet %s", base.IPFamily(s.Addr()), s)
 		}
 	}
 	for _, v6 := range net.JoinFamilies() {
 		if _, ok := ovnk.FamilyOf(net.JoinSubnets, v6); !ok {
-			return fmt.Errorf("network.joinSubnets: no join subnet for the cluster's %s family (every gateway router has a join IP of each cluster family)", familyOf(v6))
+			return fmt.Errorf("network.joinSubnets: no join subnet for the cluster's %s family (every gateway router has a join IP of each cluster family)", base.FamilyOf(v6))
 		}
 	}
 	if net.SwitchTunnelKey <= 0 || net.TransitRouterTunnelKey <= 0 {
@@ -279,7 +280,7 @@ func onePerFamily(field string, ps []netip.Prefix) error {
 			return fmt.Errorf("%s[%d]: not a valid CIDR", field, i)
 		}
 		if seen[p.Addr().Is6()] {
-			return fmt.Errorf("%s[%d]: %s is a second %s subnet; one per family is allowed", field, i, p, ipFamily(p.Addr()))
+			return fmt.Errorf("%s[%d]: %s is a second %s subnet; one per family is allowed", field, i, p, base.IPFamily(p.Addr()))
 		}
 		seen[p.Addr().Is6()] = true
 	}
@@ -312,13 +313,13 @@ func (net Layer2Network) resolve(names ovnk.Layer2Names, transits []netip.Prefix
 		}
 		ln.joinIPs = append(ln.joinIPs, j)
 	}
-	for _, s := range sortedFamilies(net.Subnets) {
+	for _, s := range base.SortedFamilies(net.Subnets) {
 		v6 := s.Addr().Is6()
 		peer, ok := ovnk.FamilyOf(n.TransitPeerSubnets, v6)
 		if !ok {
 			transit, found := ovnk.FamilyOf(transits, v6)
 			if !found {
-				return l2node{}, fmt.Errorf("transitSubnets: no %s transit subnet", ipFamily(s.Addr()))
+				return l2node{}, fmt.Errorf("transitSubnets: no %s transit subnet", base.IPFamily(s.Addr()))
 			}
 			p, err := ovnk.TransitPeerSubnet(transit, n.ID)
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -70,8 +71,8 @@ func Layer3SubnetPoliciesForm(network string, subnets []netip.Prefix, form Layer
 		seen[s.Masked()] = i
 	}
 	d := &rows.Desired{
-		Owner:   rows.Owner{Network: network, Topology: TopologyLayer3, Piece: PieceSubnetPolicies},
-		Routers: []rows.Router{{Row: layer3ClusterRouter(network), Shared: true, Copp: DefaultCOPP()}},
+		Owner:   rows.Owner{Network: network, Topology: base.TopologyLayer3, Piece: base.PieceSubnetPolicies},
+		Routers: []rows.Router{{Row: base.Layer3ClusterRouter(network), Shared: true, Copp: base.DefaultCOPP()}},
 	}
 	switch form {
 	case PolicyFormPairs:
@@ -88,7 +89,7 @@ func Layer3SubnetPoliciesForm(network string, subnets []netip.Prefix, form Layer
 				d.Routers[0].Policies = append(d.Routers[0].Policies, SubnetPairPolicies(family)...)
 				continue
 			}
-			f := ipFamily(family[0].Addr())
+			f := base.IPFamily(family[0].Addr())
 			set := nbdb.AddressSet{Name: ovnk.NamesFor(network).SubnetsAddressSet(f)}
 			for _, s := range family {
 				set.Addresses = append(set.Addresses, s.String())
@@ -103,11 +104,4 @@ func Layer3SubnetPoliciesForm(network string, subnets []netip.Prefix, form Layer
 		return nil, fmt.Errorf("layer3 subnet policy form %q: want %q or %q", form, PolicyFormAddressSet, PolicyFormPairs)
 	}
 	return d, nil
-}
-
-// layer3ClusterRouter is a Layer3 network's cluster router as a piece
-// creates it when the Layer3 topology's is missing, marked as upstream's
-// topologyfactory marks every cluster router it creates.
-func layer3ClusterRouter(network string) nbdb.LogicalRouter {
-	return nbdb.LogicalRouter{Name: ovnk.NamesFor(network).ClusterRouter(), ExternalIDs: map[string]string{ovnk.ExternalIDClusterRouter: "yes"}}
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
+	"github.com/udnkit/udnkit/dataplane/topology/migration"
 )
 
 // The live-migration rows of a Layer2 network: vm1 runs on node2 with
@@ -18,19 +20,19 @@ const (
 	pDHCP6    = "ns1/vm1 fd00:100::/64"
 )
 
-var pVMReroute4 = policyKey(pTR, PolicyPriorityLiveMigration, "ip4.src == 10.100.0.9")
+var pVMReroute4 = policyKey(pTR, migration.PolicyPriorityLiveMigration, "ip4.src == 10.100.0.9")
 
 func migrationPlan(t *testing.T) *rows.Desired {
 	t.Helper()
-	net := LiveMigrationNetwork{Name: "tenant_blue", Topology: TopologyLayer2, DHCP: &VMDHCP{
+	net := migration.LiveMigrationNetwork{Name: "tenant_blue", Topology: base.TopologyLayer2, DHCP: &migration.VMDHCP{
 		LeaseTime: 3500, ServerID: addr("169.254.1.1"), ServerMAC: "0a:58:a9:fe:01:01", DNSServers: []netip.Addr{addr("10.96.0.10")},
 	}}
-	nodes := []LiveMigrationNode{
+	nodes := []migration.LiveMigrationNode{
 		{Name: "node1", RouterPort: pRTOS, GatewayIPs: []netip.Addr{addr("100.88.0.5"), addr("fd97::5")}},
 		{Name: "node2", RouterPort: pRTOS, GatewayIPs: []netip.Addr{addr("100.88.0.7"), addr("fd97::7")}},
 	}
-	vms := []VM{{Namespace: "ns1", Name: "vm1", IPs: []netip.Prefix{pfx("10.100.0.9/16"), pfx("fd00:100::9/64")}, Node: "node2", OwnerNode: "node1"}}
-	d, err := LiveMigrationRoutes(net, nodes, vms)
+	vms := []migration.VM{{Namespace: "ns1", Name: "vm1", IPs: []netip.Prefix{pfx("10.100.0.9/16"), pfx("fd00:100::9/64")}, Node: "node2", OwnerNode: "node1"}}
+	d, err := migration.LiveMigrationRoutes(net, nodes, vms)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/dataplane/topology/multivtep"
 )
 
 // The OKEP-5535 rows. A node's first VTEP keeps upstream's single-VTEP
@@ -23,19 +24,19 @@ const (
 
 func multiVTEPPlan(t *testing.T) *rows.Desired {
 	t.Helper()
-	nodes := []VTEPNode{
+	nodes := []multivtep.VTEPNode{
 		{Name: "node1", Local: true, EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3")}, TunnelIDs: []int{2, 9},
 			Subnets: []netip.Prefix{pfx("10.128.0.0/24"), pfx("fd00:128:0:1::/64")}},
 		{Name: "node2", Chassis: chassisOf("node2"), EncapIPs: []netip.Addr{addr("10.0.0.4"), addr("10.0.0.5")}, TunnelIDs: []int{3, 10},
 			Subnets: []netip.Prefix{pfx("10.128.1.0/24"), pfx("fd00:128:0:2::/64")}},
 	}
-	pods := []VTEPPod{
+	pods := []multivtep.VTEPPod{
 		{Namespace: "ns", Name: "pod1", Node: "node1", EncapIP: addr("10.0.0.2"), IPs: []netip.Prefix{pfx("10.128.0.5/24")}},
 		{Namespace: "ns", Name: "pod2", Node: "node1", EncapIP: addr("10.0.0.3"), IPs: []netip.Prefix{pfx("10.128.0.6/24")}},
 		{Namespace: "ns", Name: "pod3", Node: "node2", EncapIP: addr("10.0.0.4"), IPs: []netip.Prefix{pfx("10.128.1.5/24"), pfx("fd00:128:0:2::5/64")}},
 		{Namespace: "ns", Name: "pod4", Node: "node2", EncapIP: addr("10.0.0.5"), IPs: []netip.Prefix{pfx("10.128.1.6/24"), pfx("fd00:128:0:2::6/64")}},
 	}
-	d, err := MultiVTEPPortsDual("tenant_red", []netip.Prefix{pfx("100.88.0.0/16"), pfx("fd97::/64")}, nodes, pods)
+	d, err := multivtep.MultiVTEPPortsDual("tenant_red", []netip.Prefix{pfx("100.88.0.0/16"), pfx("fd97::/64")}, nodes, pods)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,17 +85,17 @@ const pPod2 = "ns1.blue_ns1_pod2"
 
 func layer2MultiVTEPPlan(t *testing.T) *rows.Desired {
 	t.Helper()
-	nodes := []VTEPNode{
+	nodes := []multivtep.VTEPNode{
 		{Name: "node1", Local: true, EncapIPs: []netip.Addr{addr("10.0.0.2")}, TunnelIDs: []int{2}},
 		{Name: "node2", Chassis: chassisOf("node2"), EncapIPs: []netip.Addr{addr("10.0.0.4"), addr("10.0.0.5")}, TunnelIDs: []int{3, 10}},
 	}
-	pods := []Layer2PodPort{{
-		VTEPPod:  VTEPPod{Namespace: "ns1", Name: "pod2", Node: "node2", EncapIP: addr("10.0.0.5"), IPs: []netip.Prefix{pfx("10.100.0.7/16"), pfx("fd00:100::7/64")}},
+	pods := []multivtep.Layer2PodPort{{
+		VTEPPod:  multivtep.VTEPPod{Namespace: "ns1", Name: "pod2", Node: "node2", EncapIP: addr("10.0.0.5"), IPs: []netip.Prefix{pfx("10.100.0.7/16"), pfx("fd00:100::7/64")}},
 		NAD:      "ns1/blue",
 		MAC:      "0a:58:0a:64:00:07",
 		TunnelID: 7,
 	}}
-	d, _, err := Layer2MultiVTEPPorts("tenant_blue", nodes, pods)
+	d, _, err := multivtep.Layer2MultiVTEPPorts("tenant_blue", nodes, pods)
 	if err != nil {
 		t.Fatal(err)
 	}

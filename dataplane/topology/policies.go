@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
 )
 
 // Policy priorities and the allow mark of the transit router.
@@ -37,7 +38,7 @@ func SubnetPairPolicies(subnets []netip.Prefix) []nbdb.LogicalRouterPolicy {
 			if src.Addr().Is6() != dst.Addr().Is6() {
 				continue
 			}
-			f := ipFamily(src.Addr())
+			f := base.IPFamily(src.Addr())
 			out = append(out, nbdb.LogicalRouterPolicy{
 				Priority: PolicyPriorityAllow, Action: nbdb.LogicalRouterPolicyActionAllow,
 				Match: fmt.Sprintf("%s.src == %s && %s.dst == %s", f, src.Masked(), f, dst.Masked()),

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -40,7 +41,7 @@ func (net Layer2Network) serviceRoutes() []nbdb.LogicalRouterStaticRoute {
 			if !mgmt.IsValid() {
 				continue
 			}
-			r := staticRoute(ip.String(), mgmt.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil)
+			r := base.StaticRoute(ip.String(), mgmt.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil)
 			r.ExternalIDs = map[string]string{ovnk.ExternalIDUDNEnabledService: svc.Key}
 			out = append(out, r)
 		}

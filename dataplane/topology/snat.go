@@ -2,6 +2,7 @@ package topology
 
 import (
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -19,7 +20,7 @@ func (b *layer2Build) snat([]Layer2Node) error {
 		}
 		b.tr.NATs = append(b.tr.NATs, nbdb.NAT{
 			Type: nbdb.NATTypeSNAT, LogicalIP: s.String(), ExternalIP: masq.String(),
-			LogicalPort: ptr(b.names.RouterToSwitch()), Options: map[string]string{"stateless": "false"},
+			LogicalPort: base.Ptr(b.names.RouterToSwitch()), Options: map[string]string{"stateless": "false"},
 			Match: "eth.dst == " + mgmtMAC.String(),
 		})
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -20,7 +21,7 @@ func (b *layer2Build) transitRouter([]Layer2Node) error {
 	}, Copp: b.copp}
 	gws := net.gateways()
 	rtos := nbdb.LogicalRouterPort{
-		Name: names.RouterToSwitch(), MAC: ovnk.MACFromIP(gws[0].Addr()).String(), Networks: prefixStrings(gws),
+		Name: names.RouterToSwitch(), MAC: ovnk.MACFromIP(gws[0].Addr()).String(), Networks: base.PrefixStrings(gws),
 		Options:       map[string]string{"requested-tnl-key": strconv.Itoa(ovnk.TransitRouterToSwitchTunnelKey)},
 		Ipv6RaConfigs: net.raConfigs(),
 	}
@@ -54,11 +55,11 @@ func (b *layer2Build) gatewayChassis() []nbdb.GatewayChassis {
 // bound to its chassis when remote) and the route to its join IPs.
 func (b *layer2Build) transitPort(n l2node) {
 	port := nbdb.LogicalRouterPort{
-		Name: n.trtor, MAC: ovnk.MACFromIP(n.trSide[0].Addr()).String(), Networks: prefixStrings(n.trSide),
+		Name: n.trtor, MAC: ovnk.MACFromIP(n.trSide[0].Addr()).String(), Networks: base.PrefixStrings(n.trSide),
 		Options: map[string]string{"requested-tnl-key": strconv.Itoa(ovnk.TransitRouterPortTunnelKey(n.ID))},
 	}
 	if n.Local {
-		port.Peer = ptr(n.rtotr)
+		port.Peer = base.Ptr(n.rtotr)
 	} else {
 		port.Options["requested-chassis"] = n.Chassis
 		port.ExternalIDs = map[string]string{ovnk.ExternalIDNode: n.Name}
@@ -70,7 +71,7 @@ func (b *layer2Build) transitPort(n l2node) {
 			continue // a join IP of a cluster family the network does not have: no transit route
 		}
 		if n.Local {
-			b.tr.Routes = append(b.tr.Routes, staticRoute(j.Addr().String(), gr.Addr().String(), "", nil))
+			b.tr.Routes = append(b.tr.Routes, base.StaticRoute(j.Addr().String(), gr.Addr().String(), "", nil))
 		} else {
 			b.tr.Routes = append(b.tr.Routes, remoteJoinRoute(n, j.Addr().String(), gr.Addr().String()))
 		}
@@ -80,7 +81,7 @@ func (b *layer2Build) transitPort(n l2node) {
 // remoteJoinRoute is the transit router's route to a remote node's GR join
 // IP, labelled with the node as upstream's addTransitRouterRoutes labels it.
 func remoteJoinRoute(n l2node, prefix, nexthop string) nbdb.LogicalRouterStaticRoute {
-	r := staticRoute(prefix, nexthop, "", nil)
+	r := base.StaticRoute(prefix, nexthop, "", nil)
 	r.ExternalIDs = map[string]string{ovnk.ExternalIDNode: n.Name}
 	return r
 }
@@ -89,7 +90,7 @@ func remoteJoinRoute(n l2node, prefix, nexthop string) nbdb.LogicalRouterStaticR
 // prefix lengths, IPv4 first, by upstream's rule (the one the address
 // allocator and the pod webhook use).
 func (net Layer2Network) gateways() []netip.Prefix {
-	subnets := sortedFamilies(net.Subnets)
+	subnets := base.SortedFamilies(net.Subnets)
 	gws, _, err := ovnk.Layer2GatewayAndManagement(subnets, net.InfrastructureSubnets, net.DefaultGatewayIPs)
 	if err != nil {
 		return nil // validate refuses such subnets first

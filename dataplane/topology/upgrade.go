@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -34,7 +35,7 @@ func (b *layer2Build) upgradePair([]Layer2Node) error {
 	}
 	b.tr.Ports = append(b.tr.Ports, nbdb.LogicalRouterPort{
 		Name: names.UpgradeRouterPort(), MAC: ovnk.MACFromIP(local.joinIPs[0].Addr()).String(),
-		Networks: prefixStrings(dummies),
+		Networks: base.PrefixStrings(dummies),
 	})
 	b.sw.Ports = append(b.sw.Ports, nbdb.LogicalSwitchPort{
 		Name: names.UpgradeSwitchPort(), Type: "router", Addresses: []string{"router"},

@@ -20,6 +20,8 @@ import (
 	"github.com/udnkit/udnkit/dataplane/internal/engine"
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
+	"github.com/udnkit/udnkit/internal/phase"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
 )
@@ -93,61 +95,92 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.Complete(r)
 }
 
+// scope carries one reconcile from phase to phase: the NAD's, and the
+// network read from its source (ok: a primary Layer2 network to apply).
+type scope struct {
+	zone.NADScope
+	net topology.Layer2Network
+	ok  bool
+}
+
 // Reconcile applies one network's topology and removes the topology of
-// networks whose NADs are gone.
+// networks whose NADs are gone, one phase after another.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	nad, owner, err := zone.TrustedNAD(ctx, r.Client, r.guard(), req)
+	return phase.Run(ctx, &scope{NADScope: zone.NADScope{Req: req}}, []phase.Func[*scope]{
+		r.readNAD,
+		r.readSource,
+		r.readNetwork,
+		r.applyTopology,
+		r.sweep,
+	})
+}
+
+func (r *Reconciler) readNAD(ctx context.Context, s *scope) (reconcile.Result, error) {
+	return s.ReadNAD(ctx, r.Client, r.guard())
+}
+
+func (r *Reconciler) readSource(ctx context.Context, s *scope) (reconcile.Result, error) {
+	return s.ReadSource(ctx, r.Client, r.guard(), zone.Layer2Name)
+}
+
+// readNetwork reads the network from its source with the cluster's facts
+// and its UDN-enabled services. A malformed NAD is skipped (reported); an
+// API read that failed ends the reconcile, to be retried.
+func (r *Reconciler) readNetwork(ctx context.Context, s *scope) (reconcile.Result, error) {
+	if s.Owner == nil {
+		return reconcile.Result{}, nil
+	}
+	net, ok, err := zone.Layer2NetworkFromNAD(s.Src)
+	if err == nil && ok {
+		err = r.clusterFacts(s.Src, &net)
+	}
 	if err != nil {
-		return reconcile.Result{}, err
+		// A malformed NAD is the NAD writer's bug; retrying will not fix it.
+		zone.Skip(ctx, r.Recorder, s.Src, "NetworkAttachmentDefinition", zone.ReasonMalformedNetwork, err)
+		return reconcile.Result{}, nil
 	}
+	if ok {
+		if net.Services, err = r.enabledServices(ctx); err != nil {
+			return s.Done(reconcile.Result{}, err)
+		}
+	}
+	s.net, s.ok = net, ok
+	return reconcile.Result{}, nil
+}
+
+// applyTopology applies the network (its reconciles taking turns) unless
+// OVN-Kubernetes programs it in this zone, and reports which; a failure
+// ends the reconcile. A zone waiting for a local node to drain is looked at
+// again after DrainPoll (pods are not watched).
+func (r *Reconciler) applyTopology(ctx context.Context, s *scope) (reconcile.Result, error) {
+	if !s.ok {
+		return reconcile.Result{}, nil
+	}
+	s.Network = s.net.Name
+	unlock := r.Networks.Lock(s.net.Name)
+	waiting, err := r.apply(ctx, s.net)
+	unlock()
+	up := zone.UpstreamRows{Client: r.Client, Zone: r.Zone, Recheck: zone.OrDefault(r.UpstreamRecheck, zone.DefaultUpstreamRecheck)}
+	res, upstream, err := up.Handle(ctx, r.skip, s.Src, s.Owner, err)
 	var result reconcile.Result
-	network := ""
-	if owner != nil {
-		src, err := zone.NetworkSource(ctx, r.Client, r.guard(), owner.Network, zone.Layer2Name)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		if src == nil {
-			src = nad // not a network (yet), or malformed: reported below
-		}
-		net, ok, err := zone.Layer2NetworkFromNAD(src)
-		if err == nil && ok {
-			err = r.clusterFacts(src, &net)
-		}
-		if err == nil && ok {
-			// An API read that failed: retried, unlike a malformed NAD.
-			if net.Services, err = r.enabledServices(ctx); err != nil {
-				return reconcile.Result{}, err
-			}
-		}
-		switch {
-		case err != nil:
-			// A malformed NAD is the NAD writer's bug; retrying will not fix it.
-			zone.Skip(ctx, r.Recorder, src, "NetworkAttachmentDefinition", zone.ReasonMalformedNetwork, err)
-		case ok:
-			network = net.Name
-			unlock := r.Networks.Lock(net.Name)
-			waiting, err := r.apply(ctx, net)
-			unlock()
-			up := zone.UpstreamRows{Client: r.Client, Zone: r.Zone, Recheck: zone.OrDefault(r.UpstreamRecheck, zone.DefaultUpstreamRecheck)}
-			res, upstream, err := up.Handle(ctx, r.skip, src, owner, err)
-			switch {
-			case err != nil:
-				return reconcile.Result{}, err
-			case upstream:
-				result = res
-			default:
-				if err := up.Programmed(ctx, owner); err != nil {
-					return reconcile.Result{}, err
-				}
-			}
-			if waiting {
-				// Pods are not watched: look again for the node to drain.
-				result.RequeueAfter = zone.OrDefault(r.DrainPoll, 30*time.Second)
-			}
+	switch {
+	case err != nil:
+		return s.Done(reconcile.Result{}, err)
+	case upstream:
+		result = res
+	default:
+		if err := up.Programmed(ctx, s.Owner); err != nil {
+			return s.Done(reconcile.Result{}, err)
 		}
 	}
-	return result, r.sweeps.Sweep(ctx, req.NamespacedName, network, zone.Deleted(nad), r.collect)
+	if waiting {
+		result.RequeueAfter = zone.OrDefault(r.DrainPoll, 30*time.Second)
+	}
+	return result, nil
+}
+
+func (r *Reconciler) sweep(ctx context.Context, s *scope) (reconcile.Result, error) {
+	return s.Sweep(ctx, &r.sweeps, r.collect)
 }
 
 // clusterFacts adds the cluster's facts to a network read from its NAD.
@@ -300,7 +333,7 @@ func (r *Reconciler) runningPods(ctx context.Context, namespaces map[string]bool
 
 // collect removes the topology of networks that no NAD describes any more.
 func (r *Reconciler) collect(ctx context.Context) error {
-	return zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: topology.TopologyLayer2, Piece: topology.PieceTransitRouter, AdoptLegacy: r.AdoptLegacy,
+	return zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: base.TopologyLayer2, Piece: base.PieceTransitRouter, AdoptLegacy: r.AdoptLegacy,
 		Legacy: topology.Layer2Legacy(nil, nil)},
 		r.OVN.Networks, zone.Layer2Name)
 }

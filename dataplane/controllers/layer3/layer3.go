@@ -12,6 +12,8 @@ import (
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
+	"github.com/udnkit/udnkit/internal/phase"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
 )
 
@@ -45,41 +47,56 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // Reconcile applies one network's policies and removes the policies (and
-// owned routers) of networks whose NADs are gone.
+// owned routers) of networks whose NADs are gone, one phase after another.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	nad, owner, err := zone.TrustedNAD(ctx, r.Client, r.guard(), req)
+	return phase.Run(ctx, &zone.NADScope{Req: req}, []phase.Func[*zone.NADScope]{
+		r.readNAD,
+		r.readSource,
+		r.applyPolicies,
+		r.sweep,
+	})
+}
+
+func (r *Reconciler) readNAD(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
+	return s.ReadNAD(ctx, r.Client, r.guard())
+}
+
+func (r *Reconciler) readSource(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
+	return s.ReadSource(ctx, r.Client, r.guard(), zone.Layer3Name)
+}
+
+// applyPolicies applies the policies of the source's network; a malformed
+// NAD is logged and skipped, a failed apply ends the reconcile.
+func (r *Reconciler) applyPolicies(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
+	if s.Owner == nil {
+		return reconcile.Result{}, nil
+	}
+	name, subnets, ok, err := zone.Layer3NetworkFromNAD(s.Src)
 	if err != nil {
-		return reconcile.Result{}, err
+		// A malformed NAD is the NAD writer's bug; retrying will not fix it.
+		log.FromContext(ctx).Error(err, "skipping network")
+		return reconcile.Result{}, nil
 	}
-	network := ""
-	if owner != nil {
-		src, err := zone.NetworkSource(ctx, r.Client, r.guard(), owner.Network, zone.Layer3Name)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		if src == nil {
-			src = nad // not a network, or malformed: reported below
-		}
-		name, subnets, ok, err := zone.Layer3NetworkFromNAD(src)
-		if err != nil {
-			// A malformed NAD is the NAD writer's bug; retrying will not fix it.
-			log.FromContext(ctx).Error(err, "skipping network")
-		} else if ok {
-			network = name
-			d, err := topology.Layer3SubnetPoliciesForm(name, subnets, r.Form)
-			if err != nil {
-				log.FromContext(ctx).Error(err, "skipping network", "network", name)
-			} else if _, err := r.OVN.Apply(ctx, d); err != nil {
-				return reconcile.Result{}, err
-			}
-		}
+	if !ok {
+		return reconcile.Result{}, nil
 	}
-	return reconcile.Result{}, r.sweeps.Sweep(ctx, req.NamespacedName, network, zone.Deleted(nad), r.collect)
+	s.Network = name
+	d, err := topology.Layer3SubnetPoliciesForm(name, subnets, r.Form)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "skipping network", "network", name)
+	} else if _, err := r.OVN.Apply(ctx, d); err != nil {
+		return s.Done(reconcile.Result{}, err)
+	}
+	return reconcile.Result{}, nil
+}
+
+func (r *Reconciler) sweep(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
+	return s.Sweep(ctx, &r.sweeps, r.collect)
 }
 
 // collect removes the policies of Layer3 networks that no NAD describes any more.
 func (r *Reconciler) collect(ctx context.Context) error {
-	return zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: topology.TopologyLayer3, Piece: topology.PieceSubnetPolicies},
+	return zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: base.TopologyLayer3, Piece: base.PieceSubnetPolicies},
 		r.OVN.PieceNetworks, zone.Layer3Name)
 }
 

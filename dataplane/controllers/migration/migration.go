@@ -19,6 +19,9 @@ import (
 	"github.com/udnkit/udnkit/dataplane/internal/engine"
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
+	"github.com/udnkit/udnkit/dataplane/topology/migration"
+	"github.com/udnkit/udnkit/internal/phase"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
 )
@@ -41,7 +44,7 @@ type Reconciler struct {
 	// addresses are malformed, the routes are refused).
 	Recorder recorder.EventRecorder
 	// NodePerZone is Options.Local != nil: every node is its own OVN zone
-	// (topology.LiveMigrationNetwork.NodePerZone).
+	// (migration.LiveMigrationNetwork.NodePerZone).
 	NodePerZone bool
 	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
 	Workers int
@@ -90,37 +93,51 @@ func (r *Reconciler) vmPodRequests(ctx context.Context, o client.Object) []recon
 }
 
 // Reconcile applies the routes of the request's NAD's network, and removes
-// those of networks whose NADs are gone.
+// those of networks whose NADs are gone, one phase after another.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	nad, owner, err := zone.TrustedNAD(ctx, r.Client, r.guard(), req)
+	return phase.Run(ctx, &zone.NADScope{Req: req}, []phase.Func[*zone.NADScope]{
+		r.readNAD,
+		r.readSource,
+		r.applyRoutes,
+		r.sweep,
+	})
+}
+
+func (r *Reconciler) readNAD(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
+	return s.ReadNAD(ctx, r.Client, r.guard())
+}
+
+func (r *Reconciler) readSource(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
+	return s.ReadSource(ctx, r.Client, r.guard(), zone.Layer2Name)
+}
+
+// applyRoutes applies the routes of the source's network, its reconciles
+// taking turns; a failed apply ends the reconcile. A malformed NAD is the
+// Layer2 reconciler's to report.
+func (r *Reconciler) applyRoutes(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
+	if s.Owner == nil {
+		return reconcile.Result{}, nil
+	}
+	net, ok, err := zone.Layer2NetworkFromNAD(s.Src)
+	if err != nil || !ok {
+		return reconcile.Result{}, nil
+	}
+	s.Network = net.Name
+	unlock := r.networks.Lock(net.Name)
+	err = r.apply(ctx, net)
+	unlock()
 	if err != nil {
-		return reconcile.Result{}, err
+		return s.Done(reconcile.Result{}, err)
 	}
-	network := ""
-	if owner != nil {
-		src, err := zone.NetworkSource(ctx, r.Client, r.guard(), owner.Network, zone.Layer2Name)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		if src == nil {
-			src = nad
-		}
-		if net, ok, err := zone.Layer2NetworkFromNAD(src); err == nil && ok {
-			network = net.Name
-			unlock := r.networks.Lock(net.Name)
-			err := r.apply(ctx, net)
-			unlock()
-			if err != nil {
-				return reconcile.Result{}, err
-			}
-		}
-		// A malformed NAD is the Layer2 reconciler's to report.
-	}
-	return reconcile.Result{}, r.sweeps.Sweep(ctx, req.NamespacedName, network, zone.Deleted(nad), r.collect)
+	return reconcile.Result{}, nil
+}
+
+func (r *Reconciler) sweep(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
+	return s.Sweep(ctx, &r.sweeps, r.collect)
 }
 
 func (r *Reconciler) collect(ctx context.Context) error {
-	return zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: topology.TopologyLayer2, Piece: topology.PieceLiveMigration},
+	return zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: base.TopologyLayer2, Piece: base.PieceLiveMigration},
 		r.OVN.PieceNetworks, zone.Layer2Name)
 }
 
@@ -135,7 +152,7 @@ func (r *Reconciler) apply(ctx context.Context, net topology.Layer2Network) erro
 	if err != nil {
 		return err
 	}
-	var vms []topology.VM
+	var vms []migration.VM
 	podOf := map[string]*corev1.Pod{} // namespace/VM -> the pod it runs in
 	for _, other := range nads {
 		var pods corev1.PodList
@@ -161,7 +178,7 @@ func (r *Reconciler) apply(ctx context.Context, net topology.Layer2Network) erro
 				r.warn(m.Pod, ReasonLiveMigrationFailed, "no live-migration routes for VM %s: annotation %s.%v", m.VM, ovnk.PodNetworkField(key), err)
 				continue
 			}
-			vms = append(vms, topology.VM{Namespace: m.Namespace, Name: m.VM, IPs: addrs.IPs, Node: m.CurrentNode, OwnerNode: m.OwnerNode})
+			vms = append(vms, migration.VM{Namespace: m.Namespace, Name: m.VM, IPs: addrs.IPs, Node: m.CurrentNode, OwnerNode: m.OwnerNode})
 		}
 	}
 	var nodeList corev1.NodeList
@@ -173,7 +190,7 @@ func (r *Reconciler) apply(ctx context.Context, net topology.Layer2Network) erro
 	for _, n := range nodes {
 		known[n.Name] = true
 	}
-	var keep []topology.VM
+	var keep []migration.VM
 	for _, vm := range vms {
 		if !known[vm.Node] {
 			// Its node has no node ID yet: routed once it has.
@@ -184,10 +201,10 @@ func (r *Reconciler) apply(ctx context.Context, net topology.Layer2Network) erro
 		}
 		keep = append(keep, vm)
 	}
-	d := &rows.Desired{Owner: rows.Owner{Network: net.Name, Topology: topology.TopologyLayer2, Piece: topology.PieceLiveMigration}}
+	d := &rows.Desired{Owner: rows.Owner{Network: net.Name, Topology: base.TopologyLayer2, Piece: base.PieceLiveMigration}}
 	if len(keep) > 0 {
 		var err error
-		if d, err = topology.LiveMigrationRoutes(topology.LiveMigrationNetwork{Name: net.Name, Topology: topology.TopologyLayer2, NodePerZone: r.NodePerZone}, nodes, keep); err != nil {
+		if d, err = migration.LiveMigrationRoutes(migration.LiveMigrationNetwork{Name: net.Name, Topology: base.TopologyLayer2, NodePerZone: r.NodePerZone}, nodes, keep); err != nil {
 			logger.Error(err, "skipping network's live-migration routes")
 			for _, vm := range keep {
 				r.warn(podOf[vm.Namespace+"/"+vm.Name], ReasonLiveMigrationFailed, "no live-migration routes for VM %s: %v", vm.Name, err)
@@ -202,19 +219,19 @@ func (r *Reconciler) apply(ctx context.Context, net topology.Layer2Network) erro
 // migrationNodes are the nodes with a node ID, as the transit router reaches
 // their gateway routers: the router's switch port and the GR side of each
 // node's transit peer subnets (OKEP-5094: offset 2·nodeID, odd address).
-func migrationNodes(net topology.Layer2Network, items []corev1.Node) []topology.LiveMigrationNode {
+func migrationNodes(net topology.Layer2Network, items []corev1.Node) []migration.LiveMigrationNode {
 	names := ovnk.NamesFor(net.Name)
 	transits := net.TransitSubnets
 	if len(transits) == 0 {
 		transits = []netip.Prefix{ovnk.DefaultTransitSubnetV4, ovnk.DefaultTransitSubnetV6}
 	}
-	var out []topology.LiveMigrationNode
+	var out []migration.LiveMigrationNode
 	for i := range items {
 		n, ok, err := zone.Layer2NodeFromNode(&items[i])
 		if err != nil || !ok {
 			continue
 		}
-		node := topology.LiveMigrationNode{Name: n.Name, RouterPort: names.RouterToSwitch()}
+		node := migration.LiveMigrationNode{Name: n.Name, RouterPort: names.RouterToSwitch()}
 		for _, s := range net.Subnets {
 			for _, tr := range transits {
 				if tr.Addr().Is4() != s.Addr().Is4() {

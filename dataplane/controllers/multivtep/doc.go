@@ -1,7 +1,7 @@
 // Package multivtep is the dataplane's multi-VTEP controller (OKEP-5535):
 // for Layer2 and Layer3 networks on nodes with several encapsulation IPs it
 // applies the per-VTEP transit switch ports and routes
-// (topology.MultiVTEPPorts, topology.Layer2MultiVTEPPorts) and points each
+// (multivtep.MultiVTEPPorts, multivtep.Layer2MultiVTEPPorts) and points each
 // remote pod port's Southbound binding at its pod's encap
 // (dataplane.Client.SetPortEncaps).
 //

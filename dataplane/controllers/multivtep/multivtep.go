@@ -21,7 +21,9 @@ import (
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/dataplane/internal/engine"
 	"github.com/udnkit/udnkit/dataplane/rows"
-	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
+	"github.com/udnkit/udnkit/dataplane/topology/multivtep"
+	"github.com/udnkit/udnkit/internal/phase"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
 )
@@ -32,7 +34,7 @@ import (
 // nodes get a remote port on the network's layer2 switch, and its Southbound
 // Port_Binding.encap points at the Encap row of the pod's encap_ip; a port
 // appears with its pod and goes with it. Primary Layer3 networks: the
-// on-demand transit switch ports and routes of topology.MultiVTEPPorts; a
+// on-demand transit switch ports and routes of multivtep.MultiVTEPPorts; a
 // port appears with the first pod on its VTEP and goes with the last.
 // Requests are NADs; Node and Pod changes requeue the NADs they concern.
 type Reconciler struct {
@@ -116,39 +118,55 @@ func (r *Reconciler) NodeHandler() handler.EventHandler {
 }
 
 // Reconcile applies the ports of the NAD's network (every NAD of it: a CUDN
-// has one per namespace) and removes those of networks whose NADs are gone.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, _ error) {
-	nad, owner, err := zone.TrustedNAD(ctx, r.Client, r.guard(), req)
+// has one per namespace) and removes those of networks whose NADs are gone,
+// one phase after another.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	return phase.Run(ctx, &zone.NADScope{Req: req}, []phase.Func[*zone.NADScope]{
+		r.readNAD,
+		r.applyPorts,
+		r.sweep,
+	})
+}
+
+func (r *Reconciler) readNAD(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
+	return s.ReadNAD(ctx, r.Client, r.guard())
+}
+
+// applyPorts applies the ports of the NAD's Layer2 or Layer3 network, its
+// reconciles taking turns; a failed apply ends the reconcile, a port still
+// waiting for its Port_Binding or Encap row requeues it after EncapRetry.
+func (r *Reconciler) applyPorts(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
+	if s.Owner == nil {
+		return reconcile.Result{}, nil
+	}
+	apply := r.apply
+	name, ok := zone.Layer2Name(s.NAD)
+	if !ok {
+		apply = r.applyLayer3
+		if name, ok = zone.Layer3Name(s.NAD); !ok {
+			return reconcile.Result{}, nil
+		}
+	}
+	s.Network = name
+	unlock := r.networks.Lock(name)
+	retry, err := apply(ctx, name)
+	unlock()
 	if err != nil {
-		return reconcile.Result{}, err
+		return s.Done(reconcile.Result{}, err)
 	}
-	network := ""
-	if owner != nil {
-		var retry bool
-		if name, ok := zone.Layer2Name(nad); ok {
-			network = name
-			unlock := r.networks.Lock(name)
-			retry, err = r.apply(ctx, name)
-			unlock()
-		} else if name, ok := zone.Layer3Name(nad); ok {
-			network = name
-			unlock := r.networks.Lock(name)
-			retry, err = r.applyLayer3(ctx, name)
-			unlock()
-		}
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		if retry {
-			result = reconcile.Result{RequeueAfter: zone.OrDefault(r.EncapRetry, 5*time.Second)}
-		}
+	if retry {
+		return reconcile.Result{RequeueAfter: zone.OrDefault(r.EncapRetry, 5*time.Second)}, nil
 	}
-	return result, r.sweeps.Sweep(ctx, req.NamespacedName, network, zone.Deleted(nad), r.collect)
+	return reconcile.Result{}, nil
+}
+
+func (r *Reconciler) sweep(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
+	return s.Sweep(ctx, &r.sweeps, r.collect)
 }
 
 // setEncaps points the ports' Port_Bindings at their Encap rows; retry
 // reports bindings (ovn-northd) or Encap rows (the remote chassis) not there yet.
-func (r *Reconciler) setEncaps(ctx context.Context, network string, encaps map[string]topology.PortEncap) (retry bool) {
+func (r *Reconciler) setEncaps(ctx context.Context, network string, encaps map[string]multivtep.PortEncap) (retry bool) {
 	if len(encaps) == 0 {
 		return false
 	}
@@ -163,7 +181,7 @@ func (r *Reconciler) setEncaps(ctx context.Context, network string, encaps map[s
 // nodes and pods with bad annotations are logged and left out, so one bad
 // object does not hold back the others.
 func (r *Reconciler) vtepState(ctx context.Context, network string) (
-	nodes []topology.VTEPNode, objs map[string]*corev1.Node, pods []topology.Layer2PodPort, err error) {
+	nodes []multivtep.VTEPNode, objs map[string]*corev1.Node, pods []multivtep.Layer2PodPort, err error) {
 	logger := log.FromContext(ctx).WithValues("network", network)
 	// Read-only: the informer's own objects, not copies of every node and
 	// pod for each network.
@@ -171,7 +189,7 @@ func (r *Reconciler) vtepState(ctx context.Context, network string) (
 	if err := r.Client.List(ctx, &nodeList, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, nil, err
 	}
-	byName := map[string]topology.VTEPNode{}
+	byName := map[string]multivtep.VTEPNode{}
 	objs = map[string]*corev1.Node{}
 	for i := range nodeList.Items {
 		n, err := zone.VTEPNodeFromNode(&nodeList.Items[i])
@@ -231,7 +249,7 @@ func (r *Reconciler) apply(ctx context.Context, network string) (retry bool, err
 	if err != nil {
 		return false, err
 	}
-	d, encaps, err := topology.Layer2MultiVTEPPorts(network, nodes, pods)
+	d, encaps, err := multivtep.Layer2MultiVTEPPorts(network, nodes, pods)
 	if err != nil {
 		return false, err
 	}
@@ -242,7 +260,7 @@ func (r *Reconciler) apply(ctx context.Context, network string) (retry bool, err
 }
 
 // applyLayer3 programs one Layer3 network's on-demand transit switch ports
-// and routes (topology.MultiVTEPPorts) for its multi-VTEP nodes, with each
+// and routes (multivtep.MultiVTEPPorts) for its multi-VTEP nodes, with each
 // node's host subnet from k8s.ovn.org/node-subnets and one tunnel ID per
 // encap IP from k8s.ovn.org/node-transit-switch-port-tunnel-ids, and points
 // each remote port's Port_Binding.encap at its encap IP's Encap row.
@@ -252,7 +270,7 @@ func (r *Reconciler) applyLayer3(ctx context.Context, network string) (retry boo
 	if err != nil {
 		return false, err
 	}
-	var nodes []topology.VTEPNode
+	var nodes []multivtep.VTEPNode
 	kept := map[string]bool{}
 	for _, n := range all {
 		if !n.MultiVTEP() {
@@ -272,23 +290,23 @@ func (r *Reconciler) applyLayer3(ctx context.Context, network string) (retry boo
 		nodes = append(nodes, n)
 		kept[n.Name] = true
 	}
-	var pods []topology.VTEPPod
-	encaps := map[string]topology.PortEncap{}
+	var pods []multivtep.VTEPPod
+	encaps := map[string]multivtep.PortEncap{}
 	names := ovnk.NamesFor(network)
 	for _, p := range allPods {
 		if !kept[p.Node] {
 			continue
 		}
 		pods = append(pods, p.VTEPPod)
-		if n := nodes[slices.IndexFunc(nodes, func(n topology.VTEPNode) bool { return n.Name == p.Node })]; !n.Local {
-			encaps[names.TransitSwitchPort(n.Name, slices.Index(n.EncapIPs, p.EncapIP))] = topology.PortEncap{Chassis: n.Chassis, EncapIP: p.EncapIP.String()}
+		if n := nodes[slices.IndexFunc(nodes, func(n multivtep.VTEPNode) bool { return n.Name == p.Node })]; !n.Local {
+			encaps[names.TransitSwitchPort(n.Name, slices.Index(n.EncapIPs, p.EncapIP))] = multivtep.PortEncap{Chassis: n.Chassis, EncapIP: p.EncapIP.String()}
 		}
 	}
 	transit := r.Transit
 	if len(transit) == 0 {
 		transit = ovnk.DefaultClusterConfig().TransitSubnets
 	}
-	d, err := topology.MultiVTEPPortsDual(network, transit, nodes, pods)
+	d, err := multivtep.MultiVTEPPortsDual(network, transit, nodes, pods)
 	if err != nil {
 		return false, err
 	}
@@ -300,11 +318,11 @@ func (r *Reconciler) applyLayer3(ctx context.Context, network string) (retry boo
 
 // collect removes the ports of networks that no NAD describes any more.
 func (r *Reconciler) collect(ctx context.Context) error {
-	if err := zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: topology.TopologyLayer2, Piece: topology.PieceMultiVTEP},
+	if err := zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: base.TopologyLayer2, Piece: base.PieceMultiVTEP},
 		r.OVN.PieceNetworks, zone.Layer2Name); err != nil {
 		return err
 	}
-	return zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: topology.TopologyLayer3, Piece: topology.PieceMultiVTEP},
+	return zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: base.TopologyLayer3, Piece: base.PieceMultiVTEP},
 		r.OVN.PieceNetworks, zone.Layer3Name)
 }
 

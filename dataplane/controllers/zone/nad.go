@@ -9,6 +9,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/dataplane/topology/multivtep"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -194,8 +195,8 @@ func NodeSubnetsFromNode(node *corev1.Node, network string) ([]netip.Prefix, err
 // VTEPNodeFromNode reads a node's k8s.ovn.org/node-encap-ips,
 // k8s.ovn.org/node-transit-switch-port-tunnel-ids and
 // k8s.ovn.org/node-chassis-id (all optional).
-func VTEPNodeFromNode(node *corev1.Node) (topology.VTEPNode, error) {
-	n := topology.VTEPNode{Name: node.Name}
+func VTEPNodeFromNode(node *corev1.Node) (multivtep.VTEPNode, error) {
+	n := multivtep.VTEPNode{Name: node.Name}
 	var err error
 	if n.Chassis, _, err = ovnk.DecodeNodeChassisID(node); err != nil {
 		return n, err
@@ -210,8 +211,8 @@ func VTEPNodeFromNode(node *corev1.Node) (topology.VTEPNode, error) {
 // Layer2PodPortFromPod reads a scheduled, not finished pod's entry for the
 // NAD key in k8s.ovn.org/pod-networks (ovnk's codec, with its checks); ok is
 // false when it has no entry or no encap_ip.
-func Layer2PodPortFromPod(pod *corev1.Pod, nadKey string) (topology.Layer2PodPort, bool, error) {
-	p := topology.Layer2PodPort{NAD: nadKey, VTEPPod: topology.VTEPPod{Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName}}
+func Layer2PodPortFromPod(pod *corev1.Pod, nadKey string) (multivtep.Layer2PodPort, bool, error) {
+	p := multivtep.Layer2PodPort{NAD: nadKey, VTEPPod: multivtep.VTEPPod{Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName}}
 	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return p, false, nil
 	}

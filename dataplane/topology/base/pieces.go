@@ -1,4 +1,4 @@
-package topology
+package base
 
 // Topology and piece names in the rows' external_ids: a network's rows are
 // grouped by topology, and each builder writes one piece of it.

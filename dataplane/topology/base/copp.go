@@ -1,4 +1,4 @@
-package topology
+package base
 
 import (
 	"github.com/udnkit/udnkit/dataplane/nbdb"
@@ -24,4 +24,11 @@ func DefaultCOPP() *rows.Copp {
 		c.Meters = append(c.Meters, nbdb.Meter{Name: name, Fair: &fair, Unit: ovnk.COPPMeterUnit})
 	}
 	return c
+}
+
+// Layer3ClusterRouter is a Layer3 network's cluster router as a piece
+// creates it when the Layer3 topology's is missing, marked as upstream's
+// topologyfactory marks every cluster router it creates.
+func Layer3ClusterRouter(network string) nbdb.LogicalRouter {
+	return nbdb.LogicalRouter{Name: ovnk.NamesFor(network).ClusterRouter(), ExternalIDs: map[string]string{ovnk.ExternalIDClusterRouter: "yes"}}
 }

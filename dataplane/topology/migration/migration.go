@@ -1,4 +1,4 @@
-package topology
+package migration
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -77,8 +78,8 @@ func LiveMigrationRoutes(net LiveMigrationNetwork, nodes []LiveMigrationNode, vm
 	names := ovnk.NamesFor(net.Name)
 	router := names.ClusterRouter()
 	switch net.Topology {
-	case TopologyLayer3:
-	case TopologyLayer2:
+	case base.TopologyLayer3:
+	case base.TopologyLayer2:
 		router = names.TransitRouter()
 	default:
 		return nil, fmt.Errorf("network.topology: %q is not layer2 or layer3", net.Topology)
@@ -91,7 +92,7 @@ func LiveMigrationRoutes(net LiveMigrationNetwork, nodes []LiveMigrationNode, vm
 		byName[n.Name] = n
 	}
 	r := rows.Router{Row: nbdb.LogicalRouter{Name: router}, Ref: true}
-	d := &rows.Desired{Owner: rows.Owner{Network: net.Name, Topology: net.Topology, Piece: PieceLiveMigration}}
+	d := &rows.Desired{Owner: rows.Owner{Network: net.Name, Topology: net.Topology, Piece: base.PieceLiveMigration}}
 	for i, vm := range vms {
 		field := fmt.Sprintf("vms[%d] (%s/%s)", i, vm.Namespace, vm.Name)
 		if vm.Namespace == "" || vm.Name == "" || len(vm.IPs) == 0 {
@@ -114,8 +115,8 @@ func LiveMigrationRoutes(net LiveMigrationNetwork, nodes []LiveMigrationNode, vm
 		}
 		for _, ip := range vm.IPs {
 			a := ip.Addr()
-			r.Routes = append(r.Routes, staticRoute(a.String(), a.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, ptr(node.RouterPort)))
-			if net.Topology == TopologyLayer2 && net.NodePerZone {
+			r.Routes = append(r.Routes, base.StaticRoute(a.String(), a.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, base.Ptr(node.RouterPort)))
+			if net.Topology == base.TopologyLayer2 && net.NodePerZone {
 				// The zone's transit router has one src-ip route of the
 				// network's subnets, to its one local gateway router: the VM's
 				// egress goes there already. A reroute would also override the
@@ -126,11 +127,11 @@ func LiveMigrationRoutes(net LiveMigrationNetwork, nodes []LiveMigrationNode, vm
 			}
 			gw := slices.IndexFunc(node.GatewayIPs, func(g netip.Addr) bool { return g.Is6() == a.Is6() })
 			if gw < 0 {
-				return nil, fmt.Errorf("%s: node %s has no %s gateway IP", field, node.Name, ipFamily(a))
+				return nil, fmt.Errorf("%s: node %s has no %s gateway IP", field, node.Name, base.IPFamily(a))
 			}
 			r.Policies = append(r.Policies, nbdb.LogicalRouterPolicy{
 				Priority: PolicyPriorityLiveMigration, Action: nbdb.LogicalRouterPolicyActionReroute,
-				Match:    fmt.Sprintf("%s.src == %s", ipFamily(a), a),
+				Match:    fmt.Sprintf("%s.src == %s", base.IPFamily(a), a),
 				Nexthops: []string{node.GatewayIPs[gw].String()},
 			})
 		}

@@ -1,8 +1,15 @@
-package topology
+package migration
 
 import (
 	"net/netip"
 	"testing"
+
+	"github.com/udnkit/udnkit/dataplane/topology/base"
+)
+
+var (
+	pfx  = netip.MustParsePrefix
+	addr = netip.MustParseAddr
 )
 
 // On a Layer2 transit router whose zones hold one node each, a migrated VM
@@ -17,7 +24,7 @@ func TestLiveMigrationLayer2RerouteOnlyInASharedZone(t *testing.T) {
 	}
 	vms := []VM{{Namespace: "ns1", Name: "vm1", IPs: []netip.Prefix{pfx("10.150.0.8/16")}, Node: "node2", OwnerNode: "node1"}}
 	for _, perZone := range []bool{false, true} {
-		d, err := LiveMigrationRoutes(LiveMigrationNetwork{Name: "ns1_vmnet", Topology: TopologyLayer2, NodePerZone: perZone}, nodes, vms)
+		d, err := LiveMigrationRoutes(LiveMigrationNetwork{Name: "ns1_vmnet", Topology: base.TopologyLayer2, NodePerZone: perZone}, nodes, vms)
 		if err != nil {
 			t.Fatal(err)
 		}

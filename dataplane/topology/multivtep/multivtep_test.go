@@ -1,4 +1,4 @@
-package topology
+package multivtep
 
 import (
 	"net/netip"
@@ -7,6 +7,14 @@ import (
 
 	"github.com/udnkit/udnkit/ovnk"
 )
+
+var (
+	pfx  = netip.MustParsePrefix
+	addr = netip.MustParseAddr
+)
+
+// chassisOf is a node's chassis name in the tests' networks.
+func chassisOf(node string) string { return "5e1f0c1a-" + node }
 
 // OKEP-5535 Layer2: only pods on remote multi-VTEP nodes get a remote port,
 // named as OVN-Kubernetes names pod ports; bad input names the field.

@@ -1,4 +1,4 @@
-package topology
+package multivtep
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -78,7 +79,7 @@ func MultiVTEPPortsDual(network string, transits []netip.Prefix, nodes []VTEPNod
 		return nil, err
 	}
 	b := vtepBuild{names: ovnk.NamesFor(network), transits: transits}
-	b.cr = rows.Router{Row: layer3ClusterRouter(network), Shared: true, Copp: DefaultCOPP()}
+	b.cr = rows.Router{Row: base.Layer3ClusterRouter(network), Shared: true, Copp: base.DefaultCOPP()}
 	b.ts = rows.Switch{Row: nbdb.LogicalSwitch{Name: b.names.TransitSwitch()}, Shared: true}
 	for _, ni := range slices.Sorted(maps.Keys(used)) {
 		for k, idx := range slices.Sorted(maps.Keys(used[ni])) {
@@ -87,7 +88,7 @@ func MultiVTEPPortsDual(network string, transits []netip.Prefix, nodes []VTEPNod
 			}
 		}
 	}
-	d := &rows.Desired{Owner: rows.Owner{Network: network, Topology: TopologyLayer3, Piece: PieceMultiVTEP}}
+	d := &rows.Desired{Owner: rows.Owner{Network: network, Topology: base.TopologyLayer3, Piece: base.PieceMultiVTEP}}
 	// Without pods on multi-VTEP nodes nothing is wanted, not even an empty
 	// router or switch (both are shared with the Layer3 topology).
 	if len(b.cr.Ports)+len(b.cr.Routes) > 0 {
@@ -216,7 +217,7 @@ func (b *vtepBuild) port(ni int, n VTEPNode, k, idx int, pods []VTEPPod) error {
 	}
 	for _, dst := range dests {
 		if ip := hop(dst.Addr().Is4()); ip.IsValid() {
-			b.cr.Routes = append(b.cr.Routes, staticRoute(dst.String(), ip.String(), "", nil))
+			b.cr.Routes = append(b.cr.Routes, base.StaticRoute(dst.String(), ip.String(), "", nil))
 		}
 	}
 	return nil
@@ -320,7 +321,7 @@ func Layer2MultiVTEPPorts(network string, nodes []VTEPNode, pods []Layer2PodPort
 		})
 		encaps[name] = PortEncap{Chassis: n.Chassis, EncapIP: p.EncapIP.String()}
 	}
-	d := &rows.Desired{Owner: rows.Owner{Network: network, Topology: TopologyLayer2, Piece: PieceMultiVTEP}}
+	d := &rows.Desired{Owner: rows.Owner{Network: network, Topology: base.TopologyLayer2, Piece: base.PieceMultiVTEP}}
 	if len(sw.Ports) > 0 {
 		// Without ports the switch is not needed: cleanup works before the topology exists.
 		d.Switches = []rows.Switch{sw}
