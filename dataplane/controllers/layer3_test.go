@@ -6,6 +6,7 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
@@ -66,11 +67,14 @@ func TestLayer3PoliciesFromAPIState(t *testing.T) {
 	})
 
 	// Append a subnet (OKEP-5377): one policy over the set of both subnets.
-	if err := s.c.Get(s.ctx, client.ObjectKeyFromObject(g), g); err != nil {
-		t.Fatal(err)
-	}
-	g.Spec.Layer3.Subnets = append(g.Spec.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: "10.201.0.0/16", HostSubnet: 24})
-	if err := s.c.Update(s.ctx, g); err != nil {
+	// The UDN controller writes green's status meanwhile: retry on conflict.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := s.c.Get(s.ctx, client.ObjectKeyFromObject(g), g); err != nil {
+			return err
+		}
+		g.Spec.Layer3.Subnets = append(g.Spec.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: "10.201.0.0/16", HostSubnet: 24})
+		return s.c.Update(s.ctx, g)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	set := ovnk.NamesFor("tenant-green_green").SubnetsAddressSet("ip4")
