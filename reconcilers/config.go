@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/reconcilers/networkids"
 	"github.com/udnkit/udnkit/reconcilers/nodes"
 )
 
@@ -122,13 +123,13 @@ func SetupWithManager(mgr ctrl.Manager, cfg Config) error {
 	if err := cfg.validate(); err != nil {
 		return fmt.Errorf("reconcilers: %w", err)
 	}
-	var ids *networkAllocators
+	var ids *networkids.Allocators
 	for _, name := range cfg.Controllers {
 		if ids == nil && (name == ControllerUDN || name == ControllerCUDN) {
 			if err := setupIndexes(mgr); err != nil {
 				return err
 			}
-			ids = newNetworkAllocators(mgr.GetAPIReader(), &cfg, mgr.GetEventRecorder("udnkit-network-ids"))
+			ids = networkids.New(mgr.GetAPIReader(), cfg.networkIDOptions(), mgr.GetEventRecorder("udnkit-network-ids"))
 		}
 		var err error
 		switch name {
@@ -144,6 +145,11 @@ func SetupWithManager(mgr ctrl.Manager, cfg Config) error {
 		}
 	}
 	return nil
+}
+
+// networkIDOptions are the network ID allocators' options from cfg.
+func (c *Config) networkIDOptions() networkids.Options {
+	return networkids.Options{MaxNetworkID: c.MaxNetworkID, TunnelKeyFirst: c.TunnelKeyFirst, TunnelKeyLast: c.TunnelKeyLast, SingleWriter: c.SingleWriter}
 }
 
 // NodeOptions are the node controller's options from cfg.

@@ -18,6 +18,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk/nsselect"
+	"github.com/udnkit/udnkit/reconcilers/networkids"
 )
 
 // cudnReconciler keeps one NAD per ClusterUserDefinedNetwork in every
@@ -68,7 +69,7 @@ func (r *cudnReconciler) getCUDN(ctx context.Context, s *networkScope) (ctrl.Res
 		if apierrors.IsNotFound(err) {
 			// Gone (its finalizer removed by hand): no check of its
 			// IDs will come; networks waiting for one stop waiting.
-			r.ids.setUnverified(networkKey(kindCUDN, "", s.req.Name), false)
+			r.ids.SetUnverified(networkids.Key(kindCUDN, "", s.req.Name), false)
 		}
 		return s.Done(ctrl.Result{}, client.IgnoreNotFound(err))
 	}

@@ -28,8 +28,10 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/internal/phase"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/reconcilers/internal/conditions"
 	"github.com/udnkit/udnkit/reconcilers/internal/nadindex"
 	"github.com/udnkit/udnkit/reconcilers/netids"
+	"github.com/udnkit/udnkit/reconcilers/networkids"
 )
 
 const (
@@ -87,7 +89,7 @@ type network struct {
 	conditions []metav1.Condition
 }
 
-func (n network) key() string { return networkKey(n.kind, n.obj.GetNamespace(), n.obj.GetName()) }
+func (n network) key() string { return networkids.Key(n.kind, n.obj.GetNamespace(), n.obj.GetName()) }
 
 // wantsTunnelKeys: the Layer2 switch and the transit router of a Primary
 // Layer2 network get centrally allocated keys (OKEP-5094 option 3), recorded
@@ -103,12 +105,12 @@ type networkReconciler struct {
 	client   client.Client
 	reader   client.Reader
 	cfg      *Config
-	ids      *networkAllocators
+	ids      *networkids.Allocators
 	recorder recorder.EventRecorder
 	owner    string
 }
 
-func newNetworkReconciler(mgr ctrl.Manager, cfg *Config, ids *networkAllocators, name string) *networkReconciler {
+func newNetworkReconciler(mgr ctrl.Manager, cfg *Config, ids *networkids.Allocators, name string) *networkReconciler {
 	return &networkReconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), cfg: cfg, ids: ids, recorder: mgr.GetEventRecorder(name), owner: name}
 }
 
@@ -309,12 +311,12 @@ func (r *networkReconciler) ensureNAD(ctx context.Context, n network, want *nadv
 
 // applyStatus writes the NetworkCreated condition, the network's other
 // conditions (n.conditions: the fields udnkit admits but does not implement)
-// and transitSubnets with server-side apply; conditionsChanged keeps each
+// and transitSubnets with server-side apply; conditions.Changed keeps each
 // condition's lastTransitionTime while its status holds.
 func (r *networkReconciler) applyStatus(ctx context.Context, n network, status metav1.ConditionStatus, reason, message string, transit []netip.Prefix) error {
 	status, reason, message = n.conflict.override(status, reason, message)
 	want := append([]metav1.Condition{{Type: udnv1.ConditionNetworkCreated, Status: status, Reason: reason, Message: message}}, n.conditions...)
-	conds, changed := conditionsChanged(n.status.Conditions, n.obj.GetGeneration(), want)
+	conds, changed := conditions.Changed(n.status.Conditions, n.obj.GetGeneration(), want)
 	if !changed && sameTransit(n.status.TransitSubnets, transit) {
 		return nil
 	}
@@ -429,8 +431,8 @@ func (r *networkReconciler) finalizeIfDeleted(ctx context.Context, s *networkSco
 // annotations record when they are still its own).
 func (r *networkReconciler) allocateIDs(ctx context.Context, s *networkScope) (ctrl.Result, error) {
 	n := s.n
-	ids, undo, ignored, err := r.ids.ensure(ctx, n.key(), n.obj.GetAnnotations(), n.wantsTunnelKeys())
-	if errors.Is(err, errClaimUnverified) {
+	ids, undo, ignored, err := r.ids.Ensure(ctx, n.key(), n.obj.GetAnnotations(), n.wantsTunnelKeys())
+	if errors.Is(err, networkids.ErrClaimUnverified) {
 		return s.Done(ctrl.Result{RequeueAfter: conflictRetry}, nil)
 	}
 	if len(ignored) > 0 {
@@ -479,21 +481,21 @@ func (r *networkReconciler) recordIDs(ctx context.Context, s *networkScope) (ctr
 // meanwhile.
 func (r *networkReconciler) verifyIDs(ctx context.Context, s *networkScope) (ctrl.Result, error) {
 	n := s.n
-	if !r.ids.isUnverified(n.key()) {
+	if !r.ids.IsUnverified(n.key()) {
 		return ctrl.Result{}, nil
 	}
-	other, superseded, err := r.ids.conflict(ctx, n.key(), s.ids)
+	other, superseded, err := r.ids.Conflict(ctx, n.key(), s.ids)
 	if err != nil {
 		return s.Done(ctrl.Result{}, err)
 	}
 	if superseded {
 		// Another writer changed this network's IDs after this
 		// process wrote them: its next reconcile starts from those.
-		r.ids.superseded(n.key())
+		r.ids.Superseded(n.key())
 		return s.Done(ctrl.Result{RequeueAfter: conflictRetry}, nil)
 	}
 	if other != nil {
-		log.FromContext(ctx).Info("network IDs clash; yielding", "network", n.key(), "other", other.owner)
+		log.FromContext(ctx).Info("network IDs clash; yielding", "network", n.key(), "other", other.Owner())
 		res, err := r.yieldIDs(ctx, n, s.ids, other)
 		return s.Done(res, err)
 	}
@@ -604,7 +606,7 @@ func (r *networkReconciler) reportNetworkStatus(ctx context.Context, s *networkS
 // allocates again; the other network keeps them.
 // The Event does not name the other network: the tenant who reads this
 // network's events may not be allowed to read it.
-func (r *networkReconciler) yieldIDs(ctx context.Context, n network, ids ovnk.NetworkIDs, other *idClash) (ctrl.Result, error) {
+func (r *networkReconciler) yieldIDs(ctx context.Context, n network, ids ovnk.NetworkIDs, other *networkids.Clash) (ctrl.Result, error) {
 	annotations := n.obj.GetAnnotations()
 	delete(annotations, ovnk.AnnotationNetworkID)
 	delete(annotations, ovnk.AnnotationTunnelKeys)
@@ -615,7 +617,7 @@ func (r *networkReconciler) yieldIDs(ctx context.Context, n network, ids ovnk.Ne
 		}
 		return ctrl.Result{}, err
 	}
-	r.ids.yield(n.key(), other)
+	r.ids.Yield(n.key(), other)
 	r.recorder.Eventf(n.obj, nil, corev1.EventTypeNormal, "NetworkIDConflict", "Reconcile",
 		"network ID %d / tunnel keys %v were also given to another network by another writer; allocating again", ids.ID, ids.TunnelKeys)
 	return ctrl.Result{RequeueAfter: conflictRetry + time.Duration(rand.Int64N(int64(conflictRetry)))}, nil
@@ -652,7 +654,7 @@ func (r *networkReconciler) finalize(ctx context.Context, n network) (ctrl.Resul
 	if err := r.client.Update(ctx, n.obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	r.ids.release(n.key())
+	r.ids.Release(n.key())
 	return ctrl.Result{}, nil
 }
 

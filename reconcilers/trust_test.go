@@ -16,6 +16,7 @@ import (
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
 	"github.com/udnkit/udnkit/reconcilers"
 	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
+	"github.com/udnkit/udnkit/reconcilers/networkids"
 )
 
 // A tenant with NAD rights in its own namespace writes NADs carrying three
@@ -61,7 +62,7 @@ func TestRebuildTrustsOnlyVerifiedNADs(t *testing.T) {
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(old), old)).To(Succeed())
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(late), late)).To(Succeed())
 	oldIDs := ids(old.Annotations)
-	count := func(reason string) float64 { return nadtrust.Count(reconcilers.NetworkIDsConsumer, reason) }
+	count := func(reason string) float64 { return nadtrust.Count(networkids.Consumer, reason) }
 	counted := map[string]float64{}
 	for _, r := range []string{nadtrust.ReasonNameMismatch, nadtrust.ReasonOwnerNotFound, nadtrust.ReasonNetworkIDMismatch, nadtrust.ReasonClaimLost} {
 		counted[r] = count(r)

@@ -18,6 +18,7 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/internal/fairqueue"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/reconcilers/networkids"
 )
 
 // udnReconciler keeps one NAD per UserDefinedNetwork, in its namespace.
@@ -61,7 +62,7 @@ func (r *udnReconciler) getUDN(ctx context.Context, s *networkScope) (ctrl.Resul
 		if apierrors.IsNotFound(err) {
 			// Gone (its finalizer removed by hand): no check of its
 			// IDs will come; networks waiting for one stop waiting.
-			r.ids.setUnverified(networkKey(kindUDN, s.req.Namespace, s.req.Name), false)
+			r.ids.SetUnverified(networkids.Key(kindUDN, s.req.Namespace, s.req.Name), false)
 		}
 		return s.Done(ctrl.Result{}, client.IgnoreNotFound(err))
 	}

@@ -17,6 +17,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/reconcilers/networkids"
 )
 
 // eventSink is a recorder that keeps the reasons of the events it is given.
@@ -89,7 +90,7 @@ func TestYieldThenStaleCache(t *testing.T) {
 
 	cfg := DefaultConfig()
 	sink := &eventSink{}
-	r := &networkReconciler{client: c, reader: c, cfg: &cfg, ids: newNetworkAllocators(c, &cfg, nil), recorder: sink, owner: "test"}
+	r := &networkReconciler{client: c, reader: c, cfg: &cfg, ids: networkids.New(c, cfg.networkIDOptions(), nil), recorder: sink, owner: "test"}
 	reconcileX := func(obj *udnv1.UserDefinedNetwork) {
 		t.Helper()
 		_, err := r.reconcileNetwork(ctx, network{obj: obj, kind: kindUDN, spec: obj.Spec.Network(), status: &obj.Status}, []string{obj.Namespace})

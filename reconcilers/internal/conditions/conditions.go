@@ -1,4 +1,6 @@
-package reconcilers
+// Package conditions computes the conditions the UDN and CUDN reconcilers
+// write, keeping each one's lastTransitionTime while its status holds.
+package conditions
 
 import (
 	"slices"
@@ -10,22 +12,22 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 )
 
-// managedConditions are the condition types the network reconcilers write
+// managed are the condition types the network reconcilers write
 // (other writers, such as the node reconciler's HostSubnetsAllocated, own
 // theirs through server-side apply).
-var managedConditions = []string{udnv1.ConditionNetworkCreated, udnv1.ConditionTransportAccepted, udnv1.ConditionUplinksReady}
+var managed = []string{udnv1.ConditionNetworkCreated, udnv1.ConditionTransportAccepted, udnv1.ConditionUplinksReady}
 
-// conditionsChanged is the one place the reconcilers compute conditions:
+// Changed is the one place the reconcilers compute conditions:
 // each wanted condition gets observedGeneration gen and keeps the
 // lastTransitionTime it has in have while its status holds (now otherwise).
 // It reports whether any differs from have, or have holds a managed
 // condition type that want drops; other writers' conditions do not count.
-func conditionsChanged(have []metav1.Condition, gen int64, want []metav1.Condition) ([]metav1.Condition, bool) {
+func Changed(have []metav1.Condition, gen int64, want []metav1.Condition) ([]metav1.Condition, bool) {
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
 	out := make([]metav1.Condition, 0, len(want))
 	changed := false
 	for _, h := range have {
-		if slices.Contains(managedConditions, h.Type) && !slices.ContainsFunc(want, func(w metav1.Condition) bool { return w.Type == h.Type }) {
+		if slices.Contains(managed, h.Type) && !slices.ContainsFunc(want, func(w metav1.Condition) bool { return w.Type == h.Type }) {
 			changed = true
 		}
 	}

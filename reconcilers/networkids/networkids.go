@@ -1,4 +1,9 @@
-package reconcilers
+// Package networkids keeps the network ID and the centrally allocated tunnel
+// keys of every UserDefinedNetwork and ClusterUserDefinedNetwork in one
+// process: rebuilt once from what the cluster records, handed out to the UDN
+// and CUDN controllers, and checked against other writers after each write.
+// The integer allocators themselves are reconcilers/netids.
+package networkids
 
 import (
 	"cmp"
@@ -23,14 +28,25 @@ import (
 	"github.com/udnkit/udnkit/reconcilers/netids"
 )
 
-// networkAllocators hold the network IDs and centrally allocated tunnel keys
+// Options bound the IDs and say whether this process is their only writer.
+type Options struct {
+	// MaxNetworkID bounds network IDs (1..MaxNetworkID).
+	MaxNetworkID int
+	// TunnelKeyFirst and TunnelKeyLast bound the centrally allocated tunnel
+	// keys.
+	TunnelKeyFirst, TunnelKeyLast int
+	// SingleWriter skips the check of each write against other writers.
+	SingleWriter bool
+}
+
+// Allocators hold the network IDs and centrally allocated tunnel keys
 // of every network. They are rebuilt once, from the annotations on the UDNs,
 // CUDNs and NADs read straight from the apiserver, before the first
 // allocation; a network's IDs are then written to its CR with the CR's
 // resourceVersion, so a stale read can never commit a second ID.
-type networkAllocators struct {
+type Allocators struct {
 	reader client.Reader
-	cfg    *Config
+	opts   Options
 	// guard reports the NADs the rebuild ignores (ovnk/nadtrust).
 	guard *nadtrust.Guard
 
@@ -43,30 +59,32 @@ type networkAllocators struct {
 	tunnelKeys *netids.IDAllocator
 
 	// unverified are owners whose newly allocated IDs have not yet been
-	// checked against the apiserver (see conflict).
+	// checked against the apiserver (see Conflict).
 	unverified pending.Set
 	// learned are owners whose IDs this process only learned from another
-	// writer's network (see yield), not allocated or read from the owner's
+	// writer's network (see Yield), not allocated or read from the owner's
 	// own annotations.
 	learned pending.Set
 }
 
-// NetworkIDsConsumer is the consumer label of the rebuild's reports
+// Consumer is the consumer label of the rebuild's reports
 // (udnkit_untrusted_nads_total).
-const NetworkIDsConsumer = "network-ids"
+const Consumer = "network-ids"
 
-func newNetworkAllocators(reader client.Reader, cfg *Config, rec recorder.EventRecorder) *networkAllocators {
-	return &networkAllocators{
+// New returns allocators that rebuild from reader on first use; rec
+// reports the NADs the rebuild ignores.
+func New(reader client.Reader, opts Options, rec recorder.EventRecorder) *Allocators {
+	return &Allocators{
 		reader:     reader,
-		cfg:        cfg,
-		guard:      &nadtrust.Guard{Reader: reader, Recorder: rec, Consumer: NetworkIDsConsumer},
-		networkIDs: netids.NewIDAllocator("network ID", 1, cfg.MaxNetworkID),
-		tunnelKeys: netids.NewIDAllocator("tunnel key", cfg.TunnelKeyFirst, cfg.TunnelKeyLast),
+		opts:       opts,
+		guard:      &nadtrust.Guard{Reader: reader, Recorder: rec, Consumer: Consumer},
+		networkIDs: netids.NewIDAllocator("network ID", 1, opts.MaxNetworkID),
+		tunnelKeys: netids.NewIDAllocator("tunnel key", opts.TunnelKeyFirst, opts.TunnelKeyLast),
 	}
 }
 
-// networkKey names a network's allocations.
-func networkKey(kind, namespace, name string) string {
+// Key names a network's allocations.
+func Key(kind, namespace, name string) string {
 	if namespace == "" {
 		return kind + "/" + name
 	}
@@ -74,10 +92,10 @@ func networkKey(kind, namespace, name string) string {
 }
 
 // reserveFrom records the IDs an object's annotations hold for owner. What
-// another network already holds is not reserved: ensure gives the network
+// another network already holds is not reserved: Ensure gives the network
 // new IDs, with an Event, when it next reconciles. lost says what was not
 // reserved because another network holds it, without naming that network.
-func (a *networkAllocators) reserveFrom(owner string, annotations map[string]string) (lost []string) {
+func (a *Allocators) reserveFrom(owner string, annotations map[string]string) (lost []string) {
 	dec, err := ovnk.DecodeNetworkIDs(annotations)
 	id, hasID, keys := dec.ID, dec.HasID, dec.TunnelKeys
 	if err != nil {
@@ -107,7 +125,7 @@ type recorded struct {
 	nad *nadv1.NetworkAttachmentDefinition
 }
 
-func (a *networkAllocators) ensureInit(ctx context.Context) error {
+func (a *Allocators) ensureInit(ctx context.Context) error {
 	a.initMu.Lock()
 	defer a.initMu.Unlock()
 	if a.inited {
@@ -121,8 +139,8 @@ func (a *networkAllocators) ensureInit(ctx context.Context) error {
 	}
 	for i := range udns.Items {
 		u := &udns.Items[i]
-		owners[networkKey(kindUDN, u.Namespace, u.Name)] = u
-		all = append(all, recorded{owner: networkKey(kindUDN, u.Namespace, u.Name), created: u.CreationTimestamp, annotations: u.Annotations})
+		owners[Key(udnv1.KindUserDefinedNetwork, u.Namespace, u.Name)] = u
+		all = append(all, recorded{owner: Key(udnv1.KindUserDefinedNetwork, u.Namespace, u.Name), created: u.CreationTimestamp, annotations: u.Annotations})
 	}
 	var cudns udnv1.ClusterUserDefinedNetworkList
 	if err := a.reader.List(ctx, &cudns); err != nil {
@@ -130,8 +148,8 @@ func (a *networkAllocators) ensureInit(ctx context.Context) error {
 	}
 	for i := range cudns.Items {
 		c := &cudns.Items[i]
-		owners[networkKey(kindCUDN, "", c.Name)] = c
-		all = append(all, recorded{owner: networkKey(kindCUDN, "", c.Name), created: c.CreationTimestamp, annotations: c.Annotations})
+		owners[Key(udnv1.KindClusterUserDefinedNetwork, "", c.Name)] = c
+		all = append(all, recorded{owner: Key(udnv1.KindClusterUserDefinedNetwork, "", c.Name), created: c.CreationTimestamp, annotations: c.Annotations})
 	}
 	// NADs carry the same annotations; a CR whose own annotation was lost
 	// (a network OVN-Kubernetes created annotates only its NADs) still keeps
@@ -143,7 +161,7 @@ func (a *networkAllocators) ensureInit(ctx context.Context) error {
 		return fmt.Errorf("rebuilding network IDs: %w", err)
 	}
 	lookup := func(kind string, key types.NamespacedName) (client.Object, error) {
-		return owners[networkKey(kind, key.Namespace, key.Name)], nil
+		return owners[Key(kind, key.Namespace, key.Name)], nil
 	}
 	for i := range nads.Items {
 		n := &nads.Items[i]
@@ -155,7 +173,7 @@ func (a *networkAllocators) ensureInit(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("rebuilding network IDs: %w", err)
 		}
-		all = append(all, recorded{owner: networkKey(owner.Kind, owner.Namespace, owner.Name), created: owner.Created, annotations: n.Annotations, nad: n})
+		all = append(all, recorded{owner: Key(owner.Kind, owner.Namespace, owner.Name), created: owner.Created, annotations: n.Annotations, nad: n})
 	}
 	// Oldest network first, whatever its kind: of two networks recording
 	// one ID (a forged annotation, a second writer) the older keeps it and
@@ -173,13 +191,13 @@ func (a *networkAllocators) ensureInit(ctx context.Context) error {
 	return nil
 }
 
-// ensure returns the network's IDs: those the allocator already holds for
+// Ensure returns the network's IDs: those the allocator already holds for
 // it, those its annotations record, or new ones. undo releases what was newly
 // allocated, for when the caller cannot persist it. Recorded values udnkit
 // could not have written for this network (held by an older network, out of
 // range) are replaced; ignored says which, without naming the other network,
 // for an Event on this one.
-func (a *networkAllocators) ensure(ctx context.Context, owner string, annotations map[string]string, wantKeys int) (ids ovnk.NetworkIDs, undo func(), ignored []string, err error) {
+func (a *Allocators) Ensure(ctx context.Context, owner string, annotations map[string]string, wantKeys int) (ids ovnk.NetworkIDs, undo func(), ignored []string, err error) {
 	if err := a.ensureInit(ctx); err != nil {
 		return ids, nil, nil, err
 	}
@@ -188,8 +206,8 @@ func (a *networkAllocators) ensure(ctx context.Context, owner string, annotation
 		return ids, nil, nil, err
 	}
 	q := &idRequest{owner: owner, annotations: annotations, wantKeys: wantKeys, id: dec.ID, hasID: dec.HasID, keys: dec.TunnelKeys}
-	// One network's IDs at a time: what ensure reads of another network's
-	// claim (held, unverified) is never half-way through an ensure.
+	// One network's IDs at a time: what Ensure reads of another network's
+	// claim (held, unverified) is never half-way through an Ensure.
 	a.ensureMu.Lock()
 	defer a.ensureMu.Unlock()
 	steps := []func(*idRequest) error{
@@ -210,7 +228,10 @@ func (a *networkAllocators) ensure(ctx context.Context, owner string, annotation
 	return q.ids, func() { a.undo(q) }, q.ignored, nil
 }
 
-// idRequest carries one ensure from step to step.
+// Owner names the network that holds the IDs.
+func (c *Clash) Owner() string { return c.owner }
+
+// idRequest carries one Ensure from step to step.
 type idRequest struct {
 	owner       string
 	annotations map[string]string
@@ -229,7 +250,7 @@ type idRequest struct {
 }
 
 // undo releases what q newly allocated.
-func (a *networkAllocators) undo(q *idRequest) {
+func (a *Allocators) undo(q *idRequest) {
 	if q.newID {
 		a.networkIDs.Release(q.owner, q.ids.ID)
 	}
@@ -240,7 +261,7 @@ func (a *networkAllocators) undo(q *idRequest) {
 
 // dropLearnedClaim: learned claims keep the IDs from other networks; they
 // never outrank what the owner's own annotations record.
-func (a *networkAllocators) dropLearnedClaim(q *idRequest) error {
+func (a *Allocators) dropLearnedClaim(q *idRequest) error {
 	if !a.learned.Has(q.owner) {
 		return nil
 	}
@@ -257,8 +278,8 @@ func (a *networkAllocators) dropLearnedClaim(q *idRequest) error {
 // writer recorded others: follow those rather than write these back, which
 // made two writers take turns publishing their own. Verified IDs still win
 // over an edited annotation (chooseNetworkID).
-func (a *networkAllocators) followOtherWriter(q *idRequest) error {
-	if held := a.networkIDs.Held(q.owner); q.hasID && len(held) > 0 && held[0] != q.id && a.isUnverified(q.owner) {
+func (a *Allocators) followOtherWriter(q *idRequest) error {
+	if held := a.networkIDs.Held(q.owner); q.hasID && len(held) > 0 && held[0] != q.id && a.IsUnverified(q.owner) {
 		a.networkIDs.ReleaseOwner(q.owner)
 		a.tunnelKeys.ReleaseOwner(q.owner)
 	}
@@ -270,16 +291,16 @@ func (a *networkAllocators) followOtherWriter(q *idRequest) error {
 // new IDs: it may be the claim that yields. Wait for the check. (A network
 // that waits holds nothing, one that holds something never waits: no two
 // wait for each other.)
-func (a *networkAllocators) waitForUnverifiedClaims(q *idRequest) error {
+func (a *Allocators) waitForUnverifiedClaims(q *idRequest) error {
 	if !q.hasID || len(a.networkIDs.Held(q.owner)) > 0 {
 		return nil
 	}
-	if o, ok := a.networkIDs.Owner(q.id); ok && o != q.owner && a.isUnverified(o) {
-		return errClaimUnverified
+	if o, ok := a.networkIDs.Owner(q.id); ok && o != q.owner && a.IsUnverified(o) {
+		return ErrClaimUnverified
 	}
 	for _, k := range q.keys {
-		if o, ok := a.tunnelKeys.Owner(k); ok && o != q.owner && a.isUnverified(o) {
-			return errClaimUnverified
+		if o, ok := a.tunnelKeys.Owner(k); ok && o != q.owner && a.IsUnverified(o) {
+			return ErrClaimUnverified
 		}
 	}
 	return nil
@@ -287,7 +308,7 @@ func (a *networkAllocators) waitForUnverifiedClaims(q *idRequest) error {
 
 // chooseNetworkID keeps the ID this process holds, else the recorded one,
 // else allocates one.
-func (a *networkAllocators) chooseNetworkID(q *idRequest) error {
+func (a *Allocators) chooseNetworkID(q *idRequest) error {
 	switch held := a.networkIDs.Held(q.owner); {
 	case len(held) > 0 && (!q.hasID || held[0] != q.id):
 		// What this process holds wins over an edited annotation: a
@@ -315,7 +336,7 @@ func (a *networkAllocators) chooseNetworkID(q *idRequest) error {
 // dropForeignKeys ignores recorded tunnel keys that are not the network's:
 // a legacy switch key of another network ID, or a key an older network
 // holds.
-func (a *networkAllocators) dropForeignKeys(q *idRequest) error {
+func (a *Allocators) dropForeignKeys(q *idRequest) error {
 	if k, ok := legacyKeyMismatch(q.keys, q.ids.ID); ok {
 		q.ignored = append(q.ignored, fmt.Sprintf("tunnel keys %v (key %d is not network ID %d's switch key)", q.keys, k, q.ids.ID))
 		q.keys = nil
@@ -329,7 +350,7 @@ func (a *networkAllocators) dropForeignKeys(q *idRequest) error {
 
 // ensureTunnelKeys reserves the recorded keys in the allocated range and
 // allocates the missing ones.
-func (a *networkAllocators) ensureTunnelKeys(q *idRequest) error {
+func (a *Allocators) ensureTunnelKeys(q *idRequest) error {
 	if q.wantKeys > 0 && len(q.keys) == 0 {
 		// OKEP-5094 option 3, as upstream's TunnelKeysAllocator: the first key
 		// (the Layer2 switch's) stays the legacy key derived from the network
@@ -367,9 +388,9 @@ func (a *networkAllocators) ensureTunnelKeys(q *idRequest) error {
 
 // markUnverified: IDs about to be written are unverified from this moment,
 // not from after the write: another worker must not take them as checked
-// (see errClaimUnverified) while the write is in flight.
-func (a *networkAllocators) markUnverified(q *idRequest) error {
-	if a.cfg.SingleWriter {
+// (see ErrClaimUnverified) while the write is in flight.
+func (a *Allocators) markUnverified(q *idRequest) error {
+	if a.opts.SingleWriter {
 		return nil
 	}
 	probe := make(map[string]string, len(q.annotations))
@@ -377,14 +398,14 @@ func (a *networkAllocators) markUnverified(q *idRequest) error {
 		probe[k] = v
 	}
 	if q.ids.Encode(probe) {
-		a.setUnverified(q.owner, true)
+		a.SetUnverified(q.owner, true)
 	}
 	return nil
 }
 
-// errClaimUnverified: a network's recorded IDs are claimed by another
+// ErrClaimUnverified: a network's recorded IDs are claimed by another
 // network whose write this process has not verified yet; retry shortly.
-var errClaimUnverified = errors.New("the recorded network IDs are also claimed by a network whose IDs are being verified")
+var ErrClaimUnverified = errors.New("the recorded network IDs are also claimed by a network whose IDs are being verified")
 
 // legacyKeyMismatch returns a key of keys in the legacy transit switch key
 // range that is not network id's: only id's own switch key may be there.
@@ -402,7 +423,7 @@ func legacyKeyMismatch(keys []int, id int) (int, bool) {
 }
 
 // heldByOther returns a key of keys another owner holds.
-func (a *networkAllocators) heldByOther(owner string, keys []int) (int, bool) {
+func (a *Allocators) heldByOther(owner string, keys []int) (int, bool) {
 	for _, k := range keys {
 		if o, ok := a.tunnelKeys.Owner(k); ok && o != owner {
 			return k, true
@@ -411,9 +432,12 @@ func (a *networkAllocators) heldByOther(owner string, keys []int) (int, bool) {
 	return 0, false
 }
 
-func (a *networkAllocators) isUnverified(owner string) bool { return a.unverified.Has(owner) }
+// IsUnverified says that owner's IDs were written but not yet checked.
+func (a *Allocators) IsUnverified(owner string) bool { return a.unverified.Has(owner) }
 
-func (a *networkAllocators) setUnverified(owner string, v bool) { a.unverified.Set(owner, v) }
+// SetUnverified marks owner's IDs as written and not yet checked (v), or
+// checked.
+func (a *Allocators) SetUnverified(owner string, v bool) { a.unverified.Set(owner, v) }
 
 // sortedInRange returns the keys inside the allocator's range, sorted.
 func sortedInRange(keys []int, alloc *netids.IDAllocator) []int {
@@ -428,30 +452,30 @@ func sortedInRange(keys []int, alloc *netids.IDAllocator) []int {
 	return out
 }
 
-// idClash is another network found holding some of a network's IDs.
-type idClash struct {
+// Clash is another network found holding some of a network's IDs.
+type Clash struct {
 	owner string
 	ids   ovnk.NetworkIDs
 }
 
-// conflict looks, straight in the apiserver, for another network whose
+// Conflict looks, straight in the apiserver, for another network whose
 // annotations hold one of ids. Another process (a second manager without
 // leader election, or an old leader) may have written the same ID to a
 // different network; whichever writer lists after both writes sees it, so
 // a writer that finds a conflict yields and no ID stays on two networks.
-// The other network and the IDs it records are returned for yield.
+// The other network and the IDs it records are returned for Yield.
 // superseded says owner's own CR no longer records ids (another writer gave
 // it other IDs, or it is gone): they must not be published either.
-func (a *networkAllocators) conflict(ctx context.Context, owner string, ids ovnk.NetworkIDs) (other *idClash, superseded bool, err error) {
+func (a *Allocators) Conflict(ctx context.Context, owner string, ids ovnk.NetworkIDs) (other *Clash, superseded bool, err error) {
 	superseded = true
-	for _, kind := range []string{kindUDN, kindCUDN} {
+	for _, kind := range []string{udnv1.KindUserDefinedNetwork, udnv1.KindClusterUserDefinedNetwork} {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(udnv1.GroupVersion.WithKind(kind + "List"))
 		if err := a.reader.List(ctx, list); err != nil {
 			return nil, false, fmt.Errorf("checking network IDs: %w", err)
 		}
 		for _, o := range list.Items {
-			other := networkKey(kind, o.Namespace, o.Name)
+			other := Key(kind, o.Namespace, o.Name)
 			dec, err := ovnk.DecodeNetworkIDs(o.Annotations)
 			id, hasID, keys := dec.ID, dec.HasID, dec.TunnelKeys
 			if other == owner {
@@ -468,25 +492,25 @@ func (a *networkAllocators) conflict(ctx context.Context, owner string, ids ovnk
 				found = found || slices.Contains(ids.TunnelKeys, k)
 			}
 			if found {
-				return &idClash{owner: other, ids: dec}, false, nil
+				return &Clash{owner: other, ids: dec}, false, nil
 			}
 		}
 	}
 	if superseded {
 		return nil, true, nil
 	}
-	a.setUnverified(owner, false)
+	a.SetUnverified(owner, false)
 	return nil, false, nil
 }
 
-// superseded gives up owner's IDs in this process only: its CR records
+// Superseded gives up owner's IDs in this process only: its CR records
 // others now, which its next reconcile reads and checks again.
-func (a *networkAllocators) superseded(owner string) {
-	a.release(owner)
-	a.setUnverified(owner, true)
+func (a *Allocators) Superseded(owner string) {
+	a.Release(owner)
+	a.SetUnverified(owner, true)
 }
 
-// yield gives up owner's IDs once its CR no longer records them, and learns
+// Yield gives up owner's IDs once its CR no longer records them, and learns
 // the IDs the other network records. Without learning them, this process's
 // allocators would count those IDs free: a reconcile of owner from a cache
 // that still shows the yielded annotation would reserve them again and,
@@ -494,11 +518,11 @@ func (a *networkAllocators) superseded(owner string) {
 // other network's. For the same reason owner stays unverified: whatever IDs
 // it uses next are checked against the apiserver before a NAD shows them.
 // A learned claim only keeps the IDs from other owners; when the other
-// network itself is reconciled its own annotations decide (ensure), so a
+// network itself is reconciled its own annotations decide (Ensure), so a
 // claim learned from a write that was itself yielded is dropped then.
-func (a *networkAllocators) yield(owner string, other *idClash) {
-	a.release(owner)
-	a.setUnverified(owner, true)
+func (a *Allocators) Yield(owner string, other *Clash) {
+	a.Release(owner)
+	a.SetUnverified(owner, true)
 	if other == nil || len(a.networkIDs.Held(other.owner))+len(a.tunnelKeys.Held(other.owner)) > 0 {
 		// This process has its own view of the other network already.
 		return
@@ -518,9 +542,9 @@ func (a *networkAllocators) yield(owner string, other *idClash) {
 	}
 }
 
-// release frees everything owner holds.
-func (a *networkAllocators) release(owner string) {
-	a.setUnverified(owner, false)
+// Release frees everything owner holds.
+func (a *Allocators) Release(owner string) {
+	a.SetUnverified(owner, false)
 	a.learned.Set(owner, false)
 	a.networkIDs.ReleaseOwner(owner)
 	a.tunnelKeys.ReleaseOwner(owner)
