@@ -27,6 +27,7 @@ import (
 	"github.com/udnkit/udnkit/reconcilers/internal/nadindex"
 	"github.com/udnkit/udnkit/reconcilers/internal/pending"
 	"github.com/udnkit/udnkit/reconcilers/netids"
+	"github.com/udnkit/udnkit/reconcilers/nodes/layer3"
 )
 
 // Event reasons.
@@ -109,8 +110,7 @@ type reconciler struct {
 
 	ids        *netids.IDAllocator // node IDs and multi-VTEP tunnel IDs
 	nets       networkStates
-	list       networkList
-	nads       nadSubnetCache
+	networks   *layer3.Lister
 	seen       seenSubnets
 	pace       pacer
 	unverified pending.Set
@@ -120,7 +120,7 @@ type reconciler struct {
 }
 
 func newReconciler(mgr ctrl.Manager, opts Options) *reconciler {
-	return &reconciler{
+	r := &reconciler{
 		client: mgr.GetClient(), reader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(fieldOwner), opts: opts,
 		ids: netids.NewIDAllocator("node ID", ovnk.FirstNodeID, ovnk.MaxNodeID),
 		nets: networkStates{
@@ -128,11 +128,13 @@ func newReconciler(mgr ctrl.Manager, opts Options) *reconciler {
 			removed: map[string]bool{},
 			orphans: map[string]map[string][]netip.Prefix{},
 		},
-		nads:  nadSubnetCache{guard: &nadtrust.Guard{Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(fieldOwner), Consumer: HostSubnetsConsumer}},
 		seen:  seenSubnets{m: map[string]nodeSubnets{}},
 		pace:  pacer{workers: opts.MaxConcurrentReconciles},
 		retry: make(chan event.GenericEvent, 1024),
 	}
+	guard := &nadtrust.Guard{Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(fieldOwner), Consumer: HostSubnetsConsumer}
+	r.networks = layer3.NewLister(r.client, indexNADController, guard, r.pace.listAge)
+	return r
 }
 
 func (r *reconciler) setup(mgr ctrl.Manager) error {
@@ -171,7 +173,7 @@ func (r *reconciler) enqueueAllNodes(ctx context.Context, q workqueue.TypedRateL
 	// The cache holds the changed network or NAD already (informers update
 	// their store before they notify): the next reconcile lists the Layer3
 	// networks again.
-	r.list.changed()
+	r.networks.Changed()
 	var nodes metav1.PartialObjectMetadataList
 	nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
 	if err := r.client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {

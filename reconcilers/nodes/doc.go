@@ -34,8 +34,7 @@
 //	opts        Options                                            (read only)
 //	ids         node and tunnel IDs (netids.IDAllocator)           its own lock
 //	nets        every Layer3 network's host subnet state           nets.mu
-//	list        the Layer3 networks as last listed from the cache  list.mu; list.gen an atomic
-//	nads        each network's NAD subnets, parsed once a version  nads.mu
+//	networks    the Layer3 networks as last listed from the cache  its own locks (layer3.Lister)
 //	seen        each node's node-subnets as last decoded/written   seen.mu
 //	pace        the pass delay and the reconciles' average time    atomics
 //	unverified  nodes whose new values verify has not yet checked  its own lock
@@ -47,11 +46,11 @@
 //     and want. syncNetworks holds it while it reads every node from the
 //     apiserver (the first sync, and a new network when another writer may
 //     be about): reconciles wait for that read.
-//   - list.mu: networkList's nets, netsGen and at. cachedLayer3Networks
-//     holds it while it lists the networks from the cache, so one reconcile
-//     lists them while the others wait and then reuse its list.
-//   - nads.mu: nadSubnetCache's parsed. nadSubnets holds it while the
-//     nadtrust guard checks a NAD's owner, which may read the apiserver.
+//   - networks (reconcilers/nodes/layer3): the list's lock, held while it
+//     lists the networks from the cache, so one reconcile lists them while
+//     the others wait and then reuse its list; and its NAD subnet cache's
+//     lock, held while the nadtrust guard checks a NAD's owner, which may
+//     read the apiserver.
 //   - seen.mu: seenSubnets' map.
 //   - each hostSubnetState's applyMu: its applied, and the order of that
 //     network's HostSubnetsAllocated writes; it is held across the status
@@ -61,9 +60,9 @@
 //
 // # Lock order
 //
-// list.mu before nads.mu (layer3Networks calls nadSubnets) before the
-// guard's lock; applyMu before nets.mu (applyHostSubnetsCondition); nets.mu
+// The networks' list lock before their NAD cache's lock before the guard's
+// lock (layer3.Lister); applyMu before nets.mu (applyHostSubnetsCondition); nets.mu
 // before ids's and an allocator's lock (syncNetworks). No other two are held
-// together, and no lock but applyMu, list.mu, nads.mu and nets.mu (during
-// the read of every node) is held across an API call.
+// together, and no lock but applyMu, the networks' two locks and nets.mu
+// (during the read of every node) is held across an API call.
 package nodes

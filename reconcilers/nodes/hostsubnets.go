@@ -17,13 +17,14 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/reconcilers/netids"
+	"github.com/udnkit/udnkit/reconcilers/nodes/layer3"
 )
 
 // hostSubnetState is one Layer3 network's host subnets.
 type hostSubnetState struct {
 	alloc *netids.HostSubnetAllocator // locks itself
 	// net, lacking and want are guarded by networkStates.mu.
-	net     layer3Network
+	net     layer3.Network
 	lacking map[string]string // node → error, nodes without a host subnet
 	// want is the condition last computed; its summary "" makes the next
 	// reconcile write it again.
@@ -46,14 +47,14 @@ type hostSubnetsCondition struct {
 // newHostSubnetState is a new network's state. What an earlier process
 // applied stands until the summary changes: a restart rewrites no network's
 // status.
-func newHostSubnetState(n layer3Network) (*hostSubnetState, error) {
-	alloc, err := netids.NewHostSubnetAllocator(n.subnets)
+func newHostSubnetState(n layer3.Network) (*hostSubnetState, error) {
+	alloc, err := netids.NewHostSubnetAllocator(n.Subnets)
 	if err != nil {
-		return nil, fmt.Errorf("network %s: %w", n.name, err)
+		return nil, fmt.Errorf("network %s: %w", n.Name, err)
 	}
 	st := &hostSubnetState{alloc: alloc, net: n, lacking: map[string]string{}}
-	if n.hostSubnets != nil {
-		st.want.summary, st.applied = n.hostSubnets.Message, n.hostSubnets.Message
+	if n.HostSubnets != nil {
+		st.want.summary, st.applied = n.HostSubnets.Message, n.HostSubnets.Message
 	}
 	return st, nil
 }
@@ -77,7 +78,7 @@ func (r *reconciler) allocateHostSubnets(ctx context.Context, s *nodeScope, name
 		if err != nil {
 			msg := fmt.Sprintf("node %s: %v", node, err)
 			r.nets.mu.Lock()
-			ref := st.net.ref() // syncNetworks rewrites net under the lock
+			ref := st.net.Ref() // syncNetworks rewrites net under the lock
 			r.nets.mu.Unlock()
 			r.recorder.Eventf(ref, nil, corev1.EventTypeWarning, EventHostSubnetAllocationFailed, "Reconcile", "%s", msg)
 			r.setLacking(ctx, st, node, msg)
@@ -201,14 +202,14 @@ func (r *reconciler) applyHostSubnetsCondition(ctx context.Context, st *hostSubn
 		return
 	}
 	transition := time.Now().UTC()
-	if old := net.hostSubnets; old != nil && old.Status == want.status {
+	if old := net.HostSubnets; old != nil && old.Status == want.status {
 		transition = old.LastTransitionTime.UTC()
 	}
 	cond := map[string]any{
 		"type": udnv1.ConditionHostSubnetsAllocated, "status": string(want.status), "reason": want.reason, "message": want.summary,
 		"lastTransitionTime": transition.Format(time.RFC3339),
 	}
-	u := net.ref()
+	u := net.Ref()
 	u.SetUID("")
 	u.Object["status"] = map[string]any{"conditions": []any{cond}}
 	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil && !apierrors.IsNotFound(err) {

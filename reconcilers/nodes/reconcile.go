@@ -19,6 +19,7 @@ import (
 
 	"github.com/udnkit/udnkit/internal/phase"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/reconcilers/nodes/claims"
 )
 
 // nodeScope carries one node reconcile from phase to phase.
@@ -26,7 +27,7 @@ type nodeScope struct {
 	phase.Stop
 	req   ctrl.Request
 	start time.Time
-	// stale: the networks listed miss a change (see cachedLayer3Networks);
+	// stale: the networks listed miss a change (see layer3.Lister.Cached);
 	// the node is reconciled again once the list may be refreshed.
 	stale bool
 	// timed: the reconcile checks host subnets; its duration feeds
@@ -72,7 +73,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // syncNodeNetworks takes the Layer3 networks and their allocators; the
 // first reconcile rebuilds every allocator from the nodes (syncNetworks).
 func (r *reconciler) syncNodeNetworks(ctx context.Context, s *nodeScope) (ctrl.Result, error) {
-	nets, gen, stale, err := r.cachedLayer3Networks(ctx)
+	nets, gen, stale, err := r.networks.Cached(ctx)
 	if err != nil {
 		return s.Done(ctrl.Result{}, err)
 	}
@@ -323,7 +324,7 @@ func (r *reconciler) patchNodeAnnotations(ctx context.Context, s *nodeScope) (ct
 	if v, ok := s.want[ovnk.AnnotationNodeSubnets]; ok && s.next != nil {
 		r.seen.remember(node.Name, nodeSubnets{value: v, subnets: s.next, canonical: true, complete: s.recorded.complete})
 	}
-	if uniqueAnnotationsChanged(node.Annotations, s.want) && !r.opts.SingleWriter {
+	if claims.Changed(node.Annotations, s.want) && !r.opts.SingleWriter {
 		r.unverified.Set(node.Name, true)
 	}
 	return ctrl.Result{}, nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/netids"
+	"github.com/udnkit/udnkit/reconcilers/nodes/layer3"
 )
 
 // networkStates is every Layer3 network's host subnet state.
@@ -137,7 +138,7 @@ func (ns *networkStates) orphan(name string, alloc *netids.HostSubnetAllocator) 
 
 // syncScope carries one syncNetworks from step to step.
 type syncScope struct {
-	nets []layer3Network
+	nets []layer3.Network
 	gen  int64
 	// first: this process has not synced yet; the nodes are read and the
 	// allocators rebuilt from them.
@@ -162,7 +163,7 @@ type syncScope struct {
 // (orphans), which costs nothing per other network. Without leader election
 // (another writer may have allocated for it already) a new network is still
 // rebuilt from a fresh read.
-func (r *reconciler) syncNetworks(ctx context.Context, nets []layer3Network, gen int64) (*nodeNetworks, error) {
+func (r *reconciler) syncNetworks(ctx context.Context, nets []layer3.Network, gen int64) (*nodeNetworks, error) {
 	ns := &r.nets
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
@@ -194,9 +195,9 @@ func (r *reconciler) syncNetworks(ctx context.Context, nets []layer3Network, gen
 // rebuilds its state and, with another writer about, for every new network;
 // before anything changes, so that a failed read leaves the state as it was.
 func (r *reconciler) readNodes(ctx context.Context, s *syncScope) error {
-	read := s.first || (!r.opts.SingleWriter && slices.ContainsFunc(s.nets, func(n layer3Network) bool {
-		st := r.nets.byName[n.name]
-		return st == nil || st.net.uid != n.uid
+	read := s.first || (!r.opts.SingleWriter && slices.ContainsFunc(s.nets, func(n layer3.Network) bool {
+		st := r.nets.byName[n.Name]
+		return st == nil || st.net.UID != n.UID
 	}))
 	if !read {
 		return nil
@@ -215,12 +216,12 @@ func (r *reconciler) readNodes(ctx context.Context, s *syncScope) error {
 func (r *reconciler) updateNetworks(_ context.Context, s *syncScope) error {
 	ns := &r.nets
 	for _, n := range s.nets {
-		s.live[n.name] = true
-		st := ns.byName[n.name]
-		if st != nil && st.net.uid != n.uid {
+		s.live[n.Name] = true
+		st := ns.byName[n.Name]
+		if st != nil && st.net.UID != n.UID {
 			// Recreated: the old network's host subnets stay on the nodes
 			// until their next write.
-			ns.orphan(n.name, st.alloc)
+			ns.orphan(n.Name, st.alloc)
 			st = nil
 		}
 		if st == nil {
@@ -228,13 +229,13 @@ func (r *reconciler) updateNetworks(_ context.Context, s *syncScope) error {
 			if st, err = newHostSubnetState(n); err != nil {
 				return err
 			}
-			s.fresh[n.name] = st
-			s.changed = append(s.changed, n.name)
-		} else if !slices.Equal(st.net.subnets, n.subnets) {
-			if err := st.alloc.SetClusterSubnets(n.subnets); err != nil {
-				return fmt.Errorf("network %s: %w", n.name, err)
+			s.fresh[n.Name] = st
+			s.changed = append(s.changed, n.Name)
+		} else if !slices.Equal(st.net.Subnets, n.Subnets) {
+			if err := st.alloc.SetClusterSubnets(n.Subnets); err != nil {
+				return fmt.Errorf("network %s: %w", n.Name, err)
 			}
-			s.changed = append(s.changed, n.name)
+			s.changed = append(s.changed, n.Name)
 		}
 		st.net = n
 	}

@@ -1,4 +1,9 @@
-package nodes
+// Package layer3 lists the Layer3 UserDefinedNetworks and
+// ClusterUserDefinedNetworks as the node controller sees them: each one's
+// OVN network name, its cluster subnets as its NAD publishes them, and its
+// HostSubnetsAllocated condition. The list is kept between node reconciles
+// and taken again only when a network or NAD changed.
+package layer3
 
 import (
 	"context"
@@ -20,105 +25,118 @@ import (
 	"github.com/udnkit/udnkit/reconcilers/netids"
 )
 
-// layer3Network is a Layer3 UDN or CUDN as the node controller sees it.
-type layer3Network struct {
-	name    string // OVN network name, the key in k8s.ovn.org/node-subnets
-	kind    string
-	obj     types.NamespacedName
-	uid     types.UID
-	subnets []netids.ClusterSubnet
-	// hostSubnets is the network's HostSubnetsAllocated condition as last
+// Network is a Layer3 UDN or CUDN as the node controller sees it.
+type Network struct {
+	Name    string // OVN network name, the key in k8s.ovn.org/node-subnets
+	Kind    string
+	Obj     types.NamespacedName
+	UID     types.UID
+	Subnets []netids.ClusterSubnet
+	// HostSubnets is the network's HostSubnetsAllocated condition as last
 	// read (nil when it has none).
-	hostSubnets *metav1.Condition
+	HostSubnets *metav1.Condition
 }
 
-// ref is an object reference the event recorder accepts for the network.
-func (n layer3Network) ref() *unstructured.Unstructured {
+// Ref is an object reference the event recorder accepts for the network.
+func (n Network) Ref() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion(udnv1.GroupVersion.String())
-	u.SetKind(n.kind)
-	u.SetName(n.obj.Name)
-	u.SetNamespace(n.obj.Namespace)
-	u.SetUID(n.uid)
+	u.SetKind(n.Kind)
+	u.SetName(n.Obj.Name)
+	u.SetNamespace(n.Obj.Namespace)
+	u.SetUID(n.UID)
 	return u
 }
 
-// networkList is the Layer3 networks as last listed from the cache.
-type networkList struct {
+// Lister is the Layer3 networks as last listed from the cache.
+type Lister struct {
+	client client.Reader
+	// index is the field index of NADs by their controller's UID.
+	index string
+	// maxAge is how old the list may be while networks keep changing.
+	maxAge func() time.Duration
+	nads   nadSubnetCache
+
 	// gen counts network and NAD events (an atomic).
 	gen atomic.Int64
-	// mu guards nets, netsGen and at; cachedLayer3Networks holds it while
-	// it lists the networks, so one reconcile lists them while the others
-	// wait (and then mostly reuse its list).
+	// mu guards nets, netsGen and at; Cached holds it while it lists the
+	// networks, so one reconcile lists them while the others wait (and then
+	// mostly reuse its list).
 	mu      sync.Mutex
-	nets    []layer3Network // the list as of network generation netsGen
+	nets    []Network // the list as of network generation netsGen
 	netsGen int64
 	at      time.Time
 }
 
-// changed says that a network or NAD changed.
-func (l *networkList) changed() { l.gen.Add(1) }
+// NewLister lists from c; index is c's field index of NADs by their
+// controller's UID, guard checks the NADs whose subnets are read, and
+// maxAge is how old a list may be used during a burst of changes.
+func NewLister(c client.Reader, index string, guard *nadtrust.Guard, maxAge func() time.Duration) *Lister {
+	return &Lister{client: c, index: index, maxAge: maxAge, nads: nadSubnetCache{guard: guard}}
+}
 
-// cachedLayer3Networks is layer3Networks, listed once per change of a
+// Changed says that a network or NAD changed.
+func (l *Lister) Changed() { l.gen.Add(1) }
+
+// Cached is the Layer3 networks, listed once per change of a
 // network or NAD rather than once per node (a change reconciles every node),
-// and during a burst of changes at most once per pass delay: a burst would
+// and during a burst of changes at most once per maxAge: a burst would
 // otherwise list every network once per node reconcile. stale says that
 // networks changed since the list; the caller reconciles again later.
-func (r *reconciler) cachedLayer3Networks(ctx context.Context) (nets []layer3Network, gen int64, stale bool, err error) {
-	l := &r.list
+func (l *Lister) Cached(ctx context.Context) (nets []Network, gen int64, stale bool, err error) {
 	gen = l.gen.Load()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.nets != nil && (l.netsGen == gen || time.Since(l.at) < r.pace.listAge()) {
+	if l.nets != nil && (l.netsGen == gen || time.Since(l.at) < l.maxAge()) {
 		return l.nets, l.netsGen, l.netsGen != gen, nil
 	}
 	at := time.Now()
-	if nets, err = r.layer3Networks(ctx); err != nil {
+	if nets, err = l.list(ctx); err != nil {
 		return nil, 0, false, err
 	}
 	l.nets, l.netsGen, l.at = nets, gen, at
 	return nets, gen, false, nil
 }
 
-// layer3Networks lists the Layer3 networks. Networks being deleted keep
+// list lists the Layer3 networks. Networks being deleted keep
 // their host subnets until they are gone: their pods may still run.
-func (r *reconciler) layer3Networks(ctx context.Context) ([]layer3Network, error) {
-	var out []layer3Network
+func (l *Lister) list(ctx context.Context) ([]Network, error) {
+	var out []Network
 	var udns udnv1.UserDefinedNetworkList
-	if err := r.client.List(ctx, &udns, client.UnsafeDisableDeepCopy); err != nil {
+	if err := l.client.List(ctx, &udns, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	for _, u := range udns.Items {
-		n := layer3Network{name: ovnk.UDNNetworkName(u.Namespace, u.Name), kind: udnv1.KindUserDefinedNetwork, obj: client.ObjectKeyFromObject(&u), uid: u.UID}
-		if r.fillLayer3(ctx, &n, u.Spec.Network(), u.Status.Conditions) {
+		n := Network{Name: ovnk.UDNNetworkName(u.Namespace, u.Name), Kind: udnv1.KindUserDefinedNetwork, Obj: client.ObjectKeyFromObject(&u), UID: u.UID}
+		if l.fill(ctx, &n, u.Spec.Network(), u.Status.Conditions) {
 			out = append(out, n)
 		}
 	}
 	var cudns udnv1.ClusterUserDefinedNetworkList
-	if err := r.client.List(ctx, &cudns, client.UnsafeDisableDeepCopy); err != nil {
+	if err := l.client.List(ctx, &cudns, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	for _, c := range cudns.Items {
-		n := layer3Network{name: ovnk.CUDNNetworkName(c.Name), kind: udnv1.KindClusterUserDefinedNetwork, obj: client.ObjectKeyFromObject(&c), uid: c.UID}
-		if r.fillLayer3(ctx, &n, c.Spec.Network, c.Status.Conditions) {
+		n := Network{Name: ovnk.CUDNNetworkName(c.Name), Kind: udnv1.KindClusterUserDefinedNetwork, Obj: client.ObjectKeyFromObject(&c), UID: c.UID}
+		if l.fill(ctx, &n, c.Spec.Network, c.Status.Conditions) {
 			out = append(out, n)
 		}
 	}
 	return out, nil
 }
 
-// fillLayer3 fills n's cluster subnets and condition from a network's spec
+// fill fills n's cluster subnets and condition from a network's spec
 // and status; false when the network is not Layer3 or a subnet is
 // malformed.
-func (r *reconciler) fillLayer3(ctx context.Context, n *layer3Network, spec udnv1.NetworkSpec, conds []metav1.Condition) bool {
+func (l *Lister) fill(ctx context.Context, n *Network, spec udnv1.NetworkSpec, conds []metav1.Condition) bool {
 	if spec.Topology != udnv1.NetworkTopologyLayer3 || spec.Layer3 == nil {
 		return false
 	}
 	if c := meta.FindStatusCondition(conds, udnv1.ConditionHostSubnetsAllocated); c != nil {
 		cc := *c // conds is the cache's own (listed without a copy)
-		n.hostSubnets = &cc
+		n.HostSubnets = &cc
 	}
-	published, known := r.nadSubnets(ctx, n.uid)
+	published, known := l.nadSubnets(ctx, n.UID)
 	for _, s := range spec.Layer3.Subnets {
 		p, err := netip.ParsePrefix(string(s.CIDR))
 		if err != nil {
@@ -133,7 +151,7 @@ func (r *reconciler) fillLayer3(ctx context.Context, n *layer3Network, spec udnv
 		if bits == 0 {
 			bits = netids.DefaultHostBits(p)
 		}
-		n.subnets = append(n.subnets, netids.ClusterSubnet{CIDR: p.Masked(), HostBits: bits})
+		n.Subnets = append(n.Subnets, netids.ClusterSubnet{CIDR: p.Masked(), HostBits: bits})
 	}
 	return true
 }
@@ -165,15 +183,15 @@ type parsedNAD struct {
 // passes the ownership rule, ovnk/nadtrust: they share the config); known is
 // false while it has none, and the spec's subnets are used. A NAD that only
 // claims the network's UID is reported and never read.
-func (r *reconciler) nadSubnets(ctx context.Context, uid types.UID) (map[netip.Prefix]bool, bool) {
+func (l *Lister) nadSubnets(ctx context.Context, uid types.UID) (map[netip.Prefix]bool, bool) {
 	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := r.client.List(ctx, &nads, client.MatchingFields{indexNADController: string(uid)}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := l.client.List(ctx, &nads, client.MatchingFields{l.index: string(uid)}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, false
 	}
 	// Every node's reconcile asks for every Layer3 network's subnets: verify
 	// and parse each network's NAD config once per network (its first
 	// trusted NAD's version).
-	c := &r.nads
+	c := &l.nads
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var nad *nadv1.NetworkAttachmentDefinition
