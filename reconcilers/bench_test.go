@@ -13,6 +13,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
 )
@@ -30,7 +31,7 @@ func benchNamespaceSet(b *testing.B) ([]string, map[string]string) {
 	names := make([]string, benchNamespaces)
 	for i := range names {
 		names[i] = fmt.Sprintf("bench-%d-%d", run, i)
-		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names[i], Labels: sel}}); err != nil {
+		if err := k8s.Create(ctx, testobj.MakeNamespace(names[i]).Labels(sel).Obj()); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -46,8 +47,7 @@ func BenchmarkNADs1000Namespaces(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
 			names, sel := benchNamespaceSet(b)
-			cudn := makeCUDN(fmt.Sprint("bench-", benchRun.Load()), sel, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
-				Layer2: layer2(udnv1.NetworkRoleSecondary, "10.123.0.0/16")})
+			cudn := testobj.MakeCUDN(fmt.Sprint("bench-", benchRun.Load())).SelectLabels(sel).Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.123.0.0/16")).Obj()
 			b.StartTimer()
 			if err := k8s.Create(ctx, cudn); err != nil {
 				b.Fatal(err)
@@ -72,10 +72,7 @@ func BenchmarkNADs1000Namespaces(b *testing.B) {
 			names, _ := benchNamespaceSet(b)
 			b.StartTimer()
 			for _, ns := range names {
-				nad := &nadv1.NetworkAttachmentDefinition{
-					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "raw"},
-					Spec:       nadv1.NetworkAttachmentDefinitionSpec{Config: `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"raw"}`},
-				}
+				nad := testobj.MakeNAD(ns, "raw").Config(`{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"raw"}`).Obj()
 				if err := k8s.Create(ctx, nad); err != nil {
 					b.Fatal(err)
 				}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
 )
 
@@ -121,8 +122,8 @@ func TestTwoPrimaryUDNsCreatedTogether(t *testing.T) {
 	race(t, func(t *testing.T, _ int) (client.Object, client.Object) {
 		g := NewWithT(t)
 		ns := newNamespace(t, "race-udn", nil)
-		a := makeUDN(ns, "alpha", l2Spec(udnv1.NetworkRolePrimary, "10.100.0.0/16"))
-		b := makeUDN(ns, "beta", l2Spec(udnv1.NetworkRolePrimary, "10.101.0.0/16"))
+		a := testobj.MakeUDN(ns, "alpha").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")).Obj()
+		b := testobj.MakeUDN(ns, "beta").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.101.0.0/16")).Obj()
 		createConcurrently(t, a, b)
 		w, l := olderFirst(a, b, "UserDefinedNetwork", "UserDefinedNetwork")
 		winner, loser := w.(*udnv1.UserDefinedNetwork), l.(*udnv1.UserDefinedNetwork)
@@ -150,9 +151,8 @@ func TestPrimaryUDNAndCUDNCreatedTogether(t *testing.T) {
 		g := NewWithT(t)
 		sel := map[string]string{"race-cudn": fmt.Sprint(i)}
 		ns := newNamespace(t, "race-cudn", sel)
-		u := makeUDN(ns, "own", l2Spec(udnv1.NetworkRolePrimary, "10.100.0.0/16"))
-		cu := makeCUDN(fmt.Sprintf("race-cudn-%d", i), sel, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
-			Layer2: layer2(udnv1.NetworkRolePrimary, "10.102.0.0/16")})
+		u := testobj.MakeUDN(ns, "own").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")).Obj()
+		cu := testobj.MakeCUDN(fmt.Sprintf("race-cudn-%d", i)).SelectLabels(sel).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.102.0.0/16")).Obj()
 		createConcurrently(t, u, cu)
 		winner, loser := olderFirst(u, cu, "UserDefinedNetwork", "ClusterUserDefinedNetwork")
 		kind := map[bool]string{true: "UserDefinedNetwork", false: "ClusterUserDefinedNetwork"}
@@ -188,12 +188,11 @@ func TestCUDNWideningOverAnOlderUDN(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t, "widen", map[string]string{"widen": "yes"})
 	mine := newNamespace(t, "widen-own", map[string]string{"widen-own": "yes"})
-	u := makeUDN(ns, "first", l2Spec(udnv1.NetworkRolePrimary, "10.100.0.0/16"))
+	u := testobj.MakeUDN(ns, "first").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")).Obj()
 	g.Expect(k8s.Create(ctx, u)).To(Succeed())
 	expectCondition(t, u, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	time.Sleep(1100 * time.Millisecond) // a later creationTimestamp, whatever the names
-	cu := makeCUDN("widening", map[string]string{"widen-own": "yes"}, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
-		Layer2: layer2(udnv1.NetworkRolePrimary, "10.103.0.0/16")})
+	cu := testobj.MakeCUDN("widening").SelectLabels(map[string]string{"widen-own": "yes"}).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.103.0.0/16")).Obj()
 	g.Expect(k8s.Create(ctx, cu)).To(Succeed())
 	expectCondition(t, cu, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 
@@ -221,14 +220,14 @@ func TestLayer3AppendOverAUsedRange(t *testing.T) {
 	rtest.Require(t)
 	g := NewWithT(t)
 	ns := newNamespace(t, "append-conflict", nil)
-	green := makeUDN(ns, "green", l3Spec(udnv1.Layer3Subnet{CIDR: "10.200.0.0/16", HostSubnet: 24}))
+	green := testobj.MakeUDN(ns, "green").Spec(testobj.Layer3(udnv1.NetworkRolePrimary, "10.200.0.0/16")).Obj()
 	g.Expect(k8s.Create(ctx, green)).To(Succeed())
 	expectCondition(t, green, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	g.Expect(nadConfig(g, ns, "green")).To(HaveKeyWithValue("subnets", "10.200.0.0/16/24"))
 
 	// Another network of the namespace takes 10.210.0.0/16 after green was
 	// admitted; then green appends an overlapping subnet.
-	backend := makeUDN(ns, "backend", l2Spec(udnv1.NetworkRoleSecondary, "10.210.0.0/16"))
+	backend := testobj.MakeUDN(ns, "backend").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.210.0.0/16")).Obj()
 	g.Expect(k8s.Create(ctx, backend)).To(Succeed())
 	expectCondition(t, backend, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	updateObject(t, green, func(u *udnv1.UserDefinedNetwork) {
@@ -264,8 +263,8 @@ func TestCUDNLayer3AppendOverAUsedRange(t *testing.T) {
 	g := NewWithT(t)
 	sel := map[string]string{"cudn-append": "yes"}
 	ns := newNamespace(t, "cudn-append", sel)
-	cu := makeCUDN("cudn-append", sel, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer3, Layer3: &udnv1.Layer3Config{
-		Role: udnv1.NetworkRolePrimary, Subnets: []udnv1.Layer3Subnet{{CIDR: "10.220.0.0/16", HostSubnet: 24}}}})
+	cu := testobj.MakeCUDN("cudn-append").SelectLabels(sel).Spec(udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer3, Layer3: &udnv1.Layer3Config{
+		Role: udnv1.NetworkRolePrimary, Subnets: []udnv1.Layer3Subnet{{CIDR: "10.220.0.0/16", HostSubnet: 24}}}}).Obj()
 	g.Expect(k8s.Create(ctx, cu)).To(Succeed())
 	expectCondition(t, cu, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	updateObject(t, cu, func(c *udnv1.ClusterUserDefinedNetwork) {
@@ -293,13 +292,12 @@ func TestNamedCUDNRenamedOntoAYoungerUDN(t *testing.T) {
 		return metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: names}}}
 	}
-	cu := makeCUDN("named-older", nil, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
-		Layer2: layer2(udnv1.NetworkRolePrimary, "10.104.0.0/16")})
+	cu := testobj.MakeCUDN("named-older").SelectLabels(nil).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.104.0.0/16")).Obj()
 	cu.Spec.NamespaceSelector = named(elsewhere)
 	g.Expect(k8s.Create(ctx, cu)).To(Succeed())
 	expectCondition(t, cu, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	time.Sleep(1100 * time.Millisecond) // the UDN is younger, whatever the names
-	u := makeUDN(ns, "younger", l2Spec(udnv1.NetworkRolePrimary, "10.105.0.0/16"))
+	u := testobj.MakeUDN(ns, "younger").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.105.0.0/16")).Obj()
 	g.Expect(k8s.Create(ctx, u)).To(Succeed())
 	expectCondition(t, u, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	getNAD(g, ns, "younger")

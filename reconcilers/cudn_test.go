@@ -13,19 +13,11 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
 	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
 )
-
-func makeCUDN(name string, selector map[string]string, spec udnv1.NetworkSpec) *udnv1.ClusterUserDefinedNetwork {
-	return &udnv1.ClusterUserDefinedNetwork{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: udnv1.ClusterUserDefinedNetworkSpec{
-			NamespaceSelector: metav1.LabelSelector{MatchLabels: selector}, Network: spec,
-		},
-	}
-}
 
 // nadNamespaces lists the namespaces holding a NAD controlled by cudn.
 func nadNamespaces(g Gomega, cudn *udnv1.ClusterUserDefinedNetwork) []string {
@@ -47,11 +39,11 @@ func TestCUDNSelectsAndRelabels(t *testing.T) {
 	a := newNamespace(t, "cudn-a", sel)
 	b := newNamespace(t, "cudn-b", sel)
 	c := newNamespace(t, "cudn-c", map[string]string{"tenant": "other"})
-	cudn := makeCUDN("physnet-ext", sel, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLocalnet, Localnet: &udnv1.LocalnetConfig{
+	cudn := testobj.MakeCUDN("physnet-ext").SelectLabels(sel).Spec(udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLocalnet, Localnet: &udnv1.LocalnetConfig{
 		Role: udnv1.NetworkRoleSecondary, PhysicalNetworkName: "physnet-ext", Subnets: udnv1.DualStackCIDRs{"192.0.2.0/24"},
 		ExcludeSubnets: []udnv1.CIDR{"192.0.2.0/28"}, MTU: 1500,
 		VLAN: &udnv1.VLANConfig{Mode: udnv1.VLANModeAccess, Access: &udnv1.AccessVLANConfig{ID: 200}},
-	}})
+	}}).Obj()
 	g.Expect(k8s.Create(ctx, cudn)).To(Succeed())
 	expectCondition(t, cudn, metav1.ConditionTrue, udnv1.ReasonNADCreated,
 		fmt.Sprintf("NetworkAttachmentDefinition has been created in following namespaces: [%s, %s]", a, b))
@@ -95,10 +87,10 @@ func TestCUDNPrimaryLayer2DeletionWaitsForPods(t *testing.T) {
 	sel := map[string]string{"tenant": "migrated"}
 	a := newNamespace(t, "migrated", sel)
 	b := newNamespace(t, "migrated", sel)
-	cudn := makeCUDN("network-l2", sel, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{
+	cudn := testobj.MakeCUDN("network-l2").SelectLabels(sel).Spec(udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{
 		Role: udnv1.NetworkRolePrimary, Subnets: udnv1.DualStackCIDRs{"192.168.100.0/24"},
 		InfrastructureSubnets: []udnv1.NetworkCIDR{"192.168.100.0/30"}, DefaultGatewayIPs: udnv1.DualStackIPs{"192.168.100.2"},
-	}})
+	}}).Obj()
 	g.Expect(k8s.Create(ctx, cudn)).To(Succeed())
 	expectCondition(t, cudn, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	conf := nadConfig(g, b, "network-l2")
@@ -129,8 +121,8 @@ func TestCUDNSkipsTerminatingNamespaces(t *testing.T) {
 	sel := map[string]string{"tenant": "terminating"}
 	a := newNamespace(t, "term", sel)
 	b := newNamespace(t, "term", sel)
-	spec := udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: layer2(udnv1.NetworkRoleSecondary, "10.90.0.0/16")}
-	cudn := makeCUDN("term-net", sel, spec)
+	spec := testobj.Layer2(udnv1.NetworkRoleSecondary, "10.90.0.0/16")
+	cudn := testobj.MakeCUDN("term-net").SelectLabels(sel).Spec(spec).Obj()
 	g.Expect(k8s.Create(ctx, cudn)).To(Succeed())
 	g.Eventually(func(g Gomega) []string { return nadNamespaces(g, cudn) }).WithTimeout(timeout).Should(ConsistOf(a, b))
 
@@ -144,7 +136,7 @@ func TestCUDNSkipsTerminatingNamespaces(t *testing.T) {
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: b}, &ns)).To(Succeed())
 	g.Expect(ns.DeletionTimestamp).NotTo(BeNil(), "the namespace is still terminating")
 
-	late := makeCUDN("term-late", sel, spec)
+	late := testobj.MakeCUDN("term-late").SelectLabels(sel).Spec(spec).Obj()
 	g.Expect(k8s.Create(ctx, late)).To(Succeed())
 	expectCondition(t, late, metav1.ConditionTrue, udnv1.ReasonNADCreated, "following namespaces: ["+a+"]")
 	g.Expect(nadNamespaces(g, late)).To(ConsistOf(a))
@@ -165,11 +157,11 @@ func TestPredefinedAddressesFeatureFlag(t *testing.T) {
 
 	sel := map[string]string{"tenant": "predefined"}
 	ns := newNamespace(t, "predef", sel)
-	cudn := makeCUDN("predef-l2", sel, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{
+	cudn := testobj.MakeCUDN("predef-l2").SelectLabels(sel).Spec(udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{
 		Role: udnv1.NetworkRolePrimary, Subnets: udnv1.DualStackCIDRs{"192.168.100.0/24"},
 		InfrastructureSubnets: []udnv1.NetworkCIDR{"192.168.100.0/30"}, ReservedSubnets: []udnv1.NetworkCIDR{"192.168.100.200/29"},
 		DefaultGatewayIPs: udnv1.DualStackIPs{"192.168.100.2"},
-	}})
+	}}).Obj()
 	g.Expect(k8s.Create(ctx, cudn)).To(Succeed())
 	expectCondition(t, cudn, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	conf := nadConfig(g, ns, "predef-l2")
@@ -187,11 +179,11 @@ func TestCUDNUnimplementedTransportIsReported(t *testing.T) {
 	g := NewWithT(t)
 	sel := map[string]string{"tenant": "evpn"}
 	ns := newNamespace(t, "evpn", sel)
-	cudn := makeCUDN("red-evpn", sel, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
+	cudn := testobj.MakeCUDN("red-evpn").SelectLabels(sel).Spec(udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
 		Layer2:    &udnv1.Layer2Config{Role: udnv1.NetworkRolePrimary, Subnets: udnv1.DualStackCIDRs{"10.210.0.0/16"}},
 		Transport: udnv1.TransportOptionEVPN,
 		EVPN: &udnv1.EVPNConfig{VTEP: "vtep-default", MACVRF: &udnv1.VRFConfig{VNI: 10210, RouteTarget: "65000:10210"},
-			IPVRF: &udnv1.VRFConfig{VNI: 20210}}})
+			IPVRF: &udnv1.VRFConfig{VNI: 20210}}}).Obj()
 	g.Expect(k8s.Create(ctx, cudn)).To(Succeed())
 	expectCondition(t, cudn, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	g.Eventually(func(g Gomega) {
@@ -209,8 +201,8 @@ func TestCUDNUnimplementedTransportIsReported(t *testing.T) {
 		"macVRF": map[string]any{"vni": 10210.0, "routeTarget": "65000:10210"}, "ipVRF": map[string]any{"vni": 20210.0}}))
 
 	// A network without such fields reports no such condition.
-	plain := makeCUDN("plain-l2", map[string]string{"tenant": "none"}, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
-		Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRoleSecondary, Subnets: udnv1.DualStackCIDRs{"10.211.0.0/16"}}})
+	plain := testobj.MakeCUDN("plain-l2").SelectLabels(map[string]string{"tenant": "none"}).Spec(udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
+		Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRoleSecondary, Subnets: udnv1.DualStackCIDRs{"10.211.0.0/16"}}}).Obj()
 	g.Expect(k8s.Create(ctx, plain)).To(Succeed())
 	expectCondition(t, plain, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(plain), plain)).To(Succeed())

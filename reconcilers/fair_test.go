@@ -12,6 +12,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/reconcilers"
 	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
 )
@@ -47,13 +48,13 @@ func floodThenOne(tb testing.TB, cfg reconcilers.Config, n int) floodResult {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := k8s.Create(ctx, makeUDN(flood, fmt.Sprintf("f%04d", i), l2Spec(udnv1.NetworkRoleSecondary, "10.100.0.0/16"))); err != nil {
+			if err := k8s.Create(ctx, testobj.MakeUDN(flood, fmt.Sprintf("f%04d", i)).Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16")).Obj()); err != nil {
 				tb.Error(err)
 			}
 		})
 	}
 	wg.Wait()
-	u := makeUDN(quiet, "mine", l2Spec(udnv1.NetworkRoleSecondary, "10.100.0.0/16"))
+	u := testobj.MakeUDN(quiet, "mine").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16")).Obj()
 	start := time.Now()
 	if err := k8s.Create(ctx, u); err != nil {
 		tb.Fatal(err)

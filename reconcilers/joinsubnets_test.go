@@ -12,6 +12,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
 )
 
@@ -24,9 +25,9 @@ func TestNetworkOverlappingItsJoinSubnetGetsNoNAD(t *testing.T) {
 	g := NewWithT(t)
 	sel := map[string]string{"join-overlap": "yes"}
 	ns := newNamespace(t, "join-overlap", sel)
-	u := makeUDN(ns, "l2", l2Spec(udnv1.NetworkRolePrimary, "100.65.0.0/24"))
-	cu := makeCUDN("join-overlap-l3", sel, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer3, Layer3: &udnv1.Layer3Config{
-		Role: udnv1.NetworkRoleSecondary, Subnets: []udnv1.Layer3Subnet{{CIDR: "100.65.0.0/16", HostSubnet: 24}}}})
+	u := testobj.MakeUDN(ns, "l2").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "100.65.0.0/24")).Obj()
+	cu := testobj.MakeCUDN("join-overlap-l3").SelectLabels(sel).Spec(udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer3, Layer3: &udnv1.Layer3Config{
+		Role: udnv1.NetworkRoleSecondary, Subnets: []udnv1.Layer3Subnet{{CIDR: "100.65.0.0/16", HostSubnet: 24}}}}).Obj()
 	for _, obj := range []client.Object{u, cu} {
 		g.Expect(k8s.Create(ctx, obj)).To(Succeed())
 	}

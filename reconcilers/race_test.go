@@ -1,7 +1,6 @@
 package reconcilers_test
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -19,6 +18,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/envtest/manager"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
 	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
@@ -112,10 +113,8 @@ func startSecondManager(t *testing.T) {
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(reconcilers.SetupWithManager(mgr, reconcilers.DefaultConfig())).To(Succeed())
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	running := manager.Run(ctx, mgr)
+	t.Cleanup(func() { _ = running.Stop() })
 	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
 }
 
@@ -132,22 +131,22 @@ func TestTwoManagersFiftyNodesFiftyNetworks(t *testing.T) {
 	const nNodes, nL3, nL2 = 50, 25, 25
 	var nodes []*corev1.Node
 	for i := range nNodes {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("race-node-%02d", i)}}
+		n := testobj.MakeNode(fmt.Sprintf("race-node-%02d", i))
 		if i%5 == 0 {
-			n.Annotations = map[string]string{ovnk.AnnotationNodeEncapIPs: fmt.Sprintf(`["192.0.2.%d","198.51.100.%d","203.0.113.%d"]`, i+1, i+1, i+1)}
+			n.Annotation(ovnk.AnnotationNodeEncapIPs, fmt.Sprintf(`["192.0.2.%d","198.51.100.%d","203.0.113.%d"]`, i+1, i+1, i+1))
 		}
-		nodes = append(nodes, n)
+		nodes = append(nodes, n.Obj())
 	}
 	var udns []*udnv1.UserDefinedNetwork
 	var l3Names []string
 	for i := range nL3 {
 		ns := newNamespace(t, "race-l3", nil)
-		udns = append(udns, makeUDN(ns, "net", l3Spec(udnv1.Layer3Subnet{CIDR: udnv1.CIDR(fmt.Sprintf("10.%d.0.0/16", 100+i)), HostSubnet: 24})))
+		udns = append(udns, testobj.MakeUDN(ns, "net").Spec(testobj.Layer3(udnv1.NetworkRolePrimary, udnv1.CIDR(fmt.Sprintf("10.%d.0.0/16", 100+i)))).Obj())
 		l3Names = append(l3Names, ovnk.UDNNetworkName(ns, "net"))
 	}
 	for i := range nL2 {
 		ns := newNamespace(t, "race-l2", nil)
-		udns = append(udns, makeUDN(ns, "net", l2Spec(udnv1.NetworkRolePrimary, udnv1.CIDR(fmt.Sprintf("10.%d.0.0/16", 130+i)))))
+		udns = append(udns, testobj.MakeUDN(ns, "net").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, udnv1.CIDR(fmt.Sprintf("10.%d.0.0/16", 130+i)))).Obj())
 	}
 
 	var wg sync.WaitGroup

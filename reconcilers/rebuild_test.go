@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
 	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
@@ -37,8 +38,7 @@ func TestRebuildIgnoresAnotherNetworksIDs(t *testing.T) {
 	g := NewWithT(t)
 	sel := map[string]string{"rebuild": "victim"}
 	victimNS := newNamespace(t, "rebuild-victim", sel)
-	cudn := makeCUDN("rebuild-victim-net", sel, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
-		Layer2: layer2(udnv1.NetworkRolePrimary, "10.88.0.0/16")})
+	cudn := testobj.MakeCUDN("rebuild-victim-net").SelectLabels(sel).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.88.0.0/16")).Obj()
 	g.Expect(k8s.Create(ctx, cudn)).To(Succeed())
 	expectCondition(t, cudn, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(cudn), cudn)).To(Succeed())
@@ -50,7 +50,7 @@ func TestRebuildIgnoresAnotherNetworksIDs(t *testing.T) {
 
 	stopManager()
 	thiefNS := newNamespace(t, "rebuild-thief", nil)
-	thief := makeUDN(thiefNS, "net", l2Spec(udnv1.NetworkRolePrimary, "10.89.0.0/16"))
+	thief := testobj.MakeUDN(thiefNS, "net").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.89.0.0/16")).Obj()
 	thief.Annotations = map[string]string{ovnk.AnnotationNetworkID: victimID, ovnk.AnnotationTunnelKeys: victimKeys}
 	g.Expect(k8s.Create(ctx, thief)).To(Succeed())
 	if err := startManager(reconcilers.DefaultConfig()); err != nil {

@@ -17,6 +17,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
 	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
@@ -28,7 +29,7 @@ func createPrimaryL2(t *testing.T, prefix string, n int) []*udnv1.UserDefinedNet
 	var out []*udnv1.UserDefinedNetwork
 	for i := range n {
 		ns := newNamespace(t, prefix, nil)
-		u := makeUDN(ns, "net", l2Spec(udnv1.NetworkRolePrimary, udnv1.CIDR(fmt.Sprintf("10.%d.0.0/16", 10+i))))
+		u := testobj.MakeUDN(ns, "net").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, udnv1.CIDR(fmt.Sprintf("10.%d.0.0/16", 10+i)))).Obj()
 		g.Expect(k8s.Create(ctx, u)).To(Succeed())
 		out = append(out, u)
 	}
@@ -55,8 +56,7 @@ func TestRestartKeepsAllocations(t *testing.T) {
 	restartManager(t, cfg)
 	sel := map[string]string{"restart": "cudn"}
 	newNamespace(t, "restart-cudn", sel)
-	cudn := makeCUDN("restart-l2", sel, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
-		Layer2: layer2(udnv1.NetworkRolePrimary, "10.77.0.0/16")})
+	cudn := testobj.MakeCUDN("restart-l2").SelectLabels(sel).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.77.0.0/16")).Obj()
 	g.Expect(k8s.Create(ctx, cudn)).To(Succeed())
 	expectCondition(t, cudn, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	expectUniqueAllocations(t)
@@ -133,7 +133,7 @@ func TestTwoManagersRacing(t *testing.T) {
 	var udns []*udnv1.UserDefinedNetwork
 	for i := range 16 {
 		ns := newNamespace(t, "race", nil)
-		udns = append(udns, makeUDN(ns, "net", l2Spec(udnv1.NetworkRolePrimary, udnv1.CIDR(fmt.Sprintf("10.%d.0.0/16", 30+i)))))
+		udns = append(udns, testobj.MakeUDN(ns, "net").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, udnv1.CIDR(fmt.Sprintf("10.%d.0.0/16", 30+i)))).Obj())
 	}
 	for _, u := range udns {
 		wg.Add(1)
@@ -184,12 +184,12 @@ func TestRestartWritesNothing(t *testing.T) {
 	g := NewWithT(t)
 	createNodes(t, "still-a", "still-b")
 	l2 := createPrimaryL2(t, "still", 1)[0]
-	l3 := makeUDN(newNamespace(t, "still-l3", nil), "net", l3Spec(udnv1.Layer3Subnet{CIDR: "10.140.0.0/16", HostSubnet: 24}))
+	l3 := testobj.MakeUDN(newNamespace(t, "still-l3", nil), "net").Spec(testobj.Layer3(udnv1.NetworkRolePrimary, "10.140.0.0/16")).Obj()
 	g.Expect(k8s.Create(ctx, l3)).To(Succeed())
 	sel := map[string]string{"still": "cudn"}
 	cudnNS := []string{newNamespace(t, "still-cudn", sel), newNamespace(t, "still-cudn", sel)}
-	cudn := makeCUDN("still-l3", sel, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer3,
-		Layer3: &udnv1.Layer3Config{Role: udnv1.NetworkRoleSecondary, Subnets: []udnv1.Layer3Subnet{{CIDR: "10.141.0.0/16", HostSubnet: 24}}}})
+	cudn := testobj.MakeCUDN("still-l3").SelectLabels(sel).Spec(udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer3,
+		Layer3: &udnv1.Layer3Config{Role: udnv1.NetworkRoleSecondary, Subnets: []udnv1.Layer3Subnet{{CIDR: "10.141.0.0/16", HostSubnet: 24}}}}).Obj()
 	g.Expect(k8s.Create(ctx, cudn)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(ctx, cudn) })
 	for _, o := range []client.Object{l2, l3, cudn} {
@@ -206,7 +206,7 @@ func TestRestartWritesNothing(t *testing.T) {
 	}).WithTimeout(timeout).Should(Succeed())
 
 	objects := []client.Object{l2, l3, cudn,
-		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "still-a"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "still-b"}},
+		testobj.MakeNode("still-a").Obj(), testobj.MakeNode("still-b").Obj(),
 		newNADNamed(l2.Namespace, l2.Name), newNADNamed(l3.Namespace, l3.Name),
 		newNADNamed(cudnNS[0], cudn.Name), newNADNamed(cudnNS[1], cudn.Name)}
 	versions := func(g Gomega) map[string]string {

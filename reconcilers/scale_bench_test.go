@@ -7,12 +7,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
 	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
@@ -35,7 +35,7 @@ func BenchmarkNetworksScale(b *testing.B) {
 	}
 	b.Cleanup(func() { stopManager(); _ = startManager(reconcilers.DefaultConfig()) })
 	for i := range scaleBenchNodes {
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-node-%03d", i)}}
+		node := testobj.MakeNode(fmt.Sprintf("bench-node-%03d", i)).Obj()
 		if err := k8s.Create(ctx, node); client.IgnoreAlreadyExists(err) != nil {
 			b.Fatal(err)
 		}
@@ -82,26 +82,22 @@ func startManagerB(cfg reconcilers.Config) error {
 
 func benchNetwork(run int32, i int) []client.Object {
 	cluster, layer3, primary := i&4 != 0, i&1 != 0, i&2 == 0
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("scale-%d-%05d", run, i)}}
+	nsw := testobj.MakeNamespace(fmt.Sprintf("scale-%d-%05d", run, i))
 	role := udnv1.NetworkRoleSecondary
 	if primary {
 		role = udnv1.NetworkRolePrimary
-		ns.Labels = map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}
+		nsw.Primary()
 	}
-	spec := udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: layer2(role, "10.100.0.0/16")}
+	ns := nsw.Obj()
+	spec := testobj.Layer2(role, "10.100.0.0/16")
 	if layer3 {
-		spec = udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer3,
-			Layer3: &udnv1.Layer3Config{Role: role, Subnets: []udnv1.Layer3Subnet{{CIDR: "172.16.0.0/12", HostSubnet: 24}}}}
+		spec = testobj.Layer3(role, "172.16.0.0/12")
 	}
 	name := fmt.Sprintf("net-%d-%05d", run, i)
 	if cluster {
-		return []client.Object{ns, &udnv1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: udnv1.ClusterUserDefinedNetworkSpec{
-				NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns.Name}},
-				Network:           spec}}}
+		return []client.Object{ns, testobj.MakeCUDN(name).SelectLabels(map[string]string{corev1.LabelMetadataName: ns.Name}).Spec(spec).Obj()}
 	}
-	return []client.Object{ns, &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name},
-		Spec: udnv1.UserDefinedNetworkSpec{Topology: spec.Topology, Layer2: spec.Layer2, Layer3: spec.Layer3}}}
+	return []client.Object{ns, testobj.MakeUDN(ns.Name, name).Spec(spec).Obj()}
 }
 
 // benchConverged: every network of run has its NAD with a network ID, and

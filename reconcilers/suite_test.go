@@ -16,6 +16,8 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/internal/testenv"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
 	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
@@ -32,9 +34,10 @@ var (
 	ctx   = context.Background()
 )
 
+// timeout and interval bound the suites' waits (testenv's one timeout set).
 const (
-	timeout  = rtest.Timeout
-	interval = rtest.Interval
+	timeout  = testenv.EventuallyTimeout
+	interval = testenv.PollInterval
 )
 
 func TestMain(m *testing.M) {
@@ -49,13 +52,6 @@ func newNamespace(t *testing.T, prefix string, labels map[string]string) string 
 	t.Helper()
 	return suite.NewNamespace(t, prefix, labels)
 }
-
-var (
-	layer2  = rtest.Layer2
-	makeUDN = rtest.MakeUDN
-	l2Spec  = rtest.L2Spec
-	l3Spec  = rtest.L3Spec
-)
 
 func createNodes(t *testing.T, names ...string) { t.Helper(); suite.CreateNodes(t, names...) }
 func nodeID(g Gomega, name string) int          { return suite.NodeID(g, name) }
@@ -101,12 +97,8 @@ func expectGone(t *testing.T, obj client.Object) { t.Helper(); suite.ExpectGone(
 // an entry for the NAD nadKey ("ns/name").
 func usePod(t *testing.T, ns, name, nadKey string) *corev1.Pod {
 	t.Helper()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{
-			ovnk.AnnotationPodNetworks: fmt.Sprintf(`{%q:{"ip_addresses":["10.100.0.5/16"],"mac_address":"0a:58:0a:64:00:05","role":"primary"}}`, nadKey),
-		}},
-		Spec: corev1.PodSpec{NodeName: "node-x", Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
-	}
+	pod := testobj.MakePod(ns, name).Node("node-x").Annotation(ovnk.AnnotationPodNetworks,
+		fmt.Sprintf(`{%q:{"ip_addresses":["10.100.0.5/16"],"mac_address":"0a:58:0a:64:00:05","role":"primary"}}`, nadKey)).Obj()
 	if err := k8s.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}

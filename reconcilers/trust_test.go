@@ -12,6 +12,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
 	"github.com/udnkit/udnkit/reconcilers"
@@ -34,7 +35,7 @@ func TestRebuildTrustsOnlyVerifiedNADs(t *testing.T) {
 	rtest.Require(t)
 	g := NewWithT(t)
 	attackerNS := newNamespace(t, "trust-attacker", nil)
-	old := makeUDN(attackerNS, "old", l2Spec(udnv1.NetworkRolePrimary, "10.91.0.0/16"))
+	old := testobj.MakeUDN(attackerNS, "old").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.91.0.0/16")).Obj()
 	g.Expect(k8s.Create(ctx, old)).To(Succeed())
 	expectCondition(t, old, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(old), old)).To(Succeed())
@@ -56,7 +57,7 @@ func TestRebuildTrustsOnlyVerifiedNADs(t *testing.T) {
 	g.Eventually(func() bool { return time.Now().Truncate(time.Second).After(victims[2].CreationTimestamp.Time) }).
 		WithTimeout(timeout).Should(BeTrue())
 	attackerNS2 := newNamespace(t, "trust-attacker", nil)
-	late := makeUDN(attackerNS2, "late", l2Spec(udnv1.NetworkRolePrimary, "10.92.0.0/16"))
+	late := testobj.MakeUDN(attackerNS2, "late").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.92.0.0/16")).Obj()
 	g.Expect(k8s.Create(ctx, late)).To(Succeed())
 	expectCondition(t, late, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(old), old)).To(Succeed())

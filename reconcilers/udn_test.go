@@ -16,6 +16,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
 )
@@ -24,7 +25,7 @@ func TestUDNCreatesNAD(t *testing.T) {
 	rtest.Require(t)
 	g := NewWithT(t)
 	ns := newNamespace(t, "blue", nil)
-	udn := makeUDN(ns, "blue", l2Spec(udnv1.NetworkRolePrimary, "10.100.0.0/16", "fd00:100::/64"))
+	udn := testobj.MakeUDN(ns, "blue").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16", "fd00:100::/64")).Obj()
 	udn.Labels = map[string]string{"team": "blue"}
 	udn.Spec.Layer2.IPAM = &udnv1.IPAMConfig{Lifecycle: udnv1.IPAMLifecyclePersistent}
 	g.Expect(k8s.Create(ctx, udn)).To(Succeed())
@@ -68,7 +69,7 @@ func TestUDNTransitSubnetAvoidsOverlap(t *testing.T) {
 	rtest.Require(t)
 	g := NewWithT(t)
 	ns := newNamespace(t, "overlap", nil)
-	udn := makeUDN(ns, "net", l2Spec(udnv1.NetworkRolePrimary, "100.88.0.0/20"))
+	udn := testobj.MakeUDN(ns, "net").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "100.88.0.0/20")).Obj()
 	g.Expect(k8s.Create(ctx, udn)).To(Succeed())
 	expectCondition(t, udn, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	g.Expect(udn.Status.TransitSubnets).To(Equal(udnv1.DualStackCIDRs{"100.89.0.0/16"}))
@@ -78,7 +79,7 @@ func TestUDNTransitSubnetAvoidsOverlap(t *testing.T) {
 		Should(Equal([]string{"the network's subnets overlap the default transit subnets 100.88.0.0/16,fd97::/64 (--transit-subnets); it uses 100.89.0.0/16 instead, shown in status.transitSubnets."}))
 
 	// A network on the default transit subnets gets no such Event.
-	other := makeUDN(newNamespace(t, "no-overlap", nil), "net", l2Spec(udnv1.NetworkRolePrimary, "10.100.0.0/16"))
+	other := testobj.MakeUDN(newNamespace(t, "no-overlap", nil), "net").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")).Obj()
 	g.Expect(k8s.Create(ctx, other)).To(Succeed())
 	expectCondition(t, other, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	g.Consistently(func(g Gomega) []string { return eventNotes(g, other, "Normal", "TransitSubnetsMoved") }).WithTimeout(time.Second).WithPolling(interval).
@@ -89,8 +90,7 @@ func TestUDNSecondaryLayer3(t *testing.T) {
 	rtest.Require(t)
 	g := NewWithT(t)
 	ns := newNamespace(t, "sec", nil)
-	udn := makeUDN(ns, "sec", udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer3, Layer3: &udnv1.Layer3Config{
-		Role: udnv1.NetworkRoleSecondary, Subnets: []udnv1.Layer3Subnet{{CIDR: "10.30.0.0/16", HostSubnet: 24}}}})
+	udn := testobj.MakeUDN(ns, "sec").Spec(testobj.Layer3(udnv1.NetworkRoleSecondary, "10.30.0.0/16")).Obj()
 	g.Expect(k8s.Create(ctx, udn)).To(Succeed())
 	expectCondition(t, udn, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	nad := getNAD(g, ns, "sec")
@@ -105,7 +105,7 @@ func TestUDNLayer3AppendUpdatesNADInPlace(t *testing.T) {
 	rtest.Require(t)
 	g := NewWithT(t)
 	ns := newNamespace(t, "green", nil)
-	udn := makeUDN(ns, "green", l3Spec(udnv1.Layer3Subnet{CIDR: "10.200.0.0/16", HostSubnet: 24}))
+	udn := testobj.MakeUDN(ns, "green").Spec(testobj.Layer3(udnv1.NetworkRolePrimary, "10.200.0.0/16")).Obj()
 	g.Expect(k8s.Create(ctx, udn)).To(Succeed())
 	expectCondition(t, udn, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	before := getNAD(g, ns, "green")
@@ -125,7 +125,7 @@ func TestUDNNADDriftRepair(t *testing.T) {
 	rtest.Require(t)
 	g := NewWithT(t)
 	ns := newNamespace(t, "drift", nil)
-	udn := makeUDN(ns, "net", l2Spec(udnv1.NetworkRoleSecondary, "10.40.0.0/16"))
+	udn := testobj.MakeUDN(ns, "net").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.40.0.0/16")).Obj()
 	g.Expect(k8s.Create(ctx, udn)).To(Succeed())
 	expectCondition(t, udn, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	orig := getNAD(g, ns, "net")
@@ -167,12 +167,9 @@ func TestUDNForeignNADIsNeverOverwritten(t *testing.T) {
 	rtest.Require(t)
 	g := NewWithT(t)
 	ns := newNamespace(t, "foreign", nil)
-	foreign := &nadv1.NetworkAttachmentDefinition{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"},
-		Spec:       nadv1.NetworkAttachmentDefinitionSpec{Config: `{"cniVersion":"0.4.0","name":"mine","type":"bridge"}`},
-	}
+	foreign := testobj.MakeNAD(ns, "net").Config(`{"cniVersion":"0.4.0","name":"mine","type":"bridge"}`).Obj()
 	g.Expect(k8s.Create(ctx, foreign)).To(Succeed())
-	udn := makeUDN(ns, "net", l2Spec(udnv1.NetworkRoleSecondary, "10.41.0.0/16"))
+	udn := testobj.MakeUDN(ns, "net").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.41.0.0/16")).Obj()
 	g.Expect(k8s.Create(ctx, udn)).To(Succeed())
 	expectCondition(t, udn, metav1.ConditionFalse, udnv1.ReasonSyncError,
 		fmt.Sprintf("foreign NetworkAttachmentDefinition %s/net already exists", ns))
@@ -193,7 +190,7 @@ func TestUDNForeignNADIsNeverOverwritten(t *testing.T) {
 	foreign2 := foreign.DeepCopy()
 	foreign2.ResourceVersion, foreign2.Namespace = "", ns2
 	g.Expect(k8s.Create(ctx, foreign2)).To(Succeed())
-	udn2 := makeUDN(ns2, "net", l2Spec(udnv1.NetworkRoleSecondary, "10.41.0.0/16"))
+	udn2 := testobj.MakeUDN(ns2, "net").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.41.0.0/16")).Obj()
 	g.Expect(k8s.Create(ctx, udn2)).To(Succeed())
 	expectCondition(t, udn2, metav1.ConditionFalse, udnv1.ReasonSyncError, "not managed by this UserDefinedNetwork")
 	g.Expect(k8s.Delete(ctx, udn2)).To(Succeed())
@@ -205,7 +202,7 @@ func TestUDNDeletionWaitsForPods(t *testing.T) {
 	rtest.Require(t)
 	g := NewWithT(t)
 	ns := newNamespace(t, "inuse", nil)
-	udn := makeUDN(ns, "net", l2Spec(udnv1.NetworkRolePrimary, "10.42.0.0/16"))
+	udn := testobj.MakeUDN(ns, "net").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.42.0.0/16")).Obj()
 	g.Expect(k8s.Create(ctx, udn)).To(Succeed())
 	expectCondition(t, udn, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	key := ns + "/net"
@@ -240,7 +237,7 @@ func TestUDNConcurrentCreatesGetUniqueIDs(t *testing.T) {
 	udns := make([]*udnv1.UserDefinedNetwork, n)
 	for i := range n {
 		ns := newNamespace(t, "conc", nil)
-		udns[i] = makeUDN(ns, "net", l2Spec(udnv1.NetworkRolePrimary, udnv1.CIDR(fmt.Sprintf("10.%d.0.0/16", 100+i))))
+		udns[i] = testobj.MakeUDN(ns, "net").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, udnv1.CIDR(fmt.Sprintf("10.%d.0.0/16", 100+i)))).Obj()
 	}
 	// CUDNs race the UDNs from the other controller, for the same pool; each
 	// selects a namespace of its own (one Primary network per namespace).
@@ -248,8 +245,7 @@ func TestUDNConcurrentCreatesGetUniqueIDs(t *testing.T) {
 	for i := range n / 2 {
 		sel := map[string]string{"conc-cudn": fmt.Sprint(i)}
 		newNamespace(t, "conc-cudn", sel)
-		cudns = append(cudns, makeCUDN(fmt.Sprint("conc-", i), sel, udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
-			Layer2: layer2(udnv1.NetworkRolePrimary, udnv1.CIDR(fmt.Sprintf("10.%d.0.0/16", 150+i)))}))
+		cudns = append(cudns, testobj.MakeCUDN(fmt.Sprint("conc-", i)).SelectLabels(sel).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, udnv1.CIDR(fmt.Sprintf("10.%d.0.0/16", 150+i)))).Obj())
 	}
 	for _, u := range udns {
 		wg.Add(1)

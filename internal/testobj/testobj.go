@@ -24,9 +24,14 @@ func Layer2(role udnv1.NetworkRole, subnets ...udnv1.CIDR) udnv1.NetworkSpec {
 // Layer3 is a Layer3 network spec with the given role and cluster subnets,
 // each split into /24 host subnets.
 func Layer3(role udnv1.NetworkRole, cidrs ...udnv1.CIDR) udnv1.NetworkSpec {
+	return Layer3Hosts(role, 24, cidrs...)
+}
+
+// Layer3Hosts is Layer3 with host subnets of prefix length hostSubnet.
+func Layer3Hosts(role udnv1.NetworkRole, hostSubnet int32, cidrs ...udnv1.CIDR) udnv1.NetworkSpec {
 	s := udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer3, Layer3: &udnv1.Layer3Config{Role: role}}
 	for _, c := range cidrs {
-		s.Layer3.Subnets = append(s.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: c, HostSubnet: 24})
+		s.Layer3.Subnets = append(s.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: c, HostSubnet: hostSubnet})
 	}
 	return s
 }

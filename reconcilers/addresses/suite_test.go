@@ -23,7 +23,9 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
+	"github.com/udnkit/udnkit/envtest/manager"
 	"github.com/udnkit/udnkit/internal/testenv"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/addresses"
 )
@@ -32,16 +34,15 @@ var (
 	env       *envtest.Environment
 	ctx       = context.Background()
 	k8s       client.Client
-	stopMgr   context.CancelFunc
-	mgrDone   chan struct{}
+	running   *manager.Running
 	nodeNames = []string{"node-a", "node-b"}
 )
 
 func TestAddresses(t *testing.T) {
 	testenv.Real(t, "kube-apiserver")
 	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(90 * time.Second) // an upper bound under a loaded make test
-	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	SetDefaultEventuallyTimeout(testenv.EventuallyTimeout)
+	SetDefaultEventuallyPollingInterval(testenv.PollInterval)
 	RunSpecs(t, "addresses: pod addresses on Primary Layer2 networks")
 }
 
@@ -55,13 +56,13 @@ var _ = BeforeSuite(func() {
 	k8s, err = client.New(fast, client.Options{Scheme: env.Scheme})
 	Expect(err).NotTo(HaveOccurred())
 	for _, n := range nodeNames {
-		Expect(k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})).To(Succeed())
+		Expect(k8s.Create(ctx, testobj.MakeNode(n).Obj())).To(Succeed())
 	}
 	startManager(featureOn())
 })
 
 var _ = AfterSuite(func() {
-	if stopMgr != nil {
+	if running != nil {
 		stopManager()
 	}
 	if env != nil {
@@ -89,25 +90,20 @@ func startManager(cfg ovnk.ClusterConfig) {
 	Expect(err).NotTo(HaveOccurred())
 	err = addresses.SetupWithManager(mgr, cfg)
 	Expect(err).NotTo(HaveOccurred())
-	mctx, cancel := context.WithCancel(ctx)
-	stopMgr, mgrDone = cancel, make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(mgrDone)
-		Expect(mgr.Start(mctx)).To(Succeed())
-	}()
+	running = manager.Run(ctx, mgr)
 }
 
+// stopManager stops the manager startManager started; it must have run
+// without error.
 func stopManager() {
-	stopMgr()
-	Eventually(mgrDone).Should(BeClosed())
-	stopMgr = nil
+	Expect(running.Stop()).To(Succeed())
+	running = nil
 }
 
 // Object builders.
 
 func namespace(name string, labels map[string]string) {
-	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}})).To(Succeed())
+	Expect(k8s.Create(ctx, testobj.MakeNamespace(name).Labels(labels).Obj())).To(Succeed())
 }
 
 func primaryLayer2(subnets ...string) *udnv1.Layer2Config {
@@ -119,33 +115,18 @@ func primaryLayer2(subnets ...string) *udnv1.Layer2Config {
 }
 
 func createUDN(ns, name string, l2 *udnv1.Layer2Config) {
-	namespace(ns, map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""})
-	Expect(k8s.Create(ctx, &udnv1.UserDefinedNetwork{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: l2},
-	})).To(Succeed())
+	Expect(k8s.Create(ctx, testobj.MakeNamespace(ns).Primary().Obj())).To(Succeed())
+	Expect(k8s.Create(ctx, testobj.MakeUDN(ns, name).Spec(udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: l2}).Obj())).To(Succeed())
 }
 
-type podOpt func(*corev1.Pod)
+type podOpt func(*testobj.PodWrapper)
 
-func onNode(n string) podOpt { return func(p *corev1.Pod) { p.Spec.NodeName = n } }
+func onNode(n string) podOpt { return func(p *testobj.PodWrapper) { p.Node(n) } }
 
-func annotated(k, v string) podOpt {
-	return func(p *corev1.Pod) {
-		if p.Annotations == nil {
-			p.Annotations = map[string]string{}
-		}
-		p.Annotations[k] = v
-	}
-}
+func annotated(k, v string) podOpt { return func(p *testobj.PodWrapper) { p.Annotation(k, v) } }
 
 func labelled(k, v string) podOpt {
-	return func(p *corev1.Pod) {
-		if p.Labels == nil {
-			p.Labels = map[string]string{}
-		}
-		p.Labels[k] = v
-	}
+	return func(p *testobj.PodWrapper) { p.Labels(map[string]string{k: v}) }
 }
 
 // requesting sets the default-network NetworkSelectionElement.
@@ -165,22 +146,17 @@ func requesting(ips []string, mac, claim string) podOpt {
 }
 
 func createPod(ns, name string, opts ...podOpt) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: corev1.PodSpec{
-			NodeName:   nodeNames[0],
-			Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}},
-		},
-	}
+	w := testobj.MakePod(ns, name).Node(nodeNames[0])
 	for _, o := range opts {
-		o(p)
+		o(w)
 	}
+	p := w.Obj()
 	Expect(k8s.Create(ctx, p)).To(Succeed())
 	return p
 }
 
 func deletePod(ns, name string) {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	p := testobj.MakePod(ns, name).Obj()
 	Expect(k8s.Delete(ctx, p, client.GracePeriodSeconds(0))).To(Succeed())
 	Eventually(func() bool { return apiNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(p), p)) }).Should(BeTrue())
 }

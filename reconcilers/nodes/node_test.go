@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
 	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
@@ -93,7 +94,7 @@ func TestLayer3HostSubnetsExhaustionAndAppend(t *testing.T) {
 
 	ns := suite.NewNamespace(t, "hosts", nil)
 	network := ns + "_net"
-	udn := rtest.MakeUDN(ns, "net", rtest.L3Spec(udnv1.Layer3Subnet{CIDR: "10.60.0.0/23", HostSubnet: 24}))
+	udn := testobj.MakeUDN(ns, "net").Spec(testobj.Layer3(udnv1.NetworkRolePrimary, "10.60.0.0/23")).Obj()
 	g.Expect(suite.K8s.Create(suite.Ctx, udn)).To(Succeed())
 
 	// Two host subnets for three nodes: two nodes get one, the third none,
@@ -176,7 +177,7 @@ func TestLayer3HostSubnetsExhaustionAndAppend(t *testing.T) {
 
 	// A malformed annotation is left as it is.
 	suite.SetNodeAnnotation(t, "l3-b", ovnk.AnnotationNodeSubnets, `not json`)
-	udn2 := rtest.MakeUDN(ns, "net2", rtest.L3Spec(udnv1.Layer3Subnet{CIDR: "10.62.0.0/16", HostSubnet: 24}))
+	udn2 := testobj.MakeUDN(ns, "net2").Spec(testobj.Layer3(udnv1.NetworkRolePrimary, "10.62.0.0/16")).Obj()
 	g.Expect(suite.K8s.Create(suite.Ctx, udn2)).To(Succeed())
 	g.Eventually(func(g Gomega) []string { return suite.HostSubnets(g, "l3-c", ns+"_net2") }).WithTimeout(timeout).Should(HaveLen(1))
 	g.Consistently(func(g Gomega) string { return suite.NodeAnnotations(g, "l3-b")[ovnk.AnnotationNodeSubnets] }).
@@ -215,7 +216,7 @@ func TestDeletedNodeFreesItsHostSubnetForAWaitingNode(t *testing.T) {
 	suite.CreateNodes(t, "free-a", "free-b")
 	ns := suite.NewNamespace(t, "free", nil)
 	network := ns + "_net"
-	udn := rtest.MakeUDN(ns, "net", rtest.L3Spec(udnv1.Layer3Subnet{CIDR: "10.63.0.0/24", HostSubnet: 25}))
+	udn := testobj.MakeUDN(ns, "net").Spec(testobj.Layer3Hosts(udnv1.NetworkRolePrimary, 25, "10.63.0.0/24")).Obj()
 	g.Expect(suite.K8s.Create(suite.Ctx, udn)).To(Succeed())
 	t.Cleanup(func() { _ = suite.K8s.Delete(suite.Ctx, udn) })
 	g.Eventually(func(g Gomega) {
@@ -274,7 +275,7 @@ func TestHeldBackLayer3SubnetGetsNoHostSubnets(t *testing.T) {
 	suite.CreateNodes(t, "held-a", "held-b", "held-c")
 	ns := suite.NewNamespace(t, "held", nil)
 	network := ns + "_green"
-	green := rtest.MakeUDN(ns, "green", rtest.L3Spec(udnv1.Layer3Subnet{CIDR: "10.230.0.0/24", HostSubnet: 25}))
+	green := testobj.MakeUDN(ns, "green").Spec(testobj.Layer3Hosts(udnv1.NetworkRolePrimary, 25, "10.230.0.0/24")).Obj()
 	g.Expect(suite.K8s.Create(suite.Ctx, green)).To(Succeed())
 	// Two host subnets (/25 of a /24) for three nodes: one of them waits.
 	var waiting string
@@ -291,7 +292,7 @@ func TestHeldBackLayer3SubnetGetsNoHostSubnets(t *testing.T) {
 		g.Expect(got).To(Equal(2))
 	}).WithTimeout(timeout).Should(Succeed())
 
-	backend := rtest.MakeUDN(ns, "backend", rtest.L2Spec(udnv1.NetworkRoleSecondary, "10.231.0.0/16"))
+	backend := testobj.MakeUDN(ns, "backend").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.231.0.0/16")).Obj()
 	g.Expect(suite.K8s.Create(suite.Ctx, backend)).To(Succeed())
 	suite.ExpectCondition(t, backend, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	rtest.UpdateObject(t, suite, green, func(u *udnv1.UserDefinedNetwork) {

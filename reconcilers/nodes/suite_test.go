@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/reconcilers/internal/rtest"
 )
 
@@ -12,7 +13,7 @@ import (
 // controllers publish.
 var suite *rtest.Suite
 
-const timeout = rtest.Timeout
+const timeout = testenv.EventuallyTimeout
 
 func TestMain(m *testing.M) {
 	os.Exit(rtest.Main(m, "nodes", func(s *rtest.Suite) { suite = s }))

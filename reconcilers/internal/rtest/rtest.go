@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -30,15 +29,12 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/internal/testenv"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
 )
 
 const (
-	// Timeout is an upper bound, not a timing assertion: under make test
-	// every package starts its own apiserver on 2 cores at once.
-	Timeout  = 90 * time.Second
-	Interval = 100 * time.Millisecond
 	// NodeListPage is the nodes per LIST of every manager the suites start:
 	// every rebuild reads the nodes over several pages.
 	NodeListPage = 2
@@ -163,31 +159,10 @@ func (s *Suite) NewNamespace(t testing.TB, prefix string, labels map[string]stri
 	s.ns++
 	name := fmt.Sprintf("%s-%d", prefix, s.ns)
 	s.mu.Unlock()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
-	if err := s.K8s.Create(s.Ctx, ns); err != nil {
+	if err := s.K8s.Create(s.Ctx, testobj.MakeNamespace(name).Labels(labels).Obj()); err != nil {
 		t.Fatal(err)
 	}
 	return name
-}
-
-// Layer2 is a Layer2 config.
-func Layer2(role udnv1.NetworkRole, subnets ...udnv1.CIDR) *udnv1.Layer2Config {
-	return &udnv1.Layer2Config{Role: role, Subnets: subnets}
-}
-
-// MakeUDN is a UDN named ns/name.
-func MakeUDN(ns, name string, spec udnv1.UserDefinedNetworkSpec) *udnv1.UserDefinedNetwork {
-	return &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
-}
-
-// L2Spec is a Layer2 UDN's spec.
-func L2Spec(role udnv1.NetworkRole, subnets ...udnv1.CIDR) udnv1.UserDefinedNetworkSpec {
-	return udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: Layer2(role, subnets...)}
-}
-
-// L3Spec is a Primary Layer3 UDN's spec.
-func L3Spec(subnets ...udnv1.Layer3Subnet) udnv1.UserDefinedNetworkSpec {
-	return udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer3, Layer3: &udnv1.Layer3Config{Role: udnv1.NetworkRolePrimary, Subnets: subnets}}
 }
 
 // Condition returns the condition typ of a UDN or CUDN, as read now.
@@ -216,7 +191,7 @@ func (s *Suite) ExpectCondition(t *testing.T, obj client.Object, status metav1.C
 		for _, m := range msg {
 			g.Expect(c.Message).To(ContainSubstring(m))
 		}
-	}).WithTimeout(Timeout).WithPolling(Interval).Should(Succeed())
+	}).WithTimeout(testenv.EventuallyTimeout).WithPolling(testenv.PollInterval).Should(Succeed())
 }
 
 // ExpectGone waits for obj to be deleted.
@@ -224,7 +199,7 @@ func (s *Suite) ExpectGone(t *testing.T, obj client.Object) {
 	t.Helper()
 	NewWithT(t).Eventually(func() bool {
 		return apierrors.IsNotFound(s.K8s.Get(s.Ctx, client.ObjectKeyFromObject(obj), obj))
-	}).WithTimeout(Timeout).WithPolling(Interval).Should(BeTrue(), "%s still exists", client.ObjectKeyFromObject(obj))
+	}).WithTimeout(testenv.EventuallyTimeout).WithPolling(testenv.PollInterval).Should(BeTrue(), "%s still exists", client.ObjectKeyFromObject(obj))
 }
 
 // UpdateObject re-reads obj and applies mutate until the update wins over
@@ -237,14 +212,14 @@ func UpdateObject[T client.Object](t *testing.T, s *Suite, obj T, mutate func(T)
 		}
 		mutate(obj)
 		return s.K8s.Update(s.Ctx, obj)
-	}).WithTimeout(Timeout).Should(Succeed())
+	}).WithTimeout(testenv.EventuallyTimeout).Should(Succeed())
 }
 
 // CreateNodes creates plain Node objects, deleted when the test ends.
 func (s *Suite) CreateNodes(t *testing.T, names ...string) {
 	t.Helper()
 	for _, name := range names {
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		node := testobj.MakeNode(name).Obj()
 		if err := s.K8s.Create(s.Ctx, node); err != nil {
 			t.Fatal(err)
 		}
@@ -272,7 +247,7 @@ func (s *Suite) NodeID(g Gomega, name string) int {
 // annotations.
 func (s *Suite) SetNodeAnnotation(t *testing.T, name, key, value string) {
 	t.Helper()
-	UpdateObject(t, s, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, func(node *corev1.Node) {
+	UpdateObject(t, s, testobj.MakeNode(name).Obj(), func(node *corev1.Node) {
 		if node.Annotations == nil {
 			node.Annotations = map[string]string{}
 		}
