@@ -133,7 +133,7 @@ scale: envtest ovn ## Scale suite: nodes, networks, pods on the embedded control
 
 .PHONY: fuzz
 fuzz: ## Fuzz the pod annotation parser and address checks, and admitted spec to OVN rows, for FUZZTIME (default 30s) each.
-	$(GO) test ./webhooks/ -run='^$$' -fuzz=FuzzDefaultNetworkSelection -fuzztime=$(FUZZTIME)
+	$(GO) test ./webhooks/pod/ -run='^$$' -fuzz=FuzzDefaultNetworkSelection -fuzztime=$(FUZZTIME)
 	$(GO) test ./dataplane/controllers/zone/ -run='^$$' -fuzz=FuzzAdmittedSpecToRows -fuzztime=$(FUZZTIME)
 
 ##@ Tools

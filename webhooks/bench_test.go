@@ -27,7 +27,7 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/internal/testobj"
-	"github.com/udnkit/udnkit/webhooks"
+	"github.com/udnkit/udnkit/webhooks/network"
 )
 
 // benchRun numbers benchmark runs, so each (-count, growing b.N) gets its
@@ -64,7 +64,7 @@ func BenchmarkCUDNHandler(b *testing.B) {
 	for i := range 10 {
 		namespace(b, synced(env.Client), fmt.Sprintf("bench-handler-%s-%d", run, i), true, map[string]string{"bench": run})
 	}
-	benchmarkHandler(b, admission.WithValidator(env.Scheme, &webhooks.ClusterUserDefinedNetworkValidator{
+	benchmarkHandler(b, admission.WithValidator(env.Scheme, &network.ClusterUserDefinedNetworkValidator{
 		Client: shared.mgr.GetCache(), APIReader: shared.mgr.GetAPIReader()}),
 		admissionv1.AdmissionRequest{UID: "bench", Operation: admissionv1.Create, Name: "bench-" + run,
 			Kind:   metav1.GroupVersionKind{Group: "k8s.ovn.org", Version: "v1", Kind: "ClusterUserDefinedNetwork"},

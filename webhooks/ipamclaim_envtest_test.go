@@ -17,7 +17,7 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
-	"github.com/udnkit/udnkit/webhooks"
+	"github.com/udnkit/udnkit/webhooks/pod"
 )
 
 func claimRef(name string) map[string]string {
@@ -121,7 +121,7 @@ func TestIPAMClaimServesOneVM(t *testing.T) {
 		setOwnerPod(t, c, "claims", "vm-a", "virt-launcher-a-2")
 		cfg := testConfig()
 		cfg.PreconfiguredUDNAddresses = false
-		d := &webhooks.PodDefaulter{Client: shared.mgr.GetCache(), APIReader: shared.mgr.GetAPIReader(), Config: cfg, Decoder: admission.NewDecoder(env.Scheme)}
+		d := &pod.Defaulter{Client: shared.mgr.GetCache(), APIReader: shared.mgr.GetAPIReader(), Config: cfg, Decoder: admission.NewDecoder(env.Scheme)}
 		handle := func(p *corev1.Pod) admission.Response {
 			raw, err := json.Marshal(p)
 			if err != nil {

@@ -17,7 +17,7 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/internal/testobj"
-	"github.com/udnkit/udnkit/webhooks"
+	"github.com/udnkit/udnkit/webhooks/network"
 )
 
 // limitHandlers are a UDN and a CUDN validator with limits, counting on the
@@ -26,17 +26,17 @@ type limitHandlers struct {
 	udn, cudn admission.Handler
 }
 
-func newLimitHandlers(t testing.TB, limits webhooks.Limits) limitHandlers {
+func newLimitHandlers(t testing.TB, limits network.Limits) limitHandlers {
 	t.Helper()
 	startEnv(t)
 	cache := shared.mgr.GetCache()
-	counts, err := webhooks.NewNetworkCounts(ctx, cache)
+	counts, err := network.NewNetworkCounts(ctx, cache)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return limitHandlers{
-		udn:  admission.WithValidator(shared.env.Scheme, &webhooks.UserDefinedNetworkValidator{Client: cache, Limits: limits, Counts: counts}),
-		cudn: admission.WithValidator(shared.env.Scheme, &webhooks.ClusterUserDefinedNetworkValidator{Client: cache, Limits: limits, Counts: counts}),
+		udn:  admission.WithValidator(shared.env.Scheme, &network.UserDefinedNetworkValidator{Client: cache, Limits: limits, Counts: counts}),
+		cudn: admission.WithValidator(shared.env.Scheme, &network.ClusterUserDefinedNetworkValidator{Client: cache, Limits: limits, Counts: counts}),
 	}
 }
 
@@ -74,7 +74,7 @@ func secondary(i int) udnv1.NetworkSpec {
 // namespace is not affected; deleting one makes room.
 func TestNamespaceNetworkLimit(t *testing.T) {
 	const limit = 3
-	h := newLimitHandlers(t, webhooks.Limits{PerNamespace: limit, Cluster: testLimits.Cluster})
+	h := newLimitHandlers(t, network.Limits{PerNamespace: limit, Cluster: testLimits.Cluster})
 	c := synced(startEnv(t).Client)
 	namespace(t, c, "limited", false, nil)
 	for i := range limit {
@@ -87,7 +87,7 @@ func TestNamespaceNetworkLimit(t *testing.T) {
 	}
 	want := fmt.Sprintf("namespace limited already has %d UserDefinedNetworks, the most one namespace may have (the manager's --%s=%d): "+
 		"each takes one of the cluster's %d network IDs. Delete one, or ask a cluster administrator to raise the limit",
-		limit, webhooks.FlagMaxNetworksPerNamespace, limit, testLimits.Cluster)
+		limit, network.FlagMaxNetworksPerNamespace, limit, testLimits.Cluster)
 	over := testobj.MakeUDN("limited", "over").Spec(secondary(10)).Obj()
 	for _, dry := range []bool{true, false} {
 		if err := forbidden(h.create(t, over, dry), want); err != nil {
@@ -113,7 +113,7 @@ func TestNamespaceNetworkLimit(t *testing.T) {
 // (a dry run never counts), so exactly the limit's worth is admitted.
 func TestNamespaceNetworkLimitUnderConcurrentCreates(t *testing.T) {
 	const limit, attempts = 4, 40
-	h := newLimitHandlers(t, webhooks.Limits{PerNamespace: limit, Cluster: testLimits.Cluster})
+	h := newLimitHandlers(t, network.Limits{PerNamespace: limit, Cluster: testLimits.Cluster})
 	for i := range attempts {
 		if resp := h.create(t, testobj.MakeUDN("burst", fmt.Sprintf("dry%d", i)).Spec(secondary(i)).Obj(), true); !resp.Allowed {
 			t.Fatalf("dry run %d: %+v", i, resp.Result)
@@ -152,7 +152,7 @@ func TestClusterNetworkIDsExhausted(t *testing.T) {
 		t.Fatal(err)
 	}
 	held := len(udns.Items) + len(cudns.Items)
-	h := newLimitHandlers(t, webhooks.Limits{Cluster: held + 1})
+	h := newLimitHandlers(t, network.Limits{Cluster: held + 1})
 	if resp := h.create(t, testobj.MakeUDN("ids", "last-free").Spec(secondary(1)).Obj(), false); !resp.Allowed {
 		t.Fatalf("the last free network ID: refused: %+v", resp.Result)
 	}

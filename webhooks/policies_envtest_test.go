@@ -23,6 +23,7 @@ import (
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/webhooks"
+	"github.com/udnkit/udnkit/webhooks/network"
 )
 
 // Every udnkit policy type-checks against the schemas of what it matches
@@ -128,8 +129,8 @@ func TestPoliciesAgreeWithOfflineChecks(t *testing.T) {
 				if _, isCUDN := obj.(*udnv1.ClusterUserDefinedNetwork); isCUDN {
 					path = path.Child("network")
 				}
-				goErrs := webhooks.ValidateNetworkSpec(path, nil, spec, testConfig())
-				goWarns := webhooks.NetworkWarnings(path, spec, testConfig())
+				goErrs := network.ValidateNetworkSpec(path, nil, spec, testConfig())
+				goWarns := network.NetworkWarnings(path, spec, testConfig())
 				warns.take()
 				err := c.Create(ctx, obj, client.DryRunAll)
 				got := warns.take()

@@ -13,11 +13,10 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/webhooks/nad"
+	"github.com/udnkit/udnkit/webhooks/network"
+	"github.com/udnkit/udnkit/webhooks/pod"
 )
-
-// MutatePodPath is where PodDefaulter is served (the generated
-// MutatingWebhookConfiguration points there).
-const MutatePodPath = "/mutate--v1-pod"
 
 // SetupWithManager writes the cluster's ranges for udnkit's
 // ValidatingAdmissionPolicies (the ConfigMap ovnk.AdmissionParamsConfigMap in
@@ -27,7 +26,7 @@ const MutatePodPath = "/mutate--v1-pod"
 // against the cluster's network IDs, a Primary CUDN's namespaces), the pod
 // validator, the pod defaulter and the NAD validator. A UDN's own spec, and
 // a CUDN's, are the policies', evaluated in the apiserver. The webhooks
-// decide from mgr's informer cache, indexed by IndexFields, and from
+// decide from mgr's informer cache, indexed by network.IndexFields and pod.IndexFields, and from
 // counters its events keep, so a request costs no apiserver round trip and
 // reads only the networks that matter; a refusal is confirmed with
 // mgr.GetAPIReader(). The cache (and the policies' params) may miss a
@@ -37,7 +36,7 @@ const MutatePodPath = "/mutate--v1-pod"
 // it, so only several replicas admitting at once can pass a limit, by what
 // the other replicas admitted within their caches' lag (milliseconds). The
 // manager's scheme must know k8s.ovn.org/v1, core/v1 and IPAMClaims.
-func SetupWithManager(mgr ctrl.Manager, cfg ovnk.ClusterConfig, paramsNamespace string, limits Limits) error {
+func SetupWithManager(mgr ctrl.Manager, cfg ovnk.ClusterConfig, paramsNamespace string, limits network.Limits) error {
 	ctx := context.Background()
 	if err := limits.Validate(); err != nil {
 		return err
@@ -45,7 +44,10 @@ func SetupWithManager(mgr ctrl.Manager, cfg ovnk.ClusterConfig, paramsNamespace 
 	if err := WriteAdmissionParams(ctx, mgr.GetClient(), paramsNamespace, cfg); err != nil {
 		return err
 	}
-	if err := IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
+	if err := network.IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	if err := pod.IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	// Start the informers with the manager rather than on the first request;
@@ -59,28 +61,28 @@ func SetupWithManager(mgr ctrl.Manager, cfg ovnk.ClusterConfig, paramsNamespace 
 			return err
 		}
 	}
-	counts, err := NewNetworkCounts(ctx, mgr.GetCache())
+	counts, err := network.NewNetworkCounts(ctx, mgr.GetCache())
 	if err != nil {
 		return err
 	}
 	cached, live := mgr.GetCache(), mgr.GetAPIReader()
 	if err := ctrl.NewWebhookManagedBy(mgr, &udnv1.UserDefinedNetwork{}).
-		WithValidator(&UserDefinedNetworkValidator{Client: cached, APIReader: live, Limits: limits, Counts: counts}).Complete(); err != nil {
+		WithValidator(&network.UserDefinedNetworkValidator{Client: cached, APIReader: live, Limits: limits, Counts: counts}).Complete(); err != nil {
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &udnv1.ClusterUserDefinedNetwork{}).
-		WithValidator(&ClusterUserDefinedNetworkValidator{Client: cached, APIReader: live, Limits: limits, Counts: counts}).Complete(); err != nil {
+		WithValidator(&network.ClusterUserDefinedNetworkValidator{Client: cached, APIReader: live, Limits: limits, Counts: counts}).Complete(); err != nil {
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).
-		WithValidator(&PodValidator{Client: cached, APIReader: live, Config: cfg}).Complete(); err != nil {
+		WithValidator(&pod.Validator{Client: cached, APIReader: live, Config: cfg}).Complete(); err != nil {
 		return err
 	}
-	if err := setupNADValidator(mgr, cached, live); err != nil {
+	if err := nad.SetupWithManager(mgr, cached, live); err != nil {
 		return err
 	}
-	mgr.GetWebhookServer().Register(MutatePodPath, &webhook.Admission{
-		Handler: &PodDefaulter{Client: cached, APIReader: live, Config: cfg, Decoder: admission.NewDecoder(mgr.GetScheme())},
+	mgr.GetWebhookServer().Register(pod.MutatePath, &webhook.Admission{
+		Handler: &pod.Defaulter{Client: cached, APIReader: live, Config: cfg, Decoder: admission.NewDecoder(mgr.GetScheme())},
 	})
 	return nil
 }

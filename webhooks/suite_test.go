@@ -35,6 +35,7 @@ import (
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/webhooks"
+	"github.com/udnkit/udnkit/webhooks/network"
 )
 
 // One control plane serves every envtest test of this package: udnkit's
@@ -68,7 +69,7 @@ func TestMain(m *testing.M) {
 // namespace (BenchmarkCreateUDN fills one namespace), the cluster as many
 // networks as it has network IDs. The limit tests build validators of their
 // own on the manager's cache.
-var testLimits = webhooks.Limits{PerNamespace: 0, Cluster: ovnk.MaxNetworkID}
+var testLimits = network.Limits{PerNamespace: 0, Cluster: ovnk.MaxNetworkID}
 
 func testConfig() ovnk.ClusterConfig {
 	cfg := ovnk.DefaultClusterConfig()

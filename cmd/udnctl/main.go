@@ -31,7 +31,7 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/cel"
 	"github.com/udnkit/udnkit/ovnk"
-	"github.com/udnkit/udnkit/webhooks"
+	networkwebhook "github.com/udnkit/udnkit/webhooks/network"
 )
 
 const usage = `udnctl validates k8s.ovn.org manifests offline.
@@ -201,7 +201,7 @@ func staticChecks(obj, old *unstructured.Unstructured, cfg ovnk.ClusterConfig) (
 	}
 	// Offline, also what the reconciler reports after admission: transit
 	// subnets it will move.
-	return webhooks.ValidateNetworkSpec(path, oldSpec, spec, cfg), append(webhooks.NetworkWarnings(path, spec, cfg), webhooks.TransitNotes(path, spec, cfg)...)
+	return networkwebhook.ValidateNetworkSpec(path, oldSpec, spec, cfg), append(networkwebhook.NetworkWarnings(path, spec, cfg), networkwebhook.TransitNotes(path, spec, cfg)...)
 }
 
 func networkSpec(u *unstructured.Unstructured) (udnv1.NetworkSpec, *field.Path, bool) {

@@ -17,6 +17,7 @@ import (
 	"github.com/udnkit/udnkit/reconcilers/addresses"
 	"github.com/udnkit/udnkit/reconcilers/nodes"
 	"github.com/udnkit/udnkit/webhooks"
+	"github.com/udnkit/udnkit/webhooks/network"
 )
 
 // DataplaneCheck names the dataplane's readiness check (/readyz/dataplane):
@@ -34,7 +35,7 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 	rc := reconcilers.DefaultConfig()
 	var dp dpcontrollers.Options
 	paramsNamespace := "default"
-	limits := webhooks.DefaultLimits()
+	limits := network.DefaultLimits()
 	reconcilerConfig := func(controllers ...string) reconcilers.Config {
 		cfg := rc
 		cfg.Cluster = *cluster
@@ -50,7 +51,7 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 			BindFlags: func(fs *flag.FlagSet) {
 				fs.StringVar(&paramsNamespace, "admission-params-namespace", paramsNamespace,
 					"namespace of the ConfigMap "+ovnk.AdmissionParamsConfigMap+", written at start, from which udnkit's ValidatingAdmissionPolicies read the cluster's ranges (the chart: the release namespace)")
-				fs.IntVar(&limits.PerNamespace, webhooks.FlagMaxNetworksPerNamespace, limits.PerNamespace,
+				fs.IntVar(&limits.PerNamespace, network.FlagMaxNetworksPerNamespace, limits.PerNamespace,
 					"the most UserDefinedNetworks one namespace may hold (each takes one of the cluster's network IDs); a create beyond it is refused at admission; 0: no limit")
 			},
 			Setup: func(_ context.Context, mgr ctrl.Manager) error {

@@ -1,4 +1,10 @@
-package webhooks
+// Package network holds the admission of UserDefinedNetworks and
+// ClusterUserDefinedNetworks: the validators (limits, OVN name collisions,
+// one primary network per namespace), the checks of a NetworkSpec against
+// the cluster's ranges that udnctl runs offline and the policies run in the
+// apiserver, and the cached lookup of a namespace's primary network the pod
+// webhooks share.
+package network
 
 import (
 	"fmt"
@@ -9,6 +15,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/webhooks/admit"
 )
 
 // Messages of the Layer3 append-only rules (OKEP-5377), word for word the
@@ -46,23 +53,15 @@ func cidrFields(path *field.Path, spec udnv1.NetworkSpec) []cidrField {
 		for i, s := range spec.Layer3.Subnets {
 			out = append(out, cidrField{path: p.Child("subnets").Index(i).Child("cidr"), value: string(s.CIDR), subnet: true})
 		}
-		addList(p.Child("joinSubnets"), false, strs(spec.Layer3.JoinSubnets)...)
+		addList(p.Child("joinSubnets"), false, admit.Strings(spec.Layer3.JoinSubnets)...)
 	case spec.Layer2 != nil:
 		p := path.Child("layer2")
-		addList(p.Child("subnets"), true, strs(spec.Layer2.Subnets)...)
-		addList(p.Child("joinSubnets"), false, strs(spec.Layer2.JoinSubnets)...)
-		addList(p.Child("reservedSubnets"), true, strs(spec.Layer2.ReservedSubnets)...)
-		addList(p.Child("infrastructureSubnets"), true, strs(spec.Layer2.InfrastructureSubnets)...)
+		addList(p.Child("subnets"), true, admit.Strings(spec.Layer2.Subnets)...)
+		addList(p.Child("joinSubnets"), false, admit.Strings(spec.Layer2.JoinSubnets)...)
+		addList(p.Child("reservedSubnets"), true, admit.Strings(spec.Layer2.ReservedSubnets)...)
+		addList(p.Child("infrastructureSubnets"), true, admit.Strings(spec.Layer2.InfrastructureSubnets)...)
 	case spec.Localnet != nil:
-		addList(path.Child("localnet").Child("subnets"), true, strs(spec.Localnet.Subnets)...)
-	}
-	return out
-}
-
-func strs[S ~string](in []S) []string {
-	out := make([]string, len(in))
-	for i, v := range in {
-		out[i] = string(v)
+		addList(path.Child("localnet").Child("subnets"), true, admit.Strings(spec.Localnet.Subnets)...)
 	}
 	return out
 }

@@ -17,4 +17,15 @@
 // check is CEL in the CRDs. The pure checks are exported so `udnctl
 // validate` can run them offline; the policies give the same verdicts in the
 // same words (TestPoliciesAgreeWithOfflineChecks).
+//
+// One package per admitted kind; this one registers them (SetupWithManager)
+// and writes the policies' params:
+//   - network: the UDN and CUDN validators, the network limits and the
+//     offline checks of a NetworkSpec (udnctl validate, the policies' twin),
+//     and the lookup of a namespace's primary network.
+//   - pod: the pod validator and defaulter (the default-network annotation's
+//     NetworkSelectionElement, requested addresses, IPAMClaims).
+//   - nad: the NAD validator (a network name only in its own NADs).
+//   - admit: what they share: bounded refusals, the admission answers and
+//     their metric.
 package webhooks

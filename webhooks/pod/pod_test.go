@@ -1,4 +1,4 @@
-package webhooks
+package pod
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func TestPodWebhooksOffAdmitEverything(t *testing.T) {
 	}
 	bad := testobj.MakePod("ns", "p").Annotations(map[string]string{
 		ovnk.AnnotationDefaultNetwork: `{"name":`, ovnk.AnnotationPrimaryUDNIPAMClaim: "claim"}).Obj()
-	v := &PodValidator{Config: cfg}
+	v := &Validator{Config: cfg}
 	if w, err := v.ValidateCreate(context.Background(), bad); err != nil || w != nil {
 		t.Errorf("create: %v %v", w, err)
 	}
@@ -44,7 +44,7 @@ func TestPodWebhooksOffAdmitEverything(t *testing.T) {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	d := &PodDefaulter{Config: cfg, Decoder: admission.NewDecoder(scheme)}
+	d := &Defaulter{Config: cfg, Decoder: admission.NewDecoder(scheme)}
 	resp := d.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 		Operation: admissionv1.Create, Namespace: "ns", Object: runtime.RawExtension{Raw: raw}}})
 	if !resp.Allowed || len(resp.Patches) != 0 || len(resp.Warnings) != 0 {

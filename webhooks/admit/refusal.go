@@ -1,4 +1,7 @@
-package webhooks
+// Package admit is what udnkit's webhooks share: refusals bounded in size
+// (Bounded, Excerpt), the admission answers built from them (Verdict,
+// Denied) and the udnkit_admission_decisions_total metric they record.
+package admit
 
 import (
 	"fmt"

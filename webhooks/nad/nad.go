@@ -1,4 +1,6 @@
-package webhooks
+// Package nad holds the NetworkAttachmentDefinition validator: a UDN's or
+// CUDN's network name only in that network's own NADs (nadtrust's rule).
+package nad
 
 import (
 	"context"
@@ -19,6 +21,7 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
+	"github.com/udnkit/udnkit/webhooks/admit"
 )
 
 // The NAD webhook keeps the network names of UDNs and CUDNs to the NADs
@@ -41,7 +44,7 @@ var nadResource = schema.GroupResource{Group: nadv1.SchemeGroupVersion.Group, Re
 // configPath is the field the network names are read from.
 var configPath = field.NewPath("spec", "config")
 
-// NetworkAttachmentDefinitionValidator refuses a NAD whose config names the
+// Validator refuses a NAD whose config names the
 // network of a UserDefinedNetwork or ClusterUserDefinedNetwork (see
 // ovnk.OwnerOfNetworkName: every such name, whether or not that network
 // exists yet, so no NAD can claim a network before its owner is created)
@@ -51,7 +54,7 @@ var configPath = field.NewPath("spec", "config")
 // NAD a UDN or CUDN controls must pass that rule too. Other NADs, of any
 // CNI, are admitted: user-written secondary networks of OVN-Kubernetes' type
 // stay possible, as upstream allows them.
-type NetworkAttachmentDefinitionValidator struct {
+type Validator struct {
 	// Client reads UDNs and CUDNs: the manager's cache. A network created
 	// moments ago may be missing; a refusal is confirmed with APIReader.
 	Client client.Reader
@@ -61,22 +64,22 @@ type NetworkAttachmentDefinitionValidator struct {
 	APIReader client.Reader
 }
 
-var _ admission.Validator[*nadv1.NetworkAttachmentDefinition] = &NetworkAttachmentDefinitionValidator{}
+var _ admission.Validator[*nadv1.NetworkAttachmentDefinition] = &Validator{}
 
-// setupNADValidator registers the validator on mgr's webhook server, at the
+// SetupWithManager registers the validator on mgr's webhook server, at the
 // path of the marker above.
-func setupNADValidator(mgr ctrl.Manager, cached, live client.Reader) error {
+func SetupWithManager(mgr ctrl.Manager, cached, live client.Reader) error {
 	return ctrl.NewWebhookManagedBy(mgr, &nadv1.NetworkAttachmentDefinition{}).
-		WithValidator(&NetworkAttachmentDefinitionValidator{Client: cached, APIReader: live}).Complete()
+		WithValidator(&Validator{Client: cached, APIReader: live}).Complete()
 }
 
 // ValidateCreate implements admission.Validator.
-func (v *NetworkAttachmentDefinitionValidator) ValidateCreate(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition) (admission.Warnings, error) {
+func (v *Validator) ValidateCreate(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition) (admission.Warnings, error) {
 	return v.validate(ctx, nil, nad)
 }
 
 // ValidateUpdate implements admission.Validator.
-func (v *NetworkAttachmentDefinitionValidator) ValidateUpdate(ctx context.Context, old, nad *nadv1.NetworkAttachmentDefinition) (admission.Warnings, error) {
+func (v *Validator) ValidateUpdate(ctx context.Context, old, nad *nadv1.NetworkAttachmentDefinition) (admission.Warnings, error) {
 	return v.validate(ctx, old, nad)
 }
 
@@ -85,11 +88,11 @@ func (v *NetworkAttachmentDefinitionValidator) ValidateUpdate(ctx context.Contex
 // NAD stays (finalizer) while a pod uses it and its reconciler writes it
 // again, and refusing deletes would hold up namespace deletion and the
 // garbage collector.
-func (v *NetworkAttachmentDefinitionValidator) ValidateDelete(context.Context, *nadv1.NetworkAttachmentDefinition) (admission.Warnings, error) {
+func (v *Validator) ValidateDelete(context.Context, *nadv1.NetworkAttachmentDefinition) (admission.Warnings, error) {
 	return nil, nil
 }
 
-func (v *NetworkAttachmentDefinitionValidator) validate(ctx context.Context, old, nad *nadv1.NetworkAttachmentDefinition) (admission.Warnings, error) {
+func (v *Validator) validate(ctx context.Context, old, nad *nadv1.NetworkAttachmentDefinition) (admission.Warnings, error) {
 	if old != nil && old.Spec.Config == nad.Spec.Config && !addsNetworkOwner(old, nad) {
 		// Unchanged names and no new owner (the same test as the match
 		// condition): removing an owner reference, as the garbage collector
@@ -103,9 +106,9 @@ func (v *NetworkAttachmentDefinitionValidator) validate(ctx context.Context, old
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	recordDecision("NetworkAttachmentDefinition", errs)
+	admit.RecordDecision("NetworkAttachmentDefinition", errs)
 	if len(errs) > 0 {
-		return nil, apierrors.NewForbidden(nadResource, nad.Name, Bounded(errs).ToAggregate())
+		return nil, apierrors.NewForbidden(nadResource, nad.Name, admit.Bounded(errs).ToAggregate())
 	}
 	return nil, nil
 }
@@ -114,7 +117,7 @@ func (v *NetworkAttachmentDefinitionValidator) validate(ctx context.Context, old
 // network, or that a UDN or CUDN controls, must pass nadtrust's rule (the
 // one udnkit's consumers apply: controlled by that network, with its UID,
 // named like it, naming its network) with that network as its owner.
-func (v *NetworkAttachmentDefinitionValidator) checkNames(ctx context.Context, r client.Reader, nad *nadv1.NetworkAttachmentDefinition) (field.ErrorList, error) {
+func (v *Validator) checkNames(ctx context.Context, r client.Reader, nad *nadv1.NetworkAttachmentDefinition) (field.ErrorList, error) {
 	type claim struct {
 		name  string
 		owner ovnk.NetworkOwner

@@ -1,4 +1,4 @@
-package webhooks
+package network
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nsselect"
+	"github.com/udnkit/udnkit/webhooks/admit"
 )
 
 // The CUDN webhook is called only for what the ValidatingAdmissionPolicies
@@ -86,7 +87,7 @@ func (v *ClusterUserDefinedNetworkValidator) validate(ctx context.Context, old, 
 	// repeats it for a server without match conditions and for selectors
 	// that differ only in form).
 	if !cudn.Spec.Network.IsPrimary() || old != nil && equalSelectors(old.Spec.NamespaceSelector, cudn.Spec.NamespaceSelector) {
-		return verdict("ClusterUserDefinedNetwork", cudn.Name, errs, nil)
+		return admit.Verdict("ClusterUserDefinedNetwork", cudn.Name, errs, nil)
 	}
 	primaryErrs, unlabelled, err := v.validatePrimary(ctx, cudn)
 	if err != nil {
@@ -99,17 +100,7 @@ func (v *ClusterUserDefinedNetworkValidator) validate(ctx context.Context, old, 
 			"spec.namespaceSelector: selects %d namespace(s) without the label %s (%s); their pods keep the cluster default network.",
 			len(unlabelled), ovnk.LabelPrimaryUserDefinedNetwork, firstNames(unlabelled)))
 	}
-	return verdict("ClusterUserDefinedNetwork", cudn.Name, errs, warnings)
-}
-
-// verdict turns a network's errors and warnings into the admission answer:
-// a 422 naming every field, with the warnings either way.
-func verdict(kind, name string, errs field.ErrorList, warnings []string) (admission.Warnings, error) {
-	recordDecision(kind, errs)
-	if len(errs) > 0 {
-		return warnings, apierrors.NewInvalid(udnv1.GroupVersion.WithKind(kind).GroupKind(), name, Bounded(errs))
-	}
-	return warnings, nil
+	return admit.Verdict("ClusterUserDefinedNetwork", cudn.Name, errs, warnings)
 }
 
 // validatePrimary refuses a Primary CUDN that selects a namespace with

@@ -1,4 +1,4 @@
-package webhooks
+package network
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,11 +73,6 @@ func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 		return []string{ovnk.NetworkPrefix(ovnk.CUDNNetworkName(o.GetName()))}
 	}); err != nil {
 		return fmt.Errorf("indexing ClusterUserDefinedNetworks: %w", err)
-	}
-	if err := indexer.IndexField(ctx, &corev1.Pod{}, IndexPodAddresses, func(o client.Object) []string {
-		return podAddressKeys(o.(*corev1.Pod))
-	}); err != nil {
-		return fmt.Errorf("indexing pods: %w", err)
 	}
 	return nil
 }
@@ -263,4 +259,20 @@ func firstNames(names []string) string {
 		return strings.Join(sorted, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(sorted[:maxNamed], ", "), len(sorted)-maxNamed)
+}
+
+// CachedPrimaryNetworkOf is the spec of CachedPrimaryNetwork.
+func CachedPrimaryNetworkOf(ctx context.Context, c, live client.Reader, namespace string) (*udnv1.NetworkSpec, error) {
+	spec, _, err := CachedPrimaryNetwork(ctx, c, live, namespace)
+	return spec, err
+}
+
+// CachedPrimaryNetwork is primaryNetworkOf on the indexed cache c; a
+// namespace the cache does not hold yet is read from live (when set).
+func CachedPrimaryNetwork(ctx context.Context, c, live client.Reader, namespace string) (*udnv1.NetworkSpec, string, error) {
+	spec, ref, err := primaryNetworkOf(ctx, reader{Reader: c, indexed: true}, namespace)
+	if apierrors.IsNotFound(err) && live != nil {
+		spec, ref, err = primaryNetworkOf(ctx, reader{Reader: live}, namespace)
+	}
+	return spec, ref, err
 }

@@ -1,4 +1,4 @@
-package webhooks
+package pod
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/webhooks/admit"
 )
 
 // ValidateClaimReference checks an IPAMClaim reference (the
@@ -77,7 +78,7 @@ func vmWords(vm string) string {
 }
 
 func podConflict(pod *corev1.Pod, msg string) error {
-	recordDenial("Pod", reasonClaimInUse)
+	admit.RecordDenial("Pod", reasonClaimInUse)
 	name := pod.Name
 	if name == "" {
 		name = pod.GenerateName

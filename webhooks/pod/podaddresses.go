@@ -1,4 +1,4 @@
-package webhooks
+package pod
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/webhooks/network"
 )
 
 // IndexPodAddresses is the field index of pods by the addresses of their
@@ -21,6 +22,18 @@ import (
 // that already holds a requested IP or MAC: one index look-up per requested
 // address, whatever the network holds.
 const IndexPodAddresses = "udnkit.webhooks.podAddresses"
+
+// IndexFields registers IndexPodAddresses with indexer (a manager's
+// GetFieldIndexer(), before the manager starts). Validator's Client must
+// be a cache with it and with network.IndexFields' indexes.
+func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &corev1.Pod{}, IndexPodAddresses, func(o client.Object) []string {
+		return podAddressKeys(o.(*corev1.Pod))
+	}); err != nil {
+		return fmt.Errorf("indexing pods: %w", err)
+	}
+	return nil
+}
 
 // podAddressKeys are pod's IndexPodAddresses values.
 func podAddressKeys(pod *corev1.Pod) []string {
@@ -52,13 +65,13 @@ func ipKey(a netip.Addr) string        { return "ip/" + a.Unmap().String() }
 func macKey(m net.HardwareAddr) string { return "mac/" + m.String() }
 
 // addressHolders refuses each address nse requests that another live pod of
-// the pod's primary network (ref, as primaryNetworkOf names it) already
+// the pod's primary network (ref, as network.CachedPrimaryNetwork names it) already
 // holds, naming that pod; the address allocator refuses the same in the
 // reconciler, also for a holder the cache does not show yet. A holder that
 // shares the pod's IPAMClaim (a VM's other pod, during a live migration)
 // or has finished holds nothing against it. A holder is confirmed against
 // the apiserver when APIReader is set.
-func (v *PodValidator) addressHolders(ctx context.Context, pod *corev1.Pod, nse *nadv1.NetworkSelectionElement, ref string) (field.ErrorList, error) {
+func (v *Validator) addressHolders(ctx context.Context, pod *corev1.Pod, nse *nadv1.NetworkSelectionElement, ref string) (field.ErrorList, error) {
 	var errs field.ErrorList
 	check := func(p *field.Path, raw, key, what string) error {
 		holder, err := v.holder(ctx, pod, nse, ref, key)
@@ -88,7 +101,7 @@ func (v *PodValidator) addressHolders(ctx context.Context, pod *corev1.Pod, nse 
 
 // holder returns "namespace/name" of a live pod other than pod, on the
 // network ref, whose primary network holds key, or "".
-func (v *PodValidator) holder(ctx context.Context, pod *corev1.Pod, nse *nadv1.NetworkSelectionElement, ref, key string) (string, error) {
+func (v *Validator) holder(ctx context.Context, pod *corev1.Pod, nse *nadv1.NetworkSelectionElement, ref, key string) (string, error) {
 	var pods corev1.PodList
 	if err := v.Client.List(ctx, &pods, client.MatchingFields{IndexPodAddresses: key}); err != nil {
 		return "", fmt.Errorf("listing pods by address: %w", err)
@@ -101,7 +114,7 @@ func (v *PodValidator) holder(ctx context.Context, pod *corev1.Pod, nse *nadv1.N
 		if claim := nse.IPAMClaimReference; claim != "" && h.Namespace == pod.Namespace && claimOf(h) == claim {
 			continue
 		}
-		_, hRef, err := primaryNetworkOf(ctx, reader{Reader: v.Client, indexed: true}, h.Namespace)
+		_, hRef, err := network.CachedPrimaryNetwork(ctx, v.Client, nil, h.Namespace)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return "", err
 		}

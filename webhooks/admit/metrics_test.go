@@ -1,4 +1,4 @@
-package webhooks
+package admit
 
 import (
 	"testing"
@@ -11,13 +11,13 @@ func TestRecordDecision(t *testing.T) {
 	reason := "FieldValueInvalid spec.layer2.subnets"
 	before := testutil.ToFloat64(admissionDecisions.WithLabelValues("ClusterUserDefinedNetwork", "denied", reason))
 	allowedBefore := testutil.ToFloat64(admissionDecisions.WithLabelValues("ClusterUserDefinedNetwork", "allowed", ""))
-	_, err := verdict("ClusterUserDefinedNetwork", "n", field.ErrorList{
+	_, err := Verdict("ClusterUserDefinedNetwork", "n", field.ErrorList{
 		field.Invalid(field.NewPath("spec", "layer2", "subnets").Index(1), "10.0.0.0/8", "overlaps"),
 	}, nil)
 	if err == nil {
-		t.Fatal("verdict with errors allowed the object")
+		t.Fatal("Verdict with errors allowed the object")
 	}
-	if _, err := verdict("ClusterUserDefinedNetwork", "n", nil, nil); err != nil {
+	if _, err := Verdict("ClusterUserDefinedNetwork", "n", nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := testutil.ToFloat64(admissionDecisions.WithLabelValues("ClusterUserDefinedNetwork", "denied", reason)) - before; got != 1 {

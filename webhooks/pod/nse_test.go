@@ -1,4 +1,4 @@
-package webhooks
+package pod
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/webhooks/internal/webhooktest"
 )
 
 // predefined is the OKEP-5233 example network, made dual-stack.
@@ -36,57 +37,57 @@ func TestValidateNetworkSelection(t *testing.T) {
 		name  string
 		value string
 		net   *udnv1.Layer2Config
-		want  []wantErr
+		want  []webhooktest.Want
 	}{
 		{"OKEP example on a dual-stack network", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.205"],"mac":"00:1A:2B:3C:4D:5E"}`, predefined(),
-			[]wantErr{{field.ErrorTypeInvalid, p + ".ips", "must hold one address for each IP family of the network, IPv4 and IPv6 (subnets [192.168.100.0/24 fd00:100::/64]); it has no IPv6 address."}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: p + ".ips", Detail: "must hold one address for each IP family of the network, IPv4 and IPv6 (subnets [192.168.100.0/24 fd00:100::/64]); it has no IPv6 address."}}},
 		{"OKEP example with both families", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.205","fd00:100::205"],"mac":"00:1A:2B:3C:4D:5E"}`, predefined(), nil},
 		{"dual-stack with prefix lengths", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.10/24","fd00:100::10/64"]}`, predefined(), nil},
 		{"old default gateway and management IPs are free once moved", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.4","fd00:100::4"]}`, predefined(), nil},
 		{"MAC only", `{"name":"default","namespace":"ovn-kubernetes","mac":"02:00:00:00:00:01"}`, predefined(), nil},
 		{"wrong name", `{"name":"blue","namespace":"ovn-kubernetes"}`, predefined(),
-			[]wantErr{{field.ErrorTypeInvalid, p + ".name", `must reference ovn-kubernetes/default`}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: p + ".name", Detail: `must reference ovn-kubernetes/default`}}},
 		{"wrong namespace", `{"name":"default","namespace":"tenant"}`, predefined(),
-			[]wantErr{{field.ErrorTypeInvalid, p + ".name", `namespace "ovn-kubernetes"`}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: p + ".name", Detail: `namespace "ovn-kubernetes"`}}},
 		{"unparsable IP", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.300"]}`, predefined(),
-			[]wantErr{{field.ErrorTypeInvalid, p + ".ips[0]", "must be an IP address with or without a prefix length"}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: p + ".ips[0]", Detail: "must be an IP address with or without a prefix length"}}},
 		{"IP with zone", `{"name":"default","namespace":"ovn-kubernetes","ips":["fd00:100::10%eth0"]}`, predefined(),
-			[]wantErr{{field.ErrorTypeInvalid, p + ".ips[0]", "zones are not allowed"}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: p + ".ips[0]", Detail: "zones are not allowed"}}},
 		{"outside the subnets", `{"name":"default","namespace":"ovn-kubernetes","ips":["10.0.0.5"]}`, predefined(),
-			[]wantErr{{field.ErrorTypeInvalid, p + ".ips[0]", "is not inside any of the network's subnets [192.168.100.0/24 fd00:100::/64]"}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: p + ".ips[0]", Detail: "is not inside any of the network's subnets [192.168.100.0/24 fd00:100::/64]"}}},
 		{"two IPv4", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.10","192.168.100.11"]}`, predefined(),
-			[]wantErr{{field.ErrorTypeInvalid, p + ".ips[1]", "is a second IPv4 address; at most one IP per IP family"}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: p + ".ips[1]", Detail: "is a second IPv4 address; at most one IP per IP family"}}},
 		{"infrastructure subnet", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.3"]}`, predefined(),
-			[]wantErr{{field.ErrorTypeInvalid, p + ".ips[0]", "is inside infrastructureSubnets entry 192.168.100.0/30"}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: p + ".ips[0]", Detail: "is inside infrastructureSubnets entry 192.168.100.0/30"}}},
 		{"configured gateway", `{"name":"default","namespace":"ovn-kubernetes","ips":["fd00:100::2"]}`, predefined(),
-			[]wantErr{{field.ErrorTypeInvalid, p + ".ips[0]", "is the network's default gateway IP fd00:100::2"}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: p + ".ips[0]", Detail: "is the network's default gateway IP fd00:100::2"}}},
 		{"network address", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.0/24"]}`, predefined(),
-			[]wantErr{{field.ErrorTypeInvalid, p + ".ips[0]", "is the network address of subnet 192.168.100.0/24"}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: p + ".ips[0]", Detail: "is the network address of subnet 192.168.100.0/24"}}},
 		{"IPv6 network address", `{"name":"default","namespace":"ovn-kubernetes","ips":["fd00:100::"]}`, predefined(),
-			[]wantErr{{field.ErrorTypeInvalid, p + ".ips[0]", "is the network address of subnet fd00:100::/64"}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: p + ".ips[0]", Detail: "is the network address of subnet fd00:100::/64"}}},
 		{"broadcast", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.255"]}`, predefined(),
-			[]wantErr{{field.ErrorTypeInvalid, p + ".ips[0]", "is the broadcast address of subnet 192.168.100.0/24"}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: p + ".ips[0]", Detail: "is the broadcast address of subnet 192.168.100.0/24"}}},
 		{"IPv6 has no broadcast", `{"name":"default","namespace":"ovn-kubernetes","ips":["fd00:100::ffff:ffff:ffff:ffff","192.168.100.10"]}`, predefined(), nil},
 		{"default gateway is the first address", `{"name":"default","namespace":"ovn-kubernetes","ips":["192.168.100.1"]}`, noInfra(),
-			[]wantErr{{field.ErrorTypeInvalid, p + ".ips[0]", "is the network's default gateway IP 192.168.100.1"}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: p + ".ips[0]", Detail: "is the network's default gateway IP 192.168.100.1"}}},
 		{"default management port is the second address", `{"name":"default","namespace":"ovn-kubernetes","ips":["fd00:100::2"]}`, noInfra(),
-			[]wantErr{{field.ErrorTypeInvalid, p + ".ips[0]", "is the management port address fd00:100::2"}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: p + ".ips[0]", Detail: "is the management port address fd00:100::2"}}},
 		{"multicast MAC", `{"name":"default","namespace":"ovn-kubernetes","mac":"01:00:5e:00:00:01"}`, predefined(),
-			[]wantErr{{field.ErrorTypeInvalid, p + ".mac", "must be a unicast MAC address"}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: p + ".mac", Detail: "must be a unicast MAC address"}}},
 		{"all-zero MAC", `{"name":"default","namespace":"ovn-kubernetes","mac":"00:00:00:00:00:00"}`, predefined(),
-			[]wantErr{{field.ErrorTypeInvalid, p + ".mac", "must not be the all-zero MAC address 00:00:00:00:00:00"}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: p + ".mac", Detail: "must not be the all-zero MAC address 00:00:00:00:00:00"}}},
 		{"all-zero MAC, dashes", `{"name":"default","namespace":"ovn-kubernetes","mac":"00-00-00-00-00-00"}`, predefined(),
-			[]wantErr{{field.ErrorTypeInvalid, p + ".mac", "all-zero"}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: p + ".mac", Detail: "all-zero"}}},
 		{"malformed MAC", `{"name":"default","namespace":"ovn-kubernetes","mac":"00:1A:2B:3C:4D"}`, predefined(),
-			[]wantErr{{field.ErrorTypeInvalid, p + ".mac", "must be a MAC address such as 02:00:00:00:00:01"}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: p + ".mac", Detail: "must be a MAC address such as 02:00:00:00:00:01"}}},
 		{"EUI-64 MAC", `{"name":"default","namespace":"ovn-kubernetes","mac":"02:00:00:00:00:00:00:01"}`, predefined(),
-			[]wantErr{{field.ErrorTypeInvalid, p + ".mac", "must be a 48-bit MAC address"}}},
-		{"every error at once", `{"name":"x","ips":["bad","192.168.100.1","192.168.100.9"],"mac":"ff:ff:ff:ff:ff:ff"}`, predefined(), []wantErr{
-			{field.ErrorTypeInvalid, p + ".name", "must reference"},
-			{field.ErrorTypeInvalid, p + ".ips[0]", "must be an IP address"},
-			{field.ErrorTypeInvalid, p + ".ips[1]", "infrastructureSubnets"},
-			{field.ErrorTypeInvalid, p + ".ips[2]", "second IPv4"},
-			{field.ErrorTypeInvalid, p + ".mac", "unicast"}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: p + ".mac", Detail: "must be a 48-bit MAC address"}}},
+		{"every error at once", `{"name":"x","ips":["bad","192.168.100.1","192.168.100.9"],"mac":"ff:ff:ff:ff:ff:ff"}`, predefined(), []webhooktest.Want{
+			{Type: field.ErrorTypeInvalid, Field: p + ".name", Detail: "must reference"},
+			{Type: field.ErrorTypeInvalid, Field: p + ".ips[0]", Detail: "must be an IP address"},
+			{Type: field.ErrorTypeInvalid, Field: p + ".ips[1]", Detail: "infrastructureSubnets"},
+			{Type: field.ErrorTypeInvalid, Field: p + ".ips[2]", Detail: "second IPv4"},
+			{Type: field.ErrorTypeInvalid, Field: p + ".mac", Detail: "unicast"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -94,7 +95,7 @@ func TestValidateNetworkSelection(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkErrors(t, ValidateNetworkSelection(path, nse, tc.net), tc.want)
+			webhooktest.Check(t, ValidateNetworkSelection(path, nse, tc.net), tc.want)
 		})
 	}
 }
@@ -151,11 +152,11 @@ func TestValidateDefaultNetworkUnchanged(t *testing.T) {
 		{"emptied", map[string]string{k: "x"}, map[string]string{k: ""}, true},
 	} {
 		errs := ValidateDefaultNetworkUnchanged(tc.old, tc.cur)
-		var want []wantErr
+		var want []webhooktest.Want
 		if tc.refused {
-			want = []wantErr{{field.ErrorTypeForbidden, "metadata.annotations[v1.multus-cni.io/default-network]", "cannot be added, removed or changed"}}
+			want = []webhooktest.Want{{Type: field.ErrorTypeForbidden, Field: "metadata.annotations[v1.multus-cni.io/default-network]", Detail: "cannot be added, removed or changed"}}
 		}
-		t.Run(tc.name, func(t *testing.T) { checkErrors(t, errs, want) })
+		t.Run(tc.name, func(t *testing.T) { webhooktest.Check(t, errs, want) })
 	}
 }
 

@@ -1,4 +1,4 @@
-package webhooks
+package pod
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/webhooks/admit"
 )
 
 // ValidateNetworkSelection checks a default-network NetworkSelectionElement
@@ -56,7 +57,7 @@ func ValidateNetworkSelection(path *field.Path, nse *nadv1.NetworkSelectionEleme
 	if missing := missingFamilies(seen, l2); len(nse.IPRequest) > 0 && len(errs) == ipErrsBefore && missing != "" {
 		errs = append(errs, field.Invalid(path.Child("ips"), nse.IPRequest, fmt.Sprintf(
 			"must hold one address for each IP family of the network, %s (subnets %v); it has no %s address.",
-			networkFamilies(l2), strs(l2.Subnets), missing)))
+			networkFamilies(l2), admit.Strings(l2.Subnets), missing)))
 	}
 	if nse.MacRequest != "" {
 		p := path.Child("mac")
@@ -165,7 +166,7 @@ func checkRequestedIP(ip netip.Addr, l2 *udnv1.Layer2Config) string {
 		}
 	}
 	if !subnet.IsValid() {
-		return fmt.Sprintf("is not inside any of the network's subnets %v.", strs(l2.Subnets))
+		return fmt.Sprintf("is not inside any of the network's subnets %v.", admit.Strings(l2.Subnets))
 	}
 	if ip == subnet.Addr() {
 		return fmt.Sprintf("is the network address of subnet %s.", subnet)

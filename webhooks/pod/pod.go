@@ -1,4 +1,9 @@
-package webhooks
+// Package pod holds the pod webhooks: the validator of the
+// v1.multus-cni.io/default-network annotation's NetworkSelectionElement
+// (requested IPs and MAC against the namespace's primary network and the
+// pods holding them, OKEP-5233; IPAMClaim references) and the defaulter of
+// the deprecated k8s.ovn.org/primary-udn-ipamclaim annotation.
+package pod
 
 import (
 	"context"
@@ -17,6 +22,8 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/webhooks/admit"
+	"github.com/udnkit/udnkit/webhooks/network"
 )
 
 // The pod webhooks only see namespaces that can have a primary user defined
@@ -34,11 +41,11 @@ import (
 // defaultNetworkPath is the field path of the default-network annotation.
 var defaultNetworkPath = field.NewPath("metadata", "annotations").Key(ovnk.AnnotationDefaultNetwork)
 
-// PodValidator validates predefined addresses (OKEP-5233) in the
+// Validator validates predefined addresses (OKEP-5233) in the
 // v1.multus-cni.io/default-network annotation of pods whose namespace has a
 // Primary Layer2 network, and keeps the annotation unchanged after create.
 // With Config.PreconfiguredUDNAddresses off it admits every pod.
-type PodValidator struct {
+type Validator struct {
 	// Client reads namespaces, UDNs, CUDNs and IPAMClaims: the manager's
 	// cache (see ClusterUserDefinedNetworkValidator).
 	Client client.Reader
@@ -48,15 +55,19 @@ type PodValidator struct {
 	Config    ovnk.ClusterConfig
 }
 
-var _ admission.Validator[*corev1.Pod] = &PodValidator{}
+var _ admission.Validator[*corev1.Pod] = &Validator{}
+
+// MutatePath is where Defaulter is served (the generated
+// MutatingWebhookConfiguration points there).
+const MutatePath = "/mutate--v1-pod"
 
 // ValidateCreate implements admission.Validator.
-func (v *PodValidator) ValidateCreate(ctx context.Context, pod *corev1.Pod) (admission.Warnings, error) {
+func (v *Validator) ValidateCreate(ctx context.Context, pod *corev1.Pod) (admission.Warnings, error) {
 	value, ok := pod.Annotations[ovnk.AnnotationDefaultNetwork]
 	if !v.Config.PreconfiguredUDNAddresses || !ok {
 		return nil, nil
 	}
-	spec, ref, err := cachedPrimaryNetwork(ctx, v.Client, v.APIReader, pod.Namespace)
+	spec, ref, err := network.CachedPrimaryNetwork(ctx, v.Client, v.APIReader, pod.Namespace)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
@@ -100,13 +111,13 @@ func (v *PodValidator) ValidateCreate(ctx context.Context, pod *corev1.Pod) (adm
 	if conflict != nil {
 		return nil, conflict
 	}
-	recordDecision("Pod", nil)
+	admit.RecordDecision("Pod", nil)
 	return append(warnings, NetworkSelectionWarnings(defaultNetworkPath, nse)...), nil
 }
 
 // claim reads an IPAMClaim from the cache, or from the apiserver when the
 // cache does not hold it (created moments ago, perhaps).
-func (v *PodValidator) claim(ctx context.Context, namespace, name string) (*ipamclaimsv1alpha1.IPAMClaim, error) {
+func (v *Validator) claim(ctx context.Context, namespace, name string) (*ipamclaimsv1alpha1.IPAMClaim, error) {
 	return readClaim(ctx, v.Client, v.APIReader, namespace, name)
 }
 
@@ -126,7 +137,7 @@ func readClaim(ctx context.Context, cached, live client.Reader, namespace, name 
 // ValidateUpdate implements admission.Validator: the default-network
 // annotation cannot be added, removed or changed (the same rule as the
 // ValidatingAdmissionPolicy, for clusters without one).
-func (v *PodValidator) ValidateUpdate(_ context.Context, old, pod *corev1.Pod) (admission.Warnings, error) {
+func (v *Validator) ValidateUpdate(_ context.Context, old, pod *corev1.Pod) (admission.Warnings, error) {
 	if !v.Config.PreconfiguredUDNAddresses {
 		return nil, nil
 	}
@@ -137,7 +148,7 @@ func (v *PodValidator) ValidateUpdate(_ context.Context, old, pod *corev1.Pod) (
 }
 
 // ValidateDelete implements admission.Validator; deletes are always allowed.
-func (v *PodValidator) ValidateDelete(context.Context, *corev1.Pod) (admission.Warnings, error) {
+func (v *Validator) ValidateDelete(context.Context, *corev1.Pod) (admission.Warnings, error) {
 	return nil, nil
 }
 
@@ -154,25 +165,25 @@ func ValidateDefaultNetworkUnchanged(old, cur map[string]string) field.ErrorList
 }
 
 func invalidPod(pod *corev1.Pod, errs field.ErrorList) error {
-	recordDecision("Pod", errs)
+	admit.RecordDecision("Pod", errs)
 	name := pod.Name
 	if name == "" {
 		name = pod.GenerateName
 	}
-	return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), name, Bounded(errs))
+	return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), name, admit.Bounded(errs))
 }
 
-// PodDefaulter handles the deprecated k8s.ovn.org/primary-udn-ipamclaim
+// Defaulter handles the deprecated k8s.ovn.org/primary-udn-ipamclaim
 // annotation of new pods in namespaces with a Primary Layer2 network: it
 // refuses a value that is no IPAMClaim name (422 naming the annotation)
 // and, where the annotation is in use, a claim another VM's pods hold (409,
-// see PodValidator); with OKEP-5233 on it rewrites the annotation into the
+// see Validator); with OKEP-5233 on it rewrites the annotation into the
 // equivalent v1.multus-cni.io/default-network NetworkSelectionElement, with
 // a deprecation warning (see MigrateIPAMClaimAnnotation), which
-// PodValidator then checks. It is a plain admission.Handler because typed
+// Validator then checks. It is a plain admission.Handler because typed
 // defaulters cannot return warnings.
-type PodDefaulter struct {
-	// Client and APIReader: see PodValidator.
+type Defaulter struct {
+	// Client and APIReader: see Validator.
 	Client    client.Reader
 	APIReader client.Reader
 	Config    ovnk.ClusterConfig
@@ -183,7 +194,7 @@ type PodDefaulter struct {
 var claimAnnotationPath = field.NewPath("metadata", "annotations").Key(ovnk.AnnotationPrimaryUDNIPAMClaim)
 
 // Handle implements admission.Handler.
-func (d *PodDefaulter) Handle(ctx context.Context, req admission.Request) admission.Response {
+func (d *Defaulter) Handle(ctx context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Create {
 		return admission.Allowed("")
 	}
@@ -198,7 +209,7 @@ func (d *PodDefaulter) Handle(ctx context.Context, req admission.Request) admiss
 	if pod.Namespace == "" {
 		pod.Namespace = req.Namespace
 	}
-	spec, err := cachedPrimaryNetworkOf(ctx, d.Client, d.APIReader, pod.Namespace)
+	spec, err := network.CachedPrimaryNetworkOf(ctx, d.Client, d.APIReader, pod.Namespace)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
@@ -215,7 +226,7 @@ func (d *PodDefaulter) Handle(ctx context.Context, req admission.Request) admiss
 		return d.migrate(pod.Annotations)
 	}
 	if errs := ValidateClaimReference(claimAnnotationPath, claim); len(errs) > 0 {
-		return denied(invalidPod(&pod, errs))
+		return admit.Denied(invalidPod(&pod, errs))
 	}
 	if !feature {
 		c, err := readClaim(ctx, d.Client, d.APIReader, pod.Namespace, claim)
@@ -226,7 +237,7 @@ func (d *PodDefaulter) Handle(ctx context.Context, req admission.Request) admiss
 			return admission.Errored(http.StatusInternalServerError, err)
 		default:
 			if err := claimConflict(ctx, d.APIReader, &pod, c); err != nil {
-				return denied(err)
+				return admit.Denied(err)
 			}
 		}
 		return admission.Allowed("")
@@ -236,7 +247,7 @@ func (d *PodDefaulter) Handle(ctx context.Context, req admission.Request) admiss
 
 // migrate answers with MigrateIPAMClaimAnnotation's patch and warnings
 // (OKEP-5233 on), or admits the pod unchanged.
-func (d *PodDefaulter) migrate(podAnnotations map[string]string) admission.Response {
+func (d *Defaulter) migrate(podAnnotations map[string]string) admission.Response {
 	if !d.Config.PreconfiguredUDNAddresses {
 		return admission.Allowed("")
 	}
@@ -251,32 +262,6 @@ func (d *PodDefaulter) migrate(podAnnotations map[string]string) admission.Respo
 		Path:      "/metadata/annotations/" + escapeJSONPointer(ovnk.AnnotationDefaultNetwork),
 		Value:     annotations[ovnk.AnnotationDefaultNetwork],
 	}).WithWarnings(warnings...)
-}
-
-// denied is the admission answer of a refusal err (an *apierrors.StatusError
-// keeps its code, reason and causes).
-func denied(err error) admission.Response {
-	st := apierrors.NewInternalError(err).ErrStatus
-	if se, ok := err.(apierrors.APIStatus); ok {
-		st = se.Status()
-	}
-	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &st}}
-}
-
-// cachedPrimaryNetworkOf is the spec of cachedPrimaryNetwork.
-func cachedPrimaryNetworkOf(ctx context.Context, c, live client.Reader, namespace string) (*udnv1.NetworkSpec, error) {
-	spec, _, err := cachedPrimaryNetwork(ctx, c, live, namespace)
-	return spec, err
-}
-
-// cachedPrimaryNetwork is primaryNetworkOf on the indexed cache c; a
-// namespace the cache does not hold yet is read from live (when set).
-func cachedPrimaryNetwork(ctx context.Context, c, live client.Reader, namespace string) (*udnv1.NetworkSpec, string, error) {
-	spec, ref, err := primaryNetworkOf(ctx, reader{Reader: c, indexed: true}, namespace)
-	if apierrors.IsNotFound(err) && live != nil {
-		spec, ref, err = primaryNetworkOf(ctx, reader{Reader: live}, namespace)
-	}
-	return spec, ref, err
 }
 
 // escapeJSONPointer escapes one JSON pointer token (RFC 6901).

@@ -1,4 +1,4 @@
-package webhooks
+package network
 
 import (
 	"context"
@@ -9,46 +9,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nsselect"
+	"github.com/udnkit/udnkit/webhooks/internal/webhooktest"
 )
-
-// builderIndexer registers IndexFields' indexes on a fake client builder,
-// as a manager's cache would hold them.
-type builderIndexer struct{ b *fake.ClientBuilder }
-
-func (i builderIndexer) IndexField(_ context.Context, obj client.Object, field string, f client.IndexerFunc) error {
-	i.b.WithIndex(obj, field, f)
-	return nil
-}
-
-func testScheme(t *testing.T) *runtime.Scheme {
-	t.Helper()
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := udnv1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 // indexedReader is a fake cache holding objs with IndexFields' indexes.
 func indexedReader(t *testing.T, objs ...client.Object) client.Reader {
 	t.Helper()
-	b := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...)
-	if err := IndexFields(context.Background(), builderIndexer{b}); err != nil {
-		t.Fatal(err)
-	}
-	return b.Build()
+	return webhooktest.IndexedReader(t, IndexFields, objs...)
 }
 
 func TestPrimaryIndexesHoldOnlyLivePrimaries(t *testing.T) {

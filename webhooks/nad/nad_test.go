@@ -1,4 +1,4 @@
-package webhooks
+package nad
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/webhooks/internal/webhooktest"
+	"github.com/udnkit/udnkit/webhooks/network"
 )
 
 // nadOf renders the NAD udnkit writes for a UDN or CUDN (ovnk.NewNAD) in
@@ -49,7 +51,7 @@ func TestNADValidator(t *testing.T) {
 	red.UID = types.UID("uid-red")
 	shared := testobj.MakeCUDN("shared").Selector(metav1.LabelSelector{}).Spec(blue.Spec.Network()).Obj()
 	shared.UID = "uid-shared"
-	v := &NetworkAttachmentDefinitionValidator{Client: indexedReader(t, blue, red, shared)}
+	v := &Validator{Client: webhooktest.IndexedReader(t, network.IndexFields, blue, red, shared)}
 	spec := blue.Spec.Network()
 
 	forgedOwner := func(nad *nadv1.NetworkAttachmentDefinition, uid types.UID) *nadv1.NetworkAttachmentDefinition {

@@ -1,4 +1,4 @@
-package webhooks
+package network
 
 import (
 	"os"
@@ -10,7 +10,7 @@ import (
 func readRepoFile(t *testing.T, rel string) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	data, err := os.ReadFile(filepath.Join(filepath.Dir(filepath.Dir(file)), rel))
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(file))), rel))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package webhooks
+package admit
 
 import (
 	"regexp"
@@ -20,8 +20,8 @@ func init() { metrics.Registry.MustRegister(admissionDecisions) }
 
 var indices = regexp.MustCompile(`\[[^]]*\]`)
 
-// recordDecision counts one verdict on an object of kind.
-func recordDecision(kind string, errs field.ErrorList) {
+// RecordDecision counts one verdict on an object of kind.
+func RecordDecision(kind string, errs field.ErrorList) {
 	if len(errs) == 0 {
 		admissionDecisions.WithLabelValues(kind, "allowed", "").Inc()
 		return
@@ -29,8 +29,8 @@ func recordDecision(kind string, errs field.ErrorList) {
 	admissionDecisions.WithLabelValues(kind, "denied", string(errs[0].Type)+" "+indices.ReplaceAllString(errs[0].Field, "")).Inc()
 }
 
-// recordDenial counts a denial that is no field error (a limit, a
+// RecordDenial counts a denial that is no field error (a limit, a
 // conflict) under reason.
-func recordDenial(kind, reason string) {
+func RecordDenial(kind, reason string) {
 	admissionDecisions.WithLabelValues(kind, "denied", reason).Inc()
 }

@@ -1,4 +1,4 @@
-package webhooks
+package network
 
 import (
 	"net/netip"
@@ -10,28 +10,8 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/webhooks/internal/webhooktest"
 )
-
-// wantErr is the part of a field.Error a user relies on.
-type wantErr struct {
-	typ   field.ErrorType
-	field string
-	// detail is a substring of the message (optional).
-	detail string
-}
-
-func checkErrors(t *testing.T, got field.ErrorList, want []wantErr) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("got %d errors, want %d:\n%v", len(got), len(want), got)
-	}
-	for i, w := range want {
-		g := got[i]
-		if g.Type != w.typ || g.Field != w.field || !strings.Contains(g.Detail, w.detail) {
-			t.Errorf("error %d = %s %s %q, want %s %s containing %q", i, g.Type, g.Field, g.Detail, w.typ, w.field, w.detail)
-		}
-	}
-}
 
 func l2(role udnv1.NetworkRole, subnets ...udnv1.CIDR) udnv1.NetworkSpec {
 	return udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{Role: role, Subnets: subnets}}
@@ -58,44 +38,44 @@ func TestValidateNetworkAgainstRanges(t *testing.T) {
 	cases := []struct {
 		name string
 		spec udnv1.NetworkSpec
-		want []wantErr
+		want []webhooktest.Want
 	}{
 		{"disjoint dual-stack Layer2", l2(udnv1.NetworkRolePrimary, "10.100.0.0/16", "fd00:100::/64"), nil},
 		{"disjoint Layer3", l3(udnv1.NetworkRolePrimary, sub("10.200.0.0/16", 24)), nil},
 		{"cluster subnet contained", l2(udnv1.NetworkRolePrimary, "10.244.8.0/24"),
-			[]wantErr{{field.ErrorTypeInvalid, "spec.layer2.subnets[0]", "overlaps the cluster default network subnet 10.244.0.0/16 (--cluster-subnets)"}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: "spec.layer2.subnets[0]", Detail: "overlaps the cluster default network subnet 10.244.0.0/16 (--cluster-subnets)"}}},
 		{"service CIDR contains the network", l3(udnv1.NetworkRoleSecondary, sub("10.96.1.0/24", 28)),
-			[]wantErr{{field.ErrorTypeInvalid, "spec.layer3.subnets[0].cidr", "10.96.1.0/24 overlaps the service CIDR 10.96.0.0/16 (--service-cidrs)"}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: "spec.layer3.subnets[0].cidr", Detail: "10.96.1.0/24 overlaps the service CIDR 10.96.0.0/16 (--service-cidrs)"}}},
 		{"default join subnet, IPv6", l2(udnv1.NetworkRolePrimary, "10.100.0.0/16", "fd98::/48"),
-			[]wantErr{{field.ErrorTypeInvalid, "spec.layer2.subnets[1]", "fd98::/48 overlaps the default join subnet fd98::/64 (--join-subnets)"}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: "spec.layer2.subnets[1]", Detail: "fd98::/48 overlaps the default join subnet fd98::/64 (--join-subnets)"}}},
 		{"masquerade", l2(udnv1.NetworkRoleSecondary, "169.254.100.0/24"),
-			[]wantErr{{field.ErrorTypeInvalid, "spec.layer2.subnets[0]", "masquerade subnet 169.254.0.0/17"}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: "spec.layer2.subnets[0]", Detail: "masquerade subnet 169.254.0.0/17"}}},
 		{"node subnet", l2(udnv1.NetworkRoleSecondary, "192.168.0.0/16"),
-			[]wantErr{{field.ErrorTypeInvalid, "spec.layer2.subnets[0]", "node subnet 192.168.10.0/24 (--node-subnets)"}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: "spec.layer2.subnets[0]", Detail: "node subnet 192.168.10.0/24 (--node-subnets)"}}},
 		{"transit is an error for Layer3", l3(udnv1.NetworkRolePrimary, sub("100.88.0.0/14", 24)),
-			[]wantErr{{field.ErrorTypeInvalid, "spec.layer3.subnets[0].cidr", "transit subnet 100.88.0.0/16 (--transit-subnets)"}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: "spec.layer3.subnets[0].cidr", Detail: "transit subnet 100.88.0.0/16 (--transit-subnets)"}}},
 		{"transit is not an error for Layer2", l2(udnv1.NetworkRolePrimary, "100.88.0.0/16"), nil},
 		{"joinSubnets checked", withL2(func(c *udnv1.Layer2Config) { c.JoinSubnets = udnv1.DualStackCIDRs{"100.64.0.0/16"} }),
-			[]wantErr{{field.ErrorTypeInvalid, "spec.layer2.joinSubnets[0]", "default join subnet 100.64.0.0/16"}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: "spec.layer2.joinSubnets[0]", Detail: "default join subnet 100.64.0.0/16"}}},
 		{"reserved and infrastructure subnets checked", func() udnv1.NetworkSpec {
 			s := l2(udnv1.NetworkRolePrimary, "10.0.0.0/8")
 			s.Layer2.ReservedSubnets = []udnv1.NetworkCIDR{"10.96.0.0/24"}
 			s.Layer2.InfrastructureSubnets = []udnv1.NetworkCIDR{"10.244.0.0/30"}
 			return s
-		}(), []wantErr{
-			{field.ErrorTypeInvalid, "spec.layer2.subnets[0]", "cluster default network subnet"},
-			{field.ErrorTypeInvalid, "spec.layer2.subnets[0]", "service CIDR"},
-			{field.ErrorTypeInvalid, "spec.layer2.reservedSubnets[0]", "service CIDR 10.96.0.0/16"},
-			{field.ErrorTypeInvalid, "spec.layer2.infrastructureSubnets[0]", "cluster default network subnet 10.244.0.0/16"},
+		}(), []webhooktest.Want{
+			{Type: field.ErrorTypeInvalid, Field: "spec.layer2.subnets[0]", Detail: "cluster default network subnet"},
+			{Type: field.ErrorTypeInvalid, Field: "spec.layer2.subnets[0]", Detail: "service CIDR"},
+			{Type: field.ErrorTypeInvalid, Field: "spec.layer2.reservedSubnets[0]", Detail: "service CIDR 10.96.0.0/16"},
+			{Type: field.ErrorTypeInvalid, Field: "spec.layer2.infrastructureSubnets[0]", Detail: "cluster default network subnet 10.244.0.0/16"},
 		}},
 		{"localnet subnets checked", udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLocalnet,
 			Localnet: &udnv1.LocalnetConfig{Role: udnv1.NetworkRoleSecondary, PhysicalNetworkName: "p", Subnets: udnv1.DualStackCIDRs{"10.244.0.0/24"}}},
-			[]wantErr{{field.ErrorTypeInvalid, "spec.localnet.subnets[0]", "cluster default network subnet"}}},
+			[]webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: "spec.localnet.subnets[0]", Detail: "cluster default network subnet"}}},
 		{"malformed CIDR is left to CEL", l2(udnv1.NetworkRolePrimary, "10.244.0.0/99"), nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			checkErrors(t, ValidateNetworkAgainstRanges(spec, tc.spec, cfg), tc.want)
+			webhooktest.Check(t, ValidateNetworkAgainstRanges(spec, tc.spec, cfg), tc.want)
 		})
 	}
 }
@@ -107,13 +87,13 @@ func TestValidateNetworkSpecUpdateChecksOnlyNewValues(t *testing.T) {
 	// existing subnet now overlaps, which must not block appending.
 	cfg.ClusterSubnets = mustPrefixes("10.200.0.0/16")
 	appended := l3(udnv1.NetworkRolePrimary, sub("10.200.0.0/16", 24), sub("10.201.0.0/16", 24))
-	checkErrors(t, ValidateNetworkSpec(spec, &old, appended, cfg), nil)
+	webhooktest.Check(t, ValidateNetworkSpec(spec, &old, appended, cfg), nil)
 	intoService := l3(udnv1.NetworkRolePrimary, sub("10.200.0.0/16", 24), sub("10.96.0.0/20", 24))
-	checkErrors(t, ValidateNetworkSpec(spec, &old, intoService, cfg), []wantErr{
-		{field.ErrorTypeInvalid, "spec.layer3.subnets[1].cidr", "overlaps the service CIDR 10.96.0.0/16"}})
+	webhooktest.Check(t, ValidateNetworkSpec(spec, &old, intoService, cfg), []webhooktest.Want{
+		{Type: field.ErrorTypeInvalid, Field: "spec.layer3.subnets[1].cidr", Detail: "overlaps the service CIDR 10.96.0.0/16"}})
 	// On create the same spec is refused for its first subnet.
-	checkErrors(t, ValidateNetworkSpec(spec, nil, appended, cfg), []wantErr{
-		{field.ErrorTypeInvalid, "spec.layer3.subnets[0].cidr", "cluster default network subnet 10.200.0.0/16"}})
+	webhooktest.Check(t, ValidateNetworkSpec(spec, nil, appended, cfg), []webhooktest.Want{
+		{Type: field.ErrorTypeInvalid, Field: "spec.layer3.subnets[0].cidr", Detail: "cluster default network subnet 10.200.0.0/16"}})
 }
 
 func TestValidateLayer3(t *testing.T) {
@@ -124,29 +104,29 @@ func TestValidateLayer3(t *testing.T) {
 	cases := []struct {
 		name     string
 		old, cur *udnv1.Layer3Config
-		want     []wantErr
+		want     []webhooktest.Want
 	}{
 		{"create, disjoint", nil, prim(a, b, c), nil},
-		{"create, contained", nil, prim(a, sub("10.1.2.0/24", 24)), []wantErr{{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3Overlap}}},
-		{"create, repeated", nil, prim(a, a), []wantErr{{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3SameCIDR}}},
-		{"create, one network once masked", nil, prim(a, sub("10.1.3.0/16", 24)), []wantErr{{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3Overlap}}},
-		{"create, two hostSubnets for IPv4", nil, prim(a, sub("10.2.0.0/16", 26)), []wantErr{{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3HostSubnetPerFamily}}},
+		{"create, contained", nil, prim(a, sub("10.1.2.0/24", 24)), []webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: "spec.layer3", Detail: MsgLayer3Overlap}}},
+		{"create, repeated", nil, prim(a, a), []webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: "spec.layer3", Detail: MsgLayer3SameCIDR}}},
+		{"create, one network once masked", nil, prim(a, sub("10.1.3.0/16", 24)), []webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: "spec.layer3", Detail: MsgLayer3Overlap}}},
+		{"create, two hostSubnets for IPv4", nil, prim(a, sub("10.2.0.0/16", 26)), []webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: "spec.layer3", Detail: MsgLayer3HostSubnetPerFamily}}},
 		{"append", prim(a), prim(a, b, c), nil},
 		{"unchanged", prim(a, b), prim(a, b), nil},
-		{"remove last", prim(a, b), prim(a), []wantErr{{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3AppendOnly}}},
-		{"reorder", prim(a, b), prim(b, a), []wantErr{{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3AppendOnly}}},
-		{"insert before", prim(b), prim(a, b), []wantErr{{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3AppendOnly}}},
-		{"append overlapping", prim(a), prim(a, sub("10.1.128.0/17", 24)), []wantErr{{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3Overlap}}},
-		{"hostSubnet changed", prim(a, b), prim(a, sub("10.2.0.0/16", 25)), []wantErr{
-			{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3HostSubnetPerFamily},
-			{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3HostSubnetImmutable}}},
-		{"secondary append", sec(a), sec(a, c), []wantErr{{field.ErrorTypeInvalid, "spec.layer3", MsgLayer3SecondaryImmutable}}},
+		{"remove last", prim(a, b), prim(a), []webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: "spec.layer3", Detail: MsgLayer3AppendOnly}}},
+		{"reorder", prim(a, b), prim(b, a), []webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: "spec.layer3", Detail: MsgLayer3AppendOnly}}},
+		{"insert before", prim(b), prim(a, b), []webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: "spec.layer3", Detail: MsgLayer3AppendOnly}}},
+		{"append overlapping", prim(a), prim(a, sub("10.1.128.0/17", 24)), []webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: "spec.layer3", Detail: MsgLayer3Overlap}}},
+		{"hostSubnet changed", prim(a, b), prim(a, sub("10.2.0.0/16", 25)), []webhooktest.Want{
+			{Type: field.ErrorTypeInvalid, Field: "spec.layer3", Detail: MsgLayer3HostSubnetPerFamily},
+			{Type: field.ErrorTypeInvalid, Field: "spec.layer3", Detail: MsgLayer3HostSubnetImmutable}}},
+		{"secondary append", sec(a), sec(a, c), []webhooktest.Want{{Type: field.ErrorTypeInvalid, Field: "spec.layer3", Detail: MsgLayer3SecondaryImmutable}}},
 		{"secondary unchanged", sec(a, c), sec(a, c), nil},
 		{"no layer3", nil, nil, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			checkErrors(t, ValidateLayer3(p, tc.old, tc.cur), tc.want)
+			webhooktest.Check(t, ValidateLayer3(p, tc.old, tc.cur), tc.want)
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package webhooks
+package network
 
 import (
 	"context"
@@ -122,7 +122,7 @@ func TestPrimaryChecksReadOnlyTheirNamespaces(t *testing.T) {
 		}
 	}
 	cache.read = 0
-	spec, err := cachedPrimaryNetworkOf(context.Background(), cache, nil, "c-7")
+	spec, err := CachedPrimaryNetworkOf(context.Background(), cache, nil, "c-7")
 	if err != nil || spec == nil {
 		t.Fatalf("primary network of c-7: %v, %v", spec, err)
 	}

@@ -1,4 +1,4 @@
-package webhooks
+package network
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/webhooks/admit"
 )
 
 // The UDN webhook is called for every new UserDefinedNetwork: what it
@@ -108,7 +109,7 @@ func (v *UserDefinedNetworkValidator) ValidateCreate(ctx context.Context, u *udn
 				"namespace %s already has a primary network: %s; a namespace can have only one.", u.Namespace, other)))
 		}
 	}
-	return verdict("UserDefinedNetwork", u.Name, errs, nil)
+	return admit.Verdict("UserDefinedNetwork", u.Name, errs, nil)
 }
 
 // ValidateUpdate implements admission.Validator; the webhook is called on
@@ -156,13 +157,13 @@ func checkLimits(ctx context.Context, counts *NetworkCounts, limits Limits, name
 	gr := udnv1.GroupVersion.WithResource(resource).GroupResource()
 	err := counts.admit(ctx, namespace, name, !dryRun(ctx), func(u usage) error {
 		if namespace != "" && limits.PerNamespace > 0 && u.namespace >= limits.PerNamespace {
-			recordDenial(kind, reasonNamespaceLimit)
+			admit.RecordDenial(kind, reasonNamespaceLimit)
 			return apierrors.NewForbidden(gr, name, fmt.Errorf(
 				"namespace %s already has %d UserDefinedNetworks, the most one namespace may have (the manager's --%s=%d): each takes one of the cluster's %d network IDs. Delete one, or ask a cluster administrator to raise the limit",
 				namespace, u.namespace, FlagMaxNetworksPerNamespace, limits.PerNamespace, limits.Cluster))
 		}
 		if u.cluster >= limits.Cluster {
-			recordDenial(kind, reasonClusterIDs)
+			admit.RecordDenial(kind, reasonClusterIDs)
 			return apierrors.NewForbidden(gr, name, fmt.Errorf(
 				"all %d network IDs of the cluster are held by its %d UserDefinedNetworks and ClusterUserDefinedNetworks (one being deleted holds its ID until it is gone): OVN-Kubernetes supports no more networks. Delete a network first",
 				limits.Cluster, u.cluster))

@@ -1,4 +1,4 @@
-package webhooks_test
+package network_test
 
 import (
 	"slices"
@@ -10,17 +10,9 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
-	"github.com/udnkit/udnkit/webhooks"
+	"github.com/udnkit/udnkit/webhooks/internal/webhooktest"
+	"github.com/udnkit/udnkit/webhooks/network"
 )
-
-// fieldErrs reduces errs to "Type Field" for comparison.
-func fieldErrs(errs field.ErrorList) []string {
-	out := make([]string, len(errs))
-	for i, e := range errs {
-		out[i] = string(e.Type) + " " + e.Field
-	}
-	return out
-}
 
 func TestValidateNetworkSpecDefaultJoinSubnet(t *testing.T) {
 	cfg := ovnk.DefaultClusterConfig()
@@ -46,8 +38,8 @@ func TestValidateNetworkSpecDefaultJoinSubnet(t *testing.T) {
 		{"a subnet the old spec had is not checked again", specPtr(testobj.Layer3(udnv1.NetworkRolePrimary, "100.65.0.0/16")), testobj.Layer3(udnv1.NetworkRolePrimary, "100.65.0.0/16"), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			errs := webhooks.ValidateNetworkSpec(field.NewPath("spec"), tc.old, tc.spec, cfg)
-			if got := fieldErrs(errs); !slices.Equal(got, tc.want) {
+			errs := network.ValidateNetworkSpec(field.NewPath("spec"), tc.old, tc.spec, cfg)
+			if got := webhooktest.TypesAndFields(errs); !slices.Equal(got, tc.want) {
 				t.Fatalf("errors %v, want %v (%v)", got, tc.want, errs)
 			}
 			for _, e := range errs {
@@ -60,40 +52,3 @@ func TestValidateNetworkSpecDefaultJoinSubnet(t *testing.T) {
 }
 
 func specPtr(s udnv1.NetworkSpec) *udnv1.NetworkSpec { return &s }
-
-func TestBoundedKeepsFiveCausesPerFieldAndExcerpts(t *testing.T) {
-	p := field.NewPath("metadata", "annotations").Key(ovnk.AnnotationDefaultNetwork)
-	var errs field.ErrorList
-	for i := range 900 {
-		errs = append(errs, field.Invalid(p.Child("ips").Index(i), "10.0.0.1", "is a second IPv4 address."))
-	}
-	long := strings.Repeat("x", 10000)
-	errs = append(errs, field.Invalid(p, long, "must be a NetworkSelectionElement: "+long+"."), field.Invalid(p.Child("mac"), "zz", "bad."))
-	got := webhooks.Bounded(errs)
-	want := []string{
-		"FieldValueInvalid " + p.String() + ".ips[0]", "FieldValueInvalid " + p.String() + ".ips[1]", "FieldValueInvalid " + p.String() + ".ips[2]",
-		"FieldValueInvalid " + p.String() + ".ips[3]", "FieldValueInvalid " + p.String() + ".ips[4]",
-		"FieldValueInvalid " + p.String(), "FieldValueInvalid " + p.String() + ".mac", "FieldValueInvalid " + p.String() + ".ips[*]",
-	}
-	if f := fieldErrs(got); !slices.Equal(f, want) {
-		t.Fatalf("fields %v, want %v", f, want)
-	}
-	if d := got[7].Detail; d != "and 895 more errors like these." {
-		t.Errorf("remainder %q", d)
-	}
-	if v := got[5].BadValue; v != strings.Repeat("x", 64)+"… (10000 characters)" {
-		t.Errorf("value %q", v)
-	}
-	if d := got[5].Detail; len(d) > 600 || !strings.HasSuffix(d, "… (10036 characters)") {
-		t.Errorf("detail %d bytes: %q…", len(d), d[:80])
-	}
-	if got[6].BadValue != "zz" || errs[0].Field != p.String()+".ips[0]" {
-		t.Error("short values are kept; the input is not changed")
-	}
-	if n := len(got.ToAggregate().Error()); n > 2000 {
-		t.Errorf("the refusal's text is %d bytes", n)
-	}
-	if webhooks.Excerpt("é"+strings.Repeat("ü", 70)) != "é"+strings.Repeat("ü", 63)+"… (71 characters)" {
-		t.Error("Excerpt counts characters, not bytes")
-	}
-}
