@@ -83,3 +83,14 @@ func MustAddrAt(prefix netip.Prefix, n uint64) netip.Addr {
 	}
 	return a
 }
+
+// AddrOfFamily is the first of addrs in the IPv6 family when v6, else in
+// IPv4.
+func AddrOfFamily(addrs []netip.Addr, v6 bool) (netip.Addr, bool) {
+	for _, a := range addrs {
+		if a.Is6() == v6 {
+			return a, true
+		}
+	}
+	return netip.Addr{}, false
+}

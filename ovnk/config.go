@@ -12,6 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
+// DefaultMTU is OVN-Kubernetes' default overlay MTU (--mtu).
+const DefaultMTU = 1400
+
 // Flag names of ClusterConfig; messages name them so a user knows which
 // setting a range comes from. They are OVN-Kubernetes' own settings.
 const (

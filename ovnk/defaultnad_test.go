@@ -1,25 +1,10 @@
 package ovnk
 
 import (
-	"encoding/json"
 	"net/netip"
-	"slices"
 	"strings"
 	"testing"
 )
-
-// The stub's config is compared byte for byte by the stub controller, so
-// its bytes are the contract: OKEP-5233's example, spacing included.
-func TestDefaultNADConfigGolden(t *testing.T) {
-	const want = `{"cniVersion": "0.4.0", "name": "ovn-kubernetes", "type": "ovn-k8s-cni-overlay"}`
-	if DefaultNADConfig != want {
-		t.Fatalf("DefaultNADConfig =\n%s\nwant\n%s", DefaultNADConfig, want)
-	}
-	var m map[string]string
-	if err := json.Unmarshal([]byte(DefaultNADConfig), &m); err != nil || m["name"] != DefaultNetworkNamespace || m["type"] != "ovn-k8s-cni-overlay" {
-		t.Errorf("decoded %v, %v", m, err)
-	}
-}
 
 func TestEncapIPMappingGolden(t *testing.T) {
 	m := EncapIPMapping{"encap/tenant": "172.18.0.9", "cluster_udn_blue": "172.18.0.10"}
@@ -49,22 +34,6 @@ func TestEncapIPMappingGolden(t *testing.T) {
 	}
 	if _, err := DecodeEncapIPMapping(map[string]string{AnnotationEncapIPMapping: `["172.18.0.9"]`}); err == nil || !strings.Contains(err.Error(), AnnotationEncapIPMapping) {
 		t.Errorf("a list: err = %v, want one naming the annotation", err)
-	}
-}
-
-func TestDecodePodNetworkKeys(t *testing.T) {
-	// An entry udnkit cannot decode as a PodNetwork still names its network.
-	ann := map[string]string{AnnotationPodNetworks: `{"default":{"role":"infrastructure-locked","tunnel_id":"x"},"blue/blue":{"role":"primary"}}`}
-	keys, err := DecodePodNetworkKeys(ann)
-	slices.Sort(keys)
-	if err != nil || !slices.Equal(keys, []string{"blue/blue", "default"}) {
-		t.Errorf("keys = %v, %v", keys, err)
-	}
-	if keys, err := DecodePodNetworkKeys(nil); err != nil || keys != nil {
-		t.Errorf("no annotation: %v, %v", keys, err)
-	}
-	if _, err := DecodePodNetworkKeys(map[string]string{AnnotationPodNetworks: "not json"}); err == nil || !strings.Contains(err.Error(), AnnotationPodNetworks) {
-		t.Errorf("not JSON: err = %v, want one naming the annotation", err)
 	}
 }
 

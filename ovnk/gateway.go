@@ -27,7 +27,7 @@ func Layer2GatewayAndManagement(subnets, infra []netip.Prefix, defaultGateways [
 		if !v6 {
 			exclude = append(exclude, LastAddr(s))
 		}
-		gw, _ := addrOfFamily(defaultGateways, v6)
+		gw, _ := AddrOfFamily(defaultGateways, v6)
 		var famInfra []netip.Prefix
 		for _, p := range infra {
 			if p.Addr().Is6() == v6 {

@@ -14,6 +14,9 @@ import (
 // (CUDNNetworkName).
 const cudnNetworkPrefix = "cluster_udn_"
 
+// PluginType is the OVN-Kubernetes CNI plugin for secondary and UDN networks.
+const PluginType = "ovn-k8s-cni-overlay"
+
 // NetworkOwner is the UserDefinedNetwork or ClusterUserDefinedNetwork whose
 // OVN network a network name is.
 type NetworkOwner struct {

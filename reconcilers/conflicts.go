@@ -21,8 +21,8 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
-	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
+	"github.com/udnkit/udnkit/ovnk/netconf"
 	"github.com/udnkit/udnkit/ovnk/nsselect"
 )
 
@@ -374,7 +374,7 @@ func (r *networkReconciler) appendedSubnetConflicts(ctx context.Context, n netwo
 	if i < 0 {
 		return n.spec, "", nil
 	}
-	nc, err := ovnk.Parse(owned[i].Spec.Config)
+	nc, err := netconf.Parse(owned[i].Spec.Config)
 	if err != nil {
 		return n.spec, "", nil // a NAD udnkit cannot read is rewritten from the spec
 	}
@@ -461,7 +461,7 @@ func (r *networkReconciler) usedRanges(ctx context.Context, n network, namespace
 			if ref := metav1.GetControllerOf(nad); ref != nil && ref.UID == n.obj.GetUID() {
 				continue
 			}
-			nc, err := ovnk.Parse(nad.Spec.Config)
+			nc, err := netconf.Parse(nad.Spec.Config)
 			if err != nil {
 				continue
 			}

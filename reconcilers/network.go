@@ -29,6 +29,8 @@ import (
 	"github.com/udnkit/udnkit/internal/phase"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/internal/conditions"
+	"github.com/udnkit/udnkit/ovnk/netconf"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 	"github.com/udnkit/udnkit/reconcilers/internal/nadindex"
 	"github.com/udnkit/udnkit/reconcilers/netids"
 	"github.com/udnkit/udnkit/reconcilers/networkids"
@@ -131,7 +133,7 @@ func (r *networkReconciler) event(obj client.Object, reason, msg string) {
 
 // transitSubnets picks a Primary Layer2 network's transit subnets.
 func (r *networkReconciler) transitSubnets(spec udnv1.NetworkSpec) ([]netip.Prefix, error) {
-	return ovnk.TransitSubnetsFor(spec, r.cfg.Cluster)
+	return netconf.TransitSubnetsFor(spec, r.cfg.Cluster)
 }
 
 // podsUsing lists (up to all) pods in namespace whose k8s.ovn.org/pod-networks
@@ -156,7 +158,7 @@ func (r *networkReconciler) podsUsing(ctx context.Context, namespace, name strin
 // podNetworkKeys is the NAD keys of a pod's k8s.ovn.org/pod-networks; a
 // malformed annotation names none (the pod then holds no NAD in use).
 func podNetworkKeys(annotations map[string]string) []string {
-	keys, _ := ovnk.DecodePodNetworkKeys(annotations)
+	keys, _ := podannotation.DecodePodNetworkKeys(annotations)
 	return keys
 }
 
@@ -237,10 +239,10 @@ func (r *networkReconciler) releaseNAD(ctx context.Context, nad *nadv1.NetworkAt
 
 // desiredNAD builds the NAD n wants in namespace.
 func (r *networkReconciler) desiredNAD(n network, namespace string, ids ovnk.NetworkIDs, transit []netip.Prefix) (*nadv1.NetworkAttachmentDefinition, error) {
-	src := ovnk.NADSource{Kind: n.kind, Spec: n.spec, Uplinks: n.uplinks, Meta: metav1.ObjectMeta{
+	src := netconf.NADSource{Kind: n.kind, Spec: n.spec, Uplinks: n.uplinks, Meta: metav1.ObjectMeta{
 		Name: n.obj.GetName(), Namespace: n.obj.GetNamespace(), UID: n.obj.GetUID(),
 		Labels: n.obj.GetLabels(), Annotations: n.obj.GetAnnotations()}}
-	return ovnk.NewNAD(src, namespace, r.cfg.Cluster, transit, ids)
+	return netconf.NewNAD(src, namespace, r.cfg.Cluster, transit, ids)
 }
 
 // errForeignNAD marks a NAD of the same name that udnkit does not own.

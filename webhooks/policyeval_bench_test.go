@@ -23,6 +23,7 @@ import (
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/netconf"
 )
 
 // compiledPolicy is one ValidatingAdmissionPolicy compiled as the
@@ -79,7 +80,7 @@ func BenchmarkPolicyEvaluation(b *testing.B) {
 	other := testobj.MakeUDN("bench", "other").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.101.0.0/16")).Obj()
 	other.SetGroupVersionKind(udnv1.GroupVersion.WithKind(udnv1.KindUserDefinedNetwork))
 	cu := testobj.MakeCUDN("bench-secondary").SelectLabels(nil).Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.102.0.0/16")).Obj()
-	nad, err := ovnk.NewNAD(ovnk.NADSource{Kind: udnv1.KindClusterUserDefinedNetwork, Meta: cu.ObjectMeta, Spec: cu.Spec.Network},
+	nad, err := netconf.NewNAD(netconf.NADSource{Kind: udnv1.KindClusterUserDefinedNetwork, Meta: cu.ObjectMeta, Spec: cu.Spec.Network},
 		"bench", testConfig(), nil, ovnk.NetworkIDs{})
 	if err != nil {
 		b.Fatal(err)

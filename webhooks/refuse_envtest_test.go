@@ -14,6 +14,7 @@ import (
 	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
 // A network whose subnets overlap its own join subnets is refused through
@@ -141,7 +142,7 @@ func TestPodThatCannotGetAddressesIsRefused(t *testing.T) {
 	})
 	// The holder's addresses, as the address reconciler writes them.
 	holder := testobj.MakePod("addr-a", "holder").Annotations(element("", "10.190.0.20", "fd00:190::20")).Obj()
-	pn, err := ovnk.PodNetworks{"addr-a/net": {IPAddresses: []string{"10.190.0.20/24", "fd00:190::20/64"}, MACAddress: "02:00:00:00:01:20", Role: ovnk.RolePrimary}}.Encode()
+	pn, err := podannotation.PodNetworks{"addr-a/net": {IPAddresses: []string{"10.190.0.20/24", "fd00:190::20/64"}, MACAddress: "02:00:00:00:01:20", Role: podannotation.RolePrimary}}.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}

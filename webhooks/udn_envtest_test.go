@@ -26,6 +26,7 @@ import (
 	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/netconf"
 )
 
 func TestNetworksAgainstClusterRanges(t *testing.T) {
@@ -495,7 +496,7 @@ func TestUDNCreateRules(t *testing.T) {
 		if err := c.Create(ctx, gone); err != nil {
 			t.Fatal(err)
 		}
-		nad, err := ovnk.NewNAD(ovnk.NADSource{Kind: udnv1.KindUserDefinedNetwork, Meta: gone.ObjectMeta, Spec: testobj.Layer2(udnv1.NetworkRolePrimary, "10.119.0.0/16")},
+		nad, err := netconf.NewNAD(netconf.NADSource{Kind: udnv1.KindUserDefinedNetwork, Meta: gone.ObjectMeta, Spec: testobj.Layer2(udnv1.NetworkRolePrimary, "10.119.0.0/16")},
 			"by-policy-udn-nad", testConfig(), nil, ovnk.NetworkIDs{})
 		if err != nil {
 			t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/netconf"
 )
 
 // network is a valid UDN or CUDN from a file, with what the reconcilers
@@ -80,14 +81,14 @@ func loadNetworks(ctx context.Context, file string, namespaces []string, stderr 
 }
 
 // nads renders the NetworkAttachmentDefinitions the nad reconciler would
-// write for n (ovnk.NewNAD, the reconciler's own renderer), without the
+// write for n (netconf.NewNAD, the reconciler's own renderer), without the
 // network-id and tunnel-keys annotations only a cluster can assign.
 func (n network) nads(cluster ovnk.ClusterConfig) ([]*nadv1.NetworkAttachmentDefinition, error) {
-	transit, err := ovnk.TransitSubnetsFor(n.spec, cluster)
+	transit, err := netconf.TransitSubnetsFor(n.spec, cluster)
 	if err != nil {
 		return nil, err
 	}
-	src := ovnk.NADSource{Kind: n.obj.GetKind(), Spec: n.spec, Meta: metav1.ObjectMeta{
+	src := netconf.NADSource{Kind: n.obj.GetKind(), Spec: n.spec, Meta: metav1.ObjectMeta{
 		Name: n.obj.GetName(), Namespace: n.obj.GetNamespace(), UID: n.obj.GetUID(),
 		Labels: n.obj.GetLabels(), Annotations: n.obj.GetAnnotations()}}
 	if src.Meta.Namespace == "" && src.Kind == udnv1.KindUserDefinedNetwork {
@@ -95,7 +96,7 @@ func (n network) nads(cluster ovnk.ClusterConfig) ([]*nadv1.NetworkAttachmentDef
 	}
 	var out []*nadv1.NetworkAttachmentDefinition
 	for _, ns := range n.targets {
-		nad, err := ovnk.NewNAD(src, ns, cluster, transit, ovnk.NetworkIDs{})
+		nad, err := netconf.NewNAD(src, ns, cluster, transit, ovnk.NetworkIDs{})
 		if err != nil {
 			return nil, err
 		}

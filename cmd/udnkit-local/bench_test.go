@@ -25,6 +25,7 @@ import (
 	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
 // firstPacketInterval is how often the first pod sends an echo request
@@ -220,7 +221,7 @@ func (p *baselinePod) mac() string { return ovnk.MACFromIP(p.ip.Addr()).String()
 // spec is the pod's namespace as its CNI would configure it from a
 // k8s.ovn.org/pod-networks entry holding its address and MAC.
 func (p *baselinePod) spec() datapath.PodSpec {
-	v, _ := ovnk.PodNetworks{"default/baseline": {IPAddresses: []string{p.ip.String()}, MACAddress: p.mac(), Role: ovnk.RolePrimary}}.Encode()
+	v, _ := podannotation.PodNetworks{"default/baseline": {IPAddresses: []string{p.ip.String()}, MACAddress: p.mac(), Role: podannotation.RolePrimary}}.Encode()
 	return datapath.PodSpec{Namespace: "default", Name: p.name, NAD: "default/baseline", Port: p.name,
 		Annotations: map[string]string{ovnk.AnnotationPodNetworks: v}}
 }

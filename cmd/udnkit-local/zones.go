@@ -24,6 +24,8 @@ import (
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/envtest/datapath"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/netconf"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
 // stateEnv tags every process a make run starts (they inherit it): the next
@@ -220,7 +222,7 @@ func startPods(ctx context.Context, c client.Client, cluster *datapath.Cluster, 
 	}); err != nil {
 		return nil, err
 	}
-	conf, err := ovnk.Parse(nad.Spec.Config)
+	conf, err := netconf.Parse(nad.Spec.Config)
 	if err != nil {
 		return nil, fmt.Errorf("the NAD %s/%s: %w", namespace, udn, err)
 	}
@@ -244,13 +246,13 @@ func startPods(ctx context.Context, c client.Client, cluster *datapath.Cluster, 
 	}
 	d.step("switch")
 	pods := make([]corev1.Pod, len(d.pods))
-	nets := make([]*ovnk.PodNetwork, len(d.pods))
+	nets := make([]*podannotation.PodNetwork, len(d.pods))
 	for i, p := range d.pods {
 		if err := poll(ctx, "pod "+p.name+"'s "+ovnk.AnnotationPodNetworks, func() (err error) {
 			if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: p.name}, &pods[i]); err != nil {
 				return err
 			}
-			if nets[i], err = ovnk.DecodePodNetwork(pods[i].Annotations, d.network.NAD); err == nil && nets[i] == nil {
+			if nets[i], err = podannotation.DecodePodNetwork(pods[i].Annotations, d.network.NAD); err == nil && nets[i] == nil {
 				err = errors.New("no entry for " + d.network.NAD + " yet")
 			}
 			return err

@@ -16,6 +16,8 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/dataplane/controllers/migration"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/kubevirt"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 	"github.com/udnkit/udnkit/reconcilers"
 	"github.com/udnkit/udnkit/reconcilers/addresses"
 )
@@ -55,8 +57,8 @@ func TestLiveMigrationRoutesFromAPIState(t *testing.T) {
 
 	vmPod := func(name, node string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-vm", Name: name,
-			Labels:      map[string]string{ovnk.LabelVM: "vm1"},
-			Annotations: map[string]string{ovnk.AnnotationAllowLiveMigration: ""}},
+			Labels:      map[string]string{kubevirt.LabelVM: "vm1"},
+			Annotations: map[string]string{kubevirt.AnnotationAllowLiveMigration: ""}},
 			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
 	}
 	src, dst := vmPod("virt-launcher-vm1-src", "node-a"), vmPod("virt-launcher-vm1-dst", "node-b")
@@ -76,7 +78,7 @@ func TestLiveMigrationRoutesFromAPIState(t *testing.T) {
 	if err := s.c.Get(s.ctx, client.ObjectKeyFromObject(dst), dst); err != nil {
 		t.Fatal(err)
 	}
-	dst.Labels[ovnk.KeyNodeName] = "node-b"
+	dst.Labels[kubevirt.KeyNodeName] = "node-b"
 	if err := s.c.Update(s.ctx, dst); err != nil {
 		t.Fatal(err)
 	}
@@ -117,8 +119,8 @@ func TestLiveMigrationRoutesFromAPIState(t *testing.T) {
 	}
 	beforeRoutes, beforePolicies := routes(), policies()
 	forgedVM := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "attacker", Name: "virt-launcher-evil",
-		Labels: map[string]string{ovnk.LabelVM: "evil", ovnk.KeyNodeName: "node-b"},
-		Annotations: map[string]string{ovnk.AnnotationAllowLiveMigration: "", ovnk.AnnotationAddressOwnerNode: "node-a",
+		Labels: map[string]string{kubevirt.LabelVM: "evil", kubevirt.KeyNodeName: "node-b"},
+		Annotations: map[string]string{kubevirt.AnnotationAllowLiveMigration: "", kubevirt.AnnotationAddressOwnerNode: "node-a",
 			ovnk.AnnotationPodNetworks: `{"attacker/evil":{"ip_addresses":["10.150.0.200/16"],"mac_address":"0a:58:0a:96:00:c8","role":"primary"}}`}},
 		Spec: corev1.PodSpec{NodeName: "node-b", Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
 	s.create(namespace("attacker"), labeledNAD("attacker", "evil", l2Conf("tenant-vm_vmnet", "attacker/evil", "10.150.0.0/16", ""),
@@ -146,7 +148,7 @@ func TestLiveMigrationRoutesFromAPIState(t *testing.T) {
 	if err := s.c.Get(s.ctx, client.ObjectKeyFromObject(ghost), ghost); err != nil {
 		t.Fatal(err)
 	}
-	ghost.Labels[ovnk.KeyNodeName] = "node-ghost"
+	ghost.Labels[kubevirt.KeyNodeName] = "node-ghost"
 	if err := s.c.Update(s.ctx, ghost); err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +179,7 @@ func podIPs(s *stack, pod *corev1.Pod) []string {
 		if s.c.Get(s.ctx, client.ObjectKeyFromObject(pod), &p) != nil {
 			return false
 		}
-		all, err := ovnk.DecodePodNetworks(p.Annotations)
+		all, err := podannotation.DecodePodNetworks(p.Annotations)
 		if err != nil {
 			return false
 		}

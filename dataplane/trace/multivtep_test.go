@@ -20,6 +20,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
 // vtepEncaps are node-c's two VTEPs (k8s.ovn.org/node-encap-ips), IPv4 or
@@ -90,11 +91,11 @@ func podObject(t *testing.T, p pod, nad string, subnets []netip.Prefix, tunnelID
 		gws = append(gws, ovnk.MustAddrAt(subnets[i], 1))
 	}
 	mac, _ := net.ParseMAC(p.mac())
-	pn, err := ovnk.Layer2PrimaryPodNetwork(ips, mac, gws, nil, nil, tunnelID, encap.String())
+	pn, err := podannotation.Layer2PrimaryPodNetwork(ips, mac, gws, nil, nil, tunnelID, encap.String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := ovnk.PodNetworks{nad: pn}.Encode()
+	v, err := podannotation.PodNetworks{nad: pn}.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}

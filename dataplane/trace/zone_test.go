@@ -29,6 +29,7 @@ import (
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/internal/testobj/ovnkrows"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/netconf"
 )
 
 // node is one cluster node of the fixture: its ID, its node IPs (Node
@@ -217,11 +218,11 @@ func nodeObject(n node) *corev1.Node {
 // network ID and tunnel keys.
 func udnNAD(t *testing.T, namespace, name string, spec udnv1.NetworkSpec, cluster ovnk.ClusterConfig, ids ovnk.NetworkIDs) *nadv1.NetworkAttachmentDefinition {
 	t.Helper()
-	transit, err := ovnk.TransitSubnetsFor(spec, cluster)
+	transit, err := netconf.TransitSubnetsFor(spec, cluster)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nad, err := ovnk.NewNAD(ovnk.NADSource{Kind: udnv1.KindUserDefinedNetwork,
+	nad, err := netconf.NewNAD(netconf.NADSource{Kind: udnv1.KindUserDefinedNetwork,
 		Meta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID(namespace + "-" + name)}, Spec: spec}, namespace, cluster, transit, ids)
 	if err != nil {
 		t.Fatal(err)

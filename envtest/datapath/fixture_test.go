@@ -30,6 +30,8 @@ import (
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/envtest/datapath"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/netconf"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
 // The fixture writes what OVN-Kubernetes owns (pod ports, the Node
@@ -106,12 +108,12 @@ func newNetwork(t *testing.T, namespace, name string, id int, subnets ...string)
 		spec.Layer2.Subnets = append(spec.Layer2.Subnets, udnv1.CIDR(s))
 		n.subnets = append(n.subnets, netip.MustParsePrefix(s))
 	}
-	transit, err := ovnk.TransitSubnetsFor(spec, cfg)
+	transit, err := netconf.TransitSubnetsFor(spec, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ids := ovnk.NetworkIDs{ID: id, HasID: true, TunnelKeys: []int{16715776 + 2*id, 16715777 + 2*id}}
-	n.nad, err = ovnk.NewNAD(ovnk.NADSource{Kind: udnv1.KindUserDefinedNetwork,
+	n.nad, err = netconf.NewNAD(netconf.NADSource{Kind: udnv1.KindUserDefinedNetwork,
 		Meta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID(namespace + "-" + name)}, Spec: spec}, namespace, cfg, transit, ids)
 	if err != nil {
 		t.Fatal(err)
@@ -224,11 +226,11 @@ func (p *pod) annotation(t *testing.T) map[string]string {
 		gws = append(gws, p.net.gateway(s.Addr().Is6()))
 	}
 	joins := []netip.Prefix{netip.MustParsePrefix("100.65.0.0/16"), netip.MustParsePrefix("fd99::/64")}
-	pn, err := ovnk.Layer2PrimaryPodNetwork(ips, ovnk.MACFromIP(ips[0].Addr()), gws, cfg.ServiceCIDRs, joins, p.tunnelID, p.encapIP)
+	pn, err := podannotation.Layer2PrimaryPodNetwork(ips, ovnk.MACFromIP(ips[0].Addr()), gws, cfg.ServiceCIDRs, joins, p.tunnelID, p.encapIP)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := ovnk.PodNetworks{p.net.key(): pn}.Encode()
+	v, err := podannotation.PodNetworks{p.net.key(): pn}.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +240,7 @@ func (p *pod) annotation(t *testing.T) map[string]string {
 // ovnkPort is the pod's logical switch port as OVN-Kubernetes writes it.
 func (p *pod) ovnkPort(t *testing.T) datapath.PodPort {
 	t.Helper()
-	pn, err := ovnk.DecodePodNetwork(p.annotation(t), p.net.key())
+	pn, err := podannotation.DecodePodNetwork(p.annotation(t), p.net.key())
 	if err != nil {
 		t.Fatal(err)
 	}

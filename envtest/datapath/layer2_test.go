@@ -11,6 +11,7 @@ import (
 	"github.com/udnkit/udnkit/envtest/datapath"
 	"github.com/udnkit/udnkit/envtest/datapath/netns"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
 // TestLayer2Primary sends packets through what udnkit's dataplane writes
@@ -81,8 +82,8 @@ func TestLayer2Primary(t *testing.T) {
 		t.Run(fam+": the default gateway answers at the same MAC on every node", func(t *testing.T) {
 			gw := blue.gateway(v6)
 			// The transit router's switch port: one MAC for both families,
-			// derived from the IPv4 gateway (ovnk.GatewayRouterPortMAC).
-			want := ovnk.GatewayRouterPortMAC([]netip.Addr{blue.gateway(false), blue.gateway(true)}).String()
+			// derived from the IPv4 gateway (podannotation.GatewayRouterPortMAC).
+			want := podannotation.GatewayRouterPortMAC([]netip.Addr{blue.gateway(false), blue.gateway(true)}).String()
 			for _, p := range []*pod{blueA, blueB, blueC} {
 				reach(t, c, p, gw)
 				got, err := p.datapath.Neighbor(gw)

@@ -12,6 +12,8 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest/datapath"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/netconf"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
 // l3node is a node's share of a Layer3 network: its node ID and host
@@ -29,7 +31,7 @@ func newLayer3Network(t *testing.T, namespace, name string, id int, subnets ...s
 		n.subnets = append(n.subnets, netip.MustParsePrefix(s))
 	}
 	var err error
-	n.nad, err = ovnk.NewNAD(ovnk.NADSource{Kind: udnv1.KindUserDefinedNetwork,
+	n.nad, err = netconf.NewNAD(netconf.NADSource{Kind: udnv1.KindUserDefinedNetwork,
 		Meta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID(namespace + "-" + name)}, Spec: spec},
 		namespace, cfg, nil, ovnk.NetworkIDs{ID: id, HasID: true})
 	if err != nil {
@@ -55,12 +57,12 @@ func layer3Pod(t *testing.T, c *datapath.Cluster, net *network, n l3node, name s
 	t.Helper()
 	ip := netip.PrefixFrom(ovnk.MustAddrAt(n.Host, 5), n.Host.Bits())
 	mac := ovnk.MACFromIP(ip.Addr())
-	pn := ovnk.PodNetwork{IPAddresses: []string{ip.String()}, MACAddress: mac.String(), GatewayIPs: []string{ovnk.MustAddrAt(n.Host, 1).String()},
-		IPAddress: ip.String(), GatewayIP: ovnk.MustAddrAt(n.Host, 1).String(), Role: ovnk.RolePrimary}
+	pn := podannotation.PodNetwork{IPAddresses: []string{ip.String()}, MACAddress: mac.String(), GatewayIPs: []string{ovnk.MustAddrAt(n.Host, 1).String()},
+		IPAddress: ip.String(), GatewayIP: ovnk.MustAddrAt(n.Host, 1).String(), Role: podannotation.RolePrimary}
 	for _, s := range net.subnets {
-		pn.Routes = append(pn.Routes, ovnk.PodRoute{Dest: s.String(), NextHop: pn.GatewayIP})
+		pn.Routes = append(pn.Routes, podannotation.PodRoute{Dest: s.String(), NextHop: pn.GatewayIP})
 	}
-	v, err := ovnk.PodNetworks{net.key(): pn}.Encode()
+	v, err := podannotation.PodNetworks{net.key(): pn}.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/udnkit/udnkit/envtest/datapath/netns"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/kubevirt"
 )
 
 // vmPodObject is a virt-launcher pod as the dataplane reads it: KubeVirt's
@@ -30,13 +31,13 @@ import (
 func vmPodObject(t *testing.T, p *pod, vm, owner string, created time.Time, running bool) *corev1.Pod {
 	t.Helper()
 	annotations := p.annotation(t)
-	annotations[ovnk.AnnotationAllowLiveMigration] = "true"
-	annotations[ovnk.AnnotationAddressOwnerNode] = owner
+	annotations[kubevirt.AnnotationAllowLiveMigration] = "true"
+	annotations[kubevirt.AnnotationAddressOwnerNode] = owner
 	if running {
-		annotations[ovnk.KeyNodeName] = p.node.Name
+		annotations[kubevirt.KeyNodeName] = p.node.Name
 	}
 	return testobj.MakePod(p.net.namespace, p.name).Node(p.node.Name).Running().Created(created).
-		Labels(map[string]string{ovnk.LabelVM: vm}).Annotations(annotations).Obj()
+		Labels(map[string]string{kubevirt.LabelVM: vm}).Annotations(annotations).Obj()
 }
 
 // startOwnPods starts the pods (startPods) and removes them when the test

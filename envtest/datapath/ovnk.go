@@ -15,6 +15,7 @@ import (
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/internal/testobj/ovnkrows"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
 // This file is OVN-Kubernetes' share of the cluster: what ovnkube-node,
@@ -146,10 +147,10 @@ func (p PodPort) Name() string { return ovnk.PodPortName(p.Network.NAD, p.Namesp
 
 // PodPortOf is the port of a pod whose k8s.ovn.org/pod-networks entry for
 // the network is pn, on the network's layer2 switch.
-func PodPortOf(net *Network, namespace, pod string, node *Node, pn *ovnk.PodNetwork) (PodPort, error) {
+func PodPortOf(net *Network, namespace, pod string, node *Node, pn *podannotation.PodNetwork) (PodPort, error) {
 	a, err := pn.Parse()
 	if err != nil {
-		return PodPort{}, fmt.Errorf("pod %s/%s: %s: %w", namespace, pod, ovnk.PodNetworkField(net.NAD), err)
+		return PodPort{}, fmt.Errorf("pod %s/%s: %s: %w", namespace, pod, podannotation.PodNetworkField(net.NAD), err)
 	}
 	addrs := a.MAC.String()
 	for _, ip := range a.IPs {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
 // Pod is a pod's network namespace with its interface on a node's br-int.
@@ -25,7 +26,7 @@ type Pod struct {
 	// (external_ids:iface-id).
 	Port string
 	// Addresses are what the interface was configured with.
-	Addresses ovnk.PodAddresses
+	Addresses podannotation.PodAddresses
 }
 
 // PodSpec is what a pod's interface is made from: the pod's
@@ -97,17 +98,17 @@ func (c *Cluster) RemovePod(p *Pod) error {
 
 // parse reads the pod's entry of its primary network from its
 // k8s.ovn.org/pod-networks annotation.
-func (spec PodSpec) parse() (*ovnk.PodNetwork, ovnk.PodAddresses, error) {
-	pn, err := ovnk.DecodePodNetwork(spec.Annotations, spec.NAD)
+func (spec PodSpec) parse() (*podannotation.PodNetwork, podannotation.PodAddresses, error) {
+	pn, err := podannotation.DecodePodNetwork(spec.Annotations, spec.NAD)
 	if err != nil {
-		return nil, ovnk.PodAddresses{}, fmt.Errorf("pod %s/%s: %w", spec.Namespace, spec.Name, err)
+		return nil, podannotation.PodAddresses{}, fmt.Errorf("pod %s/%s: %w", spec.Namespace, spec.Name, err)
 	}
 	if pn == nil {
-		return nil, ovnk.PodAddresses{}, fmt.Errorf("pod %s/%s: annotation %s has no entry for network %s", spec.Namespace, spec.Name, ovnk.AnnotationPodNetworks, spec.NAD)
+		return nil, podannotation.PodAddresses{}, fmt.Errorf("pod %s/%s: annotation %s has no entry for network %s", spec.Namespace, spec.Name, ovnk.AnnotationPodNetworks, spec.NAD)
 	}
 	addrs, err := pn.Parse()
 	if err != nil {
-		return nil, ovnk.PodAddresses{}, fmt.Errorf("pod %s/%s: %s: %w", spec.Namespace, spec.Name, ovnk.PodNetworkField(spec.NAD), err)
+		return nil, podannotation.PodAddresses{}, fmt.Errorf("pod %s/%s: %s: %w", spec.Namespace, spec.Name, podannotation.PodNetworkField(spec.NAD), err)
 	}
 	return pn, addrs, nil
 }
@@ -116,7 +117,7 @@ func (spec PodSpec) parse() (*ovnk.PodNetwork, ovnk.PodAddresses, error) {
 // namespace netns as OVN-Kubernetes' CNI does from a pod-networks entry:
 // MAC, MTU (0: 1400), addresses, a default route via each gateway, the
 // entry's routes.
-func configure(netns, iface string, addrs ovnk.PodAddresses, routes []ovnk.PodRoute, mtu int) [][]string {
+func configure(netns, iface string, addrs podannotation.PodAddresses, routes []podannotation.PodRoute, mtu int) [][]string {
 	if mtu == 0 {
 		mtu = 1400
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/controllers/layer2"
 	"github.com/udnkit/udnkit/envtest/datapath"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
 // annotationGRLRPTunnelIDs is where OVN-Kubernetes' cluster manager
@@ -266,7 +267,7 @@ func TestLayer2RollingUpgrade(t *testing.T) {
 	})
 	t.Run("node-a's pods find the transit router's gateway MAC and leave through node-a", func(t *testing.T) {
 		reach(t, c, podX2, up.gateway(false))
-		want := ovnk.GatewayRouterPortMAC([]netip.Addr{up.gateway(false)}).String()
+		want := podannotation.GatewayRouterPortMAC([]netip.Addr{up.gateway(false)}).String()
 		if got, err := podX2.datapath.Neighbor(up.gateway(false)); err != nil || got != want {
 			t.Fatalf("pod-a2 resolves its gateway to %q (%v), want the transit router's %s", got, err, want)
 		}

@@ -8,7 +8,7 @@ import (
 	"github.com/udnkit/udnkit/envtest/datapath/netns"
 	"strconv"
 
-	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
 // launcherBridge is the bridge KubeVirt's bridge binding builds in a
@@ -84,7 +84,7 @@ func (l *Launcher) Remove() error {
 type VM struct {
 	netns.Endpoint
 	// Addresses are what eth0 was configured with.
-	Addresses ovnk.PodAddresses
+	Addresses podannotation.PodAddresses
 	name      string
 	taps      int // taps made so far: names the next
 	tap       string

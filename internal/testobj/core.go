@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/kubevirt"
 )
 
 // PodImage is the image of MakePod's one container: nothing pulls it (no
@@ -60,7 +61,7 @@ func (w *PodWrapper) VM(vm string) *PodWrapper {
 	if vm == "" {
 		return w
 	}
-	return w.Labels(map[string]string{ovnk.LabelVMName: vm})
+	return w.Labels(map[string]string{kubevirt.LabelVMName: vm})
 }
 
 // Created sets the creation timestamp (the apiserver overwrites it on create).

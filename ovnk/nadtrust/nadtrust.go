@@ -57,6 +57,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/netconf"
 )
 
 // EventReason is the reason of the Warning Event on an ignored NAD.
@@ -161,8 +162,8 @@ func VerifyWith(nad *nadv1.NetworkAttachmentDefinition, lookup Lookup) (Owner, e
 		return Owner{}, untrusted(ReasonOwnerUIDMismatch, "metadata.ownerReferences: the controller %s %s has UID %s, not %s", ref.Kind, refName(owner), obj.GetUID(), ref.UID)
 	}
 	owner.UID, owner.Created = ref.UID, obj.GetCreationTimestamp()
-	owner.Network = ovnk.NADSource{Kind: owner.Kind, Meta: metav1.ObjectMeta{Namespace: owner.Namespace, Name: owner.Name}}.NetworkName()
-	conf, err := ovnk.Parse(nad.Spec.Config)
+	owner.Network = netconf.NADSource{Kind: owner.Kind, Meta: metav1.ObjectMeta{Namespace: owner.Namespace, Name: owner.Name}}.NetworkName()
+	conf, err := netconf.Parse(nad.Spec.Config)
 	if err != nil {
 		return Owner{}, untrusted(ReasonMalformedConfig, "spec.config: %v", err)
 	}

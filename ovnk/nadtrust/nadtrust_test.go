@@ -13,10 +13,11 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
+	"github.com/udnkit/udnkit/ovnk/netconf"
 )
 
 // Each check of the rule, on a NAD as udnkit's reconciler renders it
-// (ovnk.NewNAD) and on one field changed at a time.
+// (netconf.NewNAD) and on one field changed at a time.
 func TestVerify(t *testing.T) {
 	scheme := runtime.NewScheme()
 	if err := udnv1.AddToScheme(scheme); err != nil {
@@ -32,7 +33,7 @@ func TestVerify(t *testing.T) {
 	spec := udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRolePrimary, Subnets: udnv1.DualStackCIDRs{"10.1.0.0/24"}}}
 	render := func(kind string, meta metav1.ObjectMeta, ns string) *nadv1.NetworkAttachmentDefinition {
 		t.Helper()
-		nad, err := ovnk.NewNAD(ovnk.NADSource{Kind: kind, Meta: meta, Spec: spec}, ns, ovnk.DefaultClusterConfig(), nil,
+		nad, err := netconf.NewNAD(netconf.NADSource{Kind: kind, Meta: meta, Spec: spec}, ns, ovnk.DefaultClusterConfig(), nil,
 			ovnk.NetworkIDs{ID: 7, HasID: true, TunnelKeys: []int{16711687, 16715782}})
 		if err != nil {
 			t.Fatal(err)
@@ -153,7 +154,7 @@ func BenchmarkVerify(b *testing.B) {
 	}
 	udn := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "blue", Name: "net", UID: "udn-uid"}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(udn).Build()
-	nad, err := ovnk.NewNAD(ovnk.NADSource{Kind: udnv1.KindUserDefinedNetwork, Meta: udn.ObjectMeta,
+	nad, err := netconf.NewNAD(netconf.NADSource{Kind: udnv1.KindUserDefinedNetwork, Meta: udn.ObjectMeta,
 		Spec: udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRolePrimary, Subnets: udnv1.DualStackCIDRs{"10.1.0.0/24"}}}},
 		"blue", ovnk.DefaultClusterConfig(), nil, ovnk.NetworkIDs{ID: 7, HasID: true})
 	if err != nil {
@@ -177,7 +178,7 @@ func TestGuardDoesNotReportALaggingCache(t *testing.T) {
 	udn := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "blue", Name: "net", UID: "udn-uid"}}
 	live := fake.NewClientBuilder().WithScheme(scheme).WithObjects(udn).Build()
 	g := &nadtrust.Guard{Reader: fake.NewClientBuilder().WithScheme(scheme).Build(), Live: live, Consumer: "test-lag"}
-	nad, err := ovnk.NewNAD(ovnk.NADSource{Kind: udnv1.KindUserDefinedNetwork, Meta: udn.ObjectMeta,
+	nad, err := netconf.NewNAD(netconf.NADSource{Kind: udnv1.KindUserDefinedNetwork, Meta: udn.ObjectMeta,
 		Spec: udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRoleSecondary, Subnets: udnv1.DualStackCIDRs{"10.1.0.0/24"}}}},
 		"blue", ovnk.DefaultClusterConfig(), nil, ovnk.NetworkIDs{ID: 7, HasID: true})
 	if err != nil {

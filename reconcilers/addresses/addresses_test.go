@@ -16,6 +16,8 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/kubevirt"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 	"github.com/udnkit/udnkit/reconcilers/addresses"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
 )
@@ -26,7 +28,7 @@ type okepCase struct {
 	subnets, infra, reserved, gws []string
 	request, requestWant          []string
 	reservedRequest, reservedWant []string
-	routes                        []ovnk.PodRoute
+	routes                        []podannotation.PodRoute
 	lla                           string // ipv6_lla_gateway_ip
 	autoCount                     int
 	autoWant                      [][][2]string // per family, the automatic ranges in order
@@ -83,7 +85,7 @@ var _ = DescribeTable("the OKEP-5233 usage example end to end",
 		Expect(pn.Role).To(Equal("primary"))
 		Expect(pn.Routes).To(Equal(tc.routes))
 		Expect(pn.GatewayIPv6LLA).To(Equal(tc.lla))
-		Expect(pn.TunnelID).To(Equal(ovnk.FirstPodTunnelID), "the first pod of the network gets the first pod tunnel ID")
+		Expect(pn.TunnelID).To(Equal(podannotation.FirstPodTunnelID), "the first pod of the network gets the first pod tunnel ID")
 		if len(tc.subnets) == 1 {
 			Expect(pn.IPAddress).To(Equal(tc.requestWant[0]))
 			Expect(pn.GatewayIP).To(Equal(tc.gws[0]))
@@ -100,7 +102,7 @@ var _ = DescribeTable("the OKEP-5233 usage example end to end",
 		tunnelIDs := map[int]string{}
 		for _, n := range names {
 			pn := podNetwork(ns, n, key)
-			Expect(pn.TunnelID).To(BeNumerically(">=", ovnk.FirstPodTunnelID))
+			Expect(pn.TunnelID).To(BeNumerically(">=", podannotation.FirstPodTunnelID))
 			Expect(tunnelIDs).NotTo(HaveKey(pn.TunnelID), "tunnel_id %d given to two pods", pn.TunnelID)
 			tunnelIDs[pn.TunnelID] = n
 			Expect(pn.IPAddresses).To(HaveLen(len(tc.subnets)))
@@ -140,7 +142,7 @@ var _ = DescribeTable("the OKEP-5233 usage example end to end",
 		reserved: []string{"192.168.100.200/29"}, gws: []string{"192.168.100.2"},
 		request: []string{"192.168.100.205"}, requestWant: []string{"192.168.100.205/24"},
 		reservedRequest: []string{"192.168.100.201"}, reservedWant: []string{"192.168.100.201/24"},
-		routes:    []ovnk.PodRoute{{Dest: "10.96.0.0/16", NextHop: "192.168.100.2"}, {Dest: "100.65.0.0/16", NextHop: "192.168.100.2"}},
+		routes:    []podannotation.PodRoute{{Dest: "10.96.0.0/16", NextHop: "192.168.100.2"}, {Dest: "100.65.0.0/16", NextHop: "192.168.100.2"}},
 		autoCount: 243, autoWant: [][][2]string{okepV4Auto}, exhaustedSubnet: "192.168.100.0/24",
 	}),
 	Entry("IPv6", okepCase{
@@ -148,7 +150,7 @@ var _ = DescribeTable("the OKEP-5233 usage example end to end",
 		reserved: []string{"fd00:100::c8/125"}, gws: []string{"fd00:100::2"},
 		request: []string{"fd00:100::cd"}, requestWant: []string{"fd00:100::cd/120"},
 		reservedRequest: []string{"fd00:100::c9"}, reservedWant: []string{"fd00:100::c9/120"},
-		routes: []ovnk.PodRoute{{Dest: "fd00:10:96::/112", NextHop: "fd00:100::2"}, {Dest: "fd99::/64", NextHop: "fd00:100::2"}},
+		routes: []podannotation.PodRoute{{Dest: "fd00:10:96::/112", NextHop: "fd00:100::2"}, {Dest: "fd99::/64", NextHop: "fd00:100::2"}},
 		// fd00:100::2's MAC is 0a:58 + sha256("fd00:100::2")[:4] = 0a:58:45:92:9e:61.
 		lla:       "fe80::858:45ff:fe92:9e61",
 		autoCount: 244, autoWant: [][][2]string{okepV6Auto}, exhaustedSubnet: "fd00:100::/120",
@@ -158,7 +160,7 @@ var _ = DescribeTable("the OKEP-5233 usage example end to end",
 		reserved: []string{"192.168.100.200/29", "fd00:100::c8/125"}, gws: []string{"192.168.100.2", "fd00:100::2"},
 		request: []string{"192.168.100.205", "fd00:100::cd"}, requestWant: []string{"192.168.100.205/24", "fd00:100::cd/120"},
 		reservedRequest: []string{"fd00:100::c9", "192.168.100.201"}, reservedWant: []string{"192.168.100.201/24", "fd00:100::c9/120"},
-		routes: []ovnk.PodRoute{{Dest: "10.96.0.0/16", NextHop: "192.168.100.2"}, {Dest: "100.65.0.0/16", NextHop: "192.168.100.2"},
+		routes: []podannotation.PodRoute{{Dest: "10.96.0.0/16", NextHop: "192.168.100.2"}, {Dest: "100.65.0.0/16", NextHop: "192.168.100.2"},
 			{Dest: "fd00:10:96::/112", NextHop: "fd00:100::2"}, {Dest: "fd99::/64", NextHop: "fd00:100::2"}},
 		// The router port's MAC comes from the IPv4 gateway: 0a:58:c0:a8:64:02.
 		lla: "fe80::858:c0ff:fea8:6402",
@@ -312,9 +314,9 @@ var _ = Describe("IPAMClaims", func() {
 		createClaim(ns, "vm-a", ns+"_tenant")
 		// Admitted together before either had addresses (admission refuses
 		// the others once the claim has an owner pod).
-		createPod(ns, "launcher-a-1", requesting(nil, "", "vm-a"), labelled(ovnk.LabelVMName, "vm-a"))
+		createPod(ns, "launcher-a-1", requesting(nil, "", "vm-a"), labelled(kubevirt.LabelVMName, "vm-a"))
 		pn := podNetwork(ns, "launcher-a-1", ns+"/tenant")
-		createPod(ns, "launcher-b", requesting(nil, "", "vm-a"), labelled(ovnk.LabelVMName, "vm-b"))
+		createPod(ns, "launcher-b", requesting(nil, "", "vm-a"), labelled(kubevirt.LabelVMName, "vm-b"))
 		createPod(ns, "plain", requesting(nil, "", "vm-a"))
 		Expect(warning(ns, "launcher-b", addresses.ReasonIPAMClaimInUse)).To(ContainSubstring(
 			"IPAMClaim claim-one-vm/vm-a is held by pod launcher-a-1 of VM vm-a; only the pods of one VM may share a claim, and this pod runs VM vm-b"))
@@ -326,7 +328,7 @@ var _ = Describe("IPAMClaims", func() {
 		Expect(claim.Status.OwnerPod).To(HaveField("Name", "launcher-a-1"))
 		Expect(claim.Status.IPs).To(Equal(pn.IPAddresses))
 		// The VM's own migration target shares it.
-		createPod(ns, "launcher-a-2", requesting(nil, "", "vm-a"), labelled(ovnk.LabelVMName, "vm-a"))
+		createPod(ns, "launcher-a-2", requesting(nil, "", "vm-a"), labelled(kubevirt.LabelVMName, "vm-a"))
 		Expect(podNetwork(ns, "launcher-a-2", ns+"/tenant").IPAddresses).To(Equal(pn.IPAddresses))
 	})
 
@@ -336,10 +338,10 @@ var _ = Describe("IPAMClaims", func() {
 		Expect(k8s.Create(ctx, &ipamclaimsv1alpha1.IPAMClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vm-c",
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine", Name: "vm-c", UID: "00000000-0000-0000-0000-0000000000c1"}}},
 			Spec: ipamclaimsv1alpha1.IPAMClaimSpec{Network: ns + "_tenant", Interface: "ovn-udn1"}})).To(Succeed())
-		createPod(ns, "launcher-d", requesting(nil, "", "vm-c"), labelled(ovnk.LabelVMName, "vm-d"))
+		createPod(ns, "launcher-d", requesting(nil, "", "vm-c"), labelled(kubevirt.LabelVMName, "vm-d"))
 		Expect(warning(ns, "launcher-d", addresses.ReasonIPAMClaimInUse)).To(ContainSubstring("IPAMClaim claim-owned/vm-c belongs to VM vm-c; this pod runs VM vm-d"))
 		expectNoAnnotation(ns, "launcher-d")
-		createPod(ns, "launcher-c", requesting(nil, "", "vm-c"), labelled(ovnk.LabelVMName, "vm-c"))
+		createPod(ns, "launcher-c", requesting(nil, "", "vm-c"), labelled(kubevirt.LabelVMName, "vm-c"))
 		podNetwork(ns, "launcher-c", ns+"/tenant")
 	})
 
@@ -380,7 +382,7 @@ var _ = Describe("the ovn-kubernetes/default NAD stub", func() {
 	})
 })
 
-func addrsOf(pn ovnk.PodNetwork) []string {
+func addrsOf(pn podannotation.PodNetwork) []string {
 	out := make([]string, len(pn.IPAddresses))
 	for i, ip := range pn.IPAddresses {
 		out[i] = strings.Split(ip, "/")[0]
@@ -391,7 +393,7 @@ func addrsOf(pn ovnk.PodNetwork) []string {
 var _ = DescribeTable("live migration: the target pod shares the source's allocation, released only with the VM's last pod",
 	func(ns string, subnets []string, markRunning func(*corev1.Pod)) {
 		createUDN(ns, "tenant", primaryLayer2(subnets...))
-		vm := []podOpt{labelled(ovnk.LabelVM, "vm1"), annotated(ovnk.AnnotationAllowLiveMigration, "")}
+		vm := []podOpt{labelled(kubevirt.LabelVM, "vm1"), annotated(kubevirt.AnnotationAllowLiveMigration, "")}
 		createPod(ns, "virt-launcher-vm1-src", append(vm, onNode("node-a"))...)
 		src := podNetwork(ns, "virt-launcher-vm1-src", ns+"/tenant")
 		createPod(ns, "virt-launcher-vm1-dst", append(vm, onNode("node-b"))...)
@@ -400,10 +402,10 @@ var _ = DescribeTable("live migration: the target pod shares the source's alloca
 		Expect(dst.MACAddress).To(Equal(src.MACAddress))
 		// Both pods publish the node owning the VM's addresses, for the dataplane.
 		Eventually(func() []string {
-			return []string{getPod(ns, "virt-launcher-vm1-src").Annotations[ovnk.AnnotationAddressOwnerNode],
-				getPod(ns, "virt-launcher-vm1-dst").Annotations[ovnk.AnnotationAddressOwnerNode]}
+			return []string{getPod(ns, "virt-launcher-vm1-src").Annotations[kubevirt.AnnotationAddressOwnerNode],
+				getPod(ns, "virt-launcher-vm1-dst").Annotations[kubevirt.AnnotationAddressOwnerNode]}
 		}).Should(Equal([]string{"node-a", "node-a"}))
-		migrated := func() []ovnk.MigratedVM { return ovnk.MigratedVMs(listPods(ns)) }
+		migrated := func() []kubevirt.MigratedVM { return kubevirt.MigratedVMs(listPods(ns)) }
 		Expect(migrated()).To(BeEmpty(), "until kubevirt marks the target, the VM runs on its owner node")
 
 		// kubevirt marks the target once the VM runs there.
@@ -427,11 +429,11 @@ var _ = DescribeTable("live migration: the target pod shares the source's alloca
 		Expect(podNetwork(ns, "heir", ns+"/tenant").IPAddresses).To(Equal(src.IPAddresses))
 	},
 	Entry("IPv4, target marked with the kubevirt.io/nodeName label", "kubevirt-v4", []string{"10.40.0.0/24"},
-		func(p *corev1.Pod) { p.Labels[ovnk.KeyNodeName] = "node-b" }),
+		func(p *corev1.Pod) { p.Labels[kubevirt.KeyNodeName] = "node-b" }),
 	Entry("IPv6, post-copy target marked with kubevirt.io/migration-target-start-timestamp", "kubevirt-v6", []string{"fd00:41::/64"},
-		func(p *corev1.Pod) { p.Annotations[ovnk.AnnotationMigrationTargetStart] = "1700000000" }),
+		func(p *corev1.Pod) { p.Annotations[kubevirt.AnnotationMigrationTargetStart] = "1700000000" }),
 	Entry("dual-stack", "kubevirt-ds", []string{"10.42.0.0/24", "fd00:42::/64"},
-		func(p *corev1.Pod) { p.Labels[ovnk.KeyNodeName] = "node-b" }),
+		func(p *corev1.Pod) { p.Labels[kubevirt.KeyNodeName] = "node-b" }),
 )
 
 var _ = Describe("a namespace that a CUDN selects later", func() {

@@ -4,17 +4,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
 )
 
 // podNetwork returns the pod's entry for key, if it has one.
-func podNetwork(pod *corev1.Pod, key string) (*ovnk.PodNetwork, error) {
-	return ovnk.DecodePodNetwork(pod.Annotations, key)
+func podNetwork(pod *corev1.Pod, key string) (*podannotation.PodNetwork, error) {
+	return podannotation.DecodePodNetwork(pod.Annotations, key)
 }
 
 // allocationOf reads a pod network entry back as an allocation and its
 // tunnel ID, refusing what the allocator could never have written.
-func allocationOf(pn *ovnk.PodNetwork) (ipalloc.Allocation, int, error) {
+func allocationOf(pn *podannotation.PodNetwork) (ipalloc.Allocation, int, error) {
 	a, err := pn.Parse()
 	if err != nil {
 		// Malformed or not unicast: udnkit never wrote it.

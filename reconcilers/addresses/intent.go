@@ -17,6 +17,8 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/kubevirt"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
 )
 
@@ -28,7 +30,7 @@ type intent struct {
 	// deprecatedClaim says the claim came from k8s.ovn.org/primary-udn-ipamclaim.
 	deprecatedClaim bool
 	vm              vmInfo
-	// vmName is the VM the pod runs (ovnk.VMNameOf), migratable or not: the
+	// vmName is the VM the pod runs (kubevirt.VMNameOf), migratable or not: the
 	// pods of one VM may share a claim.
 	vmName  string
 	request ipalloc.Request
@@ -45,13 +47,13 @@ func isClaimOwner(owner string) bool { return strings.HasPrefix(owner, "claim/")
 // intentOf reads the pod's NetworkSelectionElement (when the feature is on)
 // or the deprecated claim annotation (Persistent networks), and its VM.
 func (r *Reconciler) intentOf(pod *corev1.Pod, net *primaryLayer2) (intent, error) {
-	in := intent{owner: podOwner(pod), vm: vmOf(pod), vmName: ovnk.VMNameOf(pod)}
+	in := intent{owner: podOwner(pod), vm: vmOf(pod), vmName: kubevirt.VMNameOf(pod)}
 	var nse bool
 	if r.cfg.PreconfiguredUDNAddresses {
 		var e *nadv1.NetworkSelectionElement
 		if v, ok := pod.Annotations[ovnk.AnnotationDefaultNetwork]; ok {
 			var err error
-			if e, _, err = ovnk.DecodeDefaultNetworkSelection(v, pod.Namespace); err != nil {
+			if e, _, err = podannotation.DecodeDefaultNetworkSelection(v, pod.Namespace); err != nil {
 				return in, fmt.Errorf("annotation %s: %w", ovnk.AnnotationDefaultNetwork, err)
 			}
 		}

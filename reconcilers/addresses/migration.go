@@ -3,9 +3,10 @@ package addresses
 import (
 	"time"
 
-	"github.com/udnkit/udnkit/ovnk"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/udnkit/udnkit/ovnk/kubevirt"
 )
 
 // vmInfo is a virt-launcher pod's part in its VM's life.
@@ -27,7 +28,7 @@ func (v vmInfo) before(o vmInfo) bool {
 
 // vmOf returns the pod's VM when the VM may live-migrate over the pod network.
 func vmOf(pod *corev1.Pod) vmInfo {
-	v, ok := ovnk.VMPodOf(pod)
+	v, ok := kubevirt.VMPodOf(pod)
 	if !ok {
 		return vmInfo{}
 	}
@@ -35,7 +36,7 @@ func vmOf(pod *corev1.Pod) vmInfo {
 }
 
 // vmOrigins rebuilds, after a restart, the node that owns each VM's
-// addresses: what its pods say (ovnk.AnnotationAddressOwnerNode), else the
+// addresses: what its pods say (kubevirt.AnnotationAddressOwnerNode), else the
 // node of its oldest pod.
 func vmOrigins(pods []corev1.Pod, records map[types.NamespacedName]podRecord) map[string]string {
 	out := map[string]string{}
@@ -45,7 +46,7 @@ func vmOrigins(pods []corev1.Pod, records map[types.NamespacedName]podRecord) ma
 		if !ok || rec.vm.name == "" {
 			continue
 		}
-		if node := pods[i].Annotations[ovnk.AnnotationAddressOwnerNode]; node != "" {
+		if node := pods[i].Annotations[kubevirt.AnnotationAddressOwnerNode]; node != "" {
 			out[rec.owner] = node
 		} else if o, ok := oldest[rec.owner]; !ok || rec.vm.before(o) {
 			oldest[rec.owner] = rec.vm

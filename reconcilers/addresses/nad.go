@@ -16,6 +16,7 @@ import (
 
 	"github.com/udnkit/udnkit/internal/phase"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/netconf"
 )
 
 // defaultNAD keeps ovn-kubernetes/default in place: created at start,
@@ -69,13 +70,13 @@ func (d *defaultNAD) ensureStub(ctx context.Context, s *stubScope) (reconcile.Re
 	case apierrors.IsNotFound(err):
 		nad = nadv1.NetworkAttachmentDefinition{
 			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
-			Spec:       nadv1.NetworkAttachmentDefinitionSpec{Config: ovnk.DefaultNADConfig},
+			Spec:       nadv1.NetworkAttachmentDefinitionSpec{Config: netconf.DefaultNADConfig},
 		}
 		return s.Done(reconcile.Result{}, client.IgnoreAlreadyExists(d.client.Create(ctx, &nad)))
 	case err != nil:
 		return s.Done(reconcile.Result{}, err)
-	case nad.DeletionTimestamp == nil && nad.Spec.Config != ovnk.DefaultNADConfig:
-		nad.Spec.Config = ovnk.DefaultNADConfig
+	case nad.DeletionTimestamp == nil && nad.Spec.Config != netconf.DefaultNADConfig:
+		nad.Spec.Config = netconf.DefaultNADConfig
 		return s.Done(reconcile.Result{}, d.client.Update(ctx, &nad))
 	}
 	return reconcile.Result{}, nil

@@ -27,7 +27,9 @@ import (
 	"github.com/udnkit/udnkit/internal/fairqueue"
 	"github.com/udnkit/udnkit/internal/phase"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/kubevirt"
 	"github.com/udnkit/udnkit/ovnk/nsselect"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
 	"github.com/udnkit/udnkit/reconcilers/netids"
 )
@@ -422,12 +424,12 @@ func (r *Reconciler) ensureTunnelID(ctx context.Context, s *podScope) (reconcile
 // VM's address owner node) under the pod's resourceVersion.
 func (r *Reconciler) writePodNetworks(ctx context.Context, s *podScope) (reconcile.Result, error) {
 	pod, st := &s.pod, s.st
-	pn, err := ovnk.Layer2PrimaryPodNetwork(s.alloc.IPs, s.alloc.MAC, st.pool.Gateways(), r.cfg.ServiceCIDRs, st.joinSubnets,
+	pn, err := podannotation.Layer2PrimaryPodNetwork(s.alloc.IPs, s.alloc.MAC, st.pool.Gateways(), r.cfg.ServiceCIDRs, st.joinSubnets,
 		s.tunnelID, encapIP(pod, s.key, s.net.ref.NetworkName()))
 	if err != nil {
 		return s.Done(reconcile.Result{}, err)
 	}
-	value, err := ovnk.WithPodNetwork(pod.Annotations, s.key, pn)
+	value, err := podannotation.WithPodNetwork(pod.Annotations, s.key, pn)
 	if err != nil {
 		return s.Done(reconcile.Result{}, err)
 	}
@@ -437,7 +439,7 @@ func (r *Reconciler) writePodNetworks(ctx context.Context, s *podScope) (reconci
 	}
 	pod.Annotations[ovnk.AnnotationPodNetworks] = value
 	if s.in.vm.name != "" {
-		pod.Annotations[ovnk.AnnotationAddressOwnerNode] = st.vmOrigin[s.in.owner]
+		pod.Annotations[kubevirt.AnnotationAddressOwnerNode] = st.vmOrigin[s.in.owner]
 	}
 	if err := r.client.Patch(ctx, pod, patch); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -457,7 +459,7 @@ func (r *Reconciler) writePodNetworks(ctx context.Context, s *podScope) (reconci
 // addresses. It scans the pods only when the claim is held.
 func (r *Reconciler) claimInUse(network string, nn types.NamespacedName, in intent, claim *ipamclaimsv1alpha1.IPAMClaim) string {
 	ref := claim.Namespace + "/" + claim.Name
-	if owner := ovnk.VMOwnerOf(claim.OwnerReferences); owner != "" && owner != in.vmName {
+	if owner := kubevirt.VMOwnerOf(claim.OwnerReferences); owner != "" && owner != in.vmName {
 		return fmt.Sprintf("IPAMClaim %s belongs to VM %s; this pod runs %s and gets no addresses from it", ref, owner, vmWords(in.vmName))
 	}
 	if r.holders[holderKey{network, in.owner}] == 0 {
@@ -505,7 +507,7 @@ func (r *Reconciler) refuse(ctx context.Context, pod *corev1.Pod, claim *ipamcla
 
 // adopt records an allocation found in the pod's annotation (written before
 // a restart, or by this reconciler a moment ago).
-func (r *Reconciler) adopt(pod *corev1.Pod, st *netState, in intent, pn *ovnk.PodNetwork) error {
+func (r *Reconciler) adopt(pod *corev1.Pod, st *netState, in intent, pn *podannotation.PodNetwork) error {
 	alloc, tunnelID, err := allocationOf(pn)
 	if err != nil {
 		return err
@@ -602,7 +604,7 @@ func (r *Reconciler) network(ctx context.Context, net *primaryLayer2) (*netState
 		claims = append(claims, cl.Items...)
 	}
 	st := &netState{ref: net.ref, cfg: cfg, pool: pool, vmOrigin: map[string]string{},
-		tunnels:     netids.NewIDAllocator("pod tunnel ID", ovnk.FirstPodTunnelID, ovnk.MaxPodTunnelID),
+		tunnels:     netids.NewIDAllocator("pod tunnel ID", podannotation.FirstPodTunnelID, podannotation.MaxPodTunnelID),
 		joinSubnets: r.joinSubnets(net.spec)}
 	records, errs := r.rebuild(st, net, pods, claims)
 	for _, p := range pods {
@@ -720,13 +722,13 @@ func (r *Reconciler) joinSubnets(spec udnv1.NetworkSpec) []netip.Prefix {
 }
 
 // publishOwnerNode writes, on a live-migratable VM's pod, the node that owns
-// the VM's addresses (ovnk.AnnotationAddressOwnerNode), for the dataplane.
+// the VM's addresses (kubevirt.AnnotationAddressOwnerNode), for the dataplane.
 func (r *Reconciler) publishOwnerNode(ctx context.Context, pod *corev1.Pod, st *netState, in intent) error {
 	origin := st.vmOrigin[in.owner]
-	if in.vm.name == "" || origin == "" || pod.Annotations[ovnk.AnnotationAddressOwnerNode] == origin {
+	if in.vm.name == "" || origin == "" || pod.Annotations[kubevirt.AnnotationAddressOwnerNode] == origin {
 		return nil
 	}
 	patch := client.MergeFromWithOptions(pod.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	pod.Annotations[ovnk.AnnotationAddressOwnerNode] = origin
+	pod.Annotations[kubevirt.AnnotationAddressOwnerNode] = origin
 	return client.IgnoreNotFound(r.client.Patch(ctx, pod, patch))
 }

@@ -10,6 +10,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
 	"github.com/udnkit/udnkit/reconcilers/netids"
 )
@@ -38,11 +39,11 @@ func rebuildFixture(tb testing.TB, n int) (*primaryLayer2, []corev1.Pod) {
 			tb.Fatal(err)
 		}
 		cluster := ovnk.DefaultClusterConfig()
-		pn, err := ovnk.Layer2PrimaryPodNetwork(a.IPs, a.MAC, src.Gateways(), cluster.ServiceCIDRs, cluster.UDNJoinSubnets, ovnk.FirstPodTunnelID+i, "")
+		pn, err := podannotation.Layer2PrimaryPodNetwork(a.IPs, a.MAC, src.Gateways(), cluster.ServiceCIDRs, cluster.UDNJoinSubnets, podannotation.FirstPodTunnelID+i, "")
 		if err != nil {
 			tb.Fatal(err)
 		}
-		v, err := ovnk.WithPodNetwork(p.Annotations, net.ref.Key("bench"), pn)
+		v, err := podannotation.WithPodNetwork(p.Annotations, net.ref.Key("bench"), pn)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -57,7 +58,7 @@ func rebuildOnce(tb testing.TB, net *primaryLayer2, pods []corev1.Pod) *netState
 	if err != nil {
 		tb.Fatal(err)
 	}
-	st := &netState{ref: net.ref, cfg: cfg, pool: pool, tunnels: netids.NewIDAllocator("pod tunnel ID", ovnk.FirstPodTunnelID, ovnk.MaxPodTunnelID)}
+	st := &netState{ref: net.ref, cfg: cfg, pool: pool, tunnels: netids.NewIDAllocator("pod tunnel ID", podannotation.FirstPodTunnelID, podannotation.MaxPodTunnelID)}
 	r := newReconciler(nil, nil, ovnk.DefaultClusterConfig())
 	records, errs := r.rebuild(st, net, pods, nil)
 	if len(errs) > 0 || len(records) != len(pods) {
@@ -108,7 +109,7 @@ func BenchmarkRebuild10000(b *testing.B) {
 	b.Run("baseline-decode-only", func(b *testing.B) {
 		for b.Loop() {
 			for i := range pods {
-				if _, err := ovnk.DecodePodNetworks(pods[i].Annotations); err != nil {
+				if _, err := podannotation.DecodePodNetworks(pods[i].Annotations); err != nil {
 					b.Fatal(err)
 				}
 			}

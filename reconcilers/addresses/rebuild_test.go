@@ -9,6 +9,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
 )
 
@@ -41,7 +42,7 @@ var _ = Describe("a restart after forged pod-networks annotations", func() {
 		forge := func(name string, ip, mac string) {
 			pn := held
 			pn.IPAddresses, pn.IPAddress, pn.MACAddress = []string{ip}, ip, mac
-			v, err := ovnk.WithPodNetwork(nil, thiefNS+"/"+cudn, pn)
+			v, err := podannotation.WithPodNetwork(nil, thiefNS+"/"+cudn, pn)
 			Expect(err).NotTo(HaveOccurred())
 			createPod(thiefNS, name, annotated(ovnk.AnnotationPodNetworks, v))
 		}
@@ -58,7 +59,7 @@ var _ = Describe("a restart after forged pod-networks annotations", func() {
 		// New pods never get the victim's addresses, nor one another's.
 		seen := map[string]string{}
 		dups := 0
-		own := func(name string, pn ovnk.PodNetwork) {
+		own := func(name string, pn podannotation.PodNetwork) {
 			for _, a := range append(pn.IPAddresses, pn.MACAddress) {
 				if prev, ok := seen[a]; ok {
 					dups++

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
 var _ = Describe("a restart", func() {
@@ -24,7 +25,7 @@ var _ = Describe("a restart", func() {
 			createPod(ns, n)
 		}
 		seen := map[string]string{}
-		owned := func(name string, pn ovnk.PodNetwork) {
+		owned := func(name string, pn podannotation.PodNetwork) {
 			for _, ip := range append(pn.IPAddresses, pn.MACAddress) {
 				Expect(seen).NotTo(HaveKey(ip), "%s of %s is also held by %s", ip, name, seen[ip])
 				seen[ip] = name

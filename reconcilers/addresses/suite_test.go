@@ -27,6 +27,7 @@ import (
 	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 	"github.com/udnkit/udnkit/reconcilers/addresses"
 )
 
@@ -164,13 +165,13 @@ func deletePod(ns, name string) {
 func apiNotFound(err error) bool { return client.IgnoreNotFound(err) == nil && err != nil }
 
 // podNetwork waits for the pod's k8s.ovn.org/pod-networks entry under key.
-func podNetwork(ns, name, key string) ovnk.PodNetwork {
-	var pn ovnk.PodNetwork
+func podNetwork(ns, name, key string) podannotation.PodNetwork {
+	var pn podannotation.PodNetwork
 	Eventually(func(g Gomega) {
 		var p corev1.Pod
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p)).To(Succeed())
 		g.Expect(p.Annotations).To(HaveKey(ovnk.AnnotationPodNetworks))
-		entry, err := ovnk.DecodePodNetwork(p.Annotations, key)
+		entry, err := podannotation.DecodePodNetwork(p.Annotations, key)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(entry).NotTo(BeNil(), "no entry for %s", key)
 		pn = *entry

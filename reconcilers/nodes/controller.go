@@ -21,9 +21,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
+	"github.com/udnkit/udnkit/ovnk/netconf"
 	"github.com/udnkit/udnkit/reconcilers/internal/nadindex"
 	"github.com/udnkit/udnkit/reconcilers/internal/pending"
 	"github.com/udnkit/udnkit/reconcilers/netids"
@@ -220,7 +222,7 @@ func isLayer3NAD(o client.Object) bool {
 	if !ok {
 		return true
 	}
-	conf, err := ovnk.Parse(nad.Spec.Config)
+	conf, err := netconf.Parse(nad.Spec.Config)
 	return err != nil || conf.Topology == "layer3"
 }
 

@@ -32,6 +32,7 @@ import (
 	"github.com/udnkit/udnkit/test/scale/internal/metrics"
 	"github.com/udnkit/udnkit/test/scale/internal/profile"
 	"github.com/udnkit/udnkit/test/scale/internal/report"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
 // reconcilers are the manager components the measured child runs.
@@ -561,12 +562,12 @@ func (c *convergence) count(ctx context.Context, watch client.Reader) (convergen
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		addressed := decoded(c.pods, p.Namespace+"/"+p.Name, p.ResourceVersion, func() bool {
-			pns, err := ovnk.DecodePodNetworks(p.Annotations)
+			pns, err := podannotation.DecodePodNetworks(p.Annotations)
 			if err != nil {
 				return false
 			}
 			for _, pn := range pns {
-				if pn.Role == ovnk.RolePrimary {
+				if pn.Role == podannotation.RolePrimary {
 					return true
 				}
 			}

@@ -14,11 +14,12 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/netconf"
 	"github.com/udnkit/udnkit/webhooks/internal/webhooktest"
 	"github.com/udnkit/udnkit/webhooks/network"
 )
 
-// nadOf renders the NAD udnkit writes for a UDN or CUDN (ovnk.NewNAD) in
+// nadOf renders the NAD udnkit writes for a UDN or CUDN (netconf.NewNAD) in
 // namespace.
 func nadOf(t *testing.T, obj client.Object, spec udnv1.NetworkSpec, namespace string) *nadv1.NetworkAttachmentDefinition {
 	t.Helper()
@@ -31,7 +32,7 @@ func nadOf(t *testing.T, obj client.Object, spec udnv1.NetworkSpec, namespace st
 	if err != nil {
 		t.Fatal(err)
 	}
-	nad, err := ovnk.NewNAD(ovnk.NADSource{Kind: kind, Meta: meta, Spec: spec}, namespace, ovnk.DefaultClusterConfig(), nil, ids)
+	nad, err := netconf.NewNAD(netconf.NADSource{Kind: kind, Meta: meta, Spec: spec}, namespace, ovnk.DefaultClusterConfig(), nil, ids)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/kubevirt"
 	"github.com/udnkit/udnkit/webhooks/admit"
 )
 
@@ -37,14 +37,14 @@ func ValidateClaimReference(path *field.Path, ref string) field.ErrorList {
 // claimConflict refuses (409 Conflict) a new pod naming claim when the
 // claim serves another VM's pods: one IPAMClaim serves the pods of one VM,
 // its source and target pods during a live migration (the same VM name,
-// ovnk.VMNameOf). The claim belongs to the VM its owner reference names,
+// kubevirt.VMNameOf). The claim belongs to the VM its owner reference names,
 // and while the pod in its status.ownerPod exists, to that pod's VM (or to
 // that pod alone, when it runs no VM). live reads the owner pod (the
 // webhooks cache no pods); a pod that is gone holds nothing.
 func claimConflict(ctx context.Context, live client.Reader, pod *corev1.Pod, claim *ipamclaimsv1alpha1.IPAMClaim) error {
-	vm := ovnk.VMNameOf(pod)
+	vm := kubevirt.VMNameOf(pod)
 	ref := claim.Namespace + "/" + claim.Name
-	if owner := ovnk.VMOwnerOf(claim.OwnerReferences); owner != "" && owner != vm {
+	if owner := kubevirt.VMOwnerOf(claim.OwnerReferences); owner != "" && owner != vm {
 		return podConflict(pod, fmt.Sprintf("IPAMClaim %s belongs to VM %s; only that VM's pods may use it, and this pod runs %s.", ref, owner, vmWords(vm)))
 	}
 	if claim.Status.OwnerPod == nil || claim.Status.OwnerPod.Name == "" || claim.Status.OwnerPod.Name == pod.Name || live == nil {
@@ -59,7 +59,7 @@ func claimConflict(ctx context.Context, live client.Reader, pod *corev1.Pod, cla
 	case err != nil:
 		return apierrors.NewInternalError(fmt.Errorf("reading pod %s/%s, the owner of IPAMClaim %s: %w", claim.Namespace, claim.Status.OwnerPod.Name, ref, err))
 	}
-	holderVM := ovnk.VMNameOf(&corev1.Pod{ObjectMeta: holder.ObjectMeta})
+	holderVM := kubevirt.VMNameOf(&corev1.Pod{ObjectMeta: holder.ObjectMeta})
 	if holderVM != "" && holderVM == vm {
 		return nil // the VM's other pod: a live migration's source or target
 	}

@@ -13,6 +13,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 	"github.com/udnkit/udnkit/webhooks/admit"
 )
 
@@ -219,7 +220,7 @@ func MigrateIPAMClaimAnnotation(annotations map[string]string) (map[string]strin
 			"annotation %s is deprecated and ignored because %s is set; use its ipam-claim-reference field instead.",
 			ovnk.AnnotationPrimaryUDNIPAMClaim, ovnk.AnnotationDefaultNetwork)}
 	}
-	nse := ovnk.EncodeDefaultNetworkSelection(nadv1.NetworkSelectionElement{
+	nse := podannotation.EncodeDefaultNetworkSelection(nadv1.NetworkSelectionElement{
 		Name: ovnk.DefaultNetworkName, Namespace: ovnk.DefaultNetworkNamespace, IPAMClaimReference: claim})
 	out := make(map[string]string, len(annotations)+1)
 	for k, v := range annotations {

@@ -11,6 +11,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 	"github.com/udnkit/udnkit/webhooks/internal/webhooktest"
 )
 
@@ -91,7 +92,7 @@ func TestValidateNetworkSelection(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			nse, _, err := ovnk.DecodeDefaultNetworkSelection(tc.value, "tenant")
+			nse, _, err := podannotation.DecodeDefaultNetworkSelection(tc.value, "tenant")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,7 +120,7 @@ func TestMigrateIPAMClaimAnnotation(t *testing.T) {
 	if out == nil || len(warnings) != 1 || !strings.Contains(warnings[0], "k8s.ovn.org/primary-udn-ipamclaim is deprecated") {
 		t.Fatalf("out = %v, warnings = %q", out, warnings)
 	}
-	nse, _, err := ovnk.DecodeDefaultNetworkSelection(out[ovnk.AnnotationDefaultNetwork], "tenant")
+	nse, _, err := podannotation.DecodeDefaultNetworkSelection(out[ovnk.AnnotationDefaultNetwork], "tenant")
 	if err != nil || nse.Name != "default" || nse.Namespace != "ovn-kubernetes" || nse.IPAMClaimReference != "vm-a" {
 		t.Errorf("written NSE %q (%v)", out[ovnk.AnnotationDefaultNetwork], err)
 	}
@@ -176,7 +177,7 @@ func FuzzDefaultNetworkSelection(f *testing.F) {
 	net := predefined()
 	path := field.NewPath("metadata", "annotations").Key(ovnk.AnnotationDefaultNetwork)
 	f.Fuzz(func(t *testing.T, value string) {
-		nse, _, err := ovnk.DecodeDefaultNetworkSelection(value, "tenant")
+		nse, _, err := podannotation.DecodeDefaultNetworkSelection(value, "tenant")
 		if err != nil {
 			return
 		}

@@ -22,6 +22,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 	"github.com/udnkit/udnkit/webhooks/admit"
 	"github.com/udnkit/udnkit/webhooks/network"
 )
@@ -74,7 +75,7 @@ func (v *Validator) ValidateCreate(ctx context.Context, pod *corev1.Pod) (admiss
 	if spec == nil || spec.Layer2 == nil {
 		return nil, nil // the annotation keeps its usual Multus meaning
 	}
-	nse, warnings, err := ovnk.DecodeDefaultNetworkSelection(value, pod.Namespace)
+	nse, warnings, err := podannotation.DecodeDefaultNetworkSelection(value, pod.Namespace)
 	if err != nil {
 		return nil, invalidPod(pod, field.ErrorList{field.Invalid(defaultNetworkPath, value,
 			fmt.Sprintf("must be a NetworkSelectionElement: %v.", err))})

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 	"github.com/udnkit/udnkit/webhooks/network"
 )
 
@@ -40,13 +41,13 @@ func podAddressKeys(pod *corev1.Pod) []string {
 	if _, ok := pod.Annotations[ovnk.AnnotationPodNetworks]; !ok {
 		return nil
 	}
-	networks, err := ovnk.DecodePodNetworks(pod.Annotations)
+	networks, err := podannotation.DecodePodNetworks(pod.Annotations)
 	if err != nil {
 		return nil
 	}
 	var out []string
 	for _, pn := range networks {
-		if pn.Role != ovnk.RolePrimary {
+		if pn.Role != podannotation.RolePrimary {
 			continue
 		}
 		a, err := pn.Parse()
@@ -151,7 +152,7 @@ func claimOf(pod *corev1.Pod) string {
 	if !ok {
 		return ""
 	}
-	nse, _, err := ovnk.DecodeDefaultNetworkSelection(value, pod.Namespace)
+	nse, _, err := podannotation.DecodeDefaultNetworkSelection(value, pod.Namespace)
 	if err != nil {
 		return ""
 	}

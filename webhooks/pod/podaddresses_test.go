@@ -8,12 +8,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
 func TestPodAddressKeys(t *testing.T) {
-	pn, err := ovnk.PodNetworks{
-		"a/net":       {IPAddresses: []string{"10.0.0.5/24", "fd00::5/64"}, MACAddress: "0A:58:0A:00:00:05", Role: ovnk.RolePrimary},
-		"a/secondary": {IPAddresses: []string{"10.9.0.5/24"}, MACAddress: "02:00:00:00:00:09", Role: ovnk.RoleSecondary},
+	pn, err := podannotation.PodNetworks{
+		"a/net":       {IPAddresses: []string{"10.0.0.5/24", "fd00::5/64"}, MACAddress: "0A:58:0A:00:00:05", Role: podannotation.RolePrimary},
+		"a/secondary": {IPAddresses: []string{"10.9.0.5/24"}, MACAddress: "02:00:00:00:00:09", Role: podannotation.RoleSecondary},
 	}.Encode()
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/kubevirt"
 )
 
 func parse(t *testing.T, args ...string) (*Options, error) {
@@ -100,7 +101,7 @@ func TestDataplaneNeedsBothOVNAddresses(t *testing.T) {
 // managedFields stripped.
 func TestCacheTrimsPodsAndNodes(t *testing.T) {
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "n", Labels: map[string]string{ovnk.LabelVM: "vm1"},
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "n", Labels: map[string]string{kubevirt.LabelVM: "vm1"},
 			Annotations:   map[string]string{ovnk.AnnotationPodNetworks: "{}"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
 		Spec: corev1.PodSpec{NodeName: "node-a", HostNetwork: true, Containers: []corev1.Container{{Name: "c", Image: "i"}}},

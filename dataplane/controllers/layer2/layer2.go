@@ -24,6 +24,7 @@ import (
 	"github.com/udnkit/udnkit/internal/phase"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
+	"github.com/udnkit/udnkit/ovnk/netconf"
 )
 
 // Reconciler programs the transit-router topology of every primary
@@ -299,7 +300,7 @@ func (r *Reconciler) primaryLayer2Namespaces(ctx context.Context) (map[string]bo
 	}
 	out := map[string]bool{}
 	for i := range nads.Items {
-		conf, err := ovnk.Parse(nads.Items[i].Spec.Config)
+		conf, err := netconf.Parse(nads.Items[i].Spec.Config)
 		if err != nil || conf.Topology != "layer2" || conf.Role != "primary" {
 			continue
 		}

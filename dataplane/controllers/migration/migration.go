@@ -23,12 +23,14 @@ import (
 	"github.com/udnkit/udnkit/dataplane/topology/migration"
 	"github.com/udnkit/udnkit/internal/phase"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/kubevirt"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
 // Reconciler programs the kubevirt point-to-point routing of
 // primary Layer2 networks on their transit routers: for every VM that runs on
-// a node that does not own its addresses (ovnk.MigratedVMs: the owner node the
+// a node that does not own its addresses (kubevirt.MigratedVMs: the owner node the
 // address reconciler publishes on the VM's pods, and the pod it runs in),
 // a /32 (/128) route to the VM via the router's switch port and a
 // priority-10 reroute of its traffic to the transit peer address of the
@@ -86,7 +88,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // one of KubeVirt's VM pods (kubevirt.io/vm); every other pod event is
 // dropped before it is queued.
 func (r *Reconciler) vmPodRequests(ctx context.Context, o client.Object) []reconcile.Request {
-	if _, ok := o.GetLabels()[ovnk.LabelVM]; !ok {
+	if _, ok := o.GetLabels()[kubevirt.LabelVM]; !ok {
 		return nil
 	}
 	return zone.NADsIn(r.Client, o.GetNamespace())(ctx, o)
@@ -156,26 +158,26 @@ func (r *Reconciler) apply(ctx context.Context, net topology.Layer2Network) erro
 	podOf := map[string]*corev1.Pod{} // namespace/VM -> the pod it runs in
 	for _, other := range nads {
 		var pods corev1.PodList
-		if err := r.Client.List(ctx, &pods, client.InNamespace(other.Namespace), client.HasLabels{ovnk.LabelVM}, client.UnsafeDisableDeepCopy); err != nil {
+		if err := r.Client.List(ctx, &pods, client.InNamespace(other.Namespace), client.HasLabels{kubevirt.LabelVM}, client.UnsafeDisableDeepCopy); err != nil {
 			return err
 		}
 		key := other.Namespace + "/" + other.Name
-		for _, m := range ovnk.MigratedVMs(pods.Items) {
+		for _, m := range kubevirt.MigratedVMs(pods.Items) {
 			podOf[m.Namespace+"/"+m.VM] = m.Pod
-			all, err := ovnk.DecodePodNetworks(m.Pod.Annotations)
+			all, err := podannotation.DecodePodNetworks(m.Pod.Annotations)
 			if err != nil {
 				logger.Error(err, "skipping migrated VM", "vm", m.Namespace+"/"+m.VM)
 				r.warn(m.Pod, ReasonLiveMigrationFailed, "no live-migration routes for VM %s: %v", m.VM, err)
 				continue
 			}
 			pn, ok := all[key]
-			if !ok || pn.Role != ovnk.RolePrimary {
+			if !ok || pn.Role != podannotation.RolePrimary {
 				continue
 			}
 			addrs, err := pn.Parse()
 			if err != nil {
-				logger.Error(err, "skipping migrated VM", "vm", m.Namespace+"/"+m.VM, "field", ovnk.PodNetworkField(key))
-				r.warn(m.Pod, ReasonLiveMigrationFailed, "no live-migration routes for VM %s: annotation %s.%v", m.VM, ovnk.PodNetworkField(key), err)
+				logger.Error(err, "skipping migrated VM", "vm", m.Namespace+"/"+m.VM, "field", podannotation.PodNetworkField(key))
+				r.warn(m.Pod, ReasonLiveMigrationFailed, "no live-migration routes for VM %s: annotation %s.%v", m.VM, podannotation.PodNetworkField(key), err)
 				continue
 			}
 			vms = append(vms, migration.VM{Namespace: m.Namespace, Name: m.VM, IPs: addrs.IPs, Node: m.CurrentNode, OwnerNode: m.OwnerNode})

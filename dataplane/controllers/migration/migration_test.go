@@ -12,6 +12,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/controllers/internal/ctrltest"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/kubevirt"
 )
 
 // A pod event reaches the live-migration reconciler only for KubeVirt's VM
@@ -35,7 +36,7 @@ func TestLiveMigrationRequestsFollowVMPods(t *testing.T) {
 	if got := r.vmPodRequests(context.Background(), pod("a", map[string]string{"app": "web"})); len(got) != 0 {
 		t.Errorf("a pod that is no VM queued %v", got)
 	}
-	got := r.vmPodRequests(context.Background(), pod("a", map[string]string{ovnk.LabelVM: "vm1"}))
+	got := r.vmPodRequests(context.Background(), pod("a", map[string]string{kubevirt.LabelVM: "vm1"}))
 	var keys []string
 	for _, req := range got {
 		keys = append(keys, req.String())

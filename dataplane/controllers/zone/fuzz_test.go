@@ -18,6 +18,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/netconf"
 )
 
 // fuzzUDN builds a UDN spec from fuzz input: Layer2 or Layer3, one or two
@@ -62,7 +63,7 @@ func fuzzUDN(l3, dual bool, a4 uint32, bits4 uint8, a6 uint64, bits6, host uint8
 
 // FuzzAdmittedSpecToRows follows an admitted network from its spec to the
 // OVN rows, as the components do through the apiserver: CEL (offline, the
-// apiserver's own code) admits the spec; the reconcilers' NAD (ovnk.NewNAD,
+// apiserver's own code) admits the spec; the reconcilers' NAD (netconf.NewNAD,
 // with IDs and tunnel keys as the allocators give them); the dataplane reads
 // the NAD back and builds the rows with nodes of any admissible IDs,
 // duplicates included. Nothing may panic, an admitted network must yield
@@ -104,7 +105,7 @@ func FuzzAdmittedSpecToRows(f *testing.F) {
 			}
 			ids.TunnelKeys = []int{legacy, ovnk.LastInterconnectKey - int(netID)}
 		}
-		transit, err := ovnk.TransitSubnetsFor(spec, cluster)
+		transit, err := netconf.TransitSubnetsFor(spec, cluster)
 		if err != nil {
 			// A subnet as large as ::/0 leaves no transit subnet: the
 			// network reports SyncError in its status (and must not hang:
@@ -114,8 +115,8 @@ func FuzzAdmittedSpecToRows(f *testing.F) {
 			}
 			return
 		}
-		src := ovnk.NADSource{Kind: udnv1.KindUserDefinedNetwork, Spec: spec, Meta: u.ObjectMeta}
-		nad, err := ovnk.NewNAD(src, u.Namespace, cluster, transit, ids)
+		src := netconf.NADSource{Kind: udnv1.KindUserDefinedNetwork, Spec: spec, Meta: u.ObjectMeta}
+		nad, err := netconf.NewNAD(src, u.Namespace, cluster, transit, ids)
 		if err != nil {
 			t.Fatalf("admitted spec %+v: NAD: %v", spec, err)
 		}

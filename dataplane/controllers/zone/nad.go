@@ -11,6 +11,8 @@ import (
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/dataplane/topology/multivtep"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/netconf"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
 func Layer2Name(nad *nadv1.NetworkAttachmentDefinition) (string, bool) {
@@ -23,7 +25,7 @@ func Layer2Name(nad *nadv1.NetworkAttachmentDefinition) (string, bool) {
 // annotation ([switch key, transit router key]). ok is false for other
 // networks and for networks whose tunnel keys are not allocated yet.
 func Layer2NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (net topology.Layer2Network, ok bool, err error) {
-	conf, err := ovnk.Parse(nad.Spec.Config)
+	conf, err := netconf.Parse(nad.Spec.Config)
 	if err != nil {
 		return net, false, fmt.Errorf("NAD %s/%s spec.config: %w", nad.Namespace, nad.Name, err)
 	}
@@ -150,7 +152,7 @@ func ClusterFacts(cluster ovnk.ClusterConfig, nad *nadv1.NetworkAttachmentDefini
 // subnets from its NAD's spec.config, where each subnet is "CIDR" or
 // "CIDR/hostSubnet" (e.g. 10.200.0.0/16/24). ok is false for other networks.
 func Layer3NetworkFromNAD(nad *nadv1.NetworkAttachmentDefinition) (name string, subnets []netip.Prefix, ok bool, err error) {
-	conf, err := ovnk.Parse(nad.Spec.Config)
+	conf, err := netconf.Parse(nad.Spec.Config)
 	if err != nil {
 		return "", nil, false, fmt.Errorf("NAD %s/%s spec.config: %w", nad.Namespace, nad.Name, err)
 	}
@@ -216,7 +218,7 @@ func Layer2PodPortFromPod(pod *corev1.Pod, nadKey string) (multivtep.Layer2PodPo
 	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return p, false, nil
 	}
-	pn, err := ovnk.DecodePodNetwork(pod.Annotations, nadKey)
+	pn, err := podannotation.DecodePodNetwork(pod.Annotations, nadKey)
 	if err != nil {
 		return p, false, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -225,7 +227,7 @@ func Layer2PodPortFromPod(pod *corev1.Pod, nadKey string) (multivtep.Layer2PodPo
 	}
 	a, err := pn.Parse()
 	if err != nil {
-		return p, false, fmt.Errorf("pod %s/%s annotation %s.%w", pod.Namespace, pod.Name, ovnk.PodNetworkField(nadKey), err)
+		return p, false, fmt.Errorf("pod %s/%s annotation %s.%w", pod.Namespace, pod.Name, podannotation.PodNetworkField(nadKey), err)
 	}
 	p.EncapIP, p.IPs, p.MAC, p.TunnelID = a.EncapIP, a.IPs, a.MAC.String(), a.TunnelID
 	return p, true, nil

@@ -19,6 +19,7 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
+	"github.com/udnkit/udnkit/ovnk/netconf"
 )
 
 // How the dataplane applies the NAD ownership rule (ovnk/nadtrust):
@@ -188,7 +189,7 @@ func ownerEvents(c client.Client) (handler.EventHandler, builder.WatchesOption) 
 		if _, ok := o.(*udnv1.UserDefinedNetwork); ok {
 			kind = udnv1.KindUserDefinedNetwork
 		}
-		network := ovnk.NADSource{Kind: kind, Meta: metav1.ObjectMeta{Namespace: o.GetNamespace(), Name: o.GetName()}}.NetworkName()
+		network := netconf.NADSource{Kind: kind, Meta: metav1.ObjectMeta{Namespace: o.GetNamespace(), Name: o.GetName()}}.NetworkName()
 		nads, err := namingNADs(ctx, c, network)
 		if err != nil {
 			return nil

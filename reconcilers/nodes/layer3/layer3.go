@@ -19,9 +19,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
+	"github.com/udnkit/udnkit/ovnk/netconf"
 	"github.com/udnkit/udnkit/reconcilers/netids"
 )
 
@@ -219,7 +221,7 @@ func (l *Lister) nadSubnets(ctx context.Context, uid types.UID) (map[netip.Prefi
 }
 
 func parseNADSubnets(nad *nadv1.NetworkAttachmentDefinition) (map[netip.Prefix]bool, bool) {
-	conf, err := ovnk.Parse(nad.Spec.Config)
+	conf, err := netconf.Parse(nad.Spec.Config)
 	if err != nil {
 		return nil, false
 	}

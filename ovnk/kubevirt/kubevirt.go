@@ -1,4 +1,7 @@
-package ovnk
+// Package kubevirt is what udnkit reads of KubeVirt's pods, as upstream's
+// pkg/kubevirt: the labels and annotations naming a pod's VM and its live
+// migration, and which of a VM's pods is the current one.
+package kubevirt
 
 import (
 	"strings"

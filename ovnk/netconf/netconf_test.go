@@ -1,4 +1,4 @@
-package ovnk
+package netconf
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 var defaultJoin = []netip.Prefix{netip.MustParsePrefix("100.65.0.0/16"), netip.MustParsePrefix("fd99::/64")}
@@ -85,7 +86,7 @@ func TestRender(t *testing.T) {
 			Role: udnv1.NetworkRolePrimary, Subnets: udnv1.DualStackCIDRs{"fd00:100::/64", "10.100.0.0/16"}}},
 		opts: func() Options {
 			o := udn
-			o.TransitSubnets, _ = TransitSubnets(nil, []netip.Prefix{netip.MustParsePrefix("fd00:100::/64"), netip.MustParsePrefix("10.100.0.0/16")}, nil)
+			o.TransitSubnets, _ = ovnk.TransitSubnets(nil, []netip.Prefix{netip.MustParsePrefix("fd00:100::/64"), netip.MustParsePrefix("10.100.0.0/16")}, nil)
 			return o
 		}(),
 		want: `{"cniVersion":"1.1.0","type":"ovn-k8s-cni-overlay","name":"tenant-blue_blue","netAttachDefName":"tenant-blue/blue",
@@ -146,8 +147,8 @@ func TestRenderRejects(t *testing.T) {
 
 func TestNames(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(UDNNetworkName("tenant-blue", "blue")).To(Equal("tenant-blue_blue"))
-	g.Expect(CUDNNetworkName("network-l2")).To(Equal("cluster_udn_network-l2"))
+	g.Expect(ovnk.UDNNetworkName("tenant-blue", "blue")).To(Equal("tenant-blue_blue"))
+	g.Expect(ovnk.CUDNNetworkName("network-l2")).To(Equal("cluster_udn_network-l2"))
 }
 
 // A CUDN's spec.uplinks reaches its NAD as upstream's renderer writes it
@@ -163,12 +164,12 @@ func TestNewNADRendersTheUplink(t *testing.T) {
 		{NADSource{Kind: udnv1.KindClusterUserDefinedNetwork, Meta: metav1.ObjectMeta{Name: "blue"}, Spec: spec}, ""},
 		{NADSource{Kind: udnv1.KindUserDefinedNetwork, Meta: metav1.ObjectMeta{Name: "blue", Namespace: "ns"}, Spec: spec}, ""},
 	} {
-		cluster := DefaultClusterConfig()
+		cluster := ovnk.DefaultClusterConfig()
 		transit, err := TransitSubnetsFor(spec, cluster)
 		if err != nil {
 			t.Fatal(err)
 		}
-		nad, err := NewNAD(c.src, "ns", cluster, transit, NetworkIDs{ID: 3})
+		nad, err := NewNAD(c.src, "ns", cluster, transit, ovnk.NetworkIDs{ID: 3})
 		if err != nil {
 			t.Fatal(err)
 		}

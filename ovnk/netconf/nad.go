@@ -1,4 +1,4 @@
-package ovnk
+package netconf
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // NADSource is the UDN or CUDN a NAD is rendered from.
@@ -27,9 +28,9 @@ type NADSource struct {
 // NetworkName is the source's OVN network name.
 func (s NADSource) NetworkName() string {
 	if s.Kind == udnv1.KindUserDefinedNetwork {
-		return UDNNetworkName(s.Meta.Namespace, s.Meta.Name)
+		return ovnk.UDNNetworkName(s.Meta.Namespace, s.Meta.Name)
 	}
-	return CUDNNetworkName(s.Meta.Name)
+	return ovnk.CUDNNetworkName(s.Meta.Name)
 }
 
 // NewNAD renders the NetworkAttachmentDefinition of src in namespace, as
@@ -39,7 +40,7 @@ func (s NADSource) NetworkName() string {
 // under k8s.ovn.org/, plus k8s.ovn.org/network-name, network-id and
 // tunnel-keys; the source as controller owner; the protection finalizer.
 // transit are the network's transit subnets (TransitSubnetsFor).
-func NewNAD(src NADSource, namespace string, cluster ClusterConfig, transit []netip.Prefix, ids NetworkIDs) (*nadv1.NetworkAttachmentDefinition, error) {
+func NewNAD(src NADSource, namespace string, cluster ovnk.ClusterConfig, transit []netip.Prefix, ids ovnk.NetworkIDs) (*nadv1.NetworkAttachmentDefinition, error) {
 	if namespace == "" {
 		return nil, fmt.Errorf("the NAD's namespace is required")
 	}
@@ -53,21 +54,21 @@ func NewNAD(src NADSource, namespace string, cluster ClusterConfig, transit []ne
 	}
 	labels := map[string]string{}
 	maps.Copy(labels, src.Meta.Labels)
-	labels[LabelUserDefinedNetwork] = ""
+	labels[ovnk.LabelUserDefinedNetwork] = ""
 	annotations := map[string]string{}
 	for k, v := range src.Meta.Annotations {
 		if !strings.HasPrefix(k, "k8s.ovn.org/") {
 			annotations[k] = v
 		}
 	}
-	annotations[AnnotationNetworkName] = src.NetworkName()
+	annotations[ovnk.AnnotationNetworkName] = src.NetworkName()
 	ids.Encode(annotations)
 	controller, blockOwnerDeletion := true, true
 	return &nadv1.NetworkAttachmentDefinition{
 		TypeMeta: metav1.TypeMeta{APIVersion: "k8s.cni.cncf.io/v1", Kind: "NetworkAttachmentDefinition"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: src.Meta.Name, Namespace: namespace, Labels: labels, Annotations: annotations,
-			Finalizers: []string{FinalizerUserDefinedNetworkProtection},
+			Finalizers: []string{ovnk.FinalizerUserDefinedNetworkProtection},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: udnv1.GroupVersion.String(), Kind: src.Kind, Name: src.Meta.Name, UID: src.Meta.UID,
 				Controller: &controller, BlockOwnerDeletion: &blockOwnerDeletion,
@@ -81,11 +82,11 @@ func NewNAD(src NADSource, namespace string, cluster ClusterConfig, transit []ne
 // (OKEP-5094 option 4), nil for every other network: per IP family of its
 // subnets, in their order, the cluster's transit subnet or the first one of
 // the same size that avoids the network's subnets and join subnets.
-func TransitSubnetsFor(spec udnv1.NetworkSpec, cluster ClusterConfig) ([]netip.Prefix, error) {
+func TransitSubnetsFor(spec udnv1.NetworkSpec, cluster ovnk.ClusterConfig) ([]netip.Prefix, error) {
 	if spec.Topology != udnv1.NetworkTopologyLayer2 || !spec.IsPrimary() {
 		return nil, nil
 	}
-	subnets, err := ParsePrefixes(strings.Join(spec.SubnetCIDRs(), ","))
+	subnets, err := ovnk.ParsePrefixes(strings.Join(spec.SubnetCIDRs(), ","))
 	if err != nil {
 		return nil, fmt.Errorf("spec subnets: %w", err)
 	}
@@ -93,7 +94,7 @@ func TransitSubnetsFor(spec udnv1.NetworkSpec, cluster ClusterConfig) ([]netip.P
 		subnets[i] = subnets[i].Masked()
 	}
 	avoid := append([]netip.Prefix{}, subnets...)
-	join, err := ParsePrefixes(strings.Join(spec.JoinSubnetCIDRs(), ","))
+	join, err := ovnk.ParsePrefixes(strings.Join(spec.JoinSubnetCIDRs(), ","))
 	if err != nil {
 		return nil, fmt.Errorf("spec joinSubnets: %w", err)
 	}
@@ -103,7 +104,7 @@ func TransitSubnetsFor(spec udnv1.NetworkSpec, cluster ClusterConfig) ([]netip.P
 	for _, p := range join {
 		avoid = append(avoid, p.Masked())
 	}
-	return TransitSubnets(cluster.TransitSubnets, subnets, avoid)
+	return ovnk.TransitSubnets(cluster.TransitSubnets, subnets, avoid)
 }
 
 func (o Options) withUplink(uplinks []string) Options {

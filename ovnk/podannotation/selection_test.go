@@ -1,10 +1,12 @@
-package ovnk
+package podannotation
 
 import (
 	"strings"
 	"testing"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 func TestDecodeDefaultNetworkSelection(t *testing.T) {
@@ -58,7 +60,7 @@ func TestDecodeDefaultNetworkSelection(t *testing.T) {
 // The list form with the NAD client's field names, as OVN-Kubernetes' own
 // parser reads it; decoding it gives the element back.
 func TestEncodeDefaultNetworkSelectionGolden(t *testing.T) {
-	in := nadv1.NetworkSelectionElement{Name: DefaultNetworkName, Namespace: DefaultNetworkNamespace, IPAMClaimReference: "vm-a"}
+	in := nadv1.NetworkSelectionElement{Name: ovnk.DefaultNetworkName, Namespace: ovnk.DefaultNetworkNamespace, IPAMClaimReference: "vm-a"}
 	const want = `[{"name":"default","namespace":"ovn-kubernetes","ipam-claim-reference":"vm-a"}]`
 	got := EncodeDefaultNetworkSelection(in)
 	if got != want {

@@ -1,4 +1,9 @@
-package ovnk
+// Package netconf is the NetworkAttachmentDefinition udnkit writes for a
+// UserDefinedNetwork or ClusterUserDefinedNetwork: the OVN-Kubernetes CNI
+// NetConf its spec.config carries (Build and Render write it, Parse reads
+// it), the one NAD renderer (NewNAD) and the ovn-kubernetes/default NAD
+// stub's config. The names, IDs and ranges it renders are ovnk's.
+package netconf
 
 // This file renders a UserDefinedNetwork's or ClusterUserDefinedNetwork's
 // spec as the OVN-Kubernetes CNI NetConf JSON that goes into a
@@ -13,15 +18,12 @@ import (
 	"strings"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 const (
 	// CNIVersion is upstream's config.CNISpecVersion.
 	CNIVersion = "1.1.0"
-	// PluginType is the OVN-Kubernetes CNI plugin for secondary and UDN networks.
-	PluginType = "ovn-k8s-cni-overlay"
-	// DefaultMTU is OVN-Kubernetes' default overlay MTU (--mtu).
-	DefaultMTU = 1400
 	// localnetMTUOverhead: a Localnet network without mtu gets the cluster
 	// MTU plus the overlay's 100 bytes, since its underlay is not the overlay
 	// (upstream's localnetMTU: 1500 by default).
@@ -104,7 +106,7 @@ func Build(spec udnv1.NetworkSpec, o Options) (*NetConf, error) {
 		return nil, fmt.Errorf("network name and NAD name are required")
 	}
 	nc := &NetConf{
-		CNIVersion: CNIVersion, Type: PluginType, Name: o.NetworkName, NADName: o.NADName,
+		CNIVersion: CNIVersion, Type: ovnk.PluginType, Name: o.NetworkName, NADName: o.NADName,
 		Topology: strings.ToLower(string(spec.Topology)), Role: strings.ToLower(string(spec.Role())),
 	}
 	primary := spec.IsPrimary()
@@ -133,7 +135,7 @@ func Build(spec udnv1.NetworkSpec, o Options) (*NetConf, error) {
 		nc.Subnets = joinCIDRs(c.Subnets)
 		nc.AllowPersistentIPs = c.IPAM != nil && c.IPAM.Lifecycle == udnv1.IPAMLifecyclePersistent
 		if primary {
-			nc.TransitSubnet = JoinPrefixes(o.TransitSubnets)
+			nc.TransitSubnet = ovnk.JoinPrefixes(o.TransitSubnets)
 		}
 		if primary && o.PredefinedAddresses {
 			nc.ReservedSubnets = joinCIDRs(c.ReservedSubnets)
@@ -151,7 +153,7 @@ func Build(spec udnv1.NetworkSpec, o Options) (*NetConf, error) {
 		}
 		nc.MTU = c.MTU
 		if nc.MTU == 0 {
-			nc.MTU = cmp.Or(o.ClusterMTU, DefaultMTU) + localnetMTUOverhead
+			nc.MTU = cmp.Or(o.ClusterMTU, ovnk.DefaultMTU) + localnetMTUOverhead
 		}
 		nc.Subnets = joinCIDRs(c.Subnets)
 		nc.ExcludeSubnets = joinCIDRs(c.ExcludeSubnets)
@@ -202,16 +204,6 @@ func joinCIDRs[T ~string](in []T) string {
 	out := make([]string, 0, len(in))
 	for _, c := range in {
 		out = append(out, string(c))
-	}
-	return strings.Join(out, ",")
-}
-
-// JoinPrefixes writes prefixes comma-separated: the form of a NetConf's
-// transitSubnet and of the ranges' flags (--transit-subnets, ...).
-func JoinPrefixes(in []netip.Prefix) string {
-	out := make([]string, 0, len(in))
-	for _, p := range in {
-		out = append(out, p.String())
 	}
 	return strings.Join(out, ",")
 }

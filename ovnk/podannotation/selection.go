@@ -1,4 +1,4 @@
-package ovnk
+package podannotation
 
 import (
 	"encoding/json"
@@ -8,13 +8,15 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	nadutils "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/utils"
+
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // WarningObjectSelection is returned by DecodeDefaultNetworkSelection for the
 // single-object form: OKEP-5233 shows it, udnkit honours it, but upstream
 // OVN-Kubernetes parses the annotation with the NAD client's
 // ParseNetworkAnnotation, which reads only a JSON list or the short form.
-const WarningObjectSelection = "a single JSON object in " + AnnotationDefaultNetwork +
+const WarningObjectSelection = "a single JSON object in " + ovnk.AnnotationDefaultNetwork +
 	" is read by udnkit but not by OVN-Kubernetes' own parser; write it as a one-element list [{...}] to work with both"
 
 // DecodeDefaultNetworkSelection reads a v1.multus-cni.io/default-network

@@ -1,4 +1,4 @@
-package ovnk
+package netconf
 
 import (
 	"net/netip"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // What Render writes, Parse and SubnetPrefixes read back.
@@ -33,7 +34,7 @@ func TestParseRoundTrip(t *testing.T) {
 	if len(subnets) != 2 || subnets[0].String() != "10.200.0.0/16" || subnets[1].String() != "fd00:20::/48" {
 		t.Errorf("subnets %v", subnets)
 	}
-	join, err := ParsePrefixes(nc.JoinSubnet)
+	join, err := ovnk.ParsePrefixes(nc.JoinSubnet)
 	if err != nil || len(join) != 2 {
 		t.Errorf("join subnets %v %v", join, err)
 	}
@@ -61,7 +62,7 @@ func TestParseMasksHostBits(t *testing.T) {
 	if err != nil || len(subnets) != 1 || subnets[0] != netip.MustParsePrefix("10.20.0.0/16") {
 		t.Errorf("SubnetPrefixes = %v, %v; want [10.20.0.0/16]", subnets, err)
 	}
-	got, err := ParsePrefixes("10.66.0.1/24, fd00:66::1/64")
+	got, err := ovnk.ParsePrefixes("10.66.0.1/24, fd00:66::1/64")
 	if err != nil || len(got) != 2 || got[0] != netip.MustParsePrefix("10.66.0.0/24") || got[1] != netip.MustParsePrefix("fd00:66::/64") {
 		t.Errorf("ParsePrefixes = %v, %v; want [10.66.0.0/24 fd00:66::/64]", got, err)
 	}
@@ -77,13 +78,13 @@ func TestParseRejects(t *testing.T) {
 			t.Errorf("subnets %q: err = %v, want subnets[1] named", bad, err)
 		}
 	}
-	if _, err := ParsePrefixes("100.65.0.0/16,bogus"); err == nil {
+	if _, err := ovnk.ParsePrefixes("100.65.0.0/16,bogus"); err == nil {
 		t.Error("a bad CIDR list was accepted")
 	}
-	if _, err := ParseAddrs("10.0.0.1, 10.0.0.300"); err == nil {
+	if _, err := ovnk.ParseAddrs("10.0.0.1, 10.0.0.300"); err == nil {
 		t.Error("a bad address list was accepted")
 	}
-	if got, err := ParseAddrs(" 10.0.0.1 , ,fd00::1"); err != nil || len(got) != 2 {
+	if got, err := ovnk.ParseAddrs(" 10.0.0.1 , ,fd00::1"); err != nil || len(got) != 2 {
 		t.Errorf("ParseAddrs = %v, %v", got, err)
 	}
 }

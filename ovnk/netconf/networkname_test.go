@@ -1,16 +1,17 @@
-package ovnk
+package netconf
 
 import (
 	"slices"
 	"testing"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // OwnerOfNetworkName inverts UDNNetworkName and CUDNNetworkName, and claims
 // no name that no UDN or CUDN could be given.
 func TestOwnerOfNetworkName(t *testing.T) {
-	for _, o := range []NetworkOwner{
+	for _, o := range []ovnk.NetworkOwner{
 		{Kind: udnv1.KindUserDefinedNetwork, Namespace: "bob", Name: "blue"},
 		{Kind: udnv1.KindUserDefinedNetwork, Namespace: "team-a", Name: "net.v2-x"},
 		{Kind: udnv1.KindClusterUserDefinedNetwork, Name: "shared"},
@@ -19,20 +20,20 @@ func TestOwnerOfNetworkName(t *testing.T) {
 		src := NADSource{Kind: o.Kind}
 		src.Meta.Namespace, src.Meta.Name = o.Namespace, o.Name
 		network := src.NetworkName()
-		got, ok := OwnerOfNetworkName(network)
+		got, ok := ovnk.OwnerOfNetworkName(network)
 		if !ok || got != o {
 			t.Errorf("OwnerOfNetworkName(%q) = %+v, %v; want %+v", network, got, ok, o)
 		}
 	}
 	// Every name under cluster_udn_ is a CUDN's, even one no CUDN can have.
-	if got, ok := OwnerOfNetworkName("cluster_udn_A_B"); !ok || got.Kind != udnv1.KindClusterUserDefinedNetwork || got.Name != "A_B" {
+	if got, ok := ovnk.OwnerOfNetworkName("cluster_udn_A_B"); !ok || got.Kind != udnv1.KindClusterUserDefinedNetwork || got.Name != "A_B" {
 		t.Errorf("cluster_udn_A_B: %+v, %v", got, ok)
 	}
-	if got := (NetworkOwner{Kind: udnv1.KindUserDefinedNetwork, Namespace: "bob", Name: "blue"}).String(); got != "UserDefinedNetwork bob/blue" {
+	if got := (ovnk.NetworkOwner{Kind: udnv1.KindUserDefinedNetwork, Namespace: "bob", Name: "blue"}).String(); got != "UserDefinedNetwork bob/blue" {
 		t.Errorf("String() = %q", got)
 	}
 	for _, network := range []string{"", "blue", "ovn-kubernetes", "default", "Bob_blue", "bob_", "_blue", "bob_blue_x", "bob.x_blue", "macvlan-conf"} {
-		if got, ok := OwnerOfNetworkName(network); ok {
+		if got, ok := ovnk.OwnerOfNetworkName(network); ok {
 			t.Errorf("OwnerOfNetworkName(%q) = %+v, want no owner", network, got)
 		}
 	}
@@ -60,7 +61,7 @@ func TestNetConfNetworkNames(t *testing.T) {
 		{"malformed", `{"name":"bob_blue","type":"ovn-k8s-cni-overlay"`, nil},
 		{"name not a string", `{"name":7,"type":"ovn-k8s-cni-overlay"}`, nil},
 	} {
-		got := NetConfNetworkNames(tc.config)
+		got := ovnk.NetConfNetworkNames(tc.config)
 		slices.Sort(got)
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s: NetConfNetworkNames = %q, want %q", tc.desc, got, tc.want)

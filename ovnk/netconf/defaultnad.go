@@ -1,4 +1,4 @@
-package ovnk
+package netconf
 
 // DefaultNADConfig is the CNI config of the ovn-kubernetes/default NAD stub
 // (OKEP-5233): Multus resolves a default-network NetworkSelectionElement

@@ -1,4 +1,9 @@
-package ovnk
+// Package podannotation holds the codecs of the pod annotations udnkit shares
+// with OVN-Kubernetes, as upstream's pkg/util/pod_annotation.go does:
+// k8s.ovn.org/pod-networks (PodNetworks) and the
+// v1.multus-cni.io/default-network NetworkSelectionElement. The annotation
+// keys are ovnk's.
+package podannotation
 
 import (
 	"encoding/json"
@@ -7,6 +12,8 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // RolePrimary and RoleSecondary are the "role" values of a pod network.
@@ -64,12 +71,12 @@ type PodNetworks map[string]PodNetwork
 // annotation is an empty map. The error names the annotation.
 func DecodePodNetworks(annotations map[string]string) (PodNetworks, error) {
 	out := PodNetworks{}
-	v, ok := annotations[AnnotationPodNetworks]
+	v, ok := annotations[ovnk.AnnotationPodNetworks]
 	if !ok {
 		return out, nil
 	}
 	if err := json.Unmarshal([]byte(v), &out); err != nil {
-		return nil, fmt.Errorf("annotation %s is not a JSON object of networks: %w", AnnotationPodNetworks, err)
+		return nil, fmt.Errorf("annotation %s is not a JSON object of networks: %w", ovnk.AnnotationPodNetworks, err)
 	}
 	return out, nil
 }
@@ -79,13 +86,13 @@ func DecodePodNetworks(annotations map[string]string) (PodNetworks, error) {
 // whose entries a newer OVN-Kubernetes writes differently still names its
 // networks. No annotation is no keys.
 func DecodePodNetworkKeys(annotations map[string]string) ([]string, error) {
-	v, ok := annotations[AnnotationPodNetworks]
+	v, ok := annotations[ovnk.AnnotationPodNetworks]
 	if !ok {
 		return nil, nil
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(v), &m); err != nil {
-		return nil, fmt.Errorf("annotation %s is not a JSON object of networks: %w", AnnotationPodNetworks, err)
+		return nil, fmt.Errorf("annotation %s is not a JSON object of networks: %w", ovnk.AnnotationPodNetworks, err)
 	}
 	return slices.Collect(maps.Keys(m)), nil
 }
@@ -123,7 +130,7 @@ func WithPodNetwork(annotations map[string]string, nadKey string, pn PodNetwork)
 
 // PodNetworkField is the annotation path of a NAD key's entry, for error messages.
 func PodNetworkField(nadKey string) string {
-	return fmt.Sprintf("%s[%q]", AnnotationPodNetworks, nadKey)
+	return fmt.Sprintf("%s[%q]", ovnk.AnnotationPodNetworks, nadKey)
 }
 
 // Parse validates an entry the way upstream's UnmarshalPodAnnotation does
@@ -238,7 +245,7 @@ func Layer2PrimaryPodNetwork(ips []netip.Prefix, mac net.HardwareAddr, gateways 
 	pn := PodNetwork{MACAddress: mac.String(), Role: RolePrimary, TunnelID: tunnelID, EncapIP: encapIP}
 	v6 := false
 	for _, ip := range ips {
-		gw, ok := addrOfFamily(gateways, ip.Addr().Is6())
+		gw, ok := ovnk.AddrOfFamily(gateways, ip.Addr().Is6())
 		if !ok {
 			return pn, fmt.Errorf("no %s gateway for address %s", familyName(ip.Addr()), ip)
 		}
@@ -248,7 +255,7 @@ func Layer2PrimaryPodNetwork(ips []netip.Prefix, mac net.HardwareAddr, gateways 
 				pn.Routes = append(pn.Routes, PodRoute{Dest: svc.String(), NextHop: gw.String()})
 			}
 		}
-		if j, ok := FamilyOf(joinSubnets, ip.Addr().Is6()); ok {
+		if j, ok := ovnk.FamilyOf(joinSubnets, ip.Addr().Is6()); ok {
 			pn.Routes = append(pn.Routes, PodRoute{Dest: j.String(), NextHop: gw.String()})
 		}
 		pn.GatewayIPs = append(pn.GatewayIPs, gw.String())
@@ -258,7 +265,7 @@ func Layer2PrimaryPodNetwork(ips []netip.Prefix, mac net.HardwareAddr, gateways 
 		pn.IPAddress, pn.GatewayIP = pn.IPAddresses[0], pn.GatewayIPs[0]
 	}
 	if v6 {
-		pn.GatewayIPv6LLA = LinkLocalFromMAC(GatewayRouterPortMAC(gateways)).String()
+		pn.GatewayIPv6LLA = ovnk.LinkLocalFromMAC(GatewayRouterPortMAC(gateways)).String()
 	}
 	return pn, nil
 }
@@ -267,22 +274,13 @@ func Layer2PrimaryPodNetwork(ips []netip.Prefix, mac net.HardwareAddr, gateways 
 // (the transit router's rtos- port): derived from the IPv4 gateway if the
 // network has one, else from the IPv6 gateway (upstream's nodeLRPMAC).
 func GatewayRouterPortMAC(gateways []netip.Addr) net.HardwareAddr {
-	if gw, ok := addrOfFamily(gateways, false); ok {
-		return MACFromIP(gw)
+	if gw, ok := ovnk.AddrOfFamily(gateways, false); ok {
+		return ovnk.MACFromIP(gw)
 	}
 	if len(gateways) == 0 {
 		return nil
 	}
-	return MACFromIP(gateways[0])
-}
-
-func addrOfFamily(addrs []netip.Addr, v6 bool) (netip.Addr, bool) {
-	for _, a := range addrs {
-		if a.Is6() == v6 {
-			return a, true
-		}
-	}
-	return netip.Addr{}, false
+	return ovnk.MACFromIP(gateways[0])
 }
 
 func familyName(a netip.Addr) string {

@@ -1,4 +1,4 @@
-package ovnk
+package netconf
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // Every example's NAD config, key by key, as upstream's renderer
@@ -45,7 +46,7 @@ func TestExamplesRenderAsUpstream(t *testing.T) {
 			"netAttachDefName": "tenant-green/green", "topology": "layer3", "role": "primary", "subnets": "10.200.0.0/16/24,10.201.0.0/16/24",
 			"joinSubnet": "100.65.0.0/16,fd99::/64"},
 	}
-	files, err := filepath.Glob("../examples/*.yaml")
+	files, err := filepath.Glob("../../examples/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("examples: %v", err)
 	}
@@ -87,12 +88,12 @@ func TestExamplesRenderAsUpstream(t *testing.T) {
 			}
 			seen[key] = true
 			t.Run(key, func(t *testing.T) {
-				cluster := DefaultClusterConfig()
+				cluster := ovnk.DefaultClusterConfig()
 				transit, err := TransitSubnetsFor(src.Spec, cluster)
 				if err != nil {
 					t.Fatal(err)
 				}
-				nad, err := NewNAD(src, ns, cluster, transit, NetworkIDs{ID: 3})
+				nad, err := NewNAD(src, ns, cluster, transit, ovnk.NetworkIDs{ID: 3})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -119,7 +120,7 @@ func TestExamplesRenderAsUpstream(t *testing.T) {
 				if keys := topLevelKeys(t, nad.Spec.Config); !slices.IsSorted(keys) {
 					t.Errorf("top-level keys are not sorted as upstream's marshalled map: %v", keys)
 				}
-				if nad.Annotations[AnnotationNetworkName] != src.NetworkName() || nad.Labels[LabelUserDefinedNetwork] != "" {
+				if nad.Annotations[ovnk.AnnotationNetworkName] != src.NetworkName() || nad.Labels[ovnk.LabelUserDefinedNetwork] != "" {
 					t.Errorf("annotations %v, labels %v", nad.Annotations, nad.Labels)
 				}
 			})
