@@ -29,10 +29,10 @@ import (
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 	"github.com/udnkit/udnkit/test/scale/internal/metrics"
 	"github.com/udnkit/udnkit/test/scale/internal/profile"
 	"github.com/udnkit/udnkit/test/scale/internal/report"
-	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
 // reconcilers are the manager components the measured child runs.
