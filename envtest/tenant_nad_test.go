@@ -28,7 +28,7 @@ import (
 
 // The refusals of the two NAD guards: the policy udnkit-nad-writers
 // (files/policies/nad-writers.yaml, who may write a UDN's NAD) and the NAD
-// webhook (webhooks/nad.go, whose network a config names).
+// webhook (webhooks/nad/nad.go, whose network a config names).
 const (
 	nadPolicyRule  = "Forbidden: only udnkit and OVN-Kubernetes write the NetworkAttachmentDefinitions of UserDefinedNetworks and ClusterUserDefinedNetworks"
 	nadWebhookRule = "spec.config: Forbidden: network name "
