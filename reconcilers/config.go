@@ -4,8 +4,9 @@
 // cluster-unique network IDs and tunnel keys, and transit subnets (the UDN
 // and CUDN controllers). Its subpackages are the other controllers and
 // their libraries: nodes (node IDs, multi-VTEP tunnel IDs, Layer3 host
-// subnets), addresses (pod addresses of Primary Layer2 networks) and netids
-// (the ID and subnet allocators). Every allocator rebuilds its state from
+// subnets), addresses (pod addresses of Primary Layer2 networks), idalloc
+// (the integer ID and subnet allocators) and networkids (the network IDs and
+// tunnel keys held in one process over idalloc). Every allocator rebuilds its state from
 // the cluster's annotations before it allocates, and every write of an
 // allocation is guarded by the object's resourceVersion.
 package reconcilers

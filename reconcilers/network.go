@@ -30,9 +30,9 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/netconf"
 	"github.com/udnkit/udnkit/ovnk/podannotation"
+	"github.com/udnkit/udnkit/reconcilers/idalloc"
 	"github.com/udnkit/udnkit/reconcilers/internal/conditions"
 	"github.com/udnkit/udnkit/reconcilers/internal/nadindex"
-	"github.com/udnkit/udnkit/reconcilers/netids"
 	"github.com/udnkit/udnkit/reconcilers/networkids"
 )
 
@@ -446,7 +446,7 @@ func (r *networkReconciler) allocateIDs(ctx context.Context, s *networkScope) (c
 		if serr := r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonSyncError, msg, nil); serr != nil {
 			return s.Done(ctrl.Result{}, serr)
 		}
-		if errors.Is(err, netids.ErrExhausted) {
+		if errors.Is(err, idalloc.ErrExhausted) {
 			// Freed IDs requeue nothing by themselves: retry slowly.
 			return s.Done(ctrl.Result{RequeueAfter: 30 * time.Second}, nil)
 		}

@@ -31,7 +31,7 @@ import (
 	"github.com/udnkit/udnkit/ovnk/nsselect"
 	"github.com/udnkit/udnkit/ovnk/podannotation"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
-	"github.com/udnkit/udnkit/reconcilers/netids"
+	"github.com/udnkit/udnkit/reconcilers/idalloc"
 )
 
 // Event reasons besides the ipalloc reasons (IPAddressConflict,
@@ -66,7 +66,7 @@ type netState struct {
 	pool *ipalloc.Pool
 	// tunnels hands out the pods' tunnel_id (one per pod, as upstream's
 	// cluster manager does for Layer2 networks).
-	tunnels *netids.IDAllocator
+	tunnels *idalloc.IDAllocator
 	// joinSubnets are routed via the gateway in every pod's entry.
 	joinSubnets []netip.Prefix
 	// vmOrigin is the node where a VM's addresses were first allocated.
@@ -604,7 +604,7 @@ func (r *Reconciler) network(ctx context.Context, net *primaryLayer2) (*netState
 		claims = append(claims, cl.Items...)
 	}
 	st := &netState{ref: net.ref, cfg: cfg, pool: pool, vmOrigin: map[string]string{},
-		tunnels:     netids.NewIDAllocator("pod tunnel ID", podannotation.FirstPodTunnelID, podannotation.MaxPodTunnelID),
+		tunnels:     idalloc.NewIDAllocator("pod tunnel ID", podannotation.FirstPodTunnelID, podannotation.MaxPodTunnelID),
 		joinSubnets: r.joinSubnets(net.spec)}
 	records, errs := r.rebuild(st, net, pods, claims)
 	for _, p := range pods {

@@ -12,7 +12,7 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/podannotation"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
-	"github.com/udnkit/udnkit/reconcilers/netids"
+	"github.com/udnkit/udnkit/reconcilers/idalloc"
 )
 
 // rebuildFixture is a dual-stack network and n pods annotated with
@@ -58,7 +58,7 @@ func rebuildOnce(tb testing.TB, net *primaryLayer2, pods []corev1.Pod) *netState
 	if err != nil {
 		tb.Fatal(err)
 	}
-	st := &netState{ref: net.ref, cfg: cfg, pool: pool, tunnels: netids.NewIDAllocator("pod tunnel ID", podannotation.FirstPodTunnelID, podannotation.MaxPodTunnelID)}
+	st := &netState{ref: net.ref, cfg: cfg, pool: pool, tunnels: idalloc.NewIDAllocator("pod tunnel ID", podannotation.FirstPodTunnelID, podannotation.MaxPodTunnelID)}
 	r := newReconciler(nil, nil, ovnk.DefaultClusterConfig())
 	records, errs := r.rebuild(st, net, pods, nil)
 	if len(errs) > 0 || len(records) != len(pods) {

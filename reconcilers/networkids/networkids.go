@@ -2,7 +2,7 @@
 // keys of every UserDefinedNetwork and ClusterUserDefinedNetwork in one
 // process: rebuilt once from what the cluster records, handed out to the UDN
 // and CUDN controllers, and checked against other writers after each write.
-// The integer allocators themselves are reconcilers/netids.
+// The integer allocators themselves are reconcilers/idalloc.
 package networkids
 
 import (
@@ -24,8 +24,8 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
+	"github.com/udnkit/udnkit/reconcilers/idalloc"
 	"github.com/udnkit/udnkit/reconcilers/internal/pending"
-	"github.com/udnkit/udnkit/reconcilers/netids"
 )
 
 // Options bound the IDs and say whether this process is their only writer.
@@ -55,8 +55,8 @@ type Allocators struct {
 
 	ensureMu sync.Mutex
 
-	networkIDs *netids.IDAllocator
-	tunnelKeys *netids.IDAllocator
+	networkIDs *idalloc.IDAllocator
+	tunnelKeys *idalloc.IDAllocator
 
 	// unverified are owners whose newly allocated IDs have not yet been
 	// checked against the apiserver (see Conflict).
@@ -78,8 +78,8 @@ func New(reader client.Reader, opts Options, rec recorder.EventRecorder) *Alloca
 		reader:     reader,
 		opts:       opts,
 		guard:      &nadtrust.Guard{Reader: reader, Recorder: rec, Consumer: Consumer},
-		networkIDs: netids.NewIDAllocator("network ID", 1, opts.MaxNetworkID),
-		tunnelKeys: netids.NewIDAllocator("tunnel key", opts.TunnelKeyFirst, opts.TunnelKeyLast),
+		networkIDs: idalloc.NewIDAllocator("network ID", 1, opts.MaxNetworkID),
+		tunnelKeys: idalloc.NewIDAllocator("tunnel key", opts.TunnelKeyFirst, opts.TunnelKeyLast),
 	}
 }
 
@@ -440,7 +440,7 @@ func (a *Allocators) IsUnverified(owner string) bool { return a.unverified.Has(o
 func (a *Allocators) SetUnverified(owner string, v bool) { a.unverified.Set(owner, v) }
 
 // sortedInRange returns the keys inside the allocator's range, sorted.
-func sortedInRange(keys []int, alloc *netids.IDAllocator) []int {
+func sortedInRange(keys []int, alloc *idalloc.IDAllocator) []int {
 	first, last := alloc.Range()
 	out := make([]int, 0, len(keys))
 	for _, k := range keys {

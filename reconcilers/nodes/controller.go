@@ -26,9 +26,9 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
 	"github.com/udnkit/udnkit/ovnk/netconf"
+	"github.com/udnkit/udnkit/reconcilers/idalloc"
 	"github.com/udnkit/udnkit/reconcilers/internal/nadindex"
 	"github.com/udnkit/udnkit/reconcilers/internal/pending"
-	"github.com/udnkit/udnkit/reconcilers/netids"
 	"github.com/udnkit/udnkit/reconcilers/nodes/layer3"
 )
 
@@ -110,7 +110,7 @@ type reconciler struct {
 	recorder recorder.EventRecorder
 	opts     Options
 
-	ids        *netids.IDAllocator // node IDs and multi-VTEP tunnel IDs
+	ids        *idalloc.IDAllocator // node IDs and multi-VTEP tunnel IDs
 	nets       networkStates
 	networks   *layer3.Lister
 	seen       seenSubnets
@@ -124,7 +124,7 @@ type reconciler struct {
 func newReconciler(mgr ctrl.Manager, opts Options) *reconciler {
 	r := &reconciler{
 		client: mgr.GetClient(), reader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder(fieldOwner), opts: opts,
-		ids: netids.NewIDAllocator("node ID", ovnk.FirstNodeID, ovnk.MaxNodeID),
+		ids: idalloc.NewIDAllocator("node ID", ovnk.FirstNodeID, ovnk.MaxNodeID),
 		nets: networkStates{
 			byName:  map[string]*hostSubnetState{},
 			removed: map[string]bool{},

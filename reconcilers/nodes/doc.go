@@ -32,7 +32,7 @@
 //	reader      the apiserver, uncached (rebuild and verify)       (read only)
 //	recorder    the Event recorder                                 (read only)
 //	opts        Options                                            (read only)
-//	ids         node and tunnel IDs (netids.IDAllocator)           its own lock
+//	ids         node and tunnel IDs (idalloc.IDAllocator)           its own lock
 //	nets        every Layer3 network's host subnet state           nets.mu
 //	networks    the Layer3 networks as last listed from the cache  its own locks (layer3.Lister)
 //	seen        each node's node-subnets as last decoded/written   seen.mu

@@ -16,13 +16,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
-	"github.com/udnkit/udnkit/reconcilers/netids"
+	"github.com/udnkit/udnkit/reconcilers/idalloc"
 	"github.com/udnkit/udnkit/reconcilers/nodes/layer3"
 )
 
 // hostSubnetState is one Layer3 network's host subnets.
 type hostSubnetState struct {
-	alloc *netids.HostSubnetAllocator // locks itself
+	alloc *idalloc.HostSubnetAllocator // locks itself
 	// net, lacking and want are guarded by networkStates.mu.
 	net     layer3.Network
 	lacking map[string]string // node → error, nodes without a host subnet
@@ -48,7 +48,7 @@ type hostSubnetsCondition struct {
 // applied stands until the summary changes: a restart rewrites no network's
 // status.
 func newHostSubnetState(n layer3.Network) (*hostSubnetState, error) {
-	alloc, err := netids.NewHostSubnetAllocator(n.Subnets)
+	alloc, err := idalloc.NewHostSubnetAllocator(n.Subnets)
 	if err != nil {
 		return nil, fmt.Errorf("network %s: %w", n.Name, err)
 	}
@@ -98,7 +98,7 @@ func (r *reconciler) allocateHostSubnets(ctx context.Context, s *nodeScope, name
 // this process's write that lost a race): the apiserver's value wins unless
 // this process knows another node holds it, and then the allocator's stands
 // and is written over it.
-func adoptHostSubnets(alloc *netids.HostSubnetAllocator, node string, recorded []netip.Prefix) {
+func adoptHostSubnets(alloc *idalloc.HostSubnetAllocator, node string, recorded []netip.Prefix) {
 	held := alloc.Owned(node)
 	if len(recorded) == 0 || slices.Equal(held, recorded) {
 		return

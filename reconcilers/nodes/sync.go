@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/udnkit/udnkit/ovnk"
-	"github.com/udnkit/udnkit/reconcilers/netids"
+	"github.com/udnkit/udnkit/reconcilers/idalloc"
 	"github.com/udnkit/udnkit/reconcilers/nodes/layer3"
 )
 
@@ -123,7 +123,7 @@ func (ns *networkStates) current() (map[string]*hostSubnetState, []string) {
 
 // orphan keeps what alloc holds as the host subnets nodes record under the
 // network name name (mu held).
-func (ns *networkStates) orphan(name string, alloc *netids.HostSubnetAllocator) {
+func (ns *networkStates) orphan(name string, alloc *idalloc.HostSubnetAllocator) {
 	held := alloc.Holdings()
 	if len(held) == 0 {
 		return

@@ -24,7 +24,7 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
 	"github.com/udnkit/udnkit/ovnk/netconf"
-	"github.com/udnkit/udnkit/reconcilers/netids"
+	"github.com/udnkit/udnkit/reconcilers/idalloc"
 )
 
 // Network is a Layer3 UDN or CUDN as the node controller sees it.
@@ -33,7 +33,7 @@ type Network struct {
 	Kind    string
 	Obj     types.NamespacedName
 	UID     types.UID
-	Subnets []netids.ClusterSubnet
+	Subnets []idalloc.ClusterSubnet
 	// HostSubnets is the network's HostSubnetsAllocated condition as last
 	// read (nil when it has none).
 	HostSubnets *metav1.Condition
@@ -151,9 +151,9 @@ func (l *Lister) fill(ctx context.Context, n *Network, spec udnv1.NetworkSpec, c
 		}
 		bits := int(s.HostSubnet)
 		if bits == 0 {
-			bits = netids.DefaultHostBits(p)
+			bits = idalloc.DefaultHostBits(p)
 		}
-		n.Subnets = append(n.Subnets, netids.ClusterSubnet{CIDR: p.Masked(), HostBits: bits})
+		n.Subnets = append(n.Subnets, idalloc.ClusterSubnet{CIDR: p.Masked(), HostBits: bits})
 	}
 	return true
 }

@@ -1,4 +1,4 @@
-package netids
+package idalloc
 
 import (
 	"encoding/binary"
