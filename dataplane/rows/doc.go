@@ -1,6 +1,7 @@
 // Package rows is the dataplane's vocabulary: the desired Northbound rows of
 // one topology piece (Desired, Router, Switch), the owner that marks them
-// (Owner) and the external-ID keys udnkit writes. The topology builders fill
+// (Owner) that marks them with the external-ID keys of ovnk/externalids.go.
+// The topology builders fill
 // these types; the dataplane client applies them.
 //
 // Invariants: a row is the piece's exactly when Owner.Owns says so, and
