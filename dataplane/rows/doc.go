@@ -1,8 +1,7 @@
 // Package rows is the dataplane's vocabulary: the desired Northbound rows of
-// one topology piece (Desired, Router, Switch), the owner that marks them
-// (Owner) that marks them with the external-ID keys of ovnk/externalids.go.
-// The topology builders fill
-// these types; the dataplane client applies them.
+// one topology piece (Desired, Router, Switch) and the owner (Owner) that
+// marks them with the external-ID keys of ovnk/externalids.go. The topology
+// builders fill these types; the dataplane client applies them.
 //
 // Invariants: a row is the piece's exactly when Owner.Owns says so, and
 // every row a piece writes carries Owner.IDs; nothing else in the dataplane
