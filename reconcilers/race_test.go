@@ -11,14 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
-	"github.com/udnkit/udnkit/envtest/manager"
+	"github.com/udnkit/udnkit/internal/testmgr"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
@@ -107,13 +103,10 @@ func countDuplicates(g Gomega) duplicateCounts {
 func startSecondManager(t *testing.T) {
 	t.Helper()
 	g := NewWithT(t)
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	mgr, err := testmgr.New(env.Config, env.Scheme)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(reconcilers.SetupWithManager(mgr, reconcilers.DefaultConfig())).To(Succeed())
-	running := manager.Run(ctx, mgr)
+	running := testmgr.Run(ctx, mgr)
 	t.Cleanup(func() { _ = running.Stop() })
 	g.Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
 }

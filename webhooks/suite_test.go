@@ -32,6 +32,7 @@ import (
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/envtest/manager"
 	"github.com/udnkit/udnkit/internal/testenv"
+	"github.com/udnkit/udnkit/internal/testmgr"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/webhooks"
@@ -48,7 +49,7 @@ var shared struct {
 	once sync.Once
 	env  *envtest.Environment
 	mgr  ctrl.Manager
-	run  *manager.Running
+	run  *testmgr.Running
 	err  error
 }
 
@@ -102,7 +103,7 @@ func startEnv(tb testing.TB) *envtest.Environment {
 			shared.err = err
 			return
 		}
-		shared.run = manager.Run(context.Background(), mgr)
+		shared.run = testmgr.Run(context.Background(), mgr)
 		if shared.err = manager.WaitForWebhooks(context.Background(), env); shared.err == nil {
 			shared.err = waitForPolicies(env)
 		}

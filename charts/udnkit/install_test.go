@@ -20,6 +20,7 @@ import (
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/envtest/manager"
 	"github.com/udnkit/udnkit/internal/testenv"
+	"github.com/udnkit/udnkit/internal/testmgr"
 	"github.com/udnkit/udnkit/internal/testobj"
 )
 
@@ -143,7 +144,7 @@ func startManager(t *testing.T, env *envtest.Environment, args []string) (health
 	if err != nil {
 		t.Fatalf("the manager does not build: %v", err)
 	}
-	run := manager.Run(ctx, mgr)
+	run := testmgr.Run(ctx, mgr)
 	if err := manager.WaitForWebhooks(ctx, env); err != nil {
 		_ = run.Stop()
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/envtest/manager"
 	"github.com/udnkit/udnkit/internal/testenv"
+	"github.com/udnkit/udnkit/internal/testmgr"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/internal/testobj/ovnkrows"
 	"github.com/udnkit/udnkit/ovnk"
@@ -136,7 +137,7 @@ func runUnderChartRBAC(t *testing.T, objs []*unstructured.Unstructured, what str
 		manager.ServeWebhooks(env)(o)
 	})
 	must(err)
-	run := manager.Run(mctx, mgr)
+	run := testmgr.Run(mctx, mgr)
 	defer func() { _ = run.Stop() }()
 	must(manager.WaitForWebhooks(ctx, env))
 

@@ -14,13 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/dataplane/ovsdbserver"
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/internal/testenv"
+	"github.com/udnkit/udnkit/internal/testmgr"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -62,9 +61,7 @@ func newStackWith(t *testing.T, opts envtest.Options) *stack {
 	}
 	t.Cleanup(db.Stop)
 	ctrl.SetLogger(logr.Discard())
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: &skipNameValidation}})
+	mgr, err := testmgr.New(env.Config, env.Scheme)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +73,12 @@ func (s *stack) opts() Options {
 	return Options{NBAddress: s.db.NB.Address(), SBAddress: s.db.SB.Address()}
 }
 
-func (s *stack) start() { go func() { _ = s.mgr.Start(s.ctx) }() }
+// start runs the manager until the test ends; the test's cleanup waits for
+// it to stop before it stops the databases and the apiserver.
+func (s *stack) start() {
+	running := testmgr.Run(s.ctx, s.mgr)
+	s.t.Cleanup(func() { _ = running.Stop() })
+}
 
 // create creates objs; a Node gets the k8s.ovn.org/node-chassis-id
 // ovnkube-node publishes (chassisOf its name) unless it has one: a test of a

@@ -14,8 +14,6 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 )
 
-var skipNameValidation = true
-
 const l2Config = `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1_tenant-blue",
  "netAttachDefName":"ns1/tenant-blue","topology":"layer2","role":"primary",
  "subnets":"203.203.0.0/24,2010:100:200::/60","mtu":1400}`

@@ -1,9 +1,9 @@
-// Package manager runs managers in-process for the suites: the udnkit
-// manager with flags parsed as cmd/udnkit parses them (Start, Options), and
-// any controller-runtime manager in the background until stopped (Run). It
-// is its own package because it imports cmd/udnkit/app, which imports
-// webhooks, whose tests import the envtest harness: the harness itself
-// cannot import app.
+// Package manager runs the udnkit manager in-process for the suites, with
+// flags parsed as cmd/udnkit parses them (Start, Options), in the
+// background (internal/testmgr.Run). It is its own package because it
+// imports cmd/udnkit/app, which imports webhooks, whose tests import the
+// envtest harness: the harness itself cannot import app. A test that needs
+// any other manager uses internal/testmgr, which links no stage.
 package manager
 
 import (
@@ -18,6 +18,7 @@ import (
 	"github.com/udnkit/udnkit/cmd/udnkit/app"
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/internal/testenv"
+	"github.com/udnkit/udnkit/internal/testmgr"
 )
 
 // Options parses args as cmd/udnkit does, after --metrics-bind-address=0
@@ -33,47 +34,6 @@ func Options(args []string) (*app.Options, error) {
 	}
 	o.SkipControllerNameValidation = true
 	return o, nil
-}
-
-// Running is a manager started by Run.
-type Running struct {
-	Manager ctrlmanager.Manager
-	cancel  context.CancelFunc
-	done    chan error
-	stopped bool
-	err     error
-}
-
-// Run starts mgr in the background until Stop or ctx ends.
-func Run(ctx context.Context, mgr ctrlmanager.Manager) *Running {
-	ctx, cancel := context.WithCancel(ctx)
-	r := &Running{Manager: mgr, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- mgr.Start(ctx) }()
-	return r
-}
-
-// Exited returns whether the manager has already stopped on its own, and
-// its error.
-func (r *Running) Exited() (bool, error) {
-	if r.stopped {
-		return true, r.err
-	}
-	select {
-	case r.err = <-r.done:
-		r.stopped = true
-		return true, r.err
-	default:
-		return false, nil
-	}
-}
-
-// Stop stops the manager and returns the error it stopped with.
-func (r *Running) Stop() error {
-	r.cancel()
-	if !r.stopped {
-		r.err, r.stopped = <-r.done, true
-	}
-	return r.err
 }
 
 // WaitForWebhooks waits until the manager serves env's webhooks over TLS,
@@ -108,7 +68,7 @@ func New(ctx context.Context, cfg *rest.Config, args []string, configure func(*a
 
 // Start runs the udnkit manager as cfg's user with args (New) until the
 // test ends. A manager that stops with an error fails the test.
-func Start(ctx context.Context, t testing.TB, cfg *rest.Config, args []string, configure func(*app.Options)) *Running {
+func Start(ctx context.Context, t testing.TB, cfg *rest.Config, args []string, configure func(*app.Options)) *testmgr.Running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	mgr, err := New(ctx, cfg, args, configure)
@@ -116,7 +76,7 @@ func Start(ctx context.Context, t testing.TB, cfg *rest.Config, args []string, c
 		cancel()
 		t.Fatal(err)
 	}
-	r := Run(ctx, mgr)
+	r := testmgr.Run(ctx, mgr)
 	t.Cleanup(func() {
 		defer cancel()
 		if err := r.Stop(); err != nil {

@@ -10,15 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/internal/testenv"
+	"github.com/udnkit/udnkit/internal/testmgr"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers/addresses"
@@ -53,12 +50,7 @@ func startFloodRig(tb testing.TB) *floodRig {
 // its caches are synced.
 func (r *floodRig) startManager(tb testing.TB, fifo bool) (stop func()) {
 	tb.Helper()
-	mgr, err := ctrl.NewManager(r.env.Config, ctrl.Options{
-		Scheme:                 r.env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	mgr, err := testmgr.New(r.env.Config, r.env.Scheme)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -70,15 +62,15 @@ func (r *floodRig) startManager(tb testing.TB, fifo bool) (stop func()) {
 		tb.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
+	running := testmgr.Run(ctx, mgr)
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		cancel()
+		_ = running.Stop()
 		tb.Fatal("the manager's caches did not sync")
 	}
 	return func() {
-		cancel()
-		if err := <-done; err != nil {
+		defer cancel()
+		if err := running.Stop(); err != nil {
 			tb.Error(err)
 		}
 	}

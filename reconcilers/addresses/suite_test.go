@@ -15,16 +15,12 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
-	"github.com/udnkit/udnkit/envtest/manager"
 	"github.com/udnkit/udnkit/internal/testenv"
+	"github.com/udnkit/udnkit/internal/testmgr"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/podannotation"
@@ -35,7 +31,7 @@ var (
 	env       *envtest.Environment
 	ctx       = context.Background()
 	k8s       client.Client
-	running   *manager.Running
+	running   *testmgr.Running
 	nodeNames = []string{"node-a", "node-b"}
 )
 
@@ -82,16 +78,11 @@ func featureOn() ovnk.ClusterConfig {
 func startManager(cfg ovnk.ClusterConfig) {
 	fast := rest.CopyConfig(env.Config)
 	fast.QPS, fast.Burst = 1000, 2000
-	mgr, err := ctrl.NewManager(fast, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	mgr, err := testmgr.New(fast, env.Scheme)
 	Expect(err).NotTo(HaveOccurred())
 	err = addresses.SetupWithManager(mgr, cfg)
 	Expect(err).NotTo(HaveOccurred())
-	running = manager.Run(ctx, mgr)
+	running = testmgr.Run(ctx, mgr)
 }
 
 // stopManager stops the manager startManager started; it must have run

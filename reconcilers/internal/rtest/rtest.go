@@ -18,17 +18,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/internal/testenv"
+	"github.com/udnkit/udnkit/internal/testmgr"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/reconcilers"
@@ -46,9 +43,9 @@ type Suite struct {
 	K8s client.Client
 	Ctx context.Context
 
-	mu   sync.Mutex
-	stop func()
-	ns   int
+	mu      sync.Mutex
+	running *testmgr.Running
+	ns      int
 }
 
 // Main runs the package's tests. Without -short it first starts the
@@ -108,12 +105,7 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 func (s *Suite) StartManager(cfg reconcilers.Config) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	mgr, err := ctrl.NewManager(s.Env.Config, ctrl.Options{
-		Scheme:                 s.Env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	mgr, err := testmgr.New(s.Env.Config, s.Env.Scheme)
 	if err != nil {
 		return err
 	}
@@ -123,13 +115,7 @@ func (s *Suite) StartManager(cfg reconcilers.Config) error {
 	if err := reconcilers.SetupWithManager(mgr, cfg); err != nil {
 		return err
 	}
-	mctx, cancel := context.WithCancel(s.Ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	s.stop = func() {
-		cancel()
-		<-done
-	}
+	s.running = testmgr.Run(s.Ctx, mgr)
 	return nil
 }
 
@@ -137,9 +123,9 @@ func (s *Suite) StartManager(cfg reconcilers.Config) error {
 func (s *Suite) StopManager() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stop != nil {
-		s.stop()
-		s.stop = nil
+	if s.running != nil {
+		_ = s.running.Stop()
+		s.running = nil
 	}
 }
 
