@@ -30,9 +30,54 @@ type clusterSubnetState struct {
 	is4   bool
 	count uint64 // host subnets in the cluster subnet (capped at 2^62)
 	used  map[uint64]ownerID
-	next  uint64
 	base  uint128 // the cluster subnet's first address
 	shift uint    // address bits - HostBits: a host subnet is 2^shift addresses
+	order
+}
+
+// order is the order upstream's subnet allocator
+// (pkg/clustermanager/node/subnet_allocator.go: subnetAllocatorRange's
+// foreach and generateSubnet) hands a cluster subnet's host subnets out in:
+// the sequence numbers 0..seq-1 from a cursor, each naming one host subnet.
+type order struct {
+	seq  uint64 // sequence numbers: 2^(HostBits - cluster prefix length), at most 2^24
+	next uint64 // the sequence number the next search starts at
+	// skipLow16: an IPv6 cluster subnet of at least 2^16 host subnets skips
+	// every sequence number whose low 16 bits are 0 (the all-zero subnet
+	// first), whose zero word would compress out of the address. IPv4 skips
+	// none.
+	skipLow16 bool
+	// rot, on IPv4 when the host subnet's boundary is not on an octet and
+	// its index spills into the next octet, rotates the index left by rot
+	// bits within its width: the host subnets with zeros in the shared
+	// octet come first (10.1.0.0/16 by /26: 10.1.0.0, 10.1.1.0, …,
+	// 10.1.255.0, then 10.1.0.64, …).
+	rot, width uint
+}
+
+// newOrder is upstream's order for host subnets of 2^hostBits addresses in
+// a cluster subnet split into 2^width of them.
+func newOrder(is4 bool, width, hostBits uint) order {
+	o := order{seq: 1 << min(width, 24), width: width}
+	switch {
+	case is4 && hostBits%8 != 0 && (hostBits-1)/8 != (hostBits+width-1)/8:
+		o.rot = 8 - hostBits%8
+	case !is4 && width >= 16:
+		o.skipLow16 = true
+	}
+	return o
+}
+
+// at is the index of the host subnet sequence number n names; false when
+// upstream skips n.
+func (o order) at(n uint64) (uint64, bool) {
+	if o.skipLow16 && n&0xFFFF == 0 {
+		return 0, false
+	}
+	if o.rot != 0 {
+		n = (n<<o.rot)&(1<<o.width-1) | n>>(o.width-o.rot)
+	}
+	return n, true
 }
 
 // hold is one host subnet an owner holds: the index of its cluster subnet
@@ -47,8 +92,9 @@ type hold struct {
 type holds [2]hold
 
 // HostSubnetAllocator gives each node one host subnet per IP family of a
-// Layer3 network, trying the cluster subnets in spec order. Appending cluster
-// subnets keeps every assignment. It is safe for concurrent use.
+// Layer3 network, trying the cluster subnets in spec order and each in
+// upstream's order (see order). Appending cluster subnets keeps every
+// assignment. It is safe for concurrent use.
 //
 // One allocator per Layer3 network holds a host subnet per node: at 2,000
 // networks and 500 nodes that is a million entries, so an entry is a few
@@ -88,8 +134,10 @@ func (a *HostSubnetAllocator) SetClusterSubnets(subnets []ClusterSubnet) error {
 		if n > 62 {
 			n = 62
 		}
-		a.subnets = append(a.subnets, &clusterSubnetState{ClusterSubnet: s, is4: s.CIDR.Addr().Is4(), count: 1 << n,
-			used: map[uint64]ownerID{}, base: u128(s.CIDR.Addr()), shift: uint(bits - s.HostBits)})
+		is4, shift := s.CIDR.Addr().Is4(), uint(bits-s.HostBits)
+		a.subnets = append(a.subnets, &clusterSubnetState{ClusterSubnet: s, is4: is4, count: 1 << n,
+			used: map[uint64]ownerID{}, base: u128(s.CIDR.Addr()), shift: shift,
+			order: newOrder(is4, uint(s.HostBits-s.CIDR.Bits()), shift)})
 	}
 	return nil
 }
@@ -188,8 +236,7 @@ func (a *HostSubnetAllocator) Allocate(owner string) ([]netip.Prefix, error) {
 				continue
 			}
 			exists = true
-			if idx, ok := s.free(); ok {
-				s.used[idx] = id
+			if idx, ok := s.take(id); ok {
 				took = append(took, hold{idx: idx, sub: uint32(i + 1)})
 				found = true
 				break
@@ -204,9 +251,6 @@ func (a *HostSubnetAllocator) Allocate(owner string) ([]netip.Prefix, error) {
 	}
 	for _, h := range took {
 		hs.add(h)
-		// advance the cursor past what was just taken
-		s := a.subnets[h.sub-1]
-		s.next = (h.idx + 1) % s.count
 	}
 	if hs[0].sub != 0 {
 		a.owners[id] = hs
@@ -214,19 +258,26 @@ func (a *HostSubnetAllocator) Allocate(owner string) ([]netip.Prefix, error) {
 	return a.list(hs), nil
 }
 
-func (s *clusterSubnetState) free() (uint64, bool) {
-	if uint64(len(s.used)) >= s.count {
-		return 0, false
-	}
-	for i, idx := uint64(0), s.next; i < s.count; i++ {
-		if _, used := s.used[idx]; !used {
-			return idx, true
+// take gives id the first free host subnet in upstream's order from the
+// cursor and moves the cursor past it, as upstream's allocateNetwork does
+// (also when Allocate then gives it back because another family is
+// exhausted); a full cluster subnet sends the cursor back to the start.
+func (s *clusterSubnetState) take(id ownerID) (uint64, bool) {
+	if uint64(len(s.used)) < s.count {
+		for i, n := uint64(0), s.next; i < s.seq; i++ {
+			if idx, ok := s.at(n); ok {
+				if _, used := s.used[idx]; !used {
+					s.used[idx] = id
+					s.next = (n + 1) % s.seq
+					return idx, true
+				}
+			}
+			if n++; n == s.seq {
+				n = 0
+			}
 		}
-		idx++
-		if idx == s.count {
-			idx = 0
-		}
 	}
+	s.next = 0
 	return 0, false
 }
 
