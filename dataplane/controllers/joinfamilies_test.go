@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -45,28 +46,12 @@ func TestLayer2JoinIPsFollowTheClusterFamilies(t *testing.T) {
 			[]string{"100.65.0.2/16", "100.88.0.5/31"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			nad := &nadv1.NetworkAttachmentDefinition{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "ns2", Name: "tenant-red",
-					Annotations: map[string]string{ovnk.AnnotationNetworkID: "1", ovnk.AnnotationTunnelKeys: "[16711685,16715780]"}},
-				Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: tc.config},
-			}
-			net, ok, err := zone.Layer2NetworkFromNAD(nad)
-			if err != nil || !ok {
-				t.Fatalf("NAD: ok=%v %v", ok, err)
-			}
-			if err := zone.ClusterFacts(tc.cluster, nad, &net); err != nil {
-				t.Fatal(err)
-			}
+			net, d := redLayer2(t, tc.cluster, tc.config)
 			if got := strs(net.JoinSubnets); !slices.Equal(got, tc.join) {
 				t.Errorf("join subnets = %v, want %v", got, tc.join)
 			}
 			if got := strs(net.MasqueradeIPs); !slices.Equal(got, tc.masq) {
 				t.Errorf("masquerade IPs = %v, want %v", got, tc.masq)
-			}
-			d, err := topology.Layer2Topology(net, []topology.Layer2Node{
-				{Name: "node1", ID: 2, Chassis: "c1", Local: true, TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter}})
-			if err != nil {
-				t.Fatal(err)
 			}
 			var rtotr []string
 			for _, r := range d.Routers {
@@ -89,4 +74,28 @@ func strs[T interface{ String() string }](xs []T) []string {
 		out[i] = x.String()
 	}
 	return out
+}
+
+// redLayer2 is ns2/tenant-red's network read from a NAD of config (network
+// ID 1) with the cluster's facts, and its topology with node1 local.
+func redLayer2(t *testing.T, cluster ovnk.ClusterConfig, config string) (topology.Layer2Network, *rows.Desired) {
+	t.Helper()
+	nad := &nadv1.NetworkAttachmentDefinition{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns2", Name: "tenant-red",
+			Annotations: map[string]string{ovnk.AnnotationNetworkID: "1", ovnk.AnnotationTunnelKeys: "[16711685,16715780]"}},
+		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: config},
+	}
+	net, ok, err := zone.Layer2NetworkFromNAD(nad)
+	if err != nil || !ok {
+		t.Fatalf("NAD: ok=%v %v", ok, err)
+	}
+	if err := zone.ClusterFacts(cluster, nad, &net); err != nil {
+		t.Fatal(err)
+	}
+	d, err := topology.Layer2Topology(net, []topology.Layer2Node{
+		{Name: "node1", ID: 2, Chassis: "c1", Local: true, TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net, d
 }

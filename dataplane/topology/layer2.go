@@ -45,7 +45,8 @@ type Layer2Network struct {
 	// SwitchTunnelKey and TransitRouterTunnelKey come from the network's tunnel keys.
 	SwitchTunnelKey        int
 	TransitRouterTunnelKey int
-	// MTU is the network's MTU: the router advertisements' mtu (0: unset).
+	// MTU is the network's MTU: the router advertisements' mtu (0: unset);
+	// the NAD's mtu, else the cluster's --mtu (zone.ClusterFacts).
 	MTU int
 	// GatewayMTU is the cluster's MTU (--mtu): options:gateway_mtu on the
 	// trtos- port and the gateway routers' rtotr- ports, as upstream's
