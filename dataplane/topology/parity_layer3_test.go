@@ -42,6 +42,7 @@ var layer3RouterParity = []parity{
 	{"Logical_Router", pCR3, "external_ids:k8s-cluster-router", "yes", "topology/topologyfactory.go: newClusterRouter"},
 	{"Logical_Router", pCR3, "external_ids:k8s.ovn.org/topology", "layer3", "topology/topologyfactory.go: newClusterRouter (types.TopologyExternalID)"},
 	{"Logical_Router", pCR3, "copp", "ovnkube-default", "topology/topologyfactory.go: newClusterRouter (Copp: the default COPP)"},
+	{"Logical_Router", pCR3, "options:always_learn_from_arp_request", "false", "topology/topologyfactory.go: NewClusterRouter (layer3_user_defined_network_controller.go: newClusterRouter without multicast)"},
 }
 
 // layer3PairParity: the pair form is upstream's rows.
@@ -71,8 +72,9 @@ var layer3Differs = []differs{
 		"k8s.ovn.org/network=tenant_red,k8s.ovn.org/topology=layer3,k8s.ovn.org/udnkit-piece=subnet-policies",
 		"EgressIP DbObjectIDs: owner-type=EgressIP, owner-controller, name=EIP-No-Reroute-Pod-To-Pod, priority=102, ip-family=ip4, network=tenant_red",
 		"egressip.go: getEgressIPLRPNoReRoutePodToPodDbIDs keys the rows for upstream's EgressIP controller, which udnkit does not run"},
-	{"Logical_Router", pCR3, "options", "", "(local gateway mode) ct-commit-all=true",
-		"topology/topologyfactory.go: newClusterRouter; udnkit creates the router only where OVN-Kubernetes' Layer3 topology is missing, and then has no gateway mode; COPP: the copp piece"},
+	{"Logical_Router", pCR3, "options", "always_learn_from_arp_request=false",
+		"always_learn_from_arp_request=false; local gateway mode adds ct-commit-all=true, --enable-multicast mcast_relay=true",
+		"topology/topologyfactory.go: newClusterRouter, NewClusterRouterWithMulticastSupport; udnkit creates the router only where OVN-Kubernetes' Layer3 topology is missing, and then has no gateway mode nor multicast; COPP: the copp piece"},
 }
 
 var _ = addParityCase(parityCase{

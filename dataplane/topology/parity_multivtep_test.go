@@ -60,6 +60,7 @@ var multiVTEPParity = []parity{
 	{"Logical_Router_Static_Route", pCR3 + " fd00:128:0:2::/64", "nexthop", "fd97::3", "zone_interconnect/zone_ic_handler.go: addRemoteNodeStaticRoutes (getStaticRoutes, per family)"},
 	{"Logical_Router_Static_Route", pCR3 + " 10.128.1.0/24", "policy", "", "zone_interconnect/zone_ic_handler.go: addRemoteNodeStaticRoutes (policy left empty: OVN's dst-ip)"},
 	{"Logical_Router", pCR3, "external_ids:k8s-cluster-router", "yes", "topology/topologyfactory.go: newClusterRouter"},
+	{"Logical_Router", pCR3, "options:always_learn_from_arp_request", "false", "topology/topologyfactory.go: NewClusterRouter (layer3_user_defined_network_controller.go: newClusterRouter without multicast)"},
 	{"Logical_Switch", pTS3, "name", pTS3, "zone_interconnect/zone_ic_handler.go: getTransitSwitchName (GetNetworkScopedName(types.TransitSwitch))"},
 }
 

@@ -28,7 +28,11 @@ func DefaultCOPP() *rows.Copp {
 
 // Layer3ClusterRouter is a Layer3 network's cluster router as a piece
 // creates it when the Layer3 topology's is missing, marked as upstream's
-// topologyfactory marks every cluster router it creates.
+// topologyfactory marks every cluster router it creates and with the option
+// its NewClusterRouter sets: a router that learns no MAC binding from an
+// ARP request not aimed at it.
 func Layer3ClusterRouter(network string) nbdb.LogicalRouter {
-	return nbdb.LogicalRouter{Name: ovnk.NamesFor(network).ClusterRouter(), ExternalIDs: map[string]string{ovnk.ExternalIDClusterRouter: "yes"}}
+	return nbdb.LogicalRouter{Name: ovnk.NamesFor(network).ClusterRouter(),
+		ExternalIDs: map[string]string{ovnk.ExternalIDClusterRouter: "yes"},
+		Options:     map[string]string{"always_learn_from_arp_request": "false"}}
 }
