@@ -80,7 +80,7 @@ func TestLayer2TopologyIPv4ThreeNodes(t *testing.T) {
 		"rtotr-" + gr1: "0a:58:64:41:00:02,100.65.0.2/16 100.88.0.5/31,trtor-" + gr1 + ",gateway_mtu=1400",
 	})
 	wantRows(t, "Logical_Switch", e.rows("Logical_Switch", "other_config"), map[string]string{
-		sw: "requested-tnl-key=16711685",
+		sw: "interconn-ts=" + sw + " mcast_flood_unregistered=true mcast_querier=false mcast_snoop=true requested-tnl-key=16711685 subnet=203.203.0.0/24",
 	})
 	wantRows(t, "Logical_Switch_Port", e.rows("Logical_Switch_Port", "type", "addresses", "options"), map[string]string{
 		"stotr-" + sw: "router,router,router-port=" + rtos,

@@ -33,6 +33,9 @@ func singleStackPlan(t *testing.T, upgrade bool) *rows.Desired {
 }
 
 var singleStackParity = []parity{
+	{"Logical_Switch", pSW, "other_config",
+		"interconn-ts=" + pSW + ",mcast_flood_unregistered=true,mcast_querier=false,mcast_snoop=true,requested-tnl-key=16711685,subnet=10.100.0.0/16",
+		"base_secondary_layer2_network_controller.go: initializeLogicalSwitch (no IPv6 subnet: no ipv6_prefix); zone_interconnect/zone_ic_handler.go: addTransitSwitchConfig"},
 	{"Logical_Router_Port", "rtotr-" + pGR1, "networks", "100.65.0.2/16,100.88.0.5/31,fd99::2/64",
 		"gateway.go: createGWRouterPort (gwRouterJoinCIDRs: generator/udn/join_ips.go: GetGWRouterIPs, both cluster families; transit_router.go: getTransitRouterInfo gatewayRouterNets, the network's family)"},
 	{"Logical_Router_Port", "rtotr-" + pGR1, "mac", "0a:58:64:41:00:02",
@@ -74,7 +77,7 @@ var singleStackUpgradeParity = []parity{
 // the single-stack network does not share: its IPv6 subnet's rows and the
 // rows the tables above hold.
 var dualStackOnly = []struct{ row, column string }{
-	{pRTOS, "networks"}, {pRTOS, "ipv6_ra_configs"},
+	{pRTOS, "networks"}, {pRTOS, "ipv6_ra_configs"}, {pSW, "other_config"},
 	{"trtor-" + pGR1, "networks"}, {"trtor-" + pGR3, "networks"},
 	{"rtotr-" + pGR1, "networks"}, {pGR1, "options"},
 	{pTR + " fd99::4", "nexthop"}, {pTR + " fd99::4", "policy"},

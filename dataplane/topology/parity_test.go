@@ -123,6 +123,11 @@ var layer2Parity = []parity{
 		"layer2_user_defined_network_controller.go: addTransitRouterRoutes"},
 	{"Logical_Switch", pSW, "other_config:requested-tnl-key", "16711685",
 		"layer2_user_defined_network_controller.go: the layer2 switch keeps the network's legacy switch key (OKEP-5094)"},
+	{"Logical_Switch", pSW, "other_config",
+		"interconn-ts=" + pSW + ",ipv6_prefix=fd00:100::,mcast_flood_unregistered=true,mcast_querier=false,mcast_snoop=true," +
+			"requested-tnl-key=16711685,subnet=10.100.0.0/16",
+		"base_secondary_layer2_network_controller.go: initializeLogicalSwitch (subnet, ipv6_prefix per cluster subnet); " +
+			"zone_interconnect/zone_ic_handler.go: addTransitSwitchConfig (interconn-ts, requested-tnl-key: GetTunnelKeys()[0], mcast_*)"},
 	{"Gateway_Chassis", pRTOS, "name", pRTOS + "-" + chassisOf("node1"),
 		"base_network_controller.go: syncNodeClusterRouterPort (lrpName + \"-\" + chassisID)"},
 	{"Gateway_Chassis", pRTOS, "chassis_name", chassisOf("node1"),

@@ -14,15 +14,34 @@ import (
 // of the trtos- port.
 func (b *layer2Build) transitSwitch([]Layer2Node) error {
 	names := b.names
-	b.sw = rows.Switch{Row: nbdb.LogicalSwitch{
-		Name:        names.Switch(),
-		OtherConfig: map[string]string{"requested-tnl-key": strconv.Itoa(b.net.SwitchTunnelKey)},
-	}}
+	b.sw = rows.Switch{Row: nbdb.LogicalSwitch{Name: names.Switch(), OtherConfig: b.switchOtherConfig()}}
 	b.sw.Ports = append(b.sw.Ports, nbdb.LogicalSwitchPort{
 		Name: names.SwitchToRouter(), Type: "router", Addresses: []string{"router"},
 		Options: map[string]string{"router-port": names.RouterToSwitch()},
 	})
 	return nil
+}
+
+// switchOtherConfig is the layer2 switch's other_config as upstream writes
+// it (base_secondary_layer2_network_controller.go: initializeLogicalSwitch):
+// each subnet's family key (subnet: the IPv4 subnet, ipv6_prefix: the IPv6
+// subnet's address) and zone_interconnect/zone_ic_handler.go's
+// addTransitSwitchConfig (the switch's own name, its tunnel key, IGMP
+// snooping that floods unregistered multicast and queries nothing).
+func (b *layer2Build) switchOtherConfig() map[string]string {
+	oc := map[string]string{
+		"interconn-ts":      b.names.Switch(),
+		"requested-tnl-key": strconv.Itoa(b.net.SwitchTunnelKey),
+		"mcast_snoop":       "true", "mcast_querier": "false", "mcast_flood_unregistered": "true",
+	}
+	for _, s := range b.net.Subnets {
+		if s = s.Masked(); s.Addr().Is4() {
+			oc["subnet"] = s.String()
+		} else {
+			oc["ipv6_prefix"] = s.Addr().String()
+		}
+	}
+	return oc
 }
 
 // oldNode keeps an old-topology node's remote switch port and reaches its

@@ -272,7 +272,10 @@ func checkLayer2(t *testing.T, z *zone, names ovnk.Layer2Names, ids map[string]i
 	if got, want := z.get(t, "Logical_Router", names.TransitRouter(), "options"), fmt.Sprintf("requested-tnl-key=%d", keys[1]); got != want {
 		t.Errorf("transit router options = %q, want %q", got, want)
 	}
-	if got, want := z.get(t, "Logical_Switch", names.Switch(), "other_config"), fmt.Sprintf("requested-tnl-key=%d", keys[0]); got != want {
+	// upstream's initializeLogicalSwitch and addTransitSwitchConfig
+	wantOC := fmt.Sprintf("interconn-ts=%s ipv6_prefix=fd00:100:: mcast_flood_unregistered=true mcast_querier=false mcast_snoop=true "+
+		"requested-tnl-key=%d subnet=10.100.0.0/16", names.Switch(), keys[0])
+	if got, want := z.get(t, "Logical_Switch", names.Switch(), "other_config"), wantOC; got != want {
 		t.Errorf("layer2 switch other_config = %q, want %q", got, want)
 	}
 	// ovn-northd gives the transit router's datapath the same key in every zone.
