@@ -2,6 +2,12 @@ package udnkitchart_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
 	"flag"
 	"fmt"
 	"io"
@@ -421,6 +427,7 @@ func TestRenderOptions(t *testing.T) {
 					t.Errorf("Secret %s is empty or short: %q", key, v)
 				}
 			}
+			checkServingCert(t, s)
 		}},
 	}
 	for _, c := range cases {
@@ -616,5 +623,49 @@ func TestPolicyInliningRefusesBadVariables(t *testing.T) {
 				t.Fatalf("render error %v, want one containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// checkServingCert checks the Helm-generated webhook Secret as the
+// apiserver and the manager use it: the serving certificate and key form a
+// pair (the manager's tls.LoadX509KeyPair), the certificate verifies against
+// ca.crt (the webhooks' caBundle) for the Service's in-cluster name, and
+// both keys are ECDSA P-256.
+func checkServingCert(t *testing.T, secret *unstructured.Unstructured) {
+	t.Helper()
+	data := func(key string) []byte {
+		v, _, _ := unstructured.NestedString(secret.Object, "data", key)
+		b, err := base64.StdEncoding.DecodeString(v)
+		if err != nil {
+			t.Fatalf("Secret %s: %v", key, err)
+		}
+		return b
+	}
+	pair, err := tls.X509KeyPair(data("tls.crt"), data("tls.key"))
+	if err != nil {
+		t.Fatalf("tls.crt and tls.key: %v", err)
+	}
+	if k, ok := pair.PrivateKey.(*ecdsa.PrivateKey); !ok || k.Curve != elliptic.P256() {
+		t.Errorf("serving key is %T, want ECDSA P-256", pair.PrivateKey)
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(data("ca.crt")) {
+		t.Fatal("ca.crt holds no certificate")
+	}
+	block, _ := pem.Decode(data("ca.crt"))
+	ca, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, ok := ca.PublicKey.(*ecdsa.PublicKey); !ok || k.Curve != elliptic.P256() {
+		t.Errorf("CA key is %T, want ECDSA P-256", ca.PublicKey)
+	}
+	name := "udnkit-webhook." + releaseNamespace + ".svc"
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: name, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+		t.Errorf("serving certificate for %s: %v", name, err)
 	}
 }
