@@ -2,6 +2,7 @@ package webhooks_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/webhooks/pod"
@@ -37,9 +39,18 @@ func setOwnerPod(t *testing.T, c client.Client, ns, name, owner string) {
 	if err := c.Status().Update(ctx, &cl); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(&cl), &cl); err != nil { // let the cache catch up
-		t.Fatal(err)
-	}
+	// The webhooks read claims from the manager's cache: wait until it shows
+	// the new owner, or a check right after this races the watch.
+	testenv.Eventually(t, "the webhooks' cache shows "+ns+"/"+name+"'s owner pod "+owner, func() error {
+		var cached ipamclaimsv1alpha1.IPAMClaim
+		if err := shared.mgr.GetCache().Get(ctx, client.ObjectKeyFromObject(&cl), &cached); err != nil {
+			return err
+		}
+		if cached.Status.OwnerPod == nil || cached.Status.OwnerPod.Name != owner {
+			return fmt.Errorf("owner pod %v", cached.Status.OwnerPod)
+		}
+		return nil
+	})
 }
 
 // expectConflict checks that err is a 409 whose message holds every want.
