@@ -80,6 +80,10 @@ type Router struct {
 	// name of a port in Ports: rows the port holds (its gateway_chassis
 	// column), planned with it and garbage-collected with it.
 	GatewayChassis map[string][]nbdb.GatewayChassis
+	// LoadBalancerGroups names the Load_Balancer_Group rows in the router's
+	// load_balancer_group column that this piece manages: this Desired's
+	// (LoadBalancerGroups) or existing ones found by name.
+	LoadBalancerGroups []string
 }
 
 // Copp is a control plane protection that every network of a zone shares
@@ -106,6 +110,54 @@ type Switch struct {
 	Ref    bool
 	Shared bool
 	Ports  []nbdb.LogicalSwitchPort
+	// ACLs and QoS are this piece's rows in the switch's acls and
+	// qos_rules columns.
+	ACLs []nbdb.ACL
+	QoS  []nbdb.QoS
+	// LoadBalancerGroups means what it means for a Router.
+	LoadBalancerGroups []string
+	// PortDHCP sets a port's dhcpv4_options and dhcpv6_options, by the
+	// port's name (one of Ports): the keys of rows of this Desired's
+	// DHCPOptions (DHCPKey).
+	PortDHCP map[string]DHCPRef
+}
+
+// DHCPRef names a port's DHCP_Options rows by DHCPKey ("": none).
+type DHCPRef struct{ V4, V6 string }
+
+// DHCPKey is how a DHCP_Options row is known within a Desired: the VM it
+// serves (external_ids k8s.ovn.org/vm) and its cidr.
+func DHCPKey(o nbdb.DHCPOptions) string { return o.ExternalIDs[ovnk.ExternalIDVM] + "|" + o.Cidr }
+
+// PortGroup is a desired Port_Group (a root row, by name) with the ACLs this
+// piece owns on it. Ref and Shared mean what they mean for a Router.
+type PortGroup struct {
+	Row    nbdb.PortGroup
+	Ref    bool
+	Shared bool
+	// Ports are the names of the logical switch ports this piece puts in
+	// the group: its own (in Switches) or existing ones. Of the group's
+	// current members, only ports this piece owns are removed.
+	Ports []string
+	ACLs  []nbdb.ACL
+}
+
+// LoadBalancerGroup is a desired Load_Balancer_Group (a root row, by name)
+// holding load balancers of this Desired's LoadBalancers, by name. Ref and
+// Shared mean what they mean for a Router.
+type LoadBalancerGroup struct {
+	Row           nbdb.LoadBalancerGroup
+	Ref           bool
+	Shared        bool
+	LoadBalancers []string
+}
+
+// ZoneMeter is a meter every network of a zone shares (the acl-logging
+// meter ACLs name in their meter column): created with its band when
+// missing, never updated or deleted, as a Copp's meters.
+type ZoneMeter struct {
+	Row  nbdb.Meter
+	Band nbdb.MeterBand
 }
 
 // Desired is everything one topology piece wants in the Northbound database.
@@ -118,6 +170,14 @@ type Desired struct {
 	// AddressSets are root rows, identified by their name (which policies'
 	// matches reference as $name).
 	AddressSets []nbdb.AddressSet
+	// PortGroups, LoadBalancers (root rows, by name), LoadBalancerGroups and
+	// StaticMACBindings (root rows, by logical_port and ip).
+	PortGroups         []PortGroup
+	LoadBalancers      []nbdb.LoadBalancer
+	LoadBalancerGroups []LoadBalancerGroup
+	StaticMACBindings  []nbdb.StaticMACBinding
+	// Meters are zone meters this piece's ACLs name.
+	Meters []ZoneMeter
 }
 
 // Validate refuses a Desired no Apply can hold: an owner without network,
@@ -137,6 +197,9 @@ func (d *Desired) Validate() error {
 		}
 		seen[kind+"/"+name] = true
 		return nil
+	}
+	if err := d.unsupported(); err != nil {
+		return err
 	}
 	copps := map[string]*Copp{}
 	for _, r := range d.Routers {
@@ -211,6 +274,22 @@ func (c *Copp) validate(router string, seen map[string]*Copp) error {
 	}
 	if c.Band.Rate < 1 {
 		return fmt.Errorf("%s: band rate %d: must be at least 1", field, c.Band.Rate)
+	}
+	return nil
+}
+
+// unsupported refuses the rows the planner cannot hold yet, rather than
+// ignoring them.
+func (d *Desired) unsupported() error {
+	n := len(d.PortGroups) + len(d.LoadBalancers) + len(d.LoadBalancerGroups) + len(d.StaticMACBindings) + len(d.Meters)
+	for _, r := range d.Routers {
+		n += len(r.LoadBalancerGroups)
+	}
+	for _, s := range d.Switches {
+		n += len(s.ACLs) + len(s.QoS) + len(s.LoadBalancerGroups) + len(s.PortDHCP)
+	}
+	if n > 0 {
+		return errors.New("desired rows: port groups, ACLs, QoS, load balancers, static MAC bindings, zone meters and port DHCP references are not planned yet")
 	}
 	return nil
 }
