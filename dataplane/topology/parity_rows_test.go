@@ -152,10 +152,15 @@ func TestParityCoversEveryRowKind(t *testing.T) {
 // the coverage test cannot miss its rows.
 func TestPlanRowsReadsEveryDesiredField(t *testing.T) {
 	read := map[reflect.Type][]string{
-		reflect.TypeFor[rows.Desired](): {"Owner", "Routers", "Switches", "DHCPOptions", "AddressSets"},
-		reflect.TypeFor[rows.Router]():  {"Row", "Ref", "Shared", "Copp", "Ports", "Routes", "Policies", "NATs", "GatewayChassis"},
-		reflect.TypeFor[rows.Switch]():  {"Row", "Ref", "Shared", "Ports"},
-		reflect.TypeFor[rows.Copp]():    {"Row", "Meters", "Band"},
+		reflect.TypeFor[rows.Desired](): {"Owner", "Routers", "Switches", "DHCPOptions", "AddressSets",
+			"PortGroups", "LoadBalancers", "LoadBalancerGroups", "StaticMACBindings", "Meters"},
+		reflect.TypeFor[rows.Router](): {"Row", "Ref", "Shared", "Copp", "Ports", "Routes", "Policies", "NATs", "GatewayChassis",
+			"LoadBalancerGroups"},
+		reflect.TypeFor[rows.Switch]():            {"Row", "Ref", "Shared", "Ports", "ACLs", "QoS", "LoadBalancerGroups", "PortDHCP"},
+		reflect.TypeFor[rows.PortGroup]():         {"Row", "Ref", "Shared", "Ports", "ACLs"},
+		reflect.TypeFor[rows.LoadBalancerGroup](): {"Row", "Ref", "Shared", "LoadBalancers"},
+		reflect.TypeFor[rows.ZoneMeter]():         {"Row", "Band"},
+		reflect.TypeFor[rows.Copp]():              {"Row", "Meters", "Band"},
 	}
 	for typ, fields := range read {
 		for i := range typ.NumField() {
@@ -224,6 +229,33 @@ func planRows(d *rows.Desired) []planRow {
 		for _, p := range s.Ports {
 			add("Logical_Switch_Port", p.Name, p.Name+" "+p.Type, p)
 		}
+		for _, a := range s.ACLs {
+			aclRow(add, s.Row.Name, a)
+		}
+		for _, q := range s.QoS {
+			add("QoS", fmt.Sprintf("%s %s %d %s", s.Row.Name, q.Direction, q.Priority, q.Match), fmt.Sprintf("%s %s %d %s", s.Row.Name, q.Direction, q.Priority, q.Match), q)
+		}
+		// LoadBalancerGroups and PortDHCP are references (columns of the
+		// switch and its ports), compared with the rows that hold them.
+	}
+	for _, g := range d.PortGroups {
+		add("Port_Group", g.Row.Name, g.Row.Name, g.Row)
+		for _, a := range g.ACLs {
+			aclRow(add, g.Row.Name, a)
+		}
+	}
+	for _, l := range d.LoadBalancers {
+		add("Load_Balancer", l.Name, l.Name, l)
+	}
+	for _, g := range d.LoadBalancerGroups {
+		add("Load_Balancer_Group", g.Row.Name, g.Row.Name, g.Row)
+	}
+	for _, b := range d.StaticMACBindings {
+		add("Static_MAC_Binding", b.LogicalPort+" "+b.IP, b.LogicalPort+" "+b.IP, b)
+	}
+	for _, m := range d.Meters {
+		add("Meter", m.Row.Name, m.Row.Name, m.Row)
+		add("Meter_Band", m.Row.Name, "a meter's band", m.Band)
 	}
 	for _, o := range d.DHCPOptions {
 		add("DHCP_Options", o.ExternalIDs[ovnk.ExternalIDVM]+" "+o.Cidr, "vm "+o.ExternalIDs[ovnk.ExternalIDVM]+" "+o.Cidr, o)
@@ -232,6 +264,13 @@ func planRows(d *rows.Desired) []planRow {
 		add("Address_Set", a.Name, a.Name, a)
 	}
 	return out
+}
+
+// aclRow lists an ACL of a switch or port group, keyed "<parent> <direction>
+// <priority> <match>".
+func aclRow(add func(table, key, identity string, row any), parent string, a nbdb.ACL) {
+	key := fmt.Sprintf("%s %s %d %s", parent, a.Direction, a.Priority, a.Match)
+	add("ACL", key, key, a)
 }
 
 // rowByKey is the row of a table that planRows keys by row, or nil.
