@@ -172,8 +172,24 @@ func TestPredefinedAddressesFeatureFlag(t *testing.T) {
 	expectGone(t, cudn)
 }
 
-// Upstream's transport fields are admitted and rendered into the NetConf as
-// upstream renders them, and the CUDN says udnkit does not implement them.
+// expectNotImplemented waits until cudn's condition typ is False with reason
+// FeatureNotImplemented and message msg, for its current generation.
+func expectNotImplemented(t *testing.T, cudn *udnv1.ClusterUserDefinedNetwork, typ, msg string) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(cudn), cudn)).To(Succeed())
+		c := meta.FindStatusCondition(cudn.Status.Conditions, typ)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(udnv1.ReasonFeatureNotImplemented))
+		g.Expect(c.Message).To(Equal(msg))
+		g.Expect(c.ObservedGeneration).To(Equal(cudn.Generation))
+	}).Should(Succeed())
+}
+
+// Upstream's transport fields and uplinks are admitted and rendered into the
+// NetConf as upstream renders them, and the CUDN says udnkit does not
+// implement them.
 func TestCUDNUnimplementedTransportIsReported(t *testing.T) {
 	rtest.Require(t)
 	g := NewWithT(t)
@@ -186,19 +202,22 @@ func TestCUDNUnimplementedTransportIsReported(t *testing.T) {
 			IPVRF: &udnv1.VRFConfig{VNI: 20210}}}).Obj()
 	g.Expect(k8s.Create(ctx, cudn)).To(Succeed())
 	expectCondition(t, cudn, metav1.ConditionTrue, udnv1.ReasonNADCreated)
-	g.Eventually(func(g Gomega) {
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(cudn), cudn)).To(Succeed())
-		c := meta.FindStatusCondition(cudn.Status.Conditions, udnv1.ConditionTransportAccepted)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(c.Reason).To(Equal(udnv1.ReasonFeatureNotImplemented))
-		g.Expect(c.Message).To(Equal("udnkit accepts but does not implement spec.network.transport, spec.network.evpn."))
-		g.Expect(c.ObservedGeneration).To(Equal(cudn.Generation))
-	}).Should(Succeed())
+	expectNotImplemented(t, cudn, udnv1.ConditionTransportAccepted, "udnkit accepts but does not implement spec.network.transport, spec.network.evpn.")
 	conf := nadConfig(g, ns, "red-evpn")
 	g.Expect(conf).To(HaveKeyWithValue("transport", "evpn"))
 	g.Expect(conf).To(HaveKeyWithValue("evpn", map[string]any{"vtep": "vtep-default",
 		"macVRF": map[string]any{"vni": 10210.0, "routeTarget": "65000:10210"}, "ipVRF": map[string]any{"vni": 20210.0}}))
+
+	// A CUDN's spec.uplinks[0] is the NAD's "uplink"
+	// (clustermanager/userdefinednetwork/template/net-attach-def-template.go).
+	upSel := map[string]string{"tenant": "uplinked"}
+	upNS := newNamespace(t, "uplinked", upSel)
+	uplinked := testobj.MakeCUDN("uplinked-l2").SelectLabels(upSel).Spec(udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
+		Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRolePrimary, Subnets: udnv1.DualStackCIDRs{"10.212.0.0/16"}}}).Obj()
+	uplinked.Spec.Uplinks = []string{"uplink-a"}
+	g.Expect(k8s.Create(ctx, uplinked)).To(Succeed())
+	expectNotImplemented(t, uplinked, udnv1.ConditionUplinksReady, "udnkit accepts but does not implement spec.uplinks.")
+	g.Expect(nadConfig(g, upNS, "uplinked-l2")).To(HaveKeyWithValue("uplink", "uplink-a"))
 
 	// A network without such fields reports no such condition.
 	plain := testobj.MakeCUDN("plain-l2").SelectLabels(map[string]string{"tenant": "none"}).Spec(udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
