@@ -10,7 +10,9 @@ import (
 // --mtu: upstream's config/cni.go (parseNetConfSingle, parseNetConfList)
 // starts a NAD's config from --mtu and base_network_controller.go's
 // syncNodeClusterRouterPort writes the network's MTU() into
-// ipv6_ra_configs. An IPv4 network advertises nothing.
+// ipv6_ra_configs when it is above 0, so a NAD's explicit "mtu":0 (which
+// the JSON decoding keeps) advertises no mtu. An IPv4 network advertises
+// nothing.
 func TestLayer2RouterAdvertisementMTU(t *testing.T) {
 	const head = `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns2_tenant-red","netAttachDefName":"ns2/tenant-red",` +
 		`"topology":"layer2","role":"primary",`
@@ -22,6 +24,8 @@ func TestLayer2RouterAdvertisementMTU(t *testing.T) {
 	}{
 		{"NAD without mtu", head + `"subnets":"10.20.0.0/24,fd20::/64"}`, "1450", true},
 		{"NAD with mtu", head + `"subnets":"10.20.0.0/24,fd20::/64","mtu":1300}`, "1300", true},
+		{"NAD with mtu 0", head + `"subnets":"10.20.0.0/24,fd20::/64","mtu":0}`, "", true},
+		{"NAD with mtu null", head + `"subnets":"10.20.0.0/24,fd20::/64","mtu":null}`, "1450", true},
 		{"IPv4 network", head + `"subnets":"10.20.0.0/24"}`, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -40,8 +44,11 @@ func TestLayer2RouterAdvertisementMTU(t *testing.T) {
 				}
 				return
 			}
-			if len(ra) != 1 || ra[0]["mtu"] != tc.want {
-				t.Fatalf("ipv6_ra_configs %v, want one port with mtu %s", ra, tc.want)
+			if len(ra) != 1 || ra[0]["address_mode"] != "dhcpv6_stateful" {
+				t.Fatalf("ipv6_ra_configs %v, want one port's", ra)
+			}
+			if mtu, has := ra[0]["mtu"]; mtu != tc.want || has != (tc.want != "") {
+				t.Fatalf("ipv6_ra_configs %v, want mtu %q", ra[0], tc.want)
 			}
 		})
 	}

@@ -56,6 +56,22 @@ type NetConf struct {
 	Type                  string `json:"type"`
 	Uplink                string `json:"uplink,omitempty"`
 	VLANID                int32  `json:"vlanID,omitempty"`
+
+	// mtuGiven says the config Parse read has an mtu key, 0 included.
+	mtuGiven bool
+}
+
+// NetworkMTU is the network's MTU as upstream's NetInfo.MTU() has it: the
+// config's mtu when it has the key, an explicit 0 included (the network then
+// has no MTU: no ipv6_ra_configs mtu), else clusterMTU, since upstream's
+// config/cni.go (parseNetConfSingle, parseNetConfList) unmarshals every NAD
+// config over one that starts with the cluster's --mtu. Build writes mtu
+// only when it is set, so a rendered config read back gives what it wrote.
+func (nc *NetConf) NetworkMTU(clusterMTU int32) int32 {
+	if nc.mtuGiven || nc.MTU != 0 {
+		return nc.MTU
+	}
+	return clusterMTU
 }
 
 // EVPN is the NetConf's evpn object (upstream's cni types EVPNConfig); the

@@ -15,6 +15,13 @@ func Parse(config string) (*NetConf, error) {
 	if err := json.Unmarshal([]byte(config), nc); err != nil {
 		return nil, err
 	}
+	var keys struct {
+		MTU *int32 `json:"mtu"`
+	}
+	if err := json.Unmarshal([]byte(config), &keys); err != nil {
+		return nil, err
+	}
+	nc.mtuGiven = keys.MTU != nil
 	return nc, nil
 }
 

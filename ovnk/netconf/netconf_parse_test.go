@@ -1,6 +1,7 @@
 package netconf
 
 import (
+	"cmp"
 	"net/netip"
 	"strings"
 	"testing"
@@ -86,5 +87,46 @@ func TestParseRejects(t *testing.T) {
 	}
 	if got, err := ovnk.ParseAddrs(" 10.0.0.1 , ,fd00::1"); err != nil || len(got) != 2 {
 		t.Errorf("ParseAddrs = %v, %v", got, err)
+	}
+}
+
+// A NAD's mtu as upstream's NetInfo.MTU() has it (config/cni.go decodes the
+// config over one holding --mtu): the key's value, an explicit 0 included;
+// the cluster's MTU when the key is missing or null.
+func TestNetworkMTU(t *testing.T) {
+	const head = `{"cniVersion":"1.1.0","type":"ovn-k8s-cni-overlay","name":"ns_blue","netAttachDefName":"ns/blue","topology":"layer2","role":"primary"`
+	for _, tc := range []struct {
+		name, config string
+		want         int32
+	}{
+		{"no mtu key", head + `}`, 1400},
+		{"mtu null", head + `,"mtu":null}`, 1400},
+		{"explicit mtu 0", head + `,"mtu":0}`, 0},
+		{"mtu 1300", head + `,"mtu":1300}`, 1300},
+	} {
+		nc, err := Parse(tc.config)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := nc.NetworkMTU(1400); got != tc.want {
+			t.Errorf("%s: NetworkMTU(1400) = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	// What Render writes reads back as the spec's MTU, or the cluster's
+	// when the spec has none (Render leaves the key out).
+	for _, mtu := range []int32{0, 1300} {
+		spec := udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{
+			Role: udnv1.NetworkRoleSecondary, Subnets: udnv1.DualStackCIDRs{"10.1.0.0/16"}, MTU: mtu}}
+		config, err := Render(spec, Options{NetworkName: "ns_blue", NADName: "ns/blue"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc, err := Parse(config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := nc.NetworkMTU(1400), cmp.Or(mtu, 1400); got != want {
+			t.Errorf("rendered spec mtu %d: NetworkMTU(1400) = %d, want %d", mtu, got, want)
+		}
 	}
 }

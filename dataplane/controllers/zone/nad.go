@@ -120,7 +120,7 @@ func Layer2NodeFromNode(node *corev1.Node) (topology.Layer2Node, bool, error) {
 
 // ClusterFacts adds to net (read from nad by Layer2NetworkFromNAD) what
 // comes from the cluster configuration and the NAD's network ID: the MTU
-// (the gateway MTU, and the network's MTU when the NAD has none), the
+// (the gateway MTU, and the network's MTU when the NAD has no mtu key), the
 // cluster's IP families with a join subnet for each, and the management
 // port's masquerade IPs, one per join family (as upstream's
 // GetUDNMgmtPortMasqueradeIPs gives one per cluster family). The dataplane
@@ -130,13 +130,12 @@ func ClusterFacts(cluster ovnk.ClusterConfig, nad *nadv1.NetworkAttachmentDefini
 	if err != nil {
 		return fmt.Errorf("NAD %s/%s: %w", nad.Namespace, nad.Name, err)
 	}
-	net.GatewayMTU = int(cluster.MTU)
-	if net.MTU == 0 {
-		// upstream's config/cni.go (parseNetConfSingle, parseNetConfList)
-		// starts every NAD's config from the cluster's --mtu, so a NAD
-		// without mtu has it
-		net.MTU = int(cluster.MTU)
+	conf, err := netconf.Parse(nad.Spec.Config)
+	if err != nil {
+		return fmt.Errorf("NAD %s/%s spec.config: %w", nad.Namespace, nad.Name, err)
 	}
+	net.GatewayMTU = int(cluster.MTU)
+	net.MTU = int(conf.NetworkMTU(cluster.MTU))
 	net.ClusterIPv4, net.ClusterIPv6 = cluster.IPModes()
 	addDefaultJoinSubnets(net)
 	for _, v6 := range net.JoinFamilies() {
