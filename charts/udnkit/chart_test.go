@@ -81,11 +81,20 @@ func kinds(objs []*unstructured.Unstructured) map[string]int {
 
 func managerArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
 	t.Helper()
-	d := find(objs, "Deployment", "udnkit")
-	if d == nil {
+	if find(objs, "Deployment", "udnkit") == nil {
 		t.Fatal("no Deployment rendered")
 	}
-	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	return containerArgs(objs, "Deployment", "udnkit")
+}
+
+// containerArgs are the first container's arguments of the object of kind
+// whose name ends in nameSuffix (none when the chart renders none).
+func containerArgs(objs []*unstructured.Unstructured, kind, nameSuffix string) []string {
+	o := find(objs, kind, nameSuffix)
+	if o == nil {
+		return nil
+	}
+	containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
 	args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
 	return args
 }
@@ -195,9 +204,10 @@ func TestRenderDefaults(t *testing.T) {
 // pass a flag the binary does not know.
 func TestManagerAcceptsRenderedArgs(t *testing.T) {
 	for name, vals := range map[string]map[string]any{
-		"defaults":               nil,
-		"admission only":         {"controllers": []any{"admission"}},
-		"admission-only profile": {"profile": "admission-only"},
+		"defaults":                nil,
+		"admission only":          {"controllers": []any{"admission"}},
+		"admission-only profile":  {"profile": "admission-only"},
+		"udn-controllers profile": {"profile": "udn-controllers"},
 		"every option": {"features": map[string]any{"preconfiguredUDNAddresses": true}, "metrics": map[string]any{"enabled": false},
 			"network": map[string]any{"nodeSubnets": []any{"192.168.0.0/24"}, "udnAllowedDefaultServices": []any{"openshift-dns/dns-default"}}},
 	} {
@@ -446,16 +456,17 @@ func TestRenderRejectsBadValues(t *testing.T) {
 		vals map[string]any
 		want string
 	}{
-		"unknown top-level key":   {map[string]any{"replica": 3}, "replica"},
-		"unknown nested key":      {map[string]any{"webhook": map[string]any{"tlsMode": "helm"}}, "tlsMode"},
-		"unknown TLS mode":        {map[string]any{"webhook": map[string]any{"tls": map[string]any{"mode": "vault"}}}, "mode"},
-		"unknown controller":      {map[string]any{"controllers": []any{"admission", "magic"}}, "controllers"},
-		"unknown profile":         {map[string]any{"profile": "admission"}, "profile"},
-		"bad OVN address":         {map[string]any{"ovn": map[string]any{"nbAddress": "10.0.0.1"}}, "nbAddress"},
-		"dataplane without OVN":   {map[string]any{"ovn": map[string]any{"nbAddress": ""}}, "ovn.nbAddress is required"},
-		"webhook timeout over 30": {map[string]any{"webhook": map[string]any{"timeoutSeconds": 31}}, "timeoutSeconds"},
-		"relative socket path":    {map[string]any{"ovn": map[string]any{"socketHostPath": "var/run/ovn"}}, "socketHostPath"},
-		"connect timeout no unit": {map[string]any{"ovn": map[string]any{"connectTimeout": "300"}}, "connectTimeout"},
+		"unknown top-level key":    {map[string]any{"replica": 3}, "replica"},
+		"unknown nested key":       {map[string]any{"webhook": map[string]any{"tlsMode": "helm"}}, "tlsMode"},
+		"unknown TLS mode":         {map[string]any{"webhook": map[string]any{"tls": map[string]any{"mode": "vault"}}}, "mode"},
+		"unknown controller":       {map[string]any{"controllers": []any{"admission", "magic"}}, "controllers"},
+		"unknown profile":          {map[string]any{"profile": "admission"}, "profile"},
+		"misspelt udn-controllers": {map[string]any{"profile": "udn-controller"}, "profile"},
+		"bad OVN address":          {map[string]any{"ovn": map[string]any{"nbAddress": "10.0.0.1"}}, "nbAddress"},
+		"dataplane without OVN":    {map[string]any{"ovn": map[string]any{"nbAddress": ""}}, "ovn.nbAddress is required"},
+		"webhook timeout over 30":  {map[string]any{"webhook": map[string]any{"timeoutSeconds": 31}}, "timeoutSeconds"},
+		"relative socket path":     {map[string]any{"ovn": map[string]any{"socketHostPath": "var/run/ovn"}}, "socketHostPath"},
+		"connect timeout no unit":  {map[string]any{"ovn": map[string]any{"connectTimeout": "300"}}, "connectTimeout"},
 		"replicas without leader election": {map[string]any{"replicas": 2, "leaderElection": map[string]any{"enabled": false}},
 			"replicas is 2 but leaderElection.enabled is false"},
 		"service without namespace": {map[string]any{"network": map[string]any{"udnAllowedDefaultServices": []any{"kube-dns"}}}, "udnAllowedDefaultServices"},

@@ -47,7 +47,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s-webhook-tls" (include "udnkit.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
-{{- /* The components that run, as JSON: only admission with profile admission-only. */ -}}
+{{- /* The components that run, as JSON: only admission with profile admission-only; controllers with full and udn-controllers. */ -}}
 {{- define "udnkit.controllers" -}}
 {{- if eq .Values.profile "admission-only" }}{{ list "admission" | toJson }}{{ else }}{{ .Values.controllers | toJson }}{{ end }}
 {{- end }}
