@@ -13,6 +13,10 @@ const (
 	// ExternalIDNode names the node a remote port or route leads to
 	// (upstream's types.NodeExternalID).
 	ExternalIDNode = "k8s.ovn.org/node"
+	// ExternalIDNetworkRole is a network's role on its switches and routers,
+	// "primary" or "secondary" (upstream's types.NetworkRoleExternalID, from
+	// GenerateExternalIDsForSwitchOrRouter).
+	ExternalIDNetworkRole = "k8s.ovn.org/role"
 	// ExternalIDUDNEnabledService names the default-network service
 	// (namespace/name) a route to a UDN-enabled service serves (upstream's
 	// types.UDNEnabledServiceExternalID), by which upstream's services

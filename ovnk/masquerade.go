@@ -27,3 +27,17 @@ func UDNMasqueradeIPs(masqueradeSubnet netip.Prefix, networkID int) (gatewayRout
 	}
 	return gatewayRouter, managementPort, nil
 }
+
+// HostMasqueradeIP is the host's masquerade address in a masquerade subnet
+// (its second address, upstream's V4HostMasqueradeIP/V6HostMasqueradeIP as
+// AllocateV4MasqueradeIPs derives them: 169.254.0.2 in 169.254.0.0/17).
+func HostMasqueradeIP(masqueradeSubnet netip.Prefix) (netip.Addr, error) {
+	return AddrAt(masqueradeSubnet.Masked(), 2)
+}
+
+// DummyNextHopMasqueradeIP is the next hop a gateway router sends
+// host-bound service replies to (the subnet's fourth address, upstream's
+// V4DummyNextHopMasqueradeIP: 169.254.0.4 in 169.254.0.0/17).
+func DummyNextHopMasqueradeIP(masqueradeSubnet netip.Prefix) (netip.Addr, error) {
+	return AddrAt(masqueradeSubnet.Masked(), 4)
+}

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,16 +13,22 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 )
 
-// localNode routes the network's egress to the local GR, the service IPs to
-// the management port, reroutes traffic to the node's IPs to the management
-// port and adds the GR.
-func (b *layer2Build) localNode(n l2node) {
+// localNode routes the network's egress to the local GR (shared gateway
+// mode) or the management port (local), the service IPs to the management
+// port (shared mode), reroutes traffic to the node's IPs to the management
+// port and adds the GR; a node with a gateway config also gets its GR's
+// external side and its management port.
+func (b *layer2Build) localNode(n l2node) error {
 	net, tr := b.net, &b.tr
 	for _, s := range net.Subnets {
-		gr, _ := ovnk.FamilyOf(n.grSide, s.Addr().Is6())
-		tr.Routes = append(tr.Routes, base.StaticRoute(s.String(), gr.Addr().String(), nbdb.LogicalRouterStaticRoutePolicySrcIP, nil))
+		hop := net.managementIP(s.Addr().Is6())
+		if !net.localGateway() {
+			gr, _ := ovnk.FamilyOf(n.grSide, s.Addr().Is6())
+			hop = gr.Addr()
+		}
+		tr.Routes = append(tr.Routes, base.StaticRoute(s.String(), hop.String(), nbdb.LogicalRouterStaticRoutePolicySrcIP, nil))
 	}
-	if !b.servicesRouted {
+	if !b.servicesRouted && !net.localGateway() {
 		b.servicesRouted = true
 		tr.Routes = append(tr.Routes, net.serviceRoutes()...)
 	}
@@ -39,7 +46,42 @@ func (b *layer2Build) localNode(n l2node) {
 	}
 	gr := net.gatewayRouter(n)
 	gr.Copp = b.copp
+	if n.Gateway != nil {
+		if err := b.nodeGateway(n, &gr); err != nil {
+			return err
+		}
+	}
 	b.grs = append(b.grs, gr)
+	return nil
+}
+
+// nodeGateway adds a local node's external side to its GR and its
+// management port to the switch, from the node's gateway config.
+func (b *layer2Build) nodeGateway(n l2node, gr *rows.Router) error {
+	net := b.net
+	joins := make([]netip.Addr, len(n.joinIPs))
+	for i, j := range n.joinIPs {
+		joins[i] = j.Addr()
+	}
+	var err error
+	b.exts, err = AddGatewayExternal(gr, b.exts, GatewayExternal{
+		Network: net.Name, Node: n.Name, Gateway: *n.Gateway,
+		MasqueradeIPs: net.GatewayMasqueradeIPs, MasqueradeSubnets: net.MasqueradeSubnets,
+		JoinIPs: joins, SNATSubnets: net.Subnets, ExternalPortRange: net.externalPortRange(),
+	})
+	if err != nil {
+		return err
+	}
+	mgmts := make([]netip.Addr, len(net.Subnets))
+	for i, s := range net.Subnets {
+		mgmts[i] = net.managementIP(s.Addr().Is6())
+	}
+	port, err := ManagementPort(net.Name, n.Name, mgmts)
+	if err != nil {
+		return err
+	}
+	b.sw.Ports = append(b.sw.Ports, port)
+	return nil
 }
 
 // localsSupportGatewayMTU says whether the zone's local nodes all take
@@ -64,13 +106,14 @@ func (net Layer2Network) gatewayRouter(n l2node) rows.Router {
 	if net.GatewayMTU > 0 && !n.NoGatewayMTU {
 		port.Options = map[string]string{"gateway_mtu": strconv.Itoa(net.GatewayMTU)}
 	}
-	// OVN-Kubernetes' gateway controller owns the GR (with its rtoe- port,
-	// external switch and default routes): an existing one is referenced and
-	// only the rtotr- port and the route back to the network are udnkit's; a
-	// missing one (no OVN-Kubernetes, as in `make run`) is created.
+	// OVN-Kubernetes' gateway controller may own the GR (with its rtoe-
+	// port, external switch and default routes): an existing one is
+	// referenced and only udnkit's ports, routes and NATs on it are
+	// managed; a missing one is created.
 	gr := rows.Router{Shared: true, Row: nbdb.LogicalRouter{
-		Name:    n.gr,
-		Options: gatewayRouterOptions(n),
+		Name:        n.gr,
+		Options:     gatewayRouterOptions(n),
+		ExternalIDs: map[string]string{ovnk.ExternalIDNetworkRole: "primary"},
 	}, Ports: []nbdb.LogicalRouterPort{port}}
 	for _, s := range net.Subnets {
 		trSide, _ := ovnk.FamilyOf(n.trSide, s.Addr().Is6())
@@ -97,4 +140,39 @@ func gatewayRouterOptions(n l2node) map[string]string {
 		"mac_binding_age_threshold":     "300",
 		"disable_garp_rarp":             "true",
 	}
+}
+
+// localGateway says whether the cluster runs OVN-Kubernetes' local
+// gateway mode.
+func (net Layer2Network) localGateway() bool { return net.GatewayMode == ovnk.GatewayModeLocal }
+
+// externalPortRange is the SNATs' external_port_range.
+func (net Layer2Network) externalPortRange() string {
+	if net.ExternalPortRange == "" {
+		return ovnk.DefaultExternalPortRange
+	}
+	return net.ExternalPortRange
+}
+
+// validateGateway refuses an unknown gateway mode, an invalid external port
+// range and gateway masquerade IPs without a masquerade subnet of their
+// family.
+func (net Layer2Network) validateGateway() error {
+	if net.GatewayMode != "" {
+		if _, err := ovnk.ParseGatewayMode(string(net.GatewayMode)); err != nil {
+			return fmt.Errorf("network.gatewayMode: %w", err)
+		}
+	}
+	if err := ovnk.ValidateExternalPortRange(net.externalPortRange()); err != nil {
+		return fmt.Errorf("network.externalPortRange: %w", err)
+	}
+	if err := onePerFamily("network.masqueradeSubnets", net.MasqueradeSubnets); err != nil {
+		return err
+	}
+	for i, m := range net.GatewayMasqueradeIPs {
+		if s, ok := ovnk.FamilyOf(net.MasqueradeSubnets, m.Is6()); !ok || !s.Contains(m) {
+			return fmt.Errorf("network.gatewayMasqueradeIPs[%d]: %s is not inside a masquerade subnet of its family", i, m)
+		}
+	}
+	return nil
 }

@@ -63,8 +63,26 @@ type Layer2Network struct {
 	// them. A family without one gets no such network.
 	MasqueradeBits map[int]int
 	// Services are the UDN-enabled services that exist (optional): their
-	// ClusterIPs are routed to the management port (serviceRoutes).
+	// ClusterIPs are routed to the management port (serviceRoutes), in
+	// shared gateway mode only.
 	Services []UDNEnabledService
+	// GatewayMode is the cluster's --gateway-mode ("": shared). In local
+	// mode the pods' source routes lead to the management port instead of
+	// the gateway router, the transit router commits all traffic
+	// (ct-commit-all) and the UDN-enabled services get no routes, as
+	// upstream's syncNodeManagementPort, topologyfactory and services
+	// controller do.
+	GatewayMode ovnk.GatewayMode
+	// ExternalPortRange is every SNAT's external_port_range
+	// (--external-port-range; "": ovnk.DefaultExternalPortRange).
+	ExternalPortRange string
+	// GatewayMasqueradeIPs are the gateway routers' masquerade IPs, one per
+	// join family (upstream's GetUDNGatewayMasqueradeIPs), and
+	// MasqueradeSubnets the cluster's masquerade subnets: a local node with
+	// a gateway config gets its external side from them
+	// (AddGatewayExternal).
+	GatewayMasqueradeIPs []netip.Addr
+	MasqueradeSubnets    []netip.Prefix
 }
 
 // Layer2Node is one node as the Layer2 topology sees it.
@@ -95,6 +113,11 @@ type Layer2Node struct {
 	// NoGatewayMTU: the node's k8s.ovn.org/gateway-mtu-support is "false",
 	// so its ports get no gateway_mtu.
 	NoGatewayMTU bool
+	// Gateway is the node's k8s.ovn.org/l3-gateway-config (nil: none yet,
+	// or malformed). A local node with one gets its gateway router's
+	// external side and its management port; without one, neither: its
+	// ovnkube-node has not set the node's gateway and management netdev up.
+	Gateway *ovnk.L3GatewayConfig
 	// LegacyTunnelKey is the node's tunnel ID for this network from
 	// k8s.ovn.org/udn-layer2-node-gateway-router-lrp-tunnel-ids (its node ID
 	// when OVN-Kubernetes' cluster manager published none): the key of
@@ -147,7 +170,7 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*rows.Desired, error
 		Owner: rows.Owner{Network: net.Name, Topology: base.TopologyLayer2, Piece: base.PieceTransitRouter, AdoptLegacy: net.AdoptLegacy,
 			Legacy: Layer2Legacy(net.Subnets, net.MasqueradeIPs)},
 		Routers:  append([]rows.Router{b.tr}, b.grs...),
-		Switches: []rows.Switch{b.sw},
+		Switches: append([]rows.Switch{b.sw}, b.exts...),
 	}, nil
 }
 
@@ -165,6 +188,7 @@ type layer2Build struct {
 	tr     rows.Router
 	sw     rows.Switch
 	grs    []rows.Router // the local nodes' gateway routers
+	exts   []rows.Switch // their external switches
 	// copp is the zone's COPP every router of the topology names.
 	copp *rows.Copp
 	// servicesRouted says the services are routed already: once per zone,
@@ -216,7 +240,9 @@ func (b *layer2Build) nodeRows([]Layer2Node) error {
 		}
 		b.transitPort(n)
 		if n.Local {
-			b.localNode(n)
+			if err := b.localNode(n); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -264,6 +290,9 @@ func (net Layer2Network) validate() error {
 		}
 	}
 	if err := net.validateServices(); err != nil {
+		return err
+	}
+	if err := net.validateGateway(); err != nil {
 		return err
 	}
 	for i, m := range net.MasqueradeIPs {

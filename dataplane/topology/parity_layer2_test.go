@@ -1,6 +1,8 @@
 package topology
 
 import (
+	"net"
+	"net/netip"
 	"slices"
 	"testing"
 
@@ -37,6 +39,8 @@ var layer2RoutingParity = []parity{
 	{"NAT", pSNAT4, "match", "eth.dst == 0a:58:0a:64:00:02", "base_network_controller_user_defined.go: getMasqueradeManagementIPSNATMatch (IPAddrToHWAddr of the first subnet's management IP)"},
 	{"NAT", pSNAT6, "match", "eth.dst == 0a:58:0a:64:00:02", "base_network_controller_user_defined.go: buildUDNEgressSNAT (one MAC, from localPodSubnets[0], for every family)"},
 	{"NAT", pSNAT4, "options", "stateless=false", "libovsdb/ops/router.go: buildNAT"},
+	{"NAT", pSNAT4, "external_port_range", "32768-60999",
+		"libovsdb/ops/router.go: buildNAT (config.Gateway.EphemeralPortRange: --ephemeral-port-range, else the host's net.ipv4.ip_local_port_range, whose kernel default this is; udnkit's --external-port-range)"},
 	{"NAT", pSNAT4, "external_ids:k8s.ovn.org/network", "tenant_blue", "base_network_controller_user_defined.go: buildUDNEgressSNAT (types.NetworkExternalID)"},
 	{"NAT", pSNAT4, "external_ids:k8s.ovn.org/topology", "layer2", "base_network_controller_user_defined.go: buildUDNEgressSNAT (types.TopologyExternalID)"},
 
@@ -113,8 +117,6 @@ var layer2OnlyUdnkit = []udnkitOnly{
 
 // layer2Differs is where udnkit's Layer2 value is not upstream's.
 var layer2Differs = []differs{
-	{"NAT", pSNAT4, "external_port_range", "", "32768-60999",
-		"upstream writes its --ephemeral-port-range or its host's net.ipv4.ip_local_port_range (libovsdb/ops/router.go: buildNAT); udnkit does not know ovnkube-node's host and leaves OVN's full range"},
 	{"Logical_Router_Policy", pPodPod4, "external_ids",
 		"k8s.ovn.org/network=tenant_blue,k8s.ovn.org/topology=layer2,k8s.ovn.org/udnkit-piece=transit-router",
 		"EgressIP DbObjectIDs: k8s.ovn.org/owner-type=EgressIP, owner-controller, name=EIP-No-Reroute-Pod-To-Pod, priority=102, ip-family=ip4, network=tenant_blue",
@@ -127,9 +129,9 @@ var layer2Differs = []differs{
 		"k8s.ovn.org/network=tenant_blue,k8s.ovn.org/topology=layer2,k8s.ovn.org/udnkit-piece=transit-router", "",
 		"base_network_controller.go: syncNodeClusterRouterPort writes none (its row goes with its port); udnkit owns every row it writes by these keys, so a changed chassis or a removed node or network removes it"},
 	{"Logical_Router", pGR1, "external_ids",
-		"k8s.ovn.org/network=tenant_blue,k8s.ovn.org/topology=layer2,k8s.ovn.org/udnkit-piece=transit-router",
+		"k8s.ovn.org/network=tenant_blue,k8s.ovn.org/role=primary,k8s.ovn.org/topology=layer2,k8s.ovn.org/udnkit-piece=transit-router",
 		"k8s.ovn.org/network=tenant_blue,k8s.ovn.org/role=primary,k8s.ovn.org/topology=layer2,physical_ip=<node IP>,physical_ips=<node IPs and masquerade IPs>",
-		"gateway.go: createGWRouter takes physical_ip(s) from the node's l3-gateway-config, which only OVN-Kubernetes' node side writes; udnkit creates a GR only where OVN-Kubernetes has not (no gateway config exists)"},
+		"gateway.go: createGWRouter takes physical_ip(s) from the node's l3-gateway-config; this node has none yet (its ovnkube-node has not set its gateway up), so its GR has no external side (the gateway case below has)"},
 }
 
 var _ = addParityCase(parityCase{
@@ -167,3 +169,92 @@ func zoneCoppParity() []parity {
 	}
 	return out
 }
+
+// The gateway case: parityPlan's network and nodes, node1 with the
+// l3-gateway-config the reference cluster's node-a carries
+// (../shared/upstream-live/manifests/nodes.json) and the network's gateway
+// masquerade IPs (network ID 1).
+const (
+	pRTOE1 = "rtoe-" + pGR1
+	pETOR1 = "etor-" + pGR1
+	pEXT1  = "ext_tenant_blue_node1"
+	pLN1   = "breth0_tenant_blue_node1"
+	pMGMT1 = "k8s-tenant_blue_node1"
+)
+
+func gatewayParityPlan(t *testing.T) *rows.Desired {
+	t.Helper()
+	net := parityNetwork()
+	net.GatewayMasqueradeIPs = []netip.Addr{addr("169.254.0.11"), addr("fd69::b")}
+	net.MasqueradeSubnets = []netip.Prefix{pfx("169.254.0.0/17"), pfx("fd69::/112")}
+	nodes := parityNodes(false)
+	nodes[0].Gateway = referenceGateway("node1")
+	return mustLayer2(t, net, nodes)
+}
+
+// referenceGateway is node-a's l3-gateway-config of the reference cluster,
+// for node.
+func referenceGateway(node string) *ovnk.L3GatewayConfig {
+	mac, _ := net.ParseMAC("0a:58:c0:00:02:02")
+	return &ovnk.L3GatewayConfig{
+		Mode: ovnk.GatewayModeShared, BridgeID: "breth0", InterfaceID: "breth0_" + node, MAC: mac,
+		IPAddresses: []netip.Prefix{pfx("192.0.2.2/24"), pfx("2001:db8::2/64")},
+		NextHops:    []netip.Addr{addr("192.0.2.1"), addr("2001:db8::1")}, NodePortEnable: true,
+	}
+}
+
+// layer2GatewayParity: the external side of node1's GR and its management
+// port.
+var layer2GatewayParity = []parity{
+	{"Logical_Router", pGR1, "external_ids:physical_ip", "192.0.2.2", "gateway.go: createGWRouter (the first of the l3-gateway-config's ip-addresses)"},
+	{"Logical_Router", pGR1, "external_ids:physical_ips", "192.0.2.2,2001:db8::2,169.254.0.11,fd69::b",
+		"gateway.go: createGWRouter (every address, with the gateway masquerade IPs layer2_user_defined_network_controller.go: nodeGatewayConfig appends)"},
+	{"Logical_Router", pGR1, "external_ids:k8s.ovn.org/role", "primary", "util/util.go: GenerateExternalIDsForSwitchOrRouter"},
+	{"Logical_Router_Port", pRTOE1, "mac", "0a:58:c0:00:02:02", "gateway.go: addExternalSwitch (the l3-gateway-config's mac-address)"},
+	{"Logical_Router_Port", pRTOE1, "networks", "169.254.0.11/32,192.0.2.2/24,2001:db8::2/64,fd69::b/128",
+		"gateway.go: addExternalSwitch (ip-addresses and, from nodeGatewayConfig, the masquerade IPs with a host mask)"},
+	{"Logical_Router_Port", pRTOE1, "external_ids:k8s.ovn.org/network", "tenant_blue", "gateway.go: addExternalSwitch"},
+	{"Logical_Router_Static_Route", pGR1 + " 169.254.0.0/17", "nexthop", "169.254.0.4", "gateway.go: updateGWRouterStaticRoutes (node.DummyNextHopIPs)"},
+	{"Logical_Router_Static_Route", pGR1 + " 169.254.0.0/17", "output_port", pRTOE1, "gateway.go: updateGWRouterStaticRoutes"},
+	{"Logical_Router_Static_Route", pGR1 + " fd69::/112", "nexthop", "fd69::4", "gateway.go: updateGWRouterStaticRoutes (V6DummyNextHopMasqueradeIP)"},
+	{"Logical_Router_Static_Route", pGR1 + " 0.0.0.0/0", "nexthop", "192.0.2.1", "gateway.go: updateGWRouterStaticRoutes (the l3-gateway-config's next-hops)"},
+	{"Logical_Router_Static_Route", pGR1 + " 0.0.0.0/0", "output_port", pRTOE1, "gateway.go: updateGWRouterStaticRoutes"},
+	{"Logical_Router_Static_Route", pGR1 + " ::/0", "nexthop", "2001:db8::1", "gateway.go: updateGWRouterStaticRoutes"},
+	{"Logical_Router_Static_Route", pGR1 + " ::/0", "policy", "", "gateway.go: updateGWRouterStaticRoutes (policy left empty)"},
+	{"NAT", natKey(pGR1, "snat", "100.65.0.2"), "external_ip", "169.254.0.11", "gateway.go: updateGWRouterNAT (the join IP to the gateway masquerade IP)"},
+	{"NAT", natKey(pGR1, "snat", "fd99::2"), "external_ip", "fd69::b", "gateway.go: updateGWRouterNAT"},
+	{"NAT", natKey(pGR1, "snat", "100.65.0.2"), "external_port_range", "32768-60999", "libovsdb/ops/router.go: buildNAT"},
+	{"NAT", natKey(pGR1, "snat", "10.100.0.0/16"), "external_ip", "169.254.0.11", "gateway.go: updateGWRouterNAT (clusterSubnets: the network's subnets)"},
+	{"NAT", natKey(pGR1, "snat", "fd00:100::/64"), "external_ip", "fd69::b", "gateway.go: updateGWRouterNAT"},
+	{"NAT", natKey(pGR1, "snat", "10.100.0.0/16"), "match", "", "gateway.go: GetNetworkScopedClusterSubnetSNATMatch (transit-router topology, not advertised)"},
+	{"NAT", natKey(pGR1, "snat", "10.100.0.0/16"), "options", "stateless=false", "libovsdb/ops/router.go: buildNAT"},
+	{"Logical_Switch", pEXT1, "external_ids:k8s.ovn.org/role", "primary", "gateway.go: addExternalSwitch (GenerateExternalIDsForSwitchOrRouter)"},
+	{"Logical_Switch", pEXT1, "external_ids:k8s.ovn.org/network", "tenant_blue", "gateway.go: addExternalSwitch"},
+	{"Logical_Switch_Port", pLN1, "type", "localnet", "gateway.go: addExternalSwitch (GetNetworkScopedExtPortName(bridge-id, node))"},
+	{"Logical_Switch_Port", pLN1, "addresses", "unknown", "gateway.go: addExternalSwitch"},
+	{"Logical_Switch_Port", pLN1, "options", "network_name=physnet", "gateway.go: physNetName (a Primary network without uplink)"},
+	{"Logical_Switch_Port", pETOR1, "type", "router", "gateway.go: addExternalSwitch"},
+	{"Logical_Switch_Port", pETOR1, "addresses", "0a:58:c0:00:02:02", "gateway.go: addExternalSwitch (no nat-addresses on a user-defined network)"},
+	{"Logical_Switch_Port", pETOR1, "options", "router-port=" + pRTOE1, "gateway.go: addExternalSwitch"},
+	{"Logical_Switch_Port", pMGMT1, "addresses", "0a:58:0a:64:00:02 10.100.0.2 fd00:100::2",
+		"base_network_controller.go: syncNodeManagementPort (GetNetworkScopedK8sMgmtIntfName; the MAC of the first management IP)"},
+	{"Logical_Switch_Port", pMGMT1, "type", "", "base_network_controller.go: syncNodeManagementPort"},
+}
+
+// layer2GatewayDiffers are layer2Differs but the GR's external_ids, which
+// now hold upstream's keys (checked one by one above).
+func layer2GatewayDiffers() []differs {
+	var out []differs
+	for _, d := range layer2Differs {
+		if d.table != "Logical_Router" || d.row != pGR1 {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+var _ = addParityCase(parityCase{
+	name: "layer2 node gateway", plan: gatewayParityPlan,
+	same: append(append(append([]parity{}, layer2Parity...), layer2RoutingParity...), layer2GatewayParity...),
+	only: layer2OnlyUdnkit, differs: layer2GatewayDiffers(),
+})

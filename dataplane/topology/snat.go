@@ -10,7 +10,8 @@ import (
 // router. It applies only to packets sent to the management port (its MAC,
 // from the first subnet's management IP, as upstream's
 // syncNodeManagementPort derives it), as upstream's buildUDNEgressSNAT
-// matches them.
+// matches them, with upstream's external_port_range (every NAT its
+// libovsdbops.buildNAT writes has it).
 func (b *layer2Build) snat([]Layer2Node) error {
 	mgmtMAC := ovnk.MACFromIP(b.net.managementIP(b.net.Subnets[0].Addr().Is6()))
 	for _, masq := range b.net.MasqueradeIPs {
@@ -21,7 +22,7 @@ func (b *layer2Build) snat([]Layer2Node) error {
 		b.tr.NATs = append(b.tr.NATs, nbdb.NAT{
 			Type: nbdb.NATTypeSNAT, LogicalIP: s.String(), ExternalIP: masq.String(),
 			LogicalPort: base.Ptr(b.names.RouterToSwitch()), Options: map[string]string{"stateless": "false"},
-			Match: "eth.dst == " + mgmtMAC.String(),
+			Match: "eth.dst == " + mgmtMAC.String(), ExternalPortRange: b.net.externalPortRange(),
 		})
 	}
 	return nil

@@ -19,6 +19,12 @@ func (b *layer2Build) transitRouter([]Layer2Node) error {
 		Options:     map[string]string{"requested-tnl-key": strconv.Itoa(net.TransitRouterTunnelKey)},
 		ExternalIDs: map[string]string{ovnk.ExternalIDClusterRouter: "yes"},
 	}, Copp: b.copp}
+	if net.localGateway() {
+		// upstream's topologyfactory: in local gateway mode the transit
+		// router holds the management-port SNAT's conntrack state for
+		// replies too, before service reverse NAT.
+		b.tr.Row.Options["ct-commit-all"] = "true"
+	}
 	gws := net.gateways()
 	rtos := nbdb.LogicalRouterPort{
 		Name: names.RouterToSwitch(), MAC: ovnk.MACFromIP(gws[0].Addr()).String(), Networks: base.PrefixStrings(gws),
