@@ -16,6 +16,7 @@ import (
 
 	"github.com/udnkit/udnkit/cmd/udnkit/app"
 	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // dataplaneFlags are the flags the dataplane component binds, read from the
@@ -57,6 +58,8 @@ var dataplaneOptions = []struct {
 }{
 	{"adoptLegacyLayer2", "adopt-legacy-layer2", true, "true"},
 	{"layer3SubnetPolicies", "layer3-subnet-policies", "pairs", "pairs"},
+	{"gatewayMode", "gateway-mode", "local", "local"},
+	{"externalPortRange", "external-port-range", "1024-65535", "1024-65535"},
 	{"workers", "dataplane-workers", 9, "9"},
 }
 
@@ -267,6 +270,8 @@ func TestRenderRejectsBadDataplaneOptions(t *testing.T) {
 		"adoptLegacyLayer2":    {"true", 1},
 		"layer3SubnetPolicies": {"pair", "Pairs", "address_set", ""},
 		"workers":              {0, -1, 1.5, "4"},
+		"gatewayMode":          {"disabled", "Shared", ""},
+		"externalPortRange":    {"1024", "a-b", "0-100", 1024},
 		"extraArgs":            {"--zap-log-level=debug", []any{"debug"}, []any{""}, []any{7}},
 	} {
 		for _, v := range bad {
@@ -302,6 +307,15 @@ func TestRenderRejectsBadDataplaneOptions(t *testing.T) {
 	for _, f := range forms {
 		if _, err := topology.ParseLayer3PolicyForm(f); err != nil {
 			t.Errorf("the schema accepts layer3SubnetPolicies %q, the dataplane refuses it: %v", f, err)
+		}
+	}
+	modes := schema.Properties.Dataplane.Properties["gatewayMode"].Enum
+	if len(modes) == 0 {
+		t.Fatal("the schema lists no gatewayMode")
+	}
+	for _, m := range modes {
+		if _, err := ovnk.ParseGatewayMode(m); err != nil {
+			t.Errorf("the schema accepts gatewayMode %q, the dataplane refuses it: %v", m, err)
 		}
 	}
 	switch m := schema.Properties.Dataplane.Properties["workers"].Minimum; {

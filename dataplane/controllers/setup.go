@@ -107,7 +107,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	rs := &Reconcilers{
 		OVN: ovn,
 		Layer2: &layer2.Reconciler{Client: c, OVN: ovn, Local: o.Local, Zone: o.Zone, Cluster: o.Cluster, Services: services, Recorder: rec,
-			AdoptLegacy: o.Layer2.AdoptLegacy, Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard},
+			AdoptLegacy: o.Layer2.AdoptLegacy, Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard,
+			GatewayMode: o.GatewayMode, ExternalPortRange: o.ExternalPortRange},
 		Layer3: &layer3.Reconciler{Client: c, OVN: ovn, Form: o.Layer3.Form, Workers: o.Workers, FIFOQueue: o.FIFOQueue,
 			Guard: guard},
 		MultiVTEP: &multivtep.Reconciler{Client: c, OVN: ovn, Local: o.Local, Transit: o.Cluster.TransitSubnets, Workers: o.Workers,

@@ -103,6 +103,8 @@ Deployment or the DaemonSet): its OVN databases and dataplane.* options. */ -}}
 {{- define "udnkit.dataplaneArgs" -}}
 - --adopt-legacy-layer2={{ .Values.dataplane.adoptLegacyLayer2 }}
 - --layer3-subnet-policies={{ .Values.dataplane.layer3SubnetPolicies }}
+- --gateway-mode={{ .Values.dataplane.gatewayMode }}
+- --external-port-range={{ .Values.dataplane.externalPortRange }}
 - --dataplane-workers={{ int .Values.dataplane.workers }}
 - --ovn-nb-address={{ required "ovn.nbAddress is required when the dataplane controller runs" .Values.ovn.nbAddress }}
 - --ovn-sb-address={{ required "ovn.sbAddress is required when the dataplane controller runs" .Values.ovn.sbAddress }}

@@ -104,6 +104,9 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 				if dp.Workers < 1 {
 					return fmt.Errorf("--dataplane-workers=%d: the dataplane needs at least 1 worker", dp.Workers)
 				}
+				if err := dp.ValidateGateway(); err != nil {
+					return err
+				}
 				form, err := topology.ParseLayer3PolicyForm(string(dp.Layer3.Form))
 				if err != nil {
 					return err

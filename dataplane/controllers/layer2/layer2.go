@@ -3,6 +3,7 @@ package layer2
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -59,6 +61,11 @@ type Reconciler struct {
 	Zone string
 	// AdoptLegacy is --adopt-legacy-layer2 (topology.Layer2Network).
 	AdoptLegacy bool
+	// GatewayMode and ExternalPortRange are --gateway-mode and
+	// --external-port-range (topology.Layer2Network; "": shared and
+	// ovnk.DefaultExternalPortRange).
+	GatewayMode       ovnk.GatewayMode
+	ExternalPortRange string
 	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
 	Workers int
 	// FIFOQueue is Options.FIFOQueue.
@@ -184,9 +191,32 @@ func (r *Reconciler) sweep(ctx context.Context, s *scope) (reconcile.Result, err
 	return s.Sweep(ctx, &r.sweeps, r.collect)
 }
 
-// clusterFacts adds the cluster's facts to a network read from its NAD.
+// clusterFacts adds the cluster's facts to a network read from its NAD,
+// and the gateway's: the mode, the SNATs' port range, the cluster's
+// masquerade subnets and the network's gateway-router masquerade IPs, one
+// per join family.
 func (r *Reconciler) clusterFacts(nad *nadv1.NetworkAttachmentDefinition, net *topology.Layer2Network) error {
-	return zone.ClusterFacts(r.Cluster, nad, net)
+	if err := zone.ClusterFacts(r.Cluster, nad, net); err != nil {
+		return err
+	}
+	net.GatewayMode, net.ExternalPortRange = r.GatewayMode, r.ExternalPortRange
+	ids, err := ovnk.DecodeNetworkIDs(nad.Annotations)
+	if err != nil || !ids.HasID || ids.ID < 1 {
+		return err
+	}
+	for _, v6 := range net.JoinFamilies() {
+		masq, ok := ovnk.FamilyOf(r.Cluster.MasqueradeSubnets, v6)
+		if !ok {
+			continue
+		}
+		gr, _, err := ovnk.UDNMasqueradeIPs(masq, ids.ID)
+		if err != nil {
+			return fmt.Errorf("--%s %s: %w", ovnk.FlagMasqueradeSubnets, masq, err)
+		}
+		net.MasqueradeSubnets = append(net.MasqueradeSubnets, masq)
+		net.GatewayMasqueradeIPs = append(net.GatewayMasqueradeIPs, gr)
+	}
+	return nil
 }
 
 // apply programs the network in this zone; waiting reports a local node that
@@ -241,6 +271,9 @@ func (r *Reconciler) apply(ctx context.Context, net topology.Layer2Network) (wai
 	for _, n := range usable {
 		node := objs[n.Name]
 		n.Local = r.Local == nil || r.Local(node)
+		if n.Local {
+			n.Gateway = r.nodeGateway(ctx, node)
+		}
 		if n.Local && n.TopologyVersion != ovnk.Layer2TopologyVersionTransitRouter {
 			if primaryL2 == nil {
 				if primaryL2, err = r.primaryLayer2Namespaces(ctx); err != nil {
@@ -272,6 +305,32 @@ func (r *Reconciler) apply(ctx context.Context, net topology.Layer2Network) (wai
 	}
 	_, err = r.OVN.Apply(ctx, d)
 	return waiting, err
+}
+
+// ReasonInvalidGatewayConfig: the node's k8s.ovn.org/l3-gateway-config is
+// malformed or disables the gateway; the node keeps its place in the
+// networks but gets no external side nor management port.
+const ReasonInvalidGatewayConfig = "InvalidGatewayConfig"
+
+// nodeGateway is the node's gateway config, or nil: while it has none (its
+// ovnkube-node has not set its gateway up; logged) and when it is
+// malformed or disabled (reported: a log line, the metric and a Warning
+// Event on the node).
+func (r *Reconciler) nodeGateway(ctx context.Context, node *corev1.Node) *ovnk.L3GatewayConfig {
+	cfg, ok, err := ovnk.DecodeL3GatewayConfig(node)
+	if err == nil && ok && cfg.Mode == ovnk.GatewayModeDisabled {
+		err = fmt.Errorf("node %s annotation %s: mode \"\" disables its gateway: no external side nor management port", node.Name, ovnk.AnnotationL3GatewayConfig)
+	}
+	switch {
+	case err != nil:
+		zone.Skip(ctx, r.Recorder, node, "Node", ReasonInvalidGatewayConfig, err)
+		return nil
+	case !ok:
+		log.FromContext(ctx).V(1).Info("node has no gateway config yet: no external side nor management port until its ovnkube-node publishes it",
+			"node", node.Name, "annotation", ovnk.AnnotationL3GatewayConfig)
+		return nil
+	}
+	return &cfg
 }
 
 // skip is skip with the reconciler's recorder.

@@ -20,7 +20,8 @@ import (
 // that watches nodes, and every pod status update its namespace's networks.
 var (
 	// Layer2NodeFromNode, and InZone (Local).
-	Layer2NodeFacts = NodeFacts{annotations: []string{ovnk.AnnotationNodeID, ovnk.AnnotationNodeChassisID, ovnk.AnnotationLayer2TopologyVersion, ovnk.AnnotationZoneName}, addresses: true}
+	Layer2NodeFacts = NodeFacts{annotations: []string{ovnk.AnnotationNodeID, ovnk.AnnotationNodeChassisID, ovnk.AnnotationLayer2TopologyVersion, ovnk.AnnotationZoneName,
+		ovnk.AnnotationL3GatewayConfig}, addresses: true}
 	// VTEPNodeFromNode, NodeSubnetsFromNode, and InZone (Local).
 	VTEPNodeFacts = NodeFacts{annotations: []string{ovnk.AnnotationNodeChassisID, ovnk.AnnotationNodeEncapIPs, ovnk.AnnotationNodeTransitSwitchPortTunnelIDs,
 		ovnk.AnnotationNodeSubnets, ovnk.AnnotationZoneName}}
