@@ -17,7 +17,7 @@ var LogicalSwitchPort = Spec[nbdb.LogicalSwitchPort]{
 	UUID:  func(r *nbdb.LogicalSwitchPort) *string { return &r.UUID },
 	IDs:   func(r *nbdb.LogicalSwitchPort) *map[string]string { return &r.ExternalIDs },
 	Fields: func(r *nbdb.LogicalSwitchPort, buf []any) []any {
-		return append(buf, &r.ExternalIDs, &r.Type, &r.Addresses, &r.Options, &r.PortSecurity)
+		return append(buf, &r.ExternalIDs, &r.Type, &r.Addresses, &r.Options, &r.PortSecurity, &r.TagRequest)
 	},
 }
 
