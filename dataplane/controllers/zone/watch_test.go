@@ -27,7 +27,8 @@ func TestNodeFactsCoverWhatReadersRead(t *testing.T) {
 	}{
 		"layer2 and live migration": {Layer2NodeFacts, func(n *corev1.Node) any {
 			l2, ok, err := Layer2NodeFromNode(n)
-			return fmt.Sprint(l2, ok, err, inZoneA(n))
+			gw, gwOK, gwErr := ovnk.DecodeL3GatewayConfig(n)
+			return fmt.Sprint(l2, ok, err, inZoneA(n), gw, gwOK, gwErr)
 		}},
 		"multi-VTEP": {VTEPNodeFacts, func(n *corev1.Node) any {
 			v, err := VTEPNodeFromNode(n)
@@ -82,6 +83,9 @@ func TestPodPortChanged(t *testing.T) {
 
 // nodeEdits change one fact of factsNode to another valid value each.
 var nodeEdits = map[string]func(*corev1.Node){
+	ovnk.AnnotationL3GatewayConfig: func(n *corev1.Node) {
+		n.Annotations[ovnk.AnnotationL3GatewayConfig] = `{"default":{"mode":"shared","bridge-id":"breth0","mac-address":"0a:58:c0:00:02:02","ip-addresses":["192.0.2.2/24"]}}`
+	},
 	ovnk.AnnotationNodeID:        func(n *corev1.Node) { n.Annotations[ovnk.AnnotationNodeID] = "7" },
 	ovnk.AnnotationNodeChassisID: func(n *corev1.Node) { n.Annotations[ovnk.AnnotationNodeChassisID] = "5e1f0c1a-node-a2" },
 	ovnk.AnnotationNodeEncapIPs: func(n *corev1.Node) {
