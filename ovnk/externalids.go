@@ -25,6 +25,11 @@ const (
 	// ExternalIDVM names the VM (namespace/name) a DHCP_Options row serves
 	// (upstream's libovsdbops.VirtualMachineKey); part of the row's identity.
 	ExternalIDVM = "k8s.ovn.org/vm"
+	// ExternalIDObjectID is the primary key upstream gives the rows it
+	// builds from DbObjectIDs (libovsdbops.PrimaryIDKey: owner controller,
+	// owner type and the object's own keys joined with ":"), unique among
+	// them; an ACL's or QoS rule's identity when present.
+	ExternalIDObjectID = "k8s.ovn.org/id"
 	// ExternalIDClusterRouter marks a cluster router, as upstream's
 	// topologyfactory marks every one it creates ("yes").
 	ExternalIDClusterRouter = "k8s-cluster-router"

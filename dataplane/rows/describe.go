@@ -19,6 +19,8 @@ func (d *Desired) Describe(w io.Writer) {
 	for _, s := range d.Switches {
 		line(w, "", nbdb.LogicalSwitchTable, &s.Row, existing(s.Ref))
 		lines(w, nbdb.LogicalSwitchPortTable, s.Ports)
+		lines(w, nbdb.ACLTable, s.ACLs)
+		lines(w, nbdb.QoSTable, s.QoS)
 	}
 	for _, r := range d.Routers {
 		mark := existing(r.Ref)

@@ -286,10 +286,10 @@ func (d *Desired) unsupported() error {
 		n += len(r.LoadBalancerGroups)
 	}
 	for _, s := range d.Switches {
-		n += len(s.ACLs) + len(s.QoS) + len(s.LoadBalancerGroups) + len(s.PortDHCP)
+		n += len(s.LoadBalancerGroups) + len(s.PortDHCP)
 	}
 	if n > 0 {
-		return errors.New("desired rows: port groups, ACLs, QoS, load balancers, static MAC bindings, zone meters and port DHCP references are not planned yet")
+		return errors.New("desired rows: port groups, load balancers, static MAC bindings, zone meters and port DHCP references are not planned yet")
 	}
 	return nil
 }

@@ -60,7 +60,7 @@ func (p *Planner) routers(desired []rows.Router) error {
 	return planParents(p, schema.LogicalRouter, "logical router", ds)
 }
 
-// switches plans the switches and their ports.
+// switches plans the switches and their ports, ACLs and QoS rules.
 func (p *Planner) switches(desired []rows.Switch) error {
 	ds := make([]desiredParent[nbdb.LogicalSwitch], len(desired))
 	for i := range desired {
@@ -68,7 +68,14 @@ func (p *Planner) switches(desired []rows.Switch) error {
 		ds[i] = desiredParent[nbdb.LogicalSwitch]{row: d.Row, ref: d.Ref, shared: d.Shared,
 			children: func(cur, row *nbdb.LogicalSwitch) (colMuts, error) {
 				mut := colMuts{}
-				return mut, diffColumn(p, schema.LogicalSwitchPort, cur.UUID, cur.Ports, d.Ports, &row.Ports, mut, nil)
+				err := diffColumn(p, schema.LogicalSwitchPort, cur.UUID, cur.Ports, d.Ports, &row.Ports, mut, nil)
+				if err == nil {
+					err = diffColumn(p, schema.ACL, cur.UUID, cur.ACLs, d.ACLs, &row.ACLs, mut, nil)
+				}
+				if err == nil {
+					err = diffColumn(p, schema.QoS, cur.UUID, cur.QOSRules, d.QoS, &row.QOSRules, mut, nil)
+				}
+				return mut, err
 			}}
 	}
 	return planParents(p, schema.LogicalSwitch, "logical switch", ds)

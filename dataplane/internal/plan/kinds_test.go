@@ -1,0 +1,221 @@
+package plan_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/udnkit/udnkit/dataplane/internal/engine"
+	"github.com/udnkit/udnkit/dataplane/internal/nbtest"
+	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/ovnk"
+)
+
+// kindCase is one kind of desired row through its life: created, applied
+// again (nothing sent), updated, edited and deleted by another client
+// (healed by the next Apply), and removed with the piece.
+type kindCase struct {
+	// desired is the piece's rows holding the kind; update changes a
+	// managed column of them.
+	desired func() *rows.Desired
+	update  func(*rows.Desired)
+	// table is the kind's table; edit and remove are another client's
+	// change of a managed column and deletion of its rows (given the
+	// engine, for the rows' UUIDs).
+	table        string
+	edit, remove func(*testing.T, *engine.Engine) []ovsdb.Operation
+	// bad makes the rows one Apply refuses, with an error naming want.
+	bad  func(*rows.Desired)
+	want string
+	// left are the tables whose rows stay when the piece goes (zone
+	// rows), with how many.
+	left map[string]int
+}
+
+// fresh is what a database that never held anything holds once d is applied.
+func fresh(t *testing.T, d *rows.Desired) nbtest.Rows {
+	t.Helper()
+	addr := nbtest.Serve(t)
+	e := nbtest.Engine(t, addr, nil)
+	if _, err := e.Apply(context.Background(), d); err != nil {
+		t.Fatalf("apply to an empty database: %v", err)
+	}
+	return nbtest.Snapshot(t, addr)
+}
+
+func (c kindCase) run(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	addr := nbtest.Serve(t)
+	e := nbtest.Engine(t, addr, nil)
+	wantHolds := func(what string, d *rows.Desired) {
+		t.Helper()
+		got, want := nbtest.Snapshot(t, addr), fresh(t, d)
+		if len(want[c.table]) == 0 {
+			t.Fatalf("fixture: the desired rows hold no %s rows", c.table)
+		}
+		if got.String() != want.String() {
+			t.Fatalf("%s: the database differs from a fresh Apply of the desired rows:\ngot:\n%s\nwant:\n%s", what, got, want)
+		}
+	}
+	d := c.desired()
+	if res, err := e.Apply(ctx, d); err != nil || res.Operations == 0 {
+		t.Fatalf("first Apply: %d operations, %v", res.Operations, err)
+	}
+	wantHolds("created", c.desired())
+	refused := c.desired()
+	c.bad(refused)
+	before := nbtest.Snapshot(t, addr)
+	if _, err := e.Apply(ctx, refused); err == nil || !strings.Contains(err.Error(), c.want) {
+		t.Errorf("Apply of refused rows: %v, want an error naming %q", err, c.want)
+	}
+	if after := nbtest.Snapshot(t, addr); after.String() != before.String() {
+		t.Fatalf("a refused Apply changed the database:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	if res, err := e.Apply(ctx, c.desired()); err != nil || res.Operations != 0 {
+		t.Fatalf("second Apply of the same rows: %d operations, %v; want none", res.Operations, err)
+	}
+	up := c.desired()
+	c.update(up)
+	if res, err := e.Apply(ctx, up); err != nil || res.Operations == 0 {
+		t.Fatalf("Apply of the updated rows: %d operations, %v", res.Operations, err)
+	}
+	wantHolds("updated", up)
+	for what, change := range map[string]func(*testing.T, *engine.Engine) []ovsdb.Operation{"edited": c.edit, "deleted": c.remove} {
+		if change == nil {
+			continue
+		}
+		nbtest.Transact(t, addr, change(t, e)...)
+		if got := nbtest.Snapshot(t, addr); got.String() == fresh(t, up).String() {
+			t.Fatalf("fixture: another client's %s rows left the database as it was", what)
+		}
+		if _, err := e.Apply(ctx, up); err != nil {
+			t.Fatal(err)
+		}
+		wantHolds("another client's "+what+" rows, healed", up)
+	}
+	if _, err := e.Apply(ctx, &rows.Desired{Owner: d.Owner}); err != nil {
+		t.Fatal(err)
+	}
+	for table, rs := range nbtest.Snapshot(t, addr) {
+		if table != nbdb.NBGlobalTable && len(rs) != c.left[table] {
+			t.Errorf("after the piece's removal %s holds %d rows, want %d:\n%s", table, len(rs), c.left[table], strings.Join(rs, "\n"))
+		}
+	}
+}
+
+// uuids are the cached rows of a table.
+func uuids(e *engine.Engine, table string) []string {
+	var out []string
+	for u := range e.NB.Cache().Table(table).Rows() {
+		out = append(out, u)
+	}
+	return out
+}
+
+// updateAll is another client's update of every row of table.
+func updateAll(table string, row ovsdb.Row) func(*testing.T, *engine.Engine) []ovsdb.Operation {
+	return func(t *testing.T, e *engine.Engine) []ovsdb.Operation {
+		var ops []ovsdb.Operation
+		for _, u := range uuids(e, table) {
+			ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: table, Row: row,
+				Where: []ovsdb.Condition{ovsdb.NewCondition("_uuid", ovsdb.ConditionEqual, ovsdb.UUID{GoUUID: u})}})
+		}
+		return ops
+	}
+}
+
+// takeOut is another client's removal of every row of a child table from
+// its parents' column (which deletes them).
+func takeOut(parent, column, table string) func(*testing.T, *engine.Engine) []ovsdb.Operation {
+	return func(t *testing.T, e *engine.Engine) []ovsdb.Operation {
+		var ops []ovsdb.Operation
+		for _, p := range uuids(e, parent) {
+			ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationMutate, Table: parent,
+				Where:     []ovsdb.Condition{ovsdb.NewCondition("_uuid", ovsdb.ConditionEqual, ovsdb.UUID{GoUUID: p})},
+				Mutations: []ovsdb.Mutation{{Column: column, Mutator: ovsdb.MutateOperationDelete, Value: setOf(uuids(e, table))}}})
+		}
+		return ops
+	}
+}
+
+// deleteAll is another client's deletion of every row of a root table.
+func deleteAll(table string) func(*testing.T, *engine.Engine) []ovsdb.Operation {
+	return func(t *testing.T, e *engine.Engine) []ovsdb.Operation {
+		var ops []ovsdb.Operation
+		for _, u := range uuids(e, table) {
+			ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationDelete, Table: table,
+				Where: []ovsdb.Condition{ovsdb.NewCondition("_uuid", ovsdb.ConditionEqual, ovsdb.UUID{GoUUID: u})}})
+		}
+		return ops
+	}
+}
+
+func setOf(uuids []string) ovsdb.OvsSet {
+	s := ovsdb.OvsSet{}
+	for _, u := range uuids {
+		s.GoSet = append(s.GoSet, ovsdb.UUID{GoUUID: u})
+	}
+	return s
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// aclSwitch is a switch with two ACLs (one keyed by upstream's
+// k8s.ovn.org/id, one by name, direction, priority and match) and a QoS
+// rule.
+func aclSwitch() *rows.Desired {
+	return &rows.Desired{Owner: nbtest.Owner("net1"), Switches: []rows.Switch{{
+		Row:   nbdb.LogicalSwitch{Name: "net1_s0"},
+		Ports: []nbdb.LogicalSwitchPort{{Name: "net1_sp0", Addresses: []string{"unknown"}}},
+		ACLs: []nbdb.ACL{
+			{Action: nbdb.ACLActionAllowRelated, Direction: nbdb.ACLDirectionToLport, Priority: 1001, Match: "ip4.src==10.0.0.1",
+				Name: ptr("net1_allow"), Tier: 2, Options: map[string]string{"apply-after-lb": "true"},
+				ExternalIDs: map[string]string{ovnk.ExternalIDObjectID: "udnkit:test:allow"}},
+			{Action: nbdb.ACLActionDrop, Direction: nbdb.ACLDirectionFromLport, Priority: 1000, Match: "ip4", Log: true,
+				Severity: ptr(nbdb.ACLSeverityInfo), Meter: ptr("acl-logging")},
+		},
+		QoS: []nbdb.QoS{{Direction: nbdb.QoSDirectionFromLport, Priority: 100, Match: "ip4.src==10.0.0.0/24",
+			Action: map[string]int{"dscp": 10}}},
+	}}}
+}
+
+func TestSwitchACLsLifecycle(t *testing.T) {
+	kindCase{
+		desired: aclSwitch,
+		update: func(d *rows.Desired) {
+			d.Switches[0].ACLs[0].Match = "ip4.src==10.0.0.2" // same k8s.ovn.org/id: an update
+			d.Switches[0].ACLs[1].Action = nbdb.ACLActionReject
+		},
+		bad: func(d *rows.Desired) {
+			d.Switches[0].Ports[0].Addresses = []string{"dynamic"}
+			d.Switches[0].ACLs = append(d.Switches[0].ACLs, d.Switches[0].ACLs[0])
+		},
+		want:   "udnkit:test:allow",
+		table:  nbdb.ACLTable,
+		edit:   updateAll(nbdb.ACLTable, ovsdb.Row{"action": "pass", "tier": 1}),
+		remove: takeOut(nbdb.LogicalSwitchTable, "acls", nbdb.ACLTable),
+	}.run(t)
+}
+
+func TestSwitchQoSLifecycle(t *testing.T) {
+	kindCase{
+		desired: aclSwitch,
+		update: func(d *rows.Desired) {
+			d.Switches[0].QoS[0].Action = map[string]int{"dscp": 12}
+			d.Switches[0].QoS = append(d.Switches[0].QoS, nbdb.QoS{Direction: nbdb.QoSDirectionToLport, Priority: 90,
+				Match: "ip6", Bandwidth: map[string]int{"rate": 1000}})
+		},
+		bad: func(d *rows.Desired) {
+			d.Switches[0].Ports[0].Addresses = []string{"dynamic"}
+			d.Switches[0].QoS = append(d.Switches[0].QoS, d.Switches[0].QoS[0])
+		},
+		want:   "ip4.src==10.0.0.0/24",
+		table:  nbdb.QoSTable,
+		edit:   updateAll(nbdb.QoSTable, ovsdb.Row{"priority": 5}),
+		remove: takeOut(nbdb.LogicalSwitchTable, "qos_rules", nbdb.QoSTable),
+	}.run(t)
+}
