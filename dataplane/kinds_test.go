@@ -1,6 +1,8 @@
 package dataplane
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
@@ -50,4 +52,50 @@ func TestRealSwitchACLsAndQoS(t *testing.T) {
 	e.apply(&rows.Desired{Owner: kindsOwner})
 	wantLines(t, "ACLs and QoS rules after the piece's removal", e.nbctl("--data=bare", "--no-headings", "--columns=_uuid", "list", "ACL")+
 		e.nbctl("--data=bare", "--no-headings", "--columns=_uuid", "list", "QoS"))
+}
+
+// A port group holds the piece's ports (inserted with it, even when the
+// Apply is split into many transactions) and its ACLs, as ovn-nbctl shows
+// them; a member another client took out is put back; the group goes with
+// the piece.
+func TestRealPortGroup(t *testing.T) {
+	e := newEnv(t)
+	e.c.eng.MaxTransactionOps = 8
+	d := func() *rows.Desired {
+		s := rows.Switch{Row: nbdb.LogicalSwitch{Name: "kinds_s"}}
+		g := rows.PortGroup{Row: nbdb.PortGroup{Name: "kinds_pg"},
+			ACLs: []nbdb.ACL{{Action: nbdb.ACLActionAllow, Direction: nbdb.ACLDirectionToLport, Priority: 1010, Match: "outport == @kinds_pg"}}}
+		for i := range 20 {
+			name := fmt.Sprintf("kinds_p%02d", i)
+			s.Ports = append(s.Ports, nbdb.LogicalSwitchPort{Name: name, Addresses: []string{"unknown"}})
+			g.Ports = append(g.Ports, name)
+		}
+		return &rows.Desired{Owner: kindsOwner, Switches: []rows.Switch{s}, PortGroups: []rows.PortGroup{g}}
+	}
+	res, err := e.c.Apply(e.ctx, d())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Transactions < 2 {
+		t.Fatalf("%d transactions, want a split Apply", res.Transactions)
+	}
+	wantMembers := func(what string) {
+		t.Helper()
+		got := e.nbctl("--data=bare", "--no-headings", "--columns=ports", "list", "Port_Group", "kinds_pg")
+		if n := len(strings.Fields(got)); n != 20 {
+			t.Errorf("%s: port group kinds_pg holds %d ports, want 20: %q", what, n, got)
+		}
+	}
+	wantMembers("created")
+	wantLines(t, "acl-list", e.nbctl("acl-list", "kinds_pg"), "to-lport 1010 (outport == @kinds_pg) allow")
+	if n := e.apply(d()); n != 0 {
+		t.Errorf("the second Apply sent %d operations, want 0", n)
+	}
+	e.nbctl("clear", "Port_Group", "kinds_pg", "ports")
+	e.apply(d())
+	wantMembers("another client's edit healed")
+	e.apply(&rows.Desired{Owner: kindsOwner})
+	if got := e.nbctl("--data=bare", "--no-headings", "--columns=name", "list", "Port_Group") + e.nbctl("--data=bare", "--no-headings", "--columns=_uuid", "list", "ACL"); got != "" {
+		t.Errorf("port groups and ACLs after the piece's removal: %q", got)
+	}
 }

@@ -12,7 +12,7 @@ import (
 
 // Describe prints the desired rows in a layout close to `ovn-nbctl show`
 // (plus routes, policies and NATs), for `udnctl plan`: each row's line is
-// its table's (package schema). Routers and switches another piece owns are
+// its table's (package schema). Routers, switches and port groups another piece owns are
 // marked "(existing)": only the listed children are this piece's.
 func (d *Desired) Describe(w io.Writer) {
 	fmt.Fprintf(w, "# network %s, topology %s, piece %s\n", d.Owner.Network, d.Owner.Topology, d.Owner.Piece)
@@ -23,11 +23,7 @@ func (d *Desired) Describe(w io.Writer) {
 		lines(w, nbdb.QoSTable, s.QoS)
 	}
 	for _, r := range d.Routers {
-		mark := existing(r.Ref)
-		if r.Shared {
-			mark = " (existing, or created when missing)"
-		}
-		line(w, "", nbdb.LogicalRouterTable, &r.Row, mark)
+		line(w, "", nbdb.LogicalRouterTable, &r.Row, mark(r.Ref, r.Shared))
 		if r.Copp != nil {
 			line(w, "    ", nbdb.CoppTable, &r.Copp.Row, " (the zone's, existing or created when missing)")
 		}
@@ -41,6 +37,12 @@ func (d *Desired) Describe(w io.Writer) {
 		lines(w, nbdb.LogicalRouterStaticRouteTable, r.Routes)
 		lines(w, nbdb.LogicalRouterPolicyTable, r.Policies)
 		lines(w, nbdb.NATTable, r.NATs)
+	}
+	for _, g := range d.PortGroups {
+		row := g.Row
+		row.Ports = g.Ports // by name
+		line(w, "", nbdb.PortGroupTable, &row, mark(g.Ref, g.Shared))
+		lines(w, nbdb.ACLTable, g.ACLs)
 	}
 	for i := range d.AddressSets {
 		line(w, "", nbdb.AddressSetTable, &d.AddressSets[i], "")
@@ -64,9 +66,15 @@ func line(w io.Writer, indent, table string, m model.Model, mark string) {
 	fmt.Fprintf(w, "%s%s\n", indent, schema.Describe(table, m, mark))
 }
 
-func existing(ref bool) string {
-	if ref {
+func existing(ref bool) string { return mark(ref, false) }
+
+// mark follows the name of a row another piece may own.
+func mark(ref, shared bool) string {
+	switch {
+	case ref:
 		return " (existing)"
+	case shared:
+		return " (existing, or created when missing)"
 	}
 	return ""
 }

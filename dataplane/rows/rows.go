@@ -180,9 +180,15 @@ type Desired struct {
 	Meters []ZoneMeter
 }
 
+// Empty says whether d holds no rows: the piece goes away.
+func (d *Desired) Empty() bool {
+	return len(d.Routers)+len(d.Switches)+len(d.DHCPOptions)+len(d.AddressSets)+len(d.PortGroups)+
+		len(d.LoadBalancers)+len(d.LoadBalancerGroups)+len(d.StaticMACBindings)+len(d.Meters) == 0
+}
+
 // Validate refuses a Desired no Apply can hold: an owner without network,
-// topology or piece, and a router, switch or port without a name or with
-// the name of another of its kind.
+// topology or piece, and a router, switch, port or port group without a
+// name or with the name of another of its kind.
 func (d *Desired) Validate() error {
 	if d.Owner.Network == "" || d.Owner.Topology == "" || d.Owner.Piece == "" {
 		return errors.New("desired rows: owner needs network, topology and piece")
@@ -240,6 +246,11 @@ func (d *Desired) Validate() error {
 			}
 		}
 	}
+	for _, g := range d.PortGroups {
+		if err := check("Port_Group", g.Row.Name); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -281,7 +292,7 @@ func (c *Copp) validate(router string, seen map[string]*Copp) error {
 // unsupported refuses the rows the planner cannot hold yet, rather than
 // ignoring them.
 func (d *Desired) unsupported() error {
-	n := len(d.PortGroups) + len(d.LoadBalancers) + len(d.LoadBalancerGroups) + len(d.StaticMACBindings) + len(d.Meters)
+	n := len(d.LoadBalancers) + len(d.LoadBalancerGroups) + len(d.StaticMACBindings) + len(d.Meters)
 	for _, r := range d.Routers {
 		n += len(r.LoadBalancerGroups)
 	}
@@ -289,7 +300,7 @@ func (d *Desired) unsupported() error {
 		n += len(s.LoadBalancerGroups) + len(s.PortDHCP)
 	}
 	if n > 0 {
-		return errors.New("desired rows: port groups, load balancers, static MAC bindings, zone meters and port DHCP references are not planned yet")
+		return errors.New("desired rows: load balancers, static MAC bindings, zone meters and port DHCP references are not planned yet")
 	}
 	return nil
 }

@@ -384,25 +384,34 @@ func (ix *Index) LookUp(api client.Client, children []RowRef) error {
 		ix.enqueue(rowEvent{all: kids})
 		return nil
 	}
-	ops := make([]ovsdb.Operation, 0, len(children))
+	// One select per child and table that may hold it.
+	var ops []ovsdb.Operation
+	var asked []RowRef
 	for _, c := range children {
-		pc := parentColumns[c.Table]
-		ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationSelect, Table: pc[0], Columns: []string{"_uuid"},
-			Where: []ovsdb.Condition{ovsdb.NewCondition(pc[1], ovsdb.ConditionIncludes, schema.Set(c.UUID))}})
+		col := parentColumns[c.Table][1]
+		for _, pt := range schema.Lookup(c.Table).Parents() {
+			ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationSelect, Table: pt, Columns: []string{"_uuid"},
+				Where: []ovsdb.Condition{ovsdb.NewCondition(col, ovsdb.ConditionIncludes, schema.Set(c.UUID))}})
+			asked = append(asked, c)
+		}
 	}
 	results, err := selectRows(api, ops)
 	if err != nil {
 		return err
 	}
 	var e rowEvent
-	for i, c := range children {
-		if len(results[i].Rows) == 0 {
-			e.unparented = append(e.unparented, c.UUID)
-		}
+	found := map[string]bool{}
+	for i, c := range asked {
 		for _, row := range results[i].Rows {
 			for _, p := range schema.UUIDs(row["_uuid"]) {
+				found[c.UUID] = true
 				e.links = append(e.links, Link{Parent: p, Column: parentColumns[c.Table][1], Child: c.UUID, Add: true})
 			}
+		}
+	}
+	for _, c := range children {
+		if !found[c.UUID] {
+			e.unparented = append(e.unparented, c.UUID)
 		}
 	}
 	ix.enqueue(e)

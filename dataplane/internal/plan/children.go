@@ -162,6 +162,10 @@ func createChild[T any, PT interface {
 	}
 	u := p.name()
 	*sp.UUID(d) = u
+	if p.inserted == nil {
+		p.inserted = map[[2]string]string{}
+	}
+	p.inserted[[2]string{sp.Table, k}] = u
 	return u, p.add(p.api.Create(PT(d)))
 }
 

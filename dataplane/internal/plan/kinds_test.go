@@ -219,3 +219,82 @@ func TestSwitchQoSLifecycle(t *testing.T) {
 		remove: takeOut(nbdb.LogicalSwitchTable, "qos_rules", nbdb.QoSTable),
 	}.run(t)
 }
+
+// withPortGroup is aclSwitch with a port group holding its port and an
+// ACL.
+func withPortGroup() *rows.Desired {
+	d := aclSwitch()
+	d.PortGroups = []rows.PortGroup{{Row: nbdb.PortGroup{Name: "net1_pg"}, Ports: []string{"net1_sp0"},
+		ACLs: []nbdb.ACL{{Action: nbdb.ACLActionAllow, Direction: nbdb.ACLDirectionToLport, Priority: 1010,
+			Match: "outport == @net1_pg", ExternalIDs: map[string]string{ovnk.ExternalIDObjectID: "udnkit:test:pg"}}}}}
+	return d
+}
+
+func TestPortGroupLifecycle(t *testing.T) {
+	kindCase{
+		desired: withPortGroup,
+		update: func(d *rows.Desired) {
+			d.Switches[0].Ports = append(d.Switches[0].Ports, nbdb.LogicalSwitchPort{Name: "net1_sp1", Addresses: []string{"unknown"}})
+			d.PortGroups[0].Ports = []string{"net1_sp1"}
+			d.PortGroups[0].ACLs[0].Priority = 1011
+		},
+		bad: func(d *rows.Desired) {
+			d.Switches[0].Ports[0].Addresses = []string{"dynamic"}
+			d.PortGroups[0].Ports = append(d.PortGroups[0].Ports, "net1_nope")
+		},
+		want:   `logical switch port "net1_nope" not found`,
+		table:  nbdb.PortGroupTable,
+		edit:   updateAll(nbdb.PortGroupTable, ovsdb.Row{"ports": setOf(nil)}),
+		remove: deleteAll(nbdb.PortGroupTable),
+	}.run(t)
+}
+
+// A port group another client owns, named Shared (or Ref), keeps its
+// external_ids and its other members: the piece adds its port and ACL,
+// and takes out only those when it no longer wants the group. A Ref group
+// that does not exist is refused, naming it.
+func TestPortGroupOfAnotherClient(t *testing.T) {
+	ctx := context.Background()
+	addr := nbtest.Serve(t)
+	e := nbtest.Engine(t, addr, nil)
+	nbtest.Transact(t, addr,
+		ovsdb.Operation{Op: ovsdb.OperationInsert, Table: nbdb.LogicalSwitchPortTable, UUIDName: "fport", Row: ovsdb.Row{"name": "foreign_p"}},
+		ovsdb.Operation{Op: ovsdb.OperationInsert, Table: nbdb.LogicalSwitchTable, Row: ovsdb.Row{"name": "foreign_s", "ports": setOf([]string{"fport"})}},
+		ovsdb.Operation{Op: ovsdb.OperationInsert, Table: nbdb.PortGroupTable,
+			Row: ovsdb.Row{"name": "net1_pg", "ports": setOf([]string{"fport"}), "external_ids": ovsMap(map[string]string{"owner": "other"})}})
+	before := nbtest.Snapshot(t, addr)
+
+	for _, ref := range []bool{false, true} {
+		d := withPortGroup()
+		d.PortGroups[0].Shared, d.PortGroups[0].Ref = !ref, ref
+		d.PortGroups[0].Ports = []string{"net1_sp0", "foreign_p"}
+		if ops := plans(t, e, d); len(ops) == 0 {
+			t.Fatal("no plan")
+		}
+		if _, err := e.Apply(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		pg := nbtest.Snapshot(t, addr)[nbdb.PortGroupTable]
+		if len(pg) != 1 || !strings.Contains(pg[0], `external_ids={"owner":"other"} name="net1_pg"`) ||
+			!strings.Contains(pg[0], "foreign_p") || !strings.Contains(pg[0], "net1_sp0") || !strings.Contains(pg[0], "@net1_pg") {
+			t.Fatalf("ref %v: the group, with the piece's port and ACL: %v", ref, pg)
+		}
+		d.PortGroups = nil
+		if _, err := e.Apply(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		if got := nbtest.Snapshot(t, addr)[nbdb.PortGroupTable]; strings.Join(got, "") != strings.Join(before[nbdb.PortGroupTable], "") {
+			t.Errorf("ref %v: the group once the piece no longer wants it: %v, want as it was: %v", ref, got, before[nbdb.PortGroupTable])
+		}
+	}
+
+	d := withPortGroup()
+	d.PortGroups[0].Row.Name, d.PortGroups[0].Ref = "net1_missing", true
+	if _, err := e.Apply(ctx, d); err == nil || !strings.Contains(err.Error(), `port group "net1_missing" not found`) {
+		t.Errorf("Apply with a missing Ref group: %v", err)
+	}
+	d = withPortGroup()
+	if _, err := e.Apply(ctx, d); err == nil || !strings.Contains(err.Error(), `port group "net1_pg" exists but is not owned`) {
+		t.Errorf("Apply of a group another client owns, neither Ref nor Shared: %v", err)
+	}
+}

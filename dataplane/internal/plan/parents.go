@@ -247,6 +247,9 @@ func (p *Planner) childColumns(table string, m model.Model) []childColumn {
 	for _, c := range kids {
 		cols = append(cols, childColumn{col: c.In(m), table: c.Name, owned: p.ownedIn(c.Name)})
 	}
+	for _, mc := range schema.Lookup(table).Members {
+		cols = append(cols, childColumn{col: mc.In(m), table: mc.Table, owned: p.ownedIn(mc.Table), member: true})
+	}
 	return cols
 }
 
@@ -354,6 +357,9 @@ type childColumn struct {
 	col   *[]string
 	table string
 	owned func(uuid string) bool
+	// member: a column of members (schema.Table.Members), whose rows stay
+	// when taken out.
+	member bool
 }
 
 // dropChildren removes this piece's children from a parent it does not own.
@@ -364,7 +370,9 @@ func (p *Planner) dropChildren(parent model.Model, cols []childColumn) error {
 		for _, u := range *c.col {
 			if c.owned(u) {
 				drop = append(drop, u)
-				p.Gone = append(p.Gone, index.RowRef{Table: c.table, UUID: u})
+				if !c.member {
+					p.Gone = append(p.Gone, index.RowRef{Table: c.table, UUID: u})
+				}
 			}
 		}
 		if len(drop) > 0 {

@@ -42,6 +42,9 @@ type Planner struct {
 	Gone []index.RowRef
 	// memo, when set, remembers the keys of the owner's cached rows between plans.
 	memo *Memo
+	// inserted: the named UUIDs of the children the plan inserts, by
+	// table and key (a port group's new ports).
+	inserted map[[2]string]string
 	// copps: the UUIDs of the zone's COPPs the plan found or inserts, by name.
 	copps map[string]string
 	// Zone says the plan inserts zone rows (package schema), which another
@@ -138,7 +141,7 @@ func (p *Planner) rows(table string) map[string]model.Model {
 // Incremental plans an Apply of d against the index with the owner's key
 // memo (under the network's lock, which the caller holds).
 func Incremental(api client.Client, ix *index.Index, memos *Memos, d *rows.Desired) (*Planner, error) {
-	if len(d.Routers)+len(d.Switches)+len(d.DHCPOptions)+len(d.AddressSets) == 0 {
+	if d.Empty() {
 		// The piece goes away (its network was deleted): so does its memo.
 		memos.drop(d.Owner)
 		return Indexed(api, ix, d, nil)
@@ -210,6 +213,9 @@ func newPlanWith(api client.Client, d *rows.Desired, memo *Memo, ix, links *inde
 		return nil, err
 	}
 	if err := p.switches(d.Switches); err != nil {
+		return nil, err
+	}
+	if err := p.portGroups(d.PortGroups); err != nil {
 		return nil, err
 	}
 	if err := roots(p, schema.DHCPOptions, d.DHCPOptions); err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 )
 
-// ACL: a switch's ACL (its acls column), by its external_ids
+// ACL: a switch's or a port group's ACL (their acls column), by its external_ids
 // k8s.ovn.org/id when set (upstream's primary key of the ACLs its BuildACL
 // writes), otherwise by name, direction, priority and match. The managed
 // columns are those upstream's BuildACL sets.
@@ -39,10 +39,16 @@ func objectKey(ids map[string]string, prefix string, priority int, match string)
 }
 
 var _ = planned(ACL, Table{
-	Kind:    Child,
-	Parent:  nbdb.LogicalSwitchTable,
-	Column:  "acls",
-	In:      func(m model.Model) *[]string { return &m.(*nbdb.LogicalSwitch).ACLs },
+	Kind:   Child,
+	Parent: nbdb.LogicalSwitchTable,
+	Column: "acls",
+	AlsoIn: []string{nbdb.PortGroupTable},
+	In: func(m model.Model) *[]string {
+		if pg, ok := m.(*nbdb.PortGroup); ok {
+			return &pg.ACLs
+		}
+		return &m.(*nbdb.LogicalSwitch).ACLs
+	},
 	Indexed: true,
 	Describe: func(m model.Model, _ string) string {
 		a := m.(*nbdb.ACL)

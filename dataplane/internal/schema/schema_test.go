@@ -123,32 +123,41 @@ func checkChild(t *testing.T, tb *schema.Table, db ovsdb.DatabaseSchema) {
 			tb.Name, tb.Parent, tb.Column, tb.In != nil)
 		return
 	}
-	parent := schema.Lookup(tb.Parent)
-	if parent == nil || parent.Kind != schema.Parent && parent.Kind != schema.Child {
-		t.Errorf("%s: parent %s is not a registered Parent or Child table", tb.Name, tb.Parent)
-		return
-	}
-	if got := schema.ChildColumns()[tb.Parent][tb.Column]; got != tb.Name {
-		t.Errorf("%s: ChildColumns()[%s][%s] = %q", tb.Name, tb.Parent, tb.Column, got)
-	}
-	col := db.Tables[tb.Parent].Column(tb.Column)
-	if col == nil || col.TypeObj == nil || col.TypeObj.Key == nil {
-		t.Errorf("%s: %s has no column %q", tb.Name, tb.Parent, tb.Column)
-		return
-	}
-	if ref, _ := col.TypeObj.Key.RefTable(); ref != tb.Name {
-		t.Errorf("%s: %s.%s refers to %q", tb.Name, tb.Parent, tb.Column, ref)
-	}
 	if tb.Group == nil || tb.GroupInsert == nil {
 		t.Errorf("%s: no grouping (Group, GroupInsert): a split Apply would not keep its rows together", tb.Name)
 	}
+	for _, pt := range tb.Parents() {
+		checkParentColumn(t, tb, db, pt)
+	}
+}
+
+// checkParentColumn checks that one parent table's column holds a child
+// table's rows and In returns it.
+func checkParentColumn(t *testing.T, tb *schema.Table, db ovsdb.DatabaseSchema, pt string) {
+	t.Helper()
+	parent := schema.Lookup(pt)
+	if parent == nil || parent.Kind != schema.Parent && parent.Kind != schema.Child {
+		t.Errorf("%s: parent %s is not a registered Parent or Child table", tb.Name, pt)
+		return
+	}
+	if got := schema.ChildColumns()[pt][tb.Column]; got != tb.Name {
+		t.Errorf("%s: ChildColumns()[%s][%s] = %q", tb.Name, pt, tb.Column, got)
+	}
+	col := db.Tables[pt].Column(tb.Column)
+	if col == nil || col.TypeObj == nil || col.TypeObj.Key == nil {
+		t.Errorf("%s: %s has no column %q", tb.Name, pt, tb.Column)
+		return
+	}
+	if ref, _ := col.TypeObj.Key.RefTable(); ref != tb.Name {
+		t.Errorf("%s: %s.%s refers to %q", tb.Name, pt, tb.Column, ref)
+	}
 	// In returns the parent model's field of that column.
-	m := newModel(t, tb.Parent)
+	m := newModel(t, pt)
 	got := reflect.ValueOf(tb.In(m)).Pointer()
 	v := reflect.ValueOf(m).Elem()
 	for i := range v.NumField() {
 		if v.Type().Field(i).Tag.Get("ovsdb") == tb.Column && v.Field(i).Addr().Pointer() != got {
-			t.Errorf("%s: In does not return %s's %s field", tb.Name, tb.Parent, tb.Column)
+			t.Errorf("%s: In does not return %s's %s field", tb.Name, pt, tb.Column)
 		}
 	}
 }

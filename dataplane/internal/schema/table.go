@@ -67,9 +67,18 @@ type Table struct {
 	DB   string
 	Kind Kind
 	// Parent and Column: a Child's parent table and the parent's column
-	// that holds its rows; In returns that column of a parent row.
+	// that holds its rows; In returns that column of a parent row (of
+	// any of its parent tables). AlsoIn are other parent tables whose
+	// column of the same name holds rows of the table too (an ACL is a
+	// switch's or a port group's): one row is held by one parent.
 	Parent, Column string
+	AlsoIn         []string
 	In             func(parent model.Model) *[]string
+	// Members: a Parent's columns of weak references to rows of a Child
+	// table that are no children of it (a port group's ports): column →
+	// that table. A plan adds and removes its rows' members one by one; a
+	// split Apply adds a member with the transaction that inserts it.
+	Members map[string]Member
 	// Monitor is what the client's cache holds of the table (nil: nothing).
 	Monitor func() client.MonitorOption
 	// Indexed says the dataplane's index follows the table's rows.
@@ -81,7 +90,8 @@ type Table struct {
 	// for a model of another table. Filled from the Spec.
 	Row func(model.Model) (uuid string, ids map[string]string, name string, ok bool)
 	// Changed says whether a row's change touches its identity or a
-	// managed column; buf holds two scratch lists. Filled from the Spec.
+	// managed column; buf holds two scratch lists. Filled from the Spec
+	// (and a table's own Changed, for what Fields leaves out).
 	Changed func(old, cur model.Model, buf *[2][]any) bool
 	// Describe is a row's line in `udnctl plan` (rows.Desired.Describe),
 	// close to `ovn-nbctl show`; mark follows a router's or switch's name.
@@ -90,6 +100,13 @@ type Table struct {
 	// of a Child row: cached (one the plan removes) or in an insert.
 	Group       func(model.Model) GroupRow
 	GroupInsert func(ovsdb.Row) GroupRow
+}
+
+// Member is a column of weak references a Parent's row holds members in
+// (Table.Members): the members' table, and the column of a row.
+type Member struct {
+	Table string
+	In    func(model.Model) *[]string
 }
 
 // GroupRow is what grouping needs to know of one child row: rows that
@@ -137,10 +154,11 @@ func planned[T any, PT interface {
 		}
 		return *sp.UUID((*T)(r)), *sp.IDs((*T)(r)), name, true
 	}
+	also := t.Changed // a change of what Fields leaves out (Members)
 	t.Changed = func(old, cur model.Model, buf *[2][]any) bool {
 		a, b := (*T)(old.(PT)), (*T)(cur.(PT))
 		buf[0], buf[1] = sp.Fields(a, buf[0][:0]), sp.Fields(b, buf[1][:0])
-		return !SameFields(buf[0], buf[1]) || sp.Key(a) != sp.Key(b)
+		return !SameFields(buf[0], buf[1]) || sp.Key(a) != sp.Key(b) || also != nil && also(old, cur, buf)
 	}
 	return register(&t)
 }
@@ -180,23 +198,32 @@ func Monitor(db string) []client.MonitorOption {
 	return out
 }
 
+// Parents lists the tables whose Column holds a Child table's rows:
+// Parent, then AlsoIn.
+func (t *Table) Parents() []string {
+	if t.Kind != Child {
+		return nil
+	}
+	return append([]string{t.Parent}, t.AlsoIn...)
+}
+
 // ChildColumns maps each Parent table to its columns of children and their
 // tables.
 func ChildColumns() map[string]map[string]string {
 	out := map[string]map[string]string{}
 	for _, t := range Tables() {
-		if t.Kind != Child {
-			continue
+		for _, p := range t.Parents() {
+			if out[p] == nil {
+				out[p] = map[string]string{}
+			}
+			out[p][t.Column] = t.Name
 		}
-		if out[t.Parent] == nil {
-			out[t.Parent] = map[string]string{}
-		}
-		out[t.Parent][t.Column] = t.Name
 	}
 	return out
 }
 
-// ParentColumns maps each Child table to its parent table and column.
+// ParentColumns maps each Child table to its (first) parent table and
+// its column (Parents lists every parent table).
 func ParentColumns() map[string][2]string {
 	out := map[string][2]string{}
 	for _, t := range Tables() {
@@ -211,7 +238,7 @@ func ParentColumns() map[string][2]string {
 func Children(parent string) []*Table {
 	var out []*Table
 	for _, t := range Tables() {
-		if t.Kind == Child && t.Parent == parent {
+		if slices.Contains(t.Parents(), parent) {
 			out = append(out, t)
 		}
 	}

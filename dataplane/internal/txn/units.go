@@ -128,9 +128,31 @@ func (g *grouping) parentInsert(i int, op ovsdb.Operation, cols map[string]strin
 			row[col] = schema.Set(kept...)
 		}
 	}
+	g.memberRefs(op.Table, op.UUIDName, row)
 	op.Row = row
 	g.parents[op.UUIDName] = op
 	g.parentOrder[op.UUIDName] = i
+}
+
+// memberRefs takes out of a parent's insert (row) the members this plan
+// inserts (a port group's new ports): each joins its own unit, so that no
+// transaction names a member another one inserts.
+func (g *grouping) memberRefs(table, parent string, row ovsdb.Row) {
+	for col := range schema.Lookup(table).Members {
+		v, ok := row[col]
+		if !ok {
+			continue
+		}
+		var kept []string
+		for _, c := range schema.UUIDs(v) {
+			if u := g.byChild[c]; u != nil {
+				u.refs = append(u.refs, childRef{parent: parent, table: table, column: col, uuid: c, insert: true})
+			} else {
+				kept = append(kept, c)
+			}
+		}
+		row[col] = schema.Set(kept...)
+	}
 }
 
 // parentMutate splits a mutation of a parent's columns of children: an
@@ -139,7 +161,16 @@ func (g *grouping) parentInsert(i int, op ovsdb.Operation, cols map[string]strin
 // operation.
 func (g *grouping) parentMutate(i int, op ovsdb.Operation, cols map[string]string) {
 	var rest []ovsdb.Mutation
+	members := schema.Lookup(op.Table).Members
 	for _, m := range op.Mutations {
+		if _, member := members[m.Column]; member && m.Mutator == ovsdb.MutateOperationInsert {
+			row := ovsdb.Row{m.Column: m.Value}
+			g.memberRefs(op.Table, schema.WhereUUID(op), row)
+			if kept := row[m.Column].(ovsdb.OvsSet); len(kept.GoSet) > 0 {
+				rest = append(rest, ovsdb.Mutation{Column: m.Column, Mutator: m.Mutator, Value: kept})
+			}
+			continue
+		}
 		if cols[m.Column] == "" || (m.Mutator != ovsdb.MutateOperationInsert && m.Mutator != ovsdb.MutateOperationDelete) {
 			rest = append(rest, m)
 			continue
