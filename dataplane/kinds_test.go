@@ -99,3 +99,22 @@ func TestRealPortGroup(t *testing.T) {
 		t.Errorf("port groups and ACLs after the piece's removal: %q", got)
 	}
 }
+
+// A zone meter the piece's ACLs name is what ovn-nbctl meter-list shows,
+// inserted once, and stays when the piece goes.
+func TestRealZoneMeter(t *testing.T) {
+	e := newEnv(t)
+	d := &rows.Desired{Owner: kindsOwner, Switches: []rows.Switch{{Row: nbdb.LogicalSwitch{Name: "kinds_s"},
+		ACLs: []nbdb.ACL{{Action: nbdb.ACLActionDrop, Direction: nbdb.ACLDirectionFromLport, Priority: 1000, Match: "ip4",
+			Log: true, Meter: ptr("acl-logging")}}}},
+		Meters: []rows.ZoneMeter{{Row: nbdb.Meter{Name: "acl-logging", Unit: nbdb.MeterUnitPktps, Fair: ptr(true)},
+			Band: nbdb.MeterBand{Action: nbdb.MeterBandActionDrop, Rate: 20}}}}
+	e.apply(d)
+	want := []string{"acl-logging: (fair) bands:", "drop: 20 pktps"}
+	wantLines(t, "meter-list", e.nbctl("meter-list"), want...)
+	if n := e.apply(d); n != 0 {
+		t.Errorf("the second Apply sent %d operations, want 0", n)
+	}
+	e.apply(&rows.Desired{Owner: kindsOwner})
+	wantLines(t, "meter-list after the piece's removal", e.nbctl("meter-list"), want...)
+}

@@ -44,6 +44,9 @@ func (d *Desired) Describe(w io.Writer) {
 		line(w, "", nbdb.PortGroupTable, &row, mark(g.Ref, g.Shared))
 		lines(w, nbdb.ACLTable, g.ACLs)
 	}
+	for i := range d.Meters {
+		line(w, "", nbdb.MeterTable, &d.Meters[i].Row, " (the zone's, existing or created when missing)")
+	}
 	for i := range d.AddressSets {
 		line(w, "", nbdb.AddressSetTable, &d.AddressSets[i], "")
 	}

@@ -187,8 +187,9 @@ func (d *Desired) Empty() bool {
 }
 
 // Validate refuses a Desired no Apply can hold: an owner without network,
-// topology or piece, and a router, switch, port or port group without a
-// name or with the name of another of its kind.
+// topology or piece, a router, switch, port, port group or zone meter
+// without a name or with the name of another of its kind, and a zone
+// meter's band without a rate.
 func (d *Desired) Validate() error {
 	if d.Owner.Network == "" || d.Owner.Topology == "" || d.Owner.Piece == "" {
 		return errors.New("desired rows: owner needs network, topology and piece")
@@ -251,6 +252,14 @@ func (d *Desired) Validate() error {
 			return err
 		}
 	}
+	for _, m := range d.Meters {
+		if err := check("Meter", m.Row.Name); err != nil {
+			return err
+		}
+		if m.Band.Rate < 1 {
+			return fmt.Errorf("desired rows: meter %q: band rate %d: must be at least 1", m.Row.Name, m.Band.Rate)
+		}
+	}
 	return nil
 }
 
@@ -292,7 +301,7 @@ func (c *Copp) validate(router string, seen map[string]*Copp) error {
 // unsupported refuses the rows the planner cannot hold yet, rather than
 // ignoring them.
 func (d *Desired) unsupported() error {
-	n := len(d.LoadBalancers) + len(d.LoadBalancerGroups) + len(d.StaticMACBindings) + len(d.Meters)
+	n := len(d.LoadBalancers) + len(d.LoadBalancerGroups) + len(d.StaticMACBindings)
 	for _, r := range d.Routers {
 		n += len(r.LoadBalancerGroups)
 	}
@@ -300,7 +309,7 @@ func (d *Desired) unsupported() error {
 		n += len(s.LoadBalancerGroups) + len(s.PortDHCP)
 	}
 	if n > 0 {
-		return errors.New("desired rows: load balancers, static MAC bindings, zone meters and port DHCP references are not planned yet")
+		return errors.New("desired rows: load balancers, static MAC bindings and port DHCP references are not planned yet")
 	}
 	return nil
 }

@@ -298,3 +298,54 @@ func TestPortGroupOfAnotherClient(t *testing.T) {
 		t.Errorf("Apply of a group another client owns, neither Ref nor Shared: %v", err)
 	}
 }
+
+// A zone meter is inserted with its band when missing, then never
+// updated nor deleted: not when its row differs, not with the piece. One
+// another client deleted is inserted again. A band without a rate is
+// refused and nothing is written.
+func TestZoneMeter(t *testing.T) {
+	ctx := context.Background()
+	addr := nbtest.Serve(t)
+	e := nbtest.Engine(t, addr, nil)
+	d := func() *rows.Desired {
+		d := aclSwitch()
+		d.Meters = []rows.ZoneMeter{{Row: nbdb.Meter{Name: "acl-logging", Unit: nbdb.MeterUnitPktps, Fair: ptr(true)},
+			Band: nbdb.MeterBand{Action: nbdb.MeterBandActionDrop, Rate: 20}}}
+		return d
+	}
+	bad := d()
+	bad.Meters[0].Band.Rate = 0
+	if _, err := e.Apply(ctx, bad); err == nil || !strings.Contains(err.Error(), `meter "acl-logging"`) {
+		t.Errorf("Apply of a meter without a band rate: %v", err)
+	}
+	if s := nbtest.Snapshot(t, addr); len(s[nbdb.LogicalSwitchTable])+len(s[nbdb.MeterTable]) != 0 {
+		t.Fatalf("a refused Apply wrote rows:\n%s", s)
+	}
+	want := `bands=[Meter_Band{action="drop" burst_size="0" external_ids={} rate="20"}] external_ids={} fair="true" name="acl-logging"`
+	for _, step := range []string{"created", "deleted by another client and created again"} {
+		if _, err := e.Apply(ctx, d()); err != nil {
+			t.Fatal(err)
+		}
+		m := nbtest.Snapshot(t, addr)[nbdb.MeterTable]
+		if len(m) != 1 || !strings.Contains(m[0], want) {
+			t.Fatalf("%s: meters %v, want acl-logging with %s", step, m, want)
+		}
+		nbtest.Transact(t, addr, deleteAll(nbdb.MeterTable)(t, e)...)
+	}
+	if _, err := e.Apply(ctx, d()); err != nil {
+		t.Fatal(err)
+	}
+	changed := d()
+	changed.Meters[0].Band.Rate = 99
+	changed.Meters[0].Row.Unit = nbdb.MeterUnitKbps
+	before := nbtest.Snapshot(t, addr)[nbdb.MeterTable]
+	if res, err := e.Apply(ctx, changed); err != nil || res.Operations != 0 {
+		t.Errorf("Apply of an existing meter described otherwise: %d operations, %v; want none", res.Operations, err)
+	}
+	if _, err := e.Apply(ctx, &rows.Desired{Owner: changed.Owner}); err != nil {
+		t.Fatal(err)
+	}
+	if after := nbtest.Snapshot(t, addr)[nbdb.MeterTable]; strings.Join(after, "") != strings.Join(before, "") {
+		t.Errorf("the zone meter changed with the piece's removal: %v, was %v", after, before)
+	}
+}

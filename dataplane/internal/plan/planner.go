@@ -209,6 +209,9 @@ func newPlanWith(api client.Client, d *rows.Desired, memo *Memo, ix, links *inde
 		}
 		p.ownerIDs = memo.ids
 	}
+	if err := p.meters(d.Meters); err != nil {
+		return nil, err
+	}
 	if err := p.routers(d.Routers); err != nil {
 		return nil, err
 	}

@@ -23,19 +23,7 @@ func (p *Planner) copp(c *rows.Copp) (string, error) {
 	p.Zone = true
 	band := ""
 	for _, m := range c.Meters {
-		if p.zoneRow(nbdb.MeterTable, m.Name) != "" {
-			continue
-		}
-		if band == "" {
-			b := c.Band
-			b.UUID = p.name()
-			band = b.UUID
-			if err := p.add(p.api.Create(&b)); err != nil {
-				return "", err
-			}
-		}
-		m.UUID, m.Bands = p.name(), []string{band}
-		if err := p.add(p.api.Create(&m)); err != nil {
+		if err := p.meter(m, c.Band, &band); err != nil {
 			return "", err
 		}
 	}
@@ -58,4 +46,38 @@ func (p *Planner) zoneRow(table, name string) string {
 		}
 	}
 	return ""
+}
+
+// meters plans the zone meters a piece's ACLs name (rows.ZoneMeter): each
+// missing one is inserted with a band of its own.
+func (p *Planner) meters(ms []rows.ZoneMeter) error {
+	for _, m := range ms {
+		band := ""
+		if err := p.meter(m.Row, m.Band, &band); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// meter inserts a zone meter that neither the database nor the plan holds,
+// holding the band *band names (inserted first, when "", and named there).
+func (p *Planner) meter(m nbdb.Meter, b nbdb.MeterBand, band *string) error {
+	if p.zoneRow(nbdb.MeterTable, m.Name) != "" || p.inserted[[2]string{nbdb.MeterTable, m.Name}] != "" {
+		return nil
+	}
+	p.Zone = true
+	if *band == "" {
+		b.UUID = p.name()
+		*band = b.UUID
+		if err := p.add(p.api.Create(&b)); err != nil {
+			return err
+		}
+	}
+	m.UUID, m.Bands = p.name(), []string{*band}
+	if p.inserted == nil {
+		p.inserted = map[[2]string]string{}
+	}
+	p.inserted[[2]string{nbdb.MeterTable, m.Name}] = m.UUID
+	return p.add(p.api.Create(&m))
 }
