@@ -118,3 +118,28 @@ func TestRealZoneMeter(t *testing.T) {
 	e.apply(&rows.Desired{Owner: kindsOwner})
 	wantLines(t, "meter-list after the piece's removal", e.nbctl("meter-list"), want...)
 }
+
+// Static MAC bindings on the piece's router port are what ovn-nbctl
+// lists, a binding of another client's port stays, and the piece's go
+// with it.
+func TestRealStaticMACBindings(t *testing.T) {
+	e := newEnv(t)
+	e.nbctl("lr-add", "other_gr", "--", "lrp-add", "other_gr", "other_rtoe", "0a:58:64:40:00:09", "172.18.0.9/16",
+		"--", "static-mac-binding-add", "other_rtoe", "169.254.0.4", "0a:58:a9:fe:00:04")
+	d := &rows.Desired{Owner: kindsOwner,
+		Routers: []rows.Router{{Row: nbdb.LogicalRouter{Name: "kinds_gr"},
+			Ports: []nbdb.LogicalRouterPort{{Name: "kinds_rtoe", MAC: "0a:58:64:40:00:01", Networks: []string{"172.18.0.2/16"}}}}},
+		StaticMACBindings: []nbdb.StaticMACBinding{
+			{LogicalPort: "kinds_rtoe", IP: "169.254.0.4", MAC: "0a:58:a9:fe:00:04", OverrideDynamicMAC: true}}}
+	e.apply(d)
+	list := func() string {
+		return e.nbctl("--format=csv", "--data=bare", "--no-headings", "--columns=logical_port,ip,mac,override_dynamic_mac", "list", "Static_MAC_Binding")
+	}
+	other := "other_rtoe,169.254.0.4,0a:58:a9:fe:00:04,false"
+	wantLines(t, "static MAC bindings", list(), other, "kinds_rtoe,169.254.0.4,0a:58:a9:fe:00:04,true")
+	if n := e.apply(d); n != 0 {
+		t.Errorf("the second Apply sent %d operations, want 0", n)
+	}
+	e.apply(&rows.Desired{Owner: kindsOwner})
+	wantLines(t, "static MAC bindings after the piece's removal", list(), other)
+}

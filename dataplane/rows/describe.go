@@ -47,6 +47,9 @@ func (d *Desired) Describe(w io.Writer) {
 	for i := range d.Meters {
 		line(w, "", nbdb.MeterTable, &d.Meters[i].Row, " (the zone's, existing or created when missing)")
 	}
+	for i := range d.StaticMACBindings {
+		line(w, "", nbdb.StaticMACBindingTable, &d.StaticMACBindings[i], "")
+	}
 	for i := range d.AddressSets {
 		line(w, "", nbdb.AddressSetTable, &d.AddressSets[i], "")
 	}

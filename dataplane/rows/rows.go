@@ -301,7 +301,7 @@ func (c *Copp) validate(router string, seen map[string]*Copp) error {
 // unsupported refuses the rows the planner cannot hold yet, rather than
 // ignoring them.
 func (d *Desired) unsupported() error {
-	n := len(d.LoadBalancers) + len(d.LoadBalancerGroups) + len(d.StaticMACBindings)
+	n := len(d.LoadBalancers) + len(d.LoadBalancerGroups)
 	for _, r := range d.Routers {
 		n += len(r.LoadBalancerGroups)
 	}
@@ -309,7 +309,7 @@ func (d *Desired) unsupported() error {
 		n += len(s.LoadBalancerGroups) + len(s.PortDHCP)
 	}
 	if n > 0 {
-		return errors.New("desired rows: load balancers, static MAC bindings and port DHCP references are not planned yet")
+		return errors.New("desired rows: load balancers and port DHCP references are not planned yet")
 	}
 	return nil
 }

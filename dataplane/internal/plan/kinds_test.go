@@ -349,3 +349,32 @@ func TestZoneMeter(t *testing.T) {
 		t.Errorf("the zone meter changed with the piece's removal: %v, was %v", after, before)
 	}
 }
+
+// gatewayRouter is a router whose port holds two static MAC bindings.
+func gatewayRouter() *rows.Desired {
+	return &rows.Desired{Owner: nbtest.Owner("net1"),
+		Routers: []rows.Router{{Row: nbdb.LogicalRouter{Name: "net1_gr"},
+			Ports: []nbdb.LogicalRouterPort{{Name: "net1_rtoe", MAC: "0a:58:64:40:00:01", Networks: []string{"172.18.0.2/16"}}}}},
+		StaticMACBindings: []nbdb.StaticMACBinding{
+			{LogicalPort: "net1_rtoe", IP: "169.254.0.4", MAC: "0a:58:a9:fe:00:04", OverrideDynamicMAC: true},
+			{LogicalPort: "net1_rtoe", IP: "fd69::4", MAC: "0a:58:a9:fe:00:04", OverrideDynamicMAC: true},
+		}}
+}
+
+func TestStaticMACBindingLifecycle(t *testing.T) {
+	kindCase{
+		desired: gatewayRouter,
+		update: func(d *rows.Desired) {
+			d.StaticMACBindings[0].MAC = "0a:58:a9:fe:00:05"
+			d.StaticMACBindings = d.StaticMACBindings[:1]
+		},
+		bad: func(d *rows.Desired) {
+			d.Routers[0].Ports[0].MAC = "0a:58:64:40:00:99"
+			d.StaticMACBindings[0].LogicalPort = "net1_nope"
+		},
+		want:   `logical port "net1_nope" is not a router port of the piece`,
+		table:  nbdb.StaticMACBindingTable,
+		edit:   updateAll(nbdb.StaticMACBindingTable, ovsdb.Row{"mac": "0a:58:00:00:00:01"}),
+		remove: deleteAll(nbdb.StaticMACBindingTable),
+	}.run(t)
+}

@@ -218,6 +218,9 @@ func newPlanWith(api client.Client, d *rows.Desired, memo *Memo, ix, links *inde
 	if err := p.switches(d.Switches); err != nil {
 		return nil, err
 	}
+	if err := p.macBindings(d.StaticMACBindings); err != nil {
+		return nil, err
+	}
 	if err := p.portGroups(d.PortGroups); err != nil {
 		return nil, err
 	}
