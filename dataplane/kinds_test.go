@@ -143,3 +143,48 @@ func TestRealStaticMACBindings(t *testing.T) {
 	e.apply(&rows.Desired{Owner: kindsOwner})
 	wantLines(t, "static MAC bindings after the piece's removal", list(), other)
 }
+
+// Load balancers in a group that the piece's router and switch reference
+// are what ovn-nbctl lists, also when the Apply is split; the group stays
+// when the piece goes (it has no external_ids to own it by), empty.
+func TestRealLoadBalancers(t *testing.T) {
+	e := newEnv(t)
+	e.c.eng.MaxTransactionOps = 4
+	tcp := nbdb.LoadBalancerProtocolTCP
+	d := &rows.Desired{Owner: kindsOwner,
+		Routers:  []rows.Router{{Row: nbdb.LogicalRouter{Name: "kinds_r"}, LoadBalancerGroups: []string{"kinds_lbg"}}},
+		Switches: []rows.Switch{{Row: nbdb.LogicalSwitch{Name: "kinds_s"}, LoadBalancerGroups: []string{"kinds_lbg"}}},
+		LoadBalancerGroups: []rows.LoadBalancerGroup{{Row: nbdb.LoadBalancerGroup{Name: "kinds_lbg"}}}}
+	for i := range 6 {
+		name := fmt.Sprintf("kinds_lb%d", i)
+		d.LoadBalancers = append(d.LoadBalancers, nbdb.LoadBalancer{Name: name, Protocol: &tcp,
+			Vips: map[string]string{fmt.Sprintf("10.96.0.%d:80", i+1): "10.0.0.5:8080"}})
+		d.LoadBalancerGroups[0].LoadBalancers = append(d.LoadBalancerGroups[0].LoadBalancers, name)
+	}
+	res, err := e.c.Apply(e.ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Transactions < 2 {
+		t.Fatalf("%d transactions, want a split Apply", res.Transactions)
+	}
+	group := func() string {
+		return e.nbctl("--data=bare", "--no-headings", "--columns=load_balancer", "list", "Load_Balancer_Group", "kinds_lbg")
+	}
+	if n := len(strings.Fields(group())); n != 6 {
+		t.Errorf("kinds_lbg holds %d load balancers, want 6", n)
+	}
+	lbg := e.nbctl("--data=bare", "--no-headings", "--columns=_uuid", "list", "Load_Balancer_Group", "kinds_lbg")
+	wantRows(t, "load_balancer_group", e.rows("Logical_Router", "load_balancer_group"), map[string]string{"kinds_r": lbg})
+	wantRows(t, "load_balancer_group", e.rows("Logical_Switch", "load_balancer_group"), map[string]string{"kinds_s": lbg})
+	if got := e.nbctl("lb-list"); !strings.Contains(got, "kinds_lb5") || !strings.Contains(got, "10.96.0.6:80") {
+		t.Errorf("lb-list:\n%s", got)
+	}
+	if n := e.apply(d); n != 0 {
+		t.Errorf("the second Apply sent %d operations, want 0", n)
+	}
+	e.apply(&rows.Desired{Owner: kindsOwner})
+	if got := e.nbctl("--data=bare", "--no-headings", "--columns=name", "list", "Load_Balancer"); got != "" || group() != "" {
+		t.Errorf("after the piece's removal: load balancers %q, kinds_lbg holds %q", got, group())
+	}
+}

@@ -47,6 +47,18 @@ func (d *Desired) Describe(w io.Writer) {
 	for i := range d.Meters {
 		line(w, "", nbdb.MeterTable, &d.Meters[i].Row, " (the zone's, existing or created when missing)")
 	}
+	for i := range d.LoadBalancers {
+		line(w, "", nbdb.LoadBalancerTable, &d.LoadBalancers[i], "")
+	}
+	for _, g := range d.LoadBalancerGroups {
+		row := g.Row
+		row.LoadBalancer = g.LoadBalancers // by name
+		m := " (the zone's, existing or created when missing)"
+		if g.Ref {
+			m = existing(true)
+		}
+		line(w, "", nbdb.LoadBalancerGroupTable, &row, m)
+	}
 	for i := range d.StaticMACBindings {
 		line(w, "", nbdb.StaticMACBindingTable, &d.StaticMACBindings[i], "")
 	}

@@ -187,8 +187,8 @@ func (d *Desired) Empty() bool {
 }
 
 // Validate refuses a Desired no Apply can hold: an owner without network,
-// topology or piece, a router, switch, port, port group or zone meter
-// without a name or with the name of another of its kind, and a zone
+// topology or piece, a router, switch, port, port group, load balancer,
+// load balancer group or zone meter without a name or with the name of another of its kind, and a zone
 // meter's band without a rate.
 func (d *Desired) Validate() error {
 	if d.Owner.Network == "" || d.Owner.Topology == "" || d.Owner.Piece == "" {
@@ -252,6 +252,16 @@ func (d *Desired) Validate() error {
 			return err
 		}
 	}
+	for _, lb := range d.LoadBalancers {
+		if err := check("Load_Balancer", lb.Name); err != nil {
+			return err
+		}
+	}
+	for _, g := range d.LoadBalancerGroups {
+		if err := check("Load_Balancer_Group", g.Row.Name); err != nil {
+			return err
+		}
+	}
 	for _, m := range d.Meters {
 		if err := check("Meter", m.Row.Name); err != nil {
 			return err
@@ -301,15 +311,12 @@ func (c *Copp) validate(router string, seen map[string]*Copp) error {
 // unsupported refuses the rows the planner cannot hold yet, rather than
 // ignoring them.
 func (d *Desired) unsupported() error {
-	n := len(d.LoadBalancers) + len(d.LoadBalancerGroups)
-	for _, r := range d.Routers {
-		n += len(r.LoadBalancerGroups)
-	}
+	n := 0
 	for _, s := range d.Switches {
-		n += len(s.LoadBalancerGroups) + len(s.PortDHCP)
+		n += len(s.PortDHCP)
 	}
 	if n > 0 {
-		return errors.New("desired rows: load balancers and port DHCP references are not planned yet")
+		return errors.New("desired rows: port DHCP references are not planned yet")
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ func (p *Planner) portGroups(desired []rows.PortGroup) error {
 	for i := range desired {
 		d := &desired[i]
 		ds[i] = desiredParent[nbdb.PortGroup]{row: d.Row, ref: d.Ref, shared: d.Shared,
-			children: func(cur, row *nbdb.PortGroup) (colMuts, error) {
+			children: func(cur, row *nbdb.PortGroup, _ bool) (colMuts, error) {
 				mut := colMuts{}
 				if err := diffColumn(p, schema.ACL, cur.UUID, cur.ACLs, d.ACLs, &row.ACLs, mut, nil); err != nil {
 					return nil, err

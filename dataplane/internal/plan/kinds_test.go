@@ -378,3 +378,84 @@ func TestStaticMACBindingLifecycle(t *testing.T) {
 		remove: deleteAll(nbdb.StaticMACBindingTable),
 	}.run(t)
 }
+
+// withLoadBalancers is a router and a switch that reference a load
+// balancer group holding the piece's load balancer.
+func withLoadBalancers() *rows.Desired {
+	tcp := nbdb.LoadBalancerProtocolTCP
+	return &rows.Desired{Owner: nbtest.Owner("net1"),
+		Routers:  []rows.Router{{Row: nbdb.LogicalRouter{Name: "net1_r0"}, LoadBalancerGroups: []string{"net1_lbg"}}},
+		Switches: []rows.Switch{{Row: nbdb.LogicalSwitch{Name: "net1_s0"}, LoadBalancerGroups: []string{"net1_lbg"}}},
+		LoadBalancers: []nbdb.LoadBalancer{{Name: "net1_lb", Protocol: &tcp, Vips: map[string]string{"10.96.0.1:443": "10.0.0.5:6443"},
+			Options: map[string]string{"event": "false"}}},
+		LoadBalancerGroups: []rows.LoadBalancerGroup{{Row: nbdb.LoadBalancerGroup{Name: "net1_lbg"}, LoadBalancers: []string{"net1_lb"}}},
+	}
+}
+
+func TestLoadBalancerLifecycle(t *testing.T) {
+	kindCase{
+		desired: withLoadBalancers,
+		update: func(d *rows.Desired) {
+			d.LoadBalancers[0].Vips = map[string]string{"10.96.0.1:443": "10.0.0.6:6443"}
+			d.LoadBalancers = append(d.LoadBalancers, nbdb.LoadBalancer{Name: "net1_lb2", Vips: map[string]string{"10.96.0.10:53": "10.0.0.7:53"}})
+			d.LoadBalancerGroups[0].LoadBalancers = append(d.LoadBalancerGroups[0].LoadBalancers, "net1_lb2")
+		},
+		bad: func(d *rows.Desired) {
+			d.LoadBalancers[0].Vips = nil
+			d.LoadBalancerGroups[0].LoadBalancers = append(d.LoadBalancerGroups[0].LoadBalancers, "net1_nope")
+		},
+		want:   `load balancer "net1_nope" is not one of the desired load balancers`,
+		table:  nbdb.LoadBalancerTable,
+		edit:   updateAll(nbdb.LoadBalancerTable, ovsdb.Row{"vips": ovsMap(map[string]string{"10.96.0.1:443": "10.0.0.9:1"})}),
+		remove: deleteAll(nbdb.LoadBalancerTable),
+		left:   map[string]int{nbdb.LoadBalancerGroupTable: 1}, // a zone row: no external_ids to own it by
+	}.run(t)
+}
+
+func TestLoadBalancerGroupLifecycle(t *testing.T) {
+	kindCase{
+		desired: withLoadBalancers,
+		update: func(d *rows.Desired) {
+			d.LoadBalancerGroups = append(d.LoadBalancerGroups, rows.LoadBalancerGroup{Row: nbdb.LoadBalancerGroup{Name: "net1_lbg2"},
+				LoadBalancers: []string{"net1_lb"}})
+			d.LoadBalancerGroups[0].LoadBalancers = nil
+			d.Routers[0].LoadBalancerGroups = []string{"net1_lbg2"}
+		},
+		bad: func(d *rows.Desired) {
+			d.LoadBalancers[0].Vips = nil
+			d.Switches[0].LoadBalancerGroups = append(d.Switches[0].LoadBalancerGroups, "net1_nope")
+		},
+		want:  `logical switch "net1_s0": load balancer group "net1_nope" not found`,
+		table: nbdb.LoadBalancerGroupTable,
+		edit:  updateAll(nbdb.LoadBalancerGroupTable, ovsdb.Row{"load_balancer": setOf(nil)}),
+		remove: func(t *testing.T, e *engine.Engine) []ovsdb.Operation {
+			return append(updateAll(nbdb.LogicalRouterTable, ovsdb.Row{"load_balancer_group": setOf(nil)})(t, e),
+				updateAll(nbdb.LogicalSwitchTable, ovsdb.Row{"load_balancer_group": setOf(nil)})(t, e)...)
+		},
+		left: map[string]int{nbdb.LoadBalancerGroupTable: 2},
+	}.run(t)
+}
+
+// A Ref router keeps the load balancer groups another client gave it; the
+// piece adds its own. A Ref group that does not exist is refused.
+func TestLoadBalancerGroupsOnAnotherClientsRouter(t *testing.T) {
+	ctx := context.Background()
+	addr := nbtest.Serve(t)
+	e := nbtest.Engine(t, addr, nil)
+	nbtest.Transact(t, addr,
+		ovsdb.Operation{Op: ovsdb.OperationInsert, Table: nbdb.LoadBalancerGroupTable, UUIDName: "g", Row: ovsdb.Row{"name": "other_lbg"}},
+		ovsdb.Operation{Op: ovsdb.OperationInsert, Table: nbdb.LogicalRouterTable, Row: ovsdb.Row{"name": "net1_r0", "load_balancer_group": setOf([]string{"g"})}})
+	d := withLoadBalancers()
+	d.Routers[0].Ref = true
+	if _, err := e.Apply(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	r := nbtest.Snapshot(t, addr)[nbdb.LogicalRouterTable]
+	if len(r) != 1 || !strings.Contains(r[0], `name="other_lbg"`) || !strings.Contains(r[0], `name="net1_lbg"`) {
+		t.Errorf("the Ref router's groups: %v, want other_lbg and net1_lbg", r)
+	}
+	d.LoadBalancerGroups[0].Ref, d.LoadBalancerGroups[0].Row.Name = true, "net1_missing"
+	if _, err := e.Apply(ctx, d); err == nil || !strings.Contains(err.Error(), `load balancer group "net1_missing" not found`) {
+		t.Errorf("Apply with a missing Ref group: %v", err)
+	}
+}

@@ -26,7 +26,7 @@ type colMuts map[*[]string]*[2][]string
 type desiredParent[T any] struct {
 	row         T
 	ref, shared bool
-	children    func(cur, row *T) (colMuts, error)
+	children    func(cur, row *T, ref bool) (colMuts, error)
 }
 
 // routers plans the routers and their children.
@@ -35,9 +35,13 @@ func (p *Planner) routers(desired []rows.Router) error {
 	for i := range desired {
 		d := &desired[i]
 		ds[i] = desiredParent[nbdb.LogicalRouter]{row: d.Row, ref: d.Ref, shared: d.Shared,
-			children: func(cur, row *nbdb.LogicalRouter) (colMuts, error) {
+			children: func(cur, row *nbdb.LogicalRouter, ref bool) (colMuts, error) {
 				mut := colMuts{}
-				err := diffColumn(p, schema.LogicalRouterPort, cur.UUID, cur.Ports, d.Ports, &row.Ports, mut, p.portKids(d))
+				ins, rem, err := p.lbGroupRefs("logical router", d.Row.Name, d.LoadBalancerGroups, cur.LoadBalancerGroup, ref)
+				mut[&row.LoadBalancerGroup] = &[2][]string{ins, rem}
+				if err == nil {
+					err = diffColumn(p, schema.LogicalRouterPort, cur.UUID, cur.Ports, d.Ports, &row.Ports, mut, p.portKids(d))
+				}
 				if err == nil {
 					err = diffColumn(p, schema.LogicalRouterStaticRoute, cur.UUID, cur.StaticRoutes, d.Routes, &row.StaticRoutes, mut, nil)
 				}
@@ -66,9 +70,13 @@ func (p *Planner) switches(desired []rows.Switch) error {
 	for i := range desired {
 		d := &desired[i]
 		ds[i] = desiredParent[nbdb.LogicalSwitch]{row: d.Row, ref: d.Ref, shared: d.Shared,
-			children: func(cur, row *nbdb.LogicalSwitch) (colMuts, error) {
+			children: func(cur, row *nbdb.LogicalSwitch, ref bool) (colMuts, error) {
 				mut := colMuts{}
-				err := diffColumn(p, schema.LogicalSwitchPort, cur.UUID, cur.Ports, d.Ports, &row.Ports, mut, nil)
+				ins, rem, err := p.lbGroupRefs("logical switch", d.Row.Name, d.LoadBalancerGroups, cur.LoadBalancerGroup, ref)
+				mut[&row.LoadBalancerGroup] = &[2][]string{ins, rem}
+				if err == nil {
+					err = diffColumn(p, schema.LogicalSwitchPort, cur.UUID, cur.Ports, d.Ports, &row.Ports, mut, nil)
+				}
 				if err == nil {
 					err = diffColumn(p, schema.ACL, cur.UUID, cur.ACLs, d.ACLs, &row.ACLs, mut, nil)
 				}
@@ -215,7 +223,7 @@ func planParent[T any, PT interface {
 	}
 	row := d.row
 	markShared(sp.IDs(&row), d.shared)
-	mut, err := d.children(&cur, &row)
+	mut, err := d.children(&cur, &row, ref)
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,10 @@ type Planner struct {
 	// inserted: the named UUIDs of the children the plan inserts, by
 	// table and key (a port group's new ports).
 	inserted map[[2]string]string
+	// lbs: the UUIDs of the piece's load balancers (found or inserted), by name.
+	lbs map[string]string
+	// newLBs: the named UUIDs of the load balancers the plan inserts.
+	newLBs map[string]bool
 	// copps: the UUIDs of the zone's COPPs the plan found or inserts, by name.
 	copps map[string]string
 	// Zone says the plan inserts zone rows (package schema), which another
@@ -202,7 +206,8 @@ func against(api client.Client, ix *index.Index, d *rows.Desired, memo *Memo, in
 }
 
 func newPlanWith(api client.Client, d *rows.Desired, memo *Memo, ix, links *index.Index, strict bool) (*Planner, error) {
-	p := &Planner{api: api, owner: d.Owner, memo: memo, ix: ix, links: links, strict: strict, copps: map[string]string{}}
+	p := &Planner{api: api, owner: d.Owner, memo: memo, ix: ix, links: links, strict: strict, copps: map[string]string{},
+		inserted: map[[2]string]string{}}
 	if memo != nil {
 		if memo.ids == nil {
 			memo.ids = d.Owner.IDs()
@@ -210,6 +215,12 @@ func newPlanWith(api client.Client, d *rows.Desired, memo *Memo, ix, links *inde
 		p.ownerIDs = memo.ids
 	}
 	if err := p.meters(d.Meters); err != nil {
+		return nil, err
+	}
+	if err := p.loadBalancers(d.LoadBalancers); err != nil {
+		return nil, err
+	}
+	if err := p.lbGroups(d.LoadBalancerGroups); err != nil {
 		return nil, err
 	}
 	if err := p.routers(d.Routers); err != nil {

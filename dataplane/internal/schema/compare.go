@@ -94,6 +94,9 @@ func sameValue(a, b reflect.Value) bool {
 	}
 }
 
+// SameSet says whether two sets of strings (UUIDs) hold the same ones.
+func SameSet(a, b []string) bool { return SameField(&a, &b) }
+
 // SameMap says whether a and b are one map (not merely equal ones).
 func SameMap(a, b map[string]string) bool {
 	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()

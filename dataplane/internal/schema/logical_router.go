@@ -25,12 +25,17 @@ var LogicalRouter = Spec[nbdb.LogicalRouter]{
 var _ = planned(LogicalRouter, Table{
 	Kind:    Parent,
 	Indexed: true,
+	// The load balancer groups the pieces reference (package plan keeps
+	// them; another client's change is one to heal).
+	Changed: func(old, cur model.Model, _ *[2][]any) bool {
+		return !SameSet(old.(*nbdb.LogicalRouter).LoadBalancerGroup, cur.(*nbdb.LogicalRouter).LoadBalancerGroup)
+	},
 	Describe: func(m model.Model, mark string) string {
 		r := m.(*nbdb.LogicalRouter)
 		return "router " + r.Name + mark + kv(" options", r.Options)
 	},
 	Monitor: func() client.MonitorOption {
 		lr := &nbdb.LogicalRouter{}
-		return client.WithTable(lr, &lr.Name, &lr.ExternalIDs, &lr.Options, &lr.Copp)
+		return client.WithTable(lr, &lr.Name, &lr.ExternalIDs, &lr.Options, &lr.Copp, &lr.LoadBalancerGroup)
 	},
 })

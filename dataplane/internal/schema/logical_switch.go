@@ -21,12 +21,17 @@ var LogicalSwitch = Spec[nbdb.LogicalSwitch]{
 var _ = planned(LogicalSwitch, Table{
 	Kind:    Parent,
 	Indexed: true,
+	// The load balancer groups the pieces reference (package plan keeps
+	// them; another client's change is one to heal).
+	Changed: func(old, cur model.Model, _ *[2][]any) bool {
+		return !SameSet(old.(*nbdb.LogicalSwitch).LoadBalancerGroup, cur.(*nbdb.LogicalSwitch).LoadBalancerGroup)
+	},
 	Describe: func(m model.Model, mark string) string {
 		s := m.(*nbdb.LogicalSwitch)
 		return "switch " + s.Name + mark + kv(" other_config", s.OtherConfig)
 	},
 	Monitor: func() client.MonitorOption {
 		ls := &nbdb.LogicalSwitch{}
-		return client.WithTable(ls, &ls.Name, &ls.ExternalIDs, &ls.OtherConfig)
+		return client.WithTable(ls, &ls.Name, &ls.ExternalIDs, &ls.OtherConfig, &ls.LoadBalancerGroup)
 	},
 })

@@ -2,7 +2,6 @@ package schema
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
@@ -30,8 +29,7 @@ var _ = planned(PortGroup, Table{
 		In: func(m model.Model) *[]string { return &m.(*nbdb.PortGroup).Ports }}},
 	// A member taken out by another client is a change the healer sees.
 	Changed: func(old, cur model.Model, _ *[2][]any) bool {
-		a, b := old.(*nbdb.PortGroup).Ports, cur.(*nbdb.PortGroup).Ports
-		return len(a) != len(b) || !slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
+		return !SameSet(old.(*nbdb.PortGroup).Ports, cur.(*nbdb.PortGroup).Ports)
 	},
 	Describe: func(m model.Model, mark string) string {
 		return fmt.Sprintf("port_group %s%s ports=%q", m.(*nbdb.PortGroup).Name, mark, m.(*nbdb.PortGroup).Ports)

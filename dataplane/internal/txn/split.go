@@ -184,8 +184,9 @@ func assemble(units []*unit, parents map[string]ovsdb.Operation, inserted map[st
 
 // Resolve replaces the named UUIDs of rows an earlier chunk inserted with
 // their real UUIDs: in the _uuid conditions (a parent mutated by a later
-// chunk) and in the rows inserted or updated (a router's copp naming the
-// COPP an earlier chunk inserted).
+// chunk), in the rows inserted or updated (a router's copp naming the
+// COPP an earlier chunk inserted) and in mutations (a router's
+// load_balancer_group gaining a group an earlier chunk inserted).
 func (c Chunk) Resolve(real map[string]string) Chunk {
 	out := slices.Clone(c)
 	for i, op := range out {
@@ -202,6 +203,13 @@ func (c Chunk) Resolve(real map[string]string) Chunk {
 		}
 		if op.Row != nil {
 			out[i].Row = resolveRow(op.Row, real)
+		}
+		if len(op.Mutations) > 0 {
+			muts := slices.Clone(op.Mutations)
+			for j, m := range muts {
+				muts[j].Value = resolveRow(ovsdb.Row{m.Column: m.Value}, real)[m.Column]
+			}
+			out[i].Mutations = muts
 		}
 	}
 	return out
