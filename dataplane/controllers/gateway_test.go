@@ -87,6 +87,14 @@ func TestLayer2GatewayExternalSide(t *testing.T) {
 			t.Errorf("SNATs lack %q:\n%s", want, nats)
 		}
 	}
+	macs := func() string {
+		return normalized(nbctl("--bare", "--columns=ip,mac", "find", "Static_MAC_Binding", "logical_port="+rtoe))
+	}
+	for _, want := range []string{"169.254.0.4 0a:58:a9:fe:00:04", "169.254.0.2 0a:58:a9:fe:00:02", "fd69::4 0a:58:1b:ac:71:41", "fd69::2 0a:58:e0:ff:1d:9b"} {
+		if !strings.Contains(strings.ReplaceAll(macs(), "\n", " "), want) {
+			t.Errorf("static MAC bindings of %s lack %q:\n%s", rtoe, want, macs())
+		}
+	}
 	if got := nbctl("--bare", "--columns=name", "find", "Logical_Switch", "name=ext_ns1_tenant.blue_node2"); got != "" {
 		t.Errorf("remote node2's external switch was programmed in this zone")
 	}
@@ -124,6 +132,6 @@ func TestLayer2GatewayExternalSide(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.eventually("node1's rows removed with it", func() bool {
-		return !external() && !strings.Contains(nbctl("--bare", "--columns=name", "list", "Logical_Router"), gr)
+		return !external() && !strings.Contains(nbctl("--bare", "--columns=name", "list", "Logical_Router"), gr) && macs() == ""
 	})
 }

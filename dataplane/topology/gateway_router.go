@@ -72,6 +72,11 @@ func (b *layer2Build) nodeGateway(n l2node, gr *rows.Router) error {
 	if err != nil {
 		return err
 	}
+	macs, err := GatewayStaticMACBindings(net.Name, n.Name, net.MasqueradeSubnets)
+	if err != nil {
+		return err
+	}
+	b.macs = append(b.macs, macs...)
 	mgmts := make([]netip.Addr, len(net.Subnets))
 	for i, s := range net.Subnets {
 		mgmts[i] = net.managementIP(s.Addr().Is6())

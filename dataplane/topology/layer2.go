@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 
+	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology/base"
 	"github.com/udnkit/udnkit/ovnk"
@@ -169,8 +170,9 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*rows.Desired, error
 	return &rows.Desired{
 		Owner: rows.Owner{Network: net.Name, Topology: base.TopologyLayer2, Piece: base.PieceTransitRouter, AdoptLegacy: net.AdoptLegacy,
 			Legacy: Layer2Legacy(net.Subnets, net.MasqueradeIPs)},
-		Routers:  append([]rows.Router{b.tr}, b.grs...),
-		Switches: append([]rows.Switch{b.sw}, b.exts...),
+		Routers:           append([]rows.Router{b.tr}, b.grs...),
+		Switches:          append([]rows.Switch{b.sw}, b.exts...),
+		StaticMACBindings: b.macs,
 	}, nil
 }
 
@@ -187,8 +189,9 @@ type layer2Build struct {
 	anyOld bool
 	tr     rows.Router
 	sw     rows.Switch
-	grs    []rows.Router // the local nodes' gateway routers
-	exts   []rows.Switch // their external switches
+	grs    []rows.Router           // the local nodes' gateway routers
+	exts   []rows.Switch           // their external switches
+	macs   []nbdb.StaticMACBinding // and their rtoe- ports' static MAC bindings
 	// copp is the zone's COPP every router of the topology names.
 	copp *rows.Copp
 	// servicesRouted says the services are routed already: once per zone,
