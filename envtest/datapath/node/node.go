@@ -9,12 +9,10 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -40,9 +38,11 @@ type Node struct {
 	cfg     Config
 	procs   []*netns.Proc
 	chassis string
-	// steered are the OpenFlow numbers of the gateway routers' patch
-	// ports SteerGateway steers breth0's traffic to.
-	steered []string
+	// steered are the gateway routers' localnet ports SteerGateway
+	// steers breth0's traffic to, in the order steered.
+	steered []steered
+	// mac is breth0's MAC once pinned.
+	mac string
 }
 
 // ChassisID is the name of the chassis the node's ovn-controller registered
@@ -155,6 +155,9 @@ func (n *Node) StartDaemons(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := n.pinBridgeMAC(); err != nil {
+		return err
+	}
 	p, err = netns.Spawn(n.dir, n.Netns, "ovn-controller", n.env(), "ovn-controller", "unix:"+n.db(),
 		"--unixctl="+filepath.Join(n.dir, "ovn-controller.ctl"),
 		"--log-file="+filepath.Join(n.dir, "ovn-controller.log"), "--no-chdir", "-vconsole:off")
@@ -192,73 +195,6 @@ func (n *Node) WaitChassis(ctx context.Context) error {
 	})
 }
 
-// BridgeMAC is the MAC of the node's breth0: OVN-Kubernetes gives a gateway
-// router's external port this MAC (l3-gateway-config's mac-address).
-func (n *Node) BridgeMAC() (string, error) {
-	out, err := netns.Run("", nil, "ip", "-n", n.Netns, "-br", "link", "show", "breth0")
-	if err != nil {
-		return "", err
-	}
-	f := strings.Fields(out)
-	if len(f) < 3 {
-		return "", fmt.Errorf("ip -br link show breth0 in %s: %q", n.Netns, out)
-	}
-	return f[2], nil
-}
-
-// SteerGateway installs on breth0 the flows ovnkube-node's shared gateway
-// keeps there (pkg/node/gateway_shared_intf.go) for one gateway router's
-// localnet port: the router's external port shares the node's IP and
-// breth0's MAC with the host (and with the other networks' gateway
-// routers), so connection tracking tells their traffic apart, as upstream
-// does with one ct_mark per network. What leaves the router is committed
-// with the mark of its patch port (the port's number) and sent out eth0; IP
-// arriving on eth0 for a connection of that mark goes back to that router,
-// everything else to the host; ARP from eth0 goes to the host and every
-// steered router (they answer with one MAC). It waits for ovn-controller to
-// create the localnet's patch port.
-func (n *Node) SteerGateway(ctx context.Context, localnetPort string) error {
-	// OpenFlow names ports with at most 15 characters: the patch port's
-	// flows use its number.
-	name, patch := "patch-"+localnetPort+"-to-br-int", ""
-	if err := waitFor(ctx, 30*time.Second, "patch port "+name, nil, func() error {
-		out, err := n.Vsctl("--if-exists", "get", "Interface", name, "ofport")
-		if err == nil && (out == "" || out == "-1" || out == "[]") {
-			err = errors.New("no patch port yet")
-		}
-		patch = out
-		return err
-	}); err != nil {
-		return err
-	}
-	if !slices.Contains(n.steered, patch) {
-		n.steered = append(n.steered, patch)
-	}
-	arp := "priority=10,in_port=eth0,arp,actions=output:LOCAL"
-	for _, p := range n.steered {
-		arp += ",output:" + p
-	}
-	// Neighbour discovery from eth0 (solicitations and advertisements)
-	// goes where ARP goes.
-	nd := strings.Replace(arp, ",arp,", ",icmp6,icmp_type=135,", 1)
-	nd = strings.Replace(nd, "priority=10,", "priority=60,", 1)
-	flows := []string{arp, nd, strings.Replace(nd, "icmp_type=135", "icmp_type=136", 1),
-		"table=1,priority=0,actions=output:LOCAL"}
-	for _, proto := range []string{"ip", "ipv6"} {
-		flows = append(flows,
-			"priority=100,in_port="+patch+","+proto+",actions=ct(commit,zone=64000,exec(set_field:"+patch+"->ct_mark)),output:eth0",
-			"priority=50,in_port=eth0,"+proto+",actions=ct(zone=64000,table=1)",
-			"table=1,priority=100,ct_state=+trk+est,ct_mark="+patch+","+proto+",actions=output:"+patch,
-			"table=1,priority=100,ct_state=+trk+rel,ct_mark="+patch+","+proto+",actions=output:"+patch)
-	}
-	for _, f := range flows {
-		if _, err := netns.Run("", n.env(), "ovs-ofctl", "add-flow", "unix:"+filepath.Join(n.dir, "breth0.mgmt"), f); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Host is the node's own network stack (its namespace), where the node IP
 // and management ports live.
 func (n *Node) Host() *netns.Endpoint {
@@ -276,7 +212,11 @@ func (n *Node) AddManagementPort(ctx context.Context, iface, port, mac string, a
 	}
 	cmds := [][]string{{"-n", n.Netns, "link", "set", iface, "address", mac, "up"}}
 	for _, a := range addrs {
-		cmds = append(cmds, []string{"-n", n.Netns, "addr", "add", a.String(), "dev", iface})
+		add := []string{"-n", n.Netns, "addr", "add", a.String(), "dev", iface}
+		if a.Addr().Is6() {
+			add = append(add, "nodad")
+		}
+		cmds = append(cmds, add)
 	}
 	for _, r := range routes {
 		cmds = append(cmds, []string{"-n", n.Netns, "route", "add", r[0], "via", r[1], "dev", iface})

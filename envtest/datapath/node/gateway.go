@@ -1,0 +1,147 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/udnkit/udnkit/envtest/datapath/netns"
+)
+
+// BridgeMAC is the MAC of the node's breth0, which StartDaemons pins
+// (other-config:hwaddr, as ovnkube-node pins it to its uplink's): the
+// l3-gateway-config's mac-address, so the gateway routers' external ports'.
+func (n *Node) BridgeMAC() (string, error) {
+	if n.mac != "" {
+		return n.mac, nil
+	}
+	out, err := netns.Run("", nil, "ip", "-n", n.Netns, "-br", "link", "show", "breth0")
+	if err != nil {
+		return "", err
+	}
+	f := strings.Fields(out)
+	if len(f) < 3 {
+		return "", fmt.Errorf("ip -br link show breth0 in %s: %q", n.Netns, out)
+	}
+	return f[2], nil
+}
+
+// pinBridgeMAC keeps breth0's MAC what it is now: Open vSwitch would
+// otherwise pick it anew from the bridge's ports as they come and go.
+func (n *Node) pinBridgeMAC() error {
+	mac, err := n.BridgeMAC()
+	if err == nil {
+		_, err = n.Vsctl("set", "Bridge", "breth0", `other-config:hwaddr="`+mac+`"`)
+	}
+	if err == nil {
+		n.mac = mac
+	}
+	return err
+}
+
+// steered is one gateway router's localnet port on breth0 and the
+// router's masquerade IPs, which breth0 SNATs to the node's IPs.
+type steered struct {
+	localnet   string
+	masquerade []netip.Addr
+}
+
+// SteerGateway installs on breth0 the flows ovnkube-node's shared gateway
+// keeps there (pkg/node/bridgeconfig/bridgeflows.go) for one gateway
+// router's localnet port; called again for a port it replaces the port's
+// masquerade IPs and finds its patch port anew (ovn-controller recreates
+// it when the localnet port returns). The router's external port shares the
+// node's IP and breth0's MAC with the host and the other networks' gateway
+// routers, so connection tracking tells their traffic apart, with one
+// ct_mark per network (here the patch port's number): what leaves the
+// router from one of masquerade (a user-defined network's gateway router
+// SNATs its pods to its masquerade IP) is SNATed to the node's IP of its
+// family, everything else from it is committed as it is, both with the mark
+// and sent out eth0; IP arriving on eth0 is un-NATed and goes back to the
+// router of its connection's mark, everything else to the host; ARP and
+// neighbour discovery from eth0 go to the host and every steered router
+// (they answer with one MAC). It waits for ovn-controller to create the
+// patch ports.
+func (n *Node) SteerGateway(ctx context.Context, localnetPort string, masquerade ...netip.Addr) error {
+	s := steered{localnet: localnetPort, masquerade: masquerade}
+	found := false
+	for i := range n.steered {
+		if n.steered[i].localnet == localnetPort {
+			n.steered[i], found = s, true
+		}
+	}
+	if !found {
+		n.steered = append(n.steered, s)
+	}
+	patches := make([]string, len(n.steered))
+	for i, s := range n.steered {
+		var err error
+		if patches[i], err = n.patchPort(ctx, s.localnet); err != nil {
+			return err
+		}
+	}
+	arp := "priority=10,in_port=eth0,arp,actions=output:LOCAL"
+	for _, p := range patches {
+		arp += ",output:" + p
+	}
+	// Neighbour discovery from eth0 (solicitations and advertisements)
+	// goes where ARP goes.
+	nd := strings.Replace(arp, ",arp,", ",icmp6,icmp_type=135,", 1)
+	nd = strings.Replace(nd, "priority=10,", "priority=60,", 1)
+	flows := []string{"priority=0,actions=NORMAL", arp, nd, strings.Replace(nd, "icmp_type=135", "icmp_type=136", 1),
+		"table=1,priority=0,actions=output:LOCAL"}
+	for _, proto := range []string{"ip", "ipv6"} {
+		flows = append(flows, "priority=50,in_port=eth0,"+proto+",actions=ct(zone=64000,nat,table=1)")
+	}
+	for i, s := range n.steered {
+		flows = append(flows, n.steerFlows(patches[i], s.masquerade)...)
+	}
+	file := filepath.Join(n.dir, "breth0.flows")
+	if err := os.WriteFile(file, []byte(strings.Join(flows, "\n")+"\n"), 0o644); err != nil {
+		return err
+	}
+	_, err := netns.Run("", n.env(), "ovs-ofctl", "-O", "OpenFlow13", "replace-flows", "unix:"+filepath.Join(n.dir, "breth0.mgmt"), file)
+	return err
+}
+
+// steerFlows are one steered router's flows: out through eth0 (its
+// masquerade IPs SNATed to the node's), and back by its connections' mark.
+func (n *Node) steerFlows(patch string, masquerade []netip.Addr) []string {
+	var flows []string
+	for _, m := range masquerade {
+		proto, node := "ip,nw_src=", n.UnderlayIP
+		if m.Is6() {
+			proto, node = "ipv6,ipv6_src=", n.UnderlayIP6
+		}
+		flows = append(flows, "priority=100,in_port="+patch+","+proto+m.String()+
+			",actions=ct(commit,zone=64000,nat(src="+node.String()+"),exec(set_field:"+patch+"->ct_mark)),output:eth0")
+	}
+	for _, proto := range []string{"ip", "ipv6"} {
+		flows = append(flows,
+			"priority=99,in_port="+patch+","+proto+",actions=ct(commit,zone=64000,exec(set_field:"+patch+"->ct_mark)),output:eth0",
+			"table=1,priority=100,ct_state=+trk+est,ct_mark="+patch+","+proto+",actions=output:"+patch,
+			"table=1,priority=100,ct_state=+trk+rel,ct_mark="+patch+","+proto+",actions=output:"+patch)
+	}
+	return flows
+}
+
+// patchPort is the OpenFlow number of the patch port ovn-controller
+// creates for a localnet port on breth0 (OpenFlow names ports with at most
+// 15 characters: the flows use its number).
+func (n *Node) patchPort(ctx context.Context, localnetPort string) (string, error) {
+	name, patch := "patch-"+localnetPort+"-to-br-int", ""
+	err := waitFor(ctx, 30*time.Second, "patch port "+name, nil, func() error {
+		out, err := n.Vsctl("--if-exists", "get", "Interface", name, "ofport")
+		if err == nil && (out == "" || out == "-1" || out == "[]") {
+			err = errors.New("no patch port yet")
+		}
+		patch = out
+		return err
+	})
+	return patch, err
+}
