@@ -13,11 +13,13 @@
 // envtest/datapath's cluster, per node a network namespace with ovs-vswitchd
 // (userspace datapath) and ovn-controller bound to the node's own OVN zone,
 // Geneve between them; the Nodes carry what ovnkube-node publishes (the
-// chassis each ovn-controller registered, the encap IP); a dataplane manager
-// runs per zone. It applies examples/udn-layer2-primary.yaml, makes two pods
-// on different nodes network namespaces configured from udnkit's
-// k8s.ovn.org/pod-networks, writes OVN-Kubernetes' share (the pods' ports,
-// the gateway routers' external side) with envtest/datapath's fixture, pings
+// chassis each ovn-controller registered, the encap IP, the gateway's
+// l3-gateway-config, from which udnkit writes the gateway routers' external
+// side); a dataplane manager runs per zone. It applies
+// examples/udn-layer2-primary.yaml, makes two pods on different nodes
+// network namespaces configured from udnkit's k8s.ovn.org/pod-networks,
+// writes OVN-Kubernetes' share (the pods' ports) and ovnkube-node's (breth0's
+// flows) with envtest/datapath's fixture, pings
 // one pod from the other and prints the command (.udnkit/bin/udnkit-ping)
 // and what it printed, with pings to the other family and to the external
 // host (203.0.113.1, out through the pod's own node).

@@ -109,10 +109,14 @@ func linkZones(stateDir string, c *datapath.Cluster) error {
 
 // ovnkNodes creates the Nodes as ovnkube-node publishes them on the
 // cluster's nodes (datapath.OVNKNode): the chassis each node's
-// ovn-controller registered, its encap IP and its InternalIP.
+// ovn-controller registered, its encap IP, its gateway
+// (l3-gateway-config) and its InternalIP.
 func ovnkNodes(ctx context.Context, c client.Client, cluster *datapath.Cluster) error {
 	for _, n := range cluster.Nodes {
-		node := datapath.OVNKNode(n)
+		node, err := datapath.OVNKNode(n)
+		if err != nil {
+			return err
+		}
 		status := node.Status
 		if err := c.Create(ctx, node); err != nil {
 			return fmt.Errorf("creating node %s: %w", n.Name, err)
@@ -217,8 +221,16 @@ func startPods(ctx context.Context, c client.Client, cluster *datapath.Cluster, 
 		d.pods = append(d.pods, &demoPod{name: name, node: node})
 	}
 	var nad nadv1.NetworkAttachmentDefinition
-	if err := poll(ctx, "the NAD of "+namespace+"/"+udn, func() error {
-		return c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: udn}, &nad)
+	var ids ovnk.NetworkIDs
+	if err := poll(ctx, "the NAD of "+namespace+"/"+udn+" with its network ID", func() error {
+		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: udn}, &nad)
+		if err == nil {
+			ids, err = ovnk.DecodeNetworkIDs(nad.Annotations)
+		}
+		if err == nil && !ids.HasID {
+			err = errors.New("no " + ovnk.AnnotationNetworkID + " yet")
+		}
+		return err
 	}); err != nil {
 		return nil, err
 	}
@@ -230,7 +242,7 @@ func startPods(ctx context.Context, c client.Client, cluster *datapath.Cluster, 
 	if err != nil {
 		return nil, fmt.Errorf("the NAD %s/%s's subnets: %w", namespace, udn, err)
 	}
-	d.network = &datapath.Network{Name: conf.Name, NAD: namespace + "/" + udn, Topology: "layer2", Subnets: subnets}
+	d.network = &datapath.Network{Name: conf.Name, NAD: namespace + "/" + udn, Topology: "layer2", Subnets: subnets, ID: ids.ID}
 	d.step("NAD")
 	sw := ovnk.NamesFor(conf.Name).Switch()
 	for _, n := range cluster.Nodes {
@@ -324,18 +336,14 @@ func (d *demo) pingCommands() []string {
 	return append(cmds, fmt.Sprintf("udnkit-ping %s/%s -c3 %s", d.namespace, a.name, datapath.ExternalIP))
 }
 
-// startEgress writes OVN-Kubernetes' gateway pieces for the network on
-// every node (datapath.WriteGateway) and the flows its shared gateway keeps
-// on breth0, and returns once pod-a reaches the external host through its
-// own node's gateway router.
+// startEgress installs on breth0 the flows ovnkube-node's shared gateway
+// keeps there for the network's gateway routers, whose external side udnkit
+// writes from the nodes' l3-gateway-config (datapath.SteerGateways: it
+// waits for their localnet ports), and returns once pod-a reaches the
+// external host through its own node's gateway router.
 func (d *demo) startEgress(ctx context.Context, cluster *datapath.Cluster) error {
-	if err := cluster.WriteGateway(d.network); err != nil {
-		return err
-	}
-	for _, n := range cluster.Nodes {
-		if err := n.SteerGateway(ctx, d.network.LocalnetPort(n)); err != nil {
-			return err
-		}
+	if err := cluster.SteerGateways(ctx, ovnk.DefaultClusterConfig(), d.network); err != nil {
+		return fmt.Errorf("egress: %w", err)
 	}
 	a := d.pods[0]
 	if err := a.dp.Reach(datapath.ExternalIP, 30*time.Second); err != nil {

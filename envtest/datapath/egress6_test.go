@@ -1,7 +1,6 @@
 package datapath_test
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
@@ -20,16 +19,10 @@ import (
 // node-a's pod's IPv6 egress while node-b's pod keeps its own.
 func TestLayer2EgressIPv6(t *testing.T) {
 	c := needCluster(t)
-	ctx := context.Background()
 	a, b := c.Node("node-a"), c.Node("node-b")
 	v6 := newNetwork(t, "tenant-six", "six", 7, "10.140.0.0/16", "fd00:140::/64")
-	ovnkGateway(t, c, v6)
 	program(t, c, v6)
-	for _, n := range c.Nodes {
-		if err := n.SteerGateway(ctx, v6.localnetPort(n)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	steer(t, c, v6)
 	podA := &pod{net: v6, name: "pod-a", node: a, index: 5, tunnelID: 10}
 	podB := &pod{net: v6, name: "pod-b", node: b, index: 6, tunnelID: 11}
 	ovnkPodPorts(t, c, podA, podB)

@@ -35,8 +35,11 @@ import (
 )
 
 // The fixture writes what OVN-Kubernetes owns (pod ports, the Node
-// objects the reconcilers leave) and runs udnkit's own Layer2 reconciler in
-// every zone for what udnkit writes; nothing else touches OVN.
+// objects as ovnkube-node publishes them, with their l3-gateway-config, and
+// the flows ovnkube-node keeps on breth0) and runs udnkit's own Layer2
+// reconciler in every zone for what udnkit writes, the gateway routers'
+// external side and the management ports among it; nothing else touches
+// OVN.
 
 var cfg = ovnk.DefaultClusterConfig()
 
@@ -61,11 +64,32 @@ func ovnClient(t *testing.T, n *datapath.Node) *dataplane.Client {
 	return c
 }
 
+// gatewayless are the nodes whose Node has no l3-gateway-config (as
+// before their ovnkube-node has set its gateway up); guarded by knownMu.
+var gatewayless = map[string]bool{}
+
+// setGatewayless takes the l3-gateway-config off node n's Node in every
+// later API state (off), or gives it back.
+func setGatewayless(n *datapath.Node, off bool) {
+	knownMu.Lock()
+	defer knownMu.Unlock()
+	gatewayless[n.Name] = off
+}
+
 // nodeObject is a Node as ovnkube-node publishes it (datapath.OVNKNode)
 // and udnkit's reconcilers leave it: node ID (the node's index + 2),
-// topology version 2.0.
-func nodeObject(i int, n *datapath.Node) *corev1.Node {
-	node := datapath.OVNKNode(n)
+// topology version 2.0; without its l3-gateway-config while gatewayless.
+func nodeObject(t *testing.T, i int, n *datapath.Node) *corev1.Node {
+	t.Helper()
+	node, err := datapath.OVNKNode(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	knownMu.Lock()
+	if gatewayless[n.Name] {
+		delete(node.Annotations, ovnk.AnnotationL3GatewayConfig)
+	}
+	knownMu.Unlock()
 	node.Annotations[ovnk.AnnotationNodeID] = strconv.Itoa(i + 2)
 	node.Annotations[ovnk.AnnotationLayer2TopologyVersion] = ovnk.Layer2TopologyVersionTransitRouter
 	return node
@@ -77,6 +101,8 @@ type network struct {
 	subnets         []netip.Prefix
 	nad             *nadv1.NetworkAttachmentDefinition
 	layer3          bool
+	// id is the network ID.
+	id int
 }
 
 func (n *network) ovnName() string { return ovnk.UDNNetworkName(n.namespace, n.name) }
@@ -87,7 +113,7 @@ func (n *network) ovnk() *datapath.Network {
 	if n.layer3 {
 		topology = "layer3"
 	}
-	return &datapath.Network{Name: n.ovnName(), NAD: n.key(), Topology: topology, Subnets: n.subnets}
+	return &datapath.Network{Name: n.ovnName(), NAD: n.key(), Topology: topology, Subnets: n.subnets, ID: n.id}
 }
 func (n *network) key() string { return n.namespace + "/" + n.name }
 func (n *network) names() ovnk.Layer2Names {
@@ -103,7 +129,7 @@ func (n *network) gateway(v6 bool) netip.Addr { return n.ovnk().Gateway(v6) }
 func newNetwork(t *testing.T, namespace, name string, id int, subnets ...string) *network {
 	t.Helper()
 	spec := udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRolePrimary}}
-	n := &network{namespace: namespace, name: name}
+	n := &network{namespace: namespace, name: name, id: id}
 	for _, s := range subnets {
 		spec.Layer2.Subnets = append(spec.Layer2.Subnets, udnv1.CIDR(s))
 		n.subnets = append(n.subnets, netip.MustParsePrefix(s))
@@ -156,7 +182,7 @@ func apiState(t *testing.T, c *datapath.Cluster, nets ...*network) client.Client
 	b := fake.NewClientBuilder().WithScheme(s).
 		WithIndex(&nadv1.NetworkAttachmentDefinition{}, zone.NADNetworkField, zone.NADNetwork)
 	for i, n := range c.Nodes {
-		b = b.WithObjects(nodeObject(i, n))
+		b = b.WithObjects(nodeObject(t, i, n))
 	}
 	for _, net := range nets {
 		owner := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: net.namespace, Name: net.name,
@@ -340,16 +366,26 @@ func runCmd(name string, args ...string) (string, error) {
 // ip is the pod's address of a family.
 func (p *pod) ip(v6 bool) netip.Addr { return p.datapath.IP(v6) }
 
-// localnetPort is the localnet port of a network's external switch on a
-// node.
-func (n *network) localnetPort(node *datapath.Node) string { return n.ovnk().LocalnetPort(node) }
-
-// ovnkGateway writes, in every zone, what OVN-Kubernetes' gateway
-// controller owns for the zone's node on the network (datapath.WriteGateway).
-func ovnkGateway(t *testing.T, c *datapath.Cluster, net *network) {
+// ovnkLegacyGateway writes, in every zone, the external side of the zone's
+// node's gateway router as OVN-Kubernetes writes it on a Layer2 network's
+// old topology (datapath.WriteLegacyGateway).
+func ovnkLegacyGateway(t *testing.T, c *datapath.Cluster, net *network) {
 	t.Helper()
-	if err := c.WriteGateway(net.ovnk()); err != nil {
+	if err := c.WriteLegacyGateway(net.ovnk()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// steer installs on every node's breth0 the flows ovnkube-node's shared
+// gateway keeps for the networks' gateway routers (datapath.SteerGateways),
+// once udnkit has written their localnet ports; again after a localnet
+// port was recreated.
+func steer(t *testing.T, c *datapath.Cluster, nets ...*network) {
+	t.Helper()
+	for _, net := range nets {
+		if err := c.SteerGateways(context.Background(), cfg, net.ovnk()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -390,11 +426,12 @@ func masqueradeIP(t *testing.T, id int) netip.Addr {
 	return ip
 }
 
-// ovnkManagementPorts gives every node the network's management port as
-// OVN-Kubernetes does (datapath.AddManagementPorts).
-func ovnkManagementPorts(t *testing.T, c *datapath.Cluster, net *network, id int) {
+// ovnkManagementPorts gives every node the network's management port
+// interface as ovnkube-node does, bound to the port udnkit wrote
+// (datapath.AddManagementPorts).
+func ovnkManagementPorts(t *testing.T, c *datapath.Cluster, net *network) {
 	t.Helper()
-	if err := c.AddManagementPorts(context.Background(), cfg, net.ovnk(), id); err != nil {
+	if err := c.AddManagementPorts(context.Background(), cfg, net.ovnk()); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,10 +1,10 @@
 package datapath_test
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,10 +30,10 @@ func TestLayer2Primary(t *testing.T) {
 	subnets := []string{"10.100.0.0/16", "fd00:100::/64"}
 	blue := newNetwork(t, "tenant-blue", "blue", 1, subnets...)
 	green := newNetwork(t, "tenant-green", "green", 2, subnets...)
-	// blue leaves the cluster through its gateway routers (green's share
-	// the node IPs, so only one network has external ports).
-	ovnkGateway(t, c, blue)
+	// udnkit writes both networks' gateway routers' external side from the
+	// nodes' l3-gateway-config; breth0 tells their traffic apart.
 	program(t, c, blue, green)
+	steer(t, c, blue, green)
 	blueA := &pod{net: blue, name: "pod-a", node: a, index: 5, tunnelID: 10}
 	blueA2 := &pod{net: blue, name: "pod-a2", node: a, index: 7, tunnelID: 11}
 	blueB := &pod{net: blue, name: "pod-b", node: b, index: 6, tunnelID: 12}
@@ -44,7 +44,7 @@ func TestLayer2Primary(t *testing.T) {
 	all := []*pod{blueA, blueA2, blueB, blueC, greenA, greenB, greenOnly}
 	ovnkPodPorts(t, c, all...)
 	startPods(t, c, all...)
-	ovnkManagementPorts(t, c, blue, 1)
+	ovnkManagementPorts(t, c, blue)
 	// TCP echo servers: a pod and the external host.
 	for _, e := range []*netns.Endpoint{&blueB.datapath.Endpoint, &c.External} {
 		stop, err := e.ServeTCP(tcpPort)
@@ -52,11 +52,6 @@ func TestLayer2Primary(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(stop)
-	}
-	for _, n := range c.Nodes {
-		if err := n.SteerGateway(context.Background(), blue.localnetPort(n)); err != nil {
-			t.Fatal(err)
-		}
 	}
 	heal := func(t *testing.T) {
 		t.Helper()
@@ -253,4 +248,40 @@ func TestLayer2Primary(t *testing.T) {
 			reach(t, c, from, dst)
 		})
 	}
+
+	t.Run("mutation: a node's l3-gateway-config removed takes its external side away until it returns", func(t *testing.T) {
+		ext := blue.names().ExternalSwitch(a.Name)
+		external := func() bool {
+			return slices.Contains(strings.Fields(a.NB().Must(t, "--bare", "--columns=name", "list", "Logical_Switch")), ext)
+		}
+		setGatewayless(a, true)
+		t.Cleanup(func() { setGatewayless(a, false) })
+		heal(t)
+		if external() {
+			t.Fatalf("node-a's Node has no l3-gateway-config, yet its zone still has %s", ext)
+		}
+		for _, v6 := range families {
+			unreachable(t, blueA, externalIP(v6))
+			reach(t, c, blueB, externalIP(v6))
+		}
+		setGatewayless(a, false)
+		heal(t)
+		if !external() {
+			t.Fatalf("node-a's l3-gateway-config is back, yet its zone has no %s", ext)
+		}
+		// ovn-controller made a new patch port for the new localnet port.
+		steer(t, c, blue, green)
+		for _, v6 := range families {
+			reach(t, c, blueA, externalIP(v6))
+		}
+	})
+}
+
+// externalIP is the external host's address of a family beyond the
+// underlay.
+func externalIP(v6 bool) netip.Addr {
+	if v6 {
+		return datapath.ExternalIP6
+	}
+	return datapath.ExternalIP
 }

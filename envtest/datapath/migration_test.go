@@ -127,13 +127,8 @@ func TestKubeVirtLiveMigration(t *testing.T) {
 	ctx := context.Background()
 	x, y, z := c.Node("node-a"), c.Node("node-b"), c.Node("node-c")
 	kv := newNetwork(t, "tenant-kv", "kv", 5, "10.120.0.0/16")
-	ovnkGateway(t, c, kv)
 	program(t, c, kv)
-	for _, n := range c.Nodes {
-		if err := n.SteerGateway(ctx, kv.localnetPort(n)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	steer(t, c, kv)
 	const vmName = "vm1"
 	// Source and target pod: the VM's addresses (index 10), one tunnel ID each.
 	src := &pod{net: kv, name: "virt-launcher-vm1-src", node: x, index: 10, tunnelID: 20}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"strconv"
 	"time"
@@ -68,19 +69,49 @@ const (
 	annotationNodeHostCIDRs     = "k8s.ovn.org/host-cidrs"
 )
 
+// Bridge is the nodes' external bridge, which holds their underlay
+// addresses and carries the gateway routers' localnet ports (physnet).
+const Bridge = "breth0"
+
+// GatewayConfig is the node's k8s.ovn.org/l3-gateway-config as
+// ovnkube-node's shared gateway publishes it (go-controller/pkg/node/gateway.go
+// and pkg/util/node_annotations.go SetL3GatewayConfig): breth0 with the
+// interface ID breth0_<node>, breth0's MAC, the node's underlay addresses
+// with their prefix lengths, the external host as next hop of each family,
+// node ports enabled, no VLAN.
+func GatewayConfig(n *Node) (ovnk.L3GatewayConfig, error) {
+	s, err := n.BridgeMAC()
+	if err != nil {
+		return ovnk.L3GatewayConfig{}, err
+	}
+	mac, err := net.ParseMAC(s)
+	if err != nil {
+		return ovnk.L3GatewayConfig{}, fmt.Errorf("node %s: breth0's MAC: %w", n.Name, err)
+	}
+	return ovnk.L3GatewayConfig{Mode: ovnk.GatewayModeShared, BridgeID: Bridge, InterfaceID: Bridge + "_" + n.Name, MAC: mac,
+		IPAddresses: []netip.Prefix{netip.PrefixFrom(n.UnderlayIP, Underlay.Bits()), netip.PrefixFrom(n.UnderlayIP6, Underlay6.Bits())},
+		NextHops:    []netip.Addr{ExternalGateway, ExternalGateway6}, NodePortEnable: true}, nil
+}
+
 // OVNKNode is the node as ovnkube-node publishes it
 // (go-controller/pkg/util/node_annotations.go): k8s.ovn.org/node-chassis-id
 // (the chassis its ovn-controller registered), k8s.ovn.org/node-encap-ips,
 // k8s.ovn.org/node-primary-ifaddr and k8s.ovn.org/host-cidrs (its underlay
-// address on breth0), and its underlay IP as InternalIP.
-func OVNKNode(n *Node) *corev1.Node {
+// address on breth0), k8s.ovn.org/l3-gateway-config (GatewayConfig), and
+// its underlay IP as InternalIP.
+func OVNKNode(n *Node) (*corev1.Node, error) {
+	gw, err := GatewayConfig(n)
+	if err != nil {
+		return nil, err
+	}
 	ifAddr := netip.PrefixFrom(n.UnderlayIP, Underlay.Bits()).String()
 	return testobj.MakeNode(n.Name).Annotations(map[string]string{
-		ovnk.AnnotationNodeChassisID: n.ChassisID(),
-		ovnk.AnnotationNodeEncapIPs:  `["` + n.UnderlayIP.String() + `"]`,
-		annotationNodePrimaryIfAddr:  `{"ipv4":"` + ifAddr + `"}`,
-		annotationNodeHostCIDRs:      `["` + ifAddr + `"]`,
-	}).InternalIPs(n.UnderlayIP).Obj()
+		ovnk.AnnotationNodeChassisID:   n.ChassisID(),
+		ovnk.AnnotationNodeEncapIPs:    `["` + n.UnderlayIP.String() + `"]`,
+		annotationNodePrimaryIfAddr:    `{"ipv4":"` + ifAddr + `"}`,
+		annotationNodeHostCIDRs:        `["` + ifAddr + `"]`,
+		ovnk.AnnotationL3GatewayConfig: gw.Encode(),
+	}).InternalIPs(n.UnderlayIP).Obj(), nil
 }
 
 // Network is what OVN-Kubernetes' controllers read of a network for the
@@ -95,6 +126,9 @@ type Network struct {
 	Topology string
 	// Subnets are the network's subnets.
 	Subnets []netip.Prefix
+	// ID is the network ID (k8s.ovn.org/network-id), which picks its
+	// masquerade IPs.
+	ID int
 }
 
 // rows is the network as ovnkrows writes it.
@@ -118,7 +152,48 @@ func (net Network) ManagementIP(v6 bool) netip.Prefix {
 
 // LocalnetPort is the localnet port of the network's external switch on a
 // node (upstream's GetNetworkScopedExtPortName: breth0_<prefix><node>).
-func (net Network) LocalnetPort(node *Node) string { return ovnkrows.LocalnetPort(net.Name, node.Name) }
+func (net Network) LocalnetPort(node *Node) string {
+	return ovnk.NamesFor(net.Name).ExternalLocalnetPort(Bridge, node.Name)
+}
+
+// GatewayMasqueradeIPs are the network's gateway routers' masquerade IPs,
+// one per family of its subnets (upstream's GetUDNGatewayMasqueradeIPs):
+// what their SNATs leave with and breth0 SNATs to the node's IPs.
+func (net Network) GatewayMasqueradeIPs(cfg ovnk.ClusterConfig) ([]netip.Addr, error) {
+	var ips []netip.Addr
+	for _, v6 := range []bool{false, true} {
+		if _, ok := ovnk.FamilyOf(net.Subnets, v6); !ok {
+			continue
+		}
+		masq, ok := ovnk.FamilyOf(cfg.MasqueradeSubnets, v6)
+		if !ok {
+			return nil, fmt.Errorf("network %s: the cluster has no masquerade subnet of the family of its subnets", net.Name)
+		}
+		gr, _, err := ovnk.UDNMasqueradeIPs(masq, net.ID)
+		if err != nil {
+			return nil, fmt.Errorf("network %s: %w", net.Name, err)
+		}
+		ips = append(ips, gr)
+	}
+	return ips, nil
+}
+
+// SteerGateways installs on every node's breth0 the flows ovnkube-node's
+// shared gateway keeps for the network's gateway router (Node.SteerGateway),
+// its masquerade IPs SNATed to the node's IPs; again after the localnet
+// port was recreated.
+func (c *Cluster) SteerGateways(ctx context.Context, cfg ovnk.ClusterConfig, net *Network) error {
+	masq, err := net.GatewayMasqueradeIPs(cfg)
+	if err != nil {
+		return err
+	}
+	for _, n := range c.Nodes {
+		if err := n.SteerGateway(ctx, net.LocalnetPort(n), masq...); err != nil {
+			return fmt.Errorf("node %s: %w", n.Name, err)
+		}
+	}
+	return nil
+}
 
 // PodPort is a pod's logical switch port as OVN-Kubernetes' pod controller
 // writes it.
@@ -177,12 +252,15 @@ func (c *Cluster) WritePodPort(p PodPort) error {
 	return nil
 }
 
-// WriteGateway writes, in every zone, what OVN-Kubernetes' gateway
-// controller owns for the zone's node on the network
-// (ovnkrows.WriteGateway): the node's underlay addresses on rtoe- (its IPv6
-// one when the network has an IPv6 subnet), the default routes via the
-// physical gateways and the SNAT of the network's subnets to the node IPs.
-func (c *Cluster) WriteGateway(net *Network) error {
+// WriteLegacyGateway writes, in every zone, the external side of the
+// zone's node's gateway router as OVN-Kubernetes writes it for a Layer2
+// network's old topology, which udnkit leaves to it (ovnkrows.WriteGateway):
+// the node's underlay addresses on rtoe- (its IPv6 one when the network has
+// an IPv6 subnet), the default routes via the physical gateways and the
+// SNAT of the network's subnets to the node IPs. On the transit-router
+// topology udnkit writes the external side itself, from the node's
+// l3-gateway-config.
+func (c *Cluster) WriteLegacyGateway(net *Network) error {
 	for _, n := range c.Nodes {
 		mac, err := n.BridgeMAC()
 		if err != nil {
@@ -216,24 +294,28 @@ func MasqueradeIP(cfg ovnk.ClusterConfig, id int) (netip.Addr, error) {
 }
 
 // AddManagementPorts gives every node the network's management port as
-// OVN-Kubernetes does: the logical switch port <prefix>k8s-<node> in the
-// node's zone at the subnet's second address (IPv4), and on the node the
-// interface ovn-k8s-mp<network ID> holding it, with the route back to the
-// management-port SNAT's masquerade IP through the network's gateway.
-func (c *Cluster) AddManagementPorts(ctx context.Context, cfg ovnk.ClusterConfig, net *Network, id int) error {
-	mgmt := net.ManagementIP(false)
-	mac := ovnk.MACFromIP(mgmt.Addr()).String()
-	masq, err := MasqueradeIP(cfg, id)
+// ovnkube-node does, bound to the logical switch port k8s-<prefix><node>
+// that udnkit writes in the node's zone from its l3-gateway-config: on the
+// node the interface ovn-k8s-mp<network ID> holding the subnets' second
+// addresses, with the route back to the management-port SNAT's masquerade
+// IP through the network's gateway (IPv4). It returns once ovn-controller
+// has bound every port, so udnkit must have written them.
+func (c *Cluster) AddManagementPorts(ctx context.Context, cfg ovnk.ClusterConfig, net *Network) error {
+	var addrs []netip.Prefix
+	for _, v6 := range []bool{false, true} {
+		if _, ok := ovnk.FamilyOf(net.Subnets, v6); ok {
+			addrs = append(addrs, net.ManagementIP(v6))
+		}
+	}
+	mac := ovnk.MACFromIP(addrs[0].Addr()).String()
+	masq, err := MasqueradeIP(cfg, net.ID)
 	if err != nil {
 		return err
 	}
 	for _, n := range c.Nodes {
-		port, err := ovnkrows.WriteManagementPort(n.NB(), net.Name, n.Name, mgmt.Addr())
-		if err != nil {
-			return err
-		}
+		port := ovnk.NamesFor(net.Name).ManagementPort(n.Name)
 		routes := [][2]string{{masq.String() + "/32", net.Gateway(false).String()}}
-		if err := n.AddManagementPort(ctx, "ovn-k8s-mp"+strconv.Itoa(id), port, mac, []netip.Prefix{mgmt}, routes); err != nil {
+		if err := n.AddManagementPort(ctx, "ovn-k8s-mp"+strconv.Itoa(net.ID), port, mac, addrs, routes); err != nil {
 			return err
 		}
 	}

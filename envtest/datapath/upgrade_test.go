@@ -107,13 +107,11 @@ func TestLayer2RollingUpgrade(t *testing.T) {
 	// manager allocates them, from the network's tunnel IDs, not the node IDs.
 	legacyX, legacyY := legacyNode{x, slices.Index(c.Nodes, x) + 2, 7}, legacyNode{y, slices.Index(c.Nodes, y) + 2, 8}
 	legacy := []legacyNode{legacyX, legacyY, {z, slices.Index(c.Nodes, z) + 2, 9}}
-	ovnkGateway(t, c, up)
+	// OVN-Kubernetes writes the old topology's external side; udnkit
+	// writes node-a's once node-a moves.
+	ovnkLegacyGateway(t, c, up)
 	ovnkLegacyLayer2(t, up, switchKey, legacy)
-	for _, n := range []*datapath.Node{x, y} {
-		if err := n.SteerGateway(ctx, up.localnetPort(n)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	steer(t, c, up)
 	podX := &pod{net: up, name: "pod-a", node: x, index: 5, tunnelID: 10}
 	podY := &pod{net: up, name: "pod-b", node: y, index: 6, tunnelID: 11}
 	ovnkPodPorts(t, c, podX, podY)
@@ -136,6 +134,12 @@ func TestLayer2RollingUpgrade(t *testing.T) {
 			t.Fatal(err)
 		}
 		delete(node.Annotations, ovnk.AnnotationLayer2TopologyVersion)
+		// The gateway routers' external side stays the old topology's, as
+		// OVN-Kubernetes wrote it (ovnkLegacyGateway): udnkit does not adopt
+		// it (topology.Layer2Legacy), so with the node's l3-gateway-config
+		// its own external side would meet OVN-Kubernetes' external switch
+		// and it would leave the zone alone.
+		delete(node.Annotations, ovnk.AnnotationL3GatewayConfig)
 		v, _ := json.Marshal(map[string]string{up.ovnName(): strconv.Itoa(n.grID)})
 		node.Annotations[annotationGRLRPTunnelIDs] = string(v)
 		if err := state.Update(ctx, &node); err != nil {

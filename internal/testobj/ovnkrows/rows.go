@@ -82,7 +82,10 @@ type Gateway struct {
 }
 
 // WriteGateway writes, in nb's zone, the node's gateway router on the
-// network (pkg/ovn/gateway.go GatewayInit, updateGWRouterNAT): the gateway
+// network as OVN-Kubernetes writes it where udnkit does not (a zone's
+// node without l3-gateway-config in the ovn-trace suite; the old Layer2
+// topology of the upgrade packet test) (pkg/ovn/gateway.go GatewayInit,
+// updateGWRouterNAT): the gateway
 // router GR_<prefix><node> bound to the node's chassis, its external port
 // rtoe-<GR> with the node's IPs and breth0's MAC, the external switch
 // ext_<prefix><node> with the localnet port onto breth0 (physnet) and the
@@ -91,8 +94,9 @@ type Gateway struct {
 // its route back to the pods.
 func WriteGateway(nb Ctl, g Gateway) error {
 	gr := ovnk.NamesFor(g.Network.Name).GatewayRouter(g.Node)
-	rtoe, etor := "rtoe-"+gr, "etor-"+gr
-	ext, localnet := "ext_"+ovnk.NetworkPrefix(g.Network.Name)+g.Node, LocalnetPort(g.Network.Name, g.Node)
+	names := ovnk.NamesFor(g.Network.Name)
+	rtoe, etor := names.GRToExternal(g.Node), names.ExternalToGR(g.Node)
+	ext, localnet := names.ExternalSwitch(g.Node), LocalnetPort(g.Network.Name, g.Node)
 	lrp := []string{"--may-exist", "lrp-add", gr, rtoe, g.MAC}
 	for _, ip := range g.IPs {
 		lrp = append(lrp, ip.String())
@@ -128,14 +132,16 @@ func WriteGateway(nb Ctl, g Gateway) error {
 // LocalnetPort is the localnet port of the network's external switch on a
 // node (upstream's GetNetworkScopedExtPortName: breth0_<prefix><node>).
 func LocalnetPort(network, node string) string {
-	return "breth0_" + ovnk.NetworkPrefix(network) + node
+	return ovnk.NamesFor(network).ExternalLocalnetPort("breth0", node)
 }
 
-// WriteManagementPort adds the node's management port <prefix>k8s-<node> to
-// the network's Layer2 switch in nb's zone at ips (the subnets' second
-// addresses), and returns its name.
+// WriteManagementPort adds the node's management port k8s-<prefix><node>
+// (upstream's GetK8sMgmtIntfName over the network-scoped node name) to the
+// network's Layer2 switch in nb's zone at ips (the subnets' second
+// addresses), as OVN-Kubernetes writes it where udnkit does not (a node
+// without l3-gateway-config), and returns its name.
 func WriteManagementPort(nb Ctl, network, node string, ips ...netip.Addr) (string, error) {
-	port := ovnk.NetworkPrefix(network) + "k8s-" + node
+	port := ovnk.NamesFor(network).ManagementPort(node)
 	_, err := nb.Run("--may-exist", "lsp-add", ovnk.NamesFor(network).Switch(), port, "--", "lsp-set-addresses", port, Addresses(ips...))
 	return port, err
 }
