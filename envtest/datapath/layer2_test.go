@@ -249,16 +249,16 @@ func TestLayer2Primary(t *testing.T) {
 		})
 	}
 
-	t.Run("mutation: a node's l3-gateway-config removed takes its external side away until it returns", func(t *testing.T) {
-		ext := blue.names().ExternalSwitch(a.Name)
-		external := func() bool {
-			return slices.Contains(strings.Fields(a.NB().Must(t, "--bare", "--columns=name", "list", "Logical_Switch")), ext)
+	t.Run("mutation: a node's l3-gateway-config removed takes its external side and management port away until it returns", func(t *testing.T) {
+		ext, mgmt := blue.names().ExternalSwitch(a.Name), blue.names().ManagementPort(a.Name)
+		has := func(table, name string) bool {
+			return slices.Contains(strings.Fields(a.NB().Must(t, "--bare", "--columns=name", "list", table)), name)
 		}
 		setGatewayless(a, true)
 		t.Cleanup(func() { setGatewayless(a, false) })
 		heal(t)
-		if external() {
-			t.Fatalf("node-a's Node has no l3-gateway-config, yet its zone still has %s", ext)
+		if has("Logical_Switch", ext) || has("Logical_Switch_Port", mgmt) {
+			t.Fatalf("node-a's Node has no l3-gateway-config, yet its zone still has %s or %s", ext, mgmt)
 		}
 		for _, v6 := range families {
 			unreachable(t, blueA, externalIP(v6))
@@ -266,8 +266,8 @@ func TestLayer2Primary(t *testing.T) {
 		}
 		setGatewayless(a, false)
 		heal(t)
-		if !external() {
-			t.Fatalf("node-a's l3-gateway-config is back, yet its zone has no %s", ext)
+		if !has("Logical_Switch", ext) || !has("Logical_Switch_Port", mgmt) {
+			t.Fatalf("node-a's l3-gateway-config is back, yet its zone lacks %s or %s", ext, mgmt)
 		}
 		// ovn-controller made a new patch port for the new localnet port.
 		steer(t, c, blue, green)
