@@ -58,6 +58,10 @@ type Config struct {
 	// NodeListPage is how many nodes one LIST returns when the node
 	// controller reads every node straight from the apiserver (0: 100).
 	NodeListPage int64
+	// NodeIDSource says who writes the nodes' k8s.ovn.org/node-id: the node
+	// controller (allocate) or OVN-Kubernetes' cluster manager (read: the
+	// node controller only reads them, profile udn-controllers).
+	NodeIDSource nodes.NodeIDSource
 }
 
 // DefaultConfig is the production configuration.
@@ -70,6 +74,7 @@ func DefaultConfig() Config {
 		TunnelKeyLast:           ovnk.LastInterconnectKey,
 		MaxConcurrentReconciles: 2,
 		FairQueue:               true,
+		NodeIDSource:            nodes.NodeIDsAllocate,
 	}
 }
 
@@ -78,6 +83,8 @@ func DefaultConfig() Config {
 // manager's --controllers).
 func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxConcurrentReconciles, "reconciler-workers", c.MaxConcurrentReconciles, "workers per reconciler (udn, cudn, node)")
+	fs.Var(&c.NodeIDSource, "node-id-source",
+		"who writes the nodes' k8s.ovn.org/node-id: allocate (the node controller) or read (OVN-Kubernetes' cluster manager, with k8s.ovn.org/node-transit-switch-port-ifaddr; a node without them gets no tunnel IDs or host subnets until it has them)")
 }
 
 // validate checks the configuration and fills defaults.
@@ -155,5 +162,5 @@ func (c *Config) networkIDOptions() networkids.Options {
 
 // NodeOptions are the node controller's options from cfg.
 func (c *Config) NodeOptions() nodes.Options {
-	return nodes.Options{MaxConcurrentReconciles: c.MaxConcurrentReconciles, SingleWriter: c.SingleWriter, ListPage: c.NodeListPage}
+	return nodes.Options{MaxConcurrentReconciles: c.MaxConcurrentReconciles, SingleWriter: c.SingleWriter, ListPage: c.NodeListPage, NodeIDs: c.NodeIDSource}
 }

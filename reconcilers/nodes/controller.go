@@ -81,6 +81,10 @@ type Options struct {
 	// ListPage is how many nodes one LIST returns when the controller reads
 	// every node straight from the apiserver (0: 100).
 	ListPage int64
+	// NodeIDs says who writes the nodes' k8s.ovn.org/node-id ("":
+	// NodeIDsAllocate). With NodeIDsRead the controller never writes it and
+	// a node without a valid one gets no tunnel IDs or host subnets.
+	NodeIDs NodeIDSource
 }
 
 // The node controller also reads and writes what the UDN and CUDN
@@ -94,6 +98,12 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}
 	if opts.ListPage <= 0 {
 		opts.ListPage = defaultListPage
+	}
+	if opts.NodeIDs == "" {
+		opts.NodeIDs = NodeIDsAllocate
+	}
+	if err := opts.NodeIDs.Set(string(opts.NodeIDs)); err != nil {
+		return fmt.Errorf("node controller: %w", err)
 	}
 	if err := nadindex.Register(context.Background(), mgr.GetFieldIndexer(), indexNADController); err != nil {
 		return fmt.Errorf("node controller: %w", err)
@@ -111,6 +121,7 @@ type reconciler struct {
 	opts     Options
 
 	ids        *idalloc.IDAllocator // node IDs and multi-VTEP tunnel IDs
+	followed   followedIDs          // with NodeIDsRead
 	nets       networkStates
 	networks   *layer3.Lister
 	seen       seenSubnets
@@ -130,9 +141,10 @@ func newReconciler(mgr ctrl.Manager, opts Options) *reconciler {
 			removed: map[string]bool{},
 			orphans: map[string]map[string][]netip.Prefix{},
 		},
-		seen:  seenSubnets{m: map[string]nodeSubnets{}},
-		pace:  pacer{workers: opts.MaxConcurrentReconciles},
-		retry: make(chan event.GenericEvent, 1024),
+		seen:     seenSubnets{m: map[string]nodeSubnets{}},
+		followed: newFollowedIDs(),
+		pace:     pacer{workers: opts.MaxConcurrentReconciles},
+		retry:    make(chan event.GenericEvent, 1024),
 	}
 	guard := &nadtrust.Guard{Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(fieldOwner), Consumer: HostSubnetsConsumer}
 	r.networks = layer3.NewLister(r.client, indexNADController, guard, r.pace.listAge)

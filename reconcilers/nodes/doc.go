@@ -5,6 +5,22 @@
 // reports on each Layer3 UDN and CUDN whether every node has one
 // (HostSubnetsAllocated). Set it up with SetupWithManager.
 //
+// # Who writes node IDs
+//
+// Options.NodeIDs says who writes k8s.ovn.org/node-id. With NodeIDsAllocate
+// (the default) this controller allocates it, as below. With NodeIDsRead
+// OVN-Kubernetes' cluster manager does (profile udn-controllers), with
+// k8s.ovn.org/node-transit-switch-port-ifaddr: this controller never writes
+// either, and a node without both, with a malformed ID, or with an ID
+// another node records too is not ready: it gets no tunnel IDs and no host
+// subnets, a log line and an Event say why when it starts waiting, and each
+// Layer3 network's HostSubnetsAllocated condition names it
+// (WaitingForNodeIDs) until its next update brings the ID. A changed ID is
+// followed (the old one is freed, the tunnel IDs start from the new one); an
+// ID this process gave another node as a tunnel ID is taken from that node,
+// which gets a new tunnel ID; the check after each write (verify) never
+// makes a node yield its node ID.
+//
 // # Allocations
 //
 // Node IDs and tunnel IDs share one ID space. The first reconcile reads
@@ -33,6 +49,7 @@
 //	recorder    the Event recorder                                 (read only)
 //	opts        Options                                            (read only)
 //	ids         node and tunnel IDs (idalloc.IDAllocator)           its own lock
+//	followed    NodeIDsRead: each node's ID and why a node waits    followed.mu
 //	nets        every Layer3 network's host subnet state           nets.mu
 //	networks    the Layer3 networks as last listed from the cache  its own locks (layer3.Lister)
 //	seen        each node's node-subnets as last decoded/written   seen.mu
@@ -55,8 +72,8 @@
 //   - each hostSubnetState's applyMu: its applied, and the order of that
 //     network's HostSubnetsAllocated writes; it is held across the status
 //     apply, so that the latest summary lands last.
-//   - ids, each hostSubnetState's alloc, unverified and the nadtrust guard
-//     lock themselves.
+//   - ids, each hostSubnetState's alloc, unverified, followed and the
+//     nadtrust guard lock themselves.
 //
 // # Lock order
 //

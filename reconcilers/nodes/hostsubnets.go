@@ -25,7 +25,7 @@ type hostSubnetState struct {
 	alloc *idalloc.HostSubnetAllocator // locks itself
 	// net, lacking and want are guarded by networkStates.mu.
 	net     layer3.Network
-	lacking map[string]string // node → error, nodes without a host subnet
+	lacking map[string]lack // nodes without a host subnet, and why
 	// want is the condition last computed; its summary "" makes the next
 	// reconcile write it again.
 	want hostSubnetsCondition
@@ -37,6 +37,14 @@ type hostSubnetState struct {
 	// guards applied, and is held across the status apply.
 	applyMu sync.Mutex
 	applied string // the summary last written
+}
+
+// lack is why a node has no host subnet of a network: msg says why;
+// waiting says that the node waits for its node ID (NodeIDsRead), not that
+// the network has none to give.
+type lack struct {
+	msg     string
+	waiting bool
 }
 
 type hostSubnetsCondition struct {
@@ -52,7 +60,7 @@ func newHostSubnetState(n layer3.Network) (*hostSubnetState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("network %s: %w", n.Name, err)
 	}
-	st := &hostSubnetState{alloc: alloc, net: n, lacking: map[string]string{}}
+	st := &hostSubnetState{alloc: alloc, net: n, lacking: map[string]lack{}}
 	if n.HostSubnets != nil {
 		st.want.summary, st.applied = n.HostSubnets.Message, n.HostSubnets.Message
 	}
@@ -144,23 +152,28 @@ const everyNodeAllocated = "every node has a host subnet"
 // says why; "" when it has one) and applies the HostSubnetsAllocated
 // condition when its summary changes.
 func (r *reconciler) setLacking(ctx context.Context, st *hostSubnetState, node, msg string) {
-	if r.recordLacking(st, node, msg) {
+	r.setLack(ctx, st, node, lack{msg: msg})
+}
+
+// setLack is setLacking with why (a zero lack: the node has a host subnet).
+func (r *reconciler) setLack(ctx context.Context, st *hostSubnetState, node string, why lack) {
+	if r.recordLacking(st, node, why) {
 		r.applyHostSubnetsCondition(ctx, st)
 	}
 }
 
-// recordLacking records node's msg and computes the condition; changed says
-// that its summary changed.
-func (r *reconciler) recordLacking(st *hostSubnetState, node, msg string) (changed bool) {
+// recordLacking records why node lacks a host subnet and computes the
+// condition; changed says that its summary changed.
+func (r *reconciler) recordLacking(st *hostSubnetState, node string, why lack) (changed bool) {
 	r.nets.mu.Lock()
 	defer r.nets.mu.Unlock()
-	if msg == "" && len(st.lacking) == 0 && st.want.summary == everyNodeAllocated {
+	if why.msg == "" && len(st.lacking) == 0 && st.want.summary == everyNodeAllocated {
 		return false // as applied already: every reconcile of every node comes here
 	}
-	if msg == "" {
+	if why.msg == "" {
 		delete(st.lacking, node)
 	} else {
-		st.lacking[node] = msg
+		st.lacking[node] = why
 	}
 	want := lackingCondition(st.lacking)
 	changed = want.summary != st.want.summary
@@ -169,8 +182,9 @@ func (r *reconciler) recordLacking(st *hostSubnetState, node, msg string) (chang
 }
 
 // lackingCondition is the HostSubnetsAllocated condition for the nodes
-// lacking a host subnet (node → why).
-func lackingCondition(lacking map[string]string) hostSubnetsCondition {
+// lacking a host subnet (node → why). Its reason is WaitingForNodeIDs when
+// every one of them waits for its node ID, HostSubnetsExhausted otherwise.
+func lackingCondition(lacking map[string]lack) hostSubnetsCondition {
 	if len(lacking) == 0 {
 		return hostSubnetsCondition{status: metav1.ConditionTrue, reason: udnv1.ReasonHostSubnetsAllocated, summary: everyNodeAllocated}
 	}
@@ -179,13 +193,20 @@ func lackingCondition(lacking map[string]string) hostSubnetsCondition {
 		nodes = append(nodes, n)
 	}
 	sort.Strings(nodes)
-	first := lacking[nodes[0]]
+	first := lacking[nodes[0]].msg
+	reason := udnv1.ReasonWaitingForNodeIDs
+	for _, why := range lacking {
+		if !why.waiting {
+			reason = udnv1.ReasonHostSubnetsExhausted
+			break
+		}
+	}
 	more := ""
 	if len(nodes) > maxNodesInMessage {
 		more = fmt.Sprintf(" and %d more", len(nodes)-maxNodesInMessage)
 		nodes = nodes[:maxNodesInMessage]
 	}
-	return hostSubnetsCondition{status: metav1.ConditionFalse, reason: udnv1.ReasonHostSubnetsExhausted,
+	return hostSubnetsCondition{status: metav1.ConditionFalse, reason: reason,
 		summary: fmt.Sprintf("nodes without a host subnet: [%s]%s; %s", strings.Join(nodes, ", "), more, first)}
 }
 

@@ -50,10 +50,14 @@ type nodeScope struct {
 // Reconcile gives the node its IDs and host subnets, one phase after
 // another.
 func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	nodeID := r.ensureNodeID
+	if r.opts.NodeIDs == NodeIDsRead {
+		nodeID = r.readNodeID
+	}
 	phases := []phase.Func[*nodeScope]{
 		r.syncNodeNetworks,
 		r.getNodeOrRelease,
-		r.ensureNodeID,
+		nodeID,
 		r.ensureTunnelIDs,
 		r.ensureHostSubnets,
 		r.patchNodeAnnotations,
@@ -105,6 +109,7 @@ func (r *reconciler) getNodeOrRelease(ctx context.Context, s *nodeScope) (ctrl.R
 // the nodes that lack a host subnet again.
 func (r *reconciler) releaseNode(ctx context.Context, name string, states map[string]*hostSubnetState) {
 	r.ids.ReleaseOwner(name)
+	r.followed.forget(name)
 	r.unverified.Set(name, false)
 	r.seen.forget(name)
 	r.nets.mu.Lock()
@@ -123,12 +128,17 @@ func (r *reconciler) releaseNode(ctx context.Context, name string, states map[st
 		r.nets.mu.Unlock()
 	}
 	for _, n := range waiting {
-		ev := event.GenericEvent{Object: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}}
-		select {
-		case r.retry <- ev:
-		default:
-			go func() { r.retry <- ev }()
-		}
+		r.requeue(n)
+	}
+}
+
+// requeue reconciles the node name again.
+func (r *reconciler) requeue(name string) {
+	ev := event.GenericEvent{Object: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}}
+	select {
+	case r.retry <- ev:
+	default:
+		go func() { r.retry <- ev }()
 	}
 }
 

@@ -275,10 +275,13 @@ func (r *reconciler) reserveRecorded(_ context.Context, s *syncScope) error {
 
 // reserveNodeIDs reserves the node and tunnel IDs node records. What an
 // older node holds already is not reserved: the node gets a new one when it
-// is reconciled.
+// is reconciled (with NodeIDsRead, a new tunnel ID, or it waits for the
+// cluster manager to give it another node ID).
 func (r *reconciler) reserveNodeIDs(node *corev1.Node) {
 	if id, ok, err := ovnk.DecodeNodeID(node); err == nil && ok {
-		_ = r.ids.Reserve(node.Name, id)
+		if r.ids.Reserve(node.Name, id) == nil && r.opts.NodeIDs == NodeIDsRead {
+			r.followed.follow(node.Name, id)
+		}
 	}
 	if ids, err := ovnk.DecodeNodeTunnelIDs(node); err == nil {
 		for _, id := range ids {

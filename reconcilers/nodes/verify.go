@@ -27,11 +27,15 @@ func (r *reconciler) verify(ctx context.Context, name string, states map[string]
 	if err := r.reader.List(ctx, list); err != nil {
 		return ctrl.Result{}, fmt.Errorf("checking node IDs and host subnets: %w", err)
 	}
+	claimsOf := claims.Of
+	if r.opts.NodeIDs == NodeIDsRead {
+		claimsOf = claims.TunnelsOf
+	}
 	var mine claims.Claims
 	found := false
 	for i := range list.Items {
 		if list.Items[i].Name == name {
-			mine, found = claims.Of(&list.Items[i]), true
+			mine, found = claimsOf(&list.Items[i]), true
 		}
 	}
 	if !found {
@@ -44,7 +48,7 @@ func (r *reconciler) verify(ctx context.Context, name string, states map[string]
 		if o.Name == name {
 			continue
 		}
-		loser, lost, err := r.resolveClash(ctx, mine, claims.Of(o), states)
+		loser, lost, err := r.resolveClash(ctx, mine, claimsOf(o), states)
 		if err != nil {
 			return ctrl.Result{}, err
 		}

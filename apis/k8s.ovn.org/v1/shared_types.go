@@ -36,6 +36,11 @@ const (
 	// ReasonHostSubnetsExhausted: the network's subnets have no host subnet
 	// left for some node; the message names them.
 	ReasonHostSubnetsExhausted = "HostSubnetsExhausted"
+	// ReasonWaitingForNodeIDs: some node has no valid k8s.ovn.org/node-id
+	// from OVN-Kubernetes' cluster manager yet (the node controller only
+	// reads node IDs, --node-id-source=read), so it gets no host subnet until
+	// it has one; the message names the nodes and why they wait.
+	ReasonWaitingForNodeIDs = "WaitingForNodeIDs"
 
 	// ConditionTransportAccepted reports whether the transport a
 	// ClusterUserDefinedNetwork asks for (spec.network.transport, noOverlay,

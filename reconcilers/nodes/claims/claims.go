@@ -43,6 +43,17 @@ func Of(p *metav1.PartialObjectMetadata) Claims {
 	return c
 }
 
+// TunnelsOf is Of without p's node ID: what p claims when another writer
+// (OVN-Kubernetes' cluster manager) owns the node IDs, so that a clash
+// never makes a node yield its node ID.
+func TunnelsOf(p *metav1.PartialObjectMetadata) Claims {
+	c := Of(p)
+	if id, ok, err := ovnk.DecodeNodeID(&corev1.Node{ObjectMeta: p.ObjectMeta}); err == nil && ok {
+		c.IDs = slices.DeleteFunc(c.IDs, func(i int) bool { return i == id })
+	}
+	return c
+}
+
 // Clash is what two nodes both claim.
 type Clash struct {
 	IDs      []int

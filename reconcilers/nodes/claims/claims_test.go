@@ -48,3 +48,23 @@ func TestClashAndWhatTheYoungerGivesUp(t *testing.T) {
 	g.Expect(Changed(a.Annotations, map[string]string{"other": "x", ovnk.AnnotationNodeID: "3",
 		ovnk.AnnotationNodeTransitSwitchPortTunnelIDs: "[3,7]", ovnk.AnnotationNodeSubnets: a.Annotations[ovnk.AnnotationNodeSubnets]})).To(BeFalse())
 }
+
+// When another writer owns the node IDs, two nodes with one node ID clash on
+// nothing (neither may drop it), a tunnel ID that is another node's node ID
+// clashes on nothing either, and two nodes that share a tunnel ID clash on
+// it alone: the one that yields keeps its node ID.
+func TestTunnelsOfNeverClaimsTheNodeID(t *testing.T) {
+	g := NewWithT(t)
+	a := node("a", map[string]string{ovnk.AnnotationNodeID: "3", ovnk.AnnotationNodeTransitSwitchPortTunnelIDs: "[3,7,9]"})
+	b := node("b", map[string]string{ovnk.AnnotationNodeID: "3"})
+	c := node("c", map[string]string{ovnk.AnnotationNodeID: "9", ovnk.AnnotationNodeTransitSwitchPortTunnelIDs: "[9,7]"})
+	g.Expect(TunnelsOf(a).IDs).To(ConsistOf(7, 9))
+	g.Expect(Between(TunnelsOf(a), TunnelsOf(b)).Empty()).To(BeTrue())
+	g.Expect(Between(Of(a), Of(b)).IDs).To(Equal([]int{3}), "Of still claims the node ID")
+
+	clash := Between(TunnelsOf(c), TunnelsOf(a))
+	g.Expect(clash.IDs).To(Equal([]int{7}))
+	left := Without(c, TunnelsOf(c), clash)
+	g.Expect(left).To(HaveKeyWithValue(ovnk.AnnotationNodeID, "9"))
+	g.Expect(left).NotTo(HaveKey(ovnk.AnnotationNodeTransitSwitchPortTunnelIDs))
+}
