@@ -39,9 +39,15 @@ func notes(t *testing.T, vals map[string]any) string {
 	return text
 }
 
+// nodeIDSource is the manager's flag that says who writes the nodes'
+// k8s.ovn.org/node-id; profile udn-controllers leaves them to
+// OVN-Kubernetes' cluster manager.
+const nodeIDSource = "--node-id-source=read"
+
 // Profile udn-controllers runs exactly what full runs, in both dataplane
 // modes (the same objects, the same arguments for the manager and the
-// dataplane DaemonSet): only OVN-Kubernetes' side of the deployment differs.
+// dataplane DaemonSet, but for nodeIDSource): only OVN-Kubernetes' side of
+// the deployment differs.
 func TestUDNControllersProfileRunsWhatFullRuns(t *testing.T) {
 	for name, vals := range map[string]map[string]any{
 		"deployment": nil,
@@ -62,12 +68,42 @@ func TestUDNControllersProfileRunsWhatFullRuns(t *testing.T) {
 				t.Errorf("objects\n udn-controllers %s\n full            %s", names(udn), names(full))
 			}
 			for _, kind := range []string{"Deployment", "DaemonSet"} {
-				if got, want := containerArgs(udn, kind, ""), containerArgs(full, kind, ""); !slices.Equal(got, want) {
+				got := slices.DeleteFunc(containerArgs(udn, kind, ""), func(a string) bool { return kind == "Deployment" && a == nodeIDSource })
+				if want := containerArgs(full, kind, ""); !slices.Equal(got, want) {
 					t.Errorf("%s args\n udn-controllers %v\n full            %v", kind, got, want)
 				}
 			}
 			if got := managerArgs(t, udn); !slices.ContainsFunc(got, func(a string) bool { return strings.HasPrefix(a, "--controllers=admission,nad,nodes,ipam") }) {
 				t.Errorf("udn-controllers does not run udnkit's controllers: %v", got)
+			}
+		})
+	}
+}
+
+// Profile udn-controllers makes the manager only read the nodes' IDs
+// (OVN-Kubernetes' cluster manager allocates them); full and a chart without
+// a profile leave the manager's default, allocate, and so does the
+// dataplane DaemonSet, which runs no node controller.
+func TestUDNControllersProfileReadsNodeIDs(t *testing.T) {
+	for profile, want := range map[string]string{"udn-controllers": "read", "full": "allocate", "": "allocate"} {
+		t.Run(profile, func(t *testing.T) {
+			vals := map[string]any{"dataplane": map[string]any{"mode": "daemonset"}, "ovn": map[string]any{"socketHostPath": "/var/run/ovn"}}
+			if profile != "" {
+				vals["profile"] = profile
+			}
+			objs, err := render(t, vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := managerArgs(t, objs)
+			if got := parseManager(t, args).Lookup("node-id-source").Value.String(); got != want {
+				t.Errorf("--node-id-source = %s, want %s (manager args %v)", got, want, args)
+			}
+			if passed := slices.Contains(args, nodeIDSource); passed != (want == "read") {
+				t.Errorf("%s passed: %v, want %v", nodeIDSource, passed, want == "read")
+			}
+			if ds := containerArgs(objs, "DaemonSet", ""); slices.ContainsFunc(ds, func(a string) bool { return strings.HasPrefix(a, "--node-id-source") }) {
+				t.Errorf("the dataplane DaemonSet gets --node-id-source: %v", ds)
 			}
 		})
 	}
