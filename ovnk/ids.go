@@ -39,6 +39,10 @@ const (
 	// MaxNodeID is the largest node ID: OVN port tunnel keys with
 	// interconnect have 15 bits, and 2·nodeID must fit a /16 transit subnet.
 	MaxNodeID = 1<<15 - 1
+	// MaxClusterManagerNodeID is the largest node ID OVN-Kubernetes'
+	// cluster manager hands out (its maxNodeIDs): where it allocates the node
+	// IDs, udnkit's multi-VTEP tunnel IDs come from above it.
+	MaxClusterManagerNodeID = 5000
 	// MaxTunnelIDsPerNode bounds k8s.ovn.org/node-transit-switch-port-tunnel-ids.
 	MaxTunnelIDsPerNode = 8
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -122,6 +123,7 @@ type reconciler struct {
 
 	ids        *idalloc.IDAllocator // node IDs and multi-VTEP tunnel IDs
 	followed   followedIDs          // with NodeIDsRead
+	tunnelNext atomic.Int64         // with NodeIDsRead: allocTunnelID's next start
 	nets       networkStates
 	networks   *layer3.Lister
 	seen       seenSubnets

@@ -19,7 +19,9 @@
 // followed (the old one is freed, the tunnel IDs start from the new one); an
 // ID this process gave another node as a tunnel ID is taken from that node,
 // which gets a new tunnel ID; the check after each write (verify) never
-// makes a node yield its node ID.
+// makes a node yield its node ID. Tunnel IDs then come from above the
+// cluster manager's node IDs (allocTunnelID), so that such a clash takes a
+// node ID written by hand.
 //
 // # Allocations
 //
@@ -49,7 +51,8 @@
 //	recorder    the Event recorder                                 (read only)
 //	opts        Options                                            (read only)
 //	ids         node and tunnel IDs (idalloc.IDAllocator)           its own lock
-//	followed    NodeIDsRead: each node's ID and why a node waits    followed.mu
+//	followed    NodeIDsRead: each node's ID and why it waits       followed.mu
+//	tunnelNext  NodeIDsRead: the next tunnel ID search's start     an atomic
 //	nets        every Layer3 network's host subnet state           nets.mu
 //	networks    the Layer3 networks as last listed from the cache  its own locks (layer3.Lister)
 //	seen        each node's node-subnets as last decoded/written   seen.mu

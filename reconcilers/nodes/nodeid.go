@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/reconcilers/idalloc"
 )
 
 // NodeIDSource says who writes the nodes' k8s.ovn.org/node-id. A
@@ -217,4 +218,28 @@ func (r *reconciler) waitForNodeID(ctx context.Context, s *nodeScope, why string
 	for _, st := range s.states {
 		r.setLack(ctx, st, node.Name, lack{msg: fmt.Sprintf("node %s: %s", node.Name, why), waiting: true})
 	}
+}
+
+// allocTunnelID gives node a new multi-VTEP tunnel ID. With NodeIDsRead it
+// is above the node IDs OVN-Kubernetes' cluster manager hands out
+// (ovnk.MaxClusterManagerNodeID), whose allocator does not know udnkit's
+// tunnel IDs: a node that joins later never gets one of them as its node
+// ID. It is the lowest free one at or after the last one given, wrapping
+// around, as idalloc.IDAllocator.Allocate gives them.
+func (r *reconciler) allocTunnelID(node string) (int, error) {
+	if r.opts.NodeIDs != NodeIDsRead {
+		return r.ids.Allocate(node)
+	}
+	first, last := ovnk.MaxClusterManagerNodeID+1, ovnk.MaxNodeID
+	size := last - first + 1
+	start := max(int(r.tunnelNext.Load()), first)
+	for i := range size {
+		id := first + (start-first+i)%size
+		if _, held := r.ids.Owner(id); held || r.ids.Reserve(node, id) != nil {
+			continue
+		}
+		r.tunnelNext.Store(int64(id + 1))
+		return id, nil
+	}
+	return 0, fmt.Errorf("all %d tunnel IDs in [%d, %d] are in use: %w", size, first, last, idalloc.ErrExhausted)
 }

@@ -97,8 +97,10 @@ func TestReadNodeIDsWaitForTheClusterManager(t *testing.T) {
 }
 
 // With --node-id-source=read a node's multi-VTEP tunnel IDs start from the
-// node ID the cluster manager wrote and follow it when it changes; a node
-// ID the cluster manager gives that this process had handed out as another
+// node ID the cluster manager wrote and follow it when it changes; the
+// others are above every node ID the cluster manager hands out (5000, its
+// maxNodeIDs in go-controller/pkg/clustermanager/node_allocation_controller.go).
+// A node ID written by hand that this process had handed out as another
 // node's tunnel ID is that node's, and the other node gets a new tunnel ID;
 // a node ID another node records too is not used until the cluster manager
 // gives one of them another.
@@ -112,14 +114,16 @@ func TestReadNodeIDsAreFollowed(t *testing.T) {
 	suite.SetNodeAnnotation(t, "fw-a", ovnk.AnnotationNodeEncapIPs, `["10.0.0.2","10.0.0.3"]`)
 	g.Eventually(func(g Gomega) []int { return suite.TunnelIDs(g, "fw-a") }).WithTimeout(timeout).Should(HaveLen(2))
 	g.Expect(suite.TunnelIDs(g, "fw-a")[0]).To(Equal(20))
+	g.Expect(suite.TunnelIDs(g, "fw-a")[1]).To(BeNumerically(">", 5000))
+	g.Expect(ovnk.MaxClusterManagerNodeID).To(Equal(5000))
 
 	// The cluster manager gives fw-a another ID: its tunnel IDs follow.
 	tunnel := suite.TunnelIDs(g, "fw-a")[1]
 	clusterManagerWrites(t, "fw-a", 30)
 	g.Eventually(func(g Gomega) []int { return suite.TunnelIDs(g, "fw-a") }).WithTimeout(timeout).Should(Equal([]int{30, tunnel}))
 
-	// A new node gets fw-a's tunnel ID as its node ID: it is ready, and fw-a
-	// gets another tunnel ID.
+	// A new node gets fw-a's tunnel ID as its node ID (by hand; the cluster
+	// manager stays below it): it is ready, and fw-a gets another tunnel ID.
 	suite.CreateNodes(t, "fw-c")
 	clusterManagerWrites(t, "fw-c", tunnel)
 	g.Eventually(func(g Gomega) []string { return suite.HostSubnets(g, "fw-c", network) }).WithTimeout(timeout).Should(HaveLen(1))
@@ -128,6 +132,7 @@ func TestReadNodeIDsAreFollowed(t *testing.T) {
 		g.Expect(ids).To(HaveLen(2))
 		g.Expect(ids[0]).To(Equal(30))
 		g.Expect(ids[1]).NotTo(BeElementOf(20, 21, 30, tunnel))
+		g.Expect(ids[1]).To(BeNumerically(">", 5000))
 	}).WithTimeout(timeout).Should(Succeed())
 	g.Expect(suite.NodeID(g, "fw-c")).To(Equal(tunnel), "the node controller rewrote the cluster manager's node ID")
 

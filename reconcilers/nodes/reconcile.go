@@ -202,7 +202,7 @@ func (r *reconciler) tunnelIDs(node *corev1.Node, nodeID int, want map[string]st
 		extras = extras[:len(extras)-1]
 	}
 	for len(extras) < need {
-		id, err := r.ids.Allocate(node.Name)
+		id, err := r.allocTunnelID(node.Name)
 		if err != nil {
 			return fmt.Errorf("node %s: tunnel IDs: %w", node.Name, err)
 		}
