@@ -105,6 +105,12 @@ func (c *Config) validate() error {
 			return fmt.Errorf("controllers: unknown controller %q (want udn, cudn or node)", name)
 		}
 	}
+	if c.NodeIDSource == "" {
+		c.NodeIDSource = nodes.NodeIDsAllocate
+	}
+	if err := c.NodeIDSource.Validate(); err != nil {
+		return fmt.Errorf("--node-id-source: %w", err)
+	}
 	if c.MaxConcurrentReconciles < 1 {
 		c.MaxConcurrentReconciles = 1
 	}

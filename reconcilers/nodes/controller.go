@@ -103,7 +103,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if opts.NodeIDs == "" {
 		opts.NodeIDs = NodeIDsAllocate
 	}
-	if err := opts.NodeIDs.Set(string(opts.NodeIDs)); err != nil {
+	if err := opts.NodeIDs.Validate(); err != nil {
 		return fmt.Errorf("node controller: %w", err)
 	}
 	if err := nadindex.Register(context.Background(), mgr.GetFieldIndexer(), indexNADController); err != nil {

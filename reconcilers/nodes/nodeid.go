@@ -42,12 +42,20 @@ func (s *NodeIDSource) String() string {
 
 // Set parses allocate or read.
 func (s *NodeIDSource) Set(v string) error {
-	switch NodeIDSource(v) {
+	if err := NodeIDSource(v).Validate(); err != nil {
+		return err
+	}
+	*s = NodeIDSource(v)
+	return nil
+}
+
+// Validate says whether s is allocate or read.
+func (s NodeIDSource) Validate() error {
+	switch s {
 	case NodeIDsAllocate, NodeIDsRead:
-		*s = NodeIDSource(v)
 		return nil
 	}
-	return fmt.Errorf("%q is not a node ID source (allocate or read)", v)
+	return fmt.Errorf("%q is not a node ID source (allocate or read)", string(s))
 }
 
 // EventWaitingForNodeID (Normal): with NodeIDsRead, a node has no node ID
