@@ -188,3 +188,41 @@ func TestRealLoadBalancers(t *testing.T) {
 		t.Errorf("after the piece's removal: load balancers %q, kinds_lbg holds %q", got, group())
 	}
 }
+
+// A port's DHCP options are the piece's DHCP_Options rows, as ovn-nbctl
+// shows them, also when the Apply is split; they go with the piece.
+func TestRealPortDHCP(t *testing.T) {
+	e := newEnv(t)
+	e.c.eng.MaxTransactionOps = 4
+	s := rows.Switch{Row: nbdb.LogicalSwitch{Name: "kinds_s"}, PortDHCP: map[string]rows.DHCPRef{}}
+	d := &rows.Desired{Owner: kindsOwner}
+	for i := range 4 {
+		o := nbdb.DHCPOptions{Cidr: fmt.Sprintf("10.0.%d.0/24", i), ExternalIDs: map[string]string{ovnk.ExternalIDVM: fmt.Sprintf("ns/vm%d", i)},
+			Options: map[string]string{"lease_time": "3500"}}
+		d.DHCPOptions = append(d.DHCPOptions, o)
+		name := fmt.Sprintf("kinds_vm%d", i)
+		s.Ports = append(s.Ports, nbdb.LogicalSwitchPort{Name: name, Addresses: []string{"dynamic"}})
+		s.PortDHCP[name] = rows.DHCPRef{V4: rows.DHCPKey(o)}
+	}
+	d.Switches = []rows.Switch{s}
+	res, err := e.c.Apply(e.ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Transactions < 2 {
+		t.Fatalf("%d transactions, want a split Apply", res.Transactions)
+	}
+	for i := range 4 {
+		got := e.nbctl("lsp-get-dhcpv4-options", fmt.Sprintf("kinds_vm%d", i))
+		if want := fmt.Sprintf("(10.0.%d.0/24)", i); !strings.HasSuffix(got, want) {
+			t.Errorf("kinds_vm%d: dhcpv4 options %q, want those of %s", i, got, want)
+		}
+	}
+	if n := e.apply(d); n != 0 {
+		t.Errorf("the second Apply sent %d operations, want 0", n)
+	}
+	e.apply(&rows.Desired{Owner: kindsOwner})
+	if got := e.nbctl("dhcp-options-list"); got != "" {
+		t.Errorf("DHCP options after the piece's removal: %q", got)
+	}
+}

@@ -3,6 +3,8 @@ package rows
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 
 	"github.com/ovn-kubernetes/libovsdb/model"
 
@@ -19,11 +21,20 @@ func (d *Desired) Describe(w io.Writer) {
 	for _, s := range d.Switches {
 		line(w, "", nbdb.LogicalSwitchTable, &s.Row, existing(s.Ref))
 		lines(w, nbdb.LogicalSwitchPortTable, s.Ports)
+		for _, port := range slices.Sorted(maps.Keys(s.PortDHCP)) {
+			fmt.Fprintf(w, "    port %s dhcpv4_options=%q dhcpv6_options=%q\n", port, s.PortDHCP[port].V4, s.PortDHCP[port].V6)
+		}
 		lines(w, nbdb.ACLTable, s.ACLs)
 		lines(w, nbdb.QoSTable, s.QoS)
+		if len(s.LoadBalancerGroups) > 0 {
+			fmt.Fprintf(w, "    load_balancer_group %q\n", s.LoadBalancerGroups)
+		}
 	}
 	for _, r := range d.Routers {
 		line(w, "", nbdb.LogicalRouterTable, &r.Row, mark(r.Ref, r.Shared))
+		if len(r.LoadBalancerGroups) > 0 {
+			fmt.Fprintf(w, "    load_balancer_group %q\n", r.LoadBalancerGroups)
+		}
 		if r.Copp != nil {
 			line(w, "    ", nbdb.CoppTable, &r.Copp.Row, " (the zone's, existing or created when missing)")
 		}

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -127,7 +128,7 @@ type DHCPRef struct{ V4, V6 string }
 
 // DHCPKey is how a DHCP_Options row is known within a Desired: the VM it
 // serves (external_ids k8s.ovn.org/vm) and its cidr.
-func DHCPKey(o nbdb.DHCPOptions) string { return o.ExternalIDs[ovnk.ExternalIDVM] + "|" + o.Cidr }
+func DHCPKey(o nbdb.DHCPOptions) string { return schema.DHCPOptions.Key(&o) }
 
 // PortGroup is a desired Port_Group (a root row, by name) with the ACLs this
 // piece owns on it. Ref and Shared mean what they mean for a Router.
@@ -205,9 +206,6 @@ func (d *Desired) Validate() error {
 		seen[kind+"/"+name] = true
 		return nil
 	}
-	if err := d.unsupported(); err != nil {
-		return err
-	}
 	copps := map[string]*Copp{}
 	for _, r := range d.Routers {
 		if err := check("Logical_Router", r.Row.Name); err != nil {
@@ -237,14 +235,23 @@ func (d *Desired) Validate() error {
 			}
 		}
 	}
+	dhcp := map[string]bool{"": true}
+	for _, o := range d.DHCPOptions {
+		dhcp[DHCPKey(o)] = true
+	}
 	for _, s := range d.Switches {
 		if err := check("Logical_Switch", s.Row.Name); err != nil {
 			return err
 		}
+		ports := map[string]bool{}
 		for _, p := range s.Ports {
 			if err := check("Logical_Switch_Port", p.Name); err != nil {
 				return err
 			}
+			ports[p.Name] = true
+		}
+		if err := s.checkPortDHCP(ports, dhcp); err != nil {
+			return err
 		}
 	}
 	for _, g := range d.PortGroups {
@@ -308,15 +315,19 @@ func (c *Copp) validate(router string, seen map[string]*Copp) error {
 	return nil
 }
 
-// unsupported refuses the rows the planner cannot hold yet, rather than
-// ignoring them.
-func (d *Desired) unsupported() error {
-	n := 0
-	for _, s := range d.Switches {
-		n += len(s.PortDHCP)
-	}
-	if n > 0 {
-		return errors.New("desired rows: port DHCP references are not planned yet")
+// checkPortDHCP refuses DHCP references of a port that is not one of
+// the switch's (ports) or to a key no DHCP options row of the Desired has.
+func (s *Switch) checkPortDHCP(ports, dhcp map[string]bool) error {
+	for _, port := range slices.Sorted(maps.Keys(s.PortDHCP)) {
+		ref := s.PortDHCP[port]
+		if !ports[port] {
+			return fmt.Errorf("desired rows: switch %q: DHCP options of port %q, which is not one of its ports", s.Row.Name, port)
+		}
+		for _, k := range []string{ref.V4, ref.V6} {
+			if !dhcp[k] {
+				return fmt.Errorf("desired rows: port %q: DHCP options %q are not among the desired DHCP options", port, k)
+			}
+		}
 	}
 	return nil
 }

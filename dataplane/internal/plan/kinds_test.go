@@ -459,3 +459,35 @@ func TestLoadBalancerGroupsOnAnotherClientsRouter(t *testing.T) {
 		t.Errorf("Apply with a missing Ref group: %v", err)
 	}
 }
+
+// withPortDHCP is a switch whose port names the piece's DHCPv4 options.
+func withPortDHCP() *rows.Desired {
+	v4 := nbdb.DHCPOptions{Cidr: "10.0.0.0/24", ExternalIDs: map[string]string{ovnk.ExternalIDVM: "ns/vm1"},
+		Options: map[string]string{"lease_time": "3500", "router": "10.0.0.1"}}
+	return &rows.Desired{Owner: nbtest.Owner("net1"), DHCPOptions: []nbdb.DHCPOptions{v4},
+		Switches: []rows.Switch{{Row: nbdb.LogicalSwitch{Name: "net1_s0"},
+			Ports:    []nbdb.LogicalSwitchPort{{Name: "net1_vm1", Addresses: []string{"0a:58:0a:00:00:05 10.0.0.5"}}, {Name: "net1_vm2"}},
+			PortDHCP: map[string]rows.DHCPRef{"net1_vm1": {V4: rows.DHCPKey(v4)}}}}}
+}
+
+func TestPortDHCPLifecycle(t *testing.T) {
+	kindCase{
+		desired: withPortDHCP,
+		update: func(d *rows.Desired) {
+			v6 := nbdb.DHCPOptions{Cidr: "fd00::/64", ExternalIDs: map[string]string{ovnk.ExternalIDVM: "ns/vm1"}}
+			d.DHCPOptions = append(d.DHCPOptions, v6)
+			d.Switches[0].PortDHCP["net1_vm1"] = rows.DHCPRef{V6: rows.DHCPKey(v6)}
+			d.Switches[0].PortDHCP["net1_vm2"] = rows.DHCPRef{V4: rows.DHCPKey(d.DHCPOptions[0])}
+		},
+		bad: func(d *rows.Desired) {
+			d.Switches[0].Ports[0].Addresses = nil
+			d.Switches[0].PortDHCP["net1_vm2"] = rows.DHCPRef{V6: "ns/vm9|fd00::/64"}
+		},
+		want:  `DHCP options "ns/vm9|fd00::/64" are not among the desired DHCP options`,
+		table: nbdb.DHCPOptionsTable,
+		edit: func(t *testing.T, e *engine.Engine) []ovsdb.Operation {
+			return updateAll(nbdb.LogicalSwitchPortTable, ovsdb.Row{"dhcpv4_options": setOf(nil), "dhcpv6_options": setOf(nil)})(t, e)
+		},
+		remove: deleteAll(nbdb.DHCPOptionsTable),
+	}.run(t)
+}

@@ -75,7 +75,10 @@ func (p *Planner) switches(desired []rows.Switch) error {
 				ins, rem, err := p.lbGroupRefs("logical switch", d.Row.Name, d.LoadBalancerGroups, cur.LoadBalancerGroup, ref)
 				mut[&row.LoadBalancerGroup] = &[2][]string{ins, rem}
 				if err == nil {
-					err = diffColumn(p, schema.LogicalSwitchPort, cur.UUID, cur.Ports, d.Ports, &row.Ports, mut, nil)
+					var ports []nbdb.LogicalSwitchPort
+					if ports, err = p.portDHCP(d); err == nil {
+						err = diffColumn(p, schema.LogicalSwitchPort, cur.UUID, cur.Ports, ports, &row.Ports, mut, nil)
+					}
 				}
 				if err == nil {
 					err = diffColumn(p, schema.ACL, cur.UUID, cur.ACLs, d.ACLs, &row.ACLs, mut, nil)

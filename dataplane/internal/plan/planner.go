@@ -45,6 +45,9 @@ type Planner struct {
 	// inserted: the named UUIDs of the children the plan inserts, by
 	// table and key (a port group's new ports).
 	inserted map[[2]string]string
+	// dhcp: the UUIDs of the piece's DHCP options (found or inserted), by
+	// rows.DHCPKey.
+	dhcp map[string]string
 	// lbs: the UUIDs of the piece's load balancers (found or inserted), by name.
 	lbs map[string]string
 	// newLBs: the named UUIDs of the load balancers the plan inserts.
@@ -223,6 +226,9 @@ func newPlanWith(api client.Client, d *rows.Desired, memo *Memo, ix, links *inde
 	if err := p.lbGroups(d.LoadBalancerGroups); err != nil {
 		return nil, err
 	}
+	if err := p.dhcpOptions(d.DHCPOptions); err != nil {
+		return nil, err
+	}
 	if err := p.routers(d.Routers); err != nil {
 		return nil, err
 	}
@@ -233,9 +239,6 @@ func newPlanWith(api client.Client, d *rows.Desired, memo *Memo, ix, links *inde
 		return nil, err
 	}
 	if err := p.portGroups(d.PortGroups); err != nil {
-		return nil, err
-	}
-	if err := roots(p, schema.DHCPOptions, d.DHCPOptions); err != nil {
 		return nil, err
 	}
 	if err := roots(p, schema.AddressSet, d.AddressSets); err != nil {

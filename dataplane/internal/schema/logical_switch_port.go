@@ -10,14 +10,15 @@ import (
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 )
 
-// LogicalSwitchPort: a switch's port, by name.
+// LogicalSwitchPort: a switch's port, by name. Its dhcpv4_options and
+// dhcpv6_options name DHCP_Options rows of its piece (package plan).
 var LogicalSwitchPort = Spec[nbdb.LogicalSwitchPort]{
 	Table: nbdb.LogicalSwitchPortTable,
 	Key:   func(r *nbdb.LogicalSwitchPort) string { return r.Name },
 	UUID:  func(r *nbdb.LogicalSwitchPort) *string { return &r.UUID },
 	IDs:   func(r *nbdb.LogicalSwitchPort) *map[string]string { return &r.ExternalIDs },
 	Fields: func(r *nbdb.LogicalSwitchPort, buf []any) []any {
-		return append(buf, &r.ExternalIDs, &r.Type, &r.Addresses, &r.Options, &r.PortSecurity, &r.TagRequest)
+		return append(buf, &r.ExternalIDs, &r.Type, &r.Addresses, &r.Options, &r.PortSecurity, &r.TagRequest, &r.Dhcpv4Options, &r.Dhcpv6Options)
 	},
 }
 
