@@ -152,8 +152,8 @@ func TestRealLoadBalancers(t *testing.T) {
 	e.c.eng.MaxTransactionOps = 4
 	tcp := nbdb.LoadBalancerProtocolTCP
 	d := &rows.Desired{Owner: kindsOwner,
-		Routers:  []rows.Router{{Row: nbdb.LogicalRouter{Name: "kinds_r"}, LoadBalancerGroups: []string{"kinds_lbg"}}},
-		Switches: []rows.Switch{{Row: nbdb.LogicalSwitch{Name: "kinds_s"}, LoadBalancerGroups: []string{"kinds_lbg"}}},
+		Routers:            []rows.Router{{Row: nbdb.LogicalRouter{Name: "kinds_r"}, LoadBalancerGroups: []string{"kinds_lbg"}}},
+		Switches:           []rows.Switch{{Row: nbdb.LogicalSwitch{Name: "kinds_s"}, LoadBalancerGroups: []string{"kinds_lbg"}}},
 		LoadBalancerGroups: []rows.LoadBalancerGroup{{Row: nbdb.LoadBalancerGroup{Name: "kinds_lbg"}}}}
 	for i := range 6 {
 		name := fmt.Sprintf("kinds_lb%d", i)
