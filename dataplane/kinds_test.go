@@ -2,9 +2,11 @@ package dataplane
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/udnkit/udnkit/dataplane/internal/nbtest"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/ovnk"
@@ -224,5 +226,46 @@ func TestRealPortDHCP(t *testing.T) {
 	e.apply(&rows.Desired{Owner: kindsOwner})
 	if got := e.nbctl("dhcp-options-list"); got != "" {
 		t.Errorf("DHCP options after the piece's removal: %q", got)
+	}
+}
+
+// On ovsdb-server, random desired states of two networks holding every
+// kind of row (ports naming DHCP options too), applied in any order and
+// cut into transactions of any size, leave what one Apply of each final
+// state leaves.
+func TestRealRandomStatesConverge(t *testing.T) {
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprint("seed-", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 34))
+			networks := []string{"blue", "green"}
+			var order []*rows.Desired
+			final := map[string]*rows.Desired{}
+			for _, n := range networks {
+				for range 2 + rng.IntN(4) {
+					order = append(order, nbtest.RandomWithPortDHCP(rng, nbtest.Owner(n)))
+				}
+				final[n] = nbtest.RandomWithPortDHCP(rng, nbtest.Owner(n))
+			}
+			rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+			walked, fresh := newEnv(t), newEnv(t)
+			walked.c.eng.MaxTransactionOps = []int{0, 4, 9, 20}[rng.IntN(4)]
+			for _, d := range order {
+				walked.apply(d)
+			}
+			for _, n := range networks {
+				walked.apply(final[n])
+				fresh.apply(final[n])
+			}
+			got, want := nbtest.Snapshot(t, walked.db.NB.Address()), nbtest.Snapshot(t, fresh.db.NB.Address())
+			if got.String() != want.String() {
+				t.Fatalf("after %d Applies (transactions of at most %d operations) the database differs from one Apply per network:\ngot:\n%s\nwant:\n%s",
+					len(order)+2, walked.c.eng.MaxTransactionOps, got, want)
+			}
+			for _, n := range networks {
+				if ops := walked.apply(final[n]); ops != 0 {
+					t.Errorf("%s: applying the final state again sent %d operations", n, ops)
+				}
+			}
+		})
 	}
 }
