@@ -10,7 +10,19 @@
 // inserts holds its new ones in its insert, an existing port's column is
 // mutated. Zone rows (a router's COPP: rows.Copp) are owned by no piece: a
 // plan references the existing ones and inserts the missing ones, and
-// never updates or deletes one.
+// never updates or deletes one; zone meters (rows.ZoneMeter) and load
+// balancer groups (which have no external_ids) are zone rows too.
+//
+// Some columns hold members rather than children (schema.Table.Members,
+// and a router's or switch's load_balancer_group, a load balancer group's
+// load_balancer): weak or strong references to rows the column does not
+// own. A plan adds the members the piece names and takes out only those
+// the piece owns (on a row the piece owns, every one it no longer names),
+// never rewriting the column, so other pieces' members stay. Names are
+// resolved to the named UUID of an insert of the same plan or to the
+// cached row's UUID; a name that is neither fails the plan. Static MAC
+// bindings have no external_ids either: a binding is the piece's when its
+// logical_port is one of the piece's router ports.
 //
 // Invariants:
 //   - One diff, two implementations that must agree: children reads every
