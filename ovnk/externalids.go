@@ -30,6 +30,18 @@ const (
 	// owner type and the object's own keys joined with ":"), unique among
 	// them; an ACL's or QoS rule's identity when present.
 	ExternalIDObjectID = "k8s.ovn.org/id"
+	// ExternalIDNAD names the NAD key ("namespace/name") a pod's logical
+	// switch port attaches the pod through (upstream's
+	// types.NADExternalID).
+	ExternalIDNAD = "k8s.ovn.org/nad"
+	// ExternalIDRole is a network switch's or router's role, "primary" or
+	// "secondary" (upstream's types.NetworkRoleExternalID).
+	ExternalIDRole = "k8s.ovn.org/role"
+	// ExternalIDPodNamespace and ExternalIDPod mark a pod's logical switch
+	// port: its namespace, and "true" (upstream's
+	// addLogicalPortToNetwork writes these two bare keys).
+	ExternalIDPodNamespace = "namespace"
+	ExternalIDPod          = "pod"
 	// ExternalIDClusterRouter marks a cluster router, as upstream's
 	// topologyfactory marks every one it creates ("yes").
 	ExternalIDClusterRouter = "k8s-cluster-router"

@@ -104,7 +104,7 @@ func LiveMigrationRoutes(net LiveMigrationNetwork, nodes []LiveMigrationNode, vm
 			}
 		}
 		if net.DHCP != nil {
-			d.DHCPOptions = append(d.DHCPOptions, net.DHCP.rows(vm)...)
+			d.DHCPOptions = append(d.DHCPOptions, net.DHCP.Rows(vm)...)
 		}
 		if vm.Node == vm.OwnerNode {
 			continue
@@ -140,9 +140,9 @@ func LiveMigrationRoutes(net LiveMigrationNetwork, nodes []LiveMigrationNode, vm
 	return d, nil
 }
 
-// rows are a VM's DHCP_Options: lease_time, router, dns_server, server_id and
+// Rows are a VM's DHCP_Options: lease_time, router, dns_server, server_id and
 // server_mac for IPv4; server_id (the MAC) and dns_server for IPv6.
-func (o VMDHCP) rows(vm VM) []nbdb.DHCPOptions {
+func (o VMDHCP) Rows(vm VM) []nbdb.DHCPOptions {
 	var out []nbdb.DHCPOptions
 	for _, ip := range vm.IPs {
 		var dns []string

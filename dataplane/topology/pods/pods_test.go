@@ -1,0 +1,154 @@
+package pods
+
+import (
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/udnkit/udnkit/dataplane/topology/base"
+	"github.com/udnkit/udnkit/dataplane/topology/migration"
+	"github.com/udnkit/udnkit/ovnk"
+)
+
+func pod(name, node string, local bool, tunnel int, ips ...string) Pod {
+	p := Pod{NAD: "ns1/net", Namespace: "ns1", Name: name, UID: "uid-" + name, Node: node, Chassis: "ch-" + node, Local: local,
+		MAC: net.HardwareAddr{0x0a, 0x58, 0x0a, 0x64, 0, byte(len(name))}, TunnelID: tunnel}
+	for _, ip := range ips {
+		p.IPs = append(p.IPs, netip.MustParsePrefix(ip))
+	}
+	return p
+}
+
+// Only Layer2 holds ports of other zones' pods (remote ports for east-west
+// traffic over the transit switch); Layer3 and Localnet pods are wired in
+// their own zone only. Every plan passes the planner's Validate.
+func TestPortsPerTopology(t *testing.T) {
+	pods := []Pod{pod("a", "node1", true, 10, "10.0.0.5/24"), pod("bb", "node2", false, 11, "10.0.1.5/24")}
+	for topo, want := range map[string][]string{
+		base.TopologyLayer2:   {"net_ovn_layer2_switch: ns1.net_ns1_a ns1.net_ns1_bb(remote)"},
+		base.TopologyLayer3:   {"net_node1: ns1.net_ns1_a"},
+		ovnk.TopologyLocalnet: {"net_ovn_localnet_switch: ns1.net_ns1_a"},
+	} {
+		d, err := Ports(Network{Name: "net", Topology: topo}, pods)
+		if err != nil {
+			t.Fatalf("%s: %v", topo, err)
+		}
+		if err := d.Validate(); err != nil {
+			t.Errorf("%s: %v", topo, err)
+		}
+		var got []string
+		for _, s := range d.Switches {
+			if !s.Ref {
+				t.Errorf("%s: switch %s is not a reference: another piece owns it", topo, s.Row.Name)
+			}
+			line := s.Row.Name + ":"
+			for _, p := range s.Ports {
+				line += " " + p.Name
+				if p.Type != "" {
+					line += "(" + p.Type + ")"
+				}
+			}
+			got = append(got, line)
+		}
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("%s: switches %q, want %q", topo, got, want)
+		}
+	}
+}
+
+func TestPortsReject(t *testing.T) {
+	l2 := Network{Name: "net", Topology: base.TopologyLayer2}
+	noChassis := pod("a", "node1", true, 10)
+	noChassis.Chassis = ""
+	noUID := pod("a", "node1", true, 10)
+	noUID.UID = ""
+	noMAC := pod("a", "node1", true, 10)
+	noMAC.MAC = nil
+	for name, c := range map[string]struct {
+		n    Network
+		p    Pod
+		want string
+	}{
+		"no network name":       {Network{Topology: base.TopologyLayer2}, pod("a", "node1", true, 10), "network.name"},
+		"unknown topology":      {Network{Name: "net", Topology: "layer4"}, pod("a", "node1", true, 10), "network.topology"},
+		"layer2 without tunnel": {l2, pod("a", "node1", true, 0), "tunnel_id"},
+		"no chassis":            {l2, noChassis, "chassis"},
+		"no UID":                {l2, noUID, "UID"},
+		"no MAC":                {l2, noMAC, "EUI-48"},
+	} {
+		_, err := Ports(c.n, []Pod{c.p})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one naming %q", name, err, c.want)
+		}
+	}
+}
+
+// A network without IPAM: the port's addresses are the MAC alone.
+func TestPortWithoutIPs(t *testing.T) {
+	lsp, err := Port(Network{Name: "net", Topology: ovnk.TopologyLocalnet}, pod("a", "node1", true, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lsp.Addresses) != 1 || lsp.Addresses[0] != "0a:58:0a:64:00:01" || lsp.PortSecurity[0] != lsp.Addresses[0] {
+		t.Errorf("addresses %q port_security %q, want the MAC alone", lsp.Addresses, lsp.PortSecurity)
+	}
+}
+
+func TestLocalnetSwitchReject(t *testing.T) {
+	for name, c := range map[string]struct {
+		n    LocalnetNetwork
+		want string
+	}{
+		"no name":     {LocalnetNetwork{Role: "secondary"}, "network.name"},
+		"bad role":    {LocalnetNetwork{Name: "n", Role: "tertiary"}, "network.role"},
+		"vlan 4095":   {LocalnetNetwork{Name: "n", Role: "secondary", VLAN: 4095}, "network.vlan"},
+		"zero subnet": {LocalnetNetwork{Name: "n", Role: "secondary", Subnets: []netip.Prefix{{}}}, "network.subnets[0]"},
+	} {
+		_, err := LocalnetSwitch(c.n)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one naming %q", name, err, c.want)
+		}
+	}
+	d, err := LocalnetSwitch(LocalnetNetwork{Name: "n", Role: "secondary"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp := d.Switches[0].Ports[0]
+	if lp.TagRequest != nil || lp.Options["network_name"] != "n" {
+		t.Errorf("untagged localnet port without physicalNetworkName: tag_request %v, options %v; want none and network_name=n", lp.TagRequest, lp.Options)
+	}
+}
+
+// A VM's two pods during a live migration share one DHCP_Options row per
+// family; a pod of no VM gets none.
+func TestAddVMDHCP(t *testing.T) {
+	n := Network{Name: "net", Topology: base.TopologyLayer2}
+	src := pod("src", "node1", true, 10, "10.0.0.5/24", "fd00::5/64")
+	dst := pod("dst", "node2", false, 11, "10.0.0.5/24", "fd00::5/64")
+	src.VM, dst.VM = "vm1", "vm1"
+	plain := pod("plain", "node1", true, 12, "10.0.0.6/24")
+	all := []Pod{src, dst, plain}
+	d, err := Ports(n, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := migration.VMDHCP{LeaseTime: 3500, ServerID: netip.MustParseAddr("169.254.1.1"), ServerMAC: "0a:58:a9:fe:01:01"}
+	if err := AddVMDHCP(d, n, cfg, all); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.DHCPOptions) != 2 {
+		t.Fatalf("%d DHCP_Options rows, want 2 (one per family, shared by the VM's pods)", len(d.DHCPOptions))
+	}
+	refs := d.Switches[0].PortDHCP
+	want := "ns1/vm1|10.0.0.0/24"
+	if refs[src.PortName()].V4 != want || refs[dst.PortName()].V4 != want || refs[src.PortName()].V6 != "ns1/vm1|fd00::/64" {
+		t.Errorf("port DHCP references %v, want both VM ports on %s and its IPv6 row", refs, want)
+	}
+	if _, ok := refs[plain.PortName()]; ok {
+		t.Errorf("a pod of no VM got DHCP options")
+	}
+	if err := AddVMDHCP(d, Network{Name: "net", Topology: base.TopologyLayer3}, cfg, all); err == nil {
+		t.Errorf("Layer3 VM DHCP accepted; upstream writes it on Layer2 only")
+	}
+}
