@@ -14,6 +14,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/controllers/layer3"
 	"github.com/udnkit/udnkit/dataplane/controllers/migration"
 	"github.com/udnkit/udnkit/dataplane/controllers/multivtep"
+	"github.com/udnkit/udnkit/dataplane/controllers/pods"
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
@@ -41,6 +42,11 @@ type Options struct {
 	// Layer2 and Layer3 are those controllers' own options.
 	Layer2 layer2.Options
 	Layer3 layer3.Options
+	// PodPorts runs the pod-port controller (package pods): udnkit writes
+	// every pod's logical switch port and the Localnet switches, which
+	// OVN-Kubernetes' ovnkube-controller writes when it runs beside
+	// udnkit with multi-network on. Off unless set.
+	PodPorts bool
 }
 
 // BindFlags binds Options to the manager's flags: the connection's here,
@@ -68,6 +74,7 @@ type Reconcilers struct {
 	Layer3        *layer3.Reconciler
 	MultiVTEP     *multivtep.Reconciler
 	LiveMigration *migration.Reconciler
+	Pods          *pods.Reconciler
 }
 
 // Setup registers the dataplane controllers with the manager: the Layer2
@@ -118,6 +125,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	}
 	setups := []func(ctrl.Manager) error{rs.Layer2.SetupWithManager, rs.Layer3.SetupWithManager, rs.MultiVTEP.SetupWithManager,
 		rs.LiveMigration.SetupWithManager}
+	if o.PodPorts {
+		rs.Pods = &pods.Reconciler{Client: c, OVN: ovn, Local: o.Local, Recorder: rec, Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard}
+		setups = append(setups, rs.Pods.SetupWithManager)
+	}
 	// The controllers re-apply the networks whose rows the OVN database lost.
 	rq := zone.NewRequeuer(c)
 	ovn.OnResync(rq.Resync)

@@ -1,0 +1,195 @@
+package pods
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/controllers/zone"
+	"github.com/udnkit/udnkit/dataplane/internal/engine"
+	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
+	"github.com/udnkit/udnkit/dataplane/topology/pods"
+	"github.com/udnkit/udnkit/internal/phase"
+	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/kubevirt"
+	"github.com/udnkit/udnkit/ovnk/nadtrust"
+	"github.com/udnkit/udnkit/ovnk/netconf"
+)
+
+// ReasonPodPortFailed is the Warning Event of a pod whose port cannot be
+// built from its annotation.
+const ReasonPodPortFailed = "PodPortFailed"
+
+// Reconciler programs pod ports (see the package doc).
+type Reconciler struct {
+	Client client.Client
+	OVN    *dataplane.Client
+	// Local says whether a node is in this zone (nil: every node is).
+	Local func(*corev1.Node) bool
+	// Recorder, when set, raises ReasonPodPortFailed on a pod.
+	Recorder recorder.EventRecorder
+	// Workers and FIFOQueue are zone.Options'.
+	Workers   int
+	FIFOQueue bool
+	// Guard applies the NAD ownership rule; nil: one reading through Client.
+	Guard *nadtrust.Guard
+	trust zone.Trusting
+
+	networks engine.KeyLocks
+	sweeps   zone.Sweeps
+
+	mu sync.Mutex
+	// lastGood is the port input last read for a pod, by network and port
+	// name: what a pod whose entry turns unreadable keeps.
+	lastGood map[string]map[string]pods.Pod
+}
+
+// SetupWithManager registers the reconciler.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return zone.TrustWatches(ctrl.NewControllerManagedBy(mgr).
+		Named("dataplane-pods").
+		WithOptions(zone.ControllerOptions(r.Workers, r.FIFOQueue)), r.Client, r.guard(), NetworkName).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(zone.NADsIn(r.Client, "")), zone.Layer2NodeFacts.Predicate()).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return zone.NADsIn(r.Client, o.GetNamespace())(ctx, o)
+		}), builder.WithPredicates(podChanged)).
+		Complete(r)
+}
+
+// podChanged passes a pod's creation after the initial list, its deletion
+// and an update of what its port reads: its node, phase,
+// k8s.ovn.org/pod-networks, or its migration target's readiness.
+var podChanged = predicate.Funcs{CreateFunc: zone.CreatedLater, UpdateFunc: func(e event.UpdateEvent) bool {
+	old, ok1 := e.ObjectOld.(*corev1.Pod)
+	cur, ok2 := e.ObjectNew.(*corev1.Pod)
+	if !ok1 || !ok2 {
+		return true
+	}
+	for _, k := range []string{ovnk.AnnotationPodNetworks, kubevirt.AnnotationMigrationTargetReady} {
+		if old.Annotations[k] != cur.Annotations[k] {
+			return true
+		}
+	}
+	return old.Spec.NodeName != cur.Spec.NodeName || old.Status.Phase != cur.Status.Phase
+}}
+
+// Reconcile applies the ports of the request's NAD's network and removes
+// those of networks whose NADs are gone, one phase after another.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	return phase.Run(ctx, &zone.NADScope{Req: req}, []phase.Func[*zone.NADScope]{
+		r.readNAD,
+		r.applyPorts,
+		r.sweep,
+	})
+}
+
+func (r *Reconciler) readNAD(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
+	return s.ReadNAD(ctx, r.Client, r.guard())
+}
+
+// network is what a NAD's config says of its network.
+type network struct {
+	pods.Network
+	conf *netconf.NetConf
+}
+
+// NetworkName is the network of a NAD of a topology with pod ports.
+func NetworkName(nad *nadv1.NetworkAttachmentDefinition) (string, bool) {
+	n, err := networkOf(nad)
+	return n.Name, err == nil && n.Name != ""
+}
+
+func networkOf(nad *nadv1.NetworkAttachmentDefinition) (network, error) {
+	conf, err := netconf.Parse(nad.Spec.Config)
+	if err != nil {
+		return network{}, fmt.Errorf("NAD %s/%s spec.config: %w", nad.Namespace, nad.Name, err)
+	}
+	switch conf.Topology {
+	case base.TopologyLayer2, base.TopologyLayer3, ovnk.TopologyLocalnet:
+		return network{Network: pods.Network{Name: conf.Name, Topology: conf.Topology}, conf: conf}, nil
+	}
+	return network{}, nil
+}
+
+// applyPorts applies the NAD's network's ports (and a Localnet network's
+// switch first), its reconciles taking turns.
+func (r *Reconciler) applyPorts(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
+	if s.Owner == nil {
+		return reconcile.Result{}, nil
+	}
+	n, err := networkOf(s.NAD)
+	if err != nil || n.Name == "" || n.Name != s.Owner.Network {
+		return reconcile.Result{}, nil // another controller reports a malformed NAD
+	}
+	s.Network = n.Name
+	defer r.networks.Lock(n.Name)()
+	if n.Topology == ovnk.TopologyLocalnet {
+		if err := r.applyLocalnetSwitch(ctx, n); err != nil {
+			return s.Done(reconcile.Result{}, err)
+		}
+	}
+	in, err := r.portsOf(ctx, n)
+	if err != nil {
+		return s.Done(reconcile.Result{}, err)
+	}
+	d, err := pods.Ports(n.Network, in)
+	if err != nil {
+		// portsOf checked each pod: a failure here is a bug, not an input.
+		return s.Done(reconcile.Result{}, err)
+	}
+	if _, err := r.OVN.Apply(ctx, d); err != nil {
+		return s.Done(reconcile.Result{}, err)
+	}
+	return reconcile.Result{}, nil
+}
+
+func (r *Reconciler) applyLocalnetSwitch(ctx context.Context, n network) error {
+	subnets, err := n.conf.SubnetPrefixes()
+	if err != nil {
+		log.FromContext(ctx).Error(err, "skipping the Localnet switch", "network", n.Name)
+		return nil
+	}
+	d, err := pods.LocalnetSwitch(pods.LocalnetNetwork{Name: n.Name, Role: n.conf.Role, Subnets: subnets,
+		PhysicalNetwork: n.conf.PhysicalNetworkName, VLAN: int(n.conf.VLANID)})
+	if err != nil {
+		log.FromContext(ctx).Error(err, "skipping the Localnet switch", "network", n.Name)
+		return nil
+	}
+	_, err = r.OVN.Apply(ctx, d)
+	return err
+}
+
+func (r *Reconciler) sweep(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
+	return s.Sweep(ctx, &r.sweeps, r.collect)
+}
+
+// collect removes the ports (and Localnet switches) of networks no live
+// NAD names.
+func (r *Reconciler) collect(ctx context.Context) error {
+	owners := []rows.Owner{
+		{Topology: base.TopologyLayer2, Piece: pods.Piece}, {Topology: base.TopologyLayer3, Piece: pods.Piece},
+		{Topology: ovnk.TopologyLocalnet, Piece: pods.Piece}, {Topology: ovnk.TopologyLocalnet, Piece: pods.PieceLocalnetSwitch},
+	}
+	for _, o := range owners {
+		if err := zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, o, r.OVN.PieceNetworks, NetworkName); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) guard() *nadtrust.Guard { return r.trust.Of(r.Guard, r.Client) }

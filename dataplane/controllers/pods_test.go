@@ -1,0 +1,234 @@
+package controllers
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/dataplane/controllers/pods"
+	"github.com/udnkit/udnkit/dataplane/controllers/zone"
+	"github.com/udnkit/udnkit/internal/testobj"
+	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
+	"github.com/udnkit/udnkit/reconcilers"
+	"github.com/udnkit/udnkit/reconcilers/addresses"
+)
+
+// podStack is a stack whose dataplane writes pod ports, in node-a's zone.
+func podStack(t *testing.T) *stack {
+	s := newStack(t)
+	o := s.opts()
+	o.PodPorts, o.Zone, o.Local = true, "node-a", zone.InZone("node-a")
+	if _, err := Setup(s.ctx, s.mgr, o); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// lsp reads one column of a port ("" when there is no such port).
+func (s *stack) lsp(port, column string) string {
+	s.t.Helper()
+	if s.nbctl("--bare", "--columns=name", "find", "Logical_Switch_Port", "name="+port) == "" {
+		return ""
+	}
+	return s.nbctl("get", "Logical_Switch_Port", port, column)
+}
+
+func (s *stack) hasPort(port string) bool {
+	return s.nbctl("--bare", "--columns=name", "find", "Logical_Switch_Port", "name="+port) != ""
+}
+
+func (s *stack) uid(pod *corev1.Pod) string {
+	s.t.Helper()
+	var p corev1.Pod
+	if err := s.c.Get(s.ctx, client.ObjectKeyFromObject(pod), &p); err != nil {
+		s.t.Fatal(err)
+	}
+	return string(p.UID)
+}
+
+// A Primary Layer2 UDN, its pods addressed by udnkit's address reconciler:
+// the zone of node-a holds node-a's pod's port and node-b's pod's port as
+// type remote (east-west traffic crosses the transit switch), each with
+// upstream's addresses, port security, options and external IDs; a port
+// removed behind udnkit's back comes back; a deleted pod's port goes.
+func TestPodPortsOnAPrimaryLayer2Network(t *testing.T) {
+	s := podStack(t)
+	if err := reconcilers.SetupWithManager(s.mgr, reconcilers.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	if err := addresses.SetupWithManager(s.mgr, ovnk.DefaultClusterConfig()); err != nil {
+		t.Fatal(err)
+	}
+	s.start()
+	s.create(testobj.MakeNamespace("tenant-blue").Primary().Obj(),
+		testobj.MakeUDN("tenant-blue", "blue").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16", "fd00:100::/64")).Obj(),
+		testobj.MakeNode("node-a").Obj(), testobj.MakeNode("node-b").Obj())
+	local := testobj.MakePod("tenant-blue", "pod1").Node("node-a").Running().Obj()
+	remote := testobj.MakePod("tenant-blue", "pod2").Node("node-b").Running().Obj()
+	s.create(local, remote)
+	const lp, rp = "tenant.blue.blue_tenant-blue_pod1", "tenant.blue.blue_tenant-blue_pod2"
+	s.eventually("both pods' ports", func() bool { return s.hasPort(lp) && s.hasPort(rp) })
+
+	ips := podIPs2(s, local, "tenant-blue/blue")
+	if got := s.lsp(lp, "addresses"); !strings.Contains(got, " "+ips[0]+" "+ips[1]) {
+		t.Errorf("addresses %s, want the MAC then %v", got, ips)
+	}
+	if a, ps := s.lsp(lp, "addresses"), s.lsp(lp, "port_security"); a != ps {
+		t.Errorf("port_security %s, want the addresses %s", ps, a)
+	}
+	opts := s.lsp(lp, "options")
+	for _, want := range []string{"iface-id-ver=\"" + s.uid(local) + "\"", "requested-chassis=\"" + chassisOf("node-a") + "\"", "requested-tnl-key="} {
+		if !strings.Contains(opts, want) {
+			t.Errorf("local port options %s, want %s", opts, want)
+		}
+	}
+	ids := s.lsp(lp, "external_ids")
+	for _, want := range []string{`namespace=tenant-blue`, `pod="true"`, `"k8s.ovn.org/nad"="tenant-blue/blue"`,
+		`"k8s.ovn.org/network"=tenant-blue_blue`, `"k8s.ovn.org/topology"=layer2`} {
+		if !strings.Contains(ids, want) {
+			t.Errorf("local port external_ids %s, want %s", ids, want)
+		}
+	}
+	if typ := s.lsp(lp, "type"); typ != `""` {
+		t.Errorf("local port type %s, want none", typ)
+	}
+	if typ, opts := s.lsp(rp, "type"), s.lsp(rp, "options"); typ != "remote" || !strings.Contains(opts, chassisOf("node-b")) {
+		t.Errorf("node-b's pod: type %s options %s, want remote on node-b's chassis", typ, opts)
+	}
+	if sw := s.nbctl("lsp-get-ls", lp); !strings.Contains(sw, "tenant.blue_blue_ovn_layer2_switch") {
+		t.Errorf("port on %s, want the network's layer2 switch", sw)
+	}
+
+	s.nbctl("lsp-del", lp)
+	s.eventually("the removed port healed", func() bool { return s.hasPort(lp) })
+
+	if err := s.c.Delete(s.ctx, local, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	s.eventually("the deleted pod's port removed", func() bool { return !s.hasPort(lp) })
+	if !s.hasPort(rp) {
+		t.Errorf("the other pod's port went with the deleted pod's")
+	}
+}
+
+// podIPs2 waits for a pod's addresses on a NAD and returns them without
+// their prefix lengths.
+func podIPs2(s *stack, pod *corev1.Pod, nad string) []string {
+	s.t.Helper()
+	var ips []string
+	s.eventually("pod "+pod.Name+" addressed", func() bool {
+		var p corev1.Pod
+		if s.c.Get(s.ctx, client.ObjectKeyFromObject(pod), &p) != nil {
+			return false
+		}
+		ips = nil
+		if pn, err := podannotation.DecodePodNetwork(p.Annotations, nad); err == nil && pn != nil {
+			for _, a := range pn.IPAddresses {
+				ips = append(ips, strings.Split(a, "/")[0])
+			}
+		}
+		return len(ips) > 0
+	})
+	return ips
+}
+
+const (
+	greenL3Conf = `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"tenant-green_green","netAttachDefName":"tenant-green/green",` +
+		`"topology":"layer3","role":"secondary","subnets":"10.128.0.0/14/23"}`
+	redLocalnetConf = `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"tenant-red_phys","netAttachDefName":"tenant-red/phys",` +
+		`"topology":"localnet","role":"secondary","subnets":"192.168.100.0/24","physicalNetworkName":"physnet-a","vlanID":100}`
+)
+
+func entry(nad, ip, mac string) string {
+	return `{"` + nad + `":{"ip_addresses":["` + ip + `"],"mac_address":"` + mac + `","role":"secondary"}}`
+}
+
+// A Secondary Layer3 network and a Localnet network, NADs and pod
+// annotations as OVN-Kubernetes' cluster manager would write them: the
+// Layer3 pod of node-a gets its port on node-a's switch, the pod of node-b
+// (another zone) none; a malformed annotation leaves the port as it was
+// and raises a Warning; a finished pod's port goes. The Localnet network
+// gets its switch, its localnet port on physnet-a with VLAN 100, and its
+// pod's port.
+func TestPodPortsOnLayer3AndLocalnetNetworks(t *testing.T) {
+	s := podStack(t)
+	s.start()
+	s.create(namespace("tenant-green"), namespace("tenant-red"), testobj.MakeNode("node-a").Obj(), testobj.MakeNode("node-b").Obj())
+	// The node switch the Layer3 topology writes.
+	s.nbctl("ls-add", "tenant.green_green_node-a")
+	s.createNAD(labeledNAD("tenant-green", "green", greenL3Conf, nil), labeledNAD("tenant-red", "phys", redLocalnetConf, nil))
+
+	l3a := testobj.MakePod("tenant-green", "pod1").Node("node-a").Running().
+		Annotation(ovnk.AnnotationPodNetworks, entry("tenant-green/green", "10.128.0.5/23", "0a:58:0a:80:00:05")).Obj()
+	l3b := testobj.MakePod("tenant-green", "pod2").Node("node-b").Running().
+		Annotation(ovnk.AnnotationPodNetworks, entry("tenant-green/green", "10.128.2.5/23", "0a:58:0a:80:02:05")).Obj()
+	ln := testobj.MakePod("tenant-red", "pod3").Node("node-a").Running().
+		Annotation(ovnk.AnnotationPodNetworks, entry("tenant-red/phys", "192.168.100.5/24", "0a:58:c0:a8:64:05")).Obj()
+	s.create(l3b, l3a, ln)
+	const l3Port, l3Remote, lnPort = "tenant.green.green_tenant-green_pod1", "tenant.green.green_tenant-green_pod2", "tenant.red.phys_tenant-red_pod3"
+	s.eventually("the Layer3 and Localnet pods' ports", func() bool { return s.hasPort(l3Port) && s.hasPort(lnPort) })
+	if s.hasPort(l3Remote) {
+		t.Errorf("node-b's Layer3 pod has a port in node-a's zone")
+	}
+	if got := s.lsp(l3Port, "addresses"); got != `["0a:58:0a:80:00:05 10.128.0.5"]` {
+		t.Errorf("Layer3 port addresses %s", got)
+	}
+	if sw := s.nbctl("lsp-get-ls", l3Port); !strings.Contains(sw, "tenant.green_green_node-a") {
+		t.Errorf("Layer3 port on %s, want node-a's switch", sw)
+	}
+	if opts := s.lsp(l3Port, "options"); strings.Contains(opts, "requested-tnl-key") {
+		t.Errorf("Layer3 port options %s: a tunnel key outside Layer2", opts)
+	}
+	const lnSwitch, lnLocalnet = "tenant.red_phys_ovn_localnet_switch", "tenant.red_phys_ovn_localnet_port"
+	if sw := s.nbctl("lsp-get-ls", lnPort); !strings.Contains(sw, lnSwitch) {
+		t.Errorf("Localnet pod port on %s, want %s", sw, lnSwitch)
+	}
+	if typ, opts, tag := s.lsp(lnLocalnet, "type"), s.lsp(lnLocalnet, "options"), s.lsp(lnLocalnet, "tag_request"); typ != "localnet" ||
+		opts != `{network_name=physnet-a}` || tag != "100" {
+		t.Errorf("localnet port: type %s options %s tag_request %s, want localnet on physnet-a with VLAN 100", typ, opts, tag)
+	}
+	if oc := s.nbctl("get", "Logical_Switch", lnSwitch, "other_config"); oc != `{subnet="192.168.100.0/24"}` {
+		t.Errorf("Localnet switch other_config %s", oc)
+	}
+
+	// A malformed entry: the port stays as built, and a Warning says why.
+	before := s.lsp(l3Port, "addresses")
+	var cur corev1.Pod
+	if err := s.c.Get(s.ctx, client.ObjectKeyFromObject(l3a), &cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Annotations[ovnk.AnnotationPodNetworks] = `{"tenant-green/green":{"ip_addresses":["10.128.0.5/23"],"mac_address":"not-a-mac"}}`
+	if err := s.c.Update(s.ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	s.eventually("a PodPortFailed Warning on the pod", func() bool {
+		var evs eventsv1.EventList
+		if s.c.List(s.ctx, &evs, client.InNamespace("tenant-green")) != nil {
+			return false
+		}
+		for _, e := range evs.Items {
+			if e.Reason == pods.ReasonPodPortFailed && e.Regarding.Name == "pod1" {
+				return true
+			}
+		}
+		return false
+	})
+	if got := s.lsp(l3Port, "addresses"); got != before {
+		t.Errorf("after a malformed annotation the port's addresses are %s, want %s kept", got, before)
+	}
+
+	// The pod finishes: its port goes.
+	cur.Status.Phase = corev1.PodSucceeded
+	if err := s.c.Status().Update(s.ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	s.eventually("the finished pod's port removed", func() bool { return !s.hasPort(l3Port) })
+	if !s.hasPort(lnPort) {
+		t.Errorf("the Localnet pod's port went with another network's pod")
+	}
+}
