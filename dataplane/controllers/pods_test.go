@@ -3,6 +3,7 @@ package controllers
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -13,6 +14,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/kubevirt"
 	"github.com/udnkit/udnkit/ovnk/podannotation"
 	"github.com/udnkit/udnkit/reconcilers"
 	"github.com/udnkit/udnkit/reconcilers/addresses"
@@ -230,5 +232,62 @@ func TestPodPortsOnLayer3AndLocalnetNetworks(t *testing.T) {
 	s.eventually("the finished pod's port removed", func() bool { return !s.hasPort(l3Port) })
 	if !s.hasPort(lnPort) {
 		t.Errorf("the Localnet pod's port went with another network's pod")
+	}
+}
+
+// A KubeVirt VM's live migration on a Primary Layer2 network, as
+// upstream's pod controller handles it: until the target's domain is ready
+// its port is disabled without addresses (the source keeps the VM's
+// traffic); once ready, the target's port is enabled with the addresses
+// and the source's disabled without them. Each port stays bound to its own
+// node's chassis.
+func TestPodPortsFollowALiveMigration(t *testing.T) {
+	s := podStack(t)
+	if err := reconcilers.SetupWithManager(s.mgr, reconcilers.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	if err := addresses.SetupWithManager(s.mgr, ovnk.DefaultClusterConfig()); err != nil {
+		t.Fatal(err)
+	}
+	s.start()
+	s.create(testobj.MakeNamespace("tenant-vm").Primary().Obj(),
+		testobj.MakeUDN("tenant-vm", "vmnet").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.150.0.0/16")).Obj(),
+		testobj.MakeNode("node-a").Obj(), testobj.MakeNode("node-b").Obj())
+	vmPod := func(name, node string) *corev1.Pod {
+		return testobj.MakePod("tenant-vm", name).Node(node).Running().VM("vm1").
+			Labels(map[string]string{kubevirt.LabelVM: "vm1"}).Annotation(kubevirt.AnnotationAllowLiveMigration, "").Obj()
+	}
+	src, dst := vmPod("virt-launcher-vm1-a", "node-a"), vmPod("virt-launcher-vm1-b", "node-b")
+	s.create(src)
+	ip := podIPs2(s, src, "tenant-vm/vmnet")[0]
+	time.Sleep(1100 * time.Millisecond) // a later creation timestamp: the target is the newer pod
+	s.create(dst)
+	const sp, dp = "tenant.vm.vmnet_tenant-vm_virt-launcher-vm1-a", "tenant.vm.vmnet_tenant-vm_virt-launcher-vm1-b"
+	s.eventually("the target's port disabled, the source's enabled", func() bool {
+		return s.lsp(dp, "enabled") == "false" && s.lsp(dp, "addresses") == "[]" && strings.Contains(s.lsp(sp, "addresses"), " "+ip)
+	})
+	if e := s.lsp(sp, "enabled"); e != "[]" {
+		t.Errorf("source port enabled %s during the migration, want unset", e)
+	}
+	if ps := s.lsp(dp, "port_security"); !strings.Contains(ps, " "+ip) {
+		t.Errorf("target port_security %s, want the VM's address %s", ps, ip)
+	}
+
+	var cur corev1.Pod
+	if err := s.c.Get(s.ctx, client.ObjectKeyFromObject(dst), &cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Annotations[kubevirt.AnnotationMigrationTargetReady] = "2026-11-29T04:00:00Z"
+	if err := s.c.Update(s.ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	s.eventually("the target's port enabled, the source's disabled", func() bool {
+		return s.lsp(dp, "enabled") == "true" && strings.Contains(s.lsp(dp, "addresses"), " "+ip) &&
+			s.lsp(sp, "enabled") == "false" && s.lsp(sp, "addresses") == "[]"
+	})
+	for port, node := range map[string]string{sp: "node-a", dp: "node-b"} {
+		if opts := s.lsp(port, "options"); !strings.Contains(opts, chassisOf(node)) {
+			t.Errorf("%s options %s, want requested-chassis %s", port, opts, chassisOf(node))
+		}
 	}
 }

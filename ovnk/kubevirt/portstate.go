@@ -2,6 +2,7 @@ package kubevirt
 
 import (
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -16,7 +17,8 @@ const AnnotationMigrationTargetReady = "kubevirt.io/migration-target-ready-times
 // (pkg/kubevirt/pod.go DiscoverLiveMigrationStatus and
 // base_network_controller_user_defined.go addLogicalPortToNetworkForNAD),
 // by pod name; pods of no migration are absent (enabled stays unset).
-// Per VM (LabelVMName), its pods ordered by creation, the newest is the
+// Per VM (LabelVMName), its pods ordered by creation (then name, where
+// upstream's order is the lister's), the newest is the
 // target: with a living source, the target is enabled once its domain is
 // ready (AnnotationMigrationTargetReady) and disabled before, and the source
 // is disabled once the target is ready; a lone target that is ready is
@@ -31,7 +33,12 @@ func PortsEnabled(pods []corev1.Pod) map[string]bool {
 	}
 	out := map[string]bool{}
 	for _, vmPods := range byVM {
-		slices.SortStableFunc(vmPods, func(a, b *corev1.Pod) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+		slices.SortFunc(vmPods, func(a, b *corev1.Pod) int {
+			if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Name, b.Name)
+		})
 		target := vmPods[len(vmPods)-1]
 		var living []*corev1.Pod
 		for _, p := range vmPods {

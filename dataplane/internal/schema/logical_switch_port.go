@@ -18,7 +18,7 @@ var LogicalSwitchPort = Spec[nbdb.LogicalSwitchPort]{
 	UUID:  func(r *nbdb.LogicalSwitchPort) *string { return &r.UUID },
 	IDs:   func(r *nbdb.LogicalSwitchPort) *map[string]string { return &r.ExternalIDs },
 	Fields: func(r *nbdb.LogicalSwitchPort, buf []any) []any {
-		return append(buf, &r.ExternalIDs, &r.Type, &r.Addresses, &r.Options, &r.PortSecurity, &r.TagRequest, &r.Dhcpv4Options, &r.Dhcpv6Options)
+		return append(buf, &r.ExternalIDs, &r.Type, &r.Addresses, &r.Options, &r.PortSecurity, &r.TagRequest, &r.Enabled, &r.Dhcpv4Options, &r.Dhcpv6Options)
 	},
 }
 
