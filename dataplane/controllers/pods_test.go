@@ -31,6 +31,24 @@ func podStack(t *testing.T) *stack {
 	return s
 }
 
+// primaryLayer2Stack is a running podStack with udnkit's reconcilers and
+// address reconciler, a primary namespace with a Primary Layer2 UDN of
+// subnets, and nodes node-a and node-b.
+func primaryLayer2Stack(t *testing.T, ns, name string, subnets ...udnv1.CIDR) *stack {
+	s := podStack(t)
+	if err := reconcilers.SetupWithManager(s.mgr, reconcilers.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	if err := addresses.SetupWithManager(s.mgr, ovnk.DefaultClusterConfig()); err != nil {
+		t.Fatal(err)
+	}
+	s.start()
+	s.create(testobj.MakeNamespace(ns).Primary().Obj(),
+		testobj.MakeUDN(ns, name).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, subnets...)).Obj(),
+		testobj.MakeNode("node-a").Obj(), testobj.MakeNode("node-b").Obj())
+	return s
+}
+
 // lsp reads one column of a port ("" when there is no such port).
 func (s *stack) lsp(port, column string) string {
 	s.t.Helper()
@@ -59,17 +77,7 @@ func (s *stack) uid(pod *corev1.Pod) string {
 // upstream's addresses, port security, options and external IDs; a port
 // removed behind udnkit's back comes back; a deleted pod's port goes.
 func TestPodPortsOnAPrimaryLayer2Network(t *testing.T) {
-	s := podStack(t)
-	if err := reconcilers.SetupWithManager(s.mgr, reconcilers.DefaultConfig()); err != nil {
-		t.Fatal(err)
-	}
-	if err := addresses.SetupWithManager(s.mgr, ovnk.DefaultClusterConfig()); err != nil {
-		t.Fatal(err)
-	}
-	s.start()
-	s.create(testobj.MakeNamespace("tenant-blue").Primary().Obj(),
-		testobj.MakeUDN("tenant-blue", "blue").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16", "fd00:100::/64")).Obj(),
-		testobj.MakeNode("node-a").Obj(), testobj.MakeNode("node-b").Obj())
+	s := primaryLayer2Stack(t, "tenant-blue", "blue", "10.100.0.0/16", "fd00:100::/64")
 	local := testobj.MakePod("tenant-blue", "pod1").Node("node-a").Running().Obj()
 	remote := testobj.MakePod("tenant-blue", "pod2").Node("node-b").Running().Obj()
 	s.create(local, remote)
@@ -242,17 +250,7 @@ func TestPodPortsOnLayer3AndLocalnetNetworks(t *testing.T) {
 // and the source's disabled without them. Each port stays bound to its own
 // node's chassis.
 func TestPodPortsFollowALiveMigration(t *testing.T) {
-	s := podStack(t)
-	if err := reconcilers.SetupWithManager(s.mgr, reconcilers.DefaultConfig()); err != nil {
-		t.Fatal(err)
-	}
-	if err := addresses.SetupWithManager(s.mgr, ovnk.DefaultClusterConfig()); err != nil {
-		t.Fatal(err)
-	}
-	s.start()
-	s.create(testobj.MakeNamespace("tenant-vm").Primary().Obj(),
-		testobj.MakeUDN("tenant-vm", "vmnet").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.150.0.0/16")).Obj(),
-		testobj.MakeNode("node-a").Obj(), testobj.MakeNode("node-b").Obj())
+	s := primaryLayer2Stack(t, "tenant-vm", "vmnet", "10.150.0.0/16")
 	vmPod := func(name, node string) *corev1.Pod {
 		return testobj.MakePod("tenant-vm", name).Node(node).Running().VM("vm1").
 			Labels(map[string]string{kubevirt.LabelVM: "vm1"}).Annotation(kubevirt.AnnotationAllowLiveMigration, "").Obj()
