@@ -150,6 +150,8 @@ func podIPs2(s *stack, pod *corev1.Pod, nad string) []string {
 const (
 	greenL3Conf = `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"tenant-green_green","netAttachDefName":"tenant-green/green",` +
 		`"topology":"layer3","role":"secondary","subnets":"10.128.0.0/14/23"}`
+	redL2Conf = `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"tenant-red_back","netAttachDefName":"tenant-red/back",` +
+		`"topology":"layer2","role":"secondary","subnets":"10.50.0.0/16"}`
 	redLocalnetConf = `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"tenant-red_phys","netAttachDefName":"tenant-red/phys",` +
 		`"topology":"localnet","role":"secondary","subnets":"192.168.100.0/24","physicalNetworkName":"physnet-a","vlanID":100}`
 )
@@ -164,14 +166,16 @@ func entry(nad, ip, mac string) string {
 // (another zone) none; a malformed annotation leaves the port as it was
 // and raises a Warning; a finished pod's port goes. The Localnet network
 // gets its switch, its localnet port on physnet-a with VLAN 100, and its
-// pod's port.
-func TestPodPortsOnLayer3AndLocalnetNetworks(t *testing.T) {
+// pod's port; a Secondary Layer2 network its switch (the transit switch of
+// its network ID) with a local and a remote port.
+func TestPodPortsOnSecondaryAndLocalnetNetworks(t *testing.T) {
 	s := podStack(t)
 	s.start()
 	s.create(namespace("tenant-green"), namespace("tenant-red"), testobj.MakeNode("node-a").Obj(), testobj.MakeNode("node-b").Obj())
 	// The node switch the Layer3 topology writes.
 	s.nbctl("ls-add", "tenant.green_green_node-a")
-	s.createNAD(labeledNAD("tenant-green", "green", greenL3Conf, nil), labeledNAD("tenant-red", "phys", redLocalnetConf, nil))
+	s.createNAD(labeledNAD("tenant-green", "green", greenL3Conf, nil), labeledNAD("tenant-red", "phys", redLocalnetConf, nil),
+		labeledNAD("tenant-red", "back", redL2Conf, map[string]string{ovnk.AnnotationNetworkID: "3"}))
 
 	l3a := testobj.MakePod("tenant-green", "pod1").Node("node-a").Running().
 		Annotation(ovnk.AnnotationPodNetworks, entry("tenant-green/green", "10.128.0.5/23", "0a:58:0a:80:00:05")).Obj()
@@ -180,6 +184,20 @@ func TestPodPortsOnLayer3AndLocalnetNetworks(t *testing.T) {
 	ln := testobj.MakePod("tenant-red", "pod3").Node("node-a").Running().
 		Annotation(ovnk.AnnotationPodNetworks, entry("tenant-red/phys", "192.168.100.5/24", "0a:58:c0:a8:64:05")).Obj()
 	s.create(l3b, l3a, ln)
+	backA := testobj.MakePod("tenant-red", "pod4").Node("node-a").Running().Annotation(ovnk.AnnotationPodNetworks,
+		`{"tenant-red/back":{"ip_addresses":["10.50.0.4/16"],"mac_address":"0a:58:0a:32:00:04","tunnel_id":10,"role":"secondary"}}`).Obj()
+	backB := testobj.MakePod("tenant-red", "pod5").Node("node-b").Running().Annotation(ovnk.AnnotationPodNetworks,
+		`{"tenant-red/back":{"ip_addresses":["10.50.0.5/16"],"mac_address":"0a:58:0a:32:00:05","tunnel_id":11,"role":"secondary"}}`).Obj()
+	s.create(backA, backB)
+	const backSwitch, backLocal, backRemote = "tenant.red_back_ovn_layer2_switch", "tenant.red.back_tenant-red_pod4", "tenant.red.back_tenant-red_pod5"
+	s.eventually("the Secondary Layer2 switch and both pods' ports", func() bool { return s.hasPort(backLocal) && s.hasPort(backRemote) })
+	if oc := s.nbctl("get", "Logical_Switch", backSwitch, "other_config"); !strings.Contains(oc, `requested-tnl-key="16711686"`) ||
+		!strings.Contains(oc, `interconn-ts=`+backSwitch) || !strings.Contains(oc, `subnet="10.50.0.0/16"`) {
+		t.Errorf("Secondary Layer2 switch other_config %s, want the transit switch of network ID 3", oc)
+	}
+	if typ, opts := s.lsp(backRemote, "type"), s.lsp(backRemote, "options"); typ != "remote" || !strings.Contains(opts, `requested-tnl-key="11"`) {
+		t.Errorf("node-b's Secondary Layer2 pod: type %s options %s, want remote with its tunnel key", typ, opts)
+	}
 	const l3Port, l3Remote, lnPort = "tenant.green.green_tenant-green_pod1", "tenant.green.green_tenant-green_pod2", "tenant.red.phys_tenant-red_pod3"
 	s.eventually("the Layer3 and Localnet pods' ports", func() bool { return s.hasPort(l3Port) && s.hasPort(lnPort) })
 	if s.hasPort(l3Remote) {

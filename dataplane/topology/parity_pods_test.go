@@ -143,3 +143,41 @@ var _ = addParityCase(parityCase{
 
 // pSWBlue is tenant-blue/blue's layer2 switch.
 const pSWBlue = "tenant.blue_blue_ovn_layer2_switch"
+
+// The reference case's secondary CUDN backend-l2 (network ID 3) in
+// namespace apps, with app-node-a on node1 and app-node-b on node2: values
+// as upstream's ovnkube-controller wrote them live
+// (../shared/upstream-live, case cudn).
+const (
+	podSecNet    = "cluster_udn_backend-l2"
+	podSecSW     = "cluster_udn_backend.l2_ovn_layer2_switch"
+	podSecLocal  = "apps.backend.l2_apps_app-node-a"
+	podSecRemote = "apps.backend.l2_apps_app-node-b"
+)
+
+var _ = addParityCase(parityCase{
+	name: "a Secondary Layer2 switch and its pod ports",
+	plan: func(t *testing.T) *rows.Desired {
+		d, err := pods.SecondaryLayer2Switch(pods.SecondaryLayer2Network{Name: podSecNet, Subnets: []netip.Prefix{pfx("10.50.0.0/16")}, NetworkID: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := mustPorts(t, pods.Network{Name: podSecNet, Topology: base.TopologyLayer2},
+			parityPod("apps/backend-l2", "apps", "app-node-a", "node1", true, "0a:58:0a:32:00:01", 10, "10.50.0.1/16"),
+			parityPod("apps/backend-l2", "apps", "app-node-b", "node2", false, "0a:58:0a:32:00:03", 12, "10.50.0.3/16"))
+		d.Switches[0].Ports = append(d.Switches[0].Ports, p.Switches[0].Ports...)
+		return d
+	},
+	same: []parity{
+		{"Logical_Switch", podSecSW, "other_config",
+			"interconn-ts=" + podSecSW + ",mcast_flood_unregistered=true,mcast_querier=false,mcast_snoop=true,requested-tnl-key=16711686,subnet=10.50.0.0/16",
+			"base_secondary_layer2_network_controller.go: initializeLogicalSwitch; zone_interconnect/zone_ic_handler.go: addTransitSwitchConfig " +
+				"(BaseTransitSwitchTunnelKey + network ID)"},
+		{"Logical_Switch", podSecSW, "external_ids:" + ovnk.ExternalIDRole, "secondary", "util/util.go: GenerateExternalIDsForSwitchOrRouter"},
+		{"Logical_Switch_Port", podSecLocal, "options", "iface-id-ver=uid-app-node-a,requested-chassis=" + chassisOf("node1") + ",requested-tnl-key=10",
+			upPodPort + "; " + upTransit},
+		{"Logical_Switch_Port", podSecLocal, "addresses", "0a:58:0a:32:00:01 10.50.0.1", upPodPort},
+		{"Logical_Switch_Port", podSecRemote, "type", "remote", upTransit},
+		{"Logical_Switch_Port", podSecRemote, "external_ids:" + ovnk.ExternalIDNAD, "apps/backend-l2", upPodPort},
+	},
+})

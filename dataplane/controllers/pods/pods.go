@@ -28,6 +28,7 @@ import (
 	"github.com/udnkit/udnkit/ovnk/kubevirt"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
 	"github.com/udnkit/udnkit/ovnk/netconf"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
 // ReasonPodPortFailed is the Warning Event of a pod whose port cannot be
@@ -137,10 +138,8 @@ func (r *Reconciler) applyPorts(ctx context.Context, s *zone.NADScope) (reconcil
 	}
 	s.Network = n.Name
 	defer r.networks.Lock(n.Name)()
-	if n.Topology == ovnk.TopologyLocalnet {
-		if err := r.applyLocalnetSwitch(ctx, n); err != nil {
-			return s.Done(reconcile.Result{}, err)
-		}
+	if err := r.applySwitch(ctx, s.NAD, n); err != nil {
+		return s.Done(reconcile.Result{}, err)
 	}
 	in, err := r.portsOf(ctx, n)
 	if err != nil {
@@ -157,16 +156,31 @@ func (r *Reconciler) applyPorts(ctx context.Context, s *zone.NADScope) (reconcil
 	return reconcile.Result{}, nil
 }
 
-func (r *Reconciler) applyLocalnetSwitch(ctx context.Context, n network) error {
+// applySwitch applies the switch a Localnet or Secondary Layer2 network's
+// ports are on (a Primary Layer2 network's is the Layer2 topology's, a
+// Layer3 network's node switches the Layer3 topology's). A NAD it cannot
+// build one from is logged and waits for its next change.
+func (r *Reconciler) applySwitch(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition, n network) error {
+	var d *rows.Desired
 	subnets, err := n.conf.SubnetPrefixes()
-	if err != nil {
-		log.FromContext(ctx).Error(err, "skipping the Localnet switch", "network", n.Name)
+	switch {
+	case err != nil:
+	case n.Topology == ovnk.TopologyLocalnet:
+		d, err = pods.LocalnetSwitch(pods.LocalnetNetwork{Name: n.Name, Role: n.conf.Role, Subnets: subnets,
+			PhysicalNetwork: n.conf.PhysicalNetworkName, VLAN: int(n.conf.VLANID)})
+	case n.Topology == base.TopologyLayer2 && n.conf.Role == podannotation.RoleSecondary:
+		var ids ovnk.NetworkIDs
+		if ids, err = ovnk.DecodeNetworkIDs(nad.Annotations); err == nil && !ids.HasID {
+			err = fmt.Errorf("no %s yet", ovnk.AnnotationNetworkID)
+		}
+		if err == nil {
+			d, err = pods.SecondaryLayer2Switch(pods.SecondaryLayer2Network{Name: n.Name, Subnets: subnets, NetworkID: ids.ID})
+		}
+	default:
 		return nil
 	}
-	d, err := pods.LocalnetSwitch(pods.LocalnetNetwork{Name: n.Name, Role: n.conf.Role, Subnets: subnets,
-		PhysicalNetwork: n.conf.PhysicalNetworkName, VLAN: int(n.conf.VLANID)})
 	if err != nil {
-		log.FromContext(ctx).Error(err, "skipping the Localnet switch", "network", n.Name)
+		log.FromContext(ctx).Error(err, "skipping the network's switch", "network", n.Name)
 		return nil
 	}
 	_, err = r.OVN.Apply(ctx, d)
@@ -183,6 +197,7 @@ func (r *Reconciler) collect(ctx context.Context) error {
 	owners := []rows.Owner{
 		{Topology: base.TopologyLayer2, Piece: pods.Piece}, {Topology: base.TopologyLayer3, Piece: pods.Piece},
 		{Topology: ovnk.TopologyLocalnet, Piece: pods.Piece}, {Topology: ovnk.TopologyLocalnet, Piece: pods.PieceLocalnetSwitch},
+		{Topology: base.TopologyLayer2, Piece: pods.PieceSecondaryLayer2Switch},
 	}
 	for _, o := range owners {
 		if err := zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, o, r.OVN.PieceNetworks, NetworkName); err != nil {

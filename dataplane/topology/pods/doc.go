@@ -2,8 +2,9 @@
 // user-defined networks as OVN-Kubernetes' pod controller writes them
 // (pkg/ovn/base_network_controller_pods.go addLogicalPortToNetwork,
 // base_network_controller_user_defined.go addLogicalPortToNetworkForNAD,
-// zone_interconnect AddTransitPortConfig), and a Localnet network's switch
-// with its localnet port (localnet_user_defined_network_controller.go).
+// zone_interconnect AddTransitPortConfig), a Localnet network's switch with
+// its localnet port (localnet_user_defined_network_controller.go) and a
+// Secondary Layer2 network's switch (initializeLogicalSwitch).
 //
 // Pure: plain inputs (a pod's k8s.ovn.org/pod-networks entry, its node's
 // chassis) to a rows.Desired. Invariants: a port is on the switch its

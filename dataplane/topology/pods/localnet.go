@@ -50,15 +50,8 @@ func LocalnetSwitch(n LocalnetNetwork) (*rows.Desired, error) {
 	}
 	names := ovnk.NamesFor(n.Name)
 	oc := map[string]string{}
-	for i, s := range n.Subnets {
-		if !s.IsValid() {
-			return nil, fmt.Errorf("network.subnets[%d]: not a valid prefix", i)
-		}
-		if s = s.Masked(); s.Addr().Is4() {
-			oc["subnet"] = s.String()
-		} else {
-			oc["ipv6_prefix"] = s.Addr().String()
-		}
+	if err := subnetConfig(oc, n.Subnets); err != nil {
+		return nil, err
 	}
 	physnet := n.PhysicalNetwork
 	if physnet == "" {

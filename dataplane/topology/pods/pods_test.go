@@ -152,3 +152,19 @@ func TestAddVMDHCP(t *testing.T) {
 		t.Errorf("Layer3 VM DHCP accepted; upstream writes it on Layer2 only")
 	}
 }
+
+func TestSecondaryLayer2SwitchReject(t *testing.T) {
+	for name, c := range map[string]struct {
+		n    SecondaryLayer2Network
+		want string
+	}{
+		"no name":            {SecondaryLayer2Network{NetworkID: 3}, "network.name"},
+		"network ID too big": {SecondaryLayer2Network{Name: "n", NetworkID: ovnk.MaxNetworkID + 1}, "network.networkID"},
+		"zero subnet":        {SecondaryLayer2Network{Name: "n", NetworkID: 3, Subnets: []netip.Prefix{{}}}, "network.subnets[0]"},
+	} {
+		_, err := SecondaryLayer2Switch(c.n)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one naming %q", name, err, c.want)
+		}
+	}
+}
