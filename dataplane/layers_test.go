@@ -38,10 +38,11 @@ var dataplaneLayers = [][]string{
 	{"dataplane/internal/engine"},
 	{"dataplane/internal/nbtest"}, // test support: only tests import it
 	{"dataplane/topology/base"},
-	{"dataplane/topology", "dataplane/topology/multivtep", "dataplane/topology/migration"},
+	{"dataplane/topology", "dataplane/topology/multivtep", "dataplane/topology/migration", "dataplane/topology/pods"},
 	{"dataplane"},
 	{"dataplane/controllers/zone", "dataplane/controllers/internal/ctrltest"},
-	{"dataplane/controllers/layer2", "dataplane/controllers/layer3", "dataplane/controllers/multivtep", "dataplane/controllers/migration"},
+	{"dataplane/controllers/layer2", "dataplane/controllers/layer3", "dataplane/controllers/multivtep", "dataplane/controllers/migration",
+		"dataplane/controllers/pods"},
 	{"dataplane/controllers", "dataplane/trace"},
 }
 
@@ -55,6 +56,7 @@ var onlyImports = map[string][]string{
 	"dataplane/topology/base":      {"dataplane/rows", "dataplane/nbdb", "ovnk"},
 	"dataplane/topology/multivtep": {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
 	"dataplane/topology/migration": {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
+	"dataplane/topology/pods":      {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
 }
 
 // pkg is one package of the module with its own packages it imports

@@ -4,18 +4,23 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology/base"
-	"github.com/udnkit/udnkit/dataplane/topology/migration"
 )
 
+// VMDHCPRows are a VM's DHCP_Options rows, one per IP family of ips: the
+// one home of their values is migration.VMDHCP.Rows, which the caller
+// passes (builders do not import one another).
+type VMDHCPRows func(namespace, vm string, ips []netip.Prefix) []nbdb.DHCPOptions
+
 // AddVMDHCP gives the ports of VM pods in d (Ports of a Primary Layer2
-// network, upstream's requireDHCP) their VM's DHCP options: the rows
-// migration.VMDHCP builds for the VM (one per IP family, shared by the VM's
-// pods across a live migration) and the ports' dhcpv4_options and
-// dhcpv6_options (rows.Switch.PortDHCP), as upstream's ensureDHCP and
-// kubevirt.EnsureDHCPOptionsForLSP do. A pod without addresses gets none.
-func AddVMDHCP(d *rows.Desired, n Network, o migration.VMDHCP, pods []Pod) error {
+// network, upstream's requireDHCP) their VM's DHCP options: the VM's rows
+// (one per IP family, shared by the VM's pods across a live migration) and
+// the ports' dhcpv4_options and dhcpv6_options (rows.Switch.PortDHCP), as
+// upstream's ensureDHCP and kubevirt.EnsureDHCPOptionsForLSP do. A pod
+// without addresses gets none.
+func AddVMDHCP(d *rows.Desired, n Network, vmRows VMDHCPRows, pods []Pod) error {
 	if n.Topology != base.TopologyLayer2 {
 		return fmt.Errorf("network.topology: VM DHCP options are written on Layer2 networks only, not %q", n.Topology)
 	}
@@ -26,8 +31,8 @@ func AddVMDHCP(d *rows.Desired, n Network, o migration.VMDHCP, pods []Pod) error
 		}
 	}
 	have := map[string]bool{}
-	for _, o := range d.DHCPOptions {
-		have[rows.DHCPKey(o)] = true
+	for _, opt := range d.DHCPOptions {
+		have[rows.DHCPKey(opt)] = true
 	}
 	for i := range d.Switches {
 		s := &d.Switches[i]
@@ -37,7 +42,7 @@ func AddVMDHCP(d *rows.Desired, n Network, o migration.VMDHCP, pods []Pod) error
 				continue
 			}
 			var ref rows.DHCPRef
-			for _, opt := range o.Rows(migration.VM{Namespace: p.Namespace, Name: p.VM, IPs: p.IPs}) {
+			for _, opt := range vmRows(p.Namespace, p.VM, p.IPs) {
 				key := rows.DHCPKey(opt)
 				if netip.MustParsePrefix(opt.Cidr).Addr().Is4() {
 					ref.V4 = key

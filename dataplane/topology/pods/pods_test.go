@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/topology/base"
 	"github.com/udnkit/udnkit/dataplane/topology/migration"
 	"github.com/udnkit/udnkit/ovnk"
@@ -134,7 +135,10 @@ func TestAddVMDHCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := migration.VMDHCP{LeaseTime: 3500, ServerID: netip.MustParseAddr("169.254.1.1"), ServerMAC: "0a:58:a9:fe:01:01"}
-	if err := AddVMDHCP(d, n, cfg, all); err != nil {
+	vmRows := func(ns, vm string, ips []netip.Prefix) []nbdb.DHCPOptions {
+		return cfg.Rows(migration.VM{Namespace: ns, Name: vm, IPs: ips})
+	}
+	if err := AddVMDHCP(d, n, vmRows, all); err != nil {
 		t.Fatal(err)
 	}
 	if len(d.DHCPOptions) != 2 {
@@ -148,7 +152,7 @@ func TestAddVMDHCP(t *testing.T) {
 	if _, ok := refs[plain.PortName()]; ok {
 		t.Errorf("a pod of no VM got DHCP options")
 	}
-	if err := AddVMDHCP(d, Network{Name: "net", Topology: base.TopologyLayer3}, cfg, all); err == nil {
+	if err := AddVMDHCP(d, Network{Name: "net", Topology: base.TopologyLayer3}, vmRows, all); err == nil {
 		t.Errorf("Layer3 VM DHCP accepted; upstream writes it on Layer2 only")
 	}
 }
