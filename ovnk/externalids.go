@@ -34,9 +34,6 @@ const (
 	// switch port attaches the pod through (upstream's
 	// types.NADExternalID).
 	ExternalIDNAD = "k8s.ovn.org/nad"
-	// ExternalIDRole is a network switch's or router's role, "primary" or
-	// "secondary" (upstream's types.NetworkRoleExternalID).
-	ExternalIDRole = "k8s.ovn.org/role"
 	// ExternalIDPodNamespace and ExternalIDPod mark a pod's logical switch
 	// port: its namespace, and "true" (upstream's
 	// addLogicalPortToNetwork writes these two bare keys).

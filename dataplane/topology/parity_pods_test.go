@@ -129,7 +129,7 @@ var _ = addParityCase(parityCase{
 	same: []parity{
 		{"Logical_Switch", podLNSW, "other_config", "ipv6_prefix=fd10:100::,subnet=192.168.100.0/24",
 			"base_secondary_layer2_network_controller.go: initializeLogicalSwitch (subnet, ipv6_prefix per subnet)"},
-		{"Logical_Switch", podLNSW, "external_ids:" + ovnk.ExternalIDRole, "secondary", "util/util.go: GenerateExternalIDsForSwitchOrRouter"},
+		{"Logical_Switch", podLNSW, "external_ids:" + ovnk.ExternalIDNetworkRole, "secondary", "util/util.go: GenerateExternalIDsForSwitchOrRouter"},
 		{"Logical_Switch", podLNSW, "external_ids:" + ovnk.ExternalIDTopology, "localnet", "util/util.go: GenerateExternalIDsForSwitchOrRouter"},
 		{"Logical_Switch_Port", "cluster_udn_phys_ovn_localnet_port", "type", "localnet", upLocalnet},
 		{"Logical_Switch_Port", "cluster_udn_phys_ovn_localnet_port", "addresses", "unknown", upLocalnet},
@@ -173,7 +173,7 @@ var _ = addParityCase(parityCase{
 			"interconn-ts=" + podSecSW + ",mcast_flood_unregistered=true,mcast_querier=false,mcast_snoop=true,requested-tnl-key=16711686,subnet=10.50.0.0/16",
 			"base_secondary_layer2_network_controller.go: initializeLogicalSwitch; zone_interconnect/zone_ic_handler.go: addTransitSwitchConfig " +
 				"(BaseTransitSwitchTunnelKey + network ID)"},
-		{"Logical_Switch", podSecSW, "external_ids:" + ovnk.ExternalIDRole, "secondary", "util/util.go: GenerateExternalIDsForSwitchOrRouter"},
+		{"Logical_Switch", podSecSW, "external_ids:" + ovnk.ExternalIDNetworkRole, "secondary", "util/util.go: GenerateExternalIDsForSwitchOrRouter"},
 		{"Logical_Switch_Port", podSecLocal, "options", "iface-id-ver=uid-app-node-a,requested-chassis=" + chassisOf("node1") + ",requested-tnl-key=10",
 			upPodPort + "; " + upTransit},
 		{"Logical_Switch_Port", podSecLocal, "addresses", "0a:58:0a:32:00:01 10.50.0.1", upPodPort},

@@ -53,7 +53,7 @@ func SecondaryLayer2Switch(n SecondaryLayer2Network) (*rows.Desired, error) {
 	return &rows.Desired{
 		Owner: rows.Owner{Network: n.Name, Topology: base.TopologyLayer2, Piece: PieceSecondaryLayer2Switch},
 		Switches: []rows.Switch{{Row: nbdb.LogicalSwitch{Name: name, OtherConfig: oc,
-			ExternalIDs: map[string]string{ovnk.ExternalIDRole: "secondary"}}}},
+			ExternalIDs: map[string]string{ovnk.ExternalIDNetworkRole: "secondary"}}}},
 	}, nil
 }
 

@@ -67,7 +67,7 @@ func LocalnetSwitch(n LocalnetNetwork) (*rows.Desired, error) {
 	}
 	sw := rows.Switch{
 		Row: nbdb.LogicalSwitch{Name: names.LocalnetSwitch(), OtherConfig: oc,
-			ExternalIDs: map[string]string{ovnk.ExternalIDRole: n.Role}},
+			ExternalIDs: map[string]string{ovnk.ExternalIDNetworkRole: n.Role}},
 		Ports: []nbdb.LogicalSwitchPort{port},
 	}
 	return &rows.Desired{
