@@ -166,8 +166,9 @@ func entry(nad, ip, mac string) string {
 // (another zone) none; a malformed annotation leaves the port as it was
 // and raises a Warning; a finished pod's port goes. The Localnet network
 // gets its switch, its localnet port on physnet-a with VLAN 100, and its
-// pod's port; a Secondary Layer2 network its switch (the transit switch of
-// its network ID) with a local and a remote port.
+// pod's port, all removed with its NAD; a Secondary Layer2 network its
+// switch (the transit switch of its network ID) with a local and a remote
+// port.
 func TestPodPortsOnSecondaryAndLocalnetNetworks(t *testing.T) {
 	s := podStack(t)
 	s.start()
@@ -258,6 +259,19 @@ func TestPodPortsOnSecondaryAndLocalnetNetworks(t *testing.T) {
 	s.eventually("the finished pod's port removed", func() bool { return !s.hasPort(l3Port) })
 	if !s.hasPort(lnPort) {
 		t.Errorf("the Localnet pod's port went with another network's pod")
+	}
+
+	// The Localnet network's NAD goes: its switch, localnet port and pod
+	// port go with it; the other networks' rows stay.
+	if err := s.c.Delete(s.ctx, labeledNAD("tenant-red", "phys", "", nil)); err != nil {
+		t.Fatal(err)
+	}
+	s.eventually("the Localnet network's rows removed", func() bool {
+		return !s.hasPort(lnPort) && !s.hasPort(lnLocalnet) &&
+			s.nbctl("--bare", "--columns=name", "find", "Logical_Switch", "name="+lnSwitch) == ""
+	})
+	if !s.hasPort(backLocal) {
+		t.Errorf("the Secondary Layer2 pod's port went with the Localnet network")
 	}
 }
 

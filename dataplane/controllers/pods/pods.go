@@ -204,6 +204,17 @@ func (r *Reconciler) collect(ctx context.Context) error {
 			return err
 		}
 	}
+	live, err := zone.LiveNetworks(ctx, r.Client, r.guard(), NetworkName)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for n := range r.lastGood {
+		if !live[n] {
+			delete(r.lastGood, n)
+		}
+	}
 	return nil
 }
 
