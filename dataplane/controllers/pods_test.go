@@ -162,8 +162,8 @@ func entry(nad, ip, mac string) string {
 
 // A Secondary Layer3 network and a Localnet network, NADs and pod
 // annotations as OVN-Kubernetes' cluster manager would write them: the
-// Layer3 pod of node-a gets its port on node-a's switch, the pod of node-b
-// (another zone) none; a malformed annotation leaves the port as it was
+// Layer3 pod of node-a gets its port on node-a's switch once the node has
+// its host subnet, the pod of node-b (another zone) none; a malformed annotation leaves the port as it was
 // and raises a Warning; a finished pod's port goes. The Localnet network
 // gets its switch, its localnet port on physnet-a with VLAN 100, and its
 // pod's port, all removed with its NAD; a Secondary Layer2 network its
@@ -172,7 +172,8 @@ func entry(nad, ip, mac string) string {
 func TestPodPortsOnSecondaryAndLocalnetNetworks(t *testing.T) {
 	s := podStack(t)
 	s.start()
-	s.create(namespace("tenant-green"), namespace("tenant-red"), testobj.MakeNode("node-a").Obj(), testobj.MakeNode("node-b").Obj())
+	nodeA := testobj.MakeNode("node-a").Obj()
+	s.create(namespace("tenant-green"), namespace("tenant-red"), nodeA, testobj.MakeNode("node-b").Obj())
 	// The node switch the Layer3 topology writes.
 	s.nbctl("ls-add", "tenant.green_green_node-a")
 	s.createNAD(labeledNAD("tenant-green", "green", greenL3Conf, nil), labeledNAD("tenant-red", "phys", redLocalnetConf, nil),
@@ -200,7 +201,16 @@ func TestPodPortsOnSecondaryAndLocalnetNetworks(t *testing.T) {
 		t.Errorf("node-b's Secondary Layer2 pod: type %s options %s, want remote with its tunnel key", typ, opts)
 	}
 	const l3Port, l3Remote, lnPort = "tenant.green.green_tenant-green_pod1", "tenant.green.green_tenant-green_pod2", "tenant.red.phys_tenant-red_pod3"
-	s.eventually("the Layer3 and Localnet pods' ports", func() bool { return s.hasPort(l3Port) && s.hasPort(lnPort) })
+	s.eventually("the Localnet pod's port", func() bool { return s.hasPort(lnPort) })
+	if s.hasPort(l3Port) {
+		t.Errorf("a Layer3 pod got a port before its node had host subnets of the network")
+	}
+	// The cluster manager gives node-a its host subnet of the network.
+	nodeA.Annotations[ovnk.AnnotationNodeSubnets] = `{"tenant-green_green":["10.128.0.0/23"]}`
+	if err := s.c.Update(s.ctx, nodeA); err != nil {
+		t.Fatal(err)
+	}
+	s.eventually("the Layer3 pod's port", func() bool { return s.hasPort(l3Port) })
 	if s.hasPort(l3Remote) {
 		t.Errorf("node-b's Layer3 pod has a port in node-a's zone")
 	}

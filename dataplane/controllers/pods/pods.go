@@ -64,7 +64,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return zone.TrustWatches(ctrl.NewControllerManagedBy(mgr).
 		Named("dataplane-pods").
 		WithOptions(zone.ControllerOptions(r.Workers, r.FIFOQueue)), r.Client, r.guard(), NetworkName).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(zone.NADsIn(r.Client, "")), zone.Layer2NodeFacts.Predicate()).
+		// VTEPNodeFacts: the chassis ID, the zone and the host subnets.
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(zone.NADsIn(r.Client, "")), zone.VTEPNodeFacts.Predicate()).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return zone.NADsIn(r.Client, o.GetNamespace())(ctx, o)
 		}), builder.WithPredicates(podChanged)).

@@ -2,12 +2,14 @@ package pods
 
 import (
 	"context"
+	"fmt"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/dataplane/topology/base"
 	"github.com/udnkit/udnkit/dataplane/topology/pods"
 	"github.com/udnkit/udnkit/ovnk"
@@ -19,12 +21,14 @@ import (
 type nodeInfo struct {
 	chassis string
 	local   bool
+	node    *corev1.Node
 }
 
 // portsOf reads the port input of every pod attached to n through one of
 // its trusted NADs: scheduled, not host-network, not finished, with an
-// entry for the NAD, on a node with a chassis ID. A pod whose entry cannot
-// be read keeps its last good input.
+// entry for the NAD, on a node with a chassis ID (and, on Layer3, host
+// subnets of the network). A pod whose entry cannot be read keeps its last
+// good input.
 func (r *Reconciler) portsOf(ctx context.Context, n network) ([]pods.Pod, error) {
 	nads, err := r.networkNADs(ctx, n.Name)
 	if err != nil {
@@ -92,6 +96,14 @@ func (r *Reconciler) portOf(ctx context.Context, n network, nadKey string, pod *
 		logger.Info("pod's port waits for its node's chassis ID", "node", p.Node)
 		return pods.Pod{}, false
 	}
+	if n.Topology == base.TopologyLayer3 && node.local {
+		// The node's switch exists once the node has host subnets of the
+		// network (upstream waits for it: waitForNodeLogicalSwitch).
+		if subnets, err := zone.NodeSubnetsFromNode(node.node, n.Name); err != nil || len(subnets) == 0 {
+			logger.Info("pod's port waits for its node's host subnets", "node", p.Node, "reason", fmt.Sprint(err))
+			return pods.Pod{}, false
+		}
+	}
 	p.Chassis, p.Local = node.chassis, node.local
 	p.MAC, p.IPs, p.TunnelID = a.MAC, a.IPs, a.TunnelID
 	if e, ok := enabled[pod.Name]; ok {
@@ -118,7 +130,7 @@ func (r *Reconciler) nodes(ctx context.Context) (map[string]nodeInfo, error) {
 		if err != nil {
 			log.FromContext(ctx).Error(err, "node's pods wait for a valid chassis ID", "node", n.Name)
 		}
-		out[n.Name] = nodeInfo{chassis: chassis, local: r.Local == nil || r.Local(n)}
+		out[n.Name] = nodeInfo{chassis: chassis, local: r.Local == nil || r.Local(n), node: n}
 	}
 	return out, nil
 }
