@@ -117,7 +117,7 @@ func (net Layer2Network) gatewayRouter(n l2node) rows.Router {
 	// managed; a missing one is created.
 	gr := rows.Router{Shared: true, Row: nbdb.LogicalRouter{
 		Name:        n.gr,
-		Options:     gatewayRouterOptions(n),
+		Options:     gatewayRouterOptions(n.Chassis, joinAddrs(n.joinIPs)),
 		ExternalIDs: map[string]string{ovnk.ExternalIDNetworkRole: "primary"},
 	}, Ports: []nbdb.LogicalRouterPort{port}}
 	for _, s := range net.Subnets {
@@ -128,20 +128,18 @@ func (net Layer2Network) gatewayRouter(n l2node) rows.Router {
 }
 
 // gatewayRouterOptions are a GR's options as upstream's createGWRouter
-// sets them for a Layer2 user-defined network: bound to the node's chassis,
-// neighbours resolved statically, load-balanced traffic SNATed to the GR's
-// join IPs, MAC bindings aged out after 300 s and no GARP/RARP (its external
-// port announces nothing). snat-ct-zone is the default network's only.
-func gatewayRouterOptions(n l2node) map[string]string {
-	join := make([]string, len(n.joinIPs))
-	for i, j := range n.joinIPs {
-		join[i] = j.Addr().String()
-	}
+// sets them for a user-defined network: bound to the node's chassis,
+// neighbours resolved statically, load-balanced traffic SNATed to
+// lbForceSNATIP (a Layer2 network's GR: its join IPs; a Layer3 network's:
+// "router_ip"), MAC bindings aged out after 300 s and no GARP/RARP (its
+// external port announces nothing). snat-ct-zone is the default network's
+// only.
+func gatewayRouterOptions(chassis, lbForceSNATIP string) map[string]string {
 	return map[string]string{
-		"chassis":                       n.Chassis,
+		"chassis":                       chassis,
 		"always_learn_from_arp_request": "false",
 		"dynamic_neigh_routers":         "false",
-		"lb_force_snat_ip":              strings.Join(join, " "),
+		"lb_force_snat_ip":              lbForceSNATIP,
 		"mac_binding_age_threshold":     "300",
 		"disable_garp_rarp":             "true",
 	}
@@ -180,4 +178,14 @@ func (net Layer2Network) validateGateway() error {
 		}
 	}
 	return nil
+}
+
+// joinAddrs are the join IPs' addresses, space-separated (a Layer2 GR's
+// lb_force_snat_ip).
+func joinAddrs(joinIPs []netip.Prefix) string {
+	join := make([]string, len(joinIPs))
+	for i, j := range joinIPs {
+		join[i] = j.Addr().String()
+	}
+	return strings.Join(join, " ")
 }

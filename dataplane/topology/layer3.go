@@ -3,6 +3,8 @@ package topology
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
+	"strings"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
@@ -47,7 +49,8 @@ func Layer3SubnetPolicies(network string, subnets []netip.Prefix) (*rows.Desired
 // Layer3SubnetPoliciesForm is the OKEP-5377 piece of a Layer3 network: on the
 // network's cluster router, priority-102 allow policies that let traffic
 // between any two of the network's subnets of one family through, in the
-// chosen form. The router is shared: an existing one (owned by the Layer3
+// chosen form, and the reply-traffic policy "pkt.mark == 42", each with the
+// external IDs upstream's EgressIP controller gives them. The router is shared: an existing one (owned by the Layer3
 // topology) is referenced by name and only these policies on it are managed;
 // a missing one is created and owned by this piece. Appending a subnet
 // changes the rows (pair form: adds the new pairs; address-set form: adds the
@@ -103,5 +106,28 @@ func Layer3SubnetPoliciesForm(network string, subnets []netip.Prefix, form Layer
 	default:
 		return nil, fmt.Errorf("layer3 subnet policy form %q: want %q or %q", form, PolicyFormAddressSet, PolicyFormPairs)
 	}
+	r := &d.Routers[0]
+	r.Policies = append(r.Policies, nbdb.LogicalRouterPolicy{
+		Priority: PolicyPriorityAllow, Action: nbdb.LogicalRouterPolicyActionAllow,
+		Match: "pkt.mark == " + strconv.Itoa(PktMarkAllow),
+	})
+	for i := range r.Policies {
+		r.Policies[i].ExternalIDs = noRerouteIDs(network, r.Policies[i].Match)
+	}
 	return d, nil
+}
+
+// noRerouteIDs are the external IDs upstream's EgressIP controller gives the
+// priority-102 policy of this match (egressip.go:
+// getEgressIPLRPNoReRoutePodToPodDbIDs of the match's family,
+// getEgressIPLRPNoReRouteDbIDs of the reply-traffic mark for both), so that
+// each side finds the other's rows.
+func noRerouteIDs(network, match string) map[string]string {
+	switch {
+	case strings.HasPrefix(match, "pkt.mark"):
+		return ovnk.EgressIPNoRerouteIDs(network, ovnk.EgressIPNoRerouteReplyTraffic, PolicyPriorityAllow, ovnk.EgressIPFamilyBoth)
+	case strings.HasPrefix(match, "ip6"):
+		return ovnk.EgressIPNoRerouteIDs(network, ovnk.EgressIPNoReroutePodToPod, PolicyPriorityAllow, "ip6")
+	}
+	return ovnk.EgressIPNoRerouteIDs(network, ovnk.EgressIPNoReroutePodToPod, PolicyPriorityAllow, "ip4")
 }

@@ -21,12 +21,6 @@ type UDNEnabledService struct {
 	ClusterIPs []netip.Addr
 }
 
-// A Layer3 network gets no such routes from udnkit: upstream writes them on
-// its cluster router via the local node's management port, and udnkit
-// programs neither a Layer3 network's node switches nor their management
-// ports (OVN-Kubernetes does, and its services controller writes those
-// routes with them).
-
 // serviceRoutes are the network's routes to its UDN-enabled services, as
 // upstream's configureUDNEnabledServiceRoute (ovn/controller/services)
 // writes them on a Primary Layer2 network's transit router: each ClusterIP,
@@ -34,10 +28,19 @@ type UDNEnabledService struct {
 // ClusterIP's family, marked with the service's key. A ClusterIP of a family
 // the network does not have gets no route.
 func (net Layer2Network) serviceRoutes() []nbdb.LogicalRouterStaticRoute {
+	return serviceRoutesVia(net.Services, net.managementIP)
+}
+
+// serviceRoutesVia are the routes of services' ClusterIPs via the
+// management address of each one's family (mgmt: invalid for a family the
+// network has no management address of): a Layer2 network's on its transit
+// router, a Layer3 network's on its cluster router via its local node's
+// management port.
+func serviceRoutesVia(services []UDNEnabledService, mgmt func(v6 bool) netip.Addr) []nbdb.LogicalRouterStaticRoute {
 	var out []nbdb.LogicalRouterStaticRoute
-	for _, svc := range net.Services {
+	for _, svc := range services {
 		for _, ip := range svc.ClusterIPs {
-			mgmt := net.managementIP(ip.Is6())
+			mgmt := mgmt(ip.Is6())
 			if !mgmt.IsValid() {
 				continue
 			}
@@ -51,9 +54,12 @@ func (net Layer2Network) serviceRoutes() []nbdb.LogicalRouterStaticRoute {
 
 // validateServices refuses a service without a key, an invalid ClusterIP
 // and a ClusterIP two services share (one route each would collide).
-func (net Layer2Network) validateServices() error {
+func (net Layer2Network) validateServices() error { return validateServiceList(net.Services) }
+
+// validateServiceList is validateServices of any network's services.
+func validateServiceList(services []UDNEnabledService) error {
 	owner := map[netip.Addr]string{}
-	for i, svc := range net.Services {
+	for i, svc := range services {
 		if svc.Key == "" {
 			return fmt.Errorf("network.services[%d].key: must be the service's namespace/name", i)
 		}

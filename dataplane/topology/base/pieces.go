@@ -7,6 +7,8 @@ const (
 	TopologyLayer3      = "layer3"
 	PieceTransitRouter  = "transit-router"
 	PieceSubnetPolicies = "subnet-policies"
-	PieceLiveMigration  = "live-migration"
-	PieceMultiVTEP      = "multi-vtep"
+	// PieceTopology is a Layer3 network's whole topology in a zone.
+	PieceTopology      = "topology"
+	PieceLiveMigration = "live-migration"
+	PieceMultiVTEP     = "multi-vtep"
 )
