@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,10 +30,13 @@ func TestLayer3PoliciesFromAPIState(t *testing.T) {
 	if _, err := Setup(s.ctx, s.mgr, s.opts()); err != nil {
 		t.Fatal(err)
 	}
-	// The second network's cluster router belongs to someone else (the Layer3 topology).
+	// The second network's topology belongs to OVN-Kubernetes: its cluster
+	// router and its join switch, which its ovnkube-controller creates
+	// together (layer3_user_defined_network_controller.go: init).
 	const foreign = "tenant.red_red_ovn_cluster_router"
 	s.nbctl("lr-add", foreign)
 	s.nbctl("lr-policy-add", foreign, "1004", "ip4.dst == 172.18.0.3", "reroute", "10.210.0.2")
+	s.nbctl("ls-add", "tenant.red_red_join", "--", "set", "Logical_Switch", "tenant.red_red_join", "external_ids:k8s.ovn.org/network=tenant-red_red")
 	s.start()
 
 	label := map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}
@@ -54,16 +58,28 @@ func TestLayer3PoliciesFromAPIState(t *testing.T) {
 	policies := func(r string) string { return normalized(s.nbctl("lr-policy-list", r)) }
 	s.eventually("green's policy on a router udnkit created", func() bool {
 		return strings.Contains(s.nbctl("--bare", "--columns=name", "list", "Logical_Router"), router) &&
-			policies(router) == "Routing Policies\n102 ip4.src == 10.200.0.0/16 && ip4.dst == 10.200.0.0/16 allow"
+			policies(router) == "Routing Policies\n102 ip4.src == 10.200.0.0/16 && ip4.dst == 10.200.0.0/16 allow\n102 pkt.mark == 42 allow"
 	})
 	if got := s.nbctl("--bare", "--columns=external_ids", "find", "Logical_Router", "name="+router); !strings.Contains(got, "k8s.ovn.org/network=tenant-green_green") ||
 		!strings.Contains(got, "k8s.ovn.org/udnkit-piece=subnet-policies") {
 		t.Errorf("created router's external_ids = %q, want it owned by network tenant-green_green", got)
 	}
+	switches := func() string {
+		names := strings.Fields(s.nbctl("--bare", "--columns=name", "list", "Logical_Switch"))
+		slices.Sort(names)
+		return strings.Join(names, " ")
+	}
+	s.eventually("green's join and transit switches; none of red's beside OVN-Kubernetes' join switch", func() bool {
+		return switches() == "tenant.green_green_join tenant.green_green_transit_switch tenant.red_red_join"
+	})
+	if ports := s.nbctl("--bare", "--columns=ports", "find", "Logical_Router", "name="+foreign); ports != "" {
+		t.Errorf("OVN-Kubernetes' router of red got ports %q: the topology must stand aside", ports)
+	}
 	s.eventually("red's policy beside the foreign router's own", func() bool {
 		return policies(foreign) == "Routing Policies\n"+
 			"1004 ip4.dst == 172.18.0.3 reroute 10.210.0.2\n"+
-			"102 ip4.src == 10.210.0.0/16 && ip4.dst == 10.210.0.0/16 allow"
+			"102 ip4.src == 10.210.0.0/16 && ip4.dst == 10.210.0.0/16 allow\n"+
+			"102 pkt.mark == 42 allow"
 	})
 
 	// Append a subnet (OKEP-5377): one policy over the set of both subnets.
@@ -78,7 +94,7 @@ func TestLayer3PoliciesFromAPIState(t *testing.T) {
 		t.Fatal(err)
 	}
 	set := ovnk.NamesFor("tenant-green_green").SubnetsAddressSet("ip4")
-	want := "Routing Policies\n102 ip4.src == $" + set + " && ip4.dst == $" + set + " allow"
+	want := "Routing Policies\n102 ip4.src == $" + set + " && ip4.dst == $" + set + " allow\n102 pkt.mark == 42 allow"
 	s.eventually("one policy over the address set of both subnets", func() bool {
 		return policies(router) == want &&
 			s.nbctl("--bare", "--columns=addresses", "find", "Address_Set", "name="+set) == "10.200.0.0/16 10.201.0.0/16"
@@ -94,7 +110,8 @@ func TestLayer3PoliciesFromAPIState(t *testing.T) {
 	s.eventually("green's router, address set and red's policy removed", func() bool {
 		return s.nbctl("--bare", "--columns=name", "list", "Logical_Router") == foreign &&
 			s.nbctl("--bare", "--columns=name", "list", "Address_Set") == "" &&
-			policies(foreign) == "Routing Policies\n1004 ip4.dst == 172.18.0.3 reroute 10.210.0.2"
+			policies(foreign) == "Routing Policies\n1004 ip4.dst == 172.18.0.3 reroute 10.210.0.2" &&
+			switches() == "tenant.red_red_join"
 	})
 
 	for _, c := range []struct{ config, want string }{

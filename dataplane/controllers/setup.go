@@ -78,8 +78,8 @@ type Reconcilers struct {
 }
 
 // Setup registers the dataplane controllers with the manager: the Layer2
-// transit-router topology (OKEP-5094), the Layer3 subnet pair policies
-// (OKEP-5377), the Layer2 multi-VTEP ports and encaps (OKEP-5535) and the
+// transit-router topology (OKEP-5094), the Layer3 topology with its subnet
+// pair policies (OKEP-5377), the Layer2 multi-VTEP ports and encaps (OKEP-5535) and the
 // kubevirt live-migration routes.
 //
 // Setup checks the OVN configuration but does not connect: once the manager
@@ -116,8 +116,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 		Layer2: &layer2.Reconciler{Client: c, OVN: ovn, Local: o.Local, Zone: o.Zone, Cluster: o.Cluster, Services: services, Recorder: rec,
 			AdoptLegacy: o.Layer2.AdoptLegacy, Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard,
 			GatewayMode: o.GatewayMode, ExternalPortRange: o.ExternalPortRange},
-		Layer3: &layer3.Reconciler{Client: c, OVN: ovn, Form: o.Layer3.Form, Workers: o.Workers, FIFOQueue: o.FIFOQueue,
-			Guard: guard},
+		Layer3: &layer3.Reconciler{Client: c, OVN: ovn, Form: o.Layer3.Form, Local: o.Local, Zone: o.Zone, Cluster: o.Cluster,
+			Services: services, Recorder: rec, Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard},
 		MultiVTEP: &multivtep.Reconciler{Client: c, OVN: ovn, Local: o.Local, Transit: o.Cluster.TransitSubnets, Workers: o.Workers,
 			FIFOQueue: o.FIFOQueue, Guard: guard},
 		LiveMigration: &migration.Reconciler{Client: c, OVN: ovn, Recorder: rec, NodePerZone: o.Local != nil, Workers: o.Workers,

@@ -59,9 +59,15 @@ func trimService(obj any) (any, error) {
 
 // watchServices requeues every udnkit NAD when a UDN-enabled service
 // appears, goes or changes its ClusterIPs: each network's routes follow.
-func (r *Reconciler) watchServices() source.Source {
-	nads := zone.NADsIn(r.Client, "")
-	return source.Kind(r.Services, &corev1.Service{},
+func (r *Reconciler) watchServices() source.Source { return WatchServices(r.Client, r.Services) }
+
+// WatchServices is a source of the UDN-enabled services of services (a
+// NewServiceCache) that requeues every udnkit NAD c lists when one appears,
+// goes or changes its ClusterIPs: the Layer2 and Layer3 controllers' routes
+// follow them.
+func WatchServices(c client.Client, services cache.Cache) source.Source {
+	nads := zone.NADsIn(c, "")
+	return source.Kind(services, &corev1.Service{},
 		handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, s *corev1.Service) []reconcile.Request { return nads(ctx, s) }),
 		predicate.TypedFuncs[*corev1.Service]{
 			UpdateFunc: func(e event.TypedUpdateEvent[*corev1.Service]) bool {
@@ -79,8 +85,14 @@ func (r *Reconciler) enabledServices(ctx context.Context) ([]topology.UDNEnabled
 	if r.Services != nil {
 		reader = r.Services
 	}
+	return EnabledServices(ctx, reader, r.Cluster.UDNAllowedDefaultServices)
+}
+
+// EnabledServices is enabledServices of any controller: the services of
+// keys that reader finds.
+func EnabledServices(ctx context.Context, reader client.Reader, keys []types.NamespacedName) ([]topology.UDNEnabledService, error) {
 	var out []topology.UDNEnabledService
-	for _, key := range r.Cluster.UDNAllowedDefaultServices {
+	for _, key := range keys {
 		var svc corev1.Service
 		if err := reader.Get(ctx, key, &svc); apierrors.IsNotFound(err) {
 			continue

@@ -2,30 +2,65 @@ package layer3
 
 import (
 	"context"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/controllers/layer2"
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
+	"github.com/udnkit/udnkit/dataplane/internal/engine"
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/dataplane/topology/base"
 	"github.com/udnkit/udnkit/internal/phase"
+	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
 )
 
-// Reconciler programs the OKEP-5377 priority-102 subnet policies
-// of every primary Layer3 network on its <net>_ovn_cluster_router, creating
-// (and owning) the router when no other component has. Requests are NADs; an
-// appended subnet changes the NAD's spec.config and so the policies.
+// Reconciler programs every primary Layer3 network: the OKEP-5377
+// priority-102 subnet policies on its <net>_ovn_cluster_router (creating
+// and owning the router when no other component has), and the network's
+// whole topology in this zone (topology.Layer3Topology) from its NAD and
+// the Nodes' annotations. Requests are NADs; an appended subnet changes the
+// NAD's spec.config and so the policies; Node changes requeue every udnkit
+// NAD.
 type Reconciler struct {
 	Client client.Client
 	OVN    *dataplane.Client
 	// Form is the policies' form (default: one Address_Set policy per family).
 	Form topology.Layer3PolicyForm
+	// Local says whether a node belongs to this OVN zone; nil means every
+	// node does (one zone).
+	Local func(*corev1.Node) bool
+	// Cluster gives the join, transit and masquerade subnets, the MTU, the
+	// IP families and the UDN-enabled services.
+	Cluster ovnk.ClusterConfig
+	// Services holds the UDN-enabled services (layer2.NewServiceCache);
+	// nil: they are read through Client and not watched.
+	Services cache.Cache
+	// NoEgressIP leaves out EgressIP's catch-all src-ip routes (the
+	// cluster runs without --enable-egress-ip).
+	NoEgressIP bool
+	// ManagementPort and GatewayExternalSide add other builders' rows to
+	// each local node's switch and gateway router (nil: none).
+	ManagementPort      topology.Layer3ManagementPort
+	GatewayExternalSide topology.Layer3GatewayExternalSide
+	// Recorder, when set, raises a Warning Event on each object left out.
+	Recorder recorder.EventRecorder
+	// Zone names this dataplane's zone in what it reports ("": the single zone).
+	Zone string
+	// UpstreamRecheck is how often a network OVN-Kubernetes programs in
+	// this zone is looked at again (0: zone.DefaultUpstreamRecheck).
+	UpstreamRecheck time.Duration
 	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
 	Workers int
 	// FIFOQueue is Options.FIFOQueue.
@@ -35,46 +70,64 @@ type Reconciler struct {
 	Guard *nadtrust.Guard
 	trust zone.Trusting
 
-	sweeps zone.Sweeps
+	// Networks serialises the reconciles of one network (a CUDN's NADs
+	// are separate requests that each read the nodes before applying).
+	Networks engine.KeyLocks
+	sweeps   zone.Sweeps
 }
 
 // SetupWithManager registers the reconciler.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return zone.TrustWatches(ctrl.NewControllerManagedBy(mgr).
+	b := zone.TrustWatches(ctrl.NewControllerManagedBy(mgr).
 		Named("dataplane-layer3").
 		WithOptions(zone.ControllerOptions(r.Workers, r.FIFOQueue)), r.Client, r.guard(), zone.Layer3Name).
-		Complete(r)
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(zone.NADsIn(r.Client, "")), builder.WithPredicates(nodeFactsChanged()))
+	if r.Services != nil {
+		b = b.WatchesRawSource(layer2.WatchServices(r.Client, r.Services))
+	}
+	return b.Complete(r)
 }
 
-// Reconcile applies one network's policies and removes the policies (and
-// owned routers) of networks whose NADs are gone, one phase after another.
+// scope carries one reconcile from phase to phase.
+type scope struct {
+	zone.NADScope
+	name string
+	net  topology.Layer3Network
+	// topo: the network has its IDs and its topology is applied.
+	topo bool
+}
+
+// Reconcile applies one network's policies and topology, and removes the
+// rows of networks whose NADs are gone, one phase after another.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	return phase.Run(ctx, &zone.NADScope{Req: req}, []phase.Func[*zone.NADScope]{
+	return phase.Run(ctx, &scope{NADScope: zone.NADScope{Req: req}}, []phase.Func[*scope]{
 		r.readNAD,
 		r.readSource,
 		r.applyPolicies,
+		r.readNetwork,
+		r.applyTopology,
 		r.sweep,
 	})
 }
 
-func (r *Reconciler) readNAD(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
+func (r *Reconciler) readNAD(ctx context.Context, s *scope) (reconcile.Result, error) {
 	return s.ReadNAD(ctx, r.Client, r.guard())
 }
 
-func (r *Reconciler) readSource(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
+func (r *Reconciler) readSource(ctx context.Context, s *scope) (reconcile.Result, error) {
 	return s.ReadSource(ctx, r.Client, r.guard(), zone.Layer3Name)
 }
 
 // applyPolicies applies the policies of the source's network; a malformed
-// NAD is logged and skipped, a failed apply ends the reconcile.
-func (r *Reconciler) applyPolicies(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
+// NAD is reported and skipped, a failed apply ends the reconcile.
+func (r *Reconciler) applyPolicies(ctx context.Context, s *scope) (reconcile.Result, error) {
 	if s.Owner == nil {
 		return reconcile.Result{}, nil
 	}
 	name, subnets, ok, err := zone.Layer3NetworkFromNAD(s.Src)
 	if err != nil {
 		// A malformed NAD is the NAD writer's bug; retrying will not fix it.
-		log.FromContext(ctx).Error(err, "skipping network")
+		zone.Skip(ctx, r.Recorder, s.Src, "NetworkAttachmentDefinition", zone.ReasonMalformedNetwork, err)
 		return reconcile.Result{}, nil
 	}
 	if !ok {
@@ -84,20 +137,58 @@ func (r *Reconciler) applyPolicies(ctx context.Context, s *zone.NADScope) (recon
 	d, err := topology.Layer3SubnetPoliciesForm(name, subnets, r.Form)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "skipping network", "network", name)
-	} else if _, err := r.OVN.Apply(ctx, d); err != nil {
+		return reconcile.Result{}, nil
+	}
+	if _, err := r.OVN.Apply(ctx, d); err != nil {
 		return s.Done(reconcile.Result{}, err)
 	}
+	s.name = name
 	return reconcile.Result{}, nil
 }
 
-func (r *Reconciler) sweep(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
-	return s.Sweep(ctx, &r.sweeps, r.collect)
+// applyTopology applies the network's topology in this zone (its
+// reconciles taking turns) unless OVN-Kubernetes programs it here, and
+// reports which.
+func (r *Reconciler) applyTopology(ctx context.Context, s *scope) (reconcile.Result, error) {
+	if !s.topo {
+		return reconcile.Result{}, nil
+	}
+	unlock := r.Networks.Lock(s.name)
+	err := r.apply(ctx, s.net)
+	unlock()
+	up := zone.UpstreamRows{Client: r.Client, Zone: r.Zone, Recheck: zone.OrDefault(r.UpstreamRecheck, zone.DefaultUpstreamRecheck)}
+	res, upstream, err := up.Handle(ctx, r.skip, s.Src, s.Owner, err)
+	switch {
+	case err != nil:
+		return s.Done(reconcile.Result{}, err)
+	case upstream:
+		return res, nil
+	}
+	return reconcile.Result{}, up.Programmed(ctx, s.Owner)
 }
 
-// collect removes the policies of Layer3 networks that no NAD describes any more.
-func (r *Reconciler) collect(ctx context.Context) error {
+func (r *Reconciler) sweep(ctx context.Context, s *scope) (reconcile.Result, error) {
+	return s.Sweep(ctx, &r.sweeps, r.collectTopology, r.collectPolicies)
+}
+
+// collectTopology removes the topology of Layer3 networks that no NAD
+// describes any more; it runs before collectPolicies, whose piece owns the
+// cluster router when it created it.
+func (r *Reconciler) collectTopology(ctx context.Context) error {
+	return zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: base.TopologyLayer3, Piece: base.PieceTopology},
+		r.OVN.PieceNetworks, zone.Layer3Name)
+}
+
+// collectPolicies removes the policies (and owned routers) of Layer3
+// networks that no NAD describes any more.
+func (r *Reconciler) collectPolicies(ctx context.Context) error {
 	return zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: base.TopologyLayer3, Piece: base.PieceSubnetPolicies},
 		r.OVN.PieceNetworks, zone.Layer3Name)
+}
+
+// skip is zone.Skip with the reconciler's recorder.
+func (r *Reconciler) skip(ctx context.Context, obj client.Object, kind, reason string, err error) {
+	zone.Skip(ctx, r.Recorder, obj, kind, reason, err)
 }
 
 func (r *Reconciler) guard() *nadtrust.Guard { return r.trust.Of(r.Guard, r.Client) }
