@@ -1,9 +1,13 @@
 package topology
 
 import (
+	"errors"
+	"maps"
 	"net/netip"
+	"strings"
 	"testing"
 
+	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
 )
 
@@ -55,4 +59,149 @@ func mustLayer3(t testing.TB, net Layer3Network, nodes []Layer3Node) *rows.Desir
 		t.Fatal(err)
 	}
 	return d
+}
+
+// The reference case writes the rows upstream writes for it in zone node-a,
+// apart from the other builders' (the management port, the gateway's
+// external side, load-balancer groups, network-policy rows) and the
+// subnet-policies piece's: per table, what a user counts with ovn-nbctl.
+func TestLayer3TopologyRowCounts(t *testing.T) {
+	d := mustLayer3(t, layer3RefNetwork(), layer3RefNodes())
+	got := map[string]int{}
+	for _, r := range planRows(d) {
+		got[r.table]++
+	}
+	want := map[string]int{
+		"Logical_Router": 2, "Logical_Router_Port": 4, "Gateway_Chassis": 1, "Logical_Router_Static_Route": 18,
+		"Logical_Router_Policy": 4, "NAT": 2, "Logical_Switch": 3, "Logical_Switch_Port": 6,
+		// The zone's COPP, once per router that names it.
+		"Copp": 2, "Meter": 18, "Meter_Band": 18,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("rows per table = %v, want %v", got, want)
+	}
+}
+
+// A node the topology cannot program yet is left out, with the reason, and
+// the others keep their rows: one without a node ID, chassis or host subnet
+// of the network, a younger node with an older one's ID, and one whose
+// transit address is not of its host subnets' families.
+func TestLayer3UsableNodesLeaveOutWhatCannotBeProgrammed(t *testing.T) {
+	nodes := layer3RefNodes()
+	broken := []Layer3Node{
+		{Name: "noid", Chassis: chassisOf("noid"), HostSubnets: []netip.Prefix{pfx("10.200.9.0/24")}},
+		{Name: "nochassis", ID: 7, HostSubnets: []netip.Prefix{pfx("10.200.7.0/24")}},
+		{Name: "nosubnet", ID: 8, Chassis: chassisOf("nosubnet")},
+		{Name: "dup", ID: 3, Chassis: chassisOf("dup"), HostSubnets: []netip.Prefix{pfx("10.200.5.0/24")}},
+		{Name: "v6only", ID: 9, Chassis: chassisOf("v6only"), HostSubnets: []netip.Prefix{pfx("10.200.6.0/24")},
+			TransitIPs: []netip.Prefix{pfx("fd97::9/64")}},
+	}
+	kept, skipped := Layer3UsableNodes(layer3RefNetwork(), append(nodes, broken...))
+	if len(kept) != len(nodes) {
+		t.Errorf("kept %d nodes, want the reference case's %d", len(kept), len(nodes))
+	}
+	want := map[string]string{"noid": SkipNoNodeID, "nochassis": SkipNoChassis, "nosubnet": SkipNoHostSubnets,
+		"dup": SkipDuplicateNodeID, "v6only": SkipNodeOutOfRange}
+	for _, s := range skipped {
+		if want[s.Name] != s.Reason {
+			t.Errorf("node %s skipped as %q, want %q", s.Name, s.Reason, want[s.Name])
+		}
+		if !strings.Contains(s.Err.Error(), "left out of network tenant-green_green") {
+			t.Errorf("node %s: error %q does not say which network leaves it out", s.Name, s.Err)
+		}
+		delete(want, s.Name)
+	}
+	if len(want) > 0 {
+		t.Errorf("not skipped: %v", want)
+	}
+	// The same broken nodes given to the builder directly are refused.
+	if _, err := Layer3Topology(layer3RefNetwork(), append(nodes, broken[4])); err == nil || !strings.Contains(err.Error(), "nodes[3] (v6only)") {
+		t.Errorf("Layer3Topology with an out-of-range node: err = %v, want it named", err)
+	}
+}
+
+// An invalid network is refused, naming the field.
+func TestLayer3TopologyRefusesAnInvalidNetwork(t *testing.T) {
+	for _, c := range []struct {
+		mutate func(*Layer3Network)
+		want   string
+	}{
+		{func(n *Layer3Network) { n.Name = "" }, "network.name"},
+		{func(n *Layer3Network) { n.Subnets = nil }, "network.subnets"},
+		{func(n *Layer3Network) { n.JoinSubnets = n.JoinSubnets[:1] }, "no join subnet for the ip6 family"},
+		{func(n *Layer3Network) { n.TransitSwitchTunnelKey = 0 }, "network.transitSwitchTunnelKey"},
+		{func(n *Layer3Network) { n.Services[1].Key = "" }, "network.services[1].key"},
+	} {
+		net := layer3RefNetwork()
+		c.mutate(&net)
+		if _, err := Layer3Topology(net, layer3RefNodes()); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("err = %v, want one naming %q", err, c.want)
+		}
+	}
+}
+
+// A node's rows follow it: a remote node that goes takes its remote port and
+// routes with it; a local node without a gateway keeps its switch and
+// ports but gets no gateway router, join port, source routes nor 1004
+// policies; one without gateway-MTU support no gateway_mtu; a multi-VTEP
+// node's transit ports and routes are the multi-VTEP piece's.
+func TestLayer3TopologyFollowsItsNodes(t *testing.T) {
+	net := layer3RefNetwork()
+	full := mustLayer3(t, net, layer3RefNodes())
+	nodes := layer3RefNodes()
+	d := mustLayer3(t, net, nodes[:2])
+	for _, row := range []string{"tenant.green_green_tstor-node3"} {
+		if rowByKey(d, "Logical_Switch_Port", row) == nil {
+			continue
+		}
+		t.Errorf("node3 removed but %s stays", row)
+	}
+	if n, m := len(planRows(full)), len(planRows(d)); n-m != 5 {
+		t.Errorf("removing remote node3 removed %d rows, want 5 (its port, 2 subnet and 2 join routes)", n-m)
+	}
+
+	nodes = layer3RefNodes()
+	nodes[0].NoGateway, nodes[0].NoGatewayMTU = true, true
+	nodes[1].MultiVTEP = true
+	d = mustLayer3(t, net, nodes)
+	if len(d.Routers) != 1 || rowByKey(d, "Logical_Switch_Port", "jtor-"+pGRg) != nil {
+		t.Errorf("a node without a gateway got a gateway router or join port: %d routers", len(d.Routers))
+	}
+	if got, _ := cell(d, "Logical_Router_Port", pRTOSg, "options"); got != "" {
+		t.Errorf("rtos- options = %q without gateway-MTU support, want none", got)
+	}
+	for _, r := range planRows(d) {
+		route, _ := r.row.(nbdb.LogicalRouterStaticRoute)
+		if strings.Contains(r.key, "node2") || route.Nexthop == "100.88.0.3" || route.Nexthop == "fd97::3" {
+			t.Errorf("multi-VTEP node2's row %s %s is the multi-VTEP piece's", r.table, r.key)
+		}
+		if r.table == "Logical_Router_Policy" || (r.table == "Logical_Router_Static_Route" && strings.Contains(r.key, "100.65.0.2")) {
+			t.Errorf("a node without a gateway got %s %s", r.table, r.key)
+		}
+	}
+}
+
+// The hooks add the other builders' rows to a local node's switch and
+// gateway router, and their errors name the node.
+func TestLayer3TopologyHooks(t *testing.T) {
+	net := layer3RefNetwork()
+	net.ManagementPort = func(n Layer3LocalNode, sw *rows.Switch) error {
+		sw.Ports = append(sw.Ports, nbdb.LogicalSwitchPort{Name: "k8s-" + sw.Row.Name, Addresses: []string{n.Managements[0].Addr().String()}})
+		return nil
+	}
+	net.GatewayExternalSide = func(n Layer3LocalNode, gr *rows.Router) ([]rows.Switch, error) {
+		gr.Ports = append(gr.Ports, nbdb.LogicalRouterPort{Name: "rtoe-" + n.GatewayRouter})
+		return []rows.Switch{{Row: nbdb.LogicalSwitch{Name: "ext_" + n.Name}}}, nil
+	}
+	d := mustLayer3(t, net, layer3RefNodes())
+	if got, _ := cell(d, "Logical_Switch_Port", "k8s-"+pNSg, "addresses"); got != "10.200.1.2" {
+		t.Errorf("management port addresses = %q, want 10.200.1.2", got)
+	}
+	if rowByKey(d, "Logical_Router_Port", "rtoe-"+pGRg) == nil || rowByKey(d, "Logical_Switch", "ext_node1") == nil {
+		t.Error("the external side's port or switch is missing")
+	}
+	net.GatewayExternalSide = func(Layer3LocalNode, *rows.Router) ([]rows.Switch, error) { return nil, errors.New("no bridge") }
+	if _, err := Layer3Topology(net, layer3RefNodes()); err == nil || !strings.Contains(err.Error(), "nodes[0] (node1): gateway external side: no bridge") {
+		t.Errorf("err = %v, want the hook's error with the node", err)
+	}
 }
