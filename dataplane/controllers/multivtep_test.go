@@ -146,7 +146,8 @@ func TestMultiVTEPFromAPIState(t *testing.T) {
 // reconcilers give the UDN its NAD and node-b (three VTEPs, another zone)
 // its tunnel IDs and host subnet; a pod there on its second VTEP gets the
 // tstor-node-b_encap1 remote port and the node-subnet route via it, a pod on
-// the third VTEP a second port and a /32; both go with their pods.
+// the third VTEP a second port and a /32; both go with their pods, and the
+// Layer3 topology's transit switch (node-a's local port) stays.
 func TestLayer3MultiVTEPFromAPIState(t *testing.T) {
 	s := newStack(t)
 	if err := reconcilers.SetupWithManager(s.mgr, reconcilers.DefaultConfig()); err != nil {
@@ -218,17 +219,20 @@ func TestLayer3MultiVTEPFromAPIState(t *testing.T) {
 	s.eventually("each remote transit port's Port_Binding.encap is its VTEP's Encap", func() bool {
 		return s.encapOf("tenant.green_green_tstor-node-b_encap1") == `"172.18.0.4"` && s.encapOf("tenant.green_green_tstor-node-b_encap2") == `"172.18.0.5"`
 	})
-	if got := s.nbctl("--bare", "--columns=external_ids", "find", "Logical_Switch", "name="+ts); !strings.Contains(got, "k8s.ovn.org/udnkit-piece=multi-vtep") {
-		t.Errorf("the transit switch udnkit created is not owned by the multi-VTEP piece: %q", got)
+	// The Layer3 topology created the transit switch (with node-a's router
+	// port) before any pod needed a multi-VTEP port: the piece shares it.
+	if got := s.nbctl("--bare", "--columns=external_ids", "find", "Logical_Switch", "name="+ts); !strings.Contains(got, "k8s.ovn.org/udnkit-piece=topology") {
+		t.Errorf("the transit switch udnkit created is not the Layer3 topology's: %q", got)
 	}
 	for _, p := range []*corev1.Pod{p1, p2} {
 		if err := s.c.Delete(s.ctx, p, client.GracePeriodSeconds(0)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s.eventually("ports, routes and the created transit switch go with the pods", func() bool {
+	s.eventually("ports and routes go with the pods; the topology's transit switch stays with node-a's port only", func() bool {
 		return ports() == "" && !strings.Contains(routes(), "100.88.0.") &&
-			s.nbctl("--bare", "--columns=name", "find", "Logical_Switch", "name="+ts) == ""
+			s.nbctl("--bare", "--columns=name", "find", "Logical_Switch_Port", "name=tenant.green_green_tstor-node-a") != "" &&
+			len(strings.Fields(s.nbctl("--bare", "--columns=ports", "find", "Logical_Switch", "name="+ts))) == 1
 	})
 	// The subnet policies' router stays.
 	if !strings.Contains(normalized(s.nbctl("lr-policy-list", cr)), "102 ip4.src == 10.200.0.0/16 && ip4.dst == 10.200.0.0/16 allow") {
