@@ -116,7 +116,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 		Layer2: &layer2.Reconciler{Client: c, OVN: ovn, Local: o.Local, Zone: o.Zone, Cluster: o.Cluster, Services: services, Recorder: rec,
 			AdoptLegacy: o.Layer2.AdoptLegacy, Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard,
 			GatewayMode: o.GatewayMode, ExternalPortRange: o.ExternalPortRange},
-		Layer3: &layer3.Reconciler{Client: c, OVN: ovn, Form: o.Layer3.Form, Local: o.Local, Zone: o.Zone, Cluster: o.Cluster,
+		Layer3: &layer3.Reconciler{Client: c, OVN: ovn, Form: o.Layer3.Form, Topology: true, Local: o.Local, Zone: o.Zone, Cluster: o.Cluster,
 			Services: services, Recorder: rec, Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard},
 		MultiVTEP: &multivtep.Reconciler{Client: c, OVN: ovn, Local: o.Local, Transit: o.Cluster.TransitSubnets, Workers: o.Workers,
 			FIFOQueue: o.FIFOQueue, Guard: guard},

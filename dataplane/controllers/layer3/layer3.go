@@ -38,6 +38,10 @@ type Reconciler struct {
 	OVN    *dataplane.Client
 	// Form is the policies' form (default: one Address_Set policy per family).
 	Form topology.Layer3PolicyForm
+	// Topology also programs each network's whole topology in this zone
+	// (Setup sets it); false writes only the subnet policies, on a cluster
+	// router OVN-Kubernetes' topology provides.
+	Topology bool
 	// Local says whether a node belongs to this OVN zone; nil means every
 	// node does (one zone).
 	Local func(*corev1.Node) bool

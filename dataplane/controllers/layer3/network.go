@@ -26,8 +26,8 @@ import (
 // its network ID yet waits for it (the NAD's update queues it again); a
 // malformed one is reported and skipped.
 func (r *Reconciler) readNetwork(ctx context.Context, s *scope) (reconcile.Result, error) {
-	if s.name == "" {
-		return reconcile.Result{}, nil // not a valid primary Layer3 network: no policies, no topology
+	if s.name == "" || !r.Topology {
+		return reconcile.Result{}, nil // not a valid primary Layer3 network, or only its policies are udnkit's
 	}
 	net, ok, err := r.network(s.Src)
 	if err != nil {
