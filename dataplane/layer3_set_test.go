@@ -40,6 +40,7 @@ func TestLayer3SubnetAddressSetAfterAppend(t *testing.T) {
 		"Routing Policies",
 		"102 ip4.src == 10.1.0.0/16 && ip4.dst == 10.1.0.0/16 allow",
 		"102 ip6.src == fd00:10:1::/48 && ip6.dst == fd00:10:1::/48 allow",
+		"102 pkt.mark == 42 allow",
 	)
 	e.nbctl("lr-policy-add", router, "1004", "ip4.dst == 172.18.0.3", "reroute", "10.1.0.2")
 
@@ -49,6 +50,7 @@ func TestLayer3SubnetAddressSetAfterAppend(t *testing.T) {
 		"1004 ip4.dst == 172.18.0.3 reroute 10.1.0.2",
 		fmt.Sprintf("102 ip4.src == $%s && ip4.dst == $%s allow", set4, set4),
 		"102 ip6.src == fd00:10:1::/48 && ip6.dst == fd00:10:1::/48 allow",
+		"102 pkt.mark == 42 allow",
 	)
 	addresses := func() string {
 		return e.nbctl("--bare", "--columns=addresses", "find", "Address_Set", "name="+set4)
@@ -107,11 +109,12 @@ func TestLayer3AddressSetFormIsLinear(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(pairs.Routers[0].Policies); n != 200*200 {
-		t.Errorf("pair form: %d policies, want 40000", n)
+	// Both forms also hold the reply-traffic policy (pkt.mark == 42).
+	if n := len(pairs.Routers[0].Policies); n != 200*200+1 {
+		t.Errorf("pair form: %d policies, want 40000 and the reply policy", n)
 	}
-	if n, m := len(sets.Routers[0].Policies), len(sets.AddressSets); n != 1 || m != 1 || len(sets.AddressSets[0].Addresses) != 200 {
-		t.Errorf("address-set form: %d policies and %d sets, want 1 and 1 of 200 subnets", n, m)
+	if n, m := len(sets.Routers[0].Policies), len(sets.AddressSets); n != 2 || m != 1 || len(sets.AddressSets[0].Addresses) != 200 {
+		t.Errorf("address-set form: %d policies and %d sets, want 1 and the reply policy, and 1 set of 200 subnets", n, m)
 	}
 }
 

@@ -32,6 +32,7 @@ func TestLayer3SubnetPairPoliciesAfterAppend(t *testing.T) {
 		"Routing Policies",
 		"102 ip4.src == 10.1.0.0/16 && ip4.dst == 10.1.0.0/16 allow",
 		"102 ip6.src == fd00:10:1::/48 && ip6.dst == fd00:10:1::/48 allow",
+		"102 pkt.mark == 42 allow",
 	)
 	e.apply(&rows.Desired{Owner: d.Owner})
 	if got := e.nbctl("--bare", "--columns=name", "list", "Logical_Router"); got != "" {
@@ -47,6 +48,7 @@ func TestLayer3SubnetPairPoliciesAfterAppend(t *testing.T) {
 		"1004 ip4.dst == 172.18.0.3 reroute 10.1.0.2",
 		"102 ip4.src == 10.1.0.0/16 && ip4.dst == 10.1.0.0/16 allow",
 		"102 ip6.src == fd00:10:1::/48 && ip6.dst == fd00:10:1::/48 allow",
+		"102 pkt.mark == 42 allow",
 	)
 
 	d, err = topology.Layer3SubnetPoliciesForm("udn_udn-primary-layer3",
@@ -65,6 +67,7 @@ func TestLayer3SubnetPairPoliciesAfterAppend(t *testing.T) {
 		"102 ip4.src == 10.2.0.0/16 && ip4.dst == 10.1.0.0/16 allow",
 		"102 ip4.src == 10.2.0.0/16 && ip4.dst == 10.2.0.0/16 allow",
 		"102 ip6.src == fd00:10:1::/48 && ip6.dst == fd00:10:1::/48 allow",
+		"102 pkt.mark == 42 allow",
 	)
 	if ops := e.apply(d); ops != 0 {
 		t.Errorf("second apply sent %d operations, want 0", ops)
@@ -162,7 +165,7 @@ func TestSharedRouterOutlivesItsCreatorWhileOthersUseIt(t *testing.T) {
 	// The last multi-VTEP pod goes: the router stays for the policies.
 	e.apply(&rows.Desired{Owner: ports.Owner})
 	wantLines(t, "policies after the creator left", e.nbctl("lr-policy-list", router),
-		"Routing Policies", "102 ip4.src == 10.1.0.0/16 && ip4.dst == 10.1.0.0/16 allow")
+		"Routing Policies", "102 ip4.src == 10.1.0.0/16 && ip4.dst == 10.1.0.0/16 allow", "102 pkt.mark == 42 allow")
 	if got := e.nbctl("--bare", "--columns=name", "find", "Logical_Router_Port", "name="+ovnk.NamesFor(network).RouterToTransitSwitch("node-b")+"_encap1"); got != "" {
 		t.Errorf("the creator's port survived: %q", got)
 	}

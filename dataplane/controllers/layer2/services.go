@@ -2,20 +2,13 @@ package layer2
 
 import (
 	"context"
-	"net/netip"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
@@ -59,22 +52,7 @@ func trimService(obj any) (any, error) {
 
 // watchServices requeues every udnkit NAD when a UDN-enabled service
 // appears, goes or changes its ClusterIPs: each network's routes follow.
-func (r *Reconciler) watchServices() source.Source { return WatchServices(r.Client, r.Services) }
-
-// WatchServices is a source of the UDN-enabled services of services (a
-// NewServiceCache) that requeues every udnkit NAD c lists when one appears,
-// goes or changes its ClusterIPs: the Layer2 and Layer3 controllers' routes
-// follow them.
-func WatchServices(c client.Client, services cache.Cache) source.Source {
-	nads := zone.NADsIn(c, "")
-	return source.Kind(services, &corev1.Service{},
-		handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, s *corev1.Service) []reconcile.Request { return nads(ctx, s) }),
-		predicate.TypedFuncs[*corev1.Service]{
-			UpdateFunc: func(e event.TypedUpdateEvent[*corev1.Service]) bool {
-				return !slices.Equal(e.ObjectOld.Spec.ClusterIPs, e.ObjectNew.Spec.ClusterIPs)
-			},
-		})
-}
+func (r *Reconciler) watchServices() source.Source { return zone.WatchServices(r.Client, r.Services) }
 
 // enabledServices reads the UDN-enabled services that exist, in the flag's
 // order, with the ClusterIPs they have: a listed service that does not
@@ -85,27 +63,5 @@ func (r *Reconciler) enabledServices(ctx context.Context) ([]topology.UDNEnabled
 	if r.Services != nil {
 		reader = r.Services
 	}
-	return EnabledServices(ctx, reader, r.Cluster.UDNAllowedDefaultServices)
-}
-
-// EnabledServices is enabledServices of any controller: the services of
-// keys that reader finds.
-func EnabledServices(ctx context.Context, reader client.Reader, keys []types.NamespacedName) ([]topology.UDNEnabledService, error) {
-	var out []topology.UDNEnabledService
-	for _, key := range keys {
-		var svc corev1.Service
-		if err := reader.Get(ctx, key, &svc); apierrors.IsNotFound(err) {
-			continue
-		} else if err != nil {
-			return nil, err
-		}
-		s := topology.UDNEnabledService{Key: key.String()}
-		for _, ip := range svc.Spec.ClusterIPs {
-			if a, err := netip.ParseAddr(ip); err == nil {
-				s.ClusterIPs = append(s.ClusterIPs, a.Unmap())
-			}
-		}
-		out = append(out, s)
-	}
-	return out, nil
+	return zone.EnabledServices(ctx, reader, r.Cluster.UDNAllowedDefaultServices)
 }

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/udnkit/udnkit/dataplane"
-	"github.com/udnkit/udnkit/dataplane/controllers/layer2"
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/dataplane/internal/engine"
 	"github.com/udnkit/udnkit/dataplane/rows"
@@ -87,7 +86,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(zone.ControllerOptions(r.Workers, r.FIFOQueue)), r.Client, r.guard(), zone.Layer3Name).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(zone.NADsIn(r.Client, "")), builder.WithPredicates(nodeFactsChanged()))
 	if r.Services != nil {
-		b = b.WatchesRawSource(layer2.WatchServices(r.Client, r.Services))
+		b = b.WatchesRawSource(zone.WatchServices(r.Client, r.Services))
 	}
 	return b.Complete(r)
 }

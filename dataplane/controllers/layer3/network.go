@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/udnkit/udnkit/dataplane/controllers/layer2"
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
@@ -41,7 +40,7 @@ func (r *Reconciler) readNetwork(ctx context.Context, s *scope) (reconcile.Resul
 	if r.Services != nil {
 		reader = r.Services
 	}
-	if net.Services, err = layer2.EnabledServices(ctx, reader, r.Cluster.UDNAllowedDefaultServices); err != nil {
+	if net.Services, err = zone.EnabledServices(ctx, reader, r.Cluster.UDNAllowedDefaultServices); err != nil {
 		return s.Done(reconcile.Result{}, err)
 	}
 	net.ManagementPort, net.GatewayExternalSide = r.ManagementPort, r.GatewayExternalSide
