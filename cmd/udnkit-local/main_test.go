@@ -200,9 +200,17 @@ func TestQuickstart(t *testing.T) {
 				t.Errorf("node-d (examples/node-multi-vtep.yaml, two encap IPs) should show its node ID and two tunnel IDs")
 			}
 		case strings.Contains(c, "lr-policy-list"):
-			// OKEP-5377 after the append: one policy over the set of green's two subnets.
-			if want := "102 ip4.src == $" + greenSet + " && ip4.dst == $" + greenSet + " allow"; strings.Join(strings.Fields(string(out)), " ") != "Routing Policies "+want {
-				t.Errorf("the Layer3 cluster router's policies are not just %q", want)
+			// OKEP-5377 after the append: one policy over the set of green's
+			// two subnets, no pair policy left, and the reply policy (beside
+			// the Layer3 topology's 1004 policies of the zone's nodes).
+			got := strings.Join(strings.Fields(string(out)), " ")
+			for _, want := range []string{"102 ip4.src == $" + greenSet + " && ip4.dst == $" + greenSet + " allow", "102 pkt.mark == 42 allow"} {
+				if !strings.Contains(got, want) {
+					t.Errorf("the Layer3 cluster router's policies lack %q:\n%s", want, out)
+				}
+			}
+			if strings.Contains(got, "ip4.src == 10.200.0.0/16") {
+				t.Errorf("the Layer3 cluster router keeps a pair policy after the append:\n%s", out)
 			}
 		case strings.Contains(c, "udn-enabled-default-service"):
 			if !apiRoute.Match(out) {
