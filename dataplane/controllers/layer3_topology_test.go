@@ -17,7 +17,8 @@ import (
 // from the Nodes' annotations (as upstream's cluster manager and
 // ovnkube-node write them): the local node's switch, router ports, gateway
 // router join side and routes, a remote port and routes per other node. A
-// node without its chassis is left out until it has one; rows deleted behind
+// node without its chassis is left out until it has one, and one with a
+// malformed annotation; rows deleted behind
 // udnkit's back come back; a deleted node takes its rows with it, and the
 // deleted network all of its rows.
 func TestLayer3TopologyFromAPIState(t *testing.T) {
@@ -46,7 +47,9 @@ func TestLayer3TopologyFromAPIState(t *testing.T) {
 	n3 := node("node3", "4", "10.200.0.0/24", "2001:db8:200:1::/64")
 	n3.Annotations[ovnk.AnnotationNodeChassisID] = ""
 	delete(n3.Annotations, ovnk.AnnotationNodeChassisID)
-	s.create(node("node1", "2", "10.200.1.0/24", "2001:db8:200:2::/64"), node("node2", "3", "10.200.2.0/24", "2001:db8:200:3::/64"))
+	n4 := node("node4", "5", "10.200.4.0/24", "2001:db8:200:5::/64") // a malformed transit address: left out
+	n4.Annotations[ovnk.AnnotationNodeTransitSwitchPortAddrs] = `{"ipv4":"100.88.0.5"}`
+	s.create(node("node1", "2", "10.200.1.0/24", "2001:db8:200:2::/64"), node("node2", "3", "10.200.2.0/24", "2001:db8:200:3::/64"), n4)
 	if err := s.c.Create(s.ctx, n3); err != nil { // without a chassis
 		t.Fatal(err)
 	}
@@ -87,8 +90,8 @@ func TestLayer3TopologyFromAPIState(t *testing.T) {
 	if got := s.nbctl("--bare", "--columns=chassis_name", "list", "Gateway_Chassis"); got != chassisOf("node1") {
 		t.Errorf("Gateway_Chassis chassis = %q, want node1's", got)
 	}
-	if strings.Contains(s.nbctl("show"), "tstor-node3") {
-		t.Error("node3 has no chassis yet but got a transit port")
+	if show := s.nbctl("show"); strings.Contains(show, "tstor-node3") || strings.Contains(show, "tstor-node4") {
+		t.Errorf("node3 (no chassis yet) or node4 (malformed transit address) got a transit port:\n%s", show)
 	}
 
 	// Heal: the node switch and a route deleted behind udnkit's back come back.

@@ -78,13 +78,13 @@ func (net Layer3Network) resolveNode(n Layer3Node) (Layer3LocalNode, error) {
 	if err := onePerFamily("hostSubnets", n.HostSubnets); err != nil {
 		return ln, err
 	}
-	ln.HostSubnets = sortedCopy(n.HostSubnets)
+	ln.HostSubnets = base.SortedFamilies(n.HostSubnets)
 	for _, s := range ln.HostSubnets {
 		ln.Gateways = append(ln.Gateways, hostAddr(s, 1))
 		ln.Managements = append(ln.Managements, hostAddr(s, 2))
 	}
 	if len(n.TransitIPs) == 0 {
-		for _, t := range sortedCopy(net.TransitSubnets) {
+		for _, t := range base.SortedFamilies(net.TransitSubnets) {
 			a, err := ovnk.TransitSwitchPortAddr(t, n.ID)
 			if err != nil {
 				return ln, fmt.Errorf("transitIPs: %w", err)
@@ -94,7 +94,7 @@ func (net Layer3Network) resolveNode(n Layer3Node) (Layer3LocalNode, error) {
 	} else if err := onePerFamily("transitIPs", n.TransitIPs); err != nil {
 		return ln, err
 	} else {
-		ln.TransitIPs = sortedCopy(n.TransitIPs)
+		ln.TransitIPs = base.SortedFamilies(n.TransitIPs)
 	}
 	for _, s := range ln.HostSubnets {
 		if _, ok := ovnk.FamilyOf(ln.TransitIPs, s.Addr().Is6()); !ok {

@@ -3,7 +3,6 @@ package topology
 import (
 	"fmt"
 	"net/netip"
-	"slices"
 	"strconv"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
@@ -266,6 +265,3 @@ func primaryRole() map[string]string {
 func hostAddr(s netip.Prefix, off uint64) netip.Prefix {
 	return netip.PrefixFrom(ovnk.MustAddrAt(s.Masked(), off), s.Bits())
 }
-
-// sortedCopy is ps IPv4 first.
-func sortedCopy(ps []netip.Prefix) []netip.Prefix { return base.SortedFamilies(slices.Clone(ps)) }

@@ -113,7 +113,7 @@ func (r *Reconciler) apply(ctx context.Context, net topology.Layer3Network) erro
 		node := &list.Items[i]
 		n, ok, err := r.node(node, net.Name)
 		if err != nil {
-			zone.Skip(ctx, r.Recorder, node, "Node", zone.ReasonInvalidNodeID, err)
+			zone.Skip(ctx, r.Recorder, node, "Node", ReasonInvalidNodeAnnotation, err)
 			continue
 		}
 		if ok {
@@ -132,6 +132,11 @@ func (r *Reconciler) apply(ctx context.Context, net topology.Layer3Network) erro
 	_, err = r.OVN.Apply(ctx, d)
 	return err
 }
+
+// ReasonInvalidNodeAnnotation: one of the node annotations the Layer3
+// topology reads (node ID, chassis, host subnets, transit switch port
+// addresses, encap IPs) is malformed; the node is left out until it is fixed.
+const ReasonInvalidNodeAnnotation = "InvalidNodeAnnotation"
 
 // node reads what the Layer3 topology needs of a node: ok is false while it
 // has no node ID (it joins on its next update); a malformed annotation is
