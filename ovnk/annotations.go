@@ -28,9 +28,9 @@ const (
 	// AnnotationNodeID is a node's cluster-unique ID.
 	AnnotationNodeID = "k8s.ovn.org/node-id"
 	// AnnotationNodeTransitSwitchPortIfAddr is the address of a node's port
-	// on the default network's transit switch; OVN-Kubernetes' cluster
-	// manager writes it together with AnnotationNodeID (upstream
-	// util.OvnTransitSwitchPortAddr).
+	// on the transit switches (the default network's and every Layer3
+	// network's); OVN-Kubernetes' cluster manager writes it together with
+	// AnnotationNodeID (upstream util.OvnTransitSwitchPortAddr).
 	AnnotationNodeTransitSwitchPortIfAddr = "k8s.ovn.org/node-transit-switch-port-ifaddr"
 	// AnnotationNodeEncapIPs lists a node's encapsulation IPs (multi-VTEP).
 	AnnotationNodeEncapIPs = "k8s.ovn.org/node-encap-ips"

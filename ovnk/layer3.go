@@ -35,10 +35,6 @@ func JoinToRouter(router string) string { return "jtor-" + router }
 // as upstream's syncNodeClusterRouterPort does: "<port>-<chassis>".
 func GatewayChassisName(port, chassis string) string { return port + "-" + chassis }
 
-// AnnotationNodeTransitSwitchPortAddrs holds a node's addresses on every
-// Layer3 network's transit switch (upstream's OvnTransitSwitchPortAddr,
-// which its cluster manager allocates from the node ID).
-const AnnotationNodeTransitSwitchPortAddrs = "k8s.ovn.org/node-transit-switch-port-ifaddr"
 
 type transitPortAddrs struct {
 	IPv4 string `json:"ipv4,omitempty"`
@@ -50,13 +46,13 @@ type transitPortAddrs struct {
 // "ipv6":"fd97::2/64"}), IPv4 first: ok is false when the node has none; a
 // value that is not that object of CIDRs of their families is an error.
 func DecodeNodeTransitSwitchPortAddrs(annotations map[string]string) (addrs []netip.Prefix, ok bool, err error) {
-	v, found := annotations[AnnotationNodeTransitSwitchPortAddrs]
+	v, found := annotations[AnnotationNodeTransitSwitchPortIfAddr]
 	if !found {
 		return nil, false, nil
 	}
 	var raw transitPortAddrs
 	if err := json.Unmarshal([]byte(v), &raw); err != nil {
-		return nil, false, fmt.Errorf("annotation %s=%q is not a JSON object of ipv4 and ipv6 CIDRs", AnnotationNodeTransitSwitchPortAddrs, v)
+		return nil, false, fmt.Errorf("annotation %s=%q is not a JSON object of ipv4 and ipv6 CIDRs", AnnotationNodeTransitSwitchPortIfAddr, v)
 	}
 	for _, f := range []struct {
 		s  string
@@ -67,12 +63,12 @@ func DecodeNodeTransitSwitchPortAddrs(annotations map[string]string) (addrs []ne
 		}
 		p, err := netip.ParsePrefix(f.s)
 		if err != nil || p.Addr().Is6() != f.v6 {
-			return nil, false, fmt.Errorf("annotation %s: %q is not an IPv%d CIDR", AnnotationNodeTransitSwitchPortAddrs, f.s, map[bool]int{false: 4, true: 6}[f.v6])
+			return nil, false, fmt.Errorf("annotation %s: %q is not an IPv%d CIDR", AnnotationNodeTransitSwitchPortIfAddr, f.s, map[bool]int{false: 4, true: 6}[f.v6])
 		}
 		addrs = append(addrs, p)
 	}
 	if len(addrs) == 0 {
-		return nil, false, fmt.Errorf("annotation %s=%q holds no address", AnnotationNodeTransitSwitchPortAddrs, v)
+		return nil, false, fmt.Errorf("annotation %s=%q holds no address", AnnotationNodeTransitSwitchPortIfAddr, v)
 	}
 	return addrs, true, nil
 }
@@ -118,12 +114,6 @@ const (
 	ExternalIDOwnerType       = "k8s.ovn.org/owner-type"
 	ExternalIDOwnerController = "k8s.ovn.org/owner-controller"
 	ExternalIDObjectName      = "k8s.ovn.org/name"
-	// ExternalIDPrimaryID is DbObjectIDs' primary key: the owner controller,
-	// the owner type and the object's keys joined with ":".
-	ExternalIDPrimaryID = "k8s.ovn.org/id"
-	// ExternalIDRoleOfNetwork is a network's role on its switches and
-	// routers, "primary" or "secondary" (upstream's types.NetworkRoleExternalID).
-	ExternalIDRoleOfNetwork = "k8s.ovn.org/role"
 
 	// EgressIPOwnerType and EgressIPController own the no-reroute policies:
 	// upstream's EgressIP controller runs in the default network's controller
@@ -148,7 +138,7 @@ func EgressIPNoRerouteIDs(network, name string, priority int, family string) map
 		ExternalIDOwnerType:       EgressIPOwnerType,
 		ExternalIDOwnerController: EgressIPController,
 		ExternalIDObjectName:      name,
-		ExternalIDPrimaryID:       EgressIPController + ":" + EgressIPOwnerType + ":" + prio + ":" + name + ":" + family + ":" + network,
+		ExternalIDObjectID:       EgressIPController + ":" + EgressIPOwnerType + ":" + prio + ":" + name + ":" + family + ":" + network,
 		"priority":                prio,
 		"ip-family":               family,
 		"network":                 network,

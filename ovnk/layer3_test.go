@@ -11,7 +11,7 @@ import (
 // byte; malformed values are refused naming the annotation.
 func TestNodeTransitSwitchPortAddrs(t *testing.T) {
 	const golden = `{"ipv4":"100.88.0.2/16","ipv6":"fd97::2/64"}`
-	got, ok, err := DecodeNodeTransitSwitchPortAddrs(map[string]string{AnnotationNodeTransitSwitchPortAddrs: golden})
+	got, ok, err := DecodeNodeTransitSwitchPortAddrs(map[string]string{AnnotationNodeTransitSwitchPortIfAddr: golden})
 	if err != nil || !ok || len(got) != 2 || got[0] != netip.MustParsePrefix("100.88.0.2/16") || got[1] != netip.MustParsePrefix("fd97::2/64") {
 		t.Fatalf("Decode(%s) = %v, %v, %v", golden, got, ok, err)
 	}
@@ -22,8 +22,8 @@ func TestNodeTransitSwitchPortAddrs(t *testing.T) {
 		t.Errorf("absent annotation: ok = %v, err = %v", ok, err)
 	}
 	for _, bad := range []string{`[]`, `{}`, `{"ipv4":"fd97::2/64"}`, `{"ipv6":"100.88.0.2"}`} {
-		if _, _, err := DecodeNodeTransitSwitchPortAddrs(map[string]string{AnnotationNodeTransitSwitchPortAddrs: bad}); err == nil ||
-			!strings.Contains(err.Error(), AnnotationNodeTransitSwitchPortAddrs) {
+		if _, _, err := DecodeNodeTransitSwitchPortAddrs(map[string]string{AnnotationNodeTransitSwitchPortIfAddr: bad}); err == nil ||
+			!strings.Contains(err.Error(), AnnotationNodeTransitSwitchPortIfAddr) {
 			t.Errorf("Decode(%s): err = %v, want one naming the annotation", bad, err)
 		}
 	}

@@ -48,7 +48,7 @@ func TestLayer3TopologyFromAPIState(t *testing.T) {
 	n3.Annotations[ovnk.AnnotationNodeChassisID] = ""
 	delete(n3.Annotations, ovnk.AnnotationNodeChassisID)
 	n4 := node("node4", "5", "10.200.4.0/24", "2001:db8:200:5::/64") // a malformed transit address: left out
-	n4.Annotations[ovnk.AnnotationNodeTransitSwitchPortAddrs] = `{"ipv4":"100.88.0.5"}`
+	n4.Annotations[ovnk.AnnotationNodeTransitSwitchPortIfAddr] = `{"ipv4":"100.88.0.5"}`
 	s.create(node("node1", "2", "10.200.1.0/24", "2001:db8:200:2::/64"), node("node2", "3", "10.200.2.0/24", "2001:db8:200:3::/64"), n4)
 	if err := s.c.Create(s.ctx, n3); err != nil { // without a chassis
 		t.Fatal(err)

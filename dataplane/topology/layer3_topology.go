@@ -257,7 +257,7 @@ func (b *layer3Build) joinPort(router string, ips []netip.Prefix, gr *rows.Route
 // GenerateExternalIDsForSwitchOrRouter adds to a Primary network's node and
 // transit switches and gateway routers.
 func primaryRole() map[string]string {
-	return map[string]string{ovnk.ExternalIDRoleOfNetwork: "primary"}
+	return map[string]string{ovnk.ExternalIDNetworkRole: "primary"}
 }
 
 // hostAddr is the address at offset off of a host subnet, with its length

@@ -180,7 +180,7 @@ func (r *Reconciler) node(node *corev1.Node, network string) (topology.Layer3Nod
 // nodeAnnotations are what the Layer3 topology reads of a node besides its
 // internal addresses: an update that changes none of them queues nothing.
 var nodeAnnotations = []string{ovnk.AnnotationNodeID, ovnk.AnnotationNodeChassisID, ovnk.AnnotationNodeSubnets,
-	ovnk.AnnotationNodeTransitSwitchPortAddrs, ovnk.AnnotationNodeEncapIPs, ovnk.AnnotationGatewayMTUSupport, ovnk.AnnotationZoneName}
+	ovnk.AnnotationNodeTransitSwitchPortIfAddr, ovnk.AnnotationNodeEncapIPs, ovnk.AnnotationGatewayMTUSupport, ovnk.AnnotationZoneName}
 
 // nodeFactsChanged passes deletes, creates after the initial list and
 // updates that change what node reads or which zone the node is in.
