@@ -35,7 +35,6 @@ func JoinToRouter(router string) string { return "jtor-" + router }
 // as upstream's syncNodeClusterRouterPort does: "<port>-<chassis>".
 func GatewayChassisName(port, chassis string) string { return port + "-" + chassis }
 
-
 type transitPortAddrs struct {
 	IPv4 string `json:"ipv4,omitempty"`
 	IPv6 string `json:"ipv6,omitempty"`
@@ -138,7 +137,7 @@ func EgressIPNoRerouteIDs(network, name string, priority int, family string) map
 		ExternalIDOwnerType:       EgressIPOwnerType,
 		ExternalIDOwnerController: EgressIPController,
 		ExternalIDObjectName:      name,
-		ExternalIDObjectID:       EgressIPController + ":" + EgressIPOwnerType + ":" + prio + ":" + name + ":" + family + ":" + network,
+		ExternalIDObjectID:        EgressIPController + ":" + EgressIPOwnerType + ":" + prio + ":" + name + ":" + family + ":" + network,
 		"priority":                prio,
 		"ip-family":               family,
 		"network":                 network,
