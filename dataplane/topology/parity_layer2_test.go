@@ -229,6 +229,8 @@ var layer2GatewayParity = []parity{
 	{"NAT", natKey(pGR1, "snat", "10.100.0.0/16"), "match", "", "gateway.go: GetNetworkScopedClusterSubnetSNATMatch (transit-router topology, not advertised)"},
 	{"NAT", natKey(pGR1, "snat", "10.100.0.0/16"), "options", "stateless=false", "libovsdb/ops/router.go: buildNAT"},
 	{"Logical_Switch", pEXT1, "external_ids:k8s.ovn.org/role", "primary", "gateway.go: addExternalSwitch (GenerateExternalIDsForSwitchOrRouter)"},
+	{"Logical_Switch", "tenant_blue_ovn_layer2_switch", "external_ids:k8s.ovn.org/role", "primary",
+		"base_secondary_layer2_network_controller.go: initializeLogicalSwitch (GenerateExternalIDsForSwitchOrRouter)"},
 	{"Logical_Switch", pEXT1, "external_ids:k8s.ovn.org/network", "tenant_blue", "gateway.go: addExternalSwitch"},
 	{"Logical_Switch_Port", pLN1, "type", "localnet", "gateway.go: addExternalSwitch (GetNetworkScopedExtPortName(bridge-id, node))"},
 	{"Logical_Switch_Port", pLN1, "addresses", "unknown", "gateway.go: addExternalSwitch"},

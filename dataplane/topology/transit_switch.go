@@ -14,7 +14,8 @@ import (
 // of the trtos- port.
 func (b *layer2Build) transitSwitch([]Layer2Node) error {
 	names := b.names
-	b.sw = rows.Switch{Row: nbdb.LogicalSwitch{Name: names.Switch(), OtherConfig: b.switchOtherConfig()}}
+	b.sw = rows.Switch{Row: nbdb.LogicalSwitch{Name: names.Switch(), OtherConfig: b.switchOtherConfig(),
+		ExternalIDs: map[string]string{ovnk.ExternalIDNetworkRole: "primary"}}}
 	b.sw.Ports = append(b.sw.Ports, nbdb.LogicalSwitchPort{
 		Name: names.SwitchToRouter(), Type: "router", Addresses: []string{"router"},
 		Options: map[string]string{"router-port": names.RouterToSwitch()},
