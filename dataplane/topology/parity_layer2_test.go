@@ -106,6 +106,13 @@ var layer2UpgradeRowsParity = []parity{
 		"layer2_user_defined_network_controller.go: addSwitchPortForRemoteNodeGR (types.NodeExternalID)"},
 	{"Logical_Router_Static_Route", pTR + " 100.65.0.3", "external_ids:k8s.ovn.org/node", "node2",
 		"layer2_user_defined_network_controller.go: addTransitRouterRoutes (from addRouterSetupForRemoteNodeGR, the old topology's joinIP via joinIP)"},
+	{"Logical_Router_Policy", pPodPod4, "external_ids:k8s.ovn.org/id", "default-network-controller:EgressIP:102:EIP-No-Reroute-Pod-To-Pod:ip4:tenant_blue",
+		"egressip.go: getEgressIPLRPNoReRoutePodToPodDbIDs (the policy is EgressIP's Pod-To-Pod no-reroute policy)"},
+	{"Logical_Router_Policy", pPodPod4, "external_ids:ip-family", "ip4", "egressip.go: getEgressIPLRPNoReRoutePodToPodDbIDs"},
+	{"Logical_Router_Policy", pPodPod4, "external_ids:network", "tenant_blue", "egressip.go: getEgressIPLRPNoReRoutePodToPodDbIDs"},
+	{"Logical_Router_Policy", pReply, "external_ids:k8s.ovn.org/id", "default-network-controller:EgressIP:102:EIP-No-Reroute-reply-traffic:ip:tenant_blue",
+		"egressip.go: getEgressIPLRPNoReRouteDbIDs (EgressIP's reply-traffic no-reroute policy, both families)"},
+	{"Logical_Router_Policy", pReply, "external_ids:k8s.ovn.org/owner-type", "EgressIP", "egressip.go: getEgressIPLRPNoReRouteDbIDs"},
 }
 
 // layer2OnlyUdnkit is what udnkit writes on the Layer2 rows that upstream does not.
@@ -117,14 +124,6 @@ var layer2OnlyUdnkit = []udnkitOnly{
 
 // layer2Differs is where udnkit's Layer2 value is not upstream's.
 var layer2Differs = []differs{
-	{"Logical_Router_Policy", pPodPod4, "external_ids",
-		"k8s.ovn.org/network=tenant_blue,k8s.ovn.org/topology=layer2,k8s.ovn.org/udnkit-piece=transit-router",
-		"EgressIP DbObjectIDs: k8s.ovn.org/owner-type=EgressIP, owner-controller, name=EIP-No-Reroute-Pod-To-Pod, priority=102, ip-family=ip4, network=tenant_blue",
-		"egressip.go: getEgressIPLRPNoReRoutePodToPodDbIDs keys the row for upstream's EgressIP controller, which udnkit does not run; udnkit keys rows by network, topology and piece"},
-	{"Logical_Router_Policy", pReply, "external_ids",
-		"k8s.ovn.org/network=tenant_blue,k8s.ovn.org/topology=layer2,k8s.ovn.org/udnkit-piece=transit-router",
-		"EgressIP DbObjectIDs: name=EIP-No-Reroute-reply-traffic, priority=102, ip-family=ip, network=tenant_blue, owner keys",
-		"egressip.go: getEgressIPLRPNoReRouteDbIDs, as above"},
 	{"Gateway_Chassis", pRTOS, "external_ids",
 		"k8s.ovn.org/network=tenant_blue,k8s.ovn.org/topology=layer2,k8s.ovn.org/udnkit-piece=transit-router", "",
 		"base_network_controller.go: syncNodeClusterRouterPort writes none (its row goes with its port); udnkit owns every row it writes by these keys, so a changed chassis or a removed node or network removes it"},

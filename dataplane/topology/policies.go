@@ -18,13 +18,18 @@ const (
 )
 
 // policies are the transit router's subnet-pair policies and the
-// allow-mark policy.
+// allow-mark policy, with the external IDs upstream's EgressIP controller
+// gives them (they are its Pod-To-Pod and reply-traffic no-reroute
+// policies).
 func (b *layer2Build) policies([]Layer2Node) error {
-	b.tr.Policies = append(b.tr.Policies, SubnetPairPolicies(b.net.Subnets)...)
-	b.tr.Policies = append(b.tr.Policies, nbdb.LogicalRouterPolicy{
+	allow := append(SubnetPairPolicies(b.net.Subnets), nbdb.LogicalRouterPolicy{
 		Priority: PolicyPriorityAllow, Action: nbdb.LogicalRouterPolicyActionAllow,
 		Match: "pkt.mark == " + strconv.Itoa(PktMarkAllow),
 	})
+	for i := range allow {
+		allow[i].ExternalIDs = noRerouteIDs(b.net.Name, allow[i].Match)
+	}
+	b.tr.Policies = append(b.tr.Policies, allow...)
 	return nil
 }
 
