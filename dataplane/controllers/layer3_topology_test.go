@@ -16,7 +16,9 @@ import (
 // A primary dual-stack Layer3 UDN gets its whole topology in node1's zone
 // from the Nodes' annotations (as upstream's cluster manager and
 // ovnkube-node write them): the local node's switch, router ports, gateway
-// router join side and routes, a remote port and routes per other node. A
+// router with its join side, routes and (from its l3-gateway-config) its
+// external side, the management port, a remote port and routes per other
+// node. A
 // node without its chassis is left out until it has one, and one with a
 // malformed annotation; rows deleted behind
 // udnkit's back come back; a deleted node takes its rows with it, and the
@@ -49,7 +51,9 @@ func TestLayer3TopologyFromAPIState(t *testing.T) {
 	delete(n3.Annotations, ovnk.AnnotationNodeChassisID)
 	n4 := node("node4", "5", "10.200.4.0/24", "2001:db8:200:5::/64") // a malformed transit address: left out
 	n4.Annotations[ovnk.AnnotationNodeTransitSwitchPortIfAddr] = `{"ipv4":"100.88.0.5"}`
-	s.create(node("node1", "2", "10.200.1.0/24", "2001:db8:200:2::/64"), node("node2", "3", "10.200.2.0/24", "2001:db8:200:3::/64"), n4)
+	n1 := node("node1", "2", "10.200.1.0/24", "2001:db8:200:2::/64")
+	n1.Annotations[ovnk.AnnotationL3GatewayConfig] = node1Gateway
+	s.create(n1, node("node2", "3", "10.200.2.0/24", "2001:db8:200:3::/64"), n4)
 	if err := s.c.Create(s.ctx, n3); err != nil { // without a chassis
 		t.Fatal(err)
 	}
@@ -84,8 +88,11 @@ func TestLayer3TopologyFromAPIState(t *testing.T) {
 		show := normalized(s.nbctl("show"))
 		return hasAll(show, "(tenant.green_green_node1)", "port stor-tenant.green_green_node1",
 			"port tenant.green_green_tstor-node2\ntype: remote\naddresses: [\"0a:58:64:58:00:03 100.88.0.3/16 fd97::3/64\"]",
-			"("+gr+")", "port rtoj-"+gr, "port jtor-"+gr) &&
-			hasAll(routes(cr), wantCR...) && hasAll(routes(gr), "10.200.0.0/16 100.65.0.1 dst-ip", "2001:db8:200::/48 fd99::1 dst-ip")
+			"("+gr+")", "port rtoj-"+gr, "port jtor-"+gr, "port rtoe-"+gr, "(ext_tenant.green_green_node1)",
+			"port breth0_tenant.green_green_node1", "port k8s-tenant.green_green_node1") &&
+			hasAll(routes(cr), wantCR...) && hasAll(routes(gr), "10.200.0.0/16 100.65.0.1 dst-ip", "2001:db8:200::/48 fd99::1 dst-ip", "0.0.0.0/0 192.0.2.1 dst-ip") &&
+			strings.Contains(s.nbctl("lr-policy-list", cr), "ip4.dst == 192.0.2.2") &&
+			len(strings.Fields(s.nbctl("--bare", "--columns=ip", "find", "Static_MAC_Binding", "logical_port=rtoe-"+gr))) == 4
 	})
 	if got := s.nbctl("--bare", "--columns=chassis_name", "list", "Gateway_Chassis"); got != chassisOf("node1") {
 		t.Errorf("Gateway_Chassis chassis = %q, want node1's", got)

@@ -204,6 +204,11 @@ func TestLayer3MultiVTEPFromAPIState(t *testing.T) {
 	}
 	routes := func() string { return normalized(s.nbctl("lr-route-list", cr)) }
 
+	// The Layer3 topology applies once node-b has its annotations, racing
+	// the pod's multi-VTEP port for the transit switch: let it go first.
+	s.eventually("the Layer3 topology's transit switch with node-a's port", func() bool {
+		return s.nbctl("--bare", "--columns=name", "find", "Logical_Switch_Port", "name=tenant.green_green_tstor-node-a") != ""
+	})
 	p1 := pod("pod-1", podIP(5), "172.18.0.4")
 	s.create(p1)
 	s.eventually("the encap1 port and the node-subnet route", func() bool {

@@ -150,30 +150,40 @@ func gatewayRouterOptions(chassis, lbForceSNATIP string) map[string]string {
 func (net Layer2Network) localGateway() bool { return net.GatewayMode == ovnk.GatewayModeLocal }
 
 // externalPortRange is the SNATs' external_port_range.
-func (net Layer2Network) externalPortRange() string {
-	if net.ExternalPortRange == "" {
+func (net Layer2Network) externalPortRange() string { return portRangeOrDefault(net.ExternalPortRange) }
+
+// portRangeOrDefault is an --external-port-range value, upstream's default
+// when unset.
+func portRangeOrDefault(r string) string {
+	if r == "" {
 		return ovnk.DefaultExternalPortRange
 	}
-	return net.ExternalPortRange
+	return r
 }
 
 // validateGateway refuses an unknown gateway mode, an invalid external port
 // range and gateway masquerade IPs without a masquerade subnet of their
 // family.
 func (net Layer2Network) validateGateway() error {
-	if net.GatewayMode != "" {
-		if _, err := ovnk.ParseGatewayMode(string(net.GatewayMode)); err != nil {
+	return validateGatewayFacts(net.GatewayMode, net.externalPortRange(), net.MasqueradeSubnets, net.GatewayMasqueradeIPs)
+}
+
+// validateGatewayFacts checks a network's gateway facts (the Layer2 and
+// Layer3 topologies share them).
+func validateGatewayFacts(mode ovnk.GatewayMode, portRange string, masqSubnets []netip.Prefix, masqIPs []netip.Addr) error {
+	if mode != "" {
+		if _, err := ovnk.ParseGatewayMode(string(mode)); err != nil {
 			return fmt.Errorf("network.gatewayMode: %w", err)
 		}
 	}
-	if err := ovnk.ValidateExternalPortRange(net.externalPortRange()); err != nil {
+	if err := ovnk.ValidateExternalPortRange(portRange); err != nil {
 		return fmt.Errorf("network.externalPortRange: %w", err)
 	}
-	if err := onePerFamily("network.masqueradeSubnets", net.MasqueradeSubnets); err != nil {
+	if err := onePerFamily("network.masqueradeSubnets", masqSubnets); err != nil {
 		return err
 	}
-	for i, m := range net.GatewayMasqueradeIPs {
-		if s, ok := ovnk.FamilyOf(net.MasqueradeSubnets, m.Is6()); !ok || !s.Contains(m) {
+	for i, m := range masqIPs {
+		if s, ok := ovnk.FamilyOf(masqSubnets, m.Is6()); !ok || !s.Contains(m) {
 			return fmt.Errorf("network.gatewayMasqueradeIPs[%d]: %s is not inside a masquerade subnet of its family", i, m)
 		}
 	}

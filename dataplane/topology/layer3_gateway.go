@@ -14,8 +14,9 @@ import (
 // createGWRouter, createGWRouterPeerSwitchPort, createGWRouterPort, the
 // cluster subnets via the cluster router in updateGWRouterStaticRoutes), the
 // cluster router's routes through it (updateClusterRouterStaticRoutes in
-// shared gateway mode; EgressIP's catch-all), the service routes, the 1004
-// policies (SyncGateway) and, through the hook, its external side.
+// shared gateway mode; EgressIP's catch-all), the service routes (shared
+// gateway mode), the 1004 policies (SyncGateway) and its external side from
+// the node's l3-gateway-config.
 func (b *layer3Build) gateway(n Layer3LocalNode) error {
 	gr := rows.Router{Row: nbdb.LogicalRouter{Name: n.GatewayRouter, ExternalIDs: primaryRole(),
 		Options: gatewayRouterOptions(n.Chassis, "router_ip")}, Copp: b.copp}
@@ -34,8 +35,10 @@ func (b *layer3Build) gateway(n Layer3LocalNode) error {
 			b.cr.Routes = append(b.cr.Routes, base.StaticRoute(s.Masked().String(), hop.Addr().String(), nbdb.LogicalRouterStaticRoutePolicySrcIP, nil))
 		}
 	}
-	for _, s := range n.HostSubnets {
-		srcRoute(s)
+	if !b.net.localGateway() {
+		for _, s := range n.HostSubnets {
+			srcRoute(s)
+		}
 	}
 	if b.net.EgressIP {
 		for _, s := range b.net.Subnets {
@@ -44,17 +47,13 @@ func (b *layer3Build) gateway(n Layer3LocalNode) error {
 			}
 		}
 	}
-	if !b.servicesRouted {
+	if !b.servicesRouted && !b.net.localGateway() {
 		b.servicesRouted = true
 		b.cr.Routes = append(b.cr.Routes, serviceRoutesVia(b.net.Services, n.managementIP)...)
 	}
 	b.nodeIPPolicies(n)
-	if b.net.GatewayExternalSide != nil {
-		sws, err := b.net.GatewayExternalSide(n, &gr)
-		if err != nil {
-			return fmt.Errorf("gateway external side: %w", err)
-		}
-		b.switches = append(b.switches, sws...)
+	if err := b.externalSide(n, &gr); err != nil {
+		return err
 	}
 	b.grs = append(b.grs, gr)
 	return nil
@@ -70,8 +69,10 @@ func (b *layer3Build) nodeIPPolicies(n Layer3LocalNode) {
 	for _, s := range n.HostSubnets {
 		v6 := s.Addr().Is6()
 		var dsts []netip.Addr
-		if ip, ok := ovnk.AddrOfFamily(n.GatewayIPs, v6); ok {
-			dsts = append(dsts, ip)
+		if n.Gateway != nil {
+			if ip, ok := ovnk.FamilyOf(n.Gateway.IPAddresses, v6); ok {
+				dsts = append(dsts, ip.Addr())
+			}
 		}
 		if ip, ok := ovnk.AddrOfFamily(b.net.GatewayMasqueradeIPs, v6); ok {
 			dsts = append(dsts, ip)
@@ -94,4 +95,35 @@ func containsPrefix(ps []netip.Prefix, p netip.Prefix) bool {
 		}
 	}
 	return false
+}
+
+// externalSide adds, from the node's l3-gateway-config, the gateway
+// router's external side (gateway.go: gatewayInit with the
+// GatewayConfig of layer3_user_defined_network_controller.go:
+// nodeGatewayConfig: the cluster subnets SNATed to the GR's masquerade IP)
+// and its rtoe- port's static MAC bindings; a node without one gets
+// neither.
+func (b *layer3Build) externalSide(n Layer3LocalNode, gr *rows.Router) error {
+	if n.Gateway == nil {
+		return nil
+	}
+	joins := make([]netip.Addr, len(n.JoinIPs))
+	for i, j := range n.JoinIPs {
+		joins[i] = j.Addr()
+	}
+	var err error
+	b.switches, err = AddGatewayExternal(gr, b.switches, GatewayExternal{
+		Network: b.net.Name, Node: n.Name, Gateway: *n.Gateway,
+		MasqueradeIPs: b.net.GatewayMasqueradeIPs, MasqueradeSubnets: b.net.MasqueradeSubnets,
+		JoinIPs: joins, SNATSubnets: b.net.Subnets, ExternalPortRange: b.net.externalPortRange(),
+	})
+	if err != nil {
+		return err
+	}
+	macs, err := GatewayStaticMACBindings(b.net.Name, n.Name, b.net.MasqueradeSubnets)
+	if err != nil {
+		return err
+	}
+	b.macs = append(b.macs, macs...)
+	return nil
 }

@@ -133,9 +133,8 @@ func (b *layer3Build) node(n Layer3Node) error {
 }
 
 // nodeSwitch adds a local node's switch (upstream's createNodeLogicalSwitch)
-// with its router port, the cluster router's rtos- port bound to the node's
-// chassis (syncNodeClusterRouterPort), and what the management-port builder
-// adds to the switch.
+// with its router port and management port, the cluster router's rtos- port
+// bound to the node's chassis (syncNodeClusterRouterPort).
 func (b *layer3Build) nodeSwitch(n Layer3LocalNode) error {
 	// other_config as upstream leaves it once the management port exists
 	// (libovsdb/util: UpdateNodeSwitchExcludeIPs drops exclude_ips then);
@@ -162,10 +161,8 @@ func (b *layer3Build) nodeSwitch(n Layer3LocalNode) error {
 		b.cr.GatewayChassis = map[string][]nbdb.GatewayChassis{}
 	}
 	b.cr.GatewayChassis[rtos] = []nbdb.GatewayChassis{{Name: ovnk.GatewayChassisName(rtos, n.Chassis), ChassisName: n.Chassis, Priority: 1}}
-	if b.net.ManagementPort != nil {
-		if err := b.net.ManagementPort(n, &sw); err != nil {
-			return fmt.Errorf("management port: %w", err)
-		}
+	if err := b.managementPort(n, &sw); err != nil {
+		return err
 	}
 	b.switches = append(b.switches, sw)
 	return nil
@@ -238,7 +235,7 @@ func (b *layer3Build) managementSNAT(n Layer3LocalNode) {
 		b.cr.NATs = append(b.cr.NATs, nbdb.NAT{
 			Type: nbdb.NATTypeSNAT, LogicalIP: s.Masked().String(), ExternalIP: masq.String(),
 			LogicalPort: base.Ptr(b.names.RouterToNodeSwitch(n.Name)), Options: map[string]string{"stateless": "false"},
-			Match: "eth.dst == " + mac.String(),
+			Match: "eth.dst == " + mac.String(), ExternalPortRange: b.net.externalPortRange(),
 		})
 	}
 }
@@ -251,4 +248,27 @@ func (n Layer3LocalNode) managementIP(v6 bool) netip.Addr {
 		return netip.Addr{}
 	}
 	return m.Addr()
+}
+
+// managementPort adds a local node's management port k8s-<prefix><node>
+// to its switch, whether or not the node has a gateway (upstream's
+// syncNodeManagementPort runs apart from the gateway's sync), and in local
+// gateway mode routes what its host subnets send out through it.
+func (b *layer3Build) managementPort(n Layer3LocalNode, sw *rows.Switch) error {
+	ips := make([]netip.Addr, len(n.Managements))
+	for i, m := range n.Managements {
+		ips[i] = m.Addr()
+	}
+	port, err := ManagementPort(b.net.Name, n.Name, ips)
+	if err != nil {
+		return err
+	}
+	sw.Ports = append(sw.Ports, port)
+	if b.net.localGateway() {
+		for _, s := range n.HostSubnets {
+			b.cr.Routes = append(b.cr.Routes, base.StaticRoute(s.Masked().String(), n.managementIP(s.Addr().Is6()).String(),
+				nbdb.LogicalRouterStaticRoutePolicySrcIP, nil))
+		}
+	}
+	return nil
 }

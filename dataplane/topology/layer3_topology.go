@@ -49,10 +49,18 @@ type Layer3Network struct {
 	// router then also gets EgressIP's catch-all src-ip route of each
 	// cluster subnet (libovsdb/util/router.go: CreateDefaultRouteToExternal).
 	EgressIP bool
-	// ManagementPort and GatewayExternalSide add the rows other builders
-	// own to a local node's switch and gateway router (nil: none).
-	ManagementPort      Layer3ManagementPort
-	GatewayExternalSide Layer3GatewayExternalSide
+	// GatewayMode is the cluster's --gateway-mode ("": shared). In local
+	// mode a local node's host subnets leave through its management port
+	// (src-ip routes to it, no UDN-enabled service routes) and the cluster
+	// router commits all traffic to conntrack (ct-commit-all).
+	GatewayMode ovnk.GatewayMode
+	// ExternalPortRange is every SNAT's external_port_range
+	// (--external-port-range; "": ovnk.DefaultExternalPortRange).
+	ExternalPortRange string
+	// MasqueradeSubnets are the cluster's masquerade subnets, one per
+	// family: a gateway router's routes to them and its static MAC
+	// bindings (GatewayExternal.MasqueradeSubnets).
+	MasqueradeSubnets []netip.Prefix
 }
 
 // Layer3Node is one node as the Layer3 topology sees it.
@@ -71,13 +79,14 @@ type Layer3Node struct {
 	// TransitIPs are its k8s.ovn.org/node-transit-switch-port-ifaddr
 	// (default: the address at offset ID of each transit subnet).
 	TransitIPs []netip.Prefix
-	// GatewayIPs are the node's gateway addresses, the first of each family
-	// of its k8s.ovn.org/l3-gateway-config: the destinations of its 1004
-	// policies besides the gateway router's masquerade IPs.
-	GatewayIPs []netip.Addr
+	// Gateway is the node's k8s.ovn.org/l3-gateway-config (nil: none): a
+	// local node's gateway router gets its external side from it, and the
+	// first address of each family is a destination of its 1004 policies
+	// besides the gateway router's masquerade IPs.
+	Gateway *ovnk.L3GatewayConfig
 	// NoGateway: the node has no gateway (no l3-gateway-config, or its mode
 	// is disabled): no gateway router, join port, source routes nor 1004
-	// policies of it.
+	// policies of it, as upstream's nodeGatewayConfig fails without one.
 	NoGateway bool
 	// NoGatewayMTU: the node's k8s.ovn.org/gateway-mtu-support is "false".
 	NoGatewayMTU bool
@@ -86,8 +95,7 @@ type Layer3Node struct {
 	MultiVTEP bool
 }
 
-// Layer3LocalNode is a local node with its addresses worked out: what the
-// management-port and gateway external-side builders read.
+// Layer3LocalNode is a node with its addresses worked out.
 type Layer3LocalNode struct {
 	Layer3Node
 	// Network is the network's name, Subnets its cluster subnets.
@@ -104,26 +112,15 @@ type Layer3LocalNode struct {
 	GatewayMasqueradeIPs, ManagementMasqueradeIPs []netip.Addr
 }
 
-// Layer3ManagementPort adds a local node's management port to its switch
-// (upstream's syncNodeManagementPort): the port and whatever else of the
-// switch that builder owns.
-type Layer3ManagementPort func(n Layer3LocalNode, sw *rows.Switch) error
-
-// Layer3GatewayExternalSide adds a local node's gateway router's external
-// side to gr, which holds its join side (upstream's gatewayInit: the rtoe-
-// port, default and masquerade routes, the GR's SNATs, physical_ip(s)),
-// and returns the switches it needs (the external switch with its localnet
-// port).
-type Layer3GatewayExternalSide func(n Layer3LocalNode, gr *rows.Router) ([]rows.Switch, error)
-
 // Layer3Topology computes the rows upstream's ovnkube-controller writes for
 // a Primary Layer3 network in one zone (layer3_user_defined_network_controller.go):
 // the cluster router with its join port, the join switch, the transit
 // switch with a router port per local node and a remote port per other
-// node, per local node its switch with the router port and Gateway_Chassis,
-// its rtots- port, its gateway router's join side, routes, management-port
-// SNAT and 1004 policies, and the routes to every remote node's subnets and
-// gateway router. nodes must be Layer3UsableNodes'; invalid input yields an
+// node, per local node its switch with the router port, management port and
+// Gateway_Chassis, its rtots- port, its gateway router (join side, external
+// side from its l3-gateway-config, static MAC bindings), routes,
+// management-port SNAT and 1004 policies, and the routes to every remote
+// node's subnets and gateway router. nodes must be Layer3UsableNodes'; invalid input yields an
 // error naming the field. The priority-102 subnet policies are
 // Layer3SubnetPoliciesForm's piece.
 func Layer3Topology(net Layer3Network, nodes []Layer3Node) (*rows.Desired, error) {
@@ -145,11 +142,14 @@ func Layer3Topology(net Layer3Network, nodes []Layer3Node) (*rows.Desired, error
 		}
 	}
 	b.switches[0], b.switches[1] = b.join, b.ts
-	return &rows.Desired{
-		Owner:    rows.Owner{Network: net.Name, Topology: base.TopologyLayer3, Piece: base.PieceTopology},
-		Routers:  append([]rows.Router{b.cr}, b.grs...),
-		Switches: b.switches,
-	}, nil
+	d := &rows.Desired{
+		Owner:             rows.Owner{Network: net.Name, Topology: base.TopologyLayer3, Piece: base.PieceTopology},
+		Routers:           append([]rows.Router{b.cr}, b.grs...),
+		Switches:          b.switches,
+		StaticMACBindings: b.macs,
+	}
+	SetLayer3GatewayMode(d, net.GatewayMode)
+	return d, nil
 }
 
 // layer3Build is one Layer3Topology in the making.
@@ -163,6 +163,8 @@ type layer3Build struct {
 	// the end), then every local node's switch and the external sides'.
 	switches []rows.Switch
 	grs      []rows.Router
+	// macs are the gateway routers' rtoe- ports' static MAC bindings.
+	macs []nbdb.StaticMACBinding
 	// servicesRouted says the services are routed already (once per zone).
 	servicesRouted bool
 }
@@ -193,7 +195,38 @@ func (net Layer3Network) validate() error {
 	if net.TransitSwitchTunnelKey <= 0 {
 		return fmt.Errorf("network.transitSwitchTunnelKey: must be positive, got %d", net.TransitSwitchTunnelKey)
 	}
+	if err := validateGatewayFacts(net.GatewayMode, net.externalPortRange(), net.MasqueradeSubnets, net.GatewayMasqueradeIPs); err != nil {
+		return err
+	}
 	return validateServiceList(net.Services)
+}
+
+// externalPortRange is the SNATs' external_port_range.
+func (net Layer3Network) externalPortRange() string { return portRangeOrDefault(net.ExternalPortRange) }
+
+// localGateway says whether the cluster runs OVN-Kubernetes' local
+// gateway mode.
+func (net Layer3Network) localGateway() bool { return net.GatewayMode == ovnk.GatewayModeLocal }
+
+// SetLayer3GatewayMode sets what the gateway mode changes on the cluster
+// router in d (the subnet-policies piece may create it): in local mode,
+// options:ct-commit-all, so replies do not enter the SNAT zone as new
+// flows before service reverse NAT (topology/topologyfactory.go:
+// newClusterRouter).
+func SetLayer3GatewayMode(d *rows.Desired, mode ovnk.GatewayMode) {
+	if mode != ovnk.GatewayModeLocal {
+		return
+	}
+	for i := range d.Routers {
+		r := &d.Routers[i].Row
+		if r.ExternalIDs[ovnk.ExternalIDClusterRouter] != "yes" {
+			continue
+		}
+		if r.Options == nil {
+			r.Options = map[string]string{}
+		}
+		r.Options["ct-commit-all"] = "true"
+	}
 }
 
 // joinFamilies are the families of the join IPs (true: IPv6), IPv4 first:

@@ -1,7 +1,6 @@
 package topology
 
 import (
-	"errors"
 	"maps"
 	"net/netip"
 	"strings"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // layer3RefNetwork is the reference case's Primary Layer3 network
@@ -26,6 +26,7 @@ func layer3RefNetwork() Layer3Network {
 		GatewayMTU:              1400,
 		GatewayMasqueradeIPs:    []netip.Addr{addr("169.254.0.13"), addr("fd69::d")},
 		ManagementMasqueradeIPs: []netip.Addr{addr("169.254.0.14"), addr("fd69::e")},
+		MasqueradeSubnets:       []netip.Prefix{pfx("169.254.0.0/17"), pfx("fd69::/112")},
 		Services: []UDNEnabledService{
 			{Key: "default/kubernetes", ClusterIPs: []netip.Addr{addr("10.96.0.1")}},
 			{Key: "kube-system/kube-dns", ClusterIPs: []netip.Addr{addr("10.96.0.10")}},
@@ -42,7 +43,7 @@ func layer3RefNodes() []Layer3Node {
 		{Name: "node1", ID: 2, Local: true, Chassis: chassisOf("node1"),
 			HostSubnets: []netip.Prefix{pfx("10.200.1.0/24"), pfx("2001:db8:200:2::/64")},
 			TransitIPs:  []netip.Prefix{pfx("100.88.0.2/16"), pfx("fd97::2/64")},
-			GatewayIPs:  []netip.Addr{addr("192.0.2.2"), addr("2001:db8::2")}},
+			Gateway:     referenceGateway("node1")},
 		{Name: "node2", ID: 3, Chassis: chassisOf("node2"),
 			HostSubnets: []netip.Prefix{pfx("10.200.2.0/24"), pfx("2001:db8:200:3::/64")},
 			TransitIPs:  []netip.Prefix{pfx("100.88.0.3/16"), pfx("fd97::3/64")}},
@@ -62,9 +63,9 @@ func mustLayer3(t testing.TB, net Layer3Network, nodes []Layer3Node) *rows.Desir
 }
 
 // The reference case writes the rows upstream writes for it in zone node-a,
-// apart from the other builders' (the management port, the gateway's
-// external side, load-balancer groups, network-policy rows) and the
-// subnet-policies piece's: per table, what a user counts with ovn-nbctl.
+// apart from the other builders' (load-balancer groups, network-policy
+// rows) and the subnet-policies piece's: per table, what a user counts with
+// ovn-nbctl.
 func TestLayer3TopologyRowCounts(t *testing.T) {
 	d := mustLayer3(t, layer3RefNetwork(), layer3RefNodes())
 	got := map[string]int{}
@@ -72,8 +73,8 @@ func TestLayer3TopologyRowCounts(t *testing.T) {
 		got[r.table]++
 	}
 	want := map[string]int{
-		"Logical_Router": 2, "Logical_Router_Port": 4, "Gateway_Chassis": 1, "Logical_Router_Static_Route": 18,
-		"Logical_Router_Policy": 4, "NAT": 2, "Logical_Switch": 3, "Logical_Switch_Port": 6,
+		"Logical_Router": 2, "Logical_Router_Port": 5, "Gateway_Chassis": 1, "Logical_Router_Static_Route": 22,
+		"Logical_Router_Policy": 4, "NAT": 6, "Logical_Switch": 4, "Logical_Switch_Port": 9, "Static_MAC_Binding": 4,
 		// The zone's COPP, once per router that names it.
 		"Copp": 2, "Meter": 18, "Meter_Band": 18,
 	}
@@ -181,27 +182,65 @@ func TestLayer3TopologyFollowsItsNodes(t *testing.T) {
 	}
 }
 
-// The hooks add the other builders' rows to a local node's switch and
-// gateway router, and their errors name the node.
-func TestLayer3TopologyHooks(t *testing.T) {
+// A local node's gateway router gets its external side and its switch the
+// management port from the node's l3-gateway-config; without one the GR
+// keeps its join side and the 1004 policies only the masquerade IPs, and
+// the management port stays (upstream syncs it apart from the gateway). A
+// gateway config upstream could not program is refused, naming the node.
+func TestLayer3TopologyGatewayExternalSide(t *testing.T) {
 	net := layer3RefNetwork()
-	net.ManagementPort = func(n Layer3LocalNode, sw *rows.Switch) error {
-		sw.Ports = append(sw.Ports, nbdb.LogicalSwitchPort{Name: "k8s-" + sw.Row.Name, Addresses: []string{n.Managements[0].Addr().String()}})
-		return nil
+	nodes := layer3RefNodes()
+	nodes[0].Gateway = nil
+	d := mustLayer3(t, net, nodes)
+	for _, k := range [][2]string{{"Logical_Router_Port", "rtoe-" + pGRg}, {"Logical_Switch", "ext_tenant.green_green_node1"},
+		{"Static_MAC_Binding", "rtoe-" + pGRg + " 169.254.0.4"}, {"Logical_Router_Policy", pNodeIPg4}} {
+		if rowByKey(d, k[0], k[1]) != nil {
+			t.Errorf("a node without a gateway config got %s %s", k[0], k[1])
+		}
 	}
-	net.GatewayExternalSide = func(n Layer3LocalNode, gr *rows.Router) ([]rows.Switch, error) {
-		gr.Ports = append(gr.Ports, nbdb.LogicalRouterPort{Name: "rtoe-" + n.GatewayRouter})
-		return []rows.Switch{{Row: nbdb.LogicalSwitch{Name: "ext_" + n.Name}}}, nil
+	for _, k := range [][2]string{{"Logical_Router_Port", "rtoj-" + pGRg}, {"Logical_Router_Policy", pMasqIPg6}, {"Logical_Switch_Port", "k8s-" + pNSg}} {
+		if rowByKey(d, k[0], k[1]) == nil {
+			t.Errorf("a node without a gateway config lost %s %s", k[0], k[1])
+		}
 	}
-	d := mustLayer3(t, net, layer3RefNodes())
-	if got, _ := cell(d, "Logical_Switch_Port", "k8s-"+pNSg, "addresses"); got != "10.200.1.2" {
-		t.Errorf("management port addresses = %q, want 10.200.1.2", got)
+
+	nodes = layer3RefNodes()
+	nodes[0].Gateway.BridgeID = ""
+	if _, err := Layer3Topology(net, nodes); err == nil || !strings.Contains(err.Error(), "nodes[0] (node1)") || !strings.Contains(err.Error(), "bridge-id") {
+		t.Errorf("err = %v, want the missing bridge named with the node", err)
 	}
-	if rowByKey(d, "Logical_Router_Port", "rtoe-"+pGRg) == nil || rowByKey(d, "Logical_Switch", "ext_node1") == nil {
-		t.Error("the external side's port or switch is missing")
+	net.ExternalPortRange = "1024-99999"
+	if _, err := Layer3Topology(net, layer3RefNodes()); err == nil || !strings.Contains(err.Error(), "network.externalPortRange") {
+		t.Errorf("err = %v, want the port range refused", err)
 	}
-	net.GatewayExternalSide = func(Layer3LocalNode, *rows.Router) ([]rows.Switch, error) { return nil, errors.New("no bridge") }
-	if _, err := Layer3Topology(net, layer3RefNodes()); err == nil || !strings.Contains(err.Error(), "nodes[0] (node1): gateway external side: no bridge") {
-		t.Errorf("err = %v, want the hook's error with the node", err)
+	net.ExternalPortRange = "2000-3000"
+	d = mustLayer3(t, net, layer3RefNodes())
+	for _, k := range []string{pSNATg6, natKey(pGRg, "snat", "10.200.0.0/16")} {
+		if got, _ := cell(d, "NAT", k, "external_port_range"); got != "2000-3000" {
+			t.Errorf("NAT %s external_port_range = %q, want --external-port-range's 2000-3000", k, got)
+		}
+	}
+}
+
+// In local gateway mode a local node's host subnets leave through its
+// management port even without a gateway, and no UDN-enabled service is
+// routed (upstream's updateClusterRouterStaticRoutes deletes those routes).
+func TestLayer3TopologyLocalGateway(t *testing.T) {
+	net := layer3RefNetwork()
+	net.GatewayMode = ovnk.GatewayModeLocal
+	nodes := layer3RefNodes()
+	nodes[0].NoGateway, nodes[0].Gateway = true, nil
+	d := mustLayer3(t, net, nodes)
+	for k, want := range map[string]string{pCRg + " 10.200.1.0/24": "10.200.1.2", pCRg + " 2001:db8:200:2::/64": "2001:db8:200:2::2"} {
+		if got, _ := cell(d, "Logical_Router_Static_Route", k, "nexthop"); got != want {
+			t.Errorf("route %s nexthop = %q, want the management IP %s", k, got, want)
+		}
+	}
+	if rowByKey(d, "Logical_Router_Static_Route", pCRg+" 10.96.0.10") != nil {
+		t.Error("local gateway mode routes a UDN-enabled service to the management port")
+	}
+	net.GatewayMode = "bogus"
+	if _, err := Layer3Topology(net, nodes); err == nil || !strings.Contains(err.Error(), "network.gatewayMode") {
+		t.Errorf("err = %v, want the gateway mode refused", err)
 	}
 }

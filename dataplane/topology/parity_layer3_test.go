@@ -210,13 +210,86 @@ var layer3TopologyParity = []parity{
 	{"NAT", pSNATg6, "options", "stateless=false", "libovsdb/ops/router.go: buildNAT"},
 }
 
-// layer3TopologyDiffers: what udnkit's Layer3 topology writes otherwise.
-var layer3TopologyDiffers = []differs{
-	{"NAT", pSNATg4, "external_port_range", "", "32768-60999",
-		"libovsdb/ops/router.go: buildNAT sets the default external port range; the value's home (ovnk.DefaultExternalPortRange) comes with the gateway external side"},
+// layer3GatewayParity: node1's management port, its GR's external side
+// from its l3-gateway-config and the static MAC bindings, as upstream
+// wrote them for tenant-green on node-a.
+const (
+	pRTOEg = "rtoe-" + pGRg
+	pEXTg  = "ext_tenant.green_green_node1"
+)
+
+var layer3GatewayParity = []parity{
+	{"NAT", pSNATg4, "external_port_range", "32768-60999", "libovsdb/ops/router.go: buildNAT (config.Default.EphemeralPortRange)"},
+	{"Logical_Switch_Port", "k8s-" + pNSg, "addresses", "0a:58:0a:c8:01:02 10.200.1.2 2001:db8:200:2::2",
+		"base_network_controller.go: syncNodeManagementPort (the host subnets' management IPs, the first one's MAC)"},
+	{"Logical_Switch_Port", "k8s-" + pNSg, "type", "", "base_network_controller.go: syncNodeManagementPort"},
+	{"Logical_Router", pGRg, "external_ids:physical_ip", "192.0.2.2", "gateway.go: createGWRouter (the first of the l3-gateway-config's ip-addresses)"},
+	{"Logical_Router", pGRg, "external_ids:physical_ips", "192.0.2.2,2001:db8::2,169.254.0.13,fd69::d",
+		"gateway.go: createGWRouter (layer3_user_defined_network_controller.go: nodeGatewayConfig appends the GR masquerade IPs)"},
+	{"Logical_Router_Port", pRTOEg, "mac", "0a:58:c0:00:02:02", "gateway.go: addExternalSwitch (the l3-gateway-config's mac-address)"},
+	{"Logical_Router_Port", pRTOEg, "networks", "169.254.0.13/32,192.0.2.2/24,2001:db8::2/64,fd69::d/128", "gateway.go: addExternalSwitch"},
+	{"Logical_Router_Static_Route", pGRg + " 0.0.0.0/0", "nexthop", "192.0.2.1", "gateway.go: updateGWRouterStaticRoutes (the l3-gateway-config's next-hops)"},
+	{"Logical_Router_Static_Route", pGRg + " ::/0", "output_port", pRTOEg, "gateway.go: updateGWRouterStaticRoutes"},
+	{"Logical_Router_Static_Route", pGRg + " 169.254.0.0/17", "nexthop", "169.254.0.4", "gateway.go: updateGWRouterStaticRoutes (DummyNextHopIPs)"},
+	{"Logical_Router_Static_Route", pGRg + " fd69::/112", "output_port", pRTOEg, "gateway.go: updateGWRouterStaticRoutes"},
+	{"NAT", natKey(pGRg, "snat", "100.65.0.2"), "external_ip", "169.254.0.13", "gateway.go: updateGWRouterNAT (the join IP to the GR masquerade IP)"},
+	{"NAT", natKey(pGRg, "snat", "fd99::2"), "external_port_range", "32768-60999", "gateway.go: updateGWRouterNAT (libovsdb/ops/router.go: buildNAT)"},
+	{"NAT", natKey(pGRg, "snat", "10.200.0.0/16"), "external_ip", "169.254.0.13",
+		"gateway.go: updateGWRouterNAT (nodeGatewayConfig clusterSubnets: the network's cluster subnets)"},
+	{"NAT", natKey(pGRg, "snat", "2001:db8:200::/48"), "options", "stateless=false", "libovsdb/ops/router.go: buildNAT"},
+	{"Logical_Switch", pEXTg, "external_ids:k8s.ovn.org/role", "primary", "gateway.go: addExternalSwitch"},
+	{"Logical_Switch_Port", "breth0_tenant.green_green_node1", "options", "network_name=physnet",
+		"gateway.go: addExternalSwitch (GetNetworkScopedExtPortName; physNetName)"},
+	{"Logical_Switch_Port", "breth0_tenant.green_green_node1", "type", "localnet", "gateway.go: addExternalSwitch"},
+	{"Logical_Switch_Port", "etor-" + pGRg, "addresses", "0a:58:c0:00:02:02", "gateway.go: addExternalSwitch"},
+	{"Logical_Switch_Port", "etor-" + pGRg, "options", "router-port=" + pRTOEg, "gateway.go: addExternalSwitch"},
+	{"Static_MAC_Binding", pRTOEg + " 169.254.0.4", "mac", "0a:58:a9:fe:00:04", "gateway/gateway.go: CreateDummyGWMacBindings"},
+	{"Static_MAC_Binding", pRTOEg + " fd69::2", "mac", "0a:58:e0:ff:1d:9b", "gateway/gateway.go: CreateDummyGWMacBindings"},
+	{"Static_MAC_Binding", pRTOEg + " fd69::2", "override_dynamic_mac", "true", "gateway/gateway.go: CreateDummyGWMacBindings"},
 }
 
 var _ = addParityCase(parityCase{
 	name: "layer3 topology", plan: func(t *testing.T) *rows.Desired { return mustLayer3(t, layer3RefNetwork(), layer3RefNodes()) },
-	same: append(zoneCoppParity(), layer3TopologyParity...), differs: layer3TopologyDiffers,
+	same: append(append(zoneCoppParity(), layer3TopologyParity...), layer3GatewayParity...),
 })
+
+// layer3LocalGatewayParity: what --gateway-mode=local changes, read from
+// upstream's Northbound of the same case in local gateway mode (where
+// node-a's host subnets were 10.200.0.0/24 and 2001:db8:200:1::/64: the
+// next hops are the management IPs of node1's).
+var layer3LocalGatewayParity = []parity{
+	{"Logical_Router", pCRg, "options", "always_learn_from_arp_request=false,ct-commit-all=true",
+		"topology/topologyfactory.go: newClusterRouter (a UDN's cluster router in local gateway mode)"},
+	{"Logical_Router_Static_Route", pCRg + " 10.200.1.0/24", "nexthop", "10.200.1.2",
+		"base_network_controller.go: syncNodeManagementPort (local gateway mode: the host subnet via the management port)"},
+	{"Logical_Router_Static_Route", pCRg + " 2001:db8:200:2::/64", "policy", "src-ip", "base_network_controller.go: syncNodeManagementPort"},
+	{"Logical_Router_Static_Route", pCRg + " 10.200.0.0/16", "nexthop", "100.65.0.2",
+		"libovsdb/util/router.go: CreateDefaultRouteToExternal (EgressIP's catch-all stays via the GR)"},
+}
+
+var _ = addParityCase(parityCase{
+	name: "layer3 topology, local gateway",
+	plan: func(t *testing.T) *rows.Desired {
+		net := layer3RefNetwork()
+		net.GatewayMode = ovnk.GatewayModeLocal
+		return mustLayer3(t, net, layer3RefNodes())
+	},
+	same: append(append(append(zoneCoppParity(), layer3SharedOnlyOmitted()...), layer3LocalGatewayParity...), layer3GatewayParity...),
+})
+
+// layer3SharedOnlyOmitted is layer3TopologyParity without what local
+// gateway mode changes: the cluster router's options, the host subnets'
+// src-ip routes and the UDN-enabled service routes (upstream's
+// updateClusterRouterStaticRoutes deletes those in local mode).
+func layer3SharedOnlyOmitted() []parity {
+	var out []parity
+	for _, p := range layer3TopologyParity {
+		switch {
+		case p.table == "Logical_Router" && p.row == pCRg && p.column == "options",
+			p.row == pCRg+" 10.200.1.0/24", p.row == pCRg+" 2001:db8:200:2::/64", p.row == pCRg+" 10.96.0.10":
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}

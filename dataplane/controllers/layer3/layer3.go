@@ -50,13 +50,14 @@ type Reconciler struct {
 	// Services holds the UDN-enabled services (layer2.NewServiceCache);
 	// nil: they are read through Client and not watched.
 	Services cache.Cache
+	// GatewayMode and ExternalPortRange are --gateway-mode and
+	// --external-port-range (topology.Layer3Network; "": shared and
+	// ovnk.DefaultExternalPortRange).
+	GatewayMode       ovnk.GatewayMode
+	ExternalPortRange string
 	// NoEgressIP leaves out EgressIP's catch-all src-ip routes (the
 	// cluster runs without --enable-egress-ip).
 	NoEgressIP bool
-	// ManagementPort and GatewayExternalSide add other builders' rows to
-	// each local node's switch and gateway router (nil: none).
-	ManagementPort      topology.Layer3ManagementPort
-	GatewayExternalSide topology.Layer3GatewayExternalSide
 	// Recorder, when set, raises a Warning Event on each object left out.
 	Recorder recorder.EventRecorder
 	// Zone names this dataplane's zone in what it reports ("": the single zone).
@@ -141,6 +142,10 @@ func (r *Reconciler) applyPolicies(ctx context.Context, s *scope) (reconcile.Res
 	if err != nil {
 		log.FromContext(ctx).Error(err, "skipping network", "network", name)
 		return reconcile.Result{}, nil
+	}
+	if r.Topology {
+		// The cluster router this piece may create is the topology's.
+		topology.SetLayer3GatewayMode(d, r.GatewayMode)
 	}
 	if _, err := r.OVN.Apply(ctx, d); err != nil {
 		return s.Done(reconcile.Result{}, err)

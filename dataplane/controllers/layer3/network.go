@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/udnkit/udnkit/dataplane/controllers/layer2"
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
@@ -43,7 +44,6 @@ func (r *Reconciler) readNetwork(ctx context.Context, s *scope) (reconcile.Resul
 	if net.Services, err = zone.EnabledServices(ctx, reader, r.Cluster.UDNAllowedDefaultServices); err != nil {
 		return s.Done(reconcile.Result{}, err)
 	}
-	net.ManagementPort, net.GatewayExternalSide = r.ManagementPort, r.GatewayExternalSide
 	s.net, s.topo = net, true
 	return reconcile.Result{}, nil
 }
@@ -69,7 +69,7 @@ func (r *Reconciler) network(nad *nadv1.NetworkAttachmentDefinition) (topology.L
 		return topology.Layer3Network{}, false, err
 	}
 	net := topology.Layer3Network{Name: name, Subnets: subnets, GatewayMTU: int(r.Cluster.MTU), EgressIP: !r.NoEgressIP,
-		TransitSubnets: r.Cluster.TransitSubnets}
+		TransitSubnets: r.Cluster.TransitSubnets, GatewayMode: r.GatewayMode, ExternalPortRange: r.ExternalPortRange}
 	net.ClusterIPv4, net.ClusterIPv6 = r.Cluster.IPModes()
 	if net.JoinSubnets, err = ovnk.ParsePrefixes(conf.JoinSubnet); err != nil {
 		return net, false, fmt.Errorf("NAD %s/%s spec.config joinSubnet: %w", nad.Namespace, nad.Name, err)
@@ -90,6 +90,7 @@ func (r *Reconciler) network(nad *nadv1.NetworkAttachmentDefinition) (topology.L
 		if err != nil {
 			return net, false, fmt.Errorf("--%s %s: %w", ovnk.FlagMasqueradeSubnets, masq, err)
 		}
+		net.MasqueradeSubnets = append(net.MasqueradeSubnets, masq)
 		net.GatewayMasqueradeIPs = append(net.GatewayMasqueradeIPs, gr)
 		net.ManagementMasqueradeIPs = append(net.ManagementMasqueradeIPs, mgmt)
 	}
@@ -117,6 +118,12 @@ func (r *Reconciler) apply(ctx context.Context, net topology.Layer3Network) erro
 			continue
 		}
 		if ok {
+			if n.Local {
+				// Without a usable l3-gateway-config upstream syncs no
+				// gateway for the node (nodeGatewayConfig fails).
+				n.Gateway = layer2.NodeGateway(ctx, r.Recorder, node)
+				n.NoGateway = n.Gateway == nil
+			}
 			objs[n.Name] = node
 			all = append(all, n)
 		}
@@ -163,24 +170,14 @@ func (r *Reconciler) node(node *corev1.Node, network string) (topology.Layer3Nod
 		return n, false, err
 	}
 	n.MultiVTEP = len(encaps) > 1
-	// The gateway's addresses: the first internal address of each family,
-	// which ovnkube-node also puts first in its l3-gateway-config.
-	for _, a := range node.Status.Addresses {
-		ip, perr := netip.ParseAddr(a.Address)
-		if a.Type != corev1.NodeInternalIP || perr != nil {
-			continue
-		}
-		if _, has := ovnk.AddrOfFamily(n.GatewayIPs, ip.Unmap().Is6()); !has {
-			n.GatewayIPs = append(n.GatewayIPs, ip.Unmap())
-		}
-	}
 	return n, true, nil
 }
 
 // nodeAnnotations are what the Layer3 topology reads of a node besides its
 // internal addresses: an update that changes none of them queues nothing.
 var nodeAnnotations = []string{ovnk.AnnotationNodeID, ovnk.AnnotationNodeChassisID, ovnk.AnnotationNodeSubnets,
-	ovnk.AnnotationNodeTransitSwitchPortIfAddr, ovnk.AnnotationNodeEncapIPs, ovnk.AnnotationGatewayMTUSupport, ovnk.AnnotationZoneName}
+	ovnk.AnnotationNodeTransitSwitchPortIfAddr, ovnk.AnnotationNodeEncapIPs, ovnk.AnnotationGatewayMTUSupport, ovnk.AnnotationZoneName,
+	ovnk.AnnotationL3GatewayConfig}
 
 // nodeFactsChanged passes deletes, creates after the initial list and
 // updates that change what node reads or which zone the node is in.
