@@ -35,11 +35,11 @@ import (
 )
 
 // The fixture writes what OVN-Kubernetes owns (pod ports, the Node
-// objects as ovnkube-node publishes them, with their l3-gateway-config, and
-// the flows ovnkube-node keeps on breth0) and runs udnkit's own Layer2
-// reconciler in every zone for what udnkit writes, the gateway routers'
-// external side and the management ports among it; nothing else touches
-// OVN.
+// objects as ovnkube-node and the cluster manager publish them, with their
+// l3-gateway-config and Layer3 host subnets, and the flows ovnkube-node
+// keeps on breth0) and runs udnkit's own Layer2 and Layer3 reconcilers in
+// every zone for what udnkit writes, the gateway routers' external side and
+// the management ports among it; nothing else touches OVN.
 
 var cfg = ovnk.DefaultClusterConfig()
 
@@ -92,6 +92,7 @@ func nodeObject(t *testing.T, i int, n *datapath.Node) *corev1.Node {
 	knownMu.Unlock()
 	node.Annotations[ovnk.AnnotationNodeID] = strconv.Itoa(i + 2)
 	node.Annotations[ovnk.AnnotationLayer2TopologyVersion] = ovnk.Layer2TopologyVersionTransitRouter
+	addLayer3HostSubnets(t, node)
 	return node
 }
 
@@ -214,12 +215,14 @@ func program(t *testing.T, c *datapath.Cluster, nets ...*network) {
 	}
 }
 
-// programLayer3 runs udnkit's Layer3 reconciler (the OKEP-5377 policies)
-// in every zone.
+// programLayer3 runs udnkit's Layer3 reconciler in every zone, each zone
+// local to its own node: the OKEP-5377 policies and the network's whole
+// topology (as Setup builds it).
 func programLayer3(t *testing.T, c *datapath.Cluster, nets ...*network) {
 	t.Helper()
 	for _, zone := range c.Nodes {
-		reconcileAll(t, zone, &layer3.Reconciler{Client: apiState(t, c, nets...), OVN: ovnClient(t, zone)}, nets...)
+		reconcileAll(t, zone, &layer3.Reconciler{Client: apiState(t, c, nets...), OVN: ovnClient(t, zone), Topology: true, Cluster: cfg,
+			Local: func(n *corev1.Node) bool { return n.Name == zone.Name }}, nets...)
 	}
 }
 

@@ -2,10 +2,12 @@ package datapath_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/netip"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -40,13 +42,43 @@ func newLayer3Network(t *testing.T, namespace, name string, id int, subnets ...s
 	return n
 }
 
-// ovnkLayer3 writes, in every zone, what OVN-Kubernetes' Layer3 network
-// controller owns (datapath.WriteLayer3).
-func ovnkLayer3(t *testing.T, c *datapath.Cluster, net *network, nodes []l3node) {
+// layer3Hosts are the host subnets of each Layer3 network per node, as
+// OVN-Kubernetes' cluster manager publishes them in k8s.ovn.org/node-subnets
+// (network name → node → subnet); guarded by knownMu.
+var layer3Hosts = map[string]map[string]string{}
+
+// setLayer3Hosts publishes the nodes' host subnets of net in every later
+// API state, for udnkit's Layer3 topology to read.
+func setLayer3Hosts(net *network, nodes []l3node) {
+	knownMu.Lock()
+	defer knownMu.Unlock()
+	hosts := map[string]string{}
+	for _, n := range nodes {
+		hosts[n.Node.Name] = n.Host.String()
+	}
+	layer3Hosts[net.ovnName()] = hosts
+}
+
+// addLayer3HostSubnets sets node's k8s.ovn.org/node-subnets to its host
+// subnets of every Layer3 network (setLayer3Hosts).
+func addLayer3HostSubnets(t *testing.T, node *corev1.Node) {
 	t.Helper()
-	if err := c.WriteLayer3(net.ovnk(), nodes); err != nil {
+	knownMu.Lock()
+	defer knownMu.Unlock()
+	subnets := map[string][]string{}
+	for net, hosts := range layer3Hosts {
+		if h, ok := hosts[node.Name]; ok {
+			subnets[net] = []string{h}
+		}
+	}
+	if len(subnets) == 0 {
+		return
+	}
+	b, err := json.Marshal(subnets)
+	if err != nil {
 		t.Fatal(err)
 	}
+	node.Annotations[ovnk.AnnotationNodeSubnets] = string(b)
 }
 
 // layer3Pod creates a pod at offset 5 of its node's host subnet: its port
@@ -80,13 +112,17 @@ func layer3Pod(t *testing.T, c *datapath.Cluster, net *network, n l3node, name s
 }
 
 // TestLayer3AppendedSubnet sends packets through a Primary Layer3 network
-// whose subnets were appended (OKEP-5377): node-a's host subnet comes from
-// the original subnet, node-b's from the appended one. Pods on them reach
-// each other across zones even though node-a's pod has an EgressIP reroute
-// (priority 100) to a node of another zone that is gone: udnkit's
-// priority-102 subnet-pair policies take pod-to-pod traffic past it. Removing
-// them in node-a's zone sends that traffic to the reroute's dead next hop;
-// the reconciler's next pass heals it.
+// whose subnets were appended (OKEP-5377), on udnkit's own Layer3 topology
+// in every zone (the fixture publishes only what OVN-Kubernetes' cluster
+// manager and ovnkube-node do: the Nodes' annotations): node-a's host
+// subnet comes from the original subnet, node-b's from the appended one.
+// Pods on them reach each other across zones even though node-a's pod has
+// an EgressIP reroute (priority 100) to a node of another zone that is
+// gone: udnkit's priority-102 subnet-pair policies take pod-to-pod traffic
+// past it. Removing them in node-a's zone sends that traffic to the
+// reroute's dead next hop, and deleting node-b's remote port on node-a's
+// transit switch cuts the zones apart; the reconciler's next pass heals
+// both.
 func TestLayer3AppendedSubnet(t *testing.T) {
 	c := needCluster(t)
 	red := newLayer3Network(t, "tenant-red", "red", 3, "10.200.0.0/16", "10.201.0.0/16")
@@ -95,7 +131,7 @@ func TestLayer3AppendedSubnet(t *testing.T) {
 		{c.Node("node-b"), 3, netip.MustParsePrefix("10.201.3.0/24")},
 		{c.Node("node-c"), 4, netip.MustParsePrefix("10.201.4.0/24")},
 	}
-	ovnkLayer3(t, c, red, nodes)
+	setLayer3Hosts(red, nodes)
 	programLayer3(t, c, red)
 	podA := layer3Pod(t, c, red, nodes[0], "pod-a")
 	podB := layer3Pod(t, c, red, nodes[1], "pod-b")
@@ -124,15 +160,26 @@ func TestLayer3AppendedSubnet(t *testing.T) {
 		if !strings.Contains(a.NB().Must(t, "lr-policy-list", red.names().ClusterRouter()), "102 ") {
 			t.Fatal("udnkit wrote no priority-102 policy on node-a's cluster router")
 		}
-		a.NB().Must(t, "lr-policy-del", red.names().ClusterRouter(), "102")
-		settle(t, c)
-		if n, err := podA.Ping(podB.IP(false), 10, pingInterval); err != nil || n != 0 {
-			t.Fatalf("without the priority-102 policies pod-a still reached pod-b: %d replies (%v)", n, err)
-		}
-		programLayer3(t, c, red)
-		settle(t, c)
-		if err := podA.Reach(podB.IP(false), reachTimeout); err != nil {
-			t.Fatal(err)
-		}
+		breakAndHeal(t, c, red, podA, podB, "without the priority-102 policies", "lr-policy-del", red.names().ClusterRouter(), "102")
 	})
+	t.Run("mutation: node-b's remote port deleted from node-a's transit switch cuts the zones apart", func(t *testing.T) {
+		breakAndHeal(t, c, red, podA, podB, "without node-b's transit port", "lsp-del", red.names().TransitSwitchToRouter("node-b"))
+	})
+}
+
+// breakAndHeal runs the ovn-nbctl command in from's zone and checks that
+// from no longer reaches to, then that udnkit's next pass heals it.
+func breakAndHeal(t *testing.T, c *datapath.Cluster, net *network, from, to *datapath.Pod, broken string, command ...string) {
+	t.Helper()
+	zone := from.Node
+	zone.NB().Must(t, command...)
+	settle(t, c)
+	if n, err := from.Ping(to.IP(false), 10, pingInterval); err != nil || n != 0 {
+		t.Fatalf("%s %s still reached %s: %d replies (%v)", broken, from.Name, to.Name, n, err)
+	}
+	programLayer3(t, c, net)
+	settle(t, c)
+	if err := from.Reach(to.IP(false), reachTimeout); err != nil {
+		t.Fatalf("%v\n%s", err, zone.NB().Must(t, "show"))
+	}
 }

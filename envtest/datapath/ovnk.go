@@ -334,28 +334,6 @@ type Layer3Node struct {
 // network's transit switch (a node's address at offset node ID).
 var Layer3TransitSubnet = ovnkrows.Layer3TransitSubnet
 
-func (n Layer3Node) rows() ovnkrows.Layer3Node {
-	return ovnkrows.Layer3Node{Name: n.Node.Name, Chassis: n.Node.ChassisID(), ID: n.ID, Host: n.Host}
-}
-
-// TransitIP is the node's address on the transit switch.
-func (n Layer3Node) TransitIP() netip.Addr { return n.rows().TransitIP() }
-
-// WriteLayer3 writes, in every zone, what OVN-Kubernetes' Layer3 network
-// controller owns (ovnkrows.WriteLayer3).
-func (c *Cluster) WriteLayer3(net *Network, nodes []Layer3Node) error {
-	rows := make([]ovnkrows.Layer3Node, len(nodes))
-	for i, n := range nodes {
-		rows[i] = n.rows()
-	}
-	for i, local := range nodes {
-		if err := ovnkrows.WriteLayer3(local.Node.NB(), net.rows(), rows[i], rows); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Settle waits until every zone's ovn-controller has installed the current
 // Northbound contents (ovn-nbctl --wait=hv sync).
 func (c *Cluster) Settle(ctx context.Context) error {

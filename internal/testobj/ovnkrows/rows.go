@@ -146,56 +146,6 @@ func WriteManagementPort(nb Ctl, network, node string, ips ...netip.Addr) (strin
 	return port, err
 }
 
-// Layer3Node is a node's share of a Layer3 network: its name, chassis ID,
-// node ID and host subnet.
-type Layer3Node struct {
-	Name, Chassis string
-	ID            int
-	Host          netip.Prefix
-}
-
 // Layer3TransitSubnet is the transit subnet OVN-Kubernetes gives a Layer3
 // network's transit switch (a node's address at offset node ID).
 var Layer3TransitSubnet = netip.MustParsePrefix("100.88.0.0/16")
-
-// TransitIP is the node's address on the transit switch.
-func (n Layer3Node) TransitIP() netip.Addr { return ovnk.MustAddrAt(Layer3TransitSubnet, uint64(n.ID)) }
-
-// WriteLayer3 writes, in the zone of node local (nb), what OVN-Kubernetes'
-// Layer3 network controller owns (pkg/ovn/layer3_user_defined_network_controller.go
-// and zone_interconnect/zone_ic_handler.go): the cluster router with the
-// local node switch behind rtos-<prefix><node> at its host subnet's first
-// address, the transit switch (its tunnel key) with the local router port
-// rtots- at the node's transit IP and, per other node of nodes, a remote
-// tstor- port (requested-chassis, tunnel key = node ID) and a route to its
-// host subnet via its transit IP.
-func WriteLayer3(nb Ctl, net Network, local Layer3Node, nodes []Layer3Node) error {
-	names, prefix := ovnk.NamesFor(net.Name), ovnk.NetworkPrefix(net.Name)
-	cr, ts := names.ClusterRouter(), names.TransitSwitch()
-	sw, rtos := prefix+local.Name, "rtos-"+prefix+local.Name
-	gw := ovnk.MustAddrAt(local.Host, 1)
-	cmds := [][]string{
-		append([]string{"lr-add", cr, "--", "set", "Logical_Router", cr}, net.IDs()...),
-		{"lrp-add", cr, rtos, ovnk.MACFromIP(gw).String(), netip.PrefixFrom(gw, local.Host.Bits()).String()},
-		append([]string{"ls-add", sw, "--", "set", "Logical_Switch", sw}, net.IDs()...),
-		{"lsp-add", sw, "stor-" + sw, "--", "lsp-set-type", "stor-" + sw, "router",
-			"--", "lsp-set-addresses", "stor-" + sw, "router", "--", "lsp-set-options", "stor-" + sw, "router-port=" + rtos},
-		append([]string{"ls-add", ts, "--", "set", "Logical_Switch", ts, "other_config:requested-tnl-key=16711685",
-			"other_config:interconn-ts=" + ts}, net.IDs()...),
-	}
-	for _, m := range nodes {
-		port, tip := names.TransitSwitchToRouter(m.Name), m.TransitIP()
-		mac, tnet := ovnk.MACFromIP(tip).String(), netip.PrefixFrom(tip, Layer3TransitSubnet.Bits()).String()
-		if m.Name == local.Name {
-			rtots := names.RouterToTransitSwitch(local.Name)
-			cmds = append(cmds, []string{"lrp-add", cr, rtots, mac, tnet},
-				[]string{"lsp-add", ts, port, "--", "lsp-set-type", port, "router", "--", "lsp-set-addresses", port, "router",
-					"--", "lsp-set-options", port, "router-port=" + rtots, "requested-tnl-key=" + strconv.Itoa(m.ID)})
-			continue
-		}
-		cmds = append(cmds, []string{"lsp-add", ts, port, "--", "lsp-set-type", port, "remote", "--", "lsp-set-addresses", port, mac + " " + tnet,
-			"--", "lsp-set-options", port, "requested-chassis=" + m.Chassis, "requested-tnl-key=" + strconv.Itoa(m.ID)},
-			[]string{"lr-route-add", cr, m.Host.String(), tip.String()})
-	}
-	return nb.runAll(cmds)
-}
