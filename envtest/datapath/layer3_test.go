@@ -27,7 +27,7 @@ type l3node = datapath.Layer3Node
 func newLayer3Network(t *testing.T, namespace, name string, id int, subnets ...string) *network {
 	t.Helper()
 	spec := udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer3, Layer3: &udnv1.Layer3Config{Role: udnv1.NetworkRolePrimary}}
-	n := &network{namespace: namespace, name: name, layer3: true}
+	n := &network{namespace: namespace, name: name, layer3: true, id: id}
 	for _, s := range subnets {
 		spec.Layer3.Subnets = append(spec.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: udnv1.CIDR(s), HostSubnet: 24})
 		n.subnets = append(n.subnets, netip.MustParsePrefix(s))
@@ -119,10 +119,12 @@ func layer3Pod(t *testing.T, c *datapath.Cluster, net *network, n l3node, name s
 // Pods on them reach each other across zones even though node-a's pod has
 // an EgressIP reroute (priority 100) to a node of another zone that is
 // gone: udnkit's priority-102 subnet-pair policies take pod-to-pod traffic
-// past it. Removing them in node-a's zone sends that traffic to the
-// reroute's dead next hop, and deleting node-b's remote port on node-a's
-// transit switch cuts the zones apart; the reconciler's next pass heals
-// both.
+// past it. Pod-b reaches the external host through node-b's gateway
+// router's external side, which udnkit writes from node-b's
+// l3-gateway-config (the host sees node-b's IP). Removing the policies in
+// node-a's zone sends that traffic to the reroute's dead next hop, and
+// deleting node-b's remote port on node-a's transit switch cuts the zones
+// apart; the reconciler's next pass heals both.
 func TestLayer3AppendedSubnet(t *testing.T) {
 	c := needCluster(t)
 	red := newLayer3Network(t, "tenant-red", "red", 3, "10.200.0.0/16", "10.201.0.0/16")
@@ -147,6 +149,23 @@ func TestLayer3AppendedSubnet(t *testing.T) {
 			if err := p[0].Reach(p[1].IP(false), reachTimeout); err != nil {
 				t.Fatalf("%v\n%s", err, a.NB().Must(t, "lr-policy-list", red.names().ClusterRouter()))
 			}
+		}
+	})
+	t.Run("IPv4: a pod reaches the external host through its own node's gateway router", func(t *testing.T) {
+		// pod-b: pod-a's EgressIP reroute sends its external traffic to
+		// the gone node.
+		steer(t, c, red)
+		b := nodes[1].Node
+		var err error
+		own, cerr := c.External.EchoRequestsSeen(b.UnderlayIP, func() error {
+			err = podB.Reach(datapath.ExternalIP, reachTimeout)
+			return err
+		})
+		if err != nil || cerr != nil {
+			t.Fatalf("%v %v\n%s", err, cerr, b.NB().Must(t, "lr-route-list", red.names().GatewayRouter(b.Name)))
+		}
+		if own == 0 {
+			t.Fatalf("the external host saw no echo request from node-b's IP %s: pod-b's traffic did not leave through node-b's gateway router", b.UnderlayIP)
 		}
 	})
 	t.Run("IPv4: another network's address is not reached", func(t *testing.T) {
