@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -307,36 +306,12 @@ func (r *Reconciler) apply(ctx context.Context, net topology.Layer2Network) (wai
 	return waiting, err
 }
 
-// ReasonInvalidGatewayConfig: the node's k8s.ovn.org/l3-gateway-config is
-// malformed or disables the gateway; the node keeps its place in the
-// networks but gets no external side nor management port.
-const ReasonInvalidGatewayConfig = "InvalidGatewayConfig"
+// ReasonInvalidGatewayConfig is zone.ReasonInvalidGatewayConfig.
+const ReasonInvalidGatewayConfig = zone.ReasonInvalidGatewayConfig
 
-// nodeGateway is NodeGateway with the reconciler's recorder.
+// nodeGateway is zone.NodeGateway with the reconciler's recorder.
 func (r *Reconciler) nodeGateway(ctx context.Context, node *corev1.Node) *ovnk.L3GatewayConfig {
-	return NodeGateway(ctx, r.Recorder, node)
-}
-
-// NodeGateway is the node's gateway config (the Layer2 and Layer3
-// controllers' one reading of it), or nil: while it has none (its
-// ovnkube-node has not set its gateway up; logged) and when it is
-// malformed or disabled (reported: a log line, the metric and a Warning
-// Event on the node).
-func NodeGateway(ctx context.Context, rec recorder.EventRecorder, node *corev1.Node) *ovnk.L3GatewayConfig {
-	cfg, ok, err := ovnk.DecodeL3GatewayConfig(node)
-	if err == nil && ok && cfg.Mode == ovnk.GatewayModeDisabled {
-		err = fmt.Errorf("node %s annotation %s: mode \"\" disables its gateway: no external side nor management port", node.Name, ovnk.AnnotationL3GatewayConfig)
-	}
-	switch {
-	case err != nil:
-		zone.Skip(ctx, rec, node, "Node", ReasonInvalidGatewayConfig, err)
-		return nil
-	case !ok:
-		log.FromContext(ctx).V(1).Info("node has no gateway config yet: no external side nor management port until its ovnkube-node publishes it",
-			"node", node.Name, "annotation", ovnk.AnnotationL3GatewayConfig)
-		return nil
-	}
-	return &cfg
+	return zone.NodeGateway(ctx, r.Recorder, node)
 }
 
 // skip is skip with the reconciler's recorder.

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/udnkit/udnkit/dataplane/controllers/layer2"
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/ovnk"
@@ -121,7 +120,7 @@ func (r *Reconciler) apply(ctx context.Context, net topology.Layer3Network) erro
 			if n.Local {
 				// Without a usable l3-gateway-config upstream syncs no
 				// gateway for the node (nodeGatewayConfig fails).
-				n.Gateway = layer2.NodeGateway(ctx, r.Recorder, node)
+				n.Gateway = zone.NodeGateway(ctx, r.Recorder, node)
 				n.NoGateway = n.Gateway == nil
 			}
 			objs[n.Name] = node
