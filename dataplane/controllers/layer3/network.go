@@ -172,8 +172,8 @@ func (r *Reconciler) node(node *corev1.Node, network string) (topology.Layer3Nod
 	return n, true, nil
 }
 
-// nodeAnnotations are what the Layer3 topology reads of a node besides its
-// internal addresses: an update that changes none of them queues nothing.
+// nodeAnnotations are what the Layer3 topology reads of a node: an update
+// that changes none of them queues nothing.
 var nodeAnnotations = []string{ovnk.AnnotationNodeID, ovnk.AnnotationNodeChassisID, ovnk.AnnotationNodeSubnets,
 	ovnk.AnnotationNodeTransitSwitchPortIfAddr, ovnk.AnnotationNodeEncapIPs, ovnk.AnnotationGatewayMTUSupport, ovnk.AnnotationZoneName,
 	ovnk.AnnotationL3GatewayConfig}
@@ -184,7 +184,7 @@ func nodeFactsChanged() predicate.Funcs {
 	return predicate.Funcs{CreateFunc: zone.CreatedLater, UpdateFunc: func(e event.UpdateEvent) bool {
 		old, ok1 := e.ObjectOld.(*corev1.Node)
 		cur, ok2 := e.ObjectNew.(*corev1.Node)
-		if !ok1 || !ok2 || !slices.Equal(old.Status.Addresses, cur.Status.Addresses) {
+		if !ok1 || !ok2 {
 			return true
 		}
 		for _, k := range nodeAnnotations {
