@@ -18,11 +18,11 @@ import (
 // ovnkube-node write them): the local node's switch, router ports, gateway
 // router with its join side, routes and (from its l3-gateway-config) its
 // external side, the management port, a remote port and routes per other
-// node. A
-// node without its chassis is left out until it has one, and one with a
-// malformed annotation; rows deleted behind
-// udnkit's back come back; a deleted node takes its rows with it, and the
-// deleted network all of its rows.
+// node. A node without its chassis is left out until it has one, and one
+// with a malformed annotation; a malformed l3-gateway-config takes the
+// node's gateway away until it is fixed; rows deleted behind udnkit's back
+// come back; a deleted node takes its rows with it, and the deleted network
+// all of its rows.
 func TestLayer3TopologyFromAPIState(t *testing.T) {
 	s := newStack(t)
 	cfg := reconcilers.DefaultConfig()
@@ -106,6 +106,31 @@ func TestLayer3TopologyFromAPIState(t *testing.T) {
 	s.nbctl("lr-route-del", cr, "10.200.2.0/24")
 	s.eventually("the node switch and node2's route restored", func() bool {
 		return strings.Contains(s.nbctl("show"), "port stor-tenant.green_green_node1") && hasAll(routes(cr), wantCR...)
+	})
+
+	// node1's l3-gateway-config turns malformed: its gateway router and
+	// external side go (upstream syncs no gateway without a usable one),
+	// its switch and management port stay; fixed, they come back.
+	setGateway := func(v string) {
+		var n corev1.Node
+		if err := s.c.Get(s.ctx, client.ObjectKey{Name: "node1"}, &n); err != nil {
+			t.Fatal(err)
+		}
+		n.Annotations[ovnk.AnnotationL3GatewayConfig] = v
+		if err := s.c.Update(s.ctx, &n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setGateway(`{"default":{"mode":"shared","mac-address":"zz"}}`)
+	s.eventually("node1 without its gateway router, external switch and 1004 policies; its switch kept", func() bool {
+		show := s.nbctl("show")
+		return !strings.Contains(show, "("+gr+")") && !strings.Contains(show, "ext_tenant.green_green_node1") &&
+			strings.Contains(show, "port k8s-tenant.green_green_node1") && !strings.Contains(s.nbctl("lr-policy-list", cr), "1004")
+	})
+	setGateway(node1Gateway)
+	s.eventually("node1's gateway router and external side back", func() bool {
+		show := s.nbctl("show")
+		return strings.Contains(show, "port rtoe-"+gr) && strings.Contains(show, "(ext_tenant.green_green_node1)")
 	})
 
 	// node3 publishes its chassis: it joins; node2 goes: its rows go.
