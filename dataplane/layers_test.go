@@ -38,7 +38,8 @@ var dataplaneLayers = [][]string{
 	{"dataplane/internal/engine"},
 	{"dataplane/internal/nbtest"}, // test support: only tests import it
 	{"dataplane/topology/base"},
-	{"dataplane/topology", "dataplane/topology/multivtep", "dataplane/topology/migration", "dataplane/topology/pods"},
+	{"dataplane/topology", "dataplane/topology/multivtep", "dataplane/topology/migration", "dataplane/topology/pods",
+		"dataplane/topology/policy"},
 	{"dataplane"},
 	{"dataplane/controllers/zone", "dataplane/controllers/internal/ctrltest"},
 	{"dataplane/controllers/layer2", "dataplane/controllers/layer3", "dataplane/controllers/multivtep", "dataplane/controllers/migration",
@@ -57,6 +58,7 @@ var onlyImports = map[string][]string{
 	"dataplane/topology/multivtep": {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
 	"dataplane/topology/migration": {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
 	"dataplane/topology/pods":      {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
+	"dataplane/topology/policy":    {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
 }
 
 // pkg is one package of the module with its own packages it imports

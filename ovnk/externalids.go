@@ -51,3 +51,33 @@ const (
 	// with other pieces (rows.Router.Shared).
 	ExternalIDShared = "k8s.ovn.org/udnkit-shared"
 )
+
+// The external_ids upstream builds from a DbObjectIDs
+// (pkg/libovsdb/ops/db_object_ids.go and db_object_types.go): who owns the
+// row and what it is, on the port groups, ACLs, address sets, policies and
+// QoS rules of network policy, UDN isolation and EgressIP.
+const (
+	// ExternalIDOwnerController is the controller that owns the row
+	// (libovsdbops.OwnerControllerKey).
+	ExternalIDOwnerController = "k8s.ovn.org/owner-controller"
+	// ExternalIDOwnerType is the kind of object the row serves
+	// (libovsdbops.OwnerTypeKey): Cluster, NetpolDefault, EgressIP, ...
+	ExternalIDOwnerType = "k8s.ovn.org/owner-type"
+	// ExternalIDObjectName is the object's name (libovsdbops.ObjectNameKey).
+	ExternalIDObjectName = "k8s.ovn.org/name"
+	// ExternalIDPolicyDirection is an ACL's "Ingress" or "Egress"
+	// (libovsdbops.PolicyDirectionKey).
+	ExternalIDPolicyDirection = "direction"
+	// ExternalIDIP is the management port address an ACL admits
+	// (libovsdbops.IpKey).
+	ExternalIDIP = "ip"
+	// ExternalIDIPFamily is "v4"/"v6" on an address set, "ip4"/"ip6"/"ip"
+	// on a policy or QoS rule (libovsdbops.IPFamilyKey).
+	ExternalIDIPFamily = "ip-family"
+	// ExternalIDObjectNetwork is the network an EgressIP row serves
+	// (libovsdbops.NetworkKey; not k8s.ovn.org/network).
+	ExternalIDObjectNetwork = "network"
+	// ExternalIDPriority is an EgressIP policy's or QoS rule's priority
+	// (libovsdbops.PriorityKey).
+	ExternalIDPriority = "priority"
+)

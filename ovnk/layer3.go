@@ -104,16 +104,10 @@ func TransitSwitchPortAddr(transit netip.Prefix, nodeID int) (netip.Prefix, erro
 // zone_ic_handler.go writes the bare key "ic-node").
 const ExternalIDInterconnectNode = "ic-node"
 
-// The external IDs upstream's EgressIP controller gives its default
-// no-reroute policies (egressip.go's getEgressIPLRPNoReRouteDbIDs, written
-// through libovsdbops.DbObjectIDs): the owner, the object's name and its
-// primary ID prefixed with k8s.ovn.org/, the priority, IP family and
-// network as bare keys.
+// The values upstream's EgressIP controller gives its default no-reroute
+// policies (egressip.go's getEgressIPLRPNoReRouteDbIDs, written through
+// libovsdbops.DbObjectIDs; the keys are in externalids.go).
 const (
-	ExternalIDOwnerType       = "k8s.ovn.org/owner-type"
-	ExternalIDOwnerController = "k8s.ovn.org/owner-controller"
-	ExternalIDObjectName      = "k8s.ovn.org/name"
-
 	// EgressIPOwnerType and EgressIPController own the no-reroute policies:
 	// upstream's EgressIP controller runs in the default network's controller
 	// for every network.
@@ -138,8 +132,8 @@ func EgressIPNoRerouteIDs(network, name string, priority int, family string) map
 		ExternalIDOwnerController: EgressIPController,
 		ExternalIDObjectName:      name,
 		ExternalIDObjectID:        EgressIPController + ":" + EgressIPOwnerType + ":" + prio + ":" + name + ":" + family + ":" + network,
-		"priority":                prio,
-		"ip-family":               family,
-		"network":                 network,
+		ExternalIDPriority:        prio,
+		ExternalIDIPFamily:        family,
+		ExternalIDObjectNetwork:   network,
 	}
 }

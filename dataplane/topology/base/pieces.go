@@ -12,3 +12,15 @@ const (
 	PieceLiveMigration = "live-migration"
 	PieceMultiVTEP     = "multi-vtep"
 )
+
+// The network-policy, isolation and EgressIP defaults (package
+// topology/policy): a network's pieces, and the zone's, whose rows every
+// network shares and which belong to the pseudo-network
+// policy.ZoneNetwork of topology TopologyZone.
+const (
+	TopologyZone          = "zone"
+	PieceNetpolDefaults   = "netpol-defaults"
+	PieceEgressIPDefaults = "egressip-defaults"
+	PieceUDNIsolation     = "udn-isolation"
+	PieceEgressIPShared   = "egressip-shared"
+)
