@@ -43,7 +43,7 @@ var dataplaneLayers = [][]string{
 	{"dataplane"},
 	{"dataplane/controllers/zone", "dataplane/controllers/internal/ctrltest"},
 	{"dataplane/controllers/layer2", "dataplane/controllers/layer3", "dataplane/controllers/multivtep", "dataplane/controllers/migration",
-		"dataplane/controllers/pods"},
+		"dataplane/controllers/pods", "dataplane/controllers/policy"},
 	{"dataplane/controllers", "dataplane/trace"},
 }
 

@@ -60,6 +60,7 @@ var dataplaneOptions = []struct {
 	{"layer3SubnetPolicies", "layer3-subnet-policies", "pairs", "pairs"},
 	{"gatewayMode", "gateway-mode", "local", "local"},
 	{"externalPortRange", "external-port-range", "1024-65535", "1024-65535"},
+	{"enableEgressIP", "enable-egress-ip", true, "true"},
 	{"workers", "dataplane-workers", 9, "9"},
 }
 

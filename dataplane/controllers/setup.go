@@ -15,6 +15,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/controllers/migration"
 	"github.com/udnkit/udnkit/dataplane/controllers/multivtep"
 	"github.com/udnkit/udnkit/dataplane/controllers/pods"
+	"github.com/udnkit/udnkit/dataplane/controllers/policy"
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
@@ -47,6 +48,7 @@ type Options struct {
 	// OVN-Kubernetes' ovnkube-controller writes when it runs beside
 	// udnkit with multi-network on. Off unless set.
 	PodPorts bool
+	Policy   policy.Options
 }
 
 // BindFlags binds Options to the manager's flags: the connection's here,
@@ -64,6 +66,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	o.Options.BindFlags(fs)
 	o.Layer2.BindFlags(fs)
 	o.Layer3.BindFlags(fs)
+	o.Policy.BindFlags(fs)
 }
 
 // Reconcilers are the dataplane controllers Setup registered, sharing one

@@ -1,0 +1,200 @@
+package policy
+
+import (
+	"context"
+	"errors"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/controllers/zone"
+	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
+	"github.com/udnkit/udnkit/dataplane/topology/policy"
+	"github.com/udnkit/udnkit/internal/phase"
+	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/nadtrust"
+)
+
+// Reconciler applies the network-policy, isolation and EgressIP defaults
+// of every primary Layer2 and Layer3 network and of the zone. Requests are
+// NADs; Node changes (subnets, host addresses, zone) and UDN-enabled
+// service changes requeue every NAD.
+type Reconciler struct {
+	Client client.Client
+	OVN    *dataplane.Client
+	// Local says whether a node belongs to this OVN zone; nil means every node does.
+	Local func(*corev1.Node) bool
+	// Cluster are the cluster facts: IP modes, masquerade, join subnets and
+	// the UDN-enabled services.
+	Cluster ovnk.ClusterConfig
+	// EgressIP is Options.EgressIP.
+	EgressIP bool
+	// Services caches the UDN-enabled services (nil: read through Client,
+	// unwatched).
+	Services cache.Cache
+	// PodPorts lists a network's pod ports in the zone, members of its
+	// cluster port group (nil: none).
+	PodPorts func(ctx context.Context, network string) ([]string, error)
+	// IsolationPorts lists the default network's ports of the zone's
+	// Primary-UDN pods, members of the isolation port group (nil: none).
+	IsolationPorts func(ctx context.Context) ([]string, error)
+	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
+	Workers int
+	// FIFOQueue is zone.Options.FIFOQueue.
+	FIFOQueue bool
+	// Guard applies the NAD ownership rule; nil: one reading through
+	// Client, without Events.
+	Guard *nadtrust.Guard
+	trust zone.Trusting
+
+	sweeps zone.Sweeps
+}
+
+// SetupWithManager registers the reconciler.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	nads := zone.NADsIn(r.Client, "")
+	b := zone.TrustWatches(ctrl.NewControllerManagedBy(mgr).
+		Named("dataplane-policy").
+		WithOptions(zone.ControllerOptions(r.Workers, r.FIFOQueue)), r.Client, r.guard(), zone.VTEPName).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nads), nodeFacts)
+	if r.Services != nil {
+		b = b.WatchesRawSource(watchServices(r.Services, nads))
+	}
+	return b.Complete(r)
+}
+
+// scope carries one reconcile from phase to phase.
+type scope struct {
+	zone.NADScope
+	nodes []corev1.Node
+}
+
+// Reconcile applies the zone's rows and the NAD's network's, and removes
+// the rows of networks whose NADs are gone, one phase after another.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	return phase.Run(ctx, &scope{NADScope: zone.NADScope{Req: req}}, []phase.Func[*scope]{
+		r.readNAD,
+		r.readSource,
+		r.readNodes,
+		r.applyZone,
+		r.applyNetwork,
+		r.sweep,
+	})
+}
+
+func (r *Reconciler) readNAD(ctx context.Context, s *scope) (reconcile.Result, error) {
+	return s.ReadNAD(ctx, r.Client, r.guard())
+}
+
+func (r *Reconciler) readSource(ctx context.Context, s *scope) (reconcile.Result, error) {
+	return s.ReadSource(ctx, r.Client, r.guard(), zone.VTEPName)
+}
+
+// readNodes lists the nodes for a NAD with an owner.
+func (r *Reconciler) readNodes(ctx context.Context, s *scope) (reconcile.Result, error) {
+	if s.Owner == nil {
+		return reconcile.Result{}, nil
+	}
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes); err != nil {
+		return s.Done(reconcile.Result{}, err)
+	}
+	s.nodes = nodes.Items
+	return reconcile.Result{}, nil
+}
+
+// applyZone applies the zone's isolation rows and EgressIP address sets
+// (those removed when EgressIP is off); the zone's rows exist once a
+// primary network does.
+func (r *Reconciler) applyZone(ctx context.Context, s *scope) (reconcile.Result, error) {
+	if s.Owner == nil {
+		return reconcile.Result{}, nil
+	}
+	isolation, err := r.isolation(ctx, s.nodes)
+	if err == nil {
+		err = r.apply(ctx, isolation)
+	}
+	shared := &rows.Desired{Owner: rows.Owner{Network: policy.ZoneNetwork, Topology: base.TopologyZone, Piece: base.PieceEgressIPShared}}
+	if r.EgressIP {
+		shared, err = r.egressIPShared(ctx, s.nodes)
+	}
+	if err == nil {
+		err = r.apply(ctx, shared)
+	}
+	if err != nil {
+		return s.Done(reconcile.Result{}, err)
+	}
+	return reconcile.Result{}, nil
+}
+
+// applyNetwork applies the source's network's rows; a malformed NAD is
+// logged and skipped, a failed apply ends the reconcile.
+func (r *Reconciler) applyNetwork(ctx context.Context, s *scope) (reconcile.Result, error) {
+	if s.Owner == nil {
+		return reconcile.Result{}, nil
+	}
+	net, ok, err := r.network(ctx, s.Src, s.nodes)
+	if err != nil || !ok {
+		if err != nil {
+			log.FromContext(ctx).Error(err, "skipping network")
+		}
+		return reconcile.Result{}, nil
+	}
+	s.Network = net.Name
+	c := r.cluster()
+	eip := &rows.Desired{Owner: rows.Owner{Network: net.Name, Topology: net.Topology, Piece: base.PieceEgressIPDefaults}}
+	netpol, err := policy.NetpolDefaults(net, c)
+	if err == nil && r.EgressIP {
+		eip, err = policy.EgressIPDefaults(net, c)
+	}
+	if err != nil {
+		log.FromContext(ctx).Error(err, "skipping network", "network", net.Name)
+		return reconcile.Result{}, nil
+	}
+	if err := errors.Join(r.apply(ctx, netpol), r.apply(ctx, eip)); err != nil {
+		return s.Done(reconcile.Result{}, err)
+	}
+	return reconcile.Result{}, nil
+}
+
+func (r *Reconciler) apply(ctx context.Context, d *rows.Desired) error {
+	_, err := r.OVN.Apply(ctx, d)
+	return err
+}
+
+func (r *Reconciler) sweep(ctx context.Context, s *scope) (reconcile.Result, error) {
+	return s.Sweep(ctx, &r.sweeps, r.collect)
+}
+
+// collect removes both pieces of the networks no NAD describes any more.
+func (r *Reconciler) collect(ctx context.Context) error {
+	for _, t := range []struct {
+		topology string
+		name     func(*nadv1.NetworkAttachmentDefinition) (string, bool)
+	}{{base.TopologyLayer2, zone.Layer2Name}, {base.TopologyLayer3, zone.Layer3Name}} {
+		for _, piece := range []string{base.PieceNetpolDefaults, base.PieceEgressIPDefaults} {
+			if err := zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: t.topology, Piece: piece},
+				r.OVN.PieceNetworks, t.name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) guard() *nadtrust.Guard { return r.trust.Of(r.Guard, r.Client) }
+
+// cluster are the builders' cluster facts.
+func (r *Reconciler) cluster() policy.Cluster {
+	c := policy.Cluster{MasqueradeSubnets: r.Cluster.MasqueradeSubnets, JoinSubnets: r.Cluster.JoinSubnets}
+	c.IPv4, c.IPv6 = r.Cluster.IPModes()
+	return c
+}
