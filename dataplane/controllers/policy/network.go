@@ -87,7 +87,7 @@ func (r *Reconciler) network(ctx context.Context, nad *nadv1.NetworkAttachmentDe
 		net = policy.Network{Name: l2.Name, Topology: base.TopologyLayer2, Subnets: l2.Subnets}
 		for _, n := range r.local(nodes) {
 			net.Nodes = append(net.Nodes, policy.Node{Name: n.Name, Switch: ovnk.NamesFor(l2.Name).Switch(),
-				ManagementPort: managementPort(l2.Name, n.Name), ManagementIPs: mgmt})
+				ManagementPort: ovnk.NamesFor(l2.Name).ManagementPort(n.Name), ManagementIPs: mgmt})
 		}
 	} else {
 		name, subnets, ok, err := zone.Layer3NetworkFromNAD(nad)
@@ -108,7 +108,7 @@ func (r *Reconciler) network(ctx context.Context, nad *nadv1.NetworkAttachmentDe
 				return net, false, fmt.Errorf("node %s network %s: %w", n.Name, name, err)
 			}
 			net.Nodes = append(net.Nodes, policy.Node{Name: n.Name, Switch: ovnk.NetworkPrefix(name) + n.Name,
-				ManagementPort: managementPort(name, n.Name), ManagementIPs: mgmt})
+				ManagementPort: ovnk.NamesFor(name).ManagementPort(n.Name), ManagementIPs: mgmt})
 		}
 	}
 	if r.PodPorts != nil {
@@ -120,10 +120,6 @@ func (r *Reconciler) network(ctx context.Context, nad *nadv1.NetworkAttachmentDe
 	}
 	return net, true, nil
 }
-
-// managementPort is a node's management port on a network: k8s-<network
-// prefix><node> (upstream's GetNetworkScopedK8sMgmtIntfName).
-func managementPort(network, node string) string { return "k8s-" + ovnk.NetworkPrefix(network) + node }
 
 // managementIPs are the management port's addresses in host subnets: the
 // second address of each (upstream's GetNodeManagementIfAddr).
