@@ -167,14 +167,15 @@ func (r *Reconciler) isolation(ctx context.Context, nodes []corev1.Node) (*rows.
 	return policy.UDNIsolation(local, ports)
 }
 
-// egressIPShared is the zone's EgressIP address sets: every node's host
-// addresses and the UDN-enabled services' ClusterIPs.
-func (r *Reconciler) egressIPShared(ctx context.Context, nodes []corev1.Node) (*rows.Desired, error) {
+// egressIPSets are the zone's EgressIP address sets: the UDN-enabled
+// services' ClusterIPs, and every node's host addresses with the (empty)
+// egress services' pods.
+func (r *Reconciler) egressIPSets(ctx context.Context, nodes []corev1.Node) (shared, defaults *rows.Desired, err error) {
 	var nodeIPs []netip.Addr
 	for i := range nodes {
 		cidrs, _, err := ovnk.DecodeNodeHostCIDRs(&nodes[i])
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, c := range cidrs {
 			nodeIPs = append(nodeIPs, c.Addr())
@@ -182,9 +183,13 @@ func (r *Reconciler) egressIPShared(ctx context.Context, nodes []corev1.Node) (*
 	}
 	svcIPs, err := r.serviceIPs(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return policy.EgressIPShared(r.cluster(), nodeIPs, svcIPs)
+	if shared, err = policy.EgressIPShared(r.cluster(), svcIPs); err != nil {
+		return nil, nil, err
+	}
+	defaults, err = policy.EgressIPDefaultNetworkSets(r.cluster(), nodeIPs)
+	return shared, defaults, err
 }
 
 // serviceIPs are the ClusterIPs of the UDN-enabled services that exist.

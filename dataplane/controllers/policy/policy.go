@@ -113,21 +113,32 @@ func (r *Reconciler) readNodes(ctx context.Context, s *scope) (reconcile.Result,
 
 // applyZone applies the zone's isolation rows and EgressIP address sets
 // (those removed when EgressIP is off); the zone's rows exist once a
-// primary network does.
+// primary network does. The node-ips and egresssvc-served-pods sets are
+// OVN-Kubernetes' where its EgressIP wrote them first (it runs for the
+// default network it keeps): a failure to write them is logged, not
+// retried, so it holds up none of the zone's other rows.
 func (r *Reconciler) applyZone(ctx context.Context, s *scope) (reconcile.Result, error) {
 	if s.Owner == nil {
 		return reconcile.Result{}, nil
+	}
+	zonePiece := func(piece string) *rows.Desired {
+		return &rows.Desired{Owner: rows.Owner{Network: policy.ZoneNetwork, Topology: base.TopologyZone, Piece: piece}}
 	}
 	isolation, err := r.isolation(ctx, s.nodes)
 	if err == nil {
 		err = r.apply(ctx, isolation)
 	}
-	shared := &rows.Desired{Owner: rows.Owner{Network: policy.ZoneNetwork, Topology: base.TopologyZone, Piece: base.PieceEgressIPShared}}
-	if r.EgressIP {
-		shared, err = r.egressIPShared(ctx, s.nodes)
+	shared, defaults := zonePiece(base.PieceEgressIPShared), zonePiece(base.PieceEgressIPDefaultSets)
+	if r.EgressIP && err == nil {
+		shared, defaults, err = r.egressIPSets(ctx, s.nodes)
 	}
 	if err == nil {
 		err = r.apply(ctx, shared)
+	}
+	if err == nil {
+		if derr := r.apply(ctx, defaults); derr != nil {
+			log.FromContext(ctx).Error(derr, "the zone's node-ips and egresssvc-served-pods address sets not written (OVN-Kubernetes' EgressIP writes them for the default network)")
+		}
 	}
 	if err != nil {
 		return s.Done(reconcile.Result{}, err)

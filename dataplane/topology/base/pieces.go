@@ -23,4 +23,8 @@ const (
 	PieceEgressIPDefaults = "egressip-defaults"
 	PieceUDNIsolation     = "udn-isolation"
 	PieceEgressIPShared   = "egressip-shared"
+	// PieceEgressIPDefaultSets: the zone's node-ips and egresssvc-served-pods
+	// address sets, which OVN-Kubernetes' EgressIP also writes for the
+	// default network.
+	PieceEgressIPDefaultSets = "egressip-default-sets"
 )

@@ -14,15 +14,17 @@
 //   - UDNIsolation (isolation.go): the zone's port group of the default
 //     network's ports of Primary-UDN pods with the five ACLs that keep them
 //     to kubelet probes from the management port;
-//   - EgressIPShared (egressip.go): the address sets every network's
-//     policies name (the cluster's node IPs, egress-service pods,
-//     UDN-enabled services' ClusterIPs);
+//   - EgressIPShared and EgressIPDefaultNetworkSets (egressip.go): the
+//     zone's address sets every network's policies name (the UDN-enabled
+//     services' ClusterIPs; the cluster's node IPs and egress-service
+//     pods, which OVN-Kubernetes' EgressIP also writes for the default
+//     network);
 //   - ACLLoggingMeter (meter.go): the acl-logging meter every ACL names.
 //
 // The rows carry upstream's own external_ids (owner controller, owner type,
 // k8s.ovn.org/id, ...: objectIDs in ids.go), so both sides find each
 // other's rows by them; udnkit's ownership keys are added by the planner.
-// Zone-wide rows (UDNIsolation, EgressIPShared) are owned by a piece of
+// Zone-wide rows (UDNIsolation, EgressIPShared, ...) are owned by a piece of
 // the pseudo-network ZoneNetwork, which no user-defined network can be
 // named. Pure: plain inputs to a rows.Desired; invalid input yields an
 // error naming the field.

@@ -93,7 +93,8 @@ func udnEnabledServiceIDs(v6 bool) objectIDs {
 //   - on each local switch, the priority-103 QoS rule marking the reply
 //     traffic of those pods (createDefaultReRouteQoSRuleOps).
 //
-// The zone's address sets these name are EgressIPShared's.
+// The zone's address sets these name are EgressIPShared's and
+// EgressIPDefaultNetworkSets'.
 func EgressIPDefaults(net Network, c Cluster) (*rows.Desired, error) {
 	if err := net.validate(); err != nil {
 		return nil, err
@@ -166,21 +167,45 @@ func servedPodsMatch(network string, v6 bool, dst objectIDs) string {
 		f, egressIPServedPodsIDs(network, v6).hashName(), f, egressServiceIDs(v6).hashName(), f, dst.hashName())
 }
 
-// EgressIPShared are the zone's address sets the EgressIP policies of
-// every network name, for the cluster's families: the cluster's node IPs
-// (nodeIPs: every node's k8s.ovn.org/host-cidrs addresses), the egress
-// services' pods (empty: udnkit runs no egress service) and the
-// UDN-enabled default services' ClusterIPs (serviceIPs).
-func EgressIPShared(c Cluster, nodeIPs, serviceIPs []netip.Addr) (*rows.Desired, error) {
+// EgressIPShared is the zone's address sets of the UDN-enabled default
+// services' ClusterIPs (serviceIPs), for the cluster's families, which
+// every network's Pod-To-CDN-Svc policies name. Upstream's udnenabledsvc
+// controller writes them only with network segmentation on, so beside an
+// OVN-Kubernetes that keeps only the default network they are udnkit's.
+func EgressIPShared(c Cluster, serviceIPs []netip.Addr) (*rows.Desired, error) {
+	return zoneSets(c, base.PieceEgressIPShared, func(v6 bool) []zoneSet {
+		return []zoneSet{{udnEnabledServiceIDs(v6), serviceIPs}}
+	})
+}
+
+// EgressIPDefaultNetworkSets is the zone's address sets of the cluster's
+// node IPs (nodeIPs: every node's k8s.ovn.org/host-cidrs addresses) and of
+// the egress services' pods (empty: udnkit runs no egress service), for
+// the cluster's families, which every network's Pod-To-Node policies name.
+// OVN-Kubernetes' EgressIP writes the same rows for the default network
+// (addresssetmanager, InitClusterEgressPolicies), so this piece is
+// udnkit's only where that does not run first.
+func EgressIPDefaultNetworkSets(c Cluster, nodeIPs []netip.Addr) (*rows.Desired, error) {
+	return zoneSets(c, base.PieceEgressIPDefaultSets, func(v6 bool) []zoneSet {
+		return []zoneSet{{clusterNodeIPsIDs(v6), nodeIPs}, {egressServiceIDs(v6), nil}}
+	})
+}
+
+// zoneSet is one of the zone's address sets with the addresses to hold
+// (those of its family).
+type zoneSet struct {
+	ids   objectIDs
+	addrs []netip.Addr
+}
+
+// zoneSets is a zone piece of the sets of each of the cluster's families.
+func zoneSets(c Cluster, piece string, sets func(v6 bool) []zoneSet) (*rows.Desired, error) {
 	if len(c.families()) == 0 {
 		return nil, fmt.Errorf("cluster: neither IPv4 nor IPv6 mode")
 	}
-	d := &rows.Desired{Owner: rows.Owner{Network: ZoneNetwork, Topology: base.TopologyZone, Piece: base.PieceEgressIPShared}}
+	d := &rows.Desired{Owner: rows.Owner{Network: ZoneNetwork, Topology: base.TopologyZone, Piece: piece}}
 	for _, v6 := range c.families() {
-		for _, set := range []struct {
-			ids   objectIDs
-			addrs []netip.Addr
-		}{{clusterNodeIPsIDs(v6), nodeIPs}, {egressServiceIDs(v6), nil}, {udnEnabledServiceIDs(v6), serviceIPs}} {
+		for _, set := range sets(v6) {
 			d.AddressSets = append(d.AddressSets, nbdb.AddressSet{Name: set.ids.hashName(), ExternalIDs: set.ids.externalIDs(),
 				Addresses: familyAddrs(set.addrs, v6)})
 		}

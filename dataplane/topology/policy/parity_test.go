@@ -75,9 +75,9 @@ func refDesired(t *testing.T) []*rows.Desired {
 		add(EgressIPDefaults(net, refCluster))
 	}
 	add(UDNIsolation([]Node{refDefaultNode}, nil))
-	add(EgressIPShared(refCluster,
-		[]netip.Addr{addr("192.0.2.2"), addr("2001:db8::2"), addr("192.0.2.3"), addr("2001:db8::3"), addr("192.0.2.4"), addr("2001:db8::4")},
-		[]netip.Addr{addr("10.96.0.1"), addr("10.96.0.10"), addr("fd00:10:96::a")}))
+	add(EgressIPShared(refCluster, []netip.Addr{addr("10.96.0.1"), addr("10.96.0.10"), addr("fd00:10:96::a")}))
+	add(EgressIPDefaultNetworkSets(refCluster,
+		[]netip.Addr{addr("192.0.2.2"), addr("2001:db8::2"), addr("192.0.2.3"), addr("2001:db8::3"), addr("192.0.2.4"), addr("2001:db8::4")}))
 	return out
 }
 

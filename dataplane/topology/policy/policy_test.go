@@ -91,12 +91,15 @@ func TestSingleStack(t *testing.T) {
 	if e.Routers[0].Row.Name != "tenant.blue_blue_transit_router" || !e.Routers[0].Ref {
 		t.Errorf("layer2 EgressIP router %+v: want the referenced transit router", e.Routers[0].Row)
 	}
-	s, err := EgressIPShared(c, []netip.Addr{addr("192.0.2.2"), addr("2001:db8::2")}, nil)
+	s, err := EgressIPDefaultNetworkSets(c, []netip.Addr{addr("192.0.2.2"), addr("2001:db8::2")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.AddressSets) != 3 || !slices.Equal(s.AddressSets[0].Addresses, []string{"192.0.2.2"}) {
-		t.Errorf("single-stack shared sets %+v", s.AddressSets)
+	if len(s.AddressSets) != 2 || !slices.Equal(s.AddressSets[0].Addresses, []string{"192.0.2.2"}) || s.Owner.Piece != base.PieceEgressIPDefaultSets {
+		t.Errorf("single-stack default-network sets %+v", s)
+	}
+	if s, err := EgressIPShared(c, []netip.Addr{addr("fd00:10:96::a")}); err != nil || len(s.AddressSets) != 1 || len(s.AddressSets[0].Addresses) != 0 {
+		t.Errorf("single-stack UDN-enabled service set of a v6 ClusterIP: %+v, %v", s, err)
 	}
 }
 
@@ -164,7 +167,10 @@ func TestRejects(t *testing.T) {
 	if _, err := UDNIsolation([]Node{refDefaultNode}, []string{"a", "a"}); err == nil || !strings.Contains(err.Error(), `"a" appears twice`) {
 		t.Errorf("UDNIsolation with a port twice: %v", err)
 	}
-	if _, err := EgressIPShared(Cluster{}, nil, nil); err == nil {
+	if _, err := EgressIPShared(Cluster{}, nil); err == nil {
 		t.Error("EgressIPShared without a family: no error")
+	}
+	if _, err := EgressIPDefaultNetworkSets(Cluster{}, nil); err == nil {
+		t.Error("EgressIPDefaultNetworkSets without a family: no error")
 	}
 }
