@@ -78,12 +78,14 @@ type Reconcilers struct {
 	MultiVTEP     *multivtep.Reconciler
 	LiveMigration *migration.Reconciler
 	Pods          *pods.Reconciler
+	Policy        *policy.Reconciler
 }
 
 // Setup registers the dataplane controllers with the manager: the Layer2
 // transit-router topology (OKEP-5094), the Layer3 topology with its subnet
-// pair policies (OKEP-5377), the Layer2 multi-VTEP ports and encaps (OKEP-5535) and the
-// kubevirt live-migration routes.
+// pair policies (OKEP-5377), the Layer2 multi-VTEP ports and encaps
+// (OKEP-5535), the kubevirt live-migration routes and the network-policy,
+// isolation and EgressIP defaults.
 //
 // Setup checks the OVN configuration but does not connect: once the manager
 // runs (on the elected leader), a runnable connects to both databases,
@@ -102,7 +104,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	}
 	c := mgr.GetClient()
 	rec := mgr.GetEventRecorder("udnkit-dataplane")
-	// One guard for the four controllers: a NAD that fails the ownership
+	// One guard for every controller: a NAD that fails the ownership
 	// rule is reported once per version, not once per controller.
 	guard := &nadtrust.Guard{Reader: c, Live: mgr.GetAPIReader(), Recorder: rec, Consumer: zone.DataplaneConsumer}
 	var services cache.Cache
@@ -126,9 +128,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 			FIFOQueue: o.FIFOQueue, Guard: guard},
 		LiveMigration: &migration.Reconciler{Client: c, OVN: ovn, Recorder: rec, NodePerZone: o.Local != nil, Workers: o.Workers,
 			FIFOQueue: o.FIFOQueue, Guard: guard},
+		Policy: &policy.Reconciler{Client: c, OVN: ovn, Local: o.Local, Cluster: o.Cluster, EgressIP: o.Policy.EgressIP, Services: services,
+			Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard},
 	}
 	setups := []func(ctrl.Manager) error{rs.Layer2.SetupWithManager, rs.Layer3.SetupWithManager, rs.MultiVTEP.SetupWithManager,
-		rs.LiveMigration.SetupWithManager}
+		rs.LiveMigration.SetupWithManager, rs.Policy.SetupWithManager}
 	if o.PodPorts {
 		rs.Pods = &pods.Reconciler{Client: c, OVN: ovn, Local: o.Local, Recorder: rec, Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard}
 		setups = append(setups, rs.Pods.SetupWithManager)
