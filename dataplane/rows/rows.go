@@ -27,7 +27,9 @@ type Owner struct {
 	// OVN-Kubernetes labels its own rows of a network (the gateway router, its
 	// rtoe- port and default routes, the external switch) with the same
 	// network and topology and no piece: without Legacy they would be adopted
-	// and removed. nil adopts every such row.
+	// and removed. nil adopts every such row. Legacy also decides on rows
+	// with no external_ids at all (OVN-Kubernetes writes a node's management
+	// port so): only a non-nil Legacy claims any of them.
 	Legacy func(row any) bool
 }
 
@@ -40,6 +42,9 @@ func (o Owner) IDs() map[string]string {
 // external_ids whatever AdoptLegacy and Legacy are (which one owner's
 // Applies may change): what the planner's memos may remember.
 func (o Owner) Settled(ids map[string]string) bool {
+	if len(ids) == 0 {
+		return false
+	}
 	_, piece := ids[ovnk.ExternalIDPiece]
 	return piece || ids[ovnk.ExternalIDNetwork] != o.Network || ids[ovnk.ExternalIDTopology] != o.Topology
 }
@@ -47,6 +52,9 @@ func (o Owner) Settled(ids map[string]string) bool {
 // Owns says whether a row with these external_ids (row is the
 // *nbdb.LogicalRouter, ... itself, for Legacy) is the piece's.
 func (o Owner) Owns(ids map[string]string, row any) bool {
+	if len(ids) == 0 {
+		return o.AdoptLegacy && o.Legacy != nil && o.Legacy(row)
+	}
 	if ids[ovnk.ExternalIDNetwork] != o.Network || ids[ovnk.ExternalIDTopology] != o.Topology {
 		return false
 	}

@@ -169,7 +169,7 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*rows.Desired, error
 	}
 	return &rows.Desired{
 		Owner: rows.Owner{Network: net.Name, Topology: base.TopologyLayer2, Piece: base.PieceTransitRouter, AdoptLegacy: net.AdoptLegacy,
-			Legacy: Layer2Legacy(net.Subnets, net.MasqueradeIPs)},
+			Legacy: Layer2Legacy(net, b.legacyGateways()...)},
 		Routers:           append([]rows.Router{b.tr}, b.grs...),
 		Switches:          append([]rows.Switch{b.sw}, b.exts...),
 		StaticMACBindings: b.macs,

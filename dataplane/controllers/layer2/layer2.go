@@ -375,7 +375,7 @@ func (r *Reconciler) runningPods(ctx context.Context, namespaces map[string]bool
 // collect removes the topology of networks that no NAD describes any more.
 func (r *Reconciler) collect(ctx context.Context) error {
 	return zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: base.TopologyLayer2, Piece: base.PieceTransitRouter, AdoptLegacy: r.AdoptLegacy,
-		Legacy: topology.Layer2Legacy(nil, nil)},
+		Legacy: topology.Layer2Legacy(topology.Layer2Network{})},
 		r.OVN.Networks, zone.Layer2Name)
 }
 

@@ -17,7 +17,7 @@ var NAT = Spec[nbdb.NAT]{
 	UUID: func(r *nbdb.NAT) *string { return &r.UUID },
 	IDs:  func(r *nbdb.NAT) *map[string]string { return &r.ExternalIDs },
 	Fields: func(r *nbdb.NAT, buf []any) []any {
-		return append(buf, &r.ExternalIDs, &r.Options, &r.ExternalPortRange)
+		return append(buf, &r.ExternalIDs, &r.Options, &r.ExternalPortRange, &r.Match)
 	},
 }
 

@@ -1,8 +1,10 @@
 package ovnkrows
 
 import (
+	"fmt"
 	"net/netip"
 	"strconv"
+	"strings"
 
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -76,9 +78,18 @@ type Gateway struct {
 	// NextHops are the physical gateways the default routes point at, one
 	// per family.
 	NextHops []netip.Addr
-	// SNAT adds the SNAT of each of these subnets to the node IP of its
-	// family (none: ovn-trace has no connection tracking to un-NAT a reply).
-	SNAT []netip.Prefix
+	// MasqueradeIPs are the network's gateway-router masquerade IPs, one
+	// per family (upstream's GetUDNGatewayMasqueradeIPs): host addresses on
+	// the external router port, in physical_ips, and the external IPs of
+	// the SNATs.
+	MasqueradeIPs []netip.Addr
+	// SNAT adds the SNAT of each of these subnets to the masquerade IP of
+	// its family, only towards the external router port (the old Layer2
+	// topology's match, GetNetworkScopedClusterSubnetSNATMatch), and of
+	// each of JoinIPs, the gateway router's join IPs (none: ovn-trace has no
+	// connection tracking to un-NAT a reply).
+	SNAT    []netip.Prefix
+	JoinIPs []netip.Addr
 }
 
 // WriteGateway writes, in nb's zone, the node's gateway router on the
@@ -90,41 +101,57 @@ type Gateway struct {
 // rtoe-<GR> with the node's IPs and breth0's MAC, the external switch
 // ext_<prefix><node> with the localnet port onto breth0 (physnet) and the
 // etor- router port, the default routes via the physical gateways, and the
-// SNATs. udnkit's topology then adds the router's transit-router port and
-// its route back to the pods.
+// SNATs, every row labelled with the network (addExternalSwitch for a
+// user-defined network). udnkit's topology then adds the router's
+// transit-router port and its route back to the pods.
 func WriteGateway(nb Ctl, g Gateway) error {
 	gr := ovnk.NamesFor(g.Network.Name).GatewayRouter(g.Node)
 	names := ovnk.NamesFor(g.Network.Name)
 	rtoe, etor := names.GRToExternal(g.Node), names.ExternalToGR(g.Node)
 	ext, localnet := names.ExternalSwitch(g.Node), LocalnetPort(g.Network.Name, g.Node)
 	lrp := []string{"--may-exist", "lrp-add", gr, rtoe, g.MAC}
+	physical := make([]string, 0, len(g.IPs)+len(g.MasqueradeIPs))
 	for _, ip := range g.IPs {
-		lrp = append(lrp, ip.String())
+		lrp, physical = append(lrp, ip.String()), append(physical, ip.Addr().String())
+	}
+	for _, m := range g.MasqueradeIPs {
+		lrp, physical = append(lrp, netip.PrefixFrom(m, m.BitLen()).String()), append(physical, m.String())
 	}
 	cmds := [][]string{
 		append([]string{"--may-exist", "lr-add", gr, "--", "set", "Logical_Router", gr, "options:chassis=" + g.Chassis,
-			`external_ids:physical_ip="` + g.IPs[0].Addr().String() + `"`}, g.Network.IDs()...),
+			`external_ids:physical_ip="` + physical[0] + `"`, `external_ids:physical_ips="` + strings.Join(physical, ",") + `"`},
+			g.Network.IDs()...),
 		lrp,
 		append([]string{"set", "Logical_Router_Port", rtoe, `external_ids:"gateway-physical-ip"=yes`}, g.Network.IDs()...),
 		append([]string{"--may-exist", "ls-add", ext, "--", "set", "Logical_Switch", ext}, g.Network.IDs()...),
-		{"--may-exist", "lsp-add", ext, localnet, "--", "lsp-set-type", localnet, "localnet",
-			"--", "lsp-set-addresses", localnet, "unknown", "--", "lsp-set-options", localnet, "network_name=physnet"},
-		{"--may-exist", "lsp-add", ext, etor, "--", "lsp-set-type", etor, "router", "--", "lsp-set-addresses", etor, g.MAC,
-			"--", "lsp-set-options", etor, "router-port=" + rtoe},
+		append([]string{"--may-exist", "lsp-add", ext, localnet, "--", "lsp-set-type", localnet, "localnet",
+			"--", "lsp-set-addresses", localnet, "unknown", "--", "lsp-set-options", localnet, "network_name=physnet",
+			"--", "set", "Logical_Switch_Port", localnet}, g.Network.IDs()...),
+		append([]string{"--may-exist", "lsp-add", ext, etor, "--", "lsp-set-type", etor, "router", "--", "lsp-set-addresses", etor, g.MAC,
+			"--", "lsp-set-options", etor, "router-port=" + rtoe, "--", "set", "Logical_Switch_Port", etor}, g.Network.IDs()...),
 	}
 	for _, gw := range g.NextHops {
 		def := "0.0.0.0/0"
 		if gw.Is6() {
 			def = "::/0"
 		}
-		cmds = append(cmds, []string{"--may-exist", "lr-route-add", gr, def, gw.String(), rtoe})
+		cmds = append(cmds, append([]string{"--", "--id=@r", "create", "Logical_Router_Static_Route", `ip_prefix="` + def + `"`,
+			`nexthop="` + gw.String() + `"`, "output_port=" + rtoe}, append(g.Network.IDs(), "--", "add", "Logical_Router", gr, "static_routes", "@r")...))
 	}
-	for _, s := range g.SNAT {
-		for _, ip := range g.IPs {
-			if ip.Addr().Is6() == s.Addr().Is6() {
-				cmds = append(cmds, []string{"--may-exist", "lr-nat-add", gr, "snat", ip.Addr().String(), s.String()})
+	snat := func(logical, match string) {
+		for _, m := range g.MasqueradeIPs {
+			if m.Is6() == strings.Contains(logical, ":") {
+				cmds = append(cmds, append([]string{"--", "--id=@n", "create", "NAT", "type=snat", `logical_ip="` + logical + `"`,
+					`external_ip="` + m.String() + `"`, `match=` + strconv.Quote(match), "options:stateless=false",
+					`external_port_range="` + ovnk.DefaultExternalPortRange + `"`}, append(g.Network.IDs(), "--", "add", "Logical_Router", gr, "nat", "@n")...))
 			}
 		}
+	}
+	for _, j := range g.JoinIPs {
+		snat(j.String(), "")
+	}
+	for _, s := range g.SNAT {
+		snat(s.String(), fmt.Sprintf("outport == %q", rtoe))
 	}
 	return nb.runAll(cmds)
 }
