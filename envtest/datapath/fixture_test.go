@@ -371,10 +371,11 @@ func (p *pod) ip(v6 bool) netip.Addr { return p.datapath.IP(v6) }
 
 // ovnkLegacyGateway writes, in every zone, the external side of the zone's
 // node's gateway router as OVN-Kubernetes writes it on a Layer2 network's
-// old topology (datapath.WriteLegacyGateway).
-func ovnkLegacyGateway(t *testing.T, c *datapath.Cluster, net *network) {
+// old topology (datapath.WriteLegacyGateway), joinIP giving each node's
+// gateway router join IP.
+func ovnkLegacyGateway(t *testing.T, c *datapath.Cluster, net *network, joinIP func(*datapath.Node) netip.Addr) {
 	t.Helper()
-	if err := c.WriteLegacyGateway(net.ovnk()); err != nil {
+	if err := c.WriteLegacyGateway(cfg, net.ovnk(), joinIP); err != nil {
 		t.Fatal(err)
 	}
 }

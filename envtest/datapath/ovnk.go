@@ -254,13 +254,21 @@ func (c *Cluster) WritePodPort(p PodPort) error {
 
 // WriteLegacyGateway writes, in every zone, the external side of the
 // zone's node's gateway router as OVN-Kubernetes writes it for a Layer2
-// network's old topology, which udnkit leaves to it (ovnkrows.WriteGateway):
-// the node's underlay addresses on rtoe- (its IPv6 one when the network has
-// an IPv6 subnet), the default routes via the physical gateways and the
-// SNAT of the network's subnets to the node IPs. On the transit-router
-// topology udnkit writes the external side itself, from the node's
-// l3-gateway-config.
-func (c *Cluster) WriteLegacyGateway(net *Network) error {
+// network's old topology (ovnkrows.WriteGateway): the node's underlay
+// addresses (its IPv6 one when the network has an IPv6 subnet) and the
+// network's gateway-router masquerade IPs on rtoe-, the default routes via
+// the physical gateways, and the SNATs of the GR's join IP (joinIP of the
+// node) and of the network's subnets (towards rtoe- only) to the
+// masquerade IP of their family, as upstream's gatewayInit and
+// updateGWRouterNAT write them in both topologies. breth0 SNATs those to
+// the node's IPs (SteerGateways). On the transit-router topology udnkit
+// writes the external side itself, from the node's l3-gateway-config
+// (with --adopt-legacy-layer2 adopting these rows).
+func (c *Cluster) WriteLegacyGateway(cfg ovnk.ClusterConfig, net *Network, joinIP func(*Node) netip.Addr) error {
+	masq, err := net.GatewayMasqueradeIPs(cfg)
+	if err != nil {
+		return err
+	}
 	for _, n := range c.Nodes {
 		mac, err := n.BridgeMAC()
 		if err != nil {
@@ -269,7 +277,7 @@ func (c *Cluster) WriteLegacyGateway(net *Network) error {
 		s, _ := ovnk.FamilyOf(net.Subnets, false)
 		g := ovnkrows.Gateway{Network: net.rows(), Node: n.Name, Chassis: n.ChassisID(), MAC: mac,
 			IPs: []netip.Prefix{netip.PrefixFrom(n.UnderlayIP, Underlay.Bits())}, NextHops: []netip.Addr{ExternalGateway},
-			SNAT: []netip.Prefix{s}}
+			MasqueradeIPs: masq, SNAT: []netip.Prefix{s}, JoinIPs: []netip.Addr{joinIP(n)}}
 		if s6, dual := ovnk.FamilyOf(net.Subnets, true); dual {
 			g.IPs = append(g.IPs, netip.PrefixFrom(n.UnderlayIP6, Underlay6.Bits()))
 			g.NextHops = append(g.NextHops, ExternalGateway6)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/controllers/layer2"
 	"github.com/udnkit/udnkit/envtest/datapath"
+	"github.com/udnkit/udnkit/internal/testobj/ovnkrows"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
@@ -46,7 +47,9 @@ func (n legacyNode) joinIP() netip.Addr { return ovnk.MustAddrAt(joinSubnetV4, u
 // router's port rtos-<switch> on it holding the join IP and the network's
 // gateway (MAC from the join IP), its switch port stor-<switch> with the
 // node's GR LRP tunnel key, and per other node a remote port
-// stor-<switch>_<node> with that node's join IP, MAC and tunnel key.
+// stor-<switch>_<node> with that node's join IP, MAC and tunnel key, and
+// the local node's management port k8s-<prefix><node>
+// (base_network_controller.go syncNodeManagementPort: no external_ids).
 func ovnkLegacyLayer2(t *testing.T, net *network, switchKey int, nodes []legacyNode) {
 	t.Helper()
 	sw := net.names().Switch()
@@ -60,12 +63,10 @@ func ovnkLegacyLayer2(t *testing.T, net *network, switchKey int, nodes []legacyN
 		z.NB().Must(t, append([]string{"--may-exist", "ls-add", sw, "--", "set", "Logical_Switch", sw,
 			"other_config:requested-tnl-key=" + strconv.Itoa(switchKey)}, ids...)...)
 		z.NB().Must(t, "lrp-add", gr, rtos, ovnk.MACFromIP(local.joinIP()).String(), join.String(), netip.PrefixFrom(gw, s.Bits()).String())
-		// The old topology's GR holds the pods' gateway: its SNAT to the
-		// node IP applies only towards the external switch
-		// (gateway.go GetNetworkScopedClusterSubnetSNATMatch).
-		snat := z.NB().Must(t, "--bare", "--columns=_uuid", "find", "NAT", "type=snat", `logical_ip="`+s.String()+`"`)
-		z.NB().Must(t, "set", "NAT", snat, `match="outport == \"rtoe-`+gr+`\""`)
 		z.NB().Must(t, append([]string{"set", "Logical_Router_Port", rtos}, ids...)...)
+		if _, err := ovnkrows.WriteManagementPort(z.NB(), net.ovnName(), z.Name, net.managementIP(false).Addr()); err != nil {
+			t.Fatal(err)
+		}
 		z.NB().Must(t, append([]string{"lsp-add", sw, stor, "--", "lsp-set-type", stor, "router", "--", "lsp-set-addresses", stor, "router",
 			"--", "lsp-set-options", stor, "router-port=" + rtos, "requested-tnl-key=" + strconv.Itoa(local.grID),
 			"--", "set", "Logical_Switch_Port", stor}, ids...)...)
@@ -108,8 +109,13 @@ func TestLayer2RollingUpgrade(t *testing.T) {
 	legacyX, legacyY := legacyNode{x, slices.Index(c.Nodes, x) + 2, 7}, legacyNode{y, slices.Index(c.Nodes, y) + 2, 8}
 	legacy := []legacyNode{legacyX, legacyY, {z, slices.Index(c.Nodes, z) + 2, 9}}
 	// OVN-Kubernetes writes the old topology's external side; udnkit
-	// writes node-a's once node-a moves.
-	ovnkLegacyGateway(t, c, up)
+	// adopts node-a's once node-a moves, and writes it from node-a's
+	// l3-gateway-config.
+	joinIPs := map[*datapath.Node]netip.Addr{}
+	for _, n := range legacy {
+		joinIPs[n.node] = n.joinIP()
+	}
+	ovnkLegacyGateway(t, c, up, func(n *datapath.Node) netip.Addr { return joinIPs[n] })
 	ovnkLegacyLayer2(t, up, switchKey, legacy)
 	steer(t, c, up)
 	podX := &pod{net: up, name: "pod-a", node: x, index: 5, tunnelID: 10}
@@ -134,12 +140,9 @@ func TestLayer2RollingUpgrade(t *testing.T) {
 			t.Fatal(err)
 		}
 		delete(node.Annotations, ovnk.AnnotationLayer2TopologyVersion)
-		// The gateway routers' external side stays the old topology's, as
-		// OVN-Kubernetes wrote it (ovnkLegacyGateway): udnkit does not adopt
-		// it (topology.Layer2Legacy), so with the node's l3-gateway-config
-		// its own external side would meet OVN-Kubernetes' external switch
-		// and it would leave the zone alone.
-		delete(node.Annotations, ovnk.AnnotationL3GatewayConfig)
+		if node.Annotations[ovnk.AnnotationL3GatewayConfig] == "" {
+			t.Fatalf("node %s has no %s: the move would not take its gateway over", node.Name, ovnk.AnnotationL3GatewayConfig)
+		}
 		v, _ := json.Marshal(map[string]string{up.ovnName(): strconv.Itoa(n.grID)})
 		node.Annotations[annotationGRLRPTunnelIDs] = string(v)
 		if err := state.Update(ctx, &node); err != nil {
@@ -182,6 +185,17 @@ func TestLayer2RollingUpgrade(t *testing.T) {
 	if got, err := podX.datapath.Neighbor(up.gateway(false)); err != nil || got != ovnk.MACFromIP(legacyX.joinIP()).String() {
 		t.Fatalf("on the old topology pod-a resolves its gateway to %q (%v), want node-a's gateway router %s", got, err, ovnk.MACFromIP(legacyX.joinIP()))
 	}
+
+	// OVN-Kubernetes' gateway rows in node-a's zone, which udnkit adopts.
+	gatewayRows := func(zone *datapath.Node) map[string]string {
+		out := map[string]string{}
+		for table, name := range map[string]string{"Logical_Switch": up.names().ExternalSwitch(zone.Name),
+			"Logical_Router_Port": up.names().GRToExternal(zone.Name), "Logical_Switch_Port": up.names().ManagementPort(zone.Name)} {
+			out[name] = zone.NB().Must(t, "--bare", "--columns=_uuid,external_ids", "find", table, "name="+name)
+		}
+		return out
+	}
+	oldX, oldY := gatewayRows(x), gatewayRows(y)
 
 	// Continuous traffic from node-b to node-a's gateway router while node-a moves.
 	probe, err := podY.datapath.StartProbe(legacyX.joinIP(), 20*time.Millisecond)
@@ -251,6 +265,19 @@ func TestLayer2RollingUpgrade(t *testing.T) {
 		}
 		if !strings.Contains(y.NB().Must(t, "show", up.names().Switch()), "rtos-"+up.names().Switch()) {
 			t.Errorf("node-b's zone lost its old gateway router port")
+		}
+	})
+	t.Run("node-a's gateway rows are adopted, node-b's stay OVN-Kubernetes'", func(t *testing.T) {
+		for name, row := range gatewayRows(x) {
+			uuid := strings.Fields(oldX[name])
+			if len(uuid) == 0 || !strings.HasPrefix(row, uuid[0]) || !strings.Contains(row, ovnk.ExternalIDPiece) {
+				t.Errorf("node-a's zone: %s is %q, want OVN-Kubernetes' row %q adopted (marked udnkit's)", name, row, oldX[name])
+			}
+		}
+		for name, row := range gatewayRows(y) {
+			if row != oldY[name] || strings.Contains(row, ovnk.ExternalIDPiece) {
+				t.Errorf("node-b's zone: %s is %q, was %q", name, row, oldY[name])
+			}
 		}
 	})
 	t.Run("traffic from node-b to node-a's gateway router kept flowing", func(t *testing.T) {
