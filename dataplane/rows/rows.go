@@ -20,7 +20,9 @@ type Owner struct {
 	Piece    string
 	// AdoptLegacy also claims rows that carry the network and topology but no
 	// piece: the rows of the topology this piece replaces (the old Layer2
-	// topology's GR-to-switch ports, routes and NATs), so they are cleaned up.
+	// topology's GR-to-switch ports, routes and NATs), so they are cleaned
+	// up, and the rows it keeps that the piece now writes (a gateway
+	// router's external side), so they converge to the piece's values.
 	AdoptLegacy bool
 	// Legacy narrows AdoptLegacy to the rows it accepts (the row is a
 	// *nbdb.LogicalRouter, *nbdb.LogicalRouterPort, ... of the table at hand).

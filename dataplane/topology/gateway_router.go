@@ -114,7 +114,9 @@ func (net Layer2Network) gatewayRouter(n l2node) rows.Router {
 	// OVN-Kubernetes' gateway controller may own the GR (with its rtoe-
 	// port, external switch and default routes): an existing one is
 	// referenced and only udnkit's ports, routes and NATs on it are
-	// managed; a missing one is created.
+	// managed; a missing one is created. With --adopt-legacy-layer2 the
+	// old topology's GR of a node with a gateway config is udnkit's
+	// (Layer2Legacy).
 	gr := rows.Router{Shared: true, Row: nbdb.LogicalRouter{
 		Name:        n.gr,
 		Options:     gatewayRouterOptions(n.Chassis, joinAddrs(n.joinIPs)),
