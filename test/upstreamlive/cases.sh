@@ -34,12 +34,13 @@ open(p, "w").write(s)
 PY
 
 # case: extra manifests | upstream's gateway mode | EgressIP | udnkit's flags
+# (upstream runs with kind's flags, EgressIP on unless the case says false)
 declare -A CASES=(
-	[base]="||true|"
-	[pods]="pods.yaml||true|"
-	[local]="pods.yaml|local|true|--gateway-mode=local"
+	[base]="||true|--enable-egress-ip=true"
+	[pods]="pods.yaml||true|--enable-egress-ip=true"
+	[local]="pods.yaml|local|true|--gateway-mode=local --enable-egress-ip=true"
 	[noeip]="pods.yaml||false|--enable-egress-ip=false"
-	[cudn]="cudns.yaml cudn-pods.yaml||true|"
+	[cudn]="cudns.yaml cudn-pods.yaml||true|--enable-egress-ip=true"
 )
 ORDER=(base pods local noeip cudn)
 [[ $# -gt 0 ]] && ORDER=("$@")
