@@ -138,6 +138,11 @@ func (r *Reconciler) applyPorts(ctx context.Context, s *zone.NADScope) (reconcil
 		return reconcile.Result{}, nil // another controller reports a malformed NAD
 	}
 	s.Network = n.Name
+	if n.conf.Role == podannotation.RolePrimary {
+		if res, wait := zone.WaitForTopology(ctx, r.OVN, n.Name, n.Topology); wait {
+			return res, nil
+		}
+	}
 	defer r.networks.Lock(n.Name)()
 	if err := r.applySwitch(ctx, s.NAD, n); err != nil {
 		return s.Done(reconcile.Result{}, err)

@@ -160,6 +160,9 @@ func (r *Reconciler) applyNetwork(ctx context.Context, s *scope) (reconcile.Resu
 		return reconcile.Result{}, nil
 	}
 	s.Network = net.Name
+	if res, wait := zone.WaitForTopology(ctx, r.OVN, net.Name, net.Topology); wait {
+		return res, nil
+	}
 	c := r.cluster()
 	eip := &rows.Desired{Owner: rows.Owner{Network: net.Name, Topology: net.Topology, Piece: base.PieceEgressIPDefaults}}
 	netpol, err := policy.NetpolDefaults(net, c)
