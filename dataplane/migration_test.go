@@ -17,15 +17,13 @@ func TestLiveMigrationRoutesAddedAndRemoved(t *testing.T) {
 	const router = "ns1_vmnet_ovn_cluster_router"
 	e.nbctl("lr-add", router)
 	e.nbctl("lr-route-add", router, "10.244.1.0/24", "100.65.0.3")
-	net := migration.LiveMigrationNetwork{Name: "ns1_vmnet", Topology: base.TopologyLayer3, DHCP: &migration.VMDHCP{
-		LeaseTime: 3500, ServerID: addr("169.254.1.1"), ServerMAC: "c0:ff:ee:00:00:01",
-		DNSServers: []netip.Addr{addr("10.96.0.10")},
-	}}
+	net := migration.LiveMigrationNetwork{Name: "ns1_vmnet", Topology: base.TopologyLayer3, DHCP: new(migration.UpstreamVMDHCP(1400, []netip.Addr{addr("10.96.0.10")}))}
 	nodes := []migration.LiveMigrationNode{
 		{Name: "node1", RouterPort: "rtos-node1", GatewayIPs: []netip.Addr{addr("100.65.0.2")}},
 		{Name: "node2", RouterPort: "rtos-node2", GatewayIPs: []netip.Addr{addr("100.65.0.3")}},
 	}
-	vm := migration.VM{Namespace: "ns1", Name: "vm1", IPs: []netip.Prefix{pfx("10.244.0.8/24")}, Node: "node1", OwnerNode: "node1"}
+	vm := migration.VM{Namespace: "ns1", Name: "vm1", IPs: []netip.Prefix{pfx("10.244.0.8/24")}, Node: "node1", OwnerNode: "node1",
+		Gateways: []netip.Addr{addr("10.244.0.1")}}
 	apply := func(vms ...migration.VM) int {
 		t.Helper()
 		d, err := migration.LiveMigrationRoutes(net, nodes, vms)
@@ -43,7 +41,7 @@ func TestLiveMigrationRoutesAddedAndRemoved(t *testing.T) {
 	apply(vm)
 	wantLines(t, "routes on the owner node", e.nbctl("lr-route-list", router), routesOnly...)
 	wantLines(t, "DHCP options", dhcp(),
-		`10.244.0.0/24,dns_server={10.96.0.10} lease_time=3500 router=169.254.1.1 server_id=169.254.1.1 server_mac=c0:ff:ee:00:00:01,k8s.ovn.org/network=ns1_vmnet k8s.ovn.org/topology=layer3 k8s.ovn.org/udnkit-piece=live-migration k8s.ovn.org/vm=ns1/vm1`)
+		`10.244.0.0/24,"dns_server=10.96.0.10 hostname=""vm1"" lease_time=3500 mtu=1400 router=10.244.0.1 server_id=169.254.1.1 server_mac=0a:58:a9:fe:01:01",k8s.ovn.org/network=ns1_vmnet k8s.ovn.org/topology=layer3 k8s.ovn.org/udnkit-piece=live-migration k8s.ovn.org/vm=ns1/vm1`)
 
 	// Migrated to node2.
 	vm.Node = "node2"

@@ -82,9 +82,14 @@ func DefaultClusterConfig() ClusterConfig {
 		UDNJoinSubnets:    []netip.Prefix{DefaultUDNJoinSubnetV4, DefaultUDNJoinSubnetV6},
 		MTU:               DefaultMTU,
 		UDNAllowedDefaultServices: []types.NamespacedName{
-			{Namespace: "default", Name: "kubernetes"}, {Namespace: "kube-system", Name: "kube-dns"}},
+			{Namespace: "default", Name: "kubernetes"}, DNSService},
 	}
 }
+
+// DNSService is the cluster's DNS service, whose ClusterIPs a VM's DHCP
+// options name as its DNS servers (upstream's --dns-service-namespace and
+// --dns-service-name defaults).
+var DNSService = types.NamespacedName{Namespace: "kube-system", Name: "kube-dns"}
 
 // Default join subnets of Primary user-defined networks.
 var (

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
@@ -24,7 +25,7 @@ import (
 func podStack(t *testing.T) *stack {
 	s := newStack(t)
 	o := s.opts()
-	o.PodPorts, o.Zone, o.Local = true, "node-a", zone.InZone("node-a")
+	o.Zone, o.Local, o.Cluster.MTU = "node-a", zone.InZone("node-a"), ovnk.DefaultMTU
 	if _, err := Setup(s.ctx, s.mgr, o); err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +299,9 @@ func TestPodPortsFollowALiveMigration(t *testing.T) {
 			Labels(map[string]string{kubevirt.LabelVM: "vm1"}).Annotation(kubevirt.AnnotationAllowLiveMigration, "").Obj()
 	}
 	src, dst := vmPod("virt-launcher-vm1-a", "node-a"), vmPod("virt-launcher-vm1-b", "node-b")
-	s.create(src)
+	dns := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ovnk.DNSService.Namespace, Name: ovnk.DNSService.Name},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}}}}
+	s.create(dns, src)
 	ip := podIPs2(s, src, "tenant-vm/vmnet")[0]
 	time.Sleep(1100 * time.Millisecond) // a later creation timestamp: the target is the newer pod
 	s.create(dst)
@@ -329,5 +332,27 @@ func TestPodPortsFollowALiveMigration(t *testing.T) {
 		if opts := s.lsp(port, "options"); !strings.Contains(opts, chassisOf(node)) {
 			t.Errorf("%s options %s, want requested-chassis %s", port, opts, chassisOf(node))
 		}
+	}
+	vmDHCP(t, s, sp, dp, dns.Spec.ClusterIP)
+}
+
+// vmDHCP checks that both ports of a live-migrating VM name one
+// DHCP_Options row holding upstream's values: the VM's network's gateway as
+// router, the DNS service's ClusterIP, lease 3500 and the VM's hostname.
+func vmDHCP(t *testing.T, s *stack, src, dst, dnsIP string) {
+	t.Helper()
+	row := s.lsp(src, "dhcpv4_options")
+	if row == "[]" || row == "" || s.lsp(dst, "dhcpv4_options") != row {
+		t.Fatalf("dhcpv4_options source %s target %s, want one DHCP_Options row on both", row, s.lsp(dst, "dhcpv4_options"))
+	}
+	opts := s.nbctl("get", "DHCP_Options", row, "options")
+	for _, want := range []string{"router=\"10.150.0.1\"", "lease_time=\"3500\"", "dns_server=\"" + dnsIP + "\"",
+		`hostname="\"vm1\""`, "server_id=\"169.254.1.1\"", "mtu=\"1400\""} {
+		if !strings.Contains(opts, want) {
+			t.Errorf("VM DHCP options %s lack %s", opts, want)
+		}
+	}
+	if cidr := s.nbctl("get", "DHCP_Options", row, "cidr"); cidr != `"10.150.0.0/16"` {
+		t.Errorf("VM DHCP cidr %s, want the network's subnet", cidr)
 	}
 }

@@ -3,11 +3,11 @@ package controllers
 import (
 	"context"
 	"flag"
+	"slices"
 	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/dataplane/controllers/layer2"
@@ -43,12 +43,7 @@ type Options struct {
 	// Layer2 and Layer3 are those controllers' own options.
 	Layer2 layer2.Options
 	Layer3 layer3.Options
-	// PodPorts runs the pod-port controller (package pods): udnkit writes
-	// every pod's logical switch port and the Localnet switches, which
-	// OVN-Kubernetes' ovnkube-controller writes when it runs beside
-	// udnkit with multi-network on. Off unless set.
-	PodPorts bool
-	Policy   policy.Options
+	Policy policy.Options
 }
 
 // BindFlags binds Options to the manager's flags: the connection's here,
@@ -84,8 +79,8 @@ type Reconcilers struct {
 // Setup registers the dataplane controllers with the manager: the Layer2
 // transit-router topology (OKEP-5094), the Layer3 topology with its subnet
 // pair policies (OKEP-5377), the Layer2 multi-VTEP ports and encaps
-// (OKEP-5535), the kubevirt live-migration routes and the network-policy,
-// isolation and EgressIP defaults.
+// (OKEP-5535), the kubevirt live-migration routes, every pod's and VM's
+// port, and the network-policy, isolation and EgressIP defaults.
 //
 // Setup checks the OVN configuration but does not connect: once the manager
 // runs (on the elected leader), a runnable connects to both databases,
@@ -107,14 +102,18 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	// One guard for every controller: a NAD that fails the ownership
 	// rule is reported once per version, not once per controller.
 	guard := &nadtrust.Guard{Reader: c, Live: mgr.GetAPIReader(), Recorder: rec, Consumer: zone.DataplaneConsumer}
-	var services cache.Cache
-	if len(o.Cluster.UDNAllowedDefaultServices) > 0 {
-		if services, err = layer2.NewServiceCache(mgr, o.Cluster.UDNAllowedDefaultServices); err != nil {
-			return nil, err
-		}
-		if err := mgr.Add(services); err != nil {
-			return nil, err
-		}
+	// The UDN-enabled services the topologies route and the DNS service
+	// VMs' DHCP options name.
+	cached := slices.Clone(o.Cluster.UDNAllowedDefaultServices)
+	if !slices.Contains(cached, ovnk.DNSService) {
+		cached = append(cached, ovnk.DNSService)
+	}
+	services, err := layer2.NewServiceCache(mgr, cached)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(services); err != nil {
+		return nil, err
 	}
 	rs := &Reconcilers{
 		OVN: ovn,
@@ -131,12 +130,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 		Policy: &policy.Reconciler{Client: c, OVN: ovn, Local: o.Local, Cluster: o.Cluster, EgressIP: o.Policy.EgressIP, Services: services,
 			Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard},
 	}
+	// The pod-port controller always runs: in every profile udnkit is the
+	// only writer of its networks' pod and VM ports.
+	rs.Pods = &pods.Reconciler{Client: c, OVN: ovn, Local: o.Local, Recorder: rec, Cluster: o.Cluster, Services: services,
+		Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard}
 	setups := []func(ctrl.Manager) error{rs.Layer2.SetupWithManager, rs.Layer3.SetupWithManager, rs.MultiVTEP.SetupWithManager,
-		rs.LiveMigration.SetupWithManager, rs.Policy.SetupWithManager}
-	if o.PodPorts {
-		rs.Pods = &pods.Reconciler{Client: c, OVN: ovn, Local: o.Local, Recorder: rec, Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard}
-		setups = append(setups, rs.Pods.SetupWithManager)
-	}
+		rs.LiveMigration.SetupWithManager, rs.Policy.SetupWithManager, rs.Pods.SetupWithManager}
 	// The controllers re-apply the networks whose rows the OVN database lost.
 	rq := zone.NewRequeuer(c)
 	ovn.OnResync(rq.Resync)

@@ -24,14 +24,13 @@ var pVMReroute4 = policyKey(pTR, migration.PolicyPriorityLiveMigration, "ip4.src
 
 func migrationPlan(t *testing.T) *rows.Desired {
 	t.Helper()
-	net := migration.LiveMigrationNetwork{Name: "tenant_blue", Topology: base.TopologyLayer2, DHCP: &migration.VMDHCP{
-		LeaseTime: 3500, ServerID: addr("169.254.1.1"), ServerMAC: "0a:58:a9:fe:01:01", DNSServers: []netip.Addr{addr("10.96.0.10")},
-	}}
+	net := migration.LiveMigrationNetwork{Name: "tenant_blue", Topology: base.TopologyLayer2, DHCP: new(migration.UpstreamVMDHCP(1400, []netip.Addr{addr("10.96.0.10")}))}
 	nodes := []migration.LiveMigrationNode{
 		{Name: "node1", RouterPort: pRTOS, GatewayIPs: []netip.Addr{addr("100.88.0.5"), addr("fd97::5")}},
 		{Name: "node2", RouterPort: pRTOS, GatewayIPs: []netip.Addr{addr("100.88.0.7"), addr("fd97::7")}},
 	}
-	vms := []migration.VM{{Namespace: "ns1", Name: "vm1", IPs: []netip.Prefix{pfx("10.100.0.9/16"), pfx("fd00:100::9/64")}, Node: "node2", OwnerNode: "node1"}}
+	vms := []migration.VM{{Namespace: "ns1", Name: "vm1", IPs: []netip.Prefix{pfx("10.100.0.9/16"), pfx("fd00:100::9/64")}, Node: "node2", OwnerNode: "node1",
+		Gateways: []netip.Addr{addr("10.100.0.1"), addr("fd00:100::1")}}}
 	d, err := migration.LiveMigrationRoutes(net, nodes, vms)
 	if err != nil {
 		t.Fatal(err)
@@ -43,8 +42,14 @@ var migrationParity = []parity{
 	{"DHCP_Options", pDHCP4, "cidr", "10.100.0.0/16", "kubevirt/dhcp.go: composeDHCPConfigs (the VM IP's network)"},
 	{"DHCP_Options", pDHCP4, "options:lease_time", "3500", "kubevirt/dhcp.go: ComposeDHCPv4Options (dhcpLeaseTime)"},
 	{"DHCP_Options", pDHCP4, "options:server_id", "169.254.1.1", "kubevirt/dhcp.go: ComposeDHCPv4Options (ARPProxyIPv4)"},
-	{"DHCP_Options", pDHCP4, "options:server_mac", "0a:58:a9:fe:01:01", "kubevirt/dhcp.go: ComposeDHCPv4Options (IPAddrToHWAddr(ARPProxyIPv4), given to the builder)"},
+	{"DHCP_Options", pDHCP4, "options:server_mac", "0a:58:a9:fe:01:01", "kubevirt/dhcp.go: ComposeDHCPv4Options (IPAddrToHWAddr(ARPProxyIPv4))"},
+	{"DHCP_Options", pDHCP4, "options:hostname", `"vm1"`, "kubevirt/dhcp.go: ComposeDHCPv4Options (%q of the VM's name)"},
+	{"DHCP_Options", pDHCP4, "options:router", "10.100.0.1", "base_network_controller.go: ensureDHCP (WithIPv4Router, the pod's IPv4 gateway)"},
+	{"DHCP_Options", pDHCP4, "options:mtu", "1400", "base_network_controller.go: ensureDHCP (WithIPv4MTU, the network's MTU)"},
+	{"DHCP_Options", pDHCP4, "options:dns_server", "10.96.0.10", "base_network_controller.go: ensureDHCP (the DNS service's IPv4 ClusterIP)"},
 	{"DHCP_Options", pDHCP6, "cidr", "fd00:100::/64", "kubevirt/dhcp.go: composeDHCPConfigs"},
+	{"DHCP_Options", pDHCP6, "options:server_id", "0a:58:6d:6d:c1:50", "kubevirt/dhcp.go: ComposeDHCPv6Options (IPAddrToHWAddr(ARPProxyIPv6 fe80::1))"},
+	{"DHCP_Options", pDHCP6, "options:fqdn", `"vm1"`, "kubevirt/dhcp.go: ComposeDHCPv6Options"},
 	{"Logical_Router", pTR, "name", pTR, "referenced, never written (the Layer2 topology's)"},
 }
 
@@ -56,13 +61,8 @@ var migrationOnly = []udnkitOnly{
 }
 
 var migrationDiffers = []differs{
-	{"DHCP_Options", pDHCP4, "options:router", "169.254.1.1", "10.100.0.1",
-		"upstream's ensureDHCP sets router to the pod's gateway; udnkit follows the point-to-point design (the ARP proxy address). The live-migration controller passes no DHCP settings, so no DHCP_Options row is written today"},
-	{"DHCP_Options", pDHCP4, "options:dns_server", "{10.96.0.10}", "10.96.0.10", "the same server; udnkit writes OVN's set syntax"},
-	{"DHCP_Options", pDHCP6, "options:server_id", "0a:58:a9:fe:01:01", "0a:58:00:00:00:01",
-		"upstream: IPAddrToHWAddr(ARPProxyIPv6 fe80::1); udnkit reuses the IPv4 server MAC"},
 	{"DHCP_Options", pDHCP4, "external_ids", "k8s.ovn.org/network=tenant_blue,k8s.ovn.org/topology=layer2,k8s.ovn.org/udnkit-piece=live-migration,k8s.ovn.org/vm=ns1/vm1",
-		"VirtualMachineDHCPOptions DbObjectIDs (name=ns1/vm1, cidr), k8s.ovn.org/zone=local; options also hostname=\"vm1\" and mtu",
+		"VirtualMachineDHCPOptions DbObjectIDs (name=ns1/vm1, cidr), k8s.ovn.org/zone=local",
 		"kubevirt/dhcp.go: composeDHCPOptions keys rows for upstream's controller; udnkit keys them by VM and cidr (schema/dhcp_options.go)"},
 }
 

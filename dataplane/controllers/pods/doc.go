@@ -3,8 +3,10 @@
 // Localnet), the logical switch port of each pod attached to it in this
 // zone, built by dataplane/topology/pods from the pod's
 // k8s.ovn.org/pod-networks entry, its node's chassis and its VM's live
-// migration; a Localnet network's switch with its localnet port, and a
-// Secondary Layer2 network's switch.
+// migration; a Primary Layer2 network's VM ports' DHCP options (the
+// network's MTU, the pod's gateway, the DNS service's ClusterIPs); a
+// Localnet network's switch with its localnet port, and a Secondary Layer2
+// network's switch.
 //
 // A request is one NAD and programs its network's ports (every NAD of it:
 // a CUDN has one per namespace) as one piece, so a port whose pod is gone,

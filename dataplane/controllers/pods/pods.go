@@ -3,12 +3,15 @@ package pods
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"sync"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -20,8 +23,10 @@ import (
 	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/dataplane/internal/engine"
+	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology/base"
+	"github.com/udnkit/udnkit/dataplane/topology/migration"
 	"github.com/udnkit/udnkit/dataplane/topology/pods"
 	"github.com/udnkit/udnkit/internal/phase"
 	"github.com/udnkit/udnkit/ovnk"
@@ -43,6 +48,12 @@ type Reconciler struct {
 	Local func(*corev1.Node) bool
 	// Recorder, when set, raises ReasonPodPortFailed on a pod.
 	Recorder recorder.EventRecorder
+	// Cluster gives a VM's DHCP options the network's default MTU.
+	Cluster ovnk.ClusterConfig
+	// Services, when set, is what the cluster's DNS service
+	// (ovnk.DNSService) is read from and watched through; nil: Client,
+	// unwatched.
+	Services cache.Cache
 	// Workers and FIFOQueue are zone.Options'.
 	Workers   int
 	FIFOQueue bool
@@ -61,15 +72,18 @@ type Reconciler struct {
 
 // SetupWithManager registers the reconciler.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return zone.TrustWatches(ctrl.NewControllerManagedBy(mgr).
+	b := zone.TrustWatches(ctrl.NewControllerManagedBy(mgr).
 		Named("dataplane-pods").
 		WithOptions(zone.ControllerOptions(r.Workers, r.FIFOQueue)), r.Client, r.guard(), NetworkName).
 		// VTEPNodeFacts: the chassis ID, the zone and the host subnets.
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(zone.NADsIn(r.Client, "")), zone.VTEPNodeFacts.Predicate()).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return zone.NADsIn(r.Client, o.GetNamespace())(ctx, o)
-		}), builder.WithPredicates(podChanged)).
-		Complete(r)
+		}), builder.WithPredicates(podChanged))
+	if r.Services != nil {
+		b = b.WatchesRawSource(zone.WatchServices(r.Client, r.Services))
+	}
+	return b.Complete(r)
 }
 
 // podChanged passes a pod's creation after the initial list, its deletion
@@ -152,6 +166,9 @@ func (r *Reconciler) applyPorts(ctx context.Context, s *zone.NADScope) (reconcil
 		return s.Done(reconcile.Result{}, err)
 	}
 	d, err := pods.Ports(n.Network, in)
+	if err == nil && n.Topology == base.TopologyLayer2 && n.conf.Role == podannotation.RolePrimary {
+		err = r.addVMDHCP(ctx, d, n, in)
+	}
 	if err != nil {
 		// portsOf checked each pod: a failure here is a bug, not an input.
 		return s.Done(reconcile.Result{}, err)
@@ -191,6 +208,28 @@ func (r *Reconciler) applySwitch(ctx context.Context, nad *nadv1.NetworkAttachme
 	}
 	_, err = r.OVN.Apply(ctx, d)
 	return err
+}
+
+// addVMDHCP gives a Primary Layer2 network's VM ports their VM's DHCP
+// options (upstream's requireDHCP and ensureDHCP): the network's MTU, the
+// pod's gateway as router and the DNS service's ClusterIPs, if it exists.
+func (r *Reconciler) addVMDHCP(ctx context.Context, d *rows.Desired, n network, in []pods.Pod) error {
+	reader := client.Reader(r.Client)
+	if r.Services != nil {
+		reader = r.Services
+	}
+	svcs, err := zone.EnabledServices(ctx, reader, []types.NamespacedName{ovnk.DNSService})
+	if err != nil {
+		return err
+	}
+	var dns []netip.Addr
+	for _, s := range svcs {
+		dns = append(dns, s.ClusterIPs...)
+	}
+	cfg := migration.UpstreamVMDHCP(int(n.conf.NetworkMTU(r.Cluster.MTU)), dns)
+	return pods.AddVMDHCP(d, n.Network, func(p pods.Pod) []nbdb.DHCPOptions {
+		return cfg.Rows(migration.VM{Namespace: p.Namespace, Name: p.VM, IPs: p.IPs, Gateways: p.Gateways})
+	}, in)
 }
 
 func (r *Reconciler) sweep(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {

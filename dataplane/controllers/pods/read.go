@@ -105,7 +105,7 @@ func (r *Reconciler) portOf(ctx context.Context, n network, nadKey string, pod *
 		}
 	}
 	p.Chassis, p.Local = node.chassis, node.local
-	p.MAC, p.IPs, p.TunnelID = a.MAC, a.IPs, a.TunnelID
+	p.MAC, p.IPs, p.TunnelID, p.Gateways = a.MAC, a.IPs, a.TunnelID, a.Gateways
 	if e, ok := enabled[pod.Name]; ok {
 		p.Enabled = &e
 	}

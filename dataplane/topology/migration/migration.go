@@ -5,12 +5,12 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology/base"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/kubevirt"
 )
 
 // PolicyPriorityLiveMigration is the priority of the reroute policy that sends
@@ -34,16 +34,30 @@ type LiveMigrationNetwork struct {
 	DHCP *VMDHCP
 }
 
-// VMDHCP are the DHCP options the design delivers to VMs, per family.
+// VMDHCP are the DHCP options of a network's VMs, as upstream's ensureDHCP
+// and kubevirt/dhcp.go compose them (UpstreamVMDHCP).
 type VMDHCP struct {
-	// LeaseTime in seconds (the design uses 3500).
+	// LeaseTime is the DHCPv4 lease in seconds.
 	LeaseTime int
-	// ServerID is the DHCP server/router address (169.254.1.1 in the design)
-	// and ServerMAC its MAC (c0:ff:ee:00:00:01).
-	ServerID  netip.Addr
-	ServerMAC string
-	// DNSServers are the cluster DNS service IPs.
+	// ServerID is the DHCPv4 server's address and ServerMAC its MAC;
+	// ServerMACv6 is the DHCPv6 server's DUID MAC (its server_id).
+	ServerID               netip.Addr
+	ServerMAC, ServerMACv6 string
+	// DNSServers are the cluster DNS service's ClusterIPs (the first of
+	// each family is the family's dns_server).
 	DNSServers []netip.Addr
+	// MTU is the network's MTU (0: no mtu option).
+	MTU int
+}
+
+// UpstreamVMDHCP is upstream's VM DHCP configuration for a network of mtu
+// whose cluster DNS service has the ClusterIPs dns: lease 3500 s, the
+// server the ARP proxy's link-local addresses with their derived MACs
+// (kubevirt/dhcp.go ComposeDHCPv4Options, ComposeDHCPv6Options).
+func UpstreamVMDHCP(mtu int, dns []netip.Addr) VMDHCP {
+	return VMDHCP{LeaseTime: kubevirt.DHCPLeaseTime, ServerID: kubevirt.ARPProxyIPv4,
+		ServerMAC: ovnk.MACFromIP(kubevirt.ARPProxyIPv4).String(), ServerMACv6: ovnk.MACFromIP(kubevirt.ARPProxyIPv6).String(),
+		DNSServers: dns, MTU: mtu}
 }
 
 // LiveMigrationNode is a node as the point-to-point routes see it.
@@ -62,6 +76,9 @@ type VM struct {
 	IPs []netip.Prefix
 	// Node runs the VM now; OwnerNode owns the subnet its IPs came from.
 	Node, OwnerNode string
+	// Gateways are its pod's gateways (k8s.ovn.org/pod-networks
+	// gateway_ips): the IPv4 one is the DHCPv4 router (none: no router).
+	Gateways []netip.Addr
 }
 
 // LiveMigrationRoutes computes the point-to-point routing of migrated VMs:
@@ -140,28 +157,32 @@ func LiveMigrationRoutes(net LiveMigrationNetwork, nodes []LiveMigrationNode, vm
 	return d, nil
 }
 
-// Rows are a VM's DHCP_Options: lease_time, router, dns_server, server_id and
-// server_mac for IPv4; server_id (the MAC) and dns_server for IPv6.
+// Rows are a VM's DHCP_Options, one per family of its IPs, as upstream's
+// ensureDHCP writes them: for IPv4 lease_time, server_id, server_mac,
+// hostname (the VM's name, quoted), router (its IPv4 gateway), mtu and
+// dns_server; for IPv6 server_id (the server's MAC), fqdn and dns_server.
 func (o VMDHCP) Rows(vm VM) []nbdb.DHCPOptions {
 	var out []nbdb.DHCPOptions
 	for _, ip := range vm.IPs {
-		var dns []string
-		for _, s := range o.DNSServers {
-			if s.Is6() == ip.Addr().Is6() {
-				dns = append(dns, s.String())
-			}
-		}
+		v4 := ip.Addr().Is4()
 		opts := map[string]string{}
-		if ip.Addr().Is4() {
+		if v4 {
 			opts["lease_time"] = strconv.Itoa(o.LeaseTime)
-			opts["router"] = o.ServerID.String()
 			opts["server_id"] = o.ServerID.String()
 			opts["server_mac"] = o.ServerMAC
+			opts["hostname"] = strconv.Quote(vm.Name)
+			if gw := slices.IndexFunc(vm.Gateways, netip.Addr.Is4); gw >= 0 {
+				opts["router"] = vm.Gateways[gw].String()
+			}
+			if o.MTU > 0 {
+				opts["mtu"] = strconv.Itoa(o.MTU)
+			}
 		} else {
-			opts["server_id"] = o.ServerMAC
+			opts["server_id"] = o.ServerMACv6
+			opts["fqdn"] = strconv.Quote(vm.Name)
 		}
-		if len(dns) > 0 {
-			opts["dns_server"] = "{" + strings.Join(dns, ",") + "}"
+		if dns := slices.IndexFunc(o.DNSServers, func(a netip.Addr) bool { return a.Is4() == v4 }); dns >= 0 {
+			opts["dns_server"] = o.DNSServers[dns].String()
 		}
 		out = append(out, nbdb.DHCPOptions{
 			Cidr:        ip.Masked().String(),

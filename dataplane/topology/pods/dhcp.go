@@ -9,10 +9,10 @@ import (
 	"github.com/udnkit/udnkit/dataplane/topology/base"
 )
 
-// VMDHCPRows are a VM's DHCP_Options rows, one per IP family of ips: the
-// one home of their values is migration.VMDHCP.Rows, which the caller
-// passes (builders do not import one another).
-type VMDHCPRows func(namespace, vm string, ips []netip.Prefix) []nbdb.DHCPOptions
+// VMDHCPRows are the DHCP_Options rows of a VM pod's VM, one per IP family
+// of its IPs: the one home of their values is migration.VMDHCP.Rows, which
+// the caller passes (builders do not import one another).
+type VMDHCPRows func(p Pod) []nbdb.DHCPOptions
 
 // AddVMDHCP gives the ports of VM pods in d (Ports of a Primary Layer2
 // network, upstream's requireDHCP) their VM's DHCP options: the VM's rows
@@ -42,7 +42,7 @@ func AddVMDHCP(d *rows.Desired, n Network, vmRows VMDHCPRows, pods []Pod) error 
 				continue
 			}
 			var ref rows.DHCPRef
-			for _, opt := range vmRows(p.Namespace, p.VM, p.IPs) {
+			for _, opt := range vmRows(p) {
 				key := rows.DHCPKey(opt)
 				if netip.MustParsePrefix(opt.Cidr).Addr().Is4() {
 					ref.V4 = key

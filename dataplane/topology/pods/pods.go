@@ -42,6 +42,8 @@ type Pod struct {
 	MAC      net.HardwareAddr
 	IPs      []netip.Prefix
 	TunnelID int
+	// Gateways are the entry's gateway_ips (a VM's DHCP router).
+	Gateways []netip.Addr
 	// VM is the KubeVirt VM the pod runs (kubevirt.VMNameOf; "": none).
 	VM string
 	// Enabled is nil but for a live migration's pods: false for the target

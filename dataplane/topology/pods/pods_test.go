@@ -134,9 +134,9 @@ func TestAddVMDHCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := migration.VMDHCP{LeaseTime: 3500, ServerID: netip.MustParseAddr("169.254.1.1"), ServerMAC: "0a:58:a9:fe:01:01"}
-	vmRows := func(ns, vm string, ips []netip.Prefix) []nbdb.DHCPOptions {
-		return cfg.Rows(migration.VM{Namespace: ns, Name: vm, IPs: ips})
+	cfg := migration.UpstreamVMDHCP(1400, nil)
+	vmRows := func(p Pod) []nbdb.DHCPOptions {
+		return cfg.Rows(migration.VM{Namespace: p.Namespace, Name: p.VM, IPs: p.IPs, Gateways: p.Gateways})
 	}
 	if err := AddVMDHCP(d, n, vmRows, all); err != nil {
 		t.Fatal(err)
