@@ -206,8 +206,9 @@ func poll(ctx context.Context, what string, f func() error) error {
 // the Primary Layer2 UDN namespace/udn (applied by the caller): it creates
 // the Pods, waits for udnkit to allocate their addresses
 // (k8s.ovn.org/pod-networks) and for the dataplane's layer2 switch in every
-// zone, writes their ports as OVN-Kubernetes' pod controller does and
-// configures each namespace from the annotation only. It returns once pod-a
+// zone, waits for udnkit's dataplane to write their ports and, as
+// ovnkube-node's CNI does, configures each namespace from the annotation
+// only, bound to its port by iface-id. It returns once pod-a
 // reaches pod-b, with an echo request every interval.
 func startPods(ctx context.Context, c client.Client, cluster *datapath.Cluster, namespace, udn string, interval time.Duration) (*demo, error) {
 	d := &demo{namespace: namespace}
@@ -244,17 +245,8 @@ func startPods(ctx context.Context, c client.Client, cluster *datapath.Cluster, 
 	}
 	d.network = &datapath.Network{Name: conf.Name, NAD: namespace + "/" + udn, Topology: "layer2", Subnets: subnets, ID: ids.ID}
 	d.step("NAD")
-	sw := ovnk.NamesFor(conf.Name).Switch()
-	for _, n := range cluster.Nodes {
-		if err := poll(ctx, "the dataplane's switch "+sw+" in zone "+n.Name, func() error {
-			out, err := n.Nbctl("--bare", "--columns=name", "find", "Logical_Switch", "name="+sw)
-			if err == nil && out == "" {
-				err = errors.New("not there yet")
-			}
-			return err
-		}); err != nil {
-			return nil, err
-		}
+	if err := inEveryZone(ctx, cluster, "Logical_Switch", ovnk.NamesFor(conf.Name).Switch()); err != nil {
+		return nil, err
 	}
 	d.step("switch")
 	pods := make([]corev1.Pod, len(d.pods))
@@ -274,15 +266,13 @@ func startPods(ctx context.Context, c client.Client, cluster *datapath.Cluster, 
 	}
 	d.step("pod-networks")
 	for i, p := range d.pods {
-		port, err := datapath.PodPortOf(d.network, namespace, p.name, p.node, nets[i])
-		if err != nil {
+		port := ovnk.PodPortName(d.network.NAD, namespace, p.name)
+		if err := inEveryZone(ctx, cluster, "Logical_Switch_Port", port); err != nil {
 			return nil, err
 		}
-		if err := cluster.WritePodPort(port); err != nil {
-			return nil, err
-		}
+		var err error
 		if p.dp, err = cluster.AddPod(ctx, p.node, datapath.PodSpec{Namespace: namespace, Name: p.name,
-			Annotations: pods[i].Annotations, NAD: d.network.NAD, Port: port.Name(), MTU: int(conf.MTU)}); err != nil {
+			Annotations: pods[i].Annotations, NAD: d.network.NAD, Port: port, UID: string(pods[i].UID), MTU: int(conf.MTU)}); err != nil {
 			return nil, err
 		}
 	}
@@ -295,6 +285,24 @@ func startPods(ctx context.Context, c client.Client, cluster *datapath.Cluster, 
 	}
 	d.step("first-reply")
 	return d, nil
+}
+
+// inEveryZone waits until the dataplane has written the row of table named
+// name in every zone: the Layer2 switch, a pod's port (its own zone's local
+// port, the others' remote ports).
+func inEveryZone(ctx context.Context, cluster *datapath.Cluster, table, name string) error {
+	for _, n := range cluster.Nodes {
+		if err := poll(ctx, "the dataplane's "+table+" "+name+" in zone "+n.Name, func() error {
+			out, err := n.Nbctl("--bare", "--columns=name", "find", table, "name="+name)
+			if err == nil && out == "" {
+				err = errors.New("not there yet")
+			}
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // pingScript is .udnkit/bin/udnkit-ping: `udnkit-ping NAMESPACE/POD

@@ -42,6 +42,9 @@ type PodSpec struct {
 	NAD string
 	// Port is the pod's logical switch port name (iface-id).
 	Port string
+	// UID is the pod's UID, the port's iface-id-ver, which OVN binds
+	// the interface by as well ("": none).
+	UID string
 	// MTU is the network's MTU (the NAD's "mtu"; 0: 1400).
 	MTU int
 }
@@ -66,7 +69,7 @@ func (c *Cluster) AddPod(ctx context.Context, node *Node, spec PodSpec) (*Pod, e
 		return nil, err
 	}
 	c.pods = append(c.pods, p)
-	var ids []string
+	ids := ifaceIDVer(spec.UID)
 	if addrs.EncapIP.IsValid() {
 		// OKEP-5535: the VTEP the pod's interface is behind, for
 		// ovn-controller to bind the port to that Encap.
@@ -84,6 +87,16 @@ func (c *Cluster) AddPod(ctx context.Context, node *Node, spec PodSpec) (*Pod, e
 		return nil, err
 	}
 	return p, nil
+}
+
+// ifaceIDVer is the interface's external_ids:iface-id-ver, as
+// OVN-Kubernetes' CNI sets it: the pod's UID, which its logical switch
+// port's options:iface-id-ver names (ovn-controller binds only a match).
+func ifaceIDVer(uid string) []string {
+	if uid == "" {
+		return nil
+	}
+	return []string{"external_ids:iface-id-ver=" + uid}
 }
 
 // RemovePod removes the pod's interface from its node's br-int and its

@@ -31,10 +31,11 @@ type Launcher struct {
 }
 
 // AddLauncher creates a virt-launcher pod on node whose interface binds to
-// logical switch port port, with MTU mtu (0: 1400). It does not wait for
+// logical switch port port (and pod UID uid: ifaceIDVer), with MTU mtu
+// (0: 1400). It does not wait for
 // ovn-controller to claim the port: a migration target's port is created
 // disabled (see Launcher.WaitInstalled).
-func (c *Cluster) AddLauncher(ctx context.Context, node *Node, namespace, name, port string, mtu int) (*Launcher, error) {
+func (c *Cluster) AddLauncher(ctx context.Context, node *Node, namespace, name, port, uid string, mtu int) (*Launcher, error) {
 	sum := sha256.Sum256([]byte("launcher/" + namespace + "/" + name))
 	l := &Launcher{Namespace: namespace, Name: name, Node: node, Port: port,
 		Netns: c.name("virt-" + hex.EncodeToString(sum[:4])), Iface: "l" + hex.EncodeToString(sum[:6])}
@@ -44,7 +45,7 @@ func (c *Cluster) AddLauncher(ctx context.Context, node *Node, namespace, name, 
 	if err := c.addNetns(l.Netns); err != nil {
 		return nil, err
 	}
-	if err := node.AddPortInto(ctx, l.Iface, port, l.Netns); err != nil {
+	if err := node.AddPortInto(ctx, l.Iface, port, l.Netns, ifaceIDVer(uid)...); err != nil {
 		return nil, err
 	}
 	for _, args := range [][]string{

@@ -19,9 +19,9 @@ import (
 
 // nodeInfo is what a port reads of its pod's node.
 type nodeInfo struct {
-	chassis string
-	local   bool
-	node    *corev1.Node
+	chassis          string
+	local, multiVTEP bool
+	node             *corev1.Node
 }
 
 // portsOf reads the port input of every pod attached to n through one of
@@ -104,7 +104,7 @@ func (r *Reconciler) portOf(ctx context.Context, n network, nadKey string, pod *
 			return pods.Pod{}, false
 		}
 	}
-	p.Chassis, p.Local = node.chassis, node.local
+	p.Chassis, p.Local, p.MultiVTEP = node.chassis, node.local, node.multiVTEP
 	p.MAC, p.IPs, p.TunnelID, p.Gateways = a.MAC, a.IPs, a.TunnelID, a.Gateways
 	if e, ok := enabled[pod.Name]; ok {
 		p.Enabled = &e
@@ -117,7 +117,7 @@ func (r *Reconciler) portOf(ctx context.Context, n network, nadKey string, pod *
 	return p, true
 }
 
-// nodes reads every node's chassis ID and zone.
+// nodes reads every node's chassis ID, zone and number of VTEPs.
 func (r *Reconciler) nodes(ctx context.Context) (map[string]nodeInfo, error) {
 	var list corev1.NodeList
 	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
@@ -130,7 +130,10 @@ func (r *Reconciler) nodes(ctx context.Context) (map[string]nodeInfo, error) {
 		if err != nil {
 			log.FromContext(ctx).Error(err, "node's pods wait for a valid chassis ID", "node", n.Name)
 		}
-		out[n.Name] = nodeInfo{chassis: chassis, local: r.Local == nil || r.Local(n), node: n}
+		// A malformed encap IPs annotation is the multi-VTEP controller's to
+		// report; the node's pods keep single-VTEP ports meanwhile.
+		encaps, _ := ovnk.DecodeNodeEncapIPs(n)
+		out[n.Name] = nodeInfo{chassis: chassis, local: r.Local == nil || r.Local(n), multiVTEP: len(encaps) > 1, node: n}
 	}
 	return out, nil
 }

@@ -12,5 +12,6 @@
 // switch; Localnet: the Localnet switch), which another piece owns and this
 // one only references (rows.Switch.Ref); a zone holds ports of its own
 // nodes' pods only, except on Layer2, where every pod of the network has a
-// port and those of other zones' nodes are type remote.
+// port and those of other zones' nodes are type remote (but for a
+// multi-VTEP node's pods, whose remote ports the multi-VTEP piece writes).
 package pods

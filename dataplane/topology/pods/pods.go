@@ -35,8 +35,10 @@ type Pod struct {
 	Namespace, Name, UID string
 	// Node runs the pod; Chassis is the node's k8s.ovn.org/node-chassis-id.
 	Node, Chassis string
-	// Local says the node is in this zone.
-	Local bool
+	// Local says the node is in this zone; MultiVTEP that the node has
+	// several encap IPs (OKEP-5535), whose pods' ports in other zones the
+	// multi-VTEP piece writes.
+	Local, MultiVTEP bool
 	// MAC and IPs are the pod's entry of k8s.ovn.org/pod-networks (IPs may
 	// be empty on a network without subnets); TunnelID its tunnel_id.
 	MAC      net.HardwareAddr
@@ -58,7 +60,7 @@ func (p Pod) PortName() string { return ovnk.PodPortName(p.NAD, p.Namespace, p.N
 // Ports builds the network's pod ports in this zone, one Desired of the
 // network's Piece: each pod's port on its switch (SwitchOf), in the order
 // of pods sorted by port name. A pod of another zone's node has a port on
-// Layer2 only (type remote). A port that cannot be built fails the whole
+// Layer2 only (type remote), unless the node is multi-VTEP. A port that cannot be built fails the whole
 // call, naming the pod: the caller drops pods it could not read first.
 func Ports(n Network, pods []Pod) (*rows.Desired, error) {
 	if n.Name == "" {
@@ -67,7 +69,7 @@ func Ports(n Network, pods []Pod) (*rows.Desired, error) {
 	d := &rows.Desired{Owner: rows.Owner{Network: n.Name, Topology: n.Topology, Piece: Piece}}
 	ports := map[string][]nbdb.LogicalSwitchPort{}
 	for _, p := range slices.SortedFunc(slices.Values(pods), func(a, b Pod) int { return cmp.Compare(a.PortName(), b.PortName()) }) {
-		if !p.Local && n.Topology != base.TopologyLayer2 {
+		if !p.Local && (n.Topology != base.TopologyLayer2 || p.MultiVTEP) {
 			continue
 		}
 		sw, err := SwitchOf(n, p.Node)

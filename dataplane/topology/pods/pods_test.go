@@ -22,10 +22,13 @@ func pod(name, node string, local bool, tunnel int, ips ...string) Pod {
 }
 
 // Only Layer2 holds ports of other zones' pods (remote ports for east-west
-// traffic over the transit switch); Layer3 and Localnet pods are wired in
-// their own zone only. Every plan passes the planner's Validate.
+// traffic over the transit switch), but for a multi-VTEP node's (the
+// multi-VTEP piece's); Layer3 and Localnet pods are wired in their own
+// zone only. Every plan passes the planner's Validate.
 func TestPortsPerTopology(t *testing.T) {
-	pods := []Pod{pod("a", "node1", true, 10, "10.0.0.5/24"), pod("bb", "node2", false, 11, "10.0.1.5/24")}
+	multi := pod("ccc", "node3", false, 12, "10.0.2.5/24")
+	multi.MultiVTEP = true
+	pods := []Pod{pod("a", "node1", true, 10, "10.0.0.5/24"), pod("bb", "node2", false, 11, "10.0.1.5/24"), multi}
 	for topo, want := range map[string][]string{
 		base.TopologyLayer2:   {"net_ovn_layer2_switch: ns1.net_ns1_a ns1.net_ns1_bb(remote)"},
 		base.TopologyLayer3:   {"net_node1: ns1.net_ns1_a"},
