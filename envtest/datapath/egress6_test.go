@@ -25,7 +25,7 @@ func TestLayer2EgressIPv6(t *testing.T) {
 	steer(t, c, v6)
 	podA := &pod{net: v6, name: "pod-a", node: a, index: 5, tunnelID: 10}
 	podB := &pod{net: v6, name: "pod-b", node: b, index: 6, tunnelID: 11}
-	ovnkPodPorts(t, c, podA, podB)
+	podPorts(t, c, podA, podB)
 	startOwnPods(t, c, podA, podB)
 	const port = tcpPort + 6
 	stop, err := c.External.ServeTCP(port)

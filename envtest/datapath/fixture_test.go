@@ -27,19 +27,23 @@ import (
 	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/dataplane/controllers/layer2"
 	"github.com/udnkit/udnkit/dataplane/controllers/layer3"
+	"github.com/udnkit/udnkit/dataplane/controllers/pods"
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/envtest/datapath"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/netconf"
 	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
-// The fixture writes what OVN-Kubernetes owns (pod ports, the Node
-// objects as ovnkube-node and the cluster manager publish them, with their
-// l3-gateway-config and Layer3 host subnets, and the flows ovnkube-node
-// keeps on breth0) and runs udnkit's own Layer2 and Layer3 reconcilers in
-// every zone for what udnkit writes, the gateway routers' external side and
-// the management ports among it; nothing else touches OVN.
+// The fixture writes what OVN-Kubernetes' node side owns (the Node objects
+// as ovnkube-node and the cluster manager publish them, with their
+// l3-gateway-config and Layer3 host subnets, each pod's namespace plumbed by
+// its port's iface-id as its CNI does, and the flows ovnkube-node keeps on
+// breth0) and runs udnkit's own Layer2, Layer3 and pod-port reconcilers in
+// every zone for what udnkit writes, the gateway routers' external side,
+// the management ports and every pod's port among it (pod ports on Layer3
+// networks are still written as OVN-Kubernetes' pod controller would).
 
 var cfg = ovnk.DefaultClusterConfig()
 
@@ -157,10 +161,30 @@ func newNetwork(t *testing.T, namespace, name string, id int, subnets ...string)
 var (
 	knownMu sync.Mutex
 	known   = map[string]*network{}
+	// knownPods are the Pods every later API state holds, by
+	// namespace/name: what udnkit's pod-port reconciler reads.
+	knownPods = map[string]*corev1.Pod{}
 )
 
+// setPods puts the Pods into every later API state, replacing those of
+// the same names.
+func setPods(objs ...*corev1.Pod) {
+	knownMu.Lock()
+	defer knownMu.Unlock()
+	for _, o := range objs {
+		knownPods[o.Namespace+"/"+o.Name] = o.DeepCopy()
+	}
+}
+
+// dropPod takes a pod out of every later API state, as its deletion does.
+func dropPod(namespace, name string) {
+	knownMu.Lock()
+	defer knownMu.Unlock()
+	delete(knownPods, namespace+"/"+name)
+}
+
 // apiState is the API state every zone's reconcilers read: the Nodes, the
-// networks' NADs and the UDNs that own them (the dataplane programs only
+// known Pods, the networks' NADs and the UDNs that own them (the dataplane programs only
 // NADs whose owner exists with their IDs), with the dataplane's NAD index;
 // with nets, every network an earlier API state had.
 func apiState(t *testing.T, c *datapath.Cluster, nets ...*network) client.Client {
@@ -172,6 +196,10 @@ func apiState(t *testing.T, c *datapath.Cluster, nets ...*network) client.Client
 	nets = nets[:0:0]
 	for _, key := range slices.Sorted(maps.Keys(known)) {
 		nets = append(nets, known[key])
+	}
+	var podObjs []client.Object
+	for _, key := range slices.Sorted(maps.Keys(knownPods)) {
+		podObjs = append(podObjs, knownPods[key].DeepCopy())
 	}
 	knownMu.Unlock()
 	s := runtime.NewScheme()
@@ -190,7 +218,7 @@ func apiState(t *testing.T, c *datapath.Cluster, nets ...*network) client.Client
 			UID: net.nad.GetOwnerReferences()[0].UID, Annotations: net.nad.GetAnnotations()}}
 		b = b.WithObjects(net.nad.DeepCopy(), owner)
 	}
-	return b.Build()
+	return b.WithObjects(podObjs...).Build()
 }
 
 // reconcileAll runs r on every network's NAD.
@@ -204,15 +232,25 @@ func reconcileAll(t *testing.T, zone *datapath.Node, r reconcile.Reconciler, net
 	}
 }
 
-// program runs udnkit's Layer2 reconciler in every zone, each zone local
-// to its own node, on the same API state.
+// program runs udnkit's Layer2 and pod-port reconcilers in every zone,
+// each zone local to its own node, on the same API state.
 func program(t *testing.T, c *datapath.Cluster, nets ...*network) {
 	t.Helper()
 	for _, zone := range c.Nodes {
-		r := &layer2.Reconciler{Client: apiState(t, c, nets...), OVN: ovnClient(t, zone), Cluster: cfg,
-			Local: func(n *corev1.Node) bool { return n.Name == zone.Name }}
-		reconcileAll(t, zone, r, nets...)
+		state, local := apiState(t, c, nets...), localTo(zone)
+		reconcileAll(t, zone, &layer2.Reconciler{Client: state, OVN: ovnClient(t, zone), Cluster: cfg, Local: local}, nets...)
+		reconcileAll(t, zone, podPortReconciler(t, zone, state), nets...)
 	}
+}
+
+// localTo says a node is zone's own (a zone per node).
+func localTo(zone *datapath.Node) func(*corev1.Node) bool {
+	return func(n *corev1.Node) bool { return n.Name == zone.Name }
+}
+
+// podPortReconciler is udnkit's pod-port reconciler of zone on state.
+func podPortReconciler(t *testing.T, zone *datapath.Node, state client.Client) *pods.Reconciler {
+	return &pods.Reconciler{Client: state, OVN: ovnClient(t, zone), Cluster: cfg, Local: localTo(zone)}
 }
 
 // programLayer3 runs udnkit's Layer3 reconciler in every zone, each zone
@@ -266,31 +304,31 @@ func (p *pod) annotation(t *testing.T) map[string]string {
 	return map[string]string{ovnk.AnnotationPodNetworks: v}
 }
 
-// ovnkPort is the pod's logical switch port as OVN-Kubernetes writes it.
-func (p *pod) ovnkPort(t *testing.T) datapath.PodPort {
+// uid is the pod's UID (its port's iface-id-ver).
+func (p *pod) uid() string { return "uid-" + p.net.namespace + "-" + p.name }
+
+// object is the Pod as the cluster has it: running on its node with its
+// k8s.ovn.org/pod-networks.
+func (p *pod) object(t *testing.T) *corev1.Pod {
 	t.Helper()
-	pn, err := podannotation.DecodePodNetwork(p.annotation(t), p.net.key())
-	if err != nil {
-		t.Fatal(err)
-	}
-	port, err := datapath.PodPortOf(p.net.ovnk(), p.net.namespace, p.name, p.node, pn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if port.Name() != p.port() {
-		t.Fatalf("pod %s's port is %s, want %s", p.name, port.Name(), p.port())
-	}
-	return port
+	o := testobj.MakePod(p.net.namespace, p.name).Node(p.node.Name).Running().Annotations(p.annotation(t)).Obj()
+	o.UID = types.UID(p.uid())
+	return o
 }
 
-// ovnkPodPorts adds the pods' logical switch ports in every zone as
-// OVN-Kubernetes' pod controller writes them (datapath.WritePodPort).
-func ovnkPodPorts(t *testing.T, c *datapath.Cluster, pods ...*pod) {
+// podPorts puts the pods into the API state and runs udnkit's pod-port
+// reconciler of their networks in every zone: it writes their ports.
+func podPorts(t *testing.T, c *datapath.Cluster, ps ...*pod) {
 	t.Helper()
-	for _, p := range pods {
-		if err := c.WritePodPort(p.ovnkPort(t)); err != nil {
-			t.Fatal(err)
+	var nets []*network
+	for _, p := range ps {
+		setPods(p.object(t))
+		if !slices.Contains(nets, p.net) {
+			nets = append(nets, p.net)
 		}
+	}
+	for _, zone := range c.Nodes {
+		reconcileAll(t, zone, podPortReconciler(t, zone, apiState(t, c, nets...)), nets...)
 	}
 }
 
@@ -300,7 +338,7 @@ func startPods(t *testing.T, c *datapath.Cluster, pods ...*pod) {
 	t.Helper()
 	for _, p := range pods {
 		dp, err := c.AddPod(context.Background(), p.node, datapath.PodSpec{Namespace: p.net.namespace, Name: p.name,
-			Annotations: p.annotation(t), NAD: p.net.key(), Port: p.port()})
+			Annotations: p.annotation(t), NAD: p.net.key(), Port: p.port(), UID: p.uid()})
 		if err != nil {
 			t.Fatalf("%v\n%s", err, p.node.Logs(20))
 		}

@@ -42,7 +42,7 @@ func TestLayer2Primary(t *testing.T) {
 	greenB := &pod{net: green, name: "pod-b", node: b, index: 6, tunnelID: 11}
 	greenOnly := &pod{net: green, name: "pod-only", node: b, index: 8, tunnelID: 12}
 	all := []*pod{blueA, blueA2, blueB, blueC, greenA, greenB, greenOnly}
-	ovnkPodPorts(t, c, all...)
+	podPorts(t, c, all...)
 	startPods(t, c, all...)
 	ovnkManagementPorts(t, c, blue)
 	// TCP echo servers: a pod and the external host.

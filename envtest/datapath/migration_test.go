@@ -12,11 +12,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/udnkit/udnkit/dataplane/controllers/migration"
+	"github.com/udnkit/udnkit/dataplane/controllers/pods"
 	"github.com/udnkit/udnkit/envtest/datapath"
 	"github.com/udnkit/udnkit/envtest/datapath/netns"
 	"github.com/udnkit/udnkit/internal/testobj"
@@ -36,8 +36,10 @@ func vmPodObject(t *testing.T, p *pod, vm, owner string, created time.Time, runn
 	if running {
 		annotations[kubevirt.KeyNodeName] = p.node.Name
 	}
-	return testobj.MakePod(p.net.namespace, p.name).Node(p.node.Name).Running().Created(created).
-		Labels(map[string]string{kubevirt.LabelVM: vm}).Annotations(annotations).Obj()
+	o := testobj.MakePod(p.net.namespace, p.name).Node(p.node.Name).Running().Created(created).
+		Labels(map[string]string{kubevirt.LabelVM: vm, kubevirt.LabelVMName: vm}).Annotations(annotations).Obj()
+	o.UID = types.UID(p.uid())
+	return o
 }
 
 // startOwnPods starts the pods (startPods) and removes them when the test
@@ -134,15 +136,30 @@ func TestKubeVirtLiveMigration(t *testing.T) {
 	src := &pod{net: kv, name: "virt-launcher-vm1-src", node: x, index: 10, tunnelID: 20}
 	dst := &pod{net: kv, name: "virt-launcher-vm1-dst", node: y, index: 10, tunnelID: 21}
 	client := &pod{net: kv, name: "client", node: z, index: 5, tunnelID: 10}
-	ovnkPodPorts(t, c, src, client)
+	podPorts(t, c, client)
 	startOwnPods(t, c, client)
-	srcLauncher, err := c.AddLauncher(ctx, x, kv.namespace, src.name, src.port(), 0)
+	// The VM's pods in the API state every zone's live-migration and
+	// pod-port reconcilers read.
+	start := time.Now()
+	migrate := func(t *testing.T) {
+		t.Helper()
+		for _, zone := range c.Nodes {
+			state := apiState(t, c, kv)
+			reconcileAll(t, zone, podPortReconciler(t, zone, state), kv)
+			reconcileAll(t, zone, &migration.Reconciler{Client: state, OVN: ovnClient(t, zone), NodePerZone: true}, kv)
+		}
+	}
+	setPods(vmPodObject(t, src, vmName, x.Name, start, true))
+	migrate(t)
+	srcLauncher, err := c.AddLauncher(ctx, x, kv.namespace, src.name, src.port(), src.uid(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Afterwards the VM and both its pods are gone, as after the VM's
 	// deletion, so the test can run again.
 	t.Cleanup(func() {
+		dropPod(src.net.namespace, src.name)
+		dropPod(dst.net.namespace, dst.name)
 		for _, zone := range c.Nodes {
 			_, _ = zone.Nbctl("--if-exists", "lsp-del", src.port(), "--", "--if-exists", "lsp-del", dst.port())
 		}
@@ -162,20 +179,6 @@ func TestKubeVirtLiveMigration(t *testing.T) {
 	}
 	t.Cleanup(stopServer)
 	vmIP, vmMAC, gw := vm.Addresses.IPs[0].Addr(), vm.Addresses.MAC.String(), kv.gateway(false)
-
-	// The API state every zone's live-migration reconciler reads.
-	state := apiState(t, c, kv)
-	start := time.Now()
-	if err := state.Create(ctx, vmPodObject(t, src, vmName, x.Name, start, true)); err != nil {
-		t.Fatal(err)
-	}
-	migrate := func(t *testing.T) {
-		t.Helper()
-		for _, zone := range c.Nodes {
-			reconcileAll(t, zone, &migration.Reconciler{Client: state, OVN: ovnClient(t, zone), NodePerZone: true}, kv)
-		}
-	}
-	migrate(t)
 	settle(t, c)
 
 	reach(t, c, client, vmIP)
@@ -203,12 +206,9 @@ func TestKubeVirtLiveMigration(t *testing.T) {
 
 	// 1. The target pod comes up on node-b with the VM's addresses; its port
 	// is disabled until the domain is ready.
-	dstPort := dst.ovnkPort(t)
-	dstPort.Disabled = true
-	if err := c.WritePodPort(dstPort); err != nil {
-		t.Fatal(err)
-	}
-	dstLauncher, err := c.AddLauncher(ctx, y, kv.namespace, dst.name, dst.port(), 0)
+	setPods(vmPodObject(t, dst, vmName, x.Name, start.Add(time.Second), false))
+	migrate(t)
+	dstLauncher, err := c.AddLauncher(ctx, y, kv.namespace, dst.name, dst.port(), dst.uid(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,10 +216,6 @@ func TestKubeVirtLiveMigration(t *testing.T) {
 	if err := dstLauncher.WaitInstalled(ctx); err != nil {
 		t.Fatalf("%v\n%s", err, y.Logs(20))
 	}
-	if err := state.Create(ctx, vmPodObject(t, dst, vmName, x.Name, start.Add(time.Second), false)); err != nil {
-		t.Fatal(err)
-	}
-	migrate(t)
 	time.Sleep(500 * time.Millisecond)
 
 	// 2. Switch-over: the domain runs on node-b (its tap moves), KubeVirt
@@ -232,8 +228,11 @@ func TestKubeVirtLiveMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	running := vmPodObject(t, dst, vmName, x.Name, start.Add(time.Second), true)
-	if err := state.Update(ctx, running); err != nil {
-		t.Fatal(err)
+	running.Annotations[kubevirt.AnnotationMigrationTargetReady] = switchStart.UTC().Format(time.RFC3339)
+	setPods(running)
+	portReconcilers := make([]*pods.Reconciler, len(c.Nodes))
+	for i, zone := range c.Nodes {
+		portReconcilers[i] = podPortReconciler(t, zone, apiState(t, c, kv))
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(c.Nodes))
@@ -241,11 +240,11 @@ func TestKubeVirtLiveMigration(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := zone.Nbctl("lsp-set-enabled", dst.port(), "enabled", "--", "lsp-set-enabled", src.port(), "disabled"); err != nil {
-				errs[i] = err
+			if _, err := portReconcilers[i].Reconcile(ctx, nadRequest(kv)); err != nil {
+				errs[i] = fmt.Errorf("udnkit's pod-port reconciler in %s's zone: %w", zone.Name, err)
 				return
 			}
-			r := &migration.Reconciler{Client: state, OVN: ovnClient(t, zone), NodePerZone: true}
+			r := &migration.Reconciler{Client: portReconcilers[i].Client, OVN: ovnClient(t, zone), NodePerZone: true}
 			if _, err := r.Reconcile(ctx, nadRequest(kv)); err != nil {
 				errs[i] = fmt.Errorf("udnkit's live-migration reconciler in %s's zone: %w", zone.Name, err)
 			}
@@ -258,16 +257,12 @@ func TestKubeVirtLiveMigration(t *testing.T) {
 	switched := time.Since(switchStart)
 	time.Sleep(500 * time.Millisecond)
 
-	// 3. The source pod goes: its port in every zone, its namespace, its object.
-	for _, zone := range c.Nodes {
-		zone.NB().Must(t, "lsp-del", src.port())
-	}
+	// 3. The source pod goes: its namespace, its object (and with it its
+	// port in every zone).
 	if err := srcLauncher.Remove(); err != nil {
 		t.Fatal(err)
 	}
-	if err := state.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: src.net.namespace, Name: src.name}}); err != nil {
-		t.Fatal(err)
-	}
+	dropPod(src.net.namespace, src.name)
 	migrate(t)
 	time.Sleep(time.Second)
 

@@ -17,16 +17,8 @@ import (
 	"github.com/udnkit/udnkit/dataplane/controllers/multivtep"
 	"github.com/udnkit/udnkit/envtest/datapath"
 	"github.com/udnkit/udnkit/internal/testenv"
-	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 )
-
-// podObject is the pod as the API holds it for the dataplane: scheduled on
-// its node, running, with its k8s.ovn.org/pod-networks.
-func (p *pod) object(t *testing.T) *corev1.Pod {
-	t.Helper()
-	return testobj.MakePod(p.net.namespace, p.name).Node(p.node.Name).Running().Annotations(p.annotation(t)).Obj()
-}
 
 // programMultiVTEP runs udnkit's multi-VTEP reconciler in zone on state: its
 // first pass writes the remote ports, the next ones (once ovn-northd has
@@ -101,16 +93,11 @@ func TestMultiVTEP(t *testing.T) {
 	program(t, c, violet)
 	podA := &pod{net: violet, name: "pod-a", node: a, index: 5, tunnelID: 10}
 	podC := &pod{net: violet, name: "pod-c", node: cc, index: 6, tunnelID: 11, encapIP: vtep2.String()}
-	ovnkPodPorts(t, c, podA)
-	// pod-c's port in its own zone is OVN-Kubernetes'; in the others, a
-	// pod on a multi-VTEP node's remote port is udnkit's.
-	portC := podC.ovnkPort(t)
-	portC.LocalOnly = true
-	if err := c.WritePodPort(portC); err != nil {
-		t.Fatal(err)
-	}
-	startOwnPods(t, c, podA, podC)
-	// The API state: node-c with both encap IPs, the two pods.
+	// The API state: node-c with both encap IPs, the two pods. udnkit's
+	// pod-port reconciler writes pod-a's ports and pod-c's in its own zone;
+	// in the others, a pod on a multi-VTEP node's remote port is the
+	// multi-VTEP reconciler's.
+	setPods(podA.object(t), podC.object(t))
 	state := apiState(t, c, violet)
 	ctx := context.Background()
 	var nodeC corev1.Node
@@ -122,11 +109,10 @@ func TestMultiVTEP(t *testing.T) {
 	if err := state.Update(ctx, &nodeC); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []*pod{podA, podC} {
-		if err := state.Create(ctx, p.object(t)); err != nil {
-			t.Fatal(err)
-		}
+	for _, z := range c.Nodes {
+		reconcileAll(t, z, podPortReconciler(t, z, state), violet)
 	}
+	startOwnPods(t, c, podA, podC)
 	heal := func() {
 		for _, z := range []*datapath.Node{a, b} {
 			programMultiVTEP(t, z, state, violet)

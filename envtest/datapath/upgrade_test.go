@@ -320,3 +320,24 @@ func TestLayer2RollingUpgrade(t *testing.T) {
 		reachJoin(t, podX2, legacyY.joinIP())
 	})
 }
+
+// ovnkPodPorts adds the pods' logical switch ports in every zone as
+// OVN-Kubernetes' pod controller writes them (datapath.WritePodPort): on
+// the old topology, which OVN-Kubernetes programs, and in node-c's zone,
+// left to it throughout, the ports are its own.
+func ovnkPodPorts(t *testing.T, c *datapath.Cluster, pods ...*pod) {
+	t.Helper()
+	for _, p := range pods {
+		pn, err := podannotation.DecodePodNetwork(p.annotation(t), p.net.key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		port, err := datapath.PodPortOf(p.net.ovnk(), p.net.namespace, p.name, p.node, pn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WritePodPort(port); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
