@@ -228,9 +228,20 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				return 1
 			}
 		default:
-			fmt.Fprintf(stdout, "# %s (network %s): udnkit programs no OVN rows for %s %s networks\n",
-				identity(n.obj), n.name, n.spec.Role(), n.spec.Topology)
-			continue
+			d, ok, err := podlessSwitch(n, cfg, nextID)
+			if err != nil {
+				fmt.Fprintf(stderr, "udnctl plan: %s: %v\n", identity(n.obj), err)
+				return 1
+			}
+			if !ok {
+				fmt.Fprintf(stdout, "# %s (network %s): udnkit programs no OVN rows for %s %s networks before their pods attach\n",
+					identity(n.obj), n.name, n.spec.Role(), n.spec.Topology)
+				continue
+			}
+			if n.spec.Topology == udnv1.NetworkTopologyLayer2 {
+				nextID++
+			}
+			desired = d
 		}
 		if n.isPrimL2 && len(absent) > 0 && !notedAbsent {
 			notedAbsent = true

@@ -50,8 +50,10 @@ spec:
 			[]string{"policy 102 ip4.src == $a9172515569174888928 && ip4.dst == $a9172515569174888928 allow",
 				`address_set a9172515569174888928 addresses=["10.200.0.0/16" "10.201.0.0/16"]`, "policy 102 pkt.mark == 42 allow"},
 			map[string]int{"policy 102 ip4.src": 1, "policy 102": 2}},
-		{"Localnet has no udnkit rows", []string{"plan", "-f", filepath.Join(root, "cudn-localnet.yaml")}, 0,
-			[]string{"udnkit programs no OVN rows for Secondary Localnet networks"}, nil},
+		{"Localnet has its switch before any pod", []string{"plan", "-f", filepath.Join(root, "cudn-localnet.yaml")}, 0,
+			[]string{"piece localnet-switch", "switch cluster_udn_physnet.ext_ovn_localnet_switch other_config{subnet=192.0.2.0/24}",
+				`port cluster_udn_physnet.ext_ovn_localnet_port type=localnet addresses=["unknown"] options{network_name=physnet-ext}`},
+			map[string]int{"udnkit programs no OVN rows": 0}},
 		{"plan needs at least one node", []string{"plan", "-f", filepath.Join(root, "udn-layer2-primary.yaml"), "--nodes", "0"}, 2, nil, nil},
 	}
 	for _, c := range cases {
