@@ -42,6 +42,23 @@ func vmPodObject(t *testing.T, p *pod, vm, owner string, created time.Time, runn
 	return o
 }
 
+// vmLease renews the VM's lease from OVN's DHCP server (the ARP proxy
+// address) and checks it holds upstream's values: the VM's own address,
+// its network's gateway as router, lease 3500 s, MTU 1400.
+func vmLease(vm *datapath.VM, ip, gw netip.Addr, timeout time.Duration) error {
+	l, err := vm.DHCPRenew(ip, vm.Addresses.MAC, kubevirt.ARPProxyIPv4, timeout)
+	if err != nil {
+		return err
+	}
+	if l.Addr != ip || l.Addr4(netns.DHCPOptRouter) != gw || l.Uint(netns.DHCPOptLeaseTime) != kubevirt.DHCPLeaseTime ||
+		l.Addr4(netns.DHCPOptServerID) != kubevirt.ARPProxyIPv4 || l.Uint(netns.DHCPOptMTU) != uint32(ovnk.DefaultMTU) {
+		return fmt.Errorf("the VM's DHCP lease %s router %s lease %d s server %s MTU %d; want %s, %s, %d s, %s, %d",
+			l.Addr, l.Addr4(netns.DHCPOptRouter), l.Uint(netns.DHCPOptLeaseTime), l.Addr4(netns.DHCPOptServerID), l.Uint(netns.DHCPOptMTU),
+			ip, gw, kubevirt.DHCPLeaseTime, kubevirt.ARPProxyIPv4, ovnk.DefaultMTU)
+	}
+	return nil
+}
+
 // startOwnPods starts the pods (startPods) and removes them when the test
 // ends, so the test can run again on the same cluster (-count).
 func startOwnPods(t *testing.T, c *datapath.Cluster, pods ...*pod) {
@@ -182,6 +199,9 @@ func TestKubeVirtLiveMigration(t *testing.T) {
 	settle(t, c)
 
 	reach(t, c, client, vmIP)
+	if err := vmLease(vm, vmIP, gw, reachTimeout); err != nil {
+		t.Fatalf("on node-a: %v", err)
+	}
 	if err := vm.Reach(gw, reachTimeout); err != nil {
 		t.Fatal(err)
 	}
@@ -292,6 +312,25 @@ func TestKubeVirtLiveMigration(t *testing.T) {
 		// those still in flight.
 		if err := client.datapath.Reach(vmIP, reachTimeout); err != nil {
 			t.Fatal(err)
+		}
+	})
+	t.Run("the VM renews its address by DHCP from OVN on node-b", func(t *testing.T) {
+		if err := vmLease(vm, vmIP, gw, reachTimeout); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("mutation: without the target port's DHCP options OVN does not answer", func(t *testing.T) {
+		for _, zone := range c.Nodes {
+			zone.NB().Must(t, "clear", "Logical_Switch_Port", dst.port(), "dhcpv4_options")
+		}
+		settle(t, c)
+		if err := vmLease(vm, vmIP, gw, 3*time.Second); err == nil {
+			t.Fatal("the VM renewed its lease with its port's dhcpv4_options cleared")
+		}
+		migrate(t)
+		settle(t, c)
+		if err := vmLease(vm, vmIP, gw, reachTimeout); err != nil {
+			t.Fatalf("after udnkit's reconcile: %v", err)
 		}
 	})
 	t.Run("the VM keeps its IP and MAC", func(t *testing.T) {

@@ -210,8 +210,18 @@ func TestLayer2RollingUpgrade(t *testing.T) {
 	if err := c.RemovePod(podX.datapath); err != nil {
 		t.Fatal(err)
 	}
-	if err := state.Delete(ctx, running(podX)); err != nil {
+	// Drained: no pod of any network runs on node-a any more (the API
+	// state holds other tests' pods too).
+	var all corev1.PodList
+	if err := state.List(ctx, &all); err != nil {
 		t.Fatal(err)
+	}
+	for i := range all.Items {
+		if p := &all.Items[i]; p.Spec.NodeName == x.Name {
+			if err := state.Delete(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	moveStart := time.Now()
 	reconcileZone(t, x)
