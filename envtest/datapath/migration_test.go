@@ -46,15 +46,15 @@ func vmPodObject(t *testing.T, p *pod, vm, owner string, created time.Time, runn
 // address) and checks it holds upstream's values: the VM's own address,
 // its network's gateway as router, lease 3500 s, MTU 1400.
 func vmLease(vm *datapath.VM, ip, gw netip.Addr, timeout time.Duration) error {
-	l, err := vm.DHCPRenew(ip, vm.Addresses.MAC, kubevirt.ARPProxyIPv4, timeout)
+	l, err := vm.DHCPRenew(ip, vm.Addresses.MAC, ovnk.KubeVirtARPProxyIPv4, timeout)
 	if err != nil {
 		return err
 	}
-	if l.Addr != ip || l.Addr4(netns.DHCPOptRouter) != gw || l.Uint(netns.DHCPOptLeaseTime) != kubevirt.DHCPLeaseTime ||
-		l.Addr4(netns.DHCPOptServerID) != kubevirt.ARPProxyIPv4 || l.Uint(netns.DHCPOptMTU) != uint32(ovnk.DefaultMTU) {
+	if l.Addr != ip || l.Addr4(netns.DHCPOptRouter) != gw || l.Uint(netns.DHCPOptLeaseTime) != ovnk.KubeVirtDHCPLeaseTime ||
+		l.Addr4(netns.DHCPOptServerID) != ovnk.KubeVirtARPProxyIPv4 || l.Uint(netns.DHCPOptMTU) != uint32(ovnk.DefaultMTU) {
 		return fmt.Errorf("the VM's DHCP lease %s router %s lease %d s server %s MTU %d; want %s, %s, %d s, %s, %d",
 			l.Addr, l.Addr4(netns.DHCPOptRouter), l.Uint(netns.DHCPOptLeaseTime), l.Addr4(netns.DHCPOptServerID), l.Uint(netns.DHCPOptMTU),
-			ip, gw, kubevirt.DHCPLeaseTime, kubevirt.ARPProxyIPv4, ovnk.DefaultMTU)
+			ip, gw, ovnk.KubeVirtDHCPLeaseTime, ovnk.KubeVirtARPProxyIPv4, ovnk.DefaultMTU)
 	}
 	return nil
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology/base"
 	"github.com/udnkit/udnkit/ovnk"
-	"github.com/udnkit/udnkit/ovnk/kubevirt"
 )
 
 // PolicyPriorityLiveMigration is the priority of the reroute policy that sends
@@ -55,8 +54,8 @@ type VMDHCP struct {
 // server the ARP proxy's link-local addresses with their derived MACs
 // (kubevirt/dhcp.go ComposeDHCPv4Options, ComposeDHCPv6Options).
 func UpstreamVMDHCP(mtu int, dns []netip.Addr) VMDHCP {
-	return VMDHCP{LeaseTime: kubevirt.DHCPLeaseTime, ServerID: kubevirt.ARPProxyIPv4,
-		ServerMAC: ovnk.MACFromIP(kubevirt.ARPProxyIPv4).String(), ServerMACv6: ovnk.MACFromIP(kubevirt.ARPProxyIPv6).String(),
+	return VMDHCP{LeaseTime: ovnk.KubeVirtDHCPLeaseTime, ServerID: ovnk.KubeVirtARPProxyIPv4,
+		ServerMAC: ovnk.MACFromIP(ovnk.KubeVirtARPProxyIPv4).String(), ServerMACv6: ovnk.MACFromIP(ovnk.KubeVirtARPProxyIPv6).String(),
 		DNSServers: dns, MTU: mtu}
 }
 
