@@ -21,7 +21,8 @@ import (
 // dual-stack primary Layer2 network ns1_tenant-blue, whose switch and
 // management port the Layer2 controller writes; a dual-stack primary
 // Layer3 network ns2_tenant-green, whose node switch and management port
-// OVN-Kubernetes' Layer3 topology holds (created here with ovn-nbctl).
+// the Layer3 controller writes (the policy defaults wait for udnkit's
+// topology of a network: where OVN-Kubernetes programs it, it writes them).
 const (
 	greenNet    = "ns2_tenant-green"
 	greenSwitch = "ns2_tenant.green_node-a"
@@ -45,11 +46,9 @@ func policyStack(t *testing.T, egressIP bool) (*stack, *nadv1.NetworkAttachmentD
 	if _, err := Setup(s.ctx, s.mgr, o); err != nil {
 		t.Fatal(err)
 	}
-	s.nbctl("ls-add", greenSwitch)
-	s.nbctl("lsp-add", greenSwitch, greenMgmt)
 	s.start()
 	s.create(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", Annotations: map[string]string{
-		ovnk.AnnotationNodeID: "2", ovnk.AnnotationLayer2TopologyVersion: "2.0",
+		ovnk.AnnotationNodeID: "2", ovnk.AnnotationLayer2TopologyVersion: "2.0", ovnk.AnnotationNodeChassisID: "chassis-node-a",
 		ovnk.AnnotationL3GatewayConfig: strings.ReplaceAll(node1Gateway, "node1", "node-a"),
 		ovnk.AnnotationNodeSubnets: `{"default":["10.244.2.0/24","fd00:10:244:3::/64"],` +
 			`"ns2_tenant-green":["10.200.1.0/24","2001:db8:200:2::/64"]}`,
@@ -160,10 +159,11 @@ func TestPolicyDefaultsFromAPIState(t *testing.T) {
 	if err := s.c.Delete(s.ctx, nad); err != nil {
 		t.Fatal(err)
 	}
+	// (the Layer3 topology's node switch goes with the network, its ACLs with it)
 	s.eventually("the Layer3 network's rows gone, the Layer2 network's and the zone's kept", func() bool {
 		return slices.Equal(s.column("Port_Group", "name"), groups(blueNet)) &&
 			len(s.column("ACL", "_uuid")) == 9 && len(s.column("QoS", "_uuid")) == 2 && len(s.column("Address_Set", "name")) == 8 &&
-			s.nbctl("acl-list", greenSwitch) == "" && mine(blueRouter, blueJoin4, blueJoin6)
+			len(s.column("Logical_Switch", "name", "name="+greenSwitch)) == 0 && mine(blueRouter, blueJoin4, blueJoin6)
 	})
 }
 
