@@ -35,6 +35,12 @@ func (c *Client) PieceNetworks(topology, piece string) []string {
 	return c.eng.PieceNetworks(topology, piece)
 }
 
+// PieceHasNetwork says whether the network owns any Northbound row of a
+// topology piece: PieceNetworks for one network, a map look-up per table.
+func (c *Client) PieceHasNetwork(topology, piece, network string) bool {
+	return c.eng.PieceHasNetwork(topology, piece, network)
+}
+
 // OnResync sets what the client calls, from its own goroutine, when the
 // Northbound database no longer holds networks' rows as udnkit wrote them;
 // set it before Connect.

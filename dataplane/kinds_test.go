@@ -3,6 +3,7 @@ package dataplane
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -44,6 +45,7 @@ func TestRealSwitchACLsAndQoS(t *testing.T) {
 		"to-lport 1001 (ip4.src == 10.0.0.1) allow-related [after-lb]",
 	}
 	wantLines(t, "acl-list", e.nbctl("acl-list", "kinds_s"), wantACLs...)
+	hasPiece(t, e, true)
 	wantLines(t, "qos-list", e.nbctl("qos-list", "kinds_s"), "from-lport 100 (ip4.src == 10.0.0.0/24) dscp=10")
 	if n := e.apply(d()); n != 0 {
 		t.Errorf("the second Apply sent %d operations, want 0", n)
@@ -54,6 +56,21 @@ func TestRealSwitchACLsAndQoS(t *testing.T) {
 	e.apply(&rows.Desired{Owner: kindsOwner})
 	wantLines(t, "ACLs and QoS rules after the piece's removal", e.nbctl("--data=bare", "--no-headings", "--columns=_uuid", "list", "ACL")+
 		e.nbctl("--data=bare", "--no-headings", "--columns=_uuid", "list", "QoS"))
+	hasPiece(t, e, false)
+}
+
+// hasPiece checks PieceHasNetwork for kindsOwner against want and against
+// PieceNetworks, whose one-network answer it is.
+func hasPiece(t *testing.T, e *env, want bool) {
+	t.Helper()
+	o := kindsOwner
+	listed := slices.Contains(e.c.PieceNetworks(o.Topology, o.Piece), o.Network)
+	if got := e.c.PieceHasNetwork(o.Topology, o.Piece, o.Network); got != want || listed != want {
+		t.Errorf("PieceHasNetwork = %v, PieceNetworks lists it: %v; want %v", got, listed, want)
+	}
+	if e.c.PieceHasNetwork(o.Topology, o.Piece, "another") || e.c.PieceHasNetwork(o.Topology, "another-piece", o.Network) {
+		t.Error("PieceHasNetwork says yes for another network or piece")
+	}
 }
 
 // A port group holds the piece's ports (inserted with it, even when the

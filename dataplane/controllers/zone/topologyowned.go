@@ -2,7 +2,6 @@ package zone
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -34,7 +33,7 @@ func WaitForTopology(ctx context.Context, ovn *dataplane.Client, network, topolo
 	default:
 		return reconcile.Result{}, false
 	}
-	if slices.Contains(ovn.PieceNetworks(topology, piece), network) {
+	if ovn.PieceHasNetwork(topology, piece, network) {
 		return reconcile.Result{}, false
 	}
 	log.FromContext(ctx).V(1).Info("waiting for udnkit's topology of the network in this zone", "network", network, "piece", piece)

@@ -324,3 +324,10 @@ func (e *Engine) PieceNetworks(topology, piece string) []string {
 	defer e.Index.Read(e.NB)()
 	return e.Index.Networks(topology, piece, indexedTables...)
 }
+
+// PieceHasNetwork says whether the network owns any Northbound row of a
+// topology piece (PieceNetworks for one network).
+func (e *Engine) PieceHasNetwork(topology, piece, network string) bool {
+	defer e.Index.Read(e.NB)()
+	return e.Index.HasNetwork(topology, piece, network, indexedTables...)
+}

@@ -532,6 +532,17 @@ func (ix *Index) Networks(topology, piece string, tables ...string) []string {
 	return slices.Compact(out)
 }
 
+// HasNetwork says whether the network owns a row of a topology piece in one
+// of the tables: Networks' answer for one network, without listing them all.
+func (ix *Index) HasNetwork(topology, piece, network string, tables ...string) bool {
+	for _, t := range tables {
+		if _, ok := ix.pieces[t][[2]string{topology, piece}][network]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 func mark(m map[string]map[string]uuidSet, table, key, uuid string, add bool) {
 	if key == "" {
 		return
