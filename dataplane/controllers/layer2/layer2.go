@@ -306,9 +306,6 @@ func (r *Reconciler) apply(ctx context.Context, net topology.Layer2Network) (wai
 	return waiting, err
 }
 
-// ReasonInvalidGatewayConfig is zone.ReasonInvalidGatewayConfig.
-const ReasonInvalidGatewayConfig = zone.ReasonInvalidGatewayConfig
-
 // nodeGateway is zone.NodeGateway with the reconciler's recorder.
 func (r *Reconciler) nodeGateway(ctx context.Context, node *corev1.Node) *ovnk.L3GatewayConfig {
 	return zone.NodeGateway(ctx, r.Recorder, node)
