@@ -32,7 +32,7 @@ var dataplaneLayers = [][]string{
 	{"dataplane/nbdb", "dataplane/sbdb", "dataplane/ovsdbserver"},
 	{"dataplane/internal/schema"},
 	{"dataplane/rows"},
-	{"dataplane/internal/ovsconn", "dataplane/internal/index"},
+	{"dataplane/internal/ovsconn", "dataplane/internal/index", "dataplane/internal/plan/refs"},
 	{"dataplane/internal/plan"},
 	{"dataplane/internal/txn"},
 	{"dataplane/internal/engine"},

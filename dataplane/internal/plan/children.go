@@ -2,12 +2,12 @@ package plan
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 
 	"github.com/ovn-kubernetes/libovsdb/model"
 
 	"github.com/udnkit/udnkit/dataplane/internal/index"
+	"github.com/udnkit/udnkit/dataplane/internal/plan/refs"
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 )
 
@@ -83,7 +83,7 @@ func children[T any, PT interface {
 		k := sp.Key(d)
 		ex, ok := existing[k]
 		if ok && ex.claimed || !ok && created[k] {
-			return nil, nil, duplicateRows(sp.Table, k)
+			return nil, nil, refs.DuplicateRows(sp.Table, k)
 		}
 		shared := p.stamp(sp.IDs(d))
 		if !ok {
@@ -126,11 +126,6 @@ func (p *Planner) removing(table string, uuids []string) []string {
 		}
 	}
 	return uuids
-}
-
-// duplicateRows is the refusal of two desired rows with one identity.
-func duplicateRows(table, key string) error {
-	return fmt.Errorf("desired rows: two %s rows with the same identity %q", table, key)
 }
 
 // kids plans the children of one desired child row (a router port's

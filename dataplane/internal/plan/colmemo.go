@@ -5,6 +5,7 @@ import (
 
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/udnkit/udnkit/dataplane/internal/index"
+	"github.com/udnkit/udnkit/dataplane/internal/plan/refs"
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 )
 
@@ -190,7 +191,7 @@ func rememberedChildren[T any, PT interface {
 		k := sp.Key(d)
 		ex := cm.ByKey[k]
 		if ex != nil && ex.epoch == epoch || ex == nil && created[k] {
-			return nil, nil, duplicateRows(sp.Table, k)
+			return nil, nil, refs.DuplicateRows(sp.Table, k)
 		}
 		if ex == nil {
 			p.stamp(sp.IDs(d))

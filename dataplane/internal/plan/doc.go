@@ -22,7 +22,10 @@
 // resolved to the named UUID of an insert of the same plan or to the
 // cached row's UUID; a name that is neither fails the plan. Static MAC
 // bindings have no external_ids either: a binding is the piece's when its
-// logical_port is one of the piece's router ports.
+// logical_port is one of the piece's router ports. Package refs plans
+// these rows the piece names rather than holds (zone rows, members,
+// bindings) for the plan; this package diffs routers, switches, port
+// groups, their children and root rows.
 //
 // Invariants:
 //   - One diff, two implementations that must agree: children reads every

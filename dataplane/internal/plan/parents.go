@@ -37,7 +37,7 @@ func (p *Planner) routers(desired []rows.Router) error {
 		ds[i] = desiredParent[nbdb.LogicalRouter]{row: d.Row, ref: d.Ref, shared: d.Shared,
 			children: func(cur, row *nbdb.LogicalRouter, ref bool) (colMuts, error) {
 				mut := colMuts{}
-				ins, rem, err := p.lbGroupRefs("logical router", d.Row.Name, d.LoadBalancerGroups, cur.LoadBalancerGroup, ref)
+				ins, rem, err := p.refs.LBGroupRefs("logical router", d.Row.Name, d.LoadBalancerGroups, cur.LoadBalancerGroup, ref)
 				mut[&row.LoadBalancerGroup] = &[2][]string{ins, rem}
 				if err == nil {
 					err = diffColumn(p, schema.LogicalRouterPort, cur.UUID, cur.Ports, d.Ports, &row.Ports, mut, p.portKids(d))
@@ -54,7 +54,7 @@ func (p *Planner) routers(desired []rows.Router) error {
 				return mut, err
 			}}
 		if d.Copp != nil && !d.Ref {
-			u, err := p.copp(d.Copp)
+			u, err := p.refs.Copp(d.Copp)
 			if err != nil {
 				return err
 			}
@@ -72,11 +72,11 @@ func (p *Planner) switches(desired []rows.Switch) error {
 		ds[i] = desiredParent[nbdb.LogicalSwitch]{row: d.Row, ref: d.Ref, shared: d.Shared,
 			children: func(cur, row *nbdb.LogicalSwitch, ref bool) (colMuts, error) {
 				mut := colMuts{}
-				ins, rem, err := p.lbGroupRefs("logical switch", d.Row.Name, d.LoadBalancerGroups, cur.LoadBalancerGroup, ref)
+				ins, rem, err := p.refs.LBGroupRefs("logical switch", d.Row.Name, d.LoadBalancerGroups, cur.LoadBalancerGroup, ref)
 				mut[&row.LoadBalancerGroup] = &[2][]string{ins, rem}
 				if err == nil {
 					var ports []nbdb.LogicalSwitchPort
-					if ports, err = p.portDHCP(d); err == nil {
+					if ports, err = p.refs.PortDHCP(d); err == nil {
 						err = diffColumn(p, schema.LogicalSwitchPort, cur.UUID, cur.Ports, ports, &row.Ports, mut, nil)
 					}
 				}

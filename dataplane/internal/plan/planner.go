@@ -13,6 +13,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
 	"github.com/udnkit/udnkit/dataplane/internal/index"
+	"github.com/udnkit/udnkit/dataplane/internal/plan/refs"
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/rows"
 )
@@ -45,15 +46,8 @@ type Planner struct {
 	// inserted: the named UUIDs of the children the plan inserts, by
 	// table and key (a port group's new ports).
 	inserted map[[2]string]string
-	// dhcp: the UUIDs of the piece's DHCP options (found or inserted), by
-	// rows.DHCPKey.
-	dhcp map[string]string
-	// lbs: the UUIDs of the piece's load balancers (found or inserted), by name.
-	lbs map[string]string
-	// newLBs: the named UUIDs of the load balancers the plan inserts.
-	newLBs map[string]bool
-	// copps: the UUIDs of the zone's COPPs the plan found or inserts, by name.
-	copps map[string]string
+	// refs resolves the rows the piece names rather than holds.
+	refs *refs.Resolver
 	// Zone says the plan inserts zone rows (package schema), which another
 	// network's concurrent Apply may be inserting too.
 	Zone bool
@@ -209,33 +203,36 @@ func against(api client.Client, ix *index.Index, d *rows.Desired, memo *Memo, in
 }
 
 func newPlanWith(api client.Client, d *rows.Desired, memo *Memo, ix, links *index.Index, strict bool) (*Planner, error) {
-	p := &Planner{api: api, owner: d.Owner, memo: memo, ix: ix, links: links, strict: strict, copps: map[string]string{},
+	p := &Planner{api: api, owner: d.Owner, memo: memo, ix: ix, links: links, strict: strict,
 		inserted: map[[2]string]string{}}
+	p.refs = refs.New(host{p}, d.Owner)
 	if memo != nil {
 		if memo.ids == nil {
 			memo.ids = d.Owner.IDs()
 		}
 		p.ownerIDs = memo.ids
 	}
-	if err := p.meters(d.Meters); err != nil {
+	if err := p.refs.Meters(d.Meters); err != nil {
 		return nil, err
 	}
-	if err := p.loadBalancers(d.LoadBalancers); err != nil {
+	if err := roots(p, schema.LoadBalancer, d.LoadBalancers); err != nil {
 		return nil, err
 	}
-	if err := p.lbGroups(d.LoadBalancerGroups); err != nil {
+	p.refs.LoadBalancers()
+	if err := p.refs.LBGroups(d.LoadBalancerGroups); err != nil {
 		return nil, err
 	}
-	if err := p.dhcpOptions(d.DHCPOptions); err != nil {
+	if err := roots(p, schema.DHCPOptions, d.DHCPOptions); err != nil {
 		return nil, err
 	}
+	p.refs.DHCPOptions()
 	if err := p.routers(d.Routers); err != nil {
 		return nil, err
 	}
 	if err := p.switches(d.Switches); err != nil {
 		return nil, err
 	}
-	if err := p.macBindings(d.StaticMACBindings); err != nil {
+	if err := p.refs.MACBindings(d.StaticMACBindings); err != nil {
 		return nil, err
 	}
 	if err := p.portGroups(d.PortGroups); err != nil {

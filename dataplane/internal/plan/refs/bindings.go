@@ -1,29 +1,28 @@
-package plan
+package refs
 
 import (
 	"fmt"
 	"maps"
 	"slices"
 
-	"github.com/udnkit/udnkit/dataplane/internal/index"
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 )
 
-// macBindings diffs the piece's static MAC bindings: those whose
+// MACBindings diffs the piece's static MAC bindings: those whose
 // logical_port names one of the piece's router ports (the table has no
 // external_ids). It runs after the routers, whose new ports it knows.
-func (p *Planner) macBindings(desired []nbdb.StaticMACBinding) error {
+func (r *Resolver) MACBindings(desired []nbdb.StaticMACBinding) error {
 	sp := schema.StaticMACBinding
-	if len(desired) == 0 && p.ix != nil && len(p.ix.Scan(nbdb.LogicalRouterPortTable, p.owner.Network, nil, false)) == 0 {
+	if len(desired) == 0 && r.h.Indexed() && len(r.h.Scan(nbdb.LogicalRouterPortTable, nil)) == 0 {
 		return nil // no router port of the network: no binding of the piece
 	}
 	current := map[string]*nbdb.StaticMACBinding{}
 	var gone []string
-	rows := p.rows(sp.Table)
+	rows := r.h.Rows(sp.Table)
 	for _, u := range slices.Sorted(maps.Keys(rows)) {
 		b := rows[u].(*nbdb.StaticMACBinding)
-		if !p.ownsRouterPort(b.LogicalPort) {
+		if !r.ownsRouterPort(b.LogicalPort) {
 			continue
 		}
 		if _, dup := current[sp.Key(b)]; dup {
@@ -35,24 +34,24 @@ func (p *Planner) macBindings(desired []nbdb.StaticMACBinding) error {
 	for i := range desired {
 		d := desired[i]
 		k := sp.Key(&d)
-		if !p.ownsRouterPort(d.LogicalPort) {
+		if !r.ownsRouterPort(d.LogicalPort) {
 			return fmt.Errorf("static MAC binding %s: logical port %q is not a router port of the piece", d.IP, d.LogicalPort)
 		}
 		ex, ok := current[k]
 		if ex == nil && ok {
-			return duplicateRows(sp.Table, k)
+			return DuplicateRows(sp.Table, k)
 		}
 		current[k] = nil // claimed
 		if !ok {
-			d.UUID = p.name()
-			if err := p.add(p.api.Create(&d)); err != nil {
+			d.UUID = r.h.NewUUID()
+			if err := r.h.Add(r.h.API().Create(&d)); err != nil {
 				return err
 			}
 			continue
 		}
 		if !schema.SameFields(sp.Fields(&d, nil), sp.Fields(ex, nil)) {
 			d.UUID = ex.UUID
-			if err := p.add(p.api.Where(ex).Update(&d, sp.Fields(&d, nil)...)); err != nil {
+			if err := r.h.Add(r.h.API().Where(ex).Update(&d, sp.Fields(&d, nil)...)); err != nil {
 				return err
 			}
 		}
@@ -64,8 +63,8 @@ func (p *Planner) macBindings(desired []nbdb.StaticMACBinding) error {
 	}
 	slices.Sort(gone)
 	for _, u := range gone {
-		p.Gone = append(p.Gone, index.RowRef{Table: sp.Table, UUID: u})
-		if err := p.add(p.api.Where(&nbdb.StaticMACBinding{UUID: u}).Delete()); err != nil {
+		r.h.NoteGone(sp.Table, u)
+		if err := r.h.Add(r.h.API().Where(&nbdb.StaticMACBinding{UUID: u}).Delete()); err != nil {
 			return err
 		}
 	}
@@ -74,13 +73,13 @@ func (p *Planner) macBindings(desired []nbdb.StaticMACBinding) error {
 
 // ownsRouterPort says whether a router port, by name, is the piece's: one
 // the plan inserts or a cached one the piece owns.
-func (p *Planner) ownsRouterPort(name string) bool {
-	if p.inserted[[2]string{nbdb.LogicalRouterPortTable, name}] != "" {
+func (r *Resolver) ownsRouterPort(name string) bool {
+	if r.h.Inserted(nbdb.LogicalRouterPortTable, name) != "" {
 		return true
 	}
-	_, m, err := p.api.Cache().Table(nbdb.LogicalRouterPortTable).RowByModel(&nbdb.LogicalRouterPort{Name: name})
+	_, m, err := r.h.API().Cache().Table(nbdb.LogicalRouterPortTable).RowByModel(&nbdb.LogicalRouterPort{Name: name})
 	if err != nil || m == nil {
 		return false
 	}
-	return p.owner.Owns(m.(*nbdb.LogicalRouterPort).ExternalIDs, m)
+	return r.owner.Owns(m.(*nbdb.LogicalRouterPort).ExternalIDs, m)
 }

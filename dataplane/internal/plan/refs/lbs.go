@@ -1,4 +1,4 @@
-package plan
+package refs
 
 import (
 	"fmt"
@@ -7,45 +7,38 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
-	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
 )
 
-// loadBalancers plans the piece's load balancers (root rows, by name) and
-// notes the UUID of each desired one, for the groups that hold them.
-func (p *Planner) loadBalancers(desired []nbdb.LoadBalancer) error {
-	if err := roots(p, schema.LoadBalancer, desired); err != nil {
-		return err
-	}
-	p.lbs = map[string]string{}
-	for _, u := range p.scan(nbdb.LoadBalancerTable, nil, false) {
-		if m := p.row(nbdb.LoadBalancerTable, u); m != nil {
+// LoadBalancers notes, once the plan diffed the piece's load balancers
+// (root rows, by name), the UUID of each, for the groups that hold them.
+func (r *Resolver) LoadBalancers() {
+	r.lbs = map[string]string{}
+	for _, u := range r.h.Scan(nbdb.LoadBalancerTable, nil) {
+		if m := r.h.Row(nbdb.LoadBalancerTable, u); m != nil {
 			lb := m.(*nbdb.LoadBalancer)
-			if p.owner.Owns(lb.ExternalIDs, m) {
-				p.lbs[lb.Name] = u
+			if r.owner.Owns(lb.ExternalIDs, m) {
+				r.lbs[lb.Name] = u
 			}
 		}
 	}
-	p.newLBs = map[string]bool{}
-	for name, u := range p.inserted {
-		if name[0] == nbdb.LoadBalancerTable {
-			p.lbs[name[1]] = u
-			p.newLBs[u] = true
-		}
+	r.newLBs = map[string]bool{}
+	for name, u := range r.h.InsertedIn(nbdb.LoadBalancerTable) {
+		r.lbs[name] = u
+		r.newLBs[u] = true
 	}
-	return nil
 }
 
-// lbGroups plans the load balancer groups (zone rows, by name): a missing
+// LBGroups plans the load balancer groups (zone rows, by name): a missing
 // one is inserted with its load balancers (a Ref one is refused); an
 // existing one gains the desired load balancers it lacks and loses the
 // piece's others.
-func (p *Planner) lbGroups(desired []rows.LoadBalancerGroup) error {
+func (r *Resolver) LBGroups(desired []rows.LoadBalancerGroup) error {
 	for _, g := range desired {
 		want := make([]string, 0, len(g.LoadBalancers))
 		for _, name := range g.LoadBalancers {
-			u, ok := p.lbs[name]
+			u, ok := r.lbs[name]
 			if !ok {
 				return fmt.Errorf("load balancer group %q: load balancer %q is not one of the desired load balancers", g.Row.Name, name)
 			}
@@ -53,7 +46,7 @@ func (p *Planner) lbGroups(desired []rows.LoadBalancerGroup) error {
 				want = append(want, u)
 			}
 		}
-		u := p.zoneRow(nbdb.LoadBalancerGroupTable, g.Row.Name)
+		u := r.zoneRow(nbdb.LoadBalancerGroupTable, g.Row.Name)
 		if u == "" {
 			if g.Ref {
 				return fmt.Errorf("load balancer group %q not found: it is created by another piece and must exist first", g.Row.Name)
@@ -62,41 +55,41 @@ func (p *Planner) lbGroups(desired []rows.LoadBalancerGroup) error {
 			// balancers the plan inserts join the group by a mutation.
 			var existing, inserted []string
 			for _, lb := range want {
-				if p.newLBs[lb] {
+				if r.newLBs[lb] {
 					inserted = append(inserted, lb)
 				} else {
 					existing = append(existing, lb)
 				}
 			}
-			row := nbdb.LoadBalancerGroup{UUID: p.name(), Name: g.Row.Name, LoadBalancer: existing}
-			p.Zone = true
-			p.inserted[[2]string{nbdb.LoadBalancerGroupTable, row.Name}] = row.UUID
-			if err := p.add(p.api.Create(&row)); err != nil {
+			row := nbdb.LoadBalancerGroup{UUID: r.h.NewUUID(), Name: g.Row.Name, LoadBalancer: existing}
+			r.h.MarkZone()
+			r.h.NoteInserted(nbdb.LoadBalancerGroupTable, row.Name, row.UUID)
+			if err := r.h.Add(r.h.API().Create(&row)); err != nil {
 				return err
 			}
-			if err := p.mutateSet(&nbdb.LoadBalancerGroup{UUID: row.UUID}, inserted, nil); err != nil {
+			if err := r.mutateSet(&nbdb.LoadBalancerGroup{UUID: row.UUID}, inserted, nil); err != nil {
 				return err
 			}
 			continue
 		}
-		cur := p.row(nbdb.LoadBalancerGroupTable, u).(*nbdb.LoadBalancerGroup)
-		ins, rem := memberDiff(want, cur.LoadBalancer, p.ownedIn(nbdb.LoadBalancerTable))
-		if err := p.mutateSet(&nbdb.LoadBalancerGroup{UUID: u}, ins, rem); err != nil {
+		cur := r.h.Row(nbdb.LoadBalancerGroupTable, u).(*nbdb.LoadBalancerGroup)
+		ins, rem := memberDiff(want, cur.LoadBalancer, r.h.OwnedIn(nbdb.LoadBalancerTable))
+		if err := r.mutateSet(&nbdb.LoadBalancerGroup{UUID: u}, ins, rem); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// lbGroupRefs diffs a router's or switch's load_balancer_group column
+// LBGroupRefs diffs a router's or switch's load_balancer_group column
 // (current) against the groups the piece names: the missing ones are
 // added; on a row the piece owns (ref false) the others are taken out.
-func (p *Planner) lbGroupRefs(kind, name string, names, current []string, ref bool) (insert, remove []string, err error) {
+func (r *Resolver) LBGroupRefs(kind, name string, names, current []string, ref bool) (insert, remove []string, err error) {
 	want := make([]string, 0, len(names))
 	for _, n := range names {
-		u := p.inserted[[2]string{nbdb.LoadBalancerGroupTable, n}]
+		u := r.h.Inserted(nbdb.LoadBalancerGroupTable, n)
 		if u == "" {
-			u = p.zoneRow(nbdb.LoadBalancerGroupTable, n)
+			u = r.zoneRow(nbdb.LoadBalancerGroupTable, n)
 		}
 		if u == "" {
 			return nil, nil, fmt.Errorf("%s %q: load balancer group %q not found", kind, name, n)
@@ -127,7 +120,7 @@ func memberDiff(want, current []string, owned func(string) bool) (insert, remove
 
 // mutateSet mutates a load balancer group's load balancers, by the
 // group's UUID (nothing when nothing changes).
-func (p *Planner) mutateSet(row *nbdb.LoadBalancerGroup, insert, remove []string) error {
+func (r *Resolver) mutateSet(row *nbdb.LoadBalancerGroup, insert, remove []string) error {
 	col := &row.LoadBalancer
 	var mutations []model.Mutation
 	if len(remove) > 0 {
@@ -139,5 +132,5 @@ func (p *Planner) mutateSet(row *nbdb.LoadBalancerGroup, insert, remove []string
 	if len(mutations) == 0 {
 		return nil
 	}
-	return p.mutate(row, row, mutations)
+	return r.h.Mutate(row, row, mutations)
 }
