@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/udnkit/udnkit/dataplane/internal/nbtest"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
@@ -117,6 +118,48 @@ func TestRealPortGroup(t *testing.T) {
 	if got := e.nbctl("--data=bare", "--no-headings", "--columns=name", "list", "Port_Group") + e.nbctl("--data=bare", "--no-headings", "--columns=_uuid", "list", "ACL"); got != "" {
 		t.Errorf("port groups and ACLs after the piece's removal: %q", got)
 	}
+}
+
+// A port group naming a port another writer owns, against a real
+// ovsdb-server: the Apply succeeds without it while it does not exist;
+// ovn-nbctl creating it makes the client add it with no new Apply; deleting
+// it takes it out of the group, and the next Apply succeeds.
+func TestRealPortGroupMemberOfAnotherWriter(t *testing.T) {
+	e := newEnv(t)
+	d := func() *rows.Desired {
+		return &rows.Desired{Owner: kindsOwner,
+			Switches: []rows.Switch{{Row: nbdb.LogicalSwitch{Name: "kinds_s"},
+				Ports: []nbdb.LogicalSwitchPort{{Name: "kinds_p", Addresses: []string{"unknown"}}}}},
+			PortGroups: []rows.PortGroup{{Row: nbdb.PortGroup{Name: "kinds_pg"}, Ports: []string{"kinds_p", "pod_p"}}}}
+	}
+	e.apply(d())
+	members := func(what string, want ...string) {
+		t.Helper()
+		var got []string
+		for range 150 {
+			got = nil
+			for _, u := range strings.Fields(e.nbctl("--data=bare", "--no-headings", "--columns=ports", "list", "Port_Group", "kinds_pg")) {
+				got = append(got, e.nbctl("get", "Logical_Switch_Port", u, "name"))
+			}
+			slices.Sort(got)
+			if slices.Equal(got, want) {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Fatalf("%s: port group kinds_pg holds %q, want %q", what, got, want)
+	}
+	members("the pod port missing", "kinds_p")
+	e.nbctl("ls-add", "pod_s", "--", "lsp-add", "pod_s", "pod_p")
+	members("the pod port created by another client", "kinds_p", "pod_p")
+	if n := e.apply(d()); n != 0 {
+		t.Errorf("an Apply once the port was added sent %d operations, want 0", n)
+	}
+	e.nbctl("lsp-del", "pod_p")
+	members("the pod port deleted by another client", "kinds_p")
+	e.apply(d())
+	e.nbctl("lsp-add", "pod_s", "pod_p")
+	members("the pod port created again", "kinds_p", "pod_p")
 }
 
 // A zone meter the piece's ACLs name is what ovn-nbctl meter-list shows,

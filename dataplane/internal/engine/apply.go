@@ -75,6 +75,9 @@ func (e *Engine) ApplyUnless(ctx context.Context, d *rows.Desired, unless func(c
 		p, err = e.NewPlan(d)
 	}
 	step("plan")
+	if err == nil {
+		e.healing.members.planned(d, p.MemberPorts(), e.portExists)
+	}
 	if err != nil || len(p.Ops) == 0 {
 		return Result{}, err
 	}

@@ -102,6 +102,9 @@ type healer struct {
 	fights map[string]*fight
 	// buf is Table.Changed's scratch space (events come on one goroutine).
 	buf [2][]any
+	// members watches for the ports port groups name that are missing
+	// (members.go).
+	members memberWatch
 }
 
 // fight is one network's recent foreign-edit resyncs.
@@ -112,9 +115,12 @@ type fight struct {
 	held bool
 }
 
-func (h *healer) OnAdd(string, model.Model)                   {}
+func (h *healer) OnAdd(table string, m model.Model)           { h.members.seen(table, m, true) }
 func (h *healer) OnUpdate(table string, old, cur model.Model) { h.edited(table, old, cur) }
-func (h *healer) OnDelete(table string, m model.Model)        { h.edited(table, m, nil) }
+func (h *healer) OnDelete(table string, m model.Model) {
+	h.members.seen(table, m, false)
+	h.edited(table, m, nil)
+}
 
 // edited notes an owned row deleted (cur nil) or changed in its managed
 // columns by another client.
@@ -185,6 +191,7 @@ func (e *Engine) healOnce(now time.Time) {
 	if due := h.dueForeign(now); len(due) > 0 {
 		e.resync(Resync{Reason: ResyncForeignEdit, Networks: due})
 	}
+	e.applyAwaited()
 }
 
 // dueForeign returns, sorted, the networks whose foreign-edit resync is due

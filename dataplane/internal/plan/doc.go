@@ -20,7 +20,9 @@
 // the piece owns (on a row the piece owns, every one it no longer names),
 // never rewriting the column, so other pieces' members stay. Names are
 // resolved to the named UUID of an insert of the same plan or to the
-// cached row's UUID; a name that is neither fails the plan. Static MAC
+// cached row's UUID; a name that is neither fails the plan, except a port
+// group's port, which is left out (Planner.MemberPorts: it may be another
+// writer's, not created yet; package engine adds it when it appears). Static MAC
 // bindings have no external_ids either: a binding is the piece's when its
 // logical_port is one of the piece's router ports. Package refs plans
 // these rows the piece names rather than holds (zone rows, members,

@@ -240,9 +240,9 @@ func TestPortGroupLifecycle(t *testing.T) {
 		},
 		bad: func(d *rows.Desired) {
 			d.Switches[0].Ports[0].Addresses = []string{"dynamic"}
-			d.PortGroups[0].Ports = append(d.PortGroups[0].Ports, "net1_nope")
+			d.PortGroups[0].Row.Name, d.PortGroups[0].Ref = "net1_nope", true
 		},
-		want:   `logical switch port "net1_nope" not found`,
+		want:   `port group "net1_nope" not found`,
 		table:  nbdb.PortGroupTable,
 		edit:   updateAll(nbdb.PortGroupTable, ovsdb.Row{"ports": setOf(nil)}),
 		remove: deleteAll(nbdb.PortGroupTable),

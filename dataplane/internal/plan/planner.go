@@ -257,6 +257,11 @@ func (p *Planner) add(ops []ovsdb.Operation, err error) error {
 	return nil
 }
 
+// MemberPorts are the logical switch ports the plan's port groups name,
+// by name: true for those found or inserted, false for those it left out
+// because they do not exist (yet).
+func (p *Planner) MemberPorts() map[string]bool { return p.refs.Ports() }
+
 // Memo is the key memo the plan used (nil: none).
 func (p *Planner) Memo() *Memo { return p.memo }
 

@@ -10,7 +10,10 @@ import (
 
 // Members diffs a port group's ports (current: its cached ones) against
 // the desired ones, by name: it adds the missing ones and takes out the
-// piece's own ports no longer desired (another's stay).
+// piece's own ports no longer desired (another's stay). A port that
+// neither exists nor is inserted by the plan is left out (Ports notes it
+// absent): a group may name ports another writer owns (the default
+// network's pod ports), which may not exist yet or may be going away.
 func (r *Resolver) Members(d *rows.PortGroup, current []string) (insert, remove []string, err error) {
 	want := make(map[string]bool, len(d.Ports))
 	var order []string
@@ -19,7 +22,11 @@ func (r *Resolver) Members(d *rows.PortGroup, current []string) (insert, remove 
 		if err != nil {
 			return nil, nil, fmt.Errorf("port group %q: %w", d.Row.Name, err)
 		}
-		if !want[u] {
+		if r.ports == nil {
+			r.ports = map[string]bool{}
+		}
+		r.ports[name] = u != ""
+		if u != "" && !want[u] {
 			want[u] = true
 			order = append(order, u)
 		}
@@ -41,18 +48,19 @@ func (r *Resolver) Members(d *rows.PortGroup, current []string) (insert, remove 
 	return insert, remove, nil
 }
 
+// Ports are the logical switch ports the plan's port groups name, by name:
+// true for those found (or inserted), false for those left out.
+func (r *Resolver) Ports() map[string]bool { return r.ports }
+
 // portUUID is a logical switch port's UUID, by name: the named UUID of
-// the plan's insert, or the existing row's.
+// the plan's insert, or the existing row's ("" when there is neither).
 func (r *Resolver) portUUID(name string) (string, error) {
 	if u := r.h.Inserted(nbdb.LogicalSwitchPortTable, name); u != "" {
 		return u, nil
 	}
 	u, m, err := r.h.API().Cache().Table(nbdb.LogicalSwitchPortTable).RowByModel(&nbdb.LogicalSwitchPort{Name: name})
-	if err != nil {
+	if err != nil || m == nil {
 		return "", err
-	}
-	if m == nil {
-		return "", fmt.Errorf("logical switch port %q not found: it must be one of the desired switches' ports or exist", name)
 	}
 	return u, nil
 }

@@ -64,6 +64,8 @@ type Resolver struct {
 	newLBs map[string]bool
 	// copps: the UUIDs of the zone's COPPs the plan found or inserts, by name.
 	copps map[string]string
+	// ports: the ports the port groups name → found (Ports).
+	ports map[string]bool
 }
 
 // New is the resolver of the owner's plan h.
