@@ -3,8 +3,12 @@ package dataplane
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -122,5 +126,47 @@ func TestLayer2UpgradeDualStackAcceptedByNorthd(t *testing.T) {
 		if !strings.Contains(bindings, want) {
 			t.Errorf("no Port_Binding %q; have:\n%s", want, bindings)
 		}
+	}
+}
+
+// A row with no external_ids that the piece adopts (OVN-Kubernetes writes a
+// node's management port so) is adopted when another client writes it
+// after the client connected, as when it was in the monitor's initial
+// dump: the Apply takes the same row over (its UUID kept) instead of
+// inserting a second port of its name, which the server refuses.
+func TestAdoptsLegacyRowWrittenAfterConnect(t *testing.T) {
+	e := newEnv(t)
+	const mgmt = "k8s-node1"
+	owner := rows.Owner{Network: "adopt", Topology: base.TopologyLayer2, Piece: base.PieceTransitRouter, AdoptLegacy: true,
+		Legacy: func(row any) bool { p, ok := row.(*nbdb.LogicalSwitchPort); return ok && p.Name == mgmt }}
+	d := func(ports ...nbdb.LogicalSwitchPort) *rows.Desired {
+		return &rows.Desired{Owner: owner, Switches: []rows.Switch{{Row: nbdb.LogicalSwitch{Name: "adopt_sw"}, Ports: ports}}}
+	}
+	e.apply(d())
+	e.nbctl("lsp-add", "adopt_sw", mgmt, "--", "lsp-set-addresses", mgmt, "0a:58:0a:00:00:02 10.0.0.2")
+	legacy := e.nbctl("--bare", "--columns=_uuid", "find", "Logical_Switch_Port", "name="+mgmt)
+	if legacy == "" {
+		t.Fatal("fixture: no legacy management port")
+	}
+	// Not e.apply: its settle looks every unlinked row up, as no plan does.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, m, _ := e.c.eng.NB.Cache().Table(nbdb.LogicalSwitchPortTable).RowByModel(&nbdb.LogicalSwitchPort{Name: mgmt}); m != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the client's cache never showed the legacy port")
+		}
+	}
+	if _, err := e.c.Apply(e.ctx, d(nbdb.LogicalSwitchPort{Name: mgmt, Addresses: []string{"0a:58:0a:00:00:03 10.0.0.3"}})); err != nil {
+		t.Fatalf("Apply over the legacy port written after connect: %v", err)
+	}
+	if got := e.nbctl("--bare", "--columns=_uuid", "find", "Logical_Switch_Port", "name="+mgmt); got != legacy {
+		t.Fatalf("the management port is row %q, want the legacy row %s adopted", got, legacy)
+	}
+	if got := e.nbctl("get", "Logical_Switch_Port", mgmt, "addresses", "external_ids:"+ovnk.ExternalIDPiece); got != "[\"0a:58:0a:00:00:03 10.0.0.3\"]\n"+base.PieceTransitRouter {
+		t.Errorf("the adopted port's addresses and piece: %q", got)
+	}
+	if n := e.apply(d(nbdb.LogicalSwitchPort{Name: mgmt, Addresses: []string{"0a:58:0a:00:00:03 10.0.0.3"}})); n != 0 {
+		t.Errorf("a second Apply sent %d operations, want 0", n)
 	}
 }

@@ -68,19 +68,6 @@ func ovnClient(t *testing.T, n *datapath.Node) *dataplane.Client {
 	return c
 }
 
-// restartOVNClients closes the zones' dataplane clients; the next
-// ovnClient connects anew and reads the Northbound from the start.
-func restartOVNClients(nodes ...*datapath.Node) {
-	clientsMu.Lock()
-	defer clientsMu.Unlock()
-	for _, n := range nodes {
-		if c, ok := ovnClients[n.Name]; ok {
-			c.Close()
-			delete(ovnClients, n.Name)
-		}
-	}
-}
-
 // gatewayless are the nodes whose Node has no l3-gateway-config (as
 // before their ovnkube-node has set its gateway up); guarded by knownMu.
 var gatewayless = map[string]bool{}

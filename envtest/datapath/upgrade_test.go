@@ -117,9 +117,6 @@ func TestLayer2RollingUpgrade(t *testing.T) {
 	}
 	ovnkLegacyGateway(t, c, up, func(n *datapath.Node) netip.Addr { return joinIPs[n] })
 	ovnkLegacyLayer2(t, up, switchKey, legacy)
-	// The zones' dataplanes start on a Northbound that already holds the
-	// old topology, as when udnkit is installed over OVN-Kubernetes' rows.
-	restartOVNClients(c.Nodes...)
 	steer(t, c, up)
 	podX := &pod{net: up, name: "pod-a", node: x, index: 5, tunnelID: 10}
 	podY := &pod{net: up, name: "pod-b", node: y, index: 6, tunnelID: 11}

@@ -369,8 +369,28 @@ func (ix *Index) Unlinked(network string) []RowRef {
 			out = append(out, RowRef{t, c})
 		}
 	}
-	slices.SortFunc(out, func(a, b RowRef) int { return cmp.Or(cmp.Compare(a.Table, b.Table), cmp.Compare(a.UUID, b.UUID)) })
-	return out
+	return sortRefs(out)
+}
+
+// UnlinkedBare returns the children with no external_ids at all that no
+// known parent holds and that were not looked up in vain: rows of no
+// network, which only an owner adopting legacy rows (rows.Owner.Legacy)
+// may claim, so its plans look them up too (OVN-Kubernetes writes a
+// node's management port so, possibly after the monitor's initial dump).
+func (ix *Index) UnlinkedBare() []RowRef {
+	var out []RowRef
+	for c, t := range ix.loose {
+		if _, ids, _, _ := schema.RowFields(t, ix.rows[t][c]); len(ids) == 0 {
+			out = append(out, RowRef{t, c})
+		}
+	}
+	return sortRefs(out)
+}
+
+// sortRefs sorts rows by table, then UUID.
+func sortRefs(refs []RowRef) []RowRef {
+	slices.SortFunc(refs, func(a, b RowRef) int { return cmp.Or(cmp.Compare(a.Table, b.Table), cmp.Compare(a.UUID, b.UUID)) })
+	return refs
 }
 
 // LookUp finds the parents of children (by a select) and queues what it

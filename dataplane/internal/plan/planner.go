@@ -180,7 +180,11 @@ func against(api client.Client, ix *index.Index, d *rows.Desired, memo *Memo, in
 		}
 		if !lookedUp[network] {
 			lookedUp[network] = true
-			if children := ix.Unlinked(network); len(children) > 0 {
+			children := ix.Unlinked(network)
+			if network != "" && d.Owner.AdoptLegacy && d.Owner.Legacy != nil {
+				children = append(children, ix.UnlinkedBare()...)
+			}
+			if len(children) > 0 {
 				unlock()
 				if err := ix.LookUp(api, children); err != nil {
 					return nil, err
