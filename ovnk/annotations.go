@@ -15,6 +15,9 @@ const (
 	// AnnotationDefaultNetwork is Multus' default-network NetworkSelectionElement;
 	// in a namespace with a Primary Layer2 network it carries requested IPs/MAC.
 	AnnotationDefaultNetwork = "v1.multus-cni.io/default-network"
+	// AnnotationNetworks is Multus' list of a pod's secondary attachments
+	// (NetworkSelectionElements, or "namespace/name@interface" items).
+	AnnotationNetworks = "k8s.v1.cni.cncf.io/networks"
 	// AnnotationPrimaryUDNIPAMClaim is the deprecated pod-to-IPAMClaim link.
 	AnnotationPrimaryUDNIPAMClaim = "k8s.ovn.org/primary-udn-ipamclaim"
 	// AnnotationPodNetworks holds a pod's allocated addresses per network.

@@ -16,10 +16,13 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 )
 
-// RolePrimary and RoleSecondary are the "role" values of a pod network.
+// The "role" values of a pod network (upstream's types.NetworkRole*):
+// RoleInfrastructureLocked is the default network's role on a pod whose
+// Primary network is user-defined (OVN-Kubernetes writes that entry).
 const (
-	RolePrimary   = "primary"
-	RoleSecondary = "secondary"
+	RolePrimary              = "primary"
+	RoleSecondary            = "secondary"
+	RoleInfrastructureLocked = "infrastructure-locked"
 )
 
 // Pod tunnel IDs of Layer2 networks (OVN-Kubernetes' cluster manager: one ID
@@ -135,7 +138,8 @@ func PodNetworkField(nadKey string) string {
 
 // Parse validates an entry the way upstream's UnmarshalPodAnnotation does
 // (MAC, CIDRs, ip_address/ip_addresses agreement, gateways, routes of one
-// family, a link-local ipv6_lla_gateway_ip) and adds udnkit's own checks for
+// family, a link-local ipv6_lla_gateway_ip; no addresses at all is an entry
+// of a network without IPAM) and adds udnkit's own checks for
 // values an allocator could never have written: a zero, multicast or
 // non-EUI-48 MAC, two addresses of one family, a tunnel ID out of range, an
 // unparsable encap_ip. Errors name the field.
@@ -154,9 +158,6 @@ func (pn PodNetwork) Parse() (PodAddresses, error) {
 		ips = []string{pn.IPAddress}
 	} else if pn.IPAddress != "" && pn.IPAddress != ips[0] {
 		return a, fmt.Errorf("ip_address %q and ip_addresses %q conflict", pn.IPAddress, ips)
-	}
-	if len(ips) == 0 {
-		return a, fmt.Errorf("ip_addresses: at least one address is required")
 	}
 	seen := map[bool]bool{}
 	for i, s := range ips {

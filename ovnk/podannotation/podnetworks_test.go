@@ -92,7 +92,7 @@ func TestPodNetworkParseRejects(t *testing.T) {
 		{`{"ip_addresses":["10.1.0.5/16"],"mac_address":"00:00:00:00:00:00"}`, "must not be the all-zero MAC address"},
 		{`{"ip_addresses":["10.1.0.5/16"],"mac_address":"01:00:5e:00:00:01"}`, "must be a unicast MAC address"},
 		{`{"ip_addresses":["10.1.0.5/16"],"mac_address":"02:00:00:00:00:00:00:01"}`, "must be an EUI-48 MAC address"},
-		{`{"mac_address":"0a:58:0a:01:00:05"}`, "ip_addresses: at least one address is required"},
+		{`{"ip_addresses":null,"mac_address":"0a:58:0a:01:00:05","ip_address":"10.1.0.x"}`, `ip_addresses[0] "10.1.0.x"`},
 		{`{"ip_addresses":["10.1.0.5"],"mac_address":"0a:58:0a:01:00:05"}`, `ip_addresses[0] "10.1.0.5"`},
 		{`{"ip_addresses":["10.1.0.5/16","10.1.0.6/16"],"mac_address":"0a:58:0a:01:00:05"}`, "a second address of its IP family"},
 		{`{` + ok + `,"ip_address":"10.1.0.6/16"}`, "ip_address \"10.1.0.6/16\" and ip_addresses"},
@@ -118,5 +118,20 @@ func TestPodNetworkParseRejects(t *testing.T) {
 	}
 	if pn, err := DecodePodNetwork(nil, "k"); pn != nil || err != nil {
 		t.Errorf("no annotation: %v, %v", pn, err)
+	}
+}
+
+// An entry with a MAC and no addresses is a pod on a network without IPAM
+// (a Secondary Layer2 or Localnet network without subnets): upstream's
+// allocatePodAnnotationWithRollback writes it ("ip_addresses":null, since
+// its podAnnotation.IPs has no omitempty) and UnmarshalPodAnnotation reads it.
+func TestPodNetworkParseMACOnly(t *testing.T) {
+	pn, err := DecodePodNetwork(map[string]string{ovnk.AnnotationPodNetworks: `{"k":{"ip_addresses":null,"mac_address":"0a:58:0a:01:00:05","role":"secondary"}}`}, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := pn.Parse()
+	if err != nil || len(a.IPs) != 0 || a.MAC.String() != "0a:58:0a:01:00:05" {
+		t.Errorf("MAC-only entry: %+v, %v; want the MAC and no addresses", a, err)
 	}
 }

@@ -63,3 +63,25 @@ func EncodeDefaultNetworkSelection(nse nadv1.NetworkSelectionElement) string {
 	b, _ := json.Marshal([]nadv1.NetworkSelectionElement{nse}) // a struct of strings, lists and maps of strings always marshals
 	return string(b)
 }
+
+// DecodeNetworkSelections reads a k8s.v1.cni.cncf.io/networks value as
+// OVN-Kubernetes does (util.GetK8sPodAllNetworkSelections: the NAD client's
+// ParseNetworkAnnotation): a JSON list of NetworkSelectionElements (name,
+// namespace, interface, ips, mac, default-route, ...) or a comma list of
+// "[namespace/]name[@interface]"; an element without namespace is in the
+// pod's. An empty value selects nothing.
+func DecodeNetworkSelections(value, podNamespace string) ([]*nadv1.NetworkSelectionElement, error) {
+	if strings.TrimSpace(value) == "" {
+		return nil, nil
+	}
+	list, err := nadutils.ParseNetworkAnnotation(value, podNamespace)
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range list {
+		if e == nil || e.Name == "" {
+			return nil, fmt.Errorf("element %d: name is required", i)
+		}
+	}
+	return list, nil
+}

@@ -1,8 +1,12 @@
-// Package addresses gives pods of Primary Layer2 networks their addresses
-// (OKEP-5233 predefined addresses, IPAMClaims, and the KubeVirt
-// live-migration design): it writes k8s.ovn.org/pod-networks, or a Warning
-// event when the requested addresses conflict, keeps IPAMClaim status, and
-// ensures the ovn-kubernetes/default NAD stub.
+// Package addresses gives pods their k8s.ovn.org/pod-networks entries on
+// udnkit's networks: on Primary Layer2 networks here (OKEP-5233 predefined
+// addresses, IPAMClaims, and the KubeVirt live-migration design), on
+// Primary Layer3 networks and on the Secondary networks a pod names in
+// k8s.v1.cni.cncf.io/networks through package attach (attachments.go). It
+// writes the entries, or a Warning event when an allocation is refused,
+// keeps IPAMClaim status, and ensures the ovn-kubernetes/default NAD stub.
+// Every writer of the annotation keeps the other networks' entries (the
+// "default" one OVN-Kubernetes writes included).
 package addresses
 
 import (
@@ -13,6 +17,7 @@ import (
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;update
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
 // +kubebuilder:rbac:groups=k8s.ovn.org,resources=userdefinednetworks;clusteruserdefinednetworks,verbs=get;list;watch

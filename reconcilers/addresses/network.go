@@ -63,6 +63,12 @@ const indexCUDNNamespaces = "addresses.cudn.selectedNamespaces"
 // findNetwork returns the namespace's Primary Layer2 network, if any: its
 // UDN, else the first CUDN (by name) whose namespaceSelector matches.
 func findNetwork(ctx context.Context, c client.Reader, namespace string) (*primaryLayer2, error) {
+	return findSelected(ctx, c, namespace, eligible)
+}
+
+// findSelected returns the namespace's network that ok accepts: its UDN,
+// else the first CUDN (by name) whose namespaceSelector matches.
+func findSelected(ctx context.Context, c client.Reader, namespace string, ok func(udnv1.NetworkSpec) bool) (*primaryLayer2, error) {
 	// Listed without copies (read only): every pod's reconcile looks its
 	// network up.
 	var udns udnv1.UserDefinedNetworkList
@@ -70,7 +76,7 @@ func findNetwork(ctx context.Context, c client.Reader, namespace string) (*prima
 		return nil, err
 	}
 	for _, u := range udns.Items {
-		if u.DeletionTimestamp == nil && eligible(u.Spec.Network()) {
+		if u.DeletionTimestamp == nil && ok(u.Spec.Network()) {
 			return &primaryLayer2{ref: networkRef{Namespace: namespace, Name: u.Name}, spec: u.Spec.Network()}, nil
 		}
 	}
@@ -81,7 +87,7 @@ func findNetwork(ctx context.Context, c client.Reader, namespace string) (*prima
 		return nil, fmt.Errorf("namespace %s: %w", namespace, err)
 	}
 	selecting, err := nsselect.Selecting(ctx, c, indexCUDNNamespaces, &ns, func(cu *udnv1.ClusterUserDefinedNetwork) bool {
-		return cu.DeletionTimestamp == nil && eligible(cu.Spec.Network)
+		return cu.DeletionTimestamp == nil && ok(cu.Spec.Network)
 	})
 	if err != nil || len(selecting) == 0 {
 		return nil, err

@@ -12,15 +12,18 @@ import (
 	"time"
 
 	ipamclaimsv1alpha1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
@@ -30,6 +33,7 @@ import (
 	"github.com/udnkit/udnkit/ovnk/kubevirt"
 	"github.com/udnkit/udnkit/ovnk/nsselect"
 	"github.com/udnkit/udnkit/ovnk/podannotation"
+	"github.com/udnkit/udnkit/reconcilers/addresses/attach"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
 	"github.com/udnkit/udnkit/reconcilers/idalloc"
 )
@@ -116,6 +120,9 @@ type Reconciler struct {
 	// fifo gives the controller controller-runtime's default queue instead
 	// of the per-namespace fair one (benchmarks compare the two).
 	fifo bool
+	// attach holds the pools of every other network (Layer3, Secondary
+	// Layer2 and Localnet); mu guards it too.
+	attach *attach.Allocator
 }
 
 // holderKey is a network and an owner of addresses on it.
@@ -149,13 +156,18 @@ func (r *Reconciler) unhold(rec podRecord) bool {
 }
 
 func newReconciler(c client.Client, recorder events.EventRecorder, cfg ovnk.ClusterConfig) *Reconciler {
-	return &Reconciler{client: c, recorder: recorder, cfg: cfg,
+	return &Reconciler{client: c, recorder: recorder, cfg: cfg, attach: attach.New(cfg.ServiceCIDRs),
 		networks: map[string]*netState{}, pods: map[types.NamespacedName]podRecord{}, holders: map[holderKey]int{}}
 }
 
-// setup watches pods, and UDNs, CUDNs and namespaces to revisit their pods.
+// setup watches pods, and UDNs, CUDNs and namespaces to revisit their
+// pods, NADs to revisit the pods of their namespace, and nodes whose host
+// subnets change to revisit their pods.
 func (r *Reconciler) setup(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &udnv1.ClusterUserDefinedNetwork{}, indexCUDNNamespaces, nsselect.IndexKeys); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, indexPodNode, podNode); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -165,6 +177,10 @@ func (r *Reconciler) setup(mgr ctrl.Manager) error {
 		Watches(&udnv1.ClusterUserDefinedNetwork{}, handler.EnqueueRequestsFromMapFunc(r.podsOfCUDN)).
 		// A namespace's labels decide which CUDN selects it.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.podsOfNamespace)).
+		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.EnqueueRequestsFromMapFunc(r.podsOfUDN),
+			builder.WithPredicates(predicate.NewPredicateFuncs(ownedNAD))).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.podsOfNode),
+			builder.WithPredicates(nodeSubnetsChanged)).
 		WithOptions(r.queueOptions()).
 		Complete(r)
 }
@@ -258,6 +274,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	phases := []phase.Func[*podScope]{
 		r.getPodOrForget,
 		r.skipUnscheduled,
+		r.attachNetworks,
 		r.findPodNetwork,
 		r.readIntent,
 		r.keepWrittenAddresses,
@@ -542,6 +559,7 @@ func sameAddresses(a, b ipalloc.Allocation) bool {
 // held: a claim keeps its addresses, a VM keeps them while any of its pods
 // remains.
 func (r *Reconciler) forget(nn types.NamespacedName) {
+	r.attach.Forget(nn)
 	rec, ok := r.pods[nn]
 	if !ok {
 		return
@@ -628,9 +646,7 @@ func (r *Reconciler) rebuild(st *netState, net *primaryLayer2, pods []corev1.Pod
 	// one, written before the admission policies) the older pod's is
 	// restored; the younger pod's is ignored, and its reconcile reports it
 	// in an Event.
-	slices.SortStableFunc(pods, func(a, b corev1.Pod) int {
-		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
+	sortOldestFirst(pods)
 	for i := range pods {
 		pod := &pods[i]
 		if terminal(pod) || pod.Spec.NodeName == "" {
@@ -673,6 +689,13 @@ func (r *Reconciler) rebuild(st *netState, net *primaryLayer2, pods []corev1.Pod
 		}
 	}
 	return records, errs
+}
+
+// sortOldestFirst orders pods by creation, then namespace and name.
+func sortOldestFirst(pods []corev1.Pod) {
+	slices.SortStableFunc(pods, func(a, b corev1.Pod) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
 }
 
 // restoreClaim gives the claim's owner the claim's recorded IPs, unless it

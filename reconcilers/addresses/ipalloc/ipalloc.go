@@ -76,6 +76,13 @@ type Config struct {
 	ReservedSubnets []netip.Prefix
 	// DefaultGatewayIPs, when set, are the gateways, one per family.
 	DefaultGatewayIPs []netip.Addr
+	// NoGateway: the network has no gateway nor management port (a
+	// Secondary Layer2 or Localnet network: upstream's cluster manager
+	// reserves them only for Primary Layer2 networks).
+	NoGateway bool
+	// ExcludeSubnets are never given out, not even on request (a Localnet
+	// network's excludeSubnets).
+	ExcludeSubnets []netip.Prefix
 }
 
 // Request is what a pod asks for; the zero Request allocates dynamically.
@@ -111,8 +118,10 @@ type subnetPool struct {
 	// broadcast); infra holds the infrastructure ranges.
 	forbidden []netip.Addr
 	infra     []netip.Prefix
-	gateway   netip.Addr
-	mgmt      netip.Addr
+	// excludes are the ExcludeSubnets inside this subnet.
+	excludes []netip.Prefix
+	gateway  netip.Addr
+	mgmt     netip.Addr
 	// dynamicFree counts addresses dynamic allocation may still use.
 	dynamicFree uint64
 	cursor      uint64
@@ -206,12 +215,15 @@ func New(cfg Config) (*Pool, error) {
 		}
 		p.subnets = append(p.subnets, sp)
 	}
-	for _, r := range append(slices.Clone(cfg.InfrastructureSubnets), cfg.ReservedSubnets...) {
+	for _, r := range slices.Concat(cfg.InfrastructureSubnets, cfg.ReservedSubnets, cfg.ExcludeSubnets) {
 		if p.subnetOf(r.Addr()) == nil {
 			return nil, fmt.Errorf("%s is not inside any of the subnets", r)
 		}
 	}
 	for _, sp := range p.subnets {
+		if cfg.NoGateway {
+			continue
+		}
 		for _, a := range []netip.Addr{sp.gateway, sp.mgmt} {
 			sp.hold(a, infrastructureID)
 			p.macs[toMAC(ovnk.MACFromIP(a))] = infrastructureID
@@ -245,6 +257,15 @@ func newSubnetPool(s netip.Prefix, cfg Config) (*subnetPool, error) {
 			sp.infra = append(sp.infra, r.Masked())
 		}
 	}
+	for _, r := range cfg.ExcludeSubnets {
+		if iv, ok := sp.rangeOf(r); ok {
+			sp.excluded = append(sp.excluded, iv)
+			sp.excludes = append(sp.excludes, r.Masked())
+		}
+	}
+	if cfg.NoGateway {
+		return sp.finish(), nil
+	}
 	// The gateway and the management port: upstream's rule, one home (ovnk).
 	gws, mgmts, err := ovnk.Layer2GatewayAndManagement([]netip.Prefix{s}, sp.infra, cfg.DefaultGatewayIPs)
 	if err != nil {
@@ -256,12 +277,17 @@ func newSubnetPool(s netip.Prefix, cfg Config) (*subnetPool, error) {
 			sp.excluded = append(sp.excluded, interval{off, off})
 		}
 	}
+	return sp.finish(), nil
+}
+
+// finish merges the excluded ranges and counts what dynamic allocation may use.
+func (sp *subnetPool) finish() *subnetPool {
 	sp.excluded = merge(sp.excluded)
 	sp.dynamicFree = sp.size
 	for _, iv := range sp.excluded {
 		sp.dynamicFree -= iv.hi - iv.lo + 1
 	}
-	return sp, nil
+	return sp
 }
 
 func merge(ivs []interval) []interval {
@@ -671,6 +697,11 @@ func (p *Pool) place(r string, a netip.Addr, bits int, out []netip.Prefix) error
 	for _, in := range sp.infra {
 		if in.Contains(a) {
 			return ipConflict(a, InfrastructureOwner+" (infrastructureSubnets "+in.String()+")")
+		}
+	}
+	for _, ex := range sp.excludes {
+		if ex.Contains(a) {
+			return &Error{Reason: ReasonInvalidRequest, Address: a.String(), Message: fmt.Sprintf("ips: %s is inside excludeSubnets %s", a, ex)}
 		}
 	}
 	out[idx] = netip.PrefixFrom(a, sp.prefix.Bits())
