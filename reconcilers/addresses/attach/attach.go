@@ -293,7 +293,10 @@ func (a *Allocator) Allocate(nn types.NamespacedName, uid types.UID, att Attachm
 		}
 	}
 	tunnelID := 0
-	if p.tunnels != nil {
+	if held := tunnelsHeld(p, owner); len(held) > 0 {
+		// A write that failed before: the pod keeps what it was given.
+		tunnelID = held[0]
+	} else if p.tunnels != nil {
 		if tunnelID, err = p.tunnels.Allocate(owner); err != nil {
 			release()
 			return podannotation.PodNetwork{}, &ipalloc.Error{Reason: ipalloc.ReasonSubnetExhausted, Message: err.Error()}
@@ -309,6 +312,13 @@ func (a *Allocator) Allocate(nn types.NamespacedName, uid types.UID, att Attachm
 	}
 	a.record(nn, uid, att.Key, hold{pool: PoolID(att), owner: owner})
 	return pn, nil
+}
+
+func tunnelsHeld(p *pool, owner string) []int {
+	if p.tunnels == nil {
+		return nil
+	}
+	return p.tunnels.Held(owner)
 }
 
 // entry writes the attachment's entry for alloc.
