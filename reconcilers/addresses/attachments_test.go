@@ -183,12 +183,12 @@ var _ = Describe("pods naming Secondary networks in k8s.v1.cni.cncf.io/networks"
 
 	It("refuses a NAD named twice, a NAD of another namespace, static IPs on a network with subnets and a malformed list", func() {
 		createPod(ns, "twice", onNode("node-a"), annotated(ovnk.AnnotationNetworks, "red,red,yellow"))
-		Expect(warning(ns, "twice", addresses.ReasonDuplicateAttachment)).To(ContainSubstring("names NAD secondaries/red 2 times"))
+		Expect(warning(ns, "twice", attach.ReasonDuplicateAttachment)).To(ContainSubstring("names NAD secondaries/red 2 times"))
 		Expect(podNetwork(ns, "twice", ns+"/yellow").IPAddresses).NotTo(BeEmpty())
 		noEntry(ns, "twice", ns+"/red")
 
 		createPod(ns, "foreign", onNode("node-a"), annotated(ovnk.AnnotationNetworks, "l3-green/green"))
-		Expect(warning(ns, "foreign", addresses.ReasonCrossNamespaceAttachment)).To(ContainSubstring("names NAD l3-green/green of another namespace"))
+		Expect(warning(ns, "foreign", attach.ReasonCrossNamespaceAttachment)).To(ContainSubstring("names NAD l3-green/green of another namespace"))
 
 		createPod(ns, "static", onNode("node-a"), annotated(ovnk.AnnotationNetworks, `[{"name":"red","ips":["10.30.0.77/24"]}]`))
 		Expect(warning(ns, "static", ipalloc.ReasonInvalidRequest)).To(ContainSubstring("ips [10.30.0.77/24]: static addresses are taken on Primary Layer2 networks and on networks without subnets only"))

@@ -41,7 +41,7 @@ import (
 // Event reasons besides the ipalloc reasons (IPAddressConflict,
 // MACAddressConflict, SubnetExhausted, InvalidRequest).
 const (
-	ReasonInvalidSelectionElement = "InvalidNetworkSelectionElement"
+	ReasonInvalidSelectionElement = attach.ReasonInvalidSelectionElement
 	ReasonIPAMClaimNotFound       = "IPAMClaimNotFound"
 	ReasonDeprecatedAnnotation    = "DeprecatedAnnotation"
 	ReasonInvalidNetwork          = "InvalidNetwork"

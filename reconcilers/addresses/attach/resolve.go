@@ -1,0 +1,227 @@
+package attach
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/nadtrust"
+	"github.com/udnkit/udnkit/ovnk/netconf"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
+)
+
+// Reasons of the Warning events on a pod whose attachment is refused,
+// besides ipalloc's and ReasonHostSubnetMissing.
+const (
+	// ReasonInvalidSelectionElement: a NetworkSelectionElement annotation
+	// cannot be read, or names what cannot be attached that way.
+	ReasonInvalidSelectionElement = "InvalidNetworkSelectionElement"
+	// ReasonDuplicateAttachment: the pod names one NAD twice in
+	// k8s.v1.cni.cncf.io/networks; it gets no entry for that NAD.
+	ReasonDuplicateAttachment = "DuplicateNetworkAttachment"
+	// ReasonCrossNamespaceAttachment: the pod names a NAD of another
+	// namespace; it gets no entry for it.
+	ReasonCrossNamespaceAttachment = "CrossNamespaceNetworkAttachment"
+)
+
+// Refusal is an attachment the pod asks for and does not get: the reason
+// and message of a Warning event on it.
+type Refusal struct{ Reason, Message string }
+
+// Resolver reads pods' attachments: NADs, their owners and nodes, through a
+// cache.
+type Resolver struct {
+	Reader client.Reader
+	// DefaultJoinSubnets are a Primary network's join subnets when its
+	// NAD's config names none.
+	DefaultJoinSubnets []netip.Prefix
+	// PodNodeIndex is the cache's index of pods by spec.nodeName.
+	PodNodeIndex string
+}
+
+// Secondaries are the attachments of the Secondary networks the pod names
+// in k8s.v1.cni.cncf.io/networks (both forms), through NADs of its own
+// namespace that udnkit owns; a NAD udnkit does not own, or that does not
+// exist yet (its creation brings the pod back), is left alone. A NAD named
+// twice is refused: upstream keys the second attachment "ns/name/1"
+// (GetIndexedNADKey), which udnkit builds no port for.
+func (r Resolver) Secondaries(ctx context.Context, pod *corev1.Pod) ([]Attachment, []Refusal, error) {
+	v, ok := pod.Annotations[ovnk.AnnotationNetworks]
+	if !ok {
+		return nil, nil, nil
+	}
+	elems, err := podannotation.DecodeNetworkSelections(v, pod.Namespace)
+	if err != nil {
+		return nil, []Refusal{{ReasonInvalidSelectionElement, fmt.Sprintf("annotation %s: %v", ovnk.AnnotationNetworks, err)}}, nil
+	}
+	count := map[string]int{}
+	for _, e := range elems {
+		count[e.Namespace+"/"+e.Name]++
+	}
+	var out []Attachment
+	var refused []Refusal
+	for _, e := range elems {
+		key := e.Namespace + "/" + e.Name
+		switch {
+		case count[key] > 1:
+			refused = append(refused, Refusal{ReasonDuplicateAttachment, fmt.Sprintf(
+				"annotation %s names NAD %s %d times; udnkit attaches a pod to a NAD once, so it gets no address on it", ovnk.AnnotationNetworks, key, count[key])})
+			count[key] = 0 // one refusal
+			continue
+		case count[key] == 0:
+			continue
+		case e.Namespace != pod.Namespace:
+			refused = append(refused, Refusal{ReasonCrossNamespaceAttachment, fmt.Sprintf(
+				"annotation %s names NAD %s of another namespace; a pod attaches to its own namespace's NADs only", ovnk.AnnotationNetworks, key)})
+			continue
+		}
+		att, err := r.Through(ctx, pod, client.ObjectKey{Namespace: e.Namespace, Name: e.Name})
+		if err != nil {
+			return nil, nil, err
+		}
+		if att == nil {
+			continue
+		}
+		if att.Network.Primary {
+			// Upstream: "unexpected primary network specified with a
+			// NetworkSelectionElement" (getPodNADToNetworkMappingWithPredicate).
+			refused = append(refused, Refusal{ReasonInvalidSelectionElement, fmt.Sprintf(
+				"annotation %s names NAD %s of a Primary network; Primary networks attach without it", ovnk.AnnotationNetworks, key)})
+			continue
+		}
+		att.Request = requestOf(e)
+		out = append(out, *att)
+	}
+	return out, refused, nil
+}
+
+func requestOf(e *nadv1.NetworkSelectionElement) Request {
+	req := Request{IPs: e.IPRequest, MAC: e.MacRequest}
+	for _, gw := range e.GatewayRequest {
+		if a, ok := netip.AddrFromSlice(gw); ok {
+			req.Gateways = append(req.Gateways, a.Unmap())
+		}
+	}
+	return req
+}
+
+// Through reads the NAD at key and, when udnkit owns it, returns the pod's
+// attachment through it (nil: no such NAD, or not udnkit's), with on
+// Layer3 the pod's node's host subnets of the network.
+func (r Resolver) Through(ctx context.Context, pod *corev1.Pod, key client.ObjectKey) (*Attachment, error) {
+	var nad nadv1.NetworkAttachmentDefinition
+	if err := r.Reader.Get(ctx, key, &nad); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	n, ok, err := r.NetworkOfNAD(ctx, &nad)
+	if err != nil || !ok {
+		return nil, err
+	}
+	att := &Attachment{Key: key.Namespace + "/" + key.Name, Network: n, Node: pod.Spec.NodeName}
+	if n.Topology == TopologyLayer3 {
+		var node corev1.Node
+		if err := r.Reader.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, &node); err != nil {
+			return nil, client.IgnoreNotFound(err) // a node that is gone takes its pods along
+		}
+		subnets, err := ovnk.DecodeNodeSubnets(&node)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "node's host subnets unreadable", "node", node.Name)
+		}
+		att.HostSubnets = subnets[n.Name]
+	}
+	return att, nil
+}
+
+// NetworkOfNAD reads the network of a NAD udnkit owns (nadtrust's rule);
+// ok is false for one it does not own, which is left alone.
+func (r Resolver) NetworkOfNAD(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition) (Network, bool, error) {
+	if _, labelled := nad.Labels[ovnk.LabelUserDefinedNetwork]; !labelled || nad.DeletionTimestamp != nil {
+		return Network{}, false, nil
+	}
+	if _, err := nadtrust.Verify(ctx, r.Reader, nad); err != nil {
+		if _, untrusted := nadtrust.IsUntrusted(err); untrusted {
+			return Network{}, false, nil
+		}
+		return Network{}, false, err
+	}
+	nc, err := netconf.Parse(nad.Spec.Config)
+	if err != nil {
+		return Network{}, false, nil // Verify parsed it: unreachable
+	}
+	n := Network{Name: nc.Name, Topology: nc.Topology, Primary: nc.Role == podannotation.RolePrimary}
+	if n.Subnets, err = nc.SubnetPrefixes(); err != nil {
+		return n, false, nil
+	}
+	if n.ExcludeSubnets, err = ovnk.ParsePrefixes(nc.ExcludeSubnets); err != nil {
+		return n, false, nil
+	}
+	if n.Primary {
+		if n.JoinSubnets, err = ovnk.ParsePrefixes(nc.JoinSubnet); err != nil || len(n.JoinSubnets) == 0 {
+			n.JoinSubnets = r.DefaultJoinSubnets
+		}
+	}
+	return n, true, nil
+}
+
+// nadKeys are the keys of the NADs of network that udnkit owns.
+func (r Resolver) nadKeys(ctx context.Context, network string) ([]string, error) {
+	var list nadv1.NetworkAttachmentDefinitionList
+	if err := r.Reader.List(ctx, &list, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
+		return nil, err
+	}
+	var out []string
+	for i := range list.Items {
+		nad := &list.Items[i]
+		if n, ok, err := r.NetworkOfNAD(ctx, nad); err != nil {
+			return nil, err
+		} else if ok && n.Name == network {
+			out = append(out, nad.Namespace+"/"+nad.Name)
+		}
+	}
+	return out, nil
+}
+
+// Rebuild restores into att's new pool (Ensure said fresh) every entry
+// already written on its network (on Layer3: by pods of its node), so that
+// nothing handed out before a restart is handed out again. pods are in the
+// order their entries win a conflict (oldest first); an entry that cannot
+// be restored is logged, and its pod's reconcile reports it.
+func (a *Allocator) Rebuild(ctx context.Context, r Resolver, att Attachment, order func([]corev1.Pod)) error {
+	keys, err := r.nadKeys(ctx, att.Network.Name)
+	if err != nil {
+		return err
+	}
+	var opts []client.ListOption
+	if att.Network.Topology == TopologyLayer3 {
+		opts = append(opts, client.MatchingFields{r.PodNodeIndex: att.Node})
+	}
+	var pods corev1.PodList
+	if err := r.Reader.List(ctx, &pods, opts...); err != nil {
+		return err
+	}
+	order(pods.Items)
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if pod.Spec.NodeName == "" || pod.Spec.HostNetwork || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		for _, key := range keys {
+			pn, err := podannotation.DecodePodNetwork(pod.Annotations, key)
+			if err != nil || pn == nil {
+				continue
+			}
+			held := att
+			held.Key = key
+			if err := a.Restore(client.ObjectKeyFromObject(pod), pod.UID, held, pn); err != nil {
+				log.FromContext(ctx).Error(err, "rebuilding the address pool", "network", PoolID(att), "pod", pod.Namespace+"/"+pod.Name)
+			}
+		}
+	}
+	return nil
+}
