@@ -29,7 +29,7 @@ func isPrimaryLayer3(spec udnv1.NetworkSpec) bool {
 // leaves the others alone; the Primary Layer2 phases follow either way.
 func (r *Reconciler) attachNetworks(ctx context.Context, s *podScope) (reconcile.Result, error) {
 	pod := &s.pod
-	atts, err := r.attachmentsOf(ctx, pod)
+	atts, err := r.attachmentsOf(ctx, pod, s.primary)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -124,9 +124,9 @@ func (r *Reconciler) writeEntries(ctx context.Context, s *podScope, entries map[
 // namespace's Primary Layer3 network, and each Secondary network its
 // k8s.v1.cni.cncf.io/networks names through a NAD udnkit owns. What cannot
 // be attached is reported in a Warning event and left out.
-func (r *Reconciler) attachmentsOf(ctx context.Context, pod *corev1.Pod) ([]attach.Attachment, error) {
+func (r *Reconciler) attachmentsOf(ctx context.Context, pod *corev1.Pod, net *primaryLayer2) ([]attach.Attachment, error) {
 	var out []attach.Attachment
-	primary, err := r.primaryLayer3Of(ctx, pod)
+	primary, err := r.primaryLayer3Of(ctx, pod, net)
 	if err != nil {
 		return nil, err
 	}
@@ -152,10 +152,9 @@ func (r *Reconciler) resolver() attach.Resolver {
 // default-network NetworkSelectionElement requests is honoured, its IPs
 // are not (upstream's overrideActiveNSEWithDefaultNSE keeps node-local IPAM
 // on Layer3).
-func (r *Reconciler) primaryLayer3Of(ctx context.Context, pod *corev1.Pod) (*attach.Attachment, error) {
-	net, err := findSelected(ctx, r.client, pod.Namespace, isPrimaryLayer3)
-	if err != nil || net == nil {
-		return nil, err
+func (r *Reconciler) primaryLayer3Of(ctx context.Context, pod *corev1.Pod, net *primaryLayer2) (*attach.Attachment, error) {
+	if net == nil || !isPrimaryLayer3(net.spec) {
+		return nil, nil
 	}
 	att, err := r.resolver().Through(ctx, pod, client.ObjectKey{Namespace: pod.Namespace, Name: net.ref.Name})
 	if err != nil || att == nil {

@@ -124,6 +124,13 @@ var _ = Describe("pods of a Primary Layer3 network", Ordered, func() {
 		noEntry(ns, "waiting", ns+"/green")
 		setHostSubnets("node-b", network, "10.20.2.0/24", "fd00:20:2::/64")
 		Expect(podNetwork(ns, "waiting", ns+"/green").IPAddresses).To(Equal([]string{"10.20.2.3/24", "fd00:20:2::3/64"}))
+
+		// The default-network element's MAC is honoured on Layer3, its ips
+		// are not (overrideActiveNSEWithDefaultNSE keeps node-local IPAM).
+		createPod(ns, "own-mac", onNode("node-b"), requesting([]string{"10.20.2.200/24"}, "02:00:00:00:20:01", ""))
+		mac := podNetwork(ns, "own-mac", ns+"/green")
+		Expect(mac.MACAddress).To(Equal("02:00:00:00:20:01"))
+		Expect(mac.IPAddresses).To(Equal([]string{"10.20.2.4/24", "fd00:20:2::4/64"}))
 	})
 
 	// The addresses of a pod that finished go back to its node's pool, and

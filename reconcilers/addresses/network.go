@@ -42,7 +42,8 @@ func (n networkRef) NetworkName() string {
 	return ovnk.CUDNNetworkName(n.Name)
 }
 
-// primaryLayer2 is the network a namespace's pods get addresses from.
+// primaryLayer2 is the Primary network a namespace's pods get addresses
+// from: Layer2 here, Layer3 through package attach (attachments.go).
 type primaryLayer2 struct {
 	ref      networkRef
 	spec     udnv1.NetworkSpec
@@ -59,12 +60,6 @@ func eligible(spec udnv1.NetworkSpec) bool {
 // listing every CUDN for it made the addresses cost grow with pods times
 // CUDNs.
 const indexCUDNNamespaces = "addresses.cudn.selectedNamespaces"
-
-// findNetwork returns the namespace's Primary Layer2 network, if any: its
-// UDN, else the first CUDN (by name) whose namespaceSelector matches.
-func findNetwork(ctx context.Context, c client.Reader, namespace string) (*primaryLayer2, error) {
-	return findSelected(ctx, c, namespace, eligible)
-}
 
 // findSelected returns the namespace's network that ok accepts: its UDN,
 // else the first CUDN (by name) whose namespaceSelector matches.

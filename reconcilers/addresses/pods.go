@@ -249,6 +249,9 @@ type podScope struct {
 	// touched are the networks whose pools the reconcile may change: the
 	// one the pod held and the one it gets.
 	touched []string
+	// primary is the namespace's Primary network (Layer2 with subnets, or
+	// Layer3), if any; net is it when it is Layer2.
+	primary *primaryLayer2
 	net     *primaryLayer2
 	st      *netState
 	key     string // the pod's entry in k8s.ovn.org/pod-networks
@@ -274,6 +277,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	phases := []phase.Func[*podScope]{
 		r.getPodOrForget,
 		r.skipUnscheduled,
+		r.findPrimaryNetwork,
 		r.attachNetworks,
 		r.findPodNetwork,
 		r.readIntent,
@@ -316,12 +320,23 @@ func (r *Reconciler) skipUnscheduled(_ context.Context, s *podScope) (reconcile.
 	return reconcile.Result{}, nil
 }
 
-// findPodNetwork finds the Primary Layer2 network of the pod's namespace
+// findPrimaryNetwork finds the Primary network of the pod's namespace
+// that udnkit gives addresses on, once for both paths.
+func (r *Reconciler) findPrimaryNetwork(ctx context.Context, s *podScope) (reconcile.Result, error) {
+	net, err := findSelected(ctx, r.client, s.pod.Namespace, func(spec udnv1.NetworkSpec) bool { return eligible(spec) || isPrimaryLayer3(spec) })
+	if err != nil {
+		return s.Done(reconcile.Result{}, err)
+	}
+	s.primary = net
+	return reconcile.Result{}, nil
+}
+
+// findPodNetwork takes the Primary Layer2 network of the pod's namespace
 // and its allocator; a pod of no such network is left alone.
 func (r *Reconciler) findPodNetwork(ctx context.Context, s *podScope) (reconcile.Result, error) {
-	net, err := findNetwork(ctx, r.client, s.pod.Namespace)
-	if err != nil || net == nil {
-		return s.Done(reconcile.Result{}, err)
+	net := s.primary
+	if net == nil || !eligible(net.spec) {
+		return s.Done(reconcile.Result{}, nil)
 	}
 	s.touched = append(s.touched, net.ref.ID())
 	st, err := r.network(ctx, net)
