@@ -206,6 +206,23 @@ var _ = Describe("pods naming Secondary networks in k8s.v1.cni.cncf.io/networks"
 		expectNoAnnotation(ns, "garbled")
 	})
 
+	It("waits for a NAD that does not exist yet, and leaves a labelled NAD that fails the ownership rule alone", func() {
+		createPod(ns, "early", onNode("node-a"), annotated(ovnk.AnnotationNetworks, "blue,forged"))
+		// Labelled and rendered like udnkit's, but its controller UDN does
+		// not exist (nadtrust: OwnerNotFound).
+		meta := testobj.MakeUDN(ns, "forged").Obj().ObjectMeta
+		meta.UID = "00000000-0000-0000-0000-000000000001"
+		forged, err := netconf.NewNAD(netconf.NADSource{Kind: udnv1.KindUserDefinedNetwork, Meta: meta, Spec: secondaryLayer2("10.30.0.0/24")},
+			ns, featureOn(), nil, ovnk.NetworkIDs{})
+		Expect(err).NotTo(HaveOccurred())
+		forged.Finalizers = nil
+		Expect(k8s.Create(ctx, forged)).To(Succeed())
+		noEntry(ns, "early", ns+"/blue")
+		networkWithNAD(ns, "blue", secondaryLayer2("10.50.0.0/24"))
+		Expect(podNetwork(ns, "early", ns+"/blue").IPAddresses).To(Equal([]string{"10.50.0.1/24"}))
+		noEntry(ns, "early", ns+"/forged")
+	})
+
 	It("restores the written entries after a restart and frees those of deleted pods", func() {
 		deletePod(ns, "short") // held 10.30.0.2 and tunnel_id 11
 		stopManager()
