@@ -234,3 +234,15 @@ var _ = Describe("pods naming Secondary networks in k8s.v1.cni.cncf.io/networks"
 		Expect(late.TunnelID).To(Equal(11))
 	})
 })
+
+// One reconcile writes both: the Secondary entry first, then the Primary
+// Layer2 entry on top of it under the pod's new resourceVersion.
+var _ = It("gives a Primary Layer2 pod its Secondary entries too, keeping both", func() {
+	const ns = "l2-with-side"
+	createUDN(ns, "blue", primaryLayer2("10.60.0.0/24"))
+	networkWithNAD(ns, "side", secondaryLayer2("10.61.0.0/24"))
+	createPod(ns, "both", onNode("node-a"), annotated(ovnk.AnnotationNetworks, "side"))
+	Expect(podNetwork(ns, "both", ns+"/side").IPAddresses).To(Equal([]string{"10.61.0.1/24"}))
+	Expect(podNetwork(ns, "both", ns+"/blue").Role).To(Equal("primary"))
+	Expect(podNetwork(ns, "both", ns+"/side").Role).To(Equal("secondary"))
+})

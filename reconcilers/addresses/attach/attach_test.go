@@ -189,3 +189,15 @@ func TestForgetFreesAndReplacedPoolsDropHolds(t *testing.T) {
 		t.Errorf("a hold on the replaced pool survived")
 	}
 }
+
+// A Secondary Layer2 network without subnets still gives each pod a
+// tunnel_id (upstream's cluster manager allocates pods on every Layer2
+// network, hasPodAllocation) and a MAC, no address.
+func TestLayer2WithoutSubnets(t *testing.T) {
+	a := New(nil)
+	att := Attachment{Key: "ns/bare", Node: "node-a", Network: Network{Name: "ns_bare", Topology: TopologyLayer2}}
+	pn := mustAllocate(t, a, "p1", att)
+	if len(pn.IPAddresses) != 0 || pn.TunnelID != podannotation.FirstPodTunnelID || pn.MACAddress == "" || pn.Role != podannotation.RoleSecondary {
+		t.Errorf("entry %+v, want a MAC, tunnel_id 10, no address, role secondary", pn)
+	}
+}
