@@ -52,7 +52,11 @@ func (r *Reconciler) attachNetworks(ctx context.Context, s *podScope) (reconcile
 	if len(entries) == 0 {
 		return res, nil
 	}
-	return res, r.writeEntries(ctx, s, entries)
+	if err := r.writeEntries(ctx, s, entries); err != nil {
+		// A stale pod (a conflict) would fail the Primary Layer2 write too.
+		return s.Done(res, err)
+	}
+	return res, nil
 }
 
 // attachOne restores the pod's entry on att's network or allocates one (nil:
