@@ -39,11 +39,11 @@ var dataplaneLayers = [][]string{
 	{"dataplane/internal/nbtest"}, // test support: only tests import it
 	{"dataplane/topology/base"},
 	{"dataplane/topology", "dataplane/topology/multivtep", "dataplane/topology/migration", "dataplane/topology/pods",
-		"dataplane/topology/policy"},
+		"dataplane/topology/policy", "dataplane/topology/services"},
 	{"dataplane"},
 	{"dataplane/controllers/zone", "dataplane/controllers/internal/ctrltest"},
 	{"dataplane/controllers/layer2", "dataplane/controllers/layer3", "dataplane/controllers/multivtep", "dataplane/controllers/migration",
-		"dataplane/controllers/pods", "dataplane/controllers/policy"},
+		"dataplane/controllers/pods", "dataplane/controllers/policy", "dataplane/controllers/services"},
 	{"dataplane/controllers", "dataplane/trace"},
 }
 
@@ -59,6 +59,7 @@ var onlyImports = map[string][]string{
 	"dataplane/topology/migration": {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
 	"dataplane/topology/pods":      {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
 	"dataplane/topology/policy":    {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
+	"dataplane/topology/services":  {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
 }
 
 // pkg is one package of the module with its own packages it imports

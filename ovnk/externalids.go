@@ -39,6 +39,13 @@ const (
 	// addLogicalPortToNetwork writes these two bare keys).
 	ExternalIDPodNamespace = "namespace"
 	ExternalIDPod          = "pod"
+	// ExternalIDLoadBalancerKind and ExternalIDLoadBalancerOwner mark a
+	// Service's load balancer: "Service" and the Service's
+	// "namespace/name" (upstream's types.LoadBalancerKindExternalID and
+	// LoadBalancerOwnerExternalID), by which upstream's services controller
+	// finds a Service's load balancers.
+	ExternalIDLoadBalancerKind  = "k8s.ovn.org/kind"
+	ExternalIDLoadBalancerOwner = "k8s.ovn.org/owner"
 	// ExternalIDClusterRouter marks a cluster router, as upstream's
 	// topologyfactory marks every one it creates ("yes").
 	ExternalIDClusterRouter = "k8s-cluster-router"

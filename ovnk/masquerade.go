@@ -41,3 +41,12 @@ func HostMasqueradeIP(masqueradeSubnet netip.Prefix) (netip.Addr, error) {
 func DummyNextHopMasqueradeIP(masqueradeSubnet netip.Prefix) (netip.Addr, error) {
 	return AddrAt(masqueradeSubnet.Masked(), 4)
 }
+
+// ServiceHairpinMasqueradeIP is the address a load balancer SNATs hairpin
+// traffic to (a pod reaching itself through a Service): the masquerade
+// subnet's fifth address, upstream's V4OVNServiceHairpinMasqueradeIP and
+// V6OVNServiceHairpinMasqueradeIP (169.254.0.5 in 169.254.0.0/17, fd69::5
+// in fd69::/112), which every network's load balancers share.
+func ServiceHairpinMasqueradeIP(masqueradeSubnet netip.Prefix) (netip.Addr, error) {
+	return AddrAt(masqueradeSubnet.Masked(), 5)
+}

@@ -95,3 +95,21 @@ func HashForOVN(s string) string {
 func (n Layer2Names) SubnetsAddressSet(family string) string {
 	return HashForOVN("udnkit:" + n.prefix + "cluster_subnets:" + family)
 }
+
+// The load balancer groups of a primary user-defined network (upstream's
+// types.ClusterLBGroupName, ClusterSwitchLBGroupName and
+// ClusterRouterLBGroupName under GetNetworkScopedLoadBalancerGroupName):
+// the cluster-wide group on the network's switches and gateway routers,
+// the switch group on its switches, the router group on the gateway
+// routers of nodes with node ports enabled.
+func (n Layer2Names) ClusterLBGroup() string       { return n.prefix + "clusterLBGroup" }
+func (n Layer2Names) ClusterSwitchLBGroup() string { return n.prefix + "clusterSwitchLBGroup" }
+func (n Layer2Names) ClusterRouterLBGroup() string { return n.prefix + "clusterRouterLBGroup" }
+
+// ServiceLoadBalancer is the name of a Service's load balancer on the
+// network (upstream's makeLBName under GetNetworkScopedLoadBalancerName):
+// "<prefix>Service_<namespace>/<name>_<protocol>_<scope>", scope "cluster"
+// for the cluster-wide one ("TCP", not "tcp": the Service's protocol).
+func (n Layer2Names) ServiceLoadBalancer(namespace, name, protocol, scope string) string {
+	return n.prefix + "Service_" + namespace + "/" + name + "_" + protocol + "_" + scope
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/controllers/multivtep"
 	"github.com/udnkit/udnkit/dataplane/controllers/pods"
 	"github.com/udnkit/udnkit/dataplane/controllers/policy"
+	lbservices "github.com/udnkit/udnkit/dataplane/controllers/services"
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
@@ -74,6 +75,7 @@ type Reconcilers struct {
 	LiveMigration *migration.Reconciler
 	Pods          *pods.Reconciler
 	Policy        *policy.Reconciler
+	Services      *lbservices.Reconciler
 }
 
 // Setup registers the dataplane controllers with the manager: the Layer2
@@ -134,8 +136,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	// only writer of its networks' pod and VM ports.
 	rs.Pods = &pods.Reconciler{Client: c, OVN: ovn, Local: o.Local, Recorder: rec, Cluster: o.Cluster, Services: services,
 		Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard}
+	// The Services' load balancers of every primary network (always on,
+	// as upstream's per-network services controller).
+	rs.Services = &lbservices.Reconciler{Client: c, OVN: ovn, Cluster: o.Cluster, Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard}
 	setups := []func(ctrl.Manager) error{rs.Layer2.SetupWithManager, rs.Layer3.SetupWithManager, rs.MultiVTEP.SetupWithManager,
-		rs.LiveMigration.SetupWithManager, rs.Policy.SetupWithManager, rs.Pods.SetupWithManager}
+		rs.LiveMigration.SetupWithManager, rs.Policy.SetupWithManager, rs.Pods.SetupWithManager, rs.Services.SetupWithManager}
 	// The controllers re-apply the networks whose rows the OVN database lost.
 	rq := zone.NewRequeuer(c)
 	ovn.OnResync(rq.Resync)

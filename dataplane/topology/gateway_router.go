@@ -46,6 +46,7 @@ func (b *layer2Build) localNode(n l2node) error {
 	}
 	gr := net.gatewayRouter(n)
 	gr.Copp = b.copp
+	gr.LoadBalancerGroups = gatewayRouterLBGroups(b.names, n.Gateway)
 	if n.Gateway != nil {
 		if err := b.nodeGateway(n, &gr); err != nil {
 			return err

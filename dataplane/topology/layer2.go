@@ -170,9 +170,10 @@ func Layer2Topology(net Layer2Network, nodes []Layer2Node) (*rows.Desired, error
 	return &rows.Desired{
 		Owner: rows.Owner{Network: net.Name, Topology: base.TopologyLayer2, Piece: base.PieceTransitRouter, AdoptLegacy: net.AdoptLegacy,
 			Legacy: Layer2Legacy(net, b.legacyGateways()...)},
-		Routers:           append([]rows.Router{b.tr}, b.grs...),
-		Switches:          append([]rows.Switch{b.sw}, b.exts...),
-		StaticMACBindings: b.macs,
+		Routers:            append([]rows.Router{b.tr}, b.grs...),
+		Switches:           append([]rows.Switch{b.sw}, b.exts...),
+		StaticMACBindings:  b.macs,
+		LoadBalancerGroups: loadBalancerGroups(b.names),
 	}, nil
 }
 

@@ -19,7 +19,7 @@ import (
 // the node's l3-gateway-config.
 func (b *layer3Build) gateway(n Layer3LocalNode) error {
 	gr := rows.Router{Row: nbdb.LogicalRouter{Name: n.GatewayRouter, ExternalIDs: primaryRole(),
-		Options: gatewayRouterOptions(n.Chassis, "router_ip")}, Copp: b.copp}
+		Options: gatewayRouterOptions(n.Chassis, "router_ip")}, Copp: b.copp, LoadBalancerGroups: gatewayRouterLBGroups(b.names, n.Gateway)}
 	b.joinPort(n.GatewayRouter, n.JoinIPs, &gr, !n.NoGatewayMTU)
 	crJoin := b.clusterJoinIPs()
 	for _, s := range b.net.Subnets {

@@ -139,7 +139,8 @@ func (b *layer3Build) nodeSwitch(n Layer3LocalNode) error {
 	// other_config as upstream leaves it once the management port exists
 	// (libovsdb/util: UpdateNodeSwitchExcludeIPs drops exclude_ips then);
 	// multicast is off (no mcast_* keys).
-	sw := rows.Switch{Row: nbdb.LogicalSwitch{Name: b.names.NodeSwitch(n.Name), ExternalIDs: primaryRole(), OtherConfig: map[string]string{}}}
+	sw := rows.Switch{Row: nbdb.LogicalSwitch{Name: b.names.NodeSwitch(n.Name), ExternalIDs: primaryRole(), OtherConfig: map[string]string{}},
+		LoadBalancerGroups: switchLBGroups(b.names)}
 	for _, s := range n.HostSubnets {
 		if s.Addr().Is4() {
 			sw.Row.OtherConfig["subnet"] = s.Masked().String()

@@ -143,10 +143,11 @@ func Layer3Topology(net Layer3Network, nodes []Layer3Node) (*rows.Desired, error
 	}
 	b.switches[0], b.switches[1] = b.join, b.ts
 	d := &rows.Desired{
-		Owner:             rows.Owner{Network: net.Name, Topology: base.TopologyLayer3, Piece: base.PieceTopology},
-		Routers:           append([]rows.Router{b.cr}, b.grs...),
-		Switches:          b.switches,
-		StaticMACBindings: b.macs,
+		Owner:              rows.Owner{Network: net.Name, Topology: base.TopologyLayer3, Piece: base.PieceTopology},
+		Routers:            append([]rows.Router{b.cr}, b.grs...),
+		Switches:           b.switches,
+		StaticMACBindings:  b.macs,
+		LoadBalancerGroups: loadBalancerGroups(b.names),
 	}
 	SetLayer3GatewayMode(d, net.GatewayMode)
 	return d, nil

@@ -77,6 +77,8 @@ func TestLayer3TopologyRowCounts(t *testing.T) {
 		"Logical_Router_Policy": 4, "NAT": 6, "Logical_Switch": 4, "Logical_Switch_Port": 9, "Static_MAC_Binding": 4,
 		// The zone's COPP, once per router that names it.
 		"Copp": 2, "Meter": 18, "Meter_Band": 18,
+		// The network's three load balancer groups (initLoadBalancerGroups).
+		"Load_Balancer_Group": 3,
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("rows per table = %v, want %v", got, want)

@@ -206,6 +206,7 @@ func cell(d *rows.Desired, table, row, column string) (string, error) {
 				if r.Copp != nil {
 					lr.Copp = &r.Copp.Row.Name
 				}
+				lr.LoadBalancerGroup = r.LoadBalancerGroups // by name
 				found = lr
 			}
 		case "Copp", "Meter", "Meter_Band":
@@ -230,7 +231,9 @@ func cell(d *rows.Desired, table, row, column string) (string, error) {
 		switch table {
 		case "Logical_Switch":
 			if s.Row.Name == row {
-				found = s.Row
+				ls := s.Row
+				ls.LoadBalancerGroup = s.LoadBalancerGroups // by name
+				found = ls
 			}
 		case "Logical_Switch_Port":
 			for _, p := range s.Ports {

@@ -15,7 +15,7 @@ import (
 func (b *layer2Build) transitSwitch([]Layer2Node) error {
 	names := b.names
 	b.sw = rows.Switch{Row: nbdb.LogicalSwitch{Name: names.Switch(), OtherConfig: b.switchOtherConfig(),
-		ExternalIDs: map[string]string{ovnk.ExternalIDNetworkRole: "primary"}}}
+		ExternalIDs: map[string]string{ovnk.ExternalIDNetworkRole: "primary"}}, LoadBalancerGroups: switchLBGroups(names)}
 	b.sw.Ports = append(b.sw.Ports, nbdb.LogicalSwitchPort{
 		Name: names.SwitchToRouter(), Type: "router", Addresses: []string{"router"},
 		Options: map[string]string{"router-port": names.RouterToSwitch()},

@@ -11,6 +11,9 @@ const (
 	PieceTopology      = "topology"
 	PieceLiveMigration = "live-migration"
 	PieceMultiVTEP     = "multi-vtep"
+	// PieceServices is the load balancers of the Services of a primary
+	// network's namespaces in a zone (package topology/services).
+	PieceServices = "services"
 )
 
 // The network-policy, isolation and EgressIP defaults (package

@@ -1,0 +1,202 @@
+// Package services is the dataplane's controller of the load balancers of
+// the Services in a primary Layer2 or Layer3 network's namespaces (package
+// topology/services): for each such network, once udnkit's topology of it
+// exists in the zone (the load balancer groups are the topology's), it
+// applies one piece holding the network's Services' cluster-wide load
+// balancers, read from the Services of the namespaces whose NADs describe
+// the network and the EndpointSlices upstream's mirror controller writes
+// for it. Requests are NADs; a Service or mirrored EndpointSlice change
+// requeues the NADs of its namespace (the fair queue keeps a busy
+// namespace from holding up another). A network's piece goes with its last
+// NAD.
+//
+// Package zone holds what it shares with the other dataplane controllers.
+package services
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/controllers/zone"
+	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
+	svctopo "github.com/udnkit/udnkit/dataplane/topology/services"
+	"github.com/udnkit/udnkit/internal/phase"
+	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/nadtrust"
+)
+
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
+
+// Reconciler applies the load balancers of every primary Layer2 and
+// Layer3 network's Services.
+type Reconciler struct {
+	Client client.Client
+	OVN    *dataplane.Client
+	// Cluster are the cluster facts: the masquerade subnets give the
+	// hairpin SNAT addresses.
+	Cluster ovnk.ClusterConfig
+	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
+	Workers int
+	// FIFOQueue is zone.Options.FIFOQueue.
+	FIFOQueue bool
+	// Guard applies the NAD ownership rule; nil: one reading through
+	// Client, without Events.
+	Guard  *nadtrust.Guard
+	trust  zone.Trusting
+	sweeps zone.Sweeps
+}
+
+// mirroredSlice passes the EndpointSlices a network's load balancers read:
+// those labelled with a Service of a user-defined network.
+var mirroredSlice = builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+	_, ok := o.GetLabels()[ovnk.LabelUserDefinedServiceName]
+	return ok
+}))
+
+// SetupWithManager registers the reconciler.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	inNamespace := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		return zone.NADsIn(r.Client, o.GetNamespace())(ctx, o)
+	})
+	return zone.TrustWatches(ctrl.NewControllerManagedBy(mgr).
+		Named("dataplane-services").
+		WithOptions(zone.ControllerOptions(r.Workers, r.FIFOQueue)), r.Client, r.guard(), zone.VTEPName).
+		Watches(&corev1.Service{}, inNamespace).
+		Watches(&discoveryv1.EndpointSlice{}, inNamespace, mirroredSlice).
+		Complete(r)
+}
+
+// Reconcile applies the NAD's network's load balancers and removes those
+// of networks whose NADs are gone, one phase after another.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	return phase.Run(ctx, &zone.NADScope{Req: req}, []phase.Func[*zone.NADScope]{
+		func(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
+			return s.ReadNAD(ctx, r.Client, r.guard())
+		},
+		func(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
+			return s.ReadSource(ctx, r.Client, r.guard(), zone.VTEPName)
+		},
+		r.applyNetwork,
+		func(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
+			return s.Sweep(ctx, &r.sweeps, r.collect)
+		},
+	})
+}
+
+// network reads the NAD's primary Layer2 or Layer3 network: ok is false
+// for other NADs and a Layer2 network not allocated yet.
+func (r *Reconciler) network(nad *nadv1.NetworkAttachmentDefinition) (svctopo.Network, bool, error) {
+	net := svctopo.Network{MasqueradeSubnets: r.Cluster.MasqueradeSubnets}
+	if l2, ok, err := zone.Layer2NetworkFromNAD(nad); err != nil || ok {
+		net.Name, net.Topology, net.Subnets = l2.Name, base.TopologyLayer2, l2.Subnets
+		return net, ok, err
+	}
+	name, subnets, ok, err := zone.Layer3NetworkFromNAD(nad)
+	net.Name, net.Topology, net.Subnets = name, base.TopologyLayer3, subnets
+	return net, ok, err
+}
+
+// applyNetwork applies the source's network's load balancers once its
+// topology exists in the zone; a malformed NAD is logged and skipped, a
+// failed read or apply ends the reconcile.
+func (r *Reconciler) applyNetwork(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
+	if s.Owner == nil {
+		return reconcile.Result{}, nil
+	}
+	net, ok, err := r.network(s.Src)
+	if err != nil || !ok {
+		if err != nil {
+			log.FromContext(ctx).Error(err, "skipping network")
+		}
+		return reconcile.Result{}, nil
+	}
+	s.Network = net.Name
+	if res, wait := zone.WaitForTopology(ctx, r.OVN, net.Name, net.Topology); wait {
+		return res, nil
+	}
+	svcs, err := r.services(ctx, net.Name)
+	if err != nil {
+		return s.Done(reconcile.Result{}, err)
+	}
+	d, skipped, err := svctopo.LoadBalancers(net, svcs)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "skipping network", "network", net.Name)
+		return reconcile.Result{}, nil
+	}
+	for _, sk := range skipped {
+		log.FromContext(ctx).V(1).Info("part of a Service left out", "network", net.Name, "service", sk.Service.String(), "reason", sk.Reason)
+	}
+	if _, err := r.OVN.Apply(ctx, d); err != nil {
+		return s.Done(reconcile.Result{}, err)
+	}
+	return reconcile.Result{}, nil
+}
+
+// services are the Services of the namespaces whose trusted NADs describe
+// the network, each with its namespace's mirrored EndpointSlices.
+func (r *Reconciler) services(ctx context.Context, network string) ([]svctopo.Service, error) {
+	nads, err := zone.TrustedNamingNADs(ctx, r.Client, r.guard(), network)
+	if err != nil {
+		return nil, err
+	}
+	var namespaces []string
+	for _, nad := range nads {
+		if !slices.Contains(namespaces, nad.Namespace) {
+			namespaces = append(namespaces, nad.Namespace)
+		}
+	}
+	slices.Sort(namespaces)
+	var out []svctopo.Service
+	for _, ns := range namespaces {
+		var svcs corev1.ServiceList
+		if err := r.Client.List(ctx, &svcs, client.InNamespace(ns)); err != nil {
+			return nil, fmt.Errorf("services of namespace %s: %w", ns, err)
+		}
+		var eps discoveryv1.EndpointSliceList
+		if err := r.Client.List(ctx, &eps, client.InNamespace(ns), client.HasLabels{ovnk.LabelUserDefinedServiceName}); err != nil {
+			return nil, fmt.Errorf("endpoint slices of namespace %s: %w", ns, err)
+		}
+		bySvc := map[string][]*discoveryv1.EndpointSlice{}
+		for i := range eps.Items {
+			s := &eps.Items[i]
+			name := s.Labels[ovnk.LabelUserDefinedServiceName]
+			bySvc[name] = append(bySvc[name], s)
+		}
+		for i := range svcs.Items {
+			svc := &svcs.Items[i]
+			out = append(out, svctopo.Service{Service: svc, Slices: bySvc[svc.Name]})
+		}
+	}
+	return out, nil
+}
+
+// collect removes the piece of the networks no NAD describes any more.
+func (r *Reconciler) collect(ctx context.Context) error {
+	for _, t := range []struct {
+		topology string
+		name     func(*nadv1.NetworkAttachmentDefinition) (string, bool)
+	}{{base.TopologyLayer2, zone.Layer2Name}, {base.TopologyLayer3, zone.Layer3Name}} {
+		if err := zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: t.topology, Piece: base.PieceServices},
+			r.OVN.PieceNetworks, t.name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) guard() *nadtrust.Guard { return r.trust.Of(r.Guard, r.Client) }

@@ -1,0 +1,24 @@
+// Package services builds the load balancers of the Services of a primary
+// user-defined network's namespaces, as upstream's per-network services
+// controller writes them (go-controller/pkg/ovn/controller/services:
+// lb_config.go buildServiceLBConfigs and buildClusterLBs, loadbalancer.go
+// buildLB, utils.go getExternalIDsForLoadBalancer): one cluster-wide load
+// balancer per Service and protocol, "<prefix>Service_<ns>/<name>_<PROTO>_cluster",
+// whose vips map each ClusterIP (and ExternalIP and LoadBalancer ingress IP)
+// and port to the Service's endpoints on the network, read from the
+// EndpointSlices upstream's mirror controller writes for the network, and
+// which the network's cluster-wide load balancer group holds.
+//
+// The groups themselves, and their attachment to the network's switches
+// and gateway routers, are the network's topology's (package topology);
+// this piece references the cluster-wide group by name.
+//
+// Invariants: only mirrored slices labelled with the Service's name and
+// annotated with this network feed its load balancers (a slice for another
+// network never does); headless and ExternalName Services have none.
+// What upstream writes per node (NodePort vips, externalTrafficPolicy and
+// internalTrafficPolicy Local, host-network endpoints: load balancers
+// attached to each node's switch and gateway router directly) is not built:
+// the Services concerned are reported as Skipped and their per-node part is
+// left out.
+package services
