@@ -95,6 +95,11 @@ type Router struct {
 	// load_balancer_group column that this piece manages: this Desired's
 	// (LoadBalancerGroups) or existing ones found by name.
 	LoadBalancerGroups []string
+	// LoadBalancers names load balancers of this Desired's LoadBalancers
+	// that the router's load_balancer column holds; of the column's
+	// members, only this piece's own load balancers not named are taken
+	// out, whoever owns the router.
+	LoadBalancers []string
 }
 
 // Copp is a control plane protection that every network of a zone shares
@@ -125,8 +130,9 @@ type Switch struct {
 	// qos_rules columns.
 	ACLs []nbdb.ACL
 	QoS  []nbdb.QoS
-	// LoadBalancerGroups means what it means for a Router.
+	// LoadBalancerGroups and LoadBalancers mean what they mean for a Router.
 	LoadBalancerGroups []string
+	LoadBalancers      []string
 	// PortDHCP sets a port's dhcpv4_options and dhcpv6_options, by the
 	// port's name (one of Ports): the keys of rows of this Desired's
 	// DHCPOptions (DHCPKey).

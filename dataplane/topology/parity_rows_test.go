@@ -155,8 +155,8 @@ func TestPlanRowsReadsEveryDesiredField(t *testing.T) {
 		reflect.TypeFor[rows.Desired](): {"Owner", "Routers", "Switches", "DHCPOptions", "AddressSets",
 			"PortGroups", "LoadBalancers", "LoadBalancerGroups", "StaticMACBindings", "Meters"},
 		reflect.TypeFor[rows.Router](): {"Row", "Ref", "Shared", "Copp", "Ports", "Routes", "Policies", "NATs", "GatewayChassis",
-			"LoadBalancerGroups"},
-		reflect.TypeFor[rows.Switch]():            {"Row", "Ref", "Shared", "Ports", "ACLs", "QoS", "LoadBalancerGroups", "PortDHCP"},
+			"LoadBalancerGroups", "LoadBalancers"},
+		reflect.TypeFor[rows.Switch]():            {"Row", "Ref", "Shared", "Ports", "ACLs", "QoS", "LoadBalancerGroups", "LoadBalancers", "PortDHCP"},
 		reflect.TypeFor[rows.PortGroup]():         {"Row", "Ref", "Shared", "Ports", "ACLs"},
 		reflect.TypeFor[rows.LoadBalancerGroup](): {"Row", "Ref", "Shared", "LoadBalancers"},
 		reflect.TypeFor[rows.ZoneMeter]():         {"Row", "Band"},
@@ -235,8 +235,9 @@ func planRows(d *rows.Desired) []planRow {
 		for _, q := range s.QoS {
 			add("QoS", fmt.Sprintf("%s %s %d %s", s.Row.Name, q.Direction, q.Priority, q.Match), fmt.Sprintf("%s %s %d %s", s.Row.Name, q.Direction, q.Priority, q.Match), q)
 		}
-		// LoadBalancerGroups and PortDHCP are references (columns of the
-		// switch and its ports), compared with the rows that hold them.
+		// LoadBalancerGroups, LoadBalancers and PortDHCP are references
+		// (columns of the switch and its ports), compared with the rows
+		// that hold them.
 	}
 	for _, g := range d.PortGroups {
 		add("Port_Group", g.Row.Name, g.Row.Name, g.Row)

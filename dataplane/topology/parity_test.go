@@ -206,7 +206,7 @@ func cell(d *rows.Desired, table, row, column string) (string, error) {
 				if r.Copp != nil {
 					lr.Copp = &r.Copp.Row.Name
 				}
-				lr.LoadBalancerGroup = r.LoadBalancerGroups // by name
+				lr.LoadBalancerGroup, lr.LoadBalancer = r.LoadBalancerGroups, r.LoadBalancers // by name
 				found = lr
 			}
 		case "Copp", "Meter", "Meter_Band":
@@ -232,7 +232,7 @@ func cell(d *rows.Desired, table, row, column string) (string, error) {
 		case "Logical_Switch":
 			if s.Row.Name == row {
 				ls := s.Row
-				ls.LoadBalancerGroup = s.LoadBalancerGroups // by name
+				ls.LoadBalancerGroup, ls.LoadBalancer = s.LoadBalancerGroups, s.LoadBalancers // by name
 				found = ls
 			}
 		case "Logical_Switch_Port":

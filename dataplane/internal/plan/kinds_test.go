@@ -491,3 +491,56 @@ func TestPortDHCPLifecycle(t *testing.T) {
 		remove: deleteAll(nbdb.DHCPOptionsTable),
 	}.run(t)
 }
+
+// A piece's load balancers on a router and a switch it does not own (Ref):
+// added to their load_balancer column, taken out when no longer named
+// (deleted with the piece), another client's load balancer kept; a name
+// that is not one of the piece's load balancers is refused.
+func TestLoadBalancersOnRoutersAndSwitches(t *testing.T) {
+	ctx := context.Background()
+	addr := nbtest.Serve(t)
+	e := nbtest.Engine(t, addr, nil)
+	nbtest.Transact(t, addr,
+		ovsdb.Operation{Op: ovsdb.OperationInsert, Table: nbdb.LoadBalancerTable, UUIDName: "o", Row: ovsdb.Row{"name": "other_lb"}},
+		ovsdb.Operation{Op: ovsdb.OperationInsert, Table: nbdb.LogicalRouterTable, Row: ovsdb.Row{"name": "net1_r0", "load_balancer": setOf([]string{"o"})}},
+		ovsdb.Operation{Op: ovsdb.OperationInsert, Table: nbdb.LogicalSwitchTable, Row: ovsdb.Row{"name": "net1_s0"}})
+	tcp := nbdb.LoadBalancerProtocolTCP
+	lb := func(name string) nbdb.LoadBalancer {
+		return nbdb.LoadBalancer{Name: name, Protocol: &tcp, Vips: map[string]string{"10.96.0.1:443": "10.0.0.5:6443"}}
+	}
+	d := &rows.Desired{Owner: nbtest.Owner("net1"), LoadBalancers: []nbdb.LoadBalancer{lb("net1_lb"), lb("net1_lb2")},
+		Routers:  []rows.Router{{Row: nbdb.LogicalRouter{Name: "net1_r0"}, Ref: true, LoadBalancers: []string{"net1_lb"}}},
+		Switches: []rows.Switch{{Row: nbdb.LogicalSwitch{Name: "net1_s0"}, Ref: true, LoadBalancers: []string{"net1_lb", "net1_lb2"}}}}
+	if _, err := e.Apply(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	names := func(table string) string {
+		t.Helper()
+		r := nbtest.Snapshot(t, addr)[table]
+		if len(r) != 1 {
+			t.Fatalf("%s: %v", table, r)
+		}
+		return r[0]
+	}
+	if r := names(nbdb.LogicalRouterTable); !strings.Contains(r, `name="other_lb"`) || !strings.Contains(r, `name="net1_lb"`) {
+		t.Errorf("router: %s, want other_lb and net1_lb", r)
+	}
+	if s := names(nbdb.LogicalSwitchTable); !strings.Contains(s, `name="net1_lb"`) || !strings.Contains(s, `name="net1_lb2"`) {
+		t.Errorf("switch: %s, want net1_lb and net1_lb2", s)
+	}
+	d.Switches[0].LoadBalancers = []string{"net1_lb2"}
+	d.Routers[0].LoadBalancers = nil
+	if _, err := e.Apply(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if r := names(nbdb.LogicalRouterTable); !strings.Contains(r, `name="other_lb"`) || strings.Contains(r, `name="net1_lb"`) {
+		t.Errorf("router after net1_lb is no longer named: %s, want other_lb only", r)
+	}
+	if s := names(nbdb.LogicalSwitchTable); strings.Contains(s, `name="net1_lb"`) || !strings.Contains(s, `name="net1_lb2"`) {
+		t.Errorf("switch after net1_lb is no longer named: %s, want net1_lb2 only", s)
+	}
+	d.Routers[0].LoadBalancers = []string{"net1_nope"}
+	if _, err := e.Apply(ctx, d); err == nil || !strings.Contains(err.Error(), `logical router "net1_r0": load balancer "net1_nope" is not one of the desired load balancers`) {
+		t.Errorf("Apply naming a load balancer the piece does not have: %v", err)
+	}
+}

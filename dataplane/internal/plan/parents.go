@@ -40,6 +40,9 @@ func (p *Planner) routers(desired []rows.Router) error {
 				ins, rem, err := p.refs.LBGroupRefs("logical router", d.Row.Name, d.LoadBalancerGroups, cur.LoadBalancerGroup, ref)
 				mut[&row.LoadBalancerGroup] = &[2][]string{ins, rem}
 				if err == nil {
+					err = p.lbRefs("logical router", d.Row.Name, d.LoadBalancers, cur.LoadBalancer, &row.LoadBalancer, mut)
+				}
+				if err == nil {
 					err = diffColumn(p, schema.LogicalRouterPort, cur.UUID, cur.Ports, d.Ports, &row.Ports, mut, p.portKids(d))
 				}
 				if err == nil {
@@ -74,6 +77,9 @@ func (p *Planner) switches(desired []rows.Switch) error {
 				mut := colMuts{}
 				ins, rem, err := p.refs.LBGroupRefs("logical switch", d.Row.Name, d.LoadBalancerGroups, cur.LoadBalancerGroup, ref)
 				mut[&row.LoadBalancerGroup] = &[2][]string{ins, rem}
+				if err == nil {
+					err = p.lbRefs("logical switch", d.Row.Name, d.LoadBalancers, cur.LoadBalancer, &row.LoadBalancer, mut)
+				}
 				if err == nil {
 					var ports []nbdb.LogicalSwitchPort
 					if ports, err = p.refs.PortDHCP(d); err == nil {

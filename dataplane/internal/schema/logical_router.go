@@ -25,10 +25,11 @@ var LogicalRouter = Spec[nbdb.LogicalRouter]{
 var _ = planned(LogicalRouter, Table{
 	Kind:    Parent,
 	Indexed: true,
-	// The load balancer groups the pieces reference (package plan keeps
+	// The load balancer groups and load balancers the pieces reference (package plan keeps
 	// them; another client's change is one to heal).
 	Changed: func(old, cur model.Model, _ *[2][]any) bool {
-		return !SameSet(old.(*nbdb.LogicalRouter).LoadBalancerGroup, cur.(*nbdb.LogicalRouter).LoadBalancerGroup)
+		o, c := old.(*nbdb.LogicalRouter), cur.(*nbdb.LogicalRouter)
+		return !SameSet(o.LoadBalancerGroup, c.LoadBalancerGroup) || !SameSet(o.LoadBalancer, c.LoadBalancer)
 	},
 	Describe: func(m model.Model, mark string) string {
 		r := m.(*nbdb.LogicalRouter)
@@ -36,6 +37,6 @@ var _ = planned(LogicalRouter, Table{
 	},
 	Monitor: func() client.MonitorOption {
 		lr := &nbdb.LogicalRouter{}
-		return client.WithTable(lr, &lr.Name, &lr.ExternalIDs, &lr.Options, &lr.Copp, &lr.LoadBalancerGroup)
+		return client.WithTable(lr, &lr.Name, &lr.ExternalIDs, &lr.Options, &lr.Copp, &lr.LoadBalancerGroup, &lr.LoadBalancer)
 	},
 })

@@ -21,10 +21,11 @@ var LogicalSwitch = Spec[nbdb.LogicalSwitch]{
 var _ = planned(LogicalSwitch, Table{
 	Kind:    Parent,
 	Indexed: true,
-	// The load balancer groups the pieces reference (package plan keeps
+	// The load balancer groups and load balancers the pieces reference (package plan keeps
 	// them; another client's change is one to heal).
 	Changed: func(old, cur model.Model, _ *[2][]any) bool {
-		return !SameSet(old.(*nbdb.LogicalSwitch).LoadBalancerGroup, cur.(*nbdb.LogicalSwitch).LoadBalancerGroup)
+		o, c := old.(*nbdb.LogicalSwitch), cur.(*nbdb.LogicalSwitch)
+		return !SameSet(o.LoadBalancerGroup, c.LoadBalancerGroup) || !SameSet(o.LoadBalancer, c.LoadBalancer)
 	},
 	Describe: func(m model.Model, mark string) string {
 		s := m.(*nbdb.LogicalSwitch)
@@ -32,6 +33,6 @@ var _ = planned(LogicalSwitch, Table{
 	},
 	Monitor: func() client.MonitorOption {
 		ls := &nbdb.LogicalSwitch{}
-		return client.WithTable(ls, &ls.Name, &ls.ExternalIDs, &ls.OtherConfig, &ls.LoadBalancerGroup)
+		return client.WithTable(ls, &ls.Name, &ls.ExternalIDs, &ls.OtherConfig, &ls.LoadBalancerGroup, &ls.LoadBalancer)
 	},
 })
