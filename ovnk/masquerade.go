@@ -50,3 +50,11 @@ func DummyNextHopMasqueradeIP(masqueradeSubnet netip.Prefix) (netip.Addr, error)
 func ServiceHairpinMasqueradeIP(masqueradeSubnet netip.Prefix) (netip.Addr, error) {
 	return AddrAt(masqueradeSubnet.Masked(), 5)
 }
+
+// HostETPLocalMasqueradeIP is the vip a node's switch load balancer adds
+// for a NodePort Service with externalTrafficPolicy Local: the masquerade
+// subnet's third address, upstream's V4HostETPLocalMasqueradeIP and
+// V6HostETPLocalMasqueradeIP (169.254.0.3 in 169.254.0.0/17).
+func HostETPLocalMasqueradeIP(masqueradeSubnet netip.Prefix) (netip.Addr, error) {
+	return AddrAt(masqueradeSubnet.Masked(), 3)
+}

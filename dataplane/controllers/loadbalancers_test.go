@@ -163,3 +163,65 @@ func (s *stack) groupsOf(table, name string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// A NodePort Service of the Layer2 network gets, besides its cluster-wide
+// load balancer, node-a's per-node one on the network's switch and node-a's
+// gateway router (ovn-nbctl ls-lb-list, lr-lb-list), with node-a's host
+// addresses on the node port; with externalTrafficPolicy Local the router
+// gets a load balancer without SNAT; the Service deleted, both go.
+func TestNodePortLoadBalancersOnTheNode(t *testing.T) {
+	s, _ := policyStack(t, false)
+	np := lbService("ns1", "np", "10.0.0.101", "fd00:10:96::101")
+	np.Spec.Type, np.Spec.Ports[0].NodePort = corev1.ServiceTypeNodePort, 30080
+	s.create(np, mirroredSlice("ns1", "np-v4", "np", blueNet, discoveryv1.AddressTypeIPv4, "node-a", "203.203.0.5"))
+	blueGR := "GR_ns1_tenant.blue_node-a"
+	both := "ns1_tenant.blue_Service_ns1/np_TCP_node_router+switch_node-a"
+	want := "tcp 192.0.2.2:30080 203.203.0.5:8080\ntcp [2001:db8::2]:30080"
+	s.eventually("the node's NodePort load balancer", func() bool { return s.lbList(both) == want })
+	if sw, gr := s.lbsOn("Logical_Switch", blueSwitch), s.lbsOn("Logical_Router", blueGR); !slices.Equal(sw, []string{both}) || !slices.Equal(gr, []string{both}) {
+		t.Errorf("the switch's load balancers %v, the router's %v: want %s on both", sw, gr, both)
+	}
+	if got := s.lbList("ns1_tenant.blue_Service_ns1/np_TCP_cluster"); got != "tcp 10.0.0.101:80 203.203.0.5:8080\ntcp [fd00:10:96::101]:80" {
+		t.Errorf("the NodePort Service's cluster-wide load balancer:\n%s", got)
+	}
+
+	var cur corev1.Service
+	if err := s.c.Get(s.ctx, client.ObjectKeyFromObject(np), &cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	if err := s.c.Update(s.ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	local := "ns1_tenant.blue_Service_ns1/np_TCP_node_local_router_node-a"
+	sw, router := "ns1_tenant.blue_Service_ns1/np_TCP_node_switch_node-a", "ns1_tenant.blue_Service_ns1/np_TCP_node_router_node-a"
+	s.eventually("externalTrafficPolicy Local's router load balancer without SNAT", func() bool {
+		return s.lbList(local) == "tcp 192.0.2.2:30080 203.203.0.5:8080" && s.lbList(both) == "" &&
+			slices.Equal(s.lbsOn("Logical_Router", blueGR), []string{local, router}) && slices.Equal(s.lbsOn("Logical_Switch", blueSwitch), []string{sw})
+	})
+	if got := s.lbList(sw); got != "tcp 169.254.0.3:30080 203.203.0.5:8080\ntcp 192.0.2.2:30080 203.203.0.5:8080\ntcp [2001:db8::2]:30080\ntcp [fd69::3]:30080" {
+		t.Errorf("the node's switch load balancer with externalTrafficPolicy Local:\n%s", got)
+	}
+	if got := strings.TrimSpace(s.nbctl("get", "Load_Balancer", local, "options:skip_snat")); got != "\"true\"" {
+		t.Errorf("skip_snat %s", got)
+	}
+	if err := s.c.Delete(s.ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	s.eventually("the Service's load balancers gone from the switch and the router", func() bool {
+		return len(s.column("Load_Balancer", "name")) == 0 && len(s.lbsOn("Logical_Switch", blueSwitch)) == 0 &&
+			len(s.lbsOn("Logical_Router", blueGR)) == 0
+	})
+}
+
+// lbsOn names the load balancers in a router's or switch's own
+// load_balancer column (not those of its groups), sorted.
+func (s *stack) lbsOn(table, name string) []string {
+	s.t.Helper()
+	var out []string
+	for _, u := range strings.Fields(s.nbctl("--bare", "--columns=load_balancer", "find", table, "name=\""+name+"\"")) {
+		out = append(out, strings.Trim(strings.TrimSpace(s.nbctl("get", "Load_Balancer", u, "name")), "\""))
+	}
+	slices.Sort(out)
+	return out
+}

@@ -138,7 +138,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 		Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard}
 	// The Services' load balancers of every primary network (always on,
 	// as upstream's per-network services controller).
-	rs.Services = &lbservices.Reconciler{Client: c, OVN: ovn, Cluster: o.Cluster, Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard}
+	rs.Services = &lbservices.Reconciler{Client: c, OVN: ovn, Local: o.Local, Cluster: o.Cluster, Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard}
 	setups := []func(ctrl.Manager) error{rs.Layer2.SetupWithManager, rs.Layer3.SetupWithManager, rs.MultiVTEP.SetupWithManager,
 		rs.LiveMigration.SetupWithManager, rs.Policy.SetupWithManager, rs.Pods.SetupWithManager, rs.Services.SetupWithManager}
 	// The controllers re-apply the networks whose rows the OVN database lost.

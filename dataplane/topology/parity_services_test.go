@@ -86,9 +86,9 @@ func servicesPlan(t *testing.T) *rows.Desired {
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.100.10",
 			ClusterIPs: []string{"10.96.100.10", "fd00:10:96::10a"},
 			Ports:      []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}}}
-	d, _, err := services.LoadBalancers(services.Network{Name: "tenant-blue_blue", Topology: base.TopologyLayer2,
+	d, err := services.LoadBalancers(services.Network{Name: "tenant-blue_blue", Topology: base.TopologyLayer2,
 		Subnets:           []netip.Prefix{pfx("10.100.0.0/16"), pfx("2001:db8:100::/60")},
-		MasqueradeSubnets: ovnk.DefaultClusterConfig().MasqueradeSubnets}, []services.Service{{Service: svc}})
+		MasqueradeSubnets: ovnk.DefaultClusterConfig().MasqueradeSubnets}, nil, []services.Service{{Service: svc}})
 	if err != nil {
 		t.Fatal(err)
 	}

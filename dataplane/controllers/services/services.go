@@ -5,10 +5,12 @@
 // applies one piece holding the network's Services' cluster-wide load
 // balancers, read from the Services of the namespaces whose NADs describe
 // the network and the EndpointSlices upstream's mirror controller writes
-// for it. Requests are NADs; a Service or mirrored EndpointSlice change
-// requeues the NADs of its namespace (the fair queue keeps a busy
-// namespace from holding up another). A network's piece goes with its last
-// NAD.
+// for it, and its per-node load balancers on the zone's nodes' switches
+// and gateway routers, read from the nodes' host-cidrs and
+// l3-gateway-config. Requests are NADs; a Service or mirrored EndpointSlice
+// change requeues the NADs of its namespace (the fair queue keeps a busy
+// namespace from holding up another), a node change every NAD. A
+// network's piece goes with its last NAD.
 //
 // Package zone holds what it shares with the other dataplane controllers.
 package services
@@ -40,6 +42,7 @@ import (
 )
 
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
 
 // Reconciler applies the load balancers of every primary Layer2 and
@@ -47,8 +50,10 @@ import (
 type Reconciler struct {
 	Client client.Client
 	OVN    *dataplane.Client
-	// Cluster are the cluster facts: the masquerade subnets give the
-	// hairpin SNAT addresses.
+	// Local says whether a node belongs to this OVN zone; nil means every node does.
+	Local func(*corev1.Node) bool
+	// Cluster are the cluster facts: the Service CIDRs and the masquerade
+	// subnets (hairpin SNAT, host and ETP-local addresses).
 	Cluster ovnk.ClusterConfig
 	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
 	Workers int
@@ -78,6 +83,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(zone.ControllerOptions(r.Workers, r.FIFOQueue)), r.Client, r.guard(), zone.VTEPName).
 		Watches(&corev1.Service{}, inNamespace).
 		Watches(&discoveryv1.EndpointSlice{}, inNamespace, mirroredSlice).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(zone.NADsIn(r.Client, "")), nodeFacts).
 		Complete(r)
 }
 
@@ -101,7 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // network reads the NAD's primary Layer2 or Layer3 network: ok is false
 // for other NADs and a Layer2 network not allocated yet.
 func (r *Reconciler) network(nad *nadv1.NetworkAttachmentDefinition) (svctopo.Network, bool, error) {
-	net := svctopo.Network{MasqueradeSubnets: r.Cluster.MasqueradeSubnets}
+	net := svctopo.Network{MasqueradeSubnets: r.Cluster.MasqueradeSubnets, ServiceCIDRs: r.Cluster.ServiceCIDRs}
 	if l2, ok, err := zone.Layer2NetworkFromNAD(nad); err != nil || ok {
 		net.Name, net.Topology, net.Subnets = l2.Name, base.TopologyLayer2, l2.Subnets
 		return net, ok, err
@@ -133,13 +139,14 @@ func (r *Reconciler) applyNetwork(ctx context.Context, s *zone.NADScope) (reconc
 	if err != nil {
 		return s.Done(reconcile.Result{}, err)
 	}
-	d, skipped, err := svctopo.LoadBalancers(net, svcs)
+	nodes, err := r.nodes(ctx, net)
+	if err != nil {
+		return s.Done(reconcile.Result{}, err)
+	}
+	d, err := svctopo.LoadBalancers(net, nodes, svcs)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "skipping network", "network", net.Name)
 		return reconcile.Result{}, nil
-	}
-	for _, sk := range skipped {
-		log.FromContext(ctx).V(1).Info("part of a Service left out", "network", net.Name, "service", sk.Service.String(), "reason", sk.Reason)
 	}
 	if _, err := r.OVN.Apply(ctx, d); err != nil {
 		return s.Done(reconcile.Result{}, err)

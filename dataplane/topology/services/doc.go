@@ -13,12 +13,14 @@
 // and gateway routers, are the network's topology's (package topology);
 // this piece references the cluster-wide group by name.
 //
+// Per node (buildPerNodeLBs: NodePort vips, externalTrafficPolicy and
+// internalTrafficPolicy Local, host-network endpoints) the piece writes the
+// zone's nodes' load balancers and references the node's switch and
+// gateway router by name, which hold them in their load_balancer column.
+//
 // Invariants: only mirrored slices labelled with the Service's name and
 // annotated with this network feed its load balancers (a slice for another
-// network never does); headless and ExternalName Services have none.
-// What upstream writes per node (NodePort vips, externalTrafficPolicy and
-// internalTrafficPolicy Local, host-network endpoints: load balancers
-// attached to each node's switch and gateway router directly) is not built:
-// the Services concerned are reported as Skipped and their per-node part is
-// left out.
+// network never does); headless and ExternalName Services have none;
+// templates are never used (upstream turns them off on user-defined
+// networks).
 package services

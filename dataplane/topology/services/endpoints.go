@@ -40,12 +40,15 @@ func mirroredSlices(network string, svc *corev1.Service, all []*discoveryv1.Endp
 func portKey(proto corev1.Protocol, name string) string { return string(proto) + "/" + name }
 
 // endpointsByPort are the eligible endpoints of each of the Service's
-// ports (util.GetEndpointsForService with global endpoints): slices'
-// endpoints grouped by port name, protocol and target port, FQDN slices
-// and ports without protocol or number dropped, each target port's
-// endpoints those buildLBEndpointEntry keeps, target ports in ascending
-// order; a target port with no address or out of range has no entry.
-func endpointsByPort(all []*discoveryv1.EndpointSlice, svc *corev1.Service) map[string][]entry {
+// ports (util.GetEndpointsForService): slices' endpoints grouped by port
+// name, protocol and target port, FQDN slices and ports without protocol
+// or number dropped, each target port's endpoints those
+// buildLBEndpointEntry keeps, target ports in ascending order; a target
+// port with no address or out of range has no entry. With withLocal, local
+// also holds each of nodes' own endpoints (buildNodeLBEndpointEntry: the
+// eligible ones among those on the node).
+func endpointsByPort(all []*discoveryv1.EndpointSlice, svc *corev1.Service, nodes []string, withLocal bool) (cluster map[string][]entry,
+	local map[string]map[string][]entry) {
 	byPort := map[string]map[int32][]discoveryv1.Endpoint{}
 	for _, s := range all {
 		if s.AddressType == discoveryv1.AddressTypeFQDN {
@@ -66,25 +69,45 @@ func endpointsByPort(all []*discoveryv1.EndpointSlice, svc *corev1.Service) map[
 			byPort[k][*p.Port] = append(byPort[k][*p.Port], s.Endpoints...)
 		}
 	}
-	out := map[string][]entry{}
+	cluster, local = map[string][]entry{}, map[string]map[string][]entry{}
 	for _, sp := range svc.Spec.Ports {
 		k := portKey(sp.Protocol, sp.Name)
 		for _, port := range slices.Sorted(maps.Keys(byPort[k])) {
-			e := entry{port: port}
-			for _, ip := range eligibleAddresses(byPort[k][port], svc.Spec.PublishNotReadyAddresses) {
-				if strings.Contains(ip, ":") {
-					e.v6 = append(e.v6, ip)
-				} else {
-					e.v4 = append(e.v4, ip)
-				}
+			eps := byPort[k][port]
+			if e, ok := makeEntry(port, eps, svc); ok {
+				cluster[k] = append(cluster[k], e)
 			}
-			if len(e.v4)+len(e.v6) == 0 || port <= 0 || port > 65535 {
+			if !withLocal {
 				continue
 			}
-			out[k] = append(out[k], e)
+			for _, node := range nodes {
+				onNode := slices.DeleteFunc(slices.Clone(eps), func(ep discoveryv1.Endpoint) bool {
+					return ep.NodeName == nil || *ep.NodeName != node
+				})
+				if e, ok := makeEntry(port, onNode, svc); ok {
+					if local[k] == nil {
+						local[k] = map[string][]entry{}
+					}
+					local[k][node] = append(local[k][node], e)
+				}
+			}
 		}
 	}
-	return out
+	return cluster, local
+}
+
+// makeEntry is one target port's entry of endpoints (buildLBEndpointEntry):
+// none without an address or with a port out of range.
+func makeEntry(port int32, eps []discoveryv1.Endpoint, svc *corev1.Service) (entry, bool) {
+	e := entry{port: port}
+	for _, ip := range eligibleAddresses(eps, svc.Spec.PublishNotReadyAddresses) {
+		if strings.Contains(ip, ":") {
+			e.v6 = append(e.v6, ip)
+		} else {
+			e.v4 = append(e.v4, ip)
+		}
+	}
+	return e, len(e.v4)+len(e.v6) > 0 && port > 0 && port <= 65535
 }
 
 // eligibleAddresses are the addresses of the eligible endpoints

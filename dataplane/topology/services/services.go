@@ -3,6 +3,7 @@ package services
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -10,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
@@ -27,9 +27,35 @@ type Network struct {
 	// Subnets are the network's subnets: an endpoint outside them is a
 	// host-network endpoint (upstream's IsHostEndpoint).
 	Subnets []netip.Prefix
-	// MasqueradeSubnets give the hairpin SNAT addresses (their fifth
-	// address); a family missing takes upstream's default.
+	// ServiceCIDRs are the cluster's Service CIDRs: internalTrafficPolicy
+	// applies to the vips inside them (util.IsClusterIP).
+	ServiceCIDRs []netip.Prefix
+	// MasqueradeSubnets give the hairpin SNAT, host and ETP-local
+	// masquerade addresses; a family missing takes upstream's default.
 	MasqueradeSubnets []netip.Prefix
+}
+
+// Node is one of the zone's nodes on the network (upstream's nodeInfo of
+// the local node): the switch and gateway router its per-node load
+// balancers go on, and the addresses its NodePort vips and hairpin
+// targets read.
+type Node struct {
+	Name string
+	// Switch is the network's switch of the node (a Layer2 network's one
+	// switch, a Layer3 network's node switch).
+	Switch string
+	// GatewayRouter is the node's gateway router on the network; "" when
+	// the node has no l3-gateway-config (or its mode is disabled).
+	GatewayRouter string
+	// HostAddresses are the node's k8s.ovn.org/host-cidrs addresses: its
+	// NodePort vips.
+	HostAddresses []netip.Addr
+	// GatewayAddresses are its l3-gateway-config ip-addresses: a router
+	// target among them is the host, reached through the host masquerade
+	// address.
+	GatewayAddresses []netip.Addr
+	// NodePortEnabled is the l3-gateway-config's node-port-enable.
+	NodePortEnabled bool
 }
 
 // Service is one Service of the network's namespaces with the
@@ -41,168 +67,113 @@ type Service struct {
 	Slices  []*discoveryv1.EndpointSlice
 }
 
-// Skipped is a Service, or the part of it, that the piece leaves out.
-type Skipped struct {
-	Service types.NamespacedName
-	Reason  string
-}
-
-// The reasons of Skipped.
-const (
-	ReasonPerNode = "per-node load balancers (NodePort, externalTrafficPolicy or internalTrafficPolicy Local, " +
-		"host-network endpoints) are not written"
-)
-
-// Upstream's hairpin SNAT addresses when the masquerade subnets lack a
-// family (config.go: the defaults of V4OVNServiceHairpinMasqueradeIP and
-// V6OVNServiceHairpinMasqueradeIP).
-var defaultHairpin = [2]string{"169.254.169.5", "fd69::5"}
-
-// LoadBalancers are the piece of the network's Services in a zone: their
+// LoadBalancers are the piece of the network's Services in a zone, as
+// upstream's syncService builds them for the zone's nodes: each Service's
 // cluster-wide load balancers, held by the network's cluster-wide group
-// (referenced: the topology creates it). Services are read in any order;
-// the rows are sorted by name. Skipped lists the Services whose per-node
-// part is left out.
-func LoadBalancers(net Network, svcs []Service) (*rows.Desired, []Skipped, error) {
+// (referenced: the topology creates it), and its per-node ones on the
+// nodes' switches and gateway routers (referenced by name). Services and
+// nodes are read in any order; rows are sorted by name.
+func LoadBalancers(net Network, nodes []Node, svcs []Service) (*rows.Desired, error) {
 	if net.Name == "" || (net.Topology != base.TopologyLayer2 && net.Topology != base.TopologyLayer3) {
-		return nil, nil, fmt.Errorf("services of network %q: topology %q: want %s or %s", net.Name, net.Topology,
+		return nil, fmt.Errorf("services of network %q: topology %q: want %s or %s", net.Name, net.Topology,
 			base.TopologyLayer2, base.TopologyLayer3)
 	}
-	hairpin, err := hairpinSNATIP(net.MasqueradeSubnets)
+	m, err := masqueradeAddrs(net.MasqueradeSubnets)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	nodes = slices.Clone(nodes)
+	slices.SortFunc(nodes, func(a, b Node) int { return strings.Compare(a.Name, b.Name) })
 	d := &rows.Desired{Owner: rows.Owner{Network: net.Name, Topology: net.Topology, Piece: base.PieceServices}}
-	var skipped []Skipped
+	var all []lb
 	for _, s := range svcs {
 		if s.Service == nil {
-			return nil, nil, errors.New("services: a Service entry has no Service")
+			return nil, errors.New("services: a Service entry has no Service")
 		}
-		lbs, perNode := serviceLBs(net, hairpin, s)
-		d.LoadBalancers = append(d.LoadBalancers, lbs...)
-		if perNode {
-			skipped = append(skipped, Skipped{Service: types.NamespacedName{Namespace: s.Service.Namespace, Name: s.Service.Name},
-				Reason: ReasonPerNode})
+		if !hasClusterIP(s.Service) {
+			continue // headless, ExternalName: upstream's syncService deletes their load balancers
 		}
+		perNode, cluster := serviceConfigs(net, nodes, s)
+		all = append(all, clusterLBs(net, s.Service, cluster)...)
+		all = append(all, perNodeLBs(net, s.Service, perNode, nodes, m)...)
 	}
-	slices.SortFunc(d.LoadBalancers, func(a, b nbdb.LoadBalancer) int { return strings.Compare(a.Name, b.Name) })
-	slices.SortFunc(skipped, func(a, b Skipped) int { return strings.Compare(a.Service.String(), b.Service.String()) })
-	if len(d.LoadBalancers) > 0 {
-		g := rows.LoadBalancerGroup{Row: nbdb.LoadBalancerGroup{Name: ovnk.NamesFor(net.Name).ClusterLBGroup()}, Ref: true}
-		for _, lb := range d.LoadBalancers {
-			g.LoadBalancers = append(g.LoadBalancers, lb.Name)
-		}
-		d.LoadBalancerGroups = []rows.LoadBalancerGroup{g}
-	}
-	return d, skipped, d.Validate()
+	attach(d, net, all, m.hairpin)
+	return d, d.Validate()
 }
 
-// hairpinSNATIP is the hairpin_snat_ip option, "<v4> <v6>" as
-// loadbalancer.go's buildLB formats it, whatever the cluster's IP modes.
-func hairpinSNATIP(masquerade []netip.Prefix) (string, error) {
-	ips := defaultHairpin
-	for _, s := range masquerade {
-		a, err := ovnk.ServiceHairpinMasqueradeIP(s)
-		if err != nil {
-			return "", fmt.Errorf("hairpin SNAT address of masquerade subnet %s: %w", s, err)
+// attach writes the load balancers into d: the rows, the cluster-wide
+// group's members, and the switches and routers holding per-node ones.
+func attach(d *rows.Desired, net Network, all []lb, hairpin string) {
+	slices.SortFunc(all, func(a, b lb) int { return strings.Compare(a.name, b.name) })
+	switches, routers := map[string][]string{}, map[string][]string{}
+	var group []string
+	for _, l := range all {
+		d.LoadBalancers = append(d.LoadBalancers, l.row(net.Name, hairpin))
+		if l.group {
+			group = append(group, l.name)
 		}
-		if s.Addr().Is4() {
-			ips[0] = a.String()
-		} else {
-			ips[1] = a.String()
-		}
-	}
-	return ips[0] + " " + ips[1], nil
-}
-
-// lbConfig is one Service port's cluster-wide part (lb_config.go:
-// lbConfig): its vips, protocol and port, and its endpoints by target port.
-type lbConfig struct {
-	vips     []string
-	protocol corev1.Protocol
-	inport   int32
-	targets  []entry
-}
-
-// protocols are the protocols in upstream's order (lb_config.go: protos).
-var protocols = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}
-
-// serviceLBs are a Service's cluster-wide load balancers, one per
-// protocol (buildServiceLBConfigs and buildClusterLBs), and whether
-// upstream would also write per-node ones. A Service without a ClusterIP
-// (headless, ExternalName) has none, as upstream's syncService deletes them.
-func serviceLBs(net Network, hairpin string, s Service) ([]nbdb.LoadBalancer, bool) {
-	svc := s.Service
-	if !hasClusterIP(svc) {
-		return nil, false
-	}
-	eps := endpointsByPort(mirroredSlices(net.Name, svc, s.Slices), svc)
-	etpLocal := svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
-	itpLocal := svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal
-	perNode := false
-	byProto := map[corev1.Protocol][]lbConfig{}
-	for _, p := range svc.Spec.Ports {
-		targets := eps[portKey(p.Protocol, p.Name)]
-		perNode = perNode || p.NodePort != 0
-		vips := clusterIPs(svc)
-		if ext := externalIPs(svc); etpLocal && len(ext) > 0 {
-			perNode = true
-		} else {
-			vips = append(vips, ext...)
-		}
-		if itpLocal || hasHostEndpoint(net.Subnets, targets) {
-			perNode = true
-			continue
-		}
-		byProto[p.Protocol] = append(byProto[p.Protocol], lbConfig{vips: vips, protocol: p.Protocol, inport: p.Port, targets: targets})
-	}
-	names := ovnk.NamesFor(net.Name)
-	var out []nbdb.LoadBalancer
-	for _, proto := range protocols {
-		cfgs := byProto[proto]
-		if len(cfgs) == 0 {
-			continue
-		}
-		out = append(out, nbdb.LoadBalancer{
-			Name:            names.ServiceLoadBalancer(svc.Namespace, svc.Name, string(proto), "cluster"),
-			Protocol:        base.Ptr(strings.ToLower(string(proto))),
-			Vips:            vipMap(cfgs),
-			Options:         lbOptions(svc, hairpin),
-			SelectionFields: selectionFields(svc),
-			ExternalIDs:     externalIDs(net.Name, svc),
-		})
-	}
-	return out, perNode
-}
-
-// vipMap maps each vip and port to its family's targets, joined by ","
-// (buildClusterLBs and buildVipMap: a source two configs share gets both
-// configs' targets).
-func vipMap(cfgs []lbConfig) map[string]string {
-	targets := map[string][]string{}
-	for _, c := range cfgs {
-		for _, vip := range c.vips {
-			src := hostPort(vip, c.inport)
-			is6 := strings.Contains(vip, ":")
-			for _, e := range c.targets {
-				ips := e.v4
-				if is6 {
-					ips = e.v6
-				}
-				for _, ip := range ips {
-					targets[src] = append(targets[src], hostPort(ip, e.port))
-				}
+		for _, s := range l.switches {
+			if !slices.Contains(switches[s], l.name) {
+				switches[s] = append(switches[s], l.name)
 			}
-			if _, ok := targets[src]; !ok {
-				targets[src] = nil
+		}
+		for _, r := range l.routers {
+			if !slices.Contains(routers[r], l.name) {
+				routers[r] = append(routers[r], l.name)
 			}
 		}
 	}
-	out := make(map[string]string, len(targets))
-	for src, t := range targets {
-		out[src] = strings.Join(t, ",")
+	if len(group) > 0 {
+		d.LoadBalancerGroups = []rows.LoadBalancerGroup{{Row: nbdb.LoadBalancerGroup{Name: ovnk.NamesFor(net.Name).ClusterLBGroup()},
+			Ref: true, LoadBalancers: group}}
 	}
-	return out
+	for _, name := range slices.Sorted(maps.Keys(switches)) {
+		d.Switches = append(d.Switches, rows.Switch{Row: nbdb.LogicalSwitch{Name: name}, Ref: true, LoadBalancers: switches[name]})
+	}
+	for _, name := range slices.Sorted(maps.Keys(routers)) {
+		d.Routers = append(d.Routers, rows.Router{Row: nbdb.LogicalRouter{Name: name}, Ref: true, LoadBalancers: routers[name]})
+	}
+}
+
+// masquerade are the masquerade addresses the load balancers use, by
+// family (0: IPv4, 1: IPv6): the hairpin SNAT option, the host's (a
+// router target on the host) and the ETP-local vip.
+type masquerade struct {
+	hairpin        string
+	host, etpLocal [2]string
+}
+
+// masqueradeAddrs reads them from the masquerade subnets (the fifth,
+// second and third address: config.go's V4OVNServiceHairpinMasqueradeIP,
+// V4HostMasqueradeIP, V4HostETPLocalMasqueradeIP and their V6 pairs); a
+// family without a subnet takes upstream's default (169.254.169.0/29,
+// fd69::/125).
+func masqueradeAddrs(subnets []netip.Prefix) (masquerade, error) {
+	hairpin := [2]string{"169.254.169.5", "fd69::5"}
+	m := masquerade{host: [2]string{"169.254.169.2", "fd69::2"}, etpLocal: [2]string{"169.254.169.3", "fd69::3"}}
+	for _, s := range subnets {
+		f := family(s.Addr())
+		for _, a := range []struct {
+			to  *string
+			get func(netip.Prefix) (netip.Addr, error)
+		}{{&hairpin[f], ovnk.ServiceHairpinMasqueradeIP}, {&m.host[f], ovnk.HostMasqueradeIP}, {&m.etpLocal[f], ovnk.HostETPLocalMasqueradeIP}} {
+			ip, err := a.get(s)
+			if err != nil {
+				return m, fmt.Errorf("masquerade addresses of subnet %s: %w", s, err)
+			}
+			*a.to = ip.String()
+		}
+	}
+	m.hairpin = hairpin[0] + " " + hairpin[1]
+	return m, nil
+}
+
+// family is 0 for IPv4, 1 for IPv6.
+func family(a netip.Addr) int {
+	if a.Is4() || a.Is4In6() {
+		return 0
+	}
+	return 1
 }
 
 // hostPort is util.JoinHostPortInt32: "ip:port", an IPv6 address in brackets.

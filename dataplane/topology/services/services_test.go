@@ -20,7 +20,17 @@ import (
 // manifests/udn-l2.yaml).
 var blue = Network{Name: "tenant-blue_blue", Topology: base.TopologyLayer2,
 	Subnets:           []netip.Prefix{netip.MustParsePrefix("10.100.0.0/16"), netip.MustParsePrefix("2001:db8:100::/60")},
+	ServiceCIDRs:      []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16"), netip.MustParsePrefix("fd00:10:96::/112")},
 	MasqueradeSubnets: []netip.Prefix{netip.MustParsePrefix("169.254.0.0/17"), netip.MustParsePrefix("fd69::/112")}}
+
+// blueNodeA is the reference case's node-a on blue (manifests/nodes.json:
+// host-cidrs and l3-gateway-config 192.0.2.2 and 2001:db8::2, node ports
+// enabled).
+var blueNodeA = Node{Name: "node-a", Switch: "tenant.blue_blue_ovn_layer2_switch", GatewayRouter: "GR_tenant.blue_blue_node-a",
+	HostAddresses:    []netip.Addr{netip.MustParseAddr("2001:db8::2"), netip.MustParseAddr("192.0.2.2")},
+	GatewayAddresses: []netip.Addr{netip.MustParseAddr("192.0.2.2"), netip.MustParseAddr("2001:db8::2")}, NodePortEnabled: true}
+
+func onNode(e discoveryv1.Endpoint, node string) discoveryv1.Endpoint { e.NodeName = &node; return e }
 
 // svcBuilder builds a valid Service of tenant-blue by default.
 type svcBuilder struct{ s corev1.Service }
@@ -58,9 +68,18 @@ func ep(ip string, ready bool) discoveryv1.Endpoint {
 	return discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: base.Ptr(ready)}}
 }
 
-func build(t *testing.T, net Network, svcs ...Service) (map[string]nbdb.LoadBalancer, []Skipped, []string) {
+func build(t *testing.T, net Network, svcs ...Service) (map[string]nbdb.LoadBalancer, []string) {
 	t.Helper()
-	d, skipped, err := LoadBalancers(net, svcs)
+	lbs, group, _ := buildOn(t, net, nil, svcs...)
+	return lbs, group
+}
+
+// buildOn builds the piece for nodes and returns its load balancers by
+// name, the cluster-wide group's members and the load balancers each
+// switch and router holds, by its name.
+func buildOn(t *testing.T, net Network, nodes []Node, svcs ...Service) (map[string]nbdb.LoadBalancer, []string, map[string][]string) {
+	t.Helper()
+	d, err := LoadBalancers(net, nodes, svcs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +98,20 @@ func build(t *testing.T, net Network, svcs ...Service) (map[string]nbdb.LoadBala
 		}
 		group = g.LoadBalancers
 	}
-	return out, skipped, group
+	on := map[string][]string{}
+	for _, sw := range d.Switches {
+		if !sw.Ref {
+			t.Errorf("switch %s not referenced", sw.Row.Name)
+		}
+		on[sw.Row.Name] = sw.LoadBalancers
+	}
+	for _, r := range d.Routers {
+		if !r.Ref {
+			t.Errorf("router %s not referenced", r.Row.Name)
+		}
+		on[r.Row.Name] = r.LoadBalancers
+	}
+	return out, group, on
 }
 
 const blueWeb = "tenant.blue_blue_Service_tenant-blue/web_TCP_cluster"
@@ -89,7 +121,7 @@ const blueWeb = "tenant.blue_blue_Service_tenant-blue/web_TCP_cluster"
 // tenant.blue_blue_Service_tenant-blue/web_TCP_cluster), held by
 // tenant.blue_blue_clusterLBGroup.
 func TestReferenceServiceWithoutEndpoints(t *testing.T) {
-	lbs, skipped, group := build(t, blue, Service{Service: makeService("web").obj()})
+	lbs, group := build(t, blue, Service{Service: makeService("web").obj()})
 	lb, ok := lbs[blueWeb]
 	if !ok || len(lbs) != 1 {
 		t.Fatalf("load balancers %v: want %s only", slices.Collect(maps.Keys(lbs)), blueWeb)
@@ -111,8 +143,8 @@ func TestReferenceServiceWithoutEndpoints(t *testing.T) {
 	if !maps.Equal(lb.ExternalIDs, ids) {
 		t.Errorf("external_ids %v, want %v", lb.ExternalIDs, ids)
 	}
-	if len(skipped) != 0 || !slices.Equal(group, []string{blueWeb}) {
-		t.Errorf("skipped %v group %v", skipped, group)
+	if !slices.Equal(group, []string{blueWeb}) {
+		t.Errorf("group %v", group)
 	}
 }
 
@@ -122,7 +154,7 @@ func TestReferenceServiceWithoutEndpoints(t *testing.T) {
 // (util.JoinHostPortInt32); not-ready endpoints are left out.
 func TestDualStackEndpoints(t *testing.T) {
 	svc := makeService("web").obj()
-	lbs, _, _ := build(t, blue, Service{Service: svc, Slices: []*discoveryv1.EndpointSlice{
+	lbs, _ := build(t, blue, Service{Service: svc, Slices: []*discoveryv1.EndpointSlice{
 		mirrored(blue.Name, "web", "v4", 8080, ep("10.100.0.9", true), ep("10.100.0.10", true), ep("10.100.0.11", false)),
 		mirrored(blue.Name, "web", "v6", 8080, ep("2001:db8:100::9", true)),
 	}})
@@ -139,12 +171,12 @@ func TestEligibleEndpoints(t *testing.T) {
 	term := discoveryv1.Endpoint{Addresses: []string{"10.100.0.7"},
 		Conditions: discoveryv1.EndpointConditions{Ready: base.Ptr(false), Serving: base.Ptr(true), Terminating: base.Ptr(true)}}
 	slice := mirrored(blue.Name, "web", "v4", 8080, term, ep("10.100.0.8", false))
-	lbs, _, _ := build(t, blue, Service{Service: makeService("web").obj(), Slices: []*discoveryv1.EndpointSlice{slice}})
+	lbs, _ := build(t, blue, Service{Service: makeService("web").obj(), Slices: []*discoveryv1.EndpointSlice{slice}})
 	if got := lbs[blueWeb].Vips["10.96.100.10:80"]; got != "10.100.0.7:8080" {
 		t.Errorf("targets %q, want the serving terminating endpoint only", got)
 	}
 	svc := makeService("web").with(func(s *corev1.ServiceSpec) { s.PublishNotReadyAddresses = true }).obj()
-	lbs, _, _ = build(t, blue, Service{Service: svc, Slices: []*discoveryv1.EndpointSlice{slice}})
+	lbs, _ = build(t, blue, Service{Service: svc, Slices: []*discoveryv1.EndpointSlice{slice}})
 	if got := lbs[blueWeb].Vips["10.96.100.10:80"]; got != "10.100.0.7:8080,10.100.0.8:8080" {
 		t.Errorf("targets %q with publishNotReadyAddresses, want both", got)
 	}
@@ -162,7 +194,7 @@ func TestOnlyTheNetworksMirroredSlices(t *testing.T) {
 	otherSvc := mirrored(blue.Name, "db", "v4", 8080, ep("10.100.0.68", true))
 	otherNS := mirrored(blue.Name, "web", "v4", 8080, ep("10.100.0.69", true))
 	otherNS.Namespace = "tenant-red"
-	lbs, _, _ := build(t, blue, Service{Service: makeService("web").obj(),
+	lbs, _ := build(t, blue, Service{Service: makeService("web").obj(),
 		Slices: []*discoveryv1.EndpointSlice{other, unannotated, def, otherSvc, otherNS}})
 	if got := lbs[blueWeb].Vips["10.96.100.10:80"]; got != "" {
 		t.Errorf("targets %q from slices that are not the network's mirrored slices of the Service", got)
@@ -177,9 +209,9 @@ func TestNoClusterIPNoLoadBalancer(t *testing.T) {
 	external := makeService("ext").with(func(s *corev1.ServiceSpec) {
 		s.Type, s.ClusterIP, s.ClusterIPs, s.ExternalName = corev1.ServiceTypeExternalName, "", nil, "example.com"
 	}).obj()
-	d, skipped, err := LoadBalancers(blue, []Service{{Service: headless}, {Service: external}})
-	if err != nil || !d.Empty() || len(skipped) != 0 {
-		t.Errorf("desired %+v skipped %v err %v: want an empty piece", d, skipped, err)
+	d, err := LoadBalancers(blue, []Node{blueNodeA}, []Service{{Service: headless}, {Service: external}})
+	if err != nil || !d.Empty() {
+		t.Errorf("desired %+v err %v: want an empty piece", d, err)
 	}
 }
 
@@ -189,7 +221,7 @@ func TestOneLoadBalancerPerProtocol(t *testing.T) {
 		s.Ports = []corev1.ServicePort{{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}, {Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP},
 			{Name: "sctp", Port: 9, Protocol: corev1.ProtocolSCTP}}
 	}).obj()
-	lbs, _, group := build(t, blue, Service{Service: svc})
+	lbs, group := build(t, blue, Service{Service: svc})
 	want := []string{"tenant.blue_blue_Service_tenant-blue/dns_SCTP_cluster", "tenant.blue_blue_Service_tenant-blue/dns_TCP_cluster",
 		"tenant.blue_blue_Service_tenant-blue/dns_UDP_cluster"}
 	if got := slices.Sorted(maps.Keys(lbs)); !slices.Equal(got, want) || !slices.Equal(group, want) {
@@ -214,7 +246,7 @@ func TestSessionAffinity(t *testing.T) {
 			s.SessionAffinity = corev1.ServiceAffinityClientIP
 			s.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: c.timeout}}
 		}).obj()
-		lbs, _, _ := build(t, blue, Service{Service: svc})
+		lbs, _ := build(t, blue, Service{Service: svc})
 		lb := lbs[blueWeb]
 		if lb.Options["affinity_timeout"] != c.option || !slices.Equal(lb.SelectionFields, c.fields) {
 			t.Errorf("timeout %v: affinity_timeout %q selection fields %v, want %q and %v",
@@ -225,8 +257,7 @@ func TestSessionAffinity(t *testing.T) {
 
 // ExternalIPs and LoadBalancer ingress IPs join the ClusterIPs in the
 // cluster-wide load balancer; with externalTrafficPolicy Local they go to
-// per-node load balancers instead (buildServiceLBConfigs), which are
-// reported as skipped.
+// per-node load balancers instead (buildServiceLBConfigs).
 func TestExternalIPs(t *testing.T) {
 	lb := func(etp corev1.ServiceExternalTrafficPolicy) *corev1.Service {
 		return makeService("web").with(func(s *corev1.ServiceSpec) {
@@ -236,50 +267,23 @@ func TestExternalIPs(t *testing.T) {
 	}
 	svc := lb(corev1.ServiceExternalTrafficPolicyCluster)
 	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "198.51.100.7"}, {Hostname: "lb.example.com"}}
-	lbs, skipped, _ := build(t, blue, Service{Service: svc})
+	lbs, _, _ := buildOn(t, blue, []Node{blueNodeA}, Service{Service: svc})
 	want := []string{"10.96.100.10:80", "192.0.2.10:80", "198.51.100.7:80", "[fd00:10:96::10a]:80"}
-	if got := slices.Sorted(maps.Keys(lbs[blueWeb].Vips)); !slices.Equal(got, want) || len(skipped) != 0 {
-		t.Errorf("vips %v skipped %v, want %v", got, skipped, want)
+	if got := slices.Sorted(maps.Keys(lbs[blueWeb].Vips)); !slices.Equal(got, want) || len(lbs) != 1 {
+		t.Errorf("vips %v of %d load balancers, want %v in one", got, len(lbs), want)
 	}
 	svc = lb(corev1.ServiceExternalTrafficPolicyLocal)
 	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "198.51.100.7"}}
-	lbs, skipped, _ = build(t, blue, Service{Service: svc})
+	lbs, _, _ = buildOn(t, blue, []Node{blueNodeA}, Service{Service: svc,
+		Slices: []*discoveryv1.EndpointSlice{mirrored(blue.Name, "web", "v4", 8080, onNode(ep("10.100.0.5", true), "node-a"))}})
 	want = []string{"10.96.100.10:80", "[fd00:10:96::10a]:80"}
-	if got := slices.Sorted(maps.Keys(lbs[blueWeb].Vips)); !slices.Equal(got, want) || len(skipped) != 1 || skipped[0].Reason != ReasonPerNode {
-		t.Errorf("externalTrafficPolicy Local: vips %v skipped %v, want %v and the Service skipped", got, skipped, want)
+	if got := slices.Sorted(maps.Keys(lbs[blueWeb].Vips)); !slices.Equal(got, want) {
+		t.Errorf("externalTrafficPolicy Local: cluster vips %v, want %v", got, want)
 	}
-}
-
-// What upstream writes per node is left out and reported: a NodePort keeps
-// its cluster-wide ClusterIP load balancer; internalTrafficPolicy Local
-// and a host-network endpoint move the ClusterIP to per-node load
-// balancers, so the Service has none here.
-func TestPerNodeServicesSkipped(t *testing.T) {
-	nodePort := makeService("np").with(func(s *corev1.ServiceSpec) {
-		s.Type, s.Ports[0].NodePort = corev1.ServiceTypeNodePort, 30080
-	}).obj()
-	itp := makeService("itp").with(func(s *corev1.ServiceSpec) {
-		s.InternalTrafficPolicy = base.Ptr(corev1.ServiceInternalTrafficPolicyLocal)
-	}).obj()
-	host := makeService("host").obj()
-	d, skipped, err := LoadBalancers(blue, []Service{{Service: nodePort}, {Service: itp},
-		{Service: host, Slices: []*discoveryv1.EndpointSlice{mirrored(blue.Name, "host", "v4", 8080, ep("172.18.0.2", true))}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, lb := range d.LoadBalancers {
-		names = append(names, lb.Name)
-	}
-	if !slices.Equal(names, []string{"tenant.blue_blue_Service_tenant-blue/np_TCP_cluster"}) {
-		t.Errorf("load balancers %v, want the NodePort Service's ClusterIP one only", names)
-	}
-	var keys []string
-	for _, s := range skipped {
-		keys = append(keys, s.Service.String())
-	}
-	if !slices.Equal(keys, []string{"tenant-blue/host", "tenant-blue/itp", "tenant-blue/np"}) {
-		t.Errorf("skipped %v", keys)
+	local := lbs["tenant.blue_blue_Service_tenant-blue/web_TCP_node_local_router_node-a"]
+	if !maps.Equal(local.Vips, map[string]string{"192.0.2.10:80": "10.100.0.5:8080", "198.51.100.7:80": "10.100.0.5:8080"}) ||
+		local.Options["skip_snat"] != "true" {
+		t.Errorf("externalTrafficPolicy Local: the node's local router load balancer %+v", local)
 	}
 }
 
@@ -290,23 +294,23 @@ func TestLayer3AndRefusals(t *testing.T) {
 	green.Name, green.Topology = "tenant-green_green", base.TopologyLayer3
 	svc := makeService("web").obj()
 	svc.Namespace = "tenant-green"
-	lbs, _, _ := build(t, green, Service{Service: svc})
+	lbs, _ := build(t, green, Service{Service: svc})
 	if _, ok := lbs["tenant.green_green_Service_tenant-green/web_TCP_cluster"]; !ok {
 		t.Errorf("load balancers %v", slices.Collect(maps.Keys(lbs)))
 	}
 	bad := blue
 	bad.Topology = "localnet"
-	if _, _, err := LoadBalancers(bad, nil); err == nil || !strings.Contains(err.Error(), "topology") {
+	if _, err := LoadBalancers(bad, nil, nil); err == nil || !strings.Contains(err.Error(), "topology") {
 		t.Errorf("localnet topology: %v", err)
 	}
 	bad = blue
 	bad.MasqueradeSubnets = []netip.Prefix{netip.MustParsePrefix("169.254.0.0/30")}
-	if _, _, err := LoadBalancers(bad, nil); err == nil {
+	if _, err := LoadBalancers(bad, nil, nil); err == nil {
 		t.Error("a /30 masquerade subnet: no error")
 	}
 	v4only := blue
 	v4only.MasqueradeSubnets = v4only.MasqueradeSubnets[:1]
-	lbs, _, _ = build(t, v4only, Service{Service: makeService("web").obj()})
+	lbs, _ = build(t, v4only, Service{Service: makeService("web").obj()})
 	if got := lbs[blueWeb].Options["hairpin_snat_ip"]; got != "169.254.0.5 fd69::5" {
 		t.Errorf("hairpin_snat_ip %q without an IPv6 masquerade subnet: want upstream's default fd69::5", got)
 	}
