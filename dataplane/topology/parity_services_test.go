@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/udnkit/udnkit/dataplane/rows"
@@ -118,3 +119,52 @@ var servicesParity = []parity{
 }
 
 var _ = addParityCase(parityCase{name: "services", plan: servicesPlan, same: servicesParity})
+
+const (
+	pBlueNPBoth = "tenant.blue_blue_Service_tenant-blue/np_TCP_node_router+switch_node-a"
+	pBlueSW     = "tenant.blue_blue_ovn_layer2_switch"
+	pBlueGR     = "GR_tenant.blue_blue_node-a"
+)
+
+// nodePortPlan is a NodePort Service tenant-blue/np (port 80, node port
+// 30080, one endpoint 10.100.0.5:8080) on the blue network in node-a's
+// zone (manifests/nodes.json: host-cidrs and l3-gateway-config 192.0.2.2
+// and 2001:db8::2, node ports enabled).
+func nodePortPlan(t *testing.T) *rows.Desired {
+	t.Helper()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-blue", Name: "np"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, ClusterIP: "10.96.100.11", ClusterIPs: []string{"10.96.100.11"},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 30080, Protocol: corev1.ProtocolTCP}}}}
+	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-blue", Name: "np-mirror",
+		Labels: map[string]string{ovnk.LabelUserDefinedServiceName: "np"}, Annotations: map[string]string{ovnk.AnnotationEndpointSliceNetwork: "tenant-blue_blue"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: base.Ptr("http"), Protocol: base.Ptr(corev1.ProtocolTCP), Port: base.Ptr[int32](8080)}},
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.100.0.5"}, NodeName: base.Ptr("node-a")}}}
+	node := services.Node{Name: "node-a", Switch: pBlueSW, GatewayRouter: pBlueGR, NodePortEnabled: true,
+		HostAddresses: []netip.Addr{addr("192.0.2.2"), addr("2001:db8::2")}, GatewayAddresses: []netip.Addr{addr("192.0.2.2"), addr("2001:db8::2")}}
+	d, err := services.LoadBalancers(services.Network{Name: "tenant-blue_blue", Topology: base.TopologyLayer2,
+		Subnets:           []netip.Prefix{pfx("10.100.0.0/16"), pfx("2001:db8:100::/60")},
+		MasqueradeSubnets: ovnk.DefaultClusterConfig().MasqueradeSubnets}, []services.Node{node},
+		[]services.Service{{Service: svc, Slices: []*discoveryv1.EndpointSlice{slice}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+var nodePortParity = []parity{
+	{"Load_Balancer", pBlueNPBoth, "name", pBlueNPBoth,
+		"controller/services/lb_config.go: buildPerNodeLBs (switch and router rules equal: \"node_router+switch_\"+node.name)"},
+	{"Load_Balancer", pBlueNPBoth, "vips", "192.0.2.2:30080=10.100.0.5:8080,[2001:db8::2]:30080=",
+		"controller/services/lb_config.go: buildPerNodeLBs (the \"node\" vip: node.hostAddressesStr(), each family's endpoints)"},
+	{"Load_Balancer", pBlueNPBoth, "external_ids:k8s.ovn.org/owner", "tenant-blue/np",
+		"controller/services/utils.go: getExternalIDsForLoadBalancer"},
+	{"Load_Balancer", "tenant.blue_blue_Service_tenant-blue/np_TCP_cluster", "vips", "10.96.100.11:80=10.100.0.5:8080",
+		"controller/services/lb_config.go: buildServiceLBConfigs (a NodePort's ClusterIP stays cluster-wide)"},
+	{"Load_Balancer_Group", "tenant.blue_blue_clusterLBGroup", "load_balancer", "tenant.blue_blue_Service_tenant-blue/np_TCP_cluster",
+		"controller/services/lb_config.go: buildClusterLBs"},
+	{"Logical_Switch", pBlueSW, "load_balancer", pBlueNPBoth, "controller/services/lb_config.go: buildPerNodeLBs (Switches: node.switchName)"},
+	{"Logical_Router", pBlueGR, "load_balancer", pBlueNPBoth, "controller/services/lb_config.go: buildPerNodeLBs (Routers: node.gatewayRouterName)"},
+}
+
+var _ = addParityCase(parityCase{name: "services, NodePort", plan: nodePortPlan, same: nodePortParity})
