@@ -167,7 +167,8 @@ func (s *stack) groupsOf(table, name string) []string {
 // A NodePort Service of the Layer2 network gets, besides its cluster-wide
 // load balancer, node-a's per-node one on the network's switch and node-a's
 // gateway router (ovn-nbctl ls-lb-list, lr-lb-list), with node-a's host
-// addresses on the node port; with externalTrafficPolicy Local the router
+// addresses on the node port (taken off the switch by another client, it
+// comes back); with externalTrafficPolicy Local the router
 // gets a load balancer without SNAT; the Service deleted, both go.
 func TestNodePortLoadBalancersOnTheNode(t *testing.T) {
 	s, _ := policyStack(t, false)
@@ -184,6 +185,9 @@ func TestNodePortLoadBalancersOnTheNode(t *testing.T) {
 	if got := s.lbList("ns1_tenant.blue_Service_ns1/np_TCP_cluster"); got != "tcp 10.0.0.101:80 203.203.0.5:8080\ntcp [fd00:10:96::101]:80" {
 		t.Errorf("the NodePort Service's cluster-wide load balancer:\n%s", got)
 	}
+	// Another client takes it off the switch: it comes back.
+	s.nbctl("ls-lb-del", blueSwitch, both)
+	s.eventually("the load balancer back on the switch", func() bool { return slices.Equal(s.lbsOn("Logical_Switch", blueSwitch), []string{both}) })
 
 	var cur corev1.Service
 	if err := s.c.Get(s.ctx, client.ObjectKeyFromObject(np), &cur); err != nil {
