@@ -7,9 +7,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
-	"github.com/udnkit/udnkit/dataplane/topology/multivtep"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -108,12 +109,7 @@ func TestSharedRouterCreatedOnceByConcurrentPieces(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ports, err := multivtep.MultiVTEPPorts(network, ovnk.DefaultTransitSubnetV4, []multivtep.VTEPNode{{Name: "node-b", Local: true,
-			EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3")}, TunnelIDs: []int{3, 4}}},
-			[]multivtep.VTEPPod{{Namespace: "ns", Name: "p", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.0.5/24")}, EncapIP: addr("10.0.0.3")}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		ports := sharedRouterPiece(network)
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
 		for j, d := range []*rows.Desired{policies, ports} {
@@ -135,34 +131,29 @@ func TestSharedRouterCreatedOnceByConcurrentPieces(t *testing.T) {
 			t.Errorf("round %d: the shared router lacks the policies: %s", i, got)
 		}
 		if got := e.nbctl("--bare", "--columns=name", "find", "Logical_Router_Port", "name="+ovnk.NamesFor(network).RouterToTransitSwitch("node-b")+"_encap1"); got == "" {
-			t.Errorf("round %d: the shared router lacks the multi-VTEP port", i)
+			t.Errorf("round %d: the shared router lacks the other piece's port", i)
 		}
 	}
 }
 
-// A shared router the multi-VTEP piece created stays while the subnet
-// policies are on it, and goes with the piece's next Apply once it is bare.
+// A shared router one piece created stays while the subnet policies are on
+// it, and goes with the piece's next Apply once it is bare.
 func TestSharedRouterOutlivesItsCreatorWhileOthersUseIt(t *testing.T) {
 	e := newEnv(t)
 	const network = "ns_green"
 	router := ovnk.NamesFor(network).ClusterRouter()
-	ports, err := multivtep.MultiVTEPPorts(network, ovnk.DefaultTransitSubnetV4, []multivtep.VTEPNode{{Name: "node-b", Local: true,
-		EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3")}, TunnelIDs: []int{3, 4}}},
-		[]multivtep.VTEPPod{{Namespace: "ns", Name: "p", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.0.5/24")}, EncapIP: addr("10.0.0.3")}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ports := sharedRouterPiece(network)
 	policies, err := topology.Layer3SubnetPolicies(network, []netip.Prefix{pfx("10.1.0.0/16")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.apply(ports)
 	e.apply(policies)
-	if got := e.nbctl("--bare", "--columns=external_ids", "find", "Logical_Router", "name="+router); !strings.Contains(got, "k8s.ovn.org/udnkit-piece=multi-vtep") ||
+	if got := e.nbctl("--bare", "--columns=external_ids", "find", "Logical_Router", "name="+router); !strings.Contains(got, "k8s.ovn.org/udnkit-piece="+ports.Owner.Piece) ||
 		!strings.Contains(got, ovnk.ExternalIDShared+"=true") {
-		t.Fatalf("router external_ids = %q, want created by the multi-VTEP piece and marked shared", got)
+		t.Fatalf("router external_ids = %q, want created by the first piece and marked shared", got)
 	}
-	// The last multi-VTEP pod goes: the router stays for the policies.
+	// The creator's last port goes: the router stays for the policies.
 	e.apply(&rows.Desired{Owner: ports.Owner})
 	wantLines(t, "policies after the creator left", e.nbctl("lr-policy-list", router),
 		"Routing Policies", "102 ip4.src == 10.1.0.0/16 && ip4.dst == 10.1.0.0/16 allow", "102 pkt.mark == 42 allow")
@@ -177,4 +168,14 @@ func TestSharedRouterOutlivesItsCreatorWhileOthersUseIt(t *testing.T) {
 	if got := e.nbctl("--bare", "--columns=name", "list", "Logical_Router"); got != "" {
 		t.Errorf("routers left: %q", got)
 	}
+}
+
+// sharedRouterPiece is a piece that shares a network's cluster router
+// (Shared: created when missing, referenced otherwise) with one port on it,
+// as the subnet policies share it with the Layer3 topology.
+func sharedRouterPiece(network string) *rows.Desired {
+	return &rows.Desired{Owner: rows.Owner{Network: network, Topology: base.TopologyLayer3, Piece: "shared-test"},
+		Routers: []rows.Router{{Row: base.Layer3ClusterRouter(network), Shared: true, Copp: base.DefaultCOPP(),
+			Ports: []nbdb.LogicalRouterPort{{Name: ovnk.NamesFor(network).RouterToTransitSwitch("node-b") + "_encap1",
+				MAC: "0a:58:64:58:00:04", Networks: []string{"100.88.0.4/16"}}}}}}
 }

@@ -1,11 +1,17 @@
 package dataplane
 
 import (
+	"errors"
 	"net/netip"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
 	"github.com/udnkit/udnkit/dataplane/topology/multivtep"
 	"github.com/udnkit/udnkit/ovnk"
 )
@@ -151,5 +157,77 @@ func TestSetPortEncapsInSouthbound(t *testing.T) {
 	}
 	if got := e.sbctl("get", "Port_Binding", "ns_pod-a", "encap"); got != want {
 		t.Errorf("a refused call changed the binding: %s", got)
+	}
+}
+
+// The Layer3 topology and the multi-VTEP ports of one network start at
+// once, again and again: the topology creates the transit switch and the
+// cluster router with all their columns; the multi-VTEP piece, which only
+// references them, waits while they are missing (as its controller does)
+// and then adds its ports. There is one switch, with both pieces' ports,
+// and the topology's columns; neither piece's next Apply changes anything.
+func TestLayer3TopologyAndMultiVTEPStartTogether(t *testing.T) {
+	e := newEnv(t)
+	for round := range 8 {
+		network := "ns_vtep" + strconv.Itoa(round)
+		names := ovnk.NamesFor(network)
+		net := topology.Layer3Network{Name: network, Subnets: []netip.Prefix{pfx("10.1.0.0/16")}, JoinSubnets: []netip.Prefix{pfx("100.65.0.0/16")},
+			ClusterIPv4: true, TransitSubnets: []netip.Prefix{ovnk.DefaultTransitSubnetV4}, TransitSwitchTunnelKey: 16711700 + round,
+			GatewayMasqueradeIPs: []netip.Addr{addr("169.254.0.13")}, ManagementMasqueradeIPs: []netip.Addr{addr("169.254.0.14")},
+			MasqueradeSubnets: []netip.Prefix{pfx("169.254.0.0/17")}}
+		topo, err := topology.Layer3Topology(net, []topology.Layer3Node{
+			{Name: "node-a", ID: 2, Local: true, Chassis: chassisOf("node-a"), HostSubnets: []netip.Prefix{pfx("10.1.1.0/24")}, NoGateway: true},
+			{Name: "node-b", ID: 3, Chassis: chassisOf("node-b"), HostSubnets: []netip.Prefix{pfx("10.1.2.0/24")}, MultiVTEP: true},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports, err := multivtep.MultiVTEPPorts(network, ovnk.DefaultTransitSubnetV4, []multivtep.VTEPNode{{Name: "node-b", Chassis: chassisOf("node-b"),
+			EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3")}, TunnelIDs: []int{6, 7}, Subnets: []netip.Prefix{pfx("10.1.2.0/24")}}},
+			[]multivtep.VTEPPod{{Namespace: "ns", Name: "p", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.2.5/24")}, EncapIP: addr("10.0.0.3")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		waited := false
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, errs[0] = e.c.Apply(e.ctx, topo)
+		}()
+		go func() {
+			defer wg.Done()
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				_, errs[1] = e.c.Apply(e.ctx, ports)
+				missing := (*rows.MissingRowError)(nil)
+				if !errors.As(errs[1], &missing) || time.Now().After(deadline) {
+					return
+				}
+				waited = true
+			}
+		}()
+		wg.Wait()
+		if errs[0] != nil || errs[1] != nil {
+			t.Fatalf("round %d: concurrent applies: topology %v, multi-VTEP %v", round, errs[0], errs[1])
+		}
+		ts := names.TransitSwitch()
+		if got := strings.Fields(e.nbctl("--bare", "--columns=_uuid", "find", "Logical_Switch", "name="+ts)); len(got) != 1 {
+			t.Fatalf("round %d: %d switches named %s, want 1", round, len(got), ts)
+		}
+		lsps := e.nbctl("--bare", "--columns=name", "list", "Logical_Switch_Port")
+		for _, want := range []string{names.TransitSwitchPort("node-a", 0), names.TransitSwitchPort("node-b", 1)} {
+			if !strings.Contains(e.nbctl("lsp-list", ts), want) {
+				t.Errorf("round %d (multi-VTEP waited: %v): the transit switch lacks %s; switch ports:\n%s", round, waited, want, lsps)
+			}
+		}
+		if got := e.nbctl("get", "Logical_Switch", ts, "other_config:requested-tnl-key", "external_ids:"+ovnk.ExternalIDPiece); got != `"`+strconv.Itoa(net.TransitSwitchTunnelKey)+`"`+"\n"+base.PieceTopology {
+			t.Errorf("round %d: the transit switch's tunnel key and piece = %q, want the topology's", round, got)
+		}
+		for _, d := range []*rows.Desired{topo, ports} {
+			if n := e.apply(d); n != 0 {
+				t.Errorf("round %d: a second Apply of %s sent %d operations, want 0", round, d.Owner.Piece, n)
+			}
+		}
 	}
 }

@@ -205,10 +205,8 @@ func TestLayer3MultiVTEPFromAPIState(t *testing.T) {
 	routes := func() string { return normalized(s.nbctl("lr-route-list", cr)) }
 
 	// The Layer3 topology applies once node-b has its annotations, racing
-	// the pod's multi-VTEP port for the transit switch: let it go first.
-	s.eventually("the Layer3 topology's transit switch with node-a's port", func() bool {
-		return s.nbctl("--bare", "--columns=name", "find", "Logical_Switch_Port", "name=tenant.green_green_tstor-node-a") != ""
-	})
+	// the pod's multi-VTEP port for the transit switch: the multi-VTEP
+	// controller only references the switch and waits while it is missing.
 	p1 := pod("pod-1", podIP(5), "172.18.0.4")
 	s.create(p1)
 	s.eventually("the encap1 port and the node-subnet route", func() bool {
@@ -224,10 +222,17 @@ func TestLayer3MultiVTEPFromAPIState(t *testing.T) {
 	s.eventually("each remote transit port's Port_Binding.encap is its VTEP's Encap", func() bool {
 		return s.encapOf("tenant.green_green_tstor-node-b_encap1") == `"172.18.0.4"` && s.encapOf("tenant.green_green_tstor-node-b_encap2") == `"172.18.0.5"`
 	})
-	// The Layer3 topology created the transit switch (with node-a's router
-	// port) before any pod needed a multi-VTEP port: the piece shares it.
+	// The Layer3 topology created the transit switch, with its columns and
+	// node-a's port; the multi-VTEP piece only added its ports.
 	if got := s.nbctl("--bare", "--columns=external_ids", "find", "Logical_Switch", "name="+ts); !strings.Contains(got, "k8s.ovn.org/udnkit-piece=topology") {
 		t.Errorf("the transit switch udnkit created is not the Layer3 topology's: %q", got)
+	}
+	if got := s.nbctl("--bare", "--columns=other_config", "find", "Logical_Switch", "name="+ts); !strings.Contains(got, "requested-tnl-key=") ||
+		!strings.Contains(got, "interconn-ts="+ts) {
+		t.Errorf("the transit switch lacks the topology's other_config: %q", got)
+	}
+	if s.nbctl("--bare", "--columns=name", "find", "Logical_Switch_Port", "name=tenant.green_green_tstor-node-a") == "" {
+		t.Error("the transit switch lacks the Layer3 topology's port of node-a")
 	}
 	for _, p := range []*corev1.Pod{p1, p2} {
 		if err := s.c.Delete(s.ctx, p, client.GracePeriodSeconds(0)); err != nil {

@@ -25,3 +25,16 @@ func (e *ForeignRowError) Error() string {
 // SameNetwork says whether the foreign row belongs to the network the piece
 // programs: another writer programs this very network.
 func (e *ForeignRowError) SameNetwork() bool { return e.RowNetwork == e.Owner.Network }
+
+// MissingRowError is an Apply refused because a router, switch or port
+// group the piece only references (Ref) does not exist: the piece that
+// creates it has not applied it yet. Callers wait and try again.
+type MissingRowError struct {
+	// Kind is "logical router", "logical switch" or "port group"; Name the
+	// row's name.
+	Kind, Name string
+}
+
+func (e *MissingRowError) Error() string {
+	return fmt.Sprintf("%s %q not found: it is created by another piece and must exist first", e.Kind, e.Name)
+}

@@ -2,6 +2,7 @@ package multivtep
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -151,6 +152,12 @@ func (r *Reconciler) applyPorts(ctx context.Context, s *zone.NADScope) (reconcil
 	unlock := r.networks.Lock(name)
 	retry, err := apply(ctx, name)
 	unlock()
+	if missing := (*rows.MissingRowError)(nil); errors.As(err, &missing) {
+		// The topology's router or switch the ports go on is not there yet:
+		// its controller (or OVN-Kubernetes) creates it, this one waits.
+		log.FromContext(ctx).V(1).Info("multi-VTEP ports wait for the network's topology", "network", name, "missing", missing.Name)
+		return reconcile.Result{RequeueAfter: zone.TopologyWait}, nil
+	}
 	if err != nil {
 		return s.Done(reconcile.Result{}, err)
 	}

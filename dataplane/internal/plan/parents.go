@@ -2,7 +2,6 @@ package plan
 
 import (
 	"errors"
-	"fmt"
 	"reflect"
 	"sort"
 
@@ -313,7 +312,7 @@ func keepShared(ids map[string]string, cols []childColumn) bool {
 func (p *Planner) reference(kind, name string, ref, shared, exists, owned bool) (bool, error) {
 	switch {
 	case ref && !exists:
-		return false, fmt.Errorf("%s %q not found: it is created by another piece and must exist first", kind, name)
+		return false, &rows.MissingRowError{Kind: kind, Name: name}
 	case shared && exists && !owned:
 		return true, nil
 	case !ref && exists && !owned:

@@ -51,8 +51,10 @@ type VTEPPod struct {
 // node-subnet route goes via the lowest-indexed used port and pods on other
 // VTEPs get /32 (/128) routes. Single-VTEP nodes are left to the Layer3
 // topology (their behaviour is unchanged); a port or route goes with its last pod.
-// The cluster router and the transit switch are shared: existing ones (the
-// Layer3 topology's) are referenced, missing ones are created and owned.
+// The cluster router and the transit switch are the Layer3 topology's (or
+// OVN-Kubernetes'): only referenced (Ref), never created, so their columns
+// have one writer; while they are missing the Apply fails with
+// rows.MissingRowError and the caller waits.
 func MultiVTEPPorts(network string, transit netip.Prefix, nodes []VTEPNode, pods []VTEPPod) (*rows.Desired, error) {
 	return MultiVTEPPortsDual(network, []netip.Prefix{transit}, nodes, pods)
 }
@@ -79,8 +81,8 @@ func MultiVTEPPortsDual(network string, transits []netip.Prefix, nodes []VTEPNod
 		return nil, err
 	}
 	b := vtepBuild{names: ovnk.NamesFor(network), transits: transits}
-	b.cr = rows.Router{Row: base.Layer3ClusterRouter(network), Shared: true, Copp: base.DefaultCOPP()}
-	b.ts = rows.Switch{Row: nbdb.LogicalSwitch{Name: b.names.TransitSwitch()}, Shared: true}
+	b.cr = rows.Router{Row: base.Layer3ClusterRouter(network), Ref: true}
+	b.ts = rows.Switch{Row: nbdb.LogicalSwitch{Name: b.names.TransitSwitch()}, Ref: true}
 	for _, ni := range slices.Sorted(maps.Keys(used)) {
 		for k, idx := range slices.Sorted(maps.Keys(used[ni])) {
 			if err := b.port(ni, nodes[ni], k, idx, used[ni][idx]); err != nil {
@@ -89,8 +91,8 @@ func MultiVTEPPortsDual(network string, transits []netip.Prefix, nodes []VTEPNod
 		}
 	}
 	d := &rows.Desired{Owner: rows.Owner{Network: network, Topology: base.TopologyLayer3, Piece: base.PieceMultiVTEP}}
-	// Without pods on multi-VTEP nodes nothing is wanted, not even an empty
-	// router or switch (both are shared with the Layer3 topology).
+	// Without pods on multi-VTEP nodes nothing is wanted, not even a
+	// reference to the router or switch (which may not exist).
 	if len(b.cr.Ports)+len(b.cr.Routes) > 0 {
 		d.Routers = []rows.Router{b.cr}
 	}
@@ -150,7 +152,7 @@ func podsByVTEP(nodes []VTEPNode, byNode map[string]int, pods []VTEPPod) (map[in
 	return used, nil
 }
 
-// vtepBuild collects the multi-VTEP piece's rows on the shared cluster
+// vtepBuild collects the multi-VTEP piece's rows on the referenced cluster
 // router and transit switch.
 type vtepBuild struct {
 	names    ovnk.Layer2Names
