@@ -115,6 +115,13 @@ func TestLayer2RollingUpgrade(t *testing.T) {
 	for _, n := range legacy {
 		joinIPs[n.node] = n.joinIP()
 	}
+	// The zones' dataplanes are connected before OVN-Kubernetes writes the
+	// old topology: its rows (the management port with no external_ids
+	// among them) reach them as monitor updates, which they adopt as they
+	// would rows of their initial dump.
+	for _, n := range c.Nodes {
+		ovnClient(t, n)
+	}
 	ovnkLegacyGateway(t, c, up, func(n *datapath.Node) netip.Addr { return joinIPs[n] })
 	ovnkLegacyLayer2(t, up, switchKey, legacy)
 	steer(t, c, up)

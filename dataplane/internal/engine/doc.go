@@ -3,7 +3,9 @@
 // cuts the plan into transactions (package txn), sends them with fairness
 // between networks (fair.go), waits until the client's index shows them,
 // and heals: it notices owned rows that the database lost or another client
-// changed, and asks the controllers to re-apply their networks (heal.go).
+// changed, and asks the controllers to re-apply their networks (heal.go),
+// and applies again the rows whose port groups name a port that has just
+// appeared (members.go).
 //
 // Lock order, for the whole dataplane (a lock is only ever taken while
 // holding those above it, never one above while holding one below):
@@ -20,9 +22,9 @@
 //  3. the index's locks (package index states their order), taken by plans
 //     and waitVisible through index.Read; the index reads the cache's rows
 //     under the libovsdb cache's own lock, innermost.
-//  4. healing.mu and healing.own.mu: leaves, held only to read or update
-//     their maps, never while taking another lock; the cache's event
-//     handler (healer) takes only these.
+//  4. healing.mu, healing.own.mu and healing.members.mu: leaves, held only
+//     to read or update their maps, never while taking another lock; the
+//     cache's event handler (healer) takes only these.
 //
 // Invariants:
 //   - An Apply plans only against a cache the monitor has resynchronised
