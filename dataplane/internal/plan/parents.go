@@ -39,7 +39,8 @@ func (p *Planner) routers(desired []rows.Router) error {
 				ins, rem, err := p.refs.LBGroupRefs("logical router", d.Row.Name, d.LoadBalancerGroups, cur.LoadBalancerGroup, ref)
 				mut[&row.LoadBalancerGroup] = &[2][]string{ins, rem}
 				if err == nil {
-					err = p.lbRefs("logical router", d.Row.Name, d.LoadBalancers, cur.LoadBalancer, &row.LoadBalancer, mut)
+					ins, rem, err = p.refs.LBRefs("logical router", d.Row.Name, d.LoadBalancers, cur.LoadBalancer)
+					mut[&row.LoadBalancer] = &[2][]string{ins, rem}
 				}
 				if err == nil {
 					err = diffColumn(p, schema.LogicalRouterPort, cur.UUID, cur.Ports, d.Ports, &row.Ports, mut, p.portKids(d))
@@ -77,7 +78,8 @@ func (p *Planner) switches(desired []rows.Switch) error {
 				ins, rem, err := p.refs.LBGroupRefs("logical switch", d.Row.Name, d.LoadBalancerGroups, cur.LoadBalancerGroup, ref)
 				mut[&row.LoadBalancerGroup] = &[2][]string{ins, rem}
 				if err == nil {
-					err = p.lbRefs("logical switch", d.Row.Name, d.LoadBalancers, cur.LoadBalancer, &row.LoadBalancer, mut)
+					ins, rem, err = p.refs.LBRefs("logical switch", d.Row.Name, d.LoadBalancers, cur.LoadBalancer)
+					mut[&row.LoadBalancer] = &[2][]string{ins, rem}
 				}
 				if err == nil {
 					var ports []nbdb.LogicalSwitchPort

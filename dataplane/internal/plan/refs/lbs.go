@@ -101,23 +101,21 @@ func (r *Resolver) LBGroupRefs(kind, name string, names, current []string, ref b
 	return insert, remove, nil
 }
 
-// lbRefs diffs a router's or switch's load_balancer column (current)
-// against the piece's load balancers it names and notes in mut what the
-// column (col) gains and loses: the missing ones are added; of the others,
-// only the piece's own are taken out, whoever owns the row (another
-// piece's or another client's load balancers stay).
-func (p *Planner) lbRefs(kind, name string, names, current []string, col *[]string, mut colMuts) error {
+// LBRefs diffs a router's or switch's load_balancer column (current)
+// against the piece's load balancers it names: the missing ones are added;
+// of the others, only the piece's own are taken out, whoever owns the row
+// (another piece's or another client's load balancers stay).
+func (r *Resolver) LBRefs(kind, name string, names, current []string) (insert, remove []string, err error) {
 	want := make([]string, 0, len(names))
 	for _, n := range names {
-		u, ok := p.lbs[n]
+		u, ok := r.lbs[n]
 		if !ok {
-			return fmt.Errorf("%s %q: load balancer %q is not one of the desired load balancers", kind, name, n)
+			return nil, nil, fmt.Errorf("%s %q: load balancer %q is not one of the desired load balancers", kind, name, n)
 		}
 		want = append(want, u)
 	}
-	ins, rem := memberDiff(want, current, p.ownedIn(nbdb.LoadBalancerTable))
-	mut[col] = &[2][]string{ins, rem}
-	return nil
+	insert, remove = memberDiff(want, current, r.h.OwnedIn(nbdb.LoadBalancerTable))
+	return insert, remove, nil
 }
 
 // memberDiff is what a set of members (current) gains (want's missing
