@@ -87,4 +87,16 @@ const (
 	// ExternalIDPriority is an EgressIP policy's or QoS rule's priority
 	// (libovsdbops.PriorityKey).
 	ExternalIDPriority = "priority"
+	// ExternalIDType is what a namespace's default-deny ACL does,
+	// "defaultDeny" or "arpAllow" (libovsdbops.TypeKey).
+	ExternalIDType = "type"
+	// ExternalIDGressIndex is the index of a network policy ACL's rule in
+	// its policy's ingress or egress list (libovsdbops.GressIdxKey).
+	ExternalIDGressIndex = "gress-index"
+	// ExternalIDIPBlockIndex is -1 on a network policy ACL of selectors
+	// (or of no peer), -2 on the one of ipBlocks (libovsdbops.IpBlockIndexKey).
+	ExternalIDIPBlockIndex = "ip-block-index"
+	// ExternalIDPortPolicyProtocol is a network policy ACL's protocol,
+	// "tcp", "udp", "sctp" or "None" (libovsdbops.PortPolicyProtocolKey).
+	ExternalIDPortPolicyProtocol = "port-policy-protocol"
 )

@@ -1,0 +1,65 @@
+package networkpolicy
+
+import (
+	"fmt"
+	"net/netip"
+
+	networkingv1 "k8s.io/api/networking/v1"
+
+	"github.com/udnkit/udnkit/dataplane/topology/base"
+	"github.com/udnkit/udnkit/ovnk"
+)
+
+// Piece is the topology piece of a network's network-policy rows.
+const Piece = "network-policy"
+
+// Network is a user-defined network with its policies, as the zone sees it.
+type Network struct {
+	// Name is the OVN network name (tenant-blue_blue).
+	Name string
+	// Topology is base.TopologyLayer2 or base.TopologyLayer3.
+	Topology string
+	// IPv4 and IPv6 are the network's IP families (its subnets', upstream's
+	// NetInfo.IPMode): the address sets and selector matches of each.
+	IPv4, IPv6 bool
+	// Policies are the NetworkPolicies of the namespaces whose Primary
+	// network this is.
+	Policies []networkingv1.NetworkPolicy
+	// Namespaces are the cluster's namespaces, which namespace selectors
+	// select from, with the logging of the policies' namespaces.
+	Namespaces []Namespace
+	// Pods are the pods with addresses on the network, across the cluster.
+	Pods []Pod
+}
+
+// Namespace is a namespace's labels and network-policy ACL logging.
+type Namespace struct {
+	Name    string
+	Labels  map[string]string
+	Logging ovnk.ACLLogging
+}
+
+// Pod is a pod attached to the network.
+type Pod struct {
+	Namespace, Name string
+	Labels          map[string]string
+	// IPs are the pod's addresses on the network (its k8s.ovn.org/pod-networks
+	// entries for the network's NADs).
+	IPs []netip.Addr
+	// Port is the pod's logical switch port on the network when the pod is
+	// on one of the zone's nodes ("" otherwise): policy port groups hold it.
+	Port string
+}
+
+func (n Network) validate() error {
+	if n.Name == "" {
+		return fmt.Errorf("network.name: must not be empty")
+	}
+	if n.Topology != base.TopologyLayer2 && n.Topology != base.TopologyLayer3 {
+		return fmt.Errorf("network.topology: %q is neither %q nor %q", n.Topology, base.TopologyLayer2, base.TopologyLayer3)
+	}
+	if !n.IPv4 && !n.IPv6 {
+		return fmt.Errorf("network: neither IPv4 nor IPv6")
+	}
+	return nil
+}
