@@ -14,6 +14,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/controllers/layer3"
 	"github.com/udnkit/udnkit/dataplane/controllers/migration"
 	"github.com/udnkit/udnkit/dataplane/controllers/multivtep"
+	"github.com/udnkit/udnkit/dataplane/controllers/networkpolicy"
 	"github.com/udnkit/udnkit/dataplane/controllers/pods"
 	"github.com/udnkit/udnkit/dataplane/controllers/policy"
 	lbservices "github.com/udnkit/udnkit/dataplane/controllers/services"
@@ -76,13 +77,15 @@ type Reconcilers struct {
 	Pods          *pods.Reconciler
 	Policy        *policy.Reconciler
 	Services      *lbservices.Reconciler
+	NetworkPolicy *networkpolicy.Reconciler
 }
 
 // Setup registers the dataplane controllers with the manager: the Layer2
 // transit-router topology (OKEP-5094), the Layer3 topology with its subnet
 // pair policies (OKEP-5377), the Layer2 multi-VTEP ports and encaps
 // (OKEP-5535), the kubevirt live-migration routes, every pod's and VM's
-// port, and the network-policy, isolation and EgressIP defaults.
+// port, the network-policy, isolation and EgressIP defaults, and the
+// NetworkPolicies of Primary networks.
 //
 // Setup checks the OVN configuration but does not connect: once the manager
 // runs (on the elected leader), a runnable connects to both databases,
@@ -139,8 +142,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	// The Services' load balancers of every primary network (always on,
 	// as upstream's per-network services controller).
 	rs.Services = &lbservices.Reconciler{Client: c, OVN: ovn, Local: o.Local, Cluster: o.Cluster, Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard}
+	rs.NetworkPolicy = &networkpolicy.Reconciler{Client: c, OVN: ovn, Local: o.Local, Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard}
 	setups := []func(ctrl.Manager) error{rs.Layer2.SetupWithManager, rs.Layer3.SetupWithManager, rs.MultiVTEP.SetupWithManager,
-		rs.LiveMigration.SetupWithManager, rs.Policy.SetupWithManager, rs.Pods.SetupWithManager, rs.Services.SetupWithManager}
+		rs.LiveMigration.SetupWithManager, rs.Policy.SetupWithManager, rs.Pods.SetupWithManager, rs.Services.SetupWithManager,
+		rs.NetworkPolicy.SetupWithManager}
 	// The controllers re-apply the networks whose rows the OVN database lost.
 	rq := zone.NewRequeuer(c)
 	ovn.OnResync(rq.Resync)

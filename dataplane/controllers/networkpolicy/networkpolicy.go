@@ -1,0 +1,180 @@
+package networkpolicy
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/controllers/zone"
+	"github.com/udnkit/udnkit/dataplane/internal/engine"
+	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
+	"github.com/udnkit/udnkit/dataplane/topology/networkpolicy"
+	"github.com/udnkit/udnkit/internal/phase"
+	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/nadtrust"
+)
+
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces;pods;nodes,verbs=get;list;watch
+
+// Reconciler programs the network policies of Primary networks (see the
+// package doc).
+type Reconciler struct {
+	Client client.Client
+	OVN    *dataplane.Client
+	// Local says whether a node is in this zone (nil: every node is).
+	Local func(*corev1.Node) bool
+	// Workers and FIFOQueue are zone.Options'.
+	Workers   int
+	FIFOQueue bool
+	// Guard applies the NAD ownership rule; nil: one reading through Client.
+	Guard *nadtrust.Guard
+	trust zone.Trusting
+
+	networks engine.KeyLocks
+	sweeps   zone.Sweeps
+}
+
+// SetupWithManager registers the reconciler.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	inNamespace := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		return zone.NADsIn(r.Client, o.GetNamespace())(ctx, o)
+	})
+	return zone.TrustWatches(ctrl.NewControllerManagedBy(mgr).
+		Named("dataplane-networkpolicy").
+		WithOptions(zone.ControllerOptions(r.Workers, r.FIFOQueue)), r.Client, r.guard(), zone.VTEPName).
+		Watches(&networkingv1.NetworkPolicy{}, inNamespace, builder.WithPredicates(policyChanged)).
+		Watches(&corev1.Pod{}, inNamespace, builder.WithPredicates(podChanged)).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(zone.NADsIn(r.Client, "")), builder.WithPredicates(namespaceChanged)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(zone.NADsIn(r.Client, "")), zone.VTEPNodeFacts.Predicate()).
+		Complete(r)
+}
+
+// policyChanged passes a policy's creation after the initial list, its
+// deletion and a change of its spec.
+var policyChanged = predicate.Funcs{CreateFunc: zone.CreatedLater, UpdateFunc: func(e event.UpdateEvent) bool {
+	return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration()
+}}
+
+// podChanged passes what the rows read of a pod: its labels, node, phase
+// and k8s.ovn.org/pod-networks.
+var podChanged = predicate.Funcs{CreateFunc: zone.CreatedLater, UpdateFunc: func(e event.UpdateEvent) bool {
+	old, ok1 := e.ObjectOld.(*corev1.Pod)
+	cur, ok2 := e.ObjectNew.(*corev1.Pod)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return !labels.Equals(old.Labels, cur.Labels) || old.Spec.NodeName != cur.Spec.NodeName || old.Status.Phase != cur.Status.Phase ||
+		old.Annotations[ovnk.AnnotationPodNetworks] != cur.Annotations[ovnk.AnnotationPodNetworks]
+}}
+
+// namespaceChanged passes a namespace's labels (namespace selectors) and
+// acl-logging changes.
+var namespaceChanged = predicate.Funcs{CreateFunc: zone.CreatedLater, UpdateFunc: func(e event.UpdateEvent) bool {
+	return !labels.Equals(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
+		e.ObjectOld.GetAnnotations()[ovnk.AnnotationACLLogging] != e.ObjectNew.GetAnnotations()[ovnk.AnnotationACLLogging]
+}}
+
+// Reconcile applies the request's NAD's network's policy rows and removes
+// those of networks whose NADs are gone, one phase after another.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	return phase.Run(ctx, &zone.NADScope{Req: req}, []phase.Func[*zone.NADScope]{
+		r.readNAD,
+		r.apply,
+		r.sweep,
+	})
+}
+
+func (r *Reconciler) readNAD(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
+	return s.ReadNAD(ctx, r.Client, r.guard())
+}
+
+// apply builds and applies the network's rows, its reconciles taking turns.
+func (r *Reconciler) apply(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
+	if s.Owner == nil {
+		return reconcile.Result{}, nil
+	}
+	net, ok, err := networkOf(s.NAD)
+	if err != nil || !ok || net.Name != s.Owner.Network {
+		if err != nil {
+			log.FromContext(ctx).Error(err, "skipping network") // the topology controllers report it
+		}
+		return reconcile.Result{}, nil
+	}
+	s.Network = net.Name
+	if res, wait := zone.WaitForTopology(ctx, r.OVN, net.Name, net.Topology); wait {
+		return res, nil
+	}
+	defer r.networks.Lock(net.Name)()
+	if err := r.read(ctx, &net); err != nil {
+		return s.Done(reconcile.Result{}, err)
+	}
+	d, err := networkpolicy.Build(net)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "skipping the network's policies", "network", net.Name)
+		return reconcile.Result{}, nil
+	}
+	if _, err := r.OVN.Apply(ctx, d); err != nil {
+		return s.Done(reconcile.Result{}, err)
+	}
+	return reconcile.Result{}, nil
+}
+
+// networkOf reads a Primary Layer2 or Layer3 NAD's network, name and IP
+// families (ok false for other NADs).
+func networkOf(nad *nadv1.NetworkAttachmentDefinition) (networkpolicy.Network, bool, error) {
+	var n networkpolicy.Network
+	var subnets []netip.Prefix
+	if l2, ok, err := zone.Layer2NetworkFromNAD(nad); err != nil || ok {
+		if err != nil {
+			return n, false, err
+		}
+		n.Name, n.Topology, subnets = l2.Name, base.TopologyLayer2, l2.Subnets
+	} else {
+		name, s, ok, err := zone.Layer3NetworkFromNAD(nad)
+		if err != nil || !ok {
+			return n, false, err
+		}
+		n.Name, n.Topology, subnets = name, base.TopologyLayer3, s
+	}
+	for _, p := range subnets {
+		n.IPv4 = n.IPv4 || p.Addr().Is4()
+		n.IPv6 = n.IPv6 || p.Addr().Is6()
+	}
+	if !n.IPv4 && !n.IPv6 {
+		return n, false, fmt.Errorf("NAD %s/%s: network %s has no subnets", nad.Namespace, nad.Name, n.Name)
+	}
+	return n, true, nil
+}
+
+func (r *Reconciler) sweep(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
+	return s.Sweep(ctx, &r.sweeps, r.collect)
+}
+
+// collect removes the policy rows of networks no live NAD names.
+func (r *Reconciler) collect(ctx context.Context) error {
+	for _, t := range []string{base.TopologyLayer2, base.TopologyLayer3} {
+		if err := zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: t, Piece: networkpolicy.Piece},
+			r.OVN.PieceNetworks, zone.VTEPName); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) guard() *nadtrust.Guard { return r.trust.Of(r.Guard, r.Client) }

@@ -1,0 +1,116 @@
+package networkpolicy
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/udnkit/udnkit/dataplane/controllers/zone"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
+	"github.com/udnkit/udnkit/dataplane/topology/networkpolicy"
+	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
+)
+
+// read fills net's policies, namespaces and pods: the policies of the
+// namespaces of the network's trusted NADs, every namespace, and the pods
+// of those namespaces with an entry for the network.
+func (r *Reconciler) read(ctx context.Context, net *networkpolicy.Network) error {
+	nads, err := zone.TrustedNamingNADs(ctx, r.Client, r.guard(), net.Name)
+	if err != nil {
+		return err
+	}
+	var nsList corev1.NamespaceList
+	if err := r.Client.List(ctx, &nsList); err != nil {
+		return err
+	}
+	for _, ns := range nsList.Items {
+		logging, err := ovnk.DecodeACLLogging(ns.Annotations)
+		if err != nil {
+			log.FromContext(ctx).Info("namespace's ACL logging disabled", "namespace", ns.Name, "reason", err.Error())
+		}
+		net.Namespaces = append(net.Namespaces, networkpolicy.Namespace{Name: ns.Name, Labels: ns.Labels, Logging: logging})
+	}
+	local, err := r.localNodes(ctx, net)
+	if err != nil {
+		return err
+	}
+	for _, nad := range nads {
+		var nps networkingv1.NetworkPolicyList
+		if err := r.Client.List(ctx, &nps, client.InNamespace(nad.Namespace)); err != nil {
+			return err
+		}
+		net.Policies = append(net.Policies, nps.Items...)
+		var pods corev1.PodList
+		if err := r.Client.List(ctx, &pods, client.InNamespace(nad.Namespace)); err != nil {
+			return err
+		}
+		key := nad.Namespace + "/" + nad.Name
+		for i := range pods.Items {
+			if p, ok := podOf(ctx, &pods.Items[i], key, local); ok {
+				net.Pods = append(net.Pods, p)
+			}
+		}
+	}
+	return nil
+}
+
+// podOf is a pod's addresses on the NAD's network (upstream's getPodIPs:
+// not a finished pod, addresses from its entry) and, on one of the zone's
+// nodes where its port exists, its port (getNewLocalPolicyPorts). ok is
+// false for a pod with no readable entry.
+func podOf(ctx context.Context, pod *corev1.Pod, nadKey string, local map[string]bool) (networkpolicy.Pod, bool) {
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return networkpolicy.Pod{}, false
+	}
+	pn, err := podannotation.DecodePodNetwork(pod.Annotations, nadKey)
+	if err == nil && pn == nil {
+		return networkpolicy.Pod{}, false
+	}
+	var a podannotation.PodAddresses
+	if err == nil {
+		a, err = pn.Parse()
+	}
+	if err != nil {
+		log.FromContext(ctx).Info("pod left out of network policies", "pod", pod.Namespace+"/"+pod.Name, "reason", err.Error())
+		return networkpolicy.Pod{}, false
+	}
+	p := networkpolicy.Pod{Namespace: pod.Namespace, Name: pod.Name, Labels: pod.Labels}
+	for _, ip := range a.IPs {
+		p.IPs = append(p.IPs, ip.Addr())
+	}
+	if local[pod.Spec.NodeName] && !pod.Spec.HostNetwork {
+		p.Port = ovnk.PodPortName(nadKey, pod.Namespace, pod.Name)
+	}
+	return p, true
+}
+
+// localNodes are the zone's nodes that hold the network's pod ports, as
+// the pod-port controller writes them: with a chassis ID and, on Layer3,
+// host subnets of the network.
+func (r *Reconciler) localNodes(ctx context.Context, net *networkpolicy.Network) (map[string]bool, error) {
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes); err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if r.Local != nil && !r.Local(n) {
+			continue
+		}
+		if chassis, _, err := ovnk.DecodeNodeChassisID(n); err != nil || chassis == "" {
+			continue
+		}
+		if net.Topology == base.TopologyLayer3 {
+			if subnets, err := zone.NodeSubnetsFromNode(n, net.Name); err != nil || len(subnets) == 0 {
+				continue
+			}
+		}
+		out[n.Name] = true
+	}
+	return out, nil
+}

@@ -1,0 +1,167 @@
+package controllers
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/udnkit/udnkit/dataplane/topology/networkpolicy"
+	"github.com/udnkit/udnkit/internal/testobj"
+	"github.com/udnkit/udnkit/ovnk"
+)
+
+const npCtrl = "tenant-blue_blue-network-controller"
+
+// allowFrom is a policy of ns selecting pods labelled app=to, admitting TCP
+// port from pods labelled app=from.
+func allowFrom(ns, name, to, from string, port int32) *networkingv1.NetworkPolicy {
+	tcp := corev1.ProtocolTCP
+	p := intstr.FromInt32(port)
+	return &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": to}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{
+				Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &p}},
+				From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": from}}}},
+			}},
+		}}
+}
+
+// pgPorts are the names of a port group's ports (nil: no such group).
+func (s *stack) pgPorts(pg string) []string {
+	s.t.Helper()
+	if len(s.column("Port_Group", "name", "name="+pg)) == 0 {
+		return nil
+	}
+	out := []string{}
+	for _, u := range strings.Fields(s.nbctl("--bare", "--columns=ports", "list", "Port_Group", pg)) {
+		out = append(out, s.nbctl("get", "Logical_Switch_Port", u, "name"))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// aclColumn is one column of the ACL of upstream's k8s.ovn.org/id id ("":
+// none).
+func (s *stack) aclColumn(id, column string) string {
+	s.t.Helper()
+	return strings.Join(s.column("ACL", column, `external_ids:"k8s.ovn.org/id"="`+id+`"`), " ")
+}
+
+// A Primary Layer2 UDN's NetworkPolicy, its pods addressed by udnkit: the
+// zone holds the policy's port group with node-a's selected pod, its allow
+// ACL naming the peers' address sets (node-a's and node-b's web pods'
+// addresses), and the namespace's default-deny groups with node-a's pod;
+// a removed port group heals; a pod's label change, a new peer and the
+// policies' removal are followed (the default deny goes with the
+// namespace's last policy). A policy of a namespace without a Primary UDN
+// writes nothing.
+func TestNetworkPolicyOnAPrimaryLayer2Network(t *testing.T) {
+	s := primaryLayer2Stack(t, "tenant-blue", "blue", "10.100.0.0/16", "fd00:100::/64")
+	const nad = "tenant-blue/blue"
+	db := testobj.MakePod("tenant-blue", "db1").Node("node-a").Running().Labels(map[string]string{"app": "db"}).Obj()
+	web1 := testobj.MakePod("tenant-blue", "web1").Node("node-a").Running().Labels(map[string]string{"app": "web"}).Obj()
+	web2 := testobj.MakePod("tenant-blue", "web2").Node("node-b").Running().Labels(map[string]string{"app": "web"}).Obj()
+	s.create(db, web1, web2)
+	dbPort, web1Port := ovnk.PodPortName(nad, "tenant-blue", "db1"), ovnk.PodPortName(nad, "tenant-blue", "web1")
+	s.eventually("the pods' ports", func() bool { return s.hasPort(dbPort) && s.hasPort(web1Port) })
+	w1, w2 := podIPs2(s, web1, nad), podIPs2(s, web2, nad)
+
+	s.create(allowFrom("tenant-blue", "allow-web", "db", "web", 5432), namespace("plain"), allowFrom("plain", "ignored", "db", "web", 80))
+	pg := networkpolicy.PolicyPortGroup("tenant-blue_blue", "tenant-blue", "allow-web")
+	s.eventually("the policy's port group with db1", func() bool { return slices.Equal(s.pgPorts(pg), []string{dbPort}) })
+
+	key := "tenant-blue_LS{ML:{app: web,},}"
+	v4 := ovnk.HashForOVN(npCtrl + ":PodSelector:" + key + ":v4")
+	v6 := ovnk.HashForOVN(npCtrl + ":PodSelector:" + key + ":v6")
+	setAddrs := func(name string) string {
+		return strings.Join(strings.Fields(strings.ReplaceAll(s.nbctl("--bare", "--columns=addresses", "find", "Address_Set", "name="+name), ",", " ")), " ")
+	}
+	want4 := strings.Join(sorted(w1[0], w2[0]), " ")
+	s.eventually("the v4 peer set with web1 and web2", func() bool { return setAddrs(v4) == want4 })
+	if got, want := setAddrs(v6), strings.Join(sorted(w1[1], w2[1]), " "); got != want {
+		t.Errorf("v6 peer set %q, want %q", got, want)
+	}
+	acl := npCtrl + ":NetworkPolicy:tenant-blue:allow-web:Ingress:0:tcp:-1"
+	if got, want := s.aclColumn(acl, "match"), `(ip4.src == {$`+v4+`} || ip6.src == {$`+v6+`}) && tcp && tcp.dst==5432 && outport == @`+pg; got != want {
+		t.Errorf("allow ACL match %s, want %s", got, want)
+	}
+	for col, want := range map[string]string{"action": "allow-related", "priority": "1001", "tier": "2", "direction": "to-lport",
+		"name": "NP:tenant-blue:allow-web:Ingress:0", "meter": "acl-logging"} {
+		if got := s.aclColumn(acl, col); got != want {
+			t.Errorf("allow ACL %s = %s, want %s", col, got, want)
+		}
+	}
+	in, out := networkpolicy.DenyPortGroup("tenant-blue_blue", "tenant-blue", true), networkpolicy.DenyPortGroup("tenant-blue_blue", "tenant-blue", false)
+	if got := s.pgPorts(in); !slices.Equal(got, []string{dbPort}) {
+		t.Errorf("ingress default deny holds %q, want db1's port", got)
+	}
+	if got := s.pgPorts(out); got == nil || len(got) != 0 {
+		t.Errorf("egress default deny holds %q, want an empty group", got)
+	}
+	if got := s.aclColumn(npCtrl+":NetpolNamespace:tenant-blue:Ingress:defaultDeny", "match"); got != "outport == @"+in {
+		t.Errorf("default deny match %s", got)
+	}
+	if got := s.column("Port_Group", "name", `external_ids:"k8s.ovn.org/name"="plain"`); len(got) != 0 {
+		t.Errorf("a namespace without a Primary UDN got default-deny groups %q", got)
+	}
+	if got := s.column("Port_Group", "name", `external_ids:"k8s.ovn.org/name"="plain:ignored"`); len(got) != 0 {
+		t.Errorf("a policy of a namespace without a Primary UDN got port groups %q", got)
+	}
+
+	s.nbctl("pg-del", pg)
+	s.eventually("the removed port group healed", func() bool { return slices.Equal(s.pgPorts(pg), []string{dbPort}) })
+
+	web3 := testobj.MakePod("tenant-blue", "web3").Node("node-a").Running().Labels(map[string]string{"app": "web"}).Obj()
+	s.create(web3)
+	w3 := podIPs2(s, web3, nad)
+	s.eventually("the new peer in the v4 set", func() bool { return setAddrs(v4) == strings.Join(sorted(w1[0], w2[0], w3[0]), " ") })
+
+	var cur corev1.Pod
+	if err := s.c.Get(s.ctx, client.ObjectKeyFromObject(db), &cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Labels["app"] = "cache"
+	if err := s.c.Update(s.ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	s.eventually("the relabelled pod out of the policy's and the default-deny groups", func() bool {
+		return len(s.pgPorts(pg)) == 0 && len(s.pgPorts(in)) == 0
+	})
+
+	s.create(allowFrom("tenant-blue", "second", "web", "db", 80))
+	s.eventually("the second policy's port group", func() bool {
+		return len(s.pgPorts(networkpolicy.PolicyPortGroup("tenant-blue_blue", "tenant-blue", "second"))) == 2
+	})
+	if err := s.c.Delete(s.ctx, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-blue", Name: "allow-web"}}); err != nil {
+		t.Fatal(err)
+	}
+	s.eventually("the deleted policy's port group and peer sets gone", func() bool {
+		return s.pgPorts(pg) == nil && len(s.column("Address_Set", "name", "name="+v4)) == 0
+	})
+	if s.aclColumn(acl, "match") != "" {
+		t.Errorf("the deleted policy's ACL stayed")
+	}
+	if s.pgPorts(in) == nil || s.pgPorts(out) == nil {
+		t.Errorf("the default-deny groups went while a policy remains")
+	}
+	if err := s.c.Delete(s.ctx, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-blue", Name: "second"}}); err != nil {
+		t.Fatal(err)
+	}
+	s.eventually("the default-deny groups gone with the last policy", func() bool { return s.pgPorts(in) == nil && s.pgPorts(out) == nil })
+	if !s.hasPort(dbPort) || !s.hasPort(web1Port) {
+		t.Errorf("the pods' ports went with the policies")
+	}
+}
+
+func sorted(s ...string) []string {
+	slices.Sort(s)
+	return s
+}
