@@ -67,7 +67,8 @@ var dataplaneOptions = []struct {
 // dataplaneFlagsWithoutValue are the dataplane's flags no chart value sets,
 // and why.
 var dataplaneFlagsWithoutValue = map[string]string{
-	"migrate-legacy-layer2": "the deprecated name of --adopt-legacy-layer2 (dataplane.adoptLegacyLayer2)",
+	"migrate-legacy-layer2":      "the deprecated name of --adopt-legacy-layer2 (dataplane.adoptLegacyLayer2)",
+	"enable-multi-networkpolicy": "not exposed by the chart yet: it needs the MultiNetworkPolicy CRD installed",
 }
 
 // runningDataplane renders vals in mode and returns the arguments of the

@@ -7,10 +7,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/dataplane/topology/networkpolicy"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
@@ -164,4 +168,81 @@ func TestNetworkPolicyOnAPrimaryLayer2Network(t *testing.T) {
 func sorted(s ...string) []string {
 	slices.Sort(s)
 	return s
+}
+
+// multiPolicyCRD is the k8s.cni.cncf.io MultiNetworkPolicy CRD, enough of
+// it for the apiserver to serve the kind (the schema keeps every field).
+func multiPolicyCRD() *apiextensionsv1.CustomResourceDefinition {
+	keep := true
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "multi-networkpolicies.k8s.cni.cncf.io"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "k8s.cni.cncf.io", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "multi-networkpolicies", Singular: "multi-networkpolicy",
+				Kind: "MultiNetworkPolicy", ListKind: "MultiNetworkPolicyList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1beta1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: &keep}}}},
+		},
+	}
+}
+
+// A MultiNetworkPolicy whose policy-for names a Secondary Layer2 NAD, with
+// --enable-multi-networkpolicy: the network gets the policy's port group
+// (node-a's selected pod), its ipBlock ACL and the namespace's default
+// deny, named and keyed as upstream's network controller of the network;
+// one naming another NAD writes nothing; deleting the policy removes them.
+func TestMultiNetworkPolicyOnASecondaryNetwork(t *testing.T) {
+	s := newStack(t)
+	o := s.opts()
+	o.Zone, o.Local, o.Cluster.MTU = "node-a", zone.InZone("node-a"), ovnk.DefaultMTU
+	o.NetworkPolicy.MultiNetworkPolicy = true
+	if _, err := Setup(s.ctx, s.mgr, o); err != nil {
+		t.Fatal(err)
+	}
+	s.create(multiPolicyCRD())
+	s.eventually("the MultiNetworkPolicy kind served", func() bool {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(schema.GroupVersionKind{Group: "k8s.cni.cncf.io", Version: "v1beta1", Kind: "MultiNetworkPolicyList"})
+		return s.c.List(s.ctx, list) == nil
+	})
+	s.start()
+	s.create(namespace("tenant-red"), testobj.MakeNode("node-a").Obj(), testobj.MakeNode("node-b").Obj())
+	s.createNAD(labeledNAD("tenant-red", "back", redL2Conf, map[string]string{ovnk.AnnotationNetworkID: "3"}))
+	db := testobj.MakePod("tenant-red", "db").Node("node-a").Running().Labels(map[string]string{"app": "db"}).Annotation(ovnk.AnnotationPodNetworks,
+		`{"tenant-red/back":{"ip_addresses":["10.50.0.4/16"],"mac_address":"0a:58:0a:32:00:04","tunnel_id":10,"role":"secondary"}}`).Obj()
+	s.create(db)
+	const dbPort = "tenant.red.back_tenant-red_db"
+	s.eventually("the pod's port", func() bool { return s.hasPort(dbPort) })
+
+	mnp := func(name, policyFor string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "k8s.cni.cncf.io/v1beta1", "kind": "MultiNetworkPolicy",
+			"metadata": map[string]any{"namespace": "tenant-red", "name": name, "annotations": map[string]any{"k8s.v1.cni.cncf.io/policy-for": policyFor}},
+			"spec": map[string]any{
+				"podSelector": map[string]any{"matchLabels": map[string]any{"app": "db"}},
+				"policyTypes": []any{"Ingress"},
+				"ingress":     []any{map[string]any{"from": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.50.7.0/24"}}}}},
+			},
+		}}
+		return u
+	}
+	s.create(mnp("other", "tenant-red/front"), mnp("db", "back"))
+	pg := networkpolicy.PolicyPortGroup("tenant-red_back", "tenant-red", "db")
+	s.eventually("the policy's port group with the pod", func() bool { return slices.Equal(s.pgPorts(pg), []string{dbPort}) })
+	const ctrl = "tenant-red_back-network-controller"
+	if got, want := s.aclColumn(ctrl+":NetworkPolicy:tenant-red:db:Ingress:0:None:-2", "match"), "ip4.src == 10.50.7.0/24 && outport == @"+pg; got != want {
+		t.Errorf("ipBlock ACL match %q, want %q", got, want)
+	}
+	in := networkpolicy.DenyPortGroup("tenant-red_back", "tenant-red", true)
+	if got := s.pgPorts(in); !slices.Equal(got, []string{dbPort}) {
+		t.Errorf("ingress default deny holds %q", got)
+	}
+	if got := s.pgPorts(networkpolicy.PolicyPortGroup("tenant-red_back", "tenant-red", "other")); got != nil {
+		t.Errorf("a policy for another NAD got a port group with %q", got)
+	}
+	if err := s.c.Delete(s.ctx, mnp("db", "back")); err != nil {
+		t.Fatal(err)
+	}
+	s.eventually("the policy's rows gone", func() bool { return s.pgPorts(pg) == nil && s.pgPorts(in) == nil })
 }

@@ -46,6 +46,8 @@ type Options struct {
 	Layer2 layer2.Options
 	Layer3 layer3.Options
 	Policy policy.Options
+	// NetworkPolicy is the network-policy controller's (MultiNetworkPolicy).
+	NetworkPolicy networkpolicy.Options
 }
 
 // BindFlags binds Options to the manager's flags: the connection's here,
@@ -64,6 +66,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	o.Layer2.BindFlags(fs)
 	o.Layer3.BindFlags(fs)
 	o.Policy.BindFlags(fs)
+	o.NetworkPolicy.BindFlags(fs)
 }
 
 // Reconcilers are the dataplane controllers Setup registered, sharing one
@@ -142,7 +145,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	// The Services' load balancers of every primary network (always on,
 	// as upstream's per-network services controller).
 	rs.Services = &lbservices.Reconciler{Client: c, OVN: ovn, Local: o.Local, Cluster: o.Cluster, Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard}
-	rs.NetworkPolicy = &networkpolicy.Reconciler{Client: c, OVN: ovn, Local: o.Local, Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard}
+	rs.NetworkPolicy = &networkpolicy.Reconciler{Client: c, OVN: ovn, Local: o.Local, MultiNetworkPolicy: o.NetworkPolicy.MultiNetworkPolicy,
+		Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard}
 	setups := []func(ctrl.Manager) error{rs.Layer2.SetupWithManager, rs.Layer3.SetupWithManager, rs.MultiVTEP.SetupWithManager,
 		rs.LiveMigration.SetupWithManager, rs.Policy.SetupWithManager, rs.Pods.SetupWithManager, rs.Services.SetupWithManager,
 		rs.NetworkPolicy.SetupWithManager}

@@ -7,6 +7,11 @@
 // network's policy port groups, default-deny port groups, ACLs and
 // pod-selector address sets (package topology/networkpolicy) as one piece,
 // once the network's topology is in the zone (zone.WaitForTopology).
+// With --enable-multi-networkpolicy, each Secondary Layer2, Layer3 or
+// Localnet network likewise gets the rows of the k8s.cni.cncf.io
+// MultiNetworkPolicies whose policy-for names one of its NADs (read
+// unstructured, as NetworkPolicies: ConvertMultiNetworkPolicy), with the
+// pods of every namespace attached to it.
 //
 // A request is one NAD. A NetworkPolicy's or pod's event queues the NADs of
 // its namespace; a namespace's label or acl-logging change queues every

@@ -3,12 +3,13 @@ package networkpolicy
 import (
 	"context"
 	"fmt"
-	"net/netip"
+	"strings"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,10 +28,13 @@ import (
 	"github.com/udnkit/udnkit/internal/phase"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
+	"github.com/udnkit/udnkit/ovnk/netconf"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces;pods;nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=multi-networkpolicies,verbs=get;list;watch
 
 // Reconciler programs the network policies of Primary networks (see the
 // package doc).
@@ -39,6 +43,8 @@ type Reconciler struct {
 	OVN    *dataplane.Client
 	// Local says whether a node is in this zone (nil: every node is).
 	Local func(*corev1.Node) bool
+	// MultiNetworkPolicy is Options.MultiNetworkPolicy.
+	MultiNetworkPolicy bool
 	// Workers and FIFOQueue are zone.Options'.
 	Workers   int
 	FIFOQueue bool
@@ -55,14 +61,32 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	inNamespace := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		return zone.NADsIn(r.Client, o.GetNamespace())(ctx, o)
 	})
-	return zone.TrustWatches(ctrl.NewControllerManagedBy(mgr).
+	all := handler.EnqueueRequestsFromMapFunc(zone.NADsIn(r.Client, ""))
+	b := zone.TrustWatches(ctrl.NewControllerManagedBy(mgr).
 		Named("dataplane-networkpolicy").
-		WithOptions(zone.ControllerOptions(r.Workers, r.FIFOQueue)), r.Client, r.guard(), zone.VTEPName).
+		WithOptions(zone.ControllerOptions(r.Workers, r.FIFOQueue)), r.Client, r.guard(), r.networkName).
 		Watches(&networkingv1.NetworkPolicy{}, inNamespace, builder.WithPredicates(policyChanged)).
-		Watches(&corev1.Pod{}, inNamespace, builder.WithPredicates(podChanged)).
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(zone.NADsIn(r.Client, "")), builder.WithPredicates(namespaceChanged)).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(zone.NADsIn(r.Client, "")), zone.VTEPNodeFacts.Predicate()).
-		Complete(r)
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podNADs), builder.WithPredicates(podChanged)).
+		Watches(&corev1.Namespace{}, all, builder.WithPredicates(namespaceChanged)).
+		Watches(&corev1.Node{}, all, zone.VTEPNodeFacts.Predicate())
+	if r.MultiNetworkPolicy {
+		b = b.Watches(multiNetworkPolicy(), all, builder.WithPredicates(multiPolicyChanged))
+	}
+	return b.Complete(r)
+}
+
+// podNADs are the NADs of a pod's namespace (its Primary network's) and
+// those its k8s.ovn.org/pod-networks names (Secondary networks' may be of
+// another namespace).
+func (r *Reconciler) podNADs(ctx context.Context, o client.Object) []reconcile.Request {
+	reqs := zone.NADsIn(r.Client, o.GetNamespace())(ctx, o)
+	keys, _ := podannotation.DecodePodNetworkKeys(o.GetAnnotations())
+	for _, k := range keys {
+		if ns, name, ok := strings.Cut(k, "/"); ok && ns != o.GetNamespace() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+		}
+	}
+	return reqs
 }
 
 // policyChanged passes a policy's creation after the initial list, its
@@ -109,7 +133,7 @@ func (r *Reconciler) apply(ctx context.Context, s *zone.NADScope) (reconcile.Res
 	if s.Owner == nil {
 		return reconcile.Result{}, nil
 	}
-	net, ok, err := networkOf(s.NAD)
+	net, primary, ok, err := r.networkOf(s.NAD)
 	if err != nil || !ok || net.Name != s.Owner.Network {
 		if err != nil {
 			log.FromContext(ctx).Error(err, "skipping network") // the topology controllers report it
@@ -117,16 +141,21 @@ func (r *Reconciler) apply(ctx context.Context, s *zone.NADScope) (reconcile.Res
 		return reconcile.Result{}, nil
 	}
 	s.Network = net.Name
-	if res, wait := zone.WaitForTopology(ctx, r.OVN, net.Name, net.Topology); wait {
-		return res, nil
+	if primary {
+		if res, wait := zone.WaitForTopology(ctx, r.OVN, net.Name, net.Topology); wait {
+			return res, nil
+		}
 	}
 	defer r.networks.Lock(net.Name)()
-	if err := r.read(ctx, &net); err != nil {
+	if err := r.read(ctx, &net, primary); err != nil {
 		return s.Done(reconcile.Result{}, err)
 	}
 	d, err := networkpolicy.Build(net)
 	if err != nil {
-		log.FromContext(ctx).Error(err, "skipping the network's policies", "network", net.Name)
+		// A policy that cannot be built waits for its next change.
+		log.FromContext(ctx).Error(err, "policies left out", "network", net.Name)
+	}
+	if d == nil {
 		return reconcile.Result{}, nil
 	}
 	if _, err := r.OVN.Apply(ctx, d); err != nil {
@@ -135,31 +164,41 @@ func (r *Reconciler) apply(ctx context.Context, s *zone.NADScope) (reconcile.Res
 	return reconcile.Result{}, nil
 }
 
-// networkOf reads a Primary Layer2 or Layer3 NAD's network, name and IP
-// families (ok false for other NADs).
-func networkOf(nad *nadv1.NetworkAttachmentDefinition) (networkpolicy.Network, bool, error) {
-	var n networkpolicy.Network
-	var subnets []netip.Prefix
-	if l2, ok, err := zone.Layer2NetworkFromNAD(nad); err != nil || ok {
-		if err != nil {
-			return n, false, err
-		}
-		n.Name, n.Topology, subnets = l2.Name, base.TopologyLayer2, l2.Subnets
-	} else {
-		name, s, ok, err := zone.Layer3NetworkFromNAD(nad)
-		if err != nil || !ok {
-			return n, false, err
-		}
-		n.Name, n.Topology, subnets = name, base.TopologyLayer3, s
+// networkOf reads a NAD's network, name and IP families: a Primary Layer2
+// or Layer3 network's, and with MultiNetworkPolicy a Secondary Layer2,
+// Layer3 or Localnet network's (ok false for other NADs).
+func (r *Reconciler) networkOf(nad *nadv1.NetworkAttachmentDefinition) (n networkpolicy.Network, primary, ok bool, err error) {
+	conf, err := netconf.Parse(nad.Spec.Config)
+	if err != nil {
+		return n, false, false, fmt.Errorf("NAD %s/%s spec.config: %w", nad.Namespace, nad.Name, err)
 	}
+	switch {
+	case conf.Role == podannotation.RolePrimary && (conf.Topology == base.TopologyLayer2 || conf.Topology == base.TopologyLayer3):
+	case conf.Role == podannotation.RoleSecondary && r.MultiNetworkPolicy &&
+		(conf.Topology == base.TopologyLayer2 || conf.Topology == base.TopologyLayer3 || conf.Topology == ovnk.TopologyLocalnet):
+	default:
+		return n, false, false, nil
+	}
+	subnets, err := conf.SubnetPrefixes()
+	if err != nil {
+		return n, false, false, fmt.Errorf("NAD %s/%s spec.config: %w", nad.Namespace, nad.Name, err)
+	}
+	n = networkpolicy.Network{Name: conf.Name, Topology: conf.Topology}
 	for _, p := range subnets {
 		n.IPv4 = n.IPv4 || p.Addr().Is4()
 		n.IPv6 = n.IPv6 || p.Addr().Is6()
 	}
-	if !n.IPv4 && !n.IPv6 {
-		return n, false, fmt.Errorf("NAD %s/%s: network %s has no subnets", nad.Namespace, nad.Name, n.Name)
+	primary = conf.Role == podannotation.RolePrimary
+	if primary && !n.IPv4 && !n.IPv6 {
+		return n, false, false, fmt.Errorf("NAD %s/%s: Primary network %s has no subnets", nad.Namespace, nad.Name, n.Name)
 	}
-	return n, true, nil
+	return n, primary, n.Name != "", nil
+}
+
+// networkName is the network of a NAD networkOf reads.
+func (r *Reconciler) networkName(nad *nadv1.NetworkAttachmentDefinition) (string, bool) {
+	n, _, ok, err := r.networkOf(nad)
+	return n.Name, ok && err == nil
 }
 
 func (r *Reconciler) sweep(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
@@ -168,9 +207,9 @@ func (r *Reconciler) sweep(ctx context.Context, s *zone.NADScope) (reconcile.Res
 
 // collect removes the policy rows of networks no live NAD names.
 func (r *Reconciler) collect(ctx context.Context) error {
-	for _, t := range []string{base.TopologyLayer2, base.TopologyLayer3} {
+	for _, t := range []string{base.TopologyLayer2, base.TopologyLayer3, ovnk.TopologyLocalnet} {
 		if err := zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: t, Piece: networkpolicy.Piece},
-			r.OVN.PieceNetworks, zone.VTEPName); err != nil {
+			r.OVN.PieceNetworks, r.networkName); err != nil {
 			return err
 		}
 	}

@@ -2,7 +2,10 @@ package networkpolicy
 
 import (
 	"context"
+	"maps"
+	"slices"
 
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,11 +18,13 @@ import (
 	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
-// read fills net's policies, namespaces and pods: the policies of the
-// namespaces of the network's trusted NADs, every namespace, and the pods
-// of those namespaces with an entry for the network.
-func (r *Reconciler) read(ctx context.Context, net *networkpolicy.Network) error {
-	nads, err := zone.TrustedNamingNADs(ctx, r.Client, r.guard(), net.Name)
+// read fills net's policies, namespaces and pods: every namespace; for a
+// Primary network the NetworkPolicies of the namespaces of its trusted
+// NADs and their pods with an entry for the network, for a Secondary one
+// the MultiNetworkPolicies for its NADs and every pod with an entry for
+// one of them.
+func (r *Reconciler) read(ctx context.Context, net *networkpolicy.Network, primary bool) error {
+	nads, err := r.networkNADs(ctx, net.Name, primary)
 	if err != nil {
 		return err
 	}
@@ -37,6 +42,27 @@ func (r *Reconciler) read(ctx context.Context, net *networkpolicy.Network) error
 	local, err := r.localNodes(ctx, net)
 	if err != nil {
 		return err
+	}
+	keys := map[string]bool{}
+	for _, nad := range nads {
+		keys[nad.Namespace+"/"+nad.Name] = true
+	}
+	if !primary {
+		if net.Policies, err = r.multiPolicies(ctx, keys); err != nil {
+			return err
+		}
+		var pods corev1.PodList
+		if err := r.Client.List(ctx, &pods); err != nil {
+			return err
+		}
+		for i := range pods.Items {
+			for _, key := range sortedKeys(keys) {
+				if p, ok := podOf(ctx, &pods.Items[i], key, local); ok {
+					net.Pods = append(net.Pods, p)
+				}
+			}
+		}
+		return nil
 	}
 	for _, nad := range nads {
 		var nps networkingv1.NetworkPolicyList
@@ -56,6 +82,36 @@ func (r *Reconciler) read(ctx context.Context, net *networkpolicy.Network) error
 		}
 	}
 	return nil
+}
+
+func sortedKeys(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }
+
+// networkNADs are the network's live NADs that pass the ownership rule: a
+// Primary network's from the index of them (zone.NADNetworkField), a
+// Secondary network's, which it does not hold, from udnkit's NADs.
+func (r *Reconciler) networkNADs(ctx context.Context, network string, primary bool) ([]*nadv1.NetworkAttachmentDefinition, error) {
+	if primary {
+		return zone.TrustedNamingNADs(ctx, r.Client, r.guard(), network)
+	}
+	var list nadv1.NetworkAttachmentDefinitionList
+	if err := r.Client.List(ctx, &list, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
+		return nil, err
+	}
+	var out []*nadv1.NetworkAttachmentDefinition
+	for i := range list.Items {
+		nad := &list.Items[i]
+		if n, ok := r.networkName(nad); !ok || n != network || zone.Deleted(nad) {
+			continue
+		}
+		owner, trusted, err := r.guard().Trusted(ctx, nad)
+		if err != nil {
+			return nil, err
+		}
+		if trusted && owner.Network == network {
+			out = append(out, nad)
+		}
+	}
+	return out, nil
 }
 
 // podOf is a pod's addresses on the NAD's network (upstream's getPodIPs:

@@ -1,6 +1,7 @@
 package networkpolicy
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -38,7 +39,11 @@ type builder struct {
 }
 
 // Build is the network's network-policy rows in the zone (see the package
-// doc). A network without policies has none: the Desired is Empty.
+// doc). A network without policies has none: the Desired is Empty. A
+// policy that cannot be built (a selector that does not parse, a selector
+// peer on a network without addresses) has no rows, as upstream's failed
+// createNetworkPolicy leaves none: the error names each such policy, and
+// the Desired holds the others'. An invalid network returns no Desired.
 func Build(n Network) (*rows.Desired, error) {
 	if err := n.validate(); err != nil {
 		return nil, err
@@ -53,10 +58,12 @@ func Build(n Network) (*rows.Desired, error) {
 	slices.SortFunc(nps, func(a, b networkingv1.NetworkPolicy) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
+	var errs []error
 	for i := range nps {
 		pg, err := b.policy(&nps[i])
 		if err != nil {
-			return nil, fmt.Errorf("networkpolicy %s/%s: %w", nps[i].Namespace, nps[i].Name, err)
+			errs = append(errs, fmt.Errorf("policy %s/%s: %w", nps[i].Namespace, nps[i].Name, err))
+			continue
 		}
 		d.PortGroups = append(d.PortGroups, pg)
 	}
@@ -69,7 +76,7 @@ func Build(n Network) (*rows.Desired, error) {
 	if len(d.PortGroups) > 0 {
 		d.Meters = []rows.ZoneMeter{policy.ACLLoggingMeter()}
 	}
-	return d, nil
+	return d, errors.Join(errs...)
 }
 
 // PolicyPortGroup is the name of a policy's port group
@@ -175,6 +182,9 @@ func (b *builder) gress(namespace string, ingress bool, idx int, ports []network
 		case peer.IPBlock != nil:
 			g.blocks = append(g.blocks, *peer.IPBlock)
 		case peer.PodSelector == nil && peer.NamespaceSelector == nil:
+		case !b.net.IPv4 && !b.net.IPv6:
+			// convertMultiNetPolicyToNetPolicy refuses them (doesNetworkRequireIPAM).
+			return nil, fmt.Errorf("%s[%d]: a network without IPAM can only have ipBlock peers", strings.ToLower(direction(ingress)), idx)
 		default:
 			v4, v6, err := b.peerSets(namespace, peer)
 			if err != nil {

@@ -324,20 +324,30 @@ func TestSelectorStringIsCanonical(t *testing.T) {
 }
 
 func TestRefusesWhatItCannotBuild(t *testing.T) {
-	bad := makeNP("bad").types(networkingv1.PolicyTypeIngress).obj()
-	bad.Spec.PodSelector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Nope"}}}
 	for name, n := range map[string]Network{
-		"bad selector": network(bad),
-		"no family":    {Name: tNet, Topology: base.TopologyLayer2},
-		"no name":      {Topology: base.TopologyLayer2, IPv4: true},
-		"localnet":     {Name: tNet, Topology: ovnk.TopologyLocalnet, IPv4: true},
+		"no name":          {Topology: base.TopologyLayer2, IPv4: true},
+		"unknown topology": {Name: tNet, Topology: "layer4", IPv4: true},
 	} {
-		if _, err := Build(n); err == nil {
+		if d, err := Build(n); err == nil || d != nil {
 			t.Errorf("%s: built", name)
 		}
 	}
 	d := mustBuild(t, network())
 	if !d.Empty() {
 		t.Errorf("a network without policies has rows: %+v", d)
+	}
+}
+
+// A policy that cannot be built has no rows (upstream's failed
+// createNetworkPolicy cleans up), and holds up none of the others'.
+func TestAPolicyThatCannotBeBuiltLeavesTheOthers(t *testing.T) {
+	bad := makeNP("bad").types(networkingv1.PolicyTypeIngress).obj()
+	bad.Spec.PodSelector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Nope"}}}
+	d, err := Build(network(bad, makeNP("good").types(networkingv1.PolicyTypeIngress).obj()))
+	if err == nil || !strings.Contains(err.Error(), "tenant-blue/bad") {
+		t.Errorf("error %v, want one naming tenant-blue/bad", err)
+	}
+	if d == nil || len(d.PortGroups) != 3 || d.PortGroups[0].Row.Name != PolicyPortGroup(tNet, tNS, "good") {
+		t.Fatalf("want the good policy's group and the namespace's two default-deny groups, got %+v", d)
 	}
 }

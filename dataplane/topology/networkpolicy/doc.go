@@ -1,7 +1,8 @@
 // Package networkpolicy builds the rows upstream's per-network policy
 // handler (pkg/ovn/base_network_controller_policy.go, gress_policy.go and
 // the pod-selector address sets of pkg/ovn/addresssetmanager) writes for
-// the NetworkPolicies of a user-defined network's namespaces, in one zone:
+// the NetworkPolicies of a Primary user-defined network's namespaces (or
+// the MultiNetworkPolicies of a Secondary network, multi.go), in one zone:
 //
 //   - per policy, its port group (the zone's ports of the pods its
 //     podSelector selects) with one allow ACL per rule and protocol for the

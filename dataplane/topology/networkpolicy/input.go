@@ -20,10 +20,13 @@ type Network struct {
 	// Topology is base.TopologyLayer2 or base.TopologyLayer3.
 	Topology string
 	// IPv4 and IPv6 are the network's IP families (its subnets', upstream's
-	// NetInfo.IPMode): the address sets and selector matches of each.
+	// NetInfo.IPMode): the address sets and selector matches of each. A
+	// Secondary network without subnets (no IPAM) has neither: its
+	// policies may only have ipBlock peers.
 	IPv4, IPv6 bool
 	// Policies are the NetworkPolicies of the namespaces whose Primary
-	// network this is.
+	// network this is, or the MultiNetworkPolicies for a Secondary network
+	// (ConvertMultiNetworkPolicy).
 	Policies []networkingv1.NetworkPolicy
 	// Namespaces are the cluster's namespaces, which namespace selectors
 	// select from, with the logging of the policies' namespaces.
@@ -48,6 +51,7 @@ type Pod struct {
 	IPs []netip.Addr
 	// Port is the pod's logical switch port on the network when the pod is
 	// on one of the zone's nodes ("" otherwise): policy port groups hold it.
+	// A pod attached to a Secondary network twice is two Pods.
 	Port string
 }
 
@@ -55,11 +59,9 @@ func (n Network) validate() error {
 	if n.Name == "" {
 		return fmt.Errorf("network.name: must not be empty")
 	}
-	if n.Topology != base.TopologyLayer2 && n.Topology != base.TopologyLayer3 {
-		return fmt.Errorf("network.topology: %q is neither %q nor %q", n.Topology, base.TopologyLayer2, base.TopologyLayer3)
+	switch n.Topology {
+	case base.TopologyLayer2, base.TopologyLayer3, ovnk.TopologyLocalnet:
+		return nil
 	}
-	if !n.IPv4 && !n.IPv6 {
-		return fmt.Errorf("network: neither IPv4 nor IPv6")
-	}
-	return nil
+	return fmt.Errorf("network.topology: %q is not %q, %q or %q", n.Topology, base.TopologyLayer2, base.TopologyLayer3, ovnk.TopologyLocalnet)
 }
