@@ -1,9 +1,11 @@
 package controllers
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/dataplane/topology/networkpolicy"
 	"github.com/udnkit/udnkit/internal/testobj"
@@ -245,4 +248,40 @@ func TestMultiNetworkPolicyOnASecondaryNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.eventually("the policy's rows gone", func() bool { return s.pgPorts(pg) == nil && s.pgPorts(in) == nil })
+}
+
+// A flood of 500 NetworkPolicies in one Primary namespace does not hold
+// up another namespace's network: its one policy's port group appears
+// while the flood is programmed, and the flood's 500 groups all follow.
+func TestNetworkPolicyFloodHoldsUpNoOtherNamespace(t *testing.T) {
+	s := primaryLayer2Stack(t, "tenant-a", "blue", "10.100.0.0/16")
+	s.create(testobj.MakeNamespace("tenant-b").Primary().Obj(),
+		testobj.MakeUDN("tenant-b", "green").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.101.0.0/16")).Obj(),
+		testobj.MakePod("tenant-a", "db").Node("node-a").Running().Labels(map[string]string{"app": "db"}).Obj(),
+		testobj.MakePod("tenant-b", "db").Node("node-a").Running().Labels(map[string]string{"app": "db"}).Obj())
+	s.eventually("both pods' ports", func() bool {
+		return s.hasPort(ovnk.PodPortName("tenant-a/blue", "tenant-a", "db")) && s.hasPort(ovnk.PodPortName("tenant-b/green", "tenant-b", "db"))
+	})
+	const flood = 500
+	start := time.Now()
+	for i := range flood {
+		s.create(allowFrom("tenant-a", fmt.Sprintf("np%d", i), "db", "web", int32(1000+i)))
+	}
+	created := time.Since(start)
+	s.create(allowFrom("tenant-b", "one", "db", "web", 80))
+	other := time.Now()
+	pg := networkpolicy.PolicyPortGroup("tenant-b_green", "tenant-b", "one")
+	s.eventually("the other namespace's policy", func() bool { return len(s.pgPorts(pg)) == 1 })
+	otherTook := time.Since(other)
+	floodGroups := func() int {
+		return len(s.column("Port_Group", "name", `external_ids:"k8s.ovn.org/owner-controller"="tenant-a_blue-network-controller"`,
+			`external_ids:"k8s.ovn.org/owner-type"=NetworkPolicy`))
+	}
+	atOther := floodGroups()
+	s.eventually("the flood's port groups", func() bool { return floodGroups() == flood })
+	t.Logf("%d policies created in %v; the other namespace's programmed in %v (the flood had %d groups then); the flood's all in %v",
+		flood, created, otherTook, atOther, time.Since(start))
+	if otherTook > 15*time.Second {
+		t.Errorf("the other namespace's policy took %v behind the flood", otherTook)
+	}
 }
