@@ -40,10 +40,11 @@ var dataplaneLayers = [][]string{
 	{"dataplane/topology/base"},
 	{"dataplane/topology", "dataplane/topology/multivtep", "dataplane/topology/migration", "dataplane/topology/pods",
 		"dataplane/topology/policy", "dataplane/topology/services"},
+	{"dataplane/topology/networkpolicy"}, // names its rows with topology/policy's IDs
 	{"dataplane"},
 	{"dataplane/controllers/zone", "dataplane/controllers/internal/ctrltest"},
 	{"dataplane/controllers/layer2", "dataplane/controllers/layer3", "dataplane/controllers/multivtep", "dataplane/controllers/migration",
-		"dataplane/controllers/pods", "dataplane/controllers/policy", "dataplane/controllers/services"},
+		"dataplane/controllers/pods", "dataplane/controllers/policy", "dataplane/controllers/services", "dataplane/controllers/networkpolicy"},
 	{"dataplane/controllers", "dataplane/trace"},
 }
 
@@ -53,13 +54,14 @@ var dataplaneLayers = [][]string{
 // (The controllers share a rank, so none imports another; so do the
 // builders.)
 var onlyImports = map[string][]string{
-	"dataplane/topology":           {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
-	"dataplane/topology/base":      {"dataplane/rows", "dataplane/nbdb", "ovnk"},
-	"dataplane/topology/multivtep": {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
-	"dataplane/topology/migration": {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
-	"dataplane/topology/pods":      {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
-	"dataplane/topology/policy":    {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
-	"dataplane/topology/services":  {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
+	"dataplane/topology":               {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
+	"dataplane/topology/base":          {"dataplane/rows", "dataplane/nbdb", "ovnk"},
+	"dataplane/topology/multivtep":     {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
+	"dataplane/topology/migration":     {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
+	"dataplane/topology/pods":          {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
+	"dataplane/topology/policy":        {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
+	"dataplane/topology/services":      {"dataplane/topology/base", "dataplane/rows", "dataplane/nbdb", "ovnk"},
+	"dataplane/topology/networkpolicy": {"dataplane/topology/base", "dataplane/topology/policy", "dataplane/rows", "dataplane/nbdb", "ovnk"},
 }
 
 // pkg is one package of the module with its own packages it imports
@@ -102,7 +104,7 @@ func TestImportCheckRejects(t *testing.T) {
 		"dataplane/internal/schema (rank 1) imports dataplane/internal/plan (rank 4): the dataplane's layers import only lower ones",
 		"dataplane/internal/index (rank 3) imports dataplane/internal/ovsconn (rank 3): the dataplane's layers import only lower ones",
 		"dataplane/extra: a dataplane package without a layer (dataplaneLayers in layers_test.go)",
-		"dataplane/controllers/layer2 (rank 12) imports dataplane/controllers/layer3 (rank 12): the dataplane's layers import only lower ones",
+		"dataplane/controllers/layer2 (rank 13) imports dataplane/controllers/layer3 (rank 13): the dataplane's layers import only lower ones",
 		"dataplane/topology imports dataplane/internal/schema: it imports only dataplane/topology/base, dataplane/rows, dataplane/nbdb, ovnk of the module",
 		"dataplane/topology/multivtep (rank 9) imports dataplane/topology (rank 9): the dataplane's layers import only lower ones",
 		"dataplane/topology/multivtep imports dataplane/topology: it imports only dataplane/topology/base, dataplane/rows, dataplane/nbdb, ovnk of the module",
