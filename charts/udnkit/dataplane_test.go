@@ -109,9 +109,10 @@ func TestRenderDataplaneDaemonSet(t *testing.T) {
 	// UDNs and CUDNs are read to verify each NAD's owner (ovnk/nadtrust);
 	// their status takes the DataplaneProgrammed condition when
 	// OVN-Kubernetes programs the network. Services: the UDN-enabled ones'
-	// ClusterIPs are routed. NetworkPolicies, MultiNetworkPolicies and
+	// ClusterIPs are routed; with their mirrored EndpointSlices they make
+	// the load balancers. NetworkPolicies, MultiNetworkPolicies and
 	// namespaces (their labels and acl-logging) make the policy rows.
-	want := []string{"clusteruserdefinednetworks/status:patch", "clusteruserdefinednetworks:get,list,watch", "events:create,patch",
+	want := []string{"clusteruserdefinednetworks/status:patch", "clusteruserdefinednetworks:get,list,watch", "endpointslices:get,list,watch", "events:create,patch",
 		"multi-networkpolicies:get,list,watch", "namespaces:get,list,watch", "network-attachment-definitions:get,list,watch", "networkpolicies:get,list,watch",
 		"nodes:get,list,patch,watch", "pods:get,list,watch", "services:get,list,watch", "subjectaccessreviews:create",
 		"tokenreviews:create", "userdefinednetworks/status:patch", "userdefinednetworks:get,list,watch"}
