@@ -51,6 +51,35 @@ func TestNetworkIDsGolden(t *testing.T) {
 	}
 }
 
+func TestNetworkIDsCommitMarkGolden(t *testing.T) {
+	ann := map[string]string{}
+	ids := NetworkIDs{ID: 5, HasID: true, TunnelKeys: []int{16711688, 16715779}}
+	ids.Encode(ann)
+	if NetworkIDsCommitted(ann) {
+		t.Error("IDs without a commit mark count as committed")
+	}
+	ann[AnnotationNetworkIDsCommitted] = ids.CommitMark()
+	if ann[AnnotationNetworkIDsCommitted] != "5/[16711688,16715779]" || !NetworkIDsCommitted(ann) {
+		t.Errorf("committed annotations %v not recognised", ann)
+	}
+	// IDs written over committed ones are not committed by the old mark,
+	// even when they come back to the committed values later.
+	if !(NetworkIDs{ID: 6, TunnelKeys: []int{16711689, 16715780}}).Encode(ann) || NetworkIDsCommitted(ann) {
+		t.Errorf("new IDs kept the old mark: %v", ann)
+	}
+	ids.Encode(ann)
+	if NetworkIDsCommitted(ann) {
+		t.Errorf("IDs written back count as committed without a new check: %v", ann)
+	}
+	ann[AnnotationNetworkIDsCommitted] = "5/[16711688]"
+	if NetworkIDsCommitted(ann) {
+		t.Error("a mark of other tunnel keys commits these")
+	}
+	if NetworkIDsCommitted(map[string]string{AnnotationNetworkIDsCommitted: "0/[]"}) {
+		t.Error("a mark without a network ID commits")
+	}
+}
+
 func node(name string, ann map[string]string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: ann}}
 }

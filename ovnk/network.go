@@ -20,6 +20,27 @@ type NetworkIDs struct {
 	TunnelKeys []int
 }
 
+// AnnotationNetworkIDsCommitted is udnkit's own mark on a UDN or CUDN: the
+// network IDs its k8s.ovn.org/network-id and k8s.ovn.org/tunnel-keys record
+// were checked against every other network and committed, so no writer may
+// change them and any may publish them. Its value repeats what it commits
+// ("<network-id>/<tunnel-keys>"), so IDs written afterwards are not
+// committed by a mark left over from before.
+const AnnotationNetworkIDsCommitted = "k8s.ovn.org/udnkit-network-ids-committed"
+
+// CommitMark is the value of AnnotationNetworkIDsCommitted that commits ids.
+func (ids NetworkIDs) CommitMark() string {
+	keys, _ := json.Marshal(append([]int{}, ids.TunnelKeys...))
+	return strconv.Itoa(ids.ID) + "/" + string(keys)
+}
+
+// NetworkIDsCommitted says annotations record a network ID and the commit
+// mark of exactly what they record.
+func NetworkIDsCommitted(annotations map[string]string) bool {
+	ids, err := DecodeNetworkIDs(annotations)
+	return err == nil && ids.HasID && annotations[AnnotationNetworkIDsCommitted] == ids.CommitMark()
+}
+
 // DecodeNetworkIDs reads the two annotations; the error names the annotation
 // and the rule. Values outside the ID and key spaces are refused.
 func DecodeNetworkIDs(annotations map[string]string) (NetworkIDs, error) {
@@ -49,7 +70,8 @@ func DecodeNetworkIDs(annotations map[string]string) (NetworkIDs, error) {
 
 // Encode writes both annotations into annotations ("[]" for a network
 // without centrally allocated keys, as upstream's nad_controller writes it)
-// and reports whether anything changed.
+// and reports whether anything changed. Changed IDs drop the commit mark
+// (AnnotationNetworkIDsCommitted): they are not committed yet.
 func (ids NetworkIDs) Encode(annotations map[string]string) bool {
 	keys, _ := json.Marshal(append([]int{}, ids.TunnelKeys...)) // "[]" when none, as upstream writes it
 	want := map[string]string{AnnotationNetworkID: strconv.Itoa(ids.ID), AnnotationTunnelKeys: string(keys)}
@@ -59,6 +81,9 @@ func (ids NetworkIDs) Encode(annotations map[string]string) bool {
 			annotations[k] = v
 			changed = true
 		}
+	}
+	if changed {
+		delete(annotations, AnnotationNetworkIDsCommitted)
 	}
 	return changed
 }

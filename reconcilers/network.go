@@ -2,6 +2,7 @@ package reconcilers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -478,12 +479,12 @@ func (r *networkReconciler) recordIDs(ctx context.Context, s *networkScope) (ctr
 	return ctrl.Result{}, nil
 }
 
-// verifyIDs: IDs that were just written are checked, before any NAD
-// advertises them, against another writer giving them to another network
-// meanwhile.
+// verifyIDs: IDs not yet committed are checked, before any NAD advertises
+// them, against another writer giving them to another network meanwhile,
+// and committed (commitIDs) when no other network records them.
 func (r *networkReconciler) verifyIDs(ctx context.Context, s *networkScope) (ctrl.Result, error) {
 	n := s.n
-	if !r.ids.IsUnverified(n.key()) {
+	if !r.ids.NeedsCommit(n.key(), n.obj.GetAnnotations()) {
 		return ctrl.Result{}, nil
 	}
 	other, superseded, err := r.ids.Conflict(ctx, n.key(), s.ids)
@@ -501,7 +502,36 @@ func (r *networkReconciler) verifyIDs(ctx context.Context, s *networkScope) (ctr
 		res, err := r.yieldIDs(ctx, n, s.ids, other)
 		return s.Done(res, err)
 	}
+	if err := r.commitIDs(ctx, n, s.ids); err != nil {
+		if apierrors.IsConflict(err) {
+			// The CR changed since the check: check again.
+			return s.Done(ctrl.Result{RequeueAfter: conflictRetry}, nil)
+		}
+		return s.Done(ctrl.Result{}, err)
+	}
 	return ctrl.Result{}, nil
+}
+
+// commitIDs marks ids committed on n's CR, only if the CR is still the
+// version the check found alone with them (resourceVersion precondition):
+// a commit is ordered by the apiserver against every other writer's write,
+// and IDs seen committed are final. Of two networks, one check always
+// finds the other's IDs: a claim removed between them would have to be
+// uncommitted at its removal, and both removals and commits are
+// conditional on the version they saw.
+func (r *networkReconciler) commitIDs(ctx context.Context, n network, ids ovnk.NetworkIDs) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": n.obj.GetResourceVersion(),
+		"annotations":     map[string]string{ovnk.AnnotationNetworkIDsCommitted: ids.CommitMark()},
+	}})
+	if err != nil {
+		return err
+	}
+	if err := r.client.Patch(ctx, n.obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return err
+	}
+	r.ids.Committed(n.key())
+	return nil
 }
 
 // chooseTransitSubnets picks the network's transit subnets and says so in an
@@ -612,6 +642,7 @@ func (r *networkReconciler) yieldIDs(ctx context.Context, n network, ids ovnk.Ne
 	annotations := n.obj.GetAnnotations()
 	delete(annotations, ovnk.AnnotationNetworkID)
 	delete(annotations, ovnk.AnnotationTunnelKeys)
+	delete(annotations, ovnk.AnnotationNetworkIDsCommitted)
 	n.obj.SetAnnotations(annotations)
 	if err := r.client.Update(ctx, n.obj); err != nil {
 		if apierrors.IsConflict(err) {

@@ -65,6 +65,10 @@ type Allocators struct {
 	// writer's network (see Yield), not allocated or read from the owner's
 	// own annotations.
 	learned pending.Set
+	// committed are owners whose IDs this process saw committed
+	// (ovnk.AnnotationNetworkIDsCommitted, see NeedsCommit): final while the
+	// network exists, never another committed network's.
+	committed pending.Set
 }
 
 // Consumer is the consumer label of the rebuild's reports
@@ -120,6 +124,7 @@ func (a *Allocators) reserveFrom(owner string, annotations map[string]string) (l
 type recorded struct {
 	owner       string
 	created     metav1.Time
+	committed   bool
 	annotations map[string]string
 	// nad is set when the object is a NAD (reported when its claim loses).
 	nad *nadv1.NetworkAttachmentDefinition
@@ -140,7 +145,7 @@ func (a *Allocators) ensureInit(ctx context.Context) error {
 	for i := range udns.Items {
 		u := &udns.Items[i]
 		owners[Key(udnv1.KindUserDefinedNetwork, u.Namespace, u.Name)] = u
-		all = append(all, recorded{owner: Key(udnv1.KindUserDefinedNetwork, u.Namespace, u.Name), created: u.CreationTimestamp, annotations: u.Annotations})
+		all = append(all, recorded{owner: Key(udnv1.KindUserDefinedNetwork, u.Namespace, u.Name), created: u.CreationTimestamp, committed: ovnk.NetworkIDsCommitted(u.Annotations), annotations: u.Annotations})
 	}
 	var cudns udnv1.ClusterUserDefinedNetworkList
 	if err := a.reader.List(ctx, &cudns); err != nil {
@@ -149,7 +154,7 @@ func (a *Allocators) ensureInit(ctx context.Context) error {
 	for i := range cudns.Items {
 		c := &cudns.Items[i]
 		owners[Key(udnv1.KindClusterUserDefinedNetwork, "", c.Name)] = c
-		all = append(all, recorded{owner: Key(udnv1.KindClusterUserDefinedNetwork, "", c.Name), created: c.CreationTimestamp, annotations: c.Annotations})
+		all = append(all, recorded{owner: Key(udnv1.KindClusterUserDefinedNetwork, "", c.Name), created: c.CreationTimestamp, committed: ovnk.NetworkIDsCommitted(c.Annotations), annotations: c.Annotations})
 	}
 	// NADs carry the same annotations; a CR whose own annotation was lost
 	// (a network OVN-Kubernetes created annotates only its NADs) still keeps
@@ -175,20 +180,37 @@ func (a *Allocators) ensureInit(ctx context.Context) error {
 		}
 		all = append(all, recorded{owner: Key(owner.Kind, owner.Namespace, owner.Name), created: owner.Created, annotations: n.Annotations, nad: n})
 	}
-	// Oldest network first, whatever its kind: of two networks recording
-	// one ID (a forged annotation, a second writer) the older keeps it and
-	// the younger is given a new one; it can never take an older one's.
+	// Committed IDs first (no two networks' overlap, and no writer changes
+	// them), then oldest network first, whatever its kind: of two networks
+	// recording one ID (a forged annotation, a second writer's uncommitted
+	// claim) the older keeps it and the younger is given a new one; it can
+	// never take an older one's.
 	slices.SortStableFunc(all, func(x, y recorded) int {
-		return cmp.Or(x.created.Compare(y.created.Time), cmp.Compare(x.owner, y.owner))
+		return cmp.Or(cmpCommitted(x.committed, y.committed), x.created.Compare(y.created.Time), cmp.Compare(x.owner, y.owner))
 	})
 	for _, r := range all {
-		if lost := a.reserveFrom(r.owner, r.annotations); len(lost) > 0 && r.nad != nil {
+		lost := a.reserveFrom(r.owner, r.annotations)
+		if r.committed && r.nad == nil && len(lost) == 0 {
+			a.committed.Set(r.owner, true)
+		}
+		if len(lost) > 0 && r.nad != nil {
 			a.guard.Report(ctx, r.nad, nadtrust.ReasonClaimLost, fmt.Sprintf("%s: held by an older network; this network gets new ones when it is next reconciled",
 				strings.Join(lost, ", ")))
 		}
 	}
 	a.inited = true
 	return nil
+}
+
+// cmpCommitted orders committed before uncommitted.
+func cmpCommitted(x, y bool) int {
+	switch {
+	case x == y:
+		return 0
+	case x:
+		return -1
+	}
+	return 1
 }
 
 // Ensure returns the network's IDs: those the allocator already holds for
@@ -211,6 +233,7 @@ func (a *Allocators) Ensure(ctx context.Context, owner string, annotations map[s
 	a.ensureMu.Lock()
 	defer a.ensureMu.Unlock()
 	steps := []func(*idRequest) error{
+		a.followCommitted,
 		a.dropLearnedClaim,
 		a.followOtherWriter,
 		a.waitForUnverifiedClaims,
@@ -259,6 +282,40 @@ func (a *Allocators) undo(q *idRequest) {
 	}
 }
 
+// followCommitted: IDs the annotations record as committed are the
+// network's for good. Whatever this process holds for it otherwise was
+// never committed; whoever holds them here did not commit them (two
+// networks' committed IDs never overlap), and is evicted: its next Ensure
+// gives it others. Only a network this process knows committed (a forged
+// mark, say) keeps them; chooseNetworkID then ignores the recorded ones.
+func (a *Allocators) followCommitted(q *idRequest) error {
+	if !ovnk.NetworkIDsCommitted(q.annotations) {
+		return nil
+	}
+	if !slices.Equal(a.networkIDs.Held(q.owner), []int{q.id}) || !slices.Equal(a.tunnelKeys.Held(q.owner), sortedInRange(q.keys, a.tunnelKeys)) {
+		a.networkIDs.ReleaseOwner(q.owner)
+		a.tunnelKeys.ReleaseOwner(q.owner)
+	}
+	holders := []string{}
+	if o, ok := a.networkIDs.Owner(q.id); ok {
+		holders = append(holders, o)
+	}
+	for _, k := range q.keys {
+		if o, ok := a.tunnelKeys.Owner(k); ok {
+			holders = append(holders, o)
+		}
+	}
+	for _, o := range holders {
+		if o == q.owner || a.committed.Has(o) {
+			continue
+		}
+		a.Release(o)
+		a.SetUnverified(o, true)
+	}
+	a.learned.Set(q.owner, false)
+	return nil
+}
+
 // dropLearnedClaim: learned claims keep the IDs from other networks; they
 // never outrank what the owner's own annotations record.
 func (a *Allocators) dropLearnedClaim(q *idRequest) error {
@@ -274,12 +331,13 @@ func (a *Allocators) dropLearnedClaim(q *idRequest) error {
 }
 
 // followOtherWriter: this process's IDs for the network were never
-// confirmed (its check is still to come, or found a clash) and another
-// writer recorded others: follow those rather than write these back, which
-// made two writers take turns publishing their own. Verified IDs still win
-// over an edited annotation (chooseNetworkID).
+// committed (its check is still to come, or found a clash, or it read them
+// from annotations another writer has since replaced) and another writer
+// recorded others: follow those rather than write these back, which made
+// two writers take turns publishing their own. Committed IDs still win over
+// an edited annotation (chooseNetworkID).
 func (a *Allocators) followOtherWriter(q *idRequest) error {
-	if held := a.networkIDs.Held(q.owner); q.hasID && len(held) > 0 && held[0] != q.id && a.IsUnverified(q.owner) {
+	if held := a.networkIDs.Held(q.owner); q.hasID && len(held) > 0 && held[0] != q.id && !a.committed.Has(q.owner) {
 		a.networkIDs.ReleaseOwner(q.owner)
 		a.tunnelKeys.ReleaseOwner(q.owner)
 	}
@@ -399,6 +457,7 @@ func (a *Allocators) markUnverified(q *idRequest) error {
 	}
 	if q.ids.Encode(probe) {
 		a.SetUnverified(q.owner, true)
+		a.committed.Set(q.owner, false)
 	}
 	return nil
 }
@@ -461,8 +520,11 @@ type Clash struct {
 // Conflict looks, straight in the apiserver, for another network whose
 // annotations hold one of ids. Another process (a second manager without
 // leader election, or an old leader) may have written the same ID to a
-// different network; whichever writer lists after both writes sees it, so
-// a writer that finds a conflict yields and no ID stays on two networks.
+// different network; whichever check lists after both writes sees it, and a
+// writer that finds a conflict yields. Both may yield; a check that finds
+// none is followed by a commit conditional on the version it saw (see
+// AnnotationNetworkIDsCommitted), so a claim another process committed
+// meanwhile is never yielded, and none is published uncommitted.
 // The other network and the IDs it records are returned for Yield.
 // superseded says owner's own CR no longer records ids (another writer gave
 // it other IDs, or it is gone): they must not be published either.
@@ -496,11 +558,25 @@ func (a *Allocators) Conflict(ctx context.Context, owner string, ids ovnk.Networ
 			}
 		}
 	}
-	if superseded {
-		return nil, true, nil
+	return nil, superseded, nil
+}
+
+// NeedsCommit says the IDs annotations record must be checked (Conflict)
+// and committed (Committed) before a NAD may publish them: they are not
+// marked committed, and other writers may exist.
+func (a *Allocators) NeedsCommit(owner string, annotations map[string]string) bool {
+	if a.opts.SingleWriter || ovnk.NetworkIDsCommitted(annotations) {
+		a.Committed(owner)
+		return false
 	}
+	return true
+}
+
+// Committed records that owner's IDs are committed: checked, marked on its
+// CR, final.
+func (a *Allocators) Committed(owner string) {
 	a.SetUnverified(owner, false)
-	return nil, false, nil
+	a.committed.Set(owner, true)
 }
 
 // Superseded gives up owner's IDs in this process only: its CR records
@@ -546,6 +622,7 @@ func (a *Allocators) Yield(owner string, other *Clash) {
 func (a *Allocators) Release(owner string) {
 	a.SetUnverified(owner, false)
 	a.learned.Set(owner, false)
+	a.committed.Set(owner, false)
 	a.networkIDs.ReleaseOwner(owner)
 	a.tunnelKeys.ReleaseOwner(owner)
 }
