@@ -2,6 +2,9 @@
 // keys of every UserDefinedNetwork and ClusterUserDefinedNetwork in one
 // process: rebuilt once from what the cluster records, handed out to the UDN
 // and CUDN controllers, and checked against other writers after each write.
+// Without leader election, IDs reach a NAD only once committed on their CR
+// (ovnk.AnnotationNetworkIDsCommitted, written conditionally on the version
+// the check saw); committed IDs are final and never another network's.
 // The integer allocators themselves are reconcilers/idalloc.
 package networkids
 
