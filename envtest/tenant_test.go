@@ -230,6 +230,10 @@ func (s *tenantSuite) testNetworkAnnotations(t *testing.T) {
 	refused(t, "alice creates a UDN with tunnel-keys", s.alice.Create(ctx, annotate(testobj.MakeUDN("alice", "forged-keys").Obj(), keys, "[16711681]")), keys, "alice")
 	err := s.alice.Create(ctx, annotate(annotate(testobj.MakeUDN("alice", "forged-both").Obj(), id, "7"), keys, "[16711681]"))
 	refused(t, "alice creates a UDN with both", err, "The "+id+", "+keys+" annotations", "alice")
+	// The commit mark publishes a network's IDs to its NADs when managers
+	// run without leader election: a tenant setting it would skip the check.
+	mark := ovnk.AnnotationNetworkIDsCommitted
+	refused(t, "alice creates a UDN with the commit mark", s.alice.Create(ctx, annotate(testobj.MakeUDN("alice", "forged-mark").Obj(), mark, "7/16711681")), mark, "alice")
 
 	red := testobj.MakeUDN("alice", "red").Obj()
 	testenv.Eventually(t, "alice creates a UDN", func() error { return s.alice.Create(ctx, red) })
@@ -242,6 +246,7 @@ func (s *tenantSuite) testNetworkAnnotations(t *testing.T) {
 	noID := red.DeepCopy()
 	delete(noID.Annotations, id)
 	refused(t, "alice removes network-id", s.alice.Update(ctx, noID), id, "alice")
+	refused(t, "alice adds the commit mark", s.alice.Update(ctx, annotate(red.DeepCopy(), mark, "3/16711683")), mark, "alice")
 	labelled := red.DeepCopy()
 	labelled.Labels = map[string]string{"tier": "gold"}
 	if err := s.alice.Update(ctx, labelled); err != nil {
