@@ -80,12 +80,14 @@ func TestPortGroupMemberOfAnotherWriter(t *testing.T) {
 	create()
 	waitMembers("the foreign port created again", "foreign_p", "net1_p")
 
-	// Once the group no longer names the port, its next creation does not
-	// bring it back (while it exists, it is another's member and stays).
+	// Once the group no longer names the port, it leaves the group though it
+	// exists (the group's members are its piece's to plan: a default-network
+	// port leaves the isolation group when its namespace loses its Primary
+	// UDN), and its next creation does not bring it back.
 	gone := d()
 	gone.PortGroups[0].Ports = []string{"net1_p"}
 	apply(t, e, gone)
-	waitMembers("the port no longer named", "foreign_p", "net1_p")
+	waitMembers("the port no longer named", "net1_p")
 	nbtest.Transact(t, addr, ovsdb.Operation{Op: ovsdb.OperationDelete, Table: nbdb.LogicalSwitchTable,
 		Where: []ovsdb.Condition{ovsdb.NewCondition("name", ovsdb.ConditionEqual, "foreign_s")}})
 	waitMembers("the foreign port deleted again", "net1_p")

@@ -13,12 +13,12 @@ func (p *Planner) portGroups(desired []rows.PortGroup) error {
 	for i := range desired {
 		d := &desired[i]
 		ds[i] = desiredParent[nbdb.PortGroup]{row: d.Row, ref: d.Ref, shared: d.Shared,
-			children: func(cur, row *nbdb.PortGroup, _ bool) (colMuts, error) {
+			children: func(cur, row *nbdb.PortGroup, ref bool) (colMuts, error) {
 				mut := colMuts{}
 				if err := diffColumn(p, schema.ACL, cur.UUID, cur.ACLs, d.ACLs, &row.ACLs, mut, nil); err != nil {
 					return nil, err
 				}
-				ins, rem, err := p.refs.Members(d, cur.Ports)
+				ins, rem, err := p.refs.Members(d, cur.Ports, ref)
 				mut[&row.Ports] = &[2][]string{ins, rem}
 				return mut, err
 			}}

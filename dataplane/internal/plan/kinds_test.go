@@ -299,6 +299,64 @@ func TestPortGroupOfAnotherClient(t *testing.T) {
 	}
 }
 
+// A port group of one udnkit piece naming another piece's ports (a
+// policy's group holding the pods piece's ports) keeps them when the ports'
+// piece applies again, changed or not: membership is the group's piece's to
+// plan. A member leaves when its port is deleted or the group's piece stops
+// naming it.
+func TestPortGroupNamesAnotherPiecesPorts(t *testing.T) {
+	ctx := context.Background()
+	addr := nbtest.Serve(t)
+	e := nbtest.Engine(t, addr, nil)
+	ports := aclSwitch()
+	ports.Switches[0].ACLs, ports.Switches[0].QoS = nil, nil
+	ports.Switches[0].Ports = append(ports.Switches[0].Ports, nbdb.LogicalSwitchPort{Name: "net1_sp1", Addresses: []string{"unknown"}})
+	policy := &rows.Desired{Owner: rows.Owner{Network: "net1", Topology: "layer2", Piece: "policy"},
+		PortGroups: []rows.PortGroup{{Row: nbdb.PortGroup{Name: "net1_np"}, Ports: []string{"net1_sp0", "net1_sp1"}}}}
+	for _, d := range []*rows.Desired{ports, policy} {
+		if _, err := e.Apply(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	members := func() string {
+		pg := nbtest.Snapshot(t, addr)[nbdb.PortGroupTable]
+		if len(pg) != 1 {
+			t.Fatalf("port groups: %v", pg)
+		}
+		var names []string
+		for _, n := range []string{"net1_sp0", "net1_sp1"} {
+			if strings.Contains(pg[0], `name="`+n+`"`) {
+				names = append(names, n)
+			}
+		}
+		return strings.Join(names, ",")
+	}
+	if got := members(); got != "net1_sp0,net1_sp1" {
+		t.Fatalf("members after both pieces applied: %q", got)
+	}
+	ports.Switches[0].Ports[0].Addresses = []string{"0a:58:0a:00:00:05 10.0.0.5"}
+	if _, err := e.Apply(ctx, ports); err != nil {
+		t.Fatal(err)
+	}
+	if got := members(); got != "net1_sp0,net1_sp1" {
+		t.Errorf("members after the ports' piece applied a changed port: %q, want both kept", got)
+	}
+	ports.Switches[0].Ports = ports.Switches[0].Ports[:1]
+	if _, err := e.Apply(ctx, ports); err != nil {
+		t.Fatal(err)
+	}
+	if got := members(); got != "net1_sp0" {
+		t.Errorf("members after net1_sp1 was deleted: %q", got)
+	}
+	policy.PortGroups[0].Ports = nil
+	if _, err := e.Apply(ctx, policy); err != nil {
+		t.Fatal(err)
+	}
+	if got := members(); got != "" {
+		t.Errorf("members after the group's piece named none: %q", got)
+	}
+}
+
 // A zone meter is inserted with its band when missing, then never
 // updated nor deleted: not when its row differs, not with the piece. One
 // another client deleted is inserted again. A band without a rate is

@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"sort"
 
 	"github.com/ovn-kubernetes/libovsdb/model"
@@ -250,9 +251,18 @@ func (p *Planner) dropStale(table string, m model.Model, uuid string, ids map[st
 	if ids[ovnk.ExternalIDShared] == "true" && p.unsure() {
 		return errUnlinked
 	}
-	if p.owner.Owns(ids, m) && !keepShared(ids, cols) {
+	owned := p.owner.Owns(ids, m)
+	if owned && !keepShared(ids, cols) {
 		p.Gone = append(p.Gone, index.RowRef{Table: table, UUID: uuid})
 		return p.add(p.api.Where(m).Delete())
+	}
+	if !owned && ids[ovnk.ExternalIDPiece] != "" {
+		// Another udnkit piece's group holding this piece's ports as
+		// members (a policy's group naming the pods piece's ports) keeps
+		// them: that piece plans its group's members, and a member leaves
+		// by itself when its port is deleted (weak reference). Only a
+		// group no udnkit piece plans loses the members this piece put in.
+		cols = slices.DeleteFunc(cols, func(c childColumn) bool { return c.member })
 	}
 	return p.dropChildren(m, cols)
 }

@@ -10,11 +10,14 @@ import (
 
 // Members diffs a port group's ports (current: its cached ones) against
 // the desired ones, by name: it adds the missing ones and takes out the
-// piece's own ports no longer desired (another's stay). A port that
+// ports no longer desired: all of them from a group the piece owns (its
+// members are the piece's to plan, whoever owns the ports: a policy's
+// group holds the pods piece's ports), only the piece's own ports from a
+// group it references (ref: another's members stay). A port that
 // neither exists nor is inserted by the plan is left out (Ports notes it
 // absent): a group may name ports another writer owns (the default
 // network's pod ports), which may not exist yet or may be going away.
-func (r *Resolver) Members(d *rows.PortGroup, current []string) (insert, remove []string, err error) {
+func (r *Resolver) Members(d *rows.PortGroup, current []string, ref bool) (insert, remove []string, err error) {
 	want := make(map[string]bool, len(d.Ports))
 	var order []string
 	for _, name := range d.Ports {
@@ -31,7 +34,10 @@ func (r *Resolver) Members(d *rows.PortGroup, current []string) (insert, remove 
 			order = append(order, u)
 		}
 	}
-	owned := r.h.OwnedIn(nbdb.LogicalSwitchPortTable)
+	owned := func(string) bool { return true }
+	if ref {
+		owned = r.h.OwnedIn(nbdb.LogicalSwitchPortTable)
+	}
 	for _, u := range current {
 		if want[u] {
 			delete(want, u)
