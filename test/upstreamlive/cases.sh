@@ -21,6 +21,10 @@ mkdir -p "$L/cases"
 # the networks of the CUDN cases.
 rm -rf "$C" && cp -r "$SHARED" "$C"
 sed -i 's|--node-subnets=192.0.2.0/24,2001:db8::/64$|--node-subnets=192.0.2.0/24,2001:db8::/64 ${UD_FLAGS:-}|' "$C/run.sh"
+# Each extra file settles before the next (svc.yaml's EndpointSlices name
+# pods.yaml's pods, which both mirror controllers read with their addresses).
+sed -i 's|apply -f "$f"; done|apply -f "$f"; sleep 5; done|' "$C/run.sh"
+grep -q 'sleep 5; done' "$C/run.sh" || { echo "cases.sh: the harness's apply_extra changed; adapt the sleep patch" >&2; exit 1; }
 grep -q 'UD_FLAGS' "$C/run.sh" || { echo "cases.sh: the harness's ud() changed; adapt the UD_FLAGS patch" >&2; exit 1; }
 python3 - "$C/compare.py" <<'PY'
 import sys
@@ -41,8 +45,9 @@ declare -A CASES=(
 	[local]="pods.yaml|local|true|--gateway-mode=local --enable-egress-ip=true"
 	[noeip]="pods.yaml||false|--enable-egress-ip=false"
 	[cudn]="cudns.yaml cudn-pods.yaml||true|--enable-egress-ip=true"
+	[svc]="pods.yaml svc.yaml||true|--enable-egress-ip=true"
 )
-ORDER=(base pods local noeip cudn)
+ORDER=(base pods local noeip cudn svc)
 [[ $# -gt 0 ]] && ORDER=("$@")
 
 table=$L/cases/table.md
