@@ -173,7 +173,7 @@ func TestPolicyProtectsOVNKAnnotations(t *testing.T) {
 		"udnkit-pod-ovn-annotation-writers": fmt.Sprintf("['%s']", ovnk.AnnotationPodNetworks),
 		"udnkit-node-ovn-annotation-writers": fmt.Sprintf("['%s', '%s', '%s', '%s']", ovnk.AnnotationNodeID, ovnk.AnnotationNodeSubnets,
 			ovnk.AnnotationNodeTransitSwitchPortTunnelIDs, ovnk.AnnotationLayer2TopologyVersion),
-		"udnkit-network-ovn-annotation-writers": fmt.Sprintf("['%s', '%s']", ovnk.AnnotationNetworkID, ovnk.AnnotationTunnelKeys),
+		"udnkit-network-ovn-annotation-writers": fmt.Sprintf("['%s', '%s', '%s']", ovnk.AnnotationNetworkID, ovnk.AnnotationTunnelKeys, ovnk.AnnotationNetworkIDsCommitted),
 		"udnkit-nad-writers":                    fmt.Sprintf("['%s', '%s', '%s']", ovnk.AnnotationNetworkID, ovnk.AnnotationTunnelKeys, ovnk.AnnotationNetworkName),
 	}
 	// The NAD policy's label is ovnk's too.
