@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/reconcilers/endpointslicemirror"
 	"github.com/udnkit/udnkit/reconcilers/networkids"
 	"github.com/udnkit/udnkit/reconcilers/nodes"
 )
@@ -27,6 +28,10 @@ const (
 	ControllerUDN  = "udn"
 	ControllerCUDN = "cudn"
 	ControllerNode = "node"
+	// ControllerEndpointSliceMirror mirrors the EndpointSlices of Services
+	// in namespaces with a Primary user-defined network
+	// (endpointslicemirror.SetupWithManager).
+	ControllerEndpointSliceMirror = "endpointslicemirror"
 )
 
 // Config configures the reconcilers.
@@ -34,7 +39,8 @@ type Config struct {
 	// Cluster are the cluster's facts (join and transit subnets, MTU,
 	// OKEP-5233), shared with every component.
 	Cluster ovnk.ClusterConfig
-	// Controllers lists the controllers to run: udn, cudn, node.
+	// Controllers lists the controllers to run: udn, cudn, node,
+	// endpointslicemirror.
 	Controllers []string
 	// MaxNetworkID bounds network IDs (1..MaxNetworkID); 4095 in production.
 	MaxNetworkID int
@@ -68,7 +74,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Cluster:                 ovnk.DefaultClusterConfig(),
-		Controllers:             []string{ControllerUDN, ControllerCUDN, ControllerNode},
+		Controllers:             []string{ControllerUDN, ControllerCUDN, ControllerNode, ControllerEndpointSliceMirror},
 		MaxNetworkID:            ovnk.MaxNetworkID,
 		TunnelKeyFirst:          ovnk.FirstAllocatedTunnelKey,
 		TunnelKeyLast:           ovnk.LastInterconnectKey,
@@ -100,9 +106,9 @@ func (c *Config) validate() error {
 	}
 	for _, name := range c.Controllers {
 		switch name {
-		case ControllerUDN, ControllerCUDN, ControllerNode:
+		case ControllerUDN, ControllerCUDN, ControllerNode, ControllerEndpointSliceMirror:
 		default:
-			return fmt.Errorf("controllers: unknown controller %q (want udn, cudn or node)", name)
+			return fmt.Errorf("controllers: unknown controller %q (want udn, cudn, node or endpointslicemirror)", name)
 		}
 	}
 	if c.NodeIDSource == "" {
@@ -153,6 +159,8 @@ func SetupWithManager(mgr ctrl.Manager, cfg Config) error {
 			err = (&cudnReconciler{networkReconciler: newNetworkReconciler(mgr, &cfg, ids, "udnkit-cudn-controller")}).setup(mgr)
 		case ControllerNode:
 			err = nodes.SetupWithManager(mgr, cfg.NodeOptions())
+		case ControllerEndpointSliceMirror:
+			err = endpointslicemirror.SetupWithManager(mgr, endpointslicemirror.Options{MaxConcurrentReconciles: cfg.MaxConcurrentReconciles, FIFO: !cfg.FairQueue})
 		}
 		if err != nil {
 			return err

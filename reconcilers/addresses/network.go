@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/nsselect"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
+	"github.com/udnkit/udnkit/reconcilers/internal/primarynet"
 )
 
 // networkRef names a Primary Layer2 network: a UDN (Namespace set) or a CUDN.
@@ -64,31 +64,11 @@ const indexCUDNNamespaces = "addresses.cudn.selectedNamespaces"
 // findSelected returns the namespace's network that ok accepts: its UDN,
 // else the first CUDN (by name) whose namespaceSelector matches.
 func findSelected(ctx context.Context, c client.Reader, namespace string, ok func(udnv1.NetworkSpec) bool) (*primaryLayer2, error) {
-	// Listed without copies (read only): every pod's reconcile looks its
-	// network up.
-	var udns udnv1.UserDefinedNetworkList
-	if err := c.List(ctx, &udns, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+	n, err := primarynet.Find(ctx, c, indexCUDNNamespaces, namespace, ok)
+	if err != nil || n == nil {
 		return nil, err
 	}
-	for _, u := range udns.Items {
-		if u.DeletionTimestamp == nil && ok(u.Spec.Network()) {
-			return &primaryLayer2{ref: networkRef{Namespace: namespace, Name: u.Name}, spec: u.Spec.Network()}, nil
-		}
-	}
-	var ns corev1.Namespace
-	// A pod's namespace exists; not finding it means the cache lags, and the
-	// error makes the pod come back.
-	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, &ns); err != nil {
-		return nil, fmt.Errorf("namespace %s: %w", namespace, err)
-	}
-	selecting, err := nsselect.Selecting(ctx, c, indexCUDNNamespaces, &ns, func(cu *udnv1.ClusterUserDefinedNetwork) bool {
-		return cu.DeletionTimestamp == nil && ok(cu.Spec.Network)
-	})
-	if err != nil || len(selecting) == 0 {
-		return nil, err
-	}
-	cu := selecting[0]
-	return &primaryLayer2{ref: networkRef{Name: cu.Name}, spec: *cu.Spec.Network.DeepCopy(), selector: cu.Selector}, nil
+	return &primaryLayer2{ref: networkRef{Namespace: n.Namespace, Name: n.Name}, spec: n.Spec, selector: n.Selector}, nil
 }
 
 // namespaces lists the namespaces the network spans.

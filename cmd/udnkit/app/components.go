@@ -60,10 +60,10 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 		},
 		{
 			Name:      "nad",
-			Help:      "UDNs and CUDNs to NetworkAttachmentDefinitions, network IDs, tunnel keys, transit subnets",
+			Help:      "UDNs and CUDNs to NetworkAttachmentDefinitions, network IDs, tunnel keys, transit subnets; mirrored EndpointSlices",
 			BindFlags: rc.BindFlags,
 			Setup: func(_ context.Context, mgr ctrl.Manager) error {
-				return reconcilers.SetupWithManager(mgr, reconcilerConfig(reconcilers.ControllerUDN, reconcilers.ControllerCUDN))
+				return reconcilers.SetupWithManager(mgr, reconcilerConfig(reconcilers.ControllerUDN, reconcilers.ControllerCUDN, reconcilers.ControllerEndpointSliceMirror))
 			},
 		},
 		{
