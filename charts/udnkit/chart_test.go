@@ -136,8 +136,8 @@ func TestRenderDefaults(t *testing.T) {
 			t.Errorf("no %s rendered", kind)
 		}
 	}
-	if k["ValidatingAdmissionPolicy"] != 9 || k["ValidatingAdmissionPolicyBinding"] != 9 {
-		t.Errorf("want 9 ValidatingAdmissionPolicies with bindings, got %v", k)
+	if k["ValidatingAdmissionPolicy"] != 10 || k["ValidatingAdmissionPolicyBinding"] != 10 {
+		t.Errorf("want 10 ValidatingAdmissionPolicies with bindings, got %v", k)
 	}
 	for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
 		cfg := find(objs, kind, "")
@@ -315,8 +315,8 @@ func TestRenderOptions(t *testing.T) {
 					t.Errorf("%s %s rendered without the admission controller", o.GetKind(), o.GetName())
 				}
 			}
-			if n := kinds(objs)["ValidatingAdmissionPolicy"]; n != 6 {
-				t.Errorf("%d policies without the admission controller, want the 6 others", n)
+			if n := kinds(objs)["ValidatingAdmissionPolicy"]; n != 7 {
+				t.Errorf("%d policies without the admission controller, want the 7 others", n)
 			}
 		}},
 		{"OVN sockets from the host", map[string]any{"ovn": map[string]any{"socketHostPath": "/var/run/ovn"}}, func(t *testing.T, objs []*unstructured.Unstructured) {
@@ -573,8 +573,8 @@ func TestPoliciesMatchHarness(t *testing.T) {
 					}
 				}
 			}
-			if n != 4 {
-				t.Errorf("%d policies with trusted users, want 4 (pods, nodes, networks, NADs)", n)
+			if n != 5 {
+				t.Errorf("%d policies with trusted users, want 5 (pods, nodes, networks, NADs, mirrored EndpointSlices)", n)
 			}
 		})
 	}

@@ -1,0 +1,203 @@
+package endpointslicemirror_test
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/internal/testobj"
+	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
+)
+
+// TestLayer2UDNDualStack: a dual-stack Service with pods on two nodes in a
+// Primary Layer2 UDN's namespace gets one mirror per default slice (IPv4,
+// IPv6) with the pods' UDN addresses; scaling up, a pod whose address is
+// not written yet, scaling down, a default slice's deletion and the UDN's
+// deletion are followed.
+func TestLayer2UDNDualStack(t *testing.T) {
+	requireEnv(t)
+	const ns, network = "blue-tenant", "blue-tenant_blue"
+	namespace(t, ns, true)
+	must(t, admin.Create(ctx, testobj.MakeUDN(ns, "blue").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16", "fd10:100::/64")).Obj()))
+	key := ns + "/blue"
+	web0 := &backend{name: "web-0", node: "node-a", defaultIPs: []string{"10.244.1.5", "fd00:10:244:1::5"}}
+	web1 := &backend{name: "web-1", node: "node-b", defaultIPs: []string{"10.244.2.6", "fd00:10:244:2::6"}}
+	web2 := &backend{name: "web-2", node: "node-b", defaultIPs: []string{"10.244.2.7", "fd00:10:244:2::7"}}
+	for _, b := range []*backend{web0, web1} {
+		createPod(t, ns, b, "web")
+	}
+	annotatePod(t, web0, key, layer2Entry(t, "10.100.0.5/16", "fd10:100::5/64"))
+	annotatePod(t, web1, key, layer2Entry(t, "10.100.0.6/16", "fd10:100::6/64"))
+	svc := service(t, ns, "web")
+	v4 := defaultSlice(svc, discoveryv1.AddressTypeIPv4, web0, web1)
+	v6 := defaultSlice(svc, discoveryv1.AddressTypeIPv6, web0, web1)
+	must(t, admin.Create(ctx, v4))
+	must(t, admin.Create(ctx, v6))
+	m4 := waitMirror(t, v4, network, map[string]string{"web-0": "10.100.0.5", "web-1": "10.100.0.6"})
+	waitMirror(t, v6, network, map[string]string{"web-0": "fd10:100::5", "web-1": "fd10:100::6"})
+	if m4.Name == v4.Name || m4.Labels[discoveryv1.LabelServiceName] != "" {
+		t.Errorf("mirror %s carries %s=%q or the source's name", m4.Name, discoveryv1.LabelServiceName, m4.Labels[discoveryv1.LabelServiceName])
+	}
+
+	// Scale up: web-2 is in the default slices before it has its UDN
+	// address; it is left out until it has.
+	createPod(t, ns, web2, "web")
+	setEndpoints(t, v4, web0, web1, web2)
+	setEndpoints(t, v6, web0, web1, web2)
+	waitMirror(t, v4, network, map[string]string{"web-0": "10.100.0.5", "web-1": "10.100.0.6"})
+	annotatePod(t, web2, key, layer2Entry(t, "10.100.0.7/16", "fd10:100::7/64"))
+	waitMirror(t, v4, network, map[string]string{"web-0": "10.100.0.5", "web-1": "10.100.0.6", "web-2": "10.100.0.7"})
+	waitMirror(t, v6, network, map[string]string{"web-0": "fd10:100::5", "web-1": "fd10:100::6", "web-2": "fd10:100::7"})
+
+	// Scale down.
+	setEndpoints(t, v4, web1, web2)
+	setEndpoints(t, v6, web1, web2)
+	m4after := waitMirror(t, v4, network, map[string]string{"web-1": "10.100.0.6", "web-2": "10.100.0.7"})
+	waitMirror(t, v6, network, map[string]string{"web-1": "fd10:100::6", "web-2": "fd10:100::7"})
+	if m4after.UID != m4.UID {
+		t.Errorf("the IPv4 mirror was replaced (%s → %s), not updated", m4.Name, m4after.Name)
+	}
+
+	// The default slice's deletion deletes its mirror only.
+	must(t, admin.Delete(ctx, v6))
+	waitNoMirror(t, ns, v6.Name)
+	waitMirror(t, v4, network, map[string]string{"web-1": "10.100.0.6", "web-2": "10.100.0.7"})
+
+	// The namespace loses its Primary UDN: its mirrors go.
+	must(t, admin.Delete(ctx, testobj.MakeUDN(ns, "blue").Obj()))
+	waitNoMirror(t, ns, v4.Name)
+}
+
+// TestLayer3CUDN: a Service in a namespace whose Primary network is a
+// Layer3 CUDN, with pods on two nodes and a host-network pod: the pods'
+// addresses in their nodes' host subnets, and the host-network pod's own
+// address (upstream's getPodIP: a host-network pod has no address on the
+// network).
+func TestLayer3CUDN(t *testing.T) {
+	requireEnv(t)
+	const ns, network = "green-tenant", "cluster_udn_green"
+	namespace(t, ns, true)
+	must(t, admin.Create(ctx, testobj.MakeCUDN("green").SelectLabels(map[string]string{corev1.LabelMetadataName: ns}).
+		Spec(testobj.Layer3(udnv1.NetworkRolePrimary, "10.200.0.0/16")).Obj()))
+	key := ns + "/green"
+	api0 := &backend{name: "api-0", node: "node-a", defaultIPs: []string{"10.244.1.8"}}
+	api1 := &backend{name: "api-1", node: "node-b", defaultIPs: []string{"10.244.2.9"}}
+	host := &backend{name: "api-host", node: "node-c", defaultIPs: []string{"172.18.0.4"}, hostNetwork: true}
+	for _, b := range []*backend{api0, api1, host} {
+		createPod(t, ns, b, "api")
+	}
+	annotatePod(t, api0, key, layer3Entry("10.200.1.4/24"))
+	annotatePod(t, api1, key, layer3Entry("10.200.2.4/24"))
+	svc := service(t, ns, "api")
+	v4 := defaultSlice(svc, discoveryv1.AddressTypeIPv4, api0, api1, host)
+	must(t, admin.Create(ctx, v4))
+	waitMirror(t, v4, network, map[string]string{"api-0": "10.200.1.4", "api-1": "10.200.2.4", "api-host": "172.18.0.4"})
+}
+
+// TestNoPrimaryUDN: a Service in a namespace without a Primary UDN (no
+// label; or the label and only a Secondary UDN) gets no mirror.
+func TestNoPrimaryUDN(t *testing.T) {
+	requireEnv(t)
+	for _, c := range []struct {
+		ns      string
+		labeled bool
+	}{{"plain", false}, {"secondary-only", true}} {
+		namespace(t, c.ns, c.labeled)
+		must(t, admin.Create(ctx, testobj.MakeUDN(c.ns, "side").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.120.0.0/16")).Obj()))
+		b := &backend{name: "db-0", node: "node-a", defaultIPs: []string{"10.244.1.20"}}
+		createPod(t, c.ns, b, "db")
+		side := layer3Entry("10.120.0.20/16")
+		side.Role = podannotation.RoleSecondary
+		annotatePod(t, b, c.ns+"/side", side)
+		must(t, admin.Create(ctx, defaultSlice(service(t, c.ns, "db"), discoveryv1.AddressTypeIPv4, b)))
+	}
+	// A mirror written after these slices is the barrier: with one worker
+	// and the namespaces served in turn, theirs would be written by then.
+	const ns = "barrier"
+	namespace(t, ns, true)
+	must(t, admin.Create(ctx, testobj.MakeUDN(ns, "net").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.130.0.0/16")).Obj()))
+	b := &backend{name: "b-0", node: "node-a", defaultIPs: []string{"10.244.1.30"}}
+	createPod(t, ns, b, "b")
+	annotatePod(t, b, ns+"/net", layer2Entry(t, "10.130.0.30/16"))
+	src := defaultSlice(service(t, ns, "b"), discoveryv1.AddressTypeIPv4, b)
+	must(t, admin.Create(ctx, src))
+	waitMirror(t, src, "barrier_net", map[string]string{"b-0": "10.130.0.30"})
+	for _, n := range []string{"plain", "secondary-only"} {
+		var list discoveryv1.EndpointSliceList
+		must(t, admin.List(ctx, &list, client.InNamespace(n), client.MatchingLabels{discoveryv1.LabelManagedBy: ovnk.EndpointSliceMirrorControllerName}))
+		if len(list.Items) != 0 {
+			t.Errorf("namespace %s without a Primary UDN has mirrors %v", n, names(list.Items))
+		}
+	}
+}
+
+// TestStaleAndDuplicateMirrors: a mirror whose source is gone is deleted;
+// two mirrors of one slice are both deleted and one written again (as
+// upstream's syncDefaultEndpointSlice does).
+func TestStaleAndDuplicateMirrors(t *testing.T) {
+	requireEnv(t)
+	const ns, network = "stale", "stale_net"
+	namespace(t, ns, true)
+	must(t, admin.Create(ctx, testobj.MakeUDN(ns, "net").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.140.0.0/16")).Obj()))
+	b := &backend{name: "s-0", node: "node-a", defaultIPs: []string{"10.244.1.40"}}
+	createPod(t, ns, b, "s")
+	annotatePod(t, b, ns+"/net", layer2Entry(t, "10.140.0.40/16"))
+	svc := service(t, ns, "s")
+	forged := func(source string) *discoveryv1.EndpointSlice {
+		m := defaultSlice(svc, discoveryv1.AddressTypeIPv4, b)
+		m.Labels = map[string]string{discoveryv1.LabelManagedBy: ovnk.EndpointSliceMirrorControllerName, ovnk.LabelUserDefinedServiceName: "s"}
+		m.Annotations = map[string]string{ovnk.AnnotationSourceEndpointSlice: source, ovnk.AnnotationEndpointSliceNetwork: network}
+		return m
+	}
+	must(t, udnkit.Create(ctx, forged("gone")))
+	waitNoMirror(t, ns, "gone")
+
+	// Two mirrors for a slice that does not exist yet, then the slice.
+	src := defaultSlice(svc, discoveryv1.AddressTypeIPv4, b)
+	src.GenerateName, src.Name = "", "s-abcde"
+	first, second := forged(src.Name), forged(src.Name)
+	must(t, udnkit.Create(ctx, first))
+	must(t, udnkit.Create(ctx, second))
+	must(t, admin.Create(ctx, src))
+	m := waitMirror(t, src, network, map[string]string{"s-0": "10.140.0.40"})
+	if m.UID == first.UID || m.UID == second.UID {
+		t.Errorf("mirror %s is one of the duplicates, not written again", m.Name)
+	}
+}
+
+// TestFairQueue: a flood of Services in one namespace does not hold up
+// another's: the quiet namespace's mirror is written while the flood's
+// are still being written.
+func TestFairQueue(t *testing.T) {
+	requireEnv(t)
+	const n = 150
+	setup := func(ns string) (*corev1.Service, *backend) {
+		namespace(t, ns, true)
+		must(t, admin.Create(ctx, testobj.MakeUDN(ns, "net").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.150.0.0/16")).Obj()))
+		b := &backend{name: "p-0", node: "node-a", defaultIPs: []string{"10.244.1.50"}}
+		createPod(t, ns, b, "p")
+		annotatePod(t, b, ns+"/net", layer2Entry(t, "10.150.0.50/16"))
+		return service(t, ns, "p"), b
+	}
+	floodSvc, floodPod := setup("flood")
+	quietSvc, quietPod := setup("quiet")
+	for range n {
+		must(t, admin.Create(ctx, defaultSlice(floodSvc, discoveryv1.AddressTypeIPv4, floodPod)))
+	}
+	src := defaultSlice(quietSvc, discoveryv1.AddressTypeIPv4, quietPod)
+	must(t, admin.Create(ctx, src))
+	start := time.Now()
+	waitMirror(t, src, "quiet_net", map[string]string{"p-0": "10.150.0.50"})
+	took := time.Since(start)
+	var list discoveryv1.EndpointSliceList
+	must(t, admin.List(ctx, &list, client.InNamespace("flood"), client.MatchingLabels{discoveryv1.LabelManagedBy: ovnk.EndpointSliceMirrorControllerName}))
+	t.Logf("the quiet namespace's mirror after %v, with %d of the flood's %d written", took, len(list.Items), n)
+	if len(list.Items) >= n {
+		t.Errorf("the quiet namespace's mirror came after all %d of the flood's", n)
+	}
+}
