@@ -73,30 +73,57 @@ func TestLayer2UDNDualStack(t *testing.T) {
 	waitNoMirror(t, ns, v4.Name)
 }
 
-// TestLayer3CUDN: a Service in a namespace whose Primary network is a
-// Layer3 CUDN, with pods on two nodes and a host-network pod: the pods'
-// addresses in their nodes' host subnets, and the host-network pod's own
-// address (upstream's getPodIP: a host-network pod has no address on the
+// TestLayer3UDNDualStack: a dual-stack Service in a Primary Layer3 UDN's
+// namespace, with pods on two nodes and a host-network pod: each pod's
+// addresses in its node's host subnets, and the host-network pod's own
+// addresses (upstream's getPodIP: a host-network pod has no address on the
 // network).
-func TestLayer3CUDN(t *testing.T) {
+func TestLayer3UDNDualStack(t *testing.T) {
 	requireEnv(t)
-	const ns, network = "green-tenant", "cluster_udn_green"
+	const ns, network = "green-tenant", "green-tenant_green"
 	namespace(t, ns, true)
-	must(t, admin.Create(ctx, testobj.MakeCUDN("green").SelectLabels(map[string]string{corev1.LabelMetadataName: ns}).
-		Spec(testobj.Layer3(udnv1.NetworkRolePrimary, "10.200.0.0/16")).Obj()))
+	spec := testobj.Layer3(udnv1.NetworkRolePrimary, "10.200.0.0/16")
+	spec.Layer3.Subnets = append(spec.Layer3.Subnets, udnv1.Layer3Subnet{CIDR: "fd20::/48", HostSubnet: 64})
+	must(t, admin.Create(ctx, testobj.MakeUDN(ns, "green").Spec(spec).Obj()))
 	key := ns + "/green"
-	api0 := &backend{name: "api-0", node: "node-a", defaultIPs: []string{"10.244.1.8"}}
-	api1 := &backend{name: "api-1", node: "node-b", defaultIPs: []string{"10.244.2.9"}}
-	host := &backend{name: "api-host", node: "node-c", defaultIPs: []string{"172.18.0.4"}, hostNetwork: true}
+	api0 := &backend{name: "api-0", node: "node-a", defaultIPs: []string{"10.244.1.8", "fd00:10:244:1::8"}}
+	api1 := &backend{name: "api-1", node: "node-b", defaultIPs: []string{"10.244.2.9", "fd00:10:244:2::9"}}
+	host := &backend{name: "api-host", node: "node-c", defaultIPs: []string{"172.18.0.4", "fc00:f853:ccd:e793::4"}, hostNetwork: true}
 	for _, b := range []*backend{api0, api1, host} {
 		createPod(t, ns, b, "api")
 	}
-	annotatePod(t, api0, key, layer3Entry("10.200.1.4/24"))
-	annotatePod(t, api1, key, layer3Entry("10.200.2.4/24"))
+	annotatePod(t, api0, key, layer3Entry("10.200.1.4/24", "fd20:0:0:1::4/64"))
+	annotatePod(t, api1, key, layer3Entry("10.200.2.4/24", "fd20:0:0:2::4/64"))
 	svc := service(t, ns, "api")
 	v4 := defaultSlice(svc, discoveryv1.AddressTypeIPv4, api0, api1, host)
+	v6 := defaultSlice(svc, discoveryv1.AddressTypeIPv6, api0, api1, host)
 	must(t, admin.Create(ctx, v4))
+	must(t, admin.Create(ctx, v6))
 	waitMirror(t, v4, network, map[string]string{"api-0": "10.200.1.4", "api-1": "10.200.2.4", "api-host": "172.18.0.4"})
+	waitMirror(t, v6, network, map[string]string{"api-0": "fd20:0:0:1::4", "api-1": "fd20:0:0:2::4", "api-host": "fc00:f853:ccd:e793::4"})
+}
+
+// TestCUDN: a namespace a Primary CUDN selects gets mirrors on the CUDN's
+// network (cluster_udn_<name>, the pods' entry under the CUDN's NAD in
+// their namespace), and loses them when the CUDN stops selecting it.
+func TestCUDN(t *testing.T) {
+	requireEnv(t)
+	const ns, network = "red-tenant", "cluster_udn_red"
+	must(t, admin.Create(ctx, testobj.MakeNamespace(ns).Primary().Labels(map[string]string{"tenant": "red"}).Obj()))
+	must(t, admin.Create(ctx, testobj.MakeCUDN("red").SelectLabels(map[string]string{"tenant": "red"}).
+		Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.210.0.0/16")).Obj()))
+	b := &backend{name: "r-0", node: "node-a", defaultIPs: []string{"10.244.1.70"}}
+	createPod(t, ns, b, "r")
+	annotatePod(t, b, ns+"/red", layer2Entry(t, "10.210.0.70/16"))
+	src := defaultSlice(service(t, ns, "r"), discoveryv1.AddressTypeIPv4, b)
+	must(t, admin.Create(ctx, src))
+	waitMirror(t, src, network, map[string]string{"r-0": "10.210.0.70"})
+
+	var n corev1.Namespace
+	must(t, admin.Get(ctx, client.ObjectKey{Name: ns}, &n))
+	delete(n.Labels, "tenant")
+	must(t, admin.Update(ctx, &n))
+	waitNoMirror(t, ns, src.Name)
 }
 
 // TestNoPrimaryUDN: a Service in a namespace without a Primary UDN (no
