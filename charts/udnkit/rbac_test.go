@@ -10,6 +10,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -153,6 +154,16 @@ func runUnderChartRBAC(t *testing.T, objs []*unstructured.Unstructured, what str
 	}
 	must(c.Create(ctx, l2("blue", "10.100.0.0/24", udnv1.NetworkRolePrimary)))
 	pod := testobj.MakePod(ns.Name, "p").Node("node-rbac").Obj()
+	// The default EndpointSlice Kubernetes would write for a Service of
+	// the pod (envtest runs no EndpointSlice controller); the pod is read
+	// by name, as the mirror controller reads it.
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "svc-rbac", Labels: map[string]string{
+			discoveryv1.LabelServiceName: "svc", discoveryv1.LabelManagedBy: ovnk.EndpointSliceDefaultControllerName}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.5"},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: ns.Name, Name: pod.Name}}},
+	}
 
 	checks := []struct {
 		what string
@@ -171,6 +182,15 @@ func runUnderChartRBAC(t *testing.T, objs []*unstructured.Unstructured, what str
 				return false
 			}
 			return pod.Annotations[ovnk.AnnotationPodNetworks] != ""
+		}},
+		{"nad: the mirror of the pod's Service's EndpointSlice", func() bool {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(slice), &discoveryv1.EndpointSlice{}); apierrors.IsNotFound(err) {
+				_ = c.Create(ctx, slice.DeepCopy())
+				return false
+			}
+			var list discoveryv1.EndpointSliceList
+			return c.List(ctx, &list, client.InNamespace(ns.Name), client.MatchingLabels{discoveryv1.LabelManagedBy: ovnk.EndpointSliceMirrorControllerName}) == nil &&
+				len(list.Items) == 1 && len(list.Items[0].Endpoints) == 1
 		}},
 		{"dataplane: the network's transit router in OVN", func() bool {
 			out, _ := ovnkrows.NB(dbs.NB.Address()).Run("--bare", "--columns=name", "list", "Logical_Router")
