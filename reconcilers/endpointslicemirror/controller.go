@@ -167,7 +167,7 @@ func (r *Reconciler) source(ctx context.Context, key types.NamespacedName) (*dis
 	if err := r.client.Get(ctx, key, &s); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
-	if !IsDefault(&s) || s.AddressType == discoveryv1.AddressTypeFQDN {
+	if !isDefault(&s) || s.AddressType == discoveryv1.AddressTypeFQDN {
 		return nil, nil
 	}
 	return &s, nil

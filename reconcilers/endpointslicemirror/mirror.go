@@ -12,15 +12,15 @@ import (
 	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
-// IsDefault says whether slice is one Kubernetes' EndpointSlice controller
+// isDefault says whether slice is one Kubernetes' EndpointSlice controller
 // writes for a Service: the source of a mirror.
-func IsDefault(slice *discoveryv1.EndpointSlice) bool {
+func isDefault(slice *discoveryv1.EndpointSlice) bool {
 	_, ok := slice.Labels[discoveryv1.LabelServiceName]
 	return ok && slice.Labels[discoveryv1.LabelManagedBy] == ovnk.EndpointSliceDefaultControllerName
 }
 
-// IsMirror says whether slice is a mirror this controller writes.
-func IsMirror(slice *discoveryv1.EndpointSlice) bool {
+// isMirror says whether slice is a mirror this controller writes.
+func isMirror(slice *discoveryv1.EndpointSlice) bool {
 	return slice.Labels[discoveryv1.LabelManagedBy] == ovnk.EndpointSliceMirrorControllerName
 }
 
@@ -90,7 +90,7 @@ func desired(current, source *discoveryv1.EndpointSlice, network, nadKey string,
 		if p == nil {
 			continue
 		}
-		addr := podAddress(p, nadKey, ipv6)
+		addr := podAddress(p, ep, nadKey, ipv6)
 		if !addr.IsValid() {
 			continue
 		}
@@ -102,15 +102,18 @@ func desired(current, source *discoveryv1.EndpointSlice, network, nadKey string,
 }
 
 // podAddress is the pod's address of the family on the network: for a
-// host-network pod its first status.podIPs address of the family (it has no
-// address of its own on the network), else the first of its
-// k8s.ovn.org/pod-networks entry for nadKey. The zero Addr: none yet, or an
-// entry that does not parse (its writer's to fix; the endpoint comes with
-// the fixed annotation, and the Service's other endpoints stay served).
-func podAddress(p *corev1.Pod, nadKey string, ipv6 bool) netip.Addr {
+// host-network pod (it has no address of its own on the network) its
+// default-network address, which the source endpoint lists (Kubernetes
+// writes the pod's status.podIPs address of the slice's family there, the
+// one upstream's getPodIP reads; the manager's cache does not keep pod
+// status); else the first of its k8s.ovn.org/pod-networks entry for
+// nadKey. The zero Addr: none yet, or an entry that does not parse (its
+// writer's to fix; the endpoint comes with the fixed annotation, and the
+// Service's other endpoints stay served).
+func podAddress(p *corev1.Pod, ep discoveryv1.Endpoint, nadKey string, ipv6 bool) netip.Addr {
 	if p.Spec.HostNetwork {
-		for _, ip := range p.Status.PodIPs {
-			if a, err := netip.ParseAddr(ip.IP); err == nil && a.Is6() == ipv6 {
+		for _, ip := range ep.Addresses {
+			if a, err := netip.ParseAddr(ip); err == nil && a.Is6() == ipv6 {
 				return a
 			}
 		}

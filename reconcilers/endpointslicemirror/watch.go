@@ -34,7 +34,7 @@ func setupIndexes(mgr interface{ GetFieldIndexer() client.FieldIndexer }) error 
 	}
 	return indexer.IndexField(context.Background(), &discoveryv1.EndpointSlice{}, indexPods, func(o client.Object) []string {
 		s, ok := o.(*discoveryv1.EndpointSlice)
-		if !ok || !IsDefault(s) {
+		if !ok || !isDefault(s) {
 			return nil
 		}
 		var out []string
@@ -69,11 +69,11 @@ func sourceOf(_ context.Context, o client.Object) []reconcile.Request {
 		return nil
 	}
 	switch {
-	case IsMirror(s):
+	case isMirror(s):
 		if src, ok := s.Annotations[ovnk.AnnotationSourceEndpointSlice]; ok {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: src}}}
 		}
-	case IsDefault(s):
+	case isDefault(s):
 		return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(s)}}
 	}
 	return nil
