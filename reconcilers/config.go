@@ -88,7 +88,7 @@ func DefaultConfig() Config {
 // are bound once by the composition root; which controllers run is the
 // manager's --controllers).
 func (c *Config) BindFlags(fs *flag.FlagSet) {
-	fs.IntVar(&c.MaxConcurrentReconciles, "reconciler-workers", c.MaxConcurrentReconciles, "workers per reconciler (udn, cudn, node)")
+	fs.IntVar(&c.MaxConcurrentReconciles, "reconciler-workers", c.MaxConcurrentReconciles, "workers per reconciler (udn, cudn, node, endpointslicemirror)")
 	fs.Var(&c.NodeIDSource, "node-id-source",
 		"who writes the nodes' k8s.ovn.org/node-id: allocate (the node controller) or read (OVN-Kubernetes' cluster manager, with k8s.ovn.org/node-transit-switch-port-ifaddr; a node without them gets no tunnel IDs or host subnets until it has them)")
 }
