@@ -228,3 +228,31 @@ func TestFairQueue(t *testing.T) {
 		t.Errorf("the quiet namespace's mirror came after all %d of the flood's", n)
 	}
 }
+
+// TestRepairAtStart: what changed while no manager ran is repaired when one
+// starts (upstream's "on startup repair" test): a mirror whose source is
+// gone is deleted, a slice without a mirror gets one.
+func TestRepairAtStart(t *testing.T) {
+	requireEnv(t)
+	const ns, network = "repair", "repair_net"
+	namespace(t, ns, true)
+	must(t, admin.Create(ctx, testobj.MakeUDN(ns, "net").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.170.0.0/16")).Obj()))
+	b := &backend{name: "q-0", node: "node-a", defaultIPs: []string{"10.244.1.80"}}
+	createPod(t, ns, b, "q")
+	annotatePod(t, b, ns+"/net", layer2Entry(t, "10.170.0.80/16"))
+	svc := service(t, ns, "q")
+	old := defaultSlice(svc, discoveryv1.AddressTypeIPv4, b)
+	must(t, admin.Create(ctx, old))
+	waitMirror(t, old, network, map[string]string{"q-0": "10.170.0.80"})
+
+	must(t, running.Stop())
+	must(t, admin.Delete(ctx, old))
+	src := defaultSlice(svc, discoveryv1.AddressTypeIPv4, b)
+	must(t, admin.Create(ctx, src))
+	if mirrors, err := mirrorsOf(ns, old.Name); err != nil || len(mirrors) != 1 {
+		t.Fatalf("with no manager running, the old slice's mirror: %v, %v", names(mirrors), err)
+	}
+	must(t, startManager())
+	waitNoMirror(t, ns, old.Name)
+	waitMirror(t, src, network, map[string]string{"q-0": "10.170.0.80"})
+}

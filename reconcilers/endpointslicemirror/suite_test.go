@@ -68,19 +68,31 @@ func run(m *testing.M) int {
 	}
 	defer func() { _ = env.Stop() }()
 	admin = env.Client
-	managerUser := "system:serviceaccount:" + envtest.ParamsNamespace + ":" + managerSA
-	udnkit = impersonate(managerUser, "system:masters")
-	mgr, err := testmgr.New(impersonated(managerUser, "system:masters"), env.Scheme)
-	if err == nil {
-		err = endpointslicemirror.SetupWithManager(mgr, endpointslicemirror.Options{MaxConcurrentReconciles: 1})
-	}
-	if err != nil {
+	udnkit = impersonate(managerUser(), "system:masters")
+	if err := startManager(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	running = testmgr.Run(ctx, mgr)
 	defer func() { _ = running.Stop() }()
 	return m.Run()
+}
+
+func managerUser() string {
+	return "system:serviceaccount:" + envtest.ParamsNamespace + ":" + managerSA
+}
+
+// startManager starts a manager running only the mirror controller, with
+// one worker, as udnkit's ServiceAccount.
+func startManager() error {
+	mgr, err := testmgr.New(impersonated(managerUser(), "system:masters"), env.Scheme)
+	if err != nil {
+		return err
+	}
+	if err := endpointslicemirror.SetupWithManager(mgr, endpointslicemirror.Options{MaxConcurrentReconciles: 1}); err != nil {
+		return err
+	}
+	running = testmgr.Run(ctx, mgr)
+	return nil
 }
 
 func requireEnv(t *testing.T) {
