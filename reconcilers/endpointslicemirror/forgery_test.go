@@ -9,9 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
-	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -30,13 +28,8 @@ const policyRule = "Forbidden: only udnkit and OVN-Kubernetes write the mirrored
 func TestForgedMirrors(t *testing.T) {
 	requireEnv(t)
 	const ns, network = "alice", "alice_net"
-	namespace(t, ns, true)
-	must(t, admin.Create(ctx, testobj.MakeUDN(ns, "net").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.160.0.0/16")).Obj()))
+	svc, b := oneBackend(t, ns, "10.160.0.0/16", "w", "10.244.1.60", "10.160.0.60")
 	alice := tenant(t, "alice", ns)
-	b := &backend{name: "w-0", node: "node-a", defaultIPs: []string{"10.244.1.60"}}
-	createPod(t, ns, b, "w")
-	annotatePod(t, b, ns+"/net", layer2Entry(t, "10.160.0.60/16"))
-	svc := service(t, ns, "w")
 	src := defaultSlice(svc, discoveryv1.AddressTypeIPv4, b)
 	must(t, admin.Create(ctx, src))
 	mirror := waitMirror(t, src, network, map[string]string{"w-0": "10.160.0.60"})

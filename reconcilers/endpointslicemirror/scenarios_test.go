@@ -146,12 +146,8 @@ func TestNoPrimaryUDN(t *testing.T) {
 	// A mirror written after these slices is the barrier: with one worker
 	// and the namespaces served in turn, theirs would be written by then.
 	const ns = "barrier"
-	namespace(t, ns, true)
-	must(t, admin.Create(ctx, testobj.MakeUDN(ns, "net").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.130.0.0/16")).Obj()))
-	b := &backend{name: "b-0", node: "node-a", defaultIPs: []string{"10.244.1.30"}}
-	createPod(t, ns, b, "b")
-	annotatePod(t, b, ns+"/net", layer2Entry(t, "10.130.0.30/16"))
-	src := defaultSlice(service(t, ns, "b"), discoveryv1.AddressTypeIPv4, b)
+	svc, b := oneBackend(t, ns, "10.130.0.0/16", "b", "10.244.1.30", "10.130.0.30")
+	src := defaultSlice(svc, discoveryv1.AddressTypeIPv4, b)
 	must(t, admin.Create(ctx, src))
 	waitMirror(t, src, "barrier_net", map[string]string{"b-0": "10.130.0.30"})
 	for _, n := range []string{"plain", "secondary-only"} {
@@ -169,12 +165,7 @@ func TestNoPrimaryUDN(t *testing.T) {
 func TestStaleAndDuplicateMirrors(t *testing.T) {
 	requireEnv(t)
 	const ns, network = "stale", "stale_net"
-	namespace(t, ns, true)
-	must(t, admin.Create(ctx, testobj.MakeUDN(ns, "net").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.140.0.0/16")).Obj()))
-	b := &backend{name: "s-0", node: "node-a", defaultIPs: []string{"10.244.1.40"}}
-	createPod(t, ns, b, "s")
-	annotatePod(t, b, ns+"/net", layer2Entry(t, "10.140.0.40/16"))
-	svc := service(t, ns, "s")
+	svc, b := oneBackend(t, ns, "10.140.0.0/16", "s", "10.244.1.40", "10.140.0.40")
 	forged := func(source string) *discoveryv1.EndpointSlice {
 		m := defaultSlice(svc, discoveryv1.AddressTypeIPv4, b)
 		m.Labels = map[string]string{discoveryv1.LabelManagedBy: ovnk.EndpointSliceMirrorControllerName, ovnk.LabelUserDefinedServiceName: "s"}
@@ -203,16 +194,8 @@ func TestStaleAndDuplicateMirrors(t *testing.T) {
 func TestFairQueue(t *testing.T) {
 	requireEnv(t)
 	const n = 150
-	setup := func(ns string) (*corev1.Service, *backend) {
-		namespace(t, ns, true)
-		must(t, admin.Create(ctx, testobj.MakeUDN(ns, "net").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.150.0.0/16")).Obj()))
-		b := &backend{name: "p-0", node: "node-a", defaultIPs: []string{"10.244.1.50"}}
-		createPod(t, ns, b, "p")
-		annotatePod(t, b, ns+"/net", layer2Entry(t, "10.150.0.50/16"))
-		return service(t, ns, "p"), b
-	}
-	floodSvc, floodPod := setup("flood")
-	quietSvc, quietPod := setup("quiet")
+	floodSvc, floodPod := oneBackend(t, "flood", "10.150.0.0/16", "p", "10.244.1.50", "10.150.0.50")
+	quietSvc, quietPod := oneBackend(t, "quiet", "10.150.0.0/16", "p", "10.244.1.50", "10.150.0.50")
 	for range n {
 		must(t, admin.Create(ctx, defaultSlice(floodSvc, discoveryv1.AddressTypeIPv4, floodPod)))
 	}
@@ -235,12 +218,7 @@ func TestFairQueue(t *testing.T) {
 func TestRepairAtStart(t *testing.T) {
 	requireEnv(t)
 	const ns, network = "repair", "repair_net"
-	namespace(t, ns, true)
-	must(t, admin.Create(ctx, testobj.MakeUDN(ns, "net").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.170.0.0/16")).Obj()))
-	b := &backend{name: "q-0", node: "node-a", defaultIPs: []string{"10.244.1.80"}}
-	createPod(t, ns, b, "q")
-	annotatePod(t, b, ns+"/net", layer2Entry(t, "10.170.0.80/16"))
-	svc := service(t, ns, "q")
+	svc, b := oneBackend(t, ns, "10.170.0.0/16", "q", "10.244.1.80", "10.170.0.80")
 	old := defaultSlice(svc, discoveryv1.AddressTypeIPv4, b)
 	must(t, admin.Create(ctx, old))
 	waitMirror(t, old, network, map[string]string{"q-0": "10.170.0.80"})

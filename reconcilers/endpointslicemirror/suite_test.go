@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/internal/testenv"
 	"github.com/udnkit/udnkit/internal/testmgr"
@@ -232,4 +233,18 @@ func tenant(t *testing.T, user, ns string) client.Client {
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "endpointslice-writer"},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}))
 	return impersonate(user, "system:authenticated")
+}
+
+// oneBackend sets up namespace ns with a Primary Layer2 UDN "net" on
+// subnet, one pod "<app>-0" on node-a with defaultIP and its address udnIP
+// on the network, and the Service app.
+func oneBackend(t *testing.T, ns, subnet, app, defaultIP, udnIP string) (*corev1.Service, *backend) {
+	t.Helper()
+	namespace(t, ns, true)
+	must(t, admin.Create(ctx, testobj.MakeUDN(ns, "net").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, udnv1.CIDR(subnet))).Obj()))
+	b := &backend{name: app + "-0", node: "node-a", defaultIPs: []string{defaultIP}}
+	createPod(t, ns, b, app)
+	prefix := netip.MustParsePrefix(subnet)
+	annotatePod(t, b, ns+"/net", layer2Entry(t, netip.PrefixFrom(netip.MustParseAddr(udnIP), prefix.Bits()).String()))
+	return service(t, ns, app), b
 }
