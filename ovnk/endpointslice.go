@@ -16,7 +16,9 @@ const (
 	// slice it mirrors.
 	AnnotationSourceEndpointSlice = "k8s.ovn.org/source-endpointslice"
 	// LabelSourceEndpointSliceVersion holds, on a mirrored slice, the
-	// resourceVersion of the default slice it was last written from.
+	// resourceVersion of the default slice it was last written from. It is
+	// an annotation, whatever its name says: upstream's mirror controller
+	// writes it into the annotations.
 	LabelSourceEndpointSliceVersion = "k8s.ovn.org/source-endpointslice-version"
 	// AnnotationEndpointSliceNetwork names, on a mirrored slice, the Primary
 	// user-defined network whose addresses it carries.
