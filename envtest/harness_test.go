@@ -121,8 +121,8 @@ func TestHarnessWebhooks(t *testing.T) {
 	if err := env.Client.List(ctx, &bindings); err != nil {
 		t.Fatal(err)
 	}
-	if len(policies.Items) != 9 || len(bindings.Items) != 9 {
-		t.Errorf("%d policies and %d bindings installed, want 9 and 9", len(policies.Items), len(bindings.Items))
+	if len(policies.Items) != 10 || len(bindings.Items) != 10 {
+		t.Errorf("%d policies and %d bindings installed, want 10 and 10", len(policies.Items), len(bindings.Items))
 	}
 	var params corev1.ConfigMap
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: envtest.ParamsNamespace, Name: ovnk.AdmissionParamsConfigMap}, &params); err != nil {
