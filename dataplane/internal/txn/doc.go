@@ -19,7 +19,8 @@
 //   - root rows (address sets, DHCP options) are inserted first, so nothing
 //     refers to a missing one, and deleted last, as are routers and switches;
 //     a router or switch with more children than one transaction takes loses
-//     them first, a node's rows at a time.
+//     them first, a node's rows at a time; a zone row a plan deletes (a
+//     network's load balancer group) goes after them all.
 //
 // Planning (validation, ownership refusals) is done for the whole plan before
 // the first transaction; a failure between transactions leaves a consistent

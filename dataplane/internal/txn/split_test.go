@@ -73,3 +73,51 @@ func TestSplitKeepsAPortWithItsGatewayChassis(t *testing.T) {
 		t.Errorf("the chunks insert %d ports, want %d", seen, len(ports))
 	}
 }
+
+// A load balancer group a plan deletes goes in the last chunk, after the
+// switches and routers that named it, wherever the plan put its delete:
+// OVSDB refuses the delete of a row a switch still references (strongly).
+func TestSplitDeletesALoadBalancerGroupLast(t *testing.T) {
+	where := func(u string) []ovsdb.Condition {
+		return []ovsdb.Condition{ovsdb.NewCondition("_uuid", ovsdb.ConditionEqual, ovsdb.UUID{GoUUID: u})}
+	}
+	const group = "2f1b6a9e-1d5c-4a0e-9d1c-0000000000ff"
+	ops := []ovsdb.Operation{{Op: ovsdb.OperationDelete, Table: nbdb.LoadBalancerGroupTable, Where: where(group)}}
+	switches := map[string]model.Model{}
+	for i := range 6 {
+		u := "2f1b6a9e-1d5c-4a0e-9d1c-00000000000" + strconv.Itoa(i)
+		var ports []string
+		for j := range 3 {
+			ports = append(ports, u[:len(u)-2]+strconv.Itoa(i)+strconv.Itoa(j))
+		}
+		switches[u] = &nbdb.LogicalSwitch{UUID: u, Name: "s" + strconv.Itoa(i), Ports: ports, LoadBalancerGroup: []string{group}}
+		ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationDelete, Table: nbdb.LogicalSwitchTable, Where: where(u)})
+	}
+	cached := func(table, u string) model.Model {
+		if table == nbdb.LogicalSwitchTable {
+			return switches[u]
+		}
+		return nil
+	}
+
+	chunks := Split(ops, 6, cached)
+	if len(chunks) < 3 {
+		t.Fatalf("%d chunks, want the plan split", len(chunks))
+	}
+	groupAt, lastSwitch := -1, -1
+	for k, ch := range chunks {
+		for _, op := range ch {
+			switch op.Table {
+			case nbdb.LoadBalancerGroupTable:
+				groupAt = k
+			case nbdb.LogicalSwitchTable:
+				if op.Op == ovsdb.OperationDelete {
+					lastSwitch = k
+				}
+			}
+		}
+	}
+	if groupAt < lastSwitch {
+		t.Errorf("the group is deleted in chunk %d, before the switch delete of chunk %d", groupAt, lastSwitch)
+	}
+}

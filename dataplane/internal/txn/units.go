@@ -95,6 +95,9 @@ func (g *grouping) add(i int, op ovsdb.Operation) {
 		g.standalone(op, -g.n+i) // before everything that may refer to it
 	case op.Op == ovsdb.OperationDelete && cols != nil:
 		g.parentDelete(i, op, cols)
+	case op.Op == ovsdb.OperationDelete && t != nil && t.Kind == schema.Zone:
+		// A load balancer group: after the routers and switches that named it.
+		g.standalone(op, 3*g.n+i)
 	case op.Op == ovsdb.OperationDelete:
 		g.standalone(op, g.n+i)
 	default:
