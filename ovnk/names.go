@@ -106,6 +106,13 @@ func (n Layer2Names) ClusterLBGroup() string       { return n.prefix + "clusterL
 func (n Layer2Names) ClusterSwitchLBGroup() string { return n.prefix + "clusterSwitchLBGroup" }
 func (n Layer2Names) ClusterRouterLBGroup() string { return n.prefix + "clusterRouterLBGroup" }
 
+// LoadBalancerGroups are the network's three load balancer groups: by
+// these names upstream finds a removed network's groups to delete them
+// (cleanupLoadBalancerGroups), as the table has no external_ids.
+func (n Layer2Names) LoadBalancerGroups() []string {
+	return []string{n.ClusterLBGroup(), n.ClusterSwitchLBGroup(), n.ClusterRouterLBGroup()}
+}
+
 // ServiceLoadBalancer is the name of a Service's load balancer on the
 // network (upstream's makeLBName under GetNetworkScopedLoadBalancerName):
 // "<prefix>Service_<namespace>/<name>_<protocol>_<scope>", scope "cluster"

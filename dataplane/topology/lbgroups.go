@@ -11,13 +11,15 @@ import (
 // network (base_network_controller_user_defined.go): the topology declares
 // them empty, created when missing; the services piece (package
 // topology/services) fills the cluster-wide one with the network's
-// Services' load balancers.
+// Services' load balancers. They are the network's by name (the table has
+// no external_ids): the plan of the network's last piece that goes away
+// deletes them (package plan), as upstream's cleanupLoadBalancerGroups.
 func loadBalancerGroups(names ovnk.Layer2Names) []rows.LoadBalancerGroup {
-	return []rows.LoadBalancerGroup{
-		{Row: nbdb.LoadBalancerGroup{Name: names.ClusterLBGroup()}},
-		{Row: nbdb.LoadBalancerGroup{Name: names.ClusterSwitchLBGroup()}},
-		{Row: nbdb.LoadBalancerGroup{Name: names.ClusterRouterLBGroup()}},
+	var out []rows.LoadBalancerGroup
+	for _, n := range names.LoadBalancerGroups() {
+		out = append(out, rows.LoadBalancerGroup{Row: nbdb.LoadBalancerGroup{Name: n}})
 	}
+	return out
 }
 
 // switchLBGroups are the groups on a network's layer2 or node switch:

@@ -16,6 +16,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/internal/plan/refs"
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // Planner accumulates the operations of one transaction.
@@ -245,7 +246,21 @@ func newPlanWith(api client.Client, d *rows.Desired, memo *Memo, ix, links *inde
 	if err := roots(p, schema.AddressSet, d.AddressSets); err != nil {
 		return nil, err
 	}
+	if d.Empty() {
+		if err := p.refs.DropLBGroups(ovnk.NamesFor(d.Owner.Network).LoadBalancerGroups(), p.gone()); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// gone says whether the plan so far deletes a row.
+func (p *Planner) gone() func(table, uuid string) bool {
+	set := make(map[index.RowRef]bool, len(p.Gone))
+	for _, g := range p.Gone {
+		set[g] = true
+	}
+	return func(table, uuid string) bool { return set[index.RowRef{Table: table, UUID: uuid}] }
 }
 
 func (p *Planner) name() string {

@@ -16,7 +16,9 @@
 //     parent holds). A Root or Parent table is a root table.
 //   - A Zone table's rows (the default COPP, its meters and their band)
 //     carry no owner: plans find them by name and never update or delete
-//     one; a non-root Zone table is held by a strong reference of another.
+//     one (but a network's load balancer groups, which are the network's by
+//     name and go with its last piece); a non-root Zone table is held by a
+//     strong reference of another.
 //   - Every table the planner reads (Root, Parent, Child, Zone) is
 //     monitored and indexed; schema_test.go checks all of this against the generated
 //     models' OVSDB schema.

@@ -12,9 +12,10 @@ import (
 // LoadBalancerGroup: a zone row, by name (the table's index), that routers
 // and switches reference (their load_balancer_group column). It has no
 // external_ids, so no piece owns one: a plan inserts a missing one and
-// never deletes one; its load balancers (weak references) are members a
-// plan adds and takes out one by one (only the piece's own load balancers
-// are taken out).
+// never updates one; a network's groups (by their names) are deleted by
+// the plan of its last piece that goes away (refs.DropLBGroups). Its load
+// balancers (weak references) are members a plan adds and takes out one by
+// one (only the piece's own load balancers are taken out).
 var LoadBalancerGroup = Spec[nbdb.LoadBalancerGroup]{
 	Table: nbdb.LoadBalancerGroupTable,
 	Key:   func(r *nbdb.LoadBalancerGroup) string { return r.Name },

@@ -1,6 +1,6 @@
 // Package refs plans the rows a piece names rather than holds as children:
 // zone rows (COPPs, meters and load balancer groups, found by name or
-// inserted, never updated or deleted), the load balancers and DHCP options
+// inserted, never updated; a network's groups go with its last piece), the load balancers and DHCP options
 // that groups and switch ports name by name or key, the members a port
 // group names by port name, and the static MAC bindings, which are the
 // piece's by the router port they name. Package plan diffs routers,
