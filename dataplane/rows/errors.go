@@ -26,12 +26,13 @@ func (e *ForeignRowError) Error() string {
 // programs: another writer programs this very network.
 func (e *ForeignRowError) SameNetwork() bool { return e.RowNetwork == e.Owner.Network }
 
-// MissingRowError is an Apply refused because a router, switch or port
-// group the piece only references (Ref) does not exist: the piece that
-// creates it has not applied it yet. Callers wait and try again.
+// MissingRowError is an Apply refused because a router, switch, port
+// group or load balancer group the piece only references (Ref) does not
+// exist: the piece that creates it has not applied it yet. Callers wait
+// and try again.
 type MissingRowError struct {
-	// Kind is "logical router", "logical switch" or "port group"; Name the
-	// row's name.
+	// Kind is "logical router", "logical switch", "port group" or "load
+	// balancer group"; Name the row's name.
 	Kind, Name string
 }
 

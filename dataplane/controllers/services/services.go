@@ -17,6 +17,7 @@ package services
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -118,7 +119,8 @@ func (r *Reconciler) network(nad *nadv1.NetworkAttachmentDefinition) (svctopo.Ne
 }
 
 // applyNetwork applies the source's network's load balancers once its
-// topology exists in the zone; a malformed NAD is logged and skipped, a
+// topology exists in the zone, and waits (requeues) while a router or
+// switch they go on is missing; a malformed NAD is logged and skipped, a
 // failed read or apply ends the reconcile.
 func (r *Reconciler) applyNetwork(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
 	if s.Owner == nil {
@@ -148,7 +150,15 @@ func (r *Reconciler) applyNetwork(ctx context.Context, s *zone.NADScope) (reconc
 		log.FromContext(ctx).Error(err, "skipping network", "network", net.Name)
 		return reconcile.Result{}, nil
 	}
-	if _, err := r.OVN.Apply(ctx, d); err != nil {
+	_, err = r.OVN.Apply(ctx, d)
+	if missing := (*rows.MissingRowError)(nil); errors.As(err, &missing) {
+		// A node's gateway router (or the group) the load balancers go on
+		// is not written yet: the topology's controller (or OVN-Kubernetes)
+		// writes it, this one looks again.
+		log.FromContext(ctx).V(1).Info("the network's load balancers wait for its topology", "network", net.Name, "missing", missing.Name)
+		return reconcile.Result{RequeueAfter: zone.TopologyWait}, nil
+	}
+	if err != nil {
 		return s.Done(reconcile.Result{}, err)
 	}
 	return reconcile.Result{}, nil

@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -513,8 +514,9 @@ func TestLoadBalancerGroupsOnAnotherClientsRouter(t *testing.T) {
 		t.Errorf("the Ref router's groups: %v, want other_lbg and net1_lbg", r)
 	}
 	d.LoadBalancerGroups[0].Ref, d.LoadBalancerGroups[0].Row.Name = true, "net1_missing"
-	if _, err := e.Apply(ctx, d); err == nil || !strings.Contains(err.Error(), `load balancer group "net1_missing" not found`) {
-		t.Errorf("Apply with a missing Ref group: %v", err)
+	_, err := e.Apply(ctx, d)
+	if missing := (*rows.MissingRowError)(nil); !errors.As(err, &missing) || !strings.Contains(err.Error(), `load balancer group "net1_missing" not found`) {
+		t.Errorf("Apply with a missing Ref group: %v, want a MissingRowError (the caller waits for the group)", err)
 	}
 }
 

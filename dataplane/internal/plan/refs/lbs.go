@@ -49,7 +49,7 @@ func (r *Resolver) LBGroups(desired []rows.LoadBalancerGroup) error {
 		u := r.zoneRow(nbdb.LoadBalancerGroupTable, g.Row.Name)
 		if u == "" {
 			if g.Ref {
-				return fmt.Errorf("load balancer group %q not found: it is created by another piece and must exist first", g.Row.Name)
+				return &rows.MissingRowError{Kind: "load balancer group", Name: g.Row.Name}
 			}
 			// The zone's inserts go first in a split Apply: the load
 			// balancers the plan inserts join the group by a mutation.
