@@ -148,6 +148,14 @@ func TestServiceLoadBalancersFromAPIState(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.eventually("ns2/web's load balancer gone", func() bool { return len(s.column("Load_Balancer", "name")) == 0 })
+	// And the network's three load balancer groups with its topology
+	// (upstream's Cleanup: cleanupLoadBalancerGroups); ns1's stay.
+	s.eventually("the green network's load balancer groups gone", func() bool {
+		return !slices.ContainsFunc(s.column("Load_Balancer_Group", "name"), func(n string) bool { return strings.HasPrefix(n, "ns2_") })
+	})
+	if got := s.column("Load_Balancer_Group", "name"); len(got) != 3 || !slices.Contains(got, blueGroup) {
+		t.Errorf("load balancer groups once green is gone: %v, want blue's three", got)
+	}
 }
 
 // groupsOf names a router's or switch's load balancer groups, sorted.
