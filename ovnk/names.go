@@ -55,8 +55,13 @@ func (n Layer2Names) RouterToSwitchGatewayChassis(chassis string) string {
 // key's NetworkPrefix, then "<pod namespace>_<pod name>"
 // (ns1/tenant-blue, ns1/pod-a -> ns1.tenant.blue_ns1_pod-a).
 func PodPortName(nad, namespace, pod string) string {
-	return NetworkPrefix(nad) + namespace + "_" + pod
+	return NetworkPrefix(nad) + DefaultNetworkPodPortName(namespace, pod)
 }
+
+// DefaultNetworkPodPortName is OVN-Kubernetes' logical switch port name of
+// a pod on the default network (util.GetLogicalPortName), on its node's
+// switch: "<pod namespace>_<pod name>".
+func DefaultNetworkPodPortName(namespace, pod string) string { return namespace + "_" + pod }
 
 // TransitSwitchPort is OKEP-5535's name of a node's transit switch port for
 // its encap IP at index idx: tstor-<node> for the first, tstor-<node>_encapN

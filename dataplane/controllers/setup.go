@@ -7,6 +7,7 @@ import (
 	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/udnkit/udnkit/dataplane"
@@ -105,6 +106,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &nadv1.NetworkAttachmentDefinition{}, zone.NADNetworkField, zone.NADNetwork); err != nil {
 		return nil, err
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, zone.PodNodeField, zone.PodNode); err != nil {
+		return nil, err
+	}
 	c := mgr.GetClient()
 	rec := mgr.GetEventRecorder("udnkit-dataplane")
 	// One guard for every controller: a NAD that fails the ownership
@@ -147,6 +151,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	rs.Services = &lbservices.Reconciler{Client: c, OVN: ovn, Local: o.Local, Cluster: o.Cluster, Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard}
 	rs.NetworkPolicy = &networkpolicy.Reconciler{Client: c, OVN: ovn, Local: o.Local, MultiNetworkPolicy: o.NetworkPolicy.MultiNetworkPolicy,
 		Workers: o.Workers, FIFOQueue: o.FIFOQueue, Guard: guard}
+	// The isolation port group's members are read as the pod ports are:
+	// from the zone's pods and their k8s.ovn.org/pod-networks.
+	rs.Policy.IsolationPorts = rs.Pods.IsolationPorts
 	setups := []func(ctrl.Manager) error{rs.Layer2.SetupWithManager, rs.Layer3.SetupWithManager, rs.MultiVTEP.SetupWithManager,
 		rs.LiveMigration.SetupWithManager, rs.Policy.SetupWithManager, rs.Pods.SetupWithManager, rs.Services.SetupWithManager,
 		rs.NetworkPolicy.SetupWithManager}

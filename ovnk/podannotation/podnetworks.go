@@ -25,6 +25,10 @@ const (
 	RoleInfrastructureLocked = "infrastructure-locked"
 )
 
+// DefaultNetworkKey is the default network's key in the annotation
+// (upstream's types.DefaultNetworkName).
+const DefaultNetworkKey = "default"
+
 // Pod tunnel IDs of Layer2 networks (OVN-Kubernetes' cluster manager: one ID
 // allocator per Layer2 network up to types.MaxLogicalPortTunnelKey; 0 means
 // "none" and, with the transit router, 1-9 are kept for platform ports).

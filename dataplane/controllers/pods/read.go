@@ -71,7 +71,7 @@ func (r *Reconciler) portsOf(ctx context.Context, n network) ([]pods.Pod, error)
 // portOf is one pod's port input (ok false: the pod has no port).
 func (r *Reconciler) portOf(ctx context.Context, n network, nadKey string, pod *corev1.Pod, nodes map[string]nodeInfo,
 	enabled map[string]bool, prev map[string]pods.Pod) (pods.Pod, bool) {
-	if pod.Spec.NodeName == "" || pod.Spec.HostNetwork || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	if !wired(pod) {
 		return pods.Pod{}, false
 	}
 	p := pods.Pod{NAD: nadKey, Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID), Node: pod.Spec.NodeName,
@@ -115,6 +115,12 @@ func (r *Reconciler) portOf(ctx context.Context, n network, nadKey string, pod *
 		return pods.Pod{}, false
 	}
 	return p, true
+}
+
+// wired says whether a pod has ports at all: scheduled, not host-network
+// and not finished (upstream deletes a completed pod's ports).
+func wired(pod *corev1.Pod) bool {
+	return pod.Spec.NodeName != "" && !pod.Spec.HostNetwork && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
 // nodes reads every node's chassis ID, zone and number of VTEPs.

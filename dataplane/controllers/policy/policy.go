@@ -40,11 +40,15 @@ type Reconciler struct {
 	// Services caches the UDN-enabled services (nil: read through Client,
 	// unwatched).
 	Services cache.Cache
-	// PodPorts lists a network's pod ports in the zone, members of its
-	// cluster port group (nil: none).
+	// PodPorts lists ports to add to a network's cluster port group
+	// besides its management ports (nil: none). Upstream adds no pod port
+	// to it (only syncNodeManagementPort adds a port), so Setup leaves it
+	// nil.
 	PodPorts func(ctx context.Context, network string) ([]string, error)
 	// IsolationPorts lists the default network's ports of the zone's
-	// Primary-UDN pods, members of the isolation port group (nil: none).
+	// Primary-UDN pods, members of the isolation port group (nil: none;
+	// Setup gives pods.Reconciler.IsolationPorts). When set, pod changes
+	// requeue their namespace's NADs.
 	IsolationPorts func(ctx context.Context) ([]string, error)
 	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
 	Workers int
@@ -65,6 +69,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("dataplane-policy").
 		WithOptions(zone.ControllerOptions(r.Workers, r.FIFOQueue)), r.Client, r.guard(), zone.VTEPName).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nads), nodeFacts)
+	if r.IsolationPorts != nil {
+		// A pod's default network port joins or leaves the isolation
+		// port group: its NADs' reconciles apply the zone's rows.
+		b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return zone.NADsIn(r.Client, o.GetNamespace())(ctx, o)
+		}), zone.PodPortChanged())
+	}
 	if r.Services != nil {
 		b = b.WatchesRawSource(watchServices(r.Services, nads))
 	}

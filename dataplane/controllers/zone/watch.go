@@ -48,6 +48,19 @@ func NADNetwork(o client.Object) []string {
 	return nil
 }
 
+// PodNodeField indexes pods by their node (spec.nodeName; PodNode), for
+// the controllers that read the pods of the zone's nodes. Setup registers
+// it; a reconciler built otherwise needs its Client to have it.
+const PodNodeField = "udnkit.pod.node"
+
+// PodNode is PodNodeField's index function: a scheduled pod's node.
+func PodNode(o client.Object) []string {
+	if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+		return []string{p.Spec.NodeName}
+	}
+	return nil
+}
+
 // nodeFacts are the annotations (and, if addresses, status.addresses) a
 // controller reads of a node.
 type NodeFacts struct {

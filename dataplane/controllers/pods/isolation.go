@@ -1,0 +1,61 @@
+package pods
+
+import (
+	"context"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/udnkit/udnkit/dataplane/controllers/zone"
+	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
+)
+
+// IsolationPorts are the default network's ports of the zone's pods whose
+// primary network is a user-defined one, sorted: the members of the
+// zone's isolation port group (the policy controller's IsolationPorts).
+// Upstream's default network controller adds such a pod's port to the
+// group in the transaction that creates it (pods.go addLogicalPort, when
+// the pod's default network role is infrastructure-locked); OVN-Kubernetes
+// writes those ports, so udnkit names them ("<namespace>_<pod>") from what
+// OVN-Kubernetes recorded on the pod: its k8s.ovn.org/pod-networks entry
+// of the default network with role RoleInfrastructureLocked. A pod counts while
+// it has ports (wired) on one of the zone's nodes; one whose annotation
+// cannot be read is left out and logged (making a port a member cuts its
+// default-network traffic, which must not rest on a guess). The pods are
+// read by node through zone.PodNodeField.
+func (r *Reconciler) IsolationPorts(ctx context.Context) ([]string, error) {
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	var out []string
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if r.Local != nil && !r.Local(n) {
+			continue
+		}
+		var list corev1.PodList
+		if err := r.Client.List(ctx, &list, client.MatchingFields{zone.PodNodeField: n.Name}, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, err
+		}
+		for j := range list.Items {
+			pod := &list.Items[j]
+			if !wired(pod) {
+				continue
+			}
+			pn, err := podannotation.DecodePodNetwork(pod.Annotations, podannotation.DefaultNetworkKey)
+			if err != nil {
+				log.FromContext(ctx).Error(err, "pod's default network port left out of the isolation port group", "pod", pod.Namespace+"/"+pod.Name)
+				continue
+			}
+			if pn != nil && pn.Role == podannotation.RoleInfrastructureLocked {
+				out = append(out, ovnk.DefaultNetworkPodPortName(pod.Namespace, pod.Name))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
