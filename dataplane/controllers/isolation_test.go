@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,7 +14,10 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/dataplane/topology/policy"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
 // One bad node must not stall the cluster: a duplicate node ID or a malformed
@@ -107,4 +111,86 @@ func TestOneBadObjectAffectsOnlyItself(t *testing.T) {
 		port := s.nbctl("--bare", "--columns=options", "find", "Logical_Router_Port", "name=trtor-GR_iso1_net_node-d")
 		return strings.Contains(gr, "chassis="+chassisOf("node-d")) && strings.Contains(port, "requested-tnl-key=15")
 	})
+}
+
+// portGroupPorts are the names of a port group's ports, sorted, as
+// `ovn-nbctl list Port_Group` shows their UUIDs.
+func (s *stack) portGroupPorts(pg string) []string {
+	s.t.Helper()
+	var out []string
+	for _, line := range s.column("Port_Group", "ports", "name="+pg) {
+		for _, uuid := range strings.Fields(line) {
+			out = append(out, s.nbctl("get", "Logical_Switch_Port", uuid, "name"))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// defaultNetworkPod is a pod on node whose k8s.ovn.org/pod-networks holds
+// the default network's entry with role, as OVN-Kubernetes writes it.
+func defaultNetworkPod(ns, name, node, role string) *corev1.Pod {
+	return testobj.MakePod(ns, name).Node(node).Annotation(ovnk.AnnotationPodNetworks,
+		`{"default":{"ip_addresses":["10.244.2.9/24","fd00:10:244:3::9/64"],"mac_address":"0a:58:0a:f4:02:09","role":"`+role+`"}}`).Obj()
+}
+
+// The zone's isolation port group holds the default-network port of each
+// of the zone's pods whose default network role is infrastructure-locked
+// (upstream's pods.go addLogicalPort), and follows them: a new pod's port
+// joins; a deleted or finished pod leaves (OVN-Kubernetes deletes its port,
+// which takes it out of the group, and udnkit asks for it no more) while
+// the other members stay; a port whose pod is on another zone's node, or
+// whose pod is on the default network (role primary), is never a member.
+// The ports are OVN-Kubernetes' (written here as it does, before the
+// pod's event). The network's cluster port groups keep their management
+// port only, as upstream's (syncNodeManagementPort is the one writer of
+// their ports).
+func TestIsolationPortGroupFollowsPods(t *testing.T) {
+	s, _ := policyStackWith(t, func(o *Options) { o.Zone, o.Local = "node-a", zone.InZone("node-a") })
+	s.create(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b", Annotations: map[string]string{ovnk.AnnotationNodeID: "3"}}}, namespace("ns3"))
+	// OVN-Kubernetes' default network ports on node-a's switch.
+	s.nbctl("ls-add", "node-a")
+	for _, p := range []string{"ns1_pod1", "ns1_pod2", "ns1_podb", "ns3_plain"} {
+		s.nbctl("lsp-add", "node-a", p)
+	}
+	pg := policy.IsolationPortGroup()
+	members := func(want ...string) func() bool {
+		return func() bool { return slices.Equal(s.portGroupPorts(pg), want) }
+	}
+	infra := podannotation.RoleInfrastructureLocked
+	pod1 := defaultNetworkPod("ns1", "pod1", "node-a", infra)
+	s.create(pod1, defaultNetworkPod("ns1", "podb", "node-b", infra), defaultNetworkPod("ns3", "plain", "node-a", podannotation.RolePrimary))
+	s.eventually("node-a's Primary-UDN pod's default port in the isolation group", members("ns1_pod1"))
+
+	pod2 := defaultNetworkPod("ns1", "pod2", "node-a", infra)
+	s.create(pod2)
+	s.eventually("a new pod's port joins", members("ns1_pod1", "ns1_pod2"))
+	for net, mgmt := range map[string]string{greenNet: greenMgmt, blueNet: "k8s-ns1_tenant.blue_node-a"} {
+		s.eventually(net+"'s cluster port group holds its management port only", func() bool {
+			return slices.Equal(s.portGroupPorts(policy.ClusterPortGroup(net)), []string{mgmt})
+		})
+	}
+
+	if err := s.c.Delete(s.ctx, pod1, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	s.nbctl("lsp-del", "ns1_pod1")
+	s.eventually("the deleted pod's port leaves, the other stays", members("ns1_pod2"))
+
+	pod2.Status.Phase = corev1.PodSucceeded
+	if err := s.c.Status().Update(s.ctx, pod2); err != nil {
+		t.Fatal(err)
+	}
+	s.nbctl("lsp-del", "ns1_pod2")
+	s.eventually("the finished pod's port leaves", members())
+
+	// pod1 comes back on node-b, another zone, and a port of its name is
+	// on node-a's switch: not this zone's member; nor is a pod whose
+	// default network role is not infrastructure-locked.
+	s.nbctl("lsp-add", "node-a", "ns1_pod1")
+	s.create(defaultNetworkPod("ns1", "pod1", "node-b", infra), defaultNetworkPod("ns1", "pod3", "node-a", "bogus"))
+	// pod4, created last, joins: the group then read every pod before it.
+	s.nbctl("lsp-add", "node-a", "ns1_pod4")
+	s.create(defaultNetworkPod("ns1", "pod4", "node-a", infra))
+	s.eventually("pod4 alone: no pod of another zone or without role infrastructure-locked", members("ns1_pod4"))
 }

@@ -38,11 +38,16 @@ const (
 // policyStack starts the dataplane with EgressIP on or off in a
 // dual-stack cluster and creates the world; it returns the Layer3 NAD.
 func policyStack(t *testing.T, egressIP bool) (*stack, *nadv1.NetworkAttachmentDefinition) {
+	return policyStackWith(t, func(o *Options) { o.Policy.EgressIP = egressIP })
+}
+
+// policyStackWith is policyStack with Setup's options changed by opt.
+func policyStackWith(t *testing.T, opt func(*Options)) (*stack, *nadv1.NetworkAttachmentDefinition) {
 	s := newStackWith(t, envtest.Options{ServiceClusterIPRange: "10.0.0.0/24,fd00:10:96::/112"})
 	o := s.opts()
 	o.Cluster = ovnk.DefaultClusterConfig()
 	o.Cluster.ClusterSubnets = []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16"), netip.MustParsePrefix("fd00:10:244::/48")}
-	o.Policy.EgressIP = egressIP
+	opt(&o)
 	if _, err := Setup(s.ctx, s.mgr, o); err != nil {
 		t.Fatal(err)
 	}
