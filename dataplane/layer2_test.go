@@ -23,6 +23,7 @@ var (
 func exampleV4() (topology.Layer2Network, []topology.Layer2Node) {
 	net := topology.Layer2Network{
 		Name:                   "test12_namespace-scoped",
+		EgressIP:               true, // its 102 no-reroute policies are checked
 		Subnets:                []netip.Prefix{pfx("203.203.0.0/24")},
 		JoinSubnets:            []netip.Prefix{pfx("100.65.0.0/16")},
 		SwitchTunnelKey:        16711685,
@@ -136,6 +137,7 @@ func TestLayer2TopologyIPv6ThreeNodes(t *testing.T) {
 	e := newEnv(t)
 	net := topology.Layer2Network{
 		Name:                   "test12_namespace-scoped",
+		EgressIP:               true, // its 102 no-reroute policies are checked
 		Subnets:                []netip.Prefix{pfx("2010:100:200::/60")},
 		JoinSubnets:            []netip.Prefix{pfx("fd99::/64")},
 		SwitchTunnelKey:        16711685,

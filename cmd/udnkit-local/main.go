@@ -145,6 +145,9 @@ func startManagers(ctx context.Context, env *envtest.Environment, ovns []zoneOVN
 		"metrics-bind-address":               "0",
 		"health-probe-bind-address":          "0",
 		"preconfigured-udn-addresses-enable": "true",
+		// The quickstart shows EgressIP's defaults, OKEP-5377's subnet
+		// policies among them.
+		"enable-egress-ip": "true",
 	}
 	if len(ovns) == 1 && ovns[0].zone == "" {
 		main["ovn-nb-address"], main["ovn-sb-address"] = ovns[0].ovn.NB.Address(), ovns[0].ovn.SB.Address()
@@ -173,7 +176,7 @@ func startManagers(ctx context.Context, env *envtest.Environment, ovns []zoneOVN
 		stopZone, _, _, err := startManager(ctx, env, map[string]string{
 			"controllers": "dataplane", "zone": z.zone,
 			"ovn-nb-address": z.ovn.NB.Address(), "ovn-sb-address": z.ovn.SB.Address(),
-			"metrics-bind-address": "0", "health-probe-bind-address": "0",
+			"metrics-bind-address": "0", "health-probe-bind-address": "0", "enable-egress-ip": "true",
 		}, false)
 		if err != nil {
 			stop()

@@ -27,7 +27,9 @@ func TestLayer3PoliciesFromAPIState(t *testing.T) {
 	if err := reconcilers.SetupWithManager(s.mgr, cfg); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Setup(s.ctx, s.mgr, s.opts()); err != nil {
+	o := s.opts()
+	o.Policy.EgressIP = true // the OKEP-5377 policies are EgressIP's no-reroute policies
+	if _, err := Setup(s.ctx, s.mgr, o); err != nil {
 		t.Fatal(err)
 	}
 	// The second network's topology belongs to OVN-Kubernetes: its cluster

@@ -36,7 +36,9 @@ func TestLiveMigrationRoutesFromAPIState(t *testing.T) {
 	if err := addresses.SetupWithManager(s.mgr, ovnk.DefaultClusterConfig()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Setup(s.ctx, s.mgr, s.opts()); err != nil {
+	o := s.opts()
+	o.Policy.EgressIP = true // the transit router's 102 policies, which must outlive the migration's, are EgressIP's
+	if _, err := Setup(s.ctx, s.mgr, o); err != nil {
 		t.Fatal(err)
 	}
 	s.start()

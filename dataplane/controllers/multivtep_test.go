@@ -156,6 +156,7 @@ func TestLayer3MultiVTEPFromAPIState(t *testing.T) {
 	s.remoteChassis("node-b", "172.18.0.3", "172.18.0.4", "172.18.0.5")
 	o := s.opts()
 	o.Local = func(n *corev1.Node) bool { return n.Name != "node-b" }
+	o.Policy.EgressIP = true // the subnet policies, whose router must stay, are EgressIP's
 	rs, err := Setup(s.ctx, s.mgr, o)
 	if err != nil {
 		t.Fatal(err)

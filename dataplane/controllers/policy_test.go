@@ -120,6 +120,17 @@ func TestPolicyDefaultsFromAPIState(t *testing.T) {
 			mine(greenRouter, greenJoin4, greenJoin6) && mine(blueRouter, blueJoin4, blueJoin6)
 	}
 	s.eventually("both networks' and the zone's defaults", all)
+	for router, subnets := range map[string][]string{greenRouter: {"10.200.0.0/16", "2001:db8:200::/48"}, blueRouter: {"203.203.0.0/24", "2010:100:200::/60"}} {
+		got := normalized(s.nbctl("lr-policy-list", router))
+		for _, want := range noReroutes(subnets...) {
+			if !strings.Contains(got, want) {
+				t.Errorf("%s's policies lack EgressIP's %q:\n%s", router, want, got)
+			}
+		}
+	}
+	if got := s.catchAllRoutes(greenRouter, "10.200.0.0/16", "2001:db8:200::/48"); len(got) != 2 {
+		t.Errorf("%s's EgressIP catch-all routes %v, want one per cluster subnet", greenRouter, got)
+	}
 
 	for net, port := range map[string]string{greenNet: greenMgmt, blueNet: "k8s-ns1_tenant.blue_node-a"} {
 		got := s.column("Port_Group", "ports", "name="+policy.ClusterPortGroup(net))
@@ -173,13 +184,28 @@ func TestPolicyDefaultsFromAPIState(t *testing.T) {
 }
 
 // With EgressIP off (the default) the network gets its network-policy
-// defaults and no EgressIP row: no address set, QoS rule or no-reroute
-// policy of EgressIP.
+// defaults and no EgressIP row, as upstream (whose controllers write them
+// only with --enable-egress-ip: ensureRouterPoliciesForNetwork, the
+// EgressIP catch-all of CreateDefaultRouteToExternal): no address set, QoS
+// rule or no-reroute policy of EgressIP, no priority-102 policy at all on
+// either network's router, and no catch-all route on the Layer3 cluster
+// router, whose topology is otherwise there.
 func TestPolicyDefaultsWithoutEgressIP(t *testing.T) {
 	s, _ := policyStack(t, false)
 	s.eventually("the network's port groups and ACLs", func() bool {
 		return len(s.column("Port_Group", "name")) == 5 && len(s.column("ACL", "_uuid")) == 13
 	})
+	s.eventually("the Layer3 topology's host-subnet route", func() bool {
+		return len(s.catchAllRoutes(greenRouter, "10.200.1.0/24")) == 1
+	})
+	for _, router := range []string{greenRouter, blueRouter} {
+		if got := normalized(s.nbctl("lr-policy-list", router)); strings.Contains(got, "\n102 ") {
+			t.Errorf("%s has priority-102 policies without EgressIP:\n%s", router, got)
+		}
+	}
+	if got := s.catchAllRoutes(greenRouter, "10.200.0.0/16", "2001:db8:200::/48"); len(got) != 0 {
+		t.Errorf("%s's EgressIP catch-all routes without EgressIP: %v", greenRouter, got)
+	}
 	if got := s.column("Address_Set", "name"); len(got) != 0 {
 		t.Errorf("address sets without EgressIP: %v", got)
 	}
@@ -191,4 +217,33 @@ func TestPolicyDefaultsWithoutEgressIP(t *testing.T) {
 			t.Errorf("%s policies without EgressIP: %v", name, got)
 		}
 	}
+}
+
+// noReroutes are the lr-policy-list lines of the Layer2 and Layer3
+// topologies' EgressIP policies (Pod-To-Pod and reply-traffic) for a
+// network of subnets.
+func noReroutes(subnets ...string) []string {
+	out := []string{"102 pkt.mark == 42 allow"}
+	for _, sub := range subnets {
+		f := "ip4"
+		if strings.Contains(sub, ":") {
+			f = "ip6"
+		}
+		out = append(out, "102 "+f+".src == "+sub+" && "+f+".dst == "+sub+" allow")
+	}
+	slices.Sort(out)
+	return out
+}
+
+// catchAllRoutes are a router's src-ip routes of the subnets, normalized.
+func (s *stack) catchAllRoutes(router string, subnets ...string) []string {
+	var out []string
+	for _, l := range strings.Split(normalized(s.nbctl("lr-route-list", router)), "\n") {
+		for _, sub := range subnets {
+			if strings.HasPrefix(l, sub+" ") && strings.HasSuffix(l, " src-ip") {
+				out = append(out, l)
+			}
+		}
+	}
+	return out
 }

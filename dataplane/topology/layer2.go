@@ -84,6 +84,11 @@ type Layer2Network struct {
 	// (AddGatewayExternal).
 	GatewayMasqueradeIPs []netip.Addr
 	MasqueradeSubnets    []netip.Prefix
+	// EgressIP is the cluster's --enable-egress-ip: the transit router then
+	// gets EgressIP's priority-102 no-reroute policies (the subnet pairs
+	// and the reply-traffic mark), which upstream writes only with EgressIP
+	// (egressip.go ensureRouterPoliciesForNetwork).
+	EgressIP bool
 }
 
 // Layer2Node is one node as the Layer2 topology sees it.

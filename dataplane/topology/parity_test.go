@@ -47,6 +47,9 @@ func parityNetwork() Layer2Network {
 			{Key: "default/kubernetes", ClusterIPs: []netip.Addr{addr("10.96.0.1"), addr("fd96::1")}},
 			{Key: "kube-system/kube-dns", ClusterIPs: []netip.Addr{addr("10.96.0.10"), addr("fd96::a")}},
 		},
+		// The reference cluster runs EgressIP: the tables check its
+		// no-reroute policies.
+		EgressIP: true,
 	}
 }
 

@@ -20,8 +20,11 @@ const (
 // policies are the transit router's subnet-pair policies and the
 // allow-mark policy, with the external IDs upstream's EgressIP controller
 // gives them (they are its Pod-To-Pod and reply-traffic no-reroute
-// policies).
+// policies, createDefaultNoReroutePodPolicies): none without EgressIP.
 func (b *layer2Build) policies([]Layer2Node) error {
+	if !b.net.EgressIP {
+		return nil
+	}
 	allow := append(SubnetPairPolicies(b.net.Subnets), nbdb.LogicalRouterPolicy{
 		Priority: PolicyPriorityAllow, Action: nbdb.LogicalRouterPolicyActionAllow,
 		Match: "pkt.mark == " + strconv.Itoa(PktMarkAllow),

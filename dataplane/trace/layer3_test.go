@@ -115,7 +115,7 @@ func newLayer3With(t *testing.T, form topology.Layer3PolicyForm, vtepC bool, sub
 	}
 	l.ovnkLayer3()
 	c := apiState(t, nad)
-	r := &layer3.Reconciler{Client: c, OVN: l.ovn, Form: form}
+	r := &layer3.Reconciler{Client: c, OVN: l.ovn, Form: form, EgressIP: true} // the 102 policies are EgressIP's
 	if _, err := r.Reconcile(l.ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: nad.Namespace, Name: nad.Name}}); err != nil {
 		t.Fatalf("layer3 reconcile: %v", err)
 	}

@@ -244,7 +244,7 @@ func apiState(t *testing.T, nad client.Object, objs ...client.Object) client.Cli
 func (z *zone) programLayer2(cluster ovnk.ClusterConfig, nad *nadv1.NetworkAttachmentDefinition, objs ...client.Object) {
 	z.t.Helper()
 	c := apiState(z.t, nad, objs...)
-	r := &layer2.Reconciler{Client: c, OVN: z.ovn, Cluster: cluster,
+	r := &layer2.Reconciler{Client: c, OVN: z.ovn, Cluster: cluster, EgressIP: true,
 		Local: func(n *corev1.Node) bool { return n.Name == z.local.name }}
 	if _, err := r.Reconcile(z.ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: nad.Namespace, Name: nad.Name}}); err != nil {
 		z.t.Fatalf("layer2 reconcile: %v", err)

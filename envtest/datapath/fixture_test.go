@@ -238,7 +238,8 @@ func program(t *testing.T, c *datapath.Cluster, nets ...*network) {
 	t.Helper()
 	for _, zone := range c.Nodes {
 		state, local := apiState(t, c, nets...), localTo(zone)
-		reconcileAll(t, zone, &layer2.Reconciler{Client: state, OVN: ovnClient(t, zone), Cluster: cfg, Local: local}, nets...)
+		// The suite's clusters run EgressIP: its 102 no-reroute policies are in the path.
+		reconcileAll(t, zone, &layer2.Reconciler{Client: state, OVN: ovnClient(t, zone), Cluster: cfg, Local: local, EgressIP: true}, nets...)
 		reconcileAll(t, zone, podPortReconciler(t, zone, state), nets...)
 	}
 }
@@ -260,7 +261,7 @@ func programLayer3(t *testing.T, c *datapath.Cluster, nets ...*network) {
 	t.Helper()
 	for _, zone := range c.Nodes {
 		reconcileAll(t, zone, &layer3.Reconciler{Client: apiState(t, c, nets...), OVN: ovnClient(t, zone), Topology: true, Cluster: cfg,
-			Local: func(n *corev1.Node) bool { return n.Name == zone.Name }}, nets...)
+			Local: func(n *corev1.Node) bool { return n.Name == zone.Name }, EgressIP: true}, nets...)
 	}
 }
 

@@ -168,7 +168,7 @@ func TestLayer2RollingUpgrade(t *testing.T) {
 	reconcileZone := func(t *testing.T, zone *datapath.Node) {
 		t.Helper()
 		r := &layer2.Reconciler{Client: state, OVN: ovnClient(t, zone), Cluster: cfg, AdoptLegacy: true,
-			Local: func(n *corev1.Node) bool { return n.Name == zone.Name }}
+			Local: func(n *corev1.Node) bool { return n.Name == zone.Name }, EgressIP: true}
 		reconcileAll(t, zone, r, up)
 	}
 	version := func(n *datapath.Node) string {

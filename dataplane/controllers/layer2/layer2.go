@@ -65,6 +65,9 @@ type Reconciler struct {
 	// ovnk.DefaultExternalPortRange).
 	GatewayMode       ovnk.GatewayMode
 	ExternalPortRange string
+	// EgressIP is --enable-egress-ip (topology.Layer2Network.EgressIP):
+	// off, the transit router gets none of EgressIP's policies.
+	EgressIP bool
 	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
 	Workers int
 	// FIFOQueue is Options.FIFOQueue.
@@ -198,7 +201,7 @@ func (r *Reconciler) clusterFacts(nad *nadv1.NetworkAttachmentDefinition, net *t
 	if err := zone.ClusterFacts(r.Cluster, nad, net); err != nil {
 		return err
 	}
-	net.GatewayMode, net.ExternalPortRange = r.GatewayMode, r.ExternalPortRange
+	net.GatewayMode, net.ExternalPortRange, net.EgressIP = r.GatewayMode, r.ExternalPortRange, r.EgressIP
 	ids, err := ovnk.DecodeNetworkIDs(nad.Annotations)
 	if err != nil || !ids.HasID || ids.ID < 1 {
 		return err

@@ -55,9 +55,11 @@ type Reconciler struct {
 	// ovnk.DefaultExternalPortRange).
 	GatewayMode       ovnk.GatewayMode
 	ExternalPortRange string
-	// NoEgressIP leaves out EgressIP's catch-all src-ip routes (the
-	// cluster runs without --enable-egress-ip).
-	NoEgressIP bool
+	// EgressIP is --enable-egress-ip: the subnet policies (EgressIP's
+	// priority-102 no-reroute policies) and the gateway routers' catch-all
+	// src-ip routes (topology.Layer3Network.EgressIP) are written only
+	// with it, as upstream does.
+	EgressIP bool
 	// Recorder, when set, raises a Warning Event on each object left out.
 	Recorder recorder.EventRecorder
 	// Zone names this dataplane's zone in what it reports ("": the single zone).
@@ -138,7 +140,13 @@ func (r *Reconciler) applyPolicies(ctx context.Context, s *scope) (reconcile.Res
 		return reconcile.Result{}, nil
 	}
 	s.Network = name
-	d, err := topology.Layer3SubnetPoliciesForm(name, subnets, r.Form)
+	// Upstream writes the policies only with EgressIP
+	// (ensureRouterPoliciesForNetwork): without, the piece is empty and
+	// its rows go.
+	d := &rows.Desired{Owner: rows.Owner{Network: name, Topology: base.TopologyLayer3, Piece: base.PieceSubnetPolicies}}
+	if r.EgressIP {
+		d, err = topology.Layer3SubnetPoliciesForm(name, subnets, r.Form)
+	}
 	if err != nil {
 		log.FromContext(ctx).Error(err, "skipping network", "network", name)
 		return reconcile.Result{}, nil

@@ -67,7 +67,7 @@ func (r *Reconciler) network(nad *nadv1.NetworkAttachmentDefinition) (topology.L
 	if err != nil {
 		return topology.Layer3Network{}, false, err
 	}
-	net := topology.Layer3Network{Name: name, Subnets: subnets, GatewayMTU: int(r.Cluster.MTU), EgressIP: !r.NoEgressIP,
+	net := topology.Layer3Network{Name: name, Subnets: subnets, GatewayMTU: int(r.Cluster.MTU), EgressIP: r.EgressIP,
 		TransitSubnets: r.Cluster.TransitSubnets, GatewayMode: r.GatewayMode, ExternalPortRange: r.ExternalPortRange}
 	net.ClusterIPv4, net.ClusterIPv6 = r.Cluster.IPModes()
 	if net.JoinSubnets, err = ovnk.ParsePrefixes(conf.JoinSubnet); err != nil {
