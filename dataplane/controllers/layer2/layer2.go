@@ -117,20 +117,12 @@ type scope struct {
 // networks whose NADs are gone, one phase after another.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	return phase.Run(ctx, &scope{NADScope: zone.NADScope{Req: req}}, []phase.Func[*scope]{
-		r.readNAD,
-		r.readSource,
+		zone.ReadNADPhase[*scope](r.Client, r.guard()),
+		zone.ReadSourcePhase[*scope](r.Client, r.guard(), zone.Layer2Name),
 		r.readNetwork,
 		r.applyTopology,
 		r.sweep,
 	})
-}
-
-func (r *Reconciler) readNAD(ctx context.Context, s *scope) (reconcile.Result, error) {
-	return s.ReadNAD(ctx, r.Client, r.guard())
-}
-
-func (r *Reconciler) readSource(ctx context.Context, s *scope) (reconcile.Result, error) {
-	return s.ReadSource(ctx, r.Client, r.guard(), zone.Layer2Name)
 }
 
 // readNetwork reads the network from its source with the cluster's facts

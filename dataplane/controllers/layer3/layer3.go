@@ -107,21 +107,13 @@ type scope struct {
 // rows of networks whose NADs are gone, one phase after another.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	return phase.Run(ctx, &scope{NADScope: zone.NADScope{Req: req}}, []phase.Func[*scope]{
-		r.readNAD,
-		r.readSource,
+		zone.ReadNADPhase[*scope](r.Client, r.guard()),
+		zone.ReadSourcePhase[*scope](r.Client, r.guard(), zone.Layer3Name),
 		r.applyPolicies,
 		r.readNetwork,
 		r.applyTopology,
 		r.sweep,
 	})
-}
-
-func (r *Reconciler) readNAD(ctx context.Context, s *scope) (reconcile.Result, error) {
-	return s.ReadNAD(ctx, r.Client, r.guard())
-}
-
-func (r *Reconciler) readSource(ctx context.Context, s *scope) (reconcile.Result, error) {
-	return s.ReadSource(ctx, r.Client, r.guard(), zone.Layer3Name)
 }
 
 // applyPolicies applies the policies of the source's network; a malformed

@@ -98,19 +98,11 @@ func (r *Reconciler) vmPodRequests(ctx context.Context, o client.Object) []recon
 // those of networks whose NADs are gone, one phase after another.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	return phase.Run(ctx, &zone.NADScope{Req: req}, []phase.Func[*zone.NADScope]{
-		r.readNAD,
-		r.readSource,
+		zone.ReadNADPhase[*zone.NADScope](r.Client, r.guard()),
+		zone.ReadSourcePhase[*zone.NADScope](r.Client, r.guard(), zone.Layer2Name),
 		r.applyRoutes,
 		r.sweep,
 	})
-}
-
-func (r *Reconciler) readNAD(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
-	return s.ReadNAD(ctx, r.Client, r.guard())
-}
-
-func (r *Reconciler) readSource(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
-	return s.ReadSource(ctx, r.Client, r.guard(), zone.Layer2Name)
 }
 
 // applyRoutes applies the routes of the source's network, its reconciles

@@ -59,6 +59,28 @@ func (s *NADScope) ReadSource(ctx context.Context, c client.Client, g *nadtrust.
 	return ctrl.Result{}, nil
 }
 
+// Base returns the NADScope itself: a controller's scope that embeds it
+// satisfies NADScoped, so the phases below serve it.
+func (s *NADScope) Base() *NADScope { return s }
+
+// NADScoped is a reconcile scope that embeds NADScope.
+type NADScoped interface {
+	phase.Scope
+	Base() *NADScope
+}
+
+// ReadNADPhase is every controller's first phase: NADScope.ReadNAD with c
+// and g.
+func ReadNADPhase[S NADScoped](c client.Client, g *nadtrust.Guard) phase.Func[S] {
+	return func(ctx context.Context, s S) (ctrl.Result, error) { return s.Base().ReadNAD(ctx, c, g) }
+}
+
+// ReadSourcePhase is NADScope.ReadSource with c, g and the controller's
+// networks' name function, as a phase.
+func ReadSourcePhase[S NADScoped](c client.Client, g *nadtrust.Guard, name func(*nadv1.NetworkAttachmentDefinition) (string, bool)) phase.Func[S] {
+	return func(ctx context.Context, s S) (ctrl.Result, error) { return s.Base().ReadSource(ctx, c, g, name) }
+}
+
 // Sweep runs pieces when sweeps says a sweep is due after this reconcile
 // (Sweeps.Sweep); it is every reconcile's last phase.
 func (s *NADScope) Sweep(ctx context.Context, sweeps *Sweeps, pieces ...func(context.Context) error) (ctrl.Result, error) {
