@@ -115,7 +115,9 @@ func idAnnotations(id, keys string) map[string]string {
 // the tenant's rows back.
 func TestForgedNADsLeaveOtherNetworksAlone(t *testing.T) {
 	s := newStack(t)
-	if _, err := Setup(s.ctx, s.mgr, s.opts()); err != nil {
+	o := s.opts()
+	o.Policy.EgressIP = true // the Layer3 network shows as its subnet policy, EgressIP's
+	if _, err := Setup(s.ctx, s.mgr, o); err != nil {
 		t.Fatal(err)
 	}
 	s.start()
