@@ -137,12 +137,13 @@ func defaultNetworkPod(ns, name, node, role string) *corev1.Pod {
 // The zone's isolation port group holds the default-network port of each
 // of the zone's pods whose default network role is infrastructure-locked
 // (upstream's pods.go addLogicalPort), and follows them: a new pod's port
-// joins; a deleted or finished pod leaves (OVN-Kubernetes deletes its port,
-// which takes it out of the group, and udnkit asks for it no more) while
-// the other members stay; a port whose pod is on another zone's node, or
+// joins; a deleted pod leaves (OVN-Kubernetes deletes its port) while the
+// other members stay, and a finished one leaves even while its port is
+// there; a port whose pod is on another zone's node, or
 // whose pod is on the default network (role primary), is never a member.
-// The ports are OVN-Kubernetes' (written here as it does, before the
-// pod's event). The network's cluster port groups keep their management
+// The ports are OVN-Kubernetes' (written here mostly before the pod's
+// event; one after, as it does: the member then joins when its port
+// appears). The network's cluster port groups keep their management
 // port only, as upstream's (syncNodeManagementPort is the one writer of
 // their ports).
 func TestIsolationPortGroupFollowsPods(t *testing.T) {
@@ -177,12 +178,26 @@ func TestIsolationPortGroupFollowsPods(t *testing.T) {
 	s.nbctl("lsp-del", "ns1_pod1")
 	s.eventually("the deleted pod's port leaves, the other stays", members("ns1_pod2"))
 
+	// A finished pod leaves while its port is still there (OVN-Kubernetes
+	// not yet done with it): the group's members are udnkit's to plan.
 	pod2.Status.Phase = corev1.PodSucceeded
 	if err := s.c.Status().Update(s.ctx, pod2); err != nil {
 		t.Fatal(err)
 	}
+	s.eventually("the finished pod's port leaves though it exists", members())
 	s.nbctl("lsp-del", "ns1_pod2")
-	s.eventually("the finished pod's port leaves", members())
+
+	// OVN-Kubernetes writes a pod's annotation before its port: the port
+	// joins once it appears.
+	// pod6, created after pod5 with its port, joins: the group was then
+	// planned with pod5 and without its port.
+	s.nbctl("lsp-add", "node-a", "ns1_pod6")
+	s.create(defaultNetworkPod("ns1", "pod5", "node-a", infra), defaultNetworkPod("ns1", "pod6", "node-a", infra))
+	s.eventually("pod6 joins, pod5 waits for its port", members("ns1_pod6"))
+	s.nbctl("lsp-add", "node-a", "ns1_pod5")
+	s.eventually("pod5's port joins once it appears", members("ns1_pod5", "ns1_pod6"))
+	s.nbctl("lsp-del", "ns1_pod5")
+	s.eventually("pod5's port deleted leaves the group", members("ns1_pod6"))
 
 	// pod1 comes back on node-b, another zone, and a port of its name is
 	// on node-a's switch: not this zone's member; nor is a pod whose
@@ -192,5 +207,5 @@ func TestIsolationPortGroupFollowsPods(t *testing.T) {
 	// pod4, created last, joins: the group then read every pod before it.
 	s.nbctl("lsp-add", "node-a", "ns1_pod4")
 	s.create(defaultNetworkPod("ns1", "pod4", "node-a", infra))
-	s.eventually("pod4 alone: no pod of another zone or without role infrastructure-locked", members("ns1_pod4"))
+	s.eventually("pod4 joins; no pod of another zone or without role infrastructure-locked", members("ns1_pod4", "ns1_pod6"))
 }
