@@ -181,6 +181,11 @@ func TestPolicyDefaultsFromAPIState(t *testing.T) {
 			len(s.column("ACL", "_uuid")) == 9 && len(s.column("QoS", "_uuid")) == 2 && len(s.column("Address_Set", "name")) == 8 &&
 			len(s.column("Logical_Switch", "name", "name="+greenSwitch)) == 0 && mine(blueRouter, blueJoin4, blueJoin6)
 	})
+	// The cluster router three pieces shared (topology, subnet policies,
+	// EgressIP defaults) goes with the last of them, whichever created it.
+	s.eventually("the Layer3 cluster router gone", func() bool {
+		return len(s.column("Logical_Router", "name", "name="+greenRouter)) == 0
+	})
 }
 
 // With EgressIP off (the default) the network gets its network-policy

@@ -252,7 +252,7 @@ func (p *Planner) dropStale(table string, m model.Model, uuid string, ids map[st
 		return errUnlinked
 	}
 	owned := p.owner.Owns(ids, m)
-	if owned && !keepShared(ids, cols) {
+	if owned && !keepShared(ids, cols) || lastOnShared(p.owner, ids, cols) {
 		p.Gone = append(p.Gone, index.RowRef{Table: table, UUID: uuid})
 		return p.add(p.api.Where(m).Delete())
 	}
@@ -315,6 +315,25 @@ func keepShared(ids map[string]string, cols []childColumn) bool {
 		}
 	}
 	return false
+}
+
+// lastOnShared says whether a Shared router or switch another udnkit piece
+// of the same network created holds only this piece's rows, which it is
+// taking out: the last piece to leave takes the bare row with it (its
+// creator, gone before, never applies again). A creator still wanting it
+// writes it again on its next Apply.
+func lastOnShared(owner rows.Owner, ids map[string]string, cols []childColumn) bool {
+	if ids[ovnk.ExternalIDShared] != "true" || ids[ovnk.ExternalIDPiece] == "" || ids[ovnk.ExternalIDNetwork] != owner.Network {
+		return false
+	}
+	for _, c := range cols {
+		for _, u := range *c.col {
+			if !c.owned(u) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // reference says whether a desired router or switch is handled as another's
