@@ -301,20 +301,10 @@ func markShared(ids *map[string]string, shared bool) {
 
 // keepShared says whether an owned Shared router or switch that its piece no
 // longer wants must stay because other pieces still have rows on it: then
-// only the piece's own rows go, and the row itself goes with a later Apply
-// of the piece that finds it bare.
+// only the piece's own rows go, and the row itself goes with the last
+// piece to leave it (lastOnShared).
 func keepShared(ids map[string]string, cols []childColumn) bool {
-	if ids[ovnk.ExternalIDShared] != "true" {
-		return false
-	}
-	for _, c := range cols {
-		for _, u := range *c.col {
-			if !c.owned(u) {
-				return true
-			}
-		}
-	}
-	return false
+	return ids[ovnk.ExternalIDShared] == "true" && !onlyOwned(cols)
 }
 
 // lastOnShared says whether a Shared router or switch another udnkit piece
@@ -323,9 +313,12 @@ func keepShared(ids map[string]string, cols []childColumn) bool {
 // creator, gone before, never applies again). A creator still wanting it
 // writes it again on its next Apply.
 func lastOnShared(owner rows.Owner, ids map[string]string, cols []childColumn) bool {
-	if ids[ovnk.ExternalIDShared] != "true" || ids[ovnk.ExternalIDPiece] == "" || ids[ovnk.ExternalIDNetwork] != owner.Network {
-		return false
-	}
+	return ids[ovnk.ExternalIDShared] == "true" && ids[ovnk.ExternalIDPiece] != "" &&
+		ids[ovnk.ExternalIDNetwork] == owner.Network && onlyOwned(cols)
+}
+
+// onlyOwned says whether every child in cols is the piece's.
+func onlyOwned(cols []childColumn) bool {
 	for _, c := range cols {
 		for _, u := range *c.col {
 			if !c.owned(u) {
