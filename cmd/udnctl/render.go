@@ -17,6 +17,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/cel"
+	"github.com/udnkit/udnkit/dataplane/controllers/policy"
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
@@ -153,6 +154,8 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"Primary Layer2 networks route its ClusterIPs to their management port; a service of --"+ovnk.FlagUDNAllowedDefaultServices+" not given is planned as absent")
 	cfg := ovnk.DefaultClusterConfig()
 	cfg.BindFlags(fs)
+	var egress policy.Options
+	egress.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -211,7 +214,7 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				err = zone.ClusterFacts(cfg, nad, &net)
 			}
 			if err == nil {
-				net.Services = enabled
+				net.Services, net.EgressIP = enabled, egress.EgressIP
 				desired, err = topology.Layer2Topology(net, l2Nodes)
 			}
 			if err != nil {
@@ -226,6 +229,12 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if err != nil {
 				fmt.Fprintf(stderr, "udnctl plan: %s: %v\n", identity(n.obj), err)
 				return 1
+			}
+			if !egress.EgressIP {
+				// The subnet policies are EgressIP's no-reroute policies.
+				fmt.Fprintf(stdout, "# %s (network %s): no subnet policies without --enable-egress-ip (upstream writes them only with EgressIP)\n",
+					identity(n.obj), n.name)
+				continue
 			}
 		default:
 			d, ok, err := podlessSwitch(n, cfg, nextID)
