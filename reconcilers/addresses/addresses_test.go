@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
 	ipamclaimsv1alpha1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -351,6 +352,26 @@ var _ = Describe("IPAMClaims", func() {
 		createPod(ns, "p", requesting(nil, "", "nope"))
 		Expect(warning(ns, "p", addresses.ReasonIPAMClaimNotFound)).To(ContainSubstring("claim-missing/nope"))
 		expectNoAnnotation(ns, "p")
+	})
+
+	It("gives a pod its addresses when the claim it named is created", func() {
+		const ns = "claim-late"
+		createUDN(ns, "tenant", primaryLayer2("10.36.0.0/24"))
+		createPod(ns, "p", requesting(nil, "", "later"))
+		Expect(warning(ns, "p", addresses.ReasonIPAMClaimNotFound)).To(ContainSubstring("claim-late/later"))
+		createClaim(ns, "later", ns+"_tenant")
+		// The claim's creation revisits the pod: well before the refused
+		// pod's retry, 30 s after the warning.
+		Eventually(func(g Gomega) {
+			var p corev1.Pod
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p"}, &p)).To(Succeed())
+			entry, err := podannotation.DecodePodNetwork(p.Annotations, ns+"/tenant")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(entry).NotTo(BeNil())
+			g.Expect(entry.IPAddresses).To(ConsistOf(HavePrefix("10.36.0.")))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		c, _ := claimWith(ns, "later", metav1.ConditionTrue, ovnk.ReasonSuccessfulAllocation)
+		Expect(c.Status.OwnerPod.Name).To(Equal("p"))
 	})
 
 	It("honours the deprecated k8s.ovn.org/primary-udn-ipamclaim on Persistent networks", func() {

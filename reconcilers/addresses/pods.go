@@ -15,12 +15,14 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -170,19 +172,48 @@ func (r *Reconciler) setup(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, indexPodNode, podNode); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("addresses").
 		For(&corev1.Pod{}).
-		Watches(&udnv1.UserDefinedNetwork{}, handler.EnqueueRequestsFromMapFunc(r.podsOfUDN)).
+		Watches(&udnv1.UserDefinedNetwork{}, handler.EnqueueRequestsFromMapFunc(r.podsOfObjectNamespace)).
 		Watches(&udnv1.ClusterUserDefinedNetwork{}, handler.EnqueueRequestsFromMapFunc(r.podsOfCUDN)).
 		// A namespace's labels decide which CUDN selects it.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.podsOfNamespace)).
-		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.EnqueueRequestsFromMapFunc(r.podsOfUDN),
+		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.EnqueueRequestsFromMapFunc(r.podsOfObjectNamespace),
 			builder.WithPredicates(predicate.NewPredicateFuncs(ownedNAD))).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.podsOfNode),
 			builder.WithPredicates(nodeSubnetsChanged)).
-		WithOptions(r.queueOptions()).
-		Complete(r)
+		WithOptions(r.queueOptions())
+	if err := r.watchClaims(mgr, b); err != nil {
+		return err
+	}
+	return b.Complete(r)
+}
+
+// watchClaims watches IPAMClaims, when the cluster serves them, for two
+// reasons: their informer then syncs before the first reconcile, where a
+// network's first pod used to start it (listing the network's claims) and
+// wait a second for it; and a claim's creation revisits the pods of its
+// namespace, so a pod that named it before it existed gets its addresses
+// then rather than at its next retry.
+func (r *Reconciler) watchClaims(mgr ctrl.Manager, b *builder.Builder) error {
+	_, err := mgr.GetRESTMapper().RESTMapping(ipamclaimsv1alpha1.SchemeGroupVersion.WithKind("IPAMClaim").GroupKind(), ipamclaimsv1alpha1.SchemeGroupVersion.Version)
+	if meta.IsNoMatchError(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	b.Watches(&ipamclaimsv1alpha1.IPAMClaim{}, handler.EnqueueRequestsFromMapFunc(r.podsOfObjectNamespace), builder.WithPredicates(claimCreated))
+	return nil
+}
+
+// claimCreated passes IPAMClaim creations only: the reconciler writes the
+// claims' status, and those updates must not revisit every pod.
+var claimCreated = predicate.Funcs{
+	UpdateFunc:  func(event.UpdateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
 // queueOptions: one worker, since Reconcile holds mu throughout (see
@@ -203,7 +234,7 @@ func (r *Reconciler) podsOfNamespace(ctx context.Context, o client.Object) []rec
 	return r.podsIn(ctx, o.GetName())
 }
 
-func (r *Reconciler) podsOfUDN(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *Reconciler) podsOfObjectNamespace(ctx context.Context, o client.Object) []reconcile.Request {
 	return r.podsIn(ctx, o.GetNamespace())
 }
 
