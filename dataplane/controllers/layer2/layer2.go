@@ -43,6 +43,8 @@ type Reconciler struct {
 	// DrainPoll is how often a network waiting for a local node to drain is
 	// retried (pods are not watched); 0 means 30 s.
 	DrainPoll time.Duration
+	// Wake, when set, hears of each network whose topology is applied.
+	Wake *zone.TopologyWake
 	// Cluster gives the UDN-enabled services (their ClusterIPs are routed
 	// to the management port), the masquerade subnets (the management-port
 	// SNAT's external IPs), the MTU and the IP families (every gateway
@@ -162,6 +164,9 @@ func (r *Reconciler) applyTopology(ctx context.Context, s *scope) (reconcile.Res
 	unlock := r.Networks.Lock(s.net.Name)
 	waiting, err := r.apply(ctx, s.net)
 	unlock()
+	if err == nil {
+		r.Wake.Applied(s.net.Name)
+	}
 	up := zone.UpstreamRows{Client: r.Client, Zone: r.Zone, Recheck: zone.OrDefault(r.UpstreamRecheck, zone.DefaultUpstreamRecheck)}
 	res, upstream, err := up.Handle(ctx, r.skip, s.Src, s.Owner, err)
 	var result reconcile.Result

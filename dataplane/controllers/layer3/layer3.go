@@ -41,6 +41,8 @@ type Reconciler struct {
 	// (Setup sets it); false writes only the subnet policies, on a cluster
 	// router OVN-Kubernetes' topology provides.
 	Topology bool
+	// Wake, when set, hears of each network whose topology is applied.
+	Wake *zone.TopologyWake
 	// Local says whether a node belongs to this OVN zone; nil means every
 	// node does (one zone).
 	Local func(*corev1.Node) bool

@@ -135,7 +135,9 @@ func (r *Reconciler) apply(ctx context.Context, net topology.Layer3Network) erro
 	if err != nil {
 		return err
 	}
-	_, err = r.OVN.Apply(ctx, d)
+	if _, err = r.OVN.Apply(ctx, d); err == nil {
+		r.Wake.Applied(net.Name)
+	}
 	return err
 }
 

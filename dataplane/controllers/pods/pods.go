@@ -60,6 +60,10 @@ type Reconciler struct {
 	// Guard applies the NAD ownership rule; nil: one reading through Client.
 	Guard *nadtrust.Guard
 	trust zone.Trusting
+	// Wake, when set, queues a Primary network's NADs again as soon as
+	// its topology is applied in the zone (nil: TopologyWait later).
+	Wake   *zone.TopologyWake
+	waiter *zone.TopologyWaiter
 
 	networks engine.KeyLocks
 	sweeps   zone.Sweeps
@@ -82,6 +86,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}), builder.WithPredicates(podChanged))
 	if r.Services != nil {
 		b = b.WatchesRawSource(zone.WatchServices(r.Client, r.Services))
+	}
+	if r.waiter = r.Wake.Waiter(); r.waiter != nil {
+		b = b.WatchesRawSource(r.waiter.Source())
 	}
 	return b.Complete(r)
 }
@@ -149,7 +156,7 @@ func (r *Reconciler) applyPorts(ctx context.Context, s *zone.NADScope) (reconcil
 	}
 	s.Network = n.Name
 	if n.conf.Role == podannotation.RolePrimary {
-		if res, wait := zone.WaitForTopology(ctx, r.OVN, n.Name, n.Topology); wait {
+		if res, wait := r.waiter.WaitForTopology(ctx, r.OVN, n.Name, n.Topology, s.Req); wait {
 			return res, nil
 		}
 	}

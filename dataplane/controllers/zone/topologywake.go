@@ -1,0 +1,108 @@
+package zone
+
+import (
+	"context"
+	"sync"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/udnkit/udnkit/dataplane"
+)
+
+// TopologyWake tells the controllers whose rows wait for a Primary
+// network's topology in the zone (WaitForTopology) that the topology
+// controllers have applied it, so the waiting NAD reconciles run at once
+// instead of TopologyWait later. TopologyWait's requeue stays as the
+// backstop: for a network OVN-Kubernetes programs here (no Apply comes),
+// and for news a full queue dropped. One TopologyWake serves a zone's
+// manager; a nil one wakes nobody.
+type TopologyWake struct {
+	mu      sync.Mutex
+	waiters []*TopologyWaiter
+}
+
+// Waiter registers one waiting controller: give its Source to the
+// controller's builder and look with its WaitForTopology.
+func (t *TopologyWake) Waiter() *TopologyWaiter {
+	if t == nil {
+		return nil
+	}
+	w := &TopologyWaiter{ch: make(chan event.GenericEvent, wakeBuffer), waiting: map[string]map[reconcile.Request]struct{}{}}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.waiters = append(t.waiters, w)
+	return w
+}
+
+// Applied says the network's topology is applied in the zone: every
+// reconcile waiting for it is queued again.
+func (t *TopologyWake) Applied(network string) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, w := range t.waiters {
+		w.wake(network)
+	}
+}
+
+// wakeBuffer bounds the news a waiter holds before its controller reads
+// them; more are dropped (the backstop requeue still comes).
+const wakeBuffer = 1024
+
+// TopologyWaiter is one controller's NAD reconciles waiting for their
+// network's topology.
+type TopologyWaiter struct {
+	ch      chan event.GenericEvent
+	mu      sync.Mutex
+	waiting map[string]map[reconcile.Request]struct{}
+}
+
+// Source queues the NADs whose network's topology was applied.
+func (w *TopologyWaiter) Source() source.Source {
+	return source.Channel(w.ch, &handler.EnqueueRequestForObject{})
+}
+
+// WaitForTopology is the package's WaitForTopology for req's reconcile,
+// which the network's Applied then queues again. The wait is recorded
+// before the second look, so an Apply between the first look and the
+// record is not missed (the record is then stale: one needless reconcile).
+func (w *TopologyWaiter) WaitForTopology(ctx context.Context, ovn *dataplane.Client, network, topology string, req reconcile.Request) (reconcile.Result, bool) {
+	res, wait := WaitForTopology(ctx, ovn, network, topology)
+	if !wait || w == nil {
+		return res, wait
+	}
+	w.wait(network, req)
+	return WaitForTopology(ctx, ovn, network, topology)
+}
+
+// wait records that req's reconcile waits for network's topology.
+func (w *TopologyWaiter) wait(network string, req reconcile.Request) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.waiting[network] == nil {
+		w.waiting[network] = map[reconcile.Request]struct{}{}
+	}
+	w.waiting[network][req] = struct{}{}
+}
+
+// wake queues the reconciles waiting for network, never blocking.
+func (w *TopologyWaiter) wake(network string) {
+	w.mu.Lock()
+	reqs := w.waiting[network]
+	delete(w.waiting, network)
+	w.mu.Unlock()
+	for req := range reqs {
+		nad := &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}
+		select {
+		case w.ch <- event.GenericEvent{Object: nad}:
+		default:
+		}
+	}
+}
