@@ -25,6 +25,10 @@ sed -i 's|--node-subnets=192.0.2.0/24,2001:db8::/64$|--node-subnets=192.0.2.0/24
 # pods.yaml's pods, which both mirror controllers read with their addresses).
 sed -i 's|apply -f "$f"; done|apply -f "$f"; sleep 5; done|' "$C/run.sh"
 grep -q 'sleep 5; done' "$C/run.sh" || { echo "cases.sh: the harness's apply_extra changed; adapt the sleep patch" >&2; exit 1; }
+# udnkit writes the Layer3 102 policies only with EgressIP (as upstream):
+# wait for the Layer3 cluster router, which every case has.
+sed -i 's|wait_for 180 "udnkit.s Layer3 policies" sh -c .*$|wait_for 180 "udnkit'"'"'s Layer3 cluster router" ovn-nbctl --db="$nb" get Logical_Router tenant.green_green_ovn_cluster_router name|' "$C/run.sh"
+grep -q 'Layer3 cluster router' "$C/run.sh" || { echo "cases.sh: the harness's Layer3 wait changed; adapt the patch" >&2; exit 1; }
 grep -q 'UD_FLAGS' "$C/run.sh" || { echo "cases.sh: the harness's ud() changed; adapt the UD_FLAGS patch" >&2; exit 1; }
 python3 - "$C/compare.py" <<'PY'
 import sys
