@@ -106,6 +106,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &nadv1.NetworkAttachmentDefinition{}, zone.NADNetworkField, zone.NADNetwork); err != nil {
 		return nil, err
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &nadv1.NetworkAttachmentDefinition{}, zone.AnyNetworkField, zone.AnyNetwork); err != nil {
+		return nil, err
+	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, zone.PodNodeField, zone.PodNode); err != nil {
 		return nil, err
 	}

@@ -16,13 +16,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/udnkit/udnkit/dataplane/internal/engine"
+	"github.com/udnkit/udnkit/ovnk"
 )
 
 // Requeuer re-queues NADs in every dataplane controller when the OVN client
 // finds the Northbound database no longer holds networks' rows as udnkit
-// wrote them (dataplane.Client.OnResync): the NADs of the networks named,
-// or every udnkit NAD. Every controller is For(NAD), so a NAD's request
-// re-applies all of its network's pieces.
+// wrote them (dataplane.Client.OnResync): the NADs of the networks named
+// (through AnyNetworkField, so Secondary networks' too), or every udnkit
+// NAD. Every controller is For(NAD), so a NAD's request re-applies all of
+// its network's pieces.
 type Requeuer struct {
 	c      client.Client
 	mu     sync.Mutex
@@ -74,7 +76,8 @@ func (r *Requeuer) Resync(rs engine.Resync) {
 			break
 		}
 		var nads nadv1.NetworkAttachmentDefinitionList
-		if err := r.c.List(ctx, &nads, client.MatchingFields{NADNetworkField: n}, client.UnsafeDisableDeepCopy); err != nil {
+		if err := r.c.List(ctx, &nads, client.MatchingFields{AnyNetworkField: n}, client.HasLabels{ovnk.LabelUserDefinedNetwork},
+			client.UnsafeDisableDeepCopy); err != nil {
 			logger.Error(err, "listing a network's NADs for a resync", "network", n)
 			continue
 		}
