@@ -261,6 +261,9 @@ func TestMultiNetworkPolicyOnASecondaryNetwork(t *testing.T) {
 	if got := s.pgPorts(networkpolicy.PolicyPortGroup("tenant-red_back", "tenant-red", "other")); got != nil {
 		t.Errorf("a policy for another NAD got a port group with %q", got)
 	}
+	// Another client deletes the policy's port group: the network is re-applied.
+	s.nbctl("pg-del", pg)
+	s.healsWithin("the MultiNetworkPolicy port group", 10*time.Second, func() bool { return slices.Equal(s.pgPorts(pg), []string{dbPort}) })
 	if err := s.c.Delete(s.ctx, mnp("db", "back")); err != nil {
 		t.Fatal(err)
 	}

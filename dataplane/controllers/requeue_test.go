@@ -38,14 +38,7 @@ func TestSecondaryNetworksRowsHealFromAForeignDelete(t *testing.T) {
 	if s.hasPort(backPort) || s.hasPort(lnPort) {
 		t.Fatalf("ls-del left the pod's ports")
 	}
-	started := time.Now()
-	for !programmed() {
-		if time.Since(started) > 10*time.Second {
-			t.Fatalf("the deleted Secondary switches are not back after 10 s; NB:\n%s", s.nbctl("show"))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Logf("deleted Secondary switches repaired in %v", time.Since(started).Round(10*time.Millisecond))
+	s.healsWithin("the deleted Secondary switches with the pod's ports", 10*time.Second, programmed)
 	for sw, want := range map[string]string{backSwitch: wantBack, lnSwitch: wantLn} {
 		if got := s.nbctl("lsp-list", sw); withoutUUIDs(got) != withoutUUIDs(want) {
 			t.Errorf("%s ports after the repair:\n%s\nwant:\n%s", sw, got, want)
@@ -54,3 +47,18 @@ func TestSecondaryNetworksRowsHealFromAForeignDelete(t *testing.T) {
 }
 
 func withoutUUIDs(out string) string { return normalized(uuidPattern.ReplaceAllString(out, "UUID")) }
+
+// healsWithin waits for ok after another client's edit, no API event in
+// between: the rows are back only if the dataplane re-applied them on its
+// own, within d.
+func (s *stack) healsWithin(what string, d time.Duration, ok func() bool) {
+	s.t.Helper()
+	started := time.Now()
+	for !ok() {
+		if time.Since(started) > d {
+			s.t.Fatalf("%s: not back %v after another client's edit; NB:\n%s", what, d, s.nbctl("show"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.t.Logf("%s: back in %v", what, time.Since(started).Round(10*time.Millisecond))
+}
