@@ -40,16 +40,16 @@ func DecodeOpenPorts(annotations map[string]string) ([]OpenPort, error) {
 		return nil, fmt.Errorf("annotation %s: failed to unmarshal %q: %w", AnnotationOpenDefaultPorts, v, err)
 	}
 	for i, p := range ports {
-		if err := p.validate(); err != nil {
+		if err := p.Validate(); err != nil {
 			return nil, fmt.Errorf("annotation %s: entry %d: %w", AnnotationOpenDefaultPorts, i, err)
 		}
 	}
 	return ports, nil
 }
 
-// validate is UnmarshalUDNOpenPortsAnnotation's check of one entry, with
+// Validate is UnmarshalUDNOpenPortsAnnotation's check of one entry, with
 // its messages.
-func (p OpenPort) validate() error {
+func (p OpenPort) Validate() error {
 	if !slices.Contains(openPortProtocols, p.Protocol) {
 		return fmt.Errorf("invalid protocol %s", p.Protocol)
 	}

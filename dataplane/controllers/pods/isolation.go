@@ -3,15 +3,21 @@ package pods
 import (
 	"context"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
+	"github.com/udnkit/udnkit/dataplane/topology/policy"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
+
+// ReasonOpenPortsInvalid is the Warning Event of a Primary-UDN pod whose
+// ovnk.AnnotationOpenDefaultPorts cannot be read: none of its ports open.
+const ReasonOpenPortsInvalid = "OpenDefaultPortsInvalid"
 
 // IsolationPorts are the default network's ports of the zone's pods whose
 // primary network is a user-defined one, sorted: the members of the
@@ -25,13 +31,17 @@ import (
 // it has ports (wired) on one of the zone's nodes; one whose annotation
 // cannot be read is left out and logged (making a port a member cuts its
 // default-network traffic, which must not rest on a guess). The pods are
-// read by node through zone.PodNodeField.
-func (r *Reconciler) IsolationPorts(ctx context.Context) ([]string, error) {
+// read by node through zone.PodNodeField. Each member carries the ports
+// its pod opens (ovnk.AnnotationOpenDefaultPorts); a pod whose annotation
+// is malformed stays a member with every port closed and gets a
+// ReasonOpenPortsInvalid Event saying why (upstream removes the pod's
+// open-port ACLs and records the error on the pod).
+func (r *Reconciler) IsolationPorts(ctx context.Context) ([]policy.IsolationMember, error) {
 	var nodes corev1.NodeList
 	if err := r.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
-	var out []string
+	var out []policy.IsolationMember
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		if r.Local != nil && !r.Local(n) {
@@ -51,11 +61,18 @@ func (r *Reconciler) IsolationPorts(ctx context.Context) ([]string, error) {
 				log.FromContext(ctx).Error(err, "pod's default network port left out of the isolation port group", "pod", pod.Namespace+"/"+pod.Name)
 				continue
 			}
-			if pn != nil && pn.Role == podannotation.RoleInfrastructureLocked {
-				out = append(out, ovnk.DefaultNetworkPodPortName(pod.Namespace, pod.Name))
+			if pn == nil || pn.Role != podannotation.RoleInfrastructureLocked {
+				continue
 			}
+			open, err := ovnk.DecodeOpenPorts(pod.Annotations)
+			if err != nil && r.Recorder != nil {
+				r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonOpenPortsInvalid, "OpenDefaultPorts",
+					"%v: every default-network port stays closed", err)
+			}
+			out = append(out, policy.IsolationMember{Port: ovnk.DefaultNetworkPodPortName(pod.Namespace, pod.Name),
+				Pod: pod.Namespace + "/" + pod.Name, OpenPorts: open})
 		}
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, func(a, b policy.IsolationMember) int { return strings.Compare(a.Port, b.Port) })
 	return out, nil
 }

@@ -2,15 +2,19 @@ package pods
 
 import (
 	"context"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
+	"github.com/udnkit/udnkit/dataplane/topology/policy"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/podannotation"
@@ -45,7 +49,53 @@ func TestIsolationPorts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"ns_pod-a", "ns_pod-z"}; !slices.Equal(got, want) {
+	if want := []string{"ns_pod-a", "ns_pod-z"}; !slices.Equal(portsOf(got), want) {
 		t.Errorf("isolation ports %v, want %v", got, want)
+	}
+}
+
+// portsOf are the members' ports.
+func portsOf(ms []policy.IsolationMember) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Port
+	}
+	return out
+}
+
+// Each member carries its pod's k8s.ovn.org/open-default-ports; a pod
+// whose annotation is malformed stays a member with none open and gets a
+// Warning Event naming the annotation and the broken rule.
+func TestIsolationPortsOpenPorts(t *testing.T) {
+	infra := podannotation.RoleInfrastructureLocked
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithIndex(&corev1.Pod{}, zone.PodNodeField, zone.PodNode).WithObjects(
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}},
+		withDefaultRole("web", "node-a", infra).Annotation(ovnk.AnnotationOpenDefaultPorts, `[{"protocol":"tcp","port":80},{"protocol":"icmp"}]`).Obj(),
+		withDefaultRole("bad", "node-a", infra).Annotation(ovnk.AnnotationOpenDefaultPorts, `[{"protocol":"tcp"}]`).Obj(),
+		withDefaultRole("closed", "node-a", infra).Obj()).Build()
+	rec := events.NewFakeRecorder(10)
+	r := &Reconciler{Client: c, Recorder: rec}
+	got, err := r.IsolationPorts(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eighty := 80
+	want := []policy.IsolationMember{{Port: "ns_bad", Pod: "ns/bad"}, {Port: "ns_closed", Pod: "ns/closed"},
+		{Port: "ns_web", Pod: "ns/web", OpenPorts: []ovnk.OpenPort{{Protocol: "tcp", Port: &eighty}, {Protocol: "icmp"}}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("members %+v, want %+v", got, want)
+	}
+	select {
+	case e := <-rec.Events:
+		for _, w := range []string{corev1.EventTypeWarning, ReasonOpenPortsInvalid, ovnk.AnnotationOpenDefaultPorts, "port is required for tcp protocol", "stays closed"} {
+			if !strings.Contains(e, w) {
+				t.Errorf("event %q lacks %q", e, w)
+			}
+		}
+	default:
+		t.Fatal("no Event for the malformed annotation")
+	}
+	if len(rec.Events) != 0 {
+		t.Errorf("%d more Events: only the malformed pod gets one", len(rec.Events))
 	}
 }

@@ -157,7 +157,7 @@ func (r *Reconciler) isolation(ctx context.Context, nodes []corev1.Node) (*rows.
 	if len(local) == 0 {
 		return &rows.Desired{Owner: rows.Owner{Network: policy.ZoneNetwork, Topology: base.TopologyZone, Piece: base.PieceUDNIsolation}}, nil
 	}
-	var ports []string
+	var ports []policy.IsolationMember
 	if r.IsolationPorts != nil {
 		var err error
 		if ports, err = r.IsolationPorts(ctx); err != nil {

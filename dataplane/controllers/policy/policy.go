@@ -7,10 +7,13 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/udnkit/udnkit/dataplane"
@@ -46,10 +49,11 @@ type Reconciler struct {
 	// nil.
 	PodPorts func(ctx context.Context, network string) ([]string, error)
 	// IsolationPorts lists the default network's ports of the zone's
-	// Primary-UDN pods, members of the isolation port group (nil: none;
-	// Setup gives pods.Reconciler.IsolationPorts). When set, pod changes
-	// requeue their namespace's NADs.
-	IsolationPorts func(ctx context.Context) ([]string, error)
+	// Primary-UDN pods, members of the isolation port group, with the
+	// ports each opens (nil: none; Setup gives
+	// pods.Reconciler.IsolationPorts). When set, pod changes requeue
+	// their namespace's NADs.
+	IsolationPorts func(ctx context.Context) ([]policy.IsolationMember, error)
 	// Workers is how many networks are reconciled at once (0: DefaultWorkers).
 	Workers int
 	// FIFOQueue is zone.Options.FIFOQueue.
@@ -71,10 +75,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nads), nodeFacts)
 	if r.IsolationPorts != nil {
 		// A pod's default network port joins or leaves the isolation
-		// port group: its NADs' reconciles apply the zone's rows.
-		b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		// port group, or the pod opens other ports: its NADs' reconciles
+		// apply the zone's rows.
+		podNADs := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return zone.NADsIn(r.Client, o.GetNamespace())(ctx, o)
-		}), zone.PodPortChanged())
+		})
+		b = b.Watches(&corev1.Pod{}, podNADs, zone.PodPortChanged()).
+			Watches(&corev1.Pod{}, podNADs, builder.WithPredicates(openPortsChanged))
 	}
 	if r.Services != nil {
 		b = b.WatchesRawSource(watchServices(r.Services, nads))
@@ -214,4 +221,18 @@ func (r *Reconciler) cluster() policy.Cluster {
 	c := policy.Cluster{MasqueradeSubnets: r.Cluster.MasqueradeSubnets, JoinSubnets: r.Cluster.JoinSubnets}
 	c.IPv4, c.IPv6 = r.Cluster.IPModes()
 	return c
+}
+
+// openPortsChanged passes the pod updates that change the pod's
+// ovnk.AnnotationOpenDefaultPorts (set, changed or removed); creates and
+// deletes are zone.PodPortChanged's.
+var openPortsChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, hadOld := e.ObjectOld.GetAnnotations()[ovnk.AnnotationOpenDefaultPorts]
+		n, hasNew := e.ObjectNew.GetAnnotations()[ovnk.AnnotationOpenDefaultPorts]
+		return hadOld != hasNew || o != n
+	},
 }

@@ -18,7 +18,19 @@ const (
 	allowHostARPACL        = "AllowHostARPPrimaryUDN"
 	allowHostACL           = "AllowHostPrimaryUDN"
 	denyPrimaryUDNACL      = "DenyPrimaryUDN"
+	// openPortACLPrefix, with a member's "<namespace>/<pod>", names that
+	// pod's open-port ACLs.
+	openPortACLPrefix = "OpenPort-"
 )
+
+// IsolationMember is one member of the isolation port group: Port, the
+// default network's port of Pod ("<namespace>/<name>"), and the ports
+// the pod opens there (its ovnk.AnnotationOpenDefaultPorts; none: closed).
+type IsolationMember struct {
+	Port      string
+	Pod       string
+	OpenPorts []ovnk.OpenPort
+}
 
 // IsolationPortGroup is the name of the zone's port group of the default
 // network's ports of Primary-UDN pods.
@@ -37,18 +49,21 @@ func isolationIDs() objectIDs {
 // nodes with their default-network management IPs (Switch and
 // ManagementPort unused); upstream writes the last synced node's, which is
 // the zone's one node in interconnect, and udnkit lists every local node's.
-func UDNIsolation(nodes []Node, ports []string) (*rows.Desired, error) {
+// A member with open ports adds its pair of open-port ACLs (openPortACLs).
+func UDNIsolation(nodes []Node, members []IsolationMember) (*rows.Desired, error) {
 	if len(nodes) == 0 {
 		return nil, fmt.Errorf("nodes: at least one local node with its default network management IPs is required")
 	}
 	if err := validateNodes(nodes, false); err != nil {
 		return nil, err
 	}
-	ports = slices.Sorted(slices.Values(ports))
-	for _, p := range ports {
-		if p == "" {
+	members = slices.SortedFunc(slices.Values(members), func(a, b IsolationMember) int { return strings.Compare(a.Port, b.Port) })
+	ports := make([]string, len(members))
+	for i, m := range members {
+		if m.Port == "" {
 			return nil, fmt.Errorf("ports: a port name is empty")
 		}
+		ports[i] = m.Port
 	}
 	if dup := firstDuplicate(ports); dup != "" {
 		return nil, fmt.Errorf("ports: %q appears twice", dup)
@@ -76,6 +91,13 @@ func UDNIsolation(nodes []Node, ports []string) (*rows.Desired, error) {
 		acl(aclIDs(allowHostACL, dirIngress), PrimaryUDNAllowPriority, portGroupMatch(pg, "("+strings.Join(srcs, " || ")+")", dirIngress),
 			nbdb.ACLActionAllowRelated, toLport, PrimaryACLTier),
 	}
+	for _, m := range members {
+		open, err := openPortACLs(m, aclIDs)
+		if err != nil {
+			return nil, err
+		}
+		acls = append(acls, open...)
+	}
 	return &rows.Desired{
 		Owner: rows.Owner{Network: ZoneNetwork, Topology: base.TopologyZone, Piece: base.PieceUDNIsolation},
 		PortGroups: []rows.PortGroup{{Row: nbdb.PortGroup{Name: pg, ExternalIDs: pgIDs.externalIDs()},
@@ -101,4 +123,37 @@ func arpMatch(nodes []Node, dir string) string {
 		}
 	}
 	return "(" + strings.Join(ms, " || ") + ")"
+}
+
+// openPortACLs are setUDNPodOpenPortsOps' ACLs of a member with open
+// ports (none without): in the isolation tier at the allow priority,
+// ingress to its port allow-related for ARP, ND and each open port
+// (getPortsMatches: "<protocol>.dst == <port>", or icmp, which OVN expands
+// to icmp4 || icmp6), in the annotation's order; egress from it allowed
+// for ARP and ND. Their object name is openPortACLPrefix and the pod.
+func openPortACLs(m IsolationMember, aclIDs func(name, dir string) objectIDs) ([]nbdb.ACL, error) {
+	if len(m.OpenPorts) == 0 {
+		return nil, nil
+	}
+	if m.Pod == "" {
+		return nil, fmt.Errorf("port %s: open ports without the pod's name", m.Port)
+	}
+	protos := make([]string, len(m.OpenPorts))
+	for i, p := range m.OpenPorts {
+		if err := p.Validate(); err != nil {
+			return nil, fmt.Errorf("pod %s: open port %d: %w", m.Pod, i, err)
+		}
+		if p.Protocol == "icmp" {
+			protos[i] = "icmp"
+			continue
+		}
+		protos[i] = fmt.Sprintf("%s.dst == %d", p.Protocol, *p.Port)
+	}
+	ingress := fmt.Sprintf(`outport == "%s" && (arp || nd || (%s))`, m.Port, strings.Join(protos, " || "))
+	egress := fmt.Sprintf(`inport == "%s" && (arp || nd)`, m.Port)
+	name := openPortACLPrefix + m.Pod
+	return []nbdb.ACL{
+		acl(aclIDs(name, dirIngress), PrimaryUDNAllowPriority, ingress, nbdb.ACLActionAllowRelated, toLport, PrimaryACLTier),
+		acl(aclIDs(name, dirEgress), PrimaryUDNAllowPriority, egress, nbdb.ACLActionAllow, fromLport, PrimaryACLTier),
+	}, nil
 }

@@ -107,7 +107,7 @@ func TestSingleStack(t *testing.T) {
 // local node's management port.
 func TestUDNIsolationPorts(t *testing.T) {
 	other := Node{Name: "node-b", ManagementIPs: []netip.Addr{addr("10.244.1.2")}}
-	d, err := UDNIsolation([]Node{refDefaultNode, other}, []string{"tenant-blue_pod-b", "tenant-blue_pod-a"})
+	d, err := UDNIsolation([]Node{refDefaultNode, other}, members("tenant-blue_pod-b", "tenant-blue_pod-a"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestRejects(t *testing.T) {
 	if _, err := UDNIsolation(nil, nil); err == nil || !strings.Contains(err.Error(), "at least one local node") {
 		t.Errorf("UDNIsolation without nodes: %v", err)
 	}
-	if _, err := UDNIsolation([]Node{refDefaultNode}, []string{"a", "a"}); err == nil || !strings.Contains(err.Error(), `"a" appears twice`) {
+	if _, err := UDNIsolation([]Node{refDefaultNode}, members("a", "a")); err == nil || !strings.Contains(err.Error(), `"a" appears twice`) {
 		t.Errorf("UDNIsolation with a port twice: %v", err)
 	}
 	if _, err := EgressIPShared(Cluster{}, nil); err == nil {
