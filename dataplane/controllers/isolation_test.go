@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/udnkit/udnkit/dataplane/controllers/pods"
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/dataplane/topology/policy"
@@ -208,4 +209,103 @@ func TestIsolationPortGroupFollowsPods(t *testing.T) {
 	s.nbctl("lsp-add", "node-a", "ns1_pod4")
 	s.create(defaultNetworkPod("ns1", "pod4", "node-a", infra))
 	s.eventually("pod4 joins; no pod of another zone or without role infrastructure-locked", members("ns1_pod4", "ns1_pod6"))
+}
+
+// openPortACLs are the isolation port group's open-port ACLs as
+// `ovn-nbctl acl-list` shows them (direction, priority, match, action),
+// sorted (none before the group exists).
+func (s *stack) openPortACLs() []string {
+	s.t.Helper()
+	var out []string
+	if len(s.column("Port_Group", "name", "name="+policy.IsolationPortGroup())) == 0 {
+		return nil
+	}
+	for _, l := range strings.Split(s.nbctl("acl-list", policy.IsolationPortGroup()), "\n") {
+		if strings.Contains(l, "(arp || nd") {
+			out = append(out, strings.Join(strings.Fields(l), " "))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A Primary-UDN pod's k8s.ovn.org/open-default-ports opens those ports
+// on its default-network port: the isolation port group gains upstream's
+// two OpenPort ACLs for it (udn_isolation.go setUDNPodOpenPortsOps), as
+// `ovn-nbctl acl-list` shows them; changing the annotation rewrites them,
+// a malformed one leaves the pod closed (no ACL, a Warning Event naming
+// the annotation and the broken rule) and removing it deletes them, rows
+// and all.
+func TestOpenDefaultPorts(t *testing.T) {
+	s, _ := policyStackWith(t, func(o *Options) { o.Zone, o.Local = "node-a", zone.InZone("node-a") })
+	s.nbctl("ls-add", "node-a")
+	s.nbctl("lsp-add", "node-a", "ns1_web")
+	s.nbctl("lsp-add", "node-a", "ns1_closed")
+	web := defaultNetworkPod("ns1", "web", "node-a", podannotation.RoleInfrastructureLocked)
+	web.Annotations[ovnk.AnnotationOpenDefaultPorts] = `[{"protocol":"tcp","port":80},{"protocol":"icmp"}]`
+	s.create(web, defaultNetworkPod("ns1", "closed", "node-a", podannotation.RoleInfrastructureLocked))
+	acls := func(want ...string) func() bool {
+		return func() bool { return slices.Equal(s.openPortACLs(), want) }
+	}
+	egress := `from-lport 1001 (inport == "ns1_web" && (arp || nd)) allow`
+	s.eventually("web's open-port ACLs in the isolation group", acls(
+		egress, `to-lport 1001 (outport == "ns1_web" && (arp || nd || (tcp.dst == 80 || icmp))) allow-related`))
+	t.Logf("ovn-nbctl acl-list %s:\n%s", policy.IsolationPortGroup(), s.nbctl("acl-list", policy.IsolationPortGroup()))
+	if ids := s.column("ACL", "external_ids", `external_ids:"k8s.ovn.org/name"="OpenPort-ns1/web"`, `external_ids:direction=Ingress`); len(ids) != 1 ||
+		!strings.Contains(ids[0], "k8s.ovn.org/id=default-network-controller:UDNIsolation:OpenPort-ns1/web:Ingress") {
+		t.Errorf("web's ingress ACL external_ids %v", ids)
+	}
+	if got := s.column("ACL", "tier", `external_ids:"k8s.ovn.org/name"="OpenPort-ns1/web"`); !slices.Equal(got, []string{"0", "0"}) {
+		t.Errorf("open-port ACL tiers %v, want 0 (the isolation's)", got)
+	}
+
+	annotate := func(v *string) {
+		t.Helper()
+		cur := &corev1.Pod{}
+		if err := s.c.Get(s.ctx, client.ObjectKeyFromObject(web), cur); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(cur.DeepCopy())
+		if v == nil {
+			delete(cur.Annotations, ovnk.AnnotationOpenDefaultPorts)
+		} else {
+			cur.Annotations[ovnk.AnnotationOpenDefaultPorts] = *v
+		}
+		if err := s.c.Patch(s.ctx, cur, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	udp := "- protocol: udp\n  port: 53"
+	annotate(&udp)
+	s.eventually("the changed annotation rewrites the ingress ACL", acls(
+		egress, `to-lport 1001 (outport == "ns1_web" && (arp || nd || (udp.dst == 53))) allow-related`))
+
+	bad := `[{"protocol":"udp","port":53},{"protocol":"tcp"}]`
+	annotate(&bad)
+	s.eventually("a malformed annotation closes every port", acls())
+	s.eventually("a Warning Event on the pod names the annotation and the rule", func() bool {
+		var evs eventsv1.EventList
+		if err := s.c.List(s.ctx, &evs, client.InNamespace("ns1")); err != nil {
+			return false
+		}
+		for _, e := range evs.Items {
+			if e.Regarding.Name == "web" && e.Type == corev1.EventTypeWarning && e.Reason == pods.ReasonOpenPortsInvalid &&
+				strings.Contains(e.Note, ovnk.AnnotationOpenDefaultPorts) && strings.Contains(e.Note, "entry 1: port is required for tcp protocol") {
+				return true
+			}
+		}
+		return false
+	})
+	if got := s.portGroupPorts(policy.IsolationPortGroup()); !slices.Equal(got, []string{"ns1_closed", "ns1_web"}) {
+		t.Errorf("isolation members %v: the malformed pod stays isolated", got)
+	}
+
+	annotate(&udp)
+	s.eventually("fixed, the port opens again", acls(
+		egress, `to-lport 1001 (outport == "ns1_web" && (arp || nd || (udp.dst == 53))) allow-related`))
+	annotate(nil)
+	s.eventually("the removed annotation removes the ACLs", acls())
+	if got := s.column("ACL", "_uuid", `external_ids:"k8s.ovn.org/name"="OpenPort-ns1/web"`); len(got) != 0 {
+		t.Errorf("open-port ACL rows left behind: %v", got)
+	}
 }
