@@ -35,13 +35,15 @@ const ReasonOpenPortsInvalid = "OpenDefaultPortsInvalid"
 // its pod opens (ovnk.AnnotationOpenDefaultPorts); a pod whose annotation
 // is malformed stays a member with every port closed and gets a
 // ReasonOpenPortsInvalid Event saying why (upstream removes the pod's
-// open-port ACLs and records the error on the pod).
+// open-port ACLs and records the error on the pod), once per malformed
+// value: every network's reconcile lists the members.
 func (r *Reconciler) IsolationPorts(ctx context.Context) ([]policy.IsolationMember, error) {
 	var nodes corev1.NodeList
 	if err := r.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	var out []policy.IsolationMember
+	malformed := map[string]string{}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		if r.Local != nil && !r.Local(n) {
@@ -64,15 +66,32 @@ func (r *Reconciler) IsolationPorts(ctx context.Context) ([]policy.IsolationMemb
 			if pn == nil || pn.Role != podannotation.RoleInfrastructureLocked {
 				continue
 			}
-			open, err := ovnk.DecodeOpenPorts(pod.Annotations)
-			if err != nil && r.Recorder != nil {
-				r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonOpenPortsInvalid, "OpenDefaultPorts",
-					"%v: every default-network port stays closed", err)
-			}
 			out = append(out, policy.IsolationMember{Port: ovnk.DefaultNetworkPodPortName(pod.Namespace, pod.Name),
-				Pod: pod.Namespace + "/" + pod.Name, OpenPorts: open})
+				Pod: pod.Namespace + "/" + pod.Name, OpenPorts: r.openPorts(pod, malformed)})
 		}
 	}
+	r.mu.Lock()
+	r.openPortsWarned = malformed
+	r.mu.Unlock()
 	slices.SortFunc(out, func(a, b policy.IsolationMember) int { return strings.Compare(a.Port, b.Port) })
 	return out, nil
+}
+
+// openPorts are the ports pod opens; a malformed annotation opens none and
+// is recorded in malformed, and warned of unless it was last time.
+func (r *Reconciler) openPorts(pod *corev1.Pod, malformed map[string]string) []ovnk.OpenPort {
+	open, err := ovnk.DecodeOpenPorts(pod.Annotations)
+	if err == nil {
+		return open
+	}
+	key, v := pod.Namespace+"/"+pod.Name, pod.Annotations[ovnk.AnnotationOpenDefaultPorts]
+	malformed[key] = v
+	r.mu.Lock()
+	warned, ok := r.openPortsWarned[key]
+	r.mu.Unlock()
+	if (!ok || warned != v) && r.Recorder != nil {
+		r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonOpenPortsInvalid, "OpenDefaultPorts",
+			"%v: every default-network port stays closed", err)
+	}
+	return nil
 }

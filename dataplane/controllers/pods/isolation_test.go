@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
@@ -97,5 +98,28 @@ func TestIsolationPortsOpenPorts(t *testing.T) {
 	}
 	if len(rec.Events) != 0 {
 		t.Errorf("%d more Events: only the malformed pod gets one", len(rec.Events))
+	}
+
+	// Listed again (another network's reconcile), the same malformed
+	// value is not warned of again; a different one is.
+	if _, err := r.IsolationPorts(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Events) != 0 {
+		t.Errorf("the same malformed annotation warned of twice: %q", <-rec.Events)
+	}
+	bad := &corev1.Pod{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "bad"}, bad); err != nil {
+		t.Fatal(err)
+	}
+	bad.Annotations[ovnk.AnnotationOpenDefaultPorts] = `[{"protocol":"gre"}]`
+	if err := c.Update(context.Background(), bad); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.IsolationPorts(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Events) != 1 || !strings.Contains(<-rec.Events, "invalid protocol gre") {
+		t.Error("a changed malformed annotation: no new Event")
 	}
 }

@@ -72,6 +72,9 @@ type Reconciler struct {
 	// lastGood is the port input last read for a pod, by network and port
 	// name: what a pod whose entry turns unreadable keeps.
 	lastGood map[string]map[string]pods.Pod
+	// openPortsWarned is the malformed open-ports annotation each pod
+	// ("<namespace>/<name>") was last warned of (isolation.go).
+	openPortsWarned map[string]string
 }
 
 // SetupWithManager registers the reconciler.
