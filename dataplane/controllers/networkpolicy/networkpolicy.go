@@ -54,6 +54,10 @@ type Reconciler struct {
 
 	networks engine.KeyLocks
 	sweeps   zone.Sweeps
+	// Wake, when set, queues a Primary network's NADs again as soon as
+	// its topology is applied in the zone (nil: TopologyWait later).
+	Wake   *zone.TopologyWake
+	waiter *zone.TopologyWaiter
 }
 
 // SetupWithManager registers the reconciler.
@@ -72,6 +76,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.MultiNetworkPolicy {
 		b = b.Watches(multiNetworkPolicy(), all, builder.WithPredicates(multiPolicyChanged))
 	}
+	b, r.waiter = r.Wake.Watch(b)
 	return b.Complete(r)
 }
 
@@ -142,7 +147,7 @@ func (r *Reconciler) apply(ctx context.Context, s *zone.NADScope) (reconcile.Res
 	}
 	s.Network = net.Name
 	if primary {
-		if res, wait := zone.WaitForTopology(ctx, r.OVN, net.Name, net.Topology); wait {
+		if res, wait := r.waiter.WaitForTopology(ctx, r.OVN, net.Name, net.Topology, s.Req); wait {
 			return res, nil
 		}
 	}

@@ -90,9 +90,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Services != nil {
 		b = b.WatchesRawSource(zone.WatchServices(r.Client, r.Services))
 	}
-	if r.waiter = r.Wake.Waiter(); r.waiter != nil {
-		b = b.WatchesRawSource(r.waiter.Source())
-	}
+	b, r.waiter = r.Wake.Watch(b)
 	return b.Complete(r)
 }
 

@@ -64,6 +64,10 @@ type Reconciler struct {
 	trust zone.Trusting
 
 	sweeps zone.Sweeps
+	// Wake, when set, queues a Primary network's NADs again as soon as
+	// its topology is applied in the zone (nil: TopologyWait later).
+	Wake   *zone.TopologyWake
+	waiter *zone.TopologyWaiter
 }
 
 // SetupWithManager registers the reconciler.
@@ -86,6 +90,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Services != nil {
 		b = b.WatchesRawSource(watchServices(r.Services, nads))
 	}
+	b, r.waiter = r.Wake.Watch(b)
 	return b.Complete(r)
 }
 
@@ -170,7 +175,7 @@ func (r *Reconciler) applyNetwork(ctx context.Context, s *scope) (reconcile.Resu
 		return reconcile.Result{}, nil
 	}
 	s.Network = net.Name
-	if res, wait := zone.WaitForTopology(ctx, r.OVN, net.Name, net.Topology); wait {
+	if res, wait := r.waiter.WaitForTopology(ctx, r.OVN, net.Name, net.Topology, s.Req); wait {
 		return res, nil
 	}
 	c := r.cluster()

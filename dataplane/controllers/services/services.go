@@ -65,6 +65,10 @@ type Reconciler struct {
 	Guard  *nadtrust.Guard
 	trust  zone.Trusting
 	sweeps zone.Sweeps
+	// Wake, when set, queues a Primary network's NADs again as soon as
+	// its topology is applied in the zone (nil: TopologyWait later).
+	Wake   *zone.TopologyWake
+	waiter *zone.TopologyWaiter
 }
 
 // mirroredSlice passes the EndpointSlices a network's load balancers read:
@@ -79,13 +83,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	inNamespace := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		return zone.NADsIn(r.Client, o.GetNamespace())(ctx, o)
 	})
-	return zone.TrustWatches(ctrl.NewControllerManagedBy(mgr).
+	b := zone.TrustWatches(ctrl.NewControllerManagedBy(mgr).
 		Named("dataplane-services").
 		WithOptions(zone.ControllerOptions(r.Workers, r.FIFOQueue)), r.Client, r.guard(), zone.VTEPName).
 		Watches(&corev1.Service{}, inNamespace).
 		Watches(&discoveryv1.EndpointSlice{}, inNamespace, mirroredSlice).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(zone.NADsIn(r.Client, "")), nodeFacts).
-		Complete(r)
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(zone.NADsIn(r.Client, "")), nodeFacts)
+	b, r.waiter = r.Wake.Watch(b)
+	return b.Complete(r)
 }
 
 // Reconcile applies the NAD's network's load balancers and removes those
@@ -134,7 +139,7 @@ func (r *Reconciler) applyNetwork(ctx context.Context, s *zone.NADScope) (reconc
 		return reconcile.Result{}, nil
 	}
 	s.Network = net.Name
-	if res, wait := zone.WaitForTopology(ctx, r.OVN, net.Name, net.Topology); wait {
+	if res, wait := r.waiter.WaitForTopology(ctx, r.OVN, net.Name, net.Topology, s.Req); wait {
 		return res, nil
 	}
 	svcs, err := r.services(ctx, net.Name)

@@ -6,6 +6,7 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -50,6 +51,17 @@ func (t *TopologyWake) Applied(network string) {
 	for _, w := range t.waiters {
 		w.wake(network)
 	}
+}
+
+// Watch registers one waiting controller on its builder b: the builder
+// gains the waiter's Source, and the waiter (nil when t is) records the
+// waits its WaitForTopology sees.
+func (t *TopologyWake) Watch(b *builder.Builder) (*builder.Builder, *TopologyWaiter) {
+	w := t.Waiter()
+	if w == nil {
+		return b, nil
+	}
+	return b.WatchesRawSource(w.Source()), w
 }
 
 // wakeBuffer bounds the news a waiter holds before its controller reads
