@@ -314,7 +314,19 @@ func keepShared(ids map[string]string, cols []childColumn) bool {
 // writes it again on its next Apply.
 func lastOnShared(owner rows.Owner, ids map[string]string, cols []childColumn) bool {
 	return ids[ovnk.ExternalIDShared] == "true" && ids[ovnk.ExternalIDPiece] != "" &&
-		ids[ovnk.ExternalIDNetwork] == owner.Network && onlyOwned(cols)
+		ids[ovnk.ExternalIDNetwork] == owner.Network && hasChildren(cols) && onlyOwned(cols)
+}
+
+// hasChildren says whether cols hold any child: a piece with none on a
+// shared row is not leaving it (a row another piece just created, still
+// bare, is not this piece's to take).
+func hasChildren(cols []childColumn) bool {
+	for _, c := range cols {
+		if len(*c.col) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // onlyOwned says whether every child in cols is the piece's.
