@@ -123,14 +123,10 @@ func (r *Reconciler) NodeHandler() handler.EventHandler {
 // one phase after another.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	return phase.Run(ctx, &zone.NADScope{Req: req}, []phase.Func[*zone.NADScope]{
-		r.readNAD,
+		zone.ReadNADPhase[*zone.NADScope](r.Client, r.guard()),
 		r.applyPorts,
 		r.sweep,
 	})
-}
-
-func (r *Reconciler) readNAD(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
-	return s.ReadNAD(ctx, r.Client, r.guard())
 }
 
 // applyPorts applies the ports of the NAD's Layer2 or Layer3 network, its

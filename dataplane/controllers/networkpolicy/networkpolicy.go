@@ -123,14 +123,10 @@ var namespaceChanged = predicate.Funcs{CreateFunc: zone.CreatedLater, UpdateFunc
 // those of networks whose NADs are gone, one phase after another.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	return phase.Run(ctx, &zone.NADScope{Req: req}, []phase.Func[*zone.NADScope]{
-		r.readNAD,
+		zone.ReadNADPhase[*zone.NADScope](r.Client, r.guard()),
 		r.apply,
 		r.sweep,
 	})
-}
-
-func (r *Reconciler) readNAD(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
-	return s.ReadNAD(ctx, r.Client, r.guard())
 }
 
 // apply builds and applies the network's rows, its reconciles taking turns.

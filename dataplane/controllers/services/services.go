@@ -97,12 +97,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // of networks whose NADs are gone, one phase after another.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	return phase.Run(ctx, &zone.NADScope{Req: req}, []phase.Func[*zone.NADScope]{
-		func(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
-			return s.ReadNAD(ctx, r.Client, r.guard())
-		},
-		func(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
-			return s.ReadSource(ctx, r.Client, r.guard(), zone.VTEPName)
-		},
+		zone.ReadNADPhase[*zone.NADScope](r.Client, r.guard()),
+		zone.ReadSourcePhase[*zone.NADScope](r.Client, r.guard(), zone.VTEPName),
 		r.applyNetwork,
 		func(ctx context.Context, s *zone.NADScope) (reconcile.Result, error) {
 			return s.Sweep(ctx, &r.sweeps, r.collect)
