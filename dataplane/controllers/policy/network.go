@@ -111,13 +111,6 @@ func (r *Reconciler) network(ctx context.Context, nad *nadv1.NetworkAttachmentDe
 				ManagementPort: ovnk.NamesFor(name).ManagementPort(n.Name), ManagementIPs: mgmt})
 		}
 	}
-	if r.PodPorts != nil {
-		ports, err := r.PodPorts(ctx, net.Name)
-		if err != nil {
-			return net, false, err
-		}
-		net = net.WithPodPorts(ports)
-	}
 	return net, true, nil
 }
 

@@ -43,11 +43,6 @@ type Reconciler struct {
 	// Services caches the UDN-enabled services (nil: read through Client,
 	// unwatched).
 	Services cache.Cache
-	// PodPorts lists ports to add to a network's cluster port group
-	// besides its management ports (nil: none). Upstream adds no pod port
-	// to it (only syncNodeManagementPort adds a port), so Setup leaves it
-	// nil.
-	PodPorts func(ctx context.Context, network string) ([]string, error)
 	// IsolationPorts lists the default network's ports of the zone's
 	// Primary-UDN pods, members of the isolation port group, with the
 	// ports each opens (nil: none; Setup gives

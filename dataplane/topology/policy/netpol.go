@@ -66,10 +66,9 @@ func NetpolDefaults(net Network, c Cluster) (*rows.Desired, error) {
 	for _, n := range net.Nodes {
 		cluster.Ports = append(cluster.Ports, n.ManagementPort)
 	}
-	cluster.Ports = append(cluster.Ports, net.PodPorts...)
 	slices.Sort(cluster.Ports)
 	if dup := firstDuplicate(cluster.Ports); dup != "" {
-		return nil, fmt.Errorf("network.podPorts: port %q appears twice (or is a management port)", dup)
+		return nil, fmt.Errorf("network.nodes: management port %q appears twice", dup)
 	}
 	d := &rows.Desired{
 		Owner: rows.Owner{Network: net.Name, Topology: net.Topology, Piece: base.PieceNetpolDefaults},

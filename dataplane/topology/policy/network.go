@@ -3,7 +3,6 @@ package policy
 import (
 	"fmt"
 	"net/netip"
-	"slices"
 
 	"github.com/udnkit/udnkit/dataplane/topology/base"
 	"github.com/udnkit/udnkit/ovnk"
@@ -50,9 +49,6 @@ type Network struct {
 	Subnets []netip.Prefix
 	// Nodes are the zone's local nodes.
 	Nodes []Node
-	// PodPorts are the names of the network's pod ports in the zone, all
-	// members of the cluster port group (see WithPodPorts).
-	PodPorts []string
 }
 
 // Node is one of the zone's nodes as a network sees it.
@@ -66,13 +62,6 @@ type Node struct {
 	// ManagementIPs are the port's addresses (one per family of the node's
 	// subnets on the network).
 	ManagementIPs []netip.Addr
-}
-
-// WithPodPorts returns net with ports as its pod ports: the pod ports'
-// builder gives them so, and the cluster port group holds them.
-func (net Network) WithPodPorts(ports []string) Network {
-	net.PodPorts = slices.Clone(ports)
-	return net
 }
 
 // validate refuses a network its rows cannot be built for.
@@ -92,11 +81,6 @@ func (net Network) validate() error {
 	for i, s := range net.Subnets {
 		if !s.IsValid() {
 			return fmt.Errorf("network.subnets[%d]: not a valid CIDR", i)
-		}
-	}
-	for i, p := range net.PodPorts {
-		if p == "" {
-			return fmt.Errorf("network.podPorts[%d]: must not be empty", i)
 		}
 	}
 	return validateNodes(net.Nodes, true)

@@ -9,10 +9,11 @@ import (
 	"github.com/udnkit/udnkit/dataplane/topology/base"
 )
 
-// The cluster port group holds the management ports and the pod ports
-// given; the rows are valid for the planner's contract.
-func TestNetpolDefaultsPodPorts(t *testing.T) {
-	net := refBlue().WithPodPorts([]string{"tenant.blue_blue_tenant-blue_pod-b", "tenant.blue_blue_tenant-blue_pod-a"})
+// The cluster port group holds the management ports only: upstream adds
+// no pod port to it (base_network_controller.go syncNodeManagementPort is
+// its only writer; base_network_controller_pods.go adds none).
+func TestNetpolDefaultsClusterPortGroup(t *testing.T) {
+	net := refBlue()
 	d, err := NetpolDefaults(net, refCluster)
 	if err != nil {
 		t.Fatal(err)
@@ -21,7 +22,7 @@ func TestNetpolDefaultsPodPorts(t *testing.T) {
 	if pg.Row.Name != ClusterPortGroup(net.Name) {
 		t.Fatalf("first port group %s, want the cluster port group %s", pg.Row.Name, ClusterPortGroup(net.Name))
 	}
-	want := []string{"k8s-tenant.blue_blue_node-a", "tenant.blue_blue_tenant-blue_pod-a", "tenant.blue_blue_tenant-blue_pod-b"}
+	want := []string{"k8s-tenant.blue_blue_node-a"}
 	if !slices.Equal(pg.Ports, want) {
 		t.Errorf("cluster port group ports %v, want %v", pg.Ports, want)
 	}
@@ -137,12 +138,14 @@ func TestRejects(t *testing.T) {
 		{"topology", mut(func(n *Network) { n.Topology = "localnet" }), refCluster, "network.topology"},
 		{"no subnets", mut(func(n *Network) { n.Subnets = nil }), refCluster, "network.subnets: at least one"},
 		{"node twice", mut(func(n *Network) { n.Nodes = append(n.Nodes, n.Nodes[0]) }), refCluster, "appears twice"},
+		{"management port twice", mut(func(n *Network) {
+			other := n.Nodes[0]
+			other.Name = "node-z"
+			n.Nodes = append(n.Nodes, other)
+		}), refCluster, `management port "k8s-tenant.green_green_node-a" appears twice`},
 		{"no switch", mut(func(n *Network) { n.Nodes[0].Switch = "" }), refCluster, "switch and managementPort"},
 		{"no mgmt IP", mut(func(n *Network) { n.Nodes[0].ManagementIPs = nil }), refCluster, "managementIPs: at least one"},
 		{"two v4 mgmt IPs", mut(func(n *Network) { n.Nodes[0].ManagementIPs[1] = addr("10.200.1.3") }), refCluster, "a second ip4 address"},
-		{"pod port twice", mut(func(n *Network) { n.PodPorts = []string{"p", "p"} }), refCluster, `port "p" appears twice`},
-		{"pod port is mgmt", mut(func(n *Network) { n.PodPorts = []string{"k8s-tenant.green_green_node-a"} }), refCluster, "appears twice"},
-		{"empty pod port", mut(func(n *Network) { n.PodPorts = []string{""} }), refCluster, "network.podPorts[0]: must not be empty"},
 		{"no masquerade v6", refGreen(), Cluster{IPv4: true, IPv6: true, MasqueradeSubnets: refCluster.MasqueradeSubnets[:1], JoinSubnets: refCluster.JoinSubnets},
 			"no ip6 subnet"},
 		{"no family", refGreen(), Cluster{}, "neither IPv4 nor IPv6"},
