@@ -1,0 +1,36 @@
+# prepare.sh (sourced by cases.sh and timing.sh): copies
+# ../shared/upstream-live to $LIVE_WORK/harness-copy and patches the copy:
+# udnkit's manager gets UD_FLAGS, extra manifests settle one by one, udnkit's
+# wait names a row every case has, compare.py also matches the CUDN cases'
+# networks. Sets H (this directory), ROOT, SHARED, L and C (the copy).
+H=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$H/../.." && pwd)
+SHARED=${SHARED:-$ROOT/../shared/upstream-live}
+L=${LIVE_WORK:-${XDG_CACHE_HOME:-$HOME/.cache}/udnkit-upstream-live}
+C=$L/harness-copy
+mkdir -p "$L/cases"
+
+# The harness copy: udnkit's manager gets UD_FLAGS; compare.py also matches
+# the networks of the CUDN cases.
+rm -rf "$C" && cp -r "$SHARED" "$C"
+sed -i 's|--node-subnets=192.0.2.0/24,2001:db8::/64$|--node-subnets=192.0.2.0/24,2001:db8::/64 ${UD_FLAGS:-}|' "$C/run.sh"
+# Each extra file settles before the next (svc.yaml's EndpointSlices name
+# pods.yaml's pods, which both mirror controllers read with their addresses).
+sed -i 's|apply -f "$f"; done|apply -f "$f"; sleep 5; done|' "$C/run.sh"
+grep -q 'sleep 5; done' "$C/run.sh" || { echo "cases.sh: the harness's apply_extra changed; adapt the sleep patch" >&2; exit 1; }
+# udnkit writes the Layer3 102 policies only with EgressIP (as upstream):
+# wait for the Layer3 cluster router, which every case has.
+sed -i 's|wait_for 180 "udnkit.s Layer3 policies" sh -c .*$|wait_for 180 "udnkit'"'"'s Layer3 cluster router" ovn-nbctl --db="$nb" get Logical_Router tenant.green_green_ovn_cluster_router name|' "$C/run.sh"
+grep -q 'Layer3 cluster router' "$C/run.sh" || { echo "cases.sh: the harness's Layer3 wait changed; adapt the patch" >&2; exit 1; }
+grep -q 'UD_FLAGS' "$C/run.sh" || { echo "cases.sh: the harness's ud() changed; adapt the UD_FLAGS patch" >&2; exit 1; }
+python3 - "$C/compare.py" <<'PY'
+import sys
+p = sys.argv[1]
+s = open(p).read()
+anchor = '    "tenant-green_green": ("L3", "tenant.green_green_"),\n'
+assert anchor in s, "compare.py's NETWORKS changed; adapt cases.sh"
+s = s.replace(anchor, anchor + '    "cluster_udn_backend-l2": ("S2", "cluster_udn_backend.l2_"),\n'
+              '    "cluster_udn_physnet-ext": ("LN", "cluster_udn_physnet.ext_"),\n', 1)
+open(p, "w").write(s)
+PY
+
