@@ -10,13 +10,13 @@ import (
 	"strings"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/cel"
+	"github.com/udnkit/udnkit/dataplane/controllers/layer3"
 	"github.com/udnkit/udnkit/dataplane/controllers/policy"
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/dataplane/rows"
@@ -172,13 +172,13 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code != 0 {
 		return code
 	}
+	nodeObjs, err := planNodes(*nodes, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "udnctl plan: %v\n", err)
+		return 1
+	}
 	var l2Nodes []topology.Layer2Node
-	for i := 0; i < *nodes; i++ {
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-" + strconv.Itoa(i+1), Annotations: map[string]string{
-			ovnk.AnnotationNodeID:                strconv.Itoa(ovnk.FirstNodeID + i),
-			ovnk.AnnotationNodeChassisID:         "chassis-node-" + strconv.Itoa(i+1),
-			ovnk.AnnotationLayer2TopologyVersion: ovnk.Layer2TopologyVersionTransitRouter,
-		}}}
+	for _, node := range nodeObjs {
 		n, _, err := zone.Layer2NodeFromNode(node)
 		if err != nil {
 			fmt.Fprintf(stderr, "udnctl plan: %v\n", err)
@@ -187,6 +187,7 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		n.Local = true
 		l2Nodes = append(l2Nodes, n)
 	}
+	l3 := &layer3.Reconciler{Cluster: cfg, EgressIP: egress.EgressIP, Topology: true}
 	// Network IDs and tunnel keys as a fresh cluster would allocate them,
 	// network by network (OKEP-5094 option 3: the switch keeps the legacy key).
 	nextID, nextKey := 1, ovnk.FirstAllocatedTunnelKey
@@ -222,20 +223,21 @@ func plan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				return 1
 			}
 		case n.spec.Layer3 != nil && n.spec.IsPrimary():
-			subnets, err := ovnk.ParsePrefixes(strings.Join(n.spec.SubnetCIDRs(), ","))
-			if err == nil {
-				desired, err = topology.Layer3SubnetPolicies(n.name, subnets)
-			}
+			ds, err := layer3Plan(n, l3, nodeObjs, nextID, enabled)
 			if err != nil {
 				fmt.Fprintf(stderr, "udnctl plan: %s: %v\n", identity(n.obj), err)
 				return 1
 			}
+			nextID++
 			if !egress.EgressIP {
-				// The subnet policies are EgressIP's no-reroute policies.
 				fmt.Fprintf(stdout, "# %s (network %s): no subnet policies without --enable-egress-ip (upstream writes them only with EgressIP)\n",
 					identity(n.obj), n.name)
-				continue
 			}
+			for _, d := range ds[:len(ds)-1] {
+				fmt.Fprintf(stdout, "# %s\n", identity(n.obj))
+				d.Describe(stdout)
+			}
+			desired = ds[len(ds)-1]
 		default:
 			d, ok, err := podlessSwitch(n, cfg, nextID)
 			if err != nil {

@@ -11,16 +11,21 @@ import (
 
 func TestRenderAndPlan(t *testing.T) {
 	root := filepath.Join("..", "..", "examples")
-	overTransit := filepath.Join(t.TempDir(), "over-transit.yaml")
-	if err := os.WriteFile(overTransit, []byte(`apiVersion: k8s.ovn.org/v1
+	overTransit := writeManifest(t, `apiVersion: k8s.ovn.org/v1
 kind: UserDefinedNetwork
 metadata: {name: t, namespace: x}
 spec:
   topology: Layer2
   layer2: {role: Primary, subnets: [100.88.0.0/24]}
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`)
+	// A Layer3 network with room for four nodes' host subnets (/24 in /26s).
+	small := writeManifest(t, `apiVersion: k8s.ovn.org/v1
+kind: UserDefinedNetwork
+metadata: {name: s, namespace: x}
+spec:
+  topology: Layer3
+  layer3: {role: Primary, subnets: [{cidr: 10.30.0.0/24, hostSubnet: 26}]}
+`)
 	cases := []struct {
 		name     string
 		args     []string
@@ -52,17 +57,39 @@ spec:
 			map[string]int{"policy 102 ip4.src": 1, "policy 102": 2}},
 		{"Layer3 without EgressIP has no subnet policies", []string{"plan", "-f", filepath.Join(root, "udn-layer3-append.yaml")}, 0,
 			[]string{"no subnet policies without --enable-egress-ip"}, map[string]int{"policy 102": 0}},
+		// Host subnets node by node from the network's first (upstream:
+		// pkg/clustermanager/node/subnet_allocator.go), the node switch's
+		// management port at .2 and the cluster router's port at .1
+		// (pkg/util/net.go GetNodeManagementIfAddr, GetNodeGatewayIfAddr),
+		// the transit switch port keyed by node ID (pkg/ovn/zone_interconnect).
+		{"Layer3 whole topology for two nodes", []string{"plan", "-f", filepath.Join(root, "udn-layer3-primary.yaml"), "--nodes", "2"}, 0,
+			[]string{"piece topology", "switch tenant.green_green_node-1 other_config{subnet=10.200.0.0/24}",
+				"switch tenant.green_green_node-2 other_config{subnet=10.200.1.0/24}",
+				`port k8s-tenant.green_green_node-2 addresses=["0a:58:0a:c8:01:02 10.200.1.2"]`,
+				`port rtos-tenant.green_green_node-1 mac=0a:58:0a:c8:00:01 networks=["10.200.0.1/24"]`,
+				"port tenant.green_green_tstor-node-2 type=router addresses=[\"router\"] options{requested-tnl-key=3,",
+				"router GR_tenant.green_green_node-1", "route 10.200.1.0/24 via 100.65.0.3 policy=src-ip"},
+			map[string]int{"\nrouter GR_": 2, "\nswitch tenant.green_green_node-": 2, "policy 102": 0}},
+		{"Layer3 with more nodes than host subnets is refused", []string{"plan", "-f", small, "--nodes", "5"}, 1, nil, nil},
+		{"Layer3 with as many nodes as host subnets", []string{"plan", "-f", small, "--nodes", "4"}, 0,
+			[]string{"switch x_s_node-4 other_config{subnet=10.30.0.192/26}"}, nil},
 		{"Localnet has its switch before any pod", []string{"plan", "-f", filepath.Join(root, "cudn-localnet.yaml")}, 0,
 			[]string{"piece localnet-switch", "switch cluster_udn_physnet.ext_ovn_localnet_switch other_config{subnet=192.0.2.0/24}",
 				`port cluster_udn_physnet.ext_ovn_localnet_port type=localnet addresses=["unknown"] options{network_name=physnet-ext}`},
 			map[string]int{"udnkit programs no OVN rows": 0}},
 		{"plan needs at least one node", []string{"plan", "-f", filepath.Join(root, "udn-layer2-primary.yaml"), "--nodes", "0"}, 2, nil, nil},
 	}
+	wantStderr := map[string]string{
+		"Layer3 with more nodes than host subnets is refused": "x/UserDefinedNetwork/s: host subnets of node node-5: every IPv4 host subnet of 10.30.0.0/24 (hostSubnet 26) is in use",
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			if code := run(context.Background(), c.args, &stdout, &stderr); code != c.wantCode {
 				t.Fatalf("exit code %d, want %d\n%s%s", code, c.wantCode, stdout.String(), stderr.String())
+			}
+			if w := wantStderr[c.name]; !strings.Contains(stderr.String(), w) {
+				t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
 			}
 			for _, w := range c.want {
 				if !strings.Contains(stdout.String(), w) {
@@ -76,4 +103,14 @@ spec:
 			}
 		})
 	}
+}
+
+// writeManifest writes a manifest to a file of the test's and returns its path.
+func writeManifest(t *testing.T, manifest string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "manifest.yaml")
+	if err := os.WriteFile(p, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -28,7 +28,7 @@ func (r *Reconciler) readNetwork(ctx context.Context, s *scope) (reconcile.Resul
 	if s.name == "" || !r.Topology {
 		return reconcile.Result{}, nil // not a valid primary Layer3 network, or only its policies are udnkit's
 	}
-	net, ok, err := r.network(s.Src)
+	net, ok, err := r.Network(s.Src)
 	if err != nil {
 		zone.Skip(ctx, r.Recorder, s.Src, "NetworkAttachmentDefinition", zone.ReasonMalformedNetwork, err)
 		return reconcile.Result{}, nil
@@ -47,11 +47,13 @@ func (r *Reconciler) readNetwork(ctx context.Context, s *scope) (reconcile.Resul
 	return reconcile.Result{}, nil
 }
 
-// network is the Layer3 network of a primary Layer3 NAD with its network
+// Network is the Layer3 network of a primary Layer3 NAD with its network
 // ID: its cluster subnets, its join subnets (the cluster's UDN join
 // subnets for a family the NAD sets none of), the transit switch's key,
-// its masquerade IPs and the cluster's facts.
-func (r *Reconciler) network(nad *nadv1.NetworkAttachmentDefinition) (topology.Layer3Network, bool, error) {
+// its masquerade IPs and the cluster's facts (the Reconciler's Cluster,
+// EgressIP, GatewayMode and ExternalPortRange; `udnctl plan` reads its
+// networks with it too). ok is false without a network ID.
+func (r *Reconciler) Network(nad *nadv1.NetworkAttachmentDefinition) (topology.Layer3Network, bool, error) {
 	name, subnets, ok, err := zone.Layer3NetworkFromNAD(nad)
 	if err != nil || !ok {
 		return topology.Layer3Network{}, false, err
@@ -111,7 +113,7 @@ func (r *Reconciler) apply(ctx context.Context, net topology.Layer3Network) erro
 	var all []topology.Layer3Node
 	for i := range list.Items {
 		node := &list.Items[i]
-		n, ok, err := r.node(node, net.Name)
+		n, ok, err := r.Node(node, net.Name)
 		if err != nil {
 			zone.Skip(ctx, r.Recorder, node, "Node", ReasonInvalidNodeAnnotation, err)
 			continue
@@ -146,10 +148,10 @@ func (r *Reconciler) apply(ctx context.Context, net topology.Layer3Network) erro
 // addresses, encap IPs) is malformed; the node is left out until it is fixed.
 const ReasonInvalidNodeAnnotation = "InvalidNodeAnnotation"
 
-// node reads what the Layer3 topology needs of a node: ok is false while it
-// has no node ID (it joins on its next update); a malformed annotation is
-// an error.
-func (r *Reconciler) node(node *corev1.Node, network string) (topology.Layer3Node, bool, error) {
+// Node reads what the Layer3 topology needs of a node (Local by the
+// Reconciler's Local): ok is false while it has no node ID (it joins on its
+// next update); a malformed annotation is an error.
+func (r *Reconciler) Node(node *corev1.Node, network string) (topology.Layer3Node, bool, error) {
 	id, ok, err := ovnk.DecodeNodeID(node)
 	if err != nil || !ok {
 		return topology.Layer3Node{}, false, err
