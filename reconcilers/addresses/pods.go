@@ -510,6 +510,9 @@ func (r *Reconciler) writePodNetworks(ctx context.Context, s *podScope) (reconci
 			return reconcile.Result{}, nil
 		}
 		// The allocation stays with its owner; the retry writes it again.
+		// (Upstream's cluster manager releases it and allocates anew, so
+		// after losing a race with the default network's writer its pod
+		// gets the round-robin allocator's next address instead.)
 		return s.Done(reconcile.Result{}, err)
 	}
 	return reconcile.Result{}, nil
