@@ -5,6 +5,7 @@
 package netns
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -203,31 +205,37 @@ func (e *Endpoint) ServeTCP(port int) (stop func(), err error) {
 	}); err != nil {
 		return nil, err
 	}
-	go func() {
+	go serveEach(l, func(c net.Conn) {
+		buf := make([]byte, 4096)
 		for {
-			c, err := l.Accept()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			n, err := c.Read(buf)
+			if n > 0 {
+				if _, werr := c.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 4096)
-				for {
-					_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-					n, err := c.Read(buf)
-					if n > 0 {
-						if _, werr := c.Write(buf[:n]); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
 		}
-	}()
+	})
 	return func() { _ = l.Close() }, nil
+}
+
+// serveEach accepts connections on l until it closes, each handled by
+// serve in its own goroutine and closed afterwards.
+func serveEach(l net.Listener, serve func(net.Conn)) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			serve(c)
+		}()
+	}
 }
 
 // TCPEcho connects from the endpoint to dst:port, sends a line and waits
@@ -278,4 +286,76 @@ func TxChecksumOff(netns, iface string) error {
 		}
 		return nil
 	})
+}
+
+// ServeName answers on TCP and UDP port in the endpoint's namespace (every
+// address) with the endpoint's Label and a newline: each TCP connection
+// gets it after its first line and is closed, each UDP datagram gets it
+// back in one datagram. A client behind a load balancer learns which
+// backend it reached (AskName). stop closes both sockets.
+func (e *Endpoint) ServeName(port int) (stop func(), err error) {
+	var l net.Listener
+	var pc net.PacketConn
+	addr := net.JoinHostPort("::", strconv.Itoa(port))
+	if err := Enter(e.Netns, func() (err error) {
+		if l, err = net.Listen("tcp", addr); err != nil {
+			return err
+		}
+		if pc, err = net.ListenPacket("udp", addr); err != nil {
+			_ = l.Close()
+		}
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	answer := []byte(e.Label + "\n")
+	go serveEach(l, func(c net.Conn) {
+		// The question first: closing with it unread would reset the
+		// connection before the client reads the answer.
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := bufio.NewReader(c).ReadString('\n'); err == nil {
+			_, _ = c.Write(answer)
+		}
+	})
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			_, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_, _ = pc.WriteTo(answer, from)
+		}
+	}()
+	return func() { _ = l.Close(); _ = pc.Close() }, nil
+}
+
+// AskName connects from the endpoint to dst:port over network ("tcp" or
+// "udp", a new connection or socket each time), sends a line and returns
+// the line that comes back without its newline (from ServeName: the label
+// of the endpoint that answered), within timeout.
+func (e *Endpoint) AskName(network string, dst netip.Addr, port int, timeout time.Duration) (string, error) {
+	var answer string
+	err := Enter(e.Netns, func() error {
+		c, err := net.DialTimeout(network, netip.AddrPortFrom(dst, uint16(port)).String(), timeout)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(timeout))
+		if _, err := io.WriteString(c, "who\n"); err != nil {
+			return err
+		}
+		buf := make([]byte, 1500)
+		n, err := c.Read(buf)
+		if err != nil {
+			return err
+		}
+		answer = strings.TrimSuffix(string(buf[:n]), "\n")
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("%s: %s to %s port %d: %w", e.Label, network, dst, port, err)
+	}
+	return answer, nil
 }
