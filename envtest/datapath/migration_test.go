@@ -1,13 +1,10 @@
 package datapath_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,8 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/udnkit/udnkit/dataplane/controllers/migration"
-	"github.com/udnkit/udnkit/dataplane/controllers/pods"
 	"github.com/udnkit/udnkit/envtest/datapath"
 	"github.com/udnkit/udnkit/envtest/datapath/netns"
 	"github.com/udnkit/udnkit/internal/testobj"
@@ -143,12 +138,10 @@ func egressSeenFamily(t *testing.T, c *datapath.Cluster, e *netns.Endpoint, node
 // route at node-a's gateway router moves the VM's egress there.
 func TestKubeVirtLiveMigration(t *testing.T) {
 	c := needCluster(t)
-	ctx := context.Background()
 	x, y, z := c.Node("node-a"), c.Node("node-b"), c.Node("node-c")
 	kv := newNetwork(t, "tenant-kv", "kv", 5, "10.120.0.0/16")
 	program(t, c, kv)
 	steer(t, c, kv)
-	const vmName = "vm1"
 	// Source and target pod: the VM's addresses (index 10), one tunnel ID each.
 	src := &pod{net: kv, name: "virt-launcher-vm1-src", node: x, index: 10, tunnelID: 20}
 	dst := &pod{net: kv, name: "virt-launcher-vm1-dst", node: y, index: 10, tunnelID: 21}
@@ -157,39 +150,8 @@ func TestKubeVirtLiveMigration(t *testing.T) {
 	startOwnPods(t, c, client)
 	// The VM's pods in the API state every zone's live-migration and
 	// pod-port reconcilers read.
-	start := time.Now()
-	migrate := func(t *testing.T) {
-		t.Helper()
-		for _, zone := range c.Nodes {
-			state := apiState(t, c, kv)
-			reconcileAll(t, zone, podPortReconciler(t, zone, state), kv)
-			reconcileAll(t, zone, &migration.Reconciler{Client: state, OVN: ovnClient(t, zone), NodePerZone: true}, kv)
-		}
-	}
-	setPods(vmPodObject(t, src, vmName, x.Name, start, true))
-	migrate(t)
-	srcLauncher, err := c.AddLauncher(ctx, x, kv.namespace, src.name, src.port(), src.uid(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Afterwards the VM and both its pods are gone, as after the VM's
-	// deletion, so the test can run again.
-	t.Cleanup(func() {
-		dropPod(src.net.namespace, src.name)
-		dropPod(dst.net.namespace, dst.name)
-		for _, zone := range c.Nodes {
-			_, _ = zone.Nbctl("--if-exists", "lsp-del", src.port(), "--", "--if-exists", "lsp-del", dst.port())
-		}
-		_ = srcLauncher.Remove()
-	})
-	if err := srcLauncher.WaitInstalled(ctx); err != nil {
-		t.Fatalf("%v\n%s", err, x.Logs(20))
-	}
-	vm, err := c.StartVM(srcLauncher, datapath.PodSpec{Namespace: kv.namespace, Name: vmName, Annotations: src.annotation(t), NAD: kv.key()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = vm.Remove() })
+	m := startVM(t, c, kv, "vm1", src, dst)
+	vm, migrate := m.vm, m.reconcile
 	stopServer, err := vm.ServeTCP(tcpPort)
 	if err != nil {
 		t.Fatal(err)
@@ -226,64 +188,18 @@ func TestKubeVirtLiveMigration(t *testing.T) {
 
 	// 1. The target pod comes up on node-b with the VM's addresses; its port
 	// is disabled until the domain is ready.
-	setPods(vmPodObject(t, dst, vmName, x.Name, start.Add(time.Second), false))
-	migrate(t)
-	dstLauncher, err := c.AddLauncher(ctx, y, kv.namespace, dst.name, dst.port(), dst.uid(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = dstLauncher.Remove() })
-	if err := dstLauncher.WaitInstalled(ctx); err != nil {
-		t.Fatalf("%v\n%s", err, y.Logs(20))
-	}
+	m.addTarget(t)
 	time.Sleep(500 * time.Millisecond)
 
-	// 2. Switch-over: the domain runs on node-b (its tap moves), KubeVirt
-	// marks the target pod, and every zone at once enables the target's
-	// port and disables the source's (one transaction each, as
-	// OVN-Kubernetes' disableLiveMigrationSourceLSPOps) and runs udnkit's
-	// live-migration reconciler.
-	switchStart := time.Now()
-	if err := vm.MigrateTo(dstLauncher); err != nil {
-		t.Fatal(err)
-	}
-	running := vmPodObject(t, dst, vmName, x.Name, start.Add(time.Second), true)
-	running.Annotations[kubevirt.AnnotationMigrationTargetReady] = switchStart.UTC().Format(time.RFC3339)
-	setPods(running)
-	portReconcilers := make([]*pods.Reconciler, len(c.Nodes))
-	for i, zone := range c.Nodes {
-		portReconcilers[i] = podPortReconciler(t, zone, apiState(t, c, kv))
-	}
-	var wg sync.WaitGroup
-	errs := make([]error, len(c.Nodes))
-	for i, zone := range c.Nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := portReconcilers[i].Reconcile(ctx, nadRequest(kv)); err != nil {
-				errs[i] = fmt.Errorf("udnkit's pod-port reconciler in %s's zone: %w", zone.Name, err)
-				return
-			}
-			r := &migration.Reconciler{Client: portReconcilers[i].Client, OVN: ovnClient(t, zone), NodePerZone: true}
-			if _, err := r.Reconcile(ctx, nadRequest(kv)); err != nil {
-				errs[i] = fmt.Errorf("udnkit's live-migration reconciler in %s's zone: %w", zone.Name, err)
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
+	// 2. Switch-over: the domain runs on node-b and every zone at once
+	// switches the ports over (liveMigration.switchOver).
+	switchStart := m.switchOver(t)
 	switched := time.Since(switchStart)
 	time.Sleep(500 * time.Millisecond)
 
 	// 3. The source pod goes: its namespace, its object (and with it its
 	// port in every zone).
-	if err := srcLauncher.Remove(); err != nil {
-		t.Fatal(err)
-	}
-	dropPod(src.net.namespace, src.name)
-	migrate(t)
+	m.dropSource(t)
 	time.Sleep(time.Second)
 
 	flow := stream.Stop()
