@@ -16,6 +16,7 @@ import (
 
 	lbservices "github.com/udnkit/udnkit/dataplane/controllers/services"
 	"github.com/udnkit/udnkit/envtest/datapath"
+	"github.com/udnkit/udnkit/envtest/datapath/netns"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -33,8 +34,9 @@ var protocols = []struct {
 	dial  string
 }{{corev1.ProtocolTCP, "tcp"}, {corev1.ProtocolUDP, "udp"}}
 
-// service is a dual-stack ClusterIP Service of a network's namespace,
-// TCP and UDP on svcPort, whose endpoints are backends.
+// service is a ClusterIP Service of a network's namespace, TCP and UDP
+// on svcPort, whose endpoints are backends: dual-stack, or IPv4 only
+// without v6.
 type service struct {
 	net      *network
 	name     string
@@ -49,14 +51,29 @@ func (s *service) clusterIP(v6 bool) netip.Addr {
 	return s.v4
 }
 
+// families are the Service's IP families (false: IPv4, true: IPv6).
+func (s *service) families() []bool {
+	if s.v6.IsValid() {
+		return []bool{false, true}
+	}
+	return []bool{false}
+}
+
 // object is the Service as the API server holds it once its ClusterIPs
 // are allocated.
 func (s *service) object() *corev1.Service {
-	policy := corev1.IPFamilyPolicyRequireDualStack
+	policy := corev1.IPFamilyPolicySingleStack
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: s.net.namespace, Name: s.name}, Spec: corev1.ServiceSpec{
-		Type: corev1.ServiceTypeClusterIP, ClusterIP: s.v4.String(), ClusterIPs: []string{s.v4.String(), s.v6.String()},
-		IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}, IPFamilyPolicy: &policy,
+		Type: corev1.ServiceTypeClusterIP, ClusterIP: s.v4.String(), IPFamilyPolicy: &policy,
 	}}
+	for _, v6 := range s.families() {
+		family := map[bool]corev1.IPFamily{false: corev1.IPv4Protocol, true: corev1.IPv6Protocol}[v6]
+		svc.Spec.ClusterIPs = append(svc.Spec.ClusterIPs, s.clusterIP(v6).String())
+		svc.Spec.IPFamilies = append(svc.Spec.IPFamilies, family)
+	}
+	if len(svc.Spec.IPFamilies) == 2 {
+		policy = corev1.IPFamilyPolicyRequireDualStack
+	}
 	for _, p := range protocols {
 		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: strings.ToLower(string(p.proto)), Protocol: p.proto,
 			Port: svcPort, TargetPort: intstr.FromInt32(svcTargetPort)})
@@ -68,10 +85,10 @@ func (s *service) object() *corev1.Service {
 // endpointslicemirror controller writes them from the default slices
 // (one per address family): managed by the mirror controller, labelled
 // with the Service, annotated with the source slice and the network, each
-// ready endpoint at its pod's address on the network.
+// ready endpoint at its pod's address on the network, on the pod's node.
 func (s *service) mirrored() []*discoveryv1.EndpointSlice {
 	var out []*discoveryv1.EndpointSlice
-	for _, v6 := range []bool{false, true} {
+	for _, v6 := range s.families() {
 		family, addrType := "ipv4", discoveryv1.AddressTypeIPv4
 		if v6 {
 			family, addrType = "ipv6", discoveryv1.AddressTypeIPv6
@@ -94,7 +111,8 @@ func (s *service) mirrored() []*discoveryv1.EndpointSlice {
 		}
 		for _, b := range s.backends {
 			ready, node := true, b.node.Name
-			m.Endpoints = append(m.Endpoints, discoveryv1.Endpoint{Addresses: []string{b.ip(v6).String()},
+			subnet, _ := ovnk.FamilyOf(b.net.subnets, v6)
+			m.Endpoints = append(m.Endpoints, discoveryv1.Endpoint{Addresses: []string{ovnk.MustAddrAt(subnet, b.index).String()},
 				Conditions: discoveryv1.EndpointConditions{Ready: &ready}, NodeName: &node,
 				TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: b.net.namespace, Name: b.name}})
 		}
@@ -360,5 +378,113 @@ func TestServiceClusterIP(t *testing.T) {
 		}
 		programServices(t, c, serviceObjects(true, web, mirror), red, gold)
 		answeredBy(t, askNames(t, goldA, "tcp", web.v4, 16), goldB, goldC)
+	})
+}
+
+// tcpEchoUntil retries e's TCP echo to dst on svcPort until it succeeds
+// or reachTimeout passes (the flows of a new path are being installed).
+func tcpEchoUntil(t *testing.T, e *netns.Endpoint, dst netip.Addr) {
+	t.Helper()
+	deadline := time.Now().Add(reachTimeout)
+	err := e.TCPEcho(dst, svcPort, time.Second)
+	for err != nil && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		err = e.TCPEcho(dst, svcPort, time.Second)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestServiceKubeVirtLiveMigration live-migrates a VM on a Primary Layer2
+// UDN from node-a to node-b, as TestKubeVirtLiveMigration does, while it
+// holds a TCP connection to a ClusterIP Service of its network (its
+// backend a pod on node-c) and a pod on node-c holds one to a Service
+// whose backend is the VM: udnkit's load balancers in every zone keep
+// both connections through the switch-over, and new connections work
+// afterwards. The Service the VM connects to has one backend: the VM's
+// packets enter node-b's zone, whose conntrack never saw the connection,
+// and its load balancer picks the backend again (OVS's conntrack picks the
+// connection up mid-stream); with two it could pick the other one.
+// Mutation (tried once): the first Service's load balancer deleted from
+// node-b's zone and the second's from node-c's just before the
+// switch-over (and not written again), both connections break.
+func TestServiceKubeVirtLiveMigration(t *testing.T) {
+	c := needCluster(t)
+	x, y, z := c.Node("node-a"), c.Node("node-b"), c.Node("node-c")
+	kv := newNetwork(t, "tenant-svc-kv", "kv", 13, "10.160.0.0/16")
+	program(t, c, kv)
+	src := &pod{net: kv, name: "virt-launcher-vm1-src", node: x, index: 10, tunnelID: 20}
+	dst := &pod{net: kv, name: "virt-launcher-vm1-dst", node: y, index: 10, tunnelID: 21}
+	client := &pod{net: kv, name: "client", node: z, index: 5, tunnelID: 10}
+	backend := &pod{net: kv, name: "db", node: z, index: 6, tunnelID: 11}
+	podPorts(t, c, client, backend)
+	startOwnPods(t, c, client, backend)
+	stopBackend, err := backend.datapath.ServeTCP(svcTargetPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stopBackend)
+	toPod := &service{net: kv, name: "db", v4: netip.MustParseAddr("10.96.160.10"), backends: []*pod{backend}}
+	toVM := &service{net: kv, name: "vm", v4: netip.MustParseAddr("10.96.160.20"), backends: []*pod{src}}
+	m := startVM(t, c, kv, "vm1", src, dst)
+	vm := m.vm
+	// Afterwards the network has no Services: their load balancers go.
+	t.Cleanup(func() { programServices(t, c, nil, kv) })
+	stopVM, err := vm.ServeTCP(svcTargetPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stopVM)
+	programServices(t, c, serviceObjects(true, toPod, toVM), kv)
+	tcpEchoUntil(t, &vm.Endpoint, toPod.v4)
+	tcpEchoUntil(t, &client.datapath.Endpoint, toVM.v4)
+	fromVM, err := vm.OpenStream(toPod.v4, svcPort, 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toVMStream, err := client.datapath.OpenStream(toVM.v4, svcPort, 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+
+	// The target pod comes up on node-b (its port disabled), the domain
+	// switches over (every zone enables the target's port and disables the
+	// source's), the source pod goes and the VM's endpoint moves to node-b.
+	m.addTarget(t)
+	time.Sleep(500 * time.Millisecond)
+	m.switchOver(t)
+	time.Sleep(500 * time.Millisecond)
+	m.dropSource(t)
+	toVM.backends = []*pod{dst}
+	programServices(t, c, serviceObjects(true, toPod, toVM), kv)
+	time.Sleep(time.Second)
+	out, in := fromVM.Stop(), toVMStream.Stop()
+	t.Logf("VM to the Service: %d exchanges, longest stall %d ms; node-c's pod to the VM's Service: %d exchanges, longest stall %d ms",
+		out.Exchanges, out.LongestStall.Milliseconds(), in.Exchanges, in.LongestStall.Milliseconds())
+
+	t.Run("the VM's TCP connection to a Service survives the migration", func(t *testing.T) {
+		if out.Err != nil {
+			t.Fatalf("the VM's connection to %s broke: %v (after %d exchanges)", toPod.v4, out.Err, out.Exchanges)
+		}
+		tcpEchoUntil(t, &vm.Endpoint, toPod.v4)
+	})
+	t.Run("a TCP connection to a Service whose backend is the VM survives the migration", func(t *testing.T) {
+		if in.Err != nil {
+			t.Fatalf("node-c's pod's connection to %s broke: %v (after %d exchanges)", toVM.v4, in.Err, in.Exchanges)
+		}
+		tcpEchoUntil(t, &client.datapath.Endpoint, toVM.v4)
+	})
+	// Mutation: the Service's load balancer removed from node-b's zone, the
+	// migrated VM's connections to it fail until the next pass.
+	t.Run("mutation: the Service's load balancer removed from node-b's zone cuts the migrated VM off it", func(t *testing.T) {
+		y.NB().Must(t, "lb-del", toPod.lb(corev1.ProtocolTCP))
+		settle(t, c)
+		if err := vm.TCPEcho(toPod.v4, svcPort, 2*time.Second); err == nil {
+			t.Fatalf("the VM on node-b reached %s with its load balancer removed from node-b's zone", toPod.v4)
+		}
+		programServices(t, c, serviceObjects(true, toPod, toVM), kv)
+		tcpEchoUntil(t, &vm.Endpoint, toPod.v4)
 	})
 }
