@@ -44,7 +44,8 @@ var dataplaneLayers = [][]string{
 	{"dataplane"},
 	{"dataplane/controllers/zone", "dataplane/controllers/internal/ctrltest"},
 	{"dataplane/controllers/layer2", "dataplane/controllers/layer3", "dataplane/controllers/multivtep", "dataplane/controllers/migration",
-		"dataplane/controllers/pods", "dataplane/controllers/policy", "dataplane/controllers/services", "dataplane/controllers/networkpolicy"},
+		"dataplane/controllers/pods", "dataplane/controllers/policy", "dataplane/controllers/services", "dataplane/controllers/networkpolicy",
+		"dataplane/controllers/internal/benchzone"}, // benchmark support: only the controllers' benchmarks import it
 	{"dataplane/controllers", "dataplane/trace"},
 }
 
