@@ -88,13 +88,14 @@ func sortedKeys(m map[string]bool) []string { return slices.Sorted(maps.Keys(m))
 
 // networkNADs are the network's live NADs that pass the ownership rule: a
 // Primary network's from the index of them (zone.NADNetworkField), a
-// Secondary network's, which it does not hold, from udnkit's NADs.
+// Secondary network's, which that index does not hold, from the index of
+// every network's (zone.AnyNetworkField).
 func (r *Reconciler) networkNADs(ctx context.Context, network string, primary bool) ([]*nadv1.NetworkAttachmentDefinition, error) {
 	if primary {
 		return zone.TrustedNamingNADs(ctx, r.Client, r.guard(), network)
 	}
 	var list nadv1.NetworkAttachmentDefinitionList
-	if err := r.Client.List(ctx, &list, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
+	if err := r.Client.List(ctx, &list, client.HasLabels{ovnk.LabelUserDefinedNetwork}, client.MatchingFields{zone.AnyNetworkField: network}); err != nil {
 		return nil, err
 	}
 	var out []*nadv1.NetworkAttachmentDefinition
