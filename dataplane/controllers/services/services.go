@@ -166,7 +166,9 @@ func (r *Reconciler) applyNetwork(ctx context.Context, s *zone.NADScope) (reconc
 }
 
 // services are the Services of the namespaces whose trusted NADs describe
-// the network, each with its namespace's mirrored EndpointSlices.
+// the network, each with its namespace's mirrored EndpointSlices: the
+// cache's own objects, not copies (every reconcile reads them all, and
+// the builder only reads them).
 func (r *Reconciler) services(ctx context.Context, network string) ([]svctopo.Service, error) {
 	nads, err := zone.TrustedNamingNADs(ctx, r.Client, r.guard(), network)
 	if err != nil {
@@ -182,11 +184,12 @@ func (r *Reconciler) services(ctx context.Context, network string) ([]svctopo.Se
 	var out []svctopo.Service
 	for _, ns := range namespaces {
 		var svcs corev1.ServiceList
-		if err := r.Client.List(ctx, &svcs, client.InNamespace(ns)); err != nil {
+		if err := r.Client.List(ctx, &svcs, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("services of namespace %s: %w", ns, err)
 		}
 		var eps discoveryv1.EndpointSliceList
-		if err := r.Client.List(ctx, &eps, client.InNamespace(ns), client.HasLabels{ovnk.LabelUserDefinedServiceName}); err != nil {
+		if err := r.Client.List(ctx, &eps, client.InNamespace(ns), client.HasLabels{ovnk.LabelUserDefinedServiceName},
+			client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("endpoint slices of namespace %s: %w", ns, err)
 		}
 		bySvc := map[string][]*discoveryv1.EndpointSlice{}
