@@ -120,7 +120,7 @@ func programLoadBalancers(b *testing.B, z *benchzone.Zone, r *Reconciler, nad *n
 		b.ReportMetric(float64(len(d.LoadBalancers)), "lbs/op")
 	})
 	z.SameRows(nbdb.LoadBalancerTable, "name", "protocol", "vips", "options", "external_ids")
-	z.SameGroups()
+	z.SameMembers(nbdb.LoadBalancerGroupTable, "load_balancer", nbdb.LoadBalancerTable)
 }
 
 // BenchmarkServiceWith1000Endpoints programs the load balancer of one
