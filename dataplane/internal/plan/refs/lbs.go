@@ -121,13 +121,21 @@ func (r *Resolver) LBRefs(kind, name string, names, current []string) (insert, r
 // memberDiff is what a set of members (current) gains (want's missing
 // ones, in want's order) and loses (the owned ones not wanted, sorted).
 func memberDiff(want, current []string, owned func(string) bool) (insert, remove []string) {
+	// Sets, not slices.Contains: a group holds a load balancer per Service
+	// (thousands), and this runs on every change of any one of them.
+	has := make(map[string]bool, len(current))
+	for _, u := range current {
+		has[u] = true
+	}
+	wanted := make(map[string]bool, len(want))
 	for _, u := range want {
-		if !slices.Contains(current, u) && !slices.Contains(insert, u) {
+		if !has[u] && !wanted[u] {
 			insert = append(insert, u)
 		}
+		wanted[u] = true
 	}
 	for _, u := range current {
-		if !slices.Contains(want, u) && owned(u) {
+		if !wanted[u] && owned(u) {
 			remove = append(remove, u)
 		}
 	}
