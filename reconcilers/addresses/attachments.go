@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	ipamclaimsv1alpha1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,6 +14,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/kubevirt"
 	"github.com/udnkit/udnkit/ovnk/podannotation"
 	"github.com/udnkit/udnkit/reconcilers/addresses/attach"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
@@ -85,11 +87,58 @@ func (r *Reconciler) attachOne(ctx context.Context, pod *corev1.Pod, att attach.
 		}
 		return nil, nil
 	}
+	if att.Request.Claim != "" {
+		return r.allocateForClaim(ctx, pod, att)
+	}
 	pn, err := r.attach.Allocate(nn, pod.UID, att)
 	if err != nil {
 		return nil, err
 	}
 	return &pn, nil
+}
+
+// allocateForClaim gives the pod the addresses of the IPAMClaim it names on
+// a Secondary network with persistent IPs: those its status.ips records,
+// else new ones, which the status then records. As upstream's
+// IPAMClaimReconciler.Reconcile (pkg/persistentips/allocator.go) the status
+// is written once, when it has no IPs yet: a failure is recorded only then,
+// and a claim's recorded IPs are never overwritten.
+func (r *Reconciler) allocateForClaim(ctx context.Context, pod *corev1.Pod, att attach.Attachment) (*podannotation.PodNetwork, error) {
+	claim := &ipamclaimsv1alpha1.IPAMClaim{}
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: att.Request.Claim}, claim); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &ipalloc.Error{Reason: ReasonIPAMClaimNotFound, Message: fmt.Sprintf("IPAMClaim %s/%s referenced by the pod does not exist", pod.Namespace, att.Request.Claim)}
+		}
+		return nil, err
+	}
+	ref := claim.Namespace + "/" + claim.Name
+	if owner := kubevirt.VMOwnerOf(claim.OwnerReferences); owner != "" && owner != kubevirt.VMNameOf(pod) {
+		return nil, &ipalloc.Error{Reason: ReasonIPAMClaimInUse, Message: fmt.Sprintf("IPAMClaim %s belongs to VM %s; this pod runs %s and gets no addresses from it", ref, owner, vmWords(kubevirt.VMNameOf(pod)))}
+	}
+	if claim.Spec.Network != att.Network.Name {
+		return nil, &ipalloc.Error{Reason: ipalloc.ReasonInvalidRequest, Message: fmt.Sprintf("IPAMClaim %s is for network %q, not %q", ref, claim.Spec.Network, att.Network.Name)}
+	}
+	owner := attach.ClaimOwner(claim.Namespace, claim.Name)
+	err := r.attach.RestoreClaim(att, owner, claim.Status.IPs)
+	var pn podannotation.PodNetwork
+	if err == nil {
+		pn, err = r.attach.Allocate(client.ObjectKeyFromObject(pod), pod.UID, att)
+	}
+	if len(claim.Status.IPs) > 0 {
+		return &pn, err
+	}
+	var alloc ipalloc.Allocation
+	if err == nil {
+		parsed, perr := pn.Parse()
+		if perr != nil {
+			return nil, perr
+		}
+		alloc.IPs = parsed.IPs
+	}
+	if serr := r.setClaimStatus(ctx, claim, pod, alloc, err); serr != nil {
+		return nil, serr
+	}
+	return &pn, err
 }
 
 // writeEntries adds entries to the pod's k8s.ovn.org/pod-networks under its

@@ -3,7 +3,6 @@ package addresses
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 
 	ipamclaimsv1alpha1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
@@ -75,8 +74,6 @@ func (r *Reconciler) intentOf(pod *corev1.Pod, net *primaryLayer2) (intent, erro
 	}
 	return in, nil
 }
-
-func parseHW(s string) (net.HardwareAddr, error) { return net.ParseMAC(s) }
 
 func metaSelector(cudn *udnv1.ClusterUserDefinedNetwork) (labels.Selector, error) {
 	return metav1.LabelSelectorAsSelector(&cudn.Spec.NamespaceSelector)

@@ -190,7 +190,8 @@ func (r *Reconciler) setup(mgr ctrl.Manager) error {
 	return b.Complete(r)
 }
 
-// watchClaims watches IPAMClaims, when the cluster serves them, for two
+// watchClaims watches IPAMClaims, when the cluster serves them (and starts
+// claimReleaser, which frees a deleted claim's addresses), for two
 // reasons: their informer then syncs before the first reconcile, where a
 // network's first pod used to start it (listing the network's claims) and
 // wait a second for it; and a claim's creation revisits the pods of its
@@ -205,7 +206,7 @@ func (r *Reconciler) watchClaims(mgr ctrl.Manager, b *builder.Builder) error {
 		return err
 	}
 	b.Watches(&ipamclaimsv1alpha1.IPAMClaim{}, handler.EnqueueRequestsFromMapFunc(r.podsOfObjectNamespace), builder.WithPredicates(claimCreated))
-	return nil
+	return claimReleaser{r}.setup(mgr)
 }
 
 // claimCreated passes IPAMClaim creations only: the reconciler writes the
@@ -753,19 +754,9 @@ func restoreClaim(pool *ipalloc.Pool, in intent, claim *ipamclaimsv1alpha1.IPAMC
 	if _, ok := pool.Lookup(in.owner); ok || len(claim.Status.IPs) == 0 {
 		return nil
 	}
-	var a ipalloc.Allocation
-	for _, s := range claim.Status.IPs {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return &ipalloc.Error{Reason: ipalloc.ReasonInternalError, Message: fmt.Sprintf("status.ips: %v", err)}
-		}
-		a.IPs = append(a.IPs, p)
-	}
-	a.MAC = ovnk.MACFromIP(a.IPs[0].Addr())
-	if in.request.MAC != "" {
-		if hw, err := parseHW(in.request.MAC); err == nil {
-			a.MAC = hw
-		}
+	a, err := attach.ClaimAllocation(claim.Status.IPs, in.request.MAC)
+	if err != nil {
+		return err
 	}
 	return pool.Restore(in.owner, a)
 }

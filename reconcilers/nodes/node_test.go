@@ -98,7 +98,18 @@ func TestLayer3HostSubnetsExhaustionAndAppend(t *testing.T) {
 	g.Expect(suite.K8s.Create(suite.Ctx, udn)).To(Succeed())
 
 	// Two host subnets for three nodes: two nodes get one, the third none,
-	// and the UDN says which node is left out.
+	// and the UDN says which node is left out. Which node gets which host
+	// subnet is not specified, here as upstream: when a network starts,
+	// upstream's cluster manager lists the existing nodes from the informer's
+	// lister (NodeController.bootstrapNetwork in
+	// pkg/controllers/node/node_controller.go: nodeLister.List, whose order
+	// is the cache's map order) and queues one reconcile per node on a
+	// workqueue with 15 workers (NewController's Threadiness: 15, same file;
+	// pkg/controller/controller.go startWorkers), and each node's
+	// ReconcileNode (pkg/clustermanager/network_cluster_controller.go) takes
+	// the next free subnet from the allocator (pkg/clustermanager/node/
+	// node_allocator.go). So node-a/b/c getting the 1st/2nd/3rd host subnet
+	// in a live run is one outcome among six, not an order to copy.
 	g.Eventually(func(g Gomega) {
 		c := suite.HostSubnetCondition(g, udn)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))

@@ -14,6 +14,15 @@
 //     manager, pkg/clustermanager/pod/allocator.go);
 //   - Secondary Layer2 and Localnet without subnets: the MAC only.
 //
+// On a Secondary Layer2 or Localnet network with subnets and persistent IPs
+// (its NAD's allowPersistentIPs), a pod whose NetworkSelectionElement names
+// an IPAMClaim (ipam-claim-reference) draws its addresses for the claim, not
+// for itself: every pod naming the claim (a VM's migration source and
+// target) gets the same addresses, which stay held when the pods go and are
+// released with the claim (upstream's pkg/allocator/pod/pod_annotation.go
+// and pkg/persistentips). On any other network the reference is ignored, as
+// upstream ignores it.
+//
 // The MAC is the pod's request, else derived from the first address
 // (util.IPAddrToHWAddr), else random (util.GenerateRandMAC). An entry once
 // written is the pod's allocation: it is restored, never rewritten.
@@ -61,6 +70,16 @@ type Network struct {
 	ExcludeSubnets []netip.Prefix
 	// JoinSubnets are a Primary network's join subnets.
 	JoinSubnets []netip.Prefix
+	// PersistentIPs is the NAD's allowPersistentIPs.
+	PersistentIPs bool
+}
+
+// HonoursClaims says whether an IPAMClaim reference gives addresses on the
+// network: a Layer2 or Localnet network with IPAM and persistent IPs
+// (upstream's hasPersistentIPs in pkg/allocator/pod/pod_annotation.go, and
+// FindIPAMClaim in pkg/persistentips/allocator.go refusing Layer3).
+func (n Network) HonoursClaims() bool {
+	return n.PersistentIPs && len(n.Subnets) > 0 && n.Topology != TopologyLayer3
 }
 
 // Request is what the pod's NetworkSelectionElement asks for.
@@ -72,6 +91,9 @@ type Request struct {
 	MAC string
 	// Gateways are the element's default-route.
 	Gateways []netip.Addr
+	// Claim is the element's ipam-claim-reference, kept only where the
+	// network HonoursClaims.
+	Claim string
 }
 
 // Attachment is one pod's attachment to a network through one NAD.
@@ -100,6 +122,8 @@ type pool struct {
 	tunnels *idalloc.IDAllocator // Layer2 only
 }
 
+// hold is what a pod holds on a pool: its addresses, held by owner (the
+// pod, or the IPAMClaim it names), and its tunnel ID, held by the pod.
 type hold struct{ pool, owner string }
 
 type podRecord struct {
@@ -195,6 +219,18 @@ func (a *Allocator) Held(nn types.NamespacedName, uid types.UID, att Attachment)
 
 func podOwner(nn types.NamespacedName) string { return "pod/" + nn.Namespace + "/" + nn.Name }
 
+// ClaimOwner is the owner of an IPAMClaim's addresses in a pool.
+func ClaimOwner(namespace, name string) string { return "claim/" + namespace + "/" + name }
+
+// addressOwner owns the pod's addresses on att's network: the IPAMClaim
+// it names, else the pod.
+func addressOwner(nn types.NamespacedName, att Attachment) string {
+	if att.Request.Claim != "" {
+		return ClaimOwner(nn.Namespace, att.Request.Claim)
+	}
+	return podOwner(nn)
+}
+
 // record remembers a hold, forgetting a previous pod of the same name.
 func (a *Allocator) record(nn types.NamespacedName, uid types.UID, key string, h hold) {
 	rec := a.pods[nn]
@@ -216,14 +252,74 @@ func (a *Allocator) Forget(nn types.NamespacedName) {
 		return
 	}
 	delete(a.pods, nn)
+	owner := podOwner(nn)
 	for _, h := range rec.holds {
 		if p := a.pools[h.pool]; p != nil {
-			if p.ips != nil {
+			// A claim keeps its addresses until it goes (ReleaseClaim).
+			if p.ips != nil && h.owner == owner {
 				p.ips.Release(h.owner)
 			}
 			if p.tunnels != nil {
-				p.tunnels.ReleaseOwner(h.owner)
+				p.tunnels.ReleaseOwner(owner)
 			}
+		}
+	}
+}
+
+// RestoreClaim makes att's pool hold the addresses an IPAMClaim's
+// status.ips records (MAC: the one requested, else the one derived from the
+// first address), unless the claim holds addresses there already.
+func (a *Allocator) RestoreClaim(att Attachment, owner string, ips []string) error {
+	p := a.pools[PoolID(att)]
+	if p == nil || p.ips == nil || len(ips) == 0 {
+		return nil
+	}
+	if _, ok := p.ips.Lookup(owner); ok {
+		return nil
+	}
+	alloc, err := ClaimAllocation(ips, att.Request.MAC)
+	if err != nil {
+		return err
+	}
+	return p.ips.Restore(owner, alloc)
+}
+
+// ClaimAllocation is the allocation an IPAMClaim's status.ips (non-empty)
+// records: its addresses, and the requested MAC, else the one derived from
+// the first address.
+func ClaimAllocation(ips []string, requestedMAC string) (ipalloc.Allocation, error) {
+	var alloc ipalloc.Allocation
+	for _, s := range ips {
+		pfx, err := netip.ParsePrefix(s)
+		if err != nil {
+			return alloc, &ipalloc.Error{Reason: ipalloc.ReasonInternalError, Message: fmt.Sprintf("status.ips: %v", err)}
+		}
+		alloc.IPs = append(alloc.IPs, pfx)
+	}
+	alloc.MAC = ovnk.MACFromIP(alloc.IPs[0].Addr())
+	if requestedMAC != "" {
+		if hw, err := net.ParseMAC(requestedMAC); err == nil {
+			alloc.MAC = hw
+		}
+	}
+	return alloc, nil
+}
+
+// ReleaseClaim frees an IPAMClaim's addresses (the claim is gone) in every
+// pool where no pod holds them still; a pool whose pods still hold them
+// keeps them until restart, when nothing restores them.
+func (a *Allocator) ReleaseClaim(owner string) {
+	held := map[string]bool{}
+	for _, rec := range a.pods {
+		for _, h := range rec.holds {
+			if h.owner == owner {
+				held[h.pool] = true
+			}
+		}
+	}
+	for id, p := range a.pools {
+		if p.ips != nil && !held[id] {
+			p.ips.Release(owner)
 		}
 	}
 }
@@ -245,15 +341,16 @@ func (a *Allocator) Restore(nn types.NamespacedName, uid types.UID, att Attachme
 	if err != nil {
 		return &ipalloc.Error{Reason: ipalloc.ReasonInvalidRequest, Message: err.Error()}
 	}
-	owner := podOwner(nn)
+	owner, podOwn := addressOwner(nn, att), podOwner(nn)
+	_, claimHeld := lookup(p, owner)
 	if p.ips != nil {
 		if err := p.ips.Restore(owner, ipalloc.Allocation{IPs: parsed.IPs, MAC: parsed.MAC}); err != nil {
 			return err
 		}
 	}
 	if p.tunnels != nil && parsed.TunnelID != 0 {
-		if err := p.tunnels.Reserve(owner, parsed.TunnelID); err != nil {
-			if p.ips != nil {
+		if err := p.tunnels.Reserve(podOwn, parsed.TunnelID); err != nil {
+			if p.ips != nil && !claimHeld {
 				p.ips.Release(owner)
 			}
 			holder, _ := p.tunnels.Owner(parsed.TunnelID)
@@ -272,7 +369,8 @@ func (a *Allocator) Allocate(nn types.NamespacedName, uid types.UID, att Attachm
 	if p == nil {
 		return podannotation.PodNetwork{}, fmt.Errorf("network %s: no pool", PoolID(att))
 	}
-	owner := podOwner(nn)
+	owner, podOwn := addressOwner(nn, att), podOwner(nn)
+	_, claimHeld := lookup(p, owner)
 	var alloc ipalloc.Allocation
 	var err error
 	switch {
@@ -288,16 +386,16 @@ func (a *Allocator) Allocate(nn types.NamespacedName, uid types.UID, att Attachm
 		return podannotation.PodNetwork{}, err
 	}
 	release := func() {
-		if p.ips != nil {
+		if p.ips != nil && !claimHeld {
 			p.ips.Release(owner)
 		}
 	}
 	tunnelID := 0
-	if held := tunnelsHeld(p, owner); len(held) > 0 {
+	if held := tunnelsHeld(p, podOwn); len(held) > 0 {
 		// A write that failed before: the pod keeps what it was given.
 		tunnelID = held[0]
 	} else if p.tunnels != nil {
-		if tunnelID, err = p.tunnels.Allocate(owner); err != nil {
+		if tunnelID, err = p.tunnels.Allocate(podOwn); err != nil {
 			release()
 			return podannotation.PodNetwork{}, &ipalloc.Error{Reason: ipalloc.ReasonSubnetExhausted, Message: err.Error()}
 		}
@@ -306,12 +404,20 @@ func (a *Allocator) Allocate(nn types.NamespacedName, uid types.UID, att Attachm
 	if err != nil {
 		release()
 		if p.tunnels != nil {
-			p.tunnels.ReleaseOwner(owner)
+			p.tunnels.ReleaseOwner(podOwn)
 		}
 		return pn, &ipalloc.Error{Reason: ipalloc.ReasonInvalidRequest, Message: err.Error()}
 	}
 	a.record(nn, uid, att.Key, hold{pool: PoolID(att), owner: owner})
 	return pn, nil
+}
+
+// lookup is owner's allocation in p, if p has IPAM and owner holds one.
+func lookup(p *pool, owner string) (ipalloc.Allocation, bool) {
+	if p.ips == nil {
+		return ipalloc.Allocation{}, false
+	}
+	return p.ips.Lookup(owner)
 }
 
 func tunnelsHeld(p *pool, owner string) []int {

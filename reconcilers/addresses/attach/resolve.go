@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/netip"
 
+	ipamclaimsv1alpha1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -96,13 +98,21 @@ func (r Resolver) Secondaries(ctx context.Context, pod *corev1.Pod) ([]Attachmen
 			continue
 		}
 		att.Request = requestOf(e)
+		if att.Request.Claim != "" && !att.Network.HonoursClaims() {
+			// Upstream logs "referencing an IPAMClaim on network %q which
+			// does not honor it" and allocates as without it
+			// (pkg/allocator/pod/pod_annotation.go).
+			log.FromContext(ctx).Info("ignoring an IPAMClaim reference on a network without persistent IPs",
+				"pod", pod.Namespace+"/"+pod.Name, "nad", key, "claim", att.Request.Claim)
+			att.Request.Claim = ""
+		}
 		out = append(out, *att)
 	}
 	return out, refused, nil
 }
 
 func requestOf(e *nadv1.NetworkSelectionElement) Request {
-	req := Request{IPs: e.IPRequest, MAC: e.MacRequest}
+	req := Request{IPs: e.IPRequest, MAC: e.MacRequest, Claim: e.IPAMClaimReference}
 	for _, gw := range e.GatewayRequest {
 		if a, ok := netip.AddrFromSlice(gw); ok {
 			req.Gateways = append(req.Gateways, a.Unmap())
@@ -154,7 +164,7 @@ func (r Resolver) NetworkOfNAD(ctx context.Context, nad *nadv1.NetworkAttachment
 	if err != nil {
 		return Network{}, false, nil // Verify parsed it: unreachable
 	}
-	n := Network{Name: nc.Name, Topology: nc.Topology, Primary: nc.Role == podannotation.RolePrimary}
+	n := Network{Name: nc.Name, Topology: nc.Topology, Primary: nc.Role == podannotation.RolePrimary, PersistentIPs: nc.AllowPersistentIPs}
 	if n.Subnets, err = nc.SubnetPrefixes(); err != nil {
 		return n, false, nil
 	}
@@ -211,6 +221,10 @@ func (a *Allocator) Rebuild(ctx context.Context, r Resolver, att Attachment, ord
 		if pod.Spec.NodeName == "" || pod.Spec.HostNetwork || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
+		var claims map[string]string
+		if att.Network.HonoursClaims() {
+			claims = claimsOf(pod)
+		}
 		for _, key := range keys {
 			pn, err := podannotation.DecodePodNetwork(pod.Annotations, key)
 			if err != nil || pn == nil {
@@ -218,10 +232,53 @@ func (a *Allocator) Rebuild(ctx context.Context, r Resolver, att Attachment, ord
 			}
 			held := att
 			held.Key = key
+			held.Request = Request{Claim: claims[key]}
 			if err := a.Restore(client.ObjectKeyFromObject(pod), pod.UID, held, pn); err != nil {
 				log.FromContext(ctx).Error(err, "rebuilding the address pool", "network", PoolID(att), "pod", pod.Namespace+"/"+pod.Name)
 			}
 		}
 	}
+	return a.rebuildClaims(ctx, r, att)
+}
+
+// rebuildClaims restores the addresses of the network's IPAMClaims that no
+// pod holds (a stopped VM's), as upstream's IPAMClaimReconciler.Sync marks
+// them allocated (pkg/persistentips/allocator.go).
+func (a *Allocator) rebuildClaims(ctx context.Context, r Resolver, att Attachment) error {
+	if !att.Network.HonoursClaims() {
+		return nil
+	}
+	var claims ipamclaimsv1alpha1.IPAMClaimList
+	if err := r.Reader.List(ctx, &claims); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil
+		}
+		return err
+	}
+	for i := range claims.Items {
+		c := &claims.Items[i]
+		if c.Spec.Network != att.Network.Name || len(c.Status.IPs) == 0 {
+			continue
+		}
+		if err := a.RestoreClaim(att, ClaimOwner(c.Namespace, c.Name), c.Status.IPs); err != nil {
+			log.FromContext(ctx).Error(err, "rebuilding the address pool", "network", PoolID(att), "ipamclaim", c.Namespace+"/"+c.Name)
+		}
+	}
 	return nil
+}
+
+// claimsOf maps the NAD keys the pod's k8s.v1.cni.cncf.io/networks names
+// to the IPAMClaim each element references.
+func claimsOf(pod *corev1.Pod) map[string]string {
+	elems, err := podannotation.DecodeNetworkSelections(pod.Annotations[ovnk.AnnotationNetworks], pod.Namespace)
+	if err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, e := range elems {
+		if e.IPAMClaimReference != "" {
+			out[e.Namespace+"/"+e.Name] = e.IPAMClaimReference
+		}
+	}
+	return out
 }
