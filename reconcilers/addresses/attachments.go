@@ -112,13 +112,16 @@ func (r *Reconciler) allocateForClaim(ctx context.Context, pod *corev1.Pod, att 
 		return nil, err
 	}
 	ref := claim.Namespace + "/" + claim.Name
-	if owner := kubevirt.VMOwnerOf(claim.OwnerReferences); owner != "" && owner != kubevirt.VMNameOf(pod) {
-		return nil, &ipalloc.Error{Reason: ReasonIPAMClaimInUse, Message: fmt.Sprintf("IPAMClaim %s belongs to VM %s; this pod runs %s and gets no addresses from it", ref, owner, vmWords(kubevirt.VMNameOf(pod)))}
-	}
 	if claim.Spec.Network != att.Network.Name {
 		return nil, &ipalloc.Error{Reason: ipalloc.ReasonInvalidRequest, Message: fmt.Sprintf("IPAMClaim %s is for network %q, not %q", ref, claim.Spec.Network, att.Network.Name)}
 	}
 	owner := attach.ClaimOwner(claim.Namespace, claim.Name)
+	if msg, err := r.secondaryClaimInUse(ctx, pod, claim, owner); err != nil || msg != "" {
+		if err == nil {
+			err = &ipalloc.Error{Reason: ReasonIPAMClaimInUse, Message: msg}
+		}
+		return nil, err
+	}
 	err := r.attach.RestoreClaim(att, owner, claim.Status.IPs)
 	var pn podannotation.PodNetwork
 	if err == nil {
@@ -263,4 +266,27 @@ var nodeSubnetsChanged = predicate.Funcs{
 	},
 	DeleteFunc:  func(event.DeleteEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// secondaryClaimInUse says why the pod may not take addresses from claim,
+// or "": as on Primary networks (claimInUse), one IPAMClaim serves the pods
+// of one VM, the VM its owner reference names if any.
+func (r *Reconciler) secondaryClaimInUse(ctx context.Context, pod *corev1.Pod, claim *ipamclaimsv1alpha1.IPAMClaim, owner string) (string, error) {
+	ref, vm := claim.Namespace+"/"+claim.Name, kubevirt.VMNameOf(pod)
+	if msg := claimMadeForOther(claim, vm); msg != "" {
+		return msg, nil
+	}
+	for _, nn := range r.attach.ClaimHolders(owner, client.ObjectKeyFromObject(pod)) {
+		var holder corev1.Pod
+		if err := r.client.Get(ctx, nn, &holder); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue // its deletion forgets it
+			}
+			return "", err
+		}
+		if hvm := kubevirt.VMNameOf(&holder); hvm == "" || hvm != vm {
+			return claimHeldBy(ref, nn.Name, hvm, vm), nil
+		}
+	}
+	return "", nil
 }

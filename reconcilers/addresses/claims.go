@@ -42,6 +42,28 @@ func (c claimReleaser) Reconcile(ctx context.Context, req reconcile.Request) (re
 	}
 	c.r.mu.Lock()
 	defer c.r.mu.Unlock()
-	c.r.attach.ReleaseClaim(attach.ClaimOwner(req.Namespace, req.Name))
+	c.r.releaseClaim(attach.ClaimOwner(req.Namespace, req.Name))
 	return reconcile.Result{}, nil
+}
+
+// releaseClaim frees the claim's addresses in every pool where no pod holds
+// them (mu held).
+func (r *Reconciler) releaseClaim(owner string) {
+	r.attach.ReleaseClaim(owner)
+	for id, st := range r.networks {
+		if r.holders[holderKey{id, owner}] == 0 && st.pool.Release(owner) {
+			r.observePools(id)
+		}
+	}
+}
+
+// claimGone says whether the claim an owner names is known deleted (the
+// cache says not found); a cluster that serves no IPAMClaims, or a failed
+// read, keeps the addresses.
+func (r *Reconciler) claimGone(owner string) bool {
+	nn, ok := attach.ClaimOf(owner)
+	if !ok {
+		return false
+	}
+	return apierrors.IsNotFound(r.client.Get(context.Background(), nn, &ipamclaimsv1alpha1.IPAMClaim{}))
 }

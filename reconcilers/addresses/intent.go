@@ -3,7 +3,6 @@ package addresses
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	ipamclaimsv1alpha1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -18,6 +17,7 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/kubevirt"
 	"github.com/udnkit/udnkit/ovnk/podannotation"
+	"github.com/udnkit/udnkit/reconcilers/addresses/attach"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
 )
 
@@ -38,10 +38,6 @@ type intent struct {
 func podOwner(pod *corev1.Pod) string { return podOwnerOf(client.ObjectKeyFromObject(pod)) }
 
 func podOwnerOf(nn types.NamespacedName) string { return "pod/" + nn.Namespace + "/" + nn.Name }
-
-func claimOwner(namespace, name string) string { return "claim/" + namespace + "/" + name }
-
-func isClaimOwner(owner string) bool { return strings.HasPrefix(owner, "claim/") }
 
 // intentOf reads the pod's NetworkSelectionElement (when the feature is on)
 // or the deprecated claim annotation (Persistent networks), and its VM.
@@ -68,7 +64,7 @@ func (r *Reconciler) intentOf(pod *corev1.Pod, net *primaryLayer2) (intent, erro
 	}
 	switch {
 	case in.claim != "":
-		in.owner = claimOwner(pod.Namespace, in.claim)
+		in.owner = attach.ClaimOwner(pod.Namespace, in.claim)
 	case in.vm.name != "":
 		in.owner = "vm/" + pod.Namespace + "/" + in.vm.name
 	}

@@ -526,8 +526,8 @@ func (r *Reconciler) writePodNetworks(ctx context.Context, s *podScope) (reconci
 // addresses. It scans the pods only when the claim is held.
 func (r *Reconciler) claimInUse(network string, nn types.NamespacedName, in intent, claim *ipamclaimsv1alpha1.IPAMClaim) string {
 	ref := claim.Namespace + "/" + claim.Name
-	if owner := kubevirt.VMOwnerOf(claim.OwnerReferences); owner != "" && owner != in.vmName {
-		return fmt.Sprintf("IPAMClaim %s belongs to VM %s; this pod runs %s and gets no addresses from it", ref, owner, vmWords(in.vmName))
+	if msg := claimMadeForOther(claim, in.vmName); msg != "" {
+		return msg
 	}
 	if r.holders[holderKey{network, in.owner}] == 0 {
 		return ""
@@ -539,14 +539,29 @@ func (r *Reconciler) claimInUse(network string, nn types.NamespacedName, in inte
 		if rec.vmName != "" && rec.vmName == in.vmName {
 			return ""
 		}
-		holder := "pod " + other.Name
-		if rec.vmName != "" {
-			holder += " of VM " + rec.vmName
-		}
-		return fmt.Sprintf("IPAMClaim %s is held by %s; only the pods of one VM may share a claim, and this pod runs %s, so it gets no addresses from it",
-			ref, holder, vmWords(in.vmName))
+		return claimHeldBy(ref, other.Name, rec.vmName, in.vmName)
 	}
 	return ""
+}
+
+// claimMadeForOther says why a pod of VM vm ("" for none) gets no
+// addresses from a claim its owner reference gives to another VM, or "".
+func claimMadeForOther(claim *ipamclaimsv1alpha1.IPAMClaim, vm string) string {
+	if owner := kubevirt.VMOwnerOf(claim.OwnerReferences); owner != "" && owner != vm {
+		return fmt.Sprintf("IPAMClaim %s/%s belongs to VM %s; this pod runs %s and gets no addresses from it", claim.Namespace, claim.Name, owner, vmWords(vm))
+	}
+	return ""
+}
+
+// claimHeldBy says that claim ref, held by pod holder of VM holderVM (""
+// for none), gives no addresses to a pod of VM vm.
+func claimHeldBy(ref, holder, holderVM, vm string) string {
+	holder = "pod " + holder
+	if holderVM != "" {
+		holder += " of VM " + holderVM
+	}
+	return fmt.Sprintf("IPAMClaim %s is held by %s; only the pods of one VM may share a claim, and this pod runs %s, so it gets no addresses from it",
+		ref, holder, vmWords(vm))
 }
 
 func vmWords(vm string) string {
@@ -608,8 +623,14 @@ func sameAddresses(a, b ipalloc.Allocation) bool {
 // forget drops a pod that is gone or finished, freeing addresses only it
 // held: a claim keeps its addresses, a VM keeps them while any of its pods
 // remains.
+//
+// The last pod of a claim deleted meanwhile frees the claim's addresses.
 func (r *Reconciler) forget(nn types.NamespacedName) {
-	r.attach.Forget(nn)
+	for _, owner := range r.attach.Forget(nn) {
+		if r.claimGone(owner) {
+			r.attach.ReleaseClaim(owner)
+		}
+	}
 	rec, ok := r.pods[nn]
 	if !ok {
 		return
@@ -621,7 +642,7 @@ func (r *Reconciler) forget(nn types.NamespacedName) {
 		return
 	}
 	st.tunnels.ReleaseOwner(podOwnerOf(nn))
-	if isClaimOwner(rec.owner) {
+	if _, claim := attach.ClaimOf(rec.owner); claim && (held || !r.claimGone(rec.owner)) {
 		return
 	}
 	if held {
@@ -734,7 +755,7 @@ func (r *Reconciler) rebuild(st *netState, net *primaryLayer2, pods []corev1.Pod
 		if c.Spec.Network != net.ref.NetworkName() || len(c.Status.IPs) == 0 {
 			continue
 		}
-		if err := restoreClaim(st.pool, intent{owner: claimOwner(c.Namespace, c.Name)}, c); err != nil {
+		if err := restoreClaim(st.pool, intent{owner: attach.ClaimOwner(c.Namespace, c.Name)}, c); err != nil {
 			errs = append(errs, fmt.Errorf("IPAMClaim %s/%s: %w", c.Namespace, c.Name, err))
 		}
 	}

@@ -1,6 +1,8 @@
 package addresses_test
 
 import (
+	"time"
+
 	ipamclaimsv1alpha1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -10,6 +12,7 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/kubevirt"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 	"github.com/udnkit/udnkit/reconcilers/addresses"
 	"github.com/udnkit/udnkit/reconcilers/addresses/ipalloc"
 )
@@ -47,6 +50,7 @@ var _ = Describe("IPAMClaims on Secondary networks with persistent IPs", Ordered
 		cudnWithNAD(ns, "flatnet", udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLocalnet, Localnet: &udnv1.LocalnetConfig{
 			Role: udnv1.NetworkRoleSecondary, PhysicalNetworkName: "physnet", Subnets: as[udnv1.CIDR]([]string{"10.71.0.0/24"}), IPAM: persistent()}})
 		networkWithNAD(ns, "tiny", persistentLayer2("10.73.0.0/30"))
+		networkWithNAD(ns, "tiny2", persistentLayer2("10.74.0.0/30"))
 		networkWithNAD(ns, "plain", secondaryLayer2("10.72.0.0/24"))
 	})
 
@@ -107,6 +111,42 @@ var _ = Describe("IPAMClaims on Secondary networks with persistent IPs", Ordered
 		Expect(podNetwork(ns, "newcomer", ns+"/tiny").IPAddresses).To(Equal(held))
 	})
 
+	It("frees a deleted claim's addresses when its last pod goes, not before", func() {
+		createClaim(ns, "vm-u", ns+"_tiny2")
+		createPod(ns, "vm-u-launcher", naming("tiny2", "vm-u"), labelled(kubevirt.LabelVMName, "vm-u"))
+		held := podNetwork(ns, "vm-u-launcher", ns+"/tiny2").IPAddresses
+		createPod(ns, "filler-2", annotated(ovnk.AnnotationNetworks, "tiny2"))
+		podNetwork(ns, "filler-2", ns+"/tiny2")
+		Expect(k8s.Delete(ctx, &ipamclaimsv1alpha1.IPAMClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vm-u"}})).To(Succeed())
+		Eventually(func() bool {
+			return apiNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vm-u"}, &ipamclaimsv1alpha1.IPAMClaim{}))
+		}).Should(BeTrue())
+
+		// The VM's pod still uses the addresses.
+		createPod(ns, "squatter-2", annotated(ovnk.AnnotationNetworks, "tiny2"))
+		Expect(warning(ns, "squatter-2", ipalloc.ReasonSubnetExhausted)).To(ContainSubstring("tiny2"))
+		deletePod(ns, "squatter-2")
+
+		deletePod(ns, "vm-u-launcher")
+		createPod(ns, "newcomer-2", annotated(ovnk.AnnotationNetworks, "tiny2"))
+		Expect(podNetwork(ns, "newcomer-2", ns+"/tiny2").IPAddresses).To(Equal(held))
+	})
+
+	It("gives a pod its addresses when the claim it named is created", func() {
+		createPod(ns, "early", naming("vmnet", "later"))
+		Expect(warning(ns, "early", addresses.ReasonIPAMClaimNotFound)).To(ContainSubstring("sec-claims/later"))
+		createClaim(ns, "later", ns+"_vmnet")
+		// The claim's creation revisits the pod, well before the retry 30 s
+		// after the warning.
+		Eventually(func(g Gomega) {
+			entry, err := podannotation.DecodePodNetwork(getPod(ns, "early").Annotations, ns+"/vmnet")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(entry).NotTo(BeNil())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		c, _ := claimWith(ns, "later", metav1.ConditionTrue, ovnk.ReasonSuccessfulAllocation)
+		Expect(c.Status.IPs).To(Equal(podNetwork(ns, "early", ns+"/vmnet").IPAddresses))
+	})
+
 	// Upstream ignores a reference on a network without persistent IPs
 	// ("referencing an IPAMClaim on network %q which does not honor it",
 	// pkg/allocator/pod/pod_annotation.go): the pod gets addresses of its
@@ -136,9 +176,41 @@ var _ = Describe("IPAMClaims on Secondary networks with persistent IPs", Ordered
 		Expect(warning(ns, "launcher-d", addresses.ReasonIPAMClaimInUse)).To(ContainSubstring("IPAMClaim sec-claims/vm-c.net1 belongs to VM vm-c; this pod runs VM vm-d"))
 		noEntry(ns, "launcher-d", ns+"/vmnet")
 
+		createClaim(ns, "vm-e.net1", ns+"_vmnet")
+		createPod(ns, "launcher-e", naming("vmnet", "vm-e.net1"), labelled(kubevirt.LabelVMName, "vm-e"))
+		podNetwork(ns, "launcher-e", ns+"/vmnet")
+		createPod(ns, "launcher-f", naming("vmnet", "vm-e.net1"), labelled(kubevirt.LabelVMName, "vm-f"))
+		Expect(warning(ns, "launcher-f", addresses.ReasonIPAMClaimInUse)).To(ContainSubstring(
+			"IPAMClaim sec-claims/vm-e.net1 is held by pod launcher-e of VM vm-e; only the pods of one VM may share a claim, and this pod runs VM vm-f"))
+		noEntry(ns, "launcher-f", ns+"/vmnet")
+
 		createClaim(ns, "elsewhere", ns+"_plain")
 		createPod(ns, "mismatch", naming("vmnet", "elsewhere"))
 		Expect(warning(ns, "mismatch", ipalloc.ReasonInvalidRequest)).To(ContainSubstring(`IPAMClaim sec-claims/elsewhere is for network "sec-claims_plain", not "sec-claims_vmnet"`))
 		noEntry(ns, "mismatch", ns+"/vmnet")
 	})
+})
+
+// Upstream releases a Primary Layer2 claim's addresses on the claim's
+// delete event too (the same IPAMClaimReconciler.Reconcile(claim, nil),
+// pkg/clustermanager/network_cluster_controller.go's delete handler).
+var _ = It("frees a Primary Layer2 claim's addresses when the claim is deleted", func() {
+	const ns = "claim-release"
+	createUDN(ns, "tenant", primaryLayer2("10.37.0.0/24"))
+	createClaim(ns, "vm-r", ns+"_tenant")
+	createPod(ns, "launcher", requesting([]string{"10.37.0.9"}, "", "vm-r"), labelled(kubevirt.LabelVMName, "vm-r"))
+	Expect(podNetwork(ns, "launcher", ns+"/tenant").IPAddresses).To(Equal([]string{"10.37.0.9/24"}))
+	deletePod(ns, "launcher")
+	createPod(ns, "taker", requesting([]string{"10.37.0.9"}, "", ""))
+	Expect(warning(ns, "taker", ipalloc.ReasonIPAddressConflict)).To(ContainSubstring("10.37.0.9"))
+	deletePod(ns, "taker")
+
+	Expect(k8s.Delete(ctx, &ipamclaimsv1alpha1.IPAMClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vm-r"}})).To(Succeed())
+	Eventually(func() bool {
+		return apiNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vm-r"}, &ipamclaimsv1alpha1.IPAMClaim{}))
+	}).Should(BeTrue())
+	// Within the default wait (60 s): a reconcile that still met the claim's
+	// hold retries after 30 s; with the hold kept forever it would never.
+	createPod(ns, "taker-2", requesting([]string{"10.37.0.9"}, "", ""))
+	Expect(podNetwork(ns, "taker-2", ns+"/tenant").IPAddresses).To(Equal([]string{"10.37.0.9/24"}))
 })

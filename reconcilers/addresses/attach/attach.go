@@ -39,6 +39,7 @@ import (
 	"net"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -220,7 +221,36 @@ func (a *Allocator) Held(nn types.NamespacedName, uid types.UID, att Attachment)
 func podOwner(nn types.NamespacedName) string { return "pod/" + nn.Namespace + "/" + nn.Name }
 
 // ClaimOwner is the owner of an IPAMClaim's addresses in a pool.
-func ClaimOwner(namespace, name string) string { return "claim/" + namespace + "/" + name }
+func ClaimOwner(namespace, name string) string { return claimPrefix + namespace + "/" + name }
+
+const claimPrefix = "claim/"
+
+// ClaimOf is the IPAMClaim an owner names (ok false: not a claim's).
+func ClaimOf(owner string) (nn types.NamespacedName, ok bool) {
+	rest, ok := strings.CutPrefix(owner, claimPrefix)
+	if !ok {
+		return nn, false
+	}
+	nn.Namespace, nn.Name, ok = strings.Cut(rest, "/")
+	return nn, ok
+}
+
+// ClaimHolders are the pods holding a claim's addresses, but for skip.
+func (a *Allocator) ClaimHolders(owner string, skip types.NamespacedName) []types.NamespacedName {
+	var out []types.NamespacedName
+	for nn, rec := range a.pods {
+		if nn == skip {
+			continue
+		}
+		for _, h := range rec.holds {
+			if h.owner == owner {
+				out = append(out, nn)
+				break
+			}
+		}
+	}
+	return out
+}
 
 // addressOwner owns the pod's addresses on att's network: the IPAMClaim
 // it names, else the pod.
@@ -245,17 +275,21 @@ func (a *Allocator) record(nn types.NamespacedName, uid types.UID, key string, h
 	rec.holds[key] = h
 }
 
-// Forget releases everything the pod holds (it is gone or finished).
-func (a *Allocator) Forget(nn types.NamespacedName) {
+// Forget releases everything the pod holds (it is gone or finished) but
+// the addresses of the IPAMClaims it named, which it returns: those stay
+// held until the claim goes (ReleaseClaim).
+func (a *Allocator) Forget(nn types.NamespacedName) (claims []string) {
 	rec := a.pods[nn]
 	if rec == nil {
-		return
+		return nil
 	}
 	delete(a.pods, nn)
 	owner := podOwner(nn)
 	for _, h := range rec.holds {
+		if h.owner != owner && !slices.Contains(claims, h.owner) {
+			claims = append(claims, h.owner)
+		}
 		if p := a.pools[h.pool]; p != nil {
-			// A claim keeps its addresses until it goes (ReleaseClaim).
 			if p.ips != nil && h.owner == owner {
 				p.ips.Release(h.owner)
 			}
@@ -264,6 +298,7 @@ func (a *Allocator) Forget(nn types.NamespacedName) {
 			}
 		}
 	}
+	return claims
 }
 
 // RestoreClaim makes att's pool hold the addresses an IPAMClaim's
