@@ -33,6 +33,25 @@ func naming(nad, claim string) podOpt {
 	return annotated(ovnk.AnnotationNetworks, `[{"name":"`+nad+`","ipam-claim-reference":"`+claim+`"}]`)
 }
 
+// vmAndFiller fills the /30 network of NAD ns/nad (two addresses): the pod
+// of VM claim takes one for IPAMClaim claim, a pod of no VM the other. It
+// returns the claim's.
+func vmAndFiller(ns, nad, claim string) []string {
+	createClaim(ns, claim, ns+"_"+nad)
+	createPod(ns, claim+"-launcher", naming(nad, claim), labelled(kubevirt.LabelVMName, claim))
+	held := podNetwork(ns, claim+"-launcher", ns+"/"+nad).IPAddresses
+	createPod(ns, nad+"-filler", annotated(ovnk.AnnotationNetworks, nad))
+	podNetwork(ns, nad+"-filler", ns+"/"+nad)
+	return held
+}
+
+// deleteClaim deletes the IPAMClaim and waits until it is gone.
+func deleteClaim(ns, name string) {
+	c := &ipamclaimsv1alpha1.IPAMClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	Expect(k8s.Delete(ctx, c)).To(Succeed())
+	Eventually(func() bool { return apiNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(c), c)) }).Should(BeTrue())
+}
+
 // Upstream's cluster manager allocates a Secondary Layer2 or Localnet pod's
 // addresses through the IPAMClaim its NetworkSelectionElement names when the
 // network allows persistent IPs (allocatePodAnnotationWithRollback in
@@ -86,12 +105,7 @@ var _ = Describe("IPAMClaims on Secondary networks with persistent IPs", Ordered
 	})
 
 	It("keeps a claim's addresses when its pods go and across a restart, and frees them when the claim goes", func() {
-		// tiny (a /30) has two addresses: the claim takes one, a pod the other.
-		createClaim(ns, "vm-t", ns+"_tiny")
-		createPod(ns, "vm-t-launcher", naming("tiny", "vm-t"), labelled(kubevirt.LabelVMName, "vm-t"))
-		held := podNetwork(ns, "vm-t-launcher", ns+"/tiny").IPAddresses
-		createPod(ns, "filler", annotated(ovnk.AnnotationNetworks, "tiny"))
-		podNetwork(ns, "filler", ns+"/tiny")
+		held := vmAndFiller(ns, "tiny", "vm-t")
 		deletePod(ns, "vm-t-launcher")
 		stopManager()
 		startManager(featureOn())
@@ -106,21 +120,14 @@ var _ = Describe("IPAMClaims on Secondary networks with persistent IPs", Ordered
 		Expect(podNetwork(ns, "vm-t-launcher-2", ns+"/tiny").IPAddresses).To(Equal(held))
 		deletePod(ns, "vm-t-launcher-2")
 
-		Expect(k8s.Delete(ctx, &ipamclaimsv1alpha1.IPAMClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vm-t"}})).To(Succeed())
+		deleteClaim(ns, "vm-t")
 		createPod(ns, "newcomer", annotated(ovnk.AnnotationNetworks, "tiny"))
 		Expect(podNetwork(ns, "newcomer", ns+"/tiny").IPAddresses).To(Equal(held))
 	})
 
 	It("frees a deleted claim's addresses when its last pod goes, not before", func() {
-		createClaim(ns, "vm-u", ns+"_tiny2")
-		createPod(ns, "vm-u-launcher", naming("tiny2", "vm-u"), labelled(kubevirt.LabelVMName, "vm-u"))
-		held := podNetwork(ns, "vm-u-launcher", ns+"/tiny2").IPAddresses
-		createPod(ns, "filler-2", annotated(ovnk.AnnotationNetworks, "tiny2"))
-		podNetwork(ns, "filler-2", ns+"/tiny2")
-		Expect(k8s.Delete(ctx, &ipamclaimsv1alpha1.IPAMClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vm-u"}})).To(Succeed())
-		Eventually(func() bool {
-			return apiNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vm-u"}, &ipamclaimsv1alpha1.IPAMClaim{}))
-		}).Should(BeTrue())
+		held := vmAndFiller(ns, "tiny2", "vm-u")
+		deleteClaim(ns, "vm-u")
 
 		// The VM's pod still uses the addresses.
 		createPod(ns, "squatter-2", annotated(ovnk.AnnotationNetworks, "tiny2"))
@@ -205,10 +212,7 @@ var _ = It("frees a Primary Layer2 claim's addresses when the claim is deleted",
 	Expect(warning(ns, "taker", ipalloc.ReasonIPAddressConflict)).To(ContainSubstring("10.37.0.9"))
 	deletePod(ns, "taker")
 
-	Expect(k8s.Delete(ctx, &ipamclaimsv1alpha1.IPAMClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vm-r"}})).To(Succeed())
-	Eventually(func() bool {
-		return apiNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vm-r"}, &ipamclaimsv1alpha1.IPAMClaim{}))
-	}).Should(BeTrue())
+	deleteClaim(ns, "vm-r")
 	// Within the default wait (60 s): a reconcile that still met the claim's
 	// hold retries after 30 s; with the hold kept forever it would never.
 	createPod(ns, "taker-2", requesting([]string{"10.37.0.9"}, "", ""))
