@@ -53,7 +53,7 @@ var (
 	ovnClients = map[string]*dataplane.Client{}
 )
 
-func ovnClient(t *testing.T, n *datapath.Node) *dataplane.Client {
+func ovnClient(t testing.TB, n *datapath.Node) *dataplane.Client {
 	t.Helper()
 	clientsMu.Lock()
 	defer clientsMu.Unlock()
@@ -83,7 +83,7 @@ func setGatewayless(n *datapath.Node, off bool) {
 // nodeObject is a Node as ovnkube-node publishes it (datapath.OVNKNode)
 // and udnkit's reconcilers leave it: node ID (the node's index + 2),
 // topology version 2.0; without its l3-gateway-config while gatewayless.
-func nodeObject(t *testing.T, i int, n *datapath.Node) *corev1.Node {
+func nodeObject(t testing.TB, i int, n *datapath.Node) *corev1.Node {
 	t.Helper()
 	node, err := datapath.OVNKNode(n)
 	if err != nil {
@@ -131,7 +131,7 @@ func (n *network) gateway(v6 bool) netip.Addr { return n.ovnk().Gateway(v6) }
 
 // newNetwork renders a Primary Layer2 UDN's NAD as the NAD reconciler
 // does, with network ID id and tunnel keys from the interconnect range.
-func newNetwork(t *testing.T, namespace, name string, id int, subnets ...string) *network {
+func newNetwork(t testing.TB, namespace, name string, id int, subnets ...string) *network {
 	t.Helper()
 	spec := udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRolePrimary}}
 	n := &network{namespace: namespace, name: name, id: id}
@@ -187,7 +187,7 @@ func dropPod(namespace, name string) {
 // known Pods, the networks' NADs and the UDNs that own them (the dataplane programs only
 // NADs whose owner exists with their IDs), with the dataplane's NAD index;
 // with nets, every network an earlier API state had.
-func apiState(t *testing.T, c *datapath.Cluster, nets ...*network) client.Client {
+func apiState(t testing.TB, c *datapath.Cluster, nets ...*network) client.Client {
 	t.Helper()
 	knownMu.Lock()
 	for _, n := range nets {
@@ -222,7 +222,7 @@ func apiState(t *testing.T, c *datapath.Cluster, nets ...*network) client.Client
 }
 
 // reconcileAll runs r on every network's NAD.
-func reconcileAll(t *testing.T, zone *datapath.Node, r reconcile.Reconciler, nets ...*network) {
+func reconcileAll(t testing.TB, zone *datapath.Node, r reconcile.Reconciler, nets ...*network) {
 	t.Helper()
 	for _, net := range nets {
 		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: net.nad.Namespace, Name: net.nad.Name}}
@@ -234,7 +234,7 @@ func reconcileAll(t *testing.T, zone *datapath.Node, r reconcile.Reconciler, net
 
 // program runs udnkit's Layer2 and pod-port reconcilers in every zone,
 // each zone local to its own node, on the same API state.
-func program(t *testing.T, c *datapath.Cluster, nets ...*network) {
+func program(t testing.TB, c *datapath.Cluster, nets ...*network) {
 	t.Helper()
 	for _, zone := range c.Nodes {
 		state, local := apiState(t, c, nets...), localTo(zone)
@@ -250,7 +250,7 @@ func localTo(zone *datapath.Node) func(*corev1.Node) bool {
 }
 
 // podPortReconciler is udnkit's pod-port reconciler of zone on state.
-func podPortReconciler(t *testing.T, zone *datapath.Node, state client.Client) *pods.Reconciler {
+func podPortReconciler(t testing.TB, zone *datapath.Node, state client.Client) *pods.Reconciler {
 	return &pods.Reconciler{Client: state, OVN: ovnClient(t, zone), Cluster: cfg, Local: localTo(zone)}
 }
 
@@ -285,7 +285,7 @@ func (p *pod) port() string { return ovnk.PodPortName(p.net.key(), p.net.namespa
 
 // annotation is the pod's k8s.ovn.org/pod-networks, as udnkit's address
 // allocator writes it for a Primary Layer2 network (ovnk's codec).
-func (p *pod) annotation(t *testing.T) map[string]string {
+func (p *pod) annotation(t testing.TB) map[string]string {
 	t.Helper()
 	var ips []netip.Prefix
 	var gws []netip.Addr
@@ -310,7 +310,7 @@ func (p *pod) uid() string { return "uid-" + p.net.namespace + "-" + p.name }
 
 // object is the Pod as the cluster has it: running on its node with its
 // k8s.ovn.org/pod-networks.
-func (p *pod) object(t *testing.T) *corev1.Pod {
+func (p *pod) object(t testing.TB) *corev1.Pod {
 	t.Helper()
 	o := testobj.MakePod(p.net.namespace, p.name).Node(p.node.Name).Running().Annotations(p.annotation(t)).Obj()
 	o.UID = types.UID(p.uid())
@@ -319,7 +319,7 @@ func (p *pod) object(t *testing.T) *corev1.Pod {
 
 // podPorts puts the pods into the API state and runs udnkit's pod-port
 // reconciler of their networks in every zone: it writes their ports.
-func podPorts(t *testing.T, c *datapath.Cluster, ps ...*pod) {
+func podPorts(t testing.TB, c *datapath.Cluster, ps ...*pod) {
 	t.Helper()
 	var nets []*network
 	for _, p := range ps {
@@ -335,7 +335,7 @@ func podPorts(t *testing.T, c *datapath.Cluster, ps ...*pod) {
 
 // startPods creates the pods' namespaces on their nodes, configured from
 // their annotations.
-func startPods(t *testing.T, c *datapath.Cluster, pods ...*pod) {
+func startPods(t testing.TB, c *datapath.Cluster, pods ...*pod) {
 	t.Helper()
 	for _, p := range pods {
 		dp, err := c.AddPod(context.Background(), p.node, datapath.PodSpec{Namespace: p.net.namespace, Name: p.name,
@@ -349,7 +349,7 @@ func startPods(t *testing.T, c *datapath.Cluster, pods ...*pod) {
 
 // settle waits until every zone's ovn-controller has installed the
 // current Northbound contents.
-func settle(t *testing.T, c *datapath.Cluster) {
+func settle(t testing.TB, c *datapath.Cluster) {
 	t.Helper()
 	if err := c.Settle(context.Background()); err != nil {
 		t.Fatal(err)
@@ -368,7 +368,7 @@ const tcpPort = 8080
 const pingInterval = 250 * time.Millisecond
 
 // reach fails the test unless from gets an echo reply from dst.
-func reach(t *testing.T, c *datapath.Cluster, from *pod, dst netip.Addr) {
+func reach(t testing.TB, c *datapath.Cluster, from *pod, dst netip.Addr) {
 	t.Helper()
 	if err := from.datapath.Reach(dst, reachTimeout); err != nil {
 		t.Fatalf("%v\n%s%s", err, from.node.Logs(10), strings.Join(zoneShows(c), "\n"))
@@ -412,7 +412,7 @@ func (p *pod) ip(v6 bool) netip.Addr { return p.datapath.IP(v6) }
 // node's gateway router as OVN-Kubernetes writes it on a Layer2 network's
 // old topology (datapath.WriteLegacyGateway), joinIP giving each node's
 // gateway router join IP.
-func ovnkLegacyGateway(t *testing.T, c *datapath.Cluster, net *network, joinIP func(*datapath.Node) netip.Addr) {
+func ovnkLegacyGateway(t testing.TB, c *datapath.Cluster, net *network, joinIP func(*datapath.Node) netip.Addr) {
 	t.Helper()
 	if err := c.WriteLegacyGateway(cfg, net.ovnk(), joinIP); err != nil {
 		t.Fatal(err)
@@ -423,7 +423,7 @@ func ovnkLegacyGateway(t *testing.T, c *datapath.Cluster, net *network, joinIP f
 // gateway keeps for the networks' gateway routers (datapath.SteerGateways),
 // once udnkit has written their localnet ports; again after a localnet
 // port was recreated.
-func steer(t *testing.T, c *datapath.Cluster, nets ...*network) {
+func steer(t testing.TB, c *datapath.Cluster, nets ...*network) {
 	t.Helper()
 	for _, net := range nets {
 		if err := c.SteerGateways(context.Background(), cfg, net.ovnk()); err != nil {

@@ -61,7 +61,7 @@ func setLayer3Hosts(net *network, nodes []l3node) {
 
 // addLayer3HostSubnets sets node's k8s.ovn.org/node-subnets to its host
 // subnets of every Layer3 network (setLayer3Hosts).
-func addLayer3HostSubnets(t *testing.T, node *corev1.Node) {
+func addLayer3HostSubnets(t testing.TB, node *corev1.Node) {
 	t.Helper()
 	knownMu.Lock()
 	defer knownMu.Unlock()

@@ -11,8 +11,46 @@ import (
 	"github.com/udnkit/udnkit/dataplane/controllers/migration"
 	"github.com/udnkit/udnkit/dataplane/controllers/pods"
 	"github.com/udnkit/udnkit/envtest/datapath"
+	"github.com/udnkit/udnkit/envtest/datapath/netns"
 	"github.com/udnkit/udnkit/ovnk/kubevirt"
 )
+
+// kubevirtNetwork programs a Primary Layer2 network (network ID id, one
+// IPv4 subnet) in every zone and starts the pod on node-c that watches a VM
+// of it migrate from node-a to node-b.
+func kubevirtNetwork(t testing.TB, c *datapath.Cluster, namespace string, id int, subnet string) (*network, *pod) {
+	t.Helper()
+	net := newNetwork(t, namespace, "kv", id, subnet)
+	program(t, c, net)
+	steer(t, c, net)
+	client := &pod{net: net, name: "client", node: c.Node("node-c"), index: 5, tunnelID: 10}
+	podPorts(t, c, client)
+	startOwnPods(t, c, client)
+	return net, client
+}
+
+// vmPods are VM vm's source virt-launcher pod on node-a and its target's
+// on node-b: both hold the VM's addresses (index 10), one tunnel ID each.
+func vmPods(c *datapath.Cluster, net *network, vm string) (src, dst *pod) {
+	return &pod{net: net, name: "virt-launcher-" + vm + "-src", node: c.Node("node-a"), index: 10, tunnelID: 20},
+		&pod{net: net, name: "virt-launcher-" + vm + "-dst", node: c.Node("node-b"), index: 10, tunnelID: 21}
+}
+
+// startServingVM starts the VM (startVM) with a TCP echo server on tcpPort
+// and waits until client reaches it.
+func startServingVM(t testing.TB, c *datapath.Cluster, net *network, name string, client *pod) *liveMigration {
+	t.Helper()
+	src, dst := vmPods(c, net, name)
+	m := startVM(t, c, net, name, src, dst)
+	stopServer, err := m.vm.ServeTCP(tcpPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stopServer)
+	settle(t, c)
+	reach(t, c, client, m.vm.Addresses.IPs[0].Addr())
+	return m
+}
 
 // liveMigration is a KubeVirt VM on a Primary Layer2 network and the
 // steps of its live migration from its source virt-launcher pod to its
@@ -31,7 +69,7 @@ type liveMigration struct {
 
 // reconcile runs udnkit's pod-port and live-migration reconcilers of the
 // network in every zone, one zone after another.
-func (m *liveMigration) reconcile(t *testing.T) {
+func (m *liveMigration) reconcile(t testing.TB) {
 	t.Helper()
 	for _, zone := range m.c.Nodes {
 		state := apiState(t, m.c, m.net)
@@ -44,7 +82,7 @@ func (m *liveMigration) reconcile(t *testing.T) {
 // zone's pod-port and live-migration reconcilers read, writes its port
 // and starts the VM in it. Afterwards the VM and both its pods are gone,
 // as after the VM's deletion, so the test can run again.
-func startVM(t *testing.T, c *datapath.Cluster, net *network, name string, src, dst *pod) *liveMigration {
+func startVM(t testing.TB, c *datapath.Cluster, net *network, name string, src, dst *pod) *liveMigration {
 	t.Helper()
 	m := &liveMigration{c: c, net: net, name: name, src: src, dst: dst, start: time.Now()}
 	setPods(vmPodObject(t, src, name, src.node.Name, m.start, true))
@@ -75,7 +113,7 @@ func startVM(t *testing.T, c *datapath.Cluster, net *network, name string, src, 
 
 // addTarget brings the target pod up on its node with the VM's
 // addresses; its port is disabled until the domain is ready.
-func (m *liveMigration) addTarget(t *testing.T) {
+func (m *liveMigration) addTarget(t testing.TB) {
 	t.Helper()
 	setPods(vmPodObject(t, m.dst, m.name, m.src.node.Name, m.start.Add(time.Second), false))
 	m.reconcile(t)
@@ -95,7 +133,7 @@ func (m *liveMigration) addTarget(t *testing.T) {
 // and disables the source's (one transaction each, as OVN-Kubernetes'
 // disableLiveMigrationSourceLSPOps) and runs udnkit's live-migration
 // reconciler. It returns when the switch-over began.
-func (m *liveMigration) switchOver(t *testing.T) time.Time {
+func (m *liveMigration) switchOver(t testing.TB) time.Time {
 	t.Helper()
 	ctx := context.Background()
 	switchStart := time.Now()
@@ -134,11 +172,66 @@ func (m *liveMigration) switchOver(t *testing.T) time.Time {
 
 // dropSource removes the source pod: its namespace, its object (and with
 // it its port in every zone).
-func (m *liveMigration) dropSource(t *testing.T) {
+func (m *liveMigration) dropSource(t testing.TB) {
 	t.Helper()
 	if err := m.srcLauncher.Remove(); err != nil {
 		t.Fatal(err)
 	}
 	dropPod(m.src.net.namespace, m.src.name)
 	m.reconcile(t)
+}
+
+// migrationProbeInterval is how often the watching pod pings the VM
+// during a migration (50 echo requests a second).
+const migrationProbeInterval = 20 * time.Millisecond
+
+// migrationTraffic is what a pod pinging a VM and holding a TCP connection
+// to it saw across a live migration's steps.
+type migrationTraffic struct {
+	icmp netns.ProbeResult
+	tcp  netns.StreamResult
+	// switchStart is when the switch-over began, switched how long
+	// writing it took.
+	switchStart time.Time
+	switched    time.Duration
+}
+
+// underTraffic takes the migration's steps (addTarget, switchOver,
+// dropSource, half a second apart) while client pings the VM every 20 ms
+// and holds a TCP connection to its echo server. With move false the VM
+// stays put and each step is the reconciles of every zone alone
+// (m.reconcile): what the same probe sees without a migration.
+func (m *liveMigration) underTraffic(t testing.TB, client *pod, move bool) migrationTraffic {
+	t.Helper()
+	vmIP := m.vm.Addresses.IPs[0].Addr()
+	probe, err := client.datapath.StartProbe(vmIP, migrationProbeInterval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := client.datapath.OpenStream(vmIP, tcpPort, 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(migrating func(testing.TB)) {
+		if move {
+			migrating(t)
+		} else {
+			m.reconcile(t)
+		}
+	}
+	var r migrationTraffic
+	time.Sleep(500 * time.Millisecond)
+	step(m.addTarget)
+	time.Sleep(500 * time.Millisecond)
+	r.switchStart = time.Now()
+	step(func(t testing.TB) { r.switchStart = m.switchOver(t) })
+	r.switched = time.Since(r.switchStart)
+	time.Sleep(500 * time.Millisecond)
+	step(m.dropSource)
+	time.Sleep(time.Second)
+	r.tcp = stream.Stop()
+	if r.icmp, err = probe.Stop(300 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

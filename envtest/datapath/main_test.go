@@ -72,7 +72,7 @@ func TestMain(m *testing.M) {
 // needCluster skips the test under -short, and fails it with what the
 // machine lacks when the cluster could not start (no /dev/net/tun, no
 // permission for namespaces, no OVN).
-func needCluster(t *testing.T) *datapath.Cluster {
+func needCluster(t testing.TB) *datapath.Cluster {
 	t.Helper()
 	testenv.Real(t, clusterParts)
 	if startErr != nil {

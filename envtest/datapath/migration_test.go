@@ -23,7 +23,7 @@ import (
 // kubevirt.io/vm label and live-migration annotation, udnkit's address
 // owner node and pod-networks, scheduled and running; running marks the
 // pod KubeVirt says the VM runs in (kubevirt.io/nodeName).
-func vmPodObject(t *testing.T, p *pod, vm, owner string, created time.Time, running bool) *corev1.Pod {
+func vmPodObject(t testing.TB, p *pod, vm, owner string, created time.Time, running bool) *corev1.Pod {
 	t.Helper()
 	annotations := p.annotation(t)
 	annotations[kubevirt.AnnotationAllowLiveMigration] = "true"
@@ -56,7 +56,7 @@ func vmLease(vm *datapath.VM, ip, gw netip.Addr, timeout time.Duration) error {
 
 // startOwnPods starts the pods (startPods) and removes them when the test
 // ends, so the test can run again on the same cluster (-count).
-func startOwnPods(t *testing.T, c *datapath.Cluster, pods ...*pod) {
+func startOwnPods(t testing.TB, c *datapath.Cluster, pods ...*pod) {
 	t.Helper()
 	for _, p := range pods {
 		startPods(t, c, p)
@@ -138,29 +138,13 @@ func egressSeenFamily(t *testing.T, c *datapath.Cluster, e *netns.Endpoint, node
 // route at node-a's gateway router moves the VM's egress there.
 func TestKubeVirtLiveMigration(t *testing.T) {
 	c := needCluster(t)
-	x, y, z := c.Node("node-a"), c.Node("node-b"), c.Node("node-c")
-	kv := newNetwork(t, "tenant-kv", "kv", 5, "10.120.0.0/16")
-	program(t, c, kv)
-	steer(t, c, kv)
-	// Source and target pod: the VM's addresses (index 10), one tunnel ID each.
-	src := &pod{net: kv, name: "virt-launcher-vm1-src", node: x, index: 10, tunnelID: 20}
-	dst := &pod{net: kv, name: "virt-launcher-vm1-dst", node: y, index: 10, tunnelID: 21}
-	client := &pod{net: kv, name: "client", node: z, index: 5, tunnelID: 10}
-	podPorts(t, c, client)
-	startOwnPods(t, c, client)
+	x, y := c.Node("node-a"), c.Node("node-b")
+	kv, client := kubevirtNetwork(t, c, "tenant-kv", 5, "10.120.0.0/16")
 	// The VM's pods in the API state every zone's live-migration and
-	// pod-port reconcilers read.
-	m := startVM(t, c, kv, "vm1", src, dst)
-	vm, migrate := m.vm, m.reconcile
-	stopServer, err := vm.ServeTCP(tcpPort)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stopServer)
+	// pod-port reconcilers read; the VM serves TCP and node-c's pod reaches it.
+	m := startServingVM(t, c, kv, "vm1", client)
+	vm, dst, migrate := m.vm, m.dst, m.reconcile
 	vmIP, vmMAC, gw := vm.Addresses.IPs[0].Addr(), vm.Addresses.MAC.String(), kv.gateway(false)
-	settle(t, c)
-
-	reach(t, c, client, vmIP)
 	if err := vmLease(vm, vmIP, gw, reachTimeout); err != nil {
 		t.Fatalf("on node-a: %v", err)
 	}
@@ -175,38 +159,13 @@ func TestKubeVirtLiveMigration(t *testing.T) {
 		t.Fatalf("before the migration the external host saw the VM's echo requests %d times from node-a (want 5), %v from the others (want none)", own, others)
 	}
 
-	// Continuous traffic from node-c's pod through the whole migration.
-	probe, err := client.datapath.StartProbe(vmIP, 20*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream, err := client.datapath.OpenStream(vmIP, tcpPort, 50*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(500 * time.Millisecond)
-
-	// 1. The target pod comes up on node-b with the VM's addresses; its port
-	// is disabled until the domain is ready.
-	m.addTarget(t)
-	time.Sleep(500 * time.Millisecond)
-
-	// 2. Switch-over: the domain runs on node-b and every zone at once
-	// switches the ports over (liveMigration.switchOver).
-	switchStart := m.switchOver(t)
-	switched := time.Since(switchStart)
-	time.Sleep(500 * time.Millisecond)
-
-	// 3. The source pod goes: its namespace, its object (and with it its
-	// port in every zone).
-	m.dropSource(t)
-	time.Sleep(time.Second)
-
-	flow := stream.Stop()
-	result, err := probe.Stop(300 * time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Continuous traffic from node-c's pod through the whole migration:
+	// the target pod comes up on node-b with the VM's addresses (its port
+	// disabled until the domain is ready), the domain switches over to
+	// node-b and every zone at once switches the ports over, the source pod
+	// goes (liveMigration.underTraffic).
+	traffic := m.underTraffic(t, client, true)
+	flow, result, switchStart, switched := traffic.tcp, traffic.icmp, traffic.switchStart, traffic.switched
 	t.Logf("live migration node-a -> node-b (switch-over written in %d ms): ICMP from node-c: %s (gap from %+d ms of the switch-over); TCP: %d exchanges on %s, longest stall %d ms",
 		switched.Milliseconds(), result, result.GapStart.Sub(switchStart).Milliseconds(), flow.Exchanges, flow.Local, flow.LongestStall.Milliseconds())
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/controllers/layer2"
 	"github.com/udnkit/udnkit/envtest/datapath"
+	"github.com/udnkit/udnkit/envtest/datapath/netns"
 	"github.com/udnkit/udnkit/internal/testobj/ovnkrows"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/podannotation"
@@ -50,7 +51,7 @@ func (n legacyNode) joinIP() netip.Addr { return ovnk.MustAddrAt(joinSubnetV4, u
 // stor-<switch>_<node> with that node's join IP, MAC and tunnel key, and
 // the local node's management port k8s-<prefix><node>
 // (base_network_controller.go syncNodeManagementPort: no external_ids).
-func ovnkLegacyLayer2(t *testing.T, net *network, switchKey int, nodes []legacyNode) {
+func ovnkLegacyLayer2(t testing.TB, net *network, switchKey int, nodes []legacyNode) {
 	t.Helper()
 	sw := net.names().Switch()
 	ids := []string{`external_ids:"k8s.ovn.org/network"="` + net.ovnName() + `"`, `external_ids:"k8s.ovn.org/topology"=layer2`}
@@ -84,25 +85,36 @@ func ovnkLegacyLayer2(t *testing.T, net *network, switchKey int, nodes []legacyN
 	}
 }
 
-// TestLayer2RollingUpgrade moves one node of a Primary Layer2 network from
-// the old topology to the transit router as OKEP-5094's rolling upgrade
-// does, while the other nodes stay on the old one: node-a is drained (its
-// pod goes), udnkit's Layer2 reconciler in node-a's zone (adopting the old
-// rows) builds the transit router with the temporary upgrade ports and
-// announces node-a (k8s.ovn.org/layer2-topology-version 2.0); node-b's zone,
-// whose node still runs a pod, stays on the old topology. Throughout, a pod
-// on node-b pings node-a's gateway router at its join IP every 20 ms (the
-// join subnet is what both topologies understand: service replies and
-// EgressIP use it); afterwards a new pod on node-a reaches node-b's pod
-// (ICMP and TCP) and node-b's gateway router's join IP through the upgrade
-// port, and leaves the cluster through node-a's gateway router. Removing the
-// upgrade router port cuts both join-IP paths.
-func TestLayer2RollingUpgrade(t *testing.T) {
-	c := needCluster(t)
+// rollingUpgrade is a Primary Layer2 network on OVN-Kubernetes' old
+// topology in every zone, node-a and node-b running a pod each, that
+// udnkit's Layer2 reconciler in node-a's and node-b's zones (adopting the
+// old rows) leaves on the old topology until node-a is drained
+// (TestLayer2RollingUpgrade).
+type rollingUpgrade struct {
+	c    *datapath.Cluster
+	up   *network
+	x, y *datapath.Node
+	// legacyX and legacyY are node-a's and node-b's old-topology IDs.
+	legacyX, legacyY legacyNode
+	// podX is node-a's pod (drained by move), podY node-b's.
+	podX, podY *pod
+	drained    bool
+	// podX2 is the pod that comes back to node-a after the move.
+	podX2 *pod
+	// state is the API state of the zones' reconcilers.
+	state client.Client
+}
+
+// setUpRollingUpgrade writes the network (namespace, network ID id, one
+// IPv4 subnet) on the old topology as OVN-Kubernetes does, starts its pods
+// on node-a and node-b (node-b's serving TCP on tcpPort), and runs
+// udnkit's Layer2 reconciler in node-a's and node-b's zones, which leaves
+// them on the old topology while they run pods.
+func setUpRollingUpgrade(t testing.TB, c *datapath.Cluster, namespace string, id int, subnet string) *rollingUpgrade {
+	t.Helper()
 	ctx := context.Background()
 	x, y, z := c.Node("node-a"), c.Node("node-b"), c.Node("node-c")
-	const id = 6
-	up := newNetwork(t, "tenant-up", "up", id, "10.130.0.0/16")
+	up := newNetwork(t, namespace, "up", id, subnet)
 	switchKey := 16715776 + 2*id
 	// Node IDs as nodeObject gives them; GR LRP tunnel keys as cluster
 	// manager allocates them, from the network's tunnel IDs, not the node IDs.
@@ -125,12 +137,17 @@ func TestLayer2RollingUpgrade(t *testing.T) {
 	ovnkLegacyGateway(t, c, up, func(n *datapath.Node) netip.Addr { return joinIPs[n] })
 	ovnkLegacyLayer2(t, up, switchKey, legacy)
 	steer(t, c, up)
-	podX := &pod{net: up, name: "pod-a", node: x, index: 5, tunnelID: 10}
-	podY := &pod{net: up, name: "pod-b", node: y, index: 6, tunnelID: 11}
-	ovnkPodPorts(t, c, podX, podY)
-	startPods(t, c, podX) // drained below
-	startOwnPods(t, c, podY)
-	stopServer, err := podY.datapath.ServeTCP(tcpPort)
+	u := &rollingUpgrade{c: c, up: up, x: x, y: y, legacyX: legacyX, legacyY: legacyY,
+		podX: &pod{net: up, name: "pod-a", node: x, index: 5, tunnelID: 10}, podY: &pod{net: up, name: "pod-b", node: y, index: 6, tunnelID: 11}}
+	ovnkPodPorts(t, c, u.podX, u.podY)
+	startPods(t, c, u.podX) // drained by move
+	t.Cleanup(func() {
+		if !u.drained {
+			_ = c.RemovePod(u.podX.datapath)
+		}
+	})
+	startOwnPods(t, c, u.podY)
+	stopServer, err := u.podY.datapath.ServeTCP(tcpPort)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,10 +157,10 @@ func TestLayer2RollingUpgrade(t *testing.T) {
 	// The API state: every node on the old topology with its GR LRP tunnel
 	// key; node-a and node-b run a pod each (node-c's zone is left to
 	// OVN-Kubernetes' old topology throughout).
-	state := apiState(t, c, up)
+	u.state = apiState(t, c, up)
 	for _, n := range legacy {
 		var node corev1.Node
-		if err := state.Get(ctx, client.ObjectKey{Name: n.node.Name}, &node); err != nil {
+		if err := u.state.Get(ctx, client.ObjectKey{Name: n.node.Name}, &node); err != nil {
 			t.Fatal(err)
 		}
 		delete(node.Annotations, ovnk.AnnotationLayer2TopologyVersion)
@@ -152,44 +169,134 @@ func TestLayer2RollingUpgrade(t *testing.T) {
 		}
 		v, _ := json.Marshal(map[string]string{up.ovnName(): strconv.Itoa(n.grID)})
 		node.Annotations[annotationGRLRPTunnelIDs] = string(v)
-		if err := state.Update(ctx, &node); err != nil {
+		if err := u.state.Update(ctx, &node); err != nil {
 			t.Fatal(err)
 		}
 	}
-	running := func(p *pod) *corev1.Pod {
-		return p.object(t)
-	}
-	for _, p := range []*pod{podX, podY} {
-		if err := state.Create(ctx, running(p)); err != nil {
+	for _, p := range []*pod{u.podX, u.podY} {
+		if err := u.state.Create(ctx, p.object(t)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// udnkit's Layer2 reconciler in a node's zone (adopting the old rows).
-	reconcileZone := func(t *testing.T, zone *datapath.Node) {
-		t.Helper()
-		r := &layer2.Reconciler{Client: state, OVN: ovnClient(t, zone), Cluster: cfg, AdoptLegacy: true,
-			Local: func(n *corev1.Node) bool { return n.Name == zone.Name }, EgressIP: true}
-		reconcileAll(t, zone, r, up)
-	}
-	version := func(n *datapath.Node) string {
-		var node corev1.Node
-		if err := state.Get(ctx, client.ObjectKey{Name: n.Name}, &node); err != nil {
-			t.Fatal(err)
-		}
-		return node.Annotations[ovnk.AnnotationLayer2TopologyVersion]
-	}
-
 	// Before: both zones run pods, udnkit leaves them on the old topology.
-	reconcileZone(t, x)
-	reconcileZone(t, y)
+	u.reconcileZone(t, x)
+	u.reconcileZone(t, y)
 	settle(t, c)
-	if v := version(x); v != "" {
+	if v := u.version(t, x); v != "" {
 		t.Fatalf("node-a runs a pod but was announced on topology version %q", v)
 	}
-	reach(t, c, podY, podX.ip(false))
+	return u
+}
+
+// reconcileZone runs udnkit's Layer2 reconciler in a node's zone (adopting
+// the old rows).
+func (u *rollingUpgrade) reconcileZone(t testing.TB, zone *datapath.Node) {
+	t.Helper()
+	r := &layer2.Reconciler{Client: u.state, OVN: ovnClient(t, zone), Cluster: cfg, AdoptLegacy: true,
+		Local: func(n *corev1.Node) bool { return n.Name == zone.Name }, EgressIP: true}
+	reconcileAll(t, zone, r, u.up)
+}
+
+// version is the Layer2 topology version node n announces.
+func (u *rollingUpgrade) version(t testing.TB, n *datapath.Node) string {
+	t.Helper()
+	var node corev1.Node
+	if err := u.state.Get(context.Background(), client.ObjectKey{Name: n.Name}, &node); err != nil {
+		t.Fatal(err)
+	}
+	return node.Annotations[ovnk.AnnotationLayer2TopologyVersion]
+}
+
+// move drains node-a (its pod goes, from every zone and the API state) and
+// runs udnkit's Layer2 reconciler in node-a's and node-b's zones, which
+// moves node-a to the transit router; then a pod (podX2) comes back to
+// node-a, on the new topology. Throughout, node-b's pod pings node-a's
+// gateway router at its join IP every 20 ms: move returns what it saw,
+// when udnkit's reconciles began and how long they took. With drain false
+// node-a keeps its pod, so the same reconciles leave it on the old
+// topology: what the same probe sees without an upgrade.
+func (u *rollingUpgrade) move(t testing.TB, drain bool) (result netns.ProbeResult, moveStart time.Time, moved time.Duration) {
+	t.Helper()
+	probe, err := u.podY.datapath.StartProbe(u.legacyX.joinIP(), migrationProbeInterval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if drain {
+		u.drain(t)
+	}
+	moveStart = time.Now()
+	u.reconcileZone(t, u.x)
+	u.reconcileZone(t, u.y)
+	moved = time.Since(moveStart)
+	settle(t, u.c)
+	if drain {
+		// A pod comes back to node-a, on the new topology.
+		u.podX2 = &pod{net: u.up, name: "pod-a2", node: u.x, index: 7, tunnelID: 12}
+		ovnkPodPorts(t, u.c, u.podX2)
+		startOwnPods(t, u.c, u.podX2)
+		if err := u.state.Create(context.Background(), u.podX2.object(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(time.Second)
+	if result, err = probe.Stop(300 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	return result, moveStart, moved
+}
+
+// drain takes node-a's pod away: its port in every zone, its namespace and
+// every pod object on node-a in the API state.
+func (u *rollingUpgrade) drain(t testing.TB) {
+	t.Helper()
+	ctx := context.Background()
+	// Drained: node-a's pod goes (its port in every zone, its object).
+	for _, zone := range u.c.Nodes {
+		zone.NB().Must(t, "lsp-del", u.podX.port())
+	}
+	if err := u.c.RemovePod(u.podX.datapath); err != nil {
+		t.Fatal(err)
+	}
+	u.drained = true
+	// Drained: no pod of any network runs on node-a any more (the API
+	// state holds other tests' pods too).
+	var all corev1.PodList
+	if err := u.state.List(ctx, &all); err != nil {
+		t.Fatal(err)
+	}
+	for i := range all.Items {
+		if p := &all.Items[i]; p.Spec.NodeName == u.x.Name {
+			if err := u.state.Delete(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestLayer2RollingUpgrade moves one node of a Primary Layer2 network from
+// the old topology to the transit router as OKEP-5094's rolling upgrade
+// does, while the other nodes stay on the old one: node-a is drained (its
+// pod goes), udnkit's Layer2 reconciler in node-a's zone (adopting the old
+// rows) builds the transit router with the temporary upgrade ports and
+// announces node-a (k8s.ovn.org/layer2-topology-version 2.0); node-b's zone,
+// whose node still runs a pod, stays on the old topology. Throughout, a pod
+// on node-b pings node-a's gateway router at its join IP every 20 ms (the
+// join subnet is what both topologies understand: service replies and
+// EgressIP use it); afterwards a new pod on node-a reaches node-b's pod
+// (ICMP and TCP) and node-b's gateway router's join IP through the upgrade
+// port, and leaves the cluster through node-a's gateway router. Removing the
+// upgrade router port cuts both join-IP paths.
+func TestLayer2RollingUpgrade(t *testing.T) {
+	c := needCluster(t)
+	u := setUpRollingUpgrade(t, c, "tenant-up", 6, "10.130.0.0/16")
+	x, y, up, legacyX, legacyY, podY := u.x, u.y, u.up, u.legacyX, u.legacyY, u.podY
+	reconcileZone := u.reconcileZone
+	version := func(n *datapath.Node) string { return u.version(t, n) }
+	reach(t, c, podY, u.podX.ip(false))
 	reach(t, c, podY, legacyX.joinIP())
-	reach(t, c, podX, up.gateway(false))
-	if got, err := podX.datapath.Neighbor(up.gateway(false)); err != nil || got != ovnk.MACFromIP(legacyX.joinIP()).String() {
+	reach(t, c, u.podX, up.gateway(false))
+	if got, err := u.podX.datapath.Neighbor(up.gateway(false)); err != nil || got != ovnk.MACFromIP(legacyX.joinIP()).String() {
 		t.Fatalf("on the old topology pod-a resolves its gateway to %q (%v), want node-a's gateway router %s", got, err, ovnk.MACFromIP(legacyX.joinIP()))
 	}
 
@@ -204,49 +311,10 @@ func TestLayer2RollingUpgrade(t *testing.T) {
 	}
 	oldX, oldY := gatewayRows(x), gatewayRows(y)
 
-	// Continuous traffic from node-b to node-a's gateway router while node-a moves.
-	probe, err := podY.datapath.StartProbe(legacyX.joinIP(), 20*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(500 * time.Millisecond)
-	// Drained: node-a's pod goes (its port in every zone, its object).
-	for _, zone := range c.Nodes {
-		zone.NB().Must(t, "lsp-del", podX.port())
-	}
-	if err := c.RemovePod(podX.datapath); err != nil {
-		t.Fatal(err)
-	}
-	// Drained: no pod of any network runs on node-a any more (the API
-	// state holds other tests' pods too).
-	var all corev1.PodList
-	if err := state.List(ctx, &all); err != nil {
-		t.Fatal(err)
-	}
-	for i := range all.Items {
-		if p := &all.Items[i]; p.Spec.NodeName == x.Name {
-			if err := state.Delete(ctx, p); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	moveStart := time.Now()
-	reconcileZone(t, x)
-	reconcileZone(t, y)
-	moved := time.Since(moveStart)
-	settle(t, c)
-	// A pod comes back to node-a, on the new topology.
-	podX2 := &pod{net: up, name: "pod-a2", node: x, index: 7, tunnelID: 12}
-	ovnkPodPorts(t, c, podX2)
-	startOwnPods(t, c, podX2)
-	if err := state.Create(ctx, running(podX2)); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(time.Second)
-	result, err := probe.Stop(300 * time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Continuous traffic from node-b to node-a's gateway router while
+	// node-a moves; a pod comes back to node-a after.
+	result, moveStart, moved := u.move(t, true)
+	podX2 := u.podX2
 	t.Logf("node-a moved to the transit router (udnkit's reconciles took %d ms): pod-b -> node-a's gateway router %s: %s (gap from %+d ms of the move)",
 		moved.Milliseconds(), legacyX.joinIP(), result, result.GapStart.Sub(moveStart).Milliseconds())
 
@@ -342,7 +410,7 @@ func TestLayer2RollingUpgrade(t *testing.T) {
 // OVN-Kubernetes' pod controller writes them (datapath.WritePodPort): on
 // the old topology, which OVN-Kubernetes programs, and in node-c's zone,
 // left to it throughout, the ports are its own.
-func ovnkPodPorts(t *testing.T, c *datapath.Cluster, pods ...*pod) {
+func ovnkPodPorts(t testing.TB, c *datapath.Cluster, pods ...*pod) {
 	t.Helper()
 	for _, p := range pods {
 		pn, err := podannotation.DecodePodNetwork(p.annotation(t), p.net.key())
