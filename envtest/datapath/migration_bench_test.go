@@ -140,19 +140,21 @@ func reportMigration(b *testing.B, samples []migrationTraffic) {
 
 // reportProbes reports, over the samples, the median of the longest gap
 // between two echo replies as ns/op (benchreport's ratio to the baseline),
-// the largest gap, and the median and largest count of echo requests lost
-// in a sample; note, if not nil, adds to each sample's log line.
+// the largest gap, the median and largest outage (ProbeResult.LongestOutage:
+// what the network lost, without the prober's own stalls), and the median
+// and largest count of echo requests lost in a sample; note, if not nil, adds to each sample's log line.
 func reportProbes(b *testing.B, samples []netns.ProbeResult, note func(i int) string) {
 	b.Helper()
 	if len(samples) == 0 {
 		b.Fatal("no samples")
 	}
-	gaps, lost, sent := make([]float64, len(samples)), make([]float64, len(samples)), make([]float64, len(samples))
+	n := len(samples)
+	gaps, outages, lost, sent := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
 	for i, r := range samples {
 		if r.Answered == 0 {
 			b.Fatalf("sample %d: %s: nothing answered", i, r)
 		}
-		gaps[i], lost[i], sent[i] = float64(r.LongestGap), float64(r.Lost()), float64(r.Sent)
+		gaps[i], outages[i], lost[i], sent[i] = float64(r.LongestGap), float64(r.LongestOutage), float64(r.Lost()), float64(r.Sent)
 		extra := ""
 		if note != nil {
 			extra = note(i)
@@ -161,6 +163,8 @@ func reportProbes(b *testing.B, samples []netns.ProbeResult, note func(i int) st
 	}
 	b.ReportMetric(median(gaps), "ns/op")
 	b.ReportMetric(slices.Max(gaps), "max-gap-ns")
+	b.ReportMetric(median(outages), "p50-outage-ns")
+	b.ReportMetric(slices.Max(outages), "max-outage-ns")
 	b.ReportMetric(median(lost), "p50-lost/op")
 	b.ReportMetric(slices.Max(lost), "max-lost/op")
 	b.ReportMetric(median(sent), "sent/op")

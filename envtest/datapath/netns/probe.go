@@ -38,6 +38,12 @@ type ProbeResult struct {
 	// the first reply to the last), and GapStart when it began.
 	LongestGap time.Duration
 	GapStart   time.Time
+	// LongestOutage is the longest time every request sent was lost: from
+	// sending the first of consecutive unanswered requests to sending the
+	// next answered one (or to an interval after the last request). Unlike LongestGap it does
+	// not grow when the prober itself stalls (nothing sent, nothing lost)
+	// or its replies come late.
+	LongestOutage time.Duration
 	// SlowestReply is the longest round trip of an answered request.
 	SlowestReply time.Duration
 	// Interval is the time between two requests.
@@ -48,8 +54,8 @@ type ProbeResult struct {
 func (r ProbeResult) Lost() int { return r.Sent - r.Answered }
 
 func (r ProbeResult) String() string {
-	return fmt.Sprintf("%d echo requests every %s: %d answered, %d lost, longest gap between replies %d ms, slowest reply %d ms",
-		r.Sent, r.Interval, r.Answered, r.Lost(), r.LongestGap.Milliseconds(), r.SlowestReply.Milliseconds())
+	return fmt.Sprintf("%d echo requests every %s: %d answered, %d lost, longest gap between replies %d ms, longest outage %d ms, slowest reply %d ms",
+		r.Sent, r.Interval, r.Answered, r.Lost(), r.LongestGap.Milliseconds(), r.LongestOutage.Milliseconds(), r.SlowestReply.Milliseconds())
 }
 
 // StartProbe starts sending echo requests from the endpoint to dst, one
@@ -150,7 +156,31 @@ func (p *Probe) Stop(grace time.Duration) (ProbeResult, error) {
 			r.LongestGap, r.GapStart = gap, at[i-1]
 		}
 	}
+	r.LongestOutage = p.longestOutage()
 	return r, p.err
+}
+
+// longestOutage is ProbeResult.LongestOutage; p.mu held.
+func (p *Probe) longestOutage() time.Duration {
+	var longest time.Duration
+	var lostSince time.Time // when the current run of lost requests began
+	for seq := range len(p.sent) {
+		sent := p.sent[uint16(seq)]
+		if _, answered := p.replies[uint16(seq)]; !answered {
+			if lostSince.IsZero() {
+				lostSince = sent
+			}
+			continue
+		}
+		if !lostSince.IsZero() {
+			longest = max(longest, sent.Sub(lostSince))
+			lostSince = time.Time{}
+		}
+	}
+	if !lostSince.IsZero() && len(p.sent) > 0 {
+		longest = max(longest, p.sent[uint16(len(p.sent)-1)].Add(p.interval).Sub(lostSince))
+	}
+	return longest
 }
 
 // Stream is one TCP connection from an endpoint to an echo server
