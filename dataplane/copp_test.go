@@ -296,6 +296,48 @@ func TestConcurrentFirstAppliesShareOneCOPP(t *testing.T) {
 	wantCopp(t, e.routerCopps(), e.coppUUID(), tr, gr1, "ns2_green_transit_router", "GR_ns2_green_node1")
 }
 
+// Once the zone's COPP and meters exist, the first Applies of two networks
+// (each inserting its own load balancer groups, zone rows too) do not wait
+// for each other: the second completes while the first is held just before
+// its transaction, and then the first completes too.
+func TestFirstAppliesOfNetworksWithOwnZoneRowsDoNotWait(t *testing.T) {
+	e := newEnv(t)
+	netA, nodes := exampleV4()
+	e.apply(mustLayer2(t, netA, nodes))
+	netB, netC := netA, netA
+	netB.Name, netB.SwitchTunnelKey, netB.TransitRouterTunnelKey = "ns2_green", 16711686, 16715781
+	netC.Name, netC.SwitchTunnelKey, netC.TransitRouterTunnelKey = "ns3_red", 16711687, 16715782
+	held, cDone := make(chan struct{}), make(chan struct{})
+	e.hooks.BeforeTransact = func(o rows.Owner) {
+		if o.Network != netB.Name {
+			return
+		}
+		close(held)
+		select {
+		case <-cDone:
+		case <-time.After(10 * time.Second):
+			t.Error("the red network's first Apply waited for the green one's")
+		}
+	}
+	errs := make(chan error, 1)
+	go func() { _, err := e.c.Apply(e.ctx, mustLayer2(t, netB, nodes)); errs <- err }()
+	<-held
+	if _, err := e.c.Apply(e.ctx, mustLayer2(t, netC, nodes)); err != nil {
+		t.Errorf("red: %v", err)
+	}
+	close(cDone)
+	if err := <-errs; err != nil {
+		t.Errorf("green: %v", err)
+	}
+	groups := e.nbctl("--bare", "--columns=name", "list", "Load_Balancer_Group")
+	for _, want := range []string{"ns2_green_clusterLBGroup", "ns3_red_clusterLBGroup"} {
+		if !strings.Contains(groups, want) {
+			t.Errorf("load balancer groups lack %s:\n%s", want, groups)
+		}
+	}
+	wantCopp(t, e.routerCopps(), e.coppUUID(), tr, "ns2_green_transit_router", "ns3_red_transit_router")
+}
+
 // meteredFlows counts, by controller meter, the logical flows ovn-northd
 // computed for a router's datapath.
 func (e *env) meteredFlows(router string) map[string]int {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/internal/index"
 	"github.com/udnkit/udnkit/dataplane/internal/ovsconn"
+	"github.com/udnkit/udnkit/dataplane/internal/plan"
 	"github.com/udnkit/udnkit/dataplane/internal/txn"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
@@ -58,7 +59,7 @@ func (e *Engine) ApplyUnless(ctx context.Context, d *rows.Desired, unless func(c
 	step("lock")
 	// Until it turns out to be split, an Apply goes ahead of split ones.
 	done := e.ahead.enter()
-	defer done()
+	defer func() { done() }()
 	if unless != nil {
 		if skip, err := unless(ctx); err != nil || skip {
 			return Result{}, err
@@ -68,12 +69,8 @@ func (e *Engine) ApplyUnless(ctx context.Context, d *rows.Desired, unless func(c
 	if err := ovsconn.WaitUp(ctx, e.NB); err != nil {
 		return Result{}, err
 	}
-	p, err := e.NewPlan(d)
-	if err == nil && p.Zone {
-		e.zone.Lock()
-		defer e.zone.Unlock()
-		p, err = e.NewPlan(d)
-	}
+	p, unlockZone, err := e.planZone(d, &done)
+	defer unlockZone()
 	step("plan")
 	if err == nil {
 		e.healing.members.planned(d, p.MemberPorts(), e.portExists)
@@ -95,6 +92,38 @@ func (e *Engine) ApplyUnless(ctx context.Context, d *rows.Desired, unless func(c
 	err = e.waitVisible(ctx, d, run.inserted, p.Gone)
 	step("visible")
 	return Result{Operations: sent(run.chunks), Transactions: len(run.chunks)}, err
+}
+
+// planZone plans d and, when the plan inserts zone rows, takes their locks
+// and plans again, until the locks held cover the zone rows the plan
+// inserts; it returns the plan and the locks' unlock. While it waits for a
+// lock the Apply does not go ahead of split ones (*done, re-entered after):
+// a split Apply holding the lock would otherwise yield to the Apply waiting
+// for it, at every transaction.
+func (e *Engine) planZone(d *rows.Desired, done *func()) (*plan.Planner, func(), error) {
+	unlock := func() {}
+	var held []string
+	for {
+		p, err := e.NewPlan(d)
+		if err != nil || subset(p.Zone, held) {
+			return p, unlock, err
+		}
+		unlock()
+		held = slices.Compact(slices.Sorted(slices.Values(append(held, p.Zone...))))
+		(*done)()
+		unlock = e.zone.LockAll(held)
+		*done = e.ahead.enter()
+	}
+}
+
+// subset says whether every key of a is in b.
+func subset(a, b []string) bool {
+	for _, k := range a {
+		if !slices.Contains(b, k) {
+			return false
+		}
+	}
+	return true
 }
 
 // applyRun is one Apply's transactions under way. Chunks go one after

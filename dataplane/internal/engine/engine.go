@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"sync"
 	"time"
 
 	"github.com/ovn-kubernetes/libovsdb/client"
@@ -38,11 +37,14 @@ type Engine struct {
 	// create it. Networks share no rows, so different networks apply
 	// concurrently: a large network's transaction never delays another's.
 	applying KeyLocks
-	// zone serialises the Applies that insert zone rows (the default COPP,
-	// which every network uses): an Apply whose plan inserts some takes it
+	// zone serialises the Applies that insert the same zone rows (the
+	// default COPP and meters, which every network uses), one lock per row
+	// ("table/name"): an Apply whose plan inserts some takes their locks
 	// and plans again, so it finds the rows another network's Apply has
-	// just inserted instead of inserting them a second time.
-	zone sync.Mutex
+	// just inserted instead of inserting them a second time. Networks
+	// inserting different zone rows (each its own load balancer groups)
+	// never wait for each other.
+	zone KeyLocks
 	// ahead lets Applies of one transaction go before the next transaction
 	// of a split (large) Apply.
 	ahead priority

@@ -1,6 +1,9 @@
 package engine
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // KeyLocks is one mutex per key (a network), existing only while someone
 // holds or waits for it; the zero value is ready. Different keys never wait
@@ -46,5 +49,20 @@ func (l *KeyLocks) Lock(key string) func() {
 			delete(l.locks, key)
 		}
 		l.mu.Unlock()
+	}
+}
+
+// LockAll locks every key, in sorted order (so two callers holding some of
+// the same keys never wait for each other in a cycle), and returns their
+// unlock. keys must be sorted and distinct.
+func (l *KeyLocks) LockAll(keys []string) func() {
+	unlocks := make([]func(), 0, len(keys))
+	for _, k := range keys {
+		unlocks = append(unlocks, l.Lock(k))
+	}
+	return func() {
+		for _, u := range slices.Backward(unlocks) {
+			u()
+		}
 	}
 }

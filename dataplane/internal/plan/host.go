@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"slices"
+
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
@@ -24,7 +26,11 @@ func (h host) Rows(table string) map[string]model.Model    { return h.p.rows(tab
 func (h host) Inserted(table, key string) string           { return h.p.inserted[[2]string{table, key}] }
 func (h host) NoteInserted(table, key, uuid string)        { h.p.inserted[[2]string{table, key}] = uuid }
 func (h host) OwnedIn(table string) func(uuid string) bool { return h.p.ownedIn(table) }
-func (h host) MarkZone()                                   { h.p.Zone = true }
+func (h host) MarkZone(table, name string) {
+	if k := table + "/" + name; !slices.Contains(h.p.Zone, k) {
+		h.p.Zone = append(h.p.Zone, k)
+	}
+}
 func (h host) NoteGone(table, uuid string) {
 	h.p.Gone = append(h.p.Gone, index.RowRef{Table: table, UUID: uuid})
 }

@@ -49,9 +49,10 @@ type Planner struct {
 	inserted map[[2]string]string
 	// refs resolves the rows the piece names rather than holds.
 	refs *refs.Resolver
-	// Zone says the plan inserts zone rows (package schema), which another
-	// network's concurrent Apply may be inserting too.
-	Zone bool
+	// Zone names the zone rows (package schema) the plan inserts, as
+	// "table/name", which another network's concurrent Apply may be
+	// inserting too (nil: none).
+	Zone []string
 	// want and have hold the columns of the two rows being compared.
 	want, have [8]any
 }

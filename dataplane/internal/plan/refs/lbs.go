@@ -62,7 +62,7 @@ func (r *Resolver) LBGroups(desired []rows.LoadBalancerGroup) error {
 				}
 			}
 			row := nbdb.LoadBalancerGroup{UUID: r.h.NewUUID(), Name: g.Row.Name, LoadBalancer: existing}
-			r.h.MarkZone()
+			r.h.MarkZone(nbdb.LoadBalancerGroupTable, g.Row.Name)
 			r.h.NoteInserted(nbdb.LoadBalancerGroupTable, row.Name, row.UUID)
 			if err := r.h.Add(r.h.API().Create(&row)); err != nil {
 				return err

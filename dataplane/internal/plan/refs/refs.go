@@ -47,8 +47,8 @@ type Host interface {
 	OwnedIn(table string) func(uuid string) bool
 	// NoteGone notes a row the plan deletes.
 	NoteGone(table, uuid string)
-	// MarkZone notes that the plan inserts zone rows.
-	MarkZone()
+	// MarkZone notes that the plan inserts the zone row of table named name.
+	MarkZone(table, name string)
 }
 
 // Resolver resolves one plan's references.

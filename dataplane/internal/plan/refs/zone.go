@@ -20,7 +20,7 @@ func (r *Resolver) Copp(c *rows.Copp) (string, error) {
 		r.copps[c.Row.Name] = u
 		return u, nil
 	}
-	r.h.MarkZone()
+	r.h.MarkZone(nbdb.CoppTable, c.Row.Name)
 	band := ""
 	for _, m := range c.Meters {
 		if err := r.meter(m, c.Band, &band); err != nil {
@@ -66,7 +66,7 @@ func (r *Resolver) meter(m nbdb.Meter, b nbdb.MeterBand, band *string) error {
 	if r.zoneRow(nbdb.MeterTable, m.Name) != "" || r.h.Inserted(nbdb.MeterTable, m.Name) != "" {
 		return nil
 	}
-	r.h.MarkZone()
+	r.h.MarkZone(nbdb.MeterTable, m.Name)
 	if *band == "" {
 		b.UUID = r.h.NewUUID()
 		*band = b.UUID
