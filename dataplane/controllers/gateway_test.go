@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"net/netip"
 	"strings"
 	"testing"
 
@@ -23,10 +22,7 @@ const node1Gateway = `{"default": {"mode": "shared", "bridge-id": "breth0", "int
 // them with the node.
 func TestLayer2GatewayExternalSide(t *testing.T) {
 	s := newStack(t)
-	o := s.opts()
-	o.Cluster = ovnk.DefaultClusterConfig()
-	o.Cluster.ClusterSubnets = append(o.Cluster.ClusterSubnets, netip.MustParsePrefix("fd00:10:244::/48"))
-	o.Local = func(n *corev1.Node) bool { return n.Name == "node1" }
+	o := s.dualStackOpts("node1")
 	if _, err := Setup(s.ctx, s.mgr, o); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"net/netip"
 	"os"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ import (
 // stack is a real apiserver, a real pair of OVN databases and an unstarted
 // manager for one test.
 type stack struct {
-	t   *testing.T
+	t   testing.TB
 	ctx context.Context
 	dir string
 	db  *ovsdbserver.Pair
@@ -34,13 +35,13 @@ type stack struct {
 	c   client.Client
 }
 
-func newStack(t *testing.T) *stack {
+func newStack(t testing.TB) *stack {
 	t.Helper()
 	return newStackWith(t, envtest.Options{})
 }
 
 // newStackWith is newStack with the apiserver started with opts.
-func newStackWith(t *testing.T, opts envtest.Options) *stack {
+func newStackWith(t testing.TB, opts envtest.Options) *stack {
 	testenv.Real(t, "kube-apiserver and ovsdb-server")
 	t.Helper()
 	env, err := envtest.Start(opts)
@@ -71,6 +72,16 @@ func newStackWith(t *testing.T, opts envtest.Options) *stack {
 // opts are Setup's options for the stack's databases.
 func (s *stack) opts() Options {
 	return Options{NBAddress: s.db.NB.Address(), SBAddress: s.db.SB.Address()}
+}
+
+// dualStackOpts are opts with the default cluster facts plus an IPv6
+// cluster subnet, and local the zone's one node.
+func (s *stack) dualStackOpts(local string) Options {
+	o := s.opts()
+	o.Cluster = ovnk.DefaultClusterConfig()
+	o.Cluster.ClusterSubnets = append(o.Cluster.ClusterSubnets, netip.MustParsePrefix("fd00:10:244::/48"))
+	o.Local = func(n *corev1.Node) bool { return n.Name == local }
+	return o
 }
 
 // start runs the manager until the test ends; the test's cleanup waits for
@@ -111,7 +122,7 @@ func (s *stack) createNAD(nads ...*nadv1.NetworkAttachmentDefinition) {
 // own gets or creates nad's owner UDN (recording the NAD's network ID and
 // tunnel keys, as udnkit's reconciler writes them on both) and makes it nad's
 // controller.
-func own(t *testing.T, ctx context.Context, c client.Client, nad *nadv1.NetworkAttachmentDefinition) *udnv1.UserDefinedNetwork {
+func own(t testing.TB, ctx context.Context, c client.Client, nad *nadv1.NetworkAttachmentDefinition) *udnv1.UserDefinedNetwork {
 	t.Helper()
 	ids := map[string]string{}
 	for _, k := range []string{ovnk.AnnotationNetworkID, ovnk.AnnotationTunnelKeys} {

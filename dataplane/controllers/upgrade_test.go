@@ -83,10 +83,7 @@ func writeOldLayer2(t *testing.T, s *stack) {
 // on the transit-router topology and node2 moved.
 func startUpgrade(t *testing.T, s *stack, adopt bool) {
 	t.Helper()
-	o := s.opts()
-	o.Cluster = ovnk.DefaultClusterConfig()
-	o.Cluster.ClusterSubnets = append(o.Cluster.ClusterSubnets, netip.MustParsePrefix("fd00:10:244::/48"))
-	o.Local = func(n *corev1.Node) bool { return n.Name == "node1" }
+	o := s.dualStackOpts("node1")
 	o.Layer2.AdoptLegacy = adopt
 	if _, err := Setup(s.ctx, s.mgr, o); err != nil {
 		t.Fatal(err)
