@@ -17,12 +17,13 @@ func (r *Resolver) MACBindings(desired []nbdb.StaticMACBinding) error {
 	if len(desired) == 0 && r.h.Indexed() && len(r.h.Scan(nbdb.LogicalRouterPortTable, nil)) == 0 {
 		return nil // no router port of the network: no binding of the piece
 	}
+	owns := r.routerPorts()
 	current := map[string]*nbdb.StaticMACBinding{}
 	var gone []string
 	rows := r.h.Rows(sp.Table)
 	for _, u := range slices.Sorted(maps.Keys(rows)) {
 		b := rows[u].(*nbdb.StaticMACBinding)
-		if !r.ownsRouterPort(b.LogicalPort) {
+		if !owns(b.LogicalPort) {
 			continue
 		}
 		if _, dup := current[sp.Key(b)]; dup {
@@ -34,7 +35,7 @@ func (r *Resolver) MACBindings(desired []nbdb.StaticMACBinding) error {
 	for i := range desired {
 		d := desired[i]
 		k := sp.Key(&d)
-		if !r.ownsRouterPort(d.LogicalPort) {
+		if !owns(d.LogicalPort) {
 			return fmt.Errorf("static MAC binding %s: logical port %q is not a router port of the piece", d.IP, d.LogicalPort)
 		}
 		ex, ok := current[k]
@@ -71,15 +72,19 @@ func (r *Resolver) MACBindings(desired []nbdb.StaticMACBinding) error {
 	return nil
 }
 
-// ownsRouterPort says whether a router port, by name, is the piece's: one
-// the plan inserts or a cached one the piece owns.
-func (r *Resolver) ownsRouterPort(name string) bool {
-	if r.h.Inserted(nbdb.LogicalRouterPortTable, name) != "" {
-		return true
+// routerPorts says whether a router port, by name, is the piece's: one the
+// plan inserts or a cached one the piece owns. The cached ones are read
+// once, from the network's rows (every row the piece owns carries its
+// network), instead of looking up by name each binding of the zone, whose
+// number grows with the zone's networks.
+func (r *Resolver) routerPorts() func(name string) bool {
+	owned := map[string]bool{}
+	for _, u := range r.h.Scan(nbdb.LogicalRouterPortTable, nil) {
+		if p, ok := r.h.Row(nbdb.LogicalRouterPortTable, u).(*nbdb.LogicalRouterPort); ok && r.owner.Owns(p.ExternalIDs, p) {
+			owned[p.Name] = true
+		}
 	}
-	_, m, err := r.h.API().Cache().Table(nbdb.LogicalRouterPortTable).RowByModel(&nbdb.LogicalRouterPort{Name: name})
-	if err != nil || m == nil {
-		return false
+	return func(name string) bool {
+		return owned[name] || r.h.Inserted(nbdb.LogicalRouterPortTable, name) != ""
 	}
-	return r.owner.Owns(m.(*nbdb.LogicalRouterPort).ExternalIDs, m)
 }
