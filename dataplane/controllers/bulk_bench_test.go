@@ -31,7 +31,9 @@ import (
 // network created alone: a dataplane that programs networks one after
 // another takes about N times the baseline; one that programs them
 // concurrently takes what the machine's CPUs need for N networks' rows.
-// Every sample checks that each network got as many rows as the others.
+// Every sample checks that each network got the rows a network created
+// alone gets; ns/op is the median of the samples (samplesPerOp per
+// operation), min-ns and max-ns their spread.
 func BenchmarkLayer2NetworksCreatedTogether(b *testing.B) {
 	s := newStack(b)
 	o := s.dualStackOpts("node-a")
@@ -55,7 +57,7 @@ func BenchmarkLayer2NetworksCreatedTogether(b *testing.B) {
 	}{{"baseline-one-network", 1}, {"20-networks", 20}, {"100-networks", 100}} {
 		b.Run(c.name, func(b *testing.B) {
 			var samples []time.Duration
-			for range b.N {
+			for range b.N * samplesPerOp {
 				b.StopTimer()
 				nads := bulkNADs(b, s, int(round.Add(1)), c.n)
 				samples = append(samples, w.createAndDelete(b, s, nads))
@@ -65,6 +67,10 @@ func BenchmarkLayer2NetworksCreatedTogether(b *testing.B) {
 		})
 	}
 }
+
+// samplesPerOp is how many times each benchmark operation creates its
+// networks: one operation (what `make bench` runs) gives a median and spread.
+const samplesPerOp = 5
 
 // bulkNADs creates the namespaces and owner UDNs of n networks of round r
 // and returns their NADs, not created yet.
@@ -141,7 +147,7 @@ func (w *nbWatch) settle(b *testing.B, done func(counts map[string]int) bool) ma
 			}
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("the Northbound database did not settle: rows per network %v", w.counts())
+			b.Fatalf("the Northbound database did not settle: rows per network %v (a network created alone: %d)", w.counts(), w.want)
 		}
 	}
 }
@@ -180,16 +186,23 @@ func (w *nbWatch) createAndDelete(b *testing.B, s *stack, nads []*nadv1.NetworkA
 			b.Fatal(err)
 		}
 	}
-	counts := w.settle(b, func(counts map[string]int) bool { return len(counts) == len(nads) })
+	// A network short of rows after a quiet spell is waited for (a
+	// controller's requeue may come later); the settle fails in the end.
+	counts := w.settle(b, func(counts map[string]int) bool {
+		if len(counts) != len(nads) {
+			return false
+		}
+		for _, n := range counts {
+			if w.want != 0 && n != w.want {
+				return false
+			}
+		}
+		return true
+	})
 	took := time.Unix(0, w.last.Load()).Sub(start)
 	b.StopTimer()
 	if w.want == 0 {
 		w.want = counts[nads[0].Namespace+"_"+nads[0].Name]
-	}
-	for _, nad := range nads {
-		if name := nad.Namespace + "_" + nad.Name; counts[name] == 0 || counts[name] != w.want {
-			b.Fatalf("network %s has %d rows, a network alone %d: %v", name, counts[name], w.want, counts)
-		}
 	}
 	for _, nad := range nads {
 		if err := s.c.Delete(s.ctx, nad); err != nil {
