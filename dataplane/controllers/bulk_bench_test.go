@@ -33,7 +33,8 @@ import (
 // concurrently takes what the machine's CPUs need for N networks' rows.
 // Every sample checks that each network got the rows a network created
 // alone gets; ns/op is the median of the samples (samplesPerOp per
-// operation), min-ns and max-ns their spread.
+// operation), min-ns and max-ns their spread; delete-ns is the median time
+// from deleting the NADs to the last of their rows gone.
 func BenchmarkLayer2NetworksCreatedTogether(b *testing.B) {
 	s := newStack(b)
 	o := s.dualStackOpts("node-a")
@@ -56,14 +57,17 @@ func BenchmarkLayer2NetworksCreatedTogether(b *testing.B) {
 		n    int
 	}{{"baseline-one-network", 1}, {"20-networks", 20}, {"100-networks", 100}} {
 		b.Run(c.name, func(b *testing.B) {
-			var samples []time.Duration
+			var samples, deletes []time.Duration
 			for range b.N * samplesPerOp {
 				b.StopTimer()
 				nads := bulkNADs(b, s, int(round.Add(1)), c.n)
-				samples = append(samples, w.createAndDelete(b, s, nads))
+				created, deleted := w.createAndDelete(b, s, nads)
+				samples, deletes = append(samples, created), append(deletes, deleted)
 				b.StartTimer()
 			}
 			reportSamples(b, samples, c.n)
+			slices.Sort(deletes)
+			b.ReportMetric(float64(deletes[len(deletes)/2].Nanoseconds()), "delete-ns")
 		})
 	}
 }
@@ -169,8 +173,9 @@ func (w *nbWatch) counts() map[string]int {
 // createAndDelete creates the NADs at once and returns the time from the
 // first create to the networks' last Northbound change, once the database
 // is quiet and every network has the rows a network created alone gets;
-// then (untimed) it deletes them and waits for their rows to go.
-func (w *nbWatch) createAndDelete(b *testing.B, s *stack, nads []*nadv1.NetworkAttachmentDefinition) time.Duration {
+// then (untimed) it deletes them and returns too the time from the first
+// delete to the last change, once their rows are gone.
+func (w *nbWatch) createAndDelete(b *testing.B, s *stack, nads []*nadv1.NetworkAttachmentDefinition) (created, deleted time.Duration) {
 	b.StopTimer()
 	w.settle(b, nil)
 	b.StartTimer()
@@ -204,13 +209,14 @@ func (w *nbWatch) createAndDelete(b *testing.B, s *stack, nads []*nadv1.NetworkA
 	if w.want == 0 {
 		w.want = counts[nads[0].Namespace+"_"+nads[0].Name]
 	}
+	start = time.Now()
 	for _, nad := range nads {
 		if err := s.c.Delete(s.ctx, nad); err != nil {
 			b.Fatal(err)
 		}
 	}
 	w.settle(b, func(counts map[string]int) bool { return len(counts) == 0 })
-	return took
+	return took, time.Unix(0, w.last.Load()).Sub(start)
 }
 
 // reportSamples sets ns/op to the median sample and adds the spread and
