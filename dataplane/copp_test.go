@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/udnkit/udnkit/dataplane/internal/engine"
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/dataplane/topology/base"
@@ -336,6 +337,49 @@ func TestFirstAppliesOfNetworksWithOwnZoneRowsDoNotWait(t *testing.T) {
 		}
 	}
 	wantCopp(t, e.routerCopps(), e.coppUUID(), tr, "ns2_green_transit_router", "ns3_red_transit_router")
+}
+
+// A split first Apply holding the COPP's lock does not yield its turn to the
+// Apply waiting for that lock: the waiter cannot go ahead until the split
+// Apply is done, so yielding to it only waits out the yield's bound
+// (YieldAtMost) before every transaction.
+func TestSplitApplyDoesNotYieldToTheApplyWaitingForItsZoneRows(t *testing.T) {
+	e := newEnv(t)
+	e.c.eng.MaxTransactionOps = 8
+	const bound = 3 * time.Second
+	e.hooks.YieldAtMost = bound
+	netA, nodes := exampleV4()
+	netB := netA
+	netB.Name, netB.SwitchTunnelKey, netB.TransitRouterTunnelKey = "ns2_green", 16711686, 16715781
+	var once sync.Once
+	startB := make(chan struct{})
+	e.hooks.Observe = func(o rows.Owner, step string, _ time.Duration) {
+		if o.Network == netA.Name && step == "plan" {
+			once.Do(func() { close(startB) }) // A holds the COPP's lock
+		}
+	}
+	errs := make(chan error, 2)
+	start := time.Now()
+	var res engine.Result
+	go func() {
+		var err error
+		res, err = e.c.Apply(e.ctx, mustLayer2(t, netA, nodes))
+		errs <- err
+	}()
+	<-startB
+	go func() { _, err := e.c.Apply(e.ctx, mustLayer2(t, netB, nodes)); errs <- err }()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("apply: %v", err)
+		}
+	}
+	if res.Transactions < 2 {
+		t.Fatalf("the first Apply was sent in %d transaction(s), want a split one", res.Transactions)
+	}
+	if took := time.Since(start); took >= bound {
+		t.Errorf("the two first Applies took %v: the split one waited for the one waiting for its lock", took)
+	}
+	wantCopp(t, e.routerCopps(), e.coppUUID(), tr, gr1, "ns2_green_transit_router", "GR_ns2_green_node1")
 }
 
 // meteredFlows counts, by controller meter, the logical flows ovn-northd
