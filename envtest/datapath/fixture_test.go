@@ -164,7 +164,34 @@ var (
 	// knownPods are the Pods every later API state holds, by
 	// namespace/name: what udnkit's pod-port reconciler reads.
 	knownPods = map[string]*corev1.Pod{}
+	// knownObjects are further objects every later API state holds
+	// (Namespaces, NetworkPolicies), by objectKey.
+	knownObjects = map[string]client.Object{}
 )
+
+// objectKey names an object of knownObjects: its Go type, namespace and name.
+func objectKey(o client.Object) string {
+	return fmt.Sprintf("%T/%s/%s", o, o.GetNamespace(), o.GetName())
+}
+
+// setObjects puts the objects into every later API state, replacing those
+// of the same type and name.
+func setObjects(objs ...client.Object) {
+	knownMu.Lock()
+	defer knownMu.Unlock()
+	for _, o := range objs {
+		knownObjects[objectKey(o)] = o.DeepCopyObject().(client.Object)
+	}
+}
+
+// dropObjects takes the objects out of every later API state.
+func dropObjects(objs ...client.Object) {
+	knownMu.Lock()
+	defer knownMu.Unlock()
+	for _, o := range objs {
+		delete(knownObjects, objectKey(o))
+	}
+}
 
 // setPods puts the Pods into every later API state, replacing those of
 // the same names.
@@ -184,7 +211,7 @@ func dropPod(namespace, name string) {
 }
 
 // apiState is the API state every zone's reconcilers read: the Nodes, the
-// known Pods, the networks' NADs and the UDNs that own them (the dataplane programs only
+// known Pods and objects, the networks' NADs and the UDNs that own them (the dataplane programs only
 // NADs whose owner exists with their IDs), with the dataplane's NAD index;
 // with nets, every network an earlier API state had.
 func apiState(t testing.TB, c *datapath.Cluster, nets ...*network) client.Client {
@@ -197,9 +224,12 @@ func apiState(t testing.TB, c *datapath.Cluster, nets ...*network) client.Client
 	for _, key := range slices.Sorted(maps.Keys(known)) {
 		nets = append(nets, known[key])
 	}
-	var podObjs []client.Object
+	var objs []client.Object
 	for _, key := range slices.Sorted(maps.Keys(knownPods)) {
-		podObjs = append(podObjs, knownPods[key].DeepCopy())
+		objs = append(objs, knownPods[key].DeepCopy())
+	}
+	for _, key := range slices.Sorted(maps.Keys(knownObjects)) {
+		objs = append(objs, knownObjects[key].DeepCopyObject().(client.Object))
 	}
 	knownMu.Unlock()
 	s := runtime.NewScheme()
@@ -218,7 +248,7 @@ func apiState(t testing.TB, c *datapath.Cluster, nets ...*network) client.Client
 			UID: net.nad.GetOwnerReferences()[0].UID, Annotations: net.nad.GetAnnotations()}}
 		b = b.WithObjects(net.nad.DeepCopy(), owner)
 	}
-	return b.WithObjects(podObjs...).Build()
+	return b.WithObjects(objs...).Build()
 }
 
 // reconcileAll runs r on every network's NAD.
@@ -279,6 +309,8 @@ type pod struct {
 	// encapIP is the pod-networks encap_ip: the node's VTEP its interface
 	// is behind ("" on a single-VTEP node).
 	encapIP string
+	// labels are the Pod's labels.
+	labels map[string]string
 }
 
 func (p *pod) port() string { return ovnk.PodPortName(p.net.key(), p.net.namespace, p.name) }
@@ -312,7 +344,7 @@ func (p *pod) uid() string { return "uid-" + p.net.namespace + "-" + p.name }
 // k8s.ovn.org/pod-networks.
 func (p *pod) object(t testing.TB) *corev1.Pod {
 	t.Helper()
-	o := testobj.MakePod(p.net.namespace, p.name).Node(p.node.Name).Running().Annotations(p.annotation(t)).Obj()
+	o := testobj.MakePod(p.net.namespace, p.name).Node(p.node.Name).Running().Labels(p.labels).Annotations(p.annotation(t)).Obj()
 	o.UID = types.UID(p.uid())
 	return o
 }
