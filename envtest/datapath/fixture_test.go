@@ -16,6 +16,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -27,6 +28,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/dataplane/controllers/layer2"
 	"github.com/udnkit/udnkit/dataplane/controllers/layer3"
+	"github.com/udnkit/udnkit/dataplane/controllers/networkpolicy"
 	"github.com/udnkit/udnkit/dataplane/controllers/pods"
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/envtest/datapath"
@@ -100,12 +102,15 @@ func nodeObject(t testing.TB, i int, n *datapath.Node) *corev1.Node {
 	return node
 }
 
-// network is one Primary Layer2 UDN.
+// network is one UDN: a Primary Layer2 one unless layer3 or secondary says otherwise.
 type network struct {
 	namespace, name string
 	subnets         []netip.Prefix
 	nad             *nadv1.NetworkAttachmentDefinition
 	layer3          bool
+	// secondary marks a Secondary network: its pods' entries are
+	// SecondaryPodNetwork's, without gateways or routes.
+	secondary bool
 	// id is the network ID.
 	id int
 }
@@ -129,12 +134,19 @@ func (n *network) names() ovnk.Layer2Names {
 // first address).
 func (n *network) gateway(v6 bool) netip.Addr { return n.ovnk().Gateway(v6) }
 
-// newNetwork renders a Primary Layer2 UDN's NAD as the NAD reconciler
-// does, with network ID id and tunnel keys from the interconnect range.
+// newNetwork renders a Primary Layer2 UDN's NAD (newLayer2Network).
 func newNetwork(t testing.TB, namespace, name string, id int, subnets ...string) *network {
 	t.Helper()
-	spec := udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRolePrimary}}
-	n := &network{namespace: namespace, name: name, id: id}
+	return newLayer2Network(t, udnv1.NetworkRolePrimary, namespace, name, id, subnets...)
+}
+
+// newLayer2Network renders a Layer2 UDN's NAD of the role as the NAD
+// reconciler does, with network ID id and, for a Primary network, tunnel
+// keys from the interconnect range.
+func newLayer2Network(t testing.TB, role udnv1.NetworkRole, namespace, name string, id int, subnets ...string) *network {
+	t.Helper()
+	spec := udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{Role: role}}
+	n := &network{namespace: namespace, name: name, id: id, secondary: role == udnv1.NetworkRoleSecondary}
 	for _, s := range subnets {
 		spec.Layer2.Subnets = append(spec.Layer2.Subnets, udnv1.CIDR(s))
 		n.subnets = append(n.subnets, netip.MustParsePrefix(s))
@@ -143,7 +155,10 @@ func newNetwork(t testing.TB, namespace, name string, id int, subnets ...string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := ovnk.NetworkIDs{ID: id, HasID: true, TunnelKeys: []int{16715776 + 2*id, 16715777 + 2*id}}
+	ids := ovnk.NetworkIDs{ID: id, HasID: true}
+	if !n.secondary {
+		ids.TunnelKeys = []int{16715776 + 2*id, 16715777 + 2*id}
+	}
 	n.nad, err = netconf.NewNAD(netconf.NADSource{Kind: udnv1.KindUserDefinedNetwork,
 		Meta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID(namespace + "-" + name)}, Spec: spec}, namespace, cfg, transit, ids)
 	if err != nil {
@@ -238,6 +253,10 @@ func apiState(t testing.TB, c *datapath.Cluster, nets ...*network) client.Client
 			t.Fatal(err)
 		}
 	}
+	// MultiNetworkPolicies are read unstructured, as the cluster has no Go type for them.
+	mnp := networkpolicy.MultiNetworkPolicyGVK
+	s.AddKnownTypeWithName(mnp, &unstructured.Unstructured{})
+	s.AddKnownTypeWithName(mnp.GroupVersion().WithKind(mnp.Kind+"List"), &unstructured.UnstructuredList{})
 	b := fake.NewClientBuilder().WithScheme(s).
 		WithIndex(&nadv1.NetworkAttachmentDefinition{}, zone.NADNetworkField, zone.NADNetwork)
 	for i, n := range c.Nodes {
@@ -326,7 +345,13 @@ func (p *pod) annotation(t testing.TB) map[string]string {
 		gws = append(gws, p.net.gateway(s.Addr().Is6()))
 	}
 	joins := []netip.Prefix{netip.MustParsePrefix("100.65.0.0/16"), netip.MustParsePrefix("fd99::/64")}
-	pn, err := podannotation.Layer2PrimaryPodNetwork(ips, ovnk.MACFromIP(ips[0].Addr()), gws, cfg.ServiceCIDRs, joins, p.tunnelID, p.encapIP)
+	var pn podannotation.PodNetwork
+	var err error
+	if p.net.secondary {
+		pn, err = podannotation.SecondaryPodNetwork(ips, ovnk.MACFromIP(ips[0].Addr()), nil, p.tunnelID)
+	} else {
+		pn, err = podannotation.Layer2PrimaryPodNetwork(ips, ovnk.MACFromIP(ips[0].Addr()), gws, cfg.ServiceCIDRs, joins, p.tunnelID, p.encapIP)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package datapath_test
 
 import (
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -8,8 +9,11 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/dataplane/controllers/networkpolicy"
 	policyctl "github.com/udnkit/udnkit/dataplane/controllers/policy"
 	netpolrows "github.com/udnkit/udnkit/dataplane/topology/networkpolicy"
@@ -19,42 +23,131 @@ import (
 	"github.com/udnkit/udnkit/ovnk"
 )
 
-// programPolicies runs udnkit's network-policy defaults reconciler (the
-// network's cluster port groups and default ACLs) and its NetworkPolicy
-// reconciler in every zone, each zone local to its own node, on the same
-// API state.
-func programPolicies(t *testing.T, c *datapath.Cluster, nets ...*network) {
+// policyRun is one policy packet test's network, in its own namespace,
+// with a server on node-b, a client labelled role=client on node-a and
+// another pod on node-c, and the policies it has put into the API state.
+type policyRun struct {
+	c                     *datapath.Cluster
+	net                   *network
+	server, client, other *pod
+	policies              []client.Object
+}
+
+// newPolicyRun programs net (Primary or Secondary Layer2) in every zone,
+// puts its namespace and pods into the API state, starts the pods and a
+// TCP echo server in each.
+func newPolicyRun(t *testing.T, c *datapath.Cluster, net *network) *policyRun {
 	t.Helper()
-	for _, zone := range c.Nodes {
-		state := apiState(t, c, nets...)
-		reconcileAll(t, zone, &policyctl.Reconciler{Client: state, OVN: ovnClient(t, zone), Cluster: cfg, Local: localTo(zone)}, nets...)
-		reconcileAll(t, zone, &networkpolicy.Reconciler{Client: state, OVN: ovnClient(t, zone), Local: localTo(zone)}, nets...)
+	r := &policyRun{c: c, net: net,
+		server: &pod{net: net, name: "server", node: c.Node("node-b"), index: 5, tunnelID: 10, labels: map[string]string{"app": "server"}},
+		client: &pod{net: net, name: "client", node: c.Node("node-a"), index: 6, tunnelID: 11, labels: map[string]string{"role": "client"}},
+		other:  &pod{net: net, name: "other", node: c.Node("node-c"), index: 7, tunnelID: 12, labels: map[string]string{"role": "other"}},
 	}
+	ns := testobj.MakeNamespace(net.namespace)
+	if !net.secondary {
+		ns = ns.Primary()
+	}
+	setObjects(ns.Obj())
+	t.Cleanup(func() { dropObjects(r.policies...) })
+	all := []*pod{r.server, r.client, r.other}
+	program(t, c, net)
+	podPorts(t, c, all...)
+	startPods(t, c, all...)
+	for _, p := range all {
+		stop, err := p.datapath.ServeTCP(tcpPort)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+	}
+	r.apply(t)
+	return r
 }
 
-// netpol is a NetworkPolicy of namespace selecting the pods labelled
-// target, of the given types, without rules.
-func netpol(namespace, name string, target map[string]string, types ...networkingv1.PolicyType) *networkingv1.NetworkPolicy {
-	return &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: target}, PolicyTypes: types}}
+// program runs udnkit's network-policy defaults reconciler (the network's
+// cluster port groups and default ACLs) and its NetworkPolicy reconciler,
+// following MultiNetworkPolicies too, in every zone, each zone local to
+// its own node, on the same API state; then waits for the flows.
+func (r *policyRun) program(t *testing.T) {
+	t.Helper()
+	for _, zone := range r.c.Nodes {
+		state := apiState(t, r.c, r.net)
+		reconcileAll(t, zone, &policyctl.Reconciler{Client: state, OVN: ovnClient(t, zone), Cluster: cfg, Local: localTo(zone)}, r.net)
+		reconcileAll(t, zone, &networkpolicy.Reconciler{Client: state, OVN: ovnClient(t, zone), Local: localTo(zone), MultiNetworkPolicy: true}, r.net)
+	}
+	settle(t, r.c)
 }
 
-// ingressFrom gives np one ingress rule from peers.
-func ingressFrom(np *networkingv1.NetworkPolicy, peers ...networkingv1.NetworkPolicyPeer) *networkingv1.NetworkPolicy {
-	np.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: peers}}
+// apply puts the policies (and only them) into the API state and runs the
+// reconcilers.
+func (r *policyRun) apply(t *testing.T, policies ...client.Object) {
+	t.Helper()
+	dropObjects(r.policies...)
+	r.policies = policies
+	setObjects(policies...)
+	r.program(t)
+}
+
+// netpol is a NetworkPolicy of the run's namespace selecting the server,
+// of the given types, with ingress rules from the peers' lists.
+func (r *policyRun) netpol(name string, typ networkingv1.PolicyType, from ...[]networkingv1.NetworkPolicyPeer) *networkingv1.NetworkPolicy {
+	target := r.server.labels
+	if typ == networkingv1.PolicyTypeEgress {
+		target = r.client.labels
+	}
+	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: r.net.namespace, Name: name},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: target}, PolicyTypes: []networkingv1.PolicyType{typ}}}
+	for _, peers := range from {
+		np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{From: peers})
+	}
 	return np
 }
 
-// hostPrefix is the single-address CIDR of a.
-func hostPrefix(p *pod, v6 bool) string {
-	a := p.ip(v6)
-	return a.String() + "/" + strconv.Itoa(a.BitLen())
+// multi is np as a MultiNetworkPolicy whose policy-for names nad (a NAD
+// of np's namespace).
+func multi(t *testing.T, np *networkingv1.NetworkPolicy, nad string) client.Object {
+	t.Helper()
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(np)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(networkpolicy.MultiNetworkPolicyGVK)
+	u.SetAnnotations(map[string]string{netpolrows.AnnotationPolicyFor: nad})
+	return u
+}
+
+// hostBlocks are the ipBlock peers of p's /32 and /128.
+func hostBlocks(p *pod) []networkingv1.NetworkPolicyPeer {
+	var out []networkingv1.NetworkPolicyPeer
+	for _, v6 := range []bool{false, true} {
+		a := p.ip(v6)
+		out = append(out, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: netip.PrefixFrom(a, a.BitLen()).String()}})
+	}
+	return out
+}
+
+// exceptBlocks are the ipBlock peers of the network's subnets except p's
+// /32 and /128.
+func exceptBlocks(p *pod) []networkingv1.NetworkPolicyPeer {
+	var out []networkingv1.NetworkPolicyPeer
+	for _, s := range p.net.subnets {
+		a := p.ip(s.Addr().Is6())
+		out = append(out, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: s.String(),
+			Except: []string{netip.PrefixFrom(a, a.BitLen()).String()}}})
+	}
+	return out
+}
+
+// labelPeer is the pod-selector peer of p's labels.
+func labelPeer(p *pod) []networkingv1.NetworkPolicyPeer {
+	return []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: p.labels}}}
 }
 
 // admits fails the test unless from reaches to over ICMP and TCP in the family.
-func admits(t *testing.T, c *datapath.Cluster, from, to *pod, v6 bool) {
+func (r *policyRun) admits(t *testing.T, from, to *pod, v6 bool) {
 	t.Helper()
-	reach(t, c, from, to.ip(v6))
+	reach(t, r.c, from, to.ip(v6))
 	if err := from.datapath.TCPEcho(to.ip(v6), tcpPort, reachTimeout); err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +160,72 @@ func denies(t *testing.T, from, to *pod, v6 bool) {
 	if err := from.datapath.TCPEcho(to.ip(v6), tcpPort, 2*time.Second); err == nil {
 		t.Fatalf("%s/%s completed a TCP echo with %s, which it must not", from.net.namespace, from.name, to.ip(v6))
 	}
+}
+
+// check asserts, in both families, that each pair's first pod reaches
+// its second (admitted) or does not (denied).
+func (r *policyRun) check(t *testing.T, admitted, denied [][2]*pod) {
+	t.Helper()
+	for _, v6 := range []bool{false, true} {
+		for _, p := range denied {
+			denies(t, p[0], p[1], v6)
+		}
+		for _, p := range admitted {
+			r.admits(t, p[0], p[1], v6)
+		}
+	}
+}
+
+// withoutDrop is the mutation of the default-deny checks: without the
+// namespace's ingress (egress) drop ACL in the server's (client's) zone
+// the client reaches the server again, until the reconciler's next pass.
+func (r *policyRun) withoutDrop(t *testing.T, ingress bool) {
+	t.Helper()
+	name, ns := r.net.ovnName(), r.net.namespace
+	pg := netpolrows.DenyPortGroup(name, ns, ingress)
+	zone, dir, match := r.server.node, "to-lport", "outport == @"+pg
+	if !ingress {
+		zone, dir, match = r.client.node, "from-lport", "inport == @"+pg
+	}
+	zone.NB().Must(t, "--type=port-group", "acl-del", pg, dir, strconv.Itoa(policy.DefaultDenyPriority), match)
+	settle(t, r.c)
+	r.admits(t, r.client, r.server, false)
+	r.program(t)
+	denies(t, r.client, r.server, false)
+}
+
+// withoutSelectorSets is the mutation of the pod-label check: the
+// pod-selector address sets emptied in the server's zone, the labelled
+// client is dropped too, until the reconciler's next pass.
+func (r *policyRun) withoutSelectorSets(t *testing.T) {
+	t.Helper()
+	nb := r.server.node.NB()
+	sets := strings.Fields(nb.Must(t, "--bare", "--columns=name", "find", "Address_Set",
+		"external_ids:"+ovnk.ExternalIDOwnerType+"=PodSelector",
+		"external_ids:"+ovnk.ExternalIDOwnerController+"="+policy.NetworkController(r.net.ovnName())))
+	if len(sets) != 2 {
+		t.Fatalf("%s's zone has pod-selector address sets %v for %s, want one per family", r.server.node.Name, sets, r.net.ovnName())
+	}
+	for _, s := range sets {
+		nb.Must(t, "clear", "Address_Set", s, "addresses")
+	}
+	settle(t, r.c)
+	r.check(t, nil, [][2]*pod{{r.client, r.server}})
+	r.program(t)
+	r.admits(t, r.client, r.server, false)
+}
+
+// withoutPolicyACLs is the mutation of the ipBlock checks: the policy's
+// ACLs removed from its port group in the server's zone, only the default
+// deny is left and the admitted client is dropped too, until the
+// reconciler's next pass.
+func (r *policyRun) withoutPolicyACLs(t *testing.T, policyName string, admitted *pod) {
+	t.Helper()
+	r.server.node.NB().Must(t, "--type=port-group", "acl-del", netpolrows.PolicyPortGroup(r.net.ovnName(), r.net.namespace, policyName))
+	settle(t, r.c)
+	denies(t, admitted, r.server, false)
+	r.program(t)
+	r.admits(t, admitted, r.server, false)
 }
 
 // TestNetworkPolicy sends packets through the ACLs udnkit's NetworkPolicy
@@ -83,175 +242,99 @@ func denies(t *testing.T, from, to *pod, v6 bool) {
 // the pod the policy selects) that must break it, after which the
 // reconciler's next pass heals it.
 func TestNetworkPolicy(t *testing.T) {
-	c := needCluster(t)
-	a, b, cc := c.Node("node-a"), c.Node("node-b"), c.Node("node-c")
-	pol := newNetwork(t, "tenant-pol", "pol", 12, "10.160.0.0/16", "fd00:160::/64")
-	ns := pol.namespace
-	server := &pod{net: pol, name: "server", node: b, index: 5, tunnelID: 10, labels: map[string]string{"app": "server"}}
-	client1 := &pod{net: pol, name: "client", node: a, index: 6, tunnelID: 11, labels: map[string]string{"role": "client"}}
-	other := &pod{net: pol, name: "other", node: cc, index: 7, tunnelID: 12, labels: map[string]string{"role": "other"}}
-	all := []*pod{server, client1, other}
-	setObjects(testobj.MakeNamespace(ns).Primary().Obj())
-	program(t, c, pol)
-	podPorts(t, c, all...)
-	startPods(t, c, all...)
-	for _, p := range all {
-		stop, err := p.datapath.ServeTCP(tcpPort)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(stop)
-	}
-	var policies []client.Object
-	t.Cleanup(func() { dropObjects(policies...) })
-	// apply puts the policies (and only them) into the API state and runs
-	// the reconcilers.
-	apply := func(t *testing.T, nps ...*networkingv1.NetworkPolicy) {
-		t.Helper()
-		dropObjects(policies...)
-		policies = policies[:0]
-		for _, np := range nps {
-			policies = append(policies, np)
-		}
-		setObjects(policies...)
-		programPolicies(t, c, pol)
-		settle(t, c)
-	}
-	heal := func(t *testing.T) {
-		t.Helper()
-		programPolicies(t, c, pol)
-		settle(t, c)
-	}
-	families := []bool{false, true}
-	fam := map[bool]string{false: "IPv4", true: "IPv6"}
-	net := pol.ovnName()
-	denyIn, denyOut := netpolrows.DenyPortGroup(net, ns, true), netpolrows.DenyPortGroup(net, ns, false)
-	// withoutDrop is the mutation of the default-deny checks: without the
-	// namespace's ingress (egress) drop ACL in the server's (client's)
-	// zone the client reaches the server again, until the reconciler's
-	// next pass.
-	withoutDrop := func(t *testing.T, ingress bool) {
-		t.Helper()
-		zone, pg, dir, match := b, denyIn, "to-lport", "outport == @"+denyIn
-		if !ingress {
-			zone, pg, dir, match = a, denyOut, "from-lport", "inport == @"+denyOut
-		}
-		zone.NB().Must(t, "--type=port-group", "acl-del", pg, dir, strconv.Itoa(policy.DefaultDenyPriority), match)
-		settle(t, c)
-		admits(t, c, client1, server, false)
-		heal(t)
-		denies(t, client1, server, false)
-	}
+	r := newPolicyRun(t, needCluster(t), newNetwork(t, "tenant-pol", "pol", 12, "10.160.0.0/16", "fd00:160::/64"))
+	server, client, other := r.server, r.client, r.other
+	in, out := networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress
 
-	apply(t)
-	for _, v6 := range families {
-		t.Run(fam[v6]+": without a policy every pod reaches every other (ICMP and TCP)", func(t *testing.T) {
-			admits(t, c, client1, server, v6)
-			admits(t, c, other, server, v6)
-			admits(t, c, server, client1, v6)
-			admits(t, c, other, client1, v6)
-		})
-	}
-
-	// Default deny: the selected pod's new connections of the policy's
-	// direction are dropped, replies to connections of the other direction
-	// still pass.
-	for _, d := range []struct {
-		name             string
-		np               *networkingv1.NetworkPolicy
-		denied, admitted [][2]*pod
-		ingress          bool
-	}{{
-		name:     "an ingress default-deny policy drops new connections to the pods it selects, both families",
-		np:       netpol(ns, "deny-in", server.labels, networkingv1.PolicyTypeIngress),
-		denied:   [][2]*pod{{client1, server}, {other, server}},
-		admitted: [][2]*pod{{server, client1}, {other, client1}},
-		ingress:  true,
-	}, {
-		name:     "an egress default-deny policy drops new connections from the pods it selects, both families",
-		np:       netpol(ns, "deny-out", client1.labels, networkingv1.PolicyTypeEgress),
-		denied:   [][2]*pod{{client1, server}, {client1, other}},
-		admitted: [][2]*pod{{server, client1}, {other, server}},
-	}} {
-		t.Run(d.name, func(t *testing.T) {
-			apply(t, d.np)
-			for _, v6 := range families {
-				for _, p := range d.denied {
-					denies(t, p[0], p[1], v6)
-				}
-				for _, p := range d.admitted {
-					admits(t, c, p[0], p[1], v6)
-				}
-			}
-			withoutDrop(t, d.ingress)
-		})
-	}
-
+	t.Run("without a policy every pod reaches every other (ICMP and TCP)", func(t *testing.T) {
+		r.check(t, [][2]*pod{{client, server}, {other, server}, {server, client}, {other, client}}, nil)
+	})
+	t.Run("an ingress default-deny policy drops new connections to the pods it selects", func(t *testing.T) {
+		r.apply(t, r.netpol("deny-in", in))
+		// Replies to the server's own connections still come in.
+		r.check(t, [][2]*pod{{server, client}, {other, client}}, [][2]*pod{{client, server}, {other, server}})
+		r.withoutDrop(t, true)
+	})
+	t.Run("an egress default-deny policy drops new connections from the pods it selects", func(t *testing.T) {
+		r.apply(t, r.netpol("deny-out", out))
+		// Replies to connections others open to the client still go out.
+		r.check(t, [][2]*pod{{server, client}, {other, server}}, [][2]*pod{{client, server}, {client, other}})
+		r.withoutDrop(t, false)
+	})
 	t.Run("an allow rule by pod label admits the labelled client and not the other", func(t *testing.T) {
-		apply(t, ingressFrom(netpol(ns, "allow-client", server.labels, networkingv1.PolicyTypeIngress),
-			networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: client1.labels}}))
-		for _, v6 := range families {
-			admits(t, c, client1, server, v6)
-			denies(t, other, server, v6)
-		}
-		// Mutation: the rule's pod-selector address sets emptied in the
-		// server's zone: the labelled client is dropped too.
-		sets := strings.Fields(b.NB().Must(t, "--bare", "--columns=name", "find", "Address_Set",
-			"external_ids:"+ovnk.ExternalIDOwnerType+"=PodSelector", "external_ids:"+ovnk.ExternalIDOwnerController+"="+policy.NetworkController(net)))
-		if len(sets) != 2 {
-			t.Fatalf("node-b's zone has pod-selector address sets %v for %s, want one per family", sets, net)
-		}
-		for _, s := range sets {
-			b.NB().Must(t, "clear", "Address_Set", s, "addresses")
-		}
-		settle(t, c)
-		for _, v6 := range families {
-			denies(t, client1, server, v6)
-		}
-		heal(t)
-		admits(t, c, client1, server, false)
+		r.apply(t, r.netpol("allow-client", in, labelPeer(client)))
+		r.check(t, [][2]*pod{{client, server}}, [][2]*pod{{other, server}})
+		r.withoutSelectorSets(t)
 	})
-
 	t.Run("an allow rule by ipBlock admits the client's /32 and /128, and an except that names them excludes it", func(t *testing.T) {
-		apply(t, ingressFrom(netpol(ns, "allow-block", server.labels, networkingv1.PolicyTypeIngress),
-			networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: hostPrefix(client1, false)}},
-			networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: hostPrefix(client1, true)}}))
-		for _, v6 := range families {
-			admits(t, c, client1, server, v6)
-			denies(t, other, server, v6)
-		}
-		apply(t, ingressFrom(netpol(ns, "allow-block", server.labels, networkingv1.PolicyTypeIngress),
-			networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: pol.subnets[0].String(), Except: []string{hostPrefix(client1, false)}}},
-			networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: pol.subnets[1].String(), Except: []string{hostPrefix(client1, true)}}}))
-		for _, v6 := range families {
-			denies(t, client1, server, v6)
-			admits(t, c, other, server, v6)
-		}
-		// Mutation: the policy's ACLs removed from its port group in the
-		// server's zone: only the default deny is left, the other client
-		// is dropped too.
-		pg := netpolrows.PolicyPortGroup(net, ns, "allow-block")
-		b.NB().Must(t, "--type=port-group", "acl-del", pg)
-		settle(t, c)
-		denies(t, other, server, false)
-		heal(t)
-		admits(t, c, other, server, false)
+		r.apply(t, r.netpol("allow-block", in, hostBlocks(client)))
+		r.check(t, [][2]*pod{{client, server}}, [][2]*pod{{other, server}})
+		r.apply(t, r.netpol("allow-block", in, exceptBlocks(client)))
+		r.check(t, [][2]*pod{{other, server}}, [][2]*pod{{client, server}})
+		r.withoutPolicyACLs(t, "allow-block", other)
 	})
-
 	t.Run("removing the policies restores traffic", func(t *testing.T) {
-		apply(t, netpol(ns, "deny-in", server.labels, networkingv1.PolicyTypeIngress))
-		denies(t, client1, server, false)
-		dropObjects(policies...)
+		r.apply(t, r.netpol("deny-in", in))
+		denies(t, client, server, false)
+		dropObjects(r.policies...)
 		// Mutation: until the reconciler's next pass the rows of the
 		// deleted policy still drop the traffic.
-		denies(t, client1, server, false)
-		apply(t)
-		for _, v6 := range families {
-			admits(t, c, client1, server, v6)
-			admits(t, c, other, server, v6)
+		denies(t, client, server, false)
+		r.apply(t)
+		r.check(t, [][2]*pod{{client, server}, {other, server}}, nil)
+		denyIn := netpolrows.DenyPortGroup(r.net.ovnName(), r.net.namespace, true)
+		if got := server.node.NB().Must(t, "--bare", "--columns=name", "find", "Port_Group", "name="+denyIn); got != "" {
+			t.Fatalf("%s's zone still has the ingress default-deny port group %s after the policies went", server.node.Name, got)
 		}
-		if got := b.NB().Must(t, "--bare", "--columns=name", "find", "Port_Group", "name="+denyIn); got != "" {
-			t.Fatalf("node-b's zone still has the ingress default-deny port group %s after the policies went", got)
-		}
+	})
+}
+
+// TestMultiNetworkPolicy sends packets through the ACLs udnkit's
+// NetworkPolicy controller writes, with MultiNetworkPolicies on, for a
+// dual-stack Secondary Layer2 UDN programmed in three zones (udnkit's pod
+// controller writes its switch and ports), from MultiNetworkPolicy,
+// Namespace and Pod objects; the pods' namespaces hold only their
+// interface on the Secondary network: a NetworkPolicy and a
+// MultiNetworkPolicy whose policy-for names another NAD leave it alone; a
+// default-deny MultiNetworkPolicy whose policy-for names the network's NAD
+// drops traffic to the server, and allow rules by pod label and by ipBlock
+// admit the client only; removing it restores traffic. Each check has a
+// mutation of a row udnkit wrote that must break it.
+func TestMultiNetworkPolicy(t *testing.T) {
+	r := newPolicyRun(t, needCluster(t), newLayer2Network(t, udnv1.NetworkRoleSecondary, "tenant-mnp", "side", 13, "10.161.0.0/16", "fd00:161::/64"))
+	server, client, other := r.server, r.client, r.other
+	in, nad := networkingv1.PolicyTypeIngress, r.net.key()
+
+	t.Run("without a policy every pod reaches every other (ICMP and TCP)", func(t *testing.T) {
+		r.check(t, [][2]*pod{{client, server}, {other, server}, {server, client}}, nil)
+	})
+	t.Run("a NetworkPolicy, and a MultiNetworkPolicy for another NAD, leave the Secondary network alone", func(t *testing.T) {
+		r.apply(t, r.netpol("deny-in", in), multi(t, r.netpol("deny-elsewhere", in), r.net.namespace+"/elsewhere"))
+		r.check(t, [][2]*pod{{client, server}, {other, server}}, nil)
+	})
+	t.Run("a default-deny MultiNetworkPolicy drops new connections to the pods it selects", func(t *testing.T) {
+		r.apply(t, multi(t, r.netpol("deny-in", in), r.net.name))
+		// Unlike on a Primary network, replies to the server's own
+		// connections are dropped too: the switch has no allow-related ACL
+		// (upstream writes the cluster port group's hairpin ACLs only for
+		// NetworkPolicies, not MultiNetworkPolicies), so ovn-northd sends
+		// none of its traffic through conntrack and the drop ACL sees
+		// every packet to the server. That is not checked here.
+		r.check(t, nil, [][2]*pod{{client, server}, {other, server}})
+		r.withoutDrop(t, true)
+	})
+	t.Run("an allow rule by pod label admits the labelled client and not the other", func(t *testing.T) {
+		r.apply(t, multi(t, r.netpol("allow-client", in, labelPeer(client)), nad))
+		r.check(t, [][2]*pod{{client, server}}, [][2]*pod{{other, server}})
+		r.withoutSelectorSets(t)
+	})
+	t.Run("an allow rule by ipBlock admits the client's /32 and /128 and not the other", func(t *testing.T) {
+		r.apply(t, multi(t, r.netpol("allow-block", in, hostBlocks(client)), nad))
+		r.check(t, [][2]*pod{{client, server}}, [][2]*pod{{other, server}})
+		r.withoutPolicyACLs(t, "allow-block", client)
+	})
+	t.Run("removing the MultiNetworkPolicy restores traffic", func(t *testing.T) {
+		r.apply(t)
+		r.check(t, [][2]*pod{{client, server}, {other, server}}, nil)
 	})
 }
