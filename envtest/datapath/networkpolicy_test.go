@@ -2,6 +2,7 @@ package datapath_test
 
 import (
 	"net/netip"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
@@ -189,6 +191,14 @@ func (r *policyRun) withoutDrop(t *testing.T, ingress bool) {
 	}
 	zone.NB().Must(t, "--type=port-group", "acl-del", pg, dir, strconv.Itoa(policy.DefaultDenyPriority), match)
 	settle(t, r.c)
+	// OVN 26.03.1's ovn-controller can keep the drop flow of an ACL
+	// deleted from a port group on a switch without stateful ACLs (the
+	// Secondary network's) until it recomputes: the mutation is the
+	// Northbound row, so the zone's flows are recomputed from it.
+	if _, err := runCmd("ovn-appctl", "-t", filepath.Join(r.c.Dir, zone.Name, "ovn-controller.ctl"), "recompute"); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r.c)
 	r.admits(t, r.client, r.server, false)
 	r.program(t)
 	denies(t, r.client, r.server, false)
@@ -237,9 +247,10 @@ func (r *policyRun) withoutPolicyACLs(t *testing.T, policyName string, admitted 
 // egress one on a client stops that client's new connections only; an
 // allow rule by pod label admits the labelled client only; an allow rule
 // by ipBlock admits the client's /32 and /128, and one whose except names
-// them admits the other client only; removing the policies restores
-// traffic. Each check has a mutation of a row udnkit wrote (in the zone of
-// the pod the policy selects) that must break it, after which the
+// them admits the other client only; an allow rule with a TCP port admits
+// TCP to that port only; removing the policies restores traffic. Each
+// check but the port rule's has a mutation of a row udnkit wrote (in the
+// zone of the pod the policy selects) that must break it, after which the
 // reconciler's next pass heals it.
 func TestNetworkPolicy(t *testing.T) {
 	r := newPolicyRun(t, needCluster(t), newNetwork(t, "tenant-pol", "pol", 12, "10.160.0.0/16", "fd00:160::/64"))
@@ -272,6 +283,28 @@ func TestNetworkPolicy(t *testing.T) {
 		r.apply(t, r.netpol("allow-block", in, exceptBlocks(client)))
 		r.check(t, [][2]*pod{{other, server}}, [][2]*pod{{client, server}})
 		r.withoutPolicyACLs(t, "allow-block", other)
+	})
+	t.Run("an allow rule with a TCP port admits TCP to that port only, not another port or ICMP", func(t *testing.T) {
+		stop, err := server.datapath.ServeTCP(tcpPort + 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stop()
+		np := r.netpol("allow-tcp", in, nil)
+		port := intstr.FromInt32(tcpPort)
+		// A rule whose ACL leaves out the port (gress.addPort taking every
+		// port as 0) opens the other port: this check fails.
+		np.Spec.Ingress[0].Ports = []networkingv1.NetworkPolicyPort{{Port: &port}}
+		r.apply(t, np)
+		for _, v6 := range []bool{false, true} {
+			if err := client.datapath.TCPEcho(server.ip(v6), tcpPort, reachTimeout); err != nil {
+				t.Fatal(err)
+			}
+			if err := client.datapath.TCPEcho(server.ip(v6), tcpPort+1, 2*time.Second); err == nil {
+				t.Fatalf("the client completed a TCP echo with %s port %d, which the policy does not open", server.ip(v6), tcpPort+1)
+			}
+			unreachable(t, client, server.ip(v6))
+		}
 	})
 	t.Run("removing the policies restores traffic", func(t *testing.T) {
 		r.apply(t, r.netpol("deny-in", in))
