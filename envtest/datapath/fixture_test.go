@@ -227,7 +227,7 @@ func dropPod(namespace, name string) {
 
 // apiState is the API state every zone's reconcilers read: the Nodes, the
 // known Pods and objects, the networks' NADs and the UDNs that own them (the dataplane programs only
-// NADs whose owner exists with their IDs), with the dataplane's NAD index;
+// NADs whose owner exists with their IDs), with the dataplane's NAD indexes;
 // with nets, every network an earlier API state had.
 func apiState(t testing.TB, c *datapath.Cluster, nets ...*network) client.Client {
 	t.Helper()
@@ -258,7 +258,8 @@ func apiState(t testing.TB, c *datapath.Cluster, nets ...*network) client.Client
 	s.AddKnownTypeWithName(mnp, &unstructured.Unstructured{})
 	s.AddKnownTypeWithName(mnp.GroupVersion().WithKind(mnp.Kind+"List"), &unstructured.UnstructuredList{})
 	b := fake.NewClientBuilder().WithScheme(s).
-		WithIndex(&nadv1.NetworkAttachmentDefinition{}, zone.NADNetworkField, zone.NADNetwork)
+		WithIndex(&nadv1.NetworkAttachmentDefinition{}, zone.NADNetworkField, zone.NADNetwork).
+		WithIndex(&nadv1.NetworkAttachmentDefinition{}, zone.AnyNetworkField, zone.AnyNetwork)
 	for i, n := range c.Nodes {
 		b = b.WithObjects(nodeObject(t, i, n))
 	}

@@ -253,7 +253,7 @@ func (r *policyRun) withoutPolicyACLs(t *testing.T, policyName string, admitted 
 // zone of the pod the policy selects) that must break it, after which the
 // reconciler's next pass heals it.
 func TestNetworkPolicy(t *testing.T) {
-	r := newPolicyRun(t, needCluster(t), newNetwork(t, "tenant-pol", "pol", 12, "10.160.0.0/16", "fd00:160::/64"))
+	r := newPolicyRun(t, needCluster(t), newNetwork(t, "tenant-pol", "pol", 14, "10.170.0.0/16", "fd00:170::/64"))
 	server, client, other := r.server, r.client, r.other
 	in, out := networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress
 
@@ -334,7 +334,7 @@ func TestNetworkPolicy(t *testing.T) {
 // admit the client only; removing it restores traffic. Each check has a
 // mutation of a row udnkit wrote that must break it.
 func TestMultiNetworkPolicy(t *testing.T) {
-	r := newPolicyRun(t, needCluster(t), newLayer2Network(t, udnv1.NetworkRoleSecondary, "tenant-mnp", "side", 13, "10.161.0.0/16", "fd00:161::/64"))
+	r := newPolicyRun(t, needCluster(t), newLayer2Network(t, udnv1.NetworkRoleSecondary, "tenant-mnp", "side", 15, "10.171.0.0/16", "fd00:171::/64"))
 	server, client, other := r.server, r.client, r.other
 	in, nad := networkingv1.PolicyTypeIngress, r.net.key()
 
