@@ -195,6 +195,19 @@ func (c *Cluster) SteerGateways(ctx context.Context, cfg ovnk.ClusterConfig, net
 	return nil
 }
 
+// SteerNodePorts installs on every node's breth0 the flows ovnkube-node's
+// shared gateway keeps for the node ports of the network's Services
+// (Node.SteerNodePorts, ports as "tcp:30080"): they enter the network's
+// gateway router. SteerGateways first.
+func (c *Cluster) SteerNodePorts(ctx context.Context, net *Network, ports ...string) error {
+	for _, n := range c.Nodes {
+		if err := n.SteerNodePorts(ctx, net.LocalnetPort(n), ports...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // PodPort is a pod's logical switch port as OVN-Kubernetes' pod controller
 // writes it.
 type PodPort struct {

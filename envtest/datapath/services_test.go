@@ -42,6 +42,10 @@ type service struct {
 	name     string
 	v4, v6   netip.Addr
 	backends []*pod
+	// nodePort, when set, makes the Service a NodePort one, every port on
+	// it, with externalTrafficPolicy etp.
+	nodePort int32
+	etp      corev1.ServiceExternalTrafficPolicy
 }
 
 func (s *service) clusterIP(v6 bool) netip.Addr {
@@ -76,7 +80,10 @@ func (s *service) object() *corev1.Service {
 	}
 	for _, p := range protocols {
 		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: strings.ToLower(string(p.proto)), Protocol: p.proto,
-			Port: svcPort, TargetPort: intstr.FromInt32(svcTargetPort)})
+			Port: svcPort, TargetPort: intstr.FromInt32(svcTargetPort), NodePort: s.nodePort})
+	}
+	if s.nodePort != 0 {
+		svc.Spec.Type, svc.Spec.ExternalTrafficPolicy = corev1.ServiceTypeNodePort, s.etp
 	}
 	return svc
 }
@@ -177,13 +184,19 @@ func serveNames(t *testing.T, ps ...*pod) {
 // being installed); an unanswered later one fails the test.
 func askNames(t *testing.T, from *pod, dial string, dst netip.Addr, n int) map[string]int {
 	t.Helper()
+	return askNamesAt(t, &from.datapath.Endpoint, dial, dst, svcPort, n)
+}
+
+// askNamesAt is askNames from any endpoint to any port.
+func askNamesAt(t *testing.T, from *netns.Endpoint, dial string, dst netip.Addr, port, n int) map[string]int {
+	t.Helper()
 	seen := map[string]int{}
 	deadline := time.Now().Add(reachTimeout)
 	for i := 0; i < n; i++ {
-		name, err := from.datapath.AskName(dial, dst, svcPort, time.Second)
+		name, err := from.AskName(dial, dst, port, time.Second)
 		for i == 0 && err != nil && time.Now().Before(deadline) {
 			time.Sleep(200 * time.Millisecond)
-			name, err = from.datapath.AskName(dial, dst, svcPort, time.Second)
+			name, err = from.AskName(dial, dst, port, time.Second)
 		}
 		if err != nil {
 			t.Fatalf("connection %d of %d: %v", i+1, n, err)
@@ -196,9 +209,14 @@ func askNames(t *testing.T, from *pod, dial string, dst netip.Addr, n int) map[s
 // tryNames connects n times from from to dst on svcPort over dial and
 // counts the answers by label, the unanswered connections under "".
 func tryNames(from *pod, dial string, dst netip.Addr, n int) map[string]int {
+	return tryNamesAt(&from.datapath.Endpoint, dial, dst, svcPort, n)
+}
+
+// tryNamesAt is tryNames from any endpoint to any port.
+func tryNamesAt(from *netns.Endpoint, dial string, dst netip.Addr, port, n int) map[string]int {
 	seen := map[string]int{}
 	for range n {
-		name, _ := from.datapath.AskName(dial, dst, svcPort, time.Second)
+		name, _ := from.AskName(dial, dst, port, time.Second)
 		seen[name]++
 	}
 	return seen

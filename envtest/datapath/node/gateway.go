@@ -49,6 +49,9 @@ func (n *Node) pinBridgeMAC() error {
 type steered struct {
 	localnet   string
 	masquerade []netip.Addr
+	// nodePorts are the router's Services' node ports, as "tcp:30080":
+	// breth0 sends connections to them into the router.
+	nodePorts []string
 }
 
 // SteerGateway installs on breth0 the flows ovnkube-node's shared gateway
@@ -72,12 +75,36 @@ func (n *Node) SteerGateway(ctx context.Context, localnetPort string, masquerade
 	found := false
 	for i := range n.steered {
 		if n.steered[i].localnet == localnetPort {
+			s.nodePorts = n.steered[i].nodePorts
 			n.steered[i], found = s, true
 		}
 	}
 	if !found {
 		n.steered = append(n.steered, s)
 	}
+	return n.installFlows(ctx)
+}
+
+// SteerNodePorts installs on breth0, beside SteerGateway's flows for a
+// steered gateway router's localnet port, the flows ovnkube-node's
+// nodePortWatcher keeps in shared gateway mode for the node ports of the
+// Services of that router's network (pkg/node/gateway_shared_intf.go:
+// createLbAndExternalSvcFlows): priority 110, what arrives on eth0 for
+// one of ports (as "tcp:30080") goes into the router, and what the router
+// sends from it with breth0's MAC goes out eth0. Called again it replaces
+// the ports; none removes them.
+func (n *Node) SteerNodePorts(ctx context.Context, localnetPort string, ports ...string) error {
+	for i := range n.steered {
+		if n.steered[i].localnet == localnetPort {
+			n.steered[i].nodePorts = ports
+			return n.installFlows(ctx)
+		}
+	}
+	return fmt.Errorf("node %s: %s is not steered yet (SteerGateway first)", n.Name, localnetPort)
+}
+
+// installFlows replaces breth0's flows with those of every steered router.
+func (n *Node) installFlows(ctx context.Context) error {
 	patches := make([]string, len(n.steered))
 	for i, s := range n.steered {
 		var err error
@@ -98,14 +125,26 @@ func (n *Node) SteerGateway(ctx context.Context, localnetPort string, masquerade
 	for _, proto := range []string{"ip", "ipv6"} {
 		flows = append(flows, "priority=50,in_port=eth0,"+proto+",actions=ct(zone=64000,nat,table=1)")
 	}
+	mac, err := n.BridgeMAC()
+	if err != nil {
+		return err
+	}
 	for i, s := range n.steered {
 		flows = append(flows, n.steerFlows(patches[i], s.masquerade)...)
+		for _, np := range s.nodePorts {
+			proto, port, ok := strings.Cut(np, ":")
+			if !ok {
+				return fmt.Errorf("node port %q: want protocol:port", np)
+			}
+			flows = append(flows, "priority=110,in_port=eth0,"+proto+",tp_dst="+port+",actions=output:"+patches[i],
+				"priority=110,in_port="+patches[i]+",dl_src="+mac+","+proto+",tp_src="+port+",actions=output:eth0")
+		}
 	}
 	file := filepath.Join(n.dir, "breth0.flows")
 	if err := os.WriteFile(file, []byte(strings.Join(flows, "\n")+"\n"), 0o644); err != nil {
 		return err
 	}
-	_, err := netns.Run("", n.env(), "ovs-ofctl", "-O", "OpenFlow13", "replace-flows", "unix:"+filepath.Join(n.dir, "breth0.mgmt"), file)
+	_, err = netns.Run("", n.env(), "ovs-ofctl", "-O", "OpenFlow13", "replace-flows", "unix:"+filepath.Join(n.dir, "breth0.mgmt"), file)
 	return err
 }
 
