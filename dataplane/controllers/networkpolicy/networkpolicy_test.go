@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/udnkit/udnkit/dataplane/controllers/internal/ctrltest"
+	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -83,4 +85,12 @@ func TestPodOf(t *testing.T) {
 	if keys := sortedKeys(map[string]bool{"b": true, "a": true}); !slices.Equal(keys, []string{"a", "b"}) {
 		t.Errorf("sortedKeys %v", keys)
 	}
+}
+
+// The policy sweep reads a network's NADs through zone.AnyNetworkField:
+// networkName must name each NAD as the index keys it, with and without
+// MultiNetworkPolicy.
+func TestNetworkNameAgreesWithTheIndex(t *testing.T) {
+	ctrltest.AgreesWithIndex(t, "networkName", (&Reconciler{}).networkName, zone.AnyNetwork)
+	ctrltest.AgreesWithIndex(t, "networkName with MultiNetworkPolicy", (&Reconciler{MultiNetworkPolicy: true}).networkName, zone.AnyNetwork)
 }

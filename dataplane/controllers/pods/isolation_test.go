@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/udnkit/udnkit/dataplane/controllers/internal/ctrltest"
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/dataplane/topology/policy"
 	"github.com/udnkit/udnkit/internal/testobj"
@@ -122,4 +123,10 @@ func TestIsolationPortsOpenPorts(t *testing.T) {
 	if len(rec.Events) != 1 || !strings.Contains(<-rec.Events, "invalid protocol gre") {
 		t.Error("a changed malformed annotation: no new Event")
 	}
+}
+
+// The ports' sweep reads a network's NADs through zone.AnyNetworkField:
+// NetworkName must name each NAD as the index keys it.
+func TestNetworkNameAgreesWithTheIndex(t *testing.T) {
+	ctrltest.AgreesWithIndex(t, "NetworkName", NetworkName, zone.AnyNetwork)
 }

@@ -96,10 +96,10 @@ func CollectPiece(ctx context.Context, c client.Client, g *nadtrust.Guard, ovn *
 		}
 		owner.Network = n
 		// Asked again under the network's lock: a new NAD of the network
-		// may have been applied since (by another worker).
+		// may have been applied since (by another worker). Only n's NADs
+		// are read: this runs once per network removed.
 		revived := func(ctx context.Context) (bool, error) {
-			live, err := LiveNetworks(ctx, c, g, name)
-			return live[n], err
+			return NetworkLive(ctx, c, g, name, n)
 		}
 		if _, err := ovn.ApplyUnless(ctx, &rows.Desired{Owner: owner}, revived); err != nil {
 			return err

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"testing"
 
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/udnkit/udnkit/dataplane/controllers/internal/ctrltest"
 )
 
 // TestSweepsOnlyWhenANetworkMayBeGone drives the sweep decision through the
@@ -55,5 +58,23 @@ func TestSweepsOnlyWhenANetworkMayBeGone(t *testing.T) {
 		if swept := ran > before; swept != step.sweep {
 			t.Errorf("step %d (%s): swept %v, want %v", i, step.what, swept, step.sweep)
 		}
+	}
+}
+
+// A sweep asks NetworkLive through AnyNetworkField, so each network
+// function a controller sweeps with must name a NAD by the name the index
+// keys it under; a function naming NADs otherwise is caught.
+func TestNetworkFunctionsAgreeWithTheIndex(t *testing.T) {
+	for name, network := range map[string]func(*nadv1.NetworkAttachmentDefinition) (string, bool){
+		"Layer2Name": Layer2Name, "Layer3Name": Layer3Name, "VTEPName": VTEPName,
+	} {
+		ctrltest.AgreesWithIndex(t, name, network, AnyNetwork)
+	}
+	byObjectName := func(nad *nadv1.NetworkAttachmentDefinition) (string, bool) {
+		n, ok := Layer2Name(nad)
+		return nad.Namespace + "_" + nad.Name, ok && n != ""
+	}
+	if bad := ctrltest.IndexDisagreements(byObjectName, AnyNetwork); len(bad) == 0 {
+		t.Errorf("a function naming a network by its NAD's object name agrees with the index")
 	}
 }

@@ -54,13 +54,37 @@ func LiveNetworks(ctx context.Context, c client.Client, g *nadtrust.Guard, netwo
 	if err := c.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
 		return nil, err
 	}
+	return liveIn(ctx, g, nads.Items, network)
+}
+
+// NetworkLive says whether n is one of LiveNetworks. It reads only n's NADs
+// through AnyNetworkField, so a sweep asking it once per network it removes
+// reads no other NAD (asking LiveNetworks made removing N networks at once
+// read about N³ NADs). The index keys on spec.config's name for every
+// topology udnkit programs; a NAD counts only when that name is its
+// owner's network (the trust rule) and network returns it, and every
+// dataplane controller's network function returns spec.config's name
+// (IndexDisagreements), so the index holds every NAD that counts. A NAD it
+// holds is still read by network: one of another kind or role never counts.
+func NetworkLive(ctx context.Context, c client.Client, g *nadtrust.Guard, network func(*nadv1.NetworkAttachmentDefinition) (string, bool), n string) (bool, error) {
+	var nads nadv1.NetworkAttachmentDefinitionList
+	if err := c.List(ctx, &nads, client.MatchingFields{AnyNetworkField: n}, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
+		return false, err
+	}
+	live, err := liveIn(ctx, g, nads.Items, network)
+	return live[n], err
+}
+
+// liveIn names the networks of nads (read by network) that some NAD not
+// being deleted, whose owner the guard trusts, names.
+func liveIn(ctx context.Context, g *nadtrust.Guard, nads []nadv1.NetworkAttachmentDefinition, network func(*nadv1.NetworkAttachmentDefinition) (string, bool)) (map[string]bool, error) {
 	live := map[string]bool{}
-	for i := range nads.Items {
-		name, ok := network(&nads.Items[i])
-		if !ok || live[name] || !nads.Items[i].DeletionTimestamp.IsZero() {
+	for i := range nads {
+		name, ok := network(&nads[i])
+		if !ok || live[name] || !nads[i].DeletionTimestamp.IsZero() {
 			continue
 		}
-		owner, trusted, err := g.Trusted(ctx, &nads.Items[i])
+		owner, trusted, err := g.Trusted(ctx, &nads[i])
 		if err != nil {
 			return nil, err
 		}
