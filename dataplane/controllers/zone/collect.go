@@ -27,6 +27,10 @@ type Sweeps struct {
 	// done is the highest want a successful sweep began after.
 	want, done uint64
 	named      map[types.NamespacedName]string
+	// turn lets one sweep run at a time, so the reconciles of N NADs
+	// deleted together share a few sweeps instead of running N, each
+	// reading every network's NADs once per piece.
+	turn chan struct{}
 }
 
 // observe records that the NAD key now names network ("" for none: gone, not
@@ -62,11 +66,49 @@ func (s *Sweeps) swept(gen uint64) {
 	s.done = max(s.done, gen)
 }
 
-// sweep runs pieces (each a collectPiece of one topology piece) when s says
-// a sweep is needed after the NAD key's reconcile, which found network.
+// due returns the generation a sweep starting now covers (every event
+// observed so far), or 0 when a sweep that began after generation gen has
+// already succeeded.
+func (s *Sweeps) due(gen uint64) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done >= gen {
+		return 0
+	}
+	return s.want
+}
+
+// take waits for the sweeps' turn (or ctx's end) and returns its release.
+func (s *Sweeps) take(ctx context.Context) (func(), error) {
+	s.mu.Lock()
+	if s.turn == nil {
+		s.turn = make(chan struct{}, 1)
+	}
+	turn := s.turn
+	s.mu.Unlock()
+	select {
+	case turn <- struct{}{}:
+		return func() { <-turn }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Sweep runs pieces (each a CollectPiece of one topology piece) when s
+// says a sweep is needed after the NAD key's reconcile, which found
+// network. One sweep runs at a time; a reconcile that waited for its turn
+// runs none when a sweep that began after its event succeeded meanwhile.
 func (s *Sweeps) Sweep(ctx context.Context, key types.NamespacedName, network string, deleted bool, pieces ...func(context.Context) error) error {
 	gen := s.observe(key, network, deleted)
 	if gen == 0 {
+		return nil
+	}
+	release, err := s.take(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if gen = s.due(gen); gen == 0 {
 		return nil
 	}
 	for _, piece := range pieces {

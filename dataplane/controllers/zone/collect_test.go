@@ -3,7 +3,11 @@ package zone
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -76,5 +80,84 @@ func TestNetworkFunctionsAgreeWithTheIndex(t *testing.T) {
 	}
 	if bad := ctrltest.IndexDisagreements(byObjectName, AnyNetwork); len(bad) == 0 {
 		t.Errorf("a function naming a network by its NAD's object name agrees with the index")
+	}
+}
+
+// NADs deleted while a sweep runs share the next one: each reconcile
+// returns only after a sweep that began after its NAD's deletion, and the
+// five deletions cost one sweep, not five. A reconcile whose context ends
+// while it waits for its turn sweeps nothing and says so.
+func TestSweepsOfNADsDeletedTogetherShareOneSweep(t *testing.T) {
+	var s Sweeps
+	var runs atomic.Int32
+	var second atomic.Bool
+	block, started := make(chan struct{}), make(chan struct{})
+	piece := func(context.Context) error {
+		if runs.Add(1) == 1 {
+			close(started)
+			<-block
+		} else {
+			second.Store(true)
+		}
+		return nil
+	}
+	first := make(chan error, 1)
+	go func() { first <- s.Sweep(t.Context(), types.NamespacedName{Name: "start"}, "net-0", false, piece) }()
+	<-started
+	const deleted = 5
+	var wg sync.WaitGroup
+	errs := make(chan error, deleted)
+	for i := range deleted {
+		key := types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}
+		s.observe(key, "net", false) // seen while it named a network
+		wg.Go(func() {
+			err := s.Sweep(t.Context(), key, "", true, piece)
+			if err == nil && !second.Load() {
+				err = errors.New("returned before a sweep that began after its deletion")
+			}
+			errs <- err
+		})
+	}
+	// Every deletion observed before the running sweep ends.
+	for waited := 0; ; waited++ {
+		s.mu.Lock()
+		want := s.want
+		s.mu.Unlock()
+		if want == 1+deleted {
+			break
+		}
+		if waited > 500 {
+			t.Fatalf("the deletions were not observed: want %d", want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(block)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if got := runs.Load(); got != 2 {
+		t.Errorf("%d sweeps ran for a start and %d deletions during it, want 2", got, deleted)
+	}
+
+	s.observe(types.NamespacedName{Name: "late"}, "net", false)
+	release, err := s.take(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := s.Sweep(ctx, types.NamespacedName{Name: "late"}, "", true, piece); !errors.Is(err, context.Canceled) {
+		t.Errorf("a reconcile whose context ended while waiting: %v, want context.Canceled", err)
+	}
+	if got := runs.Load(); got != 2 {
+		t.Errorf("a reconcile whose context ended swept: %d sweeps", got)
 	}
 }
