@@ -96,7 +96,7 @@ func TestServiceNodePort(t *testing.T) {
 		warmNodePort(ext, b, webB, webC)
 		// Each connection picks a backend by hash: 16 leave one unpicked
 		// with probability 2^-15.
-		answeredBy(t, askNamesAt(t, ext, "tcp", a.UnderlayIP, nodePort, 16), webB, webC)
+		answeredBy(t, askNamesAt(t, ext, "tcp", a.UnderlayIP, nodePort, 32), webB, webC)
 
 		// Mutation: node-a's node-local load balancer removed from its
 		// zone, node-a's gateway router no longer DNATs the node port
@@ -106,9 +106,9 @@ func TestServiceNodePort(t *testing.T) {
 		if seen := tryNamesAt(ext, "tcp", a.UnderlayIP, nodePort, 3); seen[""] != 3 {
 			t.Fatalf("mutation: with node-a's node-local load balancer removed the external host got answers %v at node-a's node port", seen)
 		}
-		answeredBy(t, askNamesAt(t, ext, "tcp", b.UnderlayIP, nodePort, 16), webB, webC)
+		answeredBy(t, askNamesAt(t, ext, "tcp", b.UnderlayIP, nodePort, 32), webB, webC)
 		programServices(t, c, serviceObjects(true, web), np)
-		answeredBy(t, askNamesAt(t, ext, "tcp", a.UnderlayIP, nodePort, 8), webB, webC)
+		answeredBy(t, askNamesAt(t, ext, "tcp", a.UnderlayIP, nodePort, 32), webB, webC)
 	})
 
 	t.Run("externalTrafficPolicy Local: node-a without a backend does not answer, node-b answers from its own backend only", func(t *testing.T) {
@@ -116,7 +116,7 @@ func TestServiceNodePort(t *testing.T) {
 		defer func() { web.etp = corev1.ServiceExternalTrafficPolicyCluster }()
 		programServices(t, c, serviceObjects(true, web), np)
 		warmNodePort(ext, b, webB)
-		answeredBy(t, askNamesAt(t, ext, "tcp", b.UnderlayIP, nodePort, 16), webB)
+		answeredBy(t, askNamesAt(t, ext, "tcp", b.UnderlayIP, nodePort, 32), webB)
 		if seen := tryNamesAt(ext, "tcp", a.UnderlayIP, nodePort, 3); seen[""] != 3 {
 			t.Fatalf("node-a has no backend of the externalTrafficPolicy Local Service, yet the external host got answers %v at its node port", seen)
 		}
@@ -125,7 +125,7 @@ func TestServiceNodePort(t *testing.T) {
 		// (as with externalTrafficPolicy Cluster): node-a answers.
 		a.NB().Must(t, "set", "Load_Balancer", lb("node_router_", a), vip(a, webB, webC))
 		settle(t, c)
-		answeredBy(t, askNamesAt(t, ext, "tcp", a.UnderlayIP, nodePort, 16), webB, webC)
+		answeredBy(t, askNamesAt(t, ext, "tcp", a.UnderlayIP, nodePort, 32), webB, webC)
 
 		// Mutation: node-b's skip_snat load balancer given node-c's backend
 		// too (with SNAT, so its replies come back): node-c's backend
@@ -139,7 +139,7 @@ func TestServiceNodePort(t *testing.T) {
 
 		// The next pass writes both back.
 		programServices(t, c, serviceObjects(true, web), np)
-		answeredBy(t, askNamesAt(t, ext, "tcp", b.UnderlayIP, nodePort, 16), webB)
+		answeredBy(t, askNamesAt(t, ext, "tcp", b.UnderlayIP, nodePort, 32), webB)
 		if seen := tryNamesAt(ext, "tcp", a.UnderlayIP, nodePort, 3); seen[""] != 3 {
 			t.Fatalf("after the reconciler's next pass the external host still got answers %v at node-a's node port", seen)
 		}
