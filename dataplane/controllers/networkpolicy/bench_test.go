@@ -73,24 +73,7 @@ func Benchmark500NetworkPolicies(b *testing.B) {
 		b.ReportMetric(float64(len(d.PortGroups)), "port-groups/op")
 		b.ReportMetric(float64(acls), "acls/op")
 	}
-	b.Run("udnkit", func(b *testing.B) {
-		for b.Loop() {
-			b.StopTimer()
-			z.Clear(d.Owner)
-			b.StartTimer()
-			z.Reconcile(r, nad)
-		}
-		report(b)
-	})
-	b.Run("baseline-raw-transaction", func(b *testing.B) {
-		for b.Loop() {
-			b.StopTimer()
-			z.ClearRaw(d.Owner)
-			b.StartTimer()
-			z.Transact(z.RawOps(d), nbdb.ACLTable, acls)
-		}
-		report(b)
-	})
+	z.ProgramAgainstRaw(b, r, nad, d, nbdb.ACLTable, acls, report)
 	z.SameRows(nbdb.PortGroupTable, "name", "external_ids")
 	z.SameMembers(nbdb.PortGroupTable, "ports", nbdb.LogicalSwitchPortTable)
 	z.SameRows(nbdb.ACLTable, "name", "priority", "direction", "match", "action", "tier", "log", "meter", "severity", "options", "external_ids")

@@ -101,22 +101,7 @@ func desired(b *testing.B, z *benchzone.Zone, r *Reconciler, nad *nadv1.NetworkA
 // the two databases then hold the same load balancers.
 func programLoadBalancers(b *testing.B, z *benchzone.Zone, r *Reconciler, nad *nadv1.NetworkAttachmentDefinition) {
 	d := desired(b, z, r, nad)
-	b.Run("udnkit", func(b *testing.B) {
-		for b.Loop() {
-			b.StopTimer()
-			z.Clear(d.Owner)
-			b.StartTimer()
-			z.Reconcile(r, nad)
-		}
-		b.ReportMetric(float64(len(d.LoadBalancers)), "lbs/op")
-	})
-	b.Run("baseline-raw-transaction", func(b *testing.B) {
-		for b.Loop() {
-			b.StopTimer()
-			z.ClearRaw(d.Owner)
-			b.StartTimer()
-			z.Transact(z.RawOps(d), nbdb.LoadBalancerTable, len(d.LoadBalancers))
-		}
+	z.ProgramAgainstRaw(b, r, nad, d, nbdb.LoadBalancerTable, len(d.LoadBalancers), func(b *testing.B) {
 		b.ReportMetric(float64(len(d.LoadBalancers)), "lbs/op")
 	})
 	z.SameRows(nbdb.LoadBalancerTable, "name", "protocol", "vips", "options", "external_ids")

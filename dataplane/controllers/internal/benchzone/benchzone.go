@@ -269,6 +269,33 @@ func (z *Zone) Reconcile(r reconcile.Reconciler, nad *nadv1.NetworkAttachmentDef
 	}
 }
 
+// ProgramAgainstRaw runs the two sub-benchmarks every controller figure
+// has: "udnkit", r's reconcile of the NAD into an emptied piece d.Owner,
+// and "baseline-raw-transaction", d's rows in one raw transaction into the
+// emptied baseline, waiting for n rows of table; report adds each one's
+// metrics.
+func (z *Zone) ProgramAgainstRaw(b *testing.B, r reconcile.Reconciler, nad *nadv1.NetworkAttachmentDefinition, d *rows.Desired,
+	table string, n int, report func(*testing.B)) {
+	b.Run("udnkit", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			z.Clear(d.Owner)
+			b.StartTimer()
+			z.Reconcile(r, nad)
+		}
+		report(b)
+	})
+	b.Run("baseline-raw-transaction", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			z.ClearRaw(d.Owner)
+			b.StartTimer()
+			z.Transact(z.RawOps(d), table, n)
+		}
+		report(b)
+	})
+}
+
 // Transact sends ops to the baseline's Northbound in one transaction and
 // waits until the raw client's cache holds n rows of table, as Apply
 // waits for its own cache.
