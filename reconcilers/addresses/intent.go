@@ -76,8 +76,14 @@ func metaSelector(cudn *udnv1.ClusterUserDefinedNetwork) (labels.Selector, error
 }
 
 // setClaimStatus records the allocation (or the failure) in the claim's
-// status: ips, ownerPod and the IPsAllocated condition.
+// status: ips, ownerPod and the IPsAllocated condition. It is written once,
+// while the claim holds no addresses: the first pod that gets them stays its
+// ownerPod across a live migration, and a pod refused the claim later leaves
+// the holder's status alone (as OVN-Kubernetes' IPAMClaim reconciler).
 func (r *Reconciler) setClaimStatus(ctx context.Context, claim *ipamclaimsv1alpha1.IPAMClaim, pod *corev1.Pod, alloc ipalloc.Allocation, allocErr error) error {
+	if len(claim.Status.IPs) > 0 {
+		return nil
+	}
 	patch := client.MergeFrom(claim.DeepCopy())
 	cond := metav1.Condition{Type: ovnk.ConditionIPsAllocated, ObservedGeneration: claim.Generation}
 	if allocErr == nil {
