@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/cmd/udnkit/app"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/envtest/datapath"
@@ -63,7 +65,7 @@ func BenchmarkFirstPacket(b *testing.B) {
 	for _, n := range cluster.Nodes {
 		ovns = append(ovns, zoneOVN{n.Name, n.Zone})
 	}
-	stop, _, mgr, err := startManagers(ctx, env, ovns)
+	stop, _, mgrs, err := startManagers(ctx, env, ovns)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -71,9 +73,16 @@ func BenchmarkFirstPacket(b *testing.B) {
 	if err := env.WaitForWebhookServer(ctx); err != nil {
 		b.Fatal(err)
 	}
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		b.Fatal("the manager's caches did not sync")
+	if err := waitForManagers(ctx, mgrs); err != nil {
+		b.Fatal(err)
 	}
+	defer func() {
+		for i, m := range mgrs {
+			if late := app.LateInformers(m); len(late) > 0 {
+				b.Logf("manager %d: informers started after the start: %s", i, strings.Join(late, ", "))
+			}
+		}
+	}()
 	if err := ovnkNodes(ctx, env.Client, cluster); err != nil {
 		b.Fatal(err)
 	}

@@ -33,7 +33,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -139,7 +138,8 @@ type zoneOVN struct {
 // startManagers starts the manager with every component (the single zone)
 // or every component but the dataplane and a dataplane manager per named
 // zone (--zone); stop stops them all, reporting how each ended on stderr.
-func startManagers(ctx context.Context, env *envtest.Environment, ovns []zoneOVN) (stop func(), done chan error, mgr ctrl.Manager, err error) {
+// mgrs are the main manager (done reports its end) and the zones' after it.
+func startManagers(ctx context.Context, env *envtest.Environment, ovns []zoneOVN) (stop func(), done chan error, mgrs []ctrl.Manager, err error) {
 	main := map[string]string{
 		"controllers":                        strings.Join(app.NewOptions().Names(), ","),
 		"metrics-bind-address":               "0",
@@ -159,6 +159,7 @@ func startManagers(ctx context.Context, env *envtest.Environment, ovns []zoneOVN
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	mgrs = []ctrl.Manager{mgr}
 	stops := []func(){func() {
 		if err := stopMain(); err != nil {
 			fmt.Fprintf(os.Stderr, "udnkit-local: manager: %v\n", err)
@@ -173,7 +174,7 @@ func startManagers(ctx context.Context, env *envtest.Environment, ovns []zoneOVN
 		if z.zone == "" {
 			continue
 		}
-		stopZone, _, _, err := startManager(ctx, env, map[string]string{
+		stopZone, _, zoneMgr, err := startManager(ctx, env, map[string]string{
 			"controllers": "dataplane", "zone": z.zone,
 			"ovn-nb-address": z.ovn.NB.Address(), "ovn-sb-address": z.ovn.SB.Address(),
 			"metrics-bind-address": "0", "health-probe-bind-address": "0", "enable-egress-ip": "true",
@@ -182,13 +183,26 @@ func startManagers(ctx context.Context, env *envtest.Environment, ovns []zoneOVN
 			stop()
 			return nil, nil, nil, fmt.Errorf("the dataplane manager of zone %s: %w", z.zone, err)
 		}
+		mgrs = append(mgrs, zoneMgr)
 		stops = append(stops, func() {
 			if err := stopZone(); err != nil {
 				fmt.Fprintf(os.Stderr, "udnkit-local: dataplane manager of zone %s: %v\n", z.zone, err)
 			}
 		})
 	}
-	return stop, done, mgr, nil
+	return stop, done, mgrs, nil
+}
+
+// waitForManagers waits until every manager's informers have synced, the
+// ones its controllers watch among them (app.New starts them with the
+// cache): what the manager's readiness check (app.InformersCheck) reports.
+func waitForManagers(ctx context.Context, mgrs []ctrl.Manager) error {
+	for i, m := range mgrs {
+		if !m.GetCache().WaitForCacheSync(ctx) {
+			return fmt.Errorf("the caches of manager %d of %d did not sync", i+1, len(mgrs))
+		}
+	}
+	return nil
 }
 
 func run(ctx context.Context, root, stateDir string, attach bool, zones int, out io.Writer) (err error) {
@@ -325,7 +339,7 @@ func run(ctx context.Context, root, stateDir string, attach bool, zones int, out
 	} else {
 		fmt.Fprintf(out, "starting the udnkit manager (every component but the dataplane) and %d dataplane managers (--zone) ...\n", zones)
 	}
-	stopManagers, mgrDone, mgr, err := startManagers(ctx, env, ovns)
+	stopManagers, mgrDone, mgrs, err := startManagers(ctx, env, ovns)
 	if err != nil {
 		return err
 	}
@@ -336,8 +350,8 @@ func run(ctx context.Context, root, stateDir string, attach bool, zones int, out
 	if err := env.WaitForWebhookServer(readyCtx); err != nil {
 		return err
 	}
-	if !mgr.GetCache().WaitForCacheSync(readyCtx) {
-		return errors.New("the manager's caches did not sync")
+	if err := waitForManagers(readyCtx, mgrs); err != nil {
+		return err
 	}
 
 	if cluster != nil {

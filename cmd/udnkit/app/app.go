@@ -185,6 +185,7 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 		WebhookServer:                 webhook.NewServer(o.webhookOptions()),
 		Controller:                    config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
 		Cache:                         cacheOptions(),
+		NewCache:                      newWatchedCache,
 	})
 	if err != nil {
 		return nil, err
@@ -202,6 +203,9 @@ func New(ctx context.Context, cfg *rest.Config, o *Options) (ctrl.Manager, error
 		}
 	}
 	if err := mgr.AddReadyzCheck("ready", ready); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck(InformersCheck, informersSynced(mgr.GetCache())); err != nil {
 		return nil, err
 	}
 	return mgr, nil

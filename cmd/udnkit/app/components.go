@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"net/http"
 
+	ipamclaimsv1alpha1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	dpcontrollers "github.com/udnkit/udnkit/dataplane/controllers"
@@ -62,23 +66,40 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 			Name:      "nad",
 			Help:      "UDNs and CUDNs to NetworkAttachmentDefinitions, network IDs, tunnel keys, transit subnets; mirrored EndpointSlices",
 			BindFlags: rc.BindFlags,
-			Setup: func(_ context.Context, mgr ctrl.Manager) error {
-				return reconcilers.SetupWithManager(mgr, reconcilerConfig(reconcilers.ControllerUDN, reconcilers.ControllerCUDN, reconcilers.ControllerEndpointSliceMirror))
+			Setup: func(ctx context.Context, mgr ctrl.Manager) error {
+				if err := reconcilers.SetupWithManager(mgr, reconcilerConfig(reconcilers.ControllerUDN, reconcilers.ControllerCUDN, reconcilers.ControllerEndpointSliceMirror)); err != nil {
+					return err
+				}
+				return warmInformers(ctx, mgr, append(networkKinds(), podMetadata(), &corev1.Pod{}, &discoveryv1.EndpointSlice{}))
 			},
 		},
 		{
 			Name: "nodes",
 			Help: "node IDs, transit peer subnets, multi-VTEP tunnel IDs, Layer3 host subnets",
-			Setup: func(_ context.Context, mgr ctrl.Manager) error {
+			Setup: func(ctx context.Context, mgr ctrl.Manager) error {
 				cfg := reconcilerConfig()
-				return nodes.SetupWithManager(mgr, cfg.NodeOptions())
+				if err := nodes.SetupWithManager(mgr, cfg.NodeOptions()); err != nil {
+					return err
+				}
+				return warmInformers(ctx, mgr, append(networkKinds(), &corev1.Node{}))
 			},
 		},
 		{
 			Name: "ipam",
 			Help: "pod addresses of Primary Layer2 networks, IPAMClaims, default NAD stub",
-			Setup: func(_ context.Context, mgr ctrl.Manager) error {
-				return addresses.SetupWithManager(mgr, *cluster)
+			Setup: func(ctx context.Context, mgr ctrl.Manager) error {
+				if err := addresses.SetupWithManager(mgr, *cluster); err != nil {
+					return err
+				}
+				kinds := append(networkKinds(), &corev1.Pod{}, &corev1.Node{})
+				claims, err := served(mgr, ipamclaimsv1alpha1.SchemeGroupVersion.WithKind("IPAMClaim"))
+				if err != nil {
+					return err
+				}
+				if claims {
+					kinds = append(kinds, &ipamclaimsv1alpha1.IPAMClaim{})
+				}
+				return warmInformers(ctx, mgr, kinds)
 			},
 		},
 		{
@@ -115,6 +136,12 @@ func components(cluster *ovnk.ClusterConfig, leaderElect *bool) []Component {
 				o.Cluster, o.Layer3.Form, o.Local = *cluster, form, zone.InZone(dp.Zone)
 				rs, err := dpcontrollers.Setup(ctx, mgr, o)
 				if err != nil {
+					return err
+				}
+				// The controllers are registered once OVN is connected,
+				// after the manager started: their informers start now.
+				if err := warmInformers(ctx, mgr, append(networkKinds(), &corev1.Node{}, &corev1.Pod{}, &corev1.Service{},
+					&discoveryv1.EndpointSlice{}, &networkingv1.NetworkPolicy{})); err != nil {
 					return err
 				}
 				return mgr.AddReadyzCheck(DataplaneCheck, rs.OVN.Check)
