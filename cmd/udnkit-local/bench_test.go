@@ -38,11 +38,14 @@ const firstPacketInterval = 10 * time.Millisecond
 // nodes, a zone and a dataplane manager each), the time from creating a
 // Primary Layer2 UDN and two pods on different nodes to the first echo
 // reply between them: udnkit allocates the pods' addresses and programs
-// every zone, OVN-Kubernetes' share (the pods' ports) is written as its pod
-// controller would and each pod's namespace is configured from its
-// k8s.ovn.org/pod-networks. The baseline is the same two pods on a logical
-// switch written directly, one libovsdb transaction in each of their two
-// zones (switch, local port and remote port).
+// every zone, and each pod's namespace is configured as its node's CNI does
+// (both at once): from its k8s.ovn.org/pod-networks as soon as it is there,
+// then waiting for ovn-installed. The baseline is the same two pods on a
+// logical switch written directly, one libovsdb transaction in each of
+// their two zones (switch, local port and remote port), then the same CNI
+// steps. Each udnkit sample logs its trace (pathTrace: when each object,
+// each zone's rows and each port's binding were first seen), and the run
+// logs the managers' start and any informer they started late.
 func BenchmarkFirstPacket(b *testing.B) {
 	testenv.Real(b, "kube-apiserver, network namespaces, ovs-vswitchd and ovn-controller")
 	if err := datapath.Preflight(); err != nil {
@@ -65,6 +68,7 @@ func BenchmarkFirstPacket(b *testing.B) {
 	for _, n := range cluster.Nodes {
 		ovns = append(ovns, zoneOVN{n.Name, n.Zone})
 	}
+	managersStart := time.Now()
 	stop, _, mgrs, err := startManagers(ctx, env, ovns)
 	if err != nil {
 		b.Fatal(err)
@@ -76,6 +80,7 @@ func BenchmarkFirstPacket(b *testing.B) {
 	if err := waitForManagers(ctx, mgrs); err != nil {
 		b.Fatal(err)
 	}
+	b.Logf("the %d managers' caches synced %d ms after their start", len(mgrs), time.Since(managersStart).Milliseconds())
 	defer func() {
 		for i, m := range mgrs {
 			if late := app.LateInformers(m); len(late) > 0 {
@@ -88,6 +93,13 @@ func BenchmarkFirstPacket(b *testing.B) {
 	}
 	a, bb := cluster.Nodes[0], cluster.Nodes[1]
 	var seq atomic.Int64 // names every iteration's objects apart
+	trace := &pathTrace{}
+	if err := trace.watchObjects(ctx, env); err != nil {
+		b.Fatal(err)
+	}
+	if err := trace.watchZones(ctx, b, cluster); err != nil {
+		b.Fatal(err)
+	}
 
 	b.Run("udnkit", func(b *testing.B) {
 		var steps stepTimes
@@ -96,6 +108,7 @@ func BenchmarkFirstPacket(b *testing.B) {
 			ns := "bench-" + strconv.FormatInt(seq.Add(1), 10)
 			b.StartTimer()
 			start := time.Now()
+			trace.begin(start, ns, "net", []string{"pod-a", "pod-b"})
 			if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
 				Labels: map[string]string{ovnk.LabelPrimaryUserDefinedNetwork: ""}}}); err != nil {
 				b.Fatal(err)
@@ -103,6 +116,7 @@ func BenchmarkFirstPacket(b *testing.B) {
 			if err := env.Client.Create(ctx, testobj.MakeUDN(ns, "net").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.100.0.0/16")).Obj()); err != nil {
 				b.Fatal(err)
 			}
+			trace.mark("udn-admitted")
 			readyCtx, cancel := context.WithTimeout(ctx, time.Minute)
 			d, err := startPods(readyCtx, env.Client, cluster, ns, "net", firstPacketInterval)
 			cancel()
@@ -111,6 +125,8 @@ func BenchmarkFirstPacket(b *testing.B) {
 			}
 			b.StopTimer()
 			steps.add(start, d.steps)
+			trace.steps(d.steps)
+			b.Logf("trace (ms from the namespace's create): %s", trace)
 			for _, p := range d.pods {
 				if err := cluster.RemovePod(p.dp); err != nil {
 					b.Fatal(err)
@@ -163,8 +179,13 @@ func BenchmarkFirstPacket(b *testing.B) {
 				}
 			}
 			d.step("transaction")
-			for _, p := range pods {
-				if p.dp, err = cluster.AddPod(ctx, p.node, p.spec()); err != nil {
+			// Each node's CNI configures its pod, both at once.
+			for i, p := range pods {
+				wg.Go(func() { p.dp, errs[i] = cluster.AddPod(ctx, p.node, p.spec()) })
+			}
+			wg.Wait()
+			for _, err := range errs {
+				if err != nil {
 					b.Fatal(err)
 				}
 			}

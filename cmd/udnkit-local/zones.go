@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -186,7 +187,7 @@ func applyFile(ctx context.Context, c client.Client, file string) error {
 	return nil
 }
 
-// poll runs f every 25 ms until it returns nil or ctx ends.
+// poll runs f every 10 ms until it returns nil or ctx ends.
 func poll(ctx context.Context, what string, f func() error) error {
 	for {
 		err := f()
@@ -196,7 +197,7 @@ func poll(ctx context.Context, what string, f func() error) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%s: %w (last: %v)", what, ctx.Err(), err)
-		case <-time.After(25 * time.Millisecond):
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }
@@ -204,12 +205,12 @@ func poll(ctx context.Context, what string, f func() error) error {
 // startPods makes, as OVN-Kubernetes and its CNI would, pod-a on the first
 // node and pod-b on the second network namespaces on the real datapath on
 // the Primary Layer2 UDN namespace/udn (applied by the caller): it creates
-// the Pods, waits for udnkit to allocate their addresses
-// (k8s.ovn.org/pod-networks) and for the dataplane's layer2 switch in every
-// zone, waits for udnkit's dataplane to write their ports and, as
-// ovnkube-node's CNI does, configures each namespace from the annotation
-// only, bound to its port by iface-id. It returns once pod-a
-// reaches pod-b, with an echo request every interval.
+// the Pods and then, as each node's CNI does and both at once, waits for
+// the pod's k8s.ovn.org/pod-networks, configures its namespace from the
+// annotation only, bound to its port by iface-id, and waits for
+// ovn-installed (ovn-controller has bound udnkit's port of the pod and
+// installed its flows). It returns once pod-a reaches pod-b, with an echo
+// request every interval.
 func startPods(ctx context.Context, c client.Client, cluster *datapath.Cluster, namespace, udn string, interval time.Duration) (*demo, error) {
 	d := &demo{namespace: namespace}
 	for i, name := range []string{"pod-a", "pod-b"} {
@@ -221,9 +222,51 @@ func startPods(ctx context.Context, c client.Client, cluster *datapath.Cluster, 
 		}
 		d.pods = append(d.pods, &demoPod{name: name, node: node})
 	}
+	errs := make([]error, len(d.pods))
+	networks := make([]*datapath.Network, len(d.pods))
+	var wg sync.WaitGroup
+	for i, p := range d.pods {
+		wg.Go(func() { networks[i], errs[i] = p.install(ctx, c, cluster, namespace, udn) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	d.network = networks[0]
+	d.step("pods-installed")
+	// The first packets of a new path are lost while ovn-controller
+	// installs its flows.
+	a, b := d.pods[0], d.pods[1]
+	if err := a.dp.ReachEvery(b.dp.IP(false), 30*time.Second, interval); err != nil {
+		return nil, fmt.Errorf("%w\n%s%s", err, a.node.Logs(10), b.node.Logs(10))
+	}
+	d.step("first-reply")
+	return d, nil
+}
+
+// install is the pod's CNI ADD: once the pod's k8s.ovn.org/pod-networks
+// holds the network's entry, it reads the network's NAD (its name, subnets,
+// network ID and MTU) and configures the pod's namespace on its node.
+func (p *demoPod) install(ctx context.Context, c client.Client, cluster *datapath.Cluster, namespace, udn string) (*datapath.Network, error) {
+	key := namespace + "/" + udn
+	var pod corev1.Pod
+	if err := poll(ctx, "pod "+p.name+"'s "+ovnk.AnnotationPodNetworks, func() error {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: p.name}, &pod); err != nil {
+			return err
+		}
+		n, err := podannotation.DecodePodNetwork(pod.Annotations, key)
+		if err == nil && n == nil {
+			err = errors.New("no entry for " + key + " yet")
+		}
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	// The pod's addresses may come before the NAD its CNI is called with
+	// (multus reads the NAD; udnkit allocates from the network's spec).
 	var nad nadv1.NetworkAttachmentDefinition
 	var ids ovnk.NetworkIDs
-	if err := poll(ctx, "the NAD of "+namespace+"/"+udn+" with its network ID", func() error {
+	if err := poll(ctx, "the NAD "+key+" with its network ID", func() error {
 		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: udn}, &nad)
 		if err == nil {
 			ids, err = ovnk.DecodeNetworkIDs(nad.Annotations)
@@ -237,72 +280,18 @@ func startPods(ctx context.Context, c client.Client, cluster *datapath.Cluster, 
 	}
 	conf, err := netconf.Parse(nad.Spec.Config)
 	if err != nil {
-		return nil, fmt.Errorf("the NAD %s/%s: %w", namespace, udn, err)
+		return nil, fmt.Errorf("the NAD %s: %w", key, err)
 	}
 	subnets, err := ovnk.ParsePrefixes(conf.Subnets)
 	if err != nil {
-		return nil, fmt.Errorf("the NAD %s/%s's subnets: %w", namespace, udn, err)
+		return nil, fmt.Errorf("the NAD %s's subnets: %w", key, err)
 	}
-	d.network = &datapath.Network{Name: conf.Name, NAD: namespace + "/" + udn, Topology: "layer2", Subnets: subnets, ID: ids.ID}
-	d.step("NAD")
-	if err := inEveryZone(ctx, cluster, "Logical_Switch", ovnk.NamesFor(conf.Name).Switch()); err != nil {
+	p.dp, err = cluster.AddPod(ctx, p.node, datapath.PodSpec{Namespace: namespace, Name: p.name, Annotations: pod.Annotations, NAD: key,
+		Port: ovnk.PodPortName(key, namespace, p.name), UID: string(pod.UID), MTU: int(conf.MTU)})
+	if err != nil {
 		return nil, err
 	}
-	d.step("switch")
-	pods := make([]corev1.Pod, len(d.pods))
-	nets := make([]*podannotation.PodNetwork, len(d.pods))
-	for i, p := range d.pods {
-		if err := poll(ctx, "pod "+p.name+"'s "+ovnk.AnnotationPodNetworks, func() (err error) {
-			if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: p.name}, &pods[i]); err != nil {
-				return err
-			}
-			if nets[i], err = podannotation.DecodePodNetwork(pods[i].Annotations, d.network.NAD); err == nil && nets[i] == nil {
-				err = errors.New("no entry for " + d.network.NAD + " yet")
-			}
-			return err
-		}); err != nil {
-			return nil, err
-		}
-	}
-	d.step("pod-networks")
-	for i, p := range d.pods {
-		port := ovnk.PodPortName(d.network.NAD, namespace, p.name)
-		if err := inEveryZone(ctx, cluster, "Logical_Switch_Port", port); err != nil {
-			return nil, err
-		}
-		var err error
-		if p.dp, err = cluster.AddPod(ctx, p.node, datapath.PodSpec{Namespace: namespace, Name: p.name,
-			Annotations: pods[i].Annotations, NAD: d.network.NAD, Port: port, UID: string(pods[i].UID), MTU: int(conf.MTU)}); err != nil {
-			return nil, err
-		}
-	}
-	d.step("pods-installed")
-	// The first packets of a new path are lost while ovn-controller
-	// installs its flows.
-	a, b := d.pods[0], d.pods[1]
-	if err := a.dp.ReachEvery(b.dp.IP(false), 30*time.Second, interval); err != nil {
-		return nil, fmt.Errorf("%w\n%s%s", err, a.node.Logs(10), b.node.Logs(10))
-	}
-	d.step("first-reply")
-	return d, nil
-}
-
-// inEveryZone waits until the dataplane has written the row of table named
-// name in every zone: the Layer2 switch, a pod's port (its own zone's local
-// port, the others' remote ports).
-func inEveryZone(ctx context.Context, cluster *datapath.Cluster, table, name string) error {
-	for _, n := range cluster.Nodes {
-		if err := poll(ctx, "the dataplane's "+table+" "+name+" in zone "+n.Name, func() error {
-			out, err := n.Nbctl("--bare", "--columns=name", "find", table, "name="+name)
-			if err == nil && out == "" {
-				err = errors.New("not there yet")
-			}
-			return err
-		}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return &datapath.Network{Name: conf.Name, NAD: key, Topology: "layer2", Subnets: subnets, ID: ids.ID}, nil
 }
 
 // pingScript is .udnkit/bin/udnkit-ping: `udnkit-ping NAMESPACE/POD

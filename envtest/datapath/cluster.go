@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 
 	"github.com/udnkit/udnkit/ovnk"
@@ -59,9 +60,12 @@ type Cluster struct {
 	// network, so it answers only what a gateway router SNATed to a node IP.
 	External netns.Endpoint
 
-	lock  *os.File
-	pods  []*Pod
-	netns []string // every namespace created, removed by Stop
+	lock *os.File
+	// podsMu guards pods: AddPod and RemovePod may run concurrently, as
+	// two nodes' CNIs do.
+	podsMu sync.Mutex
+	pods   []*Pod
+	netns  []string // every namespace created, removed by Stop
 }
 
 // Node returns the node of that name (nil when there is none).
@@ -229,10 +233,12 @@ func (c *Cluster) startNode(ctx context.Context, i int, name string) (*Node, err
 
 // Stop stops every daemon, removes every namespace and the run directory.
 func (c *Cluster) Stop() {
+	c.podsMu.Lock()
 	for _, p := range c.pods {
 		_ = netns.IP("netns", "del", p.Netns)
 	}
 	c.pods = nil
+	c.podsMu.Unlock()
 	for _, n := range c.Nodes {
 		n.Stop()
 	}

@@ -68,7 +68,9 @@ func (c *Cluster) AddPod(ctx context.Context, node *Node, spec PodSpec) (*Pod, e
 	if err := netns.IP("netns", "add", p.Netns); err != nil {
 		return nil, err
 	}
+	c.podsMu.Lock()
 	c.pods = append(c.pods, p)
+	c.podsMu.Unlock()
 	ids := ifaceIDVer(spec.UID)
 	if addrs.EncapIP.IsValid() {
 		// OKEP-5535: the VTEP the pod's interface is behind, for
@@ -102,7 +104,9 @@ func ifaceIDVer(uid string) []string {
 // RemovePod removes the pod's interface from its node's br-int and its
 // namespace.
 func (c *Cluster) RemovePod(p *Pod) error {
+	c.podsMu.Lock()
 	c.pods = slices.DeleteFunc(c.pods, func(q *Pod) bool { return q == p })
+	c.podsMu.Unlock()
 	if _, err := p.Node.Vsctl("--if-exists", "del-port", "br-int", p.Iface); err != nil {
 		return err
 	}
