@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,6 +72,66 @@ func BenchmarkCUDNHandler(b *testing.B) {
 		admissionv1.AdmissionRequest{UID: "bench", Operation: admissionv1.Create, Name: "bench-" + run,
 			Kind:   metav1.GroupVersionKind{Group: "k8s.ovn.org", Version: "v1", Kind: "ClusterUserDefinedNetwork"},
 			Object: runtime.RawExtension{Raw: primaryCUDNReview(b, run)}})
+}
+
+// BenchmarkUDNHandler measures the UDN validating webhook in process, as
+// the webhook server runs it for the apiserver's call: the AdmissionReview's
+// body read and decoded, the validator (the counts, the name-prefix index;
+// a Primary UDN also the namespace's primary networks) and the response
+// encoded, for a new Secondary and a new Primary UDN named like most
+// (with a '-', so the name index is read) in a labelled namespace.
+func BenchmarkUDNHandler(b *testing.B) {
+	env := startEnv(b)
+	run := strconv.FormatInt(benchRun.Add(1), 10)
+	ns := "bench-udn-handler-" + run
+	namespace(b, synced(env.Client), ns, true, nil)
+	counts, err := network.NewNetworkCounts(ctx, shared.mgr.GetCache())
+	if err != nil {
+		b.Fatal(err)
+	}
+	hook := admission.WithValidator(env.Scheme, &network.UserDefinedNetworkValidator{
+		Client: shared.mgr.GetCache(), APIReader: shared.mgr.GetAPIReader(), Limits: testLimits, Counts: counts})
+	for _, role := range []udnv1.NetworkRole{udnv1.NetworkRoleSecondary, udnv1.NetworkRolePrimary} {
+		b.Run(string(role), func(b *testing.B) {
+			raw, err := json.Marshal(testobj.MakeUDN(ns, "tenant-net").Spec(testobj.Layer2(role, "10.100.0.0/16")).Obj())
+			if err != nil {
+				b.Fatal(err)
+			}
+			body, err := json.Marshal(admissionv1.AdmissionReview{
+				TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+				Request: &admissionv1.AdmissionRequest{UID: "bench", Operation: admissionv1.Create, Name: "tenant-net", Namespace: ns,
+					Object:   runtime.RawExtension{Raw: raw},
+					Kind:     metav1.GroupVersionKind{Group: "k8s.ovn.org", Version: "v1", Kind: "UserDefinedNetwork"},
+					Resource: metav1.GroupVersionResource{Group: "k8s.ovn.org", Version: "v1", Resource: "userdefinednetworks"}},
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			// serve times ServeHTTP alone and checks that it admitted.
+			serve := func() time.Duration {
+				req := httptest.NewRequest(http.MethodPost, udnWebhookPath, bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				rec := httptest.NewRecorder()
+				start := time.Now()
+				hook.ServeHTTP(rec, req)
+				d := time.Since(start)
+				var out admissionv1.AdmissionReview
+				if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil || !out.Response.Allowed {
+					b.Fatalf("%v: %s", err, rec.Body.Bytes())
+				}
+				return d
+			}
+			serve() // warm up
+			durations := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				durations = append(durations, serve())
+			}
+			b.StopTimer()
+			reportPercentiles(b, "", durations)
+		})
+	}
 }
 
 // benchmarkHandler times handler on req, which it must admit, and reports

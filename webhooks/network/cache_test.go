@@ -101,3 +101,36 @@ func TestCUDNNameRefusalConfirmedByAPIReader(t *testing.T) {
 		t.Errorf("a name that differs otherwise: %v", err)
 	}
 }
+
+// listCounter counts the List calls a validator makes.
+type listCounter struct {
+	client.Reader
+	lists int
+}
+
+func (c *listCounter) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	c.lists++
+	return c.Reader.List(ctx, list, opts...)
+}
+
+// A new UDN named like another of its namespace up to '-' versus '.' is
+// refused; a name holding neither cannot collide, so its create reads no
+// index.
+func TestUDNNameCollisionsReadTheIndexOnlyForSeparators(t *testing.T) {
+	secondary := testobj.Layer2(udnv1.NetworkRoleSecondary, "10.100.0.0/16")
+	c := &listCounter{Reader: indexedReader(t, testobj.MakeUDN("a", "x-y").Spec(secondary).Obj())}
+	v := &UserDefinedNetworkValidator{Client: c}
+	if _, err := v.ValidateCreate(context.Background(), testobj.MakeUDN("a", "x.y").Spec(secondary).Obj()); !apierrors.IsInvalid(err) ||
+		!strings.Contains(err.Error(), "its OVN objects would be named like those of UserDefinedNetwork a/x-y") {
+		t.Errorf("a/x.y: err = %v, want the collision with a/x-y", err)
+	}
+	for _, name := range []string{"x-z", "xy"} {
+		c.lists = 0
+		if _, err := v.ValidateCreate(context.Background(), testobj.MakeUDN("a", name).Spec(secondary).Obj()); err != nil {
+			t.Errorf("a/%s: %v", name, err)
+		}
+		if want := strings.ContainsAny(name, "-."); (c.lists > 0) != want {
+			t.Errorf("a/%s: %d Lists of the name index; a create reads it only for a name with '-' or '.'", name, c.lists)
+		}
+	}
+}

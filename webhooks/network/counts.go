@@ -74,6 +74,9 @@ const countsSyncTimeout = 10 * time.Second
 // waitSynced returns once the counts hold every network the informers had
 // when counting began, or an error after countsSyncTimeout.
 func (n *NetworkCounts) waitSynced(ctx context.Context) error {
+	if n.synced() {
+		return nil // every request after the start: no timer, no poll
+	}
 	ctx, cancel := context.WithTimeout(ctx, countsSyncTimeout)
 	defer cancel()
 	syncs := make([]toolscache.InformerSynced, len(n.regs))
@@ -84,6 +87,17 @@ func (n *NetworkCounts) waitSynced(ctx context.Context) error {
 		return fmt.Errorf("counting the cluster's networks: not done after %s", countsSyncTimeout)
 	}
 	return nil
+}
+
+// synced says whether every handler has been given its informer's
+// initial list.
+func (n *NetworkCounts) synced() bool {
+	for _, r := range n.regs {
+		if !r.HasSynced() {
+			return false
+		}
+	}
+	return true
 }
 
 func (n *NetworkCounts) seen(o any, present bool) {

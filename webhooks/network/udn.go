@@ -3,6 +3,7 @@ package network
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -180,6 +181,10 @@ func checkLimits(ctx context.Context, counts *NetworkCounts, limits Limits, name
 // objects would be named like u's, or "". It reads IndexUDNOVNPrefix and
 // confirms a hit against the apiserver.
 func (v *UserDefinedNetworkValidator) namedLike(ctx context.Context, u *udnv1.UserDefinedNetwork) (string, error) {
+	if !strings.ContainsAny(u.Name, "-.") {
+		// Only a name with '-' or '.' maps to a prefix another name shares.
+		return "", nil
+	}
 	var list udnv1.UserDefinedNetworkList
 	if err := v.Client.List(ctx, &list, client.InNamespace(u.Namespace), client.UnsafeDisableDeepCopy,
 		client.MatchingFields{IndexUDNOVNPrefix: ovnk.NetworkPrefix(ovnk.UDNNetworkName(u.Namespace, u.Name))}); err != nil {
