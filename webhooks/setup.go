@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -86,6 +87,16 @@ func SetupWithManager(mgr ctrl.Manager, cfg ovnk.ClusterConfig, paramsNamespace 
 	})
 	return nil
 }
+
+// ServeHTTP1 is the webhook server's TLS option (webhook.Options.TLSOpts)
+// that offers HTTP/1.1 alone. Over HTTP/2 the server starts a goroutine per
+// request and writes every response frame through the connection's serve
+// loop: on a busy node each of those hand-offs waits for a CPU, and the
+// apiserver waits for all of them on every call. Over HTTP/1.1 the
+// connection's goroutine reads, handles and writes, and the apiserver keeps
+// its connections alive between calls. It also leaves the server out of
+// HTTP/2's stream-reset floods (CVE-2023-44487), as kubebuilder's layout does.
+func ServeHTTP1(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }
 
 // FieldOwner is the field manager of the objects the admission component
 // writes.

@@ -93,7 +93,7 @@ func startEnv(tb testing.TB) *envtest.Environment {
 			Scheme:                 env.Scheme,
 			Metrics:                metricsserver.Options{BindAddress: "0"},
 			HealthProbeBindAddress: "0",
-			WebhookServer:          webhook.NewServer(env.Webhook.WebhookServerOptions()),
+			WebhookServer:          webhook.NewServer(serverOptions(env.Webhook.WebhookServerOptions())),
 		})
 		if err == nil {
 			err = webhooks.SetupWithManager(mgr, testConfig(), envtest.ParamsNamespace, testLimits)
@@ -112,6 +112,13 @@ func startEnv(tb testing.TB) *envtest.Environment {
 		tb.Fatal(shared.err)
 	}
 	return shared.env
+}
+
+// serverOptions are o with the TLS options the manager's webhook server
+// has (app.Options), so calls cost what they cost in a cluster.
+func serverOptions(o webhook.Options) webhook.Options {
+	o.TLSOpts = append(o.TLSOpts, webhooks.ServeHTTP1)
+	return o
 }
 
 // warnings collects the apiserver's warning headers for one client.

@@ -26,6 +26,7 @@ import (
 
 	"github.com/udnkit/udnkit/apis/scheme"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/webhooks"
 )
 
 // Component is one selectable part of the manager.
@@ -235,10 +236,12 @@ func (o *Options) metricsOptions() metricsserver.Options {
 }
 
 func (o *Options) webhookOptions() webhook.Options {
+	opts := webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.WebhookCertDir}
 	if o.WebhookServer != nil {
-		return *o.WebhookServer
+		opts = *o.WebhookServer
 	}
-	return webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.WebhookCertDir}
+	opts.TLSOpts = append(slices.Clone(opts.TLSOpts), webhooks.ServeHTTP1)
+	return opts
 }
 
 // cacheOptions trims what the manager's informers hold. No component reads
