@@ -12,7 +12,7 @@ set -euo pipefail
 
 . "$(cd "$(dirname "$0")" && pwd)/prepare.sh"
 
-# case: extra manifests | upstream's gateway mode | EgressIP | udnkit's flags
+# case: extra manifests | upstream's gateway mode | EgressIP | udnkit's flags | upstream's extra flags
 # (upstream runs with kind's flags, EgressIP on unless the case says false)
 declare -A CASES=(
 	[base]="||true|--enable-egress-ip=true"
@@ -21,39 +21,34 @@ declare -A CASES=(
 	[noeip]="pods.yaml||false|--enable-egress-ip=false"
 	[cudn]="cudns.yaml cudn-pods.yaml||true|--enable-egress-ip=true"
 	[svc]="pods.yaml svc.yaml||true|--enable-egress-ip=true"
+	[mnp]="cudns.yaml cudn-pods.yaml pods.yaml mnp.yaml||true|--enable-egress-ip=true --enable-multi-networkpolicy=true|--enable-multi-networkpolicy"
+	[vm]="vm-networks.yaml vm-pods.yaml||true|--enable-egress-ip=true"
 )
-ORDER=(base pods local noeip cudn svc)
+ORDER=(base pods local noeip cudn svc mnp vm)
 [[ $# -gt 0 ]] && ORDER=("$@")
 
+# COMPARE_ONLY=1 keeps each case's dumps and only compares again.
 table=$L/cases/table.md
-echo "| case | upstream rows | rows equal | differing only by udnkit's keys | differing | only upstream | only udnkit |" >"$table"
-echo "|---|---:|---:|---:|---:|---:|---:|" >>"$table"
+python3 "$H/normalise.py" --table-header >"$table"
 for c in "${ORDER[@]}"; do
-	IFS='|' read -r extra mode eip flags <<<"${CASES[$c]}"
+	IFS='|' read -r extra mode eip flags upflags <<<"${CASES[$c]}"
+	out=$L/cases/$c
+	if [[ ${COMPARE_ONLY:-} == 1 ]]; then
+		python3 "$H/normalise.py" --case "$c" --compare "$C/compare.py" "$out" >>"$table" || echo "| $c | (failed) |" >>"$table"
+		continue
+	fi
 	files=""
 	for f in $extra; do files="$files $H/manifests/$f"; done
-	out=$L/cases/$c
 	rm -rf "$out" && mkdir -p "$out"
-	env LIVE_OUT="$out" PROJECT="$ROOT" EXTRA_MANIFESTS="$files" GATEWAY_MODE="${mode:-shared}" EGRESS_IP="$eip" \
+	env UP_FLAGS="$upflags" LIVE_OUT="$out" PROJECT="$ROOT" EXTRA_MANIFESTS="$files" GATEWAY_MODE="${mode:-shared}" EGRESS_IP="$eip" \
 		UD_FLAGS="$flags" "$C/run.sh" build >"$out/run.log" 2>&1
 	for step in up ud compare; do
-		env LIVE_OUT="$out" PROJECT="$ROOT" EXTRA_MANIFESTS="$files" GATEWAY_MODE="${mode:-shared}" EGRESS_IP="$eip" \
+		env UP_FLAGS="$upflags" LIVE_OUT="$out" PROJECT="$ROOT" EXTRA_MANIFESTS="$files" GATEWAY_MODE="${mode:-shared}" EGRESS_IP="$eip" \
 			UD_FLAGS="$flags" "$C/run.sh" "$step" >>"$out/run.log" 2>&1 || { echo "case $c: $step failed (see $out/run.log)" >&2; break; }
 	done
 	env LIVE_OUT="$out" "$C/run.sh" stop >>"$out/run.log" 2>&1 || true
-	s=$(ls "$out"/compare*/summary.md 2>/dev/null | head -1)
-	if [[ -z $s ]]; then
-		echo "| $c | (failed) | | | | | |" >>"$table"
-		continue
-	fi
-	# the summary's total row: equal | differing (of which udnkit keys) | only upstream | only udnkit
-	python3 - "$s" "$c" >>"$table" <<'PY'
-import re, sys
-tot = [l for l in open(sys.argv[1]) if l.startswith("| **total**")][0]
-cells = [c.strip() for c in tot.strip().strip("|").split("|")]
-eq = int(cells[1]); m = re.match(r"(\d+) \((\d+)\)", cells[2]); diff, own = int(m.group(1)), int(m.group(2))
-onlyup, onlyud = int(cells[3]), int(cells[4])
-print(f"| {sys.argv[2]} | {eq + diff + onlyup} | {eq} | {own} | {diff - own} | {onlyup} | {onlyud} |")
-PY
+	# raw counts from the harness's compare, then both dumps normalised
+	# (normalise.py) and compared again: the real differences.
+	python3 "$H/normalise.py" --case "$c" --compare "$C/compare.py" "$out" >>"$table" || echo "| $c | (failed) |" >>"$table"
 done
 cat "$table"

@@ -23,6 +23,15 @@ grep -q 'sleep 5; done' "$C/run.sh" || { echo "cases.sh: the harness's apply_ext
 sed -i 's|wait_for 180 "udnkit.s Layer3 policies" sh -c .*$|wait_for 180 "udnkit'"'"'s Layer3 cluster router" ovn-nbctl --db="$nb" get Logical_Router tenant.green_green_ovn_cluster_router name|' "$C/run.sh"
 grep -q 'Layer3 cluster router' "$C/run.sh" || { echo "cases.sh: the harness's Layer3 wait changed; adapt the patch" >&2; exit 1; }
 grep -q 'UD_FLAGS' "$C/run.sh" || { echo "cases.sh: the harness's ud() changed; adapt the UD_FLAGS patch" >&2; exit 1; }
+# Upstream's ovnkube gets UP_FLAGS (the cases' feature flags udnkit has too).
+sed -i 's|^\t\t--loglevel 5$|\t\t--loglevel 5 ${UP_FLAGS:-}|' "$C/run.sh"
+grep -q 'loglevel 5 ${UP_FLAGS' "$C/run.sh" || { echo "cases.sh: upstream's flags in the harness changed; adapt the UP_FLAGS patch" >&2; exit 1; }
+# CRDs neither side installs (the MultiNetworkPolicy CRD) go in with the
+# nodes: before upstream's ovnkube starts, and right after udnkit's control
+# plane is up (its dataplane's watch waits for the kind).
+mkdir -p "$C/manifests/crds" && cp "$H"/manifests/crds/*.yaml "$C/manifests/crds/"
+sed -i 's|^\tkubectl --kubeconfig "$kc" apply -f "$M/base.yaml"$|&\n\tkubectl --kubeconfig "$kc" apply -f "$M/crds" \&\& kubectl --kubeconfig "$kc" wait --for=condition=Established --timeout=60s -f "$M/crds"|' "$C/run.sh"
+grep -q 'apply -f "$M/crds"' "$C/run.sh" || { echo "cases.sh: the harness's apply_nodes changed; adapt the CRD patch" >&2; exit 1; }
 python3 - "$C/compare.py" <<'PY'
 import sys
 p = sys.argv[1]
@@ -30,7 +39,9 @@ s = open(p).read()
 anchor = '    "tenant-green_green": ("L3", "tenant.green_green_"),\n'
 assert anchor in s, "compare.py's NETWORKS changed; adapt cases.sh"
 s = s.replace(anchor, anchor + '    "cluster_udn_backend-l2": ("S2", "cluster_udn_backend.l2_"),\n'
-              '    "cluster_udn_physnet-ext": ("LN", "cluster_udn_physnet.ext_"),\n', 1)
+              '    "cluster_udn_physnet-ext": ("LN", "cluster_udn_physnet.ext_"),\n'
+              '    "cluster_udn_vm-l2": ("VM2", "cluster_udn_vm.l2_"),\n'
+              '    "cluster_udn_vm-ln": ("VMLN", "cluster_udn_vm.ln_"),\n', 1)
 open(p, "w").write(s)
 PY
 
