@@ -32,6 +32,22 @@ grep -q 'loglevel 5 ${UP_FLAGS' "$C/run.sh" || { echo "cases.sh: upstream's flag
 mkdir -p "$C/manifests/crds" && cp "$H"/manifests/crds/*.yaml "$C/manifests/crds/"
 sed -i 's|^\tkubectl --kubeconfig "$kc" apply -f "$M/base.yaml"$|&\n\tkubectl --kubeconfig "$kc" apply -f "$M/crds" \&\& kubectl --kubeconfig "$kc" wait --for=condition=Established --timeout=60s -f "$M/crds"|' "$C/run.sh"
 grep -q 'apply -f "$M/crds"' "$C/run.sh" || { echo "cases.sh: the harness's apply_nodes changed; adapt the CRD patch" >&2; exit 1; }
+# udnkit's nodes get the default network's host subnets upstream's cluster
+# manager publishes in a real cluster (udnkit's isolation piece, the default
+# network's ACLs for Primary-UDN pods, reads the management IPs from them);
+# normalise.py reduces each side's to a token by node.
+python3 - "$C/run.sh" <<'PY'
+import sys
+p = sys.argv[1]
+s = open(p).read()
+anchor = '\tapply_nodes "$kc"\n\tapply_udns "$kc"\n\twait_for 180 "udnkit'
+assert s.count(anchor) == 1, "the harness's ud() changed; adapt the default subnets patch"
+subnets = {"node-a": '["10.244.0.0/24","fd00:10:244:1::/64"]', "node-b": '["10.244.1.0/24","fd00:10:244:2::/64"]',
+           "node-c": '["10.244.2.0/24","fd00:10:244:3::/64"]'}
+lines = "".join("\tkubectl --kubeconfig \"$kc\" annotate node %s 'k8s.ovn.org/node-subnets={\"default\":%s}'\n" % (n, v) for n, v in subnets.items())
+s = s.replace(anchor, '\tapply_nodes "$kc"\n' + lines + anchor[len('\tapply_nodes "$kc"\n'):], 1)
+open(p, "w").write(s)
+PY
 python3 - "$C/compare.py" <<'PY'
 import sys
 p = sys.argv[1]
