@@ -201,6 +201,17 @@ func TestPodPortsOnSecondaryAndLocalnetNetworks(t *testing.T) {
 	if typ, opts := s.lsp(backRemote, "type"), s.lsp(backRemote, "options"); typ != "remote" || !strings.Contains(opts, `requested-tnl-key="11"`) {
 		t.Errorf("node-b's Secondary Layer2 pod: type %s options %s, want remote with its tunnel key", typ, opts)
 	}
+	// The network's three load balancer groups, the cluster-wide and switch
+	// ones on its switch (as upstream's Layer2 controller for any role).
+	backGroups := ovnk.NamesFor("tenant-red_back")
+	groupUUID := func(name string) string {
+		return s.nbctl("--bare", "--columns=_uuid", "find", "Load_Balancer_Group", "name="+name)
+	}
+	if lbg := s.nbctl("--bare", "--columns=load_balancer_group", "list", "Logical_Switch", backSwitch); groupUUID(backGroups.ClusterRouterLBGroup()) == "" ||
+		len(strings.Fields(lbg)) != 2 || !strings.Contains(lbg, groupUUID(backGroups.ClusterLBGroup())) ||
+		!strings.Contains(lbg, groupUUID(backGroups.ClusterSwitchLBGroup())) {
+		t.Errorf("Secondary Layer2 switch load_balancer_group %q, want the cluster-wide and switch groups of the network's three", lbg)
+	}
 	const l3Port, l3Remote, lnPort = "tenant.green.green_tenant-green_pod1", "tenant.green.green_tenant-green_pod2", "tenant.red.phys_tenant-red_pod3"
 	s.eventually("the Localnet pod's port", func() bool { return s.hasPort(lnPort) })
 	if s.hasPort(l3Port) {
@@ -284,6 +295,17 @@ func TestPodPortsOnSecondaryAndLocalnetNetworks(t *testing.T) {
 	if !s.hasPort(backLocal) {
 		t.Errorf("the Secondary Layer2 pod's port went with the Localnet network")
 	}
+
+	// The Secondary Layer2 network's NAD goes: its load balancer groups go
+	// with its switch.
+	if err := s.c.Delete(s.ctx, labeledNAD("tenant-red", "back", "", nil)); err != nil {
+		t.Fatal(err)
+	}
+	s.eventually("the Secondary Layer2 network's switch and load balancer groups removed", func() bool {
+		return s.nbctl("--bare", "--columns=name", "find", "Logical_Switch", "name="+backSwitch) == "" &&
+			groupUUID(backGroups.ClusterLBGroup()) == "" && groupUUID(backGroups.ClusterSwitchLBGroup()) == "" &&
+			groupUUID(backGroups.ClusterRouterLBGroup()) == ""
+	})
 }
 
 // A KubeVirt VM's live migration on a Primary Layer2 network, as

@@ -32,7 +32,10 @@ type SecondaryLayer2Network struct {
 // external_ids (network, role secondary, topology), and in other_config
 // each subnet's family key, interconn-ts (the switch's name), the legacy
 // transit switch tunnel key (BaseTransitSwitchTunnelKey + network ID) and
-// IGMP snooping that floods unregistered multicast. The switch spans the
+// IGMP snooping that floods unregistered multicast, and the network's
+// three load balancer groups, the cluster-wide and switch ones on the
+// switch (initLoadBalancerGroups, which upstream's Layer2 controller runs
+// for Secondary networks too; no Service fills them). The switch spans the
 // zones: the pods of other zones' nodes are remote ports on it (Ports).
 func SecondaryLayer2Switch(n SecondaryLayer2Network) (*rows.Desired, error) {
 	if n.Name == "" {
@@ -42,7 +45,8 @@ func SecondaryLayer2Switch(n SecondaryLayer2Network) (*rows.Desired, error) {
 	if err != nil {
 		return nil, fmt.Errorf("network.networkID: %w", err)
 	}
-	name := ovnk.NamesFor(n.Name).Switch()
+	names := ovnk.NamesFor(n.Name)
+	name := names.Switch()
 	oc := map[string]string{
 		"interconn-ts": name, "requested-tnl-key": strconv.Itoa(key),
 		"mcast_snoop": "true", "mcast_querier": "false", "mcast_flood_unregistered": "true",
@@ -50,10 +54,16 @@ func SecondaryLayer2Switch(n SecondaryLayer2Network) (*rows.Desired, error) {
 	if err := subnetConfig(oc, n.Subnets); err != nil {
 		return nil, err
 	}
+	var groups []rows.LoadBalancerGroup
+	for _, g := range names.LoadBalancerGroups() {
+		groups = append(groups, rows.LoadBalancerGroup{Row: nbdb.LoadBalancerGroup{Name: g}})
+	}
 	return &rows.Desired{
 		Owner: rows.Owner{Network: n.Name, Topology: base.TopologyLayer2, Piece: PieceSecondaryLayer2Switch},
 		Switches: []rows.Switch{{Row: nbdb.LogicalSwitch{Name: name, OtherConfig: oc,
-			ExternalIDs: map[string]string{ovnk.ExternalIDNetworkRole: "secondary"}}}},
+			ExternalIDs: map[string]string{ovnk.ExternalIDNetworkRole: "secondary"}},
+			LoadBalancerGroups: []string{names.ClusterLBGroup(), names.ClusterSwitchLBGroup()}}},
+		LoadBalancerGroups: groups,
 	}, nil
 }
 
