@@ -7,7 +7,12 @@
 #   UPSTREAM_GIT=<git dir of upstream ovn-kubernetes> test/upstreamlive/cases.sh [CASE...]
 #
 # Results: $LIVE_WORK/cases/<case>/compare*/ (summary.md, diff.txt,
-# categories.md), the table in $LIVE_WORK/cases/table.md.
+# categories.md), the table in $LIVE_WORK/cases/table.md: the harness's raw
+# counts, then those of both dumps normalised by normalise.py (host
+# subnets, pod addresses, UIDs and tunnel keys reduced to tokens by node
+# and pod) with the real differences, each listed in
+# $LIVE_WORK/cases/<case>/real.md. COMPARE_ONLY=1 compares the cases' last
+# dumps again without running them.
 set -euo pipefail
 
 . "$(cd "$(dirname "$0")" && pwd)/prepare.sh"
