@@ -28,8 +28,9 @@ declare -A CASES=(
 	[svc]="pods.yaml svc.yaml||true|--enable-egress-ip=true"
 	[mnp]="cudns.yaml cudn-pods.yaml pods.yaml mnp.yaml||true|--enable-egress-ip=true --enable-multi-networkpolicy=true|--enable-multi-networkpolicy"
 	[vm]="vm-networks.yaml vm-pods.yaml||true|--enable-egress-ip=true"
+	[vmmig]="vm-networks.yaml vm-pods.yaml vm-migration.yaml||true|--enable-egress-ip=true"
 )
-ORDER=(base pods local noeip cudn svc mnp vm)
+ORDER=(base pods local noeip cudn svc mnp vm vmmig)
 [[ $# -gt 0 ]] && ORDER=("$@")
 
 # COMPARE_ONLY=1 keeps each case's dumps and only compares again.
