@@ -17,7 +17,8 @@ set -euo pipefail
 
 . "$(cd "$(dirname "$0")" && pwd)/prepare.sh"
 
-# case: extra manifests | upstream's gateway mode | EgressIP | udnkit's flags | upstream's extra flags
+# case: extra manifests | upstream's gateway mode | EgressIP | udnkit's flags | upstream's extra flags |
+# 1: udnkit's side gets node-a's default-network pod ports and entries (default_network.py)
 # (upstream runs with kind's flags, EgressIP on unless the case says false)
 declare -A CASES=(
 	[base]="||true|--enable-egress-ip=true"
@@ -26,7 +27,7 @@ declare -A CASES=(
 	[noeip]="pods.yaml||false|--enable-egress-ip=false"
 	[cudn]="cudns.yaml cudn-pods.yaml||true|--enable-egress-ip=true"
 	[svc]="pods.yaml svc.yaml||true|--enable-egress-ip=true"
-	[mnp]="cudns.yaml cudn-pods.yaml pods.yaml mnp.yaml||true|--enable-egress-ip=true --enable-multi-networkpolicy=true|--enable-multi-networkpolicy"
+	[mnp]="cudns.yaml cudn-pods.yaml pods.yaml mnp.yaml||true|--enable-egress-ip=true --enable-multi-networkpolicy=true|--enable-multi-networkpolicy|1"
 	[vm]="vm-networks.yaml vm-pods.yaml||true|--enable-egress-ip=true"
 	[vmmig]="vm-networks.yaml vm-pods.yaml vm-migration.yaml||true|--enable-egress-ip=true"
 )
@@ -37,7 +38,7 @@ ORDER=(base pods local noeip cudn svc mnp vm vmmig)
 table=$L/cases/table.md
 python3 "$H/normalise.py" --table-header >"$table"
 for c in "${ORDER[@]}"; do
-	IFS='|' read -r extra mode eip flags upflags <<<"${CASES[$c]}"
+	IFS='|' read -r extra mode eip flags upflags defnet <<<"${CASES[$c]}"
 	out=$L/cases/$c
 	if [[ ${COMPARE_ONLY:-} == 1 ]]; then
 		python3 "$H/normalise.py" --case "$c" --compare "$C/compare.py" "$out" >>"$table" || echo "| $c | (failed) |" >>"$table"
@@ -47,10 +48,10 @@ for c in "${ORDER[@]}"; do
 	for f in $extra; do files="$files $H/manifests/$f"; done
 	rm -rf "$out" && mkdir -p "$out"
 	env UP_FLAGS="$upflags" LIVE_OUT="$out" PROJECT="$ROOT" EXTRA_MANIFESTS="$files" GATEWAY_MODE="${mode:-shared}" EGRESS_IP="$eip" \
-		UD_FLAGS="$flags" "$C/run.sh" build >"$out/run.log" 2>&1
+		UD_FLAGS="$flags" DEFAULT_NETWORK="$defnet" "$C/run.sh" build >"$out/run.log" 2>&1
 	for step in up ud compare; do
 		env UP_FLAGS="$upflags" LIVE_OUT="$out" PROJECT="$ROOT" EXTRA_MANIFESTS="$files" GATEWAY_MODE="${mode:-shared}" EGRESS_IP="$eip" \
-			UD_FLAGS="$flags" "$C/run.sh" "$step" >>"$out/run.log" 2>&1 || { echo "case $c: $step failed (see $out/run.log)" >&2; break; }
+			UD_FLAGS="$flags" DEFAULT_NETWORK="$defnet" "$C/run.sh" "$step" >>"$out/run.log" 2>&1 || { echo "case $c: $step failed (see $out/run.log)" >&2; break; }
 	done
 	env LIVE_OUT="$out" "$C/run.sh" stop >>"$out/run.log" 2>&1 || true
 	# raw counts from the harness's compare, then both dumps normalised

@@ -48,6 +48,19 @@ lines = "".join("\tkubectl --kubeconfig \"$kc\" annotate node %s 'k8s.ovn.org/no
 s = s.replace(anchor, '\tapply_nodes "$kc"\n' + lines + anchor[len('\tapply_nodes "$kc"\n'):], 1)
 open(p, "w").write(s)
 PY
+# DEFAULT_NETWORK=1: on udnkit's side, the default network's rows and pod
+# entries of node-a's Primary-UDN pods (default_network.py), once the extra
+# manifests are applied.
+cp "$H/default_network.py" "$C/"
+python3 - "$C/run.sh" <<'PY'
+import sys
+p = sys.argv[1]
+s = open(p).read()
+anchor = '\tapply_extra "$kc"\n\tsettle "$nb"\n'
+assert s.count(anchor) == 1, "the harness's ud() changed; adapt the DEFAULT_NETWORK patch"
+s = s.replace(anchor, '\tapply_extra "$kc"\n\t[[ ${DEFAULT_NETWORK:-} != 1 ]] || python3 "$H/default_network.py" "$kc" "$nb"\n\tsettle "$nb"\n', 1)
+open(p, "w").write(s)
+PY
 python3 - "$C/compare.py" <<'PY'
 import sys
 p = sys.argv[1]
