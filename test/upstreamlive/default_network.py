@@ -14,6 +14,7 @@ import time
 
 kc, nb = sys.argv[1], sys.argv[2]
 PRIMARY = ("tenant-blue", "tenant-green")
+CHASSIS_A = "8d3c1c5e-1f0a-4c1e-9a61-0a0000000a01"
 
 
 def kubectl(*args):
@@ -30,7 +31,12 @@ for i, pod in enumerate(p for p in pods if p["spec"].get("nodeName") == "node-a"
     ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
     v4, v6 = "10.244.0.%d" % (100 + i), "fd00:10:244:1::%x" % (100 + i)
     mac = "0a:58:0a:f4:00:%02x" % (100 + i)
-    nbctl("--may-exist", "lsp-add", "node-a", "%s_%s" % (ns, name), "--", "lsp-set-addresses", "%s_%s" % (ns, name), "%s %s %s" % (mac, v4, v6))
+    # the port as upstream's default network controller writes it (pods.go)
+    port, addrs = "%s_%s" % (ns, name), "%s %s %s" % (mac, v4, v6)
+    nbctl("--may-exist", "lsp-add", "node-a", port, "--", "lsp-set-addresses", port, addrs,
+          "--", "lsp-set-port-security", port, addrs,
+          "--", "set", "Logical_Switch_Port", port, "external_ids:namespace=" + ns, "external_ids:pod=true",
+          "options:iface-id-ver=" + pod["metadata"]["uid"], "options:requested-chassis=" + CHASSIS_A)
     entry = {"ip_addresses": [v4 + "/24", v6 + "/64"], "mac_address": mac, "gateway_ips": ["10.244.0.1", "fd00:10:244:1::1"],
              "ip_address": v4 + "/24", "gateway_ip": "10.244.0.1", "role": "infrastructure-locked"}
     # udnkit's manager writes the UDN's entry: add "default" next to it,
