@@ -22,11 +22,11 @@ set -euo pipefail
 # (upstream runs with kind's flags, EgressIP on unless the case says false)
 declare -A CASES=(
 	[base]="||true|--enable-egress-ip=true"
-	[pods]="pods.yaml||true|--enable-egress-ip=true"
+	[pods]="pods.yaml||true|--enable-egress-ip=true||1"
 	[local]="pods.yaml|local|true|--gateway-mode=local --enable-egress-ip=true"
 	[noeip]="pods.yaml||false|--enable-egress-ip=false"
 	[cudn]="cudns.yaml cudn-pods.yaml||true|--enable-egress-ip=true"
-	[svc]="pods.yaml svc.yaml||true|--enable-egress-ip=true"
+	[svc]="pods.yaml svc.yaml||true|--enable-egress-ip=true||1"
 	[mnp]="cudns.yaml cudn-pods.yaml pods.yaml mnp.yaml||true|--enable-egress-ip=true --enable-multi-networkpolicy=true|--enable-multi-networkpolicy|1"
 	[vm]="vm-networks.yaml vm-pods.yaml||true|--enable-egress-ip=true"
 	[vmmig]="vm-networks.yaml vm-pods.yaml vm-migration.yaml||true|--enable-egress-ip=true"
