@@ -34,7 +34,8 @@ import (
 // Every sample checks that each network got the rows a network created
 // alone gets; ns/op is the median of the samples (samplesPerOp per
 // operation), min-ns and max-ns their spread; delete-ns is the median time
-// from deleting the NADs to the last of their rows gone.
+// from deleting the NADs to the last of their rows gone, delete-min-ns and
+// delete-max-ns its spread.
 func BenchmarkLayer2NetworksCreatedTogether(b *testing.B) {
 	s := newStack(b)
 	o := s.dualStackOpts("node-a")
@@ -68,6 +69,8 @@ func BenchmarkLayer2NetworksCreatedTogether(b *testing.B) {
 			reportSamples(b, samples, c.n)
 			slices.Sort(deletes)
 			b.ReportMetric(float64(deletes[len(deletes)/2].Nanoseconds()), "delete-ns")
+			b.ReportMetric(float64(deletes[0].Nanoseconds()), "delete-min-ns")
+			b.ReportMetric(float64(deletes[len(deletes)-1].Nanoseconds()), "delete-max-ns")
 		})
 	}
 }
