@@ -178,22 +178,17 @@ func (r *Reconciler) applyTopology(ctx context.Context, s *scope) (reconcile.Res
 }
 
 func (r *Reconciler) sweep(ctx context.Context, s *scope) (reconcile.Result, error) {
-	return s.Sweep(ctx, &r.sweeps, r.collectTopology, r.collectPolicies)
+	return s.Sweep(ctx, &r.sweeps, r.collect)
 }
 
-// collectTopology removes the topology of Layer3 networks that no NAD
-// describes any more; it runs before collectPolicies, whose piece owns the
-// cluster router when it created it.
-func (r *Reconciler) collectTopology(ctx context.Context) error {
-	return zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: base.TopologyLayer3, Piece: base.PieceTopology},
-		r.OVN.PieceNetworks, zone.Layer3Name)
-}
-
-// collectPolicies removes the policies (and owned routers) of Layer3
-// networks that no NAD describes any more.
-func (r *Reconciler) collectPolicies(ctx context.Context) error {
-	return zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: base.TopologyLayer3, Piece: base.PieceSubnetPolicies},
-		r.OVN.PieceNetworks, zone.Layer3Name)
+// collect removes the topology, then the policies (and owned routers), of
+// Layer3 networks that no NAD describes any more: the policies' piece owns
+// the cluster router when it created it.
+func (r *Reconciler) collect(ctx context.Context) error {
+	_, err := zone.CollectPieces(ctx, r.Client, r.guard(), r.OVN, r.OVN.PieceNetworks, zone.Layer3Name,
+		rows.Owner{Topology: base.TopologyLayer3, Piece: base.PieceTopology},
+		rows.Owner{Topology: base.TopologyLayer3, Piece: base.PieceSubnetPolicies})
+	return err
 }
 
 // skip is zone.Skip with the reconciler's recorder.

@@ -208,13 +208,12 @@ func (r *Reconciler) sweep(ctx context.Context, s *zone.NADScope) (reconcile.Res
 
 // collect removes the policy rows of networks no live NAD names.
 func (r *Reconciler) collect(ctx context.Context) error {
+	var owners []rows.Owner
 	for _, t := range []string{base.TopologyLayer2, base.TopologyLayer3, ovnk.TopologyLocalnet} {
-		if err := zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: t, Piece: networkpolicy.Piece},
-			r.OVN.PieceNetworks, r.networkName); err != nil {
-			return err
-		}
+		owners = append(owners, rows.Owner{Topology: t, Piece: networkpolicy.Piece})
 	}
-	return nil
+	_, err := zone.CollectPieces(ctx, r.Client, r.guard(), r.OVN, r.OVN.PieceNetworks, r.networkName, owners...)
+	return err
 }
 
 func (r *Reconciler) guard() *nadtrust.Guard { return r.trust.Of(r.Guard, r.Client) }

@@ -248,12 +248,7 @@ func (r *Reconciler) collect(ctx context.Context) error {
 		{Topology: ovnk.TopologyLocalnet, Piece: pods.Piece}, {Topology: ovnk.TopologyLocalnet, Piece: pods.PieceLocalnetSwitch},
 		{Topology: base.TopologyLayer2, Piece: pods.PieceSecondaryLayer2Switch},
 	}
-	for _, o := range owners {
-		if err := zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, o, r.OVN.PieceNetworks, NetworkName); err != nil {
-			return err
-		}
-	}
-	live, err := zone.LiveNetworks(ctx, r.Client, r.guard(), NetworkName)
+	live, err := zone.CollectPieces(ctx, r.Client, r.guard(), r.OVN, r.OVN.PieceNetworks, NetworkName, owners...)
 	if err != nil {
 		return err
 	}

@@ -204,11 +204,10 @@ func (r *Reconciler) collect(ctx context.Context) error {
 		topology string
 		name     func(*nadv1.NetworkAttachmentDefinition) (string, bool)
 	}{{base.TopologyLayer2, zone.Layer2Name}, {base.TopologyLayer3, zone.Layer3Name}} {
-		for _, piece := range []string{base.PieceNetpolDefaults, base.PieceEgressIPDefaults} {
-			if err := zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: t.topology, Piece: piece},
-				r.OVN.PieceNetworks, t.name); err != nil {
-				return err
-			}
+		if _, err := zone.CollectPieces(ctx, r.Client, r.guard(), r.OVN, r.OVN.PieceNetworks, t.name,
+			rows.Owner{Topology: t.topology, Piece: base.PieceNetpolDefaults},
+			rows.Owner{Topology: t.topology, Piece: base.PieceEgressIPDefaults}); err != nil {
+			return err
 		}
 	}
 	return nil

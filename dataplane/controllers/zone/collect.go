@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/udnkit/udnkit/dataplane"
+	"github.com/udnkit/udnkit/dataplane/internal/engine"
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/ovnk/nadtrust"
 )
@@ -120,32 +120,54 @@ func (s *Sweeps) Sweep(ctx context.Context, key types.NamespacedName, network st
 	return nil
 }
 
-// collectPiece removes a piece's rows (owner without a network) for every
-// network that has some (networks lists them) and that no live NAD names.
-func CollectPiece(ctx context.Context, c client.Client, g *nadtrust.Guard, ovn *dataplane.Client, owner rows.Owner,
+// Remover removes a piece's rows of a network, unless asked not to under
+// the network's lock (dataplane.Client's ApplyUnless).
+type Remover interface {
+	ApplyUnless(ctx context.Context, d *rows.Desired, unless func(context.Context) (bool, error)) (engine.Result, error)
+}
+
+// CollectPiece is CollectPieces for one piece.
+func CollectPiece(ctx context.Context, c client.Client, g *nadtrust.Guard, ovn Remover, owner rows.Owner,
 	networks func(topology, piece string) []string, name func(*nadv1.NetworkAttachmentDefinition) (string, bool)) error {
+	_, err := CollectPieces(ctx, c, g, ovn, networks, name, owner)
+	return err
+}
+
+// CollectPieces removes the rows of each owner's piece (an owner without a
+// network) for every network that has some (networks lists them) and that
+// no live NAD names, as name reads them; piece after piece, in owners'
+// order. It reads the live networks (LiveNetworks, a list and parse of
+// every NAD) once for all the pieces and returns them, so a sweep reads
+// each of its name functions' live set once.
+func CollectPieces(ctx context.Context, c client.Client, g *nadtrust.Guard, ovn Remover, networks func(topology, piece string) []string,
+	name func(*nadv1.NetworkAttachmentDefinition) (string, bool), owners ...rows.Owner) (map[string]bool, error) {
 	// The networks in OVN first, then the live NADs: a network whose rows
 	// are there was applied from a NAD this list then has (reconciles run
 	// concurrently, with one informer cache).
-	candidates := networks(owner.Topology, owner.Piece)
+	candidates := make([][]string, len(owners))
+	for i, o := range owners {
+		candidates[i] = networks(o.Topology, o.Piece)
+	}
 	live, err := LiveNetworks(ctx, c, g, name)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, n := range candidates {
-		if live[n] {
-			continue
-		}
-		owner.Network = n
-		// Asked again under the network's lock: a new NAD of the network
-		// may have been applied since (by another worker). Only n's NADs
-		// are read: this runs once per network removed.
-		revived := func(ctx context.Context) (bool, error) {
-			return NetworkLive(ctx, c, g, name, n)
-		}
-		if _, err := ovn.ApplyUnless(ctx, &rows.Desired{Owner: owner}, revived); err != nil {
-			return err
+	for i, owner := range owners {
+		for _, n := range candidates[i] {
+			if live[n] {
+				continue
+			}
+			owner.Network = n
+			// Asked again under the network's lock: a new NAD of the
+			// network may have been applied since (by another worker).
+			// Only n's NADs are read: this runs once per network removed.
+			revived := func(ctx context.Context) (bool, error) {
+				return NetworkLive(ctx, c, g, name, n)
+			}
+			if _, err := ovn.ApplyUnless(ctx, &rows.Desired{Owner: owner}, revived); err != nil {
+				return nil, err
+			}
 		}
 	}
-	return nil
+	return live, nil
 }

@@ -48,10 +48,12 @@ func Deleted(nad *nadv1.NetworkAttachmentDefinition) bool {
 }
 
 // liveNetworks names the networks that udnkit's NADs (not being deleted)
-// describe, as network reads them, and that pass the ownership rule.
+// describe, as network reads them, and that pass the ownership rule. The
+// NADs are the cache's own, not copies: network and the guard only read
+// them.
 func LiveNetworks(ctx context.Context, c client.Client, g *nadtrust.Guard, network func(*nadv1.NetworkAttachmentDefinition) (string, bool)) (map[string]bool, error) {
 	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := c.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
+	if err := c.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	return liveIn(ctx, g, nads.Items, network)
@@ -68,7 +70,8 @@ func LiveNetworks(ctx context.Context, c client.Client, g *nadtrust.Guard, netwo
 // holds is still read by network: one of another kind or role never counts.
 func NetworkLive(ctx context.Context, c client.Client, g *nadtrust.Guard, network func(*nadv1.NetworkAttachmentDefinition) (string, bool), n string) (bool, error) {
 	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := c.List(ctx, &nads, client.MatchingFields{AnyNetworkField: n}, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
+	if err := c.List(ctx, &nads, client.MatchingFields{AnyNetworkField: n}, client.HasLabels{ovnk.LabelUserDefinedNetwork},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return false, err
 	}
 	live, err := liveIn(ctx, g, nads.Items, network)

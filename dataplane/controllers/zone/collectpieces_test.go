@@ -1,0 +1,106 @@
+package zone
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/dataplane/controllers/internal/ctrltest"
+	"github.com/udnkit/udnkit/dataplane/internal/engine"
+	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/nadtrust"
+	"github.com/udnkit/udnkit/ovnk/netconf"
+)
+
+// removals is a Remover that records the pieces it removed (topology/
+// piece/network) and runs before, when set, just before it asks unless.
+type removals struct {
+	removed []string
+	before  func(network string)
+}
+
+func (r *removals) ApplyUnless(ctx context.Context, d *rows.Desired, unless func(context.Context) (bool, error)) (engine.Result, error) {
+	if r.before != nil {
+		r.before(d.Owner.Network)
+	}
+	if keep, err := unless(ctx); err != nil || keep {
+		return engine.Result{}, err
+	}
+	r.removed = append(r.removed, d.Owner.Topology+"/"+d.Owner.Piece+"/"+d.Owner.Network)
+	return engine.Result{}, nil
+}
+
+// A sweep of three pieces lists every NAD once, not once per piece, and
+// removes, piece after piece, the networks no live NAD names; a network
+// whose NAD appears after that list (before its removal) keeps its rows.
+func TestCollectPiecesReadsTheLiveNetworksOnce(t *testing.T) {
+	scheme := ctrltest.NADScheme(t)
+	if err := udnv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	udn := func(ns string) *udnv1.UserDefinedNetwork {
+		u := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net", UID: types.UID("uid-" + ns)}}
+		u.SetGroupVersionKind(udnv1.GroupVersion.WithKind(udnv1.KindUserDefinedNetwork))
+		return u
+	}
+	nadOf := func(u *udnv1.UserDefinedNetwork) *nadv1.NetworkAttachmentDefinition {
+		nad, err := netconf.NewNAD(netconf.NADSource{Kind: udnv1.KindUserDefinedNetwork, Meta: u.ObjectMeta,
+			Spec: udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{
+				Role: udnv1.NetworkRolePrimary, Subnets: udnv1.DualStackCIDRs{"10.1.0.0/16"}}}},
+			u.Namespace, ovnk.DefaultClusterConfig(), nil, ovnk.NetworkIDs{ID: 7, HasID: true, TunnelKeys: []int{16711699, 16711700}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return nad
+	}
+	blue, late := udn("blue"), udn("late")
+	wholeLists := 0
+	c := fake.NewClientBuilder().WithScheme(scheme).
+		WithIndex(&nadv1.NetworkAttachmentDefinition{}, AnyNetworkField, AnyNetwork).
+		WithObjects(blue, late, nadOf(blue)).
+		WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			var o client.ListOptions
+			o.ApplyOptions(opts)
+			if _, nads := list.(*nadv1.NetworkAttachmentDefinitionList); nads && o.FieldSelector == nil {
+				wholeLists++
+			}
+			return c.List(ctx, list, opts...)
+		}}).Build()
+	g := &nadtrust.Guard{Reader: c, Consumer: "test-collect"}
+	inOVN := map[string][]string{
+		"p1": {"blue_net", "gone_a"},
+		"p2": {"gone_a", "late_net", "gone_b"},
+		"p3": {"blue_net"},
+	}
+	networks := func(_, piece string) []string { return inOVN[piece] }
+	ovn := &removals{before: func(network string) {
+		if network == "late_net" {
+			if err := c.Create(context.Background(), nadOf(late)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}}
+	live, err := CollectPieces(t.Context(), c, g, ovn, networks, Layer2Name,
+		rows.Owner{Topology: "layer2", Piece: "p1"}, rows.Owner{Topology: "layer2", Piece: "p2"}, rows.Owner{Topology: "layer2", Piece: "p3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wholeLists != 1 {
+		t.Errorf("a sweep of three pieces listed every NAD %d times, want 1", wholeLists)
+	}
+	if want := []string{"layer2/p1/gone_a", "layer2/p2/gone_a", "layer2/p2/gone_b"}; !slices.Equal(ovn.removed, want) {
+		t.Errorf("removed %v, want %v", ovn.removed, want)
+	}
+	if !live["blue_net"] || live["gone_a"] {
+		t.Errorf("live networks %v, want blue_net alone", live)
+	}
+}
