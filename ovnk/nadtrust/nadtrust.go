@@ -113,14 +113,16 @@ func untrusted(reason, format string, args ...any) error {
 
 // Verify applies the rule to nad, reading its owner through r (a consumer's
 // cache). It returns an *Untrusted error for a NAD that fails a check, and
-// other errors only for failed reads.
+// other errors only for failed reads. A cache hands over its own owner
+// object, not a copy (client.UnsafeDisableDeepCopy): VerifyWith only reads
+// the owner's UID, creationTimestamp and annotations and keeps none of it.
 func Verify(ctx context.Context, r client.Reader, nad *nadv1.NetworkAttachmentDefinition) (Owner, error) {
 	return VerifyWith(nad, func(kind string, key types.NamespacedName) (client.Object, error) {
 		var obj client.Object = &udnv1.ClusterUserDefinedNetwork{}
 		if kind == udnv1.KindUserDefinedNetwork {
 			obj = &udnv1.UserDefinedNetwork{}
 		}
-		if err := r.Get(ctx, key, obj); err != nil {
+		if err := r.Get(ctx, key, obj, client.UnsafeDisableDeepCopy); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil, nil
 			}
@@ -135,6 +137,7 @@ func Verify(ctx context.Context, r client.Reader, nad *nadv1.NetworkAttachmentDe
 type Lookup func(kind string, key types.NamespacedName) (client.Object, error)
 
 // VerifyWith is Verify with owners read through lookup (a rebuild's lists).
+// It never writes to the owner lookup returns, which may be a cache's.
 func VerifyWith(nad *nadv1.NetworkAttachmentDefinition, lookup Lookup) (Owner, error) {
 	ref := metav1.GetControllerOf(nad)
 	if ref == nil {

@@ -6,8 +6,10 @@ import (
 	"testing"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
@@ -199,5 +201,60 @@ func TestGuardDoesNotReportALaggingCache(t *testing.T) {
 	}
 	if got := nadtrust.Count("test-lag", nadtrust.ReasonOwnerNotFound); got != 1 {
 		t.Errorf("an owner missing everywhere: counter %v, want 1", got)
+	}
+}
+
+// cacheReader hands over its UDN the way controller-runtime's informer
+// cache does: a deep copy, or with client.UnsafeDisableDeepCopy the
+// cache's own object (its maps shared); copies counts the deep copies.
+type cacheReader struct {
+	udn    *udnv1.UserDefinedNetwork
+	copies int
+}
+
+func (r *cacheReader) Get(_ context.Context, _ client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	var o client.GetOptions
+	o.ApplyOptions(opts)
+	src := r.udn
+	if o.UnsafeDisableDeepCopy == nil || !*o.UnsafeDisableDeepCopy {
+		src = src.DeepCopy()
+		r.copies++
+	}
+	*obj.(*udnv1.UserDefinedNetwork) = *src
+	return nil
+}
+
+func (r *cacheReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return nil
+}
+
+// Verify reads a NAD's owner from the cache without copying it (a deep
+// copy per NAD read was a dataplane sweep's visible cost) and leaves the
+// cache's object as it was.
+func TestVerifyReadsTheOwnerWithoutCopyingIt(t *testing.T) {
+	ids := map[string]string{ovnk.AnnotationNetworkID: "7", ovnk.AnnotationTunnelKeys: "[16711687,16715782]"}
+	udn := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "blue", Name: "net", UID: "udn-uid", Annotations: ids}}
+	nad, err := netconf.NewNAD(netconf.NADSource{Kind: udnv1.KindUserDefinedNetwork, Meta: udn.ObjectMeta,
+		Spec: udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRolePrimary, Subnets: udnv1.DualStackCIDRs{"10.1.0.0/24"}}}},
+		"blue", ovnk.DefaultClusterConfig(), nil, ovnk.NetworkIDs{ID: 7, HasID: true, TunnelKeys: []int{16711687, 16715782}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := udn.DeepCopy()
+	r := &cacheReader{udn: udn}
+	owner, err := nadtrust.Verify(context.Background(), r, nad)
+	if err != nil || owner.Network != "blue_net" || owner.UID != "udn-uid" {
+		t.Fatalf("Verify = %+v, %v; want the owner blue/net trusted", owner, err)
+	}
+	if r.copies != 0 {
+		t.Errorf("Verify deep-copied the owner %d times, want 0", r.copies)
+	}
+	if !equality.Semantic.DeepEqual(udn, before) {
+		t.Errorf("Verify changed the cache's owner: %+v, was %+v", udn, before)
+	}
+	// A NAD recording other IDs than the cache's owner is still refused.
+	nad.Annotations[ovnk.AnnotationNetworkID] = "8"
+	if _, err := nadtrust.Verify(context.Background(), r, nad); err == nil {
+		t.Error("a NAD with another network ID than its owner's passed")
 	}
 }
