@@ -115,8 +115,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	c := mgr.GetClient()
 	rec := mgr.GetEventRecorder("udnkit-dataplane")
 	// One guard for every controller: a NAD that fails the ownership
-	// rule is reported once per version, not once per controller.
-	guard := &nadtrust.Guard{Reader: c, Live: mgr.GetAPIReader(), Recorder: rec, Consumer: zone.DataplaneConsumer}
+	// rule is reported once per version, not once per controller, and
+	// each NAD version is verified once against each owner version (every
+	// controller's reconcile of a gone NAD Forgets it).
+	guard := &nadtrust.Guard{Reader: c, Live: mgr.GetAPIReader(), Recorder: rec, Consumer: zone.DataplaneConsumer, Remember: true}
 	// The UDN-enabled services the topologies route and the DNS service
 	// VMs' DHCP options name.
 	cached := slices.Clone(o.Cluster.UDNAllowedDefaultServices)

@@ -113,11 +113,17 @@ func untrusted(reason, format string, args ...any) error {
 
 // Verify applies the rule to nad, reading its owner through r (a consumer's
 // cache). It returns an *Untrusted error for a NAD that fails a check, and
-// other errors only for failed reads. A cache hands over its own owner
-// object, not a copy (client.UnsafeDisableDeepCopy): VerifyWith only reads
-// the owner's UID, creationTimestamp and annotations and keeps none of it.
+// other errors only for failed reads.
 func Verify(ctx context.Context, r client.Reader, nad *nadv1.NetworkAttachmentDefinition) (Owner, error) {
-	return VerifyWith(nad, func(kind string, key types.NamespacedName) (client.Object, error) {
+	return VerifyWith(nad, readerLookup(ctx, r, nad))
+}
+
+// readerLookup reads owners through r. A cache hands over its own object,
+// not a copy (client.UnsafeDisableDeepCopy): the rule only reads the
+// owner's UID, resourceVersion, creationTimestamp and annotations and keeps
+// none of them.
+func readerLookup(ctx context.Context, r client.Reader, nad *nadv1.NetworkAttachmentDefinition) Lookup {
+	return func(kind string, key types.NamespacedName) (client.Object, error) {
 		var obj client.Object = &udnv1.ClusterUserDefinedNetwork{}
 		if kind == udnv1.KindUserDefinedNetwork {
 			obj = &udnv1.UserDefinedNetwork{}
@@ -129,7 +135,7 @@ func Verify(ctx context.Context, r client.Reader, nad *nadv1.NetworkAttachmentDe
 			return nil, fmt.Errorf("reading the controller %s %s of NetworkAttachmentDefinition %s/%s: %w", kind, key, nad.Namespace, nad.Name, err)
 		}
 		return obj, nil
-	})
+	}
 }
 
 // Lookup returns the UDN (kind UserDefinedNetwork) or CUDN at key, nil
@@ -139,6 +145,20 @@ type Lookup func(kind string, key types.NamespacedName) (client.Object, error)
 // VerifyWith is Verify with owners read through lookup (a rebuild's lists).
 // It never writes to the owner lookup returns, which may be a cache's.
 func VerifyWith(nad *nadv1.NetworkAttachmentDefinition, lookup Lookup) (Owner, error) {
+	owner, err := controllerOf(nad)
+	if err != nil {
+		return Owner{}, err
+	}
+	obj, err := lookup(owner.Kind, types.NamespacedName{Namespace: owner.Namespace, Name: owner.Name})
+	if err != nil {
+		return Owner{}, err
+	}
+	return against(nad, owner, obj)
+}
+
+// controllerOf is the rule's checks of nad's controller reference: the
+// owner it names (Kind, Namespace, Name).
+func controllerOf(nad *nadv1.NetworkAttachmentDefinition) (Owner, error) {
 	ref := metav1.GetControllerOf(nad)
 	if ref == nil {
 		return Owner{}, untrusted(ReasonNoController, "metadata.ownerReferences: no controller reference; udnkit acts only on NADs a UserDefinedNetwork or ClusterUserDefinedNetwork controls")
@@ -150,28 +170,30 @@ func VerifyWith(nad *nadv1.NetworkAttachmentDefinition, lookup Lookup) (Owner, e
 	if ref.Name != nad.Name {
 		return Owner{}, untrusted(ReasonNameMismatch, "metadata.name: %q is not the name of its controller %s %q", nad.Name, ref.Kind, ref.Name)
 	}
-	owner := Owner{Kind: ref.Kind, Name: ref.Name}
+	owner := Owner{Kind: ref.Kind, Name: ref.Name, UID: ref.UID}
 	if ref.Kind == udnv1.KindUserDefinedNetwork {
 		owner.Namespace = nad.Namespace
 	}
-	obj, err := lookup(ref.Kind, types.NamespacedName{Namespace: owner.Namespace, Name: owner.Name})
-	if err != nil {
-		return Owner{}, err
-	}
+	return owner, nil
+}
+
+// against is the rule's remaining checks, of nad against obj (nil: none),
+// the owner controllerOf named (whose UID is the reference's).
+func against(nad *nadv1.NetworkAttachmentDefinition, owner Owner, obj client.Object) (Owner, error) {
 	if obj == nil {
-		return Owner{}, untrusted(ReasonOwnerNotFound, "metadata.ownerReferences: the controller %s %s does not exist", ref.Kind, refName(owner))
+		return Owner{}, untrusted(ReasonOwnerNotFound, "metadata.ownerReferences: the controller %s %s does not exist", owner.Kind, refName(owner))
 	}
-	if obj.GetUID() != ref.UID {
-		return Owner{}, untrusted(ReasonOwnerUIDMismatch, "metadata.ownerReferences: the controller %s %s has UID %s, not %s", ref.Kind, refName(owner), obj.GetUID(), ref.UID)
+	if obj.GetUID() != owner.UID {
+		return Owner{}, untrusted(ReasonOwnerUIDMismatch, "metadata.ownerReferences: the controller %s %s has UID %s, not %s", owner.Kind, refName(owner), obj.GetUID(), owner.UID)
 	}
-	owner.UID, owner.Created = ref.UID, obj.GetCreationTimestamp()
+	owner.Created = obj.GetCreationTimestamp()
 	owner.Network = netconf.NADSource{Kind: owner.Kind, Meta: metav1.ObjectMeta{Namespace: owner.Namespace, Name: owner.Name}}.NetworkName()
 	conf, err := netconf.Parse(nad.Spec.Config)
 	if err != nil {
 		return Owner{}, untrusted(ReasonMalformedConfig, "spec.config: %v", err)
 	}
 	if conf.Name != owner.Network {
-		return Owner{}, untrusted(ReasonNetworkNameMismatch, "spec.config name %q is not %q, the network of its controller %s %s", conf.Name, owner.Network, ref.Kind, refName(owner))
+		return Owner{}, untrusted(ReasonNetworkNameMismatch, "spec.config name %q is not %q, the network of its controller %s %s", conf.Name, owner.Network, owner.Kind, refName(owner))
 	}
 	if key := nad.Namespace + "/" + nad.Name; conf.NADName != key {
 		return Owner{}, untrusted(ReasonNetworkNameMismatch, "spec.config netAttachDefName %q is not the NAD's own %q", conf.NADName, key)
@@ -233,15 +255,68 @@ type Guard struct {
 	// there), the owner is looked up through Live once, so a cache that
 	// lags (a new network's NAD seen before its UDN) raises no false alarm.
 	Live client.Reader
+	// Remember, when set, keeps each NAD's last verdict with the NAD's and
+	// its owner's UID and resourceVersion, and answers from it while both
+	// are unchanged: the rule reads only the NAD and its owner, and a
+	// consumer whose controllers each verify every NAD on every sweep then
+	// parses each NAD version once. The consumer Forgets NADs that are gone.
+	Remember bool
 
 	mu       sync.Mutex
 	reported map[types.NamespacedName]string // NAD -> resourceVersion/reason last reported
+	verdicts map[types.NamespacedName]verdict
+}
+
+// verdict is the rule's answer for one NAD version against one owner
+// version.
+type verdict struct {
+	nadUID, ownerUID types.UID
+	nadRV, ownerRV   string
+	owner            Owner
+	err              error
+}
+
+// verify is Verify through Reader, answered from the last verdict when
+// Remember is set and the NAD and its owner are the versions it was for.
+// An owner that is missing, and objects without a resourceVersion (built
+// by hand, not read), are verified every time.
+func (g *Guard) verify(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition) (Owner, error) {
+	if !g.Remember || nad.ResourceVersion == "" {
+		return Verify(ctx, g.Reader, nad)
+	}
+	owner, err := controllerOf(nad)
+	if err != nil {
+		return Owner{}, err
+	}
+	obj, err := readerLookup(ctx, g.Reader, nad)(owner.Kind, types.NamespacedName{Namespace: owner.Namespace, Name: owner.Name})
+	if err != nil {
+		return Owner{}, err
+	}
+	if obj == nil || obj.GetResourceVersion() == "" {
+		return against(nad, owner, obj)
+	}
+	key := client.ObjectKeyFromObject(nad)
+	now := verdict{nadUID: nad.UID, nadRV: nad.ResourceVersion, ownerUID: obj.GetUID(), ownerRV: obj.GetResourceVersion()}
+	g.mu.Lock()
+	last, ok := g.verdicts[key]
+	g.mu.Unlock()
+	if ok && last.nadUID == now.nadUID && last.nadRV == now.nadRV && last.ownerUID == now.ownerUID && last.ownerRV == now.ownerRV {
+		return last.owner, last.err
+	}
+	now.owner, now.err = against(nad, owner, obj)
+	g.mu.Lock()
+	if g.verdicts == nil {
+		g.verdicts = map[types.NamespacedName]verdict{}
+	}
+	g.verdicts[key] = now
+	g.mu.Unlock()
+	return now.owner, now.err
 }
 
 // Trusted verifies nad; a NAD that fails is reported (once per version) and
 // trusted is false. err is a failed read only.
 func (g *Guard) Trusted(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition) (owner Owner, trusted bool, err error) {
-	owner, err = Verify(ctx, g.Reader, nad)
+	owner, err = g.verify(ctx, nad)
 	if u, ok := IsUntrusted(err); ok {
 		if g.lagging(ctx, nad, u.Reason) {
 			// Not reported: the owner's watch queues the NAD again once the
@@ -296,11 +371,13 @@ func (g *Guard) Report(ctx context.Context, nad *nadv1.NetworkAttachmentDefiniti
 	}
 }
 
-// Forget drops what the Guard remembers of a NAD that is gone.
+// Forget drops what the Guard remembers of a NAD that is gone (its reports
+// and its verdict).
 func (g *Guard) Forget(key types.NamespacedName) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.reported, key)
+	delete(g.verdicts, key)
 }
 
 // Count is udnkit_untrusted_nads_total{consumer, reason}, for tests.

@@ -7,6 +7,7 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -208,7 +209,7 @@ func TestGuardDoesNotReportALaggingCache(t *testing.T) {
 // cache does: a deep copy, or with client.UnsafeDisableDeepCopy the
 // cache's own object (its maps shared); copies counts the deep copies.
 type cacheReader struct {
-	udn    *udnv1.UserDefinedNetwork
+	udn    *udnv1.UserDefinedNetwork // nil: none
 	copies int
 }
 
@@ -216,6 +217,9 @@ func (r *cacheReader) Get(_ context.Context, _ client.ObjectKey, obj client.Obje
 	var o client.GetOptions
 	o.ApplyOptions(opts)
 	src := r.udn
+	if src == nil {
+		return apierrors.NewNotFound(udnv1.GroupVersion.WithResource("userdefinednetworks").GroupResource(), "net")
+	}
 	if o.UnsafeDisableDeepCopy == nil || !*o.UnsafeDisableDeepCopy {
 		src = src.DeepCopy()
 		r.copies++
@@ -256,5 +260,64 @@ func TestVerifyReadsTheOwnerWithoutCopyingIt(t *testing.T) {
 	nad.Annotations[ovnk.AnnotationNetworkID] = "8"
 	if _, err := nadtrust.Verify(context.Background(), r, nad); err == nil {
 		t.Error("a NAD with another network ID than its owner's passed")
+	}
+}
+
+// A Guard that remembers verdicts answers again for the same NAD and owner
+// versions, and verifies anew when either changes or the owner goes: a
+// NAD whose owner's IDs changed, a NAD edited to a malformed config and a
+// NAD whose owner was deleted all stop passing.
+func TestGuardRemembersEachVersionsVerdict(t *testing.T) {
+	ids := map[string]string{ovnk.AnnotationNetworkID: "7", ovnk.AnnotationTunnelKeys: "[16711687,16715782]"}
+	udn := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "blue", Name: "net", UID: "udn-uid", ResourceVersion: "10", Annotations: ids}}
+	nad, err := netconf.NewNAD(netconf.NADSource{Kind: udnv1.KindUserDefinedNetwork, Meta: udn.ObjectMeta,
+		Spec: udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRolePrimary, Subnets: udnv1.DualStackCIDRs{"10.1.0.0/24"}}}},
+		"blue", ovnk.DefaultClusterConfig(), nil, ovnk.NetworkIDs{ID: 7, HasID: true, TunnelKeys: []int{16711687, 16715782}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nad.UID, nad.ResourceVersion = "nad-uid", "11"
+	r := &cacheReader{udn: udn}
+	g := &nadtrust.Guard{Reader: r, Consumer: "test-remember", Remember: true}
+	trusted := func() bool {
+		t.Helper()
+		_, ok, err := g.Trusted(context.Background(), nad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !trusted() {
+		t.Fatal("the NAD of its owner is not trusted")
+	}
+	// The same versions: the verdict is remembered, not the rule run
+	// again (this owner edit without a new resourceVersion is one no
+	// apiserver makes; it shows which answered).
+	udn.Annotations = map[string]string{ovnk.AnnotationNetworkID: "8"}
+	if !trusted() {
+		t.Error("the same NAD and owner versions were verified again")
+	}
+	udn.ResourceVersion = "12"
+	if trusted() {
+		t.Error("a NAD whose owner now records another network ID passed: the owner's new version was not verified")
+	}
+	udn.Annotations, udn.ResourceVersion = ids, "13"
+	if !trusted() {
+		t.Fatal("the owner's IDs restored: the NAD is not trusted again")
+	}
+	config := nad.Spec.Config
+	nad.Spec.Config, nad.ResourceVersion = "{", "14"
+	if trusted() {
+		t.Error("a NAD edited to a malformed config passed: its new version was not verified")
+	}
+	nad.Spec.Config, nad.ResourceVersion = config, "11"
+	r.udn = nil
+	if trusted() {
+		t.Error("a NAD whose owner is gone passed")
+	}
+	// Without Remember every read verifies.
+	r.udn, udn.Annotations = udn, map[string]string{ovnk.AnnotationNetworkID: "8"}
+	if _, ok, _ := (&nadtrust.Guard{Reader: r, Consumer: "test-remember"}).Trusted(context.Background(), nad); ok {
+		t.Error("a Guard that does not remember answered from a verdict")
 	}
 }
