@@ -86,6 +86,7 @@ type Reconciler struct {
 	// reconciler locks it (tests hold it to stall a network).
 	Networks engine.KeyLocks
 	sweeps   zone.Sweeps
+	names    zone.Names // Layer2Name, between sweeps
 }
 
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get;list;watch
@@ -371,9 +372,10 @@ func (r *Reconciler) runningPods(ctx context.Context, namespaces map[string]bool
 
 // collect removes the topology of networks that no NAD describes any more.
 func (r *Reconciler) collect(ctx context.Context) error {
-	return zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: base.TopologyLayer2, Piece: base.PieceTransitRouter, AdoptLegacy: r.AdoptLegacy,
-		Legacy: topology.Layer2Legacy(topology.Layer2Network{})},
-		r.OVN.Networks, zone.Layer2Name)
+	_, err := zone.CollectPieces(ctx, r.Client, r.guard(), r.OVN, r.OVN.Networks, r.names.Of(zone.Layer2Name),
+		rows.Owner{Topology: base.TopologyLayer2, Piece: base.PieceTransitRouter, AdoptLegacy: r.AdoptLegacy,
+			Legacy: topology.Layer2Legacy(topology.Layer2Network{})})
+	return err
 }
 
 func (r *Reconciler) guard() *nadtrust.Guard { return r.trust.Of(r.Guard, r.Client) }

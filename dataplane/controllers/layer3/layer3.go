@@ -82,6 +82,7 @@ type Reconciler struct {
 	// are separate requests that each read the nodes before applying).
 	Networks engine.KeyLocks
 	sweeps   zone.Sweeps
+	names    zone.Names // Layer3Name, between sweeps
 }
 
 // SetupWithManager registers the reconciler.
@@ -185,7 +186,7 @@ func (r *Reconciler) sweep(ctx context.Context, s *scope) (reconcile.Result, err
 // Layer3 networks that no NAD describes any more: the policies' piece owns
 // the cluster router when it created it.
 func (r *Reconciler) collect(ctx context.Context) error {
-	_, err := zone.CollectPieces(ctx, r.Client, r.guard(), r.OVN, r.OVN.PieceNetworks, zone.Layer3Name,
+	_, err := zone.CollectPieces(ctx, r.Client, r.guard(), r.OVN, r.OVN.PieceNetworks, r.names.Of(zone.Layer3Name),
 		rows.Owner{Topology: base.TopologyLayer3, Piece: base.PieceTopology},
 		rows.Owner{Topology: base.TopologyLayer3, Piece: base.PieceSubnetPolicies})
 	return err

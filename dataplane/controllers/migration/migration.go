@@ -59,6 +59,7 @@ type Reconciler struct {
 
 	networks engine.KeyLocks
 	sweeps   zone.Sweeps
+	names    zone.Names // Layer2Name, between sweeps
 }
 
 // Event reasons of live migration.
@@ -131,8 +132,9 @@ func (r *Reconciler) sweep(ctx context.Context, s *zone.NADScope) (reconcile.Res
 }
 
 func (r *Reconciler) collect(ctx context.Context) error {
-	return zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: base.TopologyLayer2, Piece: base.PieceLiveMigration},
-		r.OVN.PieceNetworks, zone.Layer2Name)
+	_, err := zone.CollectPieces(ctx, r.Client, r.guard(), r.OVN, r.OVN.PieceNetworks, r.names.Of(zone.Layer2Name),
+		rows.Owner{Topology: base.TopologyLayer2, Piece: base.PieceLiveMigration})
+	return err
 }
 
 // apply programs net's routes: the migrated VMs of the namespaces of its

@@ -63,6 +63,8 @@ type Reconciler struct {
 	// separate requests; each reads the network's nodes and pods).
 	networks engine.KeyLocks
 	sweeps   zone.Sweeps
+	// layer2 and layer3 are Layer2Name and Layer3Name, between sweeps.
+	layer2, layer3 zone.Names
 }
 
 // SetupWithManager registers the reconciler.
@@ -321,12 +323,13 @@ func (r *Reconciler) applyLayer3(ctx context.Context, network string) (retry boo
 
 // collect removes the ports of networks that no NAD describes any more.
 func (r *Reconciler) collect(ctx context.Context) error {
-	if err := zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: base.TopologyLayer2, Piece: base.PieceMultiVTEP},
-		r.OVN.PieceNetworks, zone.Layer2Name); err != nil {
+	if _, err := zone.CollectPieces(ctx, r.Client, r.guard(), r.OVN, r.OVN.PieceNetworks, r.layer2.Of(zone.Layer2Name),
+		rows.Owner{Topology: base.TopologyLayer2, Piece: base.PieceMultiVTEP}); err != nil {
 		return err
 	}
-	return zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: base.TopologyLayer3, Piece: base.PieceMultiVTEP},
-		r.OVN.PieceNetworks, zone.Layer3Name)
+	_, err := zone.CollectPieces(ctx, r.Client, r.guard(), r.OVN, r.OVN.PieceNetworks, r.layer3.Of(zone.Layer3Name),
+		rows.Owner{Topology: base.TopologyLayer3, Piece: base.PieceMultiVTEP})
+	return err
 }
 
 func (r *Reconciler) guard() *nadtrust.Guard { return r.trust.Of(r.Guard, r.Client) }

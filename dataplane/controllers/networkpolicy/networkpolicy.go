@@ -54,6 +54,7 @@ type Reconciler struct {
 
 	networks engine.KeyLocks
 	sweeps   zone.Sweeps
+	names    zone.Names // networkName, between sweeps
 	// Wake, when set, queues a Primary network's NADs again as soon as
 	// its topology is applied in the zone (nil: TopologyWait later).
 	Wake   *zone.TopologyWake
@@ -212,7 +213,7 @@ func (r *Reconciler) collect(ctx context.Context) error {
 	for _, t := range []string{base.TopologyLayer2, base.TopologyLayer3, ovnk.TopologyLocalnet} {
 		owners = append(owners, rows.Owner{Topology: t, Piece: networkpolicy.Piece})
 	}
-	_, err := zone.CollectPieces(ctx, r.Client, r.guard(), r.OVN, r.OVN.PieceNetworks, r.networkName, owners...)
+	_, err := zone.CollectPieces(ctx, r.Client, r.guard(), r.OVN, r.OVN.PieceNetworks, r.names.Of(r.networkName), owners...)
 	return err
 }
 

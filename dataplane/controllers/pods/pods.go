@@ -67,6 +67,7 @@ type Reconciler struct {
 
 	networks engine.KeyLocks
 	sweeps   zone.Sweeps
+	names    zone.Names // NetworkName, between sweeps
 
 	mu sync.Mutex
 	// lastGood is the port input last read for a pod, by network and port
@@ -248,7 +249,7 @@ func (r *Reconciler) collect(ctx context.Context) error {
 		{Topology: ovnk.TopologyLocalnet, Piece: pods.Piece}, {Topology: ovnk.TopologyLocalnet, Piece: pods.PieceLocalnetSwitch},
 		{Topology: base.TopologyLayer2, Piece: pods.PieceSecondaryLayer2Switch},
 	}
-	live, err := zone.CollectPieces(ctx, r.Client, r.guard(), r.OVN, r.OVN.PieceNetworks, NetworkName, owners...)
+	live, err := zone.CollectPieces(ctx, r.Client, r.guard(), r.OVN, r.OVN.PieceNetworks, r.names.Of(NetworkName), owners...)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -59,6 +58,8 @@ type Reconciler struct {
 	trust zone.Trusting
 
 	sweeps zone.Sweeps
+	// layer2 and layer3 are Layer2Name and Layer3Name, between sweeps.
+	layer2, layer3 zone.Names
 	// Wake, when set, queues a Primary network's NADs again as soon as
 	// its topology is applied in the zone (nil: TopologyWait later).
 	Wake   *zone.TopologyWake
@@ -202,9 +203,9 @@ func (r *Reconciler) sweep(ctx context.Context, s *scope) (reconcile.Result, err
 func (r *Reconciler) collect(ctx context.Context) error {
 	for _, t := range []struct {
 		topology string
-		name     func(*nadv1.NetworkAttachmentDefinition) (string, bool)
-	}{{base.TopologyLayer2, zone.Layer2Name}, {base.TopologyLayer3, zone.Layer3Name}} {
-		if _, err := zone.CollectPieces(ctx, r.Client, r.guard(), r.OVN, r.OVN.PieceNetworks, t.name,
+		names    *zone.Names
+	}{{base.TopologyLayer2, r.layer2.Of(zone.Layer2Name)}, {base.TopologyLayer3, r.layer3.Of(zone.Layer3Name)}} {
+		if _, err := zone.CollectPieces(ctx, r.Client, r.guard(), r.OVN, r.OVN.PieceNetworks, t.names,
 			rows.Owner{Topology: t.topology, Piece: base.PieceNetpolDefaults},
 			rows.Owner{Topology: t.topology, Piece: base.PieceEgressIPDefaults}); err != nil {
 			return err

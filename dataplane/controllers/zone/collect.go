@@ -129,18 +129,19 @@ type Remover interface {
 // CollectPiece is CollectPieces for one piece.
 func CollectPiece(ctx context.Context, c client.Client, g *nadtrust.Guard, ovn Remover, owner rows.Owner,
 	networks func(topology, piece string) []string, name func(*nadv1.NetworkAttachmentDefinition) (string, bool)) error {
-	_, err := CollectPieces(ctx, c, g, ovn, networks, name, owner)
+	_, err := CollectPieces(ctx, c, g, ovn, networks, new(Names).Of(name), owner)
 	return err
 }
 
 // CollectPieces removes the rows of each owner's piece (an owner without a
 // network) for every network that has some (networks lists them) and that
-// no live NAD names, as name reads them; piece after piece, in owners'
-// order. It reads the live networks (LiveNetworks, a list and parse of
-// every NAD) once for all the pieces and returns them, so a sweep reads
-// each of its name functions' live set once.
+// no live NAD names, as names reads them; piece after piece, in owners'
+// order. It reads the live networks (Names.Live, a list of every NAD) once
+// for all the pieces and returns them, so a sweep reads each of its name
+// functions' live set once; a controller that keeps its Names between
+// sweeps parses only the NADs that changed meanwhile.
 func CollectPieces(ctx context.Context, c client.Client, g *nadtrust.Guard, ovn Remover, networks func(topology, piece string) []string,
-	name func(*nadv1.NetworkAttachmentDefinition) (string, bool), owners ...rows.Owner) (map[string]bool, error) {
+	names *Names, owners ...rows.Owner) (map[string]bool, error) {
 	// The networks in OVN first, then the live NADs: a network whose rows
 	// are there was applied from a NAD this list then has (reconciles run
 	// concurrently, with one informer cache).
@@ -148,7 +149,7 @@ func CollectPieces(ctx context.Context, c client.Client, g *nadtrust.Guard, ovn 
 	for i, o := range owners {
 		candidates[i] = networks(o.Topology, o.Piece)
 	}
-	live, err := LiveNetworks(ctx, c, g, name)
+	live, err := names.Live(ctx, c, g)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +163,7 @@ func CollectPieces(ctx context.Context, c client.Client, g *nadtrust.Guard, ovn 
 			// network may have been applied since (by another worker).
 			// Only n's NADs are read: this runs once per network removed.
 			revived := func(ctx context.Context) (bool, error) {
-				return NetworkLive(ctx, c, g, name, n)
+				return NetworkLive(ctx, c, g, names.Name, n)
 			}
 			if _, err := ovn.ApplyUnless(ctx, &rows.Desired{Owner: owner}, revived); err != nil {
 				return nil, err

@@ -89,8 +89,14 @@ func TestCollectPiecesReadsTheLiveNetworksOnce(t *testing.T) {
 			}
 		}
 	}}
-	live, err := CollectPieces(t.Context(), c, g, ovn, networks, Layer2Name,
-		rows.Owner{Topology: "layer2", Piece: "p1"}, rows.Owner{Topology: "layer2", Piece: "p2"}, rows.Owner{Topology: "layer2", Piece: "p3"})
+	parsed := map[string]int{}
+	var names Names
+	names.Of(func(nad *nadv1.NetworkAttachmentDefinition) (string, bool) {
+		parsed[nad.Namespace]++
+		return Layer2Name(nad)
+	})
+	owners := []rows.Owner{{Topology: "layer2", Piece: "p1"}, {Topology: "layer2", Piece: "p2"}, {Topology: "layer2", Piece: "p3"}}
+	live, err := CollectPieces(t.Context(), c, g, ovn, networks, &names, owners...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,5 +108,44 @@ func TestCollectPiecesReadsTheLiveNetworksOnce(t *testing.T) {
 	}
 	if !live["blue_net"] || live["gone_a"] {
 		t.Errorf("live networks %v, want blue_net alone", live)
+	}
+
+	// The next sweep reads blue's NAD, unchanged, from what names
+	// remembers; late's NAD is read once, and again once it changes.
+	ovn.before, ovn.removed = nil, nil
+	inOVN = map[string][]string{"p1": {"blue_net", "late_net"}}
+	clear(parsed)
+	for range 2 {
+		if _, err := CollectPieces(t.Context(), c, g, ovn, networks, &names, owners...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(parsed) != 0 || len(ovn.removed) != 0 {
+		t.Errorf("two sweeps parsed %v (want none: late's NAD was read under its lock in the first) and removed %v (want none)", parsed, ovn.removed)
+	}
+	var lateNAD nadv1.NetworkAttachmentDefinition
+	if err := c.Get(t.Context(), types.NamespacedName{Namespace: "late", Name: "net"}, &lateNAD); err != nil {
+		t.Fatal(err)
+	}
+	lateNAD.Annotations[ovnk.AnnotationTunnelKeys] = ""
+	lateNAD.Finalizers = nil // so that its deletion below removes it
+	if err := c.Update(t.Context(), &lateNAD); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CollectPieces(t.Context(), c, g, ovn, networks, &names, owners...); err != nil {
+		t.Fatal(err)
+	}
+	if parsed["late"] != 1 || !slices.Equal(ovn.removed, []string{"layer2/p1/late_net"}) {
+		t.Errorf("late's NAD lost its tunnel keys: parsed %d times (want 1), removed %v (want late_net)", parsed["late"], ovn.removed)
+	}
+	// A deleted NAD is forgotten by the next sweep.
+	if err := c.Delete(t.Context(), &lateNAD); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CollectPieces(t.Context(), c, g, ovn, networks, &names, owners...); err != nil {
+		t.Fatal(err)
+	}
+	if _, kept := names.seen[types.NamespacedName{Namespace: "late", Name: "net"}]; kept || len(names.seen) != 1 {
+		t.Errorf("after late's NAD was deleted, names remembers %v", names.seen)
 	}
 }

@@ -52,11 +52,18 @@ func Deleted(nad *nadv1.NetworkAttachmentDefinition) bool {
 // NADs are the cache's own, not copies: network and the guard only read
 // them.
 func LiveNetworks(ctx context.Context, c client.Client, g *nadtrust.Guard, network func(*nadv1.NetworkAttachmentDefinition) (string, bool)) (map[string]bool, error) {
+	live, _, err := listLive(ctx, c, g, network)
+	return live, err
+}
+
+// listLive is LiveNetworks and the NADs it read.
+func listLive(ctx context.Context, c client.Client, g *nadtrust.Guard, network func(*nadv1.NetworkAttachmentDefinition) (string, bool)) (map[string]bool, []nadv1.NetworkAttachmentDefinition, error) {
 	var nads nadv1.NetworkAttachmentDefinitionList
 	if err := c.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return liveIn(ctx, g, nads.Items, network)
+	live, err := liveIn(ctx, g, nads.Items, network)
+	return live, nads.Items, err
 }
 
 // NetworkLive says whether n is one of LiveNetworks. It reads only n's NADs
