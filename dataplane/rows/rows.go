@@ -33,6 +33,22 @@ type Owner struct {
 	// with no external_ids at all (OVN-Kubernetes writes a node's management
 	// port so): only a non-nil Legacy claims any of them.
 	Legacy func(row any) bool
+	// Only, when its key is set, narrows the piece to those of its rows
+	// whose external_ids also hold Only's key with Only's value (one
+	// Service's load balancers of a network's services piece, by
+	// k8s.ovn.org/owner): an Apply of such an owner plans, keeps and
+	// removes those rows only and leaves the piece's others as they are,
+	// so one part of a large piece is applied at the cost of the part. The
+	// rows carry the piece's external_ids as without it; the owner without
+	// Only still owns them all (a network's removal takes every part). A
+	// Desired of it holds only load balancers carrying the pair and rows it
+	// references (Validate).
+	Only [2]string
+}
+
+// Key identifies the owner's rows: network, topology, piece and Only.
+func (o Owner) Key() [5]string {
+	return [5]string{o.Network, o.Topology, o.Piece, o.Only[0], o.Only[1]}
 }
 
 // IDs is the external_ids every row of the piece carries.
@@ -56,6 +72,11 @@ func (o Owner) Settled(ids map[string]string) bool {
 func (o Owner) Owns(ids map[string]string, row any) bool {
 	if len(ids) == 0 {
 		return o.AdoptLegacy && o.Legacy != nil && o.Legacy(row)
+	}
+	// Only first: a part's plan asks about every row of its network, and
+	// most are another part's.
+	if o.Only[0] != "" && ids[o.Only[0]] != o.Only[1] {
+		return false
 	}
 	if ids[ovnk.ExternalIDNetwork] != o.Network || ids[ovnk.ExternalIDTopology] != o.Topology {
 		return false
@@ -211,6 +232,9 @@ func (d *Desired) Validate() error {
 	if d.Owner.Network == "" || d.Owner.Topology == "" || d.Owner.Piece == "" {
 		return errors.New("desired rows: owner needs network, topology and piece")
 	}
+	if err := d.validateOnly(); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	check := func(kind, name string) error {
 		if name == "" {
@@ -291,6 +315,48 @@ func (d *Desired) Validate() error {
 		}
 		if m.Band.Rate < 1 {
 			return fmt.Errorf("desired rows: meter %q: band rate %d: must be at least 1", m.Row.Name, m.Band.Rate)
+		}
+	}
+	return nil
+}
+
+// validateOnly refuses, for an owner narrowed by Only, a Desired holding
+// rows the narrowed owner could not find again as its own: a load balancer
+// without Only's pair, any other row of its own (children, port groups,
+// DHCP options, address sets, bindings, meters), a router, switch or load
+// balancer group it does not only reference, and adopting legacy rows.
+func (d *Desired) validateOnly() error {
+	o := d.Owner
+	if o.Only[0] == "" {
+		return nil
+	}
+	bad := func(what string) error {
+		return fmt.Errorf("desired rows: owner narrowed to %s=%s holds %s", o.Only[0], o.Only[1], what)
+	}
+	if o.AdoptLegacy {
+		return bad("adopted legacy rows")
+	}
+	if len(d.DHCPOptions)+len(d.AddressSets)+len(d.PortGroups)+len(d.StaticMACBindings)+len(d.Meters) > 0 {
+		return bad("rows other than load balancers")
+	}
+	for _, lb := range d.LoadBalancers {
+		if lb.ExternalIDs[o.Only[0]] != o.Only[1] {
+			return bad(fmt.Sprintf("load balancer %q without the pair", lb.Name))
+		}
+	}
+	for _, r := range d.Routers {
+		if !r.Ref || r.Copp != nil || len(r.Ports)+len(r.Routes)+len(r.Policies)+len(r.NATs)+len(r.GatewayChassis) > 0 {
+			return bad(fmt.Sprintf("router %q with rows of its own", r.Row.Name))
+		}
+	}
+	for _, s := range d.Switches {
+		if !s.Ref || len(s.Ports)+len(s.ACLs)+len(s.QoS)+len(s.PortDHCP) > 0 {
+			return bad(fmt.Sprintf("switch %q with rows of its own", s.Row.Name))
+		}
+	}
+	for _, g := range d.LoadBalancerGroups {
+		if !g.Ref {
+			return bad(fmt.Sprintf("load balancer group %q it may create", g.Row.Name))
 		}
 	}
 	return nil

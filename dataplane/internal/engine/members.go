@@ -35,14 +35,14 @@ type memberWatch struct {
 	due map[ownerKey]bool
 }
 
-type ownerKey [3]string
+type ownerKey [5]string
 
 type awaited struct {
 	d     *rows.Desired
 	ports map[string]bool
 }
 
-func keyOf(o rows.Owner) ownerKey { return ownerKey{o.Network, o.Topology, o.Piece} }
+func keyOf(o rows.Owner) ownerKey { return o.Key() }
 
 // planned notes the desired rows of an owner's Apply with the ports its
 // port groups name (nil: none, the owner is forgotten). exists looks a

@@ -46,12 +46,12 @@ type memoRow struct {
 	ownerIDs bool
 }
 
-// Memos holds one Memo per owner (network, topology and piece).
+// Memos holds one Memo per owner (network, topology, piece and Only).
 type Memos struct {
 	mu sync.Mutex
 	// off makes every plan a plain full diff (benchmark baselines, tests).
 	off   bool
-	memos map[[3]string]*Memo
+	memos map[[5]string]*Memo
 }
 
 func (k *Memos) Get(o rows.Owner) *Memo {
@@ -60,9 +60,9 @@ func (k *Memos) Get(o rows.Owner) *Memo {
 	if k.off {
 		return nil
 	}
-	key := [3]string{o.Network, o.Topology, o.Piece}
+	key := o.Key()
 	if k.memos == nil {
-		k.memos = map[[3]string]*Memo{}
+		k.memos = map[[5]string]*Memo{}
 	}
 	m := k.memos[key]
 	if m == nil {
@@ -76,7 +76,7 @@ func (k *Memos) Get(o rows.Owner) *Memo {
 func (k *Memos) drop(o rows.Owner) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	delete(k.memos, [3]string{o.Network, o.Topology, o.Piece})
+	delete(k.memos, o.Key())
 }
 
 // Reset forgets every memo; with off, later plans do not memoise.

@@ -247,7 +247,9 @@ func newPlanWith(api client.Client, d *rows.Desired, memo *Memo, ix, links *inde
 	if err := roots(p, schema.AddressSet, d.AddressSets); err != nil {
 		return nil, err
 	}
-	if d.Empty() {
+	if d.Empty() && d.Owner.Only[0] == "" {
+		// A part of the piece (Only) that goes away leaves the groups to
+		// the whole piece's removal.
 		if err := p.refs.DropLBGroups(ovnk.NamesFor(d.Owner.Network).LoadBalancerGroups(), p.gone()); err != nil {
 			return nil, err
 		}

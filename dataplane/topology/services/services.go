@@ -101,6 +101,33 @@ func LoadBalancers(net Network, nodes []Node, svcs []Service) (*rows.Desired, er
 	return d, d.Validate()
 }
 
+// ServiceOwner is the part of the network's services piece that holds
+// one Service's load balancers: the rows of LoadBalancers' owner whose
+// k8s.ovn.org/owner is the Service's namespace/name (rows.Owner.Only).
+func ServiceOwner(net Network, namespace, name string) rows.Owner {
+	return rows.Owner{Network: net.Name, Topology: net.Topology, Piece: base.PieceServices,
+		Only: [2]string{ovnk.ExternalIDLoadBalancerOwner, namespace + "/" + name}}
+}
+
+// ServiceLoadBalancers is the Service's part of the piece LoadBalancers
+// builds (ServiceOwner): the same rows for it, and the network's group,
+// switches and routers holding them by reference; an empty part (s nil:
+// the Service is gone) removes its load balancers and their memberships.
+func ServiceLoadBalancers(net Network, nodes []Node, namespace, name string, s *Service) (*rows.Desired, error) {
+	d := &rows.Desired{}
+	if s != nil {
+		if s.Service == nil || s.Service.Namespace != namespace || s.Service.Name != name {
+			return nil, fmt.Errorf("services: the part of Service %s/%s holds another Service", namespace, name)
+		}
+		var err error
+		if d, err = LoadBalancers(net, nodes, []Service{*s}); err != nil {
+			return nil, err
+		}
+	}
+	d.Owner = ServiceOwner(net, namespace, name)
+	return d, d.Validate()
+}
+
 // attach writes the load balancers into d: the rows, the cluster-wide
 // group's members, and the switches and routers holding per-node ones.
 func attach(d *rows.Desired, net Network, all []lb, hairpin string) {
