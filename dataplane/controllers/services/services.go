@@ -7,10 +7,17 @@
 // the network and the EndpointSlices upstream's mirror controller writes
 // for it, and its per-node load balancers on the zone's nodes' switches
 // and gateway routers, read from the nodes' host-cidrs and
-// l3-gateway-config. Requests are NADs; a Service or mirrored EndpointSlice
-// change requeues the NADs of its namespace (the fair queue keeps a busy
-// namespace from holding up another), a node change every NAD. A
-// network's piece goes with its last NAD.
+// l3-gateway-config. A NAD's request applies its network's whole piece: a
+// NAD or node change, a resync (healing) and the start queue NADs. A
+// Service or mirrored EndpointSlice change queues its Service's request
+// (service.go), which applies that Service's part of the piece only
+// (topology/services: ServiceLoadBalancers), so one Service's change costs
+// one Service and not every Service of the network; the fair queue keeps
+// a busy namespace from holding up another. Both kinds of reconcile of a
+// network read its objects and apply under the network's lock (locks), so
+// a whole-piece reconcile that read the cache before a Service's change
+// never applies after that Service's own. A network's piece goes with its
+// last NAD.
 //
 // Package zone holds what it shares with the other dataplane controllers.
 package services
@@ -69,6 +76,7 @@ type Reconciler struct {
 	// its topology is applied in the zone (nil: TopologyWait later).
 	Wake   *zone.TopologyWake
 	waiter *zone.TopologyWaiter
+	locks  networkLocks
 }
 
 // mirroredSlice passes the EndpointSlices a network's load balancers read:
@@ -80,14 +88,11 @@ var mirroredSlice = builder.WithPredicates(predicate.NewPredicateFuncs(func(o cl
 
 // SetupWithManager registers the reconciler.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	inNamespace := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		return zone.NADsIn(r.Client, o.GetNamespace())(ctx, o)
-	})
 	b := zone.TrustWatches(ctrl.NewControllerManagedBy(mgr).
 		Named("dataplane-services").
 		WithOptions(zone.ControllerOptions(r.Workers, r.FIFOQueue)), r.Client, r.guard(), zone.VTEPName).
-		Watches(&corev1.Service{}, inNamespace).
-		Watches(&discoveryv1.EndpointSlice{}, inNamespace, mirroredSlice).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.serviceRequests)).
+		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(r.serviceRequests), mirroredSlice).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(zone.NADsIn(r.Client, "")), nodeFacts)
 	b, r.waiter = r.Wake.Watch(b)
 	return b.Complete(r)
@@ -96,6 +101,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile applies the NAD's network's load balancers and removes those
 // of networks whose NADs are gone, one phase after another.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if name, ok := serviceOf(req); ok {
+		return r.reconcileService(ctx, req.Namespace, name)
+	}
 	return phase.Run(ctx, &zone.NADScope{Req: req}, []phase.Func[*zone.NADScope]{
 		zone.ReadNADPhase[*zone.NADScope](r.Client, r.guard()),
 		zone.ReadSourcePhase[*zone.NADScope](r.Client, r.guard(), zone.VTEPName),
@@ -138,6 +146,7 @@ func (r *Reconciler) applyNetwork(ctx context.Context, s *zone.NADScope) (reconc
 	if res, wait := r.waiter.WaitForTopology(ctx, r.OVN, net.Name, net.Topology, s.Req); wait {
 		return res, nil
 	}
+	defer r.locks.lock(net.Name)()
 	svcs, err := r.services(ctx, net.Name)
 	if err != nil {
 		return s.Done(reconcile.Result{}, err)
@@ -146,23 +155,34 @@ func (r *Reconciler) applyNetwork(ctx context.Context, s *zone.NADScope) (reconc
 	if err != nil {
 		return s.Done(reconcile.Result{}, err)
 	}
-	d, err := svctopo.LoadBalancers(net, nodes, svcs)
+	res, err := r.apply(ctx, net, nodes, func(nodes []svctopo.Node) (*rows.Desired, error) {
+		return svctopo.LoadBalancers(net, nodes, svcs)
+	})
+	if err != nil {
+		return s.Done(reconcile.Result{}, err)
+	}
+	return res, nil
+}
+
+// apply applies the rows build makes for the zone's nodes, and waits
+// (requeues after zone.TopologyWait) while a router or switch they go on
+// (or the network's group) is not written yet: the topology's controller
+// (or OVN-Kubernetes) writes it, this one looks again. Rows build cannot
+// make (a malformed Service or network) are logged and skipped; a failed
+// apply is the error.
+func (r *Reconciler) apply(ctx context.Context, net svctopo.Network, nodes []svctopo.Node,
+	build func([]svctopo.Node) (*rows.Desired, error)) (reconcile.Result, error) {
+	d, err := build(nodes)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "skipping network", "network", net.Name)
 		return reconcile.Result{}, nil
 	}
 	_, err = r.OVN.Apply(ctx, d)
 	if missing := (*rows.MissingRowError)(nil); errors.As(err, &missing) {
-		// A node's gateway router (or the group) the load balancers go on
-		// is not written yet: the topology's controller (or OVN-Kubernetes)
-		// writes it, this one looks again.
 		log.FromContext(ctx).V(1).Info("the network's load balancers wait for its topology", "network", net.Name, "missing", missing.Name)
 		return reconcile.Result{RequeueAfter: zone.TopologyWait}, nil
 	}
-	if err != nil {
-		return s.Done(reconcile.Result{}, err)
-	}
-	return reconcile.Result{}, nil
+	return reconcile.Result{}, err
 }
 
 // services are the Services of the namespaces whose trusted NADs describe
