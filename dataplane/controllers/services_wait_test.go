@@ -17,11 +17,12 @@ import (
 
 // A zone node whose gateway router the topology has not written yet
 // (node-b has no node ID yet, so the Layer2 topology leaves it out) holds
-// the network's load balancers back without a failed reconcile: the
-// services controller waits for the router (requeued after
-// zone.TopologyWait) as the other controllers wait for their topology.
-// Once node-b has its node ID, its gateway router is written and the
-// NodePort Service's per-node load balancers land on both nodes' routers.
+// back its own per-node load balancers only, without a failed reconcile:
+// the cluster-wide one and node-a's are applied, and the services
+// controller waits for node-b's router (requeued after zone.TopologyWait)
+// as the other controllers wait for their topology. Once node-b has its
+// node ID, its gateway router is written and the NodePort Service's
+// per-node load balancers land on both nodes' routers.
 func TestServiceLoadBalancersWaitForTheGatewayRouter(t *testing.T) {
 	s, _ := policyStack(t, false)
 	gw := strings.NewReplacer("node1", "node-b", "192.0.2.2/24", "192.0.2.3/24", "2001:db8::2/64", "2001:db8::3/64",
@@ -39,8 +40,13 @@ func TestServiceLoadBalancersWaitForTheGatewayRouter(t *testing.T) {
 		return fmt.Sprint(n)
 	}
 	s.consistently("the services controller's reconcile errors while node-b's router is missing", 3*time.Second, fmt.Sprint(before), failures)
-	if got := s.lbList("ns1_tenant.blue_Service_ns1/np_TCP_cluster"); got != "" {
-		t.Errorf("load balancers applied while a router they go on is missing:\n%s", got)
+	grA, grB := "GR_ns1_tenant.blue_node-a", "GR_ns1_tenant.blue_node-b"
+	nodeALB := "ns1_tenant.blue_Service_ns1/np_TCP_node_router+switch_node-a"
+	s.eventually("the cluster-wide and node-a's load balancers while node-b's router is missing", func() bool {
+		return s.lbList("ns1_tenant.blue_Service_ns1/np_TCP_cluster") != "" && slices.Equal(s.lbsOn("Logical_Router", grA), []string{nodeALB})
+	})
+	if got := s.column("Load_Balancer", "name"); slices.ContainsFunc(got, func(n string) bool { return strings.HasSuffix(n, "node-b") }) {
+		t.Errorf("node-b's load balancers applied before its router: %v", got)
 	}
 
 	var cur corev1.Node
@@ -51,9 +57,8 @@ func TestServiceLoadBalancersWaitForTheGatewayRouter(t *testing.T) {
 	if err := s.c.Update(s.ctx, &cur); err != nil {
 		t.Fatal(err)
 	}
-	grA, grB := "GR_ns1_tenant.blue_node-a", "GR_ns1_tenant.blue_node-b"
 	s.eventually("the per-node load balancers on node-a's and node-b's routers", func() bool {
-		return slices.Equal(s.lbsOn("Logical_Router", grA), []string{"ns1_tenant.blue_Service_ns1/np_TCP_node_router+switch_node-a"}) &&
+		return slices.Equal(s.lbsOn("Logical_Router", grA), []string{nodeALB}) &&
 			len(s.lbsOn("Logical_Router", grB)) == 1
 	})
 	if got := failures(); got != fmt.Sprint(before) {

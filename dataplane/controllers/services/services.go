@@ -16,8 +16,10 @@
 // a busy namespace from holding up another. Both kinds of reconcile of a
 // network read its objects and apply under the network's lock (locks), so
 // a whole-piece reconcile that read the cache before a Service's change
-// never applies after that Service's own. A network's piece goes with its
-// last NAD.
+// never applies after that Service's own. A node whose gateway router or
+// switch is not written yet is left out until it is (apply), so it holds
+// up no other node's load balancers. A network's piece goes with its last
+// NAD.
 //
 // Package zone holds what it shares with the other dataplane controllers.
 package services
@@ -164,25 +166,38 @@ func (r *Reconciler) applyNetwork(ctx context.Context, s *zone.NADScope) (reconc
 	return res, nil
 }
 
-// apply applies the rows build makes for the zone's nodes, and waits
-// (requeues after zone.TopologyWait) while a router or switch they go on
-// (or the network's group) is not written yet: the topology's controller
-// (or OVN-Kubernetes) writes it, this one looks again. Rows build cannot
-// make (a malformed Service or network) are logged and skipped; a failed
-// apply is the error.
+// apply applies the rows build makes for the zone's nodes. A node whose
+// gateway router or switch is not written yet (by the topology's
+// controller, or OVN-Kubernetes) is left out and the reconcile requeued
+// after zone.TopologyWait: its per-node load balancers wait for it, the
+// other nodes' and the cluster-wide ones do not. A row no node names
+// (the network's group) makes them all wait. Rows build cannot make (a
+// malformed Service or network) are logged and skipped; a failed apply is
+// the error.
 func (r *Reconciler) apply(ctx context.Context, net svctopo.Network, nodes []svctopo.Node,
 	build func([]svctopo.Node) (*rows.Desired, error)) (reconcile.Result, error) {
-	d, err := build(nodes)
-	if err != nil {
-		log.FromContext(ctx).Error(err, "skipping network", "network", net.Name)
-		return reconcile.Result{}, nil
+	var res reconcile.Result
+	for {
+		d, err := build(nodes)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "skipping network", "network", net.Name)
+			return res, nil
+		}
+		_, err = r.OVN.Apply(ctx, d)
+		missing := (*rows.MissingRowError)(nil)
+		if !errors.As(err, &missing) {
+			return res, err
+		}
+		log.FromContext(ctx).V(1).Info("load balancers wait for the network's topology", "network", net.Name, "missing", missing.Name)
+		res = reconcile.Result{RequeueAfter: zone.TopologyWait}
+		left := slices.DeleteFunc(slices.Clone(nodes), func(n svctopo.Node) bool {
+			return n.GatewayRouter == missing.Name || n.Switch == missing.Name
+		})
+		if len(left) == len(nodes) {
+			return res, nil
+		}
+		nodes = left
 	}
-	_, err = r.OVN.Apply(ctx, d)
-	if missing := (*rows.MissingRowError)(nil); errors.As(err, &missing) {
-		log.FromContext(ctx).V(1).Info("the network's load balancers wait for its topology", "network", net.Name, "missing", missing.Name)
-		return reconcile.Result{RequeueAfter: zone.TopologyWait}, nil
-	}
-	return reconcile.Result{}, err
 }
 
 // services are the Services of the namespaces whose trusted NADs describe
