@@ -41,6 +41,10 @@ func (c *Client) PieceHasNetwork(topology, piece, network string) bool {
 	return c.eng.PieceHasNetwork(topology, piece, network)
 }
 
+// LoadBalancerGroups names the Northbound database's load balancer groups,
+// sorted: zone rows without external_ids, which a sweep finds by name.
+func (c *Client) LoadBalancerGroups() []string { return c.eng.LoadBalancerGroups() }
+
 // OnResync sets what the client calls, from its own goroutine, when the
 // Northbound database no longer holds networks' rows as udnkit wrote them;
 // set it before Connect.

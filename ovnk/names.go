@@ -118,6 +118,19 @@ func (n Layer2Names) LoadBalancerGroups() []string {
 	return []string{n.ClusterLBGroup(), n.ClusterSwitchLBGroup(), n.ClusterRouterLBGroup()}
 }
 
+// LoadBalancerGroupPrefix is the network prefix (NetworkPrefix) a
+// user-defined network's load balancer group's name starts with; ok is
+// false for any other name, the default network's groups (no prefix)
+// among them. A sweep finds a removed network's groups so.
+func LoadBalancerGroupPrefix(group string) (prefix string, ok bool) {
+	for _, g := range (Layer2Names{}).LoadBalancerGroups() {
+		if p, found := strings.CutSuffix(group, g); found && len(p) > 1 && strings.HasSuffix(p, "_") {
+			return p, true
+		}
+	}
+	return "", false
+}
+
 // ServiceLoadBalancer is the name of a Service's load balancer on the
 // network (upstream's makeLBName under GetNetworkScopedLoadBalancerName):
 // "<prefix>Service_<namespace>/<name>_<protocol>_<scope>", scope "cluster"

@@ -241,7 +241,8 @@ func (r *Reconciler) services(ctx context.Context, network string) ([]svctopo.Se
 	return out, nil
 }
 
-// collect removes the piece of the networks no NAD describes any more.
+// collect removes the piece of the networks no NAD describes any more,
+// then the load balancer groups such networks left (collectGroups).
 func (r *Reconciler) collect(ctx context.Context) error {
 	for _, t := range []struct {
 		topology string
@@ -252,7 +253,7 @@ func (r *Reconciler) collect(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return r.collectGroups(ctx)
 }
 
 func (r *Reconciler) guard() *nadtrust.Guard { return r.trust.Of(r.Guard, r.Client) }

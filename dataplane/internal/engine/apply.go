@@ -357,6 +357,20 @@ func (e *Engine) PieceNetworks(topology, piece string) []string {
 	return e.Index.Networks(topology, piece, indexedTables...)
 }
 
+// LoadBalancerGroups names the cache's load balancer groups, sorted.
+func (e *Engine) LoadBalancerGroups() []string {
+	t := e.NB.Cache().Table(nbdb.LoadBalancerGroupTable)
+	if t == nil {
+		return nil
+	}
+	var out []string
+	for _, m := range t.RowsShallow() {
+		out = append(out, m.(*nbdb.LoadBalancerGroup).Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // PieceHasNetwork says whether the network owns any Northbound row of a
 // topology piece (PieceNetworks for one network).
 func (e *Engine) PieceHasNetwork(topology, piece, network string) bool {
