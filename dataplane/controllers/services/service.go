@@ -88,7 +88,7 @@ func (r *Reconciler) reconcileService(ctx context.Context, namespace, name strin
 }
 
 // applyService applies the Service's part of the network's piece, under
-// the network's lock.
+// the network's lock, unless the network is gone by then.
 func (r *Reconciler) applyService(ctx context.Context, net svctopo.Network, namespace, name string) (reconcile.Result, error) {
 	defer r.locks.lock(net.Name)()
 	var part *svctopo.Service
@@ -110,7 +110,15 @@ func (r *Reconciler) applyService(ctx context.Context, net svctopo.Network, name
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	return r.apply(ctx, net, nodes, func(nodes []svctopo.Node) (*rows.Desired, error) {
+	// A sweep of the network (its last NAD's deletion, under another
+	// request's key) may run between this reconcile's look at the NAD and
+	// its Apply: asked again under the network's lock, a gone network gets
+	// no part back.
+	gone := func(ctx context.Context) (bool, error) {
+		live, err := zone.NetworkLive(ctx, r.Client, r.guard(), zone.VTEPName, net.Name)
+		return !live, err
+	}
+	return r.apply(ctx, net, nodes, gone, func(nodes []svctopo.Node) (*rows.Desired, error) {
 		return svctopo.ServiceLoadBalancers(net, nodes, namespace, name, part)
 	})
 }

@@ -157,7 +157,7 @@ func (r *Reconciler) applyNetwork(ctx context.Context, s *zone.NADScope) (reconc
 	if err != nil {
 		return s.Done(reconcile.Result{}, err)
 	}
-	res, err := r.apply(ctx, net, nodes, func(nodes []svctopo.Node) (*rows.Desired, error) {
+	res, err := r.apply(ctx, net, nodes, nil, func(nodes []svctopo.Node) (*rows.Desired, error) {
 		return svctopo.LoadBalancers(net, nodes, svcs)
 	})
 	if err != nil {
@@ -173,8 +173,8 @@ func (r *Reconciler) applyNetwork(ctx context.Context, s *zone.NADScope) (reconc
 // other nodes' and the cluster-wide ones do not. A row no node names
 // (the network's group) makes them all wait. Rows build cannot make (a
 // malformed Service or network) are logged and skipped; a failed apply is
-// the error.
-func (r *Reconciler) apply(ctx context.Context, net svctopo.Network, nodes []svctopo.Node,
+// the error. unless is ApplyUnless's (nil: none).
+func (r *Reconciler) apply(ctx context.Context, net svctopo.Network, nodes []svctopo.Node, unless func(context.Context) (bool, error),
 	build func([]svctopo.Node) (*rows.Desired, error)) (reconcile.Result, error) {
 	var res reconcile.Result
 	for {
@@ -183,7 +183,7 @@ func (r *Reconciler) apply(ctx context.Context, net svctopo.Network, nodes []svc
 			log.FromContext(ctx).Error(err, "skipping network", "network", net.Name)
 			return res, nil
 		}
-		_, err = r.OVN.Apply(ctx, d)
+		_, err = r.OVN.ApplyUnless(ctx, d, unless)
 		missing := (*rows.MissingRowError)(nil)
 		if !errors.As(err, &missing) {
 			return res, err

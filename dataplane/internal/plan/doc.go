@@ -12,9 +12,9 @@
 // plan references the existing ones and inserts the missing ones, and
 // never updates or deletes one; zone meters (rows.ZoneMeter) and load
 // balancer groups (which have no external_ids) are zone rows too, except
-// that the plan of a piece that goes away deletes its network's load
-// balancer groups (ovnk names) once no router, switch or other piece's load
-// balancer keeps them.
+// that the plan of a piece that goes away (not a part of one:
+// rows.Owner.Only) deletes its network's load balancer groups (ovnk names)
+// once no router, switch or other piece's load balancer keeps them.
 //
 // Some columns hold members rather than children (schema.Table.Members,
 // and a router's or switch's load_balancer_group, a load balancer group's

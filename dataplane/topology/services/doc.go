@@ -18,6 +18,12 @@
 // zone's nodes' load balancers and references the node's switch and
 // gateway router by name, which hold them in their load_balancer column.
 //
+// A Service's part of the piece (ServiceLoadBalancers, owner
+// ServiceOwner: rows.Owner.Only by k8s.ovn.org/owner) holds the same rows
+// for that Service alone, so a controller applies one Service's change
+// without building or planning the others'; the whole piece (LoadBalancers)
+// and its parts write byte-identical rows.
+//
 // Invariants: only mirrored slices labelled with the Service's name and
 // annotated with this network feed its load balancers (a slice for another
 // network never does); headless and ExternalName Services have none;
