@@ -65,7 +65,25 @@ func TestRealServicePartTouchesOneService(t *testing.T) {
 	e.apply(whole(web, db))
 	dbUUID, dbIDs := e.lbField(dbLB, "_uuid"), e.lbField(dbLB, "external_ids")
 
+	// samePlan: the part's plan, which reads only its rows from the index
+	// (index.ScanPart), is the full diff's.
+	samePlan := func(what string, d *rows.Desired) {
+		t.Helper()
+		e.settle()
+		fp, err := e.c.eng.FullPlan(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := e.c.eng.NewPlan(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := canonical(t, p.Ops), canonical(t, fp.Ops); got != want || len(fp.Ops) == 0 {
+			t.Errorf("%s: the part's plan differs from the full diff (or is empty):\n%s\nwant:\n%s", what, got, want)
+		}
+	}
 	moved := partService("web", "10.96.0.50", 8080)
+	samePlan("web's new port", part("web", &moved))
 	if n := e.apply(part("web", &moved)); n != 1 {
 		t.Errorf("web's part sent %d operations for web's new port, want 1 (its row's update)", n)
 	}
@@ -103,6 +121,10 @@ func TestRealServicePartTouchesOneService(t *testing.T) {
 	if _, err := svctopo.ServiceLoadBalancers(snet, nodesOf, "ns1", "web", &db); err == nil {
 		t.Error("web's part built from db: no error")
 	}
+
+	// Another client marks db's row as web's: web's part now owns it.
+	e.nbctl("set", "Load_Balancer", dbUUID, `external_ids:"`+ovnk.ExternalIDLoadBalancerOwner+`"="ns1/web"`)
+	samePlan("db's row marked as web's", part("web", nil))
 
 	e.apply(&rows.Desired{Owner: whole(db).Owner})
 	if got := e.nbctl("--bare", "--columns=name", "list", "Load_Balancer"); got != "" {

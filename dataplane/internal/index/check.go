@@ -61,6 +61,9 @@ func (ix *Index) diffRows(fresh *Index) []string {
 	if !sameSets(ix.byNet, fresh.byNet) {
 		diffs = append(diffs, fmt.Sprintf("by network: %v, afresh %v", ix.byNet, fresh.byNet))
 	}
+	if !sameSets(ix.byPart, fresh.byPart) {
+		diffs = append(diffs, fmt.Sprintf("by part: %v, afresh %v", ix.byPart, fresh.byPart))
+	}
 	if !sameSets(ix.byName, fresh.byName) {
 		diffs = append(diffs, fmt.Sprintf("by name: %v, afresh %v", ix.byName, fresh.byName))
 	}

@@ -55,6 +55,10 @@ type Index struct {
 	rows map[string]map[string]model.Model
 	// byNet: table → network (external_ids) → UUIDs.
 	byNet map[string]map[string]uuidSet
+	// byPart: table → network and k8s.ovn.org/owner (partKey) → UUIDs:
+	// the rows a part of a piece narrowed to a Service's load balancers
+	// (rows.Owner.Only) may own, so its plan looks at them alone.
+	byPart map[string]map[string]uuidSet
 	// byName: Logical_Router and Logical_Switch name → UUIDs.
 	byName map[string]map[string]uuidSet
 	// kids: router or switch UUID → column of children → the children
@@ -307,6 +311,7 @@ func (ix *Index) Rebuild(api client.Client) error {
 	ix.from = map[string]*cache.RowCache{}
 	ix.rows = map[string]map[string]model.Model{}
 	ix.byNet = map[string]map[string]uuidSet{}
+	ix.byPart = map[string]map[string]uuidSet{}
 	ix.byName = map[string]map[string]uuidSet{}
 	ix.pieces = map[string]map[[2]string]map[string]int{}
 	ix.setLinks(nil)
@@ -474,10 +479,17 @@ func (ix *Index) put(table, uuid string, m model.Model) {
 	}
 }
 
-// link adds (or removes) a row's entries in byNet, byName and pieces.
+// link adds (or removes) a row's entries in byNet, byPart, byName and
+// pieces.
 func (ix *Index) link(table, uuid string, m model.Model, add bool) {
 	_, ids, name, _ := schema.RowFields(table, m)
 	mark(ix.byNet, table, ids[ovnk.ExternalIDNetwork], uuid, add)
+	if n, o := ids[ovnk.ExternalIDNetwork], ids[ovnk.ExternalIDLoadBalancerOwner]; n != "" && o != "" {
+		if ix.byPart == nil {
+			ix.byPart = map[string]map[string]uuidSet{}
+		}
+		mark(ix.byPart, table, partKey(n, o), uuid, add)
+	}
 	ix.count(table, ids, add)
 	if _, child := parentColumns[table]; child {
 		for _, p := range ix.parents[uuid] {
@@ -609,6 +621,22 @@ func (ix *Index) Scan(table, network string, names []string, parents bool) []str
 	}
 	out := make([]string, 0, len(seen))
 	for u := range seen {
+		out = append(out, u)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// partKey is byPart's key of a network's rows of one k8s.ovn.org/owner.
+func partKey(network, owner string) string { return network + "\x00" + owner }
+
+// ScanPart returns, in UUID order, the rows of a root table of the network
+// whose k8s.ovn.org/owner is owner: every row a piece narrowed to that pair
+// (rows.Owner.Only) may own, as Scan returns every row of the network.
+func (ix *Index) ScanPart(table, network, owner string) []string {
+	set := ix.byPart[table][partKey(network, owner)]
+	out := make([]string, 0, len(set))
+	for u := range set {
 		out = append(out, u)
 	}
 	slices.Sort(out)

@@ -111,9 +111,15 @@ func (p *Planner) row(table, uuid string) model.Model {
 
 // scan returns, in UUID order, the rows of a root table the plan looks at:
 // with the index, the owner's and those that may matter to it (see
-// index.Scan); without it (a full diff), every row.
+// index.Scan; a Service's part's: index.ScanPart); without it (a full
+// diff), every row.
 func (p *Planner) scan(table string, names []string, parents bool) []string {
 	if p.ix != nil {
+		if only := p.owner.Only; only[0] == ovnk.ExternalIDLoadBalancerOwner && len(names) == 0 && !parents {
+			// A part's rows carry its pair: the rest of the network's
+			// are another part's.
+			return p.ix.ScanPart(table, p.owner.Network, only[1])
+		}
 		return p.ix.Scan(table, p.owner.Network, names, parents)
 	}
 	rows := p.rows(table)
