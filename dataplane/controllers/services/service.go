@@ -53,8 +53,9 @@ func (r *Reconciler) serviceRequests(ctx context.Context, o client.Object) []rec
 // reconcileService applies the Service's part of the piece of each
 // network a trusted NAD of its namespace describes whose topology exists
 // in the zone: its load balancers, or their removal when the Service is
-// gone. A network whose topology is not there yet is left to its NAD's
-// reconcile, which waits for it and then applies the whole piece.
+// gone. For a network whose topology is not there yet, the NAD's request
+// waits (woken when the topology is applied, it applies the whole piece)
+// and this one is queued again after zone.TopologyWait.
 func (r *Reconciler) reconcileService(ctx context.Context, namespace, name string) (reconcile.Result, error) {
 	var res reconcile.Result
 	done := map[string]bool{}
