@@ -14,12 +14,13 @@ import (
 // LoadBalancers notes, once the plan diffed the piece's load balancers
 // (root rows, by name), the UUID of each, for the groups that hold them.
 func (r *Resolver) LoadBalancers() {
-	r.lbs = map[string]string{}
+	r.lbs, r.ownedLBs = map[string]string{}, map[string]bool{}
 	for _, u := range r.h.Scan(nbdb.LoadBalancerTable, nil) {
 		if m := r.h.Row(nbdb.LoadBalancerTable, u); m != nil {
 			lb := m.(*nbdb.LoadBalancer)
 			if r.owner.Owns(lb.ExternalIDs, m) {
 				r.lbs[lb.Name] = u
+				r.ownedLBs[u] = true
 			}
 		}
 	}
@@ -29,6 +30,12 @@ func (r *Resolver) LoadBalancers() {
 		r.newLBs[u] = true
 	}
 }
+
+// ownedLB says whether an existing load balancer is the piece's: one that
+// LoadBalancers found. Every row the piece owns is among those its scan
+// returns (package index), so the answer is OwnedIn's, without reading
+// the row again for each member of a group of thousands.
+func (r *Resolver) ownedLB(uuid string) bool { return r.ownedLBs[uuid] }
 
 // LBGroups plans the load balancer groups (zone rows, by name): a missing
 // one is inserted with its load balancers (a Ref one is refused); an
@@ -73,7 +80,7 @@ func (r *Resolver) LBGroups(desired []rows.LoadBalancerGroup) error {
 			continue
 		}
 		cur := r.h.Row(nbdb.LoadBalancerGroupTable, u).(*nbdb.LoadBalancerGroup)
-		ins, rem := memberDiff(want, cur.LoadBalancer, r.h.OwnedIn(nbdb.LoadBalancerTable))
+		ins, rem := memberDiff(want, cur.LoadBalancer, r.ownedLB)
 		if err := r.mutateSet(&nbdb.LoadBalancerGroup{UUID: u}, ins, rem); err != nil {
 			return err
 		}
@@ -114,7 +121,7 @@ func (r *Resolver) LBRefs(kind, name string, names, current []string) (insert, r
 		}
 		want = append(want, u)
 	}
-	insert, remove = memberDiff(want, current, r.h.OwnedIn(nbdb.LoadBalancerTable))
+	insert, remove = memberDiff(want, current, r.ownedLB)
 	return insert, remove, nil
 }
 

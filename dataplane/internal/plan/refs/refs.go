@@ -60,6 +60,8 @@ type Resolver struct {
 	dhcp map[string]string
 	// lbs: the UUIDs of the piece's load balancers (found or inserted), by name.
 	lbs map[string]string
+	// ownedLBs: the UUIDs of the piece's existing load balancers (ownedLB).
+	ownedLBs map[string]bool
 	// newLBs: the named UUIDs of the load balancers the plan inserts.
 	newLBs map[string]bool
 	// copps: the UUIDs of the zone's COPPs the plan found or inserts, by name.
