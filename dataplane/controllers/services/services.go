@@ -74,6 +74,8 @@ type Reconciler struct {
 	Guard  *nadtrust.Guard
 	trust  zone.Trusting
 	sweeps zone.Sweeps
+	// layer2 and layer3 are Layer2Name and Layer3Name, between sweeps.
+	layer2, layer3 zone.Names
 	// Wake, when set, queues a Primary network's NADs again as soon as
 	// its topology is applied in the zone (nil: TopologyWait later).
 	Wake   *zone.TopologyWake
@@ -246,10 +248,10 @@ func (r *Reconciler) services(ctx context.Context, network string) ([]svctopo.Se
 func (r *Reconciler) collect(ctx context.Context) error {
 	for _, t := range []struct {
 		topology string
-		name     func(*nadv1.NetworkAttachmentDefinition) (string, bool)
-	}{{base.TopologyLayer2, zone.Layer2Name}, {base.TopologyLayer3, zone.Layer3Name}} {
-		if err := zone.CollectPiece(ctx, r.Client, r.guard(), r.OVN, rows.Owner{Topology: t.topology, Piece: base.PieceServices},
-			r.OVN.PieceNetworks, t.name); err != nil {
+		names    *zone.Names
+	}{{base.TopologyLayer2, r.layer2.Of(zone.Layer2Name)}, {base.TopologyLayer3, r.layer3.Of(zone.Layer3Name)}} {
+		if _, err := zone.CollectPieces(ctx, r.Client, r.guard(), r.OVN, r.OVN.PieceNetworks, t.names,
+			rows.Owner{Topology: t.topology, Piece: base.PieceServices}); err != nil {
 			return err
 		}
 	}
