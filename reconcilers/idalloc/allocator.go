@@ -101,6 +101,27 @@ func (a *IDAllocator) Release(owner string, id int) {
 	}
 }
 
+// Unallocate takes back the id Allocate just gave owner, for an allocation
+// nobody saw (its write failed): the id is freed and, when it is the last
+// one handed out, the next Allocate hands it out again, so a retried write
+// records the id the failed one would have, as if it had not happened.
+// Release keeps the round robin going instead, for ids that were in use.
+func (a *IDAllocator) Unallocate(owner string, id int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.owners[id] != owner {
+		return
+	}
+	delete(a.owners, id)
+	delete(a.byOwner[owner], id)
+	if len(a.byOwner[owner]) == 0 {
+		delete(a.byOwner, owner)
+	}
+	if last := a.next - 1; last == id || (a.next == a.min && id == a.max) {
+		a.next = id
+	}
+}
+
 // ReleaseOwner frees every id owner holds.
 func (a *IDAllocator) ReleaseOwner(owner string) {
 	a.mu.Lock()

@@ -210,3 +210,31 @@ func TestHostSubnetOwnersAreNamed(t *testing.T) {
 		t.Fatalf("after release: %v, %v", got, err)
 	}
 }
+
+// TestIDAllocatorUnallocate: an allocation taken back (nobody saw it) is
+// handed out again next, while a released id in use waits its round.
+func TestIDAllocatorUnallocate(t *testing.T) {
+	a := NewIDAllocator("network ID", 1, 4)
+	x, _ := a.Allocate("x")
+	y, _ := a.Allocate("y")
+	a.Unallocate("x", y) // not x's: nothing happens
+	if o, _ := a.Owner(y); o != "y" {
+		t.Fatalf("unallocate by a non-owner freed %d", y)
+	}
+	a.Unallocate("y", y)
+	if id, _ := a.Allocate("z"); id != y {
+		t.Fatalf("after taking back %d the next allocation got %d", y, id)
+	}
+	a.Unallocate("x", x) // not the last one handed out: the round robin goes on
+	if id, _ := a.Allocate("w"); id != 3 {
+		t.Fatalf("after taking back an older id the next allocation got %d, want 3", id)
+	}
+	// The last id of the range, taken back, comes next again (the cursor wrapped).
+	if id, _ := a.Allocate("v"); id != 4 {
+		t.Fatalf("got %d, want 4", id)
+	}
+	a.Unallocate("v", 4)
+	if id, _ := a.Allocate("u"); id != 4 {
+		t.Fatalf("after taking back 4 (the range's last) got %d", id)
+	}
+}

@@ -275,13 +275,15 @@ type idRequest struct {
 	ignored []string
 }
 
-// undo releases what q newly allocated.
+// undo takes back what q newly allocated, last first, so the network's
+// retry gets the same IDs (idalloc.Unallocate): a write that failed on a
+// conflict does not skip an ID.
 func (a *Allocators) undo(q *idRequest) {
-	if q.newID {
-		a.networkIDs.Release(q.owner, q.ids.ID)
+	for i := len(q.newKeys) - 1; i >= 0; i-- {
+		a.tunnelKeys.Unallocate(q.owner, q.newKeys[i])
 	}
-	for _, k := range q.newKeys {
-		a.tunnelKeys.Release(q.owner, k)
+	if q.newID {
+		a.networkIDs.Unallocate(q.owner, q.ids.ID)
 	}
 }
 
