@@ -83,9 +83,13 @@ func TestDefaultInstallComesUpWithoutOVN(t *testing.T) {
 		}
 		return nil
 	})
-	if code, body := get(probe); code != http.StatusOK {
-		t.Errorf("the kubelet's readiness path %s answers %d: %s", probe, code, body)
-	}
+	// Ready once the informers have synced, OVN or not.
+	testenv.Eventually(t, "the kubelet's readiness path "+probe+" answers 200", func() error {
+		if code, body := get(probe); code != http.StatusOK {
+			return fmt.Errorf("%d: %s", code, body)
+		}
+		return nil
+	})
 
 	c := env.Client
 	ns := testobj.MakeNamespace("tenant-blue").Primary().Obj()

@@ -49,6 +49,35 @@ type watchedCache struct {
 	started bool
 	known   map[string]bool
 	late    []string
+	// warming counts the warmers not yet through their informers.
+	warming int
+}
+
+// expect notes objs' informers as started with the cache (not late) and
+// one more warmer to wait for.
+func (c *watchedCache) expect(objs []client.Object) {
+	c.mu.Lock()
+	c.warming++
+	c.mu.Unlock()
+	for _, obj := range objs {
+		if name, ok := c.informerName(obj); ok {
+			c.mu.Lock()
+			c.known[name] = true
+			c.mu.Unlock()
+		}
+	}
+}
+
+func (c *watchedCache) warmed() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.warming--
+}
+
+func (c *watchedCache) allWarmed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.warming <= 0
 }
 
 func newWatchedCache(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
@@ -137,21 +166,52 @@ func LateInformers(mgr ctrl.Manager) []string {
 	return nil
 }
 
-// warmInformers registers the informers of objs before the manager starts,
-// so that they sync with the cache rather than on their first reader.
-func warmInformers(ctx context.Context, mgr ctrl.Manager, objs []client.Object) error {
-	for _, obj := range objs {
-		if _, err := mgr.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
+// warmInformers starts the informers of objs as soon as the manager's cache
+// has started, before any controller reads them, so that they sync at the
+// start rather than on their first reader. They are not registered before
+// the start: the manager waits for every informer registered then to sync
+// before it starts anything else, and an informer that never syncs (a
+// permission the manager's role lacks) would leave it hanging, unstoppable
+// (controller-runtime's start loop ignores its context while it waits). A
+// controller's own watch of such a kind fails after its cache sync timeout,
+// which a user sees.
+func warmInformers(_ context.Context, mgr ctrl.Manager, objs []client.Object) error {
+	c, _ := mgr.GetCache().(*watchedCache)
+	if c != nil {
+		c.expect(objs)
+	}
+	return mgr.Add(warmer{cache: mgr.GetCache(), watched: c, objs: objs})
+}
+
+// warmer is the runnable warmInformers adds: on every replica, leader or
+// not, right after the caches started.
+type warmer struct {
+	cache   cache.Cache
+	watched *watchedCache
+	objs    []client.Object
+}
+
+func (w warmer) Start(ctx context.Context) error {
+	if w.watched != nil {
+		defer w.watched.warmed()
+	}
+	for _, obj := range w.objs {
+		if _, err := w.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// informersSynced is the readiness check that every informer registered
-// before the start (warmInformers' and the components' own) has synced.
+func (warmer) NeedLeaderElection() bool { return false }
+
+// informersSynced is the readiness check that every informer warmInformers
+// starts (and any other started so far) has synced.
 func informersSynced(c cache.Cache) func(*http.Request) error {
 	return func(r *http.Request) error {
+		if w, ok := c.(*watchedCache); ok && !w.allWarmed() {
+			return errInformersSyncing
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Millisecond)
 		defer cancel()
 		if !c.WaitForCacheSync(ctx) {

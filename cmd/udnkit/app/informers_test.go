@@ -71,3 +71,34 @@ func podMetadataList() *metav1.PartialObjectMetadataList {
 	l.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
 	return l
 }
+
+// warmInformers' kinds are not late when their warmer starts them after the
+// cache, and /readyz/informers waits for every warmer to have started its.
+func TestWarmedInformersAfterTheStart(t *testing.T) {
+	ctx := context.Background()
+	s := scheme.New()
+	synced := true
+	fake := &informertest.FakeInformers{Scheme: s, Synced: &synced}
+	c := &watchedCache{Cache: fake, scheme: s, log: logr.Discard(), known: map[string]bool{}}
+	objs := []client.Object{&corev1.Node{}, &corev1.Service{}}
+	c.expect(objs)
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check := informersSynced(c)
+	if err := check(httptest.NewRequest("GET", "/readyz/informers", nil)); err == nil {
+		t.Error("the check passed before the warmer started its informers")
+	}
+	if err := (warmer{cache: c, watched: c, objs: objs}).Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if late := c.Late(); len(late) != 0 {
+		t.Errorf("warmed informers reported late: %v", late)
+	}
+	if err := check(httptest.NewRequest("GET", "/readyz/informers", nil)); err != nil {
+		t.Errorf("the check failed once the warmer was through and the informers synced: %v", err)
+	}
+	if _, ok := fake.InformersByGVK[corev1.SchemeGroupVersion.WithKind("Node")]; !ok {
+		t.Error("the warmer did not start the Node informer")
+	}
+}
