@@ -113,9 +113,17 @@ type network struct {
 	secondary bool
 	// id is the network ID.
 	id int
+	// cudn marks a namespace's share of a ClusterUserDefinedNetwork (the
+	// CUDN is name): its NAD in namespace, whose owner is the CUDN.
+	cudn bool
 }
 
-func (n *network) ovnName() string { return ovnk.UDNNetworkName(n.namespace, n.name) }
+func (n *network) ovnName() string {
+	if n.cudn {
+		return ovnk.CUDNNetworkName(n.name)
+	}
+	return ovnk.UDNNetworkName(n.namespace, n.name)
+}
 
 // ovnk is the network as OVN-Kubernetes' controllers read it.
 func (n *network) ovnk() *datapath.Network {
@@ -145,8 +153,30 @@ func newNetwork(t testing.TB, namespace, name string, id int, subnets ...string)
 // keys from the interconnect range.
 func newLayer2Network(t testing.TB, role udnv1.NetworkRole, namespace, name string, id int, subnets ...string) *network {
 	t.Helper()
+	return renderLayer2(t, &network{namespace: namespace, name: name, id: id, secondary: role == udnv1.NetworkRoleSecondary}, subnets...)
+}
+
+// newCUDNLayer2 renders a Primary Layer2 ClusterUserDefinedNetwork's NADs,
+// one per namespace (as the CUDN's namespace selector picks them), with
+// network ID id: one network value per namespace, all of the same OVN network.
+func newCUDNLayer2(t testing.TB, name string, id int, namespaces []string, subnets ...string) []*network {
+	t.Helper()
+	var out []*network
+	for _, ns := range namespaces {
+		out = append(out, renderLayer2(t, &network{namespace: ns, name: name, id: id, cudn: true}, subnets...))
+	}
+	return out
+}
+
+// renderLayer2 gives n (its namespace, name, id, role and owner kind set)
+// its subnets and NAD.
+func renderLayer2(t testing.TB, n *network, subnets ...string) *network {
+	t.Helper()
+	role := udnv1.NetworkRolePrimary
+	if n.secondary {
+		role = udnv1.NetworkRoleSecondary
+	}
 	spec := udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{Role: role}}
-	n := &network{namespace: namespace, name: name, id: id, secondary: role == udnv1.NetworkRoleSecondary}
 	for _, s := range subnets {
 		spec.Layer2.Subnets = append(spec.Layer2.Subnets, udnv1.CIDR(s))
 		n.subnets = append(n.subnets, netip.MustParsePrefix(s))
@@ -155,12 +185,16 @@ func newLayer2Network(t testing.TB, role udnv1.NetworkRole, namespace, name stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := ovnk.NetworkIDs{ID: id, HasID: true}
+	ids := ovnk.NetworkIDs{ID: n.id, HasID: true}
 	if !n.secondary {
-		ids.TunnelKeys = []int{16715776 + 2*id, 16715777 + 2*id}
+		ids.TunnelKeys = []int{16715776 + 2*n.id, 16715777 + 2*n.id}
 	}
-	n.nad, err = netconf.NewNAD(netconf.NADSource{Kind: udnv1.KindUserDefinedNetwork,
-		Meta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID(namespace + "-" + name)}, Spec: spec}, namespace, cfg, transit, ids)
+	src := netconf.NADSource{Kind: udnv1.KindUserDefinedNetwork,
+		Meta: metav1.ObjectMeta{Namespace: n.namespace, Name: n.name, UID: types.UID(n.namespace + "-" + n.name)}, Spec: spec}
+	if n.cudn {
+		src.Kind, src.Meta = udnv1.KindClusterUserDefinedNetwork, metav1.ObjectMeta{Name: n.name, UID: types.UID("cudn-" + n.name)}
+	}
+	n.nad, err = netconf.NewNAD(src, n.namespace, cfg, transit, ids)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,10 +297,23 @@ func apiState(t testing.TB, c *datapath.Cluster, nets ...*network) client.Client
 	for i, n := range c.Nodes {
 		b = b.WithObjects(nodeObject(t, i, n))
 	}
+	cudns := map[string]bool{}
 	for _, net := range nets {
-		owner := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: net.namespace, Name: net.name,
-			UID: net.nad.GetOwnerReferences()[0].UID, Annotations: net.nad.GetAnnotations()}}
-		b = b.WithObjects(net.nad.DeepCopy(), owner)
+		meta := metav1.ObjectMeta{Namespace: net.namespace, Name: net.name, UID: net.nad.GetOwnerReferences()[0].UID, Annotations: net.nad.GetAnnotations()}
+		var owner client.Object = &udnv1.UserDefinedNetwork{ObjectMeta: meta}
+		if net.cudn {
+			// One CUDN owns the NADs of all its namespaces.
+			meta.Namespace = ""
+			owner = &udnv1.ClusterUserDefinedNetwork{ObjectMeta: meta}
+			if cudns[net.name] {
+				owner = nil
+			}
+			cudns[net.name] = true
+		}
+		b = b.WithObjects(net.nad.DeepCopy())
+		if owner != nil {
+			b = b.WithObjects(owner)
+		}
 	}
 	return b.WithObjects(objs...).Build()
 }

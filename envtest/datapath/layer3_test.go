@@ -89,15 +89,7 @@ func layer3Pod(t *testing.T, c *datapath.Cluster, net *network, n l3node, name s
 	t.Helper()
 	ip := netip.PrefixFrom(ovnk.MustAddrAt(n.Host, 5), n.Host.Bits())
 	mac := ovnk.MACFromIP(ip.Addr())
-	pn := podannotation.PodNetwork{IPAddresses: []string{ip.String()}, MACAddress: mac.String(), GatewayIPs: []string{ovnk.MustAddrAt(n.Host, 1).String()},
-		IPAddress: ip.String(), GatewayIP: ovnk.MustAddrAt(n.Host, 1).String(), Role: podannotation.RolePrimary}
-	for _, s := range net.subnets {
-		pn.Routes = append(pn.Routes, podannotation.PodRoute{Dest: s.String(), NextHop: pn.GatewayIP})
-	}
-	v, err := podannotation.PodNetworks{net.key(): pn}.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := layer3PodNetworks(t, net, n)
 	port := datapath.PodPort{Network: net.ovnk(), Switch: ovnk.NetworkPrefix(net.ovnName()) + n.Node.Name, Namespace: net.namespace,
 		Pod: name, Node: n.Node, Addresses: mac.String() + " " + ip.Addr().String(), LocalOnly: true}
 	if err := c.WritePodPort(port); err != nil {
@@ -109,6 +101,26 @@ func layer3Pod(t *testing.T, c *datapath.Cluster, net *network, n l3node, name s
 		t.Fatalf("%v\n%s", err, n.Node.Logs(20))
 	}
 	return p
+}
+
+// layer3PodNetworks is the k8s.ovn.org/pod-networks of layer3Pod's pod
+// on node n: its address at offset 5 of the host subnet, the host
+// subnet's first address as gateway, a route to each of the network's
+// subnets through it.
+func layer3PodNetworks(t testing.TB, net *network, n l3node) string {
+	t.Helper()
+	ip := netip.PrefixFrom(ovnk.MustAddrAt(n.Host, 5), n.Host.Bits())
+	gw := ovnk.MustAddrAt(n.Host, 1).String()
+	pn := podannotation.PodNetwork{IPAddresses: []string{ip.String()}, MACAddress: ovnk.MACFromIP(ip.Addr()).String(), GatewayIPs: []string{gw},
+		IPAddress: ip.String(), GatewayIP: gw, Role: podannotation.RolePrimary}
+	for _, s := range net.subnets {
+		pn.Routes = append(pn.Routes, podannotation.PodRoute{Dest: s.String(), NextHop: gw})
+	}
+	v, err := podannotation.PodNetworks{net.key(): pn}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // TestLayer3AppendedSubnet sends packets through a Primary Layer3 network

@@ -3,6 +3,7 @@ package datapath_test
 import (
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,21 +41,43 @@ type policyRun struct {
 // TCP echo server in each.
 func newPolicyRun(t *testing.T, c *datapath.Cluster, net *network) *policyRun {
 	t.Helper()
-	r := &policyRun{c: c, net: net,
-		server: &pod{net: net, name: "server", node: c.Node("node-b"), index: 5, tunnelID: 10, labels: map[string]string{"app": "server"}},
-		client: &pod{net: net, name: "client", node: c.Node("node-a"), index: 6, tunnelID: 11, labels: map[string]string{"role": "client"}},
-		other:  &pod{net: net, name: "other", node: c.Node("node-c"), index: 7, tunnelID: 12, labels: map[string]string{"role": "other"}},
+	return startPolicyRun(t, c, layer2Pods,
+		&pod{net: net, name: "server", node: c.Node("node-b"), index: 5, tunnelID: 10, labels: map[string]string{"app": "server"}},
+		&pod{net: net, name: "client", node: c.Node("node-a"), index: 6, tunnelID: 11, labels: map[string]string{"role": "client"}},
+		&pod{net: net, name: "other", node: c.Node("node-c"), index: 7, tunnelID: 12, labels: map[string]string{"role": "other"}})
+}
+
+// layer2Pods programs the pods' Layer2 networks in every zone, puts the
+// pods into the API state and starts them.
+func layer2Pods(t *testing.T, c *datapath.Cluster, all []*pod) {
+	t.Helper()
+	var nets []*network
+	for _, p := range all {
+		if !slices.Contains(nets, p.net) {
+			nets = append(nets, p.net)
+		}
 	}
-	ns := testobj.MakeNamespace(net.namespace)
-	if !net.secondary {
-		ns = ns.Primary()
-	}
-	setObjects(ns.Obj())
-	t.Cleanup(func() { dropObjects(r.policies...) })
-	all := []*pod{r.server, r.client, r.other}
-	program(t, c, net)
+	program(t, c, nets...)
 	podPorts(t, c, all...)
 	startPods(t, c, all...)
+}
+
+// startPolicyRun puts the pods' namespaces into the API state, has start
+// program their networks and start them, then starts a TCP echo server in
+// each; the run's network is the server's.
+func startPolicyRun(t *testing.T, c *datapath.Cluster, start func(*testing.T, *datapath.Cluster, []*pod), server, client, other *pod) *policyRun {
+	t.Helper()
+	r := &policyRun{c: c, net: server.net, server: server, client: client, other: other}
+	all := []*pod{r.server, r.client, r.other}
+	for _, p := range all {
+		ns := testobj.MakeNamespace(p.net.namespace)
+		if !p.net.secondary {
+			ns = ns.Primary()
+		}
+		setObjects(ns.Obj())
+	}
+	t.Cleanup(func() { dropObjects(r.policies...) })
+	start(t, c, all)
 	for _, p := range all {
 		stop, err := p.datapath.ServeTCP(tcpPort)
 		if err != nil {
@@ -64,6 +87,17 @@ func newPolicyRun(t *testing.T, c *datapath.Cluster, net *network) *policyRun {
 	}
 	r.apply(t)
 	return r
+}
+
+// families are the run's network's IP families (v6 false, true).
+func (r *policyRun) families() []bool {
+	var out []bool
+	for _, v6 := range []bool{false, true} {
+		if slices.ContainsFunc(r.net.subnets, func(s netip.Prefix) bool { return s.Addr().Is6() == v6 }) {
+			out = append(out, v6)
+		}
+	}
+	return out
 }
 
 // program runs udnkit's network-policy defaults reconciler (the network's
@@ -168,7 +202,7 @@ func denies(t *testing.T, from, to *pod, v6 bool) {
 // its second (admitted) or does not (denied).
 func (r *policyRun) check(t *testing.T, admitted, denied [][2]*pod) {
 	t.Helper()
-	for _, v6 := range []bool{false, true} {
+	for _, v6 := range r.families() {
 		for _, p := range denied {
 			denies(t, p[0], p[1], v6)
 		}
@@ -213,7 +247,7 @@ func (r *policyRun) withoutSelectorSets(t *testing.T) {
 	sets := strings.Fields(nb.Must(t, "--bare", "--columns=name", "find", "Address_Set",
 		"external_ids:"+ovnk.ExternalIDOwnerType+"=PodSelector",
 		"external_ids:"+ovnk.ExternalIDOwnerController+"="+policy.NetworkController(r.net.ovnName())))
-	if len(sets) != 2 {
+	if len(sets) != len(r.families()) {
 		t.Fatalf("%s's zone has pod-selector address sets %v for %s, want one per family", r.server.node.Name, sets, r.net.ovnName())
 	}
 	for _, s := range sets {

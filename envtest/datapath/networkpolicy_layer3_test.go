@@ -1,0 +1,85 @@
+package datapath_test
+
+import (
+	"net/netip"
+	"testing"
+
+	networkingv1 "k8s.io/api/networking/v1"
+
+	"github.com/udnkit/udnkit/envtest/datapath"
+	"github.com/udnkit/udnkit/internal/testobj"
+	"github.com/udnkit/udnkit/ovnk"
+)
+
+// layer3PolicyPods returns the start of a policy run on a Primary Layer3
+// network: it publishes the nodes' host subnets, programs the network with
+// udnkit's Layer3 reconciler in every zone, puts each pod into the API
+// state with its k8s.ovn.org/pod-networks and labels, and starts it on its
+// node's switch (layer3Pod).
+func layer3PolicyPods(nodes []l3node) func(*testing.T, *datapath.Cluster, []*pod) {
+	return func(t *testing.T, c *datapath.Cluster, all []*pod) {
+		t.Helper()
+		net := all[0].net
+		setLayer3Hosts(net, nodes)
+		programLayer3(t, c, net)
+		for _, p := range all {
+			for _, n := range nodes {
+				if n.Node != p.node {
+					continue
+				}
+				setPods(testobj.MakePod(net.namespace, p.name).Node(p.node.Name).Running().Labels(p.labels).
+					Annotations(map[string]string{ovnk.AnnotationPodNetworks: layer3PodNetworks(t, net, n)}).Obj())
+				p.datapath = layer3Pod(t, c, net, n, p.name)
+			}
+			if p.datapath == nil {
+				t.Fatalf("no host subnet for %s's node %s", p.name, p.node.Name)
+			}
+		}
+	}
+}
+
+// TestNetworkPolicyLayer3 sends packets through the ACLs udnkit's
+// NetworkPolicy controller writes for a Primary Layer3 UDN (IPv4)
+// programmed in three zones by udnkit's Layer3 reconciler, from
+// NetworkPolicy, Namespace and Pod objects, with the server on node-b's
+// switch, a client labelled role=client on node-a's and another pod on
+// node-c's, so every packet crosses the cluster routers and the transit
+// switch: without a policy both reach the server; an ingress default-deny
+// policy on the server drops both while the server still opens its own
+// connections; an allow rule by pod label admits the labelled client and
+// not the other; removing the policies restores traffic. Each check has a
+// mutation of a row udnkit wrote in the server's zone that must break it,
+// after which the reconciler's next pass heals it.
+func TestNetworkPolicyLayer3(t *testing.T) {
+	c := needCluster(t)
+	net := newLayer3Network(t, "tenant-pol3", "pol3", 17, "10.172.0.0/16")
+	nodes := []l3node{
+		{c.Node("node-a"), 2, netip.MustParsePrefix("10.172.2.0/24")},
+		{c.Node("node-b"), 3, netip.MustParsePrefix("10.172.3.0/24")},
+		{c.Node("node-c"), 4, netip.MustParsePrefix("10.172.4.0/24")},
+	}
+	r := startPolicyRun(t, c, layer3PolicyPods(nodes),
+		&pod{net: net, name: "server", node: c.Node("node-b"), labels: map[string]string{"app": "server"}},
+		&pod{net: net, name: "client", node: c.Node("node-a"), labels: map[string]string{"role": "client"}},
+		&pod{net: net, name: "other", node: c.Node("node-c"), labels: map[string]string{"role": "other"}})
+	server, client, other := r.server, r.client, r.other
+	in := networkingv1.PolicyTypeIngress
+
+	t.Run("without a policy pods on other nodes reach the server (ICMP and TCP)", func(t *testing.T) {
+		r.check(t, [][2]*pod{{client, server}, {other, server}, {server, client}}, nil)
+	})
+	t.Run("an ingress default-deny policy drops new connections from other nodes to the pod it selects", func(t *testing.T) {
+		r.apply(t, r.netpol("deny-in", in))
+		r.check(t, [][2]*pod{{server, client}, {other, client}}, [][2]*pod{{client, server}, {other, server}})
+		r.withoutDrop(t, true)
+	})
+	t.Run("an allow rule by pod label admits the labelled client and not the other", func(t *testing.T) {
+		r.apply(t, r.netpol("allow-client", in, labelPeer(client)))
+		r.check(t, [][2]*pod{{client, server}}, [][2]*pod{{other, server}})
+		r.withoutSelectorSets(t)
+	})
+	t.Run("removing the policies restores traffic", func(t *testing.T) {
+		r.apply(t)
+		r.check(t, [][2]*pod{{client, server}, {other, server}}, nil)
+	})
+}
