@@ -2,10 +2,14 @@ package datapath_test
 
 import (
 	"net/netip"
+	"strconv"
+	"strings"
 	"testing"
 
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
+	netpolrows "github.com/udnkit/udnkit/dataplane/topology/networkpolicy"
 	"github.com/udnkit/udnkit/envtest/datapath"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
@@ -47,7 +51,9 @@ func layer3PolicyPods(nodes []l3node) func(*testing.T, *datapath.Cluster, []*pod
 // switch: without a policy both reach the server; an ingress default-deny
 // policy on the server drops both while the server still opens its own
 // connections; an allow rule by pod label admits the labelled client and
-// not the other; removing the policies restores traffic. Each check has a
+// not the other; a rule whose only port is a named one opens TCP to every
+// port of the server, as upstream writes it; removing the policies
+// restores traffic. Each check has a
 // mutation of a row udnkit wrote in the server's zone that must break it,
 // after which the reconciler's next pass heals it.
 func TestNetworkPolicyLayer3(t *testing.T) {
@@ -78,8 +84,64 @@ func TestNetworkPolicyLayer3(t *testing.T) {
 		r.check(t, [][2]*pod{{client, server}}, [][2]*pod{{other, server}})
 		r.withoutSelectorSets(t)
 	})
+	t.Run("a named port opens the rule's whole protocol, as upstream's addPortPolicy does (TCP to any port, not ICMP)", func(t *testing.T) {
+		r.namedPort(t)
+	})
 	t.Run("removing the policies restores traffic", func(t *testing.T) {
 		r.apply(t)
 		r.check(t, [][2]*pod{{client, server}, {other, server}}, nil)
 	})
+}
+
+// namedPort checks a rule whose only port is the named port "http":
+// upstream's addPortPolicy reads Port.IntVal, 0 for a name, so the rule
+// allows the protocol on every port (it resolves named ports only for
+// AdminNetworkPolicies), and udnkit's builder does the same. Mutation: the
+// rule's ACL narrowed to the server's port 8080 in the server's zone, as a
+// builder resolving the name would write it, closes the other port until
+// the reconciler's next pass.
+func (r *policyRun) namedPort(t *testing.T) {
+	t.Helper()
+	server, client := r.server, r.client
+	stop, err := server.datapath.ServeTCP(tcpPort + 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	np := r.netpol("allow-http", networkingv1.PolicyTypeIngress, nil)
+	http := intstr.FromString("http")
+	np.Spec.Ingress[0].Ports = []networkingv1.NetworkPolicyPort{{Port: &http}}
+	r.apply(t, np)
+	otherPort := func(open bool) {
+		t.Helper()
+		err := client.datapath.TCPEcho(server.ip(false), tcpPort+1, reachTimeout)
+		if open && err != nil {
+			t.Fatalf("the named-port rule did not open TCP port %d: %v", tcpPort+1, err)
+		}
+		if !open && err == nil {
+			t.Fatalf("the client completed a TCP echo with port %d, which the narrowed ACL does not open", tcpPort+1)
+		}
+	}
+	if err := client.datapath.TCPEcho(server.ip(false), tcpPort, reachTimeout); err != nil {
+		t.Fatal(err)
+	}
+	otherPort(true)
+	unreachable(t, client, server.ip(false))
+
+	nb := server.node.NB()
+	pg := netpolrows.PolicyPortGroup(r.net.ovnName(), r.net.namespace, "allow-http")
+	acls := strings.Fields(nb.Must(t, "--bare", "--columns=acls", "list", "Port_Group", pg))
+	if len(acls) != 1 {
+		t.Fatalf("port group %s has ACLs %v, want the rule's one", pg, acls)
+	}
+	match := nb.Must(t, "--bare", "--columns=match", "list", "ACL", acls[0])
+	narrowed := strings.Replace(match, " && tcp && ", " && tcp && tcp.dst=="+strconv.Itoa(tcpPort)+" && ", 1)
+	if narrowed == match {
+		t.Fatalf("the rule's ACL match %q is not the whole of TCP", match)
+	}
+	nb.Must(t, "set", "ACL", acls[0], "match="+strconv.Quote(narrowed))
+	settle(t, r.c)
+	otherPort(false)
+	r.program(t)
+	otherPort(true)
 }
