@@ -50,7 +50,8 @@ func layer3PolicyPods(nodes []l3node) func(*testing.T, *datapath.Cluster, []*pod
 // node-c's, so every packet crosses the cluster routers and the transit
 // switch: without a policy both reach the server; an ingress default-deny
 // policy on the server drops both while the server still opens its own
-// connections; an allow rule by pod label admits the labelled client and
+// connections, and an egress one on the client stops that client's new
+// connections only; an allow rule by pod label admits the labelled client and
 // not the other; a rule whose only port is a named one opens TCP to every
 // port of the server, as upstream writes it; removing the policies
 // restores traffic. Each check has a
@@ -78,6 +79,11 @@ func TestNetworkPolicyLayer3(t *testing.T) {
 		r.apply(t, r.netpol("deny-in", in))
 		r.check(t, [][2]*pod{{server, client}, {other, client}}, [][2]*pod{{client, server}, {other, server}})
 		r.withoutDrop(t, true)
+	})
+	t.Run("an egress default-deny policy drops new connections from the pod it selects to other nodes", func(t *testing.T) {
+		r.apply(t, r.netpol("deny-out", networkingv1.PolicyTypeEgress))
+		r.check(t, [][2]*pod{{server, client}, {other, server}}, [][2]*pod{{client, server}, {client, other}})
+		r.withoutDrop(t, false)
 	})
 	t.Run("an allow rule by pod label admits the labelled client and not the other", func(t *testing.T) {
 		r.apply(t, r.netpol("allow-client", in, labelPeer(client)))
