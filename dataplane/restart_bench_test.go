@@ -1,0 +1,248 @@
+package dataplane
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/netip"
+	"os/exec"
+	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/udnkit/udnkit/dataplane/internal/schema"
+	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/ovnk"
+)
+
+// restartNetworks builds n Primary networks of nodes nodes each, half
+// Layer2 and half Layer3, as a zone's dataplane programs them (the first
+// node local).
+func restartNetworks(b *testing.B, n, nodes int) []*rows.Desired {
+	var out []*rows.Desired
+	for i := range n {
+		name := "ns" + strconv.Itoa(i) + "_net"
+		var d *rows.Desired
+		var err error
+		if i%2 == 0 {
+			net := benchNetwork()
+			net.Name = name
+			net.SwitchTunnelKey = 16711685 + 2*i
+			net.TransitRouterTunnelKey = 16711686 + 2*i
+			d, err = topology.Layer2Topology(net, manyNodes(nodes))
+		} else {
+			net := topology.Layer3Network{Name: name, Subnets: []netip.Prefix{pfx("10.128.0.0/14")}, JoinSubnets: []netip.Prefix{pfx("100.65.0.0/16")},
+				ClusterIPv4: true, TransitSubnets: []netip.Prefix{ovnk.DefaultTransitSubnetV4}, TransitSwitchTunnelKey: 16711685 + 2*i,
+				GatewayMasqueradeIPs: []netip.Addr{addr("169.254.0.13")}, ManagementMasqueradeIPs: []netip.Addr{addr("169.254.0.14")},
+				MasqueradeSubnets: []netip.Prefix{pfx("169.254.0.0/17")}}
+			l3 := make([]topology.Layer3Node, nodes)
+			for j := range l3 {
+				node := "node" + strconv.Itoa(j+1)
+				l3[j] = topology.Layer3Node{Name: node, ID: j + 2, Local: j == 0, Chassis: chassisOf(node), NoGateway: true,
+					HostSubnets: []netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(128 + j/256), byte(j % 256), 0}), 24)}}
+			}
+			d, err = topology.Layer3Topology(net, l3)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// replan applies every network with the zone controllers' default number
+// of workers; each Apply must find nothing to write.
+func replan(b *testing.B, ctx context.Context, c *Client, nets []*rows.Desired, wantNoOps bool) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, len(nets))
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(nets) {
+					return
+				}
+				res, err := c.Apply(ctx, nets[i])
+				if err == nil && wantNoOps && res.Operations != 0 {
+					b.Errorf("network %d: re-plan after restart wrote %d operations, want 0", i, res.Operations)
+				}
+				if err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}
+
+// heapObjects is the heap's bytes in objects, live or not yet swept: what
+// the process holds between collections.
+func heapObjects() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// liveHeap collects and returns the live heap.
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	return heapObjects()
+}
+
+// BenchmarkRestart64Networks is a zone's dataplane restarting on a
+// Northbound database that holds 64 networks of 100 nodes (half Layer2,
+// half Layer3) as udnkit wrote them: a fresh client connects, copies the
+// database into its cache and plans every network again (nothing to
+// write). The baseline of the same iteration is `ovsdb-client dump` of the
+// same database. It reports both, their ratio (restart/dump), the heap the
+// restart peaked at over the heap before it (peak-MB) and the live heap
+// of the converged client (live-MB), and their ratio (peak/live).
+func BenchmarkRestart64Networks(b *testing.B) {
+	e := newEnv(b)
+	nets := restartNetworks(b, 64, 100)
+	replan(b, e.ctx, e.c, nets, false)
+	e.c.Close()
+	cfg := Config{NBAddress: e.db.NB.Address(), SBAddress: e.db.SB.Address()}
+	var restarts, connects, dumps, raws []time.Duration
+	var peaks, lives, connectPeaks []float64
+	for b.Loop() {
+		start := time.Now()
+		if out, err := exec.Command("ovsdb-client", "dump", e.db.NB.Address(), "OVN_Northbound").CombinedOutput(); err != nil {
+			b.Fatalf("ovsdb-client dump: %v: %s", err, out)
+		}
+		dumps = append(dumps, time.Since(start))
+
+		start = time.Now()
+		rawMonitor(b, e.db.NB.Address())
+		raws = append(raws, time.Since(start))
+
+		base := liveHeap()
+		var peak atomic.Uint64
+		stop := make(chan struct{})
+		sampled := make(chan struct{})
+		go func() {
+			defer close(sampled)
+			t := time.NewTicker(time.Millisecond)
+			defer t.Stop()
+			for {
+				if h := heapObjects(); h > peak.Load() {
+					peak.Store(h)
+				}
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+				}
+			}
+		}()
+		var c *Client
+		// The restart's goroutines (libovsdb's included) carry the label
+		// phase=restart: -cpuprofile's samples of it alone are
+		// `go tool pprof -tagfocus phase=restart`.
+		pprof.Do(e.ctx, pprof.Labels("phase", "restart"), func(context.Context) {
+			start = time.Now()
+			var err error
+			if c, err = dial(e.ctx, cfg, nil); err != nil {
+				b.Fatal(err)
+			}
+			connects = append(connects, time.Since(start))
+			connectPeaks = append(connectPeaks, float64(max(peak.Load(), heapObjects())-base)/(1<<20))
+			replan(b, e.ctx, c, nets, true)
+			restarts = append(restarts, time.Since(start))
+		})
+		close(stop)
+		<-sampled
+		live := liveHeap()
+		peaks = append(peaks, float64(peak.Load()-base)/(1<<20))
+		lives = append(lives, float64(live-base)/(1<<20))
+		c.Close()
+	}
+	ratios := make([]float64, len(restarts))
+	for i := range restarts {
+		ratios[i] = float64(restarts[i]) / float64(dumps[i])
+	}
+	mr := make([]float64, len(peaks))
+	for i := range peaks {
+		mr[i] = peaks[i] / lives[i]
+	}
+	b.ReportMetric(medianMs(restarts), "restart-ms")
+	b.ReportMetric(medianMs(connects), "connect-ms")
+	b.ReportMetric(medianMs(dumps), "dump-ms")
+	b.ReportMetric(medianMs(raws), "raw-monitor-ms")
+	b.ReportMetric(median(ratios), "restart/dump")
+	b.ReportMetric(median(peaks), "peak-MB")
+	b.ReportMetric(median(connectPeaks), "connect-peak-MB")
+	b.ReportMetric(median(lives), "live-MB")
+	b.ReportMetric(median(mr), "peak/live")
+	b.Logf("restart/dump %v; peak/live %v", sorted(ratios), sorted(mr))
+}
+
+// rawMonitor sends the Northbound monitor request udnkit's cache sends (every
+// table, every column) on a plain connection and reads its reply as bytes:
+// what the server takes to compose and send the initial copy, and a client
+// to receive it, with no decoding.
+func rawMonitor(b *testing.B, address string) {
+	conn, err := net.Dial("unix", strings.TrimPrefix(address, "unix:"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	tables := map[string]any{}
+	for _, t := range schema.Tables() {
+		if t.DB == schema.Northbound && t.Monitor != nil {
+			tables[t.Name] = []any{map[string]any{}}
+		}
+	}
+	req := map[string]any{"id": 1, "method": "monitor_cond_since",
+		"params": []any{schema.Northbound, nil, tables, "00000000-0000-0000-0000-000000000000"}}
+	if err := json.NewEncoder(conn).Encode(req); err != nil {
+		b.Fatal(err)
+	}
+	var reply struct {
+		ID     any             `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  any             `json:"error"`
+	}
+	if err := json.NewDecoder(conn).Decode(&reply); err != nil || reply.Error != nil || len(reply.Result) == 0 {
+		b.Fatalf("monitor_cond_since: %v %v", err, reply.Error)
+	}
+}
+
+func sorted(xs []float64) []float64 {
+	out := append([]float64(nil), xs...)
+	sort.Float64s(out)
+	return out
+}
+
+func median(xs []float64) float64 {
+	s := sorted(xs)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}
+
+func medianMs(ds []time.Duration) float64 {
+	ms := make([]float64, len(ds))
+	for i, d := range ds {
+		ms[i] = float64(d) / float64(time.Millisecond)
+	}
+	return median(ms)
+}
