@@ -58,10 +58,13 @@ func (e *env) routeUUIDs(prefix string) string {
 	return e.nbctl("--bare", "--columns=_uuid", "find", "Logical_Router_Static_Route", "ip_prefix=\""+prefix+"\"")
 }
 
-// Every ClusterIP of every UDN-enabled service that exists is routed on the
-// transit router to the management port of its family, marked with the
-// service's key; a service that goes away loses its routes and nothing else
-// changes; a headless service and a family the network lacks get none.
+// Each UDN-enabled service that exists has its spec.clusterIP (the first of
+// its ClusterIPs; the other family of a dual-stack service is not routed,
+// as upstream's configureUDNEnabledServiceRoute in
+// ovn/controller/services/services_controller.go) routed on the transit
+// router to the management port of its family, marked with the service's
+// key; a service that goes away loses its route and nothing else changes; a
+// headless service and a family the network lacks get none.
 func TestServiceRoutesFollowTheServices(t *testing.T) {
 	e := newEnv(t)
 	net, nodes := exampleV4()
@@ -71,9 +74,7 @@ func TestServiceRoutesFollowTheServices(t *testing.T) {
 	e.apply(mustLayer2(t, net, nodes))
 	wantLines(t, "service routes", e.serviceRoutes(),
 		"10.96.0.1 203.203.0.2 dst-ip default/kubernetes",
-		"fd00:10:96::1 2010:100:200::2 dst-ip default/kubernetes",
 		"10.96.0.10 203.203.0.2 dst-ip kube-system/kube-dns",
-		"fd00:10:96::a 2010:100:200::2 dst-ip kube-system/kube-dns",
 	)
 	for _, r := range strings.Split(e.nbctl("lr-route-list", gr1), "\n") {
 		if strings.Contains(r, "10.96.") || strings.Contains(r, "fd00:10:96") {
@@ -84,13 +85,20 @@ func TestServiceRoutesFollowTheServices(t *testing.T) {
 		t.Errorf("second apply sent %d operations, want 0", ops)
 	}
 
-	// kube-dns deleted: its two routes go, the API's stay as they are.
+	// kube-dns deleted: its route goes, the API's stays as it is.
 	api := e.routeUUIDs("10.96.0.1")
 	net.Services = apiAndDNS()[:1]
 	e.apply(mustLayer2(t, net, nodes))
 	wantLines(t, "service routes after kube-dns is deleted", e.serviceRoutes(),
 		"10.96.0.1 203.203.0.2 dst-ip default/kubernetes",
-		"fd00:10:96::1 2010:100:200::2 dst-ip default/kubernetes",
+	)
+	// An IPv6-first dual-stack service: its IPv6 ClusterIP only.
+	net.Services = append(apiAndDNS()[:1], topology.UDNEnabledService{Key: "kube-system/kube-dns",
+		ClusterIPs: []netip.Addr{addr("fd00:10:96::a"), addr("10.96.0.10")}})
+	e.apply(mustLayer2(t, net, nodes))
+	wantLines(t, "service routes with an IPv6-first kube-dns", e.serviceRoutes(),
+		"10.96.0.1 203.203.0.2 dst-ip default/kubernetes",
+		"fd00:10:96::a 2010:100:200::2 dst-ip kube-system/kube-dns",
 	)
 	if got := e.routeUUIDs("10.96.0.1"); got != api {
 		t.Errorf("the API route was replaced (%s, was %s) when another service went away", got, api)

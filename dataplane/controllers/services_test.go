@@ -19,9 +19,10 @@ import (
 // The UDN-enabled services (upstream's default list) as a real apiserver
 // has them: default/kubernetes, which the apiserver creates itself, is
 // routed from the start; kube-dns, missing at first, gets no route and
-// causes no failing reconcile, gets both its ClusterIPs routed to the
-// management port of their family once created dual-stack, and loses them
-// once deleted. A Service not listed is neither cached nor routed.
+// causes no failing reconcile, gets its spec.clusterIP routed to the
+// management port of its family once created dual-stack (not its second
+// family, as upstream), and loses it once deleted. A Service not listed is
+// neither cached nor routed.
 func TestLayer2RoutesTheUDNEnabledServices(t *testing.T) {
 	s := newStackWith(t, envtest.Options{ServiceClusterIPRange: "10.0.0.0/24,fd00:10:96::/112"})
 	o := s.opts()
@@ -58,8 +59,8 @@ func TestLayer2RoutesTheUDNEnabledServices(t *testing.T) {
 		Spec: corev1.ServiceSpec{IPFamilyPolicy: &dualStack, ClusterIP: "10.0.0.10", ClusterIPs: []string{"10.0.0.10", "fd00:10:96::a"},
 			Ports: []corev1.ServicePort{{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}}}}
 	s.create(dns)
-	want := strings.Join([]string{apiRoute, "10.0.0.10 203.203.0.2 kube-system/kube-dns", "fd00:10:96::a 2010:100:200::2 kube-system/kube-dns"}, "\n")
-	s.eventually("kube-dns routed in both families", func() bool { return s.serviceRoutes() == want })
+	want := strings.Join([]string{apiRoute, "10.0.0.10 203.203.0.2 kube-system/kube-dns"}, "\n")
+	s.eventually("kube-dns's spec.clusterIP routed", func() bool { return s.serviceRoutes() == want })
 
 	var cached corev1.ServiceList
 	if err := r.Layer2.Services.List(s.ctx, &cached); err != nil {
@@ -77,7 +78,7 @@ func TestLayer2RoutesTheUDNEnabledServices(t *testing.T) {
 	if err := s.c.Delete(s.ctx, dns); err != nil {
 		t.Fatal(err)
 	}
-	s.eventually("kube-dns's routes removed", func() bool { return s.serviceRoutes() == apiRoute })
+	s.eventually("kube-dns's route removed", func() bool { return s.serviceRoutes() == apiRoute })
 	if n, ok := reconcileErrors(t, "dataplane-layer2"); !ok {
 		t.Error("no failed-reconcile count of dataplane-layer2")
 	} else if n -= errorsBefore; n != 0 {

@@ -25,7 +25,8 @@ var (
 )
 
 // layer2RoutingParity: the same network as layer2Parity, node1 with node
-// IPs 172.18.0.2 and fc00:f853::2, service IPs 10.96.0.1 and fd96::1.
+// IPs 172.18.0.2 and fc00:f853::2, service IPs 10.96.0.1 and fd96::1 (only
+// spec.clusterIP, the first, is routed).
 var layer2RoutingParity = []parity{
 	// The management-port SNAT (base_network_controller_user_defined.go:
 	// buildUDNEgressSNAT via layer2_user_defined_network_controller.go:
@@ -77,7 +78,6 @@ var layer2RoutingParity = []parity{
 	{"Logical_Router_Static_Route", pGR1 + " 10.100.0.0/16", "policy", "", "gateway.go: updateGWRouterStaticRoutes (policy left empty)"},
 	{"Logical_Router_Static_Route", pTR + " 10.96.0.1", "nexthop", "10.100.0.2", "controller/services/services_controller.go: configureUDNEnabledServiceRoute (the management IP)"},
 	{"Logical_Router_Static_Route", pTR + " 10.96.0.1", "policy", "dst-ip", "controller/services/services_controller.go: configureUDNEnabledServiceRoute"},
-	{"Logical_Router_Static_Route", pTR + " fd96::1", "nexthop", "fd00:100::2", "controller/services/services_controller.go: configureUDNEnabledServiceRoute"},
 
 	// The switch's router port.
 	{"Logical_Switch_Port", "stotr-" + pSW, "type", "router", "layer2_user_defined_network_controller.go: syncClusterRouterPorts"},

@@ -52,7 +52,7 @@ func addParityCase(c parityCase) bool { parityCases = append(parityCases, c); re
 // publishedParityCounts are the figures README.md and docs/parity.md publish:
 // plans, values as upstream writes them, udnkit-only entries, known
 // differences.
-var publishedParityCounts = [4]int{19, 395, 10, 7}
+var publishedParityCounts = [4]int{19, 394, 10, 7}
 
 // TestRowsMatchUpstream holds every table of every case against its plan:
 // a parity entry must read upstream's value, a udnkit-only entry must name a

@@ -82,7 +82,6 @@ var dualStackOnly = []struct{ row, column string }{
 	{"rtotr-" + pGR1, "networks"}, {pGR1, "options"},
 	{pTR + " fd99::4", "nexthop"}, {pTR + " fd99::4", "policy"},
 	{pTR + " fd00:100::/64", "nexthop"}, {pGR1 + " fd00:100::/64", "output_port"},
-	{pTR + " fd96::1", "nexthop"},
 	{pSNAT6, "external_ip"}, {pSNAT6, "match"},
 	{pNodeIP6, "nexthops"}, {pPodPod6, "match"},
 }

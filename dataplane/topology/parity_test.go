@@ -156,9 +156,9 @@ var layer2Parity = []parity{
 	{"Meter_Band", "arp-rate-limiter", "burst_size", "0", "copp.go: EnsureDefaultCOPP (unset)"},
 	// The UDN-enabled services' routes: on the transit router
 	// (GetNetworkScopedClusterRouterName of a Layer2 network), the
-	// service's spec.clusterIP via the management IP of its family. Upstream
-	// routes only spec.clusterIP; udnkit also routes a dual-stack service's
-	// second ClusterIP (fd96::a here), which upstream leaves out.
+	// service's spec.clusterIP via the management IP of its family; a
+	// dual-stack service's second ClusterIP (fd96::a here) is not routed
+	// (TestServiceRoutesFollowTheServices asserts the routes exactly).
 	{"Logical_Router_Static_Route", pTR + " 10.96.0.10", "nexthop", "10.100.0.2",
 		"controller/services/services_controller.go: configureUDNEnabledServiceRoute (MatchFirstIPFamily of the ClusterIP in the node's mgmtIPs)"},
 	{"Logical_Router_Static_Route", pTR + " 10.96.0.10", "policy", "dst-ip",

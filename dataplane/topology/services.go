@@ -16,17 +16,18 @@ type UDNEnabledService struct {
 	// Key is the service's namespace/name: the value of the route's
 	// k8s.ovn.org/udn-enabled-default-service external ID.
 	Key string
-	// ClusterIPs are the service's spec.clusterIPs (headless and
-	// ExternalName services have none).
+	// ClusterIPs are the service's spec.clusterIPs, spec.clusterIP first
+	// (headless and ExternalName services have none).
 	ClusterIPs []netip.Addr
 }
 
 // serviceRoutes are the network's routes to its UDN-enabled services, as
 // upstream's configureUDNEnabledServiceRoute (ovn/controller/services)
-// writes them on a Primary Layer2 network's transit router: each ClusterIP,
-// a dst-ip route whose next hop is the management port's address of the
-// ClusterIP's family, marked with the service's key. A ClusterIP of a family
-// the network does not have gets no route.
+// writes them on a Primary Layer2 network's transit router: the service's
+// spec.clusterIP (the first of its ClusterIPs; a dual-stack service's other
+// family is not routed, as upstream), a dst-ip route whose next hop is the
+// management port's address of its family, marked with the service's key.
+// A ClusterIP of a family the network does not have gets no route.
 func (net Layer2Network) serviceRoutes() []nbdb.LogicalRouterStaticRoute {
 	return serviceRoutesVia(net.Services, net.managementIP)
 }
@@ -39,15 +40,17 @@ func (net Layer2Network) serviceRoutes() []nbdb.LogicalRouterStaticRoute {
 func serviceRoutesVia(services []UDNEnabledService, mgmt func(v6 bool) netip.Addr) []nbdb.LogicalRouterStaticRoute {
 	var out []nbdb.LogicalRouterStaticRoute
 	for _, svc := range services {
-		for _, ip := range svc.ClusterIPs {
-			mgmt := mgmt(ip.Is6())
-			if !mgmt.IsValid() {
-				continue
-			}
-			r := base.StaticRoute(ip.String(), mgmt.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil)
-			r.ExternalIDs = map[string]string{ovnk.ExternalIDUDNEnabledService: svc.Key}
-			out = append(out, r)
+		if len(svc.ClusterIPs) == 0 {
+			continue
 		}
+		ip := svc.ClusterIPs[0]
+		mgmt := mgmt(ip.Is6())
+		if !mgmt.IsValid() {
+			continue
+		}
+		r := base.StaticRoute(ip.String(), mgmt.String(), nbdb.LogicalRouterStaticRoutePolicyDstIP, nil)
+		r.ExternalIDs = map[string]string{ovnk.ExternalIDUDNEnabledService: svc.Key}
+		out = append(out, r)
 	}
 	return out
 }

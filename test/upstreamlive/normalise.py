@@ -68,17 +68,6 @@ EXPLAINED = [
     ("Address_Set", "addresses", only_remote_extra, NO_REMOTE_ZONES),
 ]
 
-SERVICE_CIDRS = [ipaddress.ip_network(c) for c in ("10.96.0.0/16", "fd00:10:96::/112")]
-
-
-def in_services(prefix):
-    try:
-        return any(ipaddress.ip_network(prefix, strict=False).subnet_of(n) for n in SERVICE_CIDRS
-                   if n.version == ipaddress.ip_network(prefix, strict=False).version)
-    except ValueError:
-        return False
-
-
 # Rows only one side has for a known reason: (kind, table, test on the
 # row's columns, reason).
 EXPLAINED_ROWS = [
@@ -89,8 +78,6 @@ EXPLAINED_ROWS = [
      and r.get("external_ids", {}).get("k8s.ovn.org/owner-type") == "UDNIsolation",
      "harness: a pod's open-default-ports ACL on its default-network port; on udnkit's side nothing writes the pods' "
      "default-network address (OVN-Kubernetes' default network does), so its isolation group has no members"),
-    ("only-udnkit", "Logical_Router_Static_Route", lambda r: in_services(r.get("ip_prefix", "")),
-     "known difference (docs/parity.md): udnkit routes every ClusterIP family of a UDN-enabled Service, upstream only spec.clusterIP"),
 ]
 
 MAC_RE = re.compile(r"(?<![0-9a-fA-F:])([0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5})(?![0-9a-fA-F:])")
