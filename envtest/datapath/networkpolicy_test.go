@@ -224,18 +224,25 @@ func (r *policyRun) withoutDrop(t *testing.T, ingress bool) {
 		zone, dir, match = r.client.node, "from-lport", "inport == @"+pg
 	}
 	zone.NB().Must(t, "--type=port-group", "acl-del", pg, dir, strconv.Itoa(policy.DefaultDenyPriority), match)
+	r.recompute(t, zone)
+	r.admits(t, r.client, r.server, false)
+	r.program(t)
+	denies(t, r.client, r.server, false)
+}
+
+// recompute settles the flows after a mutation that deleted ACLs in
+// zone: OVN 26.03.1's ovn-controller can keep the flows of ACLs deleted
+// from a port group on a switch without stateful ACLs (the Secondary
+// network's: a deleted drop ACL, and once a deleted allow ACL of a
+// MultiNetworkPolicy) until it recomputes. The mutation is the Northbound
+// row, so the zone's flows are recomputed from it.
+func (r *policyRun) recompute(t *testing.T, zone *datapath.Node) {
+	t.Helper()
 	settle(t, r.c)
-	// OVN 26.03.1's ovn-controller can keep the drop flow of an ACL
-	// deleted from a port group on a switch without stateful ACLs (the
-	// Secondary network's) until it recomputes: the mutation is the
-	// Northbound row, so the zone's flows are recomputed from it.
 	if _, err := runCmd("ovn-appctl", "-t", filepath.Join(r.c.Dir, zone.Name, "ovn-controller.ctl"), "recompute"); err != nil {
 		t.Fatal(err)
 	}
 	settle(t, r.c)
-	r.admits(t, r.client, r.server, false)
-	r.program(t)
-	denies(t, r.client, r.server, false)
 }
 
 // withoutSelectorSets is the mutation of the pod-label check: the
@@ -266,7 +273,7 @@ func (r *policyRun) withoutSelectorSets(t *testing.T) {
 func (r *policyRun) withoutPolicyACLs(t *testing.T, policyName string, admitted *pod) {
 	t.Helper()
 	r.server.node.NB().Must(t, "--type=port-group", "acl-del", netpolrows.PolicyPortGroup(r.net.ovnName(), r.net.namespace, policyName))
-	settle(t, r.c)
+	r.recompute(t, r.server.node)
 	denies(t, admitted, r.server, false)
 	r.program(t)
 	r.admits(t, admitted, r.server, false)
