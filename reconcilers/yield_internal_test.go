@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -43,50 +44,29 @@ var _ events.EventRecorder = (*eventSink)(nil)
 func TestYieldThenStaleCache(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	scheme := runtime.NewScheme()
-	g.Expect(corev1.AddToScheme(scheme)).To(Succeed())
-	g.Expect(udnv1.AddToScheme(scheme)).To(Succeed())
-	g.Expect(nadv1.AddToScheme(scheme)).To(Succeed())
-
-	spec := udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
-		Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRolePrimary, Subnets: []udnv1.CIDR{"10.30.0.0/16"}}}
-	x := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "net", UID: "uid-x"}, Spec: spec}
-	y := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "y", Name: "net", UID: "uid-y"}, Spec: spec}
+	x, y := primaryLayer2UDN("x"), primaryLayer2UDN("y")
 
 	var stale *udnv1.UserDefinedNetwork // X as this process's cache last saw it
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(x, y).
-		WithIndex(&nadv1.NetworkAttachmentDefinition{}, indexNADController, func(o client.Object) []string {
-			if ref := metav1.GetControllerOf(o); ref != nil {
-				return []string{string(ref.UID)}
+	c := fakeNetworkClient(t, func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+		if err := c.Update(ctx, obj, opts...); err != nil {
+			return err
+		}
+		if u, ok := obj.(*udnv1.UserDefinedNetwork); ok && u.Name == x.Name && u.Namespace == x.Namespace && stale == nil {
+			// The other writer, whose allocator did not know X's
+			// IDs, gives Y the same ones right after X's write.
+			stale = u.DeepCopy()
+			var other udnv1.UserDefinedNetwork
+			if err := c.Get(ctx, client.ObjectKeyFromObject(y), &other); err != nil {
+				return err
 			}
-			return nil
-		}).
-		WithInterceptorFuncs(interceptor.Funcs{
-			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-				if err := c.Update(ctx, obj, opts...); err != nil {
-					return err
-				}
-				if u, ok := obj.(*udnv1.UserDefinedNetwork); ok && u.Name == x.Name && u.Namespace == x.Namespace && stale == nil {
-					// The other writer, whose allocator did not know X's
-					// IDs, gives Y the same ones right after X's write.
-					stale = u.DeepCopy()
-					var other udnv1.UserDefinedNetwork
-					if err := c.Get(ctx, client.ObjectKeyFromObject(y), &other); err != nil {
-						return err
-					}
-					other.Annotations = map[string]string{
-						ovnk.AnnotationNetworkID:  u.Annotations[ovnk.AnnotationNetworkID],
-						ovnk.AnnotationTunnelKeys: u.Annotations[ovnk.AnnotationTunnelKeys],
-					}
-					return c.Update(ctx, &other)
-				}
-				return nil
-			},
-			// Status is not what this test looks at.
-			SubResourceApply: func(context.Context, client.Client, string, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {
-				return nil
-			},
-		}).Build()
+			other.Annotations = map[string]string{
+				ovnk.AnnotationNetworkID:  u.Annotations[ovnk.AnnotationNetworkID],
+				ovnk.AnnotationTunnelKeys: u.Annotations[ovnk.AnnotationTunnelKeys],
+			}
+			return c.Update(ctx, &other)
+		}
+		return nil
+	}, x, y)
 
 	cfg := DefaultConfig()
 	sink := &eventSink{}
@@ -136,4 +116,37 @@ func TestYieldThenStaleCache(t *testing.T) {
 	g.Expect(get(x).Annotations[ovnk.AnnotationTunnelKeys]).NotTo(Equal(get(y).Annotations[ovnk.AnnotationTunnelKeys]))
 	g.Expect(nadID()).To(Equal(xID))
 	g.Expect(get(y).Annotations[ovnk.AnnotationNetworkID]).To(Equal(yID), "Y keeps its IDs")
+}
+
+// primaryLayer2UDN is a Primary Layer2 UDN "net" of namespace ns.
+func primaryLayer2UDN(ns string) *udnv1.UserDefinedNetwork {
+	spec := udnv1.UserDefinedNetworkSpec{Topology: udnv1.NetworkTopologyLayer2,
+		Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRolePrimary, Subnets: []udnv1.CIDR{"10.30.0.0/16"}}}
+	return &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net", UID: types.UID("uid-" + ns)}, Spec: spec}
+}
+
+// fakeNetworkClient is a fake client holding objs, with the NAD controller
+// index the network reconciler reads, whose updates go through update;
+// status writes are dropped (not what these tests look at).
+func fakeNetworkClient(t *testing.T, update func(context.Context, client.WithWatch, client.Object, ...client.UpdateOption) error, objs ...client.Object) client.WithWatch {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, udnv1.AddToScheme, nadv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+		WithIndex(&nadv1.NetworkAttachmentDefinition{}, indexNADController, func(o client.Object) []string {
+			if ref := metav1.GetControllerOf(o); ref != nil {
+				return []string{string(ref.UID)}
+			}
+			return nil
+		}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Update: update,
+			SubResourceApply: func(context.Context, client.Client, string, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {
+				return nil
+			},
+		}).Build()
 }

@@ -91,14 +91,7 @@ func (a *IDAllocator) Allocate(owner string) (int, error) {
 func (a *IDAllocator) Release(owner string, id int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.owners[id] != owner {
-		return
-	}
-	delete(a.owners, id)
-	delete(a.byOwner[owner], id)
-	if len(a.byOwner[owner]) == 0 {
-		delete(a.byOwner, owner)
-	}
+	a.free(owner, id)
 }
 
 // Unallocate takes back the id Allocate just gave owner, for an allocation
@@ -109,17 +102,25 @@ func (a *IDAllocator) Release(owner string, id int) {
 func (a *IDAllocator) Unallocate(owner string, id int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.owners[id] != owner {
+	if !a.free(owner, id) {
 		return
+	}
+	if last := a.next - 1; last == id || (a.next == a.min && id == a.max) {
+		a.next = id
+	}
+}
+
+// free drops id from owner's holdings; false when owner does not hold it.
+func (a *IDAllocator) free(owner string, id int) bool {
+	if a.owners[id] != owner {
+		return false
 	}
 	delete(a.owners, id)
 	delete(a.byOwner[owner], id)
 	if len(a.byOwner[owner]) == 0 {
 		delete(a.byOwner, owner)
 	}
-	if last := a.next - 1; last == id || (a.next == a.min && id == a.max) {
-		a.next = id
-	}
+	return true
 }
 
 // ReleaseOwner frees every id owner holds.
