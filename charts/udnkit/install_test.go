@@ -121,9 +121,13 @@ func TestDefaultInstallComesUpWithoutOVN(t *testing.T) {
 	testenv.Eventually(t, "the idle dataplane says why", func() error {
 		return answers(get, "/readyz/"+app.DataplaneCheck, http.StatusInternalServerError, "idle: no --ovn-nb-address and --ovn-sb-address configured")
 	})
-	if code, body := get(probe); code != http.StatusOK {
-		t.Errorf("the kubelet's readiness path %s answers %d with an idle dataplane: %s", probe, code, body)
-	}
+	// Ready once this manager's informers have synced, as in the first run.
+	testenv.Eventually(t, "the kubelet's readiness path "+probe+" answers 200 with an idle dataplane", func() error {
+		if code, body := get(probe); code != http.StatusOK {
+			return fmt.Errorf("%d: %s", code, body)
+		}
+		return nil
+	})
 	if err := c.Create(ctx, udn("overlapping", "10.244.8.0/24")); !apierrors.IsInvalid(err) {
 		t.Errorf("with an idle dataplane an overlapping UDN is not refused: %v", err)
 	}
