@@ -201,6 +201,9 @@ func waitForManagers(ctx context.Context, mgrs []ctrl.Manager) error {
 		if !m.GetCache().WaitForCacheSync(ctx) {
 			return fmt.Errorf("the caches of manager %d of %d did not sync", i+1, len(mgrs))
 		}
+		if err := app.WaitForInformers(ctx, m); err != nil {
+			return fmt.Errorf("manager %d of %d: %w", i+1, len(mgrs), err)
+		}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -218,6 +219,27 @@ func informersSynced(c cache.Cache) func(*http.Request) error {
 			return errInformersSyncing
 		}
 		return nil
+	}
+}
+
+// WaitForInformers waits until mgr would pass its informers readiness
+// check: every informer started at the start (warmInformers) has synced.
+// The cache's own WaitForCacheSync returns before the warmers have run.
+func WaitForInformers(ctx context.Context, mgr ctrl.Manager) error {
+	check := informersSynced(mgr.GetCache())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "/readyz/"+InformersCheck, nil)
+	if err != nil {
+		return err
+	}
+	for {
+		if check(req) == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", errInformersSyncing, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 }
 

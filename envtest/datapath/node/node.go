@@ -128,10 +128,13 @@ func (n *Node) StartDaemons(ctx context.Context) error {
 		return err
 	}
 	n.procs = append(n.procs, p)
-	// ovnkube-node's settings (pkg/node/default_node_network_controller.go):
-	// geneve from the node's encap IP, the node an interconnect gateway, the
-	// tunnel's local IP set; the netdev datapath and the physnet bridge
-	// mapping as OVN-Kubernetes' gateway sets them on breth0.
+	// ovnkube-node's settings (pkg/node/default_node_network_controller.go,
+	// defaults from pkg/config/config.go): geneve from the node's encap IP,
+	// the node an interconnect gateway, the whole Southbound monitored
+	// (MonitorAll: no condition round trip when a datapath becomes local),
+	// the logical-flow cache on, the tunnel's local IP set; the netdev
+	// datapath and the physnet bridge mapping as OVN-Kubernetes' gateway
+	// sets them on breth0.
 	if _, err := n.Vsctl("--may-exist", "add-br", "breth0", "--", "set", "Bridge", "breth0", "datapath_type=netdev",
 		"--", "--may-exist", "add-port", "breth0", "eth0",
 		"--", "set", "Open_vSwitch", ".",
@@ -141,6 +144,9 @@ func (n *Node) StartDaemons(ctx context.Context) error {
 		"external_ids:ovn-encap-type=geneve",
 		"external_ids:ovn-encap-ip="+n.UnderlayIP.String(),
 		"external_ids:ovn-is-interconn=true",
+		"external_ids:ovn-monitor-all=true",
+		"external_ids:ovn-ofctrl-wait-before-clear=0",
+		"external_ids:ovn-enable-lflow-cache=true",
 		`external_ids:ovn-set-local-ip="true"`,
 		"external_ids:ovn-bridge-datapath-type=netdev",
 		"external_ids:ovn-bridge-mappings=physnet:breth0"); err != nil {
