@@ -32,10 +32,19 @@ func podStack(t *testing.T) *stack {
 	return s
 }
 
-// primaryLayer2Stack is a running podStack with udnkit's reconcilers and
-// address reconciler, a primary namespace with a Primary Layer2 UDN of
-// subnets, and nodes node-a and node-b.
+// primaryLayer2Stack is an addressedPodStack with a primary namespace with
+// a Primary Layer2 UDN of subnets, and nodes node-a and node-b.
 func primaryLayer2Stack(t *testing.T, ns, name string, subnets ...udnv1.CIDR) *stack {
+	s := addressedPodStack(t)
+	s.create(testobj.MakeNamespace(ns).Primary().Obj(),
+		testobj.MakeUDN(ns, name).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, subnets...)).Obj(),
+		testobj.MakeNode("node-a").Obj(), testobj.MakeNode("node-b").Obj())
+	return s
+}
+
+// addressedPodStack is a running podStack with udnkit's reconcilers and
+// address reconciler.
+func addressedPodStack(t *testing.T) *stack {
 	s := podStack(t)
 	if err := reconcilers.SetupWithManager(s.mgr, reconcilers.DefaultConfig()); err != nil {
 		t.Fatal(err)
@@ -44,9 +53,6 @@ func primaryLayer2Stack(t *testing.T, ns, name string, subnets ...udnv1.CIDR) *s
 		t.Fatal(err)
 	}
 	s.start()
-	s.create(testobj.MakeNamespace(ns).Primary().Obj(),
-		testobj.MakeUDN(ns, name).Spec(testobj.Layer2(udnv1.NetworkRolePrimary, subnets...)).Obj(),
-		testobj.MakeNode("node-a").Obj(), testobj.MakeNode("node-b").Obj())
 	return s
 }
 
@@ -377,4 +383,47 @@ func vmDHCP(t *testing.T, s *stack, src, dst, dnsIP string) {
 	if cidr := s.nbctl("get", "DHCP_Options", row, "cidr"); cidr != `"10.150.0.0/16"` {
 		t.Errorf("VM DHCP cidr %s, want the network's subnet", cidr)
 	}
+}
+
+// A pod naming a Secondary Layer2 NAD twice (two interfaces on one
+// network), end to end: udnkit's address reconciler writes two entries,
+// "tenant-twice/back" and "tenant-twice/back/1" (upstream's
+// GetIndexedNADKey, pkg/util/multi_network.go), with their own addresses
+// and tunnel IDs; the dataplane writes two ports, named and labelled by
+// their key as upstream's GetLogicalPortName and addLogicalPortToNetwork
+// write them ("tenant.twice.back.1_..." and k8s.ovn.org/nad
+// "tenant-twice/back/1"), and removes both with the pod.
+func TestPodPortsOfANADNamedTwice(t *testing.T) {
+	s := addressedPodStack(t)
+	const ns = "tenant-twice"
+	s.create(namespace(ns), testobj.MakeUDN(ns, "back").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.70.0.0/24")).Obj(),
+		testobj.MakeNode("node-a").Obj())
+	pod := testobj.MakePod(ns, "pod1").Node("node-a").Running().Annotation(ovnk.AnnotationNetworks, "back,back").Obj()
+	s.create(pod)
+	const first, second = "tenant.twice.back_tenant-twice_pod1", "tenant.twice.back.1_tenant-twice_pod1"
+	s.eventually("both interfaces' ports", func() bool { return s.hasPort(first) && s.hasPort(second) })
+
+	for port, key := range map[string]string{first: ns + "/back", second: ns + "/back/1"} {
+		ips := podIPs2(s, pod, key)
+		if got := s.lsp(port, "addresses"); !strings.HasSuffix(got, " "+ips[0]+`"]`) {
+			t.Errorf("%s addresses %s, want its entry %s's address %v", port, got, key, ips)
+		}
+		if ids := s.lsp(port, "external_ids"); !strings.Contains(ids, `"k8s.ovn.org/nad"="`+key+`"`) || !strings.Contains(ids, `"k8s.ovn.org/network"=tenant-twice_back`) {
+			t.Errorf("%s external_ids %s, want k8s.ovn.org/nad %s on network tenant-twice_back", port, ids, key)
+		}
+		if sw := s.nbctl("lsp-get-ls", port); !strings.Contains(sw, "tenant.twice_back_ovn_layer2_switch") {
+			t.Errorf("%s on %s, want the network's switch", port, sw)
+		}
+	}
+	if a, b := podIPs2(s, pod, ns+"/back"), podIPs2(s, pod, ns+"/back/1"); a[0] == b[0] {
+		t.Errorf("both interfaces got %s", a[0])
+	}
+	if k1, k2 := s.lsp(first, "options:requested-tnl-key"), s.lsp(second, "options:requested-tnl-key"); k1 == k2 {
+		t.Errorf("both ports have tunnel key %s", k1)
+	}
+
+	if err := s.c.Delete(s.ctx, pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	s.eventually("both ports removed with the pod", func() bool { return !s.hasPort(first) && !s.hasPort(second) })
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -84,4 +85,48 @@ func DecodeNetworkSelections(value, podNamespace string) ([]*nadv1.NetworkSelect
 		}
 	}
 	return list, nil
+}
+
+// IndexedNADKey is the k8s.ovn.org/pod-networks key of a pod's n-th
+// attachment (from 0) through one NAD, as upstream's GetIndexedNADKey
+// (pkg/util/multi_network.go) writes it: the NAD key for the first,
+// "<namespace>/<name>/<n>" for the others. The key also names the port
+// (ovnk.PodPortName) and is its k8s.ovn.org/nad external ID.
+func IndexedNADKey(nadKey string, n int) string {
+	if n == 0 {
+		return nadKey
+	}
+	return nadKey + "/" + strconv.Itoa(n)
+}
+
+// NADOfKey is the NAD key ("<namespace>/<name>") a pod-networks key names,
+// with or without IndexedNADKey's index (upstream's
+// GetNadFromIndexedNADKey); ok is false for a key of another shape (the
+// default network's "default").
+func NADOfKey(key string) (nadKey string, ok bool) {
+	parts := strings.Split(key, "/")
+	switch {
+	case len(parts) == 2 && parts[0] != "" && parts[1] != "":
+		return key, true
+	case len(parts) == 3 && parts[0] != "" && parts[1] != "":
+		if n, err := strconv.Atoi(parts[2]); err == nil && n > 0 && strconv.Itoa(n) == parts[2] {
+			return parts[0] + "/" + parts[1], true
+		}
+	}
+	return "", false
+}
+
+// SelectionKeys are the pod-networks keys of a pod's
+// k8s.v1.cni.cncf.io/networks elements (DecodeNetworkSelections), one per
+// element in order: a NAD named again gets the next IndexedNADKey, as
+// upstream's getPodNADToNetworkMappingWithPredicate counts them.
+func SelectionKeys(elems []*nadv1.NetworkSelectionElement) []string {
+	seen := map[string]int{}
+	out := make([]string, len(elems))
+	for i, e := range elems {
+		key := e.Namespace + "/" + e.Name
+		out[i] = IndexedNADKey(key, seen[key])
+		seen[key]++
+	}
+	return out
 }

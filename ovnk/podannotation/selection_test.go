@@ -1,6 +1,7 @@
 package podannotation
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -69,5 +70,33 @@ func TestEncodeDefaultNetworkSelectionGolden(t *testing.T) {
 	back, warnings, err := DecodeDefaultNetworkSelection(got, "tenant")
 	if err != nil || len(warnings) != 0 || back.Name != in.Name || back.Namespace != in.Namespace || back.IPAMClaimReference != in.IPAMClaimReference {
 		t.Errorf("decoded %+v, %v, %v", back, warnings, err)
+	}
+}
+
+// A pod naming one NAD twice gets two pod-networks keys, "ns/nad" and
+// "ns/nad/1", in the order of its elements, as upstream's
+// getPodNADToNetworkMappingWithPredicate and GetIndexedNADKey
+// (pkg/util/multi_network.go; its test "Attaching to a secondary network
+// twice" expects GetNADName(ns, name) and GetIndexedNADKey(.., 1)) key
+// them; NADOfKey reads the NAD back as GetNadFromIndexedNADKey does and
+// refuses other shapes.
+func TestSelectionKeysIndexARepeatedNAD(t *testing.T) {
+	elems, err := DecodeNetworkSelections("red,blue,red,other/red,red", "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"ns/red", "ns/blue", "ns/red/1", "other/red", "ns/red/2"}
+	if got := SelectionKeys(elems); !slices.Equal(got, want) {
+		t.Errorf("SelectionKeys = %v, want %v", got, want)
+	}
+	for key, nad := range map[string]string{"ns/red": "ns/red", "ns/red/1": "ns/red", "ns/red/12": "ns/red"} {
+		if got, ok := NADOfKey(key); !ok || got != nad {
+			t.Errorf("NADOfKey(%q) = %q, %v, want %q", key, got, ok, nad)
+		}
+	}
+	for _, key := range []string{"default", "ns/red/0", "ns/red/x", "ns/red/01", "ns/red/-1", "/red", "ns/", "a/b/1/2"} {
+		if got, ok := NADOfKey(key); ok {
+			t.Errorf("NADOfKey(%q) = %q, want refused", key, got)
+		}
 	}
 }

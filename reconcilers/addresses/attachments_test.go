@@ -188,12 +188,24 @@ var _ = Describe("pods naming Secondary networks in k8s.v1.cni.cncf.io/networks"
 		Expect(podNetwork(ns, "short", ns+"/flat").MACAddress).NotTo(BeEmpty())
 	})
 
-	It("refuses a NAD named twice, a NAD of another namespace, static IPs on a network with subnets and a malformed list", func() {
-		createPod(ns, "twice", onNode("node-a"), annotated(ovnk.AnnotationNetworks, "red,red,yellow"))
-		Expect(warning(ns, "twice", attach.ReasonDuplicateAttachment)).To(ContainSubstring("names NAD secondaries/red 2 times"))
-		Expect(podNetwork(ns, "twice", ns+"/yellow").IPAddresses).NotTo(BeEmpty())
-		noEntry(ns, "twice", ns+"/red")
+	// Two interfaces on one network: upstream keys the second attachment
+	// "ns/name/1" (GetIndexedNADKey in pkg/util/multi_network.go) and its
+	// cluster manager gives each key its own addresses and tunnel ID
+	// (pkg/clustermanager/pod/allocator.go, podIdAllocationName(nadKey,
+	// uid)); a Layer3 network named twice draws twice from the node's host
+	// subnet.
+	It("gives a NAD named twice two entries, the second keyed ns/name/1, each with its own addresses", func() {
+		createPod(ns, "twice", onNode("node-a"), annotated(ovnk.AnnotationNetworks, "red,yellow,red,yellow"))
+		Eventually(func() string { return entryJSON(ns, "twice", ns+"/yellow/1") }).Should(Equal(
+			`{"secondaries/red":{"ip_addresses":["10.30.0.3/24"],"mac_address":"0a:58:0a:1e:00:03","ip_address":"10.30.0.3/24","tunnel_id":12,"role":"secondary"},` +
+				`"secondaries/red/1":{"ip_addresses":["10.30.0.4/24"],"mac_address":"0a:58:0a:1e:00:04","ip_address":"10.30.0.4/24","tunnel_id":13,"role":"secondary"},` +
+				`"secondaries/yellow":{"ip_addresses":["10.40.5.4/24"],"mac_address":"0a:58:0a:28:05:04","routes":[{"dest":"10.40.0.0/16","nextHop":"10.40.5.1"}],` +
+				`"ip_address":"10.40.5.4/24","role":"secondary"},` +
+				`"secondaries/yellow/1":{"ip_addresses":["10.40.5.5/24"],"mac_address":"0a:58:0a:28:05:05","routes":[{"dest":"10.40.0.0/16","nextHop":"10.40.5.1"}],` +
+				`"ip_address":"10.40.5.5/24","role":"secondary"}}`))
+	})
 
+	It("refuses a NAD of another namespace, static IPs on a network with subnets and a malformed list", func() {
 		createPod(ns, "foreign", onNode("node-a"), annotated(ovnk.AnnotationNetworks, "l3-green/green"))
 		Expect(warning(ns, "foreign", attach.ReasonCrossNamespaceAttachment)).To(ContainSubstring("names NAD l3-green/green of another namespace"))
 
@@ -232,6 +244,11 @@ var _ = Describe("pods naming Secondary networks in k8s.v1.cni.cncf.io/networks"
 		// .1 and tunnel_id 10 stay multi's; short's .2 and 11 are free again.
 		Expect(late.IPAddresses).To(Equal([]string{"10.30.0.2/24"}))
 		Expect(late.TunnelID).To(Equal(11))
+		// twice's second entry (.4, 13) was restored too, under its own key.
+		createPod(ns, "later", onNode("node-a"), annotated(ovnk.AnnotationNetworks, "red"))
+		later := podNetwork(ns, "later", ns+"/red")
+		Expect(later.IPAddresses).To(Equal([]string{"10.30.0.5/24"}))
+		Expect(later.TunnelID).To(Equal(14))
 	})
 })
 

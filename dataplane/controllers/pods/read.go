@@ -3,6 +3,7 @@ package pods
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -52,12 +53,14 @@ func (r *Reconciler) portsOf(ctx context.Context, n network) ([]pods.Pod, error)
 		if n.Topology == base.TopologyLayer2 || n.Topology == ovnk.TopologyLocalnet {
 			enabled = kubevirt.PortsEnabled(list.Items)
 		}
-		key := nad.Namespace + "/" + nad.Name
+		nadKey := nad.Namespace + "/" + nad.Name
 		for i := range list.Items {
-			p, ok := r.portOf(ctx, n, key, &list.Items[i], nodes, enabled, prev)
-			if ok {
-				out = append(out, p)
-				good[p.PortName()] = p
+			for _, key := range entryKeys(&list.Items[i], nadKey, prev) {
+				p, ok := r.portOf(ctx, n, key, &list.Items[i], nodes, enabled, prev)
+				if ok {
+					out = append(out, p)
+					good[p.PortName()] = p
+				}
 			}
 		}
 	}
@@ -66,6 +69,33 @@ func (r *Reconciler) portsOf(ctx context.Context, n network) ([]pods.Pod, error)
 	}
 	r.lastGood[n.Name] = good
 	return out, nil
+}
+
+// entryKeys are the pod's k8s.ovn.org/pod-networks keys through the NAD:
+// its key, and "<key>/1", "<key>/2", ... for each time the pod names the
+// NAD again (one port each, as upstream's addLogicalPortToNetworkForNAD
+// runs per key of getPodNADToNetworkMappingWithPredicate). An unreadable
+// annotation yields the keys of the ports last built for the pod through
+// the NAD, which portOf keeps.
+func entryKeys(pod *corev1.Pod, nadKey string, prev map[string]pods.Pod) []string {
+	keys, err := podannotation.DecodePodNetworkKeys(pod.Annotations)
+	if err != nil {
+		out := []string{nadKey}
+		for _, p := range prev {
+			if nad, _ := podannotation.NADOfKey(p.NAD); nad == nadKey && p.NAD != nadKey && p.Namespace == pod.Namespace && p.Name == pod.Name {
+				out = append(out, p.NAD)
+			}
+		}
+		return out
+	}
+	out := keys[:0]
+	for _, k := range keys {
+		if nad, ok := podannotation.NADOfKey(k); ok && nad == nadKey {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // portOf is one pod's port input (ok false: the pod has no port).

@@ -175,3 +175,38 @@ func TestSecondaryLayer2SwitchReject(t *testing.T) {
 		}
 	}
 }
+
+// A pod attached twice through one NAD has two ports, one per
+// k8s.ovn.org/pod-networks key: "ns1/net" names "ns1.net_ns1_a" and
+// "ns1/net/1" names "ns1.net.1_ns1_a" (upstream's
+// GetUserDefinedNetworkLogicalPortName over GetUserDefinedNetworkPrefix,
+// which turns "/" and "-" into ".", pkg/util/util.go and
+// pkg/util/multi_network.go), each with its key as k8s.ovn.org/nad
+// (addLogicalPortToNetwork, pkg/ovn/base_network_controller_pods.go) and
+// its own addresses and tunnel key.
+func TestPortsOfANADNamedTwice(t *testing.T) {
+	first := pod("a", "node1", true, 10, "10.0.0.5/24")
+	second := pod("a", "node1", true, 11, "10.0.0.6/24")
+	second.NAD, second.MAC = "ns1/net/1", net.HardwareAddr{0x0a, 0x58, 0x0a, 0, 0, 6}
+	for _, topo := range []string{base.TopologyLayer2, base.TopologyLayer3, ovnk.TopologyLocalnet} {
+		d, err := Ports(Network{Name: "net", Topology: topo}, []Pod{second, first})
+		if err != nil {
+			t.Fatalf("%s: %v", topo, err)
+		}
+		if err := d.Validate(); err != nil {
+			t.Errorf("%s: %v", topo, err)
+		}
+		if len(d.Switches) != 1 || len(d.Switches[0].Ports) != 2 {
+			t.Fatalf("%s: %+v, want one switch with two ports", topo, d.Switches)
+		}
+		for i, want := range []struct{ name, nad, addr string }{
+			{"ns1.net.1_ns1_a", "ns1/net/1", "0a:58:0a:00:00:06 10.0.0.6"}, // sorted by name
+			{"ns1.net_ns1_a", "ns1/net", "0a:58:0a:64:00:01 10.0.0.5"},
+		} {
+			p := d.Switches[0].Ports[i]
+			if p.Name != want.name || p.ExternalIDs[ovnk.ExternalIDNAD] != want.nad || p.Addresses[0] != want.addr {
+				t.Errorf("%s: port %d = %s nad %s addresses %v, want %s nad %s addresses %s", topo, i, p.Name, p.ExternalIDs[ovnk.ExternalIDNAD], p.Addresses, want.name, want.nad, want.addr)
+			}
+		}
+	}
+}

@@ -29,8 +29,8 @@
 //
 // An Allocator is not safe for concurrent use: its caller holds a lock
 // across the allocation and the write of the pod's annotation. Invariant:
-// every hold in pods is held in its pool (owner podOwner), and Forget
-// releases exactly the holds it recorded.
+// every hold in pods is held in its pool (owner attachmentOwner, or the
+// IPAMClaim it names), and Forget releases exactly the holds it recorded.
 package attach
 
 import (
@@ -220,6 +220,19 @@ func (a *Allocator) Held(nn types.NamespacedName, uid types.UID, att Attachment)
 
 func podOwner(nn types.NamespacedName) string { return "pod/" + nn.Namespace + "/" + nn.Name }
 
+// attachmentOwner owns what the pod holds through one pod-networks key: the
+// pod itself for its first attachment through a NAD, "pod/<ns>/<name>#<n>"
+// for the n-th again (podannotation.IndexedNADKey), so that a pod naming a
+// NAD twice holds two addresses and two tunnel IDs, as upstream's cluster
+// manager allocates per NAD key (podIdAllocationName(nadKey, uid) in
+// pkg/clustermanager/pod/allocator.go).
+func attachmentOwner(nn types.NamespacedName, key string) string {
+	if nad, ok := podannotation.NADOfKey(key); ok && nad != key {
+		return podOwner(nn) + "#" + strings.TrimPrefix(key, nad+"/")
+	}
+	return podOwner(nn)
+}
+
 // ClaimOwner is the owner of an IPAMClaim's addresses in a pool.
 func ClaimOwner(namespace, name string) string { return claimPrefix + namespace + "/" + name }
 
@@ -258,7 +271,7 @@ func addressOwner(nn types.NamespacedName, att Attachment) string {
 	if att.Request.Claim != "" {
 		return ClaimOwner(nn.Namespace, att.Request.Claim)
 	}
-	return podOwner(nn)
+	return attachmentOwner(nn, att.Key)
 }
 
 // record remembers a hold, forgetting a previous pod of the same name.
@@ -284,8 +297,8 @@ func (a *Allocator) Forget(nn types.NamespacedName) (claims []string) {
 		return nil
 	}
 	delete(a.pods, nn)
-	owner := podOwner(nn)
-	for _, h := range rec.holds {
+	for key, h := range rec.holds {
+		owner := attachmentOwner(nn, key)
 		if h.owner != owner && !slices.Contains(claims, h.owner) {
 			claims = append(claims, h.owner)
 		}
@@ -376,7 +389,7 @@ func (a *Allocator) Restore(nn types.NamespacedName, uid types.UID, att Attachme
 	if err != nil {
 		return &ipalloc.Error{Reason: ipalloc.ReasonInvalidRequest, Message: err.Error()}
 	}
-	owner, podOwn := addressOwner(nn, att), podOwner(nn)
+	owner, podOwn := addressOwner(nn, att), attachmentOwner(nn, att.Key)
 	_, claimHeld := lookup(p, owner)
 	if p.ips != nil {
 		if err := p.ips.Restore(owner, ipalloc.Allocation{IPs: parsed.IPs, MAC: parsed.MAC}); err != nil {
@@ -404,7 +417,7 @@ func (a *Allocator) Allocate(nn types.NamespacedName, uid types.UID, att Attachm
 	if p == nil {
 		return podannotation.PodNetwork{}, fmt.Errorf("network %s: no pool", PoolID(att))
 	}
-	owner, podOwn := addressOwner(nn, att), podOwner(nn)
+	owner, podOwn := addressOwner(nn, att), attachmentOwner(nn, att.Key)
 	_, claimHeld := lookup(p, owner)
 	var alloc ipalloc.Allocation
 	var err error

@@ -201,3 +201,34 @@ func TestLayer2WithoutSubnets(t *testing.T) {
 		t.Errorf("entry %+v, want a MAC, tunnel_id 10, no address, role secondary", pn)
 	}
 }
+
+// A pod naming a Secondary Layer2 NAD twice holds two addresses and two
+// tunnel IDs, one per pod-networks key ("ns/red", "ns/red/1"), as
+// upstream's cluster manager allocates per NAD key
+// (pkg/clustermanager/pod/allocator.go: podIdAllocationName(nadKey, uid));
+// Forget releases both.
+func TestANADNamedTwiceHoldsTwoAllocations(t *testing.T) {
+	a := New(nil)
+	first := Attachment{Key: "ns/red", Node: "node-a", Network: Network{Name: "ns_red", Topology: TopologyLayer2, Subnets: pfx("10.30.0.0/24")}}
+	second := first
+	second.Key = "ns/red/1"
+	one, two := mustAllocate(t, a, "p1", first), mustAllocate(t, a, "p1", second)
+	if one.IPAddresses[0] != "10.30.0.1/24" || one.TunnelID != 10 || two.IPAddresses[0] != "10.30.0.2/24" || two.TunnelID != 11 {
+		t.Fatalf("entries %+v and %+v, want .1/tunnel 10 and .2/tunnel 11", one, two)
+	}
+	if !a.Held(nn("p1"), "uid-p1", first) || !a.Held(nn("p1"), "uid-p1", second) {
+		t.Errorf("the pod does not hold both attachments")
+	}
+	a.Forget(nn("p1"))
+	p := a.pools["ns_red"]
+	for _, ip := range []string{"10.30.0.1", "10.30.0.2"} {
+		if owner := p.ips.OwnerOfIP(netip.MustParseAddr(ip)); owner != "" {
+			t.Errorf("%s still held by %q after Forget", ip, owner)
+		}
+	}
+	for _, id := range []int{10, 11} {
+		if owner, held := p.tunnels.Owner(id); held {
+			t.Errorf("tunnel ID %d still held by %q after Forget", id, owner)
+		}
+	}
+}

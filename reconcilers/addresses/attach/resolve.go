@@ -3,7 +3,9 @@ package attach
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 
 	ipamclaimsv1alpha1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -24,9 +26,6 @@ const (
 	// ReasonInvalidSelectionElement: a NetworkSelectionElement annotation
 	// cannot be read, or names what cannot be attached that way.
 	ReasonInvalidSelectionElement = "InvalidNetworkSelectionElement"
-	// ReasonDuplicateAttachment: the pod names one NAD twice in
-	// k8s.v1.cni.cncf.io/networks; it gets no entry for that NAD.
-	ReasonDuplicateAttachment = "DuplicateNetworkAttachment"
 	// ReasonCrossNamespaceAttachment: the pod names a NAD of another
 	// namespace; it gets no entry for it.
 	ReasonCrossNamespaceAttachment = "CrossNamespaceNetworkAttachment"
@@ -51,8 +50,10 @@ type Resolver struct {
 // in k8s.v1.cni.cncf.io/networks (both forms), through NADs of its own
 // namespace that udnkit owns; a NAD udnkit does not own, or that does not
 // exist yet (its creation brings the pod back), is left alone. A NAD named
-// twice is refused: upstream keys the second attachment "ns/name/1"
-// (GetIndexedNADKey), which udnkit builds no port for.
+// again is another attachment (another interface) with its own entry,
+// keyed "ns/name/1", "ns/name/2", ... (podannotation.SelectionKeys, as
+// upstream's getPodNADToNetworkMappingWithPredicate keys them). A refusal
+// is reported once per NAD, however often the pod names it.
 func (r Resolver) Secondaries(ctx context.Context, pod *corev1.Pod) ([]Attachment, []Refusal, error) {
 	v, ok := pod.Annotations[ovnk.AnnotationNetworks]
 	if !ok {
@@ -62,25 +63,17 @@ func (r Resolver) Secondaries(ctx context.Context, pod *corev1.Pod) ([]Attachmen
 	if err != nil {
 		return nil, []Refusal{{ReasonInvalidSelectionElement, fmt.Sprintf("annotation %s: %v", ovnk.AnnotationNetworks, err)}}, nil
 	}
-	count := map[string]int{}
-	for _, e := range elems {
-		count[e.Namespace+"/"+e.Name]++
-	}
 	var out []Attachment
 	var refused []Refusal
-	for _, e := range elems {
+	for i, entryKey := range podannotation.SelectionKeys(elems) {
+		e := elems[i]
 		key := e.Namespace + "/" + e.Name
-		switch {
-		case count[key] > 1:
-			refused = append(refused, Refusal{ReasonDuplicateAttachment, fmt.Sprintf(
-				"annotation %s names NAD %s %d times; udnkit attaches a pod to a NAD once, so it gets no address on it", ovnk.AnnotationNetworks, key, count[key])})
-			count[key] = 0 // one refusal
-			continue
-		case count[key] == 0:
-			continue
-		case e.Namespace != pod.Namespace:
-			refused = append(refused, Refusal{ReasonCrossNamespaceAttachment, fmt.Sprintf(
-				"annotation %s names NAD %s of another namespace; a pod attaches to its own namespace's NADs only", ovnk.AnnotationNetworks, key)})
+		first := entryKey == key
+		if e.Namespace != pod.Namespace {
+			if first {
+				refused = append(refused, Refusal{ReasonCrossNamespaceAttachment, fmt.Sprintf(
+					"annotation %s names NAD %s of another namespace; a pod attaches to its own namespace's NADs only", ovnk.AnnotationNetworks, key)})
+			}
 			continue
 		}
 		att, err := r.Through(ctx, pod, client.ObjectKey{Namespace: e.Namespace, Name: e.Name})
@@ -93,17 +86,20 @@ func (r Resolver) Secondaries(ctx context.Context, pod *corev1.Pod) ([]Attachmen
 		if att.Network.Primary {
 			// Upstream: "unexpected primary network specified with a
 			// NetworkSelectionElement" (getPodNADToNetworkMappingWithPredicate).
-			refused = append(refused, Refusal{ReasonInvalidSelectionElement, fmt.Sprintf(
-				"annotation %s names NAD %s of a Primary network; Primary networks attach without it", ovnk.AnnotationNetworks, key)})
+			if first {
+				refused = append(refused, Refusal{ReasonInvalidSelectionElement, fmt.Sprintf(
+					"annotation %s names NAD %s of a Primary network; Primary networks attach without it", ovnk.AnnotationNetworks, key)})
+			}
 			continue
 		}
+		att.Key = entryKey
 		att.Request = requestOf(e)
 		if att.Request.Claim != "" && !att.Network.HonoursClaims() {
 			// Upstream logs "referencing an IPAMClaim on network %q which
 			// does not honor it" and allocates as without it
 			// (pkg/allocator/pod/pod_annotation.go).
 			log.FromContext(ctx).Info("ignoring an IPAMClaim reference on a network without persistent IPs",
-				"pod", pod.Namespace+"/"+pod.Name, "nad", key, "claim", att.Request.Claim)
+				"pod", pod.Namespace+"/"+pod.Name, "nad", entryKey, "claim", att.Request.Claim)
 			att.Request.Claim = ""
 		}
 		out = append(out, *att)
@@ -180,18 +176,18 @@ func (r Resolver) NetworkOfNAD(ctx context.Context, nad *nadv1.NetworkAttachment
 }
 
 // nadKeys are the keys of the NADs of network that udnkit owns.
-func (r Resolver) nadKeys(ctx context.Context, network string) ([]string, error) {
+func (r Resolver) nadKeys(ctx context.Context, network string) (map[string]bool, error) {
 	var list nadv1.NetworkAttachmentDefinitionList
 	if err := r.Reader.List(ctx, &list, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
 		return nil, err
 	}
-	var out []string
+	out := map[string]bool{}
 	for i := range list.Items {
 		nad := &list.Items[i]
 		if n, ok, err := r.NetworkOfNAD(ctx, nad); err != nil {
 			return nil, err
 		} else if ok && n.Name == network {
-			out = append(out, nad.Namespace+"/"+nad.Name)
+			out[nad.Namespace+"/"+nad.Name] = true
 		}
 	}
 	return out, nil
@@ -225,15 +221,21 @@ func (a *Allocator) Rebuild(ctx context.Context, r Resolver, att Attachment, ord
 		if att.Network.HonoursClaims() {
 			claims = claimsOf(pod)
 		}
-		for _, key := range keys {
-			pn, err := podannotation.DecodePodNetwork(pod.Annotations, key)
-			if err != nil || pn == nil {
+		entries, err := podannotation.DecodePodNetworks(pod.Annotations)
+		if err != nil {
+			continue
+		}
+		// Sorted, so that a pod's first attachment through a NAD is
+		// restored before those it names again.
+		for _, key := range slices.Sorted(maps.Keys(entries)) {
+			if nad, ok := podannotation.NADOfKey(key); !ok || !keys[nad] {
 				continue
 			}
+			pn := entries[key]
 			held := att
 			held.Key = key
 			held.Request = Request{Claim: claims[key]}
-			if err := a.Restore(client.ObjectKeyFromObject(pod), pod.UID, held, pn); err != nil {
+			if err := a.Restore(client.ObjectKeyFromObject(pod), pod.UID, held, &pn); err != nil {
 				log.FromContext(ctx).Error(err, "rebuilding the address pool", "network", PoolID(att), "pod", pod.Namespace+"/"+pod.Name)
 			}
 		}
@@ -267,17 +269,18 @@ func (a *Allocator) rebuildClaims(ctx context.Context, r Resolver, att Attachmen
 	return nil
 }
 
-// claimsOf maps the NAD keys the pod's k8s.v1.cni.cncf.io/networks names
-// to the IPAMClaim each element references.
+// claimsOf maps the pod-networks keys of the pod's
+// k8s.v1.cni.cncf.io/networks elements (podannotation.SelectionKeys) to the
+// IPAMClaim each element references.
 func claimsOf(pod *corev1.Pod) map[string]string {
 	elems, err := podannotation.DecodeNetworkSelections(pod.Annotations[ovnk.AnnotationNetworks], pod.Namespace)
 	if err != nil {
 		return nil
 	}
 	out := map[string]string{}
-	for _, e := range elems {
-		if e.IPAMClaimReference != "" {
-			out[e.Namespace+"/"+e.Name] = e.IPAMClaimReference
+	for i, key := range podannotation.SelectionKeys(elems) {
+		if c := elems[i].IPAMClaimReference; c != "" {
+			out[key] = c
 		}
 	}
 	return out
