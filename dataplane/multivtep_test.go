@@ -1,7 +1,9 @@
 package dataplane
 
 import (
+	"context"
 	"errors"
+	"maps"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -9,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/udnkit/udnkit/dataplane/internal/nbtest"
+	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
 	"github.com/udnkit/udnkit/dataplane/topology/base"
@@ -171,23 +175,7 @@ func TestLayer3TopologyAndMultiVTEPStartTogether(t *testing.T) {
 	for round := range 8 {
 		network := "ns_vtep" + strconv.Itoa(round)
 		names := ovnk.NamesFor(network)
-		net := topology.Layer3Network{Name: network, Subnets: []netip.Prefix{pfx("10.1.0.0/16")}, JoinSubnets: []netip.Prefix{pfx("100.65.0.0/16")},
-			ClusterIPv4: true, TransitSubnets: []netip.Prefix{ovnk.DefaultTransitSubnetV4}, TransitSwitchTunnelKey: 16711700 + round,
-			GatewayMasqueradeIPs: []netip.Addr{addr("169.254.0.13")}, ManagementMasqueradeIPs: []netip.Addr{addr("169.254.0.14")},
-			MasqueradeSubnets: []netip.Prefix{pfx("169.254.0.0/17")}}
-		topo, err := topology.Layer3Topology(net, []topology.Layer3Node{
-			{Name: "node-a", ID: 2, Local: true, Chassis: chassisOf("node-a"), HostSubnets: []netip.Prefix{pfx("10.1.1.0/24")}, NoGateway: true},
-			{Name: "node-b", ID: 3, Chassis: chassisOf("node-b"), HostSubnets: []netip.Prefix{pfx("10.1.2.0/24")}, MultiVTEP: true},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports, err := multivtep.MultiVTEPPorts(network, ovnk.DefaultTransitSubnetV4, []multivtep.VTEPNode{{Name: "node-b", Chassis: chassisOf("node-b"),
-			EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3")}, TunnelIDs: []int{6, 7}, Subnets: []netip.Prefix{pfx("10.1.2.0/24")}}},
-			[]multivtep.VTEPPod{{Namespace: "ns", Name: "p", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.2.5/24")}, EncapIP: addr("10.0.0.3")}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		net, topo, ports := vtepNetwork(t, network, 16711700+round)
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
 		waited := false
@@ -230,4 +218,86 @@ func TestLayer3TopologyAndMultiVTEPStartTogether(t *testing.T) {
 			}
 		}
 	}
+}
+
+// vtepNetwork is a Layer3 network of tunnel key key with node-a local and
+// node-b multi-VTEP (two encap IPs, a pod on the second): its topology and
+// its multi-VTEP ports.
+func vtepNetwork(t *testing.T, network string, key int) (net topology.Layer3Network, topo, ports *rows.Desired) {
+	t.Helper()
+	net = topology.Layer3Network{Name: network, Subnets: []netip.Prefix{pfx("10.1.0.0/16")}, JoinSubnets: []netip.Prefix{pfx("100.65.0.0/16")},
+		ClusterIPv4: true, TransitSubnets: []netip.Prefix{ovnk.DefaultTransitSubnetV4}, TransitSwitchTunnelKey: key,
+		GatewayMasqueradeIPs: []netip.Addr{addr("169.254.0.13")}, ManagementMasqueradeIPs: []netip.Addr{addr("169.254.0.14")},
+		MasqueradeSubnets: []netip.Prefix{pfx("169.254.0.0/17")}}
+	topo, err := topology.Layer3Topology(net, []topology.Layer3Node{
+		{Name: "node-a", ID: 2, Local: true, Chassis: chassisOf("node-a"), HostSubnets: []netip.Prefix{pfx("10.1.1.0/24")}, NoGateway: true},
+		{Name: "node-b", ID: 3, Chassis: chassisOf("node-b"), HostSubnets: []netip.Prefix{pfx("10.1.2.0/24")}, MultiVTEP: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports, err = multivtep.MultiVTEPPorts(network, ovnk.DefaultTransitSubnetV4, []multivtep.VTEPNode{{Name: "node-b", Chassis: chassisOf("node-b"),
+		EncapIPs: []netip.Addr{addr("10.0.0.2"), addr("10.0.0.3")}, TunnelIDs: []int{6, 7}, Subnets: []netip.Prefix{pfx("10.1.2.0/24")}}},
+		[]multivtep.VTEPPod{{Namespace: "ns", Name: "p", Node: "node-b", IPs: []netip.Prefix{pfx("10.1.2.5/24")}, EncapIP: addr("10.0.0.3")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net, topo, ports
+}
+
+// Multi-VTEP ports applied before the Layer3 topology create no transit
+// switch (they only reference it: rows.MissingRowError, on which their
+// controller waits), so there is never a transit switch without its
+// interconnect other_config; once the topology has created it, the ports
+// go on, and the switch has exactly base.TransitSwitchOtherConfig
+// (upstream's addTransitSwitchConfig,
+// pkg/ovn/zone_interconnect/zone_ic_handler.go). On a real ovsdb-server
+// and on the in-memory one.
+func TestMultiVTEPFirstLeavesTheTransitSwitchToTheTopology(t *testing.T) {
+	const network, key = "ns_vtepfirst", 16711720
+	ts := ovnk.NamesFor(network).TransitSwitch()
+	_, topo, ports := vtepNetwork(t, network, key)
+	want := base.TransitSwitchOtherConfig(ts, key)
+	check := func(t *testing.T, apply func(*rows.Desired) error, transitSwitch func() *nbdb.LogicalSwitch) {
+		missing := (*rows.MissingRowError)(nil)
+		if err := apply(ports); !errors.As(err, &missing) {
+			t.Fatalf("multi-VTEP ports before the topology: %v, want a rows.MissingRowError", err)
+		}
+		if sw := transitSwitch(); sw != nil {
+			t.Fatalf("multi-VTEP ports created the transit switch %+v", sw)
+		}
+		for _, d := range []*rows.Desired{topo, ports} {
+			if err := apply(d); err != nil {
+				t.Fatalf("%s: %v", d.Owner.Piece, err)
+			}
+		}
+		sw := transitSwitch()
+		if sw == nil || !maps.Equal(sw.OtherConfig, want) {
+			t.Fatalf("transit switch %+v, want other_config %v", sw, want)
+		}
+	}
+	t.Run("ovsdb-server", func(t *testing.T) {
+		e := newEnv(t)
+		check(t, func(d *rows.Desired) error { _, err := e.c.Apply(e.ctx, d); return err }, func() *nbdb.LogicalSwitch {
+			var out []nbdb.LogicalSwitch
+			if err := e.c.eng.NB.WhereCache(func(s *nbdb.LogicalSwitch) bool { return s.Name == ts }).List(e.ctx, &out); err != nil || len(out) == 0 {
+				return nil
+			}
+			if got := e.nbctl("lsp-list", ts); !strings.Contains(got, ovnk.NamesFor(network).TransitSwitchPort("node-b", 1)) {
+				t.Errorf("ovn-nbctl lists the transit switch's ports as %q, want node-b's second VTEP's among them", got)
+			}
+			return &out[0]
+		})
+	})
+	t.Run("in-memory", func(t *testing.T) {
+		eng := nbtest.Engine(t, nbtest.Serve(t), nil)
+		ctx := context.Background()
+		check(t, func(d *rows.Desired) error { _, err := eng.Apply(ctx, d); return err }, func() *nbdb.LogicalSwitch {
+			var out []nbdb.LogicalSwitch
+			if err := eng.NB.WhereCache(func(s *nbdb.LogicalSwitch) bool { return s.Name == ts }).List(ctx, &out); err != nil || len(out) == 0 {
+				return nil
+			}
+			return &out[0]
+		})
+	})
 }

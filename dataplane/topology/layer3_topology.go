@@ -129,10 +129,8 @@ func Layer3Topology(net Layer3Network, nodes []Layer3Node) (*rows.Desired, error
 	}
 	b := &layer3Build{net: net, names: ovnk.NamesFor(net.Name), copp: base.DefaultCOPP()}
 	b.cr = rows.Router{Row: base.Layer3ClusterRouter(net.Name), Shared: true, Copp: b.copp}
-	b.ts = rows.Switch{Row: nbdb.LogicalSwitch{Name: b.names.TransitSwitch(), ExternalIDs: primaryRole(), OtherConfig: map[string]string{
-		"interconn-ts": b.names.TransitSwitch(), "requested-tnl-key": strconv.Itoa(net.TransitSwitchTunnelKey),
-		"mcast_snoop": "true", "mcast_querier": "false", "mcast_flood_unregistered": "true",
-	}}, Shared: true}
+	b.ts = rows.Switch{Row: nbdb.LogicalSwitch{Name: b.names.TransitSwitch(), ExternalIDs: primaryRole(), OtherConfig: base.TransitSwitchOtherConfig(b.names.TransitSwitch(), net.TransitSwitchTunnelKey)},
+		Shared: true}
 	b.join = rows.Switch{Row: nbdb.LogicalSwitch{Name: b.names.JoinSwitch()}}
 	b.joinPort(b.cr.Row.Name, b.clusterJoinIPs(), nil, false)
 	b.switches = []rows.Switch{b.join, b.ts}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -30,11 +31,7 @@ func (b *layer2Build) transitSwitch([]Layer2Node) error {
 // addTransitSwitchConfig (the switch's own name, its tunnel key, IGMP
 // snooping that floods unregistered multicast and queries nothing).
 func (b *layer2Build) switchOtherConfig() map[string]string {
-	oc := map[string]string{
-		"interconn-ts":      b.names.Switch(),
-		"requested-tnl-key": strconv.Itoa(b.net.SwitchTunnelKey),
-		"mcast_snoop":       "true", "mcast_querier": "false", "mcast_flood_unregistered": "true",
-	}
+	oc := base.TransitSwitchOtherConfig(b.names.Switch(), b.net.SwitchTunnelKey)
 	for _, s := range b.net.Subnets {
 		if s = s.Masked(); s.Addr().Is4() {
 			oc["subnet"] = s.String()

@@ -3,7 +3,6 @@ package pods
 import (
 	"fmt"
 	"net/netip"
-	"strconv"
 
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
@@ -47,10 +46,7 @@ func SecondaryLayer2Switch(n SecondaryLayer2Network) (*rows.Desired, error) {
 	}
 	names := ovnk.NamesFor(n.Name)
 	name := names.Switch()
-	oc := map[string]string{
-		"interconn-ts": name, "requested-tnl-key": strconv.Itoa(key),
-		"mcast_snoop": "true", "mcast_querier": "false", "mcast_flood_unregistered": "true",
-	}
+	oc := base.TransitSwitchOtherConfig(name, key)
 	if err := subnetConfig(oc, n.Subnets); err != nil {
 		return nil, err
 	}
