@@ -33,7 +33,18 @@ var (
 // built otherwise needs its Client to have it.
 const NADNetworkField = "udnkit.network"
 
-// NADNetwork is NADNetworkField's index function.
+// NADNetwork is NADNetworkField's index function. A Primary Layer2 NAD is
+// indexed only once it has its two tunnel keys (Layer2Name), which delays
+// nothing: every reader programs rows that hang off the network's topology
+// and waits for it (WaitForTopology), and the Layer2 topology cannot be
+// built without those keys. Upstream is the same: its Layer2 network
+// controller does not start without them (newClusterRouter and
+// initializeLogicalSwitch refuse "requires exactly 2 tunnel keys",
+// layer2_user_defined_network_controller.go and
+// base_secondary_layer2_network_controller.go), so none of the network's
+// pods, services or policies are programmed before. udnkit's NADs carry
+// their keys from their first write (netconf.NewNAD), and the NAD update
+// that adds them to another's re-indexes and queues it.
 func NADNetwork(o client.Object) []string {
 	nad, ok := o.(*nadv1.NetworkAttachmentDefinition)
 	if !ok {
