@@ -169,8 +169,15 @@ func programServices(t *testing.T, c *datapath.Cluster, objs []client.Object, ne
 // test ends.
 func serveNames(t *testing.T, ps ...*pod) {
 	t.Helper()
+	serveOnTarget(t, (*netns.Endpoint).ServeName, ps...)
+}
+
+// serveOnTarget starts serve on svcTargetPort in every pod until the test
+// ends.
+func serveOnTarget(t *testing.T, serve func(*netns.Endpoint, int) (func(), error), ps ...*pod) {
+	t.Helper()
 	for _, p := range ps {
-		stop, err := p.datapath.ServeName(svcTargetPort)
+		stop, err := serve(&p.datapath.Endpoint, svcTargetPort)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -294,6 +294,20 @@ func TxChecksumOff(netns, iface string) error {
 // back in one datagram. A client behind a load balancer learns which
 // backend it reached (AskName). stop closes both sockets.
 func (e *Endpoint) ServeName(port int) (stop func(), err error) {
+	answer := []byte(e.Label + "\n")
+	return e.serveAnswer(port, func(netip.Addr) []byte { return answer })
+}
+
+// ServePeer answers as ServeName does, with the source address each
+// connection or datagram arrived from instead of the label: a client
+// learns the address a load balancer or a NAT made it (AskName).
+func (e *Endpoint) ServePeer(port int) (stop func(), err error) {
+	return e.serveAnswer(port, func(from netip.Addr) []byte { return []byte(from.String() + "\n") })
+}
+
+// serveAnswer answers on TCP and UDP port in the endpoint's namespace
+// (every address) with answer of the peer's address (IPv4 unmapped).
+func (e *Endpoint) serveAnswer(port int, answer func(from netip.Addr) []byte) (stop func(), err error) {
 	var l net.Listener
 	var pc net.PacketConn
 	addr := net.JoinHostPort("::", strconv.Itoa(port))
@@ -308,13 +322,16 @@ func (e *Endpoint) ServeName(port int) (stop func(), err error) {
 	}); err != nil {
 		return nil, err
 	}
-	answer := []byte(e.Label + "\n")
+	peer := func(a net.Addr) netip.Addr {
+		ap, _ := netip.ParseAddrPort(a.String())
+		return ap.Addr().Unmap()
+	}
 	go serveEach(l, func(c net.Conn) {
 		// The question first: closing with it unread would reset the
 		// connection before the client reads the answer.
 		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 		if _, err := bufio.NewReader(c).ReadString('\n'); err == nil {
-			_, _ = c.Write(answer)
+			_, _ = c.Write(answer(peer(c.RemoteAddr())))
 		}
 	})
 	go func() {
@@ -324,7 +341,7 @@ func (e *Endpoint) ServeName(port int) (stop func(), err error) {
 			if err != nil {
 				return
 			}
-			_, _ = pc.WriteTo(answer, from)
+			_, _ = pc.WriteTo(answer(peer(from)), from)
 		}
 	}()
 	return func() { _ = l.Close(); _ = pc.Close() }, nil
