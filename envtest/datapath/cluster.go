@@ -66,6 +66,10 @@ type Cluster struct {
 	podsMu sync.Mutex
 	pods   []*Pod
 	netns  []string // every namespace created, removed by Stop
+	// physMu guards phys, the physical network of Localnet networks
+	// (AddPhysicalNetwork).
+	physMu sync.Mutex
+	phys   *physnet
 }
 
 // Node returns the node of that name (nil when there is none).
@@ -241,6 +245,9 @@ func (c *Cluster) Stop() {
 	c.podsMu.Unlock()
 	for _, n := range c.Nodes {
 		n.Stop()
+	}
+	if c.phys != nil {
+		c.phys.tor.Stop()
 	}
 	for _, ns := range c.netns {
 		_ = netns.IP("netns", "del", ns)

@@ -116,6 +116,8 @@ type network struct {
 	// cudn marks a namespace's share of a ClusterUserDefinedNetwork (the
 	// CUDN is name): its NAD in namespace, whose owner is the CUDN.
 	cudn bool
+	// localnet marks a Localnet network (always Secondary).
+	localnet bool
 }
 
 func (n *network) ovnName() string {
@@ -128,8 +130,11 @@ func (n *network) ovnName() string {
 // ovnk is the network as OVN-Kubernetes' controllers read it.
 func (n *network) ovnk() *datapath.Network {
 	topology := "layer2"
-	if n.layer3 {
+	switch {
+	case n.layer3:
 		topology = "layer3"
+	case n.localnet:
+		topology = ovnk.TopologyLocalnet
 	}
 	return &datapath.Network{Name: n.ovnName(), NAD: n.key(), Topology: topology, Subnets: n.subnets, ID: n.id}
 }

@@ -100,34 +100,11 @@ func (n *Node) StartZone(ctx context.Context) error {
 // its Open_vSwitch database, ovs-vswitchd with breth0 holding the underlay
 // addresses, and ovn-controller configured as ovnkube-node configures it.
 func (n *Node) StartDaemons(ctx context.Context) error {
-	tools, err := SetupTools()
+	procs, err := startOVS(ctx, n.dir, n.Netns, n.env())
+	n.procs = append(n.procs, procs...)
 	if err != nil {
 		return err
 	}
-	conf := filepath.Join(n.dir, "conf.db")
-	if _, err := netns.Run("", nil, "ovsdb-tool", "create", conf, tools.VSwitchSchema); err != nil {
-		return err
-	}
-	p, err := netns.Spawn(n.dir, n.Netns, "ovsdb-server", n.env(), "ovsdb-server", conf,
-		"--remote=punix:"+n.db(), "--unixctl="+filepath.Join(n.dir, "ovsdb-server.ctl"),
-		"--log-file="+filepath.Join(n.dir, "ovsdb-server.log"), "--no-chdir", "-vconsole:off")
-	if err != nil {
-		return err
-	}
-	n.procs = append(n.procs, p)
-	if err := waitFor(ctx, 20*time.Second, "the Open_vSwitch database", p, func() error {
-		_, err := netns.Run("", nil, "ovs-vsctl", "--db=unix:"+n.db(), "--no-wait", "init")
-		return err
-	}); err != nil {
-		return err
-	}
-	p, err = netns.Spawn(n.dir, n.Netns, "ovs-vswitchd", n.env(), "ovs-vswitchd", "unix:"+n.db(), "--disable-system",
-		"--unixctl="+filepath.Join(n.dir, "ovs-vswitchd.ctl"),
-		"--log-file="+filepath.Join(n.dir, "ovs-vswitchd.log"), "--no-chdir", "-vconsole:off")
-	if err != nil {
-		return err
-	}
-	n.procs = append(n.procs, p)
 	// ovnkube-node's settings (pkg/node/default_node_network_controller.go,
 	// defaults from pkg/config/config.go): geneve from the node's encap IP,
 	// the node an interconnect gateway, the whole Southbound monitored
@@ -164,7 +141,7 @@ func (n *Node) StartDaemons(ctx context.Context) error {
 	if err := n.pinBridgeMAC(); err != nil {
 		return err
 	}
-	p, err = netns.Spawn(n.dir, n.Netns, "ovn-controller", n.env(), "ovn-controller", "unix:"+n.db(),
+	p, err := netns.Spawn(n.dir, n.Netns, "ovn-controller", n.env(), "ovn-controller", "unix:"+n.db(),
 		"--unixctl="+filepath.Join(n.dir, "ovn-controller.ctl"),
 		"--log-file="+filepath.Join(n.dir, "ovn-controller.log"), "--no-chdir", "-vconsole:off")
 	if err != nil {
