@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/udnkit/udnkit/envtest/datapath"
 	"github.com/udnkit/udnkit/envtest/datapath/netns"
 )
 
@@ -30,56 +31,79 @@ func seenFrom(t *testing.T, from *pod, dial string, dst, want netip.Addr) {
 	}
 }
 
-// TestServiceHairpin connects a pod on a dual-stack Primary Layer2 UDN to
-// a ClusterIP Service whose only backend is the pod itself, through the
-// load balancers udnkit's services controller writes in three zones: the
-// connection leaves the pod, is load-balanced back to it and answered
-// (TCP and UDP, IPv4 and IPv6), the pod seeing it come from the hairpin
-// SNAT address of its family, while a pod on another node is seen from
-// its own address. Mutation: hairpin_snat_ip removed from the Service's
-// TCP load balancer in the pod's zone, OVN SNATs the pod's TCP hairpin
-// connections to the ClusterIP instead (UDP, on its own load balancer,
-// keeps the hairpin address); the reconciler's next pass writes it back.
+// TestServiceHairpin connects a pod to a ClusterIP Service whose only
+// backend is the pod itself, through the load balancers udnkit's services
+// controller writes in three zones, on a dual-stack Primary Layer2 UDN and
+// on a Primary Layer3 UDN (IPv4, udnkit's own Layer3 topology): the
+// connection leaves the pod, is load-balanced back to it and answered (TCP
+// and UDP), the pod seeing it come from the hairpin SNAT address of its
+// family, while a pod on another node is seen from its own address.
+// Mutation: hairpin_snat_ip removed from the Service's TCP load balancer
+// in the pod's zone, OVN SNATs the pod's TCP hairpin connections to the
+// ClusterIP instead (UDP, on its own load balancer, keeps the hairpin
+// address); the reconciler's next pass writes it back.
 func TestServiceHairpin(t *testing.T) {
 	c := needCluster(t)
 	a, b := c.Node("node-a"), c.Node("node-b")
-	net := newNetwork(t, "tenant-hairpin", "hairpin", 19, "10.180.0.0/16", "fd00:180::/64")
-	program(t, c, net)
-	web := &pod{net: net, name: "web", node: a, index: 5, tunnelID: 10}
-	client := &pod{net: net, name: "client", node: b, index: 6, tunnelID: 11}
-	podPorts(t, c, web, client)
-	startOwnPods(t, c, web, client)
+	t.Run("Layer2", func(t *testing.T) {
+		net := newNetwork(t, "tenant-hairpin", "hairpin", 19, "10.180.0.0/16", "fd00:180::/64")
+		program(t, c, net)
+		web := &pod{net: net, name: "web", node: a, index: 5, tunnelID: 10}
+		client := &pod{net: net, name: "client", node: b, index: 6, tunnelID: 11}
+		podPorts(t, c, web, client)
+		startOwnPods(t, c, web, client)
+		hairpin(t, c, &service{net: net, name: "web", v4: netip.MustParseAddr("10.96.180.10"), v6: netip.MustParseAddr("fd00:10:96::180:10"),
+			backends: []*pod{web}}, client)
+	})
+	t.Run("Layer3", func(t *testing.T) {
+		net := newLayer3Network(t, "tenant-hairpin3", "hairpin3", 20, "10.181.0.0/16")
+		web, client := &pod{net: net, name: "web", node: a}, &pod{net: net, name: "client", node: b}
+		layer3PolicyPods([]l3node{{Node: a, ID: 2, Host: netip.MustParsePrefix("10.181.2.0/24")},
+			{Node: b, ID: 3, Host: netip.MustParsePrefix("10.181.3.0/24")}})(t, c, []*pod{web, client})
+		for _, p := range []*pod{web, client} {
+			t.Cleanup(func() {
+				if err := c.RemovePod(p.datapath); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		hairpin(t, c, &service{net: net, name: "web", v4: netip.MustParseAddr("10.96.181.10"), backends: []*pod{web}}, client)
+	})
+}
+
+// hairpin runs TestServiceHairpin's checks on svc, whose one backend is
+// on node-a, and client, a pod of its network on another node.
+func hairpin(t *testing.T, c *datapath.Cluster, svc *service, client *pod) {
+	t.Helper()
+	web, net := svc.backends[0], svc.net
 	serveOnTarget(t, (*netns.Endpoint).ServePeer, web)
-	svc := &service{net: net, name: "web", v4: netip.MustParseAddr("10.96.180.10"), v6: netip.MustParseAddr("fd00:10:96::180:10"),
-		backends: []*pod{web}}
 	programServices(t, c, serviceObjects(true, svc), net)
 	// Afterwards the network has no Services: their load balancers go.
 	t.Cleanup(func() { programServices(t, c, nil, net) })
-	families := []bool{false, true}
 
-	t.Run("a pod reaches itself through its Service, seen from the hairpin SNAT address (TCP and UDP, IPv4 and IPv6)", func(t *testing.T) {
-		for _, v6 := range families {
+	t.Run("a pod reaches itself through its Service, seen from the hairpin SNAT address (TCP and UDP)", func(t *testing.T) {
+		for _, v6 := range svc.families() {
 			for _, p := range protocols {
 				seenFrom(t, web, p.dial, svc.clusterIP(v6), hairpinSNAT[v6])
 			}
 		}
 	})
 	t.Run("a pod on another node reaches the Service from its own address", func(t *testing.T) {
-		for _, v6 := range families {
+		for _, v6 := range svc.families() {
 			for _, p := range protocols {
 				seenFrom(t, client, p.dial, svc.clusterIP(v6), client.ip(v6))
 			}
 		}
 	})
 	t.Run("mutation: without hairpin_snat_ip the pod's hairpin connections come from the ClusterIP", func(t *testing.T) {
-		a.NB().Must(t, "remove", "Load_Balancer", svc.lb(corev1.ProtocolTCP), "options", "hairpin_snat_ip")
+		web.node.NB().Must(t, "remove", "Load_Balancer", svc.lb(corev1.ProtocolTCP), "options", "hairpin_snat_ip")
 		settle(t, c)
-		for _, v6 := range families {
+		for _, v6 := range svc.families() {
 			seenFrom(t, web, "tcp", svc.clusterIP(v6), svc.clusterIP(v6))
 			seenFrom(t, web, "udp", svc.clusterIP(v6), hairpinSNAT[v6])
 		}
 		programServices(t, c, serviceObjects(true, svc), net)
-		for _, v6 := range families {
+		for _, v6 := range svc.families() {
 			seenFrom(t, web, "tcp", svc.clusterIP(v6), hairpinSNAT[v6])
 		}
 	})

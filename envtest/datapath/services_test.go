@@ -118,14 +118,24 @@ func (s *service) mirrored() []*discoveryv1.EndpointSlice {
 		}
 		for _, b := range s.backends {
 			ready, node := true, b.node.Name
-			subnet, _ := ovnk.FamilyOf(b.net.subnets, v6)
-			m.Endpoints = append(m.Endpoints, discoveryv1.Endpoint{Addresses: []string{ovnk.MustAddrAt(subnet, b.index).String()},
+			m.Endpoints = append(m.Endpoints, discoveryv1.Endpoint{Addresses: []string{b.addr(v6).String()},
 				Conditions: discoveryv1.EndpointConditions{Ready: &ready}, NodeName: &node,
 				TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: b.net.namespace, Name: b.name}})
 		}
 		out = append(out, m)
 	}
 	return out
+}
+
+// addr is the pod's address of a family on its network: on a Layer3
+// network its interface's (in its node's host subnet), else the
+// subnet's address at the pod's index.
+func (p *pod) addr(v6 bool) netip.Addr {
+	if p.net.layer3 {
+		return p.ip(v6)
+	}
+	subnet, _ := ovnk.FamilyOf(p.net.subnets, v6)
+	return ovnk.MustAddrAt(subnet, p.index)
 }
 
 // lb is the name of the Service's cluster-wide load balancer of a protocol.
