@@ -5,7 +5,11 @@
 // node's own OVN zone (a Northbound, a Southbound and ovn-northd per node, as
 // OVN-Kubernetes interconnect runs them). The nodes' bridges breth0 hold
 // their underlay addresses (192.0.2.0/24) and meet on a Linux bridge in an
-// underlay namespace, which carries Geneve between the nodes. Each zone's
+// underlay namespace, which carries Geneve between the nodes. For Localnet
+// networks the nodes can also have a physical network (AddPhysicalNetwork):
+// a bridge brlocalnet per node, mapped in ovn-bridge-mappings and trunked
+// to a top-of-rack Open vSwitch in the underlay namespace, whose access
+// ports give hosts outside the cluster their VLAN. Each zone's
 // Southbound knows the other nodes' chassis as OVN-Kubernetes' zone
 // interconnect registers them (other_config:is-remote=true with their geneve
 // encap). Pods are network namespaces holding an OVS internal port whose

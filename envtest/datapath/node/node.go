@@ -3,8 +3,9 @@
 // userspace datapath (datapath_type=netdev) with breth0 holding the node's
 // underlay addresses, and ovn-controller bound to the node's own OVN zone
 // (a Northbound, a Southbound and ovn-northd), configured as ovnkube-node
-// configures it. The package envtest/datapath joins the nodes into a
-// cluster.
+// configures it; and a switch outside the nodes (StartSwitch), an Open
+// vSwitch of its own for the physical network's VLANs. The package
+// envtest/datapath joins the nodes into a cluster.
 package node
 
 import (
