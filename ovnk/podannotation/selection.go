@@ -1,9 +1,12 @@
 package podannotation
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -114,6 +117,24 @@ func NADOfKey(key string) (nadKey string, ok bool) {
 		}
 	}
 	return "", false
+}
+
+// KeysOfNAD are the keys, among a pod's k8s.ovn.org/pod-networks keys, of
+// its attachments through one NAD: nadKey and its IndexedNADKey repeats,
+// in index order. It is upstream's PodNADKeys (pkg/util/pod_annotation.go)
+// for one NAD of a network: each is an interface, with its own port and
+// addresses, that a reader of the NAD's entries takes in.
+func KeysOfNAD(keys iter.Seq[string], nadKey string) []string {
+	var out []string
+	for k := range keys {
+		if nad, ok := NADOfKey(k); ok && nad == nadKey {
+			out = append(out, k)
+		}
+	}
+	// One NAD's keys differ only in their index suffix: the shorter key
+	// has the lower index.
+	slices.SortFunc(out, func(a, b string) int { return cmp.Or(cmp.Compare(len(a), len(b)), strings.Compare(a, b)) })
+	return out
 }
 
 // SelectionKeys are the pod-networks keys of a pod's

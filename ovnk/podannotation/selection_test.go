@@ -100,3 +100,19 @@ func TestSelectionKeysIndexARepeatedNAD(t *testing.T) {
 		}
 	}
 }
+
+// A NAD's keys among a pod's pod-networks keys are its plain key and its
+// indexed repeats, in index order ("ns/red/10" after "ns/red/2"), as
+// upstream's PodNADKeys (pkg/util/pod_annotation.go) gives a network's
+// keys of the pod; another NAD's keys, a key sharing only a prefix and the
+// default network's are not among them.
+func TestKeysOfNAD(t *testing.T) {
+	keys := []string{"ns/red/10", "default", "ns/redder", "ns/red/1", "other/red/1", "ns/blue", "ns/red", "ns/red/2", "ns/red/x"}
+	want := []string{"ns/red", "ns/red/1", "ns/red/2", "ns/red/10"}
+	if got := KeysOfNAD(slices.Values(keys), "ns/red"); !slices.Equal(got, want) {
+		t.Errorf("KeysOfNAD = %v, want %v", got, want)
+	}
+	if got := KeysOfNAD(slices.Values(keys), "ns/green"); len(got) != 0 {
+		t.Errorf("KeysOfNAD of a NAD the pod does not name = %v", got)
+	}
+}

@@ -88,14 +88,7 @@ func entryKeys(pod *corev1.Pod, nadKey string, prev map[string]pods.Pod) []strin
 		}
 		return out
 	}
-	out := keys[:0]
-	for _, k := range keys {
-		if nad, ok := podannotation.NADOfKey(k); ok && nad == nadKey {
-			out = append(out, k)
-		}
-	}
-	slices.Sort(out)
-	return out
+	return podannotation.KeysOfNAD(slices.Values(keys), nadKey)
 }
 
 // portOf is one pod's port input (ok false: the pod has no port).
