@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/topology/networkpolicy"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
 const npCtrl = "tenant-blue_blue-network-controller"
@@ -207,12 +209,11 @@ func multiPolicyCRD() *apiextensionsv1.CustomResourceDefinition {
 	}
 }
 
-// A MultiNetworkPolicy whose policy-for names a Secondary Layer2 NAD, with
-// --enable-multi-networkpolicy: the network gets the policy's port group
-// (node-a's selected pod), its ipBlock ACL and the namespace's default
-// deny, named and keyed as upstream's network controller of the network;
-// one naming another NAD writes nothing; deleting the policy removes them.
-func TestMultiNetworkPolicyOnASecondaryNetwork(t *testing.T) {
+// multiPolicyStack is a running stack of zone node-a with
+// --enable-multi-networkpolicy, the MultiNetworkPolicy kind served, nodes
+// node-a and node-b, and the Secondary Layer2 NAD tenant-red/back
+// (10.50.0.0/16).
+func multiPolicyStack(t *testing.T) *stack {
 	s := newStack(t)
 	o := s.opts()
 	o.Zone, o.Local, o.Cluster.MTU = "node-a", zone.InZone("node-a"), ovnk.DefaultMTU
@@ -229,24 +230,38 @@ func TestMultiNetworkPolicyOnASecondaryNetwork(t *testing.T) {
 	s.start()
 	s.create(namespace("tenant-red"), testobj.MakeNode("node-a").Obj(), testobj.MakeNode("node-b").Obj())
 	s.createNAD(labeledNAD("tenant-red", "back", redL2Conf, map[string]string{ovnk.AnnotationNetworkID: "3"}))
+	return s
+}
+
+// multiPolicy is MultiNetworkPolicy tenant-red/name for policyFor,
+// selecting app=db pods, its ingress from peers.
+func multiPolicy(name, policyFor string, from []any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "k8s.cni.cncf.io/v1beta1", "kind": "MultiNetworkPolicy",
+		"metadata": map[string]any{"namespace": "tenant-red", "name": name, "annotations": map[string]any{"k8s.v1.cni.cncf.io/policy-for": policyFor}},
+		"spec": map[string]any{
+			"podSelector": map[string]any{"matchLabels": map[string]any{"app": "db"}},
+			"policyTypes": []any{"Ingress"},
+			"ingress":     []any{map[string]any{"from": from}},
+		},
+	}}
+}
+
+// A MultiNetworkPolicy whose policy-for names a Secondary Layer2 NAD, with
+// --enable-multi-networkpolicy: the network gets the policy's port group
+// (node-a's selected pod), its ipBlock ACL and the namespace's default
+// deny, named and keyed as upstream's network controller of the network;
+// one naming another NAD writes nothing; deleting the policy removes them.
+func TestMultiNetworkPolicyOnASecondaryNetwork(t *testing.T) {
+	s := multiPolicyStack(t)
 	db := testobj.MakePod("tenant-red", "db").Node("node-a").Running().Labels(map[string]string{"app": "db"}).Annotation(ovnk.AnnotationPodNetworks,
 		`{"tenant-red/back":{"ip_addresses":["10.50.0.4/16"],"mac_address":"0a:58:0a:32:00:04","tunnel_id":10,"role":"secondary"}}`).Obj()
 	s.create(db)
 	const dbPort = "tenant.red.back_tenant-red_db"
 	s.eventually("the pod's port", func() bool { return s.hasPort(dbPort) })
 
-	mnp := func(name, policyFor string) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "k8s.cni.cncf.io/v1beta1", "kind": "MultiNetworkPolicy",
-			"metadata": map[string]any{"namespace": "tenant-red", "name": name, "annotations": map[string]any{"k8s.v1.cni.cncf.io/policy-for": policyFor}},
-			"spec": map[string]any{
-				"podSelector": map[string]any{"matchLabels": map[string]any{"app": "db"}},
-				"policyTypes": []any{"Ingress"},
-				"ingress":     []any{map[string]any{"from": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.50.7.0/24"}}}}},
-			},
-		}}
-		return u
-	}
+	block := []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.50.7.0/24"}}}
+	mnp := func(name, policyFor string) *unstructured.Unstructured { return multiPolicy(name, policyFor, block) }
 	s.create(mnp("other", "tenant-red/front"), mnp("db", "back"))
 	pg := networkpolicy.PolicyPortGroup("tenant-red_back", "tenant-red", "db")
 	s.eventually("the policy's port group with the pod", func() bool { return slices.Equal(s.pgPorts(pg), []string{dbPort}) })
@@ -268,6 +283,90 @@ func TestMultiNetworkPolicyOnASecondaryNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.eventually("the policy's rows gone", func() bool { return s.pgPorts(pg) == nil && s.pgPorts(in) == nil })
+}
+
+// A pod naming the Secondary NAD tenant-red/back twice has two interfaces
+// (pod-networks keys tenant-red/back and tenant-red/back/1): a
+// MultiNetworkPolicy selecting it holds both of its ports in its port group
+// and the namespace's default deny, and a peer selecting such a pod on
+// another node puts both interfaces' addresses in the address set, as
+// upstream's network policy takes every key getPodNADKeys gives
+// (pkg/ovn/base_network_controller_policy.go getNewLocalPolicyPorts;
+// pkg/util/pod_annotation.go PodNADKeys, GetPodIPsOfNetwork). The second
+// interface leaving the annotation takes only its address and port out;
+// the pods' deletion empties both.
+func TestMultiNetworkPolicyOfANADNamedTwice(t *testing.T) {
+	s := multiPolicyStack(t)
+	const nad = "tenant-red/back"
+	twice := func(name, node, app, ip0, ip1 string) *corev1.Pod {
+		return testobj.MakePod("tenant-red", name).Node(node).Running().Labels(map[string]string{"app": app}).
+			Annotation(ovnk.AnnotationNetworks, "back,back").Annotation(ovnk.AnnotationPodNetworks, backEntries(ip0, ip1)).Obj()
+	}
+	db, web := twice("db", "node-a", "db", "10.50.0.4", "10.50.0.5"), twice("web", "node-b", "web", "10.50.0.6", "10.50.0.7")
+	s.create(db, web)
+	first, second := ovnk.PodPortName(nad, "tenant-red", "db"), ovnk.PodPortName(nad+"/1", "tenant-red", "db")
+	s.eventually("both of db's ports", func() bool { return s.hasPort(first) && s.hasPort(second) })
+
+	s.create(multiPolicy("db", "back", []any{map[string]any{"podSelector": map[string]any{"matchLabels": map[string]any{"app": "web"}}}}))
+	pg := networkpolicy.PolicyPortGroup("tenant-red_back", "tenant-red", "db")
+	in := networkpolicy.DenyPortGroup("tenant-red_back", "tenant-red", true)
+	both := sorted(first, second)
+	s.eventually("the policy's port group with both of db's ports", func() bool { return slices.Equal(s.pgPorts(pg), both) })
+	if got := s.pgPorts(in); !slices.Equal(got, both) {
+		t.Errorf("ingress default deny holds %q, want %q", got, both)
+	}
+	set := ovnk.HashForOVN("tenant-red_back-network-controller:PodSelector:tenant-red_LS{ML:{app: web,},}:v4")
+	addrs := func() string {
+		return strings.Join(strings.Fields(strings.ReplaceAll(s.nbctl("--bare", "--columns=addresses", "find", "Address_Set", "name="+set), ",", " ")), " ")
+	}
+	s.eventually("the peer set with both of web's interfaces", func() bool { return addrs() == "10.50.0.6 10.50.0.7" })
+
+	dropSecond := func(p *corev1.Pod, ip0 string) {
+		var cur corev1.Pod
+		if err := s.c.Get(s.ctx, client.ObjectKeyFromObject(p), &cur); err != nil {
+			t.Fatal(err)
+		}
+		cur.Annotations[ovnk.AnnotationNetworks] = "back"
+		cur.Annotations[ovnk.AnnotationPodNetworks] = backEntries(ip0)
+		if err := s.c.Update(s.ctx, &cur); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dropSecond(web, "10.50.0.6")
+	s.eventually("web's second interface out of the peer set", func() bool { return addrs() == "10.50.0.6" })
+	dropSecond(db, "10.50.0.4")
+	s.eventually("db's second port out of the groups", func() bool {
+		return slices.Equal(s.pgPorts(pg), []string{first}) && slices.Equal(s.pgPorts(in), []string{first})
+	})
+	if !s.hasPort(first) {
+		t.Errorf("db's first port went with its second interface")
+	}
+
+	for _, p := range []*corev1.Pod{db, web} {
+		if err := s.c.Delete(s.ctx, p, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.eventually("the pods' ports and addresses gone", func() bool {
+		return len(s.pgPorts(pg)) == 0 && len(s.pgPorts(in)) == 0 && addrs() == ""
+	})
+}
+
+// backEntries is a k8s.ovn.org/pod-networks value with one entry of
+// tenant-red/back per address, keyed as a pod naming the NAD once per
+// address has them (podannotation.IndexedNADKey).
+func backEntries(ips ...string) string {
+	pn := podannotation.PodNetworks{}
+	for i, ip := range ips {
+		a := netip.MustParseAddr(ip).As4()
+		pn[podannotation.IndexedNADKey("tenant-red/back", i)] = podannotation.PodNetwork{IPAddresses: []string{ip + "/16"},
+			MACAddress: fmt.Sprintf("0a:58:%02x:%02x:%02x:%02x", a[0], a[1], a[2], a[3]), TunnelID: 10 + i, Role: podannotation.RoleSecondary}
+	}
+	v, err := pn.Encode()
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 // A flood of 500 NetworkPolicies in one Primary namespace does not hold

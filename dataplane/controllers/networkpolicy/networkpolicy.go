@@ -3,6 +3,7 @@ package networkpolicy
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -83,13 +84,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // podNADs are the NADs of a pod's namespace (its Primary network's) and
 // those its k8s.ovn.org/pod-networks names (Secondary networks' may be of
-// another namespace).
+// another namespace; an indexed key, "ns/name/1", names its NAD).
 func (r *Reconciler) podNADs(ctx context.Context, o client.Object) []reconcile.Request {
 	reqs := zone.NADsIn(r.Client, o.GetNamespace())(ctx, o)
 	keys, _ := podannotation.DecodePodNetworkKeys(o.GetAnnotations())
 	for _, k := range keys {
-		if ns, name, ok := strings.Cut(k, "/"); ok && ns != o.GetNamespace() {
-			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+		nad, ok := podannotation.NADOfKey(k)
+		if ns, name, _ := strings.Cut(nad, "/"); ok && ns != o.GetNamespace() {
+			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}
+			if !slices.Contains(reqs, req) {
+				reqs = append(reqs, req)
+			}
 		}
 	}
 	return reqs

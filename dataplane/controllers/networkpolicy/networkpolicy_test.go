@@ -2,15 +2,18 @@ package networkpolicy
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/udnkit/udnkit/dataplane/controllers/internal/ctrltest"
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
+	"github.com/udnkit/udnkit/dataplane/topology/networkpolicy"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -52,33 +55,35 @@ func TestNetworkOf(t *testing.T) {
 
 // A pod's addresses and port: a finished pod and one without an entry
 // have none; a pod of another zone's node has addresses and no port.
-func TestPodOf(t *testing.T) {
+func TestPodsOf(t *testing.T) {
 	entry := `{"ns/n":{"ip_addresses":["10.50.0.4/16","fd00:50::4/64"],"mac_address":"0a:58:0a:32:00:04","role":"secondary"}}`
-	pod := func(node string, phase corev1.PodPhase, ann string) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Labels: map[string]string{"app": "db"}},
-			Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: phase}}
-		if ann != "" {
-			p.Annotations = map[string]string{ovnk.AnnotationPodNetworks: ann}
-		}
-		return p
-	}
 	local := map[string]bool{"node-a": true}
 	ctx := context.Background()
-	p, ok := podOf(ctx, pod("node-a", corev1.PodRunning, entry), "ns/n", local)
+	one := func(q *corev1.Pod) (networkpolicy.Pod, bool) {
+		ps := podsOf(ctx, q, []string{"ns/n"}, local)
+		if len(ps) > 1 {
+			t.Errorf("%d interfaces of one entry: %+v", len(ps), ps)
+		}
+		if len(ps) == 0 {
+			return networkpolicy.Pod{}, false
+		}
+		return ps[0], true
+	}
+	p, ok := one(policyPod("node-a", corev1.PodRunning, entry))
 	if !ok || p.Port != ovnk.PodPortName("ns/n", "ns", "p") || len(p.IPs) != 2 || p.IPs[0].String() != "10.50.0.4" || p.Labels["app"] != "db" {
 		t.Errorf("a local pod: %+v ok=%v", p, ok)
 	}
-	if p, ok := podOf(ctx, pod("node-b", corev1.PodRunning, entry), "ns/n", local); !ok || p.Port != "" || len(p.IPs) != 2 {
+	if p, ok := one(policyPod("node-b", corev1.PodRunning, entry)); !ok || p.Port != "" || len(p.IPs) != 2 {
 		t.Errorf("another zone's pod: %+v ok=%v", p, ok)
 	}
 	for name, q := range map[string]*corev1.Pod{
-		"finished":     pod("node-a", corev1.PodSucceeded, entry),
-		"no entry":     pod("node-a", corev1.PodRunning, ""),
-		"other NAD":    pod("node-a", corev1.PodRunning, `{"ns/other":{"ip_addresses":["10.1.0.4/16"],"mac_address":"0a:58:0a:01:00:04"}}`),
-		"bad entry":    pod("node-a", corev1.PodRunning, `{"ns/n":{"ip_addresses":["nope"]}}`),
-		"bad document": pod("node-a", corev1.PodRunning, `nope`),
+		"finished":     policyPod("node-a", corev1.PodSucceeded, entry),
+		"no entry":     policyPod("node-a", corev1.PodRunning, ""),
+		"other NAD":    policyPod("node-a", corev1.PodRunning, `{"ns/other":{"ip_addresses":["10.1.0.4/16"],"mac_address":"0a:58:0a:01:00:04"}}`),
+		"bad entry":    policyPod("node-a", corev1.PodRunning, `{"ns/n":{"ip_addresses":["nope"]}}`),
+		"bad document": policyPod("node-a", corev1.PodRunning, `nope`),
 	} {
-		if p, ok := podOf(ctx, q, "ns/n", local); ok {
+		if p, ok := one(q); ok {
 			t.Errorf("%s: %+v", name, p)
 		}
 	}
@@ -87,10 +92,79 @@ func TestPodOf(t *testing.T) {
 	}
 }
 
+// A pod naming a NAD twice is two interfaces, each with its key's port
+// (ns.n.1_ns_p) and addresses, as upstream's getPodNADKeys gives
+// getNewLocalPolicyPorts and GetPodIPsOfNetwork every indexed key
+// (pkg/ovn/base_network_controller_policy.go, pkg/util/pod_annotation.go
+// PodNADKeys); an entry of the second that does not parse leaves only the
+// second out, and a pod's interfaces through two NADs of the network are
+// all taken in.
+func TestPodsOfANADNamedTwice(t *testing.T) {
+	const twice = `{"ns/n":{"ip_addresses":["10.50.0.4/16"],"mac_address":"0a:58:0a:32:00:04","role":"secondary"},` +
+		`"ns/n/1":{"ip_addresses":["10.50.0.5/16"],"mac_address":"0a:58:0a:32:00:05","role":"secondary"},` +
+		`"ns/m":{"ip_addresses":["10.50.0.6/16"],"mac_address":"0a:58:0a:32:00:06","role":"secondary"}}`
+	local := map[string]bool{"node-a": true}
+	ctx := context.Background()
+	summary := func(ps []networkpolicy.Pod) []string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, fmt.Sprintf("%s %v", p.Port, p.IPs))
+		}
+		return out
+	}
+	got := summary(podsOf(ctx, policyPod("node-a", corev1.PodRunning, twice), []string{"ns/n"}, local))
+	want := []string{"ns.n_ns_p [10.50.0.4]", "ns.n.1_ns_p [10.50.0.5]"}
+	if !slices.Equal(got, want) {
+		t.Errorf("a pod naming ns/n twice: %q, want %q", got, want)
+	}
+	got = summary(podsOf(ctx, policyPod("node-a", corev1.PodRunning, twice), []string{"ns/m", "ns/n"}, local))
+	if want := append([]string{"ns.m_ns_p [10.50.0.6]"}, want...); !slices.Equal(got, want) {
+		t.Errorf("a pod on two NADs of the network: %q, want %q", got, want)
+	}
+	got = summary(podsOf(ctx, policyPod("node-b", corev1.PodRunning, twice), []string{"ns/n"}, local))
+	if want := []string{" [10.50.0.4]", " [10.50.0.5]"}; !slices.Equal(got, want) {
+		t.Errorf("another zone's pod naming ns/n twice: %q, want %q", got, want)
+	}
+	bad := `{"ns/n":{"ip_addresses":["10.50.0.4/16"],"mac_address":"0a:58:0a:32:00:04"},"ns/n/1":{"ip_addresses":["nope"]}}`
+	got = summary(podsOf(ctx, policyPod("node-a", corev1.PodRunning, bad), []string{"ns/n"}, local))
+	if want := []string{"ns.n_ns_p [10.50.0.4]"}; !slices.Equal(got, want) {
+		t.Errorf("a second interface whose entry does not parse: %q, want only the first %q", got, want)
+	}
+}
+
+// policyPod is pod ns/p labelled app=db on node in phase, with ann as its
+// k8s.ovn.org/pod-networks ("": none).
+func policyPod(node string, phase corev1.PodPhase, ann string) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Labels: map[string]string{"app": "db"}},
+		Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: phase}}
+	if ann != "" {
+		p.Annotations = map[string]string{ovnk.AnnotationPodNetworks: ann}
+	}
+	return p
+}
+
 // The policy sweep reads a network's NADs through zone.AnyNetworkField:
 // networkName must name each NAD as the index keys it, with and without
 // MultiNetworkPolicy.
 func TestNetworkNameAgreesWithTheIndex(t *testing.T) {
 	ctrltest.AgreesWithIndex(t, "networkName", (&Reconciler{}).networkName, zone.AnyNetwork)
 	ctrltest.AgreesWithIndex(t, "networkName with MultiNetworkPolicy", (&Reconciler{MultiNetworkPolicy: true}).networkName, zone.AnyNetwork)
+}
+
+// A pod's change queues the NADs of its namespace and, once each, the NADs
+// of other namespaces its k8s.ovn.org/pod-networks names: an indexed key
+// ("other/red/1") names its NAD, not a NAD "red/1".
+func TestPodNADsOfIndexedKeys(t *testing.T) {
+	own := &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "blue",
+		Labels: map[string]string{ovnk.LabelUserDefinedNetwork: ""}}}
+	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(ctrltest.NADScheme(t)).WithObjects(own).Build()}
+	p := policyPod("node-a", corev1.PodRunning, `{"other/red":{},"other/red/1":{},"ns/blue":{},"third/green/2":{},"default":{}}`)
+	var got []string
+	for _, req := range r.podNADs(context.Background(), p) {
+		got = append(got, req.String())
+	}
+	slices.Sort(got)
+	if want := []string{"ns/blue", "other/red", "third/green"}; !slices.Equal(got, want) {
+		t.Errorf("queued %q, want %q", got, want)
+	}
 }

@@ -21,8 +21,8 @@ import (
 // read fills net's policies, namespaces and pods: every namespace; for a
 // Primary network the NetworkPolicies of the namespaces of its trusted
 // NADs and their pods with an entry for the network, for a Secondary one
-// the MultiNetworkPolicies for its NADs and every pod with an entry for
-// one of them.
+// the MultiNetworkPolicies for its NADs and every pod's entries for them
+// (podsOf: each of a NAD named twice).
 func (r *Reconciler) read(ctx context.Context, net *networkpolicy.Network, primary bool) error {
 	nads, err := r.networkNADs(ctx, net.Name, primary)
 	if err != nil {
@@ -55,12 +55,9 @@ func (r *Reconciler) read(ctx context.Context, net *networkpolicy.Network, prima
 		if err := r.Client.List(ctx, &pods); err != nil {
 			return err
 		}
+		nadKeys := sortedKeys(keys)
 		for i := range pods.Items {
-			for _, key := range sortedKeys(keys) {
-				if p, ok := podOf(ctx, &pods.Items[i], key, local); ok {
-					net.Pods = append(net.Pods, p)
-				}
-			}
+			net.Pods = append(net.Pods, podsOf(ctx, &pods.Items[i], nadKeys, local)...)
 		}
 		return nil
 	}
@@ -74,11 +71,9 @@ func (r *Reconciler) read(ctx context.Context, net *networkpolicy.Network, prima
 		if err := r.Client.List(ctx, &pods, client.InNamespace(nad.Namespace)); err != nil {
 			return err
 		}
-		key := nad.Namespace + "/" + nad.Name
+		nadKeys := []string{nad.Namespace + "/" + nad.Name}
 		for i := range pods.Items {
-			if p, ok := podOf(ctx, &pods.Items[i], key, local); ok {
-				net.Pods = append(net.Pods, p)
-			}
+			net.Pods = append(net.Pods, podsOf(ctx, &pods.Items[i], nadKeys, local)...)
 		}
 	}
 	return nil
@@ -115,34 +110,44 @@ func (r *Reconciler) networkNADs(ctx context.Context, network string, primary bo
 	return out, nil
 }
 
-// podOf is a pod's addresses on the NAD's network (upstream's getPodIPs:
-// not a finished pod, addresses from its entry) and, on one of the zone's
-// nodes where its port exists, its port (getNewLocalPolicyPorts). ok is
-// false for a pod with no readable entry.
-func podOf(ctx context.Context, pod *corev1.Pod, nadKey string, local map[string]bool) (networkpolicy.Pod, bool) {
+// podsOf are a pod's interfaces on the network through nadKeys, one per
+// k8s.ovn.org/pod-networks key of each NAD (podannotation.KeysOfNAD: a pod
+// naming a Secondary NAD twice has two), as upstream's getPodNADKeys gives
+// the keys whose ports policies select and whose addresses
+// (GetPodIPsOfNetwork) pod selector address sets hold: not of a finished
+// pod, addresses from the key's entry and, on one of the zone's nodes
+// where its port exists, the key's port (getNewLocalPolicyPorts). A pod
+// whose annotation does not decode has none; an entry that does not parse
+// is left out.
+func podsOf(ctx context.Context, pod *corev1.Pod, nadKeys []string, local map[string]bool) []networkpolicy.Pod {
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-		return networkpolicy.Pod{}, false
+		return nil
 	}
-	pn, err := podannotation.DecodePodNetwork(pod.Annotations, nadKey)
-	if err == nil && pn == nil {
-		return networkpolicy.Pod{}, false
-	}
-	var a podannotation.PodAddresses
-	if err == nil {
-		a, err = pn.Parse()
-	}
+	all, err := podannotation.DecodePodNetworks(pod.Annotations)
 	if err != nil {
 		log.FromContext(ctx).Info("pod left out of network policies", "pod", pod.Namespace+"/"+pod.Name, "reason", err.Error())
-		return networkpolicy.Pod{}, false
+		return nil
 	}
-	p := networkpolicy.Pod{Namespace: pod.Namespace, Name: pod.Name, Labels: pod.Labels}
-	for _, ip := range a.IPs {
-		p.IPs = append(p.IPs, ip.Addr())
+	var out []networkpolicy.Pod
+	for _, nadKey := range nadKeys {
+		for _, key := range podannotation.KeysOfNAD(maps.Keys(all), nadKey) {
+			a, err := all[key].Parse()
+			if err != nil {
+				log.FromContext(ctx).Info("pod's interface left out of network policies", "pod", pod.Namespace+"/"+pod.Name,
+					"field", podannotation.PodNetworkField(key), "reason", err.Error())
+				continue
+			}
+			p := networkpolicy.Pod{Namespace: pod.Namespace, Name: pod.Name, Labels: pod.Labels}
+			for _, ip := range a.IPs {
+				p.IPs = append(p.IPs, ip.Addr())
+			}
+			if local[pod.Spec.NodeName] && !pod.Spec.HostNetwork {
+				p.Port = ovnk.PodPortName(key, pod.Namespace, pod.Name)
+			}
+			out = append(out, p)
+		}
 	}
-	if local[pod.Spec.NodeName] && !pod.Spec.HostNetwork {
-		p.Port = ovnk.PodPortName(nadKey, pod.Namespace, pod.Name)
-	}
-	return p, true
+	return out
 }
 
 // localNodes are the zone's nodes that hold the network's pod ports, as

@@ -42,16 +42,17 @@ type Namespace struct {
 	Logging ovnk.ACLLogging
 }
 
-// Pod is a pod attached to the network.
+// Pod is one interface of a pod on the network: its k8s.ovn.org/pod-networks
+// entry of one key. A pod attached to a Secondary network more than once
+// (a NAD named twice, "ns/name" and "ns/name/1", or two NADs of the
+// network) is one Pod per key, each selected with the pod's labels.
 type Pod struct {
 	Namespace, Name string
 	Labels          map[string]string
-	// IPs are the pod's addresses on the network (its k8s.ovn.org/pod-networks
-	// entries for the network's NADs).
+	// IPs are the interface's addresses (its entry's).
 	IPs []netip.Addr
-	// Port is the pod's logical switch port on the network when the pod is
-	// on one of the zone's nodes ("" otherwise): policy port groups hold it.
-	// A pod attached to a Secondary network twice is two Pods.
+	// Port is the interface's logical switch port when the pod is on one of
+	// the zone's nodes ("" otherwise): policy port groups hold it.
 	Port string
 }
 

@@ -7,6 +7,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/udnkit/udnkit/dataplane/topology/base"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -81,4 +82,37 @@ func TestSecondaryWithoutIPAM(t *testing.T) {
 	if d.Owner.Topology != ovnk.TopologyLocalnet {
 		t.Errorf("owner topology %q", d.Owner.Topology)
 	}
+}
+
+// A pod naming a Secondary NAD twice is two Pods of the network, one per
+// pod-networks key: a MultiNetworkPolicy selecting it holds both ports in
+// its port group and the namespace's default deny, and a peer selecting it
+// puts both interfaces' addresses in the address set, as upstream's
+// getNewLocalPolicyPorts and the pod selector address sets take every key
+// getPodNADKeys gives (pkg/ovn/base_network_controller_policy.go,
+// pkg/util/pod_annotation.go PodNADKeys, GetPodIPsOfNetwork). Without the
+// second Pod only the first interface is there.
+func TestAPodNamingANADTwiceIsTwoInterfaces(t *testing.T) {
+	const net, ns, ctrl = "tenant-red_back", "tenant-red", "tenant-red_back-network-controller"
+	db := map[string]string{"app": "db"}
+	np := makeNP("db").ns(ns).selecting(db).types(networkingv1.PolicyTypeIngress).
+		ingress(networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: db}}}}).obj()
+	first := pod(ns, "db", "tenant.red.back_tenant-red_db", db, "10.50.0.4")
+	second := pod(ns, "db", "tenant.red.back.1_tenant-red_db", db, "10.50.0.5")
+	build := func(pods ...Pod) (ports, deny, set string) {
+		d := mustBuild(t, Network{Name: net, Topology: base.TopologyLayer2, IPv4: true, Policies: []networkingv1.NetworkPolicy{np},
+			Namespaces: []Namespace{{Name: ns}}, Pods: pods})
+		pg := group(t, d, ovnk.HashForOVN(ctrl+":NetworkPolicy:tenant-red:db"))
+		in := group(t, d, ovnk.HashForOVN(ctrl+":NetpolNamespace:tenant-red:Ingress"))
+		as := setOf(t, d, ovnk.HashForOVN(ctrl+":PodSelector:tenant-red_LS{ML:{app: db,},}:v4"))
+		return strings.Join(pg.Ports, ","), strings.Join(in.Ports, ","), strings.Join(as.Addresses, ",")
+	}
+	ports, deny, set := build(first, second)
+	both := "tenant.red.back.1_tenant-red_db,tenant.red.back_tenant-red_db"
+	check(t, "policy port group ports", ports, both, upPolicy+" getNewLocalPolicyPorts (each of getPodNADKeys)")
+	check(t, "ingress default-deny members", deny, both, upPolicy+" denyPGAddPorts")
+	check(t, "peer address set", set, "10.50.0.4,10.50.0.5", "pkg/util/pod_annotation.go GetPodIPsOfNetwork (every NAD key of the pod)")
+	ports, deny, set = build(first)
+	check(t, "ports without the second interface", ports+" "+deny, "tenant.red.back_tenant-red_db tenant.red.back_tenant-red_db", upPolicy)
+	check(t, "address set without the second interface", set, "10.50.0.4", upPolicy)
 }
