@@ -44,8 +44,12 @@ import (
 // its port's iface-id as its CNI does, and the flows ovnkube-node keeps on
 // breth0) and runs udnkit's own Layer2, Layer3 and pod-port reconcilers in
 // every zone for what udnkit writes, the gateway routers' external side,
-// the management ports and every pod's port among it (pod ports on Layer3
-// networks are still written as OVN-Kubernetes' pod controller would).
+// the management ports and every pod's port among it, on Layer2, Layer3
+// and Localnet networks alike. A pod enters the API state with its
+// k8s.ovn.org/pod-networks as udnkit's address allocator writes it; the
+// fixture only plumbs its namespace by the port's iface-id. Only the tests
+// that simulate OVN-Kubernetes itself (upgrade_test.go) write pod ports as
+// its pod controller does (datapath.WritePodPort).
 
 var cfg = ovnk.DefaultClusterConfig()
 
@@ -356,20 +360,23 @@ func podPortReconciler(t testing.TB, zone *datapath.Node, state client.Client) *
 	return &pods.Reconciler{Client: state, OVN: ovnClient(t, zone), Cluster: cfg, Local: localTo(zone)}
 }
 
-// programLayer3 runs udnkit's Layer3 reconciler in every zone, each zone
-// local to its own node: the OKEP-5377 policies and the network's whole
-// topology (as Setup builds it).
+// programLayer3 runs udnkit's Layer3 and pod-port reconcilers in every
+// zone, each zone local to its own node, on the same API state: the
+// OKEP-5377 policies, the network's whole topology (as Setup builds it)
+// and its pods' ports.
 func programLayer3(t *testing.T, c *datapath.Cluster, nets ...*network) {
 	t.Helper()
 	for _, zone := range c.Nodes {
-		reconcileAll(t, zone, &layer3.Reconciler{Client: apiState(t, c, nets...), OVN: ovnClient(t, zone), Topology: true, Cluster: cfg,
-			Local: func(n *corev1.Node) bool { return n.Name == zone.Name }, EgressIP: true}, nets...)
+		state := apiState(t, c, nets...)
+		reconcileAll(t, zone, &layer3.Reconciler{Client: state, OVN: ovnClient(t, zone), Topology: true, Cluster: cfg,
+			Local: localTo(zone), EgressIP: true}, nets...)
+		reconcileAll(t, zone, podPortReconciler(t, zone, state), nets...)
 	}
 }
 
 // pod is a pod of a network: its address is the subnets' address at
-// offset index, its tunnel ID the one OVN-Kubernetes' cluster manager would
-// allocate.
+// offset index (on Layer3 its node's host subnet's), its tunnel ID the one
+// OVN-Kubernetes' cluster manager would allocate (none on Layer3).
 type pod struct {
 	net       *network
 	name      string
@@ -388,9 +395,13 @@ type pod struct {
 func (p *pod) port() string { return ovnk.PodPortName(p.net.key(), p.net.namespace, p.name) }
 
 // annotation is the pod's k8s.ovn.org/pod-networks, as udnkit's address
-// allocator writes it for a Primary Layer2 network (ovnk's codec).
+// allocator writes it (ovnk's codec): for a Primary or Secondary Layer2
+// network, or a Primary Layer3 one (layer3Entry).
 func (p *pod) annotation(t testing.TB) map[string]string {
 	t.Helper()
+	if p.net.layer3 {
+		return p.encode(t, p.layer3Entry(t))
+	}
 	var ips []netip.Prefix
 	var gws []netip.Addr
 	for _, s := range p.net.subnets {
@@ -408,11 +419,41 @@ func (p *pod) annotation(t testing.TB) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p.encode(t, pn)
+}
+
+// encode is the k8s.ovn.org/pod-networks holding pn as the pod's entry of
+// its network.
+func (p *pod) encode(t testing.TB, pn podannotation.PodNetwork) map[string]string {
+	t.Helper()
 	v, err := podannotation.PodNetworks{p.net.key(): pn}.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return map[string]string{ovnk.AnnotationPodNetworks: v}
+}
+
+// layer3Entry is the pod's entry on its Primary Layer3 network as udnkit's
+// address allocator writes it (podannotation.Layer3PodNetwork): its
+// address at offset index of its node's host subnet (setLayer3Hosts), the
+// host subnet's first address as gateway and next hop of the routes to the
+// network's subnets, the Service CIDRs and the join subnet.
+func (p *pod) layer3Entry(t testing.TB) podannotation.PodNetwork {
+	t.Helper()
+	knownMu.Lock()
+	host, ok := layer3Hosts[p.net.ovnName()][p.node.Name]
+	knownMu.Unlock()
+	if !ok {
+		t.Fatalf("pod %s: node %s has no host subnet of network %s", p.name, p.node.Name, p.net.ovnName())
+	}
+	h := netip.MustParsePrefix(host)
+	ip := netip.PrefixFrom(ovnk.MustAddrAt(h, p.index), h.Bits())
+	pn, err := podannotation.Layer3PodNetwork([]netip.Prefix{ip}, ovnk.MACFromIP(ip.Addr()), p.net.subnets, true,
+		cfg.ServiceCIDRs, cfg.UDNJoinSubnets, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pn
 }
 
 // uid is the pod's UID (its port's iface-id-ver).
@@ -431,9 +472,18 @@ func (p *pod) object(t testing.TB) *corev1.Pod {
 // reconciler of their networks in every zone: it writes their ports.
 func podPorts(t testing.TB, c *datapath.Cluster, ps ...*pod) {
 	t.Helper()
-	var nets []*network
 	for _, p := range ps {
 		setPods(p.object(t))
+	}
+	reconcilePodPorts(t, c, ps...)
+}
+
+// reconcilePodPorts runs udnkit's pod-port reconciler of the pods'
+// networks in every zone.
+func reconcilePodPorts(t testing.TB, c *datapath.Cluster, ps ...*pod) {
+	t.Helper()
+	var nets []*network
+	for _, p := range ps {
 		if !slices.Contains(nets, p.net) {
 			nets = append(nets, p.net)
 		}
@@ -441,6 +491,43 @@ func podPorts(t testing.TB, c *datapath.Cluster, ps ...*pod) {
 	for _, zone := range c.Nodes {
 		reconcileAll(t, zone, podPortReconciler(t, zone, apiState(t, c, nets...)), nets...)
 	}
+}
+
+// removePods deletes the pods as their deletion does: out of the API
+// state, their namespaces (if started) gone from their nodes; then runs
+// udnkit's pod-port reconciler of their networks in every zone and fails
+// the test if any zone's Northbound still has one of their ports.
+func removePods(t testing.TB, c *datapath.Cluster, ps ...*pod) {
+	t.Helper()
+	for _, p := range ps {
+		dropPod(p.net.namespace, p.name)
+		if p.datapath == nil {
+			continue
+		}
+		if err := c.RemovePod(p.datapath); err != nil {
+			t.Error(err)
+		}
+		p.datapath = nil
+	}
+	reconcilePodPorts(t, c, ps...)
+	for _, p := range ps {
+		if zones := zonesWithPort(t, c, p); len(zones) > 0 {
+			t.Errorf("pod %s/%s is gone from the API state, yet its port %s is still in the Northbound of the zones of %v",
+				p.net.namespace, p.name, p.port(), zones)
+		}
+	}
+}
+
+// zonesWithPort are the nodes whose zone's Northbound has the pod's port.
+func zonesWithPort(t testing.TB, c *datapath.Cluster, p *pod) []string {
+	t.Helper()
+	var out []string
+	for _, zone := range c.Nodes {
+		if zone.NB().Must(t, "--bare", "--columns=name", "find", "Logical_Switch_Port", "name="+strconv.Quote(p.port())) != "" {
+			out = append(out, zone.Name)
+		}
+	}
+	return out
 }
 
 // startPods creates the pods' namespaces on their nodes, configured from

@@ -57,17 +57,13 @@ func TestServiceHairpin(t *testing.T) {
 	})
 	t.Run("Layer3", func(t *testing.T) {
 		net := newLayer3Network(t, "tenant-hairpin3", "hairpin3", 20, "10.181.0.0/16")
-		web, client := &pod{net: net, name: "web", node: a}, &pod{net: net, name: "client", node: b}
-		layer3PolicyPods([]l3node{{Node: a, ID: 2, Host: netip.MustParsePrefix("10.181.2.0/24")},
+		web, client := &pod{net: net, name: "web", node: a, index: 5}, &pod{net: net, name: "client", node: b, index: 5}
+		layer3Pods([]l3node{{Node: a, ID: 2, Host: netip.MustParsePrefix("10.181.2.0/24")},
 			{Node: b, ID: 3, Host: netip.MustParsePrefix("10.181.3.0/24")}})(t, c, []*pod{web, client})
-		for _, p := range []*pod{web, client} {
-			t.Cleanup(func() {
-				if err := c.RemovePod(p.datapath); err != nil {
-					t.Error(err)
-				}
-			})
-		}
 		hairpin(t, c, &service{net: net, name: "web", v4: netip.MustParseAddr("10.96.181.10"), backends: []*pod{web}}, client)
+		t.Run("removing the pods from the API state deletes their ports in every zone", func(t *testing.T) {
+			removePods(t, c, web, client)
+		})
 	})
 }
 

@@ -1,9 +1,10 @@
 package datapath_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -12,10 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	podrows "github.com/udnkit/udnkit/dataplane/topology/pods"
 	"github.com/udnkit/udnkit/envtest/datapath"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/netconf"
-	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
 // l3node is a node's share of a Layer3 network: its node ID and host
@@ -81,46 +82,47 @@ func addLayer3HostSubnets(t testing.TB, node *corev1.Node) {
 	node.Annotations[ovnk.AnnotationNodeSubnets] = string(b)
 }
 
-// layer3Pod creates a pod at offset 5 of its node's host subnet: its port
-// on the node switch as OVN-Kubernetes writes it and its namespace
-// configured from the k8s.ovn.org/pod-networks entry (gateway: the host
-// subnet's first address).
-func layer3Pod(t *testing.T, c *datapath.Cluster, net *network, n l3node, name string) *datapath.Pod {
-	t.Helper()
-	ip := netip.PrefixFrom(ovnk.MustAddrAt(n.Host, 5), n.Host.Bits())
-	mac := ovnk.MACFromIP(ip.Addr())
-	v := layer3PodNetworks(t, net, n)
-	port := datapath.PodPort{Network: net.ovnk(), Switch: ovnk.NetworkPrefix(net.ovnName()) + n.Node.Name, Namespace: net.namespace,
-		Pod: name, Node: n.Node, Addresses: mac.String() + " " + ip.Addr().String(), LocalOnly: true}
-	if err := c.WritePodPort(port); err != nil {
-		t.Fatal(err)
+// layer3Pods returns the start of a run on a Primary Layer3 network: it
+// publishes the nodes' host subnets, puts the pods into the API state with
+// their k8s.ovn.org/pod-networks (pod.layer3Entry) and labels, programs the
+// network with udnkit's Layer3 and pod-port reconcilers in every zone,
+// checks that each pod's port is udnkit's and in its own node's zone only
+// (wantLocalPort), and starts the pods, each plumbed by its port's
+// iface-id. The pods are removed when the test ends, if it has not removed
+// them itself (removePods).
+func layer3Pods(nodes []l3node) func(*testing.T, *datapath.Cluster, []*pod) {
+	return func(t *testing.T, c *datapath.Cluster, all []*pod) {
+		t.Helper()
+		net := all[0].net
+		setLayer3Hosts(net, nodes)
+		for _, p := range all {
+			setPods(p.object(t))
+		}
+		t.Cleanup(func() { removePods(t, c, all...) })
+		programLayer3(t, c, net)
+		for _, p := range all {
+			wantLocalPort(t, c, p)
+		}
+		startPods(t, c, all...)
 	}
-	p, err := c.AddPod(context.Background(), n.Node, datapath.PodSpec{Namespace: net.namespace, Name: name,
-		Annotations: map[string]string{ovnk.AnnotationPodNetworks: v}, NAD: net.key(), Port: port.Name()})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, n.Node.Logs(20))
-	}
-	return p
 }
 
-// layer3PodNetworks is the k8s.ovn.org/pod-networks of layer3Pod's pod
-// on node n: its address at offset 5 of the host subnet, the host
-// subnet's first address as gateway, a route to each of the network's
-// subnets through it.
-func layer3PodNetworks(t testing.TB, net *network, n l3node) string {
+// wantLocalPort fails unless the pod's port is in its node's zone, written
+// by udnkit's pod-port reconciler (its piece "pods"), and in no other zone:
+// on a Layer3 network upstream writes a port for local pods only, a remote
+// pod being reached through its node's switch across the transit switch
+// (go-controller/pkg/ovn/base_network_controller_user_defined.go
+// addLogicalPortToNetworkForNAD: requiresLogicalPort is isLocalPod or a
+// Layer2 interconnect).
+func wantLocalPort(t testing.TB, c *datapath.Cluster, p *pod) {
 	t.Helper()
-	ip := netip.PrefixFrom(ovnk.MustAddrAt(n.Host, 5), n.Host.Bits())
-	gw := ovnk.MustAddrAt(n.Host, 1).String()
-	pn := podannotation.PodNetwork{IPAddresses: []string{ip.String()}, MACAddress: ovnk.MACFromIP(ip.Addr()).String(), GatewayIPs: []string{gw},
-		IPAddress: ip.String(), GatewayIP: gw, Role: podannotation.RolePrimary}
-	for _, s := range net.subnets {
-		pn.Routes = append(pn.Routes, podannotation.PodRoute{Dest: s.String(), NextHop: gw})
+	if got := zonesWithPort(t, c, p); !slices.Equal(got, []string{p.node.Name}) {
+		t.Fatalf("pod %s/%s on %s: its port %s is in the zones of %v, want %s's only", p.net.namespace, p.name, p.node.Name, p.port(), got, p.node.Name)
 	}
-	v, err := podannotation.PodNetworks{net.key(): pn}.Encode()
-	if err != nil {
-		t.Fatal(err)
+	ids := p.node.NB().Must(t, "--bare", "--columns=external_ids", "find", "Logical_Switch_Port", "name="+strconv.Quote(p.port()))
+	if want := ovnk.ExternalIDPiece + "=" + podrows.Piece; !slices.Contains(strings.Fields(ids), want) {
+		t.Fatalf("pod %s/%s: its port %s has external_ids %q, not udnkit's %s", p.net.namespace, p.name, p.port(), ids, want)
 	}
-	return v
 }
 
 // TestLayer3AppendedSubnet sends packets through a Primary Layer3 network
@@ -136,7 +138,9 @@ func layer3PodNetworks(t testing.TB, net *network, n l3node) string {
 // l3-gateway-config (the host sees node-b's IP). Removing the policies in
 // node-a's zone sends that traffic to the reroute's dead next hop, and
 // deleting node-b's remote port on node-a's transit switch cuts the zones
-// apart; the reconciler's next pass heals both.
+// apart; the reconciler's next pass heals both. The pods' ports are
+// udnkit's, each in its own node's zone only; once the pods are gone from
+// the API state, udnkit's pod-port reconciler deletes them.
 func TestLayer3AppendedSubnet(t *testing.T) {
 	c := needCluster(t)
 	red := newLayer3Network(t, "tenant-red", "red", 3, "10.200.0.0/16", "10.201.0.0/16")
@@ -145,19 +149,20 @@ func TestLayer3AppendedSubnet(t *testing.T) {
 		{c.Node("node-b"), 3, netip.MustParsePrefix("10.201.3.0/24")},
 		{c.Node("node-c"), 4, netip.MustParsePrefix("10.201.4.0/24")},
 	}
-	setLayer3Hosts(red, nodes)
-	programLayer3(t, c, red)
-	podA := layer3Pod(t, c, red, nodes[0], "pod-a")
-	podB := layer3Pod(t, c, red, nodes[1], "pod-b")
+	podA := &pod{net: red, name: "pod-a", node: nodes[0].Node, index: 5}
+	podB := &pod{net: red, name: "pod-b", node: nodes[1].Node, index: 5}
+	layer3Pods(nodes)(t, c, []*pod{podA, podB})
 	// The EgressIP controller's reroute of pod-a (types.EgressIPReroutePriority)
-	// to the transit IP of a node ID no zone has.
+	// to the transit IP of a node ID no zone has; the EgressIP's deletion
+	// takes it away.
 	a := nodes[0].Node
-	egressIP := `ip4.src == ` + podA.IP(false).String()
+	egressIP := `ip4.src == ` + podA.ip(false).String()
 	a.NB().Must(t, "lr-policy-add", red.names().ClusterRouter(), "100", egressIP, "reroute", ovnk.MustAddrAt(datapath.Layer3TransitSubnet, 9).String())
+	t.Cleanup(func() { a.NB().Must(t, "--if-exists", "lr-policy-del", red.names().ClusterRouter(), "100", egressIP) })
 	settle(t, c)
 
 	t.Run("IPv4: pods in the original and the appended subnet reach each other across zones", func(t *testing.T) {
-		for _, p := range [][2]*datapath.Pod{{podA, podB}, {podB, podA}} {
+		for _, p := range [][2]*datapath.Pod{{podA.datapath, podB.datapath}, {podB.datapath, podA.datapath}} {
 			if err := p[0].Reach(p[1].IP(false), reachTimeout); err != nil {
 				t.Fatalf("%v\n%s", err, a.NB().Must(t, "lr-policy-list", red.names().ClusterRouter()))
 			}
@@ -170,7 +175,7 @@ func TestLayer3AppendedSubnet(t *testing.T) {
 		b := nodes[1].Node
 		var err error
 		own, cerr := c.External.EchoRequestsSeen(b.UnderlayIP, func() error {
-			err = podB.Reach(datapath.ExternalIP, reachTimeout)
+			err = podB.datapath.Reach(datapath.ExternalIP, reachTimeout)
 			return err
 		})
 		if err != nil || cerr != nil {
@@ -183,7 +188,7 @@ func TestLayer3AppendedSubnet(t *testing.T) {
 	t.Run("IPv4: another network's address is not reached", func(t *testing.T) {
 		// From pod-b, which has no EgressIP reroute to hide behind; 10.100.0.6
 		// is a pod of the Layer2 networks when TestLayer2Primary has run.
-		if n, err := podB.Ping(netip.MustParseAddr("10.100.0.6"), 10, pingInterval); err != nil || n != 0 {
+		if n, err := podB.datapath.Ping(netip.MustParseAddr("10.100.0.6"), 10, pingInterval); err != nil || n != 0 {
 			t.Fatalf("pod-b of tenant-red reached 10.100.0.6 (another network's address): %d replies (%v)", n, err)
 		}
 	})
@@ -191,10 +196,13 @@ func TestLayer3AppendedSubnet(t *testing.T) {
 		if !strings.Contains(a.NB().Must(t, "lr-policy-list", red.names().ClusterRouter()), "102 ") {
 			t.Fatal("udnkit wrote no priority-102 policy on node-a's cluster router")
 		}
-		breakAndHeal(t, c, red, podA, podB, "without the priority-102 policies", "lr-policy-del", red.names().ClusterRouter(), "102")
+		breakAndHeal(t, c, red, podA.datapath, podB.datapath, "without the priority-102 policies", "lr-policy-del", red.names().ClusterRouter(), "102")
 	})
 	t.Run("mutation: node-b's remote port deleted from node-a's transit switch cuts the zones apart", func(t *testing.T) {
-		breakAndHeal(t, c, red, podA, podB, "without node-b's transit port", "lsp-del", red.names().TransitSwitchToRouter("node-b"))
+		breakAndHeal(t, c, red, podA.datapath, podB.datapath, "without node-b's transit port", "lsp-del", red.names().TransitSwitchToRouter("node-b"))
+	})
+	t.Run("removing the pods from the API state deletes their ports in every zone", func(t *testing.T) {
+		removePods(t, c, podA, podB)
 	})
 }
 

@@ -10,37 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	netpolrows "github.com/udnkit/udnkit/dataplane/topology/networkpolicy"
-	"github.com/udnkit/udnkit/envtest/datapath"
-	"github.com/udnkit/udnkit/internal/testobj"
-	"github.com/udnkit/udnkit/ovnk"
 )
-
-// layer3PolicyPods returns the start of a policy run on a Primary Layer3
-// network: it publishes the nodes' host subnets, programs the network with
-// udnkit's Layer3 reconciler in every zone, puts each pod into the API
-// state with its k8s.ovn.org/pod-networks and labels, and starts it on its
-// node's switch (layer3Pod).
-func layer3PolicyPods(nodes []l3node) func(*testing.T, *datapath.Cluster, []*pod) {
-	return func(t *testing.T, c *datapath.Cluster, all []*pod) {
-		t.Helper()
-		net := all[0].net
-		setLayer3Hosts(net, nodes)
-		programLayer3(t, c, net)
-		for _, p := range all {
-			for _, n := range nodes {
-				if n.Node != p.node {
-					continue
-				}
-				setPods(testobj.MakePod(net.namespace, p.name).Node(p.node.Name).Running().Labels(p.labels).
-					Annotations(map[string]string{ovnk.AnnotationPodNetworks: layer3PodNetworks(t, net, n)}).Obj())
-				p.datapath = layer3Pod(t, c, net, n, p.name)
-			}
-			if p.datapath == nil {
-				t.Fatalf("no host subnet for %s's node %s", p.name, p.node.Name)
-			}
-		}
-	}
-}
 
 // TestNetworkPolicyLayer3 sends packets through the ACLs udnkit's
 // NetworkPolicy controller writes for a Primary Layer3 UDN (IPv4)
@@ -56,7 +26,8 @@ func layer3PolicyPods(nodes []l3node) func(*testing.T, *datapath.Cluster, []*pod
 // port of the server, as upstream writes it; removing the policies
 // restores traffic. Each check has a
 // mutation of a row udnkit wrote in the server's zone that must break it,
-// after which the reconciler's next pass heals it.
+// after which the reconciler's next pass heals it. The pods' ports are
+// udnkit's (layer3Pods), deleted in every zone once the pods are gone.
 func TestNetworkPolicyLayer3(t *testing.T) {
 	c := needCluster(t)
 	net := newLayer3Network(t, "tenant-pol3", "pol3", 17, "10.172.0.0/16")
@@ -65,10 +36,10 @@ func TestNetworkPolicyLayer3(t *testing.T) {
 		{c.Node("node-b"), 3, netip.MustParsePrefix("10.172.3.0/24")},
 		{c.Node("node-c"), 4, netip.MustParsePrefix("10.172.4.0/24")},
 	}
-	r := startPolicyRun(t, c, layer3PolicyPods(nodes),
-		&pod{net: net, name: "server", node: c.Node("node-b"), labels: map[string]string{"app": "server"}},
-		&pod{net: net, name: "client", node: c.Node("node-a"), labels: map[string]string{"role": "client"}},
-		&pod{net: net, name: "other", node: c.Node("node-c"), labels: map[string]string{"role": "other"}})
+	r := startPolicyRun(t, c, layer3Pods(nodes),
+		&pod{net: net, name: "server", node: c.Node("node-b"), index: 5, labels: map[string]string{"app": "server"}},
+		&pod{net: net, name: "client", node: c.Node("node-a"), index: 5, labels: map[string]string{"role": "client"}},
+		&pod{net: net, name: "other", node: c.Node("node-c"), index: 5, labels: map[string]string{"role": "other"}})
 	server, client, other := r.server, r.client, r.other
 	in := networkingv1.PolicyTypeIngress
 
@@ -96,6 +67,9 @@ func TestNetworkPolicyLayer3(t *testing.T) {
 	t.Run("removing the policies restores traffic", func(t *testing.T) {
 		r.apply(t)
 		r.check(t, [][2]*pod{{client, server}, {other, server}}, nil)
+	})
+	t.Run("removing the pods from the API state deletes their ports in every zone", func(t *testing.T) {
+		removePods(t, c, server, client, other)
 	})
 }
 

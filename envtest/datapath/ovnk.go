@@ -208,8 +208,10 @@ func (c *Cluster) SteerNodePorts(ctx context.Context, net *Network, ports ...str
 	return nil
 }
 
-// PodPort is a pod's logical switch port as OVN-Kubernetes' pod controller
-// writes it.
+// PodPort is a pod's logical switch port on a Layer2 network as
+// OVN-Kubernetes' pod controller writes it, for the tests that run
+// OVN-Kubernetes' side of a network (an upgrade from its topology);
+// udnkit's pod-port reconciler writes every other pod port.
 type PodPort struct {
 	Network *Network
 	// Switch is the logical switch the port is on in every zone.
@@ -222,12 +224,6 @@ type PodPort struct {
 	Addresses string
 	// TunnelID is the pod's tunnel ID (requested-tnl-key; 0: none).
 	TunnelID int
-	// LocalOnly writes the port in the pod's own zone only (Layer3: the
-	// node switch exists there only).
-	LocalOnly bool
-	// Disabled writes the port with enabled=false, as OVN-Kubernetes
-	// writes a live migration's target pod until its domain is ready.
-	Disabled bool
 }
 
 // Name is the port's name (upstream's GetLogicalPortName for the NAD).
@@ -253,11 +249,8 @@ func PodPortOf(net *Network, namespace, pod string, node *Node, pn *podannotatio
 // zones other than the pod's own, type remote.
 func (c *Cluster) WritePodPort(p PodPort) error {
 	for _, zone := range c.Nodes {
-		if p.LocalOnly && zone != p.Node {
-			continue
-		}
 		row := ovnkrows.PodPort{Network: p.Network.rows(), NAD: p.Network.NAD, Switch: p.Switch, Namespace: p.Namespace, Pod: p.Pod,
-			Chassis: p.Node.ChassisID(), Addresses: p.Addresses, TunnelID: p.TunnelID, Remote: zone != p.Node, Disabled: p.Disabled}
+			Chassis: p.Node.ChassisID(), Addresses: p.Addresses, TunnelID: p.TunnelID, Remote: zone != p.Node}
 		if err := ovnkrows.WritePodPort(zone.NB(), row); err != nil {
 			return err
 		}
