@@ -23,8 +23,8 @@ set -euo pipefail
 declare -A CASES=(
 	[base]="||true|--enable-egress-ip=true"
 	[pods]="pods.yaml||true|--enable-egress-ip=true||1"
-	[local]="pods.yaml|local|true|--gateway-mode=local --enable-egress-ip=true"
-	[noeip]="pods.yaml||false|--enable-egress-ip=false"
+	[local]="pods.yaml|local|true|--gateway-mode=local --enable-egress-ip=true||1"
+	[noeip]="pods.yaml||false|--enable-egress-ip=false||1"
 	[cudn]="cudns.yaml cudn-pods.yaml||true|--enable-egress-ip=true"
 	[svc]="pods.yaml svc.yaml||true|--enable-egress-ip=true||1"
 	[mnp]="cudns.yaml cudn-pods.yaml pods.yaml mnp.yaml||true|--enable-egress-ip=true --enable-multi-networkpolicy=true|--enable-multi-networkpolicy|1"

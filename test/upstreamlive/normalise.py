@@ -70,15 +70,7 @@ EXPLAINED = [
 
 # Rows only one side has for a known reason: (kind, table, test on the
 # row's columns, reason).
-EXPLAINED_ROWS = [
-    ("only-upstream", "Logical_Switch_Port",
-     lambda r: "k8s.ovn.org/network" not in r.get("external_ids", {}) and r.get("external_ids", {}).get("pod") == "true",
-     "a pod's default-network port: upstream's default network controller writes it, udnkit does not program the default network"),
-    ("only-upstream", "ACL", lambda r: re.search(r'(in|out)port == "[^"@]+"', r.get("match", "")) is not None
-     and r.get("external_ids", {}).get("k8s.ovn.org/owner-type") == "UDNIsolation",
-     "harness: a pod's open-default-ports ACL on its default-network port; on udnkit's side nothing writes the pods' "
-     "default-network address (OVN-Kubernetes' default network does), so its isolation group has no members"),
-]
+EXPLAINED_ROWS = []
 
 MAC_RE = re.compile(r"(?<![0-9a-fA-F:])([0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5})(?![0-9a-fA-F:])")
 # an address with its prefix length, if any; an IPv6 address may follow a
