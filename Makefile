@@ -22,6 +22,9 @@ CRD_DIR := $(CHART_DIR)/files/crds
 EXTERNAL_CRD_DIR := $(CHART_DIR)/files/external-crds
 IPAMCLAIMS_MODULE := github.com/k8snetworkplumbingwg/ipamclaims
 NAD_MODULE := github.com/k8snetworkplumbingwg/network-attachment-definition-client
+# Not a Go dependency (the dataplane reads MultiNetworkPolicies unstructured):
+# the version OVN-Kubernetes' go.mod requires, for its CRD only.
+MNP_MODULE := github.com/k8snetworkplumbingwg/multi-networkpolicy@v1.0.1
 
 # OVN and Open vSwitch: the releases ovnk/ovn.go and dataplane/ovsdbserver/ovn.go name (OVN 26.03.1:
 # NB 7.18.0, SB 21.8.0), provisioned from Debian's archive into a cache
@@ -55,7 +58,7 @@ generate: $(CONTROLLER_GEN) ovn ## Generate deepcopy code and the OVN NB/SB mode
 	$(GO) tool modelgen -extended -p sbdb -o dataplane/sbdb $(OVN_SCHEMA_DIR)/ovn-sb.ovsschema
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations into the chart; copy the IPAMClaim and NAD CRDs from their modules.
+manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations into the chart; copy the IPAMClaim, NAD and MultiNetworkPolicy CRDs from their modules.
 	rm -f $(CRD_DIR)/*.yaml $(CHART_DIR)/files/rbac/*.yaml $(CHART_DIR)/files/rbac-dataplane/*.yaml $(CHART_DIR)/files/webhook/*.yaml
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=$(CRD_DIR)
 	$(CONTROLLER_GEN) rbac:roleName=udnkit-manager webhook paths=./... \
@@ -64,9 +67,10 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations i
 	$(CONTROLLER_GEN) rbac:roleName=udnkit-dataplane paths="./dataplane/...;./cmd/udnkit/app/..." \
 		output:rbac:artifacts:config=$(CHART_DIR)/files/rbac-dataplane
 	mkdir -p $(EXTERNAL_CRD_DIR)
-	$(GO) mod download $(IPAMCLAIMS_MODULE) $(NAD_MODULE)
+	$(GO) mod download $(IPAMCLAIMS_MODULE) $(NAD_MODULE) $(MNP_MODULE)
 	install -m 0644 "$$($(GO) list -m -f '{{.Dir}}' $(IPAMCLAIMS_MODULE))/artifacts/k8s.cni.cncf.io_ipamclaims.yaml" $(EXTERNAL_CRD_DIR)/ipamclaims.k8s.cni.cncf.io.yaml
 	install -m 0644 "$$($(GO) list -m -f '{{.Dir}}' $(NAD_MODULE))/artifacts/networks-crd.yaml" $(EXTERNAL_CRD_DIR)/network-attachment-definitions.k8s.cni.cncf.io.yaml
+	install -m 0644 "$$($(GO) list -m -f '{{.Dir}}' $(MNP_MODULE))/scheme.yml" $(EXTERNAL_CRD_DIR)/multi-networkpolicies.k8s.cni.cncf.io.yaml
 
 .PHONY: verify
 verify: generate manifests ## Regenerate everything and fail if the tree changed; also gofmt and go vet.

@@ -113,8 +113,8 @@ func (r Result) Violations() []string {
 }
 
 // NewDefault returns a Validator for the CRDs udnkit ships: UserDefinedNetwork,
-// ClusterUserDefinedNetwork, and the IPAMClaim and NetworkAttachmentDefinition
-// CRDs installed beside them.
+// ClusterUserDefinedNetwork, and the IPAMClaim, NetworkAttachmentDefinition and
+// MultiNetworkPolicy CRDs installed beside them.
 func NewDefault() (*Validator, error) {
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	for _, dir := range []string{udnkitchart.CRDDir, udnkitchart.ExternalCRDDir} {

@@ -52,8 +52,9 @@ func RepoRoot() string {
 	return filepath.Dir(filepath.Dir(file))
 }
 
-// CRDDirs are the chart's generated k8s.ovn.org CRDs and the IPAMClaim and
-// NetworkAttachmentDefinition CRDs copied from their modules.
+// CRDDirs are the chart's generated k8s.ovn.org CRDs and the IPAMClaim,
+// NetworkAttachmentDefinition and MultiNetworkPolicy CRDs copied from their
+// modules.
 func CRDDirs() []string {
 	root := RepoRoot()
 	return []string{

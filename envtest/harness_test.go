@@ -29,13 +29,14 @@ import (
 )
 
 // TestHarnessInstallsEveryCRD starts the shared control plane and creates one
-// object of each kind udnkit installs: UDN, CUDN, NetworkAttachmentDefinition
-// and IPAMClaim, all from files in the repository (no network).
+// object of each kind udnkit installs: UDN, CUDN, NetworkAttachmentDefinition,
+// IPAMClaim and MultiNetworkPolicy, all from files in the repository (no
+// network).
 func TestHarnessInstallsEveryCRD(t *testing.T) {
 	env := start(t, envtest.Options{})
 	ctx := context.Background()
-	if len(env.CRDs) != 4 {
-		t.Errorf("installed %d CRDs, want 4 (UDN, CUDN, NAD, IPAMClaim)", len(env.CRDs))
+	if len(env.CRDs) != 5 {
+		t.Errorf("installed %d CRDs, want 5 (UDN, CUDN, NAD, IPAMClaim, MultiNetworkPolicy)", len(env.CRDs))
 	}
 	c := env.Client
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "harness"}}
@@ -71,6 +72,14 @@ func TestHarnessInstallsEveryCRD(t *testing.T) {
 	}
 	if err := c.Create(ctx, claim); err != nil {
 		t.Errorf("IPAMClaim: %v", err)
+	}
+	if err := c.Create(ctx, multiNetworkPolicy("mnp", map[string]any{"podSelector": map[string]any{}, "policyTypes": []any{"Ingress"}})); err != nil {
+		t.Errorf("MultiNetworkPolicy: %v", err)
+	}
+	// The module's schema, not a stand-in that keeps any field: a policy
+	// without its required podSelector is refused.
+	if err := c.Create(ctx, multiNetworkPolicy("bad-mnp", map[string]any{"policyTypes": []any{"Ingress"}})); !apierrors.IsInvalid(err) {
+		t.Errorf("a MultiNetworkPolicy without podSelector: %v, want Invalid", err)
 	}
 	// The CRDs' rules are live: a broken object is refused.
 	bad := udn.DeepCopy()
@@ -147,6 +156,16 @@ func TestHarnessWebhooks(t *testing.T) {
 }
 
 // start starts the harness and stops it when the test ends.
+// multiNetworkPolicy is a k8s.cni.cncf.io MultiNetworkPolicy in namespace
+// harness for NAD blue with spec.
+func multiNetworkPolicy(name string, spec map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "k8s.cni.cncf.io/v1beta1", "kind": "MultiNetworkPolicy",
+		"metadata": map[string]any{"namespace": "harness", "name": name, "annotations": map[string]any{"k8s.v1.cni.cncf.io/policy-for": "blue"}},
+		"spec":     spec,
+	}}
+}
+
 func start(t *testing.T, opts envtest.Options) *envtest.Environment {
 	t.Helper()
 	testenv.Real(t, "kube-apiserver")

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/udnkit/udnkit/cmd/udnkit/app"
+	"github.com/udnkit/udnkit/dataplane/controllers/networkpolicy"
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/internal/testenv"
 )
@@ -240,6 +241,9 @@ func toStrings(v any) []string {
 	return out
 }
 
+// mnpCRD is the MultiNetworkPolicy CRD's name.
+const mnpCRD = "multi-networkpolicies.k8s.cni.cncf.io"
+
 func TestRenderOptions(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -261,6 +265,32 @@ func TestRenderOptions(t *testing.T) {
 		{"IPAMClaim and NAD CRDs", map[string]any{"crds": map[string]any{"ipamClaims": true, "networkAttachmentDefinitions": true}}, func(t *testing.T, objs []*unstructured.Unstructured) {
 			if find(objs, "CustomResourceDefinition", "ipamclaims.k8s.cni.cncf.io") == nil || find(objs, "CustomResourceDefinition", "network-attachment-definitions.k8s.cni.cncf.io") == nil {
 				t.Errorf("IPAMClaim or NAD CRD missing: %v", kinds(objs))
+			}
+		}},
+		{"MultiNetworkPolicy CRD off by default", nil, func(t *testing.T, objs []*unstructured.Unstructured) {
+			if find(objs, "CustomResourceDefinition", mnpCRD) != nil {
+				t.Errorf("the MultiNetworkPolicy CRD rendered without crds.multiNetworkPolicies")
+			}
+		}},
+		{"MultiNetworkPolicy CRD", map[string]any{"crds": map[string]any{"multiNetworkPolicies": true}}, func(t *testing.T, objs []*unstructured.Unstructured) {
+			crd := find(objs, "CustomResourceDefinition", mnpCRD)
+			if crd == nil {
+				t.Fatalf("no MultiNetworkPolicy CRD with crds.multiNetworkPolicies: %v", kinds(objs))
+			}
+			if crd.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+				t.Errorf("the MultiNetworkPolicy CRD lacks helm.sh/resource-policy: keep")
+			}
+			// the kind and version the dataplane watches
+			kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+			versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+			served := map[string]bool{}
+			for _, v := range versions {
+				if m, ok := v.(map[string]any); ok && m["served"] == true {
+					served[m["name"].(string)] = true
+				}
+			}
+			if gvk := networkpolicy.MultiNetworkPolicyGVK; kind != gvk.Kind || !served[gvk.Version] {
+				t.Errorf("the CRD serves %s in %v, the dataplane watches %s", kind, served, gvk)
 			}
 		}},
 		{"UDN-enabled services: upstream's by default", nil, func(t *testing.T, objs []*unstructured.Unstructured) {
@@ -502,7 +532,7 @@ func TestServerSideDryRun(t *testing.T) {
 	}
 	for name, vals := range map[string]map[string]any{
 		"defaults":           nil,
-		"admission only":     {"controllers": []any{"admission"}, "crds": map[string]any{"ipamClaims": true}},
+		"admission only":     {"controllers": []any{"admission"}, "crds": map[string]any{"ipamClaims": true, "multiNetworkPolicies": true}},
 		"dataplane per node": daemonSetValues,
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -10,10 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -192,23 +190,6 @@ func sorted(s ...string) []string {
 	return s
 }
 
-// multiPolicyCRD is the k8s.cni.cncf.io MultiNetworkPolicy CRD, enough of
-// it for the apiserver to serve the kind (the schema keeps every field).
-func multiPolicyCRD() *apiextensionsv1.CustomResourceDefinition {
-	keep := true
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "multi-networkpolicies.k8s.cni.cncf.io"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "k8s.cni.cncf.io", Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "multi-networkpolicies", Singular: "multi-networkpolicy",
-				Kind: "MultiNetworkPolicy", ListKind: "MultiNetworkPolicyList"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1beta1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: &keep}}}},
-		},
-	}
-}
-
 // multiPolicyStack is a running stack of zone node-a with
 // --enable-multi-networkpolicy, the MultiNetworkPolicy kind served, nodes
 // node-a and node-b, and the Secondary Layer2 NAD tenant-red/back
@@ -221,12 +202,6 @@ func multiPolicyStack(t *testing.T) *stack {
 	if _, err := Setup(s.ctx, s.mgr, o); err != nil {
 		t.Fatal(err)
 	}
-	s.create(multiPolicyCRD())
-	s.eventually("the MultiNetworkPolicy kind served", func() bool {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(schema.GroupVersionKind{Group: "k8s.cni.cncf.io", Version: "v1beta1", Kind: "MultiNetworkPolicyList"})
-		return s.c.List(s.ctx, list) == nil
-	})
 	s.start()
 	s.create(namespace("tenant-red"), testobj.MakeNode("node-a").Obj(), testobj.MakeNode("node-b").Obj())
 	s.createNAD(labeledNAD("tenant-red", "back", redL2Conf, map[string]string{ovnk.AnnotationNetworkID: "3"}))

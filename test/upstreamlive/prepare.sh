@@ -26,10 +26,11 @@ grep -q 'UD_FLAGS' "$C/run.sh" || { echo "cases.sh: the harness's ud() changed; 
 # Upstream's ovnkube gets UP_FLAGS (the cases' feature flags udnkit has too).
 sed -i 's|^\t\t--loglevel 5$|\t\t--loglevel 5 ${UP_FLAGS:-}|' "$C/run.sh"
 grep -q 'loglevel 5 ${UP_FLAGS' "$C/run.sh" || { echo "cases.sh: upstream's flags in the harness changed; adapt the UP_FLAGS patch" >&2; exit 1; }
-# CRDs neither side installs (the MultiNetworkPolicy CRD) go in with the
-# nodes: before upstream's ovnkube starts, and right after udnkit's control
-# plane is up (its dataplane's watch waits for the kind).
-mkdir -p "$C/manifests/crds" && cp "$H"/manifests/crds/*.yaml "$C/manifests/crds/"
+# CRDs neither side's harness installs (the MultiNetworkPolicy CRD, the
+# chart's copy from its module) go in with the nodes: before upstream's
+# ovnkube starts, and right after udnkit's control plane is up (its
+# dataplane's watch waits for the kind).
+mkdir -p "$C/manifests/crds" && cp "$ROOT/charts/udnkit/files/external-crds/multi-networkpolicies.k8s.cni.cncf.io.yaml" "$C/manifests/crds/"
 sed -i 's|^\tkubectl --kubeconfig "$kc" apply -f "$M/base.yaml"$|&\n\tkubectl --kubeconfig "$kc" apply -f "$M/crds" \&\& kubectl --kubeconfig "$kc" wait --for=condition=Established --timeout=60s -f "$M/crds"|' "$C/run.sh"
 grep -q 'apply -f "$M/crds"' "$C/run.sh" || { echo "cases.sh: the harness's apply_nodes changed; adapt the CRD patch" >&2; exit 1; }
 # udnkit's nodes get the default network's host subnets upstream's cluster
