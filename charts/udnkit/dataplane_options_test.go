@@ -61,14 +61,14 @@ var dataplaneOptions = []struct {
 	{"gatewayMode", "gateway-mode", "local", "local"},
 	{"externalPortRange", "external-port-range", "1024-65535", "1024-65535"},
 	{"enableEgressIP", "enable-egress-ip", true, "true"},
+	{"enableMultiNetworkPolicy", "enable-multi-networkpolicy", true, "true"},
 	{"workers", "dataplane-workers", 9, "9"},
 }
 
 // dataplaneFlagsWithoutValue are the dataplane's flags no chart value sets,
 // and why.
 var dataplaneFlagsWithoutValue = map[string]string{
-	"migrate-legacy-layer2":      "the deprecated name of --adopt-legacy-layer2 (dataplane.adoptLegacyLayer2)",
-	"enable-multi-networkpolicy": "not exposed by the chart yet: it needs the MultiNetworkPolicy CRD installed",
+	"migrate-legacy-layer2": "the deprecated name of --adopt-legacy-layer2 (dataplane.adoptLegacyLayer2)",
 }
 
 // runningDataplane renders vals in mode and returns the arguments of the

@@ -106,6 +106,7 @@ Deployment or the DaemonSet): its OVN databases and dataplane.* options. */ -}}
 - --gateway-mode={{ .Values.dataplane.gatewayMode }}
 - --external-port-range={{ .Values.dataplane.externalPortRange }}
 - --enable-egress-ip={{ .Values.dataplane.enableEgressIP }}
+- --enable-multi-networkpolicy={{ .Values.dataplane.enableMultiNetworkPolicy }}
 - --dataplane-workers={{ int .Values.dataplane.workers }}
 - --ovn-nb-address={{ required "ovn.nbAddress is required when the dataplane controller runs" .Values.ovn.nbAddress }}
 - --ovn-sb-address={{ required "ovn.sbAddress is required when the dataplane controller runs" .Values.ovn.sbAddress }}
