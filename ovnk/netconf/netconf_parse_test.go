@@ -2,7 +2,10 @@ package netconf
 
 import (
 	"cmp"
+	"encoding/json"
+	"fmt"
 	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -128,5 +131,65 @@ func TestNetworkMTU(t *testing.T) {
 		if got, want := nc.NetworkMTU(1400), cmp.Or(mtu, 1400); got != want {
 			t.Errorf("rendered spec mtu %d: NetworkMTU(1400) = %d, want %d", mtu, got, want)
 		}
+	}
+}
+
+// parseTwice is Parse as it was: the config decoded into the NetConf, then
+// again for the mtu key. Parse decodes once and must agree with it.
+func parseTwice(config string) (*NetConf, error) {
+	nc := &NetConf{}
+	if err := json.Unmarshal([]byte(config), nc); err != nil {
+		return nil, err
+	}
+	var keys struct {
+		MTU *int32 `json:"mtu"`
+	}
+	if err := json.Unmarshal([]byte(config), &keys); err != nil {
+		return nil, err
+	}
+	nc.mtuGiven = keys.MTU != nil
+	return nc, nil
+}
+
+// Parse gives what two decodes gave: the same NetConf (the mtu key seen
+// when given, 0 included, and not for null) and, for a malformed config,
+// the same error, word for word.
+func TestParseDecodesOnceAsTwice(t *testing.T) {
+	for _, config := range []string{
+		`{"name":"ns_blue","topology":"layer2","role":"primary","mtu":1400,"subnets":"10.1.0.0/16"}`,
+		`{"name":"ns_blue","topology":"layer2","mtu":0}`,
+		`{"name":"ns_blue","topology":"layer2","mtu":null}`,
+		`{"name":"ns_blue","topology":"layer2"}`,
+		`{"name":"ns_blue","MTU":1300}`,
+		`{"name":"ns_blue","mtu":1300,"mtu":1200}`,
+		`{"name":"ns_blue","mtu":1300,"mtu":null}`,
+		`{"name":"ns_blue","mtu":null,"mtu":0}`,
+		`{"name":"ns_blue","Mtu":0}`,
+		`{"name":"ns_blue","evpn":{"vtep":"v","macVRF":{"vni":5}}}`,
+		`{"name":"ns_blue","mtu":"1400"}`,
+		`{"name":"ns_blue","mtu":1e10}`,
+		`{"name":5}`,
+		`{"name":"x","evpn":{"macVRF":{"vni":"5"}}}`,
+		`{"name":"x","vlanID":true}`,
+		`{not json`,
+		`[]`,
+		``,
+		`null`,
+	} {
+		got, gotErr := Parse(config)
+		want, wantErr := parseTwice(config)
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Errorf("%s: error %q, two decodes gave %q", config, gotErr, wantErr)
+			continue
+		}
+		if wantErr == nil && !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: parsed %+v, two decodes gave %+v", config, got, want)
+		}
+	}
+	if nc, err := Parse(`{"mtu":0}`); err != nil || nc.NetworkMTU(1500) != 0 {
+		t.Errorf(`{"mtu":0}: NetworkMTU(1500) = %v (%v), want the explicit 0`, nc, err)
+	}
+	if nc, err := Parse(`{"mtu":null}`); err != nil || nc.NetworkMTU(1500) != 1500 {
+		t.Errorf(`{"mtu":null}: NetworkMTU(1500) = %v (%v), want the cluster's`, nc, err)
 	}
 }
