@@ -25,6 +25,13 @@ func (c *Client) ApplyUnless(ctx context.Context, d *rows.Desired, unless func(c
 	return c.eng.ApplyUnless(ctx, d, unless)
 }
 
+// RemoveUnless removes the rows of each owner's piece (one network's
+// each), except the networks unless (nil: none) names, asked once with
+// every network's lock held; the removals share a few transactions.
+func (c *Client) RemoveUnless(ctx context.Context, owners []rows.Owner, unless func(context.Context, []string) (map[string]bool, error)) (engine.Result, error) {
+	return c.eng.RemoveUnless(ctx, owners, unless)
+}
+
 // Networks lists the networks that have routers of a topology piece in the
 // Northbound database.
 func (c *Client) Networks(topology, piece string) []string { return c.eng.Networks(topology, piece) }

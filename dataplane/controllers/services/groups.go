@@ -23,7 +23,7 @@ import (
 // not, whose network has that prefix keeps it. The removal is the plan's
 // own (an empty services piece of the network the prefix names drops the
 // groups that no router or switch names and that hold no other piece's
-// load balancer), asked under the network's lock whether a NAD came back.
+// load balancer), asked under the networks' locks whether a NAD came back.
 func (r *Reconciler) collectGroups(ctx context.Context) error {
 	candidates := map[string]bool{}
 	for _, g := range r.OVN.LoadBalancerGroups() {
@@ -38,20 +38,23 @@ func (r *Reconciler) collectGroups(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var gone []rows.Owner
 	for p := range candidates {
-		if live[p] {
-			continue
-		}
-		revived := func(ctx context.Context) (bool, error) {
-			live, err := r.namedPrefixes(ctx)
-			return live[p], err
-		}
-		owner := rows.Owner{Network: strings.TrimSuffix(p, "_"), Topology: base.TopologyLayer2, Piece: base.PieceServices}
-		if _, err := r.OVN.ApplyUnless(ctx, &rows.Desired{Owner: owner}, revived); err != nil {
-			return err
+		if !live[p] {
+			gone = append(gone, rows.Owner{Network: strings.TrimSuffix(p, "_"), Topology: base.TopologyLayer2, Piece: base.PieceServices})
 		}
 	}
-	return nil
+	// One list of the NADs under the networks' locks, for them all.
+	revived := func(ctx context.Context, networks []string) (map[string]bool, error) {
+		live, err := r.namedPrefixes(ctx)
+		out := map[string]bool{}
+		for _, n := range networks {
+			out[n] = live[ovnk.NetworkPrefix(n)]
+		}
+		return out, err
+	}
+	_, err = r.OVN.RemoveUnless(ctx, gone, revived)
+	return err
 }
 
 // namedPrefixes are the network prefixes of every network a NAD names.

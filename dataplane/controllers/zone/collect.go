@@ -120,10 +120,10 @@ func (s *Sweeps) Sweep(ctx context.Context, key types.NamespacedName, network st
 	return nil
 }
 
-// Remover removes a piece's rows of a network, unless asked not to under
-// the network's lock (dataplane.Client's ApplyUnless).
+// Remover removes pieces' rows of networks, except those asked not to
+// under the networks' locks (dataplane.Client's RemoveUnless).
 type Remover interface {
-	ApplyUnless(ctx context.Context, d *rows.Desired, unless func(context.Context) (bool, error)) (engine.Result, error)
+	RemoveUnless(ctx context.Context, owners []rows.Owner, unless func(context.Context, []string) (map[string]bool, error)) (engine.Result, error)
 }
 
 // CollectPiece is CollectPieces for one piece.
@@ -153,21 +153,35 @@ func CollectPieces(ctx context.Context, c client.Client, g *nadtrust.Guard, ovn 
 	if err != nil {
 		return nil, err
 	}
-	for i, owner := range owners {
-		for _, n := range candidates[i] {
-			if live[n] {
-				continue
-			}
-			owner.Network = n
-			// Asked again under the network's lock: a new NAD of the
-			// network may have been applied since (by another worker).
-			// Only n's NADs are read: this runs once per network removed.
-			revived := func(ctx context.Context) (bool, error) {
-				return NetworkLive(ctx, c, g, names.Name, n)
-			}
-			if _, err := ovn.ApplyUnless(ctx, &rows.Desired{Owner: owner}, revived); err != nil {
+	// Asked again under the networks' locks: a new NAD of a network may
+	// have been applied since (by another worker). Only those networks'
+	// NADs are read.
+	revived := func(ctx context.Context, networks []string) (map[string]bool, error) {
+		out := map[string]bool{}
+		for _, n := range networks {
+			live, err := NetworkLive(ctx, c, g, names.Name, n)
+			if err != nil {
 				return nil, err
 			}
+			out[n] = live
+		}
+		return out, nil
+	}
+	for i, owner := range owners {
+		// The piece's removals together: a sweep after N deletions
+		// sends a few transactions, not N.
+		var gone []rows.Owner
+		for _, n := range candidates[i] {
+			if !live[n] {
+				owner.Network = n
+				gone = append(gone, owner)
+			}
+		}
+		if len(gone) == 0 {
+			continue
+		}
+		if _, err := ovn.RemoveUnless(ctx, gone, revived); err != nil {
+			return nil, err
 		}
 	}
 	return live, nil

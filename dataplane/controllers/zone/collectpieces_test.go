@@ -22,26 +22,41 @@ import (
 )
 
 // removals is a Remover that records the pieces it removed (topology/
-// piece/network) and runs before, when set, just before it asks unless.
+// piece/network), and each call's, and runs before, when set, for each
+// network just before it asks unless.
 type removals struct {
 	removed []string
+	calls   [][]string
 	before  func(network string)
 }
 
-func (r *removals) ApplyUnless(ctx context.Context, d *rows.Desired, unless func(context.Context) (bool, error)) (engine.Result, error) {
-	if r.before != nil {
-		r.before(d.Owner.Network)
+func (r *removals) RemoveUnless(ctx context.Context, owners []rows.Owner, unless func(context.Context, []string) (map[string]bool, error)) (engine.Result, error) {
+	var networks []string
+	for _, o := range owners {
+		if r.before != nil {
+			r.before(o.Network)
+		}
+		networks = append(networks, o.Network)
 	}
-	if keep, err := unless(ctx); err != nil || keep {
+	keep, err := unless(ctx, networks)
+	if err != nil {
 		return engine.Result{}, err
 	}
-	r.removed = append(r.removed, d.Owner.Topology+"/"+d.Owner.Piece+"/"+d.Owner.Network)
+	var call []string
+	for _, o := range owners {
+		if !keep[o.Network] {
+			call = append(call, o.Topology+"/"+o.Piece+"/"+o.Network)
+		}
+	}
+	r.removed = append(r.removed, call...)
+	r.calls = append(r.calls, call)
 	return engine.Result{}, nil
 }
 
 // A sweep of three pieces lists every NAD once, not once per piece, and
-// removes, piece after piece, the networks no live NAD names; a network
-// whose NAD appears after that list (before its removal) keeps its rows.
+// removes, piece after piece, the networks no live NAD names, a piece's
+// networks in one call; a network whose NAD appears after that list
+// (before its removal) keeps its rows.
 func TestCollectPiecesReadsTheLiveNetworksOnce(t *testing.T) {
 	scheme := ctrltest.NADScheme(t)
 	if err := udnv1.AddToScheme(scheme); err != nil {
@@ -105,6 +120,9 @@ func TestCollectPiecesReadsTheLiveNetworksOnce(t *testing.T) {
 	}
 	if want := []string{"layer2/p1/gone_a", "layer2/p2/gone_a", "layer2/p2/gone_b"}; !slices.Equal(ovn.removed, want) {
 		t.Errorf("removed %v, want %v", ovn.removed, want)
+	}
+	if len(ovn.calls) != 2 || len(ovn.calls[1]) != 2 {
+		t.Errorf("removals by call %v, want p1's, then p2's two together", ovn.calls)
 	}
 	if !live["blue_net"] || live["gone_a"] {
 		t.Errorf("live networks %v, want blue_net alone", live)

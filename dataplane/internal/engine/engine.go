@@ -27,6 +27,10 @@ type Engine struct {
 	// means DefaultMaxTransactionOps; a negative value never splits. Set it
 	// before the first Apply.
 	MaxTransactionOps int
+	// MaxRemovalOps bounds one transaction of RemoveUnless the same way
+	// (whole networks' removals per transaction); 0 means
+	// DefaultMaxRemovalOps, a negative value one transaction.
+	MaxRemovalOps int
 	// Memos remember, per topology piece, the keys of its cached rows
 	// between Applies (package plan).
 	Memos plan.Memos
