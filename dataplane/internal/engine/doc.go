@@ -17,6 +17,11 @@
 //     Under it, an Apply whose plan inserts zone rows (a missing default
 //     COPP) takes zone, plans again and holds it until it returns: the
 //     Applies of different networks wait for each other only then.
+//     RemoveUnless (remove.go) holds several networks' locks, taken in
+//     sorted order (as zone's), and never zone: an Apply holds one
+//     network's lock, so no two holders wait for each other in a cycle.
+//     The removals it leaves to an Apply of their own run after it has
+//     released them.
 //  2. ahead.mu (fair.go): counted in and out briefly; yield waits with no
 //     lock held.
 //  3. the index's locks (package index states their order), taken by plans
