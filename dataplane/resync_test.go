@@ -317,12 +317,7 @@ func TestEmptiedNorthboundIsReprogrammed(t *testing.T) {
 // and repaired once it stops.
 func TestForeignEditsAreRepaired(t *testing.T) {
 	e := newEnv(t)
-	ds := healNetworks(t)
-	log := e.reapplyOnResync(ds)
-	for _, d := range ds {
-		e.apply(d)
-	}
-	want := e.owned()
+	_, log, want := e.healedNetworks(t)
 	policy := strings.Fields(e.nbctl("--bare", "--columns=_uuid", "find", "Logical_Router_Policy", "external_ids:k8s.ovn.org/network=test14_l3"))
 	set := strings.Fields(e.nbctl("--bare", "--columns=name", "find", "Address_Set", "external_ids:k8s.ovn.org/network=test14_l3"))
 	if len(policy) == 0 || len(set) == 0 {
@@ -340,12 +335,7 @@ func TestForeignEditsAreRepaired(t *testing.T) {
 		{"address set emptied", []string{"clear", "Address_Set", set[0], "addresses"}},
 	}
 	for i, ed := range edits {
-		e.nbctl(ed.args...)
-		took := e.waitOwned(ed.what, want, 5*time.Second)
-		t.Logf("%s: repaired in %v", ed.what, took.Round(10*time.Millisecond))
-		if got := countsSince(before); got[engine.ResyncForeignEdit] != float64(i+1) || len(got) != 1 {
-			t.Errorf("%s: resyncs = %v, want %d foreign_edit", ed.what, got, i+1)
-		}
+		e.editRepaired(t, ed.what, ed.args, want, before, i+1)
 		// What the resync found is what the edit did.
 		if owned := log.ownedAt(); len(owned) != i+1 || owned[i] == nil || slices.Equal(owned[i], want) {
 			t.Errorf("%s: the owned rows when the resync came equal the programmed ones", ed.what)

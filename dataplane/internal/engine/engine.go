@@ -3,6 +3,7 @@ package engine
 import (
 	"time"
 
+	"github.com/ovn-kubernetes/libovsdb/cache"
 	"github.com/ovn-kubernetes/libovsdb/client"
 
 	"github.com/udnkit/udnkit/dataplane/internal/index"
@@ -92,8 +93,11 @@ func New(hooks *Hooks) *Engine {
 }
 
 // Healer is the cache event handler that notices owned rows another client
-// changed or deleted (heal.go).
-func (e *Engine) Healer() *healer { return &e.healing }
+// inserted, changed or deleted (heal.go); set NB before its first event.
+func (e *Engine) Healer() *healer {
+	e.healing.cache = func() *cache.TableCache { return e.NB.Cache() }
+	return &e.healing
+}
 
 // NewPlan plans an Apply of d against the index with the owner's key memo
 // (under the network's lock, which Apply holds).

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ovn-kubernetes/libovsdb/cache"
 	"github.com/ovn-kubernetes/libovsdb/model"
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -28,16 +29,18 @@ import (
 //     libovsdb dropped), rows udnkit owned are missing or their managed
 //     columns differ: those rows' networks are re-applied;
 //   - foreign_edit: while connected, the monitor reports the deletion of an
-//     owned row, or a change of its managed columns, that no transaction of
-//     this client made: that network is re-applied, at once the first time
+//     owned row, or a change of its managed columns, or the insert of a row
+//     that carries udnkit's piece and a network (inserts.go), that no
+//     transaction of this client made: that network is re-applied (which
+//     removes a row it does not desire), at once the first time
 //     and then with a wait that doubles while the edits go on (another
 //     writer fighting udnkit is reported, and never makes it spin).
 //
 // A row is owned when its external_ids carry udnkit's piece and a network
 // (rows.Owner.owns); other rows, OVN-Kubernetes' own among them, are never
 // looked at. Apply notes, before each transaction, the owned rows it
-// updates or deletes (ownEdits); the monitor's event for each such row is
-// its own.
+// updates or deletes, and how many it inserts (ownEdits); the monitor's
+// event for each such row is its own.
 
 // Resync asks the dataplane's controllers to re-apply networks.
 type Resync struct {
@@ -105,6 +108,10 @@ type healer struct {
 	// members watches for the ports port groups name that are missing
 	// (members.go).
 	members memberWatch
+	// cache is the Northbound cache (nil: inserts are not looked at);
+	// fill tells its fills' Add events from inserts (inserts.go).
+	cache func() *cache.TableCache
+	fill  refill
 }
 
 // fight is one network's recent foreign-edit resyncs.
@@ -115,7 +122,10 @@ type fight struct {
 	held bool
 }
 
-func (h *healer) OnAdd(table string, m model.Model)           { h.members.seen(table, m, true) }
+func (h *healer) OnAdd(table string, m model.Model) {
+	h.members.seen(table, m, true)
+	h.inserted(table, m)
+}
 func (h *healer) OnUpdate(table string, old, cur model.Model) { h.edited(table, old, cur) }
 func (h *healer) OnDelete(table string, m model.Model) {
 	h.members.seen(table, m, false)
@@ -136,12 +146,7 @@ func (h *healer) edited(table string, old, cur model.Model) {
 	if h.own.consume(uuid) {
 		return
 	}
-	h.mu.Lock()
-	if h.foreign == nil {
-		h.foreign = map[string]time.Time{}
-	}
-	h.foreign[ids[ovnk.ExternalIDNetwork]] = time.Now()
-	h.mu.Unlock()
+	h.noteForeign(ids[ovnk.ExternalIDNetwork], time.Now())
 }
 
 // HealLoop looks for resyncs to make every HealTick, until stop is closed.
@@ -256,12 +261,15 @@ func (e *Engine) resync(r Resync) {
 }
 
 // ownEdits are the owned rows the transactions of Applies under way (and
-// for ownGrace after) update or delete, by UUID: the monitor's event for
-// each is the Apply's own.
+// for ownGrace after) update or delete, by UUID, and insert, by table and
+// network: the monitor's event for each is the Apply's own.
 type ownEdits struct {
 	mu sync.Mutex
 	// rows: UUID → the edits expecting its event.
 	rows map[string]ownQueue
+	// ins: table and network → the edits expecting Add events of its
+	// rows, oldest first.
+	ins map[insKey][]*ownEdit
 	// done: the edits of finished Applies, until their grace ends.
 	done []*ownEdit
 }
@@ -269,6 +277,8 @@ type ownEdits struct {
 // ownEdit is one Apply's rows.
 type ownEdit struct {
 	uuids []string
+	// ins: how many Add events of each table and network are expected.
+	ins   map[insKey]int
 	until time.Time // zero while the Apply runs
 }
 
@@ -279,8 +289,8 @@ type ownQueue struct {
 	more  []*ownEdit
 }
 
-// note adds the rows that ops update or delete to e (nil: a new edit) and
-// returns it. descendants returns the children of routers, switches and
+// note adds the rows that ops update, delete or insert to e (nil: a new
+// edit) and returns it. descendants returns the children of routers, switches and
 // ports, and theirs (a deleted or unreferenced row's are garbage-collected
 // with it).
 func (o *ownEdits) note(e *ownEdit, ops []ovsdb.Operation, descendants func(parents []string) []string) *ownEdit {
@@ -289,8 +299,13 @@ func (o *ownEdits) note(e *ownEdit, ops []ovsdb.Operation, descendants func(pare
 		n = len(e.uuids)
 	}
 	var collected []string // rows the server garbage-collects with their children
+	var ins []insKey
 	for _, op := range ops {
 		switch op.Op {
+		case ovsdb.OperationInsert:
+			if k, ok := insertKey(op); ok {
+				ins = append(ins, k)
+			}
 		case ovsdb.OperationUpdate, ovsdb.OperationDelete:
 			if e == nil {
 				e = &ownEdit{}
@@ -317,11 +332,15 @@ func (o *ownEdits) note(e *ownEdit, ops []ovsdb.Operation, descendants func(pare
 	if len(collected) > 0 {
 		e.uuids = append(e.uuids, descendants(collected)...)
 	}
-	if e == nil || len(e.uuids) == n {
+	if len(ins) > 0 && e == nil {
+		e = &ownEdit{}
+	}
+	if e == nil || (len(e.uuids) == n && len(ins) == 0) {
 		return e
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.noteInserts(e, ins)
 	if o.rows == nil {
 		o.rows = map[string]ownQueue{}
 	}
@@ -382,6 +401,7 @@ func (o *ownEdits) sweep(now time.Time) {
 			keep = append(keep, e)
 			continue
 		}
+		o.sweepInserts(e)
 		for _, u := range e.uuids {
 			q, ok := o.rows[u]
 			if !ok {

@@ -72,24 +72,40 @@ func Serve(tb testing.TB) string {
 // connection closes when tb ends.
 func Dial(tb testing.TB, addr string, dropped func(), handlers ...cache.EventHandler) client.Client {
 	tb.Helper()
+	db := open(tb, addr, dropped, handlers)
+	connect(tb, db)
+	return db.API
+}
+
+// open builds the connection Dial connects.
+func open(tb testing.TB, addr string, dropped func(), handlers []cache.EventHandler) *ovsconn.DB {
+	tb.Helper()
 	db, err := ovsconn.Open(ovsconn.Options{Label: "nb", Flag: "--ovn-nb-address", Address: addr, Timeout: 10 * time.Second,
 		Model: nbdb.FullDatabaseModel, Monitor: schema.Monitor(schema.Northbound), Handlers: handlers, Dropped: dropped})
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return db
+}
+
+// connect connects db until tb ends.
+func connect(tb testing.TB, db *ovsconn.DB) {
+	tb.Helper()
 	if err := db.Connect(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(db.Close)
-	return db.API
 }
 
 // Engine is an engine connected to the database at addr as the
-// dataplane's client connects one (hooks: the tests', nil for none).
+// dataplane's client connects one (hooks: the tests', nil for none): its
+// NB is set before the first event.
 func Engine(tb testing.TB, addr string, hooks *engine.Hooks) *engine.Engine {
 	tb.Helper()
 	e := engine.New(hooks)
-	e.NB = Dial(tb, addr, e.Index.Dropped, e.Index, e.Healer())
+	db := open(tb, addr, e.Index.Dropped, []cache.EventHandler{e.Index, e.Healer()})
+	e.NB = db.API
+	connect(tb, db)
 	return e
 }
 
