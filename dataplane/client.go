@@ -25,8 +25,10 @@ import (
 type Client struct {
 	// eng applies desired rows through the Northbound connection.
 	eng *engine.Engine
-	// sb is the Southbound connection (SetPortEncaps).
-	sb client.Client
+	// sb is the Southbound connection (SetPortEncaps); encaps follows the
+	// bindings SetPortEncaps set (encapwatch.go).
+	sb     client.Client
+	encaps *encapWatch
 
 	dbs []*ovsconn.DB
 	// connecting is set once Connect runs (on the leader, in the manager).
@@ -59,13 +61,14 @@ func newClient(cfg Config, hooks *engine.Hooks) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	encaps := &encapWatch{lost: eng.ForeignEdit}
 	sb, err := ovsconn.Open(ovsconn.Options{Label: "sb", Flag: "--ovn-sb-address", Address: cfg.SBAddress, TLS: tlsSB,
-		Timeout: timeout, Model: sbdb.FullDatabaseModel, Monitor: schema.Monitor(schema.Southbound)})
+		Timeout: timeout, Model: sbdb.FullDatabaseModel, Monitor: schema.Monitor(schema.Southbound), Handlers: []cache.EventHandler{encaps}})
 	if err != nil {
 		return nil, err
 	}
-	eng.NB = nb.API
-	return &Client{eng: eng, sb: sb.API, dbs: []*ovsconn.DB{nb, sb}, stopWatch: make(chan struct{})}, nil
+	eng.NB, encaps.sb = nb.API, sb.API
+	return &Client{eng: eng, sb: sb.API, encaps: encaps, dbs: []*ovsconn.DB{nb, sb}, stopWatch: make(chan struct{})}, nil
 }
 
 // startWatching starts the connection watch and healLoop, once.

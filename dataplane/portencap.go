@@ -15,10 +15,18 @@ import (
 )
 
 // SetPortEncaps points the Southbound Port_Binding of each remote pod port of
-// a Layer2 network at the Encap row of its pod's encap IP on the pod's node
+// a network at the Encap row of its pod's encap IP on the pod's node
 // (OKEP-5535), in one transaction; bindings already right are left alone.
-// ports maps a logical switch port name to its node (chassis name) and encap IP.
-func (c *Client) SetPortEncaps(ctx context.Context, ports map[string]multivtep.PortEncap) (int, error) {
+// ports maps a logical switch port name to its node (chassis name) and encap
+// IP, and replaces the network's earlier ports (none: it has none). A
+// binding that loses its encap afterwards (another client, or a replaced
+// Southbound whose bindings ovn-northd created again) asks for the
+// network's foreign-edit resync (encapwatch.go).
+func (c *Client) SetPortEncaps(ctx context.Context, network string, ports map[string]multivtep.PortEncap) (int, error) {
+	c.encaps.want(network, ports)
+	if len(ports) == 0 {
+		return 0, nil
+	}
 	if err := ovsconn.WaitUp(ctx, c.sb); err != nil {
 		return 0, err
 	}
@@ -49,6 +57,7 @@ func (c *Client) SetPortEncaps(ctx context.Context, ports map[string]multivtep.P
 			return 0, fmt.Errorf("port %s: no Port_Binding yet (ovn-northd has not bound it)", name)
 		}
 		if schema.Deref(pb.Encap) == encap {
+			c.encaps.set(name)
 			continue
 		}
 		upd := *pb
@@ -73,6 +82,7 @@ func (c *Client) SetPortEncaps(ctx context.Context, ports map[string]multivtep.P
 		for {
 			m := c.sb.Cache().Table(sbdb.PortBindingTable).Row(bindings[name].UUID)
 			if m != nil && schema.Deref(m.(*sbdb.PortBinding).Encap) == want {
+				c.encaps.set(name)
 				break
 			}
 			select {

@@ -49,16 +49,7 @@ func vtepPodOf(nad, name, node, ip, encap string) *corev1.Pod {
 // pods and a pod with an unknown encap IP get none; a port goes with its pod
 // and all go with the NAD.
 func TestMultiVTEPFromAPIState(t *testing.T) {
-	s := newStack(t)
-	s.remoteChassis("node-b", "10.0.0.2", "10.0.0.3", "10.0.0.4")
-	o := s.opts()
-	o.Local = func(n *corev1.Node) bool { return n.Name != "node-b" }
-	rs, err := Setup(s.ctx, s.mgr, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs.MultiVTEP.EncapRetry = 100 * time.Millisecond
-	s.start()
+	s := vtepStack(t, "10.0.0.2", "10.0.0.3", "10.0.0.4")
 
 	nodeA := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", Annotations: map[string]string{ovnk.AnnotationNodeID: "2"}}}
 	nodeB := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b", Annotations: map[string]string{ovnk.AnnotationNodeID: "3",

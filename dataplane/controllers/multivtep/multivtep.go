@@ -172,10 +172,7 @@ func (r *Reconciler) sweep(ctx context.Context, s *zone.NADScope) (reconcile.Res
 // setEncaps points the ports' Port_Bindings at their Encap rows; retry
 // reports bindings (ovn-northd) or Encap rows (the remote chassis) not there yet.
 func (r *Reconciler) setEncaps(ctx context.Context, network string, encaps map[string]multivtep.PortEncap) (retry bool) {
-	if len(encaps) == 0 {
-		return false
-	}
-	if _, err := r.OVN.SetPortEncaps(ctx, encaps); err != nil {
+	if _, err := r.OVN.SetPortEncaps(ctx, network, encaps); err != nil {
 		log.FromContext(ctx).Info("Port_Binding encaps not set yet", "network", network, "reason", err.Error())
 		return true
 	}

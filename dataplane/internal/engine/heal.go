@@ -32,9 +32,11 @@ import (
 //     owned row, or a change of its managed columns, or the insert of a row
 //     that carries udnkit's piece and a network (inserts.go), that no
 //     transaction of this client made: that network is re-applied (which
-//     removes a row it does not desire), at once the first time
-//     and then with a wait that doubles while the edits go on (another
-//     writer fighting udnkit is reported, and never makes it spin).
+//     removes a row it does not desire), at once the first time and then
+//     with a wait that doubles while the edits go on (another writer
+//     fighting udnkit is reported, and never makes it spin). The dataplane
+//     asks for it too (ForeignEdit) when a Southbound Port_Binding loses
+//     the encap it set.
 //
 // A row is owned when its external_ids carry udnkit's piece and a network
 // (rows.Owner.owns); other rows, OVN-Kubernetes' own among them, are never
@@ -250,7 +252,7 @@ func (e *Engine) resync(r Resync) {
 	if len(shown) > 10 {
 		shown = shown[:10]
 	}
-	log.Log.WithName("ovn").Info("the Northbound database no longer holds udnkit's rows as written: re-applying networks",
+	log.Log.WithName("ovn").Info("the OVN databases no longer hold udnkit's rows as written: re-applying networks",
 		"reason", r.Reason, "all", r.All, "networks", len(r.Networks), "first", shown)
 	e.healing.mu.Lock()
 	notify := e.healing.notify
