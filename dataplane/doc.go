@@ -5,7 +5,8 @@
 // transaction or, for a large difference, in a sequence of bounded
 // transactions that each leave a consistent topology. The client also
 // notices when the database loses or changes the rows it owns without an
-// Apply of its own (a replaced database, another client's edit) and asks its
+// Apply of its own (a replaced database, another client's edit or insert),
+// or a Southbound binding loses the encap SetPortEncaps set, and asks its
 // controllers to re-apply those networks (OnResync).
 //
 // The layers below, each importing only those before it (layers_test.go
