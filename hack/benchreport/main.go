@@ -1,12 +1,18 @@
 // Command benchreport turns `go test -bench` output into one table: operation,
-// figure, the baseline measured in the same run, and their ratio.
+// figure, the baseline measured in the same run, their ratio, and the goals.
 //
 // Convention: a benchmark's baseline is its sibling sub-benchmark whose last
 // name element is "baseline" or starts with "baseline-" (for example
 // BenchmarkCreateUDN/webhook and BenchmarkCreateUDN/baseline-no-webhook).
-// Benchmarks without a baseline are listed with their figure only. Custom
+// Benchmarks without a baseline are listed with their figure only. With
+// -count above 1 a benchmark's k-th result is compared with its baseline's
+// k-th (the results of one run of the parent) and labelled #k. Custom
 // metrics reported with b.ReportMetric (p50-ns, p99-ns, ops/s, ...) are shown
 // beside ns/op.
+//
+// Goals are reported as package internal/benchgoal describes: <name>-goal
+// bounds the figure <name> (ratio-goal bounds the ratio column). The goal
+// column shows each bound and whether the figure meets it.
 //
 //	go test -run '^$' -bench . ./... | benchreport -o bin/bench-report.md
 package main
@@ -21,12 +27,15 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/udnkit/udnkit/internal/benchgoal"
 )
 
 // result is one benchmark line.
 type result struct {
 	pkg     string
 	name    string // without the Benchmark prefix and the -GOMAXPROCS suffix
+	run     int    // 1 for the first result of pkg and name in the input, 2 for the second...
 	nsPerOp float64
 	metrics map[string]float64
 	order   []string
@@ -38,6 +47,7 @@ func parse(r io.Reader) ([]result, map[string]string, error) {
 	var out []result
 	env := map[string]string{}
 	pkg := ""
+	runs := map[string]int{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1024*1024), 1024*1024)
 	for sc.Scan() {
@@ -55,7 +65,8 @@ func parse(r io.Reader) ([]result, map[string]string, error) {
 		if m == nil {
 			continue
 		}
-		res := result{pkg: pkg, name: m[1], metrics: map[string]float64{}}
+		runs[pkg+" "+m[1]]++
+		res := result{pkg: pkg, name: m[1], run: runs[pkg+" "+m[1]], metrics: map[string]float64{}}
 		fields := strings.Fields(m[3])
 		for i := 0; i+1 < len(fields); i += 2 {
 			v, err := strconv.ParseFloat(fields[i], 64)
@@ -102,24 +113,83 @@ func duration(ns float64) string {
 func figure(r result) string {
 	parts := []string{duration(r.nsPerOp) + "/op"}
 	for _, unit := range r.order {
-		if unit == "B/op" || unit == "allocs/op" {
-			continue
+		if unit == "B/op" || unit == "allocs/op" || strings.HasSuffix(unit, benchgoal.GoalSuffix) {
+			continue // goals (and the figures' shares of them) are the goal column's
 		}
 		v := r.metrics[unit]
-		if strings.HasSuffix(unit, "-ns") {
-			parts = append(parts, strings.TrimSuffix(unit, "-ns")+" "+duration(v))
-		} else {
-			parts = append(parts, strconv.FormatFloat(v, 'g', 4, 64)+" "+unit)
-		}
+		parts = append(parts, metric(unit, v))
 	}
 	return strings.Join(parts, ", ")
 }
 
+// metric renders a custom metric: a duration for a unit ending in -ns.
+func metric(unit string, v float64) string {
+	if name, ok := strings.CutSuffix(unit, "-ns"); ok {
+		return name + " " + duration(v)
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64) + " " + unit
+}
+
+// goals renders r's goals: each bound, and whether r's figure (ratio, the
+// ratio to the baseline, for the ratio's goal; hasRatio false when there is
+// none) meets it.
+func goals(r result, ratio float64, hasRatio bool) string {
+	var parts []string
+	for _, unit := range r.order {
+		name, ok := strings.CutSuffix(unit, benchgoal.GoalSuffix)
+		if !ok || strings.HasSuffix(unit, benchgoal.OfGoalSuffix) {
+			continue
+		}
+		goal := r.metrics[unit]
+		label := name + " ≤ " + strconv.FormatFloat(goal, 'g', 4, 64)
+		if short, ok := strings.CutSuffix(name, "-ns"); ok {
+			label = short + " ≤ " + duration(goal)
+		}
+		fig, ok := r.metrics[name]
+		if name == benchgoal.Ratio {
+			fig, ok = ratio, hasRatio
+		}
+		switch {
+		case !ok:
+			parts = append(parts, label+": no figure")
+		case fig <= goal:
+			parts = append(parts, fmt.Sprintf("%s: ✓ met (%.2f of it)", label, fig/goal))
+		default:
+			parts = append(parts, fmt.Sprintf("%s: ✗ missed (%.2f of it)", label, fig/goal))
+		}
+	}
+	if len(parts) == 0 {
+		return "—"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// baselines finds each result's baseline: its parent's baseline of the same
+// run, or the last one when the baseline ran fewer times.
+type baselines map[string]result
+
+func (bs baselines) add(r result) {
+	bs[r.pkg+" "+parent(r.name)] = r
+	bs[r.pkg+" "+parent(r.name)+" #"+strconv.Itoa(r.run)] = r
+}
+
+func (bs baselines) of(r result) (result, bool) {
+	if base, ok := bs[r.pkg+" "+parent(r.name)+" #"+strconv.Itoa(r.run)]; ok {
+		return base, true
+	}
+	base, ok := bs[r.pkg+" "+parent(r.name)]
+	return base, ok
+}
+
 func report(results []result, env map[string]string) string {
-	baselines := map[string]result{}
+	bases := baselines{}
+	repeated := map[string]bool{}
 	for _, r := range results {
 		if isBaseline(r.name) {
-			baselines[r.pkg+" "+parent(r.name)] = r
+			bases.add(r)
+		}
+		if r.run > 1 {
+			repeated[r.pkg+" "+r.name] = true
 		}
 	}
 	sort.SliceStable(results, func(i, j int) bool {
@@ -130,19 +200,24 @@ func report(results []result, env map[string]string) string {
 	})
 	var b strings.Builder
 	fmt.Fprintf(&b, "Machine: %s/%s, %s\n\n", env["goos"], env["goarch"], env["cpu"])
-	b.WriteString("| package | operation | figure | baseline (same run) | ratio |\n|---|---|---|---|---|\n")
+	b.WriteString("| package | operation | figure | baseline (same run) | ratio | goal |\n|---|---|---|---|---|---|\n")
 	for _, r := range results {
 		if isBaseline(r.name) {
 			continue
 		}
 		pkg := r.pkg[strings.LastIndex(r.pkg, "/")+1:]
-		base, ok := baselines[r.pkg+" "+parent(r.name)]
+		op := r.name
+		if repeated[r.pkg+" "+r.name] {
+			op += " #" + strconv.Itoa(r.run)
+		}
+		base, ok := bases.of(r)
 		if !ok || base.nsPerOp == 0 {
-			fmt.Fprintf(&b, "| %s | %s | %s | — | — |\n", pkg, r.name, figure(r))
+			fmt.Fprintf(&b, "| %s | %s | %s | — | — | %s |\n", pkg, op, figure(r), goals(r, 0, false))
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s: %s | %s× |\n", pkg, r.name, figure(r),
-			base.name[strings.LastIndex(base.name, "/")+1:], figure(base), strconv.FormatFloat(r.nsPerOp/base.nsPerOp, 'g', 3, 64))
+		ratio := r.nsPerOp / base.nsPerOp
+		fmt.Fprintf(&b, "| %s | %s | %s | %s: %s | %s× | %s |\n", pkg, op, figure(r),
+			base.name[strings.LastIndex(base.name, "/")+1:], figure(base), strconv.FormatFloat(ratio, 'g', 3, 64), goals(r, ratio, true))
 	}
 	return b.String()
 }
