@@ -20,6 +20,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/internal/schema"
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/dataplane/topology"
+	"github.com/udnkit/udnkit/internal/benchgoal"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -110,6 +111,15 @@ func liveHeap() uint64 {
 // figures are medians of at least this many.
 const restartSamples = 5
 
+// The restart's goals: "≤ 1.2× the dump, peak ≤ 1.5× converged".
+const (
+	// restartDumpGoal bounds the restart's time over ovsdb-client dump's.
+	restartDumpGoal = 1.2
+	// restartPeakGoal bounds the restart's heap peak over the converged
+	// client's live heap.
+	restartPeakGoal = 1.5
+)
+
 // restartFigures are one restart benchmark's samples.
 type restartFigures struct {
 	restarts, connects, dumps, raws []time.Duration
@@ -127,7 +137,8 @@ type restartFigures struct {
 // connect-ms, the initial copy, then replan-ms) and restart/dump; the heap the
 // restart peaked at over the heap before it (peak-MB, connect-peak-MB while
 // connecting), the live heap of the converged client (live-MB) and
-// peak/live. Each iteration takes restartSamples samples.
+// peak/live; restart/dump and peak/live beside their goals. Each iteration
+// takes restartSamples samples.
 func BenchmarkRestart64Networks(b *testing.B) {
 	e := newEnv(b)
 	nets := restartNetworks(b, 64, 100)
@@ -215,11 +226,11 @@ func (f *restartFigures) report(b *testing.B) {
 	b.ReportMetric(medianMs(replans), "replan-ms")
 	b.ReportMetric(medianMs(f.dumps), "dump-ms")
 	b.ReportMetric(medianMs(f.raws), "raw-monitor-ms")
-	b.ReportMetric(median(ratios), "restart/dump")
+	benchgoal.Report(b, "restart/dump", median(ratios), restartDumpGoal)
 	b.ReportMetric(median(f.peaks), "peak-MB")
 	b.ReportMetric(median(f.connectPeaks), "connect-peak-MB")
 	b.ReportMetric(median(f.lives), "live-MB")
-	b.ReportMetric(median(mem), "peak/live")
+	benchgoal.Report(b, "peak/live", median(mem), restartPeakGoal)
 	b.Logf("restart/dump %.2f; peak/live %.2f", sorted(ratios), sorted(mem))
 }
 

@@ -6,8 +6,10 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/udnkit/udnkit/envtest/datapath/netns"
+	"github.com/udnkit/udnkit/internal/benchgoal"
 )
 
 // The benchmarks' networks: IDs and subnets no test uses, one network per
@@ -15,6 +17,24 @@ import (
 const (
 	benchMigrationNetworkID = 90
 	benchUpgradeFirstID     = 91
+)
+
+// probeGoals bound a benchmark's worst sample: its longest gap between two
+// echo replies and its echo requests lost.
+type probeGoals struct {
+	maxGap  time.Duration
+	maxLost float64
+}
+
+// The goals "keep or improve" the gap and the loss measured so far: no
+// sample worse than the worst of them.
+const (
+	// "The live-migration gap (61–231 ms, 2–9 packets at 50/s)".
+	migrationMaxGapGoal  = 231 * time.Millisecond
+	migrationMaxLostGoal = 9
+	// "the rolling-upgrade loss (2–4 of ~106, gap 57–74 ms)".
+	upgradeMaxGapGoal  = 74 * time.Millisecond
+	upgradeMaxLostGoal = 4
 )
 
 // benchUpgrades numbers the rolling-upgrade networks made so far.
@@ -43,7 +63,7 @@ func BenchmarkLiveMigrationGap(b *testing.B) {
 				samples = append(samples, m.underTraffic(t, client, true))
 			})
 		}
-		reportMigration(b, samples)
+		reportMigration(b, samples, &probeGoals{maxGap: migrationMaxGapGoal, maxLost: migrationMaxLostGoal})
 	})
 	b.Run("baseline-vm-stays-put", func(b *testing.B) {
 		var samples []migrationTraffic
@@ -53,7 +73,7 @@ func BenchmarkLiveMigrationGap(b *testing.B) {
 				samples = append(samples, m.underTraffic(t, client, false))
 			}
 		})
-		reportMigration(b, samples)
+		reportMigration(b, samples, nil)
 	})
 }
 
@@ -84,7 +104,7 @@ func BenchmarkRollingUpgradeLoss(b *testing.B) {
 				samples = append(samples, result)
 			})
 		}
-		reportProbes(b, samples, nil)
+		reportProbes(b, samples, &probeGoals{maxGap: upgradeMaxGapGoal, maxLost: upgradeMaxLostGoal}, nil)
 	})
 	b.Run("baseline-no-move", func(b *testing.B) {
 		var samples []netns.ProbeResult
@@ -95,7 +115,7 @@ func BenchmarkRollingUpgradeLoss(b *testing.B) {
 				samples = append(samples, result)
 			}
 		})
-		reportProbes(b, samples, nil)
+		reportProbes(b, samples, nil, nil)
 	})
 }
 
@@ -121,16 +141,16 @@ func inSample(b *testing.B, sample func(t testing.TB)) {
 	sample(s)
 }
 
-// reportMigration reports the migrations' probes (reportProbes) and the
-// median of the longest TCP stall.
-func reportMigration(b *testing.B, samples []migrationTraffic) {
+// reportMigration reports the migrations' probes (reportProbes, against
+// goals if not nil) and the median of the longest TCP stall.
+func reportMigration(b *testing.B, samples []migrationTraffic, goals *probeGoals) {
 	b.Helper()
 	probes := make([]netns.ProbeResult, len(samples))
 	stalls := make([]float64, len(samples))
 	for i, s := range samples {
 		probes[i], stalls[i] = s.icmp, float64(s.tcp.LongestStall)
 	}
-	reportProbes(b, probes, func(i int) string {
+	reportProbes(b, probes, goals, func(i int) string {
 		s := samples[i]
 		return fmt.Sprintf("; switch-over written in %d ms, the longest gap from %+d ms of it; TCP longest stall %d ms", s.switched.Milliseconds(),
 			s.icmp.GapStart.Sub(s.switchStart).Milliseconds(), s.tcp.LongestStall.Milliseconds())
@@ -142,8 +162,10 @@ func reportMigration(b *testing.B, samples []migrationTraffic) {
 // between two echo replies as ns/op (benchreport's ratio to the baseline),
 // the largest gap, the median and largest outage (ProbeResult.LongestOutage:
 // what the network lost, without the prober's own stalls), and the median
-// and largest count of echo requests lost in a sample; note, if not nil, adds to each sample's log line.
-func reportProbes(b *testing.B, samples []netns.ProbeResult, note func(i int) string) {
+// and largest count of echo requests lost in a sample; the largest gap and
+// loss beside goals if not nil. note, if not nil, adds to each sample's log
+// line.
+func reportProbes(b *testing.B, samples []netns.ProbeResult, goals *probeGoals, note func(i int) string) {
 	b.Helper()
 	if len(samples) == 0 {
 		b.Fatal("no samples")
@@ -162,11 +184,16 @@ func reportProbes(b *testing.B, samples []netns.ProbeResult, note func(i int) st
 		b.Logf("sample %d: %s%s", i, r, extra)
 	}
 	b.ReportMetric(median(gaps), "ns/op")
-	b.ReportMetric(slices.Max(gaps), "max-gap-ns")
 	b.ReportMetric(median(outages), "p50-outage-ns")
 	b.ReportMetric(slices.Max(outages), "max-outage-ns")
 	b.ReportMetric(median(lost), "p50-lost/op")
-	b.ReportMetric(slices.Max(lost), "max-lost/op")
+	if goals != nil {
+		benchgoal.Report(b, "max-gap-ns", slices.Max(gaps), float64(goals.maxGap))
+		benchgoal.Report(b, "max-lost/op", slices.Max(lost), goals.maxLost)
+	} else {
+		b.ReportMetric(slices.Max(gaps), "max-gap-ns")
+		b.ReportMetric(slices.Max(lost), "max-lost/op")
+	}
 	b.ReportMetric(median(sent), "sent/op")
 	b.ReportMetric(float64(len(samples)), "samples")
 }
