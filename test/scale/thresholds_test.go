@@ -18,3 +18,29 @@ func TestEmbeddedThresholdsNameReportFigures(t *testing.T) {
 		}
 	}
 }
+
+// dataplaneGrowthGoal is the dataplane's goal for its time and memory:
+// "≤ 2.1× per doubling".
+const dataplaneGrowthGoal = 2.1
+
+// The embedded thresholds judge the dataplane's time and memory (its first
+// programming and its restart) by the growth goal or tighter.
+func TestEmbeddedThresholdsHoldDataplaneGrowthGoal(t *testing.T) {
+	th, err := loadThresholds("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{
+		"dataplane: all OVN rows (one zone)", "dataplane: RSS", "dataplane: CPU",
+		"dataplane restart to converged (reconnect, initial copy, every network re-planned)",
+		"restarted dataplane: peak RSS", "restarted dataplane: CPU",
+	} {
+		target, ok := th.Of(name)
+		switch {
+		case !ok || target.Growth == 0:
+			t.Errorf("%q: no growth target, want ≤ %.1f×", name, dataplaneGrowthGoal)
+		case target.Growth > dataplaneGrowthGoal:
+			t.Errorf("%q: growth target %.2f×, want ≤ %.1f×", name, target.Growth, dataplaneGrowthGoal)
+		}
+	}
+}
