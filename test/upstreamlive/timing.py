@@ -11,6 +11,9 @@ import sys
 
 STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})$")
 IGNORED = {"NB_Global", "Connection", "SSL"}
+# GOAL bounds udnkit's time over upstream's: "≤ 0.5× upstream's time for the
+# whole network".
+GOAL = 0.5
 
 
 def sample(path, t0):
@@ -56,16 +59,18 @@ def table(path):
         if secs:
             d["s"].append(float(secs))
         d["rows"].append(int(ins) if kind.startswith("create") else int(dels))
-    print("| operation | samples | upstream s (median, range) | udnkit s (median, range) | udnkit / upstream | rows upstream | rows udnkit |")
-    print("|---|---:|---|---|---:|---:|---:|")
+    print("| operation | samples | upstream s (median, range) | udnkit s (median, range) | udnkit / upstream "
+          f"| goal ≤ {GOAL}× | rows upstream | rows udnkit |")
+    print("|---|---:|---|---|---:|---|---:|---:|")
     for kind in data:
         up, ud = data[kind].get("up"), data[kind].get("ud")
         if not up or not ud or not up["s"] or not ud["s"]:
-            print(f"| {kind} | | (no update seen) | | | | |")
+            print(f"| {kind} | | (no update seen) | | | | | |")
             continue
         mu, md = statistics.median(up["s"]), statistics.median(ud["s"])
+        met = "✓ met" if md / mu <= GOAL else "✗ missed"
         print(f"| {kind} | {len(ud['s'])} | {mu:.3f} ({min(up['s']):.3f}–{max(up['s']):.3f}) | "
-              f"{md:.3f} ({min(ud['s']):.3f}–{max(ud['s']):.3f}) | {md / mu:.2f}× | "
+              f"{md:.3f} ({min(ud['s']):.3f}–{max(ud['s']):.3f}) | {md / mu:.2f}× | {met} | "
               f"{statistics.median(up['rows']):.0f} | {statistics.median(ud['rows']):.0f} |")
 
 
