@@ -5,8 +5,9 @@
 // name element is "baseline" or starts with "baseline-" (for example
 // BenchmarkCreateUDN/webhook and BenchmarkCreateUDN/baseline-no-webhook).
 // Benchmarks without a baseline are listed with their figure only. With
-// -count above 1 a benchmark's k-th result is compared with its baseline's
-// k-th (the results of one run of the parent) and labelled #k. Custom
+// -count above 1 (go test runs each sub-benchmark that many times, in one
+// run of the parent) a benchmark's k-th result is compared with its
+// baseline's k-th and labelled #k. Custom
 // metrics reported with b.ReportMetric (p50-ns, p99-ns, ops/s, ...) are shown
 // beside ns/op.
 //
