@@ -57,6 +57,7 @@ func TestMultiVTEPFromAPIState(t *testing.T) {
 		ovnk.AnnotationNodeTransitSwitchPortTunnelIDs: "[3,4,5]"}}}
 	pod1 := vtepPod("pod-1", "node-b", "203.203.0.5", "10.0.0.3")
 	s.create(nodeA, nodeB, namespace("ns1"))
+	created := time.Now()
 	s.createNAD(blueNAD())
 	s.create(pod1,
 		vtepPod("local", "node-a", "203.203.0.6", "10.0.1.2"),
@@ -73,6 +74,11 @@ func TestMultiVTEPFromAPIState(t *testing.T) {
 			strings.Contains(s.sbctl("--bare", "--columns=logical_port", "list", "Port_Binding"), port1) &&
 			encapOf(port1) == `"10.0.0.3"`
 	})
+	// The network's first reconcile finds no switch yet: the Layer2
+	// topology's Apply wakes it, well before the TopologyWait backstop.
+	if took := time.Since(created); took >= zone.TopologyWait*3/4 {
+		t.Errorf("pod-1's remote port came %v after the NAD: the multi-VTEP controller waited for its backstop (%v), not for the topology's Apply", took, zone.TopologyWait)
+	}
 
 	// A NAD with udnkit's label and no owner names the network, and a pod
 	// of its namespace on node-b claims a VTEP of it: the dataplane ignores

@@ -159,11 +159,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 	// The isolation port group's members are read as the pod ports are:
 	// from the zone's pods and their k8s.ovn.org/pod-networks.
 	rs.Policy.IsolationPorts = rs.Pods.IsolationPorts
-	// A new Primary network's pod ports, policy defaults, NetworkPolicies
-	// and load balancers follow its topology's Apply at once.
+	// A new Primary network's pod ports, multi-VTEP ports, policy
+	// defaults, NetworkPolicies and load balancers follow its topology's
+	// Apply at once.
 	wake := &zone.TopologyWake{}
 	rs.Layer2.Wake, rs.Layer3.Wake = wake, wake
-	rs.Pods.Wake, rs.Policy.Wake, rs.NetworkPolicy.Wake, rs.Services.Wake = wake, wake, wake, wake
+	rs.Pods.Wake, rs.Policy.Wake, rs.NetworkPolicy.Wake, rs.Services.Wake, rs.MultiVTEP.Wake = wake, wake, wake, wake, wake
 	setups := []func(ctrl.Manager) error{rs.Layer2.SetupWithManager, rs.Layer3.SetupWithManager, rs.MultiVTEP.SetupWithManager,
 		rs.LiveMigration.SetupWithManager, rs.Policy.SetupWithManager, rs.Pods.SetupWithManager, rs.Services.SetupWithManager,
 		rs.NetworkPolicy.SetupWithManager}

@@ -57,7 +57,11 @@ type Reconciler struct {
 	// Guard applies the NAD ownership rule (trust.go); nil: one reading
 	// through Client, without Events.
 	Guard *nadtrust.Guard
-	trust zone.Trusting
+	// Wake, when set, queues a network's NADs again as soon as its
+	// topology is applied (a port waiting for its switch or router).
+	Wake   *zone.TopologyWake
+	waiter *zone.TopologyWaiter
+	trust  zone.Trusting
 
 	// networks serialises the reconciles of one network (its NADs are
 	// separate requests; each reads the network's nodes and pods).
@@ -69,14 +73,15 @@ type Reconciler struct {
 
 // SetupWithManager registers the reconciler.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return zone.TrustWatches(ctrl.NewControllerManagedBy(mgr).
+	b := zone.TrustWatches(ctrl.NewControllerManagedBy(mgr).
 		Named("dataplane-multi-vtep").
 		WithOptions(zone.ControllerOptions(r.Workers, r.FIFOQueue)), r.Client, r.guard(), zone.VTEPName).
 		Watches(&corev1.Node{}, r.NodeHandler(), zone.VTEPNodeFacts.Predicate()).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return zone.NADsIn(r.Client, o.GetNamespace())(ctx, o)
-		}), zone.PodPortChanged()).
-		Complete(r)
+		}), zone.PodPortChanged())
+	b, r.waiter = r.Wake.Watch(b)
+	return b.Complete(r)
 }
 
 // nodeHandler maps a node event to the NADs it concerns: every NAD, but
@@ -147,12 +152,22 @@ func (r *Reconciler) applyPorts(ctx context.Context, s *zone.NADScope) (reconcil
 		}
 	}
 	s.Network = name
-	unlock := r.networks.Lock(name)
-	retry, err := apply(ctx, name)
-	unlock()
-	if missing := (*rows.MissingRowError)(nil); errors.As(err, &missing) {
+	try := func() (bool, error) {
+		unlock := r.networks.Lock(name)
+		defer unlock()
+		return apply(ctx, name)
+	}
+	retry, err := try()
+	missing := (*rows.MissingRowError)(nil)
+	if errors.As(err, &missing) && r.waiter != nil {
+		// Woken by the topology's Apply; looked at again after the record.
+		r.waiter.Await(name, s.Req)
+		retry, err = try()
+	}
+	if errors.As(err, &missing) {
 		// The topology's router or switch the ports go on is not there yet:
-		// its controller (or OVN-Kubernetes) creates it, this one waits.
+		// its controller (or OVN-Kubernetes) creates it, this one waits
+		// (TopologyWait is the backstop of the wake).
 		log.FromContext(ctx).V(1).Info("multi-VTEP ports wait for the network's topology", "network", name, "missing", missing.Name)
 		return reconcile.Result{RequeueAfter: zone.TopologyWait}, nil
 	}

@@ -94,6 +94,17 @@ func (w *TopologyWaiter) WaitForTopology(ctx context.Context, ovn *dataplane.Cli
 	return WaitForTopology(ctx, ovn, network, topology)
 }
 
+// Await records that req's reconcile waits for network's topology, for a
+// controller that finds the topology missing by its own means (a
+// rows.MissingRowError): the caller looks again after the record, so an
+// Apply between its first look and the record is not missed. A nil
+// waiter records nothing.
+func (w *TopologyWaiter) Await(network string, req reconcile.Request) {
+	if w != nil {
+		w.wait(network, req)
+	}
+}
+
 // wait records that req's reconcile waits for network's topology.
 func (w *TopologyWaiter) wait(network string, req reconcile.Request) {
 	w.mu.Lock()

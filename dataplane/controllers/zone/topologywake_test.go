@@ -37,6 +37,14 @@ func TestTopologyWakeQueuesOnlyTheWaitingNADs(t *testing.T) {
 		t.Errorf("%d queued after overfilling, want the buffer's %d", n, wakeBuffer)
 	}
 
+	// A controller that finds the topology missing by its own means
+	// (multi-VTEP's rows.MissingRowError) records its wait with Await.
+	vtep := wake.Waiter()
+	vtep.Await("tenant-green_green", green)
+	wake.Applied("tenant-green_green")
+	expectQueued(t, "multi-VTEP after green's Applied", vtep, green)
+	(*TopologyWaiter)(nil).Await("tenant-green_green", green)
+
 	var none *TopologyWake
 	none.Applied("tenant-blue_blue")
 	if w := none.Waiter(); w != nil {
