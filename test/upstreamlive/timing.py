@@ -1,13 +1,23 @@
 """timing.py: reads `ovsdb-client --timestamp monitor ALL` output.
 
-  timing.py sample MONITOR_FILE T0   -> seconds from T0 to the last update
-                                        (NB_Global aside), rows inserted, deleted
+  timing.py watch KUBECONFIG OUT     -> writes each UserDefinedNetwork watch
+                                        event to OUT, after its arrival time
+                                        (seconds since the epoch), until killed
+  timing.py first WATCH_FILE T0      -> the first event's time at or after T0
+                                        (T0 when there is none)
+  timing.py sample MONITOR_FILE T0 [T0CMD]
+                                     -> seconds from T0 to the last update
+                                        (NB_Global aside), rows inserted,
+                                        deleted, and seconds from T0CMD
   timing.py table SAMPLES_TSV       -> a Markdown table of medians per kind
 """
 import datetime
 import re
+import signal
 import statistics
+import subprocess
 import sys
+import time
 
 STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})$")
 IGNORED = {"NB_Global", "Connection", "SSL"}
@@ -16,7 +26,30 @@ IGNORED = {"NB_Global", "Connection", "SSL"}
 GOAL = 0.5
 
 
-def sample(path, t0):
+def watch(kubeconfig, out):
+    """Timestamps each UDN watch event as it arrives: a sample's clock
+    starts when its apiserver announced the UDN's creation (or deletion),
+    not when kubectl started, whose start-up both sides pay alike."""
+    p = subprocess.Popen(["kubectl", "--kubeconfig", kubeconfig, "get", "userdefinednetworks", "-A",
+                          "--watch-only", "--output-watch-events", "--no-headers",
+                          "-o", "custom-columns=EVENT:.type,NS:.object.metadata.namespace,NAME:.object.metadata.name,DELETING:.object.metadata.deletionTimestamp"],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+    signal.signal(signal.SIGTERM, lambda *_: (p.terminate(), sys.exit(0)))
+    with open(out, "w", buffering=1) as f:
+        for line in p.stdout:
+            f.write(f"{time.time():.6f} {line}")
+
+
+def first(path, t0):
+    for line in open(path):
+        stamp = float(line.split(" ", 1)[0])
+        if stamp >= t0:
+            print(f"{stamp:.6f}")
+            return
+    print(f"{t0:.6f}")
+
+
+def sample(path, t0, t0cmd=None):
     last, ins, dels = None, 0, 0
     stamp, table, rows = None, None, False
     for line in open(path, errors="replace"):
@@ -47,35 +80,49 @@ def sample(path, t0):
         elif len(f) >= 1 and f[0] == "new":
             last = stamp
     secs = "" if last is None else "%.3f" % (last - t0)
-    print(f"{secs}\t{ins}\t{dels}")
+    cmd = "" if last is None or t0cmd is None else "%.3f" % (last - t0cmd)
+    print(f"{secs}\t{ins}\t{dels}\t{cmd}")
 
 
 def table(path):
     data = {}
     for line in open(path):
-        label, side, secs, ins, dels = line.rstrip("\n").split("\t")
+        label, side, secs, ins, dels, *cmd = line.rstrip("\n").split("\t")
         kind = label.rsplit("-", 1)[0]
-        d = data.setdefault(kind, {}).setdefault(side, {"s": [], "rows": []})
+        d = data.setdefault(kind, {}).setdefault(side, {"s": [], "rows": [], "cmd": []})
         if secs:
             d["s"].append(float(secs))
+        if cmd and cmd[0]:
+            d["cmd"].append(float(cmd[0]))
         d["rows"].append(int(ins) if kind.startswith("create") else int(dels))
     print("| operation | samples | upstream s (median, range) | udnkit s (median, range) | udnkit / upstream "
-          f"| goal ≤ {GOAL}× | rows upstream | rows udnkit |")
-    print("|---|---:|---|---|---:|---|---:|---:|")
+          f"| goal ≤ {GOAL}× | rows upstream | rows udnkit | from kubectl's start: upstream / udnkit s (ratio) |")
+    print("|---|---:|---|---|---:|---|---:|---:|---|")
     for kind in data:
         up, ud = data[kind].get("up"), data[kind].get("ud")
         if not up or not ud or not up["s"] or not ud["s"]:
-            print(f"| {kind} | | (no update seen) | | | | | |")
+            print(f"| {kind} | | (no update seen) | | | | | | |")
             continue
         mu, md = statistics.median(up["s"]), statistics.median(ud["s"])
         met = "✓ met" if md / mu <= GOAL else "✗ missed"
         print(f"| {kind} | {len(ud['s'])} | {mu:.3f} ({min(up['s']):.3f}–{max(up['s']):.3f}) | "
               f"{md:.3f} ({min(ud['s']):.3f}–{max(ud['s']):.3f}) | {md / mu:.2f}× | {met} | "
-              f"{statistics.median(up['rows']):.0f} | {statistics.median(ud['rows']):.0f} |")
+              f"{statistics.median(up['rows']):.0f} | {statistics.median(ud['rows']):.0f} | {fromcmd(up, ud)} |")
+
+
+def fromcmd(up, ud):
+    if not up["cmd"] or not ud["cmd"]:
+        return ""
+    mu, md = statistics.median(up["cmd"]), statistics.median(ud["cmd"])
+    return f"{mu:.3f} / {md:.3f} ({md / mu:.2f}×)"
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "sample":
-        sample(sys.argv[2], float(sys.argv[3]))
+    if sys.argv[1] == "watch":
+        watch(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "first":
+        first(sys.argv[2], float(sys.argv[3]))
+    elif sys.argv[1] == "sample":
+        sample(sys.argv[2], float(sys.argv[3]), float(sys.argv[4]) if len(sys.argv) > 4 else None)
     else:
         table(sys.argv[2])

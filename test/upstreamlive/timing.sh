@@ -5,9 +5,12 @@
 # base case: three nodes, two UDNs, a Service each), then per sample applies
 # one new namespace with a Primary Layer2 (or Layer3) UDN to both apiservers
 # at once and watches both Northbound databases (ovsdb-client --timestamp
-# monitor): a side's time is from the apply to its last Northbound update
-# (NB_Global aside) before 8 s of quiet. Then the same for deleting the UDN,
-# and for BULK UDNs (Primary Layer2, one namespace each) applied in one file.
+# monitor): a side's time is from its apiserver's first watch event of the
+# sample's UDNs (the creation; for a deletion, the deletion timestamp set)
+# to its last Northbound update (NB_Global aside) before 8 s of quiet; the
+# table also gives the time from kubectl's start, which carries kubectl's
+# own start-up. Then the same for deleting the UDN, and for BULK UDNs
+# (Primary Layer2, one namespace each) applied in one file.
 #
 #   UPSTREAM_GIT=<git dir of upstream ovn-kubernetes> test/upstreamlive/timing.sh
 #
@@ -56,7 +59,11 @@ measure() {
 	local mon_up=$!
 	stdbuf -oL ovsdb-client --timestamp monitor "$NB_UD" OVN_Northbound ALL >"$dir/ud.mon" 2>/dev/null &
 	local mon_ud=$!
-	sleep 2 # both monitors have their initial contents
+	python3 "$H/timing.py" watch "$KC_UP" "$dir/up.watch" &
+	local watch_up=$!
+	python3 "$H/timing.py" watch "$KC_UD" "$dir/ud.watch" &
+	local watch_ud=$!
+	sleep 2 # both monitors have their initial contents, both watches run
 	local t0
 	t0=$(date +%s.%N)
 	KC=$KC_UP "$@" >"$dir/up.apply" 2>&1 &
@@ -72,10 +79,11 @@ measure() {
 		((quiet >= 16)) && break
 		sleep 0.5
 	done
-	kill $mon_up $mon_ud 2>/dev/null || true
-	wait $mon_up $mon_ud 2>/dev/null || true
+	kill $mon_up $mon_ud $watch_up $watch_ud 2>/dev/null || true
+	wait $mon_up $mon_ud $watch_up $watch_ud 2>/dev/null || true
 	for side in up ud; do
-		python3 "$H/timing.py" sample "$dir/$side.mon" "$t0" | sed "s|^|$label\t$side\t|" >>"$T/samples.tsv"
+		python3 "$H/timing.py" sample "$dir/$side.mon" "$(python3 "$H/timing.py" first "$dir/$side.watch" "$t0")" "$t0" |
+			sed "s|^|$label\t$side\t|" >>"$T/samples.tsv"
 	done
 }
 
