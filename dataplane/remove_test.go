@@ -121,3 +121,32 @@ func TestRemoveUnlessFailedTransactionRemovesOneByOne(t *testing.T) {
 		t.Errorf("the other client's router is gone: %s", got)
 	}
 }
+
+// A batch removal on ovsdb-server checks the zone's routers once for all
+// its networks: a removed network's load balancer group that another
+// client's router names stays (deleting it would fail the transaction),
+// every other row of the three networks goes, in one transaction.
+func TestRemoveUnlessKeepsAGroupAnotherRouterNamesOnOVSDBServer(t *testing.T) {
+	e := newEnv(t)
+	owners := removeNetworks(e, 3)
+	group := ovnk.NamesFor("rm1_net").ClusterLBGroup()
+	e.nbctl("--", "--id=@g", "get", "Load_Balancer_Group", group, "--",
+		"create", "Logical_Router", "name=names-the-group", "load_balancer_group=@g")
+	e.settle()
+	var commits atomic.Int32
+	e.hooks.AfterTransaction = func(rows.Owner, int, int) { commits.Add(1) }
+	res, err := e.c.RemoveUnless(e.ctx, owners, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Transactions != 1 || commits.Load() != 1 {
+		t.Errorf("three networks removed in %d transactions (result %+v), want 1", commits.Load(), res)
+	}
+	left := networkRows(e, "rm0_net", "rm1_net", "rm2_net")
+	if len(left) != 1 || left[0] != "Load_Balancer_Group "+group {
+		t.Errorf("rows left %v, want only %s (another router names it)", left, group)
+	}
+	if got := e.nbctl("--data=bare", "--no-headings", "--columns=name", "list", "Logical_Router"); !strings.Contains(got, "names-the-group") {
+		t.Errorf("the other client's router is gone: %s", got)
+	}
+}

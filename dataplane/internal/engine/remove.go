@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane/internal/index"
 	"github.com/udnkit/udnkit/dataplane/internal/ovsconn"
+	"github.com/udnkit/udnkit/dataplane/internal/plan"
 	"github.com/udnkit/udnkit/dataplane/internal/txn"
 	"github.com/udnkit/udnkit/dataplane/rows"
 	"github.com/udnkit/udnkit/ovnk"
@@ -29,8 +29,9 @@ const DefaultMaxRemovalOps = 500
 // RemoveUnless removes every row of each owner's piece (a network's: an
 // empty Desired each, as ApplyUnless removes one), except the networks
 // unless (nil: none) names, asked once for them all with every network's
-// lock held. The removals are planned one by one, as ApplyUnless plans
-// them (ownership checks included), and sent together: whole networks'
+// lock held. The removals are planned as ApplyUnless plans each
+// (ownership checks included), with one read of the zone's routers and
+// switches for them all (plan.Removals), and sent together: whole networks'
 // removals per transaction, each transaction weighing at most
 // MaxRemovalOps, so N networks' removals take a few transactions rather
 // than N. A removal that does not fit that way (heavier than a
@@ -148,12 +149,13 @@ func (e *Engine) planRemovals(ds []*rows.Desired) (batches [][]*removal, alone [
 	if bound == 0 {
 		bound = DefaultMaxRemovalOps
 	}
+	ps, err := plan.Removals(e.NB, e.Index, &e.Memos, ds)
+	if err != nil {
+		return nil, nil, err
+	}
 	weight := 0
-	for _, d := range ds {
-		p, err := e.NewPlan(d)
-		if err != nil {
-			return nil, nil, fmt.Errorf("remove %s/%s/%s: %w", d.Owner.Network, d.Owner.Topology, d.Owner.Piece, err)
-		}
+	for i, d := range ds {
+		p := ps[i]
 		e.healing.members.planned(d, p.MemberPorts(), e.portExists)
 		if len(p.Ops) == 0 {
 			continue

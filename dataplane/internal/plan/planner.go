@@ -163,21 +163,50 @@ func Incremental(api client.Client, ix *index.Index, memos *Memos, d *rows.Desir
 	return p, err
 }
 
+// Removals plans the removal of each of ds (pieces that go away: empty
+// Desireds) as Incremental does, in order, but reads the zone's routers
+// and switches once for them all where each plan alone reads them all
+// (refs.DropUnreferenced: whether a router or switch the plan leaves still
+// names one of its network's load balancer groups).
+func Removals(api client.Client, ix *index.Index, memos *Memos, ds []*rows.Desired) ([]*Planner, error) {
+	ps := make([]*Planner, len(ds))
+	rs := make([]*refs.Resolver, len(ds))
+	for i, d := range ds {
+		if !d.Empty() {
+			return nil, fmt.Errorf("remove %s/%s/%s: the piece has rows", d.Owner.Network, d.Owner.Topology, d.Owner.Piece)
+		}
+		memos.drop(d.Owner)
+		p, err := against(api, ix, d, nil, true, true)
+		if err != nil {
+			return nil, fmt.Errorf("remove %s/%s/%s: %w", d.Owner.Network, d.Owner.Topology, d.Owner.Piece, err)
+		}
+		ps[i], rs[i] = p, p.refs
+	}
+	if len(rs) > 0 {
+		if err := refs.DropUnreferenced(rs); err != nil {
+			return nil, err
+		}
+	}
+	return ps, nil
+}
+
 // Indexed plans d against the index (memo nil: without a memo).
 func Indexed(api client.Client, ix *index.Index, d *rows.Desired, memo *Memo) (*Planner, error) {
-	return against(api, ix, d, memo, true)
+	return against(api, ix, d, memo, true, false)
 }
 
 // Full is the full diff of d against the client's cache (every row of the
 // tables read, no memo), with the index's links.
 func Full(api client.Client, ix *index.Index, d *rows.Desired) (*Planner, error) {
-	return against(api, ix, d, nil, false)
+	return against(api, ix, d, nil, false, false)
 }
 
 // against plans d once the index knows the parents of the network's
 // children (those another client inserted are looked up first), and of
-// every child when the plan needs it (errUnlinked).
-func against(api client.Client, ix *index.Index, d *rows.Desired, memo *Memo, indexed bool) (*Planner, error) {
+// every child when the plan needs it (errUnlinked); later leaves the
+// zone's check of dropped load balancer groups to the caller
+// (refs.Resolver.Later).
+func against(api client.Client, ix *index.Index, d *rows.Desired, memo *Memo, indexed, later bool) (*Planner, error) {
 	lookedUp := map[string]bool{}
 	network := d.Owner.Network
 	for {
@@ -204,7 +233,7 @@ func against(api client.Client, ix *index.Index, d *rows.Desired, memo *Memo, in
 		if indexed {
 			rowsIx = ix
 		}
-		p, err := newPlanWith(api, d, memo, rowsIx, ix, network != "")
+		p, err := newPlanWith(api, d, memo, rowsIx, ix, network != "", later)
 		unlock()
 		if errors.Is(err, errUnlinked) {
 			network = "" // every child's
@@ -214,10 +243,13 @@ func against(api client.Client, ix *index.Index, d *rows.Desired, memo *Memo, in
 	}
 }
 
-func newPlanWith(api client.Client, d *rows.Desired, memo *Memo, ix, links *index.Index, strict bool) (*Planner, error) {
+func newPlanWith(api client.Client, d *rows.Desired, memo *Memo, ix, links *index.Index, strict, later bool) (*Planner, error) {
 	p := &Planner{api: api, owner: d.Owner, memo: memo, ix: ix, links: links, strict: strict,
 		inserted: map[[2]string]string{}}
 	p.refs = refs.New(host{p}, d.Owner)
+	if later {
+		p.refs.Later()
+	}
 	if memo != nil {
 		if memo.ids == nil {
 			memo.ids = d.Owner.IDs()

@@ -18,7 +18,8 @@ import (
 // removed network's groups (cleanupLoadBalancerGroups). Whichever of the
 // network's pieces goes last takes them: the topology's, whose switches
 // and routers name them, or the services piece, whose load balancers they
-// hold.
+// hold. With Later set, the check against the zone's other routers and
+// switches is left to DropUnreferenced.
 func (r *Resolver) DropLBGroups(names []string, gone func(table, uuid string) bool) error {
 	var drop []string
 	for _, u := range r.h.Scan(nbdb.LoadBalancerGroupTable, names) {
@@ -29,7 +30,72 @@ func (r *Resolver) DropLBGroups(names []string, gone func(table, uuid string) bo
 		}
 		drop = append(drop, u)
 	}
-	drop = r.unreferenced(drop, gone)
+	drop, zone := r.unreferenced(drop, gone)
+	if !zone {
+		return r.deleteGroups(drop)
+	}
+	r.waiting, r.gone = drop, gone
+	if r.later {
+		return nil
+	}
+	return DropUnreferenced([]*Resolver{r})
+}
+
+// Later makes DropLBGroups leave the read of the zone's routers and
+// switches to DropUnreferenced, so that the plans of a batch of removals
+// share one read of the zone instead of one each.
+func (r *Resolver) Later() { r.later = true }
+
+// DropUnreferenced finishes the DropLBGroups of each of rs (plans of one
+// database, each made with Later): of the groups each waits to delete, the
+// ones no router or switch that plan leaves references are deleted. Every
+// router and switch of the zone is read once for them all; a row keeps a
+// group only when the plan deleting the group does not delete the row, as
+// each plan alone decides (the plans may go into separate transactions).
+func DropUnreferenced(rs []*Resolver) error {
+	waiting := map[string][]*Resolver{} // group UUID → the plans deleting it
+	for _, r := range rs {
+		for _, g := range r.waiting {
+			waiting[g] = append(waiting[g], r)
+		}
+	}
+	for _, t := range groupHolders {
+		if len(waiting) == 0 {
+			break
+		}
+		for u, m := range rs[0].h.Rows(t) {
+			named, _ := groupsAndIDs(m)
+			for _, g := range named {
+				left := slices.DeleteFunc(waiting[g], func(r *Resolver) bool {
+					if r.gone(t, u) {
+						return false
+					}
+					r.waiting = slices.DeleteFunc(r.waiting, func(w string) bool { return w == g })
+					return true
+				})
+				if len(left) == 0 {
+					delete(waiting, g)
+				} else {
+					waiting[g] = left
+				}
+			}
+			if len(waiting) == 0 {
+				break
+			}
+		}
+	}
+	for _, r := range rs {
+		drop := r.waiting
+		r.waiting, r.gone = nil, nil
+		if err := r.deleteGroups(drop); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteGroups deletes the load balancer groups drop (UUIDs).
+func (r *Resolver) deleteGroups(drop []string) error {
 	for _, u := range drop {
 		r.h.NoteGone(nbdb.LoadBalancerGroupTable, u)
 		if err := r.h.Add(r.h.API().Where(&nbdb.LoadBalancerGroup{UUID: u}).Delete()); err != nil {
@@ -51,48 +117,43 @@ func (r *Resolver) holdsOthers(g *nbdb.LoadBalancerGroup) bool {
 	return false
 }
 
-// unreferenced are the groups no router or switch the plan leaves
-// references, none while a router or switch of the network (by its
-// external_ids) stays. The network's own rows are looked at first (with the index,
-// Scan gives them); only while some group is left is every router and
-// switch read, as a delete of a group another row still names fails the
-// whole transaction.
-func (r *Resolver) unreferenced(groups []string, gone func(table, uuid string) bool) []string {
-	tables := []string{nbdb.LogicalRouterTable, nbdb.LogicalSwitchTable}
-	network := false // a router or switch of the network stays
-	keep := func(table, u string, m any) {
-		if m == nil || gone(table, u) {
-			return
-		}
-		var named []string
-		var ids map[string]string
-		switch row := m.(type) {
-		case *nbdb.LogicalRouter:
-			named, ids = row.LoadBalancerGroup, row.ExternalIDs
-		case *nbdb.LogicalSwitch:
-			named, ids = row.LoadBalancerGroup, row.ExternalIDs
-		}
-		network = network || ids[ovnk.ExternalIDNetwork] == r.owner.Network
-		groups = slices.DeleteFunc(groups, func(g string) bool { return slices.Contains(named, g) })
+// groupHolders are the tables whose rows name load balancer groups.
+var groupHolders = []string{nbdb.LogicalRouterTable, nbdb.LogicalSwitchTable}
+
+// groupsAndIDs are the load balancer groups a router or switch names, and
+// its external_ids.
+func groupsAndIDs(m any) ([]string, map[string]string) {
+	switch row := m.(type) {
+	case *nbdb.LogicalRouter:
+		return row.LoadBalancerGroup, row.ExternalIDs
+	case *nbdb.LogicalSwitch:
+		return row.LoadBalancerGroup, row.ExternalIDs
 	}
-	for _, t := range tables {
+	return nil, nil
+}
+
+// unreferenced are the groups no router or switch of the network that the
+// plan leaves references, none while a router or switch of the network (by
+// its external_ids) stays. The network's own rows are looked at first
+// (with the index, Scan gives them); zone says some group is left that
+// every other router and switch must still be checked for
+// (DropUnreferenced), as a delete of a group another row still names fails
+// the whole transaction. Without the index Scan reads every row.
+func (r *Resolver) unreferenced(groups []string, gone func(table, uuid string) bool) (left []string, zone bool) {
+	network := false // a router or switch of the network stays
+	for _, t := range groupHolders {
 		for _, u := range r.h.Scan(t, nil) {
-			keep(t, u, r.h.Row(t, u))
+			m := r.h.Row(t, u)
+			if m == nil || gone(t, u) {
+				continue
+			}
+			named, ids := groupsAndIDs(m)
+			network = network || ids[ovnk.ExternalIDNetwork] == r.owner.Network
+			groups = slices.DeleteFunc(groups, func(g string) bool { return slices.Contains(named, g) })
 		}
 	}
 	if network {
-		return nil // the network is still there: its groups stay, named or not
+		return nil, false // the network is still there: its groups stay, named or not
 	}
-	if !r.h.Indexed() {
-		return groups // Scan read every row
-	}
-	for _, t := range tables {
-		for u, m := range r.h.Rows(t) {
-			if len(groups) == 0 {
-				return nil
-			}
-			keep(t, u, m)
-		}
-	}
-	return groups
+	return groups, r.h.Indexed() && len(groups) > 0
 }

@@ -68,6 +68,12 @@ type Resolver struct {
 	copps map[string]string
 	// ports: the ports the port groups name → found (Ports).
 	ports map[string]bool
+	// later: DropLBGroups leaves the zone's check to DropUnreferenced
+	// (Later); waiting are the groups it waits for, gone the plan's
+	// deleted rows.
+	later   bool
+	waiting []string
+	gone    func(table, uuid string) bool
 }
 
 // New is the resolver of the owner's plan h.
