@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -205,9 +207,11 @@ func (w *nbWatch) createAndDelete(b *testing.B, s *stack, nads []*nadv1.NetworkA
 	if w.want == 0 {
 		w.want = counts[nads[0].Namespace+"_"+nads[0].Name]
 	}
+	stop := deleteProfile(b, len(nads))
 	start = time.Now()
 	apiCalls(b, nads, func(nad *nadv1.NetworkAttachmentDefinition) error { return s.c.Delete(s.ctx, nad) })
 	w.settle(b, func(counts map[string]int) bool { return len(counts) == 0 })
+	stop()
 	return took, time.Unix(0, w.last.Load()).Sub(start)
 }
 
@@ -223,6 +227,36 @@ func apiCalls(b *testing.B, nads []*nadv1.NetworkAttachmentDefinition, call func
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// deleteProfileEnv names a file prefix: set, each deletion of 100
+// networks writes the CPU profile of its deletes (until the rows are gone)
+// to prefix.1, prefix.2 … (merge them with go tool pprof), so the profile
+// holds the deletion path alone, without the creates.
+const deleteProfileEnv = "UDNKIT_BENCH_DELETE_CPUPROFILE"
+
+var deleteProfiles atomic.Int32
+
+// deleteProfile starts the CPU profile of a deletion of n networks when
+// deleteProfileEnv asks for it, and returns its stop.
+func deleteProfile(b *testing.B, n int) func() {
+	prefix := os.Getenv(deleteProfileEnv)
+	if prefix == "" || n != 100 {
+		return func() {}
+	}
+	f, err := os.Create(fmt.Sprintf("%s.%d", prefix, deleteProfiles.Add(1)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
 			b.Fatal(err)
 		}
 	}
