@@ -265,6 +265,12 @@ type Guard struct {
 	mu       sync.Mutex
 	reported map[types.NamespacedName]string // NAD -> resourceVersion/reason last reported
 	verdicts map[types.NamespacedName]verdict
+
+	// lists are Labelled's: listing says a list runs, next is the one the
+	// calls made meanwhile wait for.
+	lists   sync.Mutex
+	listing bool
+	next    *listing
 }
 
 // verdict is the rule's answer for one NAD version against one owner
@@ -385,4 +391,91 @@ func Count(consumer, reason string) float64 {
 	var m dto.Metric
 	_ = untrustedNADs.WithLabelValues(consumer, reason).Write(&m)
 	return m.GetCounter().GetValue()
+}
+
+// Verified is a NAD of a Labelled list, checked at most once for all the
+// list's callers.
+type Verified struct {
+	// NAD is the Reader's object (read-only).
+	NAD *nadv1.NetworkAttachmentDefinition
+
+	g       *Guard
+	once    sync.Once
+	owner   Owner
+	trusted bool
+	err     error
+}
+
+// Trusted is the Guard's Trusted for the NAD, asked by the first of the
+// list's callers that needs it and remembered for the others; a NAD being
+// deleted is not trusted (and not checked).
+func (v *Verified) Trusted(ctx context.Context) (Owner, bool, error) {
+	v.once.Do(func() {
+		if v.NAD.DeletionTimestamp.IsZero() {
+			v.owner, v.trusted, v.err = v.g.Trusted(ctx, v.NAD)
+		}
+	})
+	return v.owner, v.trusted, v.err
+}
+
+// listing is one Labelled list and the calls that share it.
+type listing struct {
+	done chan struct{}
+	out  []*Verified
+	err  error
+	// calls is how many calls wait for it.
+	calls int
+}
+
+// Labelled lists every NAD with udnkit's label in Reader, each with
+// Trusted's answer for it, asked once for all the list's callers.
+// Calls made at the same time share lists: a call waits for the first list
+// that begins after it, which answers every call made while the list
+// before it ran. Each answer is then as fresh as a list the call made
+// itself, and the controllers of a consumer that sweep after one event
+// (each listing every NAD) list and verify once or twice instead of once
+// each. The list and its NADs are shared: read-only.
+func (g *Guard) Labelled(ctx context.Context) ([]*Verified, error) {
+	g.lists.Lock()
+	l := g.next
+	if l == nil {
+		l = &listing{done: make(chan struct{})}
+		g.next = l
+	}
+	l.calls++
+	lead := !g.listing
+	if lead {
+		g.listing, g.next = true, nil
+	}
+	g.lists.Unlock()
+	if lead {
+		g.list(context.WithoutCancel(ctx), l)
+	}
+	select {
+	case <-l.done:
+		return l.out, l.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// list runs l, then the list the calls made meanwhile wait for, if any.
+func (g *Guard) list(ctx context.Context, l *listing) {
+	var list nadv1.NetworkAttachmentDefinitionList
+	l.err = g.Reader.List(ctx, &list, client.HasLabels{ovnk.LabelUserDefinedNetwork}, client.UnsafeDisableDeepCopy)
+	if l.err == nil {
+		l.out = make([]*Verified, len(list.Items))
+		for i := range list.Items {
+			l.out[i] = &Verified{NAD: &list.Items[i], g: g}
+		}
+	}
+	close(l.done)
+	g.lists.Lock()
+	next := g.next
+	g.next = nil
+	g.listing = next != nil
+	g.lists.Unlock()
+	if next != nil {
+		go g.list(ctx, next)
+	}
 }

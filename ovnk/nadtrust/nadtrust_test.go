@@ -2,8 +2,12 @@ package nadtrust_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -319,5 +323,102 @@ func TestGuardRemembersEachVersionsVerdict(t *testing.T) {
 	r.udn, udn.Annotations = udn, map[string]string{ovnk.AnnotationNetworkID: "8"}
 	if _, ok, _ := (&nadtrust.Guard{Reader: r, Consumer: "test-remember"}).Trusted(context.Background(), nad); ok {
 		t.Error("a Guard that does not remember answered from a verdict")
+	}
+}
+
+// gatedReader is a client whose Lists (counted) each wait, once they have
+// read, until the test lets them return.
+type gatedReader struct {
+	client.Client
+	lists   atomic.Int32
+	started chan struct{}
+	gate    chan struct{}
+}
+
+func (r *gatedReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	err := r.Client.List(ctx, list, opts...)
+	r.lists.Add(1)
+	r.started <- struct{}{}
+	<-r.gate
+	return err
+}
+
+// Labelled calls made while a list runs share the next list, which
+// begins after them: the two calls made while the first list ran see the
+// network created meanwhile and cost one list between them, not one each;
+// a NAD whose owner is deleted is no longer trusted.
+func TestLabelledCallsShareTheNextList(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{udnv1.AddToScheme, nadv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	udn := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "blue", Name: "net", UID: "blue-uid"}}
+	spec := udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{Role: udnv1.NetworkRolePrimary, Subnets: udnv1.DualStackCIDRs{"10.1.0.0/24"}}}
+	render := func(udn *udnv1.UserDefinedNetwork) *nadv1.NetworkAttachmentDefinition {
+		nad, err := netconf.NewNAD(netconf.NADSource{Kind: udnv1.KindUserDefinedNetwork, Meta: udn.ObjectMeta, Spec: spec}, udn.Namespace, ovnk.DefaultClusterConfig(), nil, ovnk.NetworkIDs{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return nad
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(udn, render(udn)).Build()
+	r := &gatedReader{Client: c, started: make(chan struct{}, 3), gate: make(chan struct{})}
+	g := &nadtrust.Guard{Reader: r, Consumer: "test-labelled", Remember: true}
+	ctx := context.Background()
+	trusted := func(vs []*nadtrust.Verified) []bool {
+		var out []bool
+		for _, v := range vs {
+			_, ok, err := v.Trusted(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			out = append(out, ok)
+		}
+		return out
+	}
+	answers := make([][]bool, 3)
+	var wg sync.WaitGroup
+	call := func(i int) {
+		wg.Go(func() {
+			vs, err := g.Labelled(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			answers[i] = trusted(vs)
+		})
+	}
+	call(0)
+	<-r.started // the first list has read: one network
+	green := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "green", Name: "net", UID: "green-uid"}}
+	for _, o := range []client.Object{green, render(green)} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	call(1)
+	call(2)
+	for deadline := time.Now().Add(10 * time.Second); nadtrust.Waiting(g) != 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls wait for the next list, want 2", nadtrust.Waiting(g))
+		}
+	}
+	close(r.gate)
+	wg.Wait()
+	if got := fmt.Sprint(answers); got != "[[true] [true true] [true true]]" {
+		t.Errorf("trusted per call %s, want the first call's one NAD, the later calls' two (one created meanwhile)", got)
+	}
+	if n := r.lists.Load(); n != 2 {
+		t.Errorf("%d lists for three calls, want 2 (the two later calls share one)", n)
+	}
+	// The owner goes: the next call checks the NAD again (its verdict was
+	// for an owner that is gone).
+	if err := c.Delete(ctx, udn); err != nil {
+		t.Fatal(err)
+	}
+	r.started = make(chan struct{}, 1)
+	if vs, err := g.Labelled(ctx); err != nil || fmt.Sprint(trusted(vs)) != "[false true]" {
+		t.Errorf("after blue's owner is deleted: %v (%v), want blue's NAD untrusted, green's trusted", trusted(vs), err)
 	}
 }

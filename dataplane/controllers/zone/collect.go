@@ -149,7 +149,7 @@ func CollectPieces(ctx context.Context, c client.Client, g *nadtrust.Guard, ovn 
 	for i, o := range owners {
 		candidates[i] = networks(o.Topology, o.Piece)
 	}
-	live, err := names.Live(ctx, c, g)
+	live, err := names.Live(ctx, g)
 	if err != nil {
 		return nil, err
 	}

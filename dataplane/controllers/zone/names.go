@@ -63,16 +63,16 @@ func (n *Names) Name(nad *nadv1.NetworkAttachmentDefinition) (string, bool) {
 
 // Live is LiveNetworks with n's function; what n remembers is then the
 // NADs of this list only.
-func (n *Names) Live(ctx context.Context, c client.Client, g *nadtrust.Guard) (map[string]bool, error) {
-	live, nads, err := listLive(ctx, c, g, n.Name)
+func (n *Names) Live(ctx context.Context, g *nadtrust.Guard) (map[string]bool, error) {
+	live, nads, err := listLive(ctx, g, n.Name)
 	if err != nil {
 		return nil, err
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	kept := make(map[types.NamespacedName]named, len(nads))
-	for i := range nads {
-		key := client.ObjectKeyFromObject(&nads[i])
+	for _, v := range nads {
+		key := client.ObjectKeyFromObject(v.NAD)
 		if v, ok := n.seen[key]; ok {
 			kept[key] = v
 		}

@@ -47,23 +47,37 @@ func Deleted(nad *nadv1.NetworkAttachmentDefinition) bool {
 	return nad == nil || !nad.DeletionTimestamp.IsZero()
 }
 
-// liveNetworks names the networks that udnkit's NADs (not being deleted)
-// describe, as network reads them, and that pass the ownership rule. The
-// NADs are the cache's own, not copies: network and the guard only read
-// them.
-func LiveNetworks(ctx context.Context, c client.Client, g *nadtrust.Guard, network func(*nadv1.NetworkAttachmentDefinition) (string, bool)) (map[string]bool, error) {
-	live, _, err := listLive(ctx, c, g, network)
+// LiveNetworks names the networks that udnkit's NADs (not being deleted)
+// describe, as network reads them, and that pass the ownership rule, from
+// the guard's list (Guard.Labelled: the controllers that ask at once share
+// one list and one check of each NAD). The NADs are the guard's Reader's
+// own, not copies: network only reads them.
+func LiveNetworks(ctx context.Context, g *nadtrust.Guard, network func(*nadv1.NetworkAttachmentDefinition) (string, bool)) (map[string]bool, error) {
+	live, _, err := listLive(ctx, g, network)
 	return live, err
 }
 
 // listLive is LiveNetworks and the NADs it read.
-func listLive(ctx context.Context, c client.Client, g *nadtrust.Guard, network func(*nadv1.NetworkAttachmentDefinition) (string, bool)) (map[string]bool, []nadv1.NetworkAttachmentDefinition, error) {
-	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := c.List(ctx, &nads, client.HasLabels{ovnk.LabelUserDefinedNetwork}, client.UnsafeDisableDeepCopy); err != nil {
+func listLive(ctx context.Context, g *nadtrust.Guard, network func(*nadv1.NetworkAttachmentDefinition) (string, bool)) (map[string]bool, []*nadtrust.Verified, error) {
+	nads, err := g.Labelled(ctx)
+	if err != nil {
 		return nil, nil, err
 	}
-	live, err := liveIn(ctx, g, nads.Items, network)
-	return live, nads.Items, err
+	live := map[string]bool{}
+	for _, v := range nads {
+		name, ok := network(v.NAD)
+		if !ok || live[name] {
+			continue
+		}
+		owner, trusted, err := v.Trusted(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if trusted && owner.Network == name {
+			live[name] = true
+		}
+	}
+	return live, nads, nil
 }
 
 // NetworkLive says whether n is one of LiveNetworks. It reads only n's NADs
