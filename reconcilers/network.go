@@ -163,13 +163,11 @@ func podNetworkKeys(annotations map[string]string) []string {
 	return keys
 }
 
+// podUsesNAD reports whether a pod's k8s.ovn.org/pod-networks holds an
+// attachment through the NAD key ("<namespace>/<name>"): its plain entry or
+// any indexed one of a NAD the pod names more than once.
 func podUsesNAD(annotations map[string]string, key string) bool {
-	for _, k := range podNetworkKeys(annotations) {
-		if k == key {
-			return true
-		}
-	}
-	return false
+	return len(podannotation.KeysOfNAD(slices.Values(podNetworkKeys(annotations)), key)) > 0
 }
 
 func inUseMessage(nad string, pods []string) string {
@@ -691,15 +689,18 @@ func (r *networkReconciler) finalize(ctx context.Context, n network) (ctrl.Resul
 	return ctrl.Result{}, nil
 }
 
-// enqueueForPod maps a pod's k8s.ovn.org/pod-networks entries to the
+// networksOfPod maps a pod's k8s.ovn.org/pod-networks entries to the
 // networks that control those NADs.
 func (r *networkReconciler) networksOfPod(ctx context.Context, obj client.Object, kind string) []ctrl.Request {
 	var out []ctrl.Request
+	seen := map[string]bool{}
 	for _, key := range podNetworkKeys(obj.GetAnnotations()) {
-		ns, name, ok := strings.Cut(key, "/")
-		if !ok {
+		nadKey, ok := podannotation.NADOfKey(key)
+		if !ok || seen[nadKey] {
 			continue
 		}
+		seen[nadKey] = true
+		ns, name, _ := strings.Cut(nadKey, "/")
 		var nad nadv1.NetworkAttachmentDefinition
 		if err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &nad); err != nil {
 			continue
