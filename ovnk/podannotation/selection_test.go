@@ -116,3 +116,44 @@ func TestKeysOfNAD(t *testing.T) {
 		t.Errorf("KeysOfNAD of a NAD the pod does not name = %v", got)
 	}
 }
+
+// A pod's wired keys of a NAD: on a Secondary network those of its
+// pod-networks entries that its k8s.v1.cni.cncf.io/networks still names, as
+// upstream's PodNADKeys (pkg/util/pod_annotation.go) reads a Secondary
+// network's keys from the selection; on a Primary one every entry of the
+// NAD. "red,red" made "red" leaves the "ns/red/1" entry unwired; an
+// unreadable annotation is an error, not "no keys".
+func TestAttachedKeys(t *testing.T) {
+	pn := `{"default":{"role":"infrastructure-locked"},"ns/red":{"role":"secondary"},"ns/red/1":{"role":"secondary"},"ns/blue":{"role":"secondary"}}`
+	for _, c := range []struct {
+		networks  string
+		secondary bool
+		want      []string
+	}{
+		{"red,red", true, []string{"ns/red", "ns/red/1"}},
+		{"red", true, []string{"ns/red"}},
+		{`[{"name":"red"},{"name":"blue"}]`, true, []string{"ns/red"}},
+		{"blue", true, nil},
+		{"", true, nil},
+		{"red,red,red", true, []string{"ns/red", "ns/red/1"}},
+		{"other/red,red", true, []string{"ns/red"}},
+		{"", false, []string{"ns/red", "ns/red/1"}},
+	} {
+		ann := map[string]string{ovnk.AnnotationPodNetworks: pn}
+		if c.networks != "" {
+			ann[ovnk.AnnotationNetworks] = c.networks
+		}
+		got, err := AttachedKeys(ann, "ns", "ns/red", c.secondary)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("networks %q secondary %v: AttachedKeys = %v, %v, want %v", c.networks, c.secondary, got, err, c.want)
+		}
+	}
+	for _, ann := range []map[string]string{
+		{ovnk.AnnotationPodNetworks: "not json", ovnk.AnnotationNetworks: "red"},
+		{ovnk.AnnotationPodNetworks: pn, ovnk.AnnotationNetworks: `[{"name":`},
+	} {
+		if got, err := AttachedKeys(ann, "ns", "ns/red", true); err == nil {
+			t.Errorf("AttachedKeys(%v) = %v, want an error", ann, got)
+		}
+	}
+}
