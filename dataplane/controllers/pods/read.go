@@ -3,6 +3,7 @@ package pods
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -53,9 +54,8 @@ func (r *Reconciler) portsOf(ctx context.Context, n network) ([]pods.Pod, error)
 			enabled = kubevirt.PortsEnabled(list.Items)
 		}
 		nadKey := nad.Namespace + "/" + nad.Name
-		secondary := n.conf.Role != podannotation.RolePrimary
 		for i := range list.Items {
-			for _, key := range entryKeys(&list.Items[i], nadKey, secondary, prev) {
+			for _, key := range entryKeys(&list.Items[i], nadKey, prev) {
 				p, ok := r.portOf(ctx, n, key, &list.Items[i], nodes, enabled, prev)
 				if ok {
 					out = append(out, p)
@@ -71,16 +71,14 @@ func (r *Reconciler) portsOf(ctx context.Context, n network) ([]pods.Pod, error)
 	return out, nil
 }
 
-// entryKeys are the pod's k8s.ovn.org/pod-networks keys through the NAD
-// (podannotation.AttachedKeys): its key, and "<key>/1", "<key>/2", ... for
-// each time the pod names the NAD again (one port each, as upstream's
-// addLogicalPortToNetworkForNAD runs per key of
-// getPodNADToNetworkMappingWithPredicate); on a Secondary network only
-// those its k8s.v1.cni.cncf.io/networks still names. An unreadable
+// entryKeys are the pod's k8s.ovn.org/pod-networks keys through the NAD:
+// its key, and "<key>/1", "<key>/2", ... for each time the pod names the
+// NAD again (one port each, as upstream's addLogicalPortToNetworkForNAD
+// runs per key of getPodNADToNetworkMappingWithPredicate). An unreadable
 // annotation yields the keys of the ports last built for the pod through
 // the NAD, which portOf keeps.
-func entryKeys(pod *corev1.Pod, nadKey string, secondary bool, prev map[string]pods.Pod) []string {
-	keys, err := podannotation.AttachedKeys(pod.Annotations, pod.Namespace, nadKey, secondary)
+func entryKeys(pod *corev1.Pod, nadKey string, prev map[string]pods.Pod) []string {
+	keys, err := podannotation.DecodePodNetworkKeys(pod.Annotations)
 	if err != nil {
 		out := []string{nadKey}
 		for _, p := range prev {
@@ -90,7 +88,7 @@ func entryKeys(pod *corev1.Pod, nadKey string, secondary bool, prev map[string]p
 		}
 		return out
 	}
-	return keys
+	return podannotation.KeysOfNAD(slices.Values(keys), nadKey)
 }
 
 // portOf is one pod's port input (ok false: the pod has no port).
