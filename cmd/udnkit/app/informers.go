@@ -226,7 +226,13 @@ func informersSynced(c cache.Cache) func(*http.Request) error {
 // check: every informer started at the start (warmInformers) has synced.
 // The cache's own WaitForCacheSync returns before the warmers have run.
 func WaitForInformers(ctx context.Context, mgr ctrl.Manager) error {
-	check := informersSynced(mgr.GetCache())
+	return waitForInformers(ctx, mgr.GetCache())
+}
+
+// waitForInformers polls c's informers readiness check until it passes or
+// ctx ends.
+func waitForInformers(ctx context.Context, c cache.Cache) error {
+	check := informersSynced(c)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "/readyz/"+InformersCheck, nil)
 	if err != nil {
 		return err

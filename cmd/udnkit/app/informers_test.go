@@ -2,9 +2,11 @@ package app
 
 import (
 	"context"
+	"errors"
 	"net/http/httptest"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -63,6 +65,22 @@ func TestInformersCheck(t *testing.T) {
 	synced = true
 	if err := check(httptest.NewRequest("GET", "/readyz/informers", nil)); err != nil {
 		t.Errorf("the check failed once the informers synced: %v", err)
+	}
+}
+
+// WaitForInformers gives up with the check's reason when its context ends
+// before the informers synced, and returns once they have synced.
+func TestWaitForInformers(t *testing.T) {
+	synced := false
+	c := &informertest.FakeInformers{Synced: &synced}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := waitForInformers(ctx, c); !errors.Is(err, errInformersSyncing) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("waiting on unsynced informers: err = %v, want the syncing reason and the deadline", err)
+	}
+	synced = true
+	if err := waitForInformers(context.Background(), c); err != nil {
+		t.Errorf("waiting on informers that sync: %v", err)
 	}
 }
 
