@@ -16,7 +16,6 @@ import (
 	"github.com/udnkit/udnkit/dataplane/internal/txn"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
 	"github.com/udnkit/udnkit/dataplane/rows"
-	"github.com/udnkit/udnkit/ovnk"
 )
 
 // Result says what an Apply did.
@@ -50,12 +49,19 @@ func (e *Engine) Apply(ctx context.Context, d *rows.Desired) (Result, error) {
 // removing a network whose NAD is gone asks whether the NAD is back, and so
 // never removes the rows a concurrent reconcile of the new NAD has just
 // written.
+//
+// Applies of one network that wait for each other are served together
+// (group.go): several may then share one transaction.
 func (e *Engine) ApplyUnless(ctx context.Context, d *rows.Desired, unless func(context.Context) (bool, error)) (Result, error) {
 	if err := d.Validate(); err != nil {
 		return Result{}, err
 	}
-	step := e.stepper(d.Owner)
-	defer e.applying.Lock(ovnk.NetworkPrefix(d.Owner.Network))()
+	return e.applyGrouped(ctx, d, unless)
+}
+
+// applyLocked is one Apply, with the network's lock held.
+// step reports its steps, the first ("lock") timed from the Apply's start.
+func (e *Engine) applyLocked(ctx context.Context, d *rows.Desired, unless func(context.Context) (bool, error), step func(string)) (Result, error) {
 	step("lock")
 	// Until it turns out to be split, an Apply goes ahead of split ones.
 	done := e.ahead.enter()

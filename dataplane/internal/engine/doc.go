@@ -1,5 +1,6 @@
 // Package engine applies one topology piece's desired rows to the
-// Northbound database: it takes the network's lock, plans (package plan),
+// Northbound database: it takes the network's lock (serving together the
+// network's Applies that waited for it, group.go), plans (package plan),
 // cuts the plan into transactions (package txn), sends them with fairness
 // between networks (fair.go), waits until the client's index shows them,
 // and heals: it notices owned rows that the database lost or another client
@@ -11,8 +12,9 @@
 // holding those above it, never one above while holding one below):
 //
 //  1. applying: the network's lock (KeyLocks, by the network's OVN name
-//     prefix), held for a whole Apply: unless, plan, transactions and
-//     waitVisible. Applies of different networks never wait for each other
+//     prefix), held by the Apply leading the network's group for its whole
+//     round: unless, plans, transactions and waitVisible of every Apply it
+//     serves. Applies of different networks never wait for each other
 //     here. KeyLocks' own mutex is held only to find the key's lock.
 //     Under it, an Apply whose plan inserts zone rows (a missing default
 //     COPP) takes zone, plans again and holds it until it returns: the
@@ -27,7 +29,8 @@
 //  3. the index's locks (package index states their order), taken by plans
 //     and waitVisible through index.Read; the index reads the cache's rows
 //     under the libovsdb cache's own lock, innermost.
-//  4. healing.mu, healing.own.mu and healing.members.mu: leaves, held only
+//  4. groups.mu (group.go: to queue, take or hand over a network's waiting
+//     Applies), healing.mu, healing.own.mu and healing.members.mu: leaves, held only
 //     to read or update their maps, never while taking another lock; the
 //     cache's event handler (healer) takes only these.
 //

@@ -42,6 +42,9 @@ type Engine struct {
 	// create it. Networks share no rows, so different networks apply
 	// concurrently: a large network's transaction never delays another's.
 	applying KeyLocks
+	// groups queues the Applies waiting for their network's lock, to be
+	// served together (group.go).
+	groups groups
 	// zone serialises the Applies that insert the same zone rows (the
 	// default COPP and meters, which every network uses), one lock per row
 	// ("table/name"): an Apply whose plan inserts some takes their locks

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -170,4 +171,29 @@ func (r Rows) String() string {
 		}
 	}
 	return out
+}
+
+// SwitchPorts reads each switch of the database at addr: its name, counted
+// (a name held by two switches counts two), and its ports' names, sorted.
+func SwitchPorts(tb testing.TB, addr string) (count map[string]int, ports map[string][]string) {
+	tb.Helper()
+	c := plainClient(tb, addr)
+	defer c.Close()
+	if _, err := c.MonitorAll(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	names := map[string]string{}
+	for uuid, m := range c.Cache().Table(nbdb.LogicalSwitchPortTable).Rows() {
+		names[uuid] = m.(*nbdb.LogicalSwitchPort).Name
+	}
+	count, ports = map[string]int{}, map[string][]string{}
+	for _, m := range c.Cache().Table(nbdb.LogicalSwitchTable).Rows() {
+		sw := m.(*nbdb.LogicalSwitch)
+		count[sw.Name]++
+		for _, u := range sw.Ports {
+			ports[sw.Name] = append(ports[sw.Name], names[u])
+		}
+		slices.Sort(ports[sw.Name])
+	}
+	return count, ports
 }

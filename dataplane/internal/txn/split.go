@@ -252,3 +252,25 @@ func resolveRow(row ovsdb.Row, real map[string]string) ovsdb.Row {
 	}
 	return out
 }
+
+// Rename gives the named UUIDs of ops' inserts a prefix, so that the
+// operations of several plans (each numbering its inserts from one) can
+// share a transaction. A plan's named UUIDs only name its own inserts.
+func Rename(ops []ovsdb.Operation, prefix string) []ovsdb.Operation {
+	names := map[string]string{}
+	for _, op := range ops {
+		if op.Op == ovsdb.OperationInsert && op.UUIDName != "" {
+			names[op.UUIDName] = prefix + op.UUIDName
+		}
+	}
+	if len(names) == 0 {
+		return ops
+	}
+	out := Chunk(ops).Resolve(names)
+	for i := range out {
+		if n, ok := names[out[i].UUIDName]; ok {
+			out[i].UUIDName = n
+		}
+	}
+	return out
+}
