@@ -229,7 +229,7 @@ func multiPolicy(name, policyFor string, from []any) *unstructured.Unstructured 
 // one naming another NAD writes nothing; deleting the policy removes them.
 func TestMultiNetworkPolicyOnASecondaryNetwork(t *testing.T) {
 	s := multiPolicyStack(t)
-	db := testobj.MakePod("tenant-red", "db").Node("node-a").Running().Labels(map[string]string{"app": "db"}).Annotation(ovnk.AnnotationPodNetworks,
+	db := testobj.MakePod("tenant-red", "db").Node("node-a").Running().Labels(map[string]string{"app": "db"}).PodNetworks(
 		`{"tenant-red/back":{"ip_addresses":["10.50.0.4/16"],"mac_address":"0a:58:0a:32:00:04","tunnel_id":10,"role":"secondary"}}`).Obj()
 	s.create(db)
 	const dbPort = "tenant.red.back_tenant-red_db"

@@ -187,15 +187,15 @@ func TestPodPortsOnSecondaryAndLocalnetNetworks(t *testing.T) {
 		labeledNAD("tenant-red", "back", redL2Conf, map[string]string{ovnk.AnnotationNetworkID: "3"}))
 
 	l3a := testobj.MakePod("tenant-green", "pod1").Node("node-a").Running().
-		Annotation(ovnk.AnnotationPodNetworks, entry("tenant-green/green", "10.128.0.5/23", "0a:58:0a:80:00:05")).Obj()
+		PodNetworks(entry("tenant-green/green", "10.128.0.5/23", "0a:58:0a:80:00:05")).Obj()
 	l3b := testobj.MakePod("tenant-green", "pod2").Node("node-b").Running().
-		Annotation(ovnk.AnnotationPodNetworks, entry("tenant-green/green", "10.128.2.5/23", "0a:58:0a:80:02:05")).Obj()
+		PodNetworks(entry("tenant-green/green", "10.128.2.5/23", "0a:58:0a:80:02:05")).Obj()
 	ln := testobj.MakePod("tenant-red", "pod3").Node("node-a").Running().
-		Annotation(ovnk.AnnotationPodNetworks, entry("tenant-red/phys", "192.168.100.5/24", "0a:58:c0:a8:64:05")).Obj()
+		PodNetworks(entry("tenant-red/phys", "192.168.100.5/24", "0a:58:c0:a8:64:05")).Obj()
 	s.create(l3b, l3a, ln)
-	backA := testobj.MakePod("tenant-red", "pod4").Node("node-a").Running().Annotation(ovnk.AnnotationPodNetworks,
+	backA := testobj.MakePod("tenant-red", "pod4").Node("node-a").Running().PodNetworks(
 		`{"tenant-red/back":{"ip_addresses":["10.50.0.4/16"],"mac_address":"0a:58:0a:32:00:04","tunnel_id":10,"role":"secondary"}}`).Obj()
-	backB := testobj.MakePod("tenant-red", "pod5").Node("node-b").Running().Annotation(ovnk.AnnotationPodNetworks,
+	backB := testobj.MakePod("tenant-red", "pod5").Node("node-b").Running().PodNetworks(
 		`{"tenant-red/back":{"ip_addresses":["10.50.0.5/16"],"mac_address":"0a:58:0a:32:00:05","tunnel_id":11,"role":"secondary"}}`).Obj()
 	s.create(backA, backB)
 	const backSwitch, backLocal, backRemote = "tenant.red_back_ovn_layer2_switch", "tenant.red.back_tenant-red_pod4", "tenant.red.back_tenant-red_pod5"

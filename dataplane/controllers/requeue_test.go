@@ -19,8 +19,8 @@ func TestSecondaryNetworksRowsHealFromAForeignDelete(t *testing.T) {
 	s.create(namespace("tenant-red"), testobj.MakeNode("node-a").Obj(), testobj.MakeNode("node-b").Obj())
 	s.createNAD(labeledNAD("tenant-red", "back", redL2Conf, map[string]string{ovnk.AnnotationNetworkID: "3"}),
 		labeledNAD("tenant-red", "phys", redLocalnetConf, nil))
-	s.create(testobj.MakePod("tenant-red", "pod4").Node("node-a").Running().Annotation(ovnk.AnnotationPodNetworks,
-		`{"tenant-red/back":{"ip_addresses":["10.50.0.4/16"],"mac_address":"0a:58:0a:32:00:04","tunnel_id":10,"role":"secondary"},`+
+	s.create(testobj.MakePod("tenant-red", "pod4").Node("node-a").Running().PodNetworks(
+		`{"tenant-red/back":{"ip_addresses":["10.50.0.4/16"],"mac_address":"0a:58:0a:32:00:04","tunnel_id":10,"role":"secondary"},` +
 			`"tenant-red/phys":{"ip_addresses":["192.168.100.5/24"],"mac_address":"0a:58:c0:a8:64:05","role":"secondary"}}`).Obj())
 	const (
 		backSwitch, backPort = "tenant.red_back_ovn_layer2_switch", "tenant.red.back_tenant-red_pod4"

@@ -395,8 +395,9 @@ type pod struct {
 func (p *pod) port() string { return ovnk.PodPortName(p.net.key(), p.net.namespace, p.name) }
 
 // annotation is the pod's k8s.ovn.org/pod-networks, as udnkit's address
-// allocator writes it (ovnk's codec): for a Primary or Secondary Layer2
-// network, or a Primary Layer3 one (layer3Entry).
+// allocator writes it (ovnk's codec), with the k8s.v1.cni.cncf.io/networks
+// a pod on a Secondary network carries (encode): for a Primary or
+// Secondary Layer2 network, or a Primary Layer3 one (layer3Entry).
 func (p *pod) annotation(t testing.TB) map[string]string {
 	t.Helper()
 	if p.net.layer3 {
@@ -423,14 +424,16 @@ func (p *pod) annotation(t testing.TB) map[string]string {
 }
 
 // encode is the k8s.ovn.org/pod-networks holding pn as the pod's entry of
-// its network.
+// its network and, for a Secondary entry, the k8s.v1.cni.cncf.io/networks
+// naming the network's NAD (testobj.PodNetworkAnnotations), without which
+// the dataplane wires no Secondary entry.
 func (p *pod) encode(t testing.TB, pn podannotation.PodNetwork) map[string]string {
 	t.Helper()
 	v, err := podannotation.PodNetworks{p.net.key(): pn}.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return map[string]string{ovnk.AnnotationPodNetworks: v}
+	return testobj.PodNetworkAnnotations(v)
 }
 
 // layer3Entry is the pod's entry on its Primary Layer3 network as udnkit's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"testing"
@@ -169,7 +170,9 @@ func createPod(t *testing.T, ns string, b *backend, app string) {
 }
 
 // annotatePod writes the pod's k8s.ovn.org/pod-networks entry for nadKey,
-// as udnkit, with the codec every writer of it uses.
+// as udnkit, with the codec every writer of it uses, and the
+// k8s.v1.cni.cncf.io/networks a pod with a Secondary entry carries
+// (testobj.PodNetworkAnnotations).
 func annotatePod(t *testing.T, b *backend, nadKey string, pn podannotation.PodNetwork) {
 	t.Helper()
 	var p corev1.Pod
@@ -180,7 +183,7 @@ func annotatePod(t *testing.T, b *backend, nadKey string, pn podannotation.PodNe
 	if p.Annotations == nil {
 		p.Annotations = map[string]string{}
 	}
-	p.Annotations[ovnk.AnnotationPodNetworks] = v
+	maps.Copy(p.Annotations, testobj.PodNetworkAnnotations(v))
 	must(t, udnkit.Patch(ctx, &p, patch))
 	b.pod = &p
 }

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
@@ -19,7 +20,7 @@ func TestPodAddressKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{ovnk.AnnotationPodNetworks: pn}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: testobj.PodNetworkAnnotations(pn)}}
 	got := podAddressKeys(pod)
 	slices.Sort(got)
 	want := []string{"ip/10.0.0.5", "ip/fd00::5", "mac/0a:58:0a:00:00:05"}

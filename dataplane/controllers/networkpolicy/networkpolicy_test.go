@@ -14,6 +14,7 @@ import (
 	"github.com/udnkit/udnkit/dataplane/controllers/internal/ctrltest"
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
 	"github.com/udnkit/udnkit/dataplane/topology/networkpolicy"
+	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -133,12 +134,13 @@ func TestPodsOfANADNamedTwice(t *testing.T) {
 }
 
 // policyPod is pod ns/p labelled app=db on node in phase, with ann as its
-// k8s.ovn.org/pod-networks ("": none).
+// k8s.ovn.org/pod-networks ("": none) and the k8s.v1.cni.cncf.io/networks
+// selection naming its Secondary entries (testobj.PodNetworkAnnotations).
 func policyPod(node string, phase corev1.PodPhase, ann string) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Labels: map[string]string{"app": "db"}},
 		Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: phase}}
 	if ann != "" {
-		p.Annotations = map[string]string{ovnk.AnnotationPodNetworks: ann}
+		p.Annotations = testobj.PodNetworkAnnotations(ann)
 	}
 	return p
 }
