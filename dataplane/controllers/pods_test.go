@@ -385,6 +385,21 @@ func vmDHCP(t *testing.T, s *stack, src, dst, dnsIP string) {
 	}
 }
 
+// podNamingBackTwice is an addressedPodStack with namespace ns, its
+// Secondary Layer2 UDN "back" of subnet, node node-a, and pod "pod1" on
+// node-a naming "back" twice; it returns once both its ports exist.
+func podNamingBackTwice(t *testing.T, ns string, subnet udnv1.CIDR) (*stack, *corev1.Pod) {
+	s := addressedPodStack(t)
+	s.create(namespace(ns), testobj.MakeUDN(ns, "back").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, subnet)).Obj(),
+		testobj.MakeNode("node-a").Obj())
+	pod := testobj.MakePod(ns, "pod1").Node("node-a").Running().Annotation(ovnk.AnnotationNetworks, "back,back").Obj()
+	s.create(pod)
+	prefix := strings.ReplaceAll(ns, "-", ".") + ".back"
+	first, second := prefix+"_"+ns+"_pod1", prefix+".1_"+ns+"_pod1"
+	s.eventually("both interfaces' ports", func() bool { return s.hasPort(first) && s.hasPort(second) })
+	return s, pod
+}
+
 // A pod naming a Secondary Layer2 NAD twice (two interfaces on one
 // network), end to end: udnkit's address reconciler writes two entries,
 // "tenant-twice/back" and "tenant-twice/back/1" (upstream's
@@ -394,14 +409,9 @@ func vmDHCP(t *testing.T, s *stack, src, dst, dnsIP string) {
 // write them ("tenant.twice.back.1_..." and k8s.ovn.org/nad
 // "tenant-twice/back/1"), and removes both with the pod.
 func TestPodPortsOfANADNamedTwice(t *testing.T) {
-	s := addressedPodStack(t)
 	const ns = "tenant-twice"
-	s.create(namespace(ns), testobj.MakeUDN(ns, "back").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.70.0.0/24")).Obj(),
-		testobj.MakeNode("node-a").Obj())
-	pod := testobj.MakePod(ns, "pod1").Node("node-a").Running().Annotation(ovnk.AnnotationNetworks, "back,back").Obj()
-	s.create(pod)
+	s, pod := podNamingBackTwice(t, ns, "10.70.0.0/24")
 	const first, second = "tenant.twice.back_tenant-twice_pod1", "tenant.twice.back.1_tenant-twice_pod1"
-	s.eventually("both interfaces' ports", func() bool { return s.hasPort(first) && s.hasPort(second) })
 
 	for port, key := range map[string]string{first: ns + "/back", second: ns + "/back/1"} {
 		ips := podIPs2(s, pod, key)
@@ -426,4 +436,42 @@ func TestPodPortsOfANADNamedTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.eventually("both ports removed with the pod", func() bool { return !s.hasPort(first) && !s.hasPort(second) })
+}
+
+// A pod's k8s.v1.cni.cncf.io/networks is an ordinary annotation: the API
+// server and udnkit's pod webhook let it change on a running pod. When
+// "back,back" becomes "back", the address reconciler keeps the
+// "tenant-drop/back/1" entry (it only adds entries), and the dataplane
+// wires only the keys the selection still names, as upstream's PodNADKeys
+// (pkg/util/pod_annotation.go) reads a Secondary network's keys from the
+// selection: the repeat's port goes, the first interface's port stays.
+func TestPodPortOfARepeatDroppedFromTheSelection(t *testing.T) {
+	const ns = "tenant-drop"
+	s, pod := podNamingBackTwice(t, ns, "10.71.0.0/24")
+	const first, second = "tenant.drop.back_tenant-drop_pod1", "tenant.drop.back.1_tenant-drop_pod1"
+	firstAddrs := s.lsp(first, "addresses")
+
+	var cur corev1.Pod
+	if err := s.c.Get(s.ctx, client.ObjectKeyFromObject(pod), &cur); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Annotations[ovnk.AnnotationNetworks] = "back"
+	if err := s.c.Patch(s.ctx, &cur, patch); err != nil {
+		t.Fatal(err)
+	}
+	s.eventually("the dropped repeat's port removed", func() bool { return !s.hasPort(second) })
+	if got := s.lsp(first, "addresses"); got != firstAddrs {
+		t.Errorf("the first interface's port addresses %s, want %s kept", got, firstAddrs)
+	}
+	if err := s.c.Get(s.ctx, client.ObjectKeyFromObject(pod), &cur); err != nil {
+		t.Fatal(err)
+	}
+	if pn, err := podannotation.DecodePodNetwork(cur.Annotations, ns+"/back/1"); err != nil || pn == nil {
+		t.Errorf("the repeat's entry left pod-networks (%v); this test no longer shows the dataplane's own filtering", err)
+	}
+	time.Sleep(time.Second)
+	if !s.hasPort(first) || s.hasPort(second) {
+		t.Errorf("ports after the change settled: first %v second %v, want only the first", s.hasPort(first), s.hasPort(second))
+	}
 }

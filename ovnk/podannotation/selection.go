@@ -137,6 +137,30 @@ func KeysOfNAD(keys iter.Seq[string], nadKey string) []string {
 	return out
 }
 
+// AttachedKeys are the keys of a pod's attachments through the NAD nadKey
+// that its readers wire (ports, policy members): upstream's PodNADKeys
+// (pkg/util/pod_annotation.go) for one NAD. keys are the pod's
+// k8s.ovn.org/pod-networks keys (DecodePodNetworkKeys, or those of
+// DecodePodNetworks), annotations the pod's annotations. They are the NAD's
+// keys among keys (KeysOfNAD) and, on a Secondary network, only those the
+// pod's k8s.v1.cni.cncf.io/networks still names (SelectionKeys), as
+// upstream reads a Secondary network's keys from the selection: an entry
+// left by an element since removed ("red,red" made "red"; the allocator
+// only adds entries) is not wired, nor is one the selection never named. A
+// selection that does not decode is an error.
+func AttachedKeys(keys iter.Seq[string], annotations map[string]string, podNamespace, nadKey string, secondary bool) ([]string, error) {
+	out := KeysOfNAD(keys, nadKey)
+	if !secondary || len(out) == 0 {
+		return out, nil
+	}
+	elems, err := DecodeNetworkSelections(annotations[ovnk.AnnotationNetworks], podNamespace)
+	if err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", ovnk.AnnotationNetworks, err)
+	}
+	named := SelectionKeys(elems)
+	return slices.DeleteFunc(out, func(k string) bool { return !slices.Contains(named, k) }), nil
+}
+
 // SelectionKeys are the pod-networks keys of a pod's
 // k8s.v1.cni.cncf.io/networks elements (DecodeNetworkSelections), one per
 // element in order: a NAD named again gets the next IndexedNADKey, as

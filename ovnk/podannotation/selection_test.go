@@ -1,6 +1,7 @@
 package podannotation
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -114,5 +115,54 @@ func TestKeysOfNAD(t *testing.T) {
 	}
 	if got := KeysOfNAD(slices.Values(keys), "ns/green"); len(got) != 0 {
 		t.Errorf("KeysOfNAD of a NAD the pod does not name = %v", got)
+	}
+}
+
+// A pod's wired keys of a NAD: on a Secondary network those of its
+// pod-networks entries that its k8s.v1.cni.cncf.io/networks still names, as
+// upstream's PodNADKeys (pkg/util/pod_annotation.go) reads a Secondary
+// network's keys from the selection; on a Primary one every entry of the
+// NAD. "red,red" made "red" leaves the "ns/red/1" entry unwired; an
+// unreadable selection is an error, not "no keys".
+func TestAttachedKeys(t *testing.T) {
+	pn := map[string]string{ovnk.AnnotationPodNetworks: `{"default":{"role":"infrastructure-locked"},"ns/red":{"role":"secondary"},` +
+		`"ns/red/1":{"role":"secondary"},"ns/blue":{"role":"secondary"}}`}
+	keys, err := DecodePodNetworkKeys(pn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		networks  string
+		secondary bool
+		want      []string
+	}{
+		{"red,red", true, []string{"ns/red", "ns/red/1"}},
+		{"red", true, []string{"ns/red"}},
+		{`[{"name":"red"},{"name":"blue"}]`, true, []string{"ns/red"}},
+		{`[{"name":"red","namespace":"ns","interface":"net1"},{"name":"red","interface":"net2"}]`, true, []string{"ns/red", "ns/red/1"}},
+		{"blue", true, nil},
+		{"", true, nil},
+		{"red,red,red", true, []string{"ns/red", "ns/red/1"}},
+		{"other/red,red", true, []string{"ns/red"}},
+		{"", false, []string{"ns/red", "ns/red/1"}},
+		{"blue", false, []string{"ns/red", "ns/red/1"}},
+	} {
+		ann := maps.Clone(pn)
+		if c.networks != "" {
+			ann[ovnk.AnnotationNetworks] = c.networks
+		}
+		got, err := AttachedKeys(slices.Values(keys), ann, "ns", "ns/red", c.secondary)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("networks %q secondary %v: AttachedKeys = %v, %v, want %v", c.networks, c.secondary, got, err, c.want)
+		}
+	}
+	bad := maps.Clone(pn)
+	bad[ovnk.AnnotationNetworks] = `[{"name":`
+	if got, err := AttachedKeys(slices.Values(keys), bad, "ns", "ns/red", true); err == nil || !strings.Contains(err.Error(), ovnk.AnnotationNetworks) {
+		t.Errorf("an unreadable selection: AttachedKeys = %v, %v, want an error naming %s", got, err, ovnk.AnnotationNetworks)
+	}
+	// A Primary network's keys do not read the selection at all.
+	if got, err := AttachedKeys(slices.Values(keys), bad, "ns", "ns/red", false); err != nil || len(got) != 2 {
+		t.Errorf("a Primary network with an unreadable selection: AttachedKeys = %v, %v, want both keys", got, err)
 	}
 }

@@ -51,3 +51,25 @@ func TestPodWebhooksOffAdmitEverything(t *testing.T) {
 		t.Errorf("defaulter: %+v", resp)
 	}
 }
+
+// The pod validator keeps only v1.multus-cni.io/default-network fixed (and
+// the chart's pod-default-network-immutable policy the same); a running
+// pod's k8s.v1.cni.cncf.io/networks may change ("back,back" to "back"), so
+// the dataplane, not admission, must leave an element since removed
+// unwired (podannotation.AttachedKeys).
+func TestPodValidatorLetsTheNetworksSelectionChange(t *testing.T) {
+	cfg := ovnk.DefaultClusterConfig()
+	cfg.PreconfiguredUDNAddresses = true
+	v := &Validator{Config: cfg}
+	old := testobj.MakePod("ns", "p").Annotations(map[string]string{
+		ovnk.AnnotationDefaultNetwork: "ns/blue", ovnk.AnnotationNetworks: "back,back"}).Obj()
+	cur := old.DeepCopy()
+	cur.Annotations[ovnk.AnnotationNetworks] = "back"
+	if w, err := v.ValidateUpdate(context.Background(), old, cur); err != nil || w != nil {
+		t.Errorf("a networks change: %v %v, want admitted", w, err)
+	}
+	cur.Annotations[ovnk.AnnotationDefaultNetwork] = "ns/green"
+	if _, err := v.ValidateUpdate(context.Background(), old, cur); err == nil {
+		t.Error("a default-network change admitted, want refused")
+	}
+}

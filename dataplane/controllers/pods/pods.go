@@ -97,14 +97,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // podChanged passes a pod's creation after the initial list, its deletion
 // and an update of what its port reads: its node, phase,
-// k8s.ovn.org/pod-networks, or its migration target's readiness.
+// k8s.ovn.org/pod-networks, k8s.v1.cni.cncf.io/networks (which of a
+// Secondary network's entries are wired), or its migration target's
+// readiness.
 var podChanged = predicate.Funcs{CreateFunc: zone.CreatedLater, UpdateFunc: func(e event.UpdateEvent) bool {
 	old, ok1 := e.ObjectOld.(*corev1.Pod)
 	cur, ok2 := e.ObjectNew.(*corev1.Pod)
 	if !ok1 || !ok2 {
 		return true
 	}
-	for _, k := range []string{ovnk.AnnotationPodNetworks, kubevirt.AnnotationMigrationTargetReady} {
+	for _, k := range []string{ovnk.AnnotationPodNetworks, ovnk.AnnotationNetworks, kubevirt.AnnotationMigrationTargetReady} {
 		if old.Annotations[k] != cur.Annotations[k] {
 			return true
 		}

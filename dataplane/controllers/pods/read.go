@@ -54,8 +54,9 @@ func (r *Reconciler) portsOf(ctx context.Context, n network) ([]pods.Pod, error)
 			enabled = kubevirt.PortsEnabled(list.Items)
 		}
 		nadKey := nad.Namespace + "/" + nad.Name
+		secondary := n.conf.Role != podannotation.RolePrimary
 		for i := range list.Items {
-			for _, key := range entryKeys(&list.Items[i], nadKey, prev) {
+			for _, key := range entryKeys(&list.Items[i], nadKey, secondary, prev) {
 				p, ok := r.portOf(ctx, n, key, &list.Items[i], nodes, enabled, prev)
 				if ok {
 					out = append(out, p)
@@ -71,14 +72,20 @@ func (r *Reconciler) portsOf(ctx context.Context, n network) ([]pods.Pod, error)
 	return out, nil
 }
 
-// entryKeys are the pod's k8s.ovn.org/pod-networks keys through the NAD:
-// its key, and "<key>/1", "<key>/2", ... for each time the pod names the
-// NAD again (one port each, as upstream's addLogicalPortToNetworkForNAD
-// runs per key of getPodNADToNetworkMappingWithPredicate). An unreadable
+// entryKeys are the pod's k8s.ovn.org/pod-networks keys through the NAD
+// (podannotation.AttachedKeys): its key, and "<key>/1", "<key>/2", ... for
+// each time the pod names the NAD again (one port each, as upstream's
+// addLogicalPortToNetworkForNAD runs per key of
+// getPodNADToNetworkMappingWithPredicate); on a Secondary network only
+// those its k8s.v1.cni.cncf.io/networks still names. An unreadable
 // annotation yields the keys of the ports last built for the pod through
 // the NAD, which portOf keeps.
-func entryKeys(pod *corev1.Pod, nadKey string, prev map[string]pods.Pod) []string {
-	keys, err := podannotation.DecodePodNetworkKeys(pod.Annotations)
+func entryKeys(pod *corev1.Pod, nadKey string, secondary bool, prev map[string]pods.Pod) []string {
+	all, err := podannotation.DecodePodNetworkKeys(pod.Annotations)
+	var keys []string
+	if err == nil {
+		keys, err = podannotation.AttachedKeys(slices.Values(all), pod.Annotations, pod.Namespace, nadKey, secondary)
+	}
 	if err != nil {
 		out := []string{nadKey}
 		for _, p := range prev {
@@ -88,7 +95,7 @@ func entryKeys(pod *corev1.Pod, nadKey string, prev map[string]pods.Pod) []strin
 		}
 		return out
 	}
-	return podannotation.KeysOfNAD(slices.Values(keys), nadKey)
+	return keys
 }
 
 // portOf is one pod's port input (ok false: the pod has no port).
