@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -260,71 +261,126 @@ func TestMultiNetworkPolicyOnASecondaryNetwork(t *testing.T) {
 	s.eventually("the policy's rows gone", func() bool { return s.pgPorts(pg) == nil && s.pgPorts(in) == nil })
 }
 
-// A pod naming the Secondary NAD tenant-red/back twice has two interfaces
-// (pod-networks keys tenant-red/back and tenant-red/back/1): a
-// MultiNetworkPolicy selecting it holds both of its ports in its port group
-// and the namespace's default deny, and a peer selecting such a pod on
-// another node puts both interfaces' addresses in the address set, as
-// upstream's network policy takes every key getPodNADKeys gives
-// (pkg/ovn/base_network_controller_policy.go getNewLocalPolicyPorts;
-// pkg/util/pod_annotation.go PodNADKeys, GetPodIPsOfNetwork). The second
-// interface leaving the annotation takes only its address and port out;
-// the pods' deletion empties both.
-func TestMultiNetworkPolicyOfANADNamedTwice(t *testing.T) {
-	s := multiPolicyStack(t)
+// twicePolicy is a multiPolicyStack with pods naming the Secondary NAD
+// tenant-red/back twice ("back,back", pod-networks keys tenant-red/back
+// and tenant-red/back/1): db on node-a (10.50.0.4, .5) and web on node-b
+// (.6, .7), and the MultiNetworkPolicy "db" for back selecting db with web
+// as its ingress peer.
+type twicePolicy struct {
+	*stack
+	db, web       *corev1.Pod
+	first, second string // db's ports
+	pg, in        string // the policy's port group, the ingress default deny
+	set           string // the peer address set
+}
+
+// newTwicePolicy returns a twicePolicy once the policy's port group and
+// default deny hold both of db's ports and the peer set both of web's
+// addresses, as upstream's network policy takes every key getPodNADKeys
+// gives (pkg/ovn/base_network_controller_policy.go getNewLocalPolicyPorts;
+// pkg/util/pod_annotation.go PodNADKeys, GetPodIPsOfNetwork).
+func newTwicePolicy(t *testing.T) *twicePolicy {
 	const nad = "tenant-red/back"
+	s := &twicePolicy{stack: multiPolicyStack(t)}
 	twice := func(name, node, app, ip0, ip1 string) *corev1.Pod {
 		return testobj.MakePod("tenant-red", name).Node(node).Running().Labels(map[string]string{"app": app}).
 			Annotation(ovnk.AnnotationNetworks, "back,back").Annotation(ovnk.AnnotationPodNetworks, backEntries(ip0, ip1)).Obj()
 	}
-	db, web := twice("db", "node-a", "db", "10.50.0.4", "10.50.0.5"), twice("web", "node-b", "web", "10.50.0.6", "10.50.0.7")
-	s.create(db, web)
-	first, second := ovnk.PodPortName(nad, "tenant-red", "db"), ovnk.PodPortName(nad+"/1", "tenant-red", "db")
-	s.eventually("both of db's ports", func() bool { return s.hasPort(first) && s.hasPort(second) })
+	s.db, s.web = twice("db", "node-a", "db", "10.50.0.4", "10.50.0.5"), twice("web", "node-b", "web", "10.50.0.6", "10.50.0.7")
+	s.create(s.db, s.web)
+	s.first, s.second = ovnk.PodPortName(nad, "tenant-red", "db"), ovnk.PodPortName(nad+"/1", "tenant-red", "db")
+	s.eventually("both of db's ports", func() bool { return s.hasPort(s.first) && s.hasPort(s.second) })
 
 	s.create(multiPolicy("db", "back", []any{map[string]any{"podSelector": map[string]any{"matchLabels": map[string]any{"app": "web"}}}}))
-	pg := networkpolicy.PolicyPortGroup("tenant-red_back", "tenant-red", "db")
-	in := networkpolicy.DenyPortGroup("tenant-red_back", "tenant-red", true)
-	both := sorted(first, second)
-	s.eventually("the policy's port group with both of db's ports", func() bool { return slices.Equal(s.pgPorts(pg), both) })
-	if got := s.pgPorts(in); !slices.Equal(got, both) {
+	s.pg = networkpolicy.PolicyPortGroup("tenant-red_back", "tenant-red", "db")
+	s.in = networkpolicy.DenyPortGroup("tenant-red_back", "tenant-red", true)
+	s.set = ovnk.HashForOVN("tenant-red_back-network-controller:PodSelector:tenant-red_LS{ML:{app: web,},}:v4")
+	both := sorted(s.first, s.second)
+	s.eventually("the policy's port group with both of db's ports", func() bool { return slices.Equal(s.pgPorts(s.pg), both) })
+	if got := s.pgPorts(s.in); !slices.Equal(got, both) {
 		t.Errorf("ingress default deny holds %q, want %q", got, both)
 	}
-	set := ovnk.HashForOVN("tenant-red_back-network-controller:PodSelector:tenant-red_LS{ML:{app: web,},}:v4")
-	addrs := func() string {
-		return strings.Join(strings.Fields(strings.ReplaceAll(s.nbctl("--bare", "--columns=addresses", "find", "Address_Set", "name="+set), ",", " ")), " ")
-	}
-	s.eventually("the peer set with both of web's interfaces", func() bool { return addrs() == "10.50.0.6 10.50.0.7" })
+	s.eventually("the peer set with both of web's interfaces", func() bool { return s.addrs() == "10.50.0.6 10.50.0.7" })
+	return s
+}
 
-	dropSecond := func(p *corev1.Pod, ip0 string) {
-		var cur corev1.Pod
-		if err := s.c.Get(s.ctx, client.ObjectKeyFromObject(p), &cur); err != nil {
-			t.Fatal(err)
-		}
-		cur.Annotations[ovnk.AnnotationNetworks] = "back"
-		cur.Annotations[ovnk.AnnotationPodNetworks] = backEntries(ip0)
-		if err := s.c.Update(s.ctx, &cur); err != nil {
-			t.Fatal(err)
-		}
+// addrs are the peer set's addresses, space-separated.
+func (s *twicePolicy) addrs() string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s.nbctl("--bare", "--columns=addresses", "find", "Address_Set", "name="+s.set), ",", " ")), " ")
+}
+
+// annotate sets the pod's annotations kv, as its user or the address
+// allocator would.
+func (s *twicePolicy) annotate(p *corev1.Pod, kv map[string]string) {
+	s.t.Helper()
+	var cur corev1.Pod
+	if err := s.c.Get(s.ctx, client.ObjectKeyFromObject(p), &cur); err != nil {
+		s.t.Fatal(err)
 	}
-	dropSecond(web, "10.50.0.6")
-	s.eventually("web's second interface out of the peer set", func() bool { return addrs() == "10.50.0.6" })
-	dropSecond(db, "10.50.0.4")
+	maps.Copy(cur.Annotations, kv)
+	if err := s.c.Update(s.ctx, &cur); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// dbHoldsOnlyItsFirstPort waits for the policy's groups to hold db's first
+// port alone, and checks that the port itself stayed.
+func (s *twicePolicy) dbHoldsOnlyItsFirstPort() {
+	s.t.Helper()
 	s.eventually("db's second port out of the groups", func() bool {
-		return slices.Equal(s.pgPorts(pg), []string{first}) && slices.Equal(s.pgPorts(in), []string{first})
+		return slices.Equal(s.pgPorts(s.pg), []string{s.first}) && slices.Equal(s.pgPorts(s.in), []string{s.first})
 	})
-	if !s.hasPort(first) {
-		t.Errorf("db's first port went with its second interface")
+	if !s.hasPort(s.first) {
+		s.t.Errorf("db's first port went with its second interface")
 	}
+}
 
-	for _, p := range []*corev1.Pod{db, web} {
+// A pod naming the Secondary NAD tenant-red/back twice has two interfaces:
+// a MultiNetworkPolicy selecting it holds both of its ports in its port
+// group and the namespace's default deny, and a peer selecting such a pod
+// on another node puts both interfaces' addresses in the address set
+// (newTwicePolicy). The second interface leaving the annotation takes only
+// its address and port out; the pods' deletion empties both.
+func TestMultiNetworkPolicyOfANADNamedTwice(t *testing.T) {
+	s := newTwicePolicy(t)
+	s.annotate(s.web, map[string]string{ovnk.AnnotationNetworks: "back", ovnk.AnnotationPodNetworks: backEntries("10.50.0.6")})
+	s.eventually("web's second interface out of the peer set", func() bool { return s.addrs() == "10.50.0.6" })
+	s.annotate(s.db, map[string]string{ovnk.AnnotationNetworks: "back", ovnk.AnnotationPodNetworks: backEntries("10.50.0.4")})
+	s.dbHoldsOnlyItsFirstPort()
+
+	for _, p := range []*corev1.Pod{s.db, s.web} {
 		if err := s.c.Delete(s.ctx, p, client.GracePeriodSeconds(0)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	s.eventually("the pods' ports and addresses gone", func() bool {
-		return len(s.pgPorts(pg)) == 0 && len(s.pgPorts(in)) == 0 && addrs() == ""
+		return len(s.pgPorts(s.pg)) == 0 && len(s.pgPorts(s.in)) == 0 && s.addrs() == ""
 	})
+}
+
+// A pod's k8s.v1.cni.cncf.io/networks may change while it runs, and the
+// address allocator only adds pod-networks entries: "back,back" made
+// "back" leaves the tenant-red/back/1 entry. As upstream's PodNADKeys reads
+// a Secondary network's keys from the selection, the repeat is no member:
+// web's second address leaves the peer set and db's second port the
+// policy's port group and default deny (the pod-port controller removes
+// the port), each pod's first interface staying.
+func TestMultiNetworkPolicyOfARepeatDroppedFromTheSelection(t *testing.T) {
+	s := newTwicePolicy(t)
+	s.annotate(s.web, map[string]string{ovnk.AnnotationNetworks: "back"})
+	s.eventually("web's dropped repeat out of the peer set", func() bool { return s.addrs() == "10.50.0.6" })
+	s.annotate(s.db, map[string]string{ovnk.AnnotationNetworks: "back"})
+	s.dbHoldsOnlyItsFirstPort()
+	s.eventually("db's dropped repeat's port removed", func() bool { return !s.hasPort(s.second) })
+	for _, p := range []*corev1.Pod{s.db, s.web} {
+		var cur corev1.Pod
+		if err := s.c.Get(s.ctx, client.ObjectKeyFromObject(p), &cur); err != nil {
+			t.Fatal(err)
+		}
+		if pn, err := podannotation.DecodePodNetwork(cur.Annotations, "tenant-red/back/1"); err != nil || pn == nil {
+			t.Errorf("%s's repeat entry left pod-networks (%v); this test no longer shows the readers' own filtering", p.Name, err)
+		}
+	}
 }
 
 // backEntries is a k8s.ovn.org/pod-networks value with one entry of

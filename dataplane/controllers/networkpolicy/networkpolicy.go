@@ -106,8 +106,9 @@ var policyChanged = predicate.Funcs{CreateFunc: zone.CreatedLater, UpdateFunc: f
 	return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration()
 }}
 
-// podChanged passes what the rows read of a pod: its labels, node, phase
-// and k8s.ovn.org/pod-networks.
+// podChanged passes what the rows read of a pod: its labels, node, phase,
+// k8s.ovn.org/pod-networks and k8s.v1.cni.cncf.io/networks (which of a
+// Secondary network's entries are members).
 var podChanged = predicate.Funcs{CreateFunc: zone.CreatedLater, UpdateFunc: func(e event.UpdateEvent) bool {
 	old, ok1 := e.ObjectOld.(*corev1.Pod)
 	cur, ok2 := e.ObjectNew.(*corev1.Pod)
@@ -115,7 +116,8 @@ var podChanged = predicate.Funcs{CreateFunc: zone.CreatedLater, UpdateFunc: func
 		return true
 	}
 	return !labels.Equals(old.Labels, cur.Labels) || old.Spec.NodeName != cur.Spec.NodeName || old.Status.Phase != cur.Status.Phase ||
-		old.Annotations[ovnk.AnnotationPodNetworks] != cur.Annotations[ovnk.AnnotationPodNetworks]
+		old.Annotations[ovnk.AnnotationPodNetworks] != cur.Annotations[ovnk.AnnotationPodNetworks] ||
+		old.Annotations[ovnk.AnnotationNetworks] != cur.Annotations[ovnk.AnnotationNetworks]
 }}
 
 // namespaceChanged passes a namespace's labels (namespace selectors) and

@@ -61,7 +61,7 @@ func TestPodsOf(t *testing.T) {
 	local := map[string]bool{"node-a": true}
 	ctx := context.Background()
 	one := func(q *corev1.Pod) (networkpolicy.Pod, bool) {
-		ps := podsOf(ctx, q, []string{"ns/n"}, local)
+		ps := podsOf(ctx, q, []string{"ns/n"}, true, local)
 		if len(ps) > 1 {
 			t.Errorf("%d interfaces of one entry: %+v", len(ps), ps)
 		}
@@ -113,21 +113,21 @@ func TestPodsOfANADNamedTwice(t *testing.T) {
 		}
 		return out
 	}
-	got := summary(podsOf(ctx, policyPod("node-a", corev1.PodRunning, twice), []string{"ns/n"}, local))
+	got := summary(podsOf(ctx, policyPod("node-a", corev1.PodRunning, twice), []string{"ns/n"}, true, local))
 	want := []string{"ns.n_ns_p [10.50.0.4]", "ns.n.1_ns_p [10.50.0.5]"}
 	if !slices.Equal(got, want) {
 		t.Errorf("a pod naming ns/n twice: %q, want %q", got, want)
 	}
-	got = summary(podsOf(ctx, policyPod("node-a", corev1.PodRunning, twice), []string{"ns/m", "ns/n"}, local))
+	got = summary(podsOf(ctx, policyPod("node-a", corev1.PodRunning, twice), []string{"ns/m", "ns/n"}, true, local))
 	if want := append([]string{"ns.m_ns_p [10.50.0.6]"}, want...); !slices.Equal(got, want) {
 		t.Errorf("a pod on two NADs of the network: %q, want %q", got, want)
 	}
-	got = summary(podsOf(ctx, policyPod("node-b", corev1.PodRunning, twice), []string{"ns/n"}, local))
+	got = summary(podsOf(ctx, policyPod("node-b", corev1.PodRunning, twice), []string{"ns/n"}, true, local))
 	if want := []string{" [10.50.0.4]", " [10.50.0.5]"}; !slices.Equal(got, want) {
 		t.Errorf("another zone's pod naming ns/n twice: %q, want %q", got, want)
 	}
 	bad := `{"ns/n":{"ip_addresses":["10.50.0.4/16"],"mac_address":"0a:58:0a:32:00:04"},"ns/n/1":{"ip_addresses":["nope"]}}`
-	got = summary(podsOf(ctx, policyPod("node-a", corev1.PodRunning, bad), []string{"ns/n"}, local))
+	got = summary(podsOf(ctx, policyPod("node-a", corev1.PodRunning, bad), []string{"ns/n"}, true, local))
 	if want := []string{"ns.n_ns_p [10.50.0.4]"}; !slices.Equal(got, want) {
 		t.Errorf("a second interface whose entry does not parse: %q, want only the first %q", got, want)
 	}
@@ -143,6 +143,53 @@ func policyPod(node string, phase corev1.PodPhase, ann string) *corev1.Pod {
 		p.Annotations = testobj.PodNetworkAnnotations(ann)
 	}
 	return p
+}
+
+// A Secondary network's members are the keys the pod's
+// k8s.v1.cni.cncf.io/networks still names (podannotation.AttachedKeys), as
+// upstream's PodNADKeys reads a Secondary network's keys from the
+// selection: "n,n" made "n" leaves the ns/n/1 entry, which the address
+// allocator does not remove, out of the policies; an entry the selection
+// never named is no member either. A Primary network's members are its
+// pod-networks entries whatever the selection says, and a selection that
+// does not decode keeps every entry a member (the pod-port controller
+// keeps the ports it last built).
+func TestPodsOfReadsASecondaryNetworksKeysFromTheSelection(t *testing.T) {
+	const twice = `{"ns/n":{"ip_addresses":["10.50.0.4/16"],"mac_address":"0a:58:0a:32:00:04","role":"secondary"},` +
+		`"ns/n/1":{"ip_addresses":["10.50.0.5/16"],"mac_address":"0a:58:0a:32:00:05","role":"secondary"}}`
+	local := map[string]bool{"node-a": true}
+	ports := func(networks string, secondary bool) []string {
+		p := policyPod("node-a", corev1.PodRunning, twice)
+		if networks == "" {
+			delete(p.Annotations, ovnk.AnnotationNetworks)
+		} else {
+			p.Annotations[ovnk.AnnotationNetworks] = networks
+		}
+		var out []string
+		for _, m := range podsOf(context.Background(), p, []string{"ns/n"}, secondary, local) {
+			out = append(out, m.Port)
+		}
+		return out
+	}
+	both := []string{"ns.n_ns_p", "ns.n.1_ns_p"}
+	for _, c := range []struct {
+		networks  string
+		secondary bool
+		want      []string
+	}{
+		{"n,n", true, both},
+		{"n", true, both[:1]},
+		{`[{"name":"n","interface":"net1"}]`, true, both[:1]},
+		{"other", true, nil},
+		{"", true, nil},
+		{"n", false, both},
+		{"", false, both},
+		{`[{"name":`, true, both},
+	} {
+		if got := ports(c.networks, c.secondary); !slices.Equal(got, c.want) {
+			t.Errorf("selection %q secondary %v: member ports %q, want %q", c.networks, c.secondary, got, c.want)
+		}
+	}
 }
 
 // The policy sweep reads a network's NADs through zone.AnyNetworkField:

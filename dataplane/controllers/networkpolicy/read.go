@@ -57,7 +57,7 @@ func (r *Reconciler) read(ctx context.Context, net *networkpolicy.Network, prima
 		}
 		nadKeys := sortedKeys(keys)
 		for i := range pods.Items {
-			net.Pods = append(net.Pods, podsOf(ctx, &pods.Items[i], nadKeys, local)...)
+			net.Pods = append(net.Pods, podsOf(ctx, &pods.Items[i], nadKeys, true, local)...)
 		}
 		return nil
 	}
@@ -73,7 +73,7 @@ func (r *Reconciler) read(ctx context.Context, net *networkpolicy.Network, prima
 		}
 		nadKeys := []string{nad.Namespace + "/" + nad.Name}
 		for i := range pods.Items {
-			net.Pods = append(net.Pods, podsOf(ctx, &pods.Items[i], nadKeys, local)...)
+			net.Pods = append(net.Pods, podsOf(ctx, &pods.Items[i], nadKeys, false, local)...)
 		}
 	}
 	return nil
@@ -111,15 +111,17 @@ func (r *Reconciler) networkNADs(ctx context.Context, network string, primary bo
 }
 
 // podsOf are a pod's interfaces on the network through nadKeys, one per
-// k8s.ovn.org/pod-networks key of each NAD (podannotation.KeysOfNAD: a pod
-// naming a Secondary NAD twice has two), as upstream's getPodNADKeys gives
-// the keys whose ports policies select and whose addresses
+// key podannotation.AttachedKeys gives of each NAD (a pod naming a
+// Secondary NAD twice has two; on a Secondary network only those its
+// k8s.v1.cni.cncf.io/networks still names), as upstream's getPodNADKeys
+// gives the keys whose ports policies select and whose addresses
 // (GetPodIPsOfNetwork) pod selector address sets hold: not of a finished
 // pod, addresses from the key's entry and, on one of the zone's nodes
 // where its port exists, the key's port (getNewLocalPolicyPorts). A pod
-// whose annotation does not decode has none; an entry that does not parse
-// is left out.
-func podsOf(ctx context.Context, pod *corev1.Pod, nadKeys []string, local map[string]bool) []networkpolicy.Pod {
+// whose pod-networks does not decode has none, one whose selection does
+// not decode every entry of the NAD; an entry that does not parse is left
+// out.
+func podsOf(ctx context.Context, pod *corev1.Pod, nadKeys []string, secondary bool, local map[string]bool) []networkpolicy.Pod {
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return nil
 	}
@@ -130,7 +132,16 @@ func podsOf(ctx context.Context, pod *corev1.Pod, nadKeys []string, local map[st
 	}
 	var out []networkpolicy.Pod
 	for _, nadKey := range nadKeys {
-		for _, key := range podannotation.KeysOfNAD(maps.Keys(all), nadKey) {
+		keys, err := podannotation.AttachedKeys(maps.Keys(all), pod.Annotations, pod.Namespace, nadKey, secondary)
+		if err != nil {
+			// The pod-port controller keeps the ports it last built for
+			// a pod whose selection it cannot read: those stay members,
+			// under their policies' default deny.
+			log.FromContext(ctx).Info("pod's unreadable selection leaves every entry in network policies", "pod", pod.Namespace+"/"+pod.Name,
+				"reason", err.Error())
+			keys = podannotation.KeysOfNAD(maps.Keys(all), nadKey)
+		}
+		for _, key := range keys {
 			a, err := all[key].Parse()
 			if err != nil {
 				log.FromContext(ctx).Info("pod's interface left out of network policies", "pod", pod.Namespace+"/"+pod.Name,
