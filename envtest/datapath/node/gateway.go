@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -103,7 +104,54 @@ func (n *Node) SteerNodePorts(ctx context.Context, localnetPort string, ports ..
 	return fmt.Errorf("node %s: %s is not steered yet (SteerGateway first)", n.Name, localnetPort)
 }
 
-// installFlows replaces breth0's flows with those of every steered router.
+// geneveFlows are the flows ovnkube-node keeps on breth0 for the
+// interconnect's Geneve traffic whatever routers it steers
+// (pkg/node/bridgeconfig/bridgeflows.go, its default flows): Geneve from
+// eth0 to breth0's MAC goes to the host, other Geneve from eth0 is
+// switched, and the host's Geneve goes out eth0, none of it through
+// conntrack nor by the bridge's learned MACs. Every gateway router's
+// external port has breth0's MAC too and answers ARP for the node's IP
+// through its patch port, where NORMAL would then learn that MAC: the
+// node's Geneve traffic would go into that router (which drops it) until
+// the host sent a frame of its own.
+func geneveFlows(mac string) []string {
+	var flows []string
+	for _, udp := range []string{"udp", "udp6"} {
+		match := udp + ",udp_dst=" + strconv.Itoa(genevePort)
+		flows = append(flows,
+			"priority=205,in_port=eth0,dl_dst="+mac+","+match+",actions=output:LOCAL",
+			"priority=200,in_port=eth0,"+match+",actions=NORMAL",
+			"priority=200,in_port=LOCAL,"+match+",actions=output:eth0")
+	}
+	return flows
+}
+
+// genevePort is the interconnect's Geneve UDP port (OVN's default, which
+// ovnkube-node's encap port defaults to).
+const genevePort = 6081
+
+// installBaseFlows installs on breth0, beside its NORMAL flow, the flows
+// ovnkube-node keeps there before it steers any router (geneveFlows).
+func (n *Node) installBaseFlows() error {
+	mac, err := n.BridgeMAC()
+	if err != nil {
+		return err
+	}
+	return n.replaceFlows(append([]string{"priority=0,actions=NORMAL"}, geneveFlows(mac)...))
+}
+
+// replaceFlows makes flows breth0's only flows.
+func (n *Node) replaceFlows(flows []string) error {
+	file := filepath.Join(n.dir, "breth0.flows")
+	if err := os.WriteFile(file, []byte(strings.Join(flows, "\n")+"\n"), 0o644); err != nil {
+		return err
+	}
+	_, err := netns.Run("", n.env(), "ovs-ofctl", "-O", "OpenFlow13", "replace-flows", "unix:"+filepath.Join(n.dir, "breth0.mgmt"), file)
+	return err
+}
+
+// installFlows replaces breth0's flows with the base ones and those of
+// every steered router.
 func (n *Node) installFlows(ctx context.Context) error {
 	patches := make([]string, len(n.steered))
 	for i, s := range n.steered {
@@ -129,6 +177,7 @@ func (n *Node) installFlows(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	flows = append(flows, geneveFlows(mac)...)
 	for i, s := range n.steered {
 		flows = append(flows, n.steerFlows(patches[i], s.masquerade)...)
 		for _, np := range s.nodePorts {
@@ -140,12 +189,7 @@ func (n *Node) installFlows(ctx context.Context) error {
 				"priority=110,in_port="+patches[i]+",dl_src="+mac+","+proto+",tp_src="+port+",actions=output:eth0")
 		}
 	}
-	file := filepath.Join(n.dir, "breth0.flows")
-	if err := os.WriteFile(file, []byte(strings.Join(flows, "\n")+"\n"), 0o644); err != nil {
-		return err
-	}
-	_, err = netns.Run("", n.env(), "ovs-ofctl", "-O", "OpenFlow13", "replace-flows", "unix:"+filepath.Join(n.dir, "breth0.mgmt"), file)
-	return err
+	return n.replaceFlows(flows)
 }
 
 // steerFlows are one steered router's flows: out through eth0 (its
@@ -183,4 +227,27 @@ func (n *Node) patchPort(ctx context.Context, localnetPort string) (string, erro
 		return err
 	})
 	return patch, err
+}
+
+// HoldBridgeMACOn makes breth0's MAC table hold breth0's own MAC on the
+// patch port of a gateway router's localnet port (a static entry), as
+// NORMAL learns it there once that router has answered ARP for the node's
+// IP; the returned func removes the entry. Only geneveFlows then keep the
+// node's Geneve traffic going to its host.
+func (n *Node) HoldBridgeMACOn(ctx context.Context, localnetPort string) (func() error, error) {
+	if _, err := n.patchPort(ctx, localnetPort); err != nil {
+		return nil, err
+	}
+	mac, err := n.BridgeMAC()
+	if err != nil {
+		return nil, err
+	}
+	ctl := filepath.Join(n.dir, "ovs-vswitchd.ctl")
+	if _, err := netns.Run("", n.env(), "ovs-appctl", "-t", ctl, "fdb/add", "breth0", "patch-"+localnetPort+"-to-br-int", "0", mac); err != nil {
+		return nil, err
+	}
+	return func() error {
+		_, err := netns.Run("", n.env(), "ovs-appctl", "-t", ctl, "fdb/del", "breth0", "0", mac)
+		return err
+	}, nil
 }

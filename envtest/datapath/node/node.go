@@ -142,6 +142,9 @@ func (n *Node) StartDaemons(ctx context.Context) error {
 	if err := n.pinBridgeMAC(); err != nil {
 		return err
 	}
+	if err := n.installBaseFlows(); err != nil {
+		return err
+	}
 	p, err := netns.Spawn(n.dir, n.Netns, "ovn-controller", n.env(), "ovn-controller", "unix:"+n.db(),
 		"--unixctl="+filepath.Join(n.dir, "ovn-controller.ctl"),
 		"--log-file="+filepath.Join(n.dir, "ovn-controller.log"), "--no-chdir", "-vconsole:off")
