@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	netpolrows "github.com/udnkit/udnkit/dataplane/topology/networkpolicy"
@@ -18,16 +17,10 @@ import (
 // NetworkPolicy, Namespace and Pod objects, with the server on node-b's
 // switch, a client labelled role=client on node-a's and another pod on
 // node-c's, so every packet crosses the cluster routers and the transit
-// switch: without a policy both reach the server; an ingress default-deny
-// policy on the server drops both while the server still opens its own
-// connections, and an egress one on the client stops that client's new
-// connections only; an allow rule by pod label admits the labelled client and
-// not the other; a rule whose only port is a named one opens TCP to every
-// port of the server, as upstream writes it; removing the policies
-// restores traffic. Each check has a
-// mutation of a row udnkit wrote in the server's zone that must break it,
-// after which the reconciler's next pass heals it. The pods' ports are
-// udnkit's (layer3Pods), deleted in every zone once the pods are gone.
+// switch: the checks every Primary network shares (primaryScenario) and,
+// between them, a rule whose only port is a named one opens TCP to every
+// port of the server, as upstream writes it (namedPort). The pods' ports
+// are udnkit's (layer3Pods).
 func TestNetworkPolicyLayer3(t *testing.T) {
 	c := needCluster(t)
 	net := newLayer3Network(t, "tenant-pol3", "pol3", 17, "10.172.0.0/16")
@@ -40,37 +33,8 @@ func TestNetworkPolicyLayer3(t *testing.T) {
 		&pod{net: net, name: "server", node: c.Node("node-b"), index: 5, labels: map[string]string{"app": "server"}},
 		&pod{net: net, name: "client", node: c.Node("node-a"), index: 5, labels: map[string]string{"role": "client"}},
 		&pod{net: net, name: "other", node: c.Node("node-c"), index: 5, labels: map[string]string{"role": "other"}})
-	server, client, other := r.server, r.client, r.other
-	in := networkingv1.PolicyTypeIngress
-
-	t.Run("without a policy pods on other nodes reach the server (ICMP and TCP)", func(t *testing.T) {
-		r.check(t, [][2]*pod{{client, server}, {other, server}, {server, client}}, nil)
-	})
-	t.Run("an ingress default-deny policy drops new connections from other nodes to the pod it selects", func(t *testing.T) {
-		r.apply(t, r.netpol("deny-in", in))
-		r.check(t, [][2]*pod{{server, client}, {other, client}}, [][2]*pod{{client, server}, {other, server}})
-		r.withoutDrop(t, true)
-	})
-	t.Run("an egress default-deny policy drops new connections from the pod it selects to other nodes", func(t *testing.T) {
-		r.apply(t, r.netpol("deny-out", networkingv1.PolicyTypeEgress))
-		r.check(t, [][2]*pod{{server, client}, {other, server}}, [][2]*pod{{client, server}, {client, other}})
-		r.withoutDrop(t, false)
-	})
-	t.Run("an allow rule by pod label admits the labelled client and not the other", func(t *testing.T) {
-		r.apply(t, r.netpol("allow-client", in, labelPeer(client)))
-		r.check(t, [][2]*pod{{client, server}}, [][2]*pod{{other, server}})
-		r.withoutSelectorSets(t)
-	})
-	t.Run("a named port opens the rule's whole protocol, as upstream's addPortPolicy does (TCP to any port, not ICMP)", func(t *testing.T) {
-		r.namedPort(t)
-	})
-	t.Run("removing the policies restores traffic", func(t *testing.T) {
-		r.apply(t)
-		r.check(t, [][2]*pod{{client, server}, {other, server}}, nil)
-	})
-	t.Run("removing the pods from the API state deletes their ports in every zone", func(t *testing.T) {
-		removePods(t, c, server, client, other)
-	})
+	r.primaryScenario(t, policyCheck{
+		"a named port opens the rule's whole protocol, as upstream's addPortPolicy does (TCP to any port, not ICMP)", r.namedPort})
 }
 
 // namedPort checks a rule whose only port is the named port "http":
@@ -83,15 +47,7 @@ func TestNetworkPolicyLayer3(t *testing.T) {
 func (r *policyRun) namedPort(t *testing.T) {
 	t.Helper()
 	server, client := r.server, r.client
-	stop, err := server.datapath.ServeTCP(tcpPort + 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	np := r.netpol("allow-http", networkingv1.PolicyTypeIngress, nil)
-	http := intstr.FromString("http")
-	np.Spec.Ingress[0].Ports = []networkingv1.NetworkPolicyPort{{Port: &http}}
-	r.apply(t, np)
+	defer r.portRule(t, "allow-http", intstr.FromString("http"))()
 	otherPort := func(open bool) {
 		t.Helper()
 		err := client.datapath.TCPEcho(server.ip(false), tcpPort+1, reachTimeout)

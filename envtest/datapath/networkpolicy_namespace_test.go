@@ -64,4 +64,7 @@ func TestNetworkPolicyNamespaceSelector(t *testing.T) {
 		r.apply(t)
 		r.check(t, [][2]*pod{{client, server}, {other, server}}, nil)
 	})
+	t.Run("removing the pods from the API state deletes their ports in every zone", func(t *testing.T) {
+		removePods(t, c, server, client, other)
+	})
 }

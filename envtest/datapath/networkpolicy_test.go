@@ -1,6 +1,7 @@
 package datapath_test
 
 import (
+	"context"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -282,85 +283,156 @@ func (r *policyRun) withoutPolicyACLs(t *testing.T, policyName string, admitted 
 // TestNetworkPolicy sends packets through the ACLs udnkit's NetworkPolicy
 // controller writes for a dual-stack Primary Layer2 UDN programmed in
 // three zones, from NetworkPolicy, Namespace and Pod objects, with pods on
-// node-a, node-b and node-c: without a policy every pod reaches every
-// other (ICMP and TCP); an ingress default-deny policy on the server drops
-// both families while the server still opens its own connections, and an
-// egress one on a client stops that client's new connections only; an
-// allow rule by pod label admits the labelled client only; an allow rule
-// by ipBlock admits the client's /32 and /128, and one whose except names
-// them admits the other client only; an allow rule with a TCP port admits
-// TCP to that port only; removing the policies restores traffic. Each
-// check but the port rule's has a mutation of a row udnkit wrote (in the
-// zone of the pod the policy selects) that must break it, after which the
-// reconciler's next pass heals it.
+// node-a, node-b and node-c: the checks every Primary network shares
+// (primaryScenario) and, between them, an allow rule by ipBlock admits the
+// client's /32 and /128, and one whose except names them admits the other
+// client only; an allow rule with a TCP port admits TCP to that port only.
+// The ipBlock check has a mutation of a row udnkit wrote (in the server's
+// zone) that must break it, after which the reconciler's next pass heals
+// it.
 func TestNetworkPolicy(t *testing.T) {
 	r := newPolicyRun(t, needCluster(t), newNetwork(t, "tenant-pol", "pol", 14, "10.170.0.0/16", "fd00:170::/64"))
+	r.primaryScenario(t,
+		policyCheck{"an allow rule by ipBlock admits the client's /32 and /128, and an except that names them excludes it", r.ipBlocks},
+		policyCheck{"an allow rule with a TCP port admits TCP to that port only, not another port or ICMP", r.tcpPort})
+}
+
+// policyCheck is one subtest of a policy packet test.
+type policyCheck struct {
+	name string
+	run  func(t *testing.T)
+}
+
+// primaryScenario runs, as subtests, the checks every Primary network's
+// NetworkPolicy packet test shares, own (the topology's) between the allow
+// rule by pod label and the policies' removal: without a policy every pod
+// reaches every other (ICMP and TCP), also while breth0's own MAC is held
+// on the network's gateway router's patch port in the server's node
+// (geneveToHost); an ingress default-deny policy on the server drops both
+// families while the server still opens its own connections, and an
+// egress one on a client stops that client's new connections only; an
+// allow rule by pod label admits the labelled client only; removing the
+// policies restores traffic and their rows; removing the pods deletes
+// their ports in every zone. Each policy check has a mutation of a row
+// udnkit wrote (in the zone of the pod the policy selects) that must break
+// it, after which the reconciler's next pass heals it.
+func (r *policyRun) primaryScenario(t *testing.T, own ...policyCheck) {
 	server, client, other := r.server, r.client, r.other
 	in, out := networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress
+	checks := []policyCheck{
+		{"without a policy every pod reaches every other (ICMP and TCP)", func(t *testing.T) {
+			r.check(t, [][2]*pod{{client, server}, {other, server}, {server, client}, {other, client}}, nil)
+		}},
+		{"the Geneve traffic into the server's node reaches its host while breth0's MAC is held on a gateway router's patch port", r.geneveToHost},
+		{"an ingress default-deny policy drops new connections to the pods it selects", func(t *testing.T) {
+			r.apply(t, r.netpol("deny-in", in))
+			// Replies to the server's own connections still come in.
+			r.check(t, [][2]*pod{{server, client}, {other, client}}, [][2]*pod{{client, server}, {other, server}})
+			r.withoutDrop(t, true)
+		}},
+		{"an egress default-deny policy drops new connections from the pods it selects", func(t *testing.T) {
+			r.apply(t, r.netpol("deny-out", out))
+			// Replies to connections others open to the client still go out.
+			r.check(t, [][2]*pod{{server, client}, {other, server}}, [][2]*pod{{client, server}, {client, other}})
+			r.withoutDrop(t, false)
+		}},
+		{"an allow rule by pod label admits the labelled client and not the other", func(t *testing.T) {
+			r.apply(t, r.netpol("allow-client", in, labelPeer(client)))
+			r.check(t, [][2]*pod{{client, server}}, [][2]*pod{{other, server}})
+			r.withoutSelectorSets(t)
+		}},
+	}
+	checks = append(checks, own...)
+	checks = append(checks,
+		policyCheck{"removing the policies restores traffic", r.removePolicies},
+		policyCheck{"removing the pods from the API state deletes their ports in every zone", func(t *testing.T) {
+			removePods(t, r.c, server, client, other)
+		}})
+	for _, c := range checks {
+		t.Run(c.name, c.run)
+	}
+}
 
-	t.Run("without a policy every pod reaches every other (ICMP and TCP)", func(t *testing.T) {
-		r.check(t, [][2]*pod{{client, server}, {other, server}, {server, client}, {other, client}}, nil)
-	})
-	t.Run("an ingress default-deny policy drops new connections to the pods it selects", func(t *testing.T) {
-		r.apply(t, r.netpol("deny-in", in))
-		// Replies to the server's own connections still come in.
-		r.check(t, [][2]*pod{{server, client}, {other, client}}, [][2]*pod{{client, server}, {other, server}})
-		r.withoutDrop(t, true)
-	})
-	t.Run("an egress default-deny policy drops new connections from the pods it selects", func(t *testing.T) {
-		r.apply(t, r.netpol("deny-out", out))
-		// Replies to connections others open to the client still go out.
-		r.check(t, [][2]*pod{{server, client}, {other, server}}, [][2]*pod{{client, server}, {client, other}})
-		r.withoutDrop(t, false)
-	})
-	t.Run("an allow rule by pod label admits the labelled client and not the other", func(t *testing.T) {
-		r.apply(t, r.netpol("allow-client", in, labelPeer(client)))
-		r.check(t, [][2]*pod{{client, server}}, [][2]*pod{{other, server}})
-		r.withoutSelectorSets(t)
-	})
-	t.Run("an allow rule by ipBlock admits the client's /32 and /128, and an except that names them excludes it", func(t *testing.T) {
-		r.apply(t, r.netpol("allow-block", in, hostBlocks(client)))
-		r.check(t, [][2]*pod{{client, server}}, [][2]*pod{{other, server}})
-		r.apply(t, r.netpol("allow-block", in, exceptBlocks(client)))
-		r.check(t, [][2]*pod{{other, server}}, [][2]*pod{{client, server}})
-		r.withoutPolicyACLs(t, "allow-block", other)
-	})
-	t.Run("an allow rule with a TCP port admits TCP to that port only, not another port or ICMP", func(t *testing.T) {
-		stop, err := server.datapath.ServeTCP(tcpPort + 1)
-		if err != nil {
+// geneveToHost checks that the server's node's Geneve traffic goes to its
+// host by breth0's flows, as ovnkube-node's, and not by breth0's MAC
+// table: every gateway router's external port has breth0's MAC and answers
+// ARP for the node's IP through its patch port, where the table then
+// learns that MAC. With breth0's MAC held there (Node.HoldBridgeMACOn),
+// the pods on other nodes and the server still reach each other.
+func (r *policyRun) geneveToHost(t *testing.T) {
+	node := r.server.node
+	release, err := node.HoldBridgeMACOn(context.Background(), r.net.ovnk().LocalnetPort(node))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := release(); err != nil {
+			t.Error(err)
+		}
+	}()
+	r.check(t, [][2]*pod{{r.client, r.server}, {r.other, r.server}, {r.server, r.client}}, nil)
+}
+
+// ipBlocks checks an allow rule by ipBlock: the client's /32 and /128
+// admit it and not the other, an except that names them the other only;
+// mutation: withoutPolicyACLs.
+func (r *policyRun) ipBlocks(t *testing.T) {
+	in, client, other, server := networkingv1.PolicyTypeIngress, r.client, r.other, r.server
+	r.apply(t, r.netpol("allow-block", in, hostBlocks(client)))
+	r.check(t, [][2]*pod{{client, server}}, [][2]*pod{{other, server}})
+	r.apply(t, r.netpol("allow-block", in, exceptBlocks(client)))
+	r.check(t, [][2]*pod{{other, server}}, [][2]*pod{{client, server}})
+	r.withoutPolicyACLs(t, "allow-block", other)
+}
+
+// tcpPort checks an allow rule with a TCP port: TCP to that port is
+// admitted, not to another port nor ICMP.
+func (r *policyRun) tcpPort(t *testing.T) {
+	server, client := r.server, r.client
+	// A rule whose ACL leaves out the port (gress.addPort taking every
+	// port as 0) opens the other port: this check fails.
+	defer r.portRule(t, "allow-tcp", intstr.FromInt32(tcpPort))()
+	for _, v6 := range r.families() {
+		if err := client.datapath.TCPEcho(server.ip(v6), tcpPort, reachTimeout); err != nil {
 			t.Fatal(err)
 		}
-		defer stop()
-		np := r.netpol("allow-tcp", in, nil)
-		port := intstr.FromInt32(tcpPort)
-		// A rule whose ACL leaves out the port (gress.addPort taking every
-		// port as 0) opens the other port: this check fails.
-		np.Spec.Ingress[0].Ports = []networkingv1.NetworkPolicyPort{{Port: &port}}
-		r.apply(t, np)
-		for _, v6 := range []bool{false, true} {
-			if err := client.datapath.TCPEcho(server.ip(v6), tcpPort, reachTimeout); err != nil {
-				t.Fatal(err)
-			}
-			if err := client.datapath.TCPEcho(server.ip(v6), tcpPort+1, 2*time.Second); err == nil {
-				t.Fatalf("the client completed a TCP echo with %s port %d, which the policy does not open", server.ip(v6), tcpPort+1)
-			}
-			unreachable(t, client, server.ip(v6))
+		if err := client.datapath.TCPEcho(server.ip(v6), tcpPort+1, 2*time.Second); err == nil {
+			t.Fatalf("the client completed a TCP echo with %s port %d, which the policy does not open", server.ip(v6), tcpPort+1)
 		}
-	})
-	t.Run("removing the policies restores traffic", func(t *testing.T) {
-		r.apply(t, r.netpol("deny-in", in))
-		denies(t, client, server, false)
-		dropObjects(r.policies...)
-		// Mutation: until the reconciler's next pass the rows of the
-		// deleted policy still drop the traffic.
-		denies(t, client, server, false)
-		r.apply(t)
-		r.check(t, [][2]*pod{{client, server}, {other, server}}, nil)
-		denyIn := netpolrows.DenyPortGroup(r.net.ovnName(), r.net.namespace, true)
-		if got := server.node.NB().Must(t, "--bare", "--columns=name", "find", "Port_Group", "name="+denyIn); got != "" {
-			t.Fatalf("%s's zone still has the ingress default-deny port group %s after the policies went", server.node.Name, got)
-		}
-	})
+		unreachable(t, client, server.ip(v6))
+	}
+}
+
+// portRule starts a second echo server on the server's port tcpPort+1 and
+// applies an ingress policy named name on the server whose one rule, from
+// anywhere, has the one port; the returned func stops that server.
+func (r *policyRun) portRule(t *testing.T, name string, port intstr.IntOrString) func() {
+	t.Helper()
+	stop, err := r.server.datapath.ServeTCP(tcpPort + 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	np := r.netpol(name, networkingv1.PolicyTypeIngress, nil)
+	np.Spec.Ingress[0].Ports = []networkingv1.NetworkPolicyPort{{Port: &port}}
+	r.apply(t, np)
+	return stop
+}
+
+// removePolicies checks that removing the policies restores traffic and
+// takes their rows away; mutation: until the reconciler's next pass the
+// rows of the deleted policy still drop the traffic.
+func (r *policyRun) removePolicies(t *testing.T) {
+	server, client, other := r.server, r.client, r.other
+	r.apply(t, r.netpol("deny-in", networkingv1.PolicyTypeIngress))
+	denies(t, client, server, false)
+	dropObjects(r.policies...)
+	denies(t, client, server, false)
+	r.apply(t)
+	r.check(t, [][2]*pod{{client, server}, {other, server}}, nil)
+	denyIn := netpolrows.DenyPortGroup(r.net.ovnName(), r.net.namespace, true)
+	if got := server.node.NB().Must(t, "--bare", "--columns=name", "find", "Port_Group", "name="+denyIn); got != "" {
+		t.Fatalf("%s's zone still has the ingress default-deny port group %s after the policies went", server.node.Name, got)
+	}
 }
 
 // TestMultiNetworkPolicy sends packets through the ACLs udnkit's
