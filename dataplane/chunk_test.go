@@ -403,3 +403,26 @@ func opKinds(ops []ovsdb.Operation) []string {
 	}
 	return out
 }
+
+// Under the default bound a network of a few nodes goes in one transaction
+// (each transaction is one more round of ovn-northd's and every
+// ovn-controller's work before the network's first packet), while a large
+// one is still split into bounded transactions.
+func TestDefaultBoundKeepsASmallNetworkWhole(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct {
+		name  string
+		nodes int
+		split bool
+	}{{"3 nodes", 3, false}, {"10 nodes", 10, false}, {"50 nodes", 50, true}} {
+		n := benchNetwork()
+		n.Name = "net" + strconv.Itoa(tc.nodes)
+		res, err := e.c.Apply(e.ctx, mustLayer2(t, n, manyNodes(tc.nodes)))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if split := res.Transactions > 1; split != tc.split || res.Operations == 0 {
+			t.Errorf("%s: %d operations in %d transaction(s), want split=%v", tc.name, res.Operations, res.Transactions, tc.split)
+		}
+	}
+}

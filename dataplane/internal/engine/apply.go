@@ -84,7 +84,7 @@ func (e *Engine) applyLocked(ctx context.Context, d *rows.Desired, unless func(c
 	if err != nil || len(p.Ops) == 0 {
 		return Result{}, err
 	}
-	run := &applyRun{e: e, d: d, step: step, chunks: txn.Split(p.Ops, e.maxOps(), e.CachedRow), real: map[string]string{}}
+	run := &applyRun{e: e, d: d, step: step, chunks: e.split(p.Ops), real: map[string]string{}}
 	step("split")
 	if len(run.chunks) > 1 {
 		done()
@@ -224,6 +224,23 @@ func sent(chunks []txn.Chunk) int {
 		n += len(ch)
 	}
 	return n
+}
+
+// split cuts a plan into its transactions: under the default bound, a
+// plan of up to txn.DefaultWholeTransactionOps stays one.
+func (e *Engine) split(ops []ovsdb.Operation) []txn.Chunk {
+	if e.MaxTransactionOps == 0 && txn.Weigh(ops, e.CachedRow) <= txn.DefaultWholeTransactionOps {
+		return []txn.Chunk{ops}
+	}
+	return txn.Split(ops, e.maxOps(), e.CachedRow)
+}
+
+// wholeOps is the most a transaction of a round's Applies may weigh (group.go).
+func (e *Engine) wholeOps() int {
+	if e.MaxTransactionOps == 0 {
+		return txn.DefaultWholeTransactionOps
+	}
+	return e.MaxTransactionOps
 }
 
 func (e *Engine) maxOps() int {

@@ -219,7 +219,7 @@ func (e *Engine) planRound(round []*request) (merged []member, alone []*request)
 			continue
 		}
 		w := txn.Weigh(p.Ops, e.CachedRow)
-		if weight+w > e.maxOps() && e.maxOps() > 0 || !mergeable(p, inserts) {
+		if weight+w > e.wholeOps() && e.wholeOps() > 0 || !mergeable(p, inserts) {
 			alone = append(alone, r)
 			continue
 		}

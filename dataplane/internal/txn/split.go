@@ -26,6 +26,16 @@ import (
 // BenchmarkUnrelatedNetworkDuringLargeApply measures both.
 const DefaultMaxTransactionOps = 30
 
+// DefaultWholeTransactionOps is the weight up to which a plan goes in one
+// transaction under the default bound: a network of up to about ten nodes
+// (a 3-node Primary Layer2 topology weighs 35, a 10-node one 56, a 50-node
+// one 176). Splitting such a plan holds nobody up for less but costs the
+// zone's ovn-northd and every ovn-controller one more round per
+// transaction on the path of the network's first packet (BenchmarkFirstPacket);
+// an unrelated network's Apply waits at most one such transaction, a few
+// milliseconds (BenchmarkUnrelatedNetworkDuringLargeApply).
+const DefaultWholeTransactionOps = 120
+
 // Chunk is one transaction of a split plan. Its operations may refer to a
 // parent inserted by an earlier chunk by the named UUID of its insert: Resolve
 // replaces it with the real UUID before the chunk is sent.
