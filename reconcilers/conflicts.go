@@ -139,12 +139,15 @@ func setupConflictIndexes(indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(context.Background(), &udnv1.ClusterUserDefinedNetwork{}, indexCUDNNamespaces, nsselect.IndexKeys); err != nil {
 		return err
 	}
-	return indexer.IndexField(context.Background(), &udnv1.ClusterUserDefinedNetwork{}, indexCUDNSubnetConflict, func(o client.Object) []string {
-		if cu, ok := o.(*udnv1.ClusterUserDefinedNetwork); ok && subnetConflictReported(cu.Status.Conditions) {
-			return []string{"true"}
-		}
-		return nil
-	})
+	return indexer.IndexField(context.Background(), &udnv1.ClusterUserDefinedNetwork{}, indexCUDNSubnetConflict, cudnSubnetConflictKeys)
+}
+
+// cudnSubnetConflictKeys is the indexCUDNSubnetConflict key of a CUDN.
+func cudnSubnetConflictKeys(o client.Object) []string {
+	if cu, ok := o.(*udnv1.ClusterUserDefinedNetwork); ok && subnetConflictReported(cu.Status.Conditions) {
+		return []string{"true"}
+	}
+	return nil
 }
 
 func subnetConflictReported(conds []metav1.Condition) bool {
@@ -390,10 +393,6 @@ func (r *networkReconciler) appendedSubnetConflicts(ctx context.Context, n netwo
 	if n.kind == kindCUDN {
 		path = "spec.network.layer3.subnets"
 	}
-	type appended struct {
-		index  int
-		prefix netip.Prefix
-	}
 	var added []appended
 	for i, s := range n.spec.Layer3.Subnets {
 		if p, err := netip.ParsePrefix(string(s.CIDR)); err == nil && !had[p.Masked()] {
@@ -403,20 +402,9 @@ func (r *networkReconciler) appendedSubnetConflicts(ctx context.Context, n netwo
 	if len(added) == 0 {
 		return n.spec, "", nil
 	}
-	used, err := r.usedRanges(ctx, n, namespaces)
-	if err != nil {
+	problems, err := r.appendedOverlaps(ctx, n, namespaces, added, path)
+	if err != nil || len(problems) == 0 {
 		return n.spec, "", err
-	}
-	var problems []string
-	for _, a := range added {
-		for _, u := range used {
-			if a.prefix.Overlaps(u.prefix) {
-				problems = append(problems, fmt.Sprintf("%s[%d] %s overlaps %s", path, a.index, a.prefix, u.what))
-			}
-		}
-	}
-	if len(problems) == 0 {
-		return n.spec, "", nil
 	}
 	spec := *n.spec.DeepCopy()
 	spec.Layer3.Subnets = spec.Layer3.Subnets[:0]
@@ -431,11 +419,47 @@ func (r *networkReconciler) appendedSubnetConflicts(ctx context.Context, n netwo
 		listed(problems, "; ", maxListedInMessage/5), strings.Join(keptCIDRs, ", ")), nil
 }
 
+// appended is a subnet of a network's spec (at index of path) that its NADs
+// do not have yet.
+type appended struct {
+	index  int
+	prefix netip.Prefix
+}
+
+// appendedOverlaps lists which of added overlap a range in use. A conflict
+// the cache shows stands; "none" is confirmed from the apiserver before it
+// lets the subnets into the NADs: a NAD created just before the append may
+// not be in the cache yet (the NAD informer lags the UDN informer
+// independently), and once the NADs carry the subnet it is no longer
+// appended and never checked again, so a stale "none" would leave the
+// overlap in place for good.
+func (r *networkReconciler) appendedOverlaps(ctx context.Context, n network, namespaces []string, added []appended, path string) ([]string, error) {
+	for _, live := range []bool{false, true} {
+		used, err := r.usedRanges(ctx, n, namespaces, live)
+		if err != nil {
+			return nil, err
+		}
+		var problems []string
+		for _, a := range added {
+			for _, u := range used {
+				if a.prefix.Overlaps(u.prefix) {
+					problems = append(problems, fmt.Sprintf("%s[%d] %s overlaps %s", path, a.index, a.prefix, u.what))
+				}
+			}
+		}
+		if len(problems) > 0 {
+			return problems, nil
+		}
+	}
+	return nil, nil
+}
+
 // usedRanges are the ranges an appended subnet of n must stay clear of: n's
 // join subnets, the cluster's internal and transit ranges (as configured
 // now, which may differ from when the subnet was admitted), and the subnets
-// of other networks' NADs in n's namespaces.
-func (r *networkReconciler) usedRanges(ctx context.Context, n network, namespaces []string) ([]usedRange, error) {
+// of other networks' NADs in n's namespaces, read from the apiserver when
+// live.
+func (r *networkReconciler) usedRanges(ctx context.Context, n network, namespaces []string, live bool) ([]usedRange, error) {
 	var out []usedRange
 	join := n.spec.JoinSubnetCIDRs()
 	if len(join) == 0 {
@@ -451,28 +475,56 @@ func (r *networkReconciler) usedRanges(ctx context.Context, n network, namespace
 	for _, c := range append(r.cfg.Cluster.InternalRanges(), r.cfg.Cluster.TransitRanges()...) {
 		out = append(out, usedRange{c.Prefix, fmt.Sprintf("the %s %s (--%s)", c.What, c.Prefix, c.Flag)})
 	}
-	for _, ns := range namespaces {
-		var nads nadv1.NetworkAttachmentDefinitionList
-		if err := r.client.List(ctx, &nads, client.InNamespace(ns)); err != nil {
+	nads, err := r.nadsIn(ctx, namespaces, live)
+	if err != nil {
+		return nil, err
+	}
+	for i := range nads {
+		nad := &nads[i]
+		if ref := metav1.GetControllerOf(nad); ref != nil && ref.UID == n.obj.GetUID() {
+			continue
+		}
+		nc, err := netconf.Parse(nad.Spec.Config)
+		if err != nil {
+			continue
+		}
+		subnets, err := nc.SubnetPrefixes()
+		if err != nil {
+			continue
+		}
+		for _, p := range subnets {
+			out = append(out, usedRange{p.Masked(), fmt.Sprintf("subnet %s of NetworkAttachmentDefinition %s/%s", p.Masked(), nad.Namespace, nad.Name)})
+		}
+	}
+	return out, nil
+}
+
+// nadsIn lists the NADs of namespaces from the cache, or when live from the
+// apiserver: there the NADs of several namespaces (a CUDN may select
+// thousands) come from one LIST across the cluster.
+func (r *networkReconciler) nadsIn(ctx context.Context, namespaces []string, live bool) ([]nadv1.NetworkAttachmentDefinition, error) {
+	if live && len(namespaces) > 1 {
+		var all nadv1.NetworkAttachmentDefinitionList
+		if err := r.reader.List(ctx, &all); err != nil {
 			return nil, err
 		}
-		for i := range nads.Items {
-			nad := &nads.Items[i]
-			if ref := metav1.GetControllerOf(nad); ref != nil && ref.UID == n.obj.GetUID() {
-				continue
-			}
-			nc, err := netconf.Parse(nad.Spec.Config)
-			if err != nil {
-				continue
-			}
-			subnets, err := nc.SubnetPrefixes()
-			if err != nil {
-				continue
-			}
-			for _, p := range subnets {
-				out = append(out, usedRange{p.Masked(), fmt.Sprintf("subnet %s of NetworkAttachmentDefinition %s/%s", p.Masked(), nad.Namespace, nad.Name)})
-			}
+		wanted := make(map[string]bool, len(namespaces))
+		for _, ns := range namespaces {
+			wanted[ns] = true
 		}
+		return slices.DeleteFunc(all.Items, func(nad nadv1.NetworkAttachmentDefinition) bool { return !wanted[nad.Namespace] }), nil
+	}
+	reader := client.Reader(r.client)
+	if live {
+		reader = r.reader
+	}
+	var out []nadv1.NetworkAttachmentDefinition
+	for _, ns := range namespaces {
+		var nads nadv1.NetworkAttachmentDefinitionList
+		if err := reader.List(ctx, &nads, client.InNamespace(ns)); err != nil {
+			return nil, err
+		}
+		out = append(out, nads.Items...)
 	}
 	return out, nil
 }

@@ -18,6 +18,7 @@ import (
 
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/ovnk/nsselect"
 	"github.com/udnkit/udnkit/reconcilers/networkids"
 )
 
@@ -125,8 +126,9 @@ func primaryLayer2UDN(ns string) *udnv1.UserDefinedNetwork {
 	return &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net", UID: types.UID("uid-" + ns)}, Spec: spec}
 }
 
-// fakeNetworkClient is a fake client holding objs, with the NAD controller
-// index the network reconciler reads, whose updates go through update;
+// fakeNetworkClient is a fake client holding objs, with the indexes the
+// network reconciler reads (NAD controller, CUDN conflicts), whose updates
+// go through update (nil: stored as they are);
 // status writes are dropped (not what these tests look at).
 func fakeNetworkClient(t *testing.T, update func(context.Context, client.WithWatch, client.Object, ...client.UpdateOption) error, objs ...client.Object) client.WithWatch {
 	t.Helper()
@@ -143,6 +145,8 @@ func fakeNetworkClient(t *testing.T, update func(context.Context, client.WithWat
 			}
 			return nil
 		}).
+		WithIndex(&udnv1.ClusterUserDefinedNetwork{}, indexCUDNNamespaces, nsselect.IndexKeys).
+		WithIndex(&udnv1.ClusterUserDefinedNetwork{}, indexCUDNSubnetConflict, cudnSubnetConflictKeys).
 		WithInterceptorFuncs(interceptor.Funcs{
 			Update: update,
 			SubResourceApply: func(context.Context, client.Client, string, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {
