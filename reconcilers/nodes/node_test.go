@@ -288,6 +288,11 @@ func TestHeldBackLayer3SubnetGetsNoHostSubnets(t *testing.T) {
 	network := ns + "_green"
 	green := testobj.MakeUDN(ns, "green").Spec(testobj.Layer3Hosts(udnv1.NetworkRolePrimary, 25, "10.230.0.0/24")).Obj()
 	g.Expect(suite.K8s.Create(suite.Ctx, green)).To(Succeed())
+	// Only a subnet its NAD does not have yet is appended: a network whose
+	// first NAD is still to be written gets one from its whole spec. Host
+	// subnets come from the spec until a NAD exists, so they do not show
+	// that green's NAD is there.
+	suite.ExpectCondition(t, green, metav1.ConditionTrue, udnv1.ReasonNADCreated)
 	// Two host subnets (/25 of a /24) for three nodes: one of them waits.
 	var waiting string
 	g.Eventually(func(g Gomega) {
