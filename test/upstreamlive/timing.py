@@ -5,10 +5,14 @@
                                         (seconds since the epoch), until killed
   timing.py first WATCH_FILE T0      -> the first event's time at or after T0
                                         (T0 when there is none)
-  timing.py sample MONITOR_FILE T0 [T0CMD]
+  timing.py lastfirst WATCH_FILE T0  -> the latest of each UDN's first event
+                                        at or after T0: when the last of a
+                                        bulk's UDNs was announced
+  timing.py sample MONITOR_FILE T0 [T0CMD [T0LAST]]
                                      -> seconds from T0 to the last update
                                         (NB_Global aside), rows inserted,
-                                        deleted, and seconds from T0CMD
+                                        deleted, seconds from T0CMD and
+                                        from T0LAST
   timing.py table SAMPLES_TSV       -> a Markdown table of medians per kind
 """
 import datetime
@@ -49,7 +53,19 @@ def first(path, t0):
     print(f"{t0:.6f}")
 
 
-def sample(path, t0, t0cmd=None):
+def lastfirst(path, t0):
+    """A bulk's controllers work from each UDN's announcement on; the last
+    one's is when the client (kubectl, creating one object after another)
+    is done, so the time after it is what the controllers add."""
+    seen = {}
+    for line in open(path):
+        f = line.split()
+        if len(f) >= 4 and float(f[0]) >= t0:
+            seen.setdefault((f[2], f[3]), float(f[0]))
+    print(f"{max(seen.values(), default=t0):.6f}")
+
+
+def sample(path, t0, t0cmd=None, t0last=None):
     last, ins, dels = None, 0, 0
     stamp, table, rows = None, None, False
     for line in open(path, errors="replace"):
@@ -81,39 +97,45 @@ def sample(path, t0, t0cmd=None):
             last = stamp
     secs = "" if last is None else "%.3f" % (last - t0)
     cmd = "" if last is None or t0cmd is None else "%.3f" % (last - t0cmd)
-    print(f"{secs}\t{ins}\t{dels}\t{cmd}")
+    after = "" if last is None or t0last is None else "%.3f" % (last - t0last)
+    print(f"{secs}\t{ins}\t{dels}\t{cmd}\t{after}")
 
 
 def table(path):
     data = {}
     for line in open(path):
-        label, side, secs, ins, dels, *cmd = line.rstrip("\n").split("\t")
+        label, side, secs, ins, dels, *rest = line.rstrip("\n").split("\t")
         kind = label.rsplit("-", 1)[0]
-        d = data.setdefault(kind, {}).setdefault(side, {"s": [], "rows": [], "cmd": []})
+        d = data.setdefault(kind, {}).setdefault(side, {"s": [], "rows": [], "cmd": [], "after": []})
         if secs:
             d["s"].append(float(secs))
-        if cmd and cmd[0]:
-            d["cmd"].append(float(cmd[0]))
+        if rest and rest[0]:
+            d["cmd"].append(float(rest[0]))
+        if len(rest) > 1 and rest[1]:
+            d["after"].append(float(rest[1]))
         d["rows"].append(int(ins) if kind.startswith("create") else int(dels))
     print("| operation | samples | upstream s (median, range) | udnkit s (median, range) | udnkit / upstream "
-          f"| goal ≤ {GOAL}× | rows upstream | rows udnkit | from kubectl's start: upstream / udnkit s (ratio) |")
-    print("|---|---:|---|---|---:|---|---:|---:|---|")
+          f"| goal ≤ {GOAL}× | rows upstream | rows udnkit | from kubectl's start: upstream / udnkit s (ratio) "
+          "| after the last UDN's announcement: upstream / udnkit s (ratio) |")
+    print("|---|---:|---|---|---:|---|---:|---:|---|---|")
     for kind in data:
         up, ud = data[kind].get("up"), data[kind].get("ud")
         if not up or not ud or not up["s"] or not ud["s"]:
-            print(f"| {kind} | | (no update seen) | | | | | | |")
+            print(f"| {kind} | | (no update seen) | | | | | | | |")
             continue
         mu, md = statistics.median(up["s"]), statistics.median(ud["s"])
         met = "✓ met" if md / mu <= GOAL else "✗ missed"
         print(f"| {kind} | {len(ud['s'])} | {mu:.3f} ({min(up['s']):.3f}–{max(up['s']):.3f}) | "
               f"{md:.3f} ({min(ud['s']):.3f}–{max(ud['s']):.3f}) | {md / mu:.2f}× | {met} | "
-              f"{statistics.median(up['rows']):.0f} | {statistics.median(ud['rows']):.0f} | {fromcmd(up, ud)} |")
+              f"{statistics.median(up['rows']):.0f} | {statistics.median(ud['rows']):.0f} | {pair(up, ud, 'cmd')} "
+              f"| {pair(up, ud, 'after')} |")
 
 
-def fromcmd(up, ud):
-    if not up["cmd"] or not ud["cmd"]:
+def pair(up, ud, key):
+    """The two sides' medians of one more clock, and their ratio."""
+    if not up[key] or not ud[key]:
         return ""
-    mu, md = statistics.median(up["cmd"]), statistics.median(ud["cmd"])
+    mu, md = statistics.median(up[key]), statistics.median(ud[key])
     return f"{mu:.3f} / {md:.3f} ({md / mu:.2f}×)"
 
 
@@ -122,7 +144,9 @@ if __name__ == "__main__":
         watch(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "first":
         first(sys.argv[2], float(sys.argv[3]))
+    elif sys.argv[1] == "lastfirst":
+        lastfirst(sys.argv[2], float(sys.argv[3]))
     elif sys.argv[1] == "sample":
-        sample(sys.argv[2], float(sys.argv[3]), float(sys.argv[4]) if len(sys.argv) > 4 else None)
+        sample(sys.argv[2], float(sys.argv[3]), *[float(a) for a in sys.argv[4:6]])
     else:
         table(sys.argv[2])

@@ -10,7 +10,11 @@
 # to its last Northbound update (NB_Global aside) before 8 s of quiet; the
 # table also gives the time from kubectl's start, which carries kubectl's
 # own start-up. Then the same for deleting the UDN, and for BULK UDNs
-# (Primary Layer2, one namespace each) applied in one file.
+# (Primary Layer2, one namespace each) created by one `kubectl create` of
+# one file and deleted by parallel kubectl deletes; kubectl sends a bulk's
+# requests one after another (and each process costs CPU on a small
+# machine), so the table also gives the time from the last UDN's
+# announcement, what the controllers add after the client is done.
 #
 #   UPSTREAM_GIT=<git dir of upstream ovn-kubernetes> test/upstreamlive/timing.sh
 #
@@ -82,12 +86,14 @@ measure() {
 	kill $mon_up $mon_ud $watch_up $watch_ud 2>/dev/null || true
 	wait $mon_up $mon_ud $watch_up $watch_ud 2>/dev/null || true
 	for side in up ud; do
-		python3 "$H/timing.py" sample "$dir/$side.mon" "$(python3 "$H/timing.py" first "$dir/$side.watch" "$t0")" "$t0" |
+		python3 "$H/timing.py" sample "$dir/$side.mon" "$(python3 "$H/timing.py" first "$dir/$side.watch" "$t0")" "$t0" \
+			"$(python3 "$H/timing.py" lastfirst "$dir/$side.watch" "$t0")" |
 			sed "s|^|$label\t$side\t|" >>"$T/samples.tsv"
 	done
 }
 
 apply_file() { kubectl --kubeconfig "$KC" apply -f "$1"; }
+create_file() { kubectl --kubeconfig "$KC" create -f "$1"; }
 delete_file() { kubectl --kubeconfig "$KC" delete --wait=false -f "$1"; }
 delete_udns() { kubectl --kubeconfig "$KC" delete udn --wait=false -n "$@" net; }
 
@@ -102,7 +108,7 @@ done
 names=()
 for i in $(seq 1 "$BULK"); do names+=("bulk-$i"); done
 manifest l2 "${names[@]}" >"$T/samples/bulk.yaml"
-measure "create-bulk$BULK-1" apply_file "$T/samples/bulk.yaml"
+measure "create-bulk$BULK-1" create_file "$T/samples/bulk.yaml"
 measure "delete-bulk$BULK-1" sh -c 'for n in "$@"; do echo "$n"; done | xargs -P8 -I{} kubectl --kubeconfig "$KC" delete udn --wait=false -n {} net' _ "${names[@]}"
 python3 "$H/timing.py" table "$T/samples.tsv" >"$T/table.md"
 cat "$T/table.md"
