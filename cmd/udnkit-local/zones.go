@@ -118,14 +118,26 @@ func ovnkNodes(ctx context.Context, c client.Client, cluster *datapath.Cluster) 
 		if err != nil {
 			return err
 		}
-		status := node.Status
-		if err := c.Create(ctx, node); err != nil {
-			return fmt.Errorf("creating node %s: %w", n.Name, err)
+		if err := publishNode(ctx, c, node); err != nil {
+			return err
 		}
-		node.Status = status
-		if err := c.Status().Update(ctx, node); err != nil {
-			return fmt.Errorf("node %s's addresses: %w", n.Name, err)
-		}
+	}
+	return nil
+}
+
+// publishNode creates node and then sets its status (which a create
+// ignores) by a merge patch: the managers annotate a new Node at once (its
+// host subnets), so an update carrying the create's resourceVersion could
+// conflict, and the patch has no precondition to fail.
+func publishNode(ctx context.Context, c client.Client, node *corev1.Node) error {
+	status := node.Status
+	if err := c.Create(ctx, node); err != nil {
+		return fmt.Errorf("creating node %s: %w", node.Name, err)
+	}
+	patch := client.MergeFrom(node.DeepCopy())
+	node.Status = status
+	if err := c.Status().Patch(ctx, node, patch); err != nil {
+		return fmt.Errorf("node %s's addresses: %w", node.Name, err)
 	}
 	return nil
 }
