@@ -483,4 +483,7 @@ func TestMultiNetworkPolicy(t *testing.T) {
 		r.apply(t)
 		r.check(t, [][2]*pod{{client, server}, {other, server}}, nil)
 	})
+	t.Run("removing the pods from the API state deletes their Secondary ports in every zone", func(t *testing.T) {
+		removePods(t, r.c, server, client, other)
+	})
 }
