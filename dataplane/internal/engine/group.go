@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
 	"github.com/udnkit/udnkit/dataplane/internal/index"
 	"github.com/udnkit/udnkit/dataplane/internal/ovsconn"
 	"github.com/udnkit/udnkit/dataplane/internal/plan"
@@ -35,8 +37,8 @@ type request struct {
 	step   func(string)
 	res    Result
 	err    error
-	// served is closed when res and err are set; lead when the request
-	// is to lead its group's next round instead.
+	// served is closed when res and err are set; lead is closed when the
+	// request leads its group's next round.
 	served, lead chan struct{}
 }
 
@@ -166,14 +168,12 @@ func (e *Engine) serve(round []*request) {
 	}
 	done()
 	for _, m := range merged {
-		alone = append(alone, m.r)
+		alone[m.r] = true
 	}
 	// In the order they came.
 	for _, r := range round {
-		for _, a := range alone {
-			if a == r {
-				r.res, r.err = e.applyLocked(r.ctx, r.d, r.unless, r.step)
-			}
+		if alone[r] {
+			r.res, r.err = e.applyLocked(r.ctx, r.d, r.unless, r.step)
 		}
 	}
 }
@@ -187,7 +187,8 @@ type member struct {
 // planRound plans each request of a round against the cache: those with
 // nothing to do are served, the rest are members of the shared transaction
 // or left to be applied alone (mergeable says which).
-func (e *Engine) planRound(round []*request) (merged []member, alone []*request) {
+func (e *Engine) planRound(round []*request) (merged []member, alone map[*request]bool) {
+	alone = map[*request]bool{}
 	inserts := map[[2]string]bool{}
 	weight := 0
 	for _, r := range round {
@@ -211,7 +212,7 @@ func (e *Engine) planRound(round []*request) (merged []member, alone []*request)
 		if err != nil || len(p.Zone) > 0 {
 			// Alone it plans again after the others commit: a row it
 			// refers to may be one of theirs.
-			alone = append(alone, r)
+			alone[r] = true
 			continue
 		}
 		e.healing.members.planned(r.d, p.MemberPorts(), e.portExists)
@@ -220,7 +221,7 @@ func (e *Engine) planRound(round []*request) (merged []member, alone []*request)
 		}
 		w := txn.Weigh(p.Ops, e.CachedRow)
 		if weight+w > e.wholeOps() && e.wholeOps() > 0 || !mergeable(p, inserts) {
-			alone = append(alone, r)
+			alone[r] = true
 			continue
 		}
 		weight += w
@@ -228,7 +229,7 @@ func (e *Engine) planRound(round []*request) (merged []member, alone []*request)
 		merged = append(merged, member{r, p})
 	}
 	if len(merged) == 1 {
-		alone = append(alone, merged[0].r)
+		alone[merged[0].r] = true
 		merged = nil
 	}
 	return merged, alone
@@ -242,7 +243,7 @@ func (e *Engine) planRound(round []*request) (merged []member, alone []*request)
 func mergeable(p *plan.Planner, seen map[[2]string]bool) bool {
 	var mine [][2]string
 	for _, op := range p.Ops {
-		if op.Op != "insert" {
+		if op.Op != ovsdb.OperationInsert {
 			continue
 		}
 		if name, ok := op.Row["name"].(string); ok {
