@@ -181,10 +181,11 @@ func (r *reconciler) setup(mgr ctrl.Manager) error {
 }
 
 // enqueueAllNodes reconciles every node for a change of a Layer3 network or
-// its NAD, after passDelay: the changes that arrive meanwhile land in the same
-// reconcile of each node (a pending add keeps its earlier time), so a burst of
-// N networks costs a few passes over the nodes rather than N, each of which
-// decodes and re-encodes every node's k8s.ovn.org/node-subnets (O(networks)).
+// its NAD, when the pacer says (nextPass): a lone change at once; during a
+// burst the changes that arrive meanwhile land in the same reconcile of each
+// node (a pending add keeps its earlier time), so a burst of N networks costs
+// a few passes over the nodes rather than N, each of which decodes and
+// re-encodes every node's k8s.ovn.org/node-subnets (O(networks)).
 func (r *reconciler) enqueueAllNodes(ctx context.Context, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
 	// The cache holds the changed network or NAD already (informers update
 	// their store before they notify): the next reconcile lists the Layer3
@@ -195,7 +196,7 @@ func (r *reconciler) enqueueAllNodes(ctx context.Context, q workqueue.TypedRateL
 	if err := r.client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return
 	}
-	delay := r.pace.nextPass(len(nodes.Items))
+	delay := r.pace.nextPass(time.Now(), len(nodes.Items))
 	for _, n := range nodes.Items {
 		q.AddAfter(ctrl.Request{NamespacedName: types.NamespacedName{Name: n.Name}}, delay)
 	}

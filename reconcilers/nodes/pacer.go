@@ -5,8 +5,9 @@ import (
 	"time"
 )
 
-// Bounds of a pass delay: the shortest keeps a lone network change prompt,
-// the longest bounds what the last network of a burst waits.
+// Bounds of a pass delay: the shortest spaces the passes of a burst of
+// network changes, the longest bounds what the last network of a burst
+// waits.
 const (
 	minPassDelay = 100 * time.Millisecond
 	maxPassDelay = 3 * time.Second
@@ -21,13 +22,33 @@ type pacer struct {
 	avg atomic.Int64
 	// last is the last pass delay handed out.
 	last atomic.Int64
+	// passAt is when the latest pass handed out starts, in Unix
+	// nanoseconds (0: none yet).
+	passAt atomic.Int64
 }
 
-// nextPass is the delay of a pass over nodes nodes, recorded as the last.
-func (p *pacer) nextPass(nodes int) time.Duration {
+// nextPass is how long after now the pass over nodes nodes that a network
+// change asks for starts: at once when no pass started within the last pass
+// delay (a lone change is served without waiting), else one pass delay after
+// the latest pass, which the changes of a burst share. The pass delay is
+// recorded as the last.
+func (p *pacer) nextPass(now time.Time, nodes int) time.Duration {
 	d := p.passDelay(nodes)
 	p.last.Store(int64(d))
-	return d
+	t := now.UnixNano()
+	for {
+		prev := p.passAt.Load()
+		at := t
+		if prev != 0 && t < prev+int64(d) {
+			at = prev + int64(d)
+			if prev > t {
+				at = prev // a pass is already due later: join it
+			}
+		}
+		if at == prev || p.passAt.CompareAndSwap(prev, at) {
+			return time.Duration(at - t)
+		}
+	}
 }
 
 // passDelay is how long a pass over nodes nodes takes, from the running
