@@ -534,14 +534,24 @@ type Clash struct {
 // superseded says owner's own CR no longer records ids (another writer gave
 // it other IDs, or it is gone): they must not be published either.
 func (a *Allocators) Conflict(ctx context.Context, owner string, ids ovnk.NetworkIDs) (other *Clash, superseded bool, err error) {
+	// Both kinds are listed at once: a consistent list may wait for the
+	// apiserver's watch cache to catch up (up to its 100 ms progress
+	// request period), and the two waits overlap.
+	kinds := []string{udnv1.KindUserDefinedNetwork, udnv1.KindClusterUserDefinedNetwork}
+	lists := make([]metav1.PartialObjectMetadataList, len(kinds))
+	errs := make([]error, len(kinds))
+	var wg sync.WaitGroup
+	for i, kind := range kinds {
+		lists[i].SetGroupVersionKind(udnv1.GroupVersion.WithKind(kind + "List"))
+		wg.Go(func() { errs[i] = a.reader.List(ctx, &lists[i]) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, false, fmt.Errorf("checking network IDs: %w", err)
+	}
 	superseded = true
-	for _, kind := range []string{udnv1.KindUserDefinedNetwork, udnv1.KindClusterUserDefinedNetwork} {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(udnv1.GroupVersion.WithKind(kind + "List"))
-		if err := a.reader.List(ctx, list); err != nil {
-			return nil, false, fmt.Errorf("checking network IDs: %w", err)
-		}
-		for _, o := range list.Items {
+	for i, kind := range kinds {
+		for _, o := range lists[i].Items {
 			other := Key(kind, o.Namespace, o.Name)
 			dec, err := ovnk.DecodeNetworkIDs(o.Annotations)
 			id, hasID, keys := dec.ID, dec.HasID, dec.TunnelKeys
