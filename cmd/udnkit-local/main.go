@@ -148,6 +148,10 @@ func startManagers(ctx context.Context, env *envtest.Environment, ovns []zoneOVN
 		// The quickstart shows EgressIP's defaults, OKEP-5377's subnet
 		// policies among them.
 		"enable-egress-ip": "true",
+		// As the chart installs it (leaderElection.enabled): one elected
+		// reconciler, the only writer of network and node IDs.
+		"leader-elect":              "true",
+		"leader-election-namespace": metav1.NamespaceSystem,
 	}
 	if len(ovns) == 1 && ovns[0].zone == "" {
 		main["ovn-nb-address"], main["ovn-sb-address"] = ovns[0].ovn.NB.Address(), ovns[0].ovn.SB.Address()
@@ -203,6 +207,11 @@ func waitForManagers(ctx context.Context, mgrs []ctrl.Manager) error {
 		}
 		if err := app.WaitForInformers(ctx, m); err != nil {
 			return fmt.Errorf("manager %d of %d: %w", i+1, len(mgrs), err)
+		}
+		select {
+		case <-m.Elected():
+		case <-ctx.Done():
+			return fmt.Errorf("manager %d of %d was not elected: %w", i+1, len(mgrs), ctx.Err())
 		}
 	}
 	return nil

@@ -23,6 +23,11 @@ grep -q 'sleep 5; done' "$C/run.sh" || { echo "cases.sh: the harness's apply_ext
 sed -i 's|wait_for 180 "udnkit.s Layer3 policies" sh -c .*$|wait_for 180 "udnkit'"'"'s Layer3 cluster router" ovn-nbctl --db="$nb" get Logical_Router tenant.green_green_ovn_cluster_router name|' "$C/run.sh"
 grep -q 'Layer3 cluster router' "$C/run.sh" || { echo "cases.sh: the harness's Layer3 wait changed; adapt the patch" >&2; exit 1; }
 grep -q 'UD_FLAGS' "$C/run.sh" || { echo "cases.sh: the harness's ud() changed; adapt the UD_FLAGS patch" >&2; exit 1; }
+# The dataplane manager (one per zone, as the chart's DaemonSet) runs without
+# leader election whatever UD_FLAGS says: it would contend for the reconciler
+# manager's Lease.
+sed -i 's|if k == "max-networks-per-namespace" {|if k == "max-networks-per-namespace" \|\| strings.HasPrefix(k, "leader-elect") {|' "$C/harness/main.go"
+grep -q 'strings.HasPrefix(k, "leader-elect")' "$C/harness/main.go" || { echo "cases.sh: the harness's dataplane flags changed; adapt the leader-election patch" >&2; exit 1; }
 # Upstream's ovnkube gets UP_FLAGS (the cases' feature flags udnkit has too).
 sed -i 's|^\t\t--loglevel 5$|\t\t--loglevel 5 ${UP_FLAGS:-}|' "$C/run.sh"
 grep -q 'loglevel 5 ${UP_FLAGS' "$C/run.sh" || { echo "cases.sh: upstream's flags in the harness changed; adapt the UP_FLAGS patch" >&2; exit 1; }

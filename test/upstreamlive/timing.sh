@@ -28,7 +28,9 @@ BULK=${BULK:-100}
 T=$L/timing
 rm -rf "$T" && mkdir -p "$T/samples"
 PATH=${KUBEBUILDER_ASSETS:-$HOME/.local/share/kubebuilder-envtest/k8s/1.37.2-linux-amd64}:$PATH
-run() { env LIVE_OUT="$T/out" PROJECT="$ROOT" UD_FLAGS="--enable-egress-ip=true" "$C/run.sh" "$@"; }
+# udnkit's manager runs as the chart installs it (leaderElection.enabled):
+# one elected reconciler, the only writer of network and node IDs.
+run() { env LIVE_OUT="$T/out" PROJECT="$ROOT" UD_FLAGS="--enable-egress-ip=true --leader-elect=true --leader-election-namespace=kube-system" "$C/run.sh" "$@"; }
 trap 'run stop >>"$T/run.log" 2>&1 || true' EXIT
 for step in build up ud; do
 	run "$step" >>"$T/run.log" 2>&1 || { echo "timing.sh: $step failed (see $T/run.log)" >&2; exit 1; }
