@@ -193,15 +193,24 @@ func (r *networkReconciler) ownedNADs(ctx context.Context, n network) ([]nadv1.N
 	return list.Items, nil
 }
 
-// ownedNADsLive lists the NADs n controls straight from the apiserver, so a
+// ownedNADsLive reads the NADs n controls straight from the apiserver, so a
 // NAD created moments ago cannot be missed before the CR's finalizer goes.
+// A UDN's one NAD (its namespace, its name) is read by a GET, which the
+// apiserver serves from etcd at once; a LIST waits until its watch cache
+// has caught up (up to its 100 ms progress request period).
 func (r *networkReconciler) ownedNADsLive(ctx context.Context, n network) ([]nadv1.NetworkAttachmentDefinition, error) {
 	var list nadv1.NetworkAttachmentDefinitionList
-	opts := []client.ListOption{client.HasLabels{ovnk.LabelUserDefinedNetwork}}
 	if n.kind == kindUDN {
-		opts = append(opts, client.InNamespace(n.obj.GetNamespace()))
-	}
-	if err := r.reader.List(ctx, &list, opts...); err != nil {
+		var nad nadv1.NetworkAttachmentDefinition
+		err := r.reader.Get(ctx, client.ObjectKeyFromObject(n.obj), &nad)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		list.Items = append(list.Items, nad)
+	} else if err := r.reader.List(ctx, &list, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
 		return nil, err
 	}
 	var out []nadv1.NetworkAttachmentDefinition

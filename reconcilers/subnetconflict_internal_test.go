@@ -63,29 +63,7 @@ func TestAppendedSubnetCheckedAgainstANADTheCacheMisses(t *testing.T) {
 	// The cache: the apiserver's objects, but for the NADs not delivered
 	// yet.
 	undelivered := map[types.NamespacedName]bool{}
-	cache := interceptor.NewClient(apiserver, interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if _, ok := obj.(*nadv1.NetworkAttachmentDefinition); ok && undelivered[key] {
-				return apierrors.NewNotFound(nadv1.Resource("network-attachment-definitions"), key.Name)
-			}
-			return c.Get(ctx, key, obj, opts...)
-		},
-		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			if err := c.List(ctx, list, opts...); err != nil {
-				return err
-			}
-			if nads, ok := list.(*nadv1.NetworkAttachmentDefinitionList); ok {
-				kept := nads.Items[:0]
-				for _, nad := range nads.Items {
-					if !undelivered[client.ObjectKeyFromObject(&nad)] {
-						kept = append(kept, nad)
-					}
-				}
-				nads.Items = kept
-			}
-			return nil
-		},
-	})
+	cache := cacheMissingNADs(apiserver, undelivered)
 
 	cfg := DefaultConfig()
 	r := &udnReconciler{&networkReconciler{client: cache, reader: apiserver, cfg: &cfg,
@@ -133,4 +111,32 @@ func TestAppendedSubnetCheckedAgainstANADTheCacheMisses(t *testing.T) {
 	reconcile(green)
 	g.Expect(greenSubnets()).To(Equal("10.230.0.0/24/25,10.231.0.0/16/25"))
 	g.Expect(applied["green"].Reason).To(Equal(udnv1.ReasonNADCreated))
+}
+
+// cacheMissingNADs is a cache over apiserver that has not delivered the NADs
+// undelivered names: a Get says not found, a List leaves them out.
+func cacheMissingNADs(apiserver client.WithWatch, undelivered map[types.NamespacedName]bool) client.WithWatch {
+	return interceptor.NewClient(apiserver, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*nadv1.NetworkAttachmentDefinition); ok && undelivered[key] {
+				return apierrors.NewNotFound(nadv1.Resource("network-attachment-definitions"), key.Name)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if err := c.List(ctx, list, opts...); err != nil {
+				return err
+			}
+			if nads, ok := list.(*nadv1.NetworkAttachmentDefinitionList); ok {
+				kept := nads.Items[:0]
+				for _, nad := range nads.Items {
+					if !undelivered[client.ObjectKeyFromObject(&nad)] {
+						kept = append(kept, nad)
+					}
+				}
+				nads.Items = kept
+			}
+			return nil
+		},
+	})
 }

@@ -1,0 +1,74 @@
+package reconcilers
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+
+	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
+	"github.com/udnkit/udnkit/internal/testobj"
+	"github.com/udnkit/udnkit/ovnk"
+	"github.com/udnkit/udnkit/reconcilers/networkids"
+)
+
+// TestDeletedUDNReleasesANADTheCacheMisses: a UDN deleted right after its
+// NAD was created, before this process's NAD informer delivered the NAD,
+// still has that NAD deleted before its own finalizer goes (the live read),
+// and a NAD of the UDN's name that the UDN does not control is left alone.
+func TestDeletedUDNReleasesANADTheCacheMisses(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns = "gone"
+	blue := testobj.MakeUDN(ns, "blue").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.232.0.0/16")).Obj()
+	blue.UID = "uid-blue"
+	red := testobj.MakeUDN(ns, "red").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.233.0.0/16")).Obj()
+	red.UID = "uid-red"
+	foreign := &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "red",
+		Labels: map[string]string{ovnk.LabelUserDefinedNetwork: ""}}}
+	apiserver := fakeNetworkClient(t, nil, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, blue, red, foreign)
+	undelivered := map[types.NamespacedName]bool{}
+	cfg := DefaultConfig()
+	r := &udnReconciler{&networkReconciler{client: cacheMissingNADs(apiserver, undelivered), reader: apiserver, cfg: &cfg,
+		ids: networkids.New(apiserver, cfg.networkIDOptions(), nil), recorder: &eventSink{}, owner: "test"}}
+	reconcile := func(u *udnv1.UserDefinedNetwork) {
+		t.Helper()
+		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(u)})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	deleted := func(obj client.Object) bool {
+		t.Helper()
+		err := apiserver.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+		return apierrors.IsNotFound(err)
+	}
+
+	reconcile(blue)
+	var nad nadv1.NetworkAttachmentDefinition
+	g.Expect(apiserver.Get(ctx, client.ObjectKeyFromObject(blue), &nad)).To(Succeed())
+	g.Expect(nad.Finalizers).To(ContainElement(ovnk.FinalizerUserDefinedNetworkProtection))
+	undelivered[client.ObjectKeyFromObject(&nad)] = true
+	g.Expect(apiserver.Get(ctx, client.ObjectKeyFromObject(blue), blue)).To(Succeed())
+	g.Expect(apiserver.Delete(ctx, blue)).To(Succeed())
+	reconcile(blue)
+	g.Expect(deleted(&nad)).To(BeTrue(), "the NAD the cache missed outlived its UDN")
+	g.Expect(deleted(blue)).To(BeTrue(), "the UDN kept its finalizer")
+
+	// red's NAD name is taken by a NAD red does not control: red never
+	// gets a NAD, and deleting red leaves that NAD as it was.
+	reconcile(red)
+	g.Expect(apiserver.Get(ctx, client.ObjectKeyFromObject(red), red)).To(Succeed())
+	g.Expect(apiserver.Delete(ctx, red)).To(Succeed())
+	reconcile(red)
+	g.Expect(deleted(red)).To(BeTrue(), "the UDN kept its finalizer")
+	g.Expect(deleted(foreign)).To(BeFalse(), "a NAD the UDN does not control was deleted")
+	g.Expect(foreign.Finalizers).To(BeEmpty())
+}
