@@ -25,6 +25,9 @@ import time
 
 STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})$")
 IGNORED = {"NB_Global", "Connection", "SSL"}
+# What ovn-northd writes back into Northbound rows (the ports' up and
+# hosting chassis).
+NORTHD_COLUMNS = {"up", "status"}
 # GOAL bounds udnkit's time over upstream's: "≤ 0.5× upstream's time for the
 # whole network".
 GOAL = 0.5
@@ -66,15 +69,19 @@ def lastfirst(path, t0):
 
 
 def sample(path, t0, t0cmd=None, t0last=None):
+    """A side's time is to its last update of a row a controller writes:
+    an update that changes only what ovn-northd writes back into the
+    Northbound (NORTHD_COLUMNS) is ovn-northd's work after the last write,
+    the same for both sides, and does not count."""
     last, ins, dels = None, 0, 0
-    stamp, table, rows = None, None, False
+    stamp, table, header, spans, rows, skip_new = None, None, None, None, False, False
     for line in open(path, errors="replace"):
         line = line.rstrip("\n")
         m = STAMP.match(line)
         if m:
             stamp = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").replace(
                 tzinfo=datetime.timezone.utc).timestamp()
-            table, rows = None, False
+            table, header, rows = None, None, False
             continue
         if stamp is None:
             continue
@@ -82,23 +89,41 @@ def sample(path, t0, t0cmd=None, t0last=None):
             table = line.strip()
             continue
         if line.startswith("---"):
+            spans = [(m.start(), m.end()) for m in re.finditer(r"-+", line)]
             rows = True
             continue
-        if not rows or stamp < t0 or table in IGNORED:
+        if not rows:
+            header = line
+            continue
+        if stamp < t0 or table in IGNORED:
             continue
         f = line.split()
         if len(f) >= 2 and f[1] in ("insert", "delete"):
             ins += f[1] == "insert"
             dels += f[1] == "delete"
             last = stamp
-        elif len(f) >= 2 and f[1] in ("old", "new"):
-            last = stamp
+        elif len(f) >= 2 and f[1] == "old":
+            skip_new = changed(header, spans, line) <= NORTHD_COLUMNS
+            if not skip_new:
+                last = stamp
         elif len(f) >= 1 and f[0] == "new":
-            last = stamp
+            if not skip_new:
+                last = stamp
+            skip_new = False
     secs = "" if last is None else "%.3f" % (last - t0)
     cmd = "" if last is None or t0cmd is None else "%.3f" % (last - t0cmd)
     after = "" if last is None or t0last is None else "%.3f" % (last - t0last)
     print(f"{secs}\t{ins}\t{dels}\t{cmd}\t{after}")
+
+
+def changed(header, spans, old):
+    """The columns an update's "old" line shows: those it changed."""
+    out = set()
+    for start, end in spans[2:]:  # row UUID and action aside
+        name = header[start:end].strip()
+        if name != "_version" and old[start:end].strip():
+            out.add(name)
+    return out
 
 
 def table(path):
