@@ -53,6 +53,25 @@ const firstPacketGoal = 1.5
 // each zone's rows and each port's binding were first seen), and the run
 // logs the managers' start and any informer they started late. udnkit's
 // time over the baseline's has a goal (firstPacketGoal).
+//
+// The second baseline, udnkit-rows-one-transaction, tells OVN's share of
+// udnkit's time from udnkit's own: the rows udnkit's zone controllers
+// write for such a network in each of the three zones, built by udnkit's
+// own builders (the Layer2 topology, the pods' ports, the network-policy
+// and EgressIP defaults; rowsNetwork says from which facts) for a fresh
+// network per sample (network ID and tunnel keys from rowsNetworkIDBase,
+// the NAD rendered by the NAD reconciler's renderer from udnkit's last
+// sample's UDN, that sample's pods' addresses), merged into one Desired per
+// zone and written by one dataplane Apply per zone, all zones at once,
+// each checked to be one transaction; then the same CNI steps. Its rows
+// carry the topology piece's label where udnkit's carry each piece's; the
+// zone-wide pieces (isolation, EgressIP's shared sets) are udnkit's, left
+// in place. It stops udnkit's managers first (their dataplanes would
+// take its rows for a deleted network's and remove them), so it runs
+// last. Each sample logs its trace and compares its rows in the first
+// zone with those of udnkit's last network (per table and per table's
+// set and map columns); the last logs every sub-benchmark's median and
+// range and the ratios of the medians.
 func BenchmarkFirstPacket(b *testing.B) {
 	testenv.Real(b, "kube-apiserver, network namespaces, ovs-vswitchd and ovn-controller")
 	if err := datapath.Preflight(); err != nil {
@@ -80,7 +99,8 @@ func BenchmarkFirstPacket(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer stop()
+	stopManagers := sync.OnceFunc(stop)
+	defer stopManagers()
 	if err := env.WaitForWebhookServer(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -107,8 +127,9 @@ func BenchmarkFirstPacket(b *testing.B) {
 	if err := trace.watchZones(ctx, b, cluster); err != nil {
 		b.Fatal(err)
 	}
+	run := &firstPacketRun{ctx: ctx, env: env, cluster: cluster, trace: trace, seq: &seq, stopManagers: stopManagers}
 
-	b.Run("udnkit", func(b *testing.B) {
+	b.Run(subUDNKit, func(b *testing.B) {
 		var steps stepTimes
 		for range b.N {
 			b.StopTimer()
@@ -132,6 +153,8 @@ func BenchmarkFirstPacket(b *testing.B) {
 			}
 			b.StopTimer()
 			steps.add(start, d.steps)
+			run.sample(subUDNKit, start, d.steps)
+			run.refNamespace = ns
 			trace.steps(d.steps)
 			b.Logf("trace (ms from the namespace's create): %s", trace)
 			for _, p := range d.pods {
@@ -145,7 +168,7 @@ func BenchmarkFirstPacket(b *testing.B) {
 		benchgoal.ReportRatio(b, firstPacketGoal)
 	})
 
-	b.Run("baseline-one-transaction", func(b *testing.B) {
+	b.Run(subOneSwitch, func(b *testing.B) {
 		model, err := nbdb.FullDatabaseModel()
 		if err != nil {
 			b.Fatal(err)
@@ -204,6 +227,7 @@ func BenchmarkFirstPacket(b *testing.B) {
 			d.step("first-reply")
 			b.StopTimer()
 			steps.add(start, d.steps)
+			run.sample(subOneSwitch, start, d.steps)
 			for _, p := range pods {
 				if err := cluster.RemovePod(p.dp); err != nil {
 					b.Fatal(err)
@@ -213,6 +237,8 @@ func BenchmarkFirstPacket(b *testing.B) {
 		}
 		steps.report(b)
 	})
+
+	b.Run(subRows, run.rowsOneTransaction)
 }
 
 // stepTimes sums, per step, the time from the previous step's end (the
