@@ -68,7 +68,9 @@ const firstPacketGoal = 1.5
 // zone-wide pieces (isolation, EgressIP's shared sets) are udnkit's, left
 // in place. It stops udnkit's managers first (their dataplanes would
 // take its rows for a deleted network's and remove them), so it runs
-// last. Each sample logs its trace and compares its rows in the first
+// last, and removes the udnkit samples' networks from the zones (once
+// OVN has caught up, its k-th sample finds its own k-1 earlier networks
+// there, as udnkit's k-th found udnkit's). Each sample logs its trace and compares its rows in the first
 // zone with those of udnkit's last network (per table and per table's
 // set and map columns); the last logs every sub-benchmark's median and
 // range and the ratios of the medians.
@@ -155,6 +157,7 @@ func BenchmarkFirstPacket(b *testing.B) {
 			steps.add(start, d.steps)
 			run.sample(subUDNKit, start, d.steps)
 			run.refNamespace = ns
+			run.udnkitNetworks = append(run.udnkitNetworks, ovnk.UDNNetworkName(ns, "net"))
 			trace.steps(d.steps)
 			b.Logf("trace (ms from the namespace's create): %s", trace)
 			for _, p := range d.pods {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/dataplane/rows"
+	"github.com/udnkit/udnkit/dataplane/topology/base"
+	"github.com/udnkit/udnkit/dataplane/topology/pods"
 	"github.com/udnkit/udnkit/envtest"
 	"github.com/udnkit/udnkit/envtest/datapath"
 	"github.com/udnkit/udnkit/ovnk"
@@ -39,9 +42,11 @@ type firstPacketRun struct {
 	// stopManagers stops udnkit's managers (once).
 	stopManagers func()
 	samples      map[string]durations
-	// refNamespace is the namespace of udnkit's last sample (UDN "net").
-	refNamespace string
-	refRows      *rowCounts
+	// refNamespace is the namespace of udnkit's last sample (UDN "net"),
+	// udnkitNetworks the networks of all its samples.
+	refNamespace   string
+	udnkitNetworks []string
+	refRows        *rowCounts
 }
 
 // sample records one sample of sub-benchmark name: the time from start
@@ -107,6 +112,9 @@ func (r *firstPacketRun) rowsOneTransaction(b *testing.B) {
 		}
 		defer clients[i].Close()
 	}
+	if err := r.removeUDNKitNetworks(clients); err != nil {
+		b.Fatal(err)
+	}
 	var steps stepTimes
 	for range b.N {
 		k := int(r.seq.Add(1))
@@ -144,6 +152,31 @@ func (r *firstPacketRun) rowsOneTransaction(b *testing.B) {
 	steps.report(b)
 	b.Logf("udnkit's rows of %s in zone %s by piece: %s", r.refNamespace, first.Name, formatCounts(r.refRows.pieces))
 	b.Logf("%s", r.summary())
+}
+
+// removeUDNKitNetworks removes, once, the rows of the udnkit samples'
+// networks from every zone and waits until each zone's ovn-controller has
+// caught up: the k-th sample here then finds the k-1 networks of the
+// earlier ones in the zones, as udnkit's k-th found udnkit's (the OVN
+// work a new network costs grows with the networks already there).
+func (r *firstPacketRun) removeUDNKitNetworks(clients []*dataplane.Client) error {
+	var owners []rows.Owner
+	for _, n := range r.udnkitNetworks {
+		for _, piece := range []string{base.PieceTransitRouter, pods.Piece, base.PieceNetpolDefaults, base.PieceEgressIPDefaults} {
+			owners = append(owners, rows.Owner{Network: n, Topology: base.TopologyLayer2, Piece: piece})
+		}
+	}
+	r.udnkitNetworks = nil
+	for i, c := range clients {
+		if _, err := c.RemoveUnless(r.ctx, owners, nil); err != nil {
+			return err
+		}
+		nb := r.cluster.Nodes[i].Zone.NB.Address()
+		if out, err := exec.CommandContext(r.ctx, "ovn-nbctl", "--db="+nb, "--timeout=30", "--wait=hv", "sync").CombinedOutput(); err != nil {
+			return fmt.Errorf("ovn-nbctl --wait=hv sync in zone %s: %w: %s", r.cluster.Nodes[i].Name, err, out)
+		}
+	}
+	return nil
 }
 
 // rowsSample builds sample k's network and, for each zone, its pieces'
