@@ -275,10 +275,10 @@ func mergeDesired(owner rows.Owner, ds ...*rows.Desired) *rows.Desired {
 				if m.Ref && !r.Ref {
 					m.Row, m.Ref, m.Shared, m.Copp = r.Row, r.Ref, r.Shared, r.Copp
 				}
-				m.Ports, m.Routes = append(m.Ports, r.Ports...), append(m.Routes, r.Routes...)
-				m.Policies, m.NATs = append(m.Policies, r.Policies...), append(m.NATs, r.NATs...)
-				m.LoadBalancerGroups = append(m.LoadBalancerGroups, r.LoadBalancerGroups...)
-				m.LoadBalancers = append(m.LoadBalancers, r.LoadBalancers...)
+				m.Ports, m.Routes = slices.Concat(m.Ports, r.Ports), slices.Concat(m.Routes, r.Routes)
+				m.Policies, m.NATs = slices.Concat(m.Policies, r.Policies), slices.Concat(m.NATs, r.NATs)
+				m.LoadBalancerGroups = slices.Concat(m.LoadBalancerGroups, r.LoadBalancerGroups)
+				m.LoadBalancers = slices.Concat(m.LoadBalancers, r.LoadBalancers)
 				m.GatewayChassis = mergeMaps(m.GatewayChassis, r.GatewayChassis)
 			})
 		}
@@ -287,9 +287,9 @@ func mergeDesired(owner rows.Owner, ds ...*rows.Desired) *rows.Desired {
 				if m.Ref && !s.Ref {
 					m.Row, m.Ref, m.Shared = s.Row, s.Ref, s.Shared
 				}
-				m.Ports, m.ACLs, m.QoS = append(m.Ports, s.Ports...), append(m.ACLs, s.ACLs...), append(m.QoS, s.QoS...)
-				m.LoadBalancerGroups = append(m.LoadBalancerGroups, s.LoadBalancerGroups...)
-				m.LoadBalancers = append(m.LoadBalancers, s.LoadBalancers...)
+				m.Ports, m.ACLs, m.QoS = slices.Concat(m.Ports, s.Ports), slices.Concat(m.ACLs, s.ACLs), slices.Concat(m.QoS, s.QoS)
+				m.LoadBalancerGroups = slices.Concat(m.LoadBalancerGroups, s.LoadBalancerGroups)
+				m.LoadBalancers = slices.Concat(m.LoadBalancers, s.LoadBalancers)
 				m.PortDHCP = mergeMaps(m.PortDHCP, s.PortDHCP)
 			})
 		}
@@ -298,7 +298,7 @@ func mergeDesired(owner rows.Owner, ds ...*rows.Desired) *rows.Desired {
 				if m.Ref && !g.Ref {
 					m.Row, m.Ref, m.Shared = g.Row, g.Ref, g.Shared
 				}
-				m.Ports, m.ACLs = append(m.Ports, g.Ports...), append(m.ACLs, g.ACLs...)
+				m.Ports, m.ACLs = slices.Concat(m.Ports, g.Ports), slices.Concat(m.ACLs, g.ACLs)
 			})
 		}
 		for _, g := range d.LoadBalancerGroups {
@@ -306,7 +306,7 @@ func mergeDesired(owner rows.Owner, ds ...*rows.Desired) *rows.Desired {
 				if m.Ref && !g.Ref {
 					m.Row, m.Ref, m.Shared = g.Row, g.Ref, g.Shared
 				}
-				m.LoadBalancers = append(m.LoadBalancers, g.LoadBalancers...)
+				m.LoadBalancers = slices.Concat(m.LoadBalancers, g.LoadBalancers)
 			})
 		}
 		out.DHCPOptions = append(out.DHCPOptions, d.DHCPOptions...)
