@@ -70,10 +70,10 @@ const firstPacketGoal = 1.5
 // take its rows for a deleted network's and remove them), so it runs
 // last, and removes the udnkit samples' networks from the zones (once
 // OVN has caught up, its k-th sample finds its own k-1 earlier networks
-// there, as udnkit's k-th found udnkit's). Each sample logs its trace and compares its rows in the first
-// zone with those of udnkit's last network (per table and per table's
-// set and map columns); the last logs every sub-benchmark's median and
-// range and the ratios of the medians.
+// there, as udnkit's k-th found udnkit's). Each sample logs its trace and
+// fails unless its rows in the first zone are those of udnkit's last
+// network (per table and per table's set and map columns); the last logs
+// every sub-benchmark's median and range and the ratios of the medians.
 func BenchmarkFirstPacket(b *testing.B) {
 	testenv.Real(b, "kube-apiserver, network namespaces, ovs-vswitchd and ovn-controller")
 	if err := datapath.Preflight(); err != nil {
