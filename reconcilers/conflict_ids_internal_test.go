@@ -14,15 +14,16 @@ import (
 	"github.com/udnkit/udnkit/reconcilers/networkids"
 )
 
-// TestConflictedWriteKeepsTheNextIDs: a network whose first write of its
-// IDs meets a conflict (another client updated the UDN meanwhile) records,
-// on the retry, the IDs the failed write carried, and the next network gets
-// the ID after them: the failed write skips no network ID or tunnel key.
+// TestConflictedWriteKeepsTheNextIDs: a network whose writes of its IDs
+// meet conflicts (another client updated the UDN meanwhile, twice: the
+// reconcile writes once more itself) records, on the next reconcile, the
+// IDs the failed writes carried, and the next network gets the ID after
+// them: the failed writes skip no network ID or tunnel key.
 func TestConflictedWriteKeepsTheNextIDs(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	blue, green := primaryLayer2UDN("blue"), primaryLayer2UDN("green")
-	conflicts := 1
+	conflicts := 2
 	c := fakeNetworkClient(t, func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
 		if obj.GetNamespace() == "blue" && conflicts > 0 {
 			conflicts--

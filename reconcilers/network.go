@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -465,25 +467,58 @@ func (r *networkReconciler) allocateIDs(ctx context.Context, s *networkScope) (c
 }
 
 // recordIDs puts the finalizer and the network IDs onto the CR in one
-// optimistic update.
+// optimistic update. When another write came first (the node controller's
+// status condition on a new Layer3 network, most often), the CR is read
+// again and, if it still records what the IDs were chosen from (the same
+// generation and annotations), written once more at once rather than on
+// a requeue.
 func (r *networkReconciler) recordIDs(ctx context.Context, s *networkScope) (ctrl.Result, error) {
 	n := s.n
-	annotations := n.obj.GetAnnotations()
+	seen, generation := maps.Clone(n.obj.GetAnnotations()), n.obj.GetGeneration()
+	err := r.writeIDs(ctx, n.obj, s.ids)
+	if apierrors.IsConflict(err) && r.readAgainUnchanged(ctx, n.obj, seen, generation) {
+		err = r.writeIDs(ctx, n.obj, s.ids)
+	}
+	if err != nil {
+		s.undo()
+		if apierrors.IsConflict(err) {
+			return s.Done(ctrl.Result{RequeueAfter: conflictRetry}, nil)
+		}
+		return s.Done(ctrl.Result{}, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// writeIDs adds the finalizer and ids' annotations to obj and updates it,
+// unless it has them already.
+func (r *networkReconciler) writeIDs(ctx context.Context, obj client.Object, ids ovnk.NetworkIDs) error {
+	annotations := obj.GetAnnotations()
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	changed := s.ids.Encode(annotations)
-	if controllerutil.AddFinalizer(n.obj, ovnk.FinalizerUserDefinedNetworkProtection) || changed {
-		n.obj.SetAnnotations(annotations)
-		if err := r.client.Update(ctx, n.obj); err != nil {
-			s.undo()
-			if apierrors.IsConflict(err) {
-				return s.Done(ctrl.Result{RequeueAfter: conflictRetry}, nil)
-			}
-			return s.Done(ctrl.Result{}, err)
-		}
+	changed := ids.Encode(annotations)
+	if !controllerutil.AddFinalizer(obj, ovnk.FinalizerUserDefinedNetworkProtection) && !changed {
+		return nil
 	}
-	return ctrl.Result{}, nil
+	obj.SetAnnotations(annotations)
+	return r.client.Update(ctx, obj)
+}
+
+// readAgainUnchanged reads obj straight from the apiserver (a GET, served
+// from etcd) into obj and says whether it still has generation and the
+// annotations seen: the write that came first changed neither its spec nor
+// what its IDs were chosen from. The apiserver's own version replaces obj
+// either way.
+func (r *networkReconciler) readAgainUnchanged(ctx context.Context, obj client.Object, seen map[string]string, generation int64) bool {
+	// Read into a new object (decoding into obj would merge into its
+	// maps, keeping the failed write's additions), then replace obj's
+	// contents with it.
+	fresh := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
+	if err := r.reader.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+		return false
+	}
+	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(fresh).Elem())
+	return obj.GetGeneration() == generation && obj.GetDeletionTimestamp().IsZero() && maps.Equal(obj.GetAnnotations(), seen)
 }
 
 // verifyIDs: IDs not yet committed are checked, before any NAD advertises
