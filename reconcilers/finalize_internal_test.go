@@ -2,15 +2,18 @@ package reconcilers
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
@@ -71,4 +74,42 @@ func TestDeletedUDNReleasesANADTheCacheMisses(t *testing.T) {
 	g.Expect(deleted(red)).To(BeTrue(), "the UDN kept its finalizer")
 	g.Expect(deleted(foreign)).To(BeFalse(), "a NAD the UDN does not control was deleted")
 	g.Expect(foreign.Finalizers).To(BeEmpty())
+}
+
+// TestDeletedUDNLosesItsFinalizerAfterItsStatusWrite: the deleting
+// reconcile writes the UDN's status ("being deleted"), which changes the
+// UDN's version, then removes its finalizer: one reconcile does both, no
+// conflict with its own status write.
+func TestDeletedUDNLosesItsFinalizerAfterItsStatusWrite(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns = "bumped"
+	blue := testobj.MakeUDN(ns, "blue").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.235.0.0/16")).Obj()
+	blue.UID = "uid-blue"
+	apiserver := fakeNetworkClient(t, nil, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, blue)
+	// A status write is a write of the object: it gets a new version.
+	bumping := interceptor.NewClient(apiserver, interceptor.Funcs{
+		SubResourceApply: func(ctx context.Context, c client.Client, _ string, obj runtime.ApplyConfiguration, _ ...client.SubResourceApplyOption) error {
+			var u udnv1.UserDefinedNetwork
+			if err := c.Get(ctx, client.ObjectKeyFromObject(blue), &u); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+			u.Labels = map[string]string{"status-written": strconv.Itoa(len(u.Labels) + 1)}
+			return c.Update(ctx, &u)
+		},
+	})
+	cfg := DefaultConfig()
+	r := &udnReconciler{&networkReconciler{client: bumping, reader: bumping, cfg: &cfg,
+		ids: networkids.New(bumping, cfg.networkIDOptions(), nil), recorder: &eventSink{}, owner: "test"}}
+	reconcile := func() error {
+		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(blue)})
+		return err
+	}
+	g.Expect(reconcile()).To(Succeed())
+	g.Expect(apiserver.Get(ctx, client.ObjectKeyFromObject(blue), blue)).To(Succeed())
+	g.Expect(blue.Finalizers).To(ContainElement(ovnk.FinalizerUserDefinedNetworkProtection))
+	g.Expect(apiserver.Delete(ctx, blue)).To(Succeed())
+	g.Expect(reconcile()).To(Succeed())
+	err := apiserver.Get(ctx, client.ObjectKeyFromObject(blue), blue)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the UDN is still there: %v", blue.Finalizers)
 }

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -725,8 +726,7 @@ func (r *networkReconciler) finalize(ctx context.Context, n network) (ctrl.Resul
 	if err := r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonNADDeleted, "NetworkAttachmentDefinition is being deleted", nil); err != nil {
 		return ctrl.Result{}, err
 	}
-	controllerutil.RemoveFinalizer(n.obj, ovnk.FinalizerUserDefinedNetworkProtection)
-	if err := r.client.Update(ctx, n.obj); err != nil {
+	if err := removeFinalizer(ctx, r.client, n.obj, ovnk.FinalizerUserDefinedNetworkProtection); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	r.ids.Release(n.key())
@@ -763,3 +763,20 @@ func (r *networkReconciler) networksOfPod(ctx context.Context, obj client.Object
 // conflictRetry is how soon a reconcile that lost an optimistic-concurrency
 // race runs again (after the cache has caught up).
 const conflictRetry = 200 * time.Millisecond
+
+// removeFinalizer removes finalizer from obj by a JSON patch that first
+// tests it is where obj has it: unlike an update, the patch does not
+// conflict with a write of another part of the object (the status this
+// process applied just before), and it fails if the finalizers changed.
+func removeFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
+	i := slices.Index(obj.GetFinalizers(), finalizer)
+	if i < 0 {
+		return nil
+	}
+	path := "/metadata/finalizers/" + strconv.Itoa(i)
+	patch, err := json.Marshal([]map[string]string{{"op": "test", "path": path, "value": finalizer}, {"op": "remove", "path": path}})
+	if err != nil {
+		return err
+	}
+	return c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch))
+}
