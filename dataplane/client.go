@@ -57,7 +57,8 @@ func newClient(cfg Config, hooks *engine.Hooks) (*Client, error) {
 	ix := eng.Index
 	nb, err := ovsconn.Open(ovsconn.Options{Label: "nb", Flag: "--ovn-nb-address", Address: cfg.NBAddress, TLS: tlsNB,
 		Timeout: timeout, Model: nbdb.FullDatabaseModel, Monitor: schema.Monitor(schema.Northbound),
-		Handlers: []cache.EventHandler{ix, eng.Healer()}, Dropped: ix.Dropped})
+		Handlers: []cache.EventHandler{ix, eng.Healer()}, Dropped: ix.Dropped,
+		BeforeMonitor: func(api client.Client) { ix.Prefetch(api) }})
 	if err != nil {
 		return nil, err
 	}

@@ -109,6 +109,9 @@ type Index struct {
 	identityFrom *cache.RowCache
 	// report is what the rebuilds since the last takeReport found (under mu).
 	report *HealReport
+	// prefetched: the links a connection started reading for the next
+	// Rebuild (under mu; prefetch.go).
+	prefetched *prefetch
 }
 
 // HealReport is what a rebuild found changed from the rows indexed before
@@ -334,9 +337,13 @@ func (ix *Index) Rebuild(api client.Client) error {
 	if old != nil {
 		ix.compare(old, oldID, id)
 	}
-	// The links as the server has them now: at least as new as the
-	// cache's rows (the reply comes after the updates before it).
-	kids, err := selectLinks(api)
+	// The links a connection prefetched (those of the cache's rows), or
+	// as the server has them now: at least as new as the cache's rows (the
+	// reply comes after the updates before it).
+	kids, err := ix.takePrefetched(), error(nil)
+	if kids == nil {
+		kids, err = selectLinks(api)
+	}
 	if err != nil {
 		ix.from = nil // built again by the next read
 		return err

@@ -35,6 +35,8 @@ type DB struct {
 	// handlers follow the cache's events from the first connection on.
 	handlers     []cache.EventHandler
 	handlersOnce sync.Once
+	// beforeMonitor is Options.BeforeMonitor.
+	beforeMonitor func(client.Client)
 }
 
 // Options say how Open connects to one database.
@@ -55,6 +57,10 @@ type Options struct {
 	// Dropped, when set, is told when the cache drops an event (its event
 	// buffer was full: the cache's log says so, dropsink.go).
 	Dropped func()
+	// BeforeMonitor, when set, is called with the client once Connect has
+	// connected it, just before Connect starts the monitor that fills the
+	// cache: what it sends the server goes with the monitor's initial copy.
+	BeforeMonitor func(client.Client)
 }
 
 // Open validates o and builds a connection that is not connected yet.
@@ -109,7 +115,8 @@ func Open(o Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: %w", flag, address, err)
 	}
-	return &DB{Label: label, flag: flag, Address: address, API: api, schema: schema, monitor: o.Monitor, handlers: o.Handlers, Timeout: timeout}, nil
+	return &DB{Label: label, flag: flag, Address: address, API: api, schema: schema, monitor: o.Monitor, handlers: o.Handlers, Timeout: timeout,
+		beforeMonitor: o.BeforeMonitor}, nil
 }
 
 // Connect makes one attempt to connect (a no-op when connected) and to start
@@ -142,6 +149,9 @@ func (db *DB) connectOnce(ctx context.Context) error {
 			db.API.Cache().AddEventHandler(h)
 		}
 	})
+	if db.beforeMonitor != nil {
+		db.beforeMonitor(db.API)
+	}
 	if _, err := db.API.Monitor(attempt, db.API.NewMonitor(db.monitor...)); err != nil {
 		return fmt.Errorf("%s %q: monitor: %w", db.flag, db.Address, err)
 	}
