@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -123,7 +124,11 @@ const (
 // restartFigures are one restart benchmark's samples.
 type restartFigures struct {
 	restarts, connects, dumps, raws []time.Duration
-	peaks, connectPeaks, lives      []float64
+	// cpus: the process's CPU time during each restart (every goroutine's,
+	// the garbage collector's included): less moved by a busy machine
+	// than the restart's wall time.
+	cpus                       []time.Duration
+	peaks, connectPeaks, lives []float64
 }
 
 // BenchmarkRestart64Networks is a zone's dataplane restarting on a
@@ -134,7 +139,8 @@ type restartFigures struct {
 // same database (dump-ms) and the monitor request the client's cache
 // sends, read as bytes from a plain connection (raw-monitor-ms: the
 // server's part of the initial copy). It reports the restart (restart-ms:
-// connect-ms, the initial copy, then replan-ms) and restart/dump; the heap the
+// connect-ms, the initial copy and the index built from it, then replan-ms;
+// restart-cpu-ms, the process's CPU time meanwhile) and restart/dump; the heap the
 // restart peaked at over the heap before it (peak-MB, connect-peak-MB while
 // connecting), the live heap of the converged client (live-MB) and
 // peak/live; restart/dump and peak/live beside their goals. Each iteration
@@ -188,6 +194,7 @@ func (f *restartFigures) sample(b *testing.B, e *env, nets []*rows.Desired) {
 	// The restart's goroutines (libovsdb's included) carry the label
 	// phase=restart: -cpuprofile's samples of it alone are
 	// `go tool pprof -tagfocus phase=restart`.
+	cpu0 := processCPU(b)
 	pprof.Do(e.ctx, pprof.Labels("phase", "restart"), func(context.Context) {
 		start = time.Now()
 		var err error
@@ -199,6 +206,7 @@ func (f *restartFigures) sample(b *testing.B, e *env, nets []*rows.Desired) {
 		replan(b, e.ctx, c, nets, true)
 		f.restarts = append(f.restarts, time.Since(start))
 	})
+	f.cpus = append(f.cpus, processCPU(b)-cpu0)
 	close(stop)
 	<-sampled
 	live := liveHeap()
@@ -224,6 +232,7 @@ func (f *restartFigures) report(b *testing.B) {
 		replans[i] = f.restarts[i] - f.connects[i]
 	}
 	b.ReportMetric(medianMs(replans), "replan-ms")
+	b.ReportMetric(medianMs(f.cpus), "restart-cpu-ms")
 	b.ReportMetric(medianMs(f.dumps), "dump-ms")
 	b.ReportMetric(medianMs(f.raws), "raw-monitor-ms")
 	benchgoal.Report(b, "restart/dump", median(ratios), restartDumpGoal)
@@ -232,6 +241,15 @@ func (f *restartFigures) report(b *testing.B) {
 	b.ReportMetric(median(f.lives), "live-MB")
 	benchgoal.Report(b, "peak/live", median(mem), restartPeakGoal)
 	b.Logf("restart/dump %.2f; peak/live %.2f", sorted(ratios), sorted(mem))
+}
+
+// processCPU is the process's user and system CPU time so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // rawMonitor sends the Northbound monitor request udnkit's cache sends (every
