@@ -133,21 +133,7 @@ func TestSetPortEncapsInSouthbound(t *testing.T) {
 	e.nbctl("--timeout=60", "--wait=sb", "sync")
 
 	ports := map[string]multivtep.PortEncap{"ns_pod-a": {Chassis: "node-a", EncapIP: "10.0.0.3"}}
-	var (
-		n   int
-		err error
-	)
-	for try := 0; try < 200; try++ { // the SB monitor may trail northd's sync by a moment
-		n, err = e.c.SetPortEncaps(e.ctx, "net", ports)
-		if err == nil || !strings.Contains(err.Error(), "no ") {
-			break
-		}
-		e.nbctl("--wait=sb", "sync")
-		time.Sleep(25 * time.Millisecond)
-	}
-	if err != nil || n != 1 {
-		t.Fatalf("SetPortEncaps = %d, %v", n, err)
-	}
+	e.setPortEncapsOnceBound(ports)
 	want := e.sbctl("--bare", "--columns=_uuid", "find", "Encap", `ip="10.0.0.3"`)
 	if got := e.sbctl("get", "Port_Binding", "ns_pod-a", "encap"); got != want {
 		t.Errorf("Port_Binding encap = %s, want the 10.0.0.3 Encap %s", got, want)
@@ -155,7 +141,7 @@ func TestSetPortEncapsInSouthbound(t *testing.T) {
 	if n, err := e.c.SetPortEncaps(e.ctx, "net", ports); err != nil || n != 0 {
 		t.Errorf("second SetPortEncaps = %d, %v; want 0 operations", n, err)
 	}
-	_, err = e.c.SetPortEncaps(e.ctx, "net", map[string]multivtep.PortEncap{"ns_pod-a": {Chassis: "node-a", EncapIP: "10.0.0.9"}})
+	_, err := e.c.SetPortEncaps(e.ctx, "net", map[string]multivtep.PortEncap{"ns_pod-a": {Chassis: "node-a", EncapIP: "10.0.0.9"}})
 	if err == nil || !strings.Contains(err.Error(), `port ns_pod-a: no Encap row for chassis "node-a" with IP 10.0.0.9`) {
 		t.Errorf("unknown encap: err = %v", err)
 	}

@@ -6,6 +6,13 @@ import (
 	"github.com/udnkit/udnkit/dataplane/sbdb"
 )
 
-// Southbound Port_Binding: read (whole rows), never written.
+// Southbound Port_Binding: read, never written but for its encap
+// (SetPortEncaps, which names that column alone). The cache holds the two
+// columns udnkit reads: ovn-northd and ovn-controller fill the others (and
+// change up and chassis with every pod), and a cluster has a binding per
+// logical port of every node.
 var _ = register(&Table{Name: sbdb.PortBindingTable, DB: Southbound, Kind: Watched,
-	Monitor: func() client.MonitorOption { return client.WithTable(&sbdb.PortBinding{}) }})
+	Monitor: func() client.MonitorOption {
+		pb := &sbdb.PortBinding{}
+		return client.WithTable(pb, &pb.LogicalPort, &pb.Encap)
+	}})
