@@ -337,9 +337,10 @@ func (ix *Index) Rebuild(api client.Client) error {
 	if old != nil {
 		ix.compare(old, oldID, id)
 	}
-	// The links a connection prefetched (those of the cache's rows), or
-	// as the server has them now: at least as new as the cache's rows (the
-	// reply comes after the updates before it).
+	// The links the connection prefetched with its initial copy (those of
+	// rows the cache holds: prefetch.go), or the links as the server has
+	// them now: at least as new as the cache's rows (the reply comes after
+	// the updates before it).
 	kids, err := ix.takePrefetched(), error(nil)
 	if kids == nil {
 		kids, err = selectLinks(api)

@@ -20,7 +20,8 @@ import (
 // children (package schema says why); the index knows which parent holds each
 // child (its links) instead:
 //
-//   - when it is built, from the server (one select of those columns);
+//   - when it is built, from the server (one select of those columns,
+//     which the connection sends with its monitor: prefetch.go);
 //   - from every transaction Apply commits, which says exactly which
 //     children it added to and removed from which parent;
 //   - from the cache's events: a deleted parent holds no children, and a

@@ -59,7 +59,8 @@ type Options struct {
 	Dropped func()
 	// BeforeMonitor, when set, is called with the client once Connect has
 	// connected it, just before Connect starts the monitor that fills the
-	// cache: what it sends the server goes with the monitor's initial copy.
+	// cache: a request it sends is answered while the monitor's initial
+	// copy is read.
 	BeforeMonitor func(client.Client)
 }
 
