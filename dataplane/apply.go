@@ -19,6 +19,12 @@ func (c *Client) Apply(ctx context.Context, d *rows.Desired) (engine.Result, err
 	return c.eng.Apply(ctx, d)
 }
 
+// ApplyTogether applies pieces of one network as Apply applies each, those
+// that can in one transaction.
+func (c *Client) ApplyTogether(ctx context.Context, ds ...*rows.Desired) ([]engine.Result, error) {
+	return c.eng.ApplyTogether(ctx, ds...)
+}
+
 // ApplyUnless is Apply, except that it does nothing when unless (nil:
 // never) says so; unless is asked with the network's lock held.
 func (c *Client) ApplyUnless(ctx context.Context, d *rows.Desired, unless func(context.Context) (bool, error)) (engine.Result, error) {

@@ -4,11 +4,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ovn-kubernetes/libovsdb/ovsdb"
 
 	"github.com/udnkit/udnkit/dataplane/internal/nbtest"
 	"github.com/udnkit/udnkit/dataplane/nbdb"
+	"github.com/udnkit/udnkit/dataplane/rows"
 )
 
 // On ovsdb-server: Applies of one network queued behind another share one
@@ -36,6 +38,32 @@ func TestQueuedAppliesOnOVSDBServer(t *testing.T) {
 		}
 		count, ports := nbtest.SwitchPorts(t, e.db.NB.Address())
 		for sw, want := range map[string]string{"net1_b": "net1_b_p", "net1_c": "net1_c_p", "net1_s": "net1_s1_p net1_s2_p"} {
+			if count[sw] != 1 || strings.Join(ports[sw], " ") != want {
+				t.Errorf("%d switch(es) %s with ports %q, want one with %q", count[sw], sw, ports[sw], want)
+			}
+		}
+	})
+	t.Run("together", func(t *testing.T) {
+		e := newEnv(t)
+		transactions := 0
+		e.hooks.Observe = func(_ rows.Owner, step string, _ time.Duration) {
+			if step == "transact" {
+				transactions++
+			}
+		}
+		res, err := e.c.ApplyTogether(e.ctx,
+			nbtest.Piece("b", "net1_b", "net1_b_p", false, false),
+			nbtest.Piece("c", "net1_c", "net1_c_p", false, false),
+			nbtest.Piece("d", "net1_b", "net1_d_p", false, true))
+		if err != nil || len(res) != 3 {
+			t.Fatalf("results %+v, error %v", res, err)
+		}
+		// b and c in one transaction, d (on b's switch) after it.
+		if transactions != 2 {
+			t.Errorf("%d transactions, want 2", transactions)
+		}
+		count, ports := nbtest.SwitchPorts(t, e.db.NB.Address())
+		for sw, want := range map[string]string{"net1_b": "net1_b_p net1_d_p", "net1_c": "net1_c_p"} {
 			if count[sw] != 1 || strings.Join(ports[sw], " ") != want {
 				t.Errorf("%d switch(es) %s with ports %q, want one with %q", count[sw], sw, ports[sw], want)
 			}

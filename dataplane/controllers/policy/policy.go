@@ -2,7 +2,6 @@ package policy
 
 import (
 	"context"
-	"errors"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -184,7 +183,9 @@ func (r *Reconciler) applyNetwork(ctx context.Context, s *scope) (reconcile.Resu
 		log.FromContext(ctx).Error(err, "skipping network", "network", net.Name)
 		return reconcile.Result{}, nil
 	}
-	if err := errors.Join(r.apply(ctx, netpol), r.apply(ctx, eip)); err != nil {
+	// Both pieces hang off the topology's switch and routers only: one
+	// transaction when they can share it.
+	if _, err := r.OVN.ApplyTogether(ctx, netpol, eip); err != nil {
 		return s.Done(reconcile.Result{}, err)
 	}
 	return reconcile.Result{}, nil
@@ -199,13 +200,14 @@ func (r *Reconciler) sweep(ctx context.Context, s *scope) (reconcile.Result, err
 	return s.Sweep(ctx, &r.sweeps, r.collect)
 }
 
-// collect removes both pieces of the networks no NAD describes any more.
+// collect removes both pieces of the networks no NAD describes any more,
+// together (neither names a row of the other).
 func (r *Reconciler) collect(ctx context.Context) error {
 	for _, t := range []struct {
 		topology string
 		names    *zone.Names
 	}{{base.TopologyLayer2, r.layer2.Of(zone.Layer2Name)}, {base.TopologyLayer3, r.layer3.Of(zone.Layer3Name)}} {
-		if _, err := zone.CollectPieces(ctx, r.Client, r.guard(), r.OVN, r.OVN.PieceNetworks, t.names,
+		if _, err := zone.CollectPiecesTogether(ctx, r.Client, r.guard(), r.OVN, r.OVN.PieceNetworks, t.names,
 			rows.Owner{Topology: t.topology, Piece: base.PieceNetpolDefaults},
 			rows.Owner{Topology: t.topology, Piece: base.PieceEgressIPDefaults}); err != nil {
 			return err

@@ -142,6 +142,19 @@ func CollectPiece(ctx context.Context, c client.Client, g *nadtrust.Guard, ovn R
 // sweeps parses only the NADs that changed meanwhile.
 func CollectPieces(ctx context.Context, c client.Client, g *nadtrust.Guard, ovn Remover, networks func(topology, piece string) []string,
 	names *Names, owners ...rows.Owner) (map[string]bool, error) {
+	return collectPieces(ctx, c, g, ovn, networks, names, false, owners)
+}
+
+// CollectPiecesTogether is CollectPieces for independent pieces (none owns
+// a row another names): their removals are planned and sent together, so
+// a network's pieces go in one transaction rather than one each.
+func CollectPiecesTogether(ctx context.Context, c client.Client, g *nadtrust.Guard, ovn Remover, networks func(topology, piece string) []string,
+	names *Names, owners ...rows.Owner) (map[string]bool, error) {
+	return collectPieces(ctx, c, g, ovn, networks, names, true, owners)
+}
+
+func collectPieces(ctx context.Context, c client.Client, g *nadtrust.Guard, ovn Remover, networks func(topology, piece string) []string,
+	names *Names, together bool, owners []rows.Owner) (map[string]bool, error) {
 	// The networks in OVN first, then the live NADs: a network whose rows
 	// are there was applied from a NAD this list then has (reconciles run
 	// concurrently, with one informer cache).
@@ -167,22 +180,23 @@ func CollectPieces(ctx context.Context, c client.Client, g *nadtrust.Guard, ovn 
 		}
 		return out, nil
 	}
+	// The piece's removals together (all the pieces' when together): a
+	// sweep after N deletions sends a few transactions, not N.
+	var gone []rows.Owner
 	for i, owner := range owners {
-		// The piece's removals together: a sweep after N deletions
-		// sends a few transactions, not N.
-		var gone []rows.Owner
 		for _, n := range candidates[i] {
 			if !live[n] {
 				owner.Network = n
 				gone = append(gone, owner)
 			}
 		}
-		if len(gone) == 0 {
+		if together && i < len(owners)-1 || len(gone) == 0 {
 			continue
 		}
 		if _, err := ovn.RemoveUnless(ctx, gone, revived); err != nil {
 			return nil, err
 		}
+		gone = nil
 	}
 	return live, nil
 }

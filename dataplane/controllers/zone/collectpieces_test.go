@@ -167,3 +167,31 @@ func TestCollectPiecesReadsTheLiveNetworksOnce(t *testing.T) {
 		t.Errorf("after late's NAD was deleted, names remembers %v", names.seen)
 	}
 }
+
+// Independent pieces collected together go in one removal (one batch of
+// transactions), in owners' order; collected apart, one call per piece.
+func TestCollectPiecesTogetherRemovesInOneCall(t *testing.T) {
+	c := fake.NewClientBuilder().WithScheme(ctrltest.NADScheme(t)).
+		WithIndex(&nadv1.NetworkAttachmentDefinition{}, AnyNetworkField, AnyNetwork).Build()
+	g := &nadtrust.Guard{Reader: c, Consumer: "test-collect"}
+	inOVN := map[string][]string{"p1": {"gone_a", "gone_b"}, "p2": {"gone_a"}}
+	networks := func(_, piece string) []string { return inOVN[piece] }
+	owners := []rows.Owner{{Topology: "layer2", Piece: "p1"}, {Topology: "layer2", Piece: "p2"}}
+	for _, together := range []bool{true, false} {
+		ovn := &removals{}
+		collect := CollectPieces
+		if together {
+			collect = CollectPiecesTogether
+		}
+		if _, err := collect(t.Context(), c, g, ovn, networks, new(Names).Of(Layer2Name), owners...); err != nil {
+			t.Fatal(err)
+		}
+		want := [][]string{{"layer2/p1/gone_a", "layer2/p1/gone_b", "layer2/p2/gone_a"}}
+		if !together {
+			want = [][]string{{"layer2/p1/gone_a", "layer2/p1/gone_b"}, {"layer2/p2/gone_a"}}
+		}
+		if !slices.EqualFunc(ovn.calls, want, slices.Equal) {
+			t.Errorf("together=%v: removals by call %v, want %v", together, ovn.calls, want)
+		}
+	}
+}

@@ -2,6 +2,9 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -54,9 +57,10 @@ type group struct {
 	queue   []*request
 }
 
-// join queues r in key's group and says whether r leads it (no round under
-// way).
-func (g *groups) join(key string, r *request) bool {
+// join queues rs in key's group, one after another and at once (the
+// round that takes one takes them all), and says whether rs[0] leads it
+// (no round under way).
+func (g *groups) join(key string, rs ...*request) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.nets == nil {
@@ -67,7 +71,7 @@ func (g *groups) join(key string, r *request) bool {
 		gr = &group{}
 		g.nets[key] = gr
 	}
-	gr.queue = append(gr.queue, r)
+	gr.queue = append(gr.queue, rs...)
 	if gr.leading {
 		return false
 	}
@@ -98,13 +102,14 @@ func (g *groups) handOver(key string) {
 	close(gr.queue[0].lead)
 }
 
-// leave takes a cancelled r out of key's queue, unless a leader has taken
-// it or it was made the leader (then it must lead: false).
-func (g *groups) leave(key string, r *request) bool {
+// leave takes cancelled requests rs (joined together) out of key's queue,
+// unless a leader has taken them or rs[0] was made the leader (then it
+// must lead: false).
+func (g *groups) leave(key string, rs ...*request) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	select {
-	case <-r.lead:
+	case <-rs[0].lead:
 		return false
 	default:
 	}
@@ -112,32 +117,76 @@ func (g *groups) leave(key string, r *request) bool {
 	if gr == nil {
 		return false
 	}
-	for i, q := range gr.queue {
-		if q == r {
-			gr.queue = append(gr.queue[:i:i], gr.queue[i+1:]...)
-			return true
-		}
+	i := slices.Index(gr.queue, rs[0])
+	if i < 0 {
+		return false
 	}
-	return false
+	gr.queue = slices.Delete(gr.queue, i, i+len(rs))
+	return true
 }
 
 // applyGrouped runs d's Apply through its network's group.
 func (e *Engine) applyGrouped(ctx context.Context, d *rows.Desired, unless func(context.Context) (bool, error)) (Result, error) {
-	key := ovnk.NetworkPrefix(d.Owner.Network)
-	r := &request{ctx: ctx, d: d, unless: unless, step: e.stepper(d.Owner), served: make(chan struct{}), lead: make(chan struct{})}
-	if !e.groups.join(key, r) {
+	r := e.serveGrouped(ctx, []*rows.Desired{d}, unless)[0]
+	return r.res, r.err
+}
+
+// ApplyTogether applies pieces of one network as Apply applies each, in
+// one round of the network's group: those that can share a transaction
+// (mergeable) are sent as one, without waiting for another Apply to hold
+// the network's lock; the others follow one by one, in the order given.
+// A controller that writes several pieces of a network from one reconcile
+// (independent pieces: no one names a row another inserts) saves a
+// transaction per piece. The results are in the order of ds; the error is
+// the pieces' errors joined.
+func (e *Engine) ApplyTogether(ctx context.Context, ds ...*rows.Desired) ([]Result, error) {
+	if len(ds) == 0 {
+		return nil, nil
+	}
+	key := ovnk.NetworkPrefix(ds[0].Owner.Network)
+	for _, d := range ds {
+		if err := d.Validate(); err != nil {
+			return nil, err
+		}
+		if k := ovnk.NetworkPrefix(d.Owner.Network); k != key {
+			return nil, fmt.Errorf("apply together: %s/%s/%s is not of network %s", d.Owner.Network, d.Owner.Topology, d.Owner.Piece, ds[0].Owner.Network)
+		}
+	}
+	rs := e.serveGrouped(ctx, ds, nil)
+	out := make([]Result, len(rs))
+	errs := make([]error, len(rs))
+	for i, r := range rs {
+		out[i], errs[i] = r.res, r.err
+	}
+	return out, errors.Join(errs...)
+}
+
+// serveGrouped joins ds's requests to their network's group at once and
+// returns them served: by the round rs[0] leads, or by another request's
+// round, which takes them all.
+func (e *Engine) serveGrouped(ctx context.Context, ds []*rows.Desired, unless func(context.Context) (bool, error)) []*request {
+	key := ovnk.NetworkPrefix(ds[0].Owner.Network)
+	rs := make([]*request, len(ds))
+	for i, d := range ds {
+		rs[i] = &request{ctx: ctx, d: d, unless: unless, step: e.stepper(d.Owner), served: make(chan struct{}), lead: make(chan struct{})}
+	}
+	first := rs[0]
+	if !e.groups.join(key, rs...) {
 		select {
-		case <-r.served:
-			return r.res, r.err
-		case <-r.lead:
+		case <-first.served:
+			return rs
+		case <-first.lead:
 		case <-ctx.Done():
-			if e.groups.leave(key, r) {
-				return Result{}, ctx.Err()
+			if e.groups.leave(key, rs...) {
+				for _, r := range rs {
+					r.err = ctx.Err()
+				}
+				return rs
 			}
 			select {
-			case <-r.served:
-				return r.res, r.err
-			case <-r.lead:
+			case <-first.served:
+				return rs
+			case <-first.lead:
 			}
 		}
 	}
@@ -146,7 +195,7 @@ func (e *Engine) applyGrouped(ctx context.Context, d *rows.Desired, unless func(
 		e.serve(e.groups.take(key))
 	}()
 	e.groups.handOver(key)
-	return r.res, r.err
+	return rs
 }
 
 // serve applies a round's requests, those that can in one transaction.

@@ -143,3 +143,52 @@ func TestQueuedApplyCancelledWhileWaiting(t *testing.T) {
 		t.Errorf("switches %v, want net1_c and no net1_b", count)
 	}
 }
+
+// Pieces of one network applied together share one transaction without
+// another Apply holding the network: b and c go as one, d (a port on the
+// switch b inserts) after them; results come back in the order given.
+// Pieces of two networks are refused, and nothing of them is written.
+func TestApplyTogether(t *testing.T) {
+	addr := nbtest.Serve(t)
+	hooks := &engine.Hooks{}
+	e := nbtest.Engine(t, addr, hooks)
+	transactions := 0
+	hooks.Observe = func(_ rows.Owner, step string, _ time.Duration) {
+		if step == "transact" {
+			transactions++
+		}
+	}
+	b := nbtest.Piece("b", "net1_b", "net1_b_p", false, false)
+	c := nbtest.Piece("c", "net1_c", "net1_c_p", false, false)
+	d := nbtest.Piece("d", "net1_b", "net1_d_p", false, true)
+	res, err := e.ApplyTogether(ctx, b, c, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if transactions != 2 {
+		t.Errorf("%d transactions, want 2 (b and c together, then d)", transactions)
+	}
+	if len(res) != 3 || res[0].Operations == 0 || res[1].Operations == 0 || res[2].Operations == 0 {
+		t.Errorf("results %+v, want one per piece, each with operations", res)
+	}
+	got := switchPorts(t, addr)
+	for sw, ports := range map[string]string{"net1_b": "net1_b_p net1_d_p", "net1_c": "net1_c_p"} {
+		if have := strings.Join(got[sw], " "); have != ports {
+			t.Errorf("switch %s has ports %q, want %q", sw, have, ports)
+		}
+	}
+
+	other := nbtest.Piece("x", "net2_x", "net2_x_p", false, false)
+	other.Owner.Network = "net2"
+	y := nbtest.Piece("y", "net1_y", "net1_y_p", false, false)
+	if _, err := e.ApplyTogether(ctx, y, other); err == nil || !strings.Contains(err.Error(), "net2/layer2/x is not of network net1") {
+		t.Errorf("pieces of two networks: error %v, want one naming the other network's piece", err)
+	}
+	got = switchPorts(t, addr)
+	if _, ok := got["net2_x"]; ok {
+		t.Error("a refused piece was written")
+	}
+	if _, ok := got["net1_y"]; ok {
+		t.Error("a piece refused with another was written")
+	}
+}
