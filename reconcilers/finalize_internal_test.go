@@ -113,3 +113,52 @@ func TestDeletedUDNLosesItsFinalizerAfterItsStatusWrite(t *testing.T) {
 	err := apiserver.Get(ctx, client.ObjectKeyFromObject(blue), blue)
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the UDN is still there: %v", blue.Finalizers)
 }
+
+// TestDeletedUDNMarksItsNADDeletedFirst: a deleted UDN's NAD is deleted
+// before its finalizer goes, so that the zones' dataplanes, for which a NAD
+// being deleted is gone, start removing the network after one write.
+func TestDeletedUDNMarksItsNADDeletedFirst(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns = "order"
+	blue := testobj.MakeUDN(ns, "blue").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.236.0.0/16")).Obj()
+	blue.UID = "uid-blue"
+	apiserver := fakeNetworkClient(t, nil, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, blue)
+	var writes []string
+	record := func(verb string, obj client.Object) {
+		if _, ok := obj.(*nadv1.NetworkAttachmentDefinition); ok {
+			writes = append(writes, verb)
+		}
+	}
+	c := interceptor.NewClient(apiserver, interceptor.Funcs{
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			record("delete", obj)
+			return c.Delete(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			record("patch", obj)
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			record("update", obj)
+			return c.Update(ctx, obj, opts...)
+		},
+	})
+	cfg := DefaultConfig()
+	r := &udnReconciler{&networkReconciler{client: c, reader: c, cfg: &cfg,
+		ids: networkids.New(c, cfg.networkIDOptions(), nil), recorder: &eventSink{}, owner: "test"}}
+	reconcile := func() {
+		t.Helper()
+		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(blue)})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	reconcile()
+	g.Expect(apiserver.Get(ctx, client.ObjectKeyFromObject(blue), blue)).To(Succeed())
+	g.Expect(apiserver.Delete(ctx, blue)).To(Succeed())
+	writes = nil
+	reconcile()
+	g.Expect(writes).To(Equal([]string{"delete", "patch"}), "the NAD's writes in order")
+	var nad nadv1.NetworkAttachmentDefinition
+	err := apiserver.Get(ctx, client.ObjectKeyFromObject(blue), &nad)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the NAD is still there: %v", nad.Finalizers)
+}

@@ -225,7 +225,7 @@ func (r *networkReconciler) ownedNADsLive(ctx context.Context, n network) ([]nad
 	return out, nil
 }
 
-// releaseNAD removes udnkit's finalizer from an owned NAD and deletes it,
+// releaseNAD deletes an owned NAD and removes udnkit's finalizer from it,
 // unless a pod still uses it; then it returns the in-use message.
 func (r *networkReconciler) releaseNAD(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition) (string, error) {
 	pods, err := r.podsUsing(ctx, nad.Namespace, nad.Name)
@@ -235,15 +235,16 @@ func (r *networkReconciler) releaseNAD(ctx context.Context, nad *nadv1.NetworkAt
 	if len(pods) > 0 {
 		return inUseMessage(nad.Namespace+"/"+nad.Name, pods), nil
 	}
-	if controllerutil.RemoveFinalizer(nad, ovnk.FinalizerUserDefinedNetworkProtection) {
-		if err := r.client.Update(ctx, nad); err != nil {
-			return "", client.IgnoreNotFound(err)
-		}
-	}
+	// Deleted first: a NAD being deleted is gone for the zones' dataplanes
+	// (zone.Deleted), which start removing the network one write earlier
+	// than after the finalizer's removal.
 	if nad.DeletionTimestamp.IsZero() {
 		if err := r.client.Delete(ctx, nad, client.Preconditions{UID: &nad.UID}); err != nil {
 			return "", client.IgnoreNotFound(err)
 		}
+	}
+	if err := removeFinalizer(ctx, r.client, nad, ovnk.FinalizerUserDefinedNetworkProtection); err != nil {
+		return "", client.IgnoreNotFound(err)
 	}
 	return "", nil
 }
