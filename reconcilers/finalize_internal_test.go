@@ -39,9 +39,7 @@ func TestDeletedUDNReleasesANADTheCacheMisses(t *testing.T) {
 		Labels: map[string]string{ovnk.LabelUserDefinedNetwork: ""}}}
 	apiserver := fakeNetworkClient(t, nil, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, blue, red, foreign)
 	undelivered := map[types.NamespacedName]bool{}
-	cfg := DefaultConfig()
-	r := &udnReconciler{&networkReconciler{client: cacheMissingNADs(apiserver, undelivered), reader: apiserver, cfg: &cfg,
-		ids: networkids.New(apiserver, cfg.networkIDOptions(), nil), recorder: &eventSink{}, owner: "test"}}
+	r := testUDNReconciler(cacheMissingNADs(apiserver, undelivered), apiserver, false)
 	reconcile := func(u *udnv1.UserDefinedNetwork) {
 		t.Helper()
 		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(u)})
@@ -98,9 +96,7 @@ func TestDeletedUDNLosesItsFinalizerAfterItsStatusWrite(t *testing.T) {
 			return c.Update(ctx, &u)
 		},
 	})
-	cfg := DefaultConfig()
-	r := &udnReconciler{&networkReconciler{client: bumping, reader: bumping, cfg: &cfg,
-		ids: networkids.New(bumping, cfg.networkIDOptions(), nil), recorder: &eventSink{}, owner: "test"}}
+	r := testUDNReconciler(bumping, bumping, false)
 	reconcile := func() error {
 		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(blue)})
 		return err
@@ -144,9 +140,7 @@ func TestDeletedUDNMarksItsNADDeletedFirst(t *testing.T) {
 			return c.Update(ctx, obj, opts...)
 		},
 	})
-	cfg := DefaultConfig()
-	r := &udnReconciler{&networkReconciler{client: c, reader: c, cfg: &cfg,
-		ids: networkids.New(c, cfg.networkIDOptions(), nil), recorder: &eventSink{}, owner: "test"}}
+	r := testUDNReconciler(c, c, false)
 	reconcile := func() {
 		t.Helper()
 		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(blue)})
@@ -161,4 +155,14 @@ func TestDeletedUDNMarksItsNADDeletedFirst(t *testing.T) {
 	var nad nadv1.NetworkAttachmentDefinition
 	err := apiserver.Get(ctx, client.ObjectKeyFromObject(blue), &nad)
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the NAD is still there: %v", nad.Finalizers)
+}
+
+// testUDNReconciler is the UDN reconciler over cache (its informers' view)
+// and live (the apiserver), with the default configuration; singleWriter
+// as under leader election.
+func testUDNReconciler(cache, live client.Client, singleWriter bool) *udnReconciler {
+	cfg := DefaultConfig()
+	cfg.SingleWriter = singleWriter
+	return &udnReconciler{&networkReconciler{client: cache, reader: live, cfg: &cfg,
+		ids: networkids.New(live, cfg.networkIDOptions(), nil), recorder: &eventSink{}, owner: "test"}}
 }

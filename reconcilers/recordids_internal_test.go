@@ -16,7 +16,6 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk"
-	"github.com/udnkit/udnkit/reconcilers/networkids"
 )
 
 // TestIDsRecordedOverAnUnrelatedWrite: another write lands on a new UDN
@@ -54,10 +53,7 @@ func TestIDsRecordedOverAnUnrelatedWrite(t *testing.T) {
 				}
 				return cl.Update(ctx, obj, opts...)
 			}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, blue)
-			cfg := DefaultConfig()
-			cfg.SingleWriter = true
-			r := &udnReconciler{&networkReconciler{client: apiserver, reader: apiserver, cfg: &cfg,
-				ids: networkids.New(apiserver, cfg.networkIDOptions(), nil), recorder: &eventSink{}, owner: "test"}}
+			r := testUDNReconciler(apiserver, apiserver, true)
 			res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(blue)})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(meddled).To(BeTrue())

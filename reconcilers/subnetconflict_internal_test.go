@@ -21,7 +21,6 @@ import (
 	udnv1 "github.com/udnkit/udnkit/apis/k8s.ovn.org/v1"
 	"github.com/udnkit/udnkit/internal/testobj"
 	"github.com/udnkit/udnkit/ovnk/netconf"
-	"github.com/udnkit/udnkit/reconcilers/networkids"
 )
 
 // TestAppendedSubnetCheckedAgainstANADTheCacheMisses replays the
@@ -65,9 +64,7 @@ func TestAppendedSubnetCheckedAgainstANADTheCacheMisses(t *testing.T) {
 	undelivered := map[types.NamespacedName]bool{}
 	cache := cacheMissingNADs(apiserver, undelivered)
 
-	cfg := DefaultConfig()
-	r := &udnReconciler{&networkReconciler{client: cache, reader: apiserver, cfg: &cfg,
-		ids: networkids.New(apiserver, cfg.networkIDOptions(), nil), recorder: &eventSink{}, owner: "test"}}
+	r := testUDNReconciler(cache, apiserver, false)
 	reconcile := func(u *udnv1.UserDefinedNetwork) {
 		t.Helper()
 		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(u)})
