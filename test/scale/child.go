@@ -79,6 +79,11 @@ func runChild(c childFlags) error {
 		flags["ovn-nb-address"] = c.nb
 		flags["ovn-sb-address"] = c.sb
 		flags["zone"] = c.zoneNode
+		// With EgressIP, as the reference cluster runs (and as every
+		// scale run before the flag's default turned off did): the
+		// Layer3 cluster router's subnet policies are what the driver
+		// waits for, and are written only with it.
+		flags["enable-egress-ip"] = "true"
 	default:
 		return fmt.Errorf("unknown -role %q", c.role)
 	}
