@@ -83,6 +83,9 @@ type Reconciler struct {
 	Networks engine.KeyLocks
 	sweeps   zone.Sweeps
 	names    zone.Names // Layer3Name, between sweeps
+	// subnets: each node's decoded k8s.ovn.org/node-subnets, between
+	// reconciles (Node).
+	subnets zone.NodeSubnets
 }
 
 // SetupWithManager registers the reconciler.

@@ -129,6 +129,7 @@ func (r *Reconciler) apply(ctx context.Context, net topology.Layer3Network) erro
 			all = append(all, n)
 		}
 	}
+	r.subnets.Retain(list.Items)
 	usable, skipped := topology.Layer3UsableNodes(net, all)
 	for _, s := range skipped {
 		zone.Skip(ctx, r.Recorder, objs[s.Name], "Node", s.Reason, s.Err)
@@ -160,11 +161,9 @@ func (r *Reconciler) Node(node *corev1.Node, network string) (topology.Layer3Nod
 	if n.Chassis, _, err = ovnk.DecodeNodeChassisID(node); err != nil {
 		return n, false, err
 	}
-	subnets, err := ovnk.DecodeNodeSubnets(node)
-	if err != nil {
+	if n.HostSubnets, err = r.subnets.Of(node, network); err != nil {
 		return n, false, err
 	}
-	n.HostSubnets = subnets[network]
 	if n.TransitIPs, _, err = ovnk.DecodeNodeTransitSwitchPortAddrs(node.Annotations); err != nil {
 		return n, false, fmt.Errorf("node %s: %w", node.Name, err)
 	}
