@@ -166,6 +166,9 @@ func (r *applyRun) transact(ctx context.Context, k int) error {
 		return err
 	}
 	r.own = e.healing.own.note(r.own, ops, e.descendants)
+	// Until its links are learnt below, a plan that meets the
+	// transaction's new children waits for it (index.Sending).
+	defer e.Index.Sending()()
 	started := time.Now()
 	results, err := e.NB.Transact(ctx, ops...)
 	transactionSeconds.WithLabelValues(r.d.Owner.Topology, r.d.Owner.Piece).Observe(time.Since(started).Seconds())
@@ -183,6 +186,9 @@ func (r *applyRun) transact(ctx context.Context, k int) error {
 				r.real[op.UUIDName] = results[i].UUID.GoUUID
 			}
 		}
+	}
+	if hooks.Committed != nil {
+		hooks.Committed(r.d.Owner)
 	}
 	// The cache does not show which parent holds which child: the
 	// transaction says (package index).

@@ -73,6 +73,9 @@ type Hooks struct {
 	// yield), with the network's lock held, just before the first
 	// transaction is sent.
 	BeforeTransact func(rows.Owner)
+	// Committed runs in Apply once a transaction has committed, before the
+	// index learns the links it made (the cache may show its rows).
+	Committed func(rows.Owner)
 	// AfterTransaction runs in Apply after transaction k of n has committed.
 	AfterTransaction func(o rows.Owner, k, n int)
 	// Observe is told how long each step of an Apply took: "lock" (waiting

@@ -112,6 +112,9 @@ type Index struct {
 	// prefetched: the links a connection started reading for the next
 	// Rebuild (under mu; prefetch.go).
 	prefetched *prefetch
+	// flights: this process's transactions whose links are not learnt yet
+	// (flight.go).
+	flights flights
 }
 
 // HealReport is what a rebuild found changed from the rows indexed before

@@ -398,6 +398,7 @@ func sortRefs(refs []RowRef) []RowRef {
 // found for the index.
 func (ix *Index) LookUp(api client.Client, children []RowRef) error {
 	if len(children) > lookUpAtMost {
+		linkLookUps.WithLabelValues("all").Inc()
 		kids, err := selectLinks(api)
 		if err != nil {
 			return err
@@ -405,6 +406,7 @@ func (ix *Index) LookUp(api client.Client, children []RowRef) error {
 		ix.enqueue(rowEvent{all: kids})
 		return nil
 	}
+	linkLookUps.WithLabelValues("children").Inc()
 	// One select per child and table that may hold it.
 	var ops []ovsdb.Operation
 	var asked []RowRef

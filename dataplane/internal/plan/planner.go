@@ -207,7 +207,7 @@ func Full(api client.Client, ix *index.Index, d *rows.Desired) (*Planner, error)
 // zone's check of dropped load balancer groups to the caller
 // (refs.Resolver.Later).
 func against(api client.Client, ix *index.Index, d *rows.Desired, memo *Memo, indexed, later bool) (*Planner, error) {
-	lookedUp := map[string]bool{}
+	lookedUp, waited := map[string]bool{}, map[string]bool{}
 	network := d.Owner.Network
 	for {
 		unlock := ix.Read(api)
@@ -223,6 +223,16 @@ func against(api client.Client, ix *index.Index, d *rows.Desired, memo *Memo, in
 			}
 			if len(children) > 0 {
 				unlock()
+				// This process's transactions in flight may hold
+				// them: once their links are learnt, only another
+				// client's are left to look up (index.Sending).
+				if !waited[network] {
+					waited[network] = true
+					if ix.AwaitFlights() {
+						delete(lookedUp, network)
+						continue
+					}
+				}
 				if err := ix.LookUp(api, children); err != nil {
 					return nil, err
 				}
