@@ -175,10 +175,14 @@ func (r *Reconciler) nodes(ctx context.Context) (map[string]nodeInfo, error) {
 }
 
 // networkNADs are udnkit's live NADs of the network that pass the
-// ownership rule.
+// ownership rule, read through the index of NADs by network
+// (zone.AnyNetworkField, which names the networks NetworkName does): a
+// list of every NAD, each config parsed, made each network's reconcile
+// grow with the number of networks.
 func (r *Reconciler) networkNADs(ctx context.Context, name string) ([]*nadv1.NetworkAttachmentDefinition, error) {
 	var list nadv1.NetworkAttachmentDefinitionList
-	if err := r.Client.List(ctx, &list, client.HasLabels{ovnk.LabelUserDefinedNetwork}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, &list, client.HasLabels{ovnk.LabelUserDefinedNetwork}, client.MatchingFields{zone.AnyNetworkField: name},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	var out []*nadv1.NetworkAttachmentDefinition
