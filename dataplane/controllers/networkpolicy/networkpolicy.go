@@ -60,6 +60,9 @@ type Reconciler struct {
 	// its topology is applied in the zone (nil: TopologyWait later).
 	Wake   *zone.TopologyWake
 	waiter *zone.TopologyWaiter
+	// subnets: the nodes' decoded k8s.ovn.org/node-subnets, between
+	// reconciles.
+	subnets zone.NodeSubnets
 }
 
 // SetupWithManager registers the reconciler.

@@ -169,6 +169,7 @@ func (r *Reconciler) localNodes(ctx context.Context, net *networkpolicy.Network)
 	if err := r.Client.List(ctx, &nodes); err != nil {
 		return nil, err
 	}
+	r.subnets.Retain(nodes.Items)
 	out := map[string]bool{}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
@@ -179,7 +180,7 @@ func (r *Reconciler) localNodes(ctx context.Context, net *networkpolicy.Network)
 			continue
 		}
 		if net.Topology == base.TopologyLayer3 {
-			if subnets, err := zone.NodeSubnetsFromNode(n, net.Name); err != nil || len(subnets) == 0 {
+			if subnets, err := r.subnets.Of(n, net.Name); err != nil || len(subnets) == 0 {
 				continue
 			}
 		}

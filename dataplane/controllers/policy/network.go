@@ -95,8 +95,9 @@ func (r *Reconciler) network(ctx context.Context, nad *nadv1.NetworkAttachmentDe
 			return net, false, err
 		}
 		net = policy.Network{Name: name, Topology: base.TopologyLayer3, Subnets: subnets}
+		r.subnets.Retain(nodes)
 		for _, n := range r.local(nodes) {
-			hosts, err := zone.NodeSubnetsFromNode(n, name)
+			hosts, err := r.subnets.Of(n, name)
 			if err != nil {
 				return net, false, err
 			}
@@ -134,7 +135,7 @@ func managementIPs(subnets []netip.Prefix) ([]netip.Addr, error) {
 func (r *Reconciler) isolation(ctx context.Context, nodes []corev1.Node) (*rows.Desired, error) {
 	var local []policy.Node
 	for _, n := range r.local(nodes) {
-		hosts, err := zone.NodeSubnetsFromNode(n, defaultNetwork)
+		hosts, err := r.subnets.Of(n, defaultNetwork)
 		if err != nil {
 			return nil, err
 		}
