@@ -55,13 +55,13 @@ func (ix *Index) Sending() (done func()) {
 	})
 }
 
-// flightWait bounds how long a plan waits for the transactions in flight
-// (a transaction that takes longer leaves its children to a look-up).
-const flightWait = 5 * time.Second
+// FlightWait bounds how long a plan waits for this process's transactions
+// in flight, in all (after it, what is still unlinked is looked up).
+const FlightWait = 5 * time.Second
 
 // AwaitFlights waits until every transaction in flight now is done (not
-// those sent later), at most flightWait; it says whether there were any.
-func (ix *Index) AwaitFlights() bool {
+// those sent later), at most timeout; it says whether there were any.
+func (ix *Index) AwaitFlights(timeout time.Duration) bool {
 	f := &ix.flights
 	f.mu.Lock()
 	var chs []chan struct{}
@@ -72,12 +72,12 @@ func (ix *Index) AwaitFlights() bool {
 	if len(chs) == 0 {
 		return false
 	}
-	timeout := time.NewTimer(flightWait)
-	defer timeout.Stop()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
 	for _, ch := range chs {
 		select {
 		case <-ch:
-		case <-timeout.C:
+		case <-t.C:
 			return true
 		}
 	}

@@ -10,13 +10,13 @@ import (
 // for one sent after it began.
 func TestAwaitFlightsWaitsForTheTransactionsInFlight(t *testing.T) {
 	ix := New(nil, testKeep)
-	if ix.AwaitFlights() {
+	if ix.AwaitFlights(FlightWait) {
 		t.Fatal("nothing in flight: AwaitFlights said some were")
 	}
 
 	first, second := ix.Sending(), ix.Sending()
 	returned := make(chan bool)
-	go func() { returned <- ix.AwaitFlights() }()
+	go func() { returned <- ix.AwaitFlights(FlightWait) }()
 	time.Sleep(20 * time.Millisecond)
 	later := ix.Sending() // sent after the wait began: not waited for
 	defer later()

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/ovn-kubernetes/libovsdb/cache"
 	"github.com/ovn-kubernetes/libovsdb/client"
@@ -207,7 +208,8 @@ func Full(api client.Client, ix *index.Index, d *rows.Desired) (*Planner, error)
 // zone's check of dropped load balancer groups to the caller
 // (refs.Resolver.Later).
 func against(api client.Client, ix *index.Index, d *rows.Desired, memo *Memo, indexed, later bool) (*Planner, error) {
-	lookedUp, waited := map[string]bool{}, map[string]bool{}
+	lookedUp := map[string]bool{}
+	var waitUntil time.Time
 	network := d.Owner.Network
 	for {
 		unlock := ix.Read(api)
@@ -225,13 +227,14 @@ func against(api client.Client, ix *index.Index, d *rows.Desired, memo *Memo, in
 				unlock()
 				// This process's transactions in flight may hold
 				// them: once their links are learnt, only another
-				// client's are left to look up (index.Sending).
-				if !waited[network] {
-					waited[network] = true
-					if ix.AwaitFlights() {
-						delete(lookedUp, network)
-						continue
-					}
+				// client's are left to look up (index.Sending). Others
+				// may land meanwhile: wait again, up to FlightWait in all.
+				if waitUntil.IsZero() {
+					waitUntil = time.Now().Add(index.FlightWait)
+				}
+				if left := time.Until(waitUntil); left > 0 && ix.AwaitFlights(left) {
+					delete(lookedUp, network)
+					continue
 				}
 				if err := ix.LookUp(api, children); err != nil {
 					return nil, err
