@@ -44,6 +44,7 @@ func (r *Reconciler) nodes(ctx context.Context, net svctopo.Network) ([]svctopo.
 	if err := r.Client.List(ctx, &list); err != nil {
 		return nil, err
 	}
+	r.subnets.Retain(list.Items)
 	names := ovnk.NamesFor(net.Name)
 	var out []svctopo.Node
 	for i := range list.Items {
@@ -53,7 +54,7 @@ func (r *Reconciler) nodes(ctx context.Context, net svctopo.Network) ([]svctopo.
 		}
 		node := svctopo.Node{Name: n.Name, Switch: names.Switch()}
 		if net.Topology == base.TopologyLayer3 {
-			hosts, err := zone.NodeSubnetsFromNode(n, net.Name)
+			hosts, err := r.subnets.Of(n, net.Name)
 			if err != nil || len(hosts) == 0 {
 				continue
 			}

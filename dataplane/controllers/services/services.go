@@ -81,6 +81,9 @@ type Reconciler struct {
 	Wake   *zone.TopologyWake
 	waiter *zone.TopologyWaiter
 	locks  networkLocks
+	// subnets: the nodes' decoded k8s.ovn.org/node-subnets, between
+	// reconciles.
+	subnets zone.NodeSubnets
 }
 
 // mirroredSlice passes the EndpointSlices a network's load balancers read:
