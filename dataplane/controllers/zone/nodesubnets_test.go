@@ -104,16 +104,16 @@ func TestNodeSubnetsRetainForgetsDeletedNodes(t *testing.T) {
 // BenchmarkLayer3NodeSubnets is what a zone's Layer3 reconciles read of
 // the nodes to program every network once: each network reads its entry
 // of every node's k8s.ovn.org/node-subnets (which holds every network's),
-// at 128 and 256 networks of 200 nodes. decode decodes the annotation at
+// at 64 and 128 networks of 50 nodes. decode decodes the annotation at
 // each read (NodeSubnetsFromNode); memo reads through NodeSubnets. The
 // growth per doubling is the 256 figure over the 128 one.
 func BenchmarkLayer3NodeSubnets(b *testing.B) {
-	for _, networks := range []int{128, 256} {
+	for _, networks := range []int{64, 128} {
 		nets := make([]string, networks)
 		for i := range nets {
 			nets[i] = "cluster_udn_net." + strconv.Itoa(i)
 		}
-		nodes := make([]*corev1.Node, 200)
+		nodes := make([]*corev1.Node, 50)
 		for i := range nodes {
 			nodes[i] = subnetsNode(fmt.Sprintf("node-%04d", i), nets...)
 		}
