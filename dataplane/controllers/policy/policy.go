@@ -116,8 +116,10 @@ func (r *Reconciler) readNodes(ctx context.Context, s *scope) (reconcile.Result,
 	if s.Owner == nil {
 		return reconcile.Result{}, nil
 	}
+	// Read-only (every phase only reads them): a copy of every node at
+	// each network's reconcile was work the networks multiplied.
 	var nodes corev1.NodeList
-	if err := r.Client.List(ctx, &nodes); err != nil {
+	if err := r.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return s.Done(reconcile.Result{}, err)
 	}
 	s.nodes = nodes.Items

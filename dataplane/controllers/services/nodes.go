@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -40,8 +41,9 @@ var nodeFacts = builder.WithPredicates(predicate.Funcs{CreateFunc: zone.CreatedL
 // l3-gateway-config whose mode is not disabled; a node whose host-cidrs
 // or gateway config is malformed is kept without them (logged).
 func (r *Reconciler) nodes(ctx context.Context, net svctopo.Network) ([]svctopo.Node, error) {
+	// Read-only: no copy of every node at each network's reconcile.
 	var list corev1.NodeList
-	if err := r.Client.List(ctx, &list); err != nil {
+	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	r.subnets.Retain(list.Items)
