@@ -31,10 +31,10 @@ func linkLookUps(t *testing.T) float64 {
 
 // A plan that meets the new children of this process's own transaction
 // while it is in flight (committed and in the cache, its links not learnt
-// yet) waits for it instead of looking their parents up on the server,
+// yet) waits for it rather than looking their parents up on the server,
 // and plans what is left: nothing. Looking them up, once per network
-// written meanwhile and with every link of the database when there were
-// many, grew a zone's work with the square of its networks.
+// written meanwhile and with every link of the database when there are
+// many, would grow a zone's work with the square of its networks.
 func TestPlanWaitsForOwnTransactionInFlight(t *testing.T) {
 	e := newEnv(t)
 	e.c.eng.MaxTransactionOps = -1 // one transaction

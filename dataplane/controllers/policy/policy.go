@@ -116,8 +116,8 @@ func (r *Reconciler) readNodes(ctx context.Context, s *scope) (reconcile.Result,
 	if s.Owner == nil {
 		return reconcile.Result{}, nil
 	}
-	// Read-only (every phase only reads them): a copy of every node at
-	// each network's reconcile was work the networks multiplied.
+	// Read-only (every phase only reads them): not copied, as each
+	// network's reconcile lists every node.
 	var nodes corev1.NodeList
 	if err := r.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return s.Done(reconcile.Result{}, err)

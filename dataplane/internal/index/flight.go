@@ -21,12 +21,11 @@ func init() { metrics.Registry.MustRegister(linkLookUps) }
 // flights are this process's transactions between their send and the
 // Learn of the links they made. The server shows a transaction's new rows
 // to the cache before it replies, so until its links are learnt its new
-// children are in no known parent, as another client's would be: a plan
-// that met them looked them up on the server, and with more than
-// lookUpAtMost of them (a network's ports on hundreds of nodes) read every
-// link of the database and replaced the index's, once per network being
-// written at the time, which grew the dataplane's work with the square of
-// the networks. A plan waits for the transactions in flight instead, then
+// children are in no known parent, as another client's would be. Looking
+// them up on the server would take, with more than lookUpAtMost of them (a
+// network's ports on hundreds of nodes), a read of every link of the
+// database, once per network written meanwhile: work growing with the
+// square of the networks. A plan waits for the transactions in flight, then
 // looks up what is still unlinked.
 type flights struct {
 	mu     sync.Mutex
