@@ -31,8 +31,7 @@ func TestDeletedUDNReleasesANADTheCacheMisses(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const ns = "gone"
-	blue := testobj.MakeUDN(ns, "blue").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.232.0.0/16")).Obj()
-	blue.UID = "uid-blue"
+	blue := blueUDN(ns, "10.232.0.0/16")
 	red := testobj.MakeUDN(ns, "red").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.233.0.0/16")).Obj()
 	red.UID = "uid-red"
 	foreign := &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "red",
@@ -40,11 +39,7 @@ func TestDeletedUDNReleasesANADTheCacheMisses(t *testing.T) {
 	apiserver := fakeNetworkClient(t, nil, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, blue, red, foreign)
 	undelivered := map[types.NamespacedName]bool{}
 	r := testUDNReconciler(cacheMissingNADs(apiserver, undelivered), apiserver, false)
-	reconcile := func(u *udnv1.UserDefinedNetwork) {
-		t.Helper()
-		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(u)})
-		g.Expect(err).NotTo(HaveOccurred())
-	}
+	reconcile := func(u *udnv1.UserDefinedNetwork) { mustReconcile(t, r, u) }
 	deleted := func(obj client.Object) bool {
 		t.Helper()
 		err := apiserver.Get(ctx, client.ObjectKeyFromObject(obj), obj)
@@ -82,8 +77,7 @@ func TestDeletedUDNLosesItsFinalizerAfterItsStatusWrite(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const ns = "bumped"
-	blue := testobj.MakeUDN(ns, "blue").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.235.0.0/16")).Obj()
-	blue.UID = "uid-blue"
+	blue := blueUDN(ns, "10.235.0.0/16")
 	apiserver := fakeNetworkClient(t, nil, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, blue)
 	// A status write is a write of the object: it gets a new version.
 	bumping := interceptor.NewClient(apiserver, interceptor.Funcs{
@@ -97,15 +91,11 @@ func TestDeletedUDNLosesItsFinalizerAfterItsStatusWrite(t *testing.T) {
 		},
 	})
 	r := testUDNReconciler(bumping, bumping, false)
-	reconcile := func() error {
-		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(blue)})
-		return err
-	}
-	g.Expect(reconcile()).To(Succeed())
+	mustReconcile(t, r, blue)
 	g.Expect(apiserver.Get(ctx, client.ObjectKeyFromObject(blue), blue)).To(Succeed())
 	g.Expect(blue.Finalizers).To(ContainElement(ovnk.FinalizerUserDefinedNetworkProtection))
 	g.Expect(apiserver.Delete(ctx, blue)).To(Succeed())
-	g.Expect(reconcile()).To(Succeed())
+	mustReconcile(t, r, blue)
 	err := apiserver.Get(ctx, client.ObjectKeyFromObject(blue), blue)
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the UDN is still there: %v", blue.Finalizers)
 }
@@ -117,8 +107,7 @@ func TestDeletedUDNMarksItsNADDeletedFirst(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const ns = "order"
-	blue := testobj.MakeUDN(ns, "blue").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, "10.236.0.0/16")).Obj()
-	blue.UID = "uid-blue"
+	blue := blueUDN(ns, "10.236.0.0/16")
 	apiserver := fakeNetworkClient(t, nil, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, blue)
 	var writes []string
 	record := func(verb string, obj client.Object) {
@@ -141,16 +130,11 @@ func TestDeletedUDNMarksItsNADDeletedFirst(t *testing.T) {
 		},
 	})
 	r := testUDNReconciler(c, c, false)
-	reconcile := func() {
-		t.Helper()
-		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(blue)})
-		g.Expect(err).NotTo(HaveOccurred())
-	}
-	reconcile()
+	mustReconcile(t, r, blue)
 	g.Expect(apiserver.Get(ctx, client.ObjectKeyFromObject(blue), blue)).To(Succeed())
 	g.Expect(apiserver.Delete(ctx, blue)).To(Succeed())
 	writes = nil
-	reconcile()
+	mustReconcile(t, r, blue)
 	g.Expect(writes).To(Equal([]string{"delete", "patch"}), "the NAD's writes in order")
 	var nad nadv1.NetworkAttachmentDefinition
 	err := apiserver.Get(ctx, client.ObjectKeyFromObject(blue), &nad)
@@ -165,4 +149,19 @@ func testUDNReconciler(cache, live client.Client, singleWriter bool) *udnReconci
 	cfg.SingleWriter = singleWriter
 	return &udnReconciler{&networkReconciler{client: cache, reader: live, cfg: &cfg,
 		ids: networkids.New(live, cfg.networkIDOptions(), nil), recorder: &eventSink{}, owner: "test"}}
+}
+
+// blueUDN is the Primary Layer2 UDN blue of namespace ns, on cidr.
+func blueUDN(ns, cidr string) *udnv1.UserDefinedNetwork {
+	u := testobj.MakeUDN(ns, "blue").Spec(testobj.Layer2(udnv1.NetworkRolePrimary, udnv1.CIDR(cidr))).Obj()
+	u.UID = "uid-blue"
+	return u
+}
+
+// mustReconcile reconciles u with r and fails the test on an error.
+func mustReconcile(t *testing.T, r *udnReconciler, u client.Object) {
+	t.Helper()
+	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(u)}); err != nil {
+		t.Fatalf("reconcile %s: %v", client.ObjectKeyFromObject(u), err)
+	}
 }

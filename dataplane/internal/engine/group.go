@@ -40,8 +40,8 @@ type request struct {
 	step   func(string)
 	res    Result
 	err    error
-	// served is closed when res and err are set; lead is closed when the
-	// request leads its group's next round.
+	// served is closed when res and err are set; lead is closed to make
+	// the request the one that serves its group's queue.
 	served, lead chan struct{}
 }
 
