@@ -2,7 +2,7 @@ package reconcilers
 
 import (
 	"context"
-	"strconv"
+	"encoding/json"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -69,35 +69,98 @@ func TestDeletedUDNReleasesANADTheCacheMisses(t *testing.T) {
 	g.Expect(foreign.Finalizers).To(BeEmpty())
 }
 
-// TestDeletedUDNLosesItsFinalizerAfterItsStatusWrite: the deleting
-// reconcile writes the UDN's status ("being deleted"), which changes the
-// UDN's version, then removes its finalizer: one reconcile does both, no
-// conflict with its own status write.
-func TestDeletedUDNLosesItsFinalizerAfterItsStatusWrite(t *testing.T) {
+// TestDeletedUDNWritesItsStatusOnlyWhileHeld: a deleted UDN that only
+// udnkit's finalizer held goes without a status write (upstream's status
+// write after its finalizer's removal finds nothing: no user sees it); one
+// that another finalizer still holds loses udnkit's and says its NAD is
+// being deleted.
+func TestDeletedUDNWritesItsStatusOnlyWhileHeld(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	const ns = "bumped"
+	const ns, hold = "held", "example.com/hold"
 	blue := blueUDN(ns, "10.235.0.0/16")
-	apiserver := fakeNetworkClient(t, nil, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, blue)
-	// A status write is a write of the object: it gets a new version.
-	bumping := interceptor.NewClient(apiserver, interceptor.Funcs{
+	red := testobj.MakeUDN(ns, "red").Spec(testobj.Layer2(udnv1.NetworkRoleSecondary, "10.237.0.0/16")).Obj()
+	red.UID = "uid-red"
+	apiserver := fakeNetworkClient(t, nil, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, blue, red)
+	var statuses []string
+	c := interceptor.NewClient(apiserver, interceptor.Funcs{
 		SubResourceApply: func(ctx context.Context, c client.Client, _ string, obj runtime.ApplyConfiguration, _ ...client.SubResourceApplyOption) error {
-			var u udnv1.UserDefinedNetwork
-			if err := c.Get(ctx, client.ObjectKeyFromObject(blue), &u); err != nil {
-				return client.IgnoreNotFound(err)
+			b, err := json.Marshal(obj)
+			if err != nil {
+				return err
 			}
-			u.Labels = map[string]string{"status-written": strconv.Itoa(len(u.Labels) + 1)}
-			return c.Update(ctx, &u)
+			statuses = append(statuses, string(b))
+			return nil
 		},
 	})
-	r := testUDNReconciler(bumping, bumping, false)
-	mustReconcile(t, r, blue)
-	g.Expect(apiserver.Get(ctx, client.ObjectKeyFromObject(blue), blue)).To(Succeed())
-	g.Expect(blue.Finalizers).To(ContainElement(ovnk.FinalizerUserDefinedNetworkProtection))
+	r := testUDNReconciler(c, c, false)
+	for _, u := range []*udnv1.UserDefinedNetwork{blue, red} {
+		mustReconcile(t, r, u)
+		g.Expect(apiserver.Get(ctx, client.ObjectKeyFromObject(u), u)).To(Succeed())
+		g.Expect(u.Finalizers).To(ContainElement(ovnk.FinalizerUserDefinedNetworkProtection))
+	}
+	red.Finalizers = append(red.Finalizers, hold)
+	g.Expect(apiserver.Update(ctx, red)).To(Succeed())
 	g.Expect(apiserver.Delete(ctx, blue)).To(Succeed())
+	g.Expect(apiserver.Delete(ctx, red)).To(Succeed())
+
+	statuses = nil
 	mustReconcile(t, r, blue)
-	err := apiserver.Get(ctx, client.ObjectKeyFromObject(blue), blue)
-	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the UDN is still there: %v", blue.Finalizers)
+	g.Expect(apierrors.IsNotFound(apiserver.Get(ctx, client.ObjectKeyFromObject(blue), blue))).To(BeTrue(), "blue is still there: %v", blue.Finalizers)
+	g.Expect(statuses).To(BeEmpty(), "a status write to a UDN its finalizer's removal deleted")
+
+	mustReconcile(t, r, red)
+	g.Expect(apiserver.Get(ctx, client.ObjectKeyFromObject(red), red)).To(Succeed())
+	g.Expect(red.Finalizers).To(Equal([]string{hold}))
+	g.Expect(statuses).To(HaveLen(1))
+	g.Expect(statuses[0]).To(ContainSubstring(`"reason":"` + udnv1.ReasonNADDeleted + `"`))
+	g.Expect(statuses[0]).To(ContainSubstring("NetworkAttachmentDefinition is being deleted"))
+}
+
+// TestDeletedUDNReadsItsNADFromTheCache: a deleted UDN whose NAD the
+// cache holds with udnkit's finalizer releases it without reading the
+// apiserver; a cached copy without the finalizer (older than the
+// apiserver's) is not trusted: the NAD is read again and released.
+func TestDeletedUDNReadsItsNADFromTheCache(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ns = "cached"
+	for _, stale := range []bool{false, true} {
+		blue := blueUDN(ns, "10.238.0.0/16")
+		apiserver := fakeNetworkClient(t, nil, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, blue)
+		cache := interceptor.NewClient(apiserver, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				err := c.Get(ctx, key, obj, opts...)
+				if nad, ok := obj.(*nadv1.NetworkAttachmentDefinition); ok && err == nil && stale {
+					nad.Finalizers = nil
+				}
+				return err
+			},
+		})
+		liveNADReads := 0
+		live := interceptor.NewClient(apiserver, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if _, ok := obj.(*nadv1.NetworkAttachmentDefinition); ok {
+					liveNADReads++
+				}
+				return c.Get(ctx, key, obj, opts...)
+			},
+		})
+		r := testUDNReconciler(cache, live, false)
+		mustReconcile(t, r, blue)
+		g.Expect(apiserver.Get(ctx, client.ObjectKeyFromObject(blue), blue)).To(Succeed())
+		g.Expect(apiserver.Delete(ctx, blue)).To(Succeed())
+		liveNADReads = 0
+		mustReconcile(t, r, blue)
+		var nad nadv1.NetworkAttachmentDefinition
+		g.Expect(apierrors.IsNotFound(apiserver.Get(ctx, client.ObjectKeyFromObject(blue), &nad))).To(BeTrue(), "stale cache %v: the NAD is still there: %v", stale, nad.Finalizers)
+		g.Expect(apierrors.IsNotFound(apiserver.Get(ctx, client.ObjectKeyFromObject(blue), blue))).To(BeTrue(), "stale cache %v: the UDN is still there", stale)
+		if stale {
+			g.Expect(liveNADReads).To(Equal(1), "a cached NAD without the finalizer was trusted")
+		} else {
+			g.Expect(liveNADReads).To(BeZero(), "the NAD the cache holds was read from the apiserver")
+		}
+	}
 }
 
 // TestDeletedUDNMarksItsNADDeletedFirst: a deleted UDN's NAD is deleted

@@ -196,23 +196,23 @@ func (r *networkReconciler) ownedNADs(ctx context.Context, n network) ([]nadv1.N
 	return list.Items, nil
 }
 
-// ownedNADsLive reads the NADs n controls straight from the apiserver, so a
-// NAD created moments ago cannot be missed before the CR's finalizer goes.
-// A UDN's one NAD (its namespace, its name) is read by a GET, which the
-// apiserver serves from etcd at once; a LIST waits until its watch cache
-// has caught up (up to its 100 ms progress request period).
+// ownedNADsLive reads the NADs n controls so that a NAD created moments
+// ago cannot be missed before the CR's finalizer goes. A UDN's one NAD (its
+// namespace, its name) comes from the cache when the cache holds it with
+// udnkit's finalizer (a NAD is created with it and keeps it until released,
+// so the copy names everything its release must undo; a stale copy makes
+// the release's preconditions fail and the reconcile retry), and otherwise
+// from a GET, which the apiserver serves from etcd at once. A CUDN's NADs
+// are listed from the apiserver; a LIST waits until its watch cache has
+// caught up (up to its 100 ms progress request period).
 func (r *networkReconciler) ownedNADsLive(ctx context.Context, n network) ([]nadv1.NetworkAttachmentDefinition, error) {
 	var list nadv1.NetworkAttachmentDefinitionList
 	if n.kind == kindUDN {
-		var nad nadv1.NetworkAttachmentDefinition
-		err := r.reader.Get(ctx, client.ObjectKeyFromObject(n.obj), &nad)
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		if err != nil {
+		nad, err := r.udnNAD(ctx, n)
+		if err != nil || nad == nil {
 			return nil, err
 		}
-		list.Items = append(list.Items, nad)
+		list.Items = append(list.Items, *nad)
 	} else if err := r.reader.List(ctx, &list, client.HasLabels{ovnk.LabelUserDefinedNetwork}); err != nil {
 		return nil, err
 	}
@@ -223,6 +223,26 @@ func (r *networkReconciler) ownedNADsLive(ctx context.Context, n network) ([]nad
 		}
 	}
 	return out, nil
+}
+
+// udnNAD is the NAD of a UDN's name in its namespace (nil when there is
+// none): the cache's copy when it carries udnkit's finalizer, else the
+// apiserver's.
+func (r *networkReconciler) udnNAD(ctx context.Context, n network) (*nadv1.NetworkAttachmentDefinition, error) {
+	var nad nadv1.NetworkAttachmentDefinition
+	key := client.ObjectKeyFromObject(n.obj)
+	if err := r.client.Get(ctx, key, &nad); err == nil && controllerutil.ContainsFinalizer(&nad, ovnk.FinalizerUserDefinedNetworkProtection) {
+		return &nad, nil
+	}
+	nad = nadv1.NetworkAttachmentDefinition{}
+	err := r.reader.Get(ctx, key, &nad)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &nad, nil
 }
 
 // releaseNAD deletes an owned NAD and removes udnkit's finalizer from it,
@@ -724,14 +744,18 @@ func (r *networkReconciler) finalize(ctx context.Context, n network) (ctrl.Resul
 		msg := "cannot delete the network: " + strings.Join(blocked, "; ")
 		return ctrl.Result{}, r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonSyncError, msg, nil)
 	}
-	if err := r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonNADDeleted, "NetworkAttachmentDefinition is being deleted", nil); err != nil {
-		return ctrl.Result{}, err
-	}
 	if err := removeFinalizer(ctx, r.client, n.obj, ovnk.FinalizerUserDefinedNetworkProtection); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	r.ids.Release(n.key())
-	return ctrl.Result{}, nil
+	// The status says the network is going only to a CR that outlives
+	// udnkit's finalizer (another finalizer holds it), as upstream's
+	// status write after its finalizer's removal does: a CR whose last
+	// finalizer went is gone, and a write to it would only be refused.
+	if len(n.obj.GetFinalizers()) == 0 {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, r.applyStatus(ctx, n, metav1.ConditionFalse, udnv1.ReasonNADDeleted, "NetworkAttachmentDefinition is being deleted", nil)
 }
 
 // networksOfPod maps a pod's k8s.ovn.org/pod-networks entries to the
