@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -163,45 +164,64 @@ func TestDeletedUDNReadsItsNADFromTheCache(t *testing.T) {
 	}
 }
 
-// TestDeletedUDNMarksItsNADDeletedFirst: a deleted UDN's NAD is deleted
-// before its finalizer goes, so that the zones' dataplanes, for which a NAD
-// being deleted is gone, start removing the network after one write.
-func TestDeletedUDNMarksItsNADDeletedFirst(t *testing.T) {
+// TestDeletedUDNSendsItsNADsDeletionWithoutWaiting: a deleted UDN's NAD
+// deletion and its finalizer's removal are in flight at once (the zones'
+// dataplanes start removing the network at the deletion), and the NAD ends
+// gone.
+func TestDeletedUDNSendsItsNADsDeletionWithoutWaiting(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const ns = "order"
 	blue := blueUDN(ns, "10.236.0.0/16")
 	apiserver := fakeNetworkClient(t, nil, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, blue)
-	var writes []string
-	record := func(verb string, obj client.Object) {
-		if _, ok := obj.(*nadv1.NetworkAttachmentDefinition); ok {
-			writes = append(writes, verb)
-		}
-	}
+	patching := make(chan struct{}, 1)
+	waited := false
 	c := interceptor.NewClient(apiserver, interceptor.Funcs{
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			record("delete", obj)
+			if _, ok := obj.(*nadv1.NetworkAttachmentDefinition); ok {
+				select {
+				case <-patching:
+				case <-time.After(5 * time.Second):
+					waited = true
+				}
+			}
 			return c.Delete(ctx, obj, opts...)
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			record("patch", obj)
+			if _, ok := obj.(*nadv1.NetworkAttachmentDefinition); ok {
+				patching <- struct{}{}
+			}
 			return c.Patch(ctx, obj, patch, opts...)
-		},
-		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			record("update", obj)
-			return c.Update(ctx, obj, opts...)
 		},
 	})
 	r := testUDNReconciler(c, c, false)
 	mustReconcile(t, r, blue)
 	g.Expect(apiserver.Get(ctx, client.ObjectKeyFromObject(blue), blue)).To(Succeed())
 	g.Expect(apiserver.Delete(ctx, blue)).To(Succeed())
-	writes = nil
 	mustReconcile(t, r, blue)
-	g.Expect(writes).To(Equal([]string{"delete", "patch"}), "the NAD's writes in order")
+	g.Expect(waited).To(BeFalse(), "the NAD's deletion waited for its finalizer's removal")
 	var nad nadv1.NetworkAttachmentDefinition
 	err := apiserver.Get(ctx, client.ObjectKeyFromObject(blue), &nad)
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the NAD is still there: %v", nad.Finalizers)
+}
+
+// TestRemoveFinalizerLeavesAReplacedObject: the finalizer's removal names
+// the object's UID, so a NAD of the same name made since the read keeps
+// its finalizer, and the caller hears of it.
+func TestRemoveFinalizerLeavesAReplacedObject(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	nad := func(uid types.UID) *nadv1.NetworkAttachmentDefinition {
+		return &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "net", UID: uid,
+			Finalizers: []string{ovnk.FinalizerUserDefinedNetworkProtection}}}
+	}
+	apiserver := fakeNetworkClient(t, nil, nad("uid-new"))
+	g.Expect(removeFinalizer(ctx, apiserver, nad("uid-old"), ovnk.FinalizerUserDefinedNetworkProtection)).NotTo(Succeed())
+	got := nad("")
+	g.Expect(apiserver.Get(ctx, client.ObjectKeyFromObject(got), got)).To(Succeed())
+	g.Expect(got.Finalizers).To(ConsistOf(ovnk.FinalizerUserDefinedNetworkProtection))
+	g.Expect(removeFinalizer(ctx, apiserver, got, ovnk.FinalizerUserDefinedNetworkProtection)).To(Succeed())
+	g.Expect(got.Finalizers).To(BeEmpty())
 }
 
 // testUDNReconciler is the UDN reconciler over cache (its informers' view)

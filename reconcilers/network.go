@@ -255,18 +255,22 @@ func (r *networkReconciler) releaseNAD(ctx context.Context, nad *nadv1.NetworkAt
 	if len(pods) > 0 {
 		return inUseMessage(nad.Namespace+"/"+nad.Name, pods), nil
 	}
-	// Deleted first: a NAD being deleted is gone for the zones' dataplanes
-	// (zone.Deleted), which start removing the network one write earlier
-	// than after the finalizer's removal.
+	// The deletion and the finalizer's removal are sent at once: a NAD
+	// being deleted is gone for the zones' dataplanes (zone.Deleted), so
+	// the deletion is not held behind the patch, and either order ends
+	// with the NAD gone. Both name the NAD's UID, so neither touches a NAD
+	// of the same name made since.
+	var deleteErr error
+	var wg sync.WaitGroup
 	if nad.DeletionTimestamp.IsZero() {
-		if err := r.client.Delete(ctx, nad, client.Preconditions{UID: &nad.UID}); err != nil {
-			return "", client.IgnoreNotFound(err)
-		}
+		gone := nad.DeepCopy() // the patch below decodes its reply into nad
+		wg.Go(func() {
+			deleteErr = r.client.Delete(ctx, gone, client.Preconditions{UID: &gone.UID})
+		})
 	}
-	if err := removeFinalizer(ctx, r.client, nad, ovnk.FinalizerUserDefinedNetworkProtection); err != nil {
-		return "", client.IgnoreNotFound(err)
-	}
-	return "", nil
+	patchErr := removeFinalizer(ctx, r.client, nad, ovnk.FinalizerUserDefinedNetworkProtection)
+	wg.Wait()
+	return "", client.IgnoreNotFound(errors.Join(deleteErr, patchErr))
 }
 
 // desiredNAD builds the NAD n wants in namespace.
@@ -790,16 +794,21 @@ func (r *networkReconciler) networksOfPod(ctx context.Context, obj client.Object
 const conflictRetry = 200 * time.Millisecond
 
 // removeFinalizer removes finalizer from obj by a JSON patch that first
-// tests it is where obj has it: unlike an update, the patch does not
-// conflict with a write of another part of the object (the status this
-// process applied just before), and it fails if the finalizers changed.
+// tests that the object is obj (its UID) and that the finalizer is where obj
+// has it: unlike an update, the patch does not conflict with a write of
+// another part of the object (a status, a deletion), and it fails if the
+// object was replaced or its finalizers changed.
 func removeFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
 	i := slices.Index(obj.GetFinalizers(), finalizer)
 	if i < 0 {
 		return nil
 	}
 	path := "/metadata/finalizers/" + strconv.Itoa(i)
-	patch, err := json.Marshal([]map[string]string{{"op": "test", "path": path, "value": finalizer}, {"op": "remove", "path": path}})
+	ops := []map[string]string{{"op": "test", "path": path, "value": finalizer}, {"op": "remove", "path": path}}
+	if uid := obj.GetUID(); uid != "" {
+		ops = append([]map[string]string{{"op": "test", "path": "/metadata/uid", "value": string(uid)}}, ops...)
+	}
+	patch, err := json.Marshal(ops)
 	if err != nil {
 		return err
 	}
