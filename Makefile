@@ -124,6 +124,18 @@ bench: envtest ovn ## Run every benchmark and print one table (also in bin/bench
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) flock /tmp/datapath.lock $(GO) test $(BENCH_FLAGS) $(PACKET_BENCH_FLAGS) ./envtest/datapath/ | tee -a $(LOCALBIN)/bench-raw.txt
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) flock /tmp/datapath.lock $(GO) test $(BENCH_FLAGS) $(FIRST_PACKET_BENCH_FLAGS) ./cmd/udnkit-local/ | tee -a $(LOCALBIN)/bench-raw.txt
 	$(GO) run ./hack/benchreport -o $(LOCALBIN)/bench-report.md < $(LOCALBIN)/bench-raw.txt
+	@if [ -n "$(UPSTREAM_GIT)" ]; then $(MAKE) --no-print-directory timing && cat $(LOCALBIN)/timing-table.md >> $(LOCALBIN)/bench-report.md; \
+	else echo "programming time against upstream's ovnkube: not run (make bench UPSTREAM_GIT=<git dir of upstream ovn-kubernetes>, or make timing)"; fi
+
+# make timing: udnkit's time to write and remove whole networks against
+# upstream's ovnkube's, both live on this machine from the same API state
+# (../shared/upstream-live builds upstream's ovnkube from UPSTREAM_GIT, a
+# git directory of upstream ovn-kubernetes). Takes the machine ~15 minutes.
+.PHONY: timing
+timing: envtest ovn ## udnkit against upstream's ovnkube, live: create/delete times (UPSTREAM_GIT=<git dir>); table in bin/timing-table.md.
+	mkdir -p $(LOCALBIN)
+	UPSTREAM_GIT=$(UPSTREAM_GIT) KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) test/upstreamlive/timing.sh | tee $(LOCALBIN)/timing-raw.txt
+	sed -n '/^| operation /,$$p' $(LOCALBIN)/timing-raw.txt > $(LOCALBIN)/timing-table.md
 
 # make scale: the scale suite (outside make test). Every run has
 # SCALE_NODES Nodes; SCALE_FRACTIONS are fractions of SCALE_NETWORKS and
