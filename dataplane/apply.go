@@ -25,6 +25,13 @@ func (c *Client) ApplyTogether(ctx context.Context, ds ...*rows.Desired) ([]engi
 	return c.eng.ApplyTogether(ctx, ds...)
 }
 
+// ApplyTogetherUnless is ApplyTogether, except that a piece is left
+// unwritten when unless (nil: never) says so, asked with the network's lock
+// held.
+func (c *Client) ApplyTogetherUnless(ctx context.Context, unless func(context.Context) (bool, error), ds ...*rows.Desired) ([]engine.Result, error) {
+	return c.eng.ApplyTogetherUnless(ctx, unless, ds...)
+}
+
 // ApplyUnless is Apply, except that it does nothing when unless (nil:
 // never) says so; unless is asked with the network's lock held.
 func (c *Client) ApplyUnless(ctx context.Context, d *rows.Desired, unless func(context.Context) (bool, error)) (engine.Result, error) {

@@ -231,13 +231,14 @@ func udnNAD(t *testing.T, namespace, name string, spec udnv1.NetworkSpec, cluste
 }
 
 // apiState is a client of the API state: objs, nad and the UDN that owns
-// it (udnNAD's owner reference), with the dataplane's NAD index.
+// it (udnNAD's owner reference), with the dataplane's NAD indexes.
 func apiState(t *testing.T, nad client.Object, objs ...client.Object) client.Client {
 	t.Helper()
 	owner := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: nad.GetNamespace(), Name: nad.GetName(),
 		UID: nad.GetOwnerReferences()[0].UID, Annotations: nad.GetAnnotations()}}
 	return fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(append(objs, nad, owner)...).
-		WithIndex(&nadv1.NetworkAttachmentDefinition{}, dpzone.NADNetworkField, dpzone.NADNetwork).Build()
+		WithIndex(&nadv1.NetworkAttachmentDefinition{}, dpzone.NADNetworkField, dpzone.NADNetwork).
+		WithIndex(&nadv1.NetworkAttachmentDefinition{}, dpzone.AnyNetworkField, dpzone.AnyNetwork).Build()
 }
 
 // programLayer2 runs the manager's Layer2 reconciler for the zone on the API state.

@@ -303,7 +303,7 @@ func (r *Reconciler) apply(ctx context.Context, net topology.Layer2Network) (wai
 	if err != nil {
 		return false, err
 	}
-	_, err = r.OVN.Apply(ctx, d)
+	_, err = r.OVN.ApplyUnless(ctx, d, zone.UnlessGone(r.Client, r.guard(), zone.Layer2Name, net.Name))
 	return waiting, err
 }
 

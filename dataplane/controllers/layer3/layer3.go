@@ -153,7 +153,7 @@ func (r *Reconciler) applyPolicies(ctx context.Context, s *scope) (reconcile.Res
 		// The cluster router this piece may create is the topology's.
 		topology.SetLayer3GatewayMode(d, r.GatewayMode)
 	}
-	if _, err := r.OVN.Apply(ctx, d); err != nil {
+	if _, err := r.OVN.ApplyUnless(ctx, d, zone.UnlessGone(r.Client, r.guard(), zone.Layer3Name, name)); err != nil {
 		return s.Done(reconcile.Result{}, err)
 	}
 	s.name = name

@@ -138,7 +138,7 @@ func (r *Reconciler) apply(ctx context.Context, net topology.Layer3Network) erro
 	if err != nil {
 		return err
 	}
-	if _, err = r.OVN.Apply(ctx, d); err == nil {
+	if _, err = r.OVN.ApplyUnless(ctx, d, zone.UnlessGone(r.Client, r.guard(), zone.Layer3Name, net.Name)); err == nil {
 		r.Wake.Applied(net.Name)
 	}
 	return err

@@ -208,7 +208,7 @@ func (r *Reconciler) apply(ctx context.Context, net topology.Layer2Network) erro
 			return nil // the same input fails again: wait for a change
 		}
 	}
-	_, err = r.OVN.Apply(ctx, d)
+	_, err = r.OVN.ApplyUnless(ctx, d, zone.UnlessGone(r.Client, r.guard(), zone.Layer2Name, net.Name))
 	return err
 }
 

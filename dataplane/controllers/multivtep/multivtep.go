@@ -270,7 +270,7 @@ func (r *Reconciler) apply(ctx context.Context, network string) (retry bool, err
 	if err != nil {
 		return false, err
 	}
-	if _, err := r.OVN.Apply(ctx, d); err != nil {
+	if _, err := r.OVN.ApplyUnless(ctx, d, zone.UnlessGone(r.Client, r.guard(), zone.Layer2Name, network)); err != nil {
 		return false, err
 	}
 	return r.setEncaps(ctx, network, encaps), nil
@@ -327,7 +327,7 @@ func (r *Reconciler) applyLayer3(ctx context.Context, network string) (retry boo
 	if err != nil {
 		return false, err
 	}
-	if _, err := r.OVN.Apply(ctx, d); err != nil {
+	if _, err := r.OVN.ApplyUnless(ctx, d, zone.UnlessGone(r.Client, r.guard(), zone.Layer3Name, network)); err != nil {
 		return false, err
 	}
 	return r.setEncaps(ctx, network, encaps), nil

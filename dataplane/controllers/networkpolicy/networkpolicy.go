@@ -170,7 +170,7 @@ func (r *Reconciler) apply(ctx context.Context, s *zone.NADScope) (reconcile.Res
 	if d == nil {
 		return reconcile.Result{}, nil
 	}
-	if _, err := r.OVN.Apply(ctx, d); err != nil {
+	if _, err := r.OVN.ApplyUnless(ctx, d, zone.UnlessGone(r.Client, r.guard(), r.networkName, net.Name)); err != nil {
 		return s.Done(reconcile.Result{}, err)
 	}
 	return reconcile.Result{}, nil

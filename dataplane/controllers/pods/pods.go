@@ -180,7 +180,7 @@ func (r *Reconciler) applyPorts(ctx context.Context, s *zone.NADScope) (reconcil
 		// portsOf checked each pod: a failure here is a bug, not an input.
 		return s.Done(reconcile.Result{}, err)
 	}
-	if _, err := r.OVN.Apply(ctx, d); err != nil {
+	if _, err := r.OVN.ApplyUnless(ctx, d, zone.UnlessGone(r.Client, r.guard(), NetworkName, n.Name)); err != nil {
 		return s.Done(reconcile.Result{}, err)
 	}
 	return reconcile.Result{}, nil
@@ -213,7 +213,7 @@ func (r *Reconciler) applySwitch(ctx context.Context, nad *nadv1.NetworkAttachme
 		log.FromContext(ctx).Error(err, "skipping the network's switch", "network", n.Name)
 		return nil
 	}
-	_, err = r.OVN.Apply(ctx, d)
+	_, err = r.OVN.ApplyUnless(ctx, d, zone.UnlessGone(r.Client, r.guard(), NetworkName, n.Name))
 	return err
 }
 

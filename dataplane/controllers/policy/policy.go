@@ -190,7 +190,7 @@ func (r *Reconciler) applyNetwork(ctx context.Context, s *scope) (reconcile.Resu
 	}
 	// Both pieces hang off the topology's switch and routers only: one
 	// transaction when they can share it.
-	if _, err := r.OVN.ApplyTogether(ctx, netpol, eip); err != nil {
+	if _, err := r.OVN.ApplyTogetherUnless(ctx, zone.UnlessGone(r.Client, r.guard(), zone.VTEPName, net.Name), netpol, eip); err != nil {
 		return s.Done(reconcile.Result{}, err)
 	}
 	return reconcile.Result{}, nil

@@ -111,15 +111,8 @@ func (r *Reconciler) applyService(ctx context.Context, net svctopo.Network, name
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	// A sweep of the network (its last NAD's deletion, under another
-	// request's key) may run between this reconcile's look at the NAD and
-	// its Apply: asked again under the network's lock, a gone network gets
-	// no part back.
-	gone := func(ctx context.Context) (bool, error) {
-		live, err := zone.NetworkLive(ctx, r.Client, r.guard(), zone.VTEPName, net.Name)
-		return !live, err
-	}
-	return r.apply(ctx, net, nodes, gone, func(nodes []svctopo.Node) (*rows.Desired, error) {
+	// A gone network gets no part back (zone.UnlessGone).
+	return r.apply(ctx, net, nodes, zone.UnlessGone(r.Client, r.guard(), zone.VTEPName, net.Name), func(nodes []svctopo.Node) (*rows.Desired, error) {
 		return svctopo.ServiceLoadBalancers(net, nodes, namespace, name, part)
 	})
 }

@@ -162,7 +162,7 @@ func (r *Reconciler) applyNetwork(ctx context.Context, s *zone.NADScope) (reconc
 	if err != nil {
 		return s.Done(reconcile.Result{}, err)
 	}
-	res, err := r.apply(ctx, net, nodes, nil, func(nodes []svctopo.Node) (*rows.Desired, error) {
+	res, err := r.apply(ctx, net, nodes, zone.UnlessGone(r.Client, r.guard(), zone.VTEPName, net.Name), func(nodes []svctopo.Node) (*rows.Desired, error) {
 		return svctopo.LoadBalancers(net, nodes, svcs)
 	})
 	if err != nil {

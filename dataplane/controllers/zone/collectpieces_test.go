@@ -62,22 +62,8 @@ func TestCollectPiecesReadsTheLiveNetworksOnce(t *testing.T) {
 	if err := udnv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	udn := func(ns string) *udnv1.UserDefinedNetwork {
-		u := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net", UID: types.UID("uid-" + ns)}}
-		u.SetGroupVersionKind(udnv1.GroupVersion.WithKind(udnv1.KindUserDefinedNetwork))
-		return u
-	}
-	nadOf := func(u *udnv1.UserDefinedNetwork) *nadv1.NetworkAttachmentDefinition {
-		nad, err := netconf.NewNAD(netconf.NADSource{Kind: udnv1.KindUserDefinedNetwork, Meta: u.ObjectMeta,
-			Spec: udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{
-				Role: udnv1.NetworkRolePrimary, Subnets: udnv1.DualStackCIDRs{"10.1.0.0/16"}}}},
-			u.Namespace, ovnk.DefaultClusterConfig(), nil, ovnk.NetworkIDs{ID: 7, HasID: true, TunnelKeys: []int{16711699, 16711700}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return nad
-	}
-	blue, late := udn("blue"), udn("late")
+	nadOf := func(u *udnv1.UserDefinedNetwork) *nadv1.NetworkAttachmentDefinition { return layer2NAD(t, u) }
+	blue, late := netUDN("blue"), netUDN("late")
 	wholeLists := 0
 	c := fake.NewClientBuilder().WithScheme(scheme).
 		WithIndex(&nadv1.NetworkAttachmentDefinition{}, AnyNetworkField, AnyNetwork).
@@ -193,5 +179,68 @@ func TestCollectPiecesTogetherRemovesInOneCall(t *testing.T) {
 		if !slices.EqualFunc(ovn.calls, want, slices.Equal) {
 			t.Errorf("together=%v: removals by call %v, want %v", together, ovn.calls, want)
 		}
+	}
+}
+
+// netUDN is the UDN "net" of namespace ns.
+func netUDN(ns string) *udnv1.UserDefinedNetwork {
+	u := &udnv1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net", UID: types.UID("uid-" + ns)}}
+	u.SetGroupVersionKind(udnv1.GroupVersion.WithKind(udnv1.KindUserDefinedNetwork))
+	return u
+}
+
+// layer2NAD is the NAD udnkit makes for u as a Primary Layer2 network.
+func layer2NAD(t *testing.T, u *udnv1.UserDefinedNetwork) *nadv1.NetworkAttachmentDefinition {
+	t.Helper()
+	nad, err := netconf.NewNAD(netconf.NADSource{Kind: udnv1.KindUserDefinedNetwork, Meta: u.ObjectMeta,
+		Spec: udnv1.NetworkSpec{Topology: udnv1.NetworkTopologyLayer2, Layer2: &udnv1.Layer2Config{
+			Role: udnv1.NetworkRolePrimary, Subnets: udnv1.DualStackCIDRs{"10.1.0.0/16"}}}},
+		u.Namespace, ovnk.DefaultClusterConfig(), nil, ovnk.NetworkIDs{ID: 7, HasID: true, TunnelKeys: []int{16711699, 16711700}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nad
+}
+
+// TestUnlessGone: an Apply of a network is skipped once no live NAD names
+// it (deleted, being deleted, of another kind), and goes ahead while one does.
+func TestUnlessGone(t *testing.T) {
+	scheme := ctrltest.NADScheme(t)
+	if err := udnv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	blue, red := netUDN("blue"), netUDN("red")
+	blueNAD, redNAD := layer2NAD(t, blue), layer2NAD(t, red)
+	redNAD.Finalizers = []string{ovnk.FinalizerUserDefinedNetworkProtection}
+	c := fake.NewClientBuilder().WithScheme(scheme).
+		WithIndex(&nadv1.NetworkAttachmentDefinition{}, AnyNetworkField, AnyNetwork).
+		WithObjects(blue, red, blueNAD, redNAD).Build()
+	g := &nadtrust.Guard{Reader: c, Consumer: "test-unless"}
+	ctx := t.Context()
+	gone := func(name func(*nadv1.NetworkAttachmentDefinition) (string, bool), network string) bool {
+		t.Helper()
+		skip, err := UnlessGone(c, g, name, network)(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return skip
+	}
+	if gone(Layer2Name, "blue_net") || gone(Layer2Name, "red_net") {
+		t.Fatal("an Apply of a network with a live NAD is skipped")
+	}
+	if !gone(Layer3Name, "blue_net") {
+		t.Error("a Layer2 NAD keeps a Layer3 controller's network live")
+	}
+	if err := c.Delete(ctx, redNAD); err != nil {
+		t.Fatal(err)
+	}
+	if !gone(Layer2Name, "red_net") {
+		t.Error("a NAD being deleted keeps its network live")
+	}
+	if err := c.Delete(ctx, blueNAD); err != nil {
+		t.Fatal(err)
+	}
+	if !gone(Layer2Name, "blue_net") {
+		t.Error("a deleted NAD keeps its network live")
 	}
 }

@@ -99,6 +99,19 @@ func NetworkLive(ctx context.Context, c client.Client, g *nadtrust.Guard, networ
 	return live[n], err
 }
 
+// UnlessGone is ApplyUnless's unless for a piece of network n whose NAD a
+// reconcile read: whether no NAD keeps n live any more (NetworkLive, with
+// the controller's network function), asked with the network's lock held.
+// Without it a reconcile that read the NAD just before its deletion reached
+// the cache writes the network's rows after a sweep (another NAD's
+// reconcile) removed them, and they stay until the next sweep.
+func UnlessGone(c client.Client, g *nadtrust.Guard, network func(*nadv1.NetworkAttachmentDefinition) (string, bool), n string) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		live, err := NetworkLive(ctx, c, g, network, n)
+		return !live, err
+	}
+}
+
 // liveIn names the networks of nads (read by network) that some NAD not
 // being deleted, whose owner the guard trusts, names.
 func liveIn(ctx context.Context, g *nadtrust.Guard, nads []nadv1.NetworkAttachmentDefinition, network func(*nadv1.NetworkAttachmentDefinition) (string, bool)) (map[string]bool, error) {

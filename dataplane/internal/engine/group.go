@@ -140,6 +140,13 @@ func (e *Engine) applyGrouped(ctx context.Context, d *rows.Desired, unless func(
 // transaction per piece. The results are in the order of ds; the error is
 // the pieces' errors joined.
 func (e *Engine) ApplyTogether(ctx context.Context, ds ...*rows.Desired) ([]Result, error) {
+	return e.ApplyTogetherUnless(ctx, nil, ds...)
+}
+
+// ApplyTogetherUnless is ApplyTogether, except that a piece is left
+// unwritten when unless (nil: never) says so, asked for each piece with
+// the network's lock held (as ApplyUnless asks).
+func (e *Engine) ApplyTogetherUnless(ctx context.Context, unless func(context.Context) (bool, error), ds ...*rows.Desired) ([]Result, error) {
 	if len(ds) == 0 {
 		return nil, nil
 	}
@@ -152,7 +159,7 @@ func (e *Engine) ApplyTogether(ctx context.Context, ds ...*rows.Desired) ([]Resu
 			return nil, fmt.Errorf("apply together: %s/%s/%s is not of network %s", d.Owner.Network, d.Owner.Topology, d.Owner.Piece, ds[0].Owner.Network)
 		}
 	}
-	rs := e.serveGrouped(ctx, ds, nil)
+	rs := e.serveGrouped(ctx, ds, unless)
 	out := make([]Result, len(rs))
 	errs := make([]error, len(rs))
 	for i, r := range rs {

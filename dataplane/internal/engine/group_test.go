@@ -192,3 +192,30 @@ func TestApplyTogether(t *testing.T) {
 		t.Error("a piece refused with another was written")
 	}
 }
+
+// TestApplyTogetherUnless: the pieces of a network unless says is gone are
+// not written; when it says otherwise they are, together.
+func TestApplyTogetherUnless(t *testing.T) {
+	addr := nbtest.Serve(t)
+	e := nbtest.Engine(t, addr, &engine.Hooks{})
+	asked := 0
+	gone := true
+	unless := func(context.Context) (bool, error) { asked++; return gone, nil }
+	b := nbtest.Piece("b", "net1_b", "net1_b_p", false, false)
+	c := nbtest.Piece("c", "net1_c", "net1_c_p", false, false)
+	res, err := e.ApplyTogetherUnless(ctx, unless, b, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asked == 0 || res[0].Operations != 0 || res[1].Operations != 0 || len(switchPorts(t, addr)) != 0 {
+		t.Fatalf("a gone network's pieces: asked %d times, results %+v, switches %v; want asked, nothing written", asked, res, switchPorts(t, addr))
+	}
+	gone = false
+	if _, err := e.ApplyTogetherUnless(ctx, unless, b, c); err != nil {
+		t.Fatal(err)
+	}
+	got := switchPorts(t, addr)
+	if strings.Join(got["net1_b"], " ") != "net1_b_p" || strings.Join(got["net1_c"], " ") != "net1_c_p" {
+		t.Errorf("a live network's pieces: switches %v, want net1_b and net1_c with their ports", got)
+	}
+}
