@@ -9,6 +9,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/udnkit/udnkit/dataplane/controllers/internal/ctrltest"
@@ -215,5 +216,52 @@ func TestPodNADsOfIndexedKeys(t *testing.T) {
 	slices.Sort(got)
 	if want := []string{"ns/blue", "other/red", "third/green"}; !slices.Equal(got, want) {
 		t.Errorf("queued %q, want %q", got, want)
+	}
+}
+
+// The namespaces a network's rows read are got by name: one that does not
+// exist is left out, each one's labels and decoded ACL logging are taken
+// as they are now (a relabelled namespace, a changed annotation, a deleted
+// namespace show at the next read), and a logging that does not decode is
+// none.
+func TestNamespacesAreReadByName(t *testing.T) {
+	mk := func(name, logging string, labels map[string]string) *corev1.Namespace {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+		if logging != "" {
+			ns.Annotations = map[string]string{ovnk.AnnotationACLLogging: logging}
+		}
+		return ns
+	}
+	c := fake.NewClientBuilder().WithObjects(
+		mk("a", `{"deny":"alert","allow":"info"}`, map[string]string{"team": "red"}),
+		mk("b", `nope`, map[string]string{"team": "blue"}),
+		mk("unread", `{"deny":"alert"}`, nil)).Build()
+	r := &Reconciler{Client: c}
+	ctx := context.Background()
+	read := func() string {
+		t.Helper()
+		got, err := r.namespaces(ctx, []string{"a", "b", "missing"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%+v", got)
+	}
+	if got, want := read(), "[{Name:a Labels:map[team:red] Logging:{Allow:info Deny:alert}} {Name:b Labels:map[team:blue] Logging:{Allow: Deny:}}]"; got != want {
+		t.Errorf("read\n %s\nwant\n %s", got, want)
+	}
+	var a corev1.Namespace
+	if err := c.Get(ctx, client.ObjectKey{Name: "a"}, &a); err != nil {
+		t.Fatal(err)
+	}
+	a.Labels["team"] = "green"
+	a.Annotations[ovnk.AnnotationACLLogging] = `{"deny":"warning"}`
+	if err := c.Update(ctx, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, mk("b", "", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := read(), "[{Name:a Labels:map[team:green] Logging:{Allow: Deny:warning}}]"; got != want {
+		t.Errorf("after a relabel, a new logging and a deletion, read\n %s\nwant\n %s", got, want)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -18,28 +19,16 @@ import (
 	"github.com/udnkit/udnkit/ovnk/podannotation"
 )
 
-// read fills net's policies, namespaces and pods: every namespace; for a
-// Primary network the NetworkPolicies of the namespaces of its trusted
-// NADs and their pods with an entry for the network, for a Secondary one
-// the MultiNetworkPolicies for its NADs and every pod's entries for them
-// (podsOf: each of a NAD named twice).
+// read fills net's policies, pods and namespaces: for a Primary network
+// the NetworkPolicies of the namespaces of its trusted NADs and their pods
+// with an entry for the network, for a Secondary one the
+// MultiNetworkPolicies for its NADs and every pod's entries for them
+// (podsOf: each of a NAD named twice); then the namespaces Build reads
+// (Network.NamespacesRead), each got by name, so that a network's reconcile
+// does not grow with the cluster's namespaces. A network without policies
+// has no rows: neither pods nor namespaces are read.
 func (r *Reconciler) read(ctx context.Context, net *networkpolicy.Network, primary bool) error {
 	nads, err := r.networkNADs(ctx, net.Name, primary)
-	if err != nil {
-		return err
-	}
-	var nsList corev1.NamespaceList
-	if err := r.Client.List(ctx, &nsList); err != nil {
-		return err
-	}
-	for _, ns := range nsList.Items {
-		logging, err := ovnk.DecodeACLLogging(ns.Annotations)
-		if err != nil {
-			log.FromContext(ctx).Info("namespace's ACL logging disabled", "namespace", ns.Name, "reason", err.Error())
-		}
-		net.Namespaces = append(net.Namespaces, networkpolicy.Namespace{Name: ns.Name, Labels: ns.Labels, Logging: logging})
-	}
-	local, err := r.localNodes(ctx, net)
 	if err != nil {
 		return err
 	}
@@ -47,12 +36,47 @@ func (r *Reconciler) read(ctx context.Context, net *networkpolicy.Network, prima
 	for _, nad := range nads {
 		keys[nad.Namespace+"/"+nad.Name] = true
 	}
-	if !primary {
-		if net.Policies, err = r.multiPolicies(ctx, keys); err != nil {
-			return err
+	if primary {
+		net.Policies, err = r.policies(ctx, nads)
+	} else {
+		net.Policies, err = r.multiPolicies(ctx, keys)
+	}
+	if err != nil || len(net.Policies) == 0 {
+		return err
+	}
+	if err := r.readPods(ctx, net, nads, keys, primary); err != nil {
+		return err
+	}
+	net.Namespaces, err = r.namespaces(ctx, net.NamespacesRead())
+	return err
+}
+
+// policies are the NetworkPolicies of the NADs' namespaces.
+func (r *Reconciler) policies(ctx context.Context, nads []*nadv1.NetworkAttachmentDefinition) ([]networkingv1.NetworkPolicy, error) {
+	var out []networkingv1.NetworkPolicy
+	for _, nad := range nads {
+		var nps networkingv1.NetworkPolicyList
+		if err := r.Client.List(ctx, &nps, client.InNamespace(nad.Namespace)); err != nil {
+			return nil, err
 		}
+		out = append(out, nps.Items...)
+	}
+	return out, nil
+}
+
+// readPods fills net's pods: a Primary network's from its NADs'
+// namespaces, a Secondary network's from every pod. The pods and nodes
+// are the cache's own (not copied): only read, their labels shared with
+// net.
+func (r *Reconciler) readPods(ctx context.Context, net *networkpolicy.Network, nads []*nadv1.NetworkAttachmentDefinition,
+	keys map[string]bool, primary bool) error {
+	local, err := r.localNodes(ctx, net)
+	if err != nil {
+		return err
+	}
+	if !primary {
 		var pods corev1.PodList
-		if err := r.Client.List(ctx, &pods); err != nil {
+		if err := r.Client.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
 			return err
 		}
 		nadKeys := sortedKeys(keys)
@@ -62,13 +86,8 @@ func (r *Reconciler) read(ctx context.Context, net *networkpolicy.Network, prima
 		return nil
 	}
 	for _, nad := range nads {
-		var nps networkingv1.NetworkPolicyList
-		if err := r.Client.List(ctx, &nps, client.InNamespace(nad.Namespace)); err != nil {
-			return err
-		}
-		net.Policies = append(net.Policies, nps.Items...)
 		var pods corev1.PodList
-		if err := r.Client.List(ctx, &pods, client.InNamespace(nad.Namespace)); err != nil {
+		if err := r.Client.List(ctx, &pods, client.InNamespace(nad.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 			return err
 		}
 		nadKeys := []string{nad.Namespace + "/" + nad.Name}
@@ -77,6 +96,27 @@ func (r *Reconciler) read(ctx context.Context, net *networkpolicy.Network, prima
 		}
 	}
 	return nil
+}
+
+// namespaces are the named namespaces that exist, with their labels and
+// decoded ACL logging (a namespace whose logging does not decode has
+// none).
+func (r *Reconciler) namespaces(ctx context.Context, names []string) ([]networkpolicy.Namespace, error) {
+	out := make([]networkpolicy.Namespace, 0, len(names))
+	for _, name := range names {
+		var ns corev1.Namespace
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &ns); apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		logging, err := ovnk.DecodeACLLogging(ns.Annotations)
+		if err != nil {
+			log.FromContext(ctx).Info("namespace's ACL logging disabled", "namespace", ns.Name, "reason", err.Error())
+		}
+		out = append(out, networkpolicy.Namespace{Name: ns.Name, Labels: ns.Labels, Logging: logging})
+	}
+	return out, nil
 }
 
 func sortedKeys(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }
@@ -166,7 +206,7 @@ func podsOf(ctx context.Context, pod *corev1.Pod, nadKeys []string, secondary bo
 // host subnets of the network.
 func (r *Reconciler) localNodes(ctx context.Context, net *networkpolicy.Network) (map[string]bool, error) {
 	var nodes corev1.NodeList
-	if err := r.Client.List(ctx, &nodes); err != nil {
+	if err := r.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	r.subnets.Retain(nodes.Items)

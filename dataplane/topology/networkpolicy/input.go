@@ -2,7 +2,9 @@ package networkpolicy
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 
 	networkingv1 "k8s.io/api/networking/v1"
 
@@ -29,7 +31,8 @@ type Network struct {
 	// (ConvertMultiNetworkPolicy).
 	Policies []networkingv1.NetworkPolicy
 	// Namespaces are the cluster's namespaces, which namespace selectors
-	// select from, with the logging of the policies' namespaces.
+	// select from, with the logging of the policies' namespaces. Build
+	// reads only those NamespacesRead names: the others may be left out.
 	Namespaces []Namespace
 	// Pods are the pods with addresses on the network, across the cluster.
 	Pods []Pod
@@ -54,6 +57,47 @@ type Pod struct {
 	// Port is the interface's logical switch port when the pod is on one of
 	// the zone's nodes ("" otherwise): policy port groups hold it.
 	Port string
+}
+
+// NamespacesRead names, sorted, the namespaces whose labels or logging
+// Build reads: each policy's (its ACLs' and default-deny groups' logging)
+// and, when a peer of some policy has a namespace selector, each pod's
+// (the selector matches a pod through its namespace's labels). A network
+// without policies reads none.
+func (n Network) NamespacesRead() []string {
+	names := map[string]bool{}
+	selects := false
+	for i := range n.Policies {
+		np := &n.Policies[i]
+		names[np.Namespace] = true
+		selects = selects || namespaceSelecting(np)
+	}
+	if selects {
+		for _, p := range n.Pods {
+			names[p.Namespace] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(names))
+}
+
+// namespaceSelecting says whether a peer of a policy's rules has a
+// namespace selector.
+func namespaceSelecting(np *networkingv1.NetworkPolicy) bool {
+	for _, r := range np.Spec.Ingress {
+		for _, peer := range r.From {
+			if peer.NamespaceSelector != nil {
+				return true
+			}
+		}
+	}
+	for _, r := range np.Spec.Egress {
+		for _, peer := range r.To {
+			if peer.NamespaceSelector != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (n Network) validate() error {
