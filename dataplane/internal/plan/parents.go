@@ -273,10 +273,10 @@ func (p *Planner) childColumns(table string, m model.Model) []childColumn {
 	kids := schema.ChildTables(table)
 	cols := make([]childColumn, 0, len(kids))
 	for _, c := range kids {
-		cols = append(cols, childColumn{col: c.In(m), table: c.Name, owned: p.ownedIn(c.Name)})
+		cols = append(cols, childColumn{col: c.In(m), table: c.Name, owned: p.ownedIn(c.Name), none: p.noneIn(c.Name)})
 	}
 	for _, mc := range schema.Lookup(table).Members {
-		cols = append(cols, childColumn{col: mc.In(m), table: mc.Table, owned: p.ownedIn(mc.Table), member: true})
+		cols = append(cols, childColumn{col: mc.In(m), table: mc.Table, owned: p.ownedIn(mc.Table), none: p.noneIn(mc.Table), member: true})
 	}
 	return cols
 }
@@ -332,6 +332,9 @@ func hasChildren(cols []childColumn) bool {
 // onlyOwned says whether every child in cols is the piece's.
 func onlyOwned(cols []childColumn) bool {
 	for _, c := range cols {
+		if c.none && len(*c.col) > 0 {
+			return false
+		}
 		for _, u := range *c.col {
 			if !c.owned(u) {
 				return false
@@ -409,6 +412,9 @@ type childColumn struct {
 	col   *[]string
 	table string
 	owned func(uuid string) bool
+	// none: the piece has no row in table (noneIn), so owned is false
+	// for every child and the column is not read.
+	none bool
 	// member: a column of members (schema.Table.Members), whose rows stay
 	// when taken out.
 	member bool
@@ -418,6 +424,9 @@ type childColumn struct {
 func (p *Planner) dropChildren(parent model.Model, cols []childColumn) error {
 	var mutations []model.Mutation
 	for _, c := range cols {
+		if c.none {
+			continue
+		}
 		var drop []string
 		for _, u := range *c.col {
 			if c.owned(u) {
@@ -437,8 +446,12 @@ func (p *Planner) dropChildren(parent model.Model, cols []childColumn) error {
 	return p.mutate(parent, parent, mutations)
 }
 
-// ownedIn says whether a child row of table is the piece's.
+// ownedIn says whether a child row of table is the piece's: none when
+// the index counts no row of the piece in table (noneIn).
 func (p *Planner) ownedIn(table string) func(string) bool {
+	if p.noneIn(table) {
+		return func(string) bool { return false }
+	}
 	return func(u string) bool {
 		m := p.row(table, u)
 		if m == nil {
@@ -447,6 +460,21 @@ func (p *Planner) ownedIn(table string) func(string) bool {
 		_, ids, _, _ := schema.RowFields(table, m)
 		return p.owner.Owns(ids, m)
 	}
+}
+
+// noneIn says whether the index, which the plan reads, holds no row of the
+// piece in table (index.HasNetwork), so that a parent the piece does not
+// want is left without reading its children (a piece without routers met
+// every router of its network, and read each one's ports, routes and
+// policies, at every plan). Owns takes only rows with the piece's network,
+// topology and piece, which the index counts, unless it adopts rows
+// without them (AdoptLegacy). A full diff (no index) reads every row.
+func (p *Planner) noneIn(table string) bool {
+	o := p.owner
+	if t := schema.Lookup(table); p.ix == nil || o.Network == "" || o.AdoptLegacy || t == nil || !t.Indexed {
+		return false
+	}
+	return !p.ix.HasNetwork(o.Topology, o.Piece, o.Network, table)
 }
 
 // withChildren returns a copy of a cached router or switch with its
