@@ -232,7 +232,23 @@ func (r *dataplaneRun) wait(ctx context.Context, d driverFlags, watch cache.Cach
 		out.DBMiB = float64(st.Size()) / (1 << 20)
 	}
 	fmt.Printf("   OVN (%s): all rows in %s, %d rows, dataplane RSS %.0f MiB\n", r.name, out.AllRows.Round(time.Millisecond), out.Total(), out.RSSMiB)
+	r.printReconciles(ctx)
 	return out, nil
+}
+
+// printReconciles prints the child's reconciles so far by controller, to
+// tell a controller that runs more often per network as networks grow from
+// one whose each run costs more.
+func (r *dataplaneRun) printReconciles(ctx context.Context) {
+	rec, err := metrics.ManagerReconciles(ctx, r.metrics)
+	if err != nil {
+		return
+	}
+	var each []string
+	for _, c := range slices.Sorted(maps.Keys(rec)) {
+		each = append(each, fmt.Sprintf("%s %.0f", strings.TrimPrefix(c, "dataplane-"), rec[c]))
+	}
+	fmt.Printf("   OVN (%s): reconciles %s\n", r.name, strings.Join(each, ", "))
 }
 
 // countRows is the number of rows of each table of the model that has any,
