@@ -3,6 +3,7 @@ package zone
 import (
 	"context"
 	"sync"
+	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,7 +34,8 @@ func (t *TopologyWake) Waiter() *TopologyWaiter {
 	if t == nil {
 		return nil
 	}
-	w := &TopologyWaiter{ch: make(chan event.GenericEvent, wakeBuffer), waiting: map[string]map[reconcile.Request]struct{}{}}
+	w := &TopologyWaiter{ch: make(chan event.GenericEvent, wakeBuffer), waiting: map[string]map[reconcile.Request]struct{}{},
+		looks: map[reconcile.Request]int{}}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.waiters = append(t.waiters, w)
@@ -74,7 +76,14 @@ type TopologyWaiter struct {
 	ch      chan event.GenericEvent
 	mu      sync.Mutex
 	waiting map[string]map[reconcile.Request]struct{}
+	// looks: each waiting request's looks in a row that found no topology
+	// (forgotten when one finds it, or when it is woken).
+	looks map[reconcile.Request]int
 }
+
+// backstopDoublings bounds how often a waiting request's backstop doubles
+// (TopologyWait's 5 s up to 40 s).
+const backstopDoublings = 3
 
 // Source queues the NADs whose network's topology was applied.
 func (w *TopologyWaiter) Source() source.Source {
@@ -85,13 +94,45 @@ func (w *TopologyWaiter) Source() source.Source {
 // which the network's Applied then queues again. The wait is recorded
 // before the second look, so an Apply between the first look and the
 // record is not missed (the record is then stale: one needless reconcile).
+// The backstop requeue doubles with each look in a row that finds no
+// topology (see backstop).
 func (w *TopologyWaiter) WaitForTopology(ctx context.Context, ovn *dataplane.Client, network, topology string, req reconcile.Request) (reconcile.Result, bool) {
 	res, wait := WaitForTopology(ctx, ovn, network, topology)
-	if !wait || w == nil {
+	if w == nil {
 		return res, wait
 	}
-	w.wait(network, req)
-	return WaitForTopology(ctx, ovn, network, topology)
+	if wait {
+		w.wait(network, req)
+		res, wait = WaitForTopology(ctx, ovn, network, topology)
+	}
+	if wait {
+		res.RequeueAfter = w.backstop(req)
+	} else {
+		w.found(req)
+	}
+	return res, wait
+}
+
+// backstop is the requeue of req's look that found no topology:
+// TopologyWait at its first look, doubled at each next one in a row, up
+// to backstopDoublings times. The network's Applied queues it first: the
+// backstop is for news lost, and while the zone's topology controllers
+// work through many networks a fixed one queued each waiting reconcile
+// again every TopologyWait, more often the longer they took (the
+// reconciles per network grew with the number of networks).
+func (w *TopologyWaiter) backstop(req reconcile.Request) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := w.looks[req]
+	w.looks[req] = n + 1
+	return TopologyWait << min(n, backstopDoublings)
+}
+
+// found forgets req's looks once one finds the topology.
+func (w *TopologyWaiter) found(req reconcile.Request) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.looks, req)
 }
 
 // Await records that req's reconcile waits for network's topology, for a
@@ -120,6 +161,9 @@ func (w *TopologyWaiter) wake(network string) {
 	w.mu.Lock()
 	reqs := w.waiting[network]
 	delete(w.waiting, network)
+	for req := range reqs {
+		delete(w.looks, req)
+	}
 	w.mu.Unlock()
 	for req := range reqs {
 		nad := &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}

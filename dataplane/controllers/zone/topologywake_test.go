@@ -1,7 +1,9 @@
 package zone
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -61,5 +63,40 @@ func expectQueued(t *testing.T, what string, w *TopologyWaiter, want ...reconcil
 	}
 	if len(got) != len(want) || (len(want) == 1 && got[0] != want[0]) {
 		t.Errorf("%s: queued %v, want %v", what, got, want)
+	}
+}
+
+// TestTopologyWaitBacksOff: a request whose looks keep finding no topology
+// is requeued after TopologyWait, then twice as long at each next look, up
+// to 8 × TopologyWait; a look that finds the topology, and the network's
+// Applied, start it again at TopologyWait. Another request's backstop is
+// its own.
+func TestTopologyWaitBacksOff(t *testing.T) {
+	w := (&TopologyWake{}).Waiter()
+	blue := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "tenant-blue", Name: "blue"}}
+	green := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "tenant-green", Name: "green"}}
+	backstops := func(req reconcile.Request, n int) []time.Duration {
+		var out []time.Duration
+		for range n {
+			out = append(out, w.backstop(req))
+		}
+		return out
+	}
+	s := TopologyWait
+	if got, want := backstops(blue, 6), []time.Duration{s, 2 * s, 4 * s, 8 * s, 8 * s, 8 * s}; !slices.Equal(got, want) {
+		t.Errorf("blue's backstops %v, want %v", got, want)
+	}
+	if got := w.backstop(green); got != s {
+		t.Errorf("green's first backstop %v after blue's, want %v", got, s)
+	}
+	w.found(blue)
+	if got := backstops(blue, 2); !slices.Equal(got, []time.Duration{s, 2 * s}) {
+		t.Errorf("blue's backstops after a look found the topology: %v", got)
+	}
+	w.wait("tenant-blue_blue", blue)
+	(&TopologyWake{waiters: []*TopologyWaiter{w}}).Applied("tenant-blue_blue")
+	expectQueued(t, "blue after its Applied", w, blue)
+	if got := w.backstop(blue); got != s {
+		t.Errorf("blue's backstop after its network's Applied: %v, want %v", got, s)
 	}
 }
