@@ -450,3 +450,61 @@ func TestNetworkPolicyFloodHoldsUpNoOtherNamespace(t *testing.T) {
 		t.Errorf("the other namespace's policy took %v behind the flood", otherTook)
 	}
 }
+
+// A policy whose peer selects namespaces follows its namespace's labels
+// and ACL logging (the reconcile gets the namespaces it reads by name, and
+// a namespace's change queues the networks whose rows read it): the peer's
+// address set is empty while no namespace has team=red, holds the
+// namespace's pods once its namespace has the label and none once the
+// label is gone again; the namespace's acl-logging annotation sets the
+// severities of the policy's and its default deny's ACLs.
+func TestNetworkPolicyFollowsItsNamespace(t *testing.T) {
+	s := primaryLayer2Stack(t, "tenant-blue", "blue", "10.101.0.0/16")
+	const nad = "tenant-blue/blue"
+	db := testobj.MakePod("tenant-blue", "db1").Node("node-a").Running().Labels(map[string]string{"app": "db"}).Obj()
+	web := testobj.MakePod("tenant-blue", "web1").Node("node-a").Running().Labels(map[string]string{"app": "web"}).Obj()
+	s.create(db, web)
+	ips := append(podIPs2(s, db, nad), podIPs2(s, web, nad)...)
+	red := map[string]string{"team": "red"}
+	s.create(&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-blue", Name: "from-red"},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{
+				From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{MatchLabels: red}}}}},
+		}})
+	set := ovnk.HashForOVN(npCtrl + ":PodSelector:LS{ML:{team: red,},}_LS{}_LNM:v4")
+	addrs := func() string {
+		return strings.Join(strings.Fields(strings.ReplaceAll(s.nbctl("--bare", "--columns=addresses", "find", "Address_Set", "name="+set), ",", " ")), " ")
+	}
+	exists := func() bool { return len(s.column("Address_Set", "name", "name="+set)) == 1 }
+	s.eventually("the peer's empty address set", func() bool { return exists() && addrs() == "" })
+
+	namespace := func(change func(*corev1.Namespace)) {
+		s.eventually("the namespace updated", func() bool {
+			var ns corev1.Namespace
+			if err := s.c.Get(s.ctx, client.ObjectKey{Name: "tenant-blue"}, &ns); err != nil {
+				return false
+			}
+			change(&ns)
+			return s.c.Update(s.ctx, &ns) == nil
+		})
+	}
+	namespace(func(ns *corev1.Namespace) { ns.Labels["team"] = "red" })
+	s.eventually("the peer's set with the relabelled namespace's pods", func() bool { return addrs() == strings.Join(sorted(ips...), " ") })
+
+	namespace(func(ns *corev1.Namespace) {
+		if ns.Annotations == nil {
+			ns.Annotations = map[string]string{}
+		}
+		ns.Annotations[ovnk.AnnotationACLLogging] = `{"deny":"alert","allow":"info"}`
+	})
+	deny := npCtrl + ":NetpolNamespace:tenant-blue:Ingress:defaultDeny"
+	allow := npCtrl + ":NetworkPolicy:tenant-blue:from-red:Ingress:0:None:-1"
+	s.eventually("the ACLs logged at the namespace's severities", func() bool {
+		return s.aclColumn(deny, "severity") == "alert" && s.aclColumn(allow, "severity") == "info"
+	})
+
+	namespace(func(ns *corev1.Namespace) { delete(ns.Labels, "team") })
+	s.eventually("the peer's set empty once the label is gone", func() bool { return exists() && addrs() == "" })
+}

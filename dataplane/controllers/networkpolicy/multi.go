@@ -31,13 +31,34 @@ var multiPolicyChanged = predicate.Funcs{CreateFunc: zone.CreatedLater, UpdateFu
 		e.ObjectOld.GetAnnotations()[networkpolicy.AnnotationPolicyFor] != e.ObjectNew.GetAnnotations()[networkpolicy.AnnotationPolicyFor]
 }}
 
+// listMultiPolicies lists every MultiNetworkPolicy.
+func (r *Reconciler) listMultiPolicies(ctx context.Context) (*unstructured.UnstructuredList, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(MultiNetworkPolicyGVK.GroupVersion().WithKind(MultiNetworkPolicyGVK.Kind + "List"))
+	return list, r.Client.List(ctx, list)
+}
+
+// multiSelectsNamespaces says whether a MultiNetworkPolicy selects
+// namespaces (or the list fails: then any may).
+func (r *Reconciler) multiSelectsNamespaces(ctx context.Context) bool {
+	list, err := r.listMultiPolicies(ctx)
+	if err != nil {
+		return true
+	}
+	for i := range list.Items {
+		if np, err := networkpolicy.ConvertMultiNetworkPolicy(list.Items[i].Object); err == nil && networkpolicy.SelectsNamespaces(&np) {
+			return true
+		}
+	}
+	return false
+}
+
 // multiPolicies are the MultiNetworkPolicies whose policy-for names one of
 // nadKeys, as NetworkPolicies; one that does not convert is logged and
 // left out.
 func (r *Reconciler) multiPolicies(ctx context.Context, nadKeys map[string]bool) ([]networkingv1.NetworkPolicy, error) {
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(MultiNetworkPolicyGVK.GroupVersion().WithKind(MultiNetworkPolicyGVK.Kind + "List"))
-	if err := r.Client.List(ctx, list); err != nil {
+	list, err := r.listMultiPolicies(ctx)
+	if err != nil {
 		return nil, err
 	}
 	var out []networkingv1.NetworkPolicy

@@ -3,6 +3,7 @@ package networkpolicy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -76,7 +77,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(zone.ControllerOptions(r.Workers, r.FIFOQueue)), r.Client, r.guard(), r.networkName).
 		Watches(&networkingv1.NetworkPolicy{}, inNamespace, builder.WithPredicates(policyChanged)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podNADs), builder.WithPredicates(podChanged)).
-		Watches(&corev1.Namespace{}, all, builder.WithPredicates(namespaceChanged)).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceNADs), builder.WithPredicates(namespaceChanged)).
 		Watches(&corev1.Node{}, all, zone.VTEPNodeFacts.Predicate())
 	if r.MultiNetworkPolicy {
 		b = b.Watches(multiNetworkPolicy(), all, builder.WithPredicates(multiPolicyChanged))
@@ -99,6 +100,34 @@ func (r *Reconciler) podNADs(ctx context.Context, o client.Object) []reconcile.R
 				reqs = append(reqs, req)
 			}
 		}
+	}
+	return reqs
+}
+
+// namespaceNADs are the NADs whose networks' rows read a namespace
+// (networkpolicy.Network.NamespacesRead): those of the namespace (its
+// policies' ACL logging) and of each namespace with a NetworkPolicy that
+// selects namespaces; a MultiNetworkPolicy that selects namespaces, whose
+// policy-for may name any NAD, queues every NAD. A namespace's change
+// queued every NAD of the cluster before, networks x namespaces reconciles
+// as namespaces came.
+func (r *Reconciler) namespaceNADs(ctx context.Context, o client.Object) []reconcile.Request {
+	namespaces := map[string]bool{o.GetName(): true}
+	var nps networkingv1.NetworkPolicyList
+	if err := r.Client.List(ctx, &nps, client.UnsafeDisableDeepCopy); err != nil {
+		return zone.NADsIn(r.Client, "")(ctx, o)
+	}
+	for i := range nps.Items {
+		if networkpolicy.SelectsNamespaces(&nps.Items[i]) {
+			namespaces[nps.Items[i].Namespace] = true
+		}
+	}
+	if r.MultiNetworkPolicy && r.multiSelectsNamespaces(ctx) {
+		return zone.NADsIn(r.Client, "")(ctx, o)
+	}
+	var reqs []reconcile.Request
+	for _, ns := range slices.Sorted(maps.Keys(namespaces)) {
+		reqs = append(reqs, zone.NADsIn(r.Client, ns)(ctx, o)...)
 	}
 	return reqs
 }

@@ -8,6 +8,7 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -263,5 +264,33 @@ func TestNamespacesAreReadByName(t *testing.T) {
 	}
 	if got, want := read(), "[{Name:a Labels:map[team:green] Logging:{Allow: Deny:warning}}]"; got != want {
 		t.Errorf("after a relabel, a new logging and a deletion, read\n %s\nwant\n %s", got, want)
+	}
+}
+
+// A namespace's change queues the NADs whose rows read it: its own
+// namespace's (its policies' logging) and those of the namespaces with a
+// NetworkPolicy that selects namespaces, not the NADs of a namespace whose
+// policies select pods only, nor of one without policies.
+func TestANamespaceQueuesTheNetworksThatReadIt(t *testing.T) {
+	var objs []client.Object
+	for _, ns := range []string{"changed", "selecting", "pods-only", "no-policy"} {
+		objs = append(objs, &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net",
+			Labels: map[string]string{ovnk.LabelUserDefinedNetwork: ""}}})
+	}
+	red := &metav1.LabelSelector{MatchLabels: map[string]string{"team": "red"}}
+	objs = append(objs,
+		&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "selecting", Name: "from-red"},
+			Spec: networkingv1.NetworkPolicySpec{Ingress: []networkingv1.NetworkPolicyIngressRule{{
+				From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: red}}}}}},
+		&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "pods-only", Name: "from-web"},
+			Spec: networkingv1.NetworkPolicySpec{Egress: []networkingv1.NetworkPolicyEgressRule{{
+				To: []networkingv1.NetworkPolicyPeer{{PodSelector: red}}}}}})
+	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(ctrltest.NADScheme(t)).WithObjects(objs...).Build()}
+	var got []string
+	for _, req := range r.namespaceNADs(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "changed"}}) {
+		got = append(got, req.String())
+	}
+	if want := []string{"changed/net", "selecting/net"}; !slices.Equal(got, want) {
+		t.Errorf("queued %q, want %q", got, want)
 	}
 }

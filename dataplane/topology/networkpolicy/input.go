@@ -70,7 +70,7 @@ func (n Network) NamespacesRead() []string {
 	for i := range n.Policies {
 		np := &n.Policies[i]
 		names[np.Namespace] = true
-		selects = selects || namespaceSelecting(np)
+		selects = selects || SelectsNamespaces(np)
 	}
 	if selects {
 		for _, p := range n.Pods {
@@ -80,9 +80,10 @@ func (n Network) NamespacesRead() []string {
 	return slices.Sorted(maps.Keys(names))
 }
 
-// namespaceSelecting says whether a peer of a policy's rules has a
-// namespace selector.
-func namespaceSelecting(np *networkingv1.NetworkPolicy) bool {
+// SelectsNamespaces says whether a peer of a policy's rules has a
+// namespace selector: then the policy's rows read the labels of its
+// network's pods' namespaces.
+func SelectsNamespaces(np *networkingv1.NetworkPolicy) bool {
 	for _, r := range np.Spec.Ingress {
 		for _, peer := range r.From {
 			if peer.NamespaceSelector != nil {
