@@ -170,7 +170,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Reconcilers, erro
 		rs.NetworkPolicy.SetupWithManager}
 	// The controllers re-apply the networks whose rows the OVN database lost.
 	rq := zone.NewRequeuer(c)
-	ovn.OnResync(rq.Resync)
+	ovn.OnResync(rs.Policy.Resynced(rq.Resync))
 	if err := mgr.Add(&zone.Connector{OVN: ovn, Manager: rq.Manager(mgr), Setups: setups}); err != nil {
 		return nil, err
 	}

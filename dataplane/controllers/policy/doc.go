@@ -9,6 +9,9 @@
 // --enable-egress-ip, the zone's EgressIP address sets (EgressIPShared,
 // from every node's k8s.ovn.org/host-cidrs and the UDN-enabled services'
 // ClusterIPs). A network's rows go with its last NAD; the zone's stay.
+// Every network's reconcile reaches the zone's rows, which are built and
+// applied only when what their builders read changed since their last
+// successful Apply (zoneRows).
 //
 // Package zone holds what it shares with the other dataplane controllers.
 package policy

@@ -165,15 +165,9 @@ func (r *Reconciler) isolation(ctx context.Context, nodes []corev1.Node) (*rows.
 // services' ClusterIPs, and every node's host addresses with the (empty)
 // egress services' pods.
 func (r *Reconciler) egressIPSets(ctx context.Context, nodes []corev1.Node) (shared, defaults *rows.Desired, err error) {
-	var nodeIPs []netip.Addr
-	for i := range nodes {
-		cidrs, _, err := ovnk.DecodeNodeHostCIDRs(&nodes[i])
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, c := range cidrs {
-			nodeIPs = append(nodeIPs, c.Addr())
-		}
+	hostIPs, err := nodeIPs(nodes)
+	if err != nil {
+		return nil, nil, err
 	}
 	svcIPs, err := r.serviceIPs(ctx)
 	if err != nil {
@@ -182,7 +176,7 @@ func (r *Reconciler) egressIPSets(ctx context.Context, nodes []corev1.Node) (sha
 	if shared, err = policy.EgressIPShared(r.cluster(), svcIPs); err != nil {
 		return nil, nil, err
 	}
-	defaults, err = policy.EgressIPDefaultNetworkSets(r.cluster(), nodeIPs)
+	defaults, err = policy.EgressIPDefaultNetworkSets(r.cluster(), hostIPs)
 	return shared, defaults, err
 }
 

@@ -66,6 +66,8 @@ type Reconciler struct {
 	// subnets: the nodes' decoded k8s.ovn.org/node-subnets, between
 	// reconciles.
 	subnets zone.NodeSubnets
+	// zone: what the zone's rows were last applied from.
+	zone zoneRows
 }
 
 // SetupWithManager registers the reconciler.
@@ -80,13 +82,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// port group, or the pod opens other ports: its NADs' reconciles
 		// apply the zone's rows.
 		podNADs := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			r.zone.pods.Add(1)
 			return zone.NADsIn(r.Client, o.GetNamespace())(ctx, o)
 		})
 		b = b.Watches(&corev1.Pod{}, podNADs, zone.PodPortChanged()).
 			Watches(&corev1.Pod{}, podNADs, builder.WithPredicates(openPortsChanged))
 	}
 	if r.Services != nil {
-		b = b.WatchesRawSource(watchServices(r.Services, nads))
+		b = b.WatchesRawSource(watchServices(r.Services, func(ctx context.Context, o client.Object) []reconcile.Request {
+			r.zone.services.Add(1)
+			return nads(ctx, o)
+		}))
 	}
 	b, r.waiter = r.Wake.Watch(b)
 	return b.Complete(r)
@@ -127,35 +133,14 @@ func (r *Reconciler) readNodes(ctx context.Context, s *scope) (reconcile.Result,
 }
 
 // applyZone applies the zone's isolation rows and EgressIP address sets
-// (those removed when EgressIP is off); the zone's rows exist once a
-// primary network does. The node-ips and egresssvc-served-pods sets are
-// OVN-Kubernetes' where its EgressIP wrote them first (it runs for the
-// default network it keeps): a failure to write them is logged, not
-// retried, so it holds up none of the zone's other rows.
+// (those removed when EgressIP is off) whose inputs changed since they
+// were last applied (applyZoneRows); the zone's rows exist once a primary
+// network does.
 func (r *Reconciler) applyZone(ctx context.Context, s *scope) (reconcile.Result, error) {
 	if s.Owner == nil {
 		return reconcile.Result{}, nil
 	}
-	zonePiece := func(piece string) *rows.Desired {
-		return &rows.Desired{Owner: rows.Owner{Network: policy.ZoneNetwork, Topology: base.TopologyZone, Piece: piece}}
-	}
-	isolation, err := r.isolation(ctx, s.nodes)
-	if err == nil {
-		err = r.apply(ctx, isolation)
-	}
-	shared, defaults := zonePiece(base.PieceEgressIPShared), zonePiece(base.PieceEgressIPDefaultSets)
-	if r.EgressIP && err == nil {
-		shared, defaults, err = r.egressIPSets(ctx, s.nodes)
-	}
-	if err == nil {
-		err = r.apply(ctx, shared)
-	}
-	if err == nil {
-		if derr := r.apply(ctx, defaults); derr != nil {
-			log.FromContext(ctx).Error(derr, "the zone's node-ips and egresssvc-served-pods address sets not written (OVN-Kubernetes' EgressIP writes them for the default network)")
-		}
-	}
-	if err != nil {
+	if err := r.applyZoneRows(ctx, s.nodes); err != nil {
 		return s.Done(reconcile.Result{}, err)
 	}
 	return reconcile.Result{}, nil
@@ -194,11 +179,6 @@ func (r *Reconciler) applyNetwork(ctx context.Context, s *scope) (reconcile.Resu
 		return s.Done(reconcile.Result{}, err)
 	}
 	return reconcile.Result{}, nil
-}
-
-func (r *Reconciler) apply(ctx context.Context, d *rows.Desired) error {
-	_, err := r.OVN.Apply(ctx, d)
-	return err
 }
 
 func (r *Reconciler) sweep(ctx context.Context, s *scope) (reconcile.Result, error) {
