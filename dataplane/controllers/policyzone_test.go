@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/udnkit/udnkit/dataplane/topology/policy"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -64,4 +65,23 @@ func TestZoneRowsFollowNodesAndServices(t *testing.T) {
 	s.create(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ovnk.DNSService.Namespace, Name: ovnk.DNSService.Name},
 		Spec: corev1.ServiceSpec{ClusterIP: "10.0.0.53", Ports: []corev1.ServicePort{{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}}}})
 	s.eventually("the DNS service's ClusterIP in udn-enabled-svc", func() bool { return strings.Contains(svcIPs(), "10.0.0.53") })
+}
+
+// The zone's rows deleted by another client come back with no change of
+// what they are built from: the resync of the zone's rows applies them again.
+func TestZoneRowsHealAForeignDeletion(t *testing.T) {
+	s, _ := policyStack(t, true)
+	pg := policy.IsolationPortGroup()
+	nodeIPs := func() []string {
+		return s.column("Address_Set", "addresses", "external_ids:k8s.ovn.org/name=node-ips")
+	}
+	s.eventually("the zone's rows", func() bool {
+		return len(s.column("Port_Group", "name", "name="+pg)) == 1 && slices.Equal(nodeIPs(), []string{"192.0.2.2", "2001:db8::2"})
+	})
+	s.nbctl("pg-del", pg)
+	s.eventually("the isolation port group back", func() bool { return len(s.column("Port_Group", "name", "name="+pg)) == 1 })
+	for _, set := range s.column("Address_Set", "_uuid", "external_ids:k8s.ovn.org/name=node-ips") {
+		s.nbctl("clear", "Address_Set", set, "addresses")
+	}
+	s.eventually("the node-ips addresses back", func() bool { return slices.Equal(nodeIPs(), []string{"192.0.2.2", "2001:db8::2"}) })
 }

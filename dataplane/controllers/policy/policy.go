@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/udnkit/udnkit/dataplane"
 	"github.com/udnkit/udnkit/dataplane/controllers/zone"
@@ -93,6 +94,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			r.zone.services.Add(1)
 			return nads(ctx, o)
 		}))
+	}
+	if r.zone.resyncs != nil {
+		// The zone's rows lost or changed in OVN: every NAD's reconcile
+		// finds them stale, the first applies them.
+		b = b.WatchesRawSource(source.Channel(r.zone.resyncs, handler.EnqueueRequestsFromMapFunc(nads)))
 	}
 	b, r.waiter = r.Wake.Watch(b)
 	return b.Complete(r)

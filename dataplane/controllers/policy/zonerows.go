@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/udnkit/udnkit/dataplane/internal/engine"
@@ -45,6 +46,8 @@ type zoneRows struct {
 	builds atomic.Int64
 	// apply, when set, stands for the OVN client's Apply.
 	apply func(context.Context, *rows.Desired) error
+	// resyncs signals a resync of the zone's rows alone (Resynced).
+	resyncs chan event.GenericEvent
 }
 
 // applyZoneRows applies each zone piece whose inputs changed since its
@@ -267,12 +270,22 @@ func nodeIPs(nodes []corev1.Node) ([]netip.Addr, error) {
 }
 
 // Resynced passes the OVN client's resyncs on to next, after making the
-// zone's rows stale when a resync names every network or the zone's: the
-// next network's reconcile (every network's, with All) applies them again.
+// zone's rows stale when a resync names every network or the zone's. The
+// next network's reconcile applies them again: every network's, queued by
+// next, with All; with the zone's rows only (which no NAD names), the
+// NADs this controller queues for them (SetupWithManager).
 func (r *Reconciler) Resynced(next func(engine.Resync)) func(engine.Resync) {
+	ch := make(chan event.GenericEvent, 1)
+	r.zone.resyncs = ch
 	return func(rs engine.Resync) {
 		if rs.All || slices.Contains(rs.Networks, policy.ZoneNetwork) {
 			r.zone.epoch.Add(1)
+			if !rs.All {
+				select {
+				case ch <- event.GenericEvent{Object: &corev1.Node{}}:
+				default: // one is queued already
+				}
+			}
 		}
 		if next != nil {
 			next(rs)

@@ -128,8 +128,8 @@ func TestZoneRowsBuiltOnceForManyNetworks(t *testing.T) {
 // piece: a node's host addresses (node-ips), a node's default subnets (the
 // isolation ACLs), a pod event (the isolation members), a service's
 // ClusterIPs (the udn-enabled-svc sets), a new node; a resync of every
-// network or of the zone's rows applies them all again, another network's
-// resync none.
+// network or of the zone's rows applies them all again (the zone's alone
+// queues the NADs itself), another network's resync none.
 func TestZoneRowsFollowEachInput(t *testing.T) {
 	w := newZoneWorld(t)
 	w.reconcile(t)
@@ -183,7 +183,14 @@ func TestZoneRowsFollowEachInput(t *testing.T) {
 	step("the zone's resync", func() {
 		resync(engine.Resync{Reason: engine.ResyncForeignEdit, Networks: []string{"ns_blue", policy.ZoneNetwork}})
 	}, allZonePieces...)
+	if got := len(w.r.zone.resyncs); got != 1 {
+		t.Errorf("%d reconciles queued for the zone's resync, want 1 (no NAD names the zone's rows)", got)
+	}
+	<-w.r.zone.resyncs
 	step("every network's resync", func() { resync(engine.Resync{Reason: engine.ResyncDatabaseReplaced, All: true}) }, allZonePieces...)
+	if got := len(w.r.zone.resyncs); got != 0 {
+		t.Errorf("%d reconciles queued for every network's resync, which queues every NAD already", got)
+	}
 }
 
 // With the UDN-enabled services watched, their generation stands for
