@@ -73,12 +73,15 @@ type Config struct {
 // DefaultConfig is the production configuration.
 func DefaultConfig() Config {
 	return Config{
-		Cluster:                 ovnk.DefaultClusterConfig(),
-		Controllers:             []string{ControllerUDN, ControllerCUDN, ControllerNode, ControllerEndpointSliceMirror},
-		MaxNetworkID:            ovnk.MaxNetworkID,
-		TunnelKeyFirst:          ovnk.FirstAllocatedTunnelKey,
-		TunnelKeyLast:           ovnk.LastInterconnectKey,
-		MaxConcurrentReconciles: 2,
+		Cluster:        ovnk.DefaultClusterConfig(),
+		Controllers:    []string{ControllerUDN, ControllerCUDN, ControllerNode, ControllerEndpointSliceMirror},
+		MaxNetworkID:   ovnk.MaxNetworkID,
+		TunnelKeyFirst: ovnk.FirstAllocatedTunnelKey,
+		TunnelKeyLast:  ovnk.LastInterconnectKey,
+		// A reconcile mostly waits for the apiserver (a deletion's three
+		// requests, a creation's ID and NAD writes): four workers keep a
+		// burst of deletions from queueing behind two.
+		MaxConcurrentReconciles: 4,
 		FairQueue:               true,
 		NodeIDSource:            nodes.NodeIDsAllocate,
 	}
