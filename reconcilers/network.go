@@ -196,7 +196,7 @@ func (r *networkReconciler) ownedNADs(ctx context.Context, n network) ([]nadv1.N
 	return list.Items, nil
 }
 
-// ownedNADsLive reads the NADs n controls so that a NAD created moments
+// ownedNADsToRelease reads the NADs n controls so that a NAD created moments
 // ago cannot be missed before the CR's finalizer goes. A UDN's one NAD (its
 // namespace, its name) comes from the cache when the cache holds it with
 // udnkit's finalizer (a NAD is created with it and keeps it until released,
@@ -205,7 +205,7 @@ func (r *networkReconciler) ownedNADs(ctx context.Context, n network) ([]nadv1.N
 // from a GET, which the apiserver serves from etcd at once. A CUDN's NADs
 // are listed from the apiserver; a LIST waits until its watch cache has
 // caught up (up to its 100 ms progress request period).
-func (r *networkReconciler) ownedNADsLive(ctx context.Context, n network) ([]nadv1.NetworkAttachmentDefinition, error) {
+func (r *networkReconciler) ownedNADsToRelease(ctx context.Context, n network) ([]nadv1.NetworkAttachmentDefinition, error) {
 	var list nadv1.NetworkAttachmentDefinitionList
 	if n.kind == kindUDN {
 		nad, err := r.udnNAD(ctx, n)
@@ -729,7 +729,7 @@ func (r *networkReconciler) finalize(ctx context.Context, n network) (ctrl.Resul
 	if !controllerutil.ContainsFinalizer(n.obj, ovnk.FinalizerUserDefinedNetworkProtection) {
 		return ctrl.Result{}, nil
 	}
-	owned, err := r.ownedNADsLive(ctx, n)
+	owned, err := r.ownedNADsToRelease(ctx, n)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
