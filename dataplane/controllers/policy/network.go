@@ -161,25 +161,6 @@ func (r *Reconciler) isolation(ctx context.Context, nodes []corev1.Node) (*rows.
 	return policy.UDNIsolation(local, ports)
 }
 
-// egressIPSets are the zone's EgressIP address sets: the UDN-enabled
-// services' ClusterIPs, and every node's host addresses with the (empty)
-// egress services' pods.
-func (r *Reconciler) egressIPSets(ctx context.Context, nodes []corev1.Node) (shared, defaults *rows.Desired, err error) {
-	hostIPs, err := nodeIPs(nodes)
-	if err != nil {
-		return nil, nil, err
-	}
-	svcIPs, err := r.serviceIPs(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	if shared, err = policy.EgressIPShared(r.cluster(), svcIPs); err != nil {
-		return nil, nil, err
-	}
-	defaults, err = policy.EgressIPDefaultNetworkSets(r.cluster(), hostIPs)
-	return shared, defaults, err
-}
-
 // serviceIPs are the ClusterIPs of the UDN-enabled services that exist.
 func (r *Reconciler) serviceIPs(ctx context.Context) ([]netip.Addr, error) {
 	reader := client.Reader(r.Client)

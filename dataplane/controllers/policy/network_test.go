@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/udnkit/udnkit/dataplane/topology/base"
+	"github.com/udnkit/udnkit/dataplane/topology/policy"
 	"github.com/udnkit/udnkit/ovnk"
 )
 
@@ -81,16 +82,20 @@ func TestIsolationNodes(t *testing.T) {
 // k8s.ovn.org/host-cidrs is an error.
 func TestEgressIPSets(t *testing.T) {
 	r := &Reconciler{Cluster: ovnk.ClusterConfig{ClusterSubnets: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}}}
-	_, defaults, err := r.egressIPSets(context.Background(), []corev1.Node{
+	hostIPs, err := nodeIPs([]corev1.Node{
 		nodeWith("node-a", map[string]string{ovnk.AnnotationHostCIDRs: `["192.0.2.2/24","2001:db8::2/64"]`}),
 		nodeWith("node-b", map[string]string{ovnk.AnnotationHostCIDRs: `["192.0.2.3/24"]`})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults, err := policy.EgressIPDefaultNetworkSets(r.cluster(), hostIPs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(defaults.AddressSets) != 2 || !slices.Equal(defaults.AddressSets[0].Addresses, []string{"192.0.2.2", "192.0.2.3"}) {
 		t.Errorf("default-network sets of an IPv4 cluster %+v", defaults.AddressSets)
 	}
-	if _, _, err := r.egressIPSets(context.Background(), []corev1.Node{nodeWith("node-a", map[string]string{ovnk.AnnotationHostCIDRs: `192.0.2.2`})}); err == nil {
+	if _, err := nodeIPs([]corev1.Node{nodeWith("node-a", map[string]string{ovnk.AnnotationHostCIDRs: `192.0.2.2`})}); err == nil {
 		t.Error("a malformed host-cidrs: no error")
 	}
 }

@@ -91,7 +91,7 @@ var allZonePieces = []string{base.PieceUDNIsolation, base.PieceEgressIPShared, b
 
 // Many networks' reconciles over unchanged nodes, services and pods build
 // and apply the zone's three pieces once, with the rows the builders give
-// (isolation, egressIPSets); listing the nodes in another order changes
+// (isolation, EgressIPShared, EgressIPDefaultNetworkSets); listing the nodes in another order changes
 // nothing.
 func TestZoneRowsBuiltOnceForManyNetworks(t *testing.T) {
 	w := newZoneWorld(t)
@@ -113,7 +113,19 @@ func TestZoneRowsBuiltOnceForManyNetworks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shared, defaults, err := w.r.egressIPSets(context.Background(), w.nodes)
+	svcIPs, err := w.r.serviceIPs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared, err := policy.EgressIPShared(w.r.cluster(), svcIPs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostIPs, err := nodeIPs(w.nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults, err := policy.EgressIPDefaultNetworkSets(w.r.cluster(), hostIPs)
 	if err != nil {
 		t.Fatal(err)
 	}
